@@ -1,0 +1,75 @@
+/* tapegrad core: the graph — a per-step arena, the tape, grad mode, errors.
+ *
+ * Ops run eagerly. When grad mode is on and one of an op's inputs requires
+ * grad, the op appends a node to the graph's tape. tg_graph_backward seeds
+ * d(loss) = 1 and walks the tape in reverse; every node adds (+=) into the
+ * gradients of its inputs.
+ *
+ * Everything an op allocates (outputs, saved values, activation gradients,
+ * tape nodes) lives in the graph's arena until tg_graph_reset, which frees
+ * all of it in O(1) and keeps the memory for the next step: after the first
+ * step a training loop makes no call to malloc.
+ *
+ * Errors: an op given bad input returns NULL and records one message on
+ * the graph naming the op and the shapes. The first message sticks; while
+ * the graph holds an error every op returns NULL, so a forward pass can be
+ * written without checks and checked once at the end. */
+#ifndef TG_GRAPH_H
+#define TG_GRAPH_H
+
+#include "tensor.h"
+
+typedef struct tg_graph tg_graph;
+
+tg_graph *tg_graph_new(void);           /* NULL only when out of memory */
+void tg_graph_free(tg_graph *g);        /* accepts NULL */
+
+/* Drops every tensor, gradient and node made since the last reset (or
+ * since creation), clears the error. O(1); keeps the arena's memory. */
+void tg_graph_reset(tg_graph *g);
+
+/* The first error recorded since the last reset, or NULL. */
+const char *tg_graph_error(const tg_graph *g);
+void tg_graph_clear_error(tg_graph *g);
+
+/* Grad mode (default on). Off: ops record nothing. Returns the old mode. */
+bool tg_graph_set_grad_enabled(tg_graph *g, bool on);
+bool tg_graph_grad_enabled(const tg_graph *g);
+
+/* Training mode (default on). Off (eval): dropout is the identity. */
+void tg_graph_set_training(tg_graph *g, bool on);
+bool tg_graph_training(const tg_graph *g);
+
+/* Seeds the graph's random stream, used by dropout. */
+void tg_graph_seed(tg_graph *g, uint64_t seed);
+
+/* New zero-filled tensor in the graph's arena. shape has ndim entries,
+ * each >= 1; ndim 0 makes a scalar. NULL (with an error) on bad shape. */
+tg_tensor *tg_tensor_new(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
+/* Same, copying numel elements of dt from data. */
+tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape,
+                          const void *data);
+/* A float scalar (ndim 0). */
+tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value);
+
+/* Marks a leaf tensor as requiring grad and gives it a zeroed gradient
+ * buffer in the arena that owns it. Gradients then accumulate into
+ * t->grad across backward calls. Returns 0, or -1 with an error on g
+ * (i32/bool tensors, tensors made by an op). */
+int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on);
+
+/* Backward from a one-element float tensor: seeds its gradient with 1.
+ * Returns 0, or -1 with the error on g (NULL loss, several elements, no
+ * recorded op reaching it). Gradients of activations are recomputed each
+ * call; gradients of leaves and parameters accumulate. */
+int tg_graph_backward(tg_graph *g, tg_tensor *loss);
+/* Backward from any float tensor t with its gradient seeded by `seed`
+ * (t->numel elements of t's dtype). */
+int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
+
+/* Introspection. */
+int tg_graph_tape_len(const tg_graph *g);
+size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved */
+size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use */
+
+#endif

@@ -1,0 +1,107 @@
+/* The persistent parameter store: flat value and gradient buffers with
+ * named tensor views into them. */
+#include "params.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "stb_ds_internal.h"
+
+typedef struct name_index { char *key; int value; } name_index;
+
+struct tg_params {
+    tg_dtype dtype;
+    tg_tensor **tensors;     /* stb_ds array of owned headers */
+    int64_t *offsets;        /* stb_ds array: element offset of each */
+    name_index *by_name;     /* stb_ds string hash map */
+    char *data, *grad;       /* flat buffers */
+    int64_t numel;
+    char error[256];
+};
+
+tg_params *tg_params_new(tg_dtype dt)
+{
+    if (!tg_dtype_is_float(dt)) return NULL;
+    tg_params *p = tg_calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->dtype = dt;
+    stbds_sh_new_strdup(p->by_name);
+    return p;
+}
+
+void tg_params_free(tg_params *p)
+{
+    if (!p) return;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(p->tensors); i++) tg_free(p->tensors[i]);
+    stbds_arrfree(p->tensors);
+    stbds_arrfree(p->offsets);
+    stbds_shfree(p->by_name);
+    tg_free(p->data);
+    tg_free(p->grad);
+    tg_free(p);
+}
+
+static tg_tensor *fail(tg_params *p, const char *fmt, const char *name, const char *why)
+{
+    snprintf(p->error, sizeof p->error, fmt, name, why);
+    return NULL;
+}
+
+tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape)
+{
+    if (!name || !*name) return fail(p, "params_add: name is empty%s%s", "", "");
+    if (stbds_shgeti(p->by_name, name) >= 0) return fail(p, "params_add: duplicate name '%s'%s", name, "");
+    tg_tensor h = {0};
+    const char *why = NULL;
+    if (!tg_shape_set(&h, ndim, shape, &why)) return fail(p, "params_add: '%s': bad shape: %s", name, why);
+
+    size_t es = tg_dtype_size(p->dtype);
+    size_t bytes = (size_t)(p->numel + h.numel) * es;
+    tg_tensor *t = tg_malloc(sizeof *t);
+    char *data = t ? tg_realloc(p->data, bytes) : NULL;
+    if (data) p->data = data;
+    char *grad = data ? tg_realloc(p->grad, bytes) : NULL;
+    if (grad) p->grad = grad;
+    if (!grad) { tg_free(t); return fail(p, "params_add: '%s': out of memory%s", name, ""); }
+
+    memset(p->data + p->numel * es, 0, (size_t)h.numel * es);
+    memset(p->grad + p->numel * es, 0, (size_t)h.numel * es);
+    *t = h;
+    t->dtype = p->dtype;
+    t->requires_grad = true;
+    t->is_leaf = true;
+    stbds_arrput(p->tensors, t);
+    stbds_arrput(p->offsets, p->numel);
+    stbds_shput(p->by_name, name, (int)stbds_arrlen(p->tensors) - 1);
+    t->name = stbds_shgets(p->by_name, name).key;   /* the map's own copy */
+    p->numel += h.numel;
+    /* the buffers may have moved: re-point every view */
+    for (ptrdiff_t i = 0; i < stbds_arrlen(p->tensors); i++) {
+        p->tensors[i]->data = p->data + p->offsets[i] * es;
+        p->tensors[i]->grad = p->grad + p->offsets[i] * es;
+    }
+    p->error[0] = 0;
+    return t;
+}
+
+tg_tensor *tg_params_get(const tg_params *p, const char *name)
+{
+    ptrdiff_t i = stbds_shgeti(((tg_params *)p)->by_name, name);
+    return i < 0 ? NULL : p->tensors[p->by_name[i].value];
+}
+
+int tg_params_count(const tg_params *p) { return (int)stbds_arrlen(p->tensors); }
+tg_tensor *tg_params_at(const tg_params *p, int i)
+{
+    return i >= 0 && i < tg_params_count(p) ? p->tensors[i] : NULL;
+}
+tg_dtype tg_params_dtype(const tg_params *p) { return p->dtype; }
+int64_t tg_params_numel(const tg_params *p) { return p->numel; }
+void *tg_params_data(tg_params *p) { return p->data; }
+void *tg_params_grad(tg_params *p) { return p->grad; }
+void tg_params_zero_grad(tg_params *p)
+{
+    if (p->grad) memset(p->grad, 0, (size_t)p->numel * tg_dtype_size(p->dtype));
+}
+const char *tg_params_error(const tg_params *p) { return p->error[0] ? p->error : NULL; }

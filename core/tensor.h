@@ -1,0 +1,55 @@
+/* tapegrad core: dtypes, shapes and the tensor struct.
+ *
+ * A tensor is a contiguous row-major block of up to four dimensions in
+ * NumPy order (last dimension fastest). Tensors never own their memory:
+ * activations live in a graph's per-step arena (core/graph.h), parameters
+ * in a parameter store (core/params.h). */
+#ifndef TG_TENSOR_H
+#define TG_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TG_MAX_DIMS 4
+
+typedef enum tg_dtype {
+    TG_F32,  /* float: training */
+    TG_F64,  /* double: gradient checks, or training where wanted */
+    TG_I32,  /* int32_t: token ids and targets; never requires grad */
+    TG_BOOL  /* uint8_t 0/1: masks (1 = blocked); never requires grad */
+} tg_dtype;
+
+struct tg_graph;
+
+/* Fields are read-only for users except through the functions below;
+ * `data` may be read and written (e.g. to fill an input batch). */
+typedef struct tg_tensor {
+    tg_dtype dtype;
+    int ndim;                 /* 0..TG_MAX_DIMS; 0 is a scalar */
+    int shape[TG_MAX_DIMS];   /* unused trailing entries are 1 */
+    int64_t numel;
+    void *data;               /* numel elements of dtype */
+    void *grad;               /* same dtype and size as data; NULL until a
+                                 gradient reaches the tensor */
+    bool requires_grad;
+    bool is_leaf;             /* made by the user, not by a recorded op */
+    struct tg_graph *graph;   /* arena that owns it; NULL for parameters */
+    const char *name;         /* parameters: their name; otherwise NULL */
+} tg_tensor;
+
+size_t tg_dtype_size(tg_dtype dt);
+const char *tg_dtype_name(tg_dtype dt);
+static inline bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64; }
+
+/* Writes "(2,3,4)" into buf (always NUL-terminated); returns buf. */
+char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
+
+/* Element i (flat index) of a tensor as a double, whatever its dtype. */
+double tg_tensor_get(const tg_tensor *t, int64_t i);
+/* The single element of a one-element tensor (a loss) as a double. */
+double tg_tensor_item(const tg_tensor *t);
+/* Same dtype and shape. */
+bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b);
+
+#endif

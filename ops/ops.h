@@ -1,0 +1,133 @@
+/* tapegrad ops: every op runs eagerly on a graph, records itself on the
+ * graph's tape when an input requires grad, and has a backward.
+ *
+ * Conventions for every op here:
+ * - Float ops take f32 or f64 tensors; all float inputs of one op share a
+ *   dtype. The output has the inputs' dtype.
+ * - Bad input (shapes that do not fit, wrong dtype, a NULL input, ids out
+ *   of range) returns NULL and records one message on the graph naming the
+ *   op and the shapes, e.g. "matmul: inner dimensions differ: a f32 (2,3)
+ *   x b f32 (4,5)". Given NULL, every op returns NULL.
+ * - Axes may be negative (-1 is the last).
+ * - Outputs are new contiguous tensors, except tg_reshape, which is a
+ *   view sharing its input's data. */
+#ifndef TG_OPS_H
+#define TG_OPS_H
+
+#include "../core/graph.h"
+
+/* ---- matmul (ops/matmul.c) ------------------------------------------ */
+
+/* a (..., M, K) @ b (..., K, N) -> (..., M, N); leading dimensions
+ * broadcast (NumPy), e.g. (B,H,T,dh) @ (B,H,dh,T) or (B,T,C) @ (C,D).
+ * A 1-D a is a row (1,K) and a 1-D b a column (K,1); the added
+ * dimension is removed from the result, as in NumPy. */
+tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
+
+/* ---- elementwise (ops/binary.c, ops/unary.c) -------------------------- */
+
+/* NumPy broadcasting between a and b. */
+tg_tensor *tg_add(tg_graph *g, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_graph *g, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_graph *g, tg_tensor *a, tg_tensor *b);
+/* A zero in b is an error (it names the element), not inf. */
+tg_tensor *tg_div(tg_graph *g, tg_tensor *a, tg_tensor *b);
+
+tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s);   /* s * x */
+tg_tensor *tg_neg(tg_graph *g, tg_tensor *x);
+tg_tensor *tg_exp(tg_graph *g, tg_tensor *x);
+/* x <= 0 is an error naming the element (log would give -inf or NaN). */
+tg_tensor *tg_log(tg_graph *g, tg_tensor *x);
+tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
+/* x < 0 is an error; at x = 0 the gradient is taken as 0, not inf. */
+tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
+tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
+
+typedef enum tg_gelu_mode {
+    TG_GELU_ERF,   /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */
+    TG_GELU_TANH   /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+} tg_gelu_mode;
+tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode);
+
+/* ---- reductions (ops/reduce.c) ---------------------------------------- */
+
+/* Over one axis; keepdim keeps it with size 1. */
+tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
+tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
+/* Over all elements, to a scalar (ndim 0). */
+tg_tensor *tg_sum_all(tg_graph *g, tg_tensor *x);
+tg_tensor *tg_mean_all(tg_graph *g, tg_tensor *x);
+
+/* ---- shape (ops/shape.c) ---------------------------------------------- */
+
+/* A view with a new shape of the same numel; one entry may be -1 (inferred).
+ * Works for every dtype. */
+tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape);
+/* Swaps two axes (contiguous copy). Every dtype. */
+tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1);
+/* Output axis i is input axis perm[i] (contiguous copy). Every dtype. */
+tg_tensor *tg_permute(tg_graph *g, tg_tensor *x, const int *perm);
+/* Elements [start, end) along axis (contiguous copy). Every dtype. */
+tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end);
+/* Cuts x along axis into n pieces of the given sizes (summing to the
+ * axis's length), written to out[0..n-1]. Returns 0, or -1 with an error
+ * (then out[] is all NULL). */
+int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes,
+             tg_tensor **out);
+/* Joins n tensors along axis; the other dimensions must match. */
+tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
+
+/* ---- softmax (ops/softmax.c) ------------------------------------------ */
+
+/* Softmax over the last axis. mask (TG_BOOL, may be NULL) broadcasts to
+ * x; true = blocked: a blocked score becomes -inf before the softmax, so
+ * it gets exactly zero weight and zero gradient. The row maximum is
+ * subtracted first ([1000,1000] -> [0.5,0.5]). Errors: a row with every
+ * key blocked (the message names the row), a NaN or +inf score.
+ * Backward: dS = P * (dP - rowsum(P * dP)); the Jacobian is never built. */
+tg_tensor *tg_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
+
+typedef enum tg_softmax_flags {
+    TG_SOFTMAX_DEFAULT = 0,
+    /* Opt-in, for padded batches: a fully blocked row gives all zeros
+     * (and zero gradient) instead of an error. */
+    TG_SOFTMAX_ZERO_BLOCKED_ROWS = 1
+} tg_softmax_flags;
+tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags);
+
+/* log(softmax(x)) over the last axis, computed stably; same mask rules
+ * (blocked entries are -inf in the output and get zero gradient). */
+tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
+
+/* ---- losses (ops/loss.c) ---------------------------------------------- */
+
+/* Mean cross-entropy of logits (..., V) against i32 targets (...) whose
+ * shape is the logits' without the last axis. Target -1 is ignored; the
+ * mean is over the counted targets. A target outside [0, V) other than -1,
+ * or every target ignored, is an error. Returns a scalar (ndim 0). */
+tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets);
+
+/* ---- layernorm (ops/layernorm.c) -------------------------------------- */
+
+/* Normalises over the last axis C: (x - mean) / sqrt(var + eps) * w + b,
+ * var the biased variance. w and b have shape (C) and may each be NULL
+ * (no scale / no shift). eps > 0 (PyTorch's default is 1e-5). */
+tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
+                        double eps);
+#define TG_LAYERNORM_EPS 1e-5
+
+/* ---- embedding (ops/embedding.c) -------------------------------------- */
+
+/* Rows of weight (V, C) gathered by i32 ids of any shape (up to 3 dims):
+ * out (ids..., C). An id outside [0, V) is an error naming it. Backward
+ * scatter-adds, so repeated ids accumulate. */
+tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids);
+
+/* ---- dropout (ops/dropout.c) ------------------------------------------ */
+
+/* Zeroes each element with probability p (0 <= p <= 1) from the graph's
+ * seeded stream and scales the rest by 1/(1-p). The identity when p = 0,
+ * when the graph is in eval mode, or when grad mode is off. */
+tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p);
+
+#endif

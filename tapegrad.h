@@ -1,0 +1,15 @@
+/* tapegrad: a tape-based autograd training micro-framework in C.
+ * The umbrella header: the public API of every layer. */
+#ifndef TAPEGRAD_H
+#define TAPEGRAD_H
+
+#include "core/tensor.h"
+#include "core/graph.h"
+#include "core/params.h"
+#include "core/rng.h"
+#include "core/gradcheck.h"
+#include "core/op.h"
+#include "core/alloc.h"
+#include "ops/ops.h"
+
+#endif
