@@ -51,6 +51,7 @@ bool tg_graph_grad_enabled(const tg_graph *g) { return g->grad_enabled; }
 void tg_graph_set_training(tg_graph *g, bool on) { g->training = on; }
 bool tg_graph_training(const tg_graph *g) { return g->training; }
 void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed, 0); }
+tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
 
 int tg_graph_tape_len(const tg_graph *g) { return (int)stbds_arrlen(g->tape); }
 size_t tg_graph_arena_capacity(const tg_graph *g) { return tg_arena_capacity_of(&g->arena); }

@@ -42,6 +42,8 @@ bool tg_graph_training(const tg_graph *g);
 
 /* Seeds the graph's random stream, used by dropout. */
 void tg_graph_seed(tg_graph *g, uint64_t seed);
+/* The graph's random stream (for ops that draw random numbers). */
+struct tg_rng *tg_graph_rng(tg_graph *g);
 
 /* New zero-filled tensor in the graph's arena. shape has ndim entries,
  * each >= 1; ndim 0 makes a scalar. NULL (with an error) on bad shape. */
