@@ -1,12 +1,157 @@
-/* STUB: not implemented yet (placeholder so the library links). */
+/* Elementwise unary ops. y = f(x); backward dx += dy * f'(x).
+ *
+ *   scale  y = s x                        f' = s
+ *   neg    y = -x                         f' = -1
+ *   exp    y = e^x                        f' = y
+ *   log    y = ln x        (x > 0)        f' = 1 / x
+ *   tanh   y = tanh x                     f' = 1 - y^2
+ *   sqrt   y = sqrt x      (x >= 0)       f' = 1 / (2 y), taken as 0 at x = 0
+ *   relu   y = max(x, 0)                  f' = [x > 0]
+ *   gelu   y = x Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2
+ *                                         f' = Phi(x) + x phi(x),
+ *                                         phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+ *   gelu_tanh  y = x (1 + tanh u) / 2,  u = k (x + c x^3),
+ *              k = sqrt(2 / pi), c = 0.044715
+ *                                         f' = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2,
+ *                                         t = tanh u
+ */
+#include <tgmath.h>
+
 #include "ops.h"
+
 #include "../core/op.h"
 
-tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s) { (void)x; (void)s; tg_fail(g, "scale: not implemented"); return NULL; }
-tg_tensor *tg_neg(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "neg: not implemented"); return NULL; }
-tg_tensor *tg_exp(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "exp: not implemented"); return NULL; }
-tg_tensor *tg_log(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "log: not implemented"); return NULL; }
-tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "tanh: not implemented"); return NULL; }
-tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "sqrt: not implemented"); return NULL; }
-tg_tensor *tg_relu(tg_graph *g, tg_tensor *x) { (void)x; tg_fail(g, "relu: not implemented"); return NULL; }
-tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode) { (void)x; (void)mode; tg_fail(g, "gelu: not implemented"); return NULL; }
+enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
+static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
+
+#define INV_SQRT2 0.70710678118654752440
+#define INV_SQRT_2PI 0.39894228040143267794
+#define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
+#define GELU_C 0.044715
+
+#define DEFINE_UNARY(T)                                                                     \
+    static void forward_##T(int op, T s, int64_t n, const T *x, T *y)                       \
+    {                                                                                       \
+        switch (op) {                                                                       \
+        case SCALE: for (int64_t i = 0; i < n; i++) y[i] = s * x[i]; break;                 \
+        case NEG:   for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;                    \
+        case EXP:   for (int64_t i = 0; i < n; i++) y[i] = exp(x[i]); break;                \
+        case LOG:   for (int64_t i = 0; i < n; i++) y[i] = log(x[i]); break;                \
+        case TANH:  for (int64_t i = 0; i < n; i++) y[i] = tanh(x[i]); break;               \
+        case SQRT:  for (int64_t i = 0; i < n; i++) y[i] = sqrt(x[i]); break;               \
+        case RELU:  for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;      \
+        case GELU:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                y[i] = x[i] * (T)0.5 * ((T)1 + erf(x[i] * (T)INV_SQRT2));                   \
+            break;                                                                          \
+        default:                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                T v = x[i];                                                                 \
+                y[i] = (T)0.5 * v * ((T)1 + tanh((T)GELU_K * (v + (T)GELU_C * v * v * v))); \
+            }                                                                               \
+            break;                                                                          \
+        }                                                                                   \
+    }                                                                                       \
+    static void backward_##T(int op, T s, int64_t n, const T *x, const T *y, const T *dy,   \
+                             T *dx)                                                         \
+    {                                                                                       \
+        switch (op) {                                                                       \
+        case SCALE: for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i]; break;              \
+        case NEG:   for (int64_t i = 0; i < n; i++) dx[i] -= dy[i]; break;                  \
+        case EXP:   for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * y[i]; break;           \
+        case LOG:   for (int64_t i = 0; i < n; i++) dx[i] += dy[i] / x[i]; break;           \
+        case TANH:  for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * ((T)1 - y[i] * y[i]); break; \
+        case SQRT:                                                                          \
+            for (int64_t i = 0; i < n; i++) dx[i] += y[i] > 0 ? dy[i] * (T)0.5 / y[i] : 0;  \
+            break;                                                                          \
+        case RELU:  for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? dy[i] : 0; break;   \
+        case GELU:                                                                          \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                T v = x[i];                                                                 \
+                T cdf = (T)0.5 * ((T)1 + erf(v * (T)INV_SQRT2));                            \
+                T pdf = (T)INV_SQRT_2PI * exp((T)-0.5 * v * v);                             \
+                dx[i] += dy[i] * (cdf + v * pdf);                                           \
+            }                                                                               \
+            break;                                                                          \
+        default:                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                T v = x[i];                                                                 \
+                T t = tanh((T)GELU_K * (v + (T)GELU_C * v * v * v));                        \
+                T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);                        \
+                dx[i] += dy[i] * ((T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * du);  \
+            }                                                                               \
+            break;                                                                          \
+        }                                                                                   \
+    }
+
+DEFINE_UNARY(float)
+DEFINE_UNARY(double)
+
+static void unary_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    void *dx = tg_grad(g, x);
+    if (!dx) return;
+    if (x->dtype == TG_F32)
+        backward_float(nd->iarg[0], (float)nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
+    else
+        backward_double(nd->iarg[0], nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
+}
+
+/* log needs x > 0 and sqrt x >= 0: name the first element outside. */
+static bool check_domain(tg_graph *g, int op, const tg_tensor *x)
+{
+    if (op != LOG && op != SQRT) return true;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double v = tg_tensor_get(x, i);
+        if (op == LOG ? !(v > 0) : !(v >= 0)) {
+            char s[64];
+            tg_fail(g, "%s: input x %s %s has %g at element %lld; %s", NAMES[op], tg_dtype_name(x->dtype),
+                    tg_shape_str(x, s, sizeof s), v, (long long)i,
+                    op == LOG ? "log needs x > 0" : "sqrt needs x >= 0");
+            return false;
+        }
+    }
+    return true;
+}
+
+static tg_tensor *unary(tg_graph *g, int op, tg_tensor *x, double s)
+{
+    tg_tensor *in[1] = {x};
+    if (!tg_op_begin(g, NAMES[op], 1, in) || !tg_op_check_float(g, NAMES[op], "x", x)) return NULL;
+    if (!check_domain(g, op, x)) return NULL;
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
+    if (!y) return NULL;
+    if (x->dtype == TG_F32) forward_float(op, (float)s, x->numel, x->data, y->data);
+    else forward_double(op, s, x->numel, x->data, y->data);
+    tg_node *nd = tg_op_record(g, NAMES[op], unary_backward, y, 1, in);
+    if (nd) {
+        nd->iarg[0] = op;
+        nd->darg[0] = s;
+    }
+    return tg_graph_error(g) ? NULL : y;
+}
+
+tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s)
+{
+    if (!isfinite(s)) {
+        if (!tg_op_begin(g, "scale", 1, &x)) return NULL;
+        return tg_fail(g, "scale: factor must be finite, got %g", s);
+    }
+    return unary(g, SCALE, x, s);
+}
+tg_tensor *tg_neg(tg_graph *g, tg_tensor *x) { return unary(g, NEG, x, 0); }
+tg_tensor *tg_exp(tg_graph *g, tg_tensor *x) { return unary(g, EXP, x, 0); }
+tg_tensor *tg_log(tg_graph *g, tg_tensor *x) { return unary(g, LOG, x, 0); }
+tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x) { return unary(g, TANH, x, 0); }
+tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x) { return unary(g, SQRT, x, 0); }
+tg_tensor *tg_relu(tg_graph *g, tg_tensor *x) { return unary(g, RELU, x, 0); }
+
+tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
+{
+    if (mode != TG_GELU_ERF && mode != TG_GELU_TANH) {
+        if (!tg_op_begin(g, "gelu", 1, &x)) return NULL;
+        return tg_fail(g, "gelu: unknown mode %d (use TG_GELU_ERF or TG_GELU_TANH)", (int)mode);
+    }
+    return unary(g, mode == TG_GELU_ERF ? GELU : GELU_TANH, x, 0);
+}
