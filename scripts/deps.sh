@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Makes sure the Debian packages tapegrad builds with are installed.
+# As root it installs the missing ones with apt-get; otherwise it prints
+# the exact command to run and exits non-zero.
+set -euo pipefail
+
+pkgs=(gcc make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "tapegrad: missing packages: ${missing[*]} (this script knows only Debian's apt-get)" >&2
+  exit 1
+fi
+if [ "$(id -u)" -eq 0 ]; then
+  echo "tapegrad: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+else
+  echo "tapegrad: these Debian packages are missing: ${missing[*]}" >&2
+  echo "Install them, then run this again:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
