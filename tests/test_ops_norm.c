@@ -203,6 +203,26 @@ START_TEST(layernorm_normalises_rows)
 }
 END_TEST
 
+/* f32 rows far from zero (1e4 + N(0,1), C = 512): with row statistics in
+ * double the output is good to f32 rounding; a float running sum of ~5e6
+ * would be off by ~1e-3 in the mean, so 1e-3 error in the output. */
+START_TEST(layernorm_f32_large_offset)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 512), 21);
+    for (int64_t i = 0; i < x->numel; i++) ((double *)x->data)[i] = (float)(1e4 + ((double *)x->data)[i]);
+    tg_tensor *x32 = to_f32(g, x); /* holds exactly the values of x */
+    double *ref = malloc((size_t)x->numel * sizeof *ref);
+    ln_naive(x, NULL, NULL, 1e-5, ref);
+    tg_tensor *r = tg_tensor_from(g, TG_F64, TT_SHAPE(3, 512), ref);
+    free(ref);
+    tg_tensor *y32 = tg_layernorm(g, x32, NULL, NULL, 1e-5);
+    ck_assert_ptr_nonnull(y32);
+    assert_close(y32, r, 1e-6, "layernorm f32 with offset 1e4 vs naive f64");
+    tg_graph_free(g);
+}
+END_TEST
+
 /* f32 backward agrees with f64 backward; nothing recorded in no-grad mode */
 START_TEST(layernorm_f32_backward_and_nograd)
 {
@@ -218,6 +238,24 @@ START_TEST(layernorm_f32_backward_and_nograd)
     assert_grad_close(x32, x, 1e-4, "x");
     assert_grad_close(w32, w, 1e-4, "w");
     assert_grad_close(b32, b, 1e-5, "b");
+    /* a second backward accumulates: twice the first. Exactly for x (one
+     * add per element per pass); w and b sum over rows straight into
+     * their buffers, so the second pass adds in a different order and may
+     * differ from 2x in the last bit. */
+    tg_tensor *once[3];
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *t = (tg_tensor *[]){x, w, b}[k];
+        once[k] = tg_tensor_from(g, TG_F64, t->ndim, t->shape, t->grad);
+    }
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *t = (tg_tensor *[]){x, w, b}[k];
+        for (int64_t i = 0; i < t->numel; i++) {
+            double got = ((double *)t->grad)[i], want = 2 * ((double *)once[k]->data)[i];
+            if (k == 0) ck_assert_double_eq(got, want);
+            else ck_assert_double_eq_tol(got, want, 1e-14 * fmax(1, fabs(want)));
+        }
+    }
 
     int len = tg_graph_tape_len(g);
     tg_graph_set_grad_enabled(g, false);
@@ -522,6 +560,10 @@ START_TEST(dropout_backward_values)
         ck_assert_double_eq(((double *)x->grad)[i], keep ? dy[i] / (1 - p) : 0);
         ck_assert_double_eq_tol(((float *)x32->grad)[i], ((double *)x->grad)[i], 1e-5 * fmax(1, fabs(dy[i]) * 2));
     }
+    /* a second backward adds the same again (doubling is exact) */
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_double_eq(((double *)x->grad)[i], ((double *)y->data)[i] != 0 ? 2 * (dy[i] / (1 - p)) : 0);
     tg_graph_free(g);
 }
 END_TEST
@@ -572,6 +614,7 @@ int main(void)
     tcase_add_test(ln, layernorm_c1_is_b);
     tcase_add_test(ln, layernorm_forward_values);
     tcase_add_test(ln, layernorm_normalises_rows);
+    tcase_add_test(ln, layernorm_f32_large_offset);
     tcase_add_test(ln, layernorm_f32_backward_and_nograd);
     tcase_add_test(ln, layernorm_errors);
     suite_add_tcase(s, ln);
