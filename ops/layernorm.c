@@ -1,5 +1,148 @@
-/* STUB: not implemented yet (placeholder so the library links). */
+/* Layer normalisation over the last axis.
+ *
+ * For each row x (C elements) of x (..., C):
+ *
+ *   mean = sum_j x_j / C
+ *   var  = sum_j (x_j - mean)^2 / C            (biased, as PyTorch)
+ *   rstd = 1 / sqrt(var + eps)
+ *   xhat = (x - mean) * rstd
+ *   y    = xhat * w + b                        (w = 1 / b = 0 when NULL)
+ *
+ * mean, var and rstd are computed in double for f32 too, and mean and
+ * rstd of every row are saved for backward.
+ *
+ * Backward, per row, with g = dy * w (elementwise):
+ *
+ *   dx += rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))
+ *   dw += sum over rows of dy * xhat
+ *   db += sum over rows of dy
+ *
+ * (dx: d xhat_i / d x_k = rstd * (delta_ik - 1/C - xhat_i xhat_k / C);
+ * contracting with g gives the line above. With C = 1, xhat = 0 and the
+ * output is b, and dx = 0.) */
+#include <math.h>
+
 #include "ops.h"
+
 #include "../core/op.h"
 
-tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps) { (void)x; (void)w; (void)b; (void)eps; tg_fail(g, "layernorm: not implemented"); return NULL; }
+#define DEFINE_LAYERNORM(T)                                                                   \
+    /* mean/rstd may be NULL (nothing recorded): then nothing is saved */                    \
+    static void forward_##T(int64_t rows, int C, const T *x, const T *w, const T *b,         \
+                            double eps, T *y, double *mean, double *rstd)                    \
+    {                                                                                         \
+        for (int64_t r = 0; r < rows; r++) {                                                  \
+            const T *xr = x + r * C; /* (C) */                                                \
+            T *yr = y + r * C;       /* (C) */                                                \
+            double m = 0, v = 0;                                                              \
+            for (int j = 0; j < C; j++) m += xr[j];                                           \
+            m /= C;                                                                           \
+            for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);        \
+            v /= C;                                                                           \
+            double s = 1.0 / sqrt(v + eps);                                                   \
+            for (int j = 0; j < C; j++) {                                                     \
+                double h = ((double)xr[j] - m) * s;                                           \
+                if (w) h *= w[j];                                                             \
+                if (b) h += b[j];                                                             \
+                yr[j] = (T)h;                                                                 \
+            }                                                                                 \
+            if (mean) mean[r] = m, rstd[r] = s;                                               \
+        }                                                                                     \
+    }                                                                                         \
+    static void backward_##T(int64_t rows, int C, const T *x, const T *w, const T *dy,       \
+                             const double *mean, const double *rstd, T *gx, T *gw, T *gb)     \
+    {                                                                                         \
+        for (int64_t r = 0; r < rows; r++) {                                                  \
+            const T *xr = x + r * C, *dyr = dy + r * C; /* (C) */                             \
+            const double m = mean[r], s = rstd[r];                                            \
+            if (gx) {                                                                         \
+                double mg = 0, mgh = 0; /* mean(g), mean(g * xhat) */                         \
+                for (int j = 0; j < C; j++) {                                                 \
+                    double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j]; \
+                    mg += gj;                                                                 \
+                    mgh += gj * h;                                                            \
+                }                                                                             \
+                mg /= C;                                                                      \
+                mgh /= C;                                                                     \
+                T *gxr = gx + r * C;                                                          \
+                for (int j = 0; j < C; j++) {                                                 \
+                    double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j]; \
+                    gxr[j] += (T)(s * (gj - mg - h * mgh));                                   \
+                }                                                                             \
+            }                                                                                 \
+            if (gw)                                                                           \
+                for (int j = 0; j < C; j++) gw[j] += (T)(dyr[j] * (((double)xr[j] - m) * s)); \
+            if (gb)                                                                           \
+                for (int j = 0; j < C; j++) gb[j] += dyr[j];                                  \
+        }                                                                                     \
+    }
+
+DEFINE_LAYERNORM(float)
+DEFINE_LAYERNORM(double)
+
+static void layernorm_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *w = nd->in[1], *y = nd->out; /* x, y (..., C); w (C) or NULL */
+    const int C = x->shape[x->ndim - 1];
+    const int64_t rows = x->numel / C;
+    const double *mean = nd->saved, *rstd = mean + rows; /* (rows) each */
+    void *gx = tg_grad(g, x), *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
+    if (tg_graph_error(g)) return;
+    const void *wd = w ? w->data : NULL;
+    if (y->dtype == TG_F32) backward_float(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
+    else backward_double(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
+}
+
+/* Checks that p (w or b, may be NULL) is a float (C) tensor of x's dtype. */
+static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const tg_tensor *p)
+{
+    if (!p) return true;
+    char sx[64], sp[64];
+    tg_shape_str(x, sx, sizeof sx);
+    tg_shape_str(p, sp, sizeof sp);
+    if (!tg_op_check_float(g, "layernorm", what, p)) return false;
+    if (p->dtype != x->dtype) {
+        tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype), sx, what,
+                tg_dtype_name(p->dtype), sp);
+        return false;
+    }
+    const int C = x->shape[x->ndim - 1];
+    if (p->ndim != 1 || p->shape[0] != C) {
+        tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C,
+                tg_dtype_name(x->dtype), sx, tg_dtype_name(p->dtype), sp);
+        return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps)
+{
+    /* w and b may be NULL by design; only x must be there */
+    if (!tg_op_begin(g, "layernorm", 1, &x) || !tg_op_check_float(g, "layernorm", "x", x)) return NULL;
+    char sx[64];
+    if (x->ndim < 1)
+        return tg_fail(g, "layernorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
+    if (!check_param(g, "w", x, w) || !check_param(g, "b", x, b)) return NULL;
+    if (!(eps > 0))
+        return tg_fail(g, "layernorm: eps must be > 0, got %g (x %s %s)", eps, tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
+
+    const int C = x->shape[x->ndim - 1];
+    const int64_t rows = x->numel / C;
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* (..., C) */
+    if (!y) return NULL;
+    tg_tensor *in[3] = {x, w, b};
+    double *stats = NULL; /* mean (rows), then rstd (rows) */
+    tg_node *nd = tg_op_record(g, "layernorm", layernorm_backward, y, 3, in);
+    if (nd) {
+        nd->darg[0] = eps;
+        stats = nd->saved = tg_arena_alloc(g, 2 * (size_t)rows * sizeof(double));
+    }
+    if (tg_graph_error(g)) return NULL;
+    double *mean = stats, *rstd = stats ? stats + rows : NULL;
+    const void *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
+    if (y->dtype == TG_F32) forward_float(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
+    else forward_double(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
+    return tg_graph_error(g) ? NULL : y;
+}

@@ -1,0 +1,638 @@
+/* ops: layernorm, embedding, dropout. */
+#include "tg_test.h"
+
+/* ---- helpers --------------------------------------------------------- */
+
+/* An f32 copy of an f64 tensor, requiring grad when src does. */
+static tg_tensor *to_f32(tg_graph *g, const tg_tensor *src)
+{
+    tg_tensor *t = tg_tensor_new(g, TG_F32, src->ndim, src->shape);
+    ck_assert_ptr_nonnull(t);
+    for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((double *)src->data)[i];
+    if (src->requires_grad) ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
+    return t;
+}
+
+/* Asserts |a - b| <= tol * max(1, |b|) for every element of two float
+ * tensors of the same numel (any dtypes). */
+static void assert_close(const tg_tensor *a, const tg_tensor *b, double tol, const char *what)
+{
+    ck_assert_int_eq(a->numel, b->numel);
+    for (int64_t i = 0; i < a->numel; i++) {
+        double x = tg_tensor_get(a, i), y = tg_tensor_get(b, i);
+        ck_assert_msg(fabs(x - y) <= tol * fmax(1.0, fabs(y)), "%s: element %lld: %.10g vs %.10g", what,
+                      (long long)i, x, y);
+    }
+}
+
+/* Same, on raw gradient buffers of tensors a (dtype a->dtype) and b. */
+static void assert_grad_close(const tg_tensor *a, const tg_tensor *b, double tol, const char *what)
+{
+    ck_assert_ptr_nonnull(a->grad);
+    ck_assert_ptr_nonnull(b->grad);
+    for (int64_t i = 0; i < a->numel; i++) {
+        double x = a->dtype == TG_F32 ? ((float *)a->grad)[i] : ((double *)a->grad)[i];
+        double y = b->dtype == TG_F32 ? ((float *)b->grad)[i] : ((double *)b->grad)[i];
+        ck_assert_msg(fabs(x - y) <= tol * fmax(1.0, fabs(y)), "%s grad: element %lld: %.10g vs %.10g", what,
+                      (long long)i, x, y);
+    }
+}
+
+/* The op returned NULL with an error containing needle; NULL fed to a
+ * following op gives NULL and leaves the first message in place. Clears
+ * the error afterwards. */
+static void assert_failed(tg_graph *g, const tg_tensor *r, const char *needle)
+{
+    ck_assert_ptr_null(r);
+    tt_assert_error(g, needle);
+    char first[1024];
+    snprintf(first, sizeof first, "%s", tg_graph_error(g));
+    ck_assert_ptr_null(tg_layernorm(g, NULL, NULL, NULL, 1e-5));
+    ck_assert_ptr_null(tg_dropout(g, NULL, 0.5));
+    ck_assert_str_eq(tg_graph_error(g), first);
+    tg_graph_clear_error(g);
+}
+
+/* A seed tensor for backward_seeded: n values of dtype dt. */
+static void *seed_values(tg_graph *g, tg_dtype dt, int64_t n, uint64_t seed)
+{
+    tg_tensor *t = tg_tensor_new(g, dt, 1, (int[]){(int)n});
+    tg_rng r;
+    tg_rng_seed(&r, seed, 3);
+    tg_rng_fill_normal(&r, t, 0, 1);
+    return t->data;
+}
+
+/* ---- layernorm ------------------------------------------------------- */
+
+typedef struct { bool w, b; double eps; } ln_ctx;
+
+/* inputs: x, then w when ctx->w, then b when ctx->b */
+static tg_tensor *ln_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    const ln_ctx *c = ctx;
+    tg_tensor *w = c->w ? in[1] : NULL, *b = c->b ? in[c->w ? 2 : 1] : NULL;
+    return tg_layernorm(g, in[0], w, b, c->eps);
+}
+
+/* naive reference: y = (x - mean) / sqrt(var + eps) * w + b, written out */
+static void ln_naive(const tg_tensor *x, const tg_tensor *w, const tg_tensor *b, double eps, double *y)
+{
+    int C = x->shape[x->ndim - 1];
+    for (int64_t r = 0; r < x->numel / C; r++) {
+        double sum = 0, sq = 0;
+        for (int j = 0; j < C; j++) sum += tg_tensor_get(x, r * C + j);
+        double mean = sum / C;
+        for (int j = 0; j < C; j++) sq += pow(tg_tensor_get(x, r * C + j) - mean, 2);
+        double sd = sqrt(sq / C + eps);
+        for (int j = 0; j < C; j++)
+            y[r * C + j] = (tg_tensor_get(x, r * C + j) - mean) / sd * (w ? tg_tensor_get(w, j) : 1.0) +
+                           (b ? tg_tensor_get(b, j) : 0.0);
+    }
+}
+
+START_TEST(layernorm_gradcheck)
+{
+    const int shapes[][5] = {{1, 5}, {3, 2, 3, 7}, {2, 4, 1}, {2, 1, 3}, {4, 2, 1, 3, 4}, {1, 1}};
+    const ln_ctx modes[] = {{true, true, 1e-5}, {true, false, 1e-5}, {false, false, 1e-5},
+                            {false, true, 1e-5}, {true, true, 0.5}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            tg_graph *g = tg_graph_new();
+            int nd = shapes[s][0], C = shapes[s][nd];
+            uint64_t seed = 100 + 10 * s + m;
+            tg_tensor *in[3];
+            int n = 0;
+            in[n++] = tt_randn(g, nd, &shapes[s][1], seed);
+            if (modes[m].w) in[n++] = tt_randn(g, TT_SHAPE(C), seed + 1000);
+            if (modes[m].b) in[n++] = tt_randn(g, TT_SHAPE(C), seed + 2000);
+            tt_assert_gradcheck(ln_fn, (void *)&modes[m], n, in);
+            tg_graph_free(g);
+        }
+}
+END_TEST
+
+/* C = 1: every row normalises to 0, so the output is b and dx is 0 */
+START_TEST(layernorm_c1_is_b)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(4, 1), 1), *w = tt_randn(g, TT_SHAPE(1), 2), *b = tt_randn(g, TT_SHAPE(1), 3);
+    tg_tensor *y = tg_layernorm(g, x, w, b, 1e-5);
+    ck_assert_ptr_nonnull(y);
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(tg_tensor_get(y, i), tg_tensor_get(b, 0));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, (double[]){1, 2, 3, 4}), 0);
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(((double *)x->grad)[i], 0);
+    ck_assert_double_eq(((double *)w->grad)[0], 0);
+    ck_assert_double_eq(((double *)b->grad)[0], 10);
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(layernorm_forward_values)
+{
+    tg_graph *g = tg_graph_new();
+    /* by hand: x = [1,2,3,4], mean 2.5, var 1.25; w = [1,2,3,4], b = [0.5,0,0,-1] */
+    double xv[] = {1, 2, 3, 4}, wv[] = {1, 2, 3, 4}, bv[] = {0.5, 0, 0, -1};
+    tg_tensor *x = tg_tensor_from(g, TG_F64, TT_SHAPE(4), xv);
+    tg_tensor *w = tg_tensor_from(g, TG_F64, TT_SHAPE(4), wv);
+    tg_tensor *b = tg_tensor_from(g, TG_F64, TT_SHAPE(4), bv);
+    tg_tensor *y = tg_layernorm(g, x, w, b, 1e-5);
+    ck_assert_ptr_nonnull(y);
+    double s = 1 / sqrt(1.25 + 1e-5);
+    double want[] = {-1.5 * s * 1 + 0.5, -0.5 * s * 2, 0.5 * s * 3, 1.5 * s * 4 - 1};
+    for (int i = 0; i < 4; i++) ck_assert_double_eq_tol(tg_tensor_get(y, i), want[i], 1e-12);
+    /* constant row: var 0, output b */
+    tg_tensor *c = tg_tensor_from(g, TG_F64, TT_SHAPE(4), (double[]){3, 3, 3, 3});
+    tg_tensor *yc = tg_layernorm(g, c, w, b, 1e-5);
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(tg_tensor_get(yc, i), bv[i]);
+
+    /* random shapes against the naive reference, f64 and f32 */
+    const int shapes[][4] = {{1, 5}, {3, 2, 3, 7}, {2, 4, 1}, {2, 3, 64}};
+    for (size_t k = 0; k < 4; k++) {
+        int nd = shapes[k][0], C = shapes[k][nd];
+        tg_tensor *xr = tt_randn(g, nd, &shapes[k][1], 7 + k);
+        tg_tensor *wr = tt_randn(g, TT_SHAPE(C), 17 + k), *br = tt_randn(g, TT_SHAPE(C), 27 + k);
+        for (int64_t i = 0; i < xr->numel; i++) ((double *)xr->data)[i] = 3 * ((double *)xr->data)[i] + 5;
+        double *ref = malloc((size_t)xr->numel * sizeof *ref);
+        for (int mode = 0; mode < 3; mode++) {
+            tg_tensor *wm = mode < 2 ? wr : NULL, *bm = mode < 1 ? br : NULL;
+            ln_naive(xr, wm, bm, 0.1, ref);
+            tg_tensor *r = tg_tensor_from(g, TG_F64, xr->ndim, xr->shape, ref);
+            tg_tensor *y64 = tg_layernorm(g, xr, wm, bm, 0.1);
+            ck_assert_ptr_nonnull(y64);
+            ck_assert_int_eq(y64->ndim, xr->ndim);
+            for (int d = 0; d < xr->ndim; d++) ck_assert_int_eq(y64->shape[d], xr->shape[d]);
+            assert_close(y64, r, 1e-12, "layernorm f64 vs naive");
+            tg_tensor *y32 = tg_layernorm(g, to_f32(g, xr), wm ? to_f32(g, wm) : NULL, bm ? to_f32(g, bm) : NULL, 0.1);
+            ck_assert_ptr_nonnull(y32);
+            ck_assert_int_eq(y32->dtype, TG_F32);
+            assert_close(y32, y64, 1e-5, "layernorm f32 vs f64");
+        }
+        free(ref);
+    }
+    ck_assert_ptr_null(tg_graph_error(g));
+    tg_graph_free(g);
+}
+END_TEST
+
+/* w = 1, b = 0 (explicit, and NULL): each output row has mean 0 and
+ * variance var / (var + eps) (~1). */
+START_TEST(layernorm_normalises_rows)
+{
+    tg_graph *g = tg_graph_new();
+    const int R = 6, C = 33;
+    tg_tensor *x = tt_randn(g, TT_SHAPE(R, C), 5);
+    for (int64_t i = 0; i < x->numel; i++) ((double *)x->data)[i] = 4 * ((double *)x->data)[i] - 7 + (double)(i / C);
+    tg_tensor *ones = tg_tensor_new(g, TG_F64, TT_SHAPE(C)), *zeros = tg_tensor_new(g, TG_F64, TT_SHAPE(C));
+    for (int j = 0; j < C; j++) ((double *)ones->data)[j] = 1;
+    const double eps = 1e-5;
+    for (int mode = 0; mode < 2; mode++) {
+        tg_tensor *y = mode ? tg_layernorm(g, x, NULL, NULL, eps) : tg_layernorm(g, x, ones, zeros, eps);
+        ck_assert_ptr_nonnull(y);
+        for (int r = 0; r < R; r++) {
+            const double *xr = (double *)x->data + r * C, *yr = (double *)y->data + r * C;
+            double mx = 0, vx = 0, my = 0, vy = 0;
+            for (int j = 0; j < C; j++) mx += xr[j] / C, my += yr[j] / C;
+            for (int j = 0; j < C; j++) vx += (xr[j] - mx) * (xr[j] - mx) / C, vy += yr[j] * yr[j] / C;
+            ck_assert_double_eq_tol(my, 0, 1e-12);
+            ck_assert_double_eq_tol(vy, 1, 1e-4);
+            ck_assert_double_eq_tol(vy, vx / (vx + eps), 1e-12);
+        }
+    }
+    tg_graph_free(g);
+}
+END_TEST
+
+/* f32 rows far from zero (1e4 + N(0,1), C = 512): with row statistics in
+ * double the output is good to f32 rounding; a float running sum of ~5e6
+ * would be off by ~1e-3 in the mean, so 1e-3 error in the output. */
+START_TEST(layernorm_f32_large_offset)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 512), 21);
+    for (int64_t i = 0; i < x->numel; i++) ((double *)x->data)[i] = (float)(1e4 + ((double *)x->data)[i]);
+    tg_tensor *x32 = to_f32(g, x); /* holds exactly the values of x */
+    double *ref = malloc((size_t)x->numel * sizeof *ref);
+    ln_naive(x, NULL, NULL, 1e-5, ref);
+    tg_tensor *r = tg_tensor_from(g, TG_F64, TT_SHAPE(3, 512), ref);
+    free(ref);
+    tg_tensor *y32 = tg_layernorm(g, x32, NULL, NULL, 1e-5);
+    ck_assert_ptr_nonnull(y32);
+    assert_close(y32, r, 1e-6, "layernorm f32 with offset 1e4 vs naive f64");
+    tg_graph_free(g);
+}
+END_TEST
+
+/* f32 backward agrees with f64 backward; nothing recorded in no-grad mode */
+START_TEST(layernorm_f32_backward_and_nograd)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 2, 9), 41), *w = tt_randn(g, TT_SHAPE(9), 42), *b = tt_randn(g, TT_SHAPE(9), 43);
+    tg_tensor *x32 = to_f32(g, x), *w32 = to_f32(g, w), *b32 = to_f32(g, b);
+    tg_tensor *y = tg_layernorm(g, x, w, b, 1e-5), *y32 = tg_layernorm(g, x32, w32, b32, 1e-5);
+    double *dy = seed_values(g, TG_F64, y->numel, 9);
+    float *dy32 = tg_arena_alloc(g, (size_t)y->numel * sizeof(float));
+    for (int64_t i = 0; i < y->numel; i++) dy32[i] = (float)dy[i];
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y32, dy32), 0);
+    assert_grad_close(x32, x, 1e-4, "x");
+    assert_grad_close(w32, w, 1e-4, "w");
+    assert_grad_close(b32, b, 1e-5, "b");
+    /* a second backward accumulates: twice the first. Exactly for x (one
+     * add per element per pass); w and b sum over rows straight into
+     * their buffers, so the second pass adds in a different order and may
+     * differ from 2x in the last bit. */
+    tg_tensor *once[3];
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *t = (tg_tensor *[]){x, w, b}[k];
+        once[k] = tg_tensor_from(g, TG_F64, t->ndim, t->shape, t->grad);
+    }
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *t = (tg_tensor *[]){x, w, b}[k];
+        for (int64_t i = 0; i < t->numel; i++) {
+            double got = ((double *)t->grad)[i], want = 2 * ((double *)once[k]->data)[i];
+            if (k == 0) ck_assert_double_eq(got, want);
+            else ck_assert_double_eq_tol(got, want, 1e-14 * fmax(1, fabs(want)));
+        }
+    }
+
+    int len = tg_graph_tape_len(g);
+    tg_graph_set_grad_enabled(g, false);
+    tg_tensor *yn = tg_layernorm(g, x, w, b, 1e-5);
+    ck_assert_ptr_nonnull(yn);
+    ck_assert(!yn->requires_grad);
+    ck_assert_int_eq(tg_graph_tape_len(g), len);
+    assert_close(yn, y, 0, "no-grad forward");
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(layernorm_errors)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 7), 1), *w = tt_randn(g, TT_SHAPE(7), 2), *b = tt_randn(g, TT_SHAPE(7), 3);
+    tg_tensor *w6 = tt_randn(g, TT_SHAPE(6), 4), *w2d = tt_randn(g, TT_SHAPE(1, 7), 5);
+    tg_tensor *x32 = to_f32(g, x), *ids = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 7));
+
+    assert_failed(g, tg_layernorm(g, x, w6, b, 1e-5), "layernorm: w must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
+    assert_failed(g, tg_layernorm(g, x, w, w6, 1e-5), "layernorm: b must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
+    assert_failed(g, tg_layernorm(g, x, w2d, NULL, 1e-5), "w must have shape (C) = (7) for x f64 (2,3,7), got f64 (1,7)");
+    assert_failed(g, tg_layernorm(g, x, NULL, w2d, 1e-5), "b must have shape (C) = (7)");
+    assert_failed(g, tg_layernorm(g, x, w, b, 0), "layernorm: eps must be > 0, got 0 (x f64 (2,3,7))");
+    assert_failed(g, tg_layernorm(g, x, w, b, -1e-5), "eps must be > 0, got -1e-05");
+    assert_failed(g, tg_layernorm(g, x, w, b, NAN), "eps must be > 0, got nan");
+    assert_failed(g, tg_layernorm(g, x32, w, b, 1e-5), "layernorm: dtypes differ: x f32 (2,3,7), w f64 (7)");
+    assert_failed(g, tg_layernorm(g, x, w, to_f32(g, b), 1e-5), "layernorm: dtypes differ: x f64 (2,3,7), b f32 (7)");
+    assert_failed(g, tg_layernorm(g, ids, NULL, NULL, 1e-5), "layernorm: x must be f32 or f64, got i32 (2,7)");
+    assert_failed(g, tg_layernorm(g, x, tg_tensor_new(g, TG_I32, TT_SHAPE(7)), NULL, 1e-5),
+                  "layernorm: w must be f32 or f64, got i32 (7)");
+    assert_failed(g, tg_layernorm(g, tg_scalar(g, TG_F64, 2), NULL, NULL, 1e-5),
+                  "layernorm: x must have at least 1 dimension, got f64 ()");
+    assert_failed(g, tg_layernorm(g, NULL, w, b, 1e-5), "layernorm: input 0 is NULL");
+    /* and the graph still works after the errors were cleared */
+    ck_assert_ptr_nonnull(tg_layernorm(g, x, w, b, 1e-5));
+    tg_graph_free(g);
+}
+END_TEST
+
+/* ---- embedding ------------------------------------------------------- */
+
+/* inputs: weight, ids */
+static tg_tensor *emb_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return tg_embedding(g, in[0], in[1]);
+}
+
+START_TEST(embedding_forward_values)
+{
+    tg_graph *g = tg_graph_new();
+    const int V = 5, C = 3;
+    double wv[5 * 3];
+    for (int v = 0; v < V; v++)
+        for (int c = 0; c < C; c++) wv[v * C + c] = 10 * v + c + 0.25;
+    tg_tensor *w = tg_tensor_from(g, TG_F64, TT_SHAPE(V, C), wv);
+    tg_tensor *w32 = to_f32(g, w);
+    int32_t iv[] = {4, 0, 2, 2, 1, 4, 3, 0};
+    const int shapes[][4] = {{0}, {1, 8}, {2, 2, 3}, {3, 2, 2, 2}, {2, 1, 1}};
+    for (size_t k = 0; k < 5; k++) {
+        int nd = shapes[k][0];
+        tg_tensor *ids = tg_tensor_from(g, TG_I32, nd, &shapes[k][1], iv);
+        for (int pass = 0; pass < 2; pass++) {
+            tg_tensor *y = tg_embedding(g, pass ? w32 : w, ids);
+            ck_assert_ptr_nonnull(y);
+            ck_assert_int_eq(y->dtype, pass ? TG_F32 : TG_F64);
+            ck_assert_int_eq(y->ndim, nd + 1);
+            for (int d = 0; d < nd; d++) ck_assert_int_eq(y->shape[d], ids->shape[d]);
+            ck_assert_int_eq(y->shape[nd], C);
+            for (int64_t i = 0; i < ids->numel; i++)
+                for (int c = 0; c < C; c++)
+                    ck_assert_double_eq(tg_tensor_get(y, i * C + c), 10 * iv[i] + c + 0.25);
+        }
+    }
+    ck_assert_ptr_null(tg_graph_error(g));
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(embedding_gradcheck)
+{
+    int32_t iv[] = {1, 3, 1, 0, 3, 1, 2, 1, 4, 0, 2, 2};
+    const int ids_shapes[][4] = {{1, 7}, {2, 2, 3}, {1, 1}, {3, 2, 1, 3}, {0}, {2, 1, 3}};
+    const int w_shapes[][2] = {{5, 3}, {5, 1}, {6, 4}, {5, 7}};
+    for (size_t k = 0; k < sizeof ids_shapes / sizeof ids_shapes[0]; k++)
+        for (size_t m = 0; m < sizeof w_shapes / sizeof w_shapes[0]; m++) {
+            tg_graph *g = tg_graph_new();
+            tg_tensor *in[2];
+            in[0] = tt_randn(g, 2, w_shapes[m], 60 + k * 7 + m);
+            in[1] = tg_tensor_from(g, TG_I32, ids_shapes[k][0], &ids_shapes[k][1], iv);
+            tt_assert_gradcheck(emb_fn, NULL, 2, in);
+            tg_graph_free(g);
+        }
+}
+END_TEST
+
+/* a row used 3 times gets the sum of its 3 output gradients; unused rows
+ * get exactly 0; a second backward accumulates */
+START_TEST(embedding_scatter_add)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        tg_graph *g = tg_graph_new();
+        tg_tensor *w = tt_randn(g, TT_SHAPE(4, 2), 3);
+        if (pass) w = to_f32(g, w);
+        tg_tensor *ids = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 2), (int32_t[]){1, 3, 1, 1});
+        tg_tensor *y = tg_embedding(g, w, ids); /* (2,2,2) */
+        ck_assert_ptr_nonnull(y);
+        double dy[8] = {1, 2, 10, 20, 100, 200, 1000, 2000};
+        float dy32[8];
+        for (int i = 0; i < 8; i++) dy32[i] = (float)dy[i];
+        /* all-equal dy: row 1 gets exactly 3x */
+        double ones[8] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+        float ones32[8] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+        ck_assert_int_eq(tg_graph_backward_seeded(g, y, pass ? (void *)ones32 : (void *)ones), 0);
+        double want1[8] = {0, 0, 1.5, 1.5, 0, 0, 0.5, 0.5};
+        for (int i = 0; i < 8; i++) ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want1[i]);
+        /* distinct dy, accumulated on top */
+        ck_assert_int_eq(tg_graph_backward_seeded(g, y, pass ? (void *)dy32 : (void *)dy), 0);
+        double want2[8] = {0, 0, 1.5 + 1 + 100 + 1000, 1.5 + 2 + 200 + 2000, 0, 0, 0.5 + 10, 0.5 + 20};
+        for (int i = 0; i < 8; i++) ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want2[i]);
+        ck_assert_ptr_null(ids->grad);
+        tg_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(embedding_errors)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *w = tt_randn(g, TT_SHAPE(5, 4), 1);
+    tg_tensor *bad_hi = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){0, 1, 2, 3, 4, 5});
+    tg_tensor *bad_lo = tg_tensor_from(g, TG_I32, TT_SHAPE(4), (int32_t[]){0, 4, -1, 2});
+    tg_tensor *ok = tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){0, 4});
+    assert_failed(g, tg_embedding(g, w, bad_hi),
+                  "embedding: id 5 at position (1,2) (flat 5) of ids i32 (2,3) is outside [0, V) with V = 5 "
+                  "(weight f64 (5,4))");
+    assert_failed(g, tg_embedding(g, w, bad_lo), "embedding: id -1 at position (2) (flat 2) of ids i32 (4)");
+    assert_failed(g, tg_embedding(g, w, bad_lo), "V = 5");
+    assert_failed(g, tg_embedding(g, w, to_f32(g, w)), "embedding: ids must be i32, got f32 (5,4)");
+    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(5), 2), ok), "embedding: weight must be 2-D (V,C), got f64 (5)");
+    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(1, 5, 4), 2), ok), "weight must be 2-D (V,C), got f64 (1,5,4)");
+    assert_failed(g, tg_embedding(g, tg_tensor_new(g, TG_I32, TT_SHAPE(5, 4)), ok),
+                  "embedding: weight must be f32 or f64, got i32 (5,4)");
+    assert_failed(g, tg_embedding(g, w, tg_tensor_new(g, TG_I32, TT_SHAPE(1, 2, 1, 2))),
+                  "embedding: ids may have at most 3 dimensions, got i32 (1,2,1,2)");
+    assert_failed(g, tg_embedding(g, w, NULL), "embedding: input 1 is NULL");
+    ck_assert_ptr_nonnull(tg_embedding(g, w, ok));
+    tg_graph_free(g);
+}
+END_TEST
+
+/* ---- dropout --------------------------------------------------------- */
+
+static tg_tensor *drop_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    return tg_dropout(g, in[0], *(double *)ctx);
+}
+
+/* x all ones of n elements on g (f64), not requiring grad */
+static tg_tensor *ones_like_n(tg_graph *g, int n)
+{
+    tg_tensor *x = tg_tensor_new(g, TG_F64, TT_SHAPE(n));
+    for (int i = 0; i < n; i++) ((double *)x->data)[i] = 1;
+    return x;
+}
+
+START_TEST(dropout_mask_is_seeded)
+{
+    const int n = 1000;
+    const double p = 0.4;
+    tg_graph *g = tg_graph_new(), *ref = tg_graph_new();
+    tg_tensor *x = ones_like_n(g, n);
+    tg_graph_seed(g, 42);
+    tg_tensor *a = tg_dropout(g, x, p);
+    tg_graph_seed(g, 42);
+    tg_tensor *b = tg_dropout(g, x, p);
+    tg_graph_seed(g, 43);
+    tg_tensor *c = tg_dropout(g, x, p);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_ne(a, x);
+    /* the mask is keep iff u >= p, u drawn in element order from the stream */
+    tg_graph_seed(ref, 42);
+    int differ = 0;
+    for (int i = 0; i < n; i++) {
+        double ya = tg_tensor_get(a, i);
+        ck_assert_double_eq(ya, tg_tensor_get(b, i));
+        differ += (ya != 0) != (tg_tensor_get(c, i) != 0);
+        bool keep = tg_rng_uniform(tg_graph_rng(ref)) >= p;
+        ck_assert_double_eq(ya, keep ? 1 / (1 - p) : 0);
+    }
+    /* two independent masks differ in about 2 * 0.4 * 0.6 * n = 480 places */
+    ck_assert_int_gt(differ, 300);
+    tg_graph_free(g);
+    tg_graph_free(ref);
+}
+END_TEST
+
+START_TEST(dropout_kept_fraction)
+{
+    const int n = 100000;
+    const double ps[] = {0.1, 0.5, 0.9};
+    tg_graph *g = tg_graph_new();
+    tg_graph_seed(g, 7);
+    tg_tensor *x = ones_like_n(g, n);
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *y = tg_dropout(g, x, ps[k]);
+        ck_assert_ptr_nonnull(y);
+        int kept = 0;
+        for (int i = 0; i < n; i++) kept += tg_tensor_get(y, i) != 0;
+        double mean = n * (1 - ps[k]), sd = sqrt(n * ps[k] * (1 - ps[k]));
+        ck_assert_msg(fabs(kept - mean) <= 4 * sd, "p %g: kept %d of %d, expected %g +/- 4*%g", ps[k], kept, n, mean, sd);
+    }
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(dropout_kept_values_exact)
+{
+    tg_graph *g = tg_graph_new();
+    const double p = 0.3;
+    tg_tensor *x = tt_randn(g, TT_SHAPE(4, 257), 11);
+    tg_tensor *x32 = to_f32(g, x);
+    tg_graph_seed(g, 5);
+    tg_tensor *y = tg_dropout(g, x, p);
+    tg_graph_seed(g, 5);
+    tg_tensor *y32 = tg_dropout(g, x32, p);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_ptr_nonnull(y32);
+    int kept = 0;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double xv = ((double *)x->data)[i], yv = ((double *)y->data)[i];
+        float xf = ((float *)x32->data)[i], yf = ((float *)y32->data)[i];
+        ck_assert(yv == 0 || yv == xv / (1 - p));
+        /* f32: the same mask; x / (1-p) worked in double, rounded once */
+        ck_assert_int_eq(yv != 0, yf != 0);
+        ck_assert(yf == 0 || yf == (float)(xf / (1 - p)));
+        if (yv != 0) ck_assert_double_eq_tol(yf, yv, 1e-5 * fmax(1, fabs(yv)));
+        kept += yv != 0;
+    }
+    ck_assert_int_gt(kept, 0);
+    ck_assert_int_lt(kept, x->numel);
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(dropout_identity)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 5), 1);
+    ck_assert_ptr_eq(tg_dropout(g, x, 0), x);
+    tg_graph_set_training(g, false);
+    ck_assert_ptr_eq(tg_dropout(g, x, 0.5), x);
+    ck_assert_ptr_eq(tg_dropout(g, x, 1), x);
+    tg_graph_set_training(g, true);
+    tg_graph_set_grad_enabled(g, false);
+    ck_assert_ptr_eq(tg_dropout(g, x, 0.5), x);
+    tg_graph_set_grad_enabled(g, true);
+    ck_assert_int_eq(tg_graph_tape_len(g), 0);
+    /* and in training with grad it is not the identity */
+    tg_tensor *y = tg_dropout(g, x, 0.5);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_ptr_ne(y, x);
+    ck_assert_int_eq(tg_graph_tape_len(g), 1);
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(dropout_gradcheck)
+{
+    const int shapes[][4] = {{1, 5}, {3, 2, 3, 7}, {2, 1, 1}, {3, 4, 1, 3}};
+    double ps[] = {0.3, 0.7};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t m = 0; m < 2; m++) {
+            tg_graph *g = tg_graph_new();
+            tg_tensor *in[1] = {tt_randn(g, shapes[k][0], &shapes[k][1], 80 + k)};
+            tt_assert_gradcheck(drop_fn, &ps[m], 1, in);
+            tg_graph_free(g);
+        }
+}
+END_TEST
+
+/* backward: dx = dy * keep / (1-p), f64 and f32, checked element by element */
+START_TEST(dropout_backward_values)
+{
+    tg_graph *g = tg_graph_new();
+    const double p = 0.25;
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 50), 3), *x32 = to_f32(g, x);
+    tg_graph_seed(g, 9);
+    tg_tensor *y = tg_dropout(g, x, p);
+    tg_graph_seed(g, 9);
+    tg_tensor *y32 = tg_dropout(g, x32, p);
+    double *dy = seed_values(g, TG_F64, 100, 4);
+    float dy32[100];
+    for (int i = 0; i < 100; i++) dy32[i] = (float)dy[i];
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y32, dy32), 0);
+    for (int i = 0; i < 100; i++) {
+        bool keep = ((double *)y->data)[i] != 0;
+        ck_assert_double_eq(((double *)x->grad)[i], keep ? dy[i] / (1 - p) : 0);
+        ck_assert_double_eq_tol(((float *)x32->grad)[i], ((double *)x->grad)[i], 1e-5 * fmax(1, fabs(dy[i]) * 2));
+    }
+    /* a second backward adds the same again (doubling is exact) */
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_double_eq(((double *)x->grad)[i], ((double *)y->data)[i] != 0 ? 2 * (dy[i] / (1 - p)) : 0);
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(dropout_p1_zeros)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(4, 3), 2), *x32 = to_f32(g, x);
+    tg_tensor *y = tg_dropout(g, x, 1), *y32 = tg_dropout(g, x32, 1);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_ptr_nonnull(y32);
+    for (int i = 0; i < 12; i++) {
+        ck_assert(tg_tensor_get(y, i) == 0 && !signbit(tg_tensor_get(y, i)));
+        ck_assert(tg_tensor_get(y32, i) == 0);
+    }
+    double dy[12];
+    for (int i = 0; i < 12; i++) dy[i] = i + 1;
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy), 0);
+    for (int i = 0; i < 12; i++) ck_assert(((double *)x->grad)[i] == 0);
+    tg_graph_free(g);
+}
+END_TEST
+
+START_TEST(dropout_errors)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3), 1);
+    assert_failed(g, tg_dropout(g, x, -0.1), "dropout: p must be in [0, 1], got -0.1 (x f64 (2,3))");
+    assert_failed(g, tg_dropout(g, x, 1.5), "dropout: p must be in [0, 1], got 1.5");
+    assert_failed(g, tg_dropout(g, x, NAN), "dropout: p must be in [0, 1], got nan");
+    /* a bad p is an error in eval mode too, where dropout is otherwise the identity */
+    tg_graph_set_training(g, false);
+    assert_failed(g, tg_dropout(g, x, 2), "dropout: p must be in [0, 1], got 2");
+    tg_graph_set_training(g, true);
+    assert_failed(g, tg_dropout(g, tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3)), 0.5),
+                  "dropout: x must be f32 or f64, got i32 (2,3)");
+    assert_failed(g, tg_dropout(g, NULL, 0.5), "dropout: input 0 is NULL");
+    ck_assert_ptr_nonnull(tg_dropout(g, x, 0.5));
+    tg_graph_free(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ops_norm");
+    TCase *ln = tcase_create("layernorm");
+    tcase_add_test(ln, layernorm_gradcheck);
+    tcase_add_test(ln, layernorm_c1_is_b);
+    tcase_add_test(ln, layernorm_forward_values);
+    tcase_add_test(ln, layernorm_normalises_rows);
+    tcase_add_test(ln, layernorm_f32_large_offset);
+    tcase_add_test(ln, layernorm_f32_backward_and_nograd);
+    tcase_add_test(ln, layernorm_errors);
+    suite_add_tcase(s, ln);
+    TCase *em = tcase_create("embedding");
+    tcase_add_test(em, embedding_forward_values);
+    tcase_add_test(em, embedding_gradcheck);
+    tcase_add_test(em, embedding_scatter_add);
+    tcase_add_test(em, embedding_errors);
+    suite_add_tcase(s, em);
+    TCase *dr = tcase_create("dropout");
+    tcase_add_test(dr, dropout_mask_is_seeded);
+    tcase_add_test(dr, dropout_kept_fraction);
+    tcase_add_test(dr, dropout_kept_values_exact);
+    tcase_add_test(dr, dropout_identity);
+    tcase_add_test(dr, dropout_gradcheck);
+    tcase_add_test(dr, dropout_backward_values);
+    tcase_add_test(dr, dropout_p1_zeros);
+    tcase_add_test(dr, dropout_errors);
+    suite_add_tcase(s, dr);
+    return tt_run(s);
+}
