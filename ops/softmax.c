@@ -165,8 +165,9 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
         if (!tg_broadcast_to(mask, x->ndim, x->shape, ms))
             return tg_fail(g, "%s: mask bool %s does not broadcast to x %s %s", name, sm, dx, sx);
     }
-    int dim[TG_MAX_DIMS];
-    for (int i = 0; i < TG_MAX_DIMS; i++) dim[i] = i < TG_MAX_DIMS - x->ndim ? 1 : x->shape[i - (TG_MAX_DIMS - x->ndim)];
+    int dim[TG_MAX_DIMS]; /* x's shape padded on the left with 1 */
+    const int off = TG_MAX_DIMS - x->ndim;
+    for (int i = 0; i < TG_MAX_DIMS; i++) dim[i] = i < off ? 1 : x->shape[i - off];
 
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
