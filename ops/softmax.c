@@ -1,7 +1,212 @@
-/* STUB: not implemented yet (placeholder so the library links). */
+/* Softmax and log-softmax over the last axis, with an optional mask.
+ *
+ * A row is the last axis of x: s_1..s_n. The mask (TG_BOOL, broadcast to
+ * x, true = blocked) and scores equal to -inf mark blocked keys; a blocked
+ * score is taken as -inf BEFORE the softmax (never zeroed after it), so
+ * with A the allowed keys of the row and m = max_{k in A} s_k:
+ *
+ *   softmax      p_j = exp(s_j - m) / sum_{k in A} exp(s_k - m)   (j in A)
+ *                p_j = 0                                          (blocked)
+ *   log_softmax  y_j = (s_j - m) - log(sum_{k in A} exp(s_k - m)) (j in A)
+ *                y_j = -inf                                       (blocked)
+ *
+ * Subtracting m changes nothing mathematically and keeps exp from
+ * overflowing: [1000,1000] -> [0.5,0.5].
+ *
+ * Backward (per row; the n x n Jacobian dp_j/ds_k = p_j (delta_jk - p_k)
+ * is never built, only its product with the upstream gradient):
+ *
+ *   softmax      ds_j = p_j * (dp_j - sum_k p_k dp_k)
+ *   log_softmax  ds_j = dy_j - p_j * sum_{k in A} dy_k,   p_j = exp(y_j)
+ *
+ * Blocked keys get ds_j = 0 exactly: for softmax p_j = 0 there (the kernel
+ * skips p_j == 0 so that even an infinite dp_j cannot leak in), and for
+ * log_softmax dy_j at a blocked key (where y_j = -inf) is left out of the
+ * row sum and gets no gradient. So backward needs only the output: p for
+ * softmax, y for log_softmax (blocked <=> y_j == -inf; an allowed key whose
+ * y_j underflows to -inf, which needs scores spread beyond the dtype's
+ * range, has weight exactly 0 and is treated the same way).
+ *
+ * Errors: a row whose keys are all blocked (the message names the row)
+ * has no normaliser; it is an error unless TG_SOFTMAX_ZERO_BLOCKED_ROWS is
+ * set, in which case the row's output is all zeros and its gradient zero.
+ * A NaN or +inf score at an allowed key is an error naming the element.
+ * Scores at blocked keys are never read, so they may hold anything. */
+#include <math.h>
+#include <stdio.h>
+
 #include "ops.h"
+
 #include "../core/op.h"
 
-tg_tensor *tg_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask) { (void)x; (void)mask; tg_fail(g, "softmax: not implemented"); return NULL; }
-tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags) { (void)x; (void)mask; (void)flags; tg_fail(g, "softmax_ex: not implemented"); return NULL; }
-tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask) { (void)x; (void)mask; tg_fail(g, "log_softmax: not implemented"); return NULL; }
+enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
+
+/* Walks the rows of x (padded dims dim[0..2]); inside, r is the row index.
+ * ROW_MASK then points pm at the row's mask (NULL: no mask). */
+#define FOR_EACH_ROW(dim)                                                       \
+    for (int64_t d0 = 0, r = 0; d0 < (dim)[0]; d0++)                            \
+        for (int64_t d1 = 0; d1 < (dim)[1]; d1++)                               \
+            for (int64_t d2 = 0; d2 < (dim)[2]; d2++, r++)
+
+#define ROW_MASK(m, ms) \
+    const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
+
+#define BLOCKED(j) (pm && pm[(j) * ms[3]])
+
+#define DEFINE_SOFTMAX(T, EXP, LOG)                                                             \
+    /* Returns SCORES_OK, or an error kind with the row / element in *where. */                \
+    static int forward_##T(const T *x, T *y, const int dim[TG_MAX_DIMS], const uint8_t *m,      \
+                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows,         \
+                           int64_t *where)                                                      \
+    {                                                                                           \
+        const int n = dim[3];                                                                   \
+        FOR_EACH_ROW(dim) {                                                                     \
+            ROW_MASK(m, ms)                                                                     \
+            const T *px = x + r * n;                                                            \
+            T *py = y + r * n;                                                                  \
+            T mx = -INFINITY;                                                                   \
+            for (int j = 0; j < n; j++) {                                                       \
+                if (BLOCKED(j)) continue;                                                       \
+                if (isnan(px[j]) || px[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; } \
+                if (px[j] > mx) mx = px[j];                                                     \
+            }                                                                                   \
+            if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */     \
+                if (!zero_rows) { *where = r; return BLOCKED_ROW; }                             \
+                for (int j = 0; j < n; j++) py[j] = 0;                                          \
+                continue;                                                                       \
+            }                                                                                   \
+            T sum = 0;                                                                          \
+            for (int j = 0; j < n; j++) {                                                       \
+                py[j] = BLOCKED(j) ? 0 : EXP(px[j] - mx);                                       \
+                sum += py[j];                                                                   \
+            }                                                                                   \
+            if (log_out) {                                                                      \
+                const T lse = LOG(sum);                                                         \
+                for (int j = 0; j < n; j++) py[j] = BLOCKED(j) ? -INFINITY : (px[j] - mx) - lse; \
+            } else {                                                                            \
+                for (int j = 0; j < n; j++) py[j] /= sum;                                       \
+            }                                                                                   \
+        }                                                                                       \
+        return SCORES_OK;                                                                       \
+    }                                                                                           \
+    static void softmax_backward_##T(const T *p, const T *dp, T *dx, int64_t rows, int n)       \
+    {                                                                                           \
+        for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {                          \
+            T s = 0;                                                                            \
+            for (int j = 0; j < n; j++)                                                         \
+                if (p[j] != 0) s += p[j] * dp[j];                                               \
+            for (int j = 0; j < n; j++)                                                         \
+                if (p[j] != 0) dx[j] += p[j] * (dp[j] - s);                                     \
+        }                                                                                       \
+    }                                                                                           \
+    static void log_softmax_backward_##T(const T *y, const T *dy, T *dx, int64_t rows, int n)   \
+    {                                                                                           \
+        for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {                          \
+            T s = 0;                                                                            \
+            for (int j = 0; j < n; j++)                                                         \
+                if (y[j] != -INFINITY) s += dy[j];                                              \
+            for (int j = 0; j < n; j++)                                                         \
+                if (y[j] != -INFINITY) dx[j] += dy[j] - EXP(y[j]) * s;                          \
+        }                                                                                       \
+    }
+
+DEFINE_SOFTMAX(float, expf, logf)
+DEFINE_SOFTMAX(double, exp, log)
+
+/* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
+static void softmax_node_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    void *gx = tg_grad(g, x);
+    if (!gx) return;
+    const int n = x->shape[x->ndim - 1];
+    const int64_t rows = x->numel / n;
+    if (x->dtype == TG_F32) {
+        if (nd->iarg[0]) log_softmax_backward_float(y->data, y->grad, gx, rows, n);
+        else softmax_backward_float(y->data, y->grad, gx, rows, n);
+    } else {
+        if (nd->iarg[0]) log_softmax_backward_double(y->data, y->grad, gx, rows, n);
+        else softmax_backward_double(y->data, y->grad, gx, rows, n);
+    }
+}
+
+/* "(i0,i1,...)": the multi-index of `flat` over the first k dims of t. */
+static char *index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size)
+{
+    int idx[TG_MAX_DIMS];
+    for (int d = k - 1; d >= 0; d--) {
+        idx[d] = (int)(flat % t->shape[d]);
+        flat /= t->shape[d];
+    }
+    size_t at = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < k && at < size; d++) at += (size_t)snprintf(buf + at, size - at, d ? ",%d" : "%d", idx[d]);
+    if (at < size) snprintf(buf + at, size - at, ")");
+    return buf;
+}
+
+static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
+                                 bool log_out)
+{
+    tg_tensor *in[2] = {x, mask};
+    if (!tg_op_begin(g, name, mask ? 2 : 1, in) || !tg_op_check_float(g, name, "x", x)) return NULL;
+    char sx[64], sm[64], si[64];
+    const char *dx = tg_dtype_name(x->dtype);
+    tg_shape_str(x, sx, sizeof sx);
+    if (x->ndim < 1) return tg_fail(g, "%s: x must have at least one axis, got %s %s", name, dx, sx);
+    if (flags & ~TG_SOFTMAX_ZERO_BLOCKED_ROWS)
+        return tg_fail(g, "%s: unknown flags 0x%x for x %s %s", name, (unsigned)flags, dx, sx);
+
+    int64_t ms[TG_MAX_DIMS] = {0};
+    if (mask) {
+        tg_shape_str(mask, sm, sizeof sm);
+        if (mask->dtype != TG_BOOL)
+            return tg_fail(g, "%s: mask must be bool, got %s %s, for x %s %s", name, tg_dtype_name(mask->dtype),
+                           sm, dx, sx);
+        if (!tg_broadcast_to(mask, x->ndim, x->shape, ms))
+            return tg_fail(g, "%s: mask bool %s does not broadcast to x %s %s", name, sm, dx, sx);
+    }
+    int dim[TG_MAX_DIMS]; /* x's shape padded on the left with 1 */
+    const int off = TG_MAX_DIMS - x->ndim;
+    for (int i = 0; i < TG_MAX_DIMS; i++) dim[i] = i < off ? 1 : x->shape[i - off];
+
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
+    if (!y) return NULL;
+    const uint8_t *m = mask ? mask->data : NULL;
+    const bool zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS);
+    int64_t where = 0;
+    int status = x->dtype == TG_F32 ? forward_float(x->data, y->data, dim, m, ms, log_out, zero_rows, &where)
+                                    : forward_double(x->data, y->data, dim, m, ms, log_out, zero_rows, &where);
+    if (status == BAD_SCORE) {
+        double v = tg_tensor_get(x, where);
+        return tg_fail(g, "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "
+                          "(scores must be finite or -inf)",
+                       name, isnan(v) ? "NaN" : "+inf", (long long)where,
+                       index_str(x, x->ndim, where, si, sizeof si), dx, sx);
+    }
+    if (status == BLOCKED_ROW) {
+        if (x->ndim == 1)
+            return tg_fail(g, "%s: row 0 of x %s %s has every key blocked%s", name, dx, sx,
+                           log_out ? "" : " (TG_SOFTMAX_ZERO_BLOCKED_ROWS gives zeros instead)");
+        return tg_fail(g, "%s: row %lld (index %s) of x %s %s has every key blocked%s", name, (long long)where,
+                       index_str(x, x->ndim - 1, where, si, sizeof si), dx, sx,
+                       log_out ? "" : " (TG_SOFTMAX_ZERO_BLOCKED_ROWS gives zeros instead)");
+    }
+    tg_node *nd = tg_op_record(g, name, softmax_node_backward, y, 1, in);
+    if (nd) nd->iarg[0] = log_out;
+    return tg_graph_error(g) ? NULL : y;
+}
+
+tg_tensor *tg_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask)
+{
+    return softmax_common(g, "softmax", x, mask, TG_SOFTMAX_DEFAULT, false);
+}
+
+tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags)
+{
+    return softmax_common(g, "softmax", x, mask, flags, false);
+}
+
+tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask)
+{
+    return softmax_common(g, "log_softmax", x, mask, TG_SOFTMAX_DEFAULT, true);
+}
