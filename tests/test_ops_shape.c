@@ -708,6 +708,8 @@ START_TEST(reduce_values)
     ck_assert(tg_tensor_item(tg_mean_all(g, h)) == 3.5);
     assert_shape(tg_sum_all(g, h), 0, NULL);
     assert_shape(tg_mean_all(g, h), 0, NULL);
+    tg_tensor *sc = tg_scalar(g, TG_F32, 2.5);
+    ck_assert(tg_tensor_item(tg_sum_all(g, sc)) == 2.5 && tg_tensor_item(tg_mean_all(g, sc)) == 2.5);
     /* all-reductions against a naive loop */
     x = tt_randn(g, TT_SHAPE(2, 3, 5, 7), 10);
     double s = 0;
