@@ -1,8 +1,6 @@
 /* The numbers of the multi-head attention tutorial (seed text
- * 000_e4d0cdf73ba3bfd5, in Chinese), each checked against tapegrad's
- * softmax. Matmul and scale are other ops; where the tutorial multiplies
- * weights by values or scales scores, the test does that arithmetic by
- * hand around tg_softmax. */
+ * 000_e4d0cdf73ba3bfd5, in Chinese), each computed with tapegrad's ops
+ * (softmax, matmul, scale) and asserted. */
 #include "tg_test.h"
 
 static tg_tensor *vec(tg_graph *g, tg_dtype dt, int n, const double *v)
@@ -27,11 +25,12 @@ START_TEST(weighted_sum_of_values)
     ck_assert_ptr_nonnull(p);
     ck_assert_double_eq_tol(at(p, 0), 0.75, 1e-15);
     ck_assert_double_eq_tol(at(p, 1), 0.25, 1e-15);
-    const double v[2][2] = {{2, 0}, {0, 4}};
-    for (int c = 0; c < 2; c++) {
-        double o = at(p, 0) * v[0][c] + at(p, 1) * v[1][c];
-        ck_assert_double_eq_tol(o, c == 0 ? 1.5 : 1.0, 1e-14);
-    }
+    tg_tensor *v = tg_tensor_from(g, TG_F64, 2, (int[]){2, 2}, (double[]){2, 0, 0, 4}); /* (Tk,d) */
+    tg_tensor *o = tg_matmul(g, p, v);                                                  /* (d) */
+    ck_assert_ptr_nonnull(o);
+    ck_assert_int_eq(o->ndim, 1);
+    ck_assert_double_eq_tol(at(o, 0), 1.5, 1e-14);
+    ck_assert_double_eq_tol(at(o, 1), 1.0, 1e-14);
     tg_graph_free(g);
 }
 END_TEST
@@ -61,9 +60,7 @@ START_TEST(softmax_backward_by_hand)
 END_TEST
 
 /* Head size 64, raw dot products [8,-8]. Unscaled, the first key gets
- * 1 - 1/(1+e^16) ~ 1 - 1.1e-7; scaled by 1/sqrt(64) = 1/8, [0.881, 0.119].
- * tg_scale lives in ops/unary.c (a stub on this branch), so the scaled
- * scores [1,-1] are computed here in C; on main this can use tg_scale. */
+ * 1 - 1/(1+e^16) ~ 1 - 1.1e-7; scaled by 1/sqrt(64) = 1/8, [0.881, 0.119]. */
 START_TEST(scaling_by_sqrt_head_size)
 {
     tg_graph *g = tg_graph_new();
@@ -78,7 +75,7 @@ START_TEST(scaling_by_sqrt_head_size)
 
     const double scale = 1 / sqrt((double)d_head);
     ck_assert(scale == 0.125);
-    tg_tensor *ps = tg_softmax(g, vec(g, TG_F64, 2, (double[]){dots[0] * scale, dots[1] * scale}), NULL);
+    tg_tensor *ps = tg_softmax(g, tg_scale(g, vec(g, TG_F64, 2, dots), scale), NULL);
     ck_assert_ptr_nonnull(ps);
     ck_assert(fabs(at(ps, 0) - 0.881) < 5e-4);
     ck_assert(fabs(at(ps, 1) - 0.119) < 5e-4);
@@ -216,15 +213,13 @@ START_TEST(kv_cache_alignment)
     tg_tensor *pa = tg_softmax(g, s, tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, aligned));
     tg_tensor *pu = tg_softmax(g, s, tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, upper_left));
     ck_assert(pa && pu);
+    tg_tensor *v = tg_tensor_from(g, TG_F64, 2, (int[]){5, 1}, value);   /* (Tk,1) */
+    tg_tensor *oa = tg_matmul(g, pa, v), *ou = tg_matmul(g, pu, v);       /* (Tq,1) */
+    ck_assert(oa && ou);
     const double want_a[2] = {25, 30}, want_u[2] = {10, 15};
     for (int i = 0; i < 2; i++) {
-        double oa = 0, ou = 0;
-        for (int j = 0; j < 5; j++) {
-            oa += at(pa, i * 5 + j) * value[j];
-            ou += at(pu, i * 5 + j) * value[j];
-        }
-        ck_assert_double_eq_tol(oa, want_a[i], 1e-12);
-        ck_assert_double_eq_tol(ou, want_u[i], 1e-12);
+        ck_assert_double_eq_tol(at(oa, i), want_a[i], 1e-12);
+        ck_assert_double_eq_tol(at(ou, i), want_u[i], 1e-12);
     }
     tg_graph_free(g);
 }
