@@ -53,6 +53,7 @@ static inline void tt_note_gradcheck(const tg_gradcheck_result *r)
 static inline int tt_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);   /* one process: the gradcheck tally below sees every test */
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
