@@ -37,6 +37,19 @@ char *tg_shape_str(const tg_tensor *t, char *buf, size_t size)
     return buf;
 }
 
+char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size)
+{
+    int idx[TG_MAX_DIMS] = {0};
+    for (int d = k - 1; d >= 0; d--) {
+        idx[d] = (int)(flat % t->shape[d]);
+        flat /= t->shape[d];
+    }
+    size_t at = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < k && at < size; d++) at += (size_t)snprintf(buf + at, size - at, d ? ",%d" : "%d", idx[d]);
+    if (at < size) snprintf(buf + at, size - at, ")");
+    return buf;
+}
+
 double tg_tensor_get(const tg_tensor *t, int64_t i)
 {
     switch (t->dtype) {

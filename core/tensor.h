@@ -45,6 +45,10 @@ static inline bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt ==
 /* Writes "(2,3,4)" into buf (always NUL-terminated); returns buf. */
 char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
 
+/* Writes the multi-index "(i0,i1,...)" of flat index `flat` over the
+ * first k dimensions of t into buf; returns buf. */
+char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size);
+
 /* Element i (flat index) of a tensor as a double, whatever its dtype. */
 double tg_tensor_get(const tg_tensor *t, int64_t i);
 /* The single element of a one-element tensor (a loss) as a double. */

@@ -66,15 +66,8 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
     const int32_t *id = ids->data; /* (ids...) */
     for (int64_t i = 0; i < ids->numel; i++) {
         if (id[i] >= 0 && id[i] < V) continue;
-        /* the position as an index into ids, e.g. (1,0) */
-        char pos[64] = "(";
-        int64_t rest = i, div = ids->numel;
-        for (int d = 0; d < ids->ndim; d++) {
-            div /= ids->shape[d];
-            snprintf(pos + strlen(pos), sizeof pos - strlen(pos), d ? ",%lld" : "%lld", (long long)(rest / div));
-            rest %= div;
-        }
-        snprintf(pos + strlen(pos), sizeof pos - strlen(pos), ")");
+        char pos[64];
+        tg_index_str(ids, ids->ndim, i, pos, sizeof pos);   /* e.g. (1,0) */
         return tg_fail(g, "embedding: id %d at position %s (flat %lld) of ids %s %s is outside [0, V) with V = %d "
                           "(weight %s %s)",
                        (int)id[i], pos, (long long)i, di, si, V, dw, sw);

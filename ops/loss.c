@@ -82,20 +82,6 @@ static void cross_entropy_backward(tg_graph *g, tg_node *nd)
         backward_double(x->data, t->data, rows, v, nd->saved, ((double *)y->grad)[0] / nd->darg[0], gx);
 }
 
-/* "(i0,i1,...)": the multi-index of `flat` over the first k dims of t. */
-static char *index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size)
-{
-    int idx[TG_MAX_DIMS];
-    for (int d = k - 1; d >= 0; d--) {
-        idx[d] = (int)(flat % t->shape[d]);
-        flat /= t->shape[d];
-    }
-    size_t at = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < k && at < size; d++) at += (size_t)snprintf(buf + at, size - at, d ? ",%d" : "%d", idx[d]);
-    if (at < size) snprintf(buf + at, size - at, ")");
-    return buf;
-}
-
 tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
 {
     const char *name = "cross_entropy";
@@ -123,7 +109,7 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
         if (t[r] < -1 || t[r] >= v)
             return tg_fail(g, "%s: target %d at position %lld (index %s) is outside [0, %d) and is not -1 "
                               "(ignore): logits %s %s, targets %s %s",
-                           name, (int)t[r], (long long)r, index_str(targets, targets->ndim, r, si, sizeof si), v,
+                           name, (int)t[r], (long long)r, tg_index_str(targets, targets->ndim, r, si, sizeof si), v,
                            dx, sx, dt, st);
         count++;
     }
@@ -142,11 +128,11 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
         double x = tg_tensor_get(logits, where);
         return tg_fail(g, "%s: logit %s at element %lld (index %s) of logits %s %s (a counted row)", name,
                        isnan(x) ? "NaN" : "+inf", (long long)where,
-                       index_str(logits, logits->ndim, where, si, sizeof si), dx, sx);
+                       tg_index_str(logits, logits->ndim, where, si, sizeof si), dx, sx);
     }
     if (status == CE_DEAD_ROW)
         return tg_fail(g, "%s: every logit of row %lld (index %s) of logits %s %s is -inf", name, (long long)where,
-                       index_str(logits, logits->ndim - 1, where, si, sizeof si), dx, sx);
+                       tg_index_str(logits, logits->ndim - 1, where, si, sizeof si), dx, sx);
     if (y->dtype == TG_F32) ((float *)y->data)[0] = (float)(total / (double)count);
     else ((double *)y->data)[0] = total / (double)count;
 

@@ -130,20 +130,6 @@ static void softmax_node_backward(tg_graph *g, tg_node *nd)
     }
 }
 
-/* "(i0,i1,...)": the multi-index of `flat` over the first k dims of t. */
-static char *index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size)
-{
-    int idx[TG_MAX_DIMS];
-    for (int d = k - 1; d >= 0; d--) {
-        idx[d] = (int)(flat % t->shape[d]);
-        flat /= t->shape[d];
-    }
-    size_t at = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < k && at < size; d++) at += (size_t)snprintf(buf + at, size - at, d ? ",%d" : "%d", idx[d]);
-    if (at < size) snprintf(buf + at, size - at, ")");
-    return buf;
-}
-
 static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
                                  bool log_out)
 {
@@ -181,14 +167,14 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
         return tg_fail(g, "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "
                           "(scores must be finite or -inf)",
                        name, isnan(v) ? "NaN" : "+inf", (long long)where,
-                       index_str(x, x->ndim, where, si, sizeof si), dx, sx);
+                       tg_index_str(x, x->ndim, where, si, sizeof si), dx, sx);
     }
     if (status == BLOCKED_ROW) {
         if (x->ndim == 1)
             return tg_fail(g, "%s: row 0 of x %s %s has every key blocked%s", name, dx, sx,
                            log_out ? "" : " (TG_SOFTMAX_ZERO_BLOCKED_ROWS gives zeros instead)");
         return tg_fail(g, "%s: row %lld (index %s) of x %s %s has every key blocked%s", name, (long long)where,
-                       index_str(x, x->ndim - 1, where, si, sizeof si), dx, sx,
+                       tg_index_str(x, x->ndim - 1, where, si, sizeof si), dx, sx,
                        log_out ? "" : " (TG_SOFTMAX_ZERO_BLOCKED_ROWS gives zeros instead)");
     }
     tg_node *nd = tg_op_record(g, name, softmax_node_backward, y, 1, in);
