@@ -24,6 +24,14 @@
  * dimension is removed from the result, as in NumPy. */
 tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
+/* ---- linear (ops/linear.c) ------------------------------------------- */
+
+/* y = x @ w^T + b, as PyTorch F.linear: x (..., in), w (out, in) (the
+ * nn.Linear layout), b (out) or NULL -> y (..., out). One gemm with a
+ * transpose flag; backward dx += dy w, dw += dy^T x, db += column sums of
+ * dy, with no copies. */
+tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b);
+
 /* ---- elementwise (ops/binary.c, ops/unary.c) -------------------------- */
 
 /* NumPy broadcasting between a and b. */

@@ -1,0 +1,145 @@
+/* tapegrad nn: layers built only from ops, their parameters registered by
+ * name in a tg_params store (nanoGPT's state_dict names for the GPT).
+ *
+ * Modules are plain structs of tensor pointers into the store; forward
+ * functions take a graph and follow the op conventions (NULL in, NULL
+ * out; the first error sticks on the graph). Init functions return 0, or
+ * -1 with a message in err (bad sizes, duplicate names, out of memory). */
+#ifndef TG_NN_H
+#define TG_NN_H
+
+#include "../core/params.h"
+#include "../ops/ops.h"
+
+/* ---- Linear (nn/linear.c) --------------------------------------------- */
+
+typedef struct tg_linear_mod {
+    tg_tensor *weight;   /* (out, in), as PyTorch nn.Linear */
+    tg_tensor *bias;     /* (out) or NULL */
+} tg_linear_mod;
+
+/* Registers <name>.weight and, with bias, <name>.bias (zero-filled). */
+int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
+                   char *err, size_t errlen);
+tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
+
+/* ---- LayerNorm (nn/layernorm.c) --------------------------------------- */
+
+typedef struct tg_layernorm_mod {
+    tg_tensor *weight;   /* (C), filled with 1 */
+    tg_tensor *bias;     /* (C) or NULL */
+    double eps;          /* TG_LAYERNORM_EPS */
+} tg_layernorm_mod;
+
+int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
+                      char *err, size_t errlen);
+tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
+
+/* ---- MLP (nn/mlp.c): c_fc (4C, C) -> exact GELU -> c_proj (C, 4C) -> dropout */
+
+typedef struct tg_mlp {
+    tg_linear_mod c_fc, c_proj;
+    double dropout;
+} tg_mlp;
+
+int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
+                char *err, size_t errlen);
+tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
+
+/* ---- Multi-head attention (nn/attention.c) ----------------------------
+ *
+ * Q = x Wq^T, K = kv Wk^T, V = kv Wv^T (kv = x for self-attention), each
+ * (B,T,C) reshaped to (B,T,H,dh) and transposed to (B,H,T,dh);
+ * S = Q K^T / sqrt(dh) (B,H,Tq,Tk); blocked entries -inf; A = softmax(S);
+ * O = A V; transposed back to (B,Tq,H,dh), reshaped to (B,Tq,C), projected
+ * by W_O (c_proj). Fused: one c_attn (3C, C) = [Wq; Wk; Wv] (nanoGPT, and
+ * nn.MultiheadAttention's in_proj_weight). */
+
+typedef struct tg_kv_cache {
+    int batch, n_head, head_dim, max_len;
+    int len;              /* positions cached so far */
+    tg_dtype dtype;
+    void *k, *v;          /* (batch, n_head, max_len, head_dim), malloc'd */
+} tg_kv_cache;
+
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
+void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
+void tg_kv_cache_free(tg_kv_cache *c);
+
+typedef struct tg_mha {
+    int n_embd, n_head;
+    bool fused;
+    tg_linear_mod c_attn;                    /* fused: (3C, C) */
+    tg_linear_mod q_proj, k_proj, v_proj;    /* separate: (C, C) each */
+    tg_linear_mod c_proj;                    /* W_O: (C, C) */
+    double attn_dropout, resid_dropout;
+} tg_mha;
+
+/* Registers <name>.c_attn.{weight,bias} when fused, else
+ * <name>.{q,k,v}_proj.{weight,bias}; and <name>.c_proj.{weight,bias}.
+ * n_embd not divisible by n_head is an error. */
+int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+                bool fused, double dropout, char *err, size_t errlen);
+
+typedef struct tg_attn_args {
+    bool causal;              /* query at absolute position p may see key j iff j <= p */
+    tg_tensor *key_padding;   /* (B,Tk) TG_BOOL, true = padding (blocked), or NULL */
+    tg_tensor *mask;          /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL */
+    tg_tensor **weights;      /* if set, receives the attention weights (B,H,Tq,Tk) */
+    tg_kv_cache *cache;       /* self-attention only: new keys/values are appended, and
+                                 queries sit at positions cache->len .. cache->len+Tq-1
+                                 (bottom-right causal alignment) */
+} tg_attn_args;
+
+/* x (B,Tq,C); kv (B,Tk,C) for cross-attention, or NULL for self-attention.
+ * args may be NULL (no mask). Returns (B,Tq,C). */
+tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+                          const tg_attn_args *args);
+
+/* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
+
+typedef struct tg_gpt_config {
+    int n_layer, n_head, n_embd, block_size, vocab_size;
+    bool bias;
+    double dropout;
+} tg_gpt_config;
+
+typedef struct tg_block {
+    tg_layernorm_mod ln_1, ln_2;
+    tg_mha attn;
+    tg_mlp mlp;
+} tg_block;
+
+typedef struct tg_gpt {
+    tg_gpt_config cfg;
+    tg_params *params;        /* owned */
+    tg_tensor *wte, *wpe;     /* (V,C), (block_size,C); the LM head is wte (tied) */
+    tg_block *h;              /* n_layer blocks */
+    tg_layernorm_mod ln_f;
+    tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
+} tg_gpt;
+
+/* Validates the config (every size >= 1, n_embd % n_head == 0, dropout
+ * in [0,1)), registers the parameters in nanoGPT's state_dict order and
+ * names (transformer.wte.weight, transformer.wpe.weight,
+ * transformer.h.<i>.ln_1.weight, ...attn.c_attn.weight, ...,
+ * transformer.ln_f.weight[, .bias]) and initialises them as nanoGPT:
+ * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
+ * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
+ * LayerNorm weights 1. dt is TG_F32 or TG_F64. */
+tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+void tg_gpt_free(tg_gpt *m);
+
+/* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
+ * cache len + T <= block_size), ids in [0, V): else an error. */
+tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
+/* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored). */
+tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets);
+
+/* KV cache for incremental decoding: while enabled, tg_gpt_forward appends
+ * the new positions to every layer's cache and attends over all of them. */
+int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
+void tg_gpt_cache_clear(tg_gpt *m);
+void tg_gpt_cache_disable(tg_gpt *m);
+
+#endif
