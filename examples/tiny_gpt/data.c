@@ -1,0 +1,152 @@
+#include "data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vocab_build(vocab *v, const char *text, size_t len)
+{
+    bool seen[256] = {0};
+    for (size_t i = 0; i < len; i++) seen[(uint8_t)text[i]] = true;
+    v->size = 0;
+    for (int b = 0; b < 256; b++) {
+        v->ids[b] = -1;
+        if (seen[b]) {
+            v->ids[b] = (int16_t)v->size;
+            v->chars[v->size++] = (uint8_t)b;
+        }
+    }
+}
+
+void vocab_to_string(const vocab *v, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < v->size && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, i ? ",%d" : "%d", v->chars[i]);
+}
+
+int vocab_from_string(vocab *v, const char *s, char *err, size_t errlen)
+{
+    v->size = 0;
+    for (int b = 0; b < 256; b++) v->ids[b] = -1;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long b = strtol(p, &end, 10);
+        if (end == p || errno || b < 0 || b > 255 || (*end && *end != ',')) {
+            snprintf(err, errlen, "vocabulary: bad entry at \"%.20s\"", p);
+            return -1;
+        }
+        if (v->ids[b] >= 0 || (v->size && b <= v->chars[v->size - 1])) {
+            snprintf(err, errlen, "vocabulary: bytes must be increasing and unique (at %ld)", b);
+            return -1;
+        }
+        v->ids[b] = (int16_t)v->size;
+        v->chars[v->size++] = (uint8_t)b;
+        p = *end ? end + 1 : end;
+    }
+    if (!v->size) {
+        snprintf(err, errlen, "vocabulary: empty");
+        return -1;
+    }
+    return 0;
+}
+
+int vocab_encode(const vocab *v, const char *text, size_t len, int32_t *out, size_t *bad)
+{
+    for (size_t i = 0; i < len; i++) {
+        int id = v->ids[(uint8_t)text[i]];
+        if (id < 0) {
+            if (bad) *bad = i;
+            return -1;
+        }
+        out[i] = id;
+    }
+    return 0;
+}
+
+int dataset_make(dataset *d, const vocab *v, const char *text, size_t len, int block_size, char *err,
+                 size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    size_t n_train = (size_t)((double)len * 0.9);   /* first 90%, as nanoGPT int(0.9 * n) */
+    if (n_train < (size_t)block_size + 1 || len - n_train < (size_t)block_size + 1) {
+        snprintf(err, errlen,
+                 "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a split; "
+                 "use more text or a smaller --block-size",
+                 len, block_size + 1);
+        return -1;
+    }
+    d->tokens = malloc(len * sizeof *d->tokens);
+    if (!d->tokens) {
+        snprintf(err, errlen, "data: out of memory for %zu tokens", len);
+        return -1;
+    }
+    size_t bad = 0;
+    if (vocab_encode(v, text, len, d->tokens, &bad) != 0) {
+        snprintf(err, errlen, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
+        dataset_free(d);
+        return -1;
+    }
+    d->n = len;
+    d->n_train = n_train;
+    return 0;
+}
+
+void dataset_free(dataset *d)
+{
+    free(d->tokens);
+    memset(d, 0, sizeof *d);
+}
+
+void dataset_batch(const dataset *d, bool val, int B, int T, tg_rng *rng, int32_t *x, int32_t *y)
+{
+    const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
+    size_t n = val ? d->n - d->n_train : d->n_train;
+    uint32_t starts = (uint32_t)(n - (size_t)T);   /* windows of T + 1 tokens */
+    for (int b = 0; b < B; b++) {
+        size_t s = tg_rng_below(rng, starts);
+        memcpy(x + (size_t)b * T, base + s, (size_t)T * sizeof *x);
+        memcpy(y + (size_t)b * T, base + s + 1, (size_t)T * sizeof *y);
+    }
+}
+
+char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 65536 + 1 > cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = b;
+        }
+        size_t got = fread(buf + n, 1, 65536, f);
+        n += got;
+        if (got < 65536) break;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
