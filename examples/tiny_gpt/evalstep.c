@@ -1,0 +1,227 @@
+/* tiny_gpt eval / step: the bridge to PyTorch. Both read nanoGPT-named
+ * weights (F32 or F64, config in __metadata__) and a batch file holding
+ * idx and targets (I32 or I64, shape (B,T); target -1 is ignored).
+ *
+ *   eval  prints "loss <value>" and can write the gradient of every
+ *         parameter under its name (the tied head's under
+ *         transformer.wte.weight).
+ *   step  runs K AdamW steps on that batch at a constant learning rate
+ *         (nanoGPT's decay groups, global-norm clipping) and writes the
+ *         updated weights. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "tiny_gpt.h"
+
+typedef struct inputs {
+    tg_st_file *wf, *bf;
+    tg_gpt *m;
+    int B, T;
+    tg_tensor *idx, *targets;   /* (B,T) i32, on g */
+} inputs;
+
+static void inputs_free(inputs *in)
+{
+    tg_gpt_free(in->m);
+    tg_st_free(in->wf);
+    tg_st_free(in->bf);
+}
+
+/* Loads weights and batch, and puts idx/targets on g. */
+static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, tg_graph *g, char *err,
+                       size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    if (!init || !batch) {
+        snprintf(err, errlen, "--init and --batch are required");
+        return -1;
+    }
+    if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
+    if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
+    if (!(in->m = checkpoint_load_model(in->wf, dt, err, errlen))) return -1;
+    const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
+    if (!idx || !tgt) {
+        snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);
+        return -1;
+    }
+    if (idx->ndim != 2 || tgt->ndim != 2 || idx->shape[0] != tgt->shape[0] || idx->shape[1] != tgt->shape[1] ||
+        idx->shape[0] < 1 || idx->shape[1] < 1 || idx->shape[0] > (1 << 20) || idx->shape[1] > (1 << 20)) {
+        snprintf(err, errlen, "%s: 'idx' and 'targets' must both have the same shape (B,T)", batch);
+        return -1;
+    }
+    in->B = (int)idx->shape[0];
+    in->T = (int)idx->shape[1];
+    if (in->T > in->m->cfg.block_size) {
+        snprintf(err, errlen, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
+                 in->m->cfg.block_size);
+        return -1;
+    }
+    in->idx = tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T});
+    in->targets = tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T});
+    if (!in->idx || !in->targets) {
+        snprintf(err, errlen, "%s", tg_graph_error(g));
+        return -1;
+    }
+    if (tg_st_copy_to(idx, in->idx, err, errlen) || tg_st_copy_to(tgt, in->targets, err, errlen)) return -1;
+    return 0;
+}
+
+/* loss and gradients of the model on the batch; -1 with the message */
+static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
+{
+    tg_params_zero_grad(in->m->params);
+    tg_tensor *loss = tg_gpt_loss(g, in->m, in->idx, in->targets);   /* () */
+    if (tg_graph_backward(g, loss) != 0) {
+        snprintf(err, errlen, "%s", tg_graph_error(g));
+        return NAN;
+    }
+    return tg_tensor_item(loss);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32";
+    int threads = 1;
+    arg_spec specs[] = {
+        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
+        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
+        {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0},
+        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
+        {"threads", ARG_INT, &threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+    };
+    const int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    char err[1024];
+    if (help_requested(argc, argv)) {
+        fprintf(stderr, "usage: tiny_gpt eval --init W.safetensors --batch B.safetensors [flags]\n");
+        args_usage(specs, n_specs, "  ");
+        return 0;
+    }
+    tg_dtype dt;
+    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(dtype, &dt, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt eval: %s\n", err);
+        return 2;
+    }
+    set_threads(threads);
+    int rc = 1;
+    inputs in;
+    tg_graph *g = tg_graph_new();
+    if (!g) return 1;
+    if (load_inputs(&in, init, batch, dt, g, err, sizeof err)) goto fail;
+    double loss = loss_and_grads(&in, g, err, sizeof err);
+    if (isnan(loss)) goto fail;
+    printf("loss %.17g\n", loss);
+    if (dump) {
+        char nb[32];
+        snprintf(nb, sizeof nb, "%d", in.B * in.T);
+        const char *meta[] = {"loss", "", "tokens", nb};
+        char ls[40];
+        snprintf(ls, sizeof ls, "%.17g", loss);
+        meta[1] = ls;
+        tg_st_writer *w = tg_st_writer_new();
+        int bad = !w;
+        for (int i = 0; !bad && i < tg_params_count(in.m->params); i++) {
+            tg_tensor *p = tg_params_at(in.m->params, i);
+            int64_t shape[TG_MAX_DIMS];
+            for (int k = 0; k < p->ndim; k++) shape[k] = p->shape[k];
+            bad |= tg_st_writer_add(w, p->name, dt == TG_F32 ? "F32" : "F64", p->ndim, shape, p->grad) != 0;
+        }
+        for (int i = 0; !bad && i < 4; i += 2) bad |= tg_st_writer_meta(w, meta[i], meta[i + 1]) != 0;
+        if (bad) snprintf(err, sizeof err, "%s: could not assemble the gradients", dump);
+        if (bad || tg_st_writer_save(w, dump, err, sizeof err)) {
+            tg_st_writer_free(w);
+            goto fail;
+        }
+        tg_st_writer_free(w);
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+done:
+    inputs_free(&in);
+    tg_graph_free(g);
+    return rc;
+}
+
+int cmd_step(int argc, char **argv)
+{
+    const char *init = NULL, *batch = NULL, *out = NULL, *dtype = "f32";
+    int threads = 1;
+    int64_t steps = 1;
+    double lr = 1e-3, wd = 0.1, beta2 = 0.99, clip = 1.0;
+    arg_spec specs[] = {
+        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
+        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
+        {"out", ARG_STRING, &out, 0, 0, "write the updated weights here", 0},
+        {"steps", ARG_I64, &steps, 1, 1e9, "AdamW steps on the batch", 0},
+        {"lr", ARG_DOUBLE, &lr, 0, 10, "learning rate (constant)", 0},
+        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0},
+        {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0},
+        {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
+        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
+        {"threads", ARG_INT, &threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+    };
+    const int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    char err[1024];
+    if (help_requested(argc, argv)) {
+        fprintf(stderr, "usage: tiny_gpt step --init W --batch B --out W2 [flags]\n");
+        args_usage(specs, n_specs, "  ");
+        return 0;
+    }
+    tg_dtype dt;
+    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(dtype, &dt, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt step: %s\n", err);
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "tiny_gpt step: --out is required\n");
+        return 2;
+    }
+    set_threads(threads);
+    int rc = 1;
+    inputs in;
+    tg_adamw *opt = NULL;
+    tg_graph *g = tg_graph_new();
+    if (!g) return 1;
+    if (load_inputs(&in, init, batch, dt, g, err, sizeof err)) goto fail;
+    opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd});
+    if (!opt) {
+        snprintf(err, sizeof err, "out of memory for the optimizer");
+        goto fail;
+    }
+    /* idx and targets live on g: keep them, drop only each step's graph */
+    for (int64_t s = 0; s < steps; s++) {
+        tg_graph_set_grad_enabled(g, true);
+        double loss = loss_and_grads(&in, g, err, sizeof err);
+        if (isnan(loss)) goto fail;
+        if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m->params, clip))) {
+            snprintf(err, sizeof err, "step %lld: the gradient norm is not finite", (long long)s);
+            goto fail;
+        }
+        tg_adamw_step(opt, lr);
+        printf("step %lld loss %.17g\n", (long long)s, loss);
+        tg_graph_reset(g);
+        /* the batch was on g: put it back */
+        in.idx = tg_tensor_new(g, TG_I32, 2, (int[]){in.B, in.T});
+        in.targets = tg_tensor_new(g, TG_I32, 2, (int[]){in.B, in.T});
+        if (tg_st_copy_to(tg_st_find(in.bf, "idx"), in.idx, err, sizeof err) ||
+            tg_st_copy_to(tg_st_find(in.bf, "targets"), in.targets, err, sizeof err))
+            goto fail;
+    }
+    /* keep the input's vocabulary, if it had one */
+    vocab v = {0};
+    if (tg_st_meta(in.wf, "vocab") && vocab_from_string(&v, tg_st_meta(in.wf, "vocab"), err, sizeof err))
+        goto fail;
+    if (checkpoint_save(out, in.m, &v, NULL, NULL, NULL, 0, err, sizeof err)) goto fail;
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tiny_gpt step: %s\n", err);
+done:
+    tg_adamw_free(opt);
+    inputs_free(&in);
+    tg_graph_free(g);
+    return rc;
+}

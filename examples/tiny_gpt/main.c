@@ -1,0 +1,76 @@
+/* tiny_gpt: a small causal language model trained with tapegrad.
+ *
+ *   tiny_gpt train  [--data FILE] [flags]   train (built-in corpus by default)
+ *   tiny_gpt sample --ckpt F --prompt S     generate text with the KV cache
+ *   tiny_gpt eval   --init W --batch B      loss and gradients of given weights
+ *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tiny_gpt.h"
+
+void set_threads(int n)
+{
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    openblas_set_num_threads(n > 0 ? n : 1);
+}
+
+int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen)
+{
+    if (!strcmp(s, "f32")) *dt = TG_F32;
+    else if (!strcmp(s, "f64")) *dt = TG_F64;
+    else {
+        snprintf(err, errlen, "--dtype: '%s' is not f32 or f64", s);
+        return -1;
+    }
+    return 0;
+}
+
+double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool help_requested(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+    return false;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: tiny_gpt <command> [flags]\n"
+            "  train   train a GPT (built-in corpus, or --data FILE); writes OUT/best.safetensors,\n"
+            "          OUT/last.safetensors (resumable), OUT/metrics.csv\n"
+            "  sample  generate text from a checkpoint (--ckpt, --prompt, --tokens, --temperature, --top-k)\n"
+            "  eval    loss and gradients of nanoGPT-named weights on a batch (--init, --batch, --dump-grads)\n"
+            "  step    AdamW steps of such weights on a batch (--init, --batch, --steps, --out)\n"
+            "tiny_gpt <command> --help lists the command's flags.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "step")) return cmd_step(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage();
+        return 0;
+    }
+    fprintf(stderr, "tiny_gpt: unknown command '%s'\n", cmd);
+    usage();
+    return 2;
+}
