@@ -2,7 +2,15 @@
  *
  * Optimizers work on a whole parameter store: its flat value and gradient
  * buffers, plus state buffers (momentum, Adam moments) of the same layout,
- * so a step is a loop per parameter tensor over contiguous memory. */
+ * so a step is a loop per parameter tensor over contiguous memory.
+ *
+ * Both float dtypes: updates are computed in the store's dtype (f32 or
+ * f64), with the hyperparameters rounded to it as PyTorch does; only the
+ * gradient norm is accumulated in double.
+ *
+ * An optimizer sizes its state to the store when it is made: add every
+ * parameter first. If the store has grown since (tg_params_add), a step
+ * does nothing and the optimizer's error says why; state is untouched. */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
@@ -13,13 +21,17 @@
  *   b = momentum * b + g          (b = g on the first step)
  *   p -= lr * (momentum ? b : g)                                         */
 typedef struct tg_sgd tg_sgd;
-tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);   /* NULL: out of memory */
+/* NULL when p is NULL, momentum or weight_decay is negative or not
+ * finite, or out of memory. The momentum buffer is only allocated when
+ * momentum > 0. */
+tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
 void tg_sgd_step(tg_sgd *o, double lr);
-void tg_sgd_free(tg_sgd *o);
+const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
+void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
 
 /* ---- AdamW (PyTorch torch.optim.AdamW) --------------------------------
  * Per step t (from 1), for each parameter p with gradient g:
- *   p -= lr * weight_decay * p             (decoupled; only decayed params)
+ *   p *= 1 - lr * weight_decay             (decoupled; only decayed params)
  *   m = beta1 m + (1 - beta1) g
  *   v = beta2 v + (1 - beta2) g^2
  *   p -= (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
@@ -35,27 +47,40 @@ typedef struct tg_adamw_config {
 #define TG_ADAMW_DEFAULTS ((tg_adamw_config){0.9, 0.999, 1e-8, 0.01})
 
 typedef struct tg_adamw tg_adamw;
-tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);   /* NULL: out of memory */
+/* c NULL means TG_ADAMW_DEFAULTS. NULL when p is NULL, a beta is outside
+ * [0, 1), eps or weight_decay is negative or not finite, or out of memory. */
+tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
+/* param must be a tensor of the optimizer's store (tg_params_get/_at);
+ * otherwise nothing changes and tg_adamw_error says so. */
 void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
-bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
+bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);   /* false if not in the store */
 void tg_adamw_step(tg_adamw *o, double lr);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
- * and layout as tg_params_data). */
+ * and layout as tg_params_data; tg_params_numel elements each), which may
+ * be read and written. A negative step count is refused (error set). */
 int64_t tg_adamw_steps(const tg_adamw *o);
 void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
 void *tg_adamw_m(tg_adamw *o);
 void *tg_adamw_v(tg_adamw *o);
-void tg_adamw_free(tg_adamw *o);
+const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
+void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
 
-/* Scales every gradient of p by max_norm / (norm + 1e-6) when the global
- * L2 norm over all of them exceeds max_norm (PyTorch clip_grad_norm_).
+/* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
+ * coef < 1, norm the global L2 norm over all of them (PyTorch
+ * clip_grad_norm_; it multiplies by min(coef, 1), the same values).
  * Returns the norm before clipping (computed in double); a NaN or inf
- * norm is returned as is and nothing is scaled. */
+ * norm is returned as is and nothing is scaled. A NaN or negative
+ * max_norm scales nothing; max_norm 0 zeroes every gradient (as PyTorch).
+ * NaN when p is NULL. */
 double tg_clip_grad_norm(tg_params *p, double max_norm);
 
 /* nanoGPT's schedule: linear warmup lr * (step + 1) / (warmup + 1) for
  * step < warmup; then cosine from lr down to min_lr at step decay_steps;
- * min_lr after that. step counts from 0. */
+ * min_lr after that. step counts from 0:
+ *   ratio = (step - warmup) / (decay_steps - warmup)
+ *   lr_t  = min_lr + 0.5 * (1 + cos(pi * ratio)) * (lr - min_lr)
+ * so lr_t = lr at step == warmup and min_lr from step == decay_steps on
+ * (also when decay_steps <= warmup). A negative step or warmup counts as 0. */
 double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr, double min_lr);
 
 #endif

@@ -1,0 +1,160 @@
+/* AdamW (torch.optim.AdamW, amsgrad off), in PyTorch's order. Step t
+ * counts from 1; for each element with value p, gradient g:
+ *
+ *   p   = p * (1 - lr * weight_decay)          (decayed tensors only)
+ *   m   = beta1 * m + (1 - beta1) * g
+ *   v   = beta2 * v + ((1 - beta2) * g) * g
+ *   den = sqrt(v) / sqrt(1 - beta2^t) + eps
+ *   p   = p - ((lr / (1 - beta1^t)) * m) / den
+ *
+ * The scalar factors are computed in double and rounded to the store's
+ * dtype; everything per element is in the store's dtype. At t = 1,
+ * m / (1 - beta1) = g and sqrt(v / (1 - beta2)) = |g|, so the first
+ * update is lr * g / (|g| + eps), about lr * sign(g).
+ *
+ * Decay groups follow nanoGPT: tensors with ndim >= 2 decay, the rest
+ * (biases, LayerNorm gains) do not; a flag per tensor, in store order,
+ * can be changed with tg_adamw_set_decay. */
+#include "optim.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "../core/alloc.h"
+
+struct tg_adamw {
+    tg_params *p;
+    tg_adamw_config c;
+    void *m, *v;          /* moments, numel elements each, store dtype */
+    bool *decay;          /* per tensor, in store order */
+    int64_t numel;        /* store size when made */
+    int count;            /* tensors in the store when made */
+    int64_t steps;        /* steps taken */
+    char error[200];
+};
+
+static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
+static bool nonneg(double x) { return isfinite(x) && x >= 0; }
+
+tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c)
+{
+    tg_adamw_config cfg = c ? *c : TG_ADAMW_DEFAULTS;
+    if (!p || !unit(cfg.beta1) || !unit(cfg.beta2) || !nonneg(cfg.eps) || !nonneg(cfg.weight_decay)) return NULL;
+    tg_adamw *o = tg_calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->p = p;
+    o->c = cfg;
+    o->numel = tg_params_numel(p);
+    o->count = tg_params_count(p);
+    /* at least one element each, so an empty store is not mistaken for OOM */
+    size_t n = (size_t)(o->numel > 0 ? o->numel : 1), es = tg_dtype_size(tg_params_dtype(p));
+    o->m = tg_calloc(n, es);
+    o->v = o->m ? tg_calloc(n, es) : NULL;
+    o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
+    if (!o->decay) { tg_adamw_free(o); return NULL; }
+    for (int i = 0; i < o->count; i++) o->decay[i] = tg_params_at(p, i)->ndim >= 2;
+    return o;
+}
+
+static int index_of(const tg_adamw *o, const tg_tensor *param)
+{
+    for (int i = 0; i < o->count && i < tg_params_count(o->p); i++)
+        if (tg_params_at(o->p, i) == param) return i;
+    return -1;
+}
+
+void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay)
+{
+    if (!o) return;
+    int i = param ? index_of(o, param) : -1;
+    if (i < 0) {
+        snprintf(o->error, sizeof o->error, "adamw_set_decay: tensor '%s' is not a parameter of the optimizer's store",
+                 param && param->name ? param->name : "(unnamed)");
+        return;
+    }
+    o->error[0] = 0;
+    o->decay[i] = decay;
+}
+
+bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param)
+{
+    int i = o && param ? index_of(o, param) : -1;
+    return i >= 0 && o->decay[i];
+}
+
+/* The per-step scalars, in double. */
+typedef struct scalars { double keep, b1, a1, b2, a2, bc2_sqrt, eps, step_size; } scalars;
+
+#define DEFINE_ADAMW(T, SQRT)                                                                \
+    static void adamw_##T(T *p, const T *g, T *m, T *v, int64_t n, const scalars *s, bool decay) \
+    {                                                                                        \
+        const T keep = (T)s->keep, b1 = (T)s->b1, a1 = (T)s->a1, b2 = (T)s->b2, a2 = (T)s->a2; \
+        const T bc2_sqrt = (T)s->bc2_sqrt, eps = (T)s->eps, step_size = (T)s->step_size;    \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            if (decay) p[i] *= keep;                                                         \
+            m[i] = b1 * m[i] + a1 * g[i];                                                    \
+            v[i] = b2 * v[i] + a2 * g[i] * g[i];                                             \
+            T den = SQRT(v[i]) / bc2_sqrt + eps;                                             \
+            p[i] -= step_size * m[i] / den;                                                  \
+        }                                                                                    \
+    }
+DEFINE_ADAMW(float, sqrtf)
+DEFINE_ADAMW(double, sqrt)
+
+void tg_adamw_step(tg_adamw *o, double lr)
+{
+    if (!o) return;
+    if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
+        snprintf(o->error, sizeof o->error,
+                 "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                 "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        return;
+    }
+    o->error[0] = 0;
+    int64_t t = ++o->steps;
+    const tg_adamw_config *c = &o->c;
+    scalars s = {
+        .keep = 1 - lr * c->weight_decay,
+        .b1 = c->beta1, .a1 = 1 - c->beta1, .b2 = c->beta2, .a2 = 1 - c->beta2,
+        .bc2_sqrt = sqrt(1 - pow(c->beta2, (double)t)),
+        .eps = c->eps,
+        .step_size = lr / (1 - pow(c->beta1, (double)t)),
+    };
+    bool f32 = tg_params_dtype(o->p) == TG_F32;
+    char *base = tg_params_data(o->p);
+    for (int i = 0; i < o->count; i++) {
+        const tg_tensor *w = tg_params_at(o->p, i);
+        size_t off = (size_t)((char *)w->data - base);   /* bytes; the same in grad, m and v */
+        char *g = (char *)tg_params_grad(o->p) + off, *m = (char *)o->m + off, *v = (char *)o->v + off;
+        if (f32)
+            adamw_float(w->data, (float *)g, (float *)m, (float *)v, w->numel, &s, o->decay[i]);
+        else
+            adamw_double(w->data, (double *)g, (double *)m, (double *)v, w->numel, &s, o->decay[i]);
+    }
+}
+
+int64_t tg_adamw_steps(const tg_adamw *o) { return o ? o->steps : 0; }
+
+void tg_adamw_set_steps(tg_adamw *o, int64_t steps)
+{
+    if (!o) return;
+    if (steps < 0) {
+        snprintf(o->error, sizeof o->error, "adamw_set_steps: step count %lld is negative", (long long)steps);
+        return;
+    }
+    o->error[0] = 0;
+    o->steps = steps;
+}
+
+void *tg_adamw_m(tg_adamw *o) { return o ? o->m : NULL; }
+void *tg_adamw_v(tg_adamw *o) { return o ? o->v : NULL; }
+const char *tg_adamw_error(const tg_adamw *o) { return o && o->error[0] ? o->error : NULL; }
+
+void tg_adamw_free(tg_adamw *o)
+{
+    if (!o) return;
+    tg_free(o->m);
+    tg_free(o->v);
+    tg_free(o->decay);
+    tg_free(o);
+}
