@@ -82,17 +82,22 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_hea
                 bool fused, double dropout, char *err, size_t errlen);
 
 typedef struct tg_attn_args {
-    bool causal;              /* query at absolute position p may see key j iff j <= p */
+    bool causal;              /* query at absolute position p may see key j iff j <= p;
+                                 query i sits at cache->len + i with a cache, else at i
+                                 (also for cross-attention: upper-left there) */
     tg_tensor *key_padding;   /* (B,Tk) TG_BOOL, true = padding (blocked), or NULL */
     tg_tensor *mask;          /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL */
-    tg_tensor **weights;      /* if set, receives the attention weights (B,H,Tq,Tk) */
+    tg_tensor **weights;      /* if set, receives the attention weights (B,H,Tq,Tk): the
+                                 softmax probabilities before attention dropout (rows sum
+                                 to 1); NULL when the forward fails */
     tg_kv_cache *cache;       /* self-attention only: new keys/values are appended, and
                                  queries sit at positions cache->len .. cache->len+Tq-1
                                  (bottom-right causal alignment) */
 } tg_attn_args;
 
 /* x (B,Tq,C); kv (B,Tk,C) for cross-attention, or NULL for self-attention.
- * args may be NULL (no mask). Returns (B,Tq,C). */
+ * args may be NULL (no mask). Returns (B,Tq,C). The cache's len grows by
+ * Tq only when the forward succeeds; a full cache is an error. */
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args);
 

@@ -1,0 +1,284 @@
+/* Multi-head attention, composed from ops (nothing here has its own
+ * backward: the tape differentiates the composition).
+ *
+ *   x (B,Tq,C), kv (B,Tk,C) (= x for self-attention), H heads, dh = C / H
+ *
+ *   Q = x Wq^T + bq, K = kv Wk^T + bk, V = kv Wv^T + bv     (B,T,C) each
+ *   split heads: reshape (B,T,H,dh), then transpose to (B,H,T,dh)
+ *     (the C axis holds the heads one after another; reshaping straight
+ *     to (B,H,T,dh) would cut across time and give wrong numbers)
+ *   S = Q K^T / sqrt(dh)                 (B,H,Tq,Tk)   dh, not C
+ *   A = softmax_j(S with blocked entries -inf)           rows sum to 1
+ *   O = dropout(A) V                     (B,H,Tq,dh)
+ *   merge: transpose to (B,Tq,H,dh), reshape (B,Tq,C)
+ *   y = dropout(O Wo^T + bo)             (B,Tq,C)       Wo = c_proj
+ *
+ * Fused projection (nanoGPT, nn.MultiheadAttention.in_proj_weight):
+ * c_attn.weight (3C, C) = [Wq; Wk; Wv] and c_attn.bias (3C) = [bq; bk; bv].
+ * Self-attention applies it once and splits the (B,T,3C) result;
+ * cross-attention slices rows [0,C) for Q and [C,3C) for K,V with tg_slice,
+ * so gradients still reach c_attn through the slices.
+ *
+ * The mask: one bool tensor (true = blocked) built in the arena, of shape
+ * (B|1, H|1, Tq, Tk), from
+ *   causal       query i of this call sits at absolute position p + i,
+ *                p = the cache length (0 without a cache); it may see
+ *                key j iff j <= p + i (bottom-right alignment when Tk > Tq)
+ *   key_padding  (B,Tk): blocks key j of batch row b everywhere
+ *   mask         anything broadcastable to (B,H,Tq,Tk)
+ * OR-ed together. A row with every key blocked is an error (tg_softmax).
+ *
+ * KV cache (self-attention): the new k, v (B,H,Tq,dh) are attended
+ * together with the cached prefix (B,H,p,dh), which enters the graph as a
+ * constant: K = concat(prefix, k) along T, so gradients still reach the
+ * new keys and values. After a successful forward they are copied into
+ * the cache at [p, p+Tq) and len becomes p + Tq. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nn.h"
+
+#include "../core/alloc.h"
+#include "../core/op.h"
+
+/* ---- KV cache ---------------------------------------------------------- */
+
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len)
+{
+    memset(c, 0, sizeof *c);
+    if (!tg_dtype_is_float(dt) || batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1) return -1;
+    size_t bytes = (size_t)batch * n_head * max_len * head_dim * tg_dtype_size(dt);
+    c->k = tg_calloc(1, bytes);
+    c->v = tg_calloc(1, bytes);
+    if (!c->k || !c->v) {
+        tg_free(c->k);
+        tg_free(c->v);
+        memset(c, 0, sizeof *c);
+        return -1;
+    }
+    c->batch = batch;
+    c->n_head = n_head;
+    c->head_dim = head_dim;
+    c->max_len = max_len;
+    c->dtype = dt;
+    return 0;
+}
+
+void tg_kv_cache_clear(tg_kv_cache *c) { c->len = 0; }
+
+void tg_kv_cache_free(tg_kv_cache *c)
+{
+    if (!c) return;
+    tg_free(c->k);
+    tg_free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+/* The cached positions [0, len) of buf as a constant arena tensor (B,H,len,dh). */
+static tg_tensor *cache_prefix(tg_graph *g, const tg_kv_cache *c, const void *buf)
+{
+    const int B = c->batch, H = c->n_head, dh = c->head_dim, len = c->len;
+    tg_tensor *t = tg_tensor_new(g, c->dtype, 4, (int[]){B, H, len, dh});   /* (B,H,len,dh) */
+    if (!t) return NULL;
+    const size_t es = tg_dtype_size(c->dtype), row = (size_t)len * dh * es;
+    for (int bh = 0; bh < B * H; bh++)
+        memcpy((char *)t->data + bh * row, (const char *)buf + (size_t)bh * c->max_len * dh * es, row);
+    return t;
+}
+
+/* Copies new (B,H,Tq,dh) into buf at positions [len, len+Tq). */
+static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
+{
+    const int H = c->n_head, dh = c->head_dim, Tq = new->shape[2];
+    const size_t es = tg_dtype_size(c->dtype), row = (size_t)Tq * dh * es;
+    for (int bh = 0; bh < c->batch * H; bh++)
+        memcpy((char *)buf + ((size_t)bh * c->max_len + c->len) * dh * es, (const char *)new->data + bh * row,
+               row);
+}
+
+/* ---- init -------------------------------------------------------------- */
+
+int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+                bool fused, double dropout, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
+        snprintf(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
+                 n_embd, n_head);
+        return -1;
+    }
+    if (n_embd % n_head) {
+        snprintf(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
+        return -1;
+    }
+    if (!(dropout >= 0 && dropout < 1)) {
+        snprintf(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
+        return -1;
+    }
+    m->n_embd = n_embd;
+    m->n_head = n_head;
+    m->fused = fused;
+    m->attn_dropout = m->resid_dropout = dropout;
+    char full[256];
+    if (fused) {
+        snprintf(full, sizeof full, "%s.c_attn", name);
+        if (tg_linear_init(&m->c_attn, p, full, n_embd, 3 * n_embd, bias, err, errlen)) return -1;
+    } else {
+        static const char *const proj[] = {"q_proj", "k_proj", "v_proj"};
+        tg_linear_mod *mods[] = {&m->q_proj, &m->k_proj, &m->v_proj};
+        for (int i = 0; i < 3; i++) {
+            snprintf(full, sizeof full, "%s.%s", name, proj[i]);
+            if (tg_linear_init(mods[i], p, full, n_embd, n_embd, bias, err, errlen)) return -1;
+        }
+    }
+    snprintf(full, sizeof full, "%s.c_proj", name);
+    return tg_linear_init(&m->c_proj, p, full, n_embd, n_embd, bias, err, errlen);
+}
+
+/* ---- forward ----------------------------------------------------------- */
+
+/* (B,T,C) -> (B,T,H,dh) -> (B,H,T,dh) */
+static tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H)
+{
+    if (!t) return NULL;
+    const int B = t->shape[0], T = t->shape[1], dh = t->shape[2] / H;
+    tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh});   /* (B,T,H,dh) */
+    return tg_transpose(g, r, 1, 2);                             /* (B,H,T,dh) */
+}
+
+/* Checks a (B,T,C) float input; false after recording an error. */
+static bool check_seq(tg_graph *g, const char *what, const tg_tensor *t, const tg_tensor *x, int C)
+{
+    char s[64], sx[64];
+    tg_shape_str(t, s, sizeof s);
+    tg_shape_str(x, sx, sizeof sx);
+    if (!tg_dtype_is_float(t->dtype) || t->dtype != x->dtype)
+        tg_fail(g, "mha: %s must be f32 or f64%s, got %s %s (x %s %s)", what, t == x ? "" : " like x",
+                tg_dtype_name(t->dtype), s, tg_dtype_name(x->dtype), sx);
+    else if (t->ndim != 3 || t->shape[2] != C || t->shape[0] != x->shape[0])
+        tg_fail(g, "mha: %s must be (B,T,C) with C = n_embd = %d and x's B, got %s %s (x %s %s)", what, C,
+                tg_dtype_name(t->dtype), s, tg_dtype_name(x->dtype), sx);
+    else return true;
+    return false;
+}
+
+/* The one bool mask (B|1, H|1, Tq, Tk) combining causal (query i at
+ * position p + i), key padding and the explicit mask; NULL with no error
+ * when nothing is blocked by construction (no mask asked for). */
+static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, int Tq, int Tk, int p)
+{
+    const tg_tensor *kp = a->key_padding, *em = a->mask;
+    if (!a->causal && !kp && !em) return NULL;
+    const int full[4] = {B, H, Tq, Tk};
+    int64_t es[TG_MAX_DIMS] = {0};   /* the explicit mask's strides over full; 0 = broadcast */
+    if (em) tg_broadcast_to(em, 4, full, es);   /* checked by the caller */
+    const int md[4] = {kp || es[0] ? B : 1, es[1] ? H : 1, Tq, Tk};
+    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 4, md);   /* (B|1,H|1,Tq,Tk) */
+    if (!mask) return NULL;
+    uint8_t *m = mask->data;
+    const uint8_t *kpd = kp ? kp->data : NULL, *emd = em ? em->data : NULL;
+    for (int b = 0; b < md[0]; b++)
+        for (int h = 0; h < md[1]; h++)
+            for (int i = 0; i < Tq; i++)
+                for (int j = 0; j < Tk; j++) {
+                    bool blocked = (a->causal && j > p + i) || (kpd && kpd[(int64_t)b * Tk + j]) ||
+                                   (emd && emd[b * es[0] + h * es[1] + i * es[2] + j * es[3]]);
+                    *m++ = blocked;
+                }
+    return mask;
+}
+
+tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+                          const tg_attn_args *args)
+{
+    static const tg_attn_args none = {0};
+    if (!args) args = &none;
+    if (args->weights) *args->weights = NULL;
+    tg_tensor *in[2] = {x, kv};
+    if (!tg_op_begin(g, "mha", kv ? 2 : 1, in)) return NULL;
+
+    /* ---- checks: every caller mistake is a message, never an assert */
+    const int C = m->n_embd, H = m->n_head;
+    if (C < 1 || H < 1 || C % H) return tg_fail(g, "mha: n_embd %d is not divisible by n_head %d", C, H);
+    const int dh = C / H;
+    if (!check_seq(g, "x", x, x, C) || (kv && !check_seq(g, "kv", kv, x, C))) return NULL;
+    const int B = x->shape[0], Tq = x->shape[1];
+    tg_kv_cache *cache = args->cache;
+    char s[64], sx[64];
+    tg_shape_str(x, sx, sizeof sx);
+    if (cache) {
+        if (kv) return tg_fail(g, "mha: a KV cache works with self-attention only, but kv was given (x %s)", sx);
+        if (cache->dtype != x->dtype || cache->batch != B || cache->n_head != H || cache->head_dim != dh)
+            return tg_fail(g, "mha: KV cache (%s, batch %d, n_head %d, head_dim %d) does not fit x %s %s "
+                              "(n_head %d, head_dim %d)",
+                           tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
+                           tg_dtype_name(x->dtype), sx, H, dh);
+        if (cache->len + Tq > cache->max_len)
+            return tg_fail(g, "mha: KV cache overflow: %d cached + %d new positions (x %s) exceed max_len %d",
+                           cache->len, Tq, sx, cache->max_len);
+    }
+    const int p = cache ? cache->len : 0;                    /* absolute position of query 0 */
+    const int Tk = kv ? kv->shape[1] : p + Tq;
+    const tg_tensor *kp = args->key_padding, *em = args->mask;
+    if (kp && (kp->dtype != TG_BOOL || kp->ndim != 2 || kp->shape[0] != B || kp->shape[1] != Tk))
+        return tg_fail(g, "mha: key_padding must be bool (B,Tk) = (%d,%d), got %s %s", B, Tk,
+                       tg_dtype_name(kp->dtype), tg_shape_str(kp, s, sizeof s));
+    int64_t es[TG_MAX_DIMS];
+    if (em && (em->dtype != TG_BOOL || !tg_broadcast_to(em, 4, (int[]){B, H, Tq, Tk}, es)))
+        return tg_fail(g, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (%d,%d,%d,%d), got %s %s", B, H,
+                       Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
+
+    /* ---- projections, heads split by reshape then transpose */
+    tg_tensor *src = kv ? kv : x;                            /* (B,Tk',C) */
+    tg_tensor *q, *k, *v;                                    /* (B,T,C) each */
+    if (m->fused && !kv) {
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x); /* (B,Tq,3C) */
+        tg_tensor *parts[3];
+        tg_split(g, qkv, 2, 3, (int[]){C, C, C}, parts);
+        q = parts[0], k = parts[1], v = parts[2];
+    } else if (m->fused) {
+        tg_tensor *w = m->c_attn.weight, *b = m->c_attn.bias;             /* (3C,C), (3C) */
+        tg_tensor *wq = tg_slice(g, w, 0, 0, C), *wkv = tg_slice(g, w, 0, C, 3 * C); /* (C,C), (2C,C) */
+        tg_tensor *bq = b ? tg_slice(g, b, 0, 0, C) : NULL, *bkv = b ? tg_slice(g, b, 0, C, 3 * C) : NULL;
+        q = tg_linear(g, x, wq, bq);                                      /* (B,Tq,C) */
+        tg_tensor *kvp = tg_linear(g, src, wkv, bkv);                     /* (B,Tk,2C) */
+        tg_tensor *parts[2];
+        tg_split(g, kvp, 2, 2, (int[]){C, C}, parts);
+        k = parts[0], v = parts[1];
+    } else {
+        q = tg_linear_forward(g, &m->q_proj, x);             /* (B,Tq,C) */
+        k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,C) */
+        v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,C) */
+    }
+    q = split_heads(g, q, H);                                /* (B,H,Tq,dh) */
+    tg_tensor *k_new = split_heads(g, k, H);                 /* (B,H,Tq|Tk,dh) */
+    tg_tensor *v_new = split_heads(g, v, H);                 /* (B,H,Tq|Tk,dh) */
+    tg_tensor *K = k_new, *V = v_new;                        /* (B,H,Tk,dh) */
+    if (cache && p > 0 && !tg_graph_error(g)) {
+        K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k_new}, 2);
+        V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v_new}, 2);
+    }
+
+    /* ---- scores, mask, softmax, weighted sum of values */
+    tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,H,Tq,Tk) */
+    S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,H,Tq,Tk) */
+    tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, Tq, Tk, p); /* (B|1,H|1,Tq,Tk) */
+    tg_tensor *A = tg_softmax(g, S, mask);                    /* (B,H,Tq,Tk) */
+    tg_tensor *O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V); /* (B,H,Tq,dh) */
+
+    /* ---- merge heads, output projection */
+    O = tg_transpose(g, O, 1, 2);                             /* (B,Tq,H,dh) */
+    O = tg_reshape(g, O, 3, (int[]){B, Tq, C});               /* (B,Tq,C) */
+    tg_tensor *y = tg_linear_forward(g, &m->c_proj, O);       /* (B,Tq,C) */
+    y = tg_dropout(g, y, m->resid_dropout);                   /* (B,Tq,C) */
+    if (!y || tg_graph_error(g)) return NULL;
+
+    if (cache) {
+        cache_store(cache, cache->k, k_new);
+        cache_store(cache, cache->v, v_new);
+        cache->len += Tq;
+    }
+    if (args->weights) *args->weights = A;
+    return y;
+}

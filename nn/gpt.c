@@ -1,0 +1,216 @@
+/* GPT-2 / nanoGPT, composed from the modules in this folder.
+ *
+ *   idx (B,T) i32, positions pos_t = p + t (p = the KV cache length, 0
+ *   without a cache)
+ *   x = dropout(wte[idx] + wpe[pos])                         (B,T,C)
+ *   per block:  x = x + attn(ln_1(x))   (causal self-attention)
+ *               x = x + mlp(ln_2(x))
+ *   logits = ln_f(x) wte^T                                   (B,T,V)
+ *
+ * The LM head is tied to the token embedding: the same (V,C) tensor is
+ * read by the embedding and by tg_linear, so its gradient is the sum of
+ * both contributions (the tape adds).
+ *
+ * Parameters, in nanoGPT's state_dict order and names:
+ *   transformer.wte.weight (V,C), transformer.wpe.weight (block_size,C),
+ *   per block i: transformer.h.<i>.ln_1.weight[, .bias],
+ *     .attn.c_attn.weight (3C,C)[, .bias], .attn.c_proj.weight (C,C)[, .bias],
+ *     .ln_2.weight[, .bias], .mlp.c_fc.weight (4C,C)[, .bias],
+ *     .mlp.c_proj.weight (C,4C)[, .bias],
+ *   transformer.ln_f.weight[, .bias].
+ * Init (nanoGPT): every linear weight and both embeddings normal(0, 0.02),
+ * the residual projections (attn.c_proj, mlp.c_proj) normal(0,
+ * 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1; the normals are
+ * drawn from one tg_rng seeded with `seed`, parameter by parameter in the
+ * order above. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nn.h"
+
+#include "../core/alloc.h"
+#include "../core/op.h"
+#include "../core/rng.h"
+
+static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
+{
+    if (msg) snprintf(err, errlen, "%s", msg);
+    tg_gpt_free(m);
+    return NULL;
+}
+
+tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    const tg_gpt_config c = *cfg;
+    if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
+        snprintf(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
+                              "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        return NULL;
+    }
+    if (c.n_embd % c.n_head) {
+        snprintf(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
+        return NULL;
+    }
+    if (!(c.dropout >= 0 && c.dropout < 1)) {
+        snprintf(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
+        return NULL;
+    }
+    if (!tg_dtype_is_float(dt)) {
+        snprintf(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        return NULL;
+    }
+    tg_gpt *m = tg_calloc(1, sizeof *m);
+    if (!m) return fail_new(m, err, errlen, "gpt: out of memory");
+    m->cfg = c;
+    m->params = tg_params_new(dt);
+    m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
+    if (!m->params || !m->h) return fail_new(m, err, errlen, "gpt: out of memory");
+
+    const int C = c.n_embd;
+    tg_params *p = m->params;
+    m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C});   /* (V,C) */
+    m->wpe = m->wte ? tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C}) : NULL; /* (bs,C) */
+    if (!m->wpe) return fail_new(m, err, errlen, tg_params_error(p));
+    char name[128];
+    for (int i = 0; i < c.n_layer; i++) {
+        tg_block *b = &m->h[i];
+        snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
+        if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
+        snprintf(name, sizeof name, "transformer.h.%d.attn", i);
+        if (tg_mha_init(&b->attn, p, name, C, c.n_head, c.bias, true, c.dropout, err, errlen))
+            return fail_new(m, err, errlen, NULL);
+        snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
+        if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
+        snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
+        if (tg_mlp_init(&b->mlp, p, name, C, c.bias, c.dropout, err, errlen)) return fail_new(m, err, errlen, NULL);
+    }
+    if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err, errlen))
+        return fail_new(m, err, errlen, NULL);
+
+    /* nanoGPT's init, in registration order */
+    tg_rng rng;
+    tg_rng_seed(&rng, seed, 0);
+    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
+    for (int i = 0; i < tg_params_count(p); i++) {
+        tg_tensor *t = tg_params_at(p, i);
+        const char *nm = t->name;
+        size_t len = strlen(nm);
+        if (t->ndim != 2) continue;   /* LayerNorm weights (1) and biases (0) are already set */
+        bool proj = len >= 13 && strcmp(nm + len - 13, "c_proj.weight") == 0;
+        tg_rng_fill_normal(&rng, t, 0.0, proj ? proj_std : std);
+    }
+    return m;
+}
+
+void tg_gpt_free(tg_gpt *m)
+{
+    if (!m) return;
+    tg_gpt_cache_disable(m);
+    tg_params_free(m->params);
+    tg_free(m->h);
+    tg_free(m);
+}
+
+/* ---- forward ----------------------------------------------------------- */
+
+tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx)
+{
+    tg_tensor *in[1] = {idx};
+    if (!tg_op_begin(g, "gpt", 1, in)) return NULL;
+    const tg_gpt_config *c = &m->cfg;
+    char s[64];
+    tg_shape_str(idx, s, sizeof s);
+    if (idx->dtype != TG_I32 || idx->ndim != 2)
+        return tg_fail(g, "gpt: idx must be i32 (B,T), got %s %s", tg_dtype_name(idx->dtype), s);
+    const int B = idx->shape[0], T = idx->shape[1];
+    const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
+    if (p + T > c->block_size)
+        return tg_fail(g, "gpt: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", s, T, p,
+                       c->block_size);
+    if (m->cache && m->cache[0].batch != B)
+        return tg_fail(g, "gpt: idx i32 %s has batch %d, but the KV cache was enabled for batch %d", s, B,
+                       m->cache[0].batch);
+    for (int64_t i = 0; i < idx->numel; i++) {
+        int32_t id = ((const int32_t *)idx->data)[i];
+        if (id < 0 || id >= c->vocab_size)
+            return tg_fail(g, "gpt: idx i32 %s: token id %d at flat position %lld is outside [0, %d)", s, (int)id,
+                           (long long)i, c->vocab_size);
+    }
+
+    tg_tensor *pos = tg_tensor_new(g, TG_I32, 1, (int[]){T});   /* (T) */
+    if (!pos) return NULL;
+    for (int t = 0; t < T; t++) ((int32_t *)pos->data)[t] = p + t;
+
+    tg_tensor *x = tg_add(g, tg_embedding(g, m->wte, idx), tg_embedding(g, m->wpe, pos)); /* (B,T,C) */
+    x = tg_dropout(g, x, c->dropout);                                                     /* (B,T,C) */
+    for (int i = 0; i < c->n_layer; i++) {
+        const tg_block *b = &m->h[i];
+        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL};
+        x = tg_add(g, x, tg_mha_forward(g, &b->attn, tg_layernorm_forward(g, &b->ln_1, x), NULL, &args));
+        x = tg_add(g, x, tg_mlp_forward(g, &b->mlp, tg_layernorm_forward(g, &b->ln_2, x)));  /* (B,T,C) */
+    }
+    x = tg_layernorm_forward(g, &m->ln_f, x);                  /* (B,T,C) */
+    tg_tensor *logits = tg_linear(g, x, m->wte, NULL);         /* (B,T,V), tied head */
+    if (!logits || tg_graph_error(g)) {
+        /* a failure after some layers appended: forget those positions */
+        if (m->cache)
+            for (int i = 0; i < c->n_layer; i++) m->cache[i].len = p;
+        return NULL;
+    }
+    return logits;
+}
+
+tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets)
+{
+    tg_tensor *in[2] = {idx, targets};
+    if (!tg_op_begin(g, "gpt_loss", 2, in)) return NULL;
+    if (targets->dtype != TG_I32 || !(targets->ndim == idx->ndim && targets->shape[0] == idx->shape[0] &&
+                                      targets->shape[1] == idx->shape[1])) {
+        char st[64], si[64];
+        return tg_fail(g, "gpt_loss: targets must be i32 shaped like idx: targets %s %s, idx %s %s",
+                       tg_dtype_name(targets->dtype), tg_shape_str(targets, st, sizeof st),
+                       tg_dtype_name(idx->dtype), tg_shape_str(idx, si, sizeof si));
+    }
+    return tg_cross_entropy(g, tg_gpt_forward(g, m, idx), targets);   /* () */
+}
+
+/* ---- KV cache ---------------------------------------------------------- */
+
+int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
+{
+    tg_gpt_cache_disable(m);
+    const tg_gpt_config *c = &m->cfg;
+    if (batch < 1) {
+        snprintf(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
+        return -1;
+    }
+    m->cache = tg_calloc((size_t)c->n_layer, sizeof *m->cache);
+    if (!m->cache) {
+        snprintf(err, errlen, "gpt_cache_enable: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < c->n_layer; i++)
+        if (tg_kv_cache_init(&m->cache[i], tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
+                             c->block_size)) {
+            snprintf(err, errlen, "gpt_cache_enable: out of memory for %d layers x batch %d x block_size %d",
+                     c->n_layer, batch, c->block_size);
+            tg_gpt_cache_disable(m);
+            return -1;
+        }
+    return 0;
+}
+
+void tg_gpt_cache_clear(tg_gpt *m)
+{
+    if (!m->cache) return;
+    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
+}
+
+void tg_gpt_cache_disable(tg_gpt *m)
+{
+    if (!m->cache) return;
+    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_free(&m->cache[i]);
+    tg_free(m->cache);
+    m->cache = NULL;
+}

@@ -1,0 +1,38 @@
+/* LayerNorm layer over the last axis (nn.LayerNorm, eps 1e-5):
+ *
+ *   y = (x - mean) / sqrt(var + eps) * weight [+ bias]
+ *
+ * <name>.weight is filled with 1, <name>.bias (optional) with 0. */
+#include <stdio.h>
+
+#include "nn.h"
+
+int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
+                      char *err, size_t errlen)
+{
+    l->weight = l->bias = NULL;
+    l->eps = TG_LAYERNORM_EPS;
+    if (C < 1) {
+        snprintf(err, errlen, "layernorm '%s': C must be >= 1, got %d", name, C);
+        return -1;
+    }
+    char full[256];
+    snprintf(full, sizeof full, "%s.weight", name);
+    l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
+    if (!l->weight) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+    for (int i = 0; i < C; i++) {
+        if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;
+        else ((double *)l->weight->data)[i] = 1;
+    }
+    if (bias) {
+        snprintf(full, sizeof full, "%s.bias", name);
+        l->bias = tg_params_add(p, full, 1, (int[]){C});     /* (C), zeros */
+        if (!l->bias) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+    }
+    return 0;
+}
+
+tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x)
+{
+    return tg_layernorm(g, x, l->weight, l->bias, l->eps);
+}

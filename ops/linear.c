@@ -1,0 +1,94 @@
+/* Linear (PyTorch F.linear): an affine map on the last axis, on OpenBLAS gemm.
+ *
+ *   x (..., in), w (out, in), b (out) or none  ->  y (..., out)
+ *
+ * The leading dimensions of x are flattened: X is the (rows, in) matrix
+ * over the same contiguous data (rows = numel / in), and Y (rows, out)
+ * likewise, so every product below is one gemm:
+ *
+ *   Y  = X W^T + 1 b^T    (rows,in) x (in,out); b copied into each row of
+ *                         Y first, then the gemm adds with beta = 1
+ *   dX += dY W            (rows,out) x (out,in)
+ *   dW += dY^T X          (out,rows) x (rows,in)
+ *   db += 1^T dY          column sums of dY (out)
+ *
+ * W^T and dY^T are BLAS transpose flags, and the backward gemms run with
+ * beta = 1 straight into the gradient buffers: nothing is copied. A 1-D x
+ * (in) is one row and gives y (out). */
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+
+#include "ops.h"
+
+#include "../core/op.h"
+
+#define DEFINE_LINEAR(T, GEMM)                                                                  \
+    static void forward_##T(int rows, int in, int out, const T *x, const T *w, const T *b, T *y) \
+    {                                                                                           \
+        if (b)                                                                                  \
+            for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b, (size_t)out * sizeof(T)); \
+        /* (rows,out) = (rows,in) @ (out,in)^T [+ y] */                                         \
+        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1, x, in, w, in, b ? 1 : 0, y, out); \
+    }                                                                                           \
+    static void backward_##T(int rows, int in, int out, const T *x, const T *w, const T *dy,    \
+                             T *gx, T *gw, T *gb)                                               \
+    {                                                                                           \
+        if (gx) /* (rows,in) += (rows,out) @ (out,in) */                                        \
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1, dy, out, w, in, 1, gx, in); \
+        if (gw) /* (out,in) += (rows,out)^T @ (rows,in) */                                      \
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1, dy, out, x, in, 1, gw, in); \
+        if (gb) /* (out) += column sums of (rows,out) */                                        \
+            for (int r = 0; r < rows; r++)                                                      \
+                for (int j = 0; j < out; j++) gb[j] += dy[(int64_t)r * out + j];                \
+    }
+
+DEFINE_LINEAR(float, cblas_sgemm)
+DEFINE_LINEAR(double, cblas_dgemm)
+
+static void linear_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *w = nd->in[1], *b = nd->n_in > 2 ? nd->in[2] : NULL, *y = nd->out;
+    const int out = w->shape[0], in = w->shape[1], rows = (int)(x->numel / in);
+    void *gx = tg_grad(g, x), *gw = tg_grad(g, w), *gb = b ? tg_grad(g, b) : NULL;
+    if (y->dtype == TG_F32) backward_float(rows, in, out, x->data, w->data, y->grad, gx, gw, gb);
+    else backward_double(rows, in, out, x->data, w->data, y->grad, gx, gw, gb);
+}
+
+tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
+{
+    tg_tensor *in[3] = {x, w, b};
+    const int n = b ? 3 : 2;
+    if (!tg_op_begin(g, "linear", n, in) || !tg_op_check_float(g, "linear", "x", x)) return NULL;
+    char sx[64], sw[64], sb[64];
+    tg_shape_str(x, sx, sizeof sx);
+    tg_shape_str(w, sw, sizeof sw);
+    const char *dx = tg_dtype_name(x->dtype), *dw = tg_dtype_name(w->dtype);
+    if (w->dtype != x->dtype)
+        return tg_fail(g, "linear: x and w must have the same float dtype: x %s %s, w %s %s", dx, sx, dw, sw);
+    if (b && b->dtype != x->dtype)
+        return tg_fail(g, "linear: b must have x's dtype: x %s %s, b %s %s", dx, sx, tg_dtype_name(b->dtype),
+                       tg_shape_str(b, sb, sizeof sb));
+    if (x->ndim < 1) return tg_fail(g, "linear: x must have at least 1 dimension (..., in), got %s %s", dx, sx);
+    if (w->ndim != 2) return tg_fail(g, "linear: w must be 2-D (out, in), got %s %s (x %s %s)", dw, sw, dx, sx);
+    const int out = w->shape[0], nin = w->shape[1];
+    if (x->shape[x->ndim - 1] != nin)
+        return tg_fail(g, "linear: x's last dimension must equal w's in: x %s %s, w (out, in) %s %s", dx, sx, dw,
+                       sw);
+    if (b && (b->ndim != 1 || b->shape[0] != out))
+        return tg_fail(g, "linear: b must be (out) = (%d) for w %s %s, got %s %s", out, dw, sw,
+                       tg_dtype_name(b->dtype), tg_shape_str(b, sb, sizeof sb));
+    const int64_t rows = x->numel / nin;
+    if (rows > INT_MAX)
+        return tg_fail(g, "linear: x %s %s has %lld rows, more than BLAS's int", dx, sx, (long long)rows);
+
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape);   /* (..., out) */
+    if (!y) return NULL;
+    if (y->dtype == TG_F32) forward_float((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
+    else forward_double((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
+    tg_op_record(g, "linear", linear_backward, y, n, in);
+    return tg_graph_error(g) ? NULL : y;
+}
