@@ -17,7 +17,9 @@
 
 /* One tensor of a loaded file. dtype is the file's name for it: "F32",
  * "F64", "I32", "I64", ... (any dtype name of the format is accepted on
- * read; conversions below support F32, F64, I32, I64). */
+ * read: BOOL U8 I8 I16 U16 F16 BF16 I32 U32 F32 F64 I64 U64 F8_E5M2
+ * F8_E4M3; conversions below support F32, F64, I32, I64, U8, BOOL).
+ * A dimension may be 0 (numel 0, nbytes 0); ndim 0 is a scalar. */
 typedef struct tg_st_tensor {
     const char *name;
     const char *dtype;
@@ -30,10 +32,12 @@ typedef struct tg_st_tensor {
 
 typedef struct tg_st_file tg_st_file;
 
-/* Reads and validates a whole file. NULL with a message in err on any
- * problem (missing file, short header, bad JSON, unknown dtype, shape
- * that does not match its byte range, offsets out of bounds, overlapping
- * or leaving holes, duplicate names, non-string metadata, ...). */
+/* Reads and validates a whole file (loaded into one buffer that the
+ * tensors point into; tensors in header order). NULL with a message
+ * "safetensors: <path>: ..." in err on any problem (missing file, short
+ * header, bad JSON, unknown dtype, shape that does not match its byte
+ * range, offsets out of bounds, overlapping or leaving holes, duplicate
+ * names, non-string metadata, ...). */
 tg_st_file *tg_st_load(const char *path, char *err, size_t errlen);
 void tg_st_free(tg_st_file *f);      /* accepts NULL */
 
@@ -44,28 +48,47 @@ const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NU
 const char *tg_st_meta(const tg_st_file *f, const char *key);
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
- * converting: F32/F64 -> f32 or f64; I32/I64 -> i32 (values must fit).
- * Returns 0, or -1 with a message naming the tensor. */
+ * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is
+ * an error; inf and NaN carry over); I32/I64 -> i32 (values must fit);
+ * U8/BOOL -> bool (values must be 0 or 1). Returns 0, or -1 with a
+ * message naming the tensor (and the element, for a value that does not
+ * fit); dst is untouched on error. */
 int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen);
 
 /* Writing. Tensors are referenced, not copied: their data must stay
- * valid until tg_st_writer_save returns. */
+ * valid until tg_st_writer_save returns. The header lists __metadata__
+ * first, then the tensors in the order added, their data contiguous in
+ * that order; it is padded with spaces to a multiple of 8 bytes.
+ *
+ * Errors stick: an add or meta call that fails returns -1 and records a
+ * message (tg_st_writer_error); every later add returns -1 and
+ * tg_st_writer_save fails with that message, writing nothing. So a
+ * sequence of adds can be checked once, at save. */
 typedef struct tg_st_writer tg_st_writer;
 tg_st_writer *tg_st_writer_new(void);
 void tg_st_writer_free(tg_st_writer *w);   /* accepts NULL */
-/* dtype "F32", "F64", "I32", "I64" or "U8"; data holds numel elements. */
+/* dtype "F32", "F64", "I32", "I64", "U8" (or any other dtype name of
+ * the format); data holds numel elements (may be NULL if numel is 0).
+ * Names are non-empty UTF-8, unique, and not "__metadata__"; dimensions
+ * are >= 0. */
 int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
                      const int64_t *shape, const void *data);
 /* Adds a tapegrad tensor under name (F32/F64/I32/BOOL->U8). */
 int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t);
+/* A __metadata__ pair (UTF-8 strings, copied); a key may be set once. */
 int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value);
-/* Writes atomically: a temporary file in the same directory, written,
- * flushed and synced, then renamed over path. On failure path is left as
- * it was and err says why. */
+/* The writer's first error, or NULL. */
+const char *tg_st_writer_error(const tg_st_writer *w);
+/* Writes atomically: a temporary file "<path>.tmp.XXXXXX" in the same
+ * directory, written, flushed and synced, then renamed over path (and the
+ * directory synced). On failure the temporary file is removed, path is
+ * left as it was and err says why. The file gets the mode of the file it
+ * replaces, or 0666 minus the umask if new (the umask is read with
+ * umask(2), which is not thread-safe against concurrent umask changes). */
 int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen);
 
-/* Every parameter of p under its name, with metadata pairs
- * (meta[2i] = key, meta[2i+1] = value), atomically. */
+/* Every parameter of p under its name, with n_meta metadata pairs
+ * (meta[2i] = key, meta[2i+1] = value, i < n_meta), atomically. */
 int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
                       char *err, size_t errlen);
 /* Loads every parameter of p from f by name (converting F32/F64). A

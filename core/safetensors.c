@@ -1,0 +1,871 @@
+/* safetensors files: a validating reader and an atomic writer.
+ *
+ * File layout (https://github.com/huggingface/safetensors, the format
+ * PyTorch users exchange weights in):
+ *
+ *   bytes [0, 8)          N, the header length, a little-endian u64
+ *   bytes [8, 8+N)        UTF-8 JSON object, optionally padded with
+ *                         trailing spaces:
+ *                           {"__metadata__": {"key": "value", ...},
+ *                            "name": {"dtype": "F32", "shape": [2, 3],
+ *                                     "data_offsets": [begin, end]}, ...}
+ *   bytes [8+N, size)     the data section; tensor "name" is the bytes
+ *                         [begin, end) of it, row-major, little-endian.
+ *
+ * Rules the reader enforces (each failure its own message in err):
+ * end - begin = numel * dtype size (numel = product of the shape, 1 for
+ * shape []); ranges lie inside the data section; no two ranges overlap;
+ * together they cover the whole data section (no holes); names are unique;
+ * metadata values are strings. Integers in the JSON must be exact
+ * non-negative integers below 2^53 (cJSON reads numbers as doubles, so
+ * "2.0" is taken as 2; larger values are rejected as inexact).
+ *
+ * The reader loads the whole file into one buffer; tensors point into it.
+ * cJSON parses the header. Its allocations are NOT routed through
+ * tg_malloc: cJSON_InitHooks is process-global and would replace the
+ * hooks of an application that uses cJSON itself. cJSON's tree is freed
+ * before tg_st_load returns, so nothing of it outlives the call.
+ *
+ * The writer builds the header by hand (integers printed exactly, strings
+ * escaped), pads it with spaces to a multiple of 8 bytes, and lays the
+ * data out in insertion order, contiguous. It writes the machine's bytes
+ * as they are: the format is little-endian and so is every machine
+ * tapegrad supports (checked at compile time below). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "safetensors.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "stb_ds_internal.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tapegrad's safetensors I/O copies bytes as they are: it needs a little-endian machine"
+#endif
+
+#define ST_MAX_HEADER 100000000u          /* bytes; the reference reader's limit */
+#define ST_MAX_EXACT 9007199254740992.0   /* 2^53: larger JSON numbers are inexact */
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+static const struct { const char *name; size_t size; } ST_DTYPES[] = {
+    {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
+    {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},
+    {"I32", 4},  {"U32", 4}, {"F32", 4},
+    {"F64", 8},  {"I64", 8}, {"U64", 8},
+};
+enum { ST_N_DTYPES = sizeof ST_DTYPES / sizeof ST_DTYPES[0] };
+
+static int dtype_find(const char *name)
+{
+    for (int i = 0; i < ST_N_DTYPES; i++)
+        if (strcmp(ST_DTYPES[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* ---- small helpers ------------------------------------------------------- */
+
+#if defined(__GNUC__)
+#define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define ST_PRINTF(a, b)
+#endif
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) ST_PRINTF(3, 4);
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* "(2,3)" for an int64 shape. */
+static char *shape_str64(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < ndim && at < size; d++)
+        at += (size_t)snprintf(buf + at, size - at, d ? ",%" PRId64 : "%" PRId64, shape[d]);
+    if (at < size) snprintf(buf + at, size - at, ")");
+    return buf;
+}
+
+/* Index of the first byte of s[0, n) that does not start a well-formed
+ * UTF-8 sequence (overlong forms and surrogates are malformed), or n. */
+static size_t utf8_bad_at(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c = s[i], min;
+        size_t len;
+        if (c < 0x80) { i++; continue; }
+        if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; c &= 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; c &= 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; c &= 0x07; }
+        else return i;
+        if (n - i < len) return i;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            c = c << 6 | (s[i + k] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return i;
+        i += len;
+    }
+    return n;
+}
+
+static bool utf8_ok(const char *s) { return utf8_bad_at((const unsigned char *)s, strlen(s)) == strlen(s); }
+
+typedef struct name_index { char *key; int value; } name_index;
+typedef struct meta_entry { char *key; char *value; } meta_entry;
+
+static char *str_copy(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *c = tg_malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+static void meta_free(meta_entry *m)
+{
+    for (ptrdiff_t i = 0; i < stbds_shlen(m); i++) tg_free(m[i].value);
+    stbds_shfree(m);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+struct tg_st_file {
+    unsigned char *buf;     /* the whole file */
+    size_t size;
+    tg_st_tensor *tensors;  /* stb_ds array, in header order */
+    name_index *by_name;    /* stb_ds string map (owns the names) */
+    meta_entry *meta;       /* stb_ds string map (owns keys and values) */
+};
+
+/* Load context: every message starts "safetensors: <path>: ". */
+typedef struct loader {
+    const char *path;
+    char *err;
+    size_t errlen;
+} loader;
+
+static int lfail(const loader *L, const char *fmt, ...) ST_PRINTF(2, 3);
+static int lfail(const loader *L, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(L->err, L->errlen, "safetensors: %s: %s", L->path, msg);
+}
+
+/* Reads the whole regular file into a new buffer. */
+static int read_whole(const loader *L, unsigned char **out, size_t *out_size)
+{
+    FILE *fp = fopen(L->path, "rb");
+    if (!fp) return lfail(L, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0) {
+        int e = errno;
+        fclose(fp);
+        return lfail(L, "cannot stat: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) { fclose(fp); return lfail(L, "not a regular file"); }
+    if (st.st_size < 0 || (uint64_t)st.st_size > SIZE_MAX) { fclose(fp); return lfail(L, "file too large"); }
+    size_t size = (size_t)st.st_size;
+    unsigned char *buf = tg_malloc(size);
+    if (!buf) { fclose(fp); return lfail(L, "out of memory reading %zu bytes", size); }
+    size_t got = fread(buf, 1, size, fp);
+    int e = ferror(fp) ? errno : 0;
+    fclose(fp);
+    if (got != size) {
+        tg_free(buf);
+        return lfail(L, "read failed after %zu of %zu bytes: %s", got, size,
+                     e ? strerror(e) : "the file shrank while being read");
+    }
+    *out = buf;
+    *out_size = size;
+    return 0;
+}
+
+/* An exact non-negative integer JSON number (below 2^53: a double
+ * holds every such integer, but 2^53 + 1 parses as 2^53). */
+static bool json_uint(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d < ST_MAX_EXACT) || d != (double)(uint64_t)d) return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+/* What a bad JSON value is, for messages: the number, or its kind. */
+static const char *json_desc(const cJSON *v, char *buf, size_t size)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(buf, size, v->valuedouble >= ST_MAX_EXACT ? "%.17g (2^53 or more: not exact)" : "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v)) snprintf(buf, size, "a string");
+    else if (cJSON_IsArray(v)) snprintf(buf, size, "an array");
+    else if (cJSON_IsObject(v)) snprintf(buf, size, "an object");
+    else if (cJSON_IsBool(v)) snprintf(buf, size, "a boolean");
+    else snprintf(buf, size, "null");
+    return buf;
+}
+
+typedef struct st_range { uint64_t begin, end; int idx; } st_range;
+
+/* Parses and checks one tensor entry; fills t (but name) and its range. */
+static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
+                       const unsigned char *data, tg_st_tensor *t, st_range *r)
+{
+    const char *name = e->string;
+    if (!cJSON_IsObject(e)) return lfail(L, "tensor '%s': entry is not an object", name);
+    const cJSON *fdt = NULL, *fsh = NULL, *fof = NULL;
+    for (const cJSON *f = e->child; f; f = f->next) {
+        const cJSON **slot = strcmp(f->string, "dtype") == 0          ? &fdt
+                             : strcmp(f->string, "shape") == 0        ? &fsh
+                             : strcmp(f->string, "data_offsets") == 0 ? &fof
+                                                                      : NULL;
+        if (!slot) return lfail(L, "tensor '%s': unexpected field \"%s\"", name, f->string);
+        if (*slot) return lfail(L, "tensor '%s': field \"%s\" appears twice", name, f->string);
+        *slot = f;
+    }
+    if (!fdt) return lfail(L, "tensor '%s': missing field \"dtype\"", name);
+    if (!fsh) return lfail(L, "tensor '%s': missing field \"shape\"", name);
+    if (!fof) return lfail(L, "tensor '%s': missing field \"data_offsets\"", name);
+
+    if (!cJSON_IsString(fdt)) return lfail(L, "tensor '%s': \"dtype\" is not a string", name);
+    int k = dtype_find(fdt->valuestring);
+    if (k < 0) return lfail(L, "tensor '%s': unknown dtype \"%s\"", name, fdt->valuestring);
+
+    if (!cJSON_IsArray(fsh)) return lfail(L, "tensor '%s': \"shape\" is not an array", name);
+    int ndim = cJSON_GetArraySize(fsh);
+    if (ndim > TG_ST_MAX_DIMS)
+        return lfail(L, "tensor '%s': shape has %d dimensions, more than %d", name, ndim, TG_ST_MAX_DIMS);
+    char desc[64];
+    uint64_t numel = 1;
+    bool overflow = false;
+    int d = 0;
+    for (const cJSON *s = fsh->child; s; s = s->next, d++) {
+        uint64_t v;
+        if (!json_uint(s, &v))
+            return lfail(L, "tensor '%s': shape[%d] must be a non-negative integer, got %s", name, d,
+                         json_desc(s, desc, sizeof desc));
+        t->shape[d] = (int64_t)v;
+        if (v && numel > (uint64_t)INT64_MAX / v) overflow = true;   /* as the reference: no early 0 */
+        else numel *= v;
+    }
+    t->ndim = ndim;
+    size_t es = ST_DTYPES[k].size;
+    char sh[160];
+    if (overflow || numel > (uint64_t)INT64_MAX / es)
+        return lfail(L, "tensor '%s': shape %s of %s overflows: element count times %zu bytes exceeds 2^63",
+                     name, shape_str64(ndim, t->shape, sh, sizeof sh), ST_DTYPES[k].name, es);
+    uint64_t nbytes = numel * es;
+
+    uint64_t b, en;
+    if (!cJSON_IsArray(fof) || cJSON_GetArraySize(fof) != 2 || !json_uint(fof->child, &b) ||
+        !json_uint(fof->child->next, &en))
+        return lfail(L, "tensor '%s': \"data_offsets\" must be [begin, end], two non-negative integers", name);
+    if (b > en)
+        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] have begin > end", name, b, en);
+    if (en - b != nbytes)
+        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
+                     " bytes but %s %s needs %" PRIu64,
+                     name, b, en, en - b, ST_DTYPES[k].name, shape_str64(ndim, t->shape, sh, sizeof sh), nbytes);
+    if (en > data_size)
+        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+                     "] run past the end of the data section (%" PRIu64 " bytes)",
+                     name, b, en, data_size);
+    t->dtype = ST_DTYPES[k].name;
+    t->numel = (int64_t)numel;
+    t->data = data + b;
+    t->nbytes = (size_t)nbytes;
+    r->begin = b;
+    r->end = en;
+    return 0;
+}
+
+static int parse_meta(const loader *L, tg_st_file *f, const cJSON *m)
+{
+    if (!cJSON_IsObject(m)) return lfail(L, "__metadata__ is not an object");
+    for (const cJSON *v = m->child; v; v = v->next) {
+        if (!cJSON_IsString(v)) return lfail(L, "__metadata__ value for '%s' is not a string", v->string);
+        if (stbds_shgeti(f->meta, v->string) >= 0)
+            return lfail(L, "__metadata__ key '%s' appears twice", v->string);
+        char *val = str_copy(v->valuestring);
+        if (!val) return lfail(L, "out of memory");
+        stbds_shput(f->meta, v->string, val);
+    }
+    return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+    const st_range *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return 0;
+}
+
+/* Sorted by (begin, end), the ranges must tile [0, data_size) exactly. */
+static int check_tiling(const loader *L, const tg_st_file *f, st_range *r, uint64_t data_size)
+{
+    ptrdiff_t n = stbds_arrlen(r);
+    if (n) qsort(r, (size_t)n, sizeof *r, range_cmp);
+    uint64_t at = 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        if (r[i].begin < at)
+            return lfail(L, "tensors '%s' [%" PRIu64 ", %" PRIu64 "] and '%s' [%" PRIu64 ", %" PRIu64 "] overlap",
+                         f->tensors[r[i - 1].idx].name, r[i - 1].begin, r[i - 1].end,
+                         f->tensors[r[i].idx].name, r[i].begin, r[i].end);
+        if (r[i].begin > at)
+            return lfail(L, "data section bytes [%" PRIu64 ", %" PRIu64 ") are covered by no tensor", at, r[i].begin);
+        at = r[i].end;
+    }
+    if (at < data_size)
+        return lfail(L, "data section bytes [%" PRIu64 ", %" PRIu64 ") are covered by no tensor", at, data_size);
+    return 0;
+}
+
+static int parse_header(const loader *L, tg_st_file *f, const cJSON *root, uint64_t data_size,
+                        const unsigned char *data)
+{
+    if (!cJSON_IsObject(root)) return lfail(L, "header is not a JSON object");
+    st_range *ranges = NULL;
+    bool seen_meta = false;
+    int rc = 0;
+    for (const cJSON *e = root->child; e && rc == 0; e = e->next) {
+        if (strcmp(e->string, "__metadata__") == 0) {
+            if (seen_meta) rc = lfail(L, "__metadata__ appears twice");
+            else rc = parse_meta(L, f, e);
+            seen_meta = true;
+            continue;
+        }
+        if (stbds_shgeti(f->by_name, e->string) >= 0) {
+            rc = lfail(L, "tensor name '%s' appears twice", e->string);
+            break;
+        }
+        tg_st_tensor t = {0};
+        st_range r = {0};
+        rc = parse_entry(L, e, data_size, data, &t, &r);
+        if (rc) break;
+        r.idx = (int)stbds_arrlen(f->tensors);
+        stbds_shput(f->by_name, e->string, r.idx);
+        t.name = stbds_shgets(f->by_name, e->string).key;   /* the map's own copy */
+        stbds_arrput(f->tensors, t);
+        stbds_arrput(ranges, r);
+    }
+    if (rc == 0) rc = check_tiling(L, f, ranges, data_size);
+    stbds_arrfree(ranges);
+    return rc;
+}
+
+static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+tg_st_file *tg_st_load(const char *path, char *err, size_t errlen)
+{
+    loader L = {path ? path : "(null)", err, errlen};
+    if (!path) { lfail(&L, "path is NULL"); return NULL; }
+    tg_st_file *f = tg_calloc(1, sizeof *f);
+    if (!f) { lfail(&L, "out of memory"); return NULL; }
+    stbds_sh_new_strdup(f->by_name);
+    stbds_sh_new_strdup(f->meta);
+    if (read_whole(&L, &f->buf, &f->size) != 0) goto fail;
+    if (f->size < 8) {
+        lfail(&L, "file is %zu bytes, too short for the 8-byte header length", f->size);
+        goto fail;
+    }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | f->buf[i];
+    if (n > ST_MAX_HEADER) {
+        lfail(&L, "header length %" PRIu64 " is absurdly large (the limit is %u bytes)", n, ST_MAX_HEADER);
+        goto fail;
+    }
+    if (n > f->size - 8) {
+        lfail(&L, "header length %" PRIu64 " runs past the end of the file (%zu bytes after the length)",
+              n, f->size - 8);
+        goto fail;
+    }
+    const unsigned char *hdr = f->buf + 8;
+    size_t bad = utf8_bad_at(hdr, (size_t)n);
+    if (bad < n) { lfail(&L, "header is not valid UTF-8 (byte %zu)", bad); goto fail; }
+    for (size_t i = 0; i < n; i++)   /* JSON allows no raw control bytes; cJSON would let them into strings */
+        if (hdr[i] < 0x20 && !json_space(hdr[i])) {
+            lfail(&L, "header has control byte 0x%02x at byte %zu, which JSON does not allow", hdr[i], i);
+            goto fail;
+        }
+
+    /* cJSON gets its own NUL-terminated copy: it never reads past it */
+    char *text = tg_malloc((size_t)n + 1);
+    if (!text) { lfail(&L, "out of memory"); goto fail; }
+    memcpy(text, hdr, (size_t)n);
+    text[n] = 0;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)n, &end, 0);
+    int rc;
+    if (!root) {
+        rc = lfail(&L, "header is not valid JSON (error near byte %td)", end ? end - text : (ptrdiff_t)0);
+    } else {
+        size_t at = (size_t)(end - text);
+        while (at < n && json_space((unsigned char)text[at])) at++;
+        if (at < n) rc = lfail(&L, "header has bytes after the JSON value (byte %zu)", at);
+        else rc = parse_header(&L, f, root, f->size - 8 - n, hdr + n);
+    }
+    cJSON_Delete(root);
+    tg_free(text);
+    if (rc == 0) return f;
+fail:
+    tg_st_free(f);
+    return NULL;
+}
+
+void tg_st_free(tg_st_file *f)
+{
+    if (!f) return;
+    stbds_arrfree(f->tensors);
+    stbds_shfree(f->by_name);
+    meta_free(f->meta);
+    tg_free(f->buf);
+    tg_free(f);
+}
+
+int tg_st_count(const tg_st_file *f) { return f ? (int)stbds_arrlen(f->tensors) : 0; }
+
+const tg_st_tensor *tg_st_at(const tg_st_file *f, int i)
+{
+    return f && i >= 0 && i < tg_st_count(f) ? &f->tensors[i] : NULL;
+}
+
+const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name)
+{
+    if (!f || !name) return NULL;
+    ptrdiff_t i = stbds_shgeti(((tg_st_file *)f)->by_name, name);
+    return i < 0 ? NULL : &f->tensors[f->by_name[i].value];
+}
+
+const char *tg_st_meta(const tg_st_file *f, const char *key)
+{
+    if (!f || !key) return NULL;
+    ptrdiff_t i = stbds_shgeti(((tg_st_file *)f)->meta, key);
+    return i < 0 ? NULL : f->meta[i].value;
+}
+
+/* ---- converting into tapegrad tensors ------------------------------------ */
+
+/* Checks that e can be copied into dst: convertible dtypes, the same
+ * shape, every value representable. Writes nothing. */
+static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
+{
+    if (!e || !dst) return fail(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    const char *dt = e->dtype;
+    bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
+    bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
+    bool is_b = !strcmp(dt, "U8") || !strcmp(dt, "BOOL");
+    if (!((is_f && tg_dtype_is_float(dst->dtype)) || (is_i && dst->dtype == TG_I32) ||
+          (is_b && dst->dtype == TG_BOOL)))
+        return fail(err, errlen, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
+                    tg_dtype_name(dst->dtype));
+    bool same = e->ndim == dst->ndim;
+    for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
+    if (!same) {
+        char a[160], b[64];
+        return fail(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the destination",
+                    e->name, shape_str64(e->ndim, e->shape, a, sizeof a), tg_shape_str(dst, b, sizeof b));
+    }
+    const unsigned char *p = e->data;
+    char ix[64];
+    for (int64_t i = 0; i < e->numel; i++) {
+        if (!strcmp(dt, "F64") && dst->dtype == TG_F32) {
+            double v;
+            memcpy(&v, p + 8 * i, 8);
+            if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX))   /* inf and NaN pass as they are */
+                return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not fit in f32",
+                                e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+        } else if (!strcmp(dt, "I64")) {
+            int64_t v;
+            memcpy(&v, p + 8 * i, 8);
+            if (v < INT32_MIN || v > INT32_MAX)
+                return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64 " does not fit in i32",
+                            e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+        } else if (is_b && p[i] > 1) {
+            return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 for bool",
+                        e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
+        }
+    }
+    return 0;
+}
+
+/* Converts after copy_check passed. */
+static void copy_convert(const tg_st_tensor *e, tg_tensor *dst)
+{
+    const unsigned char *p = e->data;
+    size_t es = ST_DTYPES[dtype_find(e->dtype)].size;   /* a known dtype: copy_check passed */
+    if (es == tg_dtype_size(dst->dtype)) {   /* same type: the bytes as they are */
+        memcpy(dst->data, p, e->nbytes);
+        return;
+    }
+    for (int64_t i = 0; i < e->numel; i++) {
+        const unsigned char *q = p + es * (size_t)i;
+        if (dst->dtype == TG_F32) {          /* from F64 */
+            double v;
+            memcpy(&v, q, 8);
+            ((float *)dst->data)[i] = (float)v;
+        } else if (dst->dtype == TG_F64) {   /* from F32 */
+            float v;
+            memcpy(&v, q, 4);
+            ((double *)dst->data)[i] = v;
+        } else {                             /* I64 -> i32, range checked */
+            int64_t v;
+            memcpy(&v, q, 8);
+            ((int32_t *)dst->data)[i] = (int32_t)v;
+        }
+    }
+}
+
+int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen)
+{
+    if (copy_check(e, dst, err, errlen) != 0) return -1;
+    copy_convert(e, dst);
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct w_entry {
+    const char *name;      /* the name map's copy */
+    int dtype;             /* index into ST_DTYPES */
+    int ndim;
+    int64_t shape[TG_ST_MAX_DIMS];
+    uint64_t nbytes;
+    const void *data;      /* referenced, not copied */
+} w_entry;
+
+struct tg_st_writer {
+    w_entry *entries;      /* stb_ds array, insertion order */
+    name_index *names;     /* stb_ds string map */
+    meta_entry *meta;      /* stb_ds string map; iterates in insertion order */
+    char error[512];       /* first error; sticks until the writer is freed */
+};
+
+static int wfail(tg_st_writer *w, const char *fmt, ...) ST_PRINTF(2, 3);
+static int wfail(tg_st_writer *w, const char *fmt, ...)
+{
+    if (w->error[0]) return -1;   /* the first error sticks */
+    char msg[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(w->error, sizeof w->error, "safetensors: writer: %s", msg);
+    return -1;
+}
+
+tg_st_writer *tg_st_writer_new(void)
+{
+    tg_st_writer *w = tg_calloc(1, sizeof *w);
+    if (!w) return NULL;
+    stbds_sh_new_strdup(w->names);
+    stbds_sh_new_strdup(w->meta);
+    return w;
+}
+
+void tg_st_writer_free(tg_st_writer *w)
+{
+    if (!w) return;
+    stbds_arrfree(w->entries);
+    stbds_shfree(w->names);
+    meta_free(w->meta);
+    tg_free(w);
+}
+
+const char *tg_st_writer_error(const tg_st_writer *w)
+{
+    return w && w->error[0] ? w->error : NULL;
+}
+
+int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
+                     const int64_t *shape, const void *data)
+{
+    if (!w) return -1;
+    if (w->error[0]) return -1;
+    if (!name || !*name) return wfail(w, "tensor name is empty");
+    if (!utf8_ok(name)) return wfail(w, "tensor name is not valid UTF-8");
+    if (strcmp(name, "__metadata__") == 0) return wfail(w, "tensor name '__metadata__' is reserved");
+    if (stbds_shgeti(w->names, name) >= 0) return wfail(w, "duplicate tensor name '%s'", name);
+    int k = dtype ? dtype_find(dtype) : -1;
+    if (k < 0) return wfail(w, "tensor '%s': unknown dtype \"%s\"", name, dtype ? dtype : "(null)");
+    if (ndim < 0 || ndim > TG_ST_MAX_DIMS || (ndim > 0 && !shape))
+        return wfail(w, "tensor '%s': ndim %d must be 0..%d with a shape", name, ndim, TG_ST_MAX_DIMS);
+    w_entry en = {.dtype = k, .ndim = ndim, .data = data};
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) {
+        char sh[160];
+        if (shape[d] < 0)
+            return wfail(w, "tensor '%s': bad shape %s: dimensions must be >= 0", name,
+                         shape_str64(ndim, shape, sh, sizeof sh));
+        uint64_t v = (uint64_t)shape[d];
+        if (v && numel > (uint64_t)ST_MAX_EXACT / v) overflow = true;
+        else numel *= v;
+        en.shape[d] = shape[d];
+    }
+    if (overflow || numel > (uint64_t)ST_MAX_EXACT / ST_DTYPES[k].size)
+        return wfail(w, "tensor '%s': too large (more than 2^53 bytes)", name);
+    en.nbytes = numel * ST_DTYPES[k].size;
+    if (!data && en.nbytes) return wfail(w, "tensor '%s': data is NULL", name);
+    stbds_shput(w->names, name, (int)stbds_arrlen(w->entries));
+    en.name = stbds_shgets(w->names, name).key;
+    stbds_arrput(w->entries, en);
+    return 0;
+}
+
+int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t)
+{
+    if (!w) return -1;
+    if (!t) return wfail(w, "tensor '%s': tensor is NULL", name ? name : "(null)");
+    static const char *const MAP[] = {[TG_F32] = "F32", [TG_F64] = "F64", [TG_I32] = "I32", [TG_BOOL] = "U8"};
+    if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0]) return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
+    int64_t shape[TG_MAX_DIMS];
+    int ndim = t->ndim < 0 || t->ndim > TG_MAX_DIMS ? -1 : t->ndim;
+    for (int d = 0; d < ndim; d++) shape[d] = t->shape[d];
+    return tg_st_writer_add(w, name, MAP[t->dtype], ndim, shape, t->data);
+}
+
+int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value)
+{
+    if (!w) return -1;
+    if (w->error[0]) return -1;
+    if (!key || !value) return wfail(w, "metadata key or value is NULL");
+    if (!utf8_ok(key) || !utf8_ok(value)) return wfail(w, "metadata '%s' is not valid UTF-8", key);
+    if (stbds_shgeti(w->meta, key) >= 0) return wfail(w, "duplicate metadata key '%s'", key);
+    char *v = str_copy(value);
+    if (!v) return wfail(w, "out of memory");
+    stbds_shput(w->meta, key, v);
+    return 0;
+}
+
+/* A growable byte buffer that remembers running out of memory. */
+typedef struct sbuf { char *p; size_t len, cap; bool oom; } sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        char *q = tg_realloc(b->p, cap);
+        if (!q) { b->oom = true; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* A JSON string: quotes, backslashes and control characters escaped; the
+ * rest (valid UTF-8, checked on add) as it is. */
+static void sb_json_str(sbuf *b, const char *s)
+{
+    sb_put(b, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        char esc[8];
+        if (*c == '"' || *c == '\\') { esc[0] = '\\'; esc[1] = (char)*c; sb_put(b, esc, 2); }
+        else if (*c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", *c); sb_put(b, esc, 6); }
+        else sb_put(b, (const char *)c, 1);
+    }
+    sb_put(b, "\"", 1);
+}
+
+static void sb_u64(sbuf *b, uint64_t v)
+{
+    char num[24];
+    sb_str(b, (snprintf(num, sizeof num, "%" PRIu64, v), num));
+}
+
+/* The header, padded with spaces to a multiple of 8 bytes. */
+static void build_header(const tg_st_writer *w, sbuf *b)
+{
+    sb_put(b, "{", 1);
+    bool first = true;
+    if (stbds_shlen(w->meta) > 0) {
+        sb_str(b, "\"__metadata__\":{");
+        for (ptrdiff_t i = 0; i < stbds_shlen(w->meta); i++) {
+            if (i) sb_put(b, ",", 1);
+            sb_json_str(b, w->meta[i].key);
+            sb_put(b, ":", 1);
+            sb_json_str(b, w->meta[i].value);
+        }
+        sb_put(b, "}", 1);
+        first = false;
+    }
+    uint64_t at = 0;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(w->entries); i++) {
+        const w_entry *e = &w->entries[i];
+        if (!first) sb_put(b, ",", 1);
+        first = false;
+        sb_json_str(b, e->name);
+        sb_str(b, ":{\"dtype\":\"");
+        sb_str(b, ST_DTYPES[e->dtype].name);
+        sb_str(b, "\",\"shape\":[");
+        for (int d = 0; d < e->ndim; d++) {
+            if (d) sb_put(b, ",", 1);
+            sb_u64(b, (uint64_t)e->shape[d]);
+        }
+        sb_str(b, "],\"data_offsets\":[");
+        sb_u64(b, at);
+        sb_put(b, ",", 1);
+        sb_u64(b, at + e->nbytes);
+        sb_str(b, "]}");
+        at += e->nbytes;
+    }
+    sb_put(b, "}", 1);
+    while (b->len % 8) sb_put(b, " ", 1);
+}
+
+/* The mode a new file gets from open(2): 0666 minus the umask (mkstemp
+ * makes 0600). An existing file keeps its own mode. */
+static mode_t target_mode(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+/* Best effort: make the rename itself durable. */
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? tg_malloc((size_t)(slash - path) + 2) : NULL;
+    if (slash && !dir) return;
+    if (dir) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir ? dir : ".", O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    tg_free(dir);
+}
+
+int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen)
+{
+    if (!w || !path) return fail(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
+    if (w->error[0]) return fail(err, errlen, "%s (nothing written to '%s')", w->error, path);
+
+    sbuf hdr = {0};
+    build_header(w, &hdr);
+    if (hdr.oom) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
+    if (hdr.len > ST_MAX_HEADER) {
+        tg_free(hdr.p);
+        return fail(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
+                    path, hdr.len, ST_MAX_HEADER);
+    }
+
+    size_t plen = strlen(path);
+    char *tmp = tg_malloc(plen + sizeof ".tmp.XXXXXX");
+    if (!tmp) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    mode_t mode = target_mode(path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        tg_free(hdr.p);
+        tg_free(tmp);
+        return fail(err, errlen, "safetensors: save '%s': cannot create a temporary file beside it: %s", path,
+                    strerror(e));
+    }
+
+    const char *step = "fdopen";
+    int e = 0;
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) { e = errno; close(fd); goto fail; }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
+    step = "write";
+    bool ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr.p, 1, hdr.len, fp) == hdr.len;
+    for (ptrdiff_t i = 0; ok && i < stbds_arrlen(w->entries); i++) {
+        const w_entry *en = &w->entries[i];
+        if (en->nbytes) ok = fwrite(en->data, 1, (size_t)en->nbytes, fp) == en->nbytes;
+    }
+    if (ok) { step = "flush"; ok = fflush(fp) == 0; }
+    if (ok) { step = "fchmod"; ok = fchmod(fileno(fp), mode) == 0; }
+    if (ok) { step = "fsync"; ok = fsync(fileno(fp)) == 0; }
+    e = ok ? 0 : errno;
+    if (fclose(fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
+    if (!ok) goto fail;
+    if (rename(tmp, path) != 0) { step = "rename"; e = errno; goto fail; }
+    sync_dir_of(path);
+    tg_free(hdr.p);
+    tg_free(tmp);
+    return 0;
+
+fail:
+    unlink(tmp);
+    fail(err, errlen, "safetensors: save '%s': %s of the temporary file failed: %s ('%s' left as it was)", path,
+         step, e ? strerror(e) : "unknown error", path);
+    tg_free(hdr.p);
+    tg_free(tmp);
+    return -1;
+}
+
+/* ---- parameter stores ------------------------------------------------------ */
+
+int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
+                      char *err, size_t errlen)
+{
+    if (!p) return fail(err, errlen, "safetensors: save_params: params is NULL");
+    if (n_meta < 0 || (n_meta > 0 && !meta))
+        return fail(err, errlen, "safetensors: save_params: %d metadata pairs but no array", n_meta);
+    tg_st_writer *w = tg_st_writer_new();
+    if (!w) return fail(err, errlen, "safetensors: save_params: out of memory");
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        tg_st_writer_add_tensor(w, t->name, t);
+    }
+    for (int i = 0; i < n_meta; i++) tg_st_writer_meta(w, meta[2 * i], meta[2 * i + 1]);
+    int rc = tg_st_writer_save(w, path, err, errlen);
+    tg_st_writer_free(w);
+    return rc;
+}
+
+int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen)
+{
+    if (!p || !f) return fail(err, errlen, "safetensors: load_params: %s is NULL", p ? "file" : "params");
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        const tg_st_tensor *e = tg_st_find(f, t->name);
+        if (!e) return fail(err, errlen, "safetensors: parameter '%s' is missing from the file", t->name);
+        if (copy_check(e, t, err, errlen) != 0) return -1;
+    }
+    for (int i = 0; i < tg_params_count(p); i++) {
+        tg_tensor *t = tg_params_at(p, i);
+        copy_convert(tg_st_find(f, t->name), t);
+    }
+    return 0;
+}
