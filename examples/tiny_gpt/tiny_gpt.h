@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "../../tapegrad.h"
+#include "args.h"
 
 int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);

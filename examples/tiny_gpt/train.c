@@ -118,7 +118,7 @@ int cmd_train(int argc, char **argv)
         {"corpus-chars", ARG_INT, &o.corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[1024];
+    char err[8192];
     if (help_requested(argc, argv)) {
         fprintf(stderr, "usage: tiny_gpt train [flags]\n");
         args_usage(specs, n_specs, "  ");
