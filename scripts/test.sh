@@ -12,7 +12,7 @@ dir=build
 flags=(-DCMAKE_BUILD_TYPE=Release -DTG_WERROR=ON)
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
-  flags=(-DCMAKE_BUILD_TYPE=Debug -DTG_WERROR=ON -DTG_SANITIZE=ON)
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_WERROR=ON -DTG_SANITIZE=ON)
   export ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
