@@ -17,6 +17,7 @@ by global norm. Init as nanoGPT (normal 0.02, residual projections
 Every --eval-interval steps and at the end: mean loss over --eval-iters
 batches of each split. Last lines:
     val loss X          (mean over eval-iters val batches, after the last step)
+    step time median M ms, min N ms  (per optimisation step; robust to load)
     train S seconds     (the optimisation steps alone)
     wall S seconds      (the whole run: steps and evaluations, not data loading)
 """
@@ -142,6 +143,7 @@ def main():
     model.train()
     t_wall = time.perf_counter()
     t_train = 0.0
+    step_times = []
     for it in range(args.steps + 1):
         if it % args.eval_interval == 0 or it == args.steps:
             tl = estimate_loss(model, train, args, gen_eval)
@@ -162,6 +164,7 @@ def main():
         opt.step()
         dt = time.perf_counter() - t0
         t_train += dt
+        step_times.append(dt)
         if it % args.log_interval == 0:
             print("iter %d: loss %.4f, lr %.3e, %.1f ms" % (it, loss.item(), lr, dt * 1000), flush=True)
     wall = time.perf_counter() - t_wall
@@ -169,6 +172,10 @@ def main():
     if args.save:
         tg.save_model(model, args.save, "F32")
         print("saved %s" % args.save)
+    if step_times:
+        st_sorted = sorted(step_times)
+        print("step time median %.1f ms, min %.1f ms" % (st_sorted[len(st_sorted) // 2] * 1000,
+                                                         st_sorted[0] * 1000))
     print("val loss %.4f" % vl)
     print("train %.1f seconds" % t_train)
     print("wall %.1f seconds" % wall)
