@@ -93,17 +93,10 @@ int cmd_eval(int argc, char **argv)
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
-    if (help_requested(argc, argv)) {
-        fprintf(stderr, "usage: tiny_gpt eval --init W.safetensors --batch B.safetensors [flags]\n");
-        args_usage(specs, n_specs, "  ");
-        return 0;
-    }
     tg_dtype dt;
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(dtype, &dt, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt eval: %s\n", err);
-        return 2;
-    }
-    set_threads(threads);
+    int setup = command_setup("eval", "--init W.safetensors --batch B.safetensors [flags]", specs, n_specs, argc,
+                              argv, &dtype, &dt, &threads);
+    if (setup >= 0) return setup;
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();
@@ -165,21 +158,14 @@ int cmd_step(int argc, char **argv)
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
-    if (help_requested(argc, argv)) {
-        fprintf(stderr, "usage: tiny_gpt step --init W --batch B --out W2 [flags]\n");
-        args_usage(specs, n_specs, "  ");
-        return 0;
-    }
     tg_dtype dt;
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(dtype, &dt, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt step: %s\n", err);
-        return 2;
-    }
+    int setup = command_setup("step", "--init W --batch B --out W2 [flags]", specs, n_specs, argc, argv, &dtype, &dt,
+                              &threads);
+    if (setup >= 0) return setup;
     if (!out) {
         fprintf(stderr, "tiny_gpt step: --out is required\n");
         return 2;
     }
-    set_threads(threads);
     int rc = 1;
     inputs in;
     tg_adamw *opt = NULL;

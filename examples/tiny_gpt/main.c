@@ -36,11 +36,22 @@ double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-bool help_requested(int argc, char **argv)
+int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
+                  const char *const *dtype, tg_dtype *dt, const int *threads)
 {
+    char err[1024];
     for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
-    return false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fprintf(stderr, "usage: tiny_gpt %s %s\n", cmd, usage);
+            args_usage(specs, n_specs, "  ");
+            return 0;
+        }
+    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt %s: %s\n", cmd, err);
+        return 2;
+    }
+    set_threads(*threads);
+    return -1;
 }
 
 static void usage(void)

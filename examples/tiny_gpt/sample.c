@@ -65,17 +65,9 @@ int cmd_sample(int argc, char **argv)
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
-    if (help_requested(argc, argv)) {
-        fprintf(stderr, "usage: tiny_gpt sample [flags]\n");
-        args_usage(specs, n_specs, "  ");
-        return 0;
-    }
     tg_dtype dt;
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(dtype, &dt, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt sample: %s\n", err);
-        return 2;
-    }
-    set_threads(threads);
+    int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &threads);
+    if (setup >= 0) return setup;
 
     int rc = 1;
     tg_st_file *f = NULL;

@@ -16,6 +16,10 @@ int cmd_step(int argc, char **argv);
 void set_threads(int n);                   /* OpenBLAS threads; n <= 0: all cores */
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
 double now_seconds(void);
-bool help_requested(int argc, char **argv);
+/* The start every command shares: --help prints usage (returns 0); flags
+ * and --dtype are parsed (an error prints and returns 2); OpenBLAS gets
+ * *threads threads. Returns -1 when the command should go on. */
+int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
+                  const char *const *dtype, tg_dtype *dt, const int *threads);
 
 #endif

@@ -119,17 +119,9 @@ int cmd_train(int argc, char **argv)
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[8192];
-    if (help_requested(argc, argv)) {
-        fprintf(stderr, "usage: tiny_gpt train [flags]\n");
-        args_usage(specs, n_specs, "  ");
-        return 0;
-    }
     tg_dtype dt;
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(o.dtype, &dt, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt train: %s\n", err);
-        return 2;
-    }
-    set_threads(o.threads);
+    int setup = command_setup("train", "[flags]", specs, n_specs, argc, argv, &o.dtype, &dt, &o.threads);
+    if (setup >= 0) return setup;
 
     int rc = 1;
     char *text = NULL;
