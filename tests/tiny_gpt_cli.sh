@@ -67,6 +67,12 @@ s1=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "a" --tokens 30 --
 s2=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "a" --tokens 30 --seed 9 2>/dev/null)
 [ -n "$s1" ] && [ "$s1" = "$s2" ] && ok "sample: same seed, same text" || bad "sample not reproducible"
 
+# 3b. --init starts from given weights (here: the trained ones), not from scratch
+log=$("$bin" train "${small[@]}" --steps 5 --eval-interval 5 --init "$work/a/best.safetensors" --out "$work/f" 2>&1)
+v0=$(sed -n 's/^step 0: train loss [0-9.]*, val loss \([0-9.]*\).*/\1/p' <<<"$log")
+if [ -n "$v0" ] && awk -v v="$v0" 'BEGIN { exit !(v < 1.0) }'; then ok "--init: step-0 val loss $v0 is the trained model's"
+else bad "--init: step-0 val loss '$v0'"; echo "$log" | tail -3; fi
+
 # 4. errors
 expect_fail "unknown command" "unknown command 'trian'" "$bin" trian
 expect_fail "unknown flag" "unknown flag '--stepz'" "$bin" train --stepz 3
@@ -85,6 +91,8 @@ expect_fail "prompt outside vocabulary" "is not in the vocabulary" \
   "$bin" sample --ckpt "$work/a/best.safetensors" --prompt "THE"
 expect_fail "resume with another block size" "--block-size 16 does not match the checkpoint's 32" \
   "$bin" train "${small[@]}" --block-size 16 --steps 60 --resume --out "$work/b"
+expect_fail "resume and init together" "--resume and --init exclude each other" \
+  "$bin" train --resume --init "$work/a/best.safetensors" --out "$work/b"
 expect_fail "resume when nothing to resume" "last.safetensors" "$bin" train --resume --out "$work/empty"
 expect_fail "eval without batch" "--init and --batch are required" "$bin" eval --init "$work/a/best.safetensors"
 

@@ -123,10 +123,11 @@ int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t
     return 0;
 }
 
-tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, char *err, size_t errlen)
+tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, char *err, size_t errlen)
 {
     tg_gpt_config cfg;
     if (checkpoint_config(f, &cfg, err, errlen) != 0) return NULL;
+    if (dropout >= 0) cfg.dropout = dropout;
     tg_gpt *m = tg_gpt_new(&cfg, dt, 0, err, errlen);
     if (!m) return NULL;
     if (tg_st_load_params(m->params, f, err, errlen) != 0) {

@@ -25,9 +25,10 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
 int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t errlen);
 
 /* Builds the model described by f in dtype dt and loads its weights
- * (F32 or F64 in the file). lm_head.weight, if present, must equal
- * transformer.wte.weight (the head is tied). NULL with a message. */
-tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, char *err, size_t errlen);
+ * (F32 or F64 in the file). dropout < 0 takes the file's (0 if absent).
+ * lm_head.weight, if present, must equal transformer.wte.weight (the head
+ * is tied). NULL with a message. */
+tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, char *err, size_t errlen);
 
 /* The vocabulary stored in f ("vocab" metadata). */
 int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen);

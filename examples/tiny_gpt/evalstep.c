@@ -40,7 +40,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     }
     if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
     if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
-    if (!(in->m = checkpoint_load_model(in->wf, dt, err, errlen))) return -1;
+    if (!(in->m = checkpoint_load_model(in->wf, dt, 0.0, err, errlen))) return -1;
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
     if (!idx || !tgt) {
         snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);

@@ -78,7 +78,7 @@ int cmd_sample(int argc, char **argv)
     vocab v;
     size_t plen = strlen(prompt), bad = 0;
     if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_vocab(f, &v, err, sizeof err) ||
-        !(m = checkpoint_load_model(f, dt, err, sizeof err)))
+        !(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err)))
         goto fail;
     if (m->cfg.vocab_size != v.size) {
         snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",

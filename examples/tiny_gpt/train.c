@@ -22,7 +22,7 @@
 #include "tiny_gpt.h"
 
 typedef struct train_opts {
-    const char *data, *out, *dtype;
+    const char *data, *out, *dtype, *init;
     int n_layer, n_head, n_embd, block_size, batch_size;
     int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
     double lr, min_lr, weight_decay, beta2, grad_clip, dropout;
@@ -84,7 +84,7 @@ static int check_against_ckpt(const arg_spec *specs, int n, const char *flag, in
 
 int cmd_train(int argc, char **argv)
 {
-    train_opts o = {.data = NULL, .out = "out-tiny-gpt", .dtype = "f32", .n_layer = 4, .n_head = 4,
+    train_opts o = {.data = NULL, .init = NULL, .out = "out-tiny-gpt", .dtype = "f32", .n_layer = 4, .n_head = 4,
                     .n_embd = 128, .block_size = 64, .batch_size = 12, .steps = 2000, .warmup = 100,
                     .eval_interval = 250, .eval_iters = 200, .stop_at = 0, .log_interval = 10,
                     .lr = 1e-3, .min_lr = 1e-4, .weight_decay = 0.1, .beta2 = 0.99, .grad_clip = 1.0,
@@ -113,6 +113,7 @@ int cmd_train(int argc, char **argv)
         {"dtype", ARG_STRING, &o.dtype, 0, 0, "f32 or f64", 0},
         {"out", ARG_STRING, &o.out, 0, 0, "output directory", 0},
         {"resume", ARG_SWITCH, &o.resume, 0, 0, "continue from OUT/last.safetensors", 0},
+        {"init", ARG_STRING, &o.init, 0, 0, "start from these weights (nanoGPT names; e.g. from PyTorch)", 0},
         {"log-interval", ARG_I64, &o.log_interval, 1, 1e12, "steps between progress lines (when not a terminal)", 0},
         {"stop-at", ARG_I64, &o.stop_at, 0, 1e12, "stop after this step as if interrupted (0: never)", 0},
         {"corpus-chars", ARG_INT, &o.corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0},
@@ -166,12 +167,25 @@ int cmd_train(int argc, char **argv)
     tg_rng_seed(&ts.data_rng, (uint64_t)o.seed, 1);
     tg_rng_seed(&ts.drop_rng, (uint64_t)o.seed, 4);
     tg_adamw_config ac = {0.9, o.beta2, 1e-8, o.weight_decay};
-    if (o.resume) {
-        resume_file = tg_st_load(path_last, err, sizeof err);
+    if (o.resume && o.init) {
+        snprintf(err, sizeof err, "--resume and --init exclude each other");
+        goto fail;
+    }
+    if (o.resume || o.init) {
+        resume_file = tg_st_load(o.resume ? path_last : o.init, err, sizeof err);
         if (!resume_file) goto fail;
         tg_gpt_config c;
-        if (checkpoint_config(resume_file, &c, err, sizeof err) || checkpoint_vocab(resume_file, &v, err, sizeof err))
+        if (checkpoint_config(resume_file, &c, err, sizeof err)) goto fail;
+        if (tg_st_meta(resume_file, "vocab")) {
+            if (checkpoint_vocab(resume_file, &v, err, sizeof err)) goto fail;
+        } else {
+            vocab_build(&v, text, len);   /* weights from elsewhere: the data's sorted bytes */
+        }
+        if (v.size != c.vocab_size) {
+            snprintf(err, sizeof err, "the weights have vocab_size %d but the vocabulary has %d characters",
+                     c.vocab_size, v.size);
             goto fail;
+        }
         if (check_against_ckpt(specs, n_specs, "n-layer", o.n_layer, c.n_layer, err, sizeof err) ||
             check_against_ckpt(specs, n_specs, "n-head", o.n_head, c.n_head, err, sizeof err) ||
             check_against_ckpt(specs, n_specs, "n-embd", o.n_embd, c.n_embd, err, sizeof err) ||
@@ -182,11 +196,15 @@ int cmd_train(int argc, char **argv)
         o.n_embd = c.n_embd;
         o.block_size = c.block_size;
         o.bias = c.bias;
-        o.dropout = c.dropout;
-        m = checkpoint_load_model(resume_file, dt, err, sizeof err);
+        if (o.resume) o.dropout = c.dropout;
+        m = checkpoint_load_model(resume_file, dt, o.dropout, err, sizeof err);
         if (!m) goto fail;
         opt = tg_adamw_new(m->params, &ac);
-        if (!opt || checkpoint_load_train(resume_file, m, opt, &ts, err, sizeof err)) goto fail;
+        if (!opt) {
+            snprintf(err, sizeof err, "out of memory for the optimizer");
+            goto fail;
+        }
+        if (o.resume && checkpoint_load_train(resume_file, m, opt, &ts, err, sizeof err)) goto fail;
         size_t bad;
         int32_t probe;
         for (size_t i = 0; i < len; i++)
