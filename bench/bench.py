@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+"""tapegrad against PyTorch, side by side: one command, one table.
+
+    /usr/bin/python3 bench/bench.py --build build [--configs S,M,L,N]
+        [--threads 1,2] [--rounds 3] [--steps N] [--warmup W] [--json PATH]
+
+1. Builds bench_step and bench_sgemm in the CMake build folder --build
+   (configuring it first if it has no CMakeCache.txt).
+2. sgemm: bench_sgemm at each thread count, on 1024^3 and the linear-layer
+   shapes of the chosen configs, each repeated for 0.5 s. The peak at a
+   thread count is the highest median-call GFLOP/s over those shapes.
+3. Per config: bench_step --write-init writes the initial weights once;
+   then, per thread count and round, bench_step (tapegrad) and
+   bench/torch_ref.py (PyTorch) train from those weights on the same
+   batches. Rounds alternate which side goes first. Each side is pinned
+   to the thread count: OPENBLAS_NUM_THREADS=T and OMP_NUM_THREADS=T for
+   both, openblas_set_num_threads(T) in bench_step, torch.set_num_threads(T)
+   in torch_ref.py; PyTorch runs twice per round, with the environment's
+   OMP_WAIT_POLICY and with OMP_WAIT_POLICY=PASSIVE, and the variant
+   with the lower median is kept (a variant more than 1.5x slower than
+   the other in round 1 is not run again; a PyTorch run longer than
+   max(60 s, 10x the tapegrad run) is stopped and its variant dropped).
+   Warm-up steps are excluded.
+4. Prints markdown tables (stdout; progress goes to stderr) and writes
+   every raw run to --json (default BUILD/bench_results.json).
+
+Statistics: "median" is the median over every timed step of every round
+of one side; the bracket is [lowest, highest] of the per-round medians.
+ratio = tapegrad median / PyTorch median. tokens/s = B*T / median.
+
+FLOP per step (nanoGPT's estimate_mfu): tokens * (6 N + 12 L C T), with
+N the parameter count without the position embedding (wte counts: it is
+the tied LM head), L layers, C = n_embd = H * dh, T the block size,
+tokens = B * T. The attention term counts the full T x T (as nanoGPT),
+not the causal half. GFLOP/s = FLOP per step / median; "% peak" divides
+it by the sgemm peak at the same thread count.
+
+Loss agreement: both sides start from identical f32 weights and see
+identical batches; the tables give the largest |loss_tapegrad -
+loss_torch| over all steps (warm-up included) and at the last step,
+over every pair of runs with the same thread count.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(ROOT, "bench")
+
+# name: (n_layer, n_head, n_embd, block_size, batch, default steps, default warm-up)
+CONFIGS = {
+    "S": (2, 4, 64, 64, 16, 20, 3),
+    "M": (4, 4, 128, 128, 16, 8, 2),
+    "L": (6, 8, 256, 256, 8, 5, 1),
+    "N": (4, 4, 128, 64, 12, 15, 2),
+}
+VOCAB = 65
+SEED = 1337
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build(build_dir):
+    if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+        log("configuring %s" % build_dir)
+        subprocess.run(["cmake", "-S", ROOT, "-B", build_dir], check=True, stdout=subprocess.DEVNULL)
+    log("building bench_step and bench_sgemm in %s" % build_dir)
+    subprocess.run(["cmake", "--build", build_dir, "-j2", "--target", "bench_step", "bench_sgemm"],
+                   check=True, stdout=subprocess.DEVNULL)
+    exe = {n: os.path.join(build_dir, "bench", n) for n in ("bench_step", "bench_sgemm")}
+    for n, p in exe.items():
+        if not os.access(p, os.X_OK):
+            sys.exit("bench.py: %s was not built at %s" % (n, p))
+    return exe
+
+
+def env_for(threads, wait_policy=None):
+    env = dict(os.environ)
+    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    env["OMP_NUM_THREADS"] = str(threads)
+    if wait_policy:
+        env["OMP_WAIT_POLICY"] = wait_policy
+    return env
+
+
+def run_json(cmd, env, timeout=None):
+    """The JSON line a benchmark prints; None if it ran past timeout seconds."""
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0:
+        sys.exit("bench.py: %s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        sys.exit("bench.py: %s printed no JSON:\n%s\n%s" % (" ".join(cmd), p.stdout, p.stderr))
+
+
+def flop_per_step(cfg, n_params):
+    nl, nh, c, t, b = cfg[:5]
+    n = n_params - t * c   # without wpe (block_size, C)
+    return b * t * (6 * n + 12 * nl * c * t)
+
+
+def sgemm_shapes(names):
+    shapes = ["1024x1024x1024"]
+    for name in names:
+        nl, nh, c, t, b = CONFIGS[name][:5]
+        bt = b * t
+        for n, k in ((3 * c, c), (4 * c, c), (c, 4 * c), (VOCAB, c)):   # c_attn, c_fc, mlp c_proj, lm head
+            s = "%dx%dx%d:nt" % (bt, n, k)
+            if s not in shapes:
+                shapes.append(s)
+    return shapes
+
+
+def summarize(runs):
+    steps = [v for r in runs for v in r["ms"]]
+    meds = [r["median_ms"] for r in runs]
+    return {"median": statistics.median(steps), "lo": min(meds), "hi": max(meds),
+            "rss_kb": max(r["peak_rss_kb"] for r in runs)}
+
+
+def loss_diffs(tg_runs, th_runs):
+    worst_all = worst_last = 0.0
+    for a in tg_runs:
+        for b in th_runs:
+            d = [abs(x - y) for x, y in zip(a["losses"], b["losses"])]
+            worst_all = max(worst_all, max(d))
+            worst_last = max(worst_last, d[-1])
+    return worst_all, worst_last
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--build", default="build", help="CMake build folder (default: build)")
+    ap.add_argument("--configs", default="S,M,L,N", help="comma-separated subset of S,M,L,N")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--rounds", type=int, default=3, help="runs per side per config and thread count")
+    ap.add_argument("--steps", type=int, help="timed steps per run (default: per config, 5 to 20)")
+    ap.add_argument("--warmup", type=int, help="warm-up steps per run (default: per config, 1 to 3)")
+    ap.add_argument("--no-passive", action="store_true", help="skip PyTorch's OMP_WAIT_POLICY=PASSIVE runs")
+    ap.add_argument("--json", help="raw results (default: BUILD/bench_results.json)")
+    args = ap.parse_args()
+
+    names = [s.strip().upper() for s in args.configs.split(",") if s.strip()]
+    bad = [n for n in names if n not in CONFIGS]
+    if bad or not names:
+        sys.exit("bench.py: unknown config(s) %s; choose from %s" % (bad, ",".join(CONFIGS)))
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        sys.exit("bench.py: --threads must be comma-separated integers")
+    if args.rounds < 1 or (args.steps is not None and args.steps < 1) or \
+            (args.warmup is not None and args.warmup < 0) or min(threads) < 1:
+        sys.exit("bench.py: --rounds, --steps, --threads must be >= 1 and --warmup >= 0")
+    build_dir = os.path.abspath(args.build)
+    exe = build(build_dir)
+    json_path = args.json or os.path.join(build_dir, "bench_results.json")
+    work = os.path.join(build_dir, "bench_work")
+    os.makedirs(work, exist_ok=True)
+    t_start = time.time()
+    load_start = os.getloadavg()
+
+    # ---- sgemm peak ----
+    shapes = sgemm_shapes(names)
+    sgemm = {}
+    for t in threads:
+        log("sgemm, %d thread(s): %s" % (t, " ".join(shapes)))
+        sgemm[t] = run_json([exe["bench_sgemm"], "--threads", str(t), "--min-time", "0.5"] + shapes,
+                            env_for(t))["results"]
+    peak = {t: max(x["median_gflops"] for x in sgemm[t]) for t in threads}
+
+    # ---- training steps ----
+    variants = [None] if args.no_passive else [None, "PASSIVE"]
+    results = {}
+    for name in names:
+        cfg = CONFIGS[name]
+        nl, nh, c, blk, b = cfg[:5]
+        steps = args.steps if args.steps is not None else cfg[5]
+        warm = args.warmup if args.warmup is not None else cfg[6]
+        wpath = os.path.join(work, "init_%s.safetensors" % name)
+        size_flags = ["--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c),
+                      "--block-size", str(blk), "--vocab", str(VOCAB)]
+        init = run_json([exe["bench_step"]] + size_flags + ["--batch-size", str(b), "--steps", "1",
+                        "--warmup", "0", "--seed", str(SEED), "--write-init", wpath], env_for(1))
+        for t in threads:
+            common = ["--batch-size", str(b), "--steps", str(steps), "--warmup", str(warm),
+                      "--threads", str(t), "--seed", str(SEED)]
+            tg_cmd = [exe["bench_step"], "--init", wpath] + common
+            th_cmd = [sys.executable, os.path.join(HERE, "torch_ref.py"), "--init", wpath] + common
+            runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}}
+            live = list(variants)   # PyTorch variants still being run
+            dropped = {}
+            tg_wall = None
+            for r in range(args.rounds):
+                order = ["tg"] + ["th%d" % i for i in range(len(variants))]
+                if r % 2:
+                    order.reverse()
+                for who in order:
+                    if who == "tg":
+                        t0 = time.time()
+                        res = run_json(tg_cmd, env_for(t))
+                        tg_wall = tg_wall or time.time() - t0
+                        runs["tapegrad"].append(res)
+                        log("%s t%d round %d tapegrad: median %.1f ms, loss %.6f"
+                            % (name, t, r + 1, res["median_ms"], res["loss"]))
+                        continue
+                    v = variants[int(who[2:])]
+                    if v not in live:
+                        continue
+                    # a PyTorch setting whose threads fight (minutes per step) is cut short
+                    res = run_json(th_cmd, env_for(t, v), timeout=max(60.0, 10 * tg_wall))
+                    label = "torch%s" % (" PASSIVE" if v else "")
+                    if res is None:
+                        live.remove(v)
+                        dropped[str(v)] = "timed out after %.0f s in round %d" % (max(60.0, 10 * tg_wall), r + 1)
+                        log("%s t%d round %d %s: %s, dropped" % (name, t, r + 1, label, dropped[str(v)]))
+                        continue
+                    runs["torch"][str(v)].append(res)
+                    log("%s t%d round %d %s: median %.1f ms, loss %.6f"
+                        % (name, t, r + 1, label, res["median_ms"], res["loss"]))
+                if r == 0 and len(live) > 1:
+                    # keep only the PyTorch settings within 1.5x of its best first round
+                    meds = {v: runs["torch"][str(v)][0]["median_ms"] for v in live}
+                    best = min(meds.values())
+                    for v in list(live):
+                        if meds[v] > 1.5 * best:
+                            live.remove(v)
+                            dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (meds[v] / best)
+                            log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+            runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
+            if not runs["torch"]:
+                sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
+            results["%s/%d" % (name, t)] = {"config": name, "threads": t, "steps": steps, "warmup": warm,
+                                            "n_params": init["n_params"], "runs": runs,
+                                            "torch_dropped": dropped}
+
+    # ---- tables ----
+    rows, agree = [], []
+    for key, res in results.items():
+        name, t = res["config"], res["threads"]
+        cfg = CONFIGS[name]
+        tg = summarize(res["runs"]["tapegrad"])
+        th_all = {v: summarize(rs) for v, rs in res["runs"]["torch"].items()}
+        best_v = min(th_all, key=lambda v: th_all[v]["median"])
+        th = th_all[best_v]
+        fl = flop_per_step(cfg, res["n_params"])
+        tok = cfg[3] * cfg[4]
+        g_tg, g_th = fl / (tg["median"] / 1e3) / 1e9, fl / (th["median"] / 1e3) / 1e9
+        th_runs_all = [r for rs in res["runs"]["torch"].values() for r in rs]
+        d_all, d_last = loss_diffs(res["runs"]["tapegrad"], th_runs_all)
+        tg_losses = {tuple(r["losses"]) for r in res["runs"]["tapegrad"]}
+        res.update(flop_per_step=fl, torch_best_variant=best_v, tapegrad_summary=tg, torch_summary=th_all)
+        rows.append("| %s (%d,%d,%d,%d,%d) | %d | %.1f [%.1f-%.1f] | %.1f [%.1f-%.1f]%s | **%.2f** | %.0f / %.0f "
+                    "| %.0f / %.0f | %.1f (%.0f%%) / %.1f (%.0f%%) |"
+                    % (name, *cfg[:5], t, tg["median"], tg["lo"], tg["hi"], th["median"], th["lo"], th["hi"],
+                       " P" if best_v == "PASSIVE" else "", tg["median"] / th["median"], tok / tg["median"] * 1e3,
+                       tok / th["median"] * 1e3, tg["rss_kb"] / 1024, th["rss_kb"] / 1024,
+                       g_tg, 100 * g_tg / peak[t], g_th, 100 * g_th / peak[t]))
+        a = res["runs"]["tapegrad"][0]
+        b = th_runs_all[0]
+        agree.append("| %s | %d | %d | %.4f / %.4f | %.4f / %.4f | %.1e | %.1e | %s |"
+                     % (name, t, len(a["losses"]), a["losses"][0], b["losses"][0], a["loss"], b["loss"],
+                        d_all, d_last, "yes" if len(tg_losses) == 1 else "NO"))
+
+    print("\n### Training step, tapegrad vs PyTorch %s\n" % _torch_version())
+    print("ms/step: median over all timed steps of %d rounds [lowest-highest round median]; "
+          "PyTorch: best of default / OMP_WAIT_POLICY=PASSIVE (P). "
+          "Achieved GFLOP/s (nanoGPT formula) with %% of the sgemm peak at the same thread count.\n"
+          % args.rounds)
+    print("| config (L,H,C,T,B) | threads | tapegrad ms/step | PyTorch ms/step | ratio tg/pt "
+          "| tokens/s tg / pt | peak RSS MB tg / pt | GFLOP/s tg / pt |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+    print("\n### Loss agreement (same f32 init, same batches)\n")
+    print("| config | threads | steps | first loss tg / pt | last loss tg / pt | max abs diff, all steps "
+          "| abs diff, last step | tapegrad runs identical |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(agree))
+    print("\n### sgemm (OpenBLAS; GFLOP/s of the median call, best call in brackets)\n")
+    print("| shape MxNxK | " + " | ".join("%d thread%s" % (t, "s" if t > 1 else "") for t in threads) + " |")
+    print("| --- |" + " --- |" * len(threads))
+    for i, s in enumerate(shapes):
+        print("| %s | " % s + " | ".join("%.1f (%.1f)" % (sgemm[t][i]["median_gflops"], sgemm[t][i]["gflops"])
+                                         for t in threads) + " |")
+    print("| **peak (highest median)** | " + " | ".join("**%.1f**" % peak[t] for t in threads) + " |")
+    dropped = ["%s at %d thread(s): PyTorch %s %s" % (r["config"], r["threads"], v if v != "None" else "default", why)
+               for r in results.values() for v, why in r["torch_dropped"].items()]
+    if dropped:
+        print("\nPyTorch settings dropped: " + "; ".join(dropped) + ".")
+    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
+          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
+
+    with open(json_path, "w") as f:
+        json.dump({"sgemm": sgemm, "peak_gflops": peak, "results": results}, f, indent=1)
+
+
+def _torch_version():
+    try:
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return out.stdout.strip()
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()

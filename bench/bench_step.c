@@ -1,0 +1,292 @@
+/* bench_step: times tapegrad GPT training steps, for bench/bench.py.
+ *
+ *   bench_step --n-layer L --n-head H --n-embd C --block-size T
+ *              --batch-size B [--vocab 65] [--steps 20] [--warmup 3]
+ *              [--threads 1] [--seed 1337] [--lr 1e-3]
+ *              [--init W.safetensors] [--write-init PATH]
+ *
+ * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout.
+ * Weights: from --init (nanoGPT names, config in __metadata__, which then
+ * overrides the size flags), else nanoGPT's init seeded with --seed.
+ * --write-init writes the initial weights in that format before training
+ * (what bench/torch_ref.py loads, so both sides start identical).
+ *
+ * One training step: forward, loss (mean cross-entropy), backward, global
+ * gradient-norm clip to 1.0, AdamW (lr constant --lr, betas 0.9/0.99,
+ * eps 1e-8, weight decay 0.1 on 2-D tensors), zero the gradients, reset
+ * the graph. W warm-up steps then N timed steps; only the timed ones are
+ * reported.
+ *
+ * Batches: PCG32 (core/rng.c) seeded with (seed, stream 7). For each step,
+ * for each row b < B, T+1 tokens: the first tg_rng_below(V), each next
+ * (previous + 1 + tg_rng_below(4)) mod V, a chain a model can learn
+ * (entropy ln 4 = 1.386 nats per token after the first), so the loss
+ * falls from ln V and two implementations that train differently part
+ * ways. idx is the first T tokens of a row, targets the last T. All
+ * batches are drawn before timing; bench/torch_ref.py draws the
+ * identical stream.
+ *
+ * Output: one JSON object on stdout:
+ *   {"impl", "config": {...}, "threads", "warmup", "steps",
+ *    "ms": [per timed step], "median_ms", "min_ms", "tokens_per_s"
+ *    (B*T / median), "peak_rss_kb" (getrusage ru_maxrss),
+ *    "losses": [every step, warm-up included, before its update],
+ *    "loss": the last step's loss, "n_params"} */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "tapegrad.h"
+
+#define DATA_STREAM 7u
+
+typedef struct opts {
+    int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads;
+    long long seed;
+    double lr;
+    const char *init, *write_init;
+} opts;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
+                    "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
+                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH]\n");
+}
+
+/* --name value pairs; returns 0, or -1 with a message in err */
+static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
+{
+    struct {
+        const char *name;
+        int *ip;
+        long lo, hi;
+    } ints[] = {
+        {"--n-layer", &o->n_layer, 1, 1024},  {"--n-head", &o->n_head, 1, 1024},
+        {"--n-embd", &o->n_embd, 1, 65536},   {"--block-size", &o->block_size, 1, 1 << 20},
+        {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
+        {"--steps", &o->steps, 1, 1 << 24},   {"--warmup", &o->warmup, 0, 1 << 24},
+        {"--threads", &o->threads, 1, 1024},
+    };
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            snprintf(err, errlen, "%s needs a value", a);
+            return -1;
+        }
+        char *end;
+        bool done = false;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+            if (strcmp(a, ints[k].name)) continue;
+            long x = strtol(v, &end, 10);
+            if (end == v || *end || x < ints[k].lo || x > ints[k].hi) {
+                snprintf(err, errlen, "%s: '%s' is not an integer in [%ld, %ld]", a, v, ints[k].lo, ints[k].hi);
+                return -1;
+            }
+            *ints[k].ip = (int)x;
+            done = true;
+        }
+        if (done) continue;
+        if (!strcmp(a, "--seed")) {
+            o->seed = strtoll(v, &end, 10);
+            if (end == v || *end || o->seed < 0) {
+                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--lr")) {
+            o->lr = strtod(v, &end);
+            if (end == v || *end || !(o->lr >= 0)) {
+                snprintf(err, errlen, "--lr: '%s' is not a non-negative number", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--init")) o->init = v;
+        else if (!strcmp(a, "--write-init")) o->write_init = v;
+        else {
+            snprintf(err, errlen, "unknown flag '%s'", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* config from the file's __metadata__ (as examples/tiny_gpt writes it) */
+static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || end == s || *end || v < 1 || v > (1 << 24)) {
+        snprintf(err, errlen, "weights metadata '%s' is missing or not a positive integer", key);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static tg_gpt *load_model(const opts *o, char *err, size_t errlen)
+{
+    tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, o->block_size, o->vocab, false, 0.0};
+    if (!o->init) return tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err, errlen);
+    tg_st_file *f = tg_st_load(o->init, err, errlen);
+    if (!f) return NULL;
+    tg_gpt *m = NULL;
+    const char *b = tg_st_meta(f, "bias");
+    if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
+        meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
+        meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
+        meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen))
+        goto out;
+    cfg.bias = b && !strcmp(b, "true");
+    if (!(m = tg_gpt_new(&cfg, TG_F32, 0, err, errlen))) goto out;
+    if (tg_st_load_params(m->params, f, err, errlen)) {
+        tg_gpt_free(m);
+        m = NULL;
+    }
+out:
+    tg_st_free(f);
+    return m;
+}
+
+static int write_init(const tg_gpt *m, const char *path, char *err, size_t errlen)
+{
+    const tg_gpt_config *c = &m->cfg;
+    char v[5][16];
+    int x[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
+    for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
+    const char *meta[] = {"n_layer",    v[0], "n_head",     v[1], "n_embd", v[2],
+                          "block_size", v[3], "vocab_size", v[4], "bias",   c->bias ? "true" : "false",
+                          "dropout",    "0",  "format",     "tapegrad bench_step"};
+    return tg_st_save_params(m->params, path, meta, 8, err, errlen);
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 1337, 1e-3, NULL, NULL};
+    char err[1024];
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage();
+        return 0;
+    }
+    if (parse_args(argc, argv, &o, err, sizeof err)) {
+        fprintf(stderr, "bench_step: %s\n", err);
+        usage();
+        return 2;
+    }
+    if (!o.init && (!o.n_layer || !o.n_head || !o.n_embd || !o.block_size)) {
+        fprintf(stderr, "bench_step: give --n-layer, --n-head, --n-embd and --block-size, or --init\n");
+        return 2;
+    }
+    if (!o.batch) {
+        fprintf(stderr, "bench_step: --batch-size is required\n");
+        return 2;
+    }
+    openblas_set_num_threads(o.threads);
+
+    int rc = 1;
+    tg_graph *g = NULL;
+    tg_adamw *opt = NULL;
+    int32_t *toks = NULL;
+    double *ms = NULL, *sorted = NULL, *losses = NULL;
+    tg_gpt *m = load_model(&o, err, sizeof err);
+    if (!m) goto fail;
+    if (o.write_init && write_init(m, o.write_init, err, sizeof err)) goto fail;
+
+    const int B = o.batch, T = m->cfg.block_size, V = m->cfg.vocab_size, S = o.warmup + o.steps;
+    g = tg_graph_new();
+    opt = tg_adamw_new(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1});
+    toks = tg_malloc((size_t)S * B * (T + 1) * sizeof *toks);
+    ms = tg_calloc((size_t)S, sizeof *ms);
+    sorted = tg_calloc((size_t)S, sizeof *sorted);
+    losses = tg_calloc((size_t)S, sizeof *losses);
+    if (!g || !opt || !toks || !ms || !sorted || !losses) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    tg_rng r;
+    tg_rng_seed(&r, (uint64_t)o.seed, DATA_STREAM);
+    for (size_t row = 0; row < (size_t)S * B; row++) {   /* a learnable chain: see the top comment */
+        int32_t *tk = toks + row * (T + 1);
+        tk[0] = (int32_t)tg_rng_below(&r, (uint32_t)V);
+        for (int t = 1; t <= T; t++) tk[t] = (int32_t)((tk[t - 1] + 1 + (int32_t)tg_rng_below(&r, 4)) % V);
+    }
+
+    tg_graph_set_training(g, true);   /* dropout is 0 anyway */
+    for (int s = 0; s < S; s++) {
+        const int32_t *rows = toks + (size_t)s * B * (T + 1);   /* (B,T+1) */
+        double t0 = now_ms();
+        tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
+        tg_tensor *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
+        if (!x || !y) {
+            snprintf(err, sizeof err, "%s", tg_graph_error(g));
+            goto fail;
+        }
+        for (int b = 0; b < B; b++) {
+            memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
+            memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
+        }
+        tg_tensor *loss = tg_gpt_loss(g, m, x, y);   /* () */
+        if (tg_graph_backward(g, loss) != 0) {
+            snprintf(err, sizeof err, "step %d: %s", s, tg_graph_error(g));
+            goto fail;
+        }
+        losses[s] = tg_tensor_item(loss);
+        double norm = tg_clip_grad_norm(m->params, 1.0);
+        if (!isfinite(norm) || !isfinite(losses[s])) {
+            snprintf(err, sizeof err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
+            goto fail;
+        }
+        tg_adamw_step(opt, o.lr);
+        tg_params_zero_grad(m->params);
+        tg_graph_reset(g);
+        ms[s] = now_ms() - t0;
+    }
+
+    const double *timed = ms + o.warmup;
+    memcpy(sorted, timed, (size_t)o.steps * sizeof *sorted);
+    qsort(sorted, (size_t)o.steps, sizeof *sorted, cmp_double);
+    double median = o.steps % 2 ? sorted[o.steps / 2] : 0.5 * (sorted[o.steps / 2 - 1] + sorted[o.steps / 2]);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+
+    const tg_gpt_config *c = &m->cfg;
+    printf("{\"impl\": \"tapegrad\", \"config\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
+           "\"block_size\": %d, \"vocab_size\": %d, \"batch_size\": %d}, \"threads\": %d, \"warmup\": %d, "
+           "\"steps\": %d, \"n_params\": %lld, \"ms\": [",
+           c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, B, o.threads, o.warmup, o.steps,
+           (long long)tg_params_numel(m->params));
+    for (int s = 0; s < o.steps; s++) printf("%s%.4f", s ? ", " : "", timed[s]);
+    printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"peak_rss_kb\": %ld, \"losses\": [",
+           median, sorted[0], (double)B * T / (median / 1e3), ru.ru_maxrss);
+    for (int s = 0; s < S; s++) printf("%s%.9g", s ? ", " : "", losses[s]);
+    printf("], \"loss\": %.9g}\n", losses[S - 1]);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "bench_step: %s\n", err);
+done:
+    tg_free(toks);
+    tg_free(ms);
+    tg_free(sorted);
+    tg_free(losses);
+    tg_adamw_free(opt);
+    tg_graph_free(g);
+    tg_gpt_free(m);
+    return rc;
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""PyTorch side of the training-step benchmark (bench/bench.py); the twin
+of bench/bench_step.c.
+
+    torch_ref.py --init W.safetensors --batch-size B [--steps 20]
+                 [--warmup 3] [--threads 1] [--seed 1337] [--lr 1e-3]
+
+The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT
+in float32, loaded from the weights bench_step --write-init wrote, no
+dropout. A step: forward, loss, backward, clip_grad_norm_ 1.0, AdamW as
+torch_gpt.configure_adamw (lr constant, betas 0.9/0.99, eps 1e-8, weight
+decay 0.1 on 2-D tensors, per-tensor loop), zero_grad(set_to_none=True).
+
+Batches: the same PCG32 stream as bench_step (core/rng.c ported below),
+seeded (seed, stream 7): per row, T+1 tokens, the first below(V), each
+next (previous + 1 + below(4)) mod V; idx the first T, targets the last
+T. Drawn before timing.
+
+Prints the same JSON object as bench_step ("impl": "torch"), plus
+"omp_wait_policy" (the environment's OMP_WAIT_POLICY or null) and
+"rss_after_import_kb" (ru_maxrss once torch is imported, before the
+model exists).
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_gpt as tg  # noqa: E402
+
+M64 = (1 << 64) - 1
+PCG_MULT = 6364136223846793005
+DATA_STREAM = 7
+
+
+class PCG32:
+    """core/rng.c: PCG32, XSH-RR output on a 64-bit LCG."""
+
+    def __init__(self, seed, stream):
+        self.state = 0
+        self.inc = ((stream << 1) | 1) & M64
+        self._step()
+        self.state = (self.state + seed) & M64
+        self._step()
+
+    def _step(self):
+        old = self.state
+        self.state = (old * PCG_MULT + self.inc) & M64
+        xorshifted = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
+        rot = old >> 59
+        return ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & 0xFFFFFFFF
+
+    def below(self, n):
+        threshold = ((1 << 32) - n) % n   # (uint32_t)(-n) % n
+        while True:
+            x = self._step()
+            if x >= threshold:
+                return x % n
+
+
+def make_batches(seed, steps, batch, block, vocab):
+    """(steps, B, T+1) int64 tokens, in bench_step's order."""
+    r = PCG32(seed, DATA_STREAM)
+    toks = np.empty((steps, batch, block + 1), dtype=np.int64)
+    for s in range(steps):
+        for b in range(batch):
+            row = toks[s, b]
+            prev = r.below(vocab)
+            row[0] = prev
+            for t in range(1, block + 1):
+                prev = (prev + 1 + r.below(4)) % vocab
+                row[t] = prev
+    return toks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--init", required=True, help="weights written by bench_step --write-init")
+    ap.add_argument("--batch-size", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    args = ap.parse_args()
+    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.threads < 1:
+        sys.exit("torch_ref: --steps, --batch-size, --threads must be >= 1, --warmup >= 0")
+
+    torch.set_num_threads(args.threads)
+    rss_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = tg.load_model(args.init, torch.float32, dropout=0.0)
+    cfg = model.cfg
+    B, T, V = args.batch_size, cfg["block_size"], cfg["vocab_size"]
+    n_total = args.warmup + args.steps
+    toks = torch.from_numpy(make_batches(args.seed, n_total, B, T, V))
+    opt = tg.configure_adamw(model, args.lr, 0.1, 0.99)
+    model.train()
+
+    ms, losses = [], []
+    for s in range(n_total):
+        t0 = time.perf_counter()
+        x, y = toks[s, :, :T], toks[s, :, 1:]
+        _, loss = model(x, y)
+        loss.backward()
+        tg.clip_grads(model, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        lv = loss.item()
+        ms.append((time.perf_counter() - t0) * 1e3)
+        losses.append(lv)
+
+    timed = ms[args.warmup:]
+    out = {
+        "impl": "torch",
+        "config": {"n_layer": cfg["n_layer"], "n_head": cfg["n_head"], "n_embd": cfg["n_embd"],
+                   "block_size": T, "vocab_size": V, "batch_size": B},
+        "threads": torch.get_num_threads(), "warmup": args.warmup, "steps": args.steps,
+        "n_params": sum(p.numel() for p in model.parameters()),
+        "ms": [round(v, 4) for v in timed],
+        "median_ms": float(np.median(timed)), "min_ms": min(timed),
+        "tokens_per_s": B * T / (float(np.median(timed)) / 1e3),
+        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "rss_after_import_kb": rss_import,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "losses": losses, "loss": losses[-1],
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
