@@ -2,12 +2,13 @@
  * Plain arithmetic with no libm calls and no data-dependent branches (only
  * selects), so loops over them vectorise at -O3. f64 kernels keep libm.
  *
- * tg_fexp(x), x clamped to [-87, 0] by the caller's needs (see below):
+ * tg_fexp(x) for x in [-87, 0]:
  *   x = k ln2 + r, k = round(x / ln2), |r| <= ln2 / 2 (ln2 split in a high
  *   part exact in f32 and a low part); e^r by its Taylor series to r^7
  *   (truncation < 6e-9 relative); 2^k built from the exponent bits. Relative
  *   error a few f32 ulps. Inputs below -87 are clamped to -87 (e^-87 ~ 1.6e-38,
- *   the smallest result kept normal); inputs above 0 are not supported.
+ *   the smallest result kept normal), NaN to -87 and inputs above 0 to 0
+ *   (so 2^k never overflows; callers select such lanes away or never pass them).
  *
  * tg_fphi(z, &e) = Phi(z sqrt 2) = (1 + erf z) / 2, and e = exp(-z^2):
  *   a = |z| < 3/4: erf a = a S(a^2), S a degree-5 polynomial;
@@ -42,7 +43,8 @@ static inline float tg_fsel(int c, float a, float b)
 
 static inline float tg_fexp(float x)
 {
-    x = tg_fsel(x > -87.0f, x, -87.0f);
+    x = tg_fsel(x > -87.0f, x, -87.0f); /* NaN too: any input gives a defined result */
+    x = tg_fsel(x < 0.0f, x, 0.0f);
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float t = x * 1.44269504088896341f + shifter;
     int32_t bits;
