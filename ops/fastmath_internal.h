@@ -28,6 +28,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Hot f32 loops are also compiled for AVX2 (8 lanes instead of SSE2's 4)
+ * and picked at load time on CPUs that have it (GCC on x86-64 Linux). ISO C
+ * mode keeps -ffp-contract=off, so both clones round identically. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define TG_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TG_VEC_CLONES
+#endif
+
 /* c ? a : b through bit masks: no branch for the compiler to make of it,
  * so both sides are computed and the loop vectorises */
 static inline float tg_fsel(int c, float a, float b)

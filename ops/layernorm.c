@@ -25,6 +25,7 @@
 #include "ops.h"
 
 #include "../core/op.h"
+#include "fastmath_internal.h"
 
 #define DEFINE_LAYERNORM(T)                                                                   \
     /* mean/rstd may be NULL (nothing recorded): then nothing is saved */                    \
@@ -87,7 +88,7 @@ enum { LANES = 4 };
 
 /* sum_j (x_j - c) (x_j - c) * sq + (x_j - c) * (1 - sq), i.e. sum (x - c)
  * when sq = 0 and sum (x - c)^2 when sq = 1 */
-static double sum_f32(const float *restrict x, int C, double c, int sq)
+static inline double sum_f32(const float *restrict x, int C, double c, int sq)
 {
     double s[LANES] = {0};
     int j = 0;
@@ -103,7 +104,7 @@ static double sum_f32(const float *restrict x, int C, double c, int sq)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
+TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
                         float *y, double *mean, double *rstd)
 {
     for (int64_t r = 0; r < rows; r++) {
@@ -124,7 +125,7 @@ static void forward_f32(int64_t rows, int C, const float *x, const float *w, con
     }
 }
 
-static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
+TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
                          const double *mean, const double *rstd, float *gx, float *gw, float *gb)
 {
     for (int64_t r = 0; r < rows; r++) {

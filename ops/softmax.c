@@ -124,7 +124,7 @@ DEFINE_SOFTMAX(double, exp, log)
  * OR per element; the row is rescanned for the exact element only on error. */
 enum { LANES = 8 };
 
-static float row_max_f32(const float *restrict x, const uint8_t *restrict blk, int n, int *bad)
+static inline float row_max_f32(const float *restrict x, const uint8_t *restrict blk, int n, int *bad)
 {
     float mx[LANES];
     int bd[LANES];
@@ -145,7 +145,7 @@ static float row_max_f32(const float *restrict x, const uint8_t *restrict blk, i
     return m;
 }
 
-static float row_sum_f32(const float *restrict y, int n)
+static inline float row_sum_f32(const float *restrict y, int n)
 {
     float s[LANES] = {0};
     for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
@@ -155,7 +155,7 @@ static float row_sum_f32(const float *restrict y, int n)
     return t;
 }
 
-static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
                        const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
                        int64_t *where)
 {
@@ -191,7 +191,7 @@ static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], con
     return SCORES_OK;
 }
 
-static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n)
+TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n)
 {
     for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
         const float *restrict pr = p, *restrict dpr = dp;
@@ -208,7 +208,7 @@ static void softmax_backward_f32(const float *p, const float *dp, float *dx, int
     }
 }
 
-static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n)
+TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n)
 {
     for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
         const float *restrict yr = y, *restrict dyr = dy;

@@ -92,7 +92,7 @@ DEFINE_UNARY(float)
 DEFINE_UNARY(double)
 
 /* f32 GELU (erf): y = x Phi(x), dx += dy (Phi(x) + x phi(x)) */
-static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
+TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
 {
     for (int64_t i = 0; i < n; i++) {
         float e;
@@ -100,8 +100,8 @@ static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict
     }
 }
 
-static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
-                              float *restrict dx)
+TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
+                                            float *restrict dx)
 {
     for (int64_t i = 0; i < n; i++) {
         float e, cdf = tg_fphi(x[i] * (float)INV_SQRT2, &e);
