@@ -95,6 +95,58 @@ START_TEST(gelu_f32_matches_f64_formula)
 }
 END_TEST
 
+/* f32 softmax / log_softmax rows of 37 (4 full 8-lane blocks and a tail)
+ * against the f64 kernel (a separate code path, unchanged), forward and
+ * backward, with no mask, a (5,37) mask (stride 1) and a (5,1) mask
+ * broadcast along the row (stride 0, copied per row): blocked keys give 0
+ * (softmax) / -inf (log_softmax) and zero gradient. Then a NaN at an allowed
+ * key inside the vector part is named by its element. */
+START_TEST(softmax_f32_matches_f64)
+{
+    enum { R = 15, N = 37 };
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x64 = tt_randn(g, TT_SHAPE(3, 5, N), 40), *dy64 = tt_randn(g, TT_SHAPE(3, 5, N), 41);
+    float x32v[R * N], dy32v[R * N];
+    for (int i = 0; i < R * N; i++) {
+        x32v[i] = (float)(3 * ((double *)x64->data)[i]);
+        ((double *)x64->data)[i] = x32v[i];
+        dy32v[i] = (float)((double *)dy64->data)[i];
+        ((double *)dy64->data)[i] = dy32v[i];
+    }
+    bool full[5 * N], col[5];
+    for (int i = 0; i < 5 * N; i++) full[i] = (i % N) > (i / N) * 7; /* causal-like */
+    for (int i = 0; i < 5; i++) col[i] = i == 2;                      /* all of row 2 blocked */
+    for (int mk = 0; mk < 3; mk++)
+        for (int lg = 0; lg < 2; lg++) {
+            tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(3, 5, N), x32v);
+            ck_assert_int_eq(tg_tensor_set_requires_grad(g, x32, true), 0);
+            memset(x64->grad, 0, sizeof(double) * R * N); /* a leaf: its gradient accumulates */
+            tg_tensor *mask = mk == 0 ? NULL
+                              : mk == 1 ? tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, N), full)
+                                        : tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, 1), col);
+            int fl = TG_SOFTMAX_ZERO_BLOCKED_ROWS;
+            if (lg && mk == 2) continue; /* log_softmax has no zero-row option */
+            tg_tensor *y32 = lg ? tg_log_softmax(g, x32, mask) : tg_softmax_ex(g, x32, mask, fl);
+            tg_tensor *y64 = lg ? tg_log_softmax(g, x64, mask) : tg_softmax_ex(g, x64, mask, fl);
+            ck_assert_msg(y32 && y64, "%s", tg_graph_error(g));
+            ck_assert_int_eq(tg_graph_backward_seeded(g, y32, dy32v), 0);
+            ck_assert_int_eq(tg_graph_backward_seeded(g, y64, dy64->data), 0);
+            for (int i = 0; i < R * N; i++) {
+                double a = ((float *)y32->data)[i], b = ((double *)y64->data)[i];
+                if (isinf(b)) ck_assert_msg(a == b, "y[%d] %g, want %g", i, a, b);
+                else ck_assert_msg(fabs(a - b) <= 4e-7 * (1 + fabs(b)), "mask %d log %d: y[%d] %.9g, want %.9g", mk, lg, i, a, b);
+                double ga = ((float *)x32->grad)[i], gb = ((double *)x64->grad)[i];
+                ck_assert_msg(fabs(ga - gb) <= 2e-6 * (1 + fabs(gb)), "mask %d log %d: dx[%d] %.9g, want %.9g", mk, lg, i, ga, gb);
+                if (mk == 2 && (i / N) % 5 == 2) ck_assert(ga == 0 && a == 0);
+            }
+        }
+    x32v[3 * N + 12] = NAN;
+    ck_assert_ptr_null(tg_softmax(g, tg_tensor_from(g, TG_F32, TT_SHAPE(3, 5, N), x32v), NULL));
+    tt_assert_error(g, "softmax: score NaN at element 123 (index (0,3,12)) of x f32 (3,5,37)");
+    tg_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ops_speedcheck");
@@ -103,6 +155,7 @@ int main(void)
     tcase_add_test(tc, phi_matches_libm_erf);
     tcase_add_test(tc, fexp_matches_libm_exp);
     tcase_add_test(tc, gelu_f32_matches_f64_formula);
+    tcase_add_test(tc, softmax_f32_matches_f64);
     suite_add_tcase(s, tc);
     return tt_run(s);
 }
