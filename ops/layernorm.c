@@ -25,6 +25,7 @@
 #include "ops.h"
 
 #include "../core/op.h"
+#include "fastmath_internal.h"
 
 #define DEFINE_LAYERNORM(T)                                                                   \
     /* mean/rstd may be NULL (nothing recorded): then nothing is saved */                    \
@@ -77,8 +78,101 @@
         }                                                                                     \
     }
 
-DEFINE_LAYERNORM(float)
 DEFINE_LAYERNORM(double)
+
+/* ---- f32: the same arithmetic per element (statistics still in double),
+ * with the row sums in 4 partial lanes so they vectorise instead of running
+ * one dependent add per element. Only the order of the double sums changes
+ * (rounding ~1e-16 relative, invisible after the f32 cast). */
+enum { LANES = 4 };
+
+/* sum_j (x_j - c) (x_j - c) * sq + (x_j - c) * (1 - sq), i.e. sum (x - c)
+ * when sq = 0 and sum (x - c)^2 when sq = 1 */
+static inline double sum_f32(const float *restrict x, int C, double c, int sq)
+{
+    double s[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= C; j += LANES)
+        for (int k = 0; k < LANES; k++) {
+            const double d = (double)x[j + k] - c;
+            s[k] += sq ? d * d : d;
+        }
+    for (int k = 0; j < C; j++, k++) {
+        const double d = (double)x[j] - c;
+        s[k] += sq ? d * d : d;
+    }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
+                        float *y, double *mean, double *rstd)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict xr = x + r * C; /* (C) */
+        float *restrict yr = y + r * C;       /* (C) */
+        const double m = sum_f32(xr, C, 0, 0) / C;
+        const double v = sum_f32(xr, C, m, 1) / C;
+        const double s = 1.0 / sqrt(v + eps);
+        if (w && b)
+            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s * w[j] + b[j]);
+        else if (w)
+            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s * w[j]);
+        else if (b)
+            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s + b[j]);
+        else
+            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s);
+        if (mean) mean[r] = m, rstd[r] = s;
+    }
+}
+
+TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
+                         const double *mean, const double *rstd, float *gx, float *gw, float *gb)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict xr = x + r * C, *restrict dyr = dy + r * C; /* (C) */
+        const double m = mean[r], s = rstd[r];
+        if (gx) {
+            double mg[LANES] = {0}, mgh[LANES] = {0}; /* sum(g), sum(g * xhat) in lanes */
+            int j = 0;
+            if (w)
+                for (; j + LANES <= C; j += LANES)
+                    for (int k = 0; k < LANES; k++) {
+                        const double h = ((double)xr[j + k] - m) * s, gj = (double)dyr[j + k] * w[j + k];
+                        mg[k] += gj;
+                        mgh[k] += gj * h;
+                    }
+            else
+                for (; j + LANES <= C; j += LANES)
+                    for (int k = 0; k < LANES; k++) {
+                        const double h = ((double)xr[j + k] - m) * s, gj = dyr[j + k];
+                        mg[k] += gj;
+                        mgh[k] += gj * h;
+                    }
+            for (int k = 0; j < C; j++, k++) {
+                const double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j];
+                mg[k] += gj;
+                mgh[k] += gj * h;
+            }
+            const double a = ((mg[0] + mg[1]) + (mg[2] + mg[3])) / C;
+            const double c = ((mgh[0] + mgh[1]) + (mgh[2] + mgh[3])) / C;
+            float *restrict gxr = gx + r * C;
+            if (w)
+                for (int jj = 0; jj < C; jj++) {
+                    const double h = ((double)xr[jj] - m) * s;
+                    gxr[jj] += (float)(s * ((double)dyr[jj] * w[jj] - a - h * c));
+                }
+            else
+                for (int jj = 0; jj < C; jj++) {
+                    const double h = ((double)xr[jj] - m) * s;
+                    gxr[jj] += (float)(s * ((double)dyr[jj] - a - h * c));
+                }
+        }
+        if (gw)
+            for (int j = 0; j < C; j++) gw[j] += (float)(dyr[j] * (((double)xr[j] - m) * s));
+        if (gb)
+            for (int j = 0; j < C; j++) gb[j] += dyr[j];
+    }
+}
 
 static void layernorm_backward(tg_graph *g, tg_node *nd)
 {
@@ -89,7 +183,7 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad(g, x), *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
     if (tg_graph_error(g)) return;
     const void *wd = w ? w->data : NULL;
-    if (y->dtype == TG_F32) backward_float(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
+    if (y->dtype == TG_F32) backward_f32(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
     else backward_double(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
 }
 
@@ -142,7 +236,7 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, d
     if (tg_graph_error(g)) return NULL;
     double *mean = stats, *rstd = stats ? stats + rows : NULL;
     const void *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
-    if (y->dtype == TG_F32) forward_float(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
+    if (y->dtype == TG_F32) forward_f32(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
     else forward_double(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
     return tg_graph_error(g) ? NULL : y;
 }

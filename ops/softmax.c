@@ -31,13 +31,16 @@
  * has no normaliser; it is an error unless TG_SOFTMAX_ZERO_BLOCKED_ROWS is
  * set, in which case the row's output is all zeros and its gradient zero.
  * A NaN or +inf score at an allowed key is an error naming the element.
- * Scores at blocked keys are never read, so they may hold anything. */
+ * Scores at blocked keys are never read, so they may hold anything.
+ *
+ * f32 runs its own row kernels (below), vectorised with a call-free exp. */
 #include <math.h>
 #include <stdio.h>
 
 #include "ops.h"
 
 #include "../core/op.h"
+#include "fastmath_internal.h"
 
 enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
 
@@ -110,8 +113,118 @@ enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
         }                                                                                       \
     }
 
-DEFINE_SOFTMAX(float, expf, logf)
 DEFINE_SOFTMAX(double, exp, log)
+
+/* ---- f32: vectorisable row kernels ------------------------------------
+ * Same maths as above with the call-free exp of fastmath_internal.h (error
+ * a few f32 ulps) and the branches turned into selects; the row maximum
+ * and sums run in 8 partial lanes (the max is exact; the sums round in a
+ * different order, well within f32 rounding). blk[j] != 0 marks a blocked
+ * key (a row of zeros when there is no mask). The NaN / +inf check is one
+ * OR per element; the row is rescanned for the exact element only on error. */
+enum { LANES = 8 };
+
+static inline float row_max_f32(const float *restrict x, const uint8_t *restrict blk, int n, int *bad)
+{
+    float mx[LANES];
+    int bd[LANES];
+    for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;
+    for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
+        for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
+            const int j = j0 + k, al = blk[j] == 0;
+            const float v = x[j];
+            bd[k] |= al & ((v != v) | (v == INFINITY));
+            const float vm = tg_fsel(al, v, -INFINITY);
+            mx[k] = tg_fsel(vm > mx[k], vm, mx[k]);
+        }
+    float m = -INFINITY;
+    for (int k = 0; k < LANES; k++) {
+        m = mx[k] > m ? mx[k] : m;
+        *bad |= bd[k];
+    }
+    return m;
+}
+
+static inline float row_sum_f32(const float *restrict y, int n)
+{
+    float s[LANES] = {0};
+    for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
+        for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) s[k] += y[j0 + k];
+    float t = 0;
+    for (int k = 0; k < LANES; k++) t += s[k];
+    return t;
+}
+
+TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
+                       int64_t *where)
+{
+    const int n = dim[3];
+    FOR_EACH_ROW(dim) {
+        ROW_MASK(m, ms)
+        const float *restrict px = x + r * n;
+        float *restrict py = y + r * n;
+        const uint8_t *restrict blk = rowmask; /* zeros unless filled below */
+        if (pm && ms[3] == 1) blk = pm;
+        else if (pm)
+            for (int j = 0; j < n; j++) rowmask[j] = pm[j * ms[3]];
+        int bad = 0;
+        const float mx = row_max_f32(px, blk, n, &bad);
+        if (bad) {
+            for (int j = 0; j < n; j++)
+                if (!blk[j] && (isnan(px[j]) || px[j] == INFINITY)) { *where = r * n + j; return BAD_SCORE; }
+        }
+        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
+            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            for (int j = 0; j < n; j++) py[j] = 0;
+            continue;
+        }
+        for (int j = 0; j < n; j++) py[j] = tg_fsel(blk[j] == 0, tg_fexp(px[j] - mx), 0.0f);
+        const float sum = row_sum_f32(py, n);
+        if (log_out) {
+            const float lse = logf(sum);
+            for (int j = 0; j < n; j++) py[j] = tg_fsel(blk[j] == 0, (px[j] - mx) - lse, -INFINITY);
+        } else {
+            for (int j = 0; j < n; j++) py[j] /= sum;
+        }
+    }
+    return SCORES_OK;
+}
+
+TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n)
+{
+    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
+        const float *restrict pr = p, *restrict dpr = dp;
+        float *restrict dxr = dx;
+        float s[LANES] = {0};
+        for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
+            for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
+                const int j = j0 + k;
+                s[k] += tg_fsel(pr[j] != 0, pr[j] * dpr[j], 0.0f);
+            }
+        float st = 0;
+        for (int k = 0; k < LANES; k++) st += s[k];
+        for (int j = 0; j < n; j++) dxr[j] += tg_fsel(pr[j] != 0, pr[j] * (dpr[j] - st), 0.0f);
+    }
+}
+
+TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n)
+{
+    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
+        const float *restrict yr = y, *restrict dyr = dy;
+        float *restrict dxr = dx;
+        float s[LANES] = {0};
+        for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
+            for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
+                const int j = j0 + k;
+                s[k] += tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f);
+            }
+        float st = 0;
+        for (int k = 0; k < LANES; k++) st += s[k];
+        for (int j = 0; j < n; j++)
+            dxr[j] += tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f);
+    }
+}
 
 /* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
 static void softmax_node_backward(tg_graph *g, tg_node *nd)
@@ -122,8 +235,8 @@ static void softmax_node_backward(tg_graph *g, tg_node *nd)
     const int n = x->shape[x->ndim - 1];
     const int64_t rows = x->numel / n;
     if (x->dtype == TG_F32) {
-        if (nd->iarg[0]) log_softmax_backward_float(y->data, y->grad, gx, rows, n);
-        else softmax_backward_float(y->data, y->grad, gx, rows, n);
+        if (nd->iarg[0]) log_softmax_backward_f32(y->data, y->grad, gx, rows, n);
+        else softmax_backward_f32(y->data, y->grad, gx, rows, n);
     } else {
         if (nd->iarg[0]) log_softmax_backward_double(y->data, y->grad, gx, rows, n);
         else softmax_backward_double(y->data, y->grad, gx, rows, n);
@@ -160,8 +273,14 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
     const uint8_t *m = mask ? mask->data : NULL;
     const bool zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS);
     int64_t where = 0;
-    int status = x->dtype == TG_F32 ? forward_float(x->data, y->data, dim, m, ms, log_out, zero_rows, &where)
-                                    : forward_double(x->data, y->data, dim, m, ms, log_out, zero_rows, &where);
+    int status;
+    if (x->dtype == TG_F32) {
+        uint8_t *rowmask = tg_arena_zalloc(g, (size_t)dim[3]); /* (n) */
+        if (!rowmask) return NULL;
+        status = forward_f32(x->data, y->data, dim, m, ms, log_out, zero_rows, rowmask, &where);
+    } else {
+        status = forward_double(x->data, y->data, dim, m, ms, log_out, zero_rows, &where);
+    }
     if (status == BAD_SCORE) {
         double v = tg_tensor_get(x, where);
         return tg_fail(g, "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "

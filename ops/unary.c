@@ -14,12 +14,16 @@
  *              k = sqrt(2 / pi), c = 0.044715
  *                                         f' = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2,
  *                                         t = tanh u
+ *
+ * f32 GELU (erf) uses the call-free Phi and exp of fastmath_internal.h, so
+ * its loops vectorise (error of Phi <= 1e-7, float rounding); f64 keeps libm.
  */
 #include <tgmath.h>
 
 #include "ops.h"
 
 #include "../core/op.h"
+#include "fastmath_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
 static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
@@ -30,7 +34,7 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define GELU_C 0.044715
 
 #define DEFINE_UNARY(T)                                                                     \
-    static void forward_##T(int op, T s, int64_t n, const T *x, T *y)                       \
+    static void forward_##T(int op, T s, int64_t n, const T *restrict x, T *restrict y)                    \
     {                                                                                       \
         switch (op) {                                                                       \
         case SCALE: for (int64_t i = 0; i < n; i++) y[i] = s * x[i]; break;                 \
@@ -52,8 +56,8 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
             break;                                                                          \
         }                                                                                   \
     }                                                                                       \
-    static void backward_##T(int op, T s, int64_t n, const T *x, const T *y, const T *dy,   \
-                             T *dx)                                                         \
+    static void backward_##T(int op, T s, int64_t n, const T *restrict x, const T *restrict y, \
+                             const T *restrict dy, T *restrict dx)                          \
     {                                                                                       \
         switch (op) {                                                                       \
         case SCALE: for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i]; break;              \
@@ -87,12 +91,32 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 DEFINE_UNARY(float)
 DEFINE_UNARY(double)
 
+/* f32 GELU (erf): y = x Phi(x), dx += dy (Phi(x) + x phi(x)) */
+TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float e;
+        y[i] = x[i] * tg_fphi(x[i] * (float)INV_SQRT2, &e);
+    }
+}
+
+TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
+                                            float *restrict dx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float e, cdf = tg_fphi(x[i] * (float)INV_SQRT2, &e);
+        dx[i] += dy[i] * (cdf + x[i] * ((float)INV_SQRT_2PI * e));
+    }
+}
+
 static void unary_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *y = nd->out;
     void *dx = tg_grad(g, x);
     if (!dx) return;
-    if (x->dtype == TG_F32)
+    if (x->dtype == TG_F32 && nd->iarg[0] == GELU)
+        gelu_backward_f32(x->numel, x->data, y->grad, dx);
+    else if (x->dtype == TG_F32)
         backward_float(nd->iarg[0], (float)nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
     else
         backward_double(nd->iarg[0], nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
@@ -122,7 +146,8 @@ static tg_tensor *unary(tg_graph *g, int op, tg_tensor *x, double s)
     if (!check_domain(g, op, x)) return NULL;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
-    if (x->dtype == TG_F32) forward_float(op, (float)s, x->numel, x->data, y->data);
+    if (x->dtype == TG_F32 && op == GELU) gelu_forward_f32(x->numel, x->data, y->data);
+    else if (x->dtype == TG_F32) forward_float(op, (float)s, x->numel, x->data, y->data);
     else forward_double(op, s, x->numel, x->data, y->data);
     tg_node *nd = tg_op_record(g, NAMES[op], unary_backward, y, 1, in);
     if (nd) {
