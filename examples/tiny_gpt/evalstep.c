@@ -19,7 +19,8 @@ typedef struct inputs {
     tg_st_file *wf, *bf;
     tg_gpt *m;
     int B, T;
-    tg_tensor *idx, *targets;   /* (B,T) i32, on g */
+    tg_graph *batch_graph;      /* holds idx and targets; never reset */
+    tg_tensor *idx, *targets;   /* (B,T) i32 */
 } inputs;
 
 static void inputs_free(inputs *in)
@@ -27,11 +28,12 @@ static void inputs_free(inputs *in)
     tg_gpt_free(in->m);
     tg_st_free(in->wf);
     tg_st_free(in->bf);
+    tg_graph_free(in->batch_graph);
 }
 
-/* Loads weights and batch, and puts idx/targets on g. */
-static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, tg_graph *g, char *err,
-                       size_t errlen)
+/* Loads weights and batch. idx/targets live on their own graph, so the
+ * graph the steps run on can be reset without losing them. */
+static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, char *err, size_t errlen)
 {
     memset(in, 0, sizeof *in);
     if (!init || !batch) {
@@ -58,10 +60,11 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
                  in->m->cfg.block_size);
         return -1;
     }
-    in->idx = tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T});
-    in->targets = tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T});
+    tg_graph *g = in->batch_graph = tg_graph_new();
+    in->idx = g ? tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T}) : NULL;
+    in->targets = g ? tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T}) : NULL;
     if (!in->idx || !in->targets) {
-        snprintf(err, errlen, "%s", tg_graph_error(g));
+        snprintf(err, errlen, "out of memory for the batch");
         return -1;
     }
     if (tg_st_copy_to(idx, in->idx, err, errlen) || tg_st_copy_to(tgt, in->targets, err, errlen)) return -1;
@@ -101,7 +104,7 @@ int cmd_eval(int argc, char **argv)
     inputs in;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, g, err, sizeof err)) goto fail;
+    if (load_inputs(&in, init, batch, dt, err, sizeof err)) goto fail;
     double loss = loss_and_grads(&in, g, err, sizeof err);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
@@ -171,15 +174,13 @@ int cmd_step(int argc, char **argv)
     tg_adamw *opt = NULL;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, g, err, sizeof err)) goto fail;
+    if (load_inputs(&in, init, batch, dt, err, sizeof err)) goto fail;
     opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd});
     if (!opt) {
         snprintf(err, sizeof err, "out of memory for the optimizer");
         goto fail;
     }
-    /* idx and targets live on g: keep them, drop only each step's graph */
     for (int64_t s = 0; s < steps; s++) {
-        tg_graph_set_grad_enabled(g, true);
         double loss = loss_and_grads(&in, g, err, sizeof err);
         if (isnan(loss)) goto fail;
         if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m->params, clip))) {
@@ -189,12 +190,6 @@ int cmd_step(int argc, char **argv)
         tg_adamw_step(opt, lr);
         printf("step %lld loss %.17g\n", (long long)s, loss);
         tg_graph_reset(g);
-        /* the batch was on g: put it back */
-        in.idx = tg_tensor_new(g, TG_I32, 2, (int[]){in.B, in.T});
-        in.targets = tg_tensor_new(g, TG_I32, 2, (int[]){in.B, in.T});
-        if (tg_st_copy_to(tg_st_find(in.bf, "idx"), in.idx, err, sizeof err) ||
-            tg_st_copy_to(tg_st_find(in.bf, "targets"), in.targets, err, sizeof err))
-            goto fail;
     }
     /* keep the input's vocabulary, if it had one */
     vocab v = {0};
