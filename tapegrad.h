@@ -10,6 +10,7 @@
 #include "core/gradcheck.h"
 #include "core/op.h"
 #include "core/alloc.h"
+#include "core/parallel.h"
 #include "core/safetensors.h"
 #include "ops/ops.h"
 #include "nn/nn.h"

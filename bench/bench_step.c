@@ -32,7 +32,6 @@
  *    (B*T / median), "peak_rss_kb" (getrusage ru_maxrss),
  *    "losses": [every step, warm-up included, before its update],
  *    "loss": the last step's loss, "n_params"} */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +196,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_step: --batch-size is required\n");
         return 2;
     }
-    openblas_set_num_threads(o.threads);
+    tg_set_num_threads(o.threads);
 
     int rc = 1;
     tg_graph *g = NULL;

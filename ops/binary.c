@@ -8,32 +8,38 @@
  * Where an operand was broadcast, its gradient is dy summed over the
  * broadcast dimensions. The loops walk the output's index space with each
  * operand's stride (0 along a broadcast dimension), so the walk that reads
- * a broadcast value in the forward adds into it in the backward. */
+ * a broadcast value in the forward adds into it in the backward. The runs
+ * are shared out among threads, except in a backward that sums over a
+ * broadcast operand. */
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
+
+#define BINARY_GRAIN 16384   /* elements per thread, at least */
 
 enum { ADD, SUB, MUL, DIV };
 static const char *const NAMES[] = {"add", "sub", "mul", "div"};
 
-/* Opens a loop over the contiguous runs of the output's last dimension:
+/* Opens a loop over runs [lo, hi) of the output's last dimension:
  * inside, pa/pb/py (and pga/pgb/pdy) point at the run's first elements,
  * n is its length, xa/xb the operands' strides along it. */
-#define FOR_EACH_RUN(bc)                                                        \
-    for (int64_t d0 = 0, i = 0; d0 < (bc)->dim[0]; d0++)                        \
-        for (int64_t d1 = 0; d1 < (bc)->dim[1]; d1++)                           \
-            for (int64_t d2 = 0; d2 < (bc)->dim[2]; d2++, i += (bc)->dim[3])
+#define FOR_EACH_RUN(bc, lo, hi)                                                \
+    for (int64_t r = (lo), i = r * (bc)->dim[3]; r < (hi); r++, i += (bc)->dim[3])
 
 #define RUN_OFFSETS(bc)                                                         \
+    const int64_t d2 = r % (bc)->dim[2], d1 = r / (bc)->dim[2] % (bc)->dim[1];  \
+    const int64_t d0 = r / ((int64_t)(bc)->dim[2] * (bc)->dim[1]);              \
     const int64_t oa = d0 * (bc)->stride[0][0] + d1 * (bc)->stride[0][1] + d2 * (bc)->stride[0][2]; \
     const int64_t ob = d0 * (bc)->stride[1][0] + d1 * (bc)->stride[1][1] + d2 * (bc)->stride[1][2]; \
     const int n = (bc)->dim[3];                                                 \
     const int64_t xa = (bc)->stride[0][3], xb = (bc)->stride[1][3];
 
 #define DEFINE_BINARY(T)                                                                    \
-    static void forward_##T(int op, const tg_bcast *bc, const T *a, const T *b, T *y)       \
+    static void forward_##T(int op, const tg_bcast *bc, const T *a, const T *b, T *y,        \
+                           int64_t lo, int64_t hi)                                          \
     {                                                                                       \
-        FOR_EACH_RUN(bc) {                                                                  \
+        FOR_EACH_RUN(bc, lo, hi) {                                                                  \
             RUN_OFFSETS(bc)                                                                 \
             const T *pa = a + oa, *pb = b + ob;                                             \
             T *py = y + i;                                                                  \
@@ -46,9 +52,9 @@ static const char *const NAMES[] = {"add", "sub", "mul", "div"};
         }                                                                                   \
     }                                                                                       \
     static void backward_##T(int op, const tg_bcast *bc, const T *a, const T *b,            \
-                             const T *y, const T *dy, T *ga, T *gb)                         \
+                             const T *y, const T *dy, T *ga, T *gb, int64_t lo, int64_t hi) \
     {                                                                                       \
-        FOR_EACH_RUN(bc) {                                                                  \
+        FOR_EACH_RUN(bc, lo, hi) {                                                                  \
             RUN_OFFSETS(bc)                                                                 \
             const T *pa = a + oa, *pb = b + ob, *py = y + i, *pdy = dy + i;                 \
             if (ga) {                                                                       \
@@ -74,14 +80,42 @@ static const char *const NAMES[] = {"add", "sub", "mul", "div"};
 DEFINE_BINARY(float)
 DEFINE_BINARY(double)
 
+/* One pass over the output's runs, cut across threads. */
+typedef struct binary_job {
+    int op;
+    const tg_bcast *bc;
+    tg_dtype dt;
+    const void *a, *b, *y, *dy;
+    void *out, *ga, *gb;   /* out: y in the forward; ga, gb: gradients in the backward */
+} binary_job;
+
+static void binary_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const binary_job *j = ctx;
+    if (j->out && j->dt == TG_F32) forward_float(j->op, j->bc, j->a, j->b, j->out, lo, hi);
+    else if (j->out) forward_double(j->op, j->bc, j->a, j->b, j->out, lo, hi);
+    else if (j->dt == TG_F32) backward_float(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, lo, hi);
+    else backward_double(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, lo, hi);
+}
+
+/* Runs the job over every run; in threads unless a broadcast operand's
+ * gradient is being summed (two runs would add into the same elements). */
+static void binary_run(binary_job *j, bool threads)
+{
+    const tg_bcast *bc = j->bc;
+    const int64_t runs = (int64_t)bc->dim[0] * bc->dim[1] * bc->dim[2];
+    if (threads) tg_parallel_for(runs, 1 + BINARY_GRAIN / bc->dim[3], binary_part, j);
+    else binary_part(j, 0, runs);
+}
+
 static void binary_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *a = nd->in[0], *b = nd->in[1], *y = nd->out;
     tg_bcast bc;
     tg_broadcast(a, b, &bc);
-    void *ga = tg_grad(g, a), *gb = tg_grad(g, b);
-    if (y->dtype == TG_F32) backward_float(nd->iarg[0], &bc, a->data, b->data, y->data, y->grad, ga, gb);
-    else backward_double(nd->iarg[0], &bc, a->data, b->data, y->data, y->grad, ga, gb);
+    binary_job j = {nd->iarg[0], &bc, y->dtype, a->data, b->data, y->data, y->grad, NULL, tg_grad(g, a),
+                    tg_grad(g, b)};
+    binary_run(&j, (!j.ga || a->numel == y->numel) && (!j.gb || b->numel == y->numel));
 }
 
 static tg_tensor *binary(tg_graph *g, int op, tg_tensor *a, tg_tensor *b)
@@ -104,8 +138,8 @@ static tg_tensor *binary(tg_graph *g, int op, tg_tensor *a, tg_tensor *b)
             }
     tg_tensor *y = tg_op_output(g, a->dtype, bc.ndim, bc.shape);
     if (!y) return NULL;
-    if (y->dtype == TG_F32) forward_float(op, &bc, a->data, b->data, y->data);
-    else forward_double(op, &bc, a->data, b->data, y->data);
+    binary_job j = {op, &bc, y->dtype, a->data, b->data, NULL, NULL, y->data, NULL, NULL};
+    binary_run(&j, true);
     tg_node *nd = tg_op_record(g, name, binary_backward, y, 2, in);
     if (nd) nd->iarg[0] = op;
     return tg_graph_error(g) ? NULL : y;

@@ -19,12 +19,17 @@
  *
  * (dx: d xhat_i / d x_k = rstd * (delta_ik - 1/C - xhat_i xhat_k / C);
  * contracting with g gives the line above. With C = 1, xhat = 0 and the
- * output is b, and dx = 0.) */
+ * output is b, and dx = 0.)
+ *
+ * Rows are shared out among threads; dw and db are summed in double per
+ * thread, then the per-thread sums in thread order (the same order for a
+ * given thread count), and rounded to the dtype once. */
 #include <math.h>
 
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
 #include "fastmath_internal.h"
 
 #define DEFINE_LAYERNORM(T)                                                                   \
@@ -51,7 +56,7 @@
         }                                                                                     \
     }                                                                                         \
     static void backward_##T(int64_t rows, int C, const T *x, const T *w, const T *dy,       \
-                             const double *mean, const double *rstd, T *gx, T *gw, T *gb)     \
+                             const double *mean, const double *rstd, T *gx, double *gw, double *gb) \
     {                                                                                         \
         for (int64_t r = 0; r < rows; r++) {                                                  \
             const T *xr = x + r * C, *dyr = dy + r * C; /* (C) */                             \
@@ -72,7 +77,7 @@
                 }                                                                             \
             }                                                                                 \
             if (gw)                                                                           \
-                for (int j = 0; j < C; j++) gw[j] += (T)(dyr[j] * (((double)xr[j] - m) * s)); \
+                for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);   \
             if (gb)                                                                           \
                 for (int j = 0; j < C; j++) gb[j] += dyr[j];                                  \
         }                                                                                     \
@@ -126,7 +131,7 @@ TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const
 }
 
 TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
-                         const double *mean, const double *rstd, float *gx, float *gw, float *gb)
+                         const double *mean, const double *rstd, float *gx, double *gw, double *gb)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * C, *restrict dyr = dy + r * C; /* (C) */
@@ -168,9 +173,57 @@ TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, cons
                 }
         }
         if (gw)
-            for (int j = 0; j < C; j++) gw[j] += (float)(dyr[j] * (((double)xr[j] - m) * s));
+            for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);
         if (gb)
             for (int j = 0; j < C; j++) gb[j] += dyr[j];
+    }
+}
+
+/* Rows of one layernorm pass, shared out among threads. In the backward,
+ * each part sums its rows' dw and db in double into its own zeroed (C)
+ * rows of pgw, pgb; those are added up in part order after. */
+typedef struct ln_job {
+    tg_dtype dt;
+    int C;
+    double eps;
+    const void *x, *w, *b, *dy;
+    void *y, *gx;
+    double *pgw, *pgb;   /* (parts, C) each, or NULL */
+    double *mean, *rstd;
+} ln_job;
+
+#define LN_GRAIN 16384   /* elements per thread, at least */
+
+static void ln_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const ln_job *j = ctx;
+    const int C = j->C;
+    const int64_t o = lo * C, rows = hi - lo;
+    const size_t es = tg_dtype_size(j->dt), po = (size_t)tg_parallel_part() * C;
+    const char *x = (const char *)j->x + o * es;
+    double *mean = j->mean ? j->mean + lo : NULL, *rstd = j->rstd ? j->rstd + lo : NULL;
+    if (!j->dy) {
+        char *y = (char *)j->y + o * es;
+        if (j->dt == TG_F32) forward_f32(rows, C, (const float *)x, j->w, j->b, j->eps, (float *)y, mean, rstd);
+        else forward_double(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
+        return;
+    }
+    const char *dy = (const char *)j->dy + o * es;
+    char *gx = j->gx ? (char *)j->gx + o * es : NULL;
+    double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
+    if (j->dt == TG_F32)
+        backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, gw, gb);
+    else backward_double(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, gw, gb);
+}
+
+/* acc[i] += the sum over parts of part[p * n + i], rounded once to acc's dtype */
+static void add_partials(tg_dtype dt, void *acc, const double *part, int parts, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int p = 0; p < parts; p++) s += part[(size_t)p * n + i];
+        if (dt == TG_F32) ((float *)acc)[i] += (float)s;
+        else ((double *)acc)[i] += s;
     }
 }
 
@@ -179,12 +232,17 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     tg_tensor *x = nd->in[0], *w = nd->in[1], *y = nd->out; /* x, y (..., C); w (C) or NULL */
     const int C = x->shape[x->ndim - 1];
     const int64_t rows = x->numel / C;
-    const double *mean = nd->saved, *rstd = mean + rows; /* (rows) each */
-    void *gx = tg_grad(g, x), *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
+    double *mean = nd->saved, *rstd = mean + rows; /* (rows) each */
+    void *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
+    const int nt = tg_num_threads();
+    ln_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .mean = mean,
+                .rstd = rstd, .gx = tg_grad(g, x),
+                .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (nt, C) */
+                .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (nt, C) */
     if (tg_graph_error(g)) return;
-    const void *wd = w ? w->data : NULL;
-    if (y->dtype == TG_F32) backward_f32(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
-    else backward_double(rows, C, x->data, wd, y->grad, mean, rstd, gx, gw, gb);
+    tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
+    if (gw) add_partials(y->dtype, gw, j.pgw, nt, C);
+    if (gb) add_partials(y->dtype, gb, j.pgb, nt, C);
 }
 
 /* Checks that p (w or b, may be NULL) is a float (C) tensor of x's dtype. */
@@ -235,8 +293,8 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, d
     }
     if (tg_graph_error(g)) return NULL;
     double *mean = stats, *rstd = stats ? stats + rows : NULL;
-    const void *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
-    if (y->dtype == TG_F32) forward_f32(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
-    else forward_double(rows, C, x->data, wd, bd, eps, y->data, mean, rstd);
+    ln_job j = {.dt = y->dtype, .C = C, .eps = eps, .x = x->data, .w = w ? w->data : NULL,
+                .b = b ? b->data : NULL, .y = y->data, .mean = mean, .rstd = rstd};
+    tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
     return tg_graph_error(g) ? NULL : y;
 }

@@ -15,10 +15,10 @@
  * W^T and dY^T are BLAS transpose flags, and the backward gemms run with
  * beta = 1 straight into the gradient buffers: nothing is copied. A 1-D x
  * (in) is one row and gives y (out). */
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
+#include "gemm_internal.h"
 #include "ops.h"
 
 #include "../core/op.h"
@@ -29,22 +29,22 @@
         if (b)                                                                                  \
             for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b, (size_t)out * sizeof(T)); \
         /* (rows,out) = (rows,in) @ (out,in)^T [+ y] */                                         \
-        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1, x, in, w, in, b ? 1 : 0, y, out); \
+        GEMM(false, true, rows, out, in, 1, x, in, w, in, b ? 1 : 0, y, out); \
     }                                                                                           \
     static void backward_##T(int rows, int in, int out, const T *x, const T *w, const T *dy,    \
                              T *gx, T *gw, T *gb)                                               \
     {                                                                                           \
         if (gx) /* (rows,in) += (rows,out) @ (out,in) */                                        \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1, dy, out, w, in, 1, gx, in); \
+            GEMM(false, false, rows, in, out, 1, dy, out, w, in, 1, gx, in); \
         if (gw) /* (out,in) += (rows,out)^T @ (rows,in) */                                      \
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1, dy, out, x, in, 1, gw, in); \
+            GEMM(true, false, out, in, rows, 1, dy, out, x, in, 1, gw, in); \
         if (gb) /* (out) += column sums of (rows,out) */                                        \
             for (int r = 0; r < rows; r++)                                                      \
                 for (int j = 0; j < out; j++) gb[j] += dy[(int64_t)r * out + j];                \
     }
 
-DEFINE_LINEAR(float, cblas_sgemm)
-DEFINE_LINEAR(double, cblas_dgemm)
+DEFINE_LINEAR(float, tg_gemm_f32)
+DEFINE_LINEAR(double, tg_gemm_f64)
 
 static void linear_backward(tg_graph *g, tg_node *nd)
 {

@@ -19,13 +19,19 @@
  *
  * 1-D operands (NumPy): a 1-D a (K) is the row (1,K) and a 1-D b (K) the
  * column (K,1); the added dimension is left out of Y's shape. Contiguous
- * data is the same either way, so this is bookkeeping on shapes only. */
-#include <cblas.h>
+ * data is the same either way, so this is bookkeeping on shapes only.
+
+ *
+ * Threads: a folded product is one gemm, split by rows inside; unfolded
+ * batches are shared out among threads, except in a backward where a
+ * broadcast operand's gradient is summed over batches (then in order). */
 #include <limits.h>
 
+#include "gemm_internal.h"
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
 
 /* How a and b combine: the gemm sizes and the output batches. */
 typedef struct mm_plan {
@@ -73,67 +79,94 @@ static const char *mm_plan_make(const tg_tensor *a, const tg_tensor *b, mm_plan 
     return NULL;
 }
 
-/* Opens a loop over the output batches; BATCH_OFFSETS(p) then declares
- * oa, ob, oy: the element offsets of this batch's matrices in a, b, y. */
-#define FOR_EACH_BATCH(p)                                                                   \
-    for (int64_t i0 = 0; i0 < (p)->bdim[0]; i0++)                                           \
-        for (int64_t i1 = 0; i1 < (p)->bdim[1]; i1++)
+/* The element offsets of output batch `bi`'s matrices in a, b and y. */
+static void batch_offsets(const mm_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oy)
+{
+    const int64_t i0 = bi / p->bdim[1], i1 = bi % p->bdim[1];
+    *oa = (i0 * p->sa[0] + i1 * p->sa[1]) * p->M * p->K;
+    *ob = (i0 * p->sb[0] + i1 * p->sb[1]) * p->K * p->N;
+    *oy = bi * p->M * p->N;
+}
 
-#define BATCH_OFFSETS(p)                                                                    \
-    const int64_t oa = (i0 * (p)->sa[0] + i1 * (p)->sa[1]) * (p)->M * (p)->K;               \
-    const int64_t ob = (i0 * (p)->sb[0] + i1 * (p)->sb[1]) * (p)->K * (p)->N;               \
-    const int64_t oy = (i0 * (p)->bdim[1] + i1) * (p)->M * (p)->N;
+/* One product job: the forward, or the backward's dA and dB products. */
+typedef struct mm_job {
+    const mm_plan *p;
+    const void *a, *b, *dy;
+    void *y, *ga, *gb;
+} mm_job;
 
 #define DEFINE_MATMUL(T, GEMM)                                                              \
-    static void forward_##T(const mm_plan *p, const T *a, const T *b, T *y)                 \
+    static void forward_##T(void *ctx, int64_t lo, int64_t hi)                              \
     {                                                                                       \
+        const mm_job *j = ctx;                                                              \
+        const mm_plan *p = j->p;                                                            \
+        const T *a = j->a, *b = j->b;                                                       \
+        T *y = j->y;                                                                        \
         const int M = p->M, K = p->K, N = p->N;                                             \
         if (p->fold) {                                                                      \
             const int rows = p->bdim[0] * p->bdim[1] * M;                                   \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, N, K, 1, a, K, b, N, 0, y, N); \
+            GEMM(false, false, rows, N, K, 1, a, K, b, N, 0, y, N);                         \
             return;                                                                         \
         }                                                                                   \
-        FOR_EACH_BATCH(p) {                                                                 \
-            BATCH_OFFSETS(p)                                                                \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1, a + oa, K, b + ob, N, 0, \
-                 y + oy, N);                                                                \
+        for (int64_t bi = lo; bi < hi; bi++) {                                              \
+            int64_t oa, ob, oy;                                                             \
+            batch_offsets(p, bi, &oa, &ob, &oy);                                            \
+            GEMM(false, false, M, N, K, 1, a + oa, K, b + ob, N, 0, y + oy, N);             \
         }                                                                                   \
     }                                                                                       \
-    static void backward_##T(const mm_plan *p, const T *a, const T *b, const T *dy, T *ga,  \
-                             T *gb)                                                         \
+    static void backward_##T(void *ctx, int64_t lo, int64_t hi)                             \
     {                                                                                       \
+        const mm_job *j = ctx;                                                              \
+        const mm_plan *p = j->p;                                                            \
+        const T *a = j->a, *b = j->b, *dy = j->dy;                                          \
+        T *ga = j->ga, *gb = j->gb;                                                         \
         const int M = p->M, K = p->K, N = p->N;                                             \
         if (p->fold) {                                                                      \
             const int rows = p->bdim[0] * p->bdim[1] * M;                                   \
             if (ga) /* (rows,K) += (rows,N) @ (K,N)^T */                                    \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, rows, K, N, 1, dy, N, b, N, 1, ga, K); \
+                GEMM(false, true, rows, K, N, 1, dy, N, b, N, 1, ga, K);                    \
             if (gb) /* (K,N) += (rows,K)^T @ (rows,N) */                                    \
-                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, rows, 1, a, K, dy, N, 1, gb, N); \
+                GEMM(true, false, K, N, rows, 1, a, K, dy, N, 1, gb, N);                    \
             return;                                                                         \
         }                                                                                   \
-        FOR_EACH_BATCH(p) {                                                                 \
-            BATCH_OFFSETS(p)                                                                \
+        for (int64_t bi = lo; bi < hi; bi++) {                                              \
+            int64_t oa, ob, oy;                                                             \
+            batch_offsets(p, bi, &oa, &ob, &oy);                                            \
             if (ga) /* (M,K) += (M,N) @ (K,N)^T */                                          \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1, dy + oy, N, b + ob, N, 1, \
-                     ga + oa, K);                                                           \
+                GEMM(false, true, M, K, N, 1, dy + oy, N, b + ob, N, 1, ga + oa, K);        \
             if (gb) /* (K,N) += (M,K)^T @ (M,N) */                                          \
-                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1, a + oa, K, dy + oy, N, 1, \
-                     gb + ob, N);                                                           \
+                GEMM(true, false, K, N, M, 1, a + oa, K, dy + oy, N, 1, gb + ob, N);        \
         }                                                                                   \
     }
 
-DEFINE_MATMUL(float, cblas_sgemm)
-DEFINE_MATMUL(double, cblas_dgemm)
+DEFINE_MATMUL(float, tg_gemm_f32)
+DEFINE_MATMUL(double, tg_gemm_f64)
+
+/* Runs fn over the output batches: folded, it is one call (whose gemms
+ * split themselves); otherwise batches are shared out among threads when
+ * no two batches write the same matrix (`own`), else run in order. */
+static void run_batches(const mm_plan *p, bool own, tg_range_fn fn, mm_job *j)
+{
+    const int64_t nb = (int64_t)p->bdim[0] * p->bdim[1];
+    if (p->fold || !own) fn(j, 0, nb);
+    else tg_parallel_for(nb, 1, fn, j);
+}
+
+/* true when every output batch reads its own matrix of the operand */
+static bool unbroadcast(const mm_plan *p, const int64_t s[2])
+{
+    return (p->bdim[0] == 1 || s[0]) && (p->bdim[1] == 1 || s[1]);
+}
 
 static void matmul_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *a = nd->in[0], *b = nd->in[1], *y = nd->out;
     mm_plan p;
     mm_plan_make(a, b, &p);   /* the shapes were checked in the forward */
-    void *ga = tg_grad(g, a), *gb = tg_grad(g, b);
-    if (!ga && !gb) return;
-    if (y->dtype == TG_F32) backward_float(&p, a->data, b->data, y->grad, ga, gb);
-    else backward_double(&p, a->data, b->data, y->grad, ga, gb);
+    mm_job j = {&p, a->data, b->data, y->grad, NULL, tg_grad(g, a), tg_grad(g, b)};
+    if (!j.ga && !j.gb) return;
+    const bool own = (!j.ga || unbroadcast(&p, p.sa)) && (!j.gb || unbroadcast(&p, p.sb));
+    run_batches(&p, own, y->dtype == TG_F32 ? backward_float : backward_double, &j);
 }
 
 tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b)
@@ -153,8 +186,8 @@ tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b)
 
     tg_tensor *y = tg_op_output(g, a->dtype, p.ndim, p.shape);   /* (..., M, N) */
     if (!y) return NULL;
-    if (y->dtype == TG_F32) forward_float(&p, a->data, b->data, y->data);
-    else forward_double(&p, a->data, b->data, y->data);
+    mm_job j = {&p, a->data, b->data, NULL, y->data, NULL, NULL};
+    run_batches(&p, true, y->dtype == TG_F32 ? forward_float : forward_double, &j);
     tg_op_record(g, "matmul", matmul_backward, y, 2, in);
     return tg_graph_error(g) ? NULL : y;
 }

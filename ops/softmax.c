@@ -40,18 +40,17 @@
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
 #include "fastmath_internal.h"
 
 enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
 
-/* Walks the rows of x (padded dims dim[0..2]); inside, r is the row index.
- * ROW_MASK then points pm at the row's mask (NULL: no mask). */
-#define FOR_EACH_ROW(dim)                                                       \
-    for (int64_t d0 = 0, r = 0; d0 < (dim)[0]; d0++)                            \
-        for (int64_t d1 = 0; d1 < (dim)[1]; d1++)                               \
-            for (int64_t d2 = 0; d2 < (dim)[2]; d2++, r++)
+/* Walks rows [lo, hi) of x (padded dims dim[0..2]); inside, r is the row
+ * index. ROW_MASK then points pm at the row's mask (NULL: no mask). */
+#define FOR_EACH_ROW(lo, hi) for (int64_t r = (lo); r < (hi); r++)
 
-#define ROW_MASK(m, ms) \
+#define ROW_MASK(m, ms, dim)                                                                 \
+    const int64_t d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1], d0 = r / ((int64_t)(dim)[2] * (dim)[1]); \
     const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
 
 #define BLOCKED(j) (pm && pm[(j) * ms[3]])
@@ -60,11 +59,11 @@ enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
     /* Returns SCORES_OK, or an error kind with the row / element in *where. */                \
     static int forward_##T(const T *x, T *y, const int dim[TG_MAX_DIMS], const uint8_t *m,      \
                            const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows,         \
-                           int64_t *where)                                                      \
+                           int64_t lo, int64_t hi, int64_t *where)                              \
     {                                                                                           \
         const int n = dim[3];                                                                   \
-        FOR_EACH_ROW(dim) {                                                                     \
-            ROW_MASK(m, ms)                                                                     \
+        FOR_EACH_ROW(lo, hi) {                                                                  \
+            ROW_MASK(m, ms, dim)                                                                \
             const T *px = x + r * n;                                                            \
             T *py = y + r * n;                                                                  \
             T mx = -INFINITY;                                                                   \
@@ -157,11 +156,11 @@ static inline float row_sum_f32(const float *restrict y, int n)
 
 TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
                        const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
-                       int64_t *where)
+                       int64_t lo, int64_t hi, int64_t *where)
 {
     const int n = dim[3];
-    FOR_EACH_ROW(dim) {
-        ROW_MASK(m, ms)
+    FOR_EACH_ROW(lo, hi) {
+        ROW_MASK(m, ms, dim)
         const float *restrict px = x + r * n;
         float *restrict py = y + r * n;
         const uint8_t *restrict blk = rowmask; /* zeros unless filled below */
@@ -226,6 +225,45 @@ TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *
     }
 }
 
+/* Rows of one softmax pass, shared out among threads. */
+typedef struct softmax_job {
+    tg_dtype dt;
+    bool log_out, zero_rows;
+    int n;                         /* row length */
+    const int *dim;                /* padded shape of x */
+    const uint8_t *m;              /* mask or NULL */
+    const int64_t *ms;             /* its strides */
+    const void *x, *dy;
+    void *y, *dx;                  /* y: forward; dx: backward (with y = the saved output) */
+    uint8_t *rowmask;              /* f32 forward: n bytes per part, zero-filled */
+    int *status;                   /* forward: per part */
+    int64_t *where;
+} softmax_job;
+
+#define SOFTMAX_GRAIN 16384   /* elements per thread, at least */
+
+static void softmax_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const softmax_job *j = ctx;
+    const int n = j->n, part = tg_parallel_part();
+    const int64_t o = lo * n, rows = hi - lo;
+    if (j->dx && j->dt == TG_F32) {
+        const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
+        if (j->log_out) log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n);
+        else softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n);
+    } else if (j->dx) {
+        const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
+        if (j->log_out) log_softmax_backward_double(y, dy, (double *)j->dx + o, rows, n);
+        else softmax_backward_double(y, dy, (double *)j->dx + o, rows, n);
+    } else if (j->dt == TG_F32) {
+        j->status[part] = forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
+                                      j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
+    } else {
+        j->status[part] = forward_double(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
+                                         &j->where[part]);
+    }
+}
+
 /* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
 static void softmax_node_backward(tg_graph *g, tg_node *nd)
 {
@@ -233,14 +271,8 @@ static void softmax_node_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad(g, x);
     if (!gx) return;
     const int n = x->shape[x->ndim - 1];
-    const int64_t rows = x->numel / n;
-    if (x->dtype == TG_F32) {
-        if (nd->iarg[0]) log_softmax_backward_f32(y->data, y->grad, gx, rows, n);
-        else softmax_backward_f32(y->data, y->grad, gx, rows, n);
-    } else {
-        if (nd->iarg[0]) log_softmax_backward_double(y->data, y->grad, gx, rows, n);
-        else softmax_backward_double(y->data, y->grad, gx, rows, n);
-    }
+    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx};
+    tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
 }
 
 static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
@@ -270,25 +302,29 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
 
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
-    const uint8_t *m = mask ? mask->data : NULL;
-    const bool zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS);
+    /* each part stops at its first bad row; parts run in row order, so the
+     * first part that failed holds the first bad row */
+    const int nt = tg_num_threads();
+    int *status = tg_arena_zalloc(g, (size_t)nt * sizeof *status);            /* (nt) SCORES_OK */
+    int64_t *wheres = tg_arena_zalloc(g, (size_t)nt * sizeof *wheres);        /* (nt) */
+    uint8_t *rowmask = x->dtype == TG_F32 ? tg_arena_zalloc(g, (size_t)nt * dim[3]) : NULL; /* (nt, n) */
+    if (!status || !wheres || (x->dtype == TG_F32 && !rowmask)) return NULL;
+    softmax_job j = {.dt = x->dtype, .log_out = log_out,
+                     .zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS), .n = dim[3], .dim = dim,
+                     .m = mask ? mask->data : NULL, .ms = ms, .x = x->data, .y = y->data,
+                     .rowmask = rowmask, .status = status, .where = wheres};
+    tg_parallel_for(x->numel / dim[3], 1 + SOFTMAX_GRAIN / dim[3], softmax_part, &j);
+    int kind = SCORES_OK;
     int64_t where = 0;
-    int status;
-    if (x->dtype == TG_F32) {
-        uint8_t *rowmask = tg_arena_zalloc(g, (size_t)dim[3]); /* (n) */
-        if (!rowmask) return NULL;
-        status = forward_f32(x->data, y->data, dim, m, ms, log_out, zero_rows, rowmask, &where);
-    } else {
-        status = forward_double(x->data, y->data, dim, m, ms, log_out, zero_rows, &where);
-    }
-    if (status == BAD_SCORE) {
+    for (int i = 0; i < nt && kind == SCORES_OK; i++) kind = status[i], where = wheres[i];
+    if (kind == BAD_SCORE) {
         double v = tg_tensor_get(x, where);
         return tg_fail(g, "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "
                           "(scores must be finite or -inf)",
                        name, isnan(v) ? "NaN" : "+inf", (long long)where,
                        tg_index_str(x, x->ndim, where, si, sizeof si), dx, sx);
     }
-    if (status == BLOCKED_ROW) {
+    if (kind == BLOCKED_ROW) {
         if (x->ndim == 1)
             return tg_fail(g, "%s: row 0 of x %s %s has every key blocked%s", name, dx, sx,
                            log_out ? "" : " (TG_SOFTMAX_ZERO_BLOCKED_ROWS gives zeros instead)");

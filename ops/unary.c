@@ -17,12 +17,13 @@
  *
  * f32 GELU (erf) uses the call-free Phi and exp of fastmath_internal.h, so
  * its loops vectorise (error of Phi <= 1e-7, float rounding); f64 keeps libm.
- */
+ * Long tensors are cut into chunks, one per thread. */
 #include <tgmath.h>
 
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
 #include "fastmath_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
@@ -109,17 +110,44 @@ TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, 
     }
 }
 
+/* One elementwise pass, cut into chunks across threads. */
+typedef struct unary_job {
+    int op;
+    bool backward;
+    tg_dtype dt;
+    double s;
+    const void *x, *y, *dy;
+    void *out;   /* y (forward) or dx (backward) */
+} unary_job;
+
+#define UNARY_GRAIN 16384   /* elements: below this a thread is not worth waking */
+
+static void unary_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const unary_job *j = ctx;
+    const int64_t n = hi - lo;
+    if (j->dt == TG_F32) {
+        const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
+        float *out = (float *)j->out + lo;
+        if (!j->backward && j->op == GELU) gelu_forward_f32(n, x, out);
+        else if (!j->backward) forward_float(j->op, (float)j->s, n, x, out);
+        else if (j->op == GELU) gelu_backward_f32(n, x, (const float *)j->dy + lo, out);
+        else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out);
+    } else {
+        const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
+        double *out = (double *)j->out + lo;
+        if (!j->backward) forward_double(j->op, j->s, n, x, out);
+        else backward_double(j->op, j->s, n, x, y, (const double *)j->dy + lo, out);
+    }
+}
+
 static void unary_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *y = nd->out;
     void *dx = tg_grad(g, x);
     if (!dx) return;
-    if (x->dtype == TG_F32 && nd->iarg[0] == GELU)
-        gelu_backward_f32(x->numel, x->data, y->grad, dx);
-    else if (x->dtype == TG_F32)
-        backward_float(nd->iarg[0], (float)nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
-    else
-        backward_double(nd->iarg[0], nd->darg[0], x->numel, x->data, y->data, y->grad, dx);
+    unary_job j = {nd->iarg[0], true, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
+    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
 }
 
 /* log needs x > 0 and sqrt x >= 0: name the first element outside. */
@@ -146,9 +174,8 @@ static tg_tensor *unary(tg_graph *g, int op, tg_tensor *x, double s)
     if (!check_domain(g, op, x)) return NULL;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
-    if (x->dtype == TG_F32 && op == GELU) gelu_forward_f32(x->numel, x->data, y->data);
-    else if (x->dtype == TG_F32) forward_float(op, (float)s, x->numel, x->data, y->data);
-    else forward_double(op, s, x->numel, x->data, y->data);
+    unary_job j = {op, false, x->dtype, s, x->data, NULL, NULL, y->data};
+    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
     tg_node *nd = tg_op_record(g, NAMES[op], unary_backward, y, 1, in);
     if (nd) {
         nd->iarg[0] = op;

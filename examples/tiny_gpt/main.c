@@ -4,19 +4,13 @@
  *   tiny_gpt sample --ckpt F --prompt S     generate text with the KV cache
  *   tiny_gpt eval   --init W --batch B      loss and gradients of given weights
  *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch */
-#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tiny_gpt.h"
 
-void set_threads(int n)
-{
-    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    openblas_set_num_threads(n > 0 ? n : 1);
-}
+void set_threads(int n) { tg_set_num_threads(n); }
 
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen)
 {

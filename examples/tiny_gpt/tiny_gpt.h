@@ -13,7 +13,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 
 /* Shared helpers (main.c). */
-void set_threads(int n);                   /* OpenBLAS threads; n <= 0: all cores */
+void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
 double now_seconds(void);
 /* The start every command shares: --help prints usage (returns 0); flags

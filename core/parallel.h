@@ -1,0 +1,36 @@
+/* tapegrad core: threads. One setting governs every core tapegrad uses.
+ *
+ * tg_set_num_threads(n) starts a pool of n - 1 worker threads (the calling
+ * thread is the n-th) and tells OpenBLAS to run each call on one thread:
+ * from then on tapegrad splits large matrix products across its own pool,
+ * as it does its other kernels (softmax, layernorm, GELU, AdamW, ...), so
+ * BLAS threads and tapegrad threads never compete for the same cores.
+ * Without a call the pool has one thread (everything runs on the caller)
+ * and OpenBLAS keeps its own setting (OPENBLAS_NUM_THREADS).
+ *
+ * Work is split into equal contiguous parts that depend only on the
+ * number of threads, so results are the same from run to run for a given
+ * thread count. Idle workers spin for a short while, then sleep. */
+#ifndef TG_PARALLEL_H
+#define TG_PARALLEL_H
+
+#include <stdint.h>
+
+/* Sets the thread count (n <= 0: the number of online CPUs; at most 256).
+ * Returns the count in effect, which stays 1 if threads cannot be started.
+ * Not to be called while a parallel loop runs. */
+int tg_set_num_threads(int n);
+int tg_num_threads(void);   /* 1 until tg_set_num_threads */
+
+/* Runs fn(ctx, lo, hi) over [0, n) split into at most tg_num_threads()
+ * contiguous ranges of at least `grain` items (grain < 1 counts as 1),
+ * one per thread, and returns when all are done. A call made from inside
+ * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller. */
+typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
+void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
+
+/* Inside fn: which range this is, 0 .. tg_num_threads() - 1 (0 outside a
+ * loop), so a loop can give each range its own scratch buffer. */
+int tg_parallel_part(void);
+
+#endif

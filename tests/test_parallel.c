@@ -1,0 +1,248 @@
+/* core/parallel: the pool covers every index once, and every threaded op
+ * gives the single-thread results (which the other suites gradcheck),
+ * the same on every run for a given thread count, with the same errors. */
+#include "tg_test.h"
+
+/* ---- tg_parallel_for ---------------------------------------------------- */
+
+enum { MAXN = 1000, MAXPARTS = 64 };
+
+typedef struct cover {
+    int hits[MAXN];
+    int64_t part_lo[MAXPARTS], part_hi[MAXPARTS];
+    int bad_part;
+    int64_t nested_calls, nested_lo, nested_hi;
+} cover;
+
+static void nested_fn(void *ctx, int64_t lo, int64_t hi)
+{
+    cover *c = ctx;   /* runs on the thread of the outer part: one call */
+    c->nested_calls++;
+    c->nested_lo = lo, c->nested_hi = hi;
+}
+
+static void cover_fn(void *ctx, int64_t lo, int64_t hi)
+{
+    cover *c = ctx;
+    int p = tg_parallel_part();
+    if (p < 0 || p >= tg_num_threads() || c->part_hi[p] != 0) c->bad_part = 1;
+    else c->part_lo[p] = lo, c->part_hi[p] = hi;
+    for (int64_t i = lo; i < hi; i++) c->hits[i]++;
+}
+
+static void outer_fn(void *ctx, int64_t lo, int64_t hi)
+{
+    (void)lo, (void)hi;
+    if (tg_parallel_part() == 0) tg_parallel_for(50, 1, nested_fn, ctx);
+}
+
+START_TEST(parallel_for_covers_once)
+{
+    static const int threads[] = {1, 2, 3, 5};
+    static const int64_t ns[] = {1, 2, 7, 100, 1000};
+    static const int64_t grains[] = {0, 1, 3, 50, 2000};
+    static cover c;
+    for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
+        ck_assert_int_eq(tg_set_num_threads(threads[ti]), threads[ti]);
+        ck_assert_int_eq(tg_num_threads(), threads[ti]);
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t gi = 0; gi < sizeof grains / sizeof *grains; gi++) {
+                const int64_t n = ns[ni], grain = grains[gi] < 1 ? 1 : grains[gi];
+                memset(&c, 0, sizeof c);
+                tg_parallel_for(n, grains[gi], cover_fn, &c);
+                ck_assert_msg(!c.bad_part, "threads %d n %lld: a part index out of range or run twice",
+                              threads[ti], (long long)n);
+                for (int64_t i = 0; i < n; i++)
+                    ck_assert_msg(c.hits[i] == 1, "threads %d n %lld grain %lld: index %lld hit %d times",
+                                  threads[ti], (long long)n, (long long)grain, (long long)i, c.hits[i]);
+                /* as many parts as threads allow and grain permits, in order, each >= grain */
+                int64_t want_parts = n / grain < threads[ti] ? n / grain : threads[ti];
+                if (want_parts < 1) want_parts = 1;
+                int parts = 0;
+                for (int p = 0; p < MAXPARTS; p++)
+                    if (c.part_hi[p]) {
+                        parts++;
+                        if (want_parts > 1) ck_assert_int_ge(c.part_hi[p] - c.part_lo[p], grain);
+                        if (p > 0) ck_assert_int_eq(c.part_lo[p], c.part_hi[p - 1]);
+                    }
+                ck_assert_int_eq(parts, want_parts);
+            }
+        /* a loop inside a loop runs whole on the calling thread */
+        memset(&c, 0, sizeof c);
+        tg_parallel_for(threads[ti], 1, outer_fn, &c);
+        ck_assert_int_eq(c.nested_calls, 1);
+        ck_assert_int_eq(c.nested_lo, 0);
+        ck_assert_int_eq(c.nested_hi, 50);
+        tg_parallel_for(0, 1, cover_fn, &c);   /* nothing to do: no call */
+        ck_assert_int_eq(c.hits[0], 0);
+    }
+    ck_assert_int_eq(tg_set_num_threads(1), 1);
+}
+END_TEST
+
+/* ---- threaded ops equal single-threaded ones ---------------------------- */
+
+/* A leaf of dtype dt filled from a seeded normal stream, requiring grad. */
+static tg_tensor *rnd(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint64_t seed)
+{
+    tg_tensor *t = tg_tensor_new(g, dt, ndim, shape);
+    ck_assert_ptr_nonnull(t);
+    tg_rng r;
+    tg_rng_seed(&r, seed, 3);
+    tg_rng_fill_normal(&r, t, 0.0, 1.0);
+    ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
+    return t;
+}
+
+enum { N_IN = 3, N_CASES = 9 };
+
+/* Builds case k on g from inputs made with dtype dt; returns its output. */
+static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN], int *n_in, tg_tensor **mask)
+{
+    *mask = NULL;
+    switch (k) {
+    case 0: /* gelu on (96, 512) */
+        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(96, 512), 1);
+        return tg_gelu(g, in[0], TG_GELU_ERF);
+    case 1: /* tanh on (96, 512): the generic unary kernel */
+        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(96, 512), 2);
+        return tg_tanh(g, in[0]);
+    case 2: /* add, same shapes (a residual) */
+        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(8, 64, 96), 3), in[1] = rnd(g, dt, TT_SHAPE(8, 64, 96), 4);
+        return tg_add(g, in[0], in[1]);
+    case 3: /* mul with b broadcast over the batch (its gradient is summed) */
+        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(8, 64, 96), 5), in[1] = rnd(g, dt, TT_SHAPE(64, 96), 6);
+        return tg_mul(g, in[0], in[1]);
+    case 4: { /* causal masked softmax on (8,4,48,48) */
+        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(8, 4, 48, 48), 7);
+        uint8_t m[48 * 48];
+        for (int i = 0; i < 48; i++)
+            for (int j = 0; j < 48; j++) m[i * 48 + j] = j > i;
+        *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(48, 48), m);
+        return tg_softmax(g, in[0], *mask);
+    }
+    case 5: /* log_softmax on (512, 65) */
+        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(512, 65), 8);
+        return tg_log_softmax(g, in[0], NULL);
+    case 6: /* layernorm with weight and bias on (2048, 40) */
+        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(2048, 40), 9), in[1] = rnd(g, dt, TT_SHAPE(40), 10),
+        in[2] = rnd(g, dt, TT_SHAPE(40), 11);
+        return tg_layernorm(g, in[0], in[1], in[2], 1e-5);
+    case 7: /* batched matmul, b broadcast over the first batch dim: (3,4,70,33) @ (4,33,50) */
+        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(3, 4, 70, 33), 12), in[1] = rnd(g, dt, TT_SHAPE(4, 33, 50), 13);
+        return tg_matmul(g, in[0], in[1]);
+    default: /* linear with bias: (6, 100, 72) x (130, 72)^T + b (folded, split by rows) */
+        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(6, 100, 72), 14), in[1] = rnd(g, dt, TT_SHAPE(130, 72), 15),
+        in[2] = rnd(g, dt, TT_SHAPE(130), 16);
+        return tg_linear(g, in[0], in[1], in[2]);
+    }
+}
+
+/* Runs case k forward and backward (seeded with a fixed random gradient)
+ * with `threads` threads; copies the output and input gradients to doubles. */
+static void run_case(int k, tg_dtype dt, int threads, double **out, int64_t *n_out, double *grads[N_IN],
+                     int64_t n_grad[N_IN], int *n_in)
+{
+    ck_assert_int_eq(tg_set_num_threads(threads), threads);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *in[N_IN], *mask;
+    tg_tensor *y = build_case(g, k, dt, in, n_in, &mask);
+    ck_assert_msg(y != NULL, "case %d: %s", k, tg_graph_error(g));
+    tg_tensor *seed = tg_tensor_new(g, dt, y->ndim, y->shape);
+    tg_rng r;
+    tg_rng_seed(&r, 99, 1);
+    tg_rng_fill_normal(&r, seed, 0.0, 1.0);
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, seed->data), 0);
+    *n_out = y->numel;
+    *out = malloc((size_t)y->numel * sizeof(double));
+    for (int64_t i = 0; i < y->numel; i++) (*out)[i] = tg_tensor_get(y, i);
+    for (int i = 0; i < *n_in; i++) {
+        n_grad[i] = in[i]->numel;
+        grads[i] = malloc((size_t)in[i]->numel * sizeof(double));
+        for (int64_t e = 0; e < in[i]->numel; e++)
+            grads[i][e] = dt == TG_F32 ? ((float *)in[i]->grad)[e] : ((double *)in[i]->grad)[e];
+    }
+    tg_graph_free(g);
+}
+
+/* max |a - b| / (1 + max |b|) */
+static double rel_diff(const double *a, const double *b, int64_t n)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(a[i] - b[i]) > d) d = fabs(a[i] - b[i]);
+        if (fabs(b[i]) > m) m = fabs(b[i]);
+    }
+    return d / (1 + m);
+}
+
+START_TEST(threaded_ops_match_one_thread)
+{
+    static const char *const names[N_CASES] = {"gelu", "tanh", "add", "mul(broadcast)", "softmax(causal)",
+                                               "log_softmax", "layernorm", "matmul(batched)", "linear"};
+    const tg_dtype dts[2] = {TG_F64, TG_F32};
+    for (int k = 0; k < N_CASES; k++)
+        for (int d = 0; d < 2; d++) {
+            double *o1, *o3, *o3b, *g1[N_IN], *g3[N_IN], *g3b[N_IN];
+            int64_t no, ng[N_IN];
+            int n_in;
+            run_case(k, dts[d], 1, &o1, &no, g1, ng, &n_in);
+            run_case(k, dts[d], 3, &o3, &no, g3, ng, &n_in);
+            run_case(k, dts[d], 3, &o3b, &no, g3b, ng, &n_in);
+            /* rows and elements are split, never a sum, except layernorm's
+             * dw/db (summed in double per thread, rounded once): rounding only */
+            const double tol = dts[d] == TG_F64 ? 1e-13 : 1e-6;
+            ck_assert_msg(rel_diff(o3, o1, no) <= tol, "%s %s: output differs with 3 threads by %g", names[k],
+                          tg_dtype_name(dts[d]), rel_diff(o3, o1, no));
+            ck_assert_msg(!memcmp(o3, o3b, (size_t)no * sizeof(double)), "%s: output not repeatable", names[k]);
+            for (int i = 0; i < n_in; i++) {
+                ck_assert_msg(rel_diff(g3[i], g1[i], ng[i]) <= tol, "%s %s: grad of input %d differs by %g",
+                              names[k], tg_dtype_name(dts[d]), i, rel_diff(g3[i], g1[i], ng[i]));
+                ck_assert_msg(!memcmp(g3[i], g3b[i], (size_t)ng[i] * sizeof(double)),
+                              "%s %s: grad of input %d not repeatable with 3 threads", names[k],
+                              tg_dtype_name(dts[d]), i);
+                free(g1[i]), free(g3[i]), free(g3b[i]);
+            }
+            free(o1), free(o3), free(o3b);
+        }
+    tg_set_num_threads(1);
+}
+END_TEST
+
+/* The first bad row is named, whichever thread met it. */
+START_TEST(threaded_errors_name_the_first_row)
+{
+    for (int threads = 1; threads <= 3; threads += 2) {
+        tg_set_num_threads(threads);
+        tg_graph *g = tg_graph_new();
+        tg_tensor *x = rnd(g, TG_F32, TT_SHAPE(1000, 64), 21);   /* (1000,64) */
+        ((float *)x->data)[700 * 64 + 5] = NAN;                  /* in the second half */
+        ((float *)x->data)[900 * 64 + 1] = INFINITY;
+        ck_assert_ptr_null(tg_softmax(g, x, NULL));
+        tt_assert_error(g, "NaN at element 44805 (index (700,5))");
+        tg_graph_reset(g);
+
+        x = rnd(g, TG_F64, TT_SHAPE(1000, 64), 22);
+        uint8_t *m = calloc(1000 * 64, 1);
+        for (int j = 0; j < 64; j++) m[600 * 64 + j] = m[800 * 64 + j] = 1;   /* rows 600 and 800 blocked */
+        tg_tensor *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(1000, 64), m);
+        free(m);
+        ck_assert_ptr_null(tg_softmax(g, x, mask));
+        tt_assert_error(g, "row 600 (index (600))");
+        tg_graph_free(g);
+    }
+    tg_set_num_threads(1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("parallel");
+    TCase *tc = tcase_create("parallel");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, parallel_for_covers_once);
+    tcase_add_test(tc, threaded_ops_match_one_thread);
+    tcase_add_test(tc, threaded_errors_name_the_first_row);
+    suite_add_tcase(s, tc);
+    return tt_run(s);
+}
