@@ -1,16 +1,25 @@
 /* The thread pool behind tg_parallel_for (see parallel.h).
  *
- * One job at a time: the caller publishes (fn, ctx, ranges), bumps the
- * generation counter, runs range 0 itself and waits for the workers'
- * pending count to reach zero. A worker waits for a new generation by
- * spinning (a parallel loop usually follows the last one within
- * microseconds), then on a condition variable. The dispatcher only takes
- * the mutex when some worker has gone to sleep: both sides use
- * sequentially consistent atomics on `gen` and `sleepers`, so either the
- * dispatcher sees the sleeper or the sleeper sees the new generation. */
+ * One job at a time. The caller publishes (fn, ctx, n), then one atomic
+ * word `claim` = job id | number of parts | next unclaimed part, and bumps
+ * `gen` to wake the workers. Every thread, the caller included, takes
+ * parts by compare-and-swap on `claim` until none is left; the caller then
+ * waits until `done` counts every part. A part's range depends only on its
+ * index, never on which thread runs it, so results do not depend on
+ * timing. Because nobody waits for a worker that has not started, a
+ * worker the OS has not scheduled (a busy machine) costs nothing: the
+ * caller runs its parts.
+ *
+ * A worker waits for a new generation by spinning (a parallel loop
+ * usually follows the last one within microseconds), then yielding, then
+ * on a condition variable. The caller only takes the mutex when some
+ * worker sleeps: both sides use sequentially consistent atomics on `gen`
+ * and `sleepers`, so either it sees the sleeper or the sleeper sees the
+ * new generation. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -19,7 +28,8 @@
 #include "parallel.h"
 
 #define TG_MAX_THREADS 256
-#define SPIN_ROUNDS 20000   /* pause instructions before a worker sleeps: ~0.2-1 ms */
+#define SPIN_ROUNDS 4000    /* pause instructions (~0.1 ms) before yielding the core */
+#define YIELD_ROUNDS 200    /* then sched_yield calls before a worker sleeps */
 
 static inline void cpu_relax(void)
 {
@@ -33,42 +43,56 @@ static struct {
     pthread_t *workers;         /* n_threads - 1 */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint gen;            /* bumped once per job */
+    atomic_uint gen;            /* the current job's id */
     atomic_int sleepers;        /* workers blocked on cv */
-    atomic_int pending;         /* workers still running the current job */
+    _Atomic uint64_t claim;     /* job id << 32 | parts << 16 | next part */
+    atomic_int done;            /* parts of the current job finished */
     atomic_bool stop;
-    /* the current job */
+    /* the current job, written before `claim` publishes it */
     tg_range_fn fn;
     void *ctx;
     int64_t n;
-    int parts;
     unsigned gen0;              /* gen when the workers were started */
 } pool = {.n_threads = 1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local bool in_loop;   /* this thread is running a part of a job */
 static _Thread_local int cur_part;
 
-static void run_part(int part)
-{
-    const int64_t lo = pool.n * part / pool.parts, hi = pool.n * (part + 1) / pool.parts;
-    cur_part = part;
-    if (hi > lo) pool.fn(pool.ctx, lo, hi);
-    cur_part = 0;
-}
-
 int tg_parallel_part(void) { return cur_part; }
+
+/* Claims and runs one part of job `job`; false when none is left. */
+static bool run_one(unsigned job)
+{
+    uint64_t v = atomic_load(&pool.claim);
+    for (;;) {
+        const unsigned parts = (unsigned)(v >> 16) & 0xFFFF, next = (unsigned)v & 0xFFFF;
+        if ((unsigned)(v >> 32) != job || next >= parts) return false;
+        if (atomic_compare_exchange_weak(&pool.claim, &v, v + 1)) {
+            const int64_t lo = pool.n * next / parts, hi = pool.n * (next + 1) / parts;
+            cur_part = (int)next;
+            if (hi > lo) pool.fn(pool.ctx, lo, hi);
+            cur_part = 0;
+            atomic_fetch_add(&pool.done, 1);
+            return true;
+        }
+    }
+}
 
 static void *worker_main(void *arg)
 {
-    const int id = (int)(intptr_t)arg;   /* 1 .. n_threads - 1 */
+    (void)arg;
     unsigned seen = pool.gen0;   /* not gen: a job may already be out */
-    in_loop = true;                      /* nested loops inside a part run serially */
+    in_loop = true;              /* nested loops inside a part run serially */
     for (;;) {
         unsigned gen;
         int spins = 0;
         while ((gen = atomic_load(&pool.gen)) == seen && !atomic_load(&pool.stop)) {
             if (++spins < SPIN_ROUNDS) {
                 cpu_relax();
+                continue;
+            }
+            if (spins < SPIN_ROUNDS + YIELD_ROUNDS) {   /* on a busy machine, let others run */
+                sched_yield();
                 continue;
             }
             pthread_mutex_lock(&pool.mu);
@@ -81,8 +105,7 @@ static void *worker_main(void *arg)
         }
         if (atomic_load(&pool.stop)) return NULL;
         seen = gen;
-        if (id < pool.parts) run_part(id);
-        atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
+        while (run_one(gen)) {}
     }
 }
 
@@ -125,7 +148,7 @@ int tg_set_num_threads(int n)
     pool.gen0 = atomic_load(&pool.gen);
     int started = 0;
     for (; started < n - 1; started++)
-        if (pthread_create(&pool.workers[started], NULL, worker_main, (void *)(intptr_t)(started + 1))) break;
+        if (pthread_create(&pool.workers[started], NULL, worker_main, NULL)) break;
     pool.n_threads = started + 1;   /* fewer workers if the system refused some */
     return pool.n_threads;
 }
@@ -145,12 +168,15 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
-    pool.parts = (int)parts;
-    atomic_store(&pool.pending, pool.n_threads - 1);
-    atomic_fetch_add(&pool.gen, 1);   /* publishes the job */
+    atomic_store(&pool.done, 0);
+    const unsigned job = atomic_load(&pool.gen) + 1;
+    atomic_store(&pool.claim, (uint64_t)job << 32 | (uint64_t)parts << 16);   /* publishes the job */
+    atomic_store(&pool.gen, job);                                              /* wakes the workers */
     wake_all();
     in_loop = true;
-    run_part(0);
+    while (run_one(job)) {}
     in_loop = false;
-    while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) cpu_relax();
+    for (int spins = 0; atomic_load(&pool.done) < parts; spins++)
+        if (spins < SPIN_ROUNDS) cpu_relax();
+        else sched_yield();   /* a worker holding a part may be waiting for a core */
 }
