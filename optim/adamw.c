@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "../core/alloc.h"
+#include "../core/parallel.h"
 
 struct tg_adamw {
     tg_params *p;
@@ -101,6 +102,25 @@ typedef struct scalars { double keep, b1, a1, b2, a2, bc2_sqrt, eps, step_size; 
 DEFINE_ADAMW(float, sqrtf)
 DEFINE_ADAMW(double, sqrt)
 
+/* One tensor's update, its elements shared out among threads. */
+typedef struct adamw_job {
+    bool f32, decay;
+    void *p, *m, *v;
+    const void *g;
+    const scalars *s;
+} adamw_job;
+
+static void adamw_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const adamw_job *j = ctx;
+    if (j->f32)
+        adamw_float((float *)j->p + lo, (const float *)j->g + lo, (float *)j->m + lo, (float *)j->v + lo, hi - lo,
+                    j->s, j->decay);
+    else
+        adamw_double((double *)j->p + lo, (const double *)j->g + lo, (double *)j->m + lo, (double *)j->v + lo,
+                     hi - lo, j->s, j->decay);
+}
+
 void tg_adamw_step(tg_adamw *o, double lr)
 {
     if (!o) return;
@@ -125,11 +145,9 @@ void tg_adamw_step(tg_adamw *o, double lr)
     for (int i = 0; i < o->count; i++) {
         const tg_tensor *w = tg_params_at(o->p, i);
         size_t off = (size_t)((char *)w->data - base);   /* bytes; the same in grad, m and v */
-        char *g = (char *)tg_params_grad(o->p) + off, *m = (char *)o->m + off, *v = (char *)o->v + off;
-        if (f32)
-            adamw_float(w->data, (float *)g, (float *)m, (float *)v, w->numel, &s, o->decay[i]);
-        else
-            adamw_double(w->data, (double *)g, (double *)m, (double *)v, w->numel, &s, o->decay[i]);
+        adamw_job j = {f32, o->decay[i], w->data, (char *)o->m + off, (char *)o->v + off,
+                       (char *)tg_params_grad(o->p) + off, &s};
+        tg_parallel_for(w->numel, 16384, adamw_part, &j);
     }
 }
 

@@ -12,15 +12,26 @@
 
 #include <math.h>
 
+#include "../core/parallel.h"
+
+enum { LANES = 8 };   /* partial sums, so the loop vectorises */
+
 #define DEFINE_CLIP(T)                                                           \
     static double sumsq_##T(const T *g, int64_t n, double scale)                 \
     {                                                                            \
-        double s = 0;                                                            \
-        for (int64_t i = 0; i < n; i++) {                                        \
-            double x = (double)g[i] / scale;                                     \
-            s += x * x;                                                          \
+        double s[LANES] = {0}, inv = 1 / scale, t = 0;                           \
+        int64_t i = 0;                                                           \
+        for (; i + LANES <= n; i += LANES)                                       \
+            for (int k = 0; k < LANES; k++) {                                    \
+                double x = (double)g[i + k] * inv;                               \
+                s[k] += x * x;                                                   \
+            }                                                                    \
+        for (; i < n; i++) {                                                     \
+            double x = (double)g[i] * inv;                                       \
+            t += x * x;                                                          \
         }                                                                        \
-        return s;                                                                \
+        for (int k = 0; k < LANES; k++) t += s[k];                               \
+        return t;                                                                \
     }                                                                            \
     static void scale_##T(T *g, int64_t n, T coef)                               \
     {                                                                            \
@@ -36,22 +47,52 @@ static double maxabs_double(const double *g, int64_t n)
     return a;
 }
 
+/* The sum of squares (or the scaling) split across threads: each part
+ * writes its sum to part_sum[part], added in part order after. */
+typedef struct clip_job {
+    bool f32, scaling;    /* scaling: multiply the gradient by coef instead */
+    void *g;
+    double scale, coef;
+    double part_sum[256];
+} clip_job;
+
+#define CLIP_GRAIN 65536
+
+static void clip_part(void *ctx, int64_t lo, int64_t hi)
+{
+    clip_job *j = ctx;
+    if (j->scaling && j->f32) scale_float((float *)j->g + lo, hi - lo, (float)j->coef);
+    else if (j->scaling) scale_double((double *)j->g + lo, hi - lo, j->coef);
+    else if (j->f32) j->part_sum[tg_parallel_part()] = sumsq_float((float *)j->g + lo, hi - lo, j->scale);
+    else j->part_sum[tg_parallel_part()] = sumsq_double((double *)j->g + lo, hi - lo, j->scale);
+}
+
+static double sumsq(clip_job *j, int64_t n, double scale)
+{
+    j->scale = scale;
+    for (int i = 0; i < tg_num_threads(); i++) j->part_sum[i] = 0;
+    tg_parallel_for(n, CLIP_GRAIN, clip_part, j);
+    double s = 0;
+    for (int i = 0; i < tg_num_threads(); i++) s += j->part_sum[i];
+    return s;
+}
+
 double tg_clip_grad_norm(tg_params *p, double max_norm)
 {
     if (!p) return NAN;
     int64_t n = tg_params_numel(p);
-    void *g = tg_params_grad(p);
-    bool f32 = tg_params_dtype(p) == TG_F32;
-    double norm = sqrt(f32 ? sumsq_float(g, n, 1) : sumsq_double(g, n, 1));
-    if (isinf(norm) && !f32) {
-        double a = maxabs_double(g, n);   /* inf if an element is inf */
-        if (isfinite(a)) norm = a * sqrt(sumsq_double(g, n, a));
+    clip_job j = {.f32 = tg_params_dtype(p) == TG_F32, .g = tg_params_grad(p)};
+    double norm = sqrt(sumsq(&j, n, 1));
+    if (isinf(norm) && !j.f32) {
+        double a = maxabs_double(j.g, n);   /* inf if an element is inf */
+        if (isfinite(a)) norm = a * sqrt(sumsq(&j, n, a));
     }
     if (!isfinite(norm)) return norm;
     double coef = max_norm / (norm + 1e-6);
     if (coef >= 0 && coef < 1) {   /* false for a NaN or negative max_norm */
-        if (f32) scale_float(g, n, (float)coef);
-        else scale_double(g, n, coef);
+        j.coef = coef;
+        j.scaling = true;
+        tg_parallel_for(n, CLIP_GRAIN, clip_part, &j);
     }
     return norm;
 }

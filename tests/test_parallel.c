@@ -209,6 +209,58 @@ START_TEST(threaded_ops_match_one_thread)
 }
 END_TEST
 
+/* Two clipped AdamW steps on a store with threads: elementwise updates
+ * split, the norm summed per thread in double. */
+static void optim_run(tg_dtype dt, int threads, double *out, int64_t *n_out)
+{
+    tg_set_num_threads(threads);
+    tg_params *p = tg_params_new(dt);
+    tg_params_add(p, "w", TT_SHAPE(300, 200));
+    tg_params_add(p, "b", TT_SHAPE(50));
+    const int64_t n = tg_params_numel(p);
+    tg_adamw_config c = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
+    tg_adamw *o = tg_adamw_new(p, &c);
+    ck_assert_ptr_nonnull(o);
+    tg_rng r;
+    tg_rng_seed(&r, 5, 5);
+    for (int i = 0; i < tg_params_count(p); i++) tg_rng_fill_normal(&r, tg_params_at(p, i), 0.0, 1.0);
+    for (int step = 0; step < 2; step++) {
+        for (int64_t e = 0; e < n; e++) {
+            double gv = sin((double)e * 0.37 + step);
+            if (dt == TG_F32) ((float *)tg_params_grad(p))[e] = (float)gv;
+            else ((double *)tg_params_grad(p))[e] = gv;
+        }
+        double norm = tg_clip_grad_norm(p, 0.5);
+        ck_assert(norm > 0.5);
+        tg_adamw_step(o, 1e-2);
+    }
+    for (int64_t e = 0; e < n; e++)
+        out[e] = dt == TG_F32 ? ((float *)tg_params_data(p))[e] : ((double *)tg_params_data(p))[e];
+    *n_out = n;
+    tg_adamw_free(o);
+    tg_params_free(p);
+}
+
+START_TEST(threaded_optim_matches_one_thread)
+{
+    const tg_dtype dts[2] = {TG_F64, TG_F32};
+    static double a[60050], b[60050], c[60050];
+    for (int d = 0; d < 2; d++) {
+        int64_t n;
+        optim_run(dts[d], 1, a, &n);
+        ck_assert_int_eq(n, 60050);
+        optim_run(dts[d], 3, b, &n);
+        optim_run(dts[d], 3, c, &n);
+        const double tol = dts[d] == TG_F64 ? 1e-13 : 1e-6;
+        ck_assert_msg(rel_diff(b, a, n) <= tol, "%s: AdamW + clip with 3 threads differs by %g",
+                      tg_dtype_name(dts[d]), rel_diff(b, a, n));
+        ck_assert_msg(!memcmp(b, c, sizeof b), "%s: AdamW + clip not repeatable with 3 threads",
+                      tg_dtype_name(dts[d]));
+    }
+    tg_set_num_threads(1);
+}
+END_TEST
+
 /* The first bad row is named, whichever thread met it. */
 START_TEST(threaded_errors_name_the_first_row)
 {
@@ -242,6 +294,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, parallel_for_covers_once);
     tcase_add_test(tc, threaded_ops_match_one_thread);
+    tcase_add_test(tc, threaded_optim_matches_one_thread);
     tcase_add_test(tc, threaded_errors_name_the_first_row);
     suite_add_tcase(s, tc);
     return tt_run(s);

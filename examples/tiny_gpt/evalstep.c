@@ -92,7 +92,7 @@ int cmd_eval(int argc, char **argv)
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
@@ -157,7 +157,7 @@ int cmd_step(int argc, char **argv)
         {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0},
         {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];

@@ -109,7 +109,7 @@ int cmd_train(int argc, char **argv)
         {"eval-interval", ARG_I64, &o.eval_interval, 1, 1e12, "steps between evaluations", 0},
         {"eval-iters", ARG_I64, &o.eval_iters, 1, 1e9, "batches per loss estimate", 0},
         {"seed", ARG_I64, &o.seed, 0, 9e15, "random seed", 0},
-        {"threads", ARG_INT, &o.threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+        {"threads", ARG_INT, &o.threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
         {"dtype", ARG_STRING, &o.dtype, 0, 0, "f32 or f64", 0},
         {"out", ARG_STRING, &o.out, 0, 0, "output directory", 0},
         {"resume", ARG_SWITCH, &o.resume, 0, 0, "continue from OUT/last.safetensors", 0},
