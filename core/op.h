@@ -69,6 +69,7 @@ tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
 /* Arena memory for the graph's current step, 64-byte aligned. NULL with
  * an error on g when out of memory. tg_arena_zalloc zero-fills it. */
 void *tg_arena_alloc(tg_graph *g, size_t bytes);
+/* tg_arena_alloc, zero-filled. */
 void *tg_arena_zalloc(tg_graph *g, size_t bytes);
 
 /* Appends a node when grad mode is on and an input needs grad, and marks

@@ -12,7 +12,10 @@
 
 typedef struct tg_params tg_params;
 
+/* An empty store for parameters of dtype dt. NULL when dt is not f32/f64
+ * or out of memory. */
 tg_params *tg_params_new(tg_dtype dt);   /* f32 or f64; NULL otherwise */
+/* Frees the store: every parameter tensor and both flat buffers. */
 void tg_params_free(tg_params *p);       /* accepts NULL */
 
 /* Adds a zero-filled parameter that requires grad. Its data and grad
@@ -21,15 +24,26 @@ void tg_params_free(tg_params *p);       /* accepts NULL */
  * name, a bad shape, or out of memory. */
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 
+/* The parameter registered under name. */
 tg_tensor *tg_params_get(const tg_params *p, const char *name);  /* or NULL */
+/* The number of parameters added. */
 int tg_params_count(const tg_params *p);
+/* Parameter i (0 <= i < count); NULL when i is out of range. */
 tg_tensor *tg_params_at(const tg_params *p, int i);  /* in order added */
+/* The store's dtype: every parameter has it. */
 tg_dtype tg_params_dtype(const tg_params *p);
+/* Elements of all parameters together: the length of the flat buffers. */
 int64_t tg_params_numel(const tg_params *p);          /* all parameters */
+/* The flat value buffer: numel elements of the store's dtype, the
+ * parameters back to back in the order added. Moves on tg_params_add. */
 void *tg_params_data(tg_params *p);                   /* flat values */
+/* The flat gradient buffer, laid out like tg_params_data. */
 void *tg_params_grad(tg_params *p);                   /* flat gradients */
+/* Sets every gradient to 0. Gradients accumulate across backward calls
+ * until this is called (once per optimizer step, or per accumulation). */
 void tg_params_zero_grad(tg_params *p);
 
+/* The message of the last failed tg_params_add, cleared by a successful one. */
 const char *tg_params_error(const tg_params *p);      /* last error or NULL */
 
 #endif

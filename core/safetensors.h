@@ -39,10 +39,14 @@ typedef struct tg_st_file tg_st_file;
  * range, offsets out of bounds, overlapping or leaving holes, duplicate
  * names, non-string metadata, ...). */
 tg_st_file *tg_st_load(const char *path, char *err, size_t errlen);
+/* Frees the file's buffer: every tg_st_tensor of it becomes invalid. */
 void tg_st_free(tg_st_file *f);      /* accepts NULL */
 
+/* Number of tensors in f (not counting __metadata__); 0 for NULL. */
 int tg_st_count(const tg_st_file *f);
+/* Tensor i in header order (0 <= i < count), or NULL. */
 const tg_st_tensor *tg_st_at(const tg_st_file *f, int i);
+/* The tensor called name. */
 const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NULL */
 /* __metadata__ value for key, or NULL. */
 const char *tg_st_meta(const tg_st_file *f, const char *key);
@@ -65,6 +69,7 @@ int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errle
  * tg_st_writer_save fails with that message, writing nothing. So a
  * sequence of adds can be checked once, at save. */
 typedef struct tg_st_writer tg_st_writer;
+/* An empty writer; NULL when out of memory. */
 tg_st_writer *tg_st_writer_new(void);
 void tg_st_writer_free(tg_st_writer *w);   /* accepts NULL */
 /* dtype "F32", "F64", "I32", "I64", "U8" (or any other dtype name of
@@ -87,14 +92,18 @@ const char *tg_st_writer_error(const tg_st_writer *w);
  * umask(2), which is not thread-safe against concurrent umask changes). */
 int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen);
 
-/* Every parameter of p under its name, with n_meta metadata pairs
- * (meta[2i] = key, meta[2i+1] = value, i < n_meta), atomically. */
+/* Writes every parameter of p under its name, in the store's order and
+ * dtype (F32 or F64), with n_meta metadata pairs (meta[2i] = key,
+ * meta[2i+1] = value, i < n_meta), atomically. Returns 0, or -1 with a
+ * message in err (NULL p, bad metadata, I/O failure; the file at path is
+ * then untouched). */
 int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
                       char *err, size_t errlen);
 /* Loads every parameter of p from f by name (converting F32/F64). A
  * parameter missing from f, or a shape mismatch, is an error naming it;
  * tensors in f that p lacks are ignored. Nothing is written to p unless
- * every parameter is present and fits. */
+ * every parameter is present and fits. Returns 0, or -1 with the message
+ * in err. */
 int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen);
 
 #endif

@@ -21,7 +21,9 @@
 /* a (..., M, K) @ b (..., K, N) -> (..., M, N); leading dimensions
  * broadcast (NumPy), e.g. (B,H,T,dh) @ (B,H,dh,T) or (B,T,C) @ (C,D).
  * A 1-D a is a row (1,K) and a 1-D b a column (K,1); the added
- * dimension is removed from the result, as in NumPy. */
+ * dimension is removed from the result, as in NumPy. Errors: a scalar
+ * operand, inner dimensions that differ, batch dimensions that do not
+ * broadcast, dtypes that differ. Backward: da += dy b^T, db += a^T dy. */
 tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
 /* ---- linear (ops/linear.c) ------------------------------------------- */
@@ -29,60 +31,87 @@ tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
 /* y = x @ w^T + b, as PyTorch F.linear: x (..., in), w (out, in) (the
  * nn.Linear layout), b (out) or NULL -> y (..., out). One gemm with a
  * transpose flag; backward dx += dy w, dw += dy^T x, db += column sums of
- * dy, with no copies. */
+ * dy, with no copies. Errors: w not 2-D, x's last dimension not w's in,
+ * b not (out), dtypes that differ. */
 tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b);
 
 /* ---- elementwise (ops/binary.c, ops/unary.c) -------------------------- */
 
-/* NumPy broadcasting between a and b. */
+/* a + b elementwise with NumPy broadcasting between a and b, e.g.
+ * (B,T,C) + (C) -> (B,T,C); the output has the broadcast shape. Errors:
+ * shapes that do not broadcast, dtypes that differ. Backward sums the
+ * gradient over the broadcast axes. */
 tg_tensor *tg_add(tg_graph *g, tg_tensor *a, tg_tensor *b);
+/* a - b elementwise, broadcasting as tg_add. */
 tg_tensor *tg_sub(tg_graph *g, tg_tensor *a, tg_tensor *b);
+/* a * b elementwise, broadcasting as tg_add. */
 tg_tensor *tg_mul(tg_graph *g, tg_tensor *a, tg_tensor *b);
-/* A zero in b is an error (it names the element), not inf. */
+/* a / b elementwise, broadcasting as tg_add. A zero in b is an error (it
+ * names the element), not inf. */
 tg_tensor *tg_div(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
+/* Elementwise functions of one float tensor: the output has x's shape
+ * and dtype; a non-float x is an error. s must be finite (error). */
 tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s);   /* s * x */
+/* -x */
 tg_tensor *tg_neg(tg_graph *g, tg_tensor *x);
+/* e^x */
 tg_tensor *tg_exp(tg_graph *g, tg_tensor *x);
-/* x <= 0 is an error naming the element (log would give -inf or NaN). */
+/* Natural log. x <= 0 is an error naming the element (log would give
+ * -inf or NaN). */
 tg_tensor *tg_log(tg_graph *g, tg_tensor *x);
+/* tanh(x); backward dx += dy (1 - y^2). */
 tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
-/* x < 0 is an error; at x = 0 the gradient is taken as 0, not inf. */
+/* Square root. x < 0 is an error; at x = 0 the gradient is taken as 0,
+ * not inf. */
 tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
+/* max(x, 0) */
 tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
 
 typedef enum tg_gelu_mode {
     TG_GELU_ERF,   /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */
     TG_GELU_TANH   /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 } tg_gelu_mode;
+/* GELU of x elementwise in the given form; an unknown mode is an error. */
 tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode);
 
 /* ---- reductions (ops/reduce.c) ---------------------------------------- */
 
-/* Over one axis; keepdim keeps it with size 1. */
+/* Sum over one axis: x's shape without that axis, or with it as 1 when
+ * keepdim, e.g. (B,T,C) axis -1 -> (B,T) or (B,T,1). An axis out of range
+ * is an error. Accumulates in double. */
 tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
+/* Mean over one axis; shapes and errors as tg_sum. */
 tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
-/* Over all elements, to a scalar (ndim 0). */
+/* Sum over all elements, to a scalar (ndim 0). */
 tg_tensor *tg_sum_all(tg_graph *g, tg_tensor *x);
+/* Mean over all elements, to a scalar (ndim 0). */
 tg_tensor *tg_mean_all(tg_graph *g, tg_tensor *x);
 
 /* ---- shape (ops/shape.c) ---------------------------------------------- */
 
 /* A view with a new shape of the same numel; one entry may be -1 (inferred).
- * Works for every dtype. */
+ * Works for every dtype. Errors: a numel that differs, more than one -1,
+ * an entry that is 0 or below -1, ndim outside 0..4. */
 tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape);
-/* Swaps two axes (contiguous copy). Every dtype. */
+/* Swaps two axes (contiguous copy), e.g. (B,T,H,dh) axes 1, 2 ->
+ * (B,H,T,dh). Every dtype. An axis out of range is an error. */
 tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1);
-/* Output axis i is input axis perm[i] (contiguous copy). Every dtype. */
+/* Output axis i is input axis perm[i] (contiguous copy); perm has ndim
+ * entries. Every dtype. A perm that is not a permutation of the axes is an
+ * error. */
 tg_tensor *tg_permute(tg_graph *g, tg_tensor *x, const int *perm);
-/* Elements [start, end) along axis (contiguous copy). Every dtype. */
+/* Elements [start, end) along axis (contiguous copy): that axis gets
+ * length end - start. Every dtype. Errors: axis out of range, not
+ * 0 <= start < end <= length. */
 tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end);
 /* Cuts x along axis into n pieces of the given sizes (summing to the
  * axis's length), written to out[0..n-1]. Returns 0, or -1 with an error
  * (then out[] is all NULL). */
 int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes,
              tg_tensor **out);
-/* Joins n tensors along axis; the other dimensions must match. */
+/* Joins n tensors along axis: that axis gets the sum of their lengths.
+ * The dtypes and the other dimensions must match (error otherwise). */
 tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
 
 /* ---- softmax (ops/softmax.c) ------------------------------------------ */
@@ -101,10 +130,13 @@ typedef enum tg_softmax_flags {
      * (and zero gradient) instead of an error. */
     TG_SOFTMAX_ZERO_BLOCKED_ROWS = 1
 } tg_softmax_flags;
+/* tg_softmax with flags (a tg_softmax_flags value; unknown bits are an
+ * error). */
 tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags);
 
-/* log(softmax(x)) over the last axis, computed stably; same mask rules
- * (blocked entries are -inf in the output and get zero gradient). */
+/* log(softmax(x)) over the last axis, computed stably; same shape, mask
+ * rules and errors as tg_softmax (blocked entries are -inf in the output
+ * and get zero gradient; a fully blocked row is always an error). */
 tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
@@ -112,14 +144,18 @@ tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 /* Mean cross-entropy of logits (..., V) against i32 targets (...) whose
  * shape is the logits' without the last axis. Target -1 is ignored; the
  * mean is over the counted targets. A target outside [0, V) other than -1,
- * or every target ignored, is an error. Returns a scalar (ndim 0). */
+ * or every target ignored, is an error; so is a NaN or +inf logit, or a
+ * row of only -inf, in a counted row. Returns a scalar (ndim 0).
+ * Backward: dlogits = (softmax - onehot) / count, per counted row. */
 tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets);
 
 /* ---- layernorm (ops/layernorm.c) -------------------------------------- */
 
 /* Normalises over the last axis C: (x - mean) / sqrt(var + eps) * w + b,
- * var the biased variance. w and b have shape (C) and may each be NULL
- * (no scale / no shift). eps > 0 (PyTorch's default is 1e-5). */
+ * var the biased variance. x (..., C) -> (..., C). w and b have shape (C)
+ * and may each be NULL (no scale / no shift). eps > 0 (PyTorch's default
+ * is 1e-5). Errors: a scalar x, w or b not (C) or of another dtype,
+ * eps <= 0. */
 tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
                         double eps);
 #define TG_LAYERNORM_EPS 1e-5
@@ -127,15 +163,17 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
 /* ---- embedding (ops/embedding.c) -------------------------------------- */
 
 /* Rows of weight (V, C) gathered by i32 ids of any shape (up to 3 dims):
- * out (ids..., C). An id outside [0, V) is an error naming it. Backward
- * scatter-adds, so repeated ids accumulate. */
+ * out (ids..., C). An id outside [0, V) is an error naming it; so are a
+ * weight that is not 2-D and ids that are not i32. Backward scatter-adds,
+ * so repeated ids accumulate. */
 tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids);
 
 /* ---- dropout (ops/dropout.c) ------------------------------------------ */
 
 /* Zeroes each element with probability p (0 <= p <= 1) from the graph's
- * seeded stream and scales the rest by 1/(1-p). The identity when p = 0,
- * when the graph is in eval mode, or when grad mode is off. */
+ * seeded stream and scales the rest by 1/(1-p); same shape as x. The
+ * identity when p = 0, when the graph is in eval mode, or when grad mode
+ * is off: then it returns x itself. p outside [0, 1] is an error. */
 tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p);
 
 #endif

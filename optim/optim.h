@@ -25,6 +25,9 @@ typedef struct tg_sgd tg_sgd;
  * finite, or out of memory. The momentum buffer is only allocated when
  * momentum > 0. */
 tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
+/* One update of every parameter with learning rate lr, by the formula
+ * above, from the gradients in the store. Does nothing, and sets
+ * tg_sgd_error, if the store has grown since tg_sgd_new; NULL o is ignored. */
 void tg_sgd_step(tg_sgd *o, double lr);
 const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
 void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
@@ -53,14 +56,22 @@ tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
 /* param must be a tensor of the optimizer's store (tg_params_get/_at);
  * otherwise nothing changes and tg_adamw_error says so. */
 void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
+/* True when param is weight-decayed. */
 bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);   /* false if not in the store */
+/* One update of every parameter with learning rate lr (the step count
+ * goes up by one first), by the formulas above, from the gradients in the
+ * store. Does nothing, and sets tg_adamw_error, if the store has grown
+ * since tg_adamw_new; NULL o is ignored. */
 void tg_adamw_step(tg_adamw *o, double lr);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
  * and layout as tg_params_data; tg_params_numel elements each), which may
  * be read and written. A negative step count is refused (error set). */
 int64_t tg_adamw_steps(const tg_adamw *o);
+/* Sets the step count, e.g. when resuming; the next step is steps + 1. */
 void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
+/* The first-moment buffer m. */
 void *tg_adamw_m(tg_adamw *o);
+/* The second-moment buffer v. */
 void *tg_adamw_v(tg_adamw *o);
 const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
 void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
