@@ -1,5 +1,5 @@
 /* attention_walkthrough: backprop through multi-head attention, step by
- * step, with tapegrad's ops. Shared declarations of its four parts:
+ * step, with tapegrad's ops. Shared declarations of its files:
  *
  *   main.c      options, the inputs, the sections in order
  *   cases.c     the tutorial's small cases ([1.5, 1], (0.25, -0.25), ...)
