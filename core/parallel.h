@@ -22,11 +22,13 @@
 int tg_set_num_threads(int n);
 int tg_num_threads(void);   /* 1 until tg_set_num_threads */
 
+/* A part of a loop: items [lo, hi). */
+typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
+
 /* Runs fn(ctx, lo, hi) over [0, n) split into at most tg_num_threads()
  * contiguous ranges of at least `grain` items (grain < 1 counts as 1),
  * one per thread, and returns when all are done. A call made from inside
  * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller. */
-typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
 void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
 
 /* Inside fn: which range this is, 0 .. tg_num_threads() - 1 (0 outside a
