@@ -3,6 +3,15 @@
 
     /usr/bin/python3 bench/bench.py --build build [--configs S,M,L,N]
         [--threads 1,2] [--rounds 3] [--steps N] [--warmup W] [--json PATH]
+    /usr/bin/python3 bench/bench.py --ops [OP,OP,...] [--repeats 20] [same flags]
+    /usr/bin/python3 bench/bench.py --flat [STEPS] [--rss-every K] [--configs C] [--threads T]
+
+Without --ops or --flat, the training-step benchmark (below). --ops times
+single ops instead (bench_ops against torch_ops.py: forward and
+forward+backward per op, one table per config and thread count; see
+run_ops); --flat measures resident memory over a long run of the first
+config at the first thread count (see run_flat). bench/README.md
+describes all three.
 
 1. Builds bench_step and bench_sgemm in the CMake build folder --build
    (configuring it first if it has no CMakeCache.txt).
@@ -61,20 +70,21 @@ CONFIGS = {
 }
 VOCAB = 65
 SEED = 1337
+FLAT_STEPS = 100   # --flat without a count: quick; 1000 for a real measurement
 
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def build(build_dir):
+def build(build_dir, targets=("bench_step", "bench_sgemm")):
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
         log("configuring %s" % build_dir)
         subprocess.run(["cmake", "-S", ROOT, "-B", build_dir], check=True, stdout=subprocess.DEVNULL)
-    log("building bench_step and bench_sgemm in %s" % build_dir)
-    subprocess.run(["cmake", "--build", build_dir, "-j2", "--target", "bench_step", "bench_sgemm"],
+    log("building %s in %s" % (" and ".join(targets), build_dir))
+    subprocess.run(["cmake", "--build", build_dir, "-j2", "--target"] + list(targets),
                    check=True, stdout=subprocess.DEVNULL)
-    exe = {n: os.path.join(build_dir, "bench", n) for n in ("bench_step", "bench_sgemm")}
+    exe = {n: os.path.join(build_dir, "bench", n) for n in targets}
     for n, p in exe.items():
         if not os.access(p, os.X_OK):
             sys.exit("bench.py: %s was not built at %s" % (n, p))
@@ -92,6 +102,12 @@ def env_for(threads, wait_policy=None):
 
 def run_json(cmd, env, timeout=None):
     """The JSON line a benchmark prints; None if it ran past timeout seconds."""
+    lines = run_json_lines(cmd, env, timeout)
+    return None if lines is None else lines[-1]
+
+
+def run_json_lines(cmd, env, timeout=None):
+    """Every JSON line a benchmark prints; None if it ran past timeout seconds."""
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=timeout)
@@ -100,8 +116,11 @@ def run_json(cmd, env, timeout=None):
     if p.returncode != 0:
         sys.exit("bench.py: %s failed (exit %d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
     try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        lines = [json.loads(line) for line in p.stdout.strip().splitlines()]
+        if not lines:
+            raise ValueError("no output")
+        return lines
+    except ValueError:
         sys.exit("bench.py: %s printed no JSON:\n%s\n%s" % (" ".join(cmd), p.stdout, p.stderr))
 
 
@@ -148,9 +167,19 @@ def main():
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--rounds", type=int, default=3, help="runs per side per config and thread count")
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per config, 5 to 20)")
-    ap.add_argument("--warmup", type=int, help="warm-up steps per run (default: per config, 1 to 3)")
+    ap.add_argument("--warmup", type=int, help="warm-up steps per run (default: per config, 1 to 3; "
+                    "--ops: warm-up repeats, default 3)")
     ap.add_argument("--no-passive", action="store_true", help="skip PyTorch's OMP_WAIT_POLICY=PASSIVE runs")
-    ap.add_argument("--json", help="raw results (default: BUILD/bench_results.json)")
+    ap.add_argument("--json", help="raw results (default: BUILD/bench_results.json, "
+                    "BUILD/bench_ops_results.json with --ops, BUILD/bench_flat_results.json with --flat)")
+    ap.add_argument("--ops", nargs="?", const="all", metavar="OPS",
+                    help="time single ops instead of training steps: all of them, or a comma-separated "
+                         "list (bench_ops --list)")
+    ap.add_argument("--repeats", type=int, default=20, help="--ops: timed repeats per op per run (default 20)")
+    ap.add_argument("--flat", type=int, nargs="?", const=FLAT_STEPS, metavar="STEPS",
+                    help="memory flatness instead: train the first of --configs for STEPS steps "
+                         "(default %d; 1000 for a real measurement) at the first of --threads" % FLAT_STEPS)
+    ap.add_argument("--rss-every", type=int, help="--flat: sample memory every K steps (default STEPS/50)")
     args = ap.parse_args()
 
     names = [s.strip().upper() for s in args.configs.split(",") if s.strip()]
@@ -164,13 +193,23 @@ def main():
     if args.rounds < 1 or (args.steps is not None and args.steps < 1) or \
             (args.warmup is not None and args.warmup < 0) or min(threads) < 1:
         sys.exit("bench.py: --rounds, --steps, --threads must be >= 1 and --warmup >= 0")
+    if args.ops is not None and args.flat is not None:
+        sys.exit("bench.py: --ops and --flat are separate runs; give one")
+    if args.repeats < 1 or (args.flat is not None and args.flat < 1) or \
+            (args.rss_every is not None and args.rss_every < 1):
+        sys.exit("bench.py: --repeats, --flat and --rss-every must be >= 1")
     build_dir = os.path.abspath(args.build)
-    exe = build(build_dir)
-    json_path = args.json or os.path.join(build_dir, "bench_results.json")
+    mode = "ops" if args.ops is not None else "flat" if args.flat is not None else None
+    exe = build(build_dir, {"ops": ("bench_ops",), "flat": ("bench_step",)}.get(mode, ("bench_step", "bench_sgemm")))
+    json_path = args.json or os.path.join(build_dir, "bench_%sresults.json" % (mode + "_" if mode else ""))
     work = os.path.join(build_dir, "bench_work")
     os.makedirs(work, exist_ok=True)
     t_start = time.time()
     load_start = os.getloadavg()
+    if mode == "ops":
+        return run_ops(args, exe, names, threads, json_path, t_start, load_start)
+    if mode == "flat":
+        return run_flat(args, exe, names[0], threads[0], work, json_path, t_start, load_start)
 
     # ---- sgemm peak ----
     shapes = sgemm_shapes(names)
@@ -304,6 +343,189 @@ def main():
 
     with open(json_path, "w") as f:
         json.dump({"sgemm": sgemm, "peak_gflops": peak, "results": results}, f, indent=1)
+
+
+# ---- --ops: single ops, tapegrad (bench_ops) against PyTorch (torch_ops.py) ----
+
+def run_ops(args, exe, names, threads, json_path, t_start, load_start):
+    """Per config and thread count, --rounds runs of bench_ops and of
+    torch_ops.py (each PyTorch wait-policy variant), alternating which goes
+    first; per op the median over every timed repeat of every round. The
+    PyTorch variant kept is the one with the lower sum over ops of the
+    fwd+bwd medians (a variant 1.5x slower in round 1 is not run again)."""
+    known = subprocess.run([exe["bench_ops"], "--list"], stdout=subprocess.PIPE, text=True,
+                           check=True).stdout.split()
+    ops = known if args.ops == "all" else [o.strip() for o in args.ops.split(",") if o.strip()]
+    bad = [o for o in ops if o not in known]
+    if bad or not ops:
+        sys.exit("bench.py: unknown op(s) %s; choose from %s" % (bad, ",".join(known)))
+    warm = args.warmup if args.warmup is not None else 3
+    variants = [None] if args.no_passive else [None, "PASSIVE"]
+    results = {}
+    for name in names:
+        for t in threads:
+            common = ["--config", name, "--threads", str(t), "--repeats", str(args.repeats),
+                      "--warmup", str(warm), "--ops", ",".join(ops)]
+            tg_cmd = [exe["bench_ops"]] + common
+            th_cmd = [sys.executable, os.path.join(HERE, "torch_ops.py")] + common
+            runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}}
+            live, dropped, tg_wall = list(variants), {}, None
+            for r in range(args.rounds):
+                order = ["tg"] + ["th%d" % i for i in range(len(variants))]
+                if r % 2:
+                    order.reverse()
+                for who in order:
+                    if who == "tg":
+                        t0 = time.time()
+                        runs["tapegrad"].append(run_json_lines(tg_cmd, env_for(t)))
+                        tg_wall = tg_wall or time.time() - t0
+                        log("%s t%d round %d tapegrad: %.0f s" % (name, t, r + 1, time.time() - t0))
+                        continue
+                    v = variants[int(who[2:])]
+                    if v not in live:
+                        continue
+                    limit = max(60.0, 10 * tg_wall)
+                    t0 = time.time()
+                    res = run_json_lines(th_cmd, env_for(t, v), timeout=limit)
+                    label = "torch%s" % (" PASSIVE" if v else "")
+                    if res is None:
+                        live.remove(v)
+                        dropped[str(v)] = "timed out after %.0f s in round %d" % (limit, r + 1)
+                        log("%s t%d round %d %s: %s, dropped" % (name, t, r + 1, label, dropped[str(v)]))
+                        continue
+                    runs["torch"][str(v)].append(res)
+                    log("%s t%d round %d %s: %.0f s" % (name, t, r + 1, label, time.time() - t0))
+                if r == 0 and len(live) > 1:
+                    tot = {v: sum(x["fwdbwd_median_ms"] for x in runs["torch"][str(v)][0]) for v in live}
+                    best = min(tot.values())
+                    for v in list(live):
+                        if tot[v] > 1.5 * best:
+                            live.remove(v)
+                            dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (tot[v] / best)
+                            log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+            runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
+            if not runs["torch"]:
+                sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
+            results["%s/%d" % (name, t)] = {"config": name, "threads": t, "ops": ops, "repeats": args.repeats,
+                                            "warmup": warm, "runs": runs, "torch_dropped": dropped}
+
+    print("\n### Single ops, tapegrad vs PyTorch %s (f32)\n" % _torch_version())
+    print("ms: median over all timed repeats of %d round(s) of %d repeats; fwd is the forward with "
+          "the tape / autograd graph recorded, fwd+bwd adds the backward from a fixed output gradient. "
+          "ratio = tapegrad / PyTorch. GFLOP/s over fwd+bwd (matrix products only). "
+          "check: largest relative difference between the two sides' sums of squares of the output "
+          "and of each input gradient. PyTorch: best of default / OMP_WAIT_POLICY=PASSIVE (P)."
+          % (args.rounds, args.repeats))
+    for key, res in results.items():
+        name, t = res["config"], res["threads"]
+        tg_runs = res["runs"]["tapegrad"]
+        th_sum = {v: op_medians(rs) for v, rs in res["runs"]["torch"].items()}
+        best_v = min(th_sum, key=lambda v: sum(m["fwdbwd"] for m in th_sum[v].values()))
+        tg_med, th_med = op_medians(tg_runs), th_sum[best_v]
+        res.update(torch_best_variant=best_v, tapegrad_medians=tg_med, torch_medians=th_sum)
+        th_first = res["runs"]["torch"][best_v][0]
+        print("\n#### %s (%d,%d,%d,%d,%d), %d thread%s%s\n"
+              % (name, *CONFIGS[name][:5], t, "s" if t > 1 else "", ", PyTorch P" if best_v == "PASSIVE" else ""))
+        print("| op | shape | tapegrad fwd ms | PyTorch fwd ms | ratio | tapegrad fwd+bwd ms "
+              "| PyTorch fwd+bwd ms | ratio | GFLOP/s tg / pt | check |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for i, a in enumerate(tg_runs[0]):
+            b = th_first[i]
+            op = a["op"]
+            if b["op"] != op or b["shape"] != a["shape"]:
+                sys.exit("bench.py: the two sides ran different ops: %s %s / %s %s"
+                         % (op, a["shape"], b["op"], b["shape"]))
+            x, y = tg_med[op], th_med[op]
+            fl = a["flop_fwd"] + a["flop_bwd"]
+            gf = ("%.1f / %.1f" % (fl / x["fwdbwd"] / 1e6, fl / y["fwdbwd"] / 1e6)) if fl else ""
+            d = check_diff(a["check"], b["check"])
+            print("| %s | %s | %.3f | %.3f | %.2f | %.3f | %.3f | **%.2f** | %s | %.0e%s |"
+                  % (op, a["shape"], x["fwd"], y["fwd"], x["fwd"] / y["fwd"], x["fwdbwd"], y["fwdbwd"],
+                     x["fwdbwd"] / y["fwdbwd"], gf, d, " DIFFERENT" if d > 1e-3 else ""))
+    dropped = ["%s at %d thread(s): PyTorch %s %s" % (r["config"], r["threads"], v if v != "None" else "default", why)
+               for r in results.values() for v, why in r["torch_dropped"].items()]
+    if dropped:
+        print("\nPyTorch settings dropped: " + "; ".join(dropped) + ".")
+    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
+          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
+    with open(json_path, "w") as f:
+        json.dump({"results": results}, f, indent=1)
+
+
+def op_medians(runs):
+    """{op: {"fwd": median ms, "fwdbwd": median ms}} over every repeat of every run."""
+    out = {}
+    for line in runs[0]:
+        op = line["op"]
+        rows = [x for run in runs for x in run if x["op"] == op]
+        out[op] = {"fwd": statistics.median(v for x in rows for v in x["fwd_ms"]),
+                   "fwdbwd": statistics.median(v for x in rows for v in x["fwdbwd_ms"])}
+    return out
+
+
+def check_diff(a, b):
+    """Largest relative difference between two "check" objects."""
+    xs = [a["out_sq"]] + a["grad_sq"]
+    ys = [b["out_sq"]] + b["grad_sq"]
+    if len(xs) != len(ys):
+        return float("inf")
+    return max(abs(x - y) / max(abs(x), abs(y), 1e-30) for x, y in zip(xs, ys))
+
+
+# ---- --flat: resident memory over a long training run ----
+
+def run_flat(args, exe, name, t, work, json_path, t_start, load_start):
+    """One config, one thread count: bench_step and torch_ref.py each train
+    STEPS steps (no warm-up) from the same weights with --rss-every K; the
+    table gives the resident set after step 1, at the sample nearest above
+    10% of the steps and at the end, the growth between the last two, and
+    the peak. PyTorch runs with OMP_WAIT_POLICY=PASSIVE when t > 1 (unless
+    --no-passive): its default spins against other load."""
+    nl, nh, c, blk, b = CONFIGS[name][:5]
+    steps = args.flat
+    every = args.rss_every or max(1, steps // 50)
+    wpath = os.path.join(work, "init_%s.safetensors" % name)
+    run_json([exe["bench_step"], "--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c),
+              "--block-size", str(blk), "--vocab", str(VOCAB), "--batch-size", str(b), "--steps", "1",
+              "--warmup", "0", "--seed", str(SEED), "--write-init", wpath], env_for(1))
+    common = ["--init", wpath, "--batch-size", str(b), "--steps", str(steps), "--warmup", "0",
+              "--threads", str(t), "--seed", str(SEED), "--rss-every", str(every)]
+    wait = "PASSIVE" if t > 1 and not args.no_passive else None
+    log("%s t%d: tapegrad, %d steps" % (name, t, steps))
+    tg = run_json([exe["bench_step"]] + common, env_for(t))
+    log("%s t%d: torch%s, %d steps" % (name, t, " PASSIVE" if wait else "", steps))
+    th = run_json([sys.executable, os.path.join(HERE, "torch_ref.py")] + common, env_for(t, wait))
+
+    print("\n### Memory over %d training steps: %s (%d,%d,%d,%d,%d), %d thread%s\n"
+          % (steps, name, *CONFIGS[name][:5], t, "s" if t > 1 else ""))
+    print("Resident set (/proc/self/statm) sampled every %d steps outside the timed region; "
+          "peak = getrusage ru_maxrss. Growth is from the sample at about 10%% of the steps to the last.\n" % every)
+    print("| side | RSS MB after step 1 | RSS MB at step %s | RSS MB at step %d | growth MB (%%) | peak RSS MB "
+          "| heap allocations after step 1 / at the end | median ms/step |" % (_ten_percent_step(tg), steps))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, r in (("tapegrad", tg), ("PyTorch%s" % (" P" if wait else ""), th)):
+        smp = r["rss_samples"]
+        i10 = smp["step"].index(_ten_percent_step(r))
+        first, ten, last = smp["rss_kb"][0], smp["rss_kb"][i10], smp["rss_kb"][-1]
+        allocs = "%d / %d" % (smp["alloc_calls"][0], smp["alloc_calls"][-1]) if "alloc_calls" in smp else "-"
+        print("| %s | %.1f | %.1f | %.1f | %+.2f (%+.2f%%) | %.1f | %s | %.1f |"
+              % (label, first / 1024, ten / 1024, last / 1024, (last - ten) / 1024, 100 * (last - ten) / ten,
+                 max(smp["peak_rss_kb"]) / 1024, allocs, r["median_ms"]))
+    d = max(abs(x - y) for x, y in zip(tg["losses"], th["losses"]))
+    print("\nlosses: tapegrad %.4f -> %.4f, PyTorch %.4f -> %.4f, largest step-by-step difference %.1e"
+          % (tg["losses"][0], tg["loss"], th["losses"][0], th["loss"], d))
+    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
+          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
+    with open(json_path, "w") as f:
+        json.dump({"config": name, "threads": t, "steps": steps, "rss_every": every, "tapegrad": tg, "torch": th},
+                  f, indent=1)
+
+
+def _ten_percent_step(run):
+    """The first sampled step at or past 10% of the run (not step 1 unless it is the only one)."""
+    steps = run["rss_samples"]["step"]
+    later = [s for s in steps[1:] if s >= 0.1 * steps[-1]]
+    return later[0] if later else steps[-1]
 
 
 def _torch_version():

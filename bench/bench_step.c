@@ -3,7 +3,7 @@
  *   bench_step --n-layer L --n-head H --n-embd C --block-size T
  *              --batch-size B [--vocab 65] [--steps 20] [--warmup 3]
  *              [--threads 1] [--seed 1337] [--lr 1e-3]
- *              [--init W.safetensors] [--write-init PATH]
+ *              [--init W.safetensors] [--write-init PATH] [--rss-every K]
  *
  * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout.
  * Weights: from --init (nanoGPT names, config in __metadata__, which then
@@ -31,20 +31,29 @@
  *    "ms": [per timed step], "median_ms", "min_ms", "tokens_per_s"
  *    (B*T / median), "peak_rss_kb" (getrusage ru_maxrss),
  *    "losses": [every step, warm-up included, before its update],
- *    "loss": the last step's loss, "n_params"} */
+ *    "loss": the last step's loss, "n_params"}
+ *
+ * Memory flatness: with --rss-every K (K >= 1), after the first step, every
+ * K-th step and the last (steps numbered from 1, warm-up included; outside
+ * the timed region) the process's resident set (/proc/self/statm, -1 where
+ * unreadable), its peak (getrusage ru_maxrss) and the number of heap
+ * allocations tapegrad has made (tg_alloc_calls) are recorded, and the
+ * JSON gains "rss_every": K and "rss_samples": {"step": [...],
+ * "rss_kb": [...], "peak_rss_kb": [...], "alloc_calls": [...]}. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tapegrad.h"
 
 #define DATA_STREAM 7u
 
 typedef struct opts {
-    int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads;
+    int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads, rss_every;
     long long seed;
     double lr;
     const char *init, *write_init;
@@ -67,7 +76,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
                     "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
-                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH]\n");
+                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
@@ -82,7 +91,7 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
         {"--n-embd", &o->n_embd, 1, 65536},   {"--block-size", &o->block_size, 1, 1 << 20},
         {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
         {"--steps", &o->steps, 1, 1 << 24},   {"--warmup", &o->warmup, 0, 1 << 24},
-        {"--threads", &o->threads, 1, 1024},
+        {"--threads", &o->threads, 1, 1024}, {"--rss-every", &o->rss_every, 0, 1 << 24},
     };
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -163,6 +172,23 @@ out:
     return m;
 }
 
+/* resident set size in kB from /proc/self/statm (its second field, in
+ * pages), or -1 where it cannot be read */
+static long current_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size, resident;
+    int n = f ? fscanf(f, "%ld %ld", &size, &resident) : 0;
+    if (f) fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? resident * (page / 1024) : -1;
+}
+
+typedef struct rss_sample {
+    long step, rss_kb, peak_kb;
+    unsigned long long allocs;
+} rss_sample;
+
 static int write_init(const tg_gpt *m, const char *path, char *err, size_t errlen)
 {
     const tg_gpt_config *c = &m->cfg;
@@ -177,7 +203,7 @@ static int write_init(const tg_gpt *m, const char *path, char *err, size_t errle
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 1337, 1e-3, NULL, NULL};
+    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 1337, 1e-3, NULL, NULL};
     char err[1024];
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
@@ -203,6 +229,8 @@ int main(int argc, char **argv)
     tg_adamw *opt = NULL;
     int32_t *toks = NULL;
     double *ms = NULL, *sorted = NULL, *losses = NULL;
+    rss_sample *rss = NULL;
+    int n_rss = 0;
     tg_gpt *m = load_model(&o, err, sizeof err);
     if (!m) goto fail;
     if (o.write_init && write_init(m, o.write_init, err, sizeof err)) goto fail;
@@ -214,7 +242,8 @@ int main(int argc, char **argv)
     ms = tg_calloc((size_t)S, sizeof *ms);
     sorted = tg_calloc((size_t)S, sizeof *sorted);
     losses = tg_calloc((size_t)S, sizeof *losses);
-    if (!g || !opt || !toks || !ms || !sorted || !losses) {
+    if (o.rss_every) rss = tg_calloc((size_t)(S / o.rss_every + 2), sizeof *rss);
+    if (!g || !opt || !toks || !ms || !sorted || !losses || (o.rss_every && !rss)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
@@ -255,6 +284,11 @@ int main(int argc, char **argv)
         tg_params_zero_grad(m->params);
         tg_graph_reset(g);
         ms[s] = now_ms() - t0;
+        if (o.rss_every && (s == 0 || (s + 1) % o.rss_every == 0 || s == S - 1)) {
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            rss[n_rss++] = (rss_sample){s + 1, current_rss_kb(), ru.ru_maxrss, (unsigned long long)tg_alloc_calls()};
+        }
     }
 
     const double *timed = ms + o.warmup;
@@ -274,7 +308,19 @@ int main(int argc, char **argv)
     printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"peak_rss_kb\": %ld, \"losses\": [",
            median, sorted[0], (double)B * T / (median / 1e3), ru.ru_maxrss);
     for (int s = 0; s < S; s++) printf("%s%.9g", s ? ", " : "", losses[s]);
-    printf("], \"loss\": %.9g}\n", losses[S - 1]);
+    printf("], \"loss\": %.9g", losses[S - 1]);
+    if (o.rss_every) {
+        printf(", \"rss_every\": %d, \"rss_samples\": {\"step\": [", o.rss_every);
+        for (int i = 0; i < n_rss; i++) printf("%s%ld", i ? ", " : "", rss[i].step);
+        printf("], \"rss_kb\": [");
+        for (int i = 0; i < n_rss; i++) printf("%s%ld", i ? ", " : "", rss[i].rss_kb);
+        printf("], \"peak_rss_kb\": [");
+        for (int i = 0; i < n_rss; i++) printf("%s%ld", i ? ", " : "", rss[i].peak_kb);
+        printf("], \"alloc_calls\": [");
+        for (int i = 0; i < n_rss; i++) printf("%s%llu", i ? ", " : "", rss[i].allocs);
+        printf("]}");
+    }
+    printf("}\n");
     rc = 0;
     goto done;
 fail:
@@ -284,6 +330,7 @@ done:
     tg_free(ms);
     tg_free(sorted);
     tg_free(losses);
+    tg_free(rss);
     tg_adamw_free(opt);
     tg_graph_free(g);
     tg_gpt_free(m);

@@ -4,6 +4,7 @@ of bench/bench_step.c.
 
     torch_ref.py --init W.safetensors --batch-size B [--steps 20]
                  [--warmup 3] [--threads 1] [--seed 1337] [--lr 1e-3]
+                 [--rss-every K]
 
 The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT
 in float32, loaded from the weights bench_step --write-init wrote, no
@@ -20,6 +21,12 @@ Prints the same JSON object as bench_step ("impl": "torch"), plus
 "omp_wait_policy" (the environment's OMP_WAIT_POLICY or null) and
 "rss_after_import_kb" (ru_maxrss once torch is imported, before the
 model exists).
+
+--rss-every K: as bench_step, after the first step, every K-th step and
+the last (numbered from 1, warm-up included, outside the timed region)
+records the resident set (/proc/self/statm) and ru_maxrss into
+"rss_every" and "rss_samples": {"step", "rss_kb", "peak_rss_kb"} (no
+"alloc_calls": PyTorch's allocations are not counted).
 """
 
 import argparse
@@ -80,6 +87,15 @@ def make_batches(seed, steps, batch, block, vocab):
     return toks
 
 
+def current_rss_kb():
+    """Resident set in kB from /proc/self/statm (second field, pages); -1 if unreadable."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--init", required=True, help="weights written by bench_step --write-init")
@@ -89,9 +105,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--rss-every", type=int, default=0, help="record memory every K steps (0: off)")
     args = ap.parse_args()
-    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.threads < 1:
-        sys.exit("torch_ref: --steps, --batch-size, --threads must be >= 1, --warmup >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.threads < 1 or args.rss_every < 0:
+        sys.exit("torch_ref: --steps, --batch-size, --threads must be >= 1, --warmup and --rss-every >= 0")
 
     torch.set_num_threads(args.threads)
     rss_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -104,6 +121,7 @@ def main():
     model.train()
 
     ms, losses = [], []
+    rss = {"step": [], "rss_kb": [], "peak_rss_kb": []}
     for s in range(n_total):
         t0 = time.perf_counter()
         x, y = toks[s, :, :T], toks[s, :, 1:]
@@ -115,6 +133,10 @@ def main():
         lv = loss.item()
         ms.append((time.perf_counter() - t0) * 1e3)
         losses.append(lv)
+        if args.rss_every and (s == 0 or (s + 1) % args.rss_every == 0 or s == n_total - 1):
+            rss["step"].append(s + 1)
+            rss["rss_kb"].append(current_rss_kb())
+            rss["peak_rss_kb"].append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
     timed = ms[args.warmup:]
     out = {
@@ -131,6 +153,8 @@ def main():
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "losses": losses, "loss": losses[-1],
     }
+    if args.rss_every:
+        out.update(rss_every=args.rss_every, rss_samples=rss)
     print(json.dumps(out))
 
 
