@@ -6,14 +6,20 @@
  * background, and in every row the largest weight is the brightest cell
  * (for made-up weights and for a GPT's own attention weights); the HTML
  * index lists every layer, head and character and fetches nothing; the
- * loss curve follows a known series; output files are all or nothing. */
+ * loss curve follows a known series; output files are all or nothing.
+ * End to end, `tiny_gpt attn` (the built program, TINY_GPT_BIN) on a
+ * checkpoint written here draws, in every file, the weights this test
+ * computes itself with tg_gpt_forward_ex. */
 #include "tg_test.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
+#include "data.h"
 #include "files.h"
 #include "heatmap.h"
 #include "lossplot.h"
@@ -486,6 +492,132 @@ START_TEST(staged_files_are_all_or_nothing)
 }
 END_TEST
 
+/* ---- tiny_gpt attn, end to end ------------------------------------------------------ */
+
+/* Runs TINY_GPT_BIN with args; returns its exit status; stderr into dir/stderr.txt. */
+static int run_tiny_gpt(const char *const *args)
+{
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)TINY_GPT_BIN;
+    for (; args[n - 1] && n < 15; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (!freopen(P("stderr.txt"), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "tiny_gpt did not exit normally");
+    return WEXITSTATUS(st);
+}
+
+START_TEST(attn_command_draws_the_models_weights)
+{
+    /* a small random model with sharp attention, saved as tiny_gpt does */
+    const char *corpus = "abc de.";
+    vocab v;
+    vocab_build(&v, corpus, strlen(corpus));
+    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16, .vocab_size = v.size};
+    char err[1024];
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 4, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    tg_rng r;
+    tg_rng_seed(&r, 5, 1);
+    for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
+    ck_assert_msg(checkpoint_save(P("m.safetensors"), m, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+
+    /* the weights, computed here */
+    const char *text = "bad cab. ed";
+    enum { T = 11, L = 2, H = 3 };
+    int32_t ids[T];
+    size_t bad;
+    ck_assert_int_eq(vocab_encode(&v, text, T, ids, &bad), 0);
+    tg_graph *g = tg_graph_new();
+    tg_graph_set_grad_enabled(g, false);
+    tg_tensor *aw[L];
+    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids), aw));
+
+    const char *args[] = {"attn", "--ckpt", P("m.safetensors"), "--text", text, "--out", P("maps"), NULL};
+    int rc = run_tiny_gpt(args);
+    char *msg = slurp(P("stderr.txt"));
+    ck_assert_msg(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
+    free(msg);
+    char names[2048];
+    listing(P("maps"), names, sizeof names);
+    ck_assert_str_eq(names, "attn_l0_h0.png,attn_l0_h1.png,attn_l0_h2.png,attn_l1_h0.png,attn_l1_h1.png,"
+                            "attn_l1_h2.png,index.html,");
+    char *html = slurp(P("maps/index.html"));
+    const int cell = heatmap_cell_px(T, T);
+    double peak = 0;
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            char name[64], want[256];
+            snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
+            pic p = decode_file(P(name));
+            ck_assert_int_eq(p.w, T * cell);
+            ck_assert_int_eq(p.h, T * cell);
+            for (int i = 0; i < T; i++) {
+                int best = 0;
+                for (int j = 0; j <= i; j++)
+                    if (tg_tensor_get(aw[l], (h * T + i) * T + j) > tg_tensor_get(aw[l], (h * T + i) * T + best))
+                        best = j;
+                for (int j = 0; j < T; j++) {
+                    const double w = tg_tensor_get(aw[l], (h * T + i) * T + j);
+                    rgb c = at(&p, j * cell + cell / 2, i * cell + cell / 2);
+                    if (j > i) {
+                        ck_assert_msg(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
+                                      name, i, j);
+                        continue;
+                    }
+                    if (i > 0) peak = fmax(peak, w);
+                    ck_assert_msg(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
+                                  j, w);
+                    ck_assert_msg(lum(c) <= lum(at(&p, best * cell, i * cell)),
+                                  "%s: row %d's brightest cell is not its largest weight (key %d)", name, i, best);
+                }
+            }
+            stbi_image_free(p.px);
+            /* the page: this map's caption and one of its weights */
+            snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
+            ck_assert_msg(strstr(html, want), "index.html lacks '%s'", want);
+            snprintf(want, sizeof want, "title=\"q9 e \xe2\x86\x92 k4 c: %.4f\"",
+                     tg_tensor_get(aw[l], (h * T + 9) * T + 4));
+            ck_assert_msg(strstr(html, want), "index.html lacks '%s'", want);
+        }
+    ck_assert_msg(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
+    ck_assert(strstr(html, "<code>bad\xe2\x90\xa3" "cab.\xe2\x90\xa3" "ed</code>"));
+    ck_assert(!strstr(html, "://"));
+    free(html);
+
+    /* a failure writes nothing: an unknown character, a missing checkpoint */
+    const char *bad_char[] = {"attn", "--ckpt", P("m.safetensors"), "--text", "cab?", "--out", P("maps2"), NULL};
+    ck_assert_int_eq(run_tiny_gpt(bad_char), 1);
+    msg = slurp(P("stderr.txt"));
+    ck_assert_msg(strstr(msg, "the text's character '?' (byte 63, offset 3) is not in the vocabulary"), "%s", msg);
+    free(msg);
+    ck_assert_int_eq(access(P("maps2"), F_OK), -1);
+
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            char name[64];
+            snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
+            remove(P(name));
+        }
+    remove(P("maps/index.html"));
+    rmdir(P("maps"));
+    remove(P("m.safetensors"));
+    remove(P("stderr.txt"));
+    tg_graph_free(g);
+    tg_gpt_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("heatmap");
@@ -497,6 +629,7 @@ static Suite *suite(void)
     tcase_add_test(tc, loss_curve_follows_the_series);
     tcase_add_test(tc, loss_curve_errors);
     tcase_add_test(tc, staged_files_are_all_or_nothing);
+    tcase_add_test(tc, attn_command_draws_the_models_weights);
     suite_add_tcase(s, tc);
     return s;
 }

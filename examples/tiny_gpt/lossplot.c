@@ -165,7 +165,9 @@ static void draw(image *im, const series *train, const series *val)
     char lab[32];
     double ys = nice_step(f.y1 - f.y0);
     int ydec = ys >= 1 ? 0 : (int)ceil(-log10(ys) - 1e-9);
-    for (double y = ceil(f.y0 / ys) * ys; y <= f.y1; y += ys) {
+    for (int k = 0; k < 20 && isfinite(ys); k++) {   /* (at most ~7 ticks; the bound guards odd ranges) */
+        double y = (ceil(f.y0 / ys) + k) * ys;
+        if (y > f.y1) break;
         int py = (int)lround(px_y(&f, y));
         image_fill_rect(im, LOSSPLOT_LEFT, py, LOSSPLOT_RIGHT, py + 1, grid);
         image_fill_rect(im, LOSSPLOT_LEFT - 5, py, LOSSPLOT_LEFT, py + 1, ink);
@@ -173,7 +175,9 @@ static void draw(image *im, const series *train, const series *val)
         image_text(im, LOSSPLOT_LEFT - 9 - image_text_width(lab, 2), py - 6, 2, lab, ink);
     }
     double xs = fmax(1, nice_step(f.x1 - f.x0));
-    for (double x = ceil(f.x0 / xs) * xs; x <= f.x1; x += xs) {
+    for (int k = 0; k < 20 && isfinite(xs); k++) {
+        double x = (ceil(f.x0 / xs) + k) * xs;
+        if (x > f.x1) break;
         int px = (int)lround(px_x(&f, x));
         image_fill_rect(im, px, LOSSPLOT_TOP, px + 1, LOSSPLOT_BOTTOM, grid);
         image_fill_rect(im, px, LOSSPLOT_BOTTOM, px + 1, LOSSPLOT_BOTTOM + 5, ink);
