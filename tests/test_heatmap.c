@@ -40,6 +40,13 @@ static const char *P(const char *name)
     return buf[k];
 }
 
+/* ck_assert_msg records every passing check's location (costly per
+ * pixel); REQUIRE only acts when the condition fails. */
+#define REQUIRE(cond, ...)                     \
+    do {                                       \
+        if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+    } while (0)
+
 /* Brightness as relative luminance (Rec. 709 weights). */
 static double lum(rgb c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b; }
 static bool same(rgb a, rgb b) { return a.r == b.r && a.g == b.g && a.b == b.b; }
@@ -171,22 +178,22 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
             rgb c = at(&p, j * cell, i * cell);
             for (int y = i * cell; y < (i + 1) * cell; y++)
                 for (int x = j * cell; x < (j + 1) * cell; x++)
-                    ck_assert_msg(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
+                    REQUIRE(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
             cells[i * Tk + j] = c;
             const bool b = blocked && blocked[i * Tk + j];
-            ck_assert_msg(same(c, HEATMAP_BLOCKED) == b, "cell (%d,%d) blocked %d but colour %d,%d,%d", i, j, b, c.r,
+            REQUIRE(same(c, HEATMAP_BLOCKED) == b, "cell (%d,%d) blocked %d but colour %d,%d,%d", i, j, b, c.r,
                           c.g, c.b);
             if (b) continue;
             open++;
-            ck_assert_msg(same(c, heatmap_colour(w[i * Tk + j])), "cell (%d,%d) weight %g has the wrong colour", i,
+            REQUIRE(same(c, heatmap_colour(w[i * Tk + j])), "cell (%d,%d) weight %g has the wrong colour", i,
                           j, w[i * Tk + j]);
         }
     for (int a = 0; a < Tq * Tk; a++)
         for (int b = 0; b < Tq * Tk; b++) {
             if (blocked && (blocked[a] || blocked[b])) continue;
             if (w[a] > w[b] + 1.0 / 255)
-                ck_assert_msg(lum(cells[a]) > lum(cells[b]), "weight %g is not brighter than %g", w[a], w[b]);
-            if (w[a] >= w[b]) ck_assert_msg(lum(cells[a]) >= lum(cells[b]), "weight %g darker than %g", w[a], w[b]);
+                REQUIRE(lum(cells[a]) > lum(cells[b]), "weight %g is not brighter than %g", w[a], w[b]);
+            if (w[a] >= w[b]) REQUIRE(lum(cells[a]) >= lum(cells[b]), "weight %g darker than %g", w[a], w[b]);
         }
     for (int i = 0; i < Tq; i++) {
         int best = -1;
@@ -195,7 +202,7 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
         if (best < 0) continue;
         for (int j = 0; j < Tk; j++)
             if (!(blocked && blocked[i * Tk + j]))
-                ck_assert_msg(lum(cells[i * Tk + best]) >= lum(cells[i * Tk + j]),
+                REQUIRE(lum(cells[i * Tk + best]) >= lum(cells[i * Tk + j]),
                               "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
     }
     free(cells);
@@ -361,7 +368,7 @@ START_TEST(loss_curve_follows_the_series)
     fprintf(f, "99,%.6f,%.6f,,,\n", 1.2, 3.0);
     fclose(f);
     char err[512] = "";
-    ck_assert_msg(lossplot_write(P("metrics.csv"), P("loss.png"), err, sizeof err) == 0, "%s", err);
+    REQUIRE(lossplot_write(P("metrics.csv"), P("loss.png"), err, sizeof err) == 0, "%s", err);
     pic p = decode_file(P("loss.png"));
     ck_assert_int_eq(p.w, LOSSPLOT_W);
     ck_assert_int_eq(p.h, LOSSPLOT_H);
@@ -378,18 +385,18 @@ START_TEST(loss_curve_follows_the_series)
             if (same(c, LOSSPLOT_TRAIN)) {
                 any = true;
                 train_px++;
-                ck_assert_msg(fabs(y - want) <= 2.5, "train pixel (%d,%d) is off the line (want y %.1f)", x, y, want);
+                REQUIRE(fabs(y - want) <= 2.5, "train pixel (%d,%d) is off the line (want y %.1f)", x, y, want);
             } else if (same(c, LOSSPLOT_VAL)) {
                 val_px++;
-                ck_assert_msg(fabs(y - loss_y(3.0, lo, hi)) <= 3.5, "val pixel (%d,%d) is off y %.1f", x, y,
+                REQUIRE(fabs(y - loss_y(3.0, lo, hi)) <= 3.5, "val pixel (%d,%d) is off y %.1f", x, y,
                               loss_y(3.0, lo, hi));
             }
         }
         cols += any;
     }
     /* (val's line covers the train line where they cross, near step 33) */
-    ck_assert_msg(cols > (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the train curve fills only %d columns", cols);
-    ck_assert_msg(val_px > 2 * (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the val curve has %d pixels", val_px);
+    REQUIRE(cols > (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the train curve fills only %d columns", cols);
+    REQUIRE(val_px > 2 * (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the val curve has %d pixels", val_px);
     /* both colours appear in the legend too, above the plot area */
     int legend_train = 0, legend_val = 0;
     for (int y = 0; y < LOSSPLOT_TOP; y++)
@@ -399,8 +406,10 @@ START_TEST(loss_curve_follows_the_series)
         }
     ck_assert(legend_train > 0 && legend_val > 0);
     /* axes: dark pixels along the left and bottom edges of the plot area */
-    for (int y = LOSSPLOT_TOP; y < LOSSPLOT_BOTTOM; y++) ck_assert(lum(at(&p, LOSSPLOT_LEFT - 1, y)) < 60);
-    for (int x = LOSSPLOT_LEFT; x < LOSSPLOT_RIGHT; x++) ck_assert(lum(at(&p, x, LOSSPLOT_BOTTOM)) < 60);
+    for (int y = LOSSPLOT_TOP; y < LOSSPLOT_BOTTOM; y++)
+        REQUIRE(lum(at(&p, LOSSPLOT_LEFT - 1, y)) < 60, "no y axis at (%d,%d)", LOSSPLOT_LEFT - 1, y);
+    for (int x = LOSSPLOT_LEFT; x < LOSSPLOT_RIGHT; x++)
+        REQUIRE(lum(at(&p, x, LOSSPLOT_BOTTOM)) < 60, "no x axis at (%d,%d)", x, LOSSPLOT_BOTTOM);
     stbi_image_free(p.px);
     ck_assert_int_gt(train_px, 0);
 
@@ -408,12 +417,13 @@ START_TEST(loss_curve_follows_the_series)
     f = fopen(P("empty.csv"), "w");
     fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
     fclose(f);
-    ck_assert_msg(lossplot_write(P("empty.csv"), P("empty.png"), err, sizeof err) == 0, "%s", err);
+    REQUIRE(lossplot_write(P("empty.csv"), P("empty.png"), err, sizeof err) == 0, "%s", err);
     p = decode_file(P("empty.png"));
     ck_assert_int_eq(p.w, LOSSPLOT_W);
     for (int k = 0; k < p.w * p.h; k++) {
         rgb c = {p.px[3 * k], p.px[3 * k + 1], p.px[3 * k + 2]};
-        if (k / p.w >= LOSSPLOT_TOP) ck_assert(!same(c, LOSSPLOT_TRAIN) && !same(c, LOSSPLOT_VAL));
+        if (k / p.w >= LOSSPLOT_TOP)
+            REQUIRE(!same(c, LOSSPLOT_TRAIN) && !same(c, LOSSPLOT_VAL), "a curve pixel without data at %d", k);
     }
     stbi_image_free(p.px);
     remove(P("empty.csv"));
@@ -526,11 +536,11 @@ START_TEST(attn_command_draws_the_models_weights)
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16, .vocab_size = v.size};
     char err[1024];
     tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 4, err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
+    REQUIRE(m != NULL, "%s", err);
     tg_rng r;
     tg_rng_seed(&r, 5, 1);
     for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
-    ck_assert_msg(checkpoint_save(P("m.safetensors"), m, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    REQUIRE(checkpoint_save(P("m.safetensors"), m, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
 
     /* the weights, computed here */
     const char *text = "bad cab. ed";
@@ -546,7 +556,7 @@ START_TEST(attn_command_draws_the_models_weights)
     const char *args[] = {"attn", "--ckpt", P("m.safetensors"), "--text", text, "--out", P("maps"), NULL};
     int rc = run_tiny_gpt(args);
     char *msg = slurp(P("stderr.txt"));
-    ck_assert_msg(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
+    REQUIRE(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
     free(msg);
     char names[2048];
     listing(P("maps"), names, sizeof names);
@@ -571,26 +581,26 @@ START_TEST(attn_command_draws_the_models_weights)
                     const double w = tg_tensor_get(aw[l], (h * T + i) * T + j);
                     rgb c = at(&p, j * cell + cell / 2, i * cell + cell / 2);
                     if (j > i) {
-                        ck_assert_msg(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
+                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
                                       name, i, j);
                         continue;
                     }
                     if (i > 0) peak = fmax(peak, w);
-                    ck_assert_msg(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
+                    REQUIRE(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
                                   j, w);
-                    ck_assert_msg(lum(c) <= lum(at(&p, best * cell, i * cell)),
+                    REQUIRE(lum(c) <= lum(at(&p, best * cell, i * cell)),
                                   "%s: row %d's brightest cell is not its largest weight (key %d)", name, i, best);
                 }
             }
             stbi_image_free(p.px);
             /* the page: this map's caption and one of its weights */
             snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
-            ck_assert_msg(strstr(html, want), "index.html lacks '%s'", want);
+            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
             snprintf(want, sizeof want, "title=\"q9 e \xe2\x86\x92 k4 c: %.4f\"",
                      tg_tensor_get(aw[l], (h * T + 9) * T + 4));
-            ck_assert_msg(strstr(html, want), "index.html lacks '%s'", want);
+            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
         }
-    ck_assert_msg(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
+    REQUIRE(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
     ck_assert(strstr(html, "<code>bad\xe2\x90\xa3" "cab.\xe2\x90\xa3" "ed</code>"));
     ck_assert(!strstr(html, "://"));
     free(html);
@@ -599,7 +609,7 @@ START_TEST(attn_command_draws_the_models_weights)
     const char *bad_char[] = {"attn", "--ckpt", P("m.safetensors"), "--text", "cab?", "--out", P("maps2"), NULL};
     ck_assert_int_eq(run_tiny_gpt(bad_char), 1);
     msg = slurp(P("stderr.txt"));
-    ck_assert_msg(strstr(msg, "the text's character '?' (byte 63, offset 3) is not in the vocabulary"), "%s", msg);
+    REQUIRE(strstr(msg, "the text's character '?' (byte 63, offset 3) is not in the vocabulary"), "%s", msg);
     free(msg);
     ck_assert_int_eq(access(P("maps2"), F_OK), -1);
 

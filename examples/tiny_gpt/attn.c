@@ -98,8 +98,13 @@ int cmd_attn(int argc, char **argv)
         snprintf(err, sizeof err, "%s", tg_graph_error(g));
         goto fail;
     }
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++) {
+        if (!aw[l] || aw[l]->numel != (int64_t)H * T * T) {
+            snprintf(err, sizeof err, "layer %d returned no (1,%d,%d,%d) attention weights", l, H, T, T);
+            goto fail;
+        }
         for (int64_t k = 0; k < (int64_t)H * T * T; k++) w[(int64_t)l * H * T * T + k] = tg_tensor_get(aw[l], k);
+    }
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++) blocked[i * T + j] = j > i;   /* causal: query i sees keys 0..i */
 
