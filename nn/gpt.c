@@ -114,11 +114,15 @@ void tg_gpt_free(tg_gpt *m)
 
 /* ---- forward ----------------------------------------------------------- */
 
-tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx)
+tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx) { return tg_gpt_forward_ex(g, m, idx, NULL); }
+
+tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights)
 {
+    const tg_gpt_config *c = &m->cfg;
+    if (attn_weights)
+        for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
     tg_tensor *in[1] = {idx};
     if (!tg_op_begin(g, "gpt", 1, in)) return NULL;
-    const tg_gpt_config *c = &m->cfg;
     char s[64];
     tg_shape_str(idx, s, sizeof s);
     if (idx->dtype != TG_I32 || idx->ndim != 2)
@@ -146,7 +150,8 @@ tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx)
     x = tg_dropout(g, x, c->dropout);                                                     /* (B,T,C) */
     for (int i = 0; i < c->n_layer; i++) {
         const tg_block *b = &m->h[i];
-        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL};
+        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
+                             .weights = attn_weights ? &attn_weights[i] : NULL};
         x = tg_add(g, x, tg_mha_forward(g, &b->attn, tg_layernorm_forward(g, &b->ln_1, x), NULL, &args));
         x = tg_add(g, x, tg_mlp_forward(g, &b->mlp, tg_layernorm_forward(g, &b->ln_2, x)));  /* (B,T,C) */
     }
@@ -156,6 +161,8 @@ tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx)
         /* a failure after some layers appended: forget those positions */
         if (m->cache)
             for (int i = 0; i < c->n_layer; i++) m->cache[i].len = p;
+        if (attn_weights)
+            for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
         return NULL;
     }
     return logits;

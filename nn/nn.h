@@ -161,6 +161,12 @@ void tg_gpt_free(tg_gpt *m);
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
  * cache len + T <= block_size), ids in [0, V): else an error. */
 tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
+/* tg_gpt_forward that also hands back each layer's attention weights, for
+ * inspection: attn_weights is NULL or an array of n_layer slots; slot i
+ * receives layer i's (B,H,T,Tk) softmax probabilities before attention
+ * dropout (Tk = cache len + T; rows sum to 1, blocked future keys are 0),
+ * arena tensors on g. Every slot is NULL when the forward fails. */
+tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
 /* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored):
  * a scalar. Errors: those of tg_gpt_forward and tg_cross_entropy, and
  * targets that are not i32 shaped like idx. */

@@ -856,6 +856,97 @@ START_TEST(gpt_incremental_decoding)
 }
 END_TEST
 
+/* tg_gpt_forward_ex: the same logits as tg_gpt_forward, and per layer the
+ * attention weights (B,H,T,T); layer 0's against the loop reference fed
+ * with ln_1(wte[idx] + wpe[t]) computed here; with the cache, a chunk's
+ * weights are the full forward's rows; a failed forward clears the slots. */
+START_TEST(gpt_forward_attention_weights)
+{
+    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
+    char err[256];
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    fill_params(m->params, 8, 0.5);
+    tg_graph *g = tg_graph_new();
+    const int B = 2, T = 6, C = 9, H = 3, L = 2;
+    const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    tg_tensor *plain = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
+    tg_tensor *w[2];
+    tg_tensor *lg = tg_gpt_forward_ex(g, m, ids(g, B, T, iv), w); /* (B,T,V) */
+    ck_assert_msg(plain && lg, "%s", tg_graph_error(g));
+    for (int64_t i = 0; i < lg->numel; i++) ck_assert_double_eq(dptr(lg)[i], dptr(plain)[i]);
+    for (int l = 0; l < L; l++) {
+        ck_assert_ptr_nonnull(w[l]);
+        ck_assert_int_eq(w[l]->ndim, 4);
+        ck_assert_int_eq(w[l]->shape[0], B);
+        ck_assert_int_eq(w[l]->shape[1], H);
+        ck_assert_int_eq(w[l]->shape[2], T);
+        ck_assert_int_eq(w[l]->shape[3], T);
+    }
+    /* layer 0 by hand: x0 = wte[idx] + wpe[t], LayerNorm (eps 1e-5), attention */
+    double x0[2 * 6 * 9], want[2 * 3 * 6 * 6];
+    const double *wte = dptr(m->wte), *wpe = dptr(m->wpe);
+    const double *lw = dptr(m->h[0].ln_1.weight), *lb = dptr(m->h[0].ln_1.bias);
+    for (int r = 0; r < B * T; r++) {
+        double mean = 0, var = 0, v[9];
+        for (int c = 0; c < C; c++) v[c] = wte[iv[r] * C + c] + wpe[(r % T) * C + c], mean += v[c] / C;
+        for (int c = 0; c < C; c++) var += (v[c] - mean) * (v[c] - mean) / C;
+        for (int c = 0; c < C; c++) x0[r * C + c] = (v[c] - mean) / sqrt(var + 1e-5) * lw[c] + lb[c];
+    }
+    uint8_t blocked[2 * 3 * 6 * 6];
+    for (int k = 0; k < B * H * T * T; k++) blocked[k] = k % T > (k / T) % T;
+    ref_mha r = {.B = B, .Tq = T, .Tk = T, .x = x0, .kv = x0, .blocked = blocked};
+    ref_from_mha(&r, &m->h[0].attn);
+    double *y = malloc(sizeof(double) * B * T * C);
+    ref_mha_run(&r, y, want);
+    free(y);
+    assert_close_arr(w[0], want, B * H * T * T, 1e-12, "layer 0 weights");
+    /* the weights are not near uniform (the check above could not pass by accident) */
+    double spread = 0;
+    for (int k = 0; k < B * H * T * T; k++)
+        if (!blocked[k]) spread = fmax(spread, fabs(want[k] - 1.0 / ((k / T) % T + 1)));
+    ck_assert_msg(spread > 0.2, "max distance from uniform %g", spread);
+    /* layer 1: its own weights (not layer 0's); rows sum to 1, the future gets exactly 0 */
+    double diff = 0;
+    for (int k = 0; k < B * H * T * T; k++) diff = fmax(diff, fabs(dptr(w[1])[k] - want[k]));
+    ck_assert_msg(diff > 0.05, "layer 1's weights are layer 0's (max difference %g)", diff);
+    for (int row = 0; row < B * H * T; row++) {
+        double sum = 0;
+        for (int j = 0; j < T; j++) {
+            double a = dptr(w[1])[row * T + j];
+            if (j > row % T) ck_assert_double_eq(a, 0.0);
+            sum += a;
+        }
+        ck_assert_double_eq_tol(sum, 1.0, 1e-12);
+    }
+    /* with the cache: chunk [2,6) attends over 6 keys; its rows are rows 2..5 */
+    double full1[2 * 3 * 6 * 6];
+    memcpy(full1, dptr(w[1]), sizeof full1);
+    ck_assert_int_eq(tg_gpt_cache_enable(m, B, err, sizeof err), 0);
+    int32_t a[4], b4[8];
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < 2; t++) a[b * 2 + t] = iv[b * T + t];
+        for (int t = 0; t < 4; t++) b4[b * 4 + t] = iv[b * T + 2 + t];
+    }
+    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, ids(g, B, 2, a), NULL));
+    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, ids(g, B, 4, b4), w));
+    ck_assert_int_eq(w[1]->shape[2], 4);
+    ck_assert_int_eq(w[1]->shape[3], 6);
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < T; j++)
+                ck_assert_double_eq_tol(dptr(w[1])[(bh * 4 + i) * T + j], full1[(bh * T + 2 + i) * T + j], 1e-12);
+    tg_gpt_cache_disable(m);
+    /* a failed forward leaves no stale tensors behind */
+    ck_assert_ptr_null(tg_gpt_forward_ex(g, m, ids(g, 1, 2, (int32_t[]){1, 13}), w));
+    tt_assert_error(g, "token id 13");
+    ck_assert_ptr_null(w[0]);
+    ck_assert_ptr_null(w[1]);
+    tg_graph_free(g);
+    tg_gpt_free(m);
+}
+END_TEST
+
 START_TEST(gpt_input_errors)
 {
     tg_gpt_config cfg = {.n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4, .vocab_size = 5};
@@ -907,6 +998,7 @@ int main(void)
     tcase_add_test(tc, gpt_loss_at_init);
     tcase_add_test(tc, gpt_gradcheck);
     tcase_add_test(tc, gpt_incremental_decoding);
+    tcase_add_test(tc, gpt_forward_attention_weights);
     tcase_add_test(tc, gpt_input_errors);
     suite_add_tcase(s, tc);
     return tt_run(s);

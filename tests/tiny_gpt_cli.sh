@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tiny_gpt end to end, as a user runs it: training on the built-in corpus
 # gets near the corpus's entropy floor; a stopped and resumed run gives the
-# same losses as one that was not; sampling works; and bad arguments,
+# same losses as one that was not; sampling works; training draws
+# loss.png and `attn` writes one PNG per layer and head plus index.html
+# (tests/test_heatmap.c checks their pixels); and bad arguments,
 # missing or malformed files, prompts outside the vocabulary and
 # mismatched checkpoints each fail with a clear message.
 #   tests/tiny_gpt_cli.sh path/to/tiny_gpt
@@ -73,6 +75,40 @@ v0=$(sed -n 's/^step 0: train loss [0-9.]*, val loss \([0-9.]*\).*/\1/p' <<<"$lo
 if [ -n "$v0" ] && awk -v v="$v0" 'BEGIN { exit !(v < 1.0) }'; then ok "--init: step-0 val loss $v0 is the trained model's"
 else bad "--init: step-0 val loss '$v0'"; echo "$log" | tail -3; fi
 
+# 3c. pictures: the loss curve beside metrics.csv, attention maps and their page
+is_png() { [ "$(od -An -tx1 -N8 "$1" 2>/dev/null | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
+png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4 "x" $5*16777216 + $6*65536 + $7*256 + $8 }'; }
+for d in a c; do   # c: drawn when stopped, redrawn after the resume
+  if is_png "$work/$d/loss.png" && [ "$(png_size "$work/$d/loss.png")" = "800x480" ]; then ok "$d/loss.png is an 800x480 PNG"
+  else bad "$d/loss.png missing or not 800x480"; fi
+done
+text="the cat sees"   # 12 characters: cells of min(32, 512/12) = 32 px, maps 384 x 384
+out=$("$bin" attn --ckpt "$work/a/best.safetensors" --text "$text" --out "$work/maps" 2>&1)
+files=$(ls "$work/maps" 2>/dev/null | tr '\n' ' ')
+want="attn_l0_h0.png attn_l0_h1.png attn_l1_h0.png attn_l1_h1.png index.html "
+if [ "$files" = "$want" ] && grep -q "wrote 4 attention maps (2 layers x 2 heads, 12 tokens)" <<<"$out"; then
+  ok "attn wrote $files"
+else bad "attn: files '$files', output: $out"; fi
+for f in "$work"/maps/attn_*.png; do
+  is_png "$f" && [ "$(png_size "$f")" = "384x384" ] || bad "$(basename "$f") is not a 384x384 PNG ($(png_size "$f"))"
+done
+page="$work/maps/index.html"
+miss=""
+for l in 0 1; do for h in 0 1; do
+  grep -qF "layer $l, head $h <a href=\"attn_l${l}_h${h}.png\">" "$page" || miss="$miss l$l/h$h"
+done; done
+sp=$'\xe2\x90\xa3'   # the page shows a space as an open box
+axis="<th>t</th><th>h</th><th>e</th><th>$sp</th><th>c</th><th>a</th><th>t</th><th>$sp</th><th>s</th><th>e</th><th>e</th><th>s</th></tr>"
+[ -z "$miss" ] && [ "$(grep -cF "$axis" "$page")" = 4 ] && ok "index.html lists every layer and head with the characters" \
+  || bad "index.html: missing$miss, axis rows $(grep -cF "$axis" "$page")"
+if grep -qE '://|src=|<script|<link|url\(' "$page"; then bad "index.html refers to something outside itself"
+else ok "index.html is self-contained"; fi
+# again into the same directory: files replaced, no temporaries left
+"$bin" attn --ckpt "$work/a/best.safetensors" --text "a dog" --out "$work/maps" >/dev/null 2>&1
+files=$(ls "$work/maps" | tr '\n' ' ')
+[ "$files" = "$want" ] && [ "$(png_size "$work/maps/attn_l1_h1.png")" = "160x160" ] && ok "attn replaces its files" \
+  || bad "attn rerun: '$files' $(png_size "$work/maps/attn_l1_h1.png")"
+
 # 4. errors
 expect_fail "unknown command" "unknown command 'trian'" "$bin" trian
 expect_fail "unknown flag" "unknown flag '--stepz'" "$bin" train --stepz 3
@@ -94,6 +130,20 @@ expect_fail "resume with another block size" "--block-size 16 does not match the
 expect_fail "resume and init together" "--resume and --init exclude each other" \
   "$bin" train --resume --init "$work/a/best.safetensors" --out "$work/b"
 expect_fail "resume when nothing to resume" "last.safetensors" "$bin" train --resume --out "$work/empty"
+attn() { "$bin" attn --ckpt "$work/a/best.safetensors" "$@"; }
+expect_fail "attn: missing checkpoint" "$work/nope.safetensors" \
+  "$bin" attn --ckpt "$work/nope.safetensors" --text "the" --out "$work/m1"
+expect_fail "attn: character outside the vocabulary" "the text's character 'Q' (byte 81, offset 4) is not in the vocabulary" \
+  attn --text "the Q" --out "$work/m1"
+expect_fail "attn: text longer than block_size" "--text has 33 characters, more than the checkpoint's block_size 32" \
+  attn --text "$(printf 'a%.0s' $(seq 33))" --out "$work/m1"
+expect_fail "attn: empty text" "--text is empty" attn --text "" --out "$work/m1"
+expect_fail "attn: no text" "--text is required" attn --out "$work/m1"
+expect_fail "attn: out dir under a file" "--out $work/tiny.txt/maps: Not a directory" \
+  attn --text "the" --out "$work/tiny.txt/maps"
+expect_fail "attn: out is a file" "--out $work/tiny.txt: exists and is not a directory" \
+  attn --text "the" --out "$work/tiny.txt"
+[ -e "$work/m1" ] && bad "a failed attn left $work/m1 behind" || ok "failed attn runs wrote nothing"
 expect_fail "eval without batch" "--init and --batch are required" "$bin" eval --init "$work/a/best.safetensors"
 
 echo "$pass passed, $fail failed"

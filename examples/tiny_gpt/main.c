@@ -3,7 +3,8 @@
  *   tiny_gpt train  [--data FILE] [flags]   train (built-in corpus by default)
  *   tiny_gpt sample --ckpt F --prompt S     generate text with the KV cache
  *   tiny_gpt eval   --init W --batch B      loss and gradients of given weights
- *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch */
+ *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch
+ *   tiny_gpt attn   --ckpt F --text S --out DIR  attention maps (PNG + HTML) */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -53,10 +54,12 @@ static void usage(void)
     fprintf(stderr,
             "usage: tiny_gpt <command> [flags]\n"
             "  train   train a GPT (built-in corpus, or --data FILE); writes OUT/best.safetensors,\n"
-            "          OUT/last.safetensors (resumable), OUT/metrics.csv\n"
+            "          OUT/last.safetensors (resumable), OUT/metrics.csv, OUT/loss.png\n"
             "  sample  generate text from a checkpoint (--ckpt, --prompt, --tokens, --temperature, --top-k)\n"
             "  eval    loss and gradients of nanoGPT-named weights on a batch (--init, --batch, --dump-grads)\n"
             "  step    AdamW steps of such weights on a batch (--init, --batch, --steps, --out)\n"
+            "  attn    attention maps of a checkpoint on a text: DIR/attn_l<layer>_h<head>.png and\n"
+            "          DIR/index.html (--ckpt, --text, --out DIR)\n"
             "tiny_gpt <command> --help lists the command's flags.\n");
 }
 
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "step")) return cmd_step(argc - 2, argv + 2);
+    if (!strcmp(cmd, "attn")) return cmd_attn(argc - 2, argv + 2);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage();
         return 0;

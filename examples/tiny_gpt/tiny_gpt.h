@@ -1,4 +1,4 @@
-/* tiny_gpt: train, sample, eval and step subcommands (one file each). */
+/* tiny_gpt: train, sample, eval, step and attn subcommands (one file each). */
 #ifndef TINY_GPT_H
 #define TINY_GPT_H
 
@@ -11,6 +11,7 @@ int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
+int cmd_attn(int argc, char **argv);
 
 /* Shared helpers (main.c). */
 void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */

@@ -6,7 +6,8 @@
  * loss over --eval-iters batches, keeps the best-val weights in
  * OUT/best.safetensors and the full training state in OUT/last.safetensors;
  * --resume continues from the latter exactly (same batches, same dropout
- * masks, same losses). Each step appends a row to OUT/metrics.csv. */
+ * masks, same losses). Each step appends a row to OUT/metrics.csv; at each
+ * evaluation (and when stopped) OUT/loss.png redraws the curves from it. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "checkpoint.h"
 #include "corpus.h"
 #include "data.h"
+#include "lossplot.h"
 #include "tiny_gpt.h"
 
 typedef struct train_opts {
@@ -136,7 +138,7 @@ int cmd_train(int argc, char **argv)
     tg_st_file *resume_file = NULL;
     FILE *metrics = NULL;
     int32_t *x = NULL, *y = NULL;
-    char path_best[4096], path_last[4096], path_metrics[4096];
+    char path_best[4096], path_last[4096], path_metrics[4096], path_loss[4096];
 
     /* the text */
     if (o.data) {
@@ -160,6 +162,7 @@ int cmd_train(int argc, char **argv)
     snprintf(path_best, sizeof path_best, "%s/best.safetensors", o.out);
     snprintf(path_last, sizeof path_last, "%s/last.safetensors", o.out);
     snprintf(path_metrics, sizeof path_metrics, "%s/metrics.csv", o.out);
+    snprintf(path_loss, sizeof path_loss, "%s/loss.png", o.out);
 
     /* model, vocabulary and state: new, or from the last checkpoint */
     vocab v;
@@ -274,6 +277,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "\n");
             fprintf(metrics, "%lld,%.6f,%.6f,,,\n", (long long)step, tl, vl);
             fflush(metrics);
+            if (lossplot_write(path_metrics, path_loss, err, sizeof err)) goto fail;
             ts.step = step;
             ts.drop_rng = *tg_graph_rng(g);
             if (vl < ts.best_val) {
@@ -287,6 +291,8 @@ int cmd_train(int argc, char **argv)
             ts.step = step;
             ts.drop_rng = *tg_graph_rng(g);
             if (checkpoint_save(path_last, m, &v, opt, &ts, NULL, 0, err, sizeof err)) goto fail;
+            fflush(metrics);
+            if (lossplot_write(path_metrics, path_loss, err, sizeof err)) goto fail;
             fprintf(stderr, "%sstopped at step %lld; continue with --resume --out %s\n", tty ? "\r\033[K" : "",
                     (long long)step, o.out);
             rc = interrupted ? 130 : 0;

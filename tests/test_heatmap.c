@@ -1,0 +1,656 @@
+/* tiny_gpt's pictures (examples/tiny_gpt: image.c, files.c, heatmap.c,
+ * lossplot.c, compiled into this test): PNGs are decoded with stb_image and
+ * their pixels checked against the numbers they draw. The colour map gets
+ * brighter with the weight and never shows the blocked colour; a heatmap's
+ * cells are solid squares of the right size, blocked cells are the
+ * background, and in every row the largest weight is the brightest cell
+ * (for made-up weights and for a GPT's own attention weights); the HTML
+ * index lists every layer, head and character and fetches nothing; the
+ * loss curve follows a known series; output files are all or nothing.
+ * End to end, `tiny_gpt attn` (the built program, TINY_GPT_BIN) on a
+ * checkpoint written here draws, in every file, the weights this test
+ * computes itself with tg_gpt_forward_ex. */
+#include "tg_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "files.h"
+#include "heatmap.h"
+#include "lossplot.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#include "stb_image.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char dir[] = "/tmp/tg_heatmap_test_XXXXXX";
+
+static const char *P(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+/* ck_assert_msg records every passing check's location (costly per
+ * pixel); REQUIRE only acts when the condition fails. */
+#define REQUIRE(cond, ...)                     \
+    do {                                       \
+        if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+    } while (0)
+
+/* Brightness as relative luminance (Rec. 709 weights). */
+static double lum(rgb c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b; }
+static bool same(rgb a, rgb b) { return a.r == b.r && a.g == b.g && a.b == b.b; }
+
+/* A decoded RGB picture. */
+typedef struct pic {
+    int w, h;
+    unsigned char *px;
+} pic;
+
+static pic decode(const uint8_t *png, size_t len)
+{
+    pic p = {0};
+    int comp = 0;
+    p.px = stbi_load_from_memory(png, (int)len, &p.w, &p.h, &comp, 3);
+    ck_assert_msg(p.px != NULL, "stb_image cannot decode the PNG: %s", stbi_failure_reason());
+    return p;
+}
+
+static pic decode_file(const char *path)
+{
+    pic p = {0};
+    int comp = 0;
+    p.px = stbi_load(path, &p.w, &p.h, &comp, 3);
+    ck_assert_msg(p.px != NULL, "stb_image cannot decode %s: %s", path, stbi_failure_reason());
+    return p;
+}
+
+static rgb at(const pic *p, int x, int y)
+{
+    const unsigned char *q = p->px + ((size_t)y * p->w + x) * 3;
+    return (rgb){q[0], q[1], q[2]};
+}
+
+/* Names in directory d (sorted into one string "a,b,c,"), to see what a call left. */
+static void listing(const char *d_path, char *out, size_t size)
+{
+    static char names[64][256];
+    int n = 0;
+    DIR *d = opendir(d_path);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) && n < 64;)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(names[n++], 256, "%s", e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        strncat(out, names[i], size - strlen(out) - 1);
+        strncat(out, ",", size - strlen(out) - 1);
+    }
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* ---- the colour map --------------------------------------------------------- */
+
+START_TEST(colour_map_gets_brighter_and_never_shows_blocked)
+{
+    for (int k = 0; k < HEATMAP_LEVELS; k++) {
+        rgb c = heatmap_level_colour(k);
+        ck_assert_msg(!same(c, HEATMAP_BLOCKED), "level %d has the blocked colour", k);
+        if (k == 0) continue;
+        rgb p = heatmap_level_colour(k - 1);
+        ck_assert_msg(c.r >= p.r && c.g >= p.g && c.b >= p.b, "level %d: a channel falls", k);
+        ck_assert_msg(lum(c) > lum(p), "level %d is not brighter than %d (%g vs %g)", k, k - 1, lum(c), lum(p));
+        ck_assert_msg(c.r + c.g + c.b > p.r + p.g + p.b, "level %d: R+G+B does not rise", k);
+    }
+    /* the two ends: a dark colour for 0, a light one for 1 */
+    ck_assert(lum(heatmap_colour(0)) < 30);
+    ck_assert(lum(heatmap_colour(1)) > 200);
+    /* quantisation: round(255 w), clamped; NaN counts as 0 */
+    ck_assert_int_eq(heatmap_level(0), 0);
+    ck_assert_int_eq(heatmap_level(1), 255);
+    ck_assert_int_eq(heatmap_level(0.5), 128);
+    ck_assert_int_eq(heatmap_level(0.5 / 255), 1);
+    ck_assert_int_eq(heatmap_level(0.49 / 255), 0);
+    ck_assert_int_eq(heatmap_level(-0.2), 0);
+    ck_assert_int_eq(heatmap_level(1.7), 255);
+    ck_assert_int_eq(heatmap_level(NAN), 0);
+    /* cell sizes: 512 / T within [1, 32] */
+    ck_assert_int_eq(heatmap_cell_px(1, 1), 32);
+    ck_assert_int_eq(heatmap_cell_px(64, 64), 8);
+    ck_assert_int_eq(heatmap_cell_px(3, 100), 5);
+    ck_assert_int_eq(heatmap_cell_px(2000, 2000), 1);
+}
+END_TEST
+
+/* ---- heatmaps ------------------------------------------------------------------ */
+
+/* Decodes heatmap_png's picture of w and checks: size Tk*cell x Tq*cell;
+ * every cell a solid square; blocked cells the background and no other
+ * cell; each cell's colour the map's colour of its weight; over all cell
+ * pairs, a weight larger by more than one level is strictly brighter and
+ * a larger weight never darker; each row's largest weight is its
+ * brightest cell. Returns the number of unblocked cells. */
+static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk)
+{
+    uint8_t *png = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(heatmap_png(w, blocked, Tq, Tk, &png, &len), 0);
+    pic p = decode(png, len);
+    free(png);
+    const int cell = heatmap_cell_px(Tq, Tk);
+    ck_assert_int_eq(p.w, Tk * cell);
+    ck_assert_int_eq(p.h, Tq * cell);
+    rgb *cells = malloc(sizeof(rgb) * Tq * Tk);
+    int open = 0;
+    for (int i = 0; i < Tq; i++)
+        for (int j = 0; j < Tk; j++) {
+            rgb c = at(&p, j * cell, i * cell);
+            for (int y = i * cell; y < (i + 1) * cell; y++)
+                for (int x = j * cell; x < (j + 1) * cell; x++)
+                    REQUIRE(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
+            cells[i * Tk + j] = c;
+            const bool b = blocked && blocked[i * Tk + j];
+            REQUIRE(same(c, HEATMAP_BLOCKED) == b, "cell (%d,%d) blocked %d but colour %d,%d,%d", i, j, b, c.r,
+                          c.g, c.b);
+            if (b) continue;
+            open++;
+            REQUIRE(same(c, heatmap_colour(w[i * Tk + j])), "cell (%d,%d) weight %g has the wrong colour", i,
+                          j, w[i * Tk + j]);
+        }
+    for (int a = 0; a < Tq * Tk; a++)
+        for (int b = 0; b < Tq * Tk; b++) {
+            if (blocked && (blocked[a] || blocked[b])) continue;
+            if (w[a] > w[b] + 1.0 / 255)
+                REQUIRE(lum(cells[a]) > lum(cells[b]), "weight %g is not brighter than %g", w[a], w[b]);
+            if (w[a] >= w[b]) REQUIRE(lum(cells[a]) >= lum(cells[b]), "weight %g darker than %g", w[a], w[b]);
+        }
+    for (int i = 0; i < Tq; i++) {
+        int best = -1;
+        for (int j = 0; j < Tk; j++)
+            if (!(blocked && blocked[i * Tk + j]) && (best < 0 || w[i * Tk + j] > w[i * Tk + best])) best = j;
+        if (best < 0) continue;
+        for (int j = 0; j < Tk; j++)
+            if (!(blocked && blocked[i * Tk + j]))
+                REQUIRE(lum(cells[i * Tk + best]) >= lum(cells[i * Tk + j]),
+                              "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
+    }
+    free(cells);
+    stbi_image_free(p.px);
+    return open;
+}
+
+/* Softmax rows of seeded normal scores (times `sharp`), with a mask. */
+static void random_rows(double *w, const uint8_t *blocked, int Tq, int Tk, double sharp, uint64_t seed)
+{
+    tg_rng r;
+    tg_rng_seed(&r, seed, 3);
+    for (int i = 0; i < Tq; i++) {
+        double sum = 0;
+        for (int j = 0; j < Tk; j++) {
+            double z = sharp * tg_rng_normal(&r);
+            w[i * Tk + j] = blocked && blocked[i * Tk + j] ? 0 : exp(z);
+            sum += w[i * Tk + j];
+        }
+        for (int j = 0; j < Tk; j++) w[i * Tk + j] /= sum;
+    }
+}
+
+START_TEST(heatmap_pixels_follow_the_weights)
+{
+    /* causal, square */
+    enum { T = 7 };
+    double w[T * T];
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    random_rows(w, causal, T, T, 2.0, 1);
+    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+    /* an unblocked weight of exactly 0 is the map's darkest colour, not the background */
+    w[T * 3 + 1] = 0;
+    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+    /* not square, an arbitrary mask, no mask */
+    enum { Q = 3, K = 9 };
+    double w2[Q * K];
+    uint8_t m2[Q * K];
+    for (int k = 0; k < Q * K; k++) m2[k] = (k * 7) % 5 == 0;
+    random_rows(w2, m2, Q, K, 1.0, 2);
+    check_heatmap(w2, m2, Q, K);
+    random_rows(w2, NULL, Q, K, 3.0, 3);
+    ck_assert_int_eq(check_heatmap(w2, NULL, Q, K), Q * K);
+    /* one row that attends to a single key: one bright cell */
+    double one[4] = {0, 0, 1, 0};
+    check_heatmap(one, NULL, 1, 4);
+}
+END_TEST
+
+/* A GPT's own attention weights (tg_gpt_forward_ex) drawn as heatmaps. */
+START_TEST(heatmap_of_a_gpt)
+{
+    tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12, .vocab_size = 11};
+    char err[256];
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    /* sharpen the attention: larger query/key weights than nanoGPT's init */
+    tg_rng r;
+    tg_rng_seed(&r, 9, 1);
+    for (int l = 0; l < 2; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.6);
+    tg_graph *g = tg_graph_new();
+    enum { T = 12 };
+    const int32_t iv[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    tg_tensor *aw[2];
+    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, iv), aw));
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    double w[T * T], peak = 0;
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) {
+            for (int k = 0; k < T * T; k++) {
+                w[k] = tg_tensor_get(aw[l], h * T * T + k);
+                if (k / T > 0) peak = fmax(peak, w[k]);
+            }
+            ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+        }
+    ck_assert_msg(peak > 0.5, "the weights are nearly uniform (peak %g): a weak test", peak);
+    tg_graph_free(g);
+    tg_gpt_free(m);
+}
+END_TEST
+
+/* ---- the HTML index ----------------------------------------------------------- */
+
+START_TEST(html_lists_every_layer_head_and_character)
+{
+    enum { L = 2, H = 3, T = 5 };
+    const char *text = "a <b&";
+    double w[L * H * T * T];
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    for (int lh = 0; lh < L * H; lh++) random_rows(w + lh * T * T, causal, T, T, 1.5, 10 + (uint64_t)lh);
+    textbuf b = {0};
+    heatmap_html(&b, text, T, L, H, w, causal);
+    ck_assert(!b.oom);
+    const char *s = b.p;
+    ck_assert_int_eq(count(s, "<figure"), L * H);
+    char want[256];
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
+            ck_assert_msg(strstr(s, want), "no caption/link for layer %d head %d", l, h);
+            /* every open cell's weight in its tooltip, e.g. q3 b -> k1 space */
+            const double *wm = w + (l * H + h) * T * T;
+            snprintf(want, sizeof want, "title=\"q3 b \xe2\x86\x92 k1 \xe2\x90\xa3: %.4f\"", wm[3 * T + 1]);
+            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
+            snprintf(want, sizeof want, "title=\"q4 &amp; \xe2\x86\x92 k2 &lt;: %.4f\"", wm[4 * T + 2]);
+            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
+        }
+    /* the characters label both axes of every map, escaped */
+    const char *head = "<th>a</th><th>\xe2\x90\xa3</th><th>&lt;</th><th>b</th><th>&amp;</th></tr>";
+    ck_assert_int_eq(count(s, head), L * H);
+    ck_assert_int_eq(count(s, "<tr><th>&lt;</th>"), L * H);
+    ck_assert_int_eq(count(s, "<tr><th>&amp;</th>"), L * H);
+    ck_assert_int_eq(count(s, "title=\"blocked\""), L * H * T * (T - 1) / 2);
+    ck_assert_int_eq(count(s, "title=\"q"), L * H * T * (T + 1) / 2);
+    /* self-contained: nothing fetched, no script */
+    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<script", "<iframe", "<img"};
+    for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
+        ck_assert_msg(!strstr(s, banned[i]), "the page contains '%s'", banned[i]);
+    ck_assert_int_eq(count(s, "href=\""), L * H);   /* only the PNG links */
+    /* a raw '<' or '&' from the text never reaches the markup */
+    ck_assert(!strstr(s, "<b&"));
+    tb_free(&b);
+
+    /* labels: visible symbols for whitespace, \xNN for other bytes */
+    char lab[16];
+    heatmap_char_label('\n', lab, sizeof lab);
+    ck_assert_str_eq(lab, "\xe2\x86\xb5");
+    heatmap_char_label(0x07, lab, sizeof lab);
+    ck_assert_str_eq(lab, "\\x07");
+    heatmap_char_label(0xc3, lab, sizeof lab);
+    ck_assert_str_eq(lab, "\\xc3");
+    heatmap_char_label('"', lab, sizeof lab);
+    ck_assert_str_eq(lab, "&quot;");
+}
+END_TEST
+
+/* ---- the loss curve --------------------------------------------------------------- */
+
+/* The y pixel of a loss, by lossplot.h's rule: linear over the data range
+ * padded by 5%, ymax at the top of the plot area. */
+static double loss_y(double loss, double lo, double hi)
+{
+    double pad = 0.05 * (hi - lo), y0 = lo - pad, y1 = hi + pad;
+    return LOSSPLOT_TOP + (y1 - loss) / (y1 - y0) * (LOSSPLOT_BOTTOM - 1 - LOSSPLOT_TOP);
+}
+
+START_TEST(loss_curve_follows_the_series)
+{
+    /* train falls linearly from 4 to 1 over steps 0..99; val is 3 at every
+     * evaluation; step 30 was logged twice (a resume), the earlier row
+     * wildly off: the later row must win */
+    FILE *f = fopen(P("metrics.csv"), "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
+    for (int s = 0; s <= 99; s++) {
+        if (s % 50 == 0) fprintf(f, "%d,%.6f,%.6f,,,\n", s, 3.3, 3.0);
+        if (s == 30) fprintf(f, "30,50.0,,0.001,1.0,100\n");
+        fprintf(f, "%d,%.6f,,0.001,1.0,100\n", s, 4.0 - 3.0 * s / 99);
+    }
+    fprintf(f, "99,%.6f,%.6f,,,\n", 1.2, 3.0);
+    fclose(f);
+    char err[512] = "";
+    REQUIRE(lossplot_write(P("metrics.csv"), P("loss.png"), err, sizeof err) == 0, "%s", err);
+    pic p = decode_file(P("loss.png"));
+    ck_assert_int_eq(p.w, LOSSPLOT_W);
+    ck_assert_int_eq(p.h, LOSSPLOT_H);
+    /* train pixels: in nearly every column of the plot area, each within
+     * 2 px of the straight line from (left, y(4)) to (right, y(1)) */
+    const double lo = 1.0, hi = 4.0;
+    int cols = 0, train_px = 0, val_px = 0;
+    for (int x = LOSSPLOT_LEFT; x < LOSSPLOT_RIGHT; x++) {
+        bool any = false;
+        double t = (double)(x - LOSSPLOT_LEFT) / (LOSSPLOT_RIGHT - 1 - LOSSPLOT_LEFT);
+        double want = loss_y(4.0 - 3.0 * t, lo, hi);
+        for (int y = LOSSPLOT_TOP; y < LOSSPLOT_BOTTOM; y++) {
+            rgb c = at(&p, x, y);
+            if (same(c, LOSSPLOT_TRAIN)) {
+                any = true;
+                train_px++;
+                REQUIRE(fabs(y - want) <= 2.5, "train pixel (%d,%d) is off the line (want y %.1f)", x, y, want);
+            } else if (same(c, LOSSPLOT_VAL)) {
+                val_px++;
+                REQUIRE(fabs(y - loss_y(3.0, lo, hi)) <= 3.5, "val pixel (%d,%d) is off y %.1f", x, y,
+                              loss_y(3.0, lo, hi));
+            }
+        }
+        cols += any;
+    }
+    /* (val's line covers the train line where they cross, near step 33) */
+    REQUIRE(cols > (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the train curve fills only %d columns", cols);
+    REQUIRE(val_px > 2 * (LOSSPLOT_RIGHT - LOSSPLOT_LEFT) * 9 / 10, "the val curve has %d pixels", val_px);
+    /* both colours appear in the legend too, above the plot area */
+    int legend_train = 0, legend_val = 0;
+    for (int y = 0; y < LOSSPLOT_TOP; y++)
+        for (int x = 0; x < LOSSPLOT_W; x++) {
+            legend_train += same(at(&p, x, y), LOSSPLOT_TRAIN);
+            legend_val += same(at(&p, x, y), LOSSPLOT_VAL);
+        }
+    ck_assert(legend_train > 0 && legend_val > 0);
+    /* axes: dark pixels along the left and bottom edges of the plot area */
+    for (int y = LOSSPLOT_TOP; y < LOSSPLOT_BOTTOM; y++)
+        REQUIRE(lum(at(&p, LOSSPLOT_LEFT - 1, y)) < 60, "no y axis at (%d,%d)", LOSSPLOT_LEFT - 1, y);
+    for (int x = LOSSPLOT_LEFT; x < LOSSPLOT_RIGHT; x++)
+        REQUIRE(lum(at(&p, x, LOSSPLOT_BOTTOM)) < 60, "no x axis at (%d,%d)", x, LOSSPLOT_BOTTOM);
+    stbi_image_free(p.px);
+    ck_assert_int_gt(train_px, 0);
+
+    /* no data yet (only the header): still a picture, just the axes */
+    f = fopen(P("empty.csv"), "w");
+    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
+    fclose(f);
+    REQUIRE(lossplot_write(P("empty.csv"), P("empty.png"), err, sizeof err) == 0, "%s", err);
+    p = decode_file(P("empty.png"));
+    ck_assert_int_eq(p.w, LOSSPLOT_W);
+    for (int k = 0; k < p.w * p.h; k++) {
+        rgb c = {p.px[3 * k], p.px[3 * k + 1], p.px[3 * k + 2]};
+        if (k / p.w >= LOSSPLOT_TOP)
+            REQUIRE(!same(c, LOSSPLOT_TRAIN) && !same(c, LOSSPLOT_VAL), "a curve pixel without data at %d", k);
+    }
+    stbi_image_free(p.px);
+    remove(P("empty.csv"));
+    remove(P("empty.png"));
+    remove(P("metrics.csv"));
+    remove(P("loss.png"));
+}
+END_TEST
+
+START_TEST(loss_curve_errors)
+{
+    char err[512] = "", before[2048], after[2048];
+    ck_assert_int_eq(lossplot_write(P("nope.csv"), P("loss.png"), err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "nope.csv: No such file or directory"), "%s", err);
+    /* a destination that cannot be written: its parent is a regular file */
+    FILE *f = fopen(P("m.csv"), "w");
+    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n0,2.0,,0.1,1,1\n");
+    fclose(f);
+    listing(dir, before, sizeof before);
+    ck_assert_int_eq(lossplot_write(P("m.csv"), P("m.csv/loss.png"), err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "m.csv/loss.png: cannot create a file there: Not a directory"), "%s", err);
+    listing(dir, after, sizeof after);
+    ck_assert_str_eq(after, before);
+    remove(P("m.csv"));
+}
+END_TEST
+
+/* ---- all-or-nothing files ------------------------------------------------------------ */
+
+START_TEST(staged_files_are_all_or_nothing)
+{
+    char err[512] = "", names[2048];
+    staged_files s = {0};
+    ck_assert_int_eq(mkdir(P("staged"), 0777), 0);
+    /* abort: nothing left */
+    ck_assert_int_eq(staged_add(&s, P("staged/one.txt"), "1", 1, err, sizeof err), 0);
+    ck_assert_int_eq(staged_add(&s, P("staged/two.txt"), "22", 2, err, sizeof err), 0);
+    ck_assert_int_eq(access(P("staged/one.txt"), F_OK), -1);
+    staged_abort(&s);
+    listing(P("staged"), names, sizeof names);
+    ck_assert_str_eq(names, "");
+    /* a failure part way, then abort: still nothing, not even the first file */
+    ck_assert_int_eq(staged_add(&s, P("staged/one.txt"), "1", 1, err, sizeof err), 0);
+    ck_assert_int_eq(staged_add(&s, P("staged/no/such/dir/x.png"), "x", 1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "no/such/dir/x.png: cannot create a file there: No such file or directory"), "%s", err);
+    staged_abort(&s);
+    listing(P("staged"), names, sizeof names);
+    ck_assert_str_eq(names, "");
+    /* commit: every file, with its bytes, replacing an old one */
+    FILE *f = fopen(P("staged/two.txt"), "w");
+    fputs("old contents", f);
+    fclose(f);
+    ck_assert_int_eq(staged_add(&s, P("staged/one.txt"), "1", 1, err, sizeof err), 0);
+    ck_assert_int_eq(staged_add(&s, P("staged/two.txt"), "22", 2, err, sizeof err), 0);
+    ck_assert_int_eq(staged_commit(&s, err, sizeof err), 0);
+    listing(P("staged"), names, sizeof names);
+    ck_assert_str_eq(names, "one.txt,two.txt,");
+    char *a = slurp(P("staged/one.txt")), *b = slurp(P("staged/two.txt"));
+    ck_assert_str_eq(a, "1");
+    ck_assert_str_eq(b, "22");
+    free(a);
+    free(b);
+    struct stat st;
+    ck_assert_int_eq(stat(P("staged/one.txt"), &st), 0);
+    mode_t mask = umask(0);
+    umask(mask);
+    ck_assert_int_eq(st.st_mode & 0777, 0666 & ~mask);
+    remove(P("staged/one.txt"));
+    remove(P("staged/two.txt"));
+    ck_assert_int_eq(write_file_atomic(P("staged/w.txt"), "abc", 3, err, sizeof err), 0);
+    a = slurp(P("staged/w.txt"));
+    ck_assert_str_eq(a, "abc");
+    free(a);
+    remove(P("staged/w.txt"));
+    ck_assert_int_eq(rmdir(P("staged")), 0);
+}
+END_TEST
+
+/* ---- tiny_gpt attn, end to end ------------------------------------------------------ */
+
+/* Runs TINY_GPT_BIN with args; returns its exit status; stderr into dir/stderr.txt. */
+static int run_tiny_gpt(const char *const *args)
+{
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)TINY_GPT_BIN;
+    for (; args[n - 1] && n < 15; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (!freopen(P("stderr.txt"), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "tiny_gpt did not exit normally");
+    return WEXITSTATUS(st);
+}
+
+START_TEST(attn_command_draws_the_models_weights)
+{
+    /* a small random model with sharp attention, saved as tiny_gpt does */
+    const char *corpus = "abc de.";
+    vocab v;
+    vocab_build(&v, corpus, strlen(corpus));
+    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16, .vocab_size = v.size};
+    char err[1024];
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 4, err, sizeof err);
+    REQUIRE(m != NULL, "%s", err);
+    tg_rng r;
+    tg_rng_seed(&r, 5, 1);
+    for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
+    REQUIRE(checkpoint_save(P("m.safetensors"), m, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+
+    /* the weights, computed here */
+    const char *text = "bad cab. ed";
+    enum { T = 11, L = 2, H = 3 };
+    int32_t ids[T];
+    size_t bad;
+    ck_assert_int_eq(vocab_encode(&v, text, T, ids, &bad), 0);
+    tg_graph *g = tg_graph_new();
+    tg_graph_set_grad_enabled(g, false);
+    tg_tensor *aw[L];
+    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids), aw));
+
+    const char *args[] = {"attn", "--ckpt", P("m.safetensors"), "--text", text, "--out", P("maps"), NULL};
+    int rc = run_tiny_gpt(args);
+    char *msg = slurp(P("stderr.txt"));
+    REQUIRE(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
+    free(msg);
+    char names[2048];
+    listing(P("maps"), names, sizeof names);
+    ck_assert_str_eq(names, "attn_l0_h0.png,attn_l0_h1.png,attn_l0_h2.png,attn_l1_h0.png,attn_l1_h1.png,"
+                            "attn_l1_h2.png,index.html,");
+    char *html = slurp(P("maps/index.html"));
+    const int cell = heatmap_cell_px(T, T);
+    double peak = 0;
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            char name[64], want[256];
+            snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
+            pic p = decode_file(P(name));
+            ck_assert_int_eq(p.w, T * cell);
+            ck_assert_int_eq(p.h, T * cell);
+            for (int i = 0; i < T; i++) {
+                int best = 0;
+                for (int j = 0; j <= i; j++)
+                    if (tg_tensor_get(aw[l], (h * T + i) * T + j) > tg_tensor_get(aw[l], (h * T + i) * T + best))
+                        best = j;
+                for (int j = 0; j < T; j++) {
+                    const double w = tg_tensor_get(aw[l], (h * T + i) * T + j);
+                    rgb c = at(&p, j * cell + cell / 2, i * cell + cell / 2);
+                    if (j > i) {
+                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
+                                      name, i, j);
+                        continue;
+                    }
+                    if (i > 0) peak = fmax(peak, w);
+                    REQUIRE(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
+                                  j, w);
+                    REQUIRE(lum(c) <= lum(at(&p, best * cell, i * cell)),
+                                  "%s: row %d's brightest cell is not its largest weight (key %d)", name, i, best);
+                }
+            }
+            stbi_image_free(p.px);
+            /* the page: this map's caption and one of its weights */
+            snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
+            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
+            snprintf(want, sizeof want, "title=\"q9 e \xe2\x86\x92 k4 c: %.4f\"",
+                     tg_tensor_get(aw[l], (h * T + 9) * T + 4));
+            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
+        }
+    REQUIRE(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
+    ck_assert(strstr(html, "<code>bad\xe2\x90\xa3" "cab.\xe2\x90\xa3" "ed</code>"));
+    ck_assert(!strstr(html, "://"));
+    free(html);
+
+    /* a failure writes nothing: an unknown character, a missing checkpoint */
+    const char *bad_char[] = {"attn", "--ckpt", P("m.safetensors"), "--text", "cab?", "--out", P("maps2"), NULL};
+    ck_assert_int_eq(run_tiny_gpt(bad_char), 1);
+    msg = slurp(P("stderr.txt"));
+    REQUIRE(strstr(msg, "the text's character '?' (byte 63, offset 3) is not in the vocabulary"), "%s", msg);
+    free(msg);
+    ck_assert_int_eq(access(P("maps2"), F_OK), -1);
+
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            char name[64];
+            snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
+            remove(P(name));
+        }
+    remove(P("maps/index.html"));
+    rmdir(P("maps"));
+    remove(P("m.safetensors"));
+    remove(P("stderr.txt"));
+    tg_graph_free(g);
+    tg_gpt_free(m);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("heatmap");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, colour_map_gets_brighter_and_never_shows_blocked);
+    tcase_add_test(tc, heatmap_pixels_follow_the_weights);
+    tcase_add_test(tc, heatmap_of_a_gpt);
+    tcase_add_test(tc, html_lists_every_layer_head_and_character);
+    tcase_add_test(tc, loss_curve_follows_the_series);
+    tcase_add_test(tc, loss_curve_errors);
+    tcase_add_test(tc, staged_files_are_all_or_nothing);
+    tcase_add_test(tc, attn_command_draws_the_models_weights);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return EXIT_FAILURE;
+    }
+    int rc = tt_run(suite());
+    rmdir(dir);   /* every test removes its files; a failure leaves them for a look */
+    return rc;
+}
