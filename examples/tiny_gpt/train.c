@@ -84,6 +84,15 @@ static int check_against_ckpt(const arg_spec *specs, int n, const char *flag, in
     return 0;
 }
 
+/* Redraws OUT/loss.png. A picture that cannot be written is a warning,
+ * not a reason to lose the run: the metrics and checkpoints still matter. */
+static void plot_losses(const char *metrics, const char *png)
+{
+    char err[512];
+    if (lossplot_write(metrics, png, err, sizeof err))
+        fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", err);
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o = {.data = NULL, .init = NULL, .out = "out-tiny-gpt", .dtype = "f32", .n_layer = 4, .n_head = 4,
@@ -277,7 +286,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "\n");
             fprintf(metrics, "%lld,%.6f,%.6f,,,\n", (long long)step, tl, vl);
             fflush(metrics);
-            if (lossplot_write(path_metrics, path_loss, err, sizeof err)) goto fail;
+            plot_losses(path_metrics, path_loss);
             ts.step = step;
             ts.drop_rng = *tg_graph_rng(g);
             if (vl < ts.best_val) {
@@ -292,7 +301,7 @@ int cmd_train(int argc, char **argv)
             ts.drop_rng = *tg_graph_rng(g);
             if (checkpoint_save(path_last, m, &v, opt, &ts, NULL, 0, err, sizeof err)) goto fail;
             fflush(metrics);
-            if (lossplot_write(path_metrics, path_loss, err, sizeof err)) goto fail;
+            plot_losses(path_metrics, path_loss);
             fprintf(stderr, "%sstopped at step %lld; continue with --resume --out %s\n", tty ? "\r\033[K" : "",
                     (long long)step, o.out);
             rc = interrupted ? 130 : 0;
