@@ -46,11 +46,15 @@
 enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
 
 /* Walks rows [lo, hi) of x (padded dims dim[0..2]); inside, r is the row
- * index. ROW_MASK then points pm at the row's mask (NULL: no mask). */
-#define FOR_EACH_ROW(lo, hi) for (int64_t r = (lo); r < (hi); r++)
+ * index and (d0, d1, d2) its index over dim[0..2], carried forward row by
+ * row (no division per row). ROW_MASK then points pm at the row's mask
+ * (NULL: no mask). */
+#define FOR_EACH_ROW(lo, hi, dim)                                                             \
+    for (int64_t r = (lo), d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1],                   \
+                 d0 = r / ((int64_t)(dim)[2] * (dim)[1]);                                     \
+         r < (hi); r++, (++d2 == (dim)[2] ? (d2 = 0, (++d1 == (dim)[1] ? (d1 = 0, d0++) : 0)) : 0))
 
-#define ROW_MASK(m, ms, dim)                                                                 \
-    const int64_t d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1], d0 = r / ((int64_t)(dim)[2] * (dim)[1]); \
+#define ROW_MASK(m, ms) \
     const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
 
 #define BLOCKED(j) (pm && pm[(j) * ms[3]])
@@ -62,8 +66,8 @@ enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
                            int64_t lo, int64_t hi, int64_t *where)                              \
     {                                                                                           \
         const int n = dim[3];                                                                   \
-        FOR_EACH_ROW(lo, hi) {                                                                  \
-            ROW_MASK(m, ms, dim)                                                                \
+        FOR_EACH_ROW(lo, hi, dim) {                                                                  \
+            ROW_MASK(m, ms)                                                                \
             const T *px = x + r * n;                                                            \
             T *py = y + r * n;                                                                  \
             T mx = -INFINITY;                                                                   \
@@ -159,8 +163,8 @@ TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_
                        int64_t lo, int64_t hi, int64_t *where)
 {
     const int n = dim[3];
-    FOR_EACH_ROW(lo, hi) {
-        ROW_MASK(m, ms, dim)
+    FOR_EACH_ROW(lo, hi, dim) {
+        ROW_MASK(m, ms)
         const float *restrict px = x + r * n;
         float *restrict py = y + r * n;
         const uint8_t *restrict blk = rowmask; /* zeros unless filled below */
@@ -184,7 +188,8 @@ TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_
             const float lse = logf(sum);
             for (int j = 0; j < n; j++) py[j] = tg_fsel(blk[j] == 0, (px[j] - mx) - lse, -INFINITY);
         } else {
-            for (int j = 0; j < n; j++) py[j] /= sum;
+            const float inv = 1.0f / sum;
+            for (int j = 0; j < n; j++) py[j] *= inv;
         }
     }
     return SCORES_OK;
