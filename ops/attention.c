@@ -121,9 +121,8 @@ static inline double dsel(int c, double a, double b) { return c ? a : b; }
 
 enum { LANES = 8 };
 
-/* The row kernels. Row maxima and sums run in LANES partial lanes: the
- * groups of LANES (a fixed trip count) vectorise with the lanes held in
- * one register, and the tail goes to lane 0. */
+/* The row kernels. Row maxima and sums run in LANES partial lanes (as the
+ * f32 softmax): full groups vectorise, the tail is short. */
 #define DEFINE_ROW_KERNELS(T, SUF, EXP, SEL, ATTR)                                                       \
     /* One key block of the online softmax for nq rows: s (nq,nk) holds the                          \
      * scaled scores and leaves with P; m, l are the running max and sum;                           \
@@ -132,7 +131,6 @@ enum { LANES = 8 };
     ATTR static int64_t block_online_##SUF(T *restrict s, int nq, int nk, int lim0, T *restrict m,   \
                                            T *restrict l, T *restrict alpha)                         \
     {                                                                                                \
-        const int full = nk / LANES * LANES;                                                         \
         for (int r = 0; r < nq; r++) {                                                               \
             T *restrict sr = s + (int64_t)r * nk;                                                    \
             const int lim = lim0 + r;                                                                \
@@ -140,12 +138,12 @@ enum { LANES = 8 };
             int bd[LANES];                                                                           \
             for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;                            \
             for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
-                for (int k = 0; k < LANES; k++) {                                                    \
-                    const int c = c0 + k < nk ? c0 + k : nk - 1; /* the tail repeats the last key */ \
-                    const int vis = c <= lim;                                                        \
+                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
+                    const int c = c0 + k, vis = c <= lim;                                            \
                     const T x = sr[c];                                                               \
                     bd[k] |= vis & ((x != x) | (x == INFINITY));                                     \
                     const T w = SEL(vis, x, -INFINITY);                                              \
+                    sr[c] = w;                                                                       \
                     mx[k] = SEL(w > mx[k], w, mx[k]);                                                \
                 }                                                                                    \
             T mn = m[r];                                                                             \
@@ -164,18 +162,14 @@ enum { LANES = 8 };
             }                                                                                        \
             const T a = m[r] == -INFINITY ? 0 : EXP(m[r] - mn);                                      \
             T sum[LANES] = {0};                                                                      \
-            for (int c0 = 0; c0 < full; c0 += LANES)                                                 \
-                for (int k = 0; k < LANES; k++) {                                                    \
+            for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
+                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
                     const int c = c0 + k;                                                            \
-                    const T e = SEL((c <= lim) & (sr[c] != -INFINITY), EXP(sr[c] - mn), 0);                                   \
+                    const T w = sr[c];                                                               \
+                    const T e = SEL(w != -INFINITY, EXP(w - mn), 0);                                 \
                     sr[c] = e;                                                                       \
                     sum[k] += e;                                                                     \
                 }                                                                                    \
-            for (int c = full; c < nk; c++) {                                                        \
-                const T e = SEL((c <= lim) & (sr[c] != -INFINITY), EXP(sr[c] - mn), 0);                                       \
-                sr[c] = e;                                                                           \
-                sum[0] += e;                                                                         \
-            }                                                                                        \
             T st = 0;                                                                                \
             for (int k = 0; k < LANES; k++) st += sum[k];                                            \
             l[r] = a * l[r] + st;                                                                    \
