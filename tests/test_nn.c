@@ -591,10 +591,12 @@ static void assert_runs_equal(const path_run *a, const path_run *b, int64_t ny, 
                               const char *what)
 {
     for (int64_t i = 0; i < ny; i++) {
-        ck_assert_msg(fabs(a->y[i] - b->y[i]) <= 1e-12, "%s: y[%lld] %.15g vs %.15g", what, (long long)i, a->y[i], b->y[i]);
+        ck_assert_msg(fabs(a->y[i] - b->y[i]) <= 1e-12, "%s: y[%lld] %.15g vs %.15g", what, (long long)i, a->y[i],
+                      b->y[i]);
         ck_assert_msg(fabs(a->gx[i] - b->gx[i]) <= 1e-12, "%s: dx[%lld]", what, (long long)i);
     }
-    for (int64_t i = 0; i < nkv; i++) ck_assert_msg(fabs(a->gkv[i] - b->gkv[i]) <= 1e-12, "%s: dkv[%lld]", what, (long long)i);
+    for (int64_t i = 0; i < nkv; i++)
+        ck_assert_msg(fabs(a->gkv[i] - b->gkv[i]) <= 1e-12, "%s: dkv[%lld]", what, (long long)i);
     for (int64_t i = 0; i < np; i++)
         ck_assert_msg(fabs(a->gp[i] - b->gp[i]) <= 1e-12, "%s: parameter gradient %lld: %.15g vs %.15g", what,
                       (long long)i, a->gp[i], b->gp[i]);

@@ -28,7 +28,8 @@ static void naive_attention(const tg_tensor *q, const tg_tensor *k, const tg_ten
                 for (int j = 0; j < Tk; j++) {
                     double d = 0;
                     for (int c = h * dh; c < (h + 1) * dh; c++)
-                        d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + c) * tg_tensor_get(k, ((int64_t)b * Tk + j) * C + c);
+                        d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + c) *
+                             tg_tensor_get(k, ((int64_t)b * Tk + j) * C + c);
                     w[j] = causal && j > q_pos + i ? -INFINITY : d / sqrt((double)dh);
                     if (w[j] > mx) mx = w[j];
                 }
@@ -468,7 +469,8 @@ START_TEST(bad_score_errors)
         const int B = 2, Tq = 4, Tk = 5, C = 4, H = 2;
         tg_tensor *q = randn_dt(g, type, TT_SHAPE(B, Tq, C), 1), *k = randn_dt(g, type, TT_SHAPE(B, Tk, C), 2);
         tg_tensor *v = randn_dt(g, type, TT_SHAPE(B, Tk, C), 3);
-#define SET(t, i, x) ((t)->dtype == TG_F32 ? (void)(((float *)(t)->data)[i] = (float)(x)) : (void)(((double *)(t)->data)[i] = (x)))
+#define SET(t, i, x)                                                                              \
+    ((t)->dtype == TG_F32 ? (void)(((float *)(t)->data)[i] = (float)(x)) : (void)(((double *)(t)->data)[i] = (x)))
         /* NaN in q at batch row 1, query 2, head 1 (column 3) */
         SET(q, (1 * Tq + 2) * C + 3, NAN);
         expect_fail(g, tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0),
