@@ -4,8 +4,10 @@
  *              --batch-size B [--vocab 65] [--steps 20] [--warmup 3]
  *              [--threads 1] [--seed 1337] [--lr 1e-3]
  *              [--init W.safetensors] [--write-init PATH] [--rss-every K]
+ *              [--attn fused|composed]
  *
- * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout.
+ * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout;
+ * attention fused (tg_attention, the default) or composed (--attn).
  * Weights: from --init (nanoGPT names, config in __metadata__, which then
  * overrides the size flags), else nanoGPT's init seeded with --seed.
  * --write-init writes the initial weights in that format before training
@@ -57,6 +59,7 @@ typedef struct opts {
     long long seed;
     double lr;
     const char *init, *write_init;
+    bool attn_composed;   /* --attn composed: the composed attention path */
 } opts;
 
 static double now_ms(void)
@@ -76,7 +79,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
                     "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
-                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n");
+                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
+                    "                  [--attn fused|composed]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
@@ -124,6 +128,12 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
                 snprintf(err, errlen, "--lr: '%s' is not a non-negative number", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--attn")) {
+            if (strcmp(v, "fused") && strcmp(v, "composed")) {
+                snprintf(err, errlen, "--attn: '%s' is not fused or composed", v);
+                return -1;
+            }
+            o->attn_composed = !strcmp(v, "composed");
         } else if (!strcmp(a, "--init")) o->init = v;
         else if (!strcmp(a, "--write-init")) o->write_init = v;
         else {
@@ -150,7 +160,7 @@ static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, s
 
 static tg_gpt *load_model(const opts *o, char *err, size_t errlen)
 {
-    tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, o->block_size, o->vocab, false, 0.0};
+    tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, o->block_size, o->vocab, false, 0.0, o->attn_composed};
     if (!o->init) return tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err, errlen);
     tg_st_file *f = tg_st_load(o->init, err, errlen);
     if (!f) return NULL;
@@ -203,7 +213,7 @@ static int write_init(const tg_gpt *m, const char *path, char *err, size_t errle
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 1337, 1e-3, NULL, NULL};
+    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 1337, 1e-3, NULL, NULL, false};
     char err[1024];
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();

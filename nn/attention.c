@@ -32,7 +32,16 @@
  * together with the cached prefix (B,H,p,dh), which enters the graph as a
  * constant: K = concat(prefix, k) along T, so gradients still reach the
  * new keys and values. After a successful forward they are copied into
- * the cache at [p, p+Tq) and len becomes p + Tq. */
+ * the cache at [p, p+Tq) and len becomes p + Tq.
+ *
+ * The fused path: when nothing needs the (B,H,Tq,Tk) tensors (no weights
+ * asked for, no explicit mask or key padding, no attention dropout in
+ * effect) and m->composed is false, everything from the split to the
+ * merge is one tg_attention on the (B,T,C) projections, heads side by
+ * side in C (ops/attention.c): same numbers to rounding, memory O(T C)
+ * instead of O(H Tq Tk). With a cache, the prefix is copied out of the
+ * cache's (B,H,len,dh) layout into (B,p,C) and concatenated with the new
+ * k, v along T; q_pos = p gives the same bottom-right alignment. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,6 +104,35 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
     for (int bh = 0; bh < c->batch * H; bh++)
         memcpy((char *)buf + ((size_t)bh * c->max_len + c->len) * dh * es, (const char *)new->data + bh * row,
                row);
+}
+
+/* The fused path's layouts, heads side by side in C = H dh. */
+
+/* The cached positions [0, len) of buf as a constant arena tensor (B,len,C). */
+static tg_tensor *cache_prefix_btc(tg_graph *g, const tg_kv_cache *c, const void *buf)
+{
+    const int B = c->batch, H = c->n_head, dh = c->head_dim, len = c->len, C = H * dh;
+    tg_tensor *t = tg_tensor_new(g, c->dtype, 3, (int[]){B, len, C});   /* (B,len,C) */
+    if (!t) return NULL;
+    const size_t es = tg_dtype_size(c->dtype), piece = (size_t)dh * es;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < len; i++)
+                memcpy((char *)t->data + (((size_t)b * len + i) * C + (size_t)h * dh) * es,
+                       (const char *)buf + (((size_t)b * H + h) * c->max_len + i) * piece, piece);
+    return t;
+}
+
+/* Copies new (B,Tq,C) into buf at positions [len, len+Tq). */
+static void cache_store_btc(tg_kv_cache *c, void *buf, const tg_tensor *new)
+{
+    const int B = c->batch, H = c->n_head, dh = c->head_dim, Tq = new->shape[1], C = H * dh;
+    const size_t es = tg_dtype_size(c->dtype), piece = (size_t)dh * es;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++)
+                memcpy((char *)buf + (((size_t)b * H + h) * c->max_len + c->len + i) * piece,
+                       (const char *)new->data + (((size_t)b * Tq + i) * C + (size_t)h * dh) * es, piece);
 }
 
 /* ---- init -------------------------------------------------------------- */
@@ -251,32 +289,49 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,C) */
         v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,C) */
     }
-    q = split_heads(g, q, H);                                /* (B,H,Tq,dh) */
-    tg_tensor *k_new = split_heads(g, k, H);                 /* (B,H,Tq|Tk,dh) */
-    tg_tensor *v_new = split_heads(g, v, H);                 /* (B,H,Tq|Tk,dh) */
-    tg_tensor *K = k_new, *V = v_new;                        /* (B,H,Tk,dh) */
-    if (cache && p > 0 && !tg_graph_error(g)) {
-        K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k_new}, 2);
-        V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v_new}, 2);
+    const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
+    const bool use_op = !m->composed && !args->weights && !kp && !em && !attn_drop;
+    tg_tensor *O, *A = NULL;                                 /* (B,Tq,C), (B,H,Tq,Tk) */
+    tg_tensor *k_new = k, *v_new = v;                        /* what the cache stores */
+    if (use_op) {
+        /* ---- one fused op on the (B,T,C) projections */
+        tg_tensor *K = k, *V = v;                            /* (B,Tk,C) */
+        if (cache && p > 0 && !tg_graph_error(g)) {
+            K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix_btc(g, cache, cache->k), k}, 1);
+            V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix_btc(g, cache, cache->v), v}, 1);
+        }
+        O = tg_attention(g, q, K, V, H, args->causal ? TG_ATTN_CAUSAL : 0, p); /* (B,Tq,C) */
+    } else {
+        q = split_heads(g, q, H);                            /* (B,H,Tq,dh) */
+        k_new = split_heads(g, k, H);                        /* (B,H,Tq|Tk,dh) */
+        v_new = split_heads(g, v, H);                        /* (B,H,Tq|Tk,dh) */
+        tg_tensor *K = k_new, *V = v_new;                    /* (B,H,Tk,dh) */
+        if (cache && p > 0 && !tg_graph_error(g)) {
+            K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k_new}, 2);
+            V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v_new}, 2);
+        }
+
+        /* ---- scores, mask, softmax, weighted sum of values */
+        tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,H,Tq,Tk) */
+        S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,H,Tq,Tk) */
+        tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, Tq, Tk, p); /* (B|1,H|1,Tq,Tk) */
+        A = tg_softmax(g, S, mask);                               /* (B,H,Tq,Tk) */
+        O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V);   /* (B,H,Tq,dh) */
+
+        /* ---- merge heads */
+        O = tg_transpose(g, O, 1, 2);                             /* (B,Tq,H,dh) */
+        O = tg_reshape(g, O, 3, (int[]){B, Tq, C});               /* (B,Tq,C) */
     }
 
-    /* ---- scores, mask, softmax, weighted sum of values */
-    tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,H,Tq,Tk) */
-    S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,H,Tq,Tk) */
-    tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, Tq, Tk, p); /* (B|1,H|1,Tq,Tk) */
-    tg_tensor *A = tg_softmax(g, S, mask);                    /* (B,H,Tq,Tk) */
-    tg_tensor *O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V); /* (B,H,Tq,dh) */
-
-    /* ---- merge heads, output projection */
-    O = tg_transpose(g, O, 1, 2);                             /* (B,Tq,H,dh) */
-    O = tg_reshape(g, O, 3, (int[]){B, Tq, C});               /* (B,Tq,C) */
+    /* ---- output projection */
     tg_tensor *y = tg_linear_forward(g, &m->c_proj, O);       /* (B,Tq,C) */
     y = tg_dropout(g, y, m->resid_dropout);                   /* (B,Tq,C) */
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
-        cache_store(cache, cache->k, k_new);
-        cache_store(cache, cache->v, v_new);
+        void (*store)(tg_kv_cache *, void *, const tg_tensor *) = use_op ? cache_store_btc : cache_store;
+        store(cache, cache->k, k_new);
+        store(cache, cache->v, v_new);
         cache->len += Tq;
     }
     if (args->weights) *args->weights = A;

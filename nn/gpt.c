@@ -80,6 +80,7 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
         if (tg_mha_init(&b->attn, p, name, C, c.n_head, c.bias, true, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
+        b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
@@ -110,6 +111,12 @@ void tg_gpt_free(tg_gpt *m)
     tg_params_free(m->params);
     tg_free(m->h);
     tg_free(m);
+}
+
+void tg_gpt_set_attn_composed(tg_gpt *m, bool composed)
+{
+    m->cfg.attn_composed = composed;
+    for (int i = 0; i < m->cfg.n_layer; i++) m->h[i].attn.composed = composed;
 }
 
 /* ---- forward ----------------------------------------------------------- */

@@ -84,6 +84,12 @@ void tg_kv_cache_free(tg_kv_cache *c);
 typedef struct tg_mha {
     int n_embd, n_head;
     bool fused;
+    /* false (tg_mha_init's default): the fused attention op (tg_attention,
+     * no (Tq,Tk) tensor kept) whenever nothing needs those tensors: no
+     * weights asked for, no mask or key padding, no attention dropout in
+     * effect; else the composed path. true: always the composed path (the
+     * teaching path: split heads, softmax, merge). Same numbers to rounding. */
+    bool composed;
     tg_linear_mod c_attn;                    /* fused: (3C, C) */
     tg_linear_mod q_proj, k_proj, v_proj;    /* separate: (C, C) each */
     tg_linear_mod c_proj;                    /* W_O: (C, C) */
@@ -129,6 +135,7 @@ typedef struct tg_gpt_config {
     int n_layer, n_head, n_embd, block_size, vocab_size;
     bool bias;
     double dropout;
+    bool attn_composed;   /* every block's tg_mha.composed (false: fused attention) */
 } tg_gpt_config;
 
 typedef struct tg_block {
@@ -157,6 +164,9 @@ typedef struct tg_gpt {
 tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 void tg_gpt_free(tg_gpt *m);
+/* Switches every block between fused and composed attention (sets
+ * cfg.attn_composed and each tg_mha.composed). */
+void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
  * cache len + T <= block_size), ids in [0, V): else an error. */

@@ -139,6 +139,28 @@ tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags);
  * and get zero gradient; a fully blocked row is always an error). */
 tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 
+/* ---- fused attention (ops/attention.c) -------------------------------- */
+
+typedef enum tg_attn_flags {
+    TG_ATTN_DEFAULT = 0,   /* every key visible to every query */
+    /* Query i sits at absolute position q_pos + i and sees key j iff
+     * j <= q_pos + i (q_pos = the KV cache length: bottom-right alignment). */
+    TG_ATTN_CAUSAL = 1
+} tg_attn_flags;
+
+/* softmax(Q K^T / sqrt(dh)) V for n_head heads at once, without storing
+ * the (Tq,Tk) scores: blockwise with an online softmax; backward
+ * recomputes the blocks. q (B,Tq,C), k and v (B,Tk,C), C = n_head * dh;
+ * head h is the columns [h dh, (h+1) dh), as the projections produce it
+ * (no split or transpose needed). Returns (B,Tq,C), heads merged the same
+ * way (ready for the output projection). The same numbers as tg_softmax
+ * with a causal mask composed with tg_matmul, to rounding. q_pos is read
+ * only with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit,
+ * C % n_head != 0, a query row with no visible key (q_pos + i < 0), a NaN
+ * or +inf score; each message names the shapes (and row, element). */
+tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
+                        int q_pos);
+
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
 
 /* Mean cross-entropy of logits (..., V) against i32 targets (...) whose

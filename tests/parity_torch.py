@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Parity of examples/tiny_gpt against the PyTorch reference (bench/torch_gpt.py).
 
-    parity_torch.py BINARY [--quick] [--keep DIR]
+    parity_torch.py BINARY [--quick] [--keep DIR] [--attn fused|composed]
     parity_torch.py --self-test      (the torch side alone: naive numpy
                                       loss, gradcheck, AdamW, round trips)
 
@@ -18,7 +18,9 @@ and compares with torch computing in float64:
               max|grad - ref| <= 2e-5 max|ref| (ref computed in f64 from
               the weights rounded to f32, so only the arithmetic counts)
     step f64: per parameter max|w - ref| <= 1e-10 (1 + max|ref|)
-One line per check with the measured error, then `N passed, M failed`.
+--attn is passed on to every eval/step run (the binary's default, fused
+attention, when absent). One line per check with the measured error, then
+`N passed, M failed`.
 Exit 0 if all pass, 1 if any fails, 77 if torch is not importable.
 """
 
@@ -41,6 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import safetensors_io as st  # noqa: E402
 import torch_gpt as tg  # noqa: E402
+
+EXTRA_ARGS = []  # appended to every binary run (--attn)
 
 TOL_F64 = 1e-10
 TOL_F32 = 2e-5
@@ -150,7 +154,7 @@ def torch_ref_step(cfg, w, idx, targets, lr, wd, beta2, clip):
 def run_binary(binary, args, label, checks):
     """Runs BINARY args; returns stdout, or None after recording a failure."""
     try:
-        r = subprocess.run([binary] + args, capture_output=True, text=True, timeout=300)
+        r = subprocess.run([binary] + args + EXTRA_ARGS, capture_output=True, text=True, timeout=300)
     except OSError as e:
         checks.record(False, label, "could not run %s: %s" % (binary, e))
         return None
@@ -504,7 +508,11 @@ def main():
                     help="check the torch side only (naive numpy, gradcheck, round trips)")
     ap.add_argument("--quick", action="store_true", help="only %d configs" % len(QUICK))
     ap.add_argument("--keep", metavar="DIR", help="write the files under DIR and keep them")
+    ap.add_argument("--attn", choices=("fused", "composed"),
+                    help="pass --attn to every eval/step run (default: the binary's)")
     args = ap.parse_args()
+    if args.attn:
+        EXTRA_ARGS.extend(["--attn", args.attn])
 
     torch.set_num_threads(1)
     checks = Checks()

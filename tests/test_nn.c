@@ -550,6 +550,124 @@ START_TEST(attention_cache_matches_full)
 }
 END_TEST
 
+/* The fused attention op (the default when nothing needs the weights)
+ * against the composed path (m.composed = true): output and every
+ * gradient (x, kv, all parameters) within 1e-12, for self- and
+ * cross-attention, causal or not, with a cache prefix. The fused path
+ * records fewer tape nodes, so the test knows which path ran. With
+ * attention dropout in effect (training) the composed path runs either
+ * way; in eval mode the fused op does. */
+typedef struct path_run {
+    double y[2 * 4 * 6], gx[2 * 4 * 6], gkv[2 * 5 * 6], gp[512];
+    int tape;
+} path_run;
+
+static void run_path(const tg_mha *m, tg_params *p, tg_tensor *x, tg_tensor *kv, const tg_attn_args *a,
+                     tg_kv_cache *cache, int cache_len, path_run *out)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *dy = tt_randn(g, TT_SHAPE(x->shape[0], x->shape[1], x->shape[2]), 77);
+    memset(x->grad, 0, (size_t)x->numel * sizeof(double));
+    if (kv) memset(kv->grad, 0, (size_t)kv->numel * sizeof(double));
+    tg_params_zero_grad(p);
+    if (cache) cache->len = cache_len;
+    tg_attn_args args = *a;
+    args.cache = cache;
+    const int tape0 = tg_graph_tape_len(g);
+    tg_tensor *y = tg_mha_forward(g, m, x, kv, &args);
+    ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
+    out->tape = tg_graph_tape_len(g) - tape0;
+    ck_assert_int_le(y->numel, 48);
+    ck_assert_int_eq(tg_graph_backward_seeded(g, y, dy->data), 0);
+    memcpy(out->y, y->data, (size_t)y->numel * sizeof(double));
+    memcpy(out->gx, x->grad, (size_t)x->numel * sizeof(double));
+    if (kv) memcpy(out->gkv, kv->grad, (size_t)kv->numel * sizeof(double));
+    ck_assert_int_le(tg_params_numel(p), 512);
+    memcpy(out->gp, tg_params_grad(p), (size_t)tg_params_numel(p) * sizeof(double));
+    tg_graph_free(g);
+}
+
+static void assert_runs_equal(const path_run *a, const path_run *b, int64_t ny, int64_t nkv, int64_t np,
+                              const char *what)
+{
+    for (int64_t i = 0; i < ny; i++) {
+        ck_assert_msg(fabs(a->y[i] - b->y[i]) <= 1e-12, "%s: y[%lld] %.15g vs %.15g", what, (long long)i, a->y[i],
+                      b->y[i]);
+        ck_assert_msg(fabs(a->gx[i] - b->gx[i]) <= 1e-12, "%s: dx[%lld]", what, (long long)i);
+    }
+    for (int64_t i = 0; i < nkv; i++)
+        ck_assert_msg(fabs(a->gkv[i] - b->gkv[i]) <= 1e-12, "%s: dkv[%lld]", what, (long long)i);
+    for (int64_t i = 0; i < np; i++)
+        ck_assert_msg(fabs(a->gp[i] - b->gp[i]) <= 1e-12, "%s: parameter gradient %lld: %.15g vs %.15g", what,
+                      (long long)i, a->gp[i], b->gp[i]);
+}
+
+START_TEST(mha_fused_op_equals_composed)
+{
+    static const struct { int Tq, Tk, H; bool cross, causal, fused_proj; int cache_len; } cases[] = {
+        {4, 4, 2, false, true, true, 0},
+        {4, 4, 3, false, false, false, 0},
+        {3, 5, 2, true, false, true, 0},
+        {4, 2, 2, true, true, false, 0},   /* cross, causal: upper-left */
+        {2, 5, 2, false, true, true, 3},   /* 3 cached positions */
+        {1, 4, 3, false, true, true, 3},
+    };
+    const int B = 2, C = 6;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tg_mha m;
+        tg_params *p = mha_store(&m, C, cases[k].H, true, cases[k].fused_proj, 600 + k);
+        tg_graph *g = tg_graph_new();
+        tg_tensor *x = tt_randn(g, TT_SHAPE(B, cases[k].Tq, C), 610 + k);
+        tg_tensor *kv = cases[k].cross ? tt_randn(g, TT_SHAPE(B, cases[k].Tk, C), 620 + k) : NULL;
+        tg_kv_cache cache, *pc = NULL;
+        if (cases[k].cache_len) {
+            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8), 0);
+            pc = &cache;
+            tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, cases[k].cache_len, C), 630 + k);
+            m.composed = true;   /* the prefix written by the other path */
+            ck_assert_ptr_nonnull(tg_mha_forward(g, &m, x0, NULL, &(tg_attn_args){.causal = true, .cache = pc}));
+        }
+        tg_attn_args a = {.causal = cases[k].causal};
+        path_run fused, composed;
+        m.composed = false;
+        run_path(&m, p, x, kv, &a, pc, cases[k].cache_len, &fused);
+        m.composed = true;
+        run_path(&m, p, x, kv, &a, pc, cases[k].cache_len, &composed);
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", k);
+        assert_runs_equal(&fused, &composed, x->numel, kv ? kv->numel : 0, tg_params_numel(p), what);
+        ck_assert_msg(fused.tape < composed.tape, "%s: fused %d nodes, composed %d", what, fused.tape, composed.tape);
+        if (pc) tg_kv_cache_free(pc);
+        tg_graph_free(g);
+        tg_params_free(p);
+    }
+
+    /* attention dropout: composed while training, the fused op in eval mode */
+    tg_params *p = tg_params_new(TG_F64);
+    tg_mha m;
+    char err[256];
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, err, sizeof err), 0);
+    fill_params(p, 640, 0.5);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(B, 4, C), 641);
+    int tape[2][2];   /* [eval][composed] */
+    for (int ev = 0; ev < 2; ev++)
+        for (int comp = 0; comp < 2; comp++) {
+            tg_graph *h = tg_graph_new();
+            tg_graph_set_training(h, !ev);
+            m.composed = comp;
+            const int t0 = tg_graph_tape_len(h);
+            ck_assert_ptr_nonnull(tg_mha_forward(h, &m, x, NULL, &(tg_attn_args){.causal = true}));
+            tape[ev][comp] = tg_graph_tape_len(h) - t0;
+            tg_graph_free(h);
+        }
+    ck_assert_int_eq(tape[0][0], tape[0][1]);   /* training: the composed path both times */
+    ck_assert_int_lt(tape[1][0], tape[1][1]);   /* eval: the fused op unless composed */
+    tg_graph_free(g);
+    tg_params_free(p);
+}
+END_TEST
+
 /* Key padding: the values of padded keys do not reach the output at all;
  * a row whose keys are all padding is an error. */
 START_TEST(attention_key_padding)
@@ -856,7 +974,9 @@ START_TEST(gpt_incremental_decoding)
 }
 END_TEST
 
-/* tg_gpt_forward_ex: the same logits as tg_gpt_forward, and per layer the
+/* tg_gpt_forward_ex: the same logits as tg_gpt_forward (bit for bit on the
+ * composed path it takes to return weights; within 1e-12 of the fused
+ * path), and per layer the
  * attention weights (B,H,T,T); layer 0's against the loop reference fed
  * with ln_1(wte[idx] + wpe[t]) computed here; with the cache, a chunk's
  * weights are the full forward's rows; a failed forward clears the slots. */
@@ -870,11 +990,17 @@ START_TEST(gpt_forward_attention_weights)
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, C = 9, H = 3, L = 2;
     const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    tg_tensor *fused = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
+    tg_gpt_set_attn_composed(m, true);
     tg_tensor *plain = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
+    tg_gpt_set_attn_composed(m, false);
     tg_tensor *w[2];
     tg_tensor *lg = tg_gpt_forward_ex(g, m, ids(g, B, T, iv), w); /* (B,T,V) */
-    ck_assert_msg(plain && lg, "%s", tg_graph_error(g));
-    for (int64_t i = 0; i < lg->numel; i++) ck_assert_double_eq(dptr(lg)[i], dptr(plain)[i]);
+    ck_assert_msg(fused && plain && lg, "%s", tg_graph_error(g));
+    for (int64_t i = 0; i < lg->numel; i++) {
+        ck_assert_double_eq(dptr(lg)[i], dptr(plain)[i]);
+        ck_assert_double_eq_tol(dptr(lg)[i], dptr(fused)[i], 1e-12);
+    }
     for (int l = 0; l < L; l++) {
         ck_assert_ptr_nonnull(w[l]);
         ck_assert_int_eq(w[l]->ndim, 4);
@@ -991,6 +1117,7 @@ int main(void)
     tcase_add_test(tc, attention_head_split_order);
     tcase_add_test(tc, attention_kv_cache_example);
     tcase_add_test(tc, attention_cache_matches_full);
+    tcase_add_test(tc, mha_fused_op_equals_composed);
     tcase_add_test(tc, attention_key_padding);
     tcase_add_test(tc, attention_errors);
     tcase_add_test(tc, gpt_names_and_init);

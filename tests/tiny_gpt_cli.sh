@@ -69,6 +69,21 @@ s1=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "a" --tokens 30 --
 s2=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "a" --tokens 30 --seed 9 2>/dev/null)
 [ -n "$s1" ] && [ "$s1" = "$s2" ] && ok "sample: same seed, same text" || bad "sample not reproducible"
 
+# 3a. --attn composed (the teaching path) computes what the fused op does: the
+# same greedy text through the KV cache, and training losses equal to rounding
+g1=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "the " --tokens 60 --temperature 0 2>/dev/null)
+g2=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "the " --tokens 60 --temperature 0 --attn composed 2>/dev/null)
+[ ${#g1} -ge 60 ] && [ "$g1" = "$g2" ] && ok "sample: same greedy text with --attn fused and composed" \
+  || bad "sample: --attn fused '$g1' vs composed '$g2'"
+"$bin" train "${small[@]}" --steps 20 --eval-interval 20 --out "$work/af" >/dev/null 2>&1
+"$bin" train "${small[@]}" --steps 20 --eval-interval 20 --attn composed --out "$work/ac" >/dev/null 2>&1
+la=$(grep -E '^[0-9]+,' "$work/af/metrics.csv" | awk -F, '$2 != "" && $3 == "" {print $2}')
+lc=$(grep -E '^[0-9]+,' "$work/ac/metrics.csv" | awk -F, '$2 != "" && $3 == "" {print $2}')
+if [ "$(wc -l <<<"$la")" -eq 20 ] && paste <(echo "$la") <(echo "$lc") |
+   awk '{ d = $1 - $2; if (d < 0) d = -d; if (!($2 > 0) || d > 1e-4 * $2) bad = 1 } END { exit bad }'; then
+  ok "train: 20 losses with --attn fused and composed agree within 1e-4"
+else bad "train: --attn fused vs composed losses differ"; paste <(echo "$la") <(echo "$lc") | head -5; fi
+
 # 3b. --init starts from given weights (here: the trained ones), not from scratch
 log=$("$bin" train "${small[@]}" --steps 5 --eval-interval 5 --init "$work/a/best.safetensors" --out "$work/f" 2>&1)
 v0=$(sed -n 's/^step 0: train loss [0-9.]*, val loss \([0-9.]*\).*/\1/p' <<<"$log")
@@ -115,6 +130,7 @@ expect_fail "unknown flag" "unknown flag '--stepz'" "$bin" train --stepz 3
 expect_fail "bad number" "--steps: 'ten' is not a number" "$bin" train --steps ten
 expect_fail "out of range" "--dropout: 1.5 is outside" "$bin" train --dropout 1.5
 expect_fail "missing value" "--lr needs a value" "$bin" train --lr
+expect_fail "bad --attn" "--attn: 'flash' is not fused or composed" "$bin" eval --attn flash
 expect_fail "heads do not divide" "n_embd 10 is not divisible by n_head 3" \
   "$bin" train --n-embd 10 --n-head 3 --steps 1 --out "$work/e"
 expect_fail "missing data file" "$work/nope.txt: No such file" "$bin" train --data "$work/nope.txt" --out "$work/e"

@@ -29,13 +29,14 @@ int cmd_attn(int argc, char **argv)
         {"text", ARG_STRING, &text, 0, 0, "text to run (characters of the vocabulary, at most block_size)", 0},
         {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "OpenBLAS threads (0: all cores)", 0},
+        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
+    /* no --attn: asking for the weights takes the composed path */
     int setup = command_setup("attn", "--ckpt F --text S --out DIR", specs, n_specs, argc, argv, &dtype, &dt,
-                              &threads);
+                              NULL, NULL, &threads);
     if (setup >= 0) return setup;
 
     int rc = 1;

@@ -33,7 +33,8 @@ static void inputs_free(inputs *in)
 
 /* Loads weights and batch. idx/targets live on their own graph, so the
  * graph the steps run on can be reset without losing them. */
-static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, char *err, size_t errlen)
+static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, bool attn_composed, char *err,
+                       size_t errlen)
 {
     memset(in, 0, sizeof *in);
     if (!init || !batch) {
@@ -43,6 +44,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
     if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
     if (!(in->m = checkpoint_load_model(in->wf, dt, 0.0, err, errlen))) return -1;
+    tg_gpt_set_attn_composed(in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
     if (!idx || !tgt) {
         snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);
@@ -85,26 +87,28 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32";
+    const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused";
     int threads = 1;
+    bool composed = false;
     arg_spec specs[] = {
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
+        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
         {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
     int setup = command_setup("eval", "--init W.safetensors --batch B.safetensors [flags]", specs, n_specs, argc,
-                              argv, &dtype, &dt, &threads);
+                              argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, err, sizeof err)) goto fail;
+    if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
     double loss = loss_and_grads(&in, g, err, sizeof err);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
@@ -143,8 +147,9 @@ done:
 
 int cmd_step(int argc, char **argv)
 {
-    const char *init = NULL, *batch = NULL, *out = NULL, *dtype = "f32";
+    const char *init = NULL, *batch = NULL, *out = NULL, *dtype = "f32", *attn = "fused";
     int threads = 1;
+    bool composed = false;
     int64_t steps = 1;
     double lr = 1e-3, wd = 0.1, beta2 = 0.99, clip = 1.0;
     arg_spec specs[] = {
@@ -157,13 +162,14 @@ int cmd_step(int argc, char **argv)
         {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0},
         {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
+        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
         {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
     int setup = command_setup("step", "--init W --batch B --out W2 [flags]", specs, n_specs, argc, argv, &dtype, &dt,
-                              &threads);
+                              &attn, &composed, &threads);
     if (setup >= 0) return setup;
     if (!out) {
         fprintf(stderr, "tiny_gpt step: --out is required\n");
@@ -174,7 +180,7 @@ int cmd_step(int argc, char **argv)
     tg_adamw *opt = NULL;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, err, sizeof err)) goto fail;
+    if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
     opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd});
     if (!opt) {
         snprintf(err, sizeof err, "out of memory for the optimizer");

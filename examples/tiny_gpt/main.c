@@ -31,8 +31,20 @@ double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int parse_attn(const char *s, bool *composed, char *err, size_t errlen)
+{
+    if (!strcmp(s, "fused")) *composed = false;
+    else if (!strcmp(s, "composed")) *composed = true;
+    else {
+        snprintf(err, errlen, "--attn: '%s' is not fused or composed", s);
+        return -1;
+    }
+    return 0;
+}
+
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
-                  const char *const *dtype, tg_dtype *dt, const int *threads)
+                  const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
+                  const int *threads)
 {
     char err[1024];
     for (int i = 0; i < argc; i++)
@@ -41,7 +53,8 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
             args_usage(specs, n_specs, "  ");
             return 0;
         }
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err)) {
+    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
+        (attn && parse_attn(*attn, attn_composed, err, sizeof err))) {
         fprintf(stderr, "tiny_gpt %s: %s\n", cmd, err);
         return 2;
     }

@@ -49,7 +49,8 @@ static int pick(const tg_tensor *logits, int64_t row, int V, double temperature,
 
 int cmd_sample(int argc, char **argv)
 {
-    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = "\n", *dtype = "f32";
+    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = "\n", *dtype = "f32", *attn = "fused";
+    bool composed = false;
     int tokens = 200, top_k = 200, threads = 1;
     double temperature = 0.8;
     int64_t seed = 1337;
@@ -61,12 +62,13 @@ int cmd_sample(int argc, char **argv)
         {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0},
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0},
         {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
+        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
         {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
-    int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &threads);
+    int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
 
     int rc = 1;
@@ -80,6 +82,7 @@ int cmd_sample(int argc, char **argv)
     if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_vocab(f, &v, err, sizeof err) ||
         !(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err)))
         goto fail;
+    tg_gpt_set_attn_composed(m, composed);
     if (m->cfg.vocab_size != v.size) {
         snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",
                  m->cfg.vocab_size, v.size);

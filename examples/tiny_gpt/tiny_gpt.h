@@ -16,11 +16,19 @@ int cmd_attn(int argc, char **argv);
 /* Shared helpers (main.c). */
 void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
+/* --attn: "fused" (tg_attention, the default) or "composed" (the teaching
+ * path, which can return the attention weights) */
+int parse_attn(const char *s, bool *composed, char *err, size_t errlen);
 double now_seconds(void);
-/* The start every command shares: --help prints usage (returns 0); flags
- * and --dtype are parsed (an error prints and returns 2); OpenBLAS gets
- * *threads threads. Returns -1 when the command should go on. */
+/* The start every command shares: --help prints usage (returns 0); flags,
+ * --dtype and --attn (unless attn is NULL) are parsed (an error prints and
+ * returns 2); tapegrad and BLAS get *threads threads. Returns -1 when the
+ * command should go on. */
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
-                  const char *const *dtype, tg_dtype *dt, const int *threads);
+                  const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
+                  const int *threads);
+
+#define ATTN_HELP "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)"
+
 
 #endif

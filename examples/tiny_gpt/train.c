@@ -24,11 +24,11 @@
 #include "tiny_gpt.h"
 
 typedef struct train_opts {
-    const char *data, *out, *dtype, *init;
+    const char *data, *out, *dtype, *init, *attn;
     int n_layer, n_head, n_embd, block_size, batch_size;
     int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
     double lr, min_lr, weight_decay, beta2, grad_clip, dropout;
-    bool bias, resume;
+    bool bias, resume, attn_composed;
     int64_t seed;
     int threads, corpus_chars;
 } train_opts;
@@ -95,7 +95,7 @@ static void plot_losses(const char *metrics, const char *png)
 
 int cmd_train(int argc, char **argv)
 {
-    train_opts o = {.data = NULL, .init = NULL, .out = "out-tiny-gpt", .dtype = "f32", .n_layer = 4, .n_head = 4,
+    train_opts o = {.data = NULL, .init = NULL, .out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .n_layer = 4, .n_head = 4,
                     .n_embd = 128, .block_size = 64, .batch_size = 12, .steps = 2000, .warmup = 100,
                     .eval_interval = 250, .eval_iters = 200, .stop_at = 0, .log_interval = 10,
                     .lr = 1e-3, .min_lr = 1e-4, .weight_decay = 0.1, .beta2 = 0.99, .grad_clip = 1.0,
@@ -122,6 +122,7 @@ int cmd_train(int argc, char **argv)
         {"seed", ARG_I64, &o.seed, 0, 9e15, "random seed", 0},
         {"threads", ARG_INT, &o.threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
         {"dtype", ARG_STRING, &o.dtype, 0, 0, "f32 or f64", 0},
+        {"attn", ARG_STRING, &o.attn, 0, 0, ATTN_HELP, 0},
         {"out", ARG_STRING, &o.out, 0, 0, "output directory", 0},
         {"resume", ARG_SWITCH, &o.resume, 0, 0, "continue from OUT/last.safetensors", 0},
         {"init", ARG_STRING, &o.init, 0, 0, "start from these weights (nanoGPT names; e.g. from PyTorch)", 0},
@@ -132,7 +133,8 @@ int cmd_train(int argc, char **argv)
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[8192];
     tg_dtype dt;
-    int setup = command_setup("train", "[flags]", specs, n_specs, argc, argv, &o.dtype, &dt, &o.threads);
+    int setup = command_setup("train", "[flags]", specs, n_specs, argc, argv, &o.dtype, &dt, &o.attn, &o.attn_composed,
+                              &o.threads);
     if (setup >= 0) return setup;
 
     int rc = 1;
@@ -211,6 +213,7 @@ int cmd_train(int argc, char **argv)
         if (o.resume) o.dropout = c.dropout;
         m = checkpoint_load_model(resume_file, dt, o.dropout, err, sizeof err);
         if (!m) goto fail;
+        tg_gpt_set_attn_composed(m, o.attn_composed);
         opt = tg_adamw_new(m->params, &ac);
         if (!opt) {
             snprintf(err, sizeof err, "out of memory for the optimizer");
@@ -228,7 +231,7 @@ int cmd_train(int argc, char **argv)
             }
     } else {
         vocab_build(&v, text, len);
-        tg_gpt_config c = {o.n_layer, o.n_head, o.n_embd, o.block_size, v.size, o.bias, o.dropout};
+        tg_gpt_config c = {o.n_layer, o.n_head, o.n_embd, o.block_size, v.size, o.bias, o.dropout, o.attn_composed};
         m = tg_gpt_new(&c, dt, (uint64_t)o.seed, err, sizeof err);
         if (!m) goto fail;
         opt = tg_adamw_new(m->params, &ac);
@@ -259,9 +262,9 @@ int cmd_train(int argc, char **argv)
     if (!o.resume) fprintf(metrics, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
     *tg_graph_rng(g) = ts.drop_rng;
 
-    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s); %s\n",
+    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
             (long long)tg_params_numel(m->params), v.size, len, o.data ? o.data : "built-in corpus",
-            o.resume ? "resuming" : "training");
+            o.attn_composed ? "composed" : "fused", o.resume ? "resuming" : "training");
     if (floor_nats >= 0) fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", floor_nats);
 
     signal(SIGINT, on_sigint);

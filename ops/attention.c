@@ -1,0 +1,390 @@
+/* Fused scaled dot-product attention: softmax(Q K^T / sqrt(dh)) V per head,
+ * computed block by block with an online softmax, so the (Tq,Tk) scores
+ * and probabilities are never stored; backward recomputes them per block.
+ *
+ * Layout. q (B,Tq,C), k and v (B,Tk,C), C = H dh. Head h of batch row b
+ * is the column range [h dh, (h+1) dh) of every row, exactly as the
+ * projections produce it, so a head's Q is the (Tq,dh) matrix at
+ * q + b Tq C + h dh with row stride C (BLAS lda = C): nothing is split,
+ * transposed or merged. The output O (B,Tq,C) has the same layout.
+ *
+ * Visibility. Without TG_ATTN_CAUSAL every key is visible. With it, query
+ * i sits at absolute position q_pos + i and sees key j iff j <= q_pos + i
+ * (q_pos = the cache length with a KV cache: bottom-right alignment).
+ *
+ * Forward, per head, with a = 1/sqrt(dh), for each block of query rows I
+ * (bq rows) and, in turn, each block of keys J (bk keys) up to the last
+ * key any row of I sees:
+ *
+ *   S   = a Q_I K_J^T                     (one gemm, K^T a transpose flag)
+ *   S_ij = -inf where key j is not visible to query i
+ *   m'_i = max(m_i, max_j S_ij)           running row maximum
+ *   P_ij = exp(S_ij - m'_i)
+ *   l_i  = exp(m_i - m'_i) l_i + sum_j P_ij            running row sum
+ *   O_I  = exp(m_i - m'_i) O_I + P V_J    (row rescale, then one gemm)
+ *   m_i  = m'_i
+ *
+ * and after the last key block O_i /= l_i and L_i = m_i + log l_i (the
+ * row's logsumexp). Each row ends as sum_j exp(S_ij - m) V_j / sum_j
+ * exp(S_ij - m) with m its overall maximum: the softmax of DESIGN.md with
+ * the maximum subtracted, whatever the block sizes. Only O and L (B,H,Tq)
+ * are kept; the scratch is two (bq,bk) tiles and three (bq) rows.
+ *
+ * Backward recomputes the probabilities from L, block by block:
+ *
+ *   P   = exp(a Q_I K_J^T - L_I)          (0 where not visible)
+ *   dP  = dO_I V_J^T
+ *   D_i = sum_d dO_id O_id   (= sum_j P_ij dP_ij over all key blocks,
+ *                             since O_i = sum_j P_ij V_j)
+ *   dS  = P * (dP - D)       the mean-subtracted softmax backward
+ *   dQ_I += a dS K_J,   dK_J += a dS^T Q_I,   dV_J += P^T dO_I
+ *
+ * each product one gemm with beta = 1 straight into the gradients (which
+ * may already hold values: everything adds).
+ *
+ * Errors, as tg_softmax: a NaN or +inf score at a visible key names the
+ * element; -inf scores get weight 0; a query row with no visible key, or
+ * only -inf scores, names the row. The check is one OR per score, folded
+ * into the row-maximum loop.
+ *
+ * The work of a range [lo,hi) of (b,h) pairs is one function with all its
+ * scratch passed in; different pairs touch disjoint columns of O, L and
+ * the gradients, so ranges can run on different threads. f32 uses the
+ * call-free exp of fastmath_internal.h (as the f32 softmax) in loops the
+ * compiler vectorises; f64 uses libm. */
+#include <cblas.h>
+#include <math.h>
+
+#include "ops.h"
+
+#include "../core/op.h"
+#include "attention_internal.h"
+#include "fastmath_internal.h"
+
+static int block_q = TG_ATTN_DEFAULT_BQ, block_k = TG_ATTN_DEFAULT_BK;
+
+void tg_attention_set_blocks(int bq, int bk)
+{
+    block_q = bq > 0 ? bq : TG_ATTN_DEFAULT_BQ;
+    block_k = bk > 0 ? bk : TG_ATTN_DEFAULT_BK;
+}
+
+void tg_attention_get_blocks(int *bq, int *bk)
+{
+    *bq = block_q;
+    *bk = block_k;
+}
+
+/* Everything the kernels need to know about one call. */
+typedef struct attn_plan {
+    int B, H, Tq, Tk, C, dh;
+    int bq, bk;         /* block sizes */
+    bool causal;
+    int64_t q_pos;      /* absolute position of query 0 (causal only) */
+    double scale;       /* 1/sqrt(dh) */
+} attn_plan;
+
+enum { ATTN_OK, ATTN_BAD_SCORE, ATTN_BLOCKED_ROW };
+
+/* Where a forward failed: pair bh = b H + h, query row i, key j. */
+typedef struct attn_fault {
+    int kind;
+    int64_t bh;
+    int i, j;
+} attn_fault;
+
+/* Saved on the node for backward. */
+typedef struct attn_saved {
+    attn_plan plan;
+    void *lse;          /* (B,H,Tq) row logsumexp L */
+    void *scratch;      /* tg_attention_scratch_elems(bq, bk) elements */
+} attn_saved;
+
+/* Query rows [i0, i0+nq) see keys [0, key_end) at most. */
+static int key_end(const attn_plan *p, int i0, int nq)
+{
+    if (!p->causal) return p->Tk;
+    const int64_t e = p->q_pos + i0 + nq;
+    return e < 0 ? 0 : e > p->Tk ? p->Tk : (int)e;
+}
+
+/* In the tile of query rows from i0 and keys from j0 (nk keys), row r sees
+ * column c iff c <= lim0 + r. Clamped so that lim0 + r never overflows. */
+static int vis_limit(const attn_plan *p, int i0, int j0, int nk)
+{
+    if (!p->causal) return nk;
+    const int64_t l = p->q_pos + i0 - j0;
+    return l < -(int64_t)p->bq - 1 ? -p->bq - 1 : l > nk ? nk : (int)l;
+}
+
+static inline double dsel(int c, double a, double b) { return c ? a : b; }
+
+enum { LANES = 8 };
+
+/* The row kernels. Row maxima and sums run in LANES partial lanes (as the
+ * f32 softmax): full groups vectorise, the tail is short. */
+#define DEFINE_ROW_KERNELS(T, SUF, EXP, SEL, ATTR)                                                       \
+    /* One key block of the online softmax for nq rows: s (nq,nk) holds the                          \
+     * scaled scores and leaves with P; m, l are the running max and sum;                           \
+     * alpha receives each row's rescale factor exp(m_old - m_new). Returns                          \
+     * -1, or the flat index r nk + c of a NaN / +inf score at a visible key. */                     \
+    ATTR static int64_t block_online_##SUF(T *restrict s, int nq, int nk, int lim0, T *restrict m,   \
+                                           T *restrict l, T *restrict alpha)                         \
+    {                                                                                                \
+        for (int r = 0; r < nq; r++) {                                                               \
+            T *restrict sr = s + (int64_t)r * nk;                                                    \
+            const int lim = lim0 + r;                                                                \
+            T mx[LANES];                                                                             \
+            int bd[LANES];                                                                           \
+            for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;                            \
+            for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
+                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
+                    const int c = c0 + k, vis = c <= lim;                                            \
+                    const T x = sr[c];                                                               \
+                    bd[k] |= vis & ((x != x) | (x == INFINITY));                                     \
+                    const T w = SEL(vis, x, -INFINITY);                                              \
+                    sr[c] = w;                                                                       \
+                    mx[k] = SEL(w > mx[k], w, mx[k]);                                                \
+                }                                                                                    \
+            T mn = m[r];                                                                             \
+            int bad = 0;                                                                             \
+            for (int k = 0; k < LANES; k++) {                                                        \
+                mn = mx[k] > mn ? mx[k] : mn;                                                        \
+                bad |= bd[k];                                                                        \
+            }                                                                                        \
+            if (bad)                                                                                 \
+                for (int c = 0; c <= lim && c < nk; c++)                                             \
+                    if (isnan(sr[c]) || sr[c] == INFINITY) return (int64_t)r * nk + c;               \
+            if (mn == -INFINITY) { /* nothing visible yet: the row stays empty */                    \
+                for (int c = 0; c < nk; c++) sr[c] = 0;                                              \
+                alpha[r] = 1;                                                                        \
+                continue;                                                                            \
+            }                                                                                        \
+            const T a = m[r] == -INFINITY ? 0 : EXP(m[r] - mn);                                      \
+            T sum[LANES] = {0};                                                                      \
+            for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
+                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
+                    const int c = c0 + k;                                                            \
+                    const T w = sr[c];                                                               \
+                    const T e = SEL(w != -INFINITY, EXP(w - mn), 0);                                 \
+                    sr[c] = e;                                                                       \
+                    sum[k] += e;                                                                     \
+                }                                                                                    \
+            T st = 0;                                                                                \
+            for (int k = 0; k < LANES; k++) st += sum[k];                                            \
+            l[r] = a * l[r] + st;                                                                    \
+            m[r] = mn;                                                                               \
+            alpha[r] = a;                                                                            \
+        }                                                                                            \
+        return -1;                                                                                   \
+    }                                                                                                \
+    /* Backward of one tile: s (nq,nk) holds the scaled scores and leaves                            \
+     * with P = exp(s - L) (0 where not visible); dp (nq,nk), when not NULL,                         \
+     * holds dO V^T and leaves with dS = P (dP - D). */                                              \
+    ATTR static void block_grad_##SUF(T *restrict s, T *restrict dp, int nq, int nk, int lim0,       \
+                                      const T *restrict L, const T *restrict D)                      \
+    {                                                                                                \
+        for (int r = 0; r < nq; r++) {                                                               \
+            T *restrict sr = s + (int64_t)r * nk;                                                    \
+            const int lim = lim0 + r;                                                                \
+            const T Lr = L[r];                                                                       \
+            for (int c = 0; c < nk; c++)                                                             \
+                sr[c] = SEL((c <= lim) & (sr[c] != -INFINITY), EXP(sr[c] - Lr), 0);                  \
+            if (!dp) continue;                                                                       \
+            T *restrict dr = dp + (int64_t)r * nk;                                                   \
+            const T Dr = D[r];                                                                       \
+            for (int c = 0; c < nk; c++) dr[c] = SEL(c <= lim, sr[c] * (dr[c] - Dr), 0);             \
+        }                                                                                            \
+    }
+
+DEFINE_ROW_KERNELS(float, f32, tg_fexp, tg_fsel, TG_VEC_CLONES)
+DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
+
+/* The work on pairs [lo, hi), one function per dtype. */
+#define DEFINE_RANGES(T, SUF, GEMM, LOG)                                                                 \
+    /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
+    static void rows_scale_##SUF(T *o, int ld, int nq, int dh, const T *f)                           \
+    {                                                                                                \
+        for (int r = 0; r < nq; r++) {                                                               \
+            T *restrict orow = o + (int64_t)r * ld;                                                  \
+            const T fr = f[r];                                                                       \
+            for (int d = 0; d < dh; d++) orow[d] *= fr;                                              \
+        }                                                                                            \
+    }                                                                                                \
+    static int forward_range_##SUF(const attn_plan *p, const T *q, const T *k, const T *v, T *o,     \
+                                   T *lse, int64_t lo, int64_t hi, T *scratch, attn_fault *f)        \
+    {                                                                                                \
+        const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
+        const T scale = (T)p->scale;                                                                 \
+        T *s = scratch;                                         /* (bq,bk) */                        \
+        T *m = s + 2 * (size_t)bq * bk, *l = m + bq, *alpha = l + bq; /* (bq) each */                \
+        for (int64_t bh = lo; bh < hi; bh++) {                                                       \
+            const int64_t b = bh / p->H, h = bh % p->H;                                              \
+            const T *qb = q + b * Tq * C + h * dh;                  /* (Tq,dh), ld C */              \
+            const T *kb = k + b * Tk * C + h * dh;                  /* (Tk,dh), ld C */              \
+            const T *vb = v + b * Tk * C + h * dh;                  /* (Tk,dh), ld C */              \
+            T *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */              \
+            T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
+            for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
+                const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
+                T *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */          \
+                for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;                             \
+                for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
+                    const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
+                    /* S (nq,nk) = scale Q_I K_J^T */                                                \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, scale, qb + (int64_t)i0 * C, \
+                         C, kb + (int64_t)j0 * C, C, 0, s, nk);                                      \
+                    const int64_t at = block_online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
+                    if (at >= 0) {                                                                   \
+                        *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)}; \
+                        return f->kind;                                                              \
+                    }                                                                                \
+                    if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
+                    /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dh, nk, 1, s, nk,            \
+                         vb + (int64_t)j0 * C, C, j0 > 0 ? 1 : 0, oi, C);                            \
+                }                                                                                    \
+                for (int r = 0; r < nq; r++) {                                                       \
+                    if (m[r] == -INFINITY) {                                                         \
+                        *f = (attn_fault){ATTN_BLOCKED_ROW, bh, i0 + r, 0};                          \
+                        return f->kind;                                                              \
+                    }                                                                                \
+                    Lb[i0 + r] = m[r] + LOG(l[r]);                                                   \
+                    alpha[r] = 1 / l[r];                                                             \
+                }                                                                                    \
+                rows_scale_##SUF(oi, C, nq, dh, alpha);                                              \
+            }                                                                                        \
+        }                                                                                            \
+        return ATTN_OK;                                                                              \
+    }                                                                                                \
+    /* dq, dk, dv may each be NULL (that input needs no gradient) */                                 \
+    static void backward_range_##SUF(const attn_plan *p, const T *q, const T *k, const T *v,         \
+                                     const T *o, const T *dout, const T *lse, T *dq, T *dk, T *dv,   \
+                                     int64_t lo, int64_t hi, T *scratch)                             \
+    {                                                                                                \
+        const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
+        const T scale = (T)p->scale;                                                                 \
+        const bool need_ds = dq || dk;                                                               \
+        T *s = scratch, *dp = s + (size_t)bq * bk;                  /* (bq,bk) each */               \
+        T *D = dp + (size_t)bq * bk;                                /* (bq) */                       \
+        for (int64_t bh = lo; bh < hi; bh++) {                                                       \
+            const int64_t b = bh / p->H, h = bh % p->H;                                              \
+            const int64_t oq = b * Tq * C + h * dh, ok = b * Tk * C + h * dh;                        \
+            const T *qb = q + oq, *ob = o + oq, *dob = dout + oq;   /* (Tq,dh), ld C */              \
+            const T *kb = k + ok, *vb = v + ok;                     /* (Tk,dh), ld C */              \
+            T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld C */              \
+            T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld C */            \
+            const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
+            for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
+                const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
+                const T *qi = qb + (int64_t)i0 * C, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */      \
+                if (need_ds)                                                                         \
+                    for (int r = 0; r < nq; r++) {                                                   \
+                        const T *x = doi + (int64_t)r * C, *y = ob + (int64_t)(i0 + r) * C;          \
+                        T acc = 0;                                                                   \
+                        for (int d = 0; d < dh; d++) acc += x[d] * y[d];                             \
+                        D[r] = acc;                                                                  \
+                    }                                                                                \
+                for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
+                    const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
+                    const T *kj = kb + (int64_t)j0 * C, *vj = vb + (int64_t)j0 * C; /* (nk,dh) */    \
+                    /* S (nq,nk) = scale Q_I K_J^T, as in the forward */                             \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, scale, qi, C, kj, C, 0, s, nk); \
+                    if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, 1, doi, C, vj, C, 0, dp, nk); \
+                    block_grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D); \
+                    if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dh, nq, 1, s, nk, doi, C, 1,   \
+                             dvb + (int64_t)j0 * C, C);                                              \
+                    if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dh, nk, scale, dp, nk, kj, C, 1, \
+                             dqb + (int64_t)i0 * C, C);                                              \
+                    if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */                                    \
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dh, nq, scale, dp, nk, qi, C, 1, \
+                             dkb + (int64_t)j0 * C, C);                                              \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }
+
+DEFINE_RANGES(float, f32, cblas_sgemm, logf)
+DEFINE_RANGES(double, f64, cblas_dgemm, log)
+
+static void attention_backward(tg_graph *g, tg_node *nd)
+{
+    const attn_saved *sv = nd->saved;
+    const attn_plan *p = &sv->plan;
+    tg_tensor *q = nd->in[0], *k = nd->in[1], *v = nd->in[2], *o = nd->out;
+    void *dq = tg_grad(g, q), *dk = tg_grad(g, k), *dv = tg_grad(g, v);
+    if (!dq && !dk && !dv) return;
+    const int64_t pairs = (int64_t)p->B * p->H;
+    if (o->dtype == TG_F32)
+        backward_range_f32(p, q->data, k->data, v->data, o->data, o->grad, sv->lse, dq, dk, dv, 0, pairs,
+                           sv->scratch);
+    else
+        backward_range_f64(p, q->data, k->data, v->data, o->data, o->grad, sv->lse, dq, dk, dv, 0, pairs,
+                           sv->scratch);
+}
+
+tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
+{
+    tg_tensor *in[3] = {q, k, v};
+    if (!tg_op_begin(g, "attention", 3, in)) return NULL;
+    char sq[64], sk[64], sv[64];
+    tg_shape_str(q, sq, sizeof sq);
+    tg_shape_str(k, sk, sizeof sk);
+    tg_shape_str(v, sv, sizeof sv);
+    const char *tq = tg_dtype_name(q->dtype), *tk = tg_dtype_name(k->dtype), *tv = tg_dtype_name(v->dtype);
+    if (!tg_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return tg_fail(g, "attention: q, k and v must share one dtype, f32 or f64: q %s %s, k %s %s, v %s %s", tq,
+                       sq, tk, sk, tv, sv);
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
+        return tg_fail(g, "attention: q, k and v must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q %s %s, k %s %s, "
+                          "v %s %s", tq, sq, tk, sk, tv, sv);
+    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1];
+    if (k->shape[0] != B || k->shape[2] != C || !tg_tensor_same_shape(k, v))
+        return tg_fail(g, "attention: k and v must both be (B,Tk,C) with q's B and C: q %s %s, k %s %s, v %s %s",
+                       tq, sq, tk, sk, tv, sv);
+    if (n_head < 1 || C % n_head)
+        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
+    if (flags & ~TG_ATTN_CAUSAL)
+        return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
+
+    const int dh = C / n_head;
+    attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .bq = block_q, .bk = block_k,
+                   .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
+    /* blocks no larger than the sequences: less scratch, same results */
+    if (p.bq > Tq) p.bq = Tq;
+    if (p.bk > Tk) p.bk = Tk;
+
+    const size_t es = tg_dtype_size(q->dtype);
+    tg_tensor *o = tg_op_output(g, q->dtype, 3, q->shape);                   /* (B,Tq,C) */
+    void *lse = o ? tg_arena_alloc(g, (size_t)B * n_head * Tq * es) : NULL;  /* (B,H,Tq) */
+    void *scratch = lse ? tg_arena_alloc(g, tg_attention_scratch_elems(p.bq, p.bk) * es) : NULL;
+    if (!scratch) return NULL;
+    const int64_t pairs = (int64_t)B * n_head;
+    attn_fault f = {ATTN_OK, 0, 0, 0};
+    if (q->dtype == TG_F32) forward_range_f32(&p, q->data, k->data, v->data, o->data, lse, 0, pairs, scratch, &f);
+    else forward_range_f64(&p, q->data, k->data, v->data, o->data, lse, 0, pairs, scratch, &f);
+    const int fb = (int)(f.bh / n_head), fh = (int)(f.bh % n_head);
+    if (f.kind == ATTN_BAD_SCORE)
+        return tg_fail(g, "attention: score of query %d and key %d in batch row %d, head %d is NaN or +inf "
+                          "(scores must be finite or -inf): q %s %s, k %s %s",
+                       f.i, f.j, fb, fh, tq, sq, tk, sk);
+    if (f.kind == ATTN_BLOCKED_ROW) {
+        if (p.causal && p.q_pos + f.i < 0)
+            return tg_fail(g, "attention: query row %d (batch row %d, head %d) sees no key: causal with q_pos %d "
+                              "puts it at position %lld: q %s %s, k %s %s",
+                           f.i, fb, fh, q_pos, (long long)(p.q_pos + f.i), tq, sq, tk, sk);
+        return tg_fail(g, "attention: query row %d (batch row %d, head %d) has every visible score -inf: "
+                          "q %s %s, k %s %s", f.i, fb, fh, tq, sq, tk, sk);
+    }
+    tg_node *nd = tg_op_record(g, "attention", attention_backward, o, 3, in);
+    if (nd) {
+        attn_saved *s = tg_arena_alloc(g, sizeof *s);
+        if (!s) return NULL;
+        *s = (attn_saved){.plan = p, .lse = lse, .scratch = scratch};
+        nd->saved = s;   /* an arena allocation records nothing: nd is still valid */
+    }
+    return tg_graph_error(g) ? NULL : o;
+}

@@ -1,0 +1,25 @@
+/* tapegrad ops (internal): knobs and pieces of the fused attention op
+ * (ops/attention.c) for tests, benchmarks and a future thread pool. */
+#ifndef TG_ATTENTION_INTERNAL_H
+#define TG_ATTENTION_INTERNAL_H
+
+#include <stddef.h>
+
+/* Query rows (bq) and keys (bk) per block of later tg_attention calls;
+ * a value <= 0 restores that size's default. Tests force small blocks so
+ * that a short sequence crosses many blocks, partial ones included.
+ * Process-wide, not thread-safe: set it before running graphs. */
+void tg_attention_set_blocks(int bq, int bk);
+void tg_attention_get_blocks(int *bq, int *bk);
+
+#define TG_ATTN_DEFAULT_BQ 32
+#define TG_ATTN_DEFAULT_BK 128
+
+/* Scratch elements (of the op's dtype) one worker needs for blocks of
+ * bq x bk, forward or backward: two (bq,bk) tiles and three (bq) rows. */
+static inline size_t tg_attention_scratch_elems(int bq, int bk)
+{
+    return 2 * (size_t)bq * (size_t)bk + 3 * (size_t)bq;
+}
+
+#endif

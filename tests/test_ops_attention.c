@@ -1,0 +1,523 @@
+/* ops: fused attention (tg_attention).
+ *
+ * Forward values against attention written here as plain loops; gradients
+ * with tg_gradcheck in f64; forward and all three gradients against the
+ * composed path (reshape, transpose, matmul, scale, masked softmax) in f64
+ * (1e-12) and f32 (1e-5). Block sizes are forced small so that short
+ * sequences cross many blocks, partial ones included, and also left at
+ * their defaults. Errors name shapes, rows and elements; memory grows
+ * linearly with T (no (T,T) tensor is kept). */
+#include "tg_test.h"
+
+#include "ops/attention_internal.h"
+
+/* ---- references ---------------------------------------------------------- */
+
+/* softmax(q k^T / sqrt(dh)) v per head, in loops; q (B,Tq,C), k, v
+ * (B,Tk,C), head h = columns [h dh, (h+1) dh); key j visible to query i
+ * iff !causal or j <= q_pos + i. */
+static void naive_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
+                            int q_pos, double *out)
+{
+    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], dh = C / H;
+    double *w = malloc(sizeof(double) * Tk);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < Tk; j++) {
+                    double d = 0;
+                    for (int c = h * dh; c < (h + 1) * dh; c++)
+                        d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + c) *
+                             tg_tensor_get(k, ((int64_t)b * Tk + j) * C + c);
+                    w[j] = causal && j > q_pos + i ? -INFINITY : d / sqrt((double)dh);
+                    if (w[j] > mx) mx = w[j];
+                }
+                for (int j = 0; j < Tk; j++) sum += w[j] = exp(w[j] - mx);
+                for (int c = h * dh; c < (h + 1) * dh; c++) {
+                    double acc = 0;
+                    for (int j = 0; j < Tk; j++) acc += w[j] / sum * tg_tensor_get(v, ((int64_t)b * Tk + j) * C + c);
+                    out[((int64_t)b * Tq + i) * C + c] = acc;
+                }
+            }
+    free(w);
+}
+
+/* The composed path: heads split by reshape + transpose, S = Q K^T scaled,
+ * softmax with a bool (Tq,Tk) causal mask, O = A V, heads merged. */
+static tg_tensor *composed(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int H, bool causal, int q_pos)
+{
+    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], dh = C / H;
+    tg_tensor *Q = tg_transpose(g, tg_reshape(g, q, 4, (int[]){B, Tq, H, dh}), 1, 2);   /* (B,H,Tq,dh) */
+    tg_tensor *K = tg_transpose(g, tg_reshape(g, k, 4, (int[]){B, Tk, H, dh}), 1, 2);   /* (B,H,Tk,dh) */
+    tg_tensor *V = tg_transpose(g, tg_reshape(g, v, 4, (int[]){B, Tk, H, dh}), 1, 2);   /* (B,H,Tk,dh) */
+    tg_tensor *S = tg_scale(g, tg_matmul(g, Q, tg_transpose(g, K, 2, 3)), 1.0 / sqrt((double)dh)); /* (B,H,Tq,Tk) */
+    tg_tensor *mask = NULL;
+    if (causal) {
+        mask = tg_tensor_new(g, TG_BOOL, 2, (int[]){Tq, Tk});   /* (Tq,Tk) */
+        for (int i = 0; i < Tq; i++)
+            for (int j = 0; j < Tk; j++) ((uint8_t *)mask->data)[i * Tk + j] = j > q_pos + i;
+    }
+    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, mask), V);                          /* (B,H,Tq,dh) */
+    return tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, Tq, C});           /* (B,Tq,C) */
+}
+
+/* A leaf of dtype dt filled from a seeded normal stream, requiring grad. */
+static tg_tensor *randn_dt(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint64_t seed)
+{
+    tg_tensor *d = tt_randn(g, ndim, shape, seed);
+    if (dt == TG_F64) return d;
+    tg_tensor *t = tg_tensor_new(g, TG_F32, ndim, shape);
+    for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((double *)d->data)[i];
+    ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
+    return t;
+}
+
+/* max |a_i - b_i| over n elements of arrays of the given dtypes (NaN sticks) */
+static double max_abs_diff(tg_dtype da, const void *a, tg_dtype db, const void *b, int64_t n)
+{
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = da == TG_F32 ? ((const float *)a)[i] : ((const double *)a)[i];
+        double y = db == TG_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
+        double d = fabs(x - y);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+typedef struct attn_case {
+    int B, Tq, Tk, C, H;
+    bool causal;
+    int q_pos;
+    int bq, bk;   /* 0: default blocks */
+} attn_case;
+
+static const attn_case CASES[] = {
+    {2, 7, 7, 6, 2, true, 0, 2, 3},     /* many blocks, partial last ones */
+    {1, 7, 7, 3, 1, true, 0, 5, 4},     /* one head, dh 3 */
+    {3, 7, 7, 9, 3, false, 0, 2, 3},    /* three heads, B 3, every key visible */
+    {2, 3, 8, 6, 3, true, 5, 2, 3},     /* KV cache: q_pos 5, Tk = q_pos + Tq */
+    {2, 1, 6, 4, 2, true, 5, 2, 3},     /* one query (decoding) */
+    {2, 5, 9, 4, 1, true, 2, 2, 3},     /* keys 7, 8 visible to no query */
+    {1, 4, 3, 4, 2, true, 3, 1, 1},     /* every key visible to every query; 1 x 1 blocks */
+    {2, 5, 11, 6, 2, false, 0, 2, 3},   /* cross-attention, Tk > Tq */
+    {2, 6, 4, 6, 2, false, 0, 4, 5},    /* Tk < Tq; blocks larger than Tk */
+    {2, 7, 7, 6, 3, true, 0, 0, 0},     /* default blocks (clamped to T) */
+    {1, 150, 150, 4, 2, true, 0, 0, 0}, /* default blocks, two key blocks */
+    {1, 150, 137, 4, 1, false, 0, 0, 0},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+static void use_blocks(const attn_case *c) { tg_attention_set_blocks(c->bq, c->bk); }
+
+typedef struct { int H, flags, q_pos; } attn_ctx;
+
+static tg_tensor *attn_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    const attn_ctx *c = ctx;
+    return tg_attention(g, in[0], in[1], in[2], c->H, c->flags, c->q_pos);
+}
+
+/* ---- forward against loops ------------------------------------------------- */
+
+START_TEST(forward_matches_loops)
+{
+    for (int n = 0; n < N_CASES; n++) {
+        const attn_case *c = &CASES[n];
+        use_blocks(c);
+        for (int dt = 0; dt < 2; dt++) {
+            const tg_dtype type = dt ? TG_F32 : TG_F64;
+            tg_graph *g = tg_graph_new();
+            tg_tensor *q = randn_dt(g, type, TT_SHAPE(c->B, c->Tq, c->C), 10 + n);
+            tg_tensor *k = randn_dt(g, type, TT_SHAPE(c->B, c->Tk, c->C), 20 + n);
+            tg_tensor *v = randn_dt(g, type, TT_SHAPE(c->B, c->Tk, c->C), 30 + n);
+            tg_tensor *o = tg_attention(g, q, k, v, c->H, c->causal ? TG_ATTN_CAUSAL : 0, c->q_pos);
+            ck_assert_msg(o != NULL, "case %d: %s", n, tg_graph_error(g));
+            ck_assert_int_eq(o->dtype, type);
+            ck_assert_int_eq(o->ndim, 3);
+            ck_assert_int_eq(o->shape[0], c->B);
+            ck_assert_int_eq(o->shape[1], c->Tq);
+            ck_assert_int_eq(o->shape[2], c->C);
+            double *want = malloc(sizeof(double) * o->numel);
+            naive_attention(q, k, v, c->H, c->causal, c->q_pos, want);
+            double err = max_abs_diff(type, o->data, TG_F64, want, o->numel);
+            ck_assert_msg(err <= (type == TG_F64 ? 1e-13 : 2e-6), "case %d %s: forward off by %.3g", n,
+                          tg_dtype_name(type), err);
+            free(want);
+            tg_graph_free(g);
+        }
+    }
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* Huge equal scores ([1000, 1000]-like rows) stay finite: the maximum is
+ * subtracted, so the row averages its values. */
+START_TEST(forward_stable_with_large_scores)
+{
+    tg_attention_set_blocks(2, 3);
+    tg_graph *g = tg_graph_new();
+    const int B = 1, T = 5, C = 2;
+    tg_tensor *q = tg_tensor_new(g, TG_F32, 3, (int[]){B, T, C});
+    tg_tensor *k = tg_tensor_new(g, TG_F32, 3, (int[]){B, T, C});
+    tg_tensor *v = tg_tensor_new(g, TG_F32, 3, (int[]){B, T, C});
+    for (int i = 0; i < T * C; i++) {
+        ((float *)q->data)[i] = 40.0f;   /* every score 40 * 40 * 2 / sqrt 2 = 2263 */
+        ((float *)k->data)[i] = 40.0f;
+        ((float *)v->data)[i] = (float)(i / C);
+    }
+    tg_tensor *o = tg_attention(g, q, k, v, 1, TG_ATTN_CAUSAL, 0);
+    ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
+    for (int i = 0; i < T; i++)   /* query i averages values 0..i */
+        for (int c = 0; c < C; c++) ck_assert_float_eq_tol(((float *)o->data)[i * C + c], i / 2.0f, 1e-5f);
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* ---- gradients ---------------------------------------------------------------- */
+
+START_TEST(gradcheck_cases)
+{
+    for (int n = 0; n < N_CASES; n++) {
+        const attn_case *c = &CASES[n];
+        use_blocks(c);
+        tg_graph *g = tg_graph_new();
+        tg_tensor *in[3] = {tt_randn(g, TT_SHAPE(c->B, c->Tq, c->C), 40 + n),
+                            tt_randn(g, TT_SHAPE(c->B, c->Tk, c->C), 50 + n),
+                            tt_randn(g, TT_SHAPE(c->B, c->Tk, c->C), 60 + n)};
+        attn_ctx ctx = {c->H, c->causal ? TG_ATTN_CAUSAL : 0, c->q_pos};
+        tt_assert_gradcheck(attn_fn, &ctx, 3, in);
+        tg_graph_free(g);
+    }
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* x used as q, k and v at once, and q used again after the op: the
+ * gradients of every use add up. */
+static tg_tensor *self_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    const attn_ctx *c = ctx;
+    tg_tensor *x = in[0];
+    return tg_mul(g, tg_attention(g, x, x, x, c->H, c->flags, 0), x);
+}
+
+START_TEST(gradcheck_shared_inputs)
+{
+    tg_attention_set_blocks(2, 3);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 7, 6), 70);
+    for (int flags = 0; flags < 2; flags++) {
+        attn_ctx ctx = {2, flags, 0};
+        tt_assert_gradcheck(self_fn, &ctx, 1, &x);
+    }
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* Only some inputs need a gradient: the others get none, the rest the
+ * same values as when all do. */
+START_TEST(gradient_of_some_inputs)
+{
+    tg_attention_set_blocks(2, 3);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = tt_randn(g, TT_SHAPE(2, 5, 6), 80), *k = tt_randn(g, TT_SHAPE(2, 5, 6), 81);
+    tg_tensor *v = tt_randn(g, TT_SHAPE(2, 5, 6), 82);
+    tg_tensor *all = tg_sum_all(g, tg_mul(g, tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, 0), q));
+    ck_assert_int_eq(tg_graph_backward(g, all), 0);
+    double ref[3][60];
+    tg_tensor *t[3] = {q, k, v};
+    for (int i = 0; i < 3; i++) memcpy(ref[i], t[i]->grad, sizeof ref[i]);
+    for (int skip = 0; skip < 3; skip++) {
+        for (int i = 0; i < 3; i++) {
+            memset(t[i]->grad, 0, sizeof ref[i]);
+            ck_assert_int_eq(tg_tensor_set_requires_grad(g, t[i], i != skip), 0);
+        }
+        tg_tensor *loss = tg_sum_all(g, tg_mul(g, tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, 0), q));
+        ck_assert_int_eq(tg_graph_backward(g, loss), 0);
+        for (int i = 0; i < 3; i++) {
+            for (int e = 0; e < 60; e++) {
+                const double want = i == skip ? 0.0 : ref[i][e];   /* the skipped input gets nothing */
+                ck_assert_msg(fabs(((double *)t[i]->grad)[e] - want) <= 1e-14, "input %d element %d", i, e);
+            }
+        }
+    }
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* A second backward over the same tape adds into leaf gradients: exactly
+ * twice the first. */
+START_TEST(gradients_accumulate)
+{
+    tg_attention_set_blocks(3, 2);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = tt_randn(g, TT_SHAPE(1, 6, 4), 90), *k = tt_randn(g, TT_SHAPE(1, 6, 4), 91);
+    tg_tensor *v = tt_randn(g, TT_SHAPE(1, 6, 4), 92);
+    tg_tensor *loss = tg_sum_all(g, tg_mul(g, tg_attention(g, q, k, v, 2, TG_ATTN_CAUSAL, 0), q));
+    ck_assert_int_eq(tg_graph_backward(g, loss), 0);
+    double once[3][24];
+    tg_tensor *t[3] = {q, k, v};
+    for (int i = 0; i < 3; i++) memcpy(once[i], t[i]->grad, sizeof once[i]);
+    ck_assert_int_eq(tg_graph_backward(g, loss), 0);
+    for (int i = 0; i < 3; i++)
+        for (int e = 0; e < 24; e++) {
+            ck_assert(once[i][e] != 0);
+            ck_assert_double_eq_tol(((double *)t[i]->grad)[e], 2 * once[i][e], 1e-14);
+        }
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* ---- equal to the composed path ---------------------------------------------- */
+
+/* Forward and the three gradients (seeded with the same random dO) of the
+ * fused op and of the composed path, on the same leaves. */
+static void compare_with_composed(const attn_case *c, tg_dtype dt, double tol, uint64_t seed)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = randn_dt(g, dt, TT_SHAPE(c->B, c->Tq, c->C), seed);
+    tg_tensor *k = randn_dt(g, dt, TT_SHAPE(c->B, c->Tk, c->C), seed + 1);
+    tg_tensor *v = randn_dt(g, dt, TT_SHAPE(c->B, c->Tk, c->C), seed + 2);
+    tg_tensor *dO = randn_dt(g, dt, TT_SHAPE(c->B, c->Tq, c->C), seed + 3);
+    tg_tensor *t[3] = {q, k, v};
+    const size_t es = tg_dtype_size(dt);
+
+    tg_tensor *of = tg_attention(g, q, k, v, c->H, c->causal ? TG_ATTN_CAUSAL : 0, c->q_pos);
+    ck_assert_msg(of != NULL, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, of, dO->data), 0);
+    void *gf[3];
+    for (int i = 0; i < 3; i++) {
+        gf[i] = malloc((size_t)t[i]->numel * es);
+        memcpy(gf[i], t[i]->grad, (size_t)t[i]->numel * es);
+        memset(t[i]->grad, 0, (size_t)t[i]->numel * es);
+    }
+    tg_tensor *oc = composed(g, q, k, v, c->H, c->causal, c->q_pos);
+    ck_assert_msg(oc != NULL, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, oc, dO->data), 0);
+
+    double err = max_abs_diff(dt, oc->data, dt, of->data, of->numel);
+    ck_assert_msg(err <= tol, "B%d Tq%d Tk%d C%d H%d %s: forward differs by %.3g", c->B, c->Tq, c->Tk, c->C, c->H,
+                  tg_dtype_name(dt), err);
+    static const char *const names[3] = {"dq", "dk", "dv"};
+    for (int i = 0; i < 3; i++) {
+        err = max_abs_diff(dt, t[i]->grad, dt, gf[i], t[i]->numel);
+        ck_assert_msg(err <= tol, "B%d Tq%d Tk%d C%d H%d %s: %s differs by %.3g", c->B, c->Tq, c->Tk, c->C, c->H,
+                      tg_dtype_name(dt), names[i], err);
+        free(gf[i]);
+    }
+    tg_graph_free(g);
+}
+
+START_TEST(equals_composed_f64)
+{
+    for (int n = 0; n < N_CASES; n++) {
+        use_blocks(&CASES[n]);
+        compare_with_composed(&CASES[n], TG_F64, 1e-12, 100 + 10 * n);
+    }
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+START_TEST(equals_composed_f32)
+{
+    for (int n = 0; n < N_CASES; n++) {
+        use_blocks(&CASES[n]);
+        compare_with_composed(&CASES[n], TG_F32, 1e-5, 300 + 10 * n);
+    }
+    /* the sizes of the benchmarks and models, default blocks */
+    tg_attention_set_blocks(0, 0);
+    static const attn_case big[] = {
+        {2, 256, 256, 256, 8, true, 0, 0, 0},
+        {2, 64, 64, 128, 4, true, 0, 0, 0},
+        {1, 200, 200, 64, 1, true, 0, 0, 0},
+        {2, 32, 96, 64, 4, true, 64, 0, 0},
+        {2, 100, 130, 48, 3, false, 0, 0, 0},
+    };
+    for (size_t n = 0; n < sizeof big / sizeof big[0]; n++) compare_with_composed(&big[n], TG_F32, 1e-5, 500 + n);
+}
+END_TEST
+
+/* An allowed -inf score gets weight 0, as in tg_softmax: query 1's score
+ * with key 0 overflows to -inf; its output is the attention over keys
+ * 1..3 alone. */
+START_TEST(minus_inf_score_gets_zero_weight)
+{
+    tg_attention_set_blocks(2, 2);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = tt_randn(g, TT_SHAPE(1, 3, 2), 110), *k = tt_randn(g, TT_SHAPE(1, 4, 2), 111);
+    tg_tensor *v = tt_randn(g, TT_SHAPE(1, 4, 2), 112);
+    double *qd = q->data, *kd = k->data;
+    for (int i = 0; i < 3; i++) qd[i * 2] = i == 1 ? 1e200 : 0;   /* column 0 */
+    for (int j = 0; j < 4; j++) kd[j * 2] = j == 0 ? -1e200 : 0;
+    tg_tensor *o = tg_attention(g, q, k, v, 1, 0, 0);
+    ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
+    tg_tensor *k3 = tg_slice(g, k, 1, 1, 4), *v3 = tg_slice(g, v, 1, 1, 4);   /* (1,3,2) */
+    tg_tensor *o3 = tg_attention(g, q, k3, v3, 1, 0, 0);
+    ck_assert_msg(o3 != NULL, "%s", tg_graph_error(g));
+    for (int c = 0; c < 2; c++) ck_assert_double_eq_tol(tg_tensor_get(o, 2 + c), tg_tensor_get(o3, 2 + c), 1e-15);
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* ---- memory: no (T,T) tensor ---------------------------------------------------- */
+
+/* Arena bytes taken by a forward + backward (the inputs made before). */
+static size_t bytes_for(int T, bool fused)
+{
+    const int B = 2, C = 32, H = 4;
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = randn_dt(g, TG_F32, TT_SHAPE(B, T, C), 1), *k = randn_dt(g, TG_F32, TT_SHAPE(B, T, C), 2);
+    tg_tensor *v = randn_dt(g, TG_F32, TT_SHAPE(B, T, C), 3), *dO = randn_dt(g, TG_F32, TT_SHAPE(B, T, C), 4);
+    const size_t before = tg_graph_arena_used(g);
+    const int tape = tg_graph_tape_len(g);
+    tg_tensor *o = fused ? tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0) : composed(g, q, k, v, H, true, 0);
+    ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
+    if (fused) ck_assert_int_eq(tg_graph_tape_len(g), tape + 1);   /* one node */
+    ck_assert_int_eq(tg_graph_backward_seeded(g, o, dO->data), 0);
+    const size_t used = tg_graph_arena_used(g) - before;
+    tg_graph_free(g);
+    return used;
+}
+
+START_TEST(memory_linear_in_T)
+{
+    const int B = 2, C = 32, H = 4, T = 256;
+    const size_t tt = (size_t)B * H * T * T * sizeof(float);   /* one (B,H,T,T) f32 tensor */
+    const size_t btc = (size_t)B * T * C * sizeof(float);     /* one (B,T,C) f32 tensor */
+    size_t f1 = bytes_for(T, true), f2 = bytes_for(2 * T, true);
+    size_t c1 = bytes_for(T, false), c2 = bytes_for(2 * T, false);
+    /* fused: O, dO, dq, dk, dv, L and a fixed scratch; composed: several (B,H,T,T) */
+    ck_assert_msg(f1 < tt / 4, "fused uses %zu bytes at T=%d, a (B,H,T,T) tensor is %zu", f1, T, tt);
+    ck_assert_msg(f1 <= 6 * btc + ((size_t)300 << 10), "fused uses %zu bytes at T=%d, (B,T,C) is %zu", f1, T, btc);
+    ck_assert_msg(f2 <= f1 * 21 / 10, "fused: %zu bytes at T=%d, %zu at T=%d: not linear", f1, T, f2, 2 * T);
+    /* the test can tell: the composed path keeps (T,T) tensors */
+    ck_assert_msg(c1 > 2 * tt, "composed uses %zu bytes at T=%d", c1, T);
+    ck_assert_msg(c2 > c1 * 35 / 10, "composed: %zu bytes at T=%d, %zu at T=%d", c1, T, c2, 2 * T);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------------- */
+
+static void expect_fail(tg_graph *g, tg_tensor *y, const char *needle, const char *needle2)
+{
+    ck_assert_ptr_null(y);
+    tt_assert_error(g, needle);
+    if (needle2) tt_assert_error(g, needle2);
+    tg_graph_clear_error(g);
+}
+
+START_TEST(attention_errors)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = tt_randn(g, TT_SHAPE(2, 3, 6), 1), *k = tt_randn(g, TT_SHAPE(2, 5, 6), 2);
+    tg_tensor *v = tt_randn(g, TT_SHAPE(2, 5, 6), 3);
+    tg_tensor *q32 = tg_tensor_new(g, TG_F32, 3, (int[]){2, 3, 6});
+    tg_tensor *ids = tg_tensor_new(g, TG_I32, 3, (int[]){2, 3, 6});
+    ck_assert_ptr_nonnull(tg_attention(g, q, k, v, 3, 0, 0));
+
+    expect_fail(g, tg_attention(g, q32, k, v, 3, 0, 0),
+                "attention: q, k and v must share one dtype, f32 or f64: q f32 (2,3,6), k f64 (2,5,6), v f64 (2,5,6)",
+                NULL);
+    expect_fail(g, tg_attention(g, ids, ids, ids, 3, 0, 0), "must share one dtype, f32 or f64: q i32 (2,3,6)", NULL);
+    expect_fail(g, tg_attention(g, tg_reshape(g, q, 2, (int[]){6, 6}), k, v, 3, 0, 0),
+                "must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q f64 (6,6), k f64 (2,5,6)", NULL);
+    expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(2, 4, 6), 4), v, 3, 0, 0),
+                "k and v must both be (B,Tk,C) with q's B and C: q f64 (2,3,6), k f64 (2,4,6), v f64 (2,5,6)", NULL);
+    expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(1, 5, 6), 5), tt_randn(g, TT_SHAPE(1, 5, 6), 6), 3, 0, 0),
+                "with q's B and C: q f64 (2,3,6), k f64 (1,5,6)", NULL);
+    expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(2, 5, 4), 7), tt_randn(g, TT_SHAPE(2, 5, 4), 8), 2, 0, 0),
+                "with q's B and C: q f64 (2,3,6), k f64 (2,5,4)", NULL);
+    expect_fail(g, tg_attention(g, q, k, v, 4, 0, 0), "attention: C = 6 is not divisible by n_head = 4 (q f64 (2,3,6))",
+                NULL);
+    expect_fail(g, tg_attention(g, q, k, v, 0, 0, 0), "not divisible by n_head = 0", NULL);
+    expect_fail(g, tg_attention(g, q, k, v, 3, 6, 0), "attention: unknown flags 0x6 (q f64 (2,3,6))", NULL);
+    expect_fail(g, tg_attention(g, NULL, k, v, 3, 0, 0), "attention: input 0 is NULL", NULL);
+    expect_fail(g, tg_attention(g, q, k, NULL, 3, 0, 0), "attention: input 2 is NULL", NULL);
+
+    /* a query row with no visible key: causal with q_pos -2 puts rows 0, 1 before key 0 */
+    expect_fail(g, tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, -2),
+                "attention: query row 0 (batch row 0, head 0) sees no key: causal with q_pos -2 puts it at position -2",
+                "q f64 (2,3,6), k f64 (2,5,6)");
+    /* with q_pos -1 only row 0 sees nothing, also with one-row blocks */
+    tg_attention_set_blocks(1, 2);
+    expect_fail(g, tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, -1), "query row 0 (batch row 0, head 0) sees no key",
+                NULL);
+    ck_assert_ptr_nonnull(tg_attention(g, q, k, v, 3, 0, -1));   /* q_pos unused without the flag */
+    tg_attention_set_blocks(0, 0);
+    tg_graph_free(g);
+}
+END_TEST
+
+/* NaN and +inf scores are errors naming the element, in both dtypes; a
+ * row whose visible scores are all -inf names the row. */
+START_TEST(bad_score_errors)
+{
+    for (int dt = 0; dt < 2; dt++) {
+        const tg_dtype type = dt ? TG_F32 : TG_F64;
+        const double huge = dt ? 1e30 : 1e200;
+        tg_attention_set_blocks(2, 2);
+        tg_graph *g = tg_graph_new();
+        const int B = 2, Tq = 4, Tk = 5, C = 4, H = 2;
+        tg_tensor *q = randn_dt(g, type, TT_SHAPE(B, Tq, C), 1), *k = randn_dt(g, type, TT_SHAPE(B, Tk, C), 2);
+        tg_tensor *v = randn_dt(g, type, TT_SHAPE(B, Tk, C), 3);
+#define SET(t, i, x)                                                                              \
+    ((t)->dtype == TG_F32 ? (void)(((float *)(t)->data)[i] = (float)(x)) : (void)(((double *)(t)->data)[i] = (x)))
+        /* NaN in q at batch row 1, query 2, head 1 (column 3) */
+        SET(q, (1 * Tq + 2) * C + 3, NAN);
+        expect_fail(g, tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0),
+                    "attention: score of query 2 and key 0 in batch row 1, head 1 is NaN or +inf", "q ");
+        SET(q, (1 * Tq + 2) * C + 3, 0.5);
+        /* +inf: key 3 of batch row 0, head 0, against query 3 (which sees it) */
+        SET(q, (0 * Tq + 3) * C + 1, huge);
+        SET(k, (0 * Tk + 3) * C + 1, huge);
+        expect_fail(g, tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0),
+                    "attention: score of query 3 and key 3 in batch row 0, head 0 is NaN or +inf", NULL);
+        /* a key no query sees may hold anything: key 4 with causal q_pos 0 */
+        SET(k, (0 * Tk + 3) * C + 1, 0.5);
+        SET(k, (0 * Tk + 4) * C + 1, NAN);
+        ck_assert_msg(tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0) != NULL, "%s", tg_graph_error(g));
+        SET(k, (0 * Tk + 4) * C + 1, 0.5);
+        /* every visible score of query 1 in batch row 0, head 0 is -inf */
+        for (int j = 0; j < Tk; j++) SET(k, (0 * Tk + j) * C + 1, j <= 1 ? -huge : 0.0);
+        for (int i = 0; i < Tq; i++) SET(q, (0 * Tq + i) * C + 1, i == 1 ? huge : 0.0);
+        SET(q, (0 * Tq + 1) * C + 0, 0.0);
+        SET(k, (0 * Tk + 0) * C + 0, 0.0);
+        SET(k, (0 * Tk + 1) * C + 0, 0.0);
+        expect_fail(g, tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0),
+                    "attention: query row 1 (batch row 0, head 0) has every visible score -inf", NULL);
+#undef SET
+        tg_graph_free(g);
+    }
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ops_attention");
+    TCase *tc = tcase_create("attention");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, forward_matches_loops);
+    tcase_add_test(tc, forward_stable_with_large_scores);
+    tcase_add_test(tc, gradcheck_cases);
+    tcase_add_test(tc, gradcheck_shared_inputs);
+    tcase_add_test(tc, gradient_of_some_inputs);
+    tcase_add_test(tc, gradients_accumulate);
+    tcase_add_test(tc, equals_composed_f64);
+    tcase_add_test(tc, equals_composed_f32);
+    tcase_add_test(tc, minus_inf_score_gets_zero_weight);
+    tcase_add_test(tc, memory_linear_in_T);
+    tcase_add_test(tc, attention_errors);
+    tcase_add_test(tc, bad_score_errors);
+    suite_add_tcase(s, tc);
+    return tt_run(s);
+}
