@@ -49,7 +49,8 @@
  *
  * The work of a range [lo,hi) of (b,h) pairs is one function with all its
  * scratch passed in; different pairs touch disjoint columns of O, L and
- * the gradients, so ranges can run on different threads. f32 uses the
+ * the gradients, so ranges run on different threads (core/parallel.h),
+ * each with its own scratch. f32 uses the
  * call-free exp of fastmath_internal.h (as the f32 softmax) in loops the
  * compiler vectorises; f64 uses libm. */
 #include <cblas.h>
@@ -58,6 +59,7 @@
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
 #include "attention_internal.h"
 #include "fastmath_internal.h"
 
@@ -97,7 +99,6 @@ typedef struct attn_fault {
 typedef struct attn_saved {
     attn_plan plan;
     void *lse;          /* (B,H,Tq) row logsumexp L */
-    void *scratch;      /* tg_attention_scratch_elems(bq, bk) elements */
 } attn_saved;
 
 /* Query rows [i0, i0+nq) see keys [0, key_end) at most. */
@@ -310,20 +311,45 @@ DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
 DEFINE_RANGES(float, f32, cblas_sgemm, logf)
 DEFINE_RANGES(double, f64, cblas_dgemm, log)
 
+/* One call's pairs, shared out among threads: each part has its own
+ * scratch (scratch + part * scratch_elems) and its own fault slot. */
+typedef struct attn_job {
+    const attn_plan *p;
+    tg_dtype dt;
+    const void *q, *k, *v, *o, *dout;
+    void *out, *lse, *dq, *dk, *dv;
+    char *scratch;
+    size_t scratch_bytes;
+    attn_fault *faults;   /* forward: one per part */
+} attn_job;
+
+static void attn_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const attn_job *j = ctx;
+    const int part = tg_parallel_part();
+    void *scr = j->scratch + (size_t)part * j->scratch_bytes;
+    if (j->faults && j->dt == TG_F32)
+        forward_range_f32(j->p, j->q, j->k, j->v, j->out, j->lse, lo, hi, scr, &j->faults[part]);
+    else if (j->faults)
+        forward_range_f64(j->p, j->q, j->k, j->v, j->out, j->lse, lo, hi, scr, &j->faults[part]);
+    else if (j->dt == TG_F32)
+        backward_range_f32(j->p, j->q, j->k, j->v, j->o, j->dout, j->lse, j->dq, j->dk, j->dv, lo, hi, scr);
+    else
+        backward_range_f64(j->p, j->q, j->k, j->v, j->o, j->dout, j->lse, j->dq, j->dk, j->dv, lo, hi, scr);
+}
+
 static void attention_backward(tg_graph *g, tg_node *nd)
 {
     const attn_saved *sv = nd->saved;
     const attn_plan *p = &sv->plan;
     tg_tensor *q = nd->in[0], *k = nd->in[1], *v = nd->in[2], *o = nd->out;
-    void *dq = tg_grad(g, q), *dk = tg_grad(g, k), *dv = tg_grad(g, v);
-    if (!dq && !dk && !dv) return;
-    const int64_t pairs = (int64_t)p->B * p->H;
-    if (o->dtype == TG_F32)
-        backward_range_f32(p, q->data, k->data, v->data, o->data, o->grad, sv->lse, dq, dk, dv, 0, pairs,
-                           sv->scratch);
-    else
-        backward_range_f64(p, q->data, k->data, v->data, o->data, o->grad, sv->lse, dq, dk, dv, 0, pairs,
-                           sv->scratch);
+    attn_job j = {.p = p, .dt = o->dtype, .q = q->data, .k = k->data, .v = v->data, .o = o->data, .dout = o->grad,
+                  .lse = sv->lse, .dq = tg_grad(g, q), .dk = tg_grad(g, k), .dv = tg_grad(g, v),
+                  .scratch_bytes = tg_attention_scratch_elems(p->bq, p->bk) * tg_dtype_size(o->dtype)};
+    if (!j.dq && !j.dk && !j.dv) return;
+    j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
+    if (!j.scratch) return;
+    tg_parallel_for((int64_t)p->B * p->H, 1, attn_part, &j);
 }
 
 tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
@@ -358,14 +384,18 @@ tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, i
     if (p.bk > Tk) p.bk = Tk;
 
     const size_t es = tg_dtype_size(q->dtype);
+    const int nt = tg_num_threads();
     tg_tensor *o = tg_op_output(g, q->dtype, 3, q->shape);                   /* (B,Tq,C) */
     void *lse = o ? tg_arena_alloc(g, (size_t)B * n_head * Tq * es) : NULL;  /* (B,H,Tq) */
-    void *scratch = lse ? tg_arena_alloc(g, tg_attention_scratch_elems(p.bq, p.bk) * es) : NULL;
-    if (!scratch) return NULL;
-    const int64_t pairs = (int64_t)B * n_head;
+    attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
+    attn_job j = {.p = &p, .dt = q->dtype, .q = q->data, .k = k->data, .v = v->data, .out = o ? o->data : NULL,
+                  .lse = lse, .faults = faults, .scratch_bytes = tg_attention_scratch_elems(p.bq, p.bk) * es};
+    j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
+    if (!j.scratch) return NULL;
+    tg_parallel_for((int64_t)B * n_head, 1, attn_part, &j);
+    /* parts run in pair order: the first part that failed has the first bad pair */
     attn_fault f = {ATTN_OK, 0, 0, 0};
-    if (q->dtype == TG_F32) forward_range_f32(&p, q->data, k->data, v->data, o->data, lse, 0, pairs, scratch, &f);
-    else forward_range_f64(&p, q->data, k->data, v->data, o->data, lse, 0, pairs, scratch, &f);
+    for (int i = 0; i < nt && f.kind == ATTN_OK; i++) f = faults[i];
     const int fb = (int)(f.bh / n_head), fh = (int)(f.bh % n_head);
     if (f.kind == ATTN_BAD_SCORE)
         return tg_fail(g, "attention: score of query %d and key %d in batch row %d, head %d is NaN or +inf "
@@ -383,7 +413,7 @@ tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, i
     if (nd) {
         attn_saved *s = tg_arena_alloc(g, sizeof *s);
         if (!s) return NULL;
-        *s = (attn_saved){.plan = p, .lse = lse, .scratch = scratch};
+        *s = (attn_saved){.plan = p, .lse = lse};
         nd->saved = s;   /* an arena allocation records nothing: nd is still valid */
     }
     return tg_graph_error(g) ? NULL : o;

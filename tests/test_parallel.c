@@ -94,7 +94,7 @@ static tg_tensor *rnd(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint
     return t;
 }
 
-enum { N_IN = 3, N_CASES = 9 };
+enum { N_IN = 3, N_CASES = 10 };
 
 /* Builds case k on g from inputs made with dtype dt; returns its output. */
 static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN], int *n_in, tg_tensor **mask)
@@ -131,6 +131,10 @@ static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN
     case 7: /* batched matmul, b broadcast over the first batch dim: (3,4,70,33) @ (4,33,50) */
         *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(3, 4, 70, 33), 12), in[1] = rnd(g, dt, TT_SHAPE(4, 33, 50), 13);
         return tg_matmul(g, in[0], in[1]);
+    case 9: /* fused causal attention, (4,50,24) with 3 heads, q_pos 2 over 52 keys */
+        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(4, 50, 24), 17), in[1] = rnd(g, dt, TT_SHAPE(4, 52, 24), 18),
+        in[2] = rnd(g, dt, TT_SHAPE(4, 52, 24), 19);
+        return tg_attention(g, in[0], in[1], in[2], 3, TG_ATTN_CAUSAL, 2);
     default: /* linear with bias: (6, 100, 72) x (130, 72)^T + b (folded, split by rows) */
         *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(6, 100, 72), 14), in[1] = rnd(g, dt, TT_SHAPE(130, 72), 15),
         in[2] = rnd(g, dt, TT_SHAPE(130), 16);
@@ -179,7 +183,8 @@ static double rel_diff(const double *a, const double *b, int64_t n)
 START_TEST(threaded_ops_match_one_thread)
 {
     static const char *const names[N_CASES] = {"gelu", "tanh", "add", "mul(broadcast)", "softmax(causal)",
-                                               "log_softmax", "layernorm", "matmul(batched)", "linear"};
+                                               "log_softmax", "layernorm", "matmul(batched)", "linear",
+                                               "attention"};
     const tg_dtype dts[2] = {TG_F64, TG_F32};
     for (int k = 0; k < N_CASES; k++)
         for (int d = 0; d < 2; d++) {
@@ -281,6 +286,15 @@ START_TEST(threaded_errors_name_the_first_row)
         free(m);
         ck_assert_ptr_null(tg_softmax(g, x, mask));
         tt_assert_error(g, "row 600 (index (600))");
+        tg_graph_reset(g);
+
+        /* attention: NaNs in the keys of batch rows 2 and 3; pairs (b,h) are split */
+        tg_tensor *q = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 23), *k = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 24);
+        tg_tensor *v = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 25);
+        ((float *)k->data)[(2 * 30 + 7) * 16 + 9] = NAN;   /* b 2, key 7, head 2 (dh 4) */
+        ((float *)k->data)[(3 * 30 + 1) * 16 + 0] = NAN;   /* b 3, key 1, head 0 */
+        ck_assert_ptr_null(tg_attention(g, q, k, v, 4, TG_ATTN_CAUSAL, 0));
+        tt_assert_error(g, "query 7 and key 7 in batch row 2, head 2");
         tg_graph_free(g);
     }
     tg_set_num_threads(1);
