@@ -19,54 +19,96 @@
  * keeps lse_r per row, so backward rebuilds p from the logits with one exp
  * per element. Non-finite logits in a counted row: NaN or +inf is an error
  * naming the element; -inf is allowed (probability 0) unless the whole row
- * is -inf. */
+ * is -inf.
+ *
+ * Rows are shared out among threads (the loss is summed per thread, then
+ * in thread order); f32 uses the call-free exp of fastmath_internal.h. */
 #include <math.h>
 #include <stdio.h>
 
 #include "ops.h"
 
 #include "../core/op.h"
+#include "../core/parallel.h"
+#include "fastmath_internal.h"
 
 enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
 
-#define DEFINE_CE(T, EXP, LOG)                                                                  \
-    /* Fills lse[r] for counted rows and returns CE_OK with the summed loss in *total, or an    \
-     * error kind with the element / row in *where. */                                         \
-    static int forward_##T(const T *x, const int32_t *t, int64_t rows, int v, T *lse,           \
-                           double *total, int64_t *where)                                       \
+#define DEFINE_CE(T, EXP, LOG, ATTR)                                                            \
+    /* Rows [lo, hi): fills lse[r] for counted rows and returns CE_OK with their summed loss   \
+     * in *total, or an error kind with the element / row in *where. */                        \
+    ATTR static int forward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,   \
+                                T *lse, double *total, int64_t *where)                          \
     {                                                                                           \
         double acc = 0;                                                                         \
-        for (int64_t r = 0; r < rows; r++) {                                                    \
+        for (int64_t r = lo; r < hi; r++) {                                                     \
             if (t[r] == -1) continue;                                                           \
-            const T *px = x + r * v;                                                            \
+            const T *restrict px = x + r * v;                                                   \
             T mx = -INFINITY;                                                                   \
+            int bad = 0;                                                                        \
             for (int j = 0; j < v; j++) {                                                       \
-                if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; } \
-                if (px[j] > mx) mx = px[j];                                                     \
+                bad |= isnan(px[j]) || px[j] == INFINITY;                                       \
+                mx = px[j] > mx ? px[j] : mx;                                                   \
             }                                                                                   \
+            if (bad)                                                                            \
+                for (int j = 0; j < v; j++)                                                     \
+                    if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; } \
             if (mx == -INFINITY) { *where = r; return CE_DEAD_ROW; }                            \
             T sum = 0;                                                                          \
-            for (int j = 0; j < v; j++) sum += EXP(px[j] - mx);                                 \
+            for (int j = 0; j < v; j++) sum += EXP(px[j], mx);                                 \
             lse[r] = mx + LOG(sum);                                                             \
             acc += (double)(lse[r] - px[t[r]]);                                                 \
         }                                                                                       \
         *total = acc;                                                                           \
         return CE_OK;                                                                           \
     }                                                                                           \
-    static void backward_##T(const T *x, const int32_t *t, int64_t rows, int v, const T *lse,   \
-                             T scale, T *dx)                                                    \
+    ATTR static void backward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,  \
+                                  const T *lse, T scale, T *dx)                                 \
     {                                                                                           \
-        for (int64_t r = 0; r < rows; r++) {                                                    \
+        for (int64_t r = lo; r < hi; r++) {                                                     \
             if (t[r] == -1) continue;                                                           \
-            const T *px = x + r * v;                                                            \
-            T *pd = dx + r * v;                                                                 \
-            for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j] - lse[r]);                   \
+            const T *restrict px = x + r * v;                                                   \
+            T *restrict pd = dx + r * v;                                                        \
+            const T l = lse[r];                                                                 \
+            for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                        \
             pd[t[r]] -= scale;                                                                  \
         }                                                                                       \
     }
 
-DEFINE_CE(float, expf, logf)
-DEFINE_CE(double, exp, log)
+/* e^(x - m) with m >= x. f32: the call-free exp of fastmath_internal.h (a
+ * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */
+static inline float ce_exp_f32(float x, float m) { return tg_fsel(x != -INFINITY, tg_fexp(x - m), 0.0f); }
+static inline double ce_exp_f64(double x, double m) { return exp(x - m); }
+
+DEFINE_CE(float, ce_exp_f32, logf, TG_VEC_CLONES)
+DEFINE_CE(double, ce_exp_f64, log, )
+
+/* Rows shared out among threads; each part sums its rows' losses and keeps
+ * its first error, in part (= row) order. */
+typedef struct ce_job {
+    tg_dtype dt;
+    const void *x;
+    const int32_t *t;
+    int v;
+    void *lse, *dx;
+    double scale;
+    int *status;
+    double *totals;
+    int64_t *where;
+} ce_job;
+
+#define CE_GRAIN 16384   /* logits per thread, at least */
+
+static void ce_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const ce_job *j = ctx;
+    const int part = tg_parallel_part();
+    if (j->dx && j->dt == TG_F32) backward_float(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx);
+    else if (j->dx) backward_double(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx);
+    else if (j->dt == TG_F32)
+        j->status[part] = forward_float(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+    else j->status[part] = forward_double(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+}
 
 /* in[0] logits, in[1] targets; saved: lse per row; darg[0]: counted rows. */
 static void cross_entropy_backward(tg_graph *g, tg_node *nd)
@@ -75,11 +117,10 @@ static void cross_entropy_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad(g, x);
     if (!gx) return;
     const int v = x->shape[x->ndim - 1];
-    const int64_t rows = x->numel / v;
-    if (x->dtype == TG_F32)
-        backward_float(x->data, t->data, rows, v, nd->saved, (float)(((float *)y->grad)[0] / nd->darg[0]), gx);
-    else
-        backward_double(x->data, t->data, rows, v, nd->saved, ((double *)y->grad)[0] / nd->darg[0], gx);
+    const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
+    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx,
+                .scale = dl / nd->darg[0]};
+    tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
 }
 
 tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
@@ -120,10 +161,18 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
     tg_tensor *y = tg_op_output(g, logits->dtype, 0, NULL);
     void *lse = tg_arena_alloc(g, (size_t)rows * tg_dtype_size(logits->dtype));
     if (!y || !lse) return NULL;
+    const int nt = tg_num_threads();
+    ce_job j = {.dt = logits->dtype, .x = logits->data, .t = t, .v = v, .lse = lse,
+                .status = tg_arena_zalloc(g, (size_t)nt * sizeof(int)),       /* (nt) CE_OK */
+                .totals = tg_arena_zalloc(g, (size_t)nt * sizeof(double)),    /* (nt) */
+                .where = tg_arena_zalloc(g, (size_t)nt * sizeof(int64_t))};   /* (nt) */
+    if (tg_graph_error(g)) return NULL;
+    tg_parallel_for(rows, 1 + CE_GRAIN / v, ce_part, &j);
     double total = 0;
     int64_t where = 0;
-    int status = logits->dtype == TG_F32 ? forward_float(logits->data, t, rows, v, lse, &total, &where)
-                                         : forward_double(logits->data, t, rows, v, lse, &total, &where);
+    int status = CE_OK;
+    for (int i = 0; i < nt && status == CE_OK; i++) status = j.status[i], where = j.where[i];
+    for (int i = 0; i < nt; i++) total += j.totals[i];
     if (status == CE_BAD_LOGIT) {
         double x = tg_tensor_get(logits, where);
         return tg_fail(g, "%s: logit %s at element %lld (index %s) of logits %s %s (a counted row)", name,

@@ -94,7 +94,7 @@ static tg_tensor *rnd(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint
     return t;
 }
 
-enum { N_IN = 3, N_CASES = 10 };
+enum { N_IN = 3, N_CASES = 11 };
 
 /* Builds case k on g from inputs made with dtype dt; returns its output. */
 static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN], int *n_in, tg_tensor **mask)
@@ -135,6 +135,12 @@ static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN
         *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(4, 50, 24), 17), in[1] = rnd(g, dt, TT_SHAPE(4, 52, 24), 18),
         in[2] = rnd(g, dt, TT_SHAPE(4, 52, 24), 19);
         return tg_attention(g, in[0], in[1], in[2], 3, TG_ATTN_CAUSAL, 2);
+    case 10: { /* cross-entropy on (1200, 65), every seventh target ignored */
+        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(1200, 65), 20);
+        int32_t tv[1200];
+        for (int r = 0; r < 1200; r++) tv[r] = r % 7 == 3 ? -1 : (r * 31) % 65;
+        return tg_cross_entropy(g, in[0], tg_tensor_from(g, TG_I32, TT_SHAPE(1200), tv));
+    }
     default: /* linear with bias: (6, 100, 72) x (130, 72)^T + b (folded, split by rows) */
         *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(6, 100, 72), 14), in[1] = rnd(g, dt, TT_SHAPE(130, 72), 15),
         in[2] = rnd(g, dt, TT_SHAPE(130), 16);
@@ -184,7 +190,7 @@ START_TEST(threaded_ops_match_one_thread)
 {
     static const char *const names[N_CASES] = {"gelu", "tanh", "add", "mul(broadcast)", "softmax(causal)",
                                                "log_softmax", "layernorm", "matmul(batched)", "linear",
-                                               "attention"};
+                                               "attention", "cross_entropy"};
     const tg_dtype dts[2] = {TG_F64, TG_F32};
     for (int k = 0; k < N_CASES; k++)
         for (int d = 0; d < 2; d++) {
