@@ -10,7 +10,11 @@
  *
  * Work is split into equal contiguous parts that depend only on the
  * number of threads, so results are the same from run to run for a given
- * thread count. Idle workers spin for a short while, then sleep. */
+ * thread count. Idle workers spin for a short while, then sleep.
+ *
+ * The pool runs one loop at a time: with more than one thread, tapegrad
+ * must be driven from one application thread at a time (with the default
+ * single thread, separate graphs may run on separate application threads). */
 #ifndef TG_PARALLEL_H
 #define TG_PARALLEL_H
 
