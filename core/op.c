@@ -125,6 +125,16 @@ void *tg_grad(tg_graph *g, tg_tensor *t)
     return t->grad;
 }
 
+void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store)
+{
+    *store = false;
+    if (!tg_needs_grad(g, t)) return NULL;
+    if (t->grad) return t->grad;
+    t->grad = tg_arena_alloc(g, (size_t)t->numel * tg_dtype_size(t->dtype));
+    *store = t->grad != NULL;
+    return t->grad;
+}
+
 /* ---- broadcasting -------------------------------------------------- */
 
 /* padded dims of t: t's shape right-aligned in TG_MAX_DIMS slots */

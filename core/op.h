@@ -87,6 +87,15 @@ bool tg_needs_grad(const tg_graph *g, const tg_tensor *t);
  * use), or NULL when t needs no grad. */
 void *tg_grad(tg_graph *g, tg_tensor *t);
 
+/* For a backward that writes every element of t's gradient in one pass:
+ * like tg_grad, but when t has no gradient buffer yet it is allocated
+ * without zero-filling and *store is set: the caller must then store (=)
+ * its contribution to every element instead of adding (+=) it. Otherwise
+ * *store is false and the caller adds as usual. Saves a pass over memory
+ * for the gradients of activations that only this op reads. An op whose
+ * inputs may be the same tensor twice must not use it for both. */
+void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store);
+
 /* Broadcasting (NumPy rules), for ops with shapes up to TG_MAX_DIMS.
  * All shapes are right-aligned into TG_MAX_DIMS slots. */
 typedef struct tg_bcast {

@@ -35,6 +35,16 @@ static const char *const NAMES[] = {"add", "sub", "mul", "div"};
     const int n = (bc)->dim[3];                                                 \
     const int64_t xa = (bc)->stride[0][3], xb = (bc)->stride[1][3];
 
+/* dst += e over the run (j = 0..n-1), or dst = e when `store` (a new
+ * gradient that this op alone writes: no zero-fill, no read) */
+#define PUT(store, dst, e)                                                                  \
+    do {                                                                                    \
+        if (store)                                                                          \
+            for (int j = 0; j < n; j++) dst = (e);                                          \
+        else                                                                                \
+            for (int j = 0; j < n; j++) dst += (e);                                         \
+    } while (0)
+
 #define DEFINE_BINARY(T)                                                                    \
     static void forward_##T(int op, const tg_bcast *bc, const T *a, const T *b, T *y,        \
                            int64_t lo, int64_t hi)                                          \
@@ -52,26 +62,27 @@ static const char *const NAMES[] = {"add", "sub", "mul", "div"};
         }                                                                                   \
     }                                                                                       \
     static void backward_##T(int op, const tg_bcast *bc, const T *a, const T *b,            \
-                             const T *y, const T *dy, T *ga, T *gb, int64_t lo, int64_t hi) \
+                             const T *y, const T *dy, T *ga, T *gb, bool sa, bool sb,       \
+                             int64_t lo, int64_t hi)                                        \
     {                                                                                       \
-        FOR_EACH_RUN(bc, lo, hi) {                                                                  \
+        FOR_EACH_RUN(bc, lo, hi) {                                                          \
             RUN_OFFSETS(bc)                                                                 \
             const T *pa = a + oa, *pb = b + ob, *py = y + i, *pdy = dy + i;                 \
             if (ga) {                                                                       \
                 T *g = ga + oa;                                                             \
                 switch (op) {                                                               \
-                case ADD: case SUB: for (int j = 0; j < n; j++) g[j * xa] += pdy[j]; break; \
-                case MUL: for (int j = 0; j < n; j++) g[j * xa] += pdy[j] * pb[j * xb]; break; \
-                default:  for (int j = 0; j < n; j++) g[j * xa] += pdy[j] / pb[j * xb]; break; \
+                case ADD: case SUB: PUT(sa, g[j * xa], pdy[j]); break;                      \
+                case MUL: PUT(sa, g[j * xa], pdy[j] * pb[j * xb]); break;                   \
+                default:  PUT(sa, g[j * xa], pdy[j] / pb[j * xb]); break;                   \
                 }                                                                           \
             }                                                                               \
             if (gb) {                                                                       \
                 T *g = gb + ob;                                                             \
                 switch (op) {                                                               \
-                case ADD: for (int j = 0; j < n; j++) g[j * xb] += pdy[j]; break;           \
-                case SUB: for (int j = 0; j < n; j++) g[j * xb] -= pdy[j]; break;           \
-                case MUL: for (int j = 0; j < n; j++) g[j * xb] += pdy[j] * pa[j * xa]; break; \
-                default:  for (int j = 0; j < n; j++) g[j * xb] -= pdy[j] * py[j] / pb[j * xb]; break; \
+                case ADD: PUT(sb, g[j * xb], pdy[j]); break;                                \
+                case SUB: PUT(sb, g[j * xb], -pdy[j]); break;                               \
+                case MUL: PUT(sb, g[j * xb], pdy[j] * pa[j * xa]); break;                   \
+                default:  PUT(sb, g[j * xb], -(pdy[j] * py[j] / pb[j * xb])); break;        \
                 }                                                                           \
             }                                                                               \
         }                                                                                   \
@@ -87,6 +98,7 @@ typedef struct binary_job {
     tg_dtype dt;
     const void *a, *b, *y, *dy;
     void *out, *ga, *gb;   /* out: y in the forward; ga, gb: gradients in the backward */
+    bool sa, sb;           /* store into ga / gb instead of adding (new, unbroadcast gradients) */
 } binary_job;
 
 static void binary_part(void *ctx, int64_t lo, int64_t hi)
@@ -94,8 +106,9 @@ static void binary_part(void *ctx, int64_t lo, int64_t hi)
     const binary_job *j = ctx;
     if (j->out && j->dt == TG_F32) forward_float(j->op, j->bc, j->a, j->b, j->out, lo, hi);
     else if (j->out) forward_double(j->op, j->bc, j->a, j->b, j->out, lo, hi);
-    else if (j->dt == TG_F32) backward_float(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, lo, hi);
-    else backward_double(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, lo, hi);
+    else if (j->dt == TG_F32)
+        backward_float(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
+    else backward_double(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
 }
 
 /* Runs the job over every run; in threads unless a broadcast operand's
@@ -113,9 +126,13 @@ static void binary_backward(tg_graph *g, tg_node *nd)
     tg_tensor *a = nd->in[0], *b = nd->in[1], *y = nd->out;
     tg_bcast bc;
     tg_broadcast(a, b, &bc);
-    binary_job j = {nd->iarg[0], &bc, y->dtype, a->data, b->data, y->data, y->grad, NULL, tg_grad(g, a),
-                    tg_grad(g, b)};
-    binary_run(&j, (!j.ga || a->numel == y->numel) && (!j.gb || b->numel == y->numel));
+    binary_job j = {nd->iarg[0], &bc, y->dtype, a->data, b->data, y->data, y->grad, NULL, NULL, NULL, false, false};
+    /* a new gradient of an operand read once per output element (not
+     * broadcast, not both operands) is stored, not added */
+    const bool full_a = a->numel == y->numel, full_b = b->numel == y->numel;
+    j.ga = full_a && a != b ? tg_grad_store(g, a, &j.sa) : tg_grad(g, a);
+    j.gb = full_b && a != b ? tg_grad_store(g, b, &j.sb) : tg_grad(g, b);
+    binary_run(&j, (!j.ga || full_a) && (!j.gb || full_b));
 }
 
 static tg_tensor *binary(tg_graph *g, int op, tg_tensor *a, tg_tensor *b)
@@ -138,7 +155,7 @@ static tg_tensor *binary(tg_graph *g, int op, tg_tensor *a, tg_tensor *b)
             }
     tg_tensor *y = tg_op_output(g, a->dtype, bc.ndim, bc.shape);
     if (!y) return NULL;
-    binary_job j = {op, &bc, y->dtype, a->data, b->data, NULL, NULL, y->data, NULL, NULL};
+    binary_job j = {op, &bc, y->dtype, a->data, b->data, NULL, NULL, y->data, NULL, NULL, false, false};
     binary_run(&j, true);
     tg_node *nd = tg_op_record(g, name, binary_backward, y, 2, in);
     if (nd) nd->iarg[0] = op;

@@ -32,6 +32,16 @@
 #include "../core/parallel.h"
 #include "fastmath_internal.h"
 
+/* dst += e for jj = 0..C-1, or dst = e when `store` (a new gradient: no
+ * zero-fill, no read) */
+#define LN_PUT(store, dst, e)                                                                 \
+    do {                                                                                      \
+        if (store)                                                                            \
+            for (int jj = 0; jj < C; jj++) dst = (e);                                         \
+        else                                                                                  \
+            for (int jj = 0; jj < C; jj++) dst += (e);                                        \
+    } while (0)
+
 #define DEFINE_LAYERNORM(T)                                                                   \
     /* mean/rstd may be NULL (nothing recorded): then nothing is saved */                    \
     static void forward_##T(int64_t rows, int C, const T *x, const T *w, const T *b,         \
@@ -56,7 +66,8 @@
         }                                                                                     \
     }                                                                                         \
     static void backward_##T(int64_t rows, int C, const T *x, const T *w, const T *dy,       \
-                             const double *mean, const double *rstd, T *gx, double *gw, double *gb) \
+                             const double *mean, const double *rstd, T *gx, bool store, double *gw, \
+                             double *gb)                                                      \
     {                                                                                         \
         for (int64_t r = 0; r < rows; r++) {                                                  \
             const T *xr = x + r * C, *dyr = dy + r * C; /* (C) */                             \
@@ -71,10 +82,8 @@
                 mg /= C;                                                                      \
                 mgh /= C;                                                                     \
                 T *gxr = gx + r * C;                                                          \
-                for (int j = 0; j < C; j++) {                                                 \
-                    double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j]; \
-                    gxr[j] += (T)(s * (gj - mg - h * mgh));                                   \
-                }                                                                             \
+                LN_PUT(store, gxr[jj], (T)(s * ((w ? (double)dyr[jj] * w[jj] : dyr[jj]) - mg - \
+                                                ((double)xr[jj] - m) * s * mgh)));            \
             }                                                                                 \
             if (gw)                                                                           \
                 for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);   \
@@ -131,7 +140,7 @@ TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const
 }
 
 TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
-                         const double *mean, const double *rstd, float *gx, double *gw, double *gb)
+                         const double *mean, const double *rstd, float *gx, bool store, double *gw, double *gb)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * C, *restrict dyr = dy + r * C; /* (C) */
@@ -161,16 +170,8 @@ TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, cons
             const double a = ((mg[0] + mg[1]) + (mg[2] + mg[3])) / C;
             const double c = ((mgh[0] + mgh[1]) + (mgh[2] + mgh[3])) / C;
             float *restrict gxr = gx + r * C;
-            if (w)
-                for (int jj = 0; jj < C; jj++) {
-                    const double h = ((double)xr[jj] - m) * s;
-                    gxr[jj] += (float)(s * ((double)dyr[jj] * w[jj] - a - h * c));
-                }
-            else
-                for (int jj = 0; jj < C; jj++) {
-                    const double h = ((double)xr[jj] - m) * s;
-                    gxr[jj] += (float)(s * ((double)dyr[jj] - a - h * c));
-                }
+            if (w) LN_PUT(store, gxr[jj], (float)(s * ((double)dyr[jj] * w[jj] - a - ((double)xr[jj] - m) * s * c)));
+            else LN_PUT(store, gxr[jj], (float)(s * ((double)dyr[jj] - a - ((double)xr[jj] - m) * s * c)));
         }
         if (gw)
             for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);
@@ -188,6 +189,7 @@ typedef struct ln_job {
     double eps;
     const void *x, *w, *b, *dy;
     void *y, *gx;
+    bool store;          /* gx is new: written, not added to */
     double *pgw, *pgb;   /* (parts, C) each, or NULL */
     double *mean, *rstd;
 } ln_job;
@@ -212,8 +214,10 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
     char *gx = j->gx ? (char *)j->gx + o * es : NULL;
     double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
     if (j->dt == TG_F32)
-        backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, gw, gb);
-    else backward_double(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, gw, gb);
+        backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store, gw, gb);
+    else
+        backward_double(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw,
+                        gb);
 }
 
 /* acc[i] += the sum over parts of part[p * n + i], rounded once to acc's dtype */
@@ -235,10 +239,12 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     double *mean = nd->saved, *rstd = mean + rows; /* (rows) each */
     void *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
     const int nt = tg_num_threads();
+    bool store;
     ln_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .mean = mean,
-                .rstd = rstd, .gx = tg_grad(g, x),
+                .rstd = rstd, .gx = tg_grad_store(g, x, &store),
                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (nt, C) */
                 .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (nt, C) */
+    j.store = store;
     if (tg_graph_error(g)) return;
     tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
     if (gw) add_partials(y->dtype, gw, j.pgw, nt, C);

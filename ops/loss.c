@@ -62,15 +62,23 @@ enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
         *total = acc;                                                                           \
         return CE_OK;                                                                           \
     }                                                                                           \
+    /* store: dx is a new gradient, written (ignored rows as 0) instead of added to */         \
     ATTR static void backward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,  \
-                                  const T *lse, T scale, T *dx)                                 \
+                                  const T *lse, T scale, T *dx, bool store)                     \
     {                                                                                           \
         for (int64_t r = lo; r < hi; r++) {                                                     \
-            if (t[r] == -1) continue;                                                           \
-            const T *restrict px = x + r * v;                                                   \
             T *restrict pd = dx + r * v;                                                        \
+            if (t[r] == -1) {                                                                   \
+                if (store)                                                                      \
+                    for (int j = 0; j < v; j++) pd[j] = 0;                                      \
+                continue;                                                                       \
+            }                                                                                   \
+            const T *restrict px = x + r * v;                                                   \
             const T l = lse[r];                                                                 \
-            for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                        \
+            if (store)                                                                          \
+                for (int j = 0; j < v; j++) pd[j] = scale * EXP(px[j], l);                     \
+            else                                                                                \
+                for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                    \
             pd[t[r]] -= scale;                                                                  \
         }                                                                                       \
     }
@@ -91,6 +99,7 @@ typedef struct ce_job {
     const int32_t *t;
     int v;
     void *lse, *dx;
+    bool store;   /* dx is new: write it instead of adding */
     double scale;
     int *status;
     double *totals;
@@ -103,8 +112,8 @@ static void ce_part(void *ctx, int64_t lo, int64_t hi)
 {
     const ce_job *j = ctx;
     const int part = tg_parallel_part();
-    if (j->dx && j->dt == TG_F32) backward_float(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx);
-    else if (j->dx) backward_double(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx);
+    if (j->dx && j->dt == TG_F32) backward_float(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
+    else if (j->dx) backward_double(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
     else if (j->dt == TG_F32)
         j->status[part] = forward_float(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
     else j->status[part] = forward_double(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
@@ -114,11 +123,12 @@ static void ce_part(void *ctx, int64_t lo, int64_t hi)
 static void cross_entropy_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *t = nd->in[1], *y = nd->out;
-    void *gx = tg_grad(g, x);
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
     if (!gx) return;
     const int v = x->shape[x->ndim - 1];
     const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
-    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx,
+    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
                 .scale = dl / nd->darg[0]};
     tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
 }

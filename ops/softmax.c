@@ -59,6 +59,10 @@ enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
 
 #define BLOCKED(j) (pm && pm[(j) * ms[3]])
 
+/* dst += e, or dst = e when `store` (a new gradient: no zero-fill, and the
+ * old value is not read); `store` is the same for the whole loop */
+#define SM_PUT(store, dst, e) ((store) ? (void)((dst) = (e)) : (void)((dst) += (e)))
+
 #define DEFINE_SOFTMAX(T, EXP, LOG)                                                             \
     /* Returns SCORES_OK, or an error kind with the row / element in *where. */                \
     static int forward_##T(const T *x, T *y, const int dim[TG_MAX_DIMS], const uint8_t *m,      \
@@ -95,24 +99,26 @@ enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
         }                                                                                       \
         return SCORES_OK;                                                                       \
     }                                                                                           \
-    static void softmax_backward_##T(const T *p, const T *dp, T *dx, int64_t rows, int n)       \
+    static void softmax_backward_##T(const T *p, const T *dp, T *dx, int64_t rows, int n,      \
+                                     bool store)                                                \
     {                                                                                           \
         for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {                          \
             T s = 0;                                                                            \
             for (int j = 0; j < n; j++)                                                         \
                 if (p[j] != 0) s += p[j] * dp[j];                                               \
             for (int j = 0; j < n; j++)                                                         \
-                if (p[j] != 0) dx[j] += p[j] * (dp[j] - s);                                     \
+                SM_PUT(store, dx[j], p[j] != 0 ? p[j] * (dp[j] - s) : 0);                        \
         }                                                                                       \
     }                                                                                           \
-    static void log_softmax_backward_##T(const T *y, const T *dy, T *dx, int64_t rows, int n)   \
+    static void log_softmax_backward_##T(const T *y, const T *dy, T *dx, int64_t rows, int n,  \
+                                         bool store)                                            \
     {                                                                                           \
         for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {                          \
             T s = 0;                                                                            \
             for (int j = 0; j < n; j++)                                                         \
                 if (y[j] != -INFINITY) s += dy[j];                                              \
             for (int j = 0; j < n; j++)                                                         \
-                if (y[j] != -INFINITY) dx[j] += dy[j] - EXP(y[j]) * s;                          \
+                SM_PUT(store, dx[j], y[j] != -INFINITY ? dy[j] - EXP(y[j]) * s : 0);             \
         }                                                                                       \
     }
 
@@ -195,7 +201,8 @@ TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_
     return SCORES_OK;
 }
 
-TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n)
+TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n,
+                                              bool store)
 {
     for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
         const float *restrict pr = p, *restrict dpr = dp;
@@ -208,11 +215,12 @@ TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, 
             }
         float st = 0;
         for (int k = 0; k < LANES; k++) st += s[k];
-        for (int j = 0; j < n; j++) dxr[j] += tg_fsel(pr[j] != 0, pr[j] * (dpr[j] - st), 0.0f);
+        for (int j = 0; j < n; j++) SM_PUT(store, dxr[j], tg_fsel(pr[j] != 0, pr[j] * (dpr[j] - st), 0.0f));
     }
 }
 
-TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n)
+TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n,
+                                                  bool store)
 {
     for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
         const float *restrict yr = y, *restrict dyr = dy;
@@ -226,7 +234,7 @@ TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *
         float st = 0;
         for (int k = 0; k < LANES; k++) st += s[k];
         for (int j = 0; j < n; j++)
-            dxr[j] += tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f);
+            SM_PUT(store, dxr[j], tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f));
     }
 }
 
@@ -240,6 +248,7 @@ typedef struct softmax_job {
     const int64_t *ms;             /* its strides */
     const void *x, *dy;
     void *y, *dx;                  /* y: forward; dx: backward (with y = the saved output) */
+    bool store;                    /* backward: dx is new, written instead of added to */
     uint8_t *rowmask;              /* f32 forward: n bytes per part, zero-filled */
     int *status;                   /* forward: per part */
     int64_t *where;
@@ -254,12 +263,12 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
     const int64_t o = lo * n, rows = hi - lo;
     if (j->dx && j->dt == TG_F32) {
         const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
-        if (j->log_out) log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n);
-        else softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n);
+        if (j->log_out) log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
+        else softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
     } else if (j->dx) {
         const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
-        if (j->log_out) log_softmax_backward_double(y, dy, (double *)j->dx + o, rows, n);
-        else softmax_backward_double(y, dy, (double *)j->dx + o, rows, n);
+        if (j->log_out) log_softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
+        else softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
     } else if (j->dt == TG_F32) {
         j->status[part] = forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
                                       j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
@@ -273,10 +282,12 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
 static void softmax_node_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *y = nd->out;
-    void *gx = tg_grad(g, x);
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
     if (!gx) return;
     const int n = x->shape[x->ndim - 1];
-    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx};
+    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
+                     .store = store};
     tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
 }
 

@@ -34,6 +34,31 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 
+/* dx[i] += e for every i, or dx[i] = e when the gradient is new (!acc):
+ * two loops, so a new gradient is neither zero-filled nor read */
+#define PUT(e)                                                                              \
+    do {                                                                                    \
+        if (acc)                                                                            \
+            for (int64_t i = 0; i < n; i++) dx[i] += (e);                                   \
+        else                                                                                \
+            for (int64_t i = 0; i < n; i++) dx[i] = (e);                                    \
+    } while (0)
+
+/* d gelu / dx, erf and tanh forms */
+#define DEFINE_GELU_GRADS(T)                                                                \
+    static inline T gelu_grad_##T(T v)                                                      \
+    {                                                                                       \
+        return (T)0.5 * ((T)1 + erf(v * (T)INV_SQRT2)) + v * (T)INV_SQRT_2PI * exp((T)-0.5 * v * v); \
+    }                                                                                       \
+    static inline T gelu_tanh_grad_##T(T v)                                                 \
+    {                                                                                       \
+        T t = tanh((T)GELU_K * (v + (T)GELU_C * v * v * v));                                \
+        T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);                                \
+        return (T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * du;                      \
+    }
+DEFINE_GELU_GRADS(float)
+DEFINE_GELU_GRADS(double)
+
 #define DEFINE_UNARY(T)                                                                     \
     static void forward_##T(int op, T s, int64_t n, const T *restrict x, T *restrict y)                    \
     {                                                                                       \
@@ -58,34 +83,18 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
         }                                                                                   \
     }                                                                                       \
     static void backward_##T(int op, T s, int64_t n, const T *restrict x, const T *restrict y, \
-                             const T *restrict dy, T *restrict dx)                          \
+                             const T *restrict dy, T *restrict dx, bool acc)                \
     {                                                                                       \
         switch (op) {                                                                       \
-        case SCALE: for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i]; break;              \
-        case NEG:   for (int64_t i = 0; i < n; i++) dx[i] -= dy[i]; break;                  \
-        case EXP:   for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * y[i]; break;           \
-        case LOG:   for (int64_t i = 0; i < n; i++) dx[i] += dy[i] / x[i]; break;           \
-        case TANH:  for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * ((T)1 - y[i] * y[i]); break; \
-        case SQRT:                                                                          \
-            for (int64_t i = 0; i < n; i++) dx[i] += y[i] > 0 ? dy[i] * (T)0.5 / y[i] : 0;  \
-            break;                                                                          \
-        case RELU:  for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? dy[i] : 0; break;   \
-        case GELU:                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T v = x[i];                                                                 \
-                T cdf = (T)0.5 * ((T)1 + erf(v * (T)INV_SQRT2));                            \
-                T pdf = (T)INV_SQRT_2PI * exp((T)-0.5 * v * v);                             \
-                dx[i] += dy[i] * (cdf + v * pdf);                                           \
-            }                                                                               \
-            break;                                                                          \
-        default:                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T v = x[i];                                                                 \
-                T t = tanh((T)GELU_K * (v + (T)GELU_C * v * v * v));                        \
-                T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);                        \
-                dx[i] += dy[i] * ((T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * du);  \
-            }                                                                               \
-            break;                                                                          \
+        case SCALE: PUT(s * dy[i]); break;                                                  \
+        case NEG:   PUT(-dy[i]); break;                                                     \
+        case EXP:   PUT(dy[i] * y[i]); break;                                               \
+        case LOG:   PUT(dy[i] / x[i]); break;                                               \
+        case TANH:  PUT(dy[i] * ((T)1 - y[i] * y[i])); break;                               \
+        case SQRT:  PUT(y[i] > 0 ? dy[i] * (T)0.5 / y[i] : 0); break;                       \
+        case RELU:  PUT(x[i] > 0 ? dy[i] : 0); break;                                       \
+        case GELU:  PUT(dy[i] * gelu_grad_##T(x[i])); break;                                \
+        default:    PUT(dy[i] * gelu_tanh_grad_##T(x[i])); break;                           \
         }                                                                                   \
     }
 
@@ -101,19 +110,22 @@ TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, f
     }
 }
 
-TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
-                                            float *restrict dx)
+static inline float gelu_grad_f32(float x)
 {
-    for (int64_t i = 0; i < n; i++) {
-        float e, cdf = tg_fphi(x[i] * (float)INV_SQRT2, &e);
-        dx[i] += dy[i] * (cdf + x[i] * ((float)INV_SQRT_2PI * e));
-    }
+    float e, cdf = tg_fphi(x * (float)INV_SQRT2, &e);
+    return cdf + x * ((float)INV_SQRT_2PI * e);
+}
+
+TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
+                                            float *restrict dx, bool acc)
+{
+    PUT(dy[i] * gelu_grad_f32(x[i]));
 }
 
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
     int op;
-    bool backward;
+    bool backward, acc;   /* acc: add into dx; else store (a new gradient) */
     tg_dtype dt;
     double s;
     const void *x, *y, *dy;
@@ -131,22 +143,23 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
         float *out = (float *)j->out + lo;
         if (!j->backward && j->op == GELU) gelu_forward_f32(n, x, out);
         else if (!j->backward) forward_float(j->op, (float)j->s, n, x, out);
-        else if (j->op == GELU) gelu_backward_f32(n, x, (const float *)j->dy + lo, out);
-        else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out);
+        else if (j->op == GELU) gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
+        else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
     } else {
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
         double *out = (double *)j->out + lo;
         if (!j->backward) forward_double(j->op, j->s, n, x, out);
-        else backward_double(j->op, j->s, n, x, y, (const double *)j->dy + lo, out);
+        else backward_double(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
     }
 }
 
 static void unary_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *y = nd->out;
-    void *dx = tg_grad(g, x);
+    bool store;
+    void *dx = tg_grad_store(g, x, &store);
     if (!dx) return;
-    unary_job j = {nd->iarg[0], true, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
+    unary_job j = {nd->iarg[0], true, !store, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
     tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
 }
 
@@ -174,7 +187,7 @@ static tg_tensor *unary(tg_graph *g, int op, tg_tensor *x, double s)
     if (!check_domain(g, op, x)) return NULL;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
-    unary_job j = {op, false, x->dtype, s, x->data, NULL, NULL, y->data};
+    unary_job j = {op, false, false, x->dtype, s, x->data, NULL, NULL, y->data};
     tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
     tg_node *nd = tg_op_record(g, NAMES[op], unary_backward, y, 1, in);
     if (nd) {
