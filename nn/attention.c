@@ -28,20 +28,21 @@
  *   mask         anything broadcastable to (B,H,Tq,Tk)
  * OR-ed together. A row with every key blocked is an error (tg_softmax).
  *
- * KV cache (self-attention): the new k, v (B,H,Tq,dh) are attended
- * together with the cached prefix (B,H,p,dh), which enters the graph as a
+ * KV cache (self-attention): the cache keeps keys and values as the
+ * projections make them, (B,max_len,C). The new k, v (B,Tq,C) are attended
+ * together with the cached prefix (B,p,C), which enters the graph as a
  * constant: K = concat(prefix, k) along T, so gradients still reach the
- * new keys and values. After a successful forward they are copied into
- * the cache at [p, p+Tq) and len becomes p + Tq.
+ * new keys and values (both paths then split K and V like Q). After a
+ * successful forward the new k, v are copied into the cache at [p, p+Tq)
+ * and len becomes p + Tq.
  *
  * The fused path: when nothing needs the (B,H,Tq,Tk) tensors (no weights
  * asked for, no explicit mask or key padding, no attention dropout in
  * effect) and m->composed is false, everything from the split to the
  * merge is one tg_attention on the (B,T,C) projections, heads side by
  * side in C (ops/attention.c): same numbers to rounding, memory O(T C)
- * instead of O(H Tq Tk). With a cache, the prefix is copied out of the
- * cache's (B,H,len,dh) layout into (B,p,C) and concatenated with the new
- * k, v along T; q_pos = p gives the same bottom-right alignment. */
+ * instead of O(H Tq Tk); with a cache, q_pos = p gives the same
+ * bottom-right alignment. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,55 +85,25 @@ void tg_kv_cache_free(tg_kv_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The cached positions [0, len) of buf as a constant arena tensor (B,H,len,dh). */
+/* The cached positions [0, len) of buf as a constant arena tensor (B,len,C). */
 static tg_tensor *cache_prefix(tg_graph *g, const tg_kv_cache *c, const void *buf)
 {
-    const int B = c->batch, H = c->n_head, dh = c->head_dim, len = c->len;
-    tg_tensor *t = tg_tensor_new(g, c->dtype, 4, (int[]){B, H, len, dh});   /* (B,H,len,dh) */
-    if (!t) return NULL;
-    const size_t es = tg_dtype_size(c->dtype), row = (size_t)len * dh * es;
-    for (int bh = 0; bh < B * H; bh++)
-        memcpy((char *)t->data + bh * row, (const char *)buf + (size_t)bh * c->max_len * dh * es, row);
-    return t;
-}
-
-/* Copies new (B,H,Tq,dh) into buf at positions [len, len+Tq). */
-static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
-{
-    const int H = c->n_head, dh = c->head_dim, Tq = new->shape[2];
-    const size_t es = tg_dtype_size(c->dtype), row = (size_t)Tq * dh * es;
-    for (int bh = 0; bh < c->batch * H; bh++)
-        memcpy((char *)buf + ((size_t)bh * c->max_len + c->len) * dh * es, (const char *)new->data + bh * row,
-               row);
-}
-
-/* The fused path's layouts, heads side by side in C = H dh. */
-
-/* The cached positions [0, len) of buf as a constant arena tensor (B,len,C). */
-static tg_tensor *cache_prefix_btc(tg_graph *g, const tg_kv_cache *c, const void *buf)
-{
-    const int B = c->batch, H = c->n_head, dh = c->head_dim, len = c->len, C = H * dh;
+    const int B = c->batch, len = c->len, C = c->n_head * c->head_dim;
     tg_tensor *t = tg_tensor_new(g, c->dtype, 3, (int[]){B, len, C});   /* (B,len,C) */
     if (!t) return NULL;
-    const size_t es = tg_dtype_size(c->dtype), piece = (size_t)dh * es;
+    const size_t es = tg_dtype_size(c->dtype), row = (size_t)len * C * es;
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < len; i++)
-                memcpy((char *)t->data + (((size_t)b * len + i) * C + (size_t)h * dh) * es,
-                       (const char *)buf + (((size_t)b * H + h) * c->max_len + i) * piece, piece);
+        memcpy((char *)t->data + b * row, (const char *)buf + (size_t)b * c->max_len * C * es, row);
     return t;
 }
 
 /* Copies new (B,Tq,C) into buf at positions [len, len+Tq). */
-static void cache_store_btc(tg_kv_cache *c, void *buf, const tg_tensor *new)
+static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 {
-    const int B = c->batch, H = c->n_head, dh = c->head_dim, Tq = new->shape[1], C = H * dh;
-    const size_t es = tg_dtype_size(c->dtype), piece = (size_t)dh * es;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < Tq; i++)
-                memcpy((char *)buf + (((size_t)b * H + h) * c->max_len + c->len + i) * piece,
-                       (const char *)new->data + (((size_t)b * Tq + i) * C + (size_t)h * dh) * es, piece);
+    const int Tq = new->shape[1], C = c->n_head * c->head_dim;
+    const size_t es = tg_dtype_size(c->dtype), row = (size_t)Tq * C * es;
+    for (int b = 0; b < c->batch; b++)
+        memcpy((char *)buf + ((size_t)b * c->max_len + c->len) * C * es, (const char *)new->data + b * row, row);
 }
 
 /* ---- init -------------------------------------------------------------- */
@@ -289,27 +260,22 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,C) */
         v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,C) */
     }
+    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,C) */
+    tg_tensor *K = k, *V = v;
+    if (cache && p > 0 && !tg_graph_error(g)) {
+        K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
+        V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
+    }
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool use_op = !m->composed && !args->weights && !kp && !em && !attn_drop;
     tg_tensor *O, *A = NULL;                                 /* (B,Tq,C), (B,H,Tq,Tk) */
-    tg_tensor *k_new = k, *v_new = v;                        /* what the cache stores */
     if (use_op) {
         /* ---- one fused op on the (B,T,C) projections */
-        tg_tensor *K = k, *V = v;                            /* (B,Tk,C) */
-        if (cache && p > 0 && !tg_graph_error(g)) {
-            K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix_btc(g, cache, cache->k), k}, 1);
-            V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix_btc(g, cache, cache->v), v}, 1);
-        }
         O = tg_attention(g, q, K, V, H, args->causal ? TG_ATTN_CAUSAL : 0, p); /* (B,Tq,C) */
     } else {
         q = split_heads(g, q, H);                            /* (B,H,Tq,dh) */
-        k_new = split_heads(g, k, H);                        /* (B,H,Tq|Tk,dh) */
-        v_new = split_heads(g, v, H);                        /* (B,H,Tq|Tk,dh) */
-        tg_tensor *K = k_new, *V = v_new;                    /* (B,H,Tk,dh) */
-        if (cache && p > 0 && !tg_graph_error(g)) {
-            K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k_new}, 2);
-            V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v_new}, 2);
-        }
+        K = split_heads(g, K, H);                            /* (B,H,Tk,dh) */
+        V = split_heads(g, V, H);                            /* (B,H,Tk,dh) */
 
         /* ---- scores, mask, softmax, weighted sum of values */
         tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,H,Tq,Tk) */
@@ -329,9 +295,8 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
-        void (*store)(tg_kv_cache *, void *, const tg_tensor *) = use_op ? cache_store_btc : cache_store;
-        store(cache, cache->k, k_new);
-        store(cache, cache->v, v_new);
+        cache_store(cache, cache->k, k);
+        cache_store(cache, cache->v, v);
         cache->len += Tq;
     }
     if (args->weights) *args->weights = A;

@@ -69,10 +69,11 @@ typedef struct tg_kv_cache {
     int batch, n_head, head_dim, max_len;
     int len;              /* positions cached so far */
     tg_dtype dtype;
-    void *k, *v;          /* (batch, n_head, max_len, head_dim), malloc'd */
+    void *k, *v;          /* (batch, max_len, n_head * head_dim), malloc'd: keys and values
+                             as the projections make them, heads side by side */
 } tg_kv_cache;
 
-/* Allocates zeroed key and value buffers (batch, n_head, max_len,
+/* Allocates zeroed key and value buffers (batch, max_len, n_head *
  * head_dim) of dtype dt, with len 0. Returns 0, or -1 (c zeroed) when dt
  * is not f32/f64, a size is < 1, or out of memory. */
 int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
