@@ -163,6 +163,58 @@ def loss_diffs(tg_runs, th_runs):
     return worst_all, worst_last
 
 
+def alternate(name, t, rounds, variants, tg_run, th_run, score):
+    """Runs tapegrad and each PyTorch setting (variant) `rounds` times,
+    alternating which side goes first. tg_run() and th_run(variant,
+    timeout) return (result, log text); th_run's result is None when it
+    timed out. A PyTorch setting that times out (a run longer than
+    max(60 s, 10x tapegrad's first run)), or whose round-1 score is more
+    than 1.5x the best setting's, is not run again. Returns (runs,
+    dropped): runs = {"tapegrad": [results], "torch": {str(variant):
+    [results]}} without empty settings; dropped = {str(variant): why}."""
+    runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}}
+    live, dropped, tg_wall = list(variants), {}, None
+    for r in range(rounds):
+        order = ["tg"] + ["th%d" % i for i in range(len(variants))]
+        if r % 2:
+            order.reverse()
+        for who in order:
+            if who == "tg":
+                t0 = time.time()
+                res, text = tg_run()
+                tg_wall = tg_wall or time.time() - t0
+                runs["tapegrad"].append(res)
+                log("%s t%d round %d tapegrad: %s" % (name, t, r + 1, text))
+                continue
+            v = variants[int(who[2:])]
+            if v not in live:
+                continue
+            # a PyTorch setting whose threads fight (minutes per step) is cut short
+            limit = max(60.0, 10 * tg_wall)
+            res, text = th_run(v, limit)
+            label = "torch%s" % (" PASSIVE" if v else "")
+            if res is None:
+                live.remove(v)
+                dropped[str(v)] = "timed out after %.0f s in round %d" % (limit, r + 1)
+                log("%s t%d round %d %s: %s, dropped" % (name, t, r + 1, label, dropped[str(v)]))
+                continue
+            runs["torch"][str(v)].append(res)
+            log("%s t%d round %d %s: %s" % (name, t, r + 1, label, text))
+        if r == 0 and len(live) > 1:
+            # keep only the PyTorch settings within 1.5x of its best first round
+            scores = {v: score(runs["torch"][str(v)][0]) for v in live}
+            best = min(scores.values())
+            for v in list(live):
+                if scores[v] > 1.5 * best:
+                    live.remove(v)
+                    dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (scores[v] / best)
+                    log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+    runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
+    if not runs["torch"]:
+        sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
+    return runs, dropped
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -242,49 +294,16 @@ def main():
                       "--threads", str(t), "--seed", str(SEED)]
             tg_cmd = [exe["bench_step"], "--init", wpath] + common
             th_cmd = [sys.executable, os.path.join(HERE, "torch_ref.py"), "--init", wpath] + common
-            runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}}
-            live = list(variants)   # PyTorch variants still being run
-            dropped = {}
-            tg_wall = None
-            for r in range(args.rounds):
-                order = ["tg"] + ["th%d" % i for i in range(len(variants))]
-                if r % 2:
-                    order.reverse()
-                for who in order:
-                    if who == "tg":
-                        t0 = time.time()
-                        res = run_json(tg_cmd, env_for(t))
-                        tg_wall = tg_wall or time.time() - t0
-                        runs["tapegrad"].append(res)
-                        log("%s t%d round %d tapegrad: median %.1f ms, loss %.6f"
-                            % (name, t, r + 1, res["median_ms"], res["loss"]))
-                        continue
-                    v = variants[int(who[2:])]
-                    if v not in live:
-                        continue
-                    # a PyTorch setting whose threads fight (minutes per step) is cut short
-                    res = run_json(th_cmd, env_for(t, v), timeout=max(60.0, 10 * tg_wall))
-                    label = "torch%s" % (" PASSIVE" if v else "")
-                    if res is None:
-                        live.remove(v)
-                        dropped[str(v)] = "timed out after %.0f s in round %d" % (max(60.0, 10 * tg_wall), r + 1)
-                        log("%s t%d round %d %s: %s, dropped" % (name, t, r + 1, label, dropped[str(v)]))
-                        continue
-                    runs["torch"][str(v)].append(res)
-                    log("%s t%d round %d %s: median %.1f ms, loss %.6f"
-                        % (name, t, r + 1, label, res["median_ms"], res["loss"]))
-                if r == 0 and len(live) > 1:
-                    # keep only the PyTorch settings within 1.5x of its best first round
-                    meds = {v: runs["torch"][str(v)][0]["median_ms"] for v in live}
-                    best = min(meds.values())
-                    for v in list(live):
-                        if meds[v] > 1.5 * best:
-                            live.remove(v)
-                            dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (meds[v] / best)
-                            log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
-            runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
-            if not runs["torch"]:
-                sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
+            def tg_step():
+                res = run_json(tg_cmd, env_for(t))
+                return res, "median %.1f ms, loss %.6f" % (res["median_ms"], res["loss"])
+
+            def th_step(v, limit):
+                res = run_json(th_cmd, env_for(t, v), timeout=limit)
+                return res, res and "median %.1f ms, loss %.6f" % (res["median_ms"], res["loss"])
+
+            runs, dropped = alternate(name, t, args.rounds, variants, tg_step, th_step,
+                                      lambda res: res["median_ms"])
             results["%s/%d" % (name, t)] = {"config": name, "threads": t, "steps": steps, "warmup": warm,
                                             "n_params": init["n_params"], "runs": runs,
                                             "torch_dropped": dropped}
@@ -372,44 +391,16 @@ def run_ops(args, exe, names, threads, json_path, t_start, load_start):
                       "--warmup", str(warm), "--ops", ",".join(ops)]
             tg_cmd = [exe["bench_ops"]] + common
             th_cmd = [sys.executable, os.path.join(HERE, "torch_ops.py")] + common
-            runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}}
-            live, dropped, tg_wall = list(variants), {}, None
-            for r in range(args.rounds):
-                order = ["tg"] + ["th%d" % i for i in range(len(variants))]
-                if r % 2:
-                    order.reverse()
-                for who in order:
-                    if who == "tg":
-                        t0 = time.time()
-                        runs["tapegrad"].append(run_json_lines(tg_cmd, env_for(t)))
-                        tg_wall = tg_wall or time.time() - t0
-                        log("%s t%d round %d tapegrad: %.0f s" % (name, t, r + 1, time.time() - t0))
-                        continue
-                    v = variants[int(who[2:])]
-                    if v not in live:
-                        continue
-                    limit = max(60.0, 10 * tg_wall)
-                    t0 = time.time()
-                    res = run_json_lines(th_cmd, env_for(t, v), timeout=limit)
-                    label = "torch%s" % (" PASSIVE" if v else "")
-                    if res is None:
-                        live.remove(v)
-                        dropped[str(v)] = "timed out after %.0f s in round %d" % (limit, r + 1)
-                        log("%s t%d round %d %s: %s, dropped" % (name, t, r + 1, label, dropped[str(v)]))
-                        continue
-                    runs["torch"][str(v)].append(res)
-                    log("%s t%d round %d %s: %.0f s" % (name, t, r + 1, label, time.time() - t0))
-                if r == 0 and len(live) > 1:
-                    tot = {v: sum(x["fwdbwd_median_ms"] for x in runs["torch"][str(v)][0]) for v in live}
-                    best = min(tot.values())
-                    for v in list(live):
-                        if tot[v] > 1.5 * best:
-                            live.remove(v)
-                            dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (tot[v] / best)
-                            log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
-            runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
-            if not runs["torch"]:
-                sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
+            def tg_ops():
+                t0 = time.time()
+                return run_json_lines(tg_cmd, env_for(t)), "%.0f s" % (time.time() - t0)
+
+            def th_ops(v, limit):
+                t0 = time.time()
+                return run_json_lines(th_cmd, env_for(t, v), timeout=limit), "%.0f s" % (time.time() - t0)
+
+            runs, dropped = alternate(name, t, args.rounds, variants, tg_ops, th_ops,
+                                      lambda res: sum(x["fwdbwd_median_ms"] for x in res))
             results["%s/%d" % (name, t)] = {"config": name, "threads": t, "ops": ops, "repeats": args.repeats,
                                             "warmup": warm, "runs": runs, "torch_dropped": dropped}
 
