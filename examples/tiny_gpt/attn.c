@@ -28,8 +28,8 @@ int cmd_attn(int argc, char **argv)
         {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0},
         {"text", ARG_STRING, &text, 0, 0, "text to run (characters of the vocabulary, at most block_size)", 0},
         {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0},
-        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
+        SPEC_DTYPE(&dtype),
+        SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];

@@ -94,9 +94,9 @@ int cmd_eval(int argc, char **argv)
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0},
-        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
+        SPEC_DTYPE(&dtype),
+        SPEC_ATTN(&attn),
+        SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
@@ -161,9 +161,9 @@ int cmd_step(int argc, char **argv)
         {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0},
         {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0},
         {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
-        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
+        SPEC_DTYPE(&dtype),
+        SPEC_ATTN(&attn),
+        SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];

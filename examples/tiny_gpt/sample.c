@@ -61,9 +61,9 @@ int cmd_sample(int argc, char **argv)
         {"temperature", ARG_DOUBLE, &temperature, 0, 100, "softmax temperature (0: greedy)", 0},
         {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0},
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0},
-        {"dtype", ARG_STRING, &dtype, 0, 0, "f32 or f64", 0},
-        {"attn", ARG_STRING, &attn, 0, 0, ATTN_HELP, 0},
-        {"threads", ARG_INT, &threads, 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0},
+        SPEC_DTYPE(&dtype),
+        SPEC_ATTN(&attn),
+        SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];

@@ -28,7 +28,11 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads);
 
-#define ATTN_HELP "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)"
+/* The flags every command shares, one definition each (arg_spec rows). */
+#define SPEC_DTYPE(p) {"dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0}
+#define SPEC_ATTN(p) \
+    {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0}
+#define SPEC_THREADS(p) {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0}
 
 
 #endif
