@@ -27,7 +27,6 @@
 #include "alloc.h"
 #include "parallel.h"
 
-#define TG_MAX_THREADS 256
 #define SPIN_ROUNDS 4000    /* pause instructions (~0.1 ms) before yielding the core */
 #define YIELD_ROUNDS 200    /* then sched_yield calls before a worker sleeps */
 

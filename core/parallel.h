@@ -20,8 +20,10 @@
 
 #include <stdint.h>
 
-/* Sets the thread count (n <= 0: the number of online CPUs; at most 256).
- * Returns the count in effect, which stays 1 if threads cannot be started.
+#define TG_MAX_THREADS 256
+
+/* Sets the thread count (n <= 0: the number of online CPUs; at most
+ * TG_MAX_THREADS). Returns the count in effect, which stays 1 if threads cannot be started.
  * Not to be called while a parallel loop runs. */
 int tg_set_num_threads(int n);
 int tg_num_threads(void);   /* 1 until tg_set_num_threads */

@@ -53,7 +53,7 @@ typedef struct clip_job {
     bool f32, scaling;    /* scaling: multiply the gradient by coef instead */
     void *g;
     double scale, coef;
-    double part_sum[256];
+    double part_sum[TG_MAX_THREADS];
 } clip_job;
 
 #define CLIP_GRAIN 65536
