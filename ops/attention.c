@@ -53,7 +53,6 @@
  * each with its own scratch. f32 uses the
  * call-free exp of fastmath_internal.h (as the f32 softmax) in loops the
  * compiler vectorises; f64 uses libm. */
-#include <cblas.h>
 #include <math.h>
 
 #include "ops.h"
@@ -62,6 +61,7 @@
 #include "../core/parallel.h"
 #include "attention_internal.h"
 #include "fastmath_internal.h"
+#include "gemm_internal.h"
 
 static int block_q = TG_ATTN_DEFAULT_BQ, block_k = TG_ATTN_DEFAULT_BK;
 
@@ -233,7 +233,7 @@ DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
                 for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
                     /* S (nq,nk) = scale Q_I K_J^T */                                                \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, scale, qb + (int64_t)i0 * C, \
+                    GEMM(false, true, nq, nk, dh, scale, qb + (int64_t)i0 * C, \
                          C, kb + (int64_t)j0 * C, C, 0, s, nk);                                      \
                     const int64_t at = block_online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
                     if (at >= 0) {                                                                   \
@@ -242,7 +242,7 @@ DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
                     }                                                                                \
                     if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
                     /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dh, nk, 1, s, nk,            \
+                    GEMM(false, false, nq, dh, nk, 1, s, nk,            \
                          vb + (int64_t)j0 * C, C, j0 > 0 ? 1 : 0, oi, C);                            \
                 }                                                                                    \
                 for (int r = 0; r < nq; r++) {                                                       \
@@ -290,26 +290,26 @@ DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
                     const T *kj = kb + (int64_t)j0 * C, *vj = vb + (int64_t)j0 * C; /* (nk,dh) */    \
                     /* S (nq,nk) = scale Q_I K_J^T, as in the forward */                             \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, scale, qi, C, kj, C, 0, s, nk); \
+                    GEMM(false, true, nq, nk, dh, scale, qi, C, kj, C, 0, s, nk); \
                     if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, 1, doi, C, vj, C, 0, dp, nk); \
+                        GEMM(false, true, nq, nk, dh, 1, doi, C, vj, C, 0, dp, nk); \
                     block_grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D); \
                     if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
-                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dh, nq, 1, s, nk, doi, C, 1,   \
+                        GEMM(true, false, nk, dh, nq, 1, s, nk, doi, C, 1,   \
                              dvb + (int64_t)j0 * C, C);                                              \
                     if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, dh, nk, scale, dp, nk, kj, C, 1, \
+                        GEMM(false, false, nq, dh, nk, scale, dp, nk, kj, C, 1, \
                              dqb + (int64_t)i0 * C, C);                                              \
                     if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */                                    \
-                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dh, nq, scale, dp, nk, qi, C, 1, \
+                        GEMM(true, false, nk, dh, nq, scale, dp, nk, qi, C, 1, \
                              dkb + (int64_t)j0 * C, C);                                              \
                 }                                                                                    \
             }                                                                                        \
         }                                                                                            \
     }
 
-DEFINE_RANGES(float, f32, cblas_sgemm, logf)
-DEFINE_RANGES(double, f64, cblas_dgemm, log)
+DEFINE_RANGES(float, f32, tg_sgemm, logf)
+DEFINE_RANGES(double, f64, tg_dgemm, log)
 
 /* One call's pairs, shared out among threads: each part has its own
  * scratch (scratch + part * scratch_elems) and its own fault slot. */

@@ -4,8 +4,6 @@
  * when A is stored as is, A + m0 when it is stored transposed. Cutting
  * columns [n0, n1) reads columns of op(B): B + n0 untransposed, B + n0 *
  * ldb transposed. */
-#include <cblas.h>
-
 #include "gemm_internal.h"
 
 #include "../core/parallel.h"
@@ -13,7 +11,7 @@
 #define GEMM_BLOCK 16                 /* rows or columns per unit of work */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
-#define DEFINE_GEMM(T, SUFFIX, BLAS)                                                               \
+#define DEFINE_GEMM(T, SUFFIX, GEMM1)                                                               \
     typedef struct {                                                                               \
         bool ta, tb, by_rows;                                                                      \
         int M, N, K, lda, ldb, ldc;                                                                \
@@ -24,8 +22,7 @@
                                                                                                    \
     static void one_call_##SUFFIX(const gemm_job_##SUFFIX *j, int M, int N, const T *A, const T *B, T *C) \
     {                                                                                              \
-        BLAS(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, M, N, \
-             j->K, j->alpha, A, j->lda, B, j->ldb, j->beta, C, j->ldc);                            \
+        GEMM1(j->ta, j->tb, M, N, j->K, j->alpha, A, j->lda, B, j->ldb, j->beta, C, j->ldc);        \
     }                                                                                              \
                                                                                                    \
     static void part_##SUFFIX(void *ctx, int64_t lo, int64_t hi)                                   \
@@ -53,5 +50,5 @@
         tg_parallel_for((total + GEMM_BLOCK - 1) / GEMM_BLOCK, 1, part_##SUFFIX, &j);              \
     }
 
-DEFINE_GEMM(float, f32, cblas_sgemm)
-DEFINE_GEMM(double, f64, cblas_dgemm)
+DEFINE_GEMM(float, f32, tg_sgemm)
+DEFINE_GEMM(double, f64, tg_dgemm)

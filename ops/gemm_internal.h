@@ -11,11 +11,31 @@
 #ifndef TG_GEMM_INTERNAL_H
 #define TG_GEMM_INTERNAL_H
 
+#include <cblas.h>
 #include <stdbool.h>
 
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc);
 void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc);
+
+/* One f32 product on the calling thread (ops/sgemm.c): tapegrad's own
+ * kernel for the small inner sizes where it is faster (and the CPU has
+ * AVX2 and FMA), cblas_sgemm otherwise. */
+void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C, int ldc);
+
+/* One f64 product on the calling thread: cblas_dgemm, row-major. */
+static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
+                            const double *B, int ldb, double beta, double *C, int ldc)
+{
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                lda, B, ldb, beta, C, ldc);
+}
+
+/* tapegrad's own kernel whatever the sizes; false (C untouched) when this
+ * CPU or compiler has no AVX2 + FMA path, or K = 0. */
+bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc);
 
 #endif
