@@ -8,7 +8,8 @@
  *
  *   Y  = X W^T + 1 b^T    (rows,in) x (in,out); b copied into each row of
  *                         Y first, then the gemm adds with beta = 1
- *   dX += dY W            (rows,out) x (out,in)
+ *   dX += dY W            (rows,out) x (out,in); stored with beta = 0
+ *                         when dX is new (tg_grad_store: no zero-fill)
  *   dW += dY^T X          (out,rows) x (rows,in)
  *   db += 1^T dY          column sums of dY (out)
  *
@@ -32,10 +33,10 @@
         GEMM(false, true, rows, out, in, 1, x, in, w, in, b ? 1 : 0, y, out); \
     }                                                                                           \
     static void backward_##T(int rows, int in, int out, const T *x, const T *w, const T *dy,    \
-                             T *gx, T *gw, T *gb)                                               \
+                             T *gx, bool store, T *gw, T *gb)                                   \
     {                                                                                           \
-        if (gx) /* (rows,in) += (rows,out) @ (out,in) */                                        \
-            GEMM(false, false, rows, in, out, 1, dy, out, w, in, 1, gx, in); \
+        if (gx) /* (rows,in) (+)= (rows,out) @ (out,in) */                                      \
+            GEMM(false, false, rows, in, out, 1, dy, out, w, in, store ? 0 : 1, gx, in);        \
         if (gw) /* (out,in) += (rows,out)^T @ (rows,in) */                                      \
             GEMM(true, false, out, in, rows, 1, dy, out, x, in, 1, gw, in); \
         if (gb) /* (out) += column sums of (rows,out) */                                        \
@@ -50,9 +51,14 @@ static void linear_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *w = nd->in[1], *b = nd->n_in > 2 ? nd->in[2] : NULL, *y = nd->out;
     const int out = w->shape[0], in = w->shape[1], rows = (int)(x->numel / in);
-    void *gx = tg_grad(g, x), *gw = tg_grad(g, w), *gb = b ? tg_grad(g, b) : NULL;
-    if (y->dtype == TG_F32) backward_float(rows, in, out, x->data, w->data, y->grad, gx, gw, gb);
-    else backward_double(rows, in, out, x->data, w->data, y->grad, gx, gw, gb);
+    /* dX is written in one gemm: stored into a new buffer (no zero-fill).
+     * It runs before dW and db, so when x is also w or b their gradients
+     * add to what it stored. */
+    bool store = false;
+    void *gx = tg_grad_store(g, x, &store);
+    void *gw = tg_grad(g, w), *gb = b ? tg_grad(g, b) : NULL;
+    if (y->dtype == TG_F32) backward_float(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
+    else backward_double(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
 }
 
 tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)

@@ -11,10 +11,10 @@
  * to the f64 gradients of the same numbers. */
 #include "tg_test.h"
 
-enum { N_OPS = 18 };
+enum { N_OPS = 19 };
 static const char *const NAMES[N_OPS] = {"gelu", "gelu_tanh", "tanh", "exp", "relu", "neg", "sqrt", "log",
                                          "scale", "add", "sub", "mul", "div", "add(broadcast)", "softmax",
-                                         "log_softmax", "layernorm", "cross_entropy"};
+                                         "log_softmax", "layernorm", "cross_entropy", "linear"};
 
 typedef struct ctx {
     int op;
@@ -43,7 +43,8 @@ static tg_tensor *apply(tg_graph *g, const ctx *c, tg_tensor *u, tg_tensor *u2)
     case 14: return tg_softmax(g, u, c->mask);
     case 15: return tg_log_softmax(g, u, NULL);    /* a mask would give -inf outputs */
     case 16: return tg_layernorm(g, u, c->w, c->b, 1e-5);
-    default: return tg_cross_entropy(g, u, c->targets);
+    case 17: return tg_cross_entropy(g, u, c->targets);
+    default: return tg_linear(g, u, u2, NULL);     /* (R,C) x (R,C)^T: u2 is the weight (out R, in C) */
     }
 }
 
@@ -151,12 +152,21 @@ static tg_tensor *twice(tg_graph *g, tg_tensor **in, void *c)
     return tg_mul(g, tg_add(g, u, u), tg_sub(g, u, tg_scale(g, u, 3.0)));
 }
 
+/* linear(u, u): x is also the weight; dX is stored first, then dW adds to it */
+static tg_tensor *self_linear(tg_graph *g, tg_tensor **in, void *c)
+{
+    (void)c;
+    tg_tensor *u = tg_scale(g, in[0], 1.0);
+    return tg_linear(g, u, u, NULL);
+}
+
 START_TEST(same_tensor_twice)
 {
     tg_graph *g = tg_graph_new();
     poison(g);
     tg_tensor *x = tt_randn(g, TT_SHAPE(R, C), 7);
     tt_assert_gradcheck(twice, NULL, 1, &x);
+    tt_assert_gradcheck(self_linear, NULL, 1, &x);
     tg_graph_free(g);
 }
 END_TEST
