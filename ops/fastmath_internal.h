@@ -106,19 +106,26 @@ static inline float tg_fexp_unclamped(float x)
     return p * scale;
 }
 
+/* V(a) of erfc a = exp(-a^2) (1 + a V(a)), a = |z| in [0, 4] (see the top;
+ * finite and smooth beyond, as VQ has no root for a >= 0), both
+ * polynomials in Estrin's order */
+static inline float tg_ferfc_v(float a)
+{
+    float a2 = a * a, a4 = a2 * a2;
+    float vp = (-1.1283791979102216f + a * -1.5609477857486262f) +
+               a2 * (-0.9596063915633067f + a * -0.30286549076475583f) + a4 * -0.042257663488184966f;
+    float vq = (1.0f + a * 2.269581551181068f) + a2 * (2.1951209368428453f + a * 1.1438668734692632f) +
+               a4 * (0.32670954133394414f + a * 0.042257663488184966f);
+    return vp / vq;
+}
+
 static inline float tg_fphi(float z, float *e)
 {
     float a = fabsf(z);
     float s = a * a;
     float ex = tg_fexp_unclamped(-s); /* garbage for s > 87 or NaN: selected away below */
     *e = tg_fsel(s < 87.0f, ex, tg_fexp(-87.0f));
-    /* erfc a = e (1 + a V(a)), V = VP / VQ; at a = 0 this is 1 */
-    float a2 = a * a, a4 = a2 * a2;
-    float vp = (-1.1283791979102216f + a * -1.5609477857486262f) +
-               a2 * (-0.9596063915633067f + a * -0.30286549076475583f) + a4 * -0.042257663488184966f;
-    float vq = (1.0f + a * 2.269581551181068f) + a2 * (2.1951209368428453f + a * 1.1438668734692632f) +
-               a4 * (0.32670954133394414f + a * 0.042257663488184966f);
-    float t = a * (vp / vq);
+    float t = a * tg_ferfc_v(a); /* erfc a = e (1 + t) */
     float half_erfc = tg_fsel(a < 4.0f, 0.5f * (ex + ex * t), 0.0f);
     return tg_fsel(z < 0, half_erfc, 1.0f - half_erfc);
 }
