@@ -23,8 +23,11 @@
  *
  * Rows are shared out among threads; dw and db are summed in double per
  * thread, then the per-thread sums in thread order (the same order for a
- * given thread count), and rounded to the dtype once. */
+ * given thread count), and rounded to the dtype once. The f32 backward
+ * works in f32 (see backward_f32), summing dw and db over up to 8 rows in
+ * f32 before each add into the double sums. */
 #include <math.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -139,44 +142,86 @@ TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const
     }
 }
 
-TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
-                         const double *mean, const double *rstd, float *gx, bool store, double *gw, double *gb)
+/* Backward, all in f32 with 8 partial lanes per row sum; mean and rstd
+ * come from the double statistics. x - mean is taken as (x - mh) - ml with
+ * mh = (float)mean, ml = (float)(mean - mh): x - mh is exact when x is
+ * within a factor 2 of mh (Sterbenz), so a large common offset cancels
+ * before anything rounds. Per row two passes: the sums of g and g xhat
+ * (and, when wanted, the row's dy xhat and dy added into the part's f32
+ * accumulators acc_w, acc_b), then dx. Every FLUSH rows (and at the end)
+ * the accumulators are added into the part's double dw, db sums and
+ * cleared: f32 sums over at most FLUSH rows, double beyond. */
+enum { FLUSH = 8 };
+
+/* 8 floats as one value (GCC/Clang vector extension): one AVX register in
+ * the x86-64-v3 clone, two SSE registers otherwise. Row sums kept in its
+ * lanes vectorise as written, where a scalar lane array did not. */
+typedef float v8f __attribute__((vector_size(32)));
+/* unaligned load / store; macros, as a function passing v8f by value would
+ * have a different ABI in the two clones */
+#define V8_LOAD(v, p) memcpy(&(v), (p), sizeof(v8f))
+#define V8_STORE(p, v) memcpy((p), &(v), sizeof(v8f))
+
+enum { HAS_W = 1, ACC_W = 2, ACC_B = 4 }; /* ln_bwd_row_f32's flags */
+
+/* One row; flags is a constant at each call, so every combination gets its
+ * own branch-free loops */
+static inline __attribute__((always_inline)) void
+ln_bwd_row_f32(int C, const float *restrict xr, const float *restrict w, const float *restrict dyr, float mh, float ml,
+               float s, float *restrict gxr, bool store, float *restrict acc_w, float *restrict acc_b, const int flags)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *restrict xr = x + r * C, *restrict dyr = dy + r * C; /* (C) */
-        const double m = mean[r], s = rstd[r];
-        if (gx) {
-            double mg[LANES] = {0}, mgh[LANES] = {0}; /* sum(g), sum(g * xhat) in lanes */
-            int j = 0;
-            if (w)
-                for (; j + LANES <= C; j += LANES)
-                    for (int k = 0; k < LANES; k++) {
-                        const double h = ((double)xr[j + k] - m) * s, gj = (double)dyr[j + k] * w[j + k];
-                        mg[k] += gj;
-                        mgh[k] += gj * h;
-                    }
-            else
-                for (; j + LANES <= C; j += LANES)
-                    for (int k = 0; k < LANES; k++) {
-                        const double h = ((double)xr[j + k] - m) * s, gj = dyr[j + k];
-                        mg[k] += gj;
-                        mgh[k] += gj * h;
-                    }
-            for (int k = 0; j < C; j++, k++) {
-                const double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j];
-                mg[k] += gj;
-                mgh[k] += gj * h;
-            }
-            const double a = ((mg[0] + mg[1]) + (mg[2] + mg[3])) / C;
-            const double c = ((mgh[0] + mgh[1]) + (mgh[2] + mgh[3])) / C;
-            float *restrict gxr = gx + r * C;
-            if (w) LN_PUT(store, gxr[jj], (float)(s * ((double)dyr[jj] * w[jj] - a - ((double)xr[jj] - m) * s * c)));
-            else LN_PUT(store, gxr[jj], (float)(s * ((double)dyr[jj] - a - ((double)xr[jj] - m) * s * c)));
+    const int has_w = flags & HAS_W;
+    v8f sg = {0}, sgh = {0}; /* sum(g), sum(g * xhat) in 8 lanes */
+    int j = 0;
+    for (; j + 8 <= C; j += 8) {
+        v8f d, xv, wv, t;
+        V8_LOAD(d, dyr + j);
+        V8_LOAD(xv, xr + j);
+        const v8f h = ((xv - mh) - ml) * s;
+        if (gxr) {
+            v8f gj = d;
+            if (has_w) V8_LOAD(wv, w + j), gj *= wv;
+            sg += gj;
+            sgh += gj * h;
         }
-        if (gw)
-            for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);
-        if (gb)
-            for (int j = 0; j < C; j++) gb[j] += dyr[j];
+        if (flags & ACC_W) V8_LOAD(t, acc_w + j), t += d * h, V8_STORE(acc_w + j, t);
+        if (flags & ACC_B) V8_LOAD(t, acc_b + j), t += d, V8_STORE(acc_b + j, t);
+    }
+    for (int k = 0; j < C; j++, k++) {
+        const float d = dyr[j], h = ((xr[j] - mh) - ml) * s, gj = has_w ? d * w[j] : d;
+        sg[k] += gj;
+        sgh[k] += gj * h;
+        if (flags & ACC_W) acc_w[j] += d * h;
+        if (flags & ACC_B) acc_b[j] += d;
+    }
+    if (!gxr) return;
+    double tg = 0, tgh = 0;
+    for (int k = 0; k < 8; k++) tg += sg[k], tgh += sgh[k];
+    const float a = (float)(tg / C), c = (float)(tgh / C);
+    if (has_w) LN_PUT(store, gxr[jj], s * ((dyr[jj] * w[jj] - a) - (((xr[jj] - mh) - ml) * s) * c));
+    else LN_PUT(store, gxr[jj], s * ((dyr[jj] - a) - (((xr[jj] - mh) - ml) * s) * c));
+}
+
+TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
+                                       const double *mean, const double *rstd, float *gx, bool store, double *gw,
+                                       double *gb, float *acc_w, float *acc_b)
+{
+    float *aw = gw ? acc_w : NULL, *ab = gb ? acc_b : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        const float mh = (float)mean[r], ml = (float)(mean[r] - mh), s = (float)rstd[r];
+        float *gxr = gx ? gx + r * C : NULL;
+        const float *xr = x + r * C, *dyr = dy + r * C; /* (C) */
+#define LN_ROW(f) case f: ln_bwd_row_f32(C, xr, w, dyr, mh, ml, s, gxr, store, aw, ab, f); break
+        switch ((w ? HAS_W : 0) | (aw ? ACC_W : 0) | (ab ? ACC_B : 0)) {
+            LN_ROW(0); LN_ROW(1); LN_ROW(2); LN_ROW(3); LN_ROW(4); LN_ROW(5); LN_ROW(6); LN_ROW(7);
+        }
+#undef LN_ROW
+        if ((r + 1) % FLUSH == 0 || r == rows - 1) {
+            if (aw)
+                for (int j = 0; j < C; j++) gw[j] += aw[j], aw[j] = 0;
+            if (ab)
+                for (int j = 0; j < C; j++) gb[j] += ab[j], ab[j] = 0;
+        }
     }
 }
 
@@ -191,6 +236,7 @@ typedef struct ln_job {
     void *y, *gx;
     bool store;          /* gx is new: written, not added to */
     double *pgw, *pgb;   /* (parts, C) each, or NULL */
+    float *paw, *pab;    /* (parts, C) zeroed f32 accumulators for f32 dw, db, or NULL */
     double *mean, *rstd;
 } ln_job;
 
@@ -214,7 +260,8 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
     char *gx = j->gx ? (char *)j->gx + o * es : NULL;
     double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
     if (j->dt == TG_F32)
-        backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store, gw, gb);
+        backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store, gw, gb,
+                     j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
     else
         backward_double(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw,
                         gb);
@@ -244,6 +291,10 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
                 .rstd = rstd, .gx = tg_grad_store(g, x, &store),
                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (nt, C) */
                 .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (nt, C) */
+    if (y->dtype == TG_F32) {
+        j.paw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (nt, C) */
+        j.pab = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (nt, C) */
+    }
     j.store = store;
     if (tg_graph_error(g)) return;
     tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
