@@ -116,9 +116,11 @@ TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, f
  * x phi(x) = -+ a e / sqrt(pi); so gelu' = q (z < 0) or 1 - q,
  * q = e (1 + a (V(a) - 2 / sqrt(pi))) / 2: one expression, no separate
  * x phi term. Past a = 4 V is used beyond its fit, where e < 1.2e-7 makes
- * its error negligible. For a^2 >= 87 or NaN the value tg_fphi and
- * tg_fexp give there: [z >= 0] + x exp(-87) / sqrt(2 pi), so x = +-inf
- * gives +-inf and NaN gives NaN, as before. */
+ * its error negligible. For a^2 >= 87 (|x| > 13.2, where x phi(x) is
+ * below float's smallest normal) it is the step [x > 0], as in f64; x =
+ * +-inf gives NaN (as f64's Phi + x phi = 1 + inf 0, and PyTorch), and NaN
+ * gives NaN. (Until 2026-11 the clamped exp gave x exp(-87) / sqrt(2 pi)
+ * here: 2.97 instead of 1 at x = 3e38.) */
 static inline float gelu_grad_f32(float x)
 {
     const float z = x * (float)INV_SQRT2, a = fabsf(z), s = a * a;
@@ -126,7 +128,7 @@ static inline float gelu_grad_f32(float x)
     const float t = a * (tg_ferfc_v(a) - 1.1283791670955126f); /* 2 / sqrt(pi) */
     const float q = 0.5f * (e + e * t);
     const int neg = z < 0;
-    const float far = tg_fsel(neg, 0.0f, 1.0f) + x * ((float)INV_SQRT_2PI * tg_fexp(-87.0f));
+    const float far = tg_fsel(neg, 0.0f, 1.0f) + (x - x);   /* x phi(x) is 0 there; x - x: NaN at +-inf, NaN */
     return tg_fsel(s < 87.0f, tg_fsel(neg, q, 1.0f - q), far);
 }
 

@@ -73,8 +73,11 @@ START_TEST(gelu_f32_dense_and_extreme)
 }
 END_TEST
 
-/* Infinities and NaN as with libm: gelu(inf) = inf, gelu(-inf) =
- * -inf * 0 = NaN, NaN stays NaN in y and dx; FLT_MAX passes through. */
+/* Infinities and NaN as with libm and the f64 path: gelu(inf) = inf,
+ * gelu(-inf) = -inf * 0 = NaN, NaN stays NaN in y and dx; FLT_MAX passes
+ * through with slope exactly 1 (0 at -FLT_MAX: x phi(x) is 0 there, not x
+ * times a clamped exp, which gave 2.97); at +-inf the slope is NaN
+ * (Phi + x phi = 1 + inf 0, as in f64 and PyTorch). */
 START_TEST(gelu_f32_nonfinite)
 {
     const float xv[5] = {INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX};
@@ -86,6 +89,9 @@ START_TEST(gelu_f32_nonfinite)
     ck_assert(isnan(y[2]) && isnan(dx[2]));
     ck_assert_float_eq(y[3], FLT_MAX);
     ck_assert(y[4] == 0.0f);
+    ck_assert(isnan(dx[0]) && isnan(dx[1]));
+    ck_assert_float_eq(dx[3], 1.0f);
+    ck_assert_float_eq(dx[4], 0.0f);
     tg_graph_free(g);
 }
 END_TEST
