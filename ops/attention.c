@@ -201,6 +201,16 @@ enum { LANES = 8 };
 DEFINE_ROW_KERNELS(float, f32, tg_fexp, tg_fsel, TG_VEC_CLONES)
 DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
 
+/* f32: the intrinsics version where the CPU has AVX2 + FMA */
+static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)
+{
+#ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx2()) return tg_attn_block_online_avx2(s, nq, nk, lim0, m, l, alpha);
+#endif
+    return block_online_f32(s, nq, nk, lim0, m, l, alpha);
+}
+#define online_f64 block_online_f64
+
 /* The work on pairs [lo, hi), one function per dtype. */
 #define DEFINE_RANGES(T, SUF, GEMM, LOG)                                                                 \
     /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
@@ -235,7 +245,7 @@ DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
                     /* S (nq,nk) = scale Q_I K_J^T */                                                \
                     GEMM(false, true, nq, nk, dh, scale, qb + (int64_t)i0 * C, \
                          C, kb + (int64_t)j0 * C, C, 0, s, nk);                                      \
-                    const int64_t at = block_online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
+                    const int64_t at = online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
                     if (at >= 0) {                                                                   \
                         *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)}; \
                         return f->kind;                                                              \

@@ -4,6 +4,7 @@
 #define TG_ATTENTION_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Query rows (bq) and keys (bk) per block of later tg_attention calls;
  * a value <= 0 restores that size's default. Tests force small blocks so
@@ -21,5 +22,11 @@ static inline size_t tg_attention_scratch_elems(int bq, int bk)
 {
     return 2 * (size_t)bq * (size_t)bk + 3 * (size_t)bq;
 }
+
+/* The f32 online-softmax step over one (nq,nk) tile (ops/attention_avx2.c):
+ * block_online of ops/attention.c with AVX2 + FMA intrinsics. Only where
+ * TG_AVX2_KERNELS is defined and tg_cpu_avx2() is true. */
+int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int lim0, float *restrict m, float *restrict l,
+                                  float *restrict alpha);
 
 #endif

@@ -41,8 +41,17 @@
  * deterministic. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define TG_VEC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* Kernels written with AVX2 + FMA intrinsics (ops/sgemm.c,
+ * ops/attention_avx2.c), called only when tg_cpu_avx2() says so. */
+#define TG_AVX2_KERNELS 1
+static inline int tg_cpu_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #else
 #define TG_VEC_CLONES
+static inline int tg_cpu_avx2(void) { return 0; }
 #endif
 
 /* c ? a : b through bit masks: no branch for the compiler to make of it,

@@ -41,14 +41,15 @@
 
 #include "gemm_internal.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define TG_SGEMM_AVX2 1
+#include "fastmath_internal.h"
+
+#ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
 #endif
 
 enum { SMALL_DIM = 128 };
 
-#ifdef TG_SGEMM_AVX2
+#ifdef TG_AVX2_KERNELS
 
 enum { MR = 6, NR = 16, KC = 256, NC = 128, MC = 96 };
 
@@ -228,9 +229,8 @@ AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, 
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc)
 {
-#ifdef TG_SGEMM_AVX2
-    __builtin_cpu_init();
-    if (K > 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+#ifdef TG_AVX2_KERNELS
+    if (K > 0 && tg_cpu_avx2()) {
         if (M > 0 && N > 0) sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return true;
     }
