@@ -42,7 +42,9 @@
  * merge is one tg_attention on the (B,T,C) projections, heads side by
  * side in C (ops/attention.c): same numbers to rounding, memory O(T C)
  * instead of O(H Tq Tk); with a cache, q_pos = p gives the same
- * bottom-right alignment. */
+ * bottom-right alignment. Self-attention with one fused c_attn and no
+ * cache goes further: tg_attention_qkv reads q, k and v in place from the
+ * (B,T,3C) projection, so there is no split either. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -238,6 +240,17 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         return tg_fail(g, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (%d,%d,%d,%d), got %s %s", B, H,
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
+    const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
+    const bool use_op = !m->composed && !args->weights && !kp && !em && !attn_drop;
+    if (use_op && m->fused && !kv && !cache) {
+        /* ---- self-attention without a cache: one projection, one fused op
+         * reading q, k and v in place from it */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,3C) */
+        tg_tensor *O = tg_attention_qkv(g, qkv, H, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
+        tg_tensor *y = tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout); /* (B,T,C) */
+        return !y || tg_graph_error(g) ? NULL : y;
+    }
+
     /* ---- projections, heads split by reshape then transpose */
     tg_tensor *src = kv ? kv : x;                            /* (B,Tk',C) */
     tg_tensor *q, *k, *v;                                    /* (B,T,C) each */
@@ -266,8 +279,6 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
         V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
     }
-    const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
-    const bool use_op = !m->composed && !args->weights && !kp && !em && !attn_drop;
     tg_tensor *O, *A = NULL;                                 /* (B,Tq,C), (B,H,Tq,Tk) */
     if (use_op) {
         /* ---- one fused op on the (B,T,C) projections */

@@ -54,6 +54,7 @@
  * call-free exp of fastmath_internal.h (as the f32 softmax) in loops the
  * compiler vectorises; f64 uses libm. */
 #include <math.h>
+#include <stdio.h>
 
 #include "ops.h"
 
@@ -80,6 +81,7 @@ void tg_attention_get_blocks(int *bq, int *bk)
 /* Everything the kernels need to know about one call. */
 typedef struct attn_plan {
     int B, H, Tq, Tk, C, dh;
+    int ldq, ldk;       /* row strides of q and of k, v: C, or 3C inside one qkv */
     int bq, bk;         /* block sizes */
     bool causal;
     int64_t q_pos;      /* absolute position of query 0 (causal only) */
@@ -226,14 +228,15 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                                    T *lse, int64_t lo, int64_t hi, T *scratch, attn_fault *f)        \
     {                                                                                                \
         const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
+        const int ldq = p->ldq, ldk = p->ldk;                                                        \
         const T scale = (T)p->scale;                                                                 \
         T *s = scratch;                                         /* (bq,bk) */                        \
         T *m = s + 2 * (size_t)bq * bk, *l = m + bq, *alpha = l + bq; /* (bq) each */                \
         for (int64_t bh = lo; bh < hi; bh++) {                                                       \
             const int64_t b = bh / p->H, h = bh % p->H;                                              \
-            const T *qb = q + b * Tq * C + h * dh;                  /* (Tq,dh), ld C */              \
-            const T *kb = k + b * Tk * C + h * dh;                  /* (Tk,dh), ld C */              \
-            const T *vb = v + b * Tk * C + h * dh;                  /* (Tk,dh), ld C */              \
+            const T *qb = q + b * Tq * ldq + h * dh;                /* (Tq,dh), ld ldq */            \
+            const T *kb = k + b * Tk * ldk + h * dh;                /* (Tk,dh), ld ldk */            \
+            const T *vb = v + b * Tk * ldk + h * dh;                /* (Tk,dh), ld ldk */            \
             T *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */              \
             T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
@@ -243,8 +246,8 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                 for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
                     /* S (nq,nk) = scale Q_I K_J^T */                                                \
-                    GEMM(false, true, nq, nk, dh, scale, qb + (int64_t)i0 * C, \
-                         C, kb + (int64_t)j0 * C, C, 0, s, nk);                                      \
+                    GEMM(false, true, nq, nk, dh, scale, qb + (int64_t)i0 * ldq, ldq, kb + (int64_t)j0 * ldk, \
+                         ldk, 0, s, nk);                                                             \
                     const int64_t at = online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
                     if (at >= 0) {                                                                   \
                         *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)}; \
@@ -253,7 +256,7 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                     if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
                     /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
                     GEMM(false, false, nq, dh, nk, 1, s, nk,            \
-                         vb + (int64_t)j0 * C, C, j0 > 0 ? 1 : 0, oi, C);                            \
+                         vb + (int64_t)j0 * ldk, ldk, j0 > 0 ? 1 : 0, oi, C);                        \
                 }                                                                                    \
                 for (int r = 0; r < nq; r++) {                                                       \
                     if (m[r] == -INFINITY) {                                                         \
@@ -274,21 +277,23 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                                      int64_t lo, int64_t hi, T *scratch)                             \
     {                                                                                                \
         const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
+        const int ldq = p->ldq, ldk = p->ldk;                                                        \
         const T scale = (T)p->scale;                                                                 \
         const bool need_ds = dq || dk;                                                               \
         T *s = scratch, *dp = s + (size_t)bq * bk;                  /* (bq,bk) each */               \
         T *D = dp + (size_t)bq * bk;                                /* (bq) */                       \
         for (int64_t bh = lo; bh < hi; bh++) {                                                       \
             const int64_t b = bh / p->H, h = bh % p->H;                                              \
-            const int64_t oq = b * Tq * C + h * dh, ok = b * Tk * C + h * dh;                        \
-            const T *qb = q + oq, *ob = o + oq, *dob = dout + oq;   /* (Tq,dh), ld C */              \
-            const T *kb = k + ok, *vb = v + ok;                     /* (Tk,dh), ld C */              \
-            T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld C */              \
-            T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld C */            \
+            const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + h * dh, oo = b * Tq * C + h * dh; \
+            const T *qb = q + oq;                                   /* (Tq,dh), ld ldq */            \
+            const T *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */              \
+            const T *kb = k + ok, *vb = v + ok;                     /* (Tk,dh), ld ldk */            \
+            T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */            \
+            T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */          \
             const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
-                const T *qi = qb + (int64_t)i0 * C, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */      \
+                const T *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */    \
                 if (need_ds)                                                                         \
                     for (int r = 0; r < nq; r++) {                                                   \
                         const T *x = doi + (int64_t)r * C, *y = ob + (int64_t)(i0 + r) * C;          \
@@ -298,21 +303,20 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                     }                                                                                \
                 for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
-                    const T *kj = kb + (int64_t)j0 * C, *vj = vb + (int64_t)j0 * C; /* (nk,dh) */    \
+                    const T *kj = kb + (int64_t)j0 * ldk, *vj = vb + (int64_t)j0 * ldk; /* (nk,dh) */ \
                     /* S (nq,nk) = scale Q_I K_J^T, as in the forward */                             \
-                    GEMM(false, true, nq, nk, dh, scale, qi, C, kj, C, 0, s, nk); \
+                    GEMM(false, true, nq, nk, dh, scale, qi, ldq, kj, ldk, 0, s, nk);                \
                     if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
-                        GEMM(false, true, nq, nk, dh, 1, doi, C, vj, C, 0, dp, nk); \
+                        GEMM(false, true, nq, nk, dh, 1, doi, C, vj, ldk, 0, dp, nk);                \
                     block_grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D); \
                     if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
-                        GEMM(true, false, nk, dh, nq, 1, s, nk, doi, C, 1,   \
-                             dvb + (int64_t)j0 * C, C);                                              \
+                        GEMM(true, false, nk, dh, nq, 1, s, nk, doi, C, 1, dvb + (int64_t)j0 * ldk, ldk); \
                     if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
-                        GEMM(false, false, nq, dh, nk, scale, dp, nk, kj, C, 1, \
-                             dqb + (int64_t)i0 * C, C);                                              \
+                        GEMM(false, false, nq, dh, nk, scale, dp, nk, kj, ldk, 1, dqb + (int64_t)i0 * ldq, \
+                             ldq);                                                                   \
                     if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */                                    \
-                        GEMM(true, false, nk, dh, nq, scale, dp, nk, qi, C, 1, \
-                             dkb + (int64_t)j0 * C, C);                                              \
+                        GEMM(true, false, nk, dh, nq, scale, dp, nk, qi, ldq, 1, dkb + (int64_t)j0 * ldk, \
+                             ldk);                                                                   \
                 }                                                                                    \
             }                                                                                        \
         }                                                                                            \
@@ -348,13 +352,30 @@ static void attn_part(void *ctx, int64_t lo, int64_t hi)
         backward_range_f64(j->p, j->q, j->k, j->v, j->o, j->dout, j->lse, j->dq, j->dk, j->dv, lo, hi, scr);
 }
 
+/* q, k, v of node nd: three tensors, or one qkv (B,T,3C) holding them
+ * side by side; their gradients likewise (NULL: none needed). */
+static void node_qkv(tg_graph *g, tg_node *nd, const void *x[3], void *gx[3], bool with_grads)
+{
+    const size_t es = tg_dtype_size(nd->out->dtype), C = (size_t)nd->out->shape[2];
+    for (int i = 0; i < 3; i++) {
+        tg_tensor *t = nd->in[nd->n_in == 1 ? 0 : i];
+        const size_t off = nd->n_in == 1 ? i * C * es : 0;
+        x[i] = (const char *)t->data + off;
+        void *gr = with_grads ? tg_grad(g, t) : NULL;
+        gx[i] = gr ? (char *)gr + off : NULL;
+    }
+}
+
 static void attention_backward(tg_graph *g, tg_node *nd)
 {
     const attn_saved *sv = nd->saved;
     const attn_plan *p = &sv->plan;
-    tg_tensor *q = nd->in[0], *k = nd->in[1], *v = nd->in[2], *o = nd->out;
-    attn_job j = {.p = p, .dt = o->dtype, .q = q->data, .k = k->data, .v = v->data, .o = o->data, .dout = o->grad,
-                  .lse = sv->lse, .dq = tg_grad(g, q), .dk = tg_grad(g, k), .dv = tg_grad(g, v),
+    tg_tensor *o = nd->out;
+    const void *x[3];
+    void *gx[3];
+    node_qkv(g, nd, x, gx, true);
+    attn_job j = {.p = p, .dt = o->dtype, .q = x[0], .k = x[1], .v = x[2], .o = o->data, .dout = o->grad,
+                  .lse = sv->lse, .dq = gx[0], .dk = gx[1], .dv = gx[2],
                   .scratch_bytes = tg_attention_scratch_elems(p->bq, p->bk) * tg_dtype_size(o->dtype)};
     if (!j.dq && !j.dk && !j.dv) return;
     j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
@@ -362,11 +383,58 @@ static void attention_backward(tg_graph *g, tg_node *nd)
     tg_parallel_for((int64_t)p->B * p->H, 1, attn_part, &j);
 }
 
+/* Runs the forward of plan p on the n_in inputs (q, k, v, or one qkv) and
+ * records it; `what` names the inputs in error messages. */
+static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in, const char *what)
+{
+    /* blocks no larger than the sequences: less scratch, same results */
+    if (p.bq > p.Tq) p.bq = p.Tq;
+    if (p.bk > p.Tk) p.bk = p.Tk;
+    const tg_dtype dt = in[0]->dtype;
+    const size_t es = tg_dtype_size(dt);
+    const int nt = tg_num_threads(), B = p.B, H = p.H;
+    tg_tensor *o = tg_op_output(g, dt, 3, (int[]){B, p.Tq, p.C});           /* (B,Tq,C) */
+    void *lse = o ? tg_arena_alloc(g, (size_t)B * H * p.Tq * es) : NULL;    /* (B,H,Tq) */
+    attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
+    const char *base = in[0]->data;
+    const size_t C = (size_t)p.C;
+    attn_job j = {.p = &p, .dt = dt, .q = base, .k = n_in == 1 ? base + C * es : in[1]->data,
+                  .v = n_in == 1 ? base + 2 * C * es : in[2]->data, .out = o ? o->data : NULL, .lse = lse,
+                  .faults = faults, .scratch_bytes = tg_attention_scratch_elems(p.bq, p.bk) * es};
+    j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
+    if (!j.scratch) return NULL;
+    tg_parallel_for((int64_t)B * H, 1, attn_part, &j);
+    /* parts run in pair order: the first part that failed has the first bad pair */
+    attn_fault f = {ATTN_OK, 0, 0, 0};
+    for (int i = 0; i < nt && f.kind == ATTN_OK; i++) f = faults[i];
+    const int fb = (int)(f.bh / H), fh = (int)(f.bh % H);
+    if (f.kind == ATTN_BAD_SCORE)
+        return tg_fail(g, "attention: score of query %d and key %d in batch row %d, head %d is NaN or +inf "
+                          "(scores must be finite or -inf): %s",
+                       f.i, f.j, fb, fh, what);
+    if (f.kind == ATTN_BLOCKED_ROW) {
+        if (p.causal && p.q_pos + f.i < 0)
+            return tg_fail(g, "attention: query row %d (batch row %d, head %d) sees no key: causal with q_pos %lld "
+                              "puts it at position %lld: %s",
+                           f.i, fb, fh, (long long)p.q_pos, (long long)(p.q_pos + f.i), what);
+        return tg_fail(g, "attention: query row %d (batch row %d, head %d) has every visible score -inf: %s", f.i,
+                       fb, fh, what);
+    }
+    tg_node *nd = tg_op_record(g, "attention", attention_backward, o, n_in, in);
+    if (nd) {
+        attn_saved *s = tg_arena_alloc(g, sizeof *s);
+        if (!s) return NULL;
+        *s = (attn_saved){.plan = p, .lse = lse};
+        nd->saved = s;   /* an arena allocation records nothing: nd is still valid */
+    }
+    return tg_graph_error(g) ? NULL : o;
+}
+
 tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
 {
     tg_tensor *in[3] = {q, k, v};
     if (!tg_op_begin(g, "attention", 3, in)) return NULL;
-    char sq[64], sk[64], sv[64];
+    char sq[64], sk[64], sv[64], what[256];
     tg_shape_str(q, sq, sizeof sq);
     tg_shape_str(k, sk, sizeof sk);
     tg_shape_str(v, sv, sizeof sv);
@@ -385,46 +453,34 @@ tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, i
         return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
     if (flags & ~TG_ATTN_CAUSAL)
         return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
-
+    snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
     const int dh = C / n_head;
-    attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .bq = block_q, .bk = block_k,
-                   .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
-    /* blocks no larger than the sequences: less scratch, same results */
-    if (p.bq > Tq) p.bq = Tq;
-    if (p.bk > Tk) p.bk = Tk;
+    const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .ldq = C, .ldk = C,
+                         .bq = block_q, .bk = block_k, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos,
+                         .scale = 1.0 / sqrt((double)dh)};
+    return attention_run(g, p, 3, in, what);
+}
 
-    const size_t es = tg_dtype_size(q->dtype);
-    const int nt = tg_num_threads();
-    tg_tensor *o = tg_op_output(g, q->dtype, 3, q->shape);                   /* (B,Tq,C) */
-    void *lse = o ? tg_arena_alloc(g, (size_t)B * n_head * Tq * es) : NULL;  /* (B,H,Tq) */
-    attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
-    attn_job j = {.p = &p, .dt = q->dtype, .q = q->data, .k = k->data, .v = v->data, .out = o ? o->data : NULL,
-                  .lse = lse, .faults = faults, .scratch_bytes = tg_attention_scratch_elems(p.bq, p.bk) * es};
-    j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
-    if (!j.scratch) return NULL;
-    tg_parallel_for((int64_t)B * n_head, 1, attn_part, &j);
-    /* parts run in pair order: the first part that failed has the first bad pair */
-    attn_fault f = {ATTN_OK, 0, 0, 0};
-    for (int i = 0; i < nt && f.kind == ATTN_OK; i++) f = faults[i];
-    const int fb = (int)(f.bh / n_head), fh = (int)(f.bh % n_head);
-    if (f.kind == ATTN_BAD_SCORE)
-        return tg_fail(g, "attention: score of query %d and key %d in batch row %d, head %d is NaN or +inf "
-                          "(scores must be finite or -inf): q %s %s, k %s %s",
-                       f.i, f.j, fb, fh, tq, sq, tk, sk);
-    if (f.kind == ATTN_BLOCKED_ROW) {
-        if (p.causal && p.q_pos + f.i < 0)
-            return tg_fail(g, "attention: query row %d (batch row %d, head %d) sees no key: causal with q_pos %d "
-                              "puts it at position %lld: q %s %s, k %s %s",
-                           f.i, fb, fh, q_pos, (long long)(p.q_pos + f.i), tq, sq, tk, sk);
-        return tg_fail(g, "attention: query row %d (batch row %d, head %d) has every visible score -inf: "
-                          "q %s %s, k %s %s", f.i, fb, fh, tq, sq, tk, sk);
-    }
-    tg_node *nd = tg_op_record(g, "attention", attention_backward, o, 3, in);
-    if (nd) {
-        attn_saved *s = tg_arena_alloc(g, sizeof *s);
-        if (!s) return NULL;
-        *s = (attn_saved){.plan = p, .lse = lse};
-        nd->saved = s;   /* an arena allocation records nothing: nd is still valid */
-    }
-    return tg_graph_error(g) ? NULL : o;
+tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
+{
+    tg_tensor *in[1] = {qkv};
+    if (!tg_op_begin(g, "attention", 1, in)) return NULL;
+    char sx[64], what[128];
+    tg_shape_str(qkv, sx, sizeof sx);
+    const char *tx = tg_dtype_name(qkv->dtype);
+    if (!tg_dtype_is_float(qkv->dtype))
+        return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", tx, sx);
+    if (qkv->ndim != 3 || qkv->shape[2] % 3)
+        return tg_fail(g, "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got %s %s", tx, sx);
+    const int B = qkv->shape[0], T = qkv->shape[1], C = qkv->shape[2] / 3;
+    if (n_head < 1 || C % n_head)
+        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (qkv %s %s)", C, n_head, tx, sx);
+    if (flags & ~TG_ATTN_CAUSAL)
+        return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
+    snprintf(what, sizeof what, "qkv %s %s", tx, sx);
+    const int dh = C / n_head;
+    const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .ldq = 3 * C, .ldk = 3 * C,
+                         .bq = block_q, .bk = block_k, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0,
+                         .scale = 1.0 / sqrt((double)dh)};
+    return attention_run(g, p, 1, in, what);
 }

@@ -1,6 +1,6 @@
 /* The f32 online-softmax step of the fused attention (ops/attention.c,
- * block_online) written with AVX2 intrinsics: the same arithmetic, lane
- * for lane, as the portable version there, which GCC vectorises only
+ * block_online) written with AVX2 intrinsics: the same steps, lane for
+ * lane, as the portable version there, which GCC vectorises only
  * partly (it keeps the eight running maxima and sums in memory and
  * reloads its constants every group: 20% of an attention forward and
  * backward in config M).
@@ -13,7 +13,7 @@
  * Lane k holds the columns c = k (mod 8), the tail included, and the
  * lanes are added in order 0..7: the sums round as the portable code's.
  * exp is tg_fexp's method (clamp to [-87, 0], 2^k times a degree-7
- * Taylor polynomial in Horner's order). */
+ * Taylor polynomial), the polynomial in Estrin's order. */
 #include <math.h>
 #include <stdint.h>
 
@@ -35,14 +35,14 @@ AVX2 static inline __m256 v_exp(__m256 x)
     const __m256 kf = _mm256_sub_ps(t, shifter);
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
     r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.42860682030941723212e-6f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* the degree-7 Taylor polynomial in Estrin's order (as
+     * tg_fexp_unclamped): three levels of multiply-adds, not seven */
+    const __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
+    const __m256 p01 = _mm256_add_ps(_mm256_set1_ps(1.0f), r);
+    const __m256 p23 = _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 6), _mm256_set1_ps(0.5f));
+    const __m256 p45 = _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 120), _mm256_set1_ps(1.0f / 24));
+    const __m256 p67 = _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 5040), _mm256_set1_ps(1.0f / 720));
+    const __m256 p = _mm256_fmadd_ps(r4, _mm256_fmadd_ps(r2, p67, p45), _mm256_fmadd_ps(r2, p23, p01));
     const __m256i sb = _mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(sb));
 }

@@ -161,6 +161,13 @@ typedef enum tg_attn_flags {
 tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
                         int q_pos);
 
+/* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,3C) holding q,
+ * k and v side by side in its last axis (as one fused projection makes
+ * them): the heads are read in place with a row stride of 3C, so nothing
+ * is split (no copies forward, no concat of gradients backward). Returns
+ * (B,T,C). Errors as tg_attention, and a last axis not divisible by 3. */
+tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
+
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
 
 /* Mean cross-entropy of logits (..., V) against i32 targets (...) whose

@@ -1,4 +1,4 @@
-/* ops: fused attention (tg_attention).
+/* ops: fused attention (tg_attention, and tg_attention_qkv on one qkv).
  *
  * Forward values against attention written here as plain loops; gradients
  * with tg_gradcheck in f64; forward and all three gradients against the
@@ -415,6 +415,102 @@ static void expect_fail(tg_graph *g, tg_tensor *y, const char *needle, const cha
     tg_graph_clear_error(g);
 }
 
+/* ---- one qkv tensor (tg_attention_qkv) ---------------------------------------- */
+
+typedef struct { int H, flags; } qkv_ctx;
+
+static tg_tensor *qkv_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    const qkv_ctx *c = ctx;
+    return tg_attention_qkv(g, in[0], c->H, c->flags);
+}
+
+/* the same through a split into three (B,T,C) tensors and tg_attention */
+static tg_tensor *split_fn(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    const qkv_ctx *c = ctx;
+    tg_tensor *p[3];
+    const int C = in[0]->shape[2] / 3;
+    if (tg_split(g, in[0], 2, 3, (int[]){C, C, C}, p) != 0) return NULL;
+    return tg_attention(g, p[0], p[1], p[2], c->H, c->flags, 0);
+}
+
+/* Self-attention cases: B, T, C, H, causal, blocks (0: default). */
+static const int QKV_CASES[][7] = {
+    {2, 7, 6, 2, 1, 2, 3}, {1, 7, 3, 1, 1, 5, 4}, {3, 5, 9, 3, 0, 2, 3},
+    {2, 1, 4, 2, 1, 0, 0}, {1, 150, 4, 2, 1, 0, 0}, {2, 9, 8, 4, 0, 4, 5},
+};
+
+START_TEST(qkv_gradcheck)
+{
+    const int *c = QKV_CASES[_i];
+    tg_attention_set_blocks(c[5], c[6]);
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(c[0], c[1], 3 * c[2]), 50 + (uint64_t)_i);
+    qkv_ctx ctx = {c[3], c[4] ? TG_ATTN_CAUSAL : 0};
+    tt_assert_gradcheck(qkv_fn, &ctx, 1, &x);
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* Output and d qkv equal the split path's in f64 and f32, with dO random
+ * and d qkv already holding a gradient (everything adds). */
+START_TEST(qkv_equals_split)
+{
+    const int *c = QKV_CASES[_i / 2];
+    const tg_dtype dt = _i % 2 ? TG_F32 : TG_F64;
+    const double tol = dt == TG_F32 ? 1e-6 : 1e-13;
+    tg_attention_set_blocks(c[5], c[6]);
+    qkv_ctx ctx = {c[3], c[4] ? TG_ATTN_CAUSAL : 0};
+    void *out[2] = {0}, *grad[2] = {0};
+    int64_t n_out = 0, n_in = 0;
+    for (int path = 0; path < 2; path++) {
+        tg_graph *g = tg_graph_new();
+        tg_tensor *x = randn_dt(g, dt, TT_SHAPE(c[0], c[1], 3 * c[2]), 60 + (uint64_t)_i);
+        tg_tensor *u = tg_scale(g, x, 1.0);        /* an intermediate: its gradient starts empty */
+        tg_tensor *y = path ? split_fn(g, &u, &ctx) : qkv_fn(g, &u, &ctx);
+        tg_tensor *dy = randn_dt(g, dt, y->ndim, y->shape, 70);
+        tg_tensor *f = tg_add(g, tg_sum_all(g, tg_mul(g, y, dy)), tg_sum_all(g, tg_mul(g, u, u)));
+        ck_assert_msg(f && tg_graph_backward(g, f) == 0, "%s", tg_graph_error(g));
+        const size_t es = tg_dtype_size(dt);
+        n_out = y->numel, n_in = x->numel;
+        out[path] = malloc((size_t)n_out * es), grad[path] = malloc((size_t)n_in * es);
+        memcpy(out[path], y->data, (size_t)n_out * es);
+        memcpy(grad[path], x->grad, (size_t)n_in * es);
+        tg_graph_free(g);
+    }
+    const double eo = max_abs_diff(dt, out[0], dt, out[1], n_out), eg = max_abs_diff(dt, grad[0], dt, grad[1], n_in);
+    ck_assert_msg(eo <= tol && eg <= tol, "case %d %s: output differs by %g, d qkv by %g", _i / 2,
+                  tg_dtype_name(dt), eo, eg);
+    for (int p = 0; p < 2; p++) free(out[p]), free(grad[p]);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+START_TEST(qkv_errors)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 18), 1);
+    ck_assert_ptr_nonnull(tg_attention_qkv(g, x, 3, TG_ATTN_CAUSAL));
+    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(2, 3, 10), 2), 1, 0),
+                "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got f64 (2,3,10)", NULL);
+    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(6, 18), 3), 1, 0), "must be 3-D (B,T,3C)",
+                "got f64 (6,18)");
+    expect_fail(g, tg_attention_qkv(g, x, 4, 0), "attention: C = 6 is not divisible by n_head = 4 (qkv f64 (2,3,18))",
+                NULL);
+    expect_fail(g, tg_attention_qkv(g, x, 3, 2), "attention: unknown flags 0x2 (qkv f64 (2,3,18))", NULL);
+    expect_fail(g, tg_attention_qkv(g, tg_tensor_new(g, TG_I32, 3, (int[]){2, 3, 18}), 3, 0),
+                "attention: qkv must be f32 or f64, got i32 (2,3,18)", NULL);
+    expect_fail(g, tg_attention_qkv(g, NULL, 3, 0), "attention: input 0 is NULL", NULL);
+    /* a NaN score names the element and the qkv tensor */
+    ((double *)x->data)[3 * 18 + 6 + 1] = NAN;   /* batch row 1, token 0, k column 1 (head 0) */
+    expect_fail(g, tg_attention_qkv(g, x, 3, TG_ATTN_CAUSAL),
+                "score of query 0 and key 0 in batch row 1, head 0 is NaN or +inf", "qkv f64 (2,3,18)");
+    tg_graph_free(g);
+}
+END_TEST
+
 START_TEST(attention_errors)
 {
     tg_graph *g = tg_graph_new();
@@ -518,6 +614,9 @@ int main(void)
     tcase_add_test(tc, memory_linear_in_T);
     tcase_add_test(tc, attention_errors);
     tcase_add_test(tc, bad_score_errors);
+    tcase_add_loop_test(tc, qkv_gradcheck, 0, (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
+    tcase_add_loop_test(tc, qkv_equals_split, 0, 2 * (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
+    tcase_add_test(tc, qkv_errors);
     suite_add_tcase(s, tc);
     return tt_run(s);
 }
