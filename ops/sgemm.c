@@ -181,14 +181,16 @@ AVX2 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0
  * lda floats apart: a stride that maps them onto a few L1 sets. */
 AVX2 static void pack_a_t(const float *A, int lda, int i0, int mc, int k0, int kc, float *restrict dst)
 {
-    for (int q = 0; q < mc; q += MR, dst += (int64_t)kc * MR) {
-        const int h = mc - q < MR ? mc - q : MR;
-        const float *src = A + (int64_t)k0 * lda + i0 + q;
-        if (h == MR)
-            for (int k = 0; k < kc; k++, src += lda) memcpy(dst + (int64_t)k * MR, src, MR * sizeof(float));
-        else
-            for (int k = 0; k < kc; k++, src += lda)
-                for (int r = 0; r < MR; r++) dst[(int64_t)k * MR + r] = src[r < h ? r : h - 1];
+    const int full = mc / MR * MR;   /* rows in whole panels */
+    const int64_t ps = (int64_t)kc * MR; /* floats per panel */
+    /* row k of the block is contiguous in A: read it once, front to back,
+     * and deal its floats out to the panels, 6 at a time */
+    for (int k = 0; k < kc; k++) {
+        const float *src = A + (int64_t)(k0 + k) * lda + i0;
+        float *d = dst + (int64_t)k * MR;
+        for (int q = 0; q < full; q += MR, d += ps) memcpy(d, src + q, MR * sizeof(float));
+        if (full < mc)
+            for (int r = 0; r < MR; r++) d[r] = src[full + (full + r < mc ? r : mc - full - 1)];
     }
 }
 
