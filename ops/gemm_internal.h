@@ -1,13 +1,14 @@
-/* tapegrad ops (internal): row-major gemm on OpenBLAS, split across the
- * thread pool (core/parallel.h).
+/* tapegrad ops (internal): row-major gemm, split across the thread pool
+ * (core/parallel.h).
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,  op(X) = X or X^T (ta, tb)
  *
  * Large products are cut into contiguous blocks of rows of C (or of
  * columns, when C is wider than tall), one per thread; each block is one
- * single-threaded BLAS call. Every element of C is computed by one call
- * with the same inner loop whichever way it is cut, and the cut depends
- * only on the thread count. Inside a parallel loop it is one BLAS call. */
+ * single-threaded call: tg_sgemm (tapegrad's kernel or OpenBLAS, by size)
+ * in f32, OpenBLAS in f64. Every element of C is computed by one call with
+ * the same inner loop whichever way it is cut, and the cut depends only
+ * on the thread count. Inside a parallel loop it is one call. */
 #ifndef TG_GEMM_INTERNAL_H
 #define TG_GEMM_INTERNAL_H
 

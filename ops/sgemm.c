@@ -7,8 +7,11 @@
  * layout and, for beta = 0, first zeroes C in a separate pass. With the
  * inner dimensions of a small model (64 to 512) those copies are a large
  * share of a product: 20-35% of OpenBLAS's time in configs S and M.
- * Here only B is packed; A is read where it lies, in either layout, and
- * C is written once, with alpha and beta applied as it is stored.
+ * Here B is packed (into 16-column panels); A is read where it lies when
+ * stored as is, and packed into 6-row panels only when stored transposed
+ * (read in place, each k's six floats would sit lda floats apart, a
+ * stride that maps them onto a few L1 sets); C is written once, with
+ * alpha and beta applied as it is stored.
  *
  * The blocking (the usual one for a register-tiled gemm):
  *
@@ -16,16 +19,17 @@
  *     for each KC deep slice of K      (pc)   pack B(pc.., jc..) into
  *                                             NR-column panels, k-major
  *       for each MC rows of C          (ic)   those rows of A stay in L2
- *         for each NR-column panel     (jr)   the panel stays in L1
- *           for each MR rows           (ir)   the micro-kernel: an MR x NR
+ *                                             (packed here if transposed)
+ *         for each MR rows             (ir)   their slice of A stays in L1
+ *           for each NR-column panel   (jr)   the micro-kernel: an MR x NR
  *                                             tile of C in 12 registers
  *
  * The micro-kernel keeps C's 6 x 16 tile in twelve 8-lane AVX2 registers;
  * per k it loads one panel row (16 floats) and broadcasts A(i+r, k) for
  * the 6 rows, 12 fused multiply-adds. A(i+r, k) is p[r][k cs]: p[r] points
- * at row i+r (A as is: rows lda apart, cs = 1) or column i+r (A stored
- * transposed: cs = lda). Rows past M reuse the last valid row's pointer
- * and their results are dropped, so nothing outside A is read.
+ * at row i+r of A (cs = 1) or at row r of A's packed panel (cs = 6). Rows
+ * past M reuse the last valid row and their results are dropped, so
+ * nothing outside A is read.
  *
  * Each element of C is a sum over k in increasing order, one KC slice at
  * a time, the same whichever rows or columns a call covers: cutting a
