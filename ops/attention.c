@@ -7,6 +7,10 @@
  * projections produce it, so a head's Q is the (Tq,dh) matrix at
  * q + b Tq C + h dh with row stride C (BLAS lda = C): nothing is split,
  * transposed or merged. The output O (B,Tq,C) has the same layout.
+ * tg_attention_qkv takes one (B,T,3C) tensor with q, k and v side by side
+ * in each row (one fused projection): the same matrices at offsets 0, C
+ * and 2C with row stride 3C (ldq = ldk = 3C in the plan); their gradients
+ * land in d qkv the same way.
  *
  * Visibility. Without TG_ATTN_CAUSAL every key is visible. With it, query
  * i sits at absolute position q_pos + i and sees key j iff j <= q_pos + i
@@ -255,8 +259,8 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                     }                                                                                \
                     if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
                     /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
-                    GEMM(false, false, nq, dh, nk, 1, s, nk,            \
-                         vb + (int64_t)j0 * ldk, ldk, j0 > 0 ? 1 : 0, oi, C);                        \
+                    GEMM(false, false, nq, dh, nk, 1, s, nk, vb + (int64_t)j0 * ldk, ldk, j0 > 0 ? 1 : 0, oi, \
+                         C);                                                                         \
                 }                                                                                    \
                 for (int r = 0; r < nq; r++) {                                                       \
                     if (m[r] == -INFINITY) {                                                         \

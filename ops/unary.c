@@ -119,8 +119,8 @@ TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, f
  * its error negligible. For a^2 >= 87 (|x| > 13.2, where x phi(x) is
  * below float's smallest normal) it is the step [x > 0], as in f64; x =
  * +-inf gives NaN (as f64's Phi + x phi = 1 + inf 0, and PyTorch), and NaN
- * gives NaN. (Until 2026-11 the clamped exp gave x exp(-87) / sqrt(2 pi)
- * here: 2.97 instead of 1 at x = 3e38.) */
+ * gives NaN. (Not x times the clamped exp(-87) / sqrt(2 pi): 2.97 at
+ * x = 3e38.) */
 static inline float gelu_grad_f32(float x)
 {
     const float z = x * (float)INV_SQRT2, a = fabsf(z), s = a * a;
