@@ -80,8 +80,14 @@ CONFIGS = [
     ("odd6_h2_bias_T1", tg.make_config(1, 2, 6, 4, 11, bias=True), 4, 1,
      dict(wdt="F64", idt="I64", ignore=0.0, scale=0.1, head=False,
           step=(1e-2, 0.1, 0.99, 10.0))),  # clip on but above the norm
+    # wide enough to cross the f32 gemm kernel's blocks (3C = 300 columns:
+    # three 128-column blocks; 210 rows: 96-row blocks and a 6-row edge)
+    # and the attention's 32-row query blocks (T = 70)
+    ("wide100_h5_bias_T70", tg.make_config(2, 5, 100, 70, 67, bias=True), 3, 70,
+     dict(wdt="F32", idt="I64", ignore=0.1, scale=0.05, head=True,
+          step=(3e-3, 0.1, 0.99, 1.0))),
 ]
-QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort")
+QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70")
 
 
 class Checks:
