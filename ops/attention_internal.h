@@ -13,7 +13,7 @@
 void tg_attention_set_blocks(int bq, int bk);
 void tg_attention_get_blocks(int *bq, int *bk);
 
-#define TG_ATTN_DEFAULT_BQ 32
+#define TG_ATTN_DEFAULT_BQ 24
 #define TG_ATTN_DEFAULT_BK 128
 
 /* Scratch elements (of the op's dtype) one worker needs for blocks of
