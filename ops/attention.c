@@ -207,7 +207,7 @@ enum { LANES = 8 };
 DEFINE_ROW_KERNELS(float, f32, tg_fexp, tg_fsel, TG_VEC_CLONES)
 DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
 
-/* f32: the intrinsics version where the CPU has AVX2 + FMA */
+/* f32: the intrinsics versions where the CPU has AVX2 + FMA */
 static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)
 {
 #ifdef TG_AVX2_KERNELS
@@ -216,6 +216,18 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
     return block_online_f32(s, nq, nk, lim0, m, l, alpha);
 }
 #define online_f64 block_online_f64
+
+static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float *L, const float *D)
+{
+#ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx2()) {
+        tg_attn_block_grad_avx2(s, dp, nq, nk, lim0, L, D);
+        return;
+    }
+#endif
+    block_grad_f32(s, dp, nq, nk, lim0, L, D);
+}
+#define grad_f64 block_grad_f64
 
 /* The work on pairs [lo, hi), one function per dtype. */
 #define DEFINE_RANGES(T, SUF, GEMM, LOG)                                                                 \
@@ -312,7 +324,7 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
                     GEMM(false, true, nq, nk, dh, scale, qi, ldq, kj, ldk, 0, s, nk);                \
                     if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
                         GEMM(false, true, nq, nk, dh, 1, doi, C, vj, ldk, 0, dp, nk);                \
-                    block_grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D); \
+                    grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);      \
                     if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
                         GEMM(true, false, nk, dh, nq, 1, s, nk, doi, C, 1, dvb + (int64_t)j0 * ldk, ldk); \
                     if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \

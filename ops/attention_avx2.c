@@ -1,5 +1,6 @@
-/* The f32 online-softmax step of the fused attention (ops/attention.c,
- * block_online) written with AVX2 intrinsics: the same steps, lane for
+/* The f32 row kernels of the fused attention (ops/attention.c:
+ * block_online and block_grad) written with AVX2 intrinsics. The online
+ * step: the same steps, lane for
  * lane, as the portable version there, which GCC vectorises only
  * partly (it keeps the eight running maxima and sums in memory and
  * reloads its constants every group: 20% of an attention forward and
@@ -114,5 +115,40 @@ AVX2 int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int li
         alpha[r] = a;
     }
     return -1;
+}
+
+/* block_grad: P = exp(s - L) where visible and not -inf (else 0), then,
+ * when dp is given, dS = P (dP - D) where visible (else 0); same exp. */
+AVX2 void tg_attn_block_grad_avx2(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
+                                  const float *restrict L, const float *restrict D)
+{
+    const int full = nk & ~7;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int r = 0; r < nq; r++) {
+        float *restrict sr = s + (int64_t)r * nk;
+        const int lim = lim0 + r;
+        const __m256i vlim = _mm256_set1_epi32(lim);
+        const __m256 vL = _mm256_set1_ps(L[r]);
+        float *restrict dr = dp ? dp + (int64_t)r * nk : NULL;
+        const __m256 vD = _mm256_set1_ps(dp ? D[r] : 0);
+        for (int c0 = 0; c0 < full; c0 += 8) {
+            const __m256 x = _mm256_loadu_ps(sr + c0);
+            const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(c0));
+            const __m256 hid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, vlim));
+            const __m256 keep = _mm256_andnot_ps(hid, _mm256_cmp_ps(x, ninf, _CMP_NEQ_UQ));
+            const __m256 e = _mm256_and_ps(v_exp(_mm256_sub_ps(x, vL)), keep);
+            _mm256_storeu_ps(sr + c0, e);
+            if (dr) {
+                const __m256 g = _mm256_mul_ps(e, _mm256_sub_ps(_mm256_loadu_ps(dr + c0), vD));
+                _mm256_storeu_ps(dr + c0, _mm256_andnot_ps(hid, g));
+            }
+        }
+        for (int c = full; c < nk; c++) {
+            const float x = sr[c];
+            sr[c] = c <= lim && x != -INFINITY ? tg_fexp(x - L[r]) : 0;
+            if (dr) dr[c] = c <= lim ? sr[c] * (dr[c] - D[r]) : 0;
+        }
+    }
 }
 #endif

@@ -29,4 +29,9 @@ static inline size_t tg_attention_scratch_elems(int bq, int bk)
 int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int lim0, float *restrict m, float *restrict l,
                                   float *restrict alpha);
 
+/* The f32 backward step over one tile (block_grad of ops/attention.c),
+ * likewise: s leaves with P, dp (when not NULL) with dS = P (dP - D). */
+void tg_attn_block_grad_avx2(float *restrict s, float *restrict dp, int nq, int nk, int lim0, const float *restrict L,
+                             const float *restrict D);
+
 #endif

@@ -1,5 +1,5 @@
-/* The AVX2 online-softmax step of the fused attention
- * (tg_attn_block_online_avx2, ops/attention_avx2.c) against a plain
+/* The AVX2 row kernels of the fused attention (ops/attention_avx2.c):
+ * the online-softmax step and the backward step, each against a plain
  * double-precision version of what it must do, tile by tile: widths that
  * are and are not multiples of 8, every visibility limit, running maxima
  * and sums carried across calls, rows that see nothing yet, and the index
@@ -121,12 +121,57 @@ START_TEST(bad_scores_found_only_where_visible)
 }
 END_TEST
 
+/* The backward step: P = exp(s - L) where visible and not -inf, dS =
+ * P (dP - D) where visible, against double (exp of the float difference,
+ * as the kernel takes it), with and without dP. */
+START_TEST(grad_step_matches_reference)
+{
+    if (!tg_cpu_avx2()) return;
+    uint64_t seed = 7;
+    int tiles = 0;
+    double worst = 0;
+    for (int nk = 1; nk <= MAXK; nk += (nk < 17 ? 1 : 8))
+        for (int lim0 = -NQ - 1; lim0 <= nk + 1; lim0++)
+            for (int with_dp = 0; with_dp < 2; with_dp++) {
+                float s[NQ * MAXK], dp[NQ * MAXK], L[NQ], D[NQ], s0[NQ * MAXK], dp0[NQ * MAXK];
+                for (int r = 0; r < NQ; r++) L[r] = (float)(urand(&seed) * 4 + 2), D[r] = (float)(urand(&seed) - 0.5);
+                for (int e = 0; e < NQ * nk; e++) {
+                    s0[e] = urand(&seed) < 0.05 ? -INFINITY : (float)(urand(&seed) * 10 - 8);
+                    dp0[e] = (float)(urand(&seed) * 2 - 1);
+                    if ((e % nk) > lim0 + e / nk && urand(&seed) < 0.3) dp0[e] = NAN; /* hidden: must not leak */
+                    s[e] = s0[e], dp[e] = dp0[e];
+                }
+                tg_attn_block_grad_avx2(s, with_dp ? dp : NULL, NQ, nk, lim0, L, D);
+                for (int r = 0; r < NQ; r++)
+                    for (int c = 0; c < nk; c++) {
+                        const int e = r * nk + c;
+                        const bool vis = c <= lim0 + r;
+                        const double p = vis && s0[e] != -INFINITY ? exp((double)(s0[e] - L[r])) : 0;
+                        if (fabs(s[e] - p) > 3e-7 * p || (p == 0 && s[e] != 0))
+                            ck_abort_msg("nk %d lim0 %d P(%d,%d) = %.9g, want %.9g", nk, lim0, r, c, s[e], p);
+                        if (p > 0) worst = fmax(worst, fabs(s[e] - p) / p);
+                        if (!with_dp) {
+                            if (memcmp(&dp[e], &dp0[e], sizeof dp[e]) != 0)
+                                ck_abort_msg("nk %d: dp written without being asked", nk);
+                            continue;
+                        }
+                        const double g = vis ? (double)s[e] * ((double)dp0[e] - D[r]) : 0;
+                        if (fabs(dp[e] - g) > 2.4e-7 * fabs(g) || (g == 0 && dp[e] != 0))
+                            ck_abort_msg("nk %d lim0 %d dS(%d,%d) = %.9g, want %.9g", nk, lim0, r, c, dp[e], g);
+                    }
+                tiles++;
+            }
+    printf("test_attention_avx2: grad step, %d tiles, worst relative error of P %.2g\n", tiles, worst);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attention_avx2");
     TCase *tc = tcase_create("attention_avx2");
     tcase_add_test(tc, online_step_matches_reference);
     tcase_add_test(tc, bad_scores_found_only_where_visible);
+    tcase_add_test(tc, grad_step_matches_reference);
     suite_add_tcase(s, tc);
     return tt_run(s);
 }
