@@ -97,49 +97,21 @@
 
 DEFINE_LAYERNORM(double)
 
-/* ---- f32: the same arithmetic per element (statistics still in double),
- * with the row sums in 4 partial lanes so they vectorise instead of running
- * one dependent add per element. Only the order of the double sums changes
- * (rounding ~1e-16 relative, invisible after the f32 cast). */
+/* ---- f32: the row mean in double, summed in 4 partial lanes so that it
+ * vectorises instead of running one dependent add per element; the rest
+ * in f32 from x - mean taken as (x - mh) - ml (forward_f32, backward_f32
+ * below). */
 enum { LANES = 4 };
 
-/* sum_j (x_j - c) (x_j - c) * sq + (x_j - c) * (1 - sq), i.e. sum (x - c)
- * when sq = 0 and sum (x - c)^2 when sq = 1 */
-static inline double sum_f32(const float *restrict x, int C, double c, int sq)
+/* sum_j x_j in double */
+static inline double sum_f32(const float *restrict x, int C)
 {
     double s[LANES] = {0};
     int j = 0;
     for (; j + LANES <= C; j += LANES)
-        for (int k = 0; k < LANES; k++) {
-            const double d = (double)x[j + k] - c;
-            s[k] += sq ? d * d : d;
-        }
-    for (int k = 0; j < C; j++, k++) {
-        const double d = (double)x[j] - c;
-        s[k] += sq ? d * d : d;
-    }
+        for (int k = 0; k < LANES; k++) s[k] += (double)x[j + k];
+    for (int k = 0; j < C; j++, k++) s[k] += (double)x[j];
     return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
-                        float *y, double *mean, double *rstd)
-{
-    for (int64_t r = 0; r < rows; r++) {
-        const float *restrict xr = x + r * C; /* (C) */
-        float *restrict yr = y + r * C;       /* (C) */
-        const double m = sum_f32(xr, C, 0, 0) / C;
-        const double v = sum_f32(xr, C, m, 1) / C;
-        const double s = 1.0 / sqrt(v + eps);
-        if (w && b)
-            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s * w[j] + b[j]);
-        else if (w)
-            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s * w[j]);
-        else if (b)
-            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s + b[j]);
-        else
-            for (int j = 0; j < C; j++) yr[j] = (float)(((double)xr[j] - m) * s);
-        if (mean) mean[r] = m, rstd[r] = s;
-    }
 }
 
 /* Backward, all in f32 with 8 partial lanes per row sum; mean and rstd
@@ -161,6 +133,45 @@ typedef float v8f __attribute__((vector_size(32)));
  * have a different ABI in the two clones */
 #define V8_LOAD(v, p) memcpy(&(v), (p), sizeof(v8f))
 #define V8_STORE(p, v) memcpy((p), &(v), sizeof(v8f))
+
+/* Forward: the mean in double (sum_f32), then x - mean as (x - mh) - ml
+ * in f32 as in the backward; the variance from those in 8 f32 lanes
+ * (summed in double), the output in f32. */
+TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
+                                      float *y, double *mean, double *rstd)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict xr = x + r * C; /* (C) */
+        float *restrict yr = y + r * C;       /* (C) */
+        const double m = sum_f32(xr, C) / C;
+        const float mh = (float)m, ml = (float)(m - mh);
+        v8f sq = {0};
+        int j = 0;
+        for (; j + 8 <= C; j += 8) {
+            v8f xv;
+            V8_LOAD(xv, xr + j);
+            const v8f d = (xv - mh) - ml;
+            sq += d * d;
+        }
+        for (int k = 0; j < C; j++, k++) {
+            const float d = (xr[j] - mh) - ml;
+            sq[k] += d * d;
+        }
+        double v = 0;
+        for (int k = 0; k < 8; k++) v += sq[k];
+        const double sd = 1.0 / sqrt(v / C + eps);
+        const float sf = (float)sd;
+        if (w && b)
+            for (int jj = 0; jj < C; jj++) yr[jj] = ((xr[jj] - mh) - ml) * sf * w[jj] + b[jj];
+        else if (w)
+            for (int jj = 0; jj < C; jj++) yr[jj] = ((xr[jj] - mh) - ml) * sf * w[jj];
+        else if (b)
+            for (int jj = 0; jj < C; jj++) yr[jj] = ((xr[jj] - mh) - ml) * sf + b[jj];
+        else
+            for (int jj = 0; jj < C; jj++) yr[jj] = ((xr[jj] - mh) - ml) * sf;
+        if (mean) mean[r] = m, rstd[r] = sd;
+    }
+}
 
 enum { HAS_W = 1, ACC_W = 2, ACC_B = 4 }; /* ln_bwd_row_f32's flags */
 
