@@ -212,13 +212,22 @@ START_TEST(layernorm_f32_large_offset)
     tg_tensor *x = tt_randn(g, TT_SHAPE(3, 512), 21);
     for (int64_t i = 0; i < x->numel; i++) ((double *)x->data)[i] = (float)(1e4 + ((double *)x->data)[i]);
     tg_tensor *x32 = to_f32(g, x); /* holds exactly the values of x */
+    /* w and b hold f32 values too, so both sides see the same numbers */
+    tg_tensor *w = to_f32(g, tt_randn(g, TT_SHAPE(512), 22)), *b = to_f32(g, tt_randn(g, TT_SHAPE(512), 23));
+    tg_tensor *w64 = tg_tensor_new(g, TG_F64, 1, (int[]){512}), *b64 = tg_tensor_new(g, TG_F64, 1, (int[]){512});
+    for (int j = 0; j < 512; j++)
+        ((double *)w64->data)[j] = ((float *)w->data)[j], ((double *)b64->data)[j] = ((float *)b->data)[j];
     double *ref = malloc((size_t)x->numel * sizeof *ref);
-    ln_naive(x, NULL, NULL, 1e-5, ref);
-    tg_tensor *r = tg_tensor_from(g, TG_F64, TT_SHAPE(3, 512), ref);
+    for (int mode = 0; mode < 4; mode++) { /* none, w, b, both: each its own loop */
+        const bool hw = mode & 1, hb = mode & 2;
+        ln_naive(x, hw ? w64 : NULL, hb ? b64 : NULL, 1e-5, ref);
+        tg_tensor *r = tg_tensor_from(g, TG_F64, TT_SHAPE(3, 512), ref);
+        tg_tensor *y32 = tg_layernorm(g, x32, hw ? w : NULL, hb ? b : NULL, 1e-5);
+        ck_assert_ptr_nonnull(y32);
+        assert_close(y32, r, 1e-6, hw && hb ? "offset 1e4, w and b" : hw ? "offset 1e4, w" : hb ? "offset 1e4, b"
+                                                                                             : "offset 1e4");
+    }
     free(ref);
-    tg_tensor *y32 = tg_layernorm(g, x32, NULL, NULL, 1e-5);
-    ck_assert_ptr_nonnull(y32);
-    assert_close(y32, r, 1e-6, "layernorm f32 with offset 1e4 vs naive f64");
     tg_graph_free(g);
 }
 END_TEST
