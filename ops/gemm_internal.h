@@ -6,9 +6,11 @@
  * Large products are cut into contiguous blocks of rows of C (or of
  * columns, when C is wider than tall), one per thread; each block is one
  * single-threaded call: tg_sgemm (tapegrad's kernel or OpenBLAS, by size)
- * in f32, OpenBLAS in f64. Every element of C is computed by one call with
- * the same inner loop whichever way it is cut, and the cut depends only
- * on the thread count. Inside a parallel loop it is one call. */
+ * in f32, OpenBLAS in f64. The cut depends only on the thread count, so
+ * a run repeats exactly for a given count; across counts a product on
+ * tapegrad's kernel gives the same bits (each element's sum runs in the
+ * same order whatever the cut), one on OpenBLAS the same to rounding.
+ * Inside a parallel loop it is one call. */
 #ifndef TG_GEMM_INTERNAL_H
 #define TG_GEMM_INTERNAL_H
 

@@ -187,6 +187,32 @@ START_TEST(blocks_give_the_same_bits)
 }
 END_TEST
 
+/* tg_gemm_f32 cut into parts at 3 threads gives the same bits as one call
+ * whenever the kernel does the product: rows cut (M >= N) and columns cut
+ * (N > M, N past one 128-column block, K past one 256-deep slice).
+ * (OpenBLAS's products, the larger ones, agree only to rounding across
+ * thread counts: its edge kernels sum in another order.) */
+START_TEST(threads_give_the_same_bits)
+{
+    static const int shapes[][3] = {{64, 120, 300}, {300, 200, 100}, {40, 600, 100}, {500, 64, 700}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int l = 0; l < 4; l++) {
+            const bool ta = l & 1, tb = l >> 1;
+            const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], lda = ta ? M : K, ldb = tb ? K : N;
+            float *A = fill((size_t)(ta ? K : M) * lda, 8), *B = fill((size_t)(tb ? N : K) * ldb, 9);
+            float *one_t = fill((size_t)M * N, 10), *three_t = fill((size_t)M * N, 10);
+            tg_set_num_threads(1);
+            tg_gemm_f32(ta, tb, M, N, K, 1, A, lda, B, ldb, 0.5f, one_t, N);
+            tg_set_num_threads(3);
+            tg_gemm_f32(ta, tb, M, N, K, 1, A, lda, B, ldb, 0.5f, three_t, N);
+            tg_set_num_threads(1);
+            const bool same = memcmp(one_t, three_t, (size_t)M * N * sizeof(float)) == 0;
+            free(A), free(B), free(one_t), free(three_t);
+            ck_assert_msg(same, "%dx%dx%d ta=%d tb=%d: 3 threads differ from 1", M, N, K, ta, tb);
+        }
+}
+END_TEST
+
 /* K = 0 leaves beta C (the kernel declines; OpenBLAS scales). */
 START_TEST(empty_inner_dimension)
 {
@@ -206,6 +232,7 @@ int main(void)
     tcase_add_test(tc, kernel_matches_reference);
     tcase_add_test(tc, dispatch_and_threads_match_reference);
     tcase_add_test(tc, blocks_give_the_same_bits);
+    tcase_add_test(tc, threads_give_the_same_bits);
     tcase_add_test(tc, empty_inner_dimension);
     suite_add_tcase(s, tc);
     return tt_run(s);
