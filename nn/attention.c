@@ -200,6 +200,12 @@ static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, i
     return mask;
 }
 
+/* The output projection of the merged heads O (B,T,C), then dropout. */
+static tg_tensor *output_projection(tg_graph *g, const tg_mha *m, tg_tensor *O)
+{
+    return tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout);
+}
+
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args)
 {
@@ -247,7 +253,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
          * reading q, k and v in place from it */
         tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,3C) */
         tg_tensor *O = tg_attention_qkv(g, qkv, H, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
-        tg_tensor *y = tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout); /* (B,T,C) */
+        tg_tensor *y = output_projection(g, m, O);                                /* (B,T,C) */
         return !y || tg_graph_error(g) ? NULL : y;
     }
 
@@ -300,9 +306,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         O = tg_reshape(g, O, 3, (int[]){B, Tq, C});               /* (B,Tq,C) */
     }
 
-    /* ---- output projection */
-    tg_tensor *y = tg_linear_forward(g, &m->c_proj, O);       /* (B,Tq,C) */
-    y = tg_dropout(g, y, m->resid_dropout);                   /* (B,Tq,C) */
+    tg_tensor *y = output_projection(g, m, O);                /* (B,Tq,C) */
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
