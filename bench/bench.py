@@ -215,6 +215,19 @@ def alternate(name, t, rounds, variants, tg_run, th_run, score):
     return runs, dropped
 
 
+def report_end(results, t_start, load_start, json_path, raw):
+    """The table's footer (PyTorch settings dropped, wall time, load) and
+    the raw results written to json_path."""
+    dropped = ["%s at %d thread(s): PyTorch %s %s" % (r["config"], r["threads"], v if v != "None" else "default", why)
+               for r in results.values() for v, why in r["torch_dropped"].items()]
+    if dropped:
+        print("\nPyTorch settings dropped: " + "; ".join(dropped) + ".")
+    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
+          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
+    with open(json_path, "w") as f:
+        json.dump(raw, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -357,15 +370,7 @@ def main():
         print("| %s | " % s + " | ".join("%.1f (%.1f)" % (sgemm[t][i]["median_gflops"], sgemm[t][i]["gflops"])
                                          for t in threads) + " |")
     print("| **peak (highest median)** | " + " | ".join("**%.1f**" % peak[t] for t in threads) + " |")
-    dropped = ["%s at %d thread(s): PyTorch %s %s" % (r["config"], r["threads"], v if v != "None" else "default", why)
-               for r in results.values() for v, why in r["torch_dropped"].items()]
-    if dropped:
-        print("\nPyTorch settings dropped: " + "; ".join(dropped) + ".")
-    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
-          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
-
-    with open(json_path, "w") as f:
-        json.dump({"sgemm": sgemm, "peak_gflops": peak, "results": results}, f, indent=1)
+    report_end(results, t_start, load_start, json_path, {"sgemm": sgemm, "peak_gflops": peak, "results": results})
 
 
 # ---- --ops: single ops, tapegrad (bench_ops) against PyTorch (torch_ops.py) ----
@@ -437,14 +442,7 @@ def run_ops(args, exe, names, threads, json_path, t_start, load_start):
             print("| %s | %s | %.3f | %.3f | %.2f | %.3f | %.3f | **%.2f** | %s | %.0e%s |"
                   % (op, a["shape"], x["fwd"], y["fwd"], x["fwd"] / y["fwd"], x["fwdbwd"], y["fwdbwd"],
                      x["fwdbwd"] / y["fwdbwd"], gf, d, " DIFFERENT" if d > 1e-3 else ""))
-    dropped = ["%s at %d thread(s): PyTorch %s %s" % (r["config"], r["threads"], v if v != "None" else "default", why)
-               for r in results.values() for v, why in r["torch_dropped"].items()]
-    if dropped:
-        print("\nPyTorch settings dropped: " + "; ".join(dropped) + ".")
-    print("\nwall time %.0f s; load average (1 min) %.2f at the start, %.2f at the end (%d CPUs); raw results in %s"
-          % (time.time() - t_start, load_start[0], os.getloadavg()[0], os.cpu_count(), json_path))
-    with open(json_path, "w") as f:
-        json.dump({"results": results}, f, indent=1)
+    report_end(results, t_start, load_start, json_path, {"results": results})
 
 
 def op_medians(runs):

@@ -26,6 +26,8 @@
 #include "tapegrad.h"
 #include "ops/attention_internal.h"
 
+#include "bench_common.h"
+
 static double clock_s(clockid_t id)
 {
     struct timespec ts;
@@ -36,12 +38,6 @@ static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 /* CPU time of the process: on a shared machine, time spent descheduled
  * does not count (with one OpenBLAS thread all work is on this thread) */
 static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* nn/attention.c's composed path from the projections on */
 static tg_tensor *composed(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int H)

@@ -51,6 +51,8 @@
 
 #include "tapegrad.h"
 
+#include "bench_common.h"
+
 #define VOCAB 65
 #define MAX_INPUTS 4
 
@@ -261,19 +263,6 @@ static const op_def OPS[] = {
 #define N_OPS ((int)(sizeof OPS / sizeof OPS[0]))
 
 /* ---- timing ------------------------------------------------------------ */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double median(const double *v, int n, double *scratch)
 {

@@ -20,18 +20,7 @@
 
 #include "core/alloc.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_common.h"
 
 static void fill(float *p, size_t n, unsigned seed)
 {
@@ -59,11 +48,11 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double *best
     int ldb = nt ? k : n;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);   /* warm-up */
     int nc = 0;
-    double start = now_s();
-    while (nc < MAX_CALLS && (nc < 3 || now_s() - start < min_time)) {
-        double t0 = now_s();
+    double start = (now_ms() / 1e3);
+    while (nc < MAX_CALLS && (nc < 3 || (now_ms() / 1e3) - start < min_time)) {
+        double t0 = (now_ms() / 1e3);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
-        t[nc++] = now_s() - t0;
+        t[nc++] = (now_ms() / 1e3) - t0;
     }
     qsort(t, (size_t)nc, sizeof *t, cmp_double);
     *best = t[0];

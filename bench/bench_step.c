@@ -52,6 +52,8 @@
 
 #include "tapegrad.h"
 
+#include "bench_common.h"
+
 #define DATA_STREAM 7u
 
 typedef struct opts {
@@ -61,19 +63,6 @@ typedef struct opts {
     const char *init, *write_init;
     bool attn_composed;   /* --attn composed: the composed attention path */
 } opts;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void usage(void)
 {

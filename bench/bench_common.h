@@ -1,0 +1,23 @@
+/* Small helpers the benchmark programs share: a monotonic clock and the
+ * comparison qsort needs to sort timings. */
+#ifndef TG_BENCH_COMMON_H
+#define TG_BENCH_COMMON_H
+
+#include <time.h>
+
+/* milliseconds on the monotonic clock */
+static inline double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* ascending order of doubles, for qsort */
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#endif
