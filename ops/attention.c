@@ -20,19 +20,20 @@
  * (bq rows) and, in turn, each block of keys J (bk keys) up to the last
  * key any row of I sees:
  *
- *   S   = a Q_I K_J^T                     (one gemm, K^T a transpose flag)
+ *   S   = a Q_I K_J^T                     (one product)
  *   S_ij = -inf where key j is not visible to query i
  *   m'_i = max(m_i, max_j S_ij)           running row maximum
  *   P_ij = exp(S_ij - m'_i)
  *   l_i  = exp(m_i - m'_i) l_i + sum_j P_ij            running row sum
- *   O_I  = exp(m_i - m'_i) O_I + P V_J    (row rescale, then one gemm)
+ *   O_I  = exp(m_i - m'_i) O_I + P V_J    (row rescale, then one product)
  *   m_i  = m'_i
  *
  * and after the last key block O_i /= l_i and L_i = m_i + log l_i (the
  * row's logsumexp). Each row ends as sum_j exp(S_ij - m) V_j / sum_j
  * exp(S_ij - m) with m its overall maximum: the softmax of DESIGN.md with
  * the maximum subtracted, whatever the block sizes. Only O and L (B,H,Tq)
- * are kept; the scratch is two (bq,bk) tiles and three (bq) rows.
+ * are kept; the scratch is two (bq,bk) tiles, three (bq) rows and the
+ * head's packed operands (below).
  *
  * Backward recomputes the probabilities from L, block by block:
  *
@@ -43,8 +44,16 @@
  *   dS  = P * (dP - D)       the mean-subtracted softmax backward
  *   dQ_I += a dS K_J,   dK_J += a dS^T Q_I,   dV_J += P^T dO_I
  *
- * each product one gemm with beta = 1 straight into the gradients (which
- * may already hold values: everything adds).
+ * each product added straight into the gradients (which may already hold
+ * values: everything adds).
+ *
+ * Products. Each head's K^T (and, backward, V^T) is packed once into the
+ * worker's scratch, (dh, Tk), so that every product reads its right-hand
+ * operand row by row: K^T, V^T, or rows of V, K, Q, dO where they lie
+ * (or packed, see rows_f32). In f32 the products then run on tapegrad's
+ * micro-kernel with nothing packed per block (tg_sgemm_tiles; the
+ * transposed left operands P^T and dS^T are read through strides from
+ * the tile in L1); f64, and f32 without AVX2, call a gemm.
  *
  * Errors, as tg_softmax: a NaN or +inf score at a visible key names the
  * element; -inf scores get weight 0; a query row with no visible key, or
@@ -59,6 +68,7 @@
  * compiler vectorises; f64 uses libm. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -229,8 +239,75 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
 }
 #define grad_f64 block_grad_f64
 
+/* One product of the ranges below, C (M,N) = alpha A B (+ C when add),
+ * A(i,k) = a[i ars + k acs] with ars or acs 1 (A as stored or transposed),
+ * B (K,N) at b with row stride ldb. f32 runs on tapegrad's micro-kernel
+ * with nothing packed per call (tg_sgemm_tiles, which reads B 16 columns
+ * wide: see rows_f32), else, as f64, on a gemm call. */
+static void tiles_f32(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                      int ldb, float *c, int ldc, bool add)
+{
+    if (tg_sgemm_tiles(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add)) return;
+    const bool ta = acs != 1;
+    const int64_t ld = ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
+    tg_sgemm(ta, false, M, N, K, alpha, a, (int)(ld > 1 ? ld : 1), b, ldb, add ? 1 : 0, c, ldc);
+}
+static void tiles_f64(int M, int N, int K, double alpha, const double *a, int64_t ars, int64_t acs,
+                      const double *b, int ldb, double *c, int ldc, bool add)
+{
+    const bool ta = acs != 1;
+    const int64_t ld = ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
+    tg_dgemm(ta, false, M, N, K, alpha, a, (int)(ld > 1 ? ld : 1), b, ldb, add ? 1 : 0, c, ldc);
+}
+
+/* A head's K^T and V^T are packed once per head into the worker's
+ * scratch, (dh, Tk) at row stride ld_cols(Tk): >= Tk + 16, so that 16-wide
+ * reads from any key stay inside, and an odd multiple of 16 floats, so
+ * that the dh rows do not fall on a few L1 sets. Rows of V, K, Q and dO
+ * used as B are read in place, or packed at row stride ld_rows(dh) (dh
+ * rounded up to 16, zero past dh) where 16-wide reads would leave them. */
+static int ld_rows(int dh) { return (dh + 15) / 16 * 16; }
+static int ld_cols(int Tk)
+{
+    const int l = (Tk + 16 + 15) / 16 * 16;
+    return l / 16 % 2 ? l : l + 16;
+}
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+
+/* The worker's scratch: s and dp (bq,bk), three (bq) rows, K^T and V^T
+ * (dh, ld_cols), one (Tk, ld_rows) block (V forward, K backward) and two
+ * (Tq, ld_rows) blocks (Q and dO, backward), each rounded up to 16
+ * elements. */
+typedef struct scratch_layout {
+    size_t s, dp, rows, kt, vt, kv, qp, dop, total;   /* element offsets */
+} scratch_layout;
+
+static scratch_layout scratch_of(const attn_plan *p)
+{
+    const size_t tile = round16((size_t)p->bq * p->bk), rows = round16(3 * (size_t)p->bq);
+    const size_t t = round16((size_t)p->dh * ld_cols(p->Tk)), r = (size_t)ld_rows(p->dh);
+    scratch_layout x;
+    x.s = 0, x.dp = tile, x.rows = 2 * tile, x.kt = x.rows + rows, x.vt = x.kt + t, x.kv = x.vt + t;
+    x.qp = x.kv + round16((size_t)p->Tk * r), x.dop = x.qp + round16((size_t)p->Tq * r);
+    x.total = x.dop + round16((size_t)p->Tq * r);
+    return x;
+}
+
+/* K^T and V^T: f32 by 8 x 8 register transposes (tg_sgemm_pack_t) */
+static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict src, int64_t ld, int n, int w)
+{
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
+    for (int d = 0; d < w; d++)
+        for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
+}
+/* rows as B in place: f32 where 16-wide reads stay inside them (dh a
+ * multiple of 16); f64 always (its gemm calls read N columns) */
+#define F32_ROWS_IN_PLACE(dh) ((dh) % 16 == 0)
+#define F64_ROWS_IN_PLACE(dh) ((void)(dh), 1)
+
 /* The work on pairs [lo, hi), one function per dtype. */
-#define DEFINE_RANGES(T, SUF, GEMM, LOG)                                                                 \
+#define DEFINE_RANGES(T, SUF, LOG, PACK_T, ROWS_IN_PLACE)                                                \
     /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
     static void rows_scale_##SUF(T *o, int ld, int nq, int dh, const T *f)                           \
     {                                                                                                \
@@ -240,21 +317,40 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
             for (int d = 0; d < dh; d++) orow[d] *= fr;                                              \
         }                                                                                            \
     }                                                                                                \
+    /* n rows (dh wide) at x, row stride ld, as a B operand: x itself, or                            \
+     * their copy in buf (row stride ld_rows(dh), zero past dh); *ldb                                \
+     * receives the row stride */                                                                    \
+    static const T *rows_##SUF(const T *x, int ld, int n, int dh, T *buf, int *ldb)                  \
+    {                                                                                                \
+        if (ROWS_IN_PLACE(dh)) {                                                                     \
+            *ldb = ld;                                                                               \
+            return x;                                                                                \
+        }                                                                                            \
+        const int l = ld_rows(dh);                                                                   \
+        for (int j = 0; j < n; j++) {                                                                \
+            memcpy(buf + (int64_t)j * l, x + (int64_t)j * ld, (size_t)dh * sizeof(T));               \
+            memset(buf + (int64_t)j * l + dh, 0, (size_t)(l - dh) * sizeof(T));                      \
+        }                                                                                            \
+        *ldb = l;                                                                                    \
+        return buf;                                                                                  \
+    }                                                                                                \
     static int forward_range_##SUF(const attn_plan *p, const T *q, const T *k, const T *v, T *o,     \
                                    T *lse, int64_t lo, int64_t hi, T *scratch, attn_fault *f)        \
     {                                                                                                \
         const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
-        const int ldq = p->ldq, ldk = p->ldk;                                                        \
+        const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
         const T scale = (T)p->scale;                                                                 \
-        T *s = scratch;                                         /* (bq,bk) */                        \
-        T *m = s + 2 * (size_t)bq * bk, *l = m + bq, *alpha = l + bq; /* (bq) each */                \
+        const scratch_layout x = scratch_of(p);                                                      \
+        T *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */           \
+        T *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */                  \
         for (int64_t bh = lo; bh < hi; bh++) {                                                       \
             const int64_t b = bh / p->H, h = bh % p->H;                                              \
             const T *qb = q + b * Tq * ldq + h * dh;                /* (Tq,dh), ld ldq */            \
-            const T *kb = k + b * Tk * ldk + h * dh;                /* (Tk,dh), ld ldk */            \
-            const T *vb = v + b * Tk * ldk + h * dh;                /* (Tk,dh), ld ldk */            \
             T *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */              \
             T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
+            int lv;                                                                                  \
+            PACK_T(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                 /* K^T (dh,Tk) */ \
+            const T *vr = rows_##SUF(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */ \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
                 T *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */          \
@@ -262,8 +358,7 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
                 for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
                     /* S (nq,nk) = scale Q_I K_J^T */                                                \
-                    GEMM(false, true, nq, nk, dh, scale, qb + (int64_t)i0 * ldq, ldq, kb + (int64_t)j0 * ldk, \
-                         ldk, 0, s, nk);                                                             \
+                    tiles_##SUF(nq, nk, dh, scale, qb + (int64_t)i0 * ldq, ldq, 1, kt + j0, lt, s, nk, false); \
                     const int64_t at = online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
                     if (at >= 0) {                                                                   \
                         *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)}; \
@@ -271,8 +366,7 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
                     }                                                                                \
                     if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
                     /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
-                    GEMM(false, false, nq, dh, nk, 1, s, nk, vb + (int64_t)j0 * ldk, ldk, j0 > 0 ? 1 : 0, oi, \
-                         C);                                                                         \
+                    tiles_##SUF(nq, dh, nk, 1, s, nk, 1, vr + (int64_t)j0 * lv, lv, oi, C, j0 > 0);  \
                 }                                                                                    \
                 for (int r = 0; r < nq; r++) {                                                       \
                     if (m[r] == -INFINITY) {                                                         \
@@ -293,53 +387,60 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
                                      int64_t lo, int64_t hi, T *scratch)                             \
     {                                                                                                \
         const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
-        const int ldq = p->ldq, ldk = p->ldk;                                                        \
+        const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
         const T scale = (T)p->scale;                                                                 \
         const bool need_ds = dq || dk;                                                               \
-        T *s = scratch, *dp = s + (size_t)bq * bk;                  /* (bq,bk) each */               \
-        T *D = dp + (size_t)bq * bk;                                /* (bq) */                       \
+        const scratch_layout x = scratch_of(p);                                                      \
+        T *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */               \
+        T *D = scratch + x.rows;                                    /* (bq) */                       \
+        T *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */               \
         for (int64_t bh = lo; bh < hi; bh++) {                                                       \
             const int64_t b = bh / p->H, h = bh % p->H;                                              \
             const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + h * dh, oo = b * Tq * C + h * dh; \
             const T *qb = q + oq;                                   /* (Tq,dh), ld ldq */            \
             const T *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */              \
-            const T *kb = k + ok, *vb = v + ok;                     /* (Tk,dh), ld ldk */            \
             T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */            \
             T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */          \
             const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
+            int lk = 0, lq = 0, lo_ = 0;                                                             \
+            PACK_T(kt, lt, k + ok, ldk, Tk, dh);                                    /* K^T (dh,Tk) */ \
+            if (need_ds) PACK_T(vt, lt, v + ok, ldk, Tk, dh);                       /* V^T (dh,Tk) */ \
+            const T *kr = dqb ? rows_##SUF(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */ \
+            const T *qr = dkb ? rows_##SUF(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */ \
+            const T *dor = dvb ? rows_##SUF(dob, C, Tq, dh, scratch + x.dop, &lo_) : NULL;    /* dO */ \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
                 const T *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */    \
                 if (need_ds)                                                                         \
                     for (int r = 0; r < nq; r++) {                                                   \
-                        const T *x = doi + (int64_t)r * C, *y = ob + (int64_t)(i0 + r) * C;          \
+                        const T *xr = doi + (int64_t)r * C, *yr = ob + (int64_t)(i0 + r) * C;        \
                         T acc = 0;                                                                   \
-                        for (int d = 0; d < dh; d++) acc += x[d] * y[d];                             \
+                        for (int d = 0; d < dh; d++) acc += xr[d] * yr[d];                           \
                         D[r] = acc;                                                                  \
                     }                                                                                \
                 for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
                     const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
-                    const T *kj = kb + (int64_t)j0 * ldk, *vj = vb + (int64_t)j0 * ldk; /* (nk,dh) */ \
                     /* S (nq,nk) = scale Q_I K_J^T, as in the forward */                             \
-                    GEMM(false, true, nq, nk, dh, scale, qi, ldq, kj, ldk, 0, s, nk);                \
+                    tiles_##SUF(nq, nk, dh, scale, qi, ldq, 1, kt + j0, lt, s, nk, false);           \
                     if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
-                        GEMM(false, true, nq, nk, dh, 1, doi, C, vj, ldk, 0, dp, nk);                \
+                        tiles_##SUF(nq, nk, dh, 1, doi, C, 1, vt + j0, lt, dp, nk, false);           \
                     grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);      \
                     if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
-                        GEMM(true, false, nk, dh, nq, 1, s, nk, doi, C, 1, dvb + (int64_t)j0 * ldk, ldk); \
+                        tiles_##SUF(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * lo_, lo_,           \
+                                    dvb + (int64_t)j0 * ldk, ldk, true);                             \
                     if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
-                        GEMM(false, false, nq, dh, nk, scale, dp, nk, kj, ldk, 1, dqb + (int64_t)i0 * ldq, \
-                             ldq);                                                                   \
+                        tiles_##SUF(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk,         \
+                                    dqb + (int64_t)i0 * ldq, ldq, true);                             \
                     if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */                                    \
-                        GEMM(true, false, nk, dh, nq, scale, dp, nk, qi, ldq, 1, dkb + (int64_t)j0 * ldk, \
-                             ldk);                                                                   \
+                        tiles_##SUF(nk, dh, nq, scale, dp, 1, nk, qr + (int64_t)i0 * lq, lq,         \
+                                    dkb + (int64_t)j0 * ldk, ldk, true);                             \
                 }                                                                                    \
             }                                                                                        \
         }                                                                                            \
     }
 
-DEFINE_RANGES(float, f32, tg_sgemm, logf)
-DEFINE_RANGES(double, f64, tg_dgemm, log)
+DEFINE_RANGES(float, f32, logf, tg_sgemm_pack_t, F32_ROWS_IN_PLACE)
+DEFINE_RANGES(double, f64, log, pack_t_f64, F64_ROWS_IN_PLACE)
 
 /* One call's pairs, shared out among threads: each part has its own
  * scratch (scratch + part * scratch_elems) and its own fault slot. */
@@ -392,7 +493,7 @@ static void attention_backward(tg_graph *g, tg_node *nd)
     node_qkv(g, nd, x, gx, true);
     attn_job j = {.p = p, .dt = o->dtype, .q = x[0], .k = x[1], .v = x[2], .o = o->data, .dout = o->grad,
                   .lse = sv->lse, .dq = gx[0], .dk = gx[1], .dv = gx[2],
-                  .scratch_bytes = tg_attention_scratch_elems(p->bq, p->bk) * tg_dtype_size(o->dtype)};
+                  .scratch_bytes = scratch_of(p).total * tg_dtype_size(o->dtype)};
     if (!j.dq && !j.dk && !j.dv) return;
     j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
     if (!j.scratch) return;
@@ -416,7 +517,7 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     const size_t C = (size_t)p.C;
     attn_job j = {.p = &p, .dt = dt, .q = base, .k = n_in == 1 ? base + C * es : in[1]->data,
                   .v = n_in == 1 ? base + 2 * C * es : in[2]->data, .out = o ? o->data : NULL, .lse = lse,
-                  .faults = faults, .scratch_bytes = tg_attention_scratch_elems(p.bq, p.bk) * es};
+                  .faults = faults, .scratch_bytes = scratch_of(&p).total * es};
     j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
     if (!j.scratch) return NULL;
     tg_parallel_for((int64_t)B * H, 1, attn_part, &j);

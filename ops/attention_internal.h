@@ -16,13 +16,6 @@ void tg_attention_get_blocks(int *bq, int *bk);
 #define TG_ATTN_DEFAULT_BQ 24
 #define TG_ATTN_DEFAULT_BK 128
 
-/* Scratch elements (of the op's dtype) one worker needs for blocks of
- * bq x bk, forward or backward: two (bq,bk) tiles and three (bq) rows. */
-static inline size_t tg_attention_scratch_elems(int bq, int bk)
-{
-    return 2 * (size_t)bq * (size_t)bk + 3 * (size_t)bq;
-}
-
 /* The f32 online-softmax step over one (nq,nk) tile (ops/attention_avx2.c):
  * block_online of ops/attention.c with AVX2 + FMA intrinsics. Only where
  * TG_AVX2_KERNELS is defined and tg_cpu_avx2() is true. */

@@ -16,6 +16,7 @@
 
 #include <cblas.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc);
@@ -40,5 +41,23 @@ static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha,
  * CPU or compiler has no AVX2 + FMA path, or K = 0. */
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);
+
+/* C (M,N) = alpha A B, or C + alpha A B when add, on the calling thread
+ * with tapegrad's micro-kernel and nothing packed: for small products
+ * whose operands the caller has laid out for it (the attention's tiles).
+ * A(i,k) = a[i ars + k acs]; row k of B starts at b + k ldb and is read 16
+ * floats wide, so B must be readable up to N rounded up to a multiple of
+ * 16 (what lies past N only feeds columns that are not stored); row i of
+ * C starts at c + i ldc, and only its N columns are read (when add) and
+ * written. K = 0 gives C = 0 (or C unchanged when add). false, with C
+ * untouched, when this CPU or compiler has no AVX2 + FMA path. */
+bool tg_sgemm_tiles(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                    int64_t ldb, float *c, int64_t ldc, bool add);
+
+/* dst (w, ldd) = the transpose of src's n rows of w floats (row stride
+ * ld): dst[d ldd + j] = src[j ld + d], and columns n .. ldd-1 of dst zero
+ * (ldd >= n). 8 x 8 blocks are transposed in registers where the CPU has
+ * AVX2. */
+void tg_sgemm_pack_t(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w);
 
 #endif

@@ -35,6 +35,11 @@
  * a time, the same whichever rows or columns a call covers: cutting a
  * product into blocks (ops/gemm.c) gives the same bits.
  *
+ * tg_sgemm_tiles calls the micro-kernel directly, nothing packed, for
+ * small products whose operands the caller keeps in L1 in a layout the
+ * kernel can read (the attention's tiles); tiles whose rows or columns
+ * run past C's edge are stored through masks.
+ *
  * Without AVX2 + FMA (checked at run time) or off x86-64 GCC, the call
  * goes to cblas_sgemm. */
 #include <cblas.h>
@@ -59,18 +64,27 @@ enum { MR = 6, NR = 16, KC = 256, NC = 128, MC = 96 };
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
+/* Lanes [0, n) of an 8-lane mask, n in 0..8. */
+AVX2 static inline __m256i lane_mask(int n)
+{
+    static const int32_t ones_then_zeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    return _mm256_loadu_si256((const __m256i *)(ones_then_zeros + 8 - n));
+}
+
 /* One MR x NR tile: C[r][c] (r < mr, c < nr) = alpha acc + beta C, where
- * acc = sum_k A(r, k) panel[k][c]. first: this is the first K slice, so
- * beta applies (beta = 0: C is not read); later slices add. */
-AVX2 static void micro_kernel(int kc, const float *const p[MR], int64_t cs, const float *restrict panel,
-                              float *c, int ldc, int mr, int nr, float alpha, float beta, int first)
+ * acc = sum_k A(r, k) B(k, c) and row k of B is the NR floats at
+ * b + k bs (bs = NR in a packed panel). first: this is the first K slice,
+ * so beta applies (beta = 0: C is not read); later slices add. Columns
+ * past nr are neither read nor written (masked), rows past mr neither. */
+AVX2 static void micro_kernel(int kc, const float *const p[MR], int64_t cs, const float *restrict b, int64_t bs,
+                              float *c, int64_t ldc, int mr, int nr, float alpha, float beta, int first)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3], *p4 = p[4], *p5 = p[5];
     int64_t off = 0;
-    for (int k = 0; k < kc; k++, off += cs, panel += NR) {
-        const __m256 b0 = _mm256_load_ps(panel), b1 = _mm256_load_ps(panel + 8);
+    for (int k = 0; k < kc; k++, off += cs, b += bs) {
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
         __m256 a = _mm256_broadcast_ss(p0 + off);
         c00 = _mm256_fmadd_ps(a, b0, c00);
         c01 = _mm256_fmadd_ps(a, b1, c01);
@@ -90,10 +104,10 @@ AVX2 static void micro_kernel(int kc, const float *const p[MR], int64_t cs, cons
         c50 = _mm256_fmadd_ps(a, b0, c50);
         c51 = _mm256_fmadd_ps(a, b1, c51);
     }
-    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    const __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-    if (mr == MR && nr == NR) {
-        for (int r = 0; r < MR; r++) {
+    if (nr == NR) {
+        for (int r = 0; r < mr; r++) {
             float *cr = c + (int64_t)r * ldc;
             for (int h = 0; h < 2; h++) {
                 __m256 v = _mm256_mul_ps(va, acc[r][h]);
@@ -104,16 +118,14 @@ AVX2 static void micro_kernel(int kc, const float *const p[MR], int64_t cs, cons
         }
         return;
     }
-    float t[MR][NR];
-    for (int r = 0; r < MR; r++) {
-        _mm256_storeu_ps(t[r], acc[r][0]);
-        _mm256_storeu_ps(t[r] + 8, acc[r][1]);
-    }
+    const __m256i mask[2] = {lane_mask(nr < 8 ? nr : 8), lane_mask(nr > 8 ? nr - 8 : 0)};
     for (int r = 0; r < mr; r++) {
         float *cr = c + (int64_t)r * ldc;
-        for (int j = 0; j < nr; j++) {
-            const float v = alpha * t[r][j];
-            cr[j] = !first ? cr[j] + v : beta != 0 ? beta * cr[j] + v : v;
+        for (int h = 0; h < 2 && 8 * h < nr; h++) {
+            __m256 v = _mm256_mul_ps(va, acc[r][h]);
+            if (!first) v = _mm256_add_ps(v, _mm256_maskload_ps(cr + 8 * h, mask[h]));
+            else if (beta != 0) v = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8 * h, mask[h]), v);
+            _mm256_maskstore_ps(cr + 8 * h, mask[h], v);
         }
     }
 }
@@ -223,14 +235,73 @@ AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, 
                         cs = 1;
                     }
                     for (int jr = 0; jr < nc; jr += NR)
-                        micro_kernel(kc, p, cs, packed + (int64_t)(jr / NR) * kc * NR, C + (int64_t)i * ldc + jc + jr,
+                        micro_kernel(kc, p, cs, packed + (int64_t)(jr / NR) * kc * NR, NR, C + (int64_t)i * ldc + jc + jr,
                                      ldc, mr, nc - jr < NR ? nc - jr : NR, alpha, beta, pc == 0);
                 }
             }
         }
     }
 }
+
+/* tg_sgemm_tiles on this CPU: MR-row strips of A read in place, B's rows
+ * in place, one NR-column sliver of B at a time (it stays in L1 while the
+ * strips pass). */
+AVX2 static void tiles_avx2(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs,
+                            const float *b, int64_t ldb, float *c, int64_t ldc, bool add)
+{
+    for (int j = 0; j < N; j += NR)
+        for (int i = 0; i < M; i += MR) {
+            const int mr = M - i < MR ? M - i : MR;
+            const float *p[MR];
+            for (int r = 0; r < MR; r++) p[r] = a + (int64_t)(i + (r < mr ? r : mr - 1)) * ars;
+            micro_kernel(K, p, acs, b + j, ldb, c + (int64_t)i * ldc + j, ldc, mr, N - j < NR ? N - j : NR, alpha,
+                         add ? 1.0f : 0.0f, 1);
+        }
+}
 #endif
+
+#ifdef TG_AVX2_KERNELS
+AVX2 static void pack_t_avx2(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
+{
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        int d = 0;
+        for (; d + 8 <= w; d += 8) transpose8(src + j * ld + d, ld, dst + d * ldd + j, ldd);
+        for (; d < w; d++)
+            for (int t = 0; t < 8; t++) dst[d * ldd + j + t] = src[(j + t) * ld + d];
+    }
+    for (; j < n; j++)
+        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
+}
+#endif
+
+void tg_sgemm_pack_t(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
+{
+#ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx2())
+        pack_t_avx2(dst, ldd, src, ld, n, w);
+    else
+#endif
+        for (int j = 0; j < n; j++)
+            for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
+    for (int d = 0; d < w; d++)
+        for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
+}
+
+bool tg_sgemm_tiles(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                    int64_t ldb, float *c, int64_t ldc, bool add)
+{
+#ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx2()) {
+        if (M > 0 && N > 0) tiles_avx2(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add);
+        return true;
+    }
+#else
+    (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)ars, (void)acs, (void)b, (void)ldb, (void)c, (void)ldc;
+    (void)add;
+#endif
+    return false;
+}
 
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc)

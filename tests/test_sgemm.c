@@ -2,7 +2,9 @@
  * reference, in all four layouts, on sizes that cross every blocking edge
  * (6-row and 16-column tiles, 96-row, 128-column and 256-deep blocks),
  * with padded leading dimensions, alpha and beta; and the dispatcher
- * tg_sgemm, and the threaded tg_gemm_f32, on both of its sides.
+ * tg_sgemm, and the threaded tg_gemm_f32, on both of its sides; and the
+ * unpacked entry tg_sgemm_tiles with the transpose tg_sgemm_pack_t that
+ * the attention uses.
  *
  * The tolerance is the textbook bound for a sum of K products in float,
  * |computed - exact| <= (K + 3) u (|alpha| sum_k |a_ik b_kj| + |beta c_ij|),
@@ -224,6 +226,73 @@ START_TEST(empty_inner_dimension)
 }
 END_TEST
 
+/* tg_sgemm_tiles (no packing; A as stored or transposed through its two
+ * strides, B read 16 columns wide): against the reference on sizes around
+ * the 6 x 16 tile, K = 0 included. B's columns past N hold NaN (they feed
+ * only columns that are not stored); without add, C starts as NaN (it
+ * must not be read); C's padding columns must stay as they were. */
+START_TEST(tiles_match_reference)
+{
+    static const int Ms[] = {1, 5, 6, 7, 13, 24, 130}, Ns[] = {1, 7, 8, 9, 15, 16, 17, 33}, Ks[] = {0, 1, 3, 16, 24, 130};
+    int cases = 0;
+    double worst = 0;
+    uint64_t seed = 900;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+                for (int l = 0; l < 4; l++, seed += 3) {
+                    const int M = Ms[mi], N = Ns[ni], K = Ks[ki], pad = (int)(mi + ni) % 3;
+                    const bool ta = l & 1, add = l >> 1;
+                    const float alpha = l == 1 ? -0.75f : l == 2 ? 0.5f : 1;
+                    prob p = {ta, false, M, N, K, (ta ? M : K) + pad, (N + 15) / 16 * 16 + pad, N + 1 + pad, alpha,
+                              add ? 1 : 0};
+                    const size_t na = (size_t)(ta ? K : M) * p.lda + 1, nb = (size_t)K * p.ldb + 1,
+                                 nc = (size_t)M * p.ldc;
+                    float *A = fill(na, seed), *B = fill(nb, seed + 1), *C0 = fill(nc, seed + 2), *C = fill(nc, 0);
+                    for (int k = 0; k < K; k++)
+                        for (int j = N; j < p.ldb; j++) B[(size_t)k * p.ldb + j] = NAN;
+                    if (!add)
+                        for (int i = 0; i < M; i++)
+                            for (int j = 0; j < N; j++) C0[(size_t)i * p.ldc + j] = NAN;
+                    memcpy(C, C0, nc * sizeof *C);
+                    const int64_t ars = ta ? 1 : p.lda, acs = ta ? p.lda : 1;
+                    const bool have = tg_sgemm_tiles(M, N, K, alpha, A, ars, acs, B, p.ldb, C, p.ldc, add);
+                    const double w = have ? check_against_reference(&p, A, B, C0, C, "tiles") : -1;
+                    free(A), free(B), free(C0), free(C);
+                    if (!have) {
+                        printf("test_sgemm: no AVX2+FMA kernel on this machine; tg_sgemm_tiles is not used\n");
+                        return;
+                    }
+                    cases++;
+                    if (w > worst) worst = w;
+                }
+    printf("test_sgemm: tiles, %d problems, worst error %.3f of the bound\n", cases, worst);
+    ck_assert_int_eq(cases, 7 * 8 * 6 * 4);
+}
+END_TEST
+
+/* tg_sgemm_pack_t: the exact transpose, zero past column n, on sizes
+ * around its 8 x 8 blocks. */
+START_TEST(pack_t_is_the_transpose)
+{
+    static const int ns[] = {1, 7, 8, 9, 17, 64, 130}, ws[] = {1, 3, 8, 16, 17, 32};
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+        for (size_t b = 0; b < sizeof ws / sizeof *ws; b++) {
+            const int n = ns[a], w = ws[b], ld = w + (int)a, ldd = n + 16 + (int)b;
+            float *src = fill((size_t)n * ld, 40 + a), *dst = fill((size_t)w * ldd, 50 + b);
+            tg_sgemm_pack_t(dst, ldd, src, ld, n, w);
+            for (int d = 0; d < w; d++)
+                for (int j = 0; j < ldd; j++) {
+                    const float want = j < n ? src[(size_t)j * ld + d] : 0, got = dst[(size_t)d * ldd + j];
+                    if (memcmp(&want, &got, sizeof got) != 0)
+                        ck_abort_msg("n=%d w=%d ld=%d ldd=%d: dst(%d,%d) = %g, want %g", n, w, ld, ldd, d, j, got,
+                                     want);
+                }
+            free(src), free(dst);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sgemm");
@@ -234,6 +303,8 @@ int main(void)
     tcase_add_test(tc, blocks_give_the_same_bits);
     tcase_add_test(tc, threads_give_the_same_bits);
     tcase_add_test(tc, empty_inner_dimension);
+    tcase_add_test(tc, tiles_match_reference);
+    tcase_add_test(tc, pack_t_is_the_transpose);
     suite_add_tcase(s, tc);
     return tt_run(s);
 }
