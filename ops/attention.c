@@ -306,6 +306,16 @@ static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict
 #define F32_ROWS_IN_PLACE(dh) ((dh) % 16 == 0)
 #define F64_ROWS_IN_PLACE(dh) ((void)(dh), 1)
 
+/* Asks the CPU to start loading n rows of w elements of size es at x (row
+ * stride ld elements): the next head's rows, while this head computes. */
+static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
+{
+    const char *p = x;
+    const size_t bytes = (size_t)w * es, stride = (size_t)ld * es;
+    for (int j = 0; j < n; j++, p += stride)
+        for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
+
 /* The work on pairs [lo, hi), one function per dtype. */
 #define DEFINE_RANGES(T, SUF, LOG, PACK_T, ROWS_IN_PLACE)                                                \
     /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
@@ -350,6 +360,12 @@ static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict
             T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
             int lv;                                                                                  \
             PACK_T(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                 /* K^T (dh,Tk) */ \
+            if (bh + 1 < hi) { /* the next head's q, k, v */                                         \
+                const int64_t b1 = (bh + 1) / p->H, h1 = (bh + 1) % p->H;                            \
+                prefetch_rows(q + b1 * Tq * ldq + h1 * dh, ldq, Tq, dh, sizeof(T));                  \
+                prefetch_rows(k + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
+                prefetch_rows(v + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
+            }                                                                                        \
             const T *vr = rows_##SUF(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */ \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
@@ -404,6 +420,14 @@ static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict
             const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
             int lk = 0, lq = 0, lo_ = 0;                                                             \
             PACK_T(kt, lt, k + ok, ldk, Tk, dh);                                    /* K^T (dh,Tk) */ \
+            if (bh + 1 < hi) { /* the next head's q, k, v, o, dO */                                  \
+                const int64_t b1 = (bh + 1) / p->H, h1 = (bh + 1) % p->H;                            \
+                prefetch_rows(q + b1 * Tq * ldq + h1 * dh, ldq, Tq, dh, sizeof(T));                  \
+                prefetch_rows(k + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
+                prefetch_rows(v + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
+                prefetch_rows(o + b1 * Tq * C + h1 * dh, C, Tq, dh, sizeof(T));                      \
+                prefetch_rows(dout + b1 * Tq * C + h1 * dh, C, Tq, dh, sizeof(T));                   \
+            }                                                                                        \
             if (need_ds) PACK_T(vt, lt, v + ok, ldk, Tk, dh);                       /* V^T (dh,Tk) */ \
             const T *kr = dqb ? rows_##SUF(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */ \
             const T *qr = dkb ? rows_##SUF(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */ \
