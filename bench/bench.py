@@ -2,7 +2,7 @@
 """tapegrad against PyTorch, side by side: one command, one table.
 
     /usr/bin/python3 bench/bench.py --build build [--configs S,M,L,N]
-        [--threads 1,2] [--rounds 3] [--steps N] [--warmup W] [--json PATH]
+        [--threads 1,2] [--rounds 5] [--steps N] [--warmup W] [--json PATH]
     /usr/bin/python3 bench/bench.py --ops [OP,OP,...] [--repeats 20] [same flags]
     /usr/bin/python3 bench/bench.py --flat [STEPS] [--rss-every K] [--configs C] [--threads T]
 
@@ -67,10 +67,10 @@ HERE = os.path.join(ROOT, "bench")
 # touched in the second; PyTorch's caching allocator fills): three steps
 # are left out on every config.
 CONFIGS = {
-    "S": (2, 4, 64, 64, 16, 20, 3),
+    "S": (2, 4, 64, 64, 16, 60, 3),
     "M": (4, 4, 128, 128, 16, 8, 3),
     "L": (6, 8, 256, 256, 8, 5, 3),
-    "N": (4, 4, 128, 64, 12, 15, 3),
+    "N": (4, 4, 128, 64, 12, 40, 3),
 }
 VOCAB = 65
 SEED = 1337
@@ -234,7 +234,7 @@ def main():
     ap.add_argument("--build", default="build", help="CMake build folder (default: build)")
     ap.add_argument("--configs", default="S,M,L,N", help="comma-separated subset of S,M,L,N")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    ap.add_argument("--rounds", type=int, default=3, help="runs per side per config and thread count")
+    ap.add_argument("--rounds", type=int, default=5, help="runs per side per config and thread count")
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per config, 5 to 20)")
     ap.add_argument("--warmup", type=int, help="warm-up steps per run (default: per config, 1 to 3; "
                     "--ops: warm-up repeats, default 3)")
