@@ -258,9 +258,8 @@ AVX2 static void tiles_avx2(int M, int N, int K, float alpha, const float *a, in
                          add ? 1.0f : 0.0f, 1);
         }
 }
-#endif
 
-#ifdef TG_AVX2_KERNELS
+/* tg_sgemm_pack_t's copy on this CPU: 8 x 8 blocks by transpose8 */
 AVX2 static void pack_t_avx2(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
 {
     int j = 0;
