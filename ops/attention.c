@@ -307,13 +307,28 @@ static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict
 #define F64_ROWS_IN_PLACE(dh) ((void)(dh), 1)
 
 /* Asks the CPU to start loading n rows of w elements of size es at x (row
- * stride ld elements): the next head's rows, while this head computes. */
+ * stride ld elements). */
 static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
 {
     const char *p = x;
     const size_t bytes = (size_t)w * es, stride = (size_t)ld * es;
     for (int j = 0; j < n; j++, p += stride)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
+
+/* Pair bh's rows of q, k, v and, when not NULL, of o and dO (elements of
+ * size es): loaded while the pair before it computes. */
+static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const void *k, const void *v,
+                          const void *o, const void *dout, size_t es)
+{
+    const int64_t b = bh / p->H, h = bh % p->H, dh = p->dh;
+    const int64_t oq = (b * p->Tq * p->ldq + h * dh) * (int64_t)es, ok = (b * p->Tk * p->ldk + h * dh) * (int64_t)es;
+    const int64_t oo = (b * p->Tq * p->C + h * dh) * (int64_t)es;
+    prefetch_rows((const char *)q + oq, p->ldq, p->Tq, p->dh, es);
+    prefetch_rows((const char *)k + ok, p->ldk, p->Tk, p->dh, es);
+    prefetch_rows((const char *)v + ok, p->ldk, p->Tk, p->dh, es);
+    if (o) prefetch_rows((const char *)o + oo, p->C, p->Tq, p->dh, es);
+    if (dout) prefetch_rows((const char *)dout + oo, p->C, p->Tq, p->dh, es);
 }
 
 /* The work on pairs [lo, hi), one function per dtype. */
@@ -360,12 +375,7 @@ static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
             T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
             int lv;                                                                                  \
             PACK_T(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                 /* K^T (dh,Tk) */ \
-            if (bh + 1 < hi) { /* the next head's q, k, v */                                         \
-                const int64_t b1 = (bh + 1) / p->H, h1 = (bh + 1) % p->H;                            \
-                prefetch_rows(q + b1 * Tq * ldq + h1 * dh, ldq, Tq, dh, sizeof(T));                  \
-                prefetch_rows(k + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
-                prefetch_rows(v + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
-            }                                                                                        \
+            if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, NULL, NULL, sizeof(T)); /* the next head */ \
             const T *vr = rows_##SUF(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */ \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
@@ -418,20 +428,13 @@ static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
             T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */            \
             T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */          \
             const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
-            int lk = 0, lq = 0, lo_ = 0;                                                             \
+            int lk = 0, lq = 0, ldo = 0;                                                             \
             PACK_T(kt, lt, k + ok, ldk, Tk, dh);                                    /* K^T (dh,Tk) */ \
-            if (bh + 1 < hi) { /* the next head's q, k, v, o, dO */                                  \
-                const int64_t b1 = (bh + 1) / p->H, h1 = (bh + 1) % p->H;                            \
-                prefetch_rows(q + b1 * Tq * ldq + h1 * dh, ldq, Tq, dh, sizeof(T));                  \
-                prefetch_rows(k + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
-                prefetch_rows(v + b1 * Tk * ldk + h1 * dh, ldk, Tk, dh, sizeof(T));                  \
-                prefetch_rows(o + b1 * Tq * C + h1 * dh, C, Tq, dh, sizeof(T));                      \
-                prefetch_rows(dout + b1 * Tq * C + h1 * dh, C, Tq, dh, sizeof(T));                   \
-            }                                                                                        \
+            if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, o, dout, sizeof(T)); /* the next head */ \
             if (need_ds) PACK_T(vt, lt, v + ok, ldk, Tk, dh);                       /* V^T (dh,Tk) */ \
             const T *kr = dqb ? rows_##SUF(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */ \
             const T *qr = dkb ? rows_##SUF(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */ \
-            const T *dor = dvb ? rows_##SUF(dob, C, Tq, dh, scratch + x.dop, &lo_) : NULL;    /* dO */ \
+            const T *dor = dvb ? rows_##SUF(dob, C, Tq, dh, scratch + x.dop, &ldo) : NULL;    /* dO */ \
             for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
                 const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
                 const T *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */    \
@@ -450,7 +453,7 @@ static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
                         tiles_##SUF(nq, nk, dh, 1, doi, C, 1, vt + j0, lt, dp, nk, false);           \
                     grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);      \
                     if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
-                        tiles_##SUF(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * lo_, lo_,           \
+                        tiles_##SUF(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * ldo, ldo,           \
                                     dvb + (int64_t)j0 * ldk, ldk, true);                             \
                     if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
                         tiles_##SUF(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk,         \
@@ -467,7 +470,7 @@ DEFINE_RANGES(float, f32, logf, tg_sgemm_pack_t, F32_ROWS_IN_PLACE)
 DEFINE_RANGES(double, f64, log, pack_t_f64, F64_ROWS_IN_PLACE)
 
 /* One call's pairs, shared out among threads: each part has its own
- * scratch (scratch + part * scratch_elems) and its own fault slot. */
+ * scratch (scratch + part * scratch_bytes) and its own fault slot. */
 typedef struct attn_job {
     const attn_plan *p;
     tg_dtype dt;
