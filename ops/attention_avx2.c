@@ -13,8 +13,9 @@
  *   pass 2: P = exp(s - m) (0 for -inf), row sum in 8 lanes.
  * Lane k holds the columns c = k (mod 8), the tail included, and the
  * lanes are added in order 0..7: the sums round as the portable code's.
- * exp is tg_fexp's method (clamp to [-87, 0], 2^k times a degree-7
- * Taylor polynomial), the polynomial in Estrin's order. */
+ * exp is tg_fexp's, lane for lane (clamp to [-87, 0], 2^k times a
+ * degree-7 Taylor polynomial in Estrin's order): the scalar tail
+ * columns call tg_fexp itself. */
 #include <math.h>
 #include <stdint.h>
 
@@ -36,8 +37,8 @@ AVX2 static inline __m256 v_exp(__m256 x)
     const __m256 kf = _mm256_sub_ps(t, shifter);
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
     r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.42860682030941723212e-6f), r);
-    /* the degree-7 Taylor polynomial in Estrin's order (as
-     * tg_fexp_unclamped): three levels of multiply-adds, not seven */
+    /* the degree-7 Taylor polynomial in Estrin's order, as
+     * tg_fexp_unclamped */
     const __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
     const __m256 p01 = _mm256_add_ps(_mm256_set1_ps(1.0f), r);
     const __m256 p23 = _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 6), _mm256_set1_ps(0.5f));

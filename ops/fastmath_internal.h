@@ -67,36 +67,12 @@ static inline float tg_fsel(int c, float a, float b)
     return out;
 }
 
-static inline float tg_fexp(float x)
-{
-    x = tg_fsel(x > -87.0f, x, -87.0f); /* NaN too: any input gives a defined result */
-    x = tg_fsel(x < 0.0f, x, 0.0f);
-    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float t = x * 1.44269504088896341f + shifter;
-    int32_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    int32_t k = bits - 0x4B400000; /* the integer t - shifter, in the low bits */
-    float kf = t - shifter;
-    float r = (x - kf * 0.693145751953125f) - kf * 1.42860682030941723212e-6f;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int32_t sb = (k + 127) << 23;
-    float scale;
-    memcpy(&scale, &sb, sizeof scale);
-    return p * scale;
-}
-
-/* e^x for x in [-87, 0] with no clamping: the same reduction as tg_fexp,
- * e^r by the same Taylor polynomial in Estrin's order (three levels of
- * multiply-adds instead of seven in a row, so less latency per lane).
- * Outside [-87, 0] the result is meaningless (not UB: the exponent bits are
- * built in unsigned arithmetic); callers select such lanes away. */
+/* e^x for x in [-87, 0] with no clamping: 2^k e^r with k = round(x /
+ * ln 2), r = x - k ln 2 (ln 2 in two parts, so r is exact to float), e^r
+ * by its degree-7 Taylor polynomial in Estrin's order (three levels of
+ * multiply-adds instead of seven in a row: less latency per lane). Outside
+ * [-87, 0] the result is meaningless (not UB: the exponent bits are built
+ * in unsigned arithmetic); callers select such lanes away. */
 static inline float tg_fexp_unclamped(float x)
 {
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
@@ -113,6 +89,15 @@ static inline float tg_fexp_unclamped(float x)
     float scale;
     memcpy(&scale, &sb, sizeof scale);
     return p * scale;
+}
+
+/* e^x, x clamped to [-87, 0] first (NaN gives e^-87): any input gives a
+ * defined result */
+static inline float tg_fexp(float x)
+{
+    x = tg_fsel(x > -87.0f, x, -87.0f);
+    x = tg_fsel(x < 0.0f, x, 0.0f);
+    return tg_fexp_unclamped(x);
 }
 
 /* V(a) of erfc a = exp(-a^2) (1 + a V(a)), a = |z| in [0, 4] (see the top;
