@@ -158,6 +158,24 @@ AVX2 static void transpose8(const float *src, int64_t ss, float *dst, int64_t ds
     _mm256_storeu_ps(dst + 7 * ds, _mm256_permute2f128_ps(r3, r7, 0x31));
 }
 
+/* dst (w, ldd) = the transpose of src's n rows of w floats (row stride ld),
+ * columns n .. ldd-1 zero: 8 x 8 blocks by transpose8, the edges one
+ * float at a time (tg_sgemm_pack_t, and pack_b for a transposed B) */
+AVX2 static void transpose_rows(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
+{
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        int d = 0;
+        for (; d + 8 <= w; d += 8) transpose8(src + j * ld + d, ld, dst + d * ldd + j, ldd);
+        for (; d < w; d++)
+            for (int t = 0; t < 8; t++) dst[d * ldd + j + t] = src[(j + t) * ld + d];
+    }
+    for (; j < n; j++)
+        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
+    for (int d = 0; d < w; d++)
+        for (int64_t jj = n; jj < ldd; jj++) dst[d * ldd + jj] = 0;
+}
+
 /* Packs op(B)[k0 .. k0+kc) x [j0 .. j0+nc) into NR-column panels: panel q
  * holds columns j0 + q NR .. as kc rows of NR floats, zero past N. */
 AVX2 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *restrict dst)
@@ -176,17 +194,9 @@ AVX2 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0
             }
             continue;
         }
-        /* B stored (N,K): column j of op(B) is row j of B; 8 x 8 blocks
-         * are transposed in registers, the edges one float at a time */
-        const float *src = B + (int64_t)(j0 + q) * ldb + k0;
-        int k = 0;
-        if (w == NR)
-            for (; k + 8 <= kc; k += 8) {
-                transpose8(src + k, ldb, dst + (int64_t)k * NR, NR);
-                transpose8(src + 8 * (int64_t)ldb + k, ldb, dst + (int64_t)k * NR + 8, NR);
-            }
-        for (; k < kc; k++)
-            for (int j = 0; j < NR; j++) dst[(int64_t)k * NR + j] = j < w ? src[(int64_t)j * ldb + k] : 0;
+        /* B stored (N,K): column j of op(B) is row j of B, so the panel
+         * (kc, NR) is the transpose of w rows of B, zero past them */
+        transpose_rows(dst, NR, B + (int64_t)(j0 + q) * ldb + k0, ldb, w, kc);
     }
 }
 
@@ -259,30 +269,18 @@ AVX2 static void tiles_avx2(int M, int N, int K, float alpha, const float *a, in
         }
 }
 
-/* tg_sgemm_pack_t's copy on this CPU: 8 x 8 blocks by transpose8 */
-AVX2 static void pack_t_avx2(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
-{
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        int d = 0;
-        for (; d + 8 <= w; d += 8) transpose8(src + j * ld + d, ld, dst + d * ldd + j, ldd);
-        for (; d < w; d++)
-            for (int t = 0; t < 8; t++) dst[d * ldd + j + t] = src[(j + t) * ld + d];
-    }
-    for (; j < n; j++)
-        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
-}
 #endif
 
 void tg_sgemm_pack_t(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
 {
 #ifdef TG_AVX2_KERNELS
-    if (tg_cpu_avx2())
-        pack_t_avx2(dst, ldd, src, ld, n, w);
-    else
+    if (tg_cpu_avx2()) {
+        transpose_rows(dst, ldd, src, ld, n, w);
+        return;
+    }
 #endif
-        for (int j = 0; j < n; j++)
-            for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
     for (int d = 0; d < w; d++)
         for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
 }
