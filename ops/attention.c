@@ -244,20 +244,29 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
  * B (K,N) at b with row stride ldb. f32 runs on tapegrad's micro-kernel
  * with nothing packed per call (tg_sgemm_tiles, which reads B 16 columns
  * wide: see rows_f32), else, as f64, on a gemm call. */
+/* A as a gemm sees it: transposed when acs is not 1; returns lda, at
+ * least what a gemm accepts (a row or column that is never stepped over
+ * may have stride 1) */
+static int gemm_lda(int M, int K, int64_t ars, int64_t acs, bool *ta)
+{
+    *ta = acs != 1;
+    const int64_t ld = *ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
+    return (int)(ld > 1 ? ld : 1);
+}
 static void tiles_f32(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
                       int ldb, float *c, int ldc, bool add)
 {
     if (tg_sgemm_tiles(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add)) return;
-    const bool ta = acs != 1;
-    const int64_t ld = ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
-    tg_sgemm(ta, false, M, N, K, alpha, a, (int)(ld > 1 ? ld : 1), b, ldb, add ? 1 : 0, c, ldc);
+    bool ta;
+    const int lda = gemm_lda(M, K, ars, acs, &ta);
+    tg_sgemm(ta, false, M, N, K, alpha, a, lda, b, ldb, add ? 1 : 0, c, ldc);
 }
 static void tiles_f64(int M, int N, int K, double alpha, const double *a, int64_t ars, int64_t acs,
                       const double *b, int ldb, double *c, int ldc, bool add)
 {
-    const bool ta = acs != 1;
-    const int64_t ld = ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
-    tg_dgemm(ta, false, M, N, K, alpha, a, (int)(ld > 1 ? ld : 1), b, ldb, add ? 1 : 0, c, ldc);
+    bool ta;
+    const int lda = gemm_lda(M, K, ars, acs, &ta);
+    tg_dgemm(ta, false, M, N, K, alpha, a, lda, b, ldb, add ? 1 : 0, c, ldc);
 }
 
 /* A head's K^T and V^T are packed once per head into the worker's
@@ -274,22 +283,29 @@ static int ld_cols(int Tk)
 }
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
-/* The worker's scratch: s and dp (bq,bk), three (bq) rows, K^T and V^T
- * (dh, ld_cols), one (Tk, ld_rows) block (V forward, K backward) and two
- * (Tq, ld_rows) blocks (Q and dO, backward), each rounded up to 16
- * elements. */
+/* Rows used as B are packed (a copy padded to ld_rows) only in f32 with
+ * dh not a multiple of 16: f64's products are gemm calls that read N
+ * columns. */
+static bool rows_packed(tg_dtype dt, int dh) { return dt == TG_F32 && dh % 16 != 0; }
+
+/* The worker's scratch, as element offsets: s (bq,bk), and dp backward;
+ * three (bq) rows; K^T (dh, ld_cols), and V^T backward; when rows are
+ * packed, one (Tk, ld_rows) block (V forward, K backward) and, backward,
+ * two (Tq, ld_rows) blocks (Q and dO). Each rounded up to 16 elements;
+ * what a pass or dtype does not use takes no room. */
 typedef struct scratch_layout {
-    size_t s, dp, rows, kt, vt, kv, qp, dop, total;   /* element offsets */
+    size_t s, dp, rows, kt, vt, kv, qp, dop, total;
 } scratch_layout;
 
-static scratch_layout scratch_of(const attn_plan *p)
+static scratch_layout scratch_of(const attn_plan *p, tg_dtype dt, bool backward)
 {
-    const size_t tile = round16((size_t)p->bq * p->bk), rows = round16(3 * (size_t)p->bq);
-    const size_t t = round16((size_t)p->dh * ld_cols(p->Tk)), r = (size_t)ld_rows(p->dh);
+    const size_t tile = round16((size_t)p->bq * p->bk), t = round16((size_t)p->dh * ld_cols(p->Tk));
+    const size_t r = rows_packed(dt, p->dh) ? (size_t)ld_rows(p->dh) : 0;
     scratch_layout x;
-    x.s = 0, x.dp = tile, x.rows = 2 * tile, x.kt = x.rows + rows, x.vt = x.kt + t, x.kv = x.vt + t;
-    x.qp = x.kv + round16((size_t)p->Tk * r), x.dop = x.qp + round16((size_t)p->Tq * r);
-    x.total = x.dop + round16((size_t)p->Tq * r);
+    x.s = 0, x.dp = tile, x.rows = x.dp + (backward ? tile : 0), x.kt = x.rows + round16(3 * (size_t)p->bq);
+    x.vt = x.kt + t, x.kv = x.vt + (backward ? t : 0), x.qp = x.kv + round16((size_t)p->Tk * r);
+    x.dop = x.qp + (backward ? round16((size_t)p->Tq * r) : 0);
+    x.total = x.dop + (backward ? round16((size_t)p->Tq * r) : 0);
     return x;
 }
 
@@ -301,10 +317,6 @@ static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict
     for (int d = 0; d < w; d++)
         for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
 }
-/* rows as B in place: f32 where 16-wide reads stay inside them (dh a
- * multiple of 16); f64 always (its gemm calls read N columns) */
-#define F32_ROWS_IN_PLACE(dh) ((dh) % 16 == 0)
-#define F64_ROWS_IN_PLACE(dh) ((void)(dh), 1)
 
 /* Asks the CPU to start loading n rows of w elements of size es at x (row
  * stride ld elements). */
@@ -332,7 +344,7 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
 }
 
 /* The work on pairs [lo, hi), one function per dtype. */
-#define DEFINE_RANGES(T, SUF, LOG, PACK_T, ROWS_IN_PLACE)                                                \
+#define DEFINE_RANGES(T, SUF, DT, LOG, PACK_T)                                                           \
     /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
     static void rows_scale_##SUF(T *o, int ld, int nq, int dh, const T *f)                           \
     {                                                                                                \
@@ -347,7 +359,7 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
      * receives the row stride */                                                                    \
     static const T *rows_##SUF(const T *x, int ld, int n, int dh, T *buf, int *ldb)                  \
     {                                                                                                \
-        if (ROWS_IN_PLACE(dh)) {                                                                     \
+        if (!rows_packed(DT, dh)) {                                                                  \
             *ldb = ld;                                                                               \
             return x;                                                                                \
         }                                                                                            \
@@ -365,7 +377,7 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
         const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
         const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
         const T scale = (T)p->scale;                                                                 \
-        const scratch_layout x = scratch_of(p);                                                      \
+        const scratch_layout x = scratch_of(p, DT, false);                                           \
         T *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */           \
         T *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */                  \
         for (int64_t bh = lo; bh < hi; bh++) {                                                       \
@@ -416,7 +428,7 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
         const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
         const T scale = (T)p->scale;                                                                 \
         const bool need_ds = dq || dk;                                                               \
-        const scratch_layout x = scratch_of(p);                                                      \
+        const scratch_layout x = scratch_of(p, DT, true);                                            \
         T *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */               \
         T *D = scratch + x.rows;                                    /* (bq) */                       \
         T *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */               \
@@ -466,8 +478,8 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
         }                                                                                            \
     }
 
-DEFINE_RANGES(float, f32, logf, tg_sgemm_pack_t, F32_ROWS_IN_PLACE)
-DEFINE_RANGES(double, f64, log, pack_t_f64, F64_ROWS_IN_PLACE)
+DEFINE_RANGES(float, f32, TG_F32, logf, tg_sgemm_pack_t)
+DEFINE_RANGES(double, f64, TG_F64, log, pack_t_f64)
 
 /* One call's pairs, shared out among threads: each part has its own
  * scratch (scratch + part * scratch_bytes) and its own fault slot. */
@@ -496,16 +508,18 @@ static void attn_part(void *ctx, int64_t lo, int64_t hi)
         backward_range_f64(j->p, j->q, j->k, j->v, j->o, j->dout, j->lse, j->dq, j->dk, j->dv, lo, hi, scr);
 }
 
-/* q, k, v of node nd: three tensors, or one qkv (B,T,3C) holding them
- * side by side; their gradients likewise (NULL: none needed). */
-static void node_qkv(tg_graph *g, tg_node *nd, const void *x[3], void *gx[3], bool with_grads)
+/* q, k, v of a call on n_in inputs: three tensors, or one qkv (B,T,3C)
+ * holding them side by side at column offsets 0, C, 2C; and, when gx is
+ * not NULL, their gradients likewise (NULL where none is needed). */
+static void qkv_of(tg_graph *g, int n_in, tg_tensor *const *in, size_t C, const void *x[3], void *gx[3])
 {
-    const size_t es = tg_dtype_size(nd->out->dtype), C = (size_t)nd->out->shape[2];
+    const size_t es = tg_dtype_size(in[0]->dtype);
     for (int i = 0; i < 3; i++) {
-        tg_tensor *t = nd->in[nd->n_in == 1 ? 0 : i];
-        const size_t off = nd->n_in == 1 ? i * C * es : 0;
+        tg_tensor *t = in[n_in == 1 ? 0 : i];
+        const size_t off = n_in == 1 ? i * C * es : 0;
         x[i] = (const char *)t->data + off;
-        void *gr = with_grads ? tg_grad(g, t) : NULL;
+        if (!gx) continue;
+        void *gr = tg_grad(g, t);
         gx[i] = gr ? (char *)gr + off : NULL;
     }
 }
@@ -517,10 +531,10 @@ static void attention_backward(tg_graph *g, tg_node *nd)
     tg_tensor *o = nd->out;
     const void *x[3];
     void *gx[3];
-    node_qkv(g, nd, x, gx, true);
+    qkv_of(g, nd->n_in, nd->in, (size_t)p->C, x, gx);
     attn_job j = {.p = p, .dt = o->dtype, .q = x[0], .k = x[1], .v = x[2], .o = o->data, .dout = o->grad,
                   .lse = sv->lse, .dq = gx[0], .dk = gx[1], .dv = gx[2],
-                  .scratch_bytes = scratch_of(p).total * tg_dtype_size(o->dtype)};
+                  .scratch_bytes = scratch_of(p, o->dtype, true).total * tg_dtype_size(o->dtype)};
     if (!j.dq && !j.dk && !j.dv) return;
     j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
     if (!j.scratch) return;
@@ -540,11 +554,10 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     tg_tensor *o = tg_op_output(g, dt, 3, (int[]){B, p.Tq, p.C});           /* (B,Tq,C) */
     void *lse = o ? tg_arena_alloc(g, (size_t)B * H * p.Tq * es) : NULL;    /* (B,H,Tq) */
     attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
-    const char *base = in[0]->data;
-    const size_t C = (size_t)p.C;
-    attn_job j = {.p = &p, .dt = dt, .q = base, .k = n_in == 1 ? base + C * es : in[1]->data,
-                  .v = n_in == 1 ? base + 2 * C * es : in[2]->data, .out = o ? o->data : NULL, .lse = lse,
-                  .faults = faults, .scratch_bytes = scratch_of(&p).total * es};
+    const void *x[3];
+    qkv_of(g, n_in, in, (size_t)p.C, x, NULL);
+    attn_job j = {.p = &p, .dt = dt, .q = x[0], .k = x[1], .v = x[2], .out = o ? o->data : NULL, .lse = lse,
+                  .faults = faults, .scratch_bytes = scratch_of(&p, dt, false).total * es};
     j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
     if (!j.scratch) return NULL;
     tg_parallel_for((int64_t)B * H, 1, attn_part, &j);
