@@ -7,10 +7,10 @@
  *                   [--only L|M|S] [--T 64,128,256] [--path both|fused|composed] [--min]
  *
  * Shapes (the attention of the issue's configs): L = B 8, H 8, C 256;
- * M = B 16, H 4, C 128; each at T = 64, 128, 256. q, k, v (B,T,C) and dO
- * are filled from a seeded normal stream on their own graph; each rep runs
- * on a second graph, reset after it: forward (fwd), or forward then
- * backward seeded with dO into q, k, v (fwd+bwd). Reps repeat until
+ * M = B 16, H 4, C 128; S = B 16, H 4, C 64; each at T = 64, 128, 256.
+ * q, k, v (B,T,C) and dO are filled from a seeded normal stream on their
+ * own graph; each rep runs on a second graph, reset after it: forward
+ * (fwd), or forward then backward seeded with dO into q, k, v (fwd+bwd). Reps repeat until
  * --min-time seconds have passed (at least 5); each is timed in process
  * CPU time (so time spent descheduled on a shared machine does not count)
  * and the median counts, or the fastest with --min.
@@ -115,7 +115,8 @@ int main(int argc, char **argv)
     tg_attention_set_blocks(bq, bk);
     tg_attention_get_blocks(&bq, &bk);
 
-    static const struct { const char *name; int B, H, C; } shapes[] = {{"L", 8, 8, 256}, {"M", 16, 4, 128}, {"S", 16, 4, 64}};
+    static const struct { const char *name; int B, H, C; } shapes[] = {
+        {"L", 8, 8, 256}, {"M", 16, 4, 128}, {"S", 16, 4, 64}};
     printf("# threads %d, blocks %d x %d, f32, causal; %s CPU ms; arena MB for fwd+bwd\n", threads, bq, bk,
            use_min ? "fastest" : "median");
     printf("%-3s %4s  %10s %10s %8s   %10s %10s %8s   %6s %6s %6s\n", "cfg", "T", "fused fwd", "fwd+bwd", "MB",

@@ -48,11 +48,11 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double *best
     int ldb = nt ? k : n;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);   /* warm-up */
     int nc = 0;
-    double start = (now_ms() / 1e3);
-    while (nc < MAX_CALLS && (nc < 3 || (now_ms() / 1e3) - start < min_time)) {
-        double t0 = (now_ms() / 1e3);
+    const double start = now_ms();
+    while (nc < MAX_CALLS && (nc < 3 || now_ms() - start < 1e3 * min_time)) {
+        const double t0 = now_ms();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
-        t[nc++] = (now_ms() / 1e3) - t0;
+        t[nc++] = 1e-3 * (now_ms() - t0);   /* seconds */
     }
     qsort(t, (size_t)nc, sizeof *t, cmp_double);
     *best = t[0];

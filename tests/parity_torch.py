@@ -82,7 +82,7 @@ CONFIGS = [
           step=(1e-2, 0.1, 0.99, 10.0))),  # clip on but above the norm
     # wide enough to cross the f32 gemm kernel's blocks (3C = 300 columns:
     # three 128-column blocks; 210 rows: 96-row blocks and a 6-row edge)
-    # and the attention's 32-row query blocks (T = 70)
+    # and the attention's 24-row query blocks (T = 70: two whole, one partial)
     ("wide100_h5_bias_T70", tg.make_config(2, 5, 100, 70, 67, bias=True), 3, 70,
      dict(wdt="F32", idt="I64", ignore=0.1, scale=0.05, head=True,
           step=(3e-3, 0.1, 0.99, 1.0))),
