@@ -10,10 +10,11 @@
  * M = B 16, H 4, C 128; S = B 16, H 4, C 64; each at T = 64, 128, 256.
  * q, k, v (B,T,C) and dO are filled from a seeded normal stream on their
  * own graph; each rep runs on a second graph, reset after it: forward
- * (fwd), or forward then backward seeded with dO into q, k, v (fwd+bwd). Reps repeat until
- * --min-time seconds have passed (at least 5); each is timed in process
- * CPU time (so time spent descheduled on a shared machine does not count)
- * and the median counts, or the fastest with --min.
+ * (fwd), or forward then backward seeded with dO into q, k, v (fwd+bwd).
+ * Reps repeat until --min-time seconds have passed (at least 5); each is
+ * timed in process CPU time (so time spent descheduled on a shared
+ * machine does not count) and the median counts, or the fastest with
+ * --min.
  * Memory: the arena bytes one forward + backward takes (inputs excluded).
  * Output: one line per shape and path, then the fused / composed ratios. */
 #include <cblas.h>
