@@ -1,6 +1,10 @@
+#define _DEFAULT_SOURCE   /* madvise */
 #include "alloc.h"
 
 #include <stdlib.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #define STB_DS_IMPLEMENTATION
 #include "stb_ds_internal.h"
@@ -11,4 +15,23 @@ void *tg_malloc(size_t n) { n_calls++; return malloc(n ? n : 1); }
 void *tg_calloc(size_t count, size_t n) { n_calls++; return calloc(count ? count : 1, n ? n : 1); }
 void *tg_realloc(void *p, size_t n) { n_calls++; return realloc(p, n ? n : 1); }
 void tg_free(void *p) { free(p); }
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *tg_malloc_big(size_t *n)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (*n >= HUGE_PAGE && *n <= SIZE_MAX - HUGE_PAGE) {
+        const size_t size = (*n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        void *p = aligned_alloc(HUGE_PAGE, size);
+        if (p) {
+            n_calls++;
+            (void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: without it, 4 KiB pages */
+            *n = size;
+            return p;
+        }
+    }
+#endif
+    return tg_malloc(*n);
+}
 uint64_t tg_alloc_calls(void) { return n_calls; }

@@ -13,7 +13,7 @@ static int add_chunk(tg_arena *a, size_t need)
     if (a->n == TG_ARENA_MAX_CHUNKS) return -1;
     size_t size = a->n ? a->chunks[a->n - 1].size * 2 : TG_ARENA_MIN_CHUNK;
     if (size < need + TG_ARENA_ALIGN) size = need + TG_ARENA_ALIGN;
-    char *base = tg_malloc(size);
+    char *base = tg_malloc_big(&size);   /* size: what was obtained */
     if (!base) return -1;
     a->chunks[a->n++] = (tg_arena_chunk){base, size, 0};
     return 0;
