@@ -334,8 +334,12 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
 {
     if (M <= 0 || N <= 0) return;
     /* measured (docs/decisions.md): ahead of OpenBLAS while N or K is at
-     * most SMALL_DIM, behind it (by 5-15%) on larger squares */
-    if ((N <= SMALL_DIM || K <= SMALL_DIM) && !blas_only() &&
+     * most SMALL_DIM, behind it (by 5-15%) on larger squares, and behind
+     * it (by 7-10% in a training step) on a long product with A stored
+     * transposed: a linear layer's dW = dY^T X. (K decides, not M or N,
+     * which ops/gemm.c cuts: every part of a product goes the same way.) */
+    const bool weight_grad = ta && !tb && K > SMALL_DIM;
+    if ((N <= SMALL_DIM || K <= SMALL_DIM) && !weight_grad && !blas_only() &&
         tg_sgemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,

@@ -192,8 +192,9 @@ END_TEST
 /* tg_gemm_f32 cut into parts at 3 threads gives the same bits as one call
  * whenever the kernel does the product: rows cut (M >= N) and columns cut
  * (N > M, N past one 128-column block, K past one 256-deep slice).
- * (OpenBLAS's products, the larger ones, agree only to rounding across
- * thread counts: its edge kernels sum in another order.) */
+ * (OpenBLAS's products, the larger ones and the long ones with A stored
+ * transposed, agree only to rounding across thread counts: its edge
+ * kernels sum in another order. Those are skipped here.) */
 START_TEST(threads_give_the_same_bits)
 {
     static const int shapes[][3] = {{64, 120, 300}, {300, 200, 100}, {40, 600, 100}, {500, 64, 700}};
@@ -201,6 +202,7 @@ START_TEST(threads_give_the_same_bits)
         for (int l = 0; l < 4; l++) {
             const bool ta = l & 1, tb = l >> 1;
             const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], lda = ta ? M : K, ldb = tb ? K : N;
+            if (ta && !tb && K > 128) continue;   /* OpenBLAS's (tg_sgemm) */
             float *A = fill((size_t)(ta ? K : M) * lda, 8), *B = fill((size_t)(tb ? N : K) * ldb, 9);
             float *one_t = fill((size_t)M * N, 10), *three_t = fill((size_t)M * N, 10);
             tg_set_num_threads(1);
