@@ -1,7 +1,7 @@
 /* bench_sgemm: the machine's single-precision gemm throughput through
  * OpenBLAS, the ceiling bench/bench.py compares training steps with.
  *
- *   bench_sgemm [--threads 1] [--min-time 0.3] [MxNxK[:nt] ...]
+ *   bench_sgemm [--threads 1] [--min-time 0.3] [--turn-time S] [MxNxK[:nt] ...]
  *
  * Each shape (default 1024x1024x1024) is C (M,N) = A (M,K) B (K,N), or
  * with ":nt" A (M,K) B^T where B is (N,K) (the layout of a linear layer,
@@ -9,6 +9,12 @@
  * warms up; then calls repeat until --min-time seconds have passed (at
  * least 3), and the best call counts:
  *   GFLOP/s = 2 M N K / best seconds / 1e9.
+ * With --turn-time S (for bench.py, which runs it between the training
+ * steps of both sides so that it samples the same seconds): one shape;
+ * after the warm-up call the program prints "wait" and, for every line it
+ * then reads on stdin, repeats calls for S seconds (at least one) and
+ * prints "wait" again; when stdin closes, the statistics cover every
+ * call of every turn.
  * Output: one JSON object on stdout,
  *   {"threads": T, "results": [{"m", "n", "k", "nt", "gflops",
  *                               "median_gflops", "calls"}, ...]} */
@@ -31,7 +37,8 @@ static void fill(float *p, size_t n, unsigned seed)
 }
 
 /* best and median seconds per call; -1 when out of memory */
-static int time_shape(int m, int n, int k, int nt, double min_time, double *best, double *median, int *calls)
+static int time_shape(int m, int n, int k, int nt, double min_time, double turn_time, double *best, double *median,
+                      int *calls)
 {
     float *a = tg_malloc((size_t)m * k * sizeof *a);   /* (M,K) */
     float *b = tg_malloc((size_t)k * n * sizeof *b);   /* (K,N), or (N,K) when nt */
@@ -48,11 +55,24 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double *best
     int ldb = nt ? k : n;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);   /* warm-up */
     int nc = 0;
-    const double start = now_ms();
-    while (nc < MAX_CALLS && (nc < 3 || now_ms() - start < 1e3 * min_time)) {
-        const double t0 = now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
-        t[nc++] = 1e-3 * (now_ms() - t0);   /* seconds */
+    char line[64];
+    for (int turn = 0; turn == 0 || turn_time > 0; turn++) {
+        if (turn_time > 0) {   /* bench.py's turn */
+            printf("wait\n");
+            fflush(stdout);
+            if (!fgets(line, sizeof line, stdin)) break;
+        }
+        const double start = now_ms(), span = turn_time > 0 ? turn_time : min_time;
+        for (int n_turn = 0; nc < MAX_CALLS && (n_turn < (turn_time > 0 ? 1 : 3) || now_ms() - start < 1e3 * span);
+             n_turn++) {
+            const double t0 = now_ms();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
+            t[nc++] = 1e-3 * (now_ms() - t0);   /* seconds */
+        }
+    }
+    if (!nc) {   /* stdin closed before the first turn */
+        tg_free(a), tg_free(b), tg_free(c), tg_free(t);
+        return -2;
     }
     qsort(t, (size_t)nc, sizeof *t, cmp_double);
     *best = t[0];
@@ -65,13 +85,13 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double *best
 int main(int argc, char **argv)
 {
     int threads = 1;
-    double min_time = 0.3;
+    double min_time = 0.3, turn_time = 0;
     enum { MAX_SHAPES = 64 };
     int shapes[MAX_SHAPES][4], ns = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fprintf(stderr, "usage: bench_sgemm [--threads 1] [--min-time 0.3] [MxNxK[:nt] ...]\n");
+            fprintf(stderr, "usage: bench_sgemm [--threads 1] [--min-time 0.3] [--turn-time S] [MxNxK[:nt] ...]\n");
             return 0;
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             threads = (int)strtol(argv[++i], &end, 10);
@@ -83,6 +103,12 @@ int main(int argc, char **argv)
             min_time = strtod(argv[++i], &end);
             if (*end || !(min_time >= 0 && min_time <= 600)) {
                 fprintf(stderr, "bench_sgemm: --min-time: '%s' is not in [0, 600] seconds\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--turn-time") && i + 1 < argc) {
+            turn_time = strtod(argv[++i], &end);
+            if (*end || !(turn_time > 0 && turn_time <= 600)) {
+                fprintf(stderr, "bench_sgemm: --turn-time: '%s' is not in (0, 600] seconds\n", argv[i]);
                 return 2;
             }
         } else {
@@ -98,18 +124,24 @@ int main(int argc, char **argv)
         }
     }
     if (!ns) shapes[0][0] = shapes[0][1] = shapes[0][2] = 1024, shapes[0][3] = 0, ns = 1;
+    if (turn_time > 0 && ns > 1) {
+        fprintf(stderr, "bench_sgemm: --turn-time takes one shape, got %d\n", ns);
+        return 2;
+    }
     openblas_set_num_threads(threads);
 
-    printf("{\"threads\": %d, \"results\": [", threads);
     for (int i = 0; i < ns; i++) {
         double best, median;
         int calls;
         int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2], nt = shapes[i][3];
-        if (time_shape(m, n, k, nt, min_time, &best, &median, &calls)) {
-            fprintf(stderr, "bench_sgemm: out of memory for %dx%dx%d\n", m, n, k);
+        const int r = time_shape(m, n, k, nt, min_time, turn_time, &best, &median, &calls);
+        if (r) {
+            if (r == -2) fprintf(stderr, "bench_sgemm: stdin closed before the first turn\n");
+            else fprintf(stderr, "bench_sgemm: out of memory for %dx%dx%d\n", m, n, k);
             return 1;
         }
         double flop = 2.0 * m * n * k;
+        if (!i) printf("{\"threads\": %d, \"results\": [", threads);   /* after turn mode's "wait" lines */
         printf("%s{\"m\": %d, \"n\": %d, \"k\": %d, \"nt\": %s, \"gflops\": %.3f, \"median_gflops\": %.3f, "
                "\"calls\": %d}",
                i ? ", " : "", m, n, k, nt ? "true" : "false", flop / best / 1e9, flop / median / 1e9, calls);

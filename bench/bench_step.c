@@ -4,7 +4,7 @@
  *              --batch-size B [--vocab 65] [--steps 20] [--warmup 3]
  *              [--threads 1] [--seed 1337] [--lr 1e-3]
  *              [--init W.safetensors] [--write-init PATH] [--rss-every K]
- *              [--attn fused|composed]
+ *              [--attn fused|composed] [--chunk K]
  *
  * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout;
  * attention fused (tg_attention, the default) or composed (--attn).
@@ -35,6 +35,12 @@
  *    "losses": [every step, warm-up included, before its update],
  *    "loss": the last step's loss, "n_params"}
  *
+ * Chunks (for bench.py's interleaving): with --chunk K, before the first
+ * timed step and before every K-th timed step after it, the program
+ * prints the line "wait" on stdout and blocks until it reads a line on
+ * stdin (outside the timed region); it stops with an error if stdin
+ * closes.
+ *
  * Memory flatness: with --rss-every K (K >= 1), after the first step, every
  * K-th step and the last (steps numbered from 1, warm-up included; outside
  * the timed region) the process's resident set (/proc/self/statm, -1 where
@@ -57,7 +63,7 @@
 #define DATA_STREAM 7u
 
 typedef struct opts {
-    int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads, rss_every;
+    int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads, rss_every, chunk;
     long long seed;
     double lr;
     const char *init, *write_init;
@@ -69,7 +75,7 @@ static void usage(void)
     fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
                     "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
                     "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
-                    "                  [--attn fused|composed]\n");
+                    "                  [--attn fused|composed] [--chunk K]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
@@ -85,6 +91,7 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
         {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
         {"--steps", &o->steps, 1, 1 << 24},   {"--warmup", &o->warmup, 0, 1 << 24},
         {"--threads", &o->threads, 1, 1024}, {"--rss-every", &o->rss_every, 0, 1 << 24},
+        {"--chunk", &o->chunk, 0, 1 << 24},
     };
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -202,7 +209,7 @@ static int write_init(const tg_gpt *m, const char *path, char *err, size_t errle
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 1337, 1e-3, NULL, NULL, false};
+    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 0, 1337, 1e-3, NULL, NULL, false};
     char err[1024];
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
@@ -257,6 +264,15 @@ int main(int argc, char **argv)
     tg_graph_set_training(g, true);   /* dropout is 0 anyway */
     for (int s = 0; s < S; s++) {
         const int32_t *rows = toks + (size_t)s * B * (T + 1);   /* (B,T+1) */
+        if (o.chunk && s >= o.warmup && (s - o.warmup) % o.chunk == 0) {   /* bench.py's turn */
+            char line[64];
+            printf("wait\n");
+            fflush(stdout);
+            if (!fgets(line, sizeof line, stdin)) {
+                snprintf(err, sizeof err, "--chunk: stdin closed before step %d", s);
+                goto fail;
+            }
+        }
         double t0 = now_ms();
         tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
         tg_tensor *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */

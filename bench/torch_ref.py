@@ -4,7 +4,7 @@ of bench/bench_step.c.
 
     torch_ref.py --init W.safetensors --batch-size B [--steps 20]
                  [--warmup 3] [--threads 1] [--seed 1337] [--lr 1e-3]
-                 [--rss-every K]
+                 [--rss-every K] [--chunk K]
 
 The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT
 in float32, loaded from the weights bench_step --write-init wrote, no
@@ -27,6 +27,10 @@ the last (numbered from 1, warm-up included, outside the timed region)
 records the resident set (/proc/self/statm) and ru_maxrss into
 "rss_every" and "rss_samples": {"step", "rss_kb", "peak_rss_kb"} (no
 "alloc_calls": PyTorch's allocations are not counted).
+
+--chunk K: as bench_step, before the first timed step and every K-th after
+it, prints "wait" and blocks until a line arrives on stdin (bench.py's
+interleaving).
 """
 
 import argparse
@@ -106,9 +110,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--rss-every", type=int, default=0, help="record memory every K steps (0: off)")
+    ap.add_argument("--chunk", type=int, default=0,
+                    help="print 'wait' and read a line from stdin before every K-th timed step (0: off)")
     args = ap.parse_args()
-    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.threads < 1 or args.rss_every < 0:
-        sys.exit("torch_ref: --steps, --batch-size, --threads must be >= 1, --warmup and --rss-every >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.threads < 1 or args.rss_every < 0 \
+            or args.chunk < 0:
+        sys.exit("torch_ref: --steps, --batch-size, --threads must be >= 1, --warmup, --rss-every and --chunk >= 0")
 
     torch.set_num_threads(args.threads)
     rss_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -123,6 +130,10 @@ def main():
     ms, losses = [], []
     rss = {"step": [], "rss_kb": [], "peak_rss_kb": []}
     for s in range(n_total):
+        if args.chunk and s >= args.warmup and (s - args.warmup) % args.chunk == 0:   # bench.py's turn
+            print("wait", flush=True)
+            if not sys.stdin.readline():
+                sys.exit("torch_ref: --chunk: stdin closed before step %d" % s)
         t0 = time.perf_counter()
         x, y = toks[s, :, :T], toks[s, :, 1:]
         _, loss = model(x, y)
