@@ -2,7 +2,7 @@
 """tapegrad against PyTorch, side by side: one command, one table.
 
     /usr/bin/python3 bench/bench.py --build build [--configs S,M,L,N]
-        [--threads 1,2] [--rounds 5] [--steps N] [--warmup W] [--json PATH]
+        [--threads 1,2] [--rounds 5] [--steps N] [--warmup W] [--chunk K] [--json PATH]
     /usr/bin/python3 bench/bench.py --ops [OP,OP,...] [--repeats 20] [same flags]
     /usr/bin/python3 bench/bench.py --flat [STEPS] [--rss-every K] [--configs C] [--threads T]
 
@@ -21,28 +21,39 @@ describes all three.
 3. Per config: bench_step --write-init writes the initial weights once;
    then, per thread count and round, bench_step (tapegrad) and
    bench/torch_ref.py (PyTorch) train from those weights on the same
-   batches. Rounds alternate which side goes first. Each side is pinned
-   to the thread count: OPENBLAS_NUM_THREADS=T and OMP_NUM_THREADS=T for
-   both, openblas_set_num_threads(T) in bench_step, torch.set_num_threads(T)
-   in torch_ref.py; PyTorch runs twice per round, with the environment's
-   OMP_WAIT_POLICY and with OMP_WAIT_POLICY=PASSIVE, and the variant
-   with the lower median is kept (a variant more than 1.5x slower than
-   the other in round 1 is not run again; a PyTorch run longer than
-   max(60 s, 10x the tapegrad run) is stopped and its variant dropped).
-   Warm-up steps are excluded.
+   batches. PyTorch runs twice per round, with the environment's
+   OMP_WAIT_POLICY and with OMP_WAIT_POLICY=PASSIVE, and the variant with
+   the lower median is kept (a variant more than 1.5x slower than the
+   other in round 1 is not run again; a PyTorch chunk longer than
+   max(60 s, 10x tapegrad's first chunk) stops its variant). Each side is
+   pinned to the thread count: OPENBLAS_NUM_THREADS=T and
+   OMP_NUM_THREADS=T for both, openblas_set_num_threads(T) in bench_step,
+   torch.set_num_threads(T) in torch_ref.py. The processes of a round
+   start together and run their warm-up steps (excluded); then they take
+   turns (--chunk timed steps each, tapegrad, PyTorch default, PyTorch
+   PASSIVE, then 0.3 s of OpenBLAS 1024^3 products for the sgemm
+   throughput, and back), one computing at a time while the others wait
+   on stdin, 0.2 s apart, until each side has run --steps. The machine's
+   speed drifts by up to 30% over seconds; turns of a second or less put
+   both sides (and the sgemm probe) in the same seconds, where whole runs
+   one after the other (the first version of this harness) did not.
 4. Prints markdown tables (stdout; progress goes to stderr) and writes
    every raw run to --json (default BUILD/bench_results.json).
 
 Statistics: "median" is the median over every timed step of every round
-of one side; the bracket is [lowest, highest] of the per-round medians.
+(every chunk) of one side; the bracket is [lowest, highest] of the per-round medians.
 ratio = tapegrad median / PyTorch median. tokens/s = B*T / median.
 
 FLOP per step (nanoGPT's estimate_mfu): tokens * (6 N + 12 L C T), with
 N the parameter count without the position embedding (wte counts: it is
 the tied LM head), L layers, C = n_embd = H * dh, T the block size,
 tokens = B * T. The attention term counts the full T x T (as nanoGPT),
-not the causal half. GFLOP/s = FLOP per step / median; "% peak" divides
-it by the sgemm peak at the same thread count.
+not the causal half. GFLOP/s = FLOP per step / median; the % divides it
+by the machine's sgemm throughput at the same thread count, timed in the
+same seconds: OpenBLAS 1024^3 products (bench_sgemm --turn-time) take a
+turn of 0.3 s beside the two sides' chunks, and the median call over
+all rounds counts. (The sgemm table printed last is timed before the
+steps, on 1024^3 and each config's linear-layer shapes, for reference.)
 
 Loss agreement: both sides start from identical f32 weights and see
 identical batches; the tables give the largest |loss_tapegrad -
@@ -53,24 +64,28 @@ over every pair of runs with the same thread count.
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "bench")
 
-# name: (n_layer, n_head, n_embd, block_size, batch, default steps, default warm-up)
+# name: (n_layer, n_head, n_embd, block_size, batch, default steps,
+#        default warm-up, default chunk)
 # Warm-up: the first steps of either side pay one-time costs (tapegrad's
 # arena settles into one block after the first step and its pages are
 # touched in the second; PyTorch's caching allocator fills): three steps
-# are left out on every config.
+# are left out on every config. Chunk: timed steps per turn (interleave),
+# about 0.3 to 1.5 s of either side.
 CONFIGS = {
-    "S": (2, 4, 64, 64, 16, 60, 3),
-    "M": (4, 4, 128, 128, 16, 8, 3),
-    "L": (6, 8, 256, 256, 8, 5, 3),
-    "N": (4, 4, 128, 64, 12, 40, 3),
+    "S": (2, 4, 64, 64, 16, 60, 3, 15),
+    "M": (4, 4, 128, 128, 16, 8, 3, 2),
+    "L": (6, 8, 256, 256, 8, 5, 3, 1),
+    "N": (4, 4, 128, 64, 12, 40, 3, 10),
 }
 VOCAB = 65
 SEED = 1337
@@ -215,6 +230,105 @@ def alternate(name, t, rounds, variants, tg_run, th_run, score):
     return runs, dropped
 
 
+def start_chunked(cmd, env, err):
+    """A benchmark process that waits on stdin between chunks (--chunk)."""
+    return subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                            bufsize=1)
+
+
+def next_line(p, cmd, err, limit=None):
+    """The next line a chunked process prints ("wait" or its JSON); None if
+    none came within limit seconds."""
+    if limit is not None and not select.select([p.stdout], [], [], limit)[0]:
+        return None
+    line = p.stdout.readline()
+    if not line:
+        p.wait()
+        err.seek(0)
+        sys.exit("bench.py: %s failed (exit %s):\n%s" % (" ".join(cmd), p.returncode, err.read()))
+    return line.strip()
+
+
+def interleave(name, t, rounds, variants, tg_cmd, th_cmd, probe_cmd, chunk, steps):
+    """Training steps, interleaved: per round, one tapegrad process, one
+    PyTorch process per setting (variant) and an sgemm probe (bench_sgemm
+    --turn-time) start together and run their warm-up; then they take
+    turns, `chunk` timed steps each (the probe: 0.3 s of 1024^3 products),
+    in the order tapegrad, settings..., probe and back, until each side
+    has run `steps`. Only one process computes at a time (the others block
+    on stdin); 0.2 s passes between turns so that the last one's idle
+    threads stop spinning. A PyTorch chunk longer than max(60 s, 10x
+    tapegrad's first chunk) stops that setting for good; a setting whose
+    round-1 median is more than 1.5x the best setting's is not run again.
+    Returns (runs, dropped) as alternate() does, runs with "sgemm": the
+    probe's result per round."""
+    runs = {"tapegrad": [], "torch": {str(v): [] for v in variants}, "sgemm": []}
+    live, dropped, tg_wall = list(variants), {}, None
+    with tempfile.TemporaryFile("w+") as err:
+        for r in range(rounds):
+            cmds = {"tg": tg_cmd + ["--chunk", str(chunk)]}
+            cmds.update({v: th_cmd + ["--chunk", str(chunk)] for v in live})
+            cmds["probe"] = probe_cmd
+            procs = {who: start_chunked(c, env_for(t, None if who in ("tg", "probe") else who), err)
+                     for who, c in cmds.items()}
+            for who, p in procs.items():
+                if next_line(p, cmds[who], err) != "wait":
+                    sys.exit("bench.py: %s did not wait for its first chunk" % " ".join(cmds[who]))
+            order, done = list(procs), {}
+            for c in range((steps + chunk - 1) // chunk):
+                for who in (order if (r + c) % 2 == 0 else order[::-1]):
+                    if who not in procs:
+                        continue
+                    time.sleep(0.2)
+                    limit = None if who in ("tg", "probe") else max(60.0, 10 * (tg_wall or 6.0))
+                    t0 = time.time()
+                    procs[who].stdin.write("\n")
+                    procs[who].stdin.flush()
+                    line = next_line(procs[who], cmds[who], err, limit)
+                    if who == "tg":
+                        tg_wall = tg_wall or time.time() - t0
+                    if line is None:
+                        procs.pop(who).kill()
+                        live.remove(who)
+                        dropped[str(who)] = "a chunk ran past %.0f s in round %d" % (limit, r + 1)
+                        log("%s t%d round %d torch %s: %s, dropped" % (name, t, r + 1, who or "default",
+                                                                        dropped[str(who)]))
+                    elif line != "wait":
+                        done[who] = json.loads(line)
+            for who, p in procs.items():
+                p.stdin.close()
+                if who == "probe":   # its statistics come when stdin closes
+                    done[who] = json.loads(next_line(p, cmds[who], err))
+                if p.wait() != 0:
+                    err.seek(0)
+                    sys.exit("bench.py: %s failed (exit %d):\n%s" % (" ".join(cmds[who]), p.returncode, err.read()))
+                res = done[who]
+                if who == "probe":
+                    runs["sgemm"].append(res["results"][0])
+                    log("%s t%d round %d sgemm 1024^3: median %.1f GFLOP/s" % (name, t, r + 1,
+                                                                             res["results"][0]["median_gflops"]))
+                    continue
+                label = "tapegrad" if who == "tg" else "torch%s" % (" PASSIVE" if who else "")
+                log("%s t%d round %d %s: median %.1f ms, loss %.6f" % (name, t, r + 1, label, res["median_ms"],
+                                                                        res["loss"]))
+                if who == "tg":
+                    runs["tapegrad"].append(res)
+                else:
+                    runs["torch"][str(who)].append(res)
+            if r == 0 and len(live) > 1:
+                scores = {v: runs["torch"][str(v)][0]["median_ms"] for v in live}
+                best = min(scores.values())
+                for v in list(live):
+                    if scores[v] > 1.5 * best:
+                        live.remove(v)
+                        dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (scores[v] / best)
+                        log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+    runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
+    if not runs["torch"]:
+        sys.exit("bench.py: every PyTorch run of %s at %d threads was dropped" % (name, t))
+    return runs, dropped
+
+
 def report_end(results, t_start, load_start, json_path, raw):
     """The table's footer (PyTorch settings dropped, wall time, load) and
     the raw results written to json_path."""
@@ -238,6 +352,8 @@ def main():
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per config, 5 to 20)")
     ap.add_argument("--warmup", type=int, help="warm-up steps per run (default: per config, 1 to 3; "
                     "--ops: warm-up repeats, default 3)")
+    ap.add_argument("--chunk", type=int, help="timed steps per turn when the two sides take turns "
+                    "(default: per config, 1 to 15)")
     ap.add_argument("--no-passive", action="store_true", help="skip PyTorch's OMP_WAIT_POLICY=PASSIVE runs")
     ap.add_argument("--json", help="raw results (default: BUILD/bench_results.json, "
                     "BUILD/bench_ops_results.json with --ops, BUILD/bench_flat_results.json with --flat)")
@@ -259,9 +375,9 @@ def main():
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
         sys.exit("bench.py: --threads must be comma-separated integers")
-    if args.rounds < 1 or (args.steps is not None and args.steps < 1) or \
+    if args.rounds < 1 or (args.steps is not None and args.steps < 1) or (args.chunk is not None and args.chunk < 1) or \
             (args.warmup is not None and args.warmup < 0) or min(threads) < 1:
-        sys.exit("bench.py: --rounds, --steps, --threads must be >= 1 and --warmup >= 0")
+        sys.exit("bench.py: --rounds, --steps, --chunk, --threads must be >= 1 and --warmup >= 0")
     if args.ops is not None and args.flat is not None:
         sys.exit("bench.py: --ops and --flat are separate runs; give one")
     if args.repeats < 1 or (args.flat is not None and args.flat < 1) or \
@@ -297,6 +413,7 @@ def main():
         nl, nh, c, blk, b = cfg[:5]
         steps = args.steps if args.steps is not None else cfg[5]
         warm = args.warmup if args.warmup is not None else cfg[6]
+        chunk = args.chunk if args.chunk is not None else cfg[7]
         wpath = os.path.join(work, "init_%s.safetensors" % name)
         size_flags = ["--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c),
                       "--block-size", str(blk), "--vocab", str(VOCAB)]
@@ -307,16 +424,8 @@ def main():
                       "--threads", str(t), "--seed", str(SEED)]
             tg_cmd = [exe["bench_step"], "--init", wpath] + common
             th_cmd = [sys.executable, os.path.join(HERE, "torch_ref.py"), "--init", wpath] + common
-            def tg_step():
-                res = run_json(tg_cmd, env_for(t))
-                return res, "median %.1f ms, loss %.6f" % (res["median_ms"], res["loss"])
-
-            def th_step(v, limit):
-                res = run_json(th_cmd, env_for(t, v), timeout=limit)
-                return res, res and "median %.1f ms, loss %.6f" % (res["median_ms"], res["loss"])
-
-            runs, dropped = alternate(name, t, args.rounds, variants, tg_step, th_step,
-                                      lambda res: res["median_ms"])
+            probe_cmd = [exe["bench_sgemm"], "--threads", str(t), "--turn-time", "0.3"]
+            runs, dropped = interleave(name, t, args.rounds, variants, tg_cmd, th_cmd, probe_cmd, chunk, steps)
             results["%s/%d" % (name, t)] = {"config": name, "threads": t, "steps": steps, "warmup": warm,
                                             "n_params": init["n_params"], "runs": runs,
                                             "torch_dropped": dropped}
@@ -336,13 +445,16 @@ def main():
         th_runs_all = [r for rs in res["runs"]["torch"].values() for r in rs]
         d_all, d_last = loss_diffs(res["runs"]["tapegrad"], th_runs_all)
         tg_losses = {tuple(r["losses"]) for r in res["runs"]["tapegrad"]}
-        res.update(flop_per_step=fl, torch_best_variant=best_v, tapegrad_summary=tg, torch_summary=th_all)
+        # the sgemm throughput in the same seconds: the probe's turns between the steps
+        probe = statistics.median(x["median_gflops"] for x in res["runs"]["sgemm"])
+        res.update(flop_per_step=fl, torch_best_variant=best_v, tapegrad_summary=tg, torch_summary=th_all,
+                   sgemm_in_turns_gflops=probe)
         rows.append("| %s (%d,%d,%d,%d,%d) | %d | %.1f [%.1f-%.1f] | %.1f [%.1f-%.1f]%s | **%.2f** | %.0f / %.0f "
-                    "| %.0f / %.0f | %.1f (%.0f%%) / %.1f (%.0f%%) |"
+                    "| %.0f / %.0f | %.1f (%.0f%%) / %.1f (%.0f%%) | %.1f |"
                     % (name, *cfg[:5], t, tg["median"], tg["lo"], tg["hi"], th["median"], th["lo"], th["hi"],
                        " P" if best_v == "PASSIVE" else "", tg["median"] / th["median"], tok / tg["median"] * 1e3,
                        tok / th["median"] * 1e3, tg["rss_kb"] / 1024, th["rss_kb"] / 1024,
-                       g_tg, 100 * g_tg / peak[t], g_th, 100 * g_th / peak[t]))
+                       g_tg, 100 * g_tg / probe, g_th, 100 * g_th / probe, probe))
         a = res["runs"]["tapegrad"][0]
         b = th_runs_all[0]
         agree.append("| %s | %d | %d | %.4f / %.4f | %.4f / %.4f | %.1e | %.1e | %s |"
@@ -352,18 +464,19 @@ def main():
     print("\n### Training step, tapegrad vs PyTorch %s\n" % _torch_version())
     print("ms/step: median over all timed steps of %d rounds [lowest-highest round median]; "
           "PyTorch: best of default / OMP_WAIT_POLICY=PASSIVE (P). "
-          "Achieved GFLOP/s (nanoGPT formula) with %% of the sgemm peak at the same thread count.\n"
+          "Achieved GFLOP/s (nanoGPT formula) with %% of the sgemm throughput timed in turns between "
+          "the same steps (OpenBLAS 1024^3, median call, same thread count; last column).\n"
           % args.rounds)
     print("| config (L,H,C,T,B) | threads | tapegrad ms/step | PyTorch ms/step | ratio tg/pt "
-          "| tokens/s tg / pt | peak RSS MB tg / pt | GFLOP/s tg / pt |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| tokens/s tg / pt | peak RSS MB tg / pt | GFLOP/s tg / pt | sgemm GFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))
     print("\n### Loss agreement (same f32 init, same batches)\n")
     print("| config | threads | steps | first loss tg / pt | last loss tg / pt | max abs diff, all steps "
           "| abs diff, last step | tapegrad runs identical |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(agree))
-    print("\n### sgemm (OpenBLAS; GFLOP/s of the median call, best call in brackets)\n")
+    print("\n### sgemm before the steps (OpenBLAS; GFLOP/s of the median call, best call in brackets)\n")
     print("| shape MxNxK | " + " | ".join("%d thread%s" % (t, "s" if t > 1 else "") for t in threads) + " |")
     print("| --- |" + " --- |" * len(threads))
     for i, s in enumerate(shapes):
