@@ -25,7 +25,8 @@ void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const doub
 
 /* One f32 product on the calling thread (ops/sgemm.c): tapegrad's own
  * kernel for the small inner sizes where it is faster (and the CPU has
- * AVX2 and FMA), cblas_sgemm otherwise. */
+ * AVX2 and FMA), cblas_sgemm otherwise and for the weight gradients'
+ * long products with A transposed. */
 void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
 
