@@ -34,4 +34,5 @@ void *tg_malloc_big(size_t *n)
 #endif
     return tg_malloc(*n);
 }
+
 uint64_t tg_alloc_calls(void) { return n_calls; }

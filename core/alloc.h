@@ -28,8 +28,8 @@ void *tg_malloc_big(size_t *n);
 /* free(p) for memory from the functions above; accepts NULL. Not counted. */
 void tg_free(void *p);
 
-/* Heap allocations (malloc, calloc, realloc) the library has made since
- * the program started. */
+/* Heap allocations (malloc, calloc, realloc, tg_malloc_big) the library
+ * has made since the program started. */
 uint64_t tg_alloc_calls(void);
 
 #endif

@@ -1,6 +1,8 @@
 /* core: tensors, the graph and its tape, parameters, RNG, gradcheck. */
 #include "tg_test.h"
 
+#include "core/alloc.h"
+
 /* ---- tensors and the graph ----------------------------------------- */
 
 START_TEST(tensor_new_and_bad_shapes)
@@ -61,6 +63,32 @@ START_TEST(arena_merges_chunks_after_a_large_step)
     }
     ck_assert_uint_eq(tg_alloc_calls(), before);
     tg_graph_free(g);
+}
+END_TEST
+
+/* Arena chunks from 2 MiB up are whole 2 MiB pages, aligned to one (huge
+ * pages on Linux); smaller blocks are plain malloc. */
+START_TEST(big_blocks_are_whole_huge_pages)
+{
+    const size_t mib = (size_t)1 << 20;
+    size_t n = 3 * mib + 1;
+    const uint64_t before = tg_alloc_calls();
+    char *p = tg_malloc_big(&n);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(tg_alloc_calls(), before + 1);
+#ifdef __linux__
+    ck_assert_uint_eq(n, 4 * mib);
+    ck_assert_uint_eq((uintptr_t)p % (2 * mib), 0);
+#else
+    ck_assert_uint_eq(n, 3 * mib + 1);
+#endif
+    memset(p, 1, n);   /* every byte it reports is usable (ASan checks) */
+    tg_free(p);
+    size_t small = 1000;
+    p = tg_malloc_big(&small);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(small, 1000);
+    tg_free(p);
 }
 END_TEST
 
@@ -318,6 +346,7 @@ int main(void)
     tcase_add_test(tc, tensor_new_and_bad_shapes);
     tcase_add_test(tc, reset_drops_everything_and_keeps_memory);
     tcase_add_test(tc, arena_merges_chunks_after_a_large_step);
+    tcase_add_test(tc, big_blocks_are_whole_huge_pages);
     tcase_add_test(tc, grad_mode_off_records_nothing);
     tcase_add_test(tc, backward_errors);
     tcase_add_test(tc, tensor_used_twice_sums_both_paths);
