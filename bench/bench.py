@@ -178,6 +178,21 @@ def loss_diffs(tg_runs, th_runs):
     return worst_all, worst_last
 
 
+def drop_slow_settings(name, t, runs, live, dropped, score):
+    """After round 1: keeps only the PyTorch settings (in live) whose
+    score(first result) is within 1.5x of the best one's; records why the
+    others went in dropped."""
+    if len(live) < 2:
+        return
+    scores = {v: score(runs["torch"][str(v)][0]) for v in live}
+    best = min(scores.values())
+    for v in list(live):
+        if scores[v] > 1.5 * best:
+            live.remove(v)
+            dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (scores[v] / best)
+            log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+
+
 def alternate(name, t, rounds, variants, tg_run, th_run, score):
     """Runs tapegrad and each PyTorch setting (variant) `rounds` times,
     alternating which side goes first. tg_run() and th_run(variant,
@@ -215,15 +230,8 @@ def alternate(name, t, rounds, variants, tg_run, th_run, score):
                 continue
             runs["torch"][str(v)].append(res)
             log("%s t%d round %d %s: %s" % (name, t, r + 1, label, text))
-        if r == 0 and len(live) > 1:
-            # keep only the PyTorch settings within 1.5x of its best first round
-            scores = {v: score(runs["torch"][str(v)][0]) for v in live}
-            best = min(scores.values())
-            for v in list(live):
-                if scores[v] > 1.5 * best:
-                    live.remove(v)
-                    dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (scores[v] / best)
-                    log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+        if r == 0:
+            drop_slow_settings(name, t, runs, live, dropped, score)
     runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
     if not runs["torch"]:
         sys.exit("bench.py: every PyTorch run of %s at %d threads timed out" % (name, t))
@@ -315,14 +323,8 @@ def interleave(name, t, rounds, variants, tg_cmd, th_cmd, probe_cmd, chunk, step
                     runs["tapegrad"].append(res)
                 else:
                     runs["torch"][str(who)].append(res)
-            if r == 0 and len(live) > 1:
-                scores = {v: runs["torch"][str(v)][0]["median_ms"] for v in live}
-                best = min(scores.values())
-                for v in list(live):
-                    if scores[v] > 1.5 * best:
-                        live.remove(v)
-                        dropped[str(v)] = "%.1fx slower than the best setting in round 1" % (scores[v] / best)
-                        log("%s t%d: torch %s dropped (%s)" % (name, t, v or "default", dropped[str(v)]))
+            if r == 0:
+                drop_slow_settings(name, t, runs, live, dropped, lambda res: res["median_ms"])
     runs["torch"] = {v: rs for v, rs in runs["torch"].items() if rs}
     if not runs["torch"]:
         sys.exit("bench.py: every PyTorch run of %s at %d threads was dropped" % (name, t))
