@@ -38,6 +38,14 @@ static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha,
                 lda, B, ldb, beta, C, ldc);
 }
 
+/* Whether tg_sgemm gives a product of these sizes to tapegrad's kernel
+ * (the rule measured against OpenBLAS, the CPU, TG_SGEMM=openblas). M
+ * plays no part, so the row blocks ops/gemm.c cuts all go the same way;
+ * a column block narrower than the whole product may go to the kernel
+ * where the whole would not (then the parts agree with one call only to
+ * rounding, as OpenBLAS's products do across thread counts). */
+bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K);
+
 /* tapegrad's own kernel whatever the sizes; false (C untouched) when this
  * CPU or compiler has no AVX2 + FMA path, or K = 0. */
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,

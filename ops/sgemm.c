@@ -58,6 +58,22 @@
 
 enum { SMALL_DIM = 128 };
 
+/* dst[d ldd + j] = src[j ld + d] for rows j in [j0, j1) and columns d in
+ * [d0, d1) of src: the transpose one float at a time */
+static void transpose_part(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int j0, int j1,
+                           int d0, int d1)
+{
+    for (int j = j0; j < j1; j++)
+        for (int d = d0; d < d1; d++) dst[d * ldd + j] = src[j * ld + d];
+}
+
+/* columns n .. ldd-1 of dst's w rows (stride ldd) = 0 */
+static void zero_past(float *dst, int64_t ldd, int n, int w)
+{
+    for (int d = 0; d < w; d++)
+        for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
+}
+
 #ifdef TG_AVX2_KERNELS
 
 enum { MR = 6, NR = 16, KC = 256, NC = 128, MC = 96 };
@@ -159,21 +175,16 @@ AVX2 static void transpose8(const float *src, int64_t ss, float *dst, int64_t ds
 }
 
 /* dst (w, ldd) = the transpose of src's n rows of w floats (row stride ld),
- * columns n .. ldd-1 zero: 8 x 8 blocks by transpose8, the edges one
- * float at a time (tg_sgemm_pack_t, and pack_b for a transposed B) */
+ * columns n .. ldd-1 zero: 8 x 8 blocks by transpose8, the edges by
+ * transpose_part (tg_sgemm_pack_t, and pack_b for a transposed B) */
 AVX2 static void transpose_rows(float *restrict dst, int64_t ldd, const float *restrict src, int64_t ld, int n, int w)
 {
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        int d = 0;
-        for (; d + 8 <= w; d += 8) transpose8(src + j * ld + d, ld, dst + d * ldd + j, ldd);
-        for (; d < w; d++)
-            for (int t = 0; t < 8; t++) dst[d * ldd + j + t] = src[(j + t) * ld + d];
-    }
-    for (; j < n; j++)
-        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
-    for (int d = 0; d < w; d++)
-        for (int64_t jj = n; jj < ldd; jj++) dst[d * ldd + jj] = 0;
+    const int n8 = n & ~7, w8 = w & ~7;
+    for (int j = 0; j < n8; j += 8)
+        for (int d = 0; d < w8; d += 8) transpose8(src + j * ld + d, ld, dst + d * ldd + j, ldd);
+    transpose_part(dst, ldd, src, ld, 0, n8, w8, w);
+    transpose_part(dst, ldd, src, ld, n8, n, 0, w);
+    zero_past(dst, ldd, n, w);
 }
 
 /* Packs op(B)[k0 .. k0+kc) x [j0 .. j0+nc) into NR-column panels: panel q
@@ -279,10 +290,8 @@ void tg_sgemm_pack_t(float *restrict dst, int64_t ldd, const float *restrict src
         return;
     }
 #endif
-    for (int j = 0; j < n; j++)
-        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
-    for (int d = 0; d < w; d++)
-        for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
+    transpose_part(dst, ldd, src, ld, 0, n, 0, w);
+    zero_past(dst, ldd, n, w);
 }
 
 bool tg_sgemm_tiles(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
@@ -329,18 +338,22 @@ static bool blas_only(void)
     return m;
 }
 
+bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K)
+{
+    /* measured (docs/decisions.md): ahead of OpenBLAS while N or K is at
+     * most SMALL_DIM, behind it (by 5-15%) on larger squares, and behind
+     * it (by 7-10% in a training step) on a long product with A stored
+     * transposed: a linear layer's dW = dY^T X. (M does not decide, and
+     * N only against SMALL_DIM: see gemm_internal.h.) */
+    const bool weight_grad = ta && !tb && K > SMALL_DIM;
+    return (N <= SMALL_DIM || K <= SMALL_DIM) && !weight_grad && K > 0 && !blas_only() && tg_cpu_avx2();
+}
+
 void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
-    /* measured (docs/decisions.md): ahead of OpenBLAS while N or K is at
-     * most SMALL_DIM, behind it (by 5-15%) on larger squares, and behind
-     * it (by 7-10% in a training step) on a long product with A stored
-     * transposed: a linear layer's dW = dY^T X. (K decides, not M or N,
-     * which ops/gemm.c cuts: every part of a product goes the same way.) */
-    const bool weight_grad = ta && !tb && K > SMALL_DIM;
-    if ((N <= SMALL_DIM || K <= SMALL_DIM) && !weight_grad && !blas_only() &&
-        tg_sgemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    if (tg_sgemm_picks_kernel(ta, tb, N, K) && tg_sgemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
                 lda, B, ldb, beta, C, ldc);
