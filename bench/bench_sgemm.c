@@ -55,13 +55,9 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double turn_
     int ldb = nt ? k : n;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);   /* warm-up */
     int nc = 0;
-    char line[64];
+    /* one span of min_time, or a span of turn_time per turn until stdin closes */
     for (int turn = 0; turn == 0 || turn_time > 0; turn++) {
-        if (turn_time > 0) {   /* bench.py's turn */
-            printf("wait\n");
-            fflush(stdout);
-            if (!fgets(line, sizeof line, stdin)) break;
-        }
+        if (turn_time > 0 && !wait_for_turn()) break;
         const double start = now_ms(), span = turn_time > 0 ? turn_time : min_time;
         for (int n_turn = 0; nc < MAX_CALLS && (n_turn < (turn_time > 0 ? 1 : 3) || now_ms() - start < 1e3 * span);
              n_turn++) {

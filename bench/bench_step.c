@@ -264,14 +264,9 @@ int main(int argc, char **argv)
     tg_graph_set_training(g, true);   /* dropout is 0 anyway */
     for (int s = 0; s < S; s++) {
         const int32_t *rows = toks + (size_t)s * B * (T + 1);   /* (B,T+1) */
-        if (o.chunk && s >= o.warmup && (s - o.warmup) % o.chunk == 0) {   /* bench.py's turn */
-            char line[64];
-            printf("wait\n");
-            fflush(stdout);
-            if (!fgets(line, sizeof line, stdin)) {
-                snprintf(err, sizeof err, "--chunk: stdin closed before step %d", s);
-                goto fail;
-            }
+        if (o.chunk && s >= o.warmup && (s - o.warmup) % o.chunk == 0 && !wait_for_turn()) {
+            snprintf(err, sizeof err, "--chunk: stdin closed before step %d", s);
+            goto fail;
         }
         double t0 = now_ms();
         tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
