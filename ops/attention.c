@@ -239,11 +239,6 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
 }
 #define grad_f64 block_grad_f64
 
-/* One product of the ranges below, C (M,N) = alpha A B (+ C when add),
- * A(i,k) = a[i ars + k acs] with ars or acs 1 (A as stored or transposed),
- * B (K,N) at b with row stride ldb. f32 runs on tapegrad's micro-kernel
- * with nothing packed per call (tg_sgemm_tiles, which reads B 16 columns
- * wide: see rows_f32), else, as f64, on a gemm call. */
 /* A as a gemm sees it: transposed when acs is not 1; returns lda, at
  * least what a gemm accepts (a row or column that is never stepped over
  * may have stride 1) */
@@ -253,6 +248,12 @@ static int gemm_lda(int M, int K, int64_t ars, int64_t acs, bool *ta)
     const int64_t ld = *ta ? (acs > M ? acs : M) : (ars > K ? ars : K);
     return (int)(ld > 1 ? ld : 1);
 }
+
+/* One product of the ranges below, C (M,N) = alpha A B (+ C when add),
+ * A(i,k) = a[i ars + k acs] with ars or acs 1 (A as stored or transposed),
+ * B (K,N) at b with row stride ldb. f32 runs on tapegrad's micro-kernel
+ * with nothing packed per call (tg_sgemm_tiles, which reads B 16 columns
+ * wide: see rows_f32), else, as f64, on a gemm call. */
 static void tiles_f32(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
                       int ldb, float *c, int ldc, bool add)
 {
