@@ -246,7 +246,9 @@ def start_chunked(cmd, env, err):
 
 def next_line(p, cmd, err, limit=None):
     """The next line a chunked process prints ("wait" or its JSON); None if
-    none came within limit seconds."""
+    none came within limit seconds. select() looks at the pipe, not at
+    what readline() has buffered: sound because a process prints exactly
+    one line per turn it is given, so nothing waits in the buffer."""
     if limit is not None and not select.select([p.stdout], [], [], limit)[0]:
         return None
     line = p.stdout.readline()
