@@ -15,7 +15,13 @@
  * on a condition variable. The caller only takes the mutex when some
  * worker sleeps: both sides use sequentially consistent atomics on `gen`
  * and `sleepers`, so either it sees the sleeper or the sleeper sees the
- * new generation. */
+ * new generation.
+ *
+ * Each thread's scratch (parallel_internal.h) is found through a
+ * thread-local pointer. The pool's workers get theirs, one block for all,
+ * from tg_set_num_threads: allocated before they start, so no step made
+ * after it allocates, whichever threads run its parts. Another thread
+ * allocates its own on first use and a pthread key frees it at exit. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <pthread.h>
@@ -26,6 +32,7 @@
 
 #include "alloc.h"
 #include "parallel.h"
+#include "parallel_internal.h"
 
 #define SPIN_ROUNDS 4000    /* pause instructions (~0.1 ms) before yielding the core */
 #define YIELD_ROUNDS 200    /* then sched_yield calls before a worker sleeps */
@@ -40,6 +47,7 @@ static inline void cpu_relax(void)
 static struct {
     int n_threads;              /* including the caller */
     pthread_t *workers;         /* n_threads - 1 */
+    void *scratch;              /* the workers' scratch blocks, from tg_malloc */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_uint gen;            /* the current job's id */
@@ -56,8 +64,41 @@ static struct {
 
 static _Thread_local bool in_loop;   /* this thread is running a part of a job */
 static _Thread_local int cur_part;
+static _Thread_local void *thread_scratch;   /* 64-byte aligned */
 
 int tg_parallel_part(void) { return cur_part; }
+
+/* ---- per-thread scratch ------------------------------------------------ */
+
+#define SCRATCH_ALIGN 64
+
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static pthread_key_t scratch_key;   /* value: the block as allocated */
+static bool scratch_key_made;
+
+static void scratch_key_new(void) { scratch_key_made = pthread_key_create(&scratch_key, tg_free) == 0; }
+
+/* The first SCRATCH_ALIGN boundary at or after p. */
+static void *align_up(void *p)
+{
+    return (char *)p + (SCRATCH_ALIGN - (uintptr_t)p % SCRATCH_ALIGN) % SCRATCH_ALIGN;
+}
+
+void *tg_thread_scratch(void)
+{
+    if (thread_scratch) return thread_scratch;
+    pthread_once(&scratch_once, scratch_key_new);
+    if (!scratch_key_made) return NULL;
+    void *block = tg_malloc(TG_THREAD_SCRATCH_BYTES + SCRATCH_ALIGN - 1);
+    if (!block) return NULL;
+    if (pthread_setspecific(scratch_key, block) != 0) {
+        tg_free(block);
+        return NULL;
+    }
+    return thread_scratch = align_up(block);
+}
+
+/* ---- the pool ------------------------------------------------------------ */
 
 /* Claims and runs one part of job `job`; false when none is left. */
 static bool run_one(unsigned job)
@@ -77,9 +118,9 @@ static bool run_one(unsigned job)
     }
 }
 
-static void *worker_main(void *arg)
+static void *worker_main(void *scratch)
 {
-    (void)arg;
+    thread_scratch = scratch;
     unsigned seen = pool.gen0;   /* not gen: a job may already be out */
     in_loop = true;              /* nested loops inside a part run serially */
     for (;;) {
@@ -126,7 +167,9 @@ static void stop_workers(void)
     pthread_mutex_unlock(&pool.mu);
     for (int i = 0; i < pool.n_threads - 1; i++) pthread_join(pool.workers[i], NULL);
     tg_free(pool.workers);
+    tg_free(pool.scratch);
     pool.workers = NULL;
+    pool.scratch = NULL;
     pool.n_threads = 1;
     atomic_store(&pool.stop, false);
 }
@@ -143,11 +186,20 @@ int tg_set_num_threads(int n)
     stop_workers();
     if (n == 1) return 1;
     pool.workers = tg_malloc((size_t)(n - 1) * sizeof *pool.workers);
-    if (!pool.workers) return 1;
+    pool.scratch = tg_malloc((size_t)(n - 1) * TG_THREAD_SCRATCH_BYTES + SCRATCH_ALIGN - 1);
+    if (!pool.workers || !pool.scratch) {
+        tg_free(pool.workers);
+        tg_free(pool.scratch);
+        pool.workers = pool.scratch = NULL;
+        return 1;
+    }
+    char *scratch = align_up(pool.scratch);
     pool.gen0 = atomic_load(&pool.gen);
     int started = 0;
     for (; started < n - 1; started++)
-        if (pthread_create(&pool.workers[started], NULL, worker_main, NULL)) break;
+        if (pthread_create(&pool.workers[started], NULL, worker_main,
+                           scratch + (size_t)started * TG_THREAD_SCRATCH_BYTES))
+            break;
     pool.n_threads = started + 1;   /* fewer workers if the system refused some */
     return pool.n_threads;
 }

@@ -47,7 +47,8 @@ static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha,
 bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K);
 
 /* tapegrad's own kernel whatever the sizes; false (C untouched) when this
- * CPU or compiler has no AVX2 + FMA path, or K = 0. */
+ * CPU or compiler has no AVX2 + FMA path, K = 0, or this thread's scratch
+ * (core/parallel_internal.h, where it packs) cannot be allocated. */
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);
 

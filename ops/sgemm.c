@@ -50,6 +50,7 @@
 
 #include "gemm_internal.h"
 
+#include "../core/parallel_internal.h"
 #include "fastmath_internal.h"
 
 #ifdef TG_AVX2_KERNELS
@@ -77,6 +78,7 @@ static void zero_past(float *dst, int64_t ldd, int n, int w)
 #ifdef TG_AVX2_KERNELS
 
 enum { MR = 6, NR = 16, KC = 256, NC = 128, MC = 96 };
+_Static_assert((KC * NC + KC * MC) * sizeof(float) <= TG_THREAD_SCRATCH_BYTES, "the packed blocks fit the scratch");
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
@@ -231,11 +233,12 @@ AVX2 static void pack_a_t(const float *A, int lda, int i0, int mc, int k0, int k
     }
 }
 
+/* packed: B's slice in NR-column panels (KC * NC floats); apacked: A's
+ * rows in MR-row panels when A is stored transposed (KC * MC floats) */
 AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc)
+                            const float *B, int ldb, float beta, float *C, int ldc, float *restrict packed,
+                            float *restrict apacked)
 {
-    _Alignas(64) float packed[KC * NC];         /* B's slice, NR-column panels */
-    _Alignas(64) float apacked[ta ? KC * MC : 1]; /* A's rows when A is stored transposed */
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
         for (int pc = 0; pc < K; pc += KC) {
@@ -314,7 +317,11 @@ bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const f
 {
 #ifdef TG_AVX2_KERNELS
     if (K > 0 && tg_cpu_avx2()) {
-        if (M > 0 && N > 0) sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (M <= 0 || N <= 0) return true;
+        /* the packed blocks, 224 KiB, would not fit on a small thread stack */
+        float *packed = tg_thread_scratch();
+        if (!packed) return false;
+        sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, packed, packed + KC * NC);
         return true;
     }
 #else

@@ -1,0 +1,21 @@
+/* tapegrad core (internal): per-thread scratch memory, so that a kernel
+ * keeps its large buffers off the stack (the threads a program runs
+ * tapegrad on may have small stacks; docs/decisions.md). */
+#ifndef TG_PARALLEL_INTERNAL_H
+#define TG_PARALLEL_INTERNAL_H
+
+#include <stddef.h>
+
+/* Bytes of every thread's scratch: what ops/sgemm.c packs (B's slice and
+ * A's panels, 224 KiB; it checks that they fit). A multiple of 64. */
+#define TG_THREAD_SCRATCH_BYTES ((size_t)224 * 1024)
+
+/* The calling thread's scratch: TG_THREAD_SCRATCH_BYTES bytes, 64-byte
+ * aligned, kept for the thread's life, so a steady-state step allocates
+ * nothing. A pool worker's is allocated by tg_set_num_threads before the
+ * worker starts and freed when the pool stops; any other thread's on its
+ * first call, freed when that thread exits. NULL when out of memory. One
+ * user at a time: a kernel holding it must not call another that uses it. */
+void *tg_thread_scratch(void);
+
+#endif
