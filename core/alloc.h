@@ -9,27 +9,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* malloc(n), counted; n = 0 is taken as 1, so NULL always means out of
  * memory. */
-void *tg_malloc(size_t n);
+TG_API void *tg_malloc(size_t n);
 /* calloc(count, n): zero-filled, counted; 0 is taken as 1. NULL when out
  * of memory. */
-void *tg_calloc(size_t count, size_t n);
+TG_API void *tg_calloc(size_t count, size_t n);
 /* realloc(p, n), counted; n = 0 is taken as 1. NULL when out of memory,
  * and then p is still valid. */
-void *tg_realloc(void *p, size_t n);
+TG_API void *tg_realloc(void *p, size_t n);
 /* At least *n bytes for a large, long-lived block (an arena chunk), counted;
  * *n is set to the size obtained. On Linux, from 2 MiB up: rounded up to
  * whole 2 MiB pages, aligned to one, and advised as transparent huge pages
  * (madvise MADV_HUGEPAGE), so a step's working set of tens of MB needs a
  * handful of TLB entries instead of thousands (docs/decisions.md, Speed).
  * Elsewhere, or when that fails, malloc(*n). NULL when out of memory. */
-void *tg_malloc_big(size_t *n);
+TG_API void *tg_malloc_big(size_t *n);
 /* free(p) for memory from the functions above; accepts NULL. Not counted. */
-void tg_free(void *p);
+TG_API void tg_free(void *p);
 
 /* Heap allocations (malloc, calloc, realloc, tg_malloc_big) the library
  * has made since the program started. */
-uint64_t tg_alloc_calls(void);
+TG_API uint64_t tg_alloc_calls(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

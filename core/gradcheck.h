@@ -17,7 +17,12 @@
 #ifndef TG_GRADCHECK_H
 #define TG_GRADCHECK_H
 
+#include "export.h"
 #include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Builds the output from the inputs on graph g. Called many times, each
  * on a freshly reset g with the same random seed, so dropout repeats. */
@@ -49,7 +54,11 @@ typedef struct tg_gradcheck_result {
  * an input is NULL, an input that requires grad is not an f64 leaf with a
  * gradient buffer, no input requires grad, f returns NULL (the message is
  * f's graph error), a non-f64 or non-finite output, or backward fails. */
-bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
-                  const tg_gradcheck_opts *opts, tg_gradcheck_result *res);
+TG_API bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
+                         const tg_gradcheck_opts *opts, tg_gradcheck_result *res);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,76 +17,85 @@
 #ifndef TG_GRAPH_H
 #define TG_GRAPH_H
 
+#include "export.h"
 #include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tg_graph tg_graph;
 
 /* An empty graph: grad mode and training mode on, random stream seeded
  * with 0. The arena takes its first memory on first use. */
-tg_graph *tg_graph_new(void);           /* NULL only when out of memory */
+TG_API tg_graph *tg_graph_new(void);           /* NULL only when out of memory */
 /* Frees the graph, its arena (every tensor made on it) and its tape. */
-void tg_graph_free(tg_graph *g);        /* accepts NULL */
+TG_API void tg_graph_free(tg_graph *g);        /* accepts NULL */
 
 /* Drops every tensor, gradient and node made since the last reset (or
  * since creation), clears the error. O(1); keeps the arena's memory. */
-void tg_graph_reset(tg_graph *g);
+TG_API void tg_graph_reset(tg_graph *g);
 
 /* The first error recorded since the last reset, or NULL (also for a
  * NULL g). The string belongs to g. */
-const char *tg_graph_error(const tg_graph *g);
+TG_API const char *tg_graph_error(const tg_graph *g);
 /* Forgets the error so that ops run again; keeps tensors and tape. */
-void tg_graph_clear_error(tg_graph *g);
+TG_API void tg_graph_clear_error(tg_graph *g);
 
 /* Grad mode (default on). Off: ops record nothing, their outputs do not
  * require grad, and dropout is the identity. Returns the old mode. */
-bool tg_graph_set_grad_enabled(tg_graph *g, bool on);
+TG_API bool tg_graph_set_grad_enabled(tg_graph *g, bool on);
 /* The current grad mode. */
-bool tg_graph_grad_enabled(const tg_graph *g);
+TG_API bool tg_graph_grad_enabled(const tg_graph *g);
 
 /* Training mode (default on). Off (eval): dropout is the identity. */
-void tg_graph_set_training(tg_graph *g, bool on);
+TG_API void tg_graph_set_training(tg_graph *g, bool on);
 /* The current training mode. */
-bool tg_graph_training(const tg_graph *g);
+TG_API bool tg_graph_training(const tg_graph *g);
 
 /* Seeds the graph's random stream, used by dropout: the same seed gives
  * the same dropout masks. Not changed by tg_graph_reset. */
-void tg_graph_seed(tg_graph *g, uint64_t seed);
+TG_API void tg_graph_seed(tg_graph *g, uint64_t seed);
 /* The graph's random stream (for ops that draw random numbers); it
  * belongs to g. */
-struct tg_rng *tg_graph_rng(tg_graph *g);
+TG_API struct tg_rng *tg_graph_rng(tg_graph *g);
 
 /* New zero-filled leaf tensor in the graph's arena, valid until the next
  * tg_graph_reset. shape has ndim entries (0 <= ndim <= 4), each >= 1; ndim
  * 0 makes a scalar. NULL with an error on g for a bad shape or dtype, or
  * when g already holds an error. */
-tg_tensor *tg_tensor_new(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
+TG_API tg_tensor *tg_tensor_new(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
 /* Same, copying numel elements of dt from data (NULL data is an error). */
-tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape,
-                          const void *data);
+TG_API tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape,
+                                 const void *data);
 /* A float scalar (ndim 0) holding value. dt must be f32 or f64 (error
  * otherwise). */
-tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value);
+TG_API tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value);
 
 /* Marks a leaf tensor as requiring grad and gives it a zeroed gradient
  * buffer in the arena that owns it. Gradients then accumulate into
  * t->grad across backward calls. Returns 0, or -1 with an error on g
  * (i32/bool tensors, tensors made by an op). */
-int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on);
+TG_API int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on);
 
 /* Backward from a one-element float tensor: seeds its gradient with 1.
  * Returns 0, or -1 with the error on g (NULL loss, several elements, no
  * recorded op reaching it). Gradients of activations are recomputed each
  * call; gradients of leaves and parameters accumulate. */
-int tg_graph_backward(tg_graph *g, tg_tensor *loss);
+TG_API int tg_graph_backward(tg_graph *g, tg_tensor *loss);
 /* Backward from any float tensor t with its gradient seeded by `seed`
  * (t->numel elements of t's dtype): the vector-Jacobian product with seed.
  * Returns 0, or -1 with the error on g (NULL seed or t, t not float, t
  * not reached by a recorded op). */
-int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
+TG_API int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
 
 /* Introspection: nodes on the tape since the last reset. */
-int tg_graph_tape_len(const tg_graph *g);
-size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved */
-size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use */
+TG_API int tg_graph_tape_len(const tg_graph *g);
+TG_API size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved */
+TG_API size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,7 +25,12 @@
 
 #include <stdarg.h>
 
+#include "export.h"
 #include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define TG_MAX_INPUTS 4
 
@@ -46,46 +51,46 @@ struct tg_node {
 
 /* Records "op: message" on g unless an error is already there. Returns
  * NULL so that an op can `return tg_fail(g, ...)`. */
-void *tg_fail(tg_graph *g, const char *fmt, ...)
+TG_API void *tg_fail(tg_graph *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* False when the op must return NULL at once: the graph holds an error,
  * or an input is NULL (then "op: input k is NULL" is recorded, unless an
  * earlier error explains it). `n` inputs in `in`. */
-bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in);
+TG_API bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in);
 
 /* Fails with "op: <what> must be f32 or f64, got i32 (2,3)" unless t is
  * a float tensor. Returns true when t is a float tensor. */
-bool tg_op_check_float(tg_graph *g, const char *op, const char *what,
-                       const tg_tensor *t);
+TG_API bool tg_op_check_float(tg_graph *g, const char *op, const char *what,
+                              const tg_tensor *t);
 /* Fails unless a and b have the same float dtype. */
-bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a,
-                            const tg_tensor *b);
+TG_API bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a,
+                                   const tg_tensor *b);
 
 /* An uninitialised output tensor in the arena (NULL + error when out of
  * memory or when the shape is invalid). */
-tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
+TG_API tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
 
 /* Arena memory for the graph's current step, 64-byte aligned. NULL with
  * an error on g when out of memory. tg_arena_zalloc zero-fills it. */
-void *tg_arena_alloc(tg_graph *g, size_t bytes);
+TG_API void *tg_arena_alloc(tg_graph *g, size_t bytes);
 /* tg_arena_alloc, zero-filled. */
-void *tg_arena_zalloc(tg_graph *g, size_t bytes);
+TG_API void *tg_arena_zalloc(tg_graph *g, size_t bytes);
 
 /* Appends a node when grad mode is on and an input needs grad, and marks
  * `out` as requiring grad. Returns the node (valid only until the next
  * record: fill it at once), or NULL when nothing was recorded. Recording
  * an op with no backward is an error. */
-tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward,
-                      tg_tensor *out, int n, tg_tensor *const *in);
+TG_API tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward,
+                             tg_tensor *out, int n, tg_tensor *const *in);
 
 /* True when t takes part in this graph's backward: it requires grad and
  * it is a leaf (parameter or user tensor) or was made on this graph. */
-bool tg_needs_grad(const tg_graph *g, const tg_tensor *t);
+TG_API bool tg_needs_grad(const tg_graph *g, const tg_tensor *t);
 
 /* t's gradient buffer to add into during backward (zero-filled on first
  * use), or NULL when t needs no grad. */
-void *tg_grad(tg_graph *g, tg_tensor *t);
+TG_API void *tg_grad(tg_graph *g, tg_tensor *t);
 
 /* For a backward that writes every element of t's gradient in one pass:
  * like tg_grad, but when t has no gradient buffer yet it is allocated
@@ -94,7 +99,7 @@ void *tg_grad(tg_graph *g, tg_tensor *t);
  * *store is false and the caller adds as usual. Saves a pass over memory
  * for the gradients of activations that only this op reads. An op whose
  * inputs may be the same tensor twice must not use it for both. */
-void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store);
+TG_API void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store);
 
 /* Broadcasting (NumPy rules), for ops with shapes up to TG_MAX_DIMS.
  * All shapes are right-aligned into TG_MAX_DIMS slots. */
@@ -108,10 +113,14 @@ typedef struct tg_bcast {
 } tg_bcast;
 
 /* Broadcasts a against b. False when they do not broadcast. */
-bool tg_broadcast(const tg_tensor *a, const tg_tensor *b, tg_bcast *bc);
+TG_API bool tg_broadcast(const tg_tensor *a, const tg_tensor *b, tg_bcast *bc);
 /* Broadcasts t to a fixed shape (t's dims must be 1 or equal). Writes the
  * padded strides of t into stride. False when it does not broadcast. */
-bool tg_broadcast_to(const tg_tensor *t, int ndim, const int *shape,
-                     int64_t stride[TG_MAX_DIMS]);
+TG_API bool tg_broadcast_to(const tg_tensor *t, int ndim, const int *shape,
+                            int64_t stride[TG_MAX_DIMS]);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -20,13 +20,19 @@
 
 #include <stdint.h>
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TG_MAX_THREADS 256
 
 /* Sets the thread count (n <= 0: the number of online CPUs; at most
  * TG_MAX_THREADS). Returns the count in effect, which stays 1 if threads cannot be started.
  * Not to be called while a parallel loop runs. */
-int tg_set_num_threads(int n);
-int tg_num_threads(void);   /* 1 until tg_set_num_threads */
+TG_API int tg_set_num_threads(int n);
+TG_API int tg_num_threads(void);   /* 1 until tg_set_num_threads */
 
 /* A part of a loop: items [lo, hi). */
 typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
@@ -35,10 +41,14 @@ typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
  * contiguous ranges of at least `grain` items (grain < 1 counts as 1),
  * one per thread, and returns when all are done. A call made from inside
  * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller. */
-void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
+TG_API void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
 
 /* Inside fn: which range this is, 0 .. tg_num_threads() - 1 (0 outside a
  * loop), so a loop can give each range its own scratch buffer. */
-int tg_parallel_part(void);
+TG_API int tg_parallel_part(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,42 +8,51 @@
 #ifndef TG_PARAMS_H
 #define TG_PARAMS_H
 
+#include "export.h"
 #include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tg_params tg_params;
 
 /* An empty store for parameters of dtype dt. NULL when dt is not f32/f64
  * or out of memory. */
-tg_params *tg_params_new(tg_dtype dt);   /* f32 or f64; NULL otherwise */
+TG_API tg_params *tg_params_new(tg_dtype dt);   /* f32 or f64; NULL otherwise */
 /* Frees the store: every parameter tensor and both flat buffers. */
-void tg_params_free(tg_params *p);       /* accepts NULL */
+TG_API void tg_params_free(tg_params *p);       /* accepts NULL */
 
 /* Adds a zero-filled parameter that requires grad. Its data and grad
  * point into the store's flat buffers (pointers stay valid until the next
  * tg_params_add). NULL, with tg_params_error set, on a duplicate or empty
  * name, a bad shape, or out of memory. */
-tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
+TG_API tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 
 /* The parameter registered under name. */
-tg_tensor *tg_params_get(const tg_params *p, const char *name);  /* or NULL */
+TG_API tg_tensor *tg_params_get(const tg_params *p, const char *name);  /* or NULL */
 /* The number of parameters added. */
-int tg_params_count(const tg_params *p);
+TG_API int tg_params_count(const tg_params *p);
 /* Parameter i (0 <= i < count); NULL when i is out of range. */
-tg_tensor *tg_params_at(const tg_params *p, int i);  /* in order added */
+TG_API tg_tensor *tg_params_at(const tg_params *p, int i);  /* in order added */
 /* The store's dtype: every parameter has it. */
-tg_dtype tg_params_dtype(const tg_params *p);
+TG_API tg_dtype tg_params_dtype(const tg_params *p);
 /* Elements of all parameters together: the length of the flat buffers. */
-int64_t tg_params_numel(const tg_params *p);          /* all parameters */
+TG_API int64_t tg_params_numel(const tg_params *p);          /* all parameters */
 /* The flat value buffer: numel elements of the store's dtype, the
  * parameters back to back in the order added. Moves on tg_params_add. */
-void *tg_params_data(tg_params *p);                   /* flat values */
+TG_API void *tg_params_data(tg_params *p);                   /* flat values */
 /* The flat gradient buffer, laid out like tg_params_data. */
-void *tg_params_grad(tg_params *p);                   /* flat gradients */
+TG_API void *tg_params_grad(tg_params *p);                   /* flat gradients */
 /* Sets every gradient to 0. Gradients accumulate across backward calls
  * until this is called (once per optimizer step, or per accumulation). */
-void tg_params_zero_grad(tg_params *p);
+TG_API void tg_params_zero_grad(tg_params *p);
 
 /* The message of the last failed tg_params_add, cleared by a successful one. */
-const char *tg_params_error(const tg_params *p);      /* last error or NULL */
+TG_API const char *tg_params_error(const tg_params *p);      /* last error or NULL */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -4,7 +4,12 @@
 #ifndef TG_RNG_H
 #define TG_RNG_H
 
+#include "export.h"
 #include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tg_rng {
     uint64_t state, inc;
@@ -14,20 +19,24 @@ typedef struct tg_rng {
 
 /* Starts r at `seed` on stream `stream`: different streams are independent
  * sequences; the same (seed, stream) gives the same numbers everywhere. */
-void tg_rng_seed(tg_rng *r, uint64_t seed, uint64_t stream);
+TG_API void tg_rng_seed(tg_rng *r, uint64_t seed, uint64_t stream);
 /* The next 32 random bits. */
-uint32_t tg_rng_u32(tg_rng *r);
+TG_API uint32_t tg_rng_u32(tg_rng *r);
 /* Without modulo bias, by rejection. */
-uint32_t tg_rng_below(tg_rng *r, uint32_t n);   /* uniform in [0, n), n >= 1 */
+TG_API uint32_t tg_rng_below(tg_rng *r, uint32_t n);   /* uniform in [0, n), n >= 1 */
 /* Built from two draws. */
-double tg_rng_uniform(tg_rng *r);               /* [0, 1), 53 random bits */
+TG_API double tg_rng_uniform(tg_rng *r);               /* [0, 1), 53 random bits */
 /* Box-Muller: each pair of uniforms gives two normals (the second is kept). */
-double tg_rng_normal(tg_rng *r);                /* mean 0, std 1 */
+TG_API double tg_rng_normal(tg_rng *r);                /* mean 0, std 1 */
 
 /* Fills every element of a float tensor, in flat order: uniform in
  * [lo, hi). A non-float tensor is left unchanged. */
-void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi);
+TG_API void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi);
 /* Same with normal(mean, std) values (rounded to f32 for an f32 tensor). */
-void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std);
+TG_API void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,8 +10,13 @@
 #ifndef TG_SAFETENSORS_H
 #define TG_SAFETENSORS_H
 
+#include "export.h"
 #include "params.h"
 #include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define TG_ST_MAX_DIMS 8
 
@@ -38,18 +43,18 @@ typedef struct tg_st_file tg_st_file;
  * header, bad JSON, unknown dtype, shape that does not match its byte
  * range, offsets out of bounds, overlapping or leaving holes, duplicate
  * names, non-string metadata, ...). */
-tg_st_file *tg_st_load(const char *path, char *err, size_t errlen);
+TG_API tg_st_file *tg_st_load(const char *path, char *err, size_t errlen);
 /* Frees the file's buffer: every tg_st_tensor of it becomes invalid. */
-void tg_st_free(tg_st_file *f);      /* accepts NULL */
+TG_API void tg_st_free(tg_st_file *f);      /* accepts NULL */
 
 /* Number of tensors in f (not counting __metadata__); 0 for NULL. */
-int tg_st_count(const tg_st_file *f);
+TG_API int tg_st_count(const tg_st_file *f);
 /* Tensor i in header order (0 <= i < count), or NULL. */
-const tg_st_tensor *tg_st_at(const tg_st_file *f, int i);
+TG_API const tg_st_tensor *tg_st_at(const tg_st_file *f, int i);
 /* The tensor called name. */
-const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NULL */
+TG_API const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NULL */
 /* __metadata__ value for key, or NULL. */
-const char *tg_st_meta(const tg_st_file *f, const char *key);
+TG_API const char *tg_st_meta(const tg_st_file *f, const char *key);
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
  * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is
@@ -57,7 +62,7 @@ const char *tg_st_meta(const tg_st_file *f, const char *key);
  * U8/BOOL -> bool (values must be 0 or 1). Returns 0, or -1 with a
  * message naming the tensor (and the element, for a value that does not
  * fit); dst is untouched on error. */
-int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen);
+TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen);
 
 /* Writing. Tensors are referenced, not copied: their data must stay
  * valid until tg_st_writer_save returns. The header lists __metadata__
@@ -70,40 +75,44 @@ int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errle
  * sequence of adds can be checked once, at save. */
 typedef struct tg_st_writer tg_st_writer;
 /* An empty writer; NULL when out of memory. */
-tg_st_writer *tg_st_writer_new(void);
-void tg_st_writer_free(tg_st_writer *w);   /* accepts NULL */
+TG_API tg_st_writer *tg_st_writer_new(void);
+TG_API void tg_st_writer_free(tg_st_writer *w);   /* accepts NULL */
 /* dtype "F32", "F64", "I32", "I64", "U8" (or any other dtype name of
  * the format); data holds numel elements (may be NULL if numel is 0).
  * Names are non-empty UTF-8, unique, and not "__metadata__"; dimensions
  * are >= 0. */
-int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
-                     const int64_t *shape, const void *data);
+TG_API int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
+                            const int64_t *shape, const void *data);
 /* Adds a tapegrad tensor under name (F32/F64/I32/BOOL->U8). */
-int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t);
+TG_API int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t);
 /* A __metadata__ pair (UTF-8 strings, copied); a key may be set once. */
-int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value);
+TG_API int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value);
 /* The writer's first error, or NULL. */
-const char *tg_st_writer_error(const tg_st_writer *w);
+TG_API const char *tg_st_writer_error(const tg_st_writer *w);
 /* Writes atomically: a temporary file "<path>.tmp.XXXXXX" in the same
  * directory, written, flushed and synced, then renamed over path (and the
  * directory synced). On failure the temporary file is removed, path is
  * left as it was and err says why. The file gets the mode of the file it
  * replaces, or 0666 minus the umask if new (the umask is read with
  * umask(2), which is not thread-safe against concurrent umask changes). */
-int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen);
+TG_API int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen);
 
 /* Writes every parameter of p under its name, in the store's order and
  * dtype (F32 or F64), with n_meta metadata pairs (meta[2i] = key,
  * meta[2i+1] = value, i < n_meta), atomically. Returns 0, or -1 with a
  * message in err (NULL p, bad metadata, I/O failure; the file at path is
  * then untouched). */
-int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
-                      char *err, size_t errlen);
+TG_API int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
+                             char *err, size_t errlen);
 /* Loads every parameter of p from f by name (converting F32/F64). A
  * parameter missing from f, or a shape mismatch, is an error naming it;
  * tensors in f that p lacks are ignored. Nothing is written to p unless
  * every parameter is present and fits. Returns 0, or -1 with the message
  * in err. */
-int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen);
+TG_API int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TG_MAX_DIMS 4
 
 typedef enum tg_dtype {
@@ -40,30 +46,34 @@ typedef struct tg_tensor {
 
 /* Bytes per element: 4 (f32, i32), 8 (f64), 1 (bool); 0 for a value that
  * is not a tg_dtype. */
-size_t tg_dtype_size(tg_dtype dt);
+TG_API size_t tg_dtype_size(tg_dtype dt);
 /* "f32", "f64", "i32" or "bool" (the names error messages use); "?" for a
  * value that is not a tg_dtype. */
-const char *tg_dtype_name(tg_dtype dt);
+TG_API const char *tg_dtype_name(tg_dtype dt);
 /* True for f32 and f64: the dtypes ops compute in and that can require grad. */
 static inline bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64; }
 
 /* Writes t's shape as "(2,3,4)" ("()" for a scalar, "NULL" for a NULL t)
  * into buf, truncated to size bytes and always NUL-terminated; returns buf. */
-char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
+TG_API char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
 
 /* Writes the multi-index "(i0,i1,...)" of flat index `flat` over the
  * first k dimensions of t (0 <= k <= t->ndim; flat < the product of those
  * dimensions) into buf, always NUL-terminated; returns buf. Used by error
  * messages to name an element or a row. */
-char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size);
+TG_API char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size);
 
 /* Element i (flat row-major index, 0 <= i < numel; not checked) of a
  * tensor of any dtype, as a double. */
-double tg_tensor_get(const tg_tensor *t, int64_t i);
+TG_API double tg_tensor_get(const tg_tensor *t, int64_t i);
 /* The single element of a one-element tensor (a loss) as a double (element
  * 0; t is not checked). */
-double tg_tensor_item(const tg_tensor *t);
+TG_API double tg_tensor_item(const tg_tensor *t);
 /* True when a and b have the same dtype and the same shape. */
-bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b);
+TG_API bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,8 +8,13 @@
 #ifndef TG_NN_H
 #define TG_NN_H
 
+#include "../core/export.h"
 #include "../core/params.h"
 #include "../ops/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 
@@ -21,9 +26,9 @@ typedef struct tg_linear_mod {
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
  * zero-filled (the owner initialises them). Errors: in or out < 1, a
  * duplicate name, out of memory. */
-int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
-                   char *err, size_t errlen);
-tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
+TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
+                          char *err, size_t errlen);
+TG_API tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
 
 /* ---- LayerNorm (nn/layernorm.c) --------------------------------------- */
 
@@ -36,10 +41,10 @@ typedef struct tg_layernorm_mod {
 /* Registers <name>.weight (C), filled with 1, and with bias <name>.bias
  * (C), zeros; eps is TG_LAYERNORM_EPS. Errors: C < 1, a duplicate name,
  * out of memory. */
-int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
-                      char *err, size_t errlen);
+TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
+                             char *err, size_t errlen);
 /* tg_layernorm with the module's weight, bias and eps: (..., C) -> (..., C). */
-tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
+TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
 
 /* ---- MLP (nn/mlp.c): c_fc (4C, C) -> exact GELU -> c_proj (C, 4C) -> dropout */
 
@@ -52,9 +57,9 @@ typedef struct tg_mlp {
  * (zero-filled; biases with bias); dropout is applied after c_proj.
  * Errors: C outside [1, 2^28], dropout outside [0, 1), a duplicate name,
  * out of memory. */
-int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
-                char *err, size_t errlen);
-tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
+TG_API int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
+                       char *err, size_t errlen);
+TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
 
 /* ---- Multi-head attention (nn/attention.c) ----------------------------
  *
@@ -76,11 +81,11 @@ typedef struct tg_kv_cache {
 /* Allocates zeroed key and value buffers (batch, max_len, n_head *
  * head_dim) of dtype dt, with len 0. Returns 0, or -1 (c zeroed) when dt
  * is not f32/f64, a size is < 1, or out of memory. */
-int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
+TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
 /* Forgets the cached positions, to start a new sequence; keeps the memory. */
-void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
+TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
-void tg_kv_cache_free(tg_kv_cache *c);
+TG_API void tg_kv_cache_free(tg_kv_cache *c);
 
 typedef struct tg_mha {
     int n_embd, n_head;
@@ -103,8 +108,8 @@ typedef struct tg_mha {
  * zero-filled. dropout (in [0, 1)) applies to the attention weights and
  * to the output. Errors: n_embd or n_head < 1, n_embd not divisible by
  * n_head, dropout out of range, a duplicate name, out of memory. */
-int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
-                bool fused, double dropout, char *err, size_t errlen);
+TG_API int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+                       bool fused, double dropout, char *err, size_t errlen);
 
 typedef struct tg_attn_args {
     bool causal;              /* query at absolute position p may see key j iff j <= p;
@@ -127,8 +132,8 @@ typedef struct tg_attn_args {
  * and one dtype and batch; a cache with kv, or of another dtype, batch or
  * head size; a key_padding or mask of the wrong dtype or shape; a query
  * row with every key blocked. */
-tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
-                          const tg_attn_args *args);
+TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+                                 const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 
@@ -162,36 +167,40 @@ typedef struct tg_gpt {
  * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
  * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
  * LayerNorm weights 1. dt is TG_F32 or TG_F64. */
-tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
-void tg_gpt_free(tg_gpt *m);
+TG_API void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets
  * cfg.attn_composed and each tg_mha.composed). */
-void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
+TG_API void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
  * cache len + T <= block_size), ids in [0, V): else an error. */
-tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
+TG_API tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
 /* tg_gpt_forward that also hands back each layer's attention weights, for
  * inspection: attn_weights is NULL or an array of n_layer slots; slot i
  * receives layer i's (B,H,T,Tk) softmax probabilities before attention
  * dropout (Tk = cache len + T; rows sum to 1, blocked future keys are 0),
  * arena tensors on g. Every slot is NULL when the forward fails. */
-tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
+TG_API tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
 /* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored):
  * a scalar. Errors: those of tg_gpt_forward and tg_cross_entropy, and
  * targets that are not i32 shaped like idx. */
-tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets);
+TG_API tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets);
 
 /* KV cache for incremental decoding: while enabled, tg_gpt_forward appends
  * the new positions to every layer's cache and attends over all of them.
  * Enabling makes n_layer empty caches of block_size positions for `batch`
  * sequences (replacing any earlier ones). Returns 0, or -1 with err for
  * batch < 1 or out of memory. */
-int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
+TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
 /* Empties every layer's cache, to start new sequences; nothing when disabled. */
-void tg_gpt_cache_clear(tg_gpt *m);
+TG_API void tg_gpt_cache_clear(tg_gpt *m);
 /* Frees the caches: tg_gpt_forward runs without them again. */
-void tg_gpt_cache_disable(tg_gpt *m);
+TG_API void tg_gpt_cache_disable(tg_gpt *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

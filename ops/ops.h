@@ -14,7 +14,12 @@
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
+#include "../core/export.h"
 #include "../core/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- matmul (ops/matmul.c) ------------------------------------------ */
 
@@ -24,7 +29,7 @@
  * dimension is removed from the result, as in NumPy. Errors: a scalar
  * operand, inner dimensions that differ, batch dimensions that do not
  * broadcast, dtypes that differ. Backward: da += dy b^T, db += a^T dy. */
-tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
 /* ---- linear (ops/linear.c) ------------------------------------------- */
 
@@ -33,7 +38,7 @@ tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b);
  * transpose flag; backward dx += dy w, dw += dy^T x, db += column sums of
  * dy, with no copies. Errors: w not 2-D, x's last dimension not w's in,
  * b not (out), dtypes that differ. */
-tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b);
+TG_API tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b);
 
 /* ---- elementwise (ops/binary.c, ops/unary.c) -------------------------- */
 
@@ -41,78 +46,78 @@ tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b);
  * (B,T,C) + (C) -> (B,T,C); the output has the broadcast shape. Errors:
  * shapes that do not broadcast, dtypes that differ. Backward sums the
  * gradient over the broadcast axes. */
-tg_tensor *tg_add(tg_graph *g, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_add(tg_graph *g, tg_tensor *a, tg_tensor *b);
 /* a - b elementwise, broadcasting as tg_add. */
-tg_tensor *tg_sub(tg_graph *g, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_sub(tg_graph *g, tg_tensor *a, tg_tensor *b);
 /* a * b elementwise, broadcasting as tg_add. */
-tg_tensor *tg_mul(tg_graph *g, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_mul(tg_graph *g, tg_tensor *a, tg_tensor *b);
 /* a / b elementwise, broadcasting as tg_add. A zero in b is an error (it
  * names the element), not inf. */
-tg_tensor *tg_div(tg_graph *g, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_div(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
 /* Elementwise functions of one float tensor: the output has x's shape
  * and dtype; a non-float x is an error. s must be finite (error). */
-tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s);   /* s * x */
+TG_API tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s);   /* s * x */
 /* -x */
-tg_tensor *tg_neg(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_neg(tg_graph *g, tg_tensor *x);
 /* e^x */
-tg_tensor *tg_exp(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_exp(tg_graph *g, tg_tensor *x);
 /* Natural log. x <= 0 is an error naming the element (log would give
  * -inf or NaN). */
-tg_tensor *tg_log(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_log(tg_graph *g, tg_tensor *x);
 /* tanh(x); backward dx += dy (1 - y^2). */
-tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
 /* Square root. x < 0 is an error; at x = 0 the gradient is taken as 0,
  * not inf. */
-tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
 /* max(x, 0) */
-tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
+TG_API tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
 
 typedef enum tg_gelu_mode {
     TG_GELU_ERF,   /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */
     TG_GELU_TANH   /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 } tg_gelu_mode;
 /* GELU of x elementwise in the given form; an unknown mode is an error. */
-tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode);
+TG_API tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode);
 
 /* ---- reductions (ops/reduce.c) ---------------------------------------- */
 
 /* Sum over one axis: x's shape without that axis, or with it as 1 when
  * keepdim, e.g. (B,T,C) axis -1 -> (B,T) or (B,T,1). An axis out of range
  * is an error. Accumulates in double. */
-tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
+TG_API tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
 /* Mean over one axis; shapes and errors as tg_sum. */
-tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
+TG_API tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim);
 /* Sum over all elements, to a scalar (ndim 0). */
-tg_tensor *tg_sum_all(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_sum_all(tg_graph *g, tg_tensor *x);
 /* Mean over all elements, to a scalar (ndim 0). */
-tg_tensor *tg_mean_all(tg_graph *g, tg_tensor *x);
+TG_API tg_tensor *tg_mean_all(tg_graph *g, tg_tensor *x);
 
 /* ---- shape (ops/shape.c) ---------------------------------------------- */
 
 /* A view with a new shape of the same numel; one entry may be -1 (inferred).
  * Works for every dtype. Errors: a numel that differs, more than one -1,
  * an entry that is 0 or below -1, ndim outside 0..4. */
-tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape);
+TG_API tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape);
 /* Swaps two axes (contiguous copy), e.g. (B,T,H,dh) axes 1, 2 ->
  * (B,H,T,dh). Every dtype. An axis out of range is an error. */
-tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1);
+TG_API tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1);
 /* Output axis i is input axis perm[i] (contiguous copy); perm has ndim
  * entries. Every dtype. A perm that is not a permutation of the axes is an
  * error. */
-tg_tensor *tg_permute(tg_graph *g, tg_tensor *x, const int *perm);
+TG_API tg_tensor *tg_permute(tg_graph *g, tg_tensor *x, const int *perm);
 /* Elements [start, end) along axis (contiguous copy): that axis gets
  * length end - start. Every dtype. Errors: axis out of range, not
  * 0 <= start < end <= length. */
-tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end);
+TG_API tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end);
 /* Cuts x along axis into n pieces of the given sizes (summing to the
  * axis's length), written to out[0..n-1]. Returns 0, or -1 with an error
  * (then out[] is all NULL). */
-int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes,
-             tg_tensor **out);
+TG_API int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes,
+                    tg_tensor **out);
 /* Joins n tensors along axis: that axis gets the sum of their lengths.
  * The dtypes and the other dimensions must match (error otherwise). */
-tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
+TG_API tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
 
 /* ---- softmax (ops/softmax.c) ------------------------------------------ */
 
@@ -122,7 +127,7 @@ tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
  * subtracted first ([1000,1000] -> [0.5,0.5]). Errors: a row with every
  * key blocked (the message names the row), a NaN or +inf score.
  * Backward: dS = P * (dP - rowsum(P * dP)); the Jacobian is never built. */
-tg_tensor *tg_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
+TG_API tg_tensor *tg_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 
 typedef enum tg_softmax_flags {
     TG_SOFTMAX_DEFAULT = 0,
@@ -132,12 +137,12 @@ typedef enum tg_softmax_flags {
 } tg_softmax_flags;
 /* tg_softmax with flags (a tg_softmax_flags value; unknown bits are an
  * error). */
-tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags);
+TG_API tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags);
 
 /* log(softmax(x)) over the last axis, computed stably; same shape, mask
  * rules and errors as tg_softmax (blocked entries are -inf in the output
  * and get zero gradient; a fully blocked row is always an error). */
-tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
+TG_API tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 
 /* ---- fused attention (ops/attention.c) -------------------------------- */
 
@@ -158,15 +163,15 @@ typedef enum tg_attn_flags {
  * only with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit,
  * C % n_head != 0, a query row with no visible key (q_pos + i < 0), a NaN
  * or +inf score; each message names the shapes (and row, element). */
-tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
-                        int q_pos);
+TG_API tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
+                               int q_pos);
 
 /* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,3C) holding q,
  * k and v side by side in its last axis (as one fused projection makes
  * them): the heads are read in place with a row stride of 3C, so nothing
  * is split (no copies forward, no concat of gradients backward). Returns
  * (B,T,C). Errors as tg_attention, and a last axis not divisible by 3. */
-tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
+TG_API tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
 
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
 
@@ -176,7 +181,7 @@ tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
  * or every target ignored, is an error; so is a NaN or +inf logit, or a
  * row of only -inf, in a counted row. Returns a scalar (ndim 0).
  * Backward: dlogits = (softmax - onehot) / count, per counted row. */
-tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets);
+TG_API tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets);
 
 /* ---- layernorm (ops/layernorm.c) -------------------------------------- */
 
@@ -185,8 +190,8 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets);
  * and may each be NULL (no scale / no shift). eps > 0 (PyTorch's default
  * is 1e-5). Errors: a scalar x, w or b not (C) or of another dtype,
  * eps <= 0. */
-tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
-                        double eps);
+TG_API tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
+                               double eps);
 #define TG_LAYERNORM_EPS 1e-5
 
 /* ---- embedding (ops/embedding.c) -------------------------------------- */
@@ -195,7 +200,7 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
  * out (ids..., C). An id outside [0, V) is an error naming it; so are a
  * weight that is not 2-D and ids that are not i32. Backward scatter-adds,
  * so repeated ids accumulate. */
-tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids);
+TG_API tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids);
 
 /* ---- dropout (ops/dropout.c) ------------------------------------------ */
 
@@ -203,6 +208,10 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids);
  * seeded stream and scales the rest by 1/(1-p); same shape as x. The
  * identity when p = 0, when the graph is in eval mode, or when grad mode
  * is off: then it returns x itself. p outside [0, 1] is an error. */
-tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p);
+TG_API tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

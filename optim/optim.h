@@ -14,7 +14,12 @@
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
+#include "../core/export.h"
 #include "../core/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- SGD (PyTorch torch.optim.SGD, dampening 0, not Nesterov) --------
  *   g = grad + weight_decay * p
@@ -24,13 +29,13 @@ typedef struct tg_sgd tg_sgd;
 /* NULL when p is NULL, momentum or weight_decay is negative or not
  * finite, or out of memory. The momentum buffer is only allocated when
  * momentum > 0. */
-tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
+TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
 /* One update of every parameter with learning rate lr, by the formula
  * above, from the gradients in the store. Does nothing, and sets
  * tg_sgd_error, if the store has grown since tg_sgd_new; NULL o is ignored. */
-void tg_sgd_step(tg_sgd *o, double lr);
-const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
-void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
+TG_API void tg_sgd_step(tg_sgd *o, double lr);
+TG_API const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
+TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
 
 /* ---- AdamW (PyTorch torch.optim.AdamW) --------------------------------
  * Per step t (from 1), for each parameter p with gradient g:
@@ -47,34 +52,41 @@ typedef struct tg_adamw_config {
     double eps;            /* 1e-8 */
     double weight_decay;   /* 0.01 (nanoGPT: 0.1) */
 } tg_adamw_config;
+/* A tg_adamw_config value: `tg_adamw_config c = TG_ADAMW_DEFAULTS;`. In C
+ * it is a compound literal (an lvalue: &TG_ADAMW_DEFAULTS works); in C++
+ * a braced temporary, whose address cannot be taken (pass NULL instead). */
+#ifdef __cplusplus
+#define TG_ADAMW_DEFAULTS (tg_adamw_config{0.9, 0.999, 1e-8, 0.01})
+#else
 #define TG_ADAMW_DEFAULTS ((tg_adamw_config){0.9, 0.999, 1e-8, 0.01})
+#endif
 
 typedef struct tg_adamw tg_adamw;
 /* c NULL means TG_ADAMW_DEFAULTS. NULL when p is NULL, a beta is outside
  * [0, 1), eps or weight_decay is negative or not finite, or out of memory. */
-tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
+TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
 /* param must be a tensor of the optimizer's store (tg_params_get/_at);
  * otherwise nothing changes and tg_adamw_error says so. */
-void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
+TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
 /* True when param is weight-decayed. */
-bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);   /* false if not in the store */
+TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);   /* false if not in the store */
 /* One update of every parameter with learning rate lr (the step count
  * goes up by one first), by the formulas above, from the gradients in the
  * store. Does nothing, and sets tg_adamw_error, if the store has grown
  * since tg_adamw_new; NULL o is ignored. */
-void tg_adamw_step(tg_adamw *o, double lr);
+TG_API void tg_adamw_step(tg_adamw *o, double lr);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
  * and layout as tg_params_data; tg_params_numel elements each), which may
  * be read and written. A negative step count is refused (error set). */
-int64_t tg_adamw_steps(const tg_adamw *o);
+TG_API int64_t tg_adamw_steps(const tg_adamw *o);
 /* Sets the step count, e.g. when resuming; the next step is steps + 1. */
-void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
+TG_API void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
 /* The first-moment buffer m. */
-void *tg_adamw_m(tg_adamw *o);
+TG_API void *tg_adamw_m(tg_adamw *o);
 /* The second-moment buffer v. */
-void *tg_adamw_v(tg_adamw *o);
-const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
-void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
+TG_API void *tg_adamw_v(tg_adamw *o);
+TG_API const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
+TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
 
 /* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
  * coef < 1, norm the global L2 norm over all of them (PyTorch
@@ -83,7 +95,7 @@ void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
  * norm is returned as is and nothing is scaled. A NaN or negative
  * max_norm scales nothing; max_norm 0 zeroes every gradient (as PyTorch).
  * NaN when p is NULL. */
-double tg_clip_grad_norm(tg_params *p, double max_norm);
+TG_API double tg_clip_grad_norm(tg_params *p, double max_norm);
 
 /* nanoGPT's schedule: linear warmup lr * (step + 1) / (warmup + 1) for
  * step < warmup; then cosine from lr down to min_lr at step decay_steps;
@@ -92,6 +104,10 @@ double tg_clip_grad_norm(tg_params *p, double max_norm);
  *   lr_t  = min_lr + 0.5 * (1 + cos(pi * ratio)) * (lr - min_lr)
  * so lr_t = lr at step == warmup and min_lr from step == decay_steps on
  * (also when decay_steps <= warmup). A negative step or warmup counts as 0. */
-double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr, double min_lr);
+TG_API double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr, double min_lr);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -80,11 +80,18 @@ static inline int tg_f(int x) { return x; }
  * comment */
 void *tg_g(void)
     __attribute__((unused));
+extern "C" {
+/* exported, documented */
+TG_API int tg_h(int x);
+TG_API void tg_i(int x,
+                 int y);
+}
 EOF
 expect="$sample:4: tg_c has no comment
 $sample:8: tg_d has no comment
 $sample:12: tg_f has no comment
-checked 7"
+$sample:20: tg_i has no comment
+checked 9"
 got=$(check "$sample" || true)
 if [ "$got" != "$expect" ]; then
     echo "check_header_docs.sh: self-test failed; expected:"
