@@ -468,6 +468,16 @@ const char *tg_st_meta(const tg_st_file *f, const char *key)
     return i < 0 ? NULL : f->meta[i].value;
 }
 
+int tg_st_meta_count(const tg_st_file *f) { return f ? (int)stbds_shlen(f->meta) : 0; }
+
+const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
+{
+    if (value) *value = NULL;
+    if (i < 0 || i >= tg_st_meta_count(f)) return NULL;
+    if (value) *value = f->meta[i].value;
+    return f->meta[i].key;
+}
+
 /* ---- converting into tapegrad tensors ------------------------------------ */
 
 /* Checks that e can be copied into dst: convertible dtypes, the same

@@ -55,6 +55,12 @@ TG_API const tg_st_tensor *tg_st_at(const tg_st_file *f, int i);
 TG_API const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NULL */
 /* __metadata__ value for key, or NULL. */
 TG_API const char *tg_st_meta(const tg_st_file *f, const char *key);
+/* Number of __metadata__ entries; 0 for NULL. */
+TG_API int tg_st_meta_count(const tg_st_file *f);
+/* Metadata entry i (0 <= i < tg_st_meta_count, in the file's order): its
+ * key, and its value in *value (value may be NULL). NULL (and *value
+ * NULL) when i is out of range. */
+TG_API const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value);
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
  * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is

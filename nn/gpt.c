@@ -104,6 +104,26 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     return m;
 }
 
+int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
+{
+    if (!cfg) return -1;
+    const tg_gpt_config c = *cfg;
+    if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1 ||
+        c.n_embd % c.n_head)
+        return -1;
+    const int64_t C = c.n_embd, limit = (int64_t)1 << 62;
+    int64_t layer, n;
+    /* per block: ln_1, c_attn (3C,C), attn.c_proj (C,C), ln_2, c_fc (4C,C), mlp.c_proj (C,4C) */
+    if (__builtin_mul_overflow(C, 12 * C, &layer) || __builtin_add_overflow(layer, (c.bias ? 13 : 2) * C, &layer) ||
+        __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n))
+        return -1;
+    int64_t emb;   /* wte, wpe, ln_f */
+    if (__builtin_mul_overflow(C, (int64_t)c.vocab_size + c.block_size + (c.bias ? 2 : 1), &emb) ||
+        __builtin_add_overflow(n, emb, &n))
+        return -1;
+    return n > limit ? -1 : n;
+}
+
 void tg_gpt_free(tg_gpt *m)
 {
     if (!m) return;

@@ -168,6 +168,14 @@ typedef struct tg_gpt {
  * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
  * LayerNorm weights 1. dt is TG_F32 or TG_F64. */
 TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+/* The number of parameter elements tg_gpt_new registers for cfg, in
+ * closed form, without allocating anything (nanoGPT's get_num_params with
+ * the position embedding counted): V C + block_size C + n_layer (12 C^2 +
+ * 2 C) + C, plus 11 C per layer and C with biases. -1 for a config
+ * tg_gpt_new refuses (NULL, a size < 1, n_embd % n_head != 0) or a count
+ * past 2^62. A file that claims a config can be checked against it before
+ * a model is built. */
+TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 TG_API void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets

@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target tiny_gpt
-build/tiny_gpt train --steps 600 --eval-interval 200 --eval-iters 50 --out out-demo
+build/tiny_gpt train --steps 600 --eval-interval 200 --eval-iters 50 --out out-demo --force   # a new run each time
 build/tiny_gpt sample --ckpt out-demo/best.safetensors --prompt "the " --tokens 300

@@ -23,6 +23,7 @@
 #include "files.h"
 #include "heatmap.h"
 #include "lossplot.h"
+#include "metrics.h"
 
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
@@ -359,13 +360,13 @@ START_TEST(loss_curve_follows_the_series)
      * wildly off: the later row must win */
     FILE *f = fopen(P("metrics.csv"), "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
+    fprintf(f, "%s\n", METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
     for (int s = 0; s <= 99; s++) {
-        if (s % 50 == 0) fprintf(f, "%d,%.6f,%.6f,,,\n", s, 3.3, 3.0);
-        if (s == 30) fprintf(f, "30,50.0,,0.001,1.0,100\n");
-        fprintf(f, "%d,%.6f,,0.001,1.0,100\n", s, 4.0 - 3.0 * s / 99);
+        if (s == 30) fprintf(f, "30,50.0,0.001,1.0,100,,,,\n");
+        if (s % 50 == 0) fprintf(f, "%d,%.6f,0.001,1.0,100,%.6f,%.6f,,\n", s, 4.0 - 3.0 * s / 99, 3.3, 3.0);
+        else if (s < 99) fprintf(f, "%d,%.6f,0.001,1.0,100,,,,\n", s, 4.0 - 3.0 * s / 99);
     }
-    fprintf(f, "99,%.6f,%.6f,,,\n", 1.2, 3.0);
+    fprintf(f, "99,%.6f,0.001,1.0,100,%.6f,%.6f,,\n", 1.0, 1.2, 3.0);
     fclose(f);
     char err[512] = "";
     REQUIRE(lossplot_write(P("metrics.csv"), P("loss.png"), err, sizeof err) == 0, "%s", err);
@@ -415,7 +416,7 @@ START_TEST(loss_curve_follows_the_series)
 
     /* no data yet (only the header): still a picture, just the axes */
     f = fopen(P("empty.csv"), "w");
-    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
+    fprintf(f, "%s\n", METRICS_HEADER);
     fclose(f);
     REQUIRE(lossplot_write(P("empty.csv"), P("empty.png"), err, sizeof err) == 0, "%s", err);
     p = decode_file(P("empty.png"));
@@ -440,7 +441,7 @@ START_TEST(loss_curve_errors)
     ck_assert_msg(strstr(err, "nope.csv: No such file or directory"), "%s", err);
     /* a destination that cannot be written: its parent is a regular file */
     FILE *f = fopen(P("m.csv"), "w");
-    fprintf(f, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n0,2.0,,0.1,1,1\n");
+    fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", METRICS_HEADER);
     fclose(f);
     listing(dir, before, sizeof before);
     ck_assert_int_eq(lossplot_write(P("m.csv"), P("m.csv/loss.png"), err, sizeof err), -1);

@@ -841,6 +841,36 @@ START_TEST(gpt_config_errors)
 }
 END_TEST
 
+/* tg_gpt_num_params counts, without building a model, what tg_gpt_new
+ * registers: for odd sizes, one head, with and without biases; and -1 for
+ * what it refuses or cannot count. */
+START_TEST(gpt_num_params_matches_the_model)
+{
+    const tg_gpt_config cases[] = {
+        {1, 1, 1, 1, 1, false, 0, false},   {2, 3, 9, 5, 7, true, 0, false},  {3, 2, 10, 17, 65, false, 0, false},
+        {1, 4, 12, 3, 300, true, 0.1, false}, {4, 4, 128, 64, 65, false, 0, false},
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_gpt *m = tg_gpt_new(&cases[i], TG_F32, 1, err, sizeof err);
+        ck_assert_msg(m != NULL, "%s", err);
+        ck_assert_int_eq(tg_gpt_num_params(&cases[i]), tg_params_numel(m->params));
+        tg_gpt_free(m);
+    }
+    tg_gpt_config c = cases[1];
+    c.n_embd = 10;   /* not divisible by 3 heads */
+    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
+    c = cases[0];
+    c.vocab_size = 0;
+    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
+    ck_assert_int_eq(tg_gpt_num_params(NULL), -1);
+    c = (tg_gpt_config){1 << 30, 1, 1 << 30, 1, 1, true, 0, false};   /* 12 C^2 L overflows 2^62 */
+    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
+    c.n_layer = 1 << 24, c.n_embd = 16;
+    ck_assert_int_eq(tg_gpt_num_params(&c), (int64_t)(1 << 24) * (12 * 16 * 16 + 13 * 16) + 16 * (1 + 1 + 2));
+}
+END_TEST
+
 /* At init (weights std 0.02) the logits are small, so the loss is near
  * ln V: with M = max |logit|, logsumexp lies in [ln V - M, ln V + M], so
  * |loss - ln V| <= 2 M. (M is about 0.1 here, not ~0.02: the tied head
@@ -1122,6 +1152,7 @@ int main(void)
     tcase_add_test(tc, attention_errors);
     tcase_add_test(tc, gpt_names_and_init);
     tcase_add_test(tc, gpt_config_errors);
+    tcase_add_test(tc, gpt_num_params_matches_the_model);
     tcase_add_test(tc, gpt_loss_at_init);
     tcase_add_test(tc, gpt_gradcheck);
     tcase_add_test(tc, gpt_incremental_decoding);

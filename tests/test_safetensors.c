@@ -206,6 +206,17 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_str_eq(tg_st_meta(f, "note"), "tab\there \"q\" \\ caf\xc3\xa9");
     ck_assert_ptr_null(tg_st_meta(f, "absent"));
     ck_assert_ptr_null(tg_st_find(f, "absent"));
+    /* the entries one by one, in the file's order */
+    ck_assert_int_eq(tg_st_meta_count(f), 2);
+    const char *v, *k = tg_st_meta_at(f, 0, &v);
+    ck_assert_str_eq(k, "format");
+    ck_assert_str_eq(v, "pt");
+    ck_assert_str_eq(tg_st_meta_at(f, 1, &v), "note");
+    ck_assert_str_eq(v, tg_st_meta(f, "note"));
+    ck_assert_ptr_null(tg_st_meta_at(f, 2, &v));
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_null(tg_st_meta_at(f, -1, NULL));
+    ck_assert_int_eq(tg_st_meta_count(NULL), 0);
     tg_st_free(f);
     ck_assert_int_eq(count_temp_files(), 0);
 }

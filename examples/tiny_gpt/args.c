@@ -2,95 +2,288 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_number(const arg_spec *s, const char *v, char *err, size_t errlen)
+#include "data.h"
+
+static char *config_text;   /* the --config file, its values NUL-terminated in place */
+
+void args_free(void)
 {
+    free(config_text);
+    config_text = NULL;
+}
+
+/* Names match with '_' and '-' taken as the same character. */
+static bool same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (*a != *b && !((*a == '_' || *a == '-') && (*b == '_' || *b == '-'))) return false;
+    return *a == *b;
+}
+
+arg_spec *args_find(arg_spec *specs, int n_specs, const char *name)
+{
+    for (int k = 0; k < n_specs; k++)
+        if (same_name(specs[k].name, name)) return &specs[k];
+    return NULL;
+}
+
+bool args_seen(const arg_spec *specs, int n_specs, const char *name)
+{
+    const arg_spec *s = args_find((arg_spec *)specs, n_specs, name);
+    return s && s->seen;
+}
+
+/* Edit distance (insertions, deletions, substitutions), '_' = '-'. */
+static int distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+    if (la >= 63 || lb >= 63) return 99;
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            bool eq = a[i - 1] == b[j - 1] || ((a[i - 1] == '_' || a[i - 1] == '-') && (b[j - 1] == '_' || b[j - 1] == '-'));
+            int best = diag + !eq;
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = row[j];
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* "unknown flag '--x'" on the command line (where ""), or "<where>unknown
+ * setting 'x'" in a config file, plus the closest known name if one is
+ * close. */
+static void unknown(const arg_spec *specs, int n_specs, const char *where, const char *shown, const char *name,
+                    char *err, size_t errlen)
+{
+    const char *best = NULL;
+    int bd = 99;
+    for (int k = 0; k < n_specs; k++) {
+        int d = distance(name, specs[k].name);
+        if (d < bd) bd = d, best = specs[k].name;
+    }
+    const bool cfg = where[0] != 0;
+    const int limit = (int)strlen(name) / 3 > 2 ? (int)strlen(name) / 3 : 2;
+    char hint[96] = "";
+    if (best && bd <= limit) snprintf(hint, sizeof hint, "; did you mean %s%s?", cfg ? "" : "--", best);
+    snprintf(err, errlen, "%sunknown %s '%s'%s (see --help)", where, cfg ? "setting" : "flag", shown, hint);
+}
+
+int arg_value_parse(const arg_spec *s, const char *v, arg_value *out, const char *what, char *err, size_t errlen)
+{
+    switch (s->kind) {
+    case ARG_STRING: out->s = v; return 0;
+    case ARG_BOOL:
+    case ARG_SWITCH:
+        if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "1")) out->b = true;
+        else if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "0")) out->b = false;
+        else {
+            snprintf(err, errlen, "%s: '%s' is not true/false", what, v);
+            return -1;
+        }
+        return 0;
+    default: break;
+    }
     char *end;
     errno = 0;
     double x = strtod(v, &end);
     if (end == v || *end || errno || !isfinite(x)) {
-        snprintf(err, errlen, "--%s: '%s' is not a number", s->name, v);
+        snprintf(err, errlen, "%s: '%s' is not a number", what, v);
         return -1;
     }
     if ((s->kind == ARG_INT || s->kind == ARG_I64) && x != floor(x)) {
-        snprintf(err, errlen, "--%s: '%s' is not a whole number", s->name, v);
+        snprintf(err, errlen, "%s: '%s' is not a whole number", what, v);
         return -1;
     }
     if (x < s->min || x > s->max) {
-        snprintf(err, errlen, "--%s: %s is outside [%g, %g]", s->name, v, s->min, s->max);
+        snprintf(err, errlen, "%s: %s is outside [%g, %g]", what, v, s->min, s->max);
         return -1;
     }
-    if (s->kind == ARG_INT) *(int *)s->dest = (int)x;
-    else if (s->kind == ARG_I64) *(int64_t *)s->dest = (int64_t)x;
-    else *(double *)s->dest = x;
+    if (s->kind == ARG_INT) out->i = (int)x;
+    else if (s->kind == ARG_I64) out->l = (int64_t)x;
+    else out->d = x;
+    return 0;
+}
+
+arg_value arg_value_load(const arg_spec *s)
+{
+    arg_value v = {0};
+    switch (s->kind) {
+    case ARG_INT: v.i = *(int *)s->dest; break;
+    case ARG_I64: v.l = *(int64_t *)s->dest; break;
+    case ARG_DOUBLE: v.d = *(double *)s->dest; break;
+    case ARG_STRING: v.s = *(const char **)s->dest; break;
+    case ARG_BOOL:
+    case ARG_SWITCH: v.b = *(bool *)s->dest; break;
+    }
+    return v;
+}
+
+void arg_value_store(arg_spec *s, arg_value v)
+{
+    switch (s->kind) {
+    case ARG_INT: *(int *)s->dest = v.i; break;
+    case ARG_I64: *(int64_t *)s->dest = v.l; break;
+    case ARG_DOUBLE: *(double *)s->dest = v.d; break;
+    case ARG_STRING: *(const char **)s->dest = v.s; break;
+    case ARG_BOOL:
+    case ARG_SWITCH: *(bool *)s->dest = v.b; break;
+    }
+}
+
+void format_double(double x, char *buf, size_t size)
+{
+    for (int digits = 6; digits <= 17; digits++) {   /* the shortest that reads back as x */
+        snprintf(buf, size, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+void arg_value_format(const arg_spec *s, char *buf, size_t size)
+{
+    switch (s->kind) {
+    case ARG_INT: snprintf(buf, size, "%d", *(int *)s->dest); break;
+    case ARG_I64: snprintf(buf, size, "%lld", (long long)*(int64_t *)s->dest); break;
+    case ARG_DOUBLE: format_double(*(double *)s->dest, buf, size); break;
+    case ARG_STRING: snprintf(buf, size, "%s", *(const char **)s->dest ? *(const char **)s->dest : ""); break;
+    case ARG_BOOL:
+    case ARG_SWITCH: snprintf(buf, size, "%s", *(bool *)s->dest ? "true" : "false"); break;
+    }
+}
+
+static int set_flag(arg_spec *s, const char *v, const char *what, char *err, size_t errlen)
+{
+    arg_value x;
+    if (arg_value_parse(s, v, &x, what, err, errlen)) return -1;
+    arg_value_store(s, x);
+    s->seen = true;
+    return 0;
+}
+
+/* `name = value` lines; '#' starts a comment outside double quotes. */
+static int parse_config(arg_spec *specs, int n_specs, const char *path, char *err, size_t errlen)
+{
+    size_t len;
+    char rerr[512];
+    free(config_text);
+    if (!(config_text = read_file(path, &len, rerr, sizeof rerr))) {
+        snprintf(err, errlen, "--config %s", rerr);
+        return -1;
+    }
+    if (memchr(config_text, 0, len)) {
+        snprintf(err, errlen, "--config %s: not a text file (it holds a NUL byte)", path);
+        return -1;
+    }
+    int lineno = 0;
+    for (char *line = config_text, *next; line && *line; line = next) {
+        lineno++;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        bool quoted = false;
+        for (char *p = line; *p; p++) {
+            if (*p == '"') quoted = !quoted;
+            if (*p == '#' && !quoted) { *p = 0; break; }
+        }
+        char *eq = strchr(line, '='), *name = line;
+        while (*name == ' ' || *name == '\t') name++;
+        char *ne = eq ? eq : name + strlen(name);
+        while (ne > name && (ne[-1] == ' ' || ne[-1] == '\t' || ne[-1] == '\r')) ne--;
+        if (ne == name && !eq) continue;   /* blank or comment line */
+        if (!eq || ne == name) {
+            snprintf(err, errlen, "--config %s:%d: expected 'name = value', got '%s'", path, lineno, line);
+            return -1;
+        }
+        *ne = 0;
+        char *v = eq + 1, *ve;
+        while (*v == ' ' || *v == '\t') v++;
+        ve = v + strlen(v);
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r')) ve--;
+        *ve = 0;
+        if (ve - v >= 2 && v[0] == '"' && ve[-1] == '"') {
+            v++;
+            ve[-1] = 0;
+        }
+        if (!strncmp(name, "--", 2)) name += 2;
+        arg_spec *s = args_find(specs, n_specs, name);
+        char where[600];
+        snprintf(where, sizeof where, "--config %s:%d: ", path, lineno);
+        if (!s || !strcmp(s->name, "config")) {
+            unknown(specs, n_specs, where, name, name, err, errlen);
+            return -1;
+        }
+        snprintf(where, sizeof where, "--config %s:%d: %s", path, lineno, name);
+        if (set_flag(s, v, where, err, errlen)) return -1;
+    }
     return 0;
 }
 
 int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, size_t errlen)
 {
+    /* the config file first, so that the command line overrides it */
+    arg_spec *cfg = args_find(specs, n_specs, "config");
+    for (int i = 0; cfg && i < argc; i++) {
+        const char *path = NULL;
+        if (!strcmp(argv[i], "--config")) path = i + 1 < argc ? argv[i + 1] : NULL;
+        else if (!strncmp(argv[i], "--config=", 9)) path = argv[i] + 9;
+        else continue;
+        if (!path) {
+            snprintf(err, errlen, "--config needs a value");
+            return -1;
+        }
+        if (*(const char **)cfg->dest) {
+            snprintf(err, errlen, "--config is given twice");
+            return -1;
+        }
+        *(const char **)cfg->dest = path;
+        cfg->seen = true;
+        if (parse_config(specs, n_specs, path, err, errlen)) return -1;
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (flags start with --)", a);
             return -1;
         }
-        arg_spec *s = NULL;
-        for (int k = 0; k < n_specs; k++)
-            if (!strcmp(specs[k].name, a + 2)) s = &specs[k];
+        char name[64];
+        const char *eq = strchr(a, '='), *v = NULL;
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nl >= sizeof name) nl = sizeof name - 1;
+        memcpy(name, a + 2, nl);
+        name[nl] = 0;
+        arg_spec *s = args_find(specs, n_specs, name);
         if (!s) {
-            snprintf(err, errlen, "unknown flag '%s' (see --help)", a);
+            unknown(specs, n_specs, "", a, name, err, errlen);
             return -1;
         }
-        s->seen = true;
-        if (s->kind == ARG_SWITCH) {
-            *(bool *)s->dest = true;
-            continue;
-        }
-        if (i + 1 >= argc) {
+        if (eq) v = eq + 1;
+        else if (s->kind == ARG_SWITCH) v = "true";
+        else if (i + 1 < argc) v = argv[++i];
+        else {
             snprintf(err, errlen, "--%s needs a value", s->name);
             return -1;
         }
-        const char *v = argv[++i];
-        if (s->kind == ARG_STRING) {
-            *(const char **)s->dest = v;
-        } else if (s->kind == ARG_BOOL) {
-            if (!strcmp(v, "true") || !strcmp(v, "1")) *(bool *)s->dest = true;
-            else if (!strcmp(v, "false") || !strcmp(v, "0")) *(bool *)s->dest = false;
-            else {
-                snprintf(err, errlen, "--%s: '%s' is not true/false", s->name, v);
-                return -1;
-            }
-        } else if (parse_number(s, v, err, errlen) != 0) {
-            return -1;
-        }
+        if (s == cfg) continue;   /* read above */
+        char what[80];
+        snprintf(what, sizeof what, "--%s", s->name);
+        if (set_flag(s, v, what, err, errlen)) return -1;
     }
     return 0;
 }
 
-void args_usage(const arg_spec *specs, int n_specs, const char *prefix)
+void args_usage(FILE *out, const arg_spec *specs, int n_specs, const char *prefix)
 {
     for (int k = 0; k < n_specs; k++) {
         const arg_spec *s = &specs[k];
-        char def[64] = "";
-        switch (s->kind) {
-        case ARG_INT: snprintf(def, sizeof def, "%d", *(int *)s->dest); break;
-        case ARG_I64: snprintf(def, sizeof def, "%lld", (long long)*(int64_t *)s->dest); break;
-        case ARG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)s->dest); break;
-        case ARG_STRING: snprintf(def, sizeof def, "%s", *(const char **)s->dest ? *(const char **)s->dest : "-"); break;
-        case ARG_BOOL: snprintf(def, sizeof def, "%s", *(bool *)s->dest ? "true" : "false"); break;
-        case ARG_SWITCH: break;
-        }
-        fprintf(stderr, "%s--%-16s %s%s%s%s\n", prefix, s->name, s->help, s->kind == ARG_SWITCH ? "" : " [",
-                def, s->kind == ARG_SWITCH ? "" : "]");
+        char def[64] = "-";
+        if (s->kind != ARG_STRING || *(const char **)s->dest) arg_value_format(s, def, sizeof def);
+        if (s->kind == ARG_SWITCH) fprintf(out, "%s--%-16s %s\n", prefix, s->name, s->help);
+        else fprintf(out, "%s--%-16s %s [%s]\n", prefix, s->name, s->help, def);
     }
-}
-
-bool args_seen(const arg_spec *specs, int n_specs, const char *name)
-{
-    for (int k = 0; k < n_specs; k++)
-        if (!strcmp(specs[k].name, name)) return specs[k].seen;
-    return false;
 }

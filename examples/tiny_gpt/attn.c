@@ -25,9 +25,9 @@ int cmd_attn(int argc, char **argv)
     const char *ckpt = "out-tiny-gpt/best.safetensors", *text = NULL, *out = "out-tiny-gpt/attn", *dtype = "f32";
     int threads = 1;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0},
-        {"text", ARG_STRING, &text, 0, 0, "text to run (characters of the vocabulary, at most block_size)", 0},
-        {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0, ROLE_NONE},
+        {"text", ARG_STRING, &text, 0, 0, "text to run (characters of the vocabulary, at most block_size)", 0, ROLE_NONE},
+        {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_THREADS(&threads),
     };

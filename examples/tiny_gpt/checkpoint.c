@@ -1,12 +1,64 @@
 #include "checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* "state:inc:has_spare:spare-bits", all hexadecimal: exact round trip */
+/* ---- numbers in metadata: the whole string, in range ------------------- */
+
+int checkpoint_meta_i64(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
+                        size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    if (!s) {
+        snprintf(err, errlen, "checkpoint metadata has no '%s'", key);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi || !((*s >= '0' && *s <= '9') || *s == '-')) {
+        snprintf(err, errlen, "checkpoint metadata '%s' = '%s' is not an integer in [%lld, %lld]", key, s,
+                 (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
+{
+    int64_t v;
+    if (checkpoint_meta_i64(f, key, 1, 1 << 24, &v, err, errlen)) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite double in [lo, hi], or inf when allow_inf. */
+static int meta_double(const tg_st_file *f, const char *key, double lo, double hi, bool allow_inf, double *out,
+                       char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    if (!s) {
+        snprintf(err, errlen, "checkpoint metadata has no '%s'", key);
+        return -1;
+    }
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || isnan(v) || (isinf(v) && !(allow_inf && v > 0)) || (isfinite(v) && (v < lo || v > hi))) {
+        snprintf(err, errlen, "checkpoint metadata '%s' = '%s' is not a number in [%g, %g]%s", key, s, lo, hi,
+                 allow_inf ? " or inf" : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- random streams: "state:inc:has_spare:spare-bits", hexadecimal ------ */
+
 static void rng_to_string(const tg_rng *r, char *buf, size_t size)
 {
     uint64_t bits;
@@ -15,17 +67,41 @@ static void rng_to_string(const tg_rng *r, char *buf, size_t size)
              bits);
 }
 
-static int rng_from_string(tg_rng *r, const char *s)
+static bool hex16(const char *s, uint64_t *out)
 {
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Exactly rng_to_string's form, with the odd increment PCG32 needs. */
+static int rng_from_string(tg_rng *r, const tg_st_file *f, const char *key, char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
     uint64_t st, inc, bits;
-    int spare;
-    if (!s || sscanf(s, "%" SCNx64 ":%" SCNx64 ":%d:%" SCNx64, &st, &inc, &spare, &bits) != 4) return -1;
+    if (!s || strlen(s) != 16 + 1 + 16 + 1 + 1 + 1 + 16 || !hex16(s, &st) || s[16] != ':' || !hex16(s + 17, &inc) ||
+        s[33] != ':' || (s[34] != '0' && s[34] != '1') || s[35] != ':' || !hex16(s + 36, &bits) || !(inc & 1)) {
+        snprintf(err, errlen, "checkpoint metadata '%s' = '%s' is not a random-stream state", key, s ? s : "(none)");
+        return -1;
+    }
     r->state = st;
     r->inc = inc;
-    r->has_spare = spare != 0;
+    r->has_spare = s[34] == '1';
     memcpy(&r->spare, &bits, sizeof bits);
+    if (!isfinite(r->spare)) {
+        snprintf(err, errlen, "checkpoint metadata '%s' holds a spare normal that is not finite", key);
+        return -1;
+    }
     return 0;
 }
+
+/* ---- writing ------------------------------------------------------------ */
 
 int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, const train_state *ts,
                     const char *const *extra_meta, int n_extra, char *err, size_t errlen)
@@ -56,25 +132,28 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
         tg_tensor *t = tg_params_at(m->params, i);
         rc |= tg_st_writer_add_tensor(w, t->name, t);
     }
+    if (ts) {
+        snprintf(step, sizeof step, "%lld", (long long)ts->step);
+        rc |= tg_st_writer_meta(w, "train.step", step);
+    }
     if (opt && ts) {
         int64_t n = tg_params_numel(m->params);
         const char *dt = tg_params_dtype(m->params) == TG_F32 ? "F32" : "F64";
         rc |= tg_st_writer_add(w, "optimizer.m", dt, 1, &n, tg_adamw_m(opt));
         rc |= tg_st_writer_add(w, "optimizer.v", dt, 1, &n, tg_adamw_v(opt));
-        snprintf(step, sizeof step, "%lld", (long long)ts->step);
         snprintf(best, sizeof best, "%.17g", ts->best_val);
         rng_to_string(&ts->data_rng, rd, sizeof rd);
         rng_to_string(&ts->drop_rng, rr, sizeof rr);
         char adam_steps[32];
         snprintf(adam_steps, sizeof adam_steps, "%lld", (long long)tg_adamw_steps(opt));
-        rc |= tg_st_writer_meta(w, "train.step", step);
         rc |= tg_st_writer_meta(w, "train.best_val", best);
         rc |= tg_st_writer_meta(w, "train.data_rng", rd);
         rc |= tg_st_writer_meta(w, "train.dropout_rng", rr);
         rc |= tg_st_writer_meta(w, "optimizer.steps", adam_steps);
     }
     if (rc) {
-        snprintf(err, errlen, "%s: could not assemble the checkpoint", path);
+        snprintf(err, errlen, "%s: could not assemble the checkpoint: %s", path,
+                 tg_st_writer_error(w) ? tg_st_writer_error(w) : "out of memory");
         tg_st_writer_free(w);
         return -1;
     }
@@ -83,22 +162,7 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
     return rc;
 }
 
-static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
-{
-    const char *s = tg_st_meta(f, key);
-    char *end;
-    if (!s) {
-        snprintf(err, errlen, "checkpoint metadata has no '%s'", key);
-        return -1;
-    }
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 1 || v > 1 << 24) {
-        snprintf(err, errlen, "checkpoint metadata '%s' = '%s' is not a positive integer", key, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
+/* ---- reading ------------------------------------------------------------ */
 
 int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t errlen)
 {
@@ -118,8 +182,73 @@ int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t
         snprintf(err, errlen, "checkpoint metadata 'bias' = '%s' is not true/false", b);
         return -1;
     }
-    const char *d = tg_st_meta(f, "dropout");
-    cfg->dropout = d ? strtod(d, NULL) : 0.0;
+    cfg->dropout = 0.0;
+    if (tg_st_meta(f, "dropout") && meta_double(f, "dropout", 0, 0.999, false, &cfg->dropout, err, errlen))
+        return -1;
+    return 0;
+}
+
+/* The file's tensor `name` must exist with shape (d0, d1). */
+static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, const char *why, char *err,
+                     size_t errlen)
+{
+    const tg_st_tensor *e = tg_st_find(f, name);
+    if (!e) {
+        snprintf(err, errlen, "the checkpoint has no tensor '%s'", name);
+        return -1;
+    }
+    if (e->ndim != 2 || e->shape[0] != d0 || e->shape[1] != d1) {
+        char s[96] = "(";
+        for (int i = 0; i < e->ndim; i++)
+            snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%lld" : "%lld", (long long)e->shape[i]);
+        snprintf(err, errlen, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)", why, name,
+                 d0, d1, s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Before a model is built: the file must hold at least as many float
+ * values as the config needs, and the embeddings must have its shape, so
+ * a small file claiming a huge config is refused without allocating. */
+static int check_config_against_tensors(const tg_st_file *f, const tg_gpt_config *c, char *err, size_t errlen)
+{
+    char why[160];
+    snprintf(why, sizeof why, "vocab_size %d, n_embd %d", c->vocab_size, c->n_embd);
+    if (expect_2d(f, "transformer.wte.weight", c->vocab_size, c->n_embd, why, err, errlen)) return -1;
+    snprintf(why, sizeof why, "block_size %d, n_embd %d", c->block_size, c->n_embd);
+    if (expect_2d(f, "transformer.wpe.weight", c->block_size, c->n_embd, why, err, errlen)) return -1;
+    int64_t need = tg_gpt_num_params(c), have = 0;
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_st_tensor *e = tg_st_at(f, i);
+        if ((!strcmp(e->dtype, "F32") || !strcmp(e->dtype, "F64")) && strncmp(e->name, "optimizer.", 10))
+            have += e->numel;
+    }
+    if (need < 0 || have < need) {
+        snprintf(err, errlen,
+                 "the checkpoint's metadata (n_layer %d, n_head %d, n_embd %d, block_size %d, vocab_size %d, bias %s) "
+                 "describes %lld parameters, but the file holds only %lld float values: a tensor is missing, or the "
+                 "metadata is wrong",
+                 c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->bias ? "true" : "false",
+                 (long long)need, (long long)have);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every value of p's tensors is finite. */
+static int check_finite(const tg_params *p, char *err, size_t errlen)
+{
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        for (int64_t k = 0; k < t->numel; k++) {
+            double x = tg_tensor_get(t, k);
+            if (!isfinite(x)) {
+                snprintf(err, errlen, "the checkpoint's '%s' holds %g at element %lld", t->name, x, (long long)k);
+                return -1;
+            }
+        }
+    }
     return 0;
 }
 
@@ -128,9 +257,11 @@ tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, 
     tg_gpt_config cfg;
     if (checkpoint_config(f, &cfg, err, errlen) != 0) return NULL;
     if (dropout >= 0) cfg.dropout = dropout;
+    if (tg_gpt_num_params(&cfg) < 0) return tg_gpt_new(&cfg, dt, 0, err, errlen);   /* says what is wrong */
+    if (check_config_against_tensors(f, &cfg, err, errlen)) return NULL;
     tg_gpt *m = tg_gpt_new(&cfg, dt, 0, err, errlen);
     if (!m) return NULL;
-    if (tg_st_load_params(m->params, f, err, errlen) != 0) {
+    if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
         tg_gpt_free(m);
         return NULL;
     }
@@ -154,38 +285,60 @@ int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen)
 {
     const char *s = tg_st_meta(f, "vocab");
     if (!s) {
-        snprintf(err, errlen, "checkpoint has no 'vocab' in its metadata (was it written by tiny_gpt train?)");
+        snprintf(err, errlen,
+                 "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. PyTorch): give "
+                 "--vocab FILE, a text whose bytes are the vocabulary (the training text); docs/safetensors.md "
+                 "describes the 'vocab' entry");
         return -1;
     }
     return vocab_from_string(v, s, err, errlen);
 }
 
-int checkpoint_load_train(const tg_st_file *f, tg_gpt *m, tg_adamw *opt, train_state *ts, char *err,
-                          size_t errlen)
+int checkpoint_load_train(const tg_st_file *f, tg_gpt *m, tg_adamw *opt, train_state *ts, int64_t max_step,
+                          char *err, size_t errlen)
 {
     const tg_st_tensor *mt = tg_st_find(f, "optimizer.m"), *vt = tg_st_find(f, "optimizer.v");
     int64_t n = tg_params_numel(m->params);
-    size_t es = tg_dtype_size(tg_params_dtype(m->params));
     const char *dt = tg_params_dtype(m->params) == TG_F32 ? "F32" : "F64";
-    const char *step = tg_st_meta(f, "train.step"), *best = tg_st_meta(f, "train.best_val");
-    const char *asteps = tg_st_meta(f, "optimizer.steps");
-    if (!mt || !vt || !step || !best || !asteps) {
-        snprintf(err, errlen, "not a training checkpoint: optimizer state or train.* metadata missing");
+    if (!mt || !vt || !tg_st_meta(f, "train.step")) {
+        snprintf(err, errlen, "not a training checkpoint: optimizer state or train.step missing (a best.safetensors "
+                              "holds weights only: start from it with --init)");
         return -1;
     }
-    if (mt->numel != n || vt->numel != n || strcmp(mt->dtype, dt) || strcmp(vt->dtype, dt)) {
+    if (mt->numel != n || vt->numel != n || mt->ndim != 1 || vt->ndim != 1 || strcmp(mt->dtype, dt) ||
+        strcmp(vt->dtype, dt)) {
         snprintf(err, errlen, "optimizer state does not match the model (%lld %s parameters)", (long long)n, dt);
         return -1;
     }
-    if (rng_from_string(&ts->data_rng, tg_st_meta(f, "train.data_rng")) ||
-        rng_from_string(&ts->drop_rng, tg_st_meta(f, "train.dropout_rng"))) {
-        snprintf(err, errlen, "checkpoint random-stream state is malformed");
+    int64_t step, asteps;
+    double best;
+    if (checkpoint_meta_i64(f, "train.step", 0, max_step, &step, err, errlen) ||
+        checkpoint_meta_i64(f, "optimizer.steps", 0, INT64_MAX, &asteps, err, errlen) ||
+        meta_double(f, "train.best_val", 0, 1e300, true, &best, err, errlen) ||
+        rng_from_string(&ts->data_rng, f, "train.data_rng", err, errlen) ||
+        rng_from_string(&ts->drop_rng, f, "train.dropout_rng", err, errlen))
+        return -1;
+    if (asteps != step) {
+        snprintf(err, errlen, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
+                              "(one optimizer step per training step)", (long long)asteps, (long long)step);
         return -1;
     }
-    memcpy(tg_adamw_m(opt), mt->data, (size_t)n * es);
-    memcpy(tg_adamw_v(opt), vt->data, (size_t)n * es);
-    tg_adamw_set_steps(opt, strtoll(asteps, NULL, 10));
-    ts->step = strtoll(step, NULL, 10);
-    ts->best_val = strtod(best, NULL);
+    /* the moments (the file's dtype is the store's: copied as they are), then
+     * checked: finite, and v (a running mean of squares) not negative */
+    const bool f32 = tg_params_dtype(m->params) == TG_F32;
+    memcpy(tg_adamw_m(opt), mt->data, mt->nbytes);
+    memcpy(tg_adamw_v(opt), vt->data, vt->nbytes);
+    for (int64_t i = 0; i < n; i++) {
+        double a = f32 ? ((float *)tg_adamw_m(opt))[i] : ((double *)tg_adamw_m(opt))[i];
+        double b = f32 ? ((float *)tg_adamw_v(opt))[i] : ((double *)tg_adamw_v(opt))[i];
+        if (!isfinite(a) || !isfinite(b) || b < 0) {
+            snprintf(err, errlen, "checkpoint optimizer state at element %lld is m %g, v %g (must be finite, v >= 0)",
+                     (long long)i, a, b);
+            return -1;
+        }
+    }
+    tg_adamw_set_steps(opt, asteps);
+    ts->step = step;
+    ts->best_val = best;
     return 0;
 }

@@ -15,27 +15,42 @@ typedef struct train_state {
     tg_rng data_rng, drop_rng; /* batch sampling and dropout streams */
 } train_state;
 
-/* Writes the model (and, when opt/ts are given, the training state)
- * atomically. extra_meta: more key/value pairs (may be NULL, n 0). */
+/* Writes the model atomically, with ts->step as train.step when ts is
+ * given (the step the weights are from), and the whole training state
+ * when opt and ts are given (a checkpoint --resume can continue).
+ * extra_meta: more key/value pairs (may be NULL, n 0). */
 int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, const train_state *ts,
                     const char *const *extra_meta, int n_extra, char *err, size_t errlen);
 
+/* The metadata value of key as an integer in [lo, hi]: the whole string,
+ * digits with an optional '-'. 0, or -1 with a message naming the key. */
+int checkpoint_meta_i64(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
+                        size_t errlen);
+
 /* Reads the config (n_layer, n_head, n_embd, block_size, vocab_size, bias,
- * optional dropout) from a file's metadata. */
+ * optional dropout) from a file's metadata; every number must be whole
+ * text and in range. */
 int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t errlen);
 
 /* Builds the model described by f in dtype dt and loads its weights
  * (F32 or F64 in the file). dropout < 0 takes the file's (0 if absent).
- * lm_head.weight, if present, must equal transformer.wte.weight (the head
- * is tied). NULL with a message. */
+ * Before anything is allocated the config is checked against the file's
+ * tensors (the embeddings' shapes, and at least as many float values as
+ * the config's parameter count), so a crafted file is refused in time
+ * proportional to its size. Every weight must be finite. lm_head.weight,
+ * if present, must equal transformer.wte.weight (the head is tied). NULL
+ * with a message. */
 tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, char *err, size_t errlen);
 
 /* The vocabulary stored in f ("vocab" metadata). */
 int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen);
 
 /* Restores optimizer moments and the training state saved by
- * checkpoint_save. */
-int checkpoint_load_train(const tg_st_file *f, tg_gpt *m, tg_adamw *opt, train_state *ts, char *err,
-                          size_t errlen);
+ * checkpoint_save, validated: train.step in [0, max_step], optimizer.steps
+ * equal to it, best_val a number >= 0 or inf, the random streams in
+ * their exact form, the moments finite (v >= 0). 0, or -1 with a message
+ * (the optimizer may then hold part of the file's state). */
+int checkpoint_load_train(const tg_st_file *f, tg_gpt *m, tg_adamw *opt, train_state *ts, int64_t max_step,
+                          char *err, size_t errlen);
 
 #endif

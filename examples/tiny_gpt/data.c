@@ -1,5 +1,7 @@
 #include "data.h"
 
+#include "corpus.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +95,7 @@ int dataset_make(dataset *d, const vocab *v, const char *text, size_t len, int b
     }
     d->n = len;
     d->n_train = n_train;
+    d->bytes_per_token[0] = d->bytes_per_token[1] = 1.0;   /* one byte per character token */
     return 0;
 }
 
@@ -149,4 +152,34 @@ char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+int run_text_load(run_text *t, const char *path, int corpus_chars, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->floor_nats = -1;
+    if (path && *path) {
+        if (!(t->text = read_file(path, &t->len, err, errlen))) return -1;
+        if (t->len == 0) {
+            snprintf(err, errlen, "--data %s: the file is empty", path);
+            run_text_free(t);
+            return -1;
+        }
+        return 0;
+    }
+    corpus cp;
+    if (corpus_generate(&cp, 1, (size_t)corpus_chars) != 0) {
+        snprintf(err, errlen, "out of memory generating the corpus");
+        return -1;
+    }
+    t->text = cp.text;
+    t->len = cp.len;
+    t->floor_nats = corpus_nats_per_char(&cp);
+    return 0;
+}
+
+void run_text_free(run_text *t)
+{
+    free(t->text);
+    memset(t, 0, sizeof *t);
 }

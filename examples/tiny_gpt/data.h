@@ -28,6 +28,7 @@ int vocab_encode(const vocab *v, const char *text, size_t len, int32_t *out, siz
 typedef struct dataset {
     int32_t *tokens;      /* malloc'd */
     size_t n, n_train;    /* tokens [0, n_train) train, [n_train, n) val */
+    double bytes_per_token[2];   /* of the train and the val split's text */
 } dataset;
 
 /* Encodes the text with v and splits it 90/10. -1 with a message when a
@@ -42,5 +43,17 @@ void dataset_batch(const dataset *d, bool val, int B, int T, tg_rng *rng, int32_
 
 /* Reads a whole file; NULL with a message in err. */
 char *read_file(const char *path, size_t *len, char *err, size_t errlen);
+
+/* The text a run trains on: the bytes of a file, or (path NULL or "")
+ * the built-in corpus of corpus_chars characters, whose entropy floor is
+ * known. An empty file is an error that says so. */
+typedef struct run_text {
+    char *text;           /* malloc'd, NUL-terminated */
+    size_t len;
+    double floor_nats;    /* nats per character for the corpus, -1 for a file */
+} run_text;
+
+int run_text_load(run_text *t, const char *path, int corpus_chars, char *err, size_t errlen);
+void run_text_free(run_text *t);
 
 #endif

@@ -1,19 +1,28 @@
-/* tiny_gpt eval / step: the bridge to PyTorch. Both read nanoGPT-named
- * weights (F32 or F64, config in __metadata__) and a batch file holding
- * idx and targets (I32 or I64, shape (B,T); target -1 is ignored).
+/* tiny_gpt eval / step.
  *
- *   eval  prints "loss <value>" and can write the gradient of every
- *         parameter under its name (the tied head's under
- *         transformer.wte.weight).
+ *   eval --ckpt F [--data F]  a checkpoint's train and val loss on its
+ *         run's split (the text, block size, batch size and eval batches
+ *         its metadata records), printed as training prints an evaluation.
+ *
+ * The bridge to PyTorch: both read nanoGPT-named weights (F32 or F64,
+ * config in __metadata__) and a batch file holding idx and targets (I32
+ * or I64, shape (B,T); target -1 is ignored).
+ *
+ *   eval --init W --batch B  prints "loss <value>" and can write the
+ *         gradient of every parameter under its name (the tied head's
+ *         under transformer.wte.weight).
  *   step  runs K AdamW steps on that batch at a constant learning rate
  *         (nanoGPT's decay groups, global-norm clipping) and writes the
  *         updated weights. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
+#include "run.h"
 #include "tiny_gpt.h"
+#include "train.h"
 
 typedef struct inputs {
     tg_st_file *wf, *bf;
@@ -85,25 +94,120 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
     return tg_tensor_item(loss);
 }
 
+/* eval --ckpt: the loss estimate of `train` at the checkpoint's step,
+ * on the split of the run's text. */
+static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const arg_spec *specs, int n_specs,
+                     tg_dtype dt, bool composed, int64_t eval_iters, int batch_size)
+{
+    char err[8192];
+    int rc = 1;
+    train_opts o;
+    arg_spec ts[TRAIN_MAX_SPECS];
+    int nts = train_specs(&o, ts);
+    tg_st_file *f = NULL;
+    tg_gpt *m = NULL;
+    tg_graph *g = NULL;
+    run_text text = {0};
+    dataset d = {0};
+    data_id id;
+    vocab v;
+    int64_t step = 0;
+    if (!(f = tg_st_load(ckpt, err, sizeof err)) ||
+        run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err, sizeof err))
+        goto fail;
+    /* the run's dtype and attention path unless given: the same numbers as training printed */
+    if ((!args_seen(specs, n_specs, "dtype") && parse_dtype(o.dtype, &dt, err, sizeof err)) ||
+        (!args_seen(specs, n_specs, "attn") && parse_attn(o.attn, &composed, err, sizeof err)))
+        goto fail;
+    if (args_seen(specs, n_specs, "eval-iters")) o.eval_iters = eval_iters;
+    if (args_seen(specs, n_specs, "batch-size")) {   /* the whole batch, in one piece */
+        o.batch_size = batch_size;
+        o.grad_accum = 1;
+    }
+    if (tg_st_meta(f, "train.step") && checkpoint_meta_i64(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
+        goto fail;
+    if (!data && !tg_st_meta(f, "train.data")) {
+        snprintf(err, sizeof err, "%s does not record the text it was trained on: give it with --data", ckpt);
+        goto fail;
+    }
+    if (run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
+    if (vocab_file) {
+        size_t vlen;
+        char *vt = read_file(vocab_file, &vlen, err, sizeof err);
+        if (!vt) goto fail;
+        vocab_build(&v, vt, vlen);
+        free(vt);
+    } else if (tg_st_meta(f, "vocab")) {
+        if (checkpoint_vocab(f, &v, err, sizeof err)) goto fail;
+    } else {
+        vocab_build(&v, text.text, text.len);
+    }
+    if (!(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err))) goto fail;
+    tg_gpt_set_attn_composed(m, composed);
+    if (m->cfg.vocab_size != v.size) {
+        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",
+                 m->cfg.vocab_size, v.size);
+        goto fail;
+    }
+    const int T = m->cfg.block_size;
+    if (dataset_make(&d, &v, text.text, text.len, T, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    const int B = o.batch_size, A = o.grad_accum;
+    double tl = estimate_loss(g, m, &d, false, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
+    double vl = isnan(tl) ? NAN : estimate_loss(g, m, &d, true, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
+    if (isnan(vl)) goto fail;
+    printf("step %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)\n", (long long)step, tl, vl,
+           bits_per_byte(vl, d.bytes_per_token[1]));
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+done:
+    tg_graph_free(g);
+    tg_gpt_free(m);
+    tg_st_free(f);
+    dataset_free(&d);
+    run_text_free(&text);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
-    const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused";
-    int threads = 1;
+    const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
+               *vocab_file = NULL, *config = NULL;
+    int threads = 1, batch_size = 12;
+    int64_t eval_iters = 200;
     bool composed = false;
     arg_spec specs[] = {
-        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
-        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
-        {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train: its train and val loss", 0, ROLE_NONE},
+        {"data", ARG_STRING, &data, 0, 0, "with --ckpt: the text (default: the one the run recorded)", 0, ROLE_NONE},
+        {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
+        {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
+        {"vocab", ARG_STRING, &vocab_file, 0, 0, "with --ckpt: a text whose bytes are the vocabulary (for weights "
+                                                 "without 'vocab' metadata)", 0, ROLE_NONE},
+        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
+        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
+        {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
+        SPEC_CONFIG(&config),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
-    int setup = command_setup("eval", "--init W.safetensors --batch B.safetensors [flags]", specs, n_specs, argc,
-                              argv, &dtype, &dt, &attn, &composed, &threads);
+    int setup = command_setup("eval", "--ckpt F [--data F] | --init W.safetensors --batch B.safetensors [flags]",
+                              specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
+    if (ckpt && (init || batch || dump)) {
+        fprintf(stderr, "tiny_gpt eval: --ckpt (loss on the run's data) excludes --init, --batch and --dump-grads "
+                        "(one batch)\n");
+        return 2;
+    }
+    if (!ckpt && (data || vocab_file || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size"))) {
+        fprintf(stderr, "tiny_gpt eval: --data, --vocab, --eval-iters and --batch-size go with --ckpt\n");
+        return 2;
+    }
+    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, specs, n_specs, dt, composed, eval_iters, batch_size);
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();
@@ -153,14 +257,14 @@ int cmd_step(int argc, char **argv)
     int64_t steps = 1;
     double lr = 1e-3, wd = 0.1, beta2 = 0.99, clip = 1.0;
     arg_spec specs[] = {
-        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0},
-        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0},
-        {"out", ARG_STRING, &out, 0, 0, "write the updated weights here", 0},
-        {"steps", ARG_I64, &steps, 1, 1e9, "AdamW steps on the batch", 0},
-        {"lr", ARG_DOUBLE, &lr, 0, 10, "learning rate (constant)", 0},
-        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0},
-        {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0},
-        {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
+        {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
+        {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
+        {"out", ARG_STRING, &out, 0, 0, "write the updated weights here", 0, ROLE_NONE},
+        {"steps", ARG_I64, &steps, 1, 1e9, "AdamW steps on the batch", 0, ROLE_NONE},
+        {"lr", ARG_DOUBLE, &lr, 0, 10, "learning rate (constant)", 0, ROLE_NONE},
+        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0, ROLE_NONE},
+        {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_NONE},
+        {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),

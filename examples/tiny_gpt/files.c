@@ -1,5 +1,11 @@
-/* All-or-nothing output files and a text buffer (see files.h). */
+/* All-or-nothing output files, the output directory, and a text buffer
+ * (see files.h). */
+#define _DEFAULT_SOURCE   /* flock */
 #include "files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -135,6 +141,50 @@ int write_file_atomic(const char *path, const void *data, size_t len, char *err,
     return staged_commit(&s, err, errlen);
 }
 
+/* ---- the output directory ------------------------------------------------ */
+
+/* name is "<one of names>.tmp." and six characters, as mkstemp makes them */
+static bool is_stale_temp(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(names[i]);
+        if (strncmp(name, names[i], l) || strncmp(name + l, ".tmp.", 5) || strlen(name + l + 5) != 6) continue;
+        bool ok = true;
+        for (const char *p = name + l + 5; *p; p++)
+            ok &= (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (ok) return true;
+    }
+    return false;
+}
+
+int outdir_claim(const char *dir, const char *const *names, int n, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "--out %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "--out %s: %s", dir, errno == ENOTDIR ? "exists and is not a directory" : strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "--out %s: %s", dir,
+                 errno == EWOULDBLOCK ? "another tiny_gpt is training in this directory" : strerror(errno));
+        close(fd);
+        return -1;
+    }
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!is_stale_temp(e->d_name, names, n)) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) fprintf(stderr, "tiny_gpt: removed %s, left by a run stopped while saving\n", path);
+    }
+    if (d) closedir(d);
+    return fd;
+}
+
 /* ---- text buffer -------------------------------------------------------- */
 
 static bool tb_reserve(textbuf *b, size_t extra)
@@ -153,13 +203,15 @@ static bool tb_reserve(textbuf *b, size_t extra)
     return true;
 }
 
-void tb_puts(textbuf *b, const char *s)
+void tb_put(textbuf *b, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     if (!tb_reserve(b, n)) return;
-    memcpy(b->p + b->len, s, n + 1);
+    memcpy(b->p + b->len, s, n);
     b->len += n;
+    b->p[b->len] = 0;
 }
+
+void tb_puts(textbuf *b, const char *s) { tb_put(b, s, strlen(s)); }
 
 void tb_printf(textbuf *b, const char *fmt, ...)
 {

@@ -28,12 +28,22 @@ void staged_abort(staged_files *s);
 /* One file, atomically: staged_add + staged_commit. */
 int write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
+/* Makes dir if it is missing and locks it for this process (flock: held
+ * until the process ends, however it ends), so that a second run into
+ * the same directory is refused instead of interleaving files. Then
+ * removes the temporaries a killed run's writes left behind: the files
+ * "<name>.tmp.XXXXXX" for each of the n names (the lock makes sure no
+ * other process is writing them). Returns the lock's descriptor (keep it
+ * open), or -1 with a message. */
+int outdir_claim(const char *dir, const char *const *names, int n, char *err, size_t errlen);
+
 typedef struct textbuf {
     char *p;   /* NUL-terminated, malloc'd */
     size_t len, cap;
     bool oom;  /* a failed allocation sticks; the text is then incomplete */
 } textbuf;
 
+void tb_put(textbuf *b, const char *s, size_t n);   /* n bytes of s */
 void tb_puts(textbuf *b, const char *s);
 void tb_printf(textbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tb_free(textbuf *b);

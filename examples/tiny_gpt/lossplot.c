@@ -70,6 +70,30 @@ static double field(const char *s, const char *end)
     return *e || !isfinite(v) ? NAN : v;
 }
 
+/* The bounds of field k (0-based) of a CSV line: [*s, *e). False when the
+ * line has fewer fields. */
+static bool nth_field(const char *line, int k, const char **s, const char **e)
+{
+    const char *p = line;
+    for (int i = 0; i < k; i++) {
+        p = strchr(p, ',');
+        if (!p) return false;
+        p++;
+    }
+    *s = p;
+    *e = p + strcspn(p, ",\r\n");
+    return true;
+}
+
+/* The index of the column called name in the header line, or -1. */
+static int column(const char *header, const char *name)
+{
+    const char *s, *e;
+    for (int k = 0; nth_field(header, k, &s, &e); k++)
+        if ((size_t)(e - s) == strlen(name) && !strncmp(s, name, (size_t)(e - s))) return k;
+    return -1;
+}
+
 static int read_metrics(const char *path, series *train, series *val, char *err, size_t errlen)
 {
     FILE *fp = fopen(path, "r");
@@ -79,22 +103,20 @@ static int read_metrics(const char *path, series *train, series *val, char *err,
     }
     char *line = NULL;
     size_t cap = 0, row = 0;
-    int rc = 0;
+    int rc = 0, c_loss = -1, c_val = -1;
     while (getline(&line, &cap, fp) > 0) {
-        row++;
-        const char *f[4];   /* starts of the first three fields, and the end of the third */
-        int nf = 0;
-        const char *p = line;
-        f[nf++] = p;
-        while (*p && *p != '\n' && *p != '\r' && nf < 4) {
-            if (*p == ',') f[nf++] = p + 1;
-            p++;
+        if (row++ == 0) {   /* the header names the columns */
+            c_loss = column(line, "loss");
+            c_val = column(line, "val_loss");
+            continue;
         }
-        if (nf < 4) continue;   /* too few columns (the header has enough; its fields are not numbers) */
-        double step = field(f[0], f[1] - 1), tl = field(f[1], f[2] - 1), vl = field(f[2], f[3] - 1);
+        const char *s, *e;
+        double step = nth_field(line, 0, &s, &e) ? field(s, e) : NAN;
         if (isnan(step)) continue;
+        double tl = c_loss >= 0 && nth_field(line, c_loss, &s, &e) ? field(s, e) : NAN;
+        double vl = c_val >= 0 && nth_field(line, c_val, &s, &e) ? field(s, e) : NAN;
+        if (!isnan(tl)) rc |= series_add(train, step, tl, row);
         if (!isnan(vl)) rc |= series_add(val, step, vl, row);
-        else if (!isnan(tl)) rc |= series_add(train, step, tl, row);
         if (rc) break;
     }
     if (ferror(fp) && !rc) {

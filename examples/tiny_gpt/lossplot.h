@@ -1,9 +1,8 @@
 /* tiny_gpt train's loss curve: OUT/loss.png drawn from OUT/metrics.csv.
  *
- * Two series against the step: the training loss of every step (the
- * rows with an empty val_loss column) and the val loss of every
- * evaluation (the rows that have one). When a step appears twice (a run
- * resumed from an earlier checkpoint than its last logged step), the
+ * Two series against the step: the batch loss of every step (the "loss"
+ * column) and the val loss of every evaluation (the "val_loss" column;
+ * columns are found by the header's names, metrics.h). When a step appears twice, the
  * later row wins. Axes are linear: x from the first to the last step, y
  * over both series' range padded by 5%, with tick labels. */
 #ifndef TINY_GPT_LOSSPLOT_H
@@ -25,7 +24,7 @@
 static const rgb LOSSPLOT_TRAIN = {31, 119, 180};   /* blue */
 static const rgb LOSSPLOT_VAL = {230, 97, 1};       /* orange */
 
-/* Reads metrics_csv (tiny_gpt train's columns: step,train_loss,val_loss,...)
+/* Reads metrics_csv (tiny_gpt train's columns, metrics.h)
  * and writes the picture to png_path atomically. 0, or -1 with a message. */
 int lossplot_write(const char *metrics_csv, const char *png_path, char *err, size_t errlen);
 

@@ -49,8 +49,8 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
     char err[1024];
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fprintf(stderr, "usage: tiny_gpt %s %s\n", cmd, usage);
-            args_usage(specs, n_specs, "  ");
+            printf("usage: tiny_gpt %s %s\n", cmd, usage);
+            args_usage(stdout, specs, n_specs, "  ");
             return 0;
         }
     if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
@@ -62,37 +62,46 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
     return -1;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: tiny_gpt <command> [flags]\n"
-            "  train   train a GPT (built-in corpus, or --data FILE); writes OUT/best.safetensors,\n"
-            "          OUT/last.safetensors (resumable), OUT/metrics.csv, OUT/loss.png\n"
+            "  train   train a GPT (built-in corpus, or --data FILE; --config FILE); writes\n"
+            "          OUT/best.safetensors, OUT/last.safetensors (--resume continues the run),\n"
+            "          OUT/metrics.csv, OUT/loss.png\n"
             "  sample  generate text from a checkpoint (--ckpt, --prompt, --tokens, --temperature, --top-k)\n"
-            "  eval    loss and gradients of nanoGPT-named weights on a batch (--init, --batch, --dump-grads)\n"
+            "  eval    train and val loss of a checkpoint on its run's data split (--ckpt [--data]), or\n"
+            "          loss and gradients of nanoGPT-named weights on one batch (--init, --batch, --dump-grads)\n"
             "  step    AdamW steps of such weights on a batch (--init, --batch, --steps, --out)\n"
             "  attn    attention maps of a checkpoint on a text: DIR/attn_l<layer>_h<head>.png and\n"
             "          DIR/index.html (--ckpt, --text, --out DIR)\n"
             "tiny_gpt <command> --help lists the command's flags.\n");
 }
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
+                {"attn", cmd_attn}};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage();
+        usage(stderr);
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
-    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
-    if (!strcmp(cmd, "step")) return cmd_step(argc - 2, argv + 2);
-    if (!strcmp(cmd, "attn")) return cmd_attn(argc - 2, argv + 2);
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (!strcmp(cmd, COMMANDS[i].name)) {
+            int rc = COMMANDS[i].run(argc - 2, argv + 2);
+            args_free();
+            return rc;
+        }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        usage();
+        usage(stdout);
         return 0;
     }
     fprintf(stderr, "tiny_gpt: unknown command '%s'\n", cmd);
-    usage();
+    usage(stderr);
     return 2;
 }

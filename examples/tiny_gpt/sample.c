@@ -47,23 +47,62 @@ static int pick(const tg_tensor *logits, int64_t row, int V, double temperature,
     return best;
 }
 
+/* Continues ctx[0..n) by `tokens` tokens, writing each as it comes. The
+ * prompt's last block_size tokens prime the cache; once the context
+ * reaches block_size, each step re-reads the last block_size tokens from
+ * position 0. 0, or -1 with the message. */
+static int generate(tg_gpt *m, tg_graph *g, const vocab *v, int32_t *ctx, size_t n, int tokens, double temperature,
+                    int top_k, tg_rng *r, double *probs, char *err, size_t errlen)
+{
+    const int bs = m->cfg.block_size;
+    size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
+    tg_gpt_cache_clear(m);
+    for (int i = 0; i < tokens; i++) {
+        if (m->cache[0].len + (int)(n - fed) > bs) {
+            /* window full: restart from position 0 on the last bs tokens */
+            tg_gpt_cache_clear(m);
+            fed = n - (size_t)bs;
+        }
+        int T = (int)(n - fed);
+        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ctx + fed);   /* (1,T) */
+        tg_tensor *logits = tg_gpt_forward(g, m, idx);                             /* (1,T,V) */
+        if (!logits) {
+            snprintf(err, errlen, "%s", tg_graph_error(g));
+            return -1;
+        }
+        int next = pick(logits, T - 1, v->size, temperature, top_k, r, probs);
+        tg_graph_reset(g);
+        fed = n;
+        ctx[n++] = next;
+        fputc(v->chars[next], stdout);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int cmd_sample(int argc, char **argv)
 {
-    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = "\n", *dtype = "f32", *attn = "fused";
+    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = "\n", *prompt_file = NULL, *vocab_file = NULL,
+               *dtype = "f32", *attn = "fused", *config = NULL;
     bool composed = false;
-    int tokens = 200, top_k = 200, threads = 1;
+    int tokens = 200, top_k = 200, threads = 1, num_samples = 1;
     double temperature = 0.8;
     int64_t seed = 1337;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0},
-        {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (characters of the vocabulary)", 0},
-        {"tokens", ARG_INT, &tokens, 0, 1 << 24, "characters to generate", 0},
-        {"temperature", ARG_DOUBLE, &temperature, 0, 100, "softmax temperature (0: greedy)", 0},
-        {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0},
-        {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0, ROLE_NONE},
+        {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (characters of the vocabulary)", 0, ROLE_NONE},
+        {"prompt-file", ARG_STRING, &prompt_file, 0, 0, "read the prompt from this file instead", 0, ROLE_NONE},
+        {"tokens", ARG_INT, &tokens, 0, 1 << 24, "characters to generate per sample", 0, ROLE_NONE},
+        {"num-samples", ARG_INT, &num_samples, 1, 1 << 20, "samples, each from the prompt, separated by a line of dashes", 0, ROLE_NONE},
+        {"temperature", ARG_DOUBLE, &temperature, 0, 100, "softmax temperature (0: greedy)", 0, ROLE_NONE},
+        {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0, ROLE_NONE},
+        {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0, ROLE_NONE},
+        {"vocab", ARG_STRING, &vocab_file, 0, 0,
+         "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
+        SPEC_CONFIG(&config),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
@@ -77,23 +116,37 @@ int cmd_sample(int argc, char **argv)
     tg_graph *g = NULL;
     int32_t *ctx = NULL;
     double *probs = NULL;
+    char *file_text = NULL;
     vocab v;
-    size_t plen = strlen(prompt), bad = 0;
-    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_vocab(f, &v, err, sizeof err) ||
-        !(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err)))
+    size_t plen = 0, bad = 0;
+    if (prompt_file && args_seen(specs, n_specs, "prompt")) {
+        snprintf(err, sizeof err, "--prompt and --prompt-file exclude each other");
         goto fail;
+    }
+    if (prompt_file && !(prompt = file_text = read_file(prompt_file, &plen, err, sizeof err))) goto fail;
+    if (!prompt_file) plen = strlen(prompt);
+    if (!(f = tg_st_load(ckpt, err, sizeof err))) goto fail;
+    if (vocab_file) {
+        size_t vlen;
+        char *vt = read_file(vocab_file, &vlen, err, sizeof err);
+        if (!vt) goto fail;
+        vocab_build(&v, vt, vlen);
+        free(vt);
+    } else if (checkpoint_vocab(f, &v, err, sizeof err)) {
+        goto fail;
+    }
+    if (!(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err))) goto fail;
     tg_gpt_set_attn_composed(m, composed);
     if (m->cfg.vocab_size != v.size) {
-        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",
-                 m->cfg.vocab_size, v.size);
+        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match the %s vocabulary of %d characters",
+                 m->cfg.vocab_size, vocab_file ? "--vocab file's" : "its", v.size);
         goto fail;
     }
     if (plen == 0) {
-        snprintf(err, sizeof err, "--prompt is empty; give at least one character");
+        snprintf(err, sizeof err, "%s is empty; give at least one character", prompt_file ? prompt_file : "--prompt");
         goto fail;
     }
-    size_t total = plen + (size_t)tokens;
-    ctx = malloc(total * sizeof *ctx);
+    ctx = malloc((plen + (size_t)tokens) * sizeof *ctx);
     probs = malloc((size_t)v.size * sizeof *probs);
     g = tg_graph_new();
     if (!ctx || !probs || !g) {
@@ -110,35 +163,12 @@ int cmd_sample(int argc, char **argv)
     tg_graph_set_training(g, false);
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)seed, 5);
-    fwrite(prompt, 1, plen, stdout);
-
-    const int bs = m->cfg.block_size;
-    size_t n = plen;
-    /* the prompt's last block_size tokens prime the cache */
-    size_t start = n > (size_t)bs ? n - (size_t)bs : 0;
-    size_t fed = start;
-    for (int i = 0; i < tokens; i++) {
-        if (fed == n) break;   /* unreachable: something to feed every round */
-        if (m->cache[0].len + (int)(n - fed) > bs) {
-            /* window full: restart from position 0 on the last bs tokens */
-            tg_gpt_cache_clear(m);
-            fed = n - (size_t)bs;
-        }
-        int T = (int)(n - fed);
-        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ctx + fed);   /* (1,T) */
-        tg_tensor *logits = tg_gpt_forward(g, m, idx);                             /* (1,T,V) */
-        if (!logits) {
-            snprintf(err, sizeof err, "%s", tg_graph_error(g));
-            goto fail;
-        }
-        int next = pick(logits, T - 1, v.size, temperature, top_k, &r, probs);
-        tg_graph_reset(g);
-        fed = n;
-        ctx[n++] = next;
-        fputc(v.chars[next], stdout);
-        fflush(stdout);
+    for (int k = 0; k < num_samples; k++) {
+        if (k) fputs("---------------\n", stdout);
+        fwrite(prompt, 1, plen, stdout);
+        if (generate(m, g, &v, ctx, plen, tokens, temperature, top_k, &r, probs, err, sizeof err)) goto fail;
+        fputc('\n', stdout);
     }
-    fputc('\n', stdout);
     rc = 0;
     goto done;
 fail:
@@ -146,6 +176,7 @@ fail:
 done:
     free(ctx);
     free(probs);
+    free(file_text);
     tg_graph_free(g);
     tg_gpt_free(m);
     tg_st_free(f);

@@ -20,7 +20,7 @@ int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
  * path, which can return the attention weights) */
 int parse_attn(const char *s, bool *composed, char *err, size_t errlen);
 double now_seconds(void);
-/* The start every command shares: --help prints usage (returns 0); flags,
+/* The start every command shares: --help prints usage on stdout (returns 0); flags,
  * --dtype and --attn (unless attn is NULL) are parsed (an error prints and
  * returns 2); tapegrad and BLAS get *threads threads. Returns -1 when the
  * command should go on. */
@@ -29,10 +29,11 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
                   const int *threads);
 
 /* The flags every command shares, one definition each (arg_spec rows). */
-#define SPEC_DTYPE(p) {"dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0}
+#define SPEC_DTYPE(p) {"dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0, ROLE_NONE}
 #define SPEC_ATTN(p) \
-    {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0}
-#define SPEC_THREADS(p) {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0}
+    {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0, ROLE_NONE}
+#define SPEC_THREADS(p) {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0, ROLE_NONE}
+#define SPEC_CONFIG(p) {"config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0, ROLE_NONE}
 
 
 #endif

@@ -1,16 +1,26 @@
 /* tiny_gpt train: the nanoGPT recipe (AdamW with nanoGPT's decay groups,
- * cosine schedule with warmup, global-norm clipping) on the built-in
- * corpus or any text file.
+ * cosine schedule with warmup, global-norm clipping, gradient
+ * accumulation) on the built-in corpus or any text file.
  *
- * Every --eval-interval steps (and at the end) it estimates train and val
- * loss over --eval-iters batches, keeps the best-val weights in
- * OUT/best.safetensors and the full training state in OUT/last.safetensors;
- * --resume continues from the latter exactly (same batches, same dropout
- * masks, same losses). Each step appends a row to OUT/metrics.csv; at each
- * evaluation (and when stopped) OUT/loss.png redraws the curves from it. */
+ * Stages, in the order cmd_train runs them:
+ *   claim_out    OUT is locked; temporaries of a killed run are removed; a
+ *                run already there is continued only with --resume
+ *   start_from   --resume: every setting of the run from OUT/last.safetensors
+ *                (run.c); --init: the model's shape from the weights
+ *   load_data    the text (the recorded file, checked by size and checksum)
+ *   build        vocabulary, model, optimizer, training state, batches
+ *   train_loop   steps; every --eval-interval steps (and at the end)
+ *                evaluate_and_save: train and val loss, the best weights
+ *                in OUT/best.safetensors, the full state in OUT/last
+ *
+ * Steps are counted as the console shows them: step k is the k-th
+ * optimizer step, and metrics.csv has one row per step (metrics.h). A
+ * resumed run follows the uninterrupted one exactly: the same batches,
+ * dropout masks and losses. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,37 +28,81 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "corpus.h"
-#include "data.h"
+#include "files.h"
 #include "lossplot.h"
+#include "metrics.h"
+#include "run.h"
 #include "tiny_gpt.h"
+#include "train.h"
 
-typedef struct train_opts {
-    const char *data, *out, *dtype, *init, *attn;
-    int n_layer, n_head, n_embd, block_size, batch_size;
-    int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
-    double lr, min_lr, weight_decay, beta2, grad_clip, dropout;
-    bool bias, resume, attn_composed;
-    int64_t seed;
-    int threads, corpus_chars;
-} train_opts;
-
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { (void)sig; interrupted = 1; }
-
-/* Mean loss over n batches of a split, in eval mode without grad. The
- * batches come from their own stream, seeded by (seed, step), so an
- * estimate never disturbs training and a resumed run sees the same ones. */
-static double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, const train_opts *o,
-                            int64_t step, int32_t *x, int32_t *y, char *err, size_t errlen)
+int train_specs(train_opts *o, arg_spec *specs)
 {
+    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .n_layer = 4, .n_head = 4,
+                      .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
+                      .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
+                      .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
+                      .seed = 1337, .corpus_chars = 300000};
+    const arg_spec s[] = {
+        {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
+        {"n-layer", ARG_INT, &o->n_layer, 1, 256, "transformer blocks", 0, ROLE_MODEL},
+        {"n-head", ARG_INT, &o->n_head, 1, 1024, "attention heads", 0, ROLE_MODEL},
+        {"n-embd", ARG_INT, &o->n_embd, 1, 65536, "embedding width (divisible by --n-head)", 0, ROLE_MODEL},
+        {"block-size", ARG_INT, &o->block_size, 1, 1 << 16, "context length", 0, ROLE_MODEL},
+        {"bias", ARG_BOOL, &o->bias, 0, 0, "biases in Linear and LayerNorm", 0, ROLE_MODEL},
+        {"dropout", ARG_DOUBLE, &o->dropout, 0, 0.999, "dropout probability", 0, ROLE_RUN},
+        {"batch-size", ARG_INT, &o->batch_size, 1, 1 << 16, "sequences per micro-batch", 0, ROLE_FREE},
+        {"grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16,
+         "micro-batches per optimizer step (the same losses as a batch that many times larger)", 0, ROLE_FREE},
+        {"steps", ARG_I64, &o->steps, 1, 1e12, "optimizer steps (the cosine schedule ends here)", 0, ROLE_FREE},
+        {"lr", ARG_DOUBLE, &o->lr, 0, 10, "peak learning rate", 0, ROLE_FREE},
+        {"min-lr", ARG_DOUBLE, &o->min_lr, 0, 10, "final learning rate", 0, ROLE_FREE},
+        {"warmup", ARG_I64, &o->warmup, 0, 1e12, "linear warmup steps", 0, ROLE_FREE},
+        {"weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, "AdamW decay of 2-D+ tensors", 0, ROLE_RUN},
+        {"beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999999, "AdamW beta1", 0, ROLE_RUN},
+        {"beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_RUN},
+        {"grad-clip", ARG_DOUBLE, &o->grad_clip, 0, 1e12, "clip the global gradient norm (0: off)", 0, ROLE_RUN},
+        {"eval-interval", ARG_I64, &o->eval_interval, 1, 1e12, "steps between evaluations", 0, ROLE_FREE},
+        {"eval-iters", ARG_I64, &o->eval_iters, 1, 1e9, "batches per loss estimate", 0, ROLE_FREE},
+        {"seed", ARG_I64, &o->seed, 0, 9e15, "random seed", 0, ROLE_RUN},
+        {"corpus-chars", ARG_INT, &o->corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0, ROLE_RUN},
+        {"dtype", ARG_STRING, &o->dtype, 0, 0, "f32 or f64", 0, ROLE_RUN},
+        {"attn", ARG_STRING, &o->attn, 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the "
+                                            "teaching path)", 0, ROLE_FREE},
+        {"log-interval", ARG_I64, &o->log_interval, 1, 1e12, "steps between progress lines (when not a terminal)", 0,
+         ROLE_FREE},
+        SPEC_THREADS(&o->threads),
+        {"out", ARG_STRING, &o->out, 0, 0, "output directory", 0, ROLE_NONE},
+        {"resume", ARG_SWITCH, &o->resume, 0, 0, "continue the run in OUT (every setting from OUT/last.safetensors)",
+         0, ROLE_NONE},
+        {"force", ARG_SWITCH, &o->force, 0, 0, "start a new run in OUT even if it holds one (replacing its files)", 0,
+         ROLE_NONE},
+        {"init", ARG_STRING, &o->init, 0, 0, "start from these weights (nanoGPT names; e.g. from PyTorch)", 0,
+         ROLE_NONE},
+        {"stop-at", ARG_I64, &o->stop_at, 0, 1e12, "stop at this step as if interrupted (0: never)", 0, ROLE_NONE},
+        SPEC_CONFIG(&o->config),
+    };
+    const int n = (int)(sizeof s / sizeof s[0]);
+    _Static_assert(sizeof s / sizeof s[0] <= TRAIN_MAX_SPECS, "TRAIN_MAX_SPECS too small");
+    memcpy(specs, s, sizeof s);
+    return n;
+}
+
+double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+                     int64_t seed, int64_t step, char *err, size_t errlen)
+{
+    int32_t *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
+    if (!x || !y) {
+        snprintf(err, errlen, "out of memory for the evaluation batches");
+        free(x);
+        free(y);
+        return NAN;
+    }
     tg_rng r;
-    tg_rng_seed(&r, (uint64_t)o->seed * 1000003u + (uint64_t)step, val ? 2 : 3);
+    tg_rng_seed(&r, (uint64_t)seed * 1000003u + (uint64_t)step, val ? 2 : 3);
     bool grad = tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     double sum = 0;
-    const int B = o->batch_size, T = o->block_size;
-    for (int64_t i = 0; i < o->eval_iters; i++) {
+    for (int64_t i = 0; i < iters * A; i++) {
         dataset_batch(d, val, B, T, &r, x, y);
         tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
@@ -64,7 +118,285 @@ static double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, 
     tg_graph_reset(g);
     tg_graph_set_training(g, true);
     tg_graph_set_grad_enabled(g, grad);
-    return sum / (double)o->eval_iters;
+    free(x);
+    free(y);
+    return sum / (double)(iters * A);
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { interrupted = sig; }
+
+/* the files a run writes in OUT (temporaries "<name>.tmp.XXXXXX") */
+static const char *const OUT_FILES[] = {"best.safetensors", "last.safetensors", "metrics.csv", "loss.png"};
+#define N_OUT_FILES 4
+
+typedef struct trainer {
+    train_opts o;
+    arg_spec specs[TRAIN_MAX_SPECS];
+    int n_specs;
+    tg_dtype dt;
+    char path[N_OUT_FILES][4096];   /* OUT/ + OUT_FILES[i] */
+    int lock_fd;
+    tg_st_file *from;               /* OUT/last.safetensors (--resume) or the --init weights */
+    run_text text;
+    data_id id;
+    vocab v;
+    dataset d;
+    tg_gpt *m;
+    tg_adamw *opt;
+    tg_graph *g;
+    train_state ts;
+    FILE *csv;
+    kv_list meta;                   /* the run's settings, in every checkpoint */
+    int32_t *x, *y;
+    char err[8192];
+} trainer;
+
+enum { BEST, LAST, METRICS, LOSS_PNG };
+
+static int failf(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int failf(trainer *t, const char *fmt, ...)
+{
+    char buf[sizeof t->err];   /* the arguments may include t->err itself */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    memcpy(t->err, buf, sizeof buf);
+    return -1;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* OUT is ours alone; a run already in it is continued only with --resume
+ * and replaced only with --force. */
+static int claim_out(trainer *t)
+{
+    train_opts *o = &t->o;
+    if (o->resume && (o->init || o->force)) return failf(t, "--resume excludes %s", o->init ? "--init" : "--force");
+    for (int i = 0; i < N_OUT_FILES; i++) snprintf(t->path[i], sizeof t->path[i], "%s/%s", o->out, OUT_FILES[i]);
+    t->lock_fd = outdir_claim(o->out, OUT_FILES, N_OUT_FILES, t->err, sizeof t->err);
+    if (t->lock_fd < 0) return -1;
+    if (o->resume) {
+        if (!exists(t->path[LAST])) return failf(t, "--resume: %s does not exist: there is no run to continue in %s",
+                                                 t->path[LAST], o->out);
+        return 0;
+    }
+    if (!exists(t->path[LAST]) && !exists(t->path[BEST])) return 0;   /* no weights to lose */
+    if (o->force) {
+        for (int i = 0; i < N_OUT_FILES; i++) remove(t->path[i]);
+        return 0;
+    }
+    char state[256] = "";
+    char e2[512];
+    tg_st_file *f = tg_st_load(t->path[LAST], e2, sizeof e2);
+    if (f && tg_st_meta(f, "train.step") && tg_st_meta(f, "train.steps")) {
+        const char *s = tg_st_meta(f, "train.step"), *n = tg_st_meta(f, "train.steps");
+        snprintf(state, sizeof state, " (at step %s of %s: %s)", s, n, !strcmp(s, n) ? "finished" : "resumable");
+    }
+    tg_st_free(f);
+    return failf(t, "%s already holds a run%s; continue it with --resume (a larger --steps trains it longer), "
+                    "or replace it with --force", o->out, state);
+}
+
+/* --resume: the run's settings from its checkpoint; --init: the model's
+ * shape from the weights. */
+static int start_from(trainer *t)
+{
+    train_opts *o = &t->o;
+    if (!o->resume && !o->init) return 0;
+    const char *path = o->resume ? t->path[LAST] : o->init;
+    if (!(t->from = tg_st_load(path, t->err, sizeof t->err))) return -1;
+    tg_gpt_config c;
+    if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
+    unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
+    if (run_restore(t->specs, t->n_specs, roles, t->from, path, "train", t->err, sizeof t->err)) return -1;
+    return 0;
+}
+
+/* The settings that are fixed now: dtype and attention path, and warnings. */
+static int check_settings(trainer *t)
+{
+    train_opts *o = &t->o;
+    if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
+        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err))
+        return -1;
+    if (o->warmup >= o->steps)
+        fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
+                        "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
+    return 0;
+}
+
+/* The text: --data, else the recorded file (on resume), else the corpus.
+ * A resumed run's text must be the one it was trained on. */
+static int load_data(trainer *t)
+{
+    const train_opts *o = &t->o;
+    return run_load_text(&t->text, &t->id, o->data, o->corpus_chars, o->resume ? t->from : NULL, t->path[LAST], true,
+                         "train", t->err, sizeof t->err);
+}
+
+/* Vocabulary, model, optimizer and the state a resumed run continues from. */
+static int build(trainer *t)
+{
+    train_opts *o = &t->o;
+    const char *text = t->text.text;
+    size_t len = t->text.len;
+    if (t->from && tg_st_meta(t->from, "vocab")) {
+        if (checkpoint_vocab(t->from, &t->v, t->err, sizeof t->err)) return -1;
+    } else {
+        vocab_build(&t->v, text, len);   /* a new run, or weights from elsewhere: the data's sorted bytes */
+    }
+    if (t->from) {
+        t->m = checkpoint_load_model(t->from, t->dt, o->dropout, t->err, sizeof t->err);
+        if (!t->m) return -1;
+        if (t->v.size != t->m->cfg.vocab_size)
+            return failf(t, "the weights have vocab_size %d but the vocabulary has %d characters",
+                         t->m->cfg.vocab_size, t->v.size);
+    } else {
+        tg_gpt_config c = {o->n_layer, o->n_head, o->n_embd, o->block_size, t->v.size, o->bias, o->dropout, false};
+        if (!(t->m = tg_gpt_new(&c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err))) return -1;
+    }
+    tg_gpt_set_attn_composed(t->m, o->attn_composed);
+    tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
+    if (!(t->opt = tg_adamw_new(t->m->params, &ac))) return failf(t, "out of memory for the optimizer");
+    t->ts = (train_state){.step = 0, .best_val = INFINITY};
+    tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
+    tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
+    if (o->resume) {
+        if (checkpoint_load_train(t->from, t->m, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
+            return failf(t, "%s: %s", t->path[LAST], t->err);
+        if (t->ts.step >= o->steps)
+            return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
+                         t->ts.step == o->steps ? "finished" : "is already past --steps", (long long)t->ts.step,
+                         (long long)t->ts.step);
+    }
+    if (dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
+
+    /* the global batch is what a resumed run must keep; its split may change */
+    int64_t global = (int64_t)o->batch_size * o->grad_accum;
+    int64_t rec = global;
+    if (t->from && o->resume && tg_st_meta(t->from, "train.global_batch") &&
+        checkpoint_meta_i64(t->from, "train.global_batch", 1, INT64_MAX, &rec, t->err, sizeof t->err))
+        return -1;
+    if (rec != global)
+        return failf(t, "--batch-size %d x --grad-accum %d = %lld sequences per step differs from the run's %lld; a "
+                        "resumed run keeps its batch (it may split it differently)",
+                     o->batch_size, o->grad_accum, (long long)global, (long long)rec);
+    char gb[32];
+    snprintf(gb, sizeof gb, "%lld", (long long)global);
+    if (run_record(t->specs, t->n_specs, &t->meta) || data_id_record(&t->id, &t->meta) ||
+        kv_add(&t->meta, "train.global_batch", gb))
+        return failf(t, "out of memory");
+
+    t->g = tg_graph_new();
+    t->x = malloc((size_t)o->batch_size * o->block_size * sizeof *t->x);
+    t->y = malloc((size_t)o->batch_size * o->block_size * sizeof *t->y);
+    if (!t->g || !t->x || !t->y) return failf(t, "out of memory");
+    *tg_graph_rng(t->g) = t->ts.drop_rng;
+    return 0;
+}
+
+/* ---- evaluation and checkpoints ----------------------------------------- */
+
+/* Redraws OUT/loss.png. A picture that cannot be written is a warning,
+ * not a reason to lose the run: the metrics and checkpoints still matter. */
+static void plot_losses(trainer *t)
+{
+    char err[512];
+    if (lossplot_write(t->path[METRICS], t->path[LOSS_PNG], err, sizeof err))
+        fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", err);
+}
+
+static int save_last(trainer *t, int64_t step)
+{
+    t->ts.step = step;
+    t->ts.drop_rng = *tg_graph_rng(t->g);
+    fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
+    return checkpoint_save(t->path[LAST], t->m, &t->v, t->opt, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
+                           t->err, sizeof t->err);
+}
+
+/* Train and val loss at `step` into row; the best weights and the state. */
+static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
+{
+    const train_opts *o = &t->o;
+    const int B = o->batch_size, A = o->grad_accum, T = o->block_size;
+    row->train = estimate_loss(t->g, t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, t->err, sizeof t->err);
+    row->val = isnan(row->train) ? NAN
+                                 : estimate_loss(t->g, t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, t->err,
+                                                 sizeof t->err);
+    if (!isfinite(row->train) || !isfinite(row->val)) {
+        if (!tg_graph_error(t->g)) failf(t, "the loss is not finite at step %lld", (long long)step);
+        return -1;
+    }
+    row->train_bpb = bits_per_byte(row->train, t->d.bytes_per_token[0]);
+    row->val_bpb = bits_per_byte(row->val, t->d.bytes_per_token[1]);
+    fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)", tty ? "\r\033[K" : "",
+            (long long)step, row->train, row->val, row->val_bpb);
+    if (t->text.floor_nats >= 0)
+        fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
+    fprintf(stderr, "\n");
+    metrics_write(t->csv, row);
+    fflush(t->csv);
+    plot_losses(t);
+    if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
+        t->ts.best_val = row->val;
+        train_state at = {.step = step};
+        if (checkpoint_save(t->path[BEST], t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv, t->meta.n,
+                            t->err, sizeof t->err))
+            return -1;
+    }
+    return save_last(t, step);
+}
+
+/* ---- training ------------------------------------------------------------ */
+
+/* One optimizer step: --grad-accum micro-batches, each backward seeded
+ * with 1/grad_accum so their gradients add up to the mean over the whole
+ * batch; clipping; AdamW. Returns the step's loss (the micro-batches'
+ * mean), or NAN with the message. */
+static double train_step(trainer *t, int64_t step, double lr)
+{
+    const train_opts *o = &t->o;
+    const int B = o->batch_size, T = o->block_size, A = o->grad_accum;
+    const double inv = 1.0 / A;
+    const float inv_f = (float)inv;
+    const void *seed = t->dt == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
+    double sum = 0;
+    for (int k = 0; k < A; k++) {
+        dataset_batch(&t->d, false, B, T, &t->ts.data_rng, t->x, t->y);
+        tg_tensor *xt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->x);   /* (B,T) */
+        tg_tensor *yt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->y);   /* (B,T) */
+        tg_tensor *loss = tg_gpt_loss(t->g, t->m, xt, yt);                      /* () */
+        if (tg_graph_backward_seeded(t->g, loss, seed) != 0) {
+            failf(t, "step %lld: %s", (long long)step, tg_graph_error(t->g));
+            return NAN;
+        }
+        double lv = tg_tensor_item(loss);
+        tg_graph_reset(t->g);
+        if (!isfinite(lv)) {
+            failf(t, "step %lld: the loss is %g", (long long)step, lv);
+            return NAN;
+        }
+        sum += lv;
+    }
+    if (o->grad_clip > 0) {
+        double norm = tg_clip_grad_norm(t->m->params, o->grad_clip);
+        if (!isfinite(norm)) {
+            failf(t, "step %lld: the gradient norm is %g", (long long)step, norm);
+            return NAN;
+        }
+    }
+    tg_adamw_step(t->opt, lr);
+    tg_params_zero_grad(t->m->params);
+    return sum / A;
 }
 
 static void fmt_eta(double s, char *buf, size_t size)
@@ -74,300 +406,101 @@ static void fmt_eta(double s, char *buf, size_t size)
     else snprintf(buf, size, "%.0fs", s);
 }
 
-static int check_against_ckpt(const arg_spec *specs, int n, const char *flag, int have, int want, char *err,
-                              size_t errlen)
+/* Returns 0 (done), 130/143 (stopped by a signal) or -1 (error). */
+static int train_loop(trainer *t)
 {
-    if (args_seen(specs, n, flag) && have != want) {
-        snprintf(err, errlen, "--%s %d does not match the checkpoint's %d", flag, have, want);
-        return -1;
+    const train_opts *o = &t->o;
+    const bool tty = isatty(STDERR_FILENO);
+    const int64_t first = t->ts.step;
+    const double tokens = (double)o->batch_size * o->grad_accum * o->block_size;
+    double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
+    if (!o->resume) {   /* a resumed run evaluated the step it starts at */
+        metrics_row row = metrics_empty(0);
+        if (evaluate_and_save(t, 0, &row, tty)) return -1;
+        last_val = row.val;
     }
+    for (int64_t step = first; step < o->steps;) {
+        if (interrupted || (o->stop_at && step >= o->stop_at)) {
+            if (save_last(t, step)) return -1;
+            plot_losses(t);
+            fprintf(stderr, "%sstopped at step %lld; continue with: tiny_gpt train --resume --out %s\n",
+                    tty ? "\r\033[K" : "", (long long)step, o->out);
+            return interrupted ? 128 + interrupted : 0;
+        }
+        double t0 = now_seconds(), lr = tg_lr_cosine(step, o->warmup, o->steps, o->lr, o->min_lr);
+        double loss = train_step(t, step + 1, lr);
+        if (isnan(loss)) return -1;
+        step++;
+        double ms = 1e3 * (now_seconds() - t0);
+        ema_ms = step == first + 1 ? ms : 0.9 * ema_ms + 0.1 * ms;
+        metrics_row row = metrics_empty(step);
+        row.loss = loss;
+        row.lr = lr;
+        row.ms = ms;
+        row.tokens_per_s = tokens / (ema_ms / 1e3);
+        if (tty || step % o->log_interval == 0) {
+            char eta[32];
+            fmt_eta(ema_ms / 1e3 * (double)(o->steps - step), eta, sizeof eta);
+            fprintf(stderr, "%sstep %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s%s",
+                    tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, lr, ema_ms, row.tokens_per_s,
+                    eta, tty ? "" : "\n");
+        }
+        if (step % o->eval_interval == 0 || step == o->steps) {
+            if (evaluate_and_save(t, step, &row, tty)) return -1;
+            last_val = row.val;
+        } else {
+            metrics_write(t->csv, &row);
+        }
+    }
+    fprintf(stderr, "tiny_gpt: %lld steps in %.1f s; best val loss %.4f; checkpoints in %s/\n",
+            (long long)(o->steps - first), now_seconds() - t_start, t->ts.best_val, o->out);
+    printf("val loss %.4f\n", last_val);
     return 0;
-}
-
-/* Redraws OUT/loss.png. A picture that cannot be written is a warning,
- * not a reason to lose the run: the metrics and checkpoints still matter. */
-static void plot_losses(const char *metrics, const char *png)
-{
-    char err[512];
-    if (lossplot_write(metrics, png, err, sizeof err))
-        fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", err);
 }
 
 int cmd_train(int argc, char **argv)
 {
-    train_opts o = {.data = NULL, .init = NULL, .out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .n_layer = 4, .n_head = 4,
-                    .n_embd = 128, .block_size = 64, .batch_size = 12, .steps = 2000, .warmup = 100,
-                    .eval_interval = 250, .eval_iters = 200, .stop_at = 0, .log_interval = 10,
-                    .lr = 1e-3, .min_lr = 1e-4, .weight_decay = 0.1, .beta2 = 0.99, .grad_clip = 1.0,
-                    .dropout = 0.0, .bias = false, .resume = false, .seed = 1337, .threads = 0,
-                    .corpus_chars = 300000};
-    arg_spec specs[] = {
-        {"data", ARG_STRING, &o.data, 0, 0, "text file to train on (default: the built-in corpus)", 0},
-        {"n-layer", ARG_INT, &o.n_layer, 1, 256, "transformer blocks", 0},
-        {"n-head", ARG_INT, &o.n_head, 1, 1024, "attention heads", 0},
-        {"n-embd", ARG_INT, &o.n_embd, 1, 65536, "embedding width (divisible by --n-head)", 0},
-        {"block-size", ARG_INT, &o.block_size, 1, 1 << 16, "context length", 0},
-        {"batch-size", ARG_INT, &o.batch_size, 1, 1 << 16, "sequences per step", 0},
-        {"steps", ARG_I64, &o.steps, 1, 1e12, "training steps (the cosine schedule ends here)", 0},
-        {"lr", ARG_DOUBLE, &o.lr, 0, 10, "peak learning rate", 0},
-        {"min-lr", ARG_DOUBLE, &o.min_lr, 0, 10, "final learning rate", 0},
-        {"warmup", ARG_I64, &o.warmup, 0, 1e12, "linear warmup steps", 0},
-        {"weight-decay", ARG_DOUBLE, &o.weight_decay, 0, 10, "AdamW decay of 2-D+ tensors", 0},
-        {"beta2", ARG_DOUBLE, &o.beta2, 0, 0.999999999, "AdamW beta2", 0},
-        {"grad-clip", ARG_DOUBLE, &o.grad_clip, 0, 1e12, "clip the global gradient norm (0: off)", 0},
-        {"dropout", ARG_DOUBLE, &o.dropout, 0, 0.999, "dropout probability", 0},
-        {"bias", ARG_BOOL, &o.bias, 0, 0, "biases in Linear and LayerNorm", 0},
-        {"eval-interval", ARG_I64, &o.eval_interval, 1, 1e12, "steps between evaluations", 0},
-        {"eval-iters", ARG_I64, &o.eval_iters, 1, 1e9, "batches per loss estimate", 0},
-        {"seed", ARG_I64, &o.seed, 0, 9e15, "random seed", 0},
-        SPEC_THREADS(&o.threads),
-        SPEC_DTYPE(&o.dtype),
-        SPEC_ATTN(&o.attn),
-        {"out", ARG_STRING, &o.out, 0, 0, "output directory", 0},
-        {"resume", ARG_SWITCH, &o.resume, 0, 0, "continue from OUT/last.safetensors", 0},
-        {"init", ARG_STRING, &o.init, 0, 0, "start from these weights (nanoGPT names; e.g. from PyTorch)", 0},
-        {"log-interval", ARG_I64, &o.log_interval, 1, 1e12, "steps between progress lines (when not a terminal)", 0},
-        {"stop-at", ARG_I64, &o.stop_at, 0, 1e12, "stop after this step as if interrupted (0: never)", 0},
-        {"corpus-chars", ARG_INT, &o.corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0},
-    };
-    const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[8192];
+    trainer *t = calloc(1, sizeof *t);
+    if (!t) return 1;
+    t->lock_fd = -1;
+    t->n_specs = train_specs(&t->o, t->specs);
+    train_opts *o = &t->o;
     tg_dtype dt;
-    int setup = command_setup("train", "[flags]", specs, n_specs, argc, argv, &o.dtype, &dt, &o.attn, &o.attn_composed,
-                              &o.threads);
-    if (setup >= 0) return setup;
-
-    int rc = 1;
-    char *text = NULL;
-    size_t len = 0;
-    corpus cp = {0};
-    double floor_nats = -1;
-    dataset d = {0};
-    tg_gpt *m = NULL;
-    tg_adamw *opt = NULL;
-    tg_graph *g = NULL;
-    tg_st_file *resume_file = NULL;
-    FILE *metrics = NULL;
-    int32_t *x = NULL, *y = NULL;
-    char path_best[4096], path_last[4096], path_metrics[4096], path_loss[4096];
-
-    /* the text */
-    if (o.data) {
-        text = read_file(o.data, &len, err, sizeof err);
-        if (!text) goto fail;
-    } else {
-        if (corpus_generate(&cp, 1, (size_t)o.corpus_chars) != 0) {
-            snprintf(err, sizeof err, "out of memory generating the corpus");
-            goto fail;
-        }
-        text = cp.text;
-        len = cp.len;
-        floor_nats = corpus_nats_per_char(&cp);
+    int rc = command_setup("train", "[flags]", t->specs, t->n_specs, argc, argv, &o->dtype, &dt, &o->attn,
+                           &o->attn_composed, &o->threads);
+    if (rc >= 0) {
+        free(t);
+        return rc;
     }
-
-    /* the output directory */
-    if (mkdir(o.out, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, sizeof err, "--out %s: %s", o.out, strerror(errno));
-        goto fail;
-    }
-    snprintf(path_best, sizeof path_best, "%s/best.safetensors", o.out);
-    snprintf(path_last, sizeof path_last, "%s/last.safetensors", o.out);
-    snprintf(path_metrics, sizeof path_metrics, "%s/metrics.csv", o.out);
-    snprintf(path_loss, sizeof path_loss, "%s/loss.png", o.out);
-
-    /* model, vocabulary and state: new, or from the last checkpoint */
-    vocab v;
-    train_state ts = {.step = 0, .best_val = INFINITY};
-    tg_rng_seed(&ts.data_rng, (uint64_t)o.seed, 1);
-    tg_rng_seed(&ts.drop_rng, (uint64_t)o.seed, 4);
-    tg_adamw_config ac = {0.9, o.beta2, 1e-8, o.weight_decay};
-    if (o.resume && o.init) {
-        snprintf(err, sizeof err, "--resume and --init exclude each other");
-        goto fail;
-    }
-    if (o.resume || o.init) {
-        resume_file = tg_st_load(o.resume ? path_last : o.init, err, sizeof err);
-        if (!resume_file) goto fail;
-        tg_gpt_config c;
-        if (checkpoint_config(resume_file, &c, err, sizeof err)) goto fail;
-        if (tg_st_meta(resume_file, "vocab")) {
-            if (checkpoint_vocab(resume_file, &v, err, sizeof err)) goto fail;
-        } else {
-            vocab_build(&v, text, len);   /* weights from elsewhere: the data's sorted bytes */
-        }
-        if (v.size != c.vocab_size) {
-            snprintf(err, sizeof err, "the weights have vocab_size %d but the vocabulary has %d characters",
-                     c.vocab_size, v.size);
-            goto fail;
-        }
-        if (check_against_ckpt(specs, n_specs, "n-layer", o.n_layer, c.n_layer, err, sizeof err) ||
-            check_against_ckpt(specs, n_specs, "n-head", o.n_head, c.n_head, err, sizeof err) ||
-            check_against_ckpt(specs, n_specs, "n-embd", o.n_embd, c.n_embd, err, sizeof err) ||
-            check_against_ckpt(specs, n_specs, "block-size", o.block_size, c.block_size, err, sizeof err))
-            goto fail;
-        o.n_layer = c.n_layer;
-        o.n_head = c.n_head;
-        o.n_embd = c.n_embd;
-        o.block_size = c.block_size;
-        o.bias = c.bias;
-        if (o.resume) o.dropout = c.dropout;
-        m = checkpoint_load_model(resume_file, dt, o.dropout, err, sizeof err);
-        if (!m) goto fail;
-        tg_gpt_set_attn_composed(m, o.attn_composed);
-        opt = tg_adamw_new(m->params, &ac);
-        if (!opt) {
-            snprintf(err, sizeof err, "out of memory for the optimizer");
-            goto fail;
-        }
-        if (o.resume && checkpoint_load_train(resume_file, m, opt, &ts, err, sizeof err)) goto fail;
-        size_t bad;
-        int32_t probe;
-        for (size_t i = 0; i < len; i++)
-            if (vocab_encode(&v, text + i, 1, &probe, &bad) != 0) {
-                snprintf(err, sizeof err,
-                         "the text has byte %d at offset %zu, which the checkpoint's vocabulary lacks",
-                         (uint8_t)text[i], i);
-                goto fail;
-            }
-    } else {
-        vocab_build(&v, text, len);
-        tg_gpt_config c = {o.n_layer, o.n_head, o.n_embd, o.block_size, v.size, o.bias, o.dropout, o.attn_composed};
-        m = tg_gpt_new(&c, dt, (uint64_t)o.seed, err, sizeof err);
-        if (!m) goto fail;
-        opt = tg_adamw_new(m->params, &ac);
-        if (!opt) {
-            snprintf(err, sizeof err, "out of memory for the optimizer");
-            goto fail;
-        }
-    }
-    if (dataset_make(&d, &v, text, len, o.block_size, err, sizeof err)) goto fail;
-    if (ts.step >= o.steps) {
-        snprintf(err, sizeof err, "the checkpoint is at step %lld, not before --steps %lld", (long long)ts.step,
-                 (long long)o.steps);
-        goto fail;
-    }
-
-    g = tg_graph_new();
-    x = malloc((size_t)o.batch_size * o.block_size * sizeof *x);
-    y = malloc((size_t)o.batch_size * o.block_size * sizeof *y);
-    metrics = fopen(path_metrics, o.resume ? "a" : "w");
-    if (!g || !x || !y) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    if (!metrics) {
-        snprintf(err, sizeof err, "%s: %s", path_metrics, strerror(errno));
-        goto fail;
-    }
-    if (!o.resume) fprintf(metrics, "step,train_loss,val_loss,lr,ms_per_step,tokens_per_s\n");
-    *tg_graph_rng(g) = ts.drop_rng;
+    if (claim_out(t) || start_from(t) || check_settings(t) || load_data(t) || build(t)) goto fail;
+    if (!(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, t->err, sizeof t->err))) goto fail;
 
     fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
-            (long long)tg_params_numel(m->params), v.size, len, o.data ? o.data : "built-in corpus",
-            o.attn_composed ? "composed" : "fused", o.resume ? "resuming" : "training");
-    if (floor_nats >= 0) fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", floor_nats);
-
-    signal(SIGINT, on_sigint);
-    const bool tty = isatty(STDERR_FILENO);
-    const int B = o.batch_size, T = o.block_size;
-    double last_val = NAN, ema_ms = 0, t_start = now_seconds();
-    int64_t first_step = ts.step;
-    for (int64_t step = ts.step;; step++) {
-        bool last = step == o.steps;
-        /* (a resumed run already evaluated the step it starts at) */
-        if ((step % o.eval_interval == 0 && !(o.resume && step == first_step)) || last) {
-            double tl = estimate_loss(g, m, &d, false, &o, step, x, y, err, sizeof err);
-            double vl = estimate_loss(g, m, &d, true, &o, step, x, y, err, sizeof err);
-            if (!isfinite(tl) || !isfinite(vl)) {
-                if (!tg_graph_error(g)) snprintf(err, sizeof err, "loss is not finite at step %lld", (long long)step);
-                goto fail;
-            }
-            last_val = vl;
-            if (tty) fprintf(stderr, "\r\033[K");
-            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f", (long long)step, tl, vl);
-            if (floor_nats >= 0) fprintf(stderr, " (floor %.4f, +%.4f)", floor_nats, vl - floor_nats);
-            fprintf(stderr, "\n");
-            fprintf(metrics, "%lld,%.6f,%.6f,,,\n", (long long)step, tl, vl);
-            fflush(metrics);
-            plot_losses(path_metrics, path_loss);
-            ts.step = step;
-            ts.drop_rng = *tg_graph_rng(g);
-            if (vl < ts.best_val) {
-                ts.best_val = vl;
-                if (checkpoint_save(path_best, m, &v, NULL, NULL, NULL, 0, err, sizeof err)) goto fail;
-            }
-            if (checkpoint_save(path_last, m, &v, opt, &ts, NULL, 0, err, sizeof err)) goto fail;
-        }
-        if (last) break;
-        if (interrupted || (o.stop_at && step == o.stop_at)) {
-            ts.step = step;
-            ts.drop_rng = *tg_graph_rng(g);
-            if (checkpoint_save(path_last, m, &v, opt, &ts, NULL, 0, err, sizeof err)) goto fail;
-            fflush(metrics);
-            plot_losses(path_metrics, path_loss);
-            fprintf(stderr, "%sstopped at step %lld; continue with --resume --out %s\n", tty ? "\r\033[K" : "",
-                    (long long)step, o.out);
-            rc = interrupted ? 130 : 0;
-            goto done;
-        }
-
-        double t0 = now_seconds();
-        double lr = tg_lr_cosine(step, o.warmup, o.steps, o.lr, o.min_lr);
-        dataset_batch(&d, false, B, T, &ts.data_rng, x, y);
-        tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
-        tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
-        tg_tensor *loss = tg_gpt_loss(g, m, xt, yt);                      /* () */
-        if (tg_graph_backward(g, loss) != 0) {
-            snprintf(err, sizeof err, "step %lld: %s", (long long)step, tg_graph_error(g));
-            goto fail;
-        }
-        double lv = tg_tensor_item(loss);
-        if (!isfinite(lv)) {
-            snprintf(err, sizeof err, "step %lld: the loss is %g", (long long)step, lv);
-            goto fail;
-        }
-        if (o.grad_clip > 0) {
-            double norm = tg_clip_grad_norm(m->params, o.grad_clip);
-            if (!isfinite(norm)) {
-                snprintf(err, sizeof err, "step %lld: the gradient norm is %g", (long long)step, norm);
-                goto fail;
-            }
-        }
-        tg_adamw_step(opt, lr);
-        tg_params_zero_grad(m->params);
-        tg_graph_reset(g);
-
-        double ms = 1e3 * (now_seconds() - t0);
-        ema_ms = step == first_step ? ms : 0.9 * ema_ms + 0.1 * ms;
-        double tps = (double)B * T / (ema_ms / 1e3);
-        fprintf(metrics, "%lld,%.6f,,%.6g,%.3f,%.1f\n", (long long)step, lv, lr, ms, tps);
-        if (tty || (step + 1) % o.log_interval == 0) {
-            char eta[32];
-            fmt_eta(ema_ms / 1e3 * (double)(o.steps - step - 1), eta, sizeof eta);
-            fprintf(stderr, "%sstep %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s%s",
-                    tty ? "\r\033[K" : "", (long long)step + 1, (long long)o.steps, lv, lr, ema_ms, tps, eta,
-                    tty ? "" : "\n");
-        }
-    }
-    fprintf(stderr, "tiny_gpt: %lld steps in %.1f s; best val loss %.4f; checkpoints in %s/\n",
-            (long long)(o.steps - first_step), now_seconds() - t_start, ts.best_val, o.out);
-    printf("val loss %.4f\n", last_val);
-    rc = 0;
-    goto done;
-
+            (long long)tg_params_numel(t->m->params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
+            o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
+    if (o->resume) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
+    if (t->text.floor_nats >= 0)
+        fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", t->text.floor_nats);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    rc = train_loop(t);
+    if (rc >= 0) goto done;
 fail:
-    fprintf(stderr, "%stiny_gpt train: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", err);
+    fprintf(stderr, "%stiny_gpt train: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", t->err);
     rc = 1;
 done:
-    if (metrics) fclose(metrics);
-    free(x);
-    free(y);
-    tg_graph_free(g);
-    tg_adamw_free(opt);
-    tg_gpt_free(m);
-    tg_st_free(resume_file);
-    dataset_free(&d);
-    if (o.data) free(text);
-    corpus_free(&cp);
+    if (t->csv) fclose(t->csv);
+    if (t->lock_fd >= 0) close(t->lock_fd);
+    free(t->x);
+    free(t->y);
+    tg_graph_free(t->g);
+    tg_adamw_free(t->opt);
+    tg_gpt_free(t->m);
+    tg_st_free(t->from);
+    dataset_free(&t->d);
+    run_text_free(&t->text);
+    kv_free(&t->meta);
+    free(t);
     return rc;
 }

@@ -1,0 +1,34 @@
+/* tiny_gpt train's OUT/metrics.csv: one row per step, numbered as the
+ * console numbers them. Row 0 is the model before training (an
+ * evaluation only); row k is the k-th optimizer step: its batch loss,
+ * learning rate and speed, and, when an evaluation ran after it, the
+ * estimated train and val losses (nats per token) and both in bits per
+ * byte. Empty fields mean "not measured at this step".
+ *
+ *   step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,train_bpb,val_bpb */
+#ifndef TINY_GPT_METRICS_H
+#define TINY_GPT_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define METRICS_HEADER "step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,train_bpb,val_bpb"
+
+typedef struct metrics_row {
+    int64_t step;
+    double loss, lr, ms, tokens_per_s;            /* NAN at step 0 */
+    double train, val, train_bpb, val_bpb;        /* NAN when not evaluated */
+} metrics_row;
+
+/* A row with nothing measured yet. */
+metrics_row metrics_empty(int64_t step);
+
+/* Opens path for appending rows. resume_step < 0: a new file (header
+ * only). Otherwise the file of the run being resumed keeps its header and
+ * the rows up to resume_step (the checkpoint's step); the rows a killed
+ * run wrote after its last checkpoint are dropped, so the resumed run's
+ * rows follow without repeats. The rewrite is atomic. NULL with a message. */
+FILE *metrics_open(const char *path, int64_t resume_step, char *err, size_t errlen);
+void metrics_write(FILE *fp, const metrics_row *r);
+
+#endif

@@ -1,0 +1,42 @@
+/* tiny_gpt train's settings, shared with `eval --ckpt`, which rebuilds a
+ * run's data split and loss estimate from what its checkpoint records. */
+#ifndef TINY_GPT_TRAIN_H
+#define TINY_GPT_TRAIN_H
+
+#include "../../tapegrad.h"
+#include "args.h"
+#include "data.h"
+
+typedef struct train_opts {
+    const char *data, *out, *dtype, *init, *attn, *config;
+    int n_layer, n_head, n_embd, block_size, batch_size, grad_accum;
+    int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
+    double lr, min_lr, weight_decay, beta1, beta2, grad_clip, dropout;
+    bool bias, resume, force, attn_composed;
+    int64_t seed;
+    int threads, corpus_chars;
+} train_opts;
+
+#define TRAIN_MAX_SPECS 48
+
+/* Fills o with the defaults (nanoGPT's small CPU recipe) and specs with
+ * train's flags pointing into o; returns the number of flags. */
+int train_specs(train_opts *o, arg_spec *specs);
+
+/* Mean loss of m over `iters` batches of B x A windows of T tokens of the
+ * train (val = false) or val split, in eval mode without grad, each
+ * batch run as A micro-batches of B (so that a run split into micro-
+ * batches estimates what the whole batch gives, to rounding). The windows
+ * come from their own stream seeded by (seed, step), so an estimate never
+ * disturbs training and the same step always sees the same windows. NAN
+ * with the graph's message in err on failure. */
+double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+                     int64_t seed, int64_t step, char *err, size_t errlen);
+
+/* Cross-entropy in nats per token as bits per byte of the text. */
+static inline double bits_per_byte(double nats, double bytes_per_token)
+{
+    return nats / 0.69314718055994530942 / bytes_per_token;
+}
+
+#endif

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# tiny_gpt train's runs survive what users do to them: Ctrl-C and then only
+# `--resume --out DIR` continues the same run (every setting from the
+# checkpoint); kill -9 at any moment, saves included, loses nothing and
+# leaves no temporary behind; flags given again are checked against the
+# run; a training state read back is validated, and refusing it writes
+# nothing; a directory holding a run is not overwritten by accident; a
+# crafted checkpoint is refused at once, not after gigabytes.
+#   tests/tiny_gpt_resume.sh path/to/tiny_gpt path/to/st_edit
+. "$(dirname "$0")/tiny_gpt_lib.sh"
+
+# a schedule unlike the defaults, so that falling back to them shows
+cfg=("${small[@]}" --steps 300 --eval-interval 50 --eval-iters 4 --dropout 0.1 --lr 2e-3 --min-lr 1e-4
+     --warmup 10 --batch-size 8)
+"$bin" train "${cfg[@]}" --out "$work/ref" >"$work/ref.log" 2>&1 || bad "the reference run failed: $(tail -2 "$work/ref.log")"
+
+# wait_rows DIR N: until DIR/metrics.csv has N rows (or the process $pid ended)
+wait_rows() {
+  for _ in $(seq 4000); do
+    local n
+    n=$(grep -c '^[0-9]' "$1/metrics.csv" 2>/dev/null)
+    [ "${n:-0}" -ge "$2" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.005
+  done
+  return 1
+}
+same_run() {   # same_run NAME DIR: DIR's run equals the reference, row for row and byte for byte
+  if [ "$(untimed "$work/ref")" = "$(untimed "$2")" ] && cmp -s "$work/ref/last.safetensors" "$2/last.safetensors" &&
+     cmp -s "$work/ref/best.safetensors" "$2/best.safetensors"; then ok "$1"
+  else bad "$1"; diff <(untimed "$work/ref") <(untimed "$2") | head -6; fi
+}
+
+# 1. Ctrl-C, then nothing but --resume --out: the same run
+"$bin" train "${cfg[@]}" --out "$work/int" >"$work/int.log" 2>&1 &
+pid=$!
+wait_rows "$work/int" 120
+kill -INT $pid
+wait $pid
+rc=$?
+hint=$(grep -o 'continue with: .*' "$work/int.log")
+[ $rc -eq 130 ] && [ "$hint" = "continue with: tiny_gpt train --resume --out $work/int" ] &&
+  ok "Ctrl-C saves, exits 130 and prints the command that continues" || bad "Ctrl-C: exit $rc, hint '$hint'"
+"$bin" train --resume --out "$work/int" >"$work/int2.log" 2>&1
+grep -q "continuing at step [0-9]* of 300" "$work/int2.log" && ok "the resume found 300 steps in the checkpoint" ||
+  bad "resume: $(head -3 "$work/int2.log")"
+same_run "Ctrl-C + --resume --out alone: the same losses, evaluations and checkpoints" "$work/int"
+
+# 2. kill -9 six times at random moments, resuming each time
+rm -rf "$work/k"
+"$bin" train "${cfg[@]}" --out "$work/k" >/dev/null 2>&1 &
+pid=$!
+RANDOM=7
+for i in 1 2 3 4 5 6; do
+  wait_rows "$work/k" $((RANDOM % 40 + 40 * i)) || break
+  kill -9 $pid
+  wait $pid 2>/dev/null
+  "$bin" train --resume --out "$work/k" >/dev/null 2>"$work/k.err" &
+  pid=$!
+done
+wait $pid
+same_run "six kill -9 and resumes: metrics.csv has every step once, the checkpoints are the uninterrupted run's" "$work/k"
+steps=$(awk -F, 'NR > 1 {print $1}' "$work/k/metrics.csv" | uniq -d | wc -l)
+[ "$steps" -eq 0 ] && ok "no step repeats in metrics.csv" || bad "$steps steps repeat in metrics.csv"
+
+# 3. the console numbers steps as metrics.csv does
+last=$(grep -o 'step [0-9]*/300' "$work/ref.log" | tail -1)
+rows=$(awk -F, 'NR > 1 {print $1}' "$work/ref/metrics.csv" | tr '\n' ' ')
+[ "$last" = "step 300/300" ] && [ "$rows" = "$(seq -s ' ' 0 300) " ] &&
+  [ "$(evals "$work/ref" | cut -d' ' -f1 | tr '\n' ' ')" = "0 50 100 150 200 250 300 " ] &&
+  ok "console step 300/300 is row 300; rows 0..300 once each; evaluations at 0, 50, ..., 300" ||
+  bad "numbering: console '$last', rows '$rows'"
+grep -q "^step 300: train loss [0-9.]*, val loss [0-9.]* ([0-9.]* bits per byte)" "$work/ref.log" &&
+  ok "the console's evaluation line gives bits per byte" || bad "no bpb in: $(grep '^step 300:' "$work/ref.log")"
+awk -F, 'NR > 1 && $7 != "" { d = $7 / log(2) - $9; if (d > 1e-5 || d < -1e-5) bad = 1 } END { exit bad }' \
+  "$work/ref/metrics.csv" && ok "val_bpb = val_loss / ln 2 for the byte vocabulary" || bad "val_bpb column wrong"
+
+# 4. kills during saves (one every step) leave temporaries the next run removes
+rm -rf "$work/s"
+left=0
+for i in 1 2 3 4 5 6 7 8; do
+  if [ -e "$work/s/last.safetensors" ]; then args=(--resume); else args=("${cfg[@]}" --eval-interval 1); fi
+  "$bin" train "${args[@]}" --out "$work/s" >/dev/null 2>&1 &
+  pid=$!
+  sleep 0.$((RANDOM % 30 + 20))
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  ls "$work/s" | grep -q '\.tmp\.' && left=$((left + 1))
+done
+touch "$work/s/last.safetensors.tmp.Zz09aB" "$work/s/notes.tmp.Zz09aB"
+err=$("$bin" train --resume --stop-at 1 --out "$work/s" 2>&1 >/dev/null)
+tmps=$(ls "$work/s" | grep '\.tmp\.' | tr '\n' ' ')
+[ "$tmps" = "notes.tmp.Zz09aB " ] && grep -q "removed $work/s/last.safetensors.tmp.Zz09aB" <<<"$err" &&
+  ok "a new run removes its own stale temporaries ($left of 8 kills left one), and only its own" ||
+  bad "temporaries left: '$tmps'; $err"
+
+# 5. the training state read back is validated; refusing it writes nothing
+cp -r "$work/int" "$work/v"
+crafted() {   # crafted NAME WANT EDIT...: resume from a last.safetensors with EDITs
+  local name=$1 want=$2
+  shift 2
+  "$st_edit" "$work/int/last.safetensors" "$work/v/last.safetensors" "$@" || { bad "st_edit $*"; return; }
+  local before
+  before=$(snapshot "$work/v")
+  expect_fail "$name" "$want" "$bin" train --resume --steps 400 --out "$work/v"
+  [ "$(snapshot "$work/v")" = "$before" ] || bad "$name: the refused resume changed $work/v"
+}
+crafted "negative train.step" "'train.step' = '-5' is not an integer in [0," train.step=-5
+crafted "train.step with junk after it" "'train.step' = '12abc' is not an integer" train.step=12abc
+crafted "negative optimizer.steps" "'optimizer.steps' = '-1' is not an integer in [0," optimizer.steps=-1
+crafted "optimizer.steps not the step" "'optimizer.steps' = 7 differs from 'train.step' = 300" optimizer.steps=7
+crafted "NaN best val" "'train.best_val' = 'nan' is not a number" train.best_val=nan
+crafted "malformed random stream" "'train.data_rng' = '1:2:3' is not a random-stream state" train.data_rng=1:2:3
+crafted "a learning rate that is not a number" "metadata 'train.lr': 'fast' is not a number" train.lr=fast
+crafted "a recorded value out of range" "metadata 'train.dropout': 2 is outside [0, 0.999]" train.dropout=2
+crafted "a data checksum of another text" "is not the text the run was trained on" \
+  train.data_checksum=fnv1a64:0123456789abcdef
+crafted "optimizer state missing" "not a training checkpoint" -optimizer.v
+cp "$work/int/last.safetensors" "$work/v/last.safetensors"
+
+# 6. flags given again: the same value is fine, a model or run flag that
+# differs is an error naming both values, a schedule flag is a notice
+expect_fail "model flag differs" "--n-embd 64 differs from the run's 48" \
+  "$bin" train --resume --steps 400 --n-embd 64 --out "$work/v"
+expect_fail "seed differs" "--seed 5 differs from the run's 1337" "$bin" train --resume --steps 400 --seed 5 --out "$work/v"
+expect_fail "optimizer flag differs" "--weight-decay 0 differs from the run's 0.1" \
+  "$bin" train --resume --steps 400 --weight-decay 0 --out "$work/v"
+expect_fail "batch differs" "--batch-size 4 x --grad-accum 1 = 4 sequences per step differs from the run's 8" \
+  "$bin" train --resume --steps 400 --batch-size 4 --out "$work/v"
+printf 'some other text, long enough for windows of 33 characters in both splits of it. %.0s' $(seq 20) > "$work/other.txt"
+expect_fail "data differs" "is not the text the run was trained on: the built-in corpus" \
+  "$bin" train --resume --steps 400 --data "$work/other.txt" --out "$work/v"
+out=$("$bin" train --resume --out "$work/v" "${cfg[@]}" --steps 320 --lr 1e-3 2>&1)
+grep -q "notice: --steps 320 replaces the run's 300" <<<"$out" && grep -q "notice: --lr 0.001 replaces the run's 0.002" <<<"$out" &&
+  ! grep -q "notice: --n-layer\|notice: --dropout" <<<"$out" && grep -q "^val loss" <<<"$out" &&
+  ok "the run's own flags again are fine; a longer --steps and another --lr are notices, and it trains on" ||
+  bad "resume with flags: $out"
+out=$("$bin" train --resume --out "$work/v" --steps 330 --batch-size 4 --grad-accum 2 2>&1)
+grep -q "notice: --grad-accum 2 replaces the run's 1" <<<"$out" && grep -q "^val loss" <<<"$out" &&
+  ok "the batch may be split differently on resume" || bad "batch split: $out"
+
+# a moved text (same bytes) is a notice; a changed one an error
+head -c 40000 /dev/urandom | base64 -w 80 > "$work/t.txt"
+"$bin" train "${small[@]}" --data "$work/t.txt" --steps 4 --eval-interval 2 --out "$work/d" >/dev/null 2>&1
+mv "$work/t.txt" "$work/t2.txt"
+expect_fail "recorded text moved" "the run's text: $work/t.txt: No such file or directory (give its new place with --data)" \
+  "$bin" train --resume --steps 6 --out "$work/d"
+out=$("$bin" train --resume --steps 6 --data "$work/t2.txt" --out "$work/d" 2>&1)
+grep -q "is now read from $work/t2.txt (the same bytes)" <<<"$out" && ok "a moved text is a notice" || bad "moved text: $out"
+echo "changed" >> "$work/t2.txt"
+expect_fail "recorded text changed" "is not the text the run was trained on" \
+  "$bin" train --resume --steps 8 --data "$work/t2.txt" --out "$work/d"
+
+# 7. a directory holding a run
+expect_fail "train into a finished run" "$work/ref already holds a run (at step 300 of 300: finished); continue it with --resume" \
+  "$bin" train "${small[@]}" --out "$work/ref"
+"$bin" train "${small[@]}" --steps 30 --stop-at 10 --out "$work/r" >/dev/null 2>&1
+expect_fail "train into a resumable run" "(at step 10 of 30: resumable)" "$bin" train "${small[@]}" --out "$work/r"
+"$bin" train "${small[@]}" --steps 12 --eval-interval 4 --force --out "$work/r" >/dev/null 2>&1 &&
+  [ "$(grep -c '^[0-9]' "$work/r/metrics.csv")" -eq 13 ] && ok "--force starts over" || bad "--force"
+"$bin" train "${cfg[@]}" --steps 100000 --out "$work/busy" >/dev/null 2>&1 &
+pid=$!
+wait_rows "$work/busy" 2
+expect_fail "two runs in one directory" "another tiny_gpt is training in this directory" \
+  "$bin" train --resume --out "$work/busy"
+kill $pid; wait $pid 2>/dev/null
+
+# 8. crafted checkpoints are refused at once, before anything big is allocated
+fast() {   # fast NAME WANT EDIT...
+  local name=$1 want=$2
+  shift 2
+  "$st_edit" "$work/ref/best.safetensors" "$work/crafted.safetensors" "$@" || { bad "st_edit $*"; return; }
+  local t0=$SECONDS
+  expect_fail "$name" "$want" timeout 20 "$bin" sample --ckpt "$work/crafted.safetensors" --tokens 5
+  [ $((SECONDS - t0)) -le 2 ] || bad "$name took $((SECONDS - t0)) s"
+}
+fast "n_layer 16777216" "describes 465467083536 parameters, but the file holds only 58320 float values" n_layer=16777216
+fast "n_embd at the cap" "so 'transformer.wte.weight' should be (26,16777216), but it is (26,48)" n_embd=16777216
+fast "block_size at the cap" "so 'transformer.wpe.weight' should be (16777216,48), but it is (32,48)" block_size=16777216
+fast "vocab_size at the cap" "should be (16777216,48)" vocab_size=16777216
+fast "a dropped layer tensor" "describes 58320 parameters, but the file holds only 49104 float values: a tensor" \
+  -transformer.h.1.mlp.c_fc.weight
+
+finish
