@@ -4,8 +4,10 @@
  *   attention_walkthrough [--seed N] [--tokens T] [--d-model C]
  *                         [--heads H] [--dtype f32|f64] [--digits N]
  *
- * It follows a tutorial on multi-head attention (the five steps
- * S = QK^T/sqrt(d_k), mask, row softmax, O = AV, heads merged by W_O) and
+ * It follows the tutorial on multi-head attention that tapegrad's
+ * attention layers follow (a Chinese-language text; docs/design.md, "The
+ * tutorial", says what it works through): the five steps
+ * S = QK^T/sqrt(d_k), mask, row softmax, O = AV, heads merged by W_O. It
  * prints, in order:
  *   1. the tutorial's small cases (cases.c);
  *   2. the forward pass of one causal self-attention layer, every
