@@ -145,39 +145,126 @@ START_TEST(colour_map_gets_brighter_and_never_shows_blocked)
     ck_assert_int_eq(heatmap_level(-0.2), 0);
     ck_assert_int_eq(heatmap_level(1.7), 255);
     ck_assert_int_eq(heatmap_level(NAN), 0);
-    /* cell sizes: 512 / T within [1, 32] */
+    /* cell sizes: 512 / T within [8, 32] */
     ck_assert_int_eq(heatmap_cell_px(1, 1), 32);
+    ck_assert_int_eq(heatmap_cell_px(12, 12), 32);
+    ck_assert_int_eq(heatmap_cell_px(20, 20), 25);
     ck_assert_int_eq(heatmap_cell_px(64, 64), 8);
-    ck_assert_int_eq(heatmap_cell_px(3, 100), 5);
-    ck_assert_int_eq(heatmap_cell_px(2000, 2000), 1);
+    ck_assert_int_eq(heatmap_cell_px(3, 100), 8);
+    ck_assert_int_eq(heatmap_cell_px(2000, 2000), 8);
 }
 END_TEST
 
 /* ---- heatmaps ------------------------------------------------------------------ */
 
-/* Decodes heatmap_png's picture of w and checks: size Tk*cell x Tq*cell;
- * every cell a solid square; blocked cells the background and no other
- * cell; each cell's colour the map's colour of its weight; over all cell
- * pairs, a weight larger by more than one level is strictly brighter and
- * a larger weight never darker; each row's largest weight is its
- * brightest cell. Returns the number of unblocked cells. */
-static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk)
+/* Whether two bytes get the same label glyph: printable ASCII and space,
+ * newline and tab each have their own; every other byte shares one mark. */
+static bool same_label(uint8_t a, uint8_t b)
+{
+    const bool oa = !(a >= 32 && a < 127) && a != '\n' && a != '\t', ob = !(b >= 32 && b < 127) && b != '\n' && b != '\t';
+    return a == b || (oa && ob);
+}
+
+/* Ink in [x0,x1) x [y0,y1): each pixel paper or ink; returns the ink count. */
+static int ink_in(const pic *p, int x0, int y0, int x1, int y1)
+{
+    int n = 0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) {
+            rgb c = at(p, x, y);
+            REQUIRE(same(c, HEATMAP_PAPER) || same(c, HEATMAP_INK), "pixel (%d,%d) in a label area is %d,%d,%d", x,
+                    y, c.r, c.g, c.b);
+            n += same(c, HEATMAP_INK);
+        }
+    return n;
+}
+
+/* Two w x h boxes of p with the same pixels? */
+static bool same_box(const pic *p, int x0, int y0, int x1, int y1, int w, int h)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            if (!same(at(p, x0 + x, y0 + y), at(p, x1 + x, y1 + y))) return false;
+    return true;
+}
+
+/* The labels of a picture laid out as l: every column has ink in its key
+ * label box above the map and every row in its query label box left of
+ * it, only paper and ink there; two boxes look alike exactly when their
+ * bytes share a glyph; the title line has ink; the colour scale shows
+ * every level in order and the blocked swatch is grey. */
+static void check_labels(const pic *p, const heatmap_layout *l, int Tq, int Tk, const char *qtext, const char *ktext)
+{
+    const int cell = l->cell, gh = IMAGE_GLYPH_H * l->scale;
+    for (int j = 0; j < Tk; j++) {
+        const int x = l->map_x + j * cell;
+        REQUIRE(ink_in(p, x, l->key_y, x + cell, l->key_y + gh) > 0, "no key label above column %d", j);
+        for (int k = 0; k < j; k++)
+            REQUIRE(same_box(p, x, l->key_y, l->map_x + k * cell, l->key_y, cell, gh) ==
+                        same_label((uint8_t)ktext[j], (uint8_t)ktext[k]),
+                    "key labels %d (byte %d) and %d (byte %d): drawn alike %d", j, (uint8_t)ktext[j], k,
+                    (uint8_t)ktext[k], !same_label((uint8_t)ktext[j], (uint8_t)ktext[k]));
+    }
+    for (int i = 0; i < Tq; i++) {
+        const int y = l->map_y + i * cell;
+        REQUIRE(ink_in(p, l->query_x, y, l->map_x, y + cell) > 0, "no query label beside row %d", i);
+        for (int k = 0; k < i; k++)
+            REQUIRE(same_box(p, l->query_x, y, l->query_x, l->map_y + k * cell, l->map_x - l->query_x, cell) ==
+                        same_label((uint8_t)qtext[i], (uint8_t)qtext[k]),
+                    "query labels %d and %d", i, k);
+    }
+    REQUIRE(ink_in(p, HEATMAP_PAD, l->title_y, l->w, l->title_y + 14) > 100, "no title");
+    for (int k = 0; k < HEATMAP_LEVELS; k++)
+        for (int y = l->bar_y; y < l->bar_y + HEATMAP_BAR_H; y++)
+            REQUIRE(same(at(p, l->bar_x + k, y), heatmap_level_colour(k)), "the colour scale's column %d is not level %d",
+                    k, k);
+    REQUIRE(ink_in(p, l->bar_x, l->tick_y, l->bar_x + HEATMAP_LEVELS, l->tick_y + IMAGE_GLYPH_H) > 0, "no ticks");
+    REQUIRE(same(at(p, l->swatch_x + HEATMAP_BAR_H / 2, l->swatch_y + HEATMAP_BAR_H / 2), HEATMAP_BLOCKED),
+            "no blocked swatch");
+}
+
+/* Decodes heatmap_png's picture of w, rows labelled by qtext and columns
+ * by ktext, and checks: the size and layout (label bands outside the map,
+ * the scale under it, all inside the picture); a frame of paper one pixel
+ * around the map, so the cells start and end where the layout says; every
+ * cell a solid square; blocked cells grey and no other cell; each cell's
+ * colour the map's colour of its weight; over all cell pairs, a weight
+ * larger by more than one level is strictly brighter and a larger weight
+ * never darker; each row's largest weight is its brightest cell; the
+ * labels (check_labels). Returns the number of unblocked cells. */
+static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext,
+                         const char *ktext)
 {
     uint8_t *png = NULL;
     size_t len = 0;
-    ck_assert_int_eq(heatmap_png(w, blocked, Tq, Tk, &png, &len), 0);
+    ck_assert_int_eq(heatmap_png(w, blocked, Tq, Tk, qtext, ktext, "layer 7, head 3", &png, &len), 0);
     pic p = decode(png, len);
     free(png);
-    const int cell = heatmap_cell_px(Tq, Tk);
-    ck_assert_int_eq(p.w, Tk * cell);
-    ck_assert_int_eq(p.h, Tq * cell);
+    const heatmap_layout l = heatmap_layout_of(Tq, Tk);
+    const int cell = l.cell, gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
+    ck_assert_int_eq(cell, heatmap_cell_px(Tq, Tk));
+    ck_assert_int_eq(l.scale, cell >= 16 ? 2 : 1);
+    ck_assert_int_eq(p.w, l.w);
+    ck_assert_int_eq(p.h, l.h);
+    const int right = l.map_x + Tk * cell, bottom = l.map_y + Tq * cell;
+    ck_assert(gw <= cell && gh <= cell);   /* a label fits its row or column */
+    ck_assert(l.title_y + 14 < l.key_y && l.key_y + gh < l.map_y && l.query_x + gw < l.map_x);
+    ck_assert(bottom < l.bar_y && l.bar_y + HEATMAP_BAR_H < l.tick_y && l.tick_y + IMAGE_GLYPH_H < l.swatch_y);
+    ck_assert(right < l.w && l.bar_x + HEATMAP_LEVELS < l.w && l.swatch_y + HEATMAP_BAR_H < l.h);
+    for (int x = l.map_x - 1; x <= right; x++)
+        REQUIRE(same(at(&p, x, l.map_y - 1), HEATMAP_PAPER) && same(at(&p, x, bottom), HEATMAP_PAPER),
+                "no paper above or below the map at x %d", x);
+    for (int y = l.map_y - 1; y <= bottom; y++)
+        REQUIRE(same(at(&p, l.map_x - 1, y), HEATMAP_PAPER) && same(at(&p, right, y), HEATMAP_PAPER),
+                "no paper left or right of the map at y %d", y);
     rgb *cells = malloc(sizeof(rgb) * Tq * Tk);
     int open = 0;
     for (int i = 0; i < Tq; i++)
         for (int j = 0; j < Tk; j++) {
-            rgb c = at(&p, j * cell, i * cell);
-            for (int y = i * cell; y < (i + 1) * cell; y++)
-                for (int x = j * cell; x < (j + 1) * cell; x++)
+            const int x0 = l.map_x + j * cell, y0 = l.map_y + i * cell;
+            rgb c = at(&p, x0, y0);
+            for (int y = y0; y < y0 + cell; y++)
+                for (int x = x0; x < x0 + cell; x++)
                     REQUIRE(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
             cells[i * Tk + j] = c;
             const bool b = blocked && blocked[i * Tk + j];
@@ -206,6 +293,7 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
                               "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
     }
     free(cells);
+    check_labels(&p, &l, Tq, Tk, qtext, ktext);
     stbi_image_free(p.px);
     return open;
 }
@@ -233,23 +321,25 @@ START_TEST(heatmap_pixels_follow_the_weights)
     double w[T * T];
     uint8_t causal[T * T];
     for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    const char *text = "ab cab\x01";   /* a space, and a byte outside printable ASCII */
     random_rows(w, causal, T, T, 2.0, 1);
-    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
-    /* an unblocked weight of exactly 0 is the map's darkest colour, not the background */
+    ck_assert_int_eq(check_heatmap(w, causal, T, T, text, text), T * (T + 1) / 2);
+    /* an unblocked weight of exactly 0 is the map's darkest colour, not grey */
     w[T * 3 + 1] = 0;
-    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+    ck_assert_int_eq(check_heatmap(w, causal, T, T, text, text), T * (T + 1) / 2);
     /* not square, an arbitrary mask, no mask */
     enum { Q = 3, K = 9 };
     double w2[Q * K];
     uint8_t m2[Q * K];
     for (int k = 0; k < Q * K; k++) m2[k] = (k * 7) % 5 == 0;
+    const char *keys = "k\tk\n \xc3\xa9~k";   /* 9 bytes: tab, newline, space, two of a UTF-8 character */
     random_rows(w2, m2, Q, K, 1.0, 2);
-    check_heatmap(w2, m2, Q, K);
+    check_heatmap(w2, m2, Q, K, "q.Q", keys);
     random_rows(w2, NULL, Q, K, 3.0, 3);
-    ck_assert_int_eq(check_heatmap(w2, NULL, Q, K), Q * K);
+    ck_assert_int_eq(check_heatmap(w2, NULL, Q, K, "Q.q", keys), Q * K);
     /* one row that attends to a single key: one bright cell */
     double one[4] = {0, 0, 1, 0};
-    check_heatmap(one, NULL, 1, 4);
+    check_heatmap(one, NULL, 1, 4, "x", "wxyz");
 }
 END_TEST
 
@@ -278,7 +368,7 @@ START_TEST(heatmap_of_a_gpt)
                 w[k] = tg_tensor_get(aw[l], h * T * T + k);
                 if (k / T > 0) peak = fmax(peak, w[k]);
             }
-            ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+            ck_assert_int_eq(check_heatmap(w, causal, T, T, "cab bad dab.", "cab bad dab."), T * (T + 1) / 2);
         }
     ck_assert_msg(peak > 0.5, "the weights are nearly uniform (peak %g): a weak test", peak);
     tg_graph_free(g);
@@ -563,15 +653,17 @@ START_TEST(attn_command_draws_the_models_weights)
     ck_assert_str_eq(names, "attn_l0_h0.png,attn_l0_h1.png,attn_l0_h2.png,attn_l1_h0.png,attn_l1_h1.png,"
                             "attn_l1_h2.png,index.html,");
     char *html = slurp(P("maps/index.html"));
-    const int cell = heatmap_cell_px(T, T);
+    const heatmap_layout lay = heatmap_layout_of(T, T);
+    const int cell = lay.cell;
     double peak = 0;
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             char name[64], want[256];
             snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
             pic p = decode_file(P(name));
-            ck_assert_int_eq(p.w, T * cell);
-            ck_assert_int_eq(p.h, T * cell);
+            ck_assert_int_eq(p.w, lay.w);
+            ck_assert_int_eq(p.h, lay.h);
+            check_labels(&p, &lay, T, T, text, text);
             for (int i = 0; i < T; i++) {
                 int best = 0;
                 for (int j = 0; j <= i; j++)
@@ -579,16 +671,16 @@ START_TEST(attn_command_draws_the_models_weights)
                         best = j;
                 for (int j = 0; j < T; j++) {
                     const double w = tg_tensor_get(aw[l], (h * T + i) * T + j);
-                    rgb c = at(&p, j * cell + cell / 2, i * cell + cell / 2);
+                    rgb c = at(&p, lay.map_x + j * cell + cell / 2, lay.map_y + i * cell + cell / 2);
                     if (j > i) {
-                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
+                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not grey",
                                       name, i, j);
                         continue;
                     }
                     if (i > 0) peak = fmax(peak, w);
                     REQUIRE(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
                                   j, w);
-                    REQUIRE(lum(c) <= lum(at(&p, best * cell, i * cell)),
+                    REQUIRE(lum(c) <= lum(at(&p, lay.map_x + best * cell, lay.map_y + i * cell)),
                                   "%s: row %d's brightest cell is not its largest weight (key %d)", name, i, best);
                 }
             }

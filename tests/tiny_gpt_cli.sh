@@ -97,7 +97,10 @@ for d in a c; do   # c: drawn when stopped, redrawn after the resume
   if is_png "$work/$d/loss.png" && [ "$(png_size "$work/$d/loss.png")" = "800x480" ]; then ok "$d/loss.png is an 800x480 PNG"
   else bad "$d/loss.png missing or not 800x480"; fi
 done
-text="the cat sees"   # 12 characters: cells of min(32, 512/12) = 32 px, maps 384 x 384
+# 12 characters: cells of min(32, 512/12) = 32 px, a map of 384 x 384 px inside a 422 x 513 picture:
+# 422 = 12 margin + 10 + 4 query labels + 384 + 12; 513 = 12 + 14 + 4 + 7 + 8 title and axes line
+# + 14 + 4 key labels + 384 + 12 + 12 + 3 + 7 + 8 + 12 colour scale, ticks, blocked swatch + 12
+text="the cat sees"
 out=$("$bin" attn --ckpt "$work/a/best.safetensors" --text "$text" --out "$work/maps" 2>&1)
 files=$(ls "$work/maps" 2>/dev/null | tr '\n' ' ')
 want="attn_l0_h0.png attn_l0_h1.png attn_l1_h0.png attn_l1_h1.png index.html "
@@ -105,7 +108,7 @@ if [ "$files" = "$want" ] && grep -q "wrote 4 attention maps (2 layers x 2 heads
   ok "attn wrote $files"
 else bad "attn: files '$files', output: $out"; fi
 for f in "$work"/maps/attn_*.png; do
-  is_png "$f" && [ "$(png_size "$f")" = "384x384" ] || bad "$(basename "$f") is not a 384x384 PNG ($(png_size "$f"))"
+  is_png "$f" && [ "$(png_size "$f")" = "422x513" ] || bad "$(basename "$f") is not a 422x513 PNG ($(png_size "$f"))"
 done
 page="$work/maps/index.html"
 miss=""
@@ -121,7 +124,8 @@ else ok "index.html is self-contained"; fi
 # again into the same directory: files replaced, no temporaries left
 "$bin" attn --ckpt "$work/a/best.safetensors" --text "a dog" --out "$work/maps" >/dev/null 2>&1
 files=$(ls "$work/maps" | tr '\n' ' ')
-[ "$files" = "$want" ] && [ "$(png_size "$work/maps/attn_l1_h1.png")" = "160x160" ] && ok "attn replaces its files" \
+# 5 characters: a 160 x 160 map; the picture is as wide as the colour scale (12 + 256 + 6 + 35 + 12)
+[ "$files" = "$want" ] && [ "$(png_size "$work/maps/attn_l1_h1.png")" = "321x289" ] && ok "attn replaces its files" \
   || bad "attn rerun: '$files' $(png_size "$work/maps/attn_l1_h1.png")"
 
 # 4. errors

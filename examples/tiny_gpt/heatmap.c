@@ -43,22 +43,67 @@ rgb heatmap_level_colour(int level)
 int heatmap_cell_px(int Tq, int Tk)
 {
     int n = Tq > Tk ? Tq : Tk, c = n > 0 ? 512 / n : 32;
-    return c < 1 ? 1 : c > 32 ? 32 : c;
+    return c < 8 ? 8 : c > 32 ? 32 : c;
 }
 
-int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, uint8_t **png, size_t *len)
+heatmap_layout heatmap_layout_of(int Tq, int Tk)
 {
-    const int cell = heatmap_cell_px(Tq, Tk);
+    heatmap_layout l = {0};
+    l.cell = heatmap_cell_px(Tq, Tk);
+    l.scale = l.cell >= 16 ? 2 : 1;
+    const int gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
+    l.title_y = HEATMAP_PAD;
+    l.key_y = l.title_y + 14 + 4 + IMAGE_GLYPH_H + 8;   /* title (scale 2), the axes line (scale 1) */
+    l.query_x = HEATMAP_PAD;
+    l.map_x = l.query_x + gw + 4;
+    l.map_y = l.key_y + gh + 4;
+    l.bar_x = HEATMAP_PAD;
+    l.bar_y = l.map_y + Tq * l.cell + 12;
+    l.tick_y = l.bar_y + HEATMAP_BAR_H + 3;
+    l.swatch_x = HEATMAP_PAD;
+    l.swatch_y = l.tick_y + IMAGE_GLYPH_H + 8;
+    const int legend_w = HEATMAP_LEVELS + 6 + image_text_width("weight", 1);
+    const int right = l.map_x + Tk * l.cell > l.bar_x + legend_w ? l.map_x + Tk * l.cell : l.bar_x + legend_w;
+    l.w = right + HEATMAP_PAD;
+    l.h = l.swatch_y + HEATMAP_BAR_H + HEATMAP_PAD;
+    return l;
+}
+
+int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
+                const char *title, uint8_t **png, size_t *len)
+{
+    const heatmap_layout l = heatmap_layout_of(Tq, Tk);
+    const int cell = l.cell, gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
     image im;
     *png = NULL;
     *len = 0;
-    if (image_new(&im, Tk * cell, Tq * cell, HEATMAP_BLOCKED)) return -1;
+    if (image_new(&im, l.w, l.h, HEATMAP_PAPER)) return -1;
+    image_text(&im, HEATMAP_PAD, l.title_y, 2, title, HEATMAP_INK);
+    image_text(&im, HEATMAP_PAD, l.title_y + 18, 1, "rows: queries, columns: keys", HEATMAP_INK);
+    for (int j = 0; j < Tk; j++)
+        image_label_char(&im, l.map_x + j * cell + (cell - gw) / 2, l.key_y, l.scale, (uint8_t)ktext[j], HEATMAP_INK);
+    for (int i = 0; i < Tq; i++)
+        image_label_char(&im, l.query_x, l.map_y + i * cell + (cell - gh) / 2, l.scale, (uint8_t)qtext[i],
+                         HEATMAP_INK);
     for (int i = 0; i < Tq; i++)
         for (int j = 0; j < Tk; j++) {
             size_t k = (size_t)i * Tk + j;
-            if (blocked && blocked[k]) continue;   /* stays the background */
-            image_fill_rect(&im, j * cell, i * cell, (j + 1) * cell, (i + 1) * cell, heatmap_colour(w[k]));
+            rgb c = blocked && blocked[k] ? HEATMAP_BLOCKED : heatmap_colour(w[k]);
+            image_fill_rect(&im, l.map_x + j * cell, l.map_y + i * cell, l.map_x + (j + 1) * cell,
+                            l.map_y + (i + 1) * cell, c);
         }
+    /* the colour scale, one column per level, and the blocked colour */
+    for (int k = 0; k < HEATMAP_LEVELS; k++)
+        image_fill_rect(&im, l.bar_x + k, l.bar_y, l.bar_x + k + 1, l.bar_y + HEATMAP_BAR_H, heatmap_level_colour(k));
+    image_text(&im, l.bar_x + HEATMAP_LEVELS + 6, l.bar_y + (HEATMAP_BAR_H - IMAGE_GLYPH_H) / 2, 1, "weight",
+               HEATMAP_INK);
+    image_text(&im, l.bar_x, l.tick_y, 1, "0", HEATMAP_INK);
+    image_text(&im, l.bar_x + (HEATMAP_LEVELS - image_text_width("0.5", 1)) / 2, l.tick_y, 1, "0.5", HEATMAP_INK);
+    image_text(&im, l.bar_x + HEATMAP_LEVELS - image_text_width("1", 1), l.tick_y, 1, "1", HEATMAP_INK);
+    image_fill_rect(&im, l.swatch_x, l.swatch_y, l.swatch_x + HEATMAP_BAR_H, l.swatch_y + HEATMAP_BAR_H,
+                    HEATMAP_BLOCKED);
+    image_text(&im, l.swatch_x + HEATMAP_BAR_H + 6, l.swatch_y + (HEATMAP_BAR_H - IMAGE_GLYPH_H) / 2, 1,
+               "blocked (a future key, masked)", HEATMAP_INK);
     int rc = image_png(&im, png, len);
     image_free(&im);
     return rc;
