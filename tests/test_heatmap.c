@@ -4,8 +4,10 @@
  * brighter with the weight and never shows the blocked colour; a heatmap's
  * cells are solid squares of the right size, blocked cells are the
  * background, and in every row the largest weight is the brightest cell
- * (for made-up weights and for a GPT's own attention weights); the HTML
- * index lists every layer, head and character and fetches nothing; the
+ * (for made-up weights and for a GPT's own attention weights), and the
+ * labels, title and colour scale are where the layout says; the HTML
+ * index stores every weight (decoded back here), every character, loads
+ * nothing and stays small (tests/browser_layout.sh renders it); the
  * loss curve follows a known series; output files are all or nothing.
  * End to end, `tiny_gpt attn` (the built program, TINY_GPT_BIN) on a
  * checkpoint written here draws, in every file, the weights this test
@@ -378,8 +380,69 @@ END_TEST
 
 /* ---- the HTML index ----------------------------------------------------------- */
 
-START_TEST(html_lists_every_layer_head_and_character)
+/* The value of attribute `name` of the element that opens at `tag` in html, copied to out. */
+static void attribute(const char *html, const char *tag, const char *name, char *out, size_t size)
 {
+    const char *t = strstr(html, tag);
+    REQUIRE(t != NULL, "no '%s' in the page", tag);
+    const char *end = strchr(t, '>');
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *v = strstr(t, key);
+    REQUIRE(v && v < end, "'%s' has no %s", tag, name);
+    v += strlen(key);
+    const char *q = strchr(v, '"');
+    REQUIRE((size_t)(q - v) < size, "%s too long", name);
+    memcpy(out, v, (size_t)(q - v));
+    out[q - v] = 0;
+}
+
+static int b64(char c)
+{
+    const char *p = strchr(HEATMAP_B64, c);
+    REQUIRE(c && p, "'%c' is not a digit of the page's encoding", c);
+    return (int)(p - HEATMAP_B64);
+}
+
+/* Map m's cells as the page stores them: codes[i*T+j], -1 where the
+ * page's own mask says blocked. Checks the mask against `blocked` and
+ * that the map holds 4 digits per open cell, no more. */
+static void page_codes(const char *html, int m, int T, const uint8_t *blocked, long *codes)
+{
+    static char mask[8192];
+    attribute(html, "<div id=\"data\"", "data-mask", mask, sizeof mask);
+    ck_assert_int_eq((int)strlen(mask), (T * T + 5) / 6);
+    char open[32];
+    snprintf(open, sizeof open, "<pre id=\"w%d\" hidden>", m);
+    const char *p = strstr(html, open);
+    REQUIRE(p != NULL, "no weights of map %d", m);
+    p += strlen(open);
+    for (int i = 0; i < T * T; i++) {
+        const bool b = b64(mask[i / 6]) >> (5 - i % 6) & 1;
+        REQUIRE(b == (blocked && blocked[i]), "the page's mask differs at cell %d", i);
+        if (b) {
+            codes[i] = -1;
+            continue;
+        }
+        long c = 0;
+        for (int d = 0; d < 4; d++) c = c << 6 | b64(*p++);
+        codes[i] = c;
+    }
+    REQUIRE(!strncmp(p, "</pre>", 6), "map %d holds more than its cells", m);
+}
+
+START_TEST(html_stores_every_weight_and_character)
+{
+    /* the code of one weight: level << 14 | round(10^4 w) */
+    ck_assert_uint_eq(heatmap_cell_code(0), 0);
+    ck_assert_uint_eq(heatmap_cell_code(1), 255u << 14 | 10000);
+    ck_assert_uint_eq(heatmap_cell_code(0.5), 128u << 14 | 5000);
+    ck_assert_uint_eq(heatmap_cell_code(0.123456), (uint32_t)heatmap_level(0.123456) << 14 | 1235);
+    ck_assert_uint_eq(heatmap_cell_code(0.00004), 0);   /* level 0, 0.0000 */
+    ck_assert_uint_eq(heatmap_cell_code(NAN), 0);
+    ck_assert_uint_eq(heatmap_cell_code(-0.2), 0);
+    ck_assert_uint_eq(heatmap_cell_code(1.7), 255u << 14 | 10000);
+
     enum { L = 2, H = 3, T = 5 };
     const char *text = "a <b&";
     double w[L * H * T * T];
@@ -391,32 +454,66 @@ START_TEST(html_lists_every_layer_head_and_character)
     ck_assert(!b.oom);
     const char *s = b.p;
     ck_assert_int_eq(count(s, "<figure"), L * H);
-    char want[256];
+    ck_assert_int_eq(count(s, "<canvas class=\"map\""), L * H);
+    char want[256], got[2048];
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
             ck_assert_msg(strstr(s, want), "no caption/link for layer %d head %d", l, h);
-            /* every open cell's weight in its tooltip, e.g. q3 b -> k1 space */
+            snprintf(want, sizeof want, "<canvas class=\"map\" data-map=\"%d\">", l * H + h);
+            ck_assert_msg(strstr(s, want), "no canvas for layer %d head %d", l, h);
+            /* every open cell's weight: its colour level and its 4 decimals */
+            long codes[T * T];
+            page_codes(s, l * H + h, T, causal, codes);
             const double *wm = w + (l * H + h) * T * T;
-            snprintf(want, sizeof want, "title=\"q3 b \xe2\x86\x92 k1 \xe2\x90\xa3: %.4f\"", wm[3 * T + 1]);
-            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
-            snprintf(want, sizeof want, "title=\"q4 &amp; \xe2\x86\x92 k2 &lt;: %.4f\"", wm[4 * T + 2]);
-            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
+            for (int i = 0; i < T * T; i++) {
+                if (causal[i]) continue;
+                REQUIRE(codes[i] >> 14 == heatmap_level(wm[i]), "map %d cell %d: level %ld, want %d", l * H + h, i,
+                        codes[i] >> 14, heatmap_level(wm[i]));
+                REQUIRE(fabs((codes[i] & 16383) / 1e4 - wm[i]) <= 0.5e-4, "map %d cell %d: %ld for weight %.6f",
+                        l * H + h, i, codes[i] & 16383, wm[i]);
+            }
         }
-    /* the characters label both axes of every map, escaped */
-    const char *head = "<th>a</th><th>\xe2\x90\xa3</th><th>&lt;</th><th>b</th><th>&amp;</th></tr>";
-    ck_assert_int_eq(count(s, head), L * H);
-    ck_assert_int_eq(count(s, "<tr><th>&lt;</th>"), L * H);
-    ck_assert_int_eq(count(s, "<tr><th>&amp;</th>"), L * H);
-    ck_assert_int_eq(count(s, "title=\"blocked\""), L * H * T * (T - 1) / 2);
-    ck_assert_int_eq(count(s, "title=\"q"), L * H * T * (T + 1) / 2);
-    /* self-contained: nothing fetched, no script */
-    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<script", "<iframe", "<img"};
+    /* the page's header: sizes, the digits, the palette of every level, the grey */
+    attribute(s, "<div id=\"data\"", "data-t", got, sizeof got);
+    ck_assert_str_eq(got, "5");
+    attribute(s, "<div id=\"data\"", "data-l", got, sizeof got);
+    ck_assert_str_eq(got, "2");
+    attribute(s, "<div id=\"data\"", "data-h", got, sizeof got);
+    ck_assert_str_eq(got, "3");
+    attribute(s, "<div id=\"data\"", "data-alphabet", got, sizeof got);
+    ck_assert_str_eq(got, HEATMAP_B64);
+    ck_assert_int_eq((int)strlen(HEATMAP_B64), 64);
+    attribute(s, "<div id=\"data\"", "data-palette", got, sizeof got);
+    ck_assert_int_eq((int)strlen(got), 6 * HEATMAP_LEVELS);
+    for (int k = 0; k < HEATMAP_LEVELS; k++) {
+        rgb c = heatmap_level_colour(k);
+        snprintf(want, sizeof want, "%02x%02x%02x", c.r, c.g, c.b);
+        ck_assert_msg(!strncmp(got + 6 * k, want, 6), "palette level %d", k);
+    }
+    attribute(s, "<div id=\"data\"", "data-blocked", got, sizeof got);
+    ck_assert_str_eq(got, "#808080");
+    ck_assert_msg(strstr(s, "shown to 4 decimal places"), "the page does not say how many digits it shows");
+    /* the characters, escaped, once: the script labels both axes of every map from them */
+    ck_assert_int_eq(count(s, "<code id=\"text\"><span>a</span><span>\xe2\x90\xa3</span><span>&lt;</span>"
+                              "<span>b</span><span>&amp;</span></code>"), 1);
+    /* self-contained: one inline script, nothing fetched */
+    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<iframe", "<img", "fetch(", "XMLHttpRequest",
+                            "import(", "WebSocket", "EventSource", "sendBeacon", "new Image"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
         ck_assert_msg(!strstr(s, banned[i]), "the page contains '%s'", banned[i]);
+    ck_assert_int_eq(count(s, "<script"), 1);
+    ck_assert_int_eq(count(s, "<script>"), 1);
     ck_assert_int_eq(count(s, "href=\""), L * H);   /* only the PNG links */
     /* a raw '<' or '&' from the text never reaches the markup */
     ck_assert(!strstr(s, "<b&"));
+    tb_free(&b);
+
+    /* no mask: every cell is stored */
+    heatmap_html(&b, text, T, 1, 1, w, NULL);
+    long codes[T * T];
+    page_codes(b.p, 0, T, NULL, codes);
+    for (int i = 0; i < T * T; i++) ck_assert_int_eq(codes[i], (long)heatmap_cell_code(w[i]));
     tb_free(&b);
 
     /* labels: visible symbols for whitespace, \xNN for other bytes */
@@ -429,6 +526,31 @@ START_TEST(html_lists_every_layer_head_and_character)
     ck_assert_str_eq(lab, "\\xc3");
     heatmap_char_label('"', lab, sizeof lab);
     ck_assert_str_eq(lab, "&quot;");
+}
+END_TEST
+
+/* The page for a 64-character text at 4 layers x 4 heads stays small: the
+ * weights are stored once, 4 bytes per open cell (it was 3.4 MB of table
+ * cells with inline styles and tooltips). */
+START_TEST(html_page_is_small)
+{
+    enum { L = 4, H = 4, T = 64 };
+    static double w[L * H * T * T];
+    uint8_t causal[T * T];
+    char text[T + 1];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    for (int lh = 0; lh < L * H; lh++) random_rows(w + lh * T * T, causal, T, T, 2.0, 40 + (uint64_t)lh);
+    for (int i = 0; i < T; i++) text[i] = "the cat sees a dog. "[i % 20];
+    text[T] = 0;
+    textbuf b = {0};
+    heatmap_html(&b, text, T, L, H, w, causal);
+    ck_assert(!b.oom);
+    const size_t cells = (size_t)L * H * T * (T + 1) / 2;
+    printf("index.html for %d characters, %d x %d maps: %zu bytes (%zu of them the weights)\n", T, L, H, b.len,
+           4 * cells);
+    ck_assert_msg(b.len < 4 * cells + 16 * 1024, "the page is %zu bytes", b.len);
+    ck_assert_msg(b.len < 200 * 1024, "the page is %zu bytes", b.len);
+    tb_free(&b);
 }
 END_TEST
 
@@ -688,12 +810,20 @@ START_TEST(attn_command_draws_the_models_weights)
             /* the page: this map's caption and one of its weights */
             snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
             REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
-            snprintf(want, sizeof want, "title=\"q9 e \xe2\x86\x92 k4 c: %.4f\"",
-                     tg_tensor_get(aw[l], (h * T + 9) * T + 4));
-            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
+            /* and every weight of the map as the page stores it */
+            long codes[T * T];
+            uint8_t causal[T * T];
+            for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+            page_codes(html, l * H + h, T, causal, codes);
+            for (int k = 0; k < T * T; k++)
+                if (!causal[k])
+                    REQUIRE(codes[k] == (long)heatmap_cell_code(tg_tensor_get(aw[l], h * T * T + k)),
+                            "index.html: map %d cell %d is not its weight %g", l * H + h, k,
+                            tg_tensor_get(aw[l], h * T * T + k));
         }
     REQUIRE(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
-    ck_assert(strstr(html, "<code>bad\xe2\x90\xa3" "cab.\xe2\x90\xa3" "ed</code>"));
+    ck_assert(strstr(html, "<code id=\"text\"><span>b</span><span>a</span><span>d</span><span>\xe2\x90\xa3</span>"
+                           "<span>c</span>"));
     ck_assert(!strstr(html, "://"));
     free(html);
 
@@ -727,7 +857,8 @@ static Suite *suite(void)
     tcase_add_test(tc, colour_map_gets_brighter_and_never_shows_blocked);
     tcase_add_test(tc, heatmap_pixels_follow_the_weights);
     tcase_add_test(tc, heatmap_of_a_gpt);
-    tcase_add_test(tc, html_lists_every_layer_head_and_character);
+    tcase_add_test(tc, html_stores_every_weight_and_character);
+    tcase_add_test(tc, html_page_is_small);
     tcase_add_test(tc, loss_curve_follows_the_series);
     tcase_add_test(tc, loss_curve_errors);
     tcase_add_test(tc, staged_files_are_all_or_nothing);

@@ -72,9 +72,26 @@ void heatmap_png_name(int layer, int head, char *buf, size_t size);
 void heatmap_char_label(uint8_t c, char *buf, size_t size);
 
 /* The index page for a self-attention run over text[0..T): w holds the
- * weights (L,H,T,T), blocked (T,T) the causal mask. Self-contained: inline
- * CSS, no script, no external reference; each map links its PNG (a file
- * beside the page). Appends to out (check out->oom). */
+ * weights (L,H,T,T), blocked (T,T) the causal mask (or NULL). One file
+ * that loads nothing: inline CSS, and an inline script that draws each
+ * map on a canvas sized by a grid that fits the window, the characters on
+ * both axes, and the weight under the pointer; each caption links the
+ * map's PNG (a file beside the page). The weights are stored once, each
+ * visible cell as heatmap_cell_code in 4 characters of HEATMAP_B64 (most
+ * significant first, row by row, blocked cells skipped) in a hidden
+ * <pre id="w<l*H+h>">; the mask as bits, 6 to a character, in
+ * #data's data-mask. Appends to out (check out->oom). */
 void heatmap_html(textbuf *out, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked);
+
+/* The page shows weights to HEATMAP_DIGITS decimal places. */
+#define HEATMAP_DIGITS 4
+#define HEATMAP_DIGITS_STR "4"
+#define HEATMAP_DIGITS_SCALE 10000
+#define HEATMAP_DIGITS_SCALE_STR "10000"
+/* The 64 digits of the page's encoding (base64url's alphabet). */
+extern const char HEATMAP_B64[65];
+/* A weight as the page stores it: heatmap_level(w) << 14 | round(w 10^4),
+ * w clamped to [0, 1] (NaN as 0): 22 bits. */
+uint32_t heatmap_cell_code(double w);
 
 #endif
