@@ -38,7 +38,7 @@
  *
  * The fused path: when nothing needs the (B,H,Tq,Tk) tensors (no weights
  * asked for, no explicit mask or key padding, no attention dropout in
- * effect) and m->composed is false, everything from the split to the
+ * effect) and m->composed is false (tg_mha_uses_fused), everything from the split to the
  * merge is one tg_attention on the (B,T,C) projections, heads side by
  * side in C (ops/attention.c): same numbers to rounding, memory O(T C)
  * instead of O(H Tq Tk); with a cache, q_pos = p gives the same
@@ -206,6 +206,14 @@ static tg_tensor *output_projection(tg_graph *g, const tg_mha *m, tg_tensor *O)
     return tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout);
 }
 
+/* The one place the choice is made: tg_mha_forward asks this too. */
+bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args)
+{
+    const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
+    const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
+    return !m->composed && !needs_tensors && !attn_drop;
+}
+
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args)
 {
@@ -246,8 +254,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         return tg_fail(g, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (%d,%d,%d,%d), got %s %s", B, H,
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
-    const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
-    const bool use_op = !m->composed && !args->weights && !kp && !em && !attn_drop;
+    const bool use_op = tg_mha_uses_fused(g, m, args);
     if (use_op && m->fused && !kv && !cache) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */

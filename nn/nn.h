@@ -94,7 +94,8 @@ typedef struct tg_mha {
      * no (Tq,Tk) tensor kept) whenever nothing needs those tensors: no
      * weights asked for, no mask or key padding, no attention dropout in
      * effect; else the composed path. true: always the composed path (the
-     * teaching path: split heads, softmax, merge). Same numbers to rounding. */
+     * teaching path: split heads, softmax, merge). Same numbers to rounding.
+     * tg_mha_uses_fused says which path a call will take. */
     bool composed;
     tg_linear_mod c_attn;                    /* fused: (3C, C) */
     tg_linear_mod q_proj, k_proj, v_proj;    /* separate: (C, C) each */
@@ -134,6 +135,16 @@ typedef struct tg_attn_args {
  * row with every key blocked. */
 TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                                  const tg_attn_args *args);
+
+/* Which path tg_mha_forward(g, m, ..., args) takes, decided by the same
+ * rule it uses: true for the fused op (tg_attention_qkv for self-attention
+ * with the fused c_attn and no cache, else tg_attention; one "attention"
+ * node on the tape), false for the composed steps (split heads, masked
+ * softmax, merge). False when m->composed is set, when args asks for the
+ * weights or passes a mask or key padding (causal alone does not count),
+ * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
+ * in training mode with grad on). args may be NULL (no mask). */
+bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 

@@ -2,9 +2,14 @@
 # Makes sure the Debian packages tapegrad builds with are installed.
 # As root it installs the missing ones with apt-get; otherwise it prints
 # the exact command to run and exits non-zero.
+#   scripts/deps.sh          what the library, the examples and the demo need
+#   scripts/deps.sh --test   also what the test suite uses: chromium, for the
+#                            browser test of tiny_gpt attn's page (without it
+#                            that one test is skipped)
 set -euo pipefail
 
 pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev)
+if [ "${1:-}" = "--test" ]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

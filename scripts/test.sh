@@ -6,7 +6,7 @@
 #                                + LeakSanitizer build in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --test
 
 dir=build
 flags=(-DCMAKE_BUILD_TYPE=Release -DTG_WERROR=ON)

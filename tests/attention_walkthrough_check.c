@@ -167,8 +167,9 @@ typedef struct layer {
     /* forward */
     double q[512], k[512], v[512], qh[512], kh[512], vh[512];
     double s[MAXN], a[MAXN], o[512], om[512], y[512];
-    /* backward of L = sum(dy * y) */
-    double da[MAXN], ds[MAXN], dwq[1024], dwk[1024], dwv[1024], dwo[1024];
+    /* backward of L = sum(dy * y), every step */
+    double dwo[1024], dom[512], dO[512], dvh[512], da[MAXN], ds[MAXN], dqk[MAXN], dqh[512], dkh[512];
+    double dq[512], dk[512], dv[512], dwq[1024], dwk[1024], dwv[1024], dx[512];
 } layer;
 
 typedef struct variant {
@@ -250,27 +251,32 @@ static void backward(layer *L)
 {
     const int T = L->T, C = L->C, H = L->H, dh = L->dh;
     const double scale = sqrt((double)dh);
-    double dom[512], dq[512], dk[512], dv[512];
-    weight_grad(L->om, L->dy, L->dwo, T, C);
+    weight_grad(L->om, L->dy, L->dwo, T, C);                  /* dW_O = O_merged^T dY */
     for (int t = 0; t < T; t++)
         for (int k = 0; k < C; k++) {
             double s = 0;
             for (int c = 0; c < C; c++) s += L->dy[t * C + c] * L->wo[k * C + c];
-            dom[t * C + k] = s;
+            L->dom[t * C + k] = s;                              /* dO_merged = dY W_O^T */
         }
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < dh; d++) L->dO[(h * T + t) * dh + d] = L->dom[src(L, false, h, t, d)];
     for (int h = 0; h < H; h++) {
         const double *a = &L->a[h * T * T], *qh = &L->qh[h * T * dh], *kh = &L->kh[h * T * dh],
-                     *vh = &L->vh[h * T * dh];
-        double *da = &L->da[h * T * T], *ds = &L->ds[h * T * T];
+                     *vh = &L->vh[h * T * dh], *dO = &L->dO[h * T * dh];
+        double *da = &L->da[h * T * T], *ds = &L->ds[h * T * T], *dqk = &L->dqk[h * T * T];
         for (int i = 0; i < T; i++) {
             double dot = 0;
             for (int j = 0; j < T; j++) {
                 double s = 0;
-                for (int d = 0; d < dh; d++) s += dom[src(L, false, h, i, d)] * vh[j * dh + d];
-                da[i * T + j] = s;
+                for (int d = 0; d < dh; d++) s += dO[i * dh + d] * vh[j * dh + d];
+                da[i * T + j] = s;                              /* dA = dO Vh^T */
                 dot += a[i * T + j] * s;
             }
-            for (int j = 0; j < T; j++) ds[i * T + j] = a[i * T + j] * (da[i * T + j] - dot);
+            for (int j = 0; j < T; j++) {
+                ds[i * T + j] = a[i * T + j] * (da[i * T + j] - dot);
+                dqk[i * T + j] = ds[i * T + j] / scale;
+            }
         }
         for (int t = 0; t < T; t++)
             for (int d = 0; d < dh; d++) {
@@ -278,17 +284,51 @@ static void backward(layer *L)
                 for (int j = 0; j < T; j++) {
                     gq += ds[t * T + j] * kh[j * dh + d] / scale;    /* dQh = dS Kh / sqrt(dh) */
                     gk += ds[j * T + t] * qh[j * dh + d] / scale;    /* dKh = dS^T Qh / sqrt(dh) */
-                    gv += a[j * T + t] * dom[src(L, false, h, j, d)]; /* dVh = A^T dO */
+                    gv += a[j * T + t] * dO[j * dh + d];             /* dVh = A^T dO */
                 }
-                int at = src(L, false, h, t, d);
-                dq[at] = gq;
-                dk[at] = gk;
-                dv[at] = gv;
+                const int at = src(L, false, h, t, d), e = (h * T + t) * dh + d;
+                L->dqh[e] = L->dq[at] = gq;
+                L->dkh[e] = L->dk[at] = gk;
+                L->dvh[e] = L->dv[at] = gv;
             }
     }
-    weight_grad(L->x, dq, L->dwq, T, C);
-    weight_grad(L->x, dk, L->dwk, T, C);
-    weight_grad(L->x, dv, L->dwv, T, C);
+    weight_grad(L->x, L->dq, L->dwq, T, C);
+    weight_grad(L->x, L->dk, L->dwk, T, C);
+    weight_grad(L->x, L->dv, L->dwv, T, C);
+    for (int t = 0; t < T; t++)   /* dX = dQ W_Q^T + dK W_K^T + dV W_V^T */
+        for (int k = 0; k < C; k++) {
+            double s = 0;
+            for (int c = 0; c < C; c++)
+                s += L->dq[t * C + c] * L->wq[k * C + c] + L->dk[t * C + c] * L->wk[k * C + c] +
+                     L->dv[t * C + c] * L->wv[k * C + c];
+            L->dx[t * C + k] = s;
+        }
+}
+
+/* One backward step printed as NAME_hand, NAME_tape and NAME_fd: hand
+ * and tape against want[] (this file's own backward) within tol, the
+ * finite differences within 1e-8; the printed max |diff| values exactly
+ * those of the printed tensors, and both of the program's checks passed. */
+static void expect_step(const char *out, const char *name, int ndim, const int *shape, const double *want,
+                        double tol)
+{
+    char n[3][64], line[160];
+    const char *tag[3] = {"hand", "tape", "fd"};
+    tens *t[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(n[k], sizeof n[k], "%s_%s", name, tag[k]);
+        t[k] = get(out, n[k]);
+        assert_shape(t[k], n[k], ndim, shape);
+        assert_close(n[k], t[k]->v, want, t[k]->n, k == 2 ? 1e-8 : tol, k == 2 ? 0 : tol);
+    }
+    for (int k = 1; k < 3; k++) {
+        snprintf(line, sizeof line, "max_abs(%s-%s)", n[0], n[k]);
+        ck_assert_msg(value(out, line) == max_abs(t[0]->v, t[k]->v, t[0]->n), "%s is not the printed tensors'", line);
+        snprintf(line, sizeof line, "\ncheck ok: %s by hand agrees with %s (", name,
+                 k == 1 ? "the tape" : "finite differences");
+        ck_assert_msg(strstr(out, line), "no '%s'", line + 1);
+    }
+    for (int k = 0; k < 3; k++) free(t[k]);
 }
 
 /* Reads the inputs of a run into a fresh layer. */
@@ -366,20 +406,38 @@ static void check_layer_run(const char *args, int T, int C, int H)
         }
     free(m), free(sm), free(a), free(blocked);
 
-    /* backward: the loss, dA, dS three ways, the weights' gradients */
+    /* backward: the loss, then every step by hand, by the tape and by finite differences */
     double loss = 0;
     for (int i = 0; i < T * C; i++) loss += L->dy[i] * L->y[i];
     ck_assert_msg(fabs(value(out, "L") - loss) <= tol, "L = %.17g, want %.17g", value(out, "L"), loss);
-    expect(out, "dA", 4, tt, L->da, tol);
+    expect_step(out, "dW_O", 2, cc, L->dwo, tol);
+    expect_step(out, "dO_merged", 3, tc, L->dom, tol);
+    expect_step(out, "dO", 4, heads, L->dO, tol);
+    expect_step(out, "dVh", 4, heads, L->dvh, tol);
+    expect_step(out, "dA", 4, tt, L->da, tol);
+    expect_step(out, "dS", 4, tt, L->ds, tol);
+    expect_step(out, "dQK", 4, tt, L->dqk, tol);
+    expect_step(out, "dQh", 4, heads, L->dqh, tol);
+    expect_step(out, "dKh", 4, heads, L->dkh, tol);
+    expect_step(out, "dQ", 3, tc, L->dq, tol);
+    expect_step(out, "dK", 3, tc, L->dk, tol);
+    expect_step(out, "dV", 3, tc, L->dv, tol);
+    expect_step(out, "dW_Q", 2, cc, L->dwq, tol);
+    expect_step(out, "dW_K", 2, cc, L->dwk, tol);
+    expect_step(out, "dW_V", 2, cc, L->dwv, tol);
+    expect_step(out, "dX", 3, tc, L->dx, tol);
+    /* the steps come in the backward's order */
+    const char *order[] = {"dY (", "dW_O_hand (", "dO_merged_hand (", "dO_hand (", "dVh_hand (", "dA_hand (",
+                           "dS_hand (", "dQK_hand (", "dQh_hand (", "dKh_hand (", "dQ_hand (", "dK_hand (",
+                           "dV_hand (", "dW_Q_hand (", "dW_K_hand (", "dW_V_hand (", "dX_hand ("};
+    const char *prev = out;
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        const char *at = find_line(prev, order[i], "");
+        ck_assert_msg(at && at > prev, "'%s' is missing or out of order", order[i]);
+        prev = at;
+    }
     tens *hand = get(out, "dS_hand"), *tape = get(out, "dS_tape"), *fd = get(out, "dS_fd");
-    assert_shape(hand, "dS_hand", 4, tt);
-    assert_shape(tape, "dS_tape", 4, tt);
-    assert_shape(fd, "dS_fd", 4, tt);
-    assert_close("dS_hand", hand->v, L->ds, hand->n, tol, tol);
     assert_close("dS_tape", tape->v, hand->v, tape->n, 1e-15, 0);
-    assert_close("dS_fd", fd->v, L->ds, fd->n, 1e-8, 0);
-    ck_assert(value(out, "max_abs(dS_hand-dS_tape)") == max_abs(hand->v, tape->v, hand->n));
-    ck_assert(value(out, "max_abs(dS_hand-dS_fd)") == max_abs(hand->v, fd->v, hand->n));
     for (int row = 0; row < H * T; row++) {
         double sum = 0;
         for (int j = 0; j < T; j++) {
@@ -391,10 +449,6 @@ static void check_layer_run(const char *args, int T, int C, int H)
             for (int j = 0; j < T; j++) ck_assert(hand->v[row * T + j] == 0);
     }
     free(hand), free(tape), free(fd);
-    expect(out, "dW_Q", 2, cc, L->dwq, tol);
-    expect(out, "dW_K", 2, cc, L->dwk, tol);
-    expect(out, "dW_V", 2, cc, L->dwv, tol);
-    expect(out, "dW_O", 2, cc, L->dwo, tol);
     const char *w[4] = {"W_Q", "W_K", "W_V", "W_O"};
     for (int i = 0; i < 4; i++) {
         char line[64];
@@ -558,7 +612,9 @@ static void check_f32_against_f64(const char *args)
         ck_assert_msg(max_abs(x->v, y->v, x->n) == 0, "%s differs between f32 and f64", same[i]);
         free(x), free(y);
     }
-    const char *close[] = {"Q", "S", "A", "O", "Y", "dA", "dS_hand", "dS_tape", "dW_Q", "dW_K", "dW_V", "dW_O",
+    const char *close[] = {"Q", "S", "A", "O", "Y", "dW_O_hand", "dW_O_tape", "dO_merged_tape", "dVh_tape",
+                           "dA_hand", "dA_tape", "dS_hand", "dS_tape", "dQK_tape", "dQh_tape", "dKh_tape",
+                           "dW_Q_hand", "dW_Q_tape", "dW_K_tape", "dW_V_tape", "dX_hand", "dX_tape",
                            "mistake_mask.A_wrong", "mistake_split.Y_wrong", "mistake_scale.A_wrong"};
     double worst = 0;   /* largest |f32 - f64| / (1e-6 (1 + |f64|)) */
     for (size_t i = 0; i < sizeof close / sizeof *close; i++) {

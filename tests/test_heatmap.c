@@ -4,8 +4,10 @@
  * brighter with the weight and never shows the blocked colour; a heatmap's
  * cells are solid squares of the right size, blocked cells are the
  * background, and in every row the largest weight is the brightest cell
- * (for made-up weights and for a GPT's own attention weights); the HTML
- * index lists every layer, head and character and fetches nothing; the
+ * (for made-up weights and for a GPT's own attention weights), and the
+ * labels, title and colour scale are where the layout says; the HTML
+ * index stores every weight (decoded back here), every character, loads
+ * nothing and stays small (tests/browser_layout.sh renders it); the
  * loss curve follows a known series; output files are all or nothing.
  * End to end, `tiny_gpt attn` (the built program, TINY_GPT_BIN) on a
  * checkpoint written here draws, in every file, the weights this test
@@ -146,39 +148,126 @@ START_TEST(colour_map_gets_brighter_and_never_shows_blocked)
     ck_assert_int_eq(heatmap_level(-0.2), 0);
     ck_assert_int_eq(heatmap_level(1.7), 255);
     ck_assert_int_eq(heatmap_level(NAN), 0);
-    /* cell sizes: 512 / T within [1, 32] */
+    /* cell sizes: 512 / T within [8, 32] */
     ck_assert_int_eq(heatmap_cell_px(1, 1), 32);
+    ck_assert_int_eq(heatmap_cell_px(12, 12), 32);
+    ck_assert_int_eq(heatmap_cell_px(20, 20), 25);
     ck_assert_int_eq(heatmap_cell_px(64, 64), 8);
-    ck_assert_int_eq(heatmap_cell_px(3, 100), 5);
-    ck_assert_int_eq(heatmap_cell_px(2000, 2000), 1);
+    ck_assert_int_eq(heatmap_cell_px(3, 100), 8);
+    ck_assert_int_eq(heatmap_cell_px(2000, 2000), 8);
 }
 END_TEST
 
 /* ---- heatmaps ------------------------------------------------------------------ */
 
-/* Decodes heatmap_png's picture of w and checks: size Tk*cell x Tq*cell;
- * every cell a solid square; blocked cells the background and no other
- * cell; each cell's colour the map's colour of its weight; over all cell
- * pairs, a weight larger by more than one level is strictly brighter and
- * a larger weight never darker; each row's largest weight is its
- * brightest cell. Returns the number of unblocked cells. */
-static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk)
+/* Whether two bytes get the same label glyph: printable ASCII and space,
+ * newline and tab each have their own; every other byte shares one mark. */
+static bool same_label(uint8_t a, uint8_t b)
+{
+    const bool oa = !(a >= 32 && a < 127) && a != '\n' && a != '\t', ob = !(b >= 32 && b < 127) && b != '\n' && b != '\t';
+    return a == b || (oa && ob);
+}
+
+/* Ink in [x0,x1) x [y0,y1): each pixel paper or ink; returns the ink count. */
+static int ink_in(const pic *p, int x0, int y0, int x1, int y1)
+{
+    int n = 0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) {
+            rgb c = at(p, x, y);
+            REQUIRE(same(c, HEATMAP_PAPER) || same(c, HEATMAP_INK), "pixel (%d,%d) in a label area is %d,%d,%d", x,
+                    y, c.r, c.g, c.b);
+            n += same(c, HEATMAP_INK);
+        }
+    return n;
+}
+
+/* Two w x h boxes of p with the same pixels? */
+static bool same_box(const pic *p, int x0, int y0, int x1, int y1, int w, int h)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            if (!same(at(p, x0 + x, y0 + y), at(p, x1 + x, y1 + y))) return false;
+    return true;
+}
+
+/* The labels of a picture laid out as l: every column has ink in its key
+ * label box above the map and every row in its query label box left of
+ * it, only paper and ink there; two boxes look alike exactly when their
+ * bytes share a glyph; the title line has ink; the colour scale shows
+ * every level in order and the blocked swatch is grey. */
+static void check_labels(const pic *p, const heatmap_layout *l, int Tq, int Tk, const char *qtext, const char *ktext)
+{
+    const int cell = l->cell, gh = IMAGE_GLYPH_H * l->scale;
+    for (int j = 0; j < Tk; j++) {
+        const int x = l->map_x + j * cell;
+        REQUIRE(ink_in(p, x, l->key_y, x + cell, l->key_y + gh) > 0, "no key label above column %d", j);
+        for (int k = 0; k < j; k++)
+            REQUIRE(same_box(p, x, l->key_y, l->map_x + k * cell, l->key_y, cell, gh) ==
+                        same_label((uint8_t)ktext[j], (uint8_t)ktext[k]),
+                    "key labels %d (byte %d) and %d (byte %d): drawn alike %d", j, (uint8_t)ktext[j], k,
+                    (uint8_t)ktext[k], !same_label((uint8_t)ktext[j], (uint8_t)ktext[k]));
+    }
+    for (int i = 0; i < Tq; i++) {
+        const int y = l->map_y + i * cell;
+        REQUIRE(ink_in(p, l->query_x, y, l->map_x, y + cell) > 0, "no query label beside row %d", i);
+        for (int k = 0; k < i; k++)
+            REQUIRE(same_box(p, l->query_x, y, l->query_x, l->map_y + k * cell, l->map_x - l->query_x, cell) ==
+                        same_label((uint8_t)qtext[i], (uint8_t)qtext[k]),
+                    "query labels %d and %d", i, k);
+    }
+    REQUIRE(ink_in(p, HEATMAP_PAD, l->title_y, l->w, l->title_y + 14) > 100, "no title");
+    for (int k = 0; k < HEATMAP_LEVELS; k++)
+        for (int y = l->bar_y; y < l->bar_y + HEATMAP_BAR_H; y++)
+            REQUIRE(same(at(p, l->bar_x + k, y), heatmap_level_colour(k)), "the colour scale's column %d is not level %d",
+                    k, k);
+    REQUIRE(ink_in(p, l->bar_x, l->tick_y, l->bar_x + HEATMAP_LEVELS, l->tick_y + IMAGE_GLYPH_H) > 0, "no ticks");
+    REQUIRE(same(at(p, l->swatch_x + HEATMAP_BAR_H / 2, l->swatch_y + HEATMAP_BAR_H / 2), HEATMAP_BLOCKED),
+            "no blocked swatch");
+}
+
+/* Decodes heatmap_png's picture of w, rows labelled by qtext and columns
+ * by ktext, and checks: the size and layout (label bands outside the map,
+ * the scale under it, all inside the picture); a frame of paper one pixel
+ * around the map, so the cells start and end where the layout says; every
+ * cell a solid square; blocked cells grey and no other cell; each cell's
+ * colour the map's colour of its weight; over all cell pairs, a weight
+ * larger by more than one level is strictly brighter and a larger weight
+ * never darker; each row's largest weight is its brightest cell; the
+ * labels (check_labels). Returns the number of unblocked cells. */
+static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext,
+                         const char *ktext)
 {
     uint8_t *png = NULL;
     size_t len = 0;
-    ck_assert_int_eq(heatmap_png(w, blocked, Tq, Tk, &png, &len), 0);
+    ck_assert_int_eq(heatmap_png(w, blocked, Tq, Tk, qtext, ktext, "layer 7, head 3", &png, &len), 0);
     pic p = decode(png, len);
     free(png);
-    const int cell = heatmap_cell_px(Tq, Tk);
-    ck_assert_int_eq(p.w, Tk * cell);
-    ck_assert_int_eq(p.h, Tq * cell);
+    const heatmap_layout l = heatmap_layout_of(Tq, Tk);
+    const int cell = l.cell, gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
+    ck_assert_int_eq(cell, heatmap_cell_px(Tq, Tk));
+    ck_assert_int_eq(l.scale, cell >= 16 ? 2 : 1);
+    ck_assert_int_eq(p.w, l.w);
+    ck_assert_int_eq(p.h, l.h);
+    const int right = l.map_x + Tk * cell, bottom = l.map_y + Tq * cell;
+    ck_assert(gw <= cell && gh <= cell);   /* a label fits its row or column */
+    ck_assert(l.title_y + 14 < l.key_y && l.key_y + gh < l.map_y && l.query_x + gw < l.map_x);
+    ck_assert(bottom < l.bar_y && l.bar_y + HEATMAP_BAR_H < l.tick_y && l.tick_y + IMAGE_GLYPH_H < l.swatch_y);
+    ck_assert(right < l.w && l.bar_x + HEATMAP_LEVELS < l.w && l.swatch_y + HEATMAP_BAR_H < l.h);
+    for (int x = l.map_x - 1; x <= right; x++)
+        REQUIRE(same(at(&p, x, l.map_y - 1), HEATMAP_PAPER) && same(at(&p, x, bottom), HEATMAP_PAPER),
+                "no paper above or below the map at x %d", x);
+    for (int y = l.map_y - 1; y <= bottom; y++)
+        REQUIRE(same(at(&p, l.map_x - 1, y), HEATMAP_PAPER) && same(at(&p, right, y), HEATMAP_PAPER),
+                "no paper left or right of the map at y %d", y);
     rgb *cells = malloc(sizeof(rgb) * Tq * Tk);
     int open = 0;
     for (int i = 0; i < Tq; i++)
         for (int j = 0; j < Tk; j++) {
-            rgb c = at(&p, j * cell, i * cell);
-            for (int y = i * cell; y < (i + 1) * cell; y++)
-                for (int x = j * cell; x < (j + 1) * cell; x++)
+            const int x0 = l.map_x + j * cell, y0 = l.map_y + i * cell;
+            rgb c = at(&p, x0, y0);
+            for (int y = y0; y < y0 + cell; y++)
+                for (int x = x0; x < x0 + cell; x++)
                     REQUIRE(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
             cells[i * Tk + j] = c;
             const bool b = blocked && blocked[i * Tk + j];
@@ -207,6 +296,7 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
                               "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
     }
     free(cells);
+    check_labels(&p, &l, Tq, Tk, qtext, ktext);
     stbi_image_free(p.px);
     return open;
 }
@@ -234,23 +324,25 @@ START_TEST(heatmap_pixels_follow_the_weights)
     double w[T * T];
     uint8_t causal[T * T];
     for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    const char *text = "ab cab\x01";   /* a space, and a byte outside printable ASCII */
     random_rows(w, causal, T, T, 2.0, 1);
-    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
-    /* an unblocked weight of exactly 0 is the map's darkest colour, not the background */
+    ck_assert_int_eq(check_heatmap(w, causal, T, T, text, text), T * (T + 1) / 2);
+    /* an unblocked weight of exactly 0 is the map's darkest colour, not grey */
     w[T * 3 + 1] = 0;
-    ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+    ck_assert_int_eq(check_heatmap(w, causal, T, T, text, text), T * (T + 1) / 2);
     /* not square, an arbitrary mask, no mask */
     enum { Q = 3, K = 9 };
     double w2[Q * K];
     uint8_t m2[Q * K];
     for (int k = 0; k < Q * K; k++) m2[k] = (k * 7) % 5 == 0;
+    const char *keys = "k\tk\n \xc3\xa9~k";   /* 9 bytes: tab, newline, space, two of a UTF-8 character */
     random_rows(w2, m2, Q, K, 1.0, 2);
-    check_heatmap(w2, m2, Q, K);
+    check_heatmap(w2, m2, Q, K, "q.Q", keys);
     random_rows(w2, NULL, Q, K, 3.0, 3);
-    ck_assert_int_eq(check_heatmap(w2, NULL, Q, K), Q * K);
+    ck_assert_int_eq(check_heatmap(w2, NULL, Q, K, "Q.q", keys), Q * K);
     /* one row that attends to a single key: one bright cell */
     double one[4] = {0, 0, 1, 0};
-    check_heatmap(one, NULL, 1, 4);
+    check_heatmap(one, NULL, 1, 4, "x", "wxyz");
 }
 END_TEST
 
@@ -279,7 +371,7 @@ START_TEST(heatmap_of_a_gpt)
                 w[k] = tg_tensor_get(aw[l], h * T * T + k);
                 if (k / T > 0) peak = fmax(peak, w[k]);
             }
-            ck_assert_int_eq(check_heatmap(w, causal, T, T), T * (T + 1) / 2);
+            ck_assert_int_eq(check_heatmap(w, causal, T, T, "cab bad dab.", "cab bad dab."), T * (T + 1) / 2);
         }
     ck_assert_msg(peak > 0.5, "the weights are nearly uniform (peak %g): a weak test", peak);
     tg_graph_free(g);
@@ -289,8 +381,69 @@ END_TEST
 
 /* ---- the HTML index ----------------------------------------------------------- */
 
-START_TEST(html_lists_every_layer_head_and_character)
+/* The value of attribute `name` of the element that opens at `tag` in html, copied to out. */
+static void attribute(const char *html, const char *tag, const char *name, char *out, size_t size)
 {
+    const char *t = strstr(html, tag);
+    REQUIRE(t != NULL, "no '%s' in the page", tag);
+    const char *end = strchr(t, '>');
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *v = strstr(t, key);
+    REQUIRE(v && v < end, "'%s' has no %s", tag, name);
+    v += strlen(key);
+    const char *q = strchr(v, '"');
+    REQUIRE((size_t)(q - v) < size, "%s too long", name);
+    memcpy(out, v, (size_t)(q - v));
+    out[q - v] = 0;
+}
+
+static int b64(char c)
+{
+    const char *p = strchr(HEATMAP_B64, c);
+    REQUIRE(c && p, "'%c' is not a digit of the page's encoding", c);
+    return (int)(p - HEATMAP_B64);
+}
+
+/* Map m's cells as the page stores them: codes[i*T+j], -1 where the
+ * page's own mask says blocked. Checks the mask against `blocked` and
+ * that the map holds 4 digits per open cell, no more. */
+static void page_codes(const char *html, int m, int T, const uint8_t *blocked, long *codes)
+{
+    static char mask[8192];
+    attribute(html, "<div id=\"data\"", "data-mask", mask, sizeof mask);
+    ck_assert_int_eq((int)strlen(mask), (T * T + 5) / 6);
+    char open[32];
+    snprintf(open, sizeof open, "<pre id=\"w%d\" hidden>", m);
+    const char *p = strstr(html, open);
+    REQUIRE(p != NULL, "no weights of map %d", m);
+    p += strlen(open);
+    for (int i = 0; i < T * T; i++) {
+        const bool b = b64(mask[i / 6]) >> (5 - i % 6) & 1;
+        REQUIRE(b == (blocked && blocked[i]), "the page's mask differs at cell %d", i);
+        if (b) {
+            codes[i] = -1;
+            continue;
+        }
+        long c = 0;
+        for (int d = 0; d < 4; d++) c = c << 6 | b64(*p++);
+        codes[i] = c;
+    }
+    REQUIRE(!strncmp(p, "</pre>", 6), "map %d holds more than its cells", m);
+}
+
+START_TEST(html_stores_every_weight_and_character)
+{
+    /* the code of one weight: level << 14 | round(10^4 w) */
+    ck_assert_uint_eq(heatmap_cell_code(0), 0);
+    ck_assert_uint_eq(heatmap_cell_code(1), 255u << 14 | 10000);
+    ck_assert_uint_eq(heatmap_cell_code(0.5), 128u << 14 | 5000);
+    ck_assert_uint_eq(heatmap_cell_code(0.123456), (uint32_t)heatmap_level(0.123456) << 14 | 1235);
+    ck_assert_uint_eq(heatmap_cell_code(0.00004), 0);   /* level 0, 0.0000 */
+    ck_assert_uint_eq(heatmap_cell_code(NAN), 0);
+    ck_assert_uint_eq(heatmap_cell_code(-0.2), 0);
+    ck_assert_uint_eq(heatmap_cell_code(1.7), 255u << 14 | 10000);
+
     enum { L = 2, H = 3, T = 5 };
     const char *text = "a <b&";
     double w[L * H * T * T];
@@ -302,32 +455,66 @@ START_TEST(html_lists_every_layer_head_and_character)
     ck_assert(!b.oom);
     const char *s = b.p;
     ck_assert_int_eq(count(s, "<figure"), L * H);
-    char want[256];
+    ck_assert_int_eq(count(s, "<canvas class=\"map\""), L * H);
+    char want[256], got[2048];
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
             ck_assert_msg(strstr(s, want), "no caption/link for layer %d head %d", l, h);
-            /* every open cell's weight in its tooltip, e.g. q3 b -> k1 space */
+            snprintf(want, sizeof want, "<canvas class=\"map\" data-map=\"%d\">", l * H + h);
+            ck_assert_msg(strstr(s, want), "no canvas for layer %d head %d", l, h);
+            /* every open cell's weight: its colour level and its 4 decimals */
+            long codes[T * T];
+            page_codes(s, l * H + h, T, causal, codes);
             const double *wm = w + (l * H + h) * T * T;
-            snprintf(want, sizeof want, "title=\"q3 b \xe2\x86\x92 k1 \xe2\x90\xa3: %.4f\"", wm[3 * T + 1]);
-            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
-            snprintf(want, sizeof want, "title=\"q4 &amp; \xe2\x86\x92 k2 &lt;: %.4f\"", wm[4 * T + 2]);
-            ck_assert_msg(strstr(s, want), "no tooltip '%s'", want);
+            for (int i = 0; i < T * T; i++) {
+                if (causal[i]) continue;
+                REQUIRE(codes[i] >> 14 == heatmap_level(wm[i]), "map %d cell %d: level %ld, want %d", l * H + h, i,
+                        codes[i] >> 14, heatmap_level(wm[i]));
+                REQUIRE(fabs((codes[i] & 16383) / 1e4 - wm[i]) <= 0.5e-4, "map %d cell %d: %ld for weight %.6f",
+                        l * H + h, i, codes[i] & 16383, wm[i]);
+            }
         }
-    /* the characters label both axes of every map, escaped */
-    const char *head = "<th>a</th><th>\xe2\x90\xa3</th><th>&lt;</th><th>b</th><th>&amp;</th></tr>";
-    ck_assert_int_eq(count(s, head), L * H);
-    ck_assert_int_eq(count(s, "<tr><th>&lt;</th>"), L * H);
-    ck_assert_int_eq(count(s, "<tr><th>&amp;</th>"), L * H);
-    ck_assert_int_eq(count(s, "title=\"blocked\""), L * H * T * (T - 1) / 2);
-    ck_assert_int_eq(count(s, "title=\"q"), L * H * T * (T + 1) / 2);
-    /* self-contained: nothing fetched, no script */
-    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<script", "<iframe", "<img"};
+    /* the page's header: sizes, the digits, the palette of every level, the grey */
+    attribute(s, "<div id=\"data\"", "data-t", got, sizeof got);
+    ck_assert_str_eq(got, "5");
+    attribute(s, "<div id=\"data\"", "data-l", got, sizeof got);
+    ck_assert_str_eq(got, "2");
+    attribute(s, "<div id=\"data\"", "data-h", got, sizeof got);
+    ck_assert_str_eq(got, "3");
+    attribute(s, "<div id=\"data\"", "data-alphabet", got, sizeof got);
+    ck_assert_str_eq(got, HEATMAP_B64);
+    ck_assert_int_eq((int)strlen(HEATMAP_B64), 64);
+    attribute(s, "<div id=\"data\"", "data-palette", got, sizeof got);
+    ck_assert_int_eq((int)strlen(got), 6 * HEATMAP_LEVELS);
+    for (int k = 0; k < HEATMAP_LEVELS; k++) {
+        rgb c = heatmap_level_colour(k);
+        snprintf(want, sizeof want, "%02x%02x%02x", c.r, c.g, c.b);
+        ck_assert_msg(!strncmp(got + 6 * k, want, 6), "palette level %d", k);
+    }
+    attribute(s, "<div id=\"data\"", "data-blocked", got, sizeof got);
+    ck_assert_str_eq(got, "#808080");
+    ck_assert_msg(strstr(s, "shown to 4 decimal places"), "the page does not say how many digits it shows");
+    /* the characters, escaped, once: the script labels both axes of every map from them */
+    ck_assert_int_eq(count(s, "<code id=\"text\"><span>a</span><span>\xe2\x90\xa3</span><span>&lt;</span>"
+                              "<span>b</span><span>&amp;</span></code>"), 1);
+    /* self-contained: one inline script, nothing fetched */
+    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<iframe", "<img", "fetch(", "XMLHttpRequest",
+                            "import(", "WebSocket", "EventSource", "sendBeacon", "new Image"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
         ck_assert_msg(!strstr(s, banned[i]), "the page contains '%s'", banned[i]);
+    ck_assert_int_eq(count(s, "<script"), 1);
+    ck_assert_int_eq(count(s, "<script>"), 1);
     ck_assert_int_eq(count(s, "href=\""), L * H);   /* only the PNG links */
     /* a raw '<' or '&' from the text never reaches the markup */
     ck_assert(!strstr(s, "<b&"));
+    tb_free(&b);
+
+    /* no mask: every cell is stored */
+    heatmap_html(&b, text, T, 1, 1, w, NULL);
+    long codes[T * T];
+    page_codes(b.p, 0, T, NULL, codes);
+    for (int i = 0; i < T * T; i++) ck_assert_int_eq(codes[i], (long)heatmap_cell_code(w[i]));
     tb_free(&b);
 
     /* labels: visible symbols for whitespace, \xNN for other bytes */
@@ -340,6 +527,31 @@ START_TEST(html_lists_every_layer_head_and_character)
     ck_assert_str_eq(lab, "\\xc3");
     heatmap_char_label('"', lab, sizeof lab);
     ck_assert_str_eq(lab, "&quot;");
+}
+END_TEST
+
+/* The page for a 64-character text at 4 layers x 4 heads stays small: the
+ * weights are stored once, 4 bytes per open cell (it was 3.4 MB of table
+ * cells with inline styles and tooltips). */
+START_TEST(html_page_is_small)
+{
+    enum { L = 4, H = 4, T = 64 };
+    static double w[L * H * T * T];
+    uint8_t causal[T * T];
+    char text[T + 1];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    for (int lh = 0; lh < L * H; lh++) random_rows(w + lh * T * T, causal, T, T, 2.0, 40 + (uint64_t)lh);
+    for (int i = 0; i < T; i++) text[i] = "the cat sees a dog. "[i % 20];
+    text[T] = 0;
+    textbuf b = {0};
+    heatmap_html(&b, text, T, L, H, w, causal);
+    ck_assert(!b.oom);
+    const size_t cells = (size_t)L * H * T * (T + 1) / 2;
+    printf("index.html for %d characters, %d x %d maps: %zu bytes (%zu of them the weights)\n", T, L, H, b.len,
+           4 * cells);
+    ck_assert_msg(b.len < 4 * cells + 16 * 1024, "the page is %zu bytes", b.len);
+    ck_assert_msg(b.len < 200 * 1024, "the page is %zu bytes", b.len);
+    tb_free(&b);
 }
 END_TEST
 
@@ -564,15 +776,17 @@ START_TEST(attn_command_draws_the_models_weights)
     ck_assert_str_eq(names, "attn_l0_h0.png,attn_l0_h1.png,attn_l0_h2.png,attn_l1_h0.png,attn_l1_h1.png,"
                             "attn_l1_h2.png,index.html,");
     char *html = slurp(P("maps/index.html"));
-    const int cell = heatmap_cell_px(T, T);
+    const heatmap_layout lay = heatmap_layout_of(T, T);
+    const int cell = lay.cell;
     double peak = 0;
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             char name[64], want[256];
             snprintf(name, sizeof name, "maps/attn_l%d_h%d.png", l, h);
             pic p = decode_file(P(name));
-            ck_assert_int_eq(p.w, T * cell);
-            ck_assert_int_eq(p.h, T * cell);
+            ck_assert_int_eq(p.w, lay.w);
+            ck_assert_int_eq(p.h, lay.h);
+            check_labels(&p, &lay, T, T, text, text);
             for (int i = 0; i < T; i++) {
                 int best = 0;
                 for (int j = 0; j <= i; j++)
@@ -580,16 +794,16 @@ START_TEST(attn_command_draws_the_models_weights)
                         best = j;
                 for (int j = 0; j < T; j++) {
                     const double w = tg_tensor_get(aw[l], (h * T + i) * T + j);
-                    rgb c = at(&p, j * cell + cell / 2, i * cell + cell / 2);
+                    rgb c = at(&p, lay.map_x + j * cell + cell / 2, lay.map_y + i * cell + cell / 2);
                     if (j > i) {
-                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not the background",
+                        REQUIRE(same(c, HEATMAP_BLOCKED), "%s: future cell (%d,%d) is not grey",
                                       name, i, j);
                         continue;
                     }
                     if (i > 0) peak = fmax(peak, w);
                     REQUIRE(same(c, heatmap_colour(w)), "%s: cell (%d,%d) does not show weight %g", name, i,
                                   j, w);
-                    REQUIRE(lum(c) <= lum(at(&p, best * cell, i * cell)),
+                    REQUIRE(lum(c) <= lum(at(&p, lay.map_x + best * cell, lay.map_y + i * cell)),
                                   "%s: row %d's brightest cell is not its largest weight (key %d)", name, i, best);
                 }
             }
@@ -597,12 +811,20 @@ START_TEST(attn_command_draws_the_models_weights)
             /* the page: this map's caption and one of its weights */
             snprintf(want, sizeof want, "layer %d, head %d <a href=\"attn_l%d_h%d.png\">", l, h, l, h);
             REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
-            snprintf(want, sizeof want, "title=\"q9 e \xe2\x86\x92 k4 c: %.4f\"",
-                     tg_tensor_get(aw[l], (h * T + 9) * T + 4));
-            REQUIRE(strstr(html, want), "index.html lacks '%s'", want);
+            /* and every weight of the map as the page stores it */
+            long codes[T * T];
+            uint8_t causal[T * T];
+            for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+            page_codes(html, l * H + h, T, causal, codes);
+            for (int k = 0; k < T * T; k++)
+                if (!causal[k])
+                    REQUIRE(codes[k] == (long)heatmap_cell_code(tg_tensor_get(aw[l], h * T * T + k)),
+                            "index.html: map %d cell %d is not its weight %g", l * H + h, k,
+                            tg_tensor_get(aw[l], h * T * T + k));
         }
     REQUIRE(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
-    ck_assert(strstr(html, "<code>bad\xe2\x90\xa3" "cab.\xe2\x90\xa3" "ed</code>"));
+    ck_assert(strstr(html, "<code id=\"text\"><span>b</span><span>a</span><span>d</span><span>\xe2\x90\xa3</span>"
+                           "<span>c</span>"));
     ck_assert(!strstr(html, "://"));
     free(html);
 
@@ -636,7 +858,8 @@ static Suite *suite(void)
     tcase_add_test(tc, colour_map_gets_brighter_and_never_shows_blocked);
     tcase_add_test(tc, heatmap_pixels_follow_the_weights);
     tcase_add_test(tc, heatmap_of_a_gpt);
-    tcase_add_test(tc, html_lists_every_layer_head_and_character);
+    tcase_add_test(tc, html_stores_every_weight_and_character);
+    tcase_add_test(tc, html_page_is_small);
     tcase_add_test(tc, loss_curve_follows_the_series);
     tcase_add_test(tc, loss_curve_errors);
     tcase_add_test(tc, staged_files_are_all_or_nothing);

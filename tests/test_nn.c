@@ -668,6 +668,69 @@ START_TEST(mha_fused_op_equals_composed)
 }
 END_TEST
 
+/* tg_mha_uses_fused against what tg_mha_forward does: with grad on, the
+ * fused path records fewer tape nodes than the composed one (forced by
+ * m.composed) on the same call; with grad off (nothing recorded), it uses
+ * less of the arena (no (B,H,T,T) scores and weights). Every combination
+ * of the conditions, with fused and separate projections. */
+START_TEST(mha_uses_fused_tells_the_path)
+{
+    const int B = 2, T = 4, C = 6, H = 2;
+    int n_fused = 0, n_composed = 0;
+    for (int proj = 0; proj < 2; proj++)
+        for (int bits = 0; bits < 64; bits++) {
+            const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8,
+                       training = bits & 16, grad = bits & 32;
+            tg_params *p = tg_params_new(TG_F64);
+            tg_mha m;
+            char err[256];
+            ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, err, sizeof err), 0);
+            fill_params(p, 900 + (uint64_t)bits, 0.5);
+            long long seen[2];   /* [forced composed]: tape nodes (grad on) or arena bytes (grad off) */
+            bool said = false;
+            for (int force = 0; force < 2; force++) {
+                tg_graph *g = tg_graph_new();
+                tg_graph_set_training(g, training);
+                tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 901);
+                tg_graph_set_grad_enabled(g, grad);
+                tg_tensor *w = NULL;
+                tg_attn_args a = {.causal = true};
+                if (weights) a.weights = &w;
+                if (pad) a.key_padding = bools(g, TT_SHAPE(B, T), (uint8_t[]){0, 0, 0, 1, 0, 0, 0, 0});
+                if (mask) a.mask = bools(g, TT_SHAPE(T, T), (uint8_t[]){0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0});
+                m.composed = composed || force;
+                if (!force) said = tg_mha_uses_fused(g, &m, &a);
+                const long long tape0 = tg_graph_tape_len(g), used0 = (long long)tg_graph_arena_used(g);
+                ck_assert_msg(tg_mha_forward(g, &m, x, NULL, &a) != NULL, "%s", tg_graph_error(g));
+                seen[force] = grad ? tg_graph_tape_len(g) - tape0 : (long long)tg_graph_arena_used(g) - used0;
+                tg_graph_free(g);
+            }
+            const bool want = !composed && !weights && !pad && !mask && !(training && grad);
+            const bool ran_fused = seen[0] < seen[1];
+            ck_assert_msg(said == want, "proj %d bits %d: tg_mha_uses_fused says %d, the rule %d", proj, bits, said,
+                          want);
+            ck_assert_msg(ran_fused == want, "proj %d bits %d: forward %s (%lld vs %lld composed)", proj, bits,
+                          ran_fused ? "took the fused op" : "was composed", seen[0], seen[1]);
+            if (!ran_fused) ck_assert_int_eq(seen[0], seen[1]);
+            n_fused += want, n_composed += !want;
+            tg_params_free(p);
+        }
+    ck_assert_int_eq(n_fused, 2 * 3);   /* per projection: grad off (training or not), or eval mode */
+    ck_assert_int_eq(n_composed, 128 - 6);
+    /* NULL args: no mask; dropout still counts */
+    tg_params *p = tg_params_new(TG_F64);
+    tg_mha m;
+    char err[256];
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, err, sizeof err), 0);
+    tg_graph *g = tg_graph_new();
+    ck_assert(!tg_mha_uses_fused(g, &m, NULL));   /* training, grad on, attention dropout 0.25 */
+    tg_graph_set_training(g, false);
+    ck_assert(tg_mha_uses_fused(g, &m, NULL));
+    tg_graph_free(g);
+    tg_params_free(p);
+}
+END_TEST
+
 /* Key padding: the values of padded keys do not reach the output at all;
  * a row whose keys are all padding is an error. */
 START_TEST(attention_key_padding)
@@ -1148,6 +1211,7 @@ int main(void)
     tcase_add_test(tc, attention_kv_cache_example);
     tcase_add_test(tc, attention_cache_matches_full);
     tcase_add_test(tc, mha_fused_op_equals_composed);
+    tcase_add_test(tc, mha_uses_fused_tells_the_path);
     tcase_add_test(tc, attention_key_padding);
     tcase_add_test(tc, attention_errors);
     tcase_add_test(tc, gpt_names_and_init);

@@ -1,6 +1,7 @@
-/* The numbers of the multi-head attention tutorial (seed text
- * 000_e4d0cdf73ba3bfd5, in Chinese), each computed with tapegrad's ops
- * (softmax, matmul, scale) and asserted. */
+/* The numbers of the multi-head attention tutorial (a Chinese-language
+ * text the attention layers follow; docs/design.md, "The tutorial", says
+ * what it works through), each computed with tapegrad's ops (softmax,
+ * matmul, scale) and asserted. */
 #include "tg_test.h"
 
 static tg_tensor *vec(tg_graph *g, tg_dtype dt, int n, const double *v)

@@ -75,7 +75,10 @@ for d in a c; do   # c: drawn when stopped, redrawn after the resume
   if is_png "$work/$d/loss.png" && [ "$(png_size "$work/$d/loss.png")" = "800x480" ]; then ok "$d/loss.png is an 800x480 PNG"
   else bad "$d/loss.png missing or not 800x480"; fi
 done
-text="the cat sees"   # 12 characters: cells of min(32, 512/12) = 32 px, maps 384 x 384
+# 12 characters: cells of min(32, 512/12) = 32 px, a map of 384 x 384 px inside a 422 x 513 picture:
+# 422 = 12 margin + 10 + 4 query labels + 384 + 12; 513 = 12 + 14 + 4 + 7 + 8 title and axes line
+# + 14 + 4 key labels + 384 + 12 + 12 + 3 + 7 + 8 + 12 colour scale, ticks, blocked swatch + 12
+text="the cat sees"
 out=$("$bin" attn --ckpt "$work/a/best.safetensors" --text "$text" --out "$work/maps" 2>&1)
 files=$(ls "$work/maps" 2>/dev/null | tr '\n' ' ')
 want="attn_l0_h0.png attn_l0_h1.png attn_l1_h0.png attn_l1_h1.png index.html "
@@ -83,23 +86,37 @@ if [ "$files" = "$want" ] && grep -q "wrote 4 attention maps (2 layers x 2 heads
   ok "attn wrote $files"
 else bad "attn: files '$files', output: $out"; fi
 for f in "$work"/maps/attn_*.png; do
-  is_png "$f" && [ "$(png_size "$f")" = "384x384" ] || bad "$(basename "$f") is not a 384x384 PNG ($(png_size "$f"))"
+  is_png "$f" && [ "$(png_size "$f")" = "422x513" ] || bad "$(basename "$f") is not a 422x513 PNG ($(png_size "$f"))"
 done
 page="$work/maps/index.html"
 miss=""
 for l in 0 1; do for h in 0 1; do
   grep -qF "layer $l, head $h <a href=\"attn_l${l}_h${h}.png\">" "$page" || miss="$miss l$l/h$h"
+  grep -qF "<canvas class=\"map\" data-map=\"$((2 * l + h))\">" "$page" || miss="$miss canvas$((2 * l + h))"
+  [ "$(grep -oE "<pre id=\"w$((2 * l + h))\" hidden>[A-Za-z0-9_-]*</pre>" "$page" | sed 's/<[^>]*>//g' | tr -d '\n' | wc -c)" = \
+    $((4 * 12 * 13 / 2)) ] || miss="$miss weights$((2 * l + h))"   # 4 characters per visible cell
 done; done
-sp=$'\xe2\x90\xa3'   # the page shows a space as an open box
-axis="<th>t</th><th>h</th><th>e</th><th>$sp</th><th>c</th><th>a</th><th>t</th><th>$sp</th><th>s</th><th>e</th><th>e</th><th>s</th></tr>"
-[ -z "$miss" ] && [ "$(grep -cF "$axis" "$page")" = 4 ] && ok "index.html lists every layer and head with the characters" \
-  || bad "index.html: missing$miss, axis rows $(grep -cF "$axis" "$page")"
-if grep -qE '://|src=|<script|<link|url\(' "$page"; then bad "index.html refers to something outside itself"
-else ok "index.html is self-contained"; fi
+sp=$'\xe2\x90\xa3'   # the page shows a space as an open box; the script labels both axes from these
+axis="<code id=\"text\"><span>t</span><span>h</span><span>e</span><span>$sp</span><span>c</span><span>a</span><span>t</span>"
+axis+="<span>$sp</span><span>s</span><span>e</span><span>e</span><span>s</span></code>"
+[ -z "$miss" ] && [ "$(grep -cF "$axis" "$page")" = 1 ] && ok "index.html has every layer and head, their weights and the characters" \
+  || bad "index.html: missing$miss, text line $(grep -cF "$axis" "$page")"
+# self-contained: one inline <script> (no attributes, so no src), nothing that names or fetches
+# another resource, and the only links are the PNGs beside the page
+ext='://|src=|srcset|<link|url\(|@import|<img|<iframe|<object|<embed|<audio|<video|fetch\(|XMLHttpRequest|'
+ext+='import\(|WebSocket|EventSource|sendBeacon|new Image|\.src\b|location\.|window\.open'
+links=$(grep -oE 'href="[^"]*"' "$page" | sort -u | tr '\n' ' ')
+if grep -qE "$ext" "$page"; then bad "index.html refers to something outside itself: $(grep -oE "$ext" "$page" | head -3)"
+elif [ "$(grep -o '<script' "$page" | wc -l)" != 1 ] || [ "$(grep -c '<script>' "$page")" != 1 ]; then
+  bad "index.html: want exactly one inline <script>, got $(grep -o '<script[^>]*>' "$page" | tr '\n' ' ')"
+elif [ "$links" != 'href="attn_l0_h0.png" href="attn_l0_h1.png" href="attn_l1_h0.png" href="attn_l1_h1.png" ' ]; then
+  bad "index.html links to '$links', want only the four PNGs"
+else ok "index.html is self-contained (one inline script; links: the PNGs)"; fi
 # again into the same directory: files replaced, no temporaries left
 "$bin" attn --ckpt "$work/a/best.safetensors" --text "a dog" --out "$work/maps" >/dev/null 2>&1
 files=$(ls "$work/maps" | tr '\n' ' ')
-[ "$files" = "$want" ] && [ "$(png_size "$work/maps/attn_l1_h1.png")" = "160x160" ] && ok "attn replaces its files" \
+# 5 characters: a 160 x 160 map; the picture is as wide as the colour scale (12 + 256 + 6 + 35 + 12)
+[ "$files" = "$want" ] && [ "$(png_size "$work/maps/attn_l1_h1.png")" = "321x289" ] && ok "attn replaces its files" \
   || bad "attn rerun: '$files' $(png_size "$work/maps/attn_l1_h1.png")"
 
 # 4. errors

@@ -4,17 +4,21 @@
  *   attention_walkthrough [--seed N] [--tokens T] [--d-model C]
  *                         [--heads H] [--dtype f32|f64] [--digits N]
  *
- * It follows a tutorial on multi-head attention (the five steps
- * S = QK^T/sqrt(d_k), mask, row softmax, O = AV, heads merged by W_O) and
+ * It follows the tutorial on multi-head attention that tapegrad's
+ * attention layers follow (a Chinese-language text; docs/design.md, "The
+ * tutorial", says what it works through): the five steps
+ * S = QK^T/sqrt(d_k), mask, row softmax, O = AV, heads merged by W_O. It
  * prints, in order:
  *   1. the tutorial's small cases (cases.c);
  *   2. the forward pass of one causal self-attention layer, every
  *      intermediate with its name, shape and formula (layer.c);
- *   3. its backward: dA, then dS by hand, by the tape and by finite
- *      differences, then the weights' gradients beside gradcheck (layer.c);
+ *   3. its backward, every step from dY back to dX (dW_O, dO, dVh, dA,
+ *      dS, the scale, dQh, dKh, the merge, dW_Q, dW_K, dW_V, dX), each by
+ *      hand, by the tape and by finite differences, then gradcheck's
+ *      verdict on each weight (layer.c);
  *   4. three classic mistakes beside the right version (mistakes.c).
- * The program checks what it can itself (rows of A sum to 1, the three dS
- * agree, gradcheck passes) and exits 1 if a check fails; 2 on bad options.
+ * The program checks what it can itself (rows of A sum to 1, each step's
+ * three gradients agree, gradcheck passes) and exits 1 if a check fails; 2 on bad options.
  * print.c describes the line formats, which tests/ reads back. */
 #include <errno.h>
 #include <math.h>
@@ -29,8 +33,9 @@ static const char usage[] =
     "\n"
     "Backprop through multi-head attention, step by step, with tapegrad: the\n"
     "tutorial's small cases, one causal self-attention layer forward and backward\n"
-    "(dS by hand, by the tape and by finite differences; gradcheck on every\n"
-    "weight), and three classic mistakes beside the right version.\n"
+    "(every gradient from dY back to dX by hand, by the tape and by finite\n"
+    "differences; gradcheck on every weight), and three classic mistakes beside\n"
+    "the right version.\n"
     "\n"
     "options:\n"
     "  --seed N        random inputs and weights (default 1)\n"

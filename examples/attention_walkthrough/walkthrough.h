@@ -3,8 +3,9 @@
  *
  *   main.c      options, the inputs, the sections in order
  *   cases.c     the tutorial's small cases ([1.5, 1], (0.25, -0.25), ...)
- *   layer.c     one causal self-attention layer: forward, backward, dS three
- *               ways, the weights' gradients and gradcheck's verdicts
+ *   layer.c     one causal self-attention layer: forward, then backward with
+ *               every step three ways (by hand, tape, finite differences)
+ *               and gradcheck's verdicts on the weights
  *   mistakes.c  three classic mistakes beside the right version
  *   print.c     the line formats every number is printed in
  *
@@ -37,6 +38,7 @@ typedef struct attn_parts {
     tg_tensor *q, *k, *v;         /* (B,T,C) */
     tg_tensor *q_split;           /* (B,T,H,dh) Q viewed with the heads split */
     tg_tensor *qh, *kh, *vh;      /* (B,H,T,dh) */
+    tg_tensor *qk;                /* (B,H,T,T) Qh Kh^T, before the scale */
     tg_tensor *s;                 /* (B,H,T,T) scaled scores */
     tg_tensor *a;                 /* (B,H,T,T) attention weights */
     tg_tensor *o;                 /* (B,H,T,dh) per-head outputs */
@@ -44,8 +46,22 @@ typedef struct attn_parts {
     tg_tensor *y;                 /* (B,T,C) after W_O */
 } attn_parts;
 
+/* Where a rerun of the layer starts (layer_from): what it reads from
+ * attn_parts, in the order of the forward pass. */
+typedef enum stage {
+    FROM_X,        /* X and the weights: everything */
+    FROM_QKV,      /* Q, K, V (B,T,C): the split onwards */
+    FROM_HEADS,    /* Qh, Kh, Vh: the scores onwards (A depends on Qh, Kh only) */
+    FROM_QK,       /* Qh Kh^T: the scale onwards */
+    FROM_S,        /* S: the softmax onwards */
+    FROM_A,        /* A (and Vh): A Vh onwards */
+    FROM_O,        /* O per head: the merge onwards */
+    FROM_MERGED,   /* O_merged (and W_O): Y = O_merged W_O */
+} stage;
+
 /* layer.c */
 tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H, tg_tensor **mid);
+tg_tensor *layer_from(tg_graph *g, const walk *w, stage from, tg_tensor *const wt[5], attn_parts *p);
 tg_tensor *attend(tg_graph *g, const walk *w, tg_tensor *s, tg_tensor *vh, tg_tensor *wo,
                   attn_parts *p);
 tg_tensor *attention(tg_graph *g, const walk *w, tg_tensor *x, tg_tensor *wq, tg_tensor *wk,

@@ -128,7 +128,9 @@ int cmd_attn(int argc, char **argv)
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             size_t n = 0;
-            if (heatmap_png(w + ((size_t)l * H + h) * T * T, blocked, T, T, &png, &n)) {
+            char title[64];
+            snprintf(title, sizeof title, "layer %d, head %d", l, h);
+            if (heatmap_png(w + ((size_t)l * H + h) * T * T, blocked, T, T, text, text, title, &png, &n)) {
                 snprintf(err, sizeof err, "out of memory encoding a %d x %d map", T, T);
                 goto fail;
             }

@@ -43,22 +43,67 @@ rgb heatmap_level_colour(int level)
 int heatmap_cell_px(int Tq, int Tk)
 {
     int n = Tq > Tk ? Tq : Tk, c = n > 0 ? 512 / n : 32;
-    return c < 1 ? 1 : c > 32 ? 32 : c;
+    return c < 8 ? 8 : c > 32 ? 32 : c;
 }
 
-int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, uint8_t **png, size_t *len)
+heatmap_layout heatmap_layout_of(int Tq, int Tk)
 {
-    const int cell = heatmap_cell_px(Tq, Tk);
+    heatmap_layout l = {0};
+    l.cell = heatmap_cell_px(Tq, Tk);
+    l.scale = l.cell >= 16 ? 2 : 1;
+    const int gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
+    l.title_y = HEATMAP_PAD;
+    l.key_y = l.title_y + 14 + 4 + IMAGE_GLYPH_H + 8;   /* title (scale 2), the axes line (scale 1) */
+    l.query_x = HEATMAP_PAD;
+    l.map_x = l.query_x + gw + 4;
+    l.map_y = l.key_y + gh + 4;
+    l.bar_x = HEATMAP_PAD;
+    l.bar_y = l.map_y + Tq * l.cell + 12;
+    l.tick_y = l.bar_y + HEATMAP_BAR_H + 3;
+    l.swatch_x = HEATMAP_PAD;
+    l.swatch_y = l.tick_y + IMAGE_GLYPH_H + 8;
+    const int legend_w = HEATMAP_LEVELS + 6 + image_text_width("weight", 1);
+    const int right = l.map_x + Tk * l.cell > l.bar_x + legend_w ? l.map_x + Tk * l.cell : l.bar_x + legend_w;
+    l.w = right + HEATMAP_PAD;
+    l.h = l.swatch_y + HEATMAP_BAR_H + HEATMAP_PAD;
+    return l;
+}
+
+int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
+                const char *title, uint8_t **png, size_t *len)
+{
+    const heatmap_layout l = heatmap_layout_of(Tq, Tk);
+    const int cell = l.cell, gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
     image im;
     *png = NULL;
     *len = 0;
-    if (image_new(&im, Tk * cell, Tq * cell, HEATMAP_BLOCKED)) return -1;
+    if (image_new(&im, l.w, l.h, HEATMAP_PAPER)) return -1;
+    image_text(&im, HEATMAP_PAD, l.title_y, 2, title, HEATMAP_INK);
+    image_text(&im, HEATMAP_PAD, l.title_y + 18, 1, "rows: queries, columns: keys", HEATMAP_INK);
+    for (int j = 0; j < Tk; j++)
+        image_label_char(&im, l.map_x + j * cell + (cell - gw) / 2, l.key_y, l.scale, (uint8_t)ktext[j], HEATMAP_INK);
+    for (int i = 0; i < Tq; i++)
+        image_label_char(&im, l.query_x, l.map_y + i * cell + (cell - gh) / 2, l.scale, (uint8_t)qtext[i],
+                         HEATMAP_INK);
     for (int i = 0; i < Tq; i++)
         for (int j = 0; j < Tk; j++) {
             size_t k = (size_t)i * Tk + j;
-            if (blocked && blocked[k]) continue;   /* stays the background */
-            image_fill_rect(&im, j * cell, i * cell, (j + 1) * cell, (i + 1) * cell, heatmap_colour(w[k]));
+            rgb c = blocked && blocked[k] ? HEATMAP_BLOCKED : heatmap_colour(w[k]);
+            image_fill_rect(&im, l.map_x + j * cell, l.map_y + i * cell, l.map_x + (j + 1) * cell,
+                            l.map_y + (i + 1) * cell, c);
         }
+    /* the colour scale, one column per level, and the blocked colour */
+    for (int k = 0; k < HEATMAP_LEVELS; k++)
+        image_fill_rect(&im, l.bar_x + k, l.bar_y, l.bar_x + k + 1, l.bar_y + HEATMAP_BAR_H, heatmap_level_colour(k));
+    image_text(&im, l.bar_x + HEATMAP_LEVELS + 6, l.bar_y + (HEATMAP_BAR_H - IMAGE_GLYPH_H) / 2, 1, "weight",
+               HEATMAP_INK);
+    image_text(&im, l.bar_x, l.tick_y, 1, "0", HEATMAP_INK);
+    image_text(&im, l.bar_x + (HEATMAP_LEVELS - image_text_width("0.5", 1)) / 2, l.tick_y, 1, "0.5", HEATMAP_INK);
+    image_text(&im, l.bar_x + HEATMAP_LEVELS - image_text_width("1", 1), l.tick_y, 1, "1", HEATMAP_INK);
+    image_fill_rect(&im, l.swatch_x, l.swatch_y, l.swatch_x + HEATMAP_BAR_H, l.swatch_y + HEATMAP_BAR_H,
+                    HEATMAP_BLOCKED);
+    image_text(&im, l.swatch_x + HEATMAP_BAR_H + 6, l.swatch_y + (HEATMAP_BAR_H - IMAGE_GLYPH_H) / 2, 1,
+               "blocked (a future key, masked)", HEATMAP_INK);
     int rc = image_png(&im, png, len);
     image_free(&im);
     return rc;
@@ -88,72 +133,139 @@ void heatmap_char_label(uint8_t c, char *buf, size_t size)
 
 static void colour_hex(rgb c, char buf[8]) { snprintf(buf, 8, "#%02x%02x%02x", c.r, c.g, c.b); }
 
-/* One map as a table: key labels across the top, query labels down the side. */
-static void html_map(textbuf *o, const char *text, int T, int l, int h, const double *w, const uint8_t *blocked)
+const char HEATMAP_B64[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+uint32_t heatmap_cell_code(double w)
 {
-    char name[64], lab[16], lab2[16], hex[8];
-    heatmap_png_name(l, h, name, sizeof name);
-    tb_printf(o, "<figure id=\"l%dh%d\"><figcaption>layer %d, head %d <a href=\"%s\">%s</a></figcaption>\n", l, h, l,
-              h, name, name);
-    tb_puts(o, "<table class=\"m\"><tr><th class=\"c\">q\\k</th>");
-    for (int j = 0; j < T; j++) {
-        heatmap_char_label((uint8_t)text[j], lab, sizeof lab);
-        tb_printf(o, "<th>%s</th>", lab);
-    }
-    tb_puts(o, "</tr>\n");
-    for (int i = 0; i < T; i++) {
-        heatmap_char_label((uint8_t)text[i], lab, sizeof lab);
-        tb_printf(o, "<tr><th>%s</th>", lab);
-        for (int j = 0; j < T; j++) {
-            size_t k = (size_t)i * T + j;
-            if (blocked && blocked[k]) {
-                tb_puts(o, "<td class=\"x\" title=\"blocked\"></td>");
-                continue;
-            }
-            heatmap_char_label((uint8_t)text[j], lab2, sizeof lab2);
-            colour_hex(heatmap_colour(w[k]), hex);
-            tb_printf(o, "<td style=\"background:%s\" title=\"q%d %s \xe2\x86\x92 k%d %s: %.4f\"></td>", hex, i, lab, j, lab2,
-                      w[k]);
-        }
-        tb_puts(o, "</tr>\n");
-    }
-    tb_puts(o, "</table></figure>\n");
+    const double c = w > 0 ? (w < 1 ? w : 1) : 0;   /* NaN -> 0, as heatmap_level */
+    return (uint32_t)heatmap_level(w) << 14 | (uint32_t)floor(c * HEATMAP_DIGITS_SCALE + 0.5);
 }
+
+/* The page's script: it decodes the weights, draws each map on its canvas
+ * at the size the grid gives it (again when the window is resized), and
+ * shows the weight under the pointer. It reads nothing but this page. */
+static const char PAGE_SCRIPT[] =
+    "(function(){\n"
+    "var D=document,R=D.getElementById('data').dataset,T=+R.t,L=+R.l,H=+R.h,A=R.alphabet,PAL=R.palette,"
+    "GREY=R.blocked,dec={},i,j,m;\n"
+    "for(i=0;i<64;i++)dec[A[i]]=i;\n"
+    "var lab=[].map.call(D.querySelectorAll('#text span'),function(s){return s.textContent});\n"
+    "var col=[];for(i=0;i<256;i++)col.push('#'+PAL.substr(6*i,6));\n"
+    "var bl=new Uint8Array(T*T);for(i=0;i<T*T;i++)bl[i]=dec[R.mask[i/6|0]]>>(5-i%6)&1;\n"
+    "var lev=[],val=[];\n"
+    "for(m=0;m<L*H;m++){var s=D.getElementById('w'+m).textContent,v=new Uint16Array(T*T),"
+    "e=new Uint8Array(T*T),k=0;\n"
+    " for(i=0;i<T*T;i++){if(bl[i])continue;var x=dec[s[k]]<<18|dec[s[k+1]]<<12|dec[s[k+2]]<<6|dec[s[k+3]];"
+    "k+=4;e[i]=x>>14;v[i]=x&16383}\n"
+    " lev.push(e);val.push(v)}\n"
+    "var tip=D.getElementById('tip'),cv=D.querySelectorAll('canvas.map');\n"
+    "function geom(c){var S=c.clientWidth,band=Math.max(10,Math.min(16,S/12)),cell=(S-band)/T,"
+    "step=Math.ceil(7/cell);return{S:S,band:band,cell:cell,step:step,font:Math.min(12,step*cell*0.9)}}\n"
+    "function draw(c){var m=+c.dataset.map,g=geom(c),r=window.devicePixelRatio||1,x=c.getContext('2d');\n"
+    " c.style.height=g.S+'px';c.width=Math.round(g.S*r);c.height=Math.round(g.S*r);\n"
+    " x.fillStyle='#fff';x.fillRect(0,0,c.width,c.height);\n"
+    " function px(u){return Math.round(u*r)}\n"
+    " for(i=0;i<T;i++)for(j=0;j<T;j++){var n=i*T+j,x0=px(g.band+j*g.cell),y0=px(g.band+i*g.cell);\n"
+    "  x.fillStyle=bl[n]?GREY:col[lev[m][n]];x.fillRect(x0,y0,px(g.band+(j+1)*g.cell)-x0,px(g.band+(i+1)*g.cell)-y0)}\n"
+    " x.fillStyle='#444';x.font=px(g.font)+'px monospace';x.textAlign='center';x.textBaseline='middle';\n"
+    " for(i=0;i<T;i+=g.step){x.fillText(lab[i],px(g.band+(i+0.5)*g.cell),px(g.band/2));"
+    "x.fillText(lab[i],px(g.band/2),px(g.band+(i+0.5)*g.cell))}}\n"
+    "function say(c,e){var m=+c.dataset.map,g=geom(c),b=c.getBoundingClientRect(),"
+    "j=Math.floor((e.clientX-b.left-g.band)/g.cell),i=Math.floor((e.clientY-b.top-g.band)/g.cell),t='';\n"
+    " if(i>=0&&j>=0&&i<T&&j<T){var n=i*T+j;t='q'+i+' '+lab[i]+' \u2192 k'+j+' '+lab[j]+': '+"
+    "(bl[n]?'blocked':(val[m][n]/" HEATMAP_DIGITS_SCALE_STR ").toFixed(" HEATMAP_DIGITS_STR "))}\n"
+    " c.nextElementSibling.textContent=t||'\u00a0';tip.textContent=t;tip.style.display=t?'block':'none';\n"
+    " var tx=e.clientX+14,ty=e.clientY+14;if(tx+tip.offsetWidth>innerWidth)tx=e.clientX-14-tip.offsetWidth;\n"
+    " if(ty+tip.offsetHeight>innerHeight)ty=e.clientY-14-tip.offsetHeight;\n"
+    " tip.style.left=Math.max(0,tx)+'px';tip.style.top=Math.max(0,ty)+'px';return t}\n"
+    "[].forEach.call(cv,function(c){draw(c);c.addEventListener('mousemove',function(e){say(c,e)});"
+    "c.addEventListener('mouseleave',function(){tip.style.display='none'})});\n"
+    "window.addEventListener('resize',function(){[].forEach.call(cv,draw)});\n"
+    "})();\n";
 
 void heatmap_html(textbuf *o, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked)
 {
     char hex[8], lab[16];
     tb_puts(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                "<title>tiny_gpt attention maps</title>\n<style>\n"
                "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\n"
-               "code{background:#f0f0f0;padding:2px 4px;white-space:pre-wrap}\n");
-    tb_printf(o, ".grid{display:grid;grid-template-columns:repeat(%d,max-content);gap:20px;align-items:start}\n", H);
-    colour_hex(HEATMAP_BLOCKED, hex);
-    tb_printf(o, "figure{margin:0}figcaption{font-weight:bold;margin-bottom:4px}\n"
-                 "table.m{border-collapse:collapse}\n"
-                 "table.m td,table.m th{min-width:14px;height:14px;padding:0 1px;font:11px monospace;"
-                 "text-align:center}\n"
-                 "table.m th{font-weight:normal;color:#444}th.c{color:#999}\n"
-                 "table.m td.x{background:%s}\n"
-                 "table.m td:hover{outline:2px solid #0a0;position:relative}\n"
-                 ".bar td{width:22px;height:14px;font:10px monospace}\n"
-                 "</style></head><body>\n<h1>Attention weights</h1>\n<p>Text (%d characters): <code>",
-              hex, T);
+               "code{background:#f0f0f0;padding:2px 4px;white-space:pre-wrap;word-break:break-all}\n"
+               ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,300px),1fr));gap:20px;"
+               "align-items:start}\n"
+               "figure{margin:0;min-width:0}figcaption{font-weight:bold;margin-bottom:4px;overflow-wrap:anywhere}\n"
+               "canvas.map{display:block;width:100%;cursor:crosshair}\n"
+               ".read{font:12px monospace;color:#444;min-height:1.5em}\n"
+               "#tip{position:fixed;display:none;pointer-events:none;background:#222;color:#fff;font:12px monospace;"
+               "padding:2px 6px;border-radius:3px;white-space:nowrap}\n"
+               ".bar{display:flex;max-width:330px}.bar span{flex:1;height:14px}\n"
+               ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
+               "</style></head><body>\n<h1>Attention weights</h1>\n");
+    tb_printf(o, "<p>Text (%d characters): <code id=\"text\">", T);
     for (int i = 0; i < T; i++) {
         heatmap_char_label((uint8_t)text[i], lab, sizeof lab);
-        tb_puts(o, lab);
+        tb_printf(o, "<span>%s</span>", lab);
     }
     tb_printf(o, "</code></p>\n<p>%d layers &times; %d heads. In each map the rows are queries and the columns "
                  "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
-                 "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight. "
-                 "Colour scale (0 to 1, the same for every map):</p>\n<table class=\"bar\"><tr>",
-              L, H);
+                 "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
+                 "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "
+                 "level, the same as in the PNG beside each caption. Colour scale (0 to 1, the same for every "
+                 "map):</p>\n<div class=\"bar\">",
+              L, H, HEATMAP_DIGITS, HEATMAP_DIGITS);
     for (int k = 0; k <= 10; k++) {
         colour_hex(heatmap_colour(k / 10.0), hex);
-        tb_printf(o, "<td style=\"background:%s\" title=\"%.1f\"></td>", hex, k / 10.0);
+        tb_printf(o, "<span style=\"background:%s\" title=\"%.1f\"></span>", hex, k / 10.0);
     }
-    tb_puts(o, "</tr><tr><td>0</td><td colspan=\"9\"></td><td>1</td></tr></table>\n<div class=\"grid\">\n");
+    tb_puts(o, "</div><div class=\"ticks\"><span>0</span><span>0.5</span><span>1</span></div>\n"
+               "<noscript><p>This page draws its maps with a script of its own (it loads nothing); the PNG named "
+               "in each caption shows the same map.</p></noscript>\n<div class=\"grid\">\n");
     for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++) html_map(o, text, T, l, h, w + ((size_t)l * H + h) * T * T, blocked);
-    tb_puts(o, "</div>\n</body></html>\n");
+        for (int h = 0; h < H; h++) {
+            char name[64];
+            heatmap_png_name(l, h, name, sizeof name);
+            tb_printf(o, "<figure id=\"l%dh%d\"><figcaption>layer %d, head %d <a href=\"%s\">%s</a></figcaption>"
+                         "<canvas class=\"map\" data-map=\"%d\"></canvas><div class=\"read\">&nbsp;</div></figure>\n",
+                      l, h, l, h, name, name, l * H + h);
+        }
+    tb_puts(o, "</div>\n<div id=\"tip\"></div>\n");
+
+    /* the data: the palette, the mask as bits, each map's visible cells as
+     * heatmap_cell_code in 4 base-64 digits, row by row */
+    tb_printf(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-alphabet=\"%s\" data-palette=\"",
+              T, L, H, HEATMAP_B64);
+    for (int k = 0; k < HEATMAP_LEVELS; k++) {
+        rgb c = heatmap_level_colour(k);
+        tb_printf(o, "%02x%02x%02x", c.r, c.g, c.b);
+    }
+    colour_hex(HEATMAP_BLOCKED, hex);
+    tb_printf(o, "\" data-blocked=\"%s\" data-mask=\"", hex);
+    const size_t n = (size_t)T * T;
+    for (size_t i = 0; i < n; i += 6) {
+        int bits = 0;
+        for (size_t b = 0; b < 6; b++) bits = bits << 1 | (i + b < n && blocked && blocked[i + b]);
+        char ch[2] = {HEATMAP_B64[bits], 0};
+        tb_puts(o, ch);
+    }
+    tb_puts(o, "\"></div>\n");
+    for (int m = 0; m < L * H; m++) {
+        tb_printf(o, "<pre id=\"w%d\" hidden>", m);
+        const double *wm = w + (size_t)m * n;
+        char *buf = malloc(4 * n + 1);
+        if (!buf) {
+            o->oom = true;
+            return;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (blocked && blocked[i]) continue;
+            const uint32_t c = heatmap_cell_code(wm[i]);
+            for (int d = 3; d >= 0; d--) buf[k++] = HEATMAP_B64[c >> (6 * d) & 63];
+        }
+        buf[k] = 0;
+        tb_puts(o, buf);
+        free(buf);
+        tb_puts(o, "</pre>\n");
+    }
+    tb_printf(o, "<script>\n%s</script>\n</body></html>\n", PAGE_SCRIPT);
 }

@@ -1,6 +1,6 @@
-/* tiny_gpt attention maps: a weight matrix as a PNG heatmap, and one HTML
- * page showing every layer x head with the text's characters on the axes
- * and each weight in its cell's tooltip.
+/* tiny_gpt attention maps: a weight matrix as a PNG heatmap with its
+ * title, the text's characters on both axes and a colour scale, and one
+ * HTML page showing every layer x head, each weight on hover.
  *
  * Colours: a weight w in [0,1] is quantised to level round(255 w) and
  * looked up in a 256-entry map that runs dark indigo -> purple -> magenta
@@ -24,14 +24,45 @@ int heatmap_level(double w);        /* round(255 w), clamped to [0, 255]; NaN ->
 rgb heatmap_level_colour(int level);
 static inline rgb heatmap_colour(double w) { return heatmap_level_colour(heatmap_level(w)); }
 
-/* Side of one cell in pixels: 512 / max(Tq, Tk), within [1, 32]. */
+/* Side of one cell in pixels: 512 / max(Tq, Tk), within [8, 32] (8: a
+ * label glyph fits beside every row and above every column). */
 int heatmap_cell_px(int Tq, int Tk);
 
+/* Where heatmap_png puts things, in pixels from the top left. Around the
+ * map of Tq x Tk cells (cell (i,j) is the square of side `cell` at
+ * map_x + j cell, map_y + i cell): a title line at (HEATMAP_PAD,
+ * title_y), 14 px high, and under it a line saying which axis is which;
+ * the keys' characters along the top, one per column, centred on it, at
+ * key_y; the queries' characters down the left side, one per row,
+ * centred on it, at query_x; glyphs are 5 x 7 times `scale` (2 when cells
+ * are 16 px or more, else 1). Under the map the colour scale: level k of
+ * the colour map is the column bar_x + k, HEATMAP_BAR_H high from bar_y,
+ * with "0", "0.5" and "1" under it at tick_y; and under that a square of
+ * the blocked colour at (swatch_x, swatch_y), HEATMAP_BAR_H wide, labelled. */
+enum { HEATMAP_PAD = 12, HEATMAP_BAR_H = 12 };
+typedef struct heatmap_layout {
+    int w, h;              /* the picture */
+    int cell, scale;
+    int map_x, map_y;
+    int title_y, key_y, query_x;
+    int bar_x, bar_y, tick_y;
+    int swatch_x, swatch_y;
+} heatmap_layout;
+heatmap_layout heatmap_layout_of(int Tq, int Tk);
+
+/* Background and ink of the labels. */
+static const rgb HEATMAP_PAPER = {255, 255, 255}, HEATMAP_INK = {40, 40, 40};
+
 /* w (Tq,Tk) row-major, queries down the side (rows), keys across
- * (columns); blocked (Tq,Tk), nonzero = blocked, or NULL. The PNG is
- * Tk * cell wide and Tq * cell high, each cell a solid square. 0, or -1
- * when out of memory. */
-int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, uint8_t **png, size_t *len);
+ * (columns); blocked (Tq,Tk), nonzero = blocked, or NULL. qtext and
+ * ktext hold the Tq and Tk bytes that label the rows and the columns
+ * (image_label_char's marks for a space and for bytes outside printable
+ * ASCII); title is the top line (printable ASCII). Laid out as
+ * heatmap_layout_of says, on HEATMAP_PAPER: each cell a solid square of
+ * its weight's colour, blocked cells HEATMAP_BLOCKED. 0, or -1 when out
+ * of memory. */
+int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
+                const char *title, uint8_t **png, size_t *len);
 
 /* The map's file name within the output directory: attn_l<layer>_h<head>.png */
 void heatmap_png_name(int layer, int head, char *buf, size_t size);
@@ -41,9 +72,26 @@ void heatmap_png_name(int layer, int head, char *buf, size_t size);
 void heatmap_char_label(uint8_t c, char *buf, size_t size);
 
 /* The index page for a self-attention run over text[0..T): w holds the
- * weights (L,H,T,T), blocked (T,T) the causal mask. Self-contained: inline
- * CSS, no script, no external reference; each map links its PNG (a file
- * beside the page). Appends to out (check out->oom). */
+ * weights (L,H,T,T), blocked (T,T) the causal mask (or NULL). One file
+ * that loads nothing: inline CSS, and an inline script that draws each
+ * map on a canvas sized by a grid that fits the window, the characters on
+ * both axes, and the weight under the pointer; each caption links the
+ * map's PNG (a file beside the page). The weights are stored once, each
+ * visible cell as heatmap_cell_code in 4 characters of HEATMAP_B64 (most
+ * significant first, row by row, blocked cells skipped) in a hidden
+ * <pre id="w<l*H+h>">; the mask as bits, 6 to a character, in
+ * #data's data-mask. Appends to out (check out->oom). */
 void heatmap_html(textbuf *out, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked);
+
+/* The page shows weights to HEATMAP_DIGITS decimal places. */
+#define HEATMAP_DIGITS 4
+#define HEATMAP_DIGITS_STR "4"
+#define HEATMAP_DIGITS_SCALE 10000
+#define HEATMAP_DIGITS_SCALE_STR "10000"
+/* The 64 digits of the page's encoding (base64url's alphabet). */
+extern const char HEATMAP_B64[65];
+/* A weight as the page stores it: heatmap_level(w) << 14 | round(w 10^4),
+ * w clamped to [0, 1] (NaN as 0): 22 bits. */
+uint32_t heatmap_cell_code(double w);
 
 #endif
