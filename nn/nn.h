@@ -144,7 +144,7 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_
  * weights or passes a mask or key padding (causal alone does not count),
  * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
  * in training mode with grad on). args may be NULL (no mask). */
-bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args);
+TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 
