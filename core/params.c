@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "err_internal.h"
 #include "graph_internal.h"
 #include "stb_ds_internal.h"
 
@@ -20,11 +21,17 @@ struct tg_params {
     char error[256];
 };
 
-tg_params *tg_params_new(tg_dtype dt)
+tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen)
 {
-    if (!tg_dtype_is_float(dt)) return NULL;
+    if (!tg_dtype_is_float(dt)) {
+        tg_set_err(err, errlen, "params_new: dtype must be f32 or f64, got %s (%d)", tg_dtype_name(dt), (int)dt);
+        return NULL;
+    }
     tg_params *p = tg_calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) {
+        tg_set_err(err, errlen, "params_new: out of memory");
+        return NULL;
+    }
     p->dtype = dt;
     stbds_sh_new_strdup(p->by_name);
     return p;

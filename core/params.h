@@ -4,7 +4,11 @@
  * and their gradients in another, each parameter a named view into both,
  * so an optimizer step or a global gradient norm is one loop over
  * tg_params_data / tg_params_grad. All parameters of a store share one
- * float dtype. */
+ * float dtype.
+ *
+ * tg_params_new reports a failure in (err, errlen), as every constructor
+ * does; a failed tg_params_add leaves its message in the store, for
+ * tg_params_error (docs/decisions.md, Conventions). */
 #ifndef TG_PARAMS_H
 #define TG_PARAMS_H
 
@@ -12,9 +16,10 @@
 
 typedef struct tg_params tg_params;
 
-/* An empty store for parameters of dtype dt. NULL when dt is not f32/f64
- * or out of memory. */
-tg_params *tg_params_new(tg_dtype dt);   /* f32 or f64; NULL otherwise */
+/* An empty store for parameters of dtype dt (f32 or f64). NULL, with a
+ * message in err, when dt is not f32/f64 or out of memory (err may be
+ * NULL: see docs/decisions.md, Conventions). */
+tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen);
 /* Frees the store: every parameter tensor and both flat buffers. */
 void tg_params_free(tg_params *p);       /* accepts NULL */
 

@@ -52,22 +52,37 @@
 #include "nn.h"
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/op.h"
 
 /* ---- KV cache ---------------------------------------------------------- */
 
-int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len)
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
+                     size_t errlen)
 {
+    if (!c) return tg_set_err(err, errlen, "kv_cache_init: cache is NULL");
     memset(c, 0, sizeof *c);
-    if (!tg_dtype_is_float(dt) || batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1) return -1;
-    size_t bytes = (size_t)batch * n_head * max_len * head_dim * tg_dtype_size(dt);
+    if (!tg_dtype_is_float(dt))
+        return tg_set_err(err, errlen, "kv_cache_init: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+    if (batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1)
+        return tg_set_err(err, errlen, "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
+                                       "max_len %d", batch, n_head, head_dim, max_len);
+    /* each buffer is (batch, max_len, C): the cached prefix becomes a tensor
+     * of that shape, so the same limit as a tensor's (2^40 elements), and C
+     * must be an int */
+    const int64_t C = (int64_t)n_head * head_dim, limit = (int64_t)1 << 40;
+    if (C > INT32_MAX || C > limit / batch || C * batch > limit / max_len)
+        return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d is too "
+                                       "large (over 2^40 elements, or n_head x head_dim over 2^31 - 1)",
+                          batch, max_len, n_head, head_dim);
+    const size_t bytes = (size_t)(C * batch * max_len) * tg_dtype_size(dt);
     c->k = tg_calloc(1, bytes);
     c->v = tg_calloc(1, bytes);
     if (!c->k || !c->v) {
         tg_free(c->k);
         tg_free(c->v);
         memset(c, 0, sizeof *c);
-        return -1;
+        return tg_set_err(err, errlen, "kv_cache_init: out of memory for 2 x %zu bytes", bytes);
     }
     c->batch = batch;
     c->n_head = n_head;
@@ -115,16 +130,16 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_hea
 {
     memset(m, 0, sizeof *m);
     if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
-        snprintf(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
+        tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
                  n_embd, n_head);
         return -1;
     }
     if (n_embd % n_head) {
-        snprintf(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
+        tg_set_err(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
         return -1;
     }
     if (!(dropout >= 0 && dropout < 1)) {
-        snprintf(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
+        tg_set_err(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
         return -1;
     }
     m->n_embd = n_embd;

@@ -30,12 +30,13 @@
 #include "nn.h"
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/op.h"
 #include "../core/rng.h"
 
 static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 {
-    if (msg) snprintf(err, errlen, "%s", msg);
+    if (msg) tg_set_err(err, errlen, "%s", msg);
     tg_gpt_free(m);
     return NULL;
 }
@@ -44,28 +45,29 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
 {
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
-        snprintf(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
+        tg_set_err(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
                               "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         return NULL;
     }
     if (c.n_embd % c.n_head) {
-        snprintf(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
+        tg_set_err(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
         return NULL;
     }
     if (!(c.dropout >= 0 && c.dropout < 1)) {
-        snprintf(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
+        tg_set_err(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
         return NULL;
     }
     if (!tg_dtype_is_float(dt)) {
-        snprintf(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        tg_set_err(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
     }
     tg_gpt *m = tg_calloc(1, sizeof *m);
     if (!m) return fail_new(m, err, errlen, "gpt: out of memory");
     m->cfg = c;
-    m->params = tg_params_new(dt);
+    m->params = tg_params_new(dt, err, errlen);
+    if (!m->params) return fail_new(m, err, errlen, NULL);
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
-    if (!m->params || !m->h) return fail_new(m, err, errlen, "gpt: out of memory");
+    if (!m->h) return fail_new(m, err, errlen, "gpt: out of memory");
 
     const int C = c.n_embd;
     tg_params *p = m->params;
@@ -196,19 +198,17 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
     if (batch < 1) {
-        snprintf(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
+        tg_set_err(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
         return -1;
     }
     m->cache = tg_calloc((size_t)c->n_layer, sizeof *m->cache);
     if (!m->cache) {
-        snprintf(err, errlen, "gpt_cache_enable: out of memory");
+        tg_set_err(err, errlen, "gpt_cache_enable: out of memory");
         return -1;
     }
     for (int i = 0; i < c->n_layer; i++)
         if (tg_kv_cache_init(&m->cache[i], tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
-                             c->block_size)) {
-            snprintf(err, errlen, "gpt_cache_enable: out of memory for %d layers x batch %d x block_size %d",
-                     c->n_layer, batch, c->block_size);
+                             c->block_size, err, errlen)) {
             tg_gpt_cache_disable(m);
             return -1;
         }

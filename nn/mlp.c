@@ -8,16 +8,18 @@
 
 #include "nn.h"
 
+#include "../core/err_internal.h"
+
 int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
                 char *err, size_t errlen)
 {
     m->dropout = 0;
     if (C < 1 || C > (1 << 28)) {
-        snprintf(err, errlen, "mlp '%s': C must be in [1, 2^28], got %d", name, C);
+        tg_set_err(err, errlen, "mlp '%s': C must be in [1, 2^28], got %d", name, C);
         return -1;
     }
     if (!(dropout >= 0 && dropout < 1)) {
-        snprintf(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
+        tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
         return -1;
     }
     m->dropout = dropout;

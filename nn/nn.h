@@ -4,7 +4,9 @@
  * Modules are plain structs of tensor pointers into the store; forward
  * functions take a graph and follow the op conventions (NULL in, NULL
  * out; the first error sticks on the graph). Init functions return 0, or
- * -1 with a message in err (bad sizes, duplicate names, out of memory). */
+ * -1 with a message in err (bad sizes, duplicate names, out of memory);
+ * as everywhere in the API, (err, errlen) come last and err may be NULL
+ * (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -74,9 +76,12 @@ typedef struct tg_kv_cache {
 } tg_kv_cache;
 
 /* Allocates zeroed key and value buffers (batch, max_len, n_head *
- * head_dim) of dtype dt, with len 0. Returns 0, or -1 (c zeroed) when dt
- * is not f32/f64, a size is < 1, or out of memory. */
-int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
+ * head_dim) of dtype dt, with len 0. Returns 0, or -1 with a message in
+ * err (c zeroed, nothing allocated) when c is NULL, dt is not f32/f64, a
+ * size is < 1, the buffers would hold more than 2^40 elements (a tensor's
+ * limit) or n_head * head_dim exceeds INT_MAX, or out of memory. */
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
+                     size_t errlen);
 /* Forgets the cached positions, to start a new sequence; keeps the memory. */
 void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */

@@ -10,7 +10,12 @@
  *
  * An optimizer sizes its state to the store when it is made: add every
  * parameter first. If the store has grown since (tg_params_add), a step
- * does nothing and the optimizer's error says why; state is untouched. */
+ * does nothing and the optimizer's error says why; state is untouched.
+ *
+ * Constructors take (err, errlen) last and write the reason for a NULL
+ * there (err may be NULL); a made optimizer keeps the reason for a
+ * refused later call in tg_sgd_error / tg_adamw_error
+ * (docs/decisions.md, Conventions). */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
@@ -21,10 +26,10 @@
  *   b = momentum * b + g          (b = g on the first step)
  *   p -= lr * (momentum ? b : g)                                         */
 typedef struct tg_sgd tg_sgd;
-/* NULL when p is NULL, momentum or weight_decay is negative or not
- * finite, or out of memory. The momentum buffer is only allocated when
- * momentum > 0. */
-tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
+/* NULL, with a message in err, when p is NULL, momentum or weight_decay
+ * is negative or not finite, or out of memory. The momentum buffer is
+ * only allocated when momentum > 0. */
+tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen);
 /* One update of every parameter with learning rate lr, by the formula
  * above, from the gradients in the store. Does nothing, and sets
  * tg_sgd_error, if the store has grown since tg_sgd_new; NULL o is ignored. */
@@ -50,9 +55,10 @@ typedef struct tg_adamw_config {
 #define TG_ADAMW_DEFAULTS ((tg_adamw_config){0.9, 0.999, 1e-8, 0.01})
 
 typedef struct tg_adamw tg_adamw;
-/* c NULL means TG_ADAMW_DEFAULTS. NULL when p is NULL, a beta is outside
- * [0, 1), eps or weight_decay is negative or not finite, or out of memory. */
-tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
+/* c NULL means TG_ADAMW_DEFAULTS. NULL, with a message in err, when p is
+ * NULL, a beta is outside [0, 1), eps or weight_decay is negative or not
+ * finite, or out of memory. */
+tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen);
 /* param must be a tensor of the optimizer's store (tg_params_get/_at);
  * otherwise nothing changes and tg_adamw_error says so. */
 void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);

@@ -214,11 +214,8 @@ int cmd_train(int argc, char **argv)
         m = checkpoint_load_model(resume_file, dt, o.dropout, err, sizeof err);
         if (!m) goto fail;
         tg_gpt_set_attn_composed(m, o.attn_composed);
-        opt = tg_adamw_new(m->params, &ac);
-        if (!opt) {
-            snprintf(err, sizeof err, "out of memory for the optimizer");
-            goto fail;
-        }
+        opt = tg_adamw_new(m->params, &ac, err, sizeof err);
+        if (!opt) goto fail;
         if (o.resume && checkpoint_load_train(resume_file, m, opt, &ts, err, sizeof err)) goto fail;
         size_t bad;
         int32_t probe;
@@ -234,11 +231,8 @@ int cmd_train(int argc, char **argv)
         tg_gpt_config c = {o.n_layer, o.n_head, o.n_embd, o.block_size, v.size, o.bias, o.dropout, o.attn_composed};
         m = tg_gpt_new(&c, dt, (uint64_t)o.seed, err, sizeof err);
         if (!m) goto fail;
-        opt = tg_adamw_new(m->params, &ac);
-        if (!opt) {
-            snprintf(err, sizeof err, "out of memory for the optimizer");
-            goto fail;
-        }
+        opt = tg_adamw_new(m->params, &ac, err, sizeof err);
+        if (!opt) goto fail;
     }
     if (dataset_make(&d, &v, text, len, o.block_size, err, sizeof err)) goto fail;
     if (ts.step >= o.steps) {
