@@ -20,6 +20,7 @@ void tg_free(void *p) { free(p); }
 
 void *tg_malloc_big(size_t *n)
 {
+    if (!n) return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (*n >= HUGE_PAGE && *n <= SIZE_MAX - HUGE_PAGE) {
         const size_t size = (*n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);

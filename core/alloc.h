@@ -23,7 +23,8 @@ void *tg_realloc(void *p, size_t n);
  * whole 2 MiB pages, aligned to one, and advised as transparent huge pages
  * (madvise MADV_HUGEPAGE), so a step's working set of tens of MB needs a
  * handful of TLB entries instead of thousands (docs/decisions.md, Speed).
- * Elsewhere, or when that fails, malloc(*n). NULL when out of memory. */
+ * Elsewhere, or when that fails, malloc(*n). NULL when out of memory, or
+ * for a NULL n. */
 void *tg_malloc_big(size_t *n);
 /* free(p) for memory from the functions above; accepts NULL. Not counted. */
 void tg_free(void *p);

@@ -27,14 +27,21 @@ static double project(const tg_tensor *out, const double *r)
 bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
                   const tg_gradcheck_opts *opts, tg_gradcheck_result *res)
 {
+    if (!res) return false;   /* nowhere to say why: nothing is run */
     tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
-    if (o.eps <= 0) o.eps = 1e-6;
-    if (o.atol <= 0) o.atol = 1e-5;
-    if (o.rtol <= 0) o.rtol = 1e-3;
+    if (!(o.eps > 0 && isfinite(o.eps))) o.eps = 1e-6;
+    if (!(o.atol > 0 && isfinite(o.atol))) o.atol = 1e-5;
+    if (!(o.rtol > 0 && isfinite(o.rtol))) o.rtol = 1e-3;
     if (!o.seed) o.seed = 1;
     memset(res, 0, sizeof *res);
     res->input = -1;
     res->index = -1;
+    if (!f) { snprintf(res->message, sizeof res->message, "gradcheck: f is NULL"); return false; }
+    if (n_inputs < 0 || (n_inputs > 0 && !inputs)) {
+        snprintf(res->message, sizeof res->message, "gradcheck: %d inputs%s", n_inputs,
+                 n_inputs < 0 ? ": the count is negative" : ", but the inputs array is NULL");
+        return false;
+    }
 
     int n_checked = 0;
     for (int k = 0; k < n_inputs; k++) {

@@ -26,6 +26,7 @@ void tg_graph_free(tg_graph *g)
 
 void tg_graph_reset(tg_graph *g)
 {
+    if (!g) return;
     tg_arena_clear(&g->arena);
     if (g->tape) stbds_arrdeln(g->tape, 0, stbds_arrlen(g->tape));   /* keeps capacity */
     g->has_error = false;
@@ -36,26 +37,28 @@ const char *tg_graph_error(const tg_graph *g) { return g && g->has_error ? g->er
 
 void tg_graph_clear_error(tg_graph *g)
 {
+    if (!g) return;
     g->has_error = false;
     g->error[0] = 0;
 }
 
 bool tg_graph_set_grad_enabled(tg_graph *g, bool on)
 {
+    if (!g) return false;
     bool old = g->grad_enabled;
     g->grad_enabled = on;
     return old;
 }
 
-bool tg_graph_grad_enabled(const tg_graph *g) { return g->grad_enabled; }
-void tg_graph_set_training(tg_graph *g, bool on) { g->training = on; }
-bool tg_graph_training(const tg_graph *g) { return g->training; }
-void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed, 0); }
-tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
+bool tg_graph_grad_enabled(const tg_graph *g) { return g && g->grad_enabled; }
+void tg_graph_set_training(tg_graph *g, bool on) { if (g) g->training = on; }
+bool tg_graph_training(const tg_graph *g) { return g && g->training; }
+void tg_graph_seed(tg_graph *g, uint64_t seed) { if (g) tg_rng_seed(&g->rng, seed, 0); }
+tg_rng *tg_graph_rng(tg_graph *g) { return g ? &g->rng : NULL; }
 
-int tg_graph_tape_len(const tg_graph *g) { return (int)stbds_arrlen(g->tape); }
-size_t tg_graph_arena_capacity(const tg_graph *g) { return tg_arena_capacity_of(&g->arena); }
-size_t tg_graph_arena_used(const tg_graph *g) { return tg_arena_used_of(&g->arena); }
+int tg_graph_tape_len(const tg_graph *g) { return g ? (int)stbds_arrlen(g->tape) : 0; }
+size_t tg_graph_arena_capacity(const tg_graph *g) { return g ? tg_arena_capacity_of(&g->arena) : 0; }
+size_t tg_graph_arena_used(const tg_graph *g) { return g ? tg_arena_used_of(&g->arena) : 0; }
 
 /* ---- tensors made by the user -------------------------------------- */
 
@@ -106,7 +109,12 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
     if (!t->grad) {
         /* the gradient lives as long as the tensor: in the arena that owns it */
         size_t bytes = (size_t)t->numel * tg_dtype_size(t->dtype);
-        void *gr = t->graph ? tg_arena_take(&t->graph->arena, bytes) : NULL;
+        if (!t->graph) {
+            tg_fail(g, "requires_grad: tensor %s belongs to no graph and has no gradient buffer",
+                    tg_shape_str(t, s, sizeof s));
+            return -1;
+        }
+        void *gr = tg_arena_take(&t->graph->arena, bytes);
         if (!gr) { tg_fail(g, "requires_grad: out of memory for %zu bytes", bytes); return -1; }
         memset(gr, 0, bytes);
         t->grad = gr;

@@ -28,31 +28,36 @@ tg_graph *tg_graph_new(void);           /* NULL only when out of memory */
 void tg_graph_free(tg_graph *g);        /* accepts NULL */
 
 /* Drops every tensor, gradient and node made since the last reset (or
- * since creation), clears the error. O(1); keeps the arena's memory. */
+ * since creation), clears the error. O(1); keeps the arena's memory.
+ * Nothing for a NULL g. */
 void tg_graph_reset(tg_graph *g);
 
 /* The first error recorded since the last reset, or NULL (also for a
  * NULL g). The string belongs to g. */
 const char *tg_graph_error(const tg_graph *g);
-/* Forgets the error so that ops run again; keeps tensors and tape. */
+/* Forgets the error so that ops run again; keeps tensors and tape.
+ * Nothing for a NULL g. */
 void tg_graph_clear_error(tg_graph *g);
 
 /* Grad mode (default on). Off: ops record nothing, their outputs do not
- * require grad, and dropout is the identity. Returns the old mode. */
+ * require grad, and dropout is the identity. Returns the old mode (false,
+ * and nothing set, for a NULL g). */
 bool tg_graph_set_grad_enabled(tg_graph *g, bool on);
-/* The current grad mode. */
+/* The current grad mode; false for a NULL g. */
 bool tg_graph_grad_enabled(const tg_graph *g);
 
-/* Training mode (default on). Off (eval): dropout is the identity. */
+/* Training mode (default on). Off (eval): dropout is the identity.
+ * Nothing for a NULL g. */
 void tg_graph_set_training(tg_graph *g, bool on);
-/* The current training mode. */
+/* The current training mode; false for a NULL g. */
 bool tg_graph_training(const tg_graph *g);
 
 /* Seeds the graph's random stream, used by dropout: the same seed gives
- * the same dropout masks. Not changed by tg_graph_reset. */
+ * the same dropout masks. Not changed by tg_graph_reset. Nothing for a
+ * NULL g. */
 void tg_graph_seed(tg_graph *g, uint64_t seed);
 /* The graph's random stream (for ops that draw random numbers); it
- * belongs to g. */
+ * belongs to g. NULL for a NULL g. */
 struct tg_rng *tg_graph_rng(tg_graph *g);
 
 /* New zero-filled leaf tensor in the graph's arena, valid until the next
@@ -75,7 +80,7 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on);
 
 /* Backward from a one-element float tensor: seeds its gradient with 1.
  * Returns 0, or -1 with the error on g (NULL loss, several elements, no
- * recorded op reaching it). Gradients of activations are recomputed each
+ * recorded op reaching it; -1 alone for a NULL g). Gradients of activations are recomputed each
  * call; gradients of leaves and parameters accumulate. */
 int tg_graph_backward(tg_graph *g, tg_tensor *loss);
 /* Backward from any float tensor t with its gradient seeded by `seed`
@@ -84,9 +89,9 @@ int tg_graph_backward(tg_graph *g, tg_tensor *loss);
  * not reached by a recorded op). */
 int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
 
-/* Introspection: nodes on the tape since the last reset. */
+/* Introspection: nodes on the tape since the last reset (0 for a NULL g). */
 int tg_graph_tape_len(const tg_graph *g);
-size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved */
-size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use */
+size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved; 0 for NULL */
+size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use; 0 for NULL */
 
 #endif

@@ -26,29 +26,37 @@ void tg_params_free(tg_params *p);       /* accepts NULL */
 /* Adds a zero-filled parameter that requires grad. Its data and grad
  * point into the store's flat buffers (pointers stay valid until the next
  * tg_params_add). NULL, with tg_params_error set, on a duplicate or empty
- * name, a bad shape, or out of memory. */
+ * name, a bad shape, a store that would pass TG_MAX_NUMEL elements, or
+ * out of memory; NULL alone for a NULL p. */
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 
-/* The parameter registered under name. */
-tg_tensor *tg_params_get(const tg_params *p, const char *name);  /* or NULL */
-/* The number of parameters added. */
+/* The parameter registered under name; NULL if there is none, or for a
+ * NULL p or name. */
+tg_tensor *tg_params_get(const tg_params *p, const char *name);
+/* The number of parameters added; 0 for a NULL p. */
 int tg_params_count(const tg_params *p);
-/* Parameter i (0 <= i < count); NULL when i is out of range. */
-tg_tensor *tg_params_at(const tg_params *p, int i);  /* in order added */
-/* The store's dtype: every parameter has it. */
+/* Parameter i (0 <= i < count), in the order added; NULL when i is out
+ * of range or p is NULL. */
+tg_tensor *tg_params_at(const tg_params *p, int i);
+/* The store's dtype: every parameter has it. (tg_dtype)-1 for a NULL p,
+ * which is no dtype (tg_dtype_size 0, tg_dtype_name "?"). */
 tg_dtype tg_params_dtype(const tg_params *p);
-/* Elements of all parameters together: the length of the flat buffers. */
-int64_t tg_params_numel(const tg_params *p);          /* all parameters */
+/* Elements of all parameters together: the length of the flat buffers;
+ * 0 for a NULL p. */
+int64_t tg_params_numel(const tg_params *p);
 /* The flat value buffer: numel elements of the store's dtype, the
- * parameters back to back in the order added. Moves on tg_params_add. */
-void *tg_params_data(tg_params *p);                   /* flat values */
-/* The flat gradient buffer, laid out like tg_params_data. */
-void *tg_params_grad(tg_params *p);                   /* flat gradients */
+ * parameters back to back in the order added. Moves on tg_params_add.
+ * NULL for a NULL or empty p. */
+void *tg_params_data(tg_params *p);
+/* The flat gradient buffer, laid out like tg_params_data (NULL likewise). */
+void *tg_params_grad(tg_params *p);
 /* Sets every gradient to 0. Gradients accumulate across backward calls
- * until this is called (once per optimizer step, or per accumulation). */
+ * until this is called (once per optimizer step, or per accumulation).
+ * Nothing for a NULL p. */
 void tg_params_zero_grad(tg_params *p);
 
-/* The message of the last failed tg_params_add, cleared by a successful one. */
-const char *tg_params_error(const tg_params *p);      /* last error or NULL */
+/* The message of the last failed tg_params_add, cleared by a successful
+ * one; NULL when there is none, or for a NULL p. */
+const char *tg_params_error(const tg_params *p);
 
 #endif

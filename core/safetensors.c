@@ -475,6 +475,15 @@ const char *tg_st_meta(const tg_st_file *f, const char *key)
 static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
 {
     if (!e || !dst) return fail(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    /* a tg_st_tensor a caller filled in must agree with itself: the copy
+     * reads nbytes from e->data and writes numel elements to dst->data */
+    const int k = e->dtype ? dtype_find(e->dtype) : -1;
+    if (k < 0 || e->numel < 0 || (uint64_t)e->numel > SIZE_MAX / ST_DTYPES[k].size ||
+        e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
+        return fail(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
+                    e->name ? e->name : "(null)");
+    if (!dst->data && dst->numel)
+        return fail(err, errlen, "safetensors: tensor '%s': the destination has no data", e->name ? e->name : "(null)");
     const char *dt = e->dtype;
     bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
     bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
@@ -485,6 +494,7 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
                     tg_dtype_name(dst->dtype));
     bool same = e->ndim == dst->ndim;
     for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
+    same = same && e->numel == dst->numel;
     if (!same) {
         char a[160], b[64];
         return fail(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the destination",

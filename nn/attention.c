@@ -70,7 +70,7 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
     /* each buffer is (batch, max_len, C): the cached prefix becomes a tensor
      * of that shape, so the same limit as a tensor's (2^40 elements), and C
      * must be an int */
-    const int64_t C = (int64_t)n_head * head_dim, limit = (int64_t)1 << 40;
+    const int64_t C = (int64_t)n_head * head_dim, limit = TG_MAX_NUMEL;
     if (C > INT32_MAX || C > limit / batch || C * batch > limit / max_len)
         return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d is too "
                                        "large (over 2^40 elements, or n_head x head_dim over 2^31 - 1)",
@@ -92,7 +92,10 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
     return 0;
 }
 
-void tg_kv_cache_clear(tg_kv_cache *c) { c->len = 0; }
+void tg_kv_cache_clear(tg_kv_cache *c)
+{
+    if (c) c->len = 0;
+}
 
 void tg_kv_cache_free(tg_kv_cache *c)
 {
@@ -128,6 +131,8 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                 bool fused, double dropout, char *err, size_t errlen)
 {
+    if (!m || !p || !name)
+        return tg_set_err(err, errlen, "mha_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     memset(m, 0, sizeof *m);
     if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
         tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
@@ -227,6 +232,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     static const tg_attn_args none = {0};
     if (!args) args = &none;
     if (args->weights) *args->weights = NULL;
+    if (!m) return tg_fail(g, "mha: the module is NULL");
     tg_tensor *in[2] = {x, kv};
     if (!tg_op_begin(g, "mha", kv ? 2 : 1, in)) return NULL;
 

@@ -43,6 +43,10 @@ static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 
 tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
+    if (!cfg) {
+        tg_set_err(err, errlen, "gpt: the config is NULL");
+        return NULL;
+    }
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
         tg_set_err(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
@@ -117,6 +121,7 @@ void tg_gpt_free(tg_gpt *m)
 
 void tg_gpt_set_attn_composed(tg_gpt *m, bool composed)
 {
+    if (!m) return;
     m->cfg.attn_composed = composed;
     for (int i = 0; i < m->cfg.n_layer; i++) m->h[i].attn.composed = composed;
 }
@@ -127,6 +132,7 @@ tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx) { return tg_gp
 
 tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights)
 {
+    if (!m) return tg_fail(g, "gpt: the model is NULL");
     const tg_gpt_config *c = &m->cfg;
     if (attn_weights)
         for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
@@ -179,6 +185,7 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
 
 tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets)
 {
+    if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "gpt_loss", 2, in)) return NULL;
     if (targets->dtype != TG_I32 || !(targets->ndim == idx->ndim && targets->shape[0] == idx->shape[0] &&
@@ -195,6 +202,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 
 int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
 {
+    if (!m) return tg_set_err(err, errlen, "gpt_cache_enable: the model is NULL");
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
     if (batch < 1) {
@@ -217,13 +225,13 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
 
 void tg_gpt_cache_clear(tg_gpt *m)
 {
-    if (!m->cache) return;
+    if (!m || !m->cache) return;
     for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
 }
 
 void tg_gpt_cache_disable(tg_gpt *m)
 {
-    if (!m->cache) return;
+    if (!m || !m->cache) return;
     for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_free(&m->cache[i]);
     tg_free(m->cache);
     m->cache = NULL;

@@ -8,10 +8,13 @@
 #include "nn.h"
 
 #include "../core/err_internal.h"
+#include "../core/op.h"
 
 int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
                       char *err, size_t errlen)
 {
+    if (!l || !p || !name)
+        return tg_set_err(err, errlen, "layernorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     l->eps = TG_LAYERNORM_EPS;
     if (C < 1) {
@@ -36,5 +39,6 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
 
 tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x)
 {
+    if (!l) return tg_fail(g, "layernorm_forward: the module is NULL");
     return tg_layernorm(g, x, l->weight, l->bias, l->eps);
 }

@@ -8,10 +8,13 @@
 #include "nn.h"
 
 #include "../core/err_internal.h"
+#include "../core/op.h"
 
 int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
                    char *err, size_t errlen)
 {
+    if (!l || !p || !name)
+        return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     if (in < 1 || out < 1) {
         tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
@@ -31,5 +34,6 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
 
 tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x)
 {
+    if (!l) return tg_fail(g, "linear_forward: the module is NULL");
     return tg_linear(g, x, l->weight, l->bias);   /* (..., in) -> (..., out) */
 }

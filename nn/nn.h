@@ -3,10 +3,11 @@
  *
  * Modules are plain structs of tensor pointers into the store; forward
  * functions take a graph and follow the op conventions (NULL in, NULL
- * out; the first error sticks on the graph). Init functions return 0, or
- * -1 with a message in err (bad sizes, duplicate names, out of memory);
- * as everywhere in the API, (err, errlen) come last and err may be NULL
- * (docs/decisions.md, Conventions). */
+ * out; the first error sticks on the graph; a NULL module is an error
+ * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
+ * message in err (a NULL module, store or name, bad sizes, duplicate
+ * names, out of memory); as everywhere in the API, (err, errlen) come
+ * last and err may be NULL (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -82,7 +83,8 @@ typedef struct tg_kv_cache {
  * limit) or n_head * head_dim exceeds INT_MAX, or out of memory. */
 int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
                      size_t errlen);
-/* Forgets the cached positions, to start a new sequence; keeps the memory. */
+/* Forgets the cached positions, to start a new sequence; keeps the
+ * memory. Nothing for a NULL c. */
 void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
 void tg_kv_cache_free(tg_kv_cache *c);
@@ -166,12 +168,13 @@ typedef struct tg_gpt {
  * transformer.ln_f.weight[, .bias]) and initialises them as nanoGPT:
  * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
  * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
- * LayerNorm weights 1. dt is TG_F32 or TG_F64. */
+ * LayerNorm weights 1. dt is TG_F32 or TG_F64. NULL with a message in err
+ * for a NULL cfg, a bad config or dtype, or out of memory. */
 tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets
- * cfg.attn_composed and each tg_mha.composed). */
+ * cfg.attn_composed and each tg_mha.composed). Nothing for a NULL m. */
 void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
@@ -191,12 +194,13 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 /* KV cache for incremental decoding: while enabled, tg_gpt_forward appends
  * the new positions to every layer's cache and attends over all of them.
  * Enabling makes n_layer empty caches of block_size positions for `batch`
- * sequences (replacing any earlier ones). Returns 0, or -1 with err for
- * batch < 1 or out of memory. */
+ * sequences (replacing any earlier ones). Returns 0, or -1 with err for a
+ * NULL m, batch < 1, caches too large (tg_kv_cache_init) or out of memory. */
 int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
-/* Empties every layer's cache, to start new sequences; nothing when disabled. */
+/* Empties every layer's cache, to start new sequences; nothing when
+ * disabled or for a NULL m. */
 void tg_gpt_cache_clear(tg_gpt *m);
-/* Frees the caches: tg_gpt_forward runs without them again. */
+/* Frees the caches: tg_gpt_forward runs without them again. Accepts NULL. */
 void tg_gpt_cache_disable(tg_gpt *m);
 
 #endif

@@ -144,6 +144,10 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
 void tg_adamw_step(tg_adamw *o, double lr)
 {
     if (!o) return;
+    if (!isfinite(lr)) {
+        snprintf(o->error, sizeof o->error, "adamw_step: lr must be finite, got %g; nothing done", lr);
+        return;
+    }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "

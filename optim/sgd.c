@@ -76,6 +76,10 @@ DEFINE_SGD(double)
 void tg_sgd_step(tg_sgd *o, double lr)
 {
     if (!o) return;
+    if (!isfinite(lr)) {
+        snprintf(o->error, sizeof o->error, "sgd_step: lr must be finite, got %g; nothing done", lr);
+        return;
+    }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
