@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "graph_internal.h"
 #include "rng.h"
 
 /* Runs f on a reset graph with a fixed stream; L = sum(r * out), or NaN. */
@@ -47,6 +48,11 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
     for (int k = 0; k < n_inputs; k++) {
         tg_tensor *x = inputs[k];
         if (!x) { snprintf(res->message, sizeof res->message, "gradcheck: input %d is NULL", k); return false; }
+        if (tg_tensor_stale(x)) {
+            snprintf(res->message, sizeof res->message,
+                     "gradcheck: input %d was made before the last tg_graph_reset of its graph", k);
+            return false;
+        }
         if (!x->requires_grad) continue;
         if (x->dtype != TG_F64 || !x->is_leaf || !x->grad) {
             snprintf(res->message, sizeof res->message,
@@ -105,21 +111,20 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
         analytic = x->grad;
         double *xv = x->data;
         for (int64_t i = 0; i < x->numel; i++) {
-            double keep = xv[i], lp, lm;
-            xv[i] = keep + o.eps;
-            tg_tensor *op = run(g, f, ctx, inputs, o.seed);
-            lp = op ? project(op, r) : NAN;
-            xv[i] = keep - o.eps;
-            tg_tensor *om = run(g, f, ctx, inputs, o.seed);
-            lm = om ? project(om, r) : NAN;
-            xv[i] = keep;
-            if (!op || !om) {
-                snprintf(res->message, sizeof res->message,
-                         "gradcheck: f failed at input %d element %lld +/- eps: %s", k, (long long)i,
-                         tg_graph_error(g) ? tg_graph_error(g) : "it returned NULL");
-                goto done;
+            double keep = xv[i], l[2];   /* L(x + eps), L(x - eps) */
+            for (int side = 0; side < 2; side++) {
+                xv[i] = side ? keep - o.eps : keep + o.eps;
+                tg_tensor *out_side = run(g, f, ctx, inputs, o.seed);
+                l[side] = out_side ? project(out_side, r) : NAN;   /* before x is restored: out may be a view of it */
+                xv[i] = keep;
+                if (!out_side) {   /* before the next run resets the graph and its error */
+                    snprintf(res->message, sizeof res->message,
+                             "gradcheck: f failed at input %d element %lld %s eps: %s", k, (long long)i,
+                             side ? "-" : "+", tg_graph_error(g) ? tg_graph_error(g) : "it returned NULL");
+                    goto done;
+                }
             }
-            double a = analytic[i], n = (lp - lm) / (2 * o.eps);
+            double a = analytic[i], n = (l[0] - l[1]) / (2 * o.eps);
             double err = fabs(a - n), ratio = err / (o.atol + o.rtol * fabs(n));
             res->checked++;
             bool bad = !isfinite(a) || !isfinite(n) || !(err <= o.atol + o.rtol * fabs(n));

@@ -12,6 +12,7 @@ tg_graph *tg_graph_new(void)
     if (!g) return NULL;
     g->grad_enabled = true;
     g->training = true;
+    g->heads[0].min_chunk = g->heads[1].min_chunk = TG_HEADS_CHUNK;
     tg_rng_seed(&g->rng, 0, 0);
     return g;
 }
@@ -20,6 +21,8 @@ void tg_graph_free(tg_graph *g)
 {
     if (!g) return;
     tg_arena_release(&g->arena);
+    tg_arena_release(&g->heads[0]);
+    tg_arena_release(&g->heads[1]);
     stbds_arrfree(g->tape);
     tg_free(g);
 }
@@ -28,6 +31,11 @@ void tg_graph_reset(tg_graph *g)
 {
     if (!g) return;
     tg_arena_clear(&g->arena);
+    /* a new generation; its headers go where those of two resets ago were,
+     * sized like the last generation's so that a step of the same shape
+     * allocates nothing */
+    g->gen++;
+    tg_arena_clear_reserve(&g->heads[g->gen & 1], tg_arena_capacity_of(&g->heads[(g->gen + 1) & 1]));
     if (g->tape) stbds_arrdeln(g->tape, 0, stbds_arrlen(g->tape));   /* keeps capacity */
     g->has_error = false;
     g->error[0] = 0;
@@ -94,6 +102,7 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
 {
     if (!g) return -1;
     if (!t) { tg_fail(g, "requires_grad: tensor is NULL"); return -1; }
+    if (tg_tensor_stale(t)) { tg_fail_stale(g, "requires_grad", -1, t); return -1; }
     char s[64];
     if (!on) { t->requires_grad = false; return 0; }
     if (!tg_dtype_is_float(t->dtype)) {
@@ -131,6 +140,7 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
     if (g->has_error) return -1;
     char s[64];
     if (!t) { tg_fail(g, "backward: tensor is NULL"); return -1; }
+    if (tg_tensor_stale(t)) { tg_fail_stale(g, "backward", -1, t); return -1; }
     if (!tg_dtype_is_float(t->dtype)) {
         tg_fail(g, "backward: tensor must be f32 or f64, got %s %s", tg_dtype_name(t->dtype),
                 tg_shape_str(t, s, sizeof s));

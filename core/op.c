@@ -21,9 +21,30 @@ bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in)
 {
     if (!g || g->has_error) return false;
     if (n > 0 && !in) { tg_fail(g, "%s: the array of %d inputs is NULL", op, n); return false; }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!in[i]) { tg_fail(g, "%s: input %d is NULL", op, i); return false; }
+        if (tg_tensor_stale(in[i])) return tg_fail_stale(g, op, i, in[i]);
+    }
     return true;
+}
+
+bool tg_op_check_live(tg_graph *g, const char *op, int n, tg_tensor *const *in)
+{
+    if (!g || g->has_error || (n > 0 && !in)) return false;
+    for (int i = 0; i < n; i++)
+        if (in[i] && tg_tensor_stale(in[i])) return tg_fail_stale(g, op, i, in[i]);
+    return true;
+}
+
+bool tg_fail_stale(tg_graph *g, const char *op, int i, const tg_tensor *t)
+{
+    char what[32] = "the tensor", s[64];
+    if (i >= 0) snprintf(what, sizeof what, "input %d", i);
+    tg_fail(g, "%s: %s (%s %s) was made before the last tg_graph_reset of %s (in generation %u; it is at %u "
+               "now), so its memory belongs to newer tensors",
+            op, what, tg_dtype_name(t->dtype), tg_shape_str(t, s, sizeof s),
+            t->graph == g ? "this graph" : "its graph (not the graph of this op)", t->gen, t->graph->gen);
+    return false;
 }
 
 bool tg_op_check_float(tg_graph *g, const char *op, const char *what, const tg_tensor *t)
@@ -78,6 +99,28 @@ void *tg_arena_zalloc(tg_graph *g, size_t bytes)
     return p;
 }
 
+tg_tensor *tg_tensor_header(tg_graph *g)
+{
+    tg_tensor *t = tg_arena_take(&g->heads[g->gen & 1], sizeof *t);
+    if (!t) return tg_fail(g, "out of memory: no room for a tensor header");
+    *t = (tg_tensor){.graph = g, .gen = g->gen};
+    return t;
+}
+
+tg_tensor *tg_op_view(tg_graph *g, const tg_tensor *x)
+{
+    if (!g || !x) return NULL;
+    tg_tensor *y = tg_tensor_header(g);
+    if (!y) return NULL;
+    y->dtype = x->dtype;
+    y->ndim = x->ndim;
+    memcpy(y->shape, x->shape, sizeof y->shape);
+    y->numel = x->numel;
+    y->data = x->data;
+    y->is_leaf = true;
+    return y;
+}
+
 tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
 {
     if (!g) return NULL;
@@ -90,12 +133,13 @@ tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
             snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%d" : "%d", shape[i]);
         return tg_fail(g, "tensor: bad shape %s) with ndim %d: %s", s, ndim, why);
     }
-    tg_tensor *t = tg_arena_alloc(g, sizeof *t);
+    tg_tensor *t = tg_tensor_header(g);
     if (!t) return NULL;
-    *t = h;
     t->dtype = dt;
+    t->ndim = h.ndim;
+    memcpy(t->shape, h.shape, sizeof t->shape);
+    t->numel = h.numel;
     t->is_leaf = true;
-    t->graph = g;
     t->data = tg_arena_alloc(g, (size_t)t->numel * tg_dtype_size(dt));
     return t->data ? t : NULL;
 }

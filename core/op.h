@@ -50,10 +50,16 @@ void *tg_fail(tg_graph *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* False when the op must return NULL at once: g is NULL, the graph holds
- * an error, or an input is NULL (then "op: input k is NULL" is recorded,
- * unless an earlier error explains it; likewise for a NULL in with n > 0).
+ * an error, an input is NULL (then "op: input k is NULL" is recorded,
+ * unless an earlier error explains it; likewise for a NULL in with n > 0),
+ * or an input was made before the last tg_graph_reset of its graph ("op:
+ * input k (f32 (2,3)) was made before the last tg_graph_reset of ...").
  * `n` inputs in `in`. */
 bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in);
+/* For inputs that may be NULL (a bias, a mask): false, with tg_op_begin's
+ * message, when one that is not NULL was made before the last reset of its
+ * graph (or when g is NULL or holds an error). */
+bool tg_op_check_live(tg_graph *g, const char *op, int n, tg_tensor *const *in);
 
 /* Fails with "op: <what> must be f32 or f64, got i32 (2,3)" unless t is
  * a float tensor ("op: <what> is NULL" for a NULL t). Returns true when t
@@ -67,6 +73,11 @@ bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a,
 /* An uninitialised output tensor in the arena (NULL + error when out of
  * memory or when the shape is invalid; NULL for a NULL g). */
 tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
+/* A new tensor on g sharing x's data, dtype, shape and numel (the op then
+ * gives it its own shape): a view, a leaf without grad until recorded, in
+ * g's current generation. NULL for a NULL g or x, or with an error when
+ * out of memory. */
+tg_tensor *tg_op_view(tg_graph *g, const tg_tensor *x);
 
 /* Arena memory for the graph's current step, 64-byte aligned. NULL with
  * an error on g when out of memory; NULL for a NULL g. tg_arena_zalloc

@@ -3,6 +3,8 @@
  * Integer arithmetic only, so the stream is the same on every machine. */
 #include "rng.h"
 
+#include "graph_internal.h"
+
 #include <math.h>
 
 #define PCG_MULT 6364136223846793005ULL
@@ -69,12 +71,12 @@ static void put(tg_tensor *t, int64_t i, double v)
 
 void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi)
 {
-    if (!r || !t || !t->data) return;
+    if (!r || !t || !t->data || tg_tensor_stale(t)) return;
     for (int64_t i = 0; i < t->numel; i++) put(t, i, lo + (hi - lo) * tg_rng_uniform(r));
 }
 
 void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std)
 {
-    if (!r || !t || !t->data) return;
+    if (!r || !t || !t->data || tg_tensor_stale(t)) return;
     for (int64_t i = 0; i < t->numel; i++) put(t, i, mean + std * tg_rng_normal(r));
 }

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "graph_internal.h"
 #include "stb_ds_internal.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -482,6 +483,9 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
         e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
         return fail(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
                     e->name ? e->name : "(null)");
+    if (tg_tensor_stale(dst))
+        return fail(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
+                                 "tg_graph_reset of its graph", e->name ? e->name : "(null)");
     if (!dst->data && dst->numel)
         return fail(err, errlen, "safetensors: tensor '%s': the destination has no data", e->name ? e->name : "(null)");
     const char *dt = e->dtype;
@@ -651,6 +655,8 @@ int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *
 {
     if (!w) return -1;
     if (!t) return wfail(w, "tensor '%s': tensor is NULL", name ? name : "(null)");
+    if (tg_tensor_stale(t))
+        return wfail(w, "tensor '%s': made before the last tg_graph_reset of its graph", name ? name : "(null)");
     static const char *const MAP[] = {[TG_F32] = "F32", [TG_F64] = "F64", [TG_I32] = "I32", [TG_BOOL] = "U8"};
     if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0]) return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
     int64_t shape[TG_MAX_DIMS];

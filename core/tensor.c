@@ -1,5 +1,7 @@
 #include "tensor.h"
 
+#include "graph_internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +69,7 @@ char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t si
 
 double tg_tensor_get(const tg_tensor *t, int64_t i)
 {
-    if (!t || !t->data || i < 0 || i >= t->numel) return NAN;
+    if (!t || !t->data || i < 0 || i >= t->numel || tg_tensor_stale(t)) return NAN;
     switch (t->dtype) {
     case TG_F32: return ((const float *)t->data)[i];
     case TG_F64: return ((const double *)t->data)[i];

@@ -35,6 +35,8 @@ typedef struct tg_tensor {
                                  gradient reaches the tensor */
     bool requires_grad;
     bool is_leaf;             /* made by the user, not by a recorded op */
+    uint32_t gen;             /* generation of `graph` it was made in: after a
+                                 tg_graph_reset of that graph it is stale */
     struct tg_graph *graph;   /* arena that owns it; NULL for parameters */
     const char *name;         /* parameters: their name; otherwise NULL */
 } tg_tensor;
@@ -62,7 +64,8 @@ char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
 char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size);
 
 /* Element i (flat row-major index) of a tensor of any dtype, as a double.
- * NaN for a NULL t or data, or i outside [0, numel). */
+ * NaN for a NULL t or data, i outside [0, numel), or a tensor made before
+ * the last reset of its graph. */
 double tg_tensor_get(const tg_tensor *t, int64_t i);
 /* The single element of a one-element tensor (a loss) as a double. NaN
  * for a NULL t or a tensor of more than one element. */

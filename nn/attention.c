@@ -233,8 +233,8 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     if (!args) args = &none;
     if (args->weights) *args->weights = NULL;
     if (!m) return tg_fail(g, "mha: the module is NULL");
-    tg_tensor *in[2] = {x, kv};
-    if (!tg_op_begin(g, "mha", kv ? 2 : 1, in)) return NULL;
+    tg_tensor *in[4] = {x, kv, args->key_padding, args->mask};   /* 2, 3: read here, before any op */
+    if (!tg_op_begin(g, "mha", kv ? 2 : 1, in) || !tg_op_check_live(g, "mha", 4, in)) return NULL;
 
     /* ---- checks: every caller mistake is a message, never an assert */
     const int C = m->n_embd, H = m->n_head;

@@ -133,7 +133,8 @@ typedef struct tg_attn_args {
  * errors (NULL, message on g): x or kv not float (B,T,C) with C = n_embd
  * and one dtype and batch; a cache with kv, or of another dtype, batch or
  * head size; a key_padding or mask of the wrong dtype or shape; a query
- * row with every key blocked. */
+ * row with every key blocked; an x, kv, key_padding or mask (inputs 0 to
+ * 3 in the message) made before the last reset of its graph. */
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args);
 

@@ -126,6 +126,19 @@ static tg_gpt *small_gpt(int block_size)
     return m;
 }
 
+/* A tensor f32 (3) of g made before a reset of g (its memory now holds
+ * the fixture's x and ids, made again). */
+static tg_tensor *stale(fx *f)
+{
+    tg_tensor *t = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3));
+    tg_graph_reset(f->g);
+    f->x = tg_tensor_new(f->g, TG_F32, TT_SHAPE(2, 3));
+    tg_tensor_set_requires_grad(f->g, f->x, true);
+    f->ids = tg_tensor_new(f->g, TG_I32, TT_SHAPE(2, 3));
+    if (!t || !f->x || !f->ids) abort();
+    return t;
+}
+
 /* ---- the calls ----------------------------------------------------------- */
 
 /* core/tensor.h */
@@ -182,6 +195,9 @@ static void c_backward_noseed(fx *f) { num(f, tg_graph_backward_seeded(f->g, tg_
 static void c_tape_len(fx *f) { num(f, tg_graph_tape_len(NULL)); }
 static void c_arena_capacity(fx *f) { num(f, (double)tg_graph_arena_capacity(NULL)); }
 static void c_arena_used(fx *f) { num(f, (double)tg_graph_arena_used(NULL)); }
+static void c_backward_stale(fx *f) { num(f, tg_graph_backward(f->g, stale(f))); }
+static void c_rg_stale(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, stale(f), true)); }
+static void c_get_stale(fx *f) { num(f, tg_tensor_get(stale(f), 0)); }
 
 /* core/op.h */
 static void c_fail_nog(fx *f) { ptr(f, tg_fail(NULL, "my_op: %s", "bad")); }
@@ -201,6 +217,10 @@ static void c_record_nobw(fx *f)
     tg_tensor *y = tg_op_output(f->g, TG_F32, 2, S23);
     ptr(f, tg_op_record(f->g, "my_op", NULL, y, 1, &f->x));
 }
+static void c_begin_stale(fx *f) { flag(f, tg_op_begin(f->g, "my_op", 1, (tg_tensor *[]){stale(f)})); }
+static void c_live_stale(fx *f) { flag(f, tg_op_check_live(f->g, "my_op", 2, (tg_tensor *[]){NULL, stale(f)})); }
+static void c_live_nog(fx *f) { flag(f, tg_op_check_live(NULL, "my_op", 1, &f->x)); }
+static void c_view_null(fx *f) { ptr(f, tg_op_view(f->g, NULL)); }
 static void c_needs_grad(fx *f) { flag(f, tg_needs_grad(f->g, NULL)); }
 static void c_grad(fx *f) { ptr(f, tg_grad(f->g, NULL)); }
 static void c_grad_store_null(fx *f) { bool s; ptr(f, tg_grad_store(f->g, NULL, &s)); }
@@ -244,6 +264,14 @@ static void c_rng_below_nor(fx *f) { num(f, tg_rng_below(NULL, 5)); }
 static void c_rng_uniform(fx *f) { num(f, tg_rng_uniform(NULL)); }
 static void c_rng_normal(fx *f) { num(f, tg_rng_normal(NULL)); }
 static void c_rng_fill_uniform(fx *f) { tg_rng_fill_uniform(NULL, f->x, 0, 1); num(f, tg_tensor_get(f->x, 0)); }
+static void c_rng_fill_stale(fx *f)
+{
+    tg_tensor *t = stale(f), *u = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3));   /* u: where t's data was */
+    tg_rng_seed(&rng, 1, 2);
+    tg_rng_fill_uniform(&rng, t, 1, 2);
+    if (u->data == t->data) num(f, tg_tensor_get(u, 0));
+    else text(f, "(the arena did not put u where t was: make this case reach t's memory again)");
+}
 static void c_rng_fill_normal(fx *f) { (void)f; tg_rng_fill_normal(&rng, NULL, 0, 1); }
 
 /* core/gradcheck.h */
@@ -251,6 +279,11 @@ static void c_gc_nores(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, &f->x, NUL
 static void c_gc_nof(fx *f) { flag(f, tg_gradcheck(NULL, NULL, 1, &f->x, NULL, &res)); note(f, res.message); }
 static void c_gc_noin(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, NULL, NULL, &res)); note(f, res.message); }
 static void c_gc_negn(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, -1, &f->x, NULL, &res)); note(f, res.message); }
+static void c_gc_stale(fx *f)
+{
+    flag(f, tg_gradcheck(gc_sum, NULL, 1, (tg_tensor *[]){stale(f)}, NULL, &res));
+    note(f, res.message);
+}
 static void c_gc_nullin(fx *f)
 {
     flag(f, tg_gradcheck(gc_sum, NULL, 1, (tg_tensor *[]){NULL}, NULL, &res));
@@ -289,6 +322,17 @@ static void c_st_copy_short(fx *f)
     float d[1] = {0};
     tg_st_tensor e = {.name = "t", .dtype = "F32", .ndim = 2, .shape = {2, 3}, .numel = 6, .data = d, .nbytes = 4};
     num(f, tg_st_copy_to(&e, f->x, f->err, sizeof f->err));
+}
+static void c_st_copy_stale(fx *f)
+{
+    float d[3] = {1, 2, 3};
+    tg_st_tensor e = {.name = "t", .dtype = "F32", .ndim = 1, .shape = {3}, .numel = 3, .data = d, .nbytes = 12};
+    num(f, tg_st_copy_to(&e, stale(f), f->err, sizeof f->err));
+}
+static void c_st_add_tensor_stale(fx *f)
+{
+    num(f, tg_st_writer_add_tensor(f->w, "s", stale(f)));
+    note(f, tg_st_writer_error(f->w));
 }
 static void c_st_add_now(fx *f) { num(f, tg_st_writer_add(NULL, "a", "F32", 0, NULL, buf)); }
 static void c_st_add_noshape(fx *f)
@@ -373,6 +417,11 @@ static void c_cross_entropy_null(fx *f) { ptr(f, tg_cross_entropy(f->g, NULL, f-
 static void c_layernorm_null(fx *f) { ptr(f, tg_layernorm(f->g, NULL, NULL, NULL, 1e-5)); }
 static void c_layernorm_eps(fx *f) { ptr(f, tg_layernorm(f->g, f->x, NULL, NULL, NAN)); }
 static void c_embedding_null(fx *f) { ptr(f, tg_embedding(f->g, f->x, NULL)); }
+static void c_layernorm_stale_w(fx *f)
+{
+    tg_tensor *w = stale(f);
+    ptr(f, tg_layernorm(f->g, f->x, w, NULL, 1e-5));
+}
 static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
 
 /* nn/nn.h */
@@ -397,6 +446,12 @@ static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1,
 static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
 static void c_kv_free(fx *f) { (void)f; tg_kv_cache_free(NULL); }
 static void c_mha_init(fx *f) { num(f, tg_mha_init(&mha, f->p, NULL, 4, 2, true, true, 0, f->err, sizeof f->err)); }
+static void c_mha_stale_mask(fx *f)
+{
+    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL, 0)) abort();
+    tg_tensor *kp = stale(f);
+    ptr(f, tg_mha_forward(f->g, &mha, f->x, NULL, &(tg_attn_args){.key_padding = kp}));
+}
 static void c_mha_forward(fx *f) { ptr(f, tg_mha_forward(f->g, NULL, f->x, NULL, NULL)); }
 static void c_gpt_new_nocfg(fx *f) { ptr(f, tg_gpt_new(NULL, TG_F32, 0, f->err, sizeof f->err)); }
 static void c_gpt_new_huge(fx *f)
@@ -520,6 +575,11 @@ static const api_case CASES[] = {
     {"tg_graph_tape_len(NULL)", "0", NULL, c_tape_len},
     {"tg_graph_arena_capacity(NULL)", "0", NULL, c_arena_capacity},
     {"tg_graph_arena_used(NULL)", "0", NULL, c_arena_used},
+    {"tg_graph_backward(g, a tensor made before tg_graph_reset(g))", "-1",
+     "backward: the tensor (f32 (3)) was made before the last tg_graph_reset of this graph", c_backward_stale},
+    {"tg_tensor_set_requires_grad(g, a stale tensor, true)", "-1",
+     "requires_grad: the tensor (f32 (3)) was made before the last tg_graph_reset", c_rg_stale},
+    {"tg_tensor_get(a stale tensor, 0)", "nan", NULL, c_get_stale},
     /* core/op.h */
     {"tg_fail(NULL, ...)", "NULL", NULL, c_fail_nog},
     {"tg_op_begin(NULL, ...)", "false", NULL, c_begin_nog},
@@ -534,6 +594,13 @@ static const api_case CASES[] = {
     {"tg_op_record(NULL, ...)", "NULL", NULL, c_record_nog},
     {"tg_op_record(g, ..., out NULL, ...)", "NULL", "my_op: recording an op with a NULL output", c_record_noout},
     {"tg_op_record(g, ..., backward NULL, ...)", "NULL", "my_op: op has no backward", c_record_nobw},
+    {"tg_op_begin(g, \"my_op\", 1, {a stale tensor})", "false",
+     "my_op: input 0 (f32 (3)) was made before the last tg_graph_reset of this graph (in generation 0; it is at 1",
+     c_begin_stale},
+    {"tg_op_check_live(g, \"my_op\", 2, {NULL, a stale tensor})", "false", "my_op: input 1 (f32 (3)) was made before",
+     c_live_stale},
+    {"tg_op_check_live(NULL, ...)", "false", NULL, c_live_nog},
+    {"tg_op_view(g, NULL)", "NULL", NULL, c_view_null},
     {"tg_needs_grad(g, NULL)", "false", NULL, c_needs_grad},
     {"tg_grad(g, NULL)", "NULL", NULL, c_grad},
     {"tg_grad_store(g, NULL, &store)", "NULL", NULL, c_grad_store_null},
@@ -571,6 +638,8 @@ static const api_case CASES[] = {
     {"tg_rng_uniform(NULL)", "nan", NULL, c_rng_uniform},
     {"tg_rng_normal(NULL)", "nan", NULL, c_rng_normal},
     {"tg_rng_fill_uniform(NULL, x, 0, 1): x unchanged", "0", NULL, c_rng_fill_uniform},
+    {"tg_rng_fill_uniform(r, a stale tensor, 1, 2): the new tensor in its memory unchanged", "0", NULL,
+     c_rng_fill_stale},
     {"tg_rng_fill_normal(r, NULL, 0, 1)", "returns", NULL, c_rng_fill_normal},
     /* core/gradcheck.h */
     {"tg_gradcheck(..., res NULL)", "false", NULL, c_gc_nores},
@@ -578,6 +647,8 @@ static const api_case CASES[] = {
     {"tg_gradcheck(f, ctx, 1, NULL inputs, ...)", "false", "1 inputs, but the inputs array is NULL", c_gc_noin},
     {"tg_gradcheck(f, ctx, -1, ...)", "false", "-1 inputs: the count is negative", c_gc_negn},
     {"tg_gradcheck(f, ctx, 1, {NULL}, ...)", "false", "gradcheck: input 0 is NULL", c_gc_nullin},
+    {"tg_gradcheck(f, ctx, 1, {a stale tensor}, ...)", "false",
+     "gradcheck: input 0 was made before the last tg_graph_reset of its graph", c_gc_stale},
     /* core/alloc.h, core/parallel.h */
     {"tg_malloc_big(NULL)", "NULL", NULL, c_malloc_big},
     {"tg_free(NULL)", "returns", NULL, c_free},
@@ -598,11 +669,15 @@ static const api_case CASES[] = {
     {"tg_st_copy_to(e without dtype, x, err)", "-1", "'t': dtype, numel, nbytes and data do not agree", c_st_copy_nodtype},
     {"tg_st_copy_to(e F32 (2,3) of 4 bytes, x, err)", "-1", "'t': dtype, numel, nbytes and data do not agree",
      c_st_copy_short},
+    {"tg_st_copy_to(e, a stale tensor, err)", "-1", "'t': the destination was made before the last tg_graph_reset",
+     c_st_copy_stale},
     {"tg_st_writer_add(NULL, ...)", "-1", NULL, c_st_add_now},
     {"tg_st_writer_add(w, \"a\", F32, 1, NULL shape, ...)", "-1", "'a': ndim 1 must be 0..8 with a shape", c_st_add_noshape},
     {"tg_st_writer_add(w, \"a\", NULL dtype, ...)", "-1", "tensor 'a': unknown dtype \"(null)\"", c_st_add_nodtype},
     {"tg_st_writer_add_tensor(w, \"a\", NULL)", "-1", "tensor 'a': tensor is NULL", c_st_add_tensor_null},
     {"tg_st_writer_add_tensor(NULL, \"a\", x)", "-1", NULL, c_st_add_tensor_now},
+    {"tg_st_writer_add_tensor(w, \"s\", a stale tensor)", "-1", "tensor 's': made before the last tg_graph_reset",
+     c_st_add_tensor_stale},
     {"tg_st_writer_meta(w, NULL, \"v\")", "-1", "metadata key or value is NULL", c_st_meta_nokey},
     {"tg_st_writer_error(NULL)", "NULL", NULL, c_st_writer_error},
     {"tg_st_writer_free(NULL)", "returns", NULL, c_st_writer_free},
@@ -653,6 +728,8 @@ static const api_case CASES[] = {
     {"tg_layernorm(g, NULL, ...)", "NULL", "layernorm: input 0 is NULL", c_layernorm_null},
     {"tg_layernorm(g, x, NULL, NULL, NaN)", "NULL", "layernorm: eps must be > 0, got nan", c_layernorm_eps},
     {"tg_embedding(g, x, NULL)", "NULL", "embedding: input 1 is NULL", c_embedding_null},
+    {"tg_layernorm(g, x, a stale w, NULL, eps)", "NULL", "layernorm: input 1 (f32 (3)) was made before",
+     c_layernorm_stale_w},
     {"tg_dropout(g, x, 2)", "NULL", "dropout: p must be in [0, 1], got 2", c_dropout_p},
     /* nn/nn.h */
     {"tg_linear_init(NULL, p, ...)", "-1", "linear_init: the module is NULL", c_linear_init_nol},
@@ -676,6 +753,8 @@ static const api_case CASES[] = {
     {"tg_kv_cache_clear(NULL)", "returns", NULL, c_kv_clear},
     {"tg_kv_cache_free(NULL)", "returns", NULL, c_kv_free},
     {"tg_mha_init(m, p, NULL, ...)", "-1", "mha_init: name is NULL", c_mha_init},
+    {"tg_mha_forward(g, m, x, NULL, {.key_padding = a stale tensor})", "NULL",
+     "mha: input 2 (f32 (3)) was made before", c_mha_stale_mask},
     {"tg_mha_forward(g, NULL, x, NULL, NULL)", "NULL", "mha: the module is NULL", c_mha_forward},
     {"tg_gpt_new(NULL, ...)", "NULL", "gpt: the config is NULL", c_gpt_new_nocfg},
     {"tg_gpt_new(vocab 2^30 x n_embd 2^12)", "NULL", "'transformer.wte.weight': bad shape: too many elements",
