@@ -10,13 +10,14 @@
 #include <stdint.h>
 
 /* malloc(n), counted; n = 0 is taken as 1, so NULL always means out of
- * memory. */
+ * memory. More than PTRDIFF_MAX bytes (an overflowed size) is refused:
+ * NULL, nothing asked of the allocator, nothing counted. */
 void *tg_malloc(size_t n);
 /* calloc(count, n): zero-filled, counted; 0 is taken as 1. NULL when out
- * of memory. */
+ * of memory, or when count * n exceeds PTRDIFF_MAX (not counted). */
 void *tg_calloc(size_t count, size_t n);
-/* realloc(p, n), counted; n = 0 is taken as 1. NULL when out of memory,
- * and then p is still valid. */
+/* realloc(p, n), counted; n = 0 is taken as 1. NULL when out of memory
+ * or n exceeds PTRDIFF_MAX, and then p is still valid. */
 void *tg_realloc(void *p, size_t n);
 /* At least *n bytes for a large, long-lived block (an arena chunk), counted;
  * *n is set to the size obtained. On Linux, from 2 MiB up: rounded up to

@@ -143,6 +143,7 @@ static tg_tensor *stale(fx *f)
 
 /* core/tensor.h */
 static void c_dtype_size(fx *f) { num(f, (double)tg_dtype_size((tg_dtype)9)); }
+static void c_dtype_is_float(fx *f) { flag(f, tg_dtype_is_float((tg_dtype)9)); }
 static void c_dtype_name(fx *f) { text(f, tg_dtype_name((tg_dtype)9)); }
 static void c_shape_str_null(fx *f) { text(f, tg_shape_str(NULL, buf, sizeof buf)); }
 static void c_shape_str_nobuf(fx *f) { ptr(f, tg_shape_str(f->x, NULL, 16)); }
@@ -292,6 +293,9 @@ static void c_gc_nullin(fx *f)
 
 /* core/alloc.h, core/parallel.h */
 static void c_malloc_big(fx *f) { ptr(f, tg_malloc_big(NULL)); }
+static void c_malloc_huge(fx *f) { ptr(f, tg_malloc(SIZE_MAX)); }
+static void c_calloc_overflow(fx *f) { ptr(f, tg_calloc(SIZE_MAX / 2, 3)); }
+static void c_realloc_huge(fx *f) { ptr(f, tg_realloc(NULL, SIZE_MAX - 1)); }
 static void c_free(fx *f) { (void)f; tg_free(NULL); }
 static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL); }
 static void c_parallel_huge(fx *f) { parallel_huge(f); }
@@ -530,6 +534,7 @@ static const api_case CASES[] = {
     /* core/tensor.h */
     {"tg_dtype_size(9)", "0", NULL, c_dtype_size},
     {"tg_dtype_name(9)", "?", NULL, c_dtype_name},
+    {"tg_dtype_is_float(9)", "false", NULL, c_dtype_is_float},
     {"tg_shape_str(NULL, buf, n)", "NULL", NULL, c_shape_str_null},
     {"tg_shape_str(x, NULL, 16)", "NULL", NULL, c_shape_str_nobuf},
     {"tg_index_str(x (2,3), k = 3 > ndim)", "(index over 3 dimensions of a 2-D tensor)", NULL, c_index_str_k_big},
@@ -651,6 +656,9 @@ static const api_case CASES[] = {
      "gradcheck: input 0 was made before the last tg_graph_reset of its graph", c_gc_stale},
     /* core/alloc.h, core/parallel.h */
     {"tg_malloc_big(NULL)", "NULL", NULL, c_malloc_big},
+    {"tg_malloc(SIZE_MAX)", "NULL", NULL, c_malloc_huge},
+    {"tg_calloc(SIZE_MAX / 2, 3): the product overflows", "NULL", NULL, c_calloc_overflow},
+    {"tg_realloc(NULL, SIZE_MAX - 1)", "NULL", NULL, c_realloc_huge},
     {"tg_free(NULL)", "returns", NULL, c_free},
     {"tg_parallel_for(10, 1, NULL fn, NULL)", "returns", NULL, c_parallel_nofn},
     {"tg_parallel_for(INT64_MAX, 1, fn, ctx) on 2 threads",
