@@ -252,7 +252,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
                               "(n_head %d, head_dim %d)",
                            tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
                            tg_dtype_name(x->dtype), sx, H, dh);
-        if (cache->len + Tq > cache->max_len)
+        if (cache->len < 0 || cache->len > cache->max_len)
+            return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len,
+                           cache->max_len, sx);
+        if (Tq > cache->max_len - cache->len)
             return tg_fail(g, "mha: KV cache overflow: %d cached + %d new positions (x %s) exceed max_len %d",
                            cache->len, Tq, sx, cache->max_len);
     }

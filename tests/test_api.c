@@ -456,6 +456,17 @@ static void c_mha_stale_mask(fx *f)
     tg_tensor *kp = stale(f);
     ptr(f, tg_mha_forward(f->g, &mha, f->x, NULL, &(tg_attn_args){.key_padding = kp}));
 }
+static void c_mha_cache_len(fx *f)
+{
+    tg_kv_cache c;
+    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL, 0) ||
+        tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL, 0))
+        abort();
+    c.len = -3;   /* a field the caller is not to write */
+    tg_tensor *x = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
+    ptr(f, tg_mha_forward(f->g, &mha, x, NULL, &(tg_attn_args){.causal = true, .cache = &c}));
+    tg_kv_cache_free(&c);
+}
 static void c_mha_forward(fx *f) { ptr(f, tg_mha_forward(f->g, NULL, f->x, NULL, NULL)); }
 static void c_gpt_new_nocfg(fx *f) { ptr(f, tg_gpt_new(NULL, TG_F32, 0, f->err, sizeof f->err)); }
 static void c_gpt_new_huge(fx *f)
@@ -763,6 +774,8 @@ static const api_case CASES[] = {
     {"tg_mha_init(m, p, NULL, ...)", "-1", "mha_init: name is NULL", c_mha_init},
     {"tg_mha_forward(g, m, x, NULL, {.key_padding = a stale tensor})", "NULL",
      "mha: input 2 (f32 (3)) was made before", c_mha_stale_mask},
+    {"tg_mha_forward(g, m, x, NULL, {.cache = a cache with len -3})", "NULL",
+     "mha: KV cache length -3 is outside [0, max_len 4]", c_mha_cache_len},
     {"tg_mha_forward(g, NULL, x, NULL, NULL)", "NULL", "mha: the module is NULL", c_mha_forward},
     {"tg_gpt_new(NULL, ...)", "NULL", "gpt: the config is NULL", c_gpt_new_nocfg},
     {"tg_gpt_new(vocab 2^30 x n_embd 2^12)", "NULL", "'transformer.wte.weight': bad shape: too many elements",
