@@ -185,7 +185,8 @@ tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
  * inspection: attn_weights is NULL or an array of n_layer slots; slot i
  * receives layer i's (B,H,T,Tk) softmax probabilities before attention
  * dropout (Tk = cache len + T; rows sum to 1, blocked future keys are 0),
- * arena tensors on g. Every slot is NULL when the forward fails. */
+ * arena tensors on g. Every slot is NULL when the forward fails (with a
+ * NULL m they are left alone: there is no n_layer to know them by). */
 tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
 /* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored):
  * a scalar. Errors: those of tg_gpt_forward and tg_cross_entropy, and
