@@ -71,10 +71,12 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
      * of that shape, so the same limit as a tensor's (2^40 elements), and C
      * must be an int */
     const int64_t C = (int64_t)n_head * head_dim, limit = TG_MAX_NUMEL;
-    if (C > INT32_MAX || C > limit / batch || C * batch > limit / max_len)
-        return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d is too "
-                                       "large (over 2^40 elements, or n_head x head_dim over 2^31 - 1)",
-                          batch, max_len, n_head, head_dim);
+    if (C > INT32_MAX)
+        return tg_set_err(err, errlen, "kv_cache_init: n_head %d x head_dim %d is over 2^31 - 1", n_head, head_dim);
+    if (C > limit / batch || C * batch > limit / max_len)
+        return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
+                                       "elements per buffer, over 2^40", batch, max_len, n_head, head_dim,
+                          (double)batch * max_len * (double)C);
     const size_t bytes = (size_t)(C * batch * max_len) * tg_dtype_size(dt);
     c->k = tg_calloc(1, bytes);
     c->v = tg_calloc(1, bytes);
@@ -136,7 +138,7 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_hea
     memset(m, 0, sizeof *m);
     if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
         tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
-                 n_embd, n_head);
+                   n_embd, n_head);
         return -1;
     }
     if (n_embd % n_head) {

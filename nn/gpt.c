@@ -50,7 +50,7 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
         tg_set_err(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
-                              "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+                                "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         return NULL;
     }
     if (c.n_embd % c.n_head) {

@@ -763,9 +763,9 @@ static const api_case CASES[] = {
     {"tg_mlp_init(NULL, ...)", "-1", "mlp_init: the module is NULL", c_mlp_init_nom},
     {"tg_mlp_forward(g, NULL, x)", "NULL", "mlp_forward: the module is NULL", c_mlp_forward},
     {"tg_kv_cache_init(c, f32, 4, 1, 2^30, 2^30)", "-1, 0 allocations, k NULL", "kv_cache_init: batch 4 x max_len "
-     "1073741824 x n_head 1 x head_dim 1073741824 is too large", c_kv_overflow},
-    {"tg_kv_cache_init(c, f32, 1, 2^16, 2^16, 1)", "-1, 0 allocations, k NULL", "n_head x head_dim over 2^31 - 1",
-     c_kv_wide},
+     "1073741824 x n_head 1 x head_dim 1073741824 = 4.612e+18 elements per buffer, over 2^40", c_kv_overflow},
+    {"tg_kv_cache_init(c, f32, 1, 2^16, 2^16, 1)", "-1, 0 allocations, k NULL", "kv_cache_init: n_head 65536 x head_dim 65536 is over "
+     "2^31 - 1", c_kv_wide},
     {"tg_kv_cache_init(c, f32, batch 0, ...)", "-1, 0 allocations, k NULL", "sizes must be >= 1, got batch 0",
      c_kv_zero},
     {"tg_kv_cache_init(NULL, ...)", "-1", "kv_cache_init: cache is NULL", c_kv_null},
