@@ -304,7 +304,7 @@ static int run_op(const op_def *def, const config *c, int warmup, int repeats, c
     double *fwd = tg_calloc((size_t)repeats, sizeof *fwd), *fb = tg_calloc((size_t)repeats, sizeof *fb);
     double *scratch = tg_calloc((size_t)repeats, sizeof *scratch);
     double out_sq = 0, grad_sq[MAX_INPUTS] = {0};
-    o.p = tg_params_new(TG_F32);
+    o.p = tg_params_new(TG_F32, err, errlen);
     o.data = tg_graph_new();
     tg_graph *g = tg_graph_new();
     if (!fwd || !fb || !scratch || !o.p || !o.data || !g) {

@@ -242,14 +242,15 @@ int main(int argc, char **argv)
     if (o.write_init && write_init(m, o.write_init, err, sizeof err)) goto fail;
 
     const int B = o.batch, T = m->cfg.block_size, V = m->cfg.vocab_size, S = o.warmup + o.steps;
+    opt = tg_adamw_new(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, err, sizeof err);
+    if (!opt) goto fail;
     g = tg_graph_new();
-    opt = tg_adamw_new(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1});
     toks = tg_malloc((size_t)S * B * (T + 1) * sizeof *toks);
     ms = tg_calloc((size_t)S, sizeof *ms);
     sorted = tg_calloc((size_t)S, sizeof *sorted);
     losses = tg_calloc((size_t)S, sizeof *losses);
     if (o.rss_every) rss = tg_calloc((size_t)(S / o.rss_every + 2), sizeof *rss);
-    if (!g || !opt || !toks || !ms || !sorted || !losses || (o.rss_every && !rss)) {
+    if (!g || !toks || !ms || !sorted || !losses || (o.rss_every && !rss)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }

@@ -11,17 +11,37 @@
 
 static uint64_t n_calls;
 
-void *tg_malloc(size_t n) { n_calls++; return malloc(n ? n : 1); }
-void *tg_calloc(size_t count, size_t n) { n_calls++; return calloc(count ? count : 1, n ? n : 1); }
-void *tg_realloc(void *p, size_t n) { n_calls++; return realloc(p, n ? n : 1); }
+/* No object may be larger than PTRDIFF_MAX bytes: such a request (an
+ * overflowed size) is refused here, before the allocator sees it. */
+void *tg_malloc(size_t n)
+{
+    if (n > PTRDIFF_MAX) return NULL;
+    n_calls++;
+    return malloc(n ? n : 1);
+}
+
+void *tg_calloc(size_t count, size_t n)
+{
+    if (n && count > PTRDIFF_MAX / n) return NULL;
+    n_calls++;
+    return calloc(count ? count : 1, n ? n : 1);
+}
+
+void *tg_realloc(void *p, size_t n)
+{
+    if (n > PTRDIFF_MAX) return NULL;
+    n_calls++;
+    return realloc(p, n ? n : 1);
+}
 void tg_free(void *p) { free(p); }
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
 void *tg_malloc_big(size_t *n)
 {
+    if (!n) return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (*n >= HUGE_PAGE && *n <= SIZE_MAX - HUGE_PAGE) {
+    if (*n >= HUGE_PAGE && *n <= PTRDIFF_MAX - HUGE_PAGE) {
         const size_t size = (*n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
         void *p = aligned_alloc(HUGE_PAGE, size);
         if (p) {

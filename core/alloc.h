@@ -16,20 +16,22 @@ extern "C" {
 #endif
 
 /* malloc(n), counted; n = 0 is taken as 1, so NULL always means out of
- * memory. */
+ * memory. More than PTRDIFF_MAX bytes (an overflowed size) is refused:
+ * NULL, nothing asked of the allocator, nothing counted. */
 TG_API void *tg_malloc(size_t n);
 /* calloc(count, n): zero-filled, counted; 0 is taken as 1. NULL when out
- * of memory. */
+ * of memory, or when count * n exceeds PTRDIFF_MAX (not counted). */
 TG_API void *tg_calloc(size_t count, size_t n);
-/* realloc(p, n), counted; n = 0 is taken as 1. NULL when out of memory,
- * and then p is still valid. */
+/* realloc(p, n), counted; n = 0 is taken as 1. NULL when out of memory
+ * or n exceeds PTRDIFF_MAX, and then p is still valid. */
 TG_API void *tg_realloc(void *p, size_t n);
 /* At least *n bytes for a large, long-lived block (an arena chunk), counted;
  * *n is set to the size obtained. On Linux, from 2 MiB up: rounded up to
  * whole 2 MiB pages, aligned to one, and advised as transparent huge pages
  * (madvise MADV_HUGEPAGE), so a step's working set of tens of MB needs a
  * handful of TLB entries instead of thousands (docs/decisions.md, Speed).
- * Elsewhere, or when that fails, malloc(*n). NULL when out of memory. */
+ * Elsewhere, or when that fails, malloc(*n). NULL when out of memory, or
+ * for a NULL n. */
 TG_API void *tg_malloc_big(size_t *n);
 /* free(p) for memory from the functions above; accepts NULL. Not counted. */
 TG_API void tg_free(void *p);

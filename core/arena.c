@@ -11,7 +11,7 @@ static size_t align_up(size_t n) { return (n + TG_ARENA_ALIGN - 1) & ~(size_t)(T
 static int add_chunk(tg_arena *a, size_t need)
 {
     if (a->n == TG_ARENA_MAX_CHUNKS) return -1;
-    size_t size = a->n ? a->chunks[a->n - 1].size * 2 : TG_ARENA_MIN_CHUNK;
+    size_t size = a->n ? a->chunks[a->n - 1].size * 2 : a->min_chunk ? a->min_chunk : TG_ARENA_MIN_CHUNK;
     if (size < need + TG_ARENA_ALIGN) size = need + TG_ARENA_ALIGN;
     char *base = tg_malloc_big(&size);   /* size: what was obtained */
     if (!base) return -1;
@@ -49,6 +49,16 @@ void tg_arena_clear(tg_arena *a)
     }
     a->cur = 0;
     if (a->n) a->chunks[0].used = 0;
+}
+
+void tg_arena_clear_reserve(tg_arena *a, size_t want)
+{
+    tg_arena_clear(a);
+    if (tg_arena_capacity_of(a) >= want) return;
+    tg_arena_release(a);
+    /* a chunk of exactly max(min_chunk, want) bytes (as tg_malloc_big
+     * rounds it), so that two arenas reserved like each other stay equal */
+    (void)add_chunk(a, want > TG_ARENA_ALIGN ? want - TG_ARENA_ALIGN : want);
 }
 
 void tg_arena_release(tg_arena *a)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "graph_internal.h"
 #include "rng.h"
 
 /* Runs f on a reset graph with a fixed stream; L = sum(r * out), or NaN. */
@@ -27,19 +28,31 @@ static double project(const tg_tensor *out, const double *r)
 bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
                   const tg_gradcheck_opts *opts, tg_gradcheck_result *res)
 {
+    if (!res) return false;   /* nowhere to say why: nothing is run */
     tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
-    if (o.eps <= 0) o.eps = 1e-6;
-    if (o.atol <= 0) o.atol = 1e-5;
-    if (o.rtol <= 0) o.rtol = 1e-3;
+    if (!(o.eps > 0 && isfinite(o.eps))) o.eps = 1e-6;
+    if (!(o.atol > 0 && isfinite(o.atol))) o.atol = 1e-5;
+    if (!(o.rtol > 0 && isfinite(o.rtol))) o.rtol = 1e-3;
     if (!o.seed) o.seed = 1;
     memset(res, 0, sizeof *res);
     res->input = -1;
     res->index = -1;
+    if (!f) { snprintf(res->message, sizeof res->message, "gradcheck: f is NULL"); return false; }
+    if (n_inputs < 0 || (n_inputs > 0 && !inputs)) {
+        snprintf(res->message, sizeof res->message, "gradcheck: %d inputs%s", n_inputs,
+                 n_inputs < 0 ? ": the count is negative" : ", but the inputs array is NULL");
+        return false;
+    }
 
     int n_checked = 0;
     for (int k = 0; k < n_inputs; k++) {
         tg_tensor *x = inputs[k];
         if (!x) { snprintf(res->message, sizeof res->message, "gradcheck: input %d is NULL", k); return false; }
+        if (tg_tensor_stale(x)) {
+            snprintf(res->message, sizeof res->message,
+                     "gradcheck: input %d was made before the last tg_graph_reset of its graph", k);
+            return false;
+        }
         if (!x->requires_grad) continue;
         if (x->dtype != TG_F64 || !x->is_leaf || !x->grad) {
             snprintf(res->message, sizeof res->message,
@@ -98,21 +111,20 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
         analytic = x->grad;
         double *xv = x->data;
         for (int64_t i = 0; i < x->numel; i++) {
-            double keep = xv[i], lp, lm;
-            xv[i] = keep + o.eps;
-            tg_tensor *op = run(g, f, ctx, inputs, o.seed);
-            lp = op ? project(op, r) : NAN;
-            xv[i] = keep - o.eps;
-            tg_tensor *om = run(g, f, ctx, inputs, o.seed);
-            lm = om ? project(om, r) : NAN;
-            xv[i] = keep;
-            if (!op || !om) {
-                snprintf(res->message, sizeof res->message,
-                         "gradcheck: f failed at input %d element %lld +/- eps: %s", k, (long long)i,
-                         tg_graph_error(g) ? tg_graph_error(g) : "it returned NULL");
-                goto done;
+            double keep = xv[i], l[2];   /* L(x + eps), L(x - eps) */
+            for (int side = 0; side < 2; side++) {
+                xv[i] = side ? keep - o.eps : keep + o.eps;
+                tg_tensor *out_side = run(g, f, ctx, inputs, o.seed);
+                l[side] = out_side ? project(out_side, r) : NAN;   /* before x is restored: out may be a view of it */
+                xv[i] = keep;
+                if (!out_side) {   /* before the next run resets the graph and its error */
+                    snprintf(res->message, sizeof res->message,
+                             "gradcheck: f failed at input %d element %lld %s eps: %s", k, (long long)i,
+                             side ? "-" : "+", tg_graph_error(g) ? tg_graph_error(g) : "it returned NULL");
+                    goto done;
+                }
             }
-            double a = analytic[i], n = (lp - lm) / (2 * o.eps);
+            double a = analytic[i], n = (l[0] - l[1]) / (2 * o.eps);
             double err = fabs(a - n), ratio = err / (o.atol + o.rtol * fabs(n));
             res->checked++;
             bool bad = !isfinite(a) || !isfinite(n) || !(err <= o.atol + o.rtol * fabs(n));

@@ -49,11 +49,14 @@ typedef struct tg_gradcheck_result {
 } tg_gradcheck_result;
 
 /* Checks every element of every input that requires grad. opts may be
- * NULL (defaults); zero fields take defaults too. Returns res->ok; res is
- * always filled. Besides a gradient mismatch, it fails with a message when
- * an input is NULL, an input that requires grad is not an f64 leaf with a
- * gradient buffer, no input requires grad, f returns NULL (the message is
- * f's graph error), a non-f64 or non-finite output, or backward fails. */
+ * NULL (defaults); zero, negative or non-finite fields take defaults too.
+ * Returns res->ok; res is always filled (with a NULL res nothing is run
+ * and the result is false). Besides a gradient mismatch, it fails with a
+ * message when f is NULL, n_inputs is negative, inputs is NULL with
+ * n_inputs > 0, an input is NULL, an input that requires grad is not an
+ * f64 leaf with a gradient buffer, no input requires grad, f returns NULL
+ * (the message is f's graph error), a non-f64 or non-finite output, or
+ * backward fails. */
 TG_API bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
                          const tg_gradcheck_opts *opts, tg_gradcheck_result *res);
 

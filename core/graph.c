@@ -12,6 +12,7 @@ tg_graph *tg_graph_new(void)
     if (!g) return NULL;
     g->grad_enabled = true;
     g->training = true;
+    g->heads[0].min_chunk = g->heads[1].min_chunk = TG_HEADS_CHUNK;
     tg_rng_seed(&g->rng, 0, 0);
     return g;
 }
@@ -20,13 +21,21 @@ void tg_graph_free(tg_graph *g)
 {
     if (!g) return;
     tg_arena_release(&g->arena);
+    tg_arena_release(&g->heads[0]);
+    tg_arena_release(&g->heads[1]);
     stbds_arrfree(g->tape);
     tg_free(g);
 }
 
 void tg_graph_reset(tg_graph *g)
 {
+    if (!g) return;
     tg_arena_clear(&g->arena);
+    /* a new generation; its headers go where those of two resets ago were,
+     * sized like the last generation's so that a step of the same shape
+     * allocates nothing */
+    g->gen++;
+    tg_arena_clear_reserve(&g->heads[g->gen & 1], tg_arena_capacity_of(&g->heads[(g->gen + 1) & 1]));
     if (g->tape) stbds_arrdeln(g->tape, 0, stbds_arrlen(g->tape));   /* keeps capacity */
     g->has_error = false;
     g->error[0] = 0;
@@ -36,26 +45,28 @@ const char *tg_graph_error(const tg_graph *g) { return g && g->has_error ? g->er
 
 void tg_graph_clear_error(tg_graph *g)
 {
+    if (!g) return;
     g->has_error = false;
     g->error[0] = 0;
 }
 
 bool tg_graph_set_grad_enabled(tg_graph *g, bool on)
 {
+    if (!g) return false;
     bool old = g->grad_enabled;
     g->grad_enabled = on;
     return old;
 }
 
-bool tg_graph_grad_enabled(const tg_graph *g) { return g->grad_enabled; }
-void tg_graph_set_training(tg_graph *g, bool on) { g->training = on; }
-bool tg_graph_training(const tg_graph *g) { return g->training; }
-void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed, 0); }
-tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
+bool tg_graph_grad_enabled(const tg_graph *g) { return g && g->grad_enabled; }
+void tg_graph_set_training(tg_graph *g, bool on) { if (g) g->training = on; }
+bool tg_graph_training(const tg_graph *g) { return g && g->training; }
+void tg_graph_seed(tg_graph *g, uint64_t seed) { if (g) tg_rng_seed(&g->rng, seed, 0); }
+tg_rng *tg_graph_rng(tg_graph *g) { return g ? &g->rng : NULL; }
 
-int tg_graph_tape_len(const tg_graph *g) { return (int)stbds_arrlen(g->tape); }
-size_t tg_graph_arena_capacity(const tg_graph *g) { return tg_arena_capacity_of(&g->arena); }
-size_t tg_graph_arena_used(const tg_graph *g) { return tg_arena_used_of(&g->arena); }
+int tg_graph_tape_len(const tg_graph *g) { return g ? (int)stbds_arrlen(g->tape) : 0; }
+size_t tg_graph_arena_capacity(const tg_graph *g) { return g ? tg_arena_capacity_of(&g->arena) : 0; }
+size_t tg_graph_arena_used(const tg_graph *g) { return g ? tg_arena_used_of(&g->arena) : 0; }
 
 /* ---- tensors made by the user -------------------------------------- */
 
@@ -91,6 +102,7 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
 {
     if (!g) return -1;
     if (!t) { tg_fail(g, "requires_grad: tensor is NULL"); return -1; }
+    if (tg_tensor_stale(t)) { tg_fail_stale(g, "requires_grad", -1, t); return -1; }
     char s[64];
     if (!on) { t->requires_grad = false; return 0; }
     if (!tg_dtype_is_float(t->dtype)) {
@@ -106,7 +118,12 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
     if (!t->grad) {
         /* the gradient lives as long as the tensor: in the arena that owns it */
         size_t bytes = (size_t)t->numel * tg_dtype_size(t->dtype);
-        void *gr = t->graph ? tg_arena_take(&t->graph->arena, bytes) : NULL;
+        if (!t->graph) {
+            tg_fail(g, "requires_grad: tensor %s belongs to no graph and has no gradient buffer",
+                    tg_shape_str(t, s, sizeof s));
+            return -1;
+        }
+        void *gr = tg_arena_take(&t->graph->arena, bytes);
         if (!gr) { tg_fail(g, "requires_grad: out of memory for %zu bytes", bytes); return -1; }
         memset(gr, 0, bytes);
         t->grad = gr;
@@ -123,6 +140,7 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
     if (g->has_error) return -1;
     char s[64];
     if (!t) { tg_fail(g, "backward: tensor is NULL"); return -1; }
+    if (tg_tensor_stale(t)) { tg_fail_stale(g, "backward", -1, t); return -1; }
     if (!tg_dtype_is_float(t->dtype)) {
         tg_fail(g, "backward: tensor must be f32 or f64, got %s %s", tg_dtype_name(t->dtype),
                 tg_shape_str(t, s, sizeof s));

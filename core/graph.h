@@ -13,7 +13,17 @@
  * Errors: an op given bad input returns NULL and records one message on
  * the graph naming the op and the shapes. The first message sticks; while
  * the graph holds an error every op returns NULL, so a forward pass can be
- * written without checks and checked once at the end. */
+ * written without checks and checked once at the end.
+ *
+ * Generations: each tg_graph_reset starts a new generation, and every
+ * tensor made on a graph keeps the generation it was made in (t->gen). A
+ * tensor kept across a reset of its graph is stale: its memory now holds
+ * newer tensors. An op (and backward, tg_tensor_set_requires_grad) given
+ * a stale tensor, of this graph or of another, records an error naming
+ * it. A live tensor of another graph is a constant there (a leaf), as a
+ * parameter is. Not detected: a tensor of a graph that has been freed (its
+ * graph pointer dangles), and one kept across two or more resets whose
+ * header has been reused by a newer tensor, which it then is. */
 #ifndef TG_GRAPH_H
 #define TG_GRAPH_H
 
@@ -33,31 +43,36 @@ TG_API tg_graph *tg_graph_new(void);           /* NULL only when out of memory *
 TG_API void tg_graph_free(tg_graph *g);        /* accepts NULL */
 
 /* Drops every tensor, gradient and node made since the last reset (or
- * since creation), clears the error. O(1); keeps the arena's memory. */
+ * since creation), clears the error and starts a new generation. O(1);
+ * keeps the arena's memory. Nothing for a NULL g. */
 TG_API void tg_graph_reset(tg_graph *g);
 
 /* The first error recorded since the last reset, or NULL (also for a
  * NULL g). The string belongs to g. */
 TG_API const char *tg_graph_error(const tg_graph *g);
-/* Forgets the error so that ops run again; keeps tensors and tape. */
+/* Forgets the error so that ops run again; keeps tensors and tape.
+ * Nothing for a NULL g. */
 TG_API void tg_graph_clear_error(tg_graph *g);
 
 /* Grad mode (default on). Off: ops record nothing, their outputs do not
- * require grad, and dropout is the identity. Returns the old mode. */
+ * require grad, and dropout is the identity. Returns the old mode (false,
+ * and nothing set, for a NULL g). */
 TG_API bool tg_graph_set_grad_enabled(tg_graph *g, bool on);
-/* The current grad mode. */
+/* The current grad mode; false for a NULL g. */
 TG_API bool tg_graph_grad_enabled(const tg_graph *g);
 
-/* Training mode (default on). Off (eval): dropout is the identity. */
+/* Training mode (default on). Off (eval): dropout is the identity.
+ * Nothing for a NULL g. */
 TG_API void tg_graph_set_training(tg_graph *g, bool on);
-/* The current training mode. */
+/* The current training mode; false for a NULL g. */
 TG_API bool tg_graph_training(const tg_graph *g);
 
 /* Seeds the graph's random stream, used by dropout: the same seed gives
- * the same dropout masks. Not changed by tg_graph_reset. */
+ * the same dropout masks. Not changed by tg_graph_reset. Nothing for a
+ * NULL g. */
 TG_API void tg_graph_seed(tg_graph *g, uint64_t seed);
 /* The graph's random stream (for ops that draw random numbers); it
- * belongs to g. */
+ * belongs to g. NULL for a NULL g. */
 TG_API struct tg_rng *tg_graph_rng(tg_graph *g);
 
 /* New zero-filled leaf tensor in the graph's arena, valid until the next
@@ -75,24 +90,29 @@ TG_API tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value);
 /* Marks a leaf tensor as requiring grad and gives it a zeroed gradient
  * buffer in the arena that owns it. Gradients then accumulate into
  * t->grad across backward calls. Returns 0, or -1 with an error on g
- * (i32/bool tensors, tensors made by an op). */
+ * (i32/bool tensors, tensors made by an op, a tensor made before the last
+ * reset of its graph). */
 TG_API int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on);
 
 /* Backward from a one-element float tensor: seeds its gradient with 1.
  * Returns 0, or -1 with the error on g (NULL loss, several elements, no
- * recorded op reaching it). Gradients of activations are recomputed each
- * call; gradients of leaves and parameters accumulate. */
+ * recorded op reaching it, a loss made before the last reset; -1 alone
+ * for a NULL g). Gradients of activations are recomputed each call;
+ * gradients of leaves and parameters accumulate. */
 TG_API int tg_graph_backward(tg_graph *g, tg_tensor *loss);
 /* Backward from any float tensor t with its gradient seeded by `seed`
  * (t->numel elements of t's dtype): the vector-Jacobian product with seed.
  * Returns 0, or -1 with the error on g (NULL seed or t, t not float, t
- * not reached by a recorded op). */
+ * not reached by a recorded op or made before the last reset). */
 TG_API int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
 
-/* Introspection: nodes on the tape since the last reset. */
+/* Introspection: nodes on the tape since the last reset (0 for a NULL g). */
 TG_API int tg_graph_tape_len(const tg_graph *g);
-TG_API size_t tg_graph_arena_capacity(const tg_graph *g);  /* bytes reserved */
-TG_API size_t tg_graph_arena_used(const tg_graph *g);      /* bytes in use */
+/* Bytes the arena holds for tensor data, gradients and saved values (the
+ * tensor headers, 128 bytes each, are kept apart and not counted); 0 for
+ * a NULL g. */
+TG_API size_t tg_graph_arena_capacity(const tg_graph *g);
+TG_API size_t tg_graph_arena_used(const tg_graph *g);      /* of those, in use; 0 for NULL */
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* tapegrad core (internal): the graph's fields, shared by core/graph.c and
- * core/op.c only. */
+/* tapegrad core (internal): the graph's fields, shared by the files of
+ * core/ only. */
 #ifndef TG_GRAPH_INTERNAL_H
 #define TG_GRAPH_INTERNAL_H
 
@@ -8,7 +8,14 @@
 #include "rng.h"
 
 struct tg_graph {
-    tg_arena arena;
+    tg_arena arena;           /* tensor data, gradients, saved values */
+    /* Tensor headers, apart from their data: generation k's are in
+     * heads[k & 1], so the header of a tensor kept across a reset is not
+     * reused during the next generation and still says which generation
+     * it belongs to (in the arena, the next step would make a new tensor
+     * at the same address, and the stale pointer would simply be it). */
+    tg_arena heads[2];
+    uint32_t gen;             /* generation: tg_graph_reset starts a new one */
     tg_node *tape;            /* stb_ds array, in recording order */
     char error[512];
     bool has_error;
@@ -17,6 +24,20 @@ struct tg_graph {
     bool in_backward;
     tg_rng rng;
 };
+
+#define TG_HEADS_CHUNK ((size_t)64 << 10)   /* first chunk of each header arena */
+
+/* True when t was made on a graph that has been reset since: its data now
+ * belong to newer tensors. Parameters (graph NULL) never are. */
+static inline bool tg_tensor_stale(const tg_tensor *t) { return t->graph && t->gen != t->graph->gen; }
+
+/* A new tensor header in g's current generation, zeroed but for graph and
+ * gen; NULL with an error on g when out of memory. */
+tg_tensor *tg_tensor_header(tg_graph *g);
+
+/* Records on g that t, input i of op (i < 0: "the tensor"), was made
+ * before its graph's last reset; returns false. */
+bool tg_fail_stale(tg_graph *g, const char *op, int i, const tg_tensor *t);
 
 /* Validates a shape (ndim in 0..TG_MAX_DIMS, every size >= 1, numel fits)
  * and fills t's ndim/shape/numel. Returns false with `why` set otherwise. */

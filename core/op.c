@@ -20,13 +20,36 @@ void *tg_fail(tg_graph *g, const char *fmt, ...)
 bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in)
 {
     if (!g || g->has_error) return false;
-    for (int i = 0; i < n; i++)
+    if (n > 0 && !in) { tg_fail(g, "%s: the array of %d inputs is NULL", op, n); return false; }
+    for (int i = 0; i < n; i++) {
         if (!in[i]) { tg_fail(g, "%s: input %d is NULL", op, i); return false; }
+        if (tg_tensor_stale(in[i])) return tg_fail_stale(g, op, i, in[i]);
+    }
     return true;
+}
+
+bool tg_op_check_live(tg_graph *g, const char *op, int n, tg_tensor *const *in)
+{
+    if (!g || g->has_error || (n > 0 && !in)) return false;
+    for (int i = 0; i < n; i++)
+        if (in[i] && tg_tensor_stale(in[i])) return tg_fail_stale(g, op, i, in[i]);
+    return true;
+}
+
+bool tg_fail_stale(tg_graph *g, const char *op, int i, const tg_tensor *t)
+{
+    char what[32] = "the tensor", s[64];
+    if (i >= 0) snprintf(what, sizeof what, "input %d", i);
+    tg_fail(g, "%s: %s (%s %s) was made before the last tg_graph_reset of %s (in generation %u; it is at %u "
+               "now), so its memory belongs to newer tensors",
+            op, what, tg_dtype_name(t->dtype), tg_shape_str(t, s, sizeof s),
+            t->graph == g ? "this graph" : "its graph (not the graph of this op)", t->gen, t->graph->gen);
+    return false;
 }
 
 bool tg_op_check_float(tg_graph *g, const char *op, const char *what, const tg_tensor *t)
 {
+    if (!t) { tg_fail(g, "%s: %s is NULL", op, what); return false; }
     if (tg_dtype_is_float(t->dtype)) return true;
     char s[64];
     tg_fail(g, "%s: %s must be f32 or f64, got %s %s", op, what, tg_dtype_name(t->dtype),
@@ -52,9 +75,9 @@ bool tg_shape_set(tg_tensor *t, int ndim, const int *shape, const char **why)
     for (int i = 0; i < TG_MAX_DIMS; i++) t->shape[i] = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 1) { *why = "every dimension must be >= 1"; return false; }
+        if (shape[i] > TG_MAX_NUMEL / numel) { *why = "too many elements (over 2^40)"; return false; }
         t->shape[i] = shape[i];
         numel *= shape[i];
-        if (numel > ((int64_t)1 << 40)) { *why = "too many elements"; return false; }
     }
     t->ndim = ndim;
     t->numel = numel;
@@ -63,6 +86,7 @@ bool tg_shape_set(tg_tensor *t, int ndim, const int *shape, const char **why)
 
 void *tg_arena_alloc(tg_graph *g, size_t bytes)
 {
+    if (!g) return NULL;
     void *p = tg_arena_take(&g->arena, bytes);
     if (!p) tg_fail(g, "out of memory: the graph's arena could not grow by %zu bytes", bytes);
     return p;
@@ -75,8 +99,31 @@ void *tg_arena_zalloc(tg_graph *g, size_t bytes)
     return p;
 }
 
+tg_tensor *tg_tensor_header(tg_graph *g)
+{
+    tg_tensor *t = tg_arena_take(&g->heads[g->gen & 1], sizeof *t);
+    if (!t) return tg_fail(g, "out of memory: no room for a tensor header");
+    *t = (tg_tensor){.graph = g, .gen = g->gen};
+    return t;
+}
+
+tg_tensor *tg_op_view(tg_graph *g, const tg_tensor *x)
+{
+    if (!g || !x) return NULL;
+    tg_tensor *y = tg_tensor_header(g);
+    if (!y) return NULL;
+    y->dtype = x->dtype;
+    y->ndim = x->ndim;
+    memcpy(y->shape, x->shape, sizeof y->shape);
+    y->numel = x->numel;
+    y->data = x->data;
+    y->is_leaf = true;
+    return y;
+}
+
 tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
 {
+    if (!g) return NULL;
     tg_tensor h = {0};
     const char *why = NULL;
     if (!tg_dtype_size(dt)) return tg_fail(g, "tensor: unknown dtype %d", (int)dt);
@@ -86,12 +133,13 @@ tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
             snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%d" : "%d", shape[i]);
         return tg_fail(g, "tensor: bad shape %s) with ndim %d: %s", s, ndim, why);
     }
-    tg_tensor *t = tg_arena_alloc(g, sizeof *t);
+    tg_tensor *t = tg_tensor_header(g);
     if (!t) return NULL;
-    *t = h;
     t->dtype = dt;
+    t->ndim = h.ndim;
+    memcpy(t->shape, h.shape, sizeof t->shape);
+    t->numel = h.numel;
     t->is_leaf = true;
-    t->graph = g;
     t->data = tg_arena_alloc(g, (size_t)t->numel * tg_dtype_size(dt));
     return t->data ? t : NULL;
 }
@@ -104,7 +152,8 @@ bool tg_needs_grad(const tg_graph *g, const tg_tensor *t)
 tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward, tg_tensor *out, int n,
                       tg_tensor *const *in)
 {
-    if (g->has_error || !g->grad_enabled || g->in_backward) return NULL;
+    if (!g || g->has_error || !g->grad_enabled || g->in_backward || n < 1 || !in) return NULL;
+    if (!out) return tg_fail(g, "%s: recording an op with a NULL output", op);
     bool any = false;
     for (int i = 0; i < n; i++) any |= tg_needs_grad(g, in[i]);
     if (!any) return NULL;
@@ -127,6 +176,7 @@ void *tg_grad(tg_graph *g, tg_tensor *t)
 
 void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store)
 {
+    if (!store) return tg_grad(g, t);   /* nobody to tell to store: zero-filled */
     *store = false;
     if (!tg_needs_grad(g, t)) return NULL;
     if (t->grad) return t->grad;
@@ -156,6 +206,7 @@ static void strides_for(const int dims[TG_MAX_DIMS], const int to[TG_MAX_DIMS],
 
 bool tg_broadcast(const tg_tensor *a, const tg_tensor *b, tg_bcast *bc)
 {
+    if (!a || !b || !bc) return false;
     int da[TG_MAX_DIMS], db[TG_MAX_DIMS];
     padded(a, da);
     padded(b, db);
@@ -173,7 +224,7 @@ bool tg_broadcast(const tg_tensor *a, const tg_tensor *b, tg_bcast *bc)
 
 bool tg_broadcast_to(const tg_tensor *t, int ndim, const int *shape, int64_t stride[TG_MAX_DIMS])
 {
-    if (t->ndim > ndim) return false;
+    if (!t || !stride || ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape) || t->ndim > ndim) return false;
     int dt[TG_MAX_DIMS], to[TG_MAX_DIMS];
     padded(t, dt);
     int off = TG_MAX_DIMS - ndim;

@@ -100,6 +100,14 @@ void *tg_thread_scratch(void)
 
 /* ---- the pool ------------------------------------------------------------ */
 
+/* The first item of part k of [0, n) cut into `parts`: n k / parts,
+ * computed without forming n k (which overflows for n near INT64_MAX). */
+static int64_t part_start(unsigned k, unsigned parts)
+{
+    const int64_t q = pool.n / parts, r = pool.n % parts;
+    return q * k + r * k / parts;
+}
+
 /* Claims and runs one part of job `job`; false when none is left. */
 static bool run_one(unsigned job)
 {
@@ -108,7 +116,7 @@ static bool run_one(unsigned job)
         const unsigned parts = (unsigned)(v >> 16) & 0xFFFF, next = (unsigned)v & 0xFFFF;
         if ((unsigned)(v >> 32) != job || next >= parts) return false;
         if (atomic_compare_exchange_weak(&pool.claim, &v, v + 1)) {
-            const int64_t lo = pool.n * next / parts, hi = pool.n * (next + 1) / parts;
+            const int64_t lo = part_start(next, parts), hi = part_start(next + 1, parts);
             cur_part = (int)next;
             if (hi > lo) pool.fn(pool.ctx, lo, hi);
             cur_part = 0;
@@ -176,6 +184,7 @@ static void stop_workers(void)
 
 int tg_set_num_threads(int n)
 {
+    if (in_loop) return pool.n_threads;   /* joining the workers from a part would wait for itself */
     if (n <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpus > 0 ? (int)cpus : 1;
@@ -208,7 +217,7 @@ int tg_num_threads(void) { return pool.n_threads; }
 
 void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
 {
-    if (n <= 0) return;
+    if (n <= 0 || !fn) return;
     if (grain < 1) grain = 1;
     int64_t parts = n / grain;
     if (parts > pool.n_threads) parts = pool.n_threads;

@@ -28,9 +28,11 @@ extern "C" {
 
 #define TG_MAX_THREADS 256
 
-/* Sets the thread count (n <= 0: the number of online CPUs; at most
- * TG_MAX_THREADS). Returns the count in effect, which stays 1 if threads cannot be started.
- * Not to be called while a parallel loop runs. */
+/* Sets the thread count (n <= 0: the number of online CPUs; more than
+ * TG_MAX_THREADS counts as TG_MAX_THREADS). Returns the count in effect,
+ * which stays 1 if threads cannot be started. Called from inside a part
+ * of a running loop it changes nothing and returns the current count;
+ * not to be called from another thread while a loop runs. */
 TG_API int tg_set_num_threads(int n);
 TG_API int tg_num_threads(void);   /* 1 until tg_set_num_threads */
 
@@ -40,7 +42,8 @@ typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
 /* Runs fn(ctx, lo, hi) over [0, n) split into at most tg_num_threads()
  * contiguous ranges of at least `grain` items (grain < 1 counts as 1),
  * one per thread, and returns when all are done. A call made from inside
- * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller. */
+ * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller.
+ * Nothing is run when n <= 0 or fn is NULL. */
 TG_API void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
 
 /* Inside fn: which range this is, 0 .. tg_num_threads() - 1 (0 outside a

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "err_internal.h"
 #include "graph_internal.h"
 #include "stb_ds_internal.h"
 
@@ -20,11 +21,17 @@ struct tg_params {
     char error[256];
 };
 
-tg_params *tg_params_new(tg_dtype dt)
+tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen)
 {
-    if (!tg_dtype_is_float(dt)) return NULL;
+    if (!tg_dtype_is_float(dt)) {
+        tg_set_err(err, errlen, "params_new: dtype must be f32 or f64, got %s (%d)", tg_dtype_name(dt), (int)dt);
+        return NULL;
+    }
     tg_params *p = tg_calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) {
+        tg_set_err(err, errlen, "params_new: out of memory");
+        return NULL;
+    }
     p->dtype = dt;
     stbds_sh_new_strdup(p->by_name);
     return p;
@@ -50,11 +57,14 @@ static tg_tensor *fail(tg_params *p, const char *fmt, const char *name, const ch
 
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape)
 {
+    if (!p) return NULL;
     if (!name || !*name) return fail(p, "params_add: name is empty%s%s", "", "");
     if (stbds_shgeti(p->by_name, name) >= 0) return fail(p, "params_add: duplicate name '%s'%s", name, "");
     tg_tensor h = {0};
     const char *why = NULL;
     if (!tg_shape_set(&h, ndim, shape, &why)) return fail(p, "params_add: '%s': bad shape: %s", name, why);
+    if (h.numel > TG_MAX_NUMEL - p->numel)
+        return fail(p, "params_add: '%s': the store would hold more than 2^40 elements%s", name, "");
 
     size_t es = tg_dtype_size(p->dtype);
     size_t bytes = (size_t)(p->numel + h.numel) * es;
@@ -87,21 +97,22 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
 
 tg_tensor *tg_params_get(const tg_params *p, const char *name)
 {
+    if (!p || !name) return NULL;
     ptrdiff_t i = stbds_shgeti(((tg_params *)p)->by_name, name);
     return i < 0 ? NULL : p->tensors[p->by_name[i].value];
 }
 
-int tg_params_count(const tg_params *p) { return (int)stbds_arrlen(p->tensors); }
+int tg_params_count(const tg_params *p) { return p ? (int)stbds_arrlen(p->tensors) : 0; }
 tg_tensor *tg_params_at(const tg_params *p, int i)
 {
     return i >= 0 && i < tg_params_count(p) ? p->tensors[i] : NULL;
 }
-tg_dtype tg_params_dtype(const tg_params *p) { return p->dtype; }
-int64_t tg_params_numel(const tg_params *p) { return p->numel; }
-void *tg_params_data(tg_params *p) { return p->data; }
-void *tg_params_grad(tg_params *p) { return p->grad; }
+tg_dtype tg_params_dtype(const tg_params *p) { return p ? p->dtype : (tg_dtype)-1; }
+int64_t tg_params_numel(const tg_params *p) { return p ? p->numel : 0; }
+void *tg_params_data(tg_params *p) { return p ? p->data : NULL; }
+void *tg_params_grad(tg_params *p) { return p ? p->grad : NULL; }
 void tg_params_zero_grad(tg_params *p)
 {
-    if (p->grad) memset(p->grad, 0, (size_t)p->numel * tg_dtype_size(p->dtype));
+    if (p && p->grad) memset(p->grad, 0, (size_t)p->numel * tg_dtype_size(p->dtype));
 }
-const char *tg_params_error(const tg_params *p) { return p->error[0] ? p->error : NULL; }
+const char *tg_params_error(const tg_params *p) { return p && p->error[0] ? p->error : NULL; }

@@ -4,7 +4,11 @@
  * and their gradients in another, each parameter a named view into both,
  * so an optimizer step or a global gradient norm is one loop over
  * tg_params_data / tg_params_grad. All parameters of a store share one
- * float dtype. */
+ * float dtype.
+ *
+ * tg_params_new reports a failure in (err, errlen), as every constructor
+ * does; a failed tg_params_add leaves its message in the store, for
+ * tg_params_error (docs/decisions.md, Conventions). */
 #ifndef TG_PARAMS_H
 #define TG_PARAMS_H
 
@@ -17,39 +21,48 @@ extern "C" {
 
 typedef struct tg_params tg_params;
 
-/* An empty store for parameters of dtype dt. NULL when dt is not f32/f64
- * or out of memory. */
-TG_API tg_params *tg_params_new(tg_dtype dt);   /* f32 or f64; NULL otherwise */
+/* An empty store for parameters of dtype dt (f32 or f64). NULL, with a
+ * message in err, when dt is not f32/f64 or out of memory (err may be
+ * NULL: see docs/decisions.md, Conventions). */
+TG_API tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen);
 /* Frees the store: every parameter tensor and both flat buffers. */
 TG_API void tg_params_free(tg_params *p);       /* accepts NULL */
 
 /* Adds a zero-filled parameter that requires grad. Its data and grad
  * point into the store's flat buffers (pointers stay valid until the next
  * tg_params_add). NULL, with tg_params_error set, on a duplicate or empty
- * name, a bad shape, or out of memory. */
+ * name, a bad shape, a store that would pass TG_MAX_NUMEL elements, or
+ * out of memory; NULL alone for a NULL p. */
 TG_API tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 
-/* The parameter registered under name. */
-TG_API tg_tensor *tg_params_get(const tg_params *p, const char *name);  /* or NULL */
-/* The number of parameters added. */
+/* The parameter registered under name; NULL if there is none, or for a
+ * NULL p or name. */
+TG_API tg_tensor *tg_params_get(const tg_params *p, const char *name);
+/* The number of parameters added; 0 for a NULL p. */
 TG_API int tg_params_count(const tg_params *p);
-/* Parameter i (0 <= i < count); NULL when i is out of range. */
-TG_API tg_tensor *tg_params_at(const tg_params *p, int i);  /* in order added */
-/* The store's dtype: every parameter has it. */
+/* Parameter i (0 <= i < count), in the order added; NULL when i is out
+ * of range or p is NULL. */
+TG_API tg_tensor *tg_params_at(const tg_params *p, int i);
+/* The store's dtype: every parameter has it. (tg_dtype)-1 for a NULL p,
+ * which is no dtype (tg_dtype_size 0, tg_dtype_name "?"). */
 TG_API tg_dtype tg_params_dtype(const tg_params *p);
-/* Elements of all parameters together: the length of the flat buffers. */
-TG_API int64_t tg_params_numel(const tg_params *p);          /* all parameters */
+/* Elements of all parameters together: the length of the flat buffers;
+ * 0 for a NULL p. */
+TG_API int64_t tg_params_numel(const tg_params *p);
 /* The flat value buffer: numel elements of the store's dtype, the
- * parameters back to back in the order added. Moves on tg_params_add. */
-TG_API void *tg_params_data(tg_params *p);                   /* flat values */
-/* The flat gradient buffer, laid out like tg_params_data. */
-TG_API void *tg_params_grad(tg_params *p);                   /* flat gradients */
+ * parameters back to back in the order added. Moves on tg_params_add.
+ * NULL for a NULL or empty p. */
+TG_API void *tg_params_data(tg_params *p);
+/* The flat gradient buffer, laid out like tg_params_data (NULL likewise). */
+TG_API void *tg_params_grad(tg_params *p);
 /* Sets every gradient to 0. Gradients accumulate across backward calls
- * until this is called (once per optimizer step, or per accumulation). */
+ * until this is called (once per optimizer step, or per accumulation).
+ * Nothing for a NULL p. */
 TG_API void tg_params_zero_grad(tg_params *p);
 
-/* The message of the last failed tg_params_add, cleared by a successful one. */
-TG_API const char *tg_params_error(const tg_params *p);      /* last error or NULL */
+/* The message of the last failed tg_params_add, cleared by a successful
+ * one; NULL when there is none, or for a NULL p. */
+TG_API const char *tg_params_error(const tg_params *p);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
  * Integer arithmetic only, so the stream is the same on every machine. */
 #include "rng.h"
 
+#include "graph_internal.h"
+
 #include <math.h>
 
 #define PCG_MULT 6364136223846793005ULL
@@ -18,6 +20,7 @@ static uint32_t step(tg_rng *r)
 
 void tg_rng_seed(tg_rng *r, uint64_t seed, uint64_t stream)
 {
+    if (!r) return;
     r->state = 0;
     r->inc = (stream << 1u) | 1u;
     step(r);
@@ -27,10 +30,11 @@ void tg_rng_seed(tg_rng *r, uint64_t seed, uint64_t stream)
     r->spare = 0;
 }
 
-uint32_t tg_rng_u32(tg_rng *r) { return step(r); }
+uint32_t tg_rng_u32(tg_rng *r) { return r ? step(r) : 0; }
 
 uint32_t tg_rng_below(tg_rng *r, uint32_t n)
 {
+    if (!r || n == 0) return 0;   /* [0, 0) is empty: 0, and the stream does not move */
     /* rejection of the short top range keeps every value equally likely */
     uint32_t threshold = (uint32_t)(-n) % n;
     for (;;) {
@@ -41,12 +45,14 @@ uint32_t tg_rng_below(tg_rng *r, uint32_t n)
 
 double tg_rng_uniform(tg_rng *r)
 {
+    if (!r) return NAN;
     uint64_t hi = step(r) >> 5, lo = step(r) >> 6;   /* 27 + 26 = 53 bits */
     return (double)(hi * 67108864u + lo) * (1.0 / 9007199254740992.0);
 }
 
 double tg_rng_normal(tg_rng *r)
 {
+    if (!r) return NAN;
     if (r->has_spare) { r->has_spare = false; return r->spare; }
     double u1 = 1.0 - tg_rng_uniform(r);   /* (0, 1]: log is finite */
     double u2 = tg_rng_uniform(r);
@@ -65,10 +71,12 @@ static void put(tg_tensor *t, int64_t i, double v)
 
 void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi)
 {
+    if (!r || !t || !t->data || tg_tensor_stale(t)) return;
     for (int64_t i = 0; i < t->numel; i++) put(t, i, lo + (hi - lo) * tg_rng_uniform(r));
 }
 
 void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std)
 {
+    if (!r || !t || !t->data || tg_tensor_stale(t)) return;
     for (int64_t i = 0; i < t->numel; i++) put(t, i, mean + std * tg_rng_normal(r));
 }

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "graph_internal.h"
 #include "stb_ds_internal.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -485,6 +486,18 @@ const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
 static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
 {
     if (!e || !dst) return fail(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    /* a tg_st_tensor a caller filled in must agree with itself: the copy
+     * reads nbytes from e->data and writes numel elements to dst->data */
+    const int k = e->dtype ? dtype_find(e->dtype) : -1;
+    if (k < 0 || e->numel < 0 || (uint64_t)e->numel > SIZE_MAX / ST_DTYPES[k].size ||
+        e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
+        return fail(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
+                    e->name ? e->name : "(null)");
+    if (tg_tensor_stale(dst))
+        return fail(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
+                                 "tg_graph_reset of its graph", e->name ? e->name : "(null)");
+    if (!dst->data && dst->numel)
+        return fail(err, errlen, "safetensors: tensor '%s': the destination has no data", e->name ? e->name : "(null)");
     const char *dt = e->dtype;
     bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
     bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
@@ -495,6 +508,7 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
                     tg_dtype_name(dst->dtype));
     bool same = e->ndim == dst->ndim;
     for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
+    same = same && e->numel == dst->numel;
     if (!same) {
         char a[160], b[64];
         return fail(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the destination",
@@ -651,6 +665,8 @@ int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *
 {
     if (!w) return -1;
     if (!t) return wfail(w, "tensor '%s': tensor is NULL", name ? name : "(null)");
+    if (tg_tensor_stale(t))
+        return wfail(w, "tensor '%s': made before the last tg_graph_reset of its graph", name ? name : "(null)");
     static const char *const MAP[] = {[TG_F32] = "F32", [TG_F64] = "F64", [TG_I32] = "I32", [TG_BOOL] = "U8"};
     if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0]) return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
     int64_t shape[TG_MAX_DIMS];

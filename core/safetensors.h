@@ -67,7 +67,8 @@ TG_API const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
  * an error; inf and NaN carry over); I32/I64 -> i32 (values must fit);
  * U8/BOOL -> bool (values must be 0 or 1). Returns 0, or -1 with a
  * message naming the tensor (and the element, for a value that does not
- * fit); dst is untouched on error. */
+ * fit); dst is untouched on error. Also an error: a NULL e or dst, or an
+ * e whose dtype, numel, nbytes and data do not agree (one a caller made). */
 TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen);
 
 /* Writing. Tensors are referenced, not copied: their data must stay
@@ -78,7 +79,8 @@ TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_
  * Errors stick: an add or meta call that fails returns -1 and records a
  * message (tg_st_writer_error); every later add returns -1 and
  * tg_st_writer_save fails with that message, writing nothing. So a
- * sequence of adds can be checked once, at save. */
+ * sequence of adds can be checked once, at save. With a NULL writer, add
+ * and meta return -1 and save returns -1 with a message in err. */
 typedef struct tg_st_writer tg_st_writer;
 /* An empty writer; NULL when out of memory. */
 TG_API tg_st_writer *tg_st_writer_new(void);

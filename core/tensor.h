@@ -18,6 +18,7 @@ extern "C" {
 #endif
 
 #define TG_MAX_DIMS 4
+#define TG_MAX_NUMEL ((int64_t)1 << 40)   /* elements of one tensor (or store), at most */
 
 typedef enum tg_dtype {
     TG_F32,  /* float: training */
@@ -40,6 +41,8 @@ typedef struct tg_tensor {
                                  gradient reaches the tensor */
     bool requires_grad;
     bool is_leaf;             /* made by the user, not by a recorded op */
+    uint32_t gen;             /* generation of `graph` it was made in: after a
+                                 tg_graph_reset of that graph it is stale */
     struct tg_graph *graph;   /* arena that owns it; NULL for parameters */
     const char *name;         /* parameters: their name; otherwise NULL */
 } tg_tensor;
@@ -54,22 +57,27 @@ TG_API const char *tg_dtype_name(tg_dtype dt);
 static inline bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64; }
 
 /* Writes t's shape as "(2,3,4)" ("()" for a scalar, "NULL" for a NULL t)
- * into buf, truncated to size bytes and always NUL-terminated; returns buf. */
+ * into buf, truncated to size bytes and always NUL-terminated; returns
+ * buf. A NULL buf or a size of 0: nothing is written. */
 TG_API char *tg_shape_str(const tg_tensor *t, char *buf, size_t size);
 
 /* Writes the multi-index "(i0,i1,...)" of flat index `flat` over the
- * first k dimensions of t (0 <= k <= t->ndim; flat < the product of those
- * dimensions) into buf, always NUL-terminated; returns buf. Used by error
- * messages to name an element or a row. */
+ * first k dimensions of t into buf, always NUL-terminated; returns buf.
+ * Used by error messages to name an element or a row. k outside
+ * 0..t->ndim, or flat outside [0, product of those dimensions), writes a
+ * sentence saying so in parentheses instead; a NULL t writes "NULL"; a
+ * NULL buf or a size of 0 writes nothing. */
 TG_API char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size);
 
-/* Element i (flat row-major index, 0 <= i < numel; not checked) of a
- * tensor of any dtype, as a double. */
+/* Element i (flat row-major index) of a tensor of any dtype, as a double.
+ * NaN for a NULL t or data, i outside [0, numel), or a tensor made before
+ * the last reset of its graph. */
 TG_API double tg_tensor_get(const tg_tensor *t, int64_t i);
-/* The single element of a one-element tensor (a loss) as a double (element
- * 0; t is not checked). */
+/* The single element of a one-element tensor (a loss) as a double. NaN
+ * for a NULL t or a tensor of more than one element. */
 TG_API double tg_tensor_item(const tg_tensor *t);
-/* True when a and b have the same dtype and the same shape. */
+/* True when a and b have the same dtype and the same shape; false when
+ * either is NULL. */
 TG_API bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b);
 
 #ifdef __cplusplus

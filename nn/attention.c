@@ -52,22 +52,39 @@
 #include "nn.h"
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/op.h"
 
 /* ---- KV cache ---------------------------------------------------------- */
 
-int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len)
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
+                     size_t errlen)
 {
+    if (!c) return tg_set_err(err, errlen, "kv_cache_init: cache is NULL");
     memset(c, 0, sizeof *c);
-    if (!tg_dtype_is_float(dt) || batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1) return -1;
-    size_t bytes = (size_t)batch * n_head * max_len * head_dim * tg_dtype_size(dt);
+    if (!tg_dtype_is_float(dt))
+        return tg_set_err(err, errlen, "kv_cache_init: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+    if (batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1)
+        return tg_set_err(err, errlen, "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
+                                       "max_len %d", batch, n_head, head_dim, max_len);
+    /* each buffer is (batch, max_len, C): the cached prefix becomes a tensor
+     * of that shape, so the same limit as a tensor's (2^40 elements), and C
+     * must be an int */
+    const int64_t C = (int64_t)n_head * head_dim, limit = TG_MAX_NUMEL;
+    if (C > INT32_MAX)
+        return tg_set_err(err, errlen, "kv_cache_init: n_head %d x head_dim %d is over 2^31 - 1", n_head, head_dim);
+    if (C > limit / batch || C * batch > limit / max_len)
+        return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
+                                       "elements per buffer, over 2^40", batch, max_len, n_head, head_dim,
+                          (double)batch * max_len * (double)C);
+    const size_t bytes = (size_t)(C * batch * max_len) * tg_dtype_size(dt);
     c->k = tg_calloc(1, bytes);
     c->v = tg_calloc(1, bytes);
     if (!c->k || !c->v) {
         tg_free(c->k);
         tg_free(c->v);
         memset(c, 0, sizeof *c);
-        return -1;
+        return tg_set_err(err, errlen, "kv_cache_init: out of memory for 2 x %zu bytes", bytes);
     }
     c->batch = batch;
     c->n_head = n_head;
@@ -77,7 +94,10 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
     return 0;
 }
 
-void tg_kv_cache_clear(tg_kv_cache *c) { c->len = 0; }
+void tg_kv_cache_clear(tg_kv_cache *c)
+{
+    if (c) c->len = 0;
+}
 
 void tg_kv_cache_free(tg_kv_cache *c)
 {
@@ -113,18 +133,20 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                 bool fused, double dropout, char *err, size_t errlen)
 {
+    if (!m || !p || !name)
+        return tg_set_err(err, errlen, "mha_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     memset(m, 0, sizeof *m);
     if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
-        snprintf(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
-                 n_embd, n_head);
+        tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
+                   n_embd, n_head);
         return -1;
     }
     if (n_embd % n_head) {
-        snprintf(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
+        tg_set_err(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
         return -1;
     }
     if (!(dropout >= 0 && dropout < 1)) {
-        snprintf(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
+        tg_set_err(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
         return -1;
     }
     m->n_embd = n_embd;
@@ -220,8 +242,9 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     static const tg_attn_args none = {0};
     if (!args) args = &none;
     if (args->weights) *args->weights = NULL;
-    tg_tensor *in[2] = {x, kv};
-    if (!tg_op_begin(g, "mha", kv ? 2 : 1, in)) return NULL;
+    if (!m) return tg_fail(g, "mha: the module is NULL");
+    tg_tensor *in[4] = {x, kv, args->key_padding, args->mask};   /* 2, 3: read here, before any op */
+    if (!tg_op_begin(g, "mha", kv ? 2 : 1, in) || !tg_op_check_live(g, "mha", 4, in)) return NULL;
 
     /* ---- checks: every caller mistake is a message, never an assert */
     const int C = m->n_embd, H = m->n_head;
@@ -239,7 +262,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
                               "(n_head %d, head_dim %d)",
                            tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
                            tg_dtype_name(x->dtype), sx, H, dh);
-        if (cache->len + Tq > cache->max_len)
+        if (cache->len < 0 || cache->len > cache->max_len)
+            return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len,
+                           cache->max_len, sx);
+        if (Tq > cache->max_len - cache->len)
             return tg_fail(g, "mha: KV cache overflow: %d cached + %d new positions (x %s) exceed max_len %d",
                            cache->len, Tq, sx, cache->max_len);
     }

@@ -30,42 +30,48 @@
 #include "nn.h"
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/op.h"
 #include "../core/rng.h"
 
 static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 {
-    if (msg) snprintf(err, errlen, "%s", msg);
+    if (msg) tg_set_err(err, errlen, "%s", msg);
     tg_gpt_free(m);
     return NULL;
 }
 
 tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
+    if (!cfg) {
+        tg_set_err(err, errlen, "gpt: the config is NULL");
+        return NULL;
+    }
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
-        snprintf(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
-                              "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        tg_set_err(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
+                                "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         return NULL;
     }
     if (c.n_embd % c.n_head) {
-        snprintf(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
+        tg_set_err(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
         return NULL;
     }
     if (!(c.dropout >= 0 && c.dropout < 1)) {
-        snprintf(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
+        tg_set_err(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
         return NULL;
     }
     if (!tg_dtype_is_float(dt)) {
-        snprintf(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        tg_set_err(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
     }
     tg_gpt *m = tg_calloc(1, sizeof *m);
     if (!m) return fail_new(m, err, errlen, "gpt: out of memory");
     m->cfg = c;
-    m->params = tg_params_new(dt);
+    m->params = tg_params_new(dt, err, errlen);
+    if (!m->params) return fail_new(m, err, errlen, NULL);
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
-    if (!m->params || !m->h) return fail_new(m, err, errlen, "gpt: out of memory");
+    if (!m->h) return fail_new(m, err, errlen, "gpt: out of memory");
 
     const int C = c.n_embd;
     tg_params *p = m->params;
@@ -135,6 +141,7 @@ void tg_gpt_free(tg_gpt *m)
 
 void tg_gpt_set_attn_composed(tg_gpt *m, bool composed)
 {
+    if (!m) return;
     m->cfg.attn_composed = composed;
     for (int i = 0; i < m->cfg.n_layer; i++) m->h[i].attn.composed = composed;
 }
@@ -145,6 +152,7 @@ tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx) { return tg_gp
 
 tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights)
 {
+    if (!m) return tg_fail(g, "gpt: the model is NULL");
     const tg_gpt_config *c = &m->cfg;
     if (attn_weights)
         for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
@@ -197,6 +205,7 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
 
 tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets)
 {
+    if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "gpt_loss", 2, in)) return NULL;
     if (targets->dtype != TG_I32 || !(targets->ndim == idx->ndim && targets->shape[0] == idx->shape[0] &&
@@ -213,22 +222,21 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 
 int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
 {
+    if (!m) return tg_set_err(err, errlen, "gpt_cache_enable: the model is NULL");
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
     if (batch < 1) {
-        snprintf(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
+        tg_set_err(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
         return -1;
     }
     m->cache = tg_calloc((size_t)c->n_layer, sizeof *m->cache);
     if (!m->cache) {
-        snprintf(err, errlen, "gpt_cache_enable: out of memory");
+        tg_set_err(err, errlen, "gpt_cache_enable: out of memory");
         return -1;
     }
     for (int i = 0; i < c->n_layer; i++)
         if (tg_kv_cache_init(&m->cache[i], tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
-                             c->block_size)) {
-            snprintf(err, errlen, "gpt_cache_enable: out of memory for %d layers x batch %d x block_size %d",
-                     c->n_layer, batch, c->block_size);
+                             c->block_size, err, errlen)) {
             tg_gpt_cache_disable(m);
             return -1;
         }
@@ -237,13 +245,13 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
 
 void tg_gpt_cache_clear(tg_gpt *m)
 {
-    if (!m->cache) return;
+    if (!m || !m->cache) return;
     for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
 }
 
 void tg_gpt_cache_disable(tg_gpt *m)
 {
-    if (!m->cache) return;
+    if (!m || !m->cache) return;
     for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_free(&m->cache[i]);
     tg_free(m->cache);
     m->cache = NULL;

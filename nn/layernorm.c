@@ -7,19 +7,24 @@
 
 #include "nn.h"
 
+#include "../core/err_internal.h"
+#include "../core/op.h"
+
 int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
                       char *err, size_t errlen)
 {
+    if (!l || !p || !name)
+        return tg_set_err(err, errlen, "layernorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     l->eps = TG_LAYERNORM_EPS;
     if (C < 1) {
-        snprintf(err, errlen, "layernorm '%s': C must be >= 1, got %d", name, C);
+        tg_set_err(err, errlen, "layernorm '%s': C must be >= 1, got %d", name, C);
         return -1;
     }
     char full[256];
     snprintf(full, sizeof full, "%s.weight", name);
     l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
-    if (!l->weight) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+    if (!l->weight) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     for (int i = 0; i < C; i++) {
         if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;
         else ((double *)l->weight->data)[i] = 1;
@@ -27,12 +32,13 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
     if (bias) {
         snprintf(full, sizeof full, "%s.bias", name);
         l->bias = tg_params_add(p, full, 1, (int[]){C});     /* (C), zeros */
-        if (!l->bias) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+        if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     }
     return 0;
 }
 
 tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x)
 {
+    if (!l) return tg_fail(g, "layernorm_forward: the module is NULL");
     return tg_layernorm(g, x, l->weight, l->bias, l->eps);
 }

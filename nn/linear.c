@@ -7,27 +7,33 @@
 
 #include "nn.h"
 
+#include "../core/err_internal.h"
+#include "../core/op.h"
+
 int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
                    char *err, size_t errlen)
 {
+    if (!l || !p || !name)
+        return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     if (in < 1 || out < 1) {
-        snprintf(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
+        tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
         return -1;
     }
     char full[256];
     snprintf(full, sizeof full, "%s.weight", name);
     l->weight = tg_params_add(p, full, 2, (int[]){out, in});   /* (out, in) */
-    if (!l->weight) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+    if (!l->weight) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     if (bias) {
         snprintf(full, sizeof full, "%s.bias", name);
         l->bias = tg_params_add(p, full, 1, (int[]){out});     /* (out) */
-        if (!l->bias) { snprintf(err, errlen, "%s", tg_params_error(p)); return -1; }
+        if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     }
     return 0;
 }
 
 tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x)
 {
+    if (!l) return tg_fail(g, "linear_forward: the module is NULL");
     return tg_linear(g, x, l->weight, l->bias);   /* (..., in) -> (..., out) */
 }

@@ -8,16 +8,21 @@
 
 #include "nn.h"
 
+#include "../core/err_internal.h"
+#include "../core/op.h"
+
 int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
                 char *err, size_t errlen)
 {
+    if (!m || !p || !name)
+        return tg_set_err(err, errlen, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     m->dropout = 0;
     if (C < 1 || C > (1 << 28)) {
-        snprintf(err, errlen, "mlp '%s': C must be in [1, 2^28], got %d", name, C);
+        tg_set_err(err, errlen, "mlp '%s': C must be in [1, 2^28], got %d", name, C);
         return -1;
     }
     if (!(dropout >= 0 && dropout < 1)) {
-        snprintf(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
+        tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
         return -1;
     }
     m->dropout = dropout;
@@ -30,6 +35,7 @@ int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, dou
 
 tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x)
 {
+    if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
     tg_tensor *h = tg_linear_forward(g, &m->c_fc, x);   /* (B,T,4C) */
     h = tg_gelu(g, h, TG_GELU_ERF);                      /* (B,T,4C) */
     tg_tensor *y = tg_linear_forward(g, &m->c_proj, h);  /* (B,T,C) */

@@ -3,8 +3,11 @@
  *
  * Modules are plain structs of tensor pointers into the store; forward
  * functions take a graph and follow the op conventions (NULL in, NULL
- * out; the first error sticks on the graph). Init functions return 0, or
- * -1 with a message in err (bad sizes, duplicate names, out of memory). */
+ * out; the first error sticks on the graph; a NULL module is an error
+ * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
+ * message in err (a NULL module, store or name, bad sizes, duplicate
+ * names, out of memory); as everywhere in the API, (err, errlen) come
+ * last and err may be NULL (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -79,10 +82,14 @@ typedef struct tg_kv_cache {
 } tg_kv_cache;
 
 /* Allocates zeroed key and value buffers (batch, max_len, n_head *
- * head_dim) of dtype dt, with len 0. Returns 0, or -1 (c zeroed) when dt
- * is not f32/f64, a size is < 1, or out of memory. */
-TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len);
-/* Forgets the cached positions, to start a new sequence; keeps the memory. */
+ * head_dim) of dtype dt, with len 0. Returns 0, or -1 with a message in
+ * err (c zeroed, nothing allocated) when c is NULL, dt is not f32/f64, a
+ * size is < 1, the buffers would hold more than 2^40 elements (a tensor's
+ * limit) or n_head * head_dim exceeds INT_MAX, or out of memory. */
+TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
+                            size_t errlen);
+/* Forgets the cached positions, to start a new sequence; keeps the
+ * memory. Nothing for a NULL c. */
 TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
 TG_API void tg_kv_cache_free(tg_kv_cache *c);
@@ -132,7 +139,8 @@ typedef struct tg_attn_args {
  * errors (NULL, message on g): x or kv not float (B,T,C) with C = n_embd
  * and one dtype and batch; a cache with kv, or of another dtype, batch or
  * head size; a key_padding or mask of the wrong dtype or shape; a query
- * row with every key blocked. */
+ * row with every key blocked; an x, kv, key_padding or mask (inputs 0 to
+ * 3 in the message) made before the last reset of its graph. */
 TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
                                  const tg_attn_args *args);
 
@@ -177,7 +185,8 @@ typedef struct tg_gpt {
  * transformer.ln_f.weight[, .bias]) and initialises them as nanoGPT:
  * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
  * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
- * LayerNorm weights 1. dt is TG_F32 or TG_F64. */
+ * LayerNorm weights 1. dt is TG_F32 or TG_F64. NULL with a message in err
+ * for a NULL cfg, a bad config or dtype, or out of memory. */
 TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* The number of parameter elements tg_gpt_new registers for cfg, in
  * closed form, without allocating anything (nanoGPT's get_num_params with
@@ -190,7 +199,7 @@ TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 TG_API void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets
- * cfg.attn_composed and each tg_mha.composed). */
+ * cfg.attn_composed and each tg_mha.composed). Nothing for a NULL m. */
 TG_API void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
@@ -200,7 +209,8 @@ TG_API tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
  * inspection: attn_weights is NULL or an array of n_layer slots; slot i
  * receives layer i's (B,H,T,Tk) softmax probabilities before attention
  * dropout (Tk = cache len + T; rows sum to 1, blocked future keys are 0),
- * arena tensors on g. Every slot is NULL when the forward fails. */
+ * arena tensors on g. Every slot is NULL when the forward fails (with a
+ * NULL m they are left alone: there is no n_layer to know them by). */
 TG_API tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
 /* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored):
  * a scalar. Errors: those of tg_gpt_forward and tg_cross_entropy, and
@@ -210,12 +220,13 @@ TG_API tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor 
 /* KV cache for incremental decoding: while enabled, tg_gpt_forward appends
  * the new positions to every layer's cache and attends over all of them.
  * Enabling makes n_layer empty caches of block_size positions for `batch`
- * sequences (replacing any earlier ones). Returns 0, or -1 with err for
- * batch < 1 or out of memory. */
+ * sequences (replacing any earlier ones). Returns 0, or -1 with err for a
+ * NULL m, batch < 1, caches too large (tg_kv_cache_init) or out of memory. */
 TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
-/* Empties every layer's cache, to start new sequences; nothing when disabled. */
+/* Empties every layer's cache, to start new sequences; nothing when
+ * disabled or for a NULL m. */
 TG_API void tg_gpt_cache_clear(tg_gpt *m);
-/* Frees the caches: tg_gpt_forward runs without them again. */
+/* Frees the caches: tg_gpt_forward runs without them again. Accepts NULL. */
 TG_API void tg_gpt_cache_disable(tg_gpt *m);
 
 #ifdef __cplusplus

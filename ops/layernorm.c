@@ -338,7 +338,10 @@ static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const
 tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps)
 {
     /* w and b may be NULL by design; only x must be there */
-    if (!tg_op_begin(g, "layernorm", 1, &x) || !tg_op_check_float(g, "layernorm", "x", x)) return NULL;
+    tg_tensor *in[3] = {x, w, b};
+    if (!tg_op_begin(g, "layernorm", 1, in) || !tg_op_check_live(g, "layernorm", 3, in) ||
+        !tg_op_check_float(g, "layernorm", "x", x))
+        return NULL;
     char sx[64];
     if (x->ndim < 1)
         return tg_fail(g, "layernorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype),
@@ -352,7 +355,6 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, d
     const int64_t rows = x->numel / C;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* (..., C) */
     if (!y) return NULL;
-    tg_tensor *in[3] = {x, w, b};
     double *stats = NULL; /* mean (rows), then rstd (rows) */
     tg_node *nd = tg_op_record(g, "layernorm", layernorm_backward, y, 3, in);
     if (nd) {

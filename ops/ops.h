@@ -5,9 +5,10 @@
  * - Float ops take f32 or f64 tensors; all float inputs of one op share a
  *   dtype. The output has the inputs' dtype.
  * - Bad input (shapes that do not fit, wrong dtype, a NULL input, ids out
- *   of range) returns NULL and records one message on the graph naming the
- *   op and the shapes, e.g. "matmul: inner dimensions differ: a f32 (2,3)
- *   x b f32 (4,5)". Given NULL, every op returns NULL.
+ *   of range, a tensor made before the last tg_graph_reset of its graph)
+ *   returns NULL and records one message on the graph naming the op and
+ *   the shapes, e.g. "matmul: inner dimensions differ: a f32 (2,3) x b f32
+ *   (4,5)". Given NULL, every op returns NULL.
  * - Axes may be negative (-1 is the last).
  * - Outputs are new contiguous tensors, except tg_reshape, which is a
  *   view sharing its input's data. */

@@ -178,16 +178,10 @@ tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape)
                        tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), (long long)x->numel,
                        dims_str(ndim, shape, ss, sizeof ss));
 
-    tg_tensor *y = tg_arena_alloc(g, sizeof *y);
+    tg_tensor *y = tg_op_view(g, x);   /* same dtype, numel and data */
     if (!y) return NULL;
-    *y = *x;                       /* same dtype, numel and data: a view */
     y->ndim = ndim;
     for (int i = 0; i < TG_MAX_DIMS; i++) y->shape[i] = dims[i];
-    y->grad = NULL;
-    y->requires_grad = false;
-    y->is_leaf = true;
-    y->graph = g;
-    y->name = NULL;
     tg_op_record(g, "reshape", reshape_backward, y, 1, in);
     return tg_graph_error(g) ? NULL : y;
 }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/parallel.h"
 
 struct tg_adamw {
@@ -37,12 +38,27 @@ struct tg_adamw {
 static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
 static bool nonneg(double x) { return isfinite(x) && x >= 0; }
 
-tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c)
+tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen)
 {
     tg_adamw_config cfg = c ? *c : TG_ADAMW_DEFAULTS;
-    if (!p || !unit(cfg.beta1) || !unit(cfg.beta2) || !nonneg(cfg.eps) || !nonneg(cfg.weight_decay)) return NULL;
+    if (!p) {
+        tg_set_err(err, errlen, "adamw_new: params is NULL");
+        return NULL;
+    }
+    if (!unit(cfg.beta1) || !unit(cfg.beta2)) {
+        tg_set_err(err, errlen, "adamw_new: beta1 and beta2 must be in [0, 1), got %g and %g", cfg.beta1, cfg.beta2);
+        return NULL;
+    }
+    if (!nonneg(cfg.eps) || !nonneg(cfg.weight_decay)) {
+        tg_set_err(err, errlen, "adamw_new: eps and weight_decay must be finite and >= 0, got %g and %g", cfg.eps,
+                   cfg.weight_decay);
+        return NULL;
+    }
     tg_adamw *o = tg_calloc(1, sizeof *o);
-    if (!o) return NULL;
+    if (!o) {
+        tg_set_err(err, errlen, "adamw_new: out of memory");
+        return NULL;
+    }
     o->p = p;
     o->c = cfg;
     o->numel = tg_params_numel(p);
@@ -52,7 +68,11 @@ tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c)
     o->m = tg_calloc(n, es);
     o->v = o->m ? tg_calloc(n, es) : NULL;
     o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
-    if (!o->decay) { tg_adamw_free(o); return NULL; }
+    if (!o->decay) {
+        tg_set_err(err, errlen, "adamw_new: out of memory for the moments of %lld elements", (long long)o->numel);
+        tg_adamw_free(o);
+        return NULL;
+    }
     for (int i = 0; i < o->count; i++) o->decay[i] = tg_params_at(p, i)->ndim >= 2;
     return o;
 }
@@ -124,6 +144,10 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
 void tg_adamw_step(tg_adamw *o, double lr)
 {
     if (!o) return;
+    if (!isfinite(lr)) {
+        snprintf(o->error, sizeof o->error, "adamw_step: lr must be finite, got %g; nothing done", lr);
+        return;
+    }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "

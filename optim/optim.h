@@ -10,7 +10,12 @@
  *
  * An optimizer sizes its state to the store when it is made: add every
  * parameter first. If the store has grown since (tg_params_add), a step
- * does nothing and the optimizer's error says why; state is untouched. */
+ * does nothing and the optimizer's error says why; state is untouched.
+ *
+ * Constructors take (err, errlen) last and write the reason for a NULL
+ * there (err may be NULL); a made optimizer keeps the reason for a
+ * refused later call in tg_sgd_error / tg_adamw_error
+ * (docs/decisions.md, Conventions). */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
@@ -26,13 +31,14 @@ extern "C" {
  *   b = momentum * b + g          (b = g on the first step)
  *   p -= lr * (momentum ? b : g)                                         */
 typedef struct tg_sgd tg_sgd;
-/* NULL when p is NULL, momentum or weight_decay is negative or not
- * finite, or out of memory. The momentum buffer is only allocated when
- * momentum > 0. */
-TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay);
+/* NULL, with a message in err, when p is NULL, momentum or weight_decay
+ * is negative or not finite, or out of memory. The momentum buffer is
+ * only allocated when momentum > 0. */
+TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen);
 /* One update of every parameter with learning rate lr, by the formula
  * above, from the gradients in the store. Does nothing, and sets
- * tg_sgd_error, if the store has grown since tg_sgd_new; NULL o is ignored. */
+ * tg_sgd_error, if the store has grown since tg_sgd_new or lr is not
+ * finite; NULL o is ignored. */
 TG_API void tg_sgd_step(tg_sgd *o, double lr);
 TG_API const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
 TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
@@ -62,28 +68,31 @@ typedef struct tg_adamw_config {
 #endif
 
 typedef struct tg_adamw tg_adamw;
-/* c NULL means TG_ADAMW_DEFAULTS. NULL when p is NULL, a beta is outside
- * [0, 1), eps or weight_decay is negative or not finite, or out of memory. */
-TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c);
+/* c NULL means TG_ADAMW_DEFAULTS. NULL, with a message in err, when p is
+ * NULL, a beta is outside [0, 1), eps or weight_decay is negative or not
+ * finite, or out of memory. */
+TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen);
 /* param must be a tensor of the optimizer's store (tg_params_get/_at);
- * otherwise nothing changes and tg_adamw_error says so. */
+ * otherwise nothing changes and tg_adamw_error says so. NULL o is ignored. */
 TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
-/* True when param is weight-decayed. */
-TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);   /* false if not in the store */
+/* True when param is weight-decayed; false if it is not in the store, or
+ * for a NULL o or param. */
+TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
 /* One update of every parameter with learning rate lr (the step count
  * goes up by one first), by the formulas above, from the gradients in the
  * store. Does nothing, and sets tg_adamw_error, if the store has grown
- * since tg_adamw_new; NULL o is ignored. */
+ * since tg_adamw_new or lr is not finite; NULL o is ignored. */
 TG_API void tg_adamw_step(tg_adamw *o, double lr);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
  * and layout as tg_params_data; tg_params_numel elements each), which may
- * be read and written. A negative step count is refused (error set). */
+ * be read and written. Steps taken: 0 for a NULL o. */
 TG_API int64_t tg_adamw_steps(const tg_adamw *o);
-/* Sets the step count, e.g. when resuming; the next step is steps + 1. */
+/* Sets the step count, e.g. when resuming; the next step is steps + 1. A
+ * negative count is refused (tg_adamw_error set); NULL o is ignored. */
 TG_API void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
-/* The first-moment buffer m. */
+/* The first-moment buffer m; NULL for a NULL o. */
 TG_API void *tg_adamw_m(tg_adamw *o);
-/* The second-moment buffer v. */
+/* The second-moment buffer v; NULL for a NULL o. */
 TG_API void *tg_adamw_v(tg_adamw *o);
 TG_API const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
 TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */

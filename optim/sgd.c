@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 
 struct tg_sgd {
     tg_params *p;
@@ -24,11 +25,22 @@ struct tg_sgd {
     char error[160];
 };
 
-tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay)
+tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen)
 {
-    if (!p || !isfinite(momentum) || momentum < 0 || !isfinite(weight_decay) || weight_decay < 0) return NULL;
+    if (!p) {
+        tg_set_err(err, errlen, "sgd_new: params is NULL");
+        return NULL;
+    }
+    if (!isfinite(momentum) || momentum < 0 || !isfinite(weight_decay) || weight_decay < 0) {
+        tg_set_err(err, errlen, "sgd_new: momentum and weight_decay must be finite and >= 0, got %g and %g",
+                   momentum, weight_decay);
+        return NULL;
+    }
     tg_sgd *o = tg_calloc(1, sizeof *o);
-    if (!o) return NULL;
+    if (!o) {
+        tg_set_err(err, errlen, "sgd_new: out of memory");
+        return NULL;
+    }
     o->p = p;
     o->momentum = momentum;
     o->weight_decay = weight_decay;
@@ -37,7 +49,11 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay)
     if (momentum > 0) {
         /* at least one element, so an empty store is not mistaken for OOM */
         o->buf = tg_calloc((size_t)(o->numel > 0 ? o->numel : 1), tg_dtype_size(tg_params_dtype(p)));
-        if (!o->buf) { tg_free(o); return NULL; }
+        if (!o->buf) {
+            tg_set_err(err, errlen, "sgd_new: out of memory for the momentum of %lld elements", (long long)o->numel);
+            tg_free(o);
+            return NULL;
+        }
     }
     return o;
 }
@@ -60,6 +76,10 @@ DEFINE_SGD(double)
 void tg_sgd_step(tg_sgd *o, double lr)
 {
     if (!o) return;
+    if (!isfinite(lr)) {
+        snprintf(o->error, sizeof o->error, "sgd_step: lr must be finite, got %g; nothing done", lr);
+        return;
+    }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "

@@ -162,7 +162,7 @@ END_TEST
 
 START_TEST(params_store_views_and_accumulation)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3));
     tg_tensor *bias = tg_params_add(p, "b", TT_SHAPE(3));
     ck_assert_ptr_nonnull(w);
@@ -181,7 +181,9 @@ START_TEST(params_store_views_and_accumulation)
     ck_assert_ptr_null(tg_params_add(p, "", TT_SHAPE(1)));
     ck_assert_ptr_null(tg_params_add(p, "z", TT_SHAPE(0)));
     ck_assert_ptr_nonnull(strstr(tg_params_error(p), "every dimension must be >= 1"));
-    ck_assert_ptr_null(tg_params_new(TG_I32));
+    char err[96] = "";
+    ck_assert_ptr_null(tg_params_new(TG_I32, err, sizeof err));
+    ck_assert_str_eq(err, "params_new: dtype must be f32 or f64, got i32 (2)");
 
     for (int i = 0; i < 6; i++) ((double *)w->data)[i] = i + 1;
     tg_graph *g = tg_graph_new();

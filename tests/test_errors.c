@@ -72,6 +72,108 @@ START_TEST(reshape_and_i32_errors)
 }
 END_TEST
 
+/* ---- generations: tensors kept across tg_graph_reset --------------------- */
+
+/* The issue's case: x = 7 kept across a reset, then a new tensor y = 2 is
+ * made where x's data was. x + 0 used to give 2; now the op refuses x. */
+START_TEST(tensor_kept_across_reset_is_refused)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tg_scalar(g, TG_F64, 7);
+    tg_graph_reset(g);
+    tg_tensor *y = tg_scalar(g, TG_F64, 2), *zero = tg_scalar(g, TG_F64, 0);
+    ck_assert_ptr_ne(x, y);   /* headers are kept apart from data, so x is still x */
+    ck_assert_ptr_null(tg_add(g, zero, x));
+    tt_assert_error(g, "add: input 1 (f64 ()) was made before the last tg_graph_reset of this graph "
+                       "(in generation 0; it is at 1 now)");
+    ck_assert(isnan(tg_tensor_item(x)));
+    ck_assert_double_eq(tg_tensor_item(y), 2);
+    /* an op given only live tensors works again once the error is cleared */
+    tg_graph_clear_error(g);
+    ck_assert_double_eq(tg_tensor_item(tg_add(g, zero, y)), 2);
+
+    /* a loss kept across a reset: backward refuses it, as does marking it */
+    tg_tensor *w = tt_randn(g, TT_SHAPE(3), 1);
+    tg_tensor *loss = tg_sum_all(g, tg_mul(g, w, w));
+    tg_graph_reset(g);
+    ck_assert_int_eq(tg_graph_backward(g, loss), -1);
+    tt_assert_error(g, "backward: the tensor (f64 ()) was made before the last tg_graph_reset of this graph");
+    tg_graph_clear_error(g);
+    ck_assert_int_eq(tg_tensor_set_requires_grad(g, w, true), -1);
+    tt_assert_error(g, "requires_grad: the tensor (f64 (3)) was made before the last tg_graph_reset");
+    tg_graph_free(g);
+}
+END_TEST
+
+/* A tensor of another graph is a constant there while that graph lives
+ * on unreset (evalstep keeps its batch on a graph of its own; gradcheck
+ * runs f on a private graph with the caller's inputs); once the other
+ * graph is reset, using it is the same error. */
+START_TEST(tensors_of_another_graph)
+{
+    tg_graph *g = tg_graph_new(), *h = tg_graph_new();
+    tg_tensor *c = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){1, 2, 3});   /* on h */
+    tg_tensor *w = tt_randn(g, TT_SHAPE(3), 2);
+    for (int step = 0; step < 3; step++) {   /* g is reset every step, h never */
+        tg_tensor *y = tg_sum_all(g, tg_mul(g, w, c));   /* () */
+        ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
+        double want = 0;
+        for (int i = 0; i < 3; i++) want += ((double *)w->data)[i] * (i + 1);
+        ck_assert_double_eq_tol(tg_tensor_item(y), want, 1e-15);
+        tg_graph_reset(g);
+        w = tt_randn(g, TT_SHAPE(3), 3 + step);
+    }
+    tg_graph_reset(h);
+    tg_tensor *d = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){7, 8, 9});   /* in c's place */
+    ck_assert_ptr_null(tg_mul(g, w, c));
+    tt_assert_error(g, "mul: input 1 (f64 (3)) was made before the last tg_graph_reset of its graph (not the "
+                       "graph of this op) (in generation 0; it is at 1 now)");
+    ck_assert_double_eq(tg_tensor_get(d, 0), 7);
+    tg_graph_free(h);
+    tg_graph_free(g);
+}
+END_TEST
+
+static tg_tensor *dot_fresh(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    (void)ctx;
+    tg_tensor *c = tg_tensor_from(g, TG_F64, 1, (int[]){3}, (double[]){1, -2, 0.5});   /* (3) */
+    return tg_sum_all(g, tg_mul(g, tg_exp(g, in[0]), c));                             /* () */
+}
+
+static tg_tensor *dot_kept(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    tg_tensor **keep = ctx;   /* a constant made on the first call and, wrongly, kept */
+    if (!*keep) *keep = tg_tensor_from(g, TG_F64, 1, (int[]){3}, (double[]){1, -2, 0.5});
+    return tg_sum_all(g, tg_mul(g, tg_exp(g, in[0]), *keep));
+}
+
+/* gradcheck runs f on a private graph that it resets before every
+ * evaluation, with inputs that live on the caller's graph: those work
+ * (also after the caller's graph was reset and they were made again), a
+ * tensor f keeps from one evaluation to the next is caught, and so is an
+ * input kept across a reset of its own graph. */
+START_TEST(gradcheck_and_generations)
+{
+    tg_graph *g = tg_graph_new();
+    for (int step = 0; step < 2; step++) {
+        tg_tensor *x = tt_randn(g, TT_SHAPE(3), 5 + step);
+        tt_assert_gradcheck(dot_fresh, NULL, 1, (tg_tensor *[]){x});
+        tg_graph_reset(g);
+    }
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3), 4), *keep = NULL;
+    tg_gradcheck_result res;
+    ck_assert(!tg_gradcheck(dot_kept, &keep, 1, &x, NULL, &res));
+    ck_assert_msg(strstr(res.message, "gradcheck: f failed at input 0 element 0 + eps: mul: input 1 (f64 (3)) "
+                                      "was made before the last tg_graph_reset of this graph"), "%s", res.message);
+    tg_graph_reset(g);
+    ck_assert(!tg_gradcheck(dot_fresh, NULL, 1, &x, NULL, &res));
+    ck_assert_msg(strstr(res.message, "gradcheck: input 0 was made before the last tg_graph_reset of its graph"),
+                  "%s", res.message);
+    tg_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("errors");
@@ -79,5 +181,10 @@ int main(void)
     tcase_add_loop_test(tc, first_error_reaches_backward, 0, 3);
     tcase_add_test(tc, reshape_and_i32_errors);
     suite_add_tcase(s, tc);
+    TCase *gen = tcase_create("generations");
+    tcase_add_test(gen, tensor_kept_across_reset_is_refused);
+    tcase_add_test(gen, tensors_of_another_graph);
+    tcase_add_test(gen, gradcheck_and_generations);
+    suite_add_tcase(s, gen);
     return tt_run(s);
 }

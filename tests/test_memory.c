@@ -63,7 +63,7 @@ static tg_tensor *forward(tg_graph *g, model *m, const int32_t *ids, const int32
 
 START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
 {
-    model m = {tg_params_new(TG_F32), 0, 0, 0, 0, 0};
+    model m = {tg_params_new(TG_F32, NULL, 0), 0, 0, 0, 0, 0};
     m.emb = tg_params_add(m.p, "emb", TT_SHAPE(V, C));
     m.w = tg_params_add(m.p, "w", TT_SHAPE(C, V));
     m.b = tg_params_add(m.p, "b", TT_SHAPE(V));

@@ -98,7 +98,7 @@ static void ref_from_mha(ref_mha *r, const tg_mha *m)
 /* An f64 store holding one MHA named "attn", filled with normal(0, 0.5). */
 static tg_params *mha_store(tg_mha *m, int C, int H, bool bias, bool fused, uint64_t seed)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     char err[256];
     ck_assert_msg(tg_mha_init(m, p, "attn", C, H, bias, fused, 0.0, err, sizeof err) == 0, "%s", err);
     fill_params(p, seed, 0.5);
@@ -124,7 +124,7 @@ static tg_tensor *bools(tg_graph *g, int ndim, const int *shape, const uint8_t *
 
 START_TEST(modules_init_and_forward)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     char err[256];
     tg_linear_mod l;
     tg_layernorm_mod ln;
@@ -329,7 +329,7 @@ START_TEST(mha_gradcheck_with_cache)
         tg_mha m;
         tg_params *p = mha_store(&m, C, H, true, fused, 500 + fused);
         tg_kv_cache cache;
-        ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, 6), 0);
+        ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, 6, NULL, 0), 0);
         tg_graph *g = tg_graph_new();
         tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, 3, C), 510);
         ck_assert_ptr_nonnull(tg_mha_forward(g, &m, x0, NULL, &(tg_attn_args){.causal = true, .cache = &cache}));
@@ -460,14 +460,14 @@ END_TEST
  * causal mask (SDPA is_causal) would give 10 and 15. */
 START_TEST(attention_kv_cache_example)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_mha m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", 1, 1, false, true, 0.0, err, sizeof err), 0);
     dptr(m.c_attn.weight)[2] = 1;   /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
     dptr(m.c_proj.weight)[0] = 1;
     tg_kv_cache cache;
-    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 1, 1, 1, 5), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 1, 1, 1, 5, NULL, 0), 0);
     tg_graph *g = tg_graph_new();
     tg_tensor *A = NULL;
     tg_attn_args args = {.causal = true, .cache = &cache, .weights = &A};
@@ -526,7 +526,7 @@ START_TEST(attention_cache_matches_full)
         ref_mha_run(&r, yr, NULL);
         for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
             tg_kv_cache cache;
-            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, T), 0);
+            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, T, NULL, 0), 0);
             int t0 = 0;
             for (int s = 0; s < 5 && t0 < T; s++) {
                 const int n = chunks[k][s] ? chunks[k][s] : T - t0;
@@ -621,7 +621,7 @@ START_TEST(mha_fused_op_equals_composed)
         tg_tensor *kv = cases[k].cross ? tt_randn(g, TT_SHAPE(B, cases[k].Tk, C), 620 + k) : NULL;
         tg_kv_cache cache, *pc = NULL;
         if (cases[k].cache_len) {
-            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8), 0);
+            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8, NULL, 0), 0);
             pc = &cache;
             tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, cases[k].cache_len, C), 630 + k);
             m.composed = true;   /* the prefix written by the other path */
@@ -643,7 +643,7 @@ START_TEST(mha_fused_op_equals_composed)
     }
 
     /* attention dropout: composed while training, the fused op in eval mode */
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_mha m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, err, sizeof err), 0);
@@ -681,7 +681,7 @@ START_TEST(mha_uses_fused_tells_the_path)
         for (int bits = 0; bits < 64; bits++) {
             const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8,
                        training = bits & 16, grad = bits & 32;
-            tg_params *p = tg_params_new(TG_F64);
+            tg_params *p = tg_params_new(TG_F64, NULL, 0);
             tg_mha m;
             char err[256];
             ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, err, sizeof err), 0);
@@ -718,7 +718,7 @@ START_TEST(mha_uses_fused_tells_the_path)
     ck_assert_int_eq(n_fused, 2 * 3);   /* per projection: grad off (training or not), or eval mode */
     ck_assert_int_eq(n_composed, 128 - 6);
     /* NULL args: no mask; dropout still counts */
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_mha m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, err, sizeof err), 0);
@@ -771,7 +771,7 @@ END_TEST
 
 START_TEST(attention_errors)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_mha m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 4, true, true, 0.0, err, sizeof err), -1);
@@ -781,9 +781,10 @@ START_TEST(attention_errors)
     ck_assert_ptr_nonnull(strstr(err, "dropout must be in [0, 1), got -0.1"));
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", 6, 2, true, true, 0.0, err, sizeof err), 0);
     tg_kv_cache cache, cache3;
-    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 2, 2, 3, 4), 0);
-    ck_assert_int_eq(tg_kv_cache_init(&cache3, TG_F64, 3, 2, 3, 4), 0);
-    ck_assert_int_eq(tg_kv_cache_init(&(tg_kv_cache){0}, TG_I32, 3, 2, 3, 4), -1);
+    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 2, 2, 3, 4, NULL, 0), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&cache3, TG_F64, 3, 2, 3, 4, NULL, 0), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&(tg_kv_cache){0}, TG_I32, 3, 2, 3, 4, err, sizeof err), -1);
+    ck_assert_str_eq(err, "kv_cache_init: dtype must be f32 or f64, got i32");
 
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 6), 1), *kv = tt_randn(g, TT_SHAPE(2, 5, 6), 2);

@@ -20,7 +20,7 @@ static double lr_at(int k) { return 0.1 / (k + 1); }
 
 static tg_params *make_store(tg_dtype dt)
 {
-    tg_params *p = tg_params_new(dt);
+    tg_params *p = tg_params_new(dt, NULL, 0);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(tg_params_add(p, "w", TT_SHAPE(2, 3)));
     ck_assert_ptr_nonnull(tg_params_add(p, "b", TT_SHAPE(3)));
@@ -78,7 +78,7 @@ static void sgd_reference(int steps, double mom, double wd, double *p)
 static void check_sgd(tg_dtype dt, double mom, double wd, double tol)
 {
     tg_params *p = make_store(dt);
-    tg_sgd *o = tg_sgd_new(p, mom, wd);
+    tg_sgd *o = tg_sgd_new(p, mom, wd, NULL, 0);
     ck_assert_ptr_nonnull(o);
     for (int k = 0; k < 4; k++) {
         set_grads(p, k);
@@ -113,10 +113,10 @@ START_TEST(sgd_first_step_numbers)
      * step 1: g' = 0.5 + 0.2 = 0.7, b = 0.7, p = 2 - 0.07 = 1.93
      * step 2 (g = 0.5): g' = 0.5 + 0.193 = 0.693, b = 0.63 + 0.693 = 1.323,
      *                   p = 1.93 - 0.1323 = 1.7977 */
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_tensor *x = tg_params_add(p, "x", TT_SHAPE(1));
     ((double *)x->data)[0] = 2;
-    tg_sgd *o = tg_sgd_new(p, 0.9, 0.1);
+    tg_sgd *o = tg_sgd_new(p, 0.9, 0.1, NULL, 0);
     ((double *)x->grad)[0] = 0.5;
     tg_sgd_step(o, 0.1);
     ck_assert_double_eq_tol(((double *)x->data)[0], 1.93, 1e-15);
@@ -156,7 +156,7 @@ static const bool W_DECAYS[N] = {1, 1, 1, 1, 1, 1, 0, 0, 0};   /* w (2,3) yes, b
 static void check_adamw(tg_dtype dt, tg_adamw_config c, double tol)
 {
     tg_params *p = make_store(dt);
-    tg_adamw *o = tg_adamw_new(p, &c);
+    tg_adamw *o = tg_adamw_new(p, &c, NULL, 0);
     ck_assert_ptr_nonnull(o);
     for (int k = 0; k < 4; k++) {
         set_grads(p, k);
@@ -186,7 +186,7 @@ END_TEST
 START_TEST(adamw_null_config_is_the_defaults)
 {
     tg_params *a = make_store(TG_F64), *b = make_store(TG_F64);
-    tg_adamw *oa = tg_adamw_new(a, NULL), *ob = tg_adamw_new(b, &TG_ADAMW_DEFAULTS);
+    tg_adamw *oa = tg_adamw_new(a, NULL, NULL, 0), *ob = tg_adamw_new(b, &TG_ADAMW_DEFAULTS, NULL, 0);
     for (int k = 0; k < 3; k++) {
         set_grads(a, k);
         set_grads(b, k);
@@ -213,9 +213,9 @@ START_TEST(adamw_first_update_is_about_lr_times_sign)
     const tg_adamw_config cs[] = {TG_ADAMW_DEFAULTS, {0.9, 0.99, 1e-8, 0}, {0.5, 0.6, 1e-8, 0}};
     for (int dt = 0; dt < 2; dt++) {
         for (int c = 0; c < 3; c++) {
-            tg_params *p = tg_params_new(dt ? TG_F32 : TG_F64);
+            tg_params *p = tg_params_new(dt ? TG_F32 : TG_F64, NULL, 0);
             tg_tensor *x = tg_params_add(p, "x", TT_SHAPE(7));   /* 1-D: no decay */
-            tg_adamw *o = tg_adamw_new(p, &cs[c]);
+            tg_adamw *o = tg_adamw_new(p, &cs[c], NULL, 0);
             for (int i = 0; i < 7; i++) {
                 if (dt) ((float *)x->grad)[i] = (float)g[i];
                 else ((double *)x->grad)[i] = g[i];
@@ -237,7 +237,7 @@ END_TEST
 
 START_TEST(adamw_decay_groups)
 {
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3));        /* (2,3) */
     tg_tensor *b = tg_params_add(p, "b", TT_SHAPE(3));           /* (3) */
     tg_tensor *s = tg_params_add(p, "s", 0, NULL);               /* () */
@@ -250,7 +250,7 @@ START_TEST(adamw_decay_groups)
     for (int64_t i = 0; i < n; i++) d[i] = 1.0 + 0.5 * (double)i;
 
     const tg_adamw_config c = {0.9, 0.999, 1e-8, 0.1};
-    tg_adamw *o = tg_adamw_new(p, &c);
+    tg_adamw *o = tg_adamw_new(p, &c, NULL, 0);
     ck_assert(tg_adamw_decays(o, w));
     ck_assert(!tg_adamw_decays(o, b));
     ck_assert(!tg_adamw_decays(o, s));
@@ -279,7 +279,7 @@ START_TEST(adamw_decay_groups)
     }
 
     /* a tensor of another store is refused by name */
-    tg_params *other = tg_params_new(TG_F64);
+    tg_params *other = tg_params_new(TG_F64, NULL, 0);
     tg_tensor *stranger = tg_params_add(other, "stranger", TT_SHAPE(2, 2));
     tg_adamw_set_decay(o, stranger, false);
     ck_assert_ptr_nonnull(tg_adamw_error(o));
@@ -307,7 +307,7 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
 
     /* four steps straight */
     tg_params *a = make_store(TG_F32);
-    tg_adamw *oa = tg_adamw_new(a, &c);
+    tg_adamw *oa = tg_adamw_new(a, &c, NULL, 0);
     for (int k = 0; k < 4; k++) {
         loss_grads(a, k);
         tg_adamw_step(oa, lr_at(k));
@@ -315,13 +315,13 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
 
     /* two steps, then values and state into a fresh store and optimizer */
     tg_params *b = make_store(TG_F32);
-    tg_adamw *ob = tg_adamw_new(b, &c);
+    tg_adamw *ob = tg_adamw_new(b, &c, NULL, 0);
     for (int k = 0; k < 2; k++) {
         loss_grads(b, k);
         tg_adamw_step(ob, lr_at(k));
     }
     tg_params *r = make_store(TG_F32);
-    tg_adamw *orr = tg_adamw_new(r, &c);
+    tg_adamw *orr = tg_adamw_new(r, &c, NULL, 0);
     memcpy(tg_params_data(r), tg_params_data(b), bytes);
     memcpy(tg_adamw_m(orr), tg_adamw_m(ob), bytes);
     memcpy(tg_adamw_v(orr), tg_adamw_v(ob), bytes);
@@ -340,7 +340,7 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
 
     /* without the step count the bias corrections differ: not identical */
     tg_params *z = make_store(TG_F32);
-    tg_adamw *oz = tg_adamw_new(z, &c);
+    tg_adamw *oz = tg_adamw_new(z, &c, NULL, 0);
     for (int k = 0; k < 2; k++) {
         loss_grads(z, k);
         tg_adamw_step(oz, lr_at(k));
@@ -367,8 +367,8 @@ END_TEST
 START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
 {
     tg_params *p = make_store(TG_F64);
-    tg_adamw *a = tg_adamw_new(p, NULL);
-    tg_sgd *s = tg_sgd_new(p, 0.9, 0);
+    tg_adamw *a = tg_adamw_new(p, NULL, NULL, 0);
+    tg_sgd *s = tg_sgd_new(p, 0.9, 0, NULL, 0);
     tg_tensor *late = tg_params_add(p, "late", TT_SHAPE(4));
     ck_assert_ptr_nonnull(late);
     set_grads(p, 0);
@@ -387,25 +387,39 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
     tg_adamw_free(a);
     tg_sgd_free(s);
 
-    /* settings PyTorch also refuses */
-    ck_assert_ptr_null(tg_sgd_new(NULL, 0, 0));
-    ck_assert_ptr_null(tg_sgd_new(p, -0.1, 0));
-    ck_assert_ptr_null(tg_sgd_new(p, 0, -1));
-    ck_assert_ptr_null(tg_sgd_new(p, NAN, 0));
-    ck_assert_ptr_null(tg_adamw_new(NULL, NULL));
-    ck_assert_ptr_null(tg_adamw_new(p, &(tg_adamw_config){1.0, 0.999, 1e-8, 0}));
-    ck_assert_ptr_null(tg_adamw_new(p, &(tg_adamw_config){0.9, -0.1, 1e-8, 0}));
-    ck_assert_ptr_null(tg_adamw_new(p, &(tg_adamw_config){0.9, 0.999, -1, 0}));
-    ck_assert_ptr_null(tg_adamw_new(p, &(tg_adamw_config){0.9, 0.999, 1e-8, NAN}));
-    ck_assert_ptr_null(tg_adamw_new(p, &(tg_adamw_config){NAN, 0.999, 1e-8, 0}));
+    /* settings PyTorch also refuses, each with its reason in err */
+    static const struct { double mom, wd; const char *want; } sgd_bad[] = {
+        {0, 0, "sgd_new: params is NULL"},
+        {-0.1, 0, "momentum and weight_decay must be finite and >= 0, got -0.1 and 0"},
+        {0, -1, "momentum and weight_decay must be finite and >= 0, got 0 and -1"},
+        {NAN, 0, "momentum and weight_decay must be finite and >= 0, got nan and 0"},
+    };
+    for (int k = 0; k < 4; k++) {
+        char err[160] = "";
+        ck_assert_ptr_null(tg_sgd_new(k ? p : NULL, sgd_bad[k].mom, sgd_bad[k].wd, err, sizeof err));
+        ck_assert_msg(strstr(err, sgd_bad[k].want), "sgd case %d: '%s' lacks '%s'", k, err, sgd_bad[k].want);
+    }
+    static const struct { tg_adamw_config c; const char *want; } adamw_bad[] = {
+        {{0.9, 0.999, 1e-8, 0}, "adamw_new: params is NULL"},
+        {{1.0, 0.999, 1e-8, 0}, "beta1 and beta2 must be in [0, 1), got 1 and 0.999"},
+        {{0.9, -0.1, 1e-8, 0}, "beta1 and beta2 must be in [0, 1), got 0.9 and -0.1"},
+        {{0.9, 0.999, -1, 0}, "eps and weight_decay must be finite and >= 0, got -1 and 0"},
+        {{0.9, 0.999, 1e-8, NAN}, "eps and weight_decay must be finite and >= 0, got 1e-08 and nan"},
+        {{NAN, 0.999, 1e-8, 0}, "beta1 and beta2 must be in [0, 1), got nan and 0.999"},
+    };
+    for (int k = 0; k < 6; k++) {
+        char err[160] = "";
+        ck_assert_ptr_null(tg_adamw_new(k ? p : NULL, &adamw_bad[k].c, err, sizeof err));
+        ck_assert_msg(strstr(err, adamw_bad[k].want), "adamw case %d: '%s' lacks '%s'", k, err, adamw_bad[k].want);
+    }
     tg_sgd_free(NULL);
     tg_adamw_free(NULL);
     tg_params_free(p);
 
     /* an empty store: steps do nothing, and nothing breaks */
-    tg_params *e = tg_params_new(TG_F32);
-    tg_adamw *ea = tg_adamw_new(e, NULL);
-    tg_sgd *es = tg_sgd_new(e, 0.9, 0.1);
+    tg_params *e = tg_params_new(TG_F32, NULL, 0);
+    tg_adamw *ea = tg_adamw_new(e, NULL, NULL, 0);
+    tg_sgd *es = tg_sgd_new(e, 0.9, 0.1, NULL, 0);
     ck_assert_ptr_nonnull(ea);
     ck_assert_ptr_nonnull(es);
     tg_adamw_step(ea, 0.1);
@@ -421,8 +435,8 @@ END_TEST
 START_TEST(steps_allocate_nothing)
 {
     tg_params *p = make_store(TG_F32);
-    tg_adamw *a = tg_adamw_new(p, NULL);
-    tg_sgd *s = tg_sgd_new(p, 0.9, 0.1);
+    tg_adamw *a = tg_adamw_new(p, NULL, NULL, 0);
+    tg_sgd *s = tg_sgd_new(p, 0.9, 0.1, NULL, 0);
     uint64_t before = tg_alloc_calls();
     for (int k = 0; k < 3; k++) {
         set_grads(p, k);
@@ -501,7 +515,7 @@ START_TEST(clip_grad_norm_nonfinite)
     ck_assert(isnan(tg_clip_grad_norm(NULL, 1)));
 
     /* f64 squares that overflow while the norm does not: still clipped */
-    tg_params *p = tg_params_new(TG_F64);
+    tg_params *p = tg_params_new(TG_F64, NULL, 0);
     tg_tensor *x = tg_params_add(p, "x", TT_SHAPE(2));
     double *g = x->grad;
     g[0] = 3e200;

@@ -290,7 +290,7 @@ static void fill_params(tg_params *p, double base)
 
 static tg_params *gpt_like_params(tg_dtype dt)
 {
-    tg_params *p = tg_params_new(dt);
+    tg_params *p = tg_params_new(dt, NULL, 0);
     tg_params_add(p, "transformer.wte.weight", TT_SHAPE(10, 4));
     tg_params_add(p, "transformer.h.0.attn.c_attn.weight", TT_SHAPE(12, 4));
     tg_params_add(p, "transformer.h.0.attn.c_attn.bias", TT_SHAPE(12));
@@ -340,7 +340,7 @@ START_TEST(params_round_trip_and_errors)
 
         /* a shape mismatch on the last parameter: error names both shapes; the
          * earlier ones were not written */
-        tg_params *y = tg_params_new(dt);
+        tg_params *y = tg_params_new(dt, NULL, 0);
         tg_params_add(y, "transformer.wte.weight", TT_SHAPE(10, 4));
         tg_params_add(y, "transformer.ln_f.weight", TT_SHAPE(2, 2));
         ck_assert_int_eq(tg_st_load_params(y, f, err, sizeof err), -1);
@@ -350,7 +350,7 @@ START_TEST(params_round_trip_and_errors)
         tg_params_free(y);
 
         /* tensors in the file that the store lacks are ignored */
-        tg_params *z = tg_params_new(dt);
+        tg_params *z = tg_params_new(dt, NULL, 0);
         tg_params_add(z, "transformer.ln_f.weight", TT_SHAPE(4));
         ck_assert_int_eq(tg_st_load_params(z, f, err, sizeof err), 0);
         ck_assert_mem_eq(tg_params_at(z, 0)->data, tg_params_get(p, "transformer.ln_f.weight")->data,

@@ -36,7 +36,7 @@ static void gpt_steps(steps_result *r)
     r->done = 0;
     r->err[0] = 0;
     tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 5, r->err, sizeof r->err);
-    tg_adamw *opt = m ? tg_adamw_new(m->params, NULL) : NULL;
+    tg_adamw *opt = m ? tg_adamw_new(m->params, NULL, r->err, sizeof r->err) : NULL;
     tg_graph *g = tg_graph_new();
     if (!opt || !g) {
         if (!r->err[0]) snprintf(r->err, sizeof r->err, "set-up failed");

@@ -285,11 +285,8 @@ int cmd_step(int argc, char **argv)
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
     if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
-    opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd});
-    if (!opt) {
-        snprintf(err, sizeof err, "out of memory for the optimizer");
-        goto fail;
-    }
+    opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, err, sizeof err);
+    if (!opt) goto fail;
     for (int64_t s = 0; s < steps; s++) {
         double loss = loss_and_grads(&in, g, err, sizeof err);
         if (isnan(loss)) goto fail;

@@ -265,7 +265,7 @@ static int build(trainer *t)
     }
     tg_gpt_set_attn_composed(t->m, o->attn_composed);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
-    if (!(t->opt = tg_adamw_new(t->m->params, &ac))) return failf(t, "out of memory for the optimizer");
+    if (!(t->opt = tg_adamw_new(t->m->params, &ac, t->err, sizeof t->err))) return -1;
     t->ts = (train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);

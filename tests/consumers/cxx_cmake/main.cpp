@@ -21,7 +21,7 @@ int main()
     }
     tg_adamw_config oc = TG_ADAMW_DEFAULTS;   // the C++ form of the macro
     oc.weight_decay = 0;
-    tg_adamw *opt = tg_adamw_new(m->params, &oc);
+    tg_adamw *opt = tg_adamw_new(m->params, &oc, err, sizeof err);
     tg_graph *g = tg_graph_new();
     std::vector<int32_t> ids(B * T), tgt(B * T);
     for (int i = 0; i < B * T; i++) ids[i] = i % V, tgt[i] = (i + 1) % V;

@@ -1,0 +1,25 @@
+/* tapegrad (internal): writing a message into a caller's (err, errlen)
+ * buffer, the last two parameters of every constructor and init function
+ * that can fail (docs/decisions.md, Conventions). */
+#ifndef TG_ERR_INTERNAL_H
+#define TG_ERR_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Formats into err (truncated, always NUL-terminated); writes nothing when
+ * err is NULL or errlen is 0. Returns -1, so that a function can
+ * `return tg_set_err(err, errlen, ...)`. */
+static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#endif

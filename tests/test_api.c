@@ -1,0 +1,842 @@
+/* The C API keeps its promise for every public function: given NULL, an
+ * out-of-range value or a size that overflows, it neither crashes nor
+ * reads or writes out of bounds (CI runs this under AddressSanitizer and
+ * UndefinedBehaviorSanitizer), and it returns what its header documents,
+ * with a message where the function has a way to give one.
+ *
+ * One table, CASES: each row names the call and its bad input, the
+ * documented result and a substring of the expected message, and points
+ * at a one-line function that makes the call. A new public function joins
+ * by adding a row (and its function). */
+#include "tg_test.h"
+
+#include <limits.h>
+
+/* What every case may use: a live graph, a small store and optimizers on
+ * it, a writer, an err buffer for the call, and the result as text. */
+typedef struct fx {
+    tg_graph *g;
+    tg_params *p;          /* f32, one parameter "w" (2,3) */
+    tg_tensor *x;          /* f32 (2,3) on g, requires grad */
+    tg_tensor *ids;        /* i32 (2,3) on g, zeros */
+    tg_st_writer *w;
+    tg_sgd *sgd;
+    tg_adamw *adamw;
+    char err[512];         /* the message the call left (err, or copied from where it keeps one) */
+    char got[160];         /* what the call returned, as text */
+} fx;
+
+static void fx_open(fx *f)
+{
+    memset(f, 0, sizeof *f);
+    f->g = tg_graph_new();
+    f->p = tg_params_new(TG_F32, NULL, 0);
+    tg_params_add(f->p, "w", TT_SHAPE(2, 3));
+    f->x = tg_tensor_new(f->g, TG_F32, TT_SHAPE(2, 3));
+    tg_tensor_set_requires_grad(f->g, f->x, true);
+    f->ids = tg_tensor_new(f->g, TG_I32, TT_SHAPE(2, 3));
+    f->w = tg_st_writer_new();
+    f->sgd = tg_sgd_new(f->p, 0.9, 0, NULL, 0);
+    f->adamw = tg_adamw_new(f->p, NULL, NULL, 0);
+    if (!f->g || !f->p || !f->x || !f->ids || !f->w || !f->sgd || !f->adamw) abort();
+    snprintf(f->got, sizeof f->got, "returns");   /* what a void function gives */
+}
+
+static void fx_close(fx *f)
+{
+    tg_adamw_free(f->adamw);
+    tg_sgd_free(f->sgd);
+    tg_st_writer_free(f->w);
+    tg_params_free(f->p);
+    tg_graph_free(f->g);
+}
+
+/* the result as text */
+static void ptr(fx *f, const void *p) { snprintf(f->got, sizeof f->got, "%s", p ? "non-NULL" : "NULL"); }
+static void num(fx *f, double v) { snprintf(f->got, sizeof f->got, "%.17g", v); }
+static void flag(fx *f, bool b) { snprintf(f->got, sizeof f->got, "%s", b ? "true" : "false"); }
+static void text(fx *f, const char *s) { snprintf(f->got, sizeof f->got, "%s", s ? s : "(NULL)"); }
+/* a message kept somewhere other than err */
+static void note(fx *f, const char *m) { snprintf(f->err, sizeof f->err, "%s", m ? m : ""); }
+
+static const int S23[2] = {2, 3};
+static char buf[128];                 /* for the string functions */
+static tg_rng rng;
+static tg_gradcheck_result res;
+
+static tg_tensor *gc_sum(tg_graph *g, tg_tensor **in, void *ctx) { (void)ctx; return tg_sum_all(g, in[0]); }
+static void no_backward(tg_graph *g, tg_node *n) { (void)g; (void)n; }
+
+/* tg_parallel_for's parts, each written by the thread that runs it */
+typedef struct parts { int64_t lo[TG_MAX_THREADS], hi[TG_MAX_THREADS]; int inner[TG_MAX_THREADS]; } parts;
+static void record_part(void *ctx, int64_t lo, int64_t hi)
+{
+    parts *p = ctx;
+    p->lo[tg_parallel_part()] = lo;
+    p->hi[tg_parallel_part()] = hi;
+}
+static void set_threads_inside(void *ctx, int64_t lo, int64_t hi)
+{
+    (void)lo, (void)hi;
+    ((parts *)ctx)->inner[tg_parallel_part()] = tg_set_num_threads(3);
+}
+
+/* [0, INT64_MAX) over 2 threads: the parts' bounds as text (part_start
+ * once formed n * k, which overflows) */
+static void parallel_huge(fx *f)
+{
+    parts p;
+    memset(&p, 0, sizeof p);
+    tg_set_num_threads(2);
+    tg_parallel_for(INT64_MAX, 1, record_part, &p);
+    int n = tg_num_threads();
+    tg_set_num_threads(1);
+    snprintf(f->got, sizeof f->got, "%d threads: [%lld, %lld) [%lld, %lld)", n, (long long)p.lo[0],
+             (long long)p.hi[0], (long long)p.lo[1], (long long)p.hi[1]);
+}
+
+/* tg_set_num_threads(3) from inside both parts of a 2-thread loop */
+static void parallel_set_inside(fx *f)
+{
+    parts p;
+    memset(&p, 0, sizeof p);
+    tg_set_num_threads(2);
+    tg_parallel_for(2, 1, set_threads_inside, &p);
+    int n = tg_num_threads();
+    tg_set_num_threads(1);
+    snprintf(f->got, sizeof f->got, "inside %d %d, after %d", p.inner[0], p.inner[1], n);
+}
+
+/* the kv cache overflow of the issue: refused, and nothing allocated */
+static void kv_overflow(fx *f, int batch, int n_head, int head_dim, int max_len)
+{
+    tg_kv_cache c;
+    uint64_t before = tg_alloc_calls();
+    int rc = tg_kv_cache_init(&c, TG_F32, batch, n_head, head_dim, max_len, f->err, sizeof f->err);
+    snprintf(f->got, sizeof f->got, "%d, %llu allocations, k %s", rc, (unsigned long long)(tg_alloc_calls() - before),
+             c.k ? "set" : "NULL");
+}
+
+/* a small GPT for the cases that need a model */
+static tg_gpt *small_gpt(int block_size)
+{
+    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = block_size, .vocab_size = 5};
+    tg_gpt *m = tg_gpt_new(&c, TG_F32, 1, NULL, 0);
+    if (!m) abort();
+    return m;
+}
+
+/* A tensor f32 (3) of g made before a reset of g (its memory now holds
+ * the fixture's x and ids, made again). */
+static tg_tensor *stale(fx *f)
+{
+    tg_tensor *t = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3));
+    tg_graph_reset(f->g);
+    f->x = tg_tensor_new(f->g, TG_F32, TT_SHAPE(2, 3));
+    tg_tensor_set_requires_grad(f->g, f->x, true);
+    f->ids = tg_tensor_new(f->g, TG_I32, TT_SHAPE(2, 3));
+    if (!t || !f->x || !f->ids) abort();
+    return t;
+}
+
+/* ---- the calls ----------------------------------------------------------- */
+
+/* core/tensor.h */
+static void c_dtype_size(fx *f) { num(f, (double)tg_dtype_size((tg_dtype)9)); }
+static void c_dtype_is_float(fx *f) { flag(f, tg_dtype_is_float((tg_dtype)9)); }
+static void c_dtype_name(fx *f) { text(f, tg_dtype_name((tg_dtype)9)); }
+static void c_shape_str_null(fx *f) { text(f, tg_shape_str(NULL, buf, sizeof buf)); }
+static void c_shape_str_nobuf(fx *f) { ptr(f, tg_shape_str(f->x, NULL, 16)); }
+static void c_index_str_k_big(fx *f) { text(f, tg_index_str(f->x, 3, 0, buf, sizeof buf)); }
+static void c_index_str_k_neg(fx *f) { text(f, tg_index_str(f->x, -1, 0, buf, sizeof buf)); }
+static void c_index_str_flat(fx *f) { text(f, tg_index_str(f->x, 2, 6, buf, sizeof buf)); }
+static void c_index_str_null(fx *f) { text(f, tg_index_str(NULL, 0, 0, buf, sizeof buf)); }
+static void c_index_str_nobuf(fx *f) { ptr(f, tg_index_str(f->x, 1, 0, NULL, 8)); }
+static void c_get_null(fx *f) { num(f, tg_tensor_get(NULL, 0)); }
+static void c_get_past(fx *f) { num(f, tg_tensor_get(f->x, 6)); }
+static void c_get_neg(fx *f) { num(f, tg_tensor_get(f->x, -1)); }
+static void c_item_null(fx *f) { num(f, tg_tensor_item(NULL)); }
+static void c_item_many(fx *f) { num(f, tg_tensor_item(f->x)); }
+static void c_same_shape_nulls(fx *f) { flag(f, tg_tensor_same_shape(NULL, NULL)); }
+static void c_same_shape_one(fx *f) { flag(f, tg_tensor_same_shape(f->x, NULL)); }
+
+/* core/graph.h */
+static void c_reset(fx *f) { (void)f; tg_graph_reset(NULL); }
+static void c_error(fx *f) { ptr(f, tg_graph_error(NULL)); }
+static void c_clear_error(fx *f) { (void)f; tg_graph_clear_error(NULL); }
+static void c_set_grad(fx *f) { flag(f, tg_graph_set_grad_enabled(NULL, true)); }
+static void c_grad_enabled(fx *f) { flag(f, tg_graph_grad_enabled(NULL)); }
+static void c_set_training(fx *f) { (void)f; tg_graph_set_training(NULL, false); }
+static void c_training(fx *f) { flag(f, tg_graph_training(NULL)); }
+static void c_seed(fx *f) { (void)f; tg_graph_seed(NULL, 1); }
+static void c_rng(fx *f) { ptr(f, tg_graph_rng(NULL)); }
+static void c_tensor_new_nog(fx *f) { ptr(f, tg_tensor_new(NULL, TG_F32, 2, S23)); }
+static void c_tensor_new_dtype(fx *f) { ptr(f, tg_tensor_new(f->g, (tg_dtype)9, 2, S23)); }
+static void c_tensor_new_noshape(fx *f) { ptr(f, tg_tensor_new(f->g, TG_F32, 2, NULL)); }
+static void c_tensor_new_ndim(fx *f) { ptr(f, tg_tensor_new(f->g, TG_F32, 5, (int[]){1, 1, 1, 1, 1})); }
+static void c_tensor_new_huge(fx *f) { ptr(f, tg_tensor_new(f->g, TG_F32, 3, (int[]){1 << 20, 1 << 20, 1 << 20})); }
+static void c_tensor_new_wide(fx *f) { ptr(f, tg_tensor_new(f->g, TG_F32, 3, (int[]){1 << 20, 1 << 20, INT_MAX})); }
+static void c_tensor_new_zero(fx *f) { ptr(f, tg_tensor_new(f->g, TG_F32, 1, (int[]){0})); }
+static void c_tensor_from_nodata(fx *f) { ptr(f, tg_tensor_from(f->g, TG_F32, 2, S23, NULL)); }
+static void c_scalar_i32(fx *f) { ptr(f, tg_scalar(f->g, TG_I32, 1)); }
+static void c_scalar_nog(fx *f) { ptr(f, tg_scalar(NULL, TG_F32, 1)); }
+static void c_rg_nog(fx *f) { num(f, tg_tensor_set_requires_grad(NULL, f->x, true)); }
+static void c_rg_null(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, NULL, true)); }
+static void c_rg_i32(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, f->ids, true)); }
+static void c_rg_nograph(fx *f)
+{
+    float d[2] = {0};
+    tg_tensor t = {.dtype = TG_F32, .ndim = 1, .shape = {2, 1, 1, 1}, .numel = 2, .data = d, .is_leaf = true};
+    num(f, tg_tensor_set_requires_grad(f->g, &t, true));
+}
+static void c_backward_nog(fx *f) { num(f, tg_graph_backward(NULL, f->x)); }
+static void c_backward_null(fx *f) { num(f, tg_graph_backward(f->g, NULL)); }
+static void c_backward_many(fx *f) { num(f, tg_graph_backward(f->g, tg_exp(f->g, f->x))); }
+static void c_backward_noseed(fx *f) { num(f, tg_graph_backward_seeded(f->g, tg_exp(f->g, f->x), NULL)); }
+static void c_tape_len(fx *f) { num(f, tg_graph_tape_len(NULL)); }
+static void c_arena_capacity(fx *f) { num(f, (double)tg_graph_arena_capacity(NULL)); }
+static void c_arena_used(fx *f) { num(f, (double)tg_graph_arena_used(NULL)); }
+static void c_backward_stale(fx *f) { num(f, tg_graph_backward(f->g, stale(f))); }
+static void c_rg_stale(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, stale(f), true)); }
+static void c_get_stale(fx *f) { num(f, tg_tensor_get(stale(f), 0)); }
+
+/* core/op.h */
+static void c_fail_nog(fx *f) { ptr(f, tg_fail(NULL, "my_op: %s", "bad")); }
+static void c_begin_nog(fx *f) { flag(f, tg_op_begin(NULL, "my_op", 1, &f->x)); }
+static void c_begin_noin(fx *f) { flag(f, tg_op_begin(f->g, "my_op", 2, NULL)); }
+static void c_begin_null(fx *f) { flag(f, tg_op_begin(f->g, "my_op", 2, (tg_tensor *[]){f->x, NULL})); }
+static void c_check_float(fx *f) { flag(f, tg_op_check_float(f->g, "my_op", "x", NULL)); }
+static void c_check_dtype(fx *f) { flag(f, tg_op_check_same_dtype(f->g, "my_op", f->x, NULL)); }
+static void c_op_output(fx *f) { ptr(f, tg_op_output(NULL, TG_F32, 2, S23)); }
+static void c_arena_alloc_nog(fx *f) { ptr(f, tg_arena_alloc(NULL, 64)); }
+static void c_arena_zalloc_nog(fx *f) { ptr(f, tg_arena_zalloc(NULL, 64)); }
+static void c_arena_alloc_huge(fx *f) { ptr(f, tg_arena_alloc(f->g, SIZE_MAX)); }
+static void c_record_nog(fx *f) { ptr(f, tg_op_record(NULL, "my_op", no_backward, f->x, 1, &f->x)); }
+static void c_record_noout(fx *f) { ptr(f, tg_op_record(f->g, "my_op", no_backward, NULL, 1, &f->x)); }
+static void c_record_nobw(fx *f)
+{
+    tg_tensor *y = tg_op_output(f->g, TG_F32, 2, S23);
+    ptr(f, tg_op_record(f->g, "my_op", NULL, y, 1, &f->x));
+}
+static void c_begin_stale(fx *f) { flag(f, tg_op_begin(f->g, "my_op", 1, (tg_tensor *[]){stale(f)})); }
+static void c_live_stale(fx *f) { flag(f, tg_op_check_live(f->g, "my_op", 2, (tg_tensor *[]){NULL, stale(f)})); }
+static void c_live_nog(fx *f) { flag(f, tg_op_check_live(NULL, "my_op", 1, &f->x)); }
+static void c_view_null(fx *f) { ptr(f, tg_op_view(f->g, NULL)); }
+static void c_needs_grad(fx *f) { flag(f, tg_needs_grad(f->g, NULL)); }
+static void c_grad(fx *f) { ptr(f, tg_grad(f->g, NULL)); }
+static void c_grad_store_null(fx *f) { bool s; ptr(f, tg_grad_store(f->g, NULL, &s)); }
+static void c_grad_store_nostore(fx *f) { ptr(f, tg_grad_store(f->g, f->x, NULL)); }
+static void c_broadcast(fx *f) { tg_bcast bc; flag(f, tg_broadcast(NULL, f->x, &bc)); }
+static void c_broadcast_nobc(fx *f) { flag(f, tg_broadcast(f->x, f->x, NULL)); }
+static void c_broadcast_to_ndim(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(f->x, 5, (int[]){1, 1, 1, 2, 3}, s)); }
+static void c_broadcast_to_noshape(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(f->x, 2, NULL, s)); }
+static void c_broadcast_to_null(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(NULL, 2, S23, s)); }
+
+/* core/params.h */
+static void c_params_new_dtype(fx *f) { ptr(f, tg_params_new((tg_dtype)9, f->err, sizeof f->err)); }
+static void c_params_new_noerr(fx *f) { ptr(f, tg_params_new(TG_I32, NULL, 64)); }
+static void c_params_add_nop(fx *f) { ptr(f, tg_params_add(NULL, "w", 2, S23)); }
+static void c_params_add_noname(fx *f) { ptr(f, tg_params_add(f->p, NULL, 2, S23)); note(f, tg_params_error(f->p)); }
+static void c_params_add_noshape(fx *f) { ptr(f, tg_params_add(f->p, "v", 2, NULL)); note(f, tg_params_error(f->p)); }
+static void c_params_add_huge(fx *f)
+{
+    ptr(f, tg_params_add(f->p, "v", 2, (int[]){1 << 30, 1 << 30}));
+    note(f, tg_params_error(f->p));
+}
+static void c_params_get_nop(fx *f) { ptr(f, tg_params_get(NULL, "w")); }
+static void c_params_get_noname(fx *f) { ptr(f, tg_params_get(f->p, NULL)); }
+static void c_params_count(fx *f) { num(f, tg_params_count(NULL)); }
+static void c_params_at_nop(fx *f) { ptr(f, tg_params_at(NULL, 0)); }
+static void c_params_at_neg(fx *f) { ptr(f, tg_params_at(f->p, -1)); }
+static void c_params_at_past(fx *f) { ptr(f, tg_params_at(f->p, 1)); }
+static void c_params_dtype(fx *f) { num(f, (int)tg_params_dtype(NULL)); }
+static void c_params_numel(fx *f) { num(f, (double)tg_params_numel(NULL)); }
+static void c_params_data(fx *f) { ptr(f, tg_params_data(NULL)); }
+static void c_params_grad(fx *f) { ptr(f, tg_params_grad(NULL)); }
+static void c_params_zero_grad(fx *f) { (void)f; tg_params_zero_grad(NULL); }
+static void c_params_error(fx *f) { ptr(f, tg_params_error(NULL)); }
+static void c_params_free(fx *f) { (void)f; tg_params_free(NULL); }
+
+/* core/rng.h */
+static void c_rng_seed(fx *f) { (void)f; tg_rng_seed(NULL, 1, 2); }
+static void c_rng_u32(fx *f) { num(f, tg_rng_u32(NULL)); }
+static void c_rng_below_zero(fx *f) { tg_rng_seed(&rng, 1, 2); num(f, tg_rng_below(&rng, 0)); }
+static void c_rng_below_nor(fx *f) { num(f, tg_rng_below(NULL, 5)); }
+static void c_rng_uniform(fx *f) { num(f, tg_rng_uniform(NULL)); }
+static void c_rng_normal(fx *f) { num(f, tg_rng_normal(NULL)); }
+static void c_rng_fill_uniform(fx *f) { tg_rng_fill_uniform(NULL, f->x, 0, 1); num(f, tg_tensor_get(f->x, 0)); }
+static void c_rng_fill_stale(fx *f)
+{
+    tg_tensor *t = stale(f), *u = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3));   /* u: where t's data was */
+    tg_rng_seed(&rng, 1, 2);
+    tg_rng_fill_uniform(&rng, t, 1, 2);
+    if (u->data == t->data) num(f, tg_tensor_get(u, 0));
+    else text(f, "(the arena did not put u where t was: make this case reach t's memory again)");
+}
+static void c_rng_fill_normal(fx *f) { (void)f; tg_rng_fill_normal(&rng, NULL, 0, 1); }
+
+/* core/gradcheck.h */
+static void c_gc_nores(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, &f->x, NULL, NULL)); }
+static void c_gc_nof(fx *f) { flag(f, tg_gradcheck(NULL, NULL, 1, &f->x, NULL, &res)); note(f, res.message); }
+static void c_gc_noin(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, NULL, NULL, &res)); note(f, res.message); }
+static void c_gc_negn(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, -1, &f->x, NULL, &res)); note(f, res.message); }
+static void c_gc_stale(fx *f)
+{
+    flag(f, tg_gradcheck(gc_sum, NULL, 1, (tg_tensor *[]){stale(f)}, NULL, &res));
+    note(f, res.message);
+}
+static void c_gc_nullin(fx *f)
+{
+    flag(f, tg_gradcheck(gc_sum, NULL, 1, (tg_tensor *[]){NULL}, NULL, &res));
+    note(f, res.message);
+}
+
+/* core/alloc.h, core/parallel.h */
+static void c_malloc_big(fx *f) { ptr(f, tg_malloc_big(NULL)); }
+static void c_malloc_huge(fx *f) { ptr(f, tg_malloc(SIZE_MAX)); }
+static void c_calloc_overflow(fx *f) { ptr(f, tg_calloc(SIZE_MAX / 2, 3)); }
+static void c_realloc_huge(fx *f) { ptr(f, tg_realloc(NULL, SIZE_MAX - 1)); }
+static void c_free(fx *f) { (void)f; tg_free(NULL); }
+static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL); }
+static void c_parallel_huge(fx *f) { parallel_huge(f); }
+static void c_parallel_set_inside(fx *f) { parallel_set_inside(f); }
+
+/* core/safetensors.h */
+static void c_st_load_nopath(fx *f) { ptr(f, tg_st_load(NULL, f->err, sizeof f->err)); }
+static void c_st_load_noerr(fx *f) { ptr(f, tg_st_load("/nonexistent/x.safetensors", NULL, 0)); }
+static void c_st_free(fx *f) { (void)f; tg_st_free(NULL); }
+static void c_st_count(fx *f) { num(f, tg_st_count(NULL)); }
+static void c_st_at(fx *f) { ptr(f, tg_st_at(NULL, 0)); }
+static void c_st_find(fx *f) { ptr(f, tg_st_find(NULL, "w")); }
+static void c_st_meta(fx *f) { ptr(f, tg_st_meta(NULL, "k")); }
+static void c_st_copy_noe(fx *f) { num(f, tg_st_copy_to(NULL, f->x, f->err, sizeof f->err)); }
+static void c_st_copy_nodst(fx *f)
+{
+    float d[6] = {0};
+    tg_st_tensor e = {.name = "t", .dtype = "F32", .ndim = 2, .shape = {2, 3}, .numel = 6, .data = d, .nbytes = 24};
+    num(f, tg_st_copy_to(&e, NULL, f->err, sizeof f->err));
+}
+static void c_st_copy_nodtype(fx *f)
+{
+    tg_st_tensor e = {.name = "t", .ndim = 2, .shape = {2, 3}, .numel = 6};
+    num(f, tg_st_copy_to(&e, f->x, f->err, sizeof f->err));
+}
+static void c_st_copy_short(fx *f)
+{
+    float d[1] = {0};
+    tg_st_tensor e = {.name = "t", .dtype = "F32", .ndim = 2, .shape = {2, 3}, .numel = 6, .data = d, .nbytes = 4};
+    num(f, tg_st_copy_to(&e, f->x, f->err, sizeof f->err));
+}
+static void c_st_copy_stale(fx *f)
+{
+    float d[3] = {1, 2, 3};
+    tg_st_tensor e = {.name = "t", .dtype = "F32", .ndim = 1, .shape = {3}, .numel = 3, .data = d, .nbytes = 12};
+    num(f, tg_st_copy_to(&e, stale(f), f->err, sizeof f->err));
+}
+static void c_st_add_tensor_stale(fx *f)
+{
+    num(f, tg_st_writer_add_tensor(f->w, "s", stale(f)));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_st_add_now(fx *f) { num(f, tg_st_writer_add(NULL, "a", "F32", 0, NULL, buf)); }
+static void c_st_add_noshape(fx *f)
+{
+    num(f, tg_st_writer_add(f->w, "a", "F32", 1, NULL, buf));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_st_add_nodtype(fx *f)
+{
+    num(f, tg_st_writer_add(f->w, "a", NULL, 0, NULL, buf));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_st_add_tensor_null(fx *f)
+{
+    num(f, tg_st_writer_add_tensor(f->w, "a", NULL));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_st_add_tensor_now(fx *f) { num(f, tg_st_writer_add_tensor(NULL, "a", f->x)); }
+static void c_st_meta_nokey(fx *f)
+{
+    num(f, tg_st_writer_meta(f->w, NULL, "v"));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_st_writer_error(fx *f) { ptr(f, tg_st_writer_error(NULL)); }
+static void c_st_writer_free(fx *f) { (void)f; tg_st_writer_free(NULL); }
+static void c_st_save_now(fx *f) { num(f, tg_st_writer_save(NULL, "x.safetensors", f->err, sizeof f->err)); }
+static void c_st_save_nopath(fx *f) { num(f, tg_st_writer_save(f->w, NULL, f->err, sizeof f->err)); }
+static void c_st_save_params_nop(fx *f) { num(f, tg_st_save_params(NULL, "x", NULL, 0, f->err, sizeof f->err)); }
+static void c_st_save_params_nometa(fx *f) { num(f, tg_st_save_params(f->p, "x", NULL, 2, f->err, sizeof f->err)); }
+static void c_st_save_params_nopath(fx *f) { num(f, tg_st_save_params(f->p, NULL, NULL, 0, f->err, sizeof f->err)); }
+static void c_st_load_params_nop(fx *f) { num(f, tg_st_load_params(NULL, NULL, f->err, sizeof f->err)); }
+
+/* ops/ops.h: NULL graph, NULL inputs, values out of range */
+static void c_matmul_nog(fx *f) { ptr(f, tg_matmul(NULL, f->x, f->x)); }
+static void c_matmul_null(fx *f) { ptr(f, tg_matmul(f->g, f->x, NULL)); }
+static void c_linear_now(fx *f) { ptr(f, tg_linear(f->g, f->x, NULL, NULL)); }
+static void c_add_null(fx *f) { ptr(f, tg_add(f->g, NULL, f->x)); }
+static void c_sub_null(fx *f) { ptr(f, tg_sub(f->g, f->x, NULL)); }
+static void c_mul_nog(fx *f) { ptr(f, tg_mul(NULL, f->x, f->x)); }
+static void c_div_null(fx *f) { ptr(f, tg_div(f->g, NULL, NULL)); }
+static void c_scale_nan(fx *f) { ptr(f, tg_scale(f->g, f->x, NAN)); }
+static void c_neg_null(fx *f) { ptr(f, tg_neg(f->g, NULL)); }
+static void c_exp_i32(fx *f) { ptr(f, tg_exp(f->g, f->ids)); }
+static void c_log_nog(fx *f) { ptr(f, tg_log(NULL, f->x)); }
+static void c_tanh_null(fx *f) { ptr(f, tg_tanh(f->g, NULL)); }
+static void c_sqrt_null(fx *f) { ptr(f, tg_sqrt(f->g, NULL)); }
+static void c_relu_null(fx *f) { ptr(f, tg_relu(f->g, NULL)); }
+static void c_gelu_mode(fx *f) { ptr(f, tg_gelu(f->g, f->x, (tg_gelu_mode)7)); }
+static void c_sum_axis(fx *f) { ptr(f, tg_sum(f->g, f->x, 5, false)); }
+static void c_mean_axis(fx *f) { ptr(f, tg_mean(f->g, f->x, INT_MIN, true)); }
+static void c_sum_all_null(fx *f) { ptr(f, tg_sum_all(f->g, NULL)); }
+static void c_mean_all_nog(fx *f) { ptr(f, tg_mean_all(NULL, f->x)); }
+static void c_reshape_noshape(fx *f) { ptr(f, tg_reshape(f->g, f->x, 2, NULL)); }
+static void c_reshape_huge(fx *f) { ptr(f, tg_reshape(f->g, f->x, 2, (int[]){INT_MAX, INT_MAX})); }
+static void c_transpose_axis(fx *f) { ptr(f, tg_transpose(f->g, f->x, 0, 2)); }
+static void c_permute_noperm(fx *f) { ptr(f, tg_permute(f->g, f->x, NULL)); }
+static void c_slice_empty(fx *f) { ptr(f, tg_slice(f->g, f->x, 1, 2, 2)); }
+static void c_split_nosizes(fx *f) { tg_tensor *o[2]; num(f, tg_split(f->g, f->x, 1, 2, NULL, o)); }
+static void c_split_noout(fx *f) { num(f, tg_split(f->g, f->x, 1, 2, (int[]){1, 2}, NULL)); }
+static void c_split_overflow(fx *f)
+{
+    tg_tensor *o[3];
+    num(f, tg_split(f->g, f->x, 1, 3, (int[]){INT_MAX, INT_MAX, 5}, o));
+}
+static void c_concat_noxs(fx *f) { ptr(f, tg_concat(f->g, 2, NULL, 0)); }
+static void c_concat_null(fx *f) { ptr(f, tg_concat(f->g, 2, (tg_tensor *[]){f->x, NULL}, 0)); }
+static void c_softmax_null(fx *f) { ptr(f, tg_softmax(f->g, NULL, NULL)); }
+static void c_softmax_flags(fx *f) { ptr(f, tg_softmax_ex(f->g, f->x, NULL, 8)); }
+static void c_log_softmax_mask(fx *f) { ptr(f, tg_log_softmax(f->g, f->x, f->ids)); }
+static void c_attention_heads(fx *f)
+{
+    tg_tensor *q = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
+    ptr(f, tg_attention(f->g, q, q, q, 0, 0, 0));
+}
+static void c_attention_qpos(fx *f)
+{
+    tg_tensor *q = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
+    ptr(f, tg_attention(f->g, q, q, q, 1, TG_ATTN_CAUSAL, INT_MIN));
+}
+static void c_attention_qkv_null(fx *f) { ptr(f, tg_attention_qkv(f->g, NULL, 1, 0)); }
+static void c_cross_entropy_null(fx *f) { ptr(f, tg_cross_entropy(f->g, NULL, f->ids)); }
+static void c_layernorm_null(fx *f) { ptr(f, tg_layernorm(f->g, NULL, NULL, NULL, 1e-5)); }
+static void c_layernorm_eps(fx *f) { ptr(f, tg_layernorm(f->g, f->x, NULL, NULL, NAN)); }
+static void c_embedding_null(fx *f) { ptr(f, tg_embedding(f->g, f->x, NULL)); }
+static void c_layernorm_stale_w(fx *f)
+{
+    tg_tensor *w = stale(f);
+    ptr(f, tg_layernorm(f->g, f->x, w, NULL, 1e-5));
+}
+static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
+
+/* nn/nn.h */
+static tg_linear_mod lin;
+static tg_layernorm_mod ln;
+static tg_mlp mlp;
+static tg_mha mha;
+static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, f->err, sizeof f->err)); }
+static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, f->err, sizeof f->err)); }
+static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, f->err, sizeof f->err)); }
+static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 0, 3, false, NULL, 99)); }
+static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
+static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, f->err, sizeof f->err)); }
+static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
+static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", 4, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_forward(fx *f) { ptr(f, tg_mlp_forward(f->g, NULL, f->x)); }
+static void c_kv_overflow(fx *f) { kv_overflow(f, 4, 1, 1 << 30, 1 << 30); }
+static void c_kv_wide(fx *f) { kv_overflow(f, 1, 1 << 16, 1 << 16, 1); }
+static void c_kv_zero(fx *f) { kv_overflow(f, 0, 1, 1, 1); }
+static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1, f->err, sizeof f->err)); }
+static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
+static void c_kv_free(fx *f) { (void)f; tg_kv_cache_free(NULL); }
+static void c_mha_init(fx *f) { num(f, tg_mha_init(&mha, f->p, NULL, 4, 2, true, true, 0, f->err, sizeof f->err)); }
+static void c_mha_stale_mask(fx *f)
+{
+    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL, 0)) abort();
+    tg_tensor *kp = stale(f);
+    ptr(f, tg_mha_forward(f->g, &mha, f->x, NULL, &(tg_attn_args){.key_padding = kp}));
+}
+static void c_mha_cache_len(fx *f)
+{
+    tg_kv_cache c;
+    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL, 0) ||
+        tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL, 0))
+        abort();
+    c.len = -3;   /* a field the caller is not to write */
+    tg_tensor *x = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
+    ptr(f, tg_mha_forward(f->g, &mha, x, NULL, &(tg_attn_args){.causal = true, .cache = &c}));
+    tg_kv_cache_free(&c);
+}
+static void c_mha_forward(fx *f) { ptr(f, tg_mha_forward(f->g, NULL, f->x, NULL, NULL)); }
+static void c_gpt_new_nocfg(fx *f) { ptr(f, tg_gpt_new(NULL, TG_F32, 0, f->err, sizeof f->err)); }
+static void c_gpt_new_huge(fx *f)
+{
+    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 1 << 12, .block_size = 1, .vocab_size = 1 << 30};
+    ptr(f, tg_gpt_new(&c, TG_F32, 0, f->err, sizeof f->err));
+}
+static void c_gpt_free(fx *f) { (void)f; tg_gpt_free(NULL); }
+static void c_gpt_composed(fx *f) { (void)f; tg_gpt_set_attn_composed(NULL, true); }
+static void c_gpt_forward(fx *f) { ptr(f, tg_gpt_forward(f->g, NULL, f->ids)); }
+static void c_gpt_forward_ex(fx *f)
+{
+    tg_tensor *w[1];
+    ptr(f, tg_gpt_forward_ex(f->g, NULL, f->ids, w));
+}
+static void c_gpt_loss(fx *f) { ptr(f, tg_gpt_loss(f->g, NULL, f->ids, f->ids)); }
+static void c_gpt_cache_nom(fx *f) { num(f, tg_gpt_cache_enable(NULL, 1, f->err, sizeof f->err)); }
+static void c_gpt_cache_huge(fx *f)
+{
+    tg_gpt *m = small_gpt(1024);
+    num(f, tg_gpt_cache_enable(m, INT_MAX, f->err, sizeof f->err));
+    tg_gpt_free(m);
+}
+static void c_gpt_cache_clear(fx *f) { (void)f; tg_gpt_cache_clear(NULL); }
+static void c_gpt_cache_disable(fx *f) { (void)f; tg_gpt_cache_disable(NULL); }
+
+/* optim/optim.h */
+static void c_sgd_new_nop(fx *f) { ptr(f, tg_sgd_new(NULL, 0, 0, f->err, sizeof f->err)); }
+static void c_sgd_new_noerr(fx *f) { ptr(f, tg_sgd_new(f->p, -1, 0, NULL, 0)); }
+static void c_sgd_step_nulls(fx *f) { (void)f; tg_sgd_step(NULL, 0.1); }
+static void c_sgd_step_nan(fx *f)
+{
+    ((float *)tg_params_grad(f->p))[0] = 1;   /* a step with lr NaN would make w[0] NaN */
+    tg_sgd_step(f->sgd, NAN);
+    note(f, tg_sgd_error(f->sgd));
+    num(f, ((float *)tg_params_data(f->p))[0]);
+}
+static void c_sgd_error(fx *f) { ptr(f, tg_sgd_error(NULL)); }
+static void c_sgd_free(fx *f) { (void)f; tg_sgd_free(NULL); }
+static void c_adamw_new_nop(fx *f) { ptr(f, tg_adamw_new(NULL, NULL, f->err, sizeof f->err)); }
+static void c_adamw_decay_noo(fx *f) { (void)f; tg_adamw_set_decay(NULL, f->x, true); }
+static void c_adamw_decay_nop(fx *f) { tg_adamw_set_decay(f->adamw, NULL, true); note(f, tg_adamw_error(f->adamw)); }
+static void c_adamw_decays(fx *f) { flag(f, tg_adamw_decays(NULL, f->x)); }
+static void c_adamw_step_noo(fx *f) { (void)f; tg_adamw_step(NULL, 0.1); }
+static void c_adamw_step_inf(fx *f)
+{
+    tg_adamw_step(f->adamw, INFINITY);
+    note(f, tg_adamw_error(f->adamw));
+    num(f, (double)tg_adamw_steps(f->adamw));
+}
+static void c_adamw_steps(fx *f) { num(f, (double)tg_adamw_steps(NULL)); }
+static void c_adamw_set_steps_noo(fx *f) { (void)f; tg_adamw_set_steps(NULL, 3); }
+static void c_adamw_set_steps_neg(fx *f)
+{
+    tg_adamw_set_steps(f->adamw, -1);
+    note(f, tg_adamw_error(f->adamw));
+    num(f, (double)tg_adamw_steps(f->adamw));
+}
+static void c_adamw_m(fx *f) { ptr(f, tg_adamw_m(NULL)); }
+static void c_adamw_v(fx *f) { ptr(f, tg_adamw_v(NULL)); }
+static void c_adamw_error(fx *f) { ptr(f, tg_adamw_error(NULL)); }
+static void c_adamw_free(fx *f) { (void)f; tg_adamw_free(NULL); }
+static void c_clip(fx *f) { num(f, tg_clip_grad_norm(NULL, 1)); }
+static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
+
+/* ---- the table ----------------------------------------------------------- */
+
+typedef struct api_case {
+    const char *call;    /* the function and its bad input */
+    const char *want;    /* the documented result, as the helpers above print it */
+    const char *msg;     /* a substring of the message it leaves (err, the graph's, the object's), or NULL */
+    void (*run)(fx *f);
+} api_case;
+
+static const api_case CASES[] = {
+    /* core/tensor.h */
+    {"tg_dtype_size(9)", "0", NULL, c_dtype_size},
+    {"tg_dtype_name(9)", "?", NULL, c_dtype_name},
+    {"tg_dtype_is_float(9)", "false", NULL, c_dtype_is_float},
+    {"tg_shape_str(NULL, buf, n)", "NULL", NULL, c_shape_str_null},
+    {"tg_shape_str(x, NULL, 16)", "NULL", NULL, c_shape_str_nobuf},
+    {"tg_index_str(x (2,3), k = 3 > ndim)", "(index over 3 dimensions of a 2-D tensor)", NULL, c_index_str_k_big},
+    {"tg_index_str(x (2,3), k = -1)", "(index over -1 dimensions of a 2-D tensor)", NULL, c_index_str_k_neg},
+    {"tg_index_str(x (2,3), 2, flat 6)", "(flat index 6 outside [0, 6))", NULL, c_index_str_flat},
+    {"tg_index_str(NULL, ...)", "NULL", NULL, c_index_str_null},
+    {"tg_index_str(x, 1, 0, NULL, 8)", "NULL", NULL, c_index_str_nobuf},
+    {"tg_tensor_get(NULL, 0)", "nan", NULL, c_get_null},
+    {"tg_tensor_get(x (6 elements), 6)", "nan", NULL, c_get_past},
+    {"tg_tensor_get(x, -1)", "nan", NULL, c_get_neg},
+    {"tg_tensor_item(NULL)", "nan", NULL, c_item_null},
+    {"tg_tensor_item(x of 6 elements)", "nan", NULL, c_item_many},
+    {"tg_tensor_same_shape(NULL, NULL)", "false", NULL, c_same_shape_nulls},
+    {"tg_tensor_same_shape(x, NULL)", "false", NULL, c_same_shape_one},
+    /* core/graph.h */
+    {"tg_graph_reset(NULL)", "returns", NULL, c_reset},
+    {"tg_graph_error(NULL)", "NULL", NULL, c_error},
+    {"tg_graph_clear_error(NULL)", "returns", NULL, c_clear_error},
+    {"tg_graph_set_grad_enabled(NULL, true)", "false", NULL, c_set_grad},
+    {"tg_graph_grad_enabled(NULL)", "false", NULL, c_grad_enabled},
+    {"tg_graph_set_training(NULL, false)", "returns", NULL, c_set_training},
+    {"tg_graph_training(NULL)", "false", NULL, c_training},
+    {"tg_graph_seed(NULL, 1)", "returns", NULL, c_seed},
+    {"tg_graph_rng(NULL)", "NULL", NULL, c_rng},
+    {"tg_tensor_new(NULL, ...)", "NULL", NULL, c_tensor_new_nog},
+    {"tg_tensor_new(g, dtype 9, ...)", "NULL", "tensor: unknown dtype 9", c_tensor_new_dtype},
+    {"tg_tensor_new(g, f32, 2, NULL)", "NULL", "shape is NULL", c_tensor_new_noshape},
+    {"tg_tensor_new(g, f32, 5, ...)", "NULL", "ndim must be 0..4", c_tensor_new_ndim},
+    {"tg_tensor_new(g, f32, (2^20,2^20,2^20))", "NULL", "too many elements (over 2^40)", c_tensor_new_huge},
+    {"tg_tensor_new(g, f32, (2^20,2^20,INT_MAX))", "NULL", "too many elements (over 2^40)", c_tensor_new_wide},
+    {"tg_tensor_new(g, f32, (0))", "NULL", "every dimension must be >= 1", c_tensor_new_zero},
+    {"tg_tensor_from(g, ..., NULL data)", "NULL", "tensor_from: data is NULL", c_tensor_from_nodata},
+    {"tg_scalar(g, i32, 1)", "NULL", "scalar: dtype must be f32 or f64, got i32", c_scalar_i32},
+    {"tg_scalar(NULL, f32, 1)", "NULL", NULL, c_scalar_nog},
+    {"tg_tensor_set_requires_grad(NULL, x, true)", "-1", NULL, c_rg_nog},
+    {"tg_tensor_set_requires_grad(g, NULL, true)", "-1", "requires_grad: tensor is NULL", c_rg_null},
+    {"tg_tensor_set_requires_grad(g, i32 ids, true)", "-1", "only f32/f64 tensors can require grad", c_rg_i32},
+    {"tg_tensor_set_requires_grad(g, a tensor of no graph without grad)", "-1", "belongs to no graph", c_rg_nograph},
+    {"tg_graph_backward(NULL, x)", "-1", NULL, c_backward_nog},
+    {"tg_graph_backward(g, NULL)", "-1", "backward: tensor is NULL", c_backward_null},
+    {"tg_graph_backward(g, exp(x) (2,3))", "-1", "loss must have one element, got (2,3)", c_backward_many},
+    {"tg_graph_backward_seeded(g, t, NULL)", "-1", "backward: seed is NULL", c_backward_noseed},
+    {"tg_graph_tape_len(NULL)", "0", NULL, c_tape_len},
+    {"tg_graph_arena_capacity(NULL)", "0", NULL, c_arena_capacity},
+    {"tg_graph_arena_used(NULL)", "0", NULL, c_arena_used},
+    {"tg_graph_backward(g, a tensor made before tg_graph_reset(g))", "-1",
+     "backward: the tensor (f32 (3)) was made before the last tg_graph_reset of this graph", c_backward_stale},
+    {"tg_tensor_set_requires_grad(g, a stale tensor, true)", "-1",
+     "requires_grad: the tensor (f32 (3)) was made before the last tg_graph_reset", c_rg_stale},
+    {"tg_tensor_get(a stale tensor, 0)", "nan", NULL, c_get_stale},
+    /* core/op.h */
+    {"tg_fail(NULL, ...)", "NULL", NULL, c_fail_nog},
+    {"tg_op_begin(NULL, ...)", "false", NULL, c_begin_nog},
+    {"tg_op_begin(g, \"my_op\", 2, NULL)", "false", "my_op: the array of 2 inputs is NULL", c_begin_noin},
+    {"tg_op_begin(g, \"my_op\", 2, {x, NULL})", "false", "my_op: input 1 is NULL", c_begin_null},
+    {"tg_op_check_float(g, \"my_op\", \"x\", NULL)", "false", "my_op: x is NULL", c_check_float},
+    {"tg_op_check_same_dtype(g, \"my_op\", x, NULL)", "false", "my_op: b is NULL", c_check_dtype},
+    {"tg_op_output(NULL, ...)", "NULL", NULL, c_op_output},
+    {"tg_arena_alloc(NULL, 64)", "NULL", NULL, c_arena_alloc_nog},
+    {"tg_arena_zalloc(NULL, 64)", "NULL", NULL, c_arena_zalloc_nog},
+    {"tg_arena_alloc(g, SIZE_MAX)", "NULL", "out of memory: the graph's arena could not grow", c_arena_alloc_huge},
+    {"tg_op_record(NULL, ...)", "NULL", NULL, c_record_nog},
+    {"tg_op_record(g, ..., out NULL, ...)", "NULL", "my_op: recording an op with a NULL output", c_record_noout},
+    {"tg_op_record(g, ..., backward NULL, ...)", "NULL", "my_op: op has no backward", c_record_nobw},
+    {"tg_op_begin(g, \"my_op\", 1, {a stale tensor})", "false",
+     "my_op: input 0 (f32 (3)) was made before the last tg_graph_reset of this graph (in generation 0; it is at 1",
+     c_begin_stale},
+    {"tg_op_check_live(g, \"my_op\", 2, {NULL, a stale tensor})", "false", "my_op: input 1 (f32 (3)) was made before",
+     c_live_stale},
+    {"tg_op_check_live(NULL, ...)", "false", NULL, c_live_nog},
+    {"tg_op_view(g, NULL)", "NULL", NULL, c_view_null},
+    {"tg_needs_grad(g, NULL)", "false", NULL, c_needs_grad},
+    {"tg_grad(g, NULL)", "NULL", NULL, c_grad},
+    {"tg_grad_store(g, NULL, &store)", "NULL", NULL, c_grad_store_null},
+    {"tg_grad_store(g, x, NULL)", "non-NULL", NULL, c_grad_store_nostore},
+    {"tg_broadcast(NULL, x, &bc)", "false", NULL, c_broadcast},
+    {"tg_broadcast(x, x, NULL)", "false", NULL, c_broadcast_nobc},
+    {"tg_broadcast_to(x, 5, ...)", "false", NULL, c_broadcast_to_ndim},
+    {"tg_broadcast_to(x, 2, NULL, stride)", "false", NULL, c_broadcast_to_noshape},
+    {"tg_broadcast_to(NULL, ...)", "false", NULL, c_broadcast_to_null},
+    /* core/params.h */
+    {"tg_params_new(dtype 9, err)", "NULL", "params_new: dtype must be f32 or f64, got ? (9)", c_params_new_dtype},
+    {"tg_params_new(i32, NULL, 64)", "NULL", NULL, c_params_new_noerr},
+    {"tg_params_add(NULL, ...)", "NULL", NULL, c_params_add_nop},
+    {"tg_params_add(p, NULL name, ...)", "NULL", "params_add: name is empty", c_params_add_noname},
+    {"tg_params_add(p, \"v\", 2, NULL)", "NULL", "params_add: 'v': bad shape: shape is NULL", c_params_add_noshape},
+    {"tg_params_add(p, \"v\", (2^30,2^30))", "NULL", "'v': bad shape: too many elements (over 2^40)", c_params_add_huge},
+    {"tg_params_get(NULL, \"w\")", "NULL", NULL, c_params_get_nop},
+    {"tg_params_get(p, NULL)", "NULL", NULL, c_params_get_noname},
+    {"tg_params_count(NULL)", "0", NULL, c_params_count},
+    {"tg_params_at(NULL, 0)", "NULL", NULL, c_params_at_nop},
+    {"tg_params_at(p, -1)", "NULL", NULL, c_params_at_neg},
+    {"tg_params_at(p of 1, 1)", "NULL", NULL, c_params_at_past},
+    {"tg_params_dtype(NULL)", "-1", NULL, c_params_dtype},
+    {"tg_params_numel(NULL)", "0", NULL, c_params_numel},
+    {"tg_params_data(NULL)", "NULL", NULL, c_params_data},
+    {"tg_params_grad(NULL)", "NULL", NULL, c_params_grad},
+    {"tg_params_zero_grad(NULL)", "returns", NULL, c_params_zero_grad},
+    {"tg_params_error(NULL)", "NULL", NULL, c_params_error},
+    {"tg_params_free(NULL)", "returns", NULL, c_params_free},
+    /* core/rng.h */
+    {"tg_rng_seed(NULL, 1, 2)", "returns", NULL, c_rng_seed},
+    {"tg_rng_u32(NULL)", "0", NULL, c_rng_u32},
+    {"tg_rng_below(r, 0)", "0", NULL, c_rng_below_zero},
+    {"tg_rng_below(NULL, 5)", "0", NULL, c_rng_below_nor},
+    {"tg_rng_uniform(NULL)", "nan", NULL, c_rng_uniform},
+    {"tg_rng_normal(NULL)", "nan", NULL, c_rng_normal},
+    {"tg_rng_fill_uniform(NULL, x, 0, 1): x unchanged", "0", NULL, c_rng_fill_uniform},
+    {"tg_rng_fill_uniform(r, a stale tensor, 1, 2): the new tensor in its memory unchanged", "0", NULL,
+     c_rng_fill_stale},
+    {"tg_rng_fill_normal(r, NULL, 0, 1)", "returns", NULL, c_rng_fill_normal},
+    /* core/gradcheck.h */
+    {"tg_gradcheck(..., res NULL)", "false", NULL, c_gc_nores},
+    {"tg_gradcheck(NULL f, ...)", "false", "gradcheck: f is NULL", c_gc_nof},
+    {"tg_gradcheck(f, ctx, 1, NULL inputs, ...)", "false", "1 inputs, but the inputs array is NULL", c_gc_noin},
+    {"tg_gradcheck(f, ctx, -1, ...)", "false", "-1 inputs: the count is negative", c_gc_negn},
+    {"tg_gradcheck(f, ctx, 1, {NULL}, ...)", "false", "gradcheck: input 0 is NULL", c_gc_nullin},
+    {"tg_gradcheck(f, ctx, 1, {a stale tensor}, ...)", "false",
+     "gradcheck: input 0 was made before the last tg_graph_reset of its graph", c_gc_stale},
+    /* core/alloc.h, core/parallel.h */
+    {"tg_malloc_big(NULL)", "NULL", NULL, c_malloc_big},
+    {"tg_malloc(SIZE_MAX)", "NULL", NULL, c_malloc_huge},
+    {"tg_calloc(SIZE_MAX / 2, 3): the product overflows", "NULL", NULL, c_calloc_overflow},
+    {"tg_realloc(NULL, SIZE_MAX - 1)", "NULL", NULL, c_realloc_huge},
+    {"tg_free(NULL)", "returns", NULL, c_free},
+    {"tg_parallel_for(10, 1, NULL fn, NULL)", "returns", NULL, c_parallel_nofn},
+    {"tg_parallel_for(INT64_MAX, 1, fn, ctx) on 2 threads",
+     "2 threads: [0, 4611686018427387903) [4611686018427387903, 9223372036854775807)", NULL, c_parallel_huge},
+    {"tg_set_num_threads(3) inside a loop of 2 threads", "inside 2 2, after 2", NULL, c_parallel_set_inside},
+    /* core/safetensors.h */
+    {"tg_st_load(NULL, err)", "NULL", "safetensors: (null): path is NULL", c_st_load_nopath},
+    {"tg_st_load(missing, NULL, 0)", "NULL", NULL, c_st_load_noerr},
+    {"tg_st_free(NULL)", "returns", NULL, c_st_free},
+    {"tg_st_count(NULL)", "0", NULL, c_st_count},
+    {"tg_st_at(NULL, 0)", "NULL", NULL, c_st_at},
+    {"tg_st_find(NULL, \"w\")", "NULL", NULL, c_st_find},
+    {"tg_st_meta(NULL, \"k\")", "NULL", NULL, c_st_meta},
+    {"tg_st_copy_to(NULL, x, err)", "-1", "safetensors: copy: tensor is NULL", c_st_copy_noe},
+    {"tg_st_copy_to(e, NULL, err)", "-1", "safetensors: copy: destination is NULL", c_st_copy_nodst},
+    {"tg_st_copy_to(e without dtype, x, err)", "-1", "'t': dtype, numel, nbytes and data do not agree", c_st_copy_nodtype},
+    {"tg_st_copy_to(e F32 (2,3) of 4 bytes, x, err)", "-1", "'t': dtype, numel, nbytes and data do not agree",
+     c_st_copy_short},
+    {"tg_st_copy_to(e, a stale tensor, err)", "-1", "'t': the destination was made before the last tg_graph_reset",
+     c_st_copy_stale},
+    {"tg_st_writer_add(NULL, ...)", "-1", NULL, c_st_add_now},
+    {"tg_st_writer_add(w, \"a\", F32, 1, NULL shape, ...)", "-1", "'a': ndim 1 must be 0..8 with a shape", c_st_add_noshape},
+    {"tg_st_writer_add(w, \"a\", NULL dtype, ...)", "-1", "tensor 'a': unknown dtype \"(null)\"", c_st_add_nodtype},
+    {"tg_st_writer_add_tensor(w, \"a\", NULL)", "-1", "tensor 'a': tensor is NULL", c_st_add_tensor_null},
+    {"tg_st_writer_add_tensor(NULL, \"a\", x)", "-1", NULL, c_st_add_tensor_now},
+    {"tg_st_writer_add_tensor(w, \"s\", a stale tensor)", "-1", "tensor 's': made before the last tg_graph_reset",
+     c_st_add_tensor_stale},
+    {"tg_st_writer_meta(w, NULL, \"v\")", "-1", "metadata key or value is NULL", c_st_meta_nokey},
+    {"tg_st_writer_error(NULL)", "NULL", NULL, c_st_writer_error},
+    {"tg_st_writer_free(NULL)", "returns", NULL, c_st_writer_free},
+    {"tg_st_writer_save(NULL, path, err)", "-1", "safetensors: save: writer is NULL", c_st_save_now},
+    {"tg_st_writer_save(w, NULL, err)", "-1", "safetensors: save: path is NULL", c_st_save_nopath},
+    {"tg_st_save_params(NULL, ...)", "-1", "save_params: params is NULL", c_st_save_params_nop},
+    {"tg_st_save_params(p, path, NULL meta, 2, err)", "-1", "2 metadata pairs but no array", c_st_save_params_nometa},
+    {"tg_st_save_params(p, NULL path, ...)", "-1", "safetensors: save: path is NULL", c_st_save_params_nopath},
+    {"tg_st_load_params(NULL, NULL, err)", "-1", "load_params: params is NULL", c_st_load_params_nop},
+    /* ops/ops.h */
+    {"tg_matmul(NULL, x, x)", "NULL", NULL, c_matmul_nog},
+    {"tg_matmul(g, x, NULL)", "NULL", "matmul: input 1 is NULL", c_matmul_null},
+    {"tg_linear(g, x, NULL, NULL)", "NULL", "linear: input 1 is NULL", c_linear_now},
+    {"tg_add(g, NULL, x)", "NULL", "add: input 0 is NULL", c_add_null},
+    {"tg_sub(g, x, NULL)", "NULL", "sub: input 1 is NULL", c_sub_null},
+    {"tg_mul(NULL, x, x)", "NULL", NULL, c_mul_nog},
+    {"tg_div(g, NULL, NULL)", "NULL", "div: input 0 is NULL", c_div_null},
+    {"tg_scale(g, x, NaN)", "NULL", "scale: factor must be finite, got nan", c_scale_nan},
+    {"tg_neg(g, NULL)", "NULL", "neg: input 0 is NULL", c_neg_null},
+    {"tg_exp(g, i32 ids)", "NULL", "exp: x must be f32 or f64, got i32 (2,3)", c_exp_i32},
+    {"tg_log(NULL, x)", "NULL", NULL, c_log_nog},
+    {"tg_tanh(g, NULL)", "NULL", "tanh: input 0 is NULL", c_tanh_null},
+    {"tg_sqrt(g, NULL)", "NULL", "sqrt: input 0 is NULL", c_sqrt_null},
+    {"tg_relu(g, NULL)", "NULL", "relu: input 0 is NULL", c_relu_null},
+    {"tg_gelu(g, x, mode 7)", "NULL", "gelu: unknown mode 7", c_gelu_mode},
+    {"tg_sum(g, x (2,3), axis 5)", "NULL", "sum: axis 5 out of range", c_sum_axis},
+    {"tg_mean(g, x, axis INT_MIN)", "NULL", "mean: axis -2147483648 out of range", c_mean_axis},
+    {"tg_sum_all(g, NULL)", "NULL", "sum_all: input 0 is NULL", c_sum_all_null},
+    {"tg_mean_all(NULL, x)", "NULL", NULL, c_mean_all_nog},
+    {"tg_reshape(g, x, 2, NULL)", "NULL", "reshape: shape is NULL with ndim 2", c_reshape_noshape},
+    {"tg_reshape(g, x, (INT_MAX,INT_MAX))", "NULL", "reshape: cannot reshape x f32 (2,3)", c_reshape_huge},
+    {"tg_transpose(g, x (2,3), 0, 2)", "NULL", "transpose: axes (0, 2) out of range for x f32 (2,3)", c_transpose_axis},
+    {"tg_permute(g, x, NULL)", "NULL", "permute: perm is NULL", c_permute_noperm},
+    {"tg_slice(g, x, 1, 2, 2)", "NULL", "slice: range [2, 2) is not within axis 1 of length 3", c_slice_empty},
+    {"tg_split(g, x, 1, 2, NULL sizes, out)", "-1", "split: need n >= 1 sizes, got n 2 and sizes NULL", c_split_nosizes},
+    {"tg_split(g, x, 1, 2, sizes, NULL)", "-1", "split: out is NULL", c_split_noout},
+    {"tg_split(g, x, 1, 3, {INT_MAX, INT_MAX, 5}, out)", "-1", "(they sum to 4294967299)", c_split_overflow},
+    {"tg_concat(g, 2, NULL, 0)", "NULL", "concat: need n >= 1 tensors, got n 2 and xs NULL", c_concat_noxs},
+    {"tg_concat(g, 2, {x, NULL}, 0)", "NULL", "concat: input 1 is NULL", c_concat_null},
+    {"tg_softmax(g, NULL, NULL)", "NULL", "softmax: input 0 is NULL", c_softmax_null},
+    {"tg_softmax_ex(g, x, NULL, flags 8)", "NULL", "softmax: unknown flags 0x8", c_softmax_flags},
+    {"tg_log_softmax(g, x, i32 mask)", "NULL", "log_softmax: mask must be bool, got i32", c_log_softmax_mask},
+    {"tg_attention(g, q, q, q, n_head 0, ...)", "NULL", "attention: C = 4 is not divisible by n_head = 0",
+     c_attention_heads},
+    {"tg_attention(g, q, q, q, 1, causal, q_pos INT_MIN)", "NULL", "sees no key: causal with q_pos -2147483648", c_attention_qpos},
+    {"tg_attention_qkv(g, NULL, 1, 0)", "NULL", "attention: input 0 is NULL", c_attention_qkv_null},
+    {"tg_cross_entropy(g, NULL, ids)", "NULL", "cross_entropy: input 0 is NULL", c_cross_entropy_null},
+    {"tg_layernorm(g, NULL, ...)", "NULL", "layernorm: input 0 is NULL", c_layernorm_null},
+    {"tg_layernorm(g, x, NULL, NULL, NaN)", "NULL", "layernorm: eps must be > 0, got nan", c_layernorm_eps},
+    {"tg_embedding(g, x, NULL)", "NULL", "embedding: input 1 is NULL", c_embedding_null},
+    {"tg_layernorm(g, x, a stale w, NULL, eps)", "NULL", "layernorm: input 1 (f32 (3)) was made before",
+     c_layernorm_stale_w},
+    {"tg_dropout(g, x, 2)", "NULL", "dropout: p must be in [0, 1], got 2", c_dropout_p},
+    /* nn/nn.h */
+    {"tg_linear_init(NULL, p, ...)", "-1", "linear_init: the module is NULL", c_linear_init_nol},
+    {"tg_linear_init(l, NULL, ...)", "-1", "linear_init: params is NULL", c_linear_init_nop},
+    {"tg_linear_init(l, p, NULL, ...)", "-1", "linear_init: name is NULL", c_linear_init_noname},
+    {"tg_linear_init(l, p, \"l\", in 0, ..., NULL, 99)", "-1", NULL, c_linear_init_noerr},
+    {"tg_linear_forward(g, NULL, x)", "NULL", "linear_forward: the module is NULL", c_linear_forward},
+    {"tg_layernorm_init(l, NULL, ...)", "-1", "layernorm_init: params is NULL", c_layernorm_init},
+    {"tg_layernorm_forward(g, NULL, x)", "NULL", "layernorm_forward: the module is NULL", c_layernorm_forward},
+    {"tg_mlp_init(m, p, \"mlp\", C 2^29, ...)", "-1", "mlp 'mlp': C must be in [1, 2^28], got 536870912",
+     c_mlp_init_big},
+    {"tg_mlp_init(NULL, ...)", "-1", "mlp_init: the module is NULL", c_mlp_init_nom},
+    {"tg_mlp_forward(g, NULL, x)", "NULL", "mlp_forward: the module is NULL", c_mlp_forward},
+    {"tg_kv_cache_init(c, f32, 4, 1, 2^30, 2^30)", "-1, 0 allocations, k NULL", "kv_cache_init: batch 4 x max_len "
+     "1073741824 x n_head 1 x head_dim 1073741824 = 4.612e+18 elements per buffer, over 2^40", c_kv_overflow},
+    {"tg_kv_cache_init(c, f32, 1, 2^16, 2^16, 1)", "-1, 0 allocations, k NULL", "kv_cache_init: n_head 65536 x head_dim 65536 is over "
+     "2^31 - 1", c_kv_wide},
+    {"tg_kv_cache_init(c, f32, batch 0, ...)", "-1, 0 allocations, k NULL", "sizes must be >= 1, got batch 0",
+     c_kv_zero},
+    {"tg_kv_cache_init(NULL, ...)", "-1", "kv_cache_init: cache is NULL", c_kv_null},
+    {"tg_kv_cache_clear(NULL)", "returns", NULL, c_kv_clear},
+    {"tg_kv_cache_free(NULL)", "returns", NULL, c_kv_free},
+    {"tg_mha_init(m, p, NULL, ...)", "-1", "mha_init: name is NULL", c_mha_init},
+    {"tg_mha_forward(g, m, x, NULL, {.key_padding = a stale tensor})", "NULL",
+     "mha: input 2 (f32 (3)) was made before", c_mha_stale_mask},
+    {"tg_mha_forward(g, m, x, NULL, {.cache = a cache with len -3})", "NULL",
+     "mha: KV cache length -3 is outside [0, max_len 4]", c_mha_cache_len},
+    {"tg_mha_forward(g, NULL, x, NULL, NULL)", "NULL", "mha: the module is NULL", c_mha_forward},
+    {"tg_gpt_new(NULL, ...)", "NULL", "gpt: the config is NULL", c_gpt_new_nocfg},
+    {"tg_gpt_new(vocab 2^30 x n_embd 2^12)", "NULL", "'transformer.wte.weight': bad shape: too many elements",
+     c_gpt_new_huge},
+    {"tg_gpt_free(NULL)", "returns", NULL, c_gpt_free},
+    {"tg_gpt_set_attn_composed(NULL, true)", "returns", NULL, c_gpt_composed},
+    {"tg_gpt_forward(g, NULL, idx)", "NULL", "gpt: the model is NULL", c_gpt_forward},
+    {"tg_gpt_forward_ex(g, NULL, idx, w)", "NULL", "gpt: the model is NULL", c_gpt_forward_ex},
+    {"tg_gpt_loss(g, NULL, idx, targets)", "NULL", "gpt_loss: the model is NULL", c_gpt_loss},
+    {"tg_gpt_cache_enable(NULL, 1, err)", "-1", "gpt_cache_enable: the model is NULL", c_gpt_cache_nom},
+    {"tg_gpt_cache_enable(m (block 1024), INT_MAX, err)", "-1", "kv_cache_init: batch 2147483647 x max_len 1024",
+     c_gpt_cache_huge},
+    {"tg_gpt_cache_clear(NULL)", "returns", NULL, c_gpt_cache_clear},
+    {"tg_gpt_cache_disable(NULL)", "returns", NULL, c_gpt_cache_disable},
+    /* optim/optim.h */
+    {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
+    {"tg_sgd_new(p, -1, 0, NULL, 0)", "NULL", NULL, c_sgd_new_noerr},
+    {"tg_sgd_step(NULL, 0.1)", "returns", NULL, c_sgd_step_nulls},
+    {"tg_sgd_step(o, NaN): w[0] unchanged", "0", "sgd_step: lr must be finite, got nan; nothing done", c_sgd_step_nan},
+    {"tg_sgd_error(NULL)", "NULL", NULL, c_sgd_error},
+    {"tg_sgd_free(NULL)", "returns", NULL, c_sgd_free},
+    {"tg_adamw_new(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_new_nop},
+    {"tg_adamw_set_decay(NULL, x, true)", "returns", NULL, c_adamw_decay_noo},
+    {"tg_adamw_set_decay(o, NULL, true)", "returns", "is not a parameter of the optimizer's store", c_adamw_decay_nop},
+    {"tg_adamw_decays(NULL, x)", "false", NULL, c_adamw_decays},
+    {"tg_adamw_step(NULL, 0.1)", "returns", NULL, c_adamw_step_noo},
+    {"tg_adamw_step(o, inf): steps stay 0", "0", "adamw_step: lr must be finite, got inf; nothing done",
+     c_adamw_step_inf},
+    {"tg_adamw_steps(NULL)", "0", NULL, c_adamw_steps},
+    {"tg_adamw_set_steps(NULL, 3)", "returns", NULL, c_adamw_set_steps_noo},
+    {"tg_adamw_set_steps(o, -1): steps stay 0", "0", "adamw_set_steps: step count -1 is negative",
+     c_adamw_set_steps_neg},
+    {"tg_adamw_m(NULL)", "NULL", NULL, c_adamw_m},
+    {"tg_adamw_v(NULL)", "NULL", NULL, c_adamw_v},
+    {"tg_adamw_error(NULL)", "NULL", NULL, c_adamw_error},
+    {"tg_adamw_free(NULL)", "returns", NULL, c_adamw_free},
+    {"tg_clip_grad_norm(NULL, 1)", "nan", NULL, c_clip},
+    {"tg_lr_cosine(INT64_MAX - 1, warmup INT64_MAX, ..., lr 2)", "2", NULL, c_lr_warmup_max},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+START_TEST(bad_input)
+{
+    const api_case *c = &CASES[_i];
+    fx f;
+    fx_open(&f);
+    c->run(&f);
+    ck_assert_msg(strcmp(f.got, c->want) == 0, "%s: got %s, documented %s", c->call, f.got, c->want);
+    if (c->msg) {
+        const char *m = f.err[0] ? f.err : tg_graph_error(f.g) ? tg_graph_error(f.g) : "";
+        ck_assert_msg(strstr(m, c->msg) != NULL, "%s: message '%s' lacks '%s'", c->call, m, c->msg);
+    }
+    fx_close(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("bad input");
+    tcase_add_loop_test(tc, bad_input, 0, N_CASES);
+    suite_add_tcase(s, tc);
+    return tt_run(s);
+}
