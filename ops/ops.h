@@ -195,6 +195,46 @@ TG_API tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tenso
                                double eps);
 #define TG_LAYERNORM_EPS 1e-5
 
+/* ---- rmsnorm (ops/rmsnorm.c) ------------------------------------------ */
+
+/* RMS normalisation over the last axis C (Llama's): x / sqrt(mean(x^2) +
+ * eps) * w. x (..., C) -> (..., C); w (C) or NULL (no scale); eps > 0
+ * (llama2.c's model.py uses 1e-5). Errors: a scalar x, w not (C) or of
+ * another dtype, eps <= 0 or not finite. Backward: dx = rstd (g - x rstd^2
+ * mean(g x)), g = dy w; dw += sum over rows of dy x rstd. */
+TG_API tg_tensor *tg_rmsnorm(tg_graph *g, tg_tensor *x, tg_tensor *w, double eps);
+
+/* ---- SiLU and SwiGLU (ops/silu.c) ---------------------------------------- */
+
+/* x * sigmoid(x) elementwise (PyTorch F.silu); same shape and dtype as x.
+ * Backward: dx += dy s (1 + x (1 - s)), s = sigmoid(x). */
+TG_API tg_tensor *tg_silu(tg_graph *g, tg_tensor *x);
+/* silu(a) * b elementwise, fused (no silu(a) tensor kept): the gated
+ * product of a SwiGLU feed-forward, w2(silu(w1 x) * w3 x). a and b have
+ * one shape and dtype (no broadcasting; error otherwise). Backward: da +=
+ * dy b silu'(a), db += dy silu(a). */
+TG_API tg_tensor *tg_swiglu(tg_graph *g, tg_tensor *a, tg_tensor *b);
+
+/* ---- rotary position embedding (ops/rope.c) ------------------------------ */
+
+typedef enum tg_rope_flags {
+    /* pairs (x[2i], x[2i+1]) within each head: Meta's Llama and llama2.c */
+    TG_ROPE_INTERLEAVED = 0,
+    /* pairs (x[i], x[i + d/2]): Hugging Face's Llama (rotate_half) */
+    TG_ROPE_HALVES = 1
+} tg_rope_flags;
+
+/* Rotates each head of x (..., T, D), D a multiple of head_dim (even):
+ * the token in row t sits at position p = pos0 + t, and its pair i turns
+ * by the angle p * theta^(-2i / head_dim) (theta 10000 in Llama). Only
+ * the first n_rot heads of a row are rotated (1 <= n_rot <= D / head_dim);
+ * the rest of the row is copied, so one call can rotate the q and k parts
+ * of a fused q|k|v projection. pos0 is the KV cache's length when
+ * decoding. Backward: the rotation by the opposite angle. Errors: x with
+ * fewer than 2 dimensions, head_dim odd or not dividing D, n_rot out of
+ * range, pos0 < 0, theta not > 1, unknown flags. */
+TG_API tg_tensor *tg_rope(tg_graph *g, tg_tensor *x, int head_dim, int n_rot, int pos0, double theta, int flags);
+
 /* ---- embedding (ops/embedding.c) -------------------------------------- */
 
 /* Rows of weight (V, C) gathered by i32 ids of any shape (up to 3 dims):
