@@ -130,7 +130,7 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 
 /* ---- init -------------------------------------------------------------- */
 
-int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                 bool fused, double dropout, char *err, size_t errlen)
 {
     if (!m || !p || !name)
@@ -223,20 +223,20 @@ static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, i
 }
 
 /* The output projection of the merged heads O (B,T,C), then dropout. */
-static tg_tensor *output_projection(tg_graph *g, const tg_mha *m, tg_tensor *O)
+static tg_tensor *output_projection(tg_graph *g, const tg_mha_mod *m, tg_tensor *O)
 {
     return tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout);
 }
 
 /* The one place the choice is made: tg_mha_forward asks this too. */
-bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args)
+bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args)
 {
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
     return !m->composed && !needs_tensors && !attn_drop;
 }
 
-tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args)
 {
     static const tg_attn_args none = {0};

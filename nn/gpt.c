@@ -80,7 +80,7 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     if (!m->wpe) return fail_new(m, err, errlen, tg_params_error(p));
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
-        tg_block *b = &m->h[i];
+        tg_gpt_block *b = &m->h[i];
         snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
         if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
@@ -184,7 +184,7 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
     tg_tensor *x = tg_add(g, tg_embedding(g, m->wte, idx), tg_embedding(g, m->wpe, pos)); /* (B,T,C) */
     x = tg_dropout(g, x, c->dropout);                                                     /* (B,T,C) */
     for (int i = 0; i < c->n_layer; i++) {
-        const tg_block *b = &m->h[i];
+        const tg_gpt_block *b = &m->h[i];
         tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
                              .weights = attn_weights ? &attn_weights[i] : NULL};
         x = tg_add(g, x, tg_mha_forward(g, &b->attn, tg_layernorm_forward(g, &b->ln_1, x), NULL, &args));

@@ -11,7 +11,7 @@
 #include "../core/err_internal.h"
 #include "../core/op.h"
 
-int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
+int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, bool bias, double dropout,
                 char *err, size_t errlen)
 {
     if (!m || !p || !name)
@@ -33,7 +33,7 @@ int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, dou
     return tg_linear_init(&m->c_proj, p, full, 4 * C, C, bias, err, errlen);
 }
 
-tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x)
+tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
 {
     if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
     tg_tensor *h = tg_linear_forward(g, &m->c_fc, x);   /* (B,T,4C) */

@@ -51,18 +51,18 @@ TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, t
 
 /* ---- MLP (nn/mlp.c): c_fc (4C, C) -> exact GELU -> c_proj (C, 4C) -> dropout */
 
-typedef struct tg_mlp {
+typedef struct tg_mlp_mod {
     tg_linear_mod c_fc, c_proj;
     double dropout;
-} tg_mlp;
+} tg_mlp_mod;
 
 /* Registers <name>.c_fc (4C, C) and <name>.c_proj (C, 4C) linears
  * (zero-filled; biases with bias); dropout is applied after c_proj.
  * Errors: C outside [1, 2^28], dropout outside [0, 1), a duplicate name,
  * out of memory. */
-TG_API int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
+TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, bool bias, double dropout,
                        char *err, size_t errlen);
-TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
+TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
 
 /* ---- Multi-head attention (nn/attention.c) ----------------------------
  *
@@ -94,7 +94,7 @@ TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
 TG_API void tg_kv_cache_free(tg_kv_cache *c);
 
-typedef struct tg_mha {
+typedef struct tg_mha_mod {
     int n_embd, n_head;
     bool fused;
     /* false (tg_mha_init's default): the fused attention op (tg_attention,
@@ -108,7 +108,7 @@ typedef struct tg_mha {
     tg_linear_mod q_proj, k_proj, v_proj;    /* separate: (C, C) each */
     tg_linear_mod c_proj;                    /* W_O: (C, C) */
     double attn_dropout, resid_dropout;
-} tg_mha;
+} tg_mha_mod;
 
 /* Registers <name>.c_attn.{weight,bias} (3C, C), (3C) when fused, else
  * <name>.{q,k,v}_proj.{weight,bias} (C, C), (C); and
@@ -116,7 +116,7 @@ typedef struct tg_mha {
  * zero-filled. dropout (in [0, 1)) applies to the attention weights and
  * to the output. Errors: n_embd or n_head < 1, n_embd not divisible by
  * n_head, dropout out of range, a duplicate name, out of memory. */
-TG_API int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                        bool fused, double dropout, char *err, size_t errlen);
 
 typedef struct tg_attn_args {
@@ -141,7 +141,7 @@ typedef struct tg_attn_args {
  * head size; a key_padding or mask of the wrong dtype or shape; a query
  * row with every key blocked; an x, kv, key_padding or mask (inputs 0 to
  * 3 in the message) made before the last reset of its graph. */
-TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
                                  const tg_attn_args *args);
 
 /* Which path tg_mha_forward(g, m, ..., args) takes, decided by the same
@@ -152,7 +152,7 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_
  * weights or passes a mask or key padding (causal alone does not count),
  * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
  * in training mode with grad on). args may be NULL (no mask). */
-TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args);
+TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 
@@ -160,20 +160,20 @@ typedef struct tg_gpt_config {
     int n_layer, n_head, n_embd, block_size, vocab_size;
     bool bias;
     double dropout;
-    bool attn_composed;   /* every block's tg_mha.composed (false: fused attention) */
+    bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
 } tg_gpt_config;
 
-typedef struct tg_block {
+typedef struct tg_gpt_block {
     tg_layernorm_mod ln_1, ln_2;
-    tg_mha attn;
-    tg_mlp mlp;
-} tg_block;
+    tg_mha_mod attn;
+    tg_mlp_mod mlp;
+} tg_gpt_block;
 
 typedef struct tg_gpt {
     tg_gpt_config cfg;
     tg_params *params;        /* owned */
     tg_tensor *wte, *wpe;     /* (V,C), (block_size,C); the LM head is wte (tied) */
-    tg_block *h;              /* n_layer blocks */
+    tg_gpt_block *h;              /* n_layer blocks */
     tg_layernorm_mod ln_f;
     tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
 } tg_gpt;
@@ -199,7 +199,7 @@ TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 TG_API void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets
- * cfg.attn_composed and each tg_mha.composed). Nothing for a NULL m. */
+ * cfg.attn_composed and each tg_mha_mod.composed). Nothing for a NULL m. */
 TG_API void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,

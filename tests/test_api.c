@@ -431,8 +431,8 @@ static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
 /* nn/nn.h */
 static tg_linear_mod lin;
 static tg_layernorm_mod ln;
-static tg_mlp mlp;
-static tg_mha mha;
+static tg_mlp_mod mlp;
+static tg_mha_mod mha;
 static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, f->err, sizeof f->err)); }
 static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, f->err, sizeof f->err)); }
 static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, f->err, sizeof f->err)); }
