@@ -169,6 +169,18 @@ int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n
     return tg_linear_init(&m->c_proj, p, full, n_embd, n_embd, bias, err, errlen);
 }
 
+void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std)
+{
+    if (!m || !r) return;
+    if (m->fused) tg_linear_init_normal(&m->c_attn, r, std);
+    else {
+        tg_linear_init_normal(&m->q_proj, r, std);
+        tg_linear_init_normal(&m->k_proj, r, std);
+        tg_linear_init_normal(&m->v_proj, r, std);
+    }
+    tg_linear_init_normal(&m->c_proj, r, out_std);
+}
+
 /* ---- forward ----------------------------------------------------------- */
 
 /* (B,T,C) -> (B,T,H,dh) -> (B,H,T,dh) */

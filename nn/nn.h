@@ -13,6 +13,7 @@
 
 #include "../core/export.h"
 #include "../core/params.h"
+#include "../core/rng.h"
 #include "../ops/ops.h"
 
 #ifdef __cplusplus
@@ -27,10 +28,14 @@ typedef struct tg_linear_mod {
 } tg_linear_mod;
 
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
- * zero-filled (the owner initialises them). Errors: in or out < 1, a
- * duplicate name, out of memory. */
+ * zero-filled (tg_linear_init_normal, or the owner, initialises them).
+ * Errors: in or out < 1, a duplicate name, out of memory. */
 TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
                           char *err, size_t errlen);
+/* Fills the weight with normal(0, std) values drawn from r in flat order
+ * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a
+ * NULL l or r. */
+TG_API void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std);
 TG_API tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
 
 /* ---- LayerNorm (nn/layernorm.c) --------------------------------------- */
@@ -49,19 +54,36 @@ TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name
 /* tg_layernorm with the module's weight, bias and eps: (..., C) -> (..., C). */
 TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
 
-/* ---- MLP (nn/mlp.c): c_fc (4C, C) -> exact GELU -> c_proj (C, 4C) -> dropout */
+/* ---- MLP (nn/mlp.c): the transformer's feed-forward ---------------------
+ *
+ *   TG_MLP_GELU    y = dropout(c_proj(gelu(c_fc x)))         nanoGPT
+ *   TG_MLP_SWIGLU  y = dropout(w2(silu(w1 x) * w3 x))        Llama   */
+
+typedef enum tg_mlp_kind {
+    TG_MLP_GELU,     /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
+    TG_MLP_SWIGLU    /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
+} tg_mlp_kind;
 
 typedef struct tg_mlp_mod {
-    tg_linear_mod c_fc, c_proj;
-    double dropout;
+    tg_mlp_kind kind;
+    tg_linear_mod up;     /* (hidden, C): c_fc, or w1 */
+    tg_linear_mod gate;   /* (hidden, C): w3 (SwiGLU only; else no tensors) */
+    tg_linear_mod down;   /* (C, hidden): c_proj, or w2 */
+    double dropout;       /* after the down projection */
 } tg_mlp_mod;
 
-/* Registers <name>.c_fc (4C, C) and <name>.c_proj (C, 4C) linears
- * (zero-filled; biases with bias); dropout is applied after c_proj.
- * Errors: C outside [1, 2^28], dropout outside [0, 1), a duplicate name,
- * out of memory. */
-TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, bool bias, double dropout,
-                       char *err, size_t errlen);
+/* Registers the linears under the names of the kind's family:
+ * <name>.c_fc, <name>.c_proj (GELU), or <name>.w1, <name>.w2, <name>.w3
+ * (SwiGLU, in that order, as llama2.c's model.py), zero-filled, with
+ * biases when bias. Errors: C or hidden outside [1, 2^28], an unknown
+ * kind, dropout outside [0, 1), a duplicate name, out of memory. */
+TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
+                       double dropout, char *err, size_t errlen);
+/* Normal(0, std) weights for the up (and gate) projection, normal(0,
+ * down_std) for the down one, zero biases, drawn from r in registration
+ * order (nanoGPT scales c_proj; Llama's model.py scales w3 instead: pass
+ * its std as gate_std). Nothing for a NULL m or r. */
+TG_API void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std);
 TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
 
 /* ---- Multi-head attention (nn/attention.c) ----------------------------
@@ -118,6 +140,11 @@ typedef struct tg_mha_mod {
  * n_head, dropout out of range, a duplicate name, out of memory. */
 TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                        bool fused, double dropout, char *err, size_t errlen);
+/* Normal(0, std) weights for the q, k and v projections (c_attn, or
+ * q_proj, k_proj, v_proj; wq, wk, wv), normal(0, out_std) for the output
+ * projection (c_proj, wo), zero biases, drawn from r in registration
+ * order. Nothing for a NULL m or r. */
+TG_API void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std);
 
 typedef struct tg_attn_args {
     bool causal;              /* query at absolute position p may see key j iff j <= p;

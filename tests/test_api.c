@@ -440,8 +440,8 @@ static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 
 static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
 static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, f->err, sizeof f->err)); }
 static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
-static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, false, 0, f->err, sizeof f->err)); }
-static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", 4, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_GELU, 1 << 29, 4, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", TG_MLP_GELU, 4, 16, false, 0, f->err, sizeof f->err)); }
 static void c_mlp_forward(fx *f) { ptr(f, tg_mlp_forward(f->g, NULL, f->x)); }
 static void c_kv_overflow(fx *f) { kv_overflow(f, 4, 1, 1 << 30, 1 << 30); }
 static void c_kv_wide(fx *f) { kv_overflow(f, 1, 1 << 16, 1 << 16, 1); }
@@ -758,7 +758,7 @@ static const api_case CASES[] = {
     {"tg_linear_forward(g, NULL, x)", "NULL", "linear_forward: the module is NULL", c_linear_forward},
     {"tg_layernorm_init(l, NULL, ...)", "-1", "layernorm_init: params is NULL", c_layernorm_init},
     {"tg_layernorm_forward(g, NULL, x)", "NULL", "layernorm_forward: the module is NULL", c_layernorm_forward},
-    {"tg_mlp_init(m, p, \"mlp\", C 2^29, ...)", "-1", "mlp 'mlp': C must be in [1, 2^28], got 536870912",
+    {"tg_mlp_init(m, p, \"mlp\", C 2^29, ...)", "-1", "mlp 'mlp': C and hidden must be in [1, 2^28], got 536870912 and 4",
      c_mlp_init_big},
     {"tg_mlp_init(NULL, ...)", "-1", "mlp_init: the module is NULL", c_mlp_init_nom},
     {"tg_mlp_forward(g, NULL, x)", "NULL", "mlp_forward: the module is NULL", c_mlp_forward},

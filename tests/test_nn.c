@@ -131,7 +131,7 @@ START_TEST(modules_init_and_forward)
     tg_mlp_mod mlp;
     ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, err, sizeof err), 0);
     ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, err, sizeof err), 0);
-    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", 3, false, 0.0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, err, sizeof err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
     const int shapes[][2] = {{2, 3}, {2, 0}, {3, 0}, {3, 0}, {12, 3}, {3, 12}};
     ck_assert_int_eq(tg_params_count(p), 6);
@@ -145,7 +145,8 @@ START_TEST(modules_init_and_forward)
             ck_assert_double_eq(tg_tensor_get(t, k), strcmp(names[i], "ln.weight") == 0 ? 1.0 : 0.0);
     }
     ck_assert_double_eq(ln.eps, 1e-5);
-    ck_assert_ptr_null(mlp.c_fc.bias);
+    ck_assert_ptr_null(mlp.up.bias);
+    ck_assert_ptr_null(mlp.gate.weight);
     /* errors name the module */
     tg_linear_mod l2;
     ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, err, sizeof err), -1);
@@ -153,13 +154,13 @@ START_TEST(modules_init_and_forward)
     ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
     tg_mlp_mod bad;
-    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", 3, true, 1.0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "mlp 'm2': dropout must be in [0, 1), got 1"));
 
     /* MLP by hand: x = [1,-2,0.5], c_fc w[j][i] = (j == i), so h = gelu(x) on
      * the first 3 of 12 (0 elsewhere, gelu(0) = 0); c_proj w[o][j] = (j == o) + 1. */
     fill_params(p, 1, 0.0);   /* zeros (LayerNorm weight 1) */
-    double *wfc = dptr(mlp.c_fc.weight), *wpr = dptr(mlp.c_proj.weight);
+    double *wfc = dptr(mlp.up.weight), *wpr = dptr(mlp.down.weight);
     for (int i = 0; i < 3; i++) wfc[i * 3 + i] = 1;
     for (int o = 0; o < 3; o++)
         for (int j = 0; j < 12; j++) wpr[o * 12 + j] = (j == o) + 1;
@@ -874,7 +875,7 @@ START_TEST(gpt_names_and_init)
             }
         }
         ck_assert_ptr_eq(m->wte, tg_params_get(m->params, "transformer.wte.weight"));
-        ck_assert_ptr_eq(m->h[2].mlp.c_proj.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
+        ck_assert_ptr_eq(m->h[2].mlp.down.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
         /* same seed, same numbers; another seed, others */
         tg_gpt *m2 = tg_gpt_new(&cfg, TG_F32, 7, err, sizeof err), *m3 = tg_gpt_new(&cfg, TG_F32, 8, err, sizeof err);
         const size_t bytes = (size_t)tg_params_numel(m->params) * sizeof(float);
