@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nn.h"
+#include "lm_internal.h"
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -157,25 +157,11 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
     if (attn_weights)
         for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
     tg_tensor *in[1] = {idx};
-    if (!tg_op_begin(g, "gpt", 1, in)) return NULL;
-    char s[64];
-    tg_shape_str(idx, s, sizeof s);
-    if (idx->dtype != TG_I32 || idx->ndim != 2)
-        return tg_fail(g, "gpt: idx must be i32 (B,T), got %s %s", tg_dtype_name(idx->dtype), s);
-    const int B = idx->shape[0], T = idx->shape[1];
+    if (!tg_op_begin(g, "gpt", 1, in) ||
+        !tg_lm_check_idx(g, "gpt", idx, c->vocab_size, c->block_size, m->cache ? &m->cache[0] : NULL))
+        return NULL;
+    const int T = idx->shape[1];
     const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
-    if (p + T > c->block_size)
-        return tg_fail(g, "gpt: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", s, T, p,
-                       c->block_size);
-    if (m->cache && m->cache[0].batch != B)
-        return tg_fail(g, "gpt: idx i32 %s has batch %d, but the KV cache was enabled for batch %d", s, B,
-                       m->cache[0].batch);
-    for (int64_t i = 0; i < idx->numel; i++) {
-        int32_t id = ((const int32_t *)idx->data)[i];
-        if (id < 0 || id >= c->vocab_size)
-            return tg_fail(g, "gpt: idx i32 %s: token id %d at flat position %lld is outside [0, %d)", s, (int)id,
-                           (long long)i, c->vocab_size);
-    }
 
     tg_tensor *pos = tg_tensor_new(g, TG_I32, 1, (int[]){T});   /* (T) */
     if (!pos) return NULL;
@@ -207,14 +193,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 {
     if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
-    if (!tg_op_begin(g, "gpt_loss", 2, in)) return NULL;
-    if (targets->dtype != TG_I32 || !(targets->ndim == idx->ndim && targets->shape[0] == idx->shape[0] &&
-                                      targets->shape[1] == idx->shape[1])) {
-        char st[64], si[64];
-        return tg_fail(g, "gpt_loss: targets must be i32 shaped like idx: targets %s %s, idx %s %s",
-                       tg_dtype_name(targets->dtype), tg_shape_str(targets, st, sizeof st),
-                       tg_dtype_name(idx->dtype), tg_shape_str(idx, si, sizeof si));
-    }
+    if (!tg_op_begin(g, "gpt_loss", 2, in) || !tg_lm_check_targets(g, "gpt", idx, targets)) return NULL;
     return tg_cross_entropy(g, tg_gpt_forward(g, m, idx), targets);   /* () */
 }
 
@@ -225,22 +204,9 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
     if (!m) return tg_set_err(err, errlen, "gpt_cache_enable: the model is NULL");
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
-    if (batch < 1) {
-        tg_set_err(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
-        return -1;
-    }
-    m->cache = tg_calloc((size_t)c->n_layer, sizeof *m->cache);
-    if (!m->cache) {
-        tg_set_err(err, errlen, "gpt_cache_enable: out of memory");
-        return -1;
-    }
-    for (int i = 0; i < c->n_layer; i++)
-        if (tg_kv_cache_init(&m->cache[i], tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
-                             c->block_size, err, errlen)) {
-            tg_gpt_cache_disable(m);
-            return -1;
-        }
-    return 0;
+    m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
+                                c->block_size, "gpt", err, errlen);
+    return m->cache ? 0 : -1;
 }
 
 void tg_gpt_cache_clear(tg_gpt *m)
@@ -251,8 +217,7 @@ void tg_gpt_cache_clear(tg_gpt *m)
 
 void tg_gpt_cache_disable(tg_gpt *m)
 {
-    if (!m || !m->cache) return;
-    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_free(&m->cache[i]);
-    tg_free(m->cache);
+    if (!m) return;
+    tg_lm_caches_free(m->cache, m->cfg.n_layer);
     m->cache = NULL;
 }
