@@ -4,7 +4,7 @@
 # the exact command to run and exits non-zero.
 set -euo pipefail
 
-pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev)
+pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev libpcre2-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
