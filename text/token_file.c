@@ -5,10 +5,12 @@
  * and uint32 for version 2 (Llama 3)).
  *
  * Telling them apart: a raw file has no header, so any bytes may start
- * it; its first two ids would have to be 3160 and 309 (0x0C58, 0x0135) to
- * spell llm.c's magic. The rule: TG_TOKFILE_AUTO reads a file that starts
- * with the magic as llm.c's and holds it to that header (a mismatch is an
- * error that says how to read it as raw instead); anything else is raw.
+ * it; its first two ids would have to be 55432 and 308 (0xD888, 0x0134)
+ * to spell llm.c's magic, which no GPT-2 file can (55432 >= 50257) but a
+ * larger vocabulary's could. The rule: TG_TOKFILE_AUTO reads a file that
+ * starts with the magic as llm.c's and holds it to that header (a
+ * mismatch is an error that says how to read it as raw instead);
+ * anything else is raw.
  *
  * The file is mapped, not copied (nanoGPT's OpenWebText train.bin is 17
  * GB), and checked once when opened: every id below the vocabulary size. */
@@ -83,7 +85,7 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     const unsigned char *b = map;
     bool magic = size >= 4 && rd(b, 4) == TG_LLMC_MAGIC;
     if (format == TG_TOKFILE_LLMC || (format == TG_TOKFILE_AUTO && magic)) {
-        const char *raw_hint = format == TG_TOKFILE_AUTO ? " (if it is a raw uint16 file whose first ids are 3160 309, "
+        const char *raw_hint = format == TG_TOKFILE_AUTO ? " (if it is a raw uint16 file whose first ids are 55432 308, "
                                                            "open it as nanoGPT's format)"
                                                          : "";
         if (size < LLMC_HEADER) {

@@ -116,8 +116,10 @@ static int decode(const tg_tokenizer *t)
         if (q != p && !errno && id >= 0 && id < tg_tok_vocab_size(t) && (q == end || strchr(" \n\t\r", *q)))
             got = tg_tok_stream_push(&s, (int32_t)id, out, cap);
         if (got < 0) {
-            fprintf(stderr, "tiny_gpt tokenizer decode: the id at position %lld, \"%.*s\", is not a number in [0, %d)\n", (long long)k,
-                    (int)(q > p && q - p < 20 ? q - p : 20), p, (int)tg_tok_vocab_size(t));
+            int w = 0;
+            while (p + w < end && w < 20 && !strchr(" \n\t\r", p[w])) w++;
+            fprintf(stderr, "tiny_gpt tokenizer decode: the id at position %lld, \"%.*s\", is not a number in [0, %d)\n",
+                    (long long)k, w, p, (int)tg_tok_vocab_size(t));
             rc = 1;
             break;
         }
