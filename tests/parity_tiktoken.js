@@ -84,8 +84,9 @@ sections.push(['combining marks', repeat(3000, () => pick(['e\u0301', 'a\u0308\u
 // random code points from every plane (no surrogates), except the 9392
 // that Unicode 15.0 to 16.0 made letters or digits: tiktoken 1.0.22's
 // regex tables are Unicode 16.0, Debian 12's PCRE2 10.42 has 14.0, so
-// there the two split differently (a scan of every code point in the
-// context "c's\n" found exactly these ranges; docs/tokenizers.md)
+// there the two split differently (scripts/tiktoken-unicode-scan.js,
+// which tries every code point, finds exactly these ranges; see
+// docs/tokenizers.md)
 const newer = ('1c89-1c8a a7cb-a7cd a7da-a7dc 105c0-105f3 10d40-10d65 10d6f-10d85 10ec2-10ec4 1123f-11240 11380-11389 1138b 1138e 11390-113b5 113b7 113d1 113d3 116d0-116e3 11bc0-11be0 11bf0-11bf9 11f02 11f04-11f10 11f12-11f33 11f50-11f59 1342f 13441-13446 13460-143fa 16100-1611d 16130-16139 16d40-16d6c 16d70-16d79 18cff 1b132 1b155 1ccf0-1ccf9 1d2c0-1d2d3 1df25-1df2a 1e030-1e06d 1e4d0-1e4eb 1e4f0-1e4f9 1e5d0-1e5ed 1e5f0-1e5fa 2b739 2ebf0-2ee5d 31350-323af').split(' ').map((r) => r.split('-').map((x) => parseInt(x, 16)))
   .map(([a, b]) => [a, b === undefined ? a : b]);
 function randomPoint() {
