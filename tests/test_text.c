@@ -486,6 +486,20 @@ START_TEST(tiktoken_rules)
     int32_t want[150];
     for (int i = 0; i < 150; i++) want[i] = 257;
     assert_ids(t, ls, sizeof ls, want, 150);
+    /* a 3 MB text on 2 threads (cut at " x" after a non-space): the same ids */
+    corpus c = the_corpus(3000000);
+    const char *odd = "  \xe2\x82 he's 42\n\n\t x  hello";
+    for (size_t i = 0; i + 30 < c.len; i += 4093) memcpy(c.text + i, odd, strlen(odd));
+    int32_t *one, *two;
+    ck_assert_int_eq(tg_set_num_threads(1), 1);
+    int64_t n1 = encode(t, c.text, c.len, &one);
+    ck_assert_int_eq(tg_set_num_threads(2), 2);
+    int64_t n2 = encode(t, c.text, c.len, &two);
+    tg_set_num_threads(1);
+    ck_assert(n1 == n2 && !memcmp(one, two, (size_t)n1 * sizeof *one));
+    tg_free(one);
+    tg_free(two);
+    corpus_free(&c);
     /* saved and loaded from safetensors: the same ids */
     ck_assert_msg(tg_tok_save(t, P("small.safetensors"), err, sizeof err) == 0, "%s", err);
     tg_tokenizer *u = tg_tok_load(P("small.safetensors"), err, sizeof err);

@@ -24,7 +24,8 @@
  * where a word is sure to start (BPE: a word start; tiktoken: a space
  * between an ASCII non-space character and an ASCII letter, where no
  * regex match can span and the match at the space cannot depend on what
- * came before), so the ids equal a single thread's. */
+ * came before; other patterns than GPT-2's are not cut), so the ids
+ * equal a single thread's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -411,6 +412,8 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     const unsigned char *s = text;
     int parts = tg_num_threads();
     if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
+    /* regex_cut's reasoning holds for GPT-2's pattern; another one runs whole */
+    if (t->kind == TG_TOK_TIKTOKEN && strcmp(t->pattern, TG_GPT2_PATTERN)) parts = 1;
     if (parts < 1) parts = 1;
     size_t cut[TG_MAX_THREADS + 1];
     int k = 0;
