@@ -69,9 +69,10 @@ typedef struct encoder {
     const tg_tokenizer *t;
     int32_t *ids;               /* output */
     size_t n, cap;
-    tg_strmap cache;            /* word -> (offset into cids) << 8 | count */
-    int32_t *cids;
-    size_t cn, ccap;
+    struct cache_slot { uint64_t hash; uint32_t at, used; } *slots;   /* the word cache */
+    size_t scap_slots, ncached;
+    int32_t *pool;              /* its entries: len << 8 | count, the word's bytes (padded), the ids */
+    size_t plen, pcap;
     int32_t *sym, *cand, *next, *prev;   /* per-word scratch */
     uint64_t *heap;
     size_t scap;
@@ -213,6 +214,53 @@ static size_t merge_long(encoder *e, size_t n)
     return m;
 }
 
+/* The word cache: open addressing on the word's hash (at most half
+ * full); a slot points at the word's entry in one int32 pool, where its
+ * length, bytes and ids sit together, so a hit reads two places. */
+static const int32_t *cache_find(const encoder *e, const unsigned char *w, size_t len, uint64_t h)
+{
+    if (!e->scap_slots) return NULL;
+    size_t mask = e->scap_slots - 1;
+    for (size_t i = (size_t)h & mask; e->slots[i].used; i = (i + 1) & mask) {
+        if (e->slots[i].hash != h) continue;
+        const int32_t *p = e->pool + e->slots[i].at;
+        if ((size_t)(p[0] >> 8) == len && !memcmp(p + 1, w, len)) return p;
+    }
+    return NULL;
+}
+
+/* Adds w -> sym[0..m) (w is not in the cache); -1 when out of memory. */
+static int cache_add(encoder *e, const unsigned char *w, size_t len, uint64_t h, size_t m)
+{
+    if (2 * (e->ncached + 1) > e->scap_slots) {
+        size_t cap = e->scap_slots ? 2 * e->scap_slots : 4096;
+        struct cache_slot *sl = tg_calloc(cap, sizeof *sl);
+        if (!sl) return -1;
+        for (size_t j = 0; j < e->scap_slots; j++) {
+            if (!e->slots[j].used) continue;
+            size_t i = (size_t)e->slots[j].hash & (cap - 1);
+            while (sl[i].used) i = (i + 1) & (cap - 1);
+            sl[i] = e->slots[j];
+        }
+        tg_free(e->slots);
+        e->slots = sl;
+        e->scap_slots = cap;
+    }
+    size_t words = 1 + (len + 3) / 4 + m;
+    if (grow32(&e->pool, &e->pcap, e->plen + words)) return -1;
+    int32_t *p = e->pool + e->plen;
+    p[0] = (int32_t)(len << 8 | m);
+    p[(len + 3) / 4] = 0;   /* the padding of the last word of bytes */
+    memcpy(p + 1, w, len);
+    memcpy(p + 1 + (len + 3) / 4, e->sym, m * sizeof *p);
+    size_t i = (size_t)h & (e->scap_slots - 1);
+    while (e->slots[i].used) i = (i + 1) & (e->scap_slots - 1);
+    e->slots[i] = (struct cache_slot){h, (uint32_t)e->plen, 1};
+    e->plen += words;
+    e->ncached++;
+    return 0;
+}
+
 /* Appends the ids of one word. */
 static void encode_word(encoder *e, const unsigned char *w, size_t len)
 {
@@ -226,12 +274,11 @@ static void encode_word(encoder *e, const unsigned char *w, size_t len)
     uint64_t h = 0;
     if (len <= CACHE_WORD) {
         h = tg_hash_bytes(w, len);
-        int64_t c = tg_strmap_find(&e->cache, w, (uint32_t)len, h);
-        if (c >= 0) {
-            int64_t v = e->cache.ents[c].val;
-            size_t cnt = (size_t)(v & 0xff), at = (size_t)(v >> 8);
+        const int32_t *hit = cache_find(e, w, len, h);
+        if (hit) {
+            size_t cnt = (size_t)(hit[0] & 0xff);
             if (grow32(&e->ids, &e->cap, e->n + cnt)) goto oom;
-            memcpy(e->ids + e->n, e->cids + at, cnt * sizeof *e->ids);
+            memcpy(e->ids + e->n, hit + 1 + (len + 3) / 4, cnt * sizeof *e->ids);
             e->n += cnt;
             return;
         }
@@ -251,12 +298,7 @@ static void encode_word(encoder *e, const unsigned char *w, size_t len)
     }
     memcpy(e->ids + e->n, e->sym, m * sizeof *e->ids);
     e->n += m;
-    if (len <= CACHE_WORD && e->cache.n < CACHE_MAX) {
-        if (grow32(&e->cids, &e->ccap, e->cn + m)) goto oom;
-        memcpy(e->cids + e->cn, e->sym, m * sizeof *e->cids);
-        if (tg_strmap_add(&e->cache, w, (uint32_t)len, h, (int64_t)e->cn << 8 | (int64_t)m) < 0) goto oom;
-        e->cn += m;
-    }
+    if (len <= CACHE_WORD && e->ncached < CACHE_MAX && cache_add(e, w, len, h, m)) goto oom;
     return;
 oom:
     e->oom = true;
@@ -355,14 +397,14 @@ done:
 static void encoder_free(encoder *e)
 {
     tg_free(e->ids);
-    tg_free(e->cids);
+    tg_free(e->slots);
+    tg_free(e->pool);
     tg_free(e->sym);
     tg_free(e->cand);
     tg_free(e->next);
     tg_free(e->prev);
     tg_free(e->heap);
     tg_free(e->clean);
-    tg_strmap_free(&e->cache);
 }
 
 /* ---- the whole text, split across threads ---------------------------------- */
