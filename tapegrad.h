@@ -15,5 +15,6 @@
 #include "ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "text/text.h"
 
 #endif

@@ -8,7 +8,7 @@
 #                            that one test is skipped)
 set -euo pipefail
 
-pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev)
+pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev libpcre2-dev)
 if [ "${1:-}" = "--test" ]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,7 +4,8 @@
  *   tiny_gpt sample --ckpt F --prompt S     generate text with the KV cache
  *   tiny_gpt eval   --init W --batch B      loss and gradients of given weights
  *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch
- *   tiny_gpt attn   --ckpt F --text S --out DIR  attention maps (PNG + HTML) */
+ *   tiny_gpt attn   --ckpt F --text S --out DIR  attention maps (PNG + HTML)
+ *   tiny_gpt tokenizer train|encode|decode|info  BPE tokenizers (tokenizer.c) */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -75,6 +76,8 @@ static void usage(FILE *out)
             "  step    AdamW steps of such weights on a batch (--init, --batch, --steps, --out)\n"
             "  attn    attention maps of a checkpoint on a text: DIR/attn_l<layer>_h<head>.png and\n"
             "          DIR/index.html (--ckpt, --text, --out DIR)\n"
+            "  tokenizer  train a byte-level BPE tokenizer (train --data F --vocab-size N --out F), or\n"
+            "          encode stdin to ids / decode ids to bytes (encode|decode --tokenizer F)\n"
             "tiny_gpt <command> --help lists the command's flags.\n");
 }
 
@@ -82,7 +85,7 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
-                {"attn", cmd_attn}};
+                {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}};
 
 int main(int argc, char **argv)
 {

@@ -1,4 +1,4 @@
-/* tiny_gpt: train, sample, eval, step and attn subcommands (one file each). */
+/* tiny_gpt: train, sample, eval, step, attn and tokenizer subcommands (one file each). */
 #ifndef TINY_GPT_H
 #define TINY_GPT_H
 
@@ -12,6 +12,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_attn(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);   /* tokenizer.c: train | encode | decode | info */
 
 /* Shared helpers (main.c). */
 void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */

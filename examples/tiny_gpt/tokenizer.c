@@ -1,0 +1,210 @@
+/* tiny_gpt tokenizer: train a byte-level BPE tokenizer, and encode or
+ * decode with one (text/text.h).
+ *
+ *   tiny_gpt tokenizer train  --data F --vocab-size N --out tok.safetensors
+ *   tiny_gpt tokenizer encode --tokenizer F  < text     > ids
+ *   tiny_gpt tokenizer decode --tokenizer F  < ids      > text
+ *   tiny_gpt tokenizer info   --tokenizer F [--data F]
+ *
+ * The encode/decode contract other tools and tests use: encode reads all
+ * of stdin as bytes and prints the ids on one line, separated by single
+ * spaces, ending with a newline; decode reads ids separated by any
+ * whitespace and writes their bytes, streamed (an incomplete UTF-8
+ * character waits for the next id, and is written as it is at the end).
+ * F is a tokenizer file, a checkpoint that holds one, or a .tiktoken
+ * file (GPT-2's ranks). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "tiny_gpt.h"
+
+/* All of stdin; NULL when out of memory or on a read error. */
+static char *read_stdin(size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        if (n < cap) break;
+        char *b = realloc(buf, cap *= 2);
+        if (!b) free(buf);
+        buf = b;
+    }
+    if (buf && ferror(stdin)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;   /* n < cap: strtol stops here */
+    *len = n;
+    return buf;
+}
+
+static int train(const char *data, int corpus_chars, int vocab_size, int64_t min_count, const char *out)
+{
+    char err[1024];
+    run_text text;
+    if (run_text_load(&text, data, corpus_chars, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err);
+        return 1;
+    }
+    double t0 = now_seconds();
+    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &(tg_bpe_options){vocab_size, min_count}, err, sizeof err);
+    double t1 = now_seconds();
+    int rc = 1;
+    if (!t || tg_tok_save(t, out, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err);
+        goto done;
+    }
+    printf("trained on %zu bytes in %.3f s: %d ids (%d merges)%s\n", text.len, t1 - t0, (int)tg_tok_vocab_size(t),
+           (int)tg_tok_n_merges(t),
+           tg_tok_vocab_size(t) < vocab_size ? ", fewer than asked: no other pair occurs often enough" : "");
+    printf("%.4f bytes per token on this text; wrote %s\n", tg_tok_bytes_per_token(t, text.text, text.len), out);
+    rc = 0;
+done:
+    tg_tok_free(t);
+    run_text_free(&text);
+    return rc;
+}
+
+static int encode(const tg_tokenizer *t)
+{
+    char err[1024];
+    size_t len;
+    char *text = read_stdin(&len);
+    if (!text) {
+        fprintf(stderr, "tiny_gpt tokenizer encode: cannot read stdin\n");
+        return 1;
+    }
+    int32_t *ids;
+    int64_t n = tg_tok_encode(t, text, len, &ids, err, sizeof err);
+    free(text);
+    if (n < 0) {
+        fprintf(stderr, "tiny_gpt tokenizer encode: %s\n", err);
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+    putchar('\n');
+    tg_free(ids);
+    return fflush(stdout) ? 1 : 0;
+}
+
+static int decode(const tg_tokenizer *t)
+{
+    size_t len;
+    char *text = read_stdin(&len);
+    if (!text) {
+        fprintf(stderr, "tiny_gpt tokenizer decode: cannot read stdin\n");
+        return 1;
+    }
+    size_t cap = tg_tok_max_piece_len(t) + 3;
+    unsigned char *out = malloc(cap);
+    tg_tok_stream s;
+    tg_tok_stream_init(&s, t);
+    int rc = 0;
+    char *p = text, *end = text + len;
+    for (int64_t k = 0; out; k++) {
+        while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
+        if (p == end) break;
+        char *q;
+        errno = 0;
+        long id = strtol(p, &q, 10);
+        int64_t got = -1;
+        if (q != p && !errno && id >= 0 && id < tg_tok_vocab_size(t) && (q == end || strchr(" \n\t\r", *q)))
+            got = tg_tok_stream_push(&s, (int32_t)id, out, cap);
+        if (got < 0) {
+            int w = 0;
+            while (p + w < end && w < 20 && !strchr(" \n\t\r", p[w])) w++;
+            fprintf(stderr, "tiny_gpt tokenizer decode: the id at position %lld, \"%.*s\", is not a number in [0, %d)\n",
+                    (long long)k, w, p, (int)tg_tok_vocab_size(t));
+            rc = 1;
+            break;
+        }
+        fwrite(out, 1, (size_t)got, stdout);
+        p = q;
+    }
+    if (out && !rc) fwrite(out, 1, (size_t)tg_tok_stream_flush(&s, out, cap), stdout);
+    if (!out) {
+        fprintf(stderr, "tiny_gpt tokenizer decode: out of memory\n");
+        rc = 1;
+    }
+    free(out);
+    free(text);
+    return fflush(stdout) ? 1 : rc;
+}
+
+static int info(const tg_tokenizer *t, const char *data)
+{
+    static const char *const KINDS[] = {"", "bpe (tapegrad's byte-level BPE)", "tiktoken (GPT-2's ranks and pattern)"};
+    printf("kind %s\nids %d (%d merges), longest piece %zu bytes\nbos %d, eos %d\n", KINDS[tg_tok_kind_of(t)],
+           (int)tg_tok_vocab_size(t), (int)tg_tok_n_merges(t), tg_tok_max_piece_len(t), (int)tg_tok_bos(t),
+           (int)tg_tok_eos(t));
+    if (!data) return 0;
+    char err[1024];
+    size_t len;
+    char *text = read_file(data, &len, err, sizeof err);
+    if (!text) {
+        fprintf(stderr, "tiny_gpt tokenizer info: %s\n", err);
+        return 1;
+    }
+    double t0 = now_seconds(), bpt = tg_tok_bytes_per_token(t, text, len), t1 = now_seconds();
+    printf("%s: %zu bytes, %.4f bytes per token, encoded at %.1f MB/s\n", data, len, bpt, (double)len / 1e6 / (t1 - t0));
+    free(text);
+    return 0;
+}
+
+int cmd_tokenizer(int argc, char **argv)
+{
+    const char *sub = argc > 0 ? argv[0] : "";
+    if (strcmp(sub, "train") && strcmp(sub, "encode") && strcmp(sub, "decode") && strcmp(sub, "info")) {
+        fprintf(strcmp(sub, "--help") && strcmp(sub, "-h") ? stderr : stdout,
+                "usage: tiny_gpt tokenizer train  --data F --vocab-size N --out tok.safetensors\n"
+                "       tiny_gpt tokenizer encode --tokenizer F  < text  (ids on one line)\n"
+                "       tiny_gpt tokenizer decode --tokenizer F  < ids   (the bytes)\n"
+                "       tiny_gpt tokenizer info   --tokenizer F [--data F]\n"
+                "F: a tokenizer, a checkpoint holding one, or a .tiktoken file (GPT-2's ranks)\n");
+        return strcmp(sub, "--help") && strcmp(sub, "-h") ? 2 : 0;
+    }
+    const char *data = NULL, *out = "tok.safetensors", *tok_path = NULL, *dtype = "f32";
+    int vocab_size = 4096, corpus_chars = 1 << 20, threads = 1;
+    int64_t min_count = 2;
+    arg_spec train_specs[] = {
+        {"data", ARG_STRING, &data, 0, 0, "text to learn from (default: the built-in corpus)", 0, ROLE_NONE},
+        {"corpus-chars", ARG_INT, &corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0, ROLE_NONE},
+        {"vocab-size", ARG_INT, &vocab_size, 259, 1 << 24, "ids in all: 3 specials, 256 bytes, the merges", 0, ROLE_NONE},
+        {"min-count", ARG_I64, &min_count, 1, 9e15, "stop when the best pair occurs fewer times", 0, ROLE_NONE},
+        {"out", ARG_STRING, &out, 0, 0, "tokenizer file to write", 0, ROLE_NONE},
+        SPEC_THREADS(&threads),
+    };
+    arg_spec use_specs[] = {
+        {"tokenizer", ARG_STRING, &tok_path, 0, 0, "tokenizer file, checkpoint holding one, or .tiktoken file", 0, ROLE_NONE},
+        {"data", ARG_STRING, &data, 0, 0, "info: a text to measure bytes per token on", 0, ROLE_NONE},
+        SPEC_THREADS(&threads),
+    };
+    bool is_train = !strcmp(sub, "train");
+    arg_spec *specs = is_train ? train_specs : use_specs;
+    int n_specs = is_train ? (int)(sizeof train_specs / sizeof *specs) : (int)(sizeof use_specs / sizeof *specs);
+    char name[32], usage_s[64];
+    snprintf(name, sizeof name, "tokenizer %s", sub);
+    snprintf(usage_s, sizeof usage_s, is_train ? "--data F --vocab-size N --out F" : "--tokenizer F");
+    tg_dtype dt;
+    int setup = command_setup(name, usage_s, specs, n_specs, argc - 1, argv + 1, &dtype, &dt, NULL, NULL, &threads);
+    if (setup >= 0) return setup;
+    if (is_train) return train(data, corpus_chars, vocab_size, min_count, out);
+    if (!tok_path) {
+        fprintf(stderr, "tiny_gpt %s: --tokenizer is required\n", name);
+        return 2;
+    }
+    char err[1024];
+    tg_tokenizer *t = tg_tok_load(tok_path, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "tiny_gpt %s: %s\n", name, err);
+        return 1;
+    }
+    int rc = !strcmp(sub, "encode") ? encode(t) : !strcmp(sub, "decode") ? decode(t) : info(t, data);
+    tg_tok_free(t);
+    return rc;
+}

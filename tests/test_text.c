@@ -1,0 +1,847 @@
+/* text/: tokenizers and token files.
+ *
+ * Training on a tiny corpus gives the merges and ids worked out by hand
+ * below (counts, ties, overlapping pairs); the same text gives the same
+ * vocabulary on 1 and 2 threads; every id sequence decodes back to the
+ * exact bytes (random bytes, invalid UTF-8, tiny_gpt's built-in corpus),
+ * and encoding equals a slow reference written here from the rule alone
+ * (short and long words, 1 and 2 threads). A small hand-made .tiktoken
+ * file checks the regex pre-split, tiktoken's whole-word rule and the
+ * U+FFFD rewriting; malformed rank files, token files and tokenizer
+ * entries are refused with messages naming the line, offset or entry. The
+ * streaming decoder holds back exactly the incomplete UTF-8 tails. */
+#define _POSIX_C_SOURCE 200809L
+#include "tg_test.h"
+
+#include <unistd.h>
+
+#include "corpus.h"
+
+static char dir[] = "/tmp/tg_text_test_XXXXXX";
+
+static const char *P(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static tg_tokenizer *train(const char *text, size_t len, int vocab, int64_t min_count)
+{
+    char err[512];
+    tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){vocab, min_count}, err, sizeof err);
+    ck_assert_msg(t != NULL, "train: %s", err);
+    return t;
+}
+
+static int64_t encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids)
+{
+    char err[512];
+    int64_t n = tg_tok_encode(t, text, len, ids, err, sizeof err);
+    ck_assert_msg(n >= 0, "encode: %s", err);
+    return n;
+}
+
+/* decode(encode(text)) == text, byte for byte */
+static void assert_round_trip(const tg_tokenizer *t, const void *text, size_t len)
+{
+    int32_t *ids;
+    int64_t n = encode(t, text, len, &ids);
+    char err[512];
+    char *back = malloc(len + 1);
+    int64_t m = tg_tok_decode(t, ids, (size_t)n, back, len + 1, err, sizeof err);
+    ck_assert_msg(m == (int64_t)len && !memcmp(back, text, len), "round trip of %zu bytes gave %lld", len, (long long)m);
+    free(back);
+    tg_free(ids);
+}
+
+/* The rule, written slowly: merge the adjacent pair whose concatenation is
+ * the ordinary piece of lowest id (leftmost on ties), with pieces found
+ * by comparing bytes against every id. */
+static int32_t slow_piece(const tg_tokenizer *t, const unsigned char *p, size_t len)
+{
+    for (int32_t id = 0; id < tg_tok_vocab_size(t); id++) {
+        size_t l;
+        const unsigned char *q = tg_tok_piece(t, id, &l);
+        if (!tg_tok_is_special(t, id) && l == len && !memcmp(p, q, len)) return id;
+    }
+    return -1;
+}
+
+static size_t slow_word(const tg_tokenizer *t, const unsigned char *w, size_t len, int32_t *out)
+{
+    size_t start[1024], n = len;
+    ck_assert_uint_le(len, 1023);
+    for (size_t i = 0; i <= len; i++) start[i] = i;
+    for (;;) {
+        int32_t best = INT32_MAX;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            int32_t c = slow_piece(t, w + start[i], start[i + 2] - start[i]);
+            if (c >= 0 && c < best) best = c, at = i;
+        }
+        if (best == INT32_MAX) break;
+        memmove(start + at + 1, start + at + 2, (n - at - 1) * sizeof *start);
+        n--;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = slow_piece(t, w + start[i], start[i + 1] - start[i]);
+    return n;
+}
+
+/* Encodes with the slow rule, words cut as TG_TOK_BPE cuts them. */
+static size_t slow_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t *out)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < len;) {
+        size_t q = p + 1;
+        if (s[p] == '\n')
+            while (q < len && s[q] == '\n') q++;
+        else
+            while (q < len && s[q] != ' ' && s[q] != '\n') q++;
+        n += slow_word(t, s + p, q - p, out + n);
+        p = q;
+    }
+    return n;
+}
+
+static corpus the_corpus(size_t chars)
+{
+    corpus c;
+    ck_assert_int_eq(corpus_generate(&c, 1, chars), 0);
+    return c;
+}
+
+/* ---- training ------------------------------------------------------------ */
+
+START_TEST(hand_computed_merges)
+{
+    /* Words "aaaa", " aaa", " ab" (twice), " abc"; ids 3 + byte: ' ' 35, a
+     * 100, b 101, c 102. Pair counts: (a,a) 3 + 2 = 5, ( ,a) 4, (a,b) 3,
+     * (b,c) 1.
+     *   259 = (a,a) "aa", count 5. "aaaa" -> [259 259] (non-overlapping),
+     *         " aaa" -> [35 259 a]: ( ,a) 3, ( ,259) 1, (259,a) 1, (259,259) 1
+     *   260 = ( ,a) " a", 3 (ties (a,b) at 3: smaller left id). " ab" and
+     *         " abc" -> [260 b ..]: (a,b) 0, (260,b) 3
+     *   261 = (260,b) " ab", 3. " abc" -> [261 c]: (261,c) 1
+     * then every pair occurs once; ordered by left id, then right:
+     *   262 = (35,259) " aa", 263 = (259,259) "aaaa", 264 = (261,102) " abc",
+     *   265 = (262,100) " aaa" (made by 262's merge: [262 a]). */
+    const char *text = "aaaa aaa ab ab abc";
+    const int32_t want[7][2] = {{100, 100}, {35, 100}, {260, 101}, {35, 259}, {259, 259}, {261, 102}, {262, 100}};
+    const char *pieces[7] = {"aa", " a", " ab", " aa", "aaaa", " abc", " aaa"};
+    tg_tokenizer *t = train(text, strlen(text), 300, 1);
+    ck_assert_int_eq(tg_tok_n_merges(t), 7);   /* then no pair is left */
+    ck_assert_int_eq(tg_tok_vocab_size(t), 266);
+    for (int k = 0; k < 7; k++) {
+        int32_t l, r;
+        ck_assert_int_eq(tg_tok_merge(t, k, &l, &r), 259 + k);
+        ck_assert_msg(l == want[k][0] && r == want[k][1], "merge %d is (%d,%d), want (%d,%d)", k, l, r, want[k][0],
+                      want[k][1]);
+        size_t len;
+        const unsigned char *p = tg_tok_piece(t, 259 + k, &len);
+        ck_assert_msg(len == strlen(pieces[k]) && !memcmp(p, pieces[k], len), "piece %d", 259 + k);
+    }
+    int32_t *ids;
+    ck_assert_int_eq(encode(t, text, strlen(text), &ids), 5);
+    const int32_t ids_want[5] = {263, 265, 261, 261, 264};
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(ids[i], ids_want[i]);
+    tg_free(ids);
+    /* "ab" alone: no merge makes it (a,b was never merged), so two bytes */
+    ck_assert_int_eq(encode(t, "ab", 2, &ids), 2);
+    ck_assert_int_eq(ids[0], 100);
+    ck_assert_int_eq(ids[1], 101);
+    tg_free(ids);
+    tg_tok_free(t);
+
+    /* with the default min_count 2 it stops after the three merges seen 5, 3 and 3 times */
+    t = train(text, strlen(text), 300, 0);
+    ck_assert_int_eq(tg_tok_n_merges(t), 3);
+    tg_tok_free(t);
+    /* and vocab_size caps it */
+    t = train(text, strlen(text), 261, 1);
+    ck_assert_int_eq(tg_tok_vocab_size(t), 261);
+    tg_tok_free(t);
+}
+END_TEST
+
+START_TEST(layout_and_specials)
+{
+    tg_tokenizer *t = train("hello world", 11, 259, 0);
+    ck_assert_int_eq(tg_tok_kind_of(t), TG_TOK_BPE);
+    ck_assert_int_eq(tg_tok_vocab_size(t), 259);
+    ck_assert_int_eq(tg_tok_bos(t), 1);
+    ck_assert_int_eq(tg_tok_eos(t), 2);
+    ck_assert_int_eq(tg_tok_special_id(t, "<unk>"), 0);
+    ck_assert_int_eq(tg_tok_special_id(t, "</s>"), 2);
+    ck_assert_int_eq(tg_tok_special_id(t, "<|endoftext|>"), -1);
+    for (int b = 0; b < 256; b++) {
+        size_t len;
+        const unsigned char *p = tg_tok_piece(t, 3 + b, &len);
+        ck_assert(len == 1 && p[0] == b && tg_tok_is_special(t, 3 + b) == 0);
+    }
+    ck_assert_int_eq(tg_tok_is_special(t, 1), 1);
+    ck_assert_int_eq(tg_tok_is_special(t, 259), -1);
+    /* special text encodes as ordinary bytes */
+    int32_t *ids;
+    ck_assert_int_eq(encode(t, "<s>", 3, &ids), 3);
+    ck_assert_int_eq(ids[0], 3 + '<');
+    tg_free(ids);
+    tg_tok_free(t);
+}
+END_TEST
+
+START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
+{
+    corpus c = the_corpus(200000);
+    /* add runs of spaces and newlines, tabs and carriage returns */
+    size_t len = c.len;
+    char *text = malloc(len);
+    memcpy(text, c.text, len);
+    for (size_t i = 0; i + 8 < len; i += 97) memcpy(text + i, i % 3 ? "  \n\n\n \t" : "\r\n  \n x", 8);
+    tg_tokenizer *t = train(text, len, 2000, 0);
+    for (int32_t id = 259; id < tg_tok_vocab_size(t); id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        bool newlines = p[0] == '\n';
+        for (size_t i = 0; i < l; i++) {
+            ck_assert_msg(!(i > 0 && p[i] == ' '), "piece %d has a space after its first byte", id);
+            ck_assert_msg((p[i] == '\n') == newlines, "piece %d mixes newlines with other bytes", id);
+        }
+    }
+    tg_tok_free(t);
+    free(text);
+    corpus_free(&c);
+}
+END_TEST
+
+START_TEST(same_vocabulary_on_1_and_2_threads)
+{
+    /* 1.2 MB: the word count is split into parts of >= 256 KB per thread */
+    corpus c = the_corpus(1200000);
+    for (size_t i = 0; i + 40 < c.len; i += 1001) memcpy(c.text + i, " zebra quux zebra\n\n  42,000 qu'x  ", 34);
+    ck_assert_int_eq(tg_set_num_threads(1), 1);
+    tg_tokenizer *a = train(c.text, c.len, 3000, 0);
+    ck_assert_int_eq(tg_set_num_threads(2), 2);
+    tg_tokenizer *b = train(c.text, c.len, 3000, 0);
+    tg_set_num_threads(1);
+    ck_assert_int_eq(tg_tok_vocab_size(a), tg_tok_vocab_size(b));
+    ck_assert_int_gt(tg_tok_n_merges(a), 100);
+    for (int32_t k = 0; k < tg_tok_n_merges(a); k++) {
+        int32_t la, ra, lb, rb;
+        ck_assert_int_eq(tg_tok_merge(a, k, &la, &ra), tg_tok_merge(b, k, &lb, &rb));
+        ck_assert_msg(la == lb && ra == rb, "merge %d: (%d,%d) on 1 thread, (%d,%d) on 2", k, la, ra, lb, rb);
+    }
+    tg_tok_free(a);
+    tg_tok_free(b);
+    corpus_free(&c);
+}
+END_TEST
+
+/* ---- encoding and decoding ------------------------------------------------- */
+
+START_TEST(round_trips)
+{
+    corpus c = the_corpus(300000);
+    tg_tokenizer *t = train(c.text, c.len, 1500, 0);
+    assert_round_trip(t, c.text, c.len);
+    assert_round_trip(t, "", 0);
+    tg_rng r;
+    tg_rng_seed(&r, 3, 1);
+    size_t n = 1 << 20;
+    unsigned char *bytes = malloc(n);
+    for (size_t i = 0; i < n; i++) bytes[i] = (unsigned char)tg_rng_below(&r, 256);
+    assert_round_trip(t, bytes, n);
+    const char *invalid[] = {"\xff", "\xc0\xaf", "\xe2\x82", "\xed\xa0\x80", "\xf0\x9f\x98", "\xf4\x90\x80\x80",
+                             "a\x80 b\xc3", "\xe2\x82\xac\xe2\x82", "\n\n\xfe\xff  \x00 x"};
+    for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++) assert_round_trip(t, invalid[i], strlen(invalid[i]) + 1);
+    free(bytes);
+    tg_tok_free(t);
+    corpus_free(&c);
+}
+END_TEST
+
+START_TEST(encoding_follows_the_rule)
+{
+    /* a vocabulary with long pieces, then texts with short words, long words
+     * (the heap path past 64 bytes) and runs, checked against slow_encode */
+    const char *base = "the cat sat on the mat; the cat ate the rat. abababababab ababab aaaaaaa\n\n\nthe end";
+    size_t bl = strlen(base), len = 40 * bl;
+    char *text = malloc(len);
+    for (size_t i = 0; i < 40; i++) memcpy(text + i * bl, base, bl);
+    tg_tokenizer *t = train(text, len, 400, 2);
+    tg_rng r;
+    tg_rng_seed(&r, 9, 2);
+    const char *alphabet = "ab tcehr\n.";
+    unsigned char s[3000];
+    int32_t want[3000], *got;
+    for (int trial = 0; trial < 40; trial++) {
+        size_t n = 1 + tg_rng_below(&r, 1000);
+        for (size_t i = 0; i < n; i++)
+            s[i] = trial % 2 ? (unsigned char)alphabet[tg_rng_below(&r, 10)] : (unsigned char)"ab"[tg_rng_below(&r, 2)];
+        size_t m = slow_encode(t, s, n, want);
+        ck_assert_int_eq(encode(t, s, n, &got), (int64_t)m);
+        for (size_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "trial %d: id %zu is %d, want %d", trial, i, got[i], want[i]);
+        tg_free(got);
+    }
+    tg_tok_free(t);
+    free(text);
+}
+END_TEST
+
+START_TEST(same_ids_on_1_and_2_threads)
+{
+    corpus c = the_corpus(3000000);   /* > 2 MB: two parts of >= 1 MB */
+    tg_tokenizer *t = train(c.text, c.len, 800, 0);
+    int32_t *a, *b;
+    ck_assert_int_eq(tg_set_num_threads(1), 1);
+    int64_t na = encode(t, c.text, c.len, &a);
+    ck_assert_int_eq(tg_set_num_threads(2), 2);
+    int64_t nb = encode(t, c.text, c.len, &b);
+    tg_set_num_threads(1);
+    ck_assert_int_eq(na, nb);
+    ck_assert(!memcmp(a, b, (size_t)na * sizeof *a));
+    ck_assert_double_eq_tol(tg_tok_bytes_per_token(t, c.text, c.len), (double)c.len / (double)na, 1e-12);
+    tg_free(a);
+    tg_free(b);
+    tg_tok_free(t);
+    corpus_free(&c);
+}
+END_TEST
+
+START_TEST(stream_holds_back_incomplete_characters)
+{
+    tg_tokenizer *t = train("x", 1, 259, 0);   /* bytes only: id 3 + b */
+    tg_tok_stream s;
+    tg_tok_stream_init(&s, t);
+    unsigned char out[16];
+    const size_t cap = sizeof out;
+    /* "é" = C3 A9 in two tokens: nothing, then both */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xC3, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xA9, out, cap), 2);
+    ck_assert(out[0] == 0xC3 && out[1] == 0xA9);
+    /* "€" = E2 82 AC one byte at a time */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xE2, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0x82, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xAC, out, cap), 3);
+    /* a byte that can never start a character goes out at once */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xFF, out, cap), 1);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0x80, out, cap), 1);
+    /* C3 then 'a': C3 cannot be completed, both go out */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xC3, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 'a', out, cap), 2);
+    ck_assert(out[0] == 0xC3 && out[1] == 'a');
+    /* ED A0: A0 is outside ED's range (a surrogate), so ED goes out alone */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xED, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xA0, out, cap), 2);
+    /* F0 9F 98 held to the end, then flushed raw */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xF0, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0x9F, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0x98, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_flush(&s, out, cap), 3);
+    ck_assert(out[0] == 0xF0 && out[1] == 0x9F && out[2] == 0x98);
+    ck_assert_int_eq(tg_tok_stream_flush(&s, out, cap), 0);
+    /* errors change nothing */
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xC3, out, cap), 0);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 259, out, cap), -1);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 'a', out, 1), -1);
+    ck_assert_int_eq(tg_tok_stream_push(&s, 3 + 0xA9, out, cap), 2);
+    ck_assert_int_eq(tg_tok_stream_push(NULL, 3, out, cap), -1);
+    ck_assert_int_eq(tg_tok_stream_flush(NULL, out, cap), -1);
+    tg_tok_free(t);
+
+    /* random tokens of a trained vocabulary: the stream's output is the decode */
+    corpus c = the_corpus(50000);
+    const char *extra = " caf\xc3\xa9 \xe2\x82\xac\xe2\x82\xac na\xc3\xafve \xf0\x9f\x98\x80 \xe6\x9d\xb1\xe4\xba\xac";
+    size_t el = strlen(extra);
+    char *text = malloc(c.len + 200 * el);
+    memcpy(text, c.text, c.len);
+    for (int i = 0; i < 200; i++) memcpy(text + c.len + (size_t)i * el, extra, el);
+    t = train(text, c.len + 200 * el, 700, 0);
+    tg_rng r;
+    tg_rng_seed(&r, 5, 5);
+    int32_t ids[3000];
+    for (int i = 0; i < 3000; i++) ids[i] = 3 + (int32_t)tg_rng_below(&r, (uint32_t)tg_tok_vocab_size(t) - 3);
+    size_t whole_cap = 3000 * tg_tok_max_piece_len(t);
+    unsigned char *whole = malloc(whole_cap), *streamed = malloc(whole_cap + 3), buf[512];
+    char err[256];
+    int64_t n = tg_tok_decode(t, ids, 3000, whole, whole_cap, err, sizeof err);
+    size_t at = 0;
+    tg_tok_stream_init(&s, t);
+    for (int i = 0; i < 3000; i++) {
+        int64_t k = tg_tok_stream_push(&s, ids[i], buf, sizeof buf);
+        ck_assert_int_ge(k, 0);
+        memcpy(streamed + at, buf, (size_t)k);
+        at += (size_t)k;
+    }
+    at += (size_t)tg_tok_stream_flush(&s, streamed + at, 3);
+    ck_assert_int_eq((int64_t)at, n);
+    ck_assert(!memcmp(whole, streamed, at));
+    free(whole);
+    free(streamed);
+    free(text);
+    tg_tok_free(t);
+    corpus_free(&c);
+}
+END_TEST
+
+START_TEST(decode_reports_like_snprintf)
+{
+    tg_tokenizer *t = train("abc", 3, 259, 0);
+    int32_t ids[3] = {3 + 'a', 1, 3 + 'b'};
+    char out[8], err[256];
+    ck_assert_int_eq(tg_tok_decode(t, ids, 3, NULL, 0, err, sizeof err), 5);
+    ck_assert_int_eq(tg_tok_decode(t, ids, 3, out, 2, err, sizeof err), 5);
+    ck_assert(out[0] == 'a' && out[1] == '<');
+    ck_assert_int_eq(tg_tok_decode(t, ids, 3, out, sizeof out, err, sizeof err), 5);
+    ck_assert(!memcmp(out, "a<s>b", 5));
+    ids[1] = 259;
+    ck_assert_int_eq(tg_tok_decode(t, ids, 3, out, sizeof out, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "id 259 at position 1"), "%s", err);
+    tg_tok_free(t);
+}
+END_TEST
+
+/* ---- a tiny tiktoken file -------------------------------------------------- */
+
+static const char *b64(const unsigned char *p, size_t n)
+{
+    static char out[64];
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        out[o++] = A[v >> 18];
+        out[o++] = A[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* ranks 0..255 the bytes, then the given pieces */
+static void write_ranks(const char *path, const char *const *pieces, int n)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        fprintf(f, "%s %d\n", b64(&c, 1), b);
+    }
+    for (int i = 0; i < n; i++) fprintf(f, "%s %d\n", b64((const unsigned char *)pieces[i], strlen(pieces[i])), 256 + i);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void assert_ids(const tg_tokenizer *t, const char *text, size_t len, const int32_t *want, int64_t n)
+{
+    int32_t *got;
+    int64_t m = encode(t, text, len, &got);
+    ck_assert_msg(m == n, "\"%s\": %lld ids, want %lld", text, (long long)m, (long long)n);
+    for (int64_t i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "\"%s\": id %lld is %d, want %d", text, (long long)i, got[i], want[i]);
+    tg_free(got);
+}
+
+START_TEST(tiktoken_rules)
+{
+    /* 256 "he", 257 "ll", 258 "hell", 259 "hello", 260 " w", 261 "xyz" (no
+     * merge reaches it: neither "xy" nor "yz" is a piece), 262 "  ", 263
+     * " \xe1" (a space and the first byte of U+180E) */
+    const char *pieces[] = {"he", "ll", "hell", "hello", " w", "xyz", "  ", " \xe1"};
+    write_ranks(P("small.tiktoken"), pieces, 8);
+    char err[512];
+    tg_tokenizer *t = tg_tok_load(P("small.tiktoken"), err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    ck_assert_int_eq(tg_tok_kind_of(t), TG_TOK_TIKTOKEN);
+    ck_assert_int_eq(tg_tok_vocab_size(t), 265);
+    ck_assert_int_eq(tg_tok_eos(t), 264);
+    ck_assert_int_eq(tg_tok_special_id(t, "<|endoftext|>"), 264);
+    ck_assert_int_eq(tg_tok_bos(t), -1);
+    /* "hello" " world": he + ll -> hell? no: "hell" = he + ll, then hello */
+    assert_ids(t, "hello world", 11, (int32_t[]){259, 260, 'o', 'r', 'l', 'd'}, 6);
+    /* whole-word rule: "xyz" is one token, but inside "xyzz" it is not reachable */
+    assert_ids(t, "xyz", 3, (int32_t[]){261}, 1);
+    assert_ids(t, "xyzz", 4, (int32_t[]){'x', 'y', 'z', 'z'}, 4);
+    /* the regex: "'s" apart, digits apart from letters, "   x" = "  " + " x" */
+    assert_ids(t, "he's", 4, (int32_t[]){256, '\'', 's'}, 3);
+    assert_ids(t, "he42", 4, (int32_t[]){256, '4', '2'}, 3);
+    assert_ids(t, "   x", 4, (int32_t[]){262, ' ', 'x'}, 3);
+    /* invalid UTF-8 becomes U+FFFD (EF BF BD) per maximal subpart: "\xe2\x82" is one */
+    assert_ids(t, "a\xe2\x82" "b\xff", 5, (int32_t[]){'a', 0xEF, 0xBF, 0xBD, 'b', 0xEF, 0xBF, 0xBD}, 8);
+    /* U+180E is not White_Space (Rust's \s), so " \u180E" is one word,
+     * followed by "a" (PCRE2's own \s would make it " ", "\u180E", "a") */
+    assert_ids(t, " \xe1\xa0\x8e" "a", 5, (int32_t[]){263, 0xA0, 0x8E, 'a'}, 4);
+    /* a long word takes the heap path: 300 'l's are 150 "ll" */
+    char ls[300];
+    memset(ls, 'l', sizeof ls);
+    int32_t want[150];
+    for (int i = 0; i < 150; i++) want[i] = 257;
+    assert_ids(t, ls, sizeof ls, want, 150);
+    /* a 3 MB text on 2 threads (cut at " x" after a non-space): the same ids */
+    corpus c = the_corpus(3000000);
+    const char *odd = "  \xe2\x82 he's 42\n\n\t x  hello";
+    for (size_t i = 0; i + 30 < c.len; i += 4093) memcpy(c.text + i, odd, strlen(odd));
+    int32_t *one, *two;
+    ck_assert_int_eq(tg_set_num_threads(1), 1);
+    int64_t n1 = encode(t, c.text, c.len, &one);
+    ck_assert_int_eq(tg_set_num_threads(2), 2);
+    int64_t n2 = encode(t, c.text, c.len, &two);
+    tg_set_num_threads(1);
+    ck_assert(n1 == n2 && !memcmp(one, two, (size_t)n1 * sizeof *one));
+    tg_free(one);
+    tg_free(two);
+    corpus_free(&c);
+    /* saved and loaded from safetensors: the same ids */
+    ck_assert_msg(tg_tok_save(t, P("small.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_tokenizer *u = tg_tok_load(P("small.safetensors"), err, sizeof err);
+    ck_assert_msg(u != NULL, "%s", err);
+    assert_ids(u, "hello world", 11, (int32_t[]){259, 260, 'o', 'r', 'l', 'd'}, 6);
+    assert_ids(u, "xyz", 3, (int32_t[]){261}, 1);
+    ck_assert_int_eq(tg_tok_eos(u), 264);
+    tg_tok_free(u);
+    tg_tok_free(t);
+}
+END_TEST
+
+static void refused_ranks(const char *content, const char *needle)
+{
+    write_bytes(P("bad.tiktoken"), content, strlen(content));
+    char err[512] = "";
+    tg_tokenizer *t = tg_tok_load_tiktoken(P("bad.tiktoken"), err, sizeof err);
+    ck_assert_msg(t == NULL, "loaded; expected '%s'", needle);
+    ck_assert_msg(strstr(err, needle) != NULL, "error '%s' lacks '%s'", err, needle);
+}
+
+START_TEST(tiktoken_files_refused)
+{
+    /* every byte but the last, then one bad line */
+    char *good = malloc(256 * 16), *bad = malloc(256 * 16 + 256);
+    size_t at = 0;
+    for (int b = 0; b < 255; b++) {
+        unsigned char c = (unsigned char)b;
+        at += (size_t)sprintf(good + at, "%s %d\n", b64(&c, 1), b);
+    }
+    struct { const char *line, *needle; } cases[] = {
+        {"/w== 255 x\n", ":256: the rank \"255 x\""},
+        {"/w 255\n", ":256: expected"},
+        {"/w=x 255\n", ":256: expected"},
+        {"/w==\n", ":256: expected"},
+        {"/w== -1\n", "not a whole number"},
+        {"/w== 254\n", ":256: rank 254 was given already on line 255"},
+        {"AA== 255\n", "repeats the piece of id 0"},
+        {"", "no piece is the single byte 0xff"},
+        {"/w== 300\n", "not a whole number below the number of lines"},
+        {"/w== 256\n\n\n", "rank 255 is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(bad, 256 * 16 + 256, "%s%s", good, cases[i].line);
+        refused_ranks(bad, cases[i].needle);
+    }
+    refused_ranks("", "no pieces");
+    char err[256];
+    ck_assert_ptr_null(tg_tok_load_tiktoken(P("missing.tiktoken"), err, sizeof err));
+    ck_assert_msg(strstr(err, "No such file"), "%s", err);
+    /* CRLF lines and blank lines are fine */
+    snprintf(bad, 256 * 16 + 256, "%s\r\n/w== 255\r\n\n", good);
+    write_bytes(P("crlf.tiktoken"), bad, strlen(bad));
+    tg_tokenizer *t = tg_tok_load_tiktoken(P("crlf.tiktoken"), err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    tg_tok_free(t);
+    free(good);
+    free(bad);
+}
+END_TEST
+
+/* ---- safetensors entries ---------------------------------------------------- */
+
+START_TEST(saved_alone_and_in_a_checkpoint)
+{
+    corpus c = the_corpus(100000);
+    tg_tokenizer *t = train(c.text, c.len, 600, 0);
+    char err[512];
+    ck_assert_msg(tg_tok_save(t, P("tok.safetensors"), err, sizeof err) == 0, "%s", err);
+    /* a checkpoint: weights and the same entries */
+    tg_st_writer *w = tg_st_writer_new();
+    float wte[6] = {1, 2, 3, 4, 5, 6};
+    tg_st_writer_meta(w, "n_layer", "1");
+    tg_st_writer_add(w, "transformer.wte.weight", "F32", 2, (int64_t[]){2, 3}, wte);
+    ck_assert_int_eq(tg_tok_st_add(t, w), 0);
+    ck_assert_msg(tg_st_writer_save(w, P("ckpt.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_st_writer_free(w);
+    const char *files[2] = {P("tok.safetensors"), P("ckpt.safetensors")};
+    int32_t *a, *b;
+    int64_t na = encode(t, c.text, c.len, &a);
+    for (int k = 0; k < 2; k++) {
+        tg_tokenizer *u = tg_tok_load(files[k], err, sizeof err);
+        ck_assert_msg(u != NULL, "%s: %s", files[k], err);
+        ck_assert_int_eq(tg_tok_vocab_size(u), tg_tok_vocab_size(t));
+        ck_assert_int_eq(tg_tok_n_merges(u), tg_tok_n_merges(t));
+        ck_assert_int_eq(tg_tok_bos(u), 1);
+        for (int32_t m = 0; m < tg_tok_n_merges(t); m++) {
+            int32_t l1, r1, l2, r2;
+            tg_tok_merge(t, m, &l1, &r1);
+            tg_tok_merge(u, m, &l2, &r2);
+            ck_assert(l1 == l2 && r1 == r2);
+        }
+        int64_t nb = encode(u, c.text, c.len, &b);
+        ck_assert(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+        tg_free(b);
+        tg_tok_free(u);
+    }
+    tg_free(a);
+    /* a checkpoint without a tokenizer */
+    ck_assert_ptr_null(tg_tok_load(P("nothing.safetensors"), err, sizeof err));
+    w = tg_st_writer_new();
+    tg_st_writer_add(w, "x", "F32", 1, (int64_t[]){2}, wte);
+    tg_st_writer_save(w, P("plain.safetensors"), err, sizeof err);
+    tg_st_writer_free(w);
+    ck_assert_ptr_null(tg_tok_load(P("plain.safetensors"), err, sizeof err));
+    ck_assert_msg(strstr(err, "holds no tokenizer"), "%s", err);
+    tg_tok_free(t);
+    corpus_free(&c);
+}
+END_TEST
+
+/* A file with the entries of a 259 + 1 piece tokenizer, one thing changed. */
+static void refused_entries(int what, const char *needle)
+{
+    unsigned char bytes[300];
+    int64_t off[262];
+    uint8_t special[261] = {1, 1, 1};
+    int32_t merges[4] = {3 + 'a', 3 + 'b', 0, 0};   /* room for case 10's I64 read */
+    size_t at = 0;
+    const char *sp[3] = {"<unk>", "<s>", "</s>"};
+    for (int i = 0; i < 3; i++) {
+        off[i] = (int64_t)at;
+        memcpy(bytes + at, sp[i], strlen(sp[i]));
+        at += strlen(sp[i]);
+    }
+    for (int b = 0; b < 256; b++) {
+        off[3 + b] = (int64_t)at;
+        bytes[at++] = (unsigned char)b;
+    }
+    off[259] = (int64_t)at;
+    bytes[at++] = 'a';
+    bytes[at++] = what == 1 ? 'c' : 'b';   /* 1: the merge's piece is wrong */
+    off[260] = (int64_t)at;
+    if (what == 2) merges[0] = 259;        /* 2: a merge uses its own id */
+    if (what == 3) off[100] = off[101] + 1; /* 3: offsets go backwards */
+    if (what == 4) special[40] = 2;
+    tg_st_writer *w = tg_st_writer_new();
+    tg_st_writer_meta(w, "tokenizer", what == 5 ? "wordpiece" : "bpe");
+    tg_st_writer_meta(w, "tokenizer.version", "1");
+    tg_st_writer_meta(w, "tokenizer.bos", what == 6 ? "5" : "1");
+    tg_st_writer_meta(w, "tokenizer.eos", what == 7 ? "x" : "2");
+    tg_st_writer_meta(w, "tokenizer.unk", "0");
+    tg_st_writer_add(w, "tokenizer.pieces", "U8", 1, (int64_t[]){(int64_t)at}, bytes);
+    tg_st_writer_add(w, "tokenizer.offsets", "I64", 1, (int64_t[]){what == 8 ? 260 : 261}, off);
+    tg_st_writer_add(w, "tokenizer.special", "U8", 1, (int64_t[]){260}, special);
+    if (what != 9) tg_st_writer_add(w, "tokenizer.merges", what == 10 ? "I64" : "I32", 2, (int64_t[]){1, 2}, merges);
+    char err[512];
+    ck_assert_msg(tg_st_writer_save(w, P("entries.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_st_writer_free(w);
+    tg_tokenizer *t = tg_tok_load(P("entries.safetensors"), err, sizeof err);
+    if (!needle) {
+        ck_assert_msg(t != NULL, "%s", err);
+        int32_t *ids;
+        ck_assert_int_eq(encode(t, "ab", 2, &ids), 1);
+        ck_assert_int_eq(ids[0], 259);
+        tg_free(ids);
+        tg_tok_free(t);
+        return;
+    }
+    ck_assert_msg(t == NULL, "case %d loaded; expected '%s'", what, needle);
+    ck_assert_msg(strstr(err, needle) != NULL, "case %d: error '%s' lacks '%s'", what, err, needle);
+}
+
+START_TEST(tokenizer_entries_refused)
+{
+    refused_entries(0, NULL);
+    refused_entries(1, "merge 0 (100, 101) does not make the piece of id 259");
+    refused_entries(2, "merge 0 (259, 101)");
+    refused_entries(3, "id 100: offsets");
+    refused_entries(4, "'tokenizer.special'[40] = 2");
+    refused_entries(5, "unknown kind 'wordpiece'");
+    refused_entries(6, "the bos id 5 is not a special token");
+    refused_entries(7, "'tokenizer.eos' = 'x'");
+    refused_entries(8, "260 ids with 260 offsets");
+    refused_entries(9, "no tensor 'tokenizer.merges'");
+    refused_entries(10, "'tokenizer.merges' must be I32");
+}
+END_TEST
+
+/* ---- token files -------------------------------------------------------------- */
+
+static void refused_tokens(const char *path, tg_tokfile_format fmt, int64_t vocab, const char *needle)
+{
+    char err[512] = "";
+    tg_tokfile *f = tg_tokfile_open(path, fmt, vocab, err, sizeof err);
+    ck_assert_msg(f == NULL, "%s opened; expected '%s'", path, needle);
+    ck_assert_msg(strstr(err, needle) != NULL, "error '%s' lacks '%s'", err, needle);
+    ck_assert_msg(strstr(err, path) != NULL, "error '%s' does not name the file", err);
+}
+
+START_TEST(token_files)
+{
+    int32_t ids[1000];
+    for (int i = 0; i < 1000; i++) ids[i] = (i * 7919) % 50257;
+    char err[512];
+    int32_t back[1000];
+    for (int fmt = TG_TOKFILE_NANOGPT; fmt <= TG_TOKFILE_LLMC; fmt++) {
+        const char *path = P(fmt == TG_TOKFILE_LLMC ? "llmc.bin" : "nanogpt.bin");
+        ck_assert_msg(tg_tokfile_write(path, fmt, ids, 1000, err, sizeof err) == 0, "%s", err);
+        tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, 50257, err, sizeof err);
+        ck_assert_msg(f != NULL, "%s", err);
+        ck_assert_int_eq(tg_tokfile_format_of(f), fmt);
+        ck_assert_int_eq(tg_tokfile_count(f), 1000);
+        ck_assert_int_eq(tg_tokfile_read(f, 0, 1000, back), 0);
+        ck_assert(!memcmp(ids, back, sizeof ids));
+        ck_assert_int_eq(tg_tokfile_read(f, 990, 10, back), 0);
+        ck_assert_int_eq(back[9], ids[999]);
+        ck_assert_int_eq(tg_tokfile_read(f, 995, 10, back), -1);
+        ck_assert_int_eq(tg_tokfile_read(f, -1, 1, back), -1);
+        tg_tokfile_close(f);
+        /* an id >= V, named with its byte offset */
+        char want[64];
+        snprintf(want, sizeof want, "offset %d (token 1): id 7919", fmt == TG_TOKFILE_LLMC ? 1026 : 2);
+        refused_tokens(path, TG_TOKFILE_AUTO, 5000, want);
+    }
+    /* the exact llm.c header: magic, version 1, count, zeros; uint16 ids */
+    FILE *fp = fopen(P("llmc.bin"), "rb");
+    int32_t h[256];
+    uint16_t first;
+    ck_assert_uint_eq(fread(h, 4, 256, fp), 256);
+    ck_assert_uint_eq(fread(&first, 2, 1, fp), 1);
+    fclose(fp);
+    ck_assert(h[0] == 20240520 && h[1] == 1 && h[2] == 1000 && h[3] == 0 && h[255] == 0 && first == ids[0]);
+    /* ids past uint16: version 2, uint32 */
+    int32_t big[3] = {5, 70000, 128255};
+    ck_assert_int_eq(tg_tokfile_write(P("llmc2.bin"), TG_TOKFILE_LLMC, big, 3, err, sizeof err), 0);
+    tg_tokfile *f = tg_tokfile_open(P("llmc2.bin"), TG_TOKFILE_AUTO, 128256, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    ck_assert_int_eq(tg_tokfile_read(f, 0, 3, back), 0);
+    ck_assert(back[1] == 70000 && back[2] == 128255);
+    tg_tokfile_close(f);
+    ck_assert_int_eq(tg_tokfile_write(P("x.bin"), TG_TOKFILE_NANOGPT, big, 3, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "id 70000 at 1"), "%s", err);
+
+    /* truncated, odd, wrong version, empty */
+    unsigned char buf[1100] = {0};
+    fp = fopen(P("llmc.bin"), "rb");
+    ck_assert_uint_eq(fread(buf, 1, sizeof buf, fp), sizeof buf);
+    fclose(fp);
+    write_bytes(P("trunc.bin"), buf, 1100);
+    refused_tokens(P("trunc.bin"), TG_TOKFILE_AUTO, 50257, "offset 8: the header says 1000 tokens (3024 bytes in all) but the file has 1100 bytes: truncated");
+    write_bytes(P("odd.bin"), buf + 1024, 7);
+    refused_tokens(P("odd.bin"), TG_TOKFILE_AUTO, 50257, "7 bytes is not a whole number of uint16 ids");
+    buf[4] = 3;
+    write_bytes(P("v3.bin"), buf, 1100);
+    refused_tokens(P("v3.bin"), TG_TOKFILE_AUTO, 50257, "offset 4: llm.c version 3");
+    write_bytes(P("empty.bin"), buf, 0);
+    refused_tokens(P("empty.bin"), TG_TOKFILE_AUTO, 50257, "the file is empty");
+    refused_tokens(P("missing.bin"), TG_TOKFILE_AUTO, 50257, "No such file");
+    refused_tokens(P("odd.bin"), TG_TOKFILE_LLMC, 50257, "shorter than llm.c's 1024-byte header");
+    /* a raw file whose first ids are 55432 308 spells the magic: refused as
+     * llm.c's with the hint, read when the format is given */
+    uint16_t raw[4] = {55432, 308, 7, 8};
+    write_bytes(P("magic.bin"), raw, sizeof raw);
+    refused_tokens(P("magic.bin"), TG_TOKFILE_AUTO, 65536, "open it as nanoGPT's format");
+    f = tg_tokfile_open(P("magic.bin"), TG_TOKFILE_NANOGPT, 65536, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    ck_assert_int_eq(tg_tokfile_count(f), 4);
+    ck_assert_int_eq(tg_tokfile_read(f, 0, 4, back), 0);
+    ck_assert(back[0] == 55432 && back[1] == 308 && back[3] == 8);
+    tg_tokfile_close(f);
+    ck_assert_ptr_null(tg_tokfile_open(P("magic.bin"), TG_TOKFILE_NANOGPT, 0, err, sizeof err));
+}
+END_TEST
+
+/* ---- NULL and bad arguments ------------------------------------------------- */
+
+START_TEST(null_arguments)
+{
+    char err[256];
+    int32_t *ids = (int32_t *)err;
+    ck_assert_ptr_null(tg_bpe_train(NULL, 3, &(tg_bpe_options){300, 0}, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train("abc", 3, NULL, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train("abc", 0, &(tg_bpe_options){300, 0}, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train("abc", 3, &(tg_bpe_options){258, 0}, err, sizeof err));
+    ck_assert_msg(strstr(err, "vocab_size 258"), "%s", err);
+    ck_assert_ptr_null(tg_tok_load(NULL, err, sizeof err));
+    ck_assert_ptr_null(tg_tok_load_tiktoken(NULL, err, sizeof err));
+    ck_assert_ptr_null(tg_tok_from_st(NULL, err, sizeof err));
+    ck_assert_int_eq(tg_tok_save(NULL, P("x"), err, sizeof err), -1);
+    ck_assert_int_eq(tg_tok_st_add(NULL, NULL), -1);
+    ck_assert_int_eq(tg_tok_encode(NULL, "a", 1, &ids, err, sizeof err), -1);
+    ck_assert_ptr_null(ids);
+    ck_assert_int_eq(tg_tok_decode(NULL, NULL, 0, NULL, 0, err, sizeof err), -1);
+    ck_assert_double_eq(tg_tok_bytes_per_token(NULL, "a", 1), -1);
+    ck_assert_int_eq(tg_tok_vocab_size(NULL), 0);
+    ck_assert_int_eq(tg_tok_kind_of(NULL), 0);
+    ck_assert_int_eq(tg_tok_bos(NULL), -1);
+    ck_assert_int_eq(tg_tok_eos(NULL), -1);
+    ck_assert_int_eq(tg_tok_special_id(NULL, "<s>"), -1);
+    ck_assert_int_eq(tg_tok_is_special(NULL, 0), -1);
+    ck_assert_ptr_null(tg_tok_piece(NULL, 0, NULL));
+    ck_assert_int_eq(tg_tok_merge(NULL, 0, NULL, NULL), -1);
+    ck_assert_uint_eq(tg_tok_max_piece_len(NULL), 0);
+    tg_tok_free(NULL);
+    tg_tok_stream_init(NULL, NULL);
+    ck_assert_ptr_null(tg_tokfile_open(NULL, TG_TOKFILE_AUTO, 10, err, sizeof err));
+    ck_assert_int_eq(tg_tokfile_read(NULL, 0, 0, NULL), -1);
+    ck_assert_int_eq(tg_tokfile_count(NULL), 0);
+    ck_assert_int_eq(tg_tokfile_write(NULL, TG_TOKFILE_LLMC, NULL, 0, err, sizeof err), -1);
+    tg_tokfile_close(NULL);
+    tg_tokenizer *t = train("abc", 3, 259, 0);
+    ck_assert_int_eq(tg_tok_encode(t, NULL, 1, &ids, err, sizeof err), -1);
+    ck_assert_int_eq(tg_tok_encode(t, "a", 1, NULL, err, sizeof err), -1);
+    ck_assert_int_eq(tg_tok_encode(t, NULL, 0, &ids, err, sizeof err), 0);
+    tg_free(ids);
+    ck_assert_ptr_null(tg_tok_piece(t, -1, NULL));
+    ck_assert_int_eq(tg_tok_merge(t, 0, NULL, NULL), -1);
+    tg_tok_free(t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("text");
+    TCase *tc = tcase_create("text");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, hand_computed_merges);
+    tcase_add_test(tc, layout_and_specials);
+    tcase_add_test(tc, spaces_start_pieces_and_newline_runs_stand_alone);
+    tcase_add_test(tc, same_vocabulary_on_1_and_2_threads);
+    tcase_add_test(tc, round_trips);
+    tcase_add_test(tc, encoding_follows_the_rule);
+    tcase_add_test(tc, same_ids_on_1_and_2_threads);
+    tcase_add_test(tc, stream_holds_back_incomplete_characters);
+    tcase_add_test(tc, decode_reports_like_snprintf);
+    tcase_add_test(tc, tiktoken_rules);
+    tcase_add_test(tc, tiktoken_files_refused);
+    tcase_add_test(tc, saved_alone_and_in_a_checkpoint);
+    tcase_add_test(tc, tokenizer_entries_refused);
+    tcase_add_test(tc, token_files);
+    tcase_add_test(tc, null_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) return 1;
+    int rc = tt_run(suite());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) rc = 1;
+    return rc;
+}

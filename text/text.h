@@ -1,0 +1,204 @@
+/* tapegrad text: tokenizers and token files.
+ *
+ * A tokenizer maps bytes to token ids and back. Two kinds, one model:
+ * byte-level BPE where every single byte is a piece (so every input
+ * encodes), the text is first cut into words, and inside a word the
+ * adjacent pair whose concatenation is the piece of lowest id is merged
+ * until no pair is a piece.
+ *
+ *   TG_TOK_BPE       trained here (tg_bpe_train). Words: each space starts
+ *                    one (a piece may begin with a space but holds no other),
+ *                    and a run of newlines is a word of its own. Ids: 0 <unk>
+ *                    (never produced), 1 <s> (BOS), 2 </s> (EOS), 3 + b for
+ *                    byte b, then the merges in the order they were learned.
+ *   TG_TOK_TIKTOKEN  a tiktoken rank file (GPT-2's: tg_tok_load_tiktoken).
+ *                    Words are the matches of a regex (GPT-2's pattern, run
+ *                    with PCRE2 in UTF + UCP mode), id = rank, and a word
+ *                    that is itself a piece is that one token (tiktoken's
+ *                    rule). Invalid UTF-8 is first replaced with U+FFFD per
+ *                    maximal subpart, as a JavaScript TextDecoder (or Python's
+ *                    errors="replace") would, so the ids are tiktoken's on the
+ *                    decoded string. <|endoftext|> is the id after the ranks.
+ *
+ * Tokenizers are immutable once made: any number of threads may encode and
+ * decode with one at the same time. Special tokens are never produced by
+ * encoding (their text encodes as ordinary text); the caller adds BOS/EOS.
+ * docs/tokenizers.md describes the rules and the file formats.
+ *
+ * Errors: functions that make or load something take `char *err, size_t
+ * errlen` and return NULL or -1 with a message; NULL arguments give NULL
+ * or -1. Nothing here aborts. */
+#ifndef TG_TEXT_H
+#define TG_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/export.h"
+#include "../core/safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_tokenizer tg_tokenizer;
+
+typedef enum tg_tok_kind { TG_TOK_BPE = 1, TG_TOK_TIKTOKEN = 2 } tg_tok_kind;
+
+/* GPT-2's pre-tokenizer pattern (tiktoken's "gpt2" pat_str). */
+#define TG_GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+
+/* ---- training (text/bpe_train.c) ------------------------------------------ */
+
+typedef struct tg_bpe_options {
+    int vocab_size;     /* total ids wanted, specials and bytes included (>= 259) */
+    int64_t min_count;  /* a pair seen fewer times is never merged; 0 means 2 */
+} tg_bpe_options;
+
+/* Learns a TG_TOK_BPE tokenizer from len bytes of text: the words are
+ * counted (split across tg_parallel_for's threads), then the most frequent
+ * adjacent pair over all words (each distinct word weighted by its count)
+ * is merged, again and again, until vocab_size ids exist or no pair occurs
+ * min_count times (then the vocabulary is smaller: see
+ * tg_tok_vocab_size). Ties go to the pair with the smaller left id, then
+ * the smaller right id. Words longer than 256 bytes are counted as
+ * 256-byte chunks. Deterministic: the same text and options give the same
+ * tokenizer on any number of threads (there is no randomness). NULL with
+ * a message for NULL or empty text, vocab_size < 259 or > 2^24, or out of
+ * memory. */
+TG_API tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, char *err,
+                                  size_t errlen);
+
+/* ---- loading and saving (text/tiktoken.c, text/tok_file.c) ----------------- */
+
+/* Reads a tiktoken rank file: one "base64(piece) rank" line per piece
+ * (empty lines skipped), the ranks 0..N-1 each once, every single byte
+ * among the pieces, no piece twice. The tokenizer gets GPT-2's pattern
+ * and <|endoftext|> = N. NULL with "PATH:LINE: ..." in err. */
+TG_API tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen);
+
+/* Loads a tokenizer from path: a safetensors file holding tokenizer
+ * entries (a tok.safetensors, or a checkpoint with one inside) or else a
+ * .tiktoken file. NULL with a message. */
+TG_API tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen);
+/* The tokenizer stored in a loaded safetensors file (the entries
+ * tg_tok_st_add writes), validated. NULL with a message when f has none
+ * or they are inconsistent. */
+TG_API tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen);
+/* Adds t's entries (metadata "tokenizer*", tensors "tokenizer.*") to a
+ * writer, e.g. a checkpoint's. The tensors point into t: keep t until the
+ * writer is saved. 0, or -1 (the writer's sticky error says why). */
+TG_API int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w);
+/* Writes t alone to a safetensors file, atomically. 0, or -1 with a message. */
+TG_API int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
+/* Frees t; accepts NULL. */
+TG_API void tg_tok_free(tg_tokenizer *t);
+
+/* ---- what a tokenizer holds (text/tokenizer.c) ---------------------------- */
+
+/* t's kind; 0 for NULL. */
+TG_API int tg_tok_kind_of(const tg_tokenizer *t);
+/* Number of ids (pieces and specials); 0 for NULL. */
+TG_API int32_t tg_tok_vocab_size(const tg_tokenizer *t);
+/* The BOS id (TG_TOK_BPE: 1; tiktoken: -1, GPT-2 has none); -1 for NULL. */
+TG_API int32_t tg_tok_bos(const tg_tokenizer *t);
+/* The EOS id (TG_TOK_BPE: 2; GPT-2: <|endoftext|> 50256); -1 for NULL. */
+TG_API int32_t tg_tok_eos(const tg_tokenizer *t);
+/* The id of the special token whose text is s ("<s>", "<|endoftext|>"), or -1. */
+TG_API int32_t tg_tok_special_id(const tg_tokenizer *t, const char *s);
+/* 1 if id is a special token, 0 if an ordinary piece, -1 if out of range. */
+TG_API int tg_tok_is_special(const tg_tokenizer *t, int32_t id);
+/* The bytes of id (a special's are its text) and their count in *len;
+ * NULL (and *len 0) when id is out of range. len may be NULL. */
+TG_API const unsigned char *tg_tok_piece(const tg_tokenizer *t, int32_t id, size_t *len);
+/* The longest piece, in bytes; 0 for NULL. */
+TG_API size_t tg_tok_max_piece_len(const tg_tokenizer *t);
+/* Number of merges of a TG_TOK_BPE tokenizer (ids vocab_size - merges ..
+ * vocab_size - 1 are made by them), 0 otherwise. */
+TG_API int32_t tg_tok_n_merges(const tg_tokenizer *t);
+/* Merge k (0 = learned first): the ids it joins in *left, *right; returns
+ * the id it makes, or -1 when k is out of range. */
+TG_API int32_t tg_tok_merge(const tg_tokenizer *t, int32_t k, int32_t *left, int32_t *right);
+
+/* ---- encoding and decoding (text/encode.c, text/decode.c) ----------------- */
+
+/* Encodes len bytes of text into *ids (allocated with tg_malloc; free with
+ * tg_free; set to NULL on error) and returns their count. Texts of a few
+ * MB and more are cut at word starts into one part per tg_num_threads()
+ * thread; the ids do not depend on the thread count. -1 with a message
+ * (NULL arguments, out of memory, a regex failure). len 0 gives 0 ids. */
+TG_API int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, char *err,
+                             size_t errlen);
+/* Mean bytes per token of text under t (len / ids); -1 on error or for an
+ * empty text. */
+TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t len);
+/* The bytes of n ids, end to end (a special's text included). Writes at
+ * most cap bytes to out (which may be NULL when cap is 0) and returns the
+ * full length, like snprintf (no NUL). -1 with a message for an id out of
+ * range. */
+TG_API int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap,
+                             char *err, size_t errlen);
+
+/* A streaming decoder for text generated one token at a time: it emits
+ * complete UTF-8 characters and holds back the start of a character whose
+ * remaining bytes may come with the next token. Bytes that cannot begin or
+ * continue a valid character are emitted as they are, and
+ * tg_tok_stream_flush emits whatever is held, so the concatenated output is
+ * exactly the ids' bytes, valid UTF-8 or not. */
+typedef struct tg_tok_stream {
+    const tg_tokenizer *tok;
+    unsigned char held[4];
+    int n_held;
+} tg_tok_stream;
+
+/* Starts s on t with nothing held. */
+TG_API void tg_tok_stream_init(tg_tok_stream *s, const tg_tokenizer *t);
+/* Adds id's bytes and writes to out what can be shown now; returns the
+ * number of bytes written. out must hold tg_tok_max_piece_len(t) + 3
+ * bytes. -1 (nothing changes) for an id out of range, a smaller cap, or
+ * NULL arguments. */
+TG_API int64_t tg_tok_stream_push(tg_tok_stream *s, int32_t id, void *out, size_t cap);
+/* Writes the held bytes (at most 3) to out (cap >= 3) and empties s;
+ * returns their count, -1 for NULL arguments or a smaller cap. */
+TG_API int64_t tg_tok_stream_flush(tg_tok_stream *s, void *out, size_t cap);
+
+/* ---- token files (text/token_file.c) --------------------------------------- */
+
+typedef enum tg_tokfile_format {
+    TG_TOKFILE_AUTO = 0,    /* llm.c's if the file starts with its magic, else nanoGPT's */
+    TG_TOKFILE_NANOGPT = 1, /* prepare.py's output: raw little-endian uint16 ids */
+    TG_TOKFILE_LLMC = 2     /* llm.c's: 256 int32 header (magic 20240520, version 1 (uint16
+                               ids) or 2 (uint32 ids), count), then the ids */
+} tg_tokfile_format;
+
+#define TG_LLMC_MAGIC 20240520
+
+typedef struct tg_tokfile tg_tokfile;
+
+/* Opens a token file (mapped into memory, not copied) and validates it
+ * whole: a known header, a size that matches it (an odd byte count for
+ * nanoGPT's, a count that disagrees with the bytes for llm.c's), at least
+ * one token, every id < vocab_size (vocab_size > 0). NULL with a message
+ * naming the file and the byte offset of the problem. */
+TG_API tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, char *err,
+                                   size_t errlen);
+/* Unmaps and frees f; accepts NULL. */
+TG_API void tg_tokfile_close(tg_tokfile *f);
+/* Number of tokens in f; 0 for NULL. */
+TG_API int64_t tg_tokfile_count(const tg_tokfile *f);
+/* The format f was read as (TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC); 0 for NULL. */
+TG_API int tg_tokfile_format_of(const tg_tokfile *f);
+/* Copies tokens [start, start + n) into out as int32. 0, or -1 when the
+ * range is outside the file or an argument is NULL. */
+TG_API int tg_tokfile_read(const tg_tokfile *f, int64_t start, int64_t n, int32_t *out);
+/* Writes n ids to path in format (NANOGPT, or LLMC: version 1 when every id
+ * fits in uint16, else 2), atomically. 0, or -1 with a message (an id
+ * that does not fit, n too large for the llm.c header, I/O). */
+TG_API int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, char *err,
+                            size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,93 @@
+/* tapegrad text: what the tokenizer files share inside the library.
+ *
+ * The tokenizer is its pieces in id order (bytes end to end, offsets),
+ * with a flag per id for specials; two hash tables are built from them:
+ * bytes -> id for the ordinary pieces, and (left id, right id) -> the id
+ * of their concatenation, for every way each piece splits into two
+ * pieces. Encoding only needs the second; loading needs the first. */
+#ifndef TG_TEXT_INTERNAL_H
+#define TG_TEXT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "text.h"
+
+/* An open-addressing map from 64-bit keys (never UINT64_MAX) to int32. */
+typedef struct tg_pairmap {
+    uint64_t *keys;
+    int32_t *vals;
+    size_t cap, n;   /* cap a power of two, or 0 */
+} tg_pairmap;
+
+/* An open-addressing map from byte strings (copied into its pool) to
+ * int64 values. Entries are numbered in insertion order. */
+typedef struct tg_strmap {
+    uint32_t *slots;   /* entry index + 1; 0 is empty */
+    size_t cap;        /* power of two, or 0 */
+    struct tg_strent { uint64_t off, hash; uint32_t len; int64_t val; } *ents;
+    size_t n, ents_cap;
+    unsigned char *pool;
+    size_t pool_len, pool_cap;
+} tg_strmap;
+
+struct tg_tokenizer {
+    int kind;                /* tg_tok_kind */
+    int32_t n;               /* ids */
+    unsigned char *bytes;    /* every piece end to end */
+    int64_t *off;            /* n + 1 offsets into bytes */
+    uint8_t *special;        /* n flags */
+    int32_t *merges;         /* TG_TOK_BPE: (n_merges, 2) left, right; else NULL */
+    int32_t n_merges;
+    int32_t byte_id[256];    /* the piece of each single byte */
+    int32_t bos, eos, unk;   /* -1 if none */
+    size_t max_piece;
+    bool whole_word_first;   /* tiktoken: a word that is a piece is one token */
+    tg_pairmap pairs;        /* (a << 32 | b) -> id of bytes(a) bytes(b) */
+    tg_strmap pieces;        /* ordinary piece bytes -> id */
+    char *pattern;           /* tiktoken: the pre-split regex */
+    void *re;                /* its compiled pcre2_code */
+};
+
+/* ---- text/hash.c ---------------------------------------------------------- */
+
+uint64_t tg_hash_bytes(const void *p, size_t len);
+int32_t tg_pairmap_get(const tg_pairmap *m, uint64_t key);   /* -1 if absent */
+int tg_pairmap_put(tg_pairmap *m, uint64_t key, int32_t val); /* 0, or -1 out of memory */
+void tg_pairmap_free(tg_pairmap *m);
+/* The entry index of the given bytes (hash = tg_hash_bytes of them), or -1. */
+int64_t tg_strmap_find(const tg_strmap *m, const void *p, uint32_t len, uint64_t hash);
+/* Adds the bytes with val (they must be absent); entry index, -1 out of memory. */
+int64_t tg_strmap_add(tg_strmap *m, const void *p, uint32_t len, uint64_t hash, int64_t val);
+void tg_strmap_free(tg_strmap *m);
+static inline const unsigned char *tg_strmap_key(const tg_strmap *m, int64_t e) { return m->pool + m->ents[e].off; }
+
+/* ---- text/tokenizer.c ------------------------------------------------------ */
+
+/* A tokenizer of n ids from pieces given end to end (off: n + 1 offsets,
+ * special: n flags), all copied. Checks that ordinary pieces are non-empty
+ * and distinct and that every single byte is one, and builds the maps.
+ * NULL with a message (err prefixed by `what`). */
+tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
+                           const uint8_t *special, const char *what, char *err, size_t errlen);
+/* Compiles t->pattern with PCRE2 (UTF, UCP, JIT when available). */
+int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen);
+
+/* ---- text/encode.c --------------------------------------------------------- */
+
+/* The first position >= pos where a TG_TOK_BPE word starts (len if none). */
+size_t tg_bpe_word_start(const unsigned char *s, size_t len, size_t pos);
+/* The end of the TG_TOK_BPE word that starts at pos (< len). */
+size_t tg_bpe_word_end(const unsigned char *s, size_t len, size_t pos);
+
+/* ---- text/utf8.c ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 character at s[0..n) (1..4), or 0 when s[0]
+ * starts no valid character there; *sub gets the length of the maximal
+ * subpart of an ill-formed one (>= 1): what one U+FFFD replaces. */
+int tg_utf8_char(const unsigned char *s, size_t n, int *sub);
+/* 1 when the bytes held so far (n < 4) are a proper prefix of some valid
+ * character, so more bytes could complete it. */
+bool tg_utf8_incomplete(const unsigned char *s, int n);
+
+#endif

@@ -1,0 +1,256 @@
+/* A tokenizer in a safetensors file, alone (tok.safetensors) or among a
+ * checkpoint's weights; and tg_tok_load, which tells the file kinds apart.
+ *
+ * Entries (docs/tokenizers.md):
+ *   metadata  tokenizer          "bpe" or "tiktoken"
+ *             tokenizer.version  "1"
+ *             tokenizer.bos, tokenizer.eos, tokenizer.unk   ids, "-1" if none
+ *             tokenizer.pattern  the pre-split regex (tiktoken only)
+ *   tensors   tokenizer.pieces   U8 (B)        every piece's bytes, in id order
+ *             tokenizer.offsets  I64 (V+1)     piece i is pieces[offsets[i], offsets[i+1])
+ *             tokenizer.special  U8 (V)        1 for special tokens
+ *             tokenizer.merges   I32 (M,2)     bpe only: merge k joins (left, right)
+ *                                              into id V - M + k
+ * The reader checks all of it: shapes and dtypes, offsets, distinct
+ * non-empty pieces, every byte present, the special ids, and that each
+ * merge's piece is the concatenation of its two. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "text_internal.h"
+
+int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
+{
+    if (!w) return -1;
+    if (!t) return tg_st_writer_meta(w, "tokenizer", NULL);   /* records the error */
+    char bos[16], eos[16], unk[16];
+    snprintf(bos, sizeof bos, "%d", (int)t->bos);
+    snprintf(eos, sizeof eos, "%d", (int)t->eos);
+    snprintf(unk, sizeof unk, "%d", (int)t->unk);
+    int rc = tg_st_writer_meta(w, "tokenizer", t->kind == TG_TOK_BPE ? "bpe" : "tiktoken");
+    rc |= tg_st_writer_meta(w, "tokenizer.version", "1");
+    rc |= tg_st_writer_meta(w, "tokenizer.bos", bos);
+    rc |= tg_st_writer_meta(w, "tokenizer.eos", eos);
+    rc |= tg_st_writer_meta(w, "tokenizer.unk", unk);
+    if (t->pattern) rc |= tg_st_writer_meta(w, "tokenizer.pattern", t->pattern);
+    rc |= tg_st_writer_add(w, "tokenizer.pieces", "U8", 1, (int64_t[]){t->off[t->n]}, t->bytes);
+    rc |= tg_st_writer_add(w, "tokenizer.offsets", "I64", 1, (int64_t[]){(int64_t)t->n + 1}, t->off);
+    rc |= tg_st_writer_add(w, "tokenizer.special", "U8", 1, (int64_t[]){t->n}, t->special);
+    if (t->kind == TG_TOK_BPE)
+        rc |= tg_st_writer_add(w, "tokenizer.merges", "I32", 2, (int64_t[]){t->n_merges, 2}, t->merges);
+    return rc ? -1 : 0;
+}
+
+int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen)
+{
+    if (!t || !path) {
+        snprintf(err, errlen, "tokenizer save: NULL argument");
+        return -1;
+    }
+    tg_st_writer *w = tg_st_writer_new();
+    if (!w) {
+        snprintf(err, errlen, "tokenizer save: out of memory");
+        return -1;
+    }
+    int rc = tg_tok_st_add(t, w);
+    if (rc) snprintf(err, errlen, "tokenizer save: %s", tg_st_writer_error(w));
+    else rc = tg_st_writer_save(w, path, err, errlen);
+    tg_st_writer_free(w);
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static uint64_t le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* A tensor of f named name with dtype and ndim, dimension 1 (if ndim 2)
+ * equal to dim1; NULL with a message. */
+static const tg_st_tensor *tensor(const tg_st_file *f, const char *name, const char *dtype, int ndim, int64_t dim1,
+                                  char *err, size_t errlen)
+{
+    const tg_st_tensor *e = tg_st_find(f, name);
+    if (!e) {
+        snprintf(err, errlen, "tokenizer: the file has tokenizer metadata but no tensor '%s'", name);
+        return NULL;
+    }
+    if (strcmp(e->dtype, dtype) || e->ndim != ndim || (ndim == 2 && e->shape[1] != dim1)) {
+        snprintf(err, errlen, "tokenizer: '%s' must be %s with %d dimension%s%s, not %s with %d", name, dtype, ndim,
+                 ndim > 1 ? "s" : "", ndim == 2 ? " (M,2)" : "", e->dtype, e->ndim);
+        return NULL;
+    }
+    return e;
+}
+
+/* Metadata key as an id in [-1, n); -1 with a message when it is not. */
+static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out, char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || end == s || *end || errno || v < -1 || v >= n) {
+        snprintf(err, errlen, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
+                 (int)n);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
+{
+    if (!f) {
+        snprintf(err, errlen, "tokenizer: NULL file");
+        return NULL;
+    }
+    const char *kind_s = tg_st_meta(f, "tokenizer"), *ver = tg_st_meta(f, "tokenizer.version");
+    if (!kind_s) {
+        snprintf(err, errlen, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
+        return NULL;
+    }
+    int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN : 0;
+    if (!kind) {
+        snprintf(err, errlen, "tokenizer: unknown kind '%s' (bpe or tiktoken)", kind_s);
+        return NULL;
+    }
+    if (!ver || strcmp(ver, "1")) {
+        snprintf(err, errlen, "tokenizer: version '%s' is not 1", ver ? ver : "(none)");
+        return NULL;
+    }
+    const tg_st_tensor *pe = tensor(f, "tokenizer.pieces", "U8", 1, 0, err, errlen),
+                       *oe = pe ? tensor(f, "tokenizer.offsets", "I64", 1, 0, err, errlen) : NULL,
+                       *se = oe ? tensor(f, "tokenizer.special", "U8", 1, 0, err, errlen) : NULL;
+    if (!se) return NULL;
+    int64_t n = se->shape[0];
+    if (n < 1 || n > (1 << 30) || oe->shape[0] != n + 1) {
+        snprintf(err, errlen, "tokenizer: %lld ids with %lld offsets (must be 1..2^30 ids and one offset more)",
+                 (long long)n, (long long)oe->shape[0]);
+        return NULL;
+    }
+    tg_tokenizer *t = NULL;
+    int64_t *off = tg_malloc(((size_t)n + 1) * sizeof *off);
+    uint8_t *special = tg_malloc((size_t)n);
+    if (!off || !special) {
+        snprintf(err, errlen, "tokenizer: out of memory");
+        goto fail;
+    }
+    const unsigned char *ob = oe->data, *sb = se->data;
+    for (int64_t i = 0; i <= n; i++) off[i] = (int64_t)le(ob + 8 * i, 8);
+    for (int64_t i = 0; i < n; i++) {
+        if (sb[i] > 1) {
+            snprintf(err, errlen, "tokenizer: 'tokenizer.special'[%lld] = %d is not 0 or 1", (long long)i, sb[i]);
+            goto fail;
+        }
+        special[i] = sb[i];
+    }
+    if (off[n] != pe->shape[0]) {
+        snprintf(err, errlen, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
+                 (long long)off[n], (long long)pe->shape[0]);
+        goto fail;
+    }
+    if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err,
+                           errlen)))
+        goto fail;
+    if (meta_id(f, "tokenizer.bos", t->n, &t->bos, err, errlen) ||
+        meta_id(f, "tokenizer.eos", t->n, &t->eos, err, errlen) ||
+        meta_id(f, "tokenizer.unk", t->n, &t->unk, err, errlen))
+        goto fail;
+    const int32_t ids[3] = {t->bos, t->eos, t->unk};
+    for (int k = 0; k < 3; k++)
+        if (ids[k] >= 0 && !t->special[ids[k]]) {
+            snprintf(err, errlen, "tokenizer: the %s id %d is not a special token", k == 0 ? "bos" : k == 1 ? "eos" : "unk",
+                     (int)ids[k]);
+            goto fail;
+        }
+    if (kind == TG_TOK_BPE) {
+        const tg_st_tensor *me = tensor(f, "tokenizer.merges", "I32", 2, 2, err, errlen);
+        if (!me) goto fail;
+        int64_t m = me->shape[0];
+        if (m > n) {
+            snprintf(err, errlen, "tokenizer: %lld merges for %lld ids", (long long)m, (long long)n);
+            goto fail;
+        }
+        if (!(t->merges = tg_malloc(((size_t)m + 1) * 2 * sizeof *t->merges))) {
+            snprintf(err, errlen, "tokenizer: out of memory");
+            goto fail;
+        }
+        t->n_merges = (int32_t)m;
+        const unsigned char *mb = me->data;
+        for (int64_t k = 0; k < m; k++) {
+            int32_t id = (int32_t)(n - m + k);
+            int32_t l = (int32_t)(uint32_t)le(mb + 8 * k, 4), r = (int32_t)(uint32_t)le(mb + 8 * k + 4, 4);
+            t->merges[2 * k] = l;
+            t->merges[2 * k + 1] = r;
+            bool ok = l >= 0 && r >= 0 && l < id && r < id && !t->special[l] && !t->special[r] && !t->special[id];
+            size_t ll = ok ? (size_t)(t->off[l + 1] - t->off[l]) : 0, lr = ok ? (size_t)(t->off[r + 1] - t->off[r]) : 0;
+            ok = ok && (size_t)(t->off[id + 1] - t->off[id]) == ll + lr &&
+                 !memcmp(t->bytes + t->off[id], t->bytes + t->off[l], ll) &&
+                 !memcmp(t->bytes + t->off[id] + ll, t->bytes + t->off[r], lr);
+            if (!ok) {
+                snprintf(err, errlen, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
+                         (int)l, (int)r, (int)id);
+                goto fail;
+            }
+        }
+    } else {
+        const char *pat = tg_st_meta(f, "tokenizer.pattern");
+        if (!pat) {
+            snprintf(err, errlen, "tokenizer: a tiktoken tokenizer needs 'tokenizer.pattern' metadata");
+            goto fail;
+        }
+        size_t pl = strlen(pat) + 1;
+        if (!(t->pattern = tg_malloc(pl))) {
+            snprintf(err, errlen, "tokenizer: out of memory");
+            goto fail;
+        }
+        memcpy(t->pattern, pat, pl);
+        t->whole_word_first = true;
+        if (tg_tok_compile_pattern(t, "tokenizer", err, errlen)) goto fail;
+    }
+    tg_free(off);
+    tg_free(special);
+    return t;
+fail:
+    tg_free(off);
+    tg_free(special);
+    tg_tok_free(t);
+    return NULL;
+}
+
+tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
+{
+    if (!path) {
+        snprintf(err, errlen, "tokenizer: NULL path");
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "tokenizer: %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char head[9];
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    /* safetensors: an 8-byte little-endian header length, then '{' */
+    if (got == sizeof head && head[8] == '{' && le(head, 8) < ((uint64_t)1 << 40)) {
+        tg_st_file *st = tg_st_load(path, err, errlen);
+        if (!st) return NULL;
+        tg_tokenizer *t = tg_tok_from_st(st, err, errlen);
+        tg_st_free(st);
+        if (!t) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", err);
+            snprintf(err, errlen, "%s: %s", path, msg);
+        }
+        return t;
+    }
+    return tg_tok_load_tiktoken(path, err, errlen);
+}

@@ -1,0 +1,196 @@
+/* The tokenizer object: its pieces, built into the two tables encoding
+ * and loading use, and what a caller may ask of it.
+ *
+ * pairs holds (a, b) -> c for every ordinary piece c and every split of
+ * its bytes into two ordinary pieces a and b: encoding merges a and b
+ * exactly when their concatenation is a piece, the rule of tiktoken,
+ * SentencePiece's BPE and llama2.c. Each piece is split at every byte, so
+ * building costs the sum of the piece lengths in lookups (GPT-2: about
+ * 350 000, a few milliseconds). */
+#include <stdio.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "../core/alloc.h"
+#include "text_internal.h"
+
+tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
+                           const uint8_t *special, const char *what, char *err, size_t errlen)
+{
+    if (n < 1 || n > (1 << 30) || !bytes || !off || !special) {
+        snprintf(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
+        return NULL;
+    }
+    if (off[0] != 0) {
+        snprintf(err, errlen, "%s: the first piece does not start at offset 0", what);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30)) {
+            snprintf(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
+                     (long long)off[i + 1]);
+            return NULL;
+        }
+    tg_tokenizer *t = tg_calloc(1, sizeof *t);
+    if (!t) goto oom;
+    t->kind = kind;
+    t->n = n;
+    t->bos = t->eos = t->unk = -1;
+    size_t nb = (size_t)off[n];
+    t->bytes = tg_malloc(nb);
+    t->off = tg_malloc(((size_t)n + 1) * sizeof *t->off);
+    t->special = tg_malloc((size_t)n);
+    if (!t->bytes || !t->off || !t->special) goto oom;
+    if (nb) memcpy(t->bytes, bytes, nb);
+    memcpy(t->off, off, ((size_t)n + 1) * sizeof *off);
+    for (int32_t i = 0; i < n; i++) t->special[i] = special[i] ? 1 : 0;
+    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
+
+    for (int32_t i = 0; i < n; i++) {
+        size_t len = (size_t)(off[i + 1] - off[i]);
+        if (len > t->max_piece) t->max_piece = len;
+        if (t->special[i]) continue;
+        const unsigned char *p = t->bytes + off[i];
+        if (!len) {
+            snprintf(err, errlen, "%s: id %d is an empty piece", what, (int)i);
+            goto fail;
+        }
+        uint64_t h = tg_hash_bytes(p, len);
+        int64_t e = tg_strmap_find(&t->pieces, p, (uint32_t)len, h);
+        if (e >= 0) {
+            snprintf(err, errlen, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
+            goto fail;
+        }
+        if (tg_strmap_add(&t->pieces, p, (uint32_t)len, h, i) < 0) goto oom;
+        if (len == 1) t->byte_id[p[0]] = i;
+    }
+    for (int b = 0; b < 256; b++)
+        if (t->byte_id[b] < 0) {
+            snprintf(err, errlen, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what, b);
+            goto fail;
+        }
+    for (int32_t i = 0; i < n; i++) {
+        size_t len = (size_t)(off[i + 1] - off[i]);
+        if (t->special[i] || len < 2) continue;
+        const unsigned char *p = t->bytes + off[i];
+        for (size_t k = 1; k < len; k++) {
+            int64_t l = tg_strmap_find(&t->pieces, p, (uint32_t)k, tg_hash_bytes(p, k));
+            if (l < 0) continue;
+            int64_t r = tg_strmap_find(&t->pieces, p + k, (uint32_t)(len - k), tg_hash_bytes(p + k, len - k));
+            if (r < 0) continue;
+            uint64_t key = (uint64_t)t->pieces.ents[l].val << 32 | (uint64_t)t->pieces.ents[r].val;
+            if (tg_pairmap_put(&t->pairs, key, i)) goto oom;
+        }
+    }
+    return t;
+oom:
+    snprintf(err, errlen, "%s: out of memory", what);
+fail:
+    tg_tok_free(t);
+    return NULL;
+}
+
+/* tiktoken's patterns are written for Rust's regex crates, where \s is
+ * Unicode's White_Space property. PCRE2's \s in UCP mode also matches
+ * U+180E (MONGOLIAN VOWEL SEPARATOR, a format character since Unicode
+ * 6.3), so " \u180E" split differently from tiktoken. Every \s and \S
+ * outside an escape is compiled as \p{White_Space} and \P{White_Space}. */
+static char *rust_spaces(const char *p)
+{
+    size_t n = strlen(p), k = 0;
+    char *q = tg_malloc(8 * n + 1);   /* "\s" (2 bytes) becomes 15 */
+    if (!q) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && (p[i + 1] == 's' || p[i + 1] == 'S')) {
+            memcpy(q + k, p[i + 1] == 's' ? "\\p{White_Space}" : "\\P{White_Space}", 15);
+            k += 15;
+            i++;
+        } else if (p[i] == '\\' && p[i + 1]) {
+            q[k++] = p[i++];
+            q[k++] = p[i];
+        } else {
+            q[k++] = p[i];
+        }
+    }
+    q[k] = 0;
+    return q;
+}
+
+int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen)
+{
+    int code;
+    PCRE2_SIZE at;
+    char *pat = rust_spaces(t->pattern);
+    if (!pat) {
+        snprintf(err, errlen, "%s: out of memory", what);
+        return -1;
+    }
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
+    tg_free(pat);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        snprintf(err, errlen, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
+        return -1;
+    }
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* without JIT, pcre2_match interprets it */
+    t->re = re;
+    return 0;
+}
+
+void tg_tok_free(tg_tokenizer *t)
+{
+    if (!t) return;
+    tg_free(t->bytes);
+    tg_free(t->off);
+    tg_free(t->special);
+    tg_free(t->merges);
+    tg_free(t->pattern);
+    tg_pairmap_free(&t->pairs);
+    tg_strmap_free(&t->pieces);
+    if (t->re) pcre2_code_free(t->re);
+    tg_free(t);
+}
+
+/* ---- questions ----------------------------------------------------------- */
+
+int tg_tok_kind_of(const tg_tokenizer *t) { return t ? t->kind : 0; }
+int32_t tg_tok_vocab_size(const tg_tokenizer *t) { return t ? t->n : 0; }
+int32_t tg_tok_bos(const tg_tokenizer *t) { return t ? t->bos : -1; }
+int32_t tg_tok_eos(const tg_tokenizer *t) { return t ? t->eos : -1; }
+size_t tg_tok_max_piece_len(const tg_tokenizer *t) { return t ? t->max_piece : 0; }
+int32_t tg_tok_n_merges(const tg_tokenizer *t) { return t ? t->n_merges : 0; }
+
+int tg_tok_is_special(const tg_tokenizer *t, int32_t id)
+{
+    if (!t || id < 0 || id >= t->n) return -1;
+    return t->special[id];
+}
+
+const unsigned char *tg_tok_piece(const tg_tokenizer *t, int32_t id, size_t *len)
+{
+    if (len) *len = 0;
+    if (!t || id < 0 || id >= t->n) return NULL;
+    if (len) *len = (size_t)(t->off[id + 1] - t->off[id]);
+    return t->bytes + t->off[id];
+}
+
+int32_t tg_tok_special_id(const tg_tokenizer *t, const char *s)
+{
+    if (!t || !s) return -1;
+    size_t len = strlen(s);
+    for (int32_t i = 0; i < t->n; i++)
+        if (t->special[i] && (size_t)(t->off[i + 1] - t->off[i]) == len && !memcmp(t->bytes + t->off[i], s, len))
+            return i;
+    return -1;
+}
+
+int32_t tg_tok_merge(const tg_tokenizer *t, int32_t k, int32_t *left, int32_t *right)
+{
+    if (!t || !t->merges || k < 0 || k >= t->n_merges) return -1;
+    if (left) *left = t->merges[2 * k];
+    if (right) *right = t->merges[2 * k + 1];
+    return t->n - t->n_merges + k;
+}
