@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io as st  # noqa: E402
-from torch_gpt import clip_grads, configure_adamw, load_batch, save_batch  # noqa: E402,F401
+from torch_gpt import clip_grads, configure_adamw  # noqa: E402  (nanoGPT's recipe, any model)
 
 INT_KEYS = ("n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size", "vocab_size")
 ROPES = ("interleaved", "halves")
