@@ -65,6 +65,18 @@ void tg_graph_seed(tg_graph *g, uint64_t seed) { if (g) tg_rng_seed(&g->rng, see
 tg_rng *tg_graph_rng(tg_graph *g) { return g ? &g->rng : NULL; }
 
 int tg_graph_tape_len(const tg_graph *g) { return g ? (int)stbds_arrlen(g->tape) : 0; }
+
+const tg_node *tg_graph_node(const tg_graph *g, int i)
+{
+    return g && i >= 0 && i < (int)stbds_arrlen(g->tape) ? &g->tape[i] : NULL;
+}
+
+void tg_graph_set_backward_hook(tg_graph *g, tg_backward_hook fn, void *ctx)
+{
+    if (!g) return;
+    g->hook = fn;
+    g->hook_ctx = fn ? ctx : NULL;
+}
 size_t tg_graph_arena_capacity(const tg_graph *g) { return g ? tg_arena_capacity_of(&g->arena) : 0; }
 size_t tg_graph_arena_used(const tg_graph *g) { return g ? tg_arena_used_of(&g->arena) : 0; }
 
@@ -170,6 +182,7 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
     for (ptrdiff_t i = len - 1; i >= 0 && !g->has_error; i--) {
         tg_node *n = &g->tape[i];
         if (n->out->grad) n->backward(g, n);
+        if (g->hook) g->hook(g->hook_ctx, g, (int)i);   /* nodes i .. len-1 are done */
     }
     g->in_backward = false;
     return g->has_error ? -1 : 0;

@@ -106,6 +106,21 @@ TG_API int tg_graph_backward(tg_graph *g, tg_tensor *loss);
  * not reached by a recorded op or made before the last reset). */
 TG_API int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed);
 
+/* Called by backward after each tape node, from the last node to the
+ * first: `node` is the node's index on the tape (0 is the first
+ * recorded), and the call comes once that node's backward has added into
+ * its inputs' gradients (also for a node that was skipped, being on no
+ * path to the loss). So at the call for index i, nodes i .. len-1 are
+ * done: a gradient that only those nodes write is complete. dist/ starts
+ * reducing a bucket of parameter gradients across processes there, while
+ * the backward of the earlier nodes goes on (dist/dist.h). The hook must
+ * not record ops on g. */
+typedef void (*tg_backward_hook)(void *ctx, tg_graph *g, int node);
+/* Installs fn (NULL removes it) with its ctx for every later backward on
+ * g; tg_graph_reset keeps it. Costs one NULL check per node when unset.
+ * Nothing for a NULL g. */
+TG_API void tg_graph_set_backward_hook(tg_graph *g, tg_backward_hook fn, void *ctx);
+
 /* Introspection: nodes on the tape since the last reset (0 for a NULL g). */
 TG_API int tg_graph_tape_len(const tg_graph *g);
 /* Bytes the arena holds for tensor data, gradients and saved values (the

@@ -23,6 +23,8 @@ struct tg_graph {
     bool training;
     bool in_backward;
     tg_rng rng;
+    tg_backward_hook hook;    /* called after each node of backward, or NULL */
+    void *hook_ctx;
 };
 
 #define TG_HEADS_CHUNK ((size_t)64 << 10)   /* first chunk of each header arena */

@@ -530,6 +530,10 @@ static void c_adamw_v(fx *f) { ptr(f, tg_adamw_v(NULL)); }
 static void c_adamw_error(fx *f) { ptr(f, tg_adamw_error(NULL)); }
 static void c_adamw_free(fx *f) { (void)f; tg_adamw_free(NULL); }
 static void c_clip(fx *f) { num(f, tg_clip_grad_norm(NULL, 1)); }
+static void c_hook_nog(fx *f) { (void)f; tg_graph_set_backward_hook(NULL, NULL, NULL); }
+static void c_node_nog(fx *f) { ptr(f, tg_graph_node(NULL, 0)); }
+static void c_node_past(fx *f) { ptr(f, tg_graph_node(f->g, tg_graph_tape_len(f->g))); }
+static void c_node_neg(fx *f) { ptr(f, tg_graph_node(f->g, -1)); }
 static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -589,6 +593,10 @@ static const api_case CASES[] = {
     {"tg_graph_backward(g, exp(x) (2,3))", "-1", "loss must have one element, got (2,3)", c_backward_many},
     {"tg_graph_backward_seeded(g, t, NULL)", "-1", "backward: seed is NULL", c_backward_noseed},
     {"tg_graph_tape_len(NULL)", "0", NULL, c_tape_len},
+    {"tg_graph_set_backward_hook(NULL, ...)", "returns", NULL, c_hook_nog},
+    {"tg_graph_node(NULL, 0)", "NULL", NULL, c_node_nog},
+    {"tg_graph_node(g, tape_len)", "NULL", NULL, c_node_past},
+    {"tg_graph_node(g, -1)", "NULL", NULL, c_node_neg},
     {"tg_graph_arena_capacity(NULL)", "0", NULL, c_arena_capacity},
     {"tg_graph_arena_used(NULL)", "0", NULL, c_arena_used},
     {"tg_graph_backward(g, a tensor made before tg_graph_reset(g))", "-1",
