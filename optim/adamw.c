@@ -14,7 +14,11 @@
  *
  * Decay groups follow nanoGPT: tensors with ndim >= 2 decay, the rest
  * (biases, LayerNorm gains) do not; a flag per tensor, in store order,
- * can be changed with tg_adamw_set_decay. */
+ * can be changed with tg_adamw_set_decay.
+ *
+ * A shard (tg_adamw_new_shard, for ZeRO stage 1 in dist/) keeps the moments
+ * of a range [lo, hi) of the flat buffers only and updates those elements:
+ * the same loop, over each tensor's part inside the range. */
 #include "optim.h"
 
 #include <math.h>
@@ -27,7 +31,8 @@
 struct tg_adamw {
     tg_params *p;
     tg_adamw_config c;
-    void *m, *v;          /* moments, numel elements each, store dtype */
+    void *m, *v;          /* moments of elements [lo, hi) of the flat buffers, store dtype */
+    int64_t lo, hi;       /* the shard: [0, numel) unless made by tg_adamw_new_shard */
     bool *decay;          /* per tensor, in store order */
     int64_t numel;        /* store size when made */
     int count;            /* tensors in the store when made */
@@ -39,6 +44,12 @@ static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
 static bool nonneg(double x) { return isfinite(x) && x >= 0; }
 
 tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen)
+{
+    return tg_adamw_new_shard(p, c, 0, tg_params_numel(p), err, errlen);
+}
+
+tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, char *err,
+                             size_t errlen)
 {
     tg_adamw_config cfg = c ? *c : TG_ADAMW_DEFAULTS;
     if (!p) {
@@ -54,6 +65,11 @@ tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t
                    cfg.weight_decay);
         return NULL;
     }
+    if (lo < 0 || hi < lo || hi > tg_params_numel(p)) {
+        tg_set_err(err, errlen, "adamw_new_shard: the shard [%lld, %lld) is not a range of the store's %lld elements",
+                   (long long)lo, (long long)hi, (long long)tg_params_numel(p));
+        return NULL;
+    }
     tg_adamw *o = tg_calloc(1, sizeof *o);
     if (!o) {
         tg_set_err(err, errlen, "adamw_new: out of memory");
@@ -63,13 +79,15 @@ tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t
     o->c = cfg;
     o->numel = tg_params_numel(p);
     o->count = tg_params_count(p);
+    o->lo = lo;
+    o->hi = hi;
     /* at least one element each, so an empty store is not mistaken for OOM */
-    size_t n = (size_t)(o->numel > 0 ? o->numel : 1), es = tg_dtype_size(tg_params_dtype(p));
+    size_t n = (size_t)(hi > lo ? hi - lo : 1), es = tg_dtype_size(tg_params_dtype(p));
     o->m = tg_calloc(n, es);
     o->v = o->m ? tg_calloc(n, es) : NULL;
     o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
     if (!o->decay) {
-        tg_set_err(err, errlen, "adamw_new: out of memory for the moments of %lld elements", (long long)o->numel);
+        tg_set_err(err, errlen, "adamw_new: out of memory for the moments of %lld elements", (long long)(hi - lo));
         tg_adamw_free(o);
         return NULL;
     }
@@ -144,6 +162,12 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
 void tg_adamw_step(tg_adamw *o, double lr)
 {
     if (!o) return;
+    tg_adamw_step_grad(o, lr, (char *)tg_params_grad(o->p) + (size_t)o->lo * tg_dtype_size(tg_params_dtype(o->p)));
+}
+
+void tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
+{
+    if (!o) return;
     if (!isfinite(lr)) {
         snprintf(o->error, sizeof o->error, "adamw_step: lr must be finite, got %g; nothing done", lr);
         return;
@@ -152,6 +176,10 @@ void tg_adamw_step(tg_adamw *o, double lr)
         snprintf(o->error, sizeof o->error,
                  "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
                  "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        return;
+    }
+    if (!grad && o->hi > o->lo) {
+        snprintf(o->error, sizeof o->error, "adamw_step_grad: grad is NULL; nothing done");
         return;
     }
     o->error[0] = 0;
@@ -165,14 +193,27 @@ void tg_adamw_step(tg_adamw *o, double lr)
         .step_size = lr / (1 - pow(c->beta1, (double)t)),
     };
     bool f32 = tg_params_dtype(o->p) == TG_F32;
+    size_t es = tg_dtype_size(tg_params_dtype(o->p));
     char *base = tg_params_data(o->p);
+    /* each tensor's part inside the shard [lo, hi): a shard may begin or end
+     * inside a tensor, whose decay flag then holds for both parts. Offsets
+     * into m, v and grad count from lo. */
     for (int i = 0; i < o->count; i++) {
         const tg_tensor *w = tg_params_at(o->p, i);
-        size_t off = (size_t)((char *)w->data - base);   /* bytes; the same in grad, m and v */
-        adamw_job j = {f32, o->decay[i], w->data, (char *)o->m + off, (char *)o->v + off,
-                       (char *)tg_params_grad(o->p) + off, &s};
-        tg_parallel_for(w->numel, 16384, adamw_part, &j);
+        int64_t start = ((char *)w->data - base) / (int64_t)es, end = start + w->numel;
+        int64_t a = start > o->lo ? start : o->lo, b = end < o->hi ? end : o->hi;
+        if (a >= b) continue;
+        size_t at = (size_t)(a - o->lo) * es;
+        adamw_job j = {f32, o->decay[i], base + (size_t)a * es, (char *)o->m + at, (char *)o->v + at,
+                       (const char *)grad + at, &s};
+        tg_parallel_for(b - a, 16384, adamw_part, &j);
     }
+}
+
+void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi)
+{
+    if (lo) *lo = o ? o->lo : 0;
+    if (hi) *hi = o ? o->hi : 0;
 }
 
 int64_t tg_adamw_steps(const tg_adamw *o) { return o ? o->steps : 0; }

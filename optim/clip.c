@@ -7,7 +7,12 @@
  * A NaN or inf norm is returned and nothing is scaled (PyTorch would scale
  * by NaN). For f64 gradients whose squares overflow although every
  * element is finite, the sum is redone scaled by the largest |g|, so the
- * norm stays finite when it is representable. */
+ * norm stays finite when it is representable.
+ *
+ * tg_clip_grad_norm_part does the same for one process's part of a
+ * gradient that several hold (dist/): the sums of squares (and the
+ * largest |g| of the rescaled sum) are combined by the caller's reduce
+ * before the square root, so every part gets the same coefficient. */
 #include "optim.h"
 
 #include <math.h>
@@ -80,12 +85,25 @@ static double sumsq(clip_job *j, int64_t n, double scale)
 double tg_clip_grad_norm(tg_params *p, double max_norm)
 {
     if (!p) return NAN;
-    int64_t n = tg_params_numel(p);
-    clip_job j = {.f32 = tg_params_dtype(p) == TG_F32, .g = tg_params_grad(p)};
-    double norm = sqrt(sumsq(&j, n, 1));
+    return tg_clip_grad_norm_part(tg_params_grad(p), tg_params_dtype(p), tg_params_numel(p), max_norm, NULL, NULL);
+}
+
+double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_norm, tg_clip_reduce_fn reduce,
+                              void *ctx)
+{
+    if ((!grad && n > 0) || n < 0 || !tg_dtype_is_float(dt)) return NAN;
+    clip_job j = {.f32 = dt == TG_F32, .g = grad};
+    double ss = sumsq(&j, n, 1);
+    if (reduce) reduce(ctx, &ss, false);
+    double norm = sqrt(ss);
     if (isinf(norm) && !j.f32) {
         double a = maxabs_double(j.g, n);   /* inf if an element is inf */
-        if (isfinite(a)) norm = a * sqrt(sumsq(&j, n, a));
+        if (reduce) reduce(ctx, &a, true);
+        if (isfinite(a)) {
+            ss = sumsq(&j, n, a);
+            if (reduce) reduce(ctx, &ss, false);
+            norm = a * sqrt(ss);
+        }
     }
     if (!isfinite(norm)) return norm;
     double coef = max_norm / (norm + 1e-6);

@@ -72,6 +72,18 @@ typedef struct tg_adamw tg_adamw;
  * NULL, a beta is outside [0, 1), eps or weight_decay is negative or not
  * finite, or out of memory. */
 TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen);
+/* An AdamW that keeps moments for elements [lo, hi) of the store's flat
+ * buffers only and updates only those (ZeRO stage 1: each process of a
+ * data-parallel job steps its own shard, dist/dist.h). The elements of
+ * the range get exactly tg_adamw's update, with each tensor's decay
+ * group (a range may begin or end inside a tensor). tg_adamw_new is the
+ * shard [0, numel). NULL, with a message in err, for tg_adamw_new's
+ * reasons or a range that is not inside [0, tg_params_numel(p)]. */
+TG_API tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, char *err,
+                                    size_t errlen);
+/* The optimizer's shard [lo, hi) into *lo and *hi (either may be NULL);
+ * 0 and 0 for a NULL o. */
+TG_API void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi);
 /* param must be a tensor of the optimizer's store (tg_params_get/_at);
  * otherwise nothing changes and tg_adamw_error says so. NULL o is ignored. */
 TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
@@ -83,9 +95,17 @@ TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
  * store. Does nothing, and sets tg_adamw_error, if the store has grown
  * since tg_adamw_new or lr is not finite; NULL o is ignored. */
 TG_API void tg_adamw_step(tg_adamw *o, double lr);
+/* tg_adamw_step with the gradients of the shard taken from grad (hi - lo
+ * elements of the store's dtype, element k for flat element lo + k)
+ * instead of the store's gradient buffer: a reduce-scatter leaves each
+ * process's shard of the summed gradients in a buffer of its own. A NULL
+ * grad for a shard that is not empty does nothing and sets
+ * tg_adamw_error; NULL o is ignored. */
+TG_API void tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
- * and layout as tg_params_data; tg_params_numel elements each), which may
- * be read and written. Steps taken: 0 for a NULL o. */
+ * and layout as tg_params_data: tg_params_numel elements each, or the
+ * shard's hi - lo from element lo on), which may be read and written.
+ * Steps taken: 0 for a NULL o. */
 TG_API int64_t tg_adamw_steps(const tg_adamw *o);
 /* Sets the step count, e.g. when resuming; the next step is steps + 1. A
  * negative count is refused (tg_adamw_error set); NULL o is ignored. */
@@ -105,6 +125,22 @@ TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
  * max_norm scales nothing; max_norm 0 zeroes every gradient (as PyTorch).
  * NaN when p is NULL. */
 TG_API double tg_clip_grad_norm(tg_params *p, double max_norm);
+
+/* How tg_clip_grad_norm_part combines the parts of a gradient that
+ * several processes hold: reduce(ctx, x, max) replaces *x on every part
+ * with the sum (max false) or the maximum (max true) of all the parts'
+ * *x, the same value on each. */
+typedef void (*tg_clip_reduce_fn)(void *ctx, double *x, bool max);
+/* tg_clip_grad_norm for one part of a gradient spread over several
+ * processes (dist/: each process's shard): grad holds n elements of dt
+ * (f32 or f64); the norm is taken over every part's elements, each
+ * part's sum of squares combined by reduce (NULL: this part is the whole
+ * gradient), so every part is scaled by the same coefficient. The norm
+ * is returned as tg_clip_grad_norm returns it; NaN for a NULL grad, a
+ * negative n or a dtype that is not f32/f64 (then nothing is combined:
+ * call it alike on every part). */
+TG_API double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_norm, tg_clip_reduce_fn reduce,
+                                     void *ctx);
 
 /* nanoGPT's schedule: linear warmup lr * (step + 1) / (warmup + 1) for
  * step < warmup; then cosine from lr down to min_lr at step decay_steps;

@@ -534,6 +534,24 @@ static void c_hook_nog(fx *f) { (void)f; tg_graph_set_backward_hook(NULL, NULL, 
 static void c_node_nog(fx *f) { ptr(f, tg_graph_node(NULL, 0)); }
 static void c_node_past(fx *f) { ptr(f, tg_graph_node(f->g, tg_graph_tape_len(f->g))); }
 static void c_node_neg(fx *f) { ptr(f, tg_graph_node(f->g, -1)); }
+static void c_adamw_shard_range(fx *f) { ptr(f, tg_adamw_new_shard(f->p, NULL, 2, 7, f->err, sizeof f->err)); }
+static void c_adamw_shard_nop(fx *f) { ptr(f, tg_adamw_new_shard(NULL, NULL, 0, 0, f->err, sizeof f->err)); }
+static void c_adamw_shard_noo(fx *f)
+{
+    int64_t lo = 5, hi = 5;
+    tg_adamw_shard(NULL, &lo, &hi);
+    num(f, (double)(lo + hi));
+}
+static void c_adamw_step_grad_null(fx *f)
+{
+    tg_adamw_step_grad(f->adamw, 0.1, NULL);
+    note(f, tg_adamw_error(f->adamw));
+    num(f, (double)tg_adamw_steps(f->adamw));
+}
+static void c_adamw_step_grad_noo(fx *f) { (void)f; tg_adamw_step_grad(NULL, 0.1, NULL); }
+static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
+static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
+static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
 static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -821,6 +839,16 @@ static const api_case CASES[] = {
     {"tg_adamw_error(NULL)", "NULL", NULL, c_adamw_error},
     {"tg_adamw_free(NULL)", "returns", NULL, c_adamw_free},
     {"tg_clip_grad_norm(NULL, 1)", "nan", NULL, c_clip},
+    {"tg_adamw_new_shard(p of 6, NULL, 2, 7)", "NULL", "adamw_new_shard: the shard [2, 7) is not a range of the "
+     "store's 6 elements", c_adamw_shard_range},
+    {"tg_adamw_new_shard(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_shard_nop},
+    {"tg_adamw_shard(NULL, &lo, &hi)", "0", NULL, c_adamw_shard_noo},
+    {"tg_adamw_step_grad(o, 0.1, NULL): steps stay 0", "0", "adamw_step_grad: grad is NULL; nothing done",
+     c_adamw_step_grad_null},
+    {"tg_adamw_step_grad(NULL, 0.1, NULL)", "returns", NULL, c_adamw_step_grad_noo},
+    {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
+    {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
+    {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},
     {"tg_lr_cosine(INT64_MAX - 1, warmup INT64_MAX, ..., lr 2)", "2", NULL, c_lr_warmup_max},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
