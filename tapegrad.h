@@ -16,5 +16,6 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "text/text.h"
+#include "dist/dist.h"
 
 #endif

@@ -3,12 +3,15 @@
 # As root it installs the missing ones with apt-get; otherwise it prints
 # the exact command to run and exits non-zero.
 #   scripts/deps.sh          what the library, the examples and the demo need
+#                            (Open MPI: tiny_gpt train on several processes,
+#                            and the tests that run it)
 #   scripts/deps.sh --test   also what the test suite uses: chromium, for the
 #                            browser test of tiny_gpt attn's page (without it
 #                            that one test is skipped)
 set -euo pipefail
 
-pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev libpcre2-dev)
+pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev libpcre2-dev
+      libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do

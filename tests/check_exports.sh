@@ -3,7 +3,7 @@
 # in a public header carries TG_API (core/export.h), every TG_API function
 # is exported, and nothing else is (no internal function that forgot
 # `static`, no stb_ds). Public headers: core/*.h except *_internal.h,
-# ops/ops.h, nn/nn.h, optim/optim.h, text/text.h.
+# ops/ops.h, nn/nn.h, optim/optim.h, text/text.h, dist/dist.h.
 #   tests/check_exports.sh SOURCE_DIR LIBTAPEGRAD.so
 # Before looking at the real headers it runs its parser on a small sample
 # with known answers, so a parser that silently matches nothing fails.
@@ -82,7 +82,7 @@ fi
 # ---- the public headers against the library's dynamic symbols
 cd "$src"
 headers=()
-for h in core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h; do
+for h in core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h dist/dist.h; do
     case "$h" in *_internal.h) continue ;; esac
     headers+=("$h")
 done

@@ -552,6 +552,96 @@ static void c_adamw_step_grad_noo(fx *f) { (void)f; tg_adamw_step_grad(NULL, 0.1
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
+static void c_dist_allreduce_null(fx *f) { num(f, tg_dist_allreduce_f64(NULL, 2, TG_DIST_SUM)); }
+static void c_dist_allreduce_op(fx *f)
+{
+    double x = 1;
+    num(f, tg_dist_allreduce_f64(&x, 1, (tg_dist_op)7));
+}
+static void c_dist_allreduce_i64_neg(fx *f)
+{
+    int64_t x = 1;
+    num(f, tg_dist_allreduce_i64(&x, -1, TG_DIST_MAX));
+}
+static void c_dist_bcast_root(fx *f)
+{
+    char b[4] = "abc";
+    num(f, tg_dist_bcast(b, 4, tg_dist_size()));
+}
+static void c_dist_bcast_null(fx *f) { num(f, tg_dist_bcast(NULL, 4, 0)); }
+static void c_dist_first_failure(fx *f)
+{
+    snprintf(f->err, sizeof f->err, "%s", "the message");
+    num(f, tg_dist_first_failure(true, f->err, 4));   /* one process: rank 0 failed; msg cut to 3 bytes */
+    if (strcmp(f->err, "the")) snprintf(f->got, sizeof f->got, "a message of %zu bytes", strlen(f->err));
+}
+static void c_dist_shard_range(fx *f)
+{
+    int64_t lo = 9, hi = 9;
+    tg_dist_shard_range(10, 2, 2, &lo, &hi);
+    num(f, (double)(lo + hi));
+}
+static void c_dist_grads_nop(fx *f) { ptr(f, tg_dist_grads_new(NULL, NULL, f->err, sizeof f->err)); }
+static void c_dist_grads_empty(fx *f)
+{
+    tg_params *p = tg_params_new(TG_F32, NULL, 0);
+    ptr(f, tg_dist_grads_new(p, NULL, f->err, sizeof f->err));
+    tg_params_free(p);
+}
+static void c_dist_grads_free(fx *f) { (void)f; tg_dist_grads_free(NULL); }
+static void c_dist_begin_null(fx *f) { num(f, tg_dist_grads_begin(NULL, f->g)); }
+static void c_dist_begin_nog(fx *f)
+{
+    tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL, 0);
+    num(f, tg_dist_grads_begin(d, NULL));
+    tg_dist_grads_free(d);
+}
+static void c_dist_begin_twice(fx *f)
+{
+    tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL, 0);
+    tg_dist_grads_begin(d, f->g);
+    num(f, tg_dist_grads_begin(d, f->g));
+    tg_dist_grads_end(d);
+    tg_dist_grads_free(d);
+}
+static void c_dist_end_unbegun(fx *f)
+{
+    tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL, 0);
+    num(f, tg_dist_grads_end(d));
+    tg_dist_grads_free(d);
+}
+static void c_dist_end_null(fx *f) { num(f, tg_dist_grads_end(NULL)); }
+static void c_dist_shard_null(fx *f)
+{
+    int64_t lo = 3, hi = 3;
+    tg_dist_grads_shard(NULL, &lo, &hi);
+    num(f, (double)(lo + hi));
+}
+static void c_dist_shard_grad_null(fx *f) { ptr(f, tg_dist_grads_shard_grad(NULL)); }
+static void c_dist_clip_null(fx *f) { num(f, tg_dist_grads_clip(NULL, 1)); }
+static void c_dist_gather_params_null(fx *f) { num(f, tg_dist_grads_gather_params(NULL)); }
+static void c_dist_gather_shard_null(fx *f)
+{
+    tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL, 0);
+    num(f, tg_dist_grads_gather_shard(d, tg_params_grad(f->p), NULL));   /* rank 0 needs full */
+    tg_dist_grads_free(d);
+}
+static void c_dist_probe_null(fx *f) { num(f, tg_dist_grads_probe(NULL, 1)); }
+static void c_dist_bucket_count_null(fx *f) { num(f, tg_dist_grads_bucket_count(NULL)); }
+static void c_dist_bucket_past(fx *f)
+{
+    tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL, 0);
+    tg_dist_bucket b;
+    num(f, tg_dist_grads_bucket(d, tg_dist_grads_bucket_count(d), &b));
+    tg_dist_grads_free(d);
+}
+static void c_dist_stats_null(fx *f)
+{
+    tg_dist_stats s;
+    memset(&s, 0xff, sizeof s);
+    tg_dist_grads_stats(NULL, &s);
+    num(f, (double)s.steps + s.wait_s);
+}
 static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -849,6 +939,32 @@ static const api_case CASES[] = {
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},
+    /* dist/dist.h (one process: no launcher started this test) */
+    {"tg_dist_allreduce_f64(NULL, 2, sum)", "-1", NULL, c_dist_allreduce_null},
+    {"tg_dist_allreduce_f64(&x, 1, op 7)", "-1", NULL, c_dist_allreduce_op},
+    {"tg_dist_allreduce_i64(&x, -1, max)", "-1", NULL, c_dist_allreduce_i64_neg},
+    {"tg_dist_bcast(b, 4, root = size)", "-1", NULL, c_dist_bcast_root},
+    {"tg_dist_bcast(NULL, 4, 0)", "-1", NULL, c_dist_bcast_null},
+    {"tg_dist_first_failure(true, msg, 4)", "0", NULL, c_dist_first_failure},
+    {"tg_dist_shard_range(10, rank 2 of 2): nothing written", "18", NULL, c_dist_shard_range},
+    {"tg_dist_grads_new(NULL, ...)", "NULL", "dist_grads_new: params is NULL", c_dist_grads_nop},
+    {"tg_dist_grads_new(an empty store, ...)", "NULL", "dist_grads_new: the store has no parameters",
+     c_dist_grads_empty},
+    {"tg_dist_grads_free(NULL)", "returns", NULL, c_dist_grads_free},
+    {"tg_dist_grads_begin(NULL, g)", "-1", NULL, c_dist_begin_null},
+    {"tg_dist_grads_begin(d, NULL)", "-1", NULL, c_dist_begin_nog},
+    {"tg_dist_grads_begin(d, g) twice", "-1", NULL, c_dist_begin_twice},
+    {"tg_dist_grads_end(d) without begin", "-1", NULL, c_dist_end_unbegun},
+    {"tg_dist_grads_end(NULL)", "-1", NULL, c_dist_end_null},
+    {"tg_dist_grads_shard(NULL, &lo, &hi)", "0", NULL, c_dist_shard_null},
+    {"tg_dist_grads_shard_grad(NULL)", "NULL", NULL, c_dist_shard_grad_null},
+    {"tg_dist_grads_clip(NULL, 1)", "nan", NULL, c_dist_clip_null},
+    {"tg_dist_grads_gather_params(NULL)", "-1", NULL, c_dist_gather_params_null},
+    {"tg_dist_grads_gather_shard(d, part, NULL) on rank 0", "-1", NULL, c_dist_gather_shard_null},
+    {"tg_dist_grads_probe(NULL, 1)", "nan", NULL, c_dist_probe_null},
+    {"tg_dist_grads_bucket_count(NULL)", "0", NULL, c_dist_bucket_count_null},
+    {"tg_dist_grads_bucket(d, count, &b)", "-1", NULL, c_dist_bucket_past},
+    {"tg_dist_grads_stats(NULL, &s): zeros", "0", NULL, c_dist_stats_null},
     {"tg_lr_cosine(INT64_MAX - 1, warmup INT64_MAX, ..., lr 2)", "2", NULL, c_lr_warmup_max},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
