@@ -95,7 +95,7 @@ static int rng_from_string(tg_rng *r, const tg_st_file *f, const char *key, char
 
 /* ---- writing ------------------------------------------------------------ */
 
-int checkpoint_save(const char *path, const model *m, const vocab *v, tg_adamw *opt, const train_state *ts,
+int checkpoint_save(const char *path, const model *m, const vocab *v, const opt_state *opt, const train_state *ts,
                     const char *const *extra_meta, int n_extra, char *err, size_t errlen)
 {
     char vocab_s[1200] = "", step[32], best[40], rd[80], rr[80], adam_steps[32];
@@ -118,12 +118,12 @@ int checkpoint_save(const char *path, const model *m, const vocab *v, tg_adamw *
     if (!rc && opt && ts) {
         int64_t n = tg_params_numel(m->params);
         const char *dt = tg_params_dtype(m->params) == TG_F32 ? "F32" : "F64";
-        rc |= tg_st_writer_add(w, "optimizer.m", dt, 1, &n, tg_adamw_m(opt));
-        rc |= tg_st_writer_add(w, "optimizer.v", dt, 1, &n, tg_adamw_v(opt));
+        rc |= tg_st_writer_add(w, "optimizer.m", dt, 1, &n, opt->m);
+        rc |= tg_st_writer_add(w, "optimizer.v", dt, 1, &n, opt->v);
         snprintf(best, sizeof best, "%.17g", ts->best_val);
         rng_to_string(&ts->data_rng, rd, sizeof rd);
         rng_to_string(&ts->drop_rng, rr, sizeof rr);
-        snprintf(adam_steps, sizeof adam_steps, "%lld", (long long)tg_adamw_steps(opt));
+        snprintf(adam_steps, sizeof adam_steps, "%lld", (long long)opt->steps);
         rc |= tg_st_writer_meta(w, "train.best_val", best);
         rc |= tg_st_writer_meta(w, "train.data_rng", rd);
         rc |= tg_st_writer_meta(w, "train.dropout_rng", rr);
@@ -310,20 +310,24 @@ int checkpoint_load_train(const tg_st_file *f, const model *m, tg_adamw *opt, tr
                               "(one optimizer step per training step)", (long long)asteps, (long long)step);
         return -1;
     }
-    /* the moments (the file's dtype is the store's: copied as they are), then
-     * checked: finite, and v (a running mean of squares) not negative */
+    /* the moments, checked (finite, and v, a running mean of squares, not
+     * negative); then the optimizer's range of them (the whole, or its
+     * shard), copied as they are: the file's dtype is the store's */
     const bool f32 = tg_params_dtype(m->params) == TG_F32;
-    memcpy(tg_adamw_m(opt), mt->data, mt->nbytes);
-    memcpy(tg_adamw_v(opt), vt->data, vt->nbytes);
     for (int64_t i = 0; i < n; i++) {
-        double a = f32 ? ((float *)tg_adamw_m(opt))[i] : ((double *)tg_adamw_m(opt))[i];
-        double b = f32 ? ((float *)tg_adamw_v(opt))[i] : ((double *)tg_adamw_v(opt))[i];
+        double a = f32 ? ((const float *)mt->data)[i] : ((const double *)mt->data)[i];
+        double b = f32 ? ((const float *)vt->data)[i] : ((const double *)vt->data)[i];
         if (!isfinite(a) || !isfinite(b) || b < 0) {
             snprintf(err, errlen, "checkpoint optimizer state at element %lld is m %g, v %g (must be finite, v >= 0)",
                      (long long)i, a, b);
             return -1;
         }
     }
+    int64_t lo, hi;
+    tg_adamw_shard(opt, &lo, &hi);
+    const size_t es = tg_dtype_size(tg_params_dtype(m->params));
+    memcpy(tg_adamw_m(opt), (const char *)mt->data + (size_t)lo * es, (size_t)(hi - lo) * es);
+    memcpy(tg_adamw_v(opt), (const char *)vt->data + (size_t)lo * es, (size_t)(hi - lo) * es);
     tg_adamw_set_steps(opt, asteps);
     ts->step = step;
     ts->best_val = best;

@@ -18,11 +18,19 @@ typedef struct train_state {
     tg_rng data_rng, drop_rng; /* batch sampling and dropout streams */
 } train_state;
 
+/* The optimizer's state as a checkpoint holds it: AdamW's moments of
+ * every parameter (tg_params_numel elements each, the store's layout and
+ * dtype: with --zero 1 gathered from every rank's shard) and its steps. */
+typedef struct opt_state {
+    const void *m, *v;
+    int64_t steps;
+} opt_state;
+
 /* Writes the model atomically, with ts->step as train.step when ts is
  * given (the step the weights are from), and the whole training state
  * when opt and ts are given (a checkpoint --resume can continue).
  * extra_meta: more key/value pairs (may be NULL, n 0). */
-int checkpoint_save(const char *path, const model *m, const vocab *v, tg_adamw *opt, const train_state *ts,
+int checkpoint_save(const char *path, const model *m, const vocab *v, const opt_state *opt, const train_state *ts,
                     const char *const *extra_meta, int n_extra, char *err, size_t errlen);
 
 /* The metadata value of key as an integer in [lo, hi]: the whole string,
@@ -58,8 +66,11 @@ int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen);
 /* Restores optimizer moments and the training state saved by
  * checkpoint_save, validated: train.step in [0, max_step], optimizer.steps
  * equal to it, best_val a number >= 0 or inf, the random streams in
- * their exact form, the moments finite (v >= 0). 0, or -1 with a message
- * (the optimizer may then hold part of the file's state). */
+ * their exact form, the moments finite (v >= 0; all of them are checked).
+ * An optimizer made for a shard (tg_adamw_new_shard: --zero 1) takes its
+ * range of the file's moments, so a run resumes on any number of
+ * processes. 0, or -1 with a message (the optimizer may then hold part
+ * of the file's state). */
 int checkpoint_load_train(const tg_st_file *f, const model *m, tg_adamw *opt, train_state *ts, int64_t max_step,
                           char *err, size_t errlen);
 

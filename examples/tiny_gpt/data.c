@@ -176,13 +176,20 @@ void dataset_free(dataset *d)
 
 void dataset_batch(const dataset *d, bool val, int B, int T, tg_rng *rng, int32_t *x, int32_t *y)
 {
+    dataset_rows(d, val, B, 0, B, T, rng, x, y);
+}
+
+void dataset_rows(const dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng, int32_t *x,
+                  int32_t *y)
+{
     const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
     size_t n = val ? d->n - d->n_train : d->n_train;
     uint32_t starts = (uint32_t)(n - (size_t)T);   /* windows of T + 1 tokens */
-    for (int b = 0; b < B; b++) {
-        size_t s = tg_rng_below(rng, starts);
-        memcpy(x + (size_t)b * T, base + s, (size_t)T * sizeof *x);
-        memcpy(y + (size_t)b * T, base + s + 1, (size_t)T * sizeof *y);
+    for (int b = 0; b < total; b++) {
+        size_t s = tg_rng_below(rng, starts);   /* every row is drawn, so rng moves as for the whole batch */
+        if (b < first || b >= first + count) continue;
+        memcpy(x + (size_t)(b - first) * T, base + s, (size_t)T * sizeof *x);
+        memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
     }
 }
 

@@ -64,6 +64,13 @@ void dataset_free(dataset *d);
 /* B random windows of the train (val = false) or val split: x (B,T) and
  * y (B,T) = x shifted by one. */
 void dataset_batch(const dataset *d, bool val, int B, int T, tg_rng *rng, int32_t *x, int32_t *y);
+/* Rows [first, first + count) of a batch of `total` windows, into x and
+ * y (count x T each): every window's start is drawn, so rng moves as for
+ * the whole batch, and only those rows are copied. Rank r of R takes rows
+ * [r B, (r + 1) B) of each R B batch: together the ranks see the batch
+ * one process with --batch-size R B sees, and their streams stay equal. */
+void dataset_rows(const dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng, int32_t *x,
+                  int32_t *y);
 
 /* Reads a whole file; NULL with a message in err. */
 char *read_file(const char *path, size_t *len, char *err, size_t errlen);

@@ -123,6 +123,15 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     if (args_seen(specs, n_specs, "batch-size")) {   /* the whole batch, in one piece */
         o.batch_size = batch_size;
         o.grad_accum = 1;
+    } else if (tg_st_meta(f, "train.ranks")) {   /* a run of R processes evaluated R x B windows at a time */
+        int64_t ranks;
+        if (checkpoint_meta_i64(f, "train.ranks", 1, 1 << 20, &ranks, err, sizeof err)) goto fail;
+        if (ranks * o.batch_size > 1 << 20) {
+            snprintf(err, sizeof err, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt, (long long)ranks,
+                     o.batch_size);
+            goto fail;
+        }
+        o.batch_size *= (int)ranks;
     }
     if (tg_st_meta(f, "train.step") && checkpoint_meta_i64(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
         goto fail;
@@ -140,8 +149,9 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     const int T = m.cfg.block_size;
     if (dataset_make(&d, &v, text.text, text.len, T, err, sizeof err) || !(g = tg_graph_new())) goto fail;
     const int B = o.batch_size, A = o.grad_accum;
-    double tl = estimate_loss(g, &m, &d, false, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
-    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
+    double tl = estimate_loss(g, &m, &d, false, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
+    double vl =
+        isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
     if (isnan(vl)) goto fail;
     printf("step %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)\n", (long long)step, tl, vl,
            bits_per_byte(vl, d.bytes_per_token[1]));

@@ -9,10 +9,18 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ranks.h"
 #include "tiny_gpt.h"
 
-void set_threads(int n) { tg_set_num_threads(n); }
+/* n <= 0: the machine's cores, divided among the job's processes on it */
+void set_threads(int n)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0 && tg_dist_local_size() > 1) n = cores / tg_dist_local_size() > 1 ? (int)(cores / tg_dist_local_size()) : 1;
+    tg_set_num_threads(n);
+}
 
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen)
 {
@@ -50,15 +58,15 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
     char err[1024];
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tiny_gpt %s %s\n", cmd, usage);
-            args_usage(stdout, specs, n_specs, "  ");
+            if (tg_dist_rank() == 0) {
+                printf("usage: tiny_gpt %s %s\n", cmd, usage);
+                args_usage(stdout, specs, n_specs, "  ");
+            }
             return 0;
         }
-    if (args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
-        (attn && parse_attn(*attn, attn_composed, err, sizeof err))) {
-        fprintf(stderr, "tiny_gpt %s: %s\n", cmd, err);
-        return 2;
-    }
+    bool failed = args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
+                  (attn && parse_attn(*attn, attn_composed, err, sizeof err));
+    if (ranks_agree(cmd, failed, err)) return 2;   /* printed once, also on several processes */
     set_threads(*threads);
     return -1;
 }
@@ -89,24 +97,45 @@ static const struct {
 } COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
                 {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}, {"export", cmd_export}, {"import", cmd_import}};
 
-int main(int argc, char **argv)
+/* The command named by argv[1]; only train runs on several processes. */
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        if (tg_dist_rank() == 0) usage(stderr);
         return 2;
     }
     const char *cmd = argv[1];
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(cmd, COMMANDS[i].name)) {
+            if (tg_dist_size() > 1 && COMMANDS[i].run != cmd_train) {
+                if (tg_dist_rank() == 0)
+                    fprintf(stderr, "tiny_gpt %s: runs as one process, not %d (only train runs on several: mpirun -np "
+                                    "N tiny_gpt train ...)\n", cmd, tg_dist_size());
+                return 2;
+            }
             int rc = COMMANDS[i].run(argc - 2, argv + 2);
             args_free();
             return rc;
         }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        usage(stdout);
+        if (tg_dist_rank() == 0) usage(stdout);
         return 0;
     }
-    fprintf(stderr, "tiny_gpt: unknown command '%s'\n", cmd);
-    usage(stderr);
+    if (tg_dist_rank() == 0) {
+        fprintf(stderr, "tiny_gpt: unknown command '%s'\n", cmd);
+        usage(stderr);
+    }
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (tg_dist_init(&argc, &argv, err, sizeof err)) {   /* MPI, when mpirun started us; first of all */
+        fprintf(stderr, "tiny_gpt: %s\n", err);
+        return 1;
+    }
+    int rc = run(argc, argv);
+    tg_dist_finalize();
+    return rc;
 }

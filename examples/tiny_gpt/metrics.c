@@ -21,17 +21,26 @@ static void field(FILE *fp, const char *fmt, double v)
     if (!isnan(v)) fprintf(fp, fmt, v);
 }
 
-void metrics_write(FILE *fp, const metrics_row *r)
+/* a loss: 6 decimals, or `digits` significant digits when > 0 */
+static void loss_field(FILE *fp, double v, int digits)
+{
+    fputc(',', fp);
+    if (isnan(v)) return;
+    if (digits > 0) fprintf(fp, "%.*g", digits, v);
+    else fprintf(fp, "%.6f", v);
+}
+
+void metrics_write(FILE *fp, const metrics_row *r, int digits)
 {
     fprintf(fp, "%lld", (long long)r->step);
-    field(fp, "%.6f", r->loss);
+    loss_field(fp, r->loss, digits);
     field(fp, "%.6g", r->lr);
     field(fp, "%.3f", r->ms);
     field(fp, "%.1f", r->tokens_per_s);
-    field(fp, "%.6f", r->train);
-    field(fp, "%.6f", r->val);
-    field(fp, "%.6f", r->train_bpb);
-    field(fp, "%.6f", r->val_bpb);
+    loss_field(fp, r->train, digits);
+    loss_field(fp, r->val, digits);
+    loss_field(fp, r->train_bpb, digits);
+    loss_field(fp, r->val_bpb, digits);
     fputc('\n', fp);
 }
 

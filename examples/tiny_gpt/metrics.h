@@ -29,6 +29,9 @@ metrics_row metrics_empty(int64_t step);
  * run wrote after its last checkpoint are dropped, so the resumed run's
  * rows follow without repeats. The rewrite is atomic. NULL with a message. */
 FILE *metrics_open(const char *path, int64_t resume_step, char *err, size_t errlen);
-void metrics_write(FILE *fp, const metrics_row *r);
+/* Appends row r; the losses (and bits per byte) with 6 decimals, or with
+ * `digits` significant digits when digits > 0 (train --log-digits: 17
+ * reads an f64 back exactly, for comparing runs). */
+void metrics_write(FILE *fp, const metrics_row *r, int digits);
 
 #endif

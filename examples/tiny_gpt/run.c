@@ -122,13 +122,18 @@ int run_restore(arg_spec *specs, int n_specs, unsigned roles, const tg_st_file *
 
 /* ---- the data's identity ------------------------------------------------ */
 
+uint64_t fnv1a64(const void *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3u;
+    return h;
+}
+
 void data_id_of(data_id *id, const char *path, const char *text, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)text[i]) * 0x100000001b3u;
     snprintf(id->path, sizeof id->path, "%s", path ? path : "");
     id->bytes = len;
-    id->fnv = h;
+    id->fnv = fnv1a64(text, len);
 }
 
 int data_id_record(const data_id *id, kv_list *l)

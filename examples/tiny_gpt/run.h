@@ -50,6 +50,9 @@ typedef struct data_id {
     uint64_t bytes, fnv;
 } data_id;
 
+/* FNV-1a, 64 bits, of n bytes: the checksum tiny_gpt records and compares. */
+uint64_t fnv1a64(const void *p, size_t n);
+
 void data_id_of(data_id *id, const char *path, const char *text, size_t len);
 int data_id_record(const data_id *id, kv_list *l);
 /* Reads the data identity f records: 1 when it records one, 0 when it

@@ -17,7 +17,7 @@ int cmd_export(int argc, char **argv);      /* export.c: a Llama as llama2.c's f
 int cmd_import(int argc, char **argv);      /* export.c: llama2.c's model.bin as a checkpoint */
 
 /* Shared helpers (main.c). */
-void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */
+void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: the cores / this machine's ranks */
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
 /* --attn: "fused" (tg_attention, the default) or "composed" (the teaching
  * path, which can return the attention weights) */
@@ -25,8 +25,8 @@ int parse_attn(const char *s, bool *composed, char *err, size_t errlen);
 double now_seconds(void);
 /* The start every command shares: --help prints usage on stdout (returns 0); flags,
  * --dtype and --attn (unless attn is NULL) are parsed (an error prints and
- * returns 2); tapegrad and BLAS get *threads threads. Returns -1 when the
- * command should go on. */
+ * returns 2, once for all ranks of an mpirun job: ranks_agree); tapegrad
+ * and BLAS get *threads threads. Returns -1 when the command should go on. */
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads);
@@ -35,7 +35,8 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
 #define SPEC_DTYPE(p) {"dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0, ROLE_NONE}
 #define SPEC_ATTN(p) \
     {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0, ROLE_NONE}
-#define SPEC_THREADS(p) {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS (0: all cores)", 0, ROLE_NONE}
+#define SPEC_THREADS(p) \
+    {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS, per process (0: the cores / its processes)", 0, ROLE_NONE}
 #define SPEC_CONFIG(p) {"config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0, ROLE_NONE}
 
 

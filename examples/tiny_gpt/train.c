@@ -13,6 +13,15 @@
  *                evaluate_and_save: train and val loss, the best weights
  *                in OUT/best.safetensors, the full state in OUT/last
  *
+ * On R processes (mpirun -np R tiny_gpt train, docs/distributed.md) every
+ * rank runs every stage on the same flags and data; rank 0 alone claims
+ * OUT, prints and writes files. Each rank draws every micro-batch's R x B
+ * windows from the one data stream and trains on its own B rows; dist/
+ * sums the gradients while backward runs (t->dg, on one process a no-op)
+ * and --zero 1 shards AdamW's moments. Before training the ranks agree
+ * that setup worked everywhere and that they run the same run
+ * (ranks.h); an error on one rank during training ends the job.
+ *
  * Steps are counted as the console shows them: step k is the k-th
  * optimizer step, and metrics.csv has one row per step (metrics.h). A
  * resumed run follows the uninterrupted one exactly: the same batches,
@@ -31,6 +40,7 @@
 #include "files.h"
 #include "lossplot.h"
 #include "metrics.h"
+#include "ranks.h"
 #include "run.h"
 #include "tiny_gpt.h"
 #include "train.h"
@@ -42,7 +52,7 @@ int train_specs(train_opts *o, arg_spec *specs)
                       .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
                       .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
-                      .seed = 1337, .corpus_chars = 300000};
+                      .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
         {"arch", ARG_STRING, &o->arch, 0, 0, "the model: gpt (nanoGPT's GPT-2) or llama (llama2.c's Llama)", 0,
@@ -85,6 +95,13 @@ int train_specs(train_opts *o, arg_spec *specs)
                                             "teaching path)", 0, ROLE_FREE},
         {"log-interval", ARG_I64, &o->log_interval, 1, 1e12, "steps between progress lines (when not a terminal)", 0,
          ROLE_FREE},
+        {"log-digits", ARG_INT, &o->log_digits, 0, 17,
+         "significant digits of the losses in metrics.csv (0: 6 decimals; 17 reads f64 back exactly)", 0, ROLE_FREE},
+        {"zero", ARG_INT, &o->zero, 0, 1,
+         "ZeRO stage: 1 shards AdamW's moments across the processes (1/R of the memory each; the same losses)", 0,
+         ROLE_FREE},
+        {"bucket-mb", ARG_DOUBLE, &o->bucket_mb, 0.001, 4096,
+         "MiB of gradients per bucket summed across processes while backward runs", 0, ROLE_NONE},
         SPEC_THREADS(&o->threads),
         {"out", ARG_STRING, &o->out, 0, 0, "output directory", 0, ROLE_NONE},
         {"resume", ARG_SWITCH, &o->resume, 0, 0, "continue the run in OUT (every setting from OUT/last.safetensors)",
@@ -103,7 +120,7 @@ int train_specs(train_opts *o, arg_spec *specs)
 }
 
 double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
-                     int64_t seed, int64_t step, char *err, size_t errlen)
+                     int64_t seed, int64_t step, int r, int R, char *err, size_t errlen)
 {
     int32_t *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
     if (!x || !y) {
@@ -112,13 +129,13 @@ double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, i
         free(y);
         return NAN;
     }
-    tg_rng r;
-    tg_rng_seed(&r, (uint64_t)seed * 1000003u + (uint64_t)step, val ? 2 : 3);
+    tg_rng rng;
+    tg_rng_seed(&rng, (uint64_t)seed * 1000003u + (uint64_t)step, val ? 2 : 3);
     bool grad = tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     double sum = 0;
     for (int64_t i = 0; i < iters * A; i++) {
-        dataset_batch(d, val, B, T, &r, x, y);
+        dataset_rows(d, val, R * B, r * B, B, T, &rng, x, y);
         tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
         tg_tensor *loss = model_loss(g, m, xt, yt);                       /* () */
@@ -135,7 +152,9 @@ double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, i
     tg_graph_set_grad_enabled(g, grad);
     free(x);
     free(y);
-    return sum / (double)(iters * A);
+    if (isnan(sum)) return NAN;
+    tg_dist_allreduce_f64(&sum, 1, TG_DIST_SUM);   /* every rank's rows */
+    return sum / (double)(iters * A * R);
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -161,6 +180,11 @@ typedef struct trainer {
     dataset d;
     model m;
     tg_adamw *opt;
+    tg_dist_grads *dg;              /* the gradients' sums across processes (nothing to do on one) */
+    int rank, ranks;                /* this process of the job's R; rank 0 prints and writes files */
+    const char *say;                /* "train" on rank 0, NULL elsewhere: run.c's notices */
+    bool everywhere;                /* the failure happened on every rank alike (no rank named) */
+    double probe_s;                 /* the gradients' sum across processes, nothing overlapped */
     tg_graph *g;
     train_state ts;
     FILE *csv;
@@ -190,19 +214,22 @@ static bool exists(const char *path)
 }
 
 /* OUT is ours alone; a run already in it is continued only with --resume
- * and replaced only with --force. */
+ * and replaced only with --force. Of several processes rank 0 claims it
+ * and writes there; the others only read the checkpoint of --resume. */
 static int claim_out(trainer *t)
 {
     train_opts *o = &t->o;
     if (o->resume && (o->init || o->force)) return failf(t, "--resume excludes %s", o->init ? "--init" : "--force");
     for (int i = 0; i < N_OUT_FILES; i++) snprintf(t->path[i], sizeof t->path[i], "%s/%s", o->out, OUT_FILES[i]);
-    t->lock_fd = outdir_claim(o->out, OUT_FILES, N_OUT_FILES, t->err, sizeof t->err);
-    if (t->lock_fd < 0) return -1;
+    if (t->rank == 0 && (t->lock_fd = outdir_claim(o->out, OUT_FILES, N_OUT_FILES, t->err, sizeof t->err)) < 0)
+        return -1;
     if (o->resume) {
-        if (!exists(t->path[LAST])) return failf(t, "--resume: %s does not exist: there is no run to continue in %s",
-                                                 t->path[LAST], o->out);
+        if (!exists(t->path[LAST]))
+            return failf(t, "--resume: %s does not exist: there is no run to continue in %s%s", t->path[LAST], o->out,
+                         t->rank ? " (every process reads it: OUT must be at the same path on every machine)" : "");
         return 0;
     }
+    if (t->rank) return 0;
     if (!exists(t->path[LAST]) && !exists(t->path[BEST])) return 0;   /* no weights to lose */
     if (o->force) {
         for (int i = 0; i < N_OUT_FILES; i++) remove(t->path[i]);
@@ -231,7 +258,7 @@ static int start_from(trainer *t)
     model_config c;
     if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
-    if (run_restore(t->specs, t->n_specs, roles, t->from, path, "train", t->err, sizeof t->err)) return -1;
+    if (run_restore(t->specs, t->n_specs, roles, t->from, path, t->say, t->err, sizeof t->err)) return -1;
     return 0;
 }
 
@@ -254,7 +281,7 @@ static int check_settings(trainer *t)
     if (llama && o->bias) return failf(t, "--bias true: the Llama has no biases");
     if (llama && o->n_kv_head && o->n_head % o->n_kv_head)
         return failf(t, "--n-kv-head %d must divide --n-head %d", o->n_kv_head, o->n_head);
-    if (o->warmup >= o->steps)
+    if (o->warmup >= o->steps && t->say)
         fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
                         "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
     return 0;
@@ -266,7 +293,7 @@ static int load_data(trainer *t)
 {
     const train_opts *o = &t->o;
     return run_load_text(&t->text, &t->id, o->data, o->corpus_chars, o->resume ? t->from : NULL, t->path[LAST], true,
-                         "train", t->err, sizeof t->err);
+                         t->say, t->err, sizeof t->err);
 }
 
 /* Vocabulary, model, optimizer and the state a resumed run continues from. */
@@ -298,8 +325,14 @@ static int build(trainer *t)
         if (model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
     }
     model_set_composed(&t->m, o->attn_composed);
+    /* the sums across processes, and AdamW for the range this rank updates:
+     * everything, or with --zero 1 its shard */
+    tg_dist_grads_config dc = {.bucket_bytes = (size_t)(o->bucket_mb * (1 << 20)), .shard = o->zero == 1};
+    if (!(t->dg = tg_dist_grads_new(t->m.params, &dc, t->err, sizeof t->err))) return -1;
+    int64_t lo, hi;
+    tg_dist_grads_shard(t->dg, &lo, &hi);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
-    if (!(t->opt = tg_adamw_new(t->m.params, &ac, t->err, sizeof t->err))) return -1;
+    if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, t->err, sizeof t->err))) return -1;
     t->ts = (train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
@@ -313,20 +346,36 @@ static int build(trainer *t)
     }
     if (dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
 
-    /* the global batch is what a resumed run must keep; its split may change */
-    int64_t global = (int64_t)o->batch_size * o->grad_accum;
+    /* the global batch (processes x --batch-size x --grad-accum) is what a
+     * resumed run must keep; its split may change. Resumed on another
+     * number of processes without a new split, --batch-size follows. */
+    const int R = t->ranks;
+    int64_t global = (int64_t)R * o->batch_size * o->grad_accum;
     int64_t rec = global;
     if (t->from && o->resume && tg_st_meta(t->from, "train.global_batch") &&
         checkpoint_meta_i64(t->from, "train.global_batch", 1, INT64_MAX, &rec, t->err, sizeof t->err))
         return -1;
-    if (rec != global)
-        return failf(t, "--batch-size %d x --grad-accum %d = %lld sequences per step differs from the run's %lld; a "
-                        "resumed run keeps its batch (it may split it differently)",
-                     o->batch_size, o->grad_accum, (long long)global, (long long)rec);
-    char gb[32];
+    const bool split_given = args_seen(t->specs, t->n_specs, "batch-size") || args_seen(t->specs, t->n_specs, "grad-accum");
+    if (rec != global && !split_given && rec % ((int64_t)R * o->grad_accum) == 0 &&
+        rec / ((int64_t)R * o->grad_accum) <= 1 << 16) {
+        o->batch_size = (int)(rec / ((int64_t)R * o->grad_accum));
+        global = rec;
+        if (t->say)
+            fprintf(stderr, "tiny_gpt train: notice: --batch-size %d on each of %d processes keeps the run's %lld "
+                            "sequences per step\n", o->batch_size, R, (long long)rec);
+    }
+    if (rec != global) {
+        char procs[48] = "";
+        if (R > 1) snprintf(procs, sizeof procs, "%d processes x ", R);
+        return failf(t, "%s--batch-size %d x --grad-accum %d = %lld sequences per step differs from the run's %lld; "
+                        "a resumed run keeps its batch (it may split it differently)",
+                     procs, o->batch_size, o->grad_accum, (long long)global, (long long)rec);
+    }
+    char gb[32], nr[16];
     snprintf(gb, sizeof gb, "%lld", (long long)global);
+    snprintf(nr, sizeof nr, "%d", R);
     if (run_record(t->specs, t->n_specs, &t->meta) || data_id_record(&t->id, &t->meta) ||
-        kv_add(&t->meta, "train.global_batch", gb))
+        kv_add(&t->meta, "train.global_batch", gb) || kv_add(&t->meta, "train.ranks", nr))
         return failf(t, "out of memory");
 
     t->g = tg_graph_new();
@@ -348,43 +397,88 @@ static void plot_losses(trainer *t)
         fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", err);
 }
 
+/* Every process must hold the same weights (the same steps from the same
+ * sums): at every checkpoint a checksum of them is compared. */
+static int weights_agree(trainer *t, int64_t step)
+{
+    if (t->ranks == 1) return 0;
+    const tg_params *p = t->m.params;
+    double h = (double)(fnv1a64(tg_params_data(t->m.params), (size_t)tg_params_numel(p) * tg_dtype_size(t->dt)) >> 11);
+    double lo = h, hi = h;
+    tg_dist_allreduce_f64(&lo, 1, TG_DIST_MIN);
+    tg_dist_allreduce_f64(&hi, 1, TG_DIST_MAX);
+    if (lo == hi) return 0;
+    t->everywhere = true;
+    return failf(t, "at step %lld the processes' weights differ (their sums across processes did not agree)",
+                 (long long)step);
+}
+
+/* OUT/last.safetensors: the whole state, on rank 0. With --zero 1 every
+ * rank's shard of the moments is gathered there first (every rank calls
+ * this). */
 static int save_last(trainer *t, int64_t step)
 {
     t->ts.step = step;
     t->ts.drop_rng = *tg_graph_rng(t->g);
-    fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
-    return checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
-                           t->err, sizeof t->err);
+    if (weights_agree(t, step)) return -1;
+    opt_state os = {tg_adamw_m(t->opt), tg_adamw_v(t->opt), tg_adamw_steps(t->opt)};
+    const size_t bytes = (size_t)tg_params_numel(t->m.params) * tg_dtype_size(t->dt);
+    void *m = NULL, *v = NULL;
+    int64_t lo, hi;
+    tg_adamw_shard(t->opt, &lo, &hi);
+    if (hi - lo != tg_params_numel(t->m.params)) {   /* sharded: the moments of every rank, on rank 0 */
+        if (t->rank == 0 && (!(m = malloc(bytes)) || !(v = malloc(bytes)))) {
+            free(m);
+            return failf(t, "out of memory for the optimizer's moments (%zu bytes twice) of the checkpoint", bytes);
+        }
+        tg_dist_grads_gather_shard(t->dg, tg_adamw_m(t->opt), m);
+        tg_dist_grads_gather_shard(t->dg, tg_adamw_v(t->opt), v);
+        os.m = m;
+        os.v = v;
+    }
+    int rc = 0;
+    if (t->rank == 0) {
+        fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
+        rc = checkpoint_save(t->path[LAST], &t->m, &t->v, &os, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
+                             t->err, sizeof t->err);
+    }
+    free(m);
+    free(v);
+    return rc;
 }
 
 /* Train and val loss at `step` into row; the best weights and the state. */
 static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
     const train_opts *o = &t->o;
-    const int B = o->batch_size, A = o->grad_accum, T = o->block_size;
-    row->train = estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, t->err, sizeof t->err);
+    const int B = o->batch_size, A = o->grad_accum, T = o->block_size, r = t->rank, R = t->ranks;
+    row->train =
+        estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, r, R, t->err, sizeof t->err);
     row->val = isnan(row->train) ? NAN
-                                 : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, t->err,
-                                                 sizeof t->err);
+                                 : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, r, R,
+                                                 t->err, sizeof t->err);
+    if (isnan(row->train) || isnan(row->val)) return -1;   /* estimate_loss's message (its graph is reset) */
     if (!isfinite(row->train) || !isfinite(row->val)) {
-        if (!tg_graph_error(t->g)) failf(t, "the loss is not finite at step %lld", (long long)step);
-        return -1;
+        t->everywhere = true;   /* a sum across processes: the same everywhere */
+        return failf(t, "the loss is not finite at step %lld", (long long)step);
     }
     row->train_bpb = bits_per_byte(row->train, t->d.bytes_per_token[0]);
     row->val_bpb = bits_per_byte(row->val, t->d.bytes_per_token[1]);
-    fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)", tty ? "\r\033[K" : "",
-            (long long)step, row->train, row->val, row->val_bpb);
-    if (t->text.floor_nats >= 0)
-        fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
-    fprintf(stderr, "\n");
-    metrics_write(t->csv, row);
-    fflush(t->csv);
-    plot_losses(t);
+    if (t->rank == 0) {
+        fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)", tty ? "\r\033[K" : "",
+                (long long)step, row->train, row->val, row->val_bpb);
+        if (t->text.floor_nats >= 0)
+            fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
+        fprintf(stderr, "\n");
+        metrics_write(t->csv, row, o->log_digits);
+        fflush(t->csv);
+        plot_losses(t);
+    }
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
         train_state at = {.step = step};
-        if (checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv, t->meta.n,
-                            t->err, sizeof t->err))
+        if (t->rank == 0 && checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv,
+                                            t->meta.n, t->err, sizeof t->err))
             return -1;
     }
     return save_last(t, step);
@@ -392,28 +486,36 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
 
 /* ---- training ------------------------------------------------------------ */
 
-/* One optimizer step: --grad-accum micro-batches, each backward seeded
- * with 1/grad_accum so their gradients add up to the mean over the whole
- * batch; clipping; AdamW. Returns the step's loss (the micro-batches'
- * mean), or NAN with the message. */
+/* One optimizer step: --grad-accum micro-batches of this rank's rows,
+ * each backward seeded with 1 / (processes x grad_accum), so that summed
+ * across the processes (t->dg, while the last micro-batch's backward
+ * runs) the gradients are the mean over the whole global batch; clipping
+ * by the global norm; AdamW on the range this rank updates (everything,
+ * or with --zero 1 its shard, gathered into every rank's weights after).
+ * Returns the step's loss (the mean over every micro-batch of every
+ * rank), or NAN with the message. */
 static double train_step(trainer *t, int64_t step, double lr)
 {
     const train_opts *o = &t->o;
-    const int B = o->batch_size, T = o->block_size, A = o->grad_accum;
-    const double inv = 1.0 / A;
+    const int B = o->batch_size, T = o->block_size, A = o->grad_accum, R = t->ranks;
+    const double inv = 1.0 / ((double)A * R);
     const float inv_f = (float)inv;
     const void *seed = t->dt == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
     for (int k = 0; k < A; k++) {
-        dataset_batch(&t->d, false, B, T, &t->ts.data_rng, t->x, t->y);
+        dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);
         tg_tensor *xt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->y);   /* (B,T) */
         tg_tensor *loss = model_loss(t->g, &t->m, xt, yt);                      /* () */
-        if (tg_graph_backward_seeded(t->g, loss, seed) != 0) {
+        const bool last = k == A - 1;   /* earlier micro-batches only accumulate */
+        if (last) tg_dist_grads_begin(t->dg, t->g);
+        int rc = tg_graph_backward_seeded(t->g, loss, seed);
+        if (last) tg_dist_grads_end(t->dg);
+        if (rc != 0) {
             failf(t, "step %lld: %s", (long long)step, tg_graph_error(t->g));
             return NAN;
         }
-        double lv = tg_tensor_item(loss);
+        double lv = ranks_fault_nan(step) ? NAN : tg_tensor_item(loss);
         tg_graph_reset(t->g);
         if (!isfinite(lv)) {
             failf(t, "step %lld: the loss is %g", (long long)step, lv);
@@ -421,16 +523,28 @@ static double train_step(trainer *t, int64_t step, double lr)
         }
         sum += lv;
     }
+    tg_dist_allreduce_f64(&sum, 1, TG_DIST_SUM);
     if (o->grad_clip > 0) {
-        double norm = tg_clip_grad_norm(t->m.params, o->grad_clip);
+        double norm = tg_dist_grads_clip(t->dg, o->grad_clip);
         if (!isfinite(norm)) {
+            t->everywhere = true;   /* the norm of the summed gradients: the same on every rank */
             failf(t, "step %lld: the gradient norm is %g", (long long)step, norm);
             return NAN;
         }
     }
-    tg_adamw_step(t->opt, lr);
+    tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg));
+    tg_dist_grads_gather_params(t->dg);
     tg_params_zero_grad(t->m.params);
-    return sum / A;
+    return sum / ((double)A * R);
+}
+
+/* A signal on any process (mpirun passes Ctrl-C on as SIGTERM to every
+ * one, not at the same instant): every rank stops at the same step. */
+static int stop_signal(void)
+{
+    int64_t sig = interrupted;
+    tg_dist_allreduce_i64(&sig, 1, TG_DIST_MAX);
+    return (int)sig;
 }
 
 static void fmt_eta(double s, char *buf, size_t size)
@@ -440,13 +554,29 @@ static void fmt_eta(double s, char *buf, size_t size)
     else snprintf(buf, size, "%.0fs", s);
 }
 
+/* On several processes, what the gradients' sum across them cost: the
+ * probe timed it alone at the start; after its backward a step waited
+ * for what backward did not hide, and for slower processes. (bench/
+ * bench_dist times the overlap itself: buckets against one at the end.) */
+static void report_overlap(const trainer *t)
+{
+    tg_dist_stats s;
+    tg_dist_grads_stats(t->dg, &s);
+    if (t->ranks == 1 || !s.steps) return;
+    fprintf(stderr, "tiny_gpt: %d processes: summing %.1f MB of gradients takes %.2f ms alone; a step waited %.2f ms "
+                    "after its backward (%.1f ms) for the sums and for slower processes\n",
+            t->ranks, (double)s.bytes / 1e6, 1e3 * t->probe_s, 1e3 * s.wait_s / (double)s.steps,
+            1e3 * s.backward_s / (double)s.steps);
+}
+
 /* Returns 0 (done), 130/143 (stopped by a signal) or -1 (error). */
 static int train_loop(trainer *t)
 {
     const train_opts *o = &t->o;
     const bool tty = isatty(STDERR_FILENO);
     const int64_t first = t->ts.step;
-    const double tokens = (double)o->batch_size * o->grad_accum * o->block_size;
+    const bool lead = t->rank == 0;   /* prints and writes files */
+    const double tokens = (double)t->ranks * o->batch_size * o->grad_accum * o->block_size;
     double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
     if (!o->resume) {   /* a resumed run evaluated the step it starts at */
         metrics_row row = metrics_empty(0);
@@ -454,12 +584,15 @@ static int train_loop(trainer *t)
         last_val = row.val;
     }
     for (int64_t step = first; step < o->steps;) {
-        if (interrupted || (o->stop_at && step >= o->stop_at)) {
+        const int sig = stop_signal();
+        if (sig || (o->stop_at && step >= o->stop_at)) {
             if (save_last(t, step)) return -1;
-            plot_losses(t);
-            fprintf(stderr, "%sstopped at step %lld; continue with: tiny_gpt train --resume --out %s\n",
-                    tty ? "\r\033[K" : "", (long long)step, o->out);
-            return interrupted ? 128 + interrupted : 0;
+            if (lead) {
+                plot_losses(t);
+                fprintf(stderr, "%sstopped at step %lld; continue with: tiny_gpt train --resume --out %s\n",
+                        tty ? "\r\033[K" : "", (long long)step, o->out);
+            }
+            return sig ? 128 + sig : 0;
         }
         double t0 = now_seconds(), lr = tg_lr_cosine(step, o->warmup, o->steps, o->lr, o->min_lr);
         double loss = train_step(t, step + 1, lr);
@@ -472,7 +605,7 @@ static int train_loop(trainer *t)
         row.lr = lr;
         row.ms = ms;
         row.tokens_per_s = tokens / (ema_ms / 1e3);
-        if (tty || step % o->log_interval == 0) {
+        if (lead && (tty || step % o->log_interval == 0)) {
             char eta[32];
             fmt_eta(ema_ms / 1e3 * (double)(o->steps - step), eta, sizeof eta);
             fprintf(stderr, "%sstep %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s%s",
@@ -482,14 +615,86 @@ static int train_loop(trainer *t)
         if (step % o->eval_interval == 0 || step == o->steps) {
             if (evaluate_and_save(t, step, &row, tty)) return -1;
             last_val = row.val;
-        } else {
-            metrics_write(t->csv, &row);
+        } else if (lead) {
+            metrics_write(t->csv, &row, o->log_digits);
         }
     }
+    if (!lead) return 0;
     fprintf(stderr, "tiny_gpt: %lld steps in %.1f s; best val loss %.4f; checkpoints in %s/\n",
             (long long)(o->steps - first), now_seconds() - t_start, t->ts.best_val, o->out);
+    report_overlap(t);
     printf("val loss %.4f\n", last_val);
     return 0;
+}
+
+/* What every process must share with rank 0 (ranks_check_same): the
+ * run's recorded settings (the text by size and checksum; its path may
+ * differ), the model, the vocabulary, the weights and, resumed, the
+ * checkpoint's state, and what decides the order of the collectives (the
+ * buckets, --stop-at). A new run takes rank 0's initial weights first,
+ * as DDP does: machines whose libm rounds differently draw other ones. */
+static int same_run(trainer *t)
+{
+    if (t->ranks == 1) return 0;
+    const train_opts *o = &t->o;
+    tg_params *p = t->m.params;
+    const size_t bytes = (size_t)tg_params_numel(p) * tg_dtype_size(t->dt);
+    if (!t->from) tg_dist_bcast(tg_params_data(p), bytes, 0);
+    kv_list f = {0};
+    char buf[1200];
+    int rc = 0;
+    for (int i = 0; i < t->meta.n; i++)
+        if (strcmp(t->meta.kv[2 * i], "train.data")) rc |= kv_add(&f, t->meta.kv[2 * i], t->meta.kv[2 * i + 1]);
+    rc |= model_config_record(&t->m.cfg, &f);
+    vocab_to_string(&t->v, buf, sizeof buf);
+    rc |= kv_add(&f, "vocab", buf);
+    snprintf(buf, sizeof buf, "%lld elements in %d buckets", (long long)tg_params_numel(p),
+             tg_dist_grads_bucket_count(t->dg));
+    rc |= kv_add(&f, "parameters", buf);
+    snprintf(buf, sizeof buf, "%s", o->resume ? "--resume" : o->init ? "--init" : "a new run");
+    rc |= kv_add(&f, "start", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)o->stop_at);
+    rc |= kv_add(&f, "train.stop_at", buf);
+    snprintf(buf, sizeof buf, "checksum %016llx", (unsigned long long)fnv1a64(tg_params_data(p), bytes));
+    rc |= kv_add(&f, "weights", buf);
+    if (o->resume) {
+        const tg_st_tensor *m = tg_st_find(t->from, "optimizer.m"), *v = tg_st_find(t->from, "optimizer.v");
+        snprintf(buf, sizeof buf, "step %lld, moments %016llx %016llx, data stream %016llx %016llx",
+                 (long long)t->ts.step, (unsigned long long)fnv1a64(m->data, m->nbytes),
+                 (unsigned long long)fnv1a64(v->data, v->nbytes), (unsigned long long)t->ts.data_rng.state,
+                 (unsigned long long)t->ts.data_rng.inc);
+        rc |= kv_add(&f, "checkpoint", buf);
+    }
+    if (rc) ranks_abort("train", "out of memory");
+    rc = ranks_check_same(&f, t->err, sizeof t->err);
+    kv_free(&f);
+    return rc;
+}
+
+/* The lines that open a run. */
+static void say_start(trainer *t)
+{
+    const train_opts *o = &t->o;
+    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
+            (long long)tg_params_numel(t->m.params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
+            o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
+    if (t->ranks > 1) {
+        int64_t lo, hi;
+        tg_adamw_shard(t->opt, &lo, &hi);
+        const double es = (double)tg_dtype_size(t->dt), mb = 2 * es * (double)tg_params_numel(t->m.params) / 1e6;
+        char of[64] = "";
+        if (o->zero) snprintf(of, sizeof of, " (--zero 1: its shard of %.3g MB)", mb);
+        fprintf(stderr, "tiny_gpt: %d processes x %d threads; %lld sequences per step (%d x --batch-size %d x "
+                        "--grad-accum %d); gradients summed in %d buckets as backward runs; AdamW's moments %.3g MB "
+                        "per process%s\n",
+                t->ranks, tg_num_threads(), (long long)t->ranks * o->batch_size * o->grad_accum, t->ranks,
+                o->batch_size, o->grad_accum, tg_dist_grads_bucket_count(t->dg), 2 * es * (double)(hi - lo) / 1e6, of);
+    } else if (o->zero) {
+        fprintf(stderr, "tiny_gpt train: notice: --zero 1 on one process: there is nothing to shard\n");
+    }
+    if (o->resume) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
+    if (t->text.floor_nats >= 0)
+        fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", t->text.floor_nats);
 }
 
 int cmd_train(int argc, char **argv)
@@ -497,6 +702,9 @@ int cmd_train(int argc, char **argv)
     trainer *t = calloc(1, sizeof *t);
     if (!t) return 1;
     t->lock_fd = -1;
+    t->rank = tg_dist_rank();
+    t->ranks = tg_dist_size();
+    t->say = t->rank ? NULL : "train";
     t->n_specs = train_specs(&t->o, t->specs);
     train_opts *o = &t->o;
     tg_dtype dt;
@@ -506,23 +714,29 @@ int cmd_train(int argc, char **argv)
         free(t);
         return rc;
     }
-    if (claim_out(t) || start_from(t) || check_settings(t) || load_data(t) || build(t)) goto fail;
-    if (!(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, t->err, sizeof t->err))) goto fail;
-
-    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
-            (long long)tg_params_numel(t->m.params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
-            o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
-    if (o->resume) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
-    if (t->text.floor_nats >= 0)
-        fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", t->text.floor_nats);
+    /* every rank runs every stage; then they agree that all succeeded and
+     * that they run the same run, before rank 0 writes anything */
+    rc = 1;
+    bool failed = claim_out(t) || start_from(t) || check_settings(t) || load_data(t) || build(t);
+    if (ranks_agree("train", failed, t->err)) goto done;
+    if (same_run(t)) {
+        if (t->rank == 0) fprintf(stderr, "tiny_gpt train: %s\n", t->err);
+        goto done;
+    }
+    failed = t->rank == 0 && !(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, t->err,
+                                                     sizeof t->err));
+    if (ranks_agree("train", failed, t->err)) goto done;
+    t->probe_s = tg_dist_grads_probe(t->dg, 3);   /* (the gradients are still zero) */
+    if (t->rank == 0) say_start(t);
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     rc = train_loop(t);
-    if (rc >= 0) goto done;
-fail:
-    fprintf(stderr, "%stiny_gpt train: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", t->err);
-    rc = 1;
+    if (rc < 0) {
+        if (t->ranks > 1 && !t->everywhere) ranks_abort("train", t->err);   /* the others may wait in a collective */
+        if (t->rank == 0) fprintf(stderr, "%stiny_gpt train: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", t->err);
+        rc = 1;
+    }
 done:
     if (t->csv) fclose(t->csv);
     if (t->lock_fd >= 0) close(t->lock_fd);
@@ -530,6 +744,7 @@ done:
     free(t->y);
     tg_graph_free(t->g);
     tg_adamw_free(t->opt);
+    tg_dist_grads_free(t->dg);
     model_free(&t->m);
     tg_st_free(t->from);
     dataset_free(&t->d);

@@ -19,6 +19,8 @@ typedef struct train_opts {
     bool bias, resume, force, attn_composed;
     int64_t seed;
     int threads, corpus_chars;
+    int zero, log_digits;      /* --zero 1: AdamW's moments sharded across processes */
+    double bucket_mb;          /* gradient buckets summed across processes */
 } train_opts;
 
 #define TRAIN_MAX_SPECS 48
@@ -27,15 +29,18 @@ typedef struct train_opts {
  * train's flags pointing into o; returns the number of flags. */
 int train_specs(train_opts *o, arg_spec *specs);
 
-/* Mean loss of m over `iters` batches of B x A windows of T tokens of the
- * train (val = false) or val split, in eval mode without grad, each
- * batch run as A micro-batches of B (so that a run split into micro-
- * batches estimates what the whole batch gives, to rounding). The windows
- * come from their own stream seeded by (seed, step), so an estimate never
+/* Mean loss of m over `iters` batches of R x B x A windows of T tokens
+ * of the train (val = false) or val split, in eval mode without grad,
+ * each batch run as A micro-batches of R x B, of which this process (rank
+ * r of R) runs rows [r B, (r + 1) B) and the sums are added across the R
+ * processes (so that a run split into micro-batches or processes
+ * estimates what the whole batch gives, to rounding). The windows come
+ * from their own stream seeded by (seed, step), so an estimate never
  * disturbs training and the same step always sees the same windows. NAN
- * with the graph's message in err on failure. */
+ * with the graph's message in err on failure (this process's: the others
+ * are then waiting in the sum). */
 double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
-                     int64_t seed, int64_t step, char *err, size_t errlen);
+                     int64_t seed, int64_t step, int r, int R, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */
 static inline double bits_per_byte(double nats, double bytes_per_token)

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# tiny_gpt train on several processes (mpirun, docs/distributed.md)
+# follows one process with the whole batch, resumes on another number of
+# processes, and stops every process when one of them goes wrong.
+#   tests/tiny_gpt_mpi.sh path/to/tiny_gpt path/to/st_edit HAVE_MPI
+# Skipped (77) without MPI or Open MPI's mpirun (tests/mpi_run.sh runs it:
+# localhost, oversubscribed, as root in CI).
+#
+# What "the same losses" means here: metrics.csv with --log-digits 17
+# (every step's loss and every evaluation's train and val loss, f64 read
+# back exactly) against the one-process run of the whole batch, each
+# value within 1e-12 relative in f64 (1e-5 in f32), over 20 steps: the
+# sums across processes add the same numbers in another order, nothing
+# else differs. R = 3 with batches of 5 does not divide the parameter
+# counts (the zero-1 shards have remainders) nor the one-process batch
+# of 15 into powers of two.
+. "$(dirname "$0")/tiny_gpt_lib.sh"
+have=${3:-}
+here=$(dirname "$0")
+bash "$here/mpi_run.sh" "$have" 1 true >/dev/null || { echo "no MPI: skipped"; exit 77; }
+mpi() {   # mpi NP ARGS...: tiny_gpt (or any program, after --) on NP ranks
+  local np=$1
+  shift
+  if [ "$1" = -- ]; then shift; bash "$here/mpi_run.sh" "$have" "$np" "$@"
+  else bash "$here/mpi_run.sh" "$have" "$np" "$bin" "$@"; fi
+}
+
+base=(--n-layer 2 --n-head 2 --n-embd 48 --block-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 5 --eval-iters 2
+      --threads 1 --corpus-chars 100000 --steps 20 --eval-interval 10 --log-digits 17 --grad-clip 0.5)
+
+# close NAME DIR_A DIR_B TOL: the same rows, every loss within TOL relative
+close() {
+  local out
+  out=$(awk -F, -v tol="$4" '
+    function rel(x, y,   d, m) { d = x - y; d = d < 0 ? -d : d; m = y < 0 ? -y : y; return m > 0 ? d / m : d }
+    FNR == 1 { next }
+    NR == FNR { a[$1] = $2 "," $6 "," $7; na++; next }
+    { nb++
+      if (!($1 in a)) { miss++; next }
+      split(a[$1], v, ","); c[1] = $2; c[2] = $6; c[3] = $7
+      for (i = 1; i <= 3; i++) {
+        if ((v[i] == "") != (c[i] == "")) { miss++; continue }
+        if (v[i] == "") continue
+        r = rel(c[i], v[i]); n++; if (r > worst) worst = r
+      } }
+    END { printf "%d rows, %d losses, worst relative difference %.3g", nb, n, worst
+          exit !(na == nb && nb > 0 && !miss && n > nb && worst <= tol) }' "$2/metrics.csv" "$3/metrics.csv")
+  if [ $? -eq 0 ]; then ok "$1 ($out)"; else bad "$1: $out (tolerance $4)"; fi
+}
+
+# run NAME ARGS...: a run into $work/NAME, its stderr in $work/NAME.log
+run1() { local d=$1; shift; "$bin" train "${base[@]}" "$@" --out "$work/$d" >"$work/$d.out" 2>"$work/$d.log" ||
+  bad "$d failed: $(tail -3 "$work/$d.log")"; }
+runn() { local np=$1 d=$2; shift 2; mpi "$np" train "${base[@]}" "$@" --out "$work/$d" >"$work/$d.out" 2>"$work/$d.log" ||
+  bad "$d failed: $(tail -3 "$work/$d.log")"; }
+
+# 1. R processes x B = one process x R B, to float rounding
+run1 g8 --dtype f64 --batch-size 8
+runn 2 g2 --dtype f64 --batch-size 4
+close "2 x batch 4 = batch 8 (GPT, f64)" "$work/g8" "$work/g2" 1e-12
+run1 g15 --dtype f64 --batch-size 15
+runn 3 g3 --dtype f64 --batch-size 5
+close "3 x batch 5 = batch 15 (GPT, f64)" "$work/g15" "$work/g3" 1e-12
+run1 b8 --dtype f64 --batch-size 8 --bias true
+runn 2 b2 --dtype f64 --batch-size 4 --bias true
+close "2 x 4 = 8 with biases (GPT, f64)" "$work/b8" "$work/b2" 1e-12
+run1 b15 --dtype f64 --batch-size 15 --bias true
+runn 3 b3 --dtype f64 --batch-size 5 --bias true
+close "3 x 5 = 15 with biases (GPT, f64)" "$work/b15" "$work/b3" 1e-12
+run1 l8 --dtype f64 --batch-size 8 --arch llama --n-kv-head 1
+runn 2 l2 --dtype f64 --batch-size 4 --arch llama --n-kv-head 1
+close "2 x 4 = 8 (Llama, GQA, f64)" "$work/l8" "$work/l2" 1e-12
+run1 l15 --dtype f64 --batch-size 15 --arch llama --tied false
+runn 3 l3 --dtype f64 --batch-size 5 --arch llama --tied false
+close "3 x 5 = 15 (Llama, untied, f64)" "$work/l15" "$work/l3" 1e-12
+run1 a12 --dtype f64 --batch-size 12
+runn 2 a2 --dtype f64 --batch-size 3 --grad-accum 2
+close "2 x batch 3 x --grad-accum 2 = batch 12 (f64)" "$work/a12" "$work/a2" 1e-12
+run1 f8 --batch-size 8
+runn 2 f2 --batch-size 4
+close "2 x 4 = 8 (GPT, f32)" "$work/f8" "$work/f2" 1e-5
+run1 fl15 --batch-size 15 --arch llama
+runn 3 fl3 --batch-size 5 --arch llama
+close "3 x 5 = 15 (Llama, f32)" "$work/fl15" "$work/fl3" 1e-5
+grep -q "2 processes x 1 threads; 8 sequences per step (2 x --batch-size 4 x --grad-accum 1)" "$work/g2.log" &&
+  [ "$(grep -c . "$work/g2.out")" -eq 1 ] && ! grep -q "rank" "$work/g2.log" &&
+  ok "rank 0 alone prints: one header, one 'val loss' line" || bad "output: $(head -3 "$work/g2.log") / $(cat "$work/g2.out")"
+header "$work/g2/last.safetensors" | grep -q '"train.global_batch":"8"' &&
+  header "$work/g2/last.safetensors" | grep -q '"train.ranks":"2"' &&
+  ok "the checkpoint records the global batch (8) and the processes (2)" || bad "metadata: $(header "$work/g2/last.safetensors")"
+
+want=$(grep -o "^step 20: train loss [0-9.]*, val loss [0-9.]* ([0-9.]* bits per byte)" "$work/g2.log")
+got=$("$bin" eval --ckpt "$work/g2/last.safetensors" 2>&1)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "eval --ckpt of a 2-process run prints training's line ($want)" ||
+  bad "eval --ckpt: '$got', training printed '$want'"
+
+# 2. --zero 1: the same losses, a third of the moments per process
+runn 3 z3 --dtype f64 --batch-size 5 --zero 1
+close "--zero 1 on 3 processes = without (f64)" "$work/g3" "$work/z3" 1e-12
+close "--zero 1 on 3 processes = one process x 15 (f64)" "$work/g15" "$work/z3" 1e-12
+runn 2 fz2 --batch-size 4 --zero 1
+close "--zero 1 on 2 processes = one process x 8 (f32)" "$work/f8" "$work/fz2" 1e-5
+mb() { grep -o "AdamW's moments [0-9.]* MB" "$1" | grep -o "[0-9.]*"; }
+awk -v a="$(mb "$work/g3.log")" -v b="$(mb "$work/z3.log")" 'BEGIN { d = 3 * b - a; exit !(a > 0 && d < 0.01 * a && -d < 0.01 * a) }' &&
+  ok "--zero 1: AdamW's moments per process $(mb "$work/z3.log") MB, a third of $(mb "$work/g3.log") MB" ||
+  bad "moments: $(mb "$work/g3.log") and $(mb "$work/z3.log") MB"
+# the tensors of a checkpoint with their shapes and places, and its metadata's keys
+layout() { head -c 65536 "$1" | tr -d '\000' | LC_ALL=C grep -ao '"[a-z_.0-9]*":{"dtype":"F[0-9]*","shape":\[[0-9,]*\],"data_offsets":\[[0-9,]*\]}'
+           header "$1" | grep -o '"[a-z_.]*":' | sort; }
+[ -n "$(layout "$work/z3/last.safetensors" | grep optimizer.m)" ] &&
+  cmp -s <(layout "$work/g3/last.safetensors") <(layout "$work/z3/last.safetensors") &&
+  ok "--zero 1's checkpoint holds the whole state (the same tensors and settings)" ||
+  bad "zero-1 checkpoint: $(diff <(layout "$work/g3/last.safetensors") <(layout "$work/z3/last.safetensors") | head -5)"
+
+# 3. resumed on another number of processes, the global batch kept
+runn 2 r21 --dtype f64 --batch-size 4 --stop-at 10
+"$bin" train --resume --out "$work/r21" >/dev/null 2>"$work/r21b.log" || bad "resume on 1: $(tail -2 "$work/r21b.log")"
+grep -q "notice: --batch-size 8 on each of 1 processes keeps the run's 8 sequences per step" "$work/r21b.log" &&
+  ok "resumed on 1 process, --batch-size follows the global batch" || bad "notice: $(cat "$work/r21b.log")"
+close "2 processes to step 10, then 1: the uninterrupted run's losses" "$work/g2" "$work/r21" 1e-12
+run1 r13 --dtype f64 --batch-size 15 --stop-at 10
+mpi 3 train --resume --out "$work/r13" >/dev/null 2>"$work/r13b.log" || bad "resume on 3: $(tail -2 "$work/r13b.log")"
+close "1 process to step 10, then 3: the uninterrupted run's losses" "$work/g15" "$work/r13" 1e-12
+runn 3 rz --dtype f64 --batch-size 4 --zero 1 --stop-at 10
+mpi 2 train --resume --out "$work/rz" >/dev/null 2>"$work/rzb.log" || bad "zero-1 resume on 2: $(tail -2 "$work/rzb.log")"
+close "--zero 1 on 3 processes to step 10, then on 2 (other shards): batch 12's losses" "$work/a12" "$work/rz" 1e-12
+expect_fail "a global batch that does not split among the processes" \
+  "the run's 8" mpi 3 train --resume --out "$work/g2" --steps 30
+
+# 4. every process must run rank 0's run: one message naming the rank and the field
+head -c 40000 /dev/urandom | base64 >"$work/a.txt"
+head -c 40000 /dev/urandom | base64 >"$work/b.txt"
+out=$(mpi 1 train "${base[@]}" --data "$work/a.txt" --out "$work/m1" : -np 1 "$bin" train "${base[@]}" \
+  --data "$work/b.txt" --out "$work/m1" 2>&1 >/dev/null)
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "tiny_gpt train: rank 1: the data's" <<<"$out")" -eq 1 ] && [ ! -e "$work/m1/metrics.csv" ] &&
+  ok "another text on rank 1: one message naming rank 1 and the data; nothing written" ||
+  bad "data mismatch: exit $rc: $out"
+out=$(mpi 1 train "${base[@]}" --out "$work/m2" : -np 1 "$bin" train "${base[@]}" --lr 2e-3 --out "$work/m2" 2>&1 >/dev/null)
+grep -q "tiny_gpt train: rank 1: --lr is 0.002 here but 0.003 on rank 0" <<<"$out" &&
+  ok "another --lr on rank 1 is named" || bad "lr mismatch: $out"
+out=$(mpi 2 -- "$bin" train "${base[@]}" --out "$work/m3" : -np 1 "$bin" train "${base[@]}" --data /nonexistent \
+  --out "$work/m3" 2>&1 >/dev/null)
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "tiny_gpt train: rank 2: /nonexistent: No such file or directory" <<<"$out")" -eq 1 ] &&
+  ok "a file missing on rank 2: every rank stops, one message" || bad "missing file: exit $rc: $out"
+expect_fail "a flag's error is printed once" "tiny_gpt train: unknown flag '--lrr'" mpi 2 train --lrr 1
+[ "$(mpi 2 train --lrr 1 2>&1 | grep -c "unknown flag")" -eq 1 ] && ok "... exactly once" || bad "flag error repeated"
+expect_fail "other commands run as one process" "runs as one process, not 2" mpi 2 sample --ckpt "$work/g2/best.safetensors"
+
+# 5. one process failing during training ends the job within seconds
+t0=$(date +%s)
+out=$(timeout 120 bash "$here/mpi_run.sh" "$have" 1 "$bin" train "${base[@]}" --steps 400 --out "$work/n" : \
+  -np 1 env TINY_GPT_FAULT=nan:5 "$bin" train "${base[@]}" --steps 400 --out "$work/n" 2>&1 >/dev/null)
+rc=$?
+dt=$(($(date +%s) - t0))
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "tiny_gpt train: rank 1: step 5: the loss is nan" <<<"$out" && [ $dt -lt 30 ] &&
+  ok "a NaN on rank 1 at step 5 stops both ranks (${dt} s), naming rank 1" || bad "NaN on one rank: exit $rc in ${dt} s: $out"
+
+# 6. kill -9 of one rank ends the job; its last checkpoint resumes
+long=(--dtype f64 --batch-size 4 --steps 80 --eval-interval 20)
+runn 2 kref "${long[@]}"
+bash "$here/mpi_run.sh" "$have" 2 "$bin" train "${base[@]}" "${long[@]}" --out "$work/k" >/dev/null 2>"$work/k.log" &
+pid=$!
+wait_rows() {   # wait_rows DIR N: DIR/metrics.csv has N rows, or the job ended
+  for _ in $(seq 3000); do
+    local n
+    n=$(grep -c '^[0-9]' "$1/metrics.csv" 2>/dev/null)
+    [ "${n:-0}" -ge "$2" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+if wait_rows "$work/k" 46; then
+  victim=$(pgrep -P "$pid" | tail -1)   # a rank: a child of mpirun
+  kill -9 "$victim"
+  t0=$(date +%s)
+  wait $pid
+  rc=$?
+  dt=$(($(date +%s) - t0))
+  [ $rc -ne 0 ] && [ $dt -lt 30 ] && ok "kill -9 of one rank ends the job (exit $rc, ${dt} s)" ||
+    bad "after kill -9: exit $rc in ${dt} s"
+  mpi 2 train --resume --out "$work/k" >/dev/null 2>"$work/k2.log" || bad "resume after kill -9: $(tail -2 "$work/k2.log")"
+  close "resumed after the kill: the uninterrupted run's losses" "$work/kref" "$work/k" 1e-12
+else
+  bad "the run to kill did not reach step 45: $(tail -3 "$work/k.log")"
+  wait $pid
+fi
+
+# 7. stopping mpirun (SIGTERM; Ctrl-C in a terminal too, but a background
+# job here ignores SIGINT): after odls_base_sigkill_timeout seconds mpirun
+# passes SIGTERM on to every rank and SIGKILLs them as long after; the
+# ranks stop at one step and rank 0 saves, which then resumes
+OMPI_MCA_odls_base_sigkill_timeout=4 bash "$here/mpi_run.sh" "$have" 2 "$bin" train "${base[@]}" --dtype f64 \
+  --batch-size 4 --steps 100000 --eval-interval 20 --out "$work/c" >/dev/null 2>"$work/c.log" &
+pid=$!
+if wait_rows "$work/c" 22; then
+  kill -TERM $pid
+  wait $pid
+  at=$(grep -o "stopped at step [0-9]*; continue with: tiny_gpt train --resume --out $work/c" "$work/c.log" | grep -o "[0-9]*" | head -1)
+  [ -n "$at" ] && [ "$(grep -c "stopped at step" "$work/c.log")" -eq 1 ] &&
+    header "$work/c/last.safetensors" | grep -q "\"train.step\":\"$at\"" &&
+    ok "mpirun stopped: the ranks stop at one step ($at) and rank 0 saves it" || bad "stopping: $(tail -4 "$work/c.log")"
+  mpi 2 train --resume --out "$work/c" --steps $((${at:-0} + 5)) >/dev/null 2>"$work/c2.log" &&
+    grep -q "continuing at step ${at:-x} of $((${at:-0} + 5))" "$work/c2.log" && ok "... and the run resumes there" ||
+    bad "resume after stopping: $(tail -3 "$work/c2.log")"
+else
+  bad "the run to stop did not start: $(tail -3 "$work/c.log")"
+  kill -TERM $pid
+  wait $pid
+fi
+finish
