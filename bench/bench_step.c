@@ -365,11 +365,7 @@ int main(int argc, char **argv)
     }
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)o.seed, DATA_STREAM);
-    for (size_t row = 0; row < (size_t)S * B; row++) {   /* a learnable chain: see the top comment */
-        int32_t *tk = toks + row * (T + 1);
-        tk[0] = (int32_t)tg_rng_below(&r, (uint32_t)V);
-        for (int t = 1; t <= T; t++) tk[t] = (int32_t)((tk[t - 1] + 1 + (int32_t)tg_rng_below(&r, 4)) % V);
-    }
+    bench_chain_rows(&r, toks, (size_t)S * B, T, V);   /* a learnable chain: see the top comment */
 
     tg_graph_set_training(g, true);   /* dropout is 0 anyway */
     for (int s = 0; s < S; s++) {
