@@ -330,7 +330,8 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, ch
                                                                                 : b->offset + b->numel;
                 b->counts[r] = z > a ? (int)(z - a) : 0;
             }
-            b->recv_at = (b->offset > d->lo ? b->offset : d->lo) - d->lo;
+            /* where this rank's part goes in its shard (0 when it has none of the bucket) */
+            b->recv_at = b->counts[st.rank] ? (b->offset > d->lo ? b->offset : d->lo) - d->lo : 0;
         }
     }
 #ifdef TG_HAVE_MPI
@@ -408,6 +409,7 @@ int tg_dist_grads_begin(tg_dist_grads *d, tg_graph *g)
     d->g = g;
     d->t0 = now();
     d->next = d->oldest = 0;
+    if (!multi()) return 0;   /* nothing to send: no scan, no hook */
     for (int i = 0; i < d->nb; i++) d->b[i].launched = d->b[i].done = NAN, d->b[i].in_backward = false;
     const int len = tg_graph_tape_len(g), n = tg_params_count(d->p);
     for (int k = 0; k < n; k++) d->first[k] = len;   /* unread: complete from the start */
@@ -424,7 +426,7 @@ int tg_dist_grads_begin(tg_dist_grads *d, tg_graph *g)
         for (int k = b->p0; k < b->p0 + b->np; k++)
             if (d->first[k] < b->ready) b->ready = d->first[k];
     }
-    if (multi()) tg_graph_set_backward_hook(g, hook, d);
+    tg_graph_set_backward_hook(g, hook, d);
     return 0;
 }
 
