@@ -21,19 +21,15 @@
 enum { ADD, SUB, MUL, DIV };
 static const char *const NAMES[] = {"add", "sub", "mul", "div"};
 
-/* Opens a loop over runs [lo, hi) of the output's last dimension:
- * inside, pa/pb/py (and pga/pgb/pdy) point at the run's first elements,
- * n is its length, xa/xb the operands' strides along it. */
-#define FOR_EACH_RUN(bc, lo, hi)                                                \
-    for (int64_t r = (lo), i = r * (bc)->dim[3]; r < (hi); r++, i += (bc)->dim[3])
-
-#define RUN_OFFSETS(bc)                                                         \
-    const int64_t d2 = r % (bc)->dim[2], d1 = r / (bc)->dim[2] % (bc)->dim[1];  \
-    const int64_t d0 = r / ((int64_t)(bc)->dim[2] * (bc)->dim[1]);              \
-    const int64_t oa = d0 * (bc)->stride[0][0] + d1 * (bc)->stride[0][1] + d2 * (bc)->stride[0][2]; \
-    const int64_t ob = d0 * (bc)->stride[1][0] + d1 * (bc)->stride[1][1] + d2 * (bc)->stride[1][2]; \
-    const int n = (bc)->dim[3];                                                 \
-    const int64_t xa = (bc)->stride[0][3], xb = (bc)->stride[1][3];
+/* The offsets in a and b of run r: the elements (d0, d1, d2, 0..dim[3]-1)
+ * of the output's index space, r = (d0 dim[1] + d1) dim[2] + d2. */
+static inline void run_start(const tg_bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
+{
+    const int64_t d2 = r % bc->dim[2], d1 = r / bc->dim[2] % bc->dim[1];
+    const int64_t d0 = r / ((int64_t)bc->dim[2] * bc->dim[1]);
+    *oa = d0 * bc->stride[0][0] + d1 * bc->stride[0][1] + d2 * bc->stride[0][2];
+    *ob = d0 * bc->stride[1][0] + d1 * bc->stride[1][1] + d2 * bc->stride[1][2];
+}
 
 /* dst += e over the run (j = 0..n-1), or dst = e when `store` (a new
  * gradient that this op alone writes: no zero-fill, no read) */
