@@ -74,36 +74,28 @@ static walk swapped(walk w)
     return w;
 }
 
-#define DEFINE_MOVE(T)                                                                      \
-    static void move_##T(const walk *w, const T *src, T *dst, bool add)                     \
-    {                                                                                       \
-        const int n = w->dim[3];                                                            \
-        const int64_t xs = w->ss[3], xd = w->ds[3];                                         \
-        for (int64_t d0 = 0; d0 < w->dim[0]; d0++)                                          \
-            for (int64_t d1 = 0; d1 < w->dim[1]; d1++)                                      \
-                for (int64_t d2 = 0; d2 < w->dim[2]; d2++) {                                \
-                    const T *s = src + d0 * w->ss[0] + d1 * w->ss[1] + d2 * w->ss[2];       \
-                    T *d = dst + d0 * w->ds[0] + d1 * w->ds[1] + d2 * w->ds[2];             \
-                    if (add) for (int j = 0; j < n; j++) d[j * xd] += s[j * xs];            \
-                    else if (xs == 1 && xd == 1) memcpy(d, s, (size_t)n * sizeof(T));       \
-                    else for (int j = 0; j < n; j++) d[j * xd] = s[j * xs];                 \
-                }                                                                           \
-    }
-
-DEFINE_MOVE(float)
-DEFINE_MOVE(double)
-DEFINE_MOVE(int32_t)
-DEFINE_MOVE(uint8_t)
+#define T float
+#define KERNEL(name) name##_f32
+#include "shape_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "shape_kernels.inc"
+#define T int32_t
+#define KERNEL(name) name##_i32
+#include "shape_kernels.inc"
+#define T uint8_t
+#define KERNEL(name) name##_bool
+#include "shape_kernels.inc"
 
 /* Moves along w from src + soff to dst + doff (offsets in elements of dt);
  * add: dst += src (only used for float gradients). */
 static void move(tg_dtype dt, const walk *w, const void *src, int64_t soff, void *dst, int64_t doff, bool add)
 {
     switch (dt) {
-    case TG_F32: move_float(w, (const float *)src + soff, (float *)dst + doff, add); break;
-    case TG_F64: move_double(w, (const double *)src + soff, (double *)dst + doff, add); break;
-    case TG_I32: move_int32_t(w, (const int32_t *)src + soff, (int32_t *)dst + doff, add); break;
-    case TG_BOOL: move_uint8_t(w, (const uint8_t *)src + soff, (uint8_t *)dst + doff, add); break;
+    case TG_F32: move_f32(w, (const float *)src + soff, (float *)dst + doff, add); break;
+    case TG_F64: move_f64(w, (const double *)src + soff, (double *)dst + doff, add); break;
+    case TG_I32: move_i32(w, (const int32_t *)src + soff, (int32_t *)dst + doff, add); break;
+    case TG_BOOL: move_bool(w, (const uint8_t *)src + soff, (uint8_t *)dst + doff, add); break;
     }
 }
 
