@@ -1,6 +1,5 @@
-/* Fused scaled dot-product attention: softmax(Q K^T / sqrt(dh)) V per head,
- * computed block by block with an online softmax, so the (Tq,Tk) scores
- * and probabilities are never stored; backward recomputes them per block.
+/* Fused scaled dot-product attention: O = softmax(Q K^T / sqrt(dh)) V per
+ * head, with no (Tq,Tk) tensor kept: backward recomputes what it needs.
  *
  * Layout. q (B,Tq,C), k and v (B,Tk,C), C = H dh. Head h of batch row b
  * is the column range [h dh, (h+1) dh) of every row, exactly as the
@@ -16,49 +15,60 @@
  * i sits at absolute position q_pos + i and sees key j iff j <= q_pos + i
  * (q_pos = the cache length with a KV cache: bottom-right alignment).
  *
- * Forward, per head, with a = 1/sqrt(dh), for each block of query rows I
- * (bq rows) and, in turn, each block of keys J (bk keys) up to the last
- * key any row of I sees:
+ * Forward, per head, with a = 1/sqrt(dh), for query row i and the keys j
+ * it sees (the softmax of docs/design.md, its maximum subtracted):
  *
- *   S   = a Q_I K_J^T                     (one product)
- *   S_ij = -inf where key j is not visible to query i
+ *   S_ij = a Q_i . K_j
+ *   m_i  = max_j S_ij,   l_i = sum_j exp(S_ij - m_i)
+ *   O_i  = sum_j exp(S_ij - m_i) V_j / l_i
+ *   L_i  = m_i + log l_i                  the row's logsumexp, kept
+ *
+ * Backward, with P recomputed from L, and D from O (D_i = sum_j P_ij
+ * dP_ij, since O_i = sum_j P_ij V_j):
+ *
+ *   P_ij  = exp(S_ij - L_i)
+ *   dP_ij = dO_i . V_j,   D_i = dO_i . O_i
+ *   dS_ij = P_ij (dP_ij - D_i)            the softmax backward
+ *   dQ_i += a sum_j dS_ij K_j,   dK_j += a sum_i dS_ij Q_i,
+ *   dV_j += sum_i P_ij dO_i
+ *
+ * everything added into the gradients (which may already hold values).
+ * The f64 kernels below are these lines, one query row at a time: the
+ * reference.
+ *
+ * The f32 kernels compute the same block by block. For each block of
+ * query rows I (bq rows) and, in turn, each block of keys J (bk keys) up
+ * to the last key any row of I sees, an online softmax:
+ *
+ *   S    = a Q_I K_J^T,  -inf where key j is not visible to query i
  *   m'_i = max(m_i, max_j S_ij)           running row maximum
  *   P_ij = exp(S_ij - m'_i)
  *   l_i  = exp(m_i - m'_i) l_i + sum_j P_ij            running row sum
  *   O_I  = exp(m_i - m'_i) O_I + P V_J    (row rescale, then one product)
  *   m_i  = m'_i
  *
- * and after the last key block O_i /= l_i and L_i = m_i + log l_i (the
- * row's logsumexp). Each row ends as sum_j exp(S_ij - m) V_j / sum_j
- * exp(S_ij - m) with m its overall maximum: the softmax of DESIGN.md with
- * the maximum subtracted, whatever the block sizes. Only O and L (B,H,Tq)
- * are kept; the scratch is two (bq,bk) tiles, three (bq) rows and the
- * head's packed operands (below).
+ * and after the last key block O_i /= l_i and L_i = m_i + log l_i: the
+ * forward above, whatever the block sizes. Backward, block by block:
  *
- * Backward recomputes the probabilities from L, block by block:
- *
- *   P   = exp(a Q_I K_J^T - L_I)          (0 where not visible)
- *   dP  = dO_I V_J^T
- *   D_i = sum_d dO_id O_id   (= sum_j P_ij dP_ij over all key blocks,
- *                             since O_i = sum_j P_ij V_j)
- *   dS  = P * (dP - D)       the mean-subtracted softmax backward
+ *   P  = exp(a Q_I K_J^T - L_I)  (0 where not visible),   dP = dO_I V_J^T
+ *   dS = P * (dP - D)
  *   dQ_I += a dS K_J,   dK_J += a dS^T Q_I,   dV_J += P^T dO_I
  *
- * each product added straight into the gradients (which may already hold
- * values: everything adds).
+ * Only O and L (B,H,Tq) are kept; the f32 scratch is two (bq,bk) tiles,
+ * three (bq) rows and the head's packed operands (below).
  *
  * Products. Each head's K^T (and, backward, V^T) is packed once into the
  * worker's scratch, (dh, Tk), so that every product reads its right-hand
  * operand row by row: K^T, V^T, or rows of V, K, Q, dO where they lie
- * (or packed, see rows_f32). In f32 the products then run on tapegrad's
+ * (or packed, see rows_f32). The products then run on tapegrad's
  * micro-kernel with nothing packed per block (tg_sgemm_tiles; the
  * transposed left operands P^T and dS^T are read through strides from
- * the tile in L1); f64, and f32 without AVX2, call a gemm.
+ * the tile in L1); without AVX2 they call a gemm.
  *
  * Errors, as tg_softmax: a NaN or +inf score at a visible key names the
  * element; -inf scores get weight 0; a query row with no visible key, or
- * only -inf scores, names the row. The check is one OR per score, folded
- * into the row-maximum loop.
+ * only -inf scores, names the row. In f32 the check is one OR per score,
+ * folded into the row-maximum loop.
  *
  * The work of a range [lo,hi) of (b,h) pairs is one function with all its
  * scratch passed in; different pairs touch disjoint columns of O, L and
@@ -133,8 +143,6 @@ static int vis_limit(const attn_plan *p, int i0, int j0, int nk)
     const int64_t l = p->q_pos + i0 - j0;
     return l < -(int64_t)p->bq - 1 ? -p->bq - 1 : l > nk ? nk : (int)l;
 }
-
-static inline double dsel(int c, double a, double b) { return c ? a : b; }
 
 enum { LANES = 8 };
 
@@ -215,7 +223,6 @@ enum { LANES = 8 };
     }
 
 DEFINE_ROW_KERNELS(float, f32, tg_fexp, tg_fsel, TG_VEC_CLONES)
-DEFINE_ROW_KERNELS(double, f64, exp, dsel, )
 
 /* f32: the intrinsics versions where the CPU has AVX2 + FMA */
 static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)
@@ -225,7 +232,6 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
 #endif
     return block_online_f32(s, nq, nk, lim0, m, l, alpha);
 }
-#define online_f64 block_online_f64
 
 static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float *L, const float *D)
 {
@@ -237,7 +243,6 @@ static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float 
 #endif
     block_grad_f32(s, dp, nq, nk, lim0, L, D);
 }
-#define grad_f64 block_grad_f64
 
 /* A as a gemm sees it: transposed when acs is not 1; returns lda, at
  * least what a gemm accepts (a row or column that is never stepped over
@@ -251,9 +256,9 @@ static int gemm_lda(int M, int K, int64_t ars, int64_t acs, bool *ta)
 
 /* One product of the ranges below, C (M,N) = alpha A B (+ C when add),
  * A(i,k) = a[i ars + k acs] with ars or acs 1 (A as stored or transposed),
- * B (K,N) at b with row stride ldb. f32 runs on tapegrad's micro-kernel
- * with nothing packed per call (tg_sgemm_tiles, which reads B 16 columns
- * wide: see rows_f32), else, as f64, on a gemm call. */
+ * B (K,N) at b with row stride ldb: on tapegrad's micro-kernel with
+ * nothing packed per call (tg_sgemm_tiles, which reads B 16 columns wide:
+ * see rows_f32), or, without AVX2, on a gemm call. */
 static void tiles_f32(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
                       int ldb, float *c, int ldc, bool add)
 {
@@ -261,13 +266,6 @@ static void tiles_f32(int M, int N, int K, float alpha, const float *a, int64_t 
     bool ta;
     const int lda = gemm_lda(M, K, ars, acs, &ta);
     tg_sgemm(ta, false, M, N, K, alpha, a, lda, b, ldb, add ? 1 : 0, c, ldc);
-}
-static void tiles_f64(int M, int N, int K, double alpha, const double *a, int64_t ars, int64_t acs,
-                      const double *b, int ldb, double *c, int ldc, bool add)
-{
-    bool ta;
-    const int lda = gemm_lda(M, K, ars, acs, &ta);
-    tg_dgemm(ta, false, M, N, K, alpha, a, lda, b, ldb, add ? 1 : 0, c, ldc);
 }
 
 /* A head's K^T and V^T are packed once per head into the worker's
@@ -308,15 +306,6 @@ static scratch_layout scratch_of(const attn_plan *p, tg_dtype dt, bool backward)
     x.dop = x.qp + (backward ? round16((size_t)p->Tq * r) : 0);
     x.total = x.dop + (backward ? round16((size_t)p->Tq * r) : 0);
     return x;
-}
-
-/* K^T and V^T: f32 by 8 x 8 register transposes (tg_sgemm_pack_t) */
-static void pack_t_f64(double *restrict dst, int64_t ldd, const double *restrict src, int64_t ld, int n, int w)
-{
-    for (int j = 0; j < n; j++)
-        for (int d = 0; d < w; d++) dst[d * ldd + j] = src[j * ld + d];
-    for (int d = 0; d < w; d++)
-        for (int64_t j = n; j < ldd; j++) dst[d * ldd + j] = 0;
 }
 
 /* Asks the CPU to start loading n rows of w elements of size es at x (row
@@ -480,7 +469,119 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
     }
 
 DEFINE_RANGES(float, f32, TG_F32, logf, tg_sgemm_pack_t)
-DEFINE_RANGES(double, f64, TG_F64, log, pack_t_f64)
+
+/* ---- f64: the formulas at the top, one query row at a time -------------- */
+
+static double dot(const double *x, const double *y, int n)
+{
+    double s = 0;
+    for (int d = 0; d < n; d++) s += x[d] * y[d];
+    return s;
+}
+
+/* One head: Q (Tq,dh) with row stride ldq, K and V (Tk,dh) with ldk; writes
+ * O (Tq,dh), row stride C, and L (Tq). s is a (Tk) row of scratch. False,
+ * with the query row and key in *f, at a bad score or a row with nothing
+ * visible. */
+static bool head_forward_f64(const attn_plan *p, const double *Q, const double *K, const double *V, double *O,
+                             double *L, double *s, attn_fault *f)
+{
+    const int dh = p->dh;
+    for (int i = 0; i < p->Tq; i++) {
+        const double *qi = Q + (int64_t)i * p->ldq;
+        double *oi = O + (int64_t)i * p->C;
+        const int n = key_end(p, i, 1);   /* query i sees keys [0, n) */
+        double m = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            s[j] = p->scale * dot(qi, K + (int64_t)j * p->ldk, dh);   /* S_ij */
+            if (isnan(s[j]) || s[j] == INFINITY) {
+                *f = (attn_fault){ATTN_BAD_SCORE, 0, i, j};
+                return false;
+            }
+            if (s[j] > m) m = s[j];
+        }
+        if (m == -INFINITY) {
+            *f = (attn_fault){ATTN_BLOCKED_ROW, 0, i, 0};
+            return false;
+        }
+        double l = 0;
+        for (int j = 0; j < n; j++) l += s[j] = exp(s[j] - m);   /* l_i */
+        for (int d = 0; d < dh; d++) oi[d] = 0;
+        for (int j = 0; j < n; j++) {
+            const double *vj = V + (int64_t)j * p->ldk;
+            for (int d = 0; d < dh; d++) oi[d] += s[j] * vj[d];
+        }
+        for (int d = 0; d < dh; d++) oi[d] /= l;   /* O_i */
+        L[i] = m + log(l);
+    }
+    return true;
+}
+
+/* One head's gradients, added into dQ, dK, dV (NULL: not needed), laid out
+ * as Q, K, V; O and dO as O. P and dS are (Tk) rows of scratch. */
+static void head_backward_f64(const attn_plan *p, const double *Q, const double *K, const double *V,
+                              const double *O, const double *dO, const double *L, double *dQ, double *dK,
+                              double *dV, double *P, double *dS)
+{
+    const int dh = p->dh;
+    const double a = p->scale;
+    for (int i = 0; i < p->Tq; i++) {
+        const double *qi = Q + (int64_t)i * p->ldq, *oi = O + (int64_t)i * p->C, *doi = dO + (int64_t)i * p->C;
+        const int n = key_end(p, i, 1);
+        for (int j = 0; j < n; j++) P[j] = exp(a * dot(qi, K + (int64_t)j * p->ldk, dh) - L[i]);   /* P_ij */
+        for (int j = 0; dV && j < n; j++) {   /* dV_j += P_ij dO_i */
+            double *dvj = dV + (int64_t)j * p->ldk;
+            for (int d = 0; d < dh; d++) dvj[d] += P[j] * doi[d];
+        }
+        if (!dQ && !dK) continue;
+        const double D = dot(doi, oi, dh);
+        for (int j = 0; j < n; j++) dS[j] = P[j] * (dot(doi, V + (int64_t)j * p->ldk, dh) - D);   /* dS_ij */
+        for (int j = 0; dQ && j < n; j++) {   /* dQ_i += a dS_ij K_j */
+            double *dqi = dQ + (int64_t)i * p->ldq;
+            const double *kj = K + (int64_t)j * p->ldk;
+            for (int d = 0; d < dh; d++) dqi[d] += a * dS[j] * kj[d];
+        }
+        for (int j = 0; dK && j < n; j++) {   /* dK_j += a dS_ij Q_i */
+            double *dkj = dK + (int64_t)j * p->ldk;
+            for (int d = 0; d < dh; d++) dkj[d] += a * dS[j] * qi[d];
+        }
+    }
+}
+
+/* The pairs [lo, hi), as the f32 ranges: scratch is a (Tk) row forward,
+ * two backward. */
+static int forward_range_f64(const attn_plan *p, const double *q, const double *k, const double *v, double *o,
+                             double *lse, int64_t lo, int64_t hi, double *s, attn_fault *f)
+{
+    for (int64_t bh = lo; bh < hi; bh++) {
+        const int64_t b = bh / p->H, h = bh % p->H, oq = b * p->Tq * p->ldq + h * p->dh;
+        const int64_t ok = b * p->Tk * p->ldk + h * p->dh, oo = b * p->Tq * p->C + h * p->dh;
+        if (!head_forward_f64(p, q + oq, k + ok, v + ok, o + oo, lse + bh * p->Tq, s, f)) {
+            f->bh = bh;
+            return f->kind;
+        }
+    }
+    return ATTN_OK;
+}
+
+static void backward_range_f64(const attn_plan *p, const double *q, const double *k, const double *v,
+                               const double *o, const double *dout, const double *lse, double *dq, double *dk,
+                               double *dv, int64_t lo, int64_t hi, double *scratch)
+{
+    for (int64_t bh = lo; bh < hi; bh++) {
+        const int64_t b = bh / p->H, h = bh % p->H, oq = b * p->Tq * p->ldq + h * p->dh;
+        const int64_t ok = b * p->Tk * p->ldk + h * p->dh, oo = b * p->Tq * p->C + h * p->dh;
+        head_backward_f64(p, q + oq, k + ok, v + ok, o + oo, dout + oo, lse + bh * p->Tq, dq ? dq + oq : NULL,
+                          dk ? dk + ok : NULL, dv ? dv + ok : NULL, scratch, scratch + p->Tk);
+    }
+}
+
+/* Bytes of one part's scratch. */
+static size_t part_scratch(const attn_plan *p, tg_dtype dt, bool backward)
+{
+    if (dt == TG_F64) return (backward ? 2 : 1) * (size_t)p->Tk * sizeof(double);
+    return scratch_of(p, dt, backward).total * sizeof(float);
+}
 
 /* One call's pairs, shared out among threads: each part has its own
  * scratch (scratch + part * scratch_bytes) and its own fault slot. */
@@ -535,7 +636,7 @@ static void attention_backward(tg_graph *g, tg_node *nd)
     qkv_of(g, nd->n_in, nd->in, (size_t)p->C, x, gx);
     attn_job j = {.p = p, .dt = o->dtype, .q = x[0], .k = x[1], .v = x[2], .o = o->data, .dout = o->grad,
                   .lse = sv->lse, .dq = gx[0], .dk = gx[1], .dv = gx[2],
-                  .scratch_bytes = scratch_of(p, o->dtype, true).total * tg_dtype_size(o->dtype)};
+                  .scratch_bytes = part_scratch(p, o->dtype, true)};
     if (!j.dq && !j.dk && !j.dv) return;
     j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
     if (!j.scratch) return;
@@ -558,7 +659,7 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     const void *x[3];
     qkv_of(g, n_in, in, (size_t)p.C, x, NULL);
     attn_job j = {.p = &p, .dt = dt, .q = x[0], .k = x[1], .v = x[2], .out = o ? o->data : NULL, .lse = lse,
-                  .faults = faults, .scratch_bytes = scratch_of(&p, dt, false).total * es};
+                  .faults = faults, .scratch_bytes = part_scratch(&p, dt, false)};
     j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
     if (!j.scratch) return NULL;
     tg_parallel_for((int64_t)B * H, 1, attn_part, &j);
