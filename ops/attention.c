@@ -156,6 +156,7 @@ enum { LANES = 8 };
     ATTR static int64_t block_online_##SUF(T *restrict s, int nq, int nk, int lim0, T *restrict m,   \
                                            T *restrict l, T *restrict alpha)                         \
     {                                                                                                \
+        int64_t at; /* a bad score's flat index */                                                   \
         for (int r = 0; r < nq; r++) {                                                               \
             T *restrict sr = s + (int64_t)r * nk;                                                    \
             const int lim = lim0 + r;                                                                \
@@ -177,12 +178,9 @@ enum { LANES = 8 };
                 mn = mx[k] > mn ? mx[k] : mn;                                                        \
                 bad |= bd[k];                                                                        \
             }                                                                                        \
-            if (bad)                                                                                 \
-                for (int c = 0; c <= lim && c < nk; c++)                                             \
-                    if (isnan(sr[c]) || sr[c] == INFINITY) return (int64_t)r * nk + c;               \
-            if (mn == -INFINITY) { /* nothing visible yet: the row stays empty */                    \
-                for (int c = 0; c < nk; c++) sr[c] = 0;                                              \
-                alpha[r] = 1;                                                                        \
+            if (bad && tg_attn_find_bad(sr, r, nk, lim, &at)) return at;                             \
+            if (mn == -INFINITY) { /* nothing visible yet */                                         \
+                tg_attn_row_empty(sr, nk, &alpha[r]);                                                \
                 continue;                                                                            \
             }                                                                                        \
             const T a = m[r] == -INFINITY ? 0 : EXP(m[r] - mn);                                      \

@@ -3,6 +3,8 @@
 #ifndef TG_ATTENTION_INTERNAL_H
 #define TG_ATTENTION_INTERNAL_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +17,28 @@ void tg_attention_get_blocks(int *bq, int *bk);
 
 #define TG_ATTN_DEFAULT_BQ 24
 #define TG_ATTN_DEFAULT_BK 128
+
+/* Two steps of a row of the online softmax that block_online and its AVX2
+ * version share. A NaN or +inf among the visible scores (c <= lim) of row
+ * r of a tile nk wide, at sr: true, with *at the flat index r nk + c of
+ * the first. */
+static inline bool tg_attn_find_bad(const float *sr, int r, int nk, int lim, int64_t *at)
+{
+    for (int c = 0; c <= lim && c < nk; c++)
+        if (isnan(sr[c]) || sr[c] == INFINITY) {
+            *at = (int64_t)r * nk + c;
+            return true;
+        }
+    return false;
+}
+
+/* A row that sees nothing yet (its running maximum still -inf) stays
+ * empty: P 0 (its nk scores at sr) and the rescale factor 1. */
+static inline void tg_attn_row_empty(float *sr, int nk, float *alpha)
+{
+    for (int c = 0; c < nk; c++) sr[c] = 0;
+    *alpha = 1;
+}
 
 /* The f32 online-softmax step over one (nq,nk) tile (ops/attention_avx2.c):
  * block_online of ops/attention.c with AVX2 + FMA intrinsics. Only where
