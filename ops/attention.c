@@ -148,79 +148,78 @@ enum { LANES = 8 };
 
 /* The row kernels. Row maxima and sums run in LANES partial lanes (as the
  * f32 softmax): full groups vectorise, the tail is short. */
-#define DEFINE_ROW_KERNELS(T, SUF, EXP, SEL, ATTR)                                                       \
-    /* One key block of the online softmax for nq rows: s (nq,nk) holds the                          \
-     * scaled scores and leaves with P; m, l are the running max and sum;                           \
-     * alpha receives each row's rescale factor exp(m_old - m_new). Returns                          \
-     * -1, or the flat index r nk + c of a NaN / +inf score at a visible key. */                     \
-    ATTR static int64_t block_online_##SUF(T *restrict s, int nq, int nk, int lim0, T *restrict m,   \
-                                           T *restrict l, T *restrict alpha)                         \
-    {                                                                                                \
-        int64_t at; /* a bad score's flat index */                                                   \
-        for (int r = 0; r < nq; r++) {                                                               \
-            T *restrict sr = s + (int64_t)r * nk;                                                    \
-            const int lim = lim0 + r;                                                                \
-            T mx[LANES];                                                                             \
-            int bd[LANES];                                                                           \
-            for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;                            \
-            for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
-                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
-                    const int c = c0 + k, vis = c <= lim;                                            \
-                    const T x = sr[c];                                                               \
-                    bd[k] |= vis & ((x != x) | (x == INFINITY));                                     \
-                    const T w = SEL(vis, x, -INFINITY);                                              \
-                    sr[c] = w;                                                                       \
-                    mx[k] = SEL(w > mx[k], w, mx[k]);                                                \
-                }                                                                                    \
-            T mn = m[r];                                                                             \
-            int bad = 0;                                                                             \
-            for (int k = 0; k < LANES; k++) {                                                        \
-                mn = mx[k] > mn ? mx[k] : mn;                                                        \
-                bad |= bd[k];                                                                        \
-            }                                                                                        \
-            if (bad && tg_attn_find_bad(sr, r, nk, lim, &at)) return at;                             \
-            if (mn == -INFINITY) { /* nothing visible yet */                                         \
-                tg_attn_row_empty(sr, nk, &alpha[r]);                                                \
-                continue;                                                                            \
-            }                                                                                        \
-            const T a = m[r] == -INFINITY ? 0 : EXP(m[r] - mn);                                      \
-            T sum[LANES] = {0};                                                                      \
-            for (int c0 = 0; c0 < nk; c0 += LANES)                                                   \
-                for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {                     \
-                    const int c = c0 + k;                                                            \
-                    const T w = sr[c];                                                               \
-                    const T e = SEL(w != -INFINITY, EXP(w - mn), 0);                                 \
-                    sr[c] = e;                                                                       \
-                    sum[k] += e;                                                                     \
-                }                                                                                    \
-            T st = 0;                                                                                \
-            for (int k = 0; k < LANES; k++) st += sum[k];                                            \
-            l[r] = a * l[r] + st;                                                                    \
-            m[r] = mn;                                                                               \
-            alpha[r] = a;                                                                            \
-        }                                                                                            \
-        return -1;                                                                                   \
-    }                                                                                                \
-    /* Backward of one tile: s (nq,nk) holds the scaled scores and leaves                            \
-     * with P = exp(s - L) (0 where not visible); dp (nq,nk), when not NULL,                         \
-     * holds dO V^T and leaves with dS = P (dP - D). */                                              \
-    ATTR static void block_grad_##SUF(T *restrict s, T *restrict dp, int nq, int nk, int lim0,       \
-                                      const T *restrict L, const T *restrict D)                      \
-    {                                                                                                \
-        for (int r = 0; r < nq; r++) {                                                               \
-            T *restrict sr = s + (int64_t)r * nk;                                                    \
-            const int lim = lim0 + r;                                                                \
-            const T Lr = L[r];                                                                       \
-            for (int c = 0; c < nk; c++)                                                             \
-                sr[c] = SEL((c <= lim) & (sr[c] != -INFINITY), EXP(sr[c] - Lr), 0);                  \
-            if (!dp) continue;                                                                       \
-            T *restrict dr = dp + (int64_t)r * nk;                                                   \
-            const T Dr = D[r];                                                                       \
-            for (int c = 0; c < nk; c++) dr[c] = SEL(c <= lim, sr[c] * (dr[c] - Dr), 0);             \
-        }                                                                                            \
-    }
 
-DEFINE_ROW_KERNELS(float, f32, tg_fexp, tg_fsel, TG_VEC_CLONES)
+/* One key block of the online softmax for nq rows: s (nq,nk) holds the
+ * scaled scores and leaves with P; m, l are the running max and sum;
+ * alpha receives each row's rescale factor exp(m_old - m_new). Returns
+ * -1, or the flat index r nk + c of a NaN / +inf score at a visible key. */
+TG_VEC_CLONES static int64_t block_online_f32(float *restrict s, int nq, int nk, int lim0, float *restrict m,
+                                              float *restrict l, float *restrict alpha)
+{
+    int64_t at; /* a bad score's flat index */
+    for (int r = 0; r < nq; r++) {
+        float *restrict sr = s + (int64_t)r * nk;
+        const int lim = lim0 + r;
+        float mx[LANES];
+        int bd[LANES];
+        for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;
+        for (int c0 = 0; c0 < nk; c0 += LANES)
+            for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {
+                const int c = c0 + k, vis = c <= lim;
+                const float x = sr[c];
+                bd[k] |= vis & ((x != x) | (x == INFINITY));
+                const float w = tg_fsel(vis, x, -INFINITY);
+                sr[c] = w;
+                mx[k] = tg_fsel(w > mx[k], w, mx[k]);
+            }
+        float mn = m[r];
+        int bad = 0;
+        for (int k = 0; k < LANES; k++) {
+            mn = mx[k] > mn ? mx[k] : mn;
+            bad |= bd[k];
+        }
+        if (bad && tg_attn_find_bad(sr, r, nk, lim, &at)) return at;
+        if (mn == -INFINITY) { /* nothing visible yet */
+            tg_attn_row_empty(sr, nk, &alpha[r]);
+            continue;
+        }
+        const float a = m[r] == -INFINITY ? 0 : tg_fexp(m[r] - mn);
+        float sum[LANES] = {0};
+        for (int c0 = 0; c0 < nk; c0 += LANES)
+            for (int k = 0; k < (c0 + LANES <= nk ? LANES : nk - c0); k++) {
+                const int c = c0 + k;
+                const float w = sr[c];
+                const float e = tg_fsel(w != -INFINITY, tg_fexp(w - mn), 0);
+                sr[c] = e;
+                sum[k] += e;
+            }
+        float st = 0;
+        for (int k = 0; k < LANES; k++) st += sum[k];
+        l[r] = a * l[r] + st;
+        m[r] = mn;
+        alpha[r] = a;
+    }
+    return -1;
+}
+
+/* Backward of one tile: s (nq,nk) holds the scaled scores and leaves
+ * with P = exp(s - L) (0 where not visible); dp (nq,nk), when not NULL,
+ * holds dO V^T and leaves with dS = P (dP - D). */
+TG_VEC_CLONES static void block_grad_f32(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
+                                         const float *restrict L, const float *restrict D)
+{
+    for (int r = 0; r < nq; r++) {
+        float *restrict sr = s + (int64_t)r * nk;
+        const int lim = lim0 + r;
+        const float Lr = L[r];
+        for (int c = 0; c < nk; c++)
+            sr[c] = tg_fsel((c <= lim) & (sr[c] != -INFINITY), tg_fexp(sr[c] - Lr), 0);
+        if (!dp) continue;
+        float *restrict dr = dp + (int64_t)r * nk;
+        const float Dr = D[r];
+        for (int c = 0; c < nk; c++) dr[c] = tg_fsel(c <= lim, sr[c] * (dr[c] - Dr), 0);
+    }
+}
 
 /* f32: the intrinsics versions where the CPU has AVX2 + FMA */
 static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)
@@ -331,142 +330,143 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
     if (dout) prefetch_rows((const char *)dout + oo, p->C, p->Tq, p->dh, es);
 }
 
-/* The work on pairs [lo, hi), one function per dtype. */
-#define DEFINE_RANGES(T, SUF, DT, LOG, PACK_T)                                                           \
-    /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */                                       \
-    static void rows_scale_##SUF(T *o, int ld, int nq, int dh, const T *f)                           \
-    {                                                                                                \
-        for (int r = 0; r < nq; r++) {                                                               \
-            T *restrict orow = o + (int64_t)r * ld;                                                  \
-            const T fr = f[r];                                                                       \
-            for (int d = 0; d < dh; d++) orow[d] *= fr;                                              \
-        }                                                                                            \
-    }                                                                                                \
-    /* n rows (dh wide) at x, row stride ld, as a B operand: x itself, or                            \
-     * their copy in buf (row stride ld_rows(dh), zero past dh); *ldb                                \
-     * receives the row stride */                                                                    \
-    static const T *rows_##SUF(const T *x, int ld, int n, int dh, T *buf, int *ldb)                  \
-    {                                                                                                \
-        if (!rows_packed(DT, dh)) {                                                                  \
-            *ldb = ld;                                                                               \
-            return x;                                                                                \
-        }                                                                                            \
-        const int l = ld_rows(dh);                                                                   \
-        for (int j = 0; j < n; j++) {                                                                \
-            memcpy(buf + (int64_t)j * l, x + (int64_t)j * ld, (size_t)dh * sizeof(T));               \
-            memset(buf + (int64_t)j * l + dh, 0, (size_t)(l - dh) * sizeof(T));                      \
-        }                                                                                            \
-        *ldb = l;                                                                                    \
-        return buf;                                                                                  \
-    }                                                                                                \
-    static int forward_range_##SUF(const attn_plan *p, const T *q, const T *k, const T *v, T *o,     \
-                                   T *lse, int64_t lo, int64_t hi, T *scratch, attn_fault *f)        \
-    {                                                                                                \
-        const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
-        const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
-        const T scale = (T)p->scale;                                                                 \
-        const scratch_layout x = scratch_of(p, DT, false);                                           \
-        T *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */           \
-        T *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */                  \
-        for (int64_t bh = lo; bh < hi; bh++) {                                                       \
-            const int64_t b = bh / p->H, h = bh % p->H;                                              \
-            const T *qb = q + b * Tq * ldq + h * dh;                /* (Tq,dh), ld ldq */            \
-            T *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */              \
-            T *Lb = lse + bh * Tq;                                  /* (Tq) */                       \
-            int lv;                                                                                  \
-            PACK_T(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                 /* K^T (dh,Tk) */ \
-            if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, NULL, NULL, sizeof(T)); /* the next head */ \
-            const T *vr = rows_##SUF(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */ \
-            for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
-                const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
-                T *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */          \
-                for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;                             \
-                for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
-                    const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
-                    /* S (nq,nk) = scale Q_I K_J^T */                                                \
-                    tiles_##SUF(nq, nk, dh, scale, qb + (int64_t)i0 * ldq, ldq, 1, kt + j0, lt, s, nk, false); \
-                    const int64_t at = online_##SUF(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha); \
-                    if (at >= 0) {                                                                   \
-                        *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)}; \
-                        return f->kind;                                                              \
-                    }                                                                                \
-                    if (j0 > 0) rows_scale_##SUF(oi, C, nq, dh, alpha);                              \
-                    /* O_I (nq,dh) = alpha O_I + P V_J */                                            \
-                    tiles_##SUF(nq, dh, nk, 1, s, nk, 1, vr + (int64_t)j0 * lv, lv, oi, C, j0 > 0);  \
-                }                                                                                    \
-                for (int r = 0; r < nq; r++) {                                                       \
-                    if (m[r] == -INFINITY) {                                                         \
-                        *f = (attn_fault){ATTN_BLOCKED_ROW, bh, i0 + r, 0};                          \
-                        return f->kind;                                                              \
-                    }                                                                                \
-                    Lb[i0 + r] = m[r] + LOG(l[r]);                                                   \
-                    alpha[r] = 1 / l[r];                                                             \
-                }                                                                                    \
-                rows_scale_##SUF(oi, C, nq, dh, alpha);                                              \
-            }                                                                                        \
-        }                                                                                            \
-        return ATTN_OK;                                                                              \
-    }                                                                                                \
-    /* dq, dk, dv may each be NULL (that input needs no gradient) */                                 \
-    static void backward_range_##SUF(const attn_plan *p, const T *q, const T *k, const T *v,         \
-                                     const T *o, const T *dout, const T *lse, T *dq, T *dk, T *dv,   \
-                                     int64_t lo, int64_t hi, T *scratch)                             \
-    {                                                                                                \
-        const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;              \
-        const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);                                      \
-        const T scale = (T)p->scale;                                                                 \
-        const bool need_ds = dq || dk;                                                               \
-        const scratch_layout x = scratch_of(p, DT, true);                                            \
-        T *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */               \
-        T *D = scratch + x.rows;                                    /* (bq) */                       \
-        T *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */               \
-        for (int64_t bh = lo; bh < hi; bh++) {                                                       \
-            const int64_t b = bh / p->H, h = bh % p->H;                                              \
-            const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + h * dh, oo = b * Tq * C + h * dh; \
-            const T *qb = q + oq;                                   /* (Tq,dh), ld ldq */            \
-            const T *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */              \
-            T *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */            \
-            T *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */          \
-            const T *Lb = lse + bh * Tq;                            /* (Tq) */                       \
-            int lk = 0, lq = 0, ldo = 0;                                                             \
-            PACK_T(kt, lt, k + ok, ldk, Tk, dh);                                    /* K^T (dh,Tk) */ \
-            if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, o, dout, sizeof(T)); /* the next head */ \
-            if (need_ds) PACK_T(vt, lt, v + ok, ldk, Tk, dh);                       /* V^T (dh,Tk) */ \
-            const T *kr = dqb ? rows_##SUF(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */ \
-            const T *qr = dkb ? rows_##SUF(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */ \
-            const T *dor = dvb ? rows_##SUF(dob, C, Tq, dh, scratch + x.dop, &ldo) : NULL;    /* dO */ \
-            for (int i0 = 0; i0 < Tq; i0 += bq) {                                                    \
-                const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);               \
-                const T *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */    \
-                if (need_ds)                                                                         \
-                    for (int r = 0; r < nq; r++) {                                                   \
-                        const T *xr = doi + (int64_t)r * C, *yr = ob + (int64_t)(i0 + r) * C;        \
-                        T acc = 0;                                                                   \
-                        for (int d = 0; d < dh; d++) acc += xr[d] * yr[d];                           \
-                        D[r] = acc;                                                                  \
-                    }                                                                                \
-                for (int j0 = 0; j0 < kend; j0 += bk) {                                              \
-                    const int nk = kend - j0 < bk ? kend - j0 : bk;                                  \
-                    /* S (nq,nk) = scale Q_I K_J^T, as in the forward */                             \
-                    tiles_##SUF(nq, nk, dh, scale, qi, ldq, 1, kt + j0, lt, s, nk, false);           \
-                    if (need_ds) /* dP (nq,nk) = dO_I V_J^T */                                       \
-                        tiles_##SUF(nq, nk, dh, 1, doi, C, 1, vt + j0, lt, dp, nk, false);           \
-                    grad_##SUF(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);      \
-                    if (dvb) /* dV_J (nk,dh) += P^T dO_I */                                          \
-                        tiles_##SUF(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * ldo, ldo,           \
-                                    dvb + (int64_t)j0 * ldk, ldk, true);                             \
-                    if (dqb) /* dQ_I (nq,dh) += scale dS K_J */                                      \
-                        tiles_##SUF(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk,         \
-                                    dqb + (int64_t)i0 * ldq, ldq, true);                             \
-                    if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */                                    \
-                        tiles_##SUF(nk, dh, nq, scale, dp, 1, nk, qr + (int64_t)i0 * lq, lq,         \
-                                    dkb + (int64_t)j0 * ldk, ldk, true);                             \
-                }                                                                                    \
-            }                                                                                        \
-        }                                                                                            \
+/* rows [0,nq) of o (row stride ld, dh wide) times f[r] */
+static void rows_scale_f32(float *o, int ld, int nq, int dh, const float *f)
+{
+    for (int r = 0; r < nq; r++) {
+        float *restrict orow = o + (int64_t)r * ld;
+        const float fr = f[r];
+        for (int d = 0; d < dh; d++) orow[d] *= fr;
     }
+}
 
-DEFINE_RANGES(float, f32, TG_F32, logf, tg_sgemm_pack_t)
+/* n rows (dh wide) at x, row stride ld, as a B operand: x itself, or
+ * their copy in buf (row stride ld_rows(dh), zero past dh); *ldb
+ * receives the row stride */
+static const float *rows_f32(const float *x, int ld, int n, int dh, float *buf, int *ldb)
+{
+    if (!rows_packed(TG_F32, dh)) {
+        *ldb = ld;
+        return x;
+    }
+    const int l = ld_rows(dh);
+    for (int j = 0; j < n; j++) {
+        memcpy(buf + (int64_t)j * l, x + (int64_t)j * ld, (size_t)dh * sizeof(float));
+        memset(buf + (int64_t)j * l + dh, 0, (size_t)(l - dh) * sizeof(float));
+    }
+    *ldb = l;
+    return buf;
+}
+
+/* The forward of pairs [lo, hi). */
+static int forward_range_f32(const attn_plan *p, const float *q, const float *k, const float *v, float *o,
+                             float *lse, int64_t lo, int64_t hi, float *scratch, attn_fault *f)
+{
+    const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;
+    const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);
+    const float scale = (float)p->scale;
+    const scratch_layout x = scratch_of(p, TG_F32, false);
+    float *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */
+    float *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */
+    for (int64_t bh = lo; bh < hi; bh++) {
+        const int64_t b = bh / p->H, h = bh % p->H;
+        const float *qb = q + b * Tq * ldq + h * dh;                /* (Tq,dh), ld ldq */
+        float *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */
+        float *Lb = lse + bh * Tq;                                  /* (Tq) */
+        int lv;
+        tg_sgemm_pack_t(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                /* K^T (dh,Tk) */
+        if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, NULL, NULL, sizeof(float)); /* the next head */
+        const float *vr = rows_f32(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */
+        for (int i0 = 0; i0 < Tq; i0 += bq) {
+            const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
+            float *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */
+            for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
+            for (int j0 = 0; j0 < kend; j0 += bk) {
+                const int nk = kend - j0 < bk ? kend - j0 : bk;
+                /* S (nq,nk) = scale Q_I K_J^T */
+                tiles_f32(nq, nk, dh, scale, qb + (int64_t)i0 * ldq, ldq, 1, kt + j0, lt, s, nk, false);
+                const int64_t at = online_f32(s, nq, nk, vis_limit(p, i0, j0, nk), m, l, alpha);
+                if (at >= 0) {
+                    *f = (attn_fault){ATTN_BAD_SCORE, bh, i0 + (int)(at / nk), j0 + (int)(at % nk)};
+                    return f->kind;
+                }
+                if (j0 > 0) rows_scale_f32(oi, C, nq, dh, alpha);
+                /* O_I (nq,dh) = alpha O_I + P V_J */
+                tiles_f32(nq, dh, nk, 1, s, nk, 1, vr + (int64_t)j0 * lv, lv, oi, C, j0 > 0);
+            }
+            for (int r = 0; r < nq; r++) {
+                if (m[r] == -INFINITY) {
+                    *f = (attn_fault){ATTN_BLOCKED_ROW, bh, i0 + r, 0};
+                    return f->kind;
+                }
+                Lb[i0 + r] = m[r] + logf(l[r]);
+                alpha[r] = 1 / l[r];
+            }
+            rows_scale_f32(oi, C, nq, dh, alpha);
+        }
+    }
+    return ATTN_OK;
+}
+
+/* The backward of pairs [lo, hi); dq, dk, dv may each be NULL (that input
+ * needs no gradient) */
+static void backward_range_f32(const attn_plan *p, const float *q, const float *k, const float *v,
+                               const float *o, const float *dout, const float *lse, float *dq, float *dk, float *dv,
+                               int64_t lo, int64_t hi, float *scratch)
+{
+    const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;
+    const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);
+    const float scale = (float)p->scale;
+    const bool need_ds = dq || dk;
+    const scratch_layout x = scratch_of(p, TG_F32, true);
+    float *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */
+    float *D = scratch + x.rows;                                    /* (bq) */
+    float *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */
+    for (int64_t bh = lo; bh < hi; bh++) {
+        const int64_t b = bh / p->H, h = bh % p->H;
+        const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + h * dh, oo = b * Tq * C + h * dh;
+        const float *qb = q + oq;                                   /* (Tq,dh), ld ldq */
+        const float *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */
+        float *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */
+        float *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */
+        const float *Lb = lse + bh * Tq;                            /* (Tq) */
+        int lk = 0, lq = 0, ldo = 0;
+        tg_sgemm_pack_t(kt, lt, k + ok, ldk, Tk, dh);                                /* K^T (dh,Tk) */
+        if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, o, dout, sizeof(float)); /* the next head */
+        if (need_ds) tg_sgemm_pack_t(vt, lt, v + ok, ldk, Tk, dh);                   /* V^T (dh,Tk) */
+        const float *kr = dqb ? rows_f32(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */
+        const float *qr = dkb ? rows_f32(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */
+        const float *dor = dvb ? rows_f32(dob, C, Tq, dh, scratch + x.dop, &ldo) : NULL;    /* dO */
+        for (int i0 = 0; i0 < Tq; i0 += bq) {
+            const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
+            const float *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */
+            if (need_ds)
+                for (int r = 0; r < nq; r++) {
+                    const float *xr = doi + (int64_t)r * C, *yr = ob + (int64_t)(i0 + r) * C;
+                    float acc = 0;
+                    for (int d = 0; d < dh; d++) acc += xr[d] * yr[d];
+                    D[r] = acc;
+                }
+            for (int j0 = 0; j0 < kend; j0 += bk) {
+                const int nk = kend - j0 < bk ? kend - j0 : bk;
+                /* S (nq,nk) = scale Q_I K_J^T, as in the forward */
+                tiles_f32(nq, nk, dh, scale, qi, ldq, 1, kt + j0, lt, s, nk, false);
+                if (need_ds) /* dP (nq,nk) = dO_I V_J^T */
+                    tiles_f32(nq, nk, dh, 1, doi, C, 1, vt + j0, lt, dp, nk, false);
+                grad_f32(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);
+                if (dvb) /* dV_J (nk,dh) += P^T dO_I */
+                    tiles_f32(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * ldo, ldo,
+                              dvb + (int64_t)j0 * ldk, ldk, true);
+                if (dqb) /* dQ_I (nq,dh) += scale dS K_J */
+                    tiles_f32(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk,
+                              dqb + (int64_t)i0 * ldq, ldq, true);
+                if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */
+                    tiles_f32(nk, dh, nq, scale, dp, 1, nk, qr + (int64_t)i0 * lq, lq,
+                              dkb + (int64_t)j0 * ldk, ldk, true);
+            }
+        }
+    }
+}
 
 /* ---- f64: the formulas at the top, one query row at a time -------------- */
 
