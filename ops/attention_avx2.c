@@ -1,4 +1,4 @@
-/* The f32 row kernels of the fused attention (ops/attention.c:
+/* The f32 row kernels of the fused attention (ops/attention_f32.c:
  * block_online and block_grad) written with AVX2 intrinsics. The online
  * step: the same steps, lane for
  * lane, as the portable version there, which GCC vectorises only
