@@ -76,20 +76,6 @@
 #include "../core/parallel.h"
 #include "attention_internal.h"
 
-static int block_q = TG_ATTN_DEFAULT_BQ, block_k = TG_ATTN_DEFAULT_BK;
-
-void tg_attention_set_blocks(int bq, int bk)
-{
-    block_q = bq > 0 ? bq : TG_ATTN_DEFAULT_BQ;
-    block_k = bk > 0 ? bk : TG_ATTN_DEFAULT_BK;
-}
-
-void tg_attention_get_blocks(int *bq, int *bk)
-{
-    *bq = block_q;
-    *bk = block_k;
-}
-
 /* Saved on the node for backward. */
 typedef struct attn_saved {
     attn_plan plan;
@@ -273,7 +259,9 @@ static void attention_backward(tg_graph *g, tg_node *nd)
  * records it; `what` names the inputs in error messages. */
 static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in, const char *what)
 {
-    /* blocks no larger than the sequences: less scratch, same results */
+    /* the f32 kernels' blocks, no larger than the sequences: less scratch,
+     * same results */
+    tg_attention_get_blocks(&p.bq, &p.bk);
     if (p.bq > p.Tq) p.bq = p.Tq;
     if (p.bk > p.Tk) p.bk = p.Tk;
     const tg_dtype dt = in[0]->dtype;
@@ -341,8 +329,7 @@ tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, i
     snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
     const int dh = C / n_head;
     const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .ldq = C, .ldk = C,
-                         .bq = block_q, .bk = block_k, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos,
-                         .scale = 1.0 / sqrt((double)dh)};
+                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
     return attention_run(g, p, 3, in, what);
 }
 
@@ -365,7 +352,6 @@ tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
     snprintf(what, sizeof what, "qkv %s %s", tx, sx);
     const int dh = C / n_head;
     const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .ldq = 3 * C, .ldk = 3 * C,
-                         .bq = block_q, .bk = block_k, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0,
-                         .scale = 1.0 / sqrt((double)dh)};
+                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
     return attention_run(g, p, 1, in, what);
 }

@@ -17,11 +17,23 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops.h"
-
 #include "attention_internal.h"
 #include "fastmath_internal.h"
 #include "gemm_internal.h"
+
+static int block_q = TG_ATTN_DEFAULT_BQ, block_k = TG_ATTN_DEFAULT_BK;
+
+void tg_attention_set_blocks(int bq, int bk)
+{
+    block_q = bq > 0 ? bq : TG_ATTN_DEFAULT_BQ;
+    block_k = bk > 0 ? bk : TG_ATTN_DEFAULT_BK;
+}
+
+void tg_attention_get_blocks(int *bq, int *bk)
+{
+    *bq = block_q;
+    *bk = block_k;
+}
 
 /* In the tile of query rows from i0 and keys from j0 (nk keys), row r sees
  * column c iff c <= lim0 + r. Clamped so that lim0 + r never overflows. */
@@ -167,24 +179,23 @@ static int ld_cols(int Tk)
 }
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
-/* Rows used as B are packed (a copy padded to ld_rows) only in f32 with
- * dh not a multiple of 16: f64's products are gemm calls that read N
- * columns. */
-static bool rows_packed(tg_dtype dt, int dh) { return dt == TG_F32 && dh % 16 != 0; }
+/* Rows used as B are packed (a copy padded to ld_rows) only when dh is
+ * not a multiple of 16. */
+static bool rows_packed(int dh) { return dh % 16 != 0; }
 
 /* The worker's scratch, as element offsets: s (bq,bk), and dp backward;
  * three (bq) rows; K^T (dh, ld_cols), and V^T backward; when rows are
  * packed, one (Tk, ld_rows) block (V forward, K backward) and, backward,
  * two (Tq, ld_rows) blocks (Q and dO). Each rounded up to 16 elements;
- * what a pass or dtype does not use takes no room. */
+ * what a pass does not use takes no room. */
 typedef struct scratch_layout {
     size_t s, dp, rows, kt, vt, kv, qp, dop, total;
 } scratch_layout;
 
-static scratch_layout scratch_of(const attn_plan *p, tg_dtype dt, bool backward)
+static scratch_layout scratch_of(const attn_plan *p, bool backward)
 {
     const size_t tile = round16((size_t)p->bq * p->bk), t = round16((size_t)p->dh * ld_cols(p->Tk));
-    const size_t r = rows_packed(dt, p->dh) ? (size_t)ld_rows(p->dh) : 0;
+    const size_t r = rows_packed(p->dh) ? (size_t)ld_rows(p->dh) : 0;
     scratch_layout x;
     x.s = 0, x.dp = tile, x.rows = x.dp + (backward ? tile : 0), x.kt = x.rows + round16(3 * (size_t)p->bq);
     x.vt = x.kt + t, x.kv = x.vt + (backward ? t : 0), x.qp = x.kv + round16((size_t)p->Tk * r);
@@ -233,7 +244,7 @@ static void rows_scale_f32(float *o, int ld, int nq, int dh, const float *f)
  * receives the row stride */
 static const float *rows_f32(const float *x, int ld, int n, int dh, float *buf, int *ldb)
 {
-    if (!rows_packed(TG_F32, dh)) {
+    if (!rows_packed(dh)) {
         *ldb = ld;
         return x;
     }
@@ -253,7 +264,7 @@ int tg_attn_forward_f32(const attn_plan *p, const float *q, const float *k, cons
     const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;
     const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);
     const float scale = (float)p->scale;
-    const scratch_layout x = scratch_of(p, TG_F32, false);
+    const scratch_layout x = scratch_of(p, false);
     float *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */
     float *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */
     for (int64_t bh = lo; bh < hi; bh++) {
@@ -306,7 +317,7 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
     const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);
     const float scale = (float)p->scale;
     const bool need_ds = dq || dk;
-    const scratch_layout x = scratch_of(p, TG_F32, true);
+    const scratch_layout x = scratch_of(p, true);
     float *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */
     float *D = scratch + x.rows;                                    /* (bq) */
     float *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */
@@ -358,5 +369,5 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
 
 size_t tg_attn_scratch_f32(const attn_plan *p, bool backward)
 {
-    return scratch_of(p, TG_F32, backward).total * sizeof(float);
+    return scratch_of(p, backward).total * sizeof(float);
 }

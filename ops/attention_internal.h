@@ -10,10 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Query rows (bq) and keys (bk) per block of later tg_attention calls;
- * a value <= 0 restores that size's default. Tests force small blocks so
- * that a short sequence crosses many blocks, partial ones included.
- * Process-wide, not thread-safe: set it before running graphs. */
+/* Query rows (bq) and keys (bk) per block of the f32 kernels in later
+ * tg_attention calls (f64 works a row at a time); a value <= 0 restores
+ * that size's default. Tests force small blocks so that a short sequence
+ * crosses many blocks, partial ones included. Process-wide, not
+ * thread-safe: set it before running graphs (ops/attention_f32.c). */
 void tg_attention_set_blocks(int bq, int bk);
 void tg_attention_get_blocks(int *bq, int *bk);
 
