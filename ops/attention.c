@@ -76,12 +76,6 @@
 #include "../core/parallel.h"
 #include "attention_internal.h"
 
-/* Saved on the node for backward. */
-typedef struct attn_saved {
-    attn_plan plan;
-    void *lse;          /* (B,H,Tq) row logsumexp L */
-} attn_saved;
-
 /* ---- f64: the formulas at the top, one query row at a time -------------- */
 
 static double dot(const double *x, const double *y, int n)
@@ -159,6 +153,71 @@ static void head_backward_f64(const attn_plan *p, const double *Q, const double 
         }
     }
 }
+
+/* ---- the op: shape checks, then running and recording (below) ----------- */
+
+static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in, const char *what);
+
+tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
+{
+    tg_tensor *in[3] = {q, k, v};
+    if (!tg_op_begin(g, "attention", 3, in)) return NULL;
+    char sq[64], sk[64], sv[64], what[256];
+    tg_shape_str(q, sq, sizeof sq);
+    tg_shape_str(k, sk, sizeof sk);
+    tg_shape_str(v, sv, sizeof sv);
+    const char *tq = tg_dtype_name(q->dtype), *tk = tg_dtype_name(k->dtype), *tv = tg_dtype_name(v->dtype);
+    if (!tg_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return tg_fail(g, "attention: q, k and v must share one dtype, f32 or f64: q %s %s, k %s %s, v %s %s", tq,
+                       sq, tk, sk, tv, sv);
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
+        return tg_fail(g, "attention: q, k and v must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q %s %s, k %s %s, "
+                          "v %s %s", tq, sq, tk, sk, tv, sv);
+    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1];
+    if (k->shape[0] != B || k->shape[2] != C || !tg_tensor_same_shape(k, v))
+        return tg_fail(g, "attention: k and v must both be (B,Tk,C) with q's B and C: q %s %s, k %s %s, v %s %s",
+                       tq, sq, tk, sk, tv, sv);
+    if (n_head < 1 || C % n_head)
+        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
+    if (flags & ~TG_ATTN_CAUSAL)
+        return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
+    snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
+    const int dh = C / n_head;
+    const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .ldq = C, .ldk = C,
+                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
+    return attention_run(g, p, 3, in, what);
+}
+
+tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
+{
+    tg_tensor *in[1] = {qkv};
+    if (!tg_op_begin(g, "attention", 1, in)) return NULL;
+    char sx[64], what[128];
+    tg_shape_str(qkv, sx, sizeof sx);
+    const char *tx = tg_dtype_name(qkv->dtype);
+    if (!tg_dtype_is_float(qkv->dtype))
+        return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", tx, sx);
+    if (qkv->ndim != 3 || qkv->shape[2] % 3)
+        return tg_fail(g, "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got %s %s", tx, sx);
+    const int B = qkv->shape[0], T = qkv->shape[1], C = qkv->shape[2] / 3;
+    if (n_head < 1 || C % n_head)
+        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (qkv %s %s)", C, n_head, tx, sx);
+    if (flags & ~TG_ATTN_CAUSAL)
+        return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
+    snprintf(what, sizeof what, "qkv %s %s", tx, sx);
+    const int dh = C / n_head;
+    const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .ldq = 3 * C, .ldk = 3 * C,
+                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
+    return attention_run(g, p, 1, in, what);
+}
+
+/* ---- running the kernels, recording, backward --------------------------- */
+
+/* Saved on the node for backward. */
+typedef struct attn_saved {
+    attn_plan plan;
+    void *lse;          /* (B,H,Tq) row logsumexp L */
+} attn_saved;
 
 /* The pairs [lo, hi), as the f32 ranges: scratch is a (Tk) row forward,
  * two backward. */
@@ -301,57 +360,4 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
         nd->saved = s;   /* an arena allocation records nothing: nd is still valid */
     }
     return tg_graph_error(g) ? NULL : o;
-}
-
-tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
-{
-    tg_tensor *in[3] = {q, k, v};
-    if (!tg_op_begin(g, "attention", 3, in)) return NULL;
-    char sq[64], sk[64], sv[64], what[256];
-    tg_shape_str(q, sq, sizeof sq);
-    tg_shape_str(k, sk, sizeof sk);
-    tg_shape_str(v, sv, sizeof sv);
-    const char *tq = tg_dtype_name(q->dtype), *tk = tg_dtype_name(k->dtype), *tv = tg_dtype_name(v->dtype);
-    if (!tg_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
-        return tg_fail(g, "attention: q, k and v must share one dtype, f32 or f64: q %s %s, k %s %s, v %s %s", tq,
-                       sq, tk, sk, tv, sv);
-    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
-        return tg_fail(g, "attention: q, k and v must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q %s %s, k %s %s, "
-                          "v %s %s", tq, sq, tk, sk, tv, sv);
-    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1];
-    if (k->shape[0] != B || k->shape[2] != C || !tg_tensor_same_shape(k, v))
-        return tg_fail(g, "attention: k and v must both be (B,Tk,C) with q's B and C: q %s %s, k %s %s, v %s %s",
-                       tq, sq, tk, sk, tv, sv);
-    if (n_head < 1 || C % n_head)
-        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
-    if (flags & ~TG_ATTN_CAUSAL)
-        return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
-    snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
-    const int dh = C / n_head;
-    const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .ldq = C, .ldk = C,
-                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
-    return attention_run(g, p, 3, in, what);
-}
-
-tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
-{
-    tg_tensor *in[1] = {qkv};
-    if (!tg_op_begin(g, "attention", 1, in)) return NULL;
-    char sx[64], what[128];
-    tg_shape_str(qkv, sx, sizeof sx);
-    const char *tx = tg_dtype_name(qkv->dtype);
-    if (!tg_dtype_is_float(qkv->dtype))
-        return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", tx, sx);
-    if (qkv->ndim != 3 || qkv->shape[2] % 3)
-        return tg_fail(g, "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got %s %s", tx, sx);
-    const int B = qkv->shape[0], T = qkv->shape[1], C = qkv->shape[2] / 3;
-    if (n_head < 1 || C % n_head)
-        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (qkv %s %s)", C, n_head, tx, sx);
-    if (flags & ~TG_ATTN_CAUSAL)
-        return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
-    snprintf(what, sizeof what, "qkv %s %s", tx, sx);
-    const int dh = C / n_head;
-    const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .ldq = 3 * C, .ldk = 3 * C,
-                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
-    return attention_run(g, p, 1, in, what);
 }
