@@ -59,8 +59,7 @@
  *
  * Errors, as tg_softmax: a NaN or +inf score at a visible key names the
  * element; -inf scores get weight 0; a query row with no visible key, or
- * only -inf scores, names the row. In f32 the check is one OR per score,
- * folded into the row-maximum loop.
+ * only -inf scores, names the row.
  *
  * The work of a range [lo,hi) of (b,h) pairs is one function with all its
  * scratch passed in; different pairs touch disjoint columns of O, L and
