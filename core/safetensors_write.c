@@ -1,0 +1,335 @@
+/* safetensors files: the atomic writer (the reader is safetensors_read.c;
+ * the layout is described there).
+ *
+ * The writer builds the header by hand (integers printed exactly, strings
+ * escaped), pads it with spaces to a multiple of 8 bytes, and lays the
+ * data out in insertion order, contiguous. It writes the machine's bytes
+ * as they are: the format is little-endian and so is every machine
+ * tapegrad supports (checked at compile time in safetensors_internal.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "graph_internal.h"
+#include "safetensors_internal.h"
+#include "stb_ds_internal.h"
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct w_entry {
+    const char *name;      /* the name map's copy */
+    int dtype;             /* index into ST_DTYPES */
+    int ndim;
+    int64_t shape[TG_ST_MAX_DIMS];
+    uint64_t nbytes;
+    const void *data;      /* referenced, not copied */
+} w_entry;
+
+struct tg_st_writer {
+    w_entry *entries;      /* stb_ds array, insertion order */
+    name_index *names;     /* stb_ds string map */
+    meta_entry *meta;      /* stb_ds string map; iterates in insertion order */
+    char error[512];       /* first error; sticks until the writer is freed */
+};
+
+static int wfail(tg_st_writer *w, const char *fmt, ...) ST_PRINTF(2, 3);
+static int wfail(tg_st_writer *w, const char *fmt, ...)
+{
+    if (w->error[0]) return -1;   /* the first error sticks */
+    char msg[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(w->error, sizeof w->error, "safetensors: writer: %s", msg);
+    return -1;
+}
+
+tg_st_writer *tg_st_writer_new(void)
+{
+    tg_st_writer *w = tg_calloc(1, sizeof *w);
+    if (!w) return NULL;
+    stbds_sh_new_strdup(w->names);
+    stbds_sh_new_strdup(w->meta);
+    return w;
+}
+
+void tg_st_writer_free(tg_st_writer *w)
+{
+    if (!w) return;
+    stbds_arrfree(w->entries);
+    stbds_shfree(w->names);
+    meta_free(w->meta);
+    tg_free(w);
+}
+
+const char *tg_st_writer_error(const tg_st_writer *w)
+{
+    return w && w->error[0] ? w->error : NULL;
+}
+
+int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
+                     const int64_t *shape, const void *data)
+{
+    if (!w) return -1;
+    if (w->error[0]) return -1;
+    if (!name || !*name) return wfail(w, "tensor name is empty");
+    if (!utf8_ok(name)) return wfail(w, "tensor name is not valid UTF-8");
+    if (strcmp(name, "__metadata__") == 0) return wfail(w, "tensor name '__metadata__' is reserved");
+    if (stbds_shgeti(w->names, name) >= 0) return wfail(w, "duplicate tensor name '%s'", name);
+    int k = dtype ? dtype_find(dtype) : -1;
+    if (k < 0) return wfail(w, "tensor '%s': unknown dtype \"%s\"", name, dtype ? dtype : "(null)");
+    if (ndim < 0 || ndim > TG_ST_MAX_DIMS || (ndim > 0 && !shape))
+        return wfail(w, "tensor '%s': ndim %d must be 0..%d with a shape", name, ndim, TG_ST_MAX_DIMS);
+    w_entry en = {.dtype = k, .ndim = ndim, .data = data};
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) {
+        char sh[160];
+        if (shape[d] < 0)
+            return wfail(w, "tensor '%s': bad shape %s: dimensions must be >= 0", name,
+                         shape_str64(ndim, shape, sh, sizeof sh));
+        uint64_t v = (uint64_t)shape[d];
+        if (v && numel > (uint64_t)ST_MAX_EXACT / v) overflow = true;
+        else numel *= v;
+        en.shape[d] = shape[d];
+    }
+    if (overflow || numel > (uint64_t)ST_MAX_EXACT / ST_DTYPES[k].size)
+        return wfail(w, "tensor '%s': too large (more than 2^53 bytes)", name);
+    en.nbytes = numel * ST_DTYPES[k].size;
+    if (!data && en.nbytes) return wfail(w, "tensor '%s': data is NULL", name);
+    stbds_shput(w->names, name, (int)stbds_arrlen(w->entries));
+    en.name = stbds_shgets(w->names, name).key;
+    stbds_arrput(w->entries, en);
+    return 0;
+}
+
+int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t)
+{
+    if (!w) return -1;
+    if (!t) return wfail(w, "tensor '%s': tensor is NULL", name ? name : "(null)");
+    if (tg_tensor_stale(t))
+        return wfail(w, "tensor '%s': made before the last tg_graph_reset of its graph", name ? name : "(null)");
+    static const char *const MAP[] = {[TG_F32] = "F32", [TG_F64] = "F64", [TG_I32] = "I32", [TG_BOOL] = "U8"};
+    if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0]) return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
+    int64_t shape[TG_MAX_DIMS];
+    int ndim = t->ndim < 0 || t->ndim > TG_MAX_DIMS ? -1 : t->ndim;
+    for (int d = 0; d < ndim; d++) shape[d] = t->shape[d];
+    return tg_st_writer_add(w, name, MAP[t->dtype], ndim, shape, t->data);
+}
+
+int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value)
+{
+    if (!w) return -1;
+    if (w->error[0]) return -1;
+    if (!key || !value) return wfail(w, "metadata key or value is NULL");
+    if (!utf8_ok(key) || !utf8_ok(value)) return wfail(w, "metadata '%s' is not valid UTF-8", key);
+    if (stbds_shgeti(w->meta, key) >= 0) return wfail(w, "duplicate metadata key '%s'", key);
+    char *v = str_copy(value);
+    if (!v) return wfail(w, "out of memory");
+    stbds_shput(w->meta, key, v);
+    return 0;
+}
+
+/* A growable byte buffer that remembers running out of memory. */
+typedef struct sbuf { char *p; size_t len, cap; bool oom; } sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        char *q = tg_realloc(b->p, cap);
+        if (!q) { b->oom = true; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* A JSON string: quotes, backslashes and control characters escaped; the
+ * rest (valid UTF-8, checked on add) as it is. */
+static void sb_json_str(sbuf *b, const char *s)
+{
+    sb_put(b, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        char esc[8];
+        if (*c == '"' || *c == '\\') { esc[0] = '\\'; esc[1] = (char)*c; sb_put(b, esc, 2); }
+        else if (*c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", *c); sb_put(b, esc, 6); }
+        else sb_put(b, (const char *)c, 1);
+    }
+    sb_put(b, "\"", 1);
+}
+
+static void sb_u64(sbuf *b, uint64_t v)
+{
+    char num[24];
+    sb_str(b, (snprintf(num, sizeof num, "%" PRIu64, v), num));
+}
+
+/* The header, padded with spaces to a multiple of 8 bytes. */
+static void build_header(const tg_st_writer *w, sbuf *b)
+{
+    sb_put(b, "{", 1);
+    bool first = true;
+    if (stbds_shlen(w->meta) > 0) {
+        sb_str(b, "\"__metadata__\":{");
+        for (ptrdiff_t i = 0; i < stbds_shlen(w->meta); i++) {
+            if (i) sb_put(b, ",", 1);
+            sb_json_str(b, w->meta[i].key);
+            sb_put(b, ":", 1);
+            sb_json_str(b, w->meta[i].value);
+        }
+        sb_put(b, "}", 1);
+        first = false;
+    }
+    uint64_t at = 0;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(w->entries); i++) {
+        const w_entry *e = &w->entries[i];
+        if (!first) sb_put(b, ",", 1);
+        first = false;
+        sb_json_str(b, e->name);
+        sb_str(b, ":{\"dtype\":\"");
+        sb_str(b, ST_DTYPES[e->dtype].name);
+        sb_str(b, "\",\"shape\":[");
+        for (int d = 0; d < e->ndim; d++) {
+            if (d) sb_put(b, ",", 1);
+            sb_u64(b, (uint64_t)e->shape[d]);
+        }
+        sb_str(b, "],\"data_offsets\":[");
+        sb_u64(b, at);
+        sb_put(b, ",", 1);
+        sb_u64(b, at + e->nbytes);
+        sb_str(b, "]}");
+        at += e->nbytes;
+    }
+    sb_put(b, "}", 1);
+    while (b->len % 8) sb_put(b, " ", 1);
+}
+
+/* The mode a new file gets from open(2): 0666 minus the umask (mkstemp
+ * makes 0600). An existing file keeps its own mode. */
+static mode_t target_mode(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+/* Best effort: make the rename itself durable. */
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? tg_malloc((size_t)(slash - path) + 2) : NULL;
+    if (slash && !dir) return;
+    if (dir) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir ? dir : ".", O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    tg_free(dir);
+}
+
+int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen)
+{
+    if (!w || !path) return fail(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
+    if (w->error[0]) return fail(err, errlen, "%s (nothing written to '%s')", w->error, path);
+
+    sbuf hdr = {0};
+    build_header(w, &hdr);
+    if (hdr.oom) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
+    if (hdr.len > ST_MAX_HEADER) {
+        tg_free(hdr.p);
+        return fail(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
+                    path, hdr.len, ST_MAX_HEADER);
+    }
+
+    size_t plen = strlen(path);
+    char *tmp = tg_malloc(plen + sizeof ".tmp.XXXXXX");
+    if (!tmp) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    mode_t mode = target_mode(path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        tg_free(hdr.p);
+        tg_free(tmp);
+        return fail(err, errlen, "safetensors: save '%s': cannot create a temporary file beside it: %s", path,
+                    strerror(e));
+    }
+
+    const char *step = "fdopen";
+    int e = 0;
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) { e = errno; close(fd); goto fail; }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
+    step = "write";
+    bool ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr.p, 1, hdr.len, fp) == hdr.len;
+    for (ptrdiff_t i = 0; ok && i < stbds_arrlen(w->entries); i++) {
+        const w_entry *en = &w->entries[i];
+        if (en->nbytes) ok = fwrite(en->data, 1, (size_t)en->nbytes, fp) == en->nbytes;
+    }
+    if (ok) { step = "flush"; ok = fflush(fp) == 0; }
+    if (ok) { step = "fchmod"; ok = fchmod(fileno(fp), mode) == 0; }
+    if (ok) { step = "fsync"; ok = fsync(fileno(fp)) == 0; }
+    e = ok ? 0 : errno;
+    if (fclose(fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
+    if (!ok) goto fail;
+    if (rename(tmp, path) != 0) { step = "rename"; e = errno; goto fail; }
+    sync_dir_of(path);
+    tg_free(hdr.p);
+    tg_free(tmp);
+    return 0;
+
+fail:
+    unlink(tmp);
+    fail(err, errlen, "safetensors: save '%s': %s of the temporary file failed: %s ('%s' left as it was)", path,
+         step, e ? strerror(e) : "unknown error", path);
+    tg_free(hdr.p);
+    tg_free(tmp);
+    return -1;
+}
+
+/* ---- parameter stores ------------------------------------------------------ */
+
+int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
+                      char *err, size_t errlen)
+{
+    if (!p) return fail(err, errlen, "safetensors: save_params: params is NULL");
+    if (n_meta < 0 || (n_meta > 0 && !meta))
+        return fail(err, errlen, "safetensors: save_params: %d metadata pairs but no array", n_meta);
+    tg_st_writer *w = tg_st_writer_new();
+    if (!w) return fail(err, errlen, "safetensors: save_params: out of memory");
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        tg_st_writer_add_tensor(w, t->name, t);
+    }
+    for (int i = 0; i < n_meta; i++) tg_st_writer_meta(w, meta[2 * i], meta[2 * i + 1]);
+    int rc = tg_st_writer_save(w, path, err, errlen);
+    tg_st_writer_free(w);
+    return rc;
+}
