@@ -834,9 +834,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("api");
-    TCase *tc = tcase_create("bad input");
-    tcase_add_loop_test(tc, bad_input, 0, N_CASES);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("api", "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
 }

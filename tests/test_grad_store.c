@@ -173,11 +173,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("grad_store");
-    TCase *tc = tcase_create("grad_store");
-    tcase_add_loop_test(tc, store_then_add_gradcheck, 0, 2 * N_OPS);
-    tcase_add_loop_test(tc, store_then_add_f32, 0, 2 * N_OPS);
-    tcase_add_test(tc, same_tensor_twice);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("grad_store", "grad_store", 0,
+                   TT_TESTS(TT_LOOP(store_then_add_gradcheck, 2 * N_OPS), TT_LOOP(store_then_add_f32, 2 * N_OPS),
+                            same_tensor_twice));
 }

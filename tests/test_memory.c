@@ -125,10 +125,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("memory");
-    TCase *tc = tcase_create("memory");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, steady_state_step_makes_no_malloc_and_memory_is_flat);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("memory", "memory", 120, TT_TESTS(steady_state_step_makes_no_malloc_and_memory_is_flat));
 }

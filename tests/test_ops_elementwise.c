@@ -221,16 +221,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ops_elementwise");
-    TCase *tc = tcase_create("elementwise");
-    tcase_add_loop_test(tc, binary_gradcheck, 0, 4 * 6);
-    tcase_add_loop_test(tc, unary_gradcheck, 0, 9);
-    tcase_add_test(tc, binary_broadcast_values);
-    tcase_add_test(tc, broadcast_gradient_sums);
-    tcase_add_test(tc, unary_values);
-    tcase_add_test(tc, sqrt_gradient_at_zero_is_zero);
-    tcase_add_test(tc, f32_matches_f64);
-    tcase_add_test(tc, errors_named_and_propagated);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_elementwise", "elementwise", 0,
+                   TT_TESTS(TT_LOOP(binary_gradcheck, 4 * 6), TT_LOOP(unary_gradcheck, 9), binary_broadcast_values,
+                            broadcast_gradient_sums, unary_values, sqrt_gradient_at_zero_is_zero, f32_matches_f64,
+                            errors_named_and_propagated));
 }

@@ -3,16 +3,6 @@
 
 /* ---- helpers --------------------------------------------------------- */
 
-/* An f32 copy of an f64 tensor, requiring grad when src does. */
-static tg_tensor *to_f32(tg_graph *g, const tg_tensor *src)
-{
-    tg_tensor *t = tg_tensor_new(g, TG_F32, src->ndim, src->shape);
-    ck_assert_ptr_nonnull(t);
-    for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((double *)src->data)[i];
-    if (src->requires_grad) ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
-    return t;
-}
-
 /* Asserts |a - b| <= tol * max(1, |b|) for every element of two float
  * tensors of the same numel (any dtypes). */
 static void assert_close(const tg_tensor *a, const tg_tensor *b, double tol, const char *what)
@@ -163,7 +153,7 @@ START_TEST(layernorm_forward_values)
             ck_assert_int_eq(y64->ndim, xr->ndim);
             for (int d = 0; d < xr->ndim; d++) ck_assert_int_eq(y64->shape[d], xr->shape[d]);
             assert_close(y64, r, 1e-12, "layernorm f64 vs naive");
-            tg_tensor *y32 = tg_layernorm(g, to_f32(g, xr), wm ? to_f32(g, wm) : NULL, bm ? to_f32(g, bm) : NULL, 0.1);
+            tg_tensor *y32 = tg_layernorm(g, tt_to_f32(g, xr), wm ? tt_to_f32(g, wm) : NULL, bm ? tt_to_f32(g, bm) : NULL, 0.1);
             ck_assert_ptr_nonnull(y32);
             ck_assert_int_eq(y32->dtype, TG_F32);
             assert_close(y32, y64, 1e-5, "layernorm f32 vs f64");
@@ -211,9 +201,9 @@ START_TEST(layernorm_f32_large_offset)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(3, 512), 21);
     for (int64_t i = 0; i < x->numel; i++) ((double *)x->data)[i] = (float)(1e4 + ((double *)x->data)[i]);
-    tg_tensor *x32 = to_f32(g, x); /* holds exactly the values of x */
+    tg_tensor *x32 = tt_to_f32(g, x); /* holds exactly the values of x */
     /* w and b hold f32 values too, so both sides see the same numbers */
-    tg_tensor *w = to_f32(g, tt_randn(g, TT_SHAPE(512), 22)), *b = to_f32(g, tt_randn(g, TT_SHAPE(512), 23));
+    tg_tensor *w = tt_to_f32(g, tt_randn(g, TT_SHAPE(512), 22)), *b = tt_to_f32(g, tt_randn(g, TT_SHAPE(512), 23));
     tg_tensor *w64 = tg_tensor_new(g, TG_F64, 1, (int[]){512}), *b64 = tg_tensor_new(g, TG_F64, 1, (int[]){512});
     for (int j = 0; j < 512; j++)
         ((double *)w64->data)[j] = ((float *)w->data)[j], ((double *)b64->data)[j] = ((float *)b->data)[j];
@@ -237,7 +227,7 @@ START_TEST(layernorm_f32_backward_and_nograd)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(3, 2, 9), 41), *w = tt_randn(g, TT_SHAPE(9), 42), *b = tt_randn(g, TT_SHAPE(9), 43);
-    tg_tensor *x32 = to_f32(g, x), *w32 = to_f32(g, w), *b32 = to_f32(g, b);
+    tg_tensor *x32 = tt_to_f32(g, x), *w32 = tt_to_f32(g, w), *b32 = tt_to_f32(g, b);
     tg_tensor *y = tg_layernorm(g, x, w, b, 1e-5), *y32 = tg_layernorm(g, x32, w32, b32, 1e-5);
     double *dy = seed_values(g, TG_F64, y->numel, 9);
     float *dy32 = tg_arena_alloc(g, (size_t)y->numel * sizeof(float));
@@ -282,7 +272,7 @@ START_TEST(layernorm_errors)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 7), 1), *w = tt_randn(g, TT_SHAPE(7), 2), *b = tt_randn(g, TT_SHAPE(7), 3);
     tg_tensor *w6 = tt_randn(g, TT_SHAPE(6), 4), *w2d = tt_randn(g, TT_SHAPE(1, 7), 5);
-    tg_tensor *x32 = to_f32(g, x), *ids = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 7));
+    tg_tensor *x32 = tt_to_f32(g, x), *ids = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 7));
 
     assert_failed(g, tg_layernorm(g, x, w6, b, 1e-5), "layernorm: w must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
     assert_failed(g, tg_layernorm(g, x, w, w6, 1e-5), "layernorm: b must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
@@ -292,7 +282,7 @@ START_TEST(layernorm_errors)
     assert_failed(g, tg_layernorm(g, x, w, b, -1e-5), "eps must be > 0, got -1e-05");
     assert_failed(g, tg_layernorm(g, x, w, b, NAN), "eps must be > 0, got nan");
     assert_failed(g, tg_layernorm(g, x32, w, b, 1e-5), "layernorm: dtypes differ: x f32 (2,3,7), w f64 (7)");
-    assert_failed(g, tg_layernorm(g, x, w, to_f32(g, b), 1e-5), "layernorm: dtypes differ: x f64 (2,3,7), b f32 (7)");
+    assert_failed(g, tg_layernorm(g, x, w, tt_to_f32(g, b), 1e-5), "layernorm: dtypes differ: x f64 (2,3,7), b f32 (7)");
     assert_failed(g, tg_layernorm(g, ids, NULL, NULL, 1e-5), "layernorm: x must be f32 or f64, got i32 (2,7)");
     assert_failed(g, tg_layernorm(g, x, tg_tensor_new(g, TG_I32, TT_SHAPE(7)), NULL, 1e-5),
                   "layernorm: w must be f32 or f64, got i32 (7)");
@@ -322,7 +312,7 @@ START_TEST(embedding_forward_values)
     for (int v = 0; v < V; v++)
         for (int c = 0; c < C; c++) wv[v * C + c] = 10 * v + c + 0.25;
     tg_tensor *w = tg_tensor_from(g, TG_F64, TT_SHAPE(V, C), wv);
-    tg_tensor *w32 = to_f32(g, w);
+    tg_tensor *w32 = tt_to_f32(g, w);
     int32_t iv[] = {4, 0, 2, 2, 1, 4, 3, 0};
     const int shapes[][4] = {{0}, {1, 8}, {2, 2, 3}, {3, 2, 2, 2}, {2, 1, 1}};
     for (size_t k = 0; k < 5; k++) {
@@ -369,7 +359,7 @@ START_TEST(embedding_scatter_add)
     for (int pass = 0; pass < 2; pass++) {
         tg_graph *g = tg_graph_new();
         tg_tensor *w = tt_randn(g, TT_SHAPE(4, 2), 3);
-        if (pass) w = to_f32(g, w);
+        if (pass) w = tt_to_f32(g, w);
         tg_tensor *ids = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 2), (int32_t[]){1, 3, 1, 1});
         tg_tensor *y = tg_embedding(g, w, ids); /* (2,2,2) */
         ck_assert_ptr_nonnull(y);
@@ -404,7 +394,7 @@ START_TEST(embedding_errors)
                   "(weight f64 (5,4))");
     assert_failed(g, tg_embedding(g, w, bad_lo), "embedding: id -1 at position (2) (flat 2) of ids i32 (4)");
     assert_failed(g, tg_embedding(g, w, bad_lo), "V = 5");
-    assert_failed(g, tg_embedding(g, w, to_f32(g, w)), "embedding: ids must be i32, got f32 (5,4)");
+    assert_failed(g, tg_embedding(g, w, tt_to_f32(g, w)), "embedding: ids must be i32, got f32 (5,4)");
     assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(5), 2), ok), "embedding: weight must be 2-D (V,C), got f64 (5)");
     assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(1, 5, 4), 2), ok), "weight must be 2-D (V,C), got f64 (1,5,4)");
     assert_failed(g, tg_embedding(g, tg_tensor_new(g, TG_I32, TT_SHAPE(5, 4)), ok),
@@ -489,7 +479,7 @@ START_TEST(dropout_kept_values_exact)
     tg_graph *g = tg_graph_new();
     const double p = 0.3;
     tg_tensor *x = tt_randn(g, TT_SHAPE(4, 257), 11);
-    tg_tensor *x32 = to_f32(g, x);
+    tg_tensor *x32 = tt_to_f32(g, x);
     tg_graph_seed(g, 5);
     tg_tensor *y = tg_dropout(g, x, p);
     tg_graph_seed(g, 5);
@@ -554,7 +544,7 @@ START_TEST(dropout_backward_values)
 {
     tg_graph *g = tg_graph_new();
     const double p = 0.25;
-    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 50), 3), *x32 = to_f32(g, x);
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 50), 3), *x32 = tt_to_f32(g, x);
     tg_graph_seed(g, 9);
     tg_tensor *y = tg_dropout(g, x, p);
     tg_graph_seed(g, 9);
@@ -580,7 +570,7 @@ END_TEST
 START_TEST(dropout_p1_zeros)
 {
     tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(4, 3), 2), *x32 = to_f32(g, x);
+    tg_tensor *x = tt_randn(g, TT_SHAPE(4, 3), 2), *x32 = tt_to_f32(g, x);
     tg_tensor *y = tg_dropout(g, x, 1), *y32 = tg_dropout(g, x32, 1);
     ck_assert_ptr_nonnull(y);
     ck_assert_ptr_nonnull(y32);
@@ -618,30 +608,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ops_norm");
-    TCase *ln = tcase_create("layernorm");
-    tcase_add_test(ln, layernorm_gradcheck);
-    tcase_add_test(ln, layernorm_c1_is_b);
-    tcase_add_test(ln, layernorm_forward_values);
-    tcase_add_test(ln, layernorm_normalises_rows);
-    tcase_add_test(ln, layernorm_f32_large_offset);
-    tcase_add_test(ln, layernorm_f32_backward_and_nograd);
-    tcase_add_test(ln, layernorm_errors);
-    suite_add_tcase(s, ln);
-    TCase *em = tcase_create("embedding");
-    tcase_add_test(em, embedding_forward_values);
-    tcase_add_test(em, embedding_gradcheck);
-    tcase_add_test(em, embedding_scatter_add);
-    tcase_add_test(em, embedding_errors);
-    suite_add_tcase(s, em);
-    TCase *dr = tcase_create("dropout");
-    tcase_add_test(dr, dropout_mask_is_seeded);
-    tcase_add_test(dr, dropout_kept_fraction);
-    tcase_add_test(dr, dropout_kept_values_exact);
-    tcase_add_test(dr, dropout_identity);
-    tcase_add_test(dr, dropout_gradcheck);
-    tcase_add_test(dr, dropout_backward_values);
-    tcase_add_test(dr, dropout_p1_zeros);
-    tcase_add_test(dr, dropout_errors);
-    suite_add_tcase(s, dr);
+    tt_tcase(s, "layernorm", 0, TT_TESTS(layernorm_gradcheck, layernorm_c1_is_b, layernorm_forward_values,
+                                         layernorm_normalises_rows, layernorm_f32_large_offset,
+                                         layernorm_f32_backward_and_nograd, layernorm_errors));
+    tt_tcase(s, "embedding", 0, TT_TESTS(embedding_forward_values, embedding_gradcheck, embedding_scatter_add,
+                                         embedding_errors));
+    tt_tcase(s, "dropout", 0, TT_TESTS(dropout_mask_is_seeded, dropout_kept_fraction, dropout_kept_values_exact,
+                                       dropout_identity, dropout_gradcheck, dropout_backward_values,
+                                       dropout_p1_zeros, dropout_errors));
     return tt_run(s);
 }

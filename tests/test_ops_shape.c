@@ -87,18 +87,6 @@ static tg_tensor *iota(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
     return t;
 }
 
-static void assert_shape(const tg_tensor *t, int ndim, const int *shape)
-{
-    ck_assert_ptr_nonnull(t);
-    ck_assert_int_eq(t->ndim, ndim);
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) {
-        ck_assert_int_eq(t->shape[i], shape[i]);
-        n *= shape[i];
-    }
-    ck_assert_int_eq(t->numel, n);
-}
-
 /* ---- reshape -------------------------------------------------------- */
 
 START_TEST(reshape_is_a_view)
@@ -106,19 +94,19 @@ START_TEST(reshape_is_a_view)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 4), 1);
     tg_tensor *y = tg_reshape(g, x, TT_SHAPE(4, -1));
-    assert_shape(y, TT_SHAPE(4, 6));
+    tt_assert_shape(y, TT_SHAPE(4, 6));
     ck_assert_ptr_eq(y->data, x->data);
     ck_assert(y->requires_grad);
     ck_assert_int_eq(tg_graph_tape_len(g), 1);
     /* -1 anywhere, and to a scalar and back */
-    assert_shape(tg_reshape(g, x, TT_SHAPE(-1)), TT_SHAPE(24));
-    assert_shape(tg_reshape(g, x, TT_SHAPE(2, -1, 3)), TT_SHAPE(2, 4, 3));
-    assert_shape(tg_reshape(g, x, TT_SHAPE(1, 2, 1, -1)), TT_SHAPE(1, 2, 1, 12));
+    tt_assert_shape(tg_reshape(g, x, TT_SHAPE(-1)), TT_SHAPE(24));
+    tt_assert_shape(tg_reshape(g, x, TT_SHAPE(2, -1, 3)), TT_SHAPE(2, 4, 3));
+    tt_assert_shape(tg_reshape(g, x, TT_SHAPE(1, 2, 1, -1)), TT_SHAPE(1, 2, 1, 12));
     tg_tensor *one = tt_randn(g, TT_SHAPE(1, 1), 2);
     tg_tensor *s = tg_reshape(g, one, 0, NULL);
-    assert_shape(s, 0, NULL);
+    tt_assert_shape(s, 0, NULL);
     ck_assert_ptr_eq(s->data, one->data);
-    assert_shape(tg_reshape(g, s, TT_SHAPE(-1, 1, 1)), TT_SHAPE(1, 1, 1));
+    tt_assert_shape(tg_reshape(g, s, TT_SHAPE(-1, 1, 1)), TT_SHAPE(1, 1, 1));
     /* writes through x are seen through the view */
     ((double *)x->data)[5] = 42.0;
     ck_assert(tg_tensor_get(y, 5) == 42.0);
@@ -225,13 +213,13 @@ START_TEST(transpose_values)
     /* hand-written case: (2,3) -> (3,2), y[i][j] = x[j][i] */
     tg_tensor *x = iota(g, TG_F64, TT_SHAPE(2, 3));
     tg_tensor *y = tg_transpose(g, x, 0, 1);
-    assert_shape(y, TT_SHAPE(3, 2));
+    tt_assert_shape(y, TT_SHAPE(3, 2));
     const double want[6] = {0, 3, 1, 4, 2, 5};
     for (int i = 0; i < 6; i++) ck_assert(((double *)y->data)[i] == want[i]);
     /* (2,3,4) axes (0,2): y[i,j,k] = x[k,j,i] = 12k + 4j + i */
     x = iota(g, TG_F64, TT_SHAPE(2, 3, 4));
     y = tg_transpose(g, x, 0, -1);
-    assert_shape(y, TT_SHAPE(4, 3, 2));
+    tt_assert_shape(y, TT_SHAPE(4, 3, 2));
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 2; k++) ck_assert(((double *)y->data)[(i * 3 + j) * 2 + k] == 12 * k + 4 * j + i);
@@ -260,7 +248,7 @@ START_TEST(permute_values)
     int B = 2, T = 3, H = 4, dh = 5;
     tg_tensor *x = iota(g, TG_F64, TT_SHAPE(B, T, H, dh));
     tg_tensor *y = tg_permute(g, x, (int[]){0, 2, 1, 3});
-    assert_shape(y, TT_SHAPE(B, H, T, dh));
+    tt_assert_shape(y, TT_SHAPE(B, H, T, dh));
     const double *xv = x->data, *yv = y->data;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
@@ -284,7 +272,7 @@ START_TEST(permute_values)
     check_permuted(x, tg_permute(g, x, (int[]){-1}), (int[]){0});
     x = tg_scalar(g, TG_F64, 3.5);
     y = tg_permute(g, x, NULL);
-    assert_shape(y, 0, NULL);
+    tt_assert_shape(y, 0, NULL);
     ck_assert(tg_tensor_item(y) == 3.5);
     ck_assert_ptr_null(tg_graph_error(g));
     tg_graph_free(g);
@@ -317,7 +305,7 @@ START_TEST(heads_split_values)
     spec s = {.op = HEADS, .shape = {B, T, H, dh}};
     tg_tensor *in[1] = {x};
     tg_tensor *y = apply(g, in, &s);
-    assert_shape(y, TT_SHAPE(B, H, T, dh));
+    tt_assert_shape(y, TT_SHAPE(B, H, T, dh));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int t = 0; t < T; t++)
@@ -361,7 +349,7 @@ START_TEST(slice_values)
     /* (2,5,3) axis 1 [1,4): y[a,b,c] = x[a,b+1,c] */
     tg_tensor *x = iota(g, TG_F64, TT_SHAPE(2, 5, 3));
     tg_tensor *y = tg_slice(g, x, -2, 1, 4);
-    assert_shape(y, TT_SHAPE(2, 3, 3));
+    tt_assert_shape(y, TT_SHAPE(2, 3, 3));
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++)
             for (int c = 0; c < 3; c++)
@@ -369,7 +357,7 @@ START_TEST(slice_values)
     /* last axis of a 4-D tensor, a single column */
     x = iota(g, TG_F32, TT_SHAPE(2, 1, 3, 4));
     y = tg_slice(g, x, 3, 2, 3);
-    assert_shape(y, TT_SHAPE(2, 1, 3, 1));
+    tt_assert_shape(y, TT_SHAPE(2, 1, 3, 1));
     for (int i = 0; i < 6; i++) ck_assert(((float *)y->data)[i] == (float)(i * 4 + 2));
     /* the whole axis is a copy */
     y = tg_slice(g, x, 0, 0, 2);
@@ -411,7 +399,7 @@ START_TEST(split_qkv)
     tg_tensor *qkv[3] = {NULL, NULL, NULL};
     ck_assert_int_eq(tg_split(g, x, -1, 3, (int[]){C, C, C}, qkv), 0);
     for (int p = 0; p < 3; p++) {
-        assert_shape(qkv[p], TT_SHAPE(B, T, C));
+        tt_assert_shape(qkv[p], TT_SHAPE(B, T, C));
         ck_assert(qkv[p]->requires_grad);
         tg_tensor *s = tg_slice(g, x, 2, p * C, (p + 1) * C);
         ck_assert_int_eq(memcmp(s->data, qkv[p]->data, (size_t)(B * T * C) * sizeof(double)), 0);
@@ -505,7 +493,7 @@ START_TEST(concat_values)
     tg_tensor *a = tg_tensor_from(g, TG_F64, TT_SHAPE(2, 1), (double[]){1, 2});
     tg_tensor *b = tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), (double[]){3, 4, 5, 6});
     tg_tensor *y = tg_concat(g, 2, (tg_tensor *[]){a, b}, -1);
-    assert_shape(y, TT_SHAPE(2, 3));
+    tt_assert_shape(y, TT_SHAPE(2, 3));
     const double want[6] = {1, 3, 4, 2, 5, 6};
     for (int i = 0; i < 6; i++) ck_assert(((double *)y->data)[i] == want[i]);
 
@@ -517,7 +505,7 @@ START_TEST(concat_values)
         tg_tensor *p[3];
         ck_assert_int_eq(tg_split(g, x, axis, 3, sizes, p), 0);
         tg_tensor *z = tg_concat(g, 3, p, axis);
-        assert_shape(z, TT_SHAPE(3, 4, 5, 6));
+        tt_assert_shape(z, TT_SHAPE(3, 4, 5, 6));
         ck_assert_int_eq(memcmp(z->data, x->data, 360 * sizeof(double)), 0);
         /* out of order is not the identity */
         tg_tensor *w = tg_concat(g, 3, (tg_tensor *[]){p[1], p[0], p[2]}, axis);
@@ -528,7 +516,7 @@ START_TEST(concat_values)
     x = tt_randn(g, TT_SHAPE(7, 2), 8);
     ck_assert_int_eq(tg_split(g, x, 0, 7, (int[]){1, 1, 1, 1, 1, 1, 1}, rows), 0);
     y = tg_concat(g, 7, rows, 0);
-    assert_shape(y, TT_SHAPE(7, 2));
+    tt_assert_shape(y, TT_SHAPE(7, 2));
     ck_assert_int_eq(memcmp(y->data, x->data, 14 * sizeof(double)), 0);
     /* one piece: a copy */
     y = tg_concat(g, 1, &x, 1);
@@ -606,17 +594,17 @@ START_TEST(int_and_bool)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = iota(g, TG_I32, TT_SHAPE(2, 3, 4));
     tg_tensor *r = tg_reshape(g, x, TT_SHAPE(-1, 4));
-    assert_shape(r, TT_SHAPE(6, 4));
+    tt_assert_shape(r, TT_SHAPE(6, 4));
     ck_assert(r->dtype == TG_I32 && r->data == x->data && !r->requires_grad);
     tg_tensor *t = tg_transpose(g, x, 0, 2);
     ck_assert(t->dtype == TG_I32 && !t->requires_grad);
     check_permuted(x, t, (int[]){2, 1, 0});
     check_permuted(r, tg_permute(g, r, (int[]){1, 0}), (int[]){1, 0});
     tg_tensor *s = tg_slice(g, x, 1, 1, 2);
-    assert_shape(s, TT_SHAPE(2, 1, 4));
+    tt_assert_shape(s, TT_SHAPE(2, 1, 4));
     for (int i = 0; i < 8; i++) ck_assert_int_eq(((int32_t *)s->data)[i], (i / 4) * 12 + 4 + i % 4);
     tg_tensor *cat = tg_concat(g, 2, (tg_tensor *[]){x, x}, 0);
-    assert_shape(cat, TT_SHAPE(4, 3, 4));
+    tt_assert_shape(cat, TT_SHAPE(4, 3, 4));
     ck_assert_int_eq(((int32_t *)cat->data)[24 + 5], 5);
     ck_assert_int_eq(tg_graph_tape_len(g), 0);
 
@@ -671,7 +659,7 @@ static void check_reduce_values(tg_graph *g, int ndim, const int *shape)
                 for (int a = 0; a < ndim; a++)
                     if (a != ax) want[wn++] = shape[a];
                     else if (keep) want[wn++] = 1;
-                assert_shape(y, wn, want);
+                tt_assert_shape(y, wn, want);
                 /* every element, indexed through x's coordinates with axis fixed at 0 */
                 int ost[4] = {1, 1, 1, 1}, oshape[4];
                 for (int a = 0; a < ndim; a++) oshape[a] = a == ax ? 1 : shape[a];
@@ -695,19 +683,19 @@ START_TEST(reduce_values)
     check_reduce_values(g, TT_SHAPE(7));
     /* 1-D without keepdim is a scalar; with keepdim (1) */
     tg_tensor *x = tt_randn(g, TT_SHAPE(7), 9);
-    assert_shape(tg_sum(g, x, 0, false), 0, NULL);
-    assert_shape(tg_mean(g, x, -1, true), TT_SHAPE(1));
+    tt_assert_shape(tg_sum(g, x, 0, false), 0, NULL);
+    tt_assert_shape(tg_mean(g, x, -1, true), TT_SHAPE(1));
     /* by hand */
     tg_tensor *h = tg_tensor_from(g, TG_F64, TT_SHAPE(2, 3), (double[]){1, 2, 3, 4, 5, 6});
     tg_tensor *y = tg_sum(g, h, 0, false);
     ck_assert(((double *)y->data)[0] == 5 && ((double *)y->data)[1] == 7 && ((double *)y->data)[2] == 9);
     y = tg_mean(g, h, 1, true);
-    assert_shape(y, TT_SHAPE(2, 1));
+    tt_assert_shape(y, TT_SHAPE(2, 1));
     ck_assert(((double *)y->data)[0] == 2 && ((double *)y->data)[1] == 5);
     ck_assert(tg_tensor_item(tg_sum_all(g, h)) == 21);
     ck_assert(tg_tensor_item(tg_mean_all(g, h)) == 3.5);
-    assert_shape(tg_sum_all(g, h), 0, NULL);
-    assert_shape(tg_mean_all(g, h), 0, NULL);
+    tt_assert_shape(tg_sum_all(g, h), 0, NULL);
+    tt_assert_shape(tg_mean_all(g, h), 0, NULL);
     tg_tensor *sc = tg_scalar(g, TG_F32, 2.5);
     ck_assert(tg_tensor_item(tg_sum_all(g, sc)) == 2.5 && tg_tensor_item(tg_mean_all(g, sc)) == 2.5);
     /* all-reductions against a naive loop */
@@ -824,33 +812,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ops_shape");
-    TCase *tc = tcase_create("shape");
-    tcase_add_test(tc, reshape_is_a_view);
-    tcase_add_test(tc, reshape_gradcheck);
-    tcase_add_test(tc, reshape_accumulates);
-    tcase_add_test(tc, reshape_errors);
-    tcase_add_test(tc, transpose_values);
-    tcase_add_test(tc, permute_values);
-    tcase_add_test(tc, transpose_permute_gradcheck);
-    tcase_add_test(tc, heads_split_values);
-    tcase_add_test(tc, transpose_permute_errors);
-    tcase_add_test(tc, slice_values);
-    tcase_add_test(tc, slice_gradcheck);
-    tcase_add_test(tc, split_qkv);
-    tcase_add_test(tc, split_errors);
-    tcase_add_test(tc, slice_errors);
-    tcase_add_test(tc, concat_values);
-    tcase_add_test(tc, concat_gradcheck);
-    tcase_add_test(tc, concat_errors);
-    tcase_add_test(tc, int_and_bool);
-    suite_add_tcase(s, tc);
-    TCase *tr = tcase_create("reduce");
-    tcase_add_test(tr, reduce_values);
-    tcase_add_test(tr, reduce_f32_accumulates_in_double);
-    tcase_add_test(tr, reduce_f32_matches_f64);
-    tcase_add_test(tr, reduce_gradcheck);
-    tcase_add_test(tr, reduce_backward_by_hand);
-    tcase_add_test(tr, reduce_errors);
-    suite_add_tcase(s, tr);
+    tt_tcase(s, "shape", 0, TT_TESTS(reshape_is_a_view, reshape_gradcheck, reshape_accumulates, reshape_errors,
+                                     transpose_values, permute_values, transpose_permute_gradcheck,
+                                     heads_split_values, transpose_permute_errors, slice_values, slice_gradcheck,
+                                     split_qkv, split_errors, slice_errors, concat_values, concat_gradcheck,
+                                     concat_errors, int_and_bool));
+    tt_tcase(s, "reduce", 0, TT_TESTS(reduce_values, reduce_f32_accumulates_in_double, reduce_f32_matches_f64,
+                                      reduce_gradcheck, reduce_backward_by_hand, reduce_errors));
     return tt_run(s);
 }

@@ -687,25 +687,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ops_softmax");
-    TCase *tc = tcase_create("softmax");
-    tcase_add_test(tc, forward_no_mask);
-    tcase_add_test(tc, forward_masks);
-    tcase_add_test(tc, forward_stable_and_blocked_scores_unread);
-    tcase_add_test(tc, gradcheck_no_mask);
-    tcase_add_test(tc, gradcheck_masks);
-    tcase_add_test(tc, blocked_gradient_exactly_zero);
-    tcase_add_test(tc, zero_blocked_rows_flag);
-    tcase_add_test(tc, records_only_x);
-    tcase_add_test(tc, softmax_errors);
-    suite_add_tcase(s, tc);
-    TCase *tl = tcase_create("cross_entropy");
-    tcase_add_test(tl, cross_entropy_forward);
-    tcase_add_test(tl, cross_entropy_gradcheck);
-    tcase_add_test(tl, cross_entropy_backward_values);
-    tcase_add_test(tl, cross_entropy_errors);
-    suite_add_tcase(s, tl);
-    TCase *tf = tcase_create("f32_f64");
-    tcase_add_test(tf, f32_matches_f64);
-    suite_add_tcase(s, tf);
+    tt_tcase(s, "softmax", 0, TT_TESTS(forward_no_mask, forward_masks, forward_stable_and_blocked_scores_unread,
+                                       gradcheck_no_mask, gradcheck_masks, blocked_gradient_exactly_zero,
+                                       zero_blocked_rows_flag, records_only_x, softmax_errors));
+    tt_tcase(s, "cross_entropy", 0, TT_TESTS(cross_entropy_forward, cross_entropy_gradcheck,
+                                             cross_entropy_backward_values, cross_entropy_errors));
+    tt_tcase(s, "f32_f64", 0, TT_TESTS(f32_matches_f64));
     return tt_run(s);
 }

@@ -309,13 +309,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("parallel");
-    TCase *tc = tcase_create("parallel");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, parallel_for_covers_once);
-    tcase_add_test(tc, threaded_ops_match_one_thread);
-    tcase_add_test(tc, threaded_optim_matches_one_thread);
-    tcase_add_test(tc, threaded_errors_name_the_first_row);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("parallel", "parallel", 120,
+                   TT_TESTS(parallel_for_covers_once, threaded_ops_match_one_thread,
+                            threaded_optim_matches_one_thread, threaded_errors_name_the_first_row));
 }
