@@ -5,22 +5,20 @@
  * escaped), pads it with spaces to a multiple of 8 bytes, and lays the
  * data out in insertion order, contiguous. It writes the machine's bytes
  * as they are: the format is little-endian and so is every machine
- * tapegrad supports (checked at compile time in safetensors_internal.h). */
+ * tapegrad supports (checked at compile time in safetensors_internal.h).
+ * The file is written all or nothing by atomic_file.c. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "safetensors.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "alloc.h"
+#include "atomic_file.h"
 #include "graph_internal.h"
 #include "safetensors_internal.h"
 #include "stb_ds_internal.h"
@@ -222,36 +220,6 @@ static void build_header(const tg_st_writer *w, sbuf *b)
     while (b->len % 8) sb_put(b, " ", 1);
 }
 
-/* The mode a new file gets from open(2): 0666 minus the umask (mkstemp
- * makes 0600). An existing file keeps its own mode. */
-static mode_t target_mode(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
-    mode_t mask = umask(0);
-    umask(mask);
-    return 0666 & ~mask;
-}
-
-/* Best effort: make the rename itself durable. */
-static void sync_dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? tg_malloc((size_t)(slash - path) + 2) : NULL;
-    if (slash && !dir) return;
-    if (dir) {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        memcpy(dir, path, n);
-        dir[n] = 0;
-    }
-    int fd = open(dir ? dir : ".", O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    tg_free(dir);
-}
-
 int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen)
 {
     if (!w || !path) return fail(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
@@ -266,51 +234,19 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
                     path, hdr.len, ST_MAX_HEADER);
     }
 
-    size_t plen = strlen(path);
-    char *tmp = tg_malloc(plen + sizeof ".tmp.XXXXXX");
-    if (!tmp) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-    mode_t mode = target_mode(path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        tg_free(hdr.p);
-        tg_free(tmp);
-        return fail(err, errlen, "safetensors: save '%s': cannot create a temporary file beside it: %s", path,
-                    strerror(e));
-    }
-
-    const char *step = "fdopen";
-    int e = 0;
-    FILE *fp = fdopen(fd, "wb");
-    if (!fp) { e = errno; close(fd); goto fail; }
+    tg_atomic_file f;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
-    step = "write";
-    bool ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr.p, 1, hdr.len, fp) == hdr.len;
-    for (ptrdiff_t i = 0; ok && i < stbds_arrlen(w->entries); i++) {
-        const w_entry *en = &w->entries[i];
-        if (en->nbytes) ok = fwrite(en->data, 1, (size_t)en->nbytes, fp) == en->nbytes;
-    }
-    if (ok) { step = "flush"; ok = fflush(fp) == 0; }
-    if (ok) { step = "fchmod"; ok = fchmod(fileno(fp), mode) == 0; }
-    if (ok) { step = "fsync"; ok = fsync(fileno(fp)) == 0; }
-    e = ok ? 0 : errno;
-    if (fclose(fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
-    if (!ok) goto fail;
-    if (rename(tmp, path) != 0) { step = "rename"; e = errno; goto fail; }
-    sync_dir_of(path);
+    bool ok = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, len8, 8) == 0 &&
+              tg_atomic_write(&f, hdr.p, hdr.len) == 0;
+    for (ptrdiff_t i = 0; ok && i < stbds_arrlen(w->entries); i++)
+        ok = tg_atomic_write(&f, w->entries[i].data, (size_t)w->entries[i].nbytes) == 0;
+    if (ok) ok = tg_atomic_commit(&f) == 0;
     tg_free(hdr.p);
-    tg_free(tmp);
-    return 0;
-
-fail:
-    unlink(tmp);
-    fail(err, errlen, "safetensors: save '%s': %s of the temporary file failed: %s ('%s' left as it was)", path,
-         step, e ? strerror(e) : "unknown error", path);
-    tg_free(hdr.p);
-    tg_free(tmp);
+    if (ok) return 0;
+    char msg[512];
+    fail(err, errlen, "safetensors: save %s", tg_atomic_message(&f, path, msg, sizeof msg));
+    tg_atomic_abort(&f);
     return -1;
 }
 

@@ -4,7 +4,6 @@
  * and atomic saves that leave the old file alone when they fail. */
 #include "tg_test.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <float.h>
 #include <signal.h>
@@ -55,17 +54,6 @@ static void write_st_claim(const char *path, uint64_t claimed, const char *heade
 static void write_st(const char *path, const char *header, const void *data, size_t ndata)
 {
     write_st_claim(path, strlen(header), header, data, ndata);
-}
-
-/* Files in the scratch directory whose name contains ".tmp." */
-static int count_temp_files(void)
-{
-    DIR *d = opendir(tt_dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp.") != NULL;
-    closedir(d);
-    return n;
 }
 
 #define ERRLEN 512
@@ -207,7 +195,7 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_ptr_null(tg_st_meta_at(f, -1, NULL));
     ck_assert_int_eq(tg_st_meta_count(NULL), 0);
     tg_st_free(f);
-    ck_assert_int_eq(count_temp_files(), 0);
+    ck_assert_int_eq(tt_count_names(tt_dir, ".tmp."), 0);
 }
 END_TEST
 
@@ -786,7 +774,7 @@ START_TEST(saves_are_atomic)
     tg_st_writer_free(w);
     ck_assert_int_eq(rmdir(P("adir")), 0);
 
-    ck_assert_int_eq(count_temp_files(), 0);
+    ck_assert_int_eq(tt_count_names(tt_dir, ".tmp."), 0);
 }
 END_TEST
 

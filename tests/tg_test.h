@@ -107,6 +107,17 @@ static inline const char *tt_path(const char *name)
     return buf[k];
 }
 
+/* The names in directory dir (. and .. aside) that contain part, counted. */
+static inline int tt_count_names(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open the directory %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
 /* ---- running a suite -------------------------------------------------------- */
 
 /* The tests of one tcase, in order: START_TEST names, and TT_LOOP(name, n)
