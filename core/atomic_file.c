@@ -172,7 +172,8 @@ int tg_write_file_atomic(const char *path, const void *data, size_t len, char *e
     if (!path) return tg_set_err(err, errlen, "write_file_atomic: the path is NULL");
     if (!data && len) return tg_set_err(err, errlen, "write_file_atomic: the data is NULL");
     tg_atomic_file f;
-    int rc = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, data, len) == 0 && tg_atomic_commit(&f) == 0 ? 0 : -1;
+    int rc = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, data, len) == 0 && tg_atomic_commit(&f) == 0
+                 ? 0 : -1;
     if (rc) {
         char msg[512];
         tg_set_err(err, errlen, "write_file_atomic: %s", tg_atomic_message(&f, path, msg, sizeof msg));

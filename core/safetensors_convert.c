@@ -19,34 +19,36 @@
  * shape, every value representable. Writes nothing. */
 static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
 {
-    if (!e || !dst) return fail(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    if (!e || !dst) return tg_set_err(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
     /* a tg_st_tensor a caller filled in must agree with itself: the copy
      * reads nbytes from e->data and writes numel elements to dst->data */
-    const int k = e->dtype ? dtype_find(e->dtype) : -1;
+    const int k = e->dtype ? st_dtype_find(e->dtype) : -1;
     if (k < 0 || e->numel < 0 || (uint64_t)e->numel > SIZE_MAX / ST_DTYPES[k].size ||
         e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
-        return fail(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
-                    e->name ? e->name : "(null)");
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
+                          e->name ? e->name : "(null)");
     if (tg_tensor_stale(dst))
-        return fail(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
-                                 "tg_graph_reset of its graph", e->name ? e->name : "(null)");
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
+                                       "tg_graph_reset of its graph", e->name ? e->name : "(null)");
     if (!dst->data && dst->numel)
-        return fail(err, errlen, "safetensors: tensor '%s': the destination has no data", e->name ? e->name : "(null)");
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination has no data",
+                          e->name ? e->name : "(null)");
     const char *dt = e->dtype;
     bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
     bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
     bool is_b = !strcmp(dt, "U8") || !strcmp(dt, "BOOL");
     if (!((is_f && tg_dtype_is_float(dst->dtype)) || (is_i && dst->dtype == TG_I32) ||
           (is_b && dst->dtype == TG_BOOL)))
-        return fail(err, errlen, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
-                    tg_dtype_name(dst->dtype));
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
+                          tg_dtype_name(dst->dtype));
     bool same = e->ndim == dst->ndim;
     for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
     same = same && e->numel == dst->numel;
     if (!same) {
         char a[160], b[64];
-        return fail(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the destination",
-                    e->name, shape_str64(e->ndim, e->shape, a, sizeof a), tg_shape_str(dst, b, sizeof b));
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the "
+                          "destination", e->name, st_shape_str(e->ndim, e->shape, a, sizeof a),
+                          tg_shape_str(dst, b, sizeof b));
     }
     const unsigned char *p = e->data;
     char ix[64];
@@ -55,17 +57,18 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
             double v;
             memcpy(&v, p + 8 * i, 8);
             if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX))   /* inf and NaN pass as they are */
-                return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not fit in f32",
-                                e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not "
+                                  "fit in f32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
         } else if (!strcmp(dt, "I64")) {
             int64_t v;
             memcpy(&v, p + 8 * i, 8);
             if (v < INT32_MIN || v > INT32_MAX)
-                return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64 " does not fit in i32",
-                            e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64
+                                  " does not fit in i32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix),
+                                  v);
         } else if (is_b && p[i] > 1) {
-            return fail(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 for bool",
-                        e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
+            return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 "
+                              "for bool", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
         }
     }
     return 0;
@@ -75,7 +78,7 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
 static void copy_convert(const tg_st_tensor *e, tg_tensor *dst)
 {
     const unsigned char *p = e->data;
-    size_t es = ST_DTYPES[dtype_find(e->dtype)].size;   /* a known dtype: copy_check passed */
+    size_t es = ST_DTYPES[st_dtype_find(e->dtype)].size;   /* a known dtype: copy_check passed */
     if (es == tg_dtype_size(dst->dtype)) {   /* same type: the bytes as they are */
         memcpy(dst->data, p, e->nbytes);
         return;
@@ -107,11 +110,11 @@ int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errle
 
 int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen)
 {
-    if (!p || !f) return fail(err, errlen, "safetensors: load_params: %s is NULL", p ? "file" : "params");
+    if (!p || !f) return tg_set_err(err, errlen, "safetensors: load_params: %s is NULL", p ? "file" : "params");
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         const tg_st_tensor *e = tg_st_find(f, t->name);
-        if (!e) return fail(err, errlen, "safetensors: parameter '%s' is missing from the file", t->name);
+        if (!e) return tg_set_err(err, errlen, "safetensors: parameter '%s' is missing from the file", t->name);
         if (copy_check(e, t, err, errlen) != 0) return -1;
     }
     for (int i = 0; i < tg_params_count(p); i++) {

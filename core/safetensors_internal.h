@@ -1,18 +1,17 @@
-/* tapegrad core (internal): what the safetensors reader
- * (safetensors_read.c) and writer (safetensors_write.c) share: the limits,
- * the format's dtype table and small helpers. */
+/* tapegrad core (internal): what the safetensors files share: the limits,
+ * the format's dtype table and small helpers. Included by
+ * safetensors_read.c, safetensors_convert.c and safetensors_write.c only. */
 #ifndef TG_SAFETENSORS_INTERNAL_H
 #define TG_SAFETENSORS_INTERNAL_H
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "err_internal.h"
 #include "stb_ds_internal.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -32,7 +31,7 @@ static const struct { const char *name; size_t size; } ST_DTYPES[] = {
 };
 enum { ST_N_DTYPES = sizeof ST_DTYPES / sizeof ST_DTYPES[0] };
 
-static inline int dtype_find(const char *name)
+static inline int st_dtype_find(const char *name)
 {
     for (int i = 0; i < ST_N_DTYPES; i++)
         if (strcmp(ST_DTYPES[i].name, name) == 0) return i;
@@ -41,26 +40,8 @@ static inline int dtype_find(const char *name)
 
 /* ---- small helpers ------------------------------------------------------- */
 
-#if defined(__GNUC__)
-#define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define ST_PRINTF(a, b)
-#endif
-
-static inline int fail(char *err, size_t errlen, const char *fmt, ...) ST_PRINTF(3, 4);
-static inline int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* "(2,3)" for an int64 shape. */
-static inline char *shape_str64(int ndim, const int64_t *shape, char *buf, size_t size)
+static inline char *st_shape_str(int ndim, const int64_t *shape, char *buf, size_t size)
 {
     size_t at = (size_t)snprintf(buf, size, "(");
     for (int d = 0; d < ndim && at < size; d++)
@@ -71,7 +52,7 @@ static inline char *shape_str64(int ndim, const int64_t *shape, char *buf, size_
 
 /* Index of the first byte of s[0, n) that does not start a well-formed
  * UTF-8 sequence (overlong forms and surrogates are malformed), or n. */
-static inline size_t utf8_bad_at(const unsigned char *s, size_t n)
+static inline size_t st_utf8_bad_at(const unsigned char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
@@ -93,12 +74,15 @@ static inline size_t utf8_bad_at(const unsigned char *s, size_t n)
     return n;
 }
 
-static inline bool utf8_ok(const char *s) { return utf8_bad_at((const unsigned char *)s, strlen(s)) == strlen(s); }
+static inline bool st_utf8_ok(const char *s)
+{
+    return st_utf8_bad_at((const unsigned char *)s, strlen(s)) == strlen(s);
+}
 
-typedef struct name_index { char *key; int value; } name_index;
-typedef struct meta_entry { char *key; char *value; } meta_entry;
+typedef struct st_name_index { char *key; int value; } st_name_index;
+typedef struct st_meta_entry { char *key; char *value; } st_meta_entry;
 
-static inline char *str_copy(const char *s)
+static inline char *st_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *c = tg_malloc(n);
@@ -106,7 +90,7 @@ static inline char *str_copy(const char *s)
     return c;
 }
 
-static inline void meta_free(meta_entry *m)
+static inline void st_meta_free(st_meta_entry *m)
 {
     for (ptrdiff_t i = 0; i < stbds_shlen(m); i++) tg_free(m[i].value);
     stbds_shfree(m);

@@ -49,8 +49,8 @@ struct tg_st_file {
     unsigned char *buf;     /* the whole file */
     size_t size;
     tg_st_tensor *tensors;  /* stb_ds array, in header order */
-    name_index *by_name;    /* stb_ds string map (owns the names) */
-    meta_entry *meta;       /* stb_ds string map (owns keys and values) */
+    st_name_index *by_name; /* stb_ds string map (owns the names) */
+    st_meta_entry *meta;    /* stb_ds string map (owns keys and values) */
 };
 
 /* Load context: every message starts "safetensors: <path>: ". */
@@ -60,7 +60,7 @@ typedef struct loader {
     size_t errlen;
 } loader;
 
-static int lfail(const loader *L, const char *fmt, ...) ST_PRINTF(2, 3);
+static int lfail(const loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int lfail(const loader *L, const char *fmt, ...)
 {
     char msg[512];
@@ -68,7 +68,7 @@ static int lfail(const loader *L, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return fail(L->err, L->errlen, "safetensors: %s: %s", L->path, msg);
+    return tg_set_err(L->err, L->errlen, "safetensors: %s: %s", L->path, msg);
 }
 
 /* Reads the whole regular file into a new buffer. */
@@ -147,7 +147,7 @@ static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
     if (!fof) return lfail(L, "tensor '%s': missing field \"data_offsets\"", name);
 
     if (!cJSON_IsString(fdt)) return lfail(L, "tensor '%s': \"dtype\" is not a string", name);
-    int k = dtype_find(fdt->valuestring);
+    int k = st_dtype_find(fdt->valuestring);
     if (k < 0) return lfail(L, "tensor '%s': unknown dtype \"%s\"", name, fdt->valuestring);
 
     if (!cJSON_IsArray(fsh)) return lfail(L, "tensor '%s': \"shape\" is not an array", name);
@@ -172,7 +172,7 @@ static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
     char sh[160];
     if (overflow || numel > (uint64_t)INT64_MAX / es)
         return lfail(L, "tensor '%s': shape %s of %s overflows: element count times %zu bytes exceeds 2^63",
-                     name, shape_str64(ndim, t->shape, sh, sizeof sh), ST_DTYPES[k].name, es);
+                     name, st_shape_str(ndim, t->shape, sh, sizeof sh), ST_DTYPES[k].name, es);
     uint64_t nbytes = numel * es;
 
     uint64_t b, en;
@@ -184,7 +184,7 @@ static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
     if (en - b != nbytes)
         return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
                      " bytes but %s %s needs %" PRIu64,
-                     name, b, en, en - b, ST_DTYPES[k].name, shape_str64(ndim, t->shape, sh, sizeof sh), nbytes);
+                     name, b, en, en - b, ST_DTYPES[k].name, st_shape_str(ndim, t->shape, sh, sizeof sh), nbytes);
     if (en > data_size)
         return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                      "] run past the end of the data section (%" PRIu64 " bytes)",
@@ -205,7 +205,7 @@ static int parse_meta(const loader *L, tg_st_file *f, const cJSON *m)
         if (!cJSON_IsString(v)) return lfail(L, "__metadata__ value for '%s' is not a string", v->string);
         if (stbds_shgeti(f->meta, v->string) >= 0)
             return lfail(L, "__metadata__ key '%s' appears twice", v->string);
-        char *val = str_copy(v->valuestring);
+        char *val = st_strdup(v->valuestring);
         if (!val) return lfail(L, "out of memory");
         stbds_shput(f->meta, v->string, val);
     }
@@ -300,7 +300,7 @@ tg_st_file *tg_st_load(const char *path, char *err, size_t errlen)
         goto fail;
     }
     const unsigned char *hdr = f->buf + 8;
-    size_t bad = utf8_bad_at(hdr, (size_t)n);
+    size_t bad = st_utf8_bad_at(hdr, (size_t)n);
     if (bad < n) { lfail(&L, "header is not valid UTF-8 (byte %zu)", bad); goto fail; }
     for (size_t i = 0; i < n; i++)   /* JSON allows no raw control bytes; cJSON would let them into strings */
         if (hdr[i] < 0x20 && !json_space(hdr[i])) {
@@ -337,7 +337,7 @@ void tg_st_free(tg_st_file *f)
     if (!f) return;
     stbds_arrfree(f->tensors);
     stbds_shfree(f->by_name);
-    meta_free(f->meta);
+    st_meta_free(f->meta);
     tg_free(f->buf);
     tg_free(f);
 }

@@ -36,12 +36,12 @@ typedef struct w_entry {
 
 struct tg_st_writer {
     w_entry *entries;      /* stb_ds array, insertion order */
-    name_index *names;     /* stb_ds string map */
-    meta_entry *meta;      /* stb_ds string map; iterates in insertion order */
+    st_name_index *names;  /* stb_ds string map */
+    st_meta_entry *meta;   /* stb_ds string map; iterates in insertion order */
     char error[512];       /* first error; sticks until the writer is freed */
 };
 
-static int wfail(tg_st_writer *w, const char *fmt, ...) ST_PRINTF(2, 3);
+static int wfail(tg_st_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int wfail(tg_st_writer *w, const char *fmt, ...)
 {
     if (w->error[0]) return -1;   /* the first error sticks */
@@ -68,7 +68,7 @@ void tg_st_writer_free(tg_st_writer *w)
     if (!w) return;
     stbds_arrfree(w->entries);
     stbds_shfree(w->names);
-    meta_free(w->meta);
+    st_meta_free(w->meta);
     tg_free(w);
 }
 
@@ -83,10 +83,10 @@ int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int n
     if (!w) return -1;
     if (w->error[0]) return -1;
     if (!name || !*name) return wfail(w, "tensor name is empty");
-    if (!utf8_ok(name)) return wfail(w, "tensor name is not valid UTF-8");
+    if (!st_utf8_ok(name)) return wfail(w, "tensor name is not valid UTF-8");
     if (strcmp(name, "__metadata__") == 0) return wfail(w, "tensor name '__metadata__' is reserved");
     if (stbds_shgeti(w->names, name) >= 0) return wfail(w, "duplicate tensor name '%s'", name);
-    int k = dtype ? dtype_find(dtype) : -1;
+    int k = dtype ? st_dtype_find(dtype) : -1;
     if (k < 0) return wfail(w, "tensor '%s': unknown dtype \"%s\"", name, dtype ? dtype : "(null)");
     if (ndim < 0 || ndim > TG_ST_MAX_DIMS || (ndim > 0 && !shape))
         return wfail(w, "tensor '%s': ndim %d must be 0..%d with a shape", name, ndim, TG_ST_MAX_DIMS);
@@ -97,7 +97,7 @@ int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int n
         char sh[160];
         if (shape[d] < 0)
             return wfail(w, "tensor '%s': bad shape %s: dimensions must be >= 0", name,
-                         shape_str64(ndim, shape, sh, sizeof sh));
+                         st_shape_str(ndim, shape, sh, sizeof sh));
         uint64_t v = (uint64_t)shape[d];
         if (v && numel > (uint64_t)ST_MAX_EXACT / v) overflow = true;
         else numel *= v;
@@ -132,9 +132,9 @@ int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value)
     if (!w) return -1;
     if (w->error[0]) return -1;
     if (!key || !value) return wfail(w, "metadata key or value is NULL");
-    if (!utf8_ok(key) || !utf8_ok(value)) return wfail(w, "metadata '%s' is not valid UTF-8", key);
+    if (!st_utf8_ok(key) || !st_utf8_ok(value)) return wfail(w, "metadata '%s' is not valid UTF-8", key);
     if (stbds_shgeti(w->meta, key) >= 0) return wfail(w, "duplicate metadata key '%s'", key);
-    char *v = str_copy(value);
+    char *v = st_strdup(value);
     if (!v) return wfail(w, "out of memory");
     stbds_shput(w->meta, key, v);
     return 0;
@@ -222,16 +222,16 @@ static void build_header(const tg_st_writer *w, sbuf *b)
 
 int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen)
 {
-    if (!w || !path) return fail(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
-    if (w->error[0]) return fail(err, errlen, "%s (nothing written to '%s')", w->error, path);
+    if (!w || !path) return tg_set_err(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
+    if (w->error[0]) return tg_set_err(err, errlen, "%s (nothing written to '%s')", w->error, path);
 
     sbuf hdr = {0};
     build_header(w, &hdr);
-    if (hdr.oom) { tg_free(hdr.p); return fail(err, errlen, "safetensors: save '%s': out of memory", path); }
+    if (hdr.oom) { tg_free(hdr.p); return tg_set_err(err, errlen, "safetensors: save '%s': out of memory", path); }
     if (hdr.len > ST_MAX_HEADER) {
         tg_free(hdr.p);
-        return fail(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
-                    path, hdr.len, ST_MAX_HEADER);
+        return tg_set_err(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
+                          path, hdr.len, ST_MAX_HEADER);
     }
 
     tg_atomic_file f;
@@ -245,7 +245,7 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
     tg_free(hdr.p);
     if (ok) return 0;
     char msg[512];
-    fail(err, errlen, "safetensors: save %s", tg_atomic_message(&f, path, msg, sizeof msg));
+    tg_set_err(err, errlen, "safetensors: save %s", tg_atomic_message(&f, path, msg, sizeof msg));
     tg_atomic_abort(&f);
     return -1;
 }
@@ -255,11 +255,11 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
 int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
                       char *err, size_t errlen)
 {
-    if (!p) return fail(err, errlen, "safetensors: save_params: params is NULL");
+    if (!p) return tg_set_err(err, errlen, "safetensors: save_params: params is NULL");
     if (n_meta < 0 || (n_meta > 0 && !meta))
-        return fail(err, errlen, "safetensors: save_params: %d metadata pairs but no array", n_meta);
+        return tg_set_err(err, errlen, "safetensors: save_params: %d metadata pairs but no array", n_meta);
     tg_st_writer *w = tg_st_writer_new();
-    if (!w) return fail(err, errlen, "safetensors: save_params: out of memory");
+    if (!w) return tg_set_err(err, errlen, "safetensors: save_params: out of memory");
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         tg_st_writer_add_tensor(w, t->name, t);
