@@ -48,6 +48,18 @@ static inline tg_tensor *tt_randn_dt(tg_graph *g, tg_dtype dt, int ndim, const i
     return dt == TG_F32 ? tt_to_f32(g, d) : d;
 }
 
+/* n values of dtype dt from a seeded normal stream, in g's arena: the
+ * seed of a tg_graph_backward_seeded. */
+static inline void *tt_seed_values(tg_graph *g, tg_dtype dt, int64_t n, uint64_t seed)
+{
+    tg_tensor *t = tg_tensor_new(g, dt, 1, (int[]){(int)n});
+    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    tg_rng r;
+    tg_rng_seed(&r, seed, 3);
+    tg_rng_fill_normal(&r, t, 0, 1);
+    return t->data;
+}
+
 /* ---- assertions ----------------------------------------------------------- */
 
 /* gradcheck that reports gradcheck's own sentence when it fails. */
@@ -89,6 +101,22 @@ static inline void tt_note_gradcheck(const tg_gradcheck_result *r)
         ck_assert_msg(e_ != NULL, "expected an error containing '%s', got none", needle); \
         ck_assert_msg(strstr(e_, needle) != NULL, "error '%s' lacks '%s'", e_, needle); \
     } while (0)
+
+/* y, what an op returned, is NULL with an error on g containing needle,
+ * and the error sticks: ops of several families given NULL afterwards
+ * return NULL and leave the first message in place. */
+static inline void tt_assert_failed(tg_graph *g, const void *y, const char *needle)
+{
+    ck_assert_ptr_null(y);
+    tt_assert_error(g, needle);
+    char first[1024];
+    snprintf(first, sizeof first, "%s", tg_graph_error(g));
+    ck_assert_ptr_null(tg_layernorm(g, NULL, NULL, NULL, 1e-5));
+    ck_assert_ptr_null(tg_dropout(g, NULL, 0.5));
+    ck_assert_ptr_null(tg_softmax(g, NULL, NULL));
+    ck_assert_ptr_null(tg_cross_entropy(g, NULL, NULL));
+    ck_assert_str_eq(tg_graph_error(g), first);
+}
 
 /* ---- a scratch directory --------------------------------------------------- */
 
