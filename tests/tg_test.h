@@ -71,6 +71,16 @@ static inline void *tt_seed_values(tg_graph *g, tg_dtype dt, int64_t n, uint64_t
         ck_assert_msg(ok_, "%s: %s", #fn, res_.message);                               \
     } while (0)
 
+/* tt_assert_gradcheck of fn with ctx on one fresh f64 input, tt_randn's
+ * of the given shape and seed, on a graph of its own. */
+#define tt_assert_gradcheck1(fn, ctx, ndim, shape, seed)                                \
+    do {                                                                               \
+        tg_graph *g1_ = tg_graph_new();                                                \
+        tg_tensor *x1_[1] = {tt_randn(g1_, (ndim), (shape), (seed))};                  \
+        tt_assert_gradcheck(fn, ctx, 1, x1_);                                          \
+        tg_graph_free(g1_);                                                            \
+    } while (0)
+
 /* Asserts that t is non-NULL with exactly this shape (and its numel). */
 static inline void tt_assert_shape(const tg_tensor *t, int ndim, const int *shape)
 {
@@ -115,6 +125,8 @@ static inline void tt_assert_failed(tg_graph *g, const void *y, const char *need
     ck_assert_ptr_null(tg_dropout(g, NULL, 0.5));
     ck_assert_ptr_null(tg_softmax(g, NULL, NULL));
     ck_assert_ptr_null(tg_cross_entropy(g, NULL, NULL));
+    ck_assert_ptr_null(tg_sum_all(g, NULL));
+    ck_assert_ptr_null(tg_reshape(g, NULL, 1, (int[]){-1}));
     ck_assert_str_eq(tg_graph_error(g), first);
 }
 
