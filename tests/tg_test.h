@@ -40,6 +40,19 @@ static inline tg_tensor *tt_to_f32(tg_graph *g, const tg_tensor *src)
     return t;
 }
 
+/* A tensor of dtype dt (f32 or f64) filled from doubles, not requiring
+ * grad. */
+static inline tg_tensor *tt_from_doubles(tg_graph *g, tg_dtype dt, int ndim, const int *shape, const double *v)
+{
+    tg_tensor *t = tg_tensor_new(g, dt, ndim, shape);
+    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    for (int64_t i = 0; i < t->numel; i++) {
+        if (dt == TG_F32) ((float *)t->data)[i] = (float)v[i];
+        else ((double *)t->data)[i] = v[i];
+    }
+    return t;
+}
+
 /* tt_randn's numbers in dtype dt (rounded to f32 for TG_F32), requiring
  * grad. */
 static inline tg_tensor *tt_randn_dt(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint64_t seed)
@@ -58,6 +71,19 @@ static inline void *tt_seed_values(tg_graph *g, tg_dtype dt, int64_t n, uint64_t
     tg_rng_seed(&r, seed, 3);
     tg_rng_fill_normal(&r, t, 0, 1);
     return t->data;
+}
+
+/* A reference softmax of every row of x (last axis), in double: p_j =
+ * exp(x_j) / sum_k exp(x_k) over the keys not blocked[] (0 there). */
+static inline void tt_naive_softmax(const tg_tensor *x, const uint8_t *blocked, double *p)
+{
+    int n = x->shape[x->ndim - 1];
+    for (int64_t r = 0; r < x->numel / n; r++) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (!blocked[r * n + j]) s += exp(tg_tensor_get(x, r * n + j));
+        for (int j = 0; j < n; j++) p[r * n + j] = blocked[r * n + j] ? 0 : exp(tg_tensor_get(x, r * n + j)) / s;
+    }
 }
 
 /* ---- assertions ----------------------------------------------------------- */
