@@ -1,17 +1,16 @@
 /* Files written all or nothing (see atomic_file.h): a temporary file
  * beside the path, renamed over it once whole and on the disk. */
 #define _POSIX_C_SOURCE 200809L
+#include "atomic_file.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "atomic_file.h"
 
 #include "alloc.h"
 #include "err_internal.h"

@@ -27,7 +27,6 @@
  * hooks of an application that uses cJSON itself. cJSON's tree is freed
  * before tg_st_load returns, so nothing of it outlives the call. */
 #define _POSIX_C_SOURCE 200809L
-
 #include "safetensors.h"
 
 #include <cJSON.h>

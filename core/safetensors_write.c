@@ -8,7 +8,6 @@
  * tapegrad supports (checked at compile time in safetensors_internal.h).
  * The file is written all or nothing by atomic_file.c. */
 #define _POSIX_C_SOURCE 200809L
-
 #include "safetensors.h"
 
 #include <inttypes.h>

@@ -4,14 +4,13 @@
 #include "files.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
