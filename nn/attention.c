@@ -45,11 +45,11 @@
  * bottom-right alignment. Self-attention with one fused c_attn and no
  * cache goes further: tg_attention_qkv reads q, k and v in place from the
  * (B,T,3C) projection, so there is no split either. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "nn.h"
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"

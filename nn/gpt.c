@@ -23,11 +23,11 @@
  * 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1; the normals are
  * drawn from one tg_rng seeded with `seed`, parameter by parameter in the
  * order above. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "nn.h"
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"

@@ -3,9 +3,9 @@
  *   y = (x - mean) / sqrt(var + eps) * weight [+ bias]
  *
  * <name>.weight is filled with 1, <name>.bias (optional) with 0. */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"

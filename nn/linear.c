@@ -3,9 +3,9 @@
  * The parameters are <name>.weight and <name>.bias in the store,
  * zero-filled here; the model that owns the layer initialises them
  * (tg_gpt_new does nanoGPT's normal(0, 0.02)). */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"

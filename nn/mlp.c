@@ -4,9 +4,9 @@
  *   y = dropout(h W_proj^T + b_proj)  W_proj (C, 4C)
  *
  * Parameters <name>.c_fc.{weight,bias}, <name>.c_proj.{weight,bias}. */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"

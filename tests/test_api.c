@@ -369,6 +369,36 @@ static void c_st_save_params_nometa(fx *f) { num(f, tg_st_save_params(f->p, "x",
 static void c_st_save_params_nopath(fx *f) { num(f, tg_st_save_params(f->p, NULL, NULL, 0, f->err, sizeof f->err)); }
 static void c_st_load_params_nop(fx *f) { num(f, tg_st_load_params(NULL, NULL, f->err, sizeof f->err)); }
 
+/* core/atomic_file.h: the reason is kept in the file (step, errnum); note() takes its message */
+static tg_atomic_file af;
+static void c_atomic_begin_nof(fx *f) { num(f, tg_atomic_begin(NULL, "x")); }
+static void c_atomic_begin_nopath(fx *f)
+{
+    num(f, tg_atomic_begin(&af, NULL));
+    note(f, tg_atomic_message(&af, NULL, buf, sizeof buf));
+    tg_atomic_abort(&af);
+}
+static void c_atomic_write_nof(fx *f) { num(f, tg_atomic_write(NULL, buf, 1)); }
+static void c_atomic_write_closed(fx *f)
+{
+    memset(&af, 0, sizeof af);
+    num(f, tg_atomic_write(&af, buf, 1));
+    note(f, tg_atomic_message(&af, "x", buf, sizeof buf));
+}
+static void c_atomic_finish_nof(fx *f) { num(f, tg_atomic_finish(NULL)); }
+static void c_atomic_commit_nof(fx *f) { num(f, tg_atomic_commit(NULL)); }
+static void c_atomic_commit_closed(fx *f)
+{
+    memset(&af, 0, sizeof af);
+    num(f, tg_atomic_commit(&af));
+    note(f, tg_atomic_message(&af, "x", buf, sizeof buf));
+}
+static void c_atomic_abort(fx *f) { (void)f; tg_atomic_abort(NULL); }
+static void c_atomic_message_nulls(fx *f) { text(f, tg_atomic_message(NULL, NULL, buf, sizeof buf)); }
+static void c_atomic_message_nobuf(fx *f) { text(f, tg_atomic_message(NULL, "x", NULL, 0)); }
+static void c_write_atomic_nopath(fx *f) { num(f, tg_write_file_atomic(NULL, buf, 1, f->err, sizeof f->err)); }
+static void c_write_atomic_nodata(fx *f) { num(f, tg_write_file_atomic("x", NULL, 3, f->err, sizeof f->err)); }
+
 /* ops/ops.h: NULL graph, NULL inputs, values out of range */
 static void c_matmul_nog(fx *f) { ptr(f, tg_matmul(NULL, f->x, f->x)); }
 static void c_matmul_null(fx *f) { ptr(f, tg_matmul(f->g, f->x, NULL)); }
@@ -706,6 +736,19 @@ static const api_case CASES[] = {
     {"tg_st_save_params(p, path, NULL meta, 2, err)", "-1", "2 metadata pairs but no array", c_st_save_params_nometa},
     {"tg_st_save_params(p, NULL path, ...)", "-1", "safetensors: save: path is NULL", c_st_save_params_nopath},
     {"tg_st_load_params(NULL, NULL, err)", "-1", "load_params: params is NULL", c_st_load_params_nop},
+    /* core/atomic_file.h */
+    {"tg_atomic_begin(NULL, path)", "-1", NULL, c_atomic_begin_nof},
+    {"tg_atomic_begin(f, NULL)", "-1", "'(null)': a NULL argument, or the file is not open", c_atomic_begin_nopath},
+    {"tg_atomic_write(NULL, data, 1)", "-1", NULL, c_atomic_write_nof},
+    {"tg_atomic_write(zeroed f, data, 1)", "-1", "'x': a NULL argument, or the file is not open", c_atomic_write_closed},
+    {"tg_atomic_finish(NULL)", "-1", NULL, c_atomic_finish_nof},
+    {"tg_atomic_commit(NULL)", "-1", NULL, c_atomic_commit_nof},
+    {"tg_atomic_commit(zeroed f)", "-1", "'x': a NULL argument, or the file is not open", c_atomic_commit_closed},
+    {"tg_atomic_abort(NULL)", "returns", NULL, c_atomic_abort},
+    {"tg_atomic_message(NULL, NULL, buf, 128)", "'(null)': nothing failed", NULL, c_atomic_message_nulls},
+    {"tg_atomic_message(NULL, path, NULL, 0)", "", NULL, c_atomic_message_nobuf},
+    {"tg_write_file_atomic(NULL, data, 1, err)", "-1", "write_file_atomic: the path is NULL", c_write_atomic_nopath},
+    {"tg_write_file_atomic(path, NULL, 3, err)", "-1", "write_file_atomic: the data is NULL", c_write_atomic_nodata},
     /* ops/ops.h */
     {"tg_matmul(NULL, x, x)", "NULL", NULL, c_matmul_nog},
     {"tg_matmul(g, x, NULL)", "NULL", "matmul: input 1 is NULL", c_matmul_null},
@@ -834,9 +877,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("api");
-    TCase *tc = tcase_create("bad input");
-    tcase_add_loop_test(tc, bad_input, 0, N_CASES);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("api", "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
 }

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../core/rng.h"
+#include "../../tapegrad.h"
 
 /* Characters are bytes; the vocabulary is the sorted set of bytes present. */
 typedef struct vocab {

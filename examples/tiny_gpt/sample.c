@@ -3,13 +3,14 @@
  * Once the context reaches block_size, each step re-reads the last
  * block_size tokens from position 0 (learned absolute positions leave no
  * other exact choice), as nanoGPT's generate does. */
+#include "tiny_gpt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
-#include "tiny_gpt.h"
 
 /* Picks the next token from logits (V) with temperature and top-k;
  * temperature 0 is greedy. */

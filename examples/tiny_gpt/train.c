@@ -17,6 +17,8 @@
  * optimizer step, and metrics.csv has one row per step (metrics.h). A
  * resumed run follows the uninterrupted one exactly: the same batches,
  * dropout masks and losses. */
+#include "train.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -33,7 +35,6 @@
 #include "metrics.h"
 #include "run.h"
 #include "tiny_gpt.h"
-#include "train.h"
 
 int train_specs(train_opts *o, arg_spec *specs)
 {
