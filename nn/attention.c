@@ -365,9 +365,18 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
         q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags);      /* (B,Tq,C) */
         k = tg_rope(g, k, dh, Hkv, p, m->rope_theta, m->rope_flags);    /* (B,Tq,Ckv) */
     }
-    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv) */
+    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv).
+     * Decoding one sequence without grad (sampling), the new ones go into
+     * the cache first and K, V are views of its first p + Tq rows: no copy
+     * of the prefix per token (rows past len are ignored if this fails). */
     tg_tensor *K = k, *V = v;
-    if (cache && p > 0 && !tg_graph_error(g)) {
+    const bool in_place = cache && B == 1 && !tg_needs_grad(g, k) && !tg_needs_grad(g, v) && !tg_graph_error(g);
+    if (in_place) {
+        cache_store(cache, cache->k, k);
+        cache_store(cache, cache->v, v);
+        K = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->k);   /* (1,Tk,Ckv) */
+        V = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->v);   /* (1,Tk,Ckv) */
+    } else if (cache && p > 0 && !tg_graph_error(g)) {
         K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
         V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
     }
@@ -403,8 +412,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
-        cache_store(cache, cache->k, k);
-        cache_store(cache, cache->v, v);
+        if (!in_place) {
+            cache_store(cache, cache->k, k);
+            cache_store(cache, cache->v, v);
+        }
         cache->len += Tq;
     }
     if (args->weights) *args->weights = A;
