@@ -5,8 +5,10 @@
  * composed path (reshape, transpose, matmul, scale, masked softmax) in f64
  * (1e-12) and f32 (1e-5). Block sizes are forced small so that short
  * sequences cross many blocks, partial ones included, and also left at
- * their defaults. Errors name shapes, rows and elements; memory grows
- * linearly with T (no (T,T) tensor is kept). */
+ * their defaults. The f32 kernels against the f64 reference on head sizes
+ * and lengths on and off the vector width and the blocks, each result
+ * within a bound derived from f32 rounding. Errors name shapes, rows and
+ * elements; memory grows linearly with T (no (T,T) tensor is kept). */
 #include "tg_test.h"
 
 #include "ops/attention_internal.h"
@@ -405,6 +407,199 @@ START_TEST(memory_linear_in_T)
 }
 END_TEST
 
+/* ---- the f32 kernels against the f64 reference -------------------------------- */
+
+/* The same inputs, f32 values, through the f32 kernels (blocks, online
+ * softmax, the gemm's micro-kernel, the AVX2 row kernels where the CPU
+ * has them) and through the f64 reference (ops/attention.c, a row at a
+ * time), forward and backward. Each f32 result must lie within a first-
+ * order bound on f32 rounding, element by element, computed from the
+ * data as in test_sgemm (u = 2^-24; the f64 reference's own error, some
+ * 1e-16 relative, is far below it):
+ *
+ *   scores   eS_ij = (dh + 1) u a sum_d |Q_id K_jd| + 2u |S_ij|   (a dh-term
+ *            sum; the scale and the product rounded)
+ *   P        relative error eP_ij = eS_ij + max_j eS_ij (the row maximum
+ *            is a rounded score) + u (|S_ij - m_i| + max_j |S_ij - m_i|)
+ *            (the argument's and the rescales' subtractions) + 6u (nb + 1)
+ *            (exp within a few ulps, once per key block with its rescale)
+ *   l        relative error el_i = max_j eP_ij + (n + 2 nb) u   (n visible keys)
+ *   O_id     (max_j eP_ij + el_i + (n + 2 nb + 3) u) sum_j P_ij |V_jd|
+ *
+ * backward, with L = m + log l, P = exp(S - L), dP = dO V^T, D = dO . O:
+ *
+ *   eL_i     max_j eS_ij + el_i + 2u |log l_i| + u |L_i|
+ *   P        relative eP'_ij = eS_ij + eL_i + u |S_ij - L_i| + 6u
+ *   dP, D    (dh + 1) u sum_d |dO_id V_jd|;  (dh + 1) u sum_d |dO_id O_id|
+ *            + sum_d |dO_id| (the bound on O_id)
+ *   dS_ij    P_ij (eP'_ij |dP_ij - D_i| + e(dP_ij) + e(D_i) + 2u |dP_ij - D_i|)
+ *   dQ_id    a sum_j (e(dS_ij) + (n + 2 nb + 3) u |dS_ij|) |K_jd|
+ *   dK_jd    a sum_i (e(dS_ij) + (Tq + 2 nbq + 3) u |dS_ij|) |Q_id|
+ *   dV_jd    sum_i P_ij (eP'_ij + (Tq + 2 nbq + 3) u) |dO_id|
+ *
+ * nb and nbq are the numbers of key and query blocks; each block's product
+ * adds into what the ones before left (one more rounding each). A key
+ * dropped or counted twice, a wrong visibility edge or a stale running
+ * maximum moves a result by about P |V|, some 1e4 times these bounds. */
+
+static const int REF_DH[] = {1, 3, 7, 8, 9, 16, 17, 32}, REF_T[] = {1, 5, 23, 24, 25, 49, 100};
+enum { N_REF_DH = sizeof REF_DH / sizeof REF_DH[0], N_REF_T = sizeof REF_T / sizeof REF_T[0] };
+
+typedef struct ref_case {
+    int B, Tq, Tk, H, dh, q_pos, bq, bk;   /* bq, bk 0: the default blocks */
+    bool causal, qkv;                      /* qkv: one (B,T,3C) input (tg_attention_qkv) */
+    bool need[3];                          /* q, k, v require grad */
+} ref_case;
+
+/* Case n: head size REF_DH[n / N_REF_T], queries REF_T[n % N_REF_T]; heads,
+ * batch, visibility, keys, blocks and the inputs needing a gradient vary
+ * with n. */
+static ref_case ref_case_of(int n)
+{
+    static const int blocks[][2] = {{0, 0}, {5, 7}, {7, 16}, {3, 1}};
+    const int T = REF_T[n % N_REF_T];
+    ref_case c = {.B = 1 + n / 2 % 2, .Tq = T, .Tk = T, .H = 1 + n % 3, .dh = REF_DH[n / N_REF_T],
+                  .bq = blocks[n / 3 % 4][0], .bk = blocks[n / 3 % 4][1], .causal = n % 4 != 1,
+                  .need = {true, true, true}};
+    switch (n % 5) {
+    case 0: c.qkv = true; break;                                  /* self-attention on one qkv */
+    case 1: c.Tk = T + 7, c.q_pos = c.causal ? 7 : 0; break;      /* a KV cache: 7 keys before */
+    case 2: c.Tk = 2 * T + 3; break;                              /* more keys (causal: top-left) */
+    case 3: c.Tk = T > 4 ? T - 4 : T, c.q_pos = c.causal ? 2 : 0; break;   /* fewer keys */
+    default: c.q_pos = c.causal ? 3 : 0;
+    }
+    if (!c.qkv && n % 7 == 3) c.need[n % 3] = false;
+    return c;
+}
+
+/* The bounds above for one call: bo like o (B,Tq,C); bq, bk, bv, zeroed by
+ * the caller, laid out like q, k, v (rows ldq, ldk apart: one buffer for a
+ * qkv input). q, k, v, o, dO are the f64 run's. */
+static void f32_bounds(const ref_case *c, int nbq, int nbk, const double *q, const double *k, const double *v,
+                       int ldq, int ldk, const double *o, const double *dO, double *bo, double *bq, double *bk,
+                       double *bv)
+{
+    const double u = 0x1p-24, a = 1 / sqrt((double)c->dh);
+    const int dh = c->dh, C = c->H * dh, Tq = c->Tq, Tk = c->Tk;
+    const double nbu = (Tq + 2 * nbq + 3) * u;
+    double *w = malloc(sizeof(double) * 4 * Tk), *S = w, *eS = w + Tk, *P = w + 2 * Tk, *dS = w + 3 * Tk;
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->H; h++)
+            for (int i = 0; i < Tq; i++) {
+                const int64_t oq = ((int64_t)b * Tq + i) * ldq + h * dh, oo = ((int64_t)b * Tq + i) * C + h * dh;
+                const int n = !c->causal ? Tk : c->q_pos + i + 1 < Tk ? c->q_pos + i + 1 : Tk;
+                double m = -INFINITY, em = 0, l = 0, R = 0, eP = 0;
+                for (int j = 0; j < n; j++) {
+                    const double *kj = k + ((int64_t)b * Tk + j) * ldk + h * dh;
+                    double s = 0, sa = 0;
+                    for (int d = 0; d < dh; d++) s += q[oq + d] * kj[d], sa += fabs(q[oq + d] * kj[d]);
+                    S[j] = a * s, eS[j] = (dh + 1) * u * a * sa + 2 * u * fabs(S[j]);
+                    m = fmax(m, S[j]), em = fmax(em, eS[j]);
+                }
+                for (int j = 0; j < n; j++) l += exp(S[j] - m), R = fmax(R, m - S[j]);
+                for (int j = 0; j < n; j++)
+                    P[j] = exp(S[j] - m) / l, eP = fmax(eP, eS[j] + em + u * (m - S[j] + R) + 6 * u * (nbk + 1));
+                const double el = eP + (n + 2 * nbk) * u, L = m + log(l);
+                const double eL = em + el + 2 * u * fabs(log(l)) + u * fabs(L);
+                double D = 0, eD = 0;
+                for (int d = 0; d < dh; d++) {
+                    double sv = 0;
+                    for (int j = 0; j < n; j++) sv += P[j] * fabs(v[((int64_t)b * Tk + j) * ldk + h * dh + d]);
+                    bo[oo + d] = (eP + el + (n + 2 * nbk + 3) * u) * sv;
+                    D += dO[oo + d] * o[oo + d];
+                    eD += (dh + 1) * u * fabs(dO[oo + d] * o[oo + d]) + fabs(dO[oo + d]) * bo[oo + d];
+                }
+                for (int j = 0; j < n; j++) {
+                    const double *vj = v + ((int64_t)b * Tk + j) * ldk + h * dh;
+                    const int64_t ok = ((int64_t)b * Tk + j) * ldk + h * dh;
+                    double dp = 0, edp = 0;
+                    for (int d = 0; d < dh; d++) dp += dO[oo + d] * vj[d], edp += fabs(dO[oo + d] * vj[d]);
+                    const double ePj = eS[j] + eL + u * fabs(S[j] - L) + 6 * u, g = dp - D;
+                    dS[j] = P[j] * g;
+                    const double edS = P[j] * (ePj * fabs(g) + (dh + 1) * u * edp + eD + 2 * u * fabs(g));
+                    for (int d = 0; d < dh; d++) {
+                        bq[oq + d] += a * (edS + (n + 2 * nbk + 3) * u * fabs(dS[j])) * fabs(k[ok + d]);
+                        bk[ok + d] += a * (edS + nbu * fabs(dS[j])) * fabs(q[oq + d]);
+                        bv[ok + d] += P[j] * (ePj + nbu) * fabs(dO[oo + d]);
+                    }
+                }
+            }
+    free(w);
+}
+
+/* |got - want| <= bound for n elements (f32 got, f64 want); returns the
+ * worst ratio, or fails naming the element */
+static double check_bound(const char *what, int n_case, const float *got, const double *want, const double *bound,
+                          int64_t n)
+{
+    double worst = 0;
+    for (int64_t e = 0; e < n; e++) {
+        const double err = fabs(got[e] - want[e]);
+        if (!(err <= bound[e]))
+            ck_abort_msg("case %d %s[%lld] = %.9g, f64 %.17g: off by %.3g, bound %.3g", n_case, what, (long long)e,
+                         got[e], want[e], err, bound[e]);
+        if (bound[e] > 0) worst = fmax(worst, err / bound[e]);
+    }
+    return worst;
+}
+
+static double ref_worst;   /* the worst ratio to its bound, printed at the end */
+
+START_TEST(f32_matches_f64_reference)
+{
+    const ref_case c = ref_case_of(_i);
+    tg_attention_set_blocks(c.bq, c.bk);
+    int bq, bk;
+    tg_attention_get_blocks(&bq, &bk);
+    const int nbq = (c.Tq + bq - 1) / bq, nbk = (c.Tk + bk - 1) / bk, C = c.H * c.dh, n_in = c.qkv ? 1 : 3;
+    const int ldq = c.qkv ? 3 * C : C, ldk = ldq;
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x[2][3], *o[2];
+    for (int i = 0; i < n_in; i++) {   /* f32 leaves, and f64 leaves holding the same values */
+        const int T = i == 0 ? c.Tq : c.Tk;
+        x[0][i] = c.qkv ? randn_dt(g, TG_F32, TT_SHAPE(c.B, c.Tq, 3 * C), 900 + _i)
+                        : randn_dt(g, TG_F32, TT_SHAPE(c.B, T, C), 900 + 3 * _i + i);
+        x[1][i] = tg_tensor_new(g, TG_F64, 3, x[0][i]->shape);
+        for (int64_t e = 0; e < x[0][i]->numel; e++) ((double *)x[1][i]->data)[e] = ((float *)x[0][i]->data)[e];
+        for (int p = 0; p < 2; p++) ck_assert_int_eq(tg_tensor_set_requires_grad(g, x[p][i], c.need[i]), 0);
+    }
+    tg_tensor *dO = randn_dt(g, TG_F32, TT_SHAPE(c.B, c.Tq, C), 950 + _i);
+    double *dO64 = malloc(sizeof(double) * dO->numel);
+    for (int64_t e = 0; e < dO->numel; e++) dO64[e] = ((float *)dO->data)[e];
+    for (int p = 0; p < 2; p++) {
+        o[p] = c.qkv ? tg_attention_qkv(g, x[p][0], c.H, c.causal ? TG_ATTN_CAUSAL : 0)
+                     : tg_attention(g, x[p][0], x[p][1], x[p][2], c.H, c.causal ? TG_ATTN_CAUSAL : 0, c.q_pos);
+        ck_assert_msg(o[p] != NULL, "case %d: %s", _i, tg_graph_error(g));
+        ck_assert_int_eq(tg_graph_backward_seeded(g, o[p], p ? (void *)dO64 : dO->data), 0);
+    }
+    /* the bounds, from the f64 run's inputs and output */
+    const double *q = x[1][0]->data, *k = c.qkv ? q + C : x[1][1]->data, *v = c.qkv ? q + 2 * C : x[1][2]->data;
+    double *bo = calloc((size_t)o[1]->numel, sizeof(double)), *bx[3];
+    for (int i = 0; i < n_in; i++) bx[i] = calloc((size_t)x[1][i]->numel, sizeof(double));
+    double *bqp = bx[0], *bkp = c.qkv ? bx[0] + C : bx[1], *bvp = c.qkv ? bx[0] + 2 * C : bx[2];
+    f32_bounds(&c, nbq, nbk, q, k, v, ldq, ldk, o[1]->data, dO64, bo, bqp, bkp, bvp);
+    double worst = check_bound("o", _i, o[0]->data, o[1]->data, bo, o[1]->numel);
+    static const char *const names[3] = {"dq", "dk", "dv"};
+    for (int i = 0; i < n_in; i++) {
+        if (!c.need[i]) {   /* the f32 leaf got a gradient from randn_dt: the op must leave it 0 */
+            ck_assert_ptr_null(x[1][i]->grad);
+            for (int64_t e = 0; e < x[0][i]->numel; e++) ck_assert(((float *)x[0][i]->grad)[e] == 0);
+            continue;
+        }
+        worst = fmax(worst, check_bound(c.qkv ? "d qkv" : names[i], _i, x[0][i]->grad, x[1][i]->grad, bx[i],
+                                        x[1][i]->numel));
+    }
+    ref_worst = fmax(ref_worst, worst);
+    if (_i == N_REF_DH * N_REF_T - 1)
+        printf("f32 kernels against the f64 reference: %d cases, worst error %.3g of its bound\n",
+               N_REF_DH * N_REF_T, ref_worst);
+    for (int i = 0; i < n_in; i++) free(bx[i]);
+    free(bo), free(dO64);
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
 /* ---- errors -------------------------------------------------------------------- */
 
 static void expect_fail(tg_graph *g, tg_tensor *y, const char *needle, const char *needle2)
@@ -617,6 +812,7 @@ int main(void)
     tcase_add_loop_test(tc, qkv_gradcheck, 0, (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
     tcase_add_loop_test(tc, qkv_equals_split, 0, 2 * (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
     tcase_add_test(tc, qkv_errors);
+    tcase_add_loop_test(tc, f32_matches_f64_reference, 0, N_REF_DH * N_REF_T);
     suite_add_tcase(s, tc);
     return tt_run(s);
 }
