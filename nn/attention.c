@@ -278,8 +278,7 @@ bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_arg
 {
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
-    const bool grouped = m->n_kv_head && m->n_kv_head != m->n_head;   /* the op reads one kv head per q head */
-    return !m->composed && !needs_tensors && !attn_drop && !grouped;
+    return !m->composed && !needs_tensors && !attn_drop;
 }
 
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
@@ -330,11 +329,11 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
     const bool use_op = tg_mha_uses_fused(g, m, args);
-    if (use_op && m->fused && !kv && !cache && G == 1 && !m->rope_theta) {
+    if (use_op && m->fused && !kv && !cache && !m->rope_theta) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */
-        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,3C) */
-        tg_tensor *O = tg_attention_qkv(g, qkv, H, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,C+2Ckv) */
+        tg_tensor *O = tg_attention_qkv(g, qkv, H, Hkv, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
         tg_tensor *y = output_projection(g, m, O);                                /* (B,T,C) */
         return !y || tg_graph_error(g) ? NULL : y;
     }

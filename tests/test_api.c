@@ -416,7 +416,7 @@ static void c_attention_qpos(fx *f)
     tg_tensor *q = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
     ptr(f, tg_attention(f->g, q, q, q, 1, TG_ATTN_CAUSAL, INT_MIN));
 }
-static void c_attention_qkv_null(fx *f) { ptr(f, tg_attention_qkv(f->g, NULL, 1, 0)); }
+static void c_attention_qkv_null(fx *f) { ptr(f, tg_attention_qkv(f->g, NULL, 1, 0, 0)); }
 static void c_cross_entropy_null(fx *f) { ptr(f, tg_cross_entropy(f->g, NULL, f->ids)); }
 static void c_layernorm_null(fx *f) { ptr(f, tg_layernorm(f->g, NULL, NULL, NULL, 1e-5)); }
 static void c_layernorm_eps(fx *f) { ptr(f, tg_layernorm(f->g, f->x, NULL, NULL, NAN)); }
@@ -742,7 +742,7 @@ static const api_case CASES[] = {
     {"tg_attention(g, q, q, q, n_head 0, ...)", "NULL", "attention: C = 4 is not divisible by n_head = 0",
      c_attention_heads},
     {"tg_attention(g, q, q, q, 1, causal, q_pos INT_MIN)", "NULL", "sees no key: causal with q_pos -2147483648", c_attention_qpos},
-    {"tg_attention_qkv(g, NULL, 1, 0)", "NULL", "attention: input 0 is NULL", c_attention_qkv_null},
+    {"tg_attention_qkv(g, NULL, 1, 0, 0)", "NULL", "attention: input 0 is NULL", c_attention_qkv_null},
     {"tg_cross_entropy(g, NULL, ids)", "NULL", "cross_entropy: input 0 is NULL", c_cross_entropy_null},
     {"tg_layernorm(g, NULL, ...)", "NULL", "layernorm: input 0 is NULL", c_layernorm_null},
     {"tg_layernorm(g, x, NULL, NULL, NaN)", "NULL", "layernorm: eps must be > 0, got nan", c_layernorm_eps},
