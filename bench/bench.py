@@ -46,7 +46,8 @@ ratio = tapegrad median / PyTorch median. tokens/s = B*T / median.
 
 FLOP per step (nanoGPT's estimate_mfu): tokens * (6 N + 12 L C T), with
 N the parameter count without the position embedding (wte counts: it is
-the tied LM head), L layers, C = n_embd = H * dh, T the block size,
+the tied LM head; a Llama has no position embedding: N is every
+parameter), L layers, C = n_embd = H * dh, T the block size,
 tokens = B * T. The attention term counts the full T x T (as nanoGPT),
 not the causal half. GFLOP/s = FLOP per step / median; the % divides it
 by the machine's sgemm throughput at the same thread count, timed in the
@@ -75,17 +76,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "bench")
 
 # name: (n_layer, n_head, n_embd, block_size, batch, default steps,
-#        default warm-up, default chunk)
+#        default warm-up, default chunk[, Llama settings])
 # Warm-up: the first steps of either side pay one-time costs (tapegrad's
 # arena settles into one block after the first step and its pages are
 # touched in the second; PyTorch's caching allocator fills): three steps
 # are left out on every config. Chunk: timed steps per turn (interleave),
 # about 0.3 to 1.5 s of either side.
+# Without Llama settings a config is the GPT (bench_step's default, vocab
+# VOCAB); with them, bench_step --arch llama against torch_llama.py:
+# LL is llama2.c's smallest TinyStories shape (dim 288, 6 layers, 6 heads,
+# SwiGLU width 768, seq 256) on tiny_gpt's byte vocabulary of 259 ids, LG
+# the same with grouped-query attention (2 kv heads). RoPE interleaved,
+# theta 10000, RMSNorm eps 1e-5, tied head (bench_step's Llama defaults).
+LLAMA_MHA = {"arch": "llama", "n_kv_head": 6, "hidden_dim": 768, "vocab": 259}
+LLAMA_GQA = dict(LLAMA_MHA, n_kv_head=2)
 CONFIGS = {
     "S": (2, 4, 64, 64, 16, 60, 3, 15),
     "M": (4, 4, 128, 128, 16, 8, 3, 2),
     "L": (6, 8, 256, 256, 8, 5, 3, 1),
     "N": (4, 4, 128, 64, 12, 40, 3, 10),
+    "LL": (6, 6, 288, 256, 8, 5, 3, 1, LLAMA_MHA),
+    "LG": (6, 6, 288, 256, 8, 5, 3, 1, LLAMA_GQA),
 }
 VOCAB = 65
 SEED = 1337
@@ -143,9 +154,26 @@ def run_json_lines(cmd, env, timeout=None):
         sys.exit("bench.py: %s printed no JSON:\n%s\n%s" % (" ".join(cmd), p.stdout, p.stderr))
 
 
+def llama_of(cfg):
+    """A config's Llama settings, or None for a GPT."""
+    return cfg[8] if len(cfg) > 8 else None
+
+
+def size_flags(name):
+    """bench_step's flags for a config's model."""
+    cfg = CONFIGS[name]
+    nl, nh, c, blk = cfg[:4]
+    ll = llama_of(cfg)
+    flags = ["--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c), "--block-size", str(blk),
+             "--vocab", str(ll["vocab"] if ll else VOCAB)]
+    if ll:
+        flags += ["--arch", "llama", "--n-kv-head", str(ll["n_kv_head"]), "--hidden-dim", str(ll["hidden_dim"])]
+    return flags
+
+
 def flop_per_step(cfg, n_params):
     nl, nh, c, t, b = cfg[:5]
-    n = n_params - t * c   # without wpe (block_size, C)
+    n = n_params if llama_of(cfg) else n_params - t * c   # the GPT without wpe (block_size, C)
     return b * t * (6 * n + 12 * nl * c * t)
 
 
@@ -154,7 +182,13 @@ def sgemm_shapes(names):
     for name in names:
         nl, nh, c, t, b = CONFIGS[name][:5]
         bt = b * t
-        for n, k in ((3 * c, c), (4 * c, c), (c, 4 * c), (VOCAB, c)):   # c_attn, c_fc, mlp c_proj, lm head
+        ll = llama_of(CONFIGS[name])
+        if ll:   # wq and wo, wk and wv, w1 and w3, w2, the head
+            ckv, hid = ll["n_kv_head"] * (c // nh), ll["hidden_dim"]
+            linears = ((c, c), (ckv, c), (hid, c), (c, hid), (ll["vocab"], c))
+        else:    # c_attn, c_fc, mlp c_proj, lm head
+            linears = ((3 * c, c), (4 * c, c), (c, 4 * c), (VOCAB, c))
+        for n, k in linears:
             s = "%dx%dx%d:nt" % (bt, n, k)
             if s not in shapes:
                 shapes.append(s)
@@ -350,7 +384,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--build", default="build", help="CMake build folder (default: build)")
-    ap.add_argument("--configs", default="S,M,L,N", help="comma-separated subset of S,M,L,N")
+    ap.add_argument("--configs", default="S,M,L,N", help="comma-separated subset of %s (LL, LG: the Llama)"
+                    % ",".join(CONFIGS))
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--rounds", type=int, default=5, help="runs per side per config and thread count")
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per config, 5 to 20)")
@@ -384,6 +419,9 @@ def main():
         sys.exit("bench.py: --rounds, --steps, --chunk, --threads must be >= 1 and --warmup >= 0")
     if args.ops is not None and args.flat is not None:
         sys.exit("bench.py: --ops and --flat are separate runs; give one")
+    if args.ops is not None and any(llama_of(CONFIGS[n]) for n in names):
+        sys.exit("bench.py: --ops has the GPT configs only (bench_ops' shapes), not %s"
+                 % ",".join(n for n in names if llama_of(CONFIGS[n])))
     if args.repeats < 1 or (args.flat is not None and args.flat < 1) or \
             (args.rss_every is not None and args.rss_every < 1):
         sys.exit("bench.py: --repeats, --flat and --rss-every must be >= 1")
@@ -414,14 +452,12 @@ def main():
     results = {}
     for name in names:
         cfg = CONFIGS[name]
-        nl, nh, c, blk, b = cfg[:5]
+        b = cfg[4]
         steps = args.steps if args.steps is not None else cfg[5]
         warm = args.warmup if args.warmup is not None else cfg[6]
         chunk = args.chunk if args.chunk is not None else cfg[7]
         wpath = os.path.join(work, "init_%s.safetensors" % name)
-        size_flags = ["--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c),
-                      "--block-size", str(blk), "--vocab", str(VOCAB)]
-        init = run_json([exe["bench_step"]] + size_flags + ["--batch-size", str(b), "--steps", "1",
+        init = run_json([exe["bench_step"]] + size_flags(name) + ["--batch-size", str(b), "--steps", "1",
                         "--warmup", "0", "--seed", str(SEED), "--write-init", wpath], env_for(1))
         for t in threads:
             common = ["--batch-size", str(b), "--steps", str(steps), "--warmup", str(warm),
@@ -591,12 +627,11 @@ def run_flat(args, exe, name, t, work, json_path, t_start, load_start):
     10% of the steps and at the end, the growth between the last two, and
     the peak. PyTorch runs with OMP_WAIT_POLICY=PASSIVE when t > 1 (unless
     --no-passive): its default spins against other load."""
-    nl, nh, c, blk, b = CONFIGS[name][:5]
+    b = CONFIGS[name][4]
     steps = args.flat
     every = args.rss_every or max(1, steps // 50)
     wpath = os.path.join(work, "init_%s.safetensors" % name)
-    run_json([exe["bench_step"], "--n-layer", str(nl), "--n-head", str(nh), "--n-embd", str(c),
-              "--block-size", str(blk), "--vocab", str(VOCAB), "--batch-size", str(b), "--steps", "1",
+    run_json([exe["bench_step"]] + size_flags(name) + ["--batch-size", str(b), "--steps", "1",
               "--warmup", "0", "--seed", str(SEED), "--write-init", wpath], env_for(1))
     common = ["--init", wpath, "--batch-size", str(b), "--steps", str(steps), "--warmup", "0",
               "--threads", str(t), "--seed", str(SEED), "--rss-every", str(every)]

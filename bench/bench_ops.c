@@ -77,7 +77,7 @@ typedef struct op_ctx {
     tg_tensor *in[MAX_INPUTS];    /* float inputs in the op's order */
     double scale[MAX_INPUTS];     /* their fill amplitudes */
     tg_tensor *targets, *mask;
-    tg_mha mha;
+    tg_mha_mod mha;
     int64_t out_numel;            /* 1 for a loss (backward from 1) */
     double flop_fwd, flop_bwd;
     char shape[96];

@@ -1,17 +1,26 @@
-/* bench_step: times tapegrad GPT training steps, for bench/bench.py.
+/* bench_step: times tapegrad GPT or Llama training steps, for bench/bench.py.
  *
  *   bench_step --n-layer L --n-head H --n-embd C --block-size T
  *              --batch-size B [--vocab 65] [--steps 20] [--warmup 3]
  *              [--threads 1] [--seed 1337] [--lr 1e-3]
  *              [--init W.safetensors] [--write-init PATH] [--rss-every K]
  *              [--attn fused|composed] [--chunk K]
+ *              [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F]
  *
- * Model: tapegrad's GPT (nn/gpt.c) in float32, no bias, no dropout;
- * attention fused (tg_attention, the default) or composed (--attn).
- * Weights: from --init (nanoGPT names, config in __metadata__, which then
- * overrides the size flags), else nanoGPT's init seeded with --seed.
- * --write-init writes the initial weights in that format before training
- * (what bench/torch_ref.py loads, so both sides start identical).
+ * Model, in float32, no bias, no dropout; attention fused (tg_attention,
+ * the default) or composed (--attn):
+ *   --arch gpt (the default): tapegrad's GPT (nn/gpt.c);
+ *   --arch llama: tapegrad's Llama (nn/llama.c, llama2.c's model.py) with
+ *     --n-kv-head key/value heads (default: --n-head), SwiGLU width
+ *     --hidden-dim (default: llama2.c's for the width, tg_llama_hidden_dim
+ *     with multiple_of 32: 768 for 288), RoPE theta 10000 with interleaved
+ *     pairs, RMSNorm eps 1e-5, the head tied to the token embedding.
+ * Weights: from --init (nanoGPT or model.py names, config in __metadata__
+ * as tiny_gpt writes it, "arch" choosing the family (absent: gpt), which
+ * then overrides the size and --arch flags), else the family's init
+ * (nanoGPT's, model.py's) seeded with --seed. --write-init writes the
+ * initial weights in that format before training (what bench/torch_ref.py
+ * loads, so both sides start identical).
  *
  * One training step: forward, loss (mean cross-entropy), backward, global
  * gradient-norm clip to 1.0, AdamW (lr constant --lr, betas 0.9/0.99,
@@ -64,18 +73,29 @@
 
 typedef struct opts {
     int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads, rss_every, chunk;
+    int n_kv_head, hidden_dim;   /* --arch llama; 0: the defaults */
     long long seed;
     double lr;
     const char *init, *write_init;
     bool attn_composed;   /* --attn composed: the composed attention path */
+    bool llama;           /* --arch llama */
 } opts;
+
+/* the model being timed: one of the two families */
+typedef struct bench_model {
+    tg_gpt *gpt;
+    tg_llama *llama;
+    tg_params *params;
+    int block_size, vocab_size;
+} bench_model;
 
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
                     "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
                     "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
-                    "                  [--attn fused|composed] [--chunk K]\n");
+                    "                  [--attn fused|composed] [--chunk K]\n"
+                    "                  [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
@@ -91,7 +111,8 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
         {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
         {"--steps", &o->steps, 1, 1 << 24},   {"--warmup", &o->warmup, 0, 1 << 24},
         {"--threads", &o->threads, 1, 1024}, {"--rss-every", &o->rss_every, 0, 1 << 24},
-        {"--chunk", &o->chunk, 0, 1 << 24},
+        {"--chunk", &o->chunk, 0, 1 << 24},   {"--n-kv-head", &o->n_kv_head, 1, 1024},
+        {"--hidden-dim", &o->hidden_dim, 1, 1 << 20},
     };
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -130,6 +151,12 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
                 return -1;
             }
             o->attn_composed = !strcmp(v, "composed");
+        } else if (!strcmp(a, "--arch")) {
+            if (strcmp(v, "gpt") && strcmp(v, "llama")) {
+                snprintf(err, errlen, "--arch: '%s' is not gpt or llama", v);
+                return -1;
+            }
+            o->llama = !strcmp(v, "llama");
         } else if (!strcmp(a, "--init")) o->init = v;
         else if (!strcmp(a, "--write-init")) o->write_init = v;
         else {
@@ -154,28 +181,94 @@ static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, s
     return 0;
 }
 
-static tg_gpt *load_model(const opts *o, char *err, size_t errlen)
+/* a finite double from the file's __metadata__ */
+static int meta_double(const tg_st_file *f, const char *key, double *out, char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    char *end;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || !isfinite(v)) {
+        snprintf(err, errlen, "weights metadata '%s' is missing or not a number", key);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, char *err, size_t errlen)
 {
     tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, o->block_size, o->vocab, false, 0.0, o->attn_composed};
-    if (!o->init) return tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err, errlen);
-    tg_st_file *f = tg_st_load(o->init, err, errlen);
-    if (!f) return NULL;
-    tg_gpt *m = NULL;
-    const char *b = tg_st_meta(f, "bias");
-    if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
-        meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
-        meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
-        meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen))
-        goto out;
-    cfg.bias = b && !strcmp(b, "true");
-    if (!(m = tg_gpt_new(&cfg, TG_F32, 0, err, errlen))) goto out;
-    if (tg_st_load_params(m->params, f, err, errlen)) {
-        tg_gpt_free(m);
-        m = NULL;
+    if (f) {
+        const char *b = tg_st_meta(f, "bias");
+        if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
+            meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
+            meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
+            meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen))
+            return -1;
+        cfg.bias = b && !strcmp(b, "true");
     }
-out:
+    if (!(bm->gpt = tg_gpt_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err, errlen))) return -1;
+    bm->params = bm->gpt->params;
+    bm->block_size = cfg.block_size;
+    bm->vocab_size = cfg.vocab_size;
+    return 0;
+}
+
+static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, char *err, size_t errlen)
+{
+    tg_llama_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
+                           .n_embd = o->n_embd, .block_size = o->block_size, .vocab_size = o->vocab,
+                           .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, 32),
+                           .rope_theta = 10000, .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = true,
+                           .attn_composed = o->attn_composed};
+    if (f) {
+        const char *tied = tg_st_meta(f, "tied"), *rope = tg_st_meta(f, "rope");
+        if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
+            meta_int(f, "n_kv_head", &cfg.n_kv_head, err, errlen) || meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
+            meta_int(f, "hidden_dim", &cfg.hidden_dim, err, errlen) ||
+            meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
+            meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen) ||
+            meta_double(f, "rope_theta", &cfg.rope_theta, err, errlen) ||
+            meta_double(f, "norm_eps", &cfg.norm_eps, err, errlen))
+            return -1;
+        if (!tied || (strcmp(tied, "true") && strcmp(tied, "false")) ||
+            (rope && strcmp(rope, "interleaved") && strcmp(rope, "halves"))) {
+            snprintf(err, errlen, "weights metadata: 'tied' must be true or false, 'rope' interleaved or halves");
+            return -1;
+        }
+        cfg.tied = !strcmp(tied, "true");
+        cfg.rope_flags = rope && !strcmp(rope, "halves") ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED;
+    }
+    if (!(bm->llama = tg_llama_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err, errlen))) return -1;
+    bm->params = bm->llama->params;
+    bm->block_size = cfg.block_size;
+    bm->vocab_size = cfg.vocab_size;
+    return 0;
+}
+
+static void free_model(bench_model *bm)
+{
+    tg_gpt_free(bm->gpt);
+    tg_llama_free(bm->llama);
+    memset(bm, 0, sizeof *bm);
+}
+
+/* the model of --arch and the size flags, or of --init's metadata and weights */
+static int load_model(bench_model *bm, const opts *o, char *err, size_t errlen)
+{
+    memset(bm, 0, sizeof *bm);
+    if (!o->init) return o->llama ? llama_model(bm, o, NULL, err, errlen) : gpt_model(bm, o, NULL, err, errlen);
+    tg_st_file *f = tg_st_load(o->init, err, errlen);
+    if (!f) return -1;
+    const char *arch = tg_st_meta(f, "arch");
+    int rc = -1;
+    if (arch && strcmp(arch, "gpt") && strcmp(arch, "llama"))
+        snprintf(err, errlen, "%s: weights metadata 'arch' = '%s' is not gpt or llama", o->init, arch);
+    else if (!((arch && !strcmp(arch, "llama")) ? llama_model(bm, o, f, err, errlen) : gpt_model(bm, o, f, err, errlen)))
+        rc = tg_st_load_params(bm->params, f, err, errlen);
+    if (rc) free_model(bm);
     tg_st_free(f);
-    return m;
+    return rc;
 }
 
 /* resident set size in kB from /proc/self/statm (its second field, in
@@ -195,21 +288,37 @@ typedef struct rss_sample {
     unsigned long long allocs;
 } rss_sample;
 
-static int write_init(const tg_gpt *m, const char *path, char *err, size_t errlen)
+static int write_init(const bench_model *bm, const char *path, char *err, size_t errlen)
 {
-    const tg_gpt_config *c = &m->cfg;
-    char v[5][16];
-    int x[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
-    for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
-    const char *meta[] = {"n_layer",    v[0], "n_head",     v[1], "n_embd", v[2],
-                          "block_size", v[3], "vocab_size", v[4], "bias",   c->bias ? "true" : "false",
-                          "dropout",    "0",  "format",     "tapegrad bench_step"};
-    return tg_st_save_params(m->params, path, meta, 8, err, errlen);
+    if (bm->gpt) {
+        const tg_gpt_config *c = &bm->gpt->cfg;
+        char v[5][16];
+        int x[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
+        for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
+        const char *meta[] = {"n_layer",    v[0], "n_head",     v[1], "n_embd", v[2],
+                              "block_size", v[3], "vocab_size", v[4], "bias",   c->bias ? "true" : "false",
+                              "dropout",    "0",  "format",     "tapegrad bench_step"};
+        return tg_st_save_params(bm->params, path, meta, 8, err, errlen);
+    }
+    /* tiny_gpt's keys for a Llama (examples/tiny_gpt/model_llama.c) */
+    const tg_llama_config *c = &bm->llama->cfg;
+    char v[7][16], theta[40], eps[40];
+    int x[7] = {c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size};
+    for (int i = 0; i < 7; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
+    snprintf(theta, sizeof theta, "%.17g", c->rope_theta);
+    snprintf(eps, sizeof eps, "%.17g", c->norm_eps);
+    const char *meta[] = {"arch",       "llama", "n_layer",    v[0],  "n_head",     v[1],
+                          "n_kv_head",  v[2],    "n_embd",     v[3],  "hidden_dim", v[4],
+                          "block_size", v[5],    "vocab_size", v[6],  "rope_theta", theta,
+                          "norm_eps",   eps,     "tied",       c->tied ? "true" : "false",
+                          "rope",       c->rope_flags == TG_ROPE_HALVES ? "halves" : "interleaved",
+                          "dropout",    "0",     "bias",       "false", "format", "tapegrad bench_step"};
+    return tg_st_save_params(bm->params, path, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, errlen);
 }
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 0, 0, 0, 0, 65, 20, 3, 1, 0, 0, 1337, 1e-3, NULL, NULL, false};
+    opts o = {.vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3};
     char err[1024];
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
@@ -237,12 +346,12 @@ int main(int argc, char **argv)
     double *ms = NULL, *sorted = NULL, *losses = NULL;
     rss_sample *rss = NULL;
     int n_rss = 0;
-    tg_gpt *m = load_model(&o, err, sizeof err);
-    if (!m) goto fail;
-    if (o.write_init && write_init(m, o.write_init, err, sizeof err)) goto fail;
+    bench_model m;
+    if (load_model(&m, &o, err, sizeof err)) goto fail;
+    if (o.write_init && write_init(&m, o.write_init, err, sizeof err)) goto fail;
 
-    const int B = o.batch, T = m->cfg.block_size, V = m->cfg.vocab_size, S = o.warmup + o.steps;
-    opt = tg_adamw_new(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, err, sizeof err);
+    const int B = o.batch, T = m.block_size, V = m.vocab_size, S = o.warmup + o.steps;
+    opt = tg_adamw_new(m.params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, err, sizeof err);
     if (!opt) goto fail;
     g = tg_graph_new();
     toks = tg_malloc((size_t)S * B * (T + 1) * sizeof *toks);
@@ -280,19 +389,19 @@ int main(int argc, char **argv)
             memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
             memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
         }
-        tg_tensor *loss = tg_gpt_loss(g, m, x, y);   /* () */
+        tg_tensor *loss = m.gpt ? tg_gpt_loss(g, m.gpt, x, y) : tg_llama_loss(g, m.llama, x, y);   /* () */
         if (tg_graph_backward(g, loss) != 0) {
             snprintf(err, sizeof err, "step %d: %s", s, tg_graph_error(g));
             goto fail;
         }
         losses[s] = tg_tensor_item(loss);
-        double norm = tg_clip_grad_norm(m->params, 1.0);
+        double norm = tg_clip_grad_norm(m.params, 1.0);
         if (!isfinite(norm) || !isfinite(losses[s])) {
             snprintf(err, sizeof err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
             goto fail;
         }
         tg_adamw_step(opt, o.lr);
-        tg_params_zero_grad(m->params);
+        tg_params_zero_grad(m.params);
         tg_graph_reset(g);
         ms[s] = now_ms() - t0;
         if (o.rss_every && (s == 0 || (s + 1) % o.rss_every == 0 || s == S - 1)) {
@@ -309,12 +418,21 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
 
-    const tg_gpt_config *c = &m->cfg;
-    printf("{\"impl\": \"tapegrad\", \"config\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
-           "\"block_size\": %d, \"vocab_size\": %d, \"batch_size\": %d}, \"threads\": %d, \"warmup\": %d, "
-           "\"steps\": %d, \"n_params\": %lld, \"ms\": [",
-           c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, B, o.threads, o.warmup, o.steps,
-           (long long)tg_params_numel(m->params));
+    if (m.gpt) {
+        const tg_gpt_config *c = &m.gpt->cfg;
+        printf("{\"impl\": \"tapegrad\", \"config\": {\"arch\": \"gpt\", \"n_layer\": %d, \"n_head\": %d, "
+               "\"n_embd\": %d, \"block_size\": %d, \"vocab_size\": %d, \"batch_size\": %d}",
+               c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, B);
+    } else {
+        const tg_llama_config *c = &m.llama->cfg;
+        printf("{\"impl\": \"tapegrad\", \"config\": {\"arch\": \"llama\", \"n_layer\": %d, \"n_head\": %d, "
+               "\"n_kv_head\": %d, \"n_embd\": %d, \"hidden_dim\": %d, \"block_size\": %d, \"vocab_size\": %d, "
+               "\"tied\": %s, \"batch_size\": %d}",
+               c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size,
+               c->tied ? "true" : "false", B);
+    }
+    printf(", \"threads\": %d, \"warmup\": %d, \"steps\": %d, \"n_params\": %lld, \"ms\": [", o.threads,
+           o.warmup, o.steps, (long long)tg_params_numel(m.params));
     for (int s = 0; s < o.steps; s++) printf("%s%.4f", s ? ", " : "", timed[s]);
     printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"peak_rss_kb\": %ld, \"losses\": [",
            median, sorted[0], (double)B * T / (median / 1e3), ru.ru_maxrss);
@@ -344,6 +462,6 @@ done:
     tg_free(rss);
     tg_adamw_free(opt);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    free_model(&m);
     return rc;
 }

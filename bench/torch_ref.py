@@ -6,8 +6,9 @@ of bench/bench_step.c.
                  [--warmup 3] [--threads 1] [--seed 1337] [--lr 1e-3]
                  [--rss-every K] [--chunk K]
 
-The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT
-in float32, loaded from the weights bench_step --write-init wrote, no
+The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT,
+or bench/torch_llama.py's Llama when the metadata says arch=llama, in
+float32, loaded from the weights bench_step --write-init wrote, no
 dropout. A step: forward, loss, backward, clip_grad_norm_ 1.0, AdamW as
 torch_gpt.configure_adamw (lr constant, betas 0.9/0.99, eps 1e-8, weight
 decay 0.1 on 2-D tensors, per-tensor loop), zero_grad(set_to_none=True).
@@ -45,6 +46,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402
+import torch_llama as tl  # noqa: E402
 
 M64 = (1 << 64) - 1
 PCG_MULT = 6364136223846793005
@@ -91,6 +93,17 @@ def make_batches(seed, steps, batch, block, vocab):
     return toks
 
 
+def file_arch(path):
+    """The "arch" of a safetensors file's __metadata__ ("gpt" when absent),
+    from its header alone."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if n > 100 << 20:
+            sys.exit("torch_ref: %s: a header of %d bytes is not a safetensors file" % (path, n))
+        header = json.loads(f.read(n).decode("utf-8"))
+    return (header.get("__metadata__") or {}).get("arch", "gpt")
+
+
 def current_rss_kb():
     """Resident set in kB from /proc/self/statm (second field, pages); -1 if unreadable."""
     try:
@@ -119,7 +132,10 @@ def main():
 
     torch.set_num_threads(args.threads)
     rss_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    model = tg.load_model(args.init, torch.float32, dropout=0.0)
+    arch = file_arch(args.init)
+    if arch not in ("gpt", "llama"):
+        sys.exit("torch_ref: %s: arch %r is not gpt or llama" % (args.init, arch))
+    model = (tl if arch == "llama" else tg).load_model(args.init, torch.float32, dropout=0.0)
     cfg = model.cfg
     B, T, V = args.batch_size, cfg["block_size"], cfg["vocab_size"]
     n_total = args.warmup + args.steps
@@ -150,10 +166,12 @@ def main():
             rss["peak_rss_kb"].append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
     timed = ms[args.warmup:]
+    keys = ("n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size", "vocab_size", "tied") \
+        if arch == "llama" else ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
+    config = dict({"arch": arch}, **{k: cfg[k] for k in keys}, batch_size=B)
     out = {
         "impl": "torch",
-        "config": {"n_layer": cfg["n_layer"], "n_head": cfg["n_head"], "n_embd": cfg["n_embd"],
-                   "block_size": T, "vocab_size": V, "batch_size": B},
+        "config": config,
         "threads": torch.get_num_threads(), "warmup": args.warmup, "steps": args.steps,
         "n_params": sum(p.numel() for p in model.parameters()),
         "ms": [round(v, 4) for v in timed],

@@ -87,6 +87,25 @@ tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape, 
     return t;
 }
 
+tg_tensor *tg_tensor_wrap(tg_graph *g, tg_dtype dt, int ndim, const int *shape, void *data)
+{
+    if (!g || g->has_error) return NULL;
+    if (!data) return tg_fail(g, "tensor_wrap: data is NULL");
+    tg_tensor h = {0};
+    const char *why = NULL;
+    if (!tg_dtype_size(dt)) return tg_fail(g, "tensor_wrap: unknown dtype %d", (int)dt);
+    if (!tg_shape_set(&h, ndim, shape, &why)) return tg_fail(g, "tensor_wrap: bad shape with ndim %d: %s", ndim, why);
+    tg_tensor *t = tg_tensor_header(g);
+    if (!t) return NULL;
+    t->dtype = dt;
+    t->ndim = h.ndim;
+    memcpy(t->shape, h.shape, sizeof t->shape);
+    t->numel = h.numel;
+    t->is_leaf = true;
+    t->data = data;
+    return t;
+}
+
 tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value)
 {
     if (!g || g->has_error) return NULL;

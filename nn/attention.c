@@ -36,6 +36,18 @@
  * successful forward the new k, v are copied into the cache at [p, p+Tq)
  * and len becomes p + Tq.
  *
+ * Grouped-query attention (n_kv_head = Hkv < H, G = H / Hkv): k and v are
+ * (B,T,Ckv), Ckv = Hkv dh, and query head h reads kv head h / G. The
+ * composed path stacks the G query heads of a group as one taller query,
+ * (B,H,Tq,dh) viewed as (B,Hkv,G Tq,dh) (the G heads are consecutive), so
+ * the scores (B,Hkv,G Tq,Tk) come from one batched matmul against K
+ * (B,Hkv,Tk,dh) as it is, with no copy of K or V; the mask is built in that
+ * layout, and O and the weights are viewed back as (B,H,Tq,.).
+ *
+ * RoPE (rope_theta > 0, self-attention): q and k are rotated by their
+ * absolute positions p .. p + Tq - 1 right after the projections, so the
+ * cache keeps rotated keys (as llama2.c's run.c does).
+ *
  * The fused path: when nothing needs the (B,H,Tq,Tk) tensors (no weights
  * asked for, no explicit mask or key padding, no attention dropout in
  * effect) and m->composed is false (tg_mha_uses_fused), everything from the split to the
@@ -130,43 +142,73 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 
 /* ---- init -------------------------------------------------------------- */
 
-int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
-                bool fused, double dropout, char *err, size_t errlen)
+int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, char *err,
+                       size_t errlen)
 {
-    if (!m || !p || !name)
-        return tg_set_err(err, errlen, "mha_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
+    if (!m || !p || !name || !c)
+        return tg_set_err(err, errlen, "mha_init: %s is NULL",
+                          !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
-    if (n_embd < 1 || n_head < 1 || n_embd > (1 << 28)) {
-        tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name,
-                   n_embd, n_head);
-        return -1;
-    }
-    if (n_embd % n_head) {
-        tg_set_err(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, n_embd, n_head);
-        return -1;
-    }
-    if (!(dropout >= 0 && dropout < 1)) {
-        tg_set_err(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, dropout);
-        return -1;
-    }
-    m->n_embd = n_embd;
-    m->n_head = n_head;
-    m->fused = fused;
-    m->attn_dropout = m->resid_dropout = dropout;
+    const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
+    if (C < 1 || H < 1 || C > (1 << 28))
+        return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
+                          name, C, H);
+    if (C % H) return tg_set_err(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, C, H);
+    if (Hkv < 1 || H % Hkv)
+        return tg_set_err(err, errlen, "mha '%s': n_kv_head %d must divide n_head %d", name, Hkv, H);
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return tg_set_err(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, c->dropout);
+    if (!(c->rope_theta == 0 || (c->rope_theta > 1 && isfinite(c->rope_theta))))
+        return tg_set_err(err, errlen, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
+                          c->rope_theta);
+    if (c->rope_theta && ((C / H) % 2 || (c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)))
+        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d) and flags "
+                                       "TG_ROPE_INTERLEAVED or TG_ROPE_HALVES (got %d)", name, C / H, c->rope_flags);
+    if (c->layout != TG_MHA_FUSED && c->layout != TG_MHA_SEPARATE && c->layout != TG_MHA_LLAMA)
+        return tg_set_err(err, errlen, "mha '%s': unknown layout %d", name, (int)c->layout);
+    const int Ckv = Hkv * (C / H);
+    m->n_embd = C;
+    m->n_head = H;
+    m->n_kv_head = Hkv;
+    m->fused = c->layout == TG_MHA_FUSED;
+    m->rope_theta = c->rope_theta;
+    m->rope_flags = c->rope_flags;
+    m->attn_dropout = m->resid_dropout = c->dropout;
     char full[256];
-    if (fused) {
+    if (m->fused) {
         snprintf(full, sizeof full, "%s.c_attn", name);
-        if (tg_linear_init(&m->c_attn, p, full, n_embd, 3 * n_embd, bias, err, errlen)) return -1;
+        if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, err, errlen)) return -1;
     } else {
-        static const char *const proj[] = {"q_proj", "k_proj", "v_proj"};
+        const bool llama = c->layout == TG_MHA_LLAMA;
+        const char *const proj[] = {llama ? "wq" : "q_proj", llama ? "wk" : "k_proj", llama ? "wv" : "v_proj"};
         tg_linear_mod *mods[] = {&m->q_proj, &m->k_proj, &m->v_proj};
         for (int i = 0; i < 3; i++) {
             snprintf(full, sizeof full, "%s.%s", name, proj[i]);
-            if (tg_linear_init(mods[i], p, full, n_embd, n_embd, bias, err, errlen)) return -1;
+            if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, err, errlen)) return -1;
         }
     }
-    snprintf(full, sizeof full, "%s.c_proj", name);
-    return tg_linear_init(&m->c_proj, p, full, n_embd, n_embd, bias, err, errlen);
+    snprintf(full, sizeof full, "%s.%s", name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj");
+    return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, err, errlen);
+}
+
+int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias, bool fused,
+                double dropout, char *err, size_t errlen)
+{
+    const tg_mha_config c = {.n_embd = n_embd, .n_head = n_head, .layout = fused ? TG_MHA_FUSED : TG_MHA_SEPARATE,
+                             .bias = bias, .dropout = dropout};
+    return tg_mha_init_config(m, p, name, &c, err, errlen);
+}
+
+void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std)
+{
+    if (!m || !r) return;
+    if (m->fused) tg_linear_init_normal(&m->c_attn, r, std);
+    else {
+        tg_linear_init_normal(&m->q_proj, r, std);
+        tg_linear_init_normal(&m->k_proj, r, std);
+        tg_linear_init_normal(&m->v_proj, r, std);
+    }
+    tg_linear_init_normal(&m->c_proj, r, out_std);
 }
 
 /* ---- forward ----------------------------------------------------------- */
@@ -196,25 +238,28 @@ static bool check_seq(tg_graph *g, const char *what, const tg_tensor *t, const t
     return false;
 }
 
-/* The one bool mask (B|1, H|1, Tq, Tk) combining causal (query i at
- * position p + i), key padding and the explicit mask; NULL with no error
- * when nothing is blocked by construction (no mask asked for). */
-static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, int Tq, int Tk, int p)
+/* The one bool mask combining causal (query i at position p + i), key
+ * padding and the explicit mask (broadcast over (B,H,Tq,Tk)), laid out for
+ * the grouped scores: (B|1, H/G|1, G Tq, Tk), row r of kv head k holding
+ * query head k G + r / Tq at query r % Tq (G = 1: the (B|1,H|1,Tq,Tk)
+ * mask). NULL with no error when nothing is blocked by construction. */
+static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, int G, int Tq, int Tk, int p)
 {
     const tg_tensor *kp = a->key_padding, *em = a->mask;
     if (!a->causal && !kp && !em) return NULL;
     const int full[4] = {B, H, Tq, Tk};
     int64_t es[TG_MAX_DIMS] = {0};   /* the explicit mask's strides over full; 0 = broadcast */
     if (em) tg_broadcast_to(em, 4, full, es);   /* checked by the caller */
-    const int md[4] = {kp || es[0] ? B : 1, es[1] ? H : 1, Tq, Tk};
-    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 4, md);   /* (B|1,H|1,Tq,Tk) */
+    const int md[4] = {kp || es[0] ? B : 1, es[1] ? H / G : 1, G * Tq, Tk};
+    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 4, md);   /* (B|1,H/G|1,G Tq,Tk) */
     if (!mask) return NULL;
     uint8_t *m = mask->data;
     const uint8_t *kpd = kp ? kp->data : NULL, *emd = em ? em->data : NULL;
     for (int b = 0; b < md[0]; b++)
-        for (int h = 0; h < md[1]; h++)
-            for (int i = 0; i < Tq; i++)
+        for (int hk = 0; hk < md[1]; hk++)
+            for (int r = 0; r < md[2]; r++)
                 for (int j = 0; j < Tk; j++) {
+                    const int i = r % Tq, h = hk * G + r / Tq;
                     bool blocked = (a->causal && j > p + i) || (kpd && kpd[(int64_t)b * Tk + j]) ||
                                    (emd && emd[b * es[0] + h * es[1] + i * es[2] + j * es[3]]);
                     *m++ = blocked;
@@ -223,20 +268,20 @@ static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, i
 }
 
 /* The output projection of the merged heads O (B,T,C), then dropout. */
-static tg_tensor *output_projection(tg_graph *g, const tg_mha *m, tg_tensor *O)
+static tg_tensor *output_projection(tg_graph *g, const tg_mha_mod *m, tg_tensor *O)
 {
     return tg_dropout(g, tg_linear_forward(g, &m->c_proj, O), m->resid_dropout);
 }
 
 /* The one place the choice is made: tg_mha_forward asks this too. */
-bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args)
+bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args)
 {
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
     return !m->composed && !needs_tensors && !attn_drop;
 }
 
-tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
                           const tg_attn_args *args)
 {
     static const tg_attn_args none = {0};
@@ -247,21 +292,24 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     if (!tg_op_begin(g, "mha", kv ? 2 : 1, in) || !tg_op_check_live(g, "mha", 4, in)) return NULL;
 
     /* ---- checks: every caller mistake is a message, never an assert */
-    const int C = m->n_embd, H = m->n_head;
+    const int C = m->n_embd, H = m->n_head, Hkv = m->n_kv_head ? m->n_kv_head : H;
     if (C < 1 || H < 1 || C % H) return tg_fail(g, "mha: n_embd %d is not divisible by n_head %d", C, H);
-    const int dh = C / H;
+    if (Hkv < 1 || H % Hkv) return tg_fail(g, "mha: n_kv_head %d does not divide n_head %d", Hkv, H);
+    const int dh = C / H, G = H / Hkv, Ckv = Hkv * dh;
     if (!check_seq(g, "x", x, x, C) || (kv && !check_seq(g, "kv", kv, x, C))) return NULL;
     const int B = x->shape[0], Tq = x->shape[1];
     tg_kv_cache *cache = args->cache;
     char s[64], sx[64];
     tg_shape_str(x, sx, sizeof sx);
+    if (m->rope_theta && kv)
+        return tg_fail(g, "mha: rotary embedding works with self-attention only, but kv was given (x %s)", sx);
     if (cache) {
         if (kv) return tg_fail(g, "mha: a KV cache works with self-attention only, but kv was given (x %s)", sx);
-        if (cache->dtype != x->dtype || cache->batch != B || cache->n_head != H || cache->head_dim != dh)
+        if (cache->dtype != x->dtype || cache->batch != B || cache->n_head != Hkv || cache->head_dim != dh)
             return tg_fail(g, "mha: KV cache (%s, batch %d, n_head %d, head_dim %d) does not fit x %s %s "
-                              "(n_head %d, head_dim %d)",
+                              "(n_kv_head %d, head_dim %d)",
                            tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
-                           tg_dtype_name(x->dtype), sx, H, dh);
+                           tg_dtype_name(x->dtype), sx, Hkv, dh);
         if (cache->len < 0 || cache->len > cache->max_len)
             return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len,
                            cache->max_len, sx);
@@ -281,40 +329,53 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
     const bool use_op = tg_mha_uses_fused(g, m, args);
-    if (use_op && m->fused && !kv && !cache) {
+    if (use_op && m->fused && !kv && !cache && !m->rope_theta) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */
-        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,3C) */
-        tg_tensor *O = tg_attention_qkv(g, qkv, H, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,C+2Ckv) */
+        tg_tensor *O = tg_attention_qkv(g, qkv, H, Hkv, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
         tg_tensor *y = output_projection(g, m, O);                                /* (B,T,C) */
         return !y || tg_graph_error(g) ? NULL : y;
     }
 
-    /* ---- projections, heads split by reshape then transpose */
+    /* ---- projections: q (B,Tq,C), k and v (B,T,Ckv) */
     tg_tensor *src = kv ? kv : x;                            /* (B,Tk',C) */
-    tg_tensor *q, *k, *v;                                    /* (B,T,C) each */
+    tg_tensor *q, *k, *v;
     if (m->fused && !kv) {
-        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x); /* (B,Tq,3C) */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x); /* (B,Tq,C+2Ckv) */
         tg_tensor *parts[3];
-        tg_split(g, qkv, 2, 3, (int[]){C, C, C}, parts);
+        tg_split(g, qkv, 2, 3, (int[]){C, Ckv, Ckv}, parts);
         q = parts[0], k = parts[1], v = parts[2];
     } else if (m->fused) {
-        tg_tensor *w = m->c_attn.weight, *b = m->c_attn.bias;             /* (3C,C), (3C) */
-        tg_tensor *wq = tg_slice(g, w, 0, 0, C), *wkv = tg_slice(g, w, 0, C, 3 * C); /* (C,C), (2C,C) */
-        tg_tensor *bq = b ? tg_slice(g, b, 0, 0, C) : NULL, *bkv = b ? tg_slice(g, b, 0, C, 3 * C) : NULL;
+        tg_tensor *w = m->c_attn.weight, *b = m->c_attn.bias;             /* (C+2Ckv,C), (C+2Ckv) */
+        tg_tensor *wq = tg_slice(g, w, 0, 0, C), *wkv = tg_slice(g, w, 0, C, C + 2 * Ckv); /* (C,C), (2Ckv,C) */
+        tg_tensor *bq = b ? tg_slice(g, b, 0, 0, C) : NULL, *bkv = b ? tg_slice(g, b, 0, C, C + 2 * Ckv) : NULL;
         q = tg_linear(g, x, wq, bq);                                      /* (B,Tq,C) */
-        tg_tensor *kvp = tg_linear(g, src, wkv, bkv);                     /* (B,Tk,2C) */
+        tg_tensor *kvp = tg_linear(g, src, wkv, bkv);                     /* (B,Tk,2Ckv) */
         tg_tensor *parts[2];
-        tg_split(g, kvp, 2, 2, (int[]){C, C}, parts);
+        tg_split(g, kvp, 2, 2, (int[]){Ckv, Ckv}, parts);
         k = parts[0], v = parts[1];
     } else {
         q = tg_linear_forward(g, &m->q_proj, x);             /* (B,Tq,C) */
-        k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,C) */
-        v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,C) */
+        k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,Ckv) */
+        v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,Ckv) */
     }
-    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,C) */
+    if (m->rope_theta) {   /* q and k turned by their positions p .. p + Tq - 1 */
+        q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags);      /* (B,Tq,C) */
+        k = tg_rope(g, k, dh, Hkv, p, m->rope_theta, m->rope_flags);    /* (B,Tq,Ckv) */
+    }
+    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv).
+     * Decoding one sequence without grad (sampling), the new ones go into
+     * the cache first and K, V are views of its first p + Tq rows: no copy
+     * of the prefix per token (rows past len are ignored if this fails). */
     tg_tensor *K = k, *V = v;
-    if (cache && p > 0 && !tg_graph_error(g)) {
+    const bool in_place = cache && B == 1 && !tg_needs_grad(g, k) && !tg_needs_grad(g, v) && !tg_graph_error(g);
+    if (in_place) {
+        cache_store(cache, cache->k, k);
+        cache_store(cache, cache->v, v);
+        K = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->k);   /* (1,Tk,Ckv) */
+        V = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->v);   /* (1,Tk,Ckv) */
+    } else if (cache && p > 0 && !tg_graph_error(g)) {
         K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
         V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
     }
@@ -324,15 +385,22 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
         O = tg_attention(g, q, K, V, H, args->causal ? TG_ATTN_CAUSAL : 0, p); /* (B,Tq,C) */
     } else {
         q = split_heads(g, q, H);                            /* (B,H,Tq,dh) */
-        K = split_heads(g, K, H);                            /* (B,H,Tk,dh) */
-        V = split_heads(g, V, H);                            /* (B,H,Tk,dh) */
+        K = split_heads(g, K, Hkv);                          /* (B,Hkv,Tk,dh) */
+        V = split_heads(g, V, Hkv);                          /* (B,Hkv,Tk,dh) */
+        /* grouped query heads: the G heads that share kv head k are stacked
+         * as one taller query, rows g Tq + t (a view: they are consecutive) */
+        if (G > 1) q = tg_reshape(g, q, 4, (int[]){B, Hkv, G * Tq, dh}); /* (B,Hkv,G Tq,dh) */
 
         /* ---- scores, mask, softmax, weighted sum of values */
-        tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,H,Tq,Tk) */
-        S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,H,Tq,Tk) */
-        tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, Tq, Tk, p); /* (B|1,H|1,Tq,Tk) */
-        A = tg_softmax(g, S, mask);                               /* (B,H,Tq,Tk) */
-        O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V);   /* (B,H,Tq,dh) */
+        tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,Hkv,G Tq,Tk) */
+        S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,Hkv,G Tq,Tk) */
+        tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, G, Tq, Tk, p);
+        A = tg_softmax(g, S, mask);                               /* (B,Hkv,G Tq,Tk) */
+        O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V);   /* (B,Hkv,G Tq,dh) */
+        if (G > 1) {                                              /* back to one row block per head */
+            O = tg_reshape(g, O, 4, (int[]){B, H, Tq, dh});       /* (B,H,Tq,dh) */
+            A = tg_reshape(g, A, 4, (int[]){B, H, Tq, Tk});       /* (B,H,Tq,Tk) */
+        }
 
         /* ---- merge heads */
         O = tg_transpose(g, O, 1, 2);                             /* (B,Tq,H,dh) */
@@ -343,8 +411,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor 
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
-        cache_store(cache, cache->k, k);
-        cache_store(cache, cache->v, v);
+        if (!in_place) {
+            cache_store(cache, cache->k, k);
+            cache_store(cache, cache->v, v);
+        }
         cache->len += Tq;
     }
     if (args->weights) *args->weights = A;

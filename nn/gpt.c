@@ -33,6 +33,7 @@
 #include "../core/err_internal.h"
 #include "../core/op.h"
 #include "../core/rng.h"
+#include "lm_internal.h"
 
 static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 {
@@ -73,40 +74,40 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
     if (!m->h) return fail_new(m, err, errlen, "gpt: out of memory");
 
+    /* nanoGPT's init, module by module as they are registered: normal(0,
+     * 0.02) for the embeddings and weights, 0.02 / sqrt(2 n_layer) for the
+     * residual projections (attn.c_proj, mlp.c_proj), zero biases,
+     * LayerNorm weights 1; one stream seeded with `seed` */
+    tg_rng rng;
+    tg_rng_seed(&rng, seed, 0);
+    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
     const int C = c.n_embd;
     tg_params *p = m->params;
-    m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C});   /* (V,C) */
-    m->wpe = m->wte ? tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C}) : NULL; /* (bs,C) */
-    if (!m->wpe) return fail_new(m, err, errlen, tg_params_error(p));
+    if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
+        return fail_new(m, err, errlen, tg_params_error(p));
+    tg_rng_fill_normal(&rng, m->wte, 0.0, std);
+    if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C})))  /* (bs,C) */
+        return fail_new(m, err, errlen, tg_params_error(p));
+    tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
-        tg_block *b = &m->h[i];
+        tg_gpt_block *b = &m->h[i];
         snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
         if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
         if (tg_mha_init(&b->attn, p, name, C, c.n_head, c.bias, true, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
+        tg_mha_init_normal(&b->attn, &rng, std, proj_std);
         b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
-        if (tg_mlp_init(&b->mlp, p, name, C, c.bias, c.dropout, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_mlp_init(&b->mlp, p, name, TG_MLP_GELU, C, 4 * C, c.bias, c.dropout, err, errlen))
+            return fail_new(m, err, errlen, NULL);
+        tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
     }
     if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err, errlen))
         return fail_new(m, err, errlen, NULL);
-
-    /* nanoGPT's init, in registration order */
-    tg_rng rng;
-    tg_rng_seed(&rng, seed, 0);
-    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
-    for (int i = 0; i < tg_params_count(p); i++) {
-        tg_tensor *t = tg_params_at(p, i);
-        const char *nm = t->name;
-        size_t len = strlen(nm);
-        if (t->ndim != 2) continue;   /* LayerNorm weights (1) and biases (0) are already set */
-        bool proj = len >= 13 && strcmp(nm + len - 13, "c_proj.weight") == 0;
-        tg_rng_fill_normal(&rng, t, 0.0, proj ? proj_std : std);
-    }
     return m;
 }
 
@@ -157,25 +158,11 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
     if (attn_weights)
         for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
     tg_tensor *in[1] = {idx};
-    if (!tg_op_begin(g, "gpt", 1, in)) return NULL;
-    char s[64];
-    tg_shape_str(idx, s, sizeof s);
-    if (idx->dtype != TG_I32 || idx->ndim != 2)
-        return tg_fail(g, "gpt: idx must be i32 (B,T), got %s %s", tg_dtype_name(idx->dtype), s);
-    const int B = idx->shape[0], T = idx->shape[1];
+    if (!tg_op_begin(g, "gpt", 1, in) ||
+        !tg_lm_check_idx(g, "gpt", idx, c->vocab_size, c->block_size, m->cache ? &m->cache[0] : NULL))
+        return NULL;
+    const int T = idx->shape[1];
     const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
-    if (p + T > c->block_size)
-        return tg_fail(g, "gpt: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", s, T, p,
-                       c->block_size);
-    if (m->cache && m->cache[0].batch != B)
-        return tg_fail(g, "gpt: idx i32 %s has batch %d, but the KV cache was enabled for batch %d", s, B,
-                       m->cache[0].batch);
-    for (int64_t i = 0; i < idx->numel; i++) {
-        int32_t id = ((const int32_t *)idx->data)[i];
-        if (id < 0 || id >= c->vocab_size)
-            return tg_fail(g, "gpt: idx i32 %s: token id %d at flat position %lld is outside [0, %d)", s, (int)id,
-                           (long long)i, c->vocab_size);
-    }
 
     tg_tensor *pos = tg_tensor_new(g, TG_I32, 1, (int[]){T});   /* (T) */
     if (!pos) return NULL;
@@ -184,7 +171,7 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
     tg_tensor *x = tg_add(g, tg_embedding(g, m->wte, idx), tg_embedding(g, m->wpe, pos)); /* (B,T,C) */
     x = tg_dropout(g, x, c->dropout);                                                     /* (B,T,C) */
     for (int i = 0; i < c->n_layer; i++) {
-        const tg_block *b = &m->h[i];
+        const tg_gpt_block *b = &m->h[i];
         tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
                              .weights = attn_weights ? &attn_weights[i] : NULL};
         x = tg_add(g, x, tg_mha_forward(g, &b->attn, tg_layernorm_forward(g, &b->ln_1, x), NULL, &args));
@@ -207,14 +194,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 {
     if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
-    if (!tg_op_begin(g, "gpt_loss", 2, in)) return NULL;
-    if (targets->dtype != TG_I32 || !(targets->ndim == idx->ndim && targets->shape[0] == idx->shape[0] &&
-                                      targets->shape[1] == idx->shape[1])) {
-        char st[64], si[64];
-        return tg_fail(g, "gpt_loss: targets must be i32 shaped like idx: targets %s %s, idx %s %s",
-                       tg_dtype_name(targets->dtype), tg_shape_str(targets, st, sizeof st),
-                       tg_dtype_name(idx->dtype), tg_shape_str(idx, si, sizeof si));
-    }
+    if (!tg_op_begin(g, "gpt_loss", 2, in) || !tg_lm_check_targets(g, "gpt", idx, targets)) return NULL;
     return tg_cross_entropy(g, tg_gpt_forward(g, m, idx), targets);   /* () */
 }
 
@@ -225,22 +205,9 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
     if (!m) return tg_set_err(err, errlen, "gpt_cache_enable: the model is NULL");
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
-    if (batch < 1) {
-        tg_set_err(err, errlen, "gpt_cache_enable: batch must be >= 1, got %d", batch);
-        return -1;
-    }
-    m->cache = tg_calloc((size_t)c->n_layer, sizeof *m->cache);
-    if (!m->cache) {
-        tg_set_err(err, errlen, "gpt_cache_enable: out of memory");
-        return -1;
-    }
-    for (int i = 0; i < c->n_layer; i++)
-        if (tg_kv_cache_init(&m->cache[i], tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
-                             c->block_size, err, errlen)) {
-            tg_gpt_cache_disable(m);
-            return -1;
-        }
-    return 0;
+    m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
+                                c->block_size, "gpt", err, errlen);
+    return m->cache ? 0 : -1;
 }
 
 void tg_gpt_cache_clear(tg_gpt *m)
@@ -251,8 +218,7 @@ void tg_gpt_cache_clear(tg_gpt *m)
 
 void tg_gpt_cache_disable(tg_gpt *m)
 {
-    if (!m || !m->cache) return;
-    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_free(&m->cache[i]);
-    tg_free(m->cache);
+    if (!m) return;
+    tg_lm_caches_free(m->cache, m->cfg.n_layer);
     m->cache = NULL;
 }

@@ -1,11 +1,12 @@
 /* Linear layer: y = x W^T + b (nn.Linear), W (out, in), b (out) optional.
  *
  * The parameters are <name>.weight and <name>.bias in the store,
- * zero-filled here; the model that owns the layer initialises them
- * (tg_gpt_new does nanoGPT's normal(0, 0.02)). */
+ * zero-filled here; tg_linear_init_normal draws the weight from a normal
+ * distribution (the models call it for each layer in registration order). */
 #include "nn.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
@@ -30,6 +31,13 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
         if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     }
     return 0;
+}
+
+void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std)
+{
+    if (!l || !r) return;
+    tg_rng_fill_normal(r, l->weight, 0.0, std);
+    if (l->bias) memset(l->bias->data, 0, (size_t)l->bias->numel * tg_dtype_size(l->bias->dtype));   /* no draws */
 }
 
 tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x)

@@ -1,9 +1,14 @@
-/* The transformer MLP (nanoGPT):
+/* The transformer's feed-forward, in nanoGPT's form or Llama's:
  *
- *   h = GELU(x W_fc^T + b_fc)      W_fc (4C, C), exact erf GELU
- *   y = dropout(h W_proj^T + b_proj)  W_proj (C, 4C)
+ *   GELU     h = gelu(x W_fc^T + b_fc)           W_fc (hidden, C), exact erf GELU
+ *            y = dropout(h W_proj^T + b_proj)     W_proj (C, hidden)
+ *   SwiGLU   h = silu(x W1^T) * (x W3^T)          W1, W3 (hidden, C)
+ *            y = dropout(h W2^T)                  W2 (C, hidden)
  *
- * Parameters <name>.c_fc.{weight,bias}, <name>.c_proj.{weight,bias}. */
+ * nanoGPT's hidden width is 4C; Llama's is given, or llama2.c's default
+ * multiple_of * ceil(int(2 * 4C / 3) / multiple_of) (the model decides).
+ * Parameters <name>.c_fc.*, <name>.c_proj.* (GELU) or <name>.w1, .w2, .w3
+ * (SwiGLU, registered in that order as llama2.c's model.py has them). */
 #include "nn.h"
 
 #include <stdio.h>
@@ -11,33 +16,44 @@
 #include "../core/err_internal.h"
 #include "../core/op.h"
 
-int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
-                char *err, size_t errlen)
+int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
+                double dropout, char *err, size_t errlen)
 {
     if (!m || !p || !name)
         return tg_set_err(err, errlen, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
-    m->dropout = 0;
-    if (C < 1 || C > (1 << 28)) {
-        tg_set_err(err, errlen, "mlp '%s': C must be in [1, 2^28], got %d", name, C);
-        return -1;
-    }
-    if (!(dropout >= 0 && dropout < 1)) {
-        tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
-        return -1;
-    }
+    *m = (tg_mlp_mod){.kind = kind};
+    if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
+        return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
+    if (kind != TG_MLP_GELU && kind != TG_MLP_SWIGLU)
+        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU or TG_MLP_SWIGLU)", name, (int)kind);
+    if (!(dropout >= 0 && dropout < 1))
+        return tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
     m->dropout = dropout;
+    const bool swiglu = kind == TG_MLP_SWIGLU;
     char full[256];
-    snprintf(full, sizeof full, "%s.c_fc", name);
-    if (tg_linear_init(&m->c_fc, p, full, C, 4 * C, bias, err, errlen)) return -1;
-    snprintf(full, sizeof full, "%s.c_proj", name);
-    return tg_linear_init(&m->c_proj, p, full, 4 * C, C, bias, err, errlen);
+    snprintf(full, sizeof full, "%s.%s", name, swiglu ? "w1" : "c_fc");
+    if (tg_linear_init(&m->up, p, full, C, hidden, bias, err, errlen)) return -1;
+    snprintf(full, sizeof full, "%s.%s", name, swiglu ? "w2" : "c_proj");
+    if (tg_linear_init(&m->down, p, full, hidden, C, bias, err, errlen)) return -1;
+    if (!swiglu) return 0;
+    snprintf(full, sizeof full, "%s.w3", name);
+    return tg_linear_init(&m->gate, p, full, C, hidden, bias, err, errlen);
 }
 
-tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x)
+void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std)
+{
+    if (!m || !r) return;
+    tg_linear_init_normal(&m->up, r, std);
+    tg_linear_init_normal(&m->down, r, down_std);
+    if (m->gate.weight) tg_linear_init_normal(&m->gate, r, gate_std);
+}
+
+tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
 {
     if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
-    tg_tensor *h = tg_linear_forward(g, &m->c_fc, x);   /* (B,T,4C) */
-    h = tg_gelu(g, h, TG_GELU_ERF);                      /* (B,T,4C) */
-    tg_tensor *y = tg_linear_forward(g, &m->c_proj, h);  /* (B,T,C) */
-    return tg_dropout(g, y, m->dropout);                 /* (B,T,C) */
+    tg_tensor *h = tg_linear_forward(g, &m->up, x);                            /* (B,T,hidden) */
+    if (m->kind == TG_MLP_SWIGLU) h = tg_swiglu(g, h, tg_linear_forward(g, &m->gate, x)); /* (B,T,hidden) */
+    else h = tg_gelu(g, h, TG_GELU_ERF);                                       /* (B,T,hidden) */
+    tg_tensor *y = tg_linear_forward(g, &m->down, h);                          /* (B,T,C) */
+    return tg_dropout(g, y, m->dropout);                                       /* (B,T,C) */
 }

@@ -13,6 +13,7 @@
 
 #include "../core/export.h"
 #include "../core/params.h"
+#include "../core/rng.h"
 #include "../ops/ops.h"
 
 #ifdef __cplusplus
@@ -27,10 +28,14 @@ typedef struct tg_linear_mod {
 } tg_linear_mod;
 
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
- * zero-filled (the owner initialises them). Errors: in or out < 1, a
- * duplicate name, out of memory. */
+ * zero-filled (tg_linear_init_normal, or the owner, initialises them).
+ * Errors: in or out < 1, a duplicate name, out of memory. */
 TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
                           char *err, size_t errlen);
+/* Fills the weight with normal(0, std) values drawn from r in flat order
+ * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a
+ * NULL l or r. */
+TG_API void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std);
 TG_API tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
 
 /* ---- LayerNorm (nn/layernorm.c) --------------------------------------- */
@@ -49,20 +54,51 @@ TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name
 /* tg_layernorm with the module's weight, bias and eps: (..., C) -> (..., C). */
 TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
 
-/* ---- MLP (nn/mlp.c): c_fc (4C, C) -> exact GELU -> c_proj (C, 4C) -> dropout */
+/* ---- RMSNorm (nn/rmsnorm.c) ------------------------------------------- */
 
-typedef struct tg_mlp {
-    tg_linear_mod c_fc, c_proj;
-    double dropout;
-} tg_mlp;
+typedef struct tg_rmsnorm_mod {
+    tg_tensor *weight;   /* (C), filled with 1 */
+    double eps;
+} tg_rmsnorm_mod;
 
-/* Registers <name>.c_fc (4C, C) and <name>.c_proj (C, 4C) linears
- * (zero-filled; biases with bias); dropout is applied after c_proj.
- * Errors: C outside [1, 2^28], dropout outside [0, 1), a duplicate name,
- * out of memory. */
-TG_API int tg_mlp_init(tg_mlp *m, tg_params *p, const char *name, int C, bool bias, double dropout,
-                       char *err, size_t errlen);
-TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
+/* Registers <name>.weight (C), filled with 1. Errors: NULL arguments, C <
+ * 1, eps outside (0, 1], a duplicate name, out of memory. */
+TG_API int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, char *err,
+                           size_t errlen);
+/* tg_rmsnorm with the module's weight and eps: (..., C) -> (..., C). */
+TG_API tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_tensor *x);
+
+/* ---- MLP (nn/mlp.c): the transformer's feed-forward ---------------------
+ *
+ *   TG_MLP_GELU    y = dropout(c_proj(gelu(c_fc x)))         nanoGPT
+ *   TG_MLP_SWIGLU  y = dropout(w2(silu(w1 x) * w3 x))        Llama   */
+
+typedef enum tg_mlp_kind {
+    TG_MLP_GELU,     /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
+    TG_MLP_SWIGLU    /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
+} tg_mlp_kind;
+
+typedef struct tg_mlp_mod {
+    tg_mlp_kind kind;
+    tg_linear_mod up;     /* (hidden, C): c_fc, or w1 */
+    tg_linear_mod gate;   /* (hidden, C): w3 (SwiGLU only; else no tensors) */
+    tg_linear_mod down;   /* (C, hidden): c_proj, or w2 */
+    double dropout;       /* after the down projection */
+} tg_mlp_mod;
+
+/* Registers the linears under the names of the kind's family:
+ * <name>.c_fc, <name>.c_proj (GELU), or <name>.w1, <name>.w2, <name>.w3
+ * (SwiGLU, in that order, as llama2.c's model.py), zero-filled, with
+ * biases when bias. Errors: C or hidden outside [1, 2^28], an unknown
+ * kind, dropout outside [0, 1), a duplicate name, out of memory. */
+TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
+                       double dropout, char *err, size_t errlen);
+/* Normal(0, std) weights for the up (and gate) projection, normal(0,
+ * down_std) for the down one, zero biases, drawn from r in registration
+ * order (nanoGPT scales c_proj; Llama's model.py scales w3 instead: pass
+ * its std as gate_std). Nothing for a NULL m or r. */
+TG_API void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std);
+TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
 
 /* ---- Multi-head attention (nn/attention.c) ----------------------------
  *
@@ -71,7 +107,14 @@ TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp *m, tg_tensor *x);  /
  * S = Q K^T / sqrt(dh) (B,H,Tq,Tk); blocked entries -inf; A = softmax(S);
  * O = A V; transposed back to (B,Tq,H,dh), reshaped to (B,Tq,C), projected
  * by W_O (c_proj). Fused: one c_attn (3C, C) = [Wq; Wk; Wv] (nanoGPT, and
- * nn.MultiheadAttention's in_proj_weight). */
+ * nn.MultiheadAttention's in_proj_weight).
+ *
+ * Grouped-query attention: with n_kv_head < n_head, K and V have n_kv_head
+ * heads (Wk, Wv are (n_kv_head dh, C)) and the G = n_head / n_kv_head
+ * consecutive query heads h = k G .. k G + G - 1 all read kv head k = h / G
+ * (llama2.c's convention); no copy of K or V is made. n_kv_head = 1 is
+ * multi-query attention. Rotary embedding (rope_theta > 0) turns q and k
+ * by their absolute positions before the scores (ops' tg_rope). */
 
 typedef struct tg_kv_cache {
     int batch, n_head, head_dim, max_len;
@@ -82,7 +125,7 @@ typedef struct tg_kv_cache {
 } tg_kv_cache;
 
 /* Allocates zeroed key and value buffers (batch, max_len, n_head *
- * head_dim) of dtype dt, with len 0. Returns 0, or -1 with a message in
+ * head_dim) of dtype dt, with len 0 (n_head: the attention's kv heads). Returns 0, or -1 with a message in
  * err (c zeroed, nothing allocated) when c is NULL, dt is not f32/f64, a
  * size is < 1, the buffers would hold more than 2^40 elements (a tensor's
  * limit) or n_head * head_dim exceeds INT_MAX, or out of memory. */
@@ -94,37 +137,71 @@ TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
 TG_API void tg_kv_cache_free(tg_kv_cache *c);
 
-typedef struct tg_mha {
+/* Names and shapes of the projections. */
+typedef enum tg_mha_layout {
+    TG_MHA_FUSED,      /* <name>.c_attn (C + 2 Ckv, C) = [Wq; Wk; Wv], <name>.c_proj: nanoGPT */
+    TG_MHA_SEPARATE,   /* <name>.q_proj, .k_proj, .v_proj, .c_proj */
+    TG_MHA_LLAMA       /* <name>.wq, .wk, .wv, .wo, no biases: llama2.c's model.py */
+} tg_mha_layout;
+
+typedef struct tg_mha_config {
     int n_embd, n_head;
-    bool fused;
-    /* false (tg_mha_init's default): the fused attention op (tg_attention,
-     * no (Tq,Tk) tensor kept) whenever nothing needs those tensors: no
+    int n_kv_head;        /* heads of K and V, dividing n_head; 0 means n_head */
+    tg_mha_layout layout;
+    bool bias;
+    double dropout;       /* on the attention weights and on the output, in [0, 1) */
+    double rope_theta;    /* > 1: rotary embedding of q and k (self-attention); 0: none */
+    int rope_flags;       /* TG_ROPE_INTERLEAVED (Meta, llama2.c) or TG_ROPE_HALVES (HF) */
+} tg_mha_config;
+
+typedef struct tg_mha_mod {
+    int n_embd, n_head, n_kv_head;
+    bool fused;                              /* layout TG_MHA_FUSED */
+    /* false (the default): the fused attention op (tg_attention, no
+     * (Tq,Tk) tensor kept) whenever nothing needs those tensors: no
      * weights asked for, no mask or key padding, no attention dropout in
      * effect; else the composed path. true: always the composed path (the
      * teaching path: split heads, softmax, merge). Same numbers to rounding.
      * tg_mha_uses_fused says which path a call will take. */
     bool composed;
-    tg_linear_mod c_attn;                    /* fused: (3C, C) */
-    tg_linear_mod q_proj, k_proj, v_proj;    /* separate: (C, C) each */
-    tg_linear_mod c_proj;                    /* W_O: (C, C) */
+    double rope_theta;                       /* 0: no rotary embedding */
+    int rope_flags;
+    tg_linear_mod c_attn;                    /* fused: (C + 2 Ckv, C) */
+    tg_linear_mod q_proj, k_proj, v_proj;    /* separate or llama: (C, C), (Ckv, C), (Ckv, C) */
+    tg_linear_mod c_proj;                    /* W_O: (C, C); llama's wo */
     double attn_dropout, resid_dropout;
-} tg_mha;
+} tg_mha_mod;
 
-/* Registers <name>.c_attn.{weight,bias} (3C, C), (3C) when fused, else
+/* Registers the projections of config c under name (tg_mha_layout; Ckv =
+ * n_kv_head * dh, dh = n_embd / n_head), biases only with c->bias, all
+ * zero-filled. Errors: NULL arguments, n_embd or n_head < 1, n_embd not
+ * divisible by n_head, n_kv_head not dividing n_head, dropout out of
+ * range, rope_theta neither 0 nor > 1, an odd head size with RoPE, an
+ * unknown layout or rope flags, a duplicate name, out of memory. */
+TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, char *err,
+                              size_t errlen);
+/* tg_mha_init_config for ordinary multi-head attention without RoPE:
+ * <name>.c_attn.{weight,bias} (3C, C), (3C) when fused, else
  * <name>.{q,k,v}_proj.{weight,bias} (C, C), (C); and
  * <name>.c_proj.{weight,bias} (C, C), (C); biases only with bias; all
  * zero-filled. dropout (in [0, 1)) applies to the attention weights and
  * to the output. Errors: n_embd or n_head < 1, n_embd not divisible by
  * n_head, dropout out of range, a duplicate name, out of memory. */
-TG_API int tg_mha_init(tg_mha *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
+TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
                        bool fused, double dropout, char *err, size_t errlen);
+/* Normal(0, std) weights for the q, k and v projections (c_attn, or
+ * q_proj, k_proj, v_proj; wq, wk, wv), normal(0, out_std) for the output
+ * projection (c_proj, wo), zero biases, drawn from r in registration
+ * order. Nothing for a NULL m or r. */
+TG_API void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std);
 
 typedef struct tg_attn_args {
     bool causal;              /* query at absolute position p may see key j iff j <= p;
                                  query i sits at cache->len + i with a cache, else at i
                                  (also for cross-attention: upper-left there) */
     tg_tensor *key_padding;   /* (B,Tk) TG_BOOL, true = padding (blocked), or NULL */
-    tg_tensor *mask;          /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL */
+    tg_tensor *mask;          /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL (H:
+                                 the query heads) */
     tg_tensor **weights;      /* if set, receives the attention weights (B,H,Tq,Tk): the
                                  softmax probabilities before attention dropout (rows sum
                                  to 1); NULL when the forward fails */
@@ -141,7 +218,7 @@ typedef struct tg_attn_args {
  * head size; a key_padding or mask of the wrong dtype or shape; a query
  * row with every key blocked; an x, kv, key_padding or mask (inputs 0 to
  * 3 in the message) made before the last reset of its graph. */
-TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_tensor *kv,
+TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
                                  const tg_attn_args *args);
 
 /* Which path tg_mha_forward(g, m, ..., args) takes, decided by the same
@@ -152,7 +229,7 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha *m, tg_tensor *x, tg_
  * weights or passes a mask or key padding (causal alone does not count),
  * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
  * in training mode with grad on). args may be NULL (no mask). */
-TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha *m, const tg_attn_args *args);
+TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 
@@ -160,20 +237,20 @@ typedef struct tg_gpt_config {
     int n_layer, n_head, n_embd, block_size, vocab_size;
     bool bias;
     double dropout;
-    bool attn_composed;   /* every block's tg_mha.composed (false: fused attention) */
+    bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
 } tg_gpt_config;
 
-typedef struct tg_block {
+typedef struct tg_gpt_block {
     tg_layernorm_mod ln_1, ln_2;
-    tg_mha attn;
-    tg_mlp mlp;
-} tg_block;
+    tg_mha_mod attn;
+    tg_mlp_mod mlp;
+} tg_gpt_block;
 
 typedef struct tg_gpt {
     tg_gpt_config cfg;
     tg_params *params;        /* owned */
     tg_tensor *wte, *wpe;     /* (V,C), (block_size,C); the LM head is wte (tied) */
-    tg_block *h;              /* n_layer blocks */
+    tg_gpt_block *h;              /* n_layer blocks */
     tg_layernorm_mod ln_f;
     tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
 } tg_gpt;
@@ -199,7 +276,7 @@ TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 TG_API void tg_gpt_free(tg_gpt *m);
 /* Switches every block between fused and composed attention (sets
- * cfg.attn_composed and each tg_mha.composed). Nothing for a NULL m. */
+ * cfg.attn_composed and each tg_mha_mod.composed). Nothing for a NULL m. */
 TG_API void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
 
 /* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
@@ -228,6 +305,76 @@ TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
 TG_API void tg_gpt_cache_clear(tg_gpt *m);
 /* Frees the caches: tg_gpt_forward runs without them again. Accepts NULL. */
 TG_API void tg_gpt_cache_disable(tg_gpt *m);
+
+/* ---- Llama (nn/llama.c): llama2.c's model.py ------------------------ */
+
+typedef struct tg_llama_config {
+    int n_layer, n_head, n_kv_head, n_embd;   /* n_kv_head divides n_head */
+    int hidden_dim;        /* the SwiGLU width; tg_llama_hidden_dim gives llama2.c's default */
+    int block_size, vocab_size;
+    double rope_theta;     /* 10000 in llama2.c */
+    int rope_flags;        /* TG_ROPE_INTERLEAVED (llama2.c, Meta) or TG_ROPE_HALVES (HF) */
+    double norm_eps;       /* 1e-5 */
+    bool tied;             /* output.weight is tok_embeddings.weight (llama2.c's default) */
+    double dropout;
+    bool attn_composed;    /* every layer's tg_mha_mod.composed */
+} tg_llama_config;
+
+typedef struct tg_llama_block {
+    tg_mha_mod attention;                     /* wq, wk, wv, wo; RoPE; n_kv_head */
+    tg_mlp_mod feed_forward;                  /* w1, w2, w3 */
+    tg_rmsnorm_mod attention_norm, ffn_norm;
+} tg_llama_block;
+
+typedef struct tg_llama {
+    tg_llama_config cfg;
+    tg_params *params;          /* owned */
+    tg_tensor *tok_embeddings;  /* (V,C) */
+    tg_tensor *output;          /* (V,C); tok_embeddings itself when tied */
+    tg_llama_block *layers;     /* n_layer */
+    tg_rmsnorm_mod norm;
+    tg_kv_cache *cache;         /* n_layer caches (n_kv_head heads) while enabled, else NULL */
+} tg_llama;
+
+/* llama2.c's default feed-forward width for a model of width dim:
+ * multiple_of * ceil(int(2 * 4 dim / 3) / multiple_of) (768 for dim 288
+ * and multiple_of 32). -1 for dim or multiple_of below 1 or too large. */
+TG_API int tg_llama_hidden_dim(int dim, int multiple_of);
+/* Validates the config (every size >= 1, n_embd = n_head x an even head
+ * size, n_kv_head dividing n_head, rope_theta > 1, norm_eps in (0, 1],
+ * dropout in [0, 1), known rope flags), registers the parameters in
+ * model.py's state_dict order and names (tok_embeddings.weight,
+ * layers.<i>.attention.wq.weight, ..., layers.<i>.feed_forward.w1.weight,
+ * ..., layers.<i>.attention_norm.weight, layers.<i>.ffn_norm.weight,
+ * norm.weight[, output.weight]) and initialises them as model.py:
+ * normal(0, 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1.
+ * dt is TG_F32 or TG_F64. NULL with a message otherwise. */
+TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+/* The number of parameter elements tg_llama_new registers for cfg, in
+ * closed form, without allocating: V C (twice when not tied) + C +
+ * n_layer C (2 C + 2 Ckv + 3 hidden + 2). -1 for a config tg_llama_new
+ * refuses, or a count past 2^62. */
+TG_API int64_t tg_llama_num_params(const tg_llama_config *cfg);
+/* Frees the model, its parameter store and its caches; accepts NULL. */
+TG_API void tg_llama_free(tg_llama *m);
+/* Switches every layer between fused and composed attention. Nothing for NULL. */
+TG_API void tg_llama_set_attn_composed(tg_llama *m, bool composed);
+/* idx (B,T) i32 -> logits (B,T,V); the rules and errors of tg_gpt_forward
+ * ("llama: ..."). Positions are the cache length + t (RoPE). */
+TG_API tg_tensor *tg_llama_forward(tg_graph *g, tg_llama *m, tg_tensor *idx);
+/* tg_llama_forward that also hands back each layer's attention weights
+ * (B,H,T,Tk) into attn_weights[0..n_layer) (NULL, or slots), as
+ * tg_gpt_forward_ex does. */
+TG_API tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor **attn_weights);
+/* Mean cross-entropy against targets (B,T) i32 (-1 ignored): a scalar. */
+TG_API tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *targets);
+/* KV caches of block_size positions (n_kv_head heads) for `batch`
+ * sequences in every layer, as tg_gpt_cache_enable. */
+TG_API int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errlen);
+/* Empties every layer's cache; nothing when disabled or for NULL. */
+TG_API void tg_llama_cache_clear(tg_llama *m);
+/* Frees the caches; accepts NULL. */
+TG_API void tg_llama_cache_disable(tg_llama *m);
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,18 @@
 /* Fused scaled dot-product attention: O = softmax(Q K^T / sqrt(dh)) V per
  * head, with no (Tq,Tk) tensor kept: backward recomputes what it needs.
  *
- * Layout. q (B,Tq,C), k and v (B,Tk,C), C = H dh. Head h of batch row b
- * is the column range [h dh, (h+1) dh) of every row, exactly as the
- * projections produce it, so a head's Q is the (Tq,dh) matrix at
- * q + b Tq C + h dh with row stride C (BLAS lda = C): nothing is split,
- * transposed or merged. The output O (B,Tq,C) has the same layout.
- * tg_attention_qkv takes one (B,T,3C) tensor with q, k and v side by side
- * in each row (one fused projection): the same matrices at offsets 0, C
- * and 2C with row stride 3C (ldq = ldk = 3C in the plan); their gradients
- * land in d qkv the same way.
+ * Layout. q (B,Tq,C), k and v (B,Tk,Ckv), C = H dh, Ckv = Hkv dh. Head h
+ * of batch row b is the column range [h dh, (h+1) dh) of every row,
+ * exactly as the projections produce it, so a head's Q is the (Tq,dh)
+ * matrix at q + b Tq C + h dh with row stride C (BLAS lda = C): nothing is
+ * split, transposed or merged. The output O (B,Tq,C) has the same layout.
+ * Grouped-query attention: k and v have Hkv heads, Hkv dividing H, and
+ * the G = H / Hkv query heads h = kG .. kG + G - 1 read kv head k = h / G
+ * (Hkv = H: multi-head attention; Hkv = 1: multi-query); no copy of k or v
+ * is made. tg_attention_qkv takes one (B,T,C + 2 Ckv) tensor with q, k and
+ * v side by side in each row (one fused projection): the same matrices at
+ * offsets 0, C and C + Ckv with row stride C + 2 Ckv; their gradients land
+ * in d qkv the same way.
  *
  * Visibility. Without TG_ATTN_CAUSAL every key is visible. With it, query
  * i sits at absolute position q_pos + i and sees key j iff j <= q_pos + i
@@ -32,7 +35,8 @@
  *   dQ_i += a sum_j dS_ij K_j,   dK_j += a sum_i dS_ij Q_i,
  *   dV_j += sum_i P_ij dO_i
  *
- * everything added into the gradients (which may already hold values).
+ * everything added into the gradients (which may already hold values);
+ * with groups, a kv head's dK and dV collect its G query heads' terms.
  * The f64 kernels below are these lines, one query row at a time: the
  * reference.
  *
@@ -172,22 +176,26 @@ tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, i
     if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
         return tg_fail(g, "attention: q, k and v must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q %s %s, k %s %s, "
                           "v %s %s", tq, sq, tk, sk, tv, sv);
-    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1];
-    if (k->shape[0] != B || k->shape[2] != C || !tg_tensor_same_shape(k, v))
-        return tg_fail(g, "attention: k and v must both be (B,Tk,C) with q's B and C: q %s %s, k %s %s, v %s %s",
-                       tq, sq, tk, sk, tv, sv);
+    const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], Ckv = k->shape[2];
+    if (k->shape[0] != B || !tg_tensor_same_shape(k, v))
+        return tg_fail(g, "attention: k and v must both be (B,Tk,Ckv) with q's B: q %s %s, k %s %s, v %s %s", tq, sq,
+                       tk, sk, tv, sv);
     if (n_head < 1 || C % n_head)
         return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
+    const int dh = C / n_head, Hkv = Ckv / dh;
+    if (Ckv % dh || Hkv < 1 || n_head % Hkv)
+        return tg_fail(g, "attention: k and v must have a number of heads of size %d dividing n_head = %d: q %s %s, "
+                          "k %s %s", dh, n_head, tq, sq, tk, sk);
     if (flags & ~TG_ATTN_CAUSAL)
         return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
     snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
-    const int dh = C / n_head;
-    const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .ldq = C, .ldk = C,
-                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos, .scale = 1.0 / sqrt((double)dh)};
+    const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .G = n_head / Hkv, .Ckv = Ckv,
+                         .ldq = C, .ldk = Ckv, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos,
+                         .scale = 1.0 / sqrt((double)dh)};
     return attention_run(g, p, 3, in, what);
 }
 
-tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
+tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int n_kv_head, int flags)
 {
     tg_tensor *in[1] = {qkv};
     if (!tg_op_begin(g, "attention", 1, in)) return NULL;
@@ -196,17 +204,21 @@ tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags)
     const char *tx = tg_dtype_name(qkv->dtype);
     if (!tg_dtype_is_float(qkv->dtype))
         return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", tx, sx);
-    if (qkv->ndim != 3 || qkv->shape[2] % 3)
-        return tg_fail(g, "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got %s %s", tx, sx);
-    const int B = qkv->shape[0], T = qkv->shape[1], C = qkv->shape[2] / 3;
-    if (n_head < 1 || C % n_head)
-        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (qkv %s %s)", C, n_head, tx, sx);
+    if (!n_kv_head) n_kv_head = n_head;
+    if (n_head < 1 || n_kv_head < 1 || n_head % n_kv_head)
+        return tg_fail(g, "attention: n_kv_head = %d must divide n_head = %d (qkv %s %s)", n_kv_head, n_head, tx, sx);
+    const int parts = n_head + 2 * n_kv_head;   /* head-sized column blocks of a row */
+    if (qkv->ndim != 3 || qkv->shape[2] % parts)
+        return tg_fail(g, "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (%d heads of one size), "
+                          "got %s %s", parts, tx, sx);
+    const int B = qkv->shape[0], T = qkv->shape[1], dh = qkv->shape[2] / parts, C = n_head * dh;
     if (flags & ~TG_ATTN_CAUSAL)
         return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
     snprintf(what, sizeof what, "qkv %s %s", tx, sx);
-    const int dh = C / n_head;
-    const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .ldq = 3 * C, .ldk = 3 * C,
-                         .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
+    const int ld = qkv->shape[2];
+    const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .G = n_head / n_kv_head,
+                         .Ckv = n_kv_head * dh, .ldq = ld, .ldk = ld, .causal = (flags & TG_ATTN_CAUSAL) != 0,
+                         .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
     return attention_run(g, p, 1, in, what);
 }
 
@@ -225,7 +237,7 @@ static int forward_range_f64(const attn_plan *p, const double *q, const double *
 {
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / p->H, h = bh % p->H, oq = b * p->Tq * p->ldq + h * p->dh;
-        const int64_t ok = b * p->Tk * p->ldk + h * p->dh, oo = b * p->Tq * p->C + h * p->dh;
+        const int64_t ok = b * p->Tk * p->ldk + kv_col(p, h), oo = b * p->Tq * p->C + h * p->dh;
         if (!head_forward_f64(p, q + oq, k + ok, v + ok, o + oo, lse + bh * p->Tq, s, f)) {
             f->bh = bh;
             return f->kind;
@@ -240,7 +252,7 @@ static void backward_range_f64(const attn_plan *p, const double *q, const double
 {
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / p->H, h = bh % p->H, oq = b * p->Tq * p->ldq + h * p->dh;
-        const int64_t ok = b * p->Tk * p->ldk + h * p->dh, oo = b * p->Tq * p->C + h * p->dh;
+        const int64_t ok = b * p->Tk * p->ldk + kv_col(p, h), oo = b * p->Tq * p->C + h * p->dh;
         head_backward_f64(p, q + oq, k + ok, v + ok, o + oo, dout + oo, lse + bh * p->Tq, dq ? dq + oq : NULL,
                           dk ? dk + ok : NULL, dv ? dv + ok : NULL, scratch, scratch + p->Tk);
     }
@@ -268,6 +280,7 @@ typedef struct attn_job {
 static void attn_part(void *ctx, int64_t lo, int64_t hi)
 {
     const attn_job *j = ctx;
+    if (!j->faults) lo *= j->p->G, hi *= j->p->G;   /* backward runs in groups of pairs */
     const int part = tg_parallel_part();
     void *scr = j->scratch + (size_t)part * j->scratch_bytes;
     if (j->faults && j->dt == TG_F32)
@@ -280,15 +293,16 @@ static void attn_part(void *ctx, int64_t lo, int64_t hi)
         backward_range_f64(j->p, j->q, j->k, j->v, j->o, j->dout, j->lse, j->dq, j->dk, j->dv, lo, hi, scr);
 }
 
-/* q, k, v of a call on n_in inputs: three tensors, or one qkv (B,T,3C)
- * holding them side by side at column offsets 0, C, 2C; and, when gx is
- * not NULL, their gradients likewise (NULL where none is needed). */
-static void qkv_of(tg_graph *g, int n_in, tg_tensor *const *in, size_t C, const void *x[3], void *gx[3])
+/* q, k, v of a call on n_in inputs: three tensors, or one qkv (B,T,C +
+ * 2 Ckv) holding them side by side at column offsets 0, C, C + Ckv; and,
+ * when gx is not NULL, their gradients likewise (NULL where none is
+ * needed). */
+static void qkv_of(tg_graph *g, int n_in, tg_tensor *const *in, const attn_plan *p, const void *x[3], void *gx[3])
 {
-    const size_t es = tg_dtype_size(in[0]->dtype);
+    const size_t es = tg_dtype_size(in[0]->dtype), offs[3] = {0, (size_t)p->C, (size_t)p->C + (size_t)p->Ckv};
     for (int i = 0; i < 3; i++) {
         tg_tensor *t = in[n_in == 1 ? 0 : i];
-        const size_t off = n_in == 1 ? i * C * es : 0;
+        const size_t off = n_in == 1 ? offs[i] * es : 0;
         x[i] = (const char *)t->data + off;
         if (!gx) continue;
         void *gr = tg_grad(g, t);
@@ -303,14 +317,15 @@ static void attention_backward(tg_graph *g, tg_node *nd)
     tg_tensor *o = nd->out;
     const void *x[3];
     void *gx[3];
-    qkv_of(g, nd->n_in, nd->in, (size_t)p->C, x, gx);
+    qkv_of(g, nd->n_in, nd->in, p, x, gx);
     attn_job j = {.p = p, .dt = o->dtype, .q = x[0], .k = x[1], .v = x[2], .o = o->data, .dout = o->grad,
                   .lse = sv->lse, .dq = gx[0], .dk = gx[1], .dv = gx[2],
                   .scratch_bytes = part_scratch(p, o->dtype, true)};
     if (!j.dq && !j.dk && !j.dv) return;
     j.scratch = tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes);   /* (threads, scratch) */
     if (!j.scratch) return;
-    tg_parallel_for((int64_t)p->B * p->H, 1, attn_part, &j);
+    /* by groups of G consecutive pairs, which share one kv head's dk and dv */
+    tg_parallel_for((int64_t)p->B * p->H / p->G, 1, attn_part, &j);
 }
 
 /* Runs the forward of plan p on the n_in inputs (q, k, v, or one qkv) and
@@ -329,7 +344,7 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     void *lse = o ? tg_arena_alloc(g, (size_t)B * H * p.Tq * es) : NULL;    /* (B,H,Tq) */
     attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
     const void *x[3];
-    qkv_of(g, n_in, in, (size_t)p.C, x, NULL);
+    qkv_of(g, n_in, in, &p, x, NULL);
     attn_job j = {.p = &p, .dt = dt, .q = x[0], .k = x[1], .v = x[2], .out = o ? o->data : NULL, .lse = lse,
                   .faults = faults, .scratch_bytes = part_scratch(&p, dt, false)};
     j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */

@@ -220,7 +220,8 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
                           const void *o, const void *dout, size_t es)
 {
     const int64_t b = bh / p->H, h = bh % p->H, dh = p->dh;
-    const int64_t oq = (b * p->Tq * p->ldq + h * dh) * (int64_t)es, ok = (b * p->Tk * p->ldk + h * dh) * (int64_t)es;
+    const int64_t oq = (b * p->Tq * p->ldq + h * dh) * (int64_t)es;
+    const int64_t ok = (b * p->Tk * p->ldk + kv_col(p, h)) * (int64_t)es;
     const int64_t oo = (b * p->Tq * p->C + h * dh) * (int64_t)es;
     prefetch_rows((const char *)q + oq, p->ldq, p->Tq, p->dh, es);
     prefetch_rows((const char *)k + ok, p->ldk, p->Tk, p->dh, es);
@@ -273,9 +274,9 @@ int tg_attn_forward_f32(const attn_plan *p, const float *q, const float *k, cons
         float *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */
         float *Lb = lse + bh * Tq;                                  /* (Tq) */
         int lv;
-        tg_sgemm_pack_t(kt, lt, k + b * Tk * ldk + h * dh, ldk, Tk, dh);                /* K^T (dh,Tk) */
+        tg_sgemm_pack_t(kt, lt, k + b * Tk * ldk + kv_col(p, h), ldk, Tk, dh);          /* K^T (dh,Tk) */
         if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, NULL, NULL, sizeof(float)); /* the next head */
-        const float *vr = rows_f32(v + b * Tk * ldk + h * dh, ldk, Tk, dh, scratch + x.kv, &lv); /* V */
+        const float *vr = rows_f32(v + b * Tk * ldk + kv_col(p, h), ldk, Tk, dh, scratch + x.kv, &lv); /* V */
         for (int i0 = 0; i0 < Tq; i0 += bq) {
             const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
             float *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */
@@ -323,7 +324,7 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
     float *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / p->H, h = bh % p->H;
-        const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + h * dh, oo = b * Tq * C + h * dh;
+        const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + kv_col(p, h), oo = b * Tq * C + h * dh;
         const float *qb = q + oq;                                   /* (Tq,dh), ld ldq */
         const float *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */
         float *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */

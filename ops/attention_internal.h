@@ -24,7 +24,9 @@ void tg_attention_get_blocks(int *bq, int *bk);
 /* Everything the kernels need to know about one call. */
 typedef struct attn_plan {
     int B, H, Tq, Tk, C, dh;
-    int ldq, ldk;       /* row strides of q and of k, v: C, or 3C inside one qkv */
+    int G;              /* query heads per key/value head: head h reads kv head h / G */
+    int Ckv;            /* width of k and v: (H / G) dh */
+    int ldq, ldk;       /* row strides of q and of k, v: C and Ckv, or C + 2 Ckv inside one qkv */
     int bq, bk;         /* block sizes */
     bool causal;
     int64_t q_pos;      /* absolute position of query 0 (causal only) */
@@ -39,6 +41,9 @@ typedef struct attn_fault {
     int64_t bh;
     int i, j;
 } attn_fault;
+
+/* Column of kv head of query head h in a row of k or v. */
+static inline int64_t kv_col(const attn_plan *p, int64_t h) { return h / p->G * p->dh; }
 
 /* Query rows [i0, i0+nq) see keys [0, key_end) at most. */
 static inline int key_end(const attn_plan *p, int i0, int nq)
@@ -59,7 +64,9 @@ int tg_attn_forward_f32(const attn_plan *p, const float *q, const float *k, cons
 
 /* The f32 backward of pairs [lo, hi): adds into dq, dk, dv, each NULL when
  * that input needs no gradient; scratch of tg_attn_scratch_f32(p, true)
- * bytes. */
+ * bytes. A range holds whole groups of G query heads (they add into one
+ * kv head's dk, dv), so ranges on different threads never write the same
+ * gradient. */
 void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, const float *v, const float *o,
                           const float *dout, const float *lse, float *dq, float *dk, float *dv, int64_t lo, int64_t hi,
                           float *scratch);

@@ -156,23 +156,29 @@ typedef enum tg_attn_flags {
 
 /* softmax(Q K^T / sqrt(dh)) V for n_head heads at once, without storing
  * the (Tq,Tk) scores: blockwise with an online softmax; backward
- * recomputes the blocks. q (B,Tq,C), k and v (B,Tk,C), C = n_head * dh;
+ * recomputes the blocks. q (B,Tq,C), k and v (B,Tk,Ckv), C = n_head * dh;
  * head h is the columns [h dh, (h+1) dh), as the projections produce it
- * (no split or transpose needed). Returns (B,Tq,C), heads merged the same
- * way (ready for the output projection). The same numbers as tg_softmax
- * with a causal mask composed with tg_matmul, to rounding. q_pos is read
- * only with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit,
- * C % n_head != 0, a query row with no visible key (q_pos + i < 0), a NaN
- * or +inf score; each message names the shapes (and row, element). */
+ * (no split or transpose needed). k and v may have fewer heads than q
+ * (grouped-query attention): Ckv = n_kv_head * dh with n_kv_head dividing
+ * n_head, and query head h reads kv head h / (n_head / n_kv_head); no
+ * copy of k or v is made. Returns (B,Tq,C), heads merged the same way
+ * (ready for the output projection). The same numbers as tg_softmax with
+ * a causal mask composed with tg_matmul, to rounding. q_pos is read only
+ * with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit, C %
+ * n_head != 0, k's heads not dividing n_head, a query row with no visible
+ * key (q_pos + i < 0), a NaN or +inf score; each message names the shapes
+ * (and row, element). */
 TG_API tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
                                int q_pos);
 
-/* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,3C) holding q,
- * k and v side by side in its last axis (as one fused projection makes
- * them): the heads are read in place with a row stride of 3C, so nothing
- * is split (no copies forward, no concat of gradients backward). Returns
- * (B,T,C). Errors as tg_attention, and a last axis not divisible by 3. */
-TG_API tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
+/* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,C + 2 Ckv)
+ * holding q, k and v side by side in its last axis (as one fused
+ * projection makes them), Ckv = n_kv_head * dh (n_kv_head 0: n_head, so
+ * (B,T,3C)): the heads are read in place with the row stride of qkv, so
+ * nothing is split (no copies forward, no concat of gradients backward).
+ * Returns (B,T,C). Errors as tg_attention, and a last axis that is not
+ * n_head + 2 n_kv_head heads of one size. */
+TG_API tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int n_kv_head, int flags);
 
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
 
@@ -194,6 +200,46 @@ TG_API tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *ta
 TG_API tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
                                double eps);
 #define TG_LAYERNORM_EPS 1e-5
+
+/* ---- rmsnorm (ops/rmsnorm.c) ------------------------------------------ */
+
+/* RMS normalisation over the last axis C (Llama's): x / sqrt(mean(x^2) +
+ * eps) * w. x (..., C) -> (..., C); w (C) or NULL (no scale); eps > 0
+ * (llama2.c's model.py uses 1e-5). Errors: a scalar x, w not (C) or of
+ * another dtype, eps <= 0 or not finite. Backward: dx = rstd (g - x rstd^2
+ * mean(g x)), g = dy w; dw += sum over rows of dy x rstd. */
+TG_API tg_tensor *tg_rmsnorm(tg_graph *g, tg_tensor *x, tg_tensor *w, double eps);
+
+/* ---- SiLU and SwiGLU (ops/silu.c) ---------------------------------------- */
+
+/* x * sigmoid(x) elementwise (PyTorch F.silu); same shape and dtype as x.
+ * Backward: dx += dy s (1 + x (1 - s)), s = sigmoid(x). */
+TG_API tg_tensor *tg_silu(tg_graph *g, tg_tensor *x);
+/* silu(a) * b elementwise, fused (no silu(a) tensor kept): the gated
+ * product of a SwiGLU feed-forward, w2(silu(w1 x) * w3 x). a and b have
+ * one shape and dtype (no broadcasting; error otherwise). Backward: da +=
+ * dy b silu'(a), db += dy silu(a). */
+TG_API tg_tensor *tg_swiglu(tg_graph *g, tg_tensor *a, tg_tensor *b);
+
+/* ---- rotary position embedding (ops/rope.c) ------------------------------ */
+
+typedef enum tg_rope_flags {
+    /* pairs (x[2i], x[2i+1]) within each head: Meta's Llama and llama2.c */
+    TG_ROPE_INTERLEAVED = 0,
+    /* pairs (x[i], x[i + d/2]): Hugging Face's Llama (rotate_half) */
+    TG_ROPE_HALVES = 1
+} tg_rope_flags;
+
+/* Rotates each head of x (..., T, D), D a multiple of head_dim (even):
+ * the token in row t sits at position p = pos0 + t, and its pair i turns
+ * by the angle p * theta^(-2i / head_dim) (theta 10000 in Llama). Only
+ * the first n_rot heads of a row are rotated (1 <= n_rot <= D / head_dim);
+ * the rest of the row is copied, so one call can rotate the q and k parts
+ * of a fused q|k|v projection. pos0 is the KV cache's length when
+ * decoding. Backward: the rotation by the opposite angle. Errors: x with
+ * fewer than 2 dimensions, head_dim odd or not dividing D, n_rot out of
+ * range, pos0 < 0, theta not > 1, unknown flags. */
+TG_API tg_tensor *tg_rope(tg_graph *g, tg_tensor *x, int head_dim, int n_rot, int pos0, double theta, int flags);
 
 /* ---- embedding (ops/embedding.c) -------------------------------------- */
 

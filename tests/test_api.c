@@ -446,7 +446,7 @@ static void c_attention_qpos(fx *f)
     tg_tensor *q = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
     ptr(f, tg_attention(f->g, q, q, q, 1, TG_ATTN_CAUSAL, INT_MIN));
 }
-static void c_attention_qkv_null(fx *f) { ptr(f, tg_attention_qkv(f->g, NULL, 1, 0)); }
+static void c_attention_qkv_null(fx *f) { ptr(f, tg_attention_qkv(f->g, NULL, 1, 0, 0)); }
 static void c_cross_entropy_null(fx *f) { ptr(f, tg_cross_entropy(f->g, NULL, f->ids)); }
 static void c_layernorm_null(fx *f) { ptr(f, tg_layernorm(f->g, NULL, NULL, NULL, 1e-5)); }
 static void c_layernorm_eps(fx *f) { ptr(f, tg_layernorm(f->g, f->x, NULL, NULL, NAN)); }
@@ -461,8 +461,8 @@ static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
 /* nn/nn.h */
 static tg_linear_mod lin;
 static tg_layernorm_mod ln;
-static tg_mlp mlp;
-static tg_mha mha;
+static tg_mlp_mod mlp;
+static tg_mha_mod mha;
 static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, f->err, sizeof f->err)); }
 static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, f->err, sizeof f->err)); }
 static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, f->err, sizeof f->err)); }
@@ -470,8 +470,8 @@ static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 
 static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
 static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, f->err, sizeof f->err)); }
 static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
-static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, false, 0, f->err, sizeof f->err)); }
-static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", 4, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_GELU, 1 << 29, 4, false, 0, f->err, sizeof f->err)); }
+static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", TG_MLP_GELU, 4, 16, false, 0, f->err, sizeof f->err)); }
 static void c_mlp_forward(fx *f) { ptr(f, tg_mlp_forward(f->g, NULL, f->x)); }
 static void c_kv_overflow(fx *f) { kv_overflow(f, 4, 1, 1 << 30, 1 << 30); }
 static void c_kv_wide(fx *f) { kv_overflow(f, 1, 1 << 16, 1 << 16, 1); }
@@ -785,7 +785,7 @@ static const api_case CASES[] = {
     {"tg_attention(g, q, q, q, n_head 0, ...)", "NULL", "attention: C = 4 is not divisible by n_head = 0",
      c_attention_heads},
     {"tg_attention(g, q, q, q, 1, causal, q_pos INT_MIN)", "NULL", "sees no key: causal with q_pos -2147483648", c_attention_qpos},
-    {"tg_attention_qkv(g, NULL, 1, 0)", "NULL", "attention: input 0 is NULL", c_attention_qkv_null},
+    {"tg_attention_qkv(g, NULL, 1, 0, 0)", "NULL", "attention: input 0 is NULL", c_attention_qkv_null},
     {"tg_cross_entropy(g, NULL, ids)", "NULL", "cross_entropy: input 0 is NULL", c_cross_entropy_null},
     {"tg_layernorm(g, NULL, ...)", "NULL", "layernorm: input 0 is NULL", c_layernorm_null},
     {"tg_layernorm(g, x, NULL, NULL, NaN)", "NULL", "layernorm: eps must be > 0, got nan", c_layernorm_eps},
@@ -801,7 +801,7 @@ static const api_case CASES[] = {
     {"tg_linear_forward(g, NULL, x)", "NULL", "linear_forward: the module is NULL", c_linear_forward},
     {"tg_layernorm_init(l, NULL, ...)", "-1", "layernorm_init: params is NULL", c_layernorm_init},
     {"tg_layernorm_forward(g, NULL, x)", "NULL", "layernorm_forward: the module is NULL", c_layernorm_forward},
-    {"tg_mlp_init(m, p, \"mlp\", C 2^29, ...)", "-1", "mlp 'mlp': C must be in [1, 2^28], got 536870912",
+    {"tg_mlp_init(m, p, \"mlp\", C 2^29, ...)", "-1", "mlp 'mlp': C and hidden must be in [1, 2^28], got 536870912 and 4",
      c_mlp_init_big},
     {"tg_mlp_init(NULL, ...)", "-1", "mlp_init: the module is NULL", c_mlp_init_nom},
     {"tg_mlp_forward(g, NULL, x)", "NULL", "mlp_forward: the module is NULL", c_mlp_forward},

@@ -737,14 +737,17 @@ START_TEST(attn_command_draws_the_models_weights)
     const char *corpus = "abc de.";
     vocab v;
     vocab_build(&v, corpus, strlen(corpus));
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16, .vocab_size = v.size};
+    const model_config mc = {.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16,
+                             .vocab_size = v.size};
     char err[1024];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 4, err, sizeof err);
-    REQUIRE(m != NULL, "%s", err);
+    model md;
+    REQUIRE(model_new(&md, &mc, TG_F32, 4, err, sizeof err) == 0, "%s", err);
+    tg_gpt *m = md.impl;
+    const tg_gpt_config cfg = m->cfg;
     tg_rng r;
     tg_rng_seed(&r, 5, 1);
     for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
-    REQUIRE(checkpoint_save(P("m.safetensors"), m, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    REQUIRE(checkpoint_save(P("m.safetensors"), &md, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
 
     /* the weights, computed here */
     const char *text = "bad cab. ed";
@@ -838,7 +841,7 @@ START_TEST(attn_command_draws_the_models_weights)
     remove(P("m.safetensors"));
     remove(P("stderr.txt"));
     tg_graph_free(g);
-    tg_gpt_free(m);
+    model_free(&md);
 }
 END_TEST
 

@@ -80,7 +80,7 @@ static void ref_mha_run(const ref_mha *r, double *y, double *A)
 }
 
 /* The reference's weights taken from a module's parameters. */
-static void ref_from_mha(ref_mha *r, const tg_mha *m)
+static void ref_from_mha(ref_mha *r, const tg_mha_mod *m)
 {
     const int C = m->n_embd;
     if (m->fused) {
@@ -96,7 +96,7 @@ static void ref_from_mha(ref_mha *r, const tg_mha *m)
 }
 
 /* An f64 store holding one MHA named "attn", filled with normal(0, 0.5). */
-static tg_params *mha_store(tg_mha *m, int C, int H, bool bias, bool fused, uint64_t seed)
+static tg_params *mha_store(tg_mha_mod *m, int C, int H, bool bias, bool fused, uint64_t seed)
 {
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
     char err[256];
@@ -128,10 +128,10 @@ START_TEST(modules_init_and_forward)
     char err[256];
     tg_linear_mod l;
     tg_layernorm_mod ln;
-    tg_mlp mlp;
+    tg_mlp_mod mlp;
     ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, err, sizeof err), 0);
     ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, err, sizeof err), 0);
-    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", 3, false, 0.0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, err, sizeof err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
     const int shapes[][2] = {{2, 3}, {2, 0}, {3, 0}, {3, 0}, {12, 3}, {3, 12}};
     ck_assert_int_eq(tg_params_count(p), 6);
@@ -145,21 +145,22 @@ START_TEST(modules_init_and_forward)
             ck_assert_double_eq(tg_tensor_get(t, k), strcmp(names[i], "ln.weight") == 0 ? 1.0 : 0.0);
     }
     ck_assert_double_eq(ln.eps, 1e-5);
-    ck_assert_ptr_null(mlp.c_fc.bias);
+    ck_assert_ptr_null(mlp.up.bias);
+    ck_assert_ptr_null(mlp.gate.weight);
     /* errors name the module */
     tg_linear_mod l2;
     ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "duplicate name 'fc.weight'"));
     ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
-    tg_mlp bad;
-    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", 3, true, 1.0, err, sizeof err), -1);
+    tg_mlp_mod bad;
+    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "mlp 'm2': dropout must be in [0, 1), got 1"));
 
     /* MLP by hand: x = [1,-2,0.5], c_fc w[j][i] = (j == i), so h = gelu(x) on
      * the first 3 of 12 (0 elsewhere, gelu(0) = 0); c_proj w[o][j] = (j == o) + 1. */
     fill_params(p, 1, 0.0);   /* zeros (LayerNorm weight 1) */
-    double *wfc = dptr(mlp.c_fc.weight), *wpr = dptr(mlp.c_proj.weight);
+    double *wfc = dptr(mlp.up.weight), *wpr = dptr(mlp.down.weight);
     for (int i = 0; i < 3; i++) wfc[i * 3 + i] = 1;
     for (int o = 0; o < 3; o++)
         for (int j = 0; j < 12; j++) wpr[o * 12 + j] = (j == o) + 1;
@@ -241,7 +242,7 @@ START_TEST(mha_matches_reference)
 {
     for (size_t k = 0; k < sizeof MHA_CASES / sizeof MHA_CASES[0]; k++) {
         const mha_case *c = &MHA_CASES[k];
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, c->C, c->H, c->bias, c->fused, 100 + k);
         tg_graph *g = tg_graph_new();
         mha_inputs in = make_inputs(g, c, 200 + 10 * k);
@@ -275,7 +276,7 @@ END_TEST
 /* ---- MHA gradients ------------------------------------------------------ */
 
 typedef struct mha_gc {
-    const tg_mha *m;
+    const tg_mha_mod *m;
     tg_attn_args args;
     bool cross;
     tg_kv_cache *cache;
@@ -302,7 +303,7 @@ START_TEST(mha_gradcheck)
 {
     for (size_t k = 0; k < sizeof MHA_CASES / sizeof MHA_CASES[0]; k++) {
         const mha_case *c = &MHA_CASES[k];
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, c->C, c->H, c->bias, c->fused, 300 + k);
         tg_graph *g = tg_graph_new();
         mha_inputs mi = make_inputs(g, c, 400 + 10 * k);
@@ -326,7 +327,7 @@ START_TEST(mha_gradcheck_with_cache)
 {
     for (int fused = 0; fused < 2; fused++) {
         const int B = 2, C = 6, H = 2;
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, C, H, true, fused, 500 + fused);
         tg_kv_cache cache;
         ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, 6, NULL, 0), 0);
@@ -351,7 +352,7 @@ END_TEST
 START_TEST(attention_rows_and_future)
 {
     const int B = 2, T = 6, C = 6, H = 3;
-    tg_mha m;
+    tg_mha_mod m;
     tg_params *p = mha_store(&m, C, H, true, true, 1);
     fill_params(p, 2, 2.0);   /* large weights: sharp rows, a real test of "exactly zero" */
     tg_graph *g = tg_graph_new();
@@ -381,7 +382,7 @@ START_TEST(attention_permutation_equivariant)
     const int B = 2, T = 5, C = 6;
     const int perm[5] = {3, 0, 4, 1, 2};
     for (int fused = 0; fused < 2; fused++) {
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, C, 2, true, fused, 10 + fused);
         tg_graph *g = tg_graph_new();
         tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 20);
@@ -418,7 +419,7 @@ END_TEST
 /* Attention composed in the test from ops, with heads split either right
  * (reshape (B,T,H,dh), transpose) or wrong (reshape straight to (B,H,T,dh));
  * the merge is the inverse of the split. */
-static tg_tensor *attn_by_ops(tg_graph *g, const tg_mha *m, tg_tensor *x, bool right)
+static tg_tensor *attn_by_ops(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, bool right)
 {
     const int B = x->shape[0], T = x->shape[1], C = m->n_embd, H = m->n_head, dh = C / H;
     tg_tensor *qkv[3] = {tg_linear_forward(g, &m->q_proj, x), tg_linear_forward(g, &m->k_proj, x),
@@ -434,7 +435,7 @@ static tg_tensor *attn_by_ops(tg_graph *g, const tg_mha *m, tg_tensor *x, bool r
 
 START_TEST(attention_head_split_order)
 {
-    tg_mha m;
+    tg_mha_mod m;
     tg_params *p = mha_store(&m, 6, 2, true, false, 30);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 4, 6), 31);
@@ -461,7 +462,7 @@ END_TEST
 START_TEST(attention_kv_cache_example)
 {
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_mha m;
+    tg_mha_mod m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", 1, 1, false, true, 0.0, err, sizeof err), 0);
     dptr(m.c_attn.weight)[2] = 1;   /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
@@ -514,7 +515,7 @@ START_TEST(attention_cache_matches_full)
     const int B = 2, T = 7, C = 6, H = 2;
     const int chunks[][5] = {{1, 1, 1, 1, 0}, {3, 2, 2}, {7}, {2, 4, 1}, {1, 5}};   /* 0: the rest */
     for (int fused = 0; fused < 2; fused++) {
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, C, H, true, fused, 40 + fused);
         tg_graph *g = tg_graph_new();
         tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 50);
@@ -562,7 +563,7 @@ typedef struct path_run {
     int tape;
 } path_run;
 
-static void run_path(const tg_mha *m, tg_params *p, tg_tensor *x, tg_tensor *kv, const tg_attn_args *a,
+static void run_path(const tg_mha_mod *m, tg_params *p, tg_tensor *x, tg_tensor *kv, const tg_attn_args *a,
                      tg_kv_cache *cache, int cache_len, path_run *out)
 {
     tg_graph *g = tg_graph_new();
@@ -614,7 +615,7 @@ START_TEST(mha_fused_op_equals_composed)
     };
     const int B = 2, C = 6;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        tg_mha m;
+        tg_mha_mod m;
         tg_params *p = mha_store(&m, C, cases[k].H, true, cases[k].fused_proj, 600 + k);
         tg_graph *g = tg_graph_new();
         tg_tensor *x = tt_randn(g, TT_SHAPE(B, cases[k].Tq, C), 610 + k);
@@ -644,7 +645,7 @@ START_TEST(mha_fused_op_equals_composed)
 
     /* attention dropout: composed while training, the fused op in eval mode */
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_mha m;
+    tg_mha_mod m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, err, sizeof err), 0);
     fill_params(p, 640, 0.5);
@@ -682,7 +683,7 @@ START_TEST(mha_uses_fused_tells_the_path)
             const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8,
                        training = bits & 16, grad = bits & 32;
             tg_params *p = tg_params_new(TG_F64, NULL, 0);
-            tg_mha m;
+            tg_mha_mod m;
             char err[256];
             ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, err, sizeof err), 0);
             fill_params(p, 900 + (uint64_t)bits, 0.5);
@@ -719,7 +720,7 @@ START_TEST(mha_uses_fused_tells_the_path)
     ck_assert_int_eq(n_composed, 128 - 6);
     /* NULL args: no mask; dropout still counts */
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_mha m;
+    tg_mha_mod m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, err, sizeof err), 0);
     tg_graph *g = tg_graph_new();
@@ -736,7 +737,7 @@ END_TEST
 START_TEST(attention_key_padding)
 {
     const int B = 2, Tq = 3, Tk = 4, C = 4;
-    tg_mha m;
+    tg_mha_mod m;
     tg_params *p = mha_store(&m, C, 2, true, true, 60);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, Tq, C), 61), *kv = tt_randn(g, TT_SHAPE(B, Tk, C), 62);
@@ -772,7 +773,7 @@ END_TEST
 START_TEST(attention_errors)
 {
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_mha m;
+    tg_mha_mod m;
     char err[256];
     ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 4, true, true, 0.0, err, sizeof err), -1);
     ck_assert_str_eq(err, "mha 'bad': n_embd 6 is not divisible by n_head 4");
@@ -810,7 +811,7 @@ START_TEST(attention_errors)
     }
     ck_assert_int_eq(cache.len, 0);
     /* a module whose sizes were broken after init: an error, not an assert */
-    tg_mha broken = m;
+    tg_mha_mod broken = m;
     broken.n_head = 4;
     ck_assert_ptr_null(tg_mha_forward(g, &broken, x, NULL, NULL));
     tt_assert_error(g, "mha: n_embd 6 is not divisible by n_head 4");
@@ -874,7 +875,7 @@ START_TEST(gpt_names_and_init)
             }
         }
         ck_assert_ptr_eq(m->wte, tg_params_get(m->params, "transformer.wte.weight"));
-        ck_assert_ptr_eq(m->h[2].mlp.c_proj.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
+        ck_assert_ptr_eq(m->h[2].mlp.down.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
         /* same seed, same numbers; another seed, others */
         tg_gpt *m2 = tg_gpt_new(&cfg, TG_F32, 7, err, sizeof err), *m3 = tg_gpt_new(&cfg, TG_F32, 8, err, sizeof err);
         const size_t bytes = (size_t)tg_params_numel(m->params) * sizeof(float);

@@ -18,28 +18,40 @@
 /* softmax(q k^T / sqrt(dh)) v per head, in loops; q (B,Tq,C), k, v
  * (B,Tk,C), head h = columns [h dh, (h+1) dh); key j visible to query i
  * iff !causal or j <= q_pos + i. */
+static void naive_attention_gqa(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
+                                int q_pos, double *out);
 static void naive_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
                             int q_pos, double *out)
 {
+    naive_attention_gqa(q, k, v, H, causal, q_pos, out);
+}
+
+/* The same with k, v (B,Tk,Ckv) of Ckv / dh heads: query head h reads kv
+ * head h / (H / Hkv), its columns [kh dh, (kh+1) dh) of k and v. */
+static void naive_attention_gqa(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
+                                int q_pos, double *out)
+{
     const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], dh = C / H;
+    const int Ckv = k->shape[2], G = H / (Ckv / dh);
     double *w = malloc(sizeof(double) * Tk);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Tq; i++) {
                 double mx = -INFINITY, sum = 0;
+                const int kc = h / G * dh;   /* the kv head's first column */
                 for (int j = 0; j < Tk; j++) {
                     double d = 0;
-                    for (int c = h * dh; c < (h + 1) * dh; c++)
-                        d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + c) *
-                             tg_tensor_get(k, ((int64_t)b * Tk + j) * C + c);
+                    for (int c = 0; c < dh; c++)
+                        d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + h * dh + c) *
+                             tg_tensor_get(k, ((int64_t)b * Tk + j) * Ckv + kc + c);
                     w[j] = causal && j > q_pos + i ? -INFINITY : d / sqrt((double)dh);
                     if (w[j] > mx) mx = w[j];
                 }
                 for (int j = 0; j < Tk; j++) sum += w[j] = exp(w[j] - mx);
-                for (int c = h * dh; c < (h + 1) * dh; c++) {
+                for (int c = 0; c < dh; c++) {
                     double acc = 0;
-                    for (int j = 0; j < Tk; j++) acc += w[j] / sum * tg_tensor_get(v, ((int64_t)b * Tk + j) * C + c);
-                    out[((int64_t)b * Tq + i) * C + c] = acc;
+                    for (int j = 0; j < Tk; j++) acc += w[j] / sum * tg_tensor_get(v, ((int64_t)b * Tk + j) * Ckv + kc + c);
+                    out[((int64_t)b * Tq + i) * C + h * dh + c] = acc;
                 }
             }
     free(w);
@@ -567,7 +579,7 @@ START_TEST(f32_matches_f64_reference)
     double *dO64 = malloc(sizeof(double) * dO->numel);
     for (int64_t e = 0; e < dO->numel; e++) dO64[e] = ((float *)dO->data)[e];
     for (int p = 0; p < 2; p++) {
-        o[p] = c.qkv ? tg_attention_qkv(g, x[p][0], c.H, c.causal ? TG_ATTN_CAUSAL : 0)
+        o[p] = c.qkv ? tg_attention_qkv(g, x[p][0], c.H, 0, c.causal ? TG_ATTN_CAUSAL : 0)
                      : tg_attention(g, x[p][0], x[p][1], x[p][2], c.H, c.causal ? TG_ATTN_CAUSAL : 0, c.q_pos);
         ck_assert_msg(o[p] != NULL, "case %d: %s", _i, tg_graph_error(g));
         ck_assert_int_eq(tg_graph_backward_seeded(g, o[p], p ? (void *)dO64 : dO->data), 0);
@@ -617,7 +629,7 @@ typedef struct { int H, flags; } qkv_ctx;
 static tg_tensor *qkv_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
     const qkv_ctx *c = ctx;
-    return tg_attention_qkv(g, in[0], c->H, c->flags);
+    return tg_attention_qkv(g, in[0], c->H, 0, c->flags);
 }
 
 /* the same through a split into three (B,T,C) tensors and tg_attention */
@@ -683,24 +695,136 @@ START_TEST(qkv_equals_split)
 }
 END_TEST
 
+/* ---- grouped-query attention: k, v with fewer heads ----------------------- */
+
+typedef struct gqa_case {
+    int B, Tq, Tk, H, Hkv, dh;
+    bool causal;
+    int q_pos, bq, bk;
+} gqa_case;
+
+static const gqa_case GQA_CASES[] = {
+    {2, 7, 7, 4, 2, 3, true, 0, 2, 3},     /* groups of 2, blocks crossed */
+    {1, 5, 9, 6, 1, 2, false, 0, 2, 4},    /* multi-query: one kv head for 6 */
+    {2, 3, 8, 6, 3, 4, true, 5, 0, 0},     /* KV-cache offset, default blocks */
+    {3, 30, 30, 8, 2, 16, true, 0, 0, 0},  /* groups of 4, dh on the vector width */
+    {1, 25, 25, 4, 4, 5, true, 0, 7, 16},  /* Hkv = H: multi-head attention */
+};
+enum { N_GQA = sizeof GQA_CASES / sizeof GQA_CASES[0] };
+
+/* forward against the loops (f64 and f32), and gradcheck in f64: a kv
+ * head's gradients collect its G query heads' terms */
+START_TEST(gqa_matches_loops_and_gradchecks)
+{
+    const gqa_case *c = &GQA_CASES[_i];
+    tg_attention_set_blocks(c->bq, c->bk);
+    tg_graph *g = tg_graph_new();
+    for (int dt = 0; dt < 2; dt++) {
+        const tg_dtype d = dt ? TG_F32 : TG_F64;
+        tg_tensor *in[3] = {randn_dt(g, d, TT_SHAPE(c->B, c->Tq, c->H * c->dh), 1),
+                            randn_dt(g, d, TT_SHAPE(c->B, c->Tk, c->Hkv * c->dh), 2),
+                            randn_dt(g, d, TT_SHAPE(c->B, c->Tk, c->Hkv * c->dh), 3)};
+        attn_ctx ctx = {c->H, c->causal ? TG_ATTN_CAUSAL : 0, c->q_pos};
+        tg_tensor *o = attn_fn(g, in, &ctx);
+        ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
+        double *want = malloc(sizeof(double) * (size_t)o->numel);
+        naive_attention_gqa(in[0], in[1], in[2], c->H, c->causal, c->q_pos, want);
+        const double err = max_abs_diff(d, o->data, TG_F64, want, o->numel);
+        ck_assert_msg(err <= (dt ? 2e-6 : 1e-13), "gqa case %d %s: max |o - loops| %g", _i, dt ? "f32" : "f64", err);
+        free(want);
+        if (!dt) tt_assert_gradcheck(attn_fn, &ctx, 3, in);
+    }
+    tg_graph_free(g);
+    tg_attention_set_blocks(0, 0);
+}
+END_TEST
+
+/* GQA is MHA whose kv heads repeat each group's head: the same output, and
+ * the repeats' gradients sum to the grouped one (f64); and one qkv
+ * (B,T,C + 2 Ckv) gives the bits of q, k, v apart; and 1 and 2 threads
+ * give the same bits (the backward's parts hold whole groups) */
+START_TEST(gqa_equals_repeated_heads_and_threads)
+{
+    /* one group of 8 query heads over 8 pairs: 2 threads would cut it in two */
+    const int B = 1, T = 48, H = 8, Hkv = 1, dh = 8, C = H * dh, Ckv = Hkv * dh, G = H / Hkv;
+    tg_graph *g = tg_graph_new();
+    tg_tensor *q = tt_randn(g, TT_SHAPE(B, T, C), 1), *k = tt_randn(g, TT_SHAPE(B, T, Ckv), 2);
+    tg_tensor *v = tt_randn(g, TT_SHAPE(B, T, Ckv), 3);
+    tg_tensor *kr = tg_tensor_new(g, TG_F64, 3, (int[]){B, T, C}), *vr = tg_tensor_new(g, TG_F64, 3, (int[]){B, T, C});
+    for (int r = 0; r < B * T; r++)
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dh; e++) {
+                ((double *)kr->data)[r * C + h * dh + e] = ((double *)k->data)[r * Ckv + h / G * dh + e];
+                ((double *)vr->data)[r * C + h * dh + e] = ((double *)v->data)[r * Ckv + h / G * dh + e];
+            }
+    tg_tensor_set_requires_grad(g, kr, true);
+    tg_tensor_set_requires_grad(g, vr, true);
+    tg_tensor *o1 = tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0), *o2 = tg_attention(g, q, kr, vr, H, TG_ATTN_CAUSAL, 0);
+    ck_assert_msg(o1 && o2, "%s", tg_graph_error(g));
+    ck_assert_double_le(max_abs_diff(TG_F64, o1->data, TG_F64, o2->data, o1->numel), 1e-15);
+    ck_assert_int_eq(tg_graph_backward(g, tg_sum_all(g, tg_add(g, o1, o2))), 0);
+    for (int r = 0; r < B * T; r++)
+        for (int kh = 0; kh < Hkv; kh++)
+            for (int e = 0; e < dh; e++) {
+                double sk = 0, sv = 0;
+                for (int rep = 0; rep < G; rep++) {
+                    sk += ((double *)kr->grad)[r * C + (kh * G + rep) * dh + e];
+                    sv += ((double *)vr->grad)[r * C + (kh * G + rep) * dh + e];
+                }
+                ck_assert_double_eq_tol(((double *)k->grad)[r * Ckv + kh * dh + e], sk, 1e-13);
+                ck_assert_double_eq_tol(((double *)v->grad)[r * Ckv + kh * dh + e], sv, 1e-13);
+            }
+    /* one qkv against q, k, v apart; f32, 1 and 2 threads */
+    float out[2][2][B * T * C], grad[2][2][B * T * (C + 2 * Ckv)];
+    for (int th = 1; th <= 2; th++) {
+        tg_set_num_threads(th);
+        for (int fused = 0; fused < 2; fused++) {
+            tg_graph *h = tg_graph_new();
+            tg_tensor *x = randn_dt(h, TG_F32, TT_SHAPE(B, T, C + 2 * Ckv), 7);   /* q | k | v */
+            tg_tensor *o;
+            if (fused) {
+                o = tg_attention_qkv(h, x, H, Hkv, TG_ATTN_CAUSAL);
+            } else {
+                tg_tensor *parts[3];
+                tg_split(h, x, 2, 3, (int[]){C, Ckv, Ckv}, parts);
+                o = tg_attention(h, parts[0], parts[1], parts[2], H, TG_ATTN_CAUSAL, 0);
+            }
+            ck_assert_msg(o != NULL, "%s", tg_graph_error(h));
+            ck_assert_int_eq(tg_graph_backward(h, tg_sum_all(h, tg_mul(h, o, o))), 0);
+            memcpy(out[th - 1][fused], o->data, sizeof out[0][0]);
+            memcpy(grad[th - 1][fused], x->grad, sizeof grad[0][0]);
+            tg_graph_free(h);
+        }
+    }
+    tg_set_num_threads(1);
+    ck_assert_mem_eq(out[0][0], out[0][1], sizeof out[0][0]);   /* qkv in place = apart */
+    ck_assert_mem_eq(grad[0][0], grad[0][1], sizeof grad[0][0]);
+    ck_assert_mem_eq(out[0][1], out[1][1], sizeof out[0][0]);   /* 1 thread = 2 threads */
+    ck_assert_mem_eq(grad[0][1], grad[1][1], sizeof grad[0][0]);
+    tg_graph_free(g);
+}
+END_TEST
+
 START_TEST(qkv_errors)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 18), 1);
-    ck_assert_ptr_nonnull(tg_attention_qkv(g, x, 3, TG_ATTN_CAUSAL));
-    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(2, 3, 10), 2), 1, 0),
-                "attention: qkv must be 3-D (B,T,3C), q, k and v side by side, got f64 (2,3,10)", NULL);
-    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(6, 18), 3), 1, 0), "must be 3-D (B,T,3C)",
-                "got f64 (6,18)");
-    expect_fail(g, tg_attention_qkv(g, x, 4, 0), "attention: C = 6 is not divisible by n_head = 4 (qkv f64 (2,3,18))",
+    ck_assert_ptr_nonnull(tg_attention_qkv(g, x, 3, 0, TG_ATTN_CAUSAL));
+    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(2, 3, 10), 2), 1, 0, 0),
+                "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (3 heads of one size), got f64 (2,3,10)",
                 NULL);
-    expect_fail(g, tg_attention_qkv(g, x, 3, 2), "attention: unknown flags 0x2 (qkv f64 (2,3,18))", NULL);
-    expect_fail(g, tg_attention_qkv(g, tg_tensor_new(g, TG_I32, 3, (int[]){2, 3, 18}), 3, 0),
+    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(6, 18), 3), 1, 0, 0), "must be 3-D (B,T,C + 2 Ckv)",
+                "got f64 (6,18)");
+    expect_fail(g, tg_attention_qkv(g, x, 4, 0, 0), "(12 heads of one size), got f64 (2,3,18)", NULL);
+    expect_fail(g, tg_attention_qkv(g, x, 4, 3, 0), "attention: n_kv_head = 3 must divide n_head = 4 (qkv f64 (2,3,18))",
+                NULL);
+    expect_fail(g, tg_attention_qkv(g, x, 3, 0, 2), "attention: unknown flags 0x2 (qkv f64 (2,3,18))", NULL);
+    expect_fail(g, tg_attention_qkv(g, tg_tensor_new(g, TG_I32, 3, (int[]){2, 3, 18}), 3, 0, 0),
                 "attention: qkv must be f32 or f64, got i32 (2,3,18)", NULL);
-    expect_fail(g, tg_attention_qkv(g, NULL, 3, 0), "attention: input 0 is NULL", NULL);
+    expect_fail(g, tg_attention_qkv(g, NULL, 3, 0, 0), "attention: input 0 is NULL", NULL);
     /* a NaN score names the element and the qkv tensor */
     ((double *)x->data)[3 * 18 + 6 + 1] = NAN;   /* batch row 1, token 0, k column 1 (head 0) */
-    expect_fail(g, tg_attention_qkv(g, x, 3, TG_ATTN_CAUSAL),
+    expect_fail(g, tg_attention_qkv(g, x, 3, 0, TG_ATTN_CAUSAL),
                 "score of query 0 and key 0 in batch row 1, head 0 is NaN or +inf", "qkv f64 (2,3,18)");
     tg_graph_free(g);
 }
@@ -722,11 +846,11 @@ START_TEST(attention_errors)
     expect_fail(g, tg_attention(g, tg_reshape(g, q, 2, (int[]){6, 6}), k, v, 3, 0, 0),
                 "must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q f64 (6,6), k f64 (2,5,6)", NULL);
     expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(2, 4, 6), 4), v, 3, 0, 0),
-                "k and v must both be (B,Tk,C) with q's B and C: q f64 (2,3,6), k f64 (2,4,6), v f64 (2,5,6)", NULL);
+                "k and v must both be (B,Tk,Ckv) with q's B: q f64 (2,3,6), k f64 (2,4,6), v f64 (2,5,6)", NULL);
     expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(1, 5, 6), 5), tt_randn(g, TT_SHAPE(1, 5, 6), 6), 3, 0, 0),
-                "with q's B and C: q f64 (2,3,6), k f64 (1,5,6)", NULL);
+                "with q's B: q f64 (2,3,6), k f64 (1,5,6)", NULL);
     expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(2, 5, 4), 7), tt_randn(g, TT_SHAPE(2, 5, 4), 8), 2, 0, 0),
-                "with q's B and C: q f64 (2,3,6), k f64 (2,5,4)", NULL);
+                "k and v must have a number of heads of size 3 dividing n_head = 2: q f64 (2,3,6), k f64 (2,5,4)", NULL);
     expect_fail(g, tg_attention(g, q, k, v, 4, 0, 0), "attention: C = 6 is not divisible by n_head = 4 (q f64 (2,3,6))",
                 NULL);
     expect_fail(g, tg_attention(g, q, k, v, 0, 0, 0), "not divisible by n_head = 0", NULL);
@@ -812,6 +936,8 @@ int main(void)
     tcase_add_loop_test(tc, qkv_gradcheck, 0, (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
     tcase_add_loop_test(tc, qkv_equals_split, 0, 2 * (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
     tcase_add_test(tc, qkv_errors);
+    tcase_add_loop_test(tc, gqa_matches_loops_and_gradchecks, 0, N_GQA);
+    tcase_add_test(tc, gqa_equals_repeated_heads_and_threads);
     tcase_add_loop_test(tc, f32_matches_f64_reference, 0, N_REF_DH * N_REF_T);
     suite_add_tcase(s, tc);
     return tt_run(s);

@@ -3,7 +3,7 @@
  * The text's characters go through the checkpoint's vocabulary as one
  * sequence (1,T), T <= block_size, in eval mode without grad; the GPT
  * forward hands back every layer's softmax weights (1,H,T,T)
- * (tg_gpt_forward_ex). For each layer l and head h, OUT/attn_l<l>_h<h>.png
+ * (model_forward, any family). For each layer l and head h, OUT/attn_l<l>_h<h>.png
  * shows them as a heatmap (queries down, keys across; see heatmap.h), and
  * OUT/index.html shows all of them with the characters on the axes.
  * Every file is staged beside its final name and renamed into place only
@@ -43,7 +43,7 @@ int cmd_attn(int argc, char **argv)
     int rc = 1;
     bool made_dir = false;
     tg_st_file *f = NULL;
-    tg_gpt *m = NULL;
+    model m = {0};
     tg_graph *g = NULL;
     int32_t *ids = NULL;
     double *w = NULL;
@@ -56,23 +56,18 @@ int cmd_attn(int argc, char **argv)
         snprintf(err, sizeof err, "--text is required");
         goto fail;
     }
-    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_vocab(f, &v, err, sizeof err) ||
-        !(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err)))
+    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err))
         goto fail;
-    if (m->cfg.vocab_size != v.size) {
-        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",
-                 m->cfg.vocab_size, v.size);
-        goto fail;
-    }
     const size_t len = strlen(text);
-    const int L = m->cfg.n_layer, H = m->cfg.n_head;
+    const int L = m.cfg.n_layer, H = model_n_head(&m);
     if (len == 0) {
         snprintf(err, sizeof err, "--text is empty; give at least one character");
         goto fail;
     }
-    if (len > (size_t)m->cfg.block_size) {
+    if (len > (size_t)m.cfg.block_size) {
         snprintf(err, sizeof err, "--text has %zu characters, more than the checkpoint's block_size %d", len,
-                 m->cfg.block_size);
+                 m.cfg.block_size);
         goto fail;
     }
     const int T = (int)len;
@@ -96,7 +91,7 @@ int cmd_attn(int argc, char **argv)
     tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids);   /* (1,T) */
-    if (!tg_gpt_forward_ex(g, m, idx, aw)) {
+    if (!model_forward(g, &m, idx, aw)) {
         snprintf(err, sizeof err, "%s", tg_graph_error(g));
         goto fail;
     }
@@ -164,7 +159,7 @@ done:
     free(blocked);
     free(aw);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    model_free(&m);
     tg_st_free(f);
     return rc;
 }

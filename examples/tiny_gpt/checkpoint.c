@@ -29,14 +29,6 @@ int checkpoint_meta_i64(const tg_st_file *f, const char *key, int64_t lo, int64_
     return 0;
 }
 
-static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
-{
-    int64_t v;
-    if (checkpoint_meta_i64(f, key, 1, 1 << 24, &v, err, errlen)) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* A finite double in [lo, hi], or inf when allow_inf. */
 static int meta_double(const tg_st_file *f, const char *key, double lo, double hi, bool allow_inf, double *out,
                        char *err, size_t errlen)
@@ -103,40 +95,27 @@ static int rng_from_string(tg_rng *r, const tg_st_file *f, const char *key, char
 
 /* ---- writing ------------------------------------------------------------ */
 
-int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, const train_state *ts,
+int checkpoint_save(const char *path, const model *m, const vocab *v, tg_adamw *opt, const train_state *ts,
                     const char *const *extra_meta, int n_extra, char *err, size_t errlen)
 {
-    const tg_gpt_config *c = &m->cfg;
-    char nl[16], nh[16], ne[16], bs[16], vs[16], dr[32], vocab_s[1200], step[32], best[40], rd[80], rr[80];
-    snprintf(nl, sizeof nl, "%d", c->n_layer);
-    snprintf(nh, sizeof nh, "%d", c->n_head);
-    snprintf(ne, sizeof ne, "%d", c->n_embd);
-    snprintf(bs, sizeof bs, "%d", c->block_size);
-    snprintf(vs, sizeof vs, "%d", c->vocab_size);
-    snprintf(dr, sizeof dr, "%.17g", c->dropout);
-    vocab_s[0] = 0;
+    char vocab_s[1200] = "", step[32], best[40], rd[80], rr[80], adam_steps[32];
     if (v) vocab_to_string(v, vocab_s, sizeof vocab_s);
-
+    kv_list meta = {0};
     tg_st_writer *w = tg_st_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = 0;
-    const char *meta[] = {"n_layer", nl, "n_head", nh, "n_embd", ne, "block_size", bs, "vocab_size", vs,
-                          "bias", c->bias ? "true" : "false", "dropout", dr, "format", "tapegrad tiny_gpt"};
-    for (size_t i = 0; i + 1 < sizeof meta / sizeof meta[0]; i += 2) rc |= tg_st_writer_meta(w, meta[i], meta[i + 1]);
-    if (v && v->size) rc |= tg_st_writer_meta(w, "vocab", vocab_s);
-    for (int i = 0; i + 1 < 2 * n_extra; i += 2) rc |= tg_st_writer_meta(w, extra_meta[i], extra_meta[i + 1]);
-    for (int i = 0; i < tg_params_count(m->params); i++) {
+    int rc = !w || model_config_record(&m->cfg, &meta) || kv_add(&meta, "format", "tapegrad tiny_gpt");
+    for (int i = 0; !rc && i < meta.n; i++) rc |= tg_st_writer_meta(w, meta.kv[2 * i], meta.kv[2 * i + 1]);
+    kv_free(&meta);
+    if (!rc && v && v->size) rc |= tg_st_writer_meta(w, "vocab", vocab_s);
+    for (int i = 0; !rc && i + 1 < 2 * n_extra; i += 2) rc |= tg_st_writer_meta(w, extra_meta[i], extra_meta[i + 1]);
+    for (int i = 0; !rc && i < tg_params_count(m->params); i++) {
         tg_tensor *t = tg_params_at(m->params, i);
         rc |= tg_st_writer_add_tensor(w, t->name, t);
     }
-    if (ts) {
+    if (!rc && ts) {
         snprintf(step, sizeof step, "%lld", (long long)ts->step);
         rc |= tg_st_writer_meta(w, "train.step", step);
     }
-    if (opt && ts) {
+    if (!rc && opt && ts) {
         int64_t n = tg_params_numel(m->params);
         const char *dt = tg_params_dtype(m->params) == TG_F32 ? "F32" : "F64";
         rc |= tg_st_writer_add(w, "optimizer.m", dt, 1, &n, tg_adamw_m(opt));
@@ -144,7 +123,6 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
         snprintf(best, sizeof best, "%.17g", ts->best_val);
         rng_to_string(&ts->data_rng, rd, sizeof rd);
         rng_to_string(&ts->drop_rng, rr, sizeof rr);
-        char adam_steps[32];
         snprintf(adam_steps, sizeof adam_steps, "%lld", (long long)tg_adamw_steps(opt));
         rc |= tg_st_writer_meta(w, "train.best_val", best);
         rc |= tg_st_writer_meta(w, "train.data_rng", rd);
@@ -153,7 +131,7 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
     }
     if (rc) {
         snprintf(err, errlen, "%s: could not assemble the checkpoint: %s", path,
-                 tg_st_writer_error(w) ? tg_st_writer_error(w) : "out of memory");
+                 w && tg_st_writer_error(w) ? tg_st_writer_error(w) : "out of memory");
         tg_st_writer_free(w);
         return -1;
     }
@@ -164,28 +142,9 @@ int checkpoint_save(const char *path, tg_gpt *m, const vocab *v, tg_adamw *opt, 
 
 /* ---- reading ------------------------------------------------------------ */
 
-int checkpoint_config(const tg_st_file *f, tg_gpt_config *cfg, char *err, size_t errlen)
+int checkpoint_config(const tg_st_file *f, model_config *cfg, char *err, size_t errlen)
 {
-    memset(cfg, 0, sizeof *cfg);
-    if (meta_int(f, "n_layer", &cfg->n_layer, err, errlen) || meta_int(f, "n_head", &cfg->n_head, err, errlen) ||
-        meta_int(f, "n_embd", &cfg->n_embd, err, errlen) || meta_int(f, "block_size", &cfg->block_size, err, errlen) ||
-        meta_int(f, "vocab_size", &cfg->vocab_size, err, errlen))
-        return -1;
-    const char *b = tg_st_meta(f, "bias");
-    if (!b) {
-        snprintf(err, errlen, "checkpoint metadata has no 'bias'");
-        return -1;
-    }
-    if (!strcmp(b, "true") || !strcmp(b, "True") || !strcmp(b, "1")) cfg->bias = true;
-    else if (!strcmp(b, "false") || !strcmp(b, "False") || !strcmp(b, "0")) cfg->bias = false;
-    else {
-        snprintf(err, errlen, "checkpoint metadata 'bias' = '%s' is not true/false", b);
-        return -1;
-    }
-    cfg->dropout = 0.0;
-    if (tg_st_meta(f, "dropout") && meta_double(f, "dropout", 0, 0.999, false, &cfg->dropout, err, errlen))
-        return -1;
-    return 0;
+    return model_config_read(f, cfg, err, errlen);
 }
 
 /* The file's tensor `name` must exist with shape (d0, d1). */
@@ -211,14 +170,15 @@ static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, cons
 /* Before a model is built: the file must hold at least as many float
  * values as the config needs, and the embeddings must have its shape, so
  * a small file claiming a huge config is refused without allocating. */
-static int check_config_against_tensors(const tg_st_file *f, const tg_gpt_config *c, char *err, size_t errlen)
+static int check_config_against_tensors(const tg_st_file *f, const model_config *c, char *err, size_t errlen)
 {
+    const family *fam = model_family(c->arch);
     char why[160];
     snprintf(why, sizeof why, "vocab_size %d, n_embd %d", c->vocab_size, c->n_embd);
-    if (expect_2d(f, "transformer.wte.weight", c->vocab_size, c->n_embd, why, err, errlen)) return -1;
+    if (expect_2d(f, fam->embedding, c->vocab_size, c->n_embd, why, err, errlen)) return -1;
     snprintf(why, sizeof why, "block_size %d, n_embd %d", c->block_size, c->n_embd);
-    if (expect_2d(f, "transformer.wpe.weight", c->block_size, c->n_embd, why, err, errlen)) return -1;
-    int64_t need = tg_gpt_num_params(c), have = 0;
+    if (fam->position && expect_2d(f, fam->position, c->block_size, c->n_embd, why, err, errlen)) return -1;
+    int64_t need = model_num_params(c), have = 0;
     for (int i = 0; i < tg_st_count(f); i++) {
         const tg_st_tensor *e = tg_st_at(f, i);
         if ((!strcmp(e->dtype, "F32") || !strcmp(e->dtype, "F64")) && strncmp(e->name, "optimizer.", 10))
@@ -226,11 +186,11 @@ static int check_config_against_tensors(const tg_st_file *f, const tg_gpt_config
     }
     if (need < 0 || have < need) {
         snprintf(err, errlen,
-                 "the checkpoint's metadata (n_layer %d, n_head %d, n_embd %d, block_size %d, vocab_size %d, bias %s) "
+                 "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab_size %d) "
                  "describes %lld parameters, but the file holds only %lld float values: a tensor is missing, or the "
                  "metadata is wrong",
-                 c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->bias ? "true" : "false",
-                 (long long)need, (long long)have);
+                 c->arch, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, (long long)need,
+                 (long long)have);
         return -1;
     }
     return 0;
@@ -252,33 +212,60 @@ static int check_finite(const tg_params *p, char *err, size_t errlen)
     return 0;
 }
 
-tg_gpt *checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, char *err, size_t errlen)
+int checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, model *m, char *err, size_t errlen)
 {
-    tg_gpt_config cfg;
-    if (checkpoint_config(f, &cfg, err, errlen) != 0) return NULL;
+    memset(m, 0, sizeof *m);
+    model_config cfg;
+    if (checkpoint_config(f, &cfg, err, errlen) != 0) return -1;
     if (dropout >= 0) cfg.dropout = dropout;
-    if (tg_gpt_num_params(&cfg) < 0) return tg_gpt_new(&cfg, dt, 0, err, errlen);   /* says what is wrong */
-    if (check_config_against_tensors(f, &cfg, err, errlen)) return NULL;
-    tg_gpt *m = tg_gpt_new(&cfg, dt, 0, err, errlen);
-    if (!m) return NULL;
+    if (model_num_params(&cfg) < 0) return model_new(m, &cfg, dt, 0, err, errlen);   /* says what is wrong */
+    if (check_config_against_tensors(f, &cfg, err, errlen) || model_new(m, &cfg, dt, 0, err, errlen)) return -1;
     if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
-        tg_gpt_free(m);
-        return NULL;
+        model_free(m);
+        return -1;
     }
-    const tg_st_tensor *head = tg_st_find(f, "lm_head.weight");
+    const family *fam = m->fam;
+    const tg_st_tensor *head = cfg.tied ? tg_st_find(f, fam->head) : NULL;
     if (head) {
         /* the head is tied: accept it only if it is the embedding */
-        const tg_st_tensor *wte = tg_st_find(f, "transformer.wte.weight");
-        if (!wte || head->nbytes != wte->nbytes || strcmp(head->dtype, wte->dtype) ||
-            memcmp(head->data, wte->data, head->nbytes)) {
-            snprintf(err, errlen,
-                     "lm_head.weight differs from transformer.wte.weight; tapegrad's GPT ties the head to the "
-                     "token embedding");
-            tg_gpt_free(m);
-            return NULL;
+        const tg_st_tensor *emb = tg_st_find(f, fam->embedding);
+        if (!emb || head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) ||
+            memcmp(head->data, emb->data, head->nbytes)) {
+            snprintf(err, errlen, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
+                     fam->embedding, fam->arch);
+            model_free(m);
+            return -1;
         }
     }
-    return m;
+    return 0;
+}
+
+/* 0 when the model's vocab_size fits v: equal for a VOCAB_CHARS
+ * vocabulary, at least its 259 ids for VOCAB_LLAMA2C (the rest unused) */
+static int vocab_fits(const vocab *v, const model *m, const char *whose, char *err, size_t errlen)
+{
+    const int V = m->cfg.vocab_size;
+    if (v->kind == VOCAB_CHARS ? V == v->size : V >= v->size) return 0;
+    snprintf(err, errlen, "the checkpoint's vocab_size %d does not match %s vocabulary of %d %s", V, whose, v->size,
+             v->kind == VOCAB_CHARS ? "characters" : "ids");
+    return -1;
+}
+
+int checkpoint_model_vocab(const tg_st_file *f, const model *m, const char *vocab_file, vocab *v, char *err,
+                           size_t errlen)
+{
+    if (vocab_file) {
+        size_t len;
+        char *text = read_file(vocab_file, &len, err, errlen);
+        if (!text) return -1;
+        vocab_build(v, text, len);
+        free(text);
+    } else if (tg_st_meta(f, "vocab") || strcmp(m->cfg.arch, "llama")) {
+        if (checkpoint_vocab(f, v, err, errlen)) return -1;
+    } else {
+        vocab_llama2c(v);
+    }
+    return vocab_fits(v, m, vocab_file ? "the --vocab file's" : "its", err, errlen);
 }
 
 int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen)
@@ -294,7 +281,7 @@ int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen)
     return vocab_from_string(v, s, err, errlen);
 }
 
-int checkpoint_load_train(const tg_st_file *f, tg_gpt *m, tg_adamw *opt, train_state *ts, int64_t max_step,
+int checkpoint_load_train(const tg_st_file *f, const model *m, tg_adamw *opt, train_state *ts, int64_t max_step,
                           char *err, size_t errlen)
 {
     const tg_st_tensor *mt = tg_st_find(f, "optimizer.m"), *vt = tg_st_find(f, "optimizer.v");

@@ -11,6 +11,7 @@ void vocab_build(vocab *v, const char *text, size_t len)
 {
     bool seen[256] = {0};
     for (size_t i = 0; i < len; i++) seen[(uint8_t)text[i]] = true;
+    v->kind = VOCAB_CHARS;
     v->size = 0;
     for (int b = 0; b < 256; b++) {
         v->ids[b] = -1;
@@ -21,16 +22,32 @@ void vocab_build(vocab *v, const char *text, size_t len)
     }
 }
 
+void vocab_llama2c(vocab *v)
+{
+    v->kind = VOCAB_LLAMA2C;
+    v->size = VOCAB_LLAMA2C_SIZE;
+    for (int b = 0; b < 256; b++) v->ids[b] = (int16_t)(b + 3), v->chars[b] = (uint8_t)b;
+}
+
 void vocab_to_string(const vocab *v, char *buf, size_t size)
 {
     size_t at = 0;
     buf[0] = 0;
+    if (v->kind == VOCAB_LLAMA2C) {
+        snprintf(buf, size, "llama2c");
+        return;
+    }
     for (int i = 0; i < v->size && at < size; i++)
         at += (size_t)snprintf(buf + at, size - at, i ? ",%d" : "%d", v->chars[i]);
 }
 
 int vocab_from_string(vocab *v, const char *s, char *err, size_t errlen)
 {
+    if (!strcmp(s, "llama2c")) {
+        vocab_llama2c(v);
+        return 0;
+    }
+    v->kind = VOCAB_CHARS;
     v->size = 0;
     for (int b = 0; b < 256; b++) v->ids[b] = -1;
     const char *p = s;
@@ -70,32 +87,84 @@ int vocab_encode(const vocab *v, const char *text, size_t len, int32_t *out, siz
     return 0;
 }
 
+int vocab_decode(const vocab *v, int id, char *buf)
+{
+    static const char *const specials[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    if (v->kind == VOCAB_CHARS) {
+        if (id < 0 || id >= v->size) return 0;
+        buf[0] = (char)v->chars[id];
+        return 1;
+    }
+    if (id >= 0 && id < 3) {
+        const size_t n = strlen(specials[id]);
+        memcpy(buf, specials[id], n);
+        return (int)n;
+    }
+    if (id < 3 || id >= VOCAB_LLAMA2C_SIZE) return 0;
+    buf[0] = (char)(id - 3);
+    return 1;
+}
+
+/* The token count of VOCAB_LLAMA2C's document stream for text (or, with
+ * out, the stream itself): per document BOS, " ", its bytes (see data.h). */
+static size_t llama2c_stream(const vocab *v, const char *text, size_t len, int32_t *out)
+{
+    size_t n = 0, i = 0;
+    while (i < len) {
+        size_t end = i;   /* the document: up to the first "\n\n", keeping one newline */
+        while (end < len && !(text[end] == '\n' && end + 1 < len && text[end + 1] == '\n')) end++;
+        if (end < len) end++;   /* the newline that ends its last line */
+        if (end > i && !(end - i == 1 && text[i] == '\n')) {
+            if (out) {
+                out[n] = VOCAB_BOS;
+                out[n + 1] = v->ids[' '];
+                for (size_t k = i; k < end; k++) out[n + 2 + k - i] = v->ids[(uint8_t)text[k]];
+            }
+            n += 2 + (end - i);
+        }
+        i = end < len ? end + 1 : end;   /* past the blank line's newline */
+    }
+    return n;
+}
+
 int dataset_make(dataset *d, const vocab *v, const char *text, size_t len, int block_size, char *err,
                  size_t errlen)
 {
     memset(d, 0, sizeof *d);
-    size_t n_train = (size_t)((double)len * 0.9);   /* first 90%, as nanoGPT int(0.9 * n) */
-    if (n_train < (size_t)block_size + 1 || len - n_train < (size_t)block_size + 1) {
+    const bool docs = v->kind == VOCAB_LLAMA2C;
+    const size_t n = docs ? llama2c_stream(v, text, len, NULL) : len;
+    size_t n_train = (size_t)((double)n * 0.9);   /* first 90%, as nanoGPT int(0.9 * n) */
+    if (n_train < (size_t)block_size + 1 || n - n_train < (size_t)block_size + 1) {
         snprintf(err, errlen,
-                 "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a split; "
+                 "data: %zu %s split 90/10 leave fewer than block_size + 1 = %d in a split; "
                  "use more text or a smaller --block-size",
-                 len, block_size + 1);
+                 n, docs ? "tokens" : "characters", block_size + 1);
         return -1;
     }
-    d->tokens = malloc(len * sizeof *d->tokens);
+    d->tokens = malloc(n * sizeof *d->tokens);
     if (!d->tokens) {
-        snprintf(err, errlen, "data: out of memory for %zu tokens", len);
+        snprintf(err, errlen, "data: out of memory for %zu tokens", n);
         return -1;
     }
     size_t bad = 0;
-    if (vocab_encode(v, text, len, d->tokens, &bad) != 0) {
+    if (docs) {
+        llama2c_stream(v, text, len, d->tokens);
+    } else if (vocab_encode(v, text, len, d->tokens, &bad) != 0) {
         snprintf(err, errlen, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
         dataset_free(d);
         return -1;
     }
-    d->n = len;
+    d->n = n;
     d->n_train = n_train;
-    d->bytes_per_token[0] = d->bytes_per_token[1] = 1.0;   /* one byte per character token */
+    /* bytes of text per token in each split: the documents' own bytes, so
+     * neither BOS nor the dummy space after it (one per BOS) */
+    for (int s = 0; s < 2; s++) {
+        int64_t bytes = 0;
+        for (size_t i = s ? n_train : 0; docs && i < (s ? n : n_train); i++)
+            bytes += d->tokens[i] >= 3 ? 1 : d->tokens[i] == VOCAB_BOS ? -1 : 0;
+        const size_t tokens = s ? n - n_train : n_train;
+        d->bytes_per_token[s] = docs ? (double)(bytes > 0 ? bytes : 1) / (double)tokens : 1.0;
+    }
     return 0;
 }
 

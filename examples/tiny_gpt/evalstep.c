@@ -27,7 +27,7 @@
 
 typedef struct inputs {
     tg_st_file *wf, *bf;
-    tg_gpt *m;
+    model m;
     int B, T;
     tg_graph *batch_graph;      /* holds idx and targets; never reset */
     tg_tensor *idx, *targets;   /* (B,T) i32 */
@@ -35,7 +35,7 @@ typedef struct inputs {
 
 static void inputs_free(inputs *in)
 {
-    tg_gpt_free(in->m);
+    model_free(&in->m);
     tg_st_free(in->wf);
     tg_st_free(in->bf);
     tg_graph_free(in->batch_graph);
@@ -53,8 +53,8 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     }
     if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
     if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
-    if (!(in->m = checkpoint_load_model(in->wf, dt, 0.0, err, errlen))) return -1;
-    tg_gpt_set_attn_composed(in->m, attn_composed);
+    if (checkpoint_load_model(in->wf, dt, 0.0, &in->m, err, errlen)) return -1;
+    model_set_composed(&in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
     if (!idx || !tgt) {
         snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);
@@ -67,9 +67,9 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     }
     in->B = (int)idx->shape[0];
     in->T = (int)idx->shape[1];
-    if (in->T > in->m->cfg.block_size) {
+    if (in->T > in->m.cfg.block_size) {
         snprintf(err, errlen, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
-                 in->m->cfg.block_size);
+                 in->m.cfg.block_size);
         return -1;
     }
     tg_graph *g = in->batch_graph = tg_graph_new();
@@ -86,8 +86,8 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
 /* loss and gradients of the model on the batch; -1 with the message */
 static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
 {
-    tg_params_zero_grad(in->m->params);
-    tg_tensor *loss = tg_gpt_loss(g, in->m, in->idx, in->targets);   /* () */
+    tg_params_zero_grad(in->m.params);
+    tg_tensor *loss = model_loss(g, &in->m, in->idx, in->targets);   /* () */
     if (tg_graph_backward(g, loss) != 0) {
         snprintf(err, errlen, "%s", tg_graph_error(g));
         return NAN;
@@ -106,7 +106,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     arg_spec ts[TRAIN_MAX_SPECS];
     int nts = train_specs(&o, ts);
     tg_st_file *f = NULL;
-    tg_gpt *m = NULL;
+    model m = {0};
     tg_graph *g = NULL;
     run_text text = {0};
     dataset d = {0};
@@ -132,29 +132,17 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         goto fail;
     }
     if (run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
-    if (vocab_file) {
-        size_t vlen;
-        char *vt = read_file(vocab_file, &vlen, err, sizeof err);
-        if (!vt) goto fail;
-        vocab_build(&v, vt, vlen);
-        free(vt);
-    } else if (tg_st_meta(f, "vocab")) {
-        if (checkpoint_vocab(f, &v, err, sizeof err)) goto fail;
-    } else {
-        vocab_build(&v, text.text, text.len);
-    }
-    if (!(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err))) goto fail;
-    tg_gpt_set_attn_composed(m, composed);
-    if (m->cfg.vocab_size != v.size) {
-        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match its vocabulary of %d characters",
-                 m->cfg.vocab_size, v.size);
+    if (checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err)) goto fail;
+    model_set_composed(&m, composed);
+    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(m.cfg.arch, "llama"))
+            ? checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err)
+            : (vocab_build(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
-    }
-    const int T = m->cfg.block_size;
+    const int T = m.cfg.block_size;
     if (dataset_make(&d, &v, text.text, text.len, T, err, sizeof err) || !(g = tg_graph_new())) goto fail;
     const int B = o.batch_size, A = o.grad_accum;
-    double tl = estimate_loss(g, m, &d, false, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
-    double vl = isnan(tl) ? NAN : estimate_loss(g, m, &d, true, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
+    double tl = estimate_loss(g, &m, &d, false, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
+    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.eval_iters, o.seed, step, err, sizeof err);
     if (isnan(vl)) goto fail;
     printf("step %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)\n", (long long)step, tl, vl,
            bits_per_byte(vl, d.bytes_per_token[1]));
@@ -164,7 +152,7 @@ fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err);
 done:
     tg_graph_free(g);
-    tg_gpt_free(m);
+    model_free(&m);
     tg_st_free(f);
     dataset_free(&d);
     run_text_free(&text);
@@ -226,8 +214,8 @@ int cmd_eval(int argc, char **argv)
         meta[1] = ls;
         tg_st_writer *w = tg_st_writer_new();
         int bad = !w;
-        for (int i = 0; !bad && i < tg_params_count(in.m->params); i++) {
-            tg_tensor *p = tg_params_at(in.m->params, i);
+        for (int i = 0; !bad && i < tg_params_count(in.m.params); i++) {
+            tg_tensor *p = tg_params_at(in.m.params, i);
             int64_t shape[TG_MAX_DIMS];
             for (int k = 0; k < p->ndim; k++) shape[k] = p->shape[k];
             bad |= tg_st_writer_add(w, p->name, dt == TG_F32 ? "F32" : "F64", p->ndim, shape, p->grad) != 0;
@@ -286,12 +274,12 @@ int cmd_step(int argc, char **argv)
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
     if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
-    opt = tg_adamw_new(in.m->params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, err, sizeof err);
+    opt = tg_adamw_new(in.m.params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, err, sizeof err);
     if (!opt) goto fail;
     for (int64_t s = 0; s < steps; s++) {
         double loss = loss_and_grads(&in, g, err, sizeof err);
         if (isnan(loss)) goto fail;
-        if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m->params, clip))) {
+        if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m.params, clip))) {
             snprintf(err, sizeof err, "step %lld: the gradient norm is not finite", (long long)s);
             goto fail;
         }
@@ -303,7 +291,7 @@ int cmd_step(int argc, char **argv)
     vocab v = {0};
     if (tg_st_meta(in.wf, "vocab") && vocab_from_string(&v, tg_st_meta(in.wf, "vocab"), err, sizeof err))
         goto fail;
-    if (checkpoint_save(out, in.m, &v, NULL, NULL, NULL, 0, err, sizeof err)) goto fail;
+    if (checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, 0, err, sizeof err)) goto fail;
     rc = 0;
     goto done;
 fail:

@@ -78,6 +78,8 @@ static void usage(FILE *out)
             "          DIR/index.html (--ckpt, --text, --out DIR)\n"
             "  tokenizer  train a byte-level BPE tokenizer (train --data F --vocab-size N --out F), or\n"
             "          encode stdin to ids / decode ids to bytes (encode|decode --tokenizer F)\n"
+            "  export  a Llama checkpoint as llama2.c's model.bin and tokenizer.bin (--ckpt, --out, --tokenizer)\n"
+            "  import  llama2.c's model.bin as a Llama checkpoint (--model, --tokenizer, --out)\n"
             "tiny_gpt <command> --help lists the command's flags.\n");
 }
 
@@ -85,7 +87,7 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
-                {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}};
+                {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}, {"export", cmd_export}, {"import", cmd_import}};
 
 int main(int argc, char **argv)
 {

@@ -93,8 +93,9 @@ int run_restore(arg_spec *specs, int n_specs, unsigned roles, const tg_st_file *
         run_key(s, key, sizeof key);
         arg_value_format(s, given, sizeof given);
         const char *stored = tg_st_meta(f, key);
-        if (!stored) {
-            if (cmd) fprintf(stderr, "tiny_gpt %s: notice: %s does not record --%s; using %s\n", cmd, from, s->name, given);
+        if (!stored) {   /* (a model key another family does not have is no news) */
+            if (cmd && s->role != ROLE_MODEL)
+                fprintf(stderr, "tiny_gpt %s: notice: %s does not record --%s; using %s\n", cmd, from, s->name, given);
             continue;
         }
         arg_value v;

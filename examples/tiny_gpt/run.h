@@ -37,7 +37,7 @@ int run_record(const arg_spec *specs, int n_specs, kv_list *l);
  * and a notice on stderr for ROLE_FREE (the given value wins). A recorded
  * value that does not parse or is out of the flag's range is an error
  * naming the key. A flag f does not record is a notice (the flag's value
- * is used). `from` names f in messages; notices go to stderr prefixed
+ * is used), except a model flag (another family's key). `from` names f in messages; notices go to stderr prefixed
  * with "tiny_gpt <cmd>: notice:", or nowhere when cmd is NULL. 0, or -1
  * with the message. */
 int run_restore(arg_spec *specs, int n_specs, unsigned roles, const tg_st_file *f, const char *from,

@@ -2,7 +2,16 @@
  * through the model once, then one token at a time through the KV cache.
  * Once the context reaches block_size, each step re-reads the last
  * block_size tokens from position 0 (learned absolute positions leave no
- * other exact choice), as nanoGPT's generate does. */
+ * other exact choice), as nanoGPT's generate does.
+ *
+ * A model with llama2.c's vocabulary (a Llama) follows run.c's
+ * conventions, so both programs see the same ids for the same prompt: the
+ * prompt is BOS, the id of " " (the dummy prefix; only for a prompt that
+ * is not empty) and its bytes (id 3 + byte); a space right after BOS is
+ * not printed; generation stops when the model produces BOS. (run.c also
+ * stops at seq_len, where this program slides its window, and does not
+ * print single bytes that are not printable ASCII: the two agree on ASCII
+ * text within seq_len.) */
 #include "tiny_gpt.h"
 
 #include <math.h>
@@ -48,50 +57,57 @@ static int pick(const tg_tensor *logits, int64_t row, int V, double temperature,
     return best;
 }
 
-/* Continues ctx[0..n) by `tokens` tokens, writing each as it comes. The
- * prompt's last block_size tokens prime the cache; once the context
- * reaches block_size, each step re-reads the last block_size tokens from
- * position 0. 0, or -1 with the message. */
-static int generate(tg_gpt *m, tg_graph *g, const vocab *v, int32_t *ctx, size_t n, int tokens, double temperature,
+/* Continues ctx[0..n) by `tokens` tokens, writing each as it comes (and
+ * stopping at BOS with llama2.c's vocabulary). The prompt's last
+ * block_size tokens prime the cache; once the context reaches block_size,
+ * each step re-reads the last block_size tokens from position 0. 0, or -1
+ * with the message. */
+static int generate(model *m, tg_graph *g, const vocab *v, int32_t *ctx, size_t n, int tokens, double temperature,
                     int top_k, tg_rng *r, double *probs, char *err, size_t errlen)
 {
-    const int bs = m->cfg.block_size;
+    const int bs = m->cfg.block_size, V = m->cfg.vocab_size;
     size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
-    tg_gpt_cache_clear(m);
+    model_cache_clear(m);
     for (int i = 0; i < tokens; i++) {
-        if (m->cache[0].len + (int)(n - fed) > bs) {
+        if (model_cache_len(m) + (int)(n - fed) > bs) {
             /* window full: restart from position 0 on the last bs tokens */
-            tg_gpt_cache_clear(m);
+            model_cache_clear(m);
             fed = n - (size_t)bs;
         }
         int T = (int)(n - fed);
         tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ctx + fed);   /* (1,T) */
-        tg_tensor *logits = tg_gpt_forward(g, m, idx);                             /* (1,T,V) */
+        tg_tensor *logits = model_forward(g, m, idx, NULL);                        /* (1,T,V) */
         if (!logits) {
             snprintf(err, errlen, "%s", tg_graph_error(g));
             return -1;
         }
-        int next = pick(logits, T - 1, v->size, temperature, top_k, r, probs);
+        int next = pick(logits, T - 1, V, temperature, top_k, r, probs);
         tg_graph_reset(g);
+        if (v->kind == VOCAB_LLAMA2C && next == VOCAB_BOS) break;   /* run.c's end of a sequence */
+        char piece[8];
+        int len = vocab_decode(v, next, piece);
+        const int skip = v->kind == VOCAB_LLAMA2C && ctx[n - 1] == VOCAB_BOS && len && piece[0] == ' ';
+        fwrite(piece + skip, 1, (size_t)(len - skip), stdout);
+        fflush(stdout);
         fed = n;
         ctx[n++] = next;
-        fputc(v->chars[next], stdout);
-        fflush(stdout);
     }
     return 0;
 }
 
 int cmd_sample(int argc, char **argv)
 {
-    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = "\n", *prompt_file = NULL, *vocab_file = NULL,
+    const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = NULL, *prompt_file = NULL, *vocab_file = NULL,
                *dtype = "f32", *attn = "fused", *config = NULL;
     bool composed = false;
     int tokens = 200, top_k = 200, threads = 1, num_samples = 1;
+    bool stats = false;
     double temperature = 0.8;
     int64_t seed = 1337;
     arg_spec specs[] = {
         {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0, ROLE_NONE},
-        {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (characters of the vocabulary)", 0, ROLE_NONE},
+        {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (default: a newline; a Llama's: nothing)", 0,
+         ROLE_NONE},
         {"prompt-file", ARG_STRING, &prompt_file, 0, 0, "read the prompt from this file instead", 0, ROLE_NONE},
         {"tokens", ARG_INT, &tokens, 0, 1 << 24, "characters to generate per sample", 0, ROLE_NONE},
         {"num-samples", ARG_INT, &num_samples, 1, 1 << 20, "samples, each from the prompt, separated by a line of dashes", 0, ROLE_NONE},
@@ -100,6 +116,7 @@ int cmd_sample(int argc, char **argv)
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0,
          "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0, ROLE_NONE},
+        {"stats", ARG_SWITCH, &stats, 0, 0, "print the decoding speed and heap allocations to stderr", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
@@ -113,7 +130,7 @@ int cmd_sample(int argc, char **argv)
 
     int rc = 1;
     tg_st_file *f = NULL;
-    tg_gpt *m = NULL;
+    model m = {0};
     tg_graph *g = NULL;
     int32_t *ctx = NULL;
     double *probs = NULL;
@@ -125,50 +142,51 @@ int cmd_sample(int argc, char **argv)
         goto fail;
     }
     if (prompt_file && !(prompt = file_text = read_file(prompt_file, &plen, err, sizeof err))) goto fail;
+    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
+        goto fail;
+    model_set_composed(&m, composed);
+    const bool llama = v.kind == VOCAB_LLAMA2C;
+    if (!prompt) prompt = llama ? "" : "\n";
     if (!prompt_file) plen = strlen(prompt);
-    if (!(f = tg_st_load(ckpt, err, sizeof err))) goto fail;
-    if (vocab_file) {
-        size_t vlen;
-        char *vt = read_file(vocab_file, &vlen, err, sizeof err);
-        if (!vt) goto fail;
-        vocab_build(&v, vt, vlen);
-        free(vt);
-    } else if (checkpoint_vocab(f, &v, err, sizeof err)) {
-        goto fail;
-    }
-    if (!(m = checkpoint_load_model(f, dt, 0.0, err, sizeof err))) goto fail;
-    tg_gpt_set_attn_composed(m, composed);
-    if (m->cfg.vocab_size != v.size) {
-        snprintf(err, sizeof err, "the checkpoint's vocab_size %d does not match the %s vocabulary of %d characters",
-                 m->cfg.vocab_size, vocab_file ? "--vocab file's" : "its", v.size);
-        goto fail;
-    }
-    if (plen == 0) {
+    if (plen == 0 && !llama) {
         snprintf(err, sizeof err, "%s is empty; give at least one character", prompt_file ? prompt_file : "--prompt");
         goto fail;
     }
-    ctx = malloc((plen + (size_t)tokens) * sizeof *ctx);
-    probs = malloc((size_t)v.size * sizeof *probs);
+    const size_t head = llama ? (plen ? 2 : 1) : 0;   /* BOS and the dummy " " */
+    ctx = malloc((head + plen + (size_t)tokens) * sizeof *ctx);
+    probs = malloc((size_t)m.cfg.vocab_size * sizeof *probs);
     g = tg_graph_new();
     if (!ctx || !probs || !g) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
-    if (vocab_encode(&v, prompt, plen, ctx, &bad) != 0) {
+    if (llama) {
+        ctx[0] = VOCAB_BOS;
+        if (plen) ctx[1] = v.ids[' '];
+    }
+    if (vocab_encode(&v, prompt, plen, ctx + head, &bad) != 0) {
         snprintf(err, sizeof err, "the prompt's character '%c' (byte %d, offset %zu) is not in the vocabulary",
                  prompt[bad] >= 32 && prompt[bad] < 127 ? prompt[bad] : '?', (uint8_t)prompt[bad], bad);
         goto fail;
     }
-    if (tg_gpt_cache_enable(m, 1, err, sizeof err)) goto fail;
+    if (model_cache_enable(&m, 1, err, sizeof err)) goto fail;
     tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)seed, 5);
+    double t0 = now_seconds();
+    uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
         fwrite(prompt, 1, plen, stdout);
-        if (generate(m, g, &v, ctx, plen, tokens, temperature, top_k, &r, probs, err, sizeof err)) goto fail;
+        if (generate(&m, g, &v, ctx, head + plen, tokens, temperature, top_k, &r, probs, err, sizeof err)) goto fail;
         fputc('\n', stdout);
+    }
+    if (stats) {
+        const double s = now_seconds() - t0;
+        fprintf(stderr, "tiny_gpt sample: %d x %d tokens in %.3f s: %.1f tokens/s; %llu heap allocations\n",
+                num_samples, tokens, s, num_samples * tokens / s, (unsigned long long)(tg_alloc_calls() - a0));
     }
     rc = 0;
     goto done;
@@ -179,7 +197,7 @@ done:
     free(probs);
     free(file_text);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    model_free(&m);
     tg_st_free(f);
     return rc;
 }

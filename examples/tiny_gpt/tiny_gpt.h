@@ -13,6 +13,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_attn(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);   /* tokenizer.c: train | encode | decode | info */
+int cmd_export(int argc, char **argv);      /* export.c: a Llama as llama2.c's files */
+int cmd_import(int argc, char **argv);      /* export.c: llama2.c's model.bin as a checkpoint */
 
 /* Shared helpers (main.c). */
 void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: all cores */

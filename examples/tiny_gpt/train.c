@@ -38,18 +38,33 @@
 
 int train_specs(train_opts *o, arg_spec *specs)
 {
-    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .n_layer = 4, .n_head = 4,
+    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .arch = "gpt", .rope = "interleaved",
+                      .multiple_of = 32, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .n_layer = 4, .n_head = 4,
                       .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
                       .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
                       .seed = 1337, .corpus_chars = 300000};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
+        {"arch", ARG_STRING, &o->arch, 0, 0, "the model: gpt (nanoGPT's GPT-2) or llama (llama2.c's Llama)", 0,
+         ROLE_MODEL},
         {"n-layer", ARG_INT, &o->n_layer, 1, 256, "transformer blocks", 0, ROLE_MODEL},
         {"n-head", ARG_INT, &o->n_head, 1, 1024, "attention heads", 0, ROLE_MODEL},
         {"n-embd", ARG_INT, &o->n_embd, 1, 65536, "embedding width (divisible by --n-head)", 0, ROLE_MODEL},
         {"block-size", ARG_INT, &o->block_size, 1, 1 << 16, "context length", 0, ROLE_MODEL},
-        {"bias", ARG_BOOL, &o->bias, 0, 0, "biases in Linear and LayerNorm", 0, ROLE_MODEL},
+        {"bias", ARG_BOOL, &o->bias, 0, 0, "biases in Linear and LayerNorm (gpt)", 0, ROLE_MODEL},
+        {"n-kv-head", ARG_INT, &o->n_kv_head, 0, 1024, "key/value heads, dividing --n-head (llama; 0: --n-head)", 0,
+         ROLE_MODEL},
+        {"hidden-dim", ARG_INT, &o->hidden_dim, 0, 1 << 24, "feed-forward width (llama; 0: from --multiple-of)", 0,
+         ROLE_MODEL},
+        {"multiple-of", ARG_INT, &o->multiple_of, 1, 1 << 16,
+         "llama's default width: multiple_of * ceil(int(8 C / 3) / multiple_of)", 0, ROLE_NONE},
+        {"rope-theta", ARG_DOUBLE, &o->rope_theta, 1.0000001, 1e12, "RoPE base (llama)", 0, ROLE_MODEL},
+        {"rope", ARG_STRING, &o->rope, 0, 0, "RoPE pairs: interleaved (Meta, llama2.c) or halves (Hugging Face) (llama)",
+         0, ROLE_MODEL},
+        {"norm-eps", ARG_DOUBLE, &o->norm_eps, 1e-30, 1, "RMSNorm eps (llama)", 0, ROLE_MODEL},
+        {"tied", ARG_BOOL, &o->tied, 0, 0, "output head tied to the token embedding (llama; a gpt's always is)", 0,
+         ROLE_MODEL},
         {"dropout", ARG_DOUBLE, &o->dropout, 0, 0.999, "dropout probability", 0, ROLE_RUN},
         {"batch-size", ARG_INT, &o->batch_size, 1, 1 << 16, "sequences per micro-batch", 0, ROLE_FREE},
         {"grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16,
@@ -88,7 +103,7 @@ int train_specs(train_opts *o, arg_spec *specs)
     return n;
 }
 
-double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
                      int64_t seed, int64_t step, char *err, size_t errlen)
 {
     int32_t *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
@@ -107,7 +122,7 @@ double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, int B, 
         dataset_batch(d, val, B, T, &r, x, y);
         tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
-        tg_tensor *loss = tg_gpt_loss(g, m, xt, yt);                      /* () */
+        tg_tensor *loss = model_loss(g, m, xt, yt);                       /* () */
         if (!loss) {
             snprintf(err, errlen, "%s", tg_graph_error(g));
             sum = NAN;
@@ -145,7 +160,7 @@ typedef struct trainer {
     data_id id;
     vocab v;
     dataset d;
-    tg_gpt *m;
+    model m;
     tg_adamw *opt;
     tg_graph *g;
     train_state ts;
@@ -214,7 +229,7 @@ static int start_from(trainer *t)
     if (!o->resume && !o->init) return 0;
     const char *path = o->resume ? t->path[LAST] : o->init;
     if (!(t->from = tg_st_load(path, t->err, sizeof t->err))) return -1;
-    tg_gpt_config c;
+    model_config c;
     if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
     if (run_restore(t->specs, t->n_specs, roles, t->from, path, "train", t->err, sizeof t->err)) return -1;
@@ -228,6 +243,18 @@ static int check_settings(trainer *t)
     if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
         parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err))
         return -1;
+    const bool llama = !strcmp(o->arch, "llama");
+    if (!model_family(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, model_families());
+    if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
+        return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
+    static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta", "rope", "norm-eps",
+                                             "tied"};
+    for (size_t i = 0; !llama && !t->from && i < sizeof llama_only / sizeof *llama_only; i++)
+        if (args_seen(t->specs, t->n_specs, llama_only[i]))
+            return failf(t, "--%s is a setting of --arch llama (this run is a %s)", llama_only[i], o->arch);
+    if (llama && o->bias) return failf(t, "--bias true: the Llama has no biases");
+    if (llama && o->n_kv_head && o->n_head % o->n_kv_head)
+        return failf(t, "--n-kv-head %d must divide --n-head %d", o->n_kv_head, o->n_head);
     if (o->warmup >= o->steps)
         fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
                         "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
@@ -249,29 +276,36 @@ static int build(trainer *t)
     train_opts *o = &t->o;
     const char *text = t->text.text;
     size_t len = t->text.len;
+    const bool llama = !strcmp(o->arch, "llama");
     if (t->from && tg_st_meta(t->from, "vocab")) {
         if (checkpoint_vocab(t->from, &t->v, t->err, sizeof t->err)) return -1;
+    } else if (llama) {
+        vocab_llama2c(&t->v);   /* llama2.c's ids: three specials, then the 256 bytes */
     } else {
         vocab_build(&t->v, text, len);   /* a new run, or weights from elsewhere: the data's sorted bytes */
     }
     if (t->from) {
-        t->m = checkpoint_load_model(t->from, t->dt, o->dropout, t->err, sizeof t->err);
-        if (!t->m) return -1;
-        if (t->v.size != t->m->cfg.vocab_size)
-            return failf(t, "the weights have vocab_size %d but the vocabulary has %d characters",
-                         t->m->cfg.vocab_size, t->v.size);
+        if (checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
+        if (t->v.size > t->m.cfg.vocab_size || (t->v.kind == VOCAB_CHARS && t->v.size != t->m.cfg.vocab_size))
+            return failf(t, "the weights have vocab_size %d but the vocabulary has %d %s", t->m.cfg.vocab_size,
+                         t->v.size, t->v.kind == VOCAB_CHARS ? "characters" : "ids");
     } else {
-        tg_gpt_config c = {o->n_layer, o->n_head, o->n_embd, o->block_size, t->v.size, o->bias, o->dropout, false};
-        if (!(t->m = tg_gpt_new(&c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err))) return -1;
+        model_config c = {.arch = o->arch, .n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd,
+                          .block_size = o->block_size, .vocab_size = t->v.size, .bias = o->bias,
+                          .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
+                          .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, o->multiple_of),
+                          .rope_theta = o->rope_theta, .norm_eps = o->norm_eps, .rope_halves = !strcmp(o->rope, "halves"),
+                          .tied = o->tied, .dropout = o->dropout};
+        if (model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
     }
-    tg_gpt_set_attn_composed(t->m, o->attn_composed);
+    model_set_composed(&t->m, o->attn_composed);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
-    if (!(t->opt = tg_adamw_new(t->m->params, &ac, t->err, sizeof t->err))) return -1;
+    if (!(t->opt = tg_adamw_new(t->m.params, &ac, t->err, sizeof t->err))) return -1;
     t->ts = (train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (checkpoint_load_train(t->from, t->m, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (checkpoint_load_train(t->from, &t->m, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
@@ -320,7 +354,7 @@ static int save_last(trainer *t, int64_t step)
     t->ts.step = step;
     t->ts.drop_rng = *tg_graph_rng(t->g);
     fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
-    return checkpoint_save(t->path[LAST], t->m, &t->v, t->opt, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
+    return checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
                            t->err, sizeof t->err);
 }
 
@@ -329,9 +363,9 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
 {
     const train_opts *o = &t->o;
     const int B = o->batch_size, A = o->grad_accum, T = o->block_size;
-    row->train = estimate_loss(t->g, t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, t->err, sizeof t->err);
+    row->train = estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, t->err, sizeof t->err);
     row->val = isnan(row->train) ? NAN
-                                 : estimate_loss(t->g, t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, t->err,
+                                 : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, t->err,
                                                  sizeof t->err);
     if (!isfinite(row->train) || !isfinite(row->val)) {
         if (!tg_graph_error(t->g)) failf(t, "the loss is not finite at step %lld", (long long)step);
@@ -350,7 +384,7 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
         train_state at = {.step = step};
-        if (checkpoint_save(t->path[BEST], t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv, t->meta.n,
+        if (checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv, t->meta.n,
                             t->err, sizeof t->err))
             return -1;
     }
@@ -375,7 +409,7 @@ static double train_step(trainer *t, int64_t step, double lr)
         dataset_batch(&t->d, false, B, T, &t->ts.data_rng, t->x, t->y);
         tg_tensor *xt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->y);   /* (B,T) */
-        tg_tensor *loss = tg_gpt_loss(t->g, t->m, xt, yt);                      /* () */
+        tg_tensor *loss = model_loss(t->g, &t->m, xt, yt);                      /* () */
         if (tg_graph_backward_seeded(t->g, loss, seed) != 0) {
             failf(t, "step %lld: %s", (long long)step, tg_graph_error(t->g));
             return NAN;
@@ -389,14 +423,14 @@ static double train_step(trainer *t, int64_t step, double lr)
         sum += lv;
     }
     if (o->grad_clip > 0) {
-        double norm = tg_clip_grad_norm(t->m->params, o->grad_clip);
+        double norm = tg_clip_grad_norm(t->m.params, o->grad_clip);
         if (!isfinite(norm)) {
             failf(t, "step %lld: the gradient norm is %g", (long long)step, norm);
             return NAN;
         }
     }
     tg_adamw_step(t->opt, lr);
-    tg_params_zero_grad(t->m->params);
+    tg_params_zero_grad(t->m.params);
     return sum / A;
 }
 
@@ -477,7 +511,7 @@ int cmd_train(int argc, char **argv)
     if (!(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, t->err, sizeof t->err))) goto fail;
 
     fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
-            (long long)tg_params_numel(t->m->params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
+            (long long)tg_params_numel(t->m.params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
             o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
     if (o->resume) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
     if (t->text.floor_nats >= 0)
@@ -497,7 +531,7 @@ done:
     free(t->y);
     tg_graph_free(t->g);
     tg_adamw_free(t->opt);
-    tg_gpt_free(t->m);
+    model_free(&t->m);
     tg_st_free(t->from);
     dataset_free(&t->d);
     run_text_free(&t->text);

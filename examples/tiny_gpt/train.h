@@ -6,10 +6,14 @@
 #include "../../tapegrad.h"
 #include "args.h"
 #include "data.h"
+#include "model.h"
 
 typedef struct train_opts {
-    const char *data, *out, *dtype, *init, *attn, *config;
+    const char *data, *out, *dtype, *init, *attn, *config, *arch, *rope;
     int n_layer, n_head, n_embd, block_size, batch_size, grad_accum;
+    int n_kv_head, hidden_dim, multiple_of;    /* llama */
+    double rope_theta, norm_eps;               /* llama */
+    bool tied;                                 /* llama */
     int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
     double lr, min_lr, weight_decay, beta1, beta2, grad_clip, dropout;
     bool bias, resume, force, attn_composed;
@@ -30,7 +34,7 @@ int train_specs(train_opts *o, arg_spec *specs);
  * come from their own stream seeded by (seed, step), so an estimate never
  * disturbs training and the same step always sees the same windows. NAN
  * with the graph's message in err on failure. */
-double estimate_loss(tg_graph *g, tg_gpt *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
                      int64_t seed, int64_t step, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */

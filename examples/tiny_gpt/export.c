@@ -1,0 +1,314 @@
+/* tiny_gpt export / import: a Llama checkpoint to and from llama2.c's
+ * files, the ones its run.c reads.
+ *
+ * model.bin (run.c's "legacy" checkpoint, all little-endian):
+ *   7 int32   dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+ *             vocab_size (negative when the output head is not the
+ *             token embedding), seq_len
+ *   float32   tok_embeddings (V,dim); then, each for all layers in order:
+ *             attention_norm (dim), wq (dim,dim), wk (kv_dim,dim),
+ *             wv (kv_dim,dim), wo (dim,dim), ffn_norm (dim),
+ *             w1 (hidden,dim), w2 (dim,hidden), w3 (hidden,dim);
+ *             norm (dim); two RoPE tables of seq_len x head_size/2
+ *             (cos, sin; run.c skips them); output (V,dim) when not tied
+ *   (every matrix as PyTorch stores it, (out, in) row-major)
+ * tokenizer.bin:
+ *   int32 max_token_length; per id: float32 score, int32 length, bytes
+ *
+ * run.c hard-codes RoPE with interleaved pairs and theta 10000 and an RMS
+ * eps of 1e-5, and the vocabulary conventions of data.h's VOCAB_LLAMA2C
+ * (pieces: "<unk>", "\n<s>\n", "\n</s>\n", then each byte as itself when
+ * printable ASCII, else "<0xXX>", which run.c turns back into the byte),
+ * so export refuses a model that differs. Scores are 0: no two pieces
+ * concatenate to a third, so run.c's merge loop never merges.
+ *
+ * import reads model.bin back into a Llama checkpoint (the two RoPE
+ * tables kept as tensors llama2c.freqs_cos / llama2c.freqs_sin, so that
+ * exporting the import writes the same bytes). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "files.h"
+#include "tiny_gpt.h"
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* The piece of id in run.c's tokenizer (VOCAB_LLAMA2C's layout). */
+static void llama2c_piece(int id, char *buf, size_t size)
+{
+    static const char *const specials[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    if (id < 3) snprintf(buf, size, "%s", specials[id]);
+    else if (id >= VOCAB_LLAMA2C_SIZE) snprintf(buf, size, "<extra_%d>", id);
+    else if (id - 3 >= 0x20 && id - 3 < 0x7f) snprintf(buf, size, "%c", id - 3);
+    else snprintf(buf, size, "<0x%02X>", id - 3);
+}
+
+static void put_i32(textbuf *b, int32_t v) { tb_put(b, (const char *)&v, 4); }
+
+/* tensor t's values as float32 */
+static void put_tensor(textbuf *b, const tg_tensor *t)
+{
+    for (int64_t i = 0; i < t->numel; i++) {
+        const float f = (float)tg_tensor_get(t, i);
+        tb_put(b, (const char *)&f, 4);
+    }
+}
+
+/* model.py's RoPE tables in float: cos and sin of t / theta^(2i / hd) */
+static void put_freqs(textbuf *b, int seq_len, int hd, double theta, bool sine)
+{
+    for (int t = 0; t < seq_len; t++)
+        for (int i = 0; i < hd / 2; i++) {
+            const float freq = 1.0f / powf((float)theta, (float)(2 * i) / (float)hd), a = (float)t * freq;
+            const float v = sine ? sinf(a) : cosf(a);
+            tb_put(b, (const char *)&v, 4);
+        }
+}
+
+static const char *const LAYER_ORDER[9] = {"attention_norm.weight", "attention.wq.weight", "attention.wk.weight",
+                                           "attention.wv.weight", "attention.wo.weight", "ffn_norm.weight",
+                                           "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"};
+
+static int export_llama2c(const tg_st_file *f, const model *m, const vocab *v, const char *out, const char *tok,
+                          char *err, size_t errlen)
+{
+    const model_config *c = &m->cfg;
+    if (strcmp(c->arch, "llama"))
+        return snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch), -1;
+    if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5)
+        return snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps "
+                                     "1e-5; this model has %s pairs, theta %g, eps %g",
+                        c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps), -1;
+    if (v->kind != VOCAB_LLAMA2C)
+        return snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes); this "
+                                     "model's vocabulary is another"), -1;
+    const int hd = c->n_embd / c->n_head;
+    textbuf b = {0};
+    const int32_t hdr[7] = {c->n_embd, c->hidden_dim, c->n_layer, c->n_head, c->n_kv_head,
+                            c->tied ? c->vocab_size : -c->vocab_size, c->block_size};
+    for (int i = 0; i < 7; i++) put_i32(&b, hdr[i]);
+    put_tensor(&b, tg_params_get(m->params, "tok_embeddings.weight"));
+    char name[96];
+    for (int k = 0; k < 9; k++)
+        for (int l = 0; l < c->n_layer; l++) {
+            snprintf(name, sizeof name, "layers.%d.%s", l, LAYER_ORDER[k]);
+            put_tensor(&b, tg_params_get(m->params, name));
+        }
+    put_tensor(&b, tg_params_get(m->params, "norm.weight"));
+    for (int s = 0; s < 2; s++) {   /* the tables an import kept, else model.py's */
+        const tg_st_tensor *e = tg_st_find(f, s ? "llama2c.freqs_sin" : "llama2c.freqs_cos");
+        if (e && !strcmp(e->dtype, "F32") && e->numel == (int64_t)c->block_size * hd / 2) tb_put(&b, e->data, e->nbytes);
+        else put_freqs(&b, c->block_size, hd, c->rope_theta, s);
+    }
+    if (!c->tied) put_tensor(&b, tg_params_get(m->params, "output.weight"));
+    /* the tokenizer */
+    textbuf t = {0};
+    int32_t max_len = 0;
+    char piece[32];
+    for (int id = 0; id < c->vocab_size; id++) {
+        llama2c_piece(id, piece, sizeof piece);
+        if ((int32_t)strlen(piece) > max_len) max_len = (int32_t)strlen(piece);
+    }
+    put_i32(&t, max_len);
+    for (int id = 0; id < c->vocab_size; id++) {
+        const float score = 0;
+        llama2c_piece(id, piece, sizeof piece);
+        tb_put(&t, (const char *)&score, 4);
+        put_i32(&t, (int32_t)strlen(piece));
+        tb_puts(&t, piece);
+    }
+    staged_files st = {0};
+    int rc = b.oom || t.oom ? snprintf(err, errlen, "out of memory"), -1 : 0;
+    if (!rc) rc = staged_add(&st, out, b.p, b.len, err, errlen);
+    if (!rc && tok) rc = staged_add(&st, tok, t.p, t.len, err, errlen);
+    if (!rc) rc = staged_commit(&st, err, errlen);
+    else staged_abort(&st);
+    if (!rc) printf("wrote %s (%zu bytes)%s%s\n", out, b.len, tok ? " and " : "", tok ? tok : "");
+    tb_free(&b);
+    tb_free(&t);
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* The next n floats of the file at *at into tensor t (f32), or -1 past the end. */
+static int take(const char *buf, size_t len, size_t *at, tg_tensor *t)
+{
+    const size_t n = (size_t)t->numel * 4;
+    if (*at + n > len) return -1;
+    memcpy(t->data, buf + *at, n);
+    *at += n;
+    return 0;
+}
+
+static int import_llama2c(const char *in, const char *tok, const char *out, char *err, size_t errlen)
+{
+    size_t len;
+    char *buf = read_file(in, &len, err, errlen);
+    if (!buf) return -1;
+    int32_t h[7];
+    int rc = -1;
+    model m = {0};
+    tg_graph *g = NULL;
+    char *tbuf = NULL;
+    if (len < sizeof h) {
+        snprintf(err, errlen, "%s: %zu bytes is shorter than llama2.c's 28-byte header", in, len);
+        goto done;
+    }
+    memcpy(h, buf, sizeof h);
+    const bool tied = h[5] > 0;
+    const int V = h[5] < 0 ? -h[5] : h[5];
+    model_config c = {.arch = "llama", .n_embd = h[0], .hidden_dim = h[1], .n_layer = h[2], .n_head = h[3],
+                      .n_kv_head = h[4], .vocab_size = V, .block_size = h[6], .rope_theta = 10000, .norm_eps = 1e-5,
+                      .tied = tied};
+    const int64_t need = model_num_params(&c);
+    const int hd = c.n_head > 0 ? c.n_embd / c.n_head : 0;
+    const int64_t floats = need + (int64_t)c.block_size * hd;   /* the parameters and the two tables */
+    if (need < 0 || h[5] == INT32_MIN || (int64_t)len != 28 + 4 * floats) {
+        snprintf(err, errlen, "%s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
+                              "vocab_size %d, seq_len %d) %s", in, h[0], h[1], h[2], h[3], h[4], h[5], h[6],
+                 need < 0 ? "does not describe a Llama" : "does not match the file's size");
+        if (need >= 0) snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, %lld expected)", len,
+                                (long long)(28 + 4 * floats));
+        goto done;
+    }
+    if (model_new(&m, &c, TG_F32, 0, err, errlen)) goto done;
+    size_t at = 28;
+    char name[96];
+    take(buf, len, &at, tg_params_get(m.params, "tok_embeddings.weight"));
+    for (int k = 0; k < 9; k++)
+        for (int l = 0; l < c.n_layer; l++) {
+            snprintf(name, sizeof name, "layers.%d.%s", l, LAYER_ORDER[k]);
+            take(buf, len, &at, tg_params_get(m.params, name));
+        }
+    take(buf, len, &at, tg_params_get(m.params, "norm.weight"));
+    const size_t table = (size_t)c.block_size * hd / 2 * 4;
+    const char *freqs = buf + at;
+    at += 2 * table;
+    if (!tied) take(buf, len, &at, tg_params_get(m.params, "output.weight"));
+    /* the vocabulary: llama2.c's byte layout (checked piece by piece when a tokenizer is given) */
+    vocab v;
+    vocab_llama2c(&v);
+    if (tok) {
+        size_t tl;
+        if (!(tbuf = read_file(tok, &tl, err, errlen))) goto done;
+        size_t p = 4;
+        char want[32];
+        for (int id = 0; id < V; id++) {
+            int32_t n = -1;
+            if (p + 8 <= tl) memcpy(&n, tbuf + p + 4, 4);
+            llama2c_piece(id, want, sizeof want);
+            if (n < 0 || p + 8 + (size_t)n > tl) {
+                snprintf(err, errlen, "%s: cut short at id %d", tok, id);
+                goto done;
+            }
+            if (id < VOCAB_LLAMA2C_SIZE && ((size_t)n != strlen(want) || memcmp(tbuf + p + 8, want, (size_t)n))) {
+                snprintf(err, errlen, "%s: id %d is '%.*s', not llama2.c's byte vocabulary's '%s' (tiny_gpt reads only "
+                                      "that vocabulary)", tok, id, n, tbuf + p + 8, want);
+                goto done;
+            }
+            p += 8 + (size_t)n;
+        }
+    }
+    /* the checkpoint: weights, config, vocabulary, and the tables as they were */
+    if (!(g = tg_graph_new())) goto done;
+    tg_tensor *cs[2];
+    for (int s = 0; s < 2; s++) {
+        cs[s] = tg_tensor_from(g, TG_F32, 2, (int[]){c.block_size, hd / 2}, freqs + s * table);
+        if (!cs[s]) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+    }
+    tg_st_writer *w = tg_st_writer_new();
+    kv_list meta = {0};
+    char vs[16];
+    vocab_to_string(&v, vs, sizeof vs);
+    int bad = !w || model_config_record(&m.cfg, &meta) || kv_add(&meta, "vocab", vs) ||
+              kv_add(&meta, "format", "tapegrad tiny_gpt (imported from llama2.c)");
+    for (int i = 0; !bad && i < meta.n; i++) bad |= tg_st_writer_meta(w, meta.kv[2 * i], meta.kv[2 * i + 1]);
+    for (int i = 0; !bad && i < tg_params_count(m.params); i++)
+        bad |= tg_st_writer_add_tensor(w, tg_params_at(m.params, i)->name, tg_params_at(m.params, i));
+    bad = bad || tg_st_writer_add_tensor(w, "llama2c.freqs_cos", cs[0]) ||
+          tg_st_writer_add_tensor(w, "llama2c.freqs_sin", cs[1]);
+    kv_free(&meta);
+    if (bad) snprintf(err, errlen, "%s: could not assemble the checkpoint", out);
+    else rc = tg_st_writer_save(w, out, err, errlen);
+    tg_st_writer_free(w);
+    if (!rc) printf("wrote %s (a Llama of %lld parameters)\n", out, (long long)need);
+done:
+    free(buf);
+    free(tbuf);
+    tg_graph_free(g);
+    model_free(&m);
+    return rc;
+}
+
+/* ---- the commands -------------------------------------------------------- */
+
+int cmd_export(int argc, char **argv)
+{
+    const char *ckpt = NULL, *format = "llama2c", *out = NULL, *tok = NULL, *dtype = "f32";
+    int threads = 1;
+    arg_spec specs[] = {
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "a Llama checkpoint of tiny_gpt train", 0, ROLE_NONE},
+        {"format", ARG_STRING, &format, 0, 0, "llama2c: llama2.c's run.c checkpoint", 0, ROLE_NONE},
+        {"out", ARG_STRING, &out, 0, 0, "the model file to write (model.bin)", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok, 0, 0, "also write run.c's tokenizer file here (tokenizer.bin)", 0, ROLE_NONE},
+        SPEC_THREADS(&threads),
+    };
+    const int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    char err[2048];
+    tg_dtype dt;
+    int setup = command_setup("export", "--ckpt F --format llama2c --out model.bin [--tokenizer tok.bin]", specs,
+                              n_specs, argc, argv, &dtype, &dt, NULL, NULL, &threads);
+    if (setup >= 0) return setup;
+    if (!ckpt || !out || strcmp(format, "llama2c")) {
+        fprintf(stderr, "tiny_gpt export: %s\n", strcmp(format, "llama2c") ? "--format: only llama2c is known"
+                                                                             : "--ckpt and --out are required");
+        return 2;
+    }
+    tg_st_file *f = tg_st_load(ckpt, err, sizeof err);
+    model m = {0};
+    vocab v;
+    int rc = !f || checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
+             checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err) ||
+             export_llama2c(f, &m, &v, out, tok, err, sizeof err);
+    if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
+    model_free(&m);
+    tg_st_free(f);
+    return rc ? 1 : 0;
+}
+
+int cmd_import(int argc, char **argv)
+{
+    const char *model_path = NULL, *format = "llama2c", *out = NULL, *tok = NULL, *dtype = "f32";
+    int threads = 1;
+    arg_spec specs[] = {
+        {"model", ARG_STRING, &model_path, 0, 0, "llama2.c's model file (model.bin)", 0, ROLE_NONE},
+        {"format", ARG_STRING, &format, 0, 0, "llama2c", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok, 0, 0, "its tokenizer.bin, checked to be llama2.c's byte vocabulary", 0,
+         ROLE_NONE},
+        {"out", ARG_STRING, &out, 0, 0, "the checkpoint to write (safetensors)", 0, ROLE_NONE},
+        SPEC_THREADS(&threads),
+    };
+    const int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    char err[2048];
+    tg_dtype dt;
+    int setup = command_setup("import", "--format llama2c --model model.bin [--tokenizer tok.bin] --out F", specs,
+                              n_specs, argc, argv, &dtype, &dt, NULL, NULL, &threads);
+    if (setup >= 0) return setup;
+    if (!model_path || !out || strcmp(format, "llama2c")) {
+        fprintf(stderr, "tiny_gpt import: %s\n", strcmp(format, "llama2c") ? "--format: only llama2c is known"
+                                                                             : "--model and --out are required");
+        return 2;
+    }
+    if (import_llama2c(model_path, tok, out, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt import: %s\n", err);
+        return 1;
+    }
+    return 0;
+}

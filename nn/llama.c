@@ -1,0 +1,229 @@
+/* Llama, as llama2.c's model.py builds it, composed from the modules in
+ * this folder.
+ *
+ *   idx (B,T) i32, positions p + t (p = the KV cache length)
+ *   x = dropout(tok_embeddings[idx])                              (B,T,C)
+ *   per layer:  h = x + attention(attention_norm(x))   causal, RoPE on q and k,
+ *                                                      n_kv_head key/value heads
+ *               x = h + feed_forward(ffn_norm(h))      w2(silu(w1 h) * w3 h)
+ *   logits = norm(x) output^T                                     (B,T,V)
+ *
+ * No position embedding (RoPE carries the positions), no biases, RMSNorm
+ * everywhere (eps norm_eps), the output head tied to the token embedding
+ * by default (a tied head's gradient is the sum of both uses).
+ *
+ * Parameters, in model.py's state_dict order and names:
+ *   tok_embeddings.weight (V,C)
+ *   per layer i: layers.<i>.attention.wq.weight (C,C), .wk.weight (Ckv,C),
+ *     .wv.weight (Ckv,C), .wo.weight (C,C),
+ *     layers.<i>.feed_forward.w1.weight (hidden,C), .w2.weight (C,hidden),
+ *     .w3.weight (hidden,C), layers.<i>.attention_norm.weight (C),
+ *     layers.<i>.ffn_norm.weight (C)
+ *   norm.weight (C), output.weight (V,C) when not tied
+ * with Ckv = n_kv_head * C / n_head.
+ * Init (model.py): normal(0, 0.02) for the embedding and every linear,
+ * 0.02 / sqrt(2 n_layer) for w3 and wo (model.py scales those two), norm
+ * weights 1; drawn from one tg_rng seeded with `seed`, in the order above. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lm_internal.h"
+
+#include "../core/alloc.h"
+#include "../core/err_internal.h"
+#include "../core/op.h"
+
+int tg_llama_hidden_dim(int dim, int multiple_of)
+{
+    if (dim < 1 || dim > (1 << 26) || multiple_of < 1 || multiple_of > (1 << 20)) return -1;
+    const int h = 2 * (4 * dim) / 3;   /* int(2 * 4 dim / 3) */
+    return multiple_of * ((h + multiple_of - 1) / multiple_of);
+}
+
+/* A config's problem as a message in err, or 0 when tg_llama_new takes it. */
+static int check_config(const tg_llama_config *c, char *err, size_t errlen)
+{
+    if (c->n_layer < 1 || c->n_head < 1 || c->n_kv_head < 1 || c->n_embd < 1 || c->hidden_dim < 1 ||
+        c->block_size < 1 || c->vocab_size < 1)
+        return tg_set_err(err, errlen, "llama: every size must be >= 1: n_layer %d, n_head %d, n_kv_head %d, n_embd %d, "
+                                       "hidden_dim %d, block_size %d, vocab_size %d", c->n_layer, c->n_head,
+                          c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size);
+    if (c->n_embd % c->n_head || (c->n_embd / c->n_head) % 2)
+        return tg_set_err(err, errlen, "llama: n_embd %d must be n_head %d times an even head size", c->n_embd,
+                          c->n_head);
+    if (c->n_head % c->n_kv_head)
+        return tg_set_err(err, errlen, "llama: n_kv_head %d must divide n_head %d", c->n_kv_head, c->n_head);
+    if (!(c->rope_theta > 1 && isfinite(c->rope_theta)))
+        return tg_set_err(err, errlen, "llama: rope_theta must be finite and > 1, got %g", c->rope_theta);
+    if (c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
+        return tg_set_err(err, errlen, "llama: unknown rope_flags %d", c->rope_flags);
+    if (!(c->norm_eps > 0 && c->norm_eps <= 1))
+        return tg_set_err(err, errlen, "llama: norm_eps must be in (0, 1], got %g", c->norm_eps);
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return tg_set_err(err, errlen, "llama: dropout must be in [0, 1), got %g", c->dropout);
+    return 0;
+}
+
+int64_t tg_llama_num_params(const tg_llama_config *cfg)
+{
+    if (!cfg || check_config(cfg, NULL, 0)) return -1;
+    const tg_llama_config c = *cfg;
+    const int64_t C = c.n_embd, Ckv = (int64_t)c.n_kv_head * (C / c.n_head), V = c.vocab_size;
+    int64_t layer, n, emb;
+    /* wq, wo (C,C); wk, wv (Ckv,C); w1, w2, w3 hidden x C; two norms */
+    if (__builtin_mul_overflow(C, 2 * C + 2 * Ckv + 3 * (int64_t)c.hidden_dim + 2, &layer) ||
+        __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n) ||
+        __builtin_mul_overflow(C, V * (c.tied ? 1 : 2) + 1, &emb) || __builtin_add_overflow(n, emb, &n))
+        return -1;
+    return n > ((int64_t)1 << 62) ? -1 : n;
+}
+
+static tg_llama *fail_new(tg_llama *m, char *err, size_t errlen, const char *msg)
+{
+    if (msg) tg_set_err(err, errlen, "%s", msg);
+    tg_llama_free(m);
+    return NULL;
+}
+
+tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    if (!cfg) {
+        tg_set_err(err, errlen, "llama: the config is NULL");
+        return NULL;
+    }
+    const tg_llama_config c = *cfg;
+    if (check_config(&c, err, errlen)) return NULL;
+    if (!tg_dtype_is_float(dt)) {
+        tg_set_err(err, errlen, "llama: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        return NULL;
+    }
+    tg_llama *m = tg_calloc(1, sizeof *m);
+    if (!m) return fail_new(m, err, errlen, "llama: out of memory");
+    m->cfg = c;
+    if (!(m->params = tg_params_new(dt, err, errlen))) return fail_new(m, err, errlen, NULL);
+    if (!(m->layers = tg_calloc((size_t)c.n_layer, sizeof *m->layers)))
+        return fail_new(m, err, errlen, "llama: out of memory");
+
+    tg_rng rng;
+    tg_rng_seed(&rng, seed, 0);
+    const double std = 0.02, scaled = 0.02 / sqrt(2.0 * c.n_layer);
+    const int C = c.n_embd;
+    tg_params *p = m->params;
+    if (!(m->tok_embeddings = tg_params_add(p, "tok_embeddings.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
+        return fail_new(m, err, errlen, tg_params_error(p));
+    tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
+    const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .n_kv_head = c.n_kv_head, .layout = TG_MHA_LLAMA,
+                              .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags};
+    char name[128];
+    for (int i = 0; i < c.n_layer; i++) {
+        tg_llama_block *b = &m->layers[i];
+        snprintf(name, sizeof name, "layers.%d.attention", i);
+        if (tg_mha_init_config(&b->attention, p, name, &ac, err, errlen)) return fail_new(m, err, errlen, NULL);
+        tg_mha_init_normal(&b->attention, &rng, std, scaled);                 /* wo scaled */
+        b->attention.composed = c.attn_composed;
+        snprintf(name, sizeof name, "layers.%d.feed_forward", i);
+        if (tg_mlp_init(&b->feed_forward, p, name, TG_MLP_SWIGLU, C, c.hidden_dim, false, c.dropout, err, errlen))
+            return fail_new(m, err, errlen, NULL);
+        tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std);         /* w3 scaled */
+        snprintf(name, sizeof name, "layers.%d.attention_norm", i);
+        if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err, errlen))
+            return fail_new(m, err, errlen, NULL);
+        snprintf(name, sizeof name, "layers.%d.ffn_norm", i);
+        if (tg_rmsnorm_init(&b->ffn_norm, p, name, C, c.norm_eps, err, errlen)) return fail_new(m, err, errlen, NULL);
+    }
+    if (tg_rmsnorm_init(&m->norm, p, "norm", C, c.norm_eps, err, errlen)) return fail_new(m, err, errlen, NULL);
+    if (c.tied) {
+        m->output = m->tok_embeddings;
+    } else {
+        if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
+            return fail_new(m, err, errlen, tg_params_error(p));
+        tg_rng_fill_normal(&rng, m->output, 0.0, std);
+    }
+    return m;
+}
+
+void tg_llama_free(tg_llama *m)
+{
+    if (!m) return;
+    tg_llama_cache_disable(m);
+    tg_params_free(m->params);
+    tg_free(m->layers);
+    tg_free(m);
+}
+
+void tg_llama_set_attn_composed(tg_llama *m, bool composed)
+{
+    if (!m) return;
+    m->cfg.attn_composed = composed;
+    for (int i = 0; i < m->cfg.n_layer; i++) m->layers[i].attention.composed = composed;
+}
+
+/* ---- forward ----------------------------------------------------------- */
+
+tg_tensor *tg_llama_forward(tg_graph *g, tg_llama *m, tg_tensor *idx) { return tg_llama_forward_ex(g, m, idx, NULL); }
+
+tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor **attn_weights)
+{
+    if (!m) return tg_fail(g, "llama: the model is NULL");
+    const tg_llama_config *c = &m->cfg;
+    if (attn_weights)
+        for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
+    tg_tensor *in[1] = {idx};
+    if (!tg_op_begin(g, "llama", 1, in) ||
+        !tg_lm_check_idx(g, "llama", idx, c->vocab_size, c->block_size, m->cache ? &m->cache[0] : NULL))
+        return NULL;
+    const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
+    tg_tensor *x = tg_dropout(g, tg_embedding(g, m->tok_embeddings, idx), c->dropout);     /* (B,T,C) */
+    for (int i = 0; i < c->n_layer; i++) {
+        const tg_llama_block *b = &m->layers[i];
+        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
+                             .weights = attn_weights ? &attn_weights[i] : NULL};
+        x = tg_add(g, x, tg_mha_forward(g, &b->attention, tg_rmsnorm_forward(g, &b->attention_norm, x), NULL, &args));
+        x = tg_add(g, x, tg_mlp_forward(g, &b->feed_forward, tg_rmsnorm_forward(g, &b->ffn_norm, x)));  /* (B,T,C) */
+    }
+    x = tg_rmsnorm_forward(g, &m->norm, x);                      /* (B,T,C) */
+    tg_tensor *logits = tg_linear(g, x, m->output, NULL);         /* (B,T,V) */
+    if (!logits || tg_graph_error(g)) {
+        /* a failure after some layers appended: forget those positions */
+        if (m->cache)
+            for (int i = 0; i < c->n_layer; i++) m->cache[i].len = p;
+        if (attn_weights)
+            for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
+        return NULL;
+    }
+    return logits;
+}
+
+tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *targets)
+{
+    if (!m) return tg_fail(g, "llama_loss: the model is NULL");
+    tg_tensor *in[2] = {idx, targets};
+    if (!tg_op_begin(g, "llama_loss", 2, in) || !tg_lm_check_targets(g, "llama", idx, targets)) return NULL;
+    return tg_cross_entropy(g, tg_llama_forward(g, m, idx), targets);   /* () */
+}
+
+/* ---- KV cache ---------------------------------------------------------- */
+
+int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errlen)
+{
+    if (!m) return tg_set_err(err, errlen, "llama_cache_enable: the model is NULL");
+    tg_llama_cache_disable(m);
+    const tg_llama_config *c = &m->cfg;
+    m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_kv_head, c->n_embd / c->n_head,
+                                c->block_size, "llama", err, errlen);
+    return m->cache ? 0 : -1;
+}
+
+void tg_llama_cache_clear(tg_llama *m)
+{
+    if (!m || !m->cache) return;
+    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
+}
+
+void tg_llama_cache_disable(tg_llama *m)
+{
+    if (!m) return;
+    tg_lm_caches_free(m->cache, m->cfg.n_layer);
+    m->cache = NULL;
+}

@@ -1,0 +1,37 @@
+/* RMSNorm layer over the last axis (Llama's):
+ *
+ *   y = x / sqrt(mean(x^2) + eps) * weight
+ *
+ * <name>.weight is filled with 1. */
+#include <stdio.h>
+
+#include "nn.h"
+
+#include "../core/err_internal.h"
+#include "../core/op.h"
+
+int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, char *err, size_t errlen)
+{
+    if (!l || !p || !name)
+        return tg_set_err(err, errlen, "rmsnorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
+    l->weight = NULL;
+    l->eps = eps;
+    if (C < 1) return tg_set_err(err, errlen, "rmsnorm '%s': C must be >= 1, got %d", name, C);
+    if (!(eps > 0 && eps <= 1))
+        return tg_set_err(err, errlen, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
+    char full[256];
+    snprintf(full, sizeof full, "%s.weight", name);
+    l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
+    if (!l->weight) return tg_set_err(err, errlen, "%s", tg_params_error(p));
+    for (int i = 0; i < C; i++) {
+        if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;
+        else ((double *)l->weight->data)[i] = 1;
+    }
+    return 0;
+}
+
+tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_tensor *x)
+{
+    if (!l) return tg_fail(g, "rmsnorm_forward: the module is NULL");
+    return tg_rmsnorm(g, x, l->weight, l->eps);
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# tiny_gpt with --arch llama, as a llama2.c user runs it: train, resume,
+# evaluate, sample with run.c's conventions, and export to llama2.c's
+# files, which the test suite's own reader of that format (llama2c_run,
+# written from run.c's documented behaviour) runs: the same greedy text
+# token for token, the same loss; import round-trips bit for bit.
+#   tests/tiny_gpt_llama.sh path/to/tiny_gpt path/to/st_edit path/to/llama2c_run
+. "$(dirname "$0")/tiny_gpt_lib.sh"
+run_c=$3
+
+# a text of lines (one document: BOS + " " + the text) a small model learns in 150 steps
+for i in $(seq 400); do printf 'the cat %d sees the dog %d.\n' $((i % 7)) $((i % 3)); done > "$work/text.txt"
+llama=(--arch llama --n-layer 2 --n-head 4 --n-kv-head 2 --n-embd 32 --hidden-dim 40 --block-size 256
+       --batch-size 4 --lr 1e-2 --warmup 10 --eval-iters 4 --threads 1 --data "$work/text.txt")
+
+# 1. train, with a stop and --resume alone on the way: the same run
+"$bin" train "${llama[@]}" --steps 150 --eval-interval 50 --out "$work/ref" >"$work/ref.log" 2>&1 ||
+  bad "llama training failed: $(tail -3 "$work/ref.log")"
+"$bin" train "${llama[@]}" --steps 150 --eval-interval 50 --stop-at 70 --out "$work/r" >/dev/null 2>&1
+"$bin" train --resume --out "$work/r" >/dev/null 2>&1
+[ "$(untimed "$work/ref")" = "$(untimed "$work/r")" ] && cmp -s "$work/ref/last.safetensors" "$work/r/last.safetensors" &&
+  ok "a stopped and resumed Llama run is the uninterrupted one" || bad "llama resume differs"
+hdr=$(header "$work/ref/best.safetensors")
+for kv in arch:llama n_kv_head:2 hidden_dim:40 rope_theta:10000 tied:true vocab:llama2c vocab_size:259; do
+  grep -qF "\"${kv%%:*}\":\"${kv#*:}\"" <<<"$hdr" || bad "metadata lacks ${kv%%:*} = ${kv#*:}"
+done
+first=$(evals "$work/ref" | head -1 | cut -d' ' -f3)
+last=$(evals "$work/ref" | tail -1 | cut -d' ' -f3)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.5 && a > 5) }' && ok "val loss falls ($first -> $last)" ||
+  bad "val loss $first -> $last"
+line=$(grep '^step 150: ' "$work/ref.log" | sed 's/ (floor.*//')
+[ -n "$line" ] && [ "$("$bin" eval --ckpt "$work/ref/last.safetensors" 2>&1)" = "$line" ] &&
+  ok "eval --ckpt of a Llama reproduces '$line'" || bad "llama eval --ckpt"
+
+# 2. export to llama2.c's files; the reader runs them as run.c would
+"$bin" export --ckpt "$work/ref/best.safetensors" --format llama2c --out "$work/model.bin" \
+  --tokenizer "$work/tok.bin" >/dev/null 2>&1 || bad "export failed"
+size=$(stat -c %s "$work/model.bin")
+# 7 int32, then 259x32 + 2 layers x (32 + 32x32 + 2 x 16x32 + 32x32 + 32 + 3 x 40x32) + 32 + 2 x 256x4 floats
+want=$((28 + 4 * (259 * 32 + 2 * (32 + 1024 + 1024 + 1024 + 32 + 3 * 1280) + 32 + 2 * 1024)))
+[ "$size" = "$want" ] && ok "model.bin has run.c's layout ($size bytes)" || bad "model.bin is $size bytes, want $want"
+# run.c -n STEPS generates STEPS - (prompt ids - 1) tokens; it prints no single byte that is not
+# printable ASCII (tiny_gpt prints every byte): compare what both print
+printable() { LC_ALL=C tr -cd '\11-\15\40-\176'; }
+for prompt in "the " "the cat 4 sees" ""; do
+  np=$(( ${#prompt} + (${#prompt} > 0 ? 2 : 1) - 1 ))   # BOS, the dummy " ", one id per byte; minus the first
+  ours=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "$prompt" --tokens 220 --temperature 0 2>&1 | printable)
+  theirs=$("$run_c" "$work/model.bin" "$work/tok.bin" "$prompt" $((np + 220)))
+  if [ ${#ours} -ge $((${#prompt} + 200)) ] && [ "$ours" = "$theirs" ]; then
+    ok "greedy text of '$prompt' equals the llama2.c reader's, all ${#ours} bytes: ${ours:0:40}..."
+  else bad "greedy '$prompt': tiny_gpt '${ours:0:80}' vs reader '${theirs:0:80}'"; fi
+done
+"$run_c" "$work/model.bin" "$work/tok.bin" "the cat 5 sees the dog 2.
+the cat 6 sees the bird 0." 0 "$work/batch.safetensors" >"$work/rl.txt"
+theirs=$(sed -n 's/^loss //p' "$work/rl.txt")
+ours=$("$bin" eval --init "$work/ref/best.safetensors" --batch "$work/batch.safetensors" 2>&1 | sed -n 's/^loss //p')
+awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-5 * a) }' &&
+  ok "the reader's loss $theirs equals tiny_gpt's $ours on the same tokens" || bad "loss: reader '$theirs' vs tiny_gpt '$ours'"
+
+# decoding allocates nothing per token: the same heap allocations for 20 and 200 tokens
+a20=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "the " --tokens 20 --temperature 0 --stats 2>&1 >/dev/null)
+a200=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "the " --tokens 200 --temperature 0 --stats 2>&1 >/dev/null)
+n20=$(sed -n 's/.*; \([0-9]*\) heap allocations$/\1/p' <<<"$a20")
+n200=$(sed -n 's/.*; \([0-9]*\) heap allocations$/\1/p' <<<"$a200")
+[ -n "$n20" ] && [ "$n20" = "$n200" ] && ok "decoding makes no heap allocation per token ($n20 for 20 tokens and for 200)" ||
+  bad "allocations while decoding: '$a20' / '$a200'"
+
+# documents end where the model says BOS: both stop there
+for i in $(seq 80); do printf 'the dog sees a bird.\n\nsome birds sing.\n\n'; done > "$work/docs.txt"
+"$bin" train "${llama[@]}" --data "$work/docs.txt" --steps 100 --eval-interval 100 --out "$work/p" >/dev/null 2>&1
+"$bin" export --ckpt "$work/p/last.safetensors" --out "$work/p.bin" --tokenizer "$work/ptok.bin" >/dev/null 2>&1
+ours=$("$bin" sample --ckpt "$work/p/last.safetensors" --prompt "some" --tokens 200 --temperature 0 2>&1)
+theirs=$("$run_c" "$work/p.bin" "$work/ptok.bin" "some" 205)
+[ -n "$ours" ] && [ ${#ours} -lt 100 ] && [ "$theirs" = "$ours" ] && ok "a document ends at BOS in both: '$ours'" ||
+  bad "BOS stop: tiny_gpt '$ours', reader '$theirs'"
+
+# 3. import round-trips bit for bit, both ways
+"$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/tok.bin" --out "$work/imp.safetensors" \
+  >/dev/null 2>&1 || bad "import failed"
+"$bin" export --ckpt "$work/imp.safetensors" --out "$work/model2.bin" --tokenizer "$work/tok2.bin" >/dev/null 2>&1
+cmp -s "$work/model.bin" "$work/model2.bin" && cmp -s "$work/tok.bin" "$work/tok2.bin" &&
+  ok "export(import(model.bin)) is model.bin, byte for byte" || bad "re-export differs"
+a=$("$bin" eval --init "$work/ref/best.safetensors" --batch "$work/batch.safetensors" 2>&1)
+b=$("$bin" eval --init "$work/imp.safetensors" --batch "$work/batch.safetensors" 2>&1)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "the imported weights are the exported ones (loss $a)" || bad "import: '$a' vs '$b'"
+# an untied head goes through both ways too
+"$bin" train "${llama[@]}" --tied false --n-kv-head 1 --steps 4 --eval-interval 4 --out "$work/u" >/dev/null 2>&1
+"$bin" export --ckpt "$work/u/last.safetensors" --out "$work/u.bin" --tokenizer "$work/utok.bin" >/dev/null 2>&1
+vs=$(od -An -td4 -j20 -N4 "$work/u.bin" | tr -d ' ')
+"$bin" import --model "$work/u.bin" --out "$work/u.safetensors" >/dev/null 2>&1
+"$bin" export --ckpt "$work/u.safetensors" --out "$work/u2.bin" >/dev/null 2>&1
+[ "$vs" = "-259" ] && cmp -s "$work/u.bin" "$work/u2.bin" && ok "an untied, multi-query Llama: vocab_size -259, round trip exact" ||
+  bad "untied export: vocab_size '$vs'"
+ours=$("$bin" sample --ckpt "$work/u/last.safetensors" --prompt "the " --tokens 30 --temperature 0 2>&1 | printable)
+theirs=$("$run_c" "$work/u.bin" "$work/utok.bin" "the " 35)
+[ "$ours" = "$theirs" ] && ok "the untied MQA model samples as the reader does" || bad "untied: '$ours' vs '$theirs'"
+
+# 4. what run.c cannot take is refused, with the reason
+"$bin" train --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --steps 2 --eval-iters 1 --threads 1 --out "$work/g" \
+  >/dev/null 2>&1
+expect_fail "export of a GPT" "llama2c export needs a Llama checkpoint, this one is a gpt" \
+  "$bin" export --ckpt "$work/g/last.safetensors" --out "$work/x.bin"
+"$bin" train "${llama[@]}" --rope halves --steps 2 --eval-iters 1 --out "$work/h" >/dev/null 2>&1
+expect_fail "export of HF-style RoPE" "run.c hard-codes RoPE with interleaved pairs" \
+  "$bin" export --ckpt "$work/h/last.safetensors" --out "$work/x.bin"
+head -c 1000 "$work/model.bin" > "$work/short.bin"
+expect_fail "import of a truncated file" "does not match the file's size (1000 bytes" \
+  "$bin" import --model "$work/short.bin" --out "$work/x.safetensors"
+[ ! -e "$work/x.bin" ] && [ ! -e "$work/x.safetensors" ] && ok "refused exports and imports write nothing" ||
+  bad "a refused export or import wrote a file"
+expect_fail "llama flags on a gpt" "--n-kv-head is a setting of --arch llama (this run is a gpt)" \
+  "$bin" train --n-kv-head 2 --out "$work/y"
+expect_fail "kv heads that do not divide" "--n-kv-head 3 must divide --n-head 4" "$bin" train "${llama[@]}" --n-kv-head 3 --out "$work/y"
+expect_fail "bias on a llama" "--bias true: the Llama has no biases" "$bin" train "${llama[@]}" --bias true --out "$work/y"
+expect_fail "unknown arch" "--arch: 'mamba' is not one of gpt, llama" "$bin" train --arch mamba --out "$work/y"
+
+finish
