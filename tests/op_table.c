@@ -78,6 +78,34 @@ static tg_tensor *attention(tg_graph *g, const tt_op_in *a)
     return tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, k->shape[1] - q->shape[1]);
 }
 
+static tg_tensor *rmsnorm(tg_graph *g, const tt_op_in *a) { return tg_rmsnorm(g, a->x, a->w, 1e-5); }
+static tg_tensor *silu(tg_graph *g, const tt_op_in *a) { return tg_silu(g, a->x); }
+static tg_tensor *swiglu(tg_graph *g, const tt_op_in *a) { return tg_swiglu(g, a->x, a->x2); }
+
+/* heads of 2 in each row of x (positions from 3 on), all but the last turned */
+static tg_tensor *rope(tg_graph *g, const tt_op_in *a)
+{
+    const int D = a->x->shape[a->x->ndim - 1];
+    return tg_rope(g, a->x, 2, D / 2 - 1, 3, 10000, TG_ROPE_INTERLEAVED);
+}
+
+/* grouped-query: 3 query heads of x read the one kv head in the first
+ * third of x2's (or x3's) columns */
+static tg_tensor *attention_gqa(tg_graph *g, const tt_op_in *a)
+{
+    tg_tensor *q = a->x, *k = a->x2, *v = a->x3 ? a->x3 : a->x2;
+    const int n = k->ndim, dh = q->shape[q->ndim - 1] / 3;
+    k = tg_slice(g, k, n - 1, 0, dh);
+    v = tg_slice(g, v, n - 1, a->x3 ? 0 : dh, a->x3 ? dh : 2 * dh);
+    if (q->ndim == 2) {
+        q = tg_reshape(g, q, TT_SHAPE(1, q->shape[0], q->shape[1]));
+        k = tg_reshape(g, k, TT_SHAPE(1, k->shape[0], dh));
+        v = tg_reshape(g, v, TT_SHAPE(1, v->shape[0], dh));
+    }
+    if (!q || !k || !v) return NULL;
+    return tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, k->shape[1] - q->shape[1]);
+}
+
 /* ---- large inputs ------------------------------------------------------------ */
 
 /* (96, 512): the generic unary kernels */
@@ -199,5 +227,10 @@ const tt_op TT_OPS[] = {
     {"mul(broadcast)", mul_b, big_batch_b},
     {"matmul", matmul, big_matmul},
     {"attention", attention, big_attention},
+    {"rmsnorm", rmsnorm, big_norm},
+    {"silu", silu, big_x},
+    {"swiglu", swiglu, big_pair},
+    {"rope", rope, big_pair},
+    {"attention(grouped)", attention_gqa, big_attention},
 };
 const int TT_N_OPS = sizeof TT_OPS / sizeof TT_OPS[0];
