@@ -293,16 +293,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("llama");
-    TCase *tc = tcase_create("llama");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, llama_names_shapes_and_init);
-    tcase_add_test(tc, llama_config_errors);
-    tcase_add_test(tc, llama_gradcheck);
-    tcase_add_test(tc, llama_incremental_decoding);
-    tcase_add_test(tc, gqa_equals_mha_with_repeated_kv_heads);
-    tcase_add_test(tc, gqa_weights_and_masks);
-    tcase_add_test(tc, mha_config_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("nn_llama", "llama", 120,
+                   TT_TESTS(llama_names_shapes_and_init, llama_config_errors, llama_gradcheck,
+                            llama_incremental_decoding, gqa_equals_mha_with_repeated_kv_heads, gqa_weights_and_masks,
+                            mha_config_errors));
 }

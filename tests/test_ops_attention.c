@@ -918,27 +918,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ops_attention");
-    TCase *tc = tcase_create("attention");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, forward_matches_loops);
-    tcase_add_test(tc, forward_stable_with_large_scores);
-    tcase_add_test(tc, gradcheck_cases);
-    tcase_add_test(tc, gradcheck_shared_inputs);
-    tcase_add_test(tc, gradient_of_some_inputs);
-    tcase_add_test(tc, gradients_accumulate);
-    tcase_add_test(tc, equals_composed_f64);
-    tcase_add_test(tc, equals_composed_f32);
-    tcase_add_test(tc, minus_inf_score_gets_zero_weight);
-    tcase_add_test(tc, memory_linear_in_T);
-    tcase_add_test(tc, attention_errors);
-    tcase_add_test(tc, bad_score_errors);
-    tcase_add_loop_test(tc, qkv_gradcheck, 0, (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
-    tcase_add_loop_test(tc, qkv_equals_split, 0, 2 * (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]));
-    tcase_add_test(tc, qkv_errors);
-    tcase_add_loop_test(tc, gqa_matches_loops_and_gradchecks, 0, N_GQA);
-    tcase_add_test(tc, gqa_equals_repeated_heads_and_threads);
-    tcase_add_loop_test(tc, f32_matches_f64_reference, 0, N_REF_DH * N_REF_T);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    const int n_qkv = (int)(sizeof QKV_CASES / sizeof QKV_CASES[0]);
+    return tt_main("ops_attention", "attention", 120,
+                   TT_TESTS(forward_matches_loops, forward_stable_with_large_scores, gradcheck_cases,
+                            gradcheck_shared_inputs, gradient_of_some_inputs, gradients_accumulate, equals_composed_f64,
+                            equals_composed_f32, minus_inf_score_gets_zero_weight, memory_linear_in_T,
+                            attention_errors, bad_score_errors, TT_LOOP(qkv_gradcheck, n_qkv),
+                            TT_LOOP(qkv_equals_split, 2 * n_qkv), qkv_errors,
+                            TT_LOOP(gqa_matches_loops_and_gradchecks, N_GQA), gqa_equals_repeated_heads_and_threads,
+                            TT_LOOP(f32_matches_f64_reference, N_REF_DH * N_REF_T)));
 }
