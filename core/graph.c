@@ -1,4 +1,6 @@
 /* The graph: arena, tape, grad mode, errors, backward. */
+#include "graph.h"
+
 #include <math.h>
 #include <string.h>
 

@@ -24,15 +24,16 @@
  * Init (model.py): normal(0, 0.02) for the embedding and every linear,
  * 0.02 / sqrt(2 n_layer) for w3 and wo (model.py scales those two), norm
  * weights 1; drawn from one tg_rng seeded with `seed`, in the order above. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "lm_internal.h"
-
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "lm_internal.h"
 
 int tg_llama_hidden_dim(int dim, int multiple_of)
 {

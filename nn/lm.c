@@ -1,7 +1,7 @@
 /* What the language models share (lm_internal.h). */
-#include <stdio.h>
-
 #include "lm_internal.h"
+
+#include <stdio.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"

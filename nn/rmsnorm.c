@@ -3,9 +3,9 @@
  *   y = x / sqrt(mean(x^2) + eps) * weight
  *
  * <name>.weight is filled with 1. */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"

@@ -26,12 +26,13 @@
  *    costs the length of the words that hold the pair, not a recount.
  *
  * Ids: 0 <unk>, 1 <s>, 2 </s>, 3 + b for byte b, 259 + k for merge k. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/alloc.h"
 #include "../core/parallel.h"
-#include "text_internal.h"
 
 #define MAX_WORD 256
 #define N_SPECIAL 3

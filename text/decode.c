@@ -9,10 +9,10 @@
  * continue such a character goes out at once, so invalid UTF-8 is never
  * held for long, and flushing at the end emits the held bytes as they are:
  * the stream's output is exactly the ids' bytes. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "text_internal.h"
 
 int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap, char *err,
                       size_t errlen)

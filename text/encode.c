@@ -26,6 +26,8 @@
  * regex match can span and the match at the space cannot depend on what
  * came before; other patterns than GPT-2's are not cut), so the ids
  * equal a single thread's. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 

@@ -7,12 +7,13 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
+#include "text_internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
 
 static int b64_value(unsigned char c)
 {

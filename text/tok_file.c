@@ -14,13 +14,14 @@
  * The reader checks all of it: shapes and dtypes, offsets, distinct
  * non-empty pieces, every byte present, the special ids, and that each
  * merge's piece is the concatenation of its two. */
+#include "text_internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
 
 int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
 {

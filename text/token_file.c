@@ -15,6 +15,8 @@
  * The file is mapped, not copied (nanoGPT's OpenWebText train.bin is 17
  * GB), and checked once when opened: every id below the vocabulary size. */
 #define _POSIX_C_SOURCE 200809L
+#include "text_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,7 +27,6 @@
 #include <unistd.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
 
 #define LLMC_HEADER 1024   /* 256 int32 */
 

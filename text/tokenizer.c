@@ -7,6 +7,8 @@
  * SentencePiece's BPE and llama2.c. Each piece is split at every byte, so
  * building costs the sum of the piece lengths in lookups (GPT-2: about
  * 350 000, a few milliseconds). */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -14,7 +16,6 @@
 #include <pcre2.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
 
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
                            const uint8_t *special, const char *what, char *err, size_t errlen)

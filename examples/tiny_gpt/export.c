@@ -25,6 +25,8 @@
  * import reads model.bin back into a Llama checkpoint (the two RoPE
  * tables kept as tensors llama2c.freqs_cos / llama2c.freqs_sin, so that
  * exporting the import writes the same bytes). */
+#include "tiny_gpt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,6 @@
 
 #include "checkpoint.h"
 #include "files.h"
-#include "tiny_gpt.h"
 
 /* ---- writing ------------------------------------------------------------ */
 

@@ -6,11 +6,11 @@
  *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch
  *   tiny_gpt attn   --ckpt F --text S --out DIR  attention maps (PNG + HTML)
  *   tiny_gpt tokenizer train|encode|decode|info  BPE tokenizers (tokenizer.c) */
+#include "tiny_gpt.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#include "tiny_gpt.h"
 
 void set_threads(int n) { tg_set_num_threads(n); }
 

@@ -13,13 +13,14 @@
  * character waits for the next id, and is written as it is at the end).
  * F is a tokenizer file, a checkpoint that holds one, or a .tiktoken
  * file (GPT-2's ranks). */
+#include "tiny_gpt.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data.h"
-#include "tiny_gpt.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)
