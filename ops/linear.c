@@ -1,4 +1,5 @@
-/* Linear (PyTorch F.linear): an affine map on the last axis, on OpenBLAS gemm.
+/* Linear (PyTorch F.linear): an affine map on the last axis, on the gemm
+ * driver (ops/gemm.c: the tuned sgemm or OpenBLAS).
  *
  *   x (..., in), w (out, in), b (out) or none  ->  y (..., out)
  *

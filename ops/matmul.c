@@ -1,4 +1,5 @@
-/* Matrix product with batch broadcasting, on OpenBLAS gemm.
+/* Matrix product with batch broadcasting, on the gemm driver (ops/gemm.c:
+ * the tuned sgemm or OpenBLAS).
  *
  *   Y = A B          A (..., M, K), B (..., K, N), Y (..., M, N)
  *   dA += dY B^T     (M,N) @ (N,K) -> (M,K)
