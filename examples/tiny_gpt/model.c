@@ -20,7 +20,14 @@ const family *model_family(const char *arch)
     return NULL;
 }
 
-const char *model_families(void) { return "gpt, llama"; }
+const char *model_families(void)
+{
+    static char names[128];
+    if (!names[0])
+        for (int i = 0; i < N_FAMILIES; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", FAMILIES[i]->arch);
+    return names;
+}
 
 int model_new(model *m, const model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
