@@ -21,7 +21,7 @@
  *   multiply-add. Then Phi = 1 - erfc/2 (z >= 0) or erfc/2 (z < 0), and
  *   erfc a = 0 for a >= 4 (erfc < 1.6e-8 there). exp(-a^2) comes from
  *   tg_fexp_unclamped; e is clamped as tg_fexp would (exp(-87) for
- *   a^2 >= 87 or NaN). tests/test_ops_speedcheck.c checks 1 + erf against
+ *   a^2 >= 87 or NaN). tests/test_kernels_f32.c checks 1 + erf against
  *   the f64 libm erf over a dense grid (<= 2e-7; measured 1.8e-7, nearly all
  *   f32 rounding). For z < 0 Phi keeps relative accuracy (measured 2e-6) in
  *   the tail, where 1 + erf z cancels.
