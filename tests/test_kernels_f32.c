@@ -64,44 +64,6 @@ START_TEST(fexp_matches_libm_exp)
 }
 END_TEST
 
-/* f32 GELU through the op on 4099 points in [-10, 10] (an odd count, so the
- * vector loop's remainder runs too): y and dy/dx against the f64 formula,
- * gelu x = x Phi(x), gelu' x = Phi(x) + x phi(x). Infinities keep libm's
- * answers: gelu(inf) = inf, gelu(-inf) = -inf * 0 = NaN; NaN stays NaN. */
-START_TEST(gelu_f32_matches_f64_formula)
-{
-    enum { N = 4099 };
-    float xv[N + 3], seed[N + 3];
-    for (int i = 0; i < N; i++) {
-        xv[i] = (float)(-10.0 + 20.0 * i / (N - 1));
-        seed[i] = 1.0f;
-    }
-    xv[N] = INFINITY, xv[N + 1] = -INFINITY, xv[N + 2] = NAN;
-    seed[N] = seed[N + 1] = seed[N + 2] = 1.0f;
-    tg_graph *g = tg_graph_new();
-    tg_tensor *x = tg_tensor_from(g, TG_F32, TT_SHAPE(N + 3), xv);
-    ck_assert_int_eq(tg_tensor_set_requires_grad(g, x, true), 0);
-    tg_tensor *y = tg_gelu(g, x, TG_GELU_ERF);
-    ck_assert_ptr_nonnull(y);
-    ck_assert_int_eq(tg_graph_backward_seeded(g, y, seed), 0);
-    const float *yv = y->data, *dx = x->grad;
-    double wy = 0, wd = 0;
-    for (int i = 0; i < N; i++) {
-        double v = xv[i], cdf = 0.5 * erfc(-v * INV_SQRT2);
-        double ye = v * cdf, de = cdf + v * INV_SQRT_2PI * exp(-0.5 * v * v);
-        /* Phi within 1e-7, times |x|, plus the f32 rounding of the results */
-        wy = fmax(wy, fabs(yv[i] - ye) / (1e-7 * fabs(v) + 6e-8 * fabs(ye) + 1e-30));
-        wd = fmax(wd, fabs(dx[i] - de) / (1e-7 * (1 + fabs(v)) + 1.2e-7 * fabs(de)));
-    }
-    ck_assert_msg(wy <= 1, "gelu f32 forward off by %.3g of its bound", wy);
-    ck_assert_msg(wd <= 1, "gelu f32 backward off by %.3g of its bound", wd);
-    ck_assert(isinf(yv[N]) && yv[N] > 0);
-    ck_assert(isnan(yv[N + 1]));
-    ck_assert(isnan(yv[N + 2]) && isnan(dx[N + 2]));
-    tg_graph_free(g);
-}
-END_TEST
-
 /* f32 softmax / log_softmax rows of 37 (4 full 8-lane blocks and a tail)
  * against the f64 kernel (a separate code path, unchanged), forward and
  * backward, with no mask, a (5,37) mask (stride 1) and a (5,1) mask
@@ -309,7 +271,6 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, phi_matches_libm_erf);
     tcase_add_test(tc, fexp_matches_libm_exp);
-    tcase_add_test(tc, gelu_f32_matches_f64_formula);
     tcase_add_test(tc, gelu_f32_dense_and_extreme);
     tcase_add_test(tc, gelu_f32_nonfinite);
     tcase_add_test(tc, softmax_f32_matches_f64);
