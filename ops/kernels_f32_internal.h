@@ -1,0 +1,48 @@
+/* tapegrad ops (internal): the tuned f32 kernels of softmax, layernorm,
+ * cross-entropy and GELU, each in a companion file of its op
+ * (ops/softmax_f32.c, ...), declared here for the op files, which hold
+ * the maths, the checks, the f64 reference kernels and the recording, and
+ * for the tests, which run every kernel against its reference
+ * (tests/test_kernels_f32.c). Each kernel does the same sums as the op's
+ * f64 reference, in f32 with vector lanes and the call-free exp and erf
+ * of fastmath_internal.h, compiled also for x86-64-v3 (TG_VEC_CLONES).
+ *
+ * GCC exports a target_clones function from the shared library whatever
+ * its visibility (its ifunc and resolver stay global and default), so the
+ * cloned kernels are static in their files and the functions declared
+ * here, plain and hidden like every internal function, call them. */
+#ifndef TG_KERNELS_F32_INTERNAL_H
+#define TG_KERNELS_F32_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/tensor.h"
+
+/* ---- softmax (ops/softmax.c, ops/softmax_f32.c) ------------------------ */
+
+enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
+
+/* Walks rows [lo, hi) of x (padded dims dim[0..2]); inside, r is the row
+ * index and (d0, d1, d2) its index over dim[0..2], carried forward row by
+ * row (no division per row). ROW_MASK then points pm at the row's mask
+ * (NULL: no mask). */
+#define FOR_EACH_ROW(lo, hi, dim)                                                             \
+    for (int64_t r = (lo), d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1],                   \
+                 d0 = r / ((int64_t)(dim)[2] * (dim)[1]);                                     \
+         r < (hi); r++, (++d2 == (dim)[2] ? (d2 = 0, (++d1 == (dim)[1] ? (d1 = 0, d0++) : 0)) : 0))
+
+#define ROW_MASK(m, ms) \
+    const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
+
+/* dst += e, or dst = e when `store` (a new gradient: no zero-fill, and the
+ * old value is not read); `store` is the same for the whole loop */
+#define SM_PUT(store, dst, e) ((store) ? (void)((dst) = (e)) : (void)((dst) += (e)))
+
+int tg_softmax_forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo,
+                           int64_t hi, int64_t *where);
+void tg_softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n, bool store);
+void tg_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n, bool store);
+
+#endif
