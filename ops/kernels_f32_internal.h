@@ -45,4 +45,27 @@ int tg_softmax_forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS],
 void tg_softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n, bool store);
 void tg_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n, bool store);
 
+/* ---- layernorm (ops/layernorm.c, ops/layernorm_f32.c) ------------------ */
+
+/* dst += e for jj = 0..C-1, or dst = e when `store` (a new gradient: no
+ * zero-fill, no read) */
+#define LN_PUT(store, dst, e)                                                                 \
+    do {                                                                                      \
+        if (store)                                                                            \
+            for (int jj = 0; jj < C; jj++) dst = (e);                                         \
+        else                                                                                  \
+            for (int jj = 0; jj < C; jj++) dst += (e);                                        \
+    } while (0)
+
+/* Rows [0, rows) of x (rows, C): y, and each row's mean and rstd when mean
+ * is not NULL. */
+void tg_layernorm_forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps, float *y,
+                              double *mean, double *rstd);
+/* The backward of those rows: dx into gx (stored when store, else added;
+ * NULL: none), dw and db summed into gw and gb (NULL: none) through the
+ * zeroed f32 accumulators acc_w, acc_b, (C) each. */
+void tg_layernorm_backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy, const double *mean,
+                               const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w,
+                               float *acc_b);
+
 #endif
