@@ -22,7 +22,8 @@
  * is -inf.
  *
  * Rows are shared out among threads (the loss is summed per thread, then
- * in thread order); f32 uses the call-free exp of fastmath_internal.h. */
+ * in thread order); the f32 kernels (ops/loss_f32.c) use the call-free exp
+ * of fastmath_internal.h. */
 #include <math.h>
 #include <stdio.h>
 
@@ -30,65 +31,11 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "fastmath_internal.h"
+#include "kernels_f32_internal.h"
 
-enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
-
-#define DEFINE_CE(T, EXP, LOG, ATTR)                                                            \
-    /* Rows [lo, hi): fills lse[r] for counted rows and returns CE_OK with their summed loss   \
-     * in *total, or an error kind with the element / row in *where. */                        \
-    ATTR static int forward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,   \
-                                T *lse, double *total, int64_t *where)                          \
-    {                                                                                           \
-        double acc = 0;                                                                         \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            if (t[r] == -1) continue;                                                           \
-            const T *restrict px = x + r * v;                                                   \
-            T mx = -INFINITY;                                                                   \
-            int bad = 0;                                                                        \
-            for (int j = 0; j < v; j++) {                                                       \
-                bad |= isnan(px[j]) || px[j] == INFINITY;                                       \
-                mx = px[j] > mx ? px[j] : mx;                                                   \
-            }                                                                                   \
-            if (bad)                                                                            \
-                for (int j = 0; j < v; j++)                                                     \
-                    if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; } \
-            if (mx == -INFINITY) { *where = r; return CE_DEAD_ROW; }                            \
-            T sum = 0;                                                                          \
-            for (int j = 0; j < v; j++) sum += EXP(px[j], mx);                                 \
-            lse[r] = mx + LOG(sum);                                                             \
-            acc += (double)(lse[r] - px[t[r]]);                                                 \
-        }                                                                                       \
-        *total = acc;                                                                           \
-        return CE_OK;                                                                           \
-    }                                                                                           \
-    /* store: dx is a new gradient, written (ignored rows as 0) instead of added to */         \
-    ATTR static void backward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,  \
-                                  const T *lse, T scale, T *dx, bool store)                     \
-    {                                                                                           \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            T *restrict pd = dx + r * v;                                                        \
-            if (t[r] == -1) {                                                                   \
-                if (store)                                                                      \
-                    for (int j = 0; j < v; j++) pd[j] = 0;                                      \
-                continue;                                                                       \
-            }                                                                                   \
-            const T *restrict px = x + r * v;                                                   \
-            const T l = lse[r];                                                                 \
-            if (store)                                                                          \
-                for (int j = 0; j < v; j++) pd[j] = scale * EXP(px[j], l);                     \
-            else                                                                                \
-                for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                    \
-            pd[t[r]] -= scale;                                                                  \
-        }                                                                                       \
-    }
-
-/* e^(x - m) with m >= x. f32: the call-free exp of fastmath_internal.h (a
- * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */
-static inline float ce_exp_f32(float x, float m) { return tg_fsel(x != -INFINITY, tg_fexp(x - m), 0.0f); }
+/* e^(x - m) with m >= x */
 static inline double ce_exp_f64(double x, double m) { return exp(x - m); }
 
-DEFINE_CE(float, ce_exp_f32, logf, TG_VEC_CLONES)
 DEFINE_CE(double, ce_exp_f64, log, )
 
 /* Rows shared out among threads; each part sums its rows' losses and keeps
@@ -112,10 +59,10 @@ static void ce_part(void *ctx, int64_t lo, int64_t hi)
 {
     const ce_job *j = ctx;
     const int part = tg_parallel_part();
-    if (j->dx && j->dt == TG_F32) backward_float(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
+    if (j->dx && j->dt == TG_F32) tg_cross_entropy_backward_f32(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
     else if (j->dx) backward_double(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
     else if (j->dt == TG_F32)
-        j->status[part] = forward_float(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+        j->status[part] = tg_cross_entropy_forward_f32(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
     else j->status[part] = forward_double(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
 }
 
