@@ -15,9 +15,10 @@
  *                                         f' = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2,
  *                                         t = tanh u
  *
- * f32 GELU (erf) uses the call-free Phi and exp of fastmath_internal.h, so
- * its loops vectorise (error of Phi <= 1e-7, float rounding); its backward
- * folds Phi and x phi into one expression (gelu_grad_f32). f64 keeps libm.
+ * f32 GELU (erf) runs its own kernels (ops/gelu_f32.c), with the call-free
+ * Phi and exp of fastmath_internal.h, so its loops vectorise (error of Phi
+ * <= 1e-7, float rounding); its backward folds Phi and x phi into one
+ * expression. f64 keeps libm.
  * Long tensors are cut into chunks, one per thread. */
 #include <tgmath.h>
 
@@ -25,7 +26,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "fastmath_internal.h"
+#include "kernels_f32_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
 static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
@@ -34,16 +35,6 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define INV_SQRT_2PI 0.39894228040143267794
 #define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
-
-/* dx[i] += e for every i, or dx[i] = e when the gradient is new (!acc):
- * two loops, so a new gradient is neither zero-filled nor read */
-#define PUT(e)                                                                              \
-    do {                                                                                    \
-        if (acc)                                                                            \
-            for (int64_t i = 0; i < n; i++) dx[i] += (e);                                   \
-        else                                                                                \
-            for (int64_t i = 0; i < n; i++) dx[i] = (e);                                    \
-    } while (0)
 
 /* d gelu / dx, erf and tanh forms */
 #define DEFINE_GELU_GRADS(T)                                                                \
@@ -102,42 +93,6 @@ DEFINE_GELU_GRADS(double)
 DEFINE_UNARY(float)
 DEFINE_UNARY(double)
 
-/* f32 GELU (erf): y = x Phi(x), dx += dy (Phi(x) + x phi(x)) */
-TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float e;
-        y[i] = x[i] * tg_fphi(x[i] * (float)INV_SQRT2, &e);
-    }
-}
-
-/* gelu' x = Phi(x) + x phi(x) with z = x / sqrt 2, a = |z|, e = exp(-a^2):
- * Phi = h or 1 - h (z < 0 or not), h = e (1 + a V(a)) / 2 (fastmath),
- * x phi(x) = -+ a e / sqrt(pi); so gelu' = q (z < 0) or 1 - q,
- * q = e (1 + a (V(a) - 2 / sqrt(pi))) / 2: one expression, no separate
- * x phi term. Past a = 4 V is used beyond its fit, where e < 1.2e-7 makes
- * its error negligible. For a^2 >= 87 (|x| > 13.2, where x phi(x) is
- * below float's smallest normal) it is the step [x > 0], as in f64; x =
- * +-inf gives NaN (as f64's Phi + x phi = 1 + inf 0, and PyTorch), and NaN
- * gives NaN. (Not x times the clamped exp(-87) / sqrt(2 pi): 2.97 at
- * x = 3e38.) */
-static inline float gelu_grad_f32(float x)
-{
-    const float z = x * (float)INV_SQRT2, a = fabsf(z), s = a * a;
-    const float e = tg_fexp_unclamped(-s);
-    const float t = a * (tg_ferfc_v(a) - 1.1283791670955126f); /* 2 / sqrt(pi) */
-    const float q = 0.5f * (e + e * t);
-    const int neg = z < 0;
-    const float far = tg_fsel(neg, 0.0f, 1.0f) + (x - x);   /* x phi(x) is 0 there; x - x: NaN at +-inf, NaN */
-    return tg_fsel(s < 87.0f, tg_fsel(neg, q, 1.0f - q), far);
-}
-
-TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
-                                            float *restrict dx, bool acc)
-{
-    PUT(dy[i] * gelu_grad_f32(x[i]));
-}
-
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
     int op;
@@ -157,9 +112,9 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
     if (j->dt == TG_F32) {
         const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
         float *out = (float *)j->out + lo;
-        if (!j->backward && j->op == GELU) gelu_forward_f32(n, x, out);
+        if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
         else if (!j->backward) forward_float(j->op, (float)j->s, n, x, out);
-        else if (j->op == GELU) gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
+        else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
         else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
     } else {
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
