@@ -21,28 +21,46 @@
 
 /* ---- softmax (ops/softmax.c, ops/softmax_f32.c) ------------------------ */
 
-enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
+enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };   /* a forward's result */
 
-/* Walks rows [lo, hi) of x (padded dims dim[0..2]); inside, r is the row
- * index and (d0, d1, d2) its index over dim[0..2], carried forward row by
- * row (no division per row). ROW_MASK then points pm at the row's mask
- * (NULL: no mask). */
-#define FOR_EACH_ROW(lo, hi, dim)                                                             \
-    for (int64_t r = (lo), d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1],                   \
-                 d0 = r / ((int64_t)(dim)[2] * (dim)[1]);                                     \
-         r < (hi); r++, (++d2 == (dim)[2] ? (d2 = 0, (++d1 == (dim)[1] ? (d1 = 0, d0++) : 0)) : 0))
+/* Row r of x, padded shape dim, as its index (d0, d1, d2) over dim[0..2]:
+ * where its mask row is. Carried from row to row by tg_row_next (no
+ * division per row). */
+typedef struct tg_row_index {
+    int64_t d0, d1, d2;
+} tg_row_index;
 
-#define ROW_MASK(m, ms) \
-    const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
+static inline tg_row_index tg_row_at(const int dim[TG_MAX_DIMS], int64_t r)
+{
+    return (tg_row_index){r / ((int64_t)dim[2] * dim[1]), r / dim[2] % dim[1], r % dim[2]};
+}
 
-/* dst += e, or dst = e when `store` (a new gradient: no zero-fill, and the
- * old value is not read); `store` is the same for the whole loop */
-#define SM_PUT(store, dst, e) ((store) ? (void)((dst) = (e)) : (void)((dst) += (e)))
+static inline void tg_row_next(tg_row_index *i, const int dim[TG_MAX_DIMS])
+{
+    if (++i->d2 == dim[2]) {
+        i->d2 = 0;
+        if (++i->d1 == dim[1]) i->d1 = 0, i->d0++;
+    }
+}
 
+/* The mask row of row i (its keys ms[3] apart), or NULL without a mask. */
+static inline const uint8_t *tg_mask_row(const uint8_t *m, const int64_t ms[TG_MAX_DIMS], tg_row_index i)
+{
+    return m ? m + i.d0 * ms[0] + i.d1 * ms[1] + i.d2 * ms[2] : NULL;
+}
+
+/* Rows [lo, hi) of x, padded shape dim (row length dim[3]), mask m with
+ * strides ms (NULL: none): y = softmax or, with log_out, log_softmax of
+ * each row; a fully blocked row gives zeros with zero_rows. Returns
+ * SCORES_OK, or BAD_SCORE / BLOCKED_ROW with the first bad element / row
+ * in *where. rowmask: dim[3] zeroed bytes of scratch. */
 int tg_softmax_forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
                            const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo,
                            int64_t hi, int64_t *where);
+/* `rows` rows of n from the output p and its gradient dp: dx = the input's
+ * gradient, stored when store (a new gradient), else added. */
 void tg_softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n, bool store);
+/* The same for log_softmax, from its output y. */
 void tg_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n, bool store);
 
 /* ---- layernorm (ops/layernorm.c, ops/layernorm_f32.c) ------------------ */

@@ -44,68 +44,78 @@
 #include "../core/parallel.h"
 #include "kernels_f32_internal.h"
 
-#define BLOCKED(j) (pm && pm[(j) * ms[3]])
+/* ---- the reference kernels (f64) -------------------------------------- */
 
-#define DEFINE_SOFTMAX(T, EXP, LOG)                                                             \
-    /* Returns SCORES_OK, or an error kind with the row / element in *where. */                \
-    static int forward_##T(const T *x, T *y, const int dim[TG_MAX_DIMS], const uint8_t *m,      \
-                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows,         \
-                           int64_t lo, int64_t hi, int64_t *where)                              \
-    {                                                                                           \
-        const int n = dim[3];                                                                   \
-        FOR_EACH_ROW(lo, hi, dim) {                                                                  \
-            ROW_MASK(m, ms)                                                                \
-            const T *px = x + r * n;                                                            \
-            T *py = y + r * n;                                                                  \
-            T mx = -INFINITY;                                                                   \
-            for (int j = 0; j < n; j++) {                                                       \
-                if (BLOCKED(j)) continue;                                                       \
-                if (isnan(px[j]) || px[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; } \
-                if (px[j] > mx) mx = px[j];                                                     \
-            }                                                                                   \
-            if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */     \
-                if (!zero_rows) { *where = r; return BLOCKED_ROW; }                             \
-                for (int j = 0; j < n; j++) py[j] = 0;                                          \
-                continue;                                                                       \
-            }                                                                                   \
-            T sum = 0;                                                                          \
-            for (int j = 0; j < n; j++) {                                                       \
-                py[j] = BLOCKED(j) ? 0 : EXP(px[j] - mx);                                       \
-                sum += py[j];                                                                   \
-            }                                                                                   \
-            if (log_out) {                                                                      \
-                const T lse = LOG(sum);                                                         \
-                for (int j = 0; j < n; j++) py[j] = BLOCKED(j) ? -INFINITY : (px[j] - mx) - lse; \
-            } else {                                                                            \
-                for (int j = 0; j < n; j++) py[j] /= sum;                                       \
-            }                                                                                   \
-        }                                                                                       \
-        return SCORES_OK;                                                                       \
-    }                                                                                           \
-    static void softmax_backward_##T(const T *p, const T *dp, T *dx, int64_t rows, int n,      \
-                                     bool store)                                                \
-    {                                                                                           \
-        for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {                          \
-            T s = 0;                                                                            \
-            for (int j = 0; j < n; j++)                                                         \
-                if (p[j] != 0) s += p[j] * dp[j];                                               \
-            for (int j = 0; j < n; j++)                                                         \
-                SM_PUT(store, dx[j], p[j] != 0 ? p[j] * (dp[j] - s) : 0);                        \
-        }                                                                                       \
-    }                                                                                           \
-    static void log_softmax_backward_##T(const T *y, const T *dy, T *dx, int64_t rows, int n,  \
-                                         bool store)                                            \
-    {                                                                                           \
-        for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {                          \
-            T s = 0;                                                                            \
-            for (int j = 0; j < n; j++)                                                         \
-                if (y[j] != -INFINITY) s += dy[j];                                              \
-            for (int j = 0; j < n; j++)                                                         \
-                SM_PUT(store, dx[j], y[j] != -INFINITY ? dy[j] - EXP(y[j]) * s : 0);             \
-        }                                                                                       \
+/* key j of a row with mask row pm (keys `stride` apart; NULL: no mask) */
+static inline bool blocked(const uint8_t *pm, int64_t stride, int j) { return pm && pm[j * stride]; }
+
+/* Rows [lo, hi) of x, padded shape dim, mask m with strides ms (NULL: no
+ * mask): y = softmax (p) or log_softmax of each row. Returns SCORES_OK, or
+ * an error kind with the row / element in *where. */
+static int forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
+                       int64_t *where)
+{
+    const int n = dim[3];
+    tg_row_index ix = tg_row_at(dim, lo);
+    for (int64_t r = lo; r < hi; r++, tg_row_next(&ix, dim)) {
+        const uint8_t *pm = tg_mask_row(m, ms, ix);
+        const double *s = x + r * n;
+        double *p = y + r * n;
+        double mx = -INFINITY;   /* m = max over the allowed keys */
+        for (int j = 0; j < n; j++) {
+            if (blocked(pm, ms[3], j)) continue;
+            if (isnan(s[j]) || s[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; }
+            if (s[j] > mx) mx = s[j];
+        }
+        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
+            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            for (int j = 0; j < n; j++) p[j] = 0;
+            continue;
+        }
+        double sum = 0;          /* sum_{k in A} exp(s_k - m) */
+        for (int j = 0; j < n; j++) {
+            p[j] = blocked(pm, ms[3], j) ? 0 : exp(s[j] - mx);
+            sum += p[j];
+        }
+        if (log_out) {
+            const double lse = log(sum);
+            for (int j = 0; j < n; j++) p[j] = blocked(pm, ms[3], j) ? -INFINITY : (s[j] - mx) - lse;
+        } else {
+            for (int j = 0; j < n; j++) p[j] /= sum;
+        }
     }
+    return SCORES_OK;
+}
 
-DEFINE_SOFTMAX(double, exp, log)
+/* ds_j = p_j (dp_j - sum_k p_k dp_k) for `rows` rows of n; stored into dx
+ * when store (a new gradient), else added */
+static void softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (p[j] != 0) s += p[j] * dp[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = p[j] != 0 ? p[j] * (dp[j] - s) : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
+
+/* ds_j = dy_j - exp(y_j) sum_{k in A} dy_k, 0 at blocked keys (y_j = -inf) */
+static void log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (y[j] != -INFINITY) s += dy[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = y[j] != -INFINITY ? dy[j] - exp(y[j]) * s : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
 
 /* Rows of one softmax pass, shared out among threads. */
 typedef struct softmax_job {
@@ -136,13 +146,13 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
         else tg_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
     } else if (j->dx) {
         const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
-        if (j->log_out) log_softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
-        else softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
+        if (j->log_out) log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+        else softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
     } else if (j->dt == TG_F32) {
         j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
                                       j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
     } else {
-        j->status[part] = forward_double(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
+        j->status[part] = forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
                                          &j->where[part]);
     }
 }

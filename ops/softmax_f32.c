@@ -46,12 +46,13 @@ static inline float row_sum_f32(const float *restrict y, int n)
 }
 
 TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
-                       int64_t lo, int64_t hi, int64_t *where)
+                                     const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
+                                     int64_t lo, int64_t hi, int64_t *where)
 {
     const int n = dim[3];
-    FOR_EACH_ROW(lo, hi, dim) {
-        ROW_MASK(m, ms)
+    tg_row_index ix = tg_row_at(dim, lo);
+    for (int64_t r = lo; r < hi; r++, tg_row_next(&ix, dim)) {
+        const uint8_t *pm = tg_mask_row(m, ms, ix);
         const float *restrict px = x + r * n;
         float *restrict py = y + r * n;
         const uint8_t *restrict blk = rowmask; /* zeros unless filled below */
@@ -82,41 +83,42 @@ TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_
     return SCORES_OK;
 }
 
-TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n,
-                                              bool store)
+/* The backward of `rows` rows, from the output y (p, or log p with
+ * log_out) and its gradient dy: the row sum over allowed keys in 8 lanes,
+ * then dx (stored when store). log_out is a constant at each call. */
+static inline __attribute__((always_inline)) void backward_rows(const float *y, const float *dy, float *dx,
+                                                                int64_t rows, int n, bool store, const bool log_out)
 {
-    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
-        const float *restrict pr = p, *restrict dpr = dp;
+    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
+        const float *restrict yr = y, *restrict dyr = dy;
         float *restrict dxr = dx;
-        float s[LANES] = {0};
+        float s[LANES] = {0};   /* sum p dp (softmax), sum dy (log_softmax) */
         for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
             for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
                 const int j = j0 + k;
-                s[k] += tg_fsel(pr[j] != 0, pr[j] * dpr[j], 0.0f);
+                s[k] += log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f) : tg_fsel(yr[j] != 0, yr[j] * dyr[j], 0.0f);
             }
         float st = 0;
         for (int k = 0; k < LANES; k++) st += s[k];
-        for (int j = 0; j < n; j++) SM_PUT(store, dxr[j], tg_fsel(pr[j] != 0, pr[j] * (dpr[j] - st), 0.0f));
+        for (int j = 0; j < n; j++) {
+            const float e = log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f)
+                                    : tg_fsel(yr[j] != 0, yr[j] * (dyr[j] - st), 0.0f);
+            if (store) dxr[j] = e;
+            else dxr[j] += e;
+        }
     }
+}
+
+TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n,
+                                              bool store)
+{
+    backward_rows(p, dp, dx, rows, n, store, false);
 }
 
 TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n,
                                                   bool store)
 {
-    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
-        const float *restrict yr = y, *restrict dyr = dy;
-        float *restrict dxr = dx;
-        float s[LANES] = {0};
-        for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
-            for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
-                const int j = j0 + k;
-                s[k] += tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f);
-            }
-        float st = 0;
-        for (int k = 0; k < LANES; k++) st += s[k];
-        for (int j = 0; j < n; j++)
-            SM_PUT(store, dxr[j], tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f));
-    }
+    backward_rows(y, dy, dx, rows, n, store, true);
 }
 
 /* the entry points of kernels_f32_internal.h */
