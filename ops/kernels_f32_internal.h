@@ -19,7 +19,7 @@
 
 #include "../core/tensor.h"
 
-/* ---- softmax (ops/softmax.c, ops/softmax_f32.c) ------------------------ */
+/* ---- softmax (ops/softmax.c, ops/softmax_f32.c) ----------------------- */
 
 enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };   /* a forward's result */
 
@@ -63,7 +63,7 @@ void tg_softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t
 /* The same for log_softmax, from its output y. */
 void tg_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n, bool store);
 
-/* ---- layernorm (ops/layernorm.c, ops/layernorm_f32.c) ------------------ */
+/* ---- layernorm (ops/layernorm.c, ops/layernorm_f32.c) ----------------- */
 
 /* dst += e for jj = 0..C-1, or dst = e when `store` (a new gradient: no
  * zero-fill, no read) */
@@ -86,7 +86,7 @@ void tg_layernorm_backward_f32(int64_t rows, int C, const float *x, const float 
                                const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w,
                                float *acc_b);
 
-/* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ------------------------ */
+/* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ----------------------- */
 
 enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
 
@@ -145,7 +145,7 @@ int tg_cross_entropy_forward_f32(const float *x, const int32_t *t, int64_t lo, i
 void tg_cross_entropy_backward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse,
                                    float scale, float *dx, bool store);
 
-/* ---- GELU (ops/unary.c, ops/gelu_f32.c) -------------------------------- */
+/* ---- GELU (ops/unary.c, ops/gelu_f32.c) ------------------------------- */
 
 /* dx[i] += e for every i, or dx[i] = e when the gradient is new (!acc):
  * two loops, so a new gradient is neither zero-filled nor read */

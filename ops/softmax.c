@@ -44,78 +44,7 @@
 #include "../core/parallel.h"
 #include "kernels_f32_internal.h"
 
-/* ---- the reference kernels (f64) -------------------------------------- */
-
-/* key j of a row with mask row pm (keys `stride` apart; NULL: no mask) */
-static inline bool blocked(const uint8_t *pm, int64_t stride, int j) { return pm && pm[j * stride]; }
-
-/* Rows [lo, hi) of x, padded shape dim, mask m with strides ms (NULL: no
- * mask): y = softmax (p) or log_softmax of each row. Returns SCORES_OK, or
- * an error kind with the row / element in *where. */
-static int forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
-                       int64_t *where)
-{
-    const int n = dim[3];
-    tg_row_index ix = tg_row_at(dim, lo);
-    for (int64_t r = lo; r < hi; r++, tg_row_next(&ix, dim)) {
-        const uint8_t *pm = tg_mask_row(m, ms, ix);
-        const double *s = x + r * n;
-        double *p = y + r * n;
-        double mx = -INFINITY;   /* m = max over the allowed keys */
-        for (int j = 0; j < n; j++) {
-            if (blocked(pm, ms[3], j)) continue;
-            if (isnan(s[j]) || s[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; }
-            if (s[j] > mx) mx = s[j];
-        }
-        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
-            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
-            for (int j = 0; j < n; j++) p[j] = 0;
-            continue;
-        }
-        double sum = 0;          /* sum_{k in A} exp(s_k - m) */
-        for (int j = 0; j < n; j++) {
-            p[j] = blocked(pm, ms[3], j) ? 0 : exp(s[j] - mx);
-            sum += p[j];
-        }
-        if (log_out) {
-            const double lse = log(sum);
-            for (int j = 0; j < n; j++) p[j] = blocked(pm, ms[3], j) ? -INFINITY : (s[j] - mx) - lse;
-        } else {
-            for (int j = 0; j < n; j++) p[j] /= sum;
-        }
-    }
-    return SCORES_OK;
-}
-
-/* ds_j = p_j (dp_j - sum_k p_k dp_k) for `rows` rows of n; stored into dx
- * when store (a new gradient), else added */
-static void softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
-{
-    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
-        double s = 0;
-        for (int j = 0; j < n; j++)
-            if (p[j] != 0) s += p[j] * dp[j];
-        for (int j = 0; j < n; j++) {
-            const double ds = p[j] != 0 ? p[j] * (dp[j] - s) : 0;
-            dx[j] = store ? ds : dx[j] + ds;
-        }
-    }
-}
-
-/* ds_j = dy_j - exp(y_j) sum_{k in A} dy_k, 0 at blocked keys (y_j = -inf) */
-static void log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
-{
-    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
-        double s = 0;
-        for (int j = 0; j < n; j++)
-            if (y[j] != -INFINITY) s += dy[j];
-        for (int j = 0; j < n; j++) {
-            const double ds = y[j] != -INFINITY ? dy[j] - exp(y[j]) * s : 0;
-            dx[j] = store ? ds : dx[j] + ds;
-        }
-    }
-}
+/* ---- the op ----------------------------------------------------------- */
 
 /* Rows of one softmax pass, shared out among threads. */
 typedef struct softmax_job {
@@ -135,40 +64,8 @@ typedef struct softmax_job {
 
 #define SOFTMAX_GRAIN 16384   /* elements per thread, at least */
 
-static void softmax_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const softmax_job *j = ctx;
-    const int n = j->n, part = tg_parallel_part();
-    const int64_t o = lo * n, rows = hi - lo;
-    if (j->dx && j->dt == TG_F32) {
-        const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
-        if (j->log_out) tg_log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
-        else tg_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
-    } else if (j->dx) {
-        const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
-        if (j->log_out) log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
-        else softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
-    } else if (j->dt == TG_F32) {
-        j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
-                                      j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
-    } else {
-        j->status[part] = forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
-                                         &j->where[part]);
-    }
-}
-
-/* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
-static void softmax_node_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *y = nd->out;
-    bool store;
-    void *gx = tg_grad_store(g, x, &store);
-    if (!gx) return;
-    const int n = x->shape[x->ndim - 1];
-    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
-                     .store = store};
-    tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
-}
+static void softmax_part(void *ctx, int64_t lo, int64_t hi);
+static void softmax_node_backward(tg_graph *g, tg_node *nd);
 
 static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
                                  bool log_out)
@@ -246,3 +143,114 @@ tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask)
 {
     return softmax_common(g, "log_softmax", x, mask, TG_SOFTMAX_DEFAULT, true);
 }
+
+/* ---- the reference kernels (f64) -------------------------------------- */
+
+/* key j of a row with mask row pm (keys `stride` apart; NULL: no mask) */
+static inline bool blocked(const uint8_t *pm, int64_t stride, int j) { return pm && pm[j * stride]; }
+
+/* Rows [lo, hi) of x, padded shape dim, mask m with strides ms (NULL: no
+ * mask): y = softmax (p) or log_softmax of each row. Returns SCORES_OK, or
+ * an error kind with the row / element in *where. */
+static int forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
+                       int64_t *where)
+{
+    const int n = dim[3];
+    tg_row_index ix = tg_row_at(dim, lo);
+    for (int64_t r = lo; r < hi; r++, tg_row_next(&ix, dim)) {
+        const uint8_t *pm = tg_mask_row(m, ms, ix);
+        const double *s = x + r * n;
+        double *p = y + r * n;
+        double mx = -INFINITY;   /* m = max over the allowed keys */
+        for (int j = 0; j < n; j++) {
+            if (blocked(pm, ms[3], j)) continue;
+            if (isnan(s[j]) || s[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; }
+            if (s[j] > mx) mx = s[j];
+        }
+        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
+            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            for (int j = 0; j < n; j++) p[j] = 0;
+            continue;
+        }
+        double sum = 0;          /* sum_{k in A} exp(s_k - m) */
+        for (int j = 0; j < n; j++) {
+            p[j] = blocked(pm, ms[3], j) ? 0 : exp(s[j] - mx);
+            sum += p[j];
+        }
+        if (log_out) {
+            const double lse = log(sum);
+            for (int j = 0; j < n; j++) p[j] = blocked(pm, ms[3], j) ? -INFINITY : (s[j] - mx) - lse;
+        } else {
+            for (int j = 0; j < n; j++) p[j] /= sum;
+        }
+    }
+    return SCORES_OK;
+}
+
+/* ds_j = p_j (dp_j - sum_k p_k dp_k) for `rows` rows of n; stored into dx
+ * when store (a new gradient), else added */
+static void softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (p[j] != 0) s += p[j] * dp[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = p[j] != 0 ? p[j] * (dp[j] - s) : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
+
+/* ds_j = dy_j - exp(y_j) sum_{k in A} dy_k, 0 at blocked keys (y_j = -inf) */
+static void log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (y[j] != -INFINITY) s += dy[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = y[j] != -INFINITY ? dy[j] - exp(y[j]) * s : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
+
+/* ---- backward, and the rows shared out among threads ------------------ */
+
+/* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
+static void softmax_node_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
+    if (!gx) return;
+    const int n = x->shape[x->ndim - 1];
+    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
+                     .store = store};
+    tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
+}
+
+static void softmax_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const softmax_job *j = ctx;
+    const int n = j->n, part = tg_parallel_part();
+    const int64_t o = lo * n, rows = hi - lo;
+    if (j->dx && j->dt == TG_F32) {
+        const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
+        if (j->log_out) tg_log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
+        else tg_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
+    } else if (j->dx) {
+        const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
+        if (j->log_out) log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+        else softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+    } else if (j->dt == TG_F32) {
+        j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
+                                                 j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
+    } else {
+        j->status[part] = forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
+                                      &j->where[part]);
+    }
+}
+
