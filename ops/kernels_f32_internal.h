@@ -65,16 +65,6 @@ void tg_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int
 
 /* ---- layernorm (ops/layernorm.c, ops/layernorm_f32.c) ----------------- */
 
-/* dst += e for jj = 0..C-1, or dst = e when `store` (a new gradient: no
- * zero-fill, no read) */
-#define LN_PUT(store, dst, e)                                                                 \
-    do {                                                                                      \
-        if (store)                                                                            \
-            for (int jj = 0; jj < C; jj++) dst = (e);                                         \
-        else                                                                                  \
-            for (int jj = 0; jj < C; jj++) dst += (e);                                        \
-    } while (0)
-
 /* Rows [0, rows) of x (rows, C): y, and each row's mean and rstd when mean
  * is not NULL. */
 void tg_layernorm_forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps, float *y,

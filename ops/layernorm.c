@@ -36,57 +36,63 @@
 #include "../core/parallel.h"
 #include "kernels_f32_internal.h"
 
-#define DEFINE_LAYERNORM(T)                                                                   \
-    /* mean/rstd may be NULL (nothing recorded): then nothing is saved */                    \
-    static void forward_##T(int64_t rows, int C, const T *x, const T *w, const T *b,         \
-                            double eps, T *y, double *mean, double *rstd)                    \
-    {                                                                                         \
-        for (int64_t r = 0; r < rows; r++) {                                                  \
-            const T *xr = x + r * C; /* (C) */                                                \
-            T *yr = y + r * C;       /* (C) */                                                \
-            double m = 0, v = 0;                                                              \
-            for (int j = 0; j < C; j++) m += xr[j];                                           \
-            m /= C;                                                                           \
-            for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);        \
-            v /= C;                                                                           \
-            double s = 1.0 / sqrt(v + eps);                                                   \
-            for (int j = 0; j < C; j++) {                                                     \
-                double h = ((double)xr[j] - m) * s;                                           \
-                if (w) h *= w[j];                                                             \
-                if (b) h += b[j];                                                             \
-                yr[j] = (T)h;                                                                 \
-            }                                                                                 \
-            if (mean) mean[r] = m, rstd[r] = s;                                               \
-        }                                                                                     \
-    }                                                                                         \
-    static void backward_##T(int64_t rows, int C, const T *x, const T *w, const T *dy,       \
-                             const double *mean, const double *rstd, T *gx, bool store, double *gw, \
-                             double *gb)                                                      \
-    {                                                                                         \
-        for (int64_t r = 0; r < rows; r++) {                                                  \
-            const T *xr = x + r * C, *dyr = dy + r * C; /* (C) */                             \
-            const double m = mean[r], s = rstd[r];                                            \
-            if (gx) {                                                                         \
-                double mg = 0, mgh = 0; /* mean(g), mean(g * xhat) */                         \
-                for (int j = 0; j < C; j++) {                                                 \
-                    double h = ((double)xr[j] - m) * s, gj = w ? (double)dyr[j] * w[j] : dyr[j]; \
-                    mg += gj;                                                                 \
-                    mgh += gj * h;                                                            \
-                }                                                                             \
-                mg /= C;                                                                      \
-                mgh /= C;                                                                     \
-                T *gxr = gx + r * C;                                                          \
-                LN_PUT(store, gxr[jj], (T)(s * ((w ? (double)dyr[jj] * w[jj] : dyr[jj]) - mg - \
-                                                ((double)xr[jj] - m) * s * mgh)));            \
-            }                                                                                 \
-            if (gw)                                                                           \
-                for (int j = 0; j < C; j++) gw[j] += dyr[j] * (((double)xr[j] - m) * s);   \
-            if (gb)                                                                           \
-                for (int j = 0; j < C; j++) gb[j] += dyr[j];                                  \
-        }                                                                                     \
-    }
+/* ---- the reference kernels (f64) -------------------------------------- */
 
-DEFINE_LAYERNORM(double)
+/* Rows [0, rows) of x (rows, C): y = xhat w + b, xhat = (x - mean) rstd;
+ * each row's mean and rstd saved when mean is not NULL (a recorded op). */
+static void forward_f64(int64_t rows, int C, const double *x, const double *w, const double *b, double eps,
+                        double *y, double *mean, double *rstd)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * C; /* (C) */
+        double *yr = y + r * C;       /* (C) */
+        double m = 0, v = 0;
+        for (int j = 0; j < C; j++) m += xr[j];
+        m /= C;
+        for (int j = 0; j < C; j++) v += (xr[j] - m) * (xr[j] - m);
+        v /= C;
+        const double s = 1.0 / sqrt(v + eps); /* rstd */
+        for (int j = 0; j < C; j++) {
+            double h = (xr[j] - m) * s;         /* xhat */
+            if (w) h *= w[j];
+            if (b) h += b[j];
+            yr[j] = h;
+        }
+        if (mean) mean[r] = m, rstd[r] = s;
+    }
+}
+
+/* The backward of those rows, with g = dy w: dx = rstd (g - mean(g) -
+ * xhat mean(g xhat)) into gx (stored when store, else added; NULL: not
+ * wanted), dw += dy xhat into gw and db += dy into gb (NULL: not wanted). */
+static void backward_f64(int64_t rows, int C, const double *x, const double *w, const double *dy, const double *mean,
+                         const double *rstd, double *gx, bool store, double *gw, double *gb)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * C, *dyr = dy + r * C; /* (C) */
+        const double m = mean[r], s = rstd[r];
+        if (gx) {
+            double mg = 0, mgh = 0; /* mean(g), mean(g xhat) */
+            for (int j = 0; j < C; j++) {
+                const double h = (xr[j] - m) * s, g = w ? dyr[j] * w[j] : dyr[j];
+                mg += g;
+                mgh += g * h;
+            }
+            mg /= C;
+            mgh /= C;
+            double *gxr = gx + r * C;
+            for (int j = 0; j < C; j++) {
+                const double h = (xr[j] - m) * s, g = w ? dyr[j] * w[j] : dyr[j];
+                const double d = s * (g - mg - h * mgh);
+                gxr[j] = store ? d : gxr[j] + d;
+            }
+        }
+        if (gw)
+            for (int j = 0; j < C; j++) gw[j] += dyr[j] * ((xr[j] - m) * s);
+        if (gb)
+            for (int j = 0; j < C; j++) gb[j] += dyr[j];
+    }
+}
 
 /* Rows of one layernorm pass, shared out among threads. In the backward,
  * each part sums its rows' dw and db in double into its own zeroed (C)
@@ -116,7 +122,7 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
     if (!j->dy) {
         char *y = (char *)j->y + o * es;
         if (j->dt == TG_F32) tg_layernorm_forward_f32(rows, C, (const float *)x, j->w, j->b, j->eps, (float *)y, mean, rstd);
-        else forward_double(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
+        else forward_f64(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
         return;
     }
     const char *dy = (const char *)j->dy + o * es;
@@ -126,8 +132,7 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
         tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store, gw, gb,
                      j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
     else
-        backward_double(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw,
-                        gb);
+        backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw, gb);
 }
 
 /* acc[i] += the sum over parts of part[p * n + i], rounded once to acc's dtype */

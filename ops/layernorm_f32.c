@@ -6,10 +6,9 @@
 #include "fastmath_internal.h"
 #include "kernels_f32_internal.h"
 
-/* ---- f32: the row mean in double, summed in 4 partial lanes so that it
- * vectorises instead of running one dependent add per element; the rest
- * in f32 from x - mean taken as (x - mh) - ml (forward_f32, backward_f32
- * below). */
+/* The row mean in double, summed in 4 partial lanes so that it vectorises
+ * instead of running one dependent add per element; the rest in f32 from
+ * x - mean taken as (x - mh) - ml (forward_f32, backward_f32 below). */
 enum { LANES = 4 };
 
 /* sum_j x_j in double */
@@ -118,8 +117,15 @@ ln_bwd_row_f32(int C, const float *restrict xr, const float *restrict w, const f
     double tg = 0, tgh = 0;
     for (int k = 0; k < 8; k++) tg += sg[k], tgh += sgh[k];
     const float a = (float)(tg / C), c = (float)(tgh / C);
-    if (has_w) LN_PUT(store, gxr[jj], s * ((dyr[jj] * w[jj] - a) - (((xr[jj] - mh) - ml) * s) * c));
-    else LN_PUT(store, gxr[jj], s * ((dyr[jj] - a) - (((xr[jj] - mh) - ml) * s) * c));
+    /* dx_j = rstd (g_j - a - xhat_j c), g_j = dy_j w_j, stored or added */
+    if (has_w && store)
+        for (int j = 0; j < C; j++) gxr[j] = s * ((dyr[j] * w[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+    else if (has_w)
+        for (int j = 0; j < C; j++) gxr[j] += s * ((dyr[j] * w[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+    else if (store)
+        for (int j = 0; j < C; j++) gxr[j] = s * ((dyr[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+    else
+        for (int j = 0; j < C; j++) gxr[j] += s * ((dyr[j] - a) - (((xr[j] - mh) - ml) * s) * c);
 }
 
 TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
