@@ -36,6 +36,84 @@
 #include "../core/parallel.h"
 #include "kernels_f32_internal.h"
 
+/* ---- the op ----------------------------------------------------------- */
+
+/* Rows of one layernorm pass, shared out among threads. In the backward,
+ * each part sums its rows' dw and db in double into its own zeroed (C)
+ * rows of pgw, pgb; those are added up in part order after. */
+typedef struct ln_job {
+    tg_dtype dt;
+    int C;
+    double eps;
+    const void *x, *w, *b, *dy;
+    void *y, *gx;
+    bool store;          /* gx is new: written, not added to */
+    double *pgw, *pgb;   /* (parts, C) each, or NULL */
+    float *paw, *pab;    /* (parts, C) zeroed f32 accumulators for f32 dw, db, or NULL */
+    double *mean, *rstd;
+} ln_job;
+
+#define LN_GRAIN 16384   /* elements per thread, at least */
+
+static void ln_part(void *ctx, int64_t lo, int64_t hi);
+static void layernorm_backward(tg_graph *g, tg_node *nd);
+
+/* Checks that p (w or b, may be NULL) is a float (C) tensor of x's dtype. */
+static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const tg_tensor *p)
+{
+    if (!p) return true;
+    char sx[64], sp[64];
+    tg_shape_str(x, sx, sizeof sx);
+    tg_shape_str(p, sp, sizeof sp);
+    if (!tg_op_check_float(g, "layernorm", what, p)) return false;
+    if (p->dtype != x->dtype) {
+        tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype), sx, what,
+                tg_dtype_name(p->dtype), sp);
+        return false;
+    }
+    const int C = x->shape[x->ndim - 1];
+    if (p->ndim != 1 || p->shape[0] != C) {
+        tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C,
+                tg_dtype_name(x->dtype), sx, tg_dtype_name(p->dtype), sp);
+        return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps)
+{
+    /* w and b may be NULL by design; only x must be there */
+    tg_tensor *in[3] = {x, w, b};
+    if (!tg_op_begin(g, "layernorm", 1, in) || !tg_op_check_live(g, "layernorm", 3, in) ||
+        !tg_op_check_float(g, "layernorm", "x", x))
+        return NULL;
+    char sx[64];
+    if (x->ndim < 1)
+        return tg_fail(g, "layernorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
+    if (!check_param(g, "w", x, w) || !check_param(g, "b", x, b)) return NULL;
+    if (!(eps > 0))
+        return tg_fail(g, "layernorm: eps must be > 0, got %g (x %s %s)", eps, tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
+
+    const int C = x->shape[x->ndim - 1];
+    const int64_t rows = x->numel / C;
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* (..., C) */
+    if (!y) return NULL;
+    double *stats = NULL; /* mean (rows), then rstd (rows) */
+    tg_node *nd = tg_op_record(g, "layernorm", layernorm_backward, y, 3, in);
+    if (nd) {
+        nd->darg[0] = eps;
+        stats = nd->saved = tg_arena_alloc(g, 2 * (size_t)rows * sizeof(double));
+    }
+    if (tg_graph_error(g)) return NULL;
+    double *mean = stats, *rstd = stats ? stats + rows : NULL;
+    ln_job j = {.dt = y->dtype, .C = C, .eps = eps, .x = x->data, .w = w ? w->data : NULL,
+                .b = b ? b->data : NULL, .y = y->data, .mean = mean, .rstd = rstd};
+    tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
+    return tg_graph_error(g) ? NULL : y;
+}
+
 /* ---- the reference kernels (f64) -------------------------------------- */
 
 /* Rows [0, rows) of x (rows, C): y = xhat w + b, xhat = (x - mean) rstd;
@@ -94,46 +172,7 @@ static void backward_f64(int64_t rows, int C, const double *x, const double *w, 
     }
 }
 
-/* Rows of one layernorm pass, shared out among threads. In the backward,
- * each part sums its rows' dw and db in double into its own zeroed (C)
- * rows of pgw, pgb; those are added up in part order after. */
-typedef struct ln_job {
-    tg_dtype dt;
-    int C;
-    double eps;
-    const void *x, *w, *b, *dy;
-    void *y, *gx;
-    bool store;          /* gx is new: written, not added to */
-    double *pgw, *pgb;   /* (parts, C) each, or NULL */
-    float *paw, *pab;    /* (parts, C) zeroed f32 accumulators for f32 dw, db, or NULL */
-    double *mean, *rstd;
-} ln_job;
-
-#define LN_GRAIN 16384   /* elements per thread, at least */
-
-static void ln_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const ln_job *j = ctx;
-    const int C = j->C;
-    const int64_t o = lo * C, rows = hi - lo;
-    const size_t es = tg_dtype_size(j->dt), po = (size_t)tg_parallel_part() * C;
-    const char *x = (const char *)j->x + o * es;
-    double *mean = j->mean ? j->mean + lo : NULL, *rstd = j->rstd ? j->rstd + lo : NULL;
-    if (!j->dy) {
-        char *y = (char *)j->y + o * es;
-        if (j->dt == TG_F32) tg_layernorm_forward_f32(rows, C, (const float *)x, j->w, j->b, j->eps, (float *)y, mean, rstd);
-        else forward_f64(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
-        return;
-    }
-    const char *dy = (const char *)j->dy + o * es;
-    char *gx = j->gx ? (char *)j->gx + o * es : NULL;
-    double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
-    if (j->dt == TG_F32)
-        tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store, gw, gb,
-                     j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
-    else
-        backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw, gb);
-}
+/* ---- backward, and the rows shared out among threads ------------------ */
 
 /* acc[i] += the sum over parts of part[p * n + i], rounded once to acc's dtype */
 static void add_partials(tg_dtype dt, void *acc, const double *part, int parts, int n)
@@ -170,58 +209,27 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     if (gb) add_partials(y->dtype, gb, j.pgb, nt, C);
 }
 
-/* Checks that p (w or b, may be NULL) is a float (C) tensor of x's dtype. */
-static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const tg_tensor *p)
+static void ln_part(void *ctx, int64_t lo, int64_t hi)
 {
-    if (!p) return true;
-    char sx[64], sp[64];
-    tg_shape_str(x, sx, sizeof sx);
-    tg_shape_str(p, sp, sizeof sp);
-    if (!tg_op_check_float(g, "layernorm", what, p)) return false;
-    if (p->dtype != x->dtype) {
-        tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype), sx, what,
-                tg_dtype_name(p->dtype), sp);
-        return false;
+    const ln_job *j = ctx;
+    const int C = j->C;
+    const int64_t o = lo * C, rows = hi - lo;
+    const size_t es = tg_dtype_size(j->dt), po = (size_t)tg_parallel_part() * C;
+    const char *x = (const char *)j->x + o * es;
+    double *mean = j->mean ? j->mean + lo : NULL, *rstd = j->rstd ? j->rstd + lo : NULL;
+    if (!j->dy) {
+        char *y = (char *)j->y + o * es;
+        if (j->dt == TG_F32)
+            tg_layernorm_forward_f32(rows, C, (const float *)x, j->w, j->b, j->eps, (float *)y, mean, rstd);
+        else forward_f64(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
+        return;
     }
-    const int C = x->shape[x->ndim - 1];
-    if (p->ndim != 1 || p->shape[0] != C) {
-        tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C,
-                tg_dtype_name(x->dtype), sx, tg_dtype_name(p->dtype), sp);
-        return false;
-    }
-    return true;
-}
-
-tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps)
-{
-    /* w and b may be NULL by design; only x must be there */
-    tg_tensor *in[3] = {x, w, b};
-    if (!tg_op_begin(g, "layernorm", 1, in) || !tg_op_check_live(g, "layernorm", 3, in) ||
-        !tg_op_check_float(g, "layernorm", "x", x))
-        return NULL;
-    char sx[64];
-    if (x->ndim < 1)
-        return tg_fail(g, "layernorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype),
-                       tg_shape_str(x, sx, sizeof sx));
-    if (!check_param(g, "w", x, w) || !check_param(g, "b", x, b)) return NULL;
-    if (!(eps > 0))
-        return tg_fail(g, "layernorm: eps must be > 0, got %g (x %s %s)", eps, tg_dtype_name(x->dtype),
-                       tg_shape_str(x, sx, sizeof sx));
-
-    const int C = x->shape[x->ndim - 1];
-    const int64_t rows = x->numel / C;
-    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* (..., C) */
-    if (!y) return NULL;
-    double *stats = NULL; /* mean (rows), then rstd (rows) */
-    tg_node *nd = tg_op_record(g, "layernorm", layernorm_backward, y, 3, in);
-    if (nd) {
-        nd->darg[0] = eps;
-        stats = nd->saved = tg_arena_alloc(g, 2 * (size_t)rows * sizeof(double));
-    }
-    if (tg_graph_error(g)) return NULL;
-    double *mean = stats, *rstd = stats ? stats + rows : NULL;
-    ln_job j = {.dt = y->dtype, .C = C, .eps = eps, .x = x->data, .w = w ? w->data : NULL,
-                .b = b ? b->data : NULL, .y = y->data, .mean = mean, .rstd = rstd};
-    tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
-    return tg_graph_error(g) ? NULL : y;
+    const char *dy = (const char *)j->dy + o * es;
+    char *gx = j->gx ? (char *)j->gx + o * es : NULL;
+    double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
+    if (j->dt == TG_F32)
+        tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx,
+                                  j->store, gw, gb, j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
+    else
+        backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw, gb);
 }
