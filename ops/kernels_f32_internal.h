@@ -78,60 +78,16 @@ void tg_layernorm_backward_f32(int64_t rows, int C, const float *x, const float 
 
 /* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ----------------------- */
 
-enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
+enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };   /* a forward's result */
 
-#define DEFINE_CE(T, EXP, LOG, ATTR)                                                            \
-    /* Rows [lo, hi): fills lse[r] for counted rows and returns CE_OK with their summed loss   \
-     * in *total, or an error kind with the element / row in *where. */                        \
-    ATTR static int forward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,   \
-                                T *lse, double *total, int64_t *where)                          \
-    {                                                                                           \
-        double acc = 0;                                                                         \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            if (t[r] == -1) continue;                                                           \
-            const T *restrict px = x + r * v;                                                   \
-            T mx = -INFINITY;                                                                   \
-            int bad = 0;                                                                        \
-            for (int j = 0; j < v; j++) {                                                       \
-                bad |= isnan(px[j]) || px[j] == INFINITY;                                       \
-                mx = px[j] > mx ? px[j] : mx;                                                   \
-            }                                                                                   \
-            if (bad)                                                                            \
-                for (int j = 0; j < v; j++)                                                     \
-                    if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; } \
-            if (mx == -INFINITY) { *where = r; return CE_DEAD_ROW; }                            \
-            T sum = 0;                                                                          \
-            for (int j = 0; j < v; j++) sum += EXP(px[j], mx);                                 \
-            lse[r] = mx + LOG(sum);                                                             \
-            acc += (double)(lse[r] - px[t[r]]);                                                 \
-        }                                                                                       \
-        *total = acc;                                                                           \
-        return CE_OK;                                                                           \
-    }                                                                                           \
-    /* store: dx is a new gradient, written (ignored rows as 0) instead of added to */         \
-    ATTR static void backward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,  \
-                                  const T *lse, T scale, T *dx, bool store)                     \
-    {                                                                                           \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            T *restrict pd = dx + r * v;                                                        \
-            if (t[r] == -1) {                                                                   \
-                if (store)                                                                      \
-                    for (int j = 0; j < v; j++) pd[j] = 0;                                      \
-                continue;                                                                       \
-            }                                                                                   \
-            const T *restrict px = x + r * v;                                                   \
-            const T l = lse[r];                                                                 \
-            if (store)                                                                          \
-                for (int j = 0; j < v; j++) pd[j] = scale * EXP(px[j], l);                     \
-            else                                                                                \
-                for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                    \
-            pd[t[r]] -= scale;                                                                  \
-        }                                                                                       \
-    }
-
-/* Rows [lo, hi) of logits x (rows, v) against targets t: see DEFINE_CE. */
+/* Rows [lo, hi) of logits x (rows, v) against targets t (-1: ignored):
+ * lse_r = log sum_j exp(x_rj) of each counted row into lse, the sum of
+ * their losses lse_r - x_r,t_r into *total. Returns CE_OK, or CE_BAD_LOGIT
+ * / CE_DEAD_ROW with the first bad element / row in *where. */
 int tg_cross_entropy_forward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
                                  double *total, int64_t *where);
+/* Their gradient: dx_rj = scale (exp(x_rj - lse_r) - [j == t_r]), stored
+ * when store (ignored rows as 0), else added (ignored rows left alone). */
 void tg_cross_entropy_backward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse,
                                    float scale, float *dx, bool store);
 
