@@ -33,55 +33,7 @@
 #include "../core/parallel.h"
 #include "kernels_f32_internal.h"
 
-/* ---- the reference kernels (f64) -------------------------------------- */
-
-/* Rows [lo, hi) of logits x (rows, v) against targets t: lse_r of each
- * counted row into lse, the sum of their losses lse_r - x_r,t_r into
- * *total. Returns CE_OK, or an error kind with the element / row in
- * *where. */
-static int forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, double *lse, double *total,
-                       int64_t *where)
-{
-    double sum_loss = 0;
-    for (int64_t r = lo; r < hi; r++) {
-        if (t[r] == -1) continue;
-        const double *xr = x + r * v;
-        double m = -INFINITY;   /* m_r = max_j x_rj */
-        for (int j = 0; j < v; j++) {
-            if (isnan(xr[j]) || xr[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; }
-            m = xr[j] > m ? xr[j] : m;
-        }
-        if (m == -INFINITY) { *where = r; return CE_DEAD_ROW; }
-        double sum = 0;         /* sum_j exp(x_rj - m_r) */
-        for (int j = 0; j < v; j++) sum += exp(xr[j] - m);
-        lse[r] = m + log(sum);
-        sum_loss += lse[r] - xr[t[r]];
-    }
-    *total = sum_loss;
-    return CE_OK;
-}
-
-/* dx_rj = scale (p_rj - [j == t_r]), p_rj = exp(x_rj - lse_r), scale =
- * dL / N, for the counted rows of [lo, hi); stored when store (ignored rows
- * as 0), else added (ignored rows left alone). */
-static void backward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, const double *lse,
-                         double scale, double *dx, bool store)
-{
-    for (int64_t r = lo; r < hi; r++) {
-        double *dr = dx + r * v;
-        if (t[r] == -1) {
-            if (store)
-                for (int j = 0; j < v; j++) dr[j] = 0;
-            continue;
-        }
-        const double *xr = x + r * v;
-        for (int j = 0; j < v; j++) {
-            const double p = exp(xr[j] - lse[r]);
-            dr[j] = store ? scale * p : dr[j] + scale * p;
-        }
-        dr[t[r]] -= scale;
-    }
-}
+/* ---- the op ----------------------------------------------------------- */
 
 /* Rows shared out among threads; each part sums its rows' losses and keeps
  * its first error, in part (= row) order. */
@@ -100,32 +52,8 @@ typedef struct ce_job {
 
 #define CE_GRAIN 16384   /* logits per thread, at least */
 
-static void ce_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const ce_job *j = ctx;
-    const int part = tg_parallel_part();
-    if (j->dx && j->dt == TG_F32)
-        tg_cross_entropy_backward_f32(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
-    else if (j->dx) backward_f64(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
-    else if (j->dt == TG_F32)
-        j->status[part] =
-            tg_cross_entropy_forward_f32(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
-    else j->status[part] = forward_f64(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
-}
-
-/* in[0] logits, in[1] targets; saved: lse per row; darg[0]: counted rows. */
-static void cross_entropy_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *t = nd->in[1], *y = nd->out;
-    bool store;
-    void *gx = tg_grad_store(g, x, &store);
-    if (!gx) return;
-    const int v = x->shape[x->ndim - 1];
-    const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
-    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
-                .scale = dl / nd->darg[0]};
-    tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
-}
+static void ce_part(void *ctx, int64_t lo, int64_t hi);
+static void cross_entropy_backward(tg_graph *g, tg_node *nd);
 
 tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
 {
@@ -195,4 +123,83 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
         nd->darg[0] = (double)count;
     }
     return tg_graph_error(g) ? NULL : y;
+}
+
+/* ---- the reference kernels (f64) -------------------------------------- */
+
+/* Rows [lo, hi) of logits x (rows, v) against targets t: lse_r of each
+ * counted row into lse, the sum of their losses lse_r - x_r,t_r into
+ * *total. Returns CE_OK, or an error kind with the element / row in
+ * *where. */
+static int forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, double *lse, double *total,
+                       int64_t *where)
+{
+    double sum_loss = 0;
+    for (int64_t r = lo; r < hi; r++) {
+        if (t[r] == -1) continue;
+        const double *xr = x + r * v;
+        double m = -INFINITY;   /* m_r = max_j x_rj */
+        for (int j = 0; j < v; j++) {
+            if (isnan(xr[j]) || xr[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; }
+            m = xr[j] > m ? xr[j] : m;
+        }
+        if (m == -INFINITY) { *where = r; return CE_DEAD_ROW; }
+        double sum = 0;         /* sum_j exp(x_rj - m_r) */
+        for (int j = 0; j < v; j++) sum += exp(xr[j] - m);
+        lse[r] = m + log(sum);
+        sum_loss += lse[r] - xr[t[r]];
+    }
+    *total = sum_loss;
+    return CE_OK;
+}
+
+/* dx_rj = scale (p_rj - [j == t_r]), p_rj = exp(x_rj - lse_r), scale =
+ * dL / N, for the counted rows of [lo, hi); stored when store (ignored rows
+ * as 0), else added (ignored rows left alone). */
+static void backward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, const double *lse,
+                         double scale, double *dx, bool store)
+{
+    for (int64_t r = lo; r < hi; r++) {
+        double *dr = dx + r * v;
+        if (t[r] == -1) {
+            if (store)
+                for (int j = 0; j < v; j++) dr[j] = 0;
+            continue;
+        }
+        const double *xr = x + r * v;
+        for (int j = 0; j < v; j++) {
+            const double p = exp(xr[j] - lse[r]);
+            dr[j] = store ? scale * p : dr[j] + scale * p;
+        }
+        dr[t[r]] -= scale;
+    }
+}
+
+/* ---- backward, and the rows shared out among threads ------------------ */
+
+/* in[0] logits, in[1] targets; saved: lse per row; darg[0]: counted rows. */
+static void cross_entropy_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *t = nd->in[1], *y = nd->out;
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
+    if (!gx) return;
+    const int v = x->shape[x->ndim - 1];
+    const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
+    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
+                .scale = dl / nd->darg[0]};
+    tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
+}
+
+static void ce_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const ce_job *j = ctx;
+    const int part = tg_parallel_part();
+    if (j->dx && j->dt == TG_F32)
+        tg_cross_entropy_backward_f32(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
+    else if (j->dx) backward_f64(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
+    else if (j->dt == TG_F32)
+        j->status[part] =
+            tg_cross_entropy_forward_f32(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+    else j->status[part] = forward_f64(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
 }
