@@ -40,7 +40,10 @@ static inline float gelu_grad_f32(float x)
 TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
                                             float *restrict dx, bool acc)
 {
-    PUT(dy[i] * gelu_grad_f32(x[i]));
+    if (acc)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f32(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f32(x[i]);
 }
 
 /* the entry points of kernels_f32_internal.h */

@@ -93,16 +93,6 @@ void tg_cross_entropy_backward_f32(const float *x, const int32_t *t, int64_t lo,
 
 /* ---- GELU (ops/unary.c, ops/gelu_f32.c) ------------------------------- */
 
-/* dx[i] += e for every i, or dx[i] = e when the gradient is new (!acc):
- * two loops, so a new gradient is neither zero-filled nor read */
-#define PUT(e)                                                                              \
-    do {                                                                                    \
-        if (acc)                                                                            \
-            for (int64_t i = 0; i < n; i++) dx[i] += (e);                                   \
-        else                                                                                \
-            for (int64_t i = 0; i < n; i++) dx[i] = (e);                                    \
-    } while (0)
-
 /* y = gelu(x), n elements */
 void tg_gelu_forward_f32(int64_t n, const float *x, float *y);
 /* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */

@@ -36,62 +36,40 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 
-/* d gelu / dx, erf and tanh forms */
-#define DEFINE_GELU_GRADS(T)                                                                \
-    static inline T gelu_grad_##T(T v)                                                      \
-    {                                                                                       \
-        return (T)0.5 * ((T)1 + erf(v * (T)INV_SQRT2)) + v * (T)INV_SQRT_2PI * exp((T)-0.5 * v * v); \
-    }                                                                                       \
-    static inline T gelu_tanh_grad_##T(T v)                                                 \
-    {                                                                                       \
-        T t = tanh((T)GELU_K * (v + (T)GELU_C * v * v * v));                                \
-        T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);                                \
-        return (T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * du;                      \
-    }
-DEFINE_GELU_GRADS(float)
-DEFINE_GELU_GRADS(double)
+/* The simple ops, f32 and f64 from one text: forward_f32, backward_f32,
+ * forward_f64, backward_f64 (switching on op). */
+#define T float
+#define T_NAME(f) f##_f32
+#include "unary_kernels.inc"
+#undef T_NAME
+#undef T
+#define T double
+#define T_NAME(f) f##_f64
+#include "unary_kernels.inc"
+#undef T_NAME
+#undef T
 
-#define DEFINE_UNARY(T)                                                                     \
-    static void forward_##T(int op, T s, int64_t n, const T *restrict x, T *restrict y)                    \
-    {                                                                                       \
-        switch (op) {                                                                       \
-        case SCALE: for (int64_t i = 0; i < n; i++) y[i] = s * x[i]; break;                 \
-        case NEG:   for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;                    \
-        case EXP:   for (int64_t i = 0; i < n; i++) y[i] = exp(x[i]); break;                \
-        case LOG:   for (int64_t i = 0; i < n; i++) y[i] = log(x[i]); break;                \
-        case TANH:  for (int64_t i = 0; i < n; i++) y[i] = tanh(x[i]); break;               \
-        case SQRT:  for (int64_t i = 0; i < n; i++) y[i] = sqrt(x[i]); break;               \
-        case RELU:  for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;      \
-        case GELU:                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                 \
-                y[i] = x[i] * (T)0.5 * ((T)1 + erf(x[i] * (T)INV_SQRT2));                   \
-            break;                                                                          \
-        default:                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T v = x[i];                                                                 \
-                y[i] = (T)0.5 * v * ((T)1 + tanh((T)GELU_K * (v + (T)GELU_C * v * v * v))); \
-            }                                                                               \
-            break;                                                                          \
-        }                                                                                   \
-    }                                                                                       \
-    static void backward_##T(int op, T s, int64_t n, const T *restrict x, const T *restrict y, \
-                             const T *restrict dy, T *restrict dx, bool acc)                \
-    {                                                                                       \
-        switch (op) {                                                                       \
-        case SCALE: PUT(s * dy[i]); break;                                                  \
-        case NEG:   PUT(-dy[i]); break;                                                     \
-        case EXP:   PUT(dy[i] * y[i]); break;                                               \
-        case LOG:   PUT(dy[i] / x[i]); break;                                               \
-        case TANH:  PUT(dy[i] * ((T)1 - y[i] * y[i])); break;                               \
-        case SQRT:  PUT(y[i] > 0 ? dy[i] * (T)0.5 / y[i] : 0); break;                       \
-        case RELU:  PUT(x[i] > 0 ? dy[i] : 0); break;                                       \
-        case GELU:  PUT(dy[i] * gelu_grad_##T(x[i])); break;                                \
-        default:    PUT(dy[i] * gelu_tanh_grad_##T(x[i])); break;                           \
-        }                                                                                   \
-    }
+/* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
+static void gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * INV_SQRT2));
+}
 
-DEFINE_UNARY(float)
-DEFINE_UNARY(double)
+/* gelu' x = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
+static inline double gelu_grad_f64(double v)
+{
+    return 0.5 * (1 + erf(v * INV_SQRT2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+}
+
+/* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
+static void gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx,
+                              bool acc)
+{
+    if (acc)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f64(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f64(x[i]);
+}
 
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
@@ -113,14 +91,16 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
         const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
         float *out = (float *)j->out + lo;
         if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
-        else if (!j->backward) forward_float(j->op, (float)j->s, n, x, out);
+        else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
         else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
-        else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
+        else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
     } else {
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
         double *out = (double *)j->out + lo;
-        if (!j->backward) forward_double(j->op, j->s, n, x, out);
-        else backward_double(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
+        if (!j->backward && j->op == GELU) gelu_forward_f64(n, x, out);
+        else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
+        else if (j->op == GELU) gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
+        else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
     }
 }
 
