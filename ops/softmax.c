@@ -253,4 +253,3 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
                                       &j->where[part]);
     }
 }
-

@@ -36,40 +36,7 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 
-/* The simple ops, f32 and f64 from one text: forward_f32, backward_f32,
- * forward_f64, backward_f64 (switching on op). */
-#define T float
-#define T_NAME(f) f##_f32
-#include "unary_kernels.inc"
-#undef T_NAME
-#undef T
-#define T double
-#define T_NAME(f) f##_f64
-#include "unary_kernels.inc"
-#undef T_NAME
-#undef T
-
-/* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
-static void gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
-{
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * INV_SQRT2));
-}
-
-/* gelu' x = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
-static inline double gelu_grad_f64(double v)
-{
-    return 0.5 * (1 + erf(v * INV_SQRT2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
-}
-
-/* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
-static void gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx,
-                              bool acc)
-{
-    if (acc)
-        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f64(x[i]);
-    else
-        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f64(x[i]);
-}
+/* ---- the op ----------------------------------------------------------- */
 
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
@@ -83,36 +50,8 @@ typedef struct unary_job {
 
 #define UNARY_GRAIN 16384   /* elements: below this a thread is not worth waking */
 
-static void unary_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const unary_job *j = ctx;
-    const int64_t n = hi - lo;
-    if (j->dt == TG_F32) {
-        const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
-        float *out = (float *)j->out + lo;
-        if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
-        else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
-        else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
-        else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
-    } else {
-        const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
-        double *out = (double *)j->out + lo;
-        if (!j->backward && j->op == GELU) gelu_forward_f64(n, x, out);
-        else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
-        else if (j->op == GELU) gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
-        else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
-    }
-}
-
-static void unary_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *y = nd->out;
-    bool store;
-    void *dx = tg_grad_store(g, x, &store);
-    if (!dx) return;
-    unary_job j = {nd->iarg[0], true, !store, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
-    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
-}
+static void unary_part(void *ctx, int64_t lo, int64_t hi);
+static void unary_backward(tg_graph *g, tg_node *nd);
 
 /* log needs x > 0 and sqrt x >= 0: name the first element outside. */
 static bool check_domain(tg_graph *g, int op, const tg_tensor *x)
@@ -170,4 +109,74 @@ tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
         return tg_fail(g, "gelu: unknown mode %d (use TG_GELU_ERF or TG_GELU_TANH)", (int)mode);
     }
     return unary(g, mode == TG_GELU_ERF ? GELU : GELU_TANH, x, 0);
+}
+
+/* ---- the reference kernels (f64), and the f32 ones they share --------- */
+
+/* The simple ops, f32 and f64 from one text: forward_f32, backward_f32,
+ * forward_f64, backward_f64 (switching on op). */
+#define T float
+#define T_NAME(f) f##_f32
+#include "unary_kernels.inc"
+#undef T_NAME
+#undef T
+#define T double
+#define T_NAME(f) f##_f64
+#include "unary_kernels.inc"
+#undef T_NAME
+#undef T
+
+/* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
+static void gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * INV_SQRT2));
+}
+
+/* gelu' x = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
+static inline double gelu_grad_f64(double v)
+{
+    return 0.5 * (1 + erf(v * INV_SQRT2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+}
+
+/* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
+static void gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx,
+                              bool acc)
+{
+    if (acc)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f64(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f64(x[i]);
+}
+
+/* ---- backward, and the chunks shared out among threads ---------------- */
+
+static void unary_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    bool store;
+    void *dx = tg_grad_store(g, x, &store);
+    if (!dx) return;
+    unary_job j = {nd->iarg[0], true, !store, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
+    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
+}
+
+static void unary_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const unary_job *j = ctx;
+    const int64_t n = hi - lo;
+    if (j->dt == TG_F32) {
+        const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
+        float *out = (float *)j->out + lo;
+        if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
+        else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
+        else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
+        else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
+    } else {
+        const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
+        double *out = (double *)j->out + lo;
+        if (!j->backward && j->op == GELU) gelu_forward_f64(n, x, out);
+        else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
+        else if (j->op == GELU) gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
+        else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
+    }
 }
