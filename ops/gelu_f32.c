@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 #define INV_SQRT2 0.70710678118654752440
 
@@ -46,7 +46,7 @@ TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, 
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f32(x[i]);
 }
 
-/* the entry points of kernels_f32_internal.h */
+/* the entry points of kernels_internal.h */
 void tg_gelu_forward_f32(int64_t n, const float *x, float *y) { gelu_forward_f32(n, x, y); }
 
 void tg_gelu_backward_f32(int64_t n, const float *x, const float *dy, float *dx, bool acc)

@@ -34,7 +34,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* ---- the op ----------------------------------------------------------- */
 
@@ -118,8 +118,8 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, d
 
 /* Rows [0, rows) of x (rows, C): y = xhat w + b, xhat = (x - mean) rstd;
  * each row's mean and rstd saved when mean is not NULL (a recorded op). */
-static void forward_f64(int64_t rows, int C, const double *x, const double *w, const double *b, double eps,
-                        double *y, double *mean, double *rstd)
+void tg_layernorm_forward_f64(int64_t rows, int C, const double *x, const double *w, const double *b, double eps,
+                              double *y, double *mean, double *rstd)
 {
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * C; /* (C) */
@@ -143,8 +143,8 @@ static void forward_f64(int64_t rows, int C, const double *x, const double *w, c
 /* The backward of those rows, with g = dy w: dx = rstd (g - mean(g) -
  * xhat mean(g xhat)) into gx (stored when store, else added; NULL: not
  * wanted), dw += dy xhat into gw and db += dy into gb (NULL: not wanted). */
-static void backward_f64(int64_t rows, int C, const double *x, const double *w, const double *dy, const double *mean,
-                         const double *rstd, double *gx, bool store, double *gw, double *gb)
+void tg_layernorm_backward_f64(int64_t rows, int C, const double *x, const double *w, const double *dy,
+                               const double *mean, const double *rstd, double *gx, bool store, double *gw, double *gb)
 {
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * C, *dyr = dy + r * C; /* (C) */
@@ -221,7 +221,7 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
         char *y = (char *)j->y + o * es;
         if (j->dt == TG_F32)
             tg_layernorm_forward_f32(rows, C, (const float *)x, j->w, j->b, j->eps, (float *)y, mean, rstd);
-        else forward_f64(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
+        else tg_layernorm_forward_f64(rows, C, (const double *)x, j->w, j->b, j->eps, (double *)y, mean, rstd);
         return;
     }
     const char *dy = (const char *)j->dy + o * es;
@@ -231,5 +231,6 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
         tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx,
                                   j->store, gw, gb, j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
     else
-        backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx, j->store, gw, gb);
+        tg_layernorm_backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx,
+                                  j->store, gw, gb);
 }

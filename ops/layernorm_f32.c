@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fastmath_internal.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* The row mean in double, summed in 4 partial lanes so that it vectorises
  * instead of running one dependent add per element; the rest in f32 from
@@ -151,7 +151,7 @@ TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, cons
     }
 }
 
-/* the entry points of kernels_f32_internal.h */
+/* the entry points of kernels_internal.h */
 void tg_layernorm_forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps, float *y,
                               double *mean, double *rstd)
 {

@@ -31,7 +31,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* ---- the op ----------------------------------------------------------- */
 
@@ -131,8 +131,8 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
  * counted row into lse, the sum of their losses lse_r - x_r,t_r into
  * *total. Returns CE_OK, or an error kind with the element / row in
  * *where. */
-static int forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, double *lse, double *total,
-                       int64_t *where)
+int tg_cross_entropy_forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, double *lse,
+                                 double *total, int64_t *where)
 {
     double sum_loss = 0;
     for (int64_t r = lo; r < hi; r++) {
@@ -156,8 +156,8 @@ static int forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi
 /* dx_rj = scale (p_rj - [j == t_r]), p_rj = exp(x_rj - lse_r), scale =
  * dL / N, for the counted rows of [lo, hi); stored when store (ignored rows
  * as 0), else added (ignored rows left alone). */
-static void backward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, const double *lse,
-                         double scale, double *dx, bool store)
+void tg_cross_entropy_backward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, const double *lse,
+                                   double scale, double *dx, bool store)
 {
     for (int64_t r = lo; r < hi; r++) {
         double *dr = dx + r * v;
@@ -197,9 +197,11 @@ static void ce_part(void *ctx, int64_t lo, int64_t hi)
     const int part = tg_parallel_part();
     if (j->dx && j->dt == TG_F32)
         tg_cross_entropy_backward_f32(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
-    else if (j->dx) backward_f64(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
+    else if (j->dx) tg_cross_entropy_backward_f64(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
     else if (j->dt == TG_F32)
         j->status[part] =
             tg_cross_entropy_forward_f32(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
-    else j->status[part] = forward_f64(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+    else
+        j->status[part] =
+            tg_cross_entropy_forward_f64(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
 }

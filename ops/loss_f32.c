@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* e^(x - m) with m >= x. f32: the call-free exp of fastmath_internal.h (a
  * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */
@@ -55,7 +55,7 @@ TG_VEC_CLONES static void backward_f32(const float *x, const int32_t *t, int64_t
     }
 }
 
-/* the entry points of kernels_f32_internal.h */
+/* the entry points of kernels_internal.h */
 int tg_cross_entropy_forward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
                                  double *total, int64_t *where)
 {

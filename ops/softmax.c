@@ -42,7 +42,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* ---- the op ----------------------------------------------------------- */
 
@@ -152,9 +152,9 @@ static inline bool blocked(const uint8_t *pm, int64_t stride, int j) { return pm
 /* Rows [lo, hi) of x, padded shape dim, mask m with strides ms (NULL: no
  * mask): y = softmax (p) or log_softmax of each row. Returns SCORES_OK, or
  * an error kind with the row / element in *where. */
-static int forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
-                       int64_t *where)
+int tg_softmax_forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
+                           int64_t *where)
 {
     const int n = dim[3];
     tg_row_index ix = tg_row_at(dim, lo);
@@ -190,7 +190,7 @@ static int forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], c
 
 /* ds_j = p_j (dp_j - sum_k p_k dp_k) for `rows` rows of n; stored into dx
  * when store (a new gradient), else added */
-static void softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
+void tg_softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
 {
     for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
         double s = 0;
@@ -204,7 +204,7 @@ static void softmax_backward_f64(const double *p, const double *dp, double *dx, 
 }
 
 /* ds_j = dy_j - exp(y_j) sum_{k in A} dy_k, 0 at blocked keys (y_j = -inf) */
-static void log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
+void tg_log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
 {
     for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
         double s = 0;
@@ -243,13 +243,13 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
         else tg_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
     } else if (j->dx) {
         const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
-        if (j->log_out) log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
-        else softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+        if (j->log_out) tg_log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+        else tg_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
     } else if (j->dt == TG_F32) {
         j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
                                                  j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
     } else {
-        j->status[part] = forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
-                                      &j->where[part]);
+        j->status[part] = tg_softmax_forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
+                                                 &j->where[part]);
     }
 }

@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 /* Vectorisable row kernels: the maths of the f64 reference (ops/softmax.c)
  * with the call-free exp of fastmath_internal.h (error a few f32 ulps) and
@@ -121,7 +121,7 @@ TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *
     backward_rows(y, dy, dx, rows, n, store, true);
 }
 
-/* the entry points of kernels_f32_internal.h */
+/* the entry points of kernels_internal.h */
 int tg_softmax_forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
                            const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo,
                            int64_t hi, int64_t *where)

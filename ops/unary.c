@@ -26,7 +26,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "kernels_f32_internal.h"
+#include "kernels_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
 static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
@@ -127,7 +127,7 @@ tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
 #undef T
 
 /* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
-static void gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
+void tg_gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
 {
     for (int64_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * INV_SQRT2));
 }
@@ -139,8 +139,7 @@ static inline double gelu_grad_f64(double v)
 }
 
 /* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
-static void gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx,
-                              bool acc)
+void tg_gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx, bool acc)
 {
     if (acc)
         for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f64(x[i]);
@@ -174,9 +173,9 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
     } else {
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
         double *out = (double *)j->out + lo;
-        if (!j->backward && j->op == GELU) gelu_forward_f64(n, x, out);
+        if (!j->backward && j->op == GELU) tg_gelu_forward_f64(n, x, out);
         else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
-        else if (j->op == GELU) gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
+        else if (j->op == GELU) tg_gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
         else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
     }
 }
