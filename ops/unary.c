@@ -116,15 +116,11 @@ tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
 /* The simple ops, f32 and f64 from one text: forward_f32, backward_f32,
  * forward_f64, backward_f64 (switching on op). */
 #define T float
-#define T_NAME(f) f##_f32
+#define KERNEL(name) name##_f32
 #include "unary_kernels.inc"
-#undef T_NAME
-#undef T
 #define T double
-#define T_NAME(f) f##_f64
+#define KERNEL(name) name##_f64
 #include "unary_kernels.inc"
-#undef T_NAME
-#undef T
 
 /* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
 void tg_gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
