@@ -34,7 +34,8 @@
  * Scores at blocked keys are never read, so they may hold anything.
  *
  * f32 runs its own row kernels (ops/softmax_f32.c), vectorised with a
- * call-free exp. */
+ * call-free exp, which clamps its argument: an unmasked -inf score gets
+ * weight exp(-87) / S there (about 1e-38), not 0. */
 #include <math.h>
 #include <stdio.h>
 
