@@ -46,7 +46,8 @@ TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, 
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f32(x[i]);
 }
 
-/* the entry points of kernels_internal.h */
+/* the entry points declared in kernels_internal.h (the clones stay static:
+ * see there) */
 void tg_gelu_forward_f32(int64_t n, const float *x, float *y) { gelu_forward_f32(n, x, y); }
 
 void tg_gelu_backward_f32(int64_t n, const float *x, const float *dy, float *dx, bool acc)

@@ -151,7 +151,8 @@ TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, cons
     }
 }
 
-/* the entry points of kernels_internal.h */
+/* the entry points declared in kernels_internal.h (the clones stay static:
+ * see there) */
 void tg_layernorm_forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps, float *y,
                               double *mean, double *rstd)
 {

@@ -55,7 +55,8 @@ TG_VEC_CLONES static void backward_f32(const float *x, const int32_t *t, int64_t
     }
 }
 
-/* the entry points of kernels_internal.h */
+/* the entry points declared in kernels_internal.h (the clones stay static:
+ * see there) */
 int tg_cross_entropy_forward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
                                  double *total, int64_t *where)
 {

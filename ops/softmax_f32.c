@@ -96,7 +96,8 @@ static inline __attribute__((always_inline)) void backward_rows(const float *y, 
         for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
             for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
                 const int j = j0 + k;
-                s[k] += log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f) : tg_fsel(yr[j] != 0, yr[j] * dyr[j], 0.0f);
+                s[k] += log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f)
+                                : tg_fsel(yr[j] != 0, yr[j] * dyr[j], 0.0f);
             }
         float st = 0;
         for (int k = 0; k < LANES; k++) st += s[k];
@@ -121,7 +122,8 @@ TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *
     backward_rows(y, dy, dx, rows, n, store, true);
 }
 
-/* the entry points of kernels_internal.h */
+/* the entry points declared in kernels_internal.h (the clones stay static:
+ * see there) */
 int tg_softmax_forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
                            const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo,
                            int64_t hi, int64_t *where)
