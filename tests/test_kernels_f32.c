@@ -1185,30 +1185,15 @@ int main(void)
 {
     printf("f32 kernels: %s\n", kernels_in_use());
     Suite *s = suite_create("kernels_f32");
-    TCase *fast = tcase_create("fastmath"), *kern = tcase_create("kernels"), *ops = tcase_create("ops");
-    tcase_set_timeout(fast, 120);
-    tcase_add_test(fast, phi_matches_libm_erf);
-    tcase_add_test(fast, fexp_matches_libm_exp);
-    tcase_set_timeout(kern, 60);
-    tcase_add_test(kern, softmax_forward_kernel_matches_reference);
-    tcase_add_test(kern, softmax_forward_kernel_errors_match_reference);
-    tcase_add_test(kern, softmax_backward_kernels_match_reference);
-    tcase_add_test(kern, layernorm_forward_kernel_matches_reference);
-    tcase_add_test(kern, layernorm_backward_kernel_matches_reference);
-    tcase_add_test(kern, cross_entropy_forward_kernel_matches_reference);
-    tcase_add_test(kern, cross_entropy_backward_kernel_matches_reference);
-    tcase_add_test(kern, gelu_kernels_match_reference);
-    tcase_add_test(ops, softmax_ops_run_the_kernels);
-    tcase_add_test(ops, layernorm_op_runs_the_kernels);
-    tcase_add_test(ops, cross_entropy_op_runs_the_kernels);
-    tcase_add_test(ops, gelu_op_runs_the_kernels);
-    tcase_add_test(ops, softmax_f32_matches_f64);
-    tcase_add_test(ops, layernorm_f32_backward_matches_f64);
-    tcase_add_test(ops, gelu_tanh_f32_matches_f64);
-    tcase_add_test(ops, gelu_f32_dense_and_extreme);
-    tcase_add_test(ops, gelu_f32_nonfinite);
-    suite_add_tcase(s, fast);
-    suite_add_tcase(s, kern);
-    suite_add_tcase(s, ops);
+    tt_tcase(s, "fastmath", 120, TT_TESTS(phi_matches_libm_erf, fexp_matches_libm_exp));
+    tt_tcase(s, "kernels", 60,
+             TT_TESTS(softmax_forward_kernel_matches_reference, softmax_forward_kernel_errors_match_reference,
+                      softmax_backward_kernels_match_reference, layernorm_forward_kernel_matches_reference,
+                      layernorm_backward_kernel_matches_reference, cross_entropy_forward_kernel_matches_reference,
+                      cross_entropy_backward_kernel_matches_reference, gelu_kernels_match_reference));
+    tt_tcase(s, "ops", 0,
+             TT_TESTS(softmax_ops_run_the_kernels, layernorm_op_runs_the_kernels, cross_entropy_op_runs_the_kernels,
+                      gelu_op_runs_the_kernels, softmax_f32_matches_f64, layernorm_f32_backward_matches_f64,
+                      gelu_tanh_f32_matches_f64, gelu_f32_dense_and_extreme, gelu_f32_nonfinite));
     return tt_run(s);
 }
