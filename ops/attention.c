@@ -70,10 +70,10 @@
  * the gradients, so ranges run on different threads (core/parallel.h),
  * each with its own scratch. The f32 kernels are in ops/attention_f32.c;
  * f64 uses libm. */
+#include "ops.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 #include "../core/parallel.h"

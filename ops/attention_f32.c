@@ -14,10 +14,11 @@
  * row-maximum loop. exp is the call-free one of fastmath_internal.h (as
  * the f32 softmax) in loops the compiler vectorises, or in AVX2 lanes
  * (ops/attention_avx2.c). */
+#include "attention_internal.h"
+
 #include <math.h>
 #include <string.h>
 
-#include "attention_internal.h"
 #include "fastmath_internal.h"
 #include "gemm_internal.h"
 

@@ -12,9 +12,9 @@
  * in eval mode (tg_graph_training false) and when grad mode is off.
  * Draws come from the graph's seeded stream in element order, so the same
  * seed gives the same mask. */
-#include <math.h>
-
 #include "ops.h"
+
+#include <math.h>
 
 #include "../core/op.h"
 #include "../core/rng.h"

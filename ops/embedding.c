@@ -9,10 +9,10 @@
  *
  * so a row used k times receives the sum of its k output gradients.
  * ids never get a gradient (they are integers). */
+#include "ops.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 

@@ -1,9 +1,10 @@
 /* The tuned f32 kernels of GELU, exact (erf) form (ops/unary.c has the
  * maths, the checks, the f64 reference and the recording). */
+#include "kernels_internal.h"
+
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_internal.h"
 
 #define INV_SQRT2 0.70710678118654752440
 

@@ -27,10 +27,10 @@
  * (ops/layernorm_f32.c) work in f32 from the double mean and rstd, the
  * backward summing dw and db over up to 8 rows in f32 before each add
  * into the double sums. */
+#include "ops.h"
+
 #include <math.h>
 #include <string.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 #include "../core/parallel.h"

@@ -1,10 +1,11 @@
 /* The tuned f32 kernels of layernorm (ops/layernorm.c has the maths, the
  * checks, the f64 reference and the recording). */
+#include "kernels_internal.h"
+
 #include <math.h>
 #include <string.h>
 
 #include "fastmath_internal.h"
-#include "kernels_internal.h"
 
 /* The row mean in double, summed in 4 partial lanes so that it vectorises
  * instead of running one dependent add per element; the rest in f32 from

@@ -17,13 +17,13 @@
  * W^T and dY^T are BLAS transpose flags, and the backward gemms run with
  * beta = 1 straight into the gradient buffers: nothing is copied. A 1-D x
  * (in) is one row and gives y (out). */
+#include "ops.h"
+
 #include <limits.h>
 #include <string.h>
 
-#include "gemm_internal.h"
-#include "ops.h"
-
 #include "../core/op.h"
+#include "gemm_internal.h"
 
 #define T float
 #define KERNEL(name) name##_f32

@@ -24,10 +24,10 @@
  * Rows are shared out among threads (the loss is summed per thread, then
  * in thread order); the f32 kernels (ops/loss_f32.c) use the call-free exp
  * of fastmath_internal.h. */
+#include "ops.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 #include "../core/parallel.h"

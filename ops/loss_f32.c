@@ -1,9 +1,10 @@
 /* The tuned f32 kernels of cross-entropy (ops/loss.c has the maths, the
  * checks, the f64 reference and the recording). */
+#include "kernels_internal.h"
+
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_internal.h"
 
 /* e^(x - m) with m >= x. f32: the call-free exp of fastmath_internal.h (a
  * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */

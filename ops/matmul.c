@@ -26,13 +26,13 @@
  * Threads: a folded product is one gemm, split by rows inside; unfolded
  * batches are shared out among threads, except in a backward where a
  * broadcast operand's gradient is summed over batches (then in order). */
-#include <limits.h>
-
-#include "gemm_internal.h"
 #include "ops.h"
+
+#include <limits.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "gemm_internal.h"
 
 /* How a and b combine: the gemm sizes and the output batches. */
 typedef struct mm_plan {

@@ -25,11 +25,11 @@
  * element at src + sum(d_a * ss[a]) to dst + sum(d_a * ds[a]), as `=` in
  * the forward or `+=` in the backward. The backward of a copy is the same
  * walk with source and destination strides swapped. */
+#include "ops.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 

@@ -13,9 +13,9 @@
  * the call-free tg_fexp (ops/fastmath_internal.h), so its loops vectorise;
  * f64 from libm. Fused into one op, swiglu keeps no silu(a) tensor: its
  * backward recomputes s from a. */
-#include <math.h>
-
 #include "ops.h"
+
+#include <math.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"

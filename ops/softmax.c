@@ -36,10 +36,10 @@
  * f32 runs its own row kernels (ops/softmax_f32.c), vectorised with a
  * call-free exp, which clamps its argument: an unmasked -inf score gets
  * weight exp(-87) / S there (about 1e-38), not 0. */
+#include "ops.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 #include "../core/parallel.h"

@@ -1,9 +1,10 @@
 /* The tuned f32 kernels of softmax and log-softmax (ops/softmax.c has the
  * maths, the checks, the f64 reference and the recording). */
+#include "kernels_internal.h"
+
 #include <math.h>
 
 #include "fastmath_internal.h"
-#include "kernels_internal.h"
 
 /* Vectorisable row kernels: the maths of the f64 reference (ops/softmax.c)
  * with the call-free exp of fastmath_internal.h (error a few f32 ulps) and

@@ -20,9 +20,9 @@
  * <= 1e-7, float rounding); its backward folds Phi and x phi into one
  * expression. f64 keeps libm.
  * Long tensors are cut into chunks, one per thread. */
-#include <tgmath.h>
-
 #include "ops.h"
+
+#include <tgmath.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
