@@ -5,6 +5,8 @@
  *   llama2c_run MODEL TOKENIZER PROMPT STEPS        greedy text, as run.c -t 0 -n STEPS -i PROMPT
  *   llama2c_run MODEL TOKENIZER PROMPT STEPS BATCH  also writes the prompt's tokens as a batch
  *                                                    (idx, targets) and prints "loss L" for it
+ *   llama2c_run --encode TOKENIZER < TEXT           the ids run.c's encoder gives TEXT (up to its
+ *                                                    first NUL), BOS first, on one line
  *
  * What it reproduces of run.c: the encoder (BOS, the " " dummy prefix for
  * a non-empty prompt, each UTF-8 code point looked up as a piece, else
@@ -47,6 +49,41 @@ static void *read_all(const char *path, long *n)
     return b;
 }
 
+static int *sorted;   /* ids in strcmp order of their pieces, for lookup */
+
+static int by_piece(const void *a, const void *b) { return strcmp(pieces[*(const int *)a], pieces[*(const int *)b]); }
+
+/* tokenizer.bin: int32 max length, then per id float32 score, int32
+ * length, the bytes. V ids, or (V < 0) as many as the file holds; returns
+ * the count. */
+static int read_tokenizer(const char *path, int V)
+{
+    long n;
+    char *t = read_all(path, &n), *q = t + 4, *end = t + n;
+    int cap = V > 0 ? V : 1024, k = 0;
+    pieces = malloc((size_t)cap * sizeof *pieces);
+    scores = malloc((size_t)cap * sizeof *scores);
+    for (; V > 0 ? k < V : q + 8 <= end; k++) {
+        if (k == cap) {
+            cap *= 2;
+            pieces = realloc(pieces, (size_t)cap * sizeof *pieces);
+            scores = realloc(scores, (size_t)cap * sizeof *scores);
+        }
+        int32_t len;
+        memcpy(&scores[k], q, 4);
+        memcpy(&len, q + 4, 4);
+        if (len < 0 || q + 8 + len > end) { fprintf(stderr, "%s: piece %d runs past the end\n", path, k); exit(1); }
+        pieces[k] = calloc((size_t)len + 1, 1);
+        memcpy(pieces[k], q + 8, (size_t)len);
+        q += 8 + len;
+    }
+    sorted = malloc((size_t)k * sizeof *sorted);
+    for (int i = 0; i < k; i++) sorted[i] = i;
+    qsort(sorted, (size_t)k, sizeof *sorted, by_piece);
+    free(t);
+    return k;
+}
+
 static void load(model *m, const char *path, const char *tok)
 {
     long n;
@@ -70,23 +107,19 @@ static void load(model *m, const char *path, const char *tok)
     m->wcls = shared ? m->emb : p;
     m->kc = calloc((size_t)L * c->seq * kv, sizeof(float));
     m->vc = calloc((size_t)L * c->seq * kv, sizeof(float));
-    char *t = read_all(tok, &n), *q = t + 4;
-    pieces = malloc((size_t)c->vocab * sizeof *pieces);
-    scores = malloc((size_t)c->vocab * sizeof *scores);
-    for (int i = 0; i < c->vocab; i++) {
-        int32_t len;
-        memcpy(&scores[i], q, 4);
-        memcpy(&len, q + 4, 4);
-        pieces[i] = calloc((size_t)len + 1, 1);
-        memcpy(pieces[i], q + 8, (size_t)len);
-        q += 8 + len;
-    }
+    read_tokenizer(tok, c->vocab);
 }
 
+/* The id whose piece is s (binary search, as run.c), or -1. */
 static int lookup(const char *s, int V)
 {
-    for (int i = 0; i < V; i++)
-        if (!strcmp(pieces[i], s)) return i;
+    int lo = 0, hi = V - 1;
+    while (lo <= hi) {
+        const int mid = (lo + hi) / 2, c = strcmp(pieces[sorted[mid]], s);
+        if (!c) return sorted[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
     return -1;
 }
 
@@ -110,7 +143,7 @@ static int encode(const char *text, int V, int *out)
         float best = -1e10f;
         int at = -1, id = -1;
         for (int i = 0; i + 1 < n; i++) {
-            char buf[256];
+            char buf[2048];
             snprintf(buf, sizeof buf, "%s%s", pieces[out[i]], pieces[out[i + 1]]);
             int k = lookup(buf, V);
             if (k >= 0 && scores[k] > best) best = scores[k], at = i, id = k;
@@ -207,6 +240,19 @@ static void print_piece(int prev, int token)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--encode")) {
+        const int V = read_tokenizer(argv[2], -1);
+        size_t cap = 1 << 16, n = 0;
+        char *text = malloc(cap + 1);
+        for (size_t got; (got = fread(text + n, 1, cap - n, stdin)) > 0;)
+            if ((n += got) == cap) text = realloc(text, (cap *= 2) + 1);
+        text[n] = 0;
+        int *ids = malloc((strlen(text) + 3) * sizeof *ids);
+        const int k = encode(text, V, ids);
+        for (int i = 0; i < k; i++) printf(i ? " %d" : "%d", ids[i]);
+        printf("\n");
+        return 0;
+    }
     if (argc != 5 && argc != 6) {
         fprintf(stderr, "usage: llama2c_run MODEL TOKENIZER PROMPT STEPS [BATCH]\n");
         return 1;
