@@ -52,6 +52,7 @@ except Exception as e:  # noqa: BLE001 - any import failure means skip
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import safetensors_io as st  # noqa: E402
+import torch_common as tc  # noqa: E402
 import torch_llama as tl  # noqa: E402
 
 EXTRA_ARGS = []  # appended to every binary run (--attn)
@@ -155,12 +156,12 @@ def make_model(cfg, w):
 
 
 def torch_ref_eval(cfg, w, idx, targets):
-    return tl.eval_grads(make_model(cfg, w), torch.from_numpy(idx), torch.from_numpy(targets))
+    return tc.eval_grads(make_model(cfg, w), torch.from_numpy(idx), torch.from_numpy(targets))
 
 
 def torch_ref_step(cfg, w, idx, targets, lr, wd, beta2, clip):
     model = make_model(cfg, w)
-    tl.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), STEPS, lr, wd, beta2, clip)
+    tc.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), STEPS, lr, wd, beta2, clip)
     return tl.state_to_numpy(model, np.float64)
 
 

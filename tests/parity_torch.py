@@ -42,6 +42,7 @@ except Exception as e:  # noqa: BLE001 - any import failure means skip
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import safetensors_io as st  # noqa: E402
+import torch_common as tc  # noqa: E402
 import torch_gpt as tg  # noqa: E402
 
 EXTRA_ARGS = []  # appended to every binary run (--attn)
@@ -147,13 +148,13 @@ def write_weights(path, w, cfg, dtype, head):
 def torch_ref_eval(cfg, w, idx, targets):
     model = tg.GPT(cfg).to(torch.float64)
     tg.load_weights(model, w)
-    return tg.eval_grads(model, torch.from_numpy(idx), torch.from_numpy(targets))
+    return tc.eval_grads(model, torch.from_numpy(idx), torch.from_numpy(targets))
 
 
 def torch_ref_step(cfg, w, idx, targets, lr, wd, beta2, clip):
     model = tg.GPT(cfg).to(torch.float64)
     tg.load_weights(model, w)
-    tg.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), STEPS, lr, wd, beta2, clip)
+    tc.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), STEPS, lr, wd, beta2, clip)
     return tg.state_to_numpy(model, np.float64)
 
 
