@@ -1,0 +1,232 @@
+"""What tests/parity_torch.py (the GPT) and tests/parity_llama.py (the
+Llama) share: the check recorder, random batches, running tiny_gpt and
+comparing what it prints and writes with the PyTorch reference. The
+models, their random weights and their naive numpy losses stay in the
+two scripts.
+
+Importing this module exits 77 (CTest's skip) when numpy or torch cannot
+be imported, and puts bench/ on sys.path (safetensors_io, torch_common
+and the two PyTorch references live there).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import torch
+except Exception as e:  # noqa: BLE001 - any import failure means skip
+    print("skipped: torch/numpy not importable (%s: %s)" % (type(e).__name__, e))
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+import safetensors_io as st  # noqa: E402
+
+EXTRA_ARGS = []  # appended to every binary run (--attn)
+
+TOL_F64 = 1e-10
+TOL_F32 = 2e-5
+STEPS = 3
+
+
+class Checks:
+    """Counts passed and failed checks; prints one line per check."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def record(self, ok, label, detail):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print("%s %s: %s" % ("PASS" if ok else "FAIL", label, detail), flush=True)
+        return ok
+
+    def summary(self):
+        """Prints `N passed, M failed`; returns the exit status."""
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 0 if self.failed == 0 else 1
+
+
+# ---- inputs ------------------------------------------------------------------
+
+def random_batch(cfg, b, t, rng, ignore, row_ignored=None):
+    """idx and targets (b, t) below the vocabulary size; a fraction ignore
+    of the targets (and all of row row_ignored) set to -1, but never all."""
+    v = cfg["vocab_size"]
+    idx = rng.integers(0, v, size=(b, t))
+    targets = rng.integers(0, v, size=(b, t))
+    targets[rng.random((b, t)) < ignore] = -1
+    if row_ignored is not None:
+        targets[row_ignored, :] = -1
+    if (targets >= 0).sum() == 0:
+        targets[0, 0] = 0
+    return idx, targets
+
+
+def write_batch(path, idx, targets, idt):
+    """The batch as a safetensors file of int dtype idt (I32 or I64)."""
+    npidt = {"I32": np.int32, "I64": np.int64}[idt]
+    st.write(path, {"idx": idx.astype(npidt), "targets": targets.astype(npidt)})
+    return path
+
+
+def weights_in(w, dtype):
+    """The arrays of w converted to dtype (F32 or F64), names unchanged."""
+    npdt = {"F32": np.float32, "F64": np.float64}[dtype]
+    return {n: a.astype(npdt) for n, a in w.items()}
+
+
+def rounded_to_f32(w):
+    """float64 arrays holding w's values rounded to float32."""
+    return {n: a.astype(np.float32).astype(np.float64) for n, a in w.items()}
+
+
+# ---- running the binary and comparing ---------------------------------------
+
+def run_binary(binary, args, label, checks):
+    """Runs BINARY args; returns stdout, or None after recording a failure."""
+    try:
+        r = subprocess.run([binary] + args + EXTRA_ARGS, capture_output=True, text=True, timeout=300)
+    except OSError as e:
+        checks.record(False, label, "could not run %s: %s" % (binary, e))
+        return None
+    except subprocess.TimeoutExpired:
+        checks.record(False, label, "timed out after 300 s")
+        return None
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
+        checks.record(False, label, "exit status %d: %s" % (r.returncode, " | ".join(tail)))
+        return None
+    return r.stdout
+
+
+def parse_loss(out):
+    for line in out.splitlines():
+        m = re.match(r"^\s*loss\s+(\S+)\s*$", line)
+        if m:
+            try:
+                return float(m.group(1))
+            except ValueError:
+                return None
+    return None
+
+
+def read_output(path, label, checks):
+    """(tensors, metadata) of a file the binary wrote, or None after
+    recording a failure."""
+    if not os.path.exists(path):
+        checks.record(False, label, "binary did not write %s" % path)
+        return None
+    try:
+        return st.read(path)
+    except (ValueError, OSError) as e:
+        checks.record(False, label, "cannot read %s: %s" % (path, e))
+        return None
+
+
+def compare_tensors(label, got, ref, want_dtype, tol, relative_to_one, checks, tied=None,
+                    zero_ref_floor=False):
+    """Per parameter: max|got - ref| <= tol (1 + max|ref|) (relative_to_one)
+    or tol max|ref|; checks names (exactly ref's), shapes and dtypes too.
+    One line.
+    tied: (head, embedding) for a model whose head is its embedding: got
+    may also hold head, and then it must equal embedding.
+    zero_ref_floor: relative to max|ref|, a tensor whose reference is
+    exactly zero everywhere is measured against the largest max|ref| of
+    the other tensors instead (without it its bound is 0)."""
+    problems = []
+    floor = max((float(np.max(np.abs(r))) for r in ref.values() if r.size), default=0.0)
+    extra = sorted(set(got) - set(ref) - ({tied[0]} if tied else set()))
+    if extra:
+        problems.append("unexpected tensors " + ", ".join(extra))
+    worst = (-1.0, "", 0.0)  # ratio err/bound, name, err
+    for n, r in ref.items():
+        if n not in got:
+            problems.append("missing " + n)
+            continue
+        g = got[n]
+        if tuple(g.shape) != tuple(r.shape):
+            problems.append("%s shape %s, expected %s" % (n, g.shape, r.shape))
+            continue
+        if st.dtype_name(g) != want_dtype:
+            problems.append("%s dtype %s, expected %s" % (n, st.dtype_name(g), want_dtype))
+        err = float(np.max(np.abs(g.astype(np.float64) - r))) if r.size else 0.0
+        mag = float(np.max(np.abs(r))) if r.size else 0.0
+        if relative_to_one:
+            bound = tol * (1.0 + mag)
+        elif zero_ref_floor and mag == 0:
+            bound = tol * floor
+        else:
+            bound = tol * mag
+        if not np.isfinite(err) or err > bound:
+            problems.append("%s max abs err %.3e > %.3e" % (n, err, bound))
+        ratio = err / bound if bound > 0 else (0.0 if err == 0 else float("inf"))
+        if not np.isfinite(err):
+            ratio = float("inf")
+        if ratio > worst[0]:
+            worst = (ratio, n, err)
+    if tied and tied[0] in got and tied[1] in got:
+        if not np.array_equal(got[tied[0]], got[tied[1]]):
+            problems.append("%s differs from %s" % tied)
+    detail = "%d tensors, worst %s max abs err %.3e (%.3g of its bound)" % (
+        len(ref), worst[1] or "-", worst[2], worst[0])
+    if problems:
+        detail += "; " + "; ".join(problems[:8])
+        if len(problems) > 8:
+            detail += "; ... %d more" % (len(problems) - 8)
+    return checks.record(not problems, label, detail)
+
+
+def check_loss(label, loss, ref, tol, checks, out):
+    if loss is None:
+        first = out.strip().splitlines()[:3]
+        return checks.record(False, label, "no `loss <value>` line in the output (%s)"
+                             % (" | ".join(first) or "empty output"))
+    err = abs(loss - ref) / abs(ref)
+    ok = bool(np.isfinite(loss)) and err <= tol
+    return checks.record(ok, label, "loss %.17g ref %.17g rel err %.3e (tol %.0e)"
+                         % (loss, ref, err, tol))
+
+
+def check_eval(binary, label, dtype, wpath, bpath, gpath, ref, checks, **compare):
+    """BINARY eval --init wpath --batch bpath --dump-grads gpath --dtype
+    dtype, against ref = (loss, grads) computed in float64:
+        f64: |loss - ref| <= 1e-10 |ref|, grads within 1e-10 (1 + max|ref|)
+        f32: |loss - ref| <= 2e-5 |ref|, grads within 2e-5 max|ref|.
+    compare: passed on to compare_tensors (tied, zero_ref_floor)."""
+    ref_loss, ref_grads = ref
+    tol = TOL_F64 if dtype == "f64" else TOL_F32
+    out = run_binary(binary, ["eval", "--init", wpath, "--batch", bpath, "--dump-grads", gpath,
+                              "--dtype", dtype], label, checks)
+    if out is None:
+        return
+    check_loss(label + " loss", parse_loss(out), ref_loss, tol, checks, out)
+    got = read_output(gpath, label + " grads", checks)
+    if got is not None:
+        compare_tensors(label + " grads", got[0], ref_grads, dtype.upper(), tol, dtype == "f64",
+                        checks, **compare)
+
+
+def check_step(binary, label, wpath, bpath, opath, step, ref_w, checks, **compare):
+    """BINARY step --init wpath --batch bpath --steps STEPS with step =
+    (lr, weight_decay, beta2, grad_clip), --out opath, --dtype f64; every
+    weight within 1e-10 (1 + max|ref|) of ref_w. Returns the written
+    file's metadata, or None when there is no file to read."""
+    lr, wd, beta2, clip = step
+    out = run_binary(binary, ["step", "--init", wpath, "--batch", bpath, "--steps", str(STEPS),
+                              "--lr", repr(lr), "--weight-decay", repr(wd), "--beta2", repr(beta2),
+                              "--grad-clip", repr(clip), "--out", opath, "--dtype", "f64"],
+                     label, checks)
+    if out is None:
+        return None
+    got = read_output(opath, label + " weights", checks)
+    if got is None:
+        return None
+    compare_tensors(label + " weights", got[0], ref_w, "F64", TOL_F64, True, checks, **compare)
+    return got[1]
