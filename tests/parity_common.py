@@ -1,8 +1,9 @@
 """What tests/parity_torch.py (the GPT) and tests/parity_llama.py (the
 Llama) share: the check recorder, random batches, running tiny_gpt and
-comparing what it prints and writes with the PyTorch reference. The
-models, their random weights and their naive numpy losses stay in the
-two scripts.
+comparing what it prints and writes with the PyTorch reference, and the
+self-test checks that do not depend on the model (numpy AdamW, gradcheck,
+central differences). The models, their random weights and their naive
+numpy losses stay in the two scripts.
 
 Importing this module exits 77 (CTest's skip) when numpy or torch cannot
 be imported, and puts bench/ on sys.path (safetensors_io, torch_common
@@ -230,3 +231,91 @@ def check_step(binary, label, wpath, bpath, opath, step, ref_w, checks, **compar
         return None
     compare_tensors(label + " weights", got[0], ref_w, "F64", TOL_F64, True, checks, **compare)
     return got[1]
+
+
+# ---- --self-test: checks of the torch side that do not depend on the model --
+
+def check_loss_vs_numpy(name, loss, ref, checks):
+    """The torch loss within 1e-12 (relative) of the naive numpy one."""
+    err = abs(loss - ref) / abs(ref)
+    return checks.record(err <= 1e-12, "selftest %s torch loss vs naive numpy" % name,
+                         "loss %.17g numpy %.17g rel err %.3e" % (loss, ref, err))
+
+
+def check_gradcheck(label, model, idx, targets, checks, tied=None):
+    """torch.autograd.gradcheck of model's loss as a function of all its
+    parameters, float64. tied: (head, embedding) when the model also reads
+    its embedding under the name head."""
+    names = [n for n, _ in model.named_parameters()]
+    ti, tt = torch.from_numpy(idx), torch.from_numpy(targets)
+    call = torch.func.functional_call if hasattr(torch, "func") else torch.nn.utils.stateless.functional_call
+
+    def f(*ps):
+        sd = dict(zip(names, ps))
+        if tied:
+            sd[tied[0]] = sd[tied[1]]
+        return call(model, sd, (ti, tt))[1]
+
+    inputs = tuple(p.detach().clone().requires_grad_(True) for p in model.parameters())
+    ok = torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-7, rtol=1e-5, raise_exception=False)
+    return checks.record(bool(ok), label, "eps 1e-6 atol 1e-7 rtol 1e-5")
+
+
+def check_central_differences(np_loss, cfg, w, idx, targets, grads, names, rng, checks):
+    """grads (the torch model's) against central differences (step 1e-6)
+    of np_loss at 4 random entries of each tensor in names; max abs error
+    <= 1e-8."""
+    worst = 0.0
+    for n in names:
+        flat = w[n].reshape(-1)
+        for j in rng.choice(flat.size, size=min(4, flat.size), replace=False):
+            old = flat[j]
+            flat[j] = old + 1e-6
+            lp = np_loss(cfg, w, idx, targets)
+            flat[j] = old - 1e-6
+            lm = np_loss(cfg, w, idx, targets)
+            flat[j] = old
+            worst = max(worst, abs((lp - lm) / 2e-6 - grads[n].reshape(-1)[j]))
+    return checks.record(worst <= 1e-8, "selftest torch grads vs central differences of numpy loss",
+                         "max abs err %.3e (tol 1e-8)" % worst)
+
+
+def np_adamw(w, grad_fn, steps, lr, wd, beta2, clip, beta1=0.9, eps=1e-8):
+    """Plain AdamW with nanoGPT's grouping and clip_grad_norm_, in numpy."""
+    w = {n: a.copy() for n, a in w.items()}
+    m = {n: np.zeros_like(a) for n, a in w.items()}
+    v = {n: np.zeros_like(a) for n, a in w.items()}
+    for t in range(1, steps + 1):
+        g = grad_fn(w)
+        if clip > 0:
+            norm = np.sqrt(sum((a ** 2).sum() for a in g.values()))
+            coef = clip / (norm + 1e-6)
+            if coef < 1:
+                g = {n: a * coef for n, a in g.items()}
+        for n in w:
+            if w[n].ndim >= 2:
+                w[n] = w[n] * (1 - lr * wd)
+            m[n] = beta1 * m[n] + (1 - beta1) * g[n]
+            v[n] = beta2 * v[n] + (1 - beta2) * g[n] ** 2
+            mhat = m[n] / (1 - beta1 ** t)
+            vhat = v[n] / (1 - beta2 ** t)
+            w[n] = w[n] - lr * mhat / (np.sqrt(vhat) + eps)
+    return w
+
+
+def check_adamw(cfg, w, idx, targets, ref_eval, ref_step, checks):
+    """ref_step (configure_adamw + clipping, 3 steps) against np_adamw on
+    the gradients of ref_eval, without clipping and with clip 0.05; per
+    tensor within 1e-10 (1 + max|ref|), the parity step check's bound."""
+    for clip in (0.0, 0.05):
+        def grad_fn(ww):
+            return ref_eval(cfg, ww, idx, targets)[1]
+        ref_w = np_adamw(w, grad_fn, 3, 1e-2, 0.1, 0.99, clip)
+        got = ref_step(cfg, w, idx, targets, 1e-2, 0.1, 0.99, clip)
+        err, ratio = 0.0, 0.0
+        for n in ref_w:
+            e = float(np.max(np.abs(got[n] - ref_w[n])))
+            err = max(err, e)
+            ratio = max(ratio, e / (TOL_F64 * (1 + float(np.max(np.abs(ref_w[n]))))))
+        checks.record(ratio <= 1, "selftest AdamW x3 (clip %g) vs numpy AdamW" % clip,
+                      "max abs err %.3e (%.3g of the bound)" % (err, ratio))

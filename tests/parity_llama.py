@@ -249,29 +249,6 @@ def np_loss(cfg, w, idx, targets):
     return total / count
 
 
-def np_adamw(w, grad_fn, steps, lr, wd, beta2, clip, beta1=0.9, eps=1e-8):
-    """Plain AdamW with nanoGPT's grouping and clip_grad_norm_, in numpy."""
-    w = {n: a.copy() for n, a in w.items()}
-    m = {n: np.zeros_like(a) for n, a in w.items()}
-    v = {n: np.zeros_like(a) for n, a in w.items()}
-    for t in range(1, steps + 1):
-        g = grad_fn(w)
-        if clip > 0:
-            norm = math.sqrt(sum((a ** 2).sum() for a in g.values()))
-            coef = clip / (norm + 1e-6)
-            if coef < 1:
-                g = {n: a * coef for n, a in g.items()}
-        for n in w:
-            if w[n].ndim >= 2:
-                w[n] = w[n] * (1 - lr * wd)
-            m[n] = beta1 * m[n] + (1 - beta1) * g[n]
-            v[n] = beta2 * v[n] + (1 - beta2) * g[n] ** 2
-            mhat = m[n] / (1 - beta1 ** t)
-            vhat = v[n] / (1 - beta2 ** t)
-            w[n] = w[n] - lr * mhat / (np.sqrt(vhat) + eps)
-    return w
-
-
 def halves_weights(cfg, w):
     """The weights under which the halves pairing computes what w computes
     under the interleaved one: within each head, the rows of wq and wk
@@ -288,14 +265,6 @@ def halves_weights(cfg, w):
     return out
 
 
-def functional_loss(model, names, ti, tt):
-    call = torch.func.functional_call if hasattr(torch, "func") else torch.nn.utils.stateless.functional_call
-
-    def f(*ps):
-        return call(model, dict(zip(names, ps)), (ti, tt))[1]
-    return f
-
-
 def self_test(checks):
     tmp = tempfile.mkdtemp(prefix="parity_llama_selftest_")
     try:
@@ -304,11 +273,8 @@ def self_test(checks):
             rng = np.random.default_rng(1000 + i)
             w = random_weights(cfg, rng, opt["scale"])
             idx, targets = pc.random_batch(cfg, b, t, rng, opt["ignore"], opt.get("row_ignored"))
-            ref = np_loss(cfg, w, idx, targets)
             loss, _ = torch_ref_eval(cfg, w, idx, targets)
-            err = abs(loss - ref) / abs(ref)
-            checks.record(err <= 1e-12, "selftest %s torch loss vs naive numpy" % name,
-                          "loss %.17g numpy %.17g rel err %.3e" % (loss, ref, err))
+            pc.check_loss_vs_numpy(name, loss, np_loss(cfg, w, idx, targets), checks)
             model = make_model(cfg, w)
             path = os.path.join(tmp, name + ".safetensors")
             tl.save_model(model, path, "F64", with_head=opt["head"])
@@ -359,13 +325,9 @@ def self_test(checks):
             w = random_weights(cfg, rng, 0.3)
             idx, targets = pc.random_batch(cfg, 2, 5, rng, 0.3)
             model = make_model(cfg, w)
-            names = tl.param_names(model)
-            f = functional_loss(model, names, torch.from_numpy(idx), torch.from_numpy(targets))
-            inputs = tuple(p.detach().clone().requires_grad_(True) for p in model.parameters())
-            ok = torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-7, rtol=1e-5, raise_exception=False)
-            checks.record(bool(ok), "selftest torch.autograd.gradcheck of the loss (%d parameters, kv heads %d, %s, %s)"
-                          % (len(names), cfg["n_kv_head"], cfg["rope"], "tied" if cfg["tied"] else "untied"),
-                          "eps 1e-6 atol 1e-7 rtol 1e-5")
+            label = "selftest torch.autograd.gradcheck of the loss (%d parameters, kv heads %d, %s, %s)" % (
+                len(tl.param_names(model)), cfg["n_kv_head"], cfg["rope"], "tied" if cfg["tied"] else "untied")
+            pc.check_gradcheck(label, model, idx, targets, checks)
 
         # the model's own gradients vs central differences on the numpy loss
         cfg = C(2, 4, 2, 16, 11, 6, 9, tied=False, rope_theta=100.0)
@@ -373,35 +335,14 @@ def self_test(checks):
         w = random_weights(cfg, rng, 0.3)
         idx, targets = pc.random_batch(cfg, 2, 6, rng, 0.2)
         _, grads = torch_ref_eval(cfg, w, idx, targets)
-        worst = 0.0
-        for n in ("tok_embeddings.weight", "layers.1.attention.wk.weight", "layers.0.attention.wq.weight",
-                  "layers.0.feed_forward.w3.weight", "layers.0.attention_norm.weight", "norm.weight",
-                  "output.weight"):
-            flat = w[n].reshape(-1)
-            for j in rng.choice(flat.size, size=min(4, flat.size), replace=False):
-                old = flat[j]
-                flat[j] = old + 1e-6
-                lp = np_loss(cfg, w, idx, targets)
-                flat[j] = old - 1e-6
-                lm = np_loss(cfg, w, idx, targets)
-                flat[j] = old
-                worst = max(worst, abs((lp - lm) / 2e-6 - grads[n].reshape(-1)[j]))
-        checks.record(worst <= 1e-8, "selftest torch grads vs central differences of numpy loss",
-                      "max abs err %.3e (tol 1e-8)" % worst)
+        pc.check_central_differences(np_loss, cfg, w, idx, targets, grads,
+                                     ("tok_embeddings.weight", "layers.1.attention.wk.weight",
+                                      "layers.0.attention.wq.weight", "layers.0.feed_forward.w3.weight",
+                                      "layers.0.attention_norm.weight", "norm.weight", "output.weight"),
+                                     rng, checks)
 
         # optimizer: configure_adamw + clipping vs plain numpy AdamW
-        for clip in (0.0, 0.05):
-            def grad_fn(ww):
-                return torch_ref_eval(cfg, ww, idx, targets)[1]
-            ref_w = np_adamw(w, grad_fn, 3, 1e-2, 0.1, 0.99, clip)
-            got = torch_ref_step(cfg, w, idx, targets, 1e-2, 0.1, 0.99, clip)
-            err, ratio = 0.0, 0.0
-            for n in ref_w:
-                e = float(np.max(np.abs(got[n] - ref_w[n])))
-                err = max(err, e)
-                ratio = max(ratio, e / (pc.TOL_F64 * (1 + float(np.max(np.abs(ref_w[n]))))))
-            checks.record(ratio <= 1, "selftest AdamW x3 (clip %g) vs numpy AdamW" % clip,
-                          "max abs err %.3e (%.3g of the bound)" % (err, ratio))
+        pc.check_adamw(cfg, w, idx, targets, torch_ref_eval, torch_ref_step, checks)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
