@@ -1,19 +1,22 @@
 """What tests/parity_torch.py (the GPT) and tests/parity_llama.py (the
 Llama) share: the check recorder, random batches, running tiny_gpt and
-comparing what it prints and writes with the PyTorch reference, and the
+comparing what it prints and writes with the PyTorch reference, the
 self-test checks that do not depend on the model (numpy AdamW, gradcheck,
-central differences). The models, their random weights and their naive
-numpy losses stay in the two scripts.
+central differences) and the command line. The models, their random
+weights and their naive numpy losses stay in the two scripts.
 
 Importing this module exits 77 (CTest's skip) when numpy or torch cannot
 be imported, and puts bench/ on sys.path (safetensors_io, torch_common
 and the two PyTorch references live there).
 """
 
+import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 try:
     import numpy as np
@@ -26,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import safetensors_io as st  # noqa: E402
 
-EXTRA_ARGS = []  # appended to every binary run (--attn)
+EXTRA_ARGS = []  # appended to every binary run (--attn); set by main()
 
 TOL_F64 = 1e-10
 TOL_F32 = 2e-5
@@ -319,3 +322,54 @@ def check_adamw(cfg, w, idx, targets, ref_eval, ref_step, checks):
             ratio = max(ratio, e / (TOL_F64 * (1 + float(np.max(np.abs(ref_w[n]))))))
         checks.record(ratio <= 1, "selftest AdamW x3 (clip %g) vs numpy AdamW" % clip,
                       "max abs err %.3e (%.3g of the bound)" % (err, ratio))
+
+
+# ---- the command line ---------------------------------------------------------
+
+def main(doc, configs, quick, run_config, self_test, self_test_help, seed_base, tmp_prefix):
+    """A parity script's command line (its docstring, doc, tells it).
+    --self-test runs self_test(checks); otherwise run_config(binary, tmp,
+    name, cfg, b, t, opt, seed, checks) runs for each of configs (with
+    --quick only those named in quick) with seed seed_base + its index, in
+    a temporary folder named tmp_prefix... (or --keep DIR). Returns the
+    exit status."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("binary", nargs="?", help="path to the tiny_gpt executable")
+    ap.add_argument("--self-test", action="store_true", help=self_test_help)
+    ap.add_argument("--quick", action="store_true", help="only %d configs" % len(quick))
+    ap.add_argument("--keep", metavar="DIR", help="write the files under DIR and keep them")
+    ap.add_argument("--attn", choices=("fused", "composed"),
+                    help="pass --attn to every eval/step run (default: the binary's)")
+    args = ap.parse_args()
+    if args.attn:
+        EXTRA_ARGS.extend(["--attn", args.attn])
+
+    torch.set_num_threads(1)
+    checks = Checks()
+    if args.self_test:
+        self_test(checks)
+        return checks.summary()
+    if not args.binary:
+        ap.error("BINARY is required (or --self-test)")
+    binary = args.binary
+    if os.sep not in binary:
+        binary = shutil.which(binary) or binary
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        checks.record(False, "binary", "%s is missing or not executable (build examples/tiny_gpt "
+                      "first)" % args.binary)
+        return checks.summary()
+
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        tmp = args.keep
+    else:
+        tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+    try:
+        for i, (name, cfg, b, t, opt) in enumerate(configs):
+            if args.quick and name not in quick:
+                continue
+            run_config(binary, tmp, name, cfg, b, t, opt, seed_base + i, checks)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return checks.summary()

@@ -24,7 +24,6 @@ attention, when absent). One line per check with the measured error, then
 Exit 0 if all pass, 1 if any fails, 77 if torch is not importable.
 """
 
-import argparse
 import os
 import shutil
 import sys
@@ -294,50 +293,7 @@ def self_test(checks):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("binary", nargs="?", help="path to the tiny_gpt executable")
-    ap.add_argument("--self-test", action="store_true",
-                    help="check the torch side only (naive numpy, gradcheck, round trips)")
-    ap.add_argument("--quick", action="store_true", help="only %d configs" % len(QUICK))
-    ap.add_argument("--keep", metavar="DIR", help="write the files under DIR and keep them")
-    ap.add_argument("--attn", choices=("fused", "composed"),
-                    help="pass --attn to every eval/step run (default: the binary's)")
-    args = ap.parse_args()
-    if args.attn:
-        pc.EXTRA_ARGS.extend(["--attn", args.attn])
-
-    torch.set_num_threads(1)
-    checks = pc.Checks()
-    if args.self_test:
-        self_test(checks)
-        return checks.summary()
-    if not args.binary:
-        ap.error("BINARY is required (or --self-test)")
-    binary = args.binary
-    if os.sep not in binary:
-        binary = shutil.which(binary) or binary
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        checks.record(False, "binary", "%s is missing or not executable (build examples/tiny_gpt "
-                      "first)" % args.binary)
-        print("%d passed, %d failed" % (checks.passed, checks.failed))
-        return 1
-
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        tmp = args.keep
-    else:
-        tmp = tempfile.mkdtemp(prefix="parity_torch_")
-    try:
-        for i, (name, cfg, b, t, opt) in enumerate(CONFIGS):
-            if args.quick and name not in QUICK:
-                continue
-            run_config(binary, tmp, name, cfg, b, t, opt, 1000 + i, checks)
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return checks.summary()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pc.main(__doc__, CONFIGS, QUICK, run_config, self_test,
+                     self_test_help="check the torch side only (naive numpy, gradcheck, round trips)",
+                     seed_base=1000, tmp_prefix="parity_torch_"))
