@@ -31,6 +31,7 @@ typedef struct {
     config c;
     float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final, *wcls;
     float *kc, *vc;   /* caches (n_layers, seq, kv_dim) */
+    int32_t *file;    /* the whole checkpoint; the weights point into it */
 } model;
 
 static char **pieces;
@@ -50,6 +51,7 @@ static void *read_all(const char *path, long *n)
 }
 
 static int *sorted;   /* ids in strcmp order of their pieces, for lookup */
+static int n_pieces;
 
 static int by_piece(const void *a, const void *b) { return strcmp(pieces[*(const int *)a], pieces[*(const int *)b]); }
 
@@ -81,13 +83,21 @@ static int read_tokenizer(const char *path, int V)
     for (int i = 0; i < k; i++) sorted[i] = i;
     qsort(sorted, (size_t)k, sizeof *sorted, by_piece);
     free(t);
-    return k;
+    return n_pieces = k;
+}
+
+static void free_tokenizer(void)
+{
+    for (int i = 0; i < n_pieces; i++) free(pieces[i]);
+    free(pieces);
+    free(scores);
+    free(sorted);
 }
 
 static void load(model *m, const char *path, const char *tok)
 {
     long n;
-    int32_t *hdr = read_all(path, &n);
+    int32_t *hdr = m->file = read_all(path, &n);
     config *c = &m->c;
     *c = (config){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], abs(hdr[5]), hdr[6]};
     const int shared = hdr[5] > 0, hs = c->dim / c->n_heads, kv = c->n_kv * hs, L = c->n_layers;
@@ -238,6 +248,50 @@ static void print_piece(int prev, int token)
     fputs(p, stdout);
 }
 
+/* The prompt as a batch: its mean cross-entropy printed, and the batch
+ * (idx, targets) written to PATH for tiny_gpt eval to score. */
+static int score(model *m, const int *prompt, int np, float *logits, const char *path)
+{
+    const int V = m->c.vocab;
+    double loss = 0;
+    for (int t = 0; t + 1 < np; t++) {
+        forward(m, prompt[t], t, logits);
+        double mx = -1e30, s = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, logits[i]);
+        for (int i = 0; i < V; i++) s += exp(logits[i] - mx);
+        loss += (mx + log(s) - logits[prompt[t + 1]]) / (np - 1);
+    }
+    tg_st_writer *w = tg_st_writer_new();
+    int64_t shape[2] = {1, np - 1};
+    tg_st_writer_add(w, "idx", "I32", 2, shape, prompt);
+    tg_st_writer_add(w, "targets", "I32", 2, shape, prompt + 1);
+    char err[512];
+    const int rc = tg_st_writer_save(w, path, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    else printf("loss %.9g\n", loss);
+    tg_st_writer_free(w);
+    return rc ? 1 : 0;
+}
+
+/* Greedy generation: the prompt teacher-forced, then argmax until BOS. */
+static void generate(model *m, const int *prompt, int np, int steps, float *logits)
+{
+    const int V = m->c.vocab;
+    int token = prompt[0];
+    for (int pos = 0; pos < steps; pos++) {
+        forward(m, token, pos, logits);
+        int next = 0;
+        if (pos < np - 1) next = prompt[pos + 1];
+        else
+            for (int i = 1; i < V; i++)
+                if (logits[i] > logits[next]) next = i;
+        if (next == 1) break;
+        print_piece(token, next);
+        token = next;
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--encode")) {
@@ -251,6 +305,9 @@ int main(int argc, char **argv)
         const int k = encode(text, V, ids);
         for (int i = 0; i < k; i++) printf(i ? " %d" : "%d", ids[i]);
         printf("\n");
+        free(ids);
+        free(text);
+        free_tokenizer();
         return 0;
     }
     if (argc != 5 && argc != 6) {
@@ -267,37 +324,12 @@ int main(int argc, char **argv)
     int *prompt = malloc((strlen(argv[3]) * 3 + 3) * sizeof *prompt);
     const int np = encode(argv[3], V, prompt);
     float *logits = malloc((size_t)V * sizeof *logits);
-    if (argc == 6) {   /* the prompt as a batch, and its mean cross-entropy */
-        double loss = 0;
-        for (int t = 0; t + 1 < np; t++) {
-            forward(&m, prompt[t], t, logits);
-            double mx = -1e30, s = 0;
-            for (int i = 0; i < V; i++) mx = fmax(mx, logits[i]);
-            for (int i = 0; i < V; i++) s += exp(logits[i] - mx);
-            loss += (mx + log(s) - logits[prompt[t + 1]]) / (np - 1);
-        }
-        tg_st_writer *w = tg_st_writer_new();
-        int64_t shape[2] = {1, np - 1};
-        tg_st_writer_add(w, "idx", "I32", 2, shape, prompt);
-        tg_st_writer_add(w, "targets", "I32", 2, shape, prompt + 1);
-        char err[512];
-        if (tg_st_writer_save(w, argv[5], err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-        tg_st_writer_free(w);
-        printf("loss %.9g\n", loss);
-        return 0;
-    }
-    int token = prompt[0];
-    for (int pos = 0; pos < steps; pos++) {
-        forward(&m, token, pos, logits);
-        int next = 0;
-        if (pos < np - 1) next = prompt[pos + 1];
-        else
-            for (int i = 1; i < V; i++)
-                if (logits[i] > logits[next]) next = i;
-        if (next == 1) break;
-        print_piece(token, next);
-        token = next;
-    }
-    printf("\n");
-    return 0;
+    const int rc = argc == 6 ? score(&m, prompt, np, logits, argv[5]) : (generate(&m, prompt, np, steps, logits), 0);
+    free(logits);
+    free(prompt);
+    free(m.kc);
+    free(m.vc);
+    free(m.file);
+    free_tokenizer();
+    return rc;
 }
