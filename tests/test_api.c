@@ -139,6 +139,24 @@ static tg_tensor *stale(fx *f)
     return t;
 }
 
+/* The fixture's writer, after the adds, saved to tt_dir/name; its path */
+static const char *st_saved(fx *f, const char *name)
+{
+    const char *path = tt_path(name);
+    if (tg_st_writer_save(f->w, path, NULL, 0)) abort();
+    return path;
+}
+
+/* A safetensors file of metadata k = v and one tensor, loaded */
+static tg_st_file *st_kv(fx *f)
+{
+    static const float d[1] = {0};
+    if (tg_st_writer_meta(f->w, "k", "v") || tg_st_writer_add(f->w, "t", "F32", 1, (int64_t[]){1}, d)) abort();
+    tg_st_file *st = tg_st_load(st_saved(f, "kv.safetensors"), NULL, 0);
+    if (!st) abort();
+    return st;
+}
+
 /* ---- the calls ----------------------------------------------------------- */
 
 /* core/tensor.h */
@@ -199,6 +217,13 @@ static void c_arena_used(fx *f) { num(f, (double)tg_graph_arena_used(NULL)); }
 static void c_backward_stale(fx *f) { num(f, tg_graph_backward(f->g, stale(f))); }
 static void c_rg_stale(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, stale(f), true)); }
 static void c_get_stale(fx *f) { num(f, tg_tensor_get(stale(f), 0)); }
+static void c_graph_free(fx *f) { (void)f; tg_graph_free(NULL); }
+static float wrap_data[6];
+static void c_wrap_nodata(fx *f) { ptr(f, tg_tensor_wrap(f->g, TG_F32, 2, S23, NULL)); }
+static void c_wrap_dtype(fx *f) { ptr(f, tg_tensor_wrap(f->g, (tg_dtype)9, 2, S23, wrap_data)); }
+static void c_wrap_ndim(fx *f) { ptr(f, tg_tensor_wrap(f->g, TG_F32, 5, (int[]){1, 1, 1, 1, 1}, wrap_data)); }
+static void c_wrap_huge(fx *f) { ptr(f, tg_tensor_wrap(f->g, TG_F32, 2, (int[]){INT_MAX, INT_MAX}, wrap_data)); }
+static void c_wrap_nog(fx *f) { ptr(f, tg_tensor_wrap(NULL, TG_F32, 2, S23, wrap_data)); }
 
 /* core/op.h */
 static void c_fail_nog(fx *f) { ptr(f, tg_fail(NULL, "my_op: %s", "bad")); }
@@ -300,6 +325,7 @@ static void c_free(fx *f) { (void)f; tg_free(NULL); }
 static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL); }
 static void c_parallel_huge(fx *f) { parallel_huge(f); }
 static void c_parallel_set_inside(fx *f) { parallel_set_inside(f); }
+static void c_parallel_part(fx *f) { num(f, tg_parallel_part()); }
 
 /* core/safetensors.h */
 static void c_st_load_nopath(fx *f) { ptr(f, tg_st_load(NULL, f->err, sizeof f->err)); }
@@ -368,6 +394,23 @@ static void c_st_save_params_nop(fx *f) { num(f, tg_st_save_params(NULL, "x", NU
 static void c_st_save_params_nometa(fx *f) { num(f, tg_st_save_params(f->p, "x", NULL, 2, f->err, sizeof f->err)); }
 static void c_st_save_params_nopath(fx *f) { num(f, tg_st_save_params(f->p, NULL, NULL, 0, f->err, sizeof f->err)); }
 static void c_st_load_params_nop(fx *f) { num(f, tg_st_load_params(NULL, NULL, f->err, sizeof f->err)); }
+/* tg_st_meta_at(st, i, &value): the key and the value as text */
+static void meta_at(fx *f, const tg_st_file *st, int i)
+{
+    const char *v = "unset";
+    const char *k = tg_st_meta_at(st, i, &v);
+    snprintf(f->got, sizeof f->got, "%s, value %s", k ? k : "NULL", v ? v : "NULL");
+}
+static void c_st_meta_count(fx *f) { num(f, tg_st_meta_count(NULL)); }
+static void c_st_meta_at_nof(fx *f) { meta_at(f, NULL, 0); }
+static void c_st_meta_at_past(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, 1); tg_st_free(st); }
+static void c_st_meta_at_neg(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, -1); tg_st_free(st); }
+static void c_st_meta_at_novalue(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    text(f, tg_st_meta_at(st, 0, NULL));
+    tg_st_free(st);
+}
 
 /* core/atomic_file.h: the reason is kept in the file (step, errnum); note() takes its message */
 static tg_atomic_file af;
@@ -457,6 +500,55 @@ static void c_layernorm_stale_w(fx *f)
     ptr(f, tg_layernorm(f->g, f->x, w, NULL, 1e-5));
 }
 static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
+static tg_tensor *q124(fx *f)   /* f32 (1,2,4): B 1, T 2, C 4 */
+{
+    tg_tensor *q = tg_tensor_new(f->g, TG_F32, TT_SHAPE(1, 2, 4));
+    if (!q) abort();
+    return q;
+}
+static tg_tensor *qkv(fx *f, int C3)   /* f32 (1,2,C3) */
+{
+    tg_tensor *t = tg_tensor_new(f->g, TG_F32, TT_SHAPE(1, 2, C3));
+    if (!t) abort();
+    return t;
+}
+static void c_qkv_kv_heads(fx *f) { ptr(f, tg_attention_qkv(f->g, qkv(f, 12), 2, 3, 0)); }
+static void c_qkv_kv_neg(fx *f) { ptr(f, tg_attention_qkv(f->g, qkv(f, 12), 2, -1, 0)); }
+static void c_qkv_width(fx *f) { ptr(f, tg_attention_qkv(f->g, qkv(f, 10), 2, 1, 0)); }
+static void c_qkv_heads_max(fx *f) { ptr(f, tg_attention_qkv(f->g, qkv(f, 12), INT_MAX, 0, 0)); }
+static void c_qkv_flags(fx *f) { ptr(f, tg_attention_qkv(f->g, qkv(f, 12), 2, 2, 4)); }
+static void c_qkv_2d(fx *f) { ptr(f, tg_attention_qkv(f->g, f->x, 1, 0, 0)); }
+static void c_rmsnorm_null(fx *f) { ptr(f, tg_rmsnorm(f->g, NULL, NULL, 1e-5)); }
+static void c_rmsnorm_eps(fx *f) { ptr(f, tg_rmsnorm(f->g, f->x, NULL, 0)); }
+static void c_rmsnorm_eps_inf(fx *f) { ptr(f, tg_rmsnorm(f->g, f->x, NULL, INFINITY)); }
+static void c_rmsnorm_w_shape(fx *f) { ptr(f, tg_rmsnorm(f->g, f->x, tg_tensor_new(f->g, TG_F32, TT_SHAPE(2)), 1e-5)); }
+static void c_rmsnorm_w_dtype(fx *f) { ptr(f, tg_rmsnorm(f->g, f->x, tg_tensor_new(f->g, TG_F64, TT_SHAPE(3)), 1e-5)); }
+static void c_rmsnorm_scalar(fx *f) { ptr(f, tg_rmsnorm(f->g, tg_scalar(f->g, TG_F32, 1), NULL, 1e-5)); }
+static void c_rmsnorm_i32(fx *f) { ptr(f, tg_rmsnorm(f->g, f->ids, NULL, 1e-5)); }
+static void c_rmsnorm_stale_w(fx *f)
+{
+    tg_tensor *w = stale(f);
+    ptr(f, tg_rmsnorm(f->g, f->x, w, 1e-5));
+}
+static void c_silu_null(fx *f) { ptr(f, tg_silu(f->g, NULL)); }
+static void c_silu_i32(fx *f) { ptr(f, tg_silu(f->g, f->ids)); }
+static void c_silu_nog(fx *f) { ptr(f, tg_silu(NULL, f->x)); }
+static void c_swiglu_null(fx *f) { ptr(f, tg_swiglu(f->g, f->x, NULL)); }
+static void c_swiglu_shape(fx *f) { ptr(f, tg_swiglu(f->g, f->x, tg_tensor_new(f->g, TG_F32, TT_SHAPE(3, 2)))); }
+static void c_swiglu_dtype(fx *f) { ptr(f, tg_swiglu(f->g, f->x, tg_tensor_new(f->g, TG_F64, TT_SHAPE(2, 3)))); }
+static void c_rope_null(fx *f) { ptr(f, tg_rope(f->g, NULL, 2, 1, 0, 10000, 0)); }
+static void c_rope_i32(fx *f) { ptr(f, tg_rope(f->g, f->ids, 3, 1, 0, 10000, 0)); }
+static void c_rope_1d(fx *f) { ptr(f, tg_rope(f->g, tg_tensor_new(f->g, TG_F32, TT_SHAPE(4)), 2, 1, 0, 10000, 0)); }
+static void c_rope_odd(fx *f) { ptr(f, tg_rope(f->g, q124(f), 3, 1, 0, 10000, 0)); }
+static void c_rope_hd_zero(fx *f) { ptr(f, tg_rope(f->g, q124(f), 0, 1, 0, 10000, 0)); }
+static void c_rope_hd_wide(fx *f) { ptr(f, tg_rope(f->g, q124(f), 6, 1, 0, 10000, 0)); }
+static void c_rope_nrot_big(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 3, 0, 10000, 0)); }
+static void c_rope_nrot_zero(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 0, 0, 10000, 0)); }
+static void c_rope_pos_neg(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 1, -1, 10000, 0)); }
+static void c_rope_pos_max(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 1, INT_MAX, 10000, 0)); }
+static void c_rope_theta(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 1, 0, 1, 0)); }
+static void c_rope_theta_nan(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 1, 0, NAN, 0)); }
+static void c_rope_flags(fx *f) { ptr(f, tg_rope(f->g, q124(f), 2, 1, 0, 10000, 2)); }
 
 /* nn/nn.h */
 static tg_linear_mod lin;
@@ -626,6 +718,13 @@ static const api_case CASES[] = {
     {"tg_tensor_set_requires_grad(g, a stale tensor, true)", "-1",
      "requires_grad: the tensor (f32 (3)) was made before the last tg_graph_reset", c_rg_stale},
     {"tg_tensor_get(a stale tensor, 0)", "nan", NULL, c_get_stale},
+    {"tg_graph_free(NULL)", "returns", NULL, c_graph_free},
+    {"tg_tensor_wrap(g, f32, (2,3), NULL data)", "NULL", "tensor_wrap: data is NULL", c_wrap_nodata},
+    {"tg_tensor_wrap(g, dtype 9, ...)", "NULL", "tensor_wrap: unknown dtype 9", c_wrap_dtype},
+    {"tg_tensor_wrap(g, f32, 5, ...)", "NULL", "tensor_wrap: bad shape with ndim 5: ndim must be 0..4", c_wrap_ndim},
+    {"tg_tensor_wrap(g, f32, (INT_MAX,INT_MAX), data)", "NULL", "bad shape with ndim 2: too many elements",
+     c_wrap_huge},
+    {"tg_tensor_wrap(NULL, ...)", "NULL", NULL, c_wrap_nog},
     /* core/op.h */
     {"tg_fail(NULL, ...)", "NULL", NULL, c_fail_nog},
     {"tg_op_begin(NULL, ...)", "false", NULL, c_begin_nog},
@@ -705,6 +804,7 @@ static const api_case CASES[] = {
     {"tg_parallel_for(INT64_MAX, 1, fn, ctx) on 2 threads",
      "2 threads: [0, 4611686018427387903) [4611686018427387903, 9223372036854775807)", NULL, c_parallel_huge},
     {"tg_set_num_threads(3) inside a loop of 2 threads", "inside 2 2, after 2", NULL, c_parallel_set_inside},
+    {"tg_parallel_part() outside a loop", "0", NULL, c_parallel_part},
     /* core/safetensors.h */
     {"tg_st_load(NULL, err)", "NULL", "safetensors: (null): path is NULL", c_st_load_nopath},
     {"tg_st_load(missing, NULL, 0)", "NULL", NULL, c_st_load_noerr},
@@ -736,6 +836,11 @@ static const api_case CASES[] = {
     {"tg_st_save_params(p, path, NULL meta, 2, err)", "-1", "2 metadata pairs but no array", c_st_save_params_nometa},
     {"tg_st_save_params(p, NULL path, ...)", "-1", "safetensors: save: path is NULL", c_st_save_params_nopath},
     {"tg_st_load_params(NULL, NULL, err)", "-1", "load_params: params is NULL", c_st_load_params_nop},
+    {"tg_st_meta_count(NULL)", "0", NULL, c_st_meta_count},
+    {"tg_st_meta_at(NULL, 0, &value)", "NULL, value NULL", NULL, c_st_meta_at_nof},
+    {"tg_st_meta_at(f of 1 entry, 1, &value)", "NULL, value NULL", NULL, c_st_meta_at_past},
+    {"tg_st_meta_at(f, -1, &value)", "NULL, value NULL", NULL, c_st_meta_at_neg},
+    {"tg_st_meta_at(f, 0, NULL value)", "k", NULL, c_st_meta_at_novalue},
     /* core/atomic_file.h */
     {"tg_atomic_begin(NULL, path)", "-1", NULL, c_atomic_begin_nof},
     {"tg_atomic_begin(f, NULL)", "-1", "'(null)': a NULL argument, or the file is not open", c_atomic_begin_nopath},
@@ -793,6 +898,45 @@ static const api_case CASES[] = {
     {"tg_layernorm(g, x, a stale w, NULL, eps)", "NULL", "layernorm: input 1 (f32 (3)) was made before",
      c_layernorm_stale_w},
     {"tg_dropout(g, x, 2)", "NULL", "dropout: p must be in [0, 1], got 2", c_dropout_p},
+    {"tg_attention_qkv(g, qkv (1,2,12), n_head 2, n_kv_head 3, 0)", "NULL",
+     "attention: n_kv_head = 3 must divide n_head = 2", c_qkv_kv_heads},
+    {"tg_attention_qkv(g, qkv, 2, n_kv_head -1, 0)", "NULL", "attention: n_kv_head = -1 must divide n_head = 2",
+     c_qkv_kv_neg},
+    {"tg_attention_qkv(g, qkv (1,2,10), 2, 1, 0)", "NULL", "(4 heads of one size), got f32 (1,2,10)", c_qkv_width},
+    {"tg_attention_qkv(g, qkv (1,2,12), n_head INT_MAX, 0, 0)", "NULL", "got f32 (1,2,12)", c_qkv_heads_max},
+    {"tg_attention_qkv(g, qkv, 2, 2, flags 4)", "NULL", "attention: unknown flags 0x4", c_qkv_flags},
+    {"tg_attention_qkv(g, x (2,3), 1, 0, 0)", "NULL", "attention: qkv must be 3-D", c_qkv_2d},
+    {"tg_rmsnorm(g, NULL, NULL, eps)", "NULL", "rmsnorm: input 0 is NULL", c_rmsnorm_null},
+    {"tg_rmsnorm(g, x, NULL, 0)", "NULL", "rmsnorm: eps must be > 0 and finite, got 0", c_rmsnorm_eps},
+    {"tg_rmsnorm(g, x, NULL, inf)", "NULL", "rmsnorm: eps must be > 0 and finite, got inf", c_rmsnorm_eps_inf},
+    {"tg_rmsnorm(g, x (2,3), w (2), eps)", "NULL", "rmsnorm: w must have shape (C) = (3) for x f32 (2,3), got f32 (2)",
+     c_rmsnorm_w_shape},
+    {"tg_rmsnorm(g, x f32, w f64 (3), eps)", "NULL", "rmsnorm: dtypes differ", c_rmsnorm_w_dtype},
+    {"tg_rmsnorm(g, a scalar, NULL, eps)", "NULL", "rmsnorm: x must have at least 1 dimension", c_rmsnorm_scalar},
+    {"tg_rmsnorm(g, i32 ids, NULL, eps)", "NULL", "rmsnorm: x must be f32 or f64, got i32", c_rmsnorm_i32},
+    {"tg_rmsnorm(g, x, a stale w, eps)", "NULL", "rmsnorm: input 1 (f32 (3)) was made before", c_rmsnorm_stale_w},
+    {"tg_silu(g, NULL)", "NULL", "silu: input 0 is NULL", c_silu_null},
+    {"tg_silu(g, i32 ids)", "NULL", "silu: x must be f32 or f64, got i32", c_silu_i32},
+    {"tg_silu(NULL, x)", "NULL", NULL, c_silu_nog},
+    {"tg_swiglu(g, x, NULL)", "NULL", "swiglu: input 1 is NULL", c_swiglu_null},
+    {"tg_swiglu(g, x (2,3), b (3,2))", "NULL", "swiglu: a and b must have the same shape, got a f32 (2,3), b f32 (3,2)",
+     c_swiglu_shape},
+    {"tg_swiglu(g, x f32, b f64)", "NULL", "swiglu: dtypes differ", c_swiglu_dtype},
+    {"tg_rope(g, NULL, ...)", "NULL", "rope: input 0 is NULL", c_rope_null},
+    {"tg_rope(g, i32 ids, ...)", "NULL", "rope: x must be f32 or f64, got i32", c_rope_i32},
+    {"tg_rope(g, x (4), ...)", "NULL", "rope: x must be (..., T, D), got f32 (4)", c_rope_1d},
+    {"tg_rope(g, x (1,2,4), head_dim 3, ...)", "NULL", "rope: head_dim 3 must be even and divide the last axis",
+     c_rope_odd},
+    {"tg_rope(g, x, head_dim 0, ...)", "NULL", "rope: head_dim 0 must be even", c_rope_hd_zero},
+    {"tg_rope(g, x (1,2,4), head_dim 6, ...)", "NULL", "rope: head_dim 6 must be even and divide", c_rope_hd_wide},
+    {"tg_rope(g, x (1,2,4), 2, n_rot 3, ...)", "NULL", "rope: n_rot 3 must be in [1, 2]", c_rope_nrot_big},
+    {"tg_rope(g, x, 2, n_rot 0, ...)", "NULL", "rope: n_rot 0 must be in [1, 2]", c_rope_nrot_zero},
+    {"tg_rope(g, x, 2, 1, pos0 -1, ...)", "NULL", "rope: pos0 -1 must be >= 0", c_rope_pos_neg},
+    {"tg_rope(g, x (T 2), 2, 1, pos0 INT_MAX, ...)", "NULL",
+     "rope: pos0 2147483647 must be >= 0 (and pos0 + T fit an int)", c_rope_pos_max},
+    {"tg_rope(g, x, 2, 1, 0, theta 1, 0)", "NULL", "rope: theta must be finite and > 1, got 1", c_rope_theta},
+    {"tg_rope(g, x, 2, 1, 0, theta NaN, 0)", "NULL", "rope: theta must be finite and > 1, got nan", c_rope_theta_nan},
+    {"tg_rope(g, x, 2, 1, 0, 10000, flags 2)", "NULL", "rope: unknown flags 2", c_rope_flags},
     /* nn/nn.h */
     {"tg_linear_init(NULL, p, ...)", "-1", "linear_init: the module is NULL", c_linear_init_nol},
     {"tg_linear_init(l, NULL, ...)", "-1", "linear_init: params is NULL", c_linear_init_nop},
@@ -877,5 +1021,7 @@ END_TEST
 
 int main(void)
 {
-    return tt_main("api", "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
+    Suite *s = suite_create("api");
+    tt_tcase(s, "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
+    return tt_run_in_tmpdir(s, "tg_api", true);   /* the cases' files go to tt_dir */
 }
