@@ -228,7 +228,8 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x,
  * softmax, merge). False when m->composed is set, when args asks for the
  * weights or passes a mask or key padding (causal alone does not count),
  * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
- * in training mode with grad on). args may be NULL (no mask). */
+ * in training mode with grad on). args may be NULL (no mask). False for
+ * a NULL m (the forward fails). */
 TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */

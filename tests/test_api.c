@@ -157,6 +157,20 @@ static tg_st_file *st_kv(fx *f)
     return st;
 }
 
+/* a small Llama (2 heads sharing 1 kv head of size 4) for the cases that need one */
+static tg_llama_config llama_cfg(void)
+{
+    return (tg_llama_config){.n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
+                             .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+}
+static tg_llama *small_llama(void)
+{
+    tg_llama_config c = llama_cfg();
+    tg_llama *m = tg_llama_new(&c, TG_F32, 1, NULL, 0);
+    if (!m) abort();
+    return m;
+}
+
 /* ---- the calls ----------------------------------------------------------- */
 
 /* core/tensor.h */
@@ -614,6 +628,169 @@ static void c_gpt_cache_huge(fx *f)
 }
 static void c_gpt_cache_clear(fx *f) { (void)f; tg_gpt_cache_clear(NULL); }
 static void c_gpt_cache_disable(fx *f) { (void)f; tg_gpt_cache_disable(NULL); }
+static tg_rmsnorm_mod rms;
+static void c_linear_init_normal_nol(fx *f) { (void)f; tg_linear_init_normal(NULL, &rng, 0.02); }
+static void c_linear_init_normal_nor(fx *f)
+{
+    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL, 0)) abort();
+    tg_linear_init_normal(&lin, NULL, 0.02);
+    num(f, tg_tensor_get(lin.weight, 0));
+}
+static void c_rmsnorm_init_nol(fx *f) { num(f, tg_rmsnorm_init(NULL, f->p, "n", 3, 1e-5, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_nop(fx *f) { num(f, tg_rmsnorm_init(&rms, NULL, "n", 3, 1e-5, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_noname(fx *f) { num(f, tg_rmsnorm_init(&rms, f->p, NULL, 3, 1e-5, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_c(fx *f) { num(f, tg_rmsnorm_init(&rms, f->p, "n", 0, 1e-5, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_eps(fx *f) { num(f, tg_rmsnorm_init(&rms, f->p, "n", 3, 0, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_eps_big(fx *f) { num(f, tg_rmsnorm_init(&rms, f->p, "n", 3, 2, f->err, sizeof f->err)); }
+static void c_rmsnorm_init_dup(fx *f)
+{
+    if (tg_rmsnorm_init(&rms, f->p, "n", 3, 1e-5, NULL, 0)) abort();
+    num(f, tg_rmsnorm_init(&rms, f->p, "n", 3, 1e-5, f->err, sizeof f->err));
+}
+static void c_rmsnorm_forward(fx *f) { ptr(f, tg_rmsnorm_forward(f->g, NULL, f->x)); }
+static void c_mlp_init_kind(fx *f)
+{
+    num(f, tg_mlp_init(&mlp, f->p, "mlp", (tg_mlp_kind)7, 4, 16, false, 0, f->err, sizeof f->err));
+}
+static void c_mlp_init_dropout(fx *f)
+{
+    num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_SWIGLU, 4, 16, false, 1, f->err, sizeof f->err));
+}
+static void c_mlp_init_normal_nom(fx *f) { (void)f; tg_mlp_init_normal(NULL, &rng, 0.02, 0.02, 0.02); }
+static void c_mlp_init_normal_nor(fx *f)
+{
+    if (tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_SWIGLU, 2, 4, false, 0, NULL, 0)) abort();
+    tg_mlp_init_normal(&mlp, NULL, 0.02, 0.02, 0.02);
+    num(f, tg_tensor_get(mlp.gate.weight, 0));
+}
+/* tg_mha_init_config of "attn" with config c */
+static void mha_config(fx *f, tg_mha_config c)
+{
+    num(f, tg_mha_init_config(&mha, f->p, "attn", &c, f->err, sizeof f->err));
+}
+static void c_mha_cfg_null(fx *f) { num(f, tg_mha_init_config(&mha, f->p, "attn", NULL, f->err, sizeof f->err)); }
+static void c_mha_cfg_kv(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = 3}); }
+static void c_mha_cfg_kv_neg(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = -1}); }
+static void c_mha_cfg_wide(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 1 << 29, .n_head = 2}); }
+static void c_mha_cfg_rope_odd(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 6, .n_head = 2, .rope_theta = 10000}); }
+static void c_mha_cfg_theta(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .rope_theta = 1}); }
+static void c_mha_cfg_rope_flags(fx *f)
+{
+    mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .rope_theta = 10000, .rope_flags = 5});
+}
+static void c_mha_cfg_layout(fx *f)
+{
+    mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .layout = (tg_mha_layout)9});
+}
+static void c_mha_cfg_dropout(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .dropout = NAN}); }
+static void c_mha_init_normal(fx *f) { (void)f; tg_mha_init_normal(NULL, &rng, 0.02, 0.02); }
+static void c_mha_uses_fused(fx *f) { flag(f, tg_mha_uses_fused(f->g, NULL, NULL)); }
+static void c_gpt_num_params_nocfg(fx *f) { num(f, (double)tg_gpt_num_params(NULL)); }
+static void c_gpt_num_params_heads(fx *f)
+{
+    tg_gpt_config c = {.n_layer = 1, .n_head = 3, .n_embd = 4, .block_size = 1, .vocab_size = 5};
+    num(f, (double)tg_gpt_num_params(&c));
+}
+static void c_gpt_num_params_huge(fx *f)
+{
+    tg_gpt_config c = {.n_layer = INT_MAX, .n_head = 1, .n_embd = INT_MAX, .block_size = 1, .vocab_size = 1};
+    num(f, (double)tg_gpt_num_params(&c));
+}
+static void c_llama_hidden_zero(fx *f) { num(f, tg_llama_hidden_dim(0, 32)); }
+static void c_llama_hidden_mult(fx *f) { num(f, tg_llama_hidden_dim(288, 0)); }
+static void c_llama_hidden_max(fx *f) { num(f, tg_llama_hidden_dim(INT_MAX, INT_MAX)); }
+/* tg_llama_new(c, dt): NULL or not (the model freed) */
+static void llama_new(fx *f, tg_llama_config c, tg_dtype dt)
+{
+    tg_llama *m = tg_llama_new(&c, dt, 1, f->err, sizeof f->err);
+    ptr(f, m);
+    tg_llama_free(m);
+}
+static void c_llama_new_nocfg(fx *f) { ptr(f, tg_llama_new(NULL, TG_F32, 1, f->err, sizeof f->err)); }
+static void c_llama_new_kv(fx *f) { tg_llama_config c = llama_cfg(); c.n_kv_head = 3; llama_new(f, c, TG_F32); }
+static void c_llama_new_kv_zero(fx *f) { tg_llama_config c = llama_cfg(); c.n_kv_head = 0; llama_new(f, c, TG_F32); }
+static void c_llama_new_odd(fx *f) { tg_llama_config c = llama_cfg(); c.n_embd = 6; llama_new(f, c, TG_F32); }
+static void c_llama_new_theta(fx *f) { tg_llama_config c = llama_cfg(); c.rope_theta = 1; llama_new(f, c, TG_F32); }
+static void c_llama_new_flags(fx *f) { tg_llama_config c = llama_cfg(); c.rope_flags = 2; llama_new(f, c, TG_F32); }
+static void c_llama_new_eps(fx *f) { tg_llama_config c = llama_cfg(); c.norm_eps = 0; llama_new(f, c, TG_F32); }
+static void c_llama_new_dropout(fx *f) { tg_llama_config c = llama_cfg(); c.dropout = 1; llama_new(f, c, TG_F32); }
+static void c_llama_new_dtype(fx *f) { llama_new(f, llama_cfg(), TG_I32); }
+static void c_llama_new_vocab(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.vocab_size = 1 << 30;
+    c.n_embd = 1 << 12;
+    llama_new(f, c, TG_F32);
+}
+static void c_llama_new_hidden(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.hidden_dim = 1 << 29;
+    llama_new(f, c, TG_F32);
+}
+static void c_llama_num_params_nocfg(fx *f) { num(f, (double)tg_llama_num_params(NULL)); }
+static void c_llama_num_params_kv(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.n_kv_head = 3;
+    num(f, (double)tg_llama_num_params(&c));
+}
+static void c_llama_num_params_huge(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.n_layer = c.hidden_dim = INT_MAX;
+    c.n_embd = 1 << 30;
+    c.n_head = 1 << 29;
+    num(f, (double)tg_llama_num_params(&c));
+}
+static void c_llama_free(fx *f) { (void)f; tg_llama_free(NULL); }
+static void c_llama_composed(fx *f) { (void)f; tg_llama_set_attn_composed(NULL, true); }
+static void c_llama_forward_nom(fx *f) { ptr(f, tg_llama_forward(f->g, NULL, f->ids)); }
+/* tg_llama_forward on the small Llama */
+static void llama_forward(fx *f, tg_tensor *idx)
+{
+    tg_llama *m = small_llama();
+    ptr(f, tg_llama_forward(f->g, m, idx));
+    tg_llama_free(m);
+}
+static void c_llama_forward_id(fx *f) { ((int32_t *)f->ids->data)[4] = 7; llama_forward(f, f->ids); }
+static void c_llama_forward_long(fx *f) { llama_forward(f, tg_tensor_new(f->g, TG_I32, TT_SHAPE(1, 5))); }
+static void c_llama_forward_f32(fx *f) { llama_forward(f, f->x); }
+static void c_llama_forward_ex_nom(fx *f) { tg_tensor *w[1]; ptr(f, tg_llama_forward_ex(f->g, NULL, f->ids, w)); }
+static void c_llama_forward_ex_slots(fx *f)
+{
+    tg_llama *m = small_llama();
+    tg_tensor *w[1] = {f->x};
+    ((int32_t *)f->ids->data)[0] = -1;
+    tg_tensor *y = tg_llama_forward_ex(f->g, m, f->ids, w);
+    snprintf(f->got, sizeof f->got, "%s, slot %s", y ? "non-NULL" : "NULL", w[0] ? "set" : "NULL");
+    tg_llama_free(m);
+}
+static void c_llama_loss_nom(fx *f) { ptr(f, tg_llama_loss(f->g, NULL, f->ids, f->ids)); }
+static void c_llama_loss_targets(fx *f)
+{
+    tg_llama *m = small_llama();
+    ptr(f, tg_llama_loss(f->g, m, f->ids, f->x));
+    tg_llama_free(m);
+}
+static void c_llama_cache_nom(fx *f) { num(f, tg_llama_cache_enable(NULL, 1, f->err, sizeof f->err)); }
+static void c_llama_cache_batch(fx *f)
+{
+    tg_llama *m = small_llama();
+    num(f, tg_llama_cache_enable(m, 0, f->err, sizeof f->err));
+    tg_llama_free(m);
+}
+static void c_llama_cache_huge(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.block_size = 1 << 20;   /* no position embedding: costs nothing until the cache */
+    tg_llama *m = tg_llama_new(&c, TG_F32, 1, NULL, 0);
+    if (!m) abort();
+    num(f, tg_llama_cache_enable(m, INT_MAX, f->err, sizeof f->err));
+    tg_llama_free(m);
+}
+static void c_llama_cache_clear(fx *f) { (void)f; tg_llama_cache_clear(NULL); }
+static void c_llama_cache_disable(fx *f) { (void)f; tg_llama_cache_disable(NULL); }
 
 /* optim/optim.h */
 static void c_sgd_new_nop(fx *f) { ptr(f, tg_sgd_new(NULL, 0, 0, f->err, sizeof f->err)); }
@@ -977,6 +1154,83 @@ static const api_case CASES[] = {
      c_gpt_cache_huge},
     {"tg_gpt_cache_clear(NULL)", "returns", NULL, c_gpt_cache_clear},
     {"tg_gpt_cache_disable(NULL)", "returns", NULL, c_gpt_cache_disable},
+    {"tg_linear_init_normal(NULL, r, 0.02)", "returns", NULL, c_linear_init_normal_nol},
+    {"tg_linear_init_normal(l, NULL, 0.02): weight unchanged", "0", NULL, c_linear_init_normal_nor},
+    {"tg_rmsnorm_init(NULL, ...)", "-1", "rmsnorm_init: the module is NULL", c_rmsnorm_init_nol},
+    {"tg_rmsnorm_init(l, NULL, ...)", "-1", "rmsnorm_init: params is NULL", c_rmsnorm_init_nop},
+    {"tg_rmsnorm_init(l, p, NULL, ...)", "-1", "rmsnorm_init: name is NULL", c_rmsnorm_init_noname},
+    {"tg_rmsnorm_init(l, p, \"n\", C 0, ...)", "-1", "rmsnorm 'n': C must be >= 1, got 0", c_rmsnorm_init_c},
+    {"tg_rmsnorm_init(l, p, \"n\", 3, eps 0, ...)", "-1", "rmsnorm 'n': eps must be in (0, 1], got 0",
+     c_rmsnorm_init_eps},
+    {"tg_rmsnorm_init(l, p, \"n\", 3, eps 2, ...)", "-1", "rmsnorm 'n': eps must be in (0, 1], got 2",
+     c_rmsnorm_init_eps_big},
+    {"tg_rmsnorm_init(l, p, \"n\", ...) twice", "-1", "params_add: duplicate name 'n.weight'", c_rmsnorm_init_dup},
+    {"tg_rmsnorm_forward(g, NULL, x)", "NULL", "rmsnorm_forward: the module is NULL", c_rmsnorm_forward},
+    {"tg_mlp_init(m, p, \"mlp\", kind 7, ...)", "-1", "mlp 'mlp': unknown kind 7", c_mlp_init_kind},
+    {"tg_mlp_init(m, p, \"mlp\", SWIGLU, 4, 16, false, dropout 1, ...)", "-1",
+     "mlp 'mlp': dropout must be in [0, 1), got 1", c_mlp_init_dropout},
+    {"tg_mlp_init_normal(NULL, r, ...)", "returns", NULL, c_mlp_init_normal_nom},
+    {"tg_mlp_init_normal(m SwiGLU, NULL, ...): w3 unchanged", "0", NULL, c_mlp_init_normal_nor},
+    {"tg_mha_init_config(m, p, \"attn\", NULL, ...)", "-1", "mha_init: the config is NULL", c_mha_cfg_null},
+    {"tg_mha_init_config(C 4, n_head 2, n_kv_head 3)", "-1", "mha 'attn': n_kv_head 3 must divide n_head 2",
+     c_mha_cfg_kv},
+    {"tg_mha_init_config(C 4, n_head 2, n_kv_head -1)", "-1", "mha 'attn': n_kv_head -1 must divide n_head 2",
+     c_mha_cfg_kv_neg},
+    {"tg_mha_init_config(C 2^29, n_head 2)", "-1", "(n_embd <= 2^28), got 536870912 and 2", c_mha_cfg_wide},
+    {"tg_mha_init_config(C 6, n_head 2, RoPE)", "-1",
+     "mha 'attn': RoPE needs an even head size (got 3: n_embd 6 / n_head 2)", c_mha_cfg_rope_odd},
+    {"tg_mha_init_config(rope_theta 1)", "-1", "mha 'attn': rope_theta must be 0 (no RoPE) or finite and > 1, got 1",
+     c_mha_cfg_theta},
+    {"tg_mha_init_config(RoPE, rope_flags 5)", "-1",
+     "mha 'attn': unknown rope_flags 5 (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", c_mha_cfg_rope_flags},
+    {"tg_mha_init_config(layout 9)", "-1", "mha 'attn': unknown layout 9", c_mha_cfg_layout},
+    {"tg_mha_init_config(dropout NaN)", "-1", "mha 'attn': dropout must be in [0, 1), got nan", c_mha_cfg_dropout},
+    {"tg_mha_init_normal(NULL, r, ...)", "returns", NULL, c_mha_init_normal},
+    {"tg_mha_uses_fused(g, NULL, NULL)", "false", NULL, c_mha_uses_fused},
+    {"tg_gpt_num_params(NULL)", "-1", NULL, c_gpt_num_params_nocfg},
+    {"tg_gpt_num_params(n_embd 4, n_head 3)", "-1", NULL, c_gpt_num_params_heads},
+    {"tg_gpt_num_params(n_layer INT_MAX, n_embd INT_MAX)", "-1", NULL, c_gpt_num_params_huge},
+    {"tg_llama_hidden_dim(0, 32)", "-1", NULL, c_llama_hidden_zero},
+    {"tg_llama_hidden_dim(288, 0)", "-1", NULL, c_llama_hidden_mult},
+    {"tg_llama_hidden_dim(INT_MAX, INT_MAX)", "-1", NULL, c_llama_hidden_max},
+    {"tg_llama_new(NULL, ...)", "NULL", "llama: the config is NULL", c_llama_new_nocfg},
+    {"tg_llama_new(n_head 2, n_kv_head 3)", "NULL", "llama: n_kv_head 3 must divide n_head 2", c_llama_new_kv},
+    {"tg_llama_new(n_kv_head 0)", "NULL", "llama: every size must be >= 1: n_layer 1, n_head 2, n_kv_head 0",
+     c_llama_new_kv_zero},
+    {"tg_llama_new(n_embd 6, n_head 2)", "NULL", "llama: n_embd 6 must be n_head 2 times an even head size",
+     c_llama_new_odd},
+    {"tg_llama_new(rope_theta 1)", "NULL", "llama: rope_theta must be finite and > 1, got 1", c_llama_new_theta},
+    {"tg_llama_new(rope_flags 2)", "NULL", "llama: unknown rope_flags 2", c_llama_new_flags},
+    {"tg_llama_new(norm_eps 0)", "NULL", "llama: norm_eps must be in (0, 1], got 0", c_llama_new_eps},
+    {"tg_llama_new(dropout 1)", "NULL", "llama: dropout must be in [0, 1), got 1", c_llama_new_dropout},
+    {"tg_llama_new(cfg, i32, ...)", "NULL", "llama: dtype must be f32 or f64, got i32", c_llama_new_dtype},
+    {"tg_llama_new(vocab 2^30 x n_embd 2^12)", "NULL", "'tok_embeddings.weight': bad shape: too many elements",
+     c_llama_new_vocab},
+    {"tg_llama_new(hidden_dim 2^29)", "NULL", "mlp 'layers.0.feed_forward': C and hidden must be in [1, 2^28]",
+     c_llama_new_hidden},
+    {"tg_llama_num_params(NULL)", "-1", NULL, c_llama_num_params_nocfg},
+    {"tg_llama_num_params(n_head 2, n_kv_head 3)", "-1", NULL, c_llama_num_params_kv},
+    {"tg_llama_num_params(n_layer INT_MAX, n_embd 2^30, hidden INT_MAX)", "-1", NULL, c_llama_num_params_huge},
+    {"tg_llama_free(NULL)", "returns", NULL, c_llama_free},
+    {"tg_llama_set_attn_composed(NULL, true)", "returns", NULL, c_llama_composed},
+    {"tg_llama_forward(g, NULL, idx)", "NULL", "llama: the model is NULL", c_llama_forward_nom},
+    {"tg_llama_forward(g, m (vocab 5), idx holding 7)", "NULL",
+     "llama: idx i32 (2,3): token id 7 at flat position 4 is outside [0, 5)", c_llama_forward_id},
+    {"tg_llama_forward(g, m (block 4), idx (1,5))", "NULL", "T = 5 with 0 cached positions exceeds block_size 4",
+     c_llama_forward_long},
+    {"tg_llama_forward(g, m, f32 x)", "NULL", "llama: idx must be i32 (B,T), got f32 (2,3)", c_llama_forward_f32},
+    {"tg_llama_forward_ex(g, NULL, idx, w)", "NULL", "llama: the model is NULL", c_llama_forward_ex_nom},
+    {"tg_llama_forward_ex(g, m, idx holding -1, w)", "NULL, slot NULL", "token id -1 at flat position 0",
+     c_llama_forward_ex_slots},
+    {"tg_llama_loss(g, NULL, idx, targets)", "NULL", "llama_loss: the model is NULL", c_llama_loss_nom},
+    {"tg_llama_loss(g, m, idx, f32 targets)", "NULL", "llama_loss: targets must be i32 shaped like idx",
+     c_llama_loss_targets},
+    {"tg_llama_cache_enable(NULL, 1, err)", "-1", "llama_cache_enable: the model is NULL", c_llama_cache_nom},
+    {"tg_llama_cache_enable(m, 0, err)", "-1", "llama_cache_enable: batch must be >= 1, got 0", c_llama_cache_batch},
+    {"tg_llama_cache_enable(m (block 2^20), INT_MAX, err)", "-1", "kv_cache_init: batch 2147483647 x max_len 1048576",
+     c_llama_cache_huge},
+    {"tg_llama_cache_clear(NULL)", "returns", NULL, c_llama_cache_clear},
+    {"tg_llama_cache_disable(NULL)", "returns", NULL, c_llama_cache_disable},
     /* optim/optim.h */
     {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
     {"tg_sgd_new(p, -1, 0, NULL, 0)", "NULL", NULL, c_sgd_new_noerr},
