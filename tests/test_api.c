@@ -171,6 +171,25 @@ static tg_llama *small_llama(void)
     return m;
 }
 
+/* A TG_TOK_BPE tokenizer of 260 ids (3 specials, 256 bytes, the merge
+ * "ab"), made by the first case that needs it and freed by main. */
+static tg_tokenizer *tok_ab;
+static const tg_tokenizer *tok(void)
+{
+    if (!tok_ab) tok_ab = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, NULL, 0);
+    if (!tok_ab || tg_tok_vocab_size(tok_ab) != 260) abort();
+    return tok_ab;
+}
+
+/* tt_dir/name holding n bytes of data; its path */
+static const char *file_of(const char *name, const void *data, size_t n)
+{
+    const char *path = tt_path(name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(data, 1, n, fp) != n || fclose(fp)) abort();
+    return path;
+}
+
 /* ---- the calls ----------------------------------------------------------- */
 
 /* core/tensor.h */
@@ -831,6 +850,277 @@ static void c_adamw_free(fx *f) { (void)f; tg_adamw_free(NULL); }
 static void c_clip(fx *f) { num(f, tg_clip_grad_norm(NULL, 1)); }
 static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
 
+/* text/text.h: tok() is the tokenizer of 260 ids, files are made in tt_dir */
+static const tg_bpe_options opts259 = {.vocab_size = 259};
+static void c_bpe_notext(fx *f) { ptr(f, tg_bpe_train(NULL, 5, &opts259, f->err, sizeof f->err)); }
+static void c_bpe_empty(fx *f) { ptr(f, tg_bpe_train("ab", 0, &opts259, f->err, sizeof f->err)); }
+static void c_bpe_noopts(fx *f) { ptr(f, tg_bpe_train("ab", 2, NULL, f->err, sizeof f->err)); }
+static void c_bpe_vocab_small(fx *f)
+{
+    ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = 258}, f->err, sizeof f->err));
+}
+static void c_bpe_vocab_big(fx *f)
+{
+    ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = (1 << 24) + 1}, f->err, sizeof f->err));
+}
+static void c_bpe_noerr(fx *f) { ptr(f, tg_bpe_train(NULL, 5, &opts259, NULL, 64)); }
+
+/* A tiktoken file of the 256 single bytes (ranks 0..255) followed by extra */
+static const char *tiktoken_file(const char *name, const char *extra)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static char s[256 * 12 + 64];
+    size_t n = 0;
+    for (int b = 0; b < 256; b++)
+        n += (size_t)snprintf(s + n, sizeof s - n, "%c%c== %d\n", b64[b >> 2], b64[(b & 3) << 4], b);
+    n += (size_t)snprintf(s + n, sizeof s - n, "%s", extra);
+    return file_of(name, s, n);
+}
+/* tg_tok_load_tiktoken of a file holding text */
+static void tiktoken(fx *f, const char *text)
+{
+    tg_tokenizer *t = tg_tok_load_tiktoken(file_of("bad.tiktoken", text, strlen(text)), f->err, sizeof f->err);
+    ptr(f, t);
+    tg_tok_free(t);
+}
+static void c_tiktoken_nopath(fx *f) { ptr(f, tg_tok_load_tiktoken(NULL, f->err, sizeof f->err)); }
+static void c_tiktoken_missing(fx *f)
+{
+    ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), f->err, sizeof f->err));
+}
+static void c_tiktoken_noerr(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), NULL, 64)); }
+static void c_tiktoken_dir(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_dir, f->err, sizeof f->err)); }
+static void c_tiktoken_empty(fx *f) { tiktoken(f, "\n\n"); }
+static void c_tiktoken_norank(fx *f) { tiktoken(f, "YQ==\n"); }
+static void c_tiktoken_base64(fx *f) { tiktoken(f, "YQ== 0\nY*== 1\n"); }
+static void c_tiktoken_rank(fx *f) { tiktoken(f, "YQ== 0x\n"); }
+static void c_tiktoken_rank_twice(fx *f) { tiktoken(f, "YQ== 0\nYg== 0\n"); }
+static void c_tiktoken_gap(fx *f) { tiktoken(f, "YQ== 0\nYg== 2\n"); }
+static void c_tiktoken_byte(fx *f) { tiktoken(f, "YQ== 0\n"); }
+static void c_tiktoken_piece_twice(fx *f)
+{
+    tg_tokenizer *t = tg_tok_load_tiktoken(tiktoken_file("twice.tiktoken", "YQ== 256\n"), f->err, sizeof f->err);
+    ptr(f, t);
+    tg_tok_free(t);
+}
+static void c_tok_load_nopath(fx *f) { ptr(f, tg_tok_load(NULL, f->err, sizeof f->err)); }
+static void c_tok_load_missing(fx *f) { ptr(f, tg_tok_load(tt_path("missing.tok"), f->err, sizeof f->err)); }
+static void c_tok_load_noerr(fx *f) { ptr(f, tg_tok_load(tt_path("missing.tok"), NULL, 64)); }
+static void c_tok_load_notok(fx *f)
+{
+    tg_st_writer_meta(f->w, "k", "v");
+    ptr(f, tg_tok_load(st_saved(f, "notok.safetensors"), f->err, sizeof f->err));
+}
+static void c_tok_load_errlen0(fx *f)
+{
+    char junk[4] = {'x', 'x', 'x', 'x'};   /* no NUL: a buffer of length 0 is not to be read */
+    tg_st_writer_meta(f->w, "k", "v");
+    ptr(f, tg_tok_load(st_saved(f, "notok.safetensors"), junk, 0));
+    snprintf(f->err, sizeof f->err, "%.4s", junk);
+}
+static void c_tok_load_cut(fx *f)
+{
+    static const unsigned char head[] = {64, 0, 0, 0, 0, 0, 0, 0, '{', '"'};   /* a 64-byte header, cut short */
+    ptr(f, tg_tok_load(file_of("cut.safetensors", head, sizeof head), f->err, sizeof f->err));
+}
+/* tg_tok_from_st of a file with metadata tokenizer = kind, tokenizer.version = version */
+static void from_st(fx *f, const char *kind, const char *version)
+{
+    tg_st_writer_meta(f->w, "tokenizer", kind);
+    tg_st_writer_meta(f->w, "tokenizer.version", version);
+    tg_st_writer_add(f->w, "tokenizer.pieces", "F32", 1, (int64_t[]){1}, wrap_data);
+    tg_st_file *st = tg_st_load(st_saved(f, "tok.safetensors"), NULL, 0);
+    ptr(f, tg_tok_from_st(st, f->err, sizeof f->err));
+    tg_st_free(st);
+}
+static void c_tok_from_st_nof(fx *f) { ptr(f, tg_tok_from_st(NULL, f->err, sizeof f->err)); }
+static void c_tok_from_st_noerr(fx *f) { ptr(f, tg_tok_from_st(NULL, NULL, 64)); }
+static void c_tok_from_st_none(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    ptr(f, tg_tok_from_st(st, f->err, sizeof f->err));
+    tg_st_free(st);
+}
+static void c_tok_from_st_kind(fx *f) { from_st(f, "wordpiece", "1"); }
+static void c_tok_from_st_version(fx *f) { from_st(f, "bpe", "2"); }
+static void c_tok_from_st_pieces(fx *f) { from_st(f, "bpe", "1"); }
+static void c_tok_st_add_now(fx *f) { num(f, tg_tok_st_add(tok(), NULL)); }
+static void c_tok_st_add_twice(fx *f)
+{
+    if (tg_tok_st_add(tok(), f->w)) abort();
+    num(f, tg_tok_st_add(tok(), f->w));
+    note(f, tg_st_writer_error(f->w));
+}
+static void c_tok_save_not(fx *f) { num(f, tg_tok_save(NULL, tt_path("t.safetensors"), f->err, sizeof f->err)); }
+static void c_tok_save_nopath(fx *f) { num(f, tg_tok_save(tok(), NULL, f->err, sizeof f->err)); }
+static void c_tok_save_nodir(fx *f) { num(f, tg_tok_save(tok(), "/nonexistent/t.safetensors", f->err, sizeof f->err)); }
+static void c_tok_save_noerr(fx *f) { num(f, tg_tok_save(NULL, tt_path("t.safetensors"), NULL, 64)); }
+static void c_tok_free(fx *f) { (void)f; tg_tok_free(NULL); }
+static void c_tok_kind_of(fx *f) { num(f, tg_tok_kind_of(NULL)); }
+static void c_tok_vocab_size(fx *f) { num(f, tg_tok_vocab_size(NULL)); }
+static void c_tok_bos(fx *f) { num(f, tg_tok_bos(NULL)); }
+static void c_tok_eos(fx *f) { num(f, tg_tok_eos(NULL)); }
+static void c_tok_special_id_nos(fx *f) { num(f, tg_tok_special_id(tok(), NULL)); }
+static void c_tok_special_id_unknown(fx *f) { num(f, tg_tok_special_id(tok(), "<|endoftext|>")); }
+static void c_tok_special_id_not(fx *f) { num(f, tg_tok_special_id(NULL, "<s>")); }
+static void c_tok_is_special_neg(fx *f) { num(f, tg_tok_is_special(tok(), -1)); }
+static void c_tok_is_special_past(fx *f) { num(f, tg_tok_is_special(tok(), 260)); }
+static void c_tok_is_special_not(fx *f) { num(f, tg_tok_is_special(NULL, 0)); }
+/* tg_tok_piece(t, id, &len): NULL or not, and len */
+static void piece(fx *f, const tg_tokenizer *t, int32_t id)
+{
+    size_t len = 99;
+    const unsigned char *p = tg_tok_piece(t, id, &len);
+    snprintf(f->got, sizeof f->got, "%s, len %zu", p ? "non-NULL" : "NULL", len);
+}
+static void c_tok_piece_past(fx *f) { piece(f, tok(), 260); }
+static void c_tok_piece_neg(fx *f) { piece(f, tok(), INT32_MIN); }
+static void c_tok_piece_not(fx *f) { piece(f, NULL, 0); }
+static void c_tok_piece_nolen(fx *f) { ptr(f, tg_tok_piece(tok(), 260, NULL)); }
+static void c_tok_max_piece_len(fx *f) { num(f, (double)tg_tok_max_piece_len(NULL)); }
+static void c_tok_n_merges(fx *f) { num(f, tg_tok_n_merges(NULL)); }
+static void c_tok_merge_past(fx *f) { int32_t l, r; num(f, tg_tok_merge(tok(), 1, &l, &r)); }
+static void c_tok_merge_neg(fx *f) { num(f, tg_tok_merge(tok(), -1, NULL, NULL)); }
+static void c_tok_merge_not(fx *f) { num(f, tg_tok_merge(NULL, 0, NULL, NULL)); }
+static void c_tok_merge_tiktoken(fx *f)
+{
+    tg_tokenizer *t = tg_tok_load_tiktoken(tiktoken_file("bytes.tiktoken", ""), NULL, 0);
+    if (!t) abort();
+    num(f, tg_tok_merge(t, 0, NULL, NULL));
+    tg_tok_free(t);
+}
+/* tg_tok_encode(t, text, len, &ids, err or NULL): the count, and whether
+ * ids (non-NULL before the call) was set; the ids freed */
+static void encode(fx *f, const tg_tokenizer *t, const char *text, size_t len, bool with_err)
+{
+    static int32_t before[1];
+    int32_t *ids = before;
+    int64_t n = tg_tok_encode(t, text, len, &ids, with_err ? f->err : NULL, with_err ? sizeof f->err : 64);
+    snprintf(f->got, sizeof f->got, "%lld, ids %s", (long long)n, !ids ? "NULL" : ids == before ? "unchanged" : "set");
+    if (ids != before) tg_free(ids);
+}
+static void c_tok_encode_not(fx *f) { encode(f, NULL, "ab", 2, true); }
+static void c_tok_encode_notext(fx *f) { encode(f, tok(), NULL, 2, true); }
+static void c_tok_encode_noids(fx *f) { num(f, (double)tg_tok_encode(tok(), "ab", 2, NULL, f->err, sizeof f->err)); }
+static void c_tok_encode_empty(fx *f) { encode(f, tok(), NULL, 0, true); }
+static void c_tok_encode_noerr(fx *f) { encode(f, NULL, "ab", 2, false); }
+static void c_tok_bpt_empty(fx *f) { num(f, tg_tok_bytes_per_token(tok(), "", 0)); }
+static void c_tok_bpt_not(fx *f) { num(f, tg_tok_bytes_per_token(NULL, "ab", 2)); }
+/* tg_tok_decode(t, ids, n, out, cap, err) */
+static void decode(fx *f, const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap)
+{
+    num(f, (double)tg_tok_decode(t, ids, n, out, cap, f->err, sizeof f->err));
+}
+static void c_tok_decode_past(fx *f) { decode(f, tok(), (int32_t[]){3 + 'a', 260}, 2, buf, sizeof buf); }
+static void c_tok_decode_neg(fx *f) { decode(f, tok(), (int32_t[]){-1}, 1, buf, sizeof buf); }
+static void c_tok_decode_not(fx *f) { decode(f, NULL, (int32_t[]){3}, 1, buf, sizeof buf); }
+static void c_tok_decode_noids(fx *f) { decode(f, tok(), NULL, 2, buf, sizeof buf); }
+static void c_tok_decode_noout(fx *f) { decode(f, tok(), (int32_t[]){3}, 1, NULL, 8); }
+static void c_tok_decode_measure(fx *f) { decode(f, tok(), (int32_t[]){259, 3 + 'c'}, 2, NULL, 0); }
+static void c_tok_decode_noerr(fx *f)
+{
+    num(f, (double)tg_tok_decode(tok(), (int32_t[]){260}, 1, buf, sizeof buf, NULL, 64));
+}
+/* A stream on tok() holding the lead byte 0xC3 of a 2-byte character, then push(id, cap) */
+static tg_tok_stream ts;
+static unsigned char sbuf[16];   /* tok()'s longest piece, "<unk>", is 5 bytes: 8 needed */
+static void stream_push(fx *f, int32_t id, size_t cap)
+{
+    tg_tok_stream_init(&ts, tok());
+    if (tg_tok_stream_push(&ts, 3 + 0xC3, sbuf, sizeof sbuf) != 0) abort();
+    int64_t n = tg_tok_stream_push(&ts, id, sbuf, cap);
+    snprintf(f->got, sizeof f->got, "%lld, %d held", (long long)n, ts.n_held);
+}
+static void c_stream_init(fx *f) { (void)f; tg_tok_stream_init(NULL, tok()); }
+static void c_stream_push_past(fx *f) { stream_push(f, 260, sizeof sbuf); }
+static void c_stream_push_neg(fx *f) { stream_push(f, -1, sizeof sbuf); }
+static void c_stream_push_nos(fx *f) { num(f, (double)tg_tok_stream_push(NULL, 3, sbuf, sizeof sbuf)); }
+static void c_stream_push_notok(fx *f)
+{
+    tg_tok_stream_init(&ts, NULL);
+    num(f, (double)tg_tok_stream_push(&ts, 3, sbuf, sizeof sbuf));
+}
+static void c_stream_push_noout(fx *f)
+{
+    tg_tok_stream_init(&ts, tok());
+    num(f, (double)tg_tok_stream_push(&ts, 3, NULL, sizeof sbuf));
+}
+static void c_stream_flush_cap(fx *f)
+{
+    stream_push(f, 3 + 0xC3, sizeof sbuf);   /* C3 C3: the first goes out, the second is held */
+    int64_t n = tg_tok_stream_flush(&ts, sbuf, 2);
+    snprintf(f->got, sizeof f->got, "%lld, %d held", (long long)n, ts.n_held);
+}
+static void c_stream_flush_nos(fx *f) { num(f, (double)tg_tok_stream_flush(NULL, sbuf, sizeof sbuf)); }
+
+/* token files: tg_tokfile_open(path, format, vocab_size, err), NULL or not (the file closed) */
+static void tokfile_open(fx *f, const char *path, tg_tokfile_format format, int64_t vocab_size)
+{
+    tg_tokfile *t = tg_tokfile_open(path, format, vocab_size, f->err, sizeof f->err);
+    ptr(f, t);
+    tg_tokfile_close(t);
+}
+/* the same of tt_dir/t.bin holding n bytes, vocab_size 5 */
+static void tokfile(fx *f, tg_tokfile_format format, const void *data, size_t n)
+{
+    tokfile_open(f, file_of("t.bin", data, n), format, 5);
+}
+/* the same of llm.c's 1024-byte header (magic, version, count) and n_ids uint16 ids (zeros) */
+static void llmc(fx *f, uint32_t version, uint32_t count, size_t n_ids)
+{
+    static unsigned char b[1024 + 16];
+    memset(b, 0, sizeof b);
+    const uint32_t h[3] = {TG_LLMC_MAGIC, version, count};
+    memcpy(b, h, sizeof h);   /* little-endian, as every machine tapegrad supports */
+    tokfile(f, TG_TOKFILE_AUTO, b, 1024 + 2 * n_ids);
+}
+static void c_tokfile_nopath(fx *f) { tokfile_open(f, NULL, TG_TOKFILE_AUTO, 5); }
+static void c_tokfile_vocab(fx *f) { tokfile_open(f, file_of("t.bin", "\1\0", 2), TG_TOKFILE_AUTO, 0); }
+static void c_tokfile_format(fx *f) { tokfile_open(f, file_of("t.bin", "\1\0", 2), (tg_tokfile_format)7, 5); }
+static void c_tokfile_missing(fx *f) { tokfile_open(f, tt_path("missing.bin"), TG_TOKFILE_AUTO, 5); }
+static void c_tokfile_noerr(fx *f) { ptr(f, tg_tokfile_open(tt_path("missing.bin"), TG_TOKFILE_AUTO, 5, NULL, 64)); }
+static void c_tokfile_dir(fx *f) { tokfile_open(f, tt_dir, TG_TOKFILE_AUTO, 5); }
+static void c_tokfile_empty(fx *f) { tokfile(f, TG_TOKFILE_AUTO, "", 0); }
+static void c_tokfile_odd(fx *f) { tokfile(f, TG_TOKFILE_NANOGPT, "\1\0\2", 3); }
+static void c_tokfile_id(fx *f) { tokfile(f, TG_TOKFILE_AUTO, "\1\0\11\0", 4); }
+static void c_tokfile_llmc_short(fx *f) { tokfile(f, TG_TOKFILE_LLMC, "\1\0\2\0", 4); }
+static void c_tokfile_llmc_version(fx *f) { llmc(f, 3, 1, 1); }
+static void c_tokfile_llmc_count(fx *f) { llmc(f, 1, 5, 1); }
+static void c_tokfile_close(fx *f) { (void)f; tg_tokfile_close(NULL); }
+static void c_tokfile_count(fx *f) { num(f, (double)tg_tokfile_count(NULL)); }
+static void c_tokfile_format_of(fx *f) { num(f, tg_tokfile_format_of(NULL)); }
+/* tg_tokfile_read(start, n) of a file of 3 tokens */
+static void tokfile_read(fx *f, int64_t start, int64_t n, int32_t *out)
+{
+    tg_tokfile *t = tg_tokfile_open(file_of("t.bin", "\1\0\2\0\3\0", 6), TG_TOKFILE_NANOGPT, 5, NULL, 0);
+    if (!t) abort();
+    num(f, tg_tokfile_read(t, start, n, out));
+    tg_tokfile_close(t);
+}
+static int32_t read_ids[4];
+static void c_tokfile_read_past(fx *f) { tokfile_read(f, 2, 2, read_ids); }
+static void c_tokfile_read_neg(fx *f) { tokfile_read(f, -1, 1, read_ids); }
+static void c_tokfile_read_huge(fx *f) { tokfile_read(f, 1, INT64_MAX, read_ids); }
+static void c_tokfile_read_noout(fx *f) { tokfile_read(f, 0, 1, NULL); }
+static void c_tokfile_read_nof(fx *f) { num(f, tg_tokfile_read(NULL, 0, 1, read_ids)); }
+static const int32_t ids3[3] = {1, 2, 3};
+/* tg_tokfile_write(path, format, ids, n, err) */
+static void tokfile_write(fx *f, const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n)
+{
+    num(f, tg_tokfile_write(path, format, ids, n, f->err, sizeof f->err));
+}
+static void c_tokfile_write_nopath(fx *f) { tokfile_write(f, NULL, TG_TOKFILE_NANOGPT, ids3, 3); }
+static void c_tokfile_write_noids(fx *f) { tokfile_write(f, tt_path("w.bin"), TG_TOKFILE_NANOGPT, NULL, 3); }
+static void c_tokfile_write_neg(fx *f) { tokfile_write(f, tt_path("w.bin"), TG_TOKFILE_NANOGPT, ids3, -1); }
+static void c_tokfile_write_format(fx *f) { tokfile_write(f, tt_path("w.bin"), TG_TOKFILE_AUTO, ids3, 3); }
+static void c_tokfile_write_wide(fx *f)
+{
+    tokfile_write(f, tt_path("w.bin"), TG_TOKFILE_NANOGPT, (int32_t[]){1, 70000}, 2);
+}
+static void c_tokfile_write_negid(fx *f) { tokfile_write(f, tt_path("w.bin"), TG_TOKFILE_LLMC, (int32_t[]){-1}, 1); }
+static void c_tokfile_write_nodir(fx *f) { tokfile_write(f, "/nonexistent/w.bin", TG_TOKFILE_NANOGPT, ids3, 3); }
+static void c_tokfile_write_noerr(fx *f) { num(f, tg_tokfile_write(NULL, TG_TOKFILE_NANOGPT, ids3, 3, NULL, 64)); }
+
 /* ---- the table ----------------------------------------------------------- */
 
 typedef struct api_case {
@@ -1255,6 +1545,134 @@ static const api_case CASES[] = {
     {"tg_adamw_free(NULL)", "returns", NULL, c_adamw_free},
     {"tg_clip_grad_norm(NULL, 1)", "nan", NULL, c_clip},
     {"tg_lr_cosine(INT64_MAX - 1, warmup INT64_MAX, ..., lr 2)", "2", NULL, c_lr_warmup_max},
+    /* text/text.h */
+    {"tg_bpe_train(NULL, 5, opts, err)", "NULL", "bpe train: no text", c_bpe_notext},
+    {"tg_bpe_train(text, 0, opts, err)", "NULL", "bpe train: no text", c_bpe_empty},
+    {"tg_bpe_train(text, 2, NULL, err)", "NULL", "bpe train: NULL options", c_bpe_noopts},
+    {"tg_bpe_train(vocab_size 258)", "NULL", "bpe train: vocab_size 258 is not in [259, 2^24]", c_bpe_vocab_small},
+    {"tg_bpe_train(vocab_size 2^24 + 1)", "NULL", "bpe train: vocab_size 16777217 is not in [259, 2^24]",
+     c_bpe_vocab_big},
+    {"tg_bpe_train(NULL, 5, opts, NULL, 64)", "NULL", NULL, c_bpe_noerr},
+    {"tg_tok_load_tiktoken(NULL, err)", "NULL", "tiktoken: NULL path", c_tiktoken_nopath},
+    {"tg_tok_load_tiktoken(missing, err)", "NULL", "missing.tiktoken: No such file or directory", c_tiktoken_missing},
+    {"tg_tok_load_tiktoken(missing, NULL, 64)", "NULL", NULL, c_tiktoken_noerr},
+    {"tg_tok_load_tiktoken(a directory, err)", "NULL", ": read error", c_tiktoken_dir},
+    {"tg_tok_load_tiktoken(empty lines)", "NULL", "bad.tiktoken: no pieces", c_tiktoken_empty},
+    {"tg_tok_load_tiktoken(\"YQ==\" without a rank)", "NULL", "bad.tiktoken:1: expected \"<base64 piece> <rank>\"",
+     c_tiktoken_norank},
+    {"tg_tok_load_tiktoken(line 2 \"Y*== 1\")", "NULL", "bad.tiktoken:2: expected \"<base64 piece> <rank>\", and the "
+     "piece is not base64 of at least one byte", c_tiktoken_base64},
+    {"tg_tok_load_tiktoken(rank \"0x\")", "NULL", "bad.tiktoken:1: the rank \"0x\" is not a whole number",
+     c_tiktoken_rank},
+    {"tg_tok_load_tiktoken(rank 0 twice)", "NULL", "bad.tiktoken:2: rank 0 was given already on line 1",
+     c_tiktoken_rank_twice},
+    {"tg_tok_load_tiktoken(ranks 0 and 2)", "NULL", "bad.tiktoken: rank 1 is missing (2 pieces must have ranks 0..1)",
+     c_tiktoken_gap},
+    {"tg_tok_load_tiktoken(only \"a\")", "NULL", "no piece is the single byte 0x00", c_tiktoken_byte},
+    {"tg_tok_load_tiktoken(\"a\" at ranks 97 and 256)", "NULL", "id 256 repeats the piece of id 97",
+     c_tiktoken_piece_twice},
+    {"tg_tok_load(NULL, err)", "NULL", "tokenizer: NULL path", c_tok_load_nopath},
+    {"tg_tok_load(missing, err)", "NULL", "missing.tok: No such file or directory", c_tok_load_missing},
+    {"tg_tok_load(missing, NULL, 64)", "NULL", NULL, c_tok_load_noerr},
+    {"tg_tok_load(a safetensors file without a tokenizer, err)", "NULL",
+     "notok.safetensors: tokenizer: the file holds no tokenizer", c_tok_load_notok},
+    {"tg_tok_load(a safetensors file without a tokenizer, err, 0): err untouched", "NULL", "xxxx", c_tok_load_errlen0},
+    {"tg_tok_load(a safetensors header cut short, err)", "NULL", "cut.safetensors", c_tok_load_cut},
+    {"tg_tok_from_st(NULL, err)", "NULL", "tokenizer: NULL file", c_tok_from_st_nof},
+    {"tg_tok_from_st(NULL, NULL, 64)", "NULL", NULL, c_tok_from_st_noerr},
+    {"tg_tok_from_st(f without tokenizer metadata, err)", "NULL",
+     "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)", c_tok_from_st_none},
+    {"tg_tok_from_st(f of kind \"wordpiece\", err)", "NULL", "tokenizer: unknown kind 'wordpiece' (bpe or tiktoken)",
+     c_tok_from_st_kind},
+    {"tg_tok_from_st(f of version \"2\", err)", "NULL", "tokenizer: version '2' is not 1", c_tok_from_st_version},
+    {"tg_tok_from_st(f with F32 tokenizer.pieces, err)", "NULL",
+     "tokenizer: 'tokenizer.pieces' must be U8 with 1 dimension, not F32 with 1", c_tok_from_st_pieces},
+    {"tg_tok_st_add(t, NULL)", "-1", NULL, c_tok_st_add_now},
+    {"tg_tok_st_add(t, w) twice", "-1", "duplicate metadata key 'tokenizer'", c_tok_st_add_twice},
+    {"tg_tok_save(NULL, path, err)", "-1", "tokenizer save: NULL argument", c_tok_save_not},
+    {"tg_tok_save(t, NULL, err)", "-1", "tokenizer save: NULL argument", c_tok_save_nopath},
+    {"tg_tok_save(t, \"/nonexistent/t.safetensors\", err)", "-1", "No such file or directory", c_tok_save_nodir},
+    {"tg_tok_save(NULL, path, NULL, 64)", "-1", NULL, c_tok_save_noerr},
+    {"tg_tok_free(NULL)", "returns", NULL, c_tok_free},
+    {"tg_tok_kind_of(NULL)", "0", NULL, c_tok_kind_of},
+    {"tg_tok_vocab_size(NULL)", "0", NULL, c_tok_vocab_size},
+    {"tg_tok_bos(NULL)", "-1", NULL, c_tok_bos},
+    {"tg_tok_eos(NULL)", "-1", NULL, c_tok_eos},
+    {"tg_tok_special_id(t, NULL)", "-1", NULL, c_tok_special_id_nos},
+    {"tg_tok_special_id(t BPE, \"<|endoftext|>\")", "-1", NULL, c_tok_special_id_unknown},
+    {"tg_tok_special_id(NULL, \"<s>\")", "-1", NULL, c_tok_special_id_not},
+    {"tg_tok_is_special(t, -1)", "-1", NULL, c_tok_is_special_neg},
+    {"tg_tok_is_special(t of 260 ids, 260)", "-1", NULL, c_tok_is_special_past},
+    {"tg_tok_is_special(NULL, 0)", "-1", NULL, c_tok_is_special_not},
+    {"tg_tok_piece(t of 260 ids, 260, &len)", "NULL, len 0", NULL, c_tok_piece_past},
+    {"tg_tok_piece(t, INT32_MIN, &len)", "NULL, len 0", NULL, c_tok_piece_neg},
+    {"tg_tok_piece(NULL, 0, &len)", "NULL, len 0", NULL, c_tok_piece_not},
+    {"tg_tok_piece(t, 260, NULL len)", "NULL", NULL, c_tok_piece_nolen},
+    {"tg_tok_max_piece_len(NULL)", "0", NULL, c_tok_max_piece_len},
+    {"tg_tok_n_merges(NULL)", "0", NULL, c_tok_n_merges},
+    {"tg_tok_merge(t of 1 merge, 1, &l, &r)", "-1", NULL, c_tok_merge_past},
+    {"tg_tok_merge(t, -1, NULL, NULL)", "-1", NULL, c_tok_merge_neg},
+    {"tg_tok_merge(NULL, 0, ...)", "-1", NULL, c_tok_merge_not},
+    {"tg_tok_merge(a tiktoken tokenizer, 0, ...)", "-1", NULL, c_tok_merge_tiktoken},
+    {"tg_tok_encode(NULL, \"ab\", 2, &ids, err)", "-1, ids NULL", "tokenizer encode: NULL argument", c_tok_encode_not},
+    {"tg_tok_encode(t, NULL, 2, &ids, err)", "-1, ids NULL", "tokenizer encode: NULL argument", c_tok_encode_notext},
+    {"tg_tok_encode(t, \"ab\", 2, NULL, err)", "-1", "tokenizer encode: NULL argument", c_tok_encode_noids},
+    {"tg_tok_encode(t, NULL, 0, &ids, err)", "0, ids set", NULL, c_tok_encode_empty},
+    {"tg_tok_encode(NULL, \"ab\", 2, &ids, NULL, 64)", "-1, ids NULL", NULL, c_tok_encode_noerr},
+    {"tg_tok_bytes_per_token(t, \"\", 0)", "-1", NULL, c_tok_bpt_empty},
+    {"tg_tok_bytes_per_token(NULL, \"ab\", 2)", "-1", NULL, c_tok_bpt_not},
+    {"tg_tok_decode(t of 260 ids, {'a', 260}, 2, ...)", "-1",
+     "tokenizer decode: id 260 at position 1 is outside the vocabulary [0, 260)", c_tok_decode_past},
+    {"tg_tok_decode(t, {-1}, 1, ...)", "-1", "tokenizer decode: id -1 at position 0 is outside", c_tok_decode_neg},
+    {"tg_tok_decode(NULL, ...)", "-1", "tokenizer decode: NULL argument", c_tok_decode_not},
+    {"tg_tok_decode(t, NULL ids, 2, ...)", "-1", "tokenizer decode: NULL argument", c_tok_decode_noids},
+    {"tg_tok_decode(t, ids, 1, NULL out, cap 8, ...)", "-1", "tokenizer decode: NULL argument", c_tok_decode_noout},
+    {"tg_tok_decode(t, {\"ab\", 'c'}, 2, NULL, 0, NULL, 0)", "3", NULL, c_tok_decode_measure},
+    {"tg_tok_decode(t, {260}, 1, out, cap, NULL, 64)", "-1", NULL, c_tok_decode_noerr},
+    {"tg_tok_stream_init(NULL, t)", "returns", NULL, c_stream_init},
+    {"tg_tok_stream_push(s holding 1 byte, 260, out, cap)", "-1, 1 held", NULL, c_stream_push_past},
+    {"tg_tok_stream_push(s holding 1 byte, -1, out, cap)", "-1, 1 held", NULL, c_stream_push_neg},
+    {"tg_tok_stream_push(NULL, ...)", "-1", NULL, c_stream_push_nos},
+    {"tg_tok_stream_push(s started on NULL, ...)", "-1", NULL, c_stream_push_notok},
+    {"tg_tok_stream_push(s, id, NULL out, ...)", "-1", NULL, c_stream_push_noout},
+    {"tg_tok_stream_flush(s holding 1 byte, out, cap 2)", "-1, 1 held", NULL, c_stream_flush_cap},
+    {"tg_tok_stream_flush(NULL, out, cap)", "-1", NULL, c_stream_flush_nos},
+    {"tg_tokfile_open(NULL, ...)", "NULL", "token file: NULL path", c_tokfile_nopath},
+    {"tg_tokfile_open(path, AUTO, vocab 0, err)", "NULL", "token file: vocab_size must be >= 1", c_tokfile_vocab},
+    {"tg_tokfile_open(path, format 7, 5, err)", "NULL", "token file: unknown format", c_tokfile_format},
+    {"tg_tokfile_open(missing, ...)", "NULL", "missing.bin: No such file or directory", c_tokfile_missing},
+    {"tg_tokfile_open(missing, ..., NULL, 64)", "NULL", NULL, c_tokfile_noerr},
+    {"tg_tokfile_open(a directory, ...)", "NULL", ": not a regular file", c_tokfile_dir},
+    {"tg_tokfile_open(an empty file, ...)", "NULL", "t.bin: the file is empty", c_tokfile_empty},
+    {"tg_tokfile_open(3 bytes, NANOGPT, ...)", "NULL", "t.bin: 3 bytes is not a whole number of uint16 ids",
+     c_tokfile_odd},
+    {"tg_tokfile_open(ids 1 9, AUTO, vocab 5)", "NULL",
+     "t.bin: offset 2 (token 1): id 9 is not below the vocabulary size 5", c_tokfile_id},
+    {"tg_tokfile_open(4 bytes, LLMC, ...)", "NULL", "t.bin: 4 bytes, shorter than llm.c's 1024-byte header",
+     c_tokfile_llmc_short},
+    {"tg_tokfile_open(llm.c version 3, AUTO, ...)", "NULL", "t.bin: offset 4: llm.c version 3", c_tokfile_llmc_version},
+    {"tg_tokfile_open(llm.c header of 5 tokens and 1, AUTO, ...)", "NULL",
+     "t.bin: offset 8: the header says 5 tokens (1034 bytes in all) but the file has 1026 bytes: truncated",
+     c_tokfile_llmc_count},
+    {"tg_tokfile_close(NULL)", "returns", NULL, c_tokfile_close},
+    {"tg_tokfile_count(NULL)", "0", NULL, c_tokfile_count},
+    {"tg_tokfile_format_of(NULL)", "0", NULL, c_tokfile_format_of},
+    {"tg_tokfile_read(f of 3, 2, 2, out)", "-1", NULL, c_tokfile_read_past},
+    {"tg_tokfile_read(f, -1, 1, out)", "-1", NULL, c_tokfile_read_neg},
+    {"tg_tokfile_read(f of 3, 1, INT64_MAX, out)", "-1", NULL, c_tokfile_read_huge},
+    {"tg_tokfile_read(f, 0, 1, NULL)", "-1", NULL, c_tokfile_read_noout},
+    {"tg_tokfile_read(NULL, 0, 1, out)", "-1", NULL, c_tokfile_read_nof},
+    {"tg_tokfile_write(NULL, ...)", "-1", "token file: NULL argument", c_tokfile_write_nopath},
+    {"tg_tokfile_write(path, NANOGPT, NULL, 3, err)", "-1", "token file: NULL argument", c_tokfile_write_noids},
+    {"tg_tokfile_write(path, NANOGPT, ids, -1, err)", "-1", "token file: negative count", c_tokfile_write_neg},
+    {"tg_tokfile_write(path, AUTO, ...)", "-1", "token file: format must be NANOGPT or LLMC", c_tokfile_write_format},
+    {"tg_tokfile_write(path, NANOGPT, {1, 70000}, ...)", "-1",
+     "id 70000 at 1 does not fit in uint16 (nanoGPT's format)", c_tokfile_write_wide},
+    {"tg_tokfile_write(path, LLMC, {-1}, ...)", "-1", "id -1 at 0 does not fit in an unsigned id",
+     c_tokfile_write_negid},
+    {"tg_tokfile_write(\"/nonexistent/w.bin\", ...)", "-1", "token file /nonexistent/w.bin: No such file or directory",
+     c_tokfile_write_nodir},
+    {"tg_tokfile_write(NULL, ..., NULL, 64)", "-1", NULL, c_tokfile_write_noerr},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
@@ -1277,5 +1695,7 @@ int main(void)
 {
     Suite *s = suite_create("api");
     tt_tcase(s, "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
-    return tt_run_in_tmpdir(s, "tg_api", true);   /* the cases' files go to tt_dir */
+    int rc = tt_run_in_tmpdir(s, "tg_api", true);   /* the cases' files go to tt_dir */
+    tg_tok_free(tok_ab);
+    return rc;
 }
