@@ -1034,6 +1034,7 @@ static void stream_push(fx *f, int32_t id, size_t cap)
 static void c_stream_init(fx *f) { (void)f; tg_tok_stream_init(NULL, tok()); }
 static void c_stream_push_past(fx *f) { stream_push(f, 260, sizeof sbuf); }
 static void c_stream_push_neg(fx *f) { stream_push(f, -1, sizeof sbuf); }
+static void c_stream_push_cap(fx *f) { stream_push(f, 3 + 'a', 7); }
 static void c_stream_push_nos(fx *f) { num(f, (double)tg_tok_stream_push(NULL, 3, sbuf, sizeof sbuf)); }
 static void c_stream_push_notok(fx *f)
 {
@@ -1632,6 +1633,8 @@ static const api_case CASES[] = {
     {"tg_tok_stream_init(NULL, t)", "returns", NULL, c_stream_init},
     {"tg_tok_stream_push(s holding 1 byte, 260, out, cap)", "-1, 1 held", NULL, c_stream_push_past},
     {"tg_tok_stream_push(s holding 1 byte, -1, out, cap)", "-1, 1 held", NULL, c_stream_push_neg},
+    {"tg_tok_stream_push(s holding 1 byte, 'a', out, cap 7 < max_piece_len 5 + 3)", "-1, 1 held", NULL,
+     c_stream_push_cap},
     {"tg_tok_stream_push(NULL, ...)", "-1", NULL, c_stream_push_nos},
     {"tg_tok_stream_push(s started on NULL, ...)", "-1", NULL, c_stream_push_notok},
     {"tg_tok_stream_push(s, id, NULL out, ...)", "-1", NULL, c_stream_push_noout},

@@ -52,8 +52,8 @@ int64_t tg_tok_stream_push(tg_tok_stream *s, int32_t id, void *out, size_t cap)
 {
     if (!s || !s->tok || !out || id < 0 || id >= s->tok->n || s->n_held < 0 || s->n_held > 3) return -1;
     const tg_tokenizer *t = s->tok;
+    if (cap < t->max_piece + 3) return -1;   /* the documented room, whatever this id needs */
     size_t len = (size_t)(t->off[id + 1] - t->off[id]), total = (size_t)s->n_held + len;
-    if (cap < total) return -1;
     unsigned char *o = out;
     memcpy(o, s->held, (size_t)s->n_held);
     memcpy(o + s->n_held, t->bytes + t->off[id], len);
