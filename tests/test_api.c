@@ -944,6 +944,7 @@ static void c_tok_from_st_none(fx *f)
 static void c_tok_from_st_kind(fx *f) { from_st(f, "wordpiece", "1"); }
 static void c_tok_from_st_version(fx *f) { from_st(f, "bpe", "2"); }
 static void c_tok_from_st_pieces(fx *f) { from_st(f, "bpe", "1"); }
+static void c_tok_st_add_not(fx *f) { num(f, tg_tok_st_add(NULL, f->w)); note(f, tg_st_writer_error(f->w)); }
 static void c_tok_st_add_now(fx *f) { num(f, tg_tok_st_add(tok(), NULL)); }
 static void c_tok_st_add_twice(fx *f)
 {
@@ -1588,6 +1589,7 @@ static const api_case CASES[] = {
     {"tg_tok_from_st(f of version \"2\", err)", "NULL", "tokenizer: version '2' is not 1", c_tok_from_st_version},
     {"tg_tok_from_st(f with F32 tokenizer.pieces, err)", "NULL",
      "tokenizer: 'tokenizer.pieces' must be U8 with 1 dimension, not F32 with 1", c_tok_from_st_pieces},
+    {"tg_tok_st_add(NULL, w)", "-1", "safetensors: writer: tokenizer: the tokenizer is NULL", c_tok_st_add_not},
     {"tg_tok_st_add(t, NULL)", "-1", NULL, c_tok_st_add_now},
     {"tg_tok_st_add(t, w) twice", "-1", "duplicate metadata key 'tokenizer'", c_tok_st_add_twice},
     {"tg_tok_save(NULL, path, err)", "-1", "tokenizer save: NULL argument", c_tok_save_not},

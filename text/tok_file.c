@@ -23,11 +23,12 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/safetensors_internal.h"
 
 int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
 {
     if (!w) return -1;
-    if (!t) return tg_st_writer_meta(w, "tokenizer", NULL);   /* records the error */
+    if (!t) return tg_st_writer_fail(w, "tokenizer: the tokenizer is NULL");
     char bos[16], eos[16], unk[16];
     snprintf(bos, sizeof bos, "%d", (int)t->bos);
     snprintf(eos, sizeof eos, "%d", (int)t->eos);
