@@ -1088,6 +1088,7 @@ static void c_tokfile_id(fx *f) { tokfile(f, TG_TOKFILE_AUTO, "\1\0\11\0", 4); }
 static void c_tokfile_llmc_short(fx *f) { tokfile(f, TG_TOKFILE_LLMC, "\1\0\2\0", 4); }
 static void c_tokfile_llmc_version(fx *f) { llmc(f, 3, 1, 1); }
 static void c_tokfile_llmc_count(fx *f) { llmc(f, 1, 5, 1); }
+static void c_tokfile_llmc_none(fx *f) { llmc(f, 1, 0, 0); }
 static void c_tokfile_close(fx *f) { (void)f; tg_tokfile_close(NULL); }
 static void c_tokfile_count(fx *f) { num(f, (double)tg_tokfile_count(NULL)); }
 static void c_tokfile_format_of(fx *f) { num(f, tg_tokfile_format_of(NULL)); }
@@ -1659,6 +1660,8 @@ static const api_case CASES[] = {
     {"tg_tokfile_open(llm.c header of 5 tokens and 1, AUTO, ...)", "NULL",
      "t.bin: offset 8: the header says 5 tokens (1034 bytes in all) but the file has 1026 bytes: truncated",
      c_tokfile_llmc_count},
+    {"tg_tokfile_open(llm.c header of 0 tokens, AUTO, ...)", "NULL",
+     "t.bin: offset 8: the header says 0 tokens, and a file holds at least one", c_tokfile_llmc_none},
     {"tg_tokfile_close(NULL)", "returns", NULL, c_tokfile_close},
     {"tg_tokfile_count(NULL)", "0", NULL, c_tokfile_count},
     {"tg_tokfile_format_of(NULL)", "0", NULL, c_tokfile_format_of},

@@ -108,8 +108,13 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
             goto fail;
         }
         f->width = version == 1 ? 2 : 4;
-        uint64_t want = (uint64_t)LLMC_HEADER + (uint64_t)(count < 0 ? 0 : count) * (uint64_t)f->width;
-        if (count <= 0 || want != size) {
+        if (count < 1) {
+            tg_set_err(err, errlen, "token file %s: offset 8: the header says %d tokens, and a file holds at least one%s",
+                       path, count, raw_hint);
+            goto fail;
+        }
+        uint64_t want = (uint64_t)LLMC_HEADER + (uint64_t)count * (uint64_t)f->width;
+        if (want != size) {
             tg_set_err(err, errlen,
                        "token file %s: offset 8: the header says %d tokens (%llu bytes in all) but the file has %zu "
                        "bytes%s%s",
