@@ -7,7 +7,9 @@
  * One table, CASES: each row names the call and its bad input, the
  * documented result and a substring of the expected message, and points
  * at a one-line function that makes the call. A new public function joins
- * by adding a row (and its function). */
+ * by adding a row (and its function): tests/check_api_rows.sh (CTest
+ * api_rows) fails for a TG_API function of the public headers that has
+ * no row here, unless NO_ROW below lists it with the reason. */
 #include "tg_test.h"
 
 #include <limits.h>
@@ -1699,10 +1701,39 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The public functions with no row, each with the reason. Prefer a row:
+ * even "NULL is accepted and does nothing" is a promise worth keeping.
+ * tests/check_api_rows.sh fails for a TG_API function of the public
+ * headers that has neither a row above nor an entry here. */
+typedef struct no_row {
+    const char *name;
+    const char *why;
+} no_row;
+
+static const no_row NO_ROW[] = {
+    {"tg_graph_new", "takes no argument: NULL only means out of memory"},
+    {"tg_st_writer_new", "takes no argument: NULL only means out of memory"},
+    {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
+    {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
+};
+enum { N_NO_ROW = sizeof NO_ROW / sizeof NO_ROW[0] };
+
+/* an entry of NO_ROW has a reason, and no row of CASES calls its function */
+START_TEST(no_row_has_none)
+{
+    const no_row *e = &NO_ROW[_i];
+    ck_assert_msg(e->why[0] != '\0', "%s: NO_ROW gives no reason", e->name);
+    const size_t n = strlen(e->name);
+    for (int i = 0; i < N_CASES; i++)
+        ck_assert_msg(strncmp(CASES[i].call, e->name, n) != 0 || CASES[i].call[n] != '(',
+                      "%s has a row (%s): take it out of NO_ROW", e->name, CASES[i].call);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("api");
-    tt_tcase(s, "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES)));
+    tt_tcase(s, "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES), TT_LOOP(no_row_has_none, N_NO_ROW)));
     int rc = tt_run_in_tmpdir(s, "tg_api", true);   /* the cases' files go to tt_dir */
     tg_tok_free(tok_ab);
     return rc;
