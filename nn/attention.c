@@ -149,6 +149,9 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
         return tg_set_err(err, errlen, "mha_init: %s is NULL",
                           !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "mha_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
         return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",

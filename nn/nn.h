@@ -5,9 +5,10 @@
  * functions take a graph and follow the op conventions (NULL in, NULL
  * out; the first error sticks on the graph; a NULL module is an error
  * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
- * message in err (a NULL module, store or name, bad sizes, duplicate
- * names, out of memory); as everywhere in the API, (err, errlen) come
- * last and err may be NULL (docs/decisions.md, Conventions). */
+ * message in err (a NULL module, store or name, a name longer than
+ * TG_NN_NAME_MAX, bad sizes, duplicate names, out of memory); as
+ * everywhere in the API, (err, errlen) come last and err may be NULL
+ * (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -19,6 +20,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest module name an init function takes, in bytes: its
+ * parameters are named <name>.<part>[.<part>] in 255 bytes at most. */
+#define TG_NN_NAME_MAX 200
 
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 

@@ -669,6 +669,45 @@ static void c_rmsnorm_init_dup(fx *f)
     num(f, tg_rmsnorm_init(&rms, f->p, "n", 3, 1e-5, f->err, sizeof f->err));
 }
 static void c_rmsnorm_forward(fx *f) { ptr(f, tg_rmsnorm_forward(f->g, NULL, f->x)); }
+/* a module name of n <= 300 bytes */
+static const char *long_name(size_t n)
+{
+    static char s[301];
+    memset(s, 'n', n);
+    s[n] = '\0';
+    return s;
+}
+static void c_linear_init_long(fx *f)
+{
+    num(f, tg_linear_init(&lin, f->p, long_name(TG_NN_NAME_MAX + 1), 2, 3, true, f->err, sizeof f->err));
+}
+static void c_linear_init_300(fx *f)
+{
+    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, f->err, sizeof f->err));
+}
+static void c_layernorm_init_long(fx *f)
+{
+    num(f, tg_layernorm_init(&ln, f->p, long_name(TG_NN_NAME_MAX + 1), 3, true, f->err, sizeof f->err));
+}
+static void c_rmsnorm_init_long(fx *f)
+{
+    num(f, tg_rmsnorm_init(&rms, f->p, long_name(TG_NN_NAME_MAX + 1), 3, 1e-5, f->err, sizeof f->err));
+}
+static void c_mlp_init_long(fx *f)
+{
+    num(f, tg_mlp_init(&mlp, f->p, long_name(TG_NN_NAME_MAX + 1), TG_MLP_GELU, 4, 16, true, 0, f->err, sizeof f->err));
+}
+static void c_mha_init_long(fx *f)
+{
+    num(f, tg_mha_init(&mha, f->p, long_name(TG_NN_NAME_MAX + 1), 4, 2, true, false, 0, f->err, sizeof f->err));
+}
+static void c_mha_init_max(fx *f)
+{
+    char full[320];
+    int rc = tg_mha_init(&mha, f->p, long_name(TG_NN_NAME_MAX), 4, 2, true, false, 0, f->err, sizeof f->err);
+    snprintf(full, sizeof full, "%s.c_proj.weight", long_name(TG_NN_NAME_MAX));
+    snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.c_proj.weight" : "no c_proj");
+}
 static void c_mlp_init_kind(fx *f)
 {
     num(f, tg_mlp_init(&mlp, f->p, "mlp", (tg_mlp_kind)7, 4, 16, false, 0, f->err, sizeof f->err));
@@ -1461,6 +1500,20 @@ static const api_case CASES[] = {
      c_rmsnorm_init_eps_big},
     {"tg_rmsnorm_init(l, p, \"n\", ...) twice", "-1", "params_add: duplicate name 'n.weight'", c_rmsnorm_init_dup},
     {"tg_rmsnorm_forward(g, NULL, x)", "NULL", "rmsnorm_forward: the module is NULL", c_rmsnorm_forward},
+    {"tg_linear_init(l, p, a name of 201 bytes, ..., bias)", "-1",
+     "linear_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_linear_init_long},
+    {"tg_linear_init(l, p, a name of 300 bytes, ..., no bias)", "-1", "linear_init: the name is 300 bytes",
+     c_linear_init_300},
+    {"tg_layernorm_init(l, p, a name of 201 bytes, ...)", "-1",
+     "layernorm_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_layernorm_init_long},
+    {"tg_rmsnorm_init(l, p, a name of 201 bytes, ...)", "-1",
+     "rmsnorm_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_rmsnorm_init_long},
+    {"tg_mlp_init(m, p, a name of 201 bytes, ...)", "-1", "mlp_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)",
+     c_mlp_init_long},
+    {"tg_mha_init(m, p, a name of 201 bytes, ...)", "-1", "mha_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)",
+     c_mha_init_long},
+    {"tg_mha_init(m, p, a name of TG_NN_NAME_MAX bytes, separate, bias)", "0, <name>.c_proj.weight", NULL,
+     c_mha_init_max},
     {"tg_mlp_init(m, p, \"mlp\", kind 7, ...)", "-1", "mlp 'mlp': unknown kind 7", c_mlp_init_kind},
     {"tg_mlp_init(m, p, \"mlp\", SWIGLU, 4, 16, false, dropout 1, ...)", "-1",
      "mlp 'mlp': dropout must be in [0, 1), got 1", c_mlp_init_dropout},
