@@ -1,6 +1,7 @@
 /* tapegrad core (internal): what the safetensors files share: the limits,
  * the format's dtype table and small helpers. Included by
- * safetensors_read.c, safetensors_convert.c and safetensors_write.c only. */
+ * safetensors_read.c, safetensors_convert.c and safetensors_write.c, and
+ * by text/tok_file.c for tg_st_writer_fail. */
 #ifndef TG_SAFETENSORS_INTERNAL_H
 #define TG_SAFETENSORS_INTERNAL_H
 
@@ -12,11 +13,18 @@
 
 #include "alloc.h"
 #include "err_internal.h"
+#include "safetensors.h"
 #include "stb_ds_internal.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tapegrad's safetensors I/O copies bytes as they are: it needs a little-endian machine"
 #endif
+
+/* Records msg as w's error, the way the writer's own checks do (the first
+ * error sticks; tg_st_writer_error reads "safetensors: writer: " msg), for
+ * a library function that adds to a caller's writer and finds its own
+ * argument bad. Returns -1; nothing for a NULL w. */
+int tg_st_writer_fail(tg_st_writer *w, const char *msg);
 
 #define ST_MAX_HEADER 100000000u          /* bytes; the reference reader's limit */
 #define ST_MAX_EXACT 9007199254740992.0   /* 2^53: larger JSON numbers are inexact */

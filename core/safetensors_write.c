@@ -53,6 +53,11 @@ static int wfail(tg_st_writer *w, const char *fmt, ...)
     return -1;
 }
 
+int tg_st_writer_fail(tg_st_writer *w, const char *msg)
+{
+    return w ? wfail(w, "%s", msg) : -1;
+}
+
 tg_st_writer *tg_st_writer_new(void)
 {
     tg_st_writer *w = tg_calloc(1, sizeof *w);

@@ -149,6 +149,9 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
         return tg_set_err(err, errlen, "mha_init: %s is NULL",
                           !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "mha_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
         return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
@@ -161,9 +164,12 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     if (!(c->rope_theta == 0 || (c->rope_theta > 1 && isfinite(c->rope_theta))))
         return tg_set_err(err, errlen, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
                           c->rope_theta);
-    if (c->rope_theta && ((C / H) % 2 || (c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)))
-        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d) and flags "
-                                       "TG_ROPE_INTERLEAVED or TG_ROPE_HALVES (got %d)", name, C / H, c->rope_flags);
+    if (c->rope_theta && (C / H) % 2)
+        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name,
+                          C / H, C, H);
+    if (c->rope_theta && c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
+        return tg_set_err(err, errlen, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
+                          c->rope_flags);
     if (c->layout != TG_MHA_FUSED && c->layout != TG_MHA_SEPARATE && c->layout != TG_MHA_LLAMA)
         return tg_set_err(err, errlen, "mha '%s': unknown layout %d", name, (int)c->layout);
     const int Ckv = Hkv * (C / H);
@@ -276,6 +282,7 @@ static tg_tensor *output_projection(tg_graph *g, const tg_mha_mod *m, tg_tensor 
 /* The one place the choice is made: tg_mha_forward asks this too. */
 bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args)
 {
+    if (!m) return false;   /* tg_mha_forward fails: no path */
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
     return !m->composed && !needs_tensors && !attn_drop;

@@ -17,6 +17,9 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
     if (!l || !p || !name)
         return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "linear_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     if (in < 1 || out < 1) {
         tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
         return -1;

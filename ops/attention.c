@@ -207,11 +207,12 @@ tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int n_kv_he
     if (!n_kv_head) n_kv_head = n_head;
     if (n_head < 1 || n_kv_head < 1 || n_head % n_kv_head)
         return tg_fail(g, "attention: n_kv_head = %d must divide n_head = %d (qkv %s %s)", n_kv_head, n_head, tx, sx);
-    const int parts = n_head + 2 * n_kv_head;   /* head-sized column blocks of a row */
+    /* head-sized column blocks of a row, in int64: n_head + 2 n_kv_head can pass INT_MAX */
+    const int64_t parts = n_head + 2 * (int64_t)n_kv_head;
     if (qkv->ndim != 3 || qkv->shape[2] % parts)
-        return tg_fail(g, "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (%d heads of one size), "
-                          "got %s %s", parts, tx, sx);
-    const int B = qkv->shape[0], T = qkv->shape[1], dh = qkv->shape[2] / parts, C = n_head * dh;
+        return tg_fail(g, "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (%lld heads of one "
+                          "size), got %s %s", (long long)parts, tx, sx);
+    const int B = qkv->shape[0], T = qkv->shape[1], dh = (int)(qkv->shape[2] / parts), C = n_head * dh;
     if (flags & ~TG_ATTN_CAUSAL)
         return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
     snprintf(what, sizeof what, "qkv %s %s", tx, sx);

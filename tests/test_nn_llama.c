@@ -272,7 +272,7 @@ START_TEST(mha_config_errors)
     ck_assert_str_eq(err, "mha 'a': n_kv_head 3 must divide n_head 4");
     c.n_kv_head = 2, c.rope_theta = 10000;   /* head size 3: odd */
     ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "RoPE needs an even head size (got 3)"));
+    ck_assert_ptr_nonnull(strstr(err, "RoPE needs an even head size (got 3: n_embd 12 / n_head 4)"));
     c.n_embd = 8, c.rope_theta = 0.5;
     ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
     ck_assert_str_eq(err, "mha 'a': rope_theta must be 0 (no RoPE) or finite and > 1, got 0.5");

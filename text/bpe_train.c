@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/parallel.h"
 
 #define MAX_WORD 256
@@ -358,12 +359,12 @@ static void trainer_free(trainer *T)
 tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, char *err, size_t errlen)
 {
     if (!text || !len || !opts) {
-        snprintf(err, errlen, "bpe train: %s", !opts ? "NULL options" : "no text");
+        tg_set_err(err, errlen, "bpe train: %s", !opts ? "NULL options" : "no text");
         return NULL;
     }
     if (opts->vocab_size < FIRST_MERGE || opts->vocab_size > (1 << 24)) {
-        snprintf(err, errlen, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
-                 opts->vocab_size, FIRST_MERGE);
+        tg_set_err(err, errlen, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
+                   opts->vocab_size, FIRST_MERGE);
         return NULL;
     }
     int64_t min_count = opts->min_count > 0 ? opts->min_count : 2;
@@ -417,7 +418,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
 
     /* 2. words as ids, and their pairs */
     if (words->n > INT32_MAX / 2) {
-        snprintf(err, errlen, "bpe train: more than 2^30 distinct words");
+        tg_set_err(err, errlen, "bpe train: more than 2^30 distinct words");
         goto fail;
     }
     T.nw = (int32_t)words->n;
@@ -473,7 +474,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     T.merges = NULL;
     goto done;
 oom:
-    snprintf(err, errlen, "bpe train: out of memory");
+    tg_set_err(err, errlen, "bpe train: out of memory");
 fail:
     tg_tok_free(tok);
     tok = NULL;

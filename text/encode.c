@@ -28,6 +28,7 @@
 #include <pcre2.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/parallel.h"
 #include "text_internal.h"
 
@@ -319,11 +320,11 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
 {
     if (ids) *ids = NULL;
     if (!t || !ids || (!text && len)) {
-        snprintf(err, errlen, "tokenizer encode: NULL argument");
+        tg_set_err(err, errlen, "tokenizer encode: NULL argument");
         return -1;
     }
     if (t->kind == TG_TOK_TIKTOKEN && !t->re) {
-        snprintf(err, errlen, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
+        tg_set_err(err, errlen, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
         return -1;
     }
     const unsigned char *s = text;
@@ -345,7 +346,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     parts = k;
     encoder *enc = tg_calloc((size_t)parts, sizeof *enc);
     if (!enc) {
-        snprintf(err, errlen, "tokenizer encode: out of memory");
+        tg_set_err(err, errlen, "tokenizer encode: out of memory");
         return -1;
     }
     for (int p = 0; p < parts; p++) enc[p].t = t;
@@ -356,7 +357,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     int64_t total = 0, rc = 0;
     for (int p = 0; p < parts; p++) {
         if (!rc && (enc[p].err[0] || enc[p].oom)) {
-            snprintf(err, errlen, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
+            tg_set_err(err, errlen, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
             rc = -1;
         }
         total += (int64_t)enc[p].n;
@@ -371,7 +372,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
             if (enc[p].n) memcpy(out + at, enc[p].ids, enc[p].n * sizeof *out);
     }
     if (!rc && !out) {
-        snprintf(err, errlen, "tokenizer encode: out of memory");
+        tg_set_err(err, errlen, "tokenizer encode: out of memory");
         rc = -1;
     }
     for (int p = 0; p < parts; p++) encoder_free(&enc[p]);
