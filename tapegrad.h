@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/parallel.h"
 #include "core/safetensors.h"
+#include "core/atomic_file.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"

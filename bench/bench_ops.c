@@ -19,6 +19,12 @@
  *   cross_entropy logits (B*T,65), i32 targets (B*T), mean
  *   attention     tg_mha_forward: fused c_attn (3C,C), causal, c_proj
  *                 (C,C), no bias, no dropout, on x (B,T,C)
+ * and the Llama's own ops, on the same shapes:
+ *   rmsnorm       (B,T,C), weight, eps 1e-5
+ *   swiglu        silu(a) * b, a and b (B,T,hidden), hidden =
+ *                 tg_llama_hidden_dim(C, 32) (llama2.c's width)
+ *   rope          x (B,T,C) as H heads of dh, interleaved pairs, theta
+ *                 10000, positions 0..T-1
  *
  * Per op: the float inputs (weights and activations alike) are leaves in
  * a parameter store, so they require grad and keep their gradient
@@ -196,6 +202,43 @@ static int setup_gelu(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_gelu(tg_graph *g, op_ctx *o) { return tg_gelu(g, o->in[0], TG_GELU_ERF); }
 
+static int setup_rmsnorm(op_ctx *o, char *e, size_t n)
+{
+    (void)e, (void)n;
+    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C}))
+        return -1;
+    o->out_numel = (int64_t)o->B * o->T * o->C;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), weight, eps 1e-5", o->B, o->T, o->C);
+    return 0;
+}
+static tg_tensor *fwd_rmsnorm(tg_graph *g, op_ctx *o) { return tg_rmsnorm(g, o->in[0], o->in[1], 1e-5); }
+
+static int setup_swiglu(op_ctx *o, char *e, size_t n)
+{
+    (void)e, (void)n;
+    const int hidden = tg_llama_hidden_dim(o->C, 32);
+    if (!add_input(o, "a", 3.0, 3, (int[]){o->B, o->T, hidden}) ||
+        !add_input(o, "b", 1.0, 3, (int[]){o->B, o->T, hidden}))
+        return -1;
+    o->out_numel = (int64_t)o->B * o->T * hidden;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d) twice", o->B, o->T, hidden);
+    return 0;
+}
+static tg_tensor *fwd_swiglu(tg_graph *g, op_ctx *o) { return tg_swiglu(g, o->in[0], o->in[1]); }
+
+static int setup_rope(op_ctx *o, char *e, size_t n)
+{
+    (void)e, (void)n;
+    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C})) return -1;
+    o->out_numel = (int64_t)o->B * o->T * o->C;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), %d heads of %d, interleaved", o->B, o->T, o->C, o->H, o->dh);
+    return 0;
+}
+static tg_tensor *fwd_rope(tg_graph *g, op_ctx *o)
+{
+    return tg_rope(g, o->in[0], o->dh, o->H, 0, 10000.0, TG_ROPE_INTERLEAVED);
+}
+
 static uint32_t lowbias32(uint32_t x)
 {
     x ^= x >> 16;
@@ -259,6 +302,9 @@ static const op_def OPS[] = {
     {"gelu", setup_gelu, fwd_gelu},
     {"cross_entropy", setup_cross_entropy, fwd_cross_entropy},
     {"attention", setup_attention, fwd_attention},
+    {"rmsnorm", setup_rmsnorm, fwd_rmsnorm},
+    {"swiglu", setup_swiglu, fwd_swiglu},
+    {"rope", setup_rope, fwd_rope},
 };
 #define N_OPS ((int)(sizeof OPS / sizeof OPS[0]))
 

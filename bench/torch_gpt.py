@@ -11,9 +11,10 @@ bias, dropout; C = n_embd, H = n_head, dh = C / H):
 LayerNorm eps 1e-5. bias=False drops every Linear bias and every
 LayerNorm bias. Parameter names are nanoGPT's state_dict names.
 
-Also: loading/saving weights as safetensors (config in __metadata__),
-the loss (mean cross-entropy over targets != -1) and nanoGPT's AdamW
-configuration (tensors with dim >= 2 decay, the others do not).
+Also: loading/saving weights as safetensors (config in __metadata__)
+and the loss (mean cross-entropy over targets != -1). The training
+recipe (nanoGPT's AdamW grouping, clipping, one-batch gradients and
+steps) is torch_common.py's, shared with torch_llama.py.
 """
 
 import math
@@ -27,6 +28,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io as st  # noqa: E402
+import torch_common as tc  # noqa: E402
 
 CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 
@@ -162,26 +164,6 @@ def param_names(model):
     return [n for n, _ in model.named_parameters()]
 
 
-def configure_adamw(model, lr, weight_decay, beta2, beta1=0.9, eps=1e-8):
-    """nanoGPT's configure_optimizers: tensors with dim >= 2 decay by
-    weight_decay, the others (biases, LayerNorm weights) by 0. The plain
-    per-tensor loop (foreach off; fused is not used)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    nodecay = [p for p in params if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": weight_decay},
-              {"params": nodecay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=(beta1, beta2), eps=eps, foreach=False)
-
-
-def clip_grads(model, max_norm):
-    """Global-norm clipping as nanoGPT (PyTorch clip_grad_norm_). max_norm
-    <= 0 means no clipping. Returns the norm before clipping."""
-    if max_norm > 0:
-        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm))
-    return None
-
-
 # ---- safetensors -----------------------------------------------------------
 
 def config_to_meta(cfg):
@@ -227,24 +209,7 @@ def load_weights(model, tensors, path="<file>"):
     """Copies nanoGPT-named arrays into model (converting dtype). Every
     parameter must be present with its shape; a lm_head.weight, if present,
     must equal transformer.wte.weight (the head is tied)."""
-    names = set(param_names(model))
-    extra = sorted(set(tensors) - names - {"lm_head.weight"})
-    if extra:
-        raise ValueError("%s: unexpected tensors %s" % (path, ", ".join(extra)))
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if n not in tensors:
-                raise ValueError("%s: missing parameter %s" % (path, n))
-            a = tensors[n]
-            if tuple(a.shape) != tuple(p.shape):
-                raise ValueError("%s: %s has shape %s, model expects %s"
-                                 % (path, n, tuple(a.shape), tuple(p.shape)))
-            p.copy_(torch.from_numpy(np.asarray(a)).to(p.dtype))
-    if "lm_head.weight" in tensors:
-        if not np.array_equal(tensors["lm_head.weight"], tensors["transformer.wte.weight"]):
-            raise ValueError("%s: lm_head.weight differs from transformer.wte.weight "
-                             "(the head is tied)" % path)
-    return model
+    return tc.load_weights(model, tensors, path, tied=("lm_head.weight", "transformer.wte.weight"))
 
 
 def load_model(path, dtype=torch.float64, dropout=None):
@@ -270,31 +235,3 @@ def load_batch(path):
 def save_batch(path, idx, targets, dtype="I64"):
     npdt = {"I32": np.int32, "I64": np.int64}[dtype]
     st.write(path, {"idx": np.asarray(idx).astype(npdt), "targets": np.asarray(targets).astype(npdt)})
-
-
-def eval_grads(model, idx, targets):
-    """Loss (float) and {name: grad ndarray} for one batch (dropout off)."""
-    model.eval()
-    model.zero_grad(set_to_none=True)
-    _, loss = model(idx, targets)
-    loss.backward()
-    grads = {n: (p.grad.detach().cpu().numpy().copy() if p.grad is not None
-                 else np.zeros(tuple(p.shape)))
-             for n, p in model.named_parameters()}
-    return float(loss.item()), grads
-
-
-def run_steps(model, idx, targets, steps, lr, weight_decay, beta2, grad_clip):
-    """steps AdamW steps with constant lr on one batch (dropout as
-    configured, model in train mode). Returns the losses before each step."""
-    opt = configure_adamw(model, lr, weight_decay, beta2)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad(set_to_none=True)
-        _, loss = model(idx, targets)
-        loss.backward()
-        clip_grads(model, grad_clip)
-        opt.step()
-        losses.append(float(loss.item()))
-    return losses

@@ -26,8 +26,9 @@ layers.<i>.ffn_norm.weight, norm.weight, and output.weight when not tied.
 
 Also: safetensors weights with the config in __metadata__ (tiny_gpt's
 keys: arch=llama, ..., rope=interleaved|halves, tied=true|false,
-bias=false), the loss (mean cross-entropy over targets != -1), nanoGPT's
-AdamW grouping and global-norm clipping (from torch_gpt.py).
+bias=false) and the loss (mean cross-entropy over targets != -1). The
+training recipe (nanoGPT's AdamW grouping, clipping, one-batch gradients
+and steps) is torch_common.py's, shared with torch_gpt.py.
 """
 
 import math
@@ -41,7 +42,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io as st  # noqa: E402
-from torch_gpt import clip_grads, configure_adamw  # noqa: E402  (nanoGPT's recipe, any model)
+import torch_common as tc  # noqa: E402
 
 INT_KEYS = ("n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size", "vocab_size")
 ROPES = ("interleaved", "halves")
@@ -285,23 +286,8 @@ def load_weights(model, tensors, path="<file>"):
     """Copies model.py-named arrays into model. Every parameter must be
     present with its shape; a tied model accepts an output.weight only if
     it equals tok_embeddings.weight."""
-    names = set(param_names(model))
-    tied_head = {"output.weight"} if model.cfg["tied"] else set()
-    extra = sorted(set(tensors) - names - tied_head)
-    if extra:
-        raise ValueError("%s: unexpected tensors %s" % (path, ", ".join(extra)))
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if n not in tensors:
-                raise ValueError("%s: missing parameter %s" % (path, n))
-            a = tensors[n]
-            if tuple(a.shape) != tuple(p.shape):
-                raise ValueError("%s: %s has shape %s, model expects %s" % (path, n, tuple(a.shape), tuple(p.shape)))
-            p.copy_(torch.from_numpy(np.asarray(a)).to(p.dtype))
-    if tied_head and "output.weight" in tensors:
-        if not np.array_equal(tensors["output.weight"], tensors["tok_embeddings.weight"]):
-            raise ValueError("%s: output.weight differs from tok_embeddings.weight (the head is tied)" % path)
-    return model
+    tied = ("output.weight", "tok_embeddings.weight") if model.cfg["tied"] else None
+    return tc.load_weights(model, tensors, path, tied=tied)
 
 
 def load_model(path, dtype=torch.float64, dropout=None):
@@ -310,30 +296,3 @@ def load_model(path, dtype=torch.float64, dropout=None):
     if dropout is not None:
         cfg["dropout"] = float(dropout)
     return load_weights(Llama(cfg).to(dtype), tensors, path)
-
-
-def eval_grads(model, idx, targets):
-    """Loss (float) and {name: grad ndarray} for one batch (dropout off)."""
-    model.eval()
-    model.zero_grad(set_to_none=True)
-    _, loss = model(idx, targets)
-    loss.backward()
-    grads = {n: (p.grad.detach().cpu().numpy().copy() if p.grad is not None else np.zeros(tuple(p.shape)))
-             for n, p in model.named_parameters()}
-    return float(loss.item()), grads
-
-
-def run_steps(model, idx, targets, steps, lr, weight_decay, beta2, grad_clip):
-    """steps AdamW steps (beta1 0.9, eps 1e-8, nanoGPT's groups) at constant
-    lr on one batch. Returns the losses before each step."""
-    opt = configure_adamw(model, lr, weight_decay, beta2)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad(set_to_none=True)
-        _, loss = model(idx, targets)
-        loss.backward()
-        clip_grads(model, grad_clip)
-        opt.step()
-        losses.append(float(loss.item()))
-    return losses

@@ -16,6 +16,11 @@ The ops (OPS below; the names, shapes and input order match bench_ops.c):
                    without flash attention): c_attn, split, view/transpose
                    heads, q @ k^T * 1/sqrt(dh), masked_fill, softmax, @ v,
                    transpose back, c_proj; no bias, no dropout
+    rmsnorm        bench/torch_llama.py's RMSNorm: x rsqrt(mean(x^2) + 1e-5) w
+    swiglu         F.silu(a) * b, (B,T,hidden), hidden llama2.c's width for C
+    rope           torch_llama.py's rope_angles (float32, inside the timed
+                   forward, as tapegrad computes its angles per call) and
+                   rope_interleaved on x viewed (B,T,H,dh)
 
 One repeat: forward with every float input requiring grad (the autograd
 graph recorded, as in training) -> t_fwd; y.backward(dy) (loss.backward()
@@ -42,6 +47,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt as tg  # noqa: E402
+import torch_llama as tl  # noqa: E402
 
 VOCAB = 65
 # name: (n_layer, n_head, n_embd, block_size, batch), as bench_ops.c and bench.py
@@ -141,6 +147,35 @@ def setup_attention(B, H, C, T):
             "x (%d,%d,%d), H %d, causal, fused c_attn" % (B, T, C, H), f, 2 * f)
 
 
+def setup_rmsnorm(B, H, C, T):
+    x, norm = leaf((B, T, C), 0, 1.0), tl.RMSNorm(C, 1e-5)
+    with torch.no_grad():
+        norm.weight.copy_(pattern((C,), 1, 1.0))
+    return [x, norm.weight], lambda: norm(x), "(%d,%d,%d), weight, eps 1e-5" % (B, T, C), 0, 0
+
+
+def llama_hidden_dim(c, multiple_of=32):
+    """llama2.c's model.py width: int(2 (4c) / 3) rounded up to multiple_of."""
+    h = int(2 * 4 * c / 3)
+    return multiple_of * ((h + multiple_of - 1) // multiple_of)
+
+
+def setup_swiglu(B, H, C, T):
+    h = llama_hidden_dim(C)
+    a, b = leaf((B, T, h), 0, 3.0), leaf((B, T, h), 1, 1.0)
+    return [a, b], lambda: F.silu(a) * b, "(%d,%d,%d) twice" % (B, T, h), 0, 0
+
+
+def setup_rope(B, H, C, T):
+    dh = C // H
+    x = leaf((B, T, C), 0, 1.0)
+
+    def forward():
+        cos, sin = tl.rope_angles(dh, T, 10000.0, torch.float32)
+        return tl.rope_interleaved(x.view(B, T, H, dh), cos, sin).reshape(B, T, C)
+    return [x], forward, "(%d,%d,%d), %d heads of %d, interleaved" % (B, T, C, H, dh), 0, 0
+
+
 OPS = {
     "linear_attn": lambda B, H, C, T: linear("c_attn", C, 3 * C)(B, H, C, T),
     "linear_fc": lambda B, H, C, T: linear("c_fc", C, 4 * C)(B, H, C, T),
@@ -152,6 +187,9 @@ OPS = {
     "gelu": setup_gelu,
     "cross_entropy": setup_cross_entropy,
     "attention": setup_attention,
+    "rmsnorm": setup_rmsnorm,
+    "swiglu": setup_swiglu,
+    "rope": setup_rope,
 }
 
 

@@ -10,7 +10,7 @@ The model (config from the file's __metadata__) is bench/torch_gpt.py's GPT,
 or bench/torch_llama.py's Llama when the metadata says arch=llama, in
 float32, loaded from the weights bench_step --write-init wrote, no
 dropout. A step: forward, loss, backward, clip_grad_norm_ 1.0, AdamW as
-torch_gpt.configure_adamw (lr constant, betas 0.9/0.99, eps 1e-8, weight
+torch_common.configure_adamw (lr constant, betas 0.9/0.99, eps 1e-8, weight
 decay 0.1 on 2-D tensors, per-tensor loop), zero_grad(set_to_none=True).
 
 Batches: the same PCG32 stream as bench_step (core/rng.c ported below),
@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_common as tc  # noqa: E402
 import torch_gpt as tg  # noqa: E402
 import torch_llama as tl  # noqa: E402
 
@@ -140,7 +141,7 @@ def main():
     B, T, V = args.batch_size, cfg["block_size"], cfg["vocab_size"]
     n_total = args.warmup + args.steps
     toks = torch.from_numpy(make_batches(args.seed, n_total, B, T, V))
-    opt = tg.configure_adamw(model, args.lr, 0.1, 0.99)
+    opt = tc.configure_adamw(model, args.lr, 0.1, 0.99)
     model.train()
 
     ms, losses = [], []
@@ -154,7 +155,7 @@ def main():
         x, y = toks[s, :, :T], toks[s, :, 1:]
         _, loss = model(x, y)
         loss.backward()
-        tg.clip_grads(model, 1.0)
+        tc.clip_grads(model, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         lv = loss.item()

@@ -31,6 +31,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_common as tc  # noqa: E402
 import torch_gpt as tg  # noqa: E402
 
 
@@ -136,7 +137,7 @@ def main():
           % (" ".join("%s=%s" % (k, cfg[k]) for k in sorted(cfg)), n_params, n_params / 1e6,
              torch.get_num_threads()))
 
-    opt = tg.configure_adamw(model, args.lr, args.weight_decay, args.beta2)
+    opt = tc.configure_adamw(model, args.lr, args.weight_decay, args.beta2)
     gen_train = torch.Generator().manual_seed(args.seed)
     gen_eval = torch.Generator().manual_seed(args.seed + 1)
 
@@ -160,7 +161,7 @@ def main():
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        tg.clip_grads(model, args.grad_clip)
+        tc.clip_grads(model, args.grad_clip)
         opt.step()
         dt = time.perf_counter() - t0
         t_train += dt

@@ -1,4 +1,6 @@
 /* The graph: arena, tape, grad mode, errors, backward. */
+#include "graph.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -96,6 +98,25 @@ tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape, 
     if (!data) return tg_fail(g, "tensor_from: data is NULL");
     tg_tensor *t = tg_op_output(g, dt, ndim, shape);
     if (t) memcpy(t->data, data, (size_t)t->numel * tg_dtype_size(dt));
+    return t;
+}
+
+tg_tensor *tg_tensor_wrap(tg_graph *g, tg_dtype dt, int ndim, const int *shape, void *data)
+{
+    if (!g || g->has_error) return NULL;
+    if (!data) return tg_fail(g, "tensor_wrap: data is NULL");
+    tg_tensor h = {0};
+    const char *why = NULL;
+    if (!tg_dtype_size(dt)) return tg_fail(g, "tensor_wrap: unknown dtype %d", (int)dt);
+    if (!tg_shape_set(&h, ndim, shape, &why)) return tg_fail(g, "tensor_wrap: bad shape with ndim %d: %s", ndim, why);
+    tg_tensor *t = tg_tensor_header(g);
+    if (!t) return NULL;
+    t->dtype = dt;
+    t->ndim = h.ndim;
+    memcpy(t->shape, h.shape, sizeof t->shape);
+    t->numel = h.numel;
+    t->is_leaf = true;
+    t->data = data;
     return t;
 }
 

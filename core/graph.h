@@ -83,6 +83,13 @@ TG_API tg_tensor *tg_tensor_new(tg_graph *g, tg_dtype dt, int ndim, const int *s
 /* Same, copying numel elements of dt from data (NULL data is an error). */
 TG_API tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape,
                                  const void *data);
+/* A leaf tensor on g over memory the caller owns: data is used as it is,
+ * not copied, so writes through either side show in both (a view of a
+ * buffer kept across steps, such as a KV cache). The header lives until
+ * the next tg_graph_reset; data must stay valid and hold numel elements of
+ * dt for that long. NULL with an error on g for a bad shape or dtype or a
+ * NULL data, or when g already holds an error. */
+TG_API tg_tensor *tg_tensor_wrap(tg_graph *g, tg_dtype dt, int ndim, const int *shape, void *data);
 /* A float scalar (ndim 0) holding value. dt must be f32 or f64 (error
  * otherwise). */
 TG_API tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value);

@@ -1,5 +1,9 @@
 /* tapegrad core (internal): the graph's fields, shared by the files of
- * core/ only. */
+ * core/ only. Included by graph.c and op.c (the graph, its arenas, tape
+ * and tensor headers), params.c (tg_shape_set), and tensor.c, rng.c,
+ * gradcheck.c, safetensors_convert.c and safetensors_write.c for
+ * tg_tensor_stale alone. ops/, nn/ and optim/ reach the graph through
+ * core/op.h. */
 #ifndef TG_GRAPH_INTERNAL_H
 #define TG_GRAPH_INTERNAL_H
 

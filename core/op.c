@@ -1,5 +1,7 @@
 /* Helpers for writing ops: errors, outputs, recording, gradients,
  * broadcasting. */
+#include "op.h"
+
 #include <stdio.h>
 #include <string.h>
 

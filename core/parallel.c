@@ -23,6 +23,8 @@
  * after it allocates, whichever threads run its parts. Another thread
  * allocates its own on first use and a pthread key frees it at exit. */
 #define _POSIX_C_SOURCE 200809L
+#include "parallel.h"
+
 #include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
@@ -31,7 +33,6 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "parallel.h"
 #include "parallel_internal.h"
 
 #define SPIN_ROUNDS 4000    /* pause instructions (~0.1 ms) before yielding the core */

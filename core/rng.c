@@ -3,9 +3,9 @@
  * Integer arithmetic only, so the stream is the same on every machine. */
 #include "rng.h"
 
-#include "graph_internal.h"
-
 #include <math.h>
+
+#include "graph_internal.h"
 
 #define PCG_MULT 6364136223846793005ULL
 

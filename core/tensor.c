@@ -1,10 +1,10 @@
 #include "tensor.h"
 
-#include "graph_internal.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "graph_internal.h"
 
 size_t tg_dtype_size(tg_dtype dt)
 {

@@ -57,11 +57,11 @@
  * bottom-right alignment. Self-attention with one fused c_attn and no
  * cache goes further: tg_attention_qkv reads q, k and v in place from the
  * (B,T,3C) projection, so there is no split either. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "nn.h"
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -149,6 +149,9 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
         return tg_set_err(err, errlen, "mha_init: %s is NULL",
                           !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "mha_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
         return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
@@ -161,9 +164,12 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     if (!(c->rope_theta == 0 || (c->rope_theta > 1 && isfinite(c->rope_theta))))
         return tg_set_err(err, errlen, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
                           c->rope_theta);
-    if (c->rope_theta && ((C / H) % 2 || (c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)))
-        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d) and flags "
-                                       "TG_ROPE_INTERLEAVED or TG_ROPE_HALVES (got %d)", name, C / H, c->rope_flags);
+    if (c->rope_theta && (C / H) % 2)
+        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name,
+                          C / H, C, H);
+    if (c->rope_theta && c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
+        return tg_set_err(err, errlen, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
+                          c->rope_flags);
     if (c->layout != TG_MHA_FUSED && c->layout != TG_MHA_SEPARATE && c->layout != TG_MHA_LLAMA)
         return tg_set_err(err, errlen, "mha '%s': unknown layout %d", name, (int)c->layout);
     const int Ckv = Hkv * (C / H);
@@ -276,10 +282,10 @@ static tg_tensor *output_projection(tg_graph *g, const tg_mha_mod *m, tg_tensor 
 /* The one place the choice is made: tg_mha_forward asks this too. */
 bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args)
 {
+    if (!m) return false;   /* tg_mha_forward fails: no path */
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
-    const bool grouped = m->n_kv_head && m->n_kv_head != m->n_head;   /* the op reads one kv head per q head */
-    return !m->composed && !needs_tensors && !attn_drop && !grouped;
+    return !m->composed && !needs_tensors && !attn_drop;
 }
 
 tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
@@ -330,11 +336,11 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
     const bool use_op = tg_mha_uses_fused(g, m, args);
-    if (use_op && m->fused && !kv && !cache && G == 1 && !m->rope_theta) {
+    if (use_op && m->fused && !kv && !cache && !m->rope_theta) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */
-        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,3C) */
-        tg_tensor *O = tg_attention_qkv(g, qkv, H, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,C+2Ckv) */
+        tg_tensor *O = tg_attention_qkv(g, qkv, H, Hkv, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
         tg_tensor *y = output_projection(g, m, O);                                /* (B,T,C) */
         return !y || tg_graph_error(g) ? NULL : y;
     }
@@ -365,9 +371,18 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
         q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags);      /* (B,Tq,C) */
         k = tg_rope(g, k, dh, Hkv, p, m->rope_theta, m->rope_flags);    /* (B,Tq,Ckv) */
     }
-    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv) */
+    /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv).
+     * Decoding one sequence without grad (sampling), the new ones go into
+     * the cache first and K, V are views of its first p + Tq rows: no copy
+     * of the prefix per token (rows past len are ignored if this fails). */
     tg_tensor *K = k, *V = v;
-    if (cache && p > 0 && !tg_graph_error(g)) {
+    const bool in_place = cache && B == 1 && !tg_needs_grad(g, k) && !tg_needs_grad(g, v) && !tg_graph_error(g);
+    if (in_place) {
+        cache_store(cache, cache->k, k);
+        cache_store(cache, cache->v, v);
+        K = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->k);   /* (1,Tk,Ckv) */
+        V = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->v);   /* (1,Tk,Ckv) */
+    } else if (cache && p > 0 && !tg_graph_error(g)) {
         K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
         V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
     }
@@ -403,8 +418,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {
-        cache_store(cache, cache->k, k);
-        cache_store(cache, cache->v, v);
+        if (!in_place) {
+            cache_store(cache, cache->k, k);
+            cache_store(cache, cache->v, v);
+        }
         cache->len += Tq;
     }
     if (args->weights) *args->weights = A;

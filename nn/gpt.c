@@ -23,16 +23,17 @@
  * 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1; the normals are
  * drawn from one tg_rng seeded with `seed`, parameter by parameter in the
  * order above. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "lm_internal.h"
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
 #include "../core/rng.h"
+#include "lm_internal.h"
 
 static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 {
@@ -178,14 +179,7 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
     }
     x = tg_layernorm_forward(g, &m->ln_f, x);                  /* (B,T,C) */
     tg_tensor *logits = tg_linear(g, x, m->wte, NULL);         /* (B,T,V), tied head */
-    if (!logits || tg_graph_error(g)) {
-        /* a failure after some layers appended: forget those positions */
-        if (m->cache)
-            for (int i = 0; i < c->n_layer; i++) m->cache[i].len = p;
-        if (attn_weights)
-            for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
-        return NULL;
-    }
+    if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
 }
 
@@ -211,8 +205,7 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
 
 void tg_gpt_cache_clear(tg_gpt *m)
 {
-    if (!m || !m->cache) return;
-    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
+    if (m) tg_lm_caches_clear(m->cache, m->cfg.n_layer);
 }
 
 void tg_gpt_cache_disable(tg_gpt *m)

@@ -3,9 +3,10 @@
  *   y = (x - mean) / sqrt(var + eps) * weight [+ bias]
  *
  * <name>.weight is filled with 1, <name>.bias (optional) with 0. */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
@@ -17,6 +18,9 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
         return tg_set_err(err, errlen, "layernorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     l->eps = TG_LAYERNORM_EPS;
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "layernorm_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     if (C < 1) {
         tg_set_err(err, errlen, "layernorm '%s': C must be >= 1, got %d", name, C);
         return -1;

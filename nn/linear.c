@@ -3,10 +3,10 @@
  * The parameters are <name>.weight and <name>.bias in the store,
  * zero-filled here; tg_linear_init_normal draws the weight from a normal
  * distribution (the models call it for each layer in registration order). */
+#include "nn.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "nn.h"
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
@@ -17,6 +17,9 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
     if (!l || !p || !name)
         return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "linear_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     if (in < 1 || out < 1) {
         tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
         return -1;

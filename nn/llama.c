@@ -24,15 +24,16 @@
  * Init (model.py): normal(0, 0.02) for the embedding and every linear,
  * 0.02 / sqrt(2 n_layer) for w3 and wo (model.py scales those two), norm
  * weights 1; drawn from one tg_rng seeded with `seed`, in the order above. */
+#include "nn.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "lm_internal.h"
-
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "lm_internal.h"
 
 int tg_llama_hidden_dim(int dim, int multiple_of)
 {
@@ -184,14 +185,7 @@ tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tens
     }
     x = tg_rmsnorm_forward(g, &m->norm, x);                      /* (B,T,C) */
     tg_tensor *logits = tg_linear(g, x, m->output, NULL);         /* (B,T,V) */
-    if (!logits || tg_graph_error(g)) {
-        /* a failure after some layers appended: forget those positions */
-        if (m->cache)
-            for (int i = 0; i < c->n_layer; i++) m->cache[i].len = p;
-        if (attn_weights)
-            for (int i = 0; i < c->n_layer; i++) attn_weights[i] = NULL;
-        return NULL;
-    }
+    if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
 }
 
@@ -217,8 +211,7 @@ int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errlen)
 
 void tg_llama_cache_clear(tg_llama *m)
 {
-    if (!m || !m->cache) return;
-    for (int i = 0; i < m->cfg.n_layer; i++) tg_kv_cache_clear(&m->cache[i]);
+    if (m) tg_lm_caches_clear(m->cache, m->cfg.n_layer);
 }
 
 void tg_llama_cache_disable(tg_llama *m)

@@ -1,7 +1,7 @@
 /* What the language models share (lm_internal.h). */
-#include <stdio.h>
-
 #include "lm_internal.h"
+
+#include <stdio.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -68,4 +68,16 @@ void tg_lm_caches_free(tg_kv_cache *c, int n_layer)
     if (!c) return;
     for (int i = 0; i < n_layer; i++) tg_kv_cache_free(&c[i]);
     tg_free(c);
+}
+
+void tg_lm_caches_clear(tg_kv_cache *c, int n_layer)
+{
+    for (int i = 0; c && i < n_layer; i++) tg_kv_cache_clear(&c[i]);
+}
+
+tg_tensor *tg_lm_forward_failed(tg_kv_cache *c, tg_tensor **attn_weights, int n_layer, int len0)
+{
+    for (int i = 0; c && i < n_layer; i++) c[i].len = len0;
+    for (int i = 0; attn_weights && i < n_layer; i++) attn_weights[i] = NULL;
+    return NULL;
 }

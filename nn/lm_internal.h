@@ -20,5 +20,13 @@ tg_kv_cache *tg_lm_caches_new(int n_layer, tg_dtype dt, int batch, int n_kv_head
                               const char *who, char *err, size_t errlen);
 /* Frees the n_layer caches and the array; accepts NULL. */
 void tg_lm_caches_free(tg_kv_cache *c, int n_layer);
+/* Empties the n_layer caches (NULL: nothing to do). */
+void tg_lm_caches_clear(tg_kv_cache *c, int n_layer);
+
+/* A forward that failed after some layers ran: every cache (may be NULL)
+ * goes back to the len0 positions it held, and the attention weights the
+ * caller asked for (may be NULL) to NULL. Returns NULL, the forward's
+ * result. */
+tg_tensor *tg_lm_forward_failed(tg_kv_cache *c, tg_tensor **attn_weights, int n_layer, int len0);
 
 #endif

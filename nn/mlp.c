@@ -9,9 +9,10 @@
  * multiple_of * ceil(int(2 * 4C / 3) / multiple_of) (the model decides).
  * Parameters <name>.c_fc.*, <name>.c_proj.* (GELU) or <name>.w1, .w2, .w3
  * (SwiGLU, registered in that order as llama2.c's model.py has them). */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
@@ -22,6 +23,9 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     if (!m || !p || !name)
         return tg_set_err(err, errlen, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     *m = (tg_mlp_mod){.kind = kind};
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "mlp_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
     if (kind != TG_MLP_GELU && kind != TG_MLP_SWIGLU)

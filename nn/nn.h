@@ -5,9 +5,10 @@
  * functions take a graph and follow the op conventions (NULL in, NULL
  * out; the first error sticks on the graph; a NULL module is an error
  * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
- * message in err (a NULL module, store or name, bad sizes, duplicate
- * names, out of memory); as everywhere in the API, (err, errlen) come
- * last and err may be NULL (docs/decisions.md, Conventions). */
+ * message in err (a NULL module, store or name, a name longer than
+ * TG_NN_NAME_MAX, bad sizes, duplicate names, out of memory); as
+ * everywhere in the API, (err, errlen) come last and err may be NULL
+ * (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -19,6 +20,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest module name an init function takes, in bytes: its
+ * parameters are named <name>.<part>[.<part>] in 255 bytes at most. */
+#define TG_NN_NAME_MAX 200
 
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 
@@ -228,7 +233,8 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x,
  * softmax, merge). False when m->composed is set, when args asks for the
  * weights or passes a mask or key padding (causal alone does not count),
  * or when attention dropout is in effect (m->attn_dropout > 0 on a graph
- * in training mode with grad on). args may be NULL (no mask). */
+ * in training mode with grad on). args may be NULL (no mask). False for
+ * a NULL m (the forward fails). */
 TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args);
 
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */

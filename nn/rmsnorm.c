@@ -3,9 +3,10 @@
  *   y = x / sqrt(mean(x^2) + eps) * weight
  *
  * <name>.weight is filled with 1. */
-#include <stdio.h>
-
 #include "nn.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
@@ -16,6 +17,9 @@ int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, do
         return tg_set_err(err, errlen, "rmsnorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = NULL;
     l->eps = eps;
+    if (strlen(name) > TG_NN_NAME_MAX)
+        return tg_set_err(err, errlen, "rmsnorm_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
+                          TG_NN_NAME_MAX);
     if (C < 1) return tg_set_err(err, errlen, "rmsnorm '%s': C must be >= 1, got %d", name, C);
     if (!(eps > 0 && eps <= 1))
         return tg_set_err(err, errlen, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);

@@ -1,4 +1,4 @@
-/* The f32 row kernels of the fused attention (ops/attention.c:
+/* The f32 row kernels of the fused attention (ops/attention_f32.c:
  * block_online and block_grad) written with AVX2 intrinsics. The online
  * step: the same steps, lane for
  * lane, as the portable version there, which GCC vectorises only
@@ -16,10 +16,11 @@
  * exp is tg_fexp's, lane for lane (clamp to [-87, 0], 2^k times a
  * degree-7 Taylor polynomial in Estrin's order): the scalar tail
  * columns call tg_fexp itself. */
+#include "attention_internal.h"
+
 #include <math.h>
 #include <stdint.h>
 
-#include "attention_internal.h"
 #include "fastmath_internal.h"
 
 #ifdef TG_AVX2_KERNELS
@@ -55,6 +56,7 @@ AVX2 int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int li
     const int full = nk & ~7;
     const __m256 ninf = _mm256_set1_ps(-INFINITY), pinf = _mm256_set1_ps(INFINITY);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int64_t at; /* a bad score's flat index */
     for (int r = 0; r < nq; r++) {
         float *restrict sr = s + (int64_t)r * nk;
         const int lim = lim0 + r;
@@ -84,12 +86,9 @@ AVX2 int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int li
         }
         float mn = m[r];
         for (int k = 0; k < 8; k++) mn = mx[k] > mn ? mx[k] : mn;
-        if (bad)
-            for (int c = 0; c <= lim && c < nk; c++)
-                if (isnan(sr[c]) || sr[c] == INFINITY) return (int64_t)r * nk + c;
-        if (mn == -INFINITY) { /* nothing visible yet: the row stays empty */
-            for (int c = 0; c < nk; c++) sr[c] = 0;
-            alpha[r] = 1;
+        if (bad && tg_attn_find_bad(sr, r, nk, lim, &at)) return at;
+        if (mn == -INFINITY) { /* nothing visible yet */
+            tg_attn_row_empty(sr, nk, &alpha[r]);
             continue;
         }
         /* pass 2 */

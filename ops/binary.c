@@ -21,19 +21,15 @@
 enum { ADD, SUB, MUL, DIV };
 static const char *const NAMES[] = {"add", "sub", "mul", "div"};
 
-/* Opens a loop over runs [lo, hi) of the output's last dimension:
- * inside, pa/pb/py (and pga/pgb/pdy) point at the run's first elements,
- * n is its length, xa/xb the operands' strides along it. */
-#define FOR_EACH_RUN(bc, lo, hi)                                                \
-    for (int64_t r = (lo), i = r * (bc)->dim[3]; r < (hi); r++, i += (bc)->dim[3])
-
-#define RUN_OFFSETS(bc)                                                         \
-    const int64_t d2 = r % (bc)->dim[2], d1 = r / (bc)->dim[2] % (bc)->dim[1];  \
-    const int64_t d0 = r / ((int64_t)(bc)->dim[2] * (bc)->dim[1]);              \
-    const int64_t oa = d0 * (bc)->stride[0][0] + d1 * (bc)->stride[0][1] + d2 * (bc)->stride[0][2]; \
-    const int64_t ob = d0 * (bc)->stride[1][0] + d1 * (bc)->stride[1][1] + d2 * (bc)->stride[1][2]; \
-    const int n = (bc)->dim[3];                                                 \
-    const int64_t xa = (bc)->stride[0][3], xb = (bc)->stride[1][3];
+/* The offsets in a and b of run r: the elements (d0, d1, d2, 0..dim[3]-1)
+ * of the output's index space, r = (d0 dim[1] + d1) dim[2] + d2. */
+static inline void run_start(const tg_bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
+{
+    const int64_t d2 = r % bc->dim[2], d1 = r / bc->dim[2] % bc->dim[1];
+    const int64_t d0 = r / ((int64_t)bc->dim[2] * bc->dim[1]);
+    *oa = d0 * bc->stride[0][0] + d1 * bc->stride[0][1] + d2 * bc->stride[0][2];
+    *ob = d0 * bc->stride[1][0] + d1 * bc->stride[1][1] + d2 * bc->stride[1][2];
+}
 
 /* dst += e over the run (j = 0..n-1), or dst = e when `store` (a new
  * gradient that this op alone writes: no zero-fill, no read) */
@@ -45,51 +41,12 @@ static const char *const NAMES[] = {"add", "sub", "mul", "div"};
             for (int j = 0; j < n; j++) dst += (e);                                         \
     } while (0)
 
-#define DEFINE_BINARY(T)                                                                    \
-    static void forward_##T(int op, const tg_bcast *bc, const T *a, const T *b, T *y,        \
-                           int64_t lo, int64_t hi)                                          \
-    {                                                                                       \
-        FOR_EACH_RUN(bc, lo, hi) {                                                                  \
-            RUN_OFFSETS(bc)                                                                 \
-            const T *pa = a + oa, *pb = b + ob;                                             \
-            T *py = y + i;                                                                  \
-            switch (op) {                                                                   \
-            case ADD: for (int j = 0; j < n; j++) py[j] = pa[j * xa] + pb[j * xb]; break;   \
-            case SUB: for (int j = 0; j < n; j++) py[j] = pa[j * xa] - pb[j * xb]; break;   \
-            case MUL: for (int j = 0; j < n; j++) py[j] = pa[j * xa] * pb[j * xb]; break;   \
-            default:  for (int j = 0; j < n; j++) py[j] = pa[j * xa] / pb[j * xb]; break;   \
-            }                                                                               \
-        }                                                                                   \
-    }                                                                                       \
-    static void backward_##T(int op, const tg_bcast *bc, const T *a, const T *b,            \
-                             const T *y, const T *dy, T *ga, T *gb, bool sa, bool sb,       \
-                             int64_t lo, int64_t hi)                                        \
-    {                                                                                       \
-        FOR_EACH_RUN(bc, lo, hi) {                                                          \
-            RUN_OFFSETS(bc)                                                                 \
-            const T *pa = a + oa, *pb = b + ob, *py = y + i, *pdy = dy + i;                 \
-            if (ga) {                                                                       \
-                T *g = ga + oa;                                                             \
-                switch (op) {                                                               \
-                case ADD: case SUB: PUT(sa, g[j * xa], pdy[j]); break;                      \
-                case MUL: PUT(sa, g[j * xa], pdy[j] * pb[j * xb]); break;                   \
-                default:  PUT(sa, g[j * xa], pdy[j] / pb[j * xb]); break;                   \
-                }                                                                           \
-            }                                                                               \
-            if (gb) {                                                                       \
-                T *g = gb + ob;                                                             \
-                switch (op) {                                                               \
-                case ADD: PUT(sb, g[j * xb], pdy[j]); break;                                \
-                case SUB: PUT(sb, g[j * xb], -pdy[j]); break;                               \
-                case MUL: PUT(sb, g[j * xb], pdy[j] * pa[j * xa]); break;                   \
-                default:  PUT(sb, g[j * xb], -(pdy[j] * py[j] / pb[j * xb])); break;        \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-    }
-
-DEFINE_BINARY(float)
-DEFINE_BINARY(double)
+#define T float
+#define KERNEL(name) name##_f32
+#include "binary_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "binary_kernels.inc"
 
 /* One pass over the output's runs, cut across threads. */
 typedef struct binary_job {
@@ -104,11 +61,11 @@ typedef struct binary_job {
 static void binary_part(void *ctx, int64_t lo, int64_t hi)
 {
     const binary_job *j = ctx;
-    if (j->out && j->dt == TG_F32) forward_float(j->op, j->bc, j->a, j->b, j->out, lo, hi);
-    else if (j->out) forward_double(j->op, j->bc, j->a, j->b, j->out, lo, hi);
+    if (j->out && j->dt == TG_F32) forward_f32(j->op, j->bc, j->a, j->b, j->out, lo, hi);
+    else if (j->out) forward_f64(j->op, j->bc, j->a, j->b, j->out, lo, hi);
     else if (j->dt == TG_F32)
-        backward_float(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
-    else backward_double(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
+        backward_f32(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
+    else backward_f64(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
 }
 
 /* Runs the job over every run; in threads unless a broadcast operand's

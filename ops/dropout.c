@@ -12,27 +12,19 @@
  * in eval mode (tg_graph_training false) and when grad mode is off.
  * Draws come from the graph's seeded stream in element order, so the same
  * seed gives the same mask. */
-#include <math.h>
-
 #include "ops.h"
+
+#include <math.h>
 
 #include "../core/op.h"
 #include "../core/rng.h"
 
-/* q = 1 - p; a kept value is x / q computed in double, a dropped one 0 */
-#define DEFINE_DROPOUT(T)                                                                 \
-    static void forward_##T(int64_t n, double q, const uint8_t *keep, const T *x, T *y)  \
-    {                                                                                     \
-        for (int64_t i = 0; i < n; i++) y[i] = keep[i] ? (T)(x[i] / q) : (T)0;            \
-    }                                                                                     \
-    static void backward_##T(int64_t n, double q, const uint8_t *keep, const T *dy, T *gx) \
-    {                                                                                     \
-        for (int64_t i = 0; i < n; i++)                                                   \
-            if (keep[i]) gx[i] += (T)(dy[i] / q);                                         \
-    }
-
-DEFINE_DROPOUT(float)
-DEFINE_DROPOUT(double)
+#define T float
+#define KERNEL(name) name##_f32
+#include "dropout_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "dropout_kernels.inc"
 
 static void dropout_backward(tg_graph *g, tg_node *nd)
 {
@@ -40,8 +32,8 @@ static void dropout_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad(g, x);
     if (!gx) return;
     const double q = 1.0 - nd->darg[0];
-    if (y->dtype == TG_F32) backward_float(x->numel, q, nd->saved, y->grad, gx);
-    else backward_double(x->numel, q, nd->saved, y->grad, gx);
+    if (y->dtype == TG_F32) backward_f32(x->numel, q, nd->saved, y->grad, gx);
+    else backward_f64(x->numel, q, nd->saved, y->grad, gx);
 }
 
 tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p)
@@ -60,8 +52,8 @@ tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p)
     tg_rng *rng = tg_graph_rng(g);
     for (int64_t i = 0; i < x->numel; i++) keep[i] = tg_rng_uniform(rng) >= p;
     const double q = 1.0 - p; /* p = 1: every keep is 0, so q = 0 is never divided by */
-    if (y->dtype == TG_F32) forward_float(x->numel, q, keep, x->data, y->data);
-    else forward_double(x->numel, q, keep, x->data, y->data);
+    if (y->dtype == TG_F32) forward_f32(x->numel, q, keep, x->data, y->data);
+    else forward_f64(x->numel, q, keep, x->data, y->data);
     tg_node *nd = tg_op_record(g, "dropout", dropout_backward, y, 1, &x);
     if (nd) {
         nd->saved = keep;

@@ -9,30 +9,19 @@
  *
  * so a row used k times receives the sum of its k output gradients.
  * ids never get a gradient (they are integers). */
+#include "ops.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
-
 #include "../core/op.h"
 
-#define DEFINE_EMBEDDING(T)                                                              \
-    static void forward_##T(int64_t n, int C, const int32_t *ids, const T *w, T *y)     \
-    {                                                                                    \
-        for (int64_t i = 0; i < n; i++)                                                  \
-            memcpy(y + i * C, w + (int64_t)ids[i] * C, (size_t)C * sizeof(T));           \
-    }                                                                                    \
-    static void backward_##T(int64_t n, int C, const int32_t *ids, const T *dy, T *gw)  \
-    {                                                                                    \
-        for (int64_t i = 0; i < n; i++) {                                                \
-            T *gr = gw + (int64_t)ids[i] * C;                                            \
-            const T *dr = dy + i * C;                                                    \
-            for (int j = 0; j < C; j++) gr[j] += dr[j];                                  \
-        }                                                                                \
-    }
-
-DEFINE_EMBEDDING(float)
-DEFINE_EMBEDDING(double)
+#define T float
+#define KERNEL(name) name##_f32
+#include "embedding_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "embedding_kernels.inc"
 
 static void embedding_backward(tg_graph *g, tg_node *nd)
 {
@@ -42,8 +31,8 @@ static void embedding_backward(tg_graph *g, tg_node *nd)
     const int64_t n = y->numel / C;
     void *gw = tg_grad(g, w);
     if (!gw) return;
-    if (y->dtype == TG_F32) backward_float(n, C, ids, y->grad, gw);
-    else backward_double(n, C, ids, y->grad, gw);
+    if (y->dtype == TG_F32) backward_f32(n, C, ids, y->grad, gw);
+    else backward_f64(n, C, ids, y->grad, gw);
 }
 
 tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
@@ -78,8 +67,8 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
     shape[ids->ndim] = C;
     tg_tensor *y = tg_op_output(g, weight->dtype, ids->ndim + 1, shape); /* (ids..., C) */
     if (!y) return NULL;
-    if (y->dtype == TG_F32) forward_float(ids->numel, C, id, weight->data, y->data);
-    else forward_double(ids->numel, C, id, weight->data, y->data);
+    if (y->dtype == TG_F32) forward_f32(ids->numel, C, id, weight->data, y->data);
+    else forward_f64(ids->numel, C, id, weight->data, y->data);
     tg_node *nd = tg_op_record(g, "embedding", embedding_backward, y, 2, in);
     if (nd) {
         /* a private copy: the caller may refill ids (a batch buffer) before backward */

@@ -21,7 +21,7 @@
  *   multiply-add. Then Phi = 1 - erfc/2 (z >= 0) or erfc/2 (z < 0), and
  *   erfc a = 0 for a >= 4 (erfc < 1.6e-8 there). exp(-a^2) comes from
  *   tg_fexp_unclamped; e is clamped as tg_fexp would (exp(-87) for
- *   a^2 >= 87 or NaN). tests/test_ops_speedcheck.c checks 1 + erf against
+ *   a^2 >= 87 or NaN). tests/test_kernels_f32.c checks 1 + erf against
  *   the f64 libm erf over a dense grid (<= 2e-7; measured 1.8e-7, nearly all
  *   f32 rounding). For z < 0 Phi keeps relative accuracy (measured 2e-6) in
  *   the tail, where 1 + erf z cancels.
@@ -38,9 +38,15 @@
  * picked at load time on CPUs that have it (GCC on x86-64 Linux). The
  * library is built with -ffp-contract=fast, which only the v3 clone can
  * act on: the two clones round differently (by an ulp or so); each is
- * deterministic. */
+ * deterministic. TG_NO_VEC_CLONES compiles only the default code: the
+ * test test_kernels_f32_generic builds the kernels that way, to run the
+ * code a CPU without x86-64-v3 gets. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#ifndef TG_NO_VEC_CLONES
 #define TG_VEC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TG_VEC_CLONES
+#endif
 /* Kernels written with AVX2 + FMA intrinsics (ops/sgemm.c,
  * ops/attention_avx2.c), called only when tg_cpu_avx2() says so. */
 #define TG_AVX2_KERNELS 1

@@ -11,44 +11,58 @@
 #define GEMM_BLOCK 16                 /* rows or columns per unit of work */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
-#define DEFINE_GEMM(T, SUFFIX, GEMM1)                                                               \
-    typedef struct {                                                                               \
-        bool ta, tb, by_rows;                                                                      \
-        int M, N, K, lda, ldb, ldc;                                                                \
-        T alpha, beta;                                                                             \
-        const T *A, *B;                                                                            \
-        T *C;                                                                                      \
-    } gemm_job_##SUFFIX;                                                                           \
-                                                                                                   \
-    static void one_call_##SUFFIX(const gemm_job_##SUFFIX *j, int M, int N, const T *A, const T *B, T *C) \
-    {                                                                                              \
-        GEMM1(j->ta, j->tb, M, N, j->K, j->alpha, A, j->lda, B, j->ldb, j->beta, C, j->ldc);        \
-    }                                                                                              \
-                                                                                                   \
-    static void part_##SUFFIX(void *ctx, int64_t lo, int64_t hi)                                   \
-    {                                                                                              \
-        const gemm_job_##SUFFIX *j = ctx;                                                          \
-        const int total = j->by_rows ? j->M : j->N;                                                \
-        const int s = (int)lo * GEMM_BLOCK, e = hi * GEMM_BLOCK < total ? (int)hi * GEMM_BLOCK : total; \
-        if (j->by_rows)                                                                            \
-            one_call_##SUFFIX(j, e - s, j->N, j->A + (j->ta ? s : (long)s * j->lda), j->B,          \
-                              j->C + (long)s * j->ldc);                                            \
-        else                                                                                       \
-            one_call_##SUFFIX(j, j->M, e - s, j->A, j->B + (j->tb ? (long)s * j->ldb : s), j->C + s); \
-    }                                                                                              \
-                                                                                                   \
-    void tg_gemm_##SUFFIX(bool ta, bool tb, int M, int N, int K, T alpha, const T *A, int lda, const T *B, \
-                          int ldb, T beta, T *C, int ldc)                                          \
-    {                                                                                              \
-        gemm_job_##SUFFIX j = {ta, tb, M >= N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};      \
-        if (M <= 0 || N <= 0) return;                                                              \
-        if (tg_num_threads() == 1 || (double)M * N * K < GEMM_MIN_SPLIT) {                         \
-            one_call_##SUFFIX(&j, M, N, A, B, C);                                                  \
-            return;                                                                                \
-        }                                                                                          \
-        const int total = j.by_rows ? M : N;                                                       \
-        tg_parallel_for((total + GEMM_BLOCK - 1) / GEMM_BLOCK, 1, part_##SUFFIX, &j);              \
-    }
+/* A product and how it is cut. alpha and beta are doubles for both
+ * types (a float converts to double and back exactly). */
+typedef struct gemm_job {
+    bool f64, ta, tb, by_rows;
+    int M, N, K, lda, ldb, ldc;
+    double alpha, beta;
+    const void *A, *B;
+    void *C;
+} gemm_job;
 
-DEFINE_GEMM(float, f32, tg_sgemm)
-DEFINE_GEMM(double, f64, tg_dgemm)
+/* C's (M,N) block at element offset c, from A + a and B + b, in one call
+ * on this thread */
+static void one_call(const gemm_job *j, int M, int N, int64_t a, int64_t b, int64_t c)
+{
+    if (j->f64)
+        tg_dgemm(j->ta, j->tb, M, N, j->K, j->alpha, (const double *)j->A + a, j->lda, (const double *)j->B + b,
+                 j->ldb, j->beta, (double *)j->C + c, j->ldc);
+    else
+        tg_sgemm(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda,
+                 (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
+}
+
+/* Blocks [lo, hi) of GEMM_BLOCK rows (or columns) of C */
+static void part(void *ctx, int64_t lo, int64_t hi)
+{
+    const gemm_job *j = ctx;
+    const int total = j->by_rows ? j->M : j->N;
+    const int s = (int)lo * GEMM_BLOCK, e = hi * GEMM_BLOCK < total ? (int)hi * GEMM_BLOCK : total;
+    if (j->by_rows) one_call(j, e - s, j->N, j->ta ? s : (int64_t)s * j->lda, 0, (int64_t)s * j->ldc);
+    else one_call(j, j->M, e - s, 0, j->tb ? (int64_t)s * j->ldb : s, s);
+}
+
+/* The whole product: one call, or blocks shared out among threads */
+static void gemm(gemm_job *j)
+{
+    if (j->M <= 0 || j->N <= 0) return;
+    if (tg_num_threads() == 1 || (double)j->M * j->N * j->K < GEMM_MIN_SPLIT) {
+        one_call(j, j->M, j->N, 0, 0, 0);
+        return;
+    }
+    const int total = j->by_rows ? j->M : j->N;
+    tg_parallel_for((total + GEMM_BLOCK - 1) / GEMM_BLOCK, 1, part, j);
+}
+
+void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                 int ldb, float beta, float *C, int ldc)
+{
+    gemm(&(gemm_job){false, ta, tb, M >= N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+}
+
+void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
+                 const double *B, int ldb, double beta, double *C, int ldc)
+{
+    gemm(&(gemm_job){true, ta, tb, M >= N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+}

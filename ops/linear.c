@@ -1,4 +1,5 @@
-/* Linear (PyTorch F.linear): an affine map on the last axis, on OpenBLAS gemm.
+/* Linear (PyTorch F.linear): an affine map on the last axis, on the gemm
+ * driver (ops/gemm.c: the tuned sgemm or OpenBLAS).
  *
  *   x (..., in), w (out, in), b (out) or none  ->  y (..., out)
  *
@@ -16,36 +17,20 @@
  * W^T and dY^T are BLAS transpose flags, and the backward gemms run with
  * beta = 1 straight into the gradient buffers: nothing is copied. A 1-D x
  * (in) is one row and gives y (out). */
+#include "ops.h"
+
 #include <limits.h>
 #include <string.h>
 
-#include "gemm_internal.h"
-#include "ops.h"
-
 #include "../core/op.h"
+#include "gemm_internal.h"
 
-#define DEFINE_LINEAR(T, GEMM)                                                                  \
-    static void forward_##T(int rows, int in, int out, const T *x, const T *w, const T *b, T *y) \
-    {                                                                                           \
-        if (b)                                                                                  \
-            for (int r = 0; r < rows; r++) memcpy(y + (int64_t)r * out, b, (size_t)out * sizeof(T)); \
-        /* (rows,out) = (rows,in) @ (out,in)^T [+ y] */                                         \
-        GEMM(false, true, rows, out, in, 1, x, in, w, in, b ? 1 : 0, y, out); \
-    }                                                                                           \
-    static void backward_##T(int rows, int in, int out, const T *x, const T *w, const T *dy,    \
-                             T *gx, bool store, T *gw, T *gb)                                   \
-    {                                                                                           \
-        if (gx) /* (rows,in) (+)= (rows,out) @ (out,in) */                                      \
-            GEMM(false, false, rows, in, out, 1, dy, out, w, in, store ? 0 : 1, gx, in);        \
-        if (gw) /* (out,in) += (rows,out)^T @ (rows,in) */                                      \
-            GEMM(true, false, out, in, rows, 1, dy, out, x, in, 1, gw, in); \
-        if (gb) /* (out) += column sums of (rows,out) */                                        \
-            for (int r = 0; r < rows; r++)                                                      \
-                for (int j = 0; j < out; j++) gb[j] += dy[(int64_t)r * out + j];                \
-    }
-
-DEFINE_LINEAR(float, tg_gemm_f32)
-DEFINE_LINEAR(double, tg_gemm_f64)
+#define T float
+#define KERNEL(name) name##_f32
+#include "linear_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "linear_kernels.inc"
 
 static void linear_backward(tg_graph *g, tg_node *nd)
 {
@@ -57,8 +42,8 @@ static void linear_backward(tg_graph *g, tg_node *nd)
     bool store = false;
     void *gx = tg_grad_store(g, x, &store);
     void *gw = tg_grad(g, w), *gb = b ? tg_grad(g, b) : NULL;
-    if (y->dtype == TG_F32) backward_float(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
-    else backward_double(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
+    if (y->dtype == TG_F32) backward_f32(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
+    else backward_f64(rows, in, out, x->data, w->data, y->grad, gx, store, gw, gb);
 }
 
 tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
@@ -93,8 +78,8 @@ tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
     shape[x->ndim - 1] = out;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape);   /* (..., out) */
     if (!y) return NULL;
-    if (y->dtype == TG_F32) forward_float((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
-    else forward_double((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
+    if (y->dtype == TG_F32) forward_f32((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
+    else forward_f64((int)rows, nin, out, x->data, w->data, b ? b->data : NULL, y->data);
     tg_op_record(g, "linear", linear_backward, y, n, in);
     return tg_graph_error(g) ? NULL : y;
 }

@@ -22,74 +22,18 @@
  * is -inf.
  *
  * Rows are shared out among threads (the loss is summed per thread, then
- * in thread order); f32 uses the call-free exp of fastmath_internal.h. */
+ * in thread order); the f32 kernels (ops/loss_f32.c) use the call-free exp
+ * of fastmath_internal.h. */
+#include "ops.h"
+
 #include <math.h>
 #include <stdio.h>
 
-#include "ops.h"
-
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "fastmath_internal.h"
+#include "kernels_internal.h"
 
-enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };
-
-#define DEFINE_CE(T, EXP, LOG, ATTR)                                                            \
-    /* Rows [lo, hi): fills lse[r] for counted rows and returns CE_OK with their summed loss   \
-     * in *total, or an error kind with the element / row in *where. */                        \
-    ATTR static int forward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,   \
-                                T *lse, double *total, int64_t *where)                          \
-    {                                                                                           \
-        double acc = 0;                                                                         \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            if (t[r] == -1) continue;                                                           \
-            const T *restrict px = x + r * v;                                                   \
-            T mx = -INFINITY;                                                                   \
-            int bad = 0;                                                                        \
-            for (int j = 0; j < v; j++) {                                                       \
-                bad |= isnan(px[j]) || px[j] == INFINITY;                                       \
-                mx = px[j] > mx ? px[j] : mx;                                                   \
-            }                                                                                   \
-            if (bad)                                                                            \
-                for (int j = 0; j < v; j++)                                                     \
-                    if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; } \
-            if (mx == -INFINITY) { *where = r; return CE_DEAD_ROW; }                            \
-            T sum = 0;                                                                          \
-            for (int j = 0; j < v; j++) sum += EXP(px[j], mx);                                 \
-            lse[r] = mx + LOG(sum);                                                             \
-            acc += (double)(lse[r] - px[t[r]]);                                                 \
-        }                                                                                       \
-        *total = acc;                                                                           \
-        return CE_OK;                                                                           \
-    }                                                                                           \
-    /* store: dx is a new gradient, written (ignored rows as 0) instead of added to */         \
-    ATTR static void backward_##T(const T *x, const int32_t *t, int64_t lo, int64_t hi, int v,  \
-                                  const T *lse, T scale, T *dx, bool store)                     \
-    {                                                                                           \
-        for (int64_t r = lo; r < hi; r++) {                                                     \
-            T *restrict pd = dx + r * v;                                                        \
-            if (t[r] == -1) {                                                                   \
-                if (store)                                                                      \
-                    for (int j = 0; j < v; j++) pd[j] = 0;                                      \
-                continue;                                                                       \
-            }                                                                                   \
-            const T *restrict px = x + r * v;                                                   \
-            const T l = lse[r];                                                                 \
-            if (store)                                                                          \
-                for (int j = 0; j < v; j++) pd[j] = scale * EXP(px[j], l);                     \
-            else                                                                                \
-                for (int j = 0; j < v; j++) pd[j] += scale * EXP(px[j], l);                    \
-            pd[t[r]] -= scale;                                                                  \
-        }                                                                                       \
-    }
-
-/* e^(x - m) with m >= x. f32: the call-free exp of fastmath_internal.h (a
- * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */
-static inline float ce_exp_f32(float x, float m) { return tg_fsel(x != -INFINITY, tg_fexp(x - m), 0.0f); }
-static inline double ce_exp_f64(double x, double m) { return exp(x - m); }
-
-DEFINE_CE(float, ce_exp_f32, logf, TG_VEC_CLONES)
-DEFINE_CE(double, ce_exp_f64, log, )
+/* ---- the op ----------------------------------------------------------- */
 
 /* Rows shared out among threads; each part sums its rows' losses and keeps
  * its first error, in part (= row) order. */
@@ -108,30 +52,8 @@ typedef struct ce_job {
 
 #define CE_GRAIN 16384   /* logits per thread, at least */
 
-static void ce_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const ce_job *j = ctx;
-    const int part = tg_parallel_part();
-    if (j->dx && j->dt == TG_F32) backward_float(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
-    else if (j->dx) backward_double(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
-    else if (j->dt == TG_F32)
-        j->status[part] = forward_float(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
-    else j->status[part] = forward_double(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
-}
-
-/* in[0] logits, in[1] targets; saved: lse per row; darg[0]: counted rows. */
-static void cross_entropy_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *t = nd->in[1], *y = nd->out;
-    bool store;
-    void *gx = tg_grad_store(g, x, &store);
-    if (!gx) return;
-    const int v = x->shape[x->ndim - 1];
-    const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
-    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
-                .scale = dl / nd->darg[0]};
-    tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
-}
+static void ce_part(void *ctx, int64_t lo, int64_t hi);
+static void cross_entropy_backward(tg_graph *g, tg_node *nd);
 
 tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
 {
@@ -201,4 +123,85 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
         nd->darg[0] = (double)count;
     }
     return tg_graph_error(g) ? NULL : y;
+}
+
+/* ---- the reference kernels (f64) -------------------------------------- */
+
+/* Rows [lo, hi) of logits x (rows, v) against targets t: lse_r of each
+ * counted row into lse, the sum of their losses lse_r - x_r,t_r into
+ * *total. Returns CE_OK, or an error kind with the element / row in
+ * *where. */
+int tg_cross_entropy_forward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, double *lse,
+                                 double *total, int64_t *where)
+{
+    double sum_loss = 0;
+    for (int64_t r = lo; r < hi; r++) {
+        if (t[r] == -1) continue;
+        const double *xr = x + r * v;
+        double m = -INFINITY;   /* m_r = max_j x_rj */
+        for (int j = 0; j < v; j++) {
+            if (isnan(xr[j]) || xr[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; }
+            m = xr[j] > m ? xr[j] : m;
+        }
+        if (m == -INFINITY) { *where = r; return CE_DEAD_ROW; }
+        double sum = 0;         /* sum_j exp(x_rj - m_r) */
+        for (int j = 0; j < v; j++) sum += exp(xr[j] - m);
+        lse[r] = m + log(sum);
+        sum_loss += lse[r] - xr[t[r]];
+    }
+    *total = sum_loss;
+    return CE_OK;
+}
+
+/* dx_rj = scale (p_rj - [j == t_r]), p_rj = exp(x_rj - lse_r), scale =
+ * dL / N, for the counted rows of [lo, hi); stored when store (ignored rows
+ * as 0), else added (ignored rows left alone). */
+void tg_cross_entropy_backward_f64(const double *x, const int32_t *t, int64_t lo, int64_t hi, int v, const double *lse,
+                                   double scale, double *dx, bool store)
+{
+    for (int64_t r = lo; r < hi; r++) {
+        double *dr = dx + r * v;
+        if (t[r] == -1) {
+            if (store)
+                for (int j = 0; j < v; j++) dr[j] = 0;
+            continue;
+        }
+        const double *xr = x + r * v;
+        for (int j = 0; j < v; j++) {
+            const double p = exp(xr[j] - lse[r]);
+            dr[j] = store ? scale * p : dr[j] + scale * p;
+        }
+        dr[t[r]] -= scale;
+    }
+}
+
+/* ---- backward, and the rows shared out among threads ------------------ */
+
+/* in[0] logits, in[1] targets; saved: lse per row; darg[0]: counted rows. */
+static void cross_entropy_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *t = nd->in[1], *y = nd->out;
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
+    if (!gx) return;
+    const int v = x->shape[x->ndim - 1];
+    const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
+    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
+                .scale = dl / nd->darg[0]};
+    tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
+}
+
+static void ce_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const ce_job *j = ctx;
+    const int part = tg_parallel_part();
+    if (j->dx && j->dt == TG_F32)
+        tg_cross_entropy_backward_f32(j->x, j->t, lo, hi, j->v, j->lse, (float)j->scale, j->dx, j->store);
+    else if (j->dx) tg_cross_entropy_backward_f64(j->x, j->t, lo, hi, j->v, j->lse, j->scale, j->dx, j->store);
+    else if (j->dt == TG_F32)
+        j->status[part] =
+            tg_cross_entropy_forward_f32(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
+    else
+        j->status[part] =
+            tg_cross_entropy_forward_f64(j->x, j->t, lo, hi, j->v, j->lse, &j->totals[part], &j->where[part]);
 }

@@ -1,4 +1,5 @@
-/* Matrix product with batch broadcasting, on OpenBLAS gemm.
+/* Matrix product with batch broadcasting, on the gemm driver (ops/gemm.c:
+ * the tuned sgemm or OpenBLAS).
  *
  *   Y = A B          A (..., M, K), B (..., K, N), Y (..., M, N)
  *   dA += dY B^T     (M,N) @ (N,K) -> (M,K)
@@ -25,13 +26,13 @@
  * Threads: a folded product is one gemm, split by rows inside; unfolded
  * batches are shared out among threads, except in a backward where a
  * broadcast operand's gradient is summed over batches (then in order). */
-#include <limits.h>
-
-#include "gemm_internal.h"
 #include "ops.h"
+
+#include <limits.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "gemm_internal.h"
 
 /* How a and b combine: the gemm sizes and the output batches. */
 typedef struct mm_plan {
@@ -95,52 +96,12 @@ typedef struct mm_job {
     void *y, *ga, *gb;
 } mm_job;
 
-#define DEFINE_MATMUL(T, GEMM)                                                              \
-    static void forward_##T(void *ctx, int64_t lo, int64_t hi)                              \
-    {                                                                                       \
-        const mm_job *j = ctx;                                                              \
-        const mm_plan *p = j->p;                                                            \
-        const T *a = j->a, *b = j->b;                                                       \
-        T *y = j->y;                                                                        \
-        const int M = p->M, K = p->K, N = p->N;                                             \
-        if (p->fold) {                                                                      \
-            const int rows = p->bdim[0] * p->bdim[1] * M;                                   \
-            GEMM(false, false, rows, N, K, 1, a, K, b, N, 0, y, N);                         \
-            return;                                                                         \
-        }                                                                                   \
-        for (int64_t bi = lo; bi < hi; bi++) {                                              \
-            int64_t oa, ob, oy;                                                             \
-            batch_offsets(p, bi, &oa, &ob, &oy);                                            \
-            GEMM(false, false, M, N, K, 1, a + oa, K, b + ob, N, 0, y + oy, N);             \
-        }                                                                                   \
-    }                                                                                       \
-    static void backward_##T(void *ctx, int64_t lo, int64_t hi)                             \
-    {                                                                                       \
-        const mm_job *j = ctx;                                                              \
-        const mm_plan *p = j->p;                                                            \
-        const T *a = j->a, *b = j->b, *dy = j->dy;                                          \
-        T *ga = j->ga, *gb = j->gb;                                                         \
-        const int M = p->M, K = p->K, N = p->N;                                             \
-        if (p->fold) {                                                                      \
-            const int rows = p->bdim[0] * p->bdim[1] * M;                                   \
-            if (ga) /* (rows,K) += (rows,N) @ (K,N)^T */                                    \
-                GEMM(false, true, rows, K, N, 1, dy, N, b, N, 1, ga, K);                    \
-            if (gb) /* (K,N) += (rows,K)^T @ (rows,N) */                                    \
-                GEMM(true, false, K, N, rows, 1, a, K, dy, N, 1, gb, N);                    \
-            return;                                                                         \
-        }                                                                                   \
-        for (int64_t bi = lo; bi < hi; bi++) {                                              \
-            int64_t oa, ob, oy;                                                             \
-            batch_offsets(p, bi, &oa, &ob, &oy);                                            \
-            if (ga) /* (M,K) += (M,N) @ (K,N)^T */                                          \
-                GEMM(false, true, M, K, N, 1, dy + oy, N, b + ob, N, 1, ga + oa, K);        \
-            if (gb) /* (K,N) += (M,K)^T @ (M,N) */                                          \
-                GEMM(true, false, K, N, M, 1, a + oa, K, dy + oy, N, 1, gb + ob, N);        \
-        }                                                                                   \
-    }
-
-DEFINE_MATMUL(float, tg_gemm_f32)
-DEFINE_MATMUL(double, tg_gemm_f64)
+#define T float
+#define KERNEL(name) name##_f32
+#include "matmul_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "matmul_kernels.inc"
 
 /* Runs fn over the output batches: folded, it is one call (whose gemms
  * split themselves); otherwise batches are shared out among threads when
@@ -166,7 +127,7 @@ static void matmul_backward(tg_graph *g, tg_node *nd)
     mm_job j = {&p, a->data, b->data, y->grad, NULL, tg_grad(g, a), tg_grad(g, b)};
     if (!j.ga && !j.gb) return;
     const bool own = (!j.ga || unbroadcast(&p, p.sa)) && (!j.gb || unbroadcast(&p, p.sb));
-    run_batches(&p, own, y->dtype == TG_F32 ? backward_float : backward_double, &j);
+    run_batches(&p, own, y->dtype == TG_F32 ? backward_f32 : backward_f64, &j);
 }
 
 tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b)
@@ -187,7 +148,7 @@ tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b)
     tg_tensor *y = tg_op_output(g, a->dtype, p.ndim, p.shape);   /* (..., M, N) */
     if (!y) return NULL;
     mm_job j = {&p, a->data, b->data, NULL, y->data, NULL, NULL};
-    run_batches(&p, true, y->dtype == TG_F32 ? forward_float : forward_double, &j);
+    run_batches(&p, true, y->dtype == TG_F32 ? forward_f32 : forward_f64, &j);
     tg_op_record(g, "matmul", matmul_backward, y, 2, in);
     return tg_graph_error(g) ? NULL : y;
 }

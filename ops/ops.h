@@ -156,23 +156,29 @@ typedef enum tg_attn_flags {
 
 /* softmax(Q K^T / sqrt(dh)) V for n_head heads at once, without storing
  * the (Tq,Tk) scores: blockwise with an online softmax; backward
- * recomputes the blocks. q (B,Tq,C), k and v (B,Tk,C), C = n_head * dh;
+ * recomputes the blocks. q (B,Tq,C), k and v (B,Tk,Ckv), C = n_head * dh;
  * head h is the columns [h dh, (h+1) dh), as the projections produce it
- * (no split or transpose needed). Returns (B,Tq,C), heads merged the same
- * way (ready for the output projection). The same numbers as tg_softmax
- * with a causal mask composed with tg_matmul, to rounding. q_pos is read
- * only with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit,
- * C % n_head != 0, a query row with no visible key (q_pos + i < 0), a NaN
- * or +inf score; each message names the shapes (and row, element). */
+ * (no split or transpose needed). k and v may have fewer heads than q
+ * (grouped-query attention): Ckv = n_kv_head * dh with n_kv_head dividing
+ * n_head, and query head h reads kv head h / (n_head / n_kv_head); no
+ * copy of k or v is made. Returns (B,Tq,C), heads merged the same way
+ * (ready for the output projection). The same numbers as tg_softmax with
+ * a causal mask composed with tg_matmul, to rounding. q_pos is read only
+ * with TG_ATTN_CAUSAL. Errors: dtypes or shapes that do not fit, C %
+ * n_head != 0, k's heads not dividing n_head, a query row with no visible
+ * key (q_pos + i < 0), a NaN or +inf score; each message names the shapes
+ * (and row, element). */
 TG_API tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
                                int q_pos);
 
-/* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,3C) holding q,
- * k and v side by side in its last axis (as one fused projection makes
- * them): the heads are read in place with a row stride of 3C, so nothing
- * is split (no copies forward, no concat of gradients backward). Returns
- * (B,T,C). Errors as tg_attention, and a last axis not divisible by 3. */
-TG_API tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int flags);
+/* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,C + 2 Ckv)
+ * holding q, k and v side by side in its last axis (as one fused
+ * projection makes them), Ckv = n_kv_head * dh (n_kv_head 0: n_head, so
+ * (B,T,3C)): the heads are read in place with the row stride of qkv, so
+ * nothing is split (no copies forward, no concat of gradients backward).
+ * Returns (B,T,C). Errors as tg_attention, and a last axis that is not
+ * n_head + 2 n_kv_head heads of one size. */
+TG_API tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int n_kv_head, int flags);
 
 /* ---- losses (ops/loss.c) ---------------------------------------------- */
 

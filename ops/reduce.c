@@ -17,32 +17,12 @@
 
 #include "../core/op.h"
 
-#define DEFINE_REDUCE(T)                                                                    \
-    /* acc: inner doubles of scratch */                                                     \
-    static void forward_##T(int64_t outer, int64_t len, int64_t inner, double s,            \
-                            const T *x, T *y, double *acc)                                  \
-    {                                                                                       \
-        for (int64_t o = 0; o < outer; o++) {                                               \
-            for (int64_t i = 0; i < inner; i++) acc[i] = 0;                                 \
-            for (int64_t k = 0; k < len; k++) {                                             \
-                const T *px = x + (o * len + k) * inner;                                    \
-                for (int64_t i = 0; i < inner; i++) acc[i] += px[i];                        \
-            }                                                                               \
-            for (int64_t i = 0; i < inner; i++) y[o * inner + i] = (T)(s * acc[i]);         \
-        }                                                                                   \
-    }                                                                                       \
-    static void backward_##T(int64_t outer, int64_t len, int64_t inner, double s,           \
-                             const T *dy, T *dx)                                            \
-    {                                                                                       \
-        for (int64_t o = 0; o < outer; o++)                                                 \
-            for (int64_t k = 0; k < len; k++) {                                             \
-                T *px = dx + (o * len + k) * inner;                                         \
-                for (int64_t i = 0; i < inner; i++) px[i] += (T)(s * dy[o * inner + i]);    \
-            }                                                                               \
-    }
-
-DEFINE_REDUCE(float)
-DEFINE_REDUCE(double)
+#define T float
+#define KERNEL(name) name##_f32
+#include "reduce_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "reduce_kernels.inc"
 
 /* outer, len, inner of x around axis; axis -1 means all elements. */
 static void extents(const tg_tensor *x, int axis, int64_t *outer, int64_t *len, int64_t *inner)
@@ -61,8 +41,8 @@ static void reduce_backward(tg_graph *g, tg_node *nd)
     if (!gx) return;
     int64_t outer, len, inner;
     extents(x, nd->iarg[0], &outer, &len, &inner);
-    if (x->dtype == TG_F32) backward_float(outer, len, inner, nd->darg[0], y->grad, gx);
-    else backward_double(outer, len, inner, nd->darg[0], y->grad, gx);
+    if (x->dtype == TG_F32) backward_f32(outer, len, inner, nd->darg[0], y->grad, gx);
+    else backward_f64(outer, len, inner, nd->darg[0], y->grad, gx);
 }
 
 /* axis: as given by the user, or `all` for every element. */
@@ -91,8 +71,8 @@ static tg_tensor *reduce(tg_graph *g, const char *name, bool mean, tg_tensor *x,
     double s = mean ? 1.0 / (double)len : 1.0;
     double *acc = tg_arena_alloc(g, (size_t)inner * sizeof *acc);
     if (!acc) return NULL;
-    if (x->dtype == TG_F32) forward_float(outer, len, inner, s, x->data, y->data, acc);
-    else forward_double(outer, len, inner, s, x->data, y->data, acc);
+    if (x->dtype == TG_F32) forward_f32(outer, len, inner, s, x->data, y->data, acc);
+    else forward_f64(outer, len, inner, s, x->data, y->data, acc);
     tg_node *nd = tg_op_record(g, name, reduce_backward, y, 1, in);
     if (nd) {
         nd->iarg[0] = ax;

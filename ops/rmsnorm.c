@@ -16,9 +16,9 @@
  * Rows are shared out among threads; each part sums its rows' dw in
  * double, and the parts' sums are added in part order (the same order for
  * a given thread count), rounded to the dtype once. */
-#include <math.h>
-
 #include "ops.h"
+
+#include <math.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"

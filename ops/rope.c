@@ -21,10 +21,10 @@
  * them as llama2.c's run.c does, in float (1 / powf(theta, 2i / d), times
  * p, then cosf and sinf), so an exported model sees the same rotations
  * there; f64 in double. */
+#include "ops.h"
+
 #include <math.h>
 #include <string.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 #include "../core/parallel.h"

@@ -42,13 +42,13 @@
  *
  * Without AVX2 + FMA (checked at run time) or off x86-64 GCC, the call
  * goes to cblas_sgemm. */
+#include "gemm_internal.h"
+
 #include <cblas.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "gemm_internal.h"
 
 #include "../core/parallel_internal.h"
 #include "fastmath_internal.h"

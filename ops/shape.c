@@ -25,11 +25,11 @@
  * element at src + sum(d_a * ss[a]) to dst + sum(d_a * ds[a]), as `=` in
  * the forward or `+=` in the backward. The backward of a copy is the same
  * walk with source and destination strides swapped. */
+#include "ops.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "ops.h"
 
 #include "../core/op.h"
 
@@ -74,36 +74,41 @@ static walk swapped(walk w)
     return w;
 }
 
-#define DEFINE_MOVE(T)                                                                      \
-    static void move_##T(const walk *w, const T *src, T *dst, bool add)                     \
-    {                                                                                       \
-        const int n = w->dim[3];                                                            \
-        const int64_t xs = w->ss[3], xd = w->ds[3];                                         \
-        for (int64_t d0 = 0; d0 < w->dim[0]; d0++)                                          \
-            for (int64_t d1 = 0; d1 < w->dim[1]; d1++)                                      \
-                for (int64_t d2 = 0; d2 < w->dim[2]; d2++) {                                \
-                    const T *s = src + d0 * w->ss[0] + d1 * w->ss[1] + d2 * w->ss[2];       \
-                    T *d = dst + d0 * w->ds[0] + d1 * w->ds[1] + d2 * w->ds[2];             \
-                    if (add) for (int j = 0; j < n; j++) d[j * xd] += s[j * xs];            \
-                    else if (xs == 1 && xd == 1) memcpy(d, s, (size_t)n * sizeof(T));       \
-                    else for (int j = 0; j < n; j++) d[j * xd] = s[j * xs];                 \
-                }                                                                           \
-    }
+/* A slice of a tensor, or a piece of a concat: `part` has `whole`'s shape
+ * but along `axis`, where it covers whole's [at, at + its length). The
+ * walk goes over part's index space from part to whole; *off is where
+ * part starts in whole (elements). */
+static walk piece_walk(const tg_tensor *part, const tg_tensor *whole, int axis, int64_t at, int64_t *off)
+{
+    int64_t ps[TG_MAX_DIMS], ws[TG_MAX_DIMS];
+    strides_of(part, ps);
+    strides_of(whole, ws);
+    *off = at * ws[axis];
+    return make_walk(part->ndim, part->shape, ps, ws);
+}
 
-DEFINE_MOVE(float)
-DEFINE_MOVE(double)
-DEFINE_MOVE(int32_t)
-DEFINE_MOVE(uint8_t)
+#define T float
+#define KERNEL(name) name##_f32
+#include "shape_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "shape_kernels.inc"
+#define T int32_t
+#define KERNEL(name) name##_i32
+#include "shape_kernels.inc"
+#define T uint8_t
+#define KERNEL(name) name##_bool
+#include "shape_kernels.inc"
 
 /* Moves along w from src + soff to dst + doff (offsets in elements of dt);
  * add: dst += src (only used for float gradients). */
 static void move(tg_dtype dt, const walk *w, const void *src, int64_t soff, void *dst, int64_t doff, bool add)
 {
     switch (dt) {
-    case TG_F32: move_float(w, (const float *)src + soff, (float *)dst + doff, add); break;
-    case TG_F64: move_double(w, (const double *)src + soff, (double *)dst + doff, add); break;
-    case TG_I32: move_int32_t(w, (const int32_t *)src + soff, (int32_t *)dst + doff, add); break;
-    case TG_BOOL: move_uint8_t(w, (const uint8_t *)src + soff, (uint8_t *)dst + doff, add); break;
+    case TG_F32: move_f32(w, (const float *)src + soff, (float *)dst + doff, add); break;
+    case TG_F64: move_f64(w, (const double *)src + soff, (double *)dst + doff, add); break;
+    case TG_I32: move_i32(w, (const int32_t *)src + soff, (int32_t *)dst + doff, add); break;
+    case TG_BOOL: move_bool(w, (const uint8_t *)src + soff, (uint8_t *)dst + doff, add); break;
     }
 }
 
@@ -261,23 +266,13 @@ tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1)
 
 /* ---- slice / split -------------------------------------------------------- */
 
-/* The walk over y's index space reading x from offset start along axis. */
-static walk slice_walk(const tg_tensor *x, const tg_tensor *y, int axis, int start, int64_t *xoff)
-{
-    int64_t xs[TG_MAX_DIMS], ys[TG_MAX_DIMS];
-    strides_of(x, xs);
-    strides_of(y, ys);
-    *xoff = start * xs[axis];
-    return make_walk(y->ndim, y->shape, xs, ys);
-}
-
 static void slice_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *x = nd->in[0], *y = nd->out;
     void *gx = tg_grad(g, x);
     if (!gx) return;
     int64_t xoff;
-    walk w = swapped(slice_walk(x, y, nd->iarg[0], nd->iarg[1], &xoff));
+    walk w = piece_walk(y, x, nd->iarg[0], nd->iarg[1], &xoff);   /* dy into dx */
     move(x->dtype, &w, y->grad, 0, gx, xoff, true);
 }
 
@@ -300,7 +295,7 @@ tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end)
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape);
     if (!y) return NULL;
     int64_t xoff;
-    walk w = slice_walk(x, y, ax, start, &xoff);
+    walk w = swapped(piece_walk(y, x, ax, start, &xoff));   /* x into y */
     move(x->dtype, &w, x->data, xoff, y->data, 0, false);
     tg_node *nd = tg_op_record(g, "slice", slice_backward, y, 1, in);
     if (nd) {
@@ -357,16 +352,6 @@ int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes, tg_te
 
 /* ---- concat ------------------------------------------------------------- */
 
-/* The walk over x_k's index space writing into y at offset o_k along axis. */
-static walk concat_walk(const tg_tensor *xk, const tg_tensor *y, int axis, int64_t at, int64_t *yoff)
-{
-    int64_t xs[TG_MAX_DIMS], ys[TG_MAX_DIMS];
-    strides_of(xk, xs);
-    strides_of(y, ys);
-    *yoff = at * ys[axis];
-    return make_walk(xk->ndim, xk->shape, xs, ys);
-}
-
 static void concat_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *y = nd->out;
@@ -375,7 +360,7 @@ static void concat_backward(tg_graph *g, tg_node *nd)
         void *gx = tg_grad(g, nd->in[k]);
         if (!gx) continue;
         int64_t yoff;
-        walk w = swapped(concat_walk(nd->in[k], y, axis, at, &yoff));
+        walk w = swapped(piece_walk(nd->in[k], y, axis, at, &yoff));   /* dy into dx_k */
         move(y->dtype, &w, y->grad, yoff, gx, 0, true);
     }
 }
@@ -391,7 +376,7 @@ static tg_tensor *concat_run(tg_graph *g, int n, tg_tensor *const *xs, int axis)
     if (!y) return NULL;
     for (int k = 0, at = 0; k < n; at += xs[k]->shape[axis], k++) {
         int64_t yoff;
-        walk w = concat_walk(xs[k], y, axis, at, &yoff);
+        walk w = piece_walk(xs[k], y, axis, at, &yoff);   /* x_k into y */
         move(y->dtype, &w, xs[k]->data, 0, y->data, yoff, false);
     }
     tg_node *nd = tg_op_record(g, "concat", concat_backward, y, n, xs);

@@ -33,210 +33,19 @@
  * A NaN or +inf score at an allowed key is an error naming the element.
  * Scores at blocked keys are never read, so they may hold anything.
  *
- * f32 runs its own row kernels (below), vectorised with a call-free exp. */
+ * f32 runs its own row kernels (ops/softmax_f32.c), vectorised with a
+ * call-free exp, which clamps its argument: an unmasked -inf score gets
+ * weight exp(-87) / S there (about 1e-38), not 0. */
+#include "ops.h"
+
 #include <math.h>
 #include <stdio.h>
 
-#include "ops.h"
-
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "fastmath_internal.h"
+#include "kernels_internal.h"
 
-enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };
-
-/* Walks rows [lo, hi) of x (padded dims dim[0..2]); inside, r is the row
- * index and (d0, d1, d2) its index over dim[0..2], carried forward row by
- * row (no division per row). ROW_MASK then points pm at the row's mask
- * (NULL: no mask). */
-#define FOR_EACH_ROW(lo, hi, dim)                                                             \
-    for (int64_t r = (lo), d2 = r % (dim)[2], d1 = r / (dim)[2] % (dim)[1],                   \
-                 d0 = r / ((int64_t)(dim)[2] * (dim)[1]);                                     \
-         r < (hi); r++, (++d2 == (dim)[2] ? (d2 = 0, (++d1 == (dim)[1] ? (d1 = 0, d0++) : 0)) : 0))
-
-#define ROW_MASK(m, ms) \
-    const uint8_t *pm = (m) ? (m) + d0 * (ms)[0] + d1 * (ms)[1] + d2 * (ms)[2] : NULL;
-
-#define BLOCKED(j) (pm && pm[(j) * ms[3]])
-
-/* dst += e, or dst = e when `store` (a new gradient: no zero-fill, and the
- * old value is not read); `store` is the same for the whole loop */
-#define SM_PUT(store, dst, e) ((store) ? (void)((dst) = (e)) : (void)((dst) += (e)))
-
-#define DEFINE_SOFTMAX(T, EXP, LOG)                                                             \
-    /* Returns SCORES_OK, or an error kind with the row / element in *where. */                \
-    static int forward_##T(const T *x, T *y, const int dim[TG_MAX_DIMS], const uint8_t *m,      \
-                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows,         \
-                           int64_t lo, int64_t hi, int64_t *where)                              \
-    {                                                                                           \
-        const int n = dim[3];                                                                   \
-        FOR_EACH_ROW(lo, hi, dim) {                                                                  \
-            ROW_MASK(m, ms)                                                                \
-            const T *px = x + r * n;                                                            \
-            T *py = y + r * n;                                                                  \
-            T mx = -INFINITY;                                                                   \
-            for (int j = 0; j < n; j++) {                                                       \
-                if (BLOCKED(j)) continue;                                                       \
-                if (isnan(px[j]) || px[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; } \
-                if (px[j] > mx) mx = px[j];                                                     \
-            }                                                                                   \
-            if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */     \
-                if (!zero_rows) { *where = r; return BLOCKED_ROW; }                             \
-                for (int j = 0; j < n; j++) py[j] = 0;                                          \
-                continue;                                                                       \
-            }                                                                                   \
-            T sum = 0;                                                                          \
-            for (int j = 0; j < n; j++) {                                                       \
-                py[j] = BLOCKED(j) ? 0 : EXP(px[j] - mx);                                       \
-                sum += py[j];                                                                   \
-            }                                                                                   \
-            if (log_out) {                                                                      \
-                const T lse = LOG(sum);                                                         \
-                for (int j = 0; j < n; j++) py[j] = BLOCKED(j) ? -INFINITY : (px[j] - mx) - lse; \
-            } else {                                                                            \
-                for (int j = 0; j < n; j++) py[j] /= sum;                                       \
-            }                                                                                   \
-        }                                                                                       \
-        return SCORES_OK;                                                                       \
-    }                                                                                           \
-    static void softmax_backward_##T(const T *p, const T *dp, T *dx, int64_t rows, int n,      \
-                                     bool store)                                                \
-    {                                                                                           \
-        for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {                          \
-            T s = 0;                                                                            \
-            for (int j = 0; j < n; j++)                                                         \
-                if (p[j] != 0) s += p[j] * dp[j];                                               \
-            for (int j = 0; j < n; j++)                                                         \
-                SM_PUT(store, dx[j], p[j] != 0 ? p[j] * (dp[j] - s) : 0);                        \
-        }                                                                                       \
-    }                                                                                           \
-    static void log_softmax_backward_##T(const T *y, const T *dy, T *dx, int64_t rows, int n,  \
-                                         bool store)                                            \
-    {                                                                                           \
-        for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {                          \
-            T s = 0;                                                                            \
-            for (int j = 0; j < n; j++)                                                         \
-                if (y[j] != -INFINITY) s += dy[j];                                              \
-            for (int j = 0; j < n; j++)                                                         \
-                SM_PUT(store, dx[j], y[j] != -INFINITY ? dy[j] - EXP(y[j]) * s : 0);             \
-        }                                                                                       \
-    }
-
-DEFINE_SOFTMAX(double, exp, log)
-
-/* ---- f32: vectorisable row kernels ------------------------------------
- * Same maths as above with the call-free exp of fastmath_internal.h (error
- * a few f32 ulps) and the branches turned into selects; the row maximum
- * and sums run in 8 partial lanes (the max is exact; the sums round in a
- * different order, well within f32 rounding). blk[j] != 0 marks a blocked
- * key (a row of zeros when there is no mask). The NaN / +inf check is one
- * OR per element; the row is rescanned for the exact element only on error. */
-enum { LANES = 8 };
-
-static inline float row_max_f32(const float *restrict x, const uint8_t *restrict blk, int n, int *bad)
-{
-    float mx[LANES];
-    int bd[LANES];
-    for (int k = 0; k < LANES; k++) mx[k] = -INFINITY, bd[k] = 0;
-    for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
-        for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
-            const int j = j0 + k, al = blk[j] == 0;
-            const float v = x[j];
-            bd[k] |= al & ((v != v) | (v == INFINITY));
-            const float vm = tg_fsel(al, v, -INFINITY);
-            mx[k] = tg_fsel(vm > mx[k], vm, mx[k]);
-        }
-    float m = -INFINITY;
-    for (int k = 0; k < LANES; k++) {
-        m = mx[k] > m ? mx[k] : m;
-        *bad |= bd[k];
-    }
-    return m;
-}
-
-static inline float row_sum_f32(const float *restrict y, int n)
-{
-    float s[LANES] = {0};
-    for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
-        for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) s[k] += y[j0 + k];
-    float t = 0;
-    for (int k = 0; k < LANES; k++) t += s[k];
-    return t;
-}
-
-TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-                       const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
-                       int64_t lo, int64_t hi, int64_t *where)
-{
-    const int n = dim[3];
-    FOR_EACH_ROW(lo, hi, dim) {
-        ROW_MASK(m, ms)
-        const float *restrict px = x + r * n;
-        float *restrict py = y + r * n;
-        const uint8_t *restrict blk = rowmask; /* zeros unless filled below */
-        if (pm && ms[3] == 1) blk = pm;
-        else if (pm)
-            for (int j = 0; j < n; j++) rowmask[j] = pm[j * ms[3]];
-        int bad = 0;
-        const float mx = row_max_f32(px, blk, n, &bad);
-        if (bad) {
-            for (int j = 0; j < n; j++)
-                if (!blk[j] && (isnan(px[j]) || px[j] == INFINITY)) { *where = r * n + j; return BAD_SCORE; }
-        }
-        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
-            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
-            for (int j = 0; j < n; j++) py[j] = 0;
-            continue;
-        }
-        for (int j = 0; j < n; j++) py[j] = tg_fsel(blk[j] == 0, tg_fexp(px[j] - mx), 0.0f);
-        const float sum = row_sum_f32(py, n);
-        if (log_out) {
-            const float lse = logf(sum);
-            for (int j = 0; j < n; j++) py[j] = tg_fsel(blk[j] == 0, (px[j] - mx) - lse, -INFINITY);
-        } else {
-            const float inv = 1.0f / sum;
-            for (int j = 0; j < n; j++) py[j] *= inv;
-        }
-    }
-    return SCORES_OK;
-}
-
-TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n,
-                                              bool store)
-{
-    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
-        const float *restrict pr = p, *restrict dpr = dp;
-        float *restrict dxr = dx;
-        float s[LANES] = {0};
-        for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
-            for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
-                const int j = j0 + k;
-                s[k] += tg_fsel(pr[j] != 0, pr[j] * dpr[j], 0.0f);
-            }
-        float st = 0;
-        for (int k = 0; k < LANES; k++) st += s[k];
-        for (int j = 0; j < n; j++) SM_PUT(store, dxr[j], tg_fsel(pr[j] != 0, pr[j] * (dpr[j] - st), 0.0f));
-    }
-}
-
-TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n,
-                                                  bool store)
-{
-    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
-        const float *restrict yr = y, *restrict dyr = dy;
-        float *restrict dxr = dx;
-        float s[LANES] = {0};
-        for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
-            for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
-                const int j = j0 + k;
-                s[k] += tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f);
-            }
-        float st = 0;
-        for (int k = 0; k < LANES; k++) st += s[k];
-        for (int j = 0; j < n; j++)
-            SM_PUT(store, dxr[j], tg_fsel(yr[j] != -INFINITY, dyr[j] - tg_fexp(yr[j]) * st, 0.0f));
-    }
-}
+/* ---- the op ----------------------------------------------------------- */
 
 /* Rows of one softmax pass, shared out among threads. */
 typedef struct softmax_job {
@@ -256,40 +65,8 @@ typedef struct softmax_job {
 
 #define SOFTMAX_GRAIN 16384   /* elements per thread, at least */
 
-static void softmax_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const softmax_job *j = ctx;
-    const int n = j->n, part = tg_parallel_part();
-    const int64_t o = lo * n, rows = hi - lo;
-    if (j->dx && j->dt == TG_F32) {
-        const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
-        if (j->log_out) log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
-        else softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
-    } else if (j->dx) {
-        const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
-        if (j->log_out) log_softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
-        else softmax_backward_double(y, dy, (double *)j->dx + o, rows, n, j->store);
-    } else if (j->dt == TG_F32) {
-        j->status[part] = forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
-                                      j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
-    } else {
-        j->status[part] = forward_double(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
-                                         &j->where[part]);
-    }
-}
-
-/* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
-static void softmax_node_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *y = nd->out;
-    bool store;
-    void *gx = tg_grad_store(g, x, &store);
-    if (!gx) return;
-    const int n = x->shape[x->ndim - 1];
-    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
-                     .store = store};
-    tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
-}
+static void softmax_part(void *ctx, int64_t lo, int64_t hi);
+static void softmax_node_backward(tg_graph *g, tg_node *nd);
 
 static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
                                  bool log_out)
@@ -366,4 +143,114 @@ tg_tensor *tg_softmax_ex(tg_graph *g, tg_tensor *x, tg_tensor *mask, int flags)
 tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask)
 {
     return softmax_common(g, "log_softmax", x, mask, TG_SOFTMAX_DEFAULT, true);
+}
+
+/* ---- the reference kernels (f64) -------------------------------------- */
+
+/* key j of a row with mask row pm (keys `stride` apart; NULL: no mask) */
+static inline bool blocked(const uint8_t *pm, int64_t stride, int j) { return pm && pm[j * stride]; }
+
+/* Rows [lo, hi) of x, padded shape dim, mask m with strides ms (NULL: no
+ * mask): y = softmax (p) or log_softmax of each row. Returns SCORES_OK, or
+ * an error kind with the row / element in *where. */
+int tg_softmax_forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                           const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, int64_t lo, int64_t hi,
+                           int64_t *where)
+{
+    const int n = dim[3];
+    tg_row_index ix = tg_row_at(dim, lo);
+    for (int64_t r = lo; r < hi; r++, tg_row_next(&ix, dim)) {
+        const uint8_t *pm = tg_mask_row(m, ms, ix);
+        const double *s = x + r * n;
+        double *p = y + r * n;
+        double mx = -INFINITY;   /* m = max over the allowed keys */
+        for (int j = 0; j < n; j++) {
+            if (blocked(pm, ms[3], j)) continue;
+            if (isnan(s[j]) || s[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; }
+            if (s[j] > mx) mx = s[j];
+        }
+        if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
+            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            for (int j = 0; j < n; j++) p[j] = 0;
+            continue;
+        }
+        double sum = 0;          /* sum_{k in A} exp(s_k - m) */
+        for (int j = 0; j < n; j++) {
+            p[j] = blocked(pm, ms[3], j) ? 0 : exp(s[j] - mx);
+            sum += p[j];
+        }
+        if (log_out) {
+            const double lse = log(sum);
+            for (int j = 0; j < n; j++) p[j] = blocked(pm, ms[3], j) ? -INFINITY : (s[j] - mx) - lse;
+        } else {
+            for (int j = 0; j < n; j++) p[j] /= sum;
+        }
+    }
+    return SCORES_OK;
+}
+
+/* ds_j = p_j (dp_j - sum_k p_k dp_k) for `rows` rows of n; stored into dx
+ * when store (a new gradient), else added */
+void tg_softmax_backward_f64(const double *p, const double *dp, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, p += n, dp += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (p[j] != 0) s += p[j] * dp[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = p[j] != 0 ? p[j] * (dp[j] - s) : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
+
+/* ds_j = dy_j - exp(y_j) sum_{k in A} dy_k, 0 at blocked keys (y_j = -inf) */
+void tg_log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows, int n, bool store)
+{
+    for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            if (y[j] != -INFINITY) s += dy[j];
+        for (int j = 0; j < n; j++) {
+            const double ds = y[j] != -INFINITY ? dy[j] - exp(y[j]) * s : 0;
+            dx[j] = store ? ds : dx[j] + ds;
+        }
+    }
+}
+
+/* ---- backward, and the rows shared out among threads ------------------ */
+
+/* iarg[0]: 1 for log_softmax. Backward reads only the output and its grad. */
+static void softmax_node_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    bool store;
+    void *gx = tg_grad_store(g, x, &store);
+    if (!gx) return;
+    const int n = x->shape[x->ndim - 1];
+    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
+                     .store = store};
+    tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
+}
+
+static void softmax_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const softmax_job *j = ctx;
+    const int n = j->n, part = tg_parallel_part();
+    const int64_t o = lo * n, rows = hi - lo;
+    if (j->dx && j->dt == TG_F32) {
+        const float *y = (const float *)j->y + o, *dy = (const float *)j->dy + o;
+        if (j->log_out) tg_log_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
+        else tg_softmax_backward_f32(y, dy, (float *)j->dx + o, rows, n, j->store);
+    } else if (j->dx) {
+        const double *y = (const double *)j->y + o, *dy = (const double *)j->dy + o;
+        if (j->log_out) tg_log_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+        else tg_softmax_backward_f64(y, dy, (double *)j->dx + o, rows, n, j->store);
+    } else if (j->dt == TG_F32) {
+        j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
+                                                 j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
+    } else {
+        j->status[part] = tg_softmax_forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
+                                                 &j->where[part]);
+    }
 }

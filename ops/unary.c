@@ -15,17 +15,18 @@
  *                                         f' = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2,
  *                                         t = tanh u
  *
- * f32 GELU (erf) uses the call-free Phi and exp of fastmath_internal.h, so
- * its loops vectorise (error of Phi <= 1e-7, float rounding); its backward
- * folds Phi and x phi into one expression (gelu_grad_f32). f64 keeps libm.
+ * f32 GELU (erf) runs its own kernels (ops/gelu_f32.c), with the call-free
+ * Phi and exp of fastmath_internal.h, so its loops vectorise (error of Phi
+ * <= 1e-7, float rounding); its backward folds Phi and x phi into one
+ * expression. f64 keeps libm.
  * Long tensors are cut into chunks, one per thread. */
-#include <tgmath.h>
-
 #include "ops.h"
+
+#include <tgmath.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
-#include "fastmath_internal.h"
+#include "kernels_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
 static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
@@ -35,108 +36,7 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 #define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 
-/* dx[i] += e for every i, or dx[i] = e when the gradient is new (!acc):
- * two loops, so a new gradient is neither zero-filled nor read */
-#define PUT(e)                                                                              \
-    do {                                                                                    \
-        if (acc)                                                                            \
-            for (int64_t i = 0; i < n; i++) dx[i] += (e);                                   \
-        else                                                                                \
-            for (int64_t i = 0; i < n; i++) dx[i] = (e);                                    \
-    } while (0)
-
-/* d gelu / dx, erf and tanh forms */
-#define DEFINE_GELU_GRADS(T)                                                                \
-    static inline T gelu_grad_##T(T v)                                                      \
-    {                                                                                       \
-        return (T)0.5 * ((T)1 + erf(v * (T)INV_SQRT2)) + v * (T)INV_SQRT_2PI * exp((T)-0.5 * v * v); \
-    }                                                                                       \
-    static inline T gelu_tanh_grad_##T(T v)                                                 \
-    {                                                                                       \
-        T t = tanh((T)GELU_K * (v + (T)GELU_C * v * v * v));                                \
-        T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);                                \
-        return (T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * du;                      \
-    }
-DEFINE_GELU_GRADS(float)
-DEFINE_GELU_GRADS(double)
-
-#define DEFINE_UNARY(T)                                                                     \
-    static void forward_##T(int op, T s, int64_t n, const T *restrict x, T *restrict y)                    \
-    {                                                                                       \
-        switch (op) {                                                                       \
-        case SCALE: for (int64_t i = 0; i < n; i++) y[i] = s * x[i]; break;                 \
-        case NEG:   for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;                    \
-        case EXP:   for (int64_t i = 0; i < n; i++) y[i] = exp(x[i]); break;                \
-        case LOG:   for (int64_t i = 0; i < n; i++) y[i] = log(x[i]); break;                \
-        case TANH:  for (int64_t i = 0; i < n; i++) y[i] = tanh(x[i]); break;               \
-        case SQRT:  for (int64_t i = 0; i < n; i++) y[i] = sqrt(x[i]); break;               \
-        case RELU:  for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;      \
-        case GELU:                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                 \
-                y[i] = x[i] * (T)0.5 * ((T)1 + erf(x[i] * (T)INV_SQRT2));                   \
-            break;                                                                          \
-        default:                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T v = x[i];                                                                 \
-                y[i] = (T)0.5 * v * ((T)1 + tanh((T)GELU_K * (v + (T)GELU_C * v * v * v))); \
-            }                                                                               \
-            break;                                                                          \
-        }                                                                                   \
-    }                                                                                       \
-    static void backward_##T(int op, T s, int64_t n, const T *restrict x, const T *restrict y, \
-                             const T *restrict dy, T *restrict dx, bool acc)                \
-    {                                                                                       \
-        switch (op) {                                                                       \
-        case SCALE: PUT(s * dy[i]); break;                                                  \
-        case NEG:   PUT(-dy[i]); break;                                                     \
-        case EXP:   PUT(dy[i] * y[i]); break;                                               \
-        case LOG:   PUT(dy[i] / x[i]); break;                                               \
-        case TANH:  PUT(dy[i] * ((T)1 - y[i] * y[i])); break;                               \
-        case SQRT:  PUT(y[i] > 0 ? dy[i] * (T)0.5 / y[i] : 0); break;                       \
-        case RELU:  PUT(x[i] > 0 ? dy[i] : 0); break;                                       \
-        case GELU:  PUT(dy[i] * gelu_grad_##T(x[i])); break;                                \
-        default:    PUT(dy[i] * gelu_tanh_grad_##T(x[i])); break;                           \
-        }                                                                                   \
-    }
-
-DEFINE_UNARY(float)
-DEFINE_UNARY(double)
-
-/* f32 GELU (erf): y = x Phi(x), dx += dy (Phi(x) + x phi(x)) */
-TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float e;
-        y[i] = x[i] * tg_fphi(x[i] * (float)INV_SQRT2, &e);
-    }
-}
-
-/* gelu' x = Phi(x) + x phi(x) with z = x / sqrt 2, a = |z|, e = exp(-a^2):
- * Phi = h or 1 - h (z < 0 or not), h = e (1 + a V(a)) / 2 (fastmath),
- * x phi(x) = -+ a e / sqrt(pi); so gelu' = q (z < 0) or 1 - q,
- * q = e (1 + a (V(a) - 2 / sqrt(pi))) / 2: one expression, no separate
- * x phi term. Past a = 4 V is used beyond its fit, where e < 1.2e-7 makes
- * its error negligible. For a^2 >= 87 (|x| > 13.2, where x phi(x) is
- * below float's smallest normal) it is the step [x > 0], as in f64; x =
- * +-inf gives NaN (as f64's Phi + x phi = 1 + inf 0, and PyTorch), and NaN
- * gives NaN. (Not x times the clamped exp(-87) / sqrt(2 pi): 2.97 at
- * x = 3e38.) */
-static inline float gelu_grad_f32(float x)
-{
-    const float z = x * (float)INV_SQRT2, a = fabsf(z), s = a * a;
-    const float e = tg_fexp_unclamped(-s);
-    const float t = a * (tg_ferfc_v(a) - 1.1283791670955126f); /* 2 / sqrt(pi) */
-    const float q = 0.5f * (e + e * t);
-    const int neg = z < 0;
-    const float far = tg_fsel(neg, 0.0f, 1.0f) + (x - x);   /* x phi(x) is 0 there; x - x: NaN at +-inf, NaN */
-    return tg_fsel(s < 87.0f, tg_fsel(neg, q, 1.0f - q), far);
-}
-
-TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
-                                            float *restrict dx, bool acc)
-{
-    PUT(dy[i] * gelu_grad_f32(x[i]));
-}
+/* ---- the op ----------------------------------------------------------- */
 
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
@@ -150,34 +50,8 @@ typedef struct unary_job {
 
 #define UNARY_GRAIN 16384   /* elements: below this a thread is not worth waking */
 
-static void unary_part(void *ctx, int64_t lo, int64_t hi)
-{
-    const unary_job *j = ctx;
-    const int64_t n = hi - lo;
-    if (j->dt == TG_F32) {
-        const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
-        float *out = (float *)j->out + lo;
-        if (!j->backward && j->op == GELU) gelu_forward_f32(n, x, out);
-        else if (!j->backward) forward_float(j->op, (float)j->s, n, x, out);
-        else if (j->op == GELU) gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
-        else backward_float(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
-    } else {
-        const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
-        double *out = (double *)j->out + lo;
-        if (!j->backward) forward_double(j->op, j->s, n, x, out);
-        else backward_double(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
-    }
-}
-
-static void unary_backward(tg_graph *g, tg_node *nd)
-{
-    tg_tensor *x = nd->in[0], *y = nd->out;
-    bool store;
-    void *dx = tg_grad_store(g, x, &store);
-    if (!dx) return;
-    unary_job j = {nd->iarg[0], true, !store, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
-    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
-}
+static void unary_part(void *ctx, int64_t lo, int64_t hi);
+static void unary_backward(tg_graph *g, tg_node *nd);
 
 /* log needs x > 0 and sqrt x >= 0: name the first element outside. */
 static bool check_domain(tg_graph *g, int op, const tg_tensor *x)
@@ -235,4 +109,69 @@ tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
         return tg_fail(g, "gelu: unknown mode %d (use TG_GELU_ERF or TG_GELU_TANH)", (int)mode);
     }
     return unary(g, mode == TG_GELU_ERF ? GELU : GELU_TANH, x, 0);
+}
+
+/* ---- the reference kernels (f64), and the f32 ones they share --------- */
+
+/* The simple ops, f32 and f64 from one text: forward_f32, backward_f32,
+ * forward_f64, backward_f64 (switching on op). */
+#define T float
+#define KERNEL(name) name##_f32
+#include "unary_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "unary_kernels.inc"
+
+/* The reference GELU (erf), f64: y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
+void tg_gelu_forward_f64(int64_t n, const double *restrict x, double *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * INV_SQRT2));
+}
+
+/* gelu' x = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) */
+static inline double gelu_grad_f64(double v)
+{
+    return 0.5 * (1 + erf(v * INV_SQRT2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+}
+
+/* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
+void tg_gelu_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx, bool acc)
+{
+    if (acc)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f64(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f64(x[i]);
+}
+
+/* ---- backward, and the chunks shared out among threads ---------------- */
+
+static void unary_backward(tg_graph *g, tg_node *nd)
+{
+    tg_tensor *x = nd->in[0], *y = nd->out;
+    bool store;
+    void *dx = tg_grad_store(g, x, &store);
+    if (!dx) return;
+    unary_job j = {nd->iarg[0], true, !store, x->dtype, nd->darg[0], x->data, y->data, y->grad, dx};
+    tg_parallel_for(x->numel, UNARY_GRAIN, unary_part, &j);
+}
+
+static void unary_part(void *ctx, int64_t lo, int64_t hi)
+{
+    const unary_job *j = ctx;
+    const int64_t n = hi - lo;
+    if (j->dt == TG_F32) {
+        const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
+        float *out = (float *)j->out + lo;
+        if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
+        else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
+        else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
+        else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
+    } else {
+        const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
+        double *out = (double *)j->out + lo;
+        if (!j->backward && j->op == GELU) tg_gelu_forward_f64(n, x, out);
+        else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
+        else if (j->op == GELU) tg_gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
+        else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
+    }
 }

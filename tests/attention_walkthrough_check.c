@@ -673,15 +673,7 @@ int main(int argc, char **argv)
         return 2;
     }
     walkthrough = argv[1];
-    Suite *s = suite_create("attention_walkthrough");
-    TCase *tc = tcase_create("output");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, default_run);
-    tcase_add_test(tc, tutorial_cases);
-    tcase_add_test(tc, f32_agrees_with_f64);
-    tcase_add_test(tc, other_shapes);
-    tcase_add_test(tc, seed_changes_the_inputs);
-    tcase_add_test(tc, bad_options);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("attention_walkthrough", "output", 120,
+                   TT_TESTS(default_run, tutorial_cases, f32_agrees_with_f64, other_shapes, seed_changes_the_inputs,
+                            bad_options));
 }

@@ -5,6 +5,8 @@
  *   llama2c_run MODEL TOKENIZER PROMPT STEPS        greedy text, as run.c -t 0 -n STEPS -i PROMPT
  *   llama2c_run MODEL TOKENIZER PROMPT STEPS BATCH  also writes the prompt's tokens as a batch
  *                                                    (idx, targets) and prints "loss L" for it
+ *   llama2c_run --encode TOKENIZER < TEXT           the ids run.c's encoder gives TEXT (up to its
+ *                                                    first NUL), BOS first, on one line
  *
  * What it reproduces of run.c: the encoder (BOS, the " " dummy prefix for
  * a non-empty prompt, each UTF-8 code point looked up as a piece, else
@@ -29,6 +31,7 @@ typedef struct {
     config c;
     float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final, *wcls;
     float *kc, *vc;   /* caches (n_layers, seq, kv_dim) */
+    int32_t *file;    /* the whole checkpoint; the weights point into it */
 } model;
 
 static char **pieces;
@@ -47,10 +50,54 @@ static void *read_all(const char *path, long *n)
     return b;
 }
 
+static int *sorted;   /* ids in strcmp order of their pieces, for lookup */
+static int n_pieces;
+
+static int by_piece(const void *a, const void *b) { return strcmp(pieces[*(const int *)a], pieces[*(const int *)b]); }
+
+/* tokenizer.bin: int32 max length, then per id float32 score, int32
+ * length, the bytes. V ids, or (V < 0) as many as the file holds; returns
+ * the count. */
+static int read_tokenizer(const char *path, int V)
+{
+    long n;
+    char *t = read_all(path, &n), *q = t + 4, *end = t + n;
+    int cap = V > 0 ? V : 1024, k = 0;
+    pieces = malloc((size_t)cap * sizeof *pieces);
+    scores = malloc((size_t)cap * sizeof *scores);
+    for (; V > 0 ? k < V : q + 8 <= end; k++) {
+        if (k == cap) {
+            cap *= 2;
+            pieces = realloc(pieces, (size_t)cap * sizeof *pieces);
+            scores = realloc(scores, (size_t)cap * sizeof *scores);
+        }
+        int32_t len;
+        memcpy(&scores[k], q, 4);
+        memcpy(&len, q + 4, 4);
+        if (len < 0 || q + 8 + len > end) { fprintf(stderr, "%s: piece %d runs past the end\n", path, k); exit(1); }
+        pieces[k] = calloc((size_t)len + 1, 1);
+        memcpy(pieces[k], q + 8, (size_t)len);
+        q += 8 + len;
+    }
+    sorted = malloc((size_t)k * sizeof *sorted);
+    for (int i = 0; i < k; i++) sorted[i] = i;
+    qsort(sorted, (size_t)k, sizeof *sorted, by_piece);
+    free(t);
+    return n_pieces = k;
+}
+
+static void free_tokenizer(void)
+{
+    for (int i = 0; i < n_pieces; i++) free(pieces[i]);
+    free(pieces);
+    free(scores);
+    free(sorted);
+}
+
 static void load(model *m, const char *path, const char *tok)
 {
     long n;
-    int32_t *hdr = read_all(path, &n);
+    int32_t *hdr = m->file = read_all(path, &n);
     config *c = &m->c;
     *c = (config){hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], abs(hdr[5]), hdr[6]};
     const int shared = hdr[5] > 0, hs = c->dim / c->n_heads, kv = c->n_kv * hs, L = c->n_layers;
@@ -70,23 +117,19 @@ static void load(model *m, const char *path, const char *tok)
     m->wcls = shared ? m->emb : p;
     m->kc = calloc((size_t)L * c->seq * kv, sizeof(float));
     m->vc = calloc((size_t)L * c->seq * kv, sizeof(float));
-    char *t = read_all(tok, &n), *q = t + 4;
-    pieces = malloc((size_t)c->vocab * sizeof *pieces);
-    scores = malloc((size_t)c->vocab * sizeof *scores);
-    for (int i = 0; i < c->vocab; i++) {
-        int32_t len;
-        memcpy(&scores[i], q, 4);
-        memcpy(&len, q + 4, 4);
-        pieces[i] = calloc((size_t)len + 1, 1);
-        memcpy(pieces[i], q + 8, (size_t)len);
-        q += 8 + len;
-    }
+    read_tokenizer(tok, c->vocab);
 }
 
+/* The id whose piece is s (binary search, as run.c), or -1. */
 static int lookup(const char *s, int V)
 {
-    for (int i = 0; i < V; i++)
-        if (!strcmp(pieces[i], s)) return i;
+    int lo = 0, hi = V - 1;
+    while (lo <= hi) {
+        const int mid = (lo + hi) / 2, c = strcmp(pieces[sorted[mid]], s);
+        if (!c) return sorted[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
     return -1;
 }
 
@@ -110,7 +153,7 @@ static int encode(const char *text, int V, int *out)
         float best = -1e10f;
         int at = -1, id = -1;
         for (int i = 0; i + 1 < n; i++) {
-            char buf[256];
+            char buf[2048];
             snprintf(buf, sizeof buf, "%s%s", pieces[out[i]], pieces[out[i + 1]]);
             int k = lookup(buf, V);
             if (k >= 0 && scores[k] > best) best = scores[k], at = i, id = k;
@@ -205,8 +248,68 @@ static void print_piece(int prev, int token)
     fputs(p, stdout);
 }
 
+/* The prompt as a batch: its mean cross-entropy printed, and the batch
+ * (idx, targets) written to PATH for tiny_gpt eval to score. */
+static int score(model *m, const int *prompt, int np, float *logits, const char *path)
+{
+    const int V = m->c.vocab;
+    double loss = 0;
+    for (int t = 0; t + 1 < np; t++) {
+        forward(m, prompt[t], t, logits);
+        double mx = -1e30, s = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, logits[i]);
+        for (int i = 0; i < V; i++) s += exp(logits[i] - mx);
+        loss += (mx + log(s) - logits[prompt[t + 1]]) / (np - 1);
+    }
+    tg_st_writer *w = tg_st_writer_new();
+    int64_t shape[2] = {1, np - 1};
+    tg_st_writer_add(w, "idx", "I32", 2, shape, prompt);
+    tg_st_writer_add(w, "targets", "I32", 2, shape, prompt + 1);
+    char err[512];
+    const int rc = tg_st_writer_save(w, path, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    else printf("loss %.9g\n", loss);
+    tg_st_writer_free(w);
+    return rc ? 1 : 0;
+}
+
+/* Greedy generation: the prompt teacher-forced, then argmax until BOS. */
+static void generate(model *m, const int *prompt, int np, int steps, float *logits)
+{
+    const int V = m->c.vocab;
+    int token = prompt[0];
+    for (int pos = 0; pos < steps; pos++) {
+        forward(m, token, pos, logits);
+        int next = 0;
+        if (pos < np - 1) next = prompt[pos + 1];
+        else
+            for (int i = 1; i < V; i++)
+                if (logits[i] > logits[next]) next = i;
+        if (next == 1) break;
+        print_piece(token, next);
+        token = next;
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--encode")) {
+        const int V = read_tokenizer(argv[2], -1);
+        size_t cap = 1 << 16, n = 0;
+        char *text = malloc(cap + 1);
+        for (size_t got; (got = fread(text + n, 1, cap - n, stdin)) > 0;)
+            if ((n += got) == cap) text = realloc(text, (cap *= 2) + 1);
+        text[n] = 0;
+        int *ids = malloc((strlen(text) + 3) * sizeof *ids);
+        const int k = encode(text, V, ids);
+        for (int i = 0; i < k; i++) printf(i ? " %d" : "%d", ids[i]);
+        printf("\n");
+        free(ids);
+        free(text);
+        free_tokenizer();
+        return 0;
+    }
     if (argc != 5 && argc != 6) {
         fprintf(stderr, "usage: llama2c_run MODEL TOKENIZER PROMPT STEPS [BATCH]\n");
         return 1;
@@ -221,37 +324,12 @@ int main(int argc, char **argv)
     int *prompt = malloc((strlen(argv[3]) * 3 + 3) * sizeof *prompt);
     const int np = encode(argv[3], V, prompt);
     float *logits = malloc((size_t)V * sizeof *logits);
-    if (argc == 6) {   /* the prompt as a batch, and its mean cross-entropy */
-        double loss = 0;
-        for (int t = 0; t + 1 < np; t++) {
-            forward(&m, prompt[t], t, logits);
-            double mx = -1e30, s = 0;
-            for (int i = 0; i < V; i++) mx = fmax(mx, logits[i]);
-            for (int i = 0; i < V; i++) s += exp(logits[i] - mx);
-            loss += (mx + log(s) - logits[prompt[t + 1]]) / (np - 1);
-        }
-        tg_st_writer *w = tg_st_writer_new();
-        int64_t shape[2] = {1, np - 1};
-        tg_st_writer_add(w, "idx", "I32", 2, shape, prompt);
-        tg_st_writer_add(w, "targets", "I32", 2, shape, prompt + 1);
-        char err[512];
-        if (tg_st_writer_save(w, argv[5], err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-        tg_st_writer_free(w);
-        printf("loss %.9g\n", loss);
-        return 0;
-    }
-    int token = prompt[0];
-    for (int pos = 0; pos < steps; pos++) {
-        forward(&m, token, pos, logits);
-        int next = 0;
-        if (pos < np - 1) next = prompt[pos + 1];
-        else
-            for (int i = 1; i < V; i++)
-                if (logits[i] > logits[next]) next = i;
-        if (next == 1) break;
-        print_piece(token, next);
-        token = next;
-    }
-    printf("\n");
-    return 0;
+    const int rc = argc == 6 ? score(&m, prompt, np, logits, argv[5]) : (generate(&m, prompt, np, steps, logits), 0);
+    free(logits);
+    free(prompt);
+    free(m.kc);
+    free(m.vc);
+    free(m.file);
+    free_tokenizer();
+    return rc;
 }

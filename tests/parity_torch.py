@@ -24,31 +24,20 @@ attention, when absent). One line per check with the measured error, then
 Exit 0 if all pass, 1 if any fails, 77 if torch is not importable.
 """
 
-import argparse
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-    import torch
-except Exception as e:  # noqa: BLE001 - any import failure means skip
-    print("skipped: torch/numpy not importable (%s: %s)" % (type(e).__name__, e))
-    sys.exit(77)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parity_common as pc  # noqa: E402  (exits 77 without torch/numpy; puts bench/ on sys.path)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import safetensors_io as st  # noqa: E402
+import torch_common as tc  # noqa: E402
 import torch_gpt as tg  # noqa: E402
 
-EXTRA_ARGS = []  # appended to every binary run (--attn)
-
-TOL_F64 = 1e-10
-TOL_F32 = 2e-5
-STEPS = 3
+TIED = ("lm_head.weight", "transformer.wte.weight")   # the head is the embedding
 
 # name, config, B, T, options
 #   wdt: dtype of the weights file for the f64 runs; idt: batch int dtype;
@@ -90,20 +79,6 @@ CONFIGS = [
 QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70")
 
 
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def record(self, ok, label, detail):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-        print("%s %s: %s" % ("PASS" if ok else "FAIL", label, detail), flush=True)
-        return ok
-
-
 def random_weights(cfg, rng, scale):
     """nanoGPT-named numpy float64 weights: matrices/embeddings normal(0,
     scale), biases normal(0, 0.1) (so they matter), LayerNorm weights
@@ -124,21 +99,8 @@ def random_weights(cfg, rng, scale):
     return out
 
 
-def random_batch(cfg, b, t, rng, ignore, row_ignored=None):
-    v = cfg["vocab_size"]
-    idx = rng.integers(0, v, size=(b, t))
-    targets = rng.integers(0, v, size=(b, t))
-    targets[rng.random((b, t)) < ignore] = -1
-    if row_ignored is not None:
-        targets[row_ignored, :] = -1
-    if (targets >= 0).sum() == 0:
-        targets[0, 0] = 0
-    return idx, targets
-
-
 def write_weights(path, w, cfg, dtype, head):
-    npdt = {"F32": np.float32, "F64": np.float64}[dtype]
-    tensors = {n: a.astype(npdt) for n, a in w.items()}
+    tensors = pc.weights_in(w, dtype)
     if head:
         tensors["lm_head.weight"] = tensors["transformer.wte.weight"]
     st.write(path, tensors, tg.config_to_meta(cfg))
@@ -147,161 +109,44 @@ def write_weights(path, w, cfg, dtype, head):
 def torch_ref_eval(cfg, w, idx, targets):
     model = tg.GPT(cfg).to(torch.float64)
     tg.load_weights(model, w)
-    return tg.eval_grads(model, torch.from_numpy(idx), torch.from_numpy(targets))
+    return tc.eval_grads(model, torch.from_numpy(idx), torch.from_numpy(targets))
 
 
 def torch_ref_step(cfg, w, idx, targets, lr, wd, beta2, clip):
     model = tg.GPT(cfg).to(torch.float64)
     tg.load_weights(model, w)
-    tg.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), STEPS, lr, wd, beta2, clip)
+    tc.run_steps(model, torch.from_numpy(idx), torch.from_numpy(targets), pc.STEPS, lr, wd, beta2, clip)
     return tg.state_to_numpy(model, np.float64)
-
-
-def run_binary(binary, args, label, checks):
-    """Runs BINARY args; returns stdout, or None after recording a failure."""
-    try:
-        r = subprocess.run([binary] + args + EXTRA_ARGS, capture_output=True, text=True, timeout=300)
-    except OSError as e:
-        checks.record(False, label, "could not run %s: %s" % (binary, e))
-        return None
-    except subprocess.TimeoutExpired:
-        checks.record(False, label, "timed out after 300 s")
-        return None
-    if r.returncode != 0:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-        checks.record(False, label, "exit status %d: %s" % (r.returncode, " | ".join(tail)))
-        return None
-    return r.stdout
-
-
-def parse_loss(out):
-    for line in out.splitlines():
-        m = re.match(r"^\s*loss\s+(\S+)\s*$", line)
-        if m:
-            try:
-                return float(m.group(1))
-            except ValueError:
-                return None
-    return None
-
-
-def read_output(path, label, checks):
-    if not os.path.exists(path):
-        checks.record(False, label, "binary did not write %s" % path)
-        return None
-    try:
-        tensors, _ = st.read(path)
-    except (ValueError, OSError) as e:
-        checks.record(False, label, "cannot read %s: %s" % (path, e))
-        return None
-    return tensors
-
-
-def compare_tensors(label, got, ref, want_dtype, tol, relative_to_one, checks):
-    """Per parameter: max|got - ref| <= tol (1 + max|ref|) (relative_to_one)
-    or tol max|ref|; checks names, shapes and dtypes too. One line."""
-    problems = []
-    extra = sorted(set(got) - set(ref) - {"lm_head.weight"})
-    if extra:
-        problems.append("unexpected tensors " + ", ".join(extra))
-    worst = (-1.0, "", 0.0)  # ratio err/bound, name, err
-    for n, r in ref.items():
-        if n not in got:
-            problems.append("missing " + n)
-            continue
-        g = got[n]
-        if tuple(g.shape) != tuple(r.shape):
-            problems.append("%s shape %s, expected %s" % (n, g.shape, r.shape))
-            continue
-        if st.dtype_name(g) != want_dtype:
-            problems.append("%s dtype %s, expected %s" % (n, st.dtype_name(g), want_dtype))
-        err = float(np.max(np.abs(g.astype(np.float64) - r))) if r.size else 0.0
-        mag = float(np.max(np.abs(r))) if r.size else 0.0
-        bound = tol * (1.0 + mag) if relative_to_one else tol * mag
-        if not np.isfinite(err) or err > bound:
-            problems.append("%s max abs err %.3e > %.3e" % (n, err, bound))
-        ratio = err / bound if bound > 0 else (0.0 if err == 0 else float("inf"))
-        if not np.isfinite(err):
-            ratio = float("inf")
-        if ratio > worst[0]:
-            worst = (ratio, n, err)
-    if "lm_head.weight" in got and "transformer.wte.weight" in got:
-        if not np.array_equal(got["lm_head.weight"], got["transformer.wte.weight"]):
-            problems.append("lm_head.weight differs from transformer.wte.weight")
-    detail = "%d tensors, worst %s max abs err %.3e (%.3g of its bound)" % (
-        len(ref), worst[1] or "-", worst[2], worst[0])
-    if problems:
-        detail += "; " + "; ".join(problems[:8])
-        if len(problems) > 8:
-            detail += "; ... %d more" % (len(problems) - 8)
-    return checks.record(not problems, label, detail)
-
-
-def check_loss(label, loss, ref, tol, checks, out):
-    if loss is None:
-        first = out.strip().splitlines()[:3]
-        return checks.record(False, label, "no `loss <value>` line in the output (%s)"
-                             % (" | ".join(first) or "empty output"))
-    err = abs(loss - ref) / abs(ref)
-    ok = bool(np.isfinite(loss)) and err <= tol
-    return checks.record(ok, label, "loss %.17g ref %.17g rel err %.3e (tol %.0e)"
-                         % (loss, ref, err, tol))
 
 
 def run_config(binary, tmp, name, cfg, b, t, opt, seed, checks):
     rng = np.random.default_rng(seed)
     w = random_weights(cfg, rng, opt["scale"])
-    idx, targets = random_batch(cfg, b, t, rng, opt["ignore"], opt.get("row_ignored"))
+    idx, targets = pc.random_batch(cfg, b, t, rng, opt["ignore"], opt.get("row_ignored"))
     d = os.path.join(tmp, name)
     os.makedirs(d, exist_ok=True)
-    bpath = os.path.join(d, "batch.safetensors")
-    npidt = {"I32": np.int32, "I64": np.int64}[opt["idt"]]
-    st.write(bpath, {"idx": idx.astype(npidt), "targets": targets.astype(npidt)})
+    bpath = pc.write_batch(os.path.join(d, "batch.safetensors"), idx, targets, opt["idt"])
 
     # --- eval f64 (weights file F64 or F32; the reference uses what the file holds)
-    w64 = {n: a.astype(np.float32).astype(np.float64) if opt["wdt"] == "F32" else a
-           for n, a in w.items()}
+    w64 = pc.rounded_to_f32(w) if opt["wdt"] == "F32" else w
     wpath = os.path.join(d, "w_%s.safetensors" % opt["wdt"].lower())
     write_weights(wpath, w64, cfg, opt["wdt"], opt["head"])
-    ref_loss, ref_grads = torch_ref_eval(cfg, w64, idx, targets)
-    gpath = os.path.join(d, "grads_f64.safetensors")
     label = "%s eval f64 (W %s, batch %s, B=%d T=%d)" % (name, opt["wdt"], opt["idt"], b, t)
-    out = run_binary(binary, ["eval", "--init", wpath, "--batch", bpath, "--dump-grads", gpath,
-                              "--dtype", "f64"], label, checks)
-    if out is not None:
-        check_loss(label + " loss", parse_loss(out), ref_loss, TOL_F64, checks, out)
-        got = read_output(gpath, label + " grads", checks)
-        if got is not None:
-            compare_tensors(label + " grads", got, ref_grads, "F64", TOL_F64, True, checks)
+    pc.check_eval(binary, label, "f64", wpath, bpath, os.path.join(d, "grads_f64.safetensors"),
+                  torch_ref_eval(cfg, w64, idx, targets), checks, tied=TIED)
 
     # --- eval f32: weights rounded to f32, reference in f64 on those
-    w32 = {n: a.astype(np.float32).astype(np.float64) for n, a in w.items()}
+    w32 = pc.rounded_to_f32(w)
     w32path = os.path.join(d, "w_f32.safetensors")
     write_weights(w32path, w32, cfg, "F32", opt["head"])
-    ref_loss32, ref_grads32 = torch_ref_eval(cfg, w32, idx, targets)
-    gpath32 = os.path.join(d, "grads_f32.safetensors")
-    label = "%s eval f32" % name
-    out = run_binary(binary, ["eval", "--init", w32path, "--batch", bpath, "--dump-grads", gpath32,
-                              "--dtype", "f32"], label, checks)
-    if out is not None:
-        check_loss(label + " loss", parse_loss(out), ref_loss32, TOL_F32, checks, out)
-        got = read_output(gpath32, label + " grads", checks)
-        if got is not None:
-            compare_tensors(label + " grads", got, ref_grads32, "F32", TOL_F32, False, checks)
+    pc.check_eval(binary, "%s eval f32" % name, "f32", w32path, bpath, os.path.join(d, "grads_f32.safetensors"),
+                  torch_ref_eval(cfg, w32, idx, targets), checks, tied=TIED)
 
     # --- step f64
     lr, wd, beta2, clip = opt["step"]
-    ref_w = torch_ref_step(cfg, w64, idx, targets, lr, wd, beta2, clip)
-    opath = os.path.join(d, "w_after.safetensors")
-    label = "%s step f64 x%d (lr %g wd %g beta2 %g clip %g)" % (name, STEPS, lr, wd, beta2, clip)
-    out = run_binary(binary, ["step", "--init", wpath, "--batch", bpath, "--steps", str(STEPS),
-                              "--lr", repr(lr), "--weight-decay", repr(wd), "--beta2", repr(beta2),
-                              "--grad-clip", repr(clip), "--out", opath, "--dtype", "f64"],
-                     label, checks)
-    if out is not None:
-        got = read_output(opath, label + " weights", checks)
-        if got is not None:
-            compare_tensors(label + " weights", got, ref_w, "F64", TOL_F64, True, checks)
+    label = "%s step f64 x%d (lr %g wd %g beta2 %g clip %g)" % (name, pc.STEPS, lr, wd, beta2, clip)
+    pc.check_step(binary, label, wpath, bpath, os.path.join(d, "w_after.safetensors"), opt["step"],
+                  torch_ref_step(cfg, w64, idx, targets, lr, wd, beta2, clip), checks, tied=TIED)
 
 
 # ---- --self-test: the torch side checked without the binary ---------------
@@ -364,29 +209,6 @@ def np_loss(cfg, w, idx, targets):
     return total / count
 
 
-def np_adamw(cfg, w, grad_fn, steps, lr, wd, beta2, clip, beta1=0.9, eps=1e-8):
-    """Plain AdamW with nanoGPT's grouping and clip_grad_norm_, in numpy."""
-    w = {n: a.copy() for n, a in w.items()}
-    m = {n: np.zeros_like(a) for n, a in w.items()}
-    v = {n: np.zeros_like(a) for n, a in w.items()}
-    for t in range(1, steps + 1):
-        g = grad_fn(w)
-        if clip > 0:
-            norm = np.sqrt(sum((a ** 2).sum() for a in g.values()))
-            coef = clip / (norm + 1e-6)
-            if coef < 1:
-                g = {n: a * coef for n, a in g.items()}
-        for n in w:
-            if w[n].ndim >= 2:
-                w[n] = w[n] * (1 - lr * wd)
-            m[n] = beta1 * m[n] + (1 - beta1) * g[n]
-            v[n] = beta2 * v[n] + (1 - beta2) * g[n] ** 2
-            mhat = m[n] / (1 - beta1 ** t)
-            vhat = v[n] / (1 - beta2 ** t)
-            w[n] = w[n] - lr * mhat / (np.sqrt(vhat) + eps)
-    return w
-
-
 def self_test(checks):
     import struct
     tmp = tempfile.mkdtemp(prefix="parity_selftest_")
@@ -436,12 +258,9 @@ def self_test(checks):
         for i, (name, cfg, b, t, opt) in enumerate(CONFIGS):
             rng = np.random.default_rng(1000 + i)
             w = random_weights(cfg, rng, opt["scale"])
-            idx, targets = random_batch(cfg, b, t, rng, opt["ignore"], opt.get("row_ignored"))
-            ref = np_loss(cfg, w, idx, targets)
+            idx, targets = pc.random_batch(cfg, b, t, rng, opt["ignore"], opt.get("row_ignored"))
             loss, _ = torch_ref_eval(cfg, w, idx, targets)
-            err = abs(loss - ref) / abs(ref)
-            checks.record(err <= 1e-12, "selftest %s torch loss vs naive numpy" % name,
-                          "loss %.17g numpy %.17g rel err %.3e" % (loss, ref, err))
+            pc.check_loss_vs_numpy(name, loss, np_loss(cfg, w, idx, targets), checks)
             model = tg.GPT(cfg).double()
             tg.load_weights(model, w)
             path = os.path.join(tmp, name + ".safetensors")
@@ -455,104 +274,26 @@ def self_test(checks):
         cfg = tg.make_config(2, 2, 4, 5, 7, bias=True)
         rng = np.random.default_rng(7)
         w = random_weights(cfg, rng, 0.3)
-        idx, targets = random_batch(cfg, 2, 5, rng, 0.3)
+        idx, targets = pc.random_batch(cfg, 2, 5, rng, 0.3)
         model = tg.GPT(cfg).double()
         tg.load_weights(model, w)
-        names = tg.param_names(model)
-        ti, tt = torch.from_numpy(idx), torch.from_numpy(targets)
-
-        def f(*ps):
-            sd = dict(zip(names, ps))
-            sd["lm_head.weight"] = sd["transformer.wte.weight"]
-            return torch.func.functional_call(model, sd, (ti, tt))[1] if hasattr(torch, "func") \
-                else torch.nn.utils.stateless.functional_call(model, sd, (ti, tt))[1]
-
-        inputs = tuple(p.detach().clone().requires_grad_(True) for p in model.parameters())
-        ok = torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-7, rtol=1e-5, raise_exception=False)
-        checks.record(bool(ok), "selftest torch.autograd.gradcheck of the loss (all %d parameters)"
-                      % len(names), "eps 1e-6 atol 1e-7 rtol 1e-5")
+        pc.check_gradcheck("selftest torch.autograd.gradcheck of the loss (all %d parameters)"
+                           % len(tg.param_names(model)), model, idx, targets, checks, tied=TIED)
         # the model's own gradients vs central differences on the numpy loss
         _, grads = torch_ref_eval(cfg, w, idx, targets)
-        worst = 0.0
-        for n in ("transformer.wte.weight", "transformer.h.1.attn.c_attn.bias",
-                  "transformer.h.0.ln_1.weight", "transformer.ln_f.bias"):
-            flat = w[n].reshape(-1)
-            for j in rng.choice(flat.size, size=min(4, flat.size), replace=False):
-                old = flat[j]
-                flat[j] = old + 1e-6
-                lp = np_loss(cfg, w, idx, targets)
-                flat[j] = old - 1e-6
-                lm = np_loss(cfg, w, idx, targets)
-                flat[j] = old
-                worst = max(worst, abs((lp - lm) / 2e-6 - grads[n].reshape(-1)[j]))
-        checks.record(worst <= 1e-8, "selftest torch grads vs central differences of numpy loss",
-                      "max abs err %.3e (tol 1e-8)" % worst)
+        pc.check_central_differences(np_loss, cfg, w, idx, targets, grads,
+                                     ("transformer.wte.weight", "transformer.h.1.attn.c_attn.bias",
+                                      "transformer.h.0.ln_1.weight", "transformer.ln_f.bias"), rng, checks)
 
-        # optimizer: configure_adamw + clipping vs plain numpy AdamW
-        for clip in (0.0, 0.05):
-            def grad_fn(ww):
-                return torch_ref_eval(cfg, ww, idx, targets)[1]
-            ref_w = np_adamw(cfg, w, grad_fn, 3, 1e-2, 0.1, 0.99, clip)
-            got = torch_ref_step(cfg, w, idx, targets, 1e-2, 0.1, 0.99, clip)
-            # bound as in the parity step check (see the note above CONFIGS:
-            # the key bias moves by rounding noise / eps, ~1e-12 here)
-            err, ratio = 0.0, 0.0
-            for n in ref_w:
-                e = float(np.max(np.abs(got[n] - ref_w[n])))
-                err = max(err, e)
-                ratio = max(ratio, e / (TOL_F64 * (1 + float(np.max(np.abs(ref_w[n]))))))
-            checks.record(ratio <= 1, "selftest AdamW x3 (clip %g) vs numpy AdamW" % clip,
-                          "max abs err %.3e (%.3g of the bound)" % (err, ratio))
+        # optimizer: configure_adamw + clipping vs plain numpy AdamW, bound as
+        # in the parity step check (see the note above CONFIGS: the key bias
+        # moves by rounding noise / eps, ~1e-12 here)
+        pc.check_adamw(cfg, w, idx, targets, torch_ref_eval, torch_ref_step, checks)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("binary", nargs="?", help="path to the tiny_gpt executable")
-    ap.add_argument("--self-test", action="store_true",
-                    help="check the torch side only (naive numpy, gradcheck, round trips)")
-    ap.add_argument("--quick", action="store_true", help="only %d configs" % len(QUICK))
-    ap.add_argument("--keep", metavar="DIR", help="write the files under DIR and keep them")
-    ap.add_argument("--attn", choices=("fused", "composed"),
-                    help="pass --attn to every eval/step run (default: the binary's)")
-    args = ap.parse_args()
-    if args.attn:
-        EXTRA_ARGS.extend(["--attn", args.attn])
-
-    torch.set_num_threads(1)
-    checks = Checks()
-    if args.self_test:
-        self_test(checks)
-        print("%d passed, %d failed" % (checks.passed, checks.failed))
-        return 0 if checks.failed == 0 else 1
-    if not args.binary:
-        ap.error("BINARY is required (or --self-test)")
-    binary = args.binary
-    if os.sep not in binary:
-        binary = shutil.which(binary) or binary
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        checks.record(False, "binary", "%s is missing or not executable (build examples/tiny_gpt "
-                      "first)" % args.binary)
-        print("%d passed, %d failed" % (checks.passed, checks.failed))
-        return 1
-
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        tmp = args.keep
-    else:
-        tmp = tempfile.mkdtemp(prefix="parity_torch_")
-    try:
-        for i, (name, cfg, b, t, opt) in enumerate(CONFIGS):
-            if args.quick and name not in QUICK:
-                continue
-            run_config(binary, tmp, name, cfg, b, t, opt, 1000 + i, checks)
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (checks.passed, checks.failed))
-    return 0 if checks.failed == 0 else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pc.main(__doc__, CONFIGS, QUICK, run_config, self_test,
+                     self_test_help="check the torch side only (naive numpy, gradcheck, round trips)",
+                     seed_base=1000, tmp_prefix="parity_torch_"))

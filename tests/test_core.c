@@ -343,21 +343,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("core");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, tensor_new_and_bad_shapes);
-    tcase_add_test(tc, reset_drops_everything_and_keeps_memory);
-    tcase_add_test(tc, arena_merges_chunks_after_a_large_step);
-    tcase_add_test(tc, big_blocks_are_whole_huge_pages);
-    tcase_add_test(tc, grad_mode_off_records_nothing);
-    tcase_add_test(tc, backward_errors);
-    tcase_add_test(tc, tensor_used_twice_sums_both_paths);
-    tcase_add_test(tc, params_store_views_and_accumulation);
-    tcase_add_test(tc, rng_pcg32_reference_stream);
-    tcase_add_test(tc, rng_distributions);
-    tcase_add_test(tc, gradcheck_passes_a_right_backward_and_fails_a_wrong_one);
-    tcase_add_test(tc, gradcheck_fails_a_missing_gradient);
-    tcase_add_test(tc, gradcheck_rejects_bad_setups);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("core", "core", 0,
+                   TT_TESTS(tensor_new_and_bad_shapes, reset_drops_everything_and_keeps_memory,
+                            arena_merges_chunks_after_a_large_step, big_blocks_are_whole_huge_pages,
+                            grad_mode_off_records_nothing, backward_errors, tensor_used_twice_sums_both_paths,
+                            params_store_views_and_accumulation, rng_pcg32_reference_stream, rng_distributions,
+                            gradcheck_passes_a_right_backward_and_fails_a_wrong_one,
+                            gradcheck_fails_a_missing_gradient, gradcheck_rejects_bad_setups));
 }

@@ -177,14 +177,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("errors");
-    TCase *tc = tcase_create("errors");
-    tcase_add_loop_test(tc, first_error_reaches_backward, 0, 3);
-    tcase_add_test(tc, reshape_and_i32_errors);
-    suite_add_tcase(s, tc);
-    TCase *gen = tcase_create("generations");
-    tcase_add_test(gen, tensor_kept_across_reset_is_refused);
-    tcase_add_test(gen, tensors_of_another_graph);
-    tcase_add_test(gen, gradcheck_and_generations);
-    suite_add_tcase(s, gen);
+    tt_tcase(s, "errors", 0, TT_TESTS(TT_LOOP(first_error_reaches_backward, 3), reshape_and_i32_errors));
+    tt_tcase(s, "generations", 0, TT_TESTS(tensor_kept_across_reset_is_refused, tensors_of_another_graph,
+                                           gradcheck_and_generations));
     return tt_run(s);
 }

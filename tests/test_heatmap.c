@@ -32,16 +32,7 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char dir[] = "/tmp/tg_heatmap_test_XXXXXX";
-
-static const char *P(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+#define P tt_path   /* a file in the scratch directory */
 
 /* ck_assert_msg records every passing check's location (costly per
  * pixel); REQUIRE only acts when the condition fails. */
@@ -655,10 +646,10 @@ START_TEST(loss_curve_errors)
     FILE *f = fopen(P("m.csv"), "w");
     fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", METRICS_HEADER);
     fclose(f);
-    listing(dir, before, sizeof before);
+    listing(tt_dir, before, sizeof before);
     ck_assert_int_eq(lossplot_write(P("m.csv"), P("m.csv/loss.png"), err, sizeof err), -1);
     ck_assert_msg(strstr(err, "m.csv/loss.png: cannot create a file there: Not a directory"), "%s", err);
-    listing(dir, after, sizeof after);
+    listing(tt_dir, after, sizeof after);
     ck_assert_str_eq(after, before);
     remove(P("m.csv"));
 }
@@ -717,7 +708,7 @@ END_TEST
 
 /* ---- tiny_gpt attn, end to end ------------------------------------------------------ */
 
-/* Runs TINY_GPT_BIN with args; returns its exit status; stderr into dir/stderr.txt. */
+/* Runs TINY_GPT_BIN with args; returns its exit status; stderr into P("stderr.txt"). */
 static int run_tiny_gpt(const char *const *args)
 {
     char *argv[16];
@@ -857,27 +848,15 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("heatmap");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, colour_map_gets_brighter_and_never_shows_blocked);
-    tcase_add_test(tc, heatmap_pixels_follow_the_weights);
-    tcase_add_test(tc, heatmap_of_a_gpt);
-    tcase_add_test(tc, html_stores_every_weight_and_character);
-    tcase_add_test(tc, html_page_is_small);
-    tcase_add_test(tc, loss_curve_follows_the_series);
-    tcase_add_test(tc, loss_curve_errors);
-    tcase_add_test(tc, staged_files_are_all_or_nothing);
-    tcase_add_test(tc, attn_command_draws_the_models_weights);
-    suite_add_tcase(s, tc);
+    tt_tcase(s, "core", 0, TT_TESTS(colour_map_gets_brighter_and_never_shows_blocked,
+                                    heatmap_pixels_follow_the_weights, heatmap_of_a_gpt,
+                                    html_stores_every_weight_and_character, html_page_is_small,
+                                    loss_curve_follows_the_series, loss_curve_errors,
+                                    staged_files_are_all_or_nothing, attn_command_draws_the_models_weights));
     return s;
 }
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return EXIT_FAILURE;
-    }
-    int rc = tt_run(suite());
-    rmdir(dir);   /* every test removes its files; a failure leaves them for a look */
-    return rc;
+    return tt_run_in_tmpdir(suite(), "tg_heatmap_test", false);   /* a failure's files stay for a look */
 }

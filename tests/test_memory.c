@@ -1,7 +1,10 @@
 /* core: a steady-state training step allocates nothing and memory stays
- * flat. Counts the library's own allocations (tg_alloc_calls) and, outside
+ * flat, and so does a step of every op of the table (op_table.h) alone.
+ * Counts the library's own allocations (tg_alloc_calls) and, outside
  * sanitizer builds, every malloc in the process through an interposer. */
 #include "tg_test.h"
+
+#include "op_table.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,6 +22,18 @@ void *calloc(size_t c, size_t n) { n_malloc++; return __libc_calloc(c, n); }
 void *realloc(void *p, size_t n) { n_malloc++; return __libc_realloc(p, n); }
 void free(void *p) { __libc_free(p); }
 #endif
+
+/* The allocations made so far: the library's and (0 in sanitizer
+ * builds) the process's. */
+typedef struct allocs { uint64_t lib, proc; } allocs;
+static allocs allocs_now(void)
+{
+    allocs a = {tg_alloc_calls(), 0};
+#ifdef TT_COUNT_MALLOC
+    a.proc = n_malloc;
+#endif
+    return a;
+}
 
 /* Resident anonymous pages (resident minus file-backed): the heap, the
  * arena, the stack. File-backed pages are left out: a library's code or
@@ -82,15 +97,12 @@ START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
     int64_t np = tg_params_numel(m.p);
 
     double first = 0, last = 0;
-    uint64_t lib0 = 0, proc0 = 0;
+    allocs a0 = {0, 0};
     long rss0 = 0;
     int steps = 0;
     for (int step = 0; step < 1000; step++) {
         if (step == 2) {   /* after warm-up: the first reset merged the arena */
-            lib0 = tg_alloc_calls();
-#ifdef TT_COUNT_MALLOC
-            proc0 = n_malloc;
-#endif
+            a0 = allocs_now();
             rss0 = resident_pages();
         }
         /* no ck_assert inside the loop: Check allocates to log each one */
@@ -103,18 +115,11 @@ START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
         tg_graph_reset(g);
         steps++;
     }
-    uint64_t lib1 = tg_alloc_calls();
-#ifdef TT_COUNT_MALLOC
-    uint64_t proc1 = n_malloc;
-#endif
+    allocs a1 = allocs_now();
     long rss1 = resident_pages();
     ck_assert_msg(steps == 1000, "step %d failed: %s", steps, tg_graph_error(g));
-    ck_assert_uint_eq(lib1 - lib0, 0);
-#ifdef TT_COUNT_MALLOC
-    ck_assert_uint_eq(proc1 - proc0, 0);
-#else
-    (void)proc0;
-#endif
+    ck_assert_uint_eq(a1.lib - a0.lib, 0);
+    ck_assert_uint_eq(a1.proc - a0.proc, 0);
     ck_assert_int_ge(rss0, 0);
     ck_assert_msg(rss1 == rss0, "resident pages grew from %ld to %ld", rss0, rss1);
     ck_assert_msg(last < 0.5 * first, "training did not reduce the loss: %g -> %g", first, last);
@@ -123,12 +128,40 @@ START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
 }
 END_TEST
 
+/* Each op of the table, in f64 and f32: after two warm-up steps, a step
+ * on its small inputs (made, the op applied and summed, backward, reset)
+ * allocates nothing. */
+START_TEST(steady_state_op_step_allocates_nothing)
+{
+    const tt_op *op = &TT_OPS[_i / 2];
+    const tg_dtype dt = _i % 2 ? TG_F32 : TG_F64;
+    tg_graph *g = tg_graph_new();
+    allocs a0 = {0, 0};
+    int steps = 0;
+    for (int step = 0; step < 20; step++) {
+        if (step == 2) a0 = allocs_now();
+        /* no ck_assert inside the loop: Check allocates to log each one */
+        tt_op_in a;
+        tt_op_small(g, dt, 100, &a);
+        tg_tensor *y = op->apply(g, &a);
+        tg_tensor *loss = y ? tg_sum_all(g, y) : NULL;
+        if (!loss || tg_graph_backward(g, loss) != 0) break;
+        tg_graph_reset(g);
+        steps++;
+    }
+    allocs a1 = allocs_now();
+    ck_assert_msg(steps == 20, "%s %s: step %d failed: %s", op->name, tg_dtype_name(dt), steps, tg_graph_error(g));
+    ck_assert_msg(a1.lib == a0.lib, "%s %s: %llu library allocations in 18 steps", op->name, tg_dtype_name(dt),
+                  (unsigned long long)(a1.lib - a0.lib));
+    ck_assert_msg(a1.proc == a0.proc, "%s %s: %llu mallocs in 18 steps", op->name, tg_dtype_name(dt),
+                  (unsigned long long)(a1.proc - a0.proc));
+    tg_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
-    Suite *s = suite_create("memory");
-    TCase *tc = tcase_create("memory");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, steady_state_step_makes_no_malloc_and_memory_is_flat);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("memory", "memory", 120,
+                   TT_TESTS(steady_state_step_makes_no_malloc_and_memory_is_flat,
+                            TT_LOOP(steady_state_op_step_allocates_nothing, 2 * TT_N_OPS)));
 }

@@ -1200,30 +1200,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("nn");
-    TCase *tc = tcase_create("nn");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, modules_init_and_forward);
-    tcase_add_test(tc, mha_matches_reference);
-    tcase_add_test(tc, mha_gradcheck);
-    tcase_add_test(tc, mha_gradcheck_with_cache);
-    tcase_add_test(tc, attention_rows_and_future);
-    tcase_add_test(tc, attention_permutation_equivariant);
-    tcase_add_test(tc, attention_head_split_order);
-    tcase_add_test(tc, attention_kv_cache_example);
-    tcase_add_test(tc, attention_cache_matches_full);
-    tcase_add_test(tc, mha_fused_op_equals_composed);
-    tcase_add_test(tc, mha_uses_fused_tells_the_path);
-    tcase_add_test(tc, attention_key_padding);
-    tcase_add_test(tc, attention_errors);
-    tcase_add_test(tc, gpt_names_and_init);
-    tcase_add_test(tc, gpt_config_errors);
-    tcase_add_test(tc, gpt_num_params_matches_the_model);
-    tcase_add_test(tc, gpt_loss_at_init);
-    tcase_add_test(tc, gpt_gradcheck);
-    tcase_add_test(tc, gpt_incremental_decoding);
-    tcase_add_test(tc, gpt_forward_attention_weights);
-    tcase_add_test(tc, gpt_input_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("nn", "nn", 60,
+                   TT_TESTS(modules_init_and_forward, mha_matches_reference, mha_gradcheck,
+                            mha_gradcheck_with_cache, attention_rows_and_future, attention_permutation_equivariant,
+                            attention_head_split_order, attention_kv_cache_example, attention_cache_matches_full,
+                            mha_fused_op_equals_composed, mha_uses_fused_tells_the_path, attention_key_padding,
+                            attention_errors, gpt_names_and_init, gpt_config_errors,
+                            gpt_num_params_matches_the_model, gpt_loss_at_init, gpt_gradcheck,
+                            gpt_incremental_decoding, gpt_forward_attention_weights, gpt_input_errors));
 }

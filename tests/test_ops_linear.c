@@ -1,16 +1,6 @@
 /* ops: linear, y = x w^T + b. */
 #include "tg_test.h"
 
-/* An f32 copy of an f64 tensor, requiring grad when src does. */
-static tg_tensor *to_f32(tg_graph *g, const tg_tensor *src)
-{
-    tg_tensor *t = tg_tensor_new(g, TG_F32, src->ndim, src->shape);
-    ck_assert_ptr_nonnull(t);
-    for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((double *)src->data)[i];
-    if (src->requires_grad) ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
-    return t;
-}
-
 static double grad_at(const tg_tensor *t, int64_t i)
 {
     return t->dtype == TG_F32 ? ((float *)t->grad)[i] : ((double *)t->grad)[i];
@@ -68,8 +58,8 @@ START_TEST(linear_values_vs_naive)
                 }
 
             for (int dt = 0; dt < 2; dt++) {
-                tg_tensor *xx = dt ? to_f32(g, x) : x, *ww = dt ? to_f32(g, w) : w;
-                tg_tensor *bb = b ? (dt ? to_f32(g, b) : b) : NULL;
+                tg_tensor *xx = dt ? tt_to_f32(g, x) : x, *ww = dt ? tt_to_f32(g, w) : w;
+                tg_tensor *bb = b ? (dt ? tt_to_f32(g, b) : b) : NULL;
                 const double tol = dt ? 1e-5 : 1e-12;
                 tg_tensor *yt = tg_linear(g, xx, ww, bb);
                 ck_assert_ptr_nonnull(yt);
@@ -175,13 +165,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ops_linear");
-    TCase *tc = tcase_create("linear");
-    tcase_add_test(tc, linear_gradcheck);
-    tcase_add_test(tc, linear_values_vs_naive);
-    tcase_add_test(tc, linear_by_hand);
-    tcase_add_test(tc, linear_grads_accumulate);
-    tcase_add_test(tc, linear_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_linear", "linear", 0,
+                   TT_TESTS(linear_gradcheck, linear_values_vs_naive, linear_by_hand, linear_grads_accumulate,
+                            linear_errors));
 }

@@ -64,25 +64,6 @@ static void naive_matmul(const mm_case *c, const double *a, const double *b, dou
                 }
 }
 
-static tg_tensor *to_f32(tg_graph *g, const tg_tensor *t)
-{
-    tg_tensor *f = tg_tensor_new(g, TG_F32, t->ndim, t->shape);
-    ck_assert_ptr_nonnull(f);
-    for (int64_t i = 0; i < t->numel; i++) ((float *)f->data)[i] = (float)((double *)t->data)[i];
-    return f;
-}
-
-static void assert_shape(const tg_tensor *y, int ndim, const int *shape)
-{
-    ck_assert_int_eq(y->ndim, ndim);
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        ck_assert_int_eq(y->shape[i], shape[i]);
-        numel *= shape[i];
-    }
-    ck_assert_int_eq(y->numel, numel);
-}
-
 static tg_tensor *fn_matmul(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)ctx;
@@ -99,7 +80,7 @@ START_TEST(forward_matches_naive)
     tg_tensor *b = tt_randn(g, c->nb, c->b, 100 + (uint64_t)_i);
     tg_tensor *y64 = tg_matmul(g, a, b);
     ck_assert_msg(y64, "case %d: %s", _i, tg_graph_error(g));
-    assert_shape(y64, c->ny, c->y);
+    tt_assert_shape(y64, c->ny, c->y);
     double *want = malloc((size_t)y64->numel * sizeof *want);
     naive_matmul(c, a->data, b->data, want);
     for (int64_t i = 0; i < y64->numel; i++)
@@ -108,14 +89,14 @@ START_TEST(forward_matches_naive)
                       ((double *)y64->data)[i], want[i]);
 
     /* f32: against the naive product of the rounded inputs, in double */
-    tg_tensor *a32 = to_f32(g, a), *b32 = to_f32(g, b);
+    tg_tensor *a32 = tt_to_f32(g, a), *b32 = tt_to_f32(g, b);
     for (int64_t i = 0; i < a->numel; i++) ((double *)a->data)[i] = ((float *)a32->data)[i];
     for (int64_t i = 0; i < b->numel; i++) ((double *)b->data)[i] = ((float *)b32->data)[i];
     naive_matmul(c, a->data, b->data, want);
     tg_tensor *y32 = tg_matmul(g, a32, b32);
     ck_assert_msg(y32, "case %d: %s", _i, tg_graph_error(g));
     ck_assert_int_eq(y32->dtype, TG_F32);
-    assert_shape(y32, c->ny, c->y);
+    tt_assert_shape(y32, c->ny, c->y);
     /* error bound of a K-term f32 dot product in any order, plus the final
      * rounding: (K + 2) u sum_k |a_k b_k|, u = 2^-24 */
     double *bound = malloc((size_t)y32->numel * sizeof *bound);
@@ -141,7 +122,7 @@ START_TEST(f32_f64_agree)
     tg_graph *g = tg_graph_new();
     tg_tensor *a = tt_randn(g, c->na, c->a, 20 + (uint64_t)_i);
     tg_tensor *b = tt_randn(g, c->nb, c->b, 200 + (uint64_t)_i);
-    tg_tensor *a32 = to_f32(g, a), *b32 = to_f32(g, b);
+    tg_tensor *a32 = tt_to_f32(g, a), *b32 = tt_to_f32(g, b);
     ck_assert_int_eq(tg_tensor_set_requires_grad(g, a32, true), 0);
     ck_assert_int_eq(tg_tensor_set_requires_grad(g, b32, true), 0);
     tg_tensor *y64 = tg_matmul(g, a, b), *y32 = tg_matmul(g, a32, b32);
@@ -184,15 +165,15 @@ START_TEST(attention_readout)
                                tg_tensor_from(g, TG_F32, TT_SHAPE(2, 2), v32));
     ck_assert_ptr_nonnull(y64);
     ck_assert_ptr_nonnull(y32);
-    assert_shape(y64, TT_SHAPE(1, 2));
-    assert_shape(y32, TT_SHAPE(1, 2));
+    tt_assert_shape(y64, TT_SHAPE(1, 2));
+    tt_assert_shape(y32, TT_SHAPE(1, 2));
     ck_assert(((double *)y64->data)[0] == 1.5 && ((double *)y64->data)[1] == 1.0);
     ck_assert(((float *)y32->data)[0] == 1.5f && ((float *)y32->data)[1] == 1.0f);
     /* the same readout with a 1-D weight vector gives a 1-D (2) result */
     tg_tensor *r = tg_matmul(g, tg_tensor_from(g, TG_F64, TT_SHAPE(2), w64),
                              tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), v64));
     ck_assert_ptr_nonnull(r);
-    assert_shape(r, TT_SHAPE(2));
+    tt_assert_shape(r, TT_SHAPE(2));
     ck_assert(((double *)r->data)[0] == 1.5 && ((double *)r->data)[1] == 1.0);
     ck_assert_ptr_null(tg_graph_error(g));
     tg_graph_free(g);
@@ -440,23 +421,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ops_matmul");
-    TCase *tc = tcase_create("matmul");
-    tcase_add_loop_test(tc, forward_matches_naive, 0, N_CASES);
-    tcase_add_loop_test(tc, f32_f64_agree, 0, N_CASES);
-    tcase_add_test(tc, attention_readout);
-    tcase_add_loop_test(tc, gradcheck_shapes, 0, N_CASES);
-    tcase_add_loop_test(tc, gradcheck_one_side, 0, 10);
-    tcase_add_test(tc, backward_broadcast_by_hand);
-    tcase_add_loop_test(tc, backward_accumulates, 0, 5);
-    tcase_add_test(tc, backward_same_operand);
-    tcase_add_test(tc, no_record_without_grad);
-    tcase_add_test(tc, error_inner_dimensions);
-    tcase_add_test(tc, error_batch_broadcast);
-    tcase_add_test(tc, error_dtypes);
-    tcase_add_test(tc, error_null_input);
-    tcase_add_test(tc, error_scalar_operand);
-    tcase_add_test(tc, error_sticks);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_matmul", "matmul", 0,
+                   TT_TESTS(TT_LOOP(forward_matches_naive, N_CASES), TT_LOOP(f32_f64_agree, N_CASES),
+                            attention_readout, TT_LOOP(gradcheck_shapes, N_CASES), TT_LOOP(gradcheck_one_side, 10),
+                            backward_broadcast_by_hand, TT_LOOP(backward_accumulates, 5), backward_same_operand,
+                            no_record_without_grad, error_inner_dimensions, error_batch_broadcast, error_dtypes,
+                            error_null_input, error_scalar_operand, error_sticks));
 }

@@ -103,11 +103,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rmsnorm");
-    TCase *tc = tcase_create("rmsnorm");
-    tcase_add_test(tc, rmsnorm_matches_the_formula_and_gradchecks);
-    tcase_add_test(tc, rmsnorm_f32_follows_f64);
-    tcase_add_test(tc, rmsnorm_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_rmsnorm", "rmsnorm", 0,
+                   TT_TESTS(rmsnorm_matches_the_formula_and_gradchecks, rmsnorm_f32_follows_f64, rmsnorm_errors));
 }

@@ -180,13 +180,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rope");
-    TCase *tc = tcase_create("rope");
-    tcase_add_test(tc, rope_matches_the_formula_and_gradchecks);
-    tcase_add_test(tc, rope_offset_equals_full_recompute);
-    tcase_add_test(tc, rope_properties);
-    tcase_add_test(tc, rope_f32_angles_are_run_c_s);
-    tcase_add_test(tc, rope_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_rope", "rope", 0,
+                   TT_TESTS(rope_matches_the_formula_and_gradchecks, rope_offset_equals_full_recompute, rope_properties,
+                            rope_f32_angles_are_run_c_s, rope_errors));
 }

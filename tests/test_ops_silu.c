@@ -97,11 +97,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("silu");
-    TCase *tc = tcase_create("silu");
-    tcase_add_test(tc, silu_values_and_gradcheck);
-    tcase_add_test(tc, swiglu_f32_follows_f64);
-    tcase_add_test(tc, swiglu_errors);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("ops_silu", "silu", 0,
+                   TT_TESTS(silu_values_and_gradcheck, swiglu_f32_follows_f64, swiglu_errors));
 }

@@ -1,23 +1,12 @@
-/* ops: softmax, log_softmax (masked) and cross-entropy.
+/* ops/softmax.c: softmax and log_softmax, masked (f32_matches_f64 also
+ * takes cross-entropy, ops/loss.c, over the same logits).
  *
- * Forward values are compared with naive computations written here
- * (exp(x) / sum exp(x), with the mask broadcast by hand); gradients with
+ * Forward values are compared with naive computations (tt_naive_softmax:
+ * exp(x) / sum exp(x), with the mask broadcast by hand here); gradients with
  * tg_gradcheck in f64; masked positions are checked for EXACT zeros. */
 #include "tg_test.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* A tensor of dtype dt filled from doubles (no grad). */
-static tg_tensor *from_d(tg_graph *g, tg_dtype dt, int ndim, const int *shape, const double *v)
-{
-    tg_tensor *t = tg_tensor_new(g, dt, ndim, shape);
-    ck_assert_ptr_nonnull(t);
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (dt == TG_F32) ((float *)t->data)[i] = (float)v[i];
-        else ((double *)t->data)[i] = v[i];
-    }
-    return t;
-}
 
 static tg_tensor *bool_mask(tg_graph *g, int ndim, const int *shape, const uint8_t *v)
 {
@@ -79,31 +68,6 @@ static void expand_mask(const tg_tensor *x, const tg_tensor *mask, uint8_t *bloc
     }
 }
 
-/* Naive softmax of every row: exp(x_j) / sum_k exp(x_k) over unblocked keys. */
-static void naive_softmax(const tg_tensor *x, const uint8_t *blocked, double *p)
-{
-    int n = x->shape[x->ndim - 1];
-    for (int64_t r = 0; r < x->numel / n; r++) {
-        double s = 0;
-        for (int j = 0; j < n; j++)
-            if (!blocked[r * n + j]) s += exp(tg_tensor_get(x, r * n + j));
-        for (int j = 0; j < n; j++) p[r * n + j] = blocked[r * n + j] ? 0 : exp(tg_tensor_get(x, r * n + j)) / s;
-    }
-}
-
-/* Asserts y is NULL with an error containing needle, and that a following
- * op given y returns NULL without replacing the message. */
-static void expect_fail(tg_graph *g, tg_tensor *y, const char *needle)
-{
-    ck_assert_ptr_null(y);
-    tt_assert_error(g, needle);
-    char first[512];
-    snprintf(first, sizeof first, "%s", tg_graph_error(g));
-    ck_assert_ptr_null(tg_softmax(g, y, NULL));
-    ck_assert_ptr_null(tg_cross_entropy(g, y, NULL));
-    ck_assert_str_eq(tg_graph_error(g), first);
-}
-
 /* ---- gradcheck functions -------------------------------------------------- */
 
 enum { K_SOFTMAX, K_LOG_SOFTMAX };
@@ -161,7 +125,7 @@ static void check_forward(tg_graph *g, tg_tensor *x, tg_tensor *mask)
     uint8_t *blocked = malloc((size_t)x->numel);
     double *p = malloc((size_t)x->numel * sizeof *p);
     expand_mask(x, mask, blocked);
-    naive_softmax(x, blocked, p);
+    tt_naive_softmax(x, blocked, p);
     tg_tensor *y = tg_softmax(g, x, mask);
     tg_tensor *ly = tg_log_softmax(g, x, mask);
     ck_assert_msg(y && ly, "%s", tg_graph_error(g));
@@ -226,7 +190,7 @@ START_TEST(forward_masks)
     /* (B,1,Tk) against 3-D x */
     check_forward(g, tt_randn(g, TT_SHAPE(2, 3, 3), 7), bool_mask(g, TT_SHAPE(2, 1, 3), (uint8_t[]){0, 0, 1, 1, 0, 0}));
     /* unmasked -inf scores count as blocked */
-    tg_tensor *x = from_d(g, TG_F64, TT_SHAPE(2, 3), (double[]){-INFINITY, 0.5, -1, 2, -INFINITY, 0});
+    tg_tensor *x = tt_from_doubles(g, TG_F64, TT_SHAPE(2, 3), (double[]){-INFINITY, 0.5, -1, 2, -INFINITY, 0});
     check_forward(g, x, NULL);
     tg_graph_free(g);
 }
@@ -236,7 +200,7 @@ START_TEST(forward_stable_and_blocked_scores_unread)
 {
     tg_graph *g = tg_graph_new();
     /* the row max is subtracted: huge scores do not overflow */
-    tg_tensor *x = from_d(g, TG_F64, TT_SHAPE(2, 3), (double[]){1000, 1000, 999, -1000, -1001, -1000});
+    tg_tensor *x = tt_from_doubles(g, TG_F64, TT_SHAPE(2, 3), (double[]){1000, 1000, 999, -1000, -1001, -1000});
     tg_tensor *y = tg_softmax(g, x, NULL);
     ck_assert_ptr_nonnull(y);
     double e = exp(-1.0);
@@ -247,7 +211,7 @@ START_TEST(forward_stable_and_blocked_scores_unread)
     ck_assert_double_eq_tol(tg_tensor_get(ly, 0), -log(2 + e), 1e-13);
     ck_assert_double_eq_tol(tg_tensor_get(ly, 5), -log(2 + e), 1e-13);
     /* a blocked key's score is never read: NaN and +inf there are fine */
-    tg_tensor *xn = from_d(g, TG_F64, TT_SHAPE(1, 4), (double[]){0, NAN, INFINITY, 0});
+    tg_tensor *xn = tt_from_doubles(g, TG_F64, TT_SHAPE(1, 4), (double[]){0, NAN, INFINITY, 0});
     tg_tensor *m = bool_mask(g, TT_SHAPE(4), (uint8_t[]){0, 1, 1, 0});
     y = tg_softmax(g, xn, m);
     ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
@@ -359,7 +323,7 @@ START_TEST(zero_blocked_rows_flag)
     uint8_t b[48];
     double p[48];
     expand_mask(x, m, b);
-    naive_softmax(x, b, p);
+    tt_naive_softmax(x, b, p);
     for (int i = 0; i < 48; i++) {
         if (i >= 24) ck_assert(tg_tensor_get(y, i) == 0.0);
         else if (b[i]) ck_assert(tg_tensor_get(y, i) == 0.0);
@@ -380,7 +344,7 @@ START_TEST(zero_blocked_rows_flag)
     tt_assert_gradcheck(sm_fn, &c, 1, &x2);
     /* the flag does not hide a NaN score */
     ((double *)x2->data)[0] = NAN;
-    expect_fail(g, tg_softmax_ex(g, x2, NULL, TG_SOFTMAX_ZERO_BLOCKED_ROWS), "score NaN at element 0");
+    tt_assert_failed(g, tg_softmax_ex(g, x2, NULL, TG_SOFTMAX_ZERO_BLOCKED_ROWS), "score NaN at element 0");
     tg_graph_free(g);
 }
 END_TEST
@@ -393,7 +357,7 @@ START_TEST(records_only_x)
     ck_assert_ptr_nonnull(tg_softmax(g, x, m));
     ck_assert_int_eq(tg_graph_tape_len(g), 1);
     /* a constant x records nothing */
-    tg_tensor *c = from_d(g, TG_F64, TT_SHAPE(3), (double[]){1, 2, 3});
+    tg_tensor *c = tt_from_doubles(g, TG_F64, TT_SHAPE(3), (double[]){1, 2, 3});
     tg_tensor *y = tg_log_softmax(g, c, m);
     ck_assert_ptr_nonnull(y);
     ck_assert(!y->requires_grad);
@@ -409,32 +373,32 @@ START_TEST(softmax_errors)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3), 51);
 
-    expect_fail(g, tg_softmax(g, NULL, NULL), "softmax: input 0 is NULL");
+    tt_assert_failed(g, tg_softmax(g, NULL, NULL), "softmax: input 0 is NULL");
     tg_graph_clear_error(g);
 
     tg_tensor *xi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3));
-    expect_fail(g, tg_softmax(g, xi, NULL), "softmax: x must be f32 or f64, got i32 (2,3)");
+    tt_assert_failed(g, tg_softmax(g, xi, NULL), "softmax: x must be f32 or f64, got i32 (2,3)");
     tg_graph_clear_error(g);
 
     tg_tensor *mf = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
-    expect_fail(g, tg_softmax(g, x, mf), "softmax: mask must be bool, got f32 (2,3), for x f64 (2,3)");
+    tt_assert_failed(g, tg_softmax(g, x, mf), "softmax: mask must be bool, got f32 (2,3), for x f64 (2,3)");
     tg_graph_clear_error(g);
     tg_tensor *mi = tg_tensor_new(g, TG_I32, TT_SHAPE(3));
-    expect_fail(g, tg_log_softmax(g, x, mi), "log_softmax: mask must be bool, got i32 (3), for x f64 (2,3)");
+    tt_assert_failed(g, tg_log_softmax(g, x, mi), "log_softmax: mask must be bool, got i32 (3), for x f64 (2,3)");
     tg_graph_clear_error(g);
 
     tg_tensor *x24 = tt_randn(g, TT_SHAPE(2, 4), 52);
-    expect_fail(g, tg_softmax(g, x24, causal_mask(g, 3, 3)), "softmax: mask bool (3,3) does not broadcast to x f64 (2,4)");
+    tt_assert_failed(g, tg_softmax(g, x24, causal_mask(g, 3, 3)), "softmax: mask bool (3,3) does not broadcast to x f64 (2,4)");
     tg_graph_clear_error(g);
     tg_tensor *m4 = tg_tensor_new(g, TG_BOOL, TT_SHAPE(1, 1, 2, 4));
-    expect_fail(g, tg_softmax(g, x24, m4), "softmax: mask bool (1,1,2,4) does not broadcast to x f64 (2,4)");
+    tt_assert_failed(g, tg_softmax(g, x24, m4), "softmax: mask bool (1,1,2,4) does not broadcast to x f64 (2,4)");
     tg_graph_clear_error(g);
 
     tg_tensor *s = tg_scalar(g, TG_F64, 1.0);
-    expect_fail(g, tg_softmax(g, s, NULL), "softmax: x must have at least one axis, got f64 ()");
+    tt_assert_failed(g, tg_softmax(g, s, NULL), "softmax: x must have at least one axis, got f64 ()");
     tg_graph_clear_error(g);
 
-    expect_fail(g, tg_softmax_ex(g, x, NULL, 4), "softmax: unknown flags 0x4");
+    tt_assert_failed(g, tg_softmax_ex(g, x, NULL, 4), "softmax: unknown flags 0x4");
     tg_graph_clear_error(g);
 
     /* a fully blocked row, named by its index */
@@ -443,27 +407,27 @@ START_TEST(softmax_errors)
     for (int j = 0; j < 4; j++) mb[12 + j] = 1; /* (B,H,Tq,Tk) = (2,2,2,4) row 3 */
     tg_tensor *mfull = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2, 2, 4));
     memcpy(mfull->data, mb, 16);
-    expect_fail(g, tg_softmax(g, xb, mfull), "softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
+    tt_assert_failed(g, tg_softmax(g, xb, mfull), "softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
     tg_graph_clear_error(g);
-    expect_fail(g, tg_log_softmax(g, xb, mfull),
+    tt_assert_failed(g, tg_log_softmax(g, xb, mfull),
                 "log_softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
     tg_graph_clear_error(g);
     /* ...also when the mask and -inf scores together block it */
-    tg_tensor *x1 = from_d(g, TG_F64, TT_SHAPE(3), (double[]){-INFINITY, 1, 2});
-    expect_fail(g, tg_softmax(g, x1, bool_mask(g, TT_SHAPE(3), (uint8_t[]){0, 1, 1})),
+    tg_tensor *x1 = tt_from_doubles(g, TG_F64, TT_SHAPE(3), (double[]){-INFINITY, 1, 2});
+    tt_assert_failed(g, tg_softmax(g, x1, bool_mask(g, TT_SHAPE(3), (uint8_t[]){0, 1, 1})),
                 "softmax: row 0 of x f64 (3) has every key blocked");
     tg_graph_clear_error(g);
     /* ...and by -inf scores alone */
-    tg_tensor *xinf = from_d(g, TG_F32, TT_SHAPE(2, 2), (double[]){0, 1, -INFINITY, -INFINITY});
-    expect_fail(g, tg_softmax(g, xinf, NULL), "softmax: row 1 (index (1)) of x f32 (2,2) has every key blocked");
+    tg_tensor *xinf = tt_from_doubles(g, TG_F32, TT_SHAPE(2, 2), (double[]){0, 1, -INFINITY, -INFINITY});
+    tt_assert_failed(g, tg_softmax(g, xinf, NULL), "softmax: row 1 (index (1)) of x f32 (2,2) has every key blocked");
     tg_graph_clear_error(g);
 
     /* NaN / +inf at an allowed key, named by element */
-    tg_tensor *xn = from_d(g, TG_F64, TT_SHAPE(2, 3), (double[]){0, 1, 2, 3, 4, NAN});
-    expect_fail(g, tg_softmax(g, xn, NULL), "softmax: score NaN at element 5 (index (1,2)) of x f64 (2,3)");
+    tg_tensor *xn = tt_from_doubles(g, TG_F64, TT_SHAPE(2, 3), (double[]){0, 1, 2, 3, 4, NAN});
+    tt_assert_failed(g, tg_softmax(g, xn, NULL), "softmax: score NaN at element 5 (index (1,2)) of x f64 (2,3)");
     tg_graph_clear_error(g);
-    tg_tensor *xp = from_d(g, TG_F32, TT_SHAPE(2, 3), (double[]){0, INFINITY, 2, 3, 4, 5});
-    expect_fail(g, tg_log_softmax(g, xp, bool_mask(g, TT_SHAPE(3), (uint8_t[]){1, 0, 0})),
+    tg_tensor *xp = tt_from_doubles(g, TG_F32, TT_SHAPE(2, 3), (double[]){0, INFINITY, 2, 3, 4, 5});
+    tt_assert_failed(g, tg_log_softmax(g, xp, bool_mask(g, TT_SHAPE(3), (uint8_t[]){1, 0, 0})),
                 "log_softmax: score +inf at element 1 (index (0,1)) of x f32 (2,3)");
     tg_graph_clear_error(g);
 
@@ -471,174 +435,6 @@ START_TEST(softmax_errors)
     tg_fail(g, "earlier: something");
     ck_assert_ptr_null(tg_softmax(g, x, NULL));
     ck_assert_str_eq(tg_graph_error(g), "earlier: something");
-    tg_graph_free(g);
-}
-END_TEST
-
-/* ---- cross-entropy -------------------------------------------------------------- */
-
-static double naive_ce(const tg_tensor *x, const int32_t *t)
-{
-    int v = x->shape[x->ndim - 1];
-    double sum = 0;
-    int count = 0;
-    for (int64_t r = 0; r < x->numel / v; r++) {
-        if (t[r] == -1) continue;
-        double z = 0;
-        for (int j = 0; j < v; j++) z += exp(tg_tensor_get(x, r * v + j));
-        sum += -log(exp(tg_tensor_get(x, r * v + t[r])) / z);
-        count++;
-    }
-    return sum / count;
-}
-
-static tg_tensor *ce_fn(tg_graph *g, tg_tensor **in, void *ctx)
-{
-    (void)ctx;
-    return tg_cross_entropy(g, in[0], in[1]);
-}
-
-START_TEST(cross_entropy_forward)
-{
-    tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 5), 61);
-    int32_t tv[6] = {4, -1, 0, 2, -1, 3};
-    tg_tensor *t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), tv);
-    tg_tensor *y = tg_cross_entropy(g, x, t);
-    ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
-    ck_assert_int_eq(y->ndim, 0);
-    ck_assert_int_eq(y->numel, 1);
-    ck_assert_double_eq_tol(tg_tensor_item(y), naive_ce(x, tv), 1e-13);
-
-    tg_tensor *x2 = tt_randn(g, TT_SHAPE(4, 7), 62);
-    int32_t tv2[4] = {6, 0, 3, 3};
-    y = tg_cross_entropy(g, x2, tg_tensor_from(g, TG_I32, TT_SHAPE(4), tv2));
-    ck_assert_double_eq_tol(tg_tensor_item(y), naive_ce(x2, tv2), 1e-13);
-
-    /* 1-D logits with a scalar target */
-    tg_tensor *x1 = from_d(g, TG_F64, TT_SHAPE(3), (double[]){0, 0, 0});
-    y = tg_cross_entropy(g, x1, tg_tensor_from(g, TG_I32, 0, NULL, (int32_t[]){1}));
-    ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
-    ck_assert_double_eq_tol(tg_tensor_item(y), log(3.0), 1e-15);
-
-    /* stable for huge logits: lse([1000, 0]) = 1000 + log(1 + e^-1000) = 1000 */
-    tg_tensor *xh = from_d(g, TG_F64, TT_SHAPE(2, 2), (double[]){1000, 0, -1000, -1000});
-    y = tg_cross_entropy(g, xh, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){1, 0}));
-    ck_assert_double_eq_tol(tg_tensor_item(y), (1000 + log(2.0)) / 2, 1e-12);
-
-    /* V = 1: the loss is 0 */
-    y = tg_cross_entropy(g, tt_randn(g, TT_SHAPE(3, 1), 63), tg_tensor_from(g, TG_I32, TT_SHAPE(3), (int32_t[]){0, 0, -1}));
-    ck_assert(tg_tensor_item(y) == 0.0);
-
-    /* a NaN logit in an ignored row is never read */
-    tg_tensor *xn = from_d(g, TG_F64, TT_SHAPE(2, 2), (double[]){NAN, 1, 0, 0});
-    y = tg_cross_entropy(g, xn, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){-1, 1}));
-    ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
-    ck_assert_double_eq_tol(tg_tensor_item(y), log(2.0), 1e-15);
-    tg_graph_free(g);
-}
-END_TEST
-
-START_TEST(cross_entropy_gradcheck)
-{
-    tg_graph *g = tg_graph_new();
-    tg_tensor *in[2];
-    in[0] = tt_randn(g, TT_SHAPE(4, 7), 71);
-    in[1] = tg_tensor_from(g, TG_I32, TT_SHAPE(4), (int32_t[]){6, -1, 0, 3});
-    tt_assert_gradcheck(ce_fn, NULL, 2, in);
-    in[0] = tt_randn(g, TT_SHAPE(2, 3, 5), 72);
-    in[1] = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){4, -1, 0, 2, -1, 2});
-    tt_assert_gradcheck(ce_fn, NULL, 2, in);
-    in[0] = tt_randn(g, TT_SHAPE(1, 3), 73);
-    in[1] = tg_tensor_from(g, TG_I32, TT_SHAPE(1), (int32_t[]){1});
-    tt_assert_gradcheck(ce_fn, NULL, 2, in);
-    in[0] = tt_randn(g, TT_SHAPE(3, 1), 74);
-    in[1] = tg_tensor_from(g, TG_I32, TT_SHAPE(3), (int32_t[]){0, -1, 0});
-    tt_assert_gradcheck(ce_fn, NULL, 2, in);
-    in[0] = tt_randn(g, TT_SHAPE(5), 75);
-    in[1] = tg_tensor_from(g, TG_I32, 0, NULL, (int32_t[]){2});
-    tt_assert_gradcheck(ce_fn, NULL, 2, in);
-    tg_graph_free(g);
-}
-END_TEST
-
-/* d logits = (softmax - onehot) * dloss / count on counted rows, exactly 0
- * on ignored rows; the upstream dloss scales it. */
-START_TEST(cross_entropy_backward_values)
-{
-    tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 5), 81);
-    int32_t tv[3] = {2, -1, 4};
-    tg_tensor *y = tg_cross_entropy(g, x, tg_tensor_from(g, TG_I32, TT_SHAPE(3), tv));
-    ck_assert_ptr_nonnull(y);
-    ck_assert_int_eq(tg_graph_backward_seeded(g, y, (double[]){3.0}), 0);
-    uint8_t none[15] = {0};
-    double p[15];
-    naive_softmax(x, none, p);
-    const double *gx = x->grad;
-    for (int r = 0; r < 3; r++)
-        for (int j = 0; j < 5; j++) {
-            int i = r * 5 + j;
-            if (tv[r] == -1) ck_assert(gx[i] == 0.0);
-            else ck_assert_double_eq_tol(gx[i], 3.0 / 2 * (p[i] - (j == tv[r])), 1e-14);
-        }
-    tg_graph_free(g);
-}
-END_TEST
-
-START_TEST(cross_entropy_errors)
-{
-    tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 5), 91);
-
-    tg_tensor *t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){0, 1, 2, 3, -2, 4});
-    expect_fail(g, tg_cross_entropy(g, x, t),
-                "cross_entropy: target -2 at position 4 (index (1,1)) is outside [0, 5) and is not -1");
-    tt_assert_error(g, "logits f64 (2,3,5), targets i32 (2,3)");
-    tg_graph_clear_error(g);
-
-    t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){0, 5, 2, 3, 1, 4});
-    expect_fail(g, tg_cross_entropy(g, x, t), "cross_entropy: target 5 at position 1 (index (0,1)) is outside [0, 5)");
-    tg_graph_clear_error(g);
-
-    t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){-1, -1, -1, -1, -1, -1});
-    expect_fail(g, tg_cross_entropy(g, x, t),
-                "cross_entropy: every target is -1 (ignored), so there is nothing to average: logits f64 (2,3,5), "
-                "targets i32 (2,3)");
-    tg_graph_clear_error(g);
-
-    tg_tensor *tf = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
-    expect_fail(g, tg_cross_entropy(g, x, tf), "cross_entropy: targets must be i32, got f32 (2,3), for logits f64 (2,3,5)");
-    tg_graph_clear_error(g);
-
-    tg_tensor *ts = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 4));
-    expect_fail(g, tg_cross_entropy(g, x, ts),
-                "cross_entropy: targets' shape must be logits' shape without the last axis: logits f64 (2,3,5), "
-                "targets i32 (2,4)");
-    tg_graph_clear_error(g);
-    tg_tensor *t3 = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3, 5));
-    expect_fail(g, tg_cross_entropy(g, x, t3), "logits f64 (2,3,5), targets i32 (2,3,5)");
-    tg_graph_clear_error(g);
-
-    tg_tensor *xi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 5));
-    expect_fail(g, tg_cross_entropy(g, xi, tg_tensor_new(g, TG_I32, TT_SHAPE(2))),
-                "cross_entropy: logits must be f32 or f64, got i32 (2,5)");
-    tg_graph_clear_error(g);
-
-    expect_fail(g, tg_cross_entropy(g, tg_scalar(g, TG_F64, 1), tg_tensor_new(g, TG_I32, 0, NULL)),
-                "cross_entropy: logits must have at least one axis, got f64 ()");
-    tg_graph_clear_error(g);
-
-    expect_fail(g, tg_cross_entropy(g, x, NULL), "cross_entropy: input 1 is NULL");
-    tg_graph_clear_error(g);
-
-    tg_tensor *xn = from_d(g, TG_F32, TT_SHAPE(2, 2), (double[]){0, 1, INFINITY, 0});
-    expect_fail(g, tg_cross_entropy(g, xn, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){0, 1})),
-                "cross_entropy: logit +inf at element 2 (index (1,0)) of logits f32 (2,2)");
-    tg_graph_clear_error(g);
-    tg_tensor *xd = from_d(g, TG_F64, TT_SHAPE(2, 2), (double[]){0, 1, -INFINITY, -INFINITY});
-    expect_fail(g, tg_cross_entropy(g, xd, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){0, 1})),
-                "cross_entropy: every logit of row 1 (index (1)) of logits f64 (2,2) is -inf");
     tg_graph_free(g);
 }
 END_TEST
@@ -687,25 +483,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ops_softmax");
-    TCase *tc = tcase_create("softmax");
-    tcase_add_test(tc, forward_no_mask);
-    tcase_add_test(tc, forward_masks);
-    tcase_add_test(tc, forward_stable_and_blocked_scores_unread);
-    tcase_add_test(tc, gradcheck_no_mask);
-    tcase_add_test(tc, gradcheck_masks);
-    tcase_add_test(tc, blocked_gradient_exactly_zero);
-    tcase_add_test(tc, zero_blocked_rows_flag);
-    tcase_add_test(tc, records_only_x);
-    tcase_add_test(tc, softmax_errors);
-    suite_add_tcase(s, tc);
-    TCase *tl = tcase_create("cross_entropy");
-    tcase_add_test(tl, cross_entropy_forward);
-    tcase_add_test(tl, cross_entropy_gradcheck);
-    tcase_add_test(tl, cross_entropy_backward_values);
-    tcase_add_test(tl, cross_entropy_errors);
-    suite_add_tcase(s, tl);
-    TCase *tf = tcase_create("f32_f64");
-    tcase_add_test(tf, f32_matches_f64);
-    suite_add_tcase(s, tf);
+    tt_tcase(s, "softmax", 0, TT_TESTS(forward_no_mask, forward_masks, forward_stable_and_blocked_scores_unread,
+                                       gradcheck_no_mask, gradcheck_masks, blocked_gradient_exactly_zero,
+                                       zero_blocked_rows_flag, records_only_x, softmax_errors));
+    tt_tcase(s, "f32_f64", 0, TT_TESTS(f32_matches_f64));
     return tt_run(s);
 }

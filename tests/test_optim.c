@@ -571,21 +571,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("optim");
-    TCase *tc = tcase_create("optim");
-    tcase_add_test(tc, sgd_matches_hand_updates);
-    tcase_add_test(tc, sgd_first_step_numbers);
-    tcase_add_test(tc, adamw_matches_hand_updates);
-    tcase_add_test(tc, adamw_null_config_is_the_defaults);
-    tcase_add_test(tc, adamw_first_update_is_about_lr_times_sign);
-    tcase_add_test(tc, adamw_decay_groups);
-    tcase_add_test(tc, adamw_state_save_and_restore_is_bit_identical);
-    tcase_add_test(tc, optimizers_refuse_a_grown_store_and_bad_settings);
-    tcase_add_test(tc, steps_allocate_nothing);
-    tcase_add_test(tc, clip_grad_norm_scales_above_and_not_below);
-    tcase_add_test(tc, clip_grad_norm_nonfinite);
-    tcase_add_test(tc, clip_grad_norm_zero_max_zeroes);
-    tcase_add_test(tc, lr_cosine_schedule);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("optim", "optim", 0,
+                   TT_TESTS(sgd_matches_hand_updates, sgd_first_step_numbers, adamw_matches_hand_updates,
+                            adamw_null_config_is_the_defaults, adamw_first_update_is_about_lr_times_sign,
+                            adamw_decay_groups, adamw_state_save_and_restore_is_bit_identical,
+                            optimizers_refuse_a_grown_store_and_bad_settings, steps_allocate_nothing,
+                            clip_grad_norm_scales_above_and_not_below, clip_grad_norm_nonfinite,
+                            clip_grad_norm_zero_max_zeroes, lr_cosine_schedule));
 }

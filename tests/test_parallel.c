@@ -1,7 +1,10 @@
-/* core/parallel: the pool covers every index once, and every threaded op
- * gives the single-thread results (which the other suites gradcheck),
- * the same on every run for a given thread count, with the same errors. */
+/* core/parallel: the pool covers every index once, and every op of the
+ * table (op_table.h) gives the single-thread results (which the other
+ * suites gradcheck), the same on every run for a given thread count, with
+ * the same errors. */
 #include "tg_test.h"
+
+#include "op_table.h"
 
 /* ---- tg_parallel_for ---------------------------------------------------- */
 
@@ -82,82 +85,22 @@ END_TEST
 
 /* ---- threaded ops equal single-threaded ones ---------------------------- */
 
-/* A leaf of dtype dt filled from a seeded normal stream, requiring grad. */
-static tg_tensor *rnd(tg_graph *g, tg_dtype dt, int ndim, const int *shape, uint64_t seed)
-{
-    tg_tensor *t = tg_tensor_new(g, dt, ndim, shape);
-    ck_assert_ptr_nonnull(t);
-    tg_rng r;
-    tg_rng_seed(&r, seed, 3);
-    tg_rng_fill_normal(&r, t, 0.0, 1.0);
-    ck_assert_int_eq(tg_tensor_set_requires_grad(g, t, true), 0);
-    return t;
-}
+enum { N_IN = 6 };
 
-enum { N_IN = 3, N_CASES = 11 };
-
-/* Builds case k on g from inputs made with dtype dt; returns its output. */
-static tg_tensor *build_case(tg_graph *g, int k, tg_dtype dt, tg_tensor *in[N_IN], int *n_in, tg_tensor **mask)
-{
-    *mask = NULL;
-    switch (k) {
-    case 0: /* gelu on (96, 512) */
-        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(96, 512), 1);
-        return tg_gelu(g, in[0], TG_GELU_ERF);
-    case 1: /* tanh on (96, 512): the generic unary kernel */
-        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(96, 512), 2);
-        return tg_tanh(g, in[0]);
-    case 2: /* add, same shapes (a residual) */
-        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(8, 64, 96), 3), in[1] = rnd(g, dt, TT_SHAPE(8, 64, 96), 4);
-        return tg_add(g, in[0], in[1]);
-    case 3: /* mul with b broadcast over the batch (its gradient is summed) */
-        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(8, 64, 96), 5), in[1] = rnd(g, dt, TT_SHAPE(64, 96), 6);
-        return tg_mul(g, in[0], in[1]);
-    case 4: { /* causal masked softmax on (8,4,48,48) */
-        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(8, 4, 48, 48), 7);
-        uint8_t m[48 * 48];
-        for (int i = 0; i < 48; i++)
-            for (int j = 0; j < 48; j++) m[i * 48 + j] = j > i;
-        *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(48, 48), m);
-        return tg_softmax(g, in[0], *mask);
-    }
-    case 5: /* log_softmax on (512, 65) */
-        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(512, 65), 8);
-        return tg_log_softmax(g, in[0], NULL);
-    case 6: /* layernorm with weight and bias on (2048, 40) */
-        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(2048, 40), 9), in[1] = rnd(g, dt, TT_SHAPE(40), 10),
-        in[2] = rnd(g, dt, TT_SHAPE(40), 11);
-        return tg_layernorm(g, in[0], in[1], in[2], 1e-5);
-    case 7: /* batched matmul, b broadcast over the first batch dim: (3,4,70,33) @ (4,33,50) */
-        *n_in = 2, in[0] = rnd(g, dt, TT_SHAPE(3, 4, 70, 33), 12), in[1] = rnd(g, dt, TT_SHAPE(4, 33, 50), 13);
-        return tg_matmul(g, in[0], in[1]);
-    case 9: /* fused causal attention, (4,50,24) with 3 heads, q_pos 2 over 52 keys */
-        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(4, 50, 24), 17), in[1] = rnd(g, dt, TT_SHAPE(4, 52, 24), 18),
-        in[2] = rnd(g, dt, TT_SHAPE(4, 52, 24), 19);
-        return tg_attention(g, in[0], in[1], in[2], 3, TG_ATTN_CAUSAL, 2);
-    case 10: { /* cross-entropy on (1200, 65), every seventh target ignored */
-        *n_in = 1, in[0] = rnd(g, dt, TT_SHAPE(1200, 65), 20);
-        int32_t tv[1200];
-        for (int r = 0; r < 1200; r++) tv[r] = r % 7 == 3 ? -1 : (r * 31) % 65;
-        return tg_cross_entropy(g, in[0], tg_tensor_from(g, TG_I32, TT_SHAPE(1200), tv));
-    }
-    default: /* linear with bias: (6, 100, 72) x (130, 72)^T + b (folded, split by rows) */
-        *n_in = 3, in[0] = rnd(g, dt, TT_SHAPE(6, 100, 72), 14), in[1] = rnd(g, dt, TT_SHAPE(130, 72), 15),
-        in[2] = rnd(g, dt, TT_SHAPE(130), 16);
-        return tg_linear(g, in[0], in[1], in[2]);
-    }
-}
-
-/* Runs case k forward and backward (seeded with a fixed random gradient)
- * with `threads` threads; copies the output and input gradients to doubles. */
+/* Runs op k forward and backward on its large inputs (backward seeded
+ * with a fixed random gradient) with `threads` threads; copies the output
+ * and the gradients of the float inputs to doubles. */
 static void run_case(int k, tg_dtype dt, int threads, double **out, int64_t *n_out, double *grads[N_IN],
                      int64_t n_grad[N_IN], int *n_in)
 {
     ck_assert_int_eq(tg_set_num_threads(threads), threads);
     tg_graph *g = tg_graph_new();
-    tg_tensor *in[N_IN], *mask;
-    tg_tensor *y = build_case(g, k, dt, in, n_in, &mask);
-    ck_assert_msg(y != NULL, "case %d: %s", k, tg_graph_error(g));
+    tt_op_in a;
+    TT_OPS[k].large(g, dt, &a);
+    tg_tensor *in[N_IN];
+    *n_in = tt_op_leaves(&a, in);
+    tg_tensor *y = TT_OPS[k].apply(g, &a);
+    ck_assert_msg(y != NULL, "%s: %s", TT_OPS[k].name, tg_graph_error(g));
     tg_tensor *seed = tg_tensor_new(g, dt, y->ndim, y->shape);
     tg_rng r;
     tg_rng_seed(&r, 99, 1);
@@ -188,11 +131,8 @@ static double rel_diff(const double *a, const double *b, int64_t n)
 
 START_TEST(threaded_ops_match_one_thread)
 {
-    static const char *const names[N_CASES] = {"gelu", "tanh", "add", "mul(broadcast)", "softmax(causal)",
-                                               "log_softmax", "layernorm", "matmul(batched)", "linear",
-                                               "attention", "cross_entropy"};
     const tg_dtype dts[2] = {TG_F64, TG_F32};
-    for (int k = 0; k < N_CASES; k++)
+    for (int k = 0; k < TT_N_OPS; k++)
         for (int d = 0; d < 2; d++) {
             double *o1, *o3, *o3b, *g1[N_IN], *g3[N_IN], *g3b[N_IN];
             int64_t no, ng[N_IN];
@@ -200,17 +140,19 @@ START_TEST(threaded_ops_match_one_thread)
             run_case(k, dts[d], 1, &o1, &no, g1, ng, &n_in);
             run_case(k, dts[d], 3, &o3, &no, g3, ng, &n_in);
             run_case(k, dts[d], 3, &o3b, &no, g3b, ng, &n_in);
-            /* rows and elements are split, never a sum, except layernorm's
-             * dw/db (summed in double per thread, rounded once): rounding only */
+            /* rows and elements are split, never a sum, except a few
+             * reductions (layernorm's dw/db, summed in double per thread and
+             * rounded once): rounding only */
             const double tol = dts[d] == TG_F64 ? 1e-13 : 1e-6;
-            ck_assert_msg(rel_diff(o3, o1, no) <= tol, "%s %s: output differs with 3 threads by %g", names[k],
+            const char *name = TT_OPS[k].name;
+            ck_assert_msg(rel_diff(o3, o1, no) <= tol, "%s %s: output differs with 3 threads by %g", name,
                           tg_dtype_name(dts[d]), rel_diff(o3, o1, no));
-            ck_assert_msg(!memcmp(o3, o3b, (size_t)no * sizeof(double)), "%s: output not repeatable", names[k]);
+            ck_assert_msg(!memcmp(o3, o3b, (size_t)no * sizeof(double)), "%s: output not repeatable", name);
             for (int i = 0; i < n_in; i++) {
                 ck_assert_msg(rel_diff(g3[i], g1[i], ng[i]) <= tol, "%s %s: grad of input %d differs by %g",
-                              names[k], tg_dtype_name(dts[d]), i, rel_diff(g3[i], g1[i], ng[i]));
+                              name, tg_dtype_name(dts[d]), i, rel_diff(g3[i], g1[i], ng[i]));
                 ck_assert_msg(!memcmp(g3[i], g3b[i], (size_t)ng[i] * sizeof(double)),
-                              "%s %s: grad of input %d not repeatable with 3 threads", names[k],
+                              "%s %s: grad of input %d not repeatable with 3 threads", name,
                               tg_dtype_name(dts[d]), i);
                 free(g1[i]), free(g3[i]), free(g3b[i]);
             }
@@ -278,14 +220,14 @@ START_TEST(threaded_errors_name_the_first_row)
     for (int threads = 1; threads <= 3; threads += 2) {
         tg_set_num_threads(threads);
         tg_graph *g = tg_graph_new();
-        tg_tensor *x = rnd(g, TG_F32, TT_SHAPE(1000, 64), 21);   /* (1000,64) */
+        tg_tensor *x = tt_randn_dt(g, TG_F32, TT_SHAPE(1000, 64), 21);   /* (1000,64) */
         ((float *)x->data)[700 * 64 + 5] = NAN;                  /* in the second half */
         ((float *)x->data)[900 * 64 + 1] = INFINITY;
         ck_assert_ptr_null(tg_softmax(g, x, NULL));
         tt_assert_error(g, "NaN at element 44805 (index (700,5))");
         tg_graph_reset(g);
 
-        x = rnd(g, TG_F64, TT_SHAPE(1000, 64), 22);
+        x = tt_randn_dt(g, TG_F64, TT_SHAPE(1000, 64), 22);
         uint8_t *m = calloc(1000 * 64, 1);
         for (int j = 0; j < 64; j++) m[600 * 64 + j] = m[800 * 64 + j] = 1;   /* rows 600 and 800 blocked */
         tg_tensor *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(1000, 64), m);
@@ -295,8 +237,9 @@ START_TEST(threaded_errors_name_the_first_row)
         tg_graph_reset(g);
 
         /* attention: NaNs in the keys of batch rows 2 and 3; pairs (b,h) are split */
-        tg_tensor *q = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 23), *k = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 24);
-        tg_tensor *v = rnd(g, TG_F32, TT_SHAPE(4, 30, 16), 25);
+        tg_tensor *q = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 23);
+        tg_tensor *k = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 24);
+        tg_tensor *v = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 25);
         ((float *)k->data)[(2 * 30 + 7) * 16 + 9] = NAN;   /* b 2, key 7, head 2 (dh 4) */
         ((float *)k->data)[(3 * 30 + 1) * 16 + 0] = NAN;   /* b 3, key 1, head 0 */
         ck_assert_ptr_null(tg_attention(g, q, k, v, 4, TG_ATTN_CAUSAL, 0));
@@ -309,13 +252,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("parallel");
-    TCase *tc = tcase_create("parallel");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, parallel_for_covers_once);
-    tcase_add_test(tc, threaded_ops_match_one_thread);
-    tcase_add_test(tc, threaded_optim_matches_one_thread);
-    tcase_add_test(tc, threaded_errors_name_the_first_row);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("parallel", "parallel", 120,
+                   TT_TESTS(parallel_for_covers_once, threaded_ops_match_one_thread,
+                            threaded_optim_matches_one_thread, threaded_errors_name_the_first_row));
 }

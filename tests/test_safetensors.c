@@ -2,10 +2,8 @@
  * byte from the format's spec (as PyTorch's safetensors writes them), every
  * validation the reader makes on corrupt or truncated files, conversions,
  * and atomic saves that leave the old file alone when they fail. */
-#define _POSIX_C_SOURCE 200809L
 #include "tg_test.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <float.h>
 #include <signal.h>
@@ -15,17 +13,7 @@
 
 /* ---- scratch directory and file helpers ---------------------------------- */
 
-static char dir[] = "/tmp/tg_st_test_XXXXXX";
-
-/* dir/name, in one of a few rotating buffers */
-static const char *P(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+#define P tt_path   /* a file in the scratch directory */
 
 static void write_bytes(const char *path, const void *p, size_t n)
 {
@@ -66,17 +54,6 @@ static void write_st_claim(const char *path, uint64_t claimed, const char *heade
 static void write_st(const char *path, const char *header, const void *data, size_t ndata)
 {
     write_st_claim(path, strlen(header), header, data, ndata);
-}
-
-/* Files in the scratch directory whose name contains ".tmp." */
-static int count_temp_files(void)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp.") != NULL;
-    closedir(d);
-    return n;
 }
 
 #define ERRLEN 512
@@ -218,7 +195,7 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_ptr_null(tg_st_meta_at(f, -1, NULL));
     ck_assert_int_eq(tg_st_meta_count(NULL), 0);
     tg_st_free(f);
-    ck_assert_int_eq(count_temp_files(), 0);
+    ck_assert_int_eq(tt_count_names(tt_dir, ".tmp."), 0);
 }
 END_TEST
 
@@ -479,7 +456,7 @@ START_TEST(corrupt_files_are_rejected)
 {
     /* the file itself */
     assert_load_fails(P("does-not-exist.safetensors"), "does-not-exist.safetensors: cannot open: No such file or directory");
-    assert_load_fails(dir, "not a regular file");
+    assert_load_fails(tt_dir, "not a regular file");
     write_bytes(P("short.safetensors"), "\x02\0\0\0\0", 5);
     assert_load_fails(P("short.safetensors"), "file is 5 bytes, too short for the 8-byte header length");
     write_st_claim(P("long.safetensors"), 1000, "{}", NULL, 0);
@@ -797,49 +774,21 @@ START_TEST(saves_are_atomic)
     tg_st_writer_free(w);
     ck_assert_int_eq(rmdir(P("adir")), 0);
 
-    ck_assert_int_eq(count_temp_files(), 0);
+    ck_assert_int_eq(tt_count_names(tt_dir, ".tmp."), 0);
 }
 END_TEST
 
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
-    TCase *tc = tcase_create("safetensors");
-    tcase_add_test(tc, round_trip_is_bit_exact);
-    tcase_add_test(tc, tapegrad_tensors_round_trip);
-    tcase_add_test(tc, params_round_trip_and_errors);
-    tcase_add_test(tc, hand_built_file_reads_correctly);
-    tcase_add_test(tc, header_whitespace_and_edge_cases);
-    tcase_add_test(tc, corrupt_files_are_rejected);
-    tcase_add_test(tc, conversions_and_their_errors);
-    tcase_add_test(tc, writer_errors_stick);
-    tcase_add_test(tc, saves_are_atomic);
-    suite_add_tcase(s, tc);
+    tt_tcase(s, "safetensors", 0, TT_TESTS(round_trip_is_bit_exact, tapegrad_tensors_round_trip,
+                                           params_round_trip_and_errors, hand_built_file_reads_correctly,
+                                           header_whitespace_and_edge_cases, corrupt_files_are_rejected,
+                                           conversions_and_their_errors, writer_errors_stick, saves_are_atomic));
     return s;
-}
-
-/* Removes the scratch directory and everything in it. */
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return EXIT_FAILURE;
-    }
-    int rc = tt_run(suite());
-    remove_dir();
-    return rc;
+    return tt_run_in_tmpdir(suite(), "tg_st_test", true);
 }

@@ -264,11 +264,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("stack");
-    TCase *tc = tcase_create("stack");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, training_on_a_thread_with_a_small_stack);
-    tcase_add_test(tc, pool_workers_with_small_default_stacks);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("stack", "stack", 120,
+                   TT_TESTS(training_on_a_thread_with_a_small_stack, pool_workers_with_small_default_stacks));
 }

@@ -224,6 +224,65 @@ START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
 }
 END_TEST
 
+/* The UTF-8 rule, written out independently of the trainer: a piece of
+ * two or more bytes is whole characters (ASCII, or a lead byte announcing
+ * n bytes and n - 1 continuation bytes) or the first bytes of one. */
+static bool piece_keeps_characters(const unsigned char *p, size_t l)
+{
+    size_t i = 0;
+    while (i < l) {
+        const unsigned char c = p[i];
+        const size_t n = c < 0x80 ? 1 : c < 0xC0 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 0;
+        if (!n) return false;   /* a stray continuation or 0xF8-0xFF */
+        size_t k = 1;
+        while (k < n && i + k < l && p[i + k] >= 0x80 && p[i + k] < 0xC0) k++;
+        if (k < n) return i == 0 && i + k == l;   /* a character cut short: only as the whole piece */
+        i += n;
+    }
+    return true;
+}
+
+START_TEST(pieces_keep_utf8_characters_whole)
+{
+    /* " é" twenty times: (' ', C3) and (C3, A9) are counted equally, and
+     * the tie would go to the smaller left id, the space; the rule makes
+     * the first merge the character */
+    char small[64] = "";
+    for (int i = 0; i < 20; i++) strcat(small, " \xC3\xA9");
+    tg_tokenizer *t = train(small, strlen(small), 260, 0);
+    size_t l;
+    const unsigned char *p = tg_tok_piece(t, 259, &l);
+    ck_assert_msg(l == 2 && p[0] == 0xC3 && p[1] == 0xA9, "the first merge is not the character");
+    tg_tok_free(t);
+
+    /* the corpus with words of other scripts, emoji, and invalid bytes */
+    corpus c = the_corpus(100000);
+    static const char *const words[] = {" caf\xC3\xA9", " \xE2\x82\xAC" "5", " \xF0\x9F\x98\x80!", " na\xC3\xAFve",
+                                        " \xD0\xBC\xD0\xB8\xD1\x80", " \x80\x80x", " \xE2\x82", " \xFF\xC3",
+                                        "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"};
+    size_t len = c.len;
+    char *text = malloc(len);
+    memcpy(text, c.text, len);
+    for (size_t i = 0, k = 0; i + 16 < len; i += 41, k++) {
+        const char *w = words[k % (sizeof words / sizeof *words)];
+        memcpy(text + i, w, strlen(w));
+    }
+    t = train(text, len, 3000, 0);
+    int multibyte = 0;
+    for (int32_t id = 259; id < tg_tok_vocab_size(t); id++) {
+        p = tg_tok_piece(t, id, &l);
+        ck_assert_msg(piece_keeps_characters(p, l), "piece %d (%zu bytes, first 0x%02X) breaks a character", id, l,
+                      p[0]);
+        for (size_t i = 0; i < l; i++) multibyte += p[i] >= 0x80;
+    }
+    ck_assert_msg(multibyte > 20, "only %d non-ASCII bytes in the pieces: the test shows nothing", multibyte);
+    assert_round_trip(t, text, len);
+    tg_tok_free(t);
+    free(text);
+    corpus_free(&c);
+}
+END_TEST
+
 START_TEST(same_vocabulary_on_1_and_2_threads)
 {
     /* 1.2 MB: the word count is split into parts of >= 256 KB per thread */
@@ -820,6 +879,7 @@ static Suite *suite(void)
     tcase_add_test(tc, hand_computed_merges);
     tcase_add_test(tc, layout_and_specials);
     tcase_add_test(tc, spaces_start_pieces_and_newline_runs_stand_alone);
+    tcase_add_test(tc, pieces_keep_utf8_characters_whole);
     tcase_add_test(tc, same_vocabulary_on_1_and_2_threads);
     tcase_add_test(tc, round_trips);
     tcase_add_test(tc, encoding_follows_the_rule);

@@ -244,19 +244,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("tutorial");
-    TCase *tc = tcase_create("attention_softmax");
-    tcase_add_test(tc, weighted_sum_of_values);
-    tcase_add_test(tc, softmax_backward_by_hand);
-    tcase_add_test(tc, scaling_by_sqrt_head_size);
-    tcase_add_test(tc, large_equal_scores);
-    tcase_add_test(tc, mask_before_softmax);
-    tcase_add_test(tc, fully_blocked_row_is_an_error);
-    tcase_add_test(tc, nan_score_is_an_error);
-    tcase_add_test(tc, all_false_mask_is_no_mask);
-    tcase_add_test(tc, causal_rows);
-    tcase_add_test(tc, kv_cache_alignment);
-    tcase_add_test(tc, f32_agrees_with_f64);
-    suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_main("tutorial", "attention_softmax", 0,
+                   TT_TESTS(weighted_sum_of_values, softmax_backward_by_hand, scaling_by_sqrt_head_size,
+                            large_equal_scores, mask_before_softmax, fully_blocked_row_is_an_error,
+                            nan_score_is_an_error, all_false_mask_is_no_mask, causal_rows, kv_cache_alignment,
+                            f32_agrees_with_f64));
 }

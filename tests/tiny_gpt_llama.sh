@@ -57,6 +57,14 @@ ours=$("$bin" eval --init "$work/ref/best.safetensors" --batch "$work/batch.safe
 awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-5 * a) }' &&
   ok "the reader's loss $theirs equals tiny_gpt's $ours on the same tokens" || bad "loss: reader '$theirs' vs tiny_gpt '$ours'"
 
+# decoding allocates nothing per token: the same heap allocations for 20 and 200 tokens
+a20=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "the " --tokens 20 --temperature 0 --stats 2>&1 >/dev/null)
+a200=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "the " --tokens 200 --temperature 0 --stats 2>&1 >/dev/null)
+n20=$(sed -n 's/.*; \([0-9]*\) heap allocations$/\1/p' <<<"$a20")
+n200=$(sed -n 's/.*; \([0-9]*\) heap allocations$/\1/p' <<<"$a200")
+[ -n "$n20" ] && [ "$n20" = "$n200" ] && ok "decoding makes no heap allocation per token ($n20 for 20 tokens and for 200)" ||
+  bad "allocations while decoding: '$a20' / '$a200'"
+
 # documents end where the model says BOS: both stop there
 for i in $(seq 80); do printf 'the dog sees a bird.\n\nsome birds sing.\n\n'; done > "$work/docs.txt"
 "$bin" train "${llama[@]}" --data "$work/docs.txt" --steps 100 --eval-interval 100 --out "$work/p" >/dev/null 2>&1

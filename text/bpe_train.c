@@ -25,13 +25,29 @@
  *    pair's is dropped (or pushed again with the smaller count). A merge
  *    costs the length of the words that hold the pair, not a recount.
  *
+ * UTF-8. A merge never puts part of a multi-byte character together
+ * with anything outside it: a piece of two or more bytes is either whole
+ * characters (ASCII bytes and complete lead + continuation sequences) or
+ * the leading bytes of one character, grown a byte at a time (lead, lead
+ * + 1 continuation, ...). Pairs that would break this are never counted.
+ * So a character's bytes merge only with each other until it is complete,
+ * and only whole characters merge across a character boundary, as they do
+ * in SentencePiece, whose pieces are made of characters; it is also what
+ * makes llama2.c's encoder, which looks each character up whole before it
+ * merges, give the same ids (docs/tokenizers.md). A character here is
+ * its structure: a lead byte 0xC0-0xF7 announcing 2, 3 or 4 bytes and
+ * that many continuation bytes 0x80-0xBF; the bytes of invalid UTF-8
+ * (a stray continuation, 0xF8-0xFF, a lead cut short) stay single.
+ *
  * Ids: 0 <unk>, 1 <s>, 2 </s>, 3 + b for byte b, 259 + k for merge k. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/parallel.h"
-#include "text_internal.h"
 
 #define MAX_WORD 256
 #define N_SPECIAL 3
@@ -102,8 +118,34 @@ typedef struct trainer {
     tg_strmap pieces;
     int32_t *merges;
     int32_t nmerges;
+    int8_t *shape;        /* per piece: SHAPE_WHOLE, the bytes a character still needs, or SHAPE_* */
     bool oom;
 } trainer;
+
+/* A piece's shape under the UTF-8 rule (above): whole characters (0), the
+ * first bytes of one character still needing 1..3 continuation bytes, a
+ * lone continuation byte, or a byte that merges with nothing. */
+enum { SHAPE_WHOLE = 0, SHAPE_CONT = -1, SHAPE_NEVER = -2 };
+
+static int8_t byte_shape(unsigned char c)
+{
+    if (c < 0x80) return SHAPE_WHOLE;
+    if (c < 0xC0) return SHAPE_CONT;
+    if (c < 0xE0) return 1;
+    if (c < 0xF0) return 2;
+    if (c < 0xF8) return 3;
+    return SHAPE_NEVER;
+}
+
+/* The shape of a merged with b, or SHAPE_NEVER when the rule forbids it:
+ * whole + whole, or a character's first bytes + its next continuation. */
+static int8_t merged_shape(const trainer *T, int32_t a, int32_t b)
+{
+    const int8_t x = T->shape[a], y = T->shape[b];
+    if (x == SHAPE_WHOLE && y == SHAPE_WHOLE) return SHAPE_WHOLE;
+    if (x > 0 && y == SHAPE_CONT) return (int8_t)(x - 1);
+    return SHAPE_NEVER;
+}
 
 static bool better(const entry *x, const entry *y)
 {
@@ -171,6 +213,7 @@ static int32_t pair_of(trainer *T, int32_t a, int32_t b)
  * touched by merge m. */
 static void add(trainer *T, int32_t a, int32_t b, int64_t d, int32_t w, int32_t m)
 {
+    if (merged_shape(T, a, b) == SHAPE_NEVER) return;   /* never counted, never merged */
     int32_t i = pair_of(T, a, b);
     if (i < 0) {
         T->oom = true;
@@ -207,8 +250,9 @@ static void add(trainer *T, int32_t a, int32_t b, int64_t d, int32_t w, int32_t 
     }
 }
 
-/* Appends a piece (special or not); its id, or -1 when out of memory. */
-static int32_t add_piece(trainer *T, const unsigned char *p, size_t len, bool ordinary)
+/* Appends a piece (special or not) of the given shape; its id, or -1 when
+ * out of memory. */
+static int32_t add_piece(trainer *T, const unsigned char *p, size_t len, bool ordinary, int8_t shape)
 {
     if (T->nbytes + len > T->bcap) {
         size_t cap = T->bcap ? T->bcap : 4096;
@@ -221,12 +265,15 @@ static int32_t add_piece(trainer *T, const unsigned char *p, size_t len, bool or
     if (T->npieces + 2 > T->ocap) {
         int32_t cap = T->ocap ? 2 * T->ocap : 1024;
         int64_t *o = tg_realloc(T->off, (size_t)cap * sizeof *o);
-        if (!o) return -1;
-        T->off = o;
+        if (o) T->off = o;
+        int8_t *sh = tg_realloc(T->shape, (size_t)cap * sizeof *sh);
+        if (sh) T->shape = sh;
+        if (!o || !sh) return -1;
         T->ocap = cap;
     }
     memcpy(T->bytes + T->nbytes, p, len);
     int32_t id = T->npieces++;
+    T->shape[id] = shape;
     T->off[id] = (int64_t)T->nbytes;
     T->nbytes += len;
     T->off[id + 1] = (int64_t)T->nbytes;
@@ -247,7 +294,7 @@ static int32_t merge(trainer *T, int32_t i, int32_t m)
     if (e >= 0) {
         c = (int32_t)T->pieces.ents[e].val;   /* a b spells a piece made by another merge */
     } else {
-        if ((c = add_piece(T, buf, la + lb, true)) < 0) return -1;
+        if ((c = add_piece(T, buf, la + lb, true, merged_shape(T, a, b))) < 0) return -1;
         T->merges[2 * T->nmerges] = a;
         T->merges[2 * T->nmerges + 1] = b;
         T->nmerges++;
@@ -306,17 +353,18 @@ static void trainer_free(trainer *T)
     tg_free(T->off);
     tg_strmap_free(&T->pieces);
     tg_free(T->merges);
+    tg_free(T->shape);
 }
 
 tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, char *err, size_t errlen)
 {
     if (!text || !len || !opts) {
-        snprintf(err, errlen, "bpe train: %s", !opts ? "NULL options" : "no text");
+        tg_set_err(err, errlen, "bpe train: %s", !opts ? "NULL options" : "no text");
         return NULL;
     }
     if (opts->vocab_size < FIRST_MERGE || opts->vocab_size > (1 << 24)) {
-        snprintf(err, errlen, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
-                 opts->vocab_size, FIRST_MERGE);
+        tg_set_err(err, errlen, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
+                   opts->vocab_size, FIRST_MERGE);
         return NULL;
     }
     int64_t min_count = opts->min_count > 0 ? opts->min_count : 2;
@@ -360,17 +408,17 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     /* the pieces: specials, then bytes */
     static const char *const SPECIALS[N_SPECIAL] = {"<unk>", "<s>", "</s>"};
     for (int i = 0; i < N_SPECIAL; i++)
-        if (add_piece(&T, (const unsigned char *)SPECIALS[i], strlen(SPECIALS[i]), false) < 0) goto oom;
+        if (add_piece(&T, (const unsigned char *)SPECIALS[i], strlen(SPECIALS[i]), false, SHAPE_NEVER) < 0) goto oom;
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
-        if (add_piece(&T, &c, 1, true) < 0) goto oom;
+        if (add_piece(&T, &c, 1, true, byte_shape(c)) < 0) goto oom;
     }
     int32_t max_merges = opts->vocab_size - FIRST_MERGE;
     if (!(T.merges = tg_malloc(((size_t)max_merges + 1) * 2 * sizeof *T.merges))) goto oom;
 
     /* 2. words as ids, and their pairs */
     if (words->n > INT32_MAX / 2) {
-        snprintf(err, errlen, "bpe train: more than 2^30 distinct words");
+        tg_set_err(err, errlen, "bpe train: more than 2^30 distinct words");
         goto fail;
     }
     T.nw = (int32_t)words->n;
@@ -426,7 +474,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     T.merges = NULL;
     goto done;
 oom:
-    snprintf(err, errlen, "bpe train: out of memory");
+    tg_set_err(err, errlen, "bpe train: out of memory");
 fail:
     tg_tok_free(tok);
     tok = NULL;

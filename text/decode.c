@@ -9,24 +9,26 @@
  * continue such a character goes out at once, so invalid UTF-8 is never
  * held for long, and flushing at the end emits the held bytes as they are:
  * the stream's output is exactly the ids' bytes. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "text_internal.h"
+#include "../core/err_internal.h"
 
 int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap, char *err,
                       size_t errlen)
 {
     if (!t || (!ids && n) || (!out && cap)) {
-        snprintf(err, errlen, "tokenizer decode: NULL argument");
+        tg_set_err(err, errlen, "tokenizer decode: NULL argument");
         return -1;
     }
     unsigned char *o = out;
     int64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= t->n) {
-            snprintf(err, errlen, "tokenizer decode: id %lld at position %zu is outside the vocabulary [0, %d)",
-                     (long long)ids[i], i, (int)t->n);
+            tg_set_err(err, errlen, "tokenizer decode: id %lld at position %zu is outside the vocabulary [0, %d)",
+                       (long long)ids[i], i, (int)t->n);
             return -1;
         }
         size_t len = (size_t)(t->off[ids[i] + 1] - t->off[ids[i]]);
@@ -50,8 +52,8 @@ int64_t tg_tok_stream_push(tg_tok_stream *s, int32_t id, void *out, size_t cap)
 {
     if (!s || !s->tok || !out || id < 0 || id >= s->tok->n || s->n_held < 0 || s->n_held > 3) return -1;
     const tg_tokenizer *t = s->tok;
+    if (cap < t->max_piece + 3) return -1;   /* the documented room, whatever this id needs */
     size_t len = (size_t)(t->off[id + 1] - t->off[id]), total = (size_t)s->n_held + len;
-    if (cap < total) return -1;
     unsigned char *o = out;
     memcpy(o, s->held, (size_t)s->n_held);
     memcpy(o + s->n_held, t->bytes + t->off[id], len);

@@ -8,15 +8,8 @@
  * ended, as tiktoken's find_iter; input that is not valid UTF-8 is first
  * rewritten with U+FFFD for each maximal ill-formed subpart (text/utf8.c).
  *
- * One word. Start from the word's bytes as single-byte pieces, then
- * repeatedly merge the adjacent pair (a, b) whose concatenation is the
- * piece c with the smallest id (id order is rank order), the leftmost
- * such pair when c occurs more than once, until no adjacent pair makes a
- * piece. Short words keep the candidate id of every pair in an array and
- * rescan it (O(n^2) in the worst case, tiny n); words longer than 64 bytes
- * use a min-heap of (c, position) over a linked list, with entries that no
- * longer match skipped when popped (O(n log n)). tiktoken first takes a
- * word that is itself a piece as that one token.
+ * One word: text/merge.c. tiktoken first takes a word that is itself a
+ * piece as that one token.
  *
  * Speed. Each thread keeps a cache word -> ids for words up to 32 bytes:
  * in English text most words repeat, and the cache turns them into one
@@ -26,6 +19,8 @@
  * regex match can span and the match at the space cannot depend on what
  * came before; other patterns than GPT-2's are not cut), so the ids
  * equal a single thread's. */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -33,10 +28,10 @@
 #include <pcre2.h>
 
 #include "../core/alloc.h"
+#include "../core/err_internal.h"
 #include "../core/parallel.h"
 #include "text_internal.h"
 
-#define SHORT_WORD 64           /* longer words merge with a heap */
 #define CACHE_WORD 32           /* words cached up to this many bytes */
 #define CACHE_MAX (1 << 20)     /* entries per thread */
 #define PART_MIN (1 << 20)      /* bytes per thread at least */
@@ -73,9 +68,9 @@ typedef struct encoder {
     size_t scap_slots, ncached;
     int32_t *pool;              /* its entries: len << 8 | count, the word's bytes (padded), the ids */
     size_t plen, pcap;
-    int32_t *sym, *cand, *next, *prev;   /* per-word scratch */
-    uint64_t *heap;
-    size_t scap;
+    int32_t *sym;               /* the word being merged */
+    size_t symcap;
+    tg_merge_scratch ms;
     unsigned char *clean;       /* tiktoken: the part rewritten as valid UTF-8 */
     bool oom;
     char err[256];
@@ -95,123 +90,7 @@ static int grow32(int32_t **p, size_t *cap, size_t need)
 
 static int scratch(encoder *e, size_t n)
 {
-    if (n <= e->scap) return 0;
-    size_t c = e->scap ? e->scap : 256;
-    while (c < n) c *= 2;
-    int32_t *a = tg_realloc(e->sym, c * sizeof *a);
-    if (a) e->sym = a;
-    int32_t *b = tg_realloc(e->cand, c * sizeof *b);
-    if (b) e->cand = b;
-    int32_t *d = tg_realloc(e->next, c * sizeof *d);
-    if (d) e->next = d;
-    int32_t *f = tg_realloc(e->prev, c * sizeof *f);
-    if (f) e->prev = f;
-    uint64_t *h = tg_realloc(e->heap, 3 * c * sizeof *h);
-    if (h) e->heap = h;
-    if (!a || !b || !d || !f || !h) return -1;
-    e->scap = c;
-    return 0;
-}
-
-static int32_t pair(const tg_tokenizer *t, int32_t a, int32_t b)
-{
-    return tg_pairmap_get(&t->pairs, (uint64_t)a << 32 | (uint64_t)b);
-}
-
-/* Merges sym[0..n) in place by the rule above (short words); returns the
- * new count. */
-static size_t merge_short(const tg_tokenizer *t, int32_t *sym, int32_t *cand, size_t n)
-{
-    const int32_t NONE = INT32_MAX;
-    for (size_t i = 0; i + 1 < n; i++) {
-        int32_t c = pair(t, sym[i], sym[i + 1]);
-        cand[i] = c < 0 ? NONE : c;
-    }
-    while (n > 1) {
-        size_t at = 0;
-        for (size_t i = 1; i + 1 < n; i++)
-            if (cand[i] < cand[at]) at = i;
-        if (cand[at] == NONE) break;
-        sym[at] = cand[at];
-        memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof *sym);
-        memmove(cand + at + 1, cand + at + 2, (n >= at + 3 ? n - at - 3 : 0) * sizeof *cand);
-        n--;
-        if (at > 0) {
-            int32_t c = pair(t, sym[at - 1], sym[at]);
-            cand[at - 1] = c < 0 ? NONE : c;
-        }
-        if (at + 1 < n) {
-            int32_t c = pair(t, sym[at], sym[at + 1]);
-            cand[at] = c < 0 ? NONE : c;
-        }
-    }
-    return n;
-}
-
-/* A binary min-heap of (id << 32 | position) keys. */
-static void heap_push(uint64_t *h, size_t *n, uint64_t k)
-{
-    size_t i = (*n)++;
-    while (i && h[(i - 1) / 2] > k) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = k;
-}
-
-static uint64_t heap_pop(uint64_t *h, size_t *n)
-{
-    uint64_t top = h[0], k = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && h[c + 1] < h[c]) c++;
-        if (h[c] >= k) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = k;
-    return top;
-}
-
-/* The same merges for a long word, on a linked list with a heap; the
- * result is compacted into sym[0..return). */
-static size_t merge_long(encoder *e, size_t n)
-{
-    const tg_tokenizer *t = e->t;
-    int32_t *sym = e->sym, *next = e->next, *prev = e->prev;
-    uint64_t *h = e->heap;
-    size_t hn = 0;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
-        prev[i] = (int32_t)i - 1;
-    }
-    for (size_t i = 0; i + 1 < n; i++) {
-        int32_t c = pair(t, sym[i], sym[i + 1]);
-        if (c >= 0) heap_push(h, &hn, (uint64_t)c << 32 | i);
-    }
-    while (hn) {
-        uint64_t k = heap_pop(h, &hn);
-        int32_t c = (int32_t)(k >> 32), i = (int32_t)(k & 0xffffffffu);
-        int32_t j = next[i];
-        if (sym[i] < 0 || j < 0 || pair(t, sym[i], sym[j]) != c) continue;   /* stale */
-        sym[i] = c;
-        sym[j] = -1;
-        next[i] = next[j];
-        if (next[j] >= 0) prev[next[j]] = i;
-        if (prev[i] >= 0) {
-            int32_t d = pair(t, sym[prev[i]], c);
-            if (d >= 0) heap_push(h, &hn, (uint64_t)d << 32 | (uint32_t)prev[i]);
-        }
-        if (next[i] >= 0) {
-            int32_t d = pair(t, c, sym[next[i]]);
-            if (d >= 0) heap_push(h, &hn, (uint64_t)d << 32 | (uint32_t)i);
-        }
-    }
-    size_t m = 0;
-    for (int32_t i = 0; i >= 0; i = next[i]) sym[m++] = sym[i];
-    return m;
+    return grow32(&e->sym, &e->symcap, n) || tg_merge_reserve(&e->ms, n) ? -1 : 0;
 }
 
 /* The word cache: open addressing on the word's hash (at most half
@@ -294,7 +173,7 @@ static void encode_word(encoder *e, const unsigned char *w, size_t len)
     }
     if (!m) {
         for (size_t i = 0; i < len; i++) e->sym[i] = t->byte_id[w[i]];
-        m = len <= SHORT_WORD ? merge_short(t, e->sym, e->cand, len) : merge_long(e, len);
+        m = tg_bpe_merge(t, e->sym, len, &e->ms);
     }
     memcpy(e->ids + e->n, e->sym, m * sizeof *e->ids);
     e->n += m;
@@ -400,10 +279,7 @@ static void encoder_free(encoder *e)
     tg_free(e->slots);
     tg_free(e->pool);
     tg_free(e->sym);
-    tg_free(e->cand);
-    tg_free(e->next);
-    tg_free(e->prev);
-    tg_free(e->heap);
+    tg_merge_scratch_free(&e->ms);
     tg_free(e->clean);
 }
 
@@ -444,11 +320,11 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
 {
     if (ids) *ids = NULL;
     if (!t || !ids || (!text && len)) {
-        snprintf(err, errlen, "tokenizer encode: NULL argument");
+        tg_set_err(err, errlen, "tokenizer encode: NULL argument");
         return -1;
     }
     if (t->kind == TG_TOK_TIKTOKEN && !t->re) {
-        snprintf(err, errlen, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
+        tg_set_err(err, errlen, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
         return -1;
     }
     const unsigned char *s = text;
@@ -470,7 +346,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     parts = k;
     encoder *enc = tg_calloc((size_t)parts, sizeof *enc);
     if (!enc) {
-        snprintf(err, errlen, "tokenizer encode: out of memory");
+        tg_set_err(err, errlen, "tokenizer encode: out of memory");
         return -1;
     }
     for (int p = 0; p < parts; p++) enc[p].t = t;
@@ -481,7 +357,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     int64_t total = 0, rc = 0;
     for (int p = 0; p < parts; p++) {
         if (!rc && (enc[p].err[0] || enc[p].oom)) {
-            snprintf(err, errlen, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
+            tg_set_err(err, errlen, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
             rc = -1;
         }
         total += (int64_t)enc[p].n;
@@ -496,7 +372,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
             if (enc[p].n) memcpy(out + at, enc[p].ids, enc[p].n * sizeof *out);
     }
     if (!rc && !out) {
-        snprintf(err, errlen, "tokenizer encode: out of memory");
+        tg_set_err(err, errlen, "tokenizer encode: out of memory");
         rc = -1;
     }
     for (int p = 0; p < parts; p++) encoder_free(&enc[p]);

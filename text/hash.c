@@ -5,10 +5,11 @@
  * xor-shift-multiply, where K is the 64-bit golden-ratio constant; the
  * length seeds h, so "a" and "a\0" differ. Good enough for the words and
  * pieces of a text, and about a byte per cycle faster than FNV-1a. */
+#include "text_internal.h"
+
 #include <string.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 

@@ -62,7 +62,10 @@ typedef struct tg_bpe_options {
  * min_count times (then the vocabulary is smaller: see
  * tg_tok_vocab_size). Ties go to the pair with the smaller left id, then
  * the smaller right id. Words longer than 256 bytes are counted as
- * 256-byte chunks. Deterministic: the same text and options give the same
+ * 256-byte chunks. A pair that would put part of a multi-byte UTF-8
+ * character together with bytes outside it is never merged: a piece is
+ * whole characters, or the first bytes of one (docs/tokenizers.md).
+ * Deterministic: the same text and options give the same
  * tokenizer on any number of threads (there is no randomness). NULL with
  * a message for NULL or empty text, vocab_size < 259 or > 2^24, or out of
  * memory. */

@@ -80,6 +80,22 @@ size_t tg_bpe_word_start(const unsigned char *s, size_t len, size_t pos);
 /* The end of the TG_TOK_BPE word that starts at pos (< len). */
 size_t tg_bpe_word_end(const unsigned char *s, size_t len, size_t pos);
 
+/* ---- text/merge.c ---------------------------------------------------------- */
+
+/* The merge's work arrays, grown as words get longer. */
+typedef struct tg_merge_scratch {
+    int32_t *cand, *next, *prev;
+    uint64_t *heap;
+    size_t cap;
+} tg_merge_scratch;
+
+/* Merges the pieces sym[0..n) of one word by the rule of text/merge.c;
+ * the word's ids are sym[0..return). s must hold n (tg_merge_reserve). */
+size_t tg_bpe_merge(const tg_tokenizer *t, int32_t *sym, size_t n, tg_merge_scratch *s);
+/* Grows s to words of n pieces; -1 when out of memory (s stays valid). */
+int tg_merge_reserve(tg_merge_scratch *s, size_t n);
+void tg_merge_scratch_free(tg_merge_scratch *s);
+
 /* ---- text/utf8.c ------------------------------------------------------------ */
 
 /* Length of the valid UTF-8 character at s[0..n) (1..4), or 0 when s[0]

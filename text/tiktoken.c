@@ -7,12 +7,14 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
+#include "text_internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
+#include "../core/err_internal.h"
 
 static int b64_value(unsigned char c)
 {
@@ -56,7 +58,7 @@ typedef struct line_piece {
 tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
 {
     if (!path) {
-        snprintf(err, errlen, "tiktoken: NULL path");
+        tg_set_err(err, errlen, "tiktoken: NULL path");
         return NULL;
     }
     tg_tokenizer *t = NULL;
@@ -66,7 +68,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     uint8_t *special = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
         return NULL;
     }
     size_t len = 0, cap = 0;
@@ -82,14 +84,14 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         if (got < 65536) break;
     }
     if (ferror(f)) {
-        snprintf(err, errlen, "tiktoken: %s: read error", path);
+        tg_set_err(err, errlen, "tiktoken: %s: read error", path);
         goto fail;
     }
     /* lines: at most one piece per line; decoded bytes are shorter than the text */
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
     if (lines > (1u << 30)) {
-        snprintf(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
+        tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
         goto fail;
     }
     by_rank = tg_malloc(lines * sizeof *by_rank);
@@ -109,8 +111,8 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
             while (sp < end && text[sp] != ' ') sp++;
             int64_t k = sp < end ? b64_decode(text + p, sp - p, bytes + nb) : -1;
             if (k <= 0) {
-                snprintf(err, errlen, "tiktoken: %s:%d: expected \"<base64 piece> <rank>\"%s", path, line,
-                         sp < end ? ", and the piece is not base64 of at least one byte" : "");
+                tg_set_err(err, errlen, "tiktoken: %s:%d: expected \"<base64 piece> <rank>\"%s", path, line,
+                           sp < end ? ", and the piece is not base64 of at least one byte" : "");
                 goto fail;
             }
             int64_t rank = 0;
@@ -121,13 +123,14 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
                 else rank = rank * 10 + (text[r] - '0');
             }
             if (rank < 0 || (size_t)rank >= lines) {
-                snprintf(err, errlen, "tiktoken: %s:%d: the rank \"%.*s\" is not a whole number below the number of lines",
-                         path, line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), (const char *)text + sp + 1);
+                tg_set_err(err, errlen,
+                           "tiktoken: %s:%d: the rank \"%.*s\" is not a whole number below the number of lines",
+                           path, line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), (const char *)text + sp + 1);
                 goto fail;
             }
             if (by_rank[rank].line) {
-                snprintf(err, errlen, "tiktoken: %s:%d: rank %lld was given already on line %d", path, line,
-                         (long long)rank, by_rank[rank].line);
+                tg_set_err(err, errlen, "tiktoken: %s:%d: rank %lld was given already on line %d", path, line,
+                           (long long)rank, by_rank[rank].line);
                 goto fail;
             }
             by_rank[rank] = (line_piece){nb, (int32_t)k, line};
@@ -137,13 +140,13 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         p = q + 1;
     }
     if (n == 0) {
-        snprintf(err, errlen, "tiktoken: %s: no pieces", path);
+        tg_set_err(err, errlen, "tiktoken: %s: no pieces", path);
         goto fail;
     }
     for (int32_t r = 0; r < n; r++)
         if (!by_rank[r].line) {
-            snprintf(err, errlen, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d)", path, (int)r,
-                     (int)n, (int)n - 1);
+            tg_set_err(err, errlen, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d)", path, (int)r,
+                       (int)n, (int)n - 1);
             goto fail;
         }
     /* pieces in rank order, then <|endoftext|> */
@@ -178,7 +181,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     if (tg_tok_compile_pattern(t, what, err, errlen)) goto fail;
     goto done;
 oom:
-    snprintf(err, errlen, "tiktoken: %s: out of memory", path);
+    tg_set_err(err, errlen, "tiktoken: %s: out of memory", path);
 fail:
     tg_tok_free(t);
     t = NULL;

@@ -14,18 +14,21 @@
  * The reader checks all of it: shapes and dtypes, offsets, distinct
  * non-empty pieces, every byte present, the special ids, and that each
  * merge's piece is the concatenation of its two. */
+#include "text_internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
+#include "../core/err_internal.h"
+#include "../core/safetensors_internal.h"
 
 int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
 {
     if (!w) return -1;
-    if (!t) return tg_st_writer_meta(w, "tokenizer", NULL);   /* records the error */
+    if (!t) return tg_st_writer_fail(w, "tokenizer: the tokenizer is NULL");
     char bos[16], eos[16], unk[16];
     snprintf(bos, sizeof bos, "%d", (int)t->bos);
     snprintf(eos, sizeof eos, "%d", (int)t->eos);
@@ -47,16 +50,16 @@ int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
 int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen)
 {
     if (!t || !path) {
-        snprintf(err, errlen, "tokenizer save: NULL argument");
+        tg_set_err(err, errlen, "tokenizer save: NULL argument");
         return -1;
     }
     tg_st_writer *w = tg_st_writer_new();
     if (!w) {
-        snprintf(err, errlen, "tokenizer save: out of memory");
+        tg_set_err(err, errlen, "tokenizer save: out of memory");
         return -1;
     }
     int rc = tg_tok_st_add(t, w);
-    if (rc) snprintf(err, errlen, "tokenizer save: %s", tg_st_writer_error(w));
+    if (rc) tg_set_err(err, errlen, "tokenizer save: %s", tg_st_writer_error(w));
     else rc = tg_st_writer_save(w, path, err, errlen);
     tg_st_writer_free(w);
     return rc;
@@ -78,12 +81,12 @@ static const tg_st_tensor *tensor(const tg_st_file *f, const char *name, const c
 {
     const tg_st_tensor *e = tg_st_find(f, name);
     if (!e) {
-        snprintf(err, errlen, "tokenizer: the file has tokenizer metadata but no tensor '%s'", name);
+        tg_set_err(err, errlen, "tokenizer: the file has tokenizer metadata but no tensor '%s'", name);
         return NULL;
     }
     if (strcmp(e->dtype, dtype) || e->ndim != ndim || (ndim == 2 && e->shape[1] != dim1)) {
-        snprintf(err, errlen, "tokenizer: '%s' must be %s with %d dimension%s%s, not %s with %d", name, dtype, ndim,
-                 ndim > 1 ? "s" : "", ndim == 2 ? " (M,2)" : "", e->dtype, e->ndim);
+        tg_set_err(err, errlen, "tokenizer: '%s' must be %s with %d dimension%s%s, not %s with %d", name, dtype, ndim,
+                   ndim > 1 ? "s" : "", ndim == 2 ? " (M,2)" : "", e->dtype, e->ndim);
         return NULL;
     }
     return e;
@@ -97,8 +100,8 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || end == s || *end || errno || v < -1 || v >= n) {
-        snprintf(err, errlen, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
-                 (int)n);
+        tg_set_err(err, errlen, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
+                   (int)n);
         return -1;
     }
     *out = (int32_t)v;
@@ -108,21 +111,21 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
 tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
 {
     if (!f) {
-        snprintf(err, errlen, "tokenizer: NULL file");
+        tg_set_err(err, errlen, "tokenizer: NULL file");
         return NULL;
     }
     const char *kind_s = tg_st_meta(f, "tokenizer"), *ver = tg_st_meta(f, "tokenizer.version");
     if (!kind_s) {
-        snprintf(err, errlen, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
+        tg_set_err(err, errlen, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
         return NULL;
     }
     int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN : 0;
     if (!kind) {
-        snprintf(err, errlen, "tokenizer: unknown kind '%s' (bpe or tiktoken)", kind_s);
+        tg_set_err(err, errlen, "tokenizer: unknown kind '%s' (bpe or tiktoken)", kind_s);
         return NULL;
     }
     if (!ver || strcmp(ver, "1")) {
-        snprintf(err, errlen, "tokenizer: version '%s' is not 1", ver ? ver : "(none)");
+        tg_set_err(err, errlen, "tokenizer: version '%s' is not 1", ver ? ver : "(none)");
         return NULL;
     }
     const tg_st_tensor *pe = tensor(f, "tokenizer.pieces", "U8", 1, 0, err, errlen),
@@ -131,29 +134,29 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
     if (!se) return NULL;
     int64_t n = se->shape[0];
     if (n < 1 || n > (1 << 30) || oe->shape[0] != n + 1) {
-        snprintf(err, errlen, "tokenizer: %lld ids with %lld offsets (must be 1..2^30 ids and one offset more)",
-                 (long long)n, (long long)oe->shape[0]);
+        tg_set_err(err, errlen, "tokenizer: %lld ids with %lld offsets (must be 1..2^30 ids and one offset more)",
+                   (long long)n, (long long)oe->shape[0]);
         return NULL;
     }
     tg_tokenizer *t = NULL;
     int64_t *off = tg_malloc(((size_t)n + 1) * sizeof *off);
     uint8_t *special = tg_malloc((size_t)n);
     if (!off || !special) {
-        snprintf(err, errlen, "tokenizer: out of memory");
+        tg_set_err(err, errlen, "tokenizer: out of memory");
         goto fail;
     }
     const unsigned char *ob = oe->data, *sb = se->data;
     for (int64_t i = 0; i <= n; i++) off[i] = (int64_t)le(ob + 8 * i, 8);
     for (int64_t i = 0; i < n; i++) {
         if (sb[i] > 1) {
-            snprintf(err, errlen, "tokenizer: 'tokenizer.special'[%lld] = %d is not 0 or 1", (long long)i, sb[i]);
+            tg_set_err(err, errlen, "tokenizer: 'tokenizer.special'[%lld] = %d is not 0 or 1", (long long)i, sb[i]);
             goto fail;
         }
         special[i] = sb[i];
     }
     if (off[n] != pe->shape[0]) {
-        snprintf(err, errlen, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
-                 (long long)off[n], (long long)pe->shape[0]);
+        tg_set_err(err, errlen, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
+                   (long long)off[n], (long long)pe->shape[0]);
         goto fail;
     }
     if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err,
@@ -166,8 +169,8 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
     const int32_t ids[3] = {t->bos, t->eos, t->unk};
     for (int k = 0; k < 3; k++)
         if (ids[k] >= 0 && !t->special[ids[k]]) {
-            snprintf(err, errlen, "tokenizer: the %s id %d is not a special token", k == 0 ? "bos" : k == 1 ? "eos" : "unk",
-                     (int)ids[k]);
+            tg_set_err(err, errlen, "tokenizer: the %s id %d is not a special token",
+                       k == 0 ? "bos" : k == 1 ? "eos" : "unk", (int)ids[k]);
             goto fail;
         }
     if (kind == TG_TOK_BPE) {
@@ -175,11 +178,11 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
         if (!me) goto fail;
         int64_t m = me->shape[0];
         if (m > n) {
-            snprintf(err, errlen, "tokenizer: %lld merges for %lld ids", (long long)m, (long long)n);
+            tg_set_err(err, errlen, "tokenizer: %lld merges for %lld ids", (long long)m, (long long)n);
             goto fail;
         }
         if (!(t->merges = tg_malloc(((size_t)m + 1) * 2 * sizeof *t->merges))) {
-            snprintf(err, errlen, "tokenizer: out of memory");
+            tg_set_err(err, errlen, "tokenizer: out of memory");
             goto fail;
         }
         t->n_merges = (int32_t)m;
@@ -195,20 +198,20 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
                  !memcmp(t->bytes + t->off[id], t->bytes + t->off[l], ll) &&
                  !memcmp(t->bytes + t->off[id] + ll, t->bytes + t->off[r], lr);
             if (!ok) {
-                snprintf(err, errlen, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
-                         (int)l, (int)r, (int)id);
+                tg_set_err(err, errlen, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
+                           (int)l, (int)r, (int)id);
                 goto fail;
             }
         }
     } else {
         const char *pat = tg_st_meta(f, "tokenizer.pattern");
         if (!pat) {
-            snprintf(err, errlen, "tokenizer: a tiktoken tokenizer needs 'tokenizer.pattern' metadata");
+            tg_set_err(err, errlen, "tokenizer: a tiktoken tokenizer needs 'tokenizer.pattern' metadata");
             goto fail;
         }
         size_t pl = strlen(pat) + 1;
         if (!(t->pattern = tg_malloc(pl))) {
-            snprintf(err, errlen, "tokenizer: out of memory");
+            tg_set_err(err, errlen, "tokenizer: out of memory");
             goto fail;
         }
         memcpy(t->pattern, pat, pl);
@@ -228,12 +231,12 @@ fail:
 tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
 {
     if (!path) {
-        snprintf(err, errlen, "tokenizer: NULL path");
+        tg_set_err(err, errlen, "tokenizer: NULL path");
         return NULL;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "tokenizer: %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "tokenizer: %s: %s", path, strerror(errno));
         return NULL;
     }
     unsigned char head[9];
@@ -245,10 +248,10 @@ tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
         if (!st) return NULL;
         tg_tokenizer *t = tg_tok_from_st(st, err, errlen);
         tg_st_free(st);
-        if (!t) {
+        if (!t && err && errlen) {   /* err holds the reason: prefix the path */
             char msg[512];
             snprintf(msg, sizeof msg, "%s", err);
-            snprintf(err, errlen, "%s: %s", path, msg);
+            tg_set_err(err, errlen, "%s: %s", path, msg);
         }
         return t;
     }

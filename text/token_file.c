@@ -15,6 +15,8 @@
  * The file is mapped, not copied (nanoGPT's OpenWebText train.bin is 17
  * GB), and checked once when opened: every id below the vocabulary size. */
 #define _POSIX_C_SOURCE 200809L
+#include "text_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,7 +27,7 @@
 #include <unistd.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
+#include "../core/err_internal.h"
 
 #define LLMC_HEADER 1024   /* 256 int32 */
 
@@ -47,37 +49,37 @@ static uint32_t rd(const unsigned char *p, int width)
 tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, char *err, size_t errlen)
 {
     if (!path || vocab_size < 1 || format < TG_TOKFILE_AUTO || format > TG_TOKFILE_LLMC) {
-        snprintf(err, errlen, "token file: %s", !path ? "NULL path" : vocab_size < 1 ? "vocab_size must be >= 1"
-                                                                                       : "unknown format");
+        tg_set_err(err, errlen, "token file: %s", !path ? "NULL path" : vocab_size < 1 ? "vocab_size must be >= 1"
+                                                                                         : "unknown format");
         return NULL;
     }
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
-        snprintf(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "token file %s: not a regular file", path);
+        tg_set_err(err, errlen, "token file %s: not a regular file", path);
         close(fd);
         return NULL;
     }
     size_t size = (size_t)st.st_size;
     if (size == 0) {
-        snprintf(err, errlen, "token file %s: the file is empty", path);
+        tg_set_err(err, errlen, "token file %s: the file is empty", path);
         close(fd);
         return NULL;
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        snprintf(err, errlen, "token file %s: mmap: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "token file %s: mmap: %s", path, strerror(errno));
         return NULL;
     }
     tg_tokfile *f = tg_calloc(1, sizeof *f);
     if (!f) {
         munmap(map, size);
-        snprintf(err, errlen, "token file %s: out of memory", path);
+        tg_set_err(err, errlen, "token file %s: out of memory", path);
         return NULL;
     }
     f->map = map;
@@ -89,28 +91,34 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
                                                            "open it as nanoGPT's format)"
                                                          : "";
         if (size < LLMC_HEADER) {
-            snprintf(err, errlen, "token file %s: %zu bytes, shorter than llm.c's 1024-byte header%s", path, size,
-                     raw_hint);
+            tg_set_err(err, errlen, "token file %s: %zu bytes, shorter than llm.c's 1024-byte header%s", path, size,
+                       raw_hint);
             goto fail;
         }
         if (!magic) {
-            snprintf(err, errlen, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4), TG_LLMC_MAGIC);
+            tg_set_err(err, errlen, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4),
+                       TG_LLMC_MAGIC);
             goto fail;
         }
         uint32_t version = rd(b + 4, 4);
         int32_t count = (int32_t)rd(b + 8, 4);
         if (version != 1 && version != 2) {
-            snprintf(err, errlen, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s", path,
-                     version, raw_hint);
+            tg_set_err(err, errlen, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s",
+                       path, version, raw_hint);
             goto fail;
         }
         f->width = version == 1 ? 2 : 4;
-        uint64_t want = (uint64_t)LLMC_HEADER + (uint64_t)(count < 0 ? 0 : count) * (uint64_t)f->width;
-        if (count <= 0 || want != size) {
-            snprintf(err, errlen,
-                     "token file %s: offset 8: the header says %d tokens (%llu bytes in all) but the file has %zu "
-                     "bytes%s%s",
-                     path, count, (unsigned long long)want, size, want > size ? ": truncated" : "", raw_hint);
+        if (count < 1) {
+            tg_set_err(err, errlen, "token file %s: offset 8: the header says %d tokens, and a file holds at least one%s",
+                       path, count, raw_hint);
+            goto fail;
+        }
+        uint64_t want = (uint64_t)LLMC_HEADER + (uint64_t)count * (uint64_t)f->width;
+        if (want != size) {
+            tg_set_err(err, errlen,
+                       "token file %s: offset 8: the header says %d tokens (%llu bytes in all) but the file has %zu "
+                       "bytes%s%s",
+                       path, count, (unsigned long long)want, size, want > size ? ": truncated" : "", raw_hint);
             goto fail;
         }
         f->ids = b + LLMC_HEADER;
@@ -118,7 +126,8 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
         f->format = TG_TOKFILE_LLMC;
     } else {
         if (size % 2) {
-            snprintf(err, errlen, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path, size);
+            tg_set_err(err, errlen, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path,
+                       size);
             goto fail;
         }
         f->width = 2;
@@ -129,8 +138,9 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     for (int64_t i = 0; i < f->n; i++) {
         uint32_t id = rd(f->ids + i * f->width, f->width);
         if (id >= (uint64_t)vocab_size) {
-            snprintf(err, errlen, "token file %s: offset %lld (token %lld): id %u is not below the vocabulary size %lld",
-                     path, (long long)(f->ids - b + i * f->width), (long long)i, id, (long long)vocab_size);
+            tg_set_err(err, errlen,
+                       "token file %s: offset %lld (token %lld): id %u is not below the vocabulary size %lld", path,
+                       (long long)(f->ids - b + i * f->width), (long long)i, id, (long long)vocab_size);
             goto fail;
         }
     }
@@ -167,33 +177,33 @@ int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *
                      size_t errlen)
 {
     if (!path || (!ids && n) || n < 0 || (format != TG_TOKFILE_NANOGPT && format != TG_TOKFILE_LLMC)) {
-        snprintf(err, errlen, "token file: %s", !path || (!ids && n) ? "NULL argument"
-                                                : n < 0              ? "negative count"
-                                                                     : "format must be NANOGPT or LLMC");
+        tg_set_err(err, errlen, "token file: %s", !path || (!ids && n) ? "NULL argument"
+                                                  : n < 0              ? "negative count"
+                                                                       : "format must be NANOGPT or LLMC");
         return -1;
     }
     bool wide = false;
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || (format == TG_TOKFILE_NANOGPT && ids[i] > 65535)) {
-            snprintf(err, errlen, "token file %s: id %d at %lld does not fit in %s", path, (int)ids[i], (long long)i,
-                     ids[i] < 0 ? "an unsigned id" : "uint16 (nanoGPT's format)");
+            tg_set_err(err, errlen, "token file %s: id %d at %lld does not fit in %s", path, (int)ids[i], (long long)i,
+                       ids[i] < 0 ? "an unsigned id" : "uint16 (nanoGPT's format)");
             return -1;
         }
         wide |= ids[i] > 65535;
     }
     if (format == TG_TOKFILE_LLMC && n > INT32_MAX) {
-        snprintf(err, errlen, "token file %s: %lld tokens do not fit llm.c's int32 count", path, (long long)n);
+        tg_set_err(err, errlen, "token file %s: %lld tokens do not fit llm.c's int32 count", path, (long long)n);
         return -1;
     }
     int width = wide ? 4 : 2;
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "token file: path too long");
+        tg_set_err(err, errlen, "token file: path too long");
         return -1;
     }
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        snprintf(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
         return -1;
     }
     FILE *f = fdopen(fd, "wb");
@@ -215,7 +225,7 @@ int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *
     if (f ? fclose(f) != 0 : close(fd) != 0) ok = false;
     if (ok && rename(tmp, path) != 0) ok = false;
     if (!ok) {
-        snprintf(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }

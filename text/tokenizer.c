@@ -7,6 +7,8 @@
  * SentencePiece's BPE and llama2.c. Each piece is split at every byte, so
  * building costs the sum of the piece lengths in lookups (GPT-2: about
  * 350 000, a few milliseconds). */
+#include "text_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -14,23 +16,23 @@
 #include <pcre2.h>
 
 #include "../core/alloc.h"
-#include "text_internal.h"
+#include "../core/err_internal.h"
 
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
                            const uint8_t *special, const char *what, char *err, size_t errlen)
 {
     if (n < 1 || n > (1 << 30) || !bytes || !off || !special) {
-        snprintf(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
+        tg_set_err(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
         return NULL;
     }
     if (off[0] != 0) {
-        snprintf(err, errlen, "%s: the first piece does not start at offset 0", what);
+        tg_set_err(err, errlen, "%s: the first piece does not start at offset 0", what);
         return NULL;
     }
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30)) {
-            snprintf(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
-                     (long long)off[i + 1]);
+            tg_set_err(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
+                       (long long)off[i + 1]);
             return NULL;
         }
     tg_tokenizer *t = tg_calloc(1, sizeof *t);
@@ -54,13 +56,13 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
         if (t->special[i]) continue;
         const unsigned char *p = t->bytes + off[i];
         if (!len) {
-            snprintf(err, errlen, "%s: id %d is an empty piece", what, (int)i);
+            tg_set_err(err, errlen, "%s: id %d is an empty piece", what, (int)i);
             goto fail;
         }
         uint64_t h = tg_hash_bytes(p, len);
         int64_t e = tg_strmap_find(&t->pieces, p, (uint32_t)len, h);
         if (e >= 0) {
-            snprintf(err, errlen, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
+            tg_set_err(err, errlen, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
             goto fail;
         }
         if (tg_strmap_add(&t->pieces, p, (uint32_t)len, h, i) < 0) goto oom;
@@ -68,7 +70,8 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
     }
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0) {
-            snprintf(err, errlen, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what, b);
+            tg_set_err(err, errlen, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what,
+                       b);
             goto fail;
         }
     for (int32_t i = 0; i < n; i++) {
@@ -86,7 +89,7 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
     }
     return t;
 oom:
-    snprintf(err, errlen, "%s: out of memory", what);
+    tg_set_err(err, errlen, "%s: out of memory", what);
 fail:
     tg_tok_free(t);
     return NULL;
@@ -124,7 +127,7 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
     PCRE2_SIZE at;
     char *pat = rust_spaces(t->pattern);
     if (!pat) {
-        snprintf(err, errlen, "%s: out of memory", what);
+        tg_set_err(err, errlen, "%s: out of memory", what);
         return -1;
     }
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
@@ -132,7 +135,7 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        snprintf(err, errlen, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
+        tg_set_err(err, errlen, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
         return -1;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* without JIT, pcre2_match interprets it */

@@ -11,10 +11,10 @@
  *   KV cache   queries at positions 3 and 4 over keys 0..4, all scores 0,
  *              values 10..50: key j allowed iff j <= position -> [25, 30];
  *              the upper-left alignment (j <= query row) -> [10, 15] */
+#include "walkthrough.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "walkthrough.h"
 
 /* A tensor of dtype dt holding the doubles v. */
 static tg_tensor *vec(tg_graph *g, tg_dtype dt, int ndim, const int *shape, const double *v)

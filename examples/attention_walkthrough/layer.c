@@ -25,10 +25,10 @@
  * gradient tg_graph_backward left in that tensor), and by central
  * differences in f64 (the layer rerun from that tensor's stage with one
  * element nudged, layer_from); then tg_gradcheck on each weight. */
+#include "walkthrough.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "walkthrough.h"
 
 /* ---- the layer, built from tapegrad's ops ------------------------------ */
 

@@ -20,13 +20,13 @@
  * The program checks what it can itself (rows of A sum to 1, each step's
  * three gradients agree, gradcheck passes) and exits 1 if a check fails; 2 on bad options.
  * print.c describes the line formats, which tests/ reads back. */
+#include "walkthrough.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "walkthrough.h"
 
 static const char usage[] =
     "usage: attention_walkthrough [options]\n"

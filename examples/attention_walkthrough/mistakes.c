@@ -14,10 +14,10 @@
  *  3. Scaling the scores by 1/sqrt(d_model) instead of 1/sqrt(d_head):
  *     every score is multiplied by sqrt(d_head / d_model) = 1/sqrt(H), so
  *     the weights come out flatter. The same only when H = 1. */
+#include "walkthrough.h"
+
 #include <math.h>
 #include <stdio.h>
-
-#include "walkthrough.h"
 
 static int zero_after_softmax(tg_graph *g, const walk *w, const attn_parts *p)
 {

@@ -16,11 +16,11 @@
  * Prose is indented by two spaces. Values are printed with %g at the
  * number of significant digits --digits asks for (17 prints an f64
  * exactly); -0 is printed as 0. */
+#include "walkthrough.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-
-#include "walkthrough.h"
 
 static int digits = 5;
 

@@ -15,7 +15,7 @@
 #ifndef ATTENTION_WALKTHROUGH_H
 #define ATTENTION_WALKTHROUGH_H
 
-#include "tapegrad.h"
+#include "../../tapegrad.h"
 
 /* The example every section after the small cases works on. */
 typedef struct walk {

@@ -8,6 +8,8 @@
  * OUT/index.html shows all of them with the characters on the axes.
  * Every file is staged beside its final name and renamed into place only
  * once all were written (files.h): a failure leaves nothing half-done. */
+#include "tiny_gpt.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,6 @@
 #include "checkpoint.h"
 #include "files.h"
 #include "heatmap.h"
-#include "tiny_gpt.h"
 
 int cmd_attn(int argc, char **argv)
 {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/rng.h"
+#include "../../tapegrad.h"
 
 typedef struct choice {
     const char *word;

@@ -1,11 +1,11 @@
 #include "data.h"
 
-#include "corpus.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "corpus.h"
 
 void vocab_build(vocab *v, const char *text, size_t len)
 {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../core/rng.h"
+#include "../../tapegrad.h"
 
 /* Two vocabularies of bytes:
  *   VOCAB_CHARS    the sorted set of bytes the text has (a GPT's default):

@@ -14,6 +14,8 @@
  *   step  runs K AdamW steps on that batch at a constant learning rate
  *         (nanoGPT's decay groups, global-norm clipping) and writes the
  *         updated weights. */
+#include "tiny_gpt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,6 @@
 
 #include "checkpoint.h"
 #include "run.h"
-#include "tiny_gpt.h"
 #include "train.h"
 
 typedef struct inputs {

@@ -22,17 +22,28 @@
  * so export refuses a model that differs. Scores are 0: no two pieces
  * concatenate to a third, so run.c's merge loop never merges.
  *
+ * A BPE tokenizer (tapegrad's, text/) goes into tokenizer.bin so that
+ * run.c's encoder gives tapegrad's ids for any text without a NUL byte
+ * (llama2c_tokenizer_bpe; the rule and why it holds: docs/tokenizers.md):
+ * every piece is written as its raw bytes (bytes included, so that
+ * run.c's fallback ids byte + 3 concatenate to the learned pieces), and
+ * piece id k >= 259 scores -k: run.c merges the highest score, tapegrad
+ * the lowest id, both the leftmost on a tie. The specials score -1e30,
+ * below run.c's starting best of -1e10, so no merge ever makes one.
+ *
  * import reads model.bin back into a Llama checkpoint (the two RoPE
  * tables kept as tensors llama2c.freqs_cos / llama2c.freqs_sin, so that
  * exporting the import writes the same bytes). */
+#include "tiny_gpt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
+#include "export.h"
 #include "files.h"
-#include "tiny_gpt.h"
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -130,6 +141,60 @@ static int export_llama2c(const tg_st_file *f, const model *m, const vocab *v, c
     tb_free(&b);
     tb_free(&t);
     return rc;
+}
+
+/* True when a piece of two or more bytes is whole UTF-8 characters or
+ * the first bytes of one (the trainer's rule, text/bpe_train.c). */
+static bool keeps_characters(const unsigned char *p, size_t l)
+{
+    for (size_t i = 0; i < l;) {
+        const unsigned char c = p[i];
+        const size_t n = c < 0x80 ? 1 : c < 0xC0 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 0;
+        if (!n) return false;
+        size_t k = 1;
+        while (k < n && i + k < l && p[i + k] >= 0x80 && p[i + k] < 0xC0) k++;
+        if (k < n) return i == 0 && k == l;
+        i += n;
+    }
+    return true;
+}
+
+int llama2c_tokenizer_bpe(const tg_tokenizer *t, textbuf *b, char *err, size_t errlen)
+{
+    static const char *const specials[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    if (tg_tok_kind_of(t) != TG_TOK_BPE)
+        return snprintf(err, errlen, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
+                                     "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
+    const int32_t V = tg_tok_vocab_size(t);
+    size_t max_len = 6;
+    for (int32_t id = 3; id < V; id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        if (id < 259 ? l != 1 || p[0] != id - 3 : tg_tok_is_special(t, id))
+            return snprintf(err, errlen, "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
+                                         "merges)", (int)id), -1;
+        if (id < 259) continue;
+        if (memchr(p, 0, l))
+            return snprintf(err, errlen, "piece %d holds a NUL byte, which run.c's C strings cannot", (int)id), -1;
+        if (!keeps_characters(p, l))
+            return snprintf(err, errlen, "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
+                                         "trained before characters were kept whole): run.c, which looks whole "
+                                         "characters up first, would give other ids; train it again", (int)id), -1;
+        if (l == 5 && !memcmp(p, "<unk>", 5))
+            return snprintf(err, errlen, "piece %d is \"<unk>\", which run.c's file spells id 0", (int)id), -1;
+        if (l > max_len) max_len = l;
+    }
+    put_i32(b, (int32_t)max_len);
+    for (int32_t id = 0; id < V; id++) {
+        size_t l;
+        const char *p = id < 3 ? specials[id] : (const char *)tg_tok_piece(t, id, &l);
+        if (id < 3) l = strlen(p);
+        const float score = id < 3 ? -1e30f : id < 259 ? 0.0f : (float)-id;
+        tb_put(b, (const char *)&score, 4);
+        put_i32(b, (int32_t)l);
+        tb_put(b, p, l);
+    }
+    return b->oom ? snprintf(err, errlen, "out of memory"), -1 : 0;
 }
 
 /* ---- reading ------------------------------------------------------------ */

@@ -4,130 +4,65 @@
 #include "files.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The mode a new file would get, or the mode of the file it replaces. */
-static mode_t target_mode(const char *path)
+/* tiny_gpt's words for what failed. */
+static void file_error(const tg_atomic_file *f, const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
-    mode_t mask = umask(0);
-    umask(mask);
-    return 0666 & ~mask;
-}
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
+    const char *why = f->errnum ? strerror(f->errnum) : "unknown error";
+    if (!strcmp(f->step, "create")) snprintf(err, errlen, "%s: cannot create a file there: %s", path, why);
+    else if (!strcmp(f->step, "allocate")) snprintf(err, errlen, "%s: out of memory", path);
+    else if (!strcmp(f->step, "rename")) snprintf(err, errlen, "%s: rename into place failed: %s", path, why);
+    else snprintf(err, errlen, "%s: %s failed: %s", path, f->step, why);
 }
 
 int staged_add(staged_files *s, const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 16;
-        char **tmp = realloc(s->tmp, (size_t)cap * sizeof *tmp);
-        if (tmp) s->tmp = tmp;
-        char **pth = tmp ? realloc(s->path, (size_t)cap * sizeof *pth) : NULL;
-        if (pth) s->path = pth;
-        if (!tmp || !pth) {
+        tg_atomic_file *files = realloc(s->files, (size_t)cap * sizeof *files);
+        if (!files) {
             snprintf(err, errlen, "%s: out of memory", path);
             return -1;
         }
+        s->files = files;
         s->cap = cap;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof ".tmp.XXXXXX"), *final = dup_str(path);
-    if (!tmp || !final) {
-        free(tmp);
-        free(final);
-        snprintf(err, errlen, "%s: out of memory", path);
+    tg_atomic_file *f = &s->files[s->n];
+    if (tg_atomic_begin(f, path) != 0 || tg_atomic_write(f, data, len) != 0 || tg_atomic_finish(f) != 0) {
+        file_error(f, path, err, errlen);
+        tg_atomic_abort(f);
         return -1;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-    mode_t mode = target_mode(path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create a file there: %s", path, strerror(errno));
-        free(tmp);
-        free(final);
-        return -1;
-    }
-    const char *step = "write";
-    FILE *fp = fdopen(fd, "wb");
-    bool ok = fp != NULL;
-    if (!fp) {
-        step = "open";
-        close(fd);
-    }
-    int e = 0;
-    if (ok) ok = fwrite(data, 1, len, fp) == len;
-    if (ok) ok = fflush(fp) == 0;
-    if (ok) {
-        step = "chmod";
-        ok = fchmod(fileno(fp), mode) == 0;
-    }
-    if (!ok) e = errno;
-    if (fp && fclose(fp) != 0 && ok) {
-        ok = false;
-        e = errno;
-        step = "close";
-    }
-    if (!ok) {
-        unlink(tmp);
-        snprintf(err, errlen, "%s: %s failed: %s", path, step, e ? strerror(e) : "unknown error");
-        free(tmp);
-        free(final);
-        return -1;
-    }
-    s->tmp[s->n] = tmp;
-    s->path[s->n] = final;
     s->n++;
     return 0;
 }
 
-static void staged_free(staged_files *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        free(s->tmp[i]);
-        free(s->path[i]);
-    }
-    free(s->tmp);
-    free(s->path);
-    memset(s, 0, sizeof *s);
-}
-
 void staged_abort(staged_files *s)
 {
-    for (int i = 0; i < s->n; i++)
-        if (s->tmp[i]) unlink(s->tmp[i]);
-    staged_free(s);
+    for (int i = 0; i < s->n; i++) tg_atomic_abort(&s->files[i]);   /* a committed one: nothing */
+    free(s->files);
+    memset(s, 0, sizeof *s);
 }
 
 int staged_commit(staged_files *s, char *err, size_t errlen)
 {
     for (int i = 0; i < s->n; i++) {
-        if (rename(s->tmp[i], s->path[i]) != 0) {
-            snprintf(err, errlen, "%s: rename into place failed: %s", s->path[i], strerror(errno));
-            staged_abort(s);
+        if (tg_atomic_commit(&s->files[i]) != 0) {
+            file_error(&s->files[i], s->files[i].path, err, errlen);
+            staged_abort(s);   /* the files not yet renamed are removed */
             return -1;
         }
-        free(s->tmp[i]);
-        s->tmp[i] = NULL;
     }
-    staged_free(s);
+    staged_abort(s);
     return 0;
 }
 

@@ -1,22 +1,25 @@
-/* tiny_gpt output files written all or nothing. Each file's bytes first go
- * to a temporary file beside it (PATH.tmp.XXXXXX); staged_commit renames
- * them all into place, staged_abort removes them. A failure part way
- * leaves no half-written file and no stray temporary. Also a small
- * growable text buffer for building file contents. */
+/* tiny_gpt output files written all or nothing, on the library's
+ * tg_atomic_file (core/atomic_file.h). Each file's bytes first go to a
+ * temporary file beside it (PATH.tmp.XXXXXX); staged_commit renames them
+ * all into place, staged_abort removes them. A failure part way leaves no
+ * half-written file and no stray temporary. Also a small growable text
+ * buffer for building file contents. */
 #ifndef TINY_GPT_FILES_H
 #define TINY_GPT_FILES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../../tapegrad.h"
+
 typedef struct staged_files {
     int n, cap;
-    char **tmp, **path;   /* malloc'd; tmp[i] is NULL once renamed */
+    tg_atomic_file *files;   /* malloc'd; each finished, waiting for its rename */
 } staged_files;
 
-/* Writes data to a new temporary file beside path (mode as a new file's:
- * 0666 minus the umask, or the mode of the file it will replace). 0, or -1
- * with a message naming path. */
+/* Writes data to a new temporary file beside path, flushed and synced
+ * (mode as a new file's: 0666 minus the umask, or the mode of the file it
+ * will replace). 0, or -1 with a message naming path. */
 int staged_add(staged_files *s, const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* Renames every staged file into place, in the order added; then frees s.
  * 0, or -1 with a message when a rename failed (the files not yet renamed

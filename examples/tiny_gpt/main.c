@@ -6,13 +6,14 @@
  *   tiny_gpt step   --init W --batch B ...  AdamW steps on one batch
  *   tiny_gpt attn   --ckpt F --text S --out DIR  attention maps (PNG + HTML)
  *   tiny_gpt tokenizer train|encode|decode|info  BPE tokenizers (tokenizer.c) */
+#include "tiny_gpt.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ranks.h"
-#include "tiny_gpt.h"
 
 /* n <= 0: the machine's cores, divided among the job's processes on it */
 void set_threads(int n)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
+
 static const family *const FAMILIES[] = {&FAMILY_GPT, &FAMILY_LLAMA};
 #define N_FAMILIES (int)(sizeof FAMILIES / sizeof FAMILIES[0])
 
@@ -18,7 +20,14 @@ const family *model_family(const char *arch)
     return NULL;
 }
 
-const char *model_families(void) { return "gpt, llama"; }
+const char *model_families(void)
+{
+    static char names[128];
+    if (!names[0])
+        for (int i = 0; i < N_FAMILIES; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", FAMILIES[i]->arch);
+    return names;
+}
 
 int model_new(model *m, const model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
@@ -85,18 +94,8 @@ int model_config_read(const tg_st_file *f, model_config *c, char *err, size_t er
 
 int meta_int_in(const tg_st_file *f, const char *key, int lo, int hi, int *out, char *err, size_t errlen)
 {
-    const char *s = tg_st_meta(f, key);
-    if (!s) {
-        snprintf(err, errlen, "checkpoint metadata has no '%s'", key);
-        return -1;
-    }
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi || !((*s >= '0' && *s <= '9') || *s == '-')) {
-        snprintf(err, errlen, "checkpoint metadata '%s' = '%s' is not an integer in [%d, %d]", key, s, lo, hi);
-        return -1;
-    }
+    int64_t v;
+    if (checkpoint_meta_i64(f, key, lo, hi, &v, err, errlen)) return -1;
     *out = (int)v;
     return 0;
 }

@@ -2,10 +2,10 @@
  * checkpoint keys: n_layer, n_head, n_kv_head, n_embd, hidden_dim,
  * block_size, vocab_size, rope_theta, norm_eps, tied, rope ("interleaved",
  * Meta's and llama2.c's pairing, or "halves", Hugging Face's), dropout. */
+#include "model.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "model.h"
 
 static tg_llama_config llama_config(const model_config *c)
 {

@@ -12,13 +12,14 @@
  * stops at seq_len, where this program slides its window, and does not
  * print single bytes that are not printable ASCII: the two agree on ASCII
  * text within seq_len.) */
+#include "tiny_gpt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
-#include "tiny_gpt.h"
 
 /* Picks the next token from logits (V) with temperature and top-k;
  * temperature 0 is greedy. */
@@ -100,6 +101,7 @@ int cmd_sample(int argc, char **argv)
                *dtype = "f32", *attn = "fused", *config = NULL;
     bool composed = false;
     int tokens = 200, top_k = 200, threads = 1, num_samples = 1;
+    bool stats = false;
     double temperature = 0.8;
     int64_t seed = 1337;
     arg_spec specs[] = {
@@ -114,6 +116,7 @@ int cmd_sample(int argc, char **argv)
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0,
          "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0, ROLE_NONE},
+        {"stats", ARG_SWITCH, &stats, 0, 0, "print the decoding speed and heap allocations to stderr", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
@@ -172,11 +175,18 @@ int cmd_sample(int argc, char **argv)
     tg_graph_set_training(g, false);
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)seed, 5);
+    double t0 = now_seconds();
+    uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
         fwrite(prompt, 1, plen, stdout);
         if (generate(&m, g, &v, ctx, head + plen, tokens, temperature, top_k, &r, probs, err, sizeof err)) goto fail;
         fputc('\n', stdout);
+    }
+    if (stats) {
+        const double s = now_seconds() - t0;
+        fprintf(stderr, "tiny_gpt sample: %d x %d tokens in %.3f s: %.1f tokens/s; %llu heap allocations\n",
+                num_samples, tokens, s, num_samples * tokens / s, (unsigned long long)(tg_alloc_calls() - a0));
     }
     rc = 0;
     goto done;

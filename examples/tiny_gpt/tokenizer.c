@@ -5,6 +5,7 @@
  *   tiny_gpt tokenizer encode --tokenizer F  < text     > ids
  *   tiny_gpt tokenizer decode --tokenizer F  < ids      > text
  *   tiny_gpt tokenizer info   --tokenizer F [--data F]
+ *   tiny_gpt tokenizer export --tokenizer F --out tokenizer.bin
  *
  * The encode/decode contract other tools and tests use: encode reads all
  * of stdin as bytes and prints the ids on one line, separated by single
@@ -12,14 +13,18 @@
  * whitespace and writes their bytes, streamed (an incomplete UTF-8
  * character waits for the next id, and is written as it is at the end).
  * F is a tokenizer file, a checkpoint that holds one, or a .tiktoken
- * file (GPT-2's ranks). */
+ * file (GPT-2's ranks). export writes llama2.c's tokenizer.bin, whose
+ * encoder in run.c then gives the same ids (export.c). */
+#include "tiny_gpt.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data.h"
-#include "tiny_gpt.h"
+#include "export.h"
+#include "files.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)
@@ -136,6 +141,17 @@ static int decode(const tg_tokenizer *t)
     return fflush(stdout) ? 1 : rc;
 }
 
+static int export_llama2c(const tg_tokenizer *t, const char *out)
+{
+    char err[1024];
+    textbuf b = {0};
+    int rc = llama2c_tokenizer_bpe(t, &b, err, sizeof err) || write_file_atomic(out, b.p, b.len, err, sizeof err);
+    if (rc) fprintf(stderr, "tiny_gpt tokenizer export: %s\n", err);
+    else printf("wrote %s (%d pieces, llama2.c's tokenizer.bin)\n", out, (int)tg_tok_vocab_size(t));
+    tb_free(&b);
+    return rc ? 1 : 0;
+}
+
 static int info(const tg_tokenizer *t, const char *data)
 {
     static const char *const KINDS[] = {"", "bpe (tapegrad's byte-level BPE)", "tiktoken (GPT-2's ranks and pattern)"};
@@ -159,16 +175,18 @@ static int info(const tg_tokenizer *t, const char *data)
 int cmd_tokenizer(int argc, char **argv)
 {
     const char *sub = argc > 0 ? argv[0] : "";
-    if (strcmp(sub, "train") && strcmp(sub, "encode") && strcmp(sub, "decode") && strcmp(sub, "info")) {
+    if (strcmp(sub, "train") && strcmp(sub, "encode") && strcmp(sub, "decode") && strcmp(sub, "info") &&
+        strcmp(sub, "export")) {
         fprintf(strcmp(sub, "--help") && strcmp(sub, "-h") ? stderr : stdout,
                 "usage: tiny_gpt tokenizer train  --data F --vocab-size N --out tok.safetensors\n"
                 "       tiny_gpt tokenizer encode --tokenizer F  < text  (ids on one line)\n"
                 "       tiny_gpt tokenizer decode --tokenizer F  < ids   (the bytes)\n"
                 "       tiny_gpt tokenizer info   --tokenizer F [--data F]\n"
+                "       tiny_gpt tokenizer export --tokenizer F --out tokenizer.bin  (llama2.c's run.c)\n"
                 "F: a tokenizer, a checkpoint holding one, or a .tiktoken file (GPT-2's ranks)\n");
         return strcmp(sub, "--help") && strcmp(sub, "-h") ? 2 : 0;
     }
-    const char *data = NULL, *out = "tok.safetensors", *tok_path = NULL, *dtype = "f32";
+    const char *data = NULL, *out = "tok.safetensors", *tok_path = NULL, *bin_out = NULL, *dtype = "f32";
     int vocab_size = 4096, corpus_chars = 1 << 20, threads = 1;
     int64_t min_count = 2;
     arg_spec train_specs[] = {
@@ -182,6 +200,7 @@ int cmd_tokenizer(int argc, char **argv)
     arg_spec use_specs[] = {
         {"tokenizer", ARG_STRING, &tok_path, 0, 0, "tokenizer file, checkpoint holding one, or .tiktoken file", 0, ROLE_NONE},
         {"data", ARG_STRING, &data, 0, 0, "info: a text to measure bytes per token on", 0, ROLE_NONE},
+        {"out", ARG_STRING, &bin_out, 0, 0, "export: the tokenizer.bin to write", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
     };
     bool is_train = !strcmp(sub, "train");
@@ -194,8 +213,8 @@ int cmd_tokenizer(int argc, char **argv)
     int setup = command_setup(name, usage_s, specs, n_specs, argc - 1, argv + 1, &dtype, &dt, NULL, NULL, &threads);
     if (setup >= 0) return setup;
     if (is_train) return train(data, corpus_chars, vocab_size, min_count, out);
-    if (!tok_path) {
-        fprintf(stderr, "tiny_gpt %s: --tokenizer is required\n", name);
+    if (!tok_path || (!strcmp(sub, "export") && !bin_out)) {
+        fprintf(stderr, "tiny_gpt %s: %s is required\n", name, tok_path ? "--out" : "--tokenizer");
         return 2;
     }
     char err[1024];
@@ -204,7 +223,10 @@ int cmd_tokenizer(int argc, char **argv)
         fprintf(stderr, "tiny_gpt %s: %s\n", name, err);
         return 1;
     }
-    int rc = !strcmp(sub, "encode") ? encode(t) : !strcmp(sub, "decode") ? decode(t) : info(t, data);
+    int rc = !strcmp(sub, "encode")   ? encode(t)
+             : !strcmp(sub, "decode") ? decode(t)
+             : !strcmp(sub, "export") ? export_llama2c(t, bin_out)
+                                      : info(t, data);
     tg_tok_free(t);
     return rc;
 }

@@ -26,6 +26,8 @@
  * optimizer step, and metrics.csv has one row per step (metrics.h). A
  * resumed run follows the uninterrupted one exactly: the same batches,
  * dropout masks and losses. */
+#include "train.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -43,7 +45,6 @@
 #include "ranks.h"
 #include "run.h"
 #include "tiny_gpt.h"
-#include "train.h"
 
 int train_specs(train_opts *o, arg_spec *specs)
 {

@@ -1,0 +1,182 @@
+/* Files written all or nothing (see atomic_file.h): a temporary file
+ * beside the path, renamed over it once whole and on the disk. */
+#define _POSIX_C_SOURCE 200809L
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "err_internal.h"
+
+#define TMP_SUFFIX ".tmp.XXXXXX"
+
+/* The mode a new file gets from open(2): 0666 minus the umask (mkstemp
+ * makes 0600). An existing file keeps its own mode. */
+static mode_t target_mode(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+/* Best effort: make the rename itself durable. */
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? tg_malloc((size_t)(slash - path) + 2) : NULL;
+    if (slash && !dir) return;
+    if (dir) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir ? dir : ".", O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    tg_free(dir);
+}
+
+/* Records the first failure; returns -1. */
+static int failed(tg_atomic_file *f, const char *step, int errnum)
+{
+    if (!f->step) {
+        f->step = step;
+        f->errnum = errnum;
+    }
+    return -1;
+}
+
+/* After a failed step: closes and removes the temporary; the path stays
+ * for the caller's message. */
+static int drop_temp(tg_atomic_file *f, const char *step, int errnum)
+{
+    failed(f, step, errnum);
+    if (f->fp) fclose(f->fp);
+    f->fp = NULL;
+    if (f->tmp) unlink(f->tmp);
+    f->tmp = NULL;
+    return -1;
+}
+
+/* A call on f may go on: f is open (or finished) and nothing has failed. */
+static bool usable(tg_atomic_file *f)
+{
+    if (f->step) return false;    /* the first failure sticks */
+    if (f->tmp) return true;
+    failed(f, "argument", EINVAL);   /* never begun, released, or its temporary gone */
+    return false;
+}
+
+int tg_atomic_begin(tg_atomic_file *f, const char *path)
+{
+    if (!f) return -1;
+    memset(f, 0, sizeof *f);
+    if (!path) return failed(f, "argument", EINVAL);
+    /* one buffer: "<path>\0<path>.tmp.XXXXXX\0" */
+    size_t plen = strlen(path);
+    char *buf = tg_malloc(2 * plen + 1 + sizeof TMP_SUFFIX);
+    if (!buf) return failed(f, "allocate", ENOMEM);
+    memcpy(buf, path, plen + 1);
+    char *tmp = buf + plen + 1;
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, TMP_SUFFIX, sizeof TMP_SUFFIX);
+    f->path = buf;
+    f->mode = (unsigned)target_mode(path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return failed(f, "create", errno);
+    f->tmp = tmp;
+    f->fp = fdopen(fd, "wb");
+    if (!f->fp) {
+        int e = errno;
+        close(fd);
+        return drop_temp(f, "fdopen", e);
+    }
+    return 0;
+}
+
+int tg_atomic_write(tg_atomic_file *f, const void *data, size_t n)
+{
+    if (!f) return -1;
+    if (!usable(f)) return -1;
+    if (!f->fp || (!data && n)) return drop_temp(f, "argument", EINVAL);
+    if (n && fwrite(data, 1, n, f->fp) != n) return drop_temp(f, "write", errno);
+    return 0;
+}
+
+int tg_atomic_finish(tg_atomic_file *f)
+{
+    if (!f) return -1;
+    if (!usable(f)) return -1;
+    if (!f->fp) return 0;   /* finished already */
+    const char *step = "flush";
+    bool ok = fflush(f->fp) == 0;
+    if (ok) { step = "fchmod"; ok = fchmod(fileno(f->fp), (mode_t)f->mode) == 0; }
+    if (ok) { step = "fsync"; ok = fsync(fileno(f->fp)) == 0; }
+    int e = ok ? 0 : errno;
+    if (fclose(f->fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
+    f->fp = NULL;
+    return ok ? 0 : drop_temp(f, step, e);
+}
+
+int tg_atomic_commit(tg_atomic_file *f)
+{
+    if (!f) return -1;
+    if (tg_atomic_finish(f) != 0) return -1;
+    if (rename(f->tmp, f->path) != 0) return drop_temp(f, "rename", errno);
+    f->tmp = NULL;
+    sync_dir_of(f->path);
+    tg_atomic_abort(f);   /* nothing left to remove: releases f */
+    return 0;
+}
+
+void tg_atomic_abort(tg_atomic_file *f)
+{
+    if (!f) return;
+    if (f->fp) fclose(f->fp);
+    if (f->tmp) unlink(f->tmp);
+    tg_free((char *)f->path);
+    f->fp = NULL;
+    f->tmp = NULL;
+    f->path = NULL;
+}
+
+const char *tg_atomic_message(const tg_atomic_file *f, const char *path, char *buf, size_t size)
+{
+    if (!buf || !size) return "";
+    if (!path) path = "(null)";
+    const char *step = f ? f->step : NULL;
+    const char *why = f && f->errnum ? strerror(f->errnum) : "unknown error";
+    if (!step) snprintf(buf, size, "'%s': nothing failed", path);
+    else if (!strcmp(step, "allocate")) snprintf(buf, size, "'%s': out of memory", path);
+    else if (!strcmp(step, "argument")) snprintf(buf, size, "'%s': a NULL argument, or the file is not open", path);
+    else if (!strcmp(step, "create"))
+        snprintf(buf, size, "'%s': cannot create a temporary file beside it: %s", path, why);
+    else snprintf(buf, size, "'%s': %s of the temporary file failed: %s ('%s' left as it was)", path, step, why, path);
+    return buf;
+}
+
+int tg_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+    if (!path) return tg_set_err(err, errlen, "write_file_atomic: the path is NULL");
+    if (!data && len) return tg_set_err(err, errlen, "write_file_atomic: the data is NULL");
+    tg_atomic_file f;
+    int rc = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, data, len) == 0 && tg_atomic_commit(&f) == 0
+                 ? 0 : -1;
+    if (rc) {
+        char msg[512];
+        tg_set_err(err, errlen, "write_file_atomic: %s", tg_atomic_message(&f, path, msg, sizeof msg));
+        tg_atomic_abort(&f);
+    }
+    return rc;
+}

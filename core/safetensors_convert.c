@@ -1,0 +1,125 @@
+/* safetensors files: a loaded file's tensors copied into tapegrad
+ * tensors (tg_st_copy_to, tg_st_load_params), converting dtypes and
+ * checking that every value fits before anything is written. */
+#include "safetensors.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "safetensors_internal.h"
+
+/* ---- converting into tapegrad tensors ------------------------------------ */
+
+/* Checks that e can be copied into dst: convertible dtypes, the same
+ * shape, every value representable. Writes nothing. */
+static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
+{
+    if (!e || !dst) return tg_set_err(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    /* a tg_st_tensor a caller filled in must agree with itself: the copy
+     * reads nbytes from e->data and writes numel elements to dst->data */
+    const int k = e->dtype ? st_dtype_find(e->dtype) : -1;
+    if (k < 0 || e->numel < 0 || (uint64_t)e->numel > SIZE_MAX / ST_DTYPES[k].size ||
+        e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
+                          e->name ? e->name : "(null)");
+    if (tg_tensor_stale(dst))
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
+                                       "tg_graph_reset of its graph", e->name ? e->name : "(null)");
+    if (!dst->data && dst->numel)
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination has no data",
+                          e->name ? e->name : "(null)");
+    const char *dt = e->dtype;
+    bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
+    bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
+    bool is_b = !strcmp(dt, "U8") || !strcmp(dt, "BOOL");
+    if (!((is_f && tg_dtype_is_float(dst->dtype)) || (is_i && dst->dtype == TG_I32) ||
+          (is_b && dst->dtype == TG_BOOL)))
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
+                          tg_dtype_name(dst->dtype));
+    bool same = e->ndim == dst->ndim;
+    for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
+    same = same && e->numel == dst->numel;
+    if (!same) {
+        char a[160], b[64];
+        return tg_set_err(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the "
+                          "destination", e->name, st_shape_str(e->ndim, e->shape, a, sizeof a),
+                          tg_shape_str(dst, b, sizeof b));
+    }
+    const unsigned char *p = e->data;
+    char ix[64];
+    for (int64_t i = 0; i < e->numel; i++) {
+        if (!strcmp(dt, "F64") && dst->dtype == TG_F32) {
+            double v;
+            memcpy(&v, p + 8 * i, 8);
+            if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX))   /* inf and NaN pass as they are */
+                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not "
+                                  "fit in f32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+        } else if (!strcmp(dt, "I64")) {
+            int64_t v;
+            memcpy(&v, p + 8 * i, 8);
+            if (v < INT32_MIN || v > INT32_MAX)
+                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64
+                                  " does not fit in i32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix),
+                                  v);
+        } else if (is_b && p[i] > 1) {
+            return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 "
+                              "for bool", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
+        }
+    }
+    return 0;
+}
+
+/* Converts after copy_check passed. */
+static void copy_convert(const tg_st_tensor *e, tg_tensor *dst)
+{
+    const unsigned char *p = e->data;
+    size_t es = ST_DTYPES[st_dtype_find(e->dtype)].size;   /* a known dtype: copy_check passed */
+    if (es == tg_dtype_size(dst->dtype)) {   /* same type: the bytes as they are */
+        memcpy(dst->data, p, e->nbytes);
+        return;
+    }
+    for (int64_t i = 0; i < e->numel; i++) {
+        const unsigned char *q = p + es * (size_t)i;
+        if (dst->dtype == TG_F32) {          /* from F64 */
+            double v;
+            memcpy(&v, q, 8);
+            ((float *)dst->data)[i] = (float)v;
+        } else if (dst->dtype == TG_F64) {   /* from F32 */
+            float v;
+            memcpy(&v, q, 4);
+            ((double *)dst->data)[i] = v;
+        } else {                             /* I64 -> i32, range checked */
+            int64_t v;
+            memcpy(&v, q, 8);
+            ((int32_t *)dst->data)[i] = (int32_t)v;
+        }
+    }
+}
+
+int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen)
+{
+    if (copy_check(e, dst, err, errlen) != 0) return -1;
+    copy_convert(e, dst);
+    return 0;
+}
+
+int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen)
+{
+    if (!p || !f) return tg_set_err(err, errlen, "safetensors: load_params: %s is NULL", p ? "file" : "params");
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        const tg_st_tensor *e = tg_st_find(f, t->name);
+        if (!e) return tg_set_err(err, errlen, "safetensors: parameter '%s' is missing from the file", t->name);
+        if (copy_check(e, t, err, errlen) != 0) return -1;
+    }
+    for (int i = 0; i < tg_params_count(p); i++) {
+        tg_tensor *t = tg_params_at(p, i);
+        copy_convert(tg_st_find(f, t->name), t);
+    }
+    return 0;
+}

@@ -1,0 +1,272 @@
+/* core: files written all or nothing (core/atomic_file.h). The bytes land
+ * whole or not at all; a new file gets 0666 minus the umask and a
+ * replaced one keeps its mode; the temporary is "<path>.tmp.XXXXXX" beside
+ * the path and never outlives a failure (no such directory, an unwritable
+ * one, a parent that is a file, a write cut off half-way, a rename over a
+ * directory); several files are committed together or aborted together;
+ * a failure sticks and names its step. */
+#include "tg_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#define P tt_path   /* a file in the scratch directory */
+
+/* The whole file as a NUL-terminated string (malloc'd), its size in *n. */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *p = malloc(1 << 17);
+    *n = fread(p, 1, (1 << 17) - 1, f);
+    p[*n] = 0;
+    fclose(f);
+    return p;
+}
+
+static void assert_contents(const char *path, const char *want)
+{
+    size_t n;
+    char *got = slurp(path, &n);
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+
+static unsigned mode_of(const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+/* The temporaries in dir. */
+static int temporaries(const char *dir) { return tt_count_names(dir, ".tmp."); }
+
+/* The temporary's name is exactly "<path>.tmp." and six letters or digits. */
+static void assert_temp_name(const tg_atomic_file *f, const char *path)
+{
+    ck_assert_ptr_nonnull(f->tmp);
+    size_t n = strlen(path);
+    ck_assert_msg(strncmp(f->tmp, path, n) == 0 && strncmp(f->tmp + n, ".tmp.", 5) == 0, "temporary %s", f->tmp);
+    ck_assert_uint_eq(strlen(f->tmp + n + 5), 6);
+    for (const char *c = f->tmp + n + 5; *c; c++)
+        ck_assert_msg((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'), "%s", f->tmp);
+    ck_assert_int_eq(access(f->tmp, F_OK), 0);
+}
+
+START_TEST(one_file_and_its_mode)
+{
+    char err[512] = "";
+    /* a new file: 0666 minus the umask, whichever umask */
+    mode_t old_mask = umask(022);
+    ck_assert_int_eq(tg_write_file_atomic(P("a.txt"), "hello", 5, err, sizeof err), 0);
+    umask(077);
+    ck_assert_int_eq(tg_write_file_atomic(P("b.txt"), "", 0, err, sizeof err), 0);
+    umask(old_mask);
+    assert_contents(P("a.txt"), "hello");
+    assert_contents(P("b.txt"), "");
+    ck_assert_uint_eq(mode_of(P("a.txt")), 0644);
+    ck_assert_uint_eq(mode_of(P("b.txt")), 0600);
+    /* a replaced file keeps its own mode, whatever the umask says */
+    ck_assert_int_eq(chmod(P("a.txt"), 0640), 0);
+    ck_assert_int_eq(tg_write_file_atomic(P("a.txt"), "bye", 3, err, sizeof err), 0);
+    assert_contents(P("a.txt"), "bye");
+    ck_assert_uint_eq(mode_of(P("a.txt")), 0640);
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    remove(P("a.txt"));
+    remove(P("b.txt"));
+}
+END_TEST
+
+START_TEST(failures_leave_the_path_alone)
+{
+    char err[512] = "";
+    ck_assert_int_eq(tg_write_file_atomic(P("old.txt"), "old", 3, err, sizeof err), 0);
+
+    /* a directory that does not exist: nothing is created */
+    ck_assert_int_eq(tg_write_file_atomic(P("no/such/x.txt"), "x", 1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "write_file_atomic: '") && strstr(err, "no/such/x.txt': cannot create a temporary "
+                                                                      "file beside it: No such file or directory"),
+                  "%s", err);
+    ck_assert_int_eq(access(P("no"), F_OK), -1);
+
+    /* a parent that is a regular file */
+    ck_assert_int_eq(tg_write_file_atomic(P("old.txt/x.txt"), "x", 1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "cannot create a temporary file beside it: Not a directory"), "%s", err);
+
+    /* an unwritable directory (mode 0555). Root passes any mode, so as
+     * root the call runs with the effective user nobody. */
+    ck_assert_int_eq(mkdir(P("ro"), 0555), 0);
+    ck_assert_int_eq(chmod(tt_dir, 0711), 0);   /* nobody may pass through the scratch directory */
+    const bool root = geteuid() == 0;
+    const bool as_nobody = root && seteuid(65534) == 0;
+    int rc = 0;
+    if (!root || as_nobody) rc = tg_write_file_atomic(P("ro/x.txt"), "x", 1, err, sizeof err);
+    const int back = as_nobody ? seteuid(0) : 0;   /* before any assertion: a failed one jumps out */
+    ck_assert_int_eq(back, 0);
+    ck_assert_int_eq(chmod(tt_dir, 0700), 0);
+    if (root && !as_nobody) {
+        printf("failures_leave_the_path_alone: skipped the unwritable directory (root, and seteuid(nobody) "
+               "failed: %s)\n", strerror(errno));
+    } else {
+        ck_assert_int_eq(rc, -1);
+        ck_assert_msg(strstr(err, "ro/x.txt': cannot create a temporary file beside it: Permission denied"), "%s", err);
+        ck_assert_int_eq(temporaries(P("ro")), 0);
+    }
+    ck_assert_int_eq(rmdir(P("ro")), 0);
+
+    /* a write cut off half-way (the file size limit): the temporary is
+     * removed and the old file is as it was */
+    static char big[1 << 16];
+    memset(big, 'b', sizeof big);
+    struct rlimit saved;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = {4096, saved.rlim_max};
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    rc = tg_write_file_atomic(P("old.txt"), big, sizeof big, err, sizeof err);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, old_handler);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(err, "old.txt': write of the temporary file failed: File too large ('"), "%s", err);
+    ck_assert_msg(strstr(err, "old.txt' left as it was)"), "%s", err);
+    assert_contents(P("old.txt"), "old");
+
+    /* renaming over a directory fails; the directory stays */
+    ck_assert_int_eq(mkdir(P("adir"), 0755), 0);
+    ck_assert_int_eq(tg_write_file_atomic(P("adir"), "x", 1, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "adir': rename of the temporary file failed: "), "%s", err);
+    ck_assert_int_eq(rmdir(P("adir")), 0);
+
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    remove(P("old.txt"));
+}
+END_TEST
+
+START_TEST(several_files_all_or_none)
+{
+    char err[512] = "";
+    ck_assert_int_eq(tg_write_file_atomic(P("two.txt"), "old two", 7, err, sizeof err), 0);
+    ck_assert_int_eq(chmod(P("two.txt"), 0604), 0);
+
+    /* written in pieces and finished: nothing is at the paths yet */
+    tg_atomic_file f[2];
+    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt")), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt")), 0);
+    assert_temp_name(&f[0], P("one.txt"));
+    assert_temp_name(&f[1], P("two.txt"));
+    ck_assert_str_eq(f[1].path, P("two.txt"));
+    ck_assert_int_eq(tg_atomic_write(&f[0], "o", 1), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], NULL, 0), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], "ne", 2), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);   /* finished already */
+    ck_assert_int_eq(tg_atomic_finish(&f[1]), 0);
+    ck_assert_int_eq(access(P("one.txt"), F_OK), -1);
+    assert_contents(P("two.txt"), "old two");
+    ck_assert_int_eq(temporaries(tt_dir), 2);
+
+    /* aborted: the temporaries go, the old file stays */
+    tg_atomic_abort(&f[0]);
+    tg_atomic_abort(&f[1]);
+    tg_atomic_abort(&f[1]);   /* released already: nothing */
+    ck_assert_ptr_null(f[1].path);
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    ck_assert_int_eq(access(P("one.txt"), F_OK), -1);
+    assert_contents(P("two.txt"), "old two");
+
+    /* committed: both, with their bytes; the replaced one keeps its mode */
+    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt")), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt")), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], "one", 3), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f[1]), 0);   /* commit finishes one that is not */
+    ck_assert_int_eq(tg_atomic_commit(&f[0]), 0);
+    ck_assert_ptr_null(f[0].path);
+    ck_assert_ptr_null(f[0].step);
+    assert_contents(P("one.txt"), "one");
+    assert_contents(P("two.txt"), "new two");
+    ck_assert_uint_eq(mode_of(P("two.txt")), 0604);
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    tg_atomic_abort(&f[0]);   /* after a commit: nothing */
+    remove(P("one.txt"));
+    remove(P("two.txt"));
+}
+END_TEST
+
+START_TEST(failures_stick_and_name_their_step)
+{
+    char msg[512];
+    tg_atomic_file f;
+    /* a failed begin: the step and errno, the path kept for the message */
+    ck_assert_int_eq(tg_atomic_begin(&f, P("no/such/x.txt")), -1);
+    ck_assert_str_eq(f.step, "create");
+    ck_assert_int_eq(f.errnum, ENOENT);
+    ck_assert_str_eq(f.path, P("no/such/x.txt"));
+    ck_assert_ptr_null(f.tmp);
+    /* every later call fails with the first step */
+    ck_assert_int_eq(tg_atomic_write(&f, "x", 1), -1);
+    ck_assert_int_eq(tg_atomic_finish(&f), -1);
+    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    ck_assert_str_eq(f.step, "create");
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
+                     "'p': cannot create a temporary file beside it: No such file or directory");
+    tg_atomic_abort(&f);
+    ck_assert_ptr_null(f.path);
+    ck_assert_str_eq(f.step, "create");   /* abort keeps the reason */
+
+    /* NULL data with bytes to write: the temporary is removed at once */
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
+    ck_assert_ptr_null(f.step);
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg), "'p': nothing failed");
+    ck_assert_int_eq(tg_atomic_write(&f, NULL, 3), -1);
+    ck_assert_str_eq(f.step, "argument");
+    ck_assert_int_eq(f.errnum, EINVAL);
+    ck_assert_ptr_null(f.tmp);
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    ck_assert_int_eq(access(P("x.txt"), F_OK), -1);
+    tg_atomic_abort(&f);
+
+    /* writing after finish is refused the same way */
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f), 0);
+    ck_assert_int_eq(tg_atomic_write(&f, "x", 1), -1);
+    ck_assert_str_eq(f.step, "argument");
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    tg_atomic_abort(&f);
+
+    /* a committed file is released: a second commit is refused */
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    ck_assert_str_eq(f.step, "argument");
+    assert_contents(P("x.txt"), "");
+    tg_atomic_abort(&f);
+
+    /* the messages of the other steps */
+    f.step = "fsync", f.errnum = EIO;
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
+                     "'p': fsync of the temporary file failed: Input/output error ('p' left as it was)");
+    f.step = "allocate", f.errnum = ENOMEM;
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg), "'p': out of memory");
+    f.errnum = 0, f.step = "close";
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
+                     "'p': close of the temporary file failed: unknown error ('p' left as it was)");
+    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, 5), "'p':");
+    remove(P("x.txt"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("atomic_file");
+    tt_tcase(s, "atomic_file", 0, TT_TESTS(one_file_and_its_mode, failures_leave_the_path_alone,
+                                           several_files_all_or_none, failures_stick_and_name_their_step));
+    return tt_run_in_tmpdir(s, "tg_atomic_test", true);
+}
