@@ -66,6 +66,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "nn_internal.h"
 
 /* ---- KV cache ---------------------------------------------------------- */
 
@@ -149,9 +150,6 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
         return tg_set_err(err, errlen, "mha_init: %s is NULL",
                           !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
-    if (strlen(name) > TG_NN_NAME_MAX)
-        return tg_set_err(err, errlen, "mha_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
-                          TG_NN_NAME_MAX);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
         return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
@@ -180,20 +178,20 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     m->rope_theta = c->rope_theta;
     m->rope_flags = c->rope_flags;
     m->attn_dropout = m->resid_dropout = c->dropout;
-    char full[256];
+    char full[TG_NN_NAME_MAX + 1];
     if (m->fused) {
-        snprintf(full, sizeof full, "%s.c_attn", name);
+        if (tg_nn_join(full, name, "c_attn", "mha_init", err, errlen)) return -1;
         if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, err, errlen)) return -1;
     } else {
         const bool llama = c->layout == TG_MHA_LLAMA;
         const char *const proj[] = {llama ? "wq" : "q_proj", llama ? "wk" : "k_proj", llama ? "wv" : "v_proj"};
         tg_linear_mod *mods[] = {&m->q_proj, &m->k_proj, &m->v_proj};
         for (int i = 0; i < 3; i++) {
-            snprintf(full, sizeof full, "%s.%s", name, proj[i]);
+            if (tg_nn_join(full, name, proj[i], "mha_init", err, errlen)) return -1;
             if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, err, errlen)) return -1;
         }
     }
-    snprintf(full, sizeof full, "%s.%s", name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj");
+    if (tg_nn_join(full, name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj", "mha_init", err, errlen)) return -1;
     return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, err, errlen);
 }
 

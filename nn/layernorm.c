@@ -5,11 +5,9 @@
  * <name>.weight is filled with 1, <name>.bias (optional) with 0. */
 #include "nn.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "nn_internal.h"
 
 int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
                       char *err, size_t errlen)
@@ -18,15 +16,12 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
         return tg_set_err(err, errlen, "layernorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     l->eps = TG_LAYERNORM_EPS;
-    if (strlen(name) > TG_NN_NAME_MAX)
-        return tg_set_err(err, errlen, "layernorm_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
-                          TG_NN_NAME_MAX);
     if (C < 1) {
         tg_set_err(err, errlen, "layernorm '%s': C must be >= 1, got %d", name, C);
         return -1;
     }
-    char full[256];
-    snprintf(full, sizeof full, "%s.weight", name);
+    char full[TG_NN_NAME_MAX + 1];
+    if (tg_nn_join(full, name, "weight", "layernorm_init", err, errlen)) return -1;
     l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
     if (!l->weight) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     for (int i = 0; i < C; i++) {
@@ -34,7 +29,7 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
         else ((double *)l->weight->data)[i] = 1;
     }
     if (bias) {
-        snprintf(full, sizeof full, "%s.bias", name);
+        if (tg_nn_join(full, name, "bias", "layernorm_init", err, errlen)) return -1;
         l->bias = tg_params_add(p, full, 1, (int[]){C});     /* (C), zeros */
         if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     }

@@ -10,6 +10,15 @@
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "nn_internal.h"
+
+int tg_nn_join(char *out, const char *name, const char *part, const char *who, char *err, size_t errlen)
+{
+    const int n = snprintf(out, TG_NN_NAME_MAX + 1, "%s.%s", name, part);
+    if (n >= 0 && n <= TG_NN_NAME_MAX) return 0;
+    return tg_set_err(err, errlen, "%s: the name is %zu bytes, and '<name>.%s' is over TG_NN_NAME_MAX (%d)", who,
+                      strlen(name), part, TG_NN_NAME_MAX);
+}
 
 int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
                    char *err, size_t errlen)
@@ -17,19 +26,16 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
     if (!l || !p || !name)
         return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
-    if (strlen(name) > TG_NN_NAME_MAX)
-        return tg_set_err(err, errlen, "linear_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
-                          TG_NN_NAME_MAX);
     if (in < 1 || out < 1) {
         tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
         return -1;
     }
-    char full[256];
-    snprintf(full, sizeof full, "%s.weight", name);
+    char full[TG_NN_NAME_MAX + 1];
+    if (tg_nn_join(full, name, "weight", "linear_init", err, errlen)) return -1;
     l->weight = tg_params_add(p, full, 2, (int[]){out, in});   /* (out, in) */
     if (!l->weight) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     if (bias) {
-        snprintf(full, sizeof full, "%s.bias", name);
+        if (tg_nn_join(full, name, "bias", "linear_init", err, errlen)) return -1;
         l->bias = tg_params_add(p, full, 1, (int[]){out});     /* (out) */
         if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
     }

@@ -11,11 +11,9 @@
  * (SwiGLU, registered in that order as llama2.c's model.py has them). */
 #include "nn.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "nn_internal.h"
 
 int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
                 double dropout, char *err, size_t errlen)
@@ -23,9 +21,6 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     if (!m || !p || !name)
         return tg_set_err(err, errlen, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     *m = (tg_mlp_mod){.kind = kind};
-    if (strlen(name) > TG_NN_NAME_MAX)
-        return tg_set_err(err, errlen, "mlp_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
-                          TG_NN_NAME_MAX);
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
     if (kind != TG_MLP_GELU && kind != TG_MLP_SWIGLU)
@@ -34,13 +29,13 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
         return tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
     m->dropout = dropout;
     const bool swiglu = kind == TG_MLP_SWIGLU;
-    char full[256];
-    snprintf(full, sizeof full, "%s.%s", name, swiglu ? "w1" : "c_fc");
+    char full[TG_NN_NAME_MAX + 1];
+    if (tg_nn_join(full, name, swiglu ? "w1" : "c_fc", "mlp_init", err, errlen)) return -1;
     if (tg_linear_init(&m->up, p, full, C, hidden, bias, err, errlen)) return -1;
-    snprintf(full, sizeof full, "%s.%s", name, swiglu ? "w2" : "c_proj");
+    if (tg_nn_join(full, name, swiglu ? "w2" : "c_proj", "mlp_init", err, errlen)) return -1;
     if (tg_linear_init(&m->down, p, full, hidden, C, bias, err, errlen)) return -1;
     if (!swiglu) return 0;
-    snprintf(full, sizeof full, "%s.w3", name);
+    if (tg_nn_join(full, name, "w3", "mlp_init", err, errlen)) return -1;
     return tg_linear_init(&m->gate, p, full, C, hidden, bias, err, errlen);
 }
 

@@ -5,8 +5,8 @@
  * functions take a graph and follow the op conventions (NULL in, NULL
  * out; the first error sticks on the graph; a NULL module is an error
  * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
- * message in err (a NULL module, store or name, a name longer than
- * TG_NN_NAME_MAX, bad sizes, duplicate names, out of memory); as
+ * message in err (a NULL module, store or name, a name that makes a
+ * parameter's longer than TG_NN_NAME_MAX, bad sizes, duplicate names, out of memory); as
  * everywhere in the API, (err, errlen) come last and err may be NULL
  * (docs/decisions.md, Conventions). */
 #ifndef TG_NN_H
@@ -21,9 +21,9 @@
 extern "C" {
 #endif
 
-/* The longest module name an init function takes, in bytes: its
- * parameters are named <name>.<part>[.<part>] in 255 bytes at most. */
-#define TG_NN_NAME_MAX 200
+/* The longest name, in bytes, an init function gives a parameter or a
+ * submodule (<name>.<part>): a longer one is refused, never truncated. */
+#define TG_NN_NAME_MAX 255
 
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 

@@ -5,11 +5,9 @@
  * <name>.weight is filled with 1. */
 #include "nn.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "nn_internal.h"
 
 int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, char *err, size_t errlen)
 {
@@ -17,14 +15,11 @@ int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, do
         return tg_set_err(err, errlen, "rmsnorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = NULL;
     l->eps = eps;
-    if (strlen(name) > TG_NN_NAME_MAX)
-        return tg_set_err(err, errlen, "rmsnorm_init: the name is %zu bytes, over TG_NN_NAME_MAX (%d)", strlen(name),
-                          TG_NN_NAME_MAX);
     if (C < 1) return tg_set_err(err, errlen, "rmsnorm '%s': C must be >= 1, got %d", name, C);
     if (!(eps > 0 && eps <= 1))
         return tg_set_err(err, errlen, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
-    char full[256];
-    snprintf(full, sizeof full, "%s.weight", name);
+    char full[TG_NN_NAME_MAX + 1];
+    if (tg_nn_join(full, name, "weight", "rmsnorm_init", err, errlen)) return -1;
     l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
     if (!l->weight) return tg_set_err(err, errlen, "%s", tg_params_error(p));
     for (int i = 0; i < C; i++) {

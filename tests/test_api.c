@@ -679,33 +679,44 @@ static const char *long_name(size_t n)
 }
 static void c_linear_init_long(fx *f)
 {
-    num(f, tg_linear_init(&lin, f->p, long_name(TG_NN_NAME_MAX + 1), 2, 3, true, f->err, sizeof f->err));
+    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, f->err, sizeof f->err));
 }
 static void c_linear_init_300(fx *f)
 {
     num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, f->err, sizeof f->err));
 }
+static void c_linear_init_max(fx *f)
+{
+    char full[320];
+    int rc = tg_linear_init(&lin, f->p, long_name(248), 2, 3, true, f->err, sizeof f->err);
+    snprintf(full, sizeof full, "%s.weight", long_name(248));
+    snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.weight" : "no weight");
+}
 static void c_layernorm_init_long(fx *f)
 {
-    num(f, tg_layernorm_init(&ln, f->p, long_name(TG_NN_NAME_MAX + 1), 3, true, f->err, sizeof f->err));
+    num(f, tg_layernorm_init(&ln, f->p, long_name(249), 3, true, f->err, sizeof f->err));
 }
 static void c_rmsnorm_init_long(fx *f)
 {
-    num(f, tg_rmsnorm_init(&rms, f->p, long_name(TG_NN_NAME_MAX + 1), 3, 1e-5, f->err, sizeof f->err));
+    num(f, tg_rmsnorm_init(&rms, f->p, long_name(249), 3, 1e-5, f->err, sizeof f->err));
 }
 static void c_mlp_init_long(fx *f)
 {
-    num(f, tg_mlp_init(&mlp, f->p, long_name(TG_NN_NAME_MAX + 1), TG_MLP_GELU, 4, 16, true, 0, f->err, sizeof f->err));
+    num(f, tg_mlp_init(&mlp, f->p, long_name(251), TG_MLP_GELU, 4, 16, true, 0, f->err, sizeof f->err));
 }
 static void c_mha_init_long(fx *f)
 {
-    num(f, tg_mha_init(&mha, f->p, long_name(TG_NN_NAME_MAX + 1), 4, 2, true, false, 0, f->err, sizeof f->err));
+    num(f, tg_mha_init(&mha, f->p, long_name(300), 4, 2, true, false, 0, f->err, sizeof f->err));
+}
+static void c_mha_init_over(fx *f)
+{
+    num(f, tg_mha_init(&mha, f->p, long_name(242), 4, 2, true, false, 0, f->err, sizeof f->err));
 }
 static void c_mha_init_max(fx *f)
 {
     char full[320];
-    int rc = tg_mha_init(&mha, f->p, long_name(TG_NN_NAME_MAX), 4, 2, true, false, 0, f->err, sizeof f->err);
-    snprintf(full, sizeof full, "%s.c_proj.weight", long_name(TG_NN_NAME_MAX));
+    int rc = tg_mha_init(&mha, f->p, long_name(241), 4, 2, true, false, 0, f->err, sizeof f->err);
+    snprintf(full, sizeof full, "%s.c_proj.weight", long_name(241));
     snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.c_proj.weight" : "no c_proj");
 }
 static void c_mlp_init_kind(fx *f)
@@ -1616,20 +1627,22 @@ static const api_case CASES[] = {
      c_rmsnorm_init_eps_big},
     {"tg_rmsnorm_init(l, p, \"n\", ...) twice", "-1", "params_add: duplicate name 'n.weight'", c_rmsnorm_init_dup},
     {"tg_rmsnorm_forward(g, NULL, x)", "NULL", "rmsnorm_forward: the module is NULL", c_rmsnorm_forward},
-    {"tg_linear_init(l, p, a name of 201 bytes, ..., bias)", "-1",
-     "linear_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_linear_init_long},
+    {"tg_linear_init(l, p, a name of 249 bytes, ..., bias)", "-1",
+     "linear_init: the name is 249 bytes, and '<name>.weight' is over TG_NN_NAME_MAX (255)", c_linear_init_long},
     {"tg_linear_init(l, p, a name of 300 bytes, ..., no bias)", "-1", "linear_init: the name is 300 bytes",
      c_linear_init_300},
-    {"tg_layernorm_init(l, p, a name of 201 bytes, ...)", "-1",
-     "layernorm_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_layernorm_init_long},
-    {"tg_rmsnorm_init(l, p, a name of 201 bytes, ...)", "-1",
-     "rmsnorm_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)", c_rmsnorm_init_long},
-    {"tg_mlp_init(m, p, a name of 201 bytes, ...)", "-1", "mlp_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)",
-     c_mlp_init_long},
-    {"tg_mha_init(m, p, a name of 201 bytes, ...)", "-1", "mha_init: the name is 201 bytes, over TG_NN_NAME_MAX (200)",
-     c_mha_init_long},
-    {"tg_mha_init(m, p, a name of TG_NN_NAME_MAX bytes, separate, bias)", "0, <name>.c_proj.weight", NULL,
-     c_mha_init_max},
+    {"tg_linear_init(l, p, a name of 248 bytes, ..., bias)", "0, <name>.weight", NULL, c_linear_init_max},
+    {"tg_layernorm_init(l, p, a name of 249 bytes, ...)", "-1",
+     "layernorm_init: the name is 249 bytes, and '<name>.weight' is over TG_NN_NAME_MAX (255)", c_layernorm_init_long},
+    {"tg_rmsnorm_init(l, p, a name of 249 bytes, ...)", "-1",
+     "rmsnorm_init: the name is 249 bytes, and '<name>.weight' is over TG_NN_NAME_MAX (255)", c_rmsnorm_init_long},
+    {"tg_mlp_init(m, p, a name of 251 bytes, GELU, ...)", "-1",
+     "mlp_init: the name is 251 bytes, and '<name>.c_fc' is over TG_NN_NAME_MAX (255)", c_mlp_init_long},
+    {"tg_mha_init(m, p, a name of 300 bytes, separate, ...)", "-1",
+     "mha_init: the name is 300 bytes, and '<name>.q_proj' is over TG_NN_NAME_MAX (255)", c_mha_init_long},
+    {"tg_mha_init(m, p, a name of 242 bytes, separate, ...)", "-1",
+     "linear_init: the name is 249 bytes, and '<name>.weight' is over TG_NN_NAME_MAX (255)", c_mha_init_over},
+    {"tg_mha_init(m, p, a name of 241 bytes, separate, bias)", "0, <name>.c_proj.weight", NULL, c_mha_init_max},
     {"tg_mlp_init(m, p, \"mlp\", kind 7, ...)", "-1", "mlp 'mlp': unknown kind 7", c_mlp_init_kind},
     {"tg_mlp_init(m, p, \"mlp\", SWIGLU, 4, 16, false, dropout 1, ...)", "-1",
      "mlp 'mlp': dropout must be in [0, 1), got 1", c_mlp_init_dropout},
