@@ -922,6 +922,7 @@ static void c_adamw_step_grad_noo(fx *f) { (void)f; tg_adamw_step_grad(NULL, 0.1
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
+static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */
 static void c_dist_allreduce_null(fx *f) { num(f, tg_dist_allreduce_f64(NULL, 2, TG_DIST_SUM)); }
 static void c_dist_allreduce_op(fx *f)
 {
@@ -1742,6 +1743,7 @@ static const api_case CASES[] = {
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},
     /* dist/dist.h (one process: no launcher started this test) */
+    {"tg_dist_init(NULL, NULL, NULL, 0) without a launcher", "0", NULL, c_dist_init_null},
     {"tg_dist_allreduce_f64(NULL, 2, sum)", "-1", NULL, c_dist_allreduce_null},
     {"tg_dist_allreduce_f64(&x, 1, op 7)", "-1", NULL, c_dist_allreduce_op},
     {"tg_dist_allreduce_i64(&x, -1, max)", "-1", NULL, c_dist_allreduce_i64_neg},
@@ -1933,6 +1935,15 @@ static const no_row NO_ROW[] = {
     {"tg_st_writer_new", "takes no argument: NULL only means out of memory"},
     {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
     {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
+    {"tg_dist_finalize", "takes no argument"},
+    {"tg_dist_built_with_mpi", "takes no argument"},
+    {"tg_dist_mpi_running", "takes no argument"},
+    {"tg_dist_rank", "takes no argument"},
+    {"tg_dist_size", "takes no argument"},
+    {"tg_dist_local_size", "takes no argument"},
+    {"tg_dist_local_rank", "takes no argument"},
+    {"tg_dist_barrier", "takes no argument"},
+    {"tg_dist_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh runs it on a NaN on one rank)"},
 };
 enum { N_NO_ROW = sizeof NO_ROW / sizeof NO_ROW[0] };
 
