@@ -21,29 +21,37 @@
 
 enum { LANES = 8 };   /* partial sums, so the loop vectorises */
 
-#define DEFINE_CLIP(T)                                                           \
-    static double sumsq_##T(const T *g, int64_t n, double scale)                 \
-    {                                                                            \
-        double s[LANES] = {0}, inv = 1 / scale, t = 0;                           \
-        int64_t i = 0;                                                           \
-        for (; i + LANES <= n; i += LANES)                                       \
-            for (int k = 0; k < LANES; k++) {                                    \
-                double x = (double)g[i + k] * inv;                               \
-                s[k] += x * x;                                                   \
-            }                                                                    \
-        for (; i < n; i++) {                                                     \
-            double x = (double)g[i] * inv;                                       \
-            t += x * x;                                                          \
-        }                                                                        \
-        for (int k = 0; k < LANES; k++) t += s[k];                               \
-        return t;                                                                \
-    }                                                                            \
-    static void scale_##T(T *g, int64_t n, T coef)                               \
-    {                                                                            \
-        for (int64_t i = 0; i < n; i++) g[i] *= coef;                            \
-    }
-DEFINE_CLIP(float)
-DEFINE_CLIP(double)
+static double sumsq_float(const float *g, int64_t n, double scale)
+{
+    double s[LANES] = {0}, inv = 1 / scale, t = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) s[k] += ((double)g[i + k] * inv) * ((double)g[i + k] * inv);
+    for (; i < n; i++) t += ((double)g[i] * inv) * ((double)g[i] * inv);
+    for (int k = 0; k < LANES; k++) t += s[k];
+    return t;
+}
+
+static double sumsq_double(const double *g, int64_t n, double scale)
+{
+    double s[LANES] = {0}, inv = 1 / scale, t = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) s[k] += (g[i + k] * inv) * (g[i + k] * inv);
+    for (; i < n; i++) t += (g[i] * inv) * (g[i] * inv);
+    for (int k = 0; k < LANES; k++) t += s[k];
+    return t;
+}
+
+static void scale_float(float *g, int64_t n, float coef)
+{
+    for (int64_t i = 0; i < n; i++) g[i] *= coef;
+}
+
+static void scale_double(double *g, int64_t n, double coef)
+{
+    for (int64_t i = 0; i < n; i++) g[i] *= coef;
+}
 
 static double maxabs_double(const double *g, int64_t n)
 {
