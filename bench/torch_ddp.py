@@ -38,6 +38,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_common as tc  # noqa: E402
 import torch_gpt as tg  # noqa: E402
 from torch_ref import make_batches  # noqa: E402
 
@@ -56,7 +57,7 @@ def worker(rank, args, out):
     # the causal masks are constant bool buffers, which gloo cannot broadcast
     DDP._set_params_and_buffers_to_ignore_for_model(model, [n for n, _ in model.named_buffers()])
     ddp = DDP(model, bucket_cap_mb=args.bucket_mb, broadcast_buffers=False)
-    opt = tg.configure_adamw(model, args.lr, 0.1, 0.99)
+    opt = tc.configure_adamw(model, args.lr, 0.1, 0.99)
     ddp.train()
     ms, losses = [], []
     for s in range(n_total):
@@ -65,7 +66,7 @@ def worker(rank, args, out):
         t0 = time.perf_counter()
         _, loss = ddp(rows[:, :T], rows[:, 1:])
         loss.backward()
-        tg.clip_grads(model, 1.0)
+        tc.clip_grads(model, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         t = torch.tensor([(time.perf_counter() - t0) * 1e3, loss.item() / args.procs], dtype=torch.float64)
