@@ -194,7 +194,7 @@ int vocab_for_run(vocab *v, const char *tokenizer, bool data_tokens, int vocab_s
     memset(v, 0, sizeof *v);
     if (tokenizer && !(given = tg_tok_load(tokenizer, e2, sizeof e2)))
         return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
-    if (given && vocab_size && vocab_size < tg_tok_vocab_size(given)) {
+    if (given && data_tokens && vocab_size && vocab_size < tg_tok_vocab_size(given) && !(from && tg_st_meta(from, "vocab"))) {
         snprintf(err, errlen, "--vocab-size %d is smaller than the tokenizer's %d ids (it may be larger: ids the "
                               "tokenizer lacks are never seen)", vocab_size, (int)tg_tok_vocab_size(given));
         tg_tok_free(given);
@@ -269,7 +269,7 @@ static int load_one(dataset *d, size_t *cap, int64_t V, const char *flag, const 
         if (cmd) fprintf(stderr, "tiny_gpt %s: notice: --%s %s is not the file the run was trained on\n", cmd, flag, path);
     }
     if (!realpath(path, full)) snprintf(full, sizeof full, "%s", path);
-    if (cmd) fprintf(stderr, "tiny_gpt %s: %s: %lld tokens (%s's format)\n", cmd, path, (long long)n,
+    if (cmd && meta) fprintf(stderr, "tiny_gpt %s: %s: %lld tokens (%s's format)\n", cmd, path, (long long)n,
                      format == TG_TOKFILE_LLMC ? "llm.c" : "nanoGPT");
     if (meta && (kv_add(meta, key, full) || kv_add(meta, idkey, id)))
         return snprintf(err, errlen, "out of memory"), -1;

@@ -282,7 +282,10 @@ static int check_settings(trainer *t)
 static int load_data(trainer *t)
 {
     const train_opts *o = &t->o;
-    if (run_on_tokens(o->data_tokens, o->resume ? t->from : NULL)) return 0;   /* no text: build reads the tokens */
+    if (run_on_tokens(o->data_tokens, o->resume ? t->from : NULL)) {   /* no text: build reads the tokens */
+        t->text.floor_nats = -1;
+        return 0;
+    }
     return run_load_text(&t->text, &t->id, o->data, o->corpus_chars, o->resume ? t->from : NULL, t->path[LAST], true,
                          "train", t->err, sizeof t->err);
 }
