@@ -19,13 +19,16 @@ tok=$work/tok.safetensors
 "$bin" tokenizer train --data "$work/text.txt" --vocab-size 320 --out "$tok" >/dev/null 2>&1 || bad "tokenizer train"
 nids=$("$bin" tokenizer info --tokenizer "$tok" | sed -n 's/^ids \([0-9]*\) .*/\1/p')
 "$bin" tokenizer encode --tokenizer "$tok" <"$work/text.txt" >"$work/ids.txt"
+# the same ids with EOS (2, a special: 0 bytes) after every 20th, as a data script may put between documents
+tr ' ' '\n' <"$work/ids.txt" | awk '{printf "%s%s", (NR > 1 ? " " : ""), $1} NR % 20 == 0 {printf " 2"} END {print ""}' \
+  >"$work/ids_eos.txt"
 
-# write FORMAT OUT [first last]: the ids (a slice, python's [first:last]) as raw uint16 or llm.c's file
+# write FORMAT OUT IDS [first last]: the ids of file IDS (a slice, python's [first:last]) as raw uint16 or llm.c's file
 write() {
-  python3 - "$work/ids.txt" "$@" <<'EOF'
+  python3 - "$@" <<'EOF'
 import struct, sys
-ids = [int(x) for x in open(sys.argv[1]).read().split()]
-fmt, out = sys.argv[2], sys.argv[3]
+fmt, out = sys.argv[1], sys.argv[2]
+ids = [int(x) for x in open(sys.argv[3]).read().split()]
 if len(sys.argv) > 4:
     a, b = int(sys.argv[4]), int(sys.argv[5])
     ids = ids[a:b if b else None]
@@ -36,12 +39,13 @@ open(out, 'wb').write(body)
 EOF
 }
 n=$(wc -w <"$work/ids.txt")
+write raw "$work/all.bin" "$work/ids.txt"
+n=$(wc -w <"$work/ids_eos.txt")
 cut=$((n * 9 / 10))
-write raw "$work/all.bin"
-write raw "$work/train.bin" 0 $cut
-write raw "$work/val.bin" $cut 0
-write llmc "$work/train_llmc.bin" 0 $cut
-write llmc "$work/val_llmc.bin" $cut 0
+write raw "$work/train.bin" "$work/ids_eos.txt" 0 $cut
+write raw "$work/val.bin" "$work/ids_eos.txt" $cut 0
+write llmc "$work/train_llmc.bin" "$work/ids_eos.txt" 0 $cut
+write llmc "$work/val_llmc.bin" "$work/ids_eos.txt" $cut 0
 small=(--n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --lr 1e-2 --warmup 10 --eval-iters 4
        --threads 1 --steps 60 --eval-interval 30)
 
@@ -52,7 +56,7 @@ small=(--n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --lr 1e
 [ "$(untimed "$work/text")" = "$(untimed "$work/all")" ] && [ -n "$(evals "$work/all")" ] &&
   ok "a raw token file of a text's ids trains exactly as the text does (bits per byte included)" ||
   { bad "token file vs text"; diff <(untimed "$work/text") <(untimed "$work/all") | head -4; }
-grep -q "all.bin: $n tokens (nanoGPT's format)" "$work/all.log" && ok "the raw file is recognised as nanoGPT's" ||
+grep -q "all.bin: $(wc -w <"$work/ids.txt") tokens (nanoGPT's format)" "$work/all.log" && ok "the raw file is recognised as nanoGPT's" ||
   bad "format line: $(grep tokens "$work/all.log")"
 
 # 2. two files, raw and llm.c's: the same run; the tokenizer is kept, vocab padded to 320
@@ -65,11 +69,11 @@ grep -q "train_llmc.bin: $cut tokens (llm.c's format)" "$work/llmc.log" && [ "$(
 hdr=$(header "$work/llmc/best.safetensors")
 grep -qF '"vocab_size":"320"' <<<"$hdr" && grep -qF '"vocab":"tokenizer"' <<<"$hdr" && ok "vocab_size 320 >= the tokenizer's $nids, kept in the checkpoint" ||
   bad "metadata: $hdr"
-bpt=$(python3 - "$bin" "$tok" "$work/ids.txt" "$cut" <<'EOF'
+bpt=$(python3 - "$bin" "$tok" "$work/ids_eos.txt" "$cut" <<'EOF'
 import subprocess, sys
 bin, tok, path, cut = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 val = open(path).read().split()[cut:]
-text = subprocess.run([bin, 'tokenizer', 'decode', '--tokenizer', tok], input=' '.join(val).encode(),
+text = subprocess.run([bin, 'tokenizer', 'decode', '--tokenizer', tok], input=' '.join(v for v in val if v != '2').encode(),
                       capture_output=True, check=True).stdout
 print(len(text) / len(val))
 EOF
@@ -77,7 +81,7 @@ EOF
 row=$(awk -F, 'NR > 1 && $9 != "" {r = $7 " " $9} END {print r}' "$work/llmc/metrics.csv")
 awk -v r="$row" -v b="$bpt" 'BEGIN { split(r, a, " "); d = a[1] / log(2) / b - a[2]; if (d < 0) d = -d
                                      exit !(b > 1.2 && a[2] > 0 && d < 3e-6) }' &&
-  ok "val_bpb $row = loss / ln 2 / $bpt decoded bytes per token" || bad "bpb: $row vs $bpt bytes per token"
+  ok "val_bpb $row = loss / ln 2 / $bpt decoded bytes per token (EOS 0 bytes)" || bad "bpb: $row vs $bpt bytes per token"
 line=$(grep '^step 60: ' "$work/llmc.log")
 [ -n "$line" ] && [ "$("$bin" eval --ckpt "$work/llmc/last.safetensors" 2>/dev/null)" = "$line" ] &&
   ok "eval --ckpt reads the recorded token files: '$line'" || bad "eval --ckpt of a token run"
@@ -91,7 +95,7 @@ grep -q "^step 60: train loss [0-9.]*, val loss [0-9.]* (no bits per byte: token
   [ -z "$(awk -F, 'NR > 1 {printf "%s%s", $8, $9}' "$work/ids/metrics.csv")" ] &&
   ok "without a tokenizer no bits per byte, on the console or in metrics.csv" || bad "bpb of ids: $(grep '^step 60:' "$work/ids.log")"
 [ "$(evals "$work/ids")" = "$(evals "$work/raw")" ] && ok "the losses are the tokenizer run's" || bad "ids vs raw losses"
-prompt=$(head -c 200 "$work/ids.txt" | cut -d' ' -f1-5)
+prompt=$(cut -d' ' -f1-5 "$work/ids.txt")
 out=$("$bin" sample --ckpt "$work/ids/best.safetensors" --prompt "$prompt" --tokens 20 --temperature 0 2>&1)
 [[ "$out" =~ ^"$prompt"( [0-9]+){20}$ ]] && ok "sample of an ids model prints the prompt's and 20 new ids" ||
   bad "ids sample: $out"
