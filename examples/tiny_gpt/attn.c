@@ -51,7 +51,7 @@ int cmd_attn(int argc, char **argv)
     tg_tensor **aw = NULL;
     textbuf html = {0};
     staged_files staged = {0};
-    vocab v;
+    vocab v = {0};
     if (!text) {
         snprintf(err, sizeof err, "--text is required");
         goto fail;
@@ -59,6 +59,11 @@ int cmd_attn(int argc, char **argv)
     if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
         checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err))
         goto fail;
+    if (v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS) {
+        snprintf(err, sizeof err, "attn labels one character per position: this model's ids are a tokenizer's (or "
+                                  "token files'), which it does not take yet");
+        goto fail;
+    }
     const size_t len = strlen(text);
     const int L = m.cfg.n_layer, H = model_n_head(&m);
     if (len == 0) {
@@ -159,6 +164,7 @@ done:
     free(blocked);
     free(aw);
     tg_graph_free(g);
+    vocab_free(&v);
     model_free(&m);
     tg_st_free(f);
     return rc;

@@ -105,7 +105,7 @@ int checkpoint_save(const char *path, const model *m, const vocab *v, const opt_
     int rc = !w || model_config_record(&m->cfg, &meta) || kv_add(&meta, "format", "tapegrad tiny_gpt");
     for (int i = 0; !rc && i < meta.n; i++) rc |= tg_st_writer_meta(w, meta.kv[2 * i], meta.kv[2 * i + 1]);
     kv_free(&meta);
-    if (!rc && v && v->size) rc |= tg_st_writer_meta(w, "vocab", vocab_s);
+    if (!rc && v && v->size) rc |= tg_st_writer_meta(w, "vocab", vocab_s) || vocab_st_add(v, w);
     for (int i = 0; !rc && i + 1 < 2 * n_extra; i += 2) rc |= tg_st_writer_meta(w, extra_meta[i], extra_meta[i + 1]);
     for (int i = 0; !rc && i < tg_params_count(m->params); i++) {
         tg_tensor *t = tg_params_at(m->params, i);
@@ -265,7 +265,9 @@ int checkpoint_model_vocab(const tg_st_file *f, const model *m, const char *voca
     } else {
         vocab_llama2c(v);
     }
-    return vocab_fits(v, m, vocab_file ? "the --vocab file's" : "its", err, errlen);
+    if (!vocab_fits(v, m, vocab_file ? "the --vocab file's" : "its", err, errlen)) return 0;
+    vocab_free(v);
+    return -1;
 }
 
 int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen)
@@ -278,7 +280,7 @@ int checkpoint_vocab(const tg_st_file *f, vocab *v, char *err, size_t errlen)
                  "describes the 'vocab' entry");
         return -1;
     }
-    return vocab_from_string(v, s, err, errlen);
+    return vocab_from_st(v, f, err, errlen);
 }
 
 int checkpoint_load_train(const tg_st_file *f, const model *m, tg_adamw *opt, train_state *ts, int64_t max_step,

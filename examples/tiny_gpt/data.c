@@ -13,6 +13,8 @@ void vocab_build(vocab *v, const char *text, size_t len)
     for (size_t i = 0; i < len; i++) seen[(uint8_t)text[i]] = true;
     v->kind = VOCAB_CHARS;
     v->size = 0;
+    v->tok = NULL;
+    v->docs = false;
     for (int b = 0; b < 256; b++) {
         v->ids[b] = -1;
         if (seen[b]) {
@@ -26,6 +28,8 @@ void vocab_llama2c(vocab *v)
 {
     v->kind = VOCAB_LLAMA2C;
     v->size = VOCAB_LLAMA2C_SIZE;
+    v->tok = NULL;
+    v->docs = false;
     for (int b = 0; b < 256; b++) v->ids[b] = (int16_t)(b + 3), v->chars[b] = (uint8_t)b;
 }
 
@@ -33,8 +37,9 @@ void vocab_to_string(const vocab *v, char *buf, size_t size)
 {
     size_t at = 0;
     buf[0] = 0;
-    if (v->kind == VOCAB_LLAMA2C) {
-        snprintf(buf, size, "llama2c");
+    if (v->kind != VOCAB_CHARS) {
+        if (v->kind == VOCAB_IDS) snprintf(buf, size, "ids:%d", v->size);
+        else snprintf(buf, size, v->kind == VOCAB_LLAMA2C ? "llama2c" : "tokenizer");
         return;
     }
     for (int i = 0; i < v->size && at < size; i++)
@@ -47,8 +52,25 @@ int vocab_from_string(vocab *v, const char *s, char *err, size_t errlen)
         vocab_llama2c(v);
         return 0;
     }
+    if (!strncmp(s, "ids:", 4)) {
+        char *end;
+        errno = 0;
+        long n = strtol(s + 4, &end, 10);
+        if (end == s + 4 || *end || errno || n < 1 || n > (1L << 24)) {
+            snprintf(err, errlen, "vocabulary: '%s' is not ids:N with N in [1, 2^24]", s);
+            return -1;
+        }
+        vocab_ids(v, (int)n);
+        return 0;
+    }
+    if (!strcmp(s, "tokenizer")) {
+        snprintf(err, errlen, "vocabulary: 'tokenizer' is read from the checkpoint's tokenizer entries");
+        return -1;
+    }
     v->kind = VOCAB_CHARS;
     v->size = 0;
+    v->tok = NULL;
+    v->docs = false;
     for (int b = 0; b < 256; b++) v->ids[b] = -1;
     const char *p = s;
     while (*p) {
@@ -90,6 +112,7 @@ int vocab_encode(const vocab *v, const char *text, size_t len, int32_t *out, siz
 int vocab_decode(const vocab *v, int id, char *buf)
 {
     static const char *const specials[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    if (v->kind == VOCAB_TOKENIZER || v->kind == VOCAB_IDS) return 0;   /* (sample streams a tokenizer's) */
     if (v->kind == VOCAB_CHARS) {
         if (id < 0 || id >= v->size) return 0;
         buf[0] = (char)v->chars[id];
@@ -130,7 +153,12 @@ static size_t llama2c_stream(const vocab *v, const char *text, size_t len, int32
 int dataset_make(dataset *d, const vocab *v, const char *text, size_t len, int block_size, char *err,
                  size_t errlen)
 {
+    if (v->kind == VOCAB_TOKENIZER) return dataset_tokenize(d, v, text, len, block_size, err, errlen);
     memset(d, 0, sizeof *d);
+    if (v->kind == VOCAB_IDS) {
+        snprintf(err, errlen, "data: a vocabulary of token ids has no text to encode (train on --data-tokens)");
+        return -1;
+    }
     const bool docs = v->kind == VOCAB_LLAMA2C;
     const size_t n = docs ? llama2c_stream(v, text, len, NULL) : len;
     size_t n_train = (size_t)((double)n * 0.9);   /* first 90%, as nanoGPT int(0.9 * n) */

@@ -23,6 +23,7 @@
 
 #include "checkpoint.h"
 #include "run.h"
+#include "tokdata.h"
 #include "train.h"
 
 typedef struct inputs {
@@ -111,7 +112,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     run_text text = {0};
     dataset d = {0};
     data_id id;
-    vocab v;
+    vocab v = {0};
     int64_t step = 0;
     if (!(f = tg_st_load(ckpt, err, sizeof err)) ||
         run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err, sizeof err))
@@ -136,11 +137,16 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     }
     if (tg_st_meta(f, "train.step") && checkpoint_meta_i64(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
         goto fail;
-    if (!data && !tg_st_meta(f, "train.data")) {
+    const bool tokens = run_on_tokens(NULL, f);   /* the run's token files, as it recorded them */
+    if (tokens && data) {
+        snprintf(err, sizeof err, "--data: %s trained on token files, not on a text", ckpt);
+        goto fail;
+    }
+    if (!data && !tokens && !tg_st_meta(f, "train.data")) {
         snprintf(err, sizeof err, "%s does not record the text it was trained on: give it with --data", ckpt);
         goto fail;
     }
-    if (run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
+    if (!tokens && run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
     if (checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err)) goto fail;
     model_set_composed(&m, composed);
     if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(m.cfg.arch, "llama"))
@@ -148,14 +154,18 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
             : (vocab_build(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
     const int T = m.cfg.block_size;
-    if (dataset_make(&d, &v, text.text, text.len, T, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    if ((tokens ? run_load_tokens(&d, &v, m.cfg.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
+                : dataset_make(&d, &v, text.text, text.len, T, err, sizeof err)) ||
+        !(g = tg_graph_new()))
+        goto fail;
     const int B = o.batch_size, A = o.grad_accum;
     double tl = estimate_loss(g, &m, &d, false, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
     double vl =
         isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
     if (isnan(vl)) goto fail;
-    printf("step %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)\n", (long long)step, tl, vl,
-           bits_per_byte(vl, d.bytes_per_token[1]));
+    char bpb[80];
+    bpb_note(bpb, sizeof bpb, bits_per_byte(vl, d.bytes_per_token[1]));
+    printf("step %lld: train loss %.4f, val loss %.4f (%s)\n", (long long)step, tl, vl, bpb);
     rc = 0;
     goto done;
 fail:
@@ -165,6 +175,7 @@ done:
     model_free(&m);
     tg_st_free(f);
     dataset_free(&d);
+    vocab_free(&v);
     run_text_free(&text);
     return rc;
 }
@@ -299,9 +310,10 @@ int cmd_step(int argc, char **argv)
     }
     /* keep the input's vocabulary, if it had one */
     vocab v = {0};
-    if (tg_st_meta(in.wf, "vocab") && vocab_from_string(&v, tg_st_meta(in.wf, "vocab"), err, sizeof err))
-        goto fail;
-    if (checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, 0, err, sizeof err)) goto fail;
+    if (tg_st_meta(in.wf, "vocab") && vocab_from_st(&v, in.wf, err, sizeof err)) goto fail;
+    int saved = checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, 0, err, sizeof err);
+    vocab_free(&v);
+    if (saved) goto fail;
     rc = 0;
     goto done;
 fail:

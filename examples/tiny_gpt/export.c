@@ -22,7 +22,8 @@
  * so export refuses a model that differs. Scores are 0: no two pieces
  * concatenate to a third, so run.c's merge loop never merges.
  *
- * A BPE tokenizer (tapegrad's, text/) goes into tokenizer.bin so that
+ * A Llama trained with tapegrad's BPE (train --tokenizer) exports its
+ * checkpoint's tokenizer the same way. A BPE tokenizer (tapegrad's, text/) goes into tokenizer.bin so that
  * run.c's encoder gives tapegrad's ids for any text without a NUL byte
  * (llama2c_tokenizer_bpe; the rule and why it holds: docs/tokenizers.md):
  * every piece is written as its raw bytes (bytes included, so that
@@ -93,9 +94,18 @@ static int export_llama2c(const tg_st_file *f, const model *m, const vocab *v, c
         return snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps "
                                      "1e-5; this model has %s pairs, theta %g, eps %g",
                         c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps), -1;
-    if (v->kind != VOCAB_LLAMA2C)
-        return snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes); this "
-                                     "model's vocabulary is another"), -1;
+    const bool bpe = v->kind == VOCAB_TOKENIZER;   /* tapegrad's BPE: tokenizer.bin from llama2c_tokenizer_bpe */
+    if (v->kind != VOCAB_LLAMA2C && !bpe)
+        return snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
+                                     "tokenizer of that layout); this model's vocabulary is another"), -1;
+    if (bpe && tg_tok_vocab_size(v->tok) != c->vocab_size)
+        return snprintf(err, errlen, "run.c reads as many pieces as the model has ids: this model has %d, its "
+                                     "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v->tok)), -1;
+    textbuf t = {0};
+    if (bpe && llama2c_tokenizer_bpe(v->tok, &t, err, errlen)) {
+        tb_free(&t);
+        return -1;
+    }
     const int hd = c->n_embd / c->n_head;
     textbuf b = {0};
     const int32_t hdr[7] = {c->n_embd, c->hidden_dim, c->n_layer, c->n_head, c->n_kv_head,
@@ -115,16 +125,15 @@ static int export_llama2c(const tg_st_file *f, const model *m, const vocab *v, c
         else put_freqs(&b, c->block_size, hd, c->rope_theta, s);
     }
     if (!c->tied) put_tensor(&b, tg_params_get(m->params, "output.weight"));
-    /* the tokenizer */
-    textbuf t = {0};
+    /* the tokenizer of llama2.c's bytes (a BPE's is in t already) */
     int32_t max_len = 0;
     char piece[32];
-    for (int id = 0; id < c->vocab_size; id++) {
+    for (int id = 0; !bpe && id < c->vocab_size; id++) {
         llama2c_piece(id, piece, sizeof piece);
         if ((int32_t)strlen(piece) > max_len) max_len = (int32_t)strlen(piece);
     }
-    put_i32(&t, max_len);
-    for (int id = 0; id < c->vocab_size; id++) {
+    if (!bpe) put_i32(&t, max_len);
+    for (int id = 0; !bpe && id < c->vocab_size; id++) {
         const float score = 0;
         llama2c_piece(id, piece, sizeof piece);
         tb_put(&t, (const char *)&score, 4);
@@ -338,11 +347,12 @@ int cmd_export(int argc, char **argv)
     }
     tg_st_file *f = tg_st_load(ckpt, err, sizeof err);
     model m = {0};
-    vocab v;
+    vocab v = {0};
     int rc = !f || checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
              checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err) ||
              export_llama2c(f, &m, &v, out, tok, err, sizeof err);
     if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
+    vocab_free(&v);
     model_free(&m);
     tg_st_free(f);
     return rc ? 1 : 0;

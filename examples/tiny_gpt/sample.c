@@ -11,7 +11,16 @@
  * not printed; generation stops when the model produces BOS. (run.c also
  * stops at seq_len, where this program slides its window, and does not
  * print single bytes that are not printable ASCII: the two agree on ASCII
- * text within seq_len.) */
+ * text within seq_len.)
+ *
+ * A model trained with a tokenizer (VOCAB_TOKENIZER) encodes the prompt
+ * with it (a Llama's as run.c does: BOS, then " " + the prompt encoded
+ * together) and writes its output through the streaming decoder, so a
+ * UTF-8 character split across tokens is written whole; generation stops
+ * at the tokenizer's BOS or EOS. A model of token ids without a
+ * tokenizer (VOCAB_IDS) takes the prompt as ids separated by spaces and
+ * prints ids the same way (`tiny_gpt tokenizer decode` turns them into
+ * text). */
 #include "tiny_gpt.h"
 
 #include <math.h>
@@ -57,13 +66,42 @@ static int pick(const tg_tensor *logits, int64_t row, int V, double temperature,
     return best;
 }
 
+/* How generated ids are written: the streaming decoder of a tokenizer. */
+typedef struct writer {
+    tg_tok_stream st;
+    unsigned char *buf;   /* tg_tok_max_piece_len + 3 bytes */
+    size_t cap;
+} writer;
+
+/* Writes id; returns false when generation ends there (run.c's BOS, a
+ * tokenizer's BOS or EOS). */
+static bool write_id(const vocab *v, writer *w, int32_t prev, int32_t id)
+{
+    if (v->kind == VOCAB_IDS) {
+        printf(" %d", (int)id);
+    } else if (v->kind == VOCAB_TOKENIZER) {
+        if (id == tg_tok_bos(v->tok) || id == tg_tok_eos(v->tok)) return false;
+        int64_t n = tg_tok_stream_push(&w->st, id, w->buf, w->cap);   /* -1: an id past the tokenizer's (padding) */
+        const int skip = n > 0 && v->docs && prev == tg_tok_bos(v->tok) && w->buf[0] == ' ';
+        if (n > 0) fwrite(w->buf + skip, 1, (size_t)(n - skip), stdout);
+    } else {
+        if (v->kind == VOCAB_LLAMA2C && id == VOCAB_BOS) return false;   /* run.c's end of a sequence */
+        char piece[8];
+        int len = vocab_decode(v, id, piece);
+        const int skip = v->kind == VOCAB_LLAMA2C && prev == VOCAB_BOS && len && piece[0] == ' ';
+        fwrite(piece + skip, 1, (size_t)(len - skip), stdout);
+    }
+    fflush(stdout);
+    return true;
+}
+
 /* Continues ctx[0..n) by `tokens` tokens, writing each as it comes (and
- * stopping at BOS with llama2.c's vocabulary). The prompt's last
+ * stopping where write_id says). The prompt's last
  * block_size tokens prime the cache; once the context reaches block_size,
  * each step re-reads the last block_size tokens from position 0. 0, or -1
  * with the message. */
-static int generate(model *m, tg_graph *g, const vocab *v, int32_t *ctx, size_t n, int tokens, double temperature,
-                    int top_k, tg_rng *r, double *probs, char *err, size_t errlen)
+static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *ctx, size_t n, int tokens,
+                    double temperature, int top_k, tg_rng *r, double *probs, char *err, size_t errlen)
 {
     const int bs = m->cfg.block_size, V = m->cfg.vocab_size;
     size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
@@ -83,16 +121,53 @@ static int generate(model *m, tg_graph *g, const vocab *v, int32_t *ctx, size_t 
         }
         int next = pick(logits, T - 1, V, temperature, top_k, r, probs);
         tg_graph_reset(g);
-        if (v->kind == VOCAB_LLAMA2C && next == VOCAB_BOS) break;   /* run.c's end of a sequence */
-        char piece[8];
-        int len = vocab_decode(v, next, piece);
-        const int skip = v->kind == VOCAB_LLAMA2C && ctx[n - 1] == VOCAB_BOS && len && piece[0] == ' ';
-        fwrite(piece + skip, 1, (size_t)(len - skip), stdout);
-        fflush(stdout);
+        if (!write_id(v, w, ctx[n - 1], next)) break;
         fed = n;
         ctx[n++] = next;
     }
     return 0;
+}
+
+/* The prompt's ids after the head (BOS, for a tokenizer's documents) into
+ * *ids (malloc'd): a tokenizer's encoding (of " " + prompt for documents),
+ * or ids given as numbers for VOCAB_IDS. -1 with a message. */
+static int64_t token_prompt(const vocab *v, int V, const char *prompt, size_t plen, int32_t **ids, char *err,
+                            size_t errlen)
+{
+    *ids = malloc((plen + 2) * sizeof **ids);
+    char *text = malloc(plen + 2);
+    int64_t n = 0;
+    if (!*ids || !text) {
+        snprintf(err, errlen, "out of memory");
+        n = -1;
+    } else if (v->kind == VOCAB_IDS) {
+        memcpy(text, prompt, plen);
+        text[plen] = 0;
+        for (char *p = text, *end; n >= 0; p = end) {
+            while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+            if (!*p) break;
+            long id = strtol(p, &end, 10);
+            if (end == p || id < 0 || id >= V || (*end && !strchr(" \n\t", *end))) {
+                snprintf(err, errlen, "this model has token ids and no tokenizer: the prompt is ids below %d separated "
+                                      "by spaces, and \"%.20s\" is not one", V, p);
+                n = -1;
+            } else {
+                (*ids)[n++] = (int32_t)id;
+            }
+        }
+    } else if (plen) {
+        int32_t *enc;
+        text[0] = ' ';   /* llama2.c's dummy prefix, for a Llama's documents */
+        memcpy(text + 1, prompt, plen);
+        n = tg_tok_encode(v->tok, text + !v->docs, plen + v->docs, &enc, err, errlen);
+        int32_t *grown = n > 0 ? realloc(*ids, (size_t)n * sizeof **ids) : *ids;
+        if (n > 0 && grown) memcpy(grown, enc, (size_t)n * sizeof *enc);
+        if (n > 0 && !grown) snprintf(err, errlen, "out of memory"), n = -1;
+        if (grown) *ids = grown;
+        tg_free(enc);
+    }
+    free(text);
+    return n;
 }
 
 int cmd_sample(int argc, char **argv)
@@ -135,7 +210,9 @@ int cmd_sample(int argc, char **argv)
     int32_t *ctx = NULL;
     double *probs = NULL;
     char *file_text = NULL;
-    vocab v;
+    int32_t *pids = NULL;
+    writer w = {0};
+    vocab v = {0};
     size_t plen = 0, bad = 0;
     if (prompt_file && args_seen(specs, n_specs, "prompt")) {
         snprintf(err, sizeof err, "--prompt and --prompt-file exclude each other");
@@ -146,26 +223,38 @@ int cmd_sample(int argc, char **argv)
         checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
         goto fail;
     model_set_composed(&m, composed);
-    const bool llama = v.kind == VOCAB_LLAMA2C;
-    if (!prompt) prompt = llama ? "" : "\n";
-    if (!prompt_file) plen = strlen(prompt);
-    if (plen == 0 && !llama) {
-        snprintf(err, sizeof err, "%s is empty; give at least one character", prompt_file ? prompt_file : "--prompt");
+    const bool tokenized = v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS;
+    const bool llama = v.kind == VOCAB_LLAMA2C || (v.kind == VOCAB_TOKENIZER && v.docs);
+    if (!prompt && v.kind == VOCAB_IDS) {
+        snprintf(err, sizeof err, "this model has token ids and no tokenizer: give the prompt as ids, e.g. --prompt "
+                                  "\"0 1 2\" (or train with --tokenizer)");
         goto fail;
     }
-    const size_t head = llama ? (plen ? 2 : 1) : 0;   /* BOS and the dummy " " */
-    ctx = malloc((head + plen + (size_t)tokens) * sizeof *ctx);
+    if (!prompt) prompt = llama ? "" : "\n";
+    if (!prompt_file) plen = strlen(prompt);
+    int64_t np = (int64_t)plen;   /* the prompt's ids after the head */
+    if (tokenized && (np = token_prompt(&v, m.cfg.vocab_size, prompt, plen, &pids, err, sizeof err)) < 0) goto fail;
+    if (np == 0 && !llama) {
+        snprintf(err, sizeof err, "%s is empty; give at least one %s", prompt_file ? prompt_file : "--prompt",
+                 v.kind == VOCAB_IDS ? "id" : "character");
+        goto fail;
+    }
+    const size_t head = llama ? (plen && !tokenized ? 2 : 1) : 0;   /* BOS, and the dummy " " of the bytes */
+    w.cap = v.kind == VOCAB_TOKENIZER ? tg_tok_max_piece_len(v.tok) + 3 : 1;
+    w.buf = malloc(w.cap);
+    ctx = malloc((head + (size_t)np + (size_t)tokens) * sizeof *ctx);
     probs = malloc((size_t)m.cfg.vocab_size * sizeof *probs);
     g = tg_graph_new();
-    if (!ctx || !probs || !g) {
+    if (!ctx || !probs || !g || !w.buf) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
     if (llama) {
-        ctx[0] = VOCAB_BOS;
-        if (plen) ctx[1] = v.ids[' '];
+        ctx[0] = v.kind == VOCAB_TOKENIZER ? tg_tok_bos(v.tok) : VOCAB_BOS;
+        if (plen && !tokenized) ctx[1] = v.ids[' '];
     }
-    if (vocab_encode(&v, prompt, plen, ctx + head, &bad) != 0) {
+    if (tokenized) memcpy(ctx + head, pids, (size_t)np * sizeof *ctx);
+    else if (vocab_encode(&v, prompt, plen, ctx + head, &bad) != 0) {
         snprintf(err, sizeof err, "the prompt's character '%c' (byte %d, offset %zu) is not in the vocabulary",
                  prompt[bad] >= 32 && prompt[bad] < 127 ? prompt[bad] : '?', (uint8_t)prompt[bad], bad);
         goto fail;
@@ -179,8 +268,13 @@ int cmd_sample(int argc, char **argv)
     uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
-        fwrite(prompt, 1, plen, stdout);
-        if (generate(&m, g, &v, ctx, head + plen, tokens, temperature, top_k, &r, probs, err, sizeof err)) goto fail;
+        if (v.kind == VOCAB_IDS)
+            for (int64_t i = 0; i < np; i++) printf(i ? " %d" : "%d", (int)pids[i]);
+        else fwrite(prompt, 1, plen, stdout);
+        if (v.kind == VOCAB_TOKENIZER) tg_tok_stream_init(&w.st, v.tok);
+        if (generate(&m, g, &v, &w, ctx, head + (size_t)np, tokens, temperature, top_k, &r, probs, err, sizeof err))
+            goto fail;
+        if (v.kind == VOCAB_TOKENIZER) fwrite(w.buf, 1, (size_t)tg_tok_stream_flush(&w.st, w.buf, w.cap), stdout);
         fputc('\n', stdout);
     }
     if (stats) {
@@ -194,6 +288,9 @@ fail:
     fprintf(stderr, "tiny_gpt sample: %s\n", err);
 done:
     free(ctx);
+    free(pids);
+    free(w.buf);
+    vocab_free(&v);
     free(probs);
     free(file_text);
     tg_graph_free(g);

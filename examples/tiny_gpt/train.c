@@ -45,6 +45,7 @@
 #include "ranks.h"
 #include "run.h"
 #include "tiny_gpt.h"
+#include "tokdata.h"
 
 int train_specs(train_opts *o, arg_spec *specs)
 {
@@ -56,6 +57,14 @@ int train_specs(train_opts *o, arg_spec *specs)
                       .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &o->tokenizer, 0, 0, "encode with this tokenizer (tokenizer file, checkpoint holding "
+         "one, or .tiktoken) instead of bytes; kept in every checkpoint", 0, ROLE_NONE},
+        {"data-tokens", ARG_STRING, &o->data_tokens, 0, 0, "train on this token file (nanoGPT's raw uint16 or llm.c's "
+         ".bin) instead of a text", 0, ROLE_NONE},
+        {"val-tokens", ARG_STRING, &o->val_tokens, 0, 0, "the val split's token file (default: the last 10% of "
+         "--data-tokens)", 0, ROLE_NONE},
+        {"vocab-size", ARG_INT, &o->vocab_size, 1, 1 << 24, "with --data-tokens: the model's ids, every id below it "
+         "(>= a --tokenizer's; e.g. 50304 for GPT-2's 50257)", 0, ROLE_MODEL},
         {"arch", ARG_STRING, &o->arch, 0, 0, "the model: gpt (nanoGPT's GPT-2) or llama (llama2.c's Llama)", 0,
          ROLE_MODEL},
         {"n-layer", ARG_INT, &o->n_layer, 1, 256, "transformer blocks", 0, ROLE_MODEL},
@@ -282,6 +291,13 @@ static int check_settings(trainer *t)
     if (llama && o->bias) return failf(t, "--bias true: the Llama has no biases");
     if (llama && o->n_kv_head && o->n_head % o->n_kv_head)
         return failf(t, "--n-kv-head %d must divide --n-head %d", o->n_kv_head, o->n_head);
+    const bool tokens = run_on_tokens(o->data_tokens, o->resume ? t->from : NULL);
+    if (o->data && tokens) return failf(t, "--data (a text) excludes --data-tokens (token files)%s",
+                                        o->data_tokens ? "" : ": this run trains on token files");
+    if (!tokens && (o->val_tokens || args_seen(t->specs, t->n_specs, "vocab-size")))
+        return failf(t, "--%s goes with --data-tokens", o->val_tokens ? "val-tokens" : "vocab-size");
+    if (o->resume && o->data_tokens && !tg_st_meta(t->from, "train.data_tokens"))
+        return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
     if (o->warmup >= o->steps && t->say)
         fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
                         "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
@@ -293,6 +309,10 @@ static int check_settings(trainer *t)
 static int load_data(trainer *t)
 {
     const train_opts *o = &t->o;
+    if (run_on_tokens(o->data_tokens, o->resume ? t->from : NULL)) {   /* no text: build reads the tokens */
+        t->text.floor_nats = -1;
+        return 0;
+    }
     return run_load_text(&t->text, &t->id, o->data, o->corpus_chars, o->resume ? t->from : NULL, t->path[LAST], true,
                          t->say, t->err, sizeof t->err);
 }
@@ -304,13 +324,10 @@ static int build(trainer *t)
     const char *text = t->text.text;
     size_t len = t->text.len;
     const bool llama = !strcmp(o->arch, "llama");
-    if (t->from && tg_st_meta(t->from, "vocab")) {
-        if (checkpoint_vocab(t->from, &t->v, t->err, sizeof t->err)) return -1;
-    } else if (llama) {
-        vocab_llama2c(&t->v);   /* llama2.c's ids: three specials, then the 256 bytes */
-    } else {
-        vocab_build(&t->v, text, len);   /* a new run, or weights from elsewhere: the data's sorted bytes */
-    }
+    const bool tokens = run_on_tokens(o->data_tokens, o->resume ? t->from : NULL);
+    /* the run's own vocabulary; else --tokenizer, token ids, llama2.c's bytes or the data's sorted bytes */
+    if (vocab_for_run(&t->v, o->tokenizer, tokens, o->vocab_size, llama, t->from, text, len, t->err, sizeof t->err))
+        return -1;
     if (t->from) {
         if (checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
         if (t->v.size > t->m.cfg.vocab_size || (t->v.kind == VOCAB_CHARS && t->v.size != t->m.cfg.vocab_size))
@@ -345,7 +362,10 @@ static int build(trainer *t)
                          t->ts.step == o->steps ? "finished" : "is already past --steps", (long long)t->ts.step,
                          (long long)t->ts.step);
     }
-    if (dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
+    if (tokens ? run_load_tokens(&t->d, &t->v, t->m.cfg.vocab_size, o->data_tokens, o->val_tokens, o->block_size,
+                                 o->resume ? t->from : NULL, true, &t->meta, "train", t->err, sizeof t->err)
+               : dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err))
+        return -1;
 
     /* the global batch (processes x --batch-size x --grad-accum) is what a
      * resumed run must keep; its split may change. Resumed on another
@@ -375,7 +395,7 @@ static int build(trainer *t)
     char gb[32], nr[16];
     snprintf(gb, sizeof gb, "%lld", (long long)global);
     snprintf(nr, sizeof nr, "%d", R);
-    if (run_record(t->specs, t->n_specs, &t->meta) || data_id_record(&t->id, &t->meta) ||
+    if (run_record(t->specs, t->n_specs, &t->meta) || (!tokens && data_id_record(&t->id, &t->meta)) ||
         kv_add(&t->meta, "train.global_batch", gb) || kv_add(&t->meta, "train.ranks", nr))
         return failf(t, "out of memory");
 
@@ -466,9 +486,14 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     row->train_bpb = bits_per_byte(row->train, t->d.bytes_per_token[0]);
     row->val_bpb = bits_per_byte(row->val, t->d.bytes_per_token[1]);
     if (t->rank == 0) {
-        fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%.4f bits per byte)", tty ? "\r\033[K" : "",
-                (long long)step, row->train, row->val, row->val_bpb);
-        if (t->text.floor_nats >= 0)
+        char bpb[80];
+        bpb_note(bpb, sizeof bpb, row->val_bpb);
+        fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%s)", tty ? "\r\033[K" : "", (long long)step,
+                row->train, row->val, bpb);
+        if (t->text.floor_nats >= 0 && t->v.kind == VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
+            fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", bits_per_byte(t->text.floor_nats, 1),
+                    row->val_bpb - bits_per_byte(t->text.floor_nats, 1));
+        else if (t->text.floor_nats >= 0)
             fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
         fprintf(stderr, "\n");
         metrics_write(t->csv, row, o->log_digits);
@@ -644,11 +669,17 @@ static int same_run(trainer *t)
     kv_list f = {0};
     char buf[1200];
     int rc = 0;
-    for (int i = 0; i < t->meta.n; i++)
-        if (strcmp(t->meta.kv[2 * i], "train.data")) rc |= kv_add(&f, t->meta.kv[2 * i], t->meta.kv[2 * i + 1]);
+    for (int i = 0; i < t->meta.n; i++) {   /* not the data's paths: machines may mount it elsewhere */
+        const char *k = t->meta.kv[2 * i];
+        if (strcmp(k, "train.data") && strcmp(k, "train.data_tokens") && strcmp(k, "train.val_tokens"))
+            rc |= kv_add(&f, k, t->meta.kv[2 * i + 1]);
+    }
     rc |= model_config_record(&t->m.cfg, &f);
     vocab_to_string(&t->v, buf, sizeof buf);
     rc |= kv_add(&f, "vocab", buf);
+    snprintf(buf, sizeof buf, "%zu, checksum %016llx", t->d.n,   /* a tokenizer's, or a token file's */
+             (unsigned long long)fnv1a64(t->d.tokens, t->d.n * sizeof *t->d.tokens));
+    rc |= kv_add(&f, "tokens", buf);
     snprintf(buf, sizeof buf, "%lld elements in %d buckets", (long long)tg_params_numel(p),
              tg_dist_grads_bucket_count(t->dg));
     rc |= kv_add(&f, "parameters", buf);
@@ -676,8 +707,10 @@ static int same_run(trainer *t)
 static void say_start(trainer *t)
 {
     const train_opts *o = &t->o;
-    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu characters (%s), %s attention; %s\n",
-            (long long)tg_params_numel(t->m.params), t->v.size, t->text.len, *t->id.path ? t->id.path : "built-in corpus",
+    fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu %s (%s), %s attention; %s\n",
+            (long long)tg_params_numel(t->m.params), t->v.size, t->text.text ? t->text.len : t->d.n,
+            t->text.text ? "characters" : "tokens",
+            !t->text.text ? "token files" : *t->id.path ? t->id.path : "built-in corpus",
             o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
     if (t->ranks > 1) {
         int64_t lo, hi;
@@ -749,6 +782,7 @@ done:
     model_free(&t->m);
     tg_st_free(t->from);
     dataset_free(&t->d);
+    vocab_free(&t->v);
     run_text_free(&t->text);
     kv_free(&t->meta);
     free(t);
