@@ -82,6 +82,16 @@ close "2 x 4 = 8 (GPT, f32)" "$work/f8" "$work/f2" 1e-5
 run1 fl15 --batch-size 15 --arch llama
 runn 3 fl3 --batch-size 5 --arch llama
 close "3 x 5 = 15 (Llama, f32)" "$work/fl15" "$work/fl3" 1e-5
+# a BPE tokenizer (a Llama: documents with BOS)
+for i in $(seq 400); do
+  printf 'the cat %d sees the caf\xc3\xa9 dog %d by the river %d.\n' $((i % 7)) $((i % 3)) $((i % 5))
+  [ $((i % 4)) -eq 0 ] && printf '\n'
+done >"$work/text.txt"
+"$bin" tokenizer train --data "$work/text.txt" --vocab-size 320 --out "$work/tok.safetensors" >/dev/null 2>&1 ||
+  bad "tokenizer train"
+run1 t8 --dtype f64 --batch-size 8 --arch llama --data "$work/text.txt" --tokenizer "$work/tok.safetensors"
+runn 2 t2 --dtype f64 --batch-size 4 --arch llama --data "$work/text.txt" --tokenizer "$work/tok.safetensors"
+close "2 x 4 = 8 with a BPE tokenizer (Llama, f64)" "$work/t8" "$work/t2" 1e-12
 grep -q "2 processes x 1 threads; 8 sequences per step (2 x --batch-size 4 x --grad-accum 1)" "$work/g2.log" &&
   [ "$(grep -c . "$work/g2.out")" -eq 1 ] && ! grep -q "rank" "$work/g2.log" &&
   ok "rank 0 alone prints: one header, one 'val loss' line" || bad "output: $(head -3 "$work/g2.log") / $(cat "$work/g2.out")"
