@@ -1,8 +1,8 @@
 /* Byte-level BPE training.
  *
- * 1. Words. The text is cut into words as the encoder cuts it (each space
- *    starts a word, a run of newlines is one; text/encode.c), words longer
- *    than MAX_WORD bytes into MAX_WORD-byte chunks, and the distinct words
+ * 1. Words (bpe_words.c). The text is cut into words as the encoder cuts
+ *    it (each space starts a word, a run of newlines is one; encode.c),
+ *    longer ones into TG_BPE_MAX_WORD-byte chunks, and the distinct words
  *    are counted: one hash table per thread over its part of the text
  *    (cut at word starts), then added together in part order. Counts are
  *    sums, so they do not depend on the cut, and nothing below depends on
@@ -49,39 +49,8 @@
 #include "../core/err_internal.h"
 #include "../core/parallel.h"
 
-#define MAX_WORD 256
 #define N_SPECIAL 3
 #define FIRST_MERGE (N_SPECIAL + 256)
-#define PART_MIN (256 * 1024)
-
-/* ---- 1. counting words --------------------------------------------------- */
-
-typedef struct count_job {
-    const unsigned char *s;
-    const size_t *cut;
-    tg_strmap *maps;
-    int *oom;
-} count_job;
-
-static void count_parts(void *ctx, int64_t lo, int64_t hi)
-{
-    count_job *j = ctx;
-    for (int64_t k = lo; k < hi; k++) {
-        tg_strmap *m = &j->maps[k];
-        size_t end = j->cut[k + 1];
-        for (size_t p = j->cut[k]; p < end && !j->oom[k];) {
-            size_t q = tg_bpe_word_end(j->s, end, p);
-            for (size_t a = p; a < q; a += MAX_WORD) {
-                uint32_t len = (uint32_t)(q - a < MAX_WORD ? q - a : MAX_WORD);
-                uint64_t h = tg_hash_bytes(j->s + a, len);
-                int64_t e = tg_strmap_find(m, j->s + a, len, h);
-                if (e >= 0) m->ents[e].val++;
-                else if (tg_strmap_add(m, j->s + a, len, h, 1) < 0) j->oom[k] = 1;
-            }
-            p = q;
-        }
-    }
-}
 
 /* ---- 2, 3. pairs and merges ------------------------------------------------ */
 
@@ -286,7 +255,7 @@ static int32_t merge(trainer *T, int32_t i, int32_t m)
 {
     int32_t a = T->p[i].a, b = T->p[i].b;
     size_t la = (size_t)(T->off[a + 1] - T->off[a]), lb = (size_t)(T->off[b + 1] - T->off[b]);
-    unsigned char buf[2 * MAX_WORD];
+    unsigned char buf[2 * TG_BPE_MAX_WORD];
     memcpy(buf, T->bytes + T->off[a], la);
     memcpy(buf + la, T->bytes + T->off[b], lb);
     int64_t e = tg_strmap_find(&T->pieces, buf, (uint32_t)(la + lb), tg_hash_bytes(buf, la + lb));
@@ -372,38 +341,9 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     trainer T = {0};
     tg_tokenizer *tok = NULL;
 
-    /* 1. words, counted per part */
-    int parts = tg_num_threads();
-    if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
-    if (parts < 1) parts = 1;
-    size_t cut[TG_MAX_THREADS + 1];
-    int k = 0;
-    cut[0] = 0;
-    for (int p = 1; p < parts; p++) {
-        size_t c = tg_bpe_word_start(s, len, len / (size_t)parts * (size_t)p);
-        if (c > cut[k] && c < len) cut[++k] = c;
-    }
-    cut[++k] = len;
-    parts = k;
-    tg_strmap *maps = tg_calloc((size_t)parts, sizeof *maps);
-    int *oom = tg_calloc((size_t)parts, sizeof *oom);
-    if (!maps || !oom) goto oom;
-    count_job job = {s, cut, maps, oom};
-    if (parts == 1) count_parts(&job, 0, 1);
-    else tg_parallel_for(parts, 1, count_parts, &job);
-    for (int p = 0; p < parts; p++)
-        if (oom[p]) goto oom;
-    tg_strmap *words = &maps[0];
-    for (int p = 1; p < parts; p++) {
-        tg_strmap *m = &maps[p];
-        for (size_t e = 0; e < m->n; e++) {
-            const struct tg_strent *x = &m->ents[e];
-            int64_t f = tg_strmap_find(words, m->pool + x->off, x->len, x->hash);
-            if (f >= 0) words->ents[f].val += x->val;
-            else if (tg_strmap_add(words, m->pool + x->off, x->len, x->hash, x->val) < 0) goto oom;
-        }
-        tg_strmap_free(m);
-    }
+    /* 1. words, counted */
+    tg_strmap wmap = {0}, *words = &wmap;
+    if (tg_bpe_count_words(s, len, words)) goto oom;
 
     /* the pieces: specials, then bytes */
     static const char *const SPECIALS[N_SPECIAL] = {"<unk>", "<s>", "</s>"};
@@ -479,10 +419,7 @@ fail:
     tg_tok_free(tok);
     tok = NULL;
 done:
-    if (maps)
-        for (int p = 0; p < parts; p++) tg_strmap_free(&maps[p]);
-    tg_free(maps);
-    tg_free(oom);
+    tg_strmap_free(&wmap);
     trainer_free(&T);
     return tok;
 }

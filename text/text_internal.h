@@ -80,6 +80,15 @@ size_t tg_bpe_word_start(const unsigned char *s, size_t len, size_t pos);
 /* The end of the TG_TOK_BPE word that starts at pos (< len). */
 size_t tg_bpe_word_end(const unsigned char *s, size_t len, size_t pos);
 
+/* ---- text/bpe_words.c ----------------------------------------------------- */
+
+/* Words longer than this are counted (and merged) in chunks of it. */
+#define TG_BPE_MAX_WORD 256
+/* The distinct words of s[0, len) and their counts into *words (empty on
+ * entry), on tg_num_threads() threads: the same map on any number. 0, or
+ * -1 when out of memory (*words untouched). */
+int tg_bpe_count_words(const unsigned char *s, size_t len, tg_strmap *words);
+
 /* ---- text/merge.c ---------------------------------------------------------- */
 
 /* The merge's work arrays, grown as words get longer. */
