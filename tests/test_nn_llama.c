@@ -179,6 +179,35 @@ START_TEST(llama_incremental_decoding)
 }
 END_TEST
 
+/* Decoding one token at a time through the cache, the graph reset before
+ * each (as tiny_gpt sample does), allocates nothing once the first
+ * tokens have sized the arena: the library's allocation count stays put */
+START_TEST(llama_decoding_allocates_nothing_per_token)
+{
+    tg_llama_config cfg = small_config(4, 2, true);
+    cfg.block_size = 64;
+    char err[256];
+    tg_llama *m = tg_llama_new(&cfg, TG_F32, 5, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    fill(m->params, 6, 0.5);
+    ck_assert_int_eq(tg_llama_cache_enable(m, 1, err, sizeof err), 0);
+    tg_graph *g = tg_graph_new();
+    uint64_t after_warmup = 0;
+    for (int t = 0; t < cfg.block_size; t++) {
+        if (t == 2) after_warmup = tg_alloc_calls();
+        tg_graph_reset(g);
+        const int32_t id = (int32_t)((3 * t + 1) % cfg.vocab_size);
+        tg_tensor *lg = tg_llama_forward(g, m, ids(g, 1, 1, &id));   /* (1,1,V) */
+        ck_assert_msg(lg != NULL, "token %d: %s", t, tg_graph_error(g));
+    }
+    ck_assert_int_eq(m->cache[0].len, cfg.block_size);
+    ck_assert_msg(tg_alloc_calls() == after_warmup, "%llu allocations over %d decoded tokens",
+                  (unsigned long long)(tg_alloc_calls() - after_warmup), cfg.block_size - 2);
+    tg_graph_free(g);
+    tg_llama_free(m);
+}
+END_TEST
+
 /* ---- grouped-query attention -------------------------------------------- */
 
 /* GQA equals MHA whose key/value heads repeat each kv head G times: the
@@ -295,6 +324,6 @@ int main(void)
 {
     return tt_main("nn_llama", "llama", 120,
                    TT_TESTS(llama_names_shapes_and_init, llama_config_errors, llama_gradcheck,
-                            llama_incremental_decoding, gqa_equals_mha_with_repeated_kv_heads, gqa_weights_and_masks,
+                            llama_incremental_decoding, llama_decoding_allocates_nothing_per_token, gqa_equals_mha_with_repeated_kv_heads, gqa_weights_and_masks,
                             mha_config_errors));
 }
