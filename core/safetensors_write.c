@@ -3,7 +3,11 @@
  *
  * The writer builds the header by hand (integers printed exactly, strings
  * escaped), pads it with spaces to a multiple of 8 bytes, and lays the
- * data out in insertion order, contiguous. It writes the machine's bytes
+ * data out contiguous, the tensors of 8-byte elements first, then 4, 2
+ * and 1 (insertion order within each), as the reference writer does: so
+ * every tensor starts at a multiple of its element size, and a reader
+ * may load its elements in place (a U8 tokenizer piece table of odd
+ * length before the weights would misalign them all). It writes the machine's bytes
  * as they are: the format is little-endian and so is every machine
  * tapegrad supports (checked at compile time in safetensors_internal.h).
  * The file is written all or nothing by atomic_file.c. */
@@ -184,8 +188,19 @@ static void sb_u64(sbuf *b, uint64_t v)
     sb_str(b, (snprintf(num, sizeof num, "%" PRIu64, v), num));
 }
 
-/* The header, padded with spaces to a multiple of 8 bytes. */
-static void build_header(const tg_st_writer *w, sbuf *b)
+/* The data section's layout: order[k] is the entry laid out k-th,
+ * largest element size first, insertion order within a size. */
+static void layout(const tg_st_writer *w, ptrdiff_t *order)
+{
+    ptrdiff_t k = 0;
+    for (size_t size = 8; size >= 1; size /= 2)
+        for (ptrdiff_t i = 0; i < stbds_arrlen(w->entries); i++)
+            if (ST_DTYPES[w->entries[i].dtype].size == size) order[k++] = i;
+}
+
+/* The header, padded with spaces to a multiple of 8 bytes; off[i] is
+ * entry i's offset in the data section. */
+static void build_header(const tg_st_writer *w, const uint64_t *off, sbuf *b)
 {
     sb_put(b, "{", 1);
     bool first = true;
@@ -200,7 +215,6 @@ static void build_header(const tg_st_writer *w, sbuf *b)
         sb_put(b, "}", 1);
         first = false;
     }
-    uint64_t at = 0;
     for (ptrdiff_t i = 0; i < stbds_arrlen(w->entries); i++) {
         const w_entry *e = &w->entries[i];
         if (!first) sb_put(b, ",", 1);
@@ -214,11 +228,10 @@ static void build_header(const tg_st_writer *w, sbuf *b)
             sb_u64(b, (uint64_t)e->shape[d]);
         }
         sb_str(b, "],\"data_offsets\":[");
-        sb_u64(b, at);
+        sb_u64(b, off[i]);
         sb_put(b, ",", 1);
-        sb_u64(b, at + e->nbytes);
+        sb_u64(b, off[i] + e->nbytes);
         sb_str(b, "]}");
-        at += e->nbytes;
     }
     sb_put(b, "}", 1);
     while (b->len % 8) sb_put(b, " ", 1);
@@ -229,10 +242,28 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
     if (!w || !path) return tg_set_err(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
     if (w->error[0]) return tg_set_err(err, errlen, "%s (nothing written to '%s')", w->error, path);
 
+    const ptrdiff_t n = stbds_arrlen(w->entries);
+    ptrdiff_t *order = tg_malloc((size_t)(n + 1) * sizeof *order);
+    uint64_t *off = tg_malloc((size_t)(n + 1) * sizeof *off);
     sbuf hdr = {0};
-    build_header(w, &hdr);
-    if (hdr.oom) { tg_free(hdr.p); return tg_set_err(err, errlen, "safetensors: save '%s': out of memory", path); }
+    const bool have = order && off;
+    if (have) {
+        layout(w, order);
+        uint64_t at = 0;
+        for (ptrdiff_t k = 0; k < n; k++) {
+            off[order[k]] = at;
+            at += w->entries[order[k]].nbytes;
+        }
+        build_header(w, off, &hdr);
+    }
+    tg_free(off);
+    if (!have || hdr.oom) {
+        tg_free(order);
+        tg_free(hdr.p);
+        return tg_set_err(err, errlen, "safetensors: save '%s': out of memory", path);
+    }
     if (hdr.len > ST_MAX_HEADER) {
+        tg_free(order);
         tg_free(hdr.p);
         return tg_set_err(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
                           path, hdr.len, ST_MAX_HEADER);
@@ -243,9 +274,10 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
     bool ok = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, len8, 8) == 0 &&
               tg_atomic_write(&f, hdr.p, hdr.len) == 0;
-    for (ptrdiff_t i = 0; ok && i < stbds_arrlen(w->entries); i++)
-        ok = tg_atomic_write(&f, w->entries[i].data, (size_t)w->entries[i].nbytes) == 0;
+    for (ptrdiff_t k = 0; ok && k < n; k++)
+        ok = tg_atomic_write(&f, w->entries[order[k]].data, (size_t)w->entries[order[k]].nbytes) == 0;
     if (ok) ok = tg_atomic_commit(&f) == 0;
+    tg_free(order);
     tg_free(hdr.p);
     if (ok) return 0;
     char msg[512];

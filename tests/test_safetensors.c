@@ -122,8 +122,9 @@ START_TEST(round_trip_is_bit_exact)
     tg_st_writer_free(w);
 
     /* the layout, read back by hand: header length a multiple of 8 padded
-     * with spaces after the closing brace, data contiguous in insertion
-     * order right after the header */
+     * with spaces after the closing brace, data contiguous right after the
+     * header, 8-byte elements first, then 4 and 1 (insertion order within
+     * each), so every tensor is aligned to its element size */
     size_t n;
     unsigned char *raw = read_bytes(P("rt.safetensors"), &n);
     uint64_t hl = 0;
@@ -136,12 +137,12 @@ START_TEST(round_trip_is_bit_exact)
     size_t data_bytes = sizeof f32v + sizeof f64v + sizeof i32v + sizeof i64v + sizeof u8v + sizeof scalar;
     ck_assert_uint_eq(n, 8 + hl + data_bytes);
     const unsigned char *d = raw + 8 + hl;
-    ck_assert_mem_eq(d, f32v, sizeof f32v);
-    ck_assert_mem_eq(d + 24, f64v, sizeof f64v);
-    ck_assert_mem_eq(d + 56, i32v, sizeof i32v);
-    ck_assert_mem_eq(d + 68, i64v, sizeof i64v);
-    ck_assert_mem_eq(d + 84, u8v, sizeof u8v);
-    ck_assert_mem_eq(d + 89, &scalar, 4);
+    ck_assert_mem_eq(d, f64v, sizeof f64v);
+    ck_assert_mem_eq(d + 32, i64v, sizeof i64v);
+    ck_assert_mem_eq(d + 48, f32v, sizeof f32v);
+    ck_assert_mem_eq(d + 72, i32v, sizeof i32v);
+    ck_assert_mem_eq(d + 84, &scalar, 4);
+    ck_assert_mem_eq(d + 88, u8v, sizeof u8v);
     free(raw);
 
     tg_st_file *f = load_ok(P("rt.safetensors"));

@@ -51,6 +51,20 @@ static int meta_double(const tg_st_file *f, const char *key, double lo, double h
 
 /* ---- random streams: "state:inc:has_spare:spare-bits", hexadecimal ------ */
 
+/* Element i of a tensor's data, wherever the file put it. */
+static double load_f32(const void *p, int64_t i)
+{
+    float x;
+    memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
+    return x;
+}
+static double load_f64(const void *p, int64_t i)
+{
+    double x;
+    memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
+    return x;
+}
+
 static void rng_to_string(const tg_rng *r, char *buf, size_t size)
 {
     uint64_t bits;
@@ -316,9 +330,9 @@ int checkpoint_load_train(const tg_st_file *f, const model *m, tg_adamw *opt, tr
      * negative); then the optimizer's range of them (the whole, or its
      * shard), copied as they are: the file's dtype is the store's */
     const bool f32 = tg_params_dtype(m->params) == TG_F32;
-    for (int64_t i = 0; i < n; i++) {
-        double a = f32 ? ((const float *)mt->data)[i] : ((const double *)mt->data)[i];
-        double b = f32 ? ((const float *)vt->data)[i] : ((const double *)vt->data)[i];
+    for (int64_t i = 0; i < n; i++) {   /* memcpy: another writer's file may not align the tensors */
+        const double a = f32 ? load_f32(mt->data, i) : load_f64(mt->data, i);
+        const double b = f32 ? load_f32(vt->data, i) : load_f64(vt->data, i);
         if (!isfinite(a) || !isfinite(b) || b < 0) {
             snprintf(err, errlen, "checkpoint optimizer state at element %lld is m %g, v %g (must be finite, v >= 0)",
                      (long long)i, a, b);
