@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/rng.h"
@@ -46,6 +48,32 @@ static inline void bench_chain_rows(tg_rng *r, int32_t *toks, size_t rows, int T
         tk[0] = (int32_t)tg_rng_below(r, (uint32_t)V);
         for (int t = 1; t <= T; t++) tk[t] = (int32_t)((tk[t - 1] + 1 + (int32_t)tg_rng_below(r, 4)) % V);
     }
+}
+
+/* An integer flag: its name, where it goes, its range. */
+typedef struct bench_int_flag {
+    const char *name;
+    int *ip;
+    long lo, hi;
+} bench_int_flag;
+
+/* Sets the flag of ints[0..n) named a from v: 1 when a is one of them, 0
+ * when it is none, -1 with a message in err for a value out of range. */
+static inline int bench_set_int(const bench_int_flag *ints, size_t n, const char *a, const char *v, char *err,
+                                size_t errlen)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(a, ints[k].name)) continue;
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (end == v || *end || x < ints[k].lo || x > ints[k].hi) {
+            snprintf(err, errlen, "%s: '%s' is not an integer in [%ld, %ld]", a, v, ints[k].lo, ints[k].hi);
+            return -1;
+        }
+        *ints[k].ip = (int)x;
+        return 1;
+    }
+    return 0;
 }
 
 #endif

@@ -68,11 +68,7 @@ static void say(const char *fmt, ...)
 
 static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
 {
-    struct {
-        const char *name;
-        int *ip;
-        long lo, hi;
-    } ints[] = {
+    const bench_int_flag ints[] = {
         {"--n-layer", &o->n_layer, 1, 1024},    {"--n-head", &o->n_head, 1, 1024},
         {"--n-embd", &o->n_embd, 1, 65536},     {"--block-size", &o->block_size, 1, 1 << 20},
         {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
@@ -90,19 +86,10 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
             snprintf(err, errlen, "%s needs a value", a);
             return -1;
         }
+        const int set = bench_set_int(ints, sizeof ints / sizeof ints[0], a, v, err, errlen);
+        if (set < 0) return -1;
+        if (set) continue;
         char *end;
-        bool done = false;
-        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-            if (strcmp(a, ints[k].name)) continue;
-            long x = strtol(v, &end, 10);
-            if (end == v || *end || x < ints[k].lo || x > ints[k].hi) {
-                snprintf(err, errlen, "%s: '%s' is not an integer in [%ld, %ld]", a, v, ints[k].lo, ints[k].hi);
-                return -1;
-            }
-            *ints[k].ip = (int)x;
-            done = true;
-        }
-        if (done) continue;
         double *dp = !strcmp(a, "--lr") ? &o->lr : !strcmp(a, "--bucket-mb") ? &o->bucket_mb
                      : !strcmp(a, "--max-mb")                                ? &o->max_mb
                                                                              : NULL;
