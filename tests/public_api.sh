@@ -1,9 +1,9 @@
 # The public headers and the functions they declare, for the checks that
-# compare them with something (sourced by check_exports.sh and
-# check_api_rows.sh; not run on its own).
+# compare them with something (sourced by check_exports.sh,
+# check_api_rows.sh and check_header_docs.sh; not run on its own).
 #
 # Public headers: core/*.h except *_internal.h, ops/ops.h, nn/nn.h,
-# optim/optim.h, text/text.h.
+# optim/optim.h, text/text.h, dist/dist.h.
 
 # Prints the public headers, relative to the source directory (the
 # current directory).
