@@ -105,18 +105,8 @@ tg_tensor *tg_tensor_wrap(tg_graph *g, tg_dtype dt, int ndim, const int *shape, 
 {
     if (!g || g->has_error) return NULL;
     if (!data) return tg_fail(g, "tensor_wrap: data is NULL");
-    tg_tensor h = {0};
-    const char *why = NULL;
-    if (!tg_dtype_size(dt)) return tg_fail(g, "tensor_wrap: unknown dtype %d", (int)dt);
-    if (!tg_shape_set(&h, ndim, shape, &why)) return tg_fail(g, "tensor_wrap: bad shape with ndim %d: %s", ndim, why);
-    tg_tensor *t = tg_tensor_header(g);
-    if (!t) return NULL;
-    t->dtype = dt;
-    t->ndim = h.ndim;
-    memcpy(t->shape, h.shape, sizeof t->shape);
-    t->numel = h.numel;
-    t->is_leaf = true;
-    t->data = data;
+    tg_tensor *t = tg_leaf_header(g, "tensor_wrap", dt, ndim, shape);
+    if (t) t->data = data;
     return t;
 }
 

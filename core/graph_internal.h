@@ -40,6 +40,10 @@ static inline bool tg_tensor_stale(const tg_tensor *t) { return t->graph && t->g
 /* A new tensor header in g's current generation, zeroed but for graph and
  * gen; NULL with an error on g when out of memory. */
 tg_tensor *tg_tensor_header(tg_graph *g);
+/* A leaf header of dtype dt and the given shape, its data not set (op.c);
+ * NULL after recording "<who>: unknown dtype D" or "<who>: bad shape
+ * (d0,d1) with ndim N: why" on g. */
+tg_tensor *tg_leaf_header(tg_graph *g, const char *who, tg_dtype dt, int ndim, const int *shape);
 
 /* Records on g that t, input i of op (i < 0: "the tensor"), was made
  * before its graph's last reset; returns false. */

@@ -123,17 +123,16 @@ tg_tensor *tg_op_view(tg_graph *g, const tg_tensor *x)
     return y;
 }
 
-tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
+tg_tensor *tg_leaf_header(tg_graph *g, const char *who, tg_dtype dt, int ndim, const int *shape)
 {
-    if (!g) return NULL;
     tg_tensor h = {0};
     const char *why = NULL;
-    if (!tg_dtype_size(dt)) return tg_fail(g, "tensor: unknown dtype %d", (int)dt);
+    if (!tg_dtype_size(dt)) return tg_fail(g, "%s: unknown dtype %d", who, (int)dt);
     if (!tg_shape_set(&h, ndim, shape, &why)) {
         char s[80] = "(";
         for (int i = 0; i < ndim && i < TG_MAX_DIMS && shape; i++)
             snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%d" : "%d", shape[i]);
-        return tg_fail(g, "tensor: bad shape %s) with ndim %d: %s", s, ndim, why);
+        return tg_fail(g, "%s: bad shape %s) with ndim %d: %s", who, s, ndim, why);
     }
     tg_tensor *t = tg_tensor_header(g);
     if (!t) return NULL;
@@ -142,6 +141,14 @@ tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
     memcpy(t->shape, h.shape, sizeof t->shape);
     t->numel = h.numel;
     t->is_leaf = true;
+    return t;
+}
+
+tg_tensor *tg_op_output(tg_graph *g, tg_dtype dt, int ndim, const int *shape)
+{
+    if (!g) return NULL;
+    tg_tensor *t = tg_leaf_header(g, "tensor", dt, ndim, shape);
+    if (!t) return NULL;
     t->data = tg_arena_alloc(g, (size_t)t->numel * tg_dtype_size(dt));
     return t->data ? t : NULL;
 }

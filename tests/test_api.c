@@ -1360,8 +1360,8 @@ static const api_case CASES[] = {
     {"tg_graph_free(NULL)", "returns", NULL, c_graph_free},
     {"tg_tensor_wrap(g, f32, (2,3), NULL data)", "NULL", "tensor_wrap: data is NULL", c_wrap_nodata},
     {"tg_tensor_wrap(g, dtype 9, ...)", "NULL", "tensor_wrap: unknown dtype 9", c_wrap_dtype},
-    {"tg_tensor_wrap(g, f32, 5, ...)", "NULL", "tensor_wrap: bad shape with ndim 5: ndim must be 0..4", c_wrap_ndim},
-    {"tg_tensor_wrap(g, f32, (INT_MAX,INT_MAX), data)", "NULL", "bad shape with ndim 2: too many elements",
+    {"tg_tensor_wrap(g, f32, 5, ...)", "NULL", "tensor_wrap: bad shape (1,1,1,1) with ndim 5: ndim must be 0..4", c_wrap_ndim},
+    {"tg_tensor_wrap(g, f32, (INT_MAX,INT_MAX), data)", "NULL", "bad shape (2147483647,2147483647) with ndim 2: too many elements",
      c_wrap_huge},
     {"tg_tensor_wrap(NULL, ...)", "NULL", NULL, c_wrap_nog},
     /* core/op.h */
