@@ -38,3 +38,16 @@ untimed() { cut -d, -f1-3,6- "$1/metrics.csv"; }
 header() { head -c 65536 "$1" | tr -d '\000' | LC_ALL=C grep -ao '"__metadata__":{[^}]*}'; }
 # a listing of DIR with sizes and checksums, to show that nothing changed
 snapshot() { (cd "$1" && for f in $(ls -A); do echo "$f $(cksum < "$f")"; done); }
+
+# wait_rows DIR N: until DIR/metrics.csv has N rows (0: the rows came),
+# or the process $pid ended or 30 s passed (1)
+wait_rows() {
+  for _ in $(seq 6000); do
+    local n
+    n=$(grep -c '^[0-9]' "$1/metrics.csv" 2>/dev/null)
+    [ "${n:-0}" -ge "$2" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.005
+  done
+  return 1
+}

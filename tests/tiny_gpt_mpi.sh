@@ -172,16 +172,6 @@ long=(--dtype f64 --batch-size 4 --steps 80 --eval-interval 20)
 runn 2 kref "${long[@]}"
 bash "$here/mpi_run.sh" "$have" 2 "$bin" train "${base[@]}" "${long[@]}" --out "$work/k" >/dev/null 2>"$work/k.log" &
 pid=$!
-wait_rows() {   # wait_rows DIR N: DIR/metrics.csv has N rows, or the job ended
-  for _ in $(seq 3000); do
-    local n
-    n=$(grep -c '^[0-9]' "$1/metrics.csv" 2>/dev/null)
-    [ "${n:-0}" -ge "$2" ] && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.01
-  done
-  return 1
-}
 if wait_rows "$work/k" 46; then
   victim=$(pgrep -P "$pid" | tail -1)   # a rank: a child of mpirun
   kill -9 "$victim"

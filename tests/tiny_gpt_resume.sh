@@ -14,17 +14,6 @@ cfg=("${small[@]}" --steps 300 --eval-interval 50 --eval-iters 4 --dropout 0.1 -
      --warmup 10 --batch-size 8)
 "$bin" train "${cfg[@]}" --out "$work/ref" >"$work/ref.log" 2>&1 || bad "the reference run failed: $(tail -2 "$work/ref.log")"
 
-# wait_rows DIR N: until DIR/metrics.csv has N rows (or the process $pid ended)
-wait_rows() {
-  for _ in $(seq 4000); do
-    local n
-    n=$(grep -c '^[0-9]' "$1/metrics.csv" 2>/dev/null)
-    [ "${n:-0}" -ge "$2" ] && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.005
-  done
-  return 1
-}
 same_run() {   # same_run NAME DIR: DIR's run equals the reference, row for row and byte for byte
   if [ "$(untimed "$work/ref")" = "$(untimed "$2")" ] && cmp -s "$work/ref/last.safetensors" "$2/last.safetensors" &&
      cmp -s "$work/ref/best.safetensors" "$2/best.safetensors"; then ok "$1"
