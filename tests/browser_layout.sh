@@ -12,10 +12,20 @@
 #   tests/browser_layout.sh --page PAGE.html [DIR]   check an existing page
 # DIR (default: a new temporary directory) keeps the model, the page, the
 # screenshots (shot_<width>.png) and chromium's log for a look.
-# Exits 77 (skipped) when /usr/bin/chromium is not installed.
+# Exits 77 (skipped) when /usr/bin/chromium (or $TG_CHROMIUM) is not
+# installed, or 1 when the environment has CI=true (scripts/deps.sh --test,
+# which scripts/test.sh runs, installs it).
 set -u
 chromium=${TG_CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$chromium" ]; then echo "skipped: $chromium is not installed (Debian package chromium)"; exit 77; fi
+if [ ! -x "$chromium" ]; then
+  if [ "${CI:-}" = true ]; then
+    echo "browser_layout: $chromium is not installed (Debian's chromium; scripts/deps.sh --test installs it):" \
+         "FAILED, not skipped, since CI=true"
+    exit 1
+  fi
+  echo "skipped: $chromium is not installed (Debian's chromium; scripts/deps.sh --test installs it)"
+  exit 77
+fi
 mode=bin
 if [ "${1:-}" = "--page" ]; then mode=page; shift; fi
 [ $# -ge 1 ] || { echo "usage: $0 path/to/tiny_gpt [DIR] | --page PAGE.html [DIR]" >&2; exit 2; }

@@ -11,13 +11,19 @@
 # line), and each must load it from the prefix, not from this build tree.
 #   tests/install_consumers.sh BUILD_DIR SOURCE_DIR CMAKE GENERATOR CC CXX [FLAGS]
 # CXX is empty when CMake found no C++ compiler: then the test is skipped
-# (exit 77). FLAGS (the sanitizer build's -fsanitize=...) go to every
+# (exit 77), or fails when the environment has CI=true (scripts/deps.sh
+# installs g++). FLAGS (the sanitizer build's -fsanitize=...) go to every
 # compile and link, since the installed library needs the same runtime.
 set -euo pipefail
 build=$1 src=$2 cmake=$3 generator=$4 cc=$5 cxx=$6 flags=${7:-}
 
 if [ -z "$cxx" ]; then
-    echo "install_consumers: no C++ compiler found (CMake's check_language(CXX)): skipped"
+    if [ "${CI:-}" = true ]; then
+        echo "install_consumers: no C++ compiler found (CMake's check_language(CXX); scripts/deps.sh installs g++):" \
+             "FAILED, not skipped, since CI=true"
+        exit 1
+    fi
+    echo "install_consumers: no C++ compiler found (CMake's check_language(CXX); scripts/deps.sh installs g++): skipped"
     exit 77
 fi
 command -v pkg-config >/dev/null || { echo "install_consumers: pkg-config is missing"; exit 1; }

@@ -6,8 +6,11 @@ central differences) and the command line. The models, their random
 weights and their naive numpy losses stay in the two scripts.
 
 Importing this module exits 77 (CTest's skip) when numpy or torch cannot
-be imported, and puts bench/ on sys.path (safetensors_io, torch_common
-and the two PyTorch references live there).
+be imported, or 1 when the environment has CI=true (CI installs them:
+a skip there would hide a missing check), naming the command that
+installs them, scripts/reference-tools.sh; and it puts bench/ on
+sys.path (safetensors_io, torch_common and the two PyTorch references
+live there).
 """
 
 import argparse
@@ -21,9 +24,13 @@ import tempfile
 try:
     import numpy as np
     import torch
-except Exception as e:  # noqa: BLE001 - any import failure means skip
-    print("skipped: torch/numpy not importable (%s: %s)" % (type(e).__name__, e))
-    sys.exit(77)
+except Exception as e:  # noqa: BLE001 - any import failure means skip (CI: fail)
+    CI = os.environ.get("CI") == "true"
+    print("%s: torch/numpy not importable by %s (%s: %s); scripts/reference-tools.sh installs them "
+          "(Debian's python3-torch python3-numpy): %s"
+          % (os.path.basename(sys.argv[0]), sys.executable, type(e).__name__, e,
+             "FAILED, not skipped, since CI=true" if CI else "skipped"), flush=True)
+    sys.exit(1 if CI else 77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))

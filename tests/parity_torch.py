@@ -21,7 +21,8 @@ and compares with torch computing in float64:
 --attn is passed on to every eval/step run (the binary's default, fused
 attention, when absent). One line per check with the measured error, then
 `N passed, M failed`.
-Exit 0 if all pass, 1 if any fails, 77 if torch is not importable.
+Exit 0 if all pass, 1 if any fails, 77 if torch is not importable (1 when
+the environment has CI=true; scripts/reference-tools.sh installs torch).
 """
 
 import os
@@ -30,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import parity_common as pc  # noqa: E402  (exits 77 without torch/numpy; puts bench/ on sys.path)
+import parity_common as pc  # noqa: E402  (exits 77 without torch/numpy, 1 under CI; bench/ on sys.path)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import safetensors_io as st  # noqa: E402
