@@ -4,9 +4,11 @@
  * word `claim` = job id | number of parts | next unclaimed part, and bumps
  * `gen` to wake the workers. Every thread, the caller included, takes
  * parts by compare-and-swap on `claim` until none is left; the caller then
- * waits until `done` counts every part. A part's range depends only on its
- * index, never on which thread runs it, so results do not depend on
- * timing. Because nobody waits for a worker that has not started, a
+ * waits until `done` counts every part. How many parts there are depends
+ * on n and grain only, and a part's range only on its index, never on the
+ * thread count or on which thread runs it: with one thread (or inside a
+ * part) the caller runs the same parts in order. So a loop that sums per
+ * part gives the same bits on any thread count. Because nobody waits for a worker that has not started, a
  * worker the OS has not scheduled (a busy machine) costs nothing: the
  * caller runs its parts.
  *
@@ -45,9 +47,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
+typedef struct worker_arg {
+    void *scratch;
+    int index;
+} worker_arg;
+
 static struct {
     int n_threads;              /* including the caller */
     pthread_t *workers;         /* n_threads - 1 */
+    struct worker_arg *args;    /* n_threads - 1: each worker's scratch and index */
     void *scratch;              /* the workers' scratch blocks, from tg_malloc */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -65,9 +73,11 @@ static struct {
 
 static _Thread_local bool in_loop;   /* this thread is running a part of a job */
 static _Thread_local int cur_part;
+static _Thread_local int thread_index;   /* 0 for the caller, 1 .. n - 1 for the workers */
 static _Thread_local void *thread_scratch;   /* 64-byte aligned */
 
 int tg_parallel_part(void) { return cur_part; }
+int tg_parallel_thread(void) { return thread_index; }
 
 /* ---- per-thread scratch ------------------------------------------------ */
 
@@ -103,9 +113,9 @@ void *tg_thread_scratch(void)
 
 /* The first item of part k of [0, n) cut into `parts`: n k / parts,
  * computed without forming n k (which overflows for n near INT64_MAX). */
-static int64_t part_start(unsigned k, unsigned parts)
+static int64_t part_start(int64_t n, unsigned k, unsigned parts)
 {
-    const int64_t q = pool.n / parts, r = pool.n % parts;
+    const int64_t q = n / parts, r = n % parts;
     return q * k + r * k / parts;
 }
 
@@ -117,7 +127,7 @@ static bool run_one(unsigned job)
         const unsigned parts = (unsigned)(v >> 16) & 0xFFFF, next = (unsigned)v & 0xFFFF;
         if ((unsigned)(v >> 32) != job || next >= parts) return false;
         if (atomic_compare_exchange_weak(&pool.claim, &v, v + 1)) {
-            const int64_t lo = part_start(next, parts), hi = part_start(next + 1, parts);
+            const int64_t lo = part_start(pool.n, next, parts), hi = part_start(pool.n, next + 1, parts);
             cur_part = (int)next;
             if (hi > lo) pool.fn(pool.ctx, lo, hi);
             cur_part = 0;
@@ -127,9 +137,10 @@ static bool run_one(unsigned job)
     }
 }
 
-static void *worker_main(void *scratch)
+static void *worker_main(void *arg)
 {
-    thread_scratch = scratch;
+    thread_scratch = ((worker_arg *)arg)->scratch;
+    thread_index = ((worker_arg *)arg)->index;
     unsigned seen = pool.gen0;   /* not gen: a job may already be out */
     in_loop = true;              /* nested loops inside a part run serially */
     for (;;) {
@@ -176,8 +187,10 @@ static void stop_workers(void)
     pthread_mutex_unlock(&pool.mu);
     for (int i = 0; i < pool.n_threads - 1; i++) pthread_join(pool.workers[i], NULL);
     tg_free(pool.workers);
+    tg_free(pool.args);
     tg_free(pool.scratch);
     pool.workers = NULL;
+    pool.args = NULL;
     pool.scratch = NULL;
     pool.n_threads = 1;
     atomic_store(&pool.stop, false);
@@ -196,34 +209,52 @@ int tg_set_num_threads(int n)
     stop_workers();
     if (n == 1) return 1;
     pool.workers = tg_malloc((size_t)(n - 1) * sizeof *pool.workers);
+    pool.args = tg_malloc((size_t)(n - 1) * sizeof *pool.args);
     pool.scratch = tg_malloc((size_t)(n - 1) * TG_THREAD_SCRATCH_BYTES + SCRATCH_ALIGN - 1);
-    if (!pool.workers || !pool.scratch) {
+    if (!pool.workers || !pool.args || !pool.scratch) {
         tg_free(pool.workers);
+        tg_free(pool.args);
         tg_free(pool.scratch);
-        pool.workers = pool.scratch = NULL;
+        pool.workers = NULL;
+        pool.args = NULL;
+        pool.scratch = NULL;
         return 1;
     }
     char *scratch = align_up(pool.scratch);
     pool.gen0 = atomic_load(&pool.gen);
     int started = 0;
-    for (; started < n - 1; started++)
-        if (pthread_create(&pool.workers[started], NULL, worker_main,
-                           scratch + (size_t)started * TG_THREAD_SCRATCH_BYTES))
-            break;
+    for (; started < n - 1; started++) {
+        pool.args[started] = (worker_arg){scratch + (size_t)started * TG_THREAD_SCRATCH_BYTES, started + 1};
+        if (pthread_create(&pool.workers[started], NULL, worker_main, &pool.args[started])) break;
+    }
     pool.n_threads = started + 1;   /* fewer workers if the system refused some */
     return pool.n_threads;
 }
 
 int tg_num_threads(void) { return pool.n_threads; }
 
+int tg_parallel_parts(int64_t n, int64_t grain)
+{
+    if (n <= 0) return 0;
+    if (grain < 1) grain = 1;
+    const int64_t parts = n / grain;
+    return parts < 1 ? 1 : parts > TG_PARALLEL_MAX_PARTS ? TG_PARALLEL_MAX_PARTS : (int)parts;
+}
+
 void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
 {
     if (n <= 0 || !fn) return;
-    if (grain < 1) grain = 1;
-    int64_t parts = n / grain;
-    if (parts > pool.n_threads) parts = pool.n_threads;
-    if (parts <= 1 || in_loop) {
-        fn(ctx, 0, n);
+    const int parts = tg_parallel_parts(n, grain);
+    if (parts == 1 || pool.n_threads == 1 || in_loop) {   /* the same parts, one after another, here */
+        const int outer_part = cur_part;
+        const bool outer_loop = in_loop;
+        in_loop = true;
+        for (int k = 0; k < parts; k++) {
+            cur_part = k;
+            fn(ctx, part_start(n, (unsigned)k, (unsigned)parts), part_start(n, (unsigned)k + 1, (unsigned)parts));
+        }
+        cur_part = outer_part;
+        in_loop = outer_loop;
         return;
     }
     pool.fn = fn;

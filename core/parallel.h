@@ -8,9 +8,11 @@
  * Without a call the pool has one thread (everything runs on the caller)
  * and OpenBLAS keeps its own setting (OPENBLAS_NUM_THREADS).
  *
- * Work is split into equal contiguous parts that depend only on the
- * number of threads, so results are the same from run to run for a given
- * thread count. Idle workers spin for a short while, then sleep.
+ * Work is split into equal contiguous parts whose number depends only on
+ * the size of the work (never on the thread count), and the threads take
+ * parts as they come free; so a loop that sums per part gives the same
+ * bits on any number of threads, and tapegrad's results do. Idle workers
+ * spin for a short while, then sleep.
  *
  * The pool runs one loop at a time: with more than one thread, tapegrad
  * must be driven from one application thread at a time (with the default
@@ -27,6 +29,9 @@ extern "C" {
 #endif
 
 #define TG_MAX_THREADS 256
+/* The most parts a loop is cut into (so more threads than this leave some
+ * idle in any one loop). */
+#define TG_PARALLEL_MAX_PARTS 64
 
 /* Sets the thread count (n <= 0: the number of online CPUs; more than
  * TG_MAX_THREADS counts as TG_MAX_THREADS). Returns the count in effect,
@@ -39,15 +44,22 @@ TG_API int tg_num_threads(void);   /* 1 until tg_set_num_threads */
 /* A part of a loop: items [lo, hi). */
 typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);
 
-/* Runs fn(ctx, lo, hi) over [0, n) split into at most tg_num_threads()
- * contiguous ranges of at least `grain` items (grain < 1 counts as 1),
- * one per thread, and returns when all are done. A call made from inside
- * a running loop, or with one thread, runs fn(ctx, 0, n) on the caller.
- * Nothing is run when n <= 0 or fn is NULL. */
+/* Runs fn(ctx, lo, hi) over [0, n) split into tg_parallel_parts(n, grain)
+ * contiguous ranges of equal size (to one item), part k starting at
+ * n k / parts, shared out among the threads, and returns when all are
+ * done. With one thread, or called from inside a running loop, the caller
+ * runs the same ranges in order. Nothing is run when n <= 0 or fn is
+ * NULL. */
 TG_API void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx);
 
-/* Inside fn: which range this is, 0 .. tg_num_threads() - 1 (0 outside a
- * loop), so a loop can give each range its own scratch buffer. */
+/* How many ranges tg_parallel_for(n, grain, ...) makes: n / grain
+ * (grain < 1 counts as 1) clamped to [1, TG_PARALLEL_MAX_PARTS]; 0 for
+ * n <= 0. The thread count plays no part. */
+TG_API int tg_parallel_parts(int64_t n, int64_t grain);
+
+/* Inside fn: which range this is, 0 .. tg_parallel_parts(n, grain) - 1
+ * (0 outside a loop), so a loop can give each range its own slot for a
+ * partial result, summed in range order after. */
 TG_API int tg_parallel_part(void);
 
 #ifdef __cplusplus

@@ -18,4 +18,9 @@
  * user at a time: a kernel holding it must not call another that uses it. */
 void *tg_thread_scratch(void);
 
+/* Inside a part of a tg_parallel_for loop: which thread runs it, 0 (the
+ * caller) .. tg_num_threads() - 1, so a kernel can use a buffer per thread
+ * for work whose result does not depend on where it ran. 0 outside. */
+int tg_parallel_thread(void);
+
 #endif

@@ -77,6 +77,7 @@
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "../core/parallel_internal.h"
 #include "attention_internal.h"
 
 /* ---- f64: the formulas at the top, one query row at a time -------------- */
@@ -259,15 +260,16 @@ static void backward_range_f64(const attn_plan *p, const double *q, const double
     }
 }
 
-/* Bytes of one part's scratch. */
+/* Bytes of one thread's scratch. */
 static size_t part_scratch(const attn_plan *p, tg_dtype dt, bool backward)
 {
     if (dt == TG_F64) return (backward ? 2 : 1) * (size_t)p->Tk * sizeof(double);
     return tg_attn_scratch_f32(p, backward);
 }
 
-/* One call's pairs, shared out among threads: each part has its own
- * scratch (scratch + part * scratch_bytes) and its own fault slot. */
+/* One call's pairs, shared out among threads: each thread has its own
+ * scratch (scratch + thread * scratch_bytes), each part its own fault
+ * slot. */
 typedef struct attn_job {
     const attn_plan *p;
     tg_dtype dt;
@@ -283,7 +285,7 @@ static void attn_part(void *ctx, int64_t lo, int64_t hi)
     const attn_job *j = ctx;
     if (!j->faults) lo *= j->p->G, hi *= j->p->G;   /* backward runs in groups of pairs */
     const int part = tg_parallel_part();
-    void *scr = j->scratch + (size_t)part * j->scratch_bytes;
+    void *scr = j->scratch + (size_t)tg_parallel_thread() * j->scratch_bytes;
     if (j->faults && j->dt == TG_F32)
         tg_attn_forward_f32(j->p, j->q, j->k, j->v, j->out, j->lse, lo, hi, scr, &j->faults[part]);
     else if (j->faults)
@@ -340,15 +342,15 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     if (p.bk > p.Tk) p.bk = p.Tk;
     const tg_dtype dt = in[0]->dtype;
     const size_t es = tg_dtype_size(dt);
-    const int nt = tg_num_threads(), B = p.B, H = p.H;
+    const int B = p.B, H = p.H, nt = tg_parallel_parts((int64_t)B * H, 1);
     tg_tensor *o = tg_op_output(g, dt, 3, (int[]){B, p.Tq, p.C});           /* (B,Tq,C) */
     void *lse = o ? tg_arena_alloc(g, (size_t)B * H * p.Tq * es) : NULL;    /* (B,H,Tq) */
-    attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (nt) ATTN_OK */
+    attn_fault *faults = lse ? tg_arena_zalloc(g, (size_t)nt * sizeof *faults) : NULL; /* (parts) ATTN_OK */
     const void *x[3];
     qkv_of(g, n_in, in, &p, x, NULL);
     attn_job j = {.p = &p, .dt = dt, .q = x[0], .k = x[1], .v = x[2], .out = o ? o->data : NULL, .lse = lse,
                   .faults = faults, .scratch_bytes = part_scratch(&p, dt, false)};
-    j.scratch = faults ? tg_arena_alloc(g, (size_t)nt * j.scratch_bytes) : NULL;   /* (nt, scratch) */
+    j.scratch = faults ? tg_arena_alloc(g, (size_t)tg_num_threads() * j.scratch_bytes) : NULL;   /* (threads, scratch) */
     if (!j.scratch) return NULL;
     tg_parallel_for((int64_t)B * H, 1, attn_part, &j);
     /* parts run in pair order: the first part that failed has the first bad pair */

@@ -1,5 +1,14 @@
 /* Row-major gemm split across the thread pool (see gemm_internal.h).
  *
+ * Where C is cut depends on the product's shape only, never on the thread
+ * count: a product of at least GEMM_MIN_SPLIT multiply-adds is cut into
+ * at most GEMM_CHUNKS chunks of whole GEMM_BLOCKs of rows (or columns,
+ * when C is wider than tall), each one call, on one thread or many. So
+ * every element of C is computed by the same call on 1 or 64 threads, and
+ * results are the same bits on any thread count, whichever library does
+ * the call (OpenBLAS's kernels sum differently in differently sized calls,
+ * tapegrad's would not).
+ *
  * Cutting rows of C [m0, m1) reads rows [m0, m1) of op(A): A + m0 * lda
  * when A is stored as is, A + m0 when it is stored transposed. Cutting
  * columns [n0, n1) reads columns of op(B): B + n0 untransposed, B + n0 *
@@ -8,7 +17,8 @@
 
 #include "../core/parallel.h"
 
-#define GEMM_BLOCK 16                 /* rows or columns per unit of work */
+#define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
+#define GEMM_CHUNKS 8                 /* at most, whatever the thread count */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
 /* A product and how it is cut. alpha and beta are doubles for both
@@ -16,6 +26,7 @@
 typedef struct gemm_job {
     bool f64, ta, tb, by_rows;
     int M, N, K, lda, ldb, ldc;
+    int chunk;            /* rows (or columns) of C per chunk */
     double alpha, beta;
     const void *A, *B;
     void *C;
@@ -33,36 +44,39 @@ static void one_call(const gemm_job *j, int M, int N, int64_t a, int64_t b, int6
                  (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
 }
 
-/* Blocks [lo, hi) of GEMM_BLOCK rows (or columns) of C */
+/* Chunks [lo, hi) of C, one call each */
 static void part(void *ctx, int64_t lo, int64_t hi)
 {
     const gemm_job *j = ctx;
     const int total = j->by_rows ? j->M : j->N;
-    const int s = (int)lo * GEMM_BLOCK, e = hi * GEMM_BLOCK < total ? (int)hi * GEMM_BLOCK : total;
-    if (j->by_rows) one_call(j, e - s, j->N, j->ta ? s : (int64_t)s * j->lda, 0, (int64_t)s * j->ldc);
-    else one_call(j, j->M, e - s, 0, j->tb ? (int64_t)s * j->ldb : s, s);
+    for (int64_t k = lo; k < hi; k++) {
+        const int s = (int)k * j->chunk, e = s + j->chunk < total ? s + j->chunk : total;
+        if (j->by_rows) one_call(j, e - s, j->N, j->ta ? s : (int64_t)s * j->lda, 0, (int64_t)s * j->ldc);
+        else one_call(j, j->M, e - s, 0, j->tb ? (int64_t)s * j->ldb : s, s);
+    }
 }
 
-/* The whole product: one call, or blocks shared out among threads */
+/* The whole product: one call, or its chunks shared out among threads */
 static void gemm(gemm_job *j)
 {
     if (j->M <= 0 || j->N <= 0) return;
-    if (tg_num_threads() == 1 || (double)j->M * j->N * j->K < GEMM_MIN_SPLIT) {
+    const int total = j->by_rows ? j->M : j->N, blocks = (total + GEMM_BLOCK - 1) / GEMM_BLOCK;
+    if ((double)j->M * j->N * j->K < GEMM_MIN_SPLIT || blocks == 1) {
         one_call(j, j->M, j->N, 0, 0, 0);
         return;
     }
-    const int total = j->by_rows ? j->M : j->N;
-    tg_parallel_for((total + GEMM_BLOCK - 1) / GEMM_BLOCK, 1, part, j);
+    j->chunk = (blocks + GEMM_CHUNKS - 1) / GEMM_CHUNKS * GEMM_BLOCK;
+    tg_parallel_for((total + j->chunk - 1) / j->chunk, 1, part, j);
 }
 
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc)
 {
-    gemm(&(gemm_job){false, ta, tb, M >= N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+    gemm(&(gemm_job){false, ta, tb, M >= N, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
 void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc)
 {
-    gemm(&(gemm_job){true, ta, tb, M >= N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+    gemm(&(gemm_job){true, ta, tb, M >= N, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }

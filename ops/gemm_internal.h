@@ -3,14 +3,12 @@
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,  op(X) = X or X^T (ta, tb)
  *
- * Large products are cut into contiguous blocks of rows of C (or of
- * columns, when C is wider than tall), one per thread; each block is one
- * single-threaded call: tg_sgemm (tapegrad's kernel or OpenBLAS, by size)
- * in f32, OpenBLAS in f64. The cut depends only on the thread count, so
- * a run repeats exactly for a given count; across counts a product on
- * tapegrad's kernel gives the same bits (each element's sum runs in the
- * same order whatever the cut), one on OpenBLAS the same to rounding.
- * Inside a parallel loop it is one call. */
+ * Large products are cut into at most 8 chunks of rows of C (or of
+ * columns, when C is wider than tall), shared out among the threads;
+ * each chunk is one single-threaded call: tg_sgemm (tapegrad's kernel or
+ * OpenBLAS, by size) in f32, OpenBLAS in f64. The cut depends only on the
+ * product's shape, so results are the same bits on any thread count
+ * (ops/gemm.c). */
 #ifndef TG_GEMM_INTERNAL_H
 #define TG_GEMM_INTERNAL_H
 

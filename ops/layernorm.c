@@ -192,15 +192,15 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     const int64_t rows = x->numel / C;
     double *mean = nd->saved, *rstd = mean + rows; /* (rows) each */
     void *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
-    const int nt = tg_num_threads();
+    const int nt = tg_parallel_parts(rows, 1 + LN_GRAIN / C);
     bool store;
     ln_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .mean = mean,
                 .rstd = rstd, .gx = tg_grad_store(g, x, &store),
-                .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (nt, C) */
-                .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (nt, C) */
+                .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (parts, C) */
+                .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (parts, C) */
     if (y->dtype == TG_F32) {
-        j.paw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (nt, C) */
-        j.pab = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (nt, C) */
+        j.paw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (parts, C) */
+        j.pab = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (parts, C) */
     }
     j.store = store;
     if (tg_graph_error(g)) return;

@@ -93,11 +93,11 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
     tg_tensor *y = tg_op_output(g, logits->dtype, 0, NULL);
     void *lse = tg_arena_alloc(g, (size_t)rows * tg_dtype_size(logits->dtype));
     if (!y || !lse) return NULL;
-    const int nt = tg_num_threads();
+    const int nt = tg_parallel_parts(rows, 1 + CE_GRAIN / v);
     ce_job j = {.dt = logits->dtype, .x = logits->data, .t = t, .v = v, .lse = lse,
-                .status = tg_arena_zalloc(g, (size_t)nt * sizeof(int)),       /* (nt) CE_OK */
-                .totals = tg_arena_zalloc(g, (size_t)nt * sizeof(double)),    /* (nt) */
-                .where = tg_arena_zalloc(g, (size_t)nt * sizeof(int64_t))};   /* (nt) */
+                .status = tg_arena_zalloc(g, (size_t)nt * sizeof(int)),       /* (parts) CE_OK */
+                .totals = tg_arena_zalloc(g, (size_t)nt * sizeof(double)),    /* (parts) */
+                .where = tg_arena_zalloc(g, (size_t)nt * sizeof(int64_t))};   /* (parts) */
     if (tg_graph_error(g)) return NULL;
     tg_parallel_for(rows, 1 + CE_GRAIN / v, ce_part, &j);
     double total = 0;

@@ -73,12 +73,12 @@ static void rmsnorm_backward(tg_graph *g, tg_node *nd)
     tg_tensor *x = nd->in[0], *w = nd->in[1], *y = nd->out;   /* x, y (..., C); w (C) or NULL */
     const int C = x->shape[x->ndim - 1];
     const int64_t rows = x->numel / C;
-    const int nt = tg_num_threads();
+    const int nt = tg_parallel_parts(rows, 1 + RMS_GRAIN / C);
     void *gw = tg_grad(g, w);
     bool store;
     rms_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .rstd = nd->saved,
                  .gx = tg_grad_store(g, x, &store),
-                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};   /* (nt, C) */
+                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};   /* (parts, C) */
     j.store = store;
     if (tg_graph_error(g) || (!j.gx && !gw)) return;
     tg_parallel_for(rows, 1 + RMS_GRAIN / C, rms_part, &j);

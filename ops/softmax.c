@@ -97,16 +97,17 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
     if (!y) return NULL;
     /* each part stops at its first bad row; parts run in row order, so the
      * first part that failed holds the first bad row */
-    const int nt = tg_num_threads();
-    int *status = tg_arena_zalloc(g, (size_t)nt * sizeof *status);            /* (nt) SCORES_OK */
-    int64_t *wheres = tg_arena_zalloc(g, (size_t)nt * sizeof *wheres);        /* (nt) */
-    uint8_t *rowmask = x->dtype == TG_F32 ? tg_arena_zalloc(g, (size_t)nt * dim[3]) : NULL; /* (nt, n) */
+    const int64_t rows = x->numel / dim[3], grain = 1 + SOFTMAX_GRAIN / dim[3];
+    const int nt = tg_parallel_parts(rows, grain);
+    int *status = tg_arena_zalloc(g, (size_t)nt * sizeof *status);            /* (parts) SCORES_OK */
+    int64_t *wheres = tg_arena_zalloc(g, (size_t)nt * sizeof *wheres);        /* (parts) */
+    uint8_t *rowmask = x->dtype == TG_F32 ? tg_arena_zalloc(g, (size_t)nt * dim[3]) : NULL; /* (parts, n) */
     if (!status || !wheres || (x->dtype == TG_F32 && !rowmask)) return NULL;
     softmax_job j = {.dt = x->dtype, .log_out = log_out,
                      .zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS), .n = dim[3], .dim = dim,
                      .m = mask ? mask->data : NULL, .ms = ms, .x = x->data, .y = y->data,
                      .rowmask = rowmask, .status = status, .where = wheres};
-    tg_parallel_for(x->numel / dim[3], 1 + SOFTMAX_GRAIN / dim[3], softmax_part, &j);
+    tg_parallel_for(rows, grain, softmax_part, &j);
     int kind = SCORES_OK;
     int64_t where = 0;
     for (int i = 0; i < nt && kind == SCORES_OK; i++) kind = status[i], where = wheres[i];

@@ -60,13 +60,14 @@ static double maxabs_double(const double *g, int64_t n)
     return a;
 }
 
-/* The sum of squares (or the scaling) split across threads: each part
- * writes its sum to part_sum[part], added in part order after. */
+/* The sum of squares (or the scaling) split into parts (as many on any
+ * thread count): each part writes its sum to part_sum[part], added in
+ * part order after. */
 typedef struct clip_job {
     bool f32, scaling;    /* scaling: multiply the gradient by coef instead */
     void *g;
     double scale, coef;
-    double part_sum[TG_MAX_THREADS];
+    double part_sum[TG_PARALLEL_MAX_PARTS];
 } clip_job;
 
 #define CLIP_GRAIN 65536
@@ -83,10 +84,11 @@ static void clip_part(void *ctx, int64_t lo, int64_t hi)
 static double sumsq(clip_job *j, int64_t n, double scale)
 {
     j->scale = scale;
-    for (int i = 0; i < tg_num_threads(); i++) j->part_sum[i] = 0;
+    const int parts = tg_parallel_parts(n, CLIP_GRAIN);
+    for (int i = 0; i < parts; i++) j->part_sum[i] = 0;
     tg_parallel_for(n, CLIP_GRAIN, clip_part, j);
     double s = 0;
-    for (int i = 0; i < tg_num_threads(); i++) s += j->part_sum[i];
+    for (int i = 0; i < parts; i++) s += j->part_sum[i];
     return s;
 }
 

@@ -35,7 +35,8 @@ grep -q "continuing at step [0-9]* of 300" "$work/int2.log" && ok "the resume fo
   bad "resume: $(head -3 "$work/int2.log")"
 same_run "Ctrl-C + --resume --out alone: the same losses, evaluations and checkpoints" "$work/int"
 
-# 2. kill -9 six times at random moments, resuming each time
+# 2. kill -9 six times at random moments, resuming each time on another
+# number of threads (results are the same bits on any thread count)
 rm -rf "$work/k"
 "$bin" train "${cfg[@]}" --out "$work/k" >/dev/null 2>&1 &
 pid=$!
@@ -44,7 +45,7 @@ for i in 1 2 3 4 5 6; do
   wait_rows "$work/k" $((RANDOM % 40 + 40 * i)) || break
   kill -9 $pid
   wait $pid 2>/dev/null
-  "$bin" train --resume --out "$work/k" >/dev/null 2>"$work/k.err" &
+  "$bin" train --resume --threads $((i % 3 + 2)) --out "$work/k" >/dev/null 2>"$work/k.err" &
   pid=$!
 done
 wait $pid
