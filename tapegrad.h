@@ -11,6 +11,7 @@
 #include "core/op.h"
 #include "core/alloc.h"
 #include "core/parallel.h"
+#include "core/cpu.h"
 #include "core/safetensors.h"
 #include "core/atomic_file.h"
 #include "ops/ops.h"

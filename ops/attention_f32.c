@@ -54,8 +54,8 @@ enum { LANES = 8 };
  * scaled scores and leaves with P; m, l are the running max and sum;
  * alpha receives each row's rescale factor exp(m_old - m_new). Returns
  * -1, or the flat index r nk + c of a NaN / +inf score at a visible key. */
-TG_VEC_CLONES static int64_t block_online_f32(float *restrict s, int nq, int nk, int lim0, float *restrict m,
-                                              float *restrict l, float *restrict alpha)
+TG_KERNEL_BODY int64_t block_online_f32_body(float *restrict s, int nq, int nk, int lim0, float *restrict m,
+                                             float *restrict l, float *restrict alpha)
 {
     int64_t at; /* a bad score's flat index */
     for (int r = 0; r < nq; r++) {
@@ -102,12 +102,14 @@ TG_VEC_CLONES static int64_t block_online_f32(float *restrict s, int nq, int nk,
     }
     return -1;
 }
+TG_ISA_CLONES(int64_t, block_online_f32, (float *restrict s, int nq, int nk, int lim0, float *restrict m,
+    float *restrict l, float *restrict alpha), (s, nq, nk, lim0, m, l, alpha))
 
 /* Backward of one tile: s (nq,nk) holds the scaled scores and leaves
  * with P = exp(s - L) (0 where not visible); dp (nq,nk), when not NULL,
  * holds dO V^T and leaves with dS = P (dP - D). */
-TG_VEC_CLONES static void block_grad_f32(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
-                                         const float *restrict L, const float *restrict D)
+TG_KERNEL_BODY void block_grad_f32_body(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
+                                        const float *restrict L, const float *restrict D)
 {
     for (int r = 0; r < nq; r++) {
         float *restrict sr = s + (int64_t)r * nk;
@@ -121,6 +123,8 @@ TG_VEC_CLONES static void block_grad_f32(float *restrict s, float *restrict dp, 
         for (int c = 0; c < nk; c++) dr[c] = tg_fsel(c <= lim, sr[c] * (dr[c] - Dr), 0);
     }
 }
+TG_ISA_CLONES_VOID(block_grad_f32, (float *restrict s, float *restrict dp, int nq, int nk, int lim0,
+    const float *restrict L, const float *restrict D), (s, dp, nq, nk, lim0, L, D))
 
 /* f32: the intrinsics versions where the CPU has AVX2 + FMA */
 static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)

@@ -9,13 +9,14 @@
 #define INV_SQRT2 0.70710678118654752440
 
 /* f32 GELU (erf): y = x Phi(x), dx += dy (Phi(x) + x phi(x)) */
-TG_VEC_CLONES static void gelu_forward_f32(int64_t n, const float *restrict x, float *restrict y)
+TG_KERNEL_BODY void gelu_forward_f32_body(int64_t n, const float *restrict x, float *restrict y)
 {
     for (int64_t i = 0; i < n; i++) {
         float e;
         y[i] = x[i] * tg_fphi(x[i] * (float)INV_SQRT2, &e);
     }
 }
+TG_ISA_CLONES_VOID(gelu_forward_f32, (int64_t n, const float *restrict x, float *restrict y), (n, x, y))
 
 /* gelu' x = Phi(x) + x phi(x) with z = x / sqrt 2, a = |z|, e = exp(-a^2):
  * Phi = h or 1 - h (z < 0 or not), h = e (1 + a V(a)) / 2 (fastmath),
@@ -38,14 +39,16 @@ static inline float gelu_grad_f32(float x)
     return tg_fsel(s < 87.0f, tg_fsel(neg, q, 1.0f - q), far);
 }
 
-TG_VEC_CLONES static void gelu_backward_f32(int64_t n, const float *restrict x, const float *restrict dy,
-                                            float *restrict dx, bool acc)
+TG_KERNEL_BODY void gelu_backward_f32_body(int64_t n, const float *restrict x, const float *restrict dy,
+                                           float *restrict dx, bool acc)
 {
     if (acc)
         for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad_f32(x[i]);
     else
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f32(x[i]);
 }
+TG_ISA_CLONES_VOID(gelu_backward_f32, (int64_t n, const float *restrict x, const float *restrict dy,
+    float *restrict dx, bool acc), (n, x, dy, dx, acc))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

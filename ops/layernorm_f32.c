@@ -46,8 +46,8 @@ typedef float v8f __attribute__((vector_size(32)));
 /* Forward: the mean in double (sum_f32), then x - mean as (x - mh) - ml
  * in f32 as in the backward; the variance from those in 8 f32 lanes
  * (summed in double), the output in f32. */
-TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
-                                      float *y, double *mean, double *rstd)
+TG_KERNEL_BODY void forward_f32_body(int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
+                                     float *y, double *mean, double *rstd)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * C; /* (C) */
@@ -81,6 +81,8 @@ TG_VEC_CLONES static void forward_f32(int64_t rows, int C, const float *x, const
         if (mean) mean[r] = m, rstd[r] = sd;
     }
 }
+TG_ISA_CLONES_VOID(forward_f32, (int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
+    float *y, double *mean, double *rstd), (rows, C, x, w, b, eps, y, mean, rstd))
 
 enum { HAS_W = 1, ACC_W = 2, ACC_B = 4 }; /* ln_bwd_row_f32's flags */
 
@@ -129,9 +131,9 @@ ln_bwd_row_f32(int C, const float *restrict xr, const float *restrict w, const f
         for (int j = 0; j < C; j++) gxr[j] += s * ((dyr[j] - a) - (((xr[j] - mh) - ml) * s) * c);
 }
 
-TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy,
-                                       const double *mean, const double *rstd, float *gx, bool store, double *gw,
-                                       double *gb, float *acc_w, float *acc_b)
+TG_KERNEL_BODY void backward_f32_body(int64_t rows, int C, const float *x, const float *w, const float *dy,
+                                      const double *mean, const double *rstd, float *gx, bool store, double *gw,
+                                      double *gb, float *acc_w, float *acc_b)
 {
     float *aw = gw ? acc_w : NULL, *ab = gb ? acc_b : NULL;
     for (int64_t r = 0; r < rows; r++) {
@@ -151,6 +153,9 @@ TG_VEC_CLONES static void backward_f32(int64_t rows, int C, const float *x, cons
         }
     }
 }
+TG_ISA_CLONES_VOID(backward_f32, (int64_t rows, int C, const float *x, const float *w, const float *dy,
+    const double *mean, const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w,
+    float *acc_b), (rows, C, x, w, dy, mean, rstd, gx, store, gw, gb, acc_w, acc_b))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

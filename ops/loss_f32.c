@@ -10,8 +10,8 @@
  * few ulps; the loops vectorise), exactly 0 for a -inf logit as libm's. */
 static inline float ce_exp_f32(float x, float m) { return tg_fsel(x != -INFINITY, tg_fexp(x - m), 0.0f); }
 
-TG_VEC_CLONES static int forward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
-                                     double *total, int64_t *where)
+TG_KERNEL_BODY int forward_f32_body(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
+                                    double *total, int64_t *where)
 {
     double acc = 0;
     for (int64_t r = lo; r < hi; r++) {
@@ -35,9 +35,11 @@ TG_VEC_CLONES static int forward_f32(const float *x, const int32_t *t, int64_t l
     *total = acc;
     return CE_OK;
 }
+TG_ISA_CLONES(int, forward_f32, (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
+    double *total, int64_t *where), (x, t, lo, hi, v, lse, total, where))
 
-TG_VEC_CLONES static void backward_f32(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v,
-                                       const float *lse, float scale, float *dx, bool store)
+TG_KERNEL_BODY void backward_f32_body(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v,
+                                      const float *lse, float scale, float *dx, bool store)
 {
     for (int64_t r = lo; r < hi; r++) {
         float *restrict pd = dx + r * v;
@@ -55,6 +57,8 @@ TG_VEC_CLONES static void backward_f32(const float *x, const int32_t *t, int64_t
         pd[t[r]] -= scale;
     }
 }
+TG_ISA_CLONES_VOID(backward_f32, (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse,
+    float scale, float *dx, bool store), (x, t, lo, hi, v, lse, scale, dx, store))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

@@ -54,13 +54,15 @@ static inline float sigmoid_f32(float x)
     return tg_fsel(x >= 0, 1.0f, e) / (1.0f + e);
 }
 
-TG_VEC_CLONES static void forward_f32(int64_t n, const float *restrict a, const float *restrict b, float *restrict y)
+TG_KERNEL_BODY void forward_f32_body(int64_t n, const float *restrict a, const float *restrict b, float *restrict y)
 {
     if (b)
         for (int64_t i = 0; i < n; i++) y[i] = a[i] * sigmoid_f32(a[i]) * b[i];
     else
         for (int64_t i = 0; i < n; i++) y[i] = a[i] * sigmoid_f32(a[i]);
 }
+TG_ISA_CLONES_VOID(forward_f32, (int64_t n, const float *restrict a, const float *restrict b, float *restrict y), (n,
+    a, b, y))
 
 /* One pass of the backward; inlined with every flag a constant, so that
  * each case is a loop without branches, which vectorises. */
@@ -76,9 +78,9 @@ static inline __attribute__((always_inline)) void backward_pass_f32(int64_t n, c
     }
 }
 
-TG_VEC_CLONES static void backward_f32(int64_t n, const float *restrict a, const float *restrict b,
-                                       const float *restrict dy, float *restrict da, bool da_add, float *restrict db,
-                                       bool db_add)
+TG_KERNEL_BODY void backward_f32_body(int64_t n, const float *restrict a, const float *restrict b,
+                                      const float *restrict dy, float *restrict da, bool da_add, float *restrict db,
+                                      bool db_add)
 {
     if (da && db) {   /* swiglu: both gradients in one pass */
         if (da_add && db_add) backward_pass_f32(n, a, b, dy, da, true, db, true);
@@ -96,6 +98,9 @@ TG_VEC_CLONES static void backward_f32(int64_t n, const float *restrict a, const
         else backward_pass_f32(n, a, NULL, dy, NULL, false, db, false);
     }
 }
+TG_ISA_CLONES_VOID(backward_f32, (int64_t n, const float *restrict a, const float *restrict b,
+    const float *restrict dy, float *restrict da, bool da_add, float *restrict db, bool db_add), (n, a, b, dy, da,
+    da_add, db, db_add))
 
 /* ---- threads and recording ------------------------------------------------- */
 

@@ -46,9 +46,9 @@ static inline float row_sum_f32(const float *restrict y, int n)
     return t;
 }
 
-TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-                                     const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
-                                     int64_t lo, int64_t hi, int64_t *where)
+TG_KERNEL_BODY int forward_f32_body(const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+                                    const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask,
+                                    int64_t lo, int64_t hi, int64_t *where)
 {
     const int n = dim[3];
     tg_row_index ix = tg_row_at(dim, lo);
@@ -83,6 +83,9 @@ TG_VEC_CLONES static int forward_f32(const float *x, float *y, const int dim[TG_
     }
     return SCORES_OK;
 }
+TG_ISA_CLONES(int, forward_f32, (const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
+    const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo, int64_t hi,
+    int64_t *where), (x, y, dim, m, ms, log_out, zero_rows, rowmask, lo, hi, where))
 
 /* The backward of `rows` rows, from the output y (p, or log p with
  * log_out) and its gradient dy: the row sum over allowed keys in 8 lanes,
@@ -111,17 +114,21 @@ static inline __attribute__((always_inline)) void backward_rows(const float *y, 
     }
 }
 
-TG_VEC_CLONES static void softmax_backward_f32(const float *p, const float *dp, float *dx, int64_t rows, int n,
-                                              bool store)
+TG_KERNEL_BODY void softmax_backward_f32_body(const float *p, const float *dp, float *dx, int64_t rows, int n,
+                                             bool store)
 {
     backward_rows(p, dp, dx, rows, n, store, false);
 }
+TG_ISA_CLONES_VOID(softmax_backward_f32, (const float *p, const float *dp, float *dx, int64_t rows, int n,
+    bool store), (p, dp, dx, rows, n, store))
 
-TG_VEC_CLONES static void log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows, int n,
-                                                  bool store)
+TG_KERNEL_BODY void log_softmax_backward_f32_body(const float *y, const float *dy, float *dx, int64_t rows, int n,
+                                                 bool store)
 {
     backward_rows(y, dy, dx, rows, n, store, true);
 }
+TG_ISA_CLONES_VOID(log_softmax_backward_f32, (const float *y, const float *dy, float *dx, int64_t rows, int n,
+    bool store), (y, dy, dx, rows, n, store))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

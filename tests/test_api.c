@@ -83,8 +83,8 @@ static void set_threads_inside(void *ctx, int64_t lo, int64_t hi)
     ((parts *)ctx)->inner[tg_parallel_part()] = tg_set_num_threads(3);
 }
 
-/* [0, INT64_MAX) over 2 threads: the parts' bounds as text (part_start
- * once formed n * k, which overflows) */
+/* [0, INT64_MAX) over 2 threads: the first and last parts' bounds as
+ * text (part_start once formed n * k, which overflows) */
 static void parallel_huge(fx *f)
 {
     parts p;
@@ -93,8 +93,8 @@ static void parallel_huge(fx *f)
     tg_parallel_for(INT64_MAX, 1, record_part, &p);
     int n = tg_num_threads();
     tg_set_num_threads(1);
-    snprintf(f->got, sizeof f->got, "%d threads: [%lld, %lld) [%lld, %lld)", n, (long long)p.lo[0],
-             (long long)p.hi[0], (long long)p.lo[1], (long long)p.hi[1]);
+    snprintf(f->got, sizeof f->got, "%d threads: [%lld, %lld) ... [%lld, %lld)", n, (long long)p.lo[0],
+             (long long)p.hi[0], (long long)p.lo[TG_PARALLEL_MAX_PARTS - 1], (long long)p.hi[TG_PARALLEL_MAX_PARTS - 1]);
 }
 
 /* tg_set_num_threads(3) from inside both parts of a 2-thread loop */
@@ -361,6 +361,13 @@ static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL)
 static void c_parallel_huge(fx *f) { parallel_huge(f); }
 static void c_parallel_set_inside(fx *f) { parallel_set_inside(f); }
 static void c_parallel_part(fx *f) { num(f, tg_parallel_part()); }
+static void c_parallel_parts_none(fx *f) { num(f, tg_parallel_parts(-5, 1)); }
+static void c_parallel_parts_grain(fx *f) { num(f, tg_parallel_parts(100, 0)); }
+static void c_parallel_parts_huge(fx *f) { num(f, tg_parallel_parts(INT64_MAX, INT64_MAX)); }
+
+/* core/cpu.h */
+static void c_isa_name_bad(fx *f) { text(f, tg_isa_name((tg_isa)7)); }
+static void c_isa_set_bad(fx *f) { flag(f, tg_isa_set_max((tg_isa)-1) == tg_isa_active()); }
 
 /* core/safetensors.h */
 static void c_st_load_nopath(fx *f) { ptr(f, tg_st_load(NULL, f->err, sizeof f->err)); }
@@ -1441,9 +1448,15 @@ static const api_case CASES[] = {
     {"tg_free(NULL)", "returns", NULL, c_free},
     {"tg_parallel_for(10, 1, NULL fn, NULL)", "returns", NULL, c_parallel_nofn},
     {"tg_parallel_for(INT64_MAX, 1, fn, ctx) on 2 threads",
-     "2 threads: [0, 4611686018427387903) [4611686018427387903, 9223372036854775807)", NULL, c_parallel_huge},
+     "2 threads: [0, 144115188075855871) ... [9079256848778919935, 9223372036854775807)", NULL, c_parallel_huge},
     {"tg_set_num_threads(3) inside a loop of 2 threads", "inside 2 2, after 2", NULL, c_parallel_set_inside},
     {"tg_parallel_part() outside a loop", "0", NULL, c_parallel_part},
+    {"tg_parallel_parts(-5, 1)", "0", NULL, c_parallel_parts_none},
+    {"tg_parallel_parts(100, 0): grain 1, at most 64 parts", "64", NULL, c_parallel_parts_grain},
+    {"tg_parallel_parts(INT64_MAX, INT64_MAX)", "1", NULL, c_parallel_parts_huge},
+    /* core/cpu.h */
+    {"tg_isa_name((tg_isa)7)", "?", NULL, c_isa_name_bad},
+    {"tg_isa_set_max((tg_isa)-1) leaves the path", "true", NULL, c_isa_set_bad},
     /* core/safetensors.h */
     {"tg_st_load(NULL, err)", "NULL", "safetensors: (null): path is NULL", c_st_load_nopath},
     {"tg_st_load(missing, NULL, 0)", "NULL", NULL, c_st_load_noerr},
@@ -1935,6 +1948,11 @@ static const no_row NO_ROW[] = {
     {"tg_st_writer_new", "takes no argument: NULL only means out of memory"},
     {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
     {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
+    {"tg_isa_active", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
+    {"tg_isa_cpu", "takes no argument"},
+    {"tg_isa_env_error", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
+    {"tg_version", "takes no argument"},
+    {"tg_build_options", "takes no argument"},
     {"tg_dist_finalize", "takes no argument"},
     {"tg_dist_built_with_mpi", "takes no argument"},
     {"tg_dist_mpi_running", "takes no argument"},

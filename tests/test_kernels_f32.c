@@ -20,12 +20,10 @@
  *   its loops with f64, ops/unary_kernels.inc) in f32 against f64; GELU
  *   against libm on a dense grid and at extreme inputs.
  *
- * Which code runs: this program calls the kernels as the library picks
- * them, the x86-64-v3 clone on a CPU that has it, else the default one
- * (the first line printed says which). test_kernels_f32_generic is this
- * file again, linked with the kernels compiled without target_clones
- * (TG_NO_VEC_CLONES): the default clone's code, which an x86-64-v3 CPU
- * never picks; its ops run that code too.
+ * Which code runs: the kernels of the path in use (core/cpu.h: AVX-512,
+ * AVX2 + FMA, or generic, the first line printed says which); CTest runs
+ * this program once per path (test_kernels_f32_generic, _avx2, _avx512:
+ * TG_ISA set).
  *
  * Tolerances (the kernel tests): u = 2^-24, the unit roundoff of f32.
  * Every f32 operation rounds with a relative error of at most u (a fused
@@ -1169,21 +1167,9 @@ END_TEST
 
 /* ---- main ------------------------------------------------------------- */
 
-static const char *kernels_in_use(void)
-{
-#ifdef TG_NO_VEC_CLONES
-    return "the default code, compiled without target_clones (test_kernels_f32_generic)";
-#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("x86-64-v3") ? "the x86-64-v3 clone" : "the default clone";
-#else
-    return "the one build (no clones)";
-#endif
-}
-
 int main(void)
 {
-    printf("f32 kernels: %s\n", kernels_in_use());
+    printf("f32 kernels: the %s path (core/cpu.h; TG_ISA caps it)\n", tg_isa_name(tg_isa_active()));
     Suite *s = suite_create("kernels_f32");
     tt_tcase(s, "fastmath", 120, TT_TESTS(phi_matches_libm_erf, fexp_matches_libm_exp));
     tt_tcase(s, "kernels", 60,

@@ -142,6 +142,7 @@ int checkpoint_save(const char *path, const model *m, const vocab *v, const opt_
         rc |= tg_st_writer_meta(w, "train.data_rng", rd);
         rc |= tg_st_writer_meta(w, "train.dropout_rng", rr);
         rc |= tg_st_writer_meta(w, "optimizer.steps", adam_steps);
+        rc |= tg_st_writer_meta(w, "train.isa", tg_isa_name(tg_isa_active()));   /* the kernel path it ran on */
     }
     if (rc) {
         snprintf(err, errlen, "%s: could not assemble the checkpoint: %s", path,

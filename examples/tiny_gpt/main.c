@@ -89,7 +89,8 @@ static void usage(FILE *out)
             "          encode stdin to ids / decode ids to bytes (encode|decode --tokenizer F)\n"
             "  export  a Llama checkpoint as llama2.c's model.bin and tokenizer.bin (--ckpt, --out, --tokenizer)\n"
             "  import  llama2.c's model.bin as a Llama checkpoint (--model, --tokenizer, --out)\n"
-            "tiny_gpt <command> --help lists the command's flags.\n");
+            "tiny_gpt <command> --help lists the command's flags; tiny_gpt --version the version, the\n"
+            "build and the kernel path (TG_ISA=generic|avx2|avx512 caps it).\n");
 }
 
 static const struct {
@@ -97,6 +98,14 @@ static const struct {
     int (*run)(int argc, char **argv);
 } COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
                 {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}, {"export", cmd_export}, {"import", cmd_import}};
+
+/* tiny_gpt --version: the library's version, its build's options and the
+ * kernel path in use (core/cpu.h) */
+static void version(void)
+{
+    printf("tiny_gpt (tapegrad) %s\nbuild: %s\nkernel path: %s (this CPU offers %s; TG_ISA caps it)\n", tg_version(),
+           tg_build_options(), tg_isa_name(tg_isa_active()), tg_isa_name(tg_isa_cpu()));
+}
 
 /* The command named by argv[1]; only train runs on several processes. */
 static int run(int argc, char **argv)
@@ -106,6 +115,14 @@ static int run(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    if (tg_isa_env_error()) {   /* a TG_ISA the library does not know: no silent fallback */
+        if (tg_dist_rank() == 0) fprintf(stderr, "tiny_gpt: %s\n", tg_isa_env_error());
+        return 2;
+    }
+    if (!strcmp(cmd, "--version")) {
+        if (tg_dist_rank() == 0) version();
+        return 0;
+    }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(cmd, COMMANDS[i].name)) {
             if (tg_dist_size() > 1 && COMMANDS[i].run != cmd_train) {

@@ -187,6 +187,12 @@ static int start_from(trainer *t)
     if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
     if (run_restore(t->specs, t->n_specs, roles, t->from, path, t->say, t->err, sizeof t->err)) return -1;
+    /* f32 results are the same bits on one kernel path, to rounding across paths (core/cpu.h) */
+    const char *isa = tg_st_meta(t->from, "train.isa"), *now = tg_isa_name(tg_isa_active());
+    if (o->resume && isa && strcmp(isa, now) && t->say)
+        fprintf(stderr, "tiny_gpt %s: notice: the run was made on the %s kernel path and continues on %s: the same run "
+                        "to rounding, not bit for bit (TG_ISA=%s gives its bits, where the CPU has it)\n",
+                t->say, isa, now, isa);
     return 0;
 }
 

@@ -1,0 +1,93 @@
+/* The kernel path (cpu.h): the CPU's best, capped by TG_ISA and
+ * tg_isa_set_max; and the build's version and options.
+ *
+ * The CPU is asked through GCC's __builtin_cpu_supports, which also
+ * checks that the OS saves the registers (XCR0): AVX-512 needs F (the
+ * 512-bit registers and masks), BW and DQ (byte/word and dword/qword
+ * lanes the compiler uses for masks and conversions) and VL (the same
+ * instructions on 256 and 128 bits), which every AVX-512 CPU from
+ * Skylake-X on has. The path is computed on first use and kept in an
+ * atomic, so reading it in a kernel costs one load. */
+#include "cpu.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const NAMES[] = {"generic", "avx2", "avx512"};
+
+static atomic_int active = -1;   /* the path in effect, -1 until first asked */
+static char env_error[160];
+
+tg_isa tg_isa_cpu(void)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return TG_ISA_GENERIC;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return TG_ISA_AVX512;
+    return TG_ISA_AVX2;
+#else
+    return TG_ISA_GENERIC;
+#endif
+}
+
+/* TG_ISA's cap: the path it names, TG_ISA_AVX512 when unset, generic
+ * (with env_error set) for anything else */
+static tg_isa env_cap(void)
+{
+    const char *e = getenv("TG_ISA");
+    if (!e) return TG_ISA_AVX512;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(e, NAMES[i]) == 0) return (tg_isa)i;
+    snprintf(env_error, sizeof env_error, "TG_ISA='%.60s' is not a kernel path: use generic, avx2 or avx512", e);
+    return TG_ISA_GENERIC;
+}
+
+static tg_isa capped(tg_isa max)
+{
+    tg_isa cpu = tg_isa_cpu();
+    return max < cpu ? max : cpu;
+}
+
+tg_isa tg_isa_active(void)
+{
+    int a = atomic_load_explicit(&active, memory_order_relaxed);
+    if (a < 0) {
+        a = (int)capped(env_cap());
+        atomic_store_explicit(&active, a, memory_order_relaxed);
+    }
+    return (tg_isa)a;
+}
+
+tg_isa tg_isa_set_max(tg_isa max)
+{
+    if ((int)max < TG_ISA_GENERIC || (int)max > TG_ISA_AVX512) return tg_isa_active();
+    (void)tg_isa_active();   /* reads TG_ISA once, for tg_isa_env_error */
+    atomic_store_explicit(&active, (int)capped(max), memory_order_relaxed);
+    return tg_isa_active();
+}
+
+const char *tg_isa_name(tg_isa isa)
+{
+    return (int)isa >= TG_ISA_GENERIC && (int)isa <= TG_ISA_AVX512 ? NAMES[isa] : "?";
+}
+
+const char *tg_isa_env_error(void)
+{
+    (void)tg_isa_active();
+    return env_error[0] ? env_error : NULL;
+}
+
+const char *tg_version(void) { return TG_VERSION; }
+
+const char *tg_build_options(void)
+{
+#ifdef TG_BUILD_MPI
+    return "mpi pcre2";
+#else
+    return "pcre2";
+#endif
+}

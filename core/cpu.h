@@ -1,0 +1,61 @@
+/* tapegrad core: the kernel path in use, and what this build is.
+ *
+ * tapegrad's tuned f32 kernels come in three paths, chosen once from the
+ * CPU when first needed:
+ *
+ *   generic   any x86-64 (or any other CPU): plain C, SSE2 on x86-64
+ *   avx2      AVX2 + FMA (Haswell, Zen 1 and later)
+ *   avx512    AVX-512 F, BW, DQ and VL (Skylake-X, Ice Lake, Zen 4, Zen 5)
+ *
+ * The environment variable TG_ISA=generic|avx2|avx512 caps the path: the
+ * best one the CPU has, up to the cap (as oneDNN's ONEDNN_MAX_CPU_ISA).
+ * Within one path results are the same bits on any thread count and
+ * across a stopped and resumed run; across paths the last bits of f32
+ * results may differ (docs/decisions.md). f64 work is the same on every
+ * path. */
+#ifndef TG_CPU_H
+#define TG_CPU_H
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tg_isa { TG_ISA_GENERIC = 0, TG_ISA_AVX2 = 1, TG_ISA_AVX512 = 2 } tg_isa;
+
+/* The path tapegrad's kernels take: the CPU's best (tg_isa_cpu), capped by
+ * TG_ISA when it is set and by tg_isa_set_max. A TG_ISA value that is not
+ * one of the three names takes the generic path, and tg_isa_env_error says
+ * so (programs should refuse to run: tiny_gpt does). */
+TG_API tg_isa tg_isa_active(void);
+/* The best path this CPU (and this build's compiler) offers, whatever the cap. */
+TG_API tg_isa tg_isa_cpu(void);
+/* Caps the path from now on (the path in effect is min(max, tg_isa_cpu()))
+ * and returns it. For tests and benchmarks that compare paths in one
+ * process; not to be called while another thread runs tapegrad. A value
+ * outside the enum leaves the path as it is. */
+TG_API tg_isa tg_isa_set_max(tg_isa max);
+/* "generic", "avx2" or "avx512"; "?" for a value outside the enum. */
+TG_API const char *tg_isa_name(tg_isa isa);
+/* NULL when TG_ISA is unset or names a path; else a message naming the
+ * value and the accepted ones. */
+TG_API const char *tg_isa_env_error(void);
+
+/* The version of these headers, and of the library as built. */
+#define TG_VERSION_MAJOR 0
+#define TG_VERSION_MINOR 1
+#define TG_VERSION_PATCH 0
+#define TG_VERSION "0.1.0"
+/* The library's version, "MAJOR.MINOR.PATCH" (TG_VERSION when it was built). */
+TG_API const char *tg_version(void);
+/* The optional parts this library was built with, space-separated:
+ * "mpi" (data-parallel training over Open MPI, dist/) when present, then
+ * "pcre2" (GPT-2's pre-tokenizer, always). */
+TG_API const char *tg_build_options(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
