@@ -5,9 +5,12 @@
  * at most GEMM_CHUNKS chunks of whole GEMM_BLOCKs of rows (or columns,
  * when C is wider than tall), each one call, on one thread or many. So
  * every element of C is computed by the same call on 1 or 64 threads, and
- * results are the same bits on any thread count, whichever library does
- * the call (OpenBLAS's kernels sum differently in differently sized calls,
- * tapegrad's would not).
+ * results are the same bits on any thread count (OpenBLAS's kernels sum
+ * differently in differently sized calls). A product that tapegrad's own
+ * kernel takes whole is the exception that costs nothing: that kernel
+ * sums each element in the same order whatever a call covers
+ * (ops/sgemm.c), so a thread's consecutive chunks go to it as one call,
+ * which packs B once instead of once per chunk.
  *
  * Cutting rows of C [m0, m1) reads rows [m0, m1) of op(A): A + m0 * lda
  * when A is stored as is, A + m0 when it is stored transposed. Cutting
@@ -25,6 +28,7 @@
  * types (a float converts to double and back exactly). */
 typedef struct gemm_job {
     bool f64, ta, tb, by_rows;
+    bool merge;           /* consecutive chunks may be one call (tapegrad's kernel) */
     int M, N, K, lda, ldb, ldc;
     int chunk;            /* rows (or columns) of C per chunk */
     double alpha, beta;
@@ -49,8 +53,9 @@ static void part(void *ctx, int64_t lo, int64_t hi)
 {
     const gemm_job *j = ctx;
     const int total = j->by_rows ? j->M : j->N;
-    for (int64_t k = lo; k < hi; k++) {
-        const int s = (int)k * j->chunk, e = s + j->chunk < total ? s + j->chunk : total;
+    const int64_t step = j->merge ? hi - lo : 1;
+    for (int64_t k = lo; k < hi; k += step) {
+        const int s = (int)k * j->chunk, e = (k + step) * j->chunk < total ? (int)(k + step) * j->chunk : total;
         if (j->by_rows) one_call(j, e - s, j->N, j->ta ? s : (int64_t)s * j->lda, 0, (int64_t)s * j->ldc);
         else one_call(j, j->M, e - s, 0, j->tb ? (int64_t)s * j->ldb : s, s);
     }
@@ -66,17 +71,20 @@ static void gemm(gemm_job *j)
         return;
     }
     j->chunk = (blocks + GEMM_CHUNKS - 1) / GEMM_CHUNKS * GEMM_BLOCK;
+    /* a part of the whole product goes where the whole goes (tg_sgemm_picks_kernel
+     * holds for a narrower N whenever it holds for the whole N) */
+    j->merge = !j->f64 && tg_sgemm_picks_kernel(j->ta, j->tb, j->N, j->K);
     tg_parallel_for((total + j->chunk - 1) / j->chunk, 1, part, j);
 }
 
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc)
 {
-    gemm(&(gemm_job){false, ta, tb, M >= N, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+    gemm(&(gemm_job){false, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
 void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc)
 {
-    gemm(&(gemm_job){true, ta, tb, M >= N, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+    gemm(&(gemm_job){true, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
