@@ -26,6 +26,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/isa_internal.h"
 #include "../core/parallel.h"
 
 struct tg_adamw {
@@ -124,21 +125,32 @@ bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param)
 /* The per-step scalars, in double. */
 typedef struct scalars { double keep, b1, a1, b2, a2, bc2_sqrt, eps, step_size; } scalars;
 
-#define DEFINE_ADAMW(T, SQRT)                                                                \
-    static void adamw_##T(T *p, const T *g, T *m, T *v, int64_t n, const scalars *s, bool decay) \
-    {                                                                                        \
-        const T keep = (T)s->keep, b1 = (T)s->b1, a1 = (T)s->a1, b2 = (T)s->b2, a2 = (T)s->a2; \
-        const T bc2_sqrt = (T)s->bc2_sqrt, eps = (T)s->eps, step_size = (T)s->step_size;    \
-        for (int64_t i = 0; i < n; i++) {                                                    \
-            if (decay) p[i] *= keep;                                                         \
-            m[i] = b1 * m[i] + a1 * g[i];                                                    \
-            v[i] = b2 * v[i] + a2 * g[i] * g[i];                                             \
-            T den = SQRT(v[i]) / bc2_sqrt + eps;                                             \
-            p[i] -= step_size * m[i] / den;                                                  \
-        }                                                                                    \
+/* The update of n elements; the f32 loop is compiled once per kernel path
+ * (core/isa_internal.h: 16, 8 or 4 lanes, fused multiply-adds on the
+ * AVX2 and AVX-512 paths), the f64 one once. */
+#define ADAMW_LOOP(T, SQRT)                                                                  \
+    const T keep = (T)s->keep, b1 = (T)s->b1, a1 = (T)s->a1, b2 = (T)s->b2, a2 = (T)s->a2; \
+    const T bc2_sqrt = (T)s->bc2_sqrt, eps = (T)s->eps, step_size = (T)s->step_size;    \
+    for (int64_t i = 0; i < n; i++) {                                                    \
+        if (decay) p[i] *= keep;                                                         \
+        m[i] = b1 * m[i] + a1 * g[i];                                                    \
+        v[i] = b2 * v[i] + a2 * g[i] * g[i];                                             \
+        T den = SQRT(v[i]) / bc2_sqrt + eps;                                             \
+        p[i] -= step_size * m[i] / den;                                                  \
     }
-DEFINE_ADAMW(float, sqrtf)
-DEFINE_ADAMW(double, sqrt)
+
+TG_KERNEL_BODY void adamw_float_body(float *restrict p, const float *restrict g, float *restrict m,
+                                     float *restrict v, int64_t n, const scalars *s, bool decay)
+{
+    ADAMW_LOOP(float, sqrtf)
+}
+TG_ISA_CLONES_VOID(adamw_float, (float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+    int64_t n, const scalars *s, bool decay), (p, g, m, v, n, s, decay))
+
+static void adamw_double(double *p, const double *g, double *m, double *v, int64_t n, const scalars *s, bool decay)
+{
+    ADAMW_LOOP(double, sqrt)
+}
 
 /* One tensor's update, its elements shared out among threads. */
 typedef struct adamw_job {
