@@ -157,6 +157,42 @@ rc=$?
 expect_fail "a flag's error is printed once" "tiny_gpt train: unknown flag '--lrr'" mpi 2 train --lrr 1
 [ "$(mpi 2 train --lrr 1 2>&1 | grep -c "unknown flag")" -eq 1 ] && ok "... exactly once" || bad "flag error repeated"
 expect_fail "other commands run as one process" "runs as one process, not 2" mpi 2 sample --ckpt "$work/g2/best.safetensors"
+# 4b. ranks whose models differ: compared before rank 0's weights are broadcast (issue 20: the broadcast
+# overran a smaller model), one message naming the field and both values, nothing written
+printf 'abc def\n%.0s' $(seq 3000) >"$work/c98.txt"
+{ cat "$work/c98.txt"; printf 'xyz!\n'; } >"$work/c99.txt"
+"$bin" tokenizer train --data "$work/c99.txt" --vocab-size 300 --out "$work/tok99.safetensors" >/dev/null 2>&1 ||
+  bad "tokenizer train"
+"$bin" tokenizer encode --tokenizer "$work/tok99.safetensors" <"$work/c99.txt" |
+  python3 -c 'import sys, struct; ids = sys.stdin.read().split(); sys.stdout.buffer.write(struct.pack("<%dH" % len(ids), *map(int, ids)))' \
+  >"$work/c99.bin"
+# mismatch NAME WANT ARGS0 -- ARGS1: rank 0 with ARGS0, rank 1 with ARGS1
+mismatch() {
+  local name=$1 want=$2 a=() b=() out rc d="$work/mm$RANDOM"
+  shift 2
+  while [ "$1" != -- ]; do a+=("$1"); shift; done
+  shift
+  b=("$@")
+  out=$(mpi 1 train "${base[@]}" "${a[@]}" --out "$d" : -np 1 "$bin" train "${base[@]}" "${b[@]}" --out "$d" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -eq 1 ] && [ "$(grep -c "tiny_gpt train: rank 1: " <<<"$out")" -eq 1 ] && grep -qF -- "$want" <<<"$out" &&
+     ! grep -qi "MPI_ERR\|AddressSanitizer\|runtime error" <<<"$out" && [ ! -e "$d/metrics.csv" ]; then ok "$name"
+  else bad "$name: exit $rc: $out (wanted: $want)"; fi
+}
+mismatch "a text with one more character on rank 1 (a larger vocabulary): the data's size named" \
+  "rank 1: the data's size in bytes is 24005 here but 24000 on rank 0" --data "$work/c98.txt" -- --data "$work/c99.txt"
+mismatch "a text with one character less on rank 1 (a smaller model)" \
+  "rank 1: the data's size in bytes is 24000 here but 24005 on rank 0" --data "$work/c99.txt" -- --data "$work/c98.txt"
+mismatch "--tokenizer on rank 0 only" "rank 1: vocab_size is 12 here but 264 on rank 0" \
+  --data "$work/c99.txt" --tokenizer "$work/tok99.safetensors" -- --data "$work/c99.txt"
+mismatch "--n-layer 2 on rank 0, 1 on rank 1" "rank 1: n_layer is 1 here but 2 on rank 0" -- --n-layer 1
+mismatch "--n-layer 1 on rank 0, 2 on rank 1" "rank 1: n_layer is 2 here but 1 on rank 0" --n-layer 1 --
+mismatch "a text on rank 0, token files on rank 1: the data named" \
+  "rank 1: the data is token files (--data-tokens) here but a text (--data or the built-in corpus) on rank 0" \
+  --data "$work/c99.txt" -- --data-tokens "$work/c99.bin" --vocab-size 300
+mismatch "token files on rank 0, a text on rank 1" \
+  "rank 1: the data is a text (--data or the built-in corpus) here but token files (--data-tokens) on rank 0" \
+  --data-tokens "$work/c99.bin" --vocab-size 300 -- --data "$work/c99.txt"
 
 # 5. one process failing during training ends the job within seconds
 t0=$(date +%s)

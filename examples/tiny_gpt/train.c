@@ -577,22 +577,25 @@ static int train_loop(trainer *t)
     return 0;
 }
 
-/* What every process must share with rank 0 (ranks_check_same): the
- * run's recorded settings (the text by size and checksum; its path may
- * differ), the model, the vocabulary, the weights and, resumed, the
- * checkpoint's state, and what decides the order of the collectives (the
- * buckets, --stop-at). A new run takes rank 0's initial weights first,
- * as DDP does: machines whose libm rounds differently draw other ones. */
+/* What every process must share with rank 0 (ranks_check_same): what
+ * the data is (a text or token files: their recorded keys differ, so it
+ * is compared first), the run's recorded settings (the text by size and
+ * checksum; its path may differ), the model, the vocabulary, the
+ * parameters' count, resumed the checkpoint's state, and what decides the
+ * order of the collectives (the buckets, --stop-at); then the weights. A
+ * new run takes rank 0's initial weights, as DDP does (machines whose
+ * libm rounds differently draw other ones), but only once the ranks are
+ * known to hold models of one shape: a broadcast into a smaller model
+ * would overrun it (issue 20). */
 static int same_run(trainer *t)
 {
     if (t->ranks == 1) return 0;
     const train_opts *o = &t->o;
     tg_params *p = t->m.params;
     const size_t bytes = (size_t)tg_params_numel(p) * tg_dtype_size(t->dt);
-    if (!t->from) tg_dist_bcast(tg_params_data(p), bytes, 0);
     kv_list f = {0};
     char buf[1200];
-    int rc = 0;
+    int rc = kv_add(&f, "the data", t->text.text ? "a text (--data or the built-in corpus)" : "token files (--data-tokens)");
     for (int i = 0; i < t->meta.n; i++) {   /* not the data's paths: machines may mount it elsewhere */
         const char *k = t->meta.kv[2 * i];
         if (strcmp(k, "train.data") && strcmp(k, "train.data_tokens") && strcmp(k, "train.val_tokens"))
@@ -604,15 +607,13 @@ static int same_run(trainer *t)
     snprintf(buf, sizeof buf, "%zu, checksum %016llx", t->d.n,   /* a tokenizer's, or a token file's */
              (unsigned long long)fnv1a64(t->d.tokens, t->d.n * sizeof *t->d.tokens));
     rc |= kv_add(&f, "tokens", buf);
-    snprintf(buf, sizeof buf, "%lld elements in %d buckets", (long long)tg_params_numel(p),
+    snprintf(buf, sizeof buf, "%lld elements (%zu bytes) in %d buckets", (long long)tg_params_numel(p), bytes,
              tg_dist_grads_bucket_count(t->dg));
     rc |= kv_add(&f, "parameters", buf);
     snprintf(buf, sizeof buf, "%s", o->resume ? "--resume" : o->init ? "--init" : "a new run");
     rc |= kv_add(&f, "start", buf);
     snprintf(buf, sizeof buf, "%lld", (long long)o->stop_at);
     rc |= kv_add(&f, "train.stop_at", buf);
-    snprintf(buf, sizeof buf, "checksum %016llx", (unsigned long long)fnv1a64(tg_params_data(p), bytes));
-    rc |= kv_add(&f, "weights", buf);
     if (o->resume) {
         const tg_st_tensor *m = tg_st_find(t->from, "optimizer.m"), *v = tg_st_find(t->from, "optimizer.v");
         snprintf(buf, sizeof buf, "step %lld, moments %016llx %016llx, data stream %016llx %016llx",
@@ -624,6 +625,14 @@ static int same_run(trainer *t)
     if (rc) ranks_abort("train", "out of memory");
     rc = ranks_check_same(&f, t->err, sizeof t->err);
     kv_free(&f);
+    if (rc) return rc;   /* on every rank alike: nothing was broadcast */
+    /* the same shapes everywhere (the dtype is among the settings): the weights */
+    if (!t->from) tg_dist_bcast(tg_params_data(p), bytes, 0);
+    kv_list w = {0};
+    snprintf(buf, sizeof buf, "checksum %016llx", (unsigned long long)fnv1a64(tg_params_data(p), bytes));
+    if (kv_add(&w, "weights", buf)) ranks_abort("train", "out of memory");
+    rc = ranks_check_same(&w, t->err, sizeof t->err);
+    kv_free(&w);
     return rc;
 }
 
