@@ -821,6 +821,27 @@ START_TEST(token_files)
     ck_assert(back[0] == 55432 && back[1] == 308 && back[3] == 8);
     tg_tokfile_close(f);
     ck_assert_ptr_null(tg_tokfile_open(P("magic.bin"), TG_TOKFILE_NANOGPT, 0, err, sizeof err));
+
+    /* ids are read as int32: a vocabulary above 2^31 is refused (an id
+     * 0xFFFFFFFF was read back as -1), and with 2^31 that id is not below it */
+    unsigned char w2[1024 + 8] = {0};
+    const uint32_t head[3] = {20240520, 2, 2};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 4; k++) w2[4 * i + k] = (unsigned char)(head[i] >> (8 * k));
+    memset(w2 + 1024, 0, 4);      /* id 0 */
+    memset(w2 + 1028, 0xff, 4);   /* id 0xFFFFFFFF */
+    write_bytes(P("wide.bin"), w2, sizeof w2);
+    refused_tokens(P("wide.bin"), TG_TOKFILE_AUTO, (int64_t)1 << 32, "vocab_size 4294967296 is above 2^31");
+    refused_tokens(P("wide.bin"), TG_TOKFILE_LLMC, INT64_MAX, "is above 2^31");
+    refused_tokens(P("wide.bin"), TG_TOKFILE_AUTO, TG_TOKFILE_MAX_VOCAB,
+                   "offset 1028 (token 1): id 4294967295 is not below the vocabulary size 2147483648");
+    w2[1031] = 0x7f;   /* id 2^31 - 1: the largest, read back as itself */
+    write_bytes(P("wide.bin"), w2, sizeof w2);
+    f = tg_tokfile_open(P("wide.bin"), TG_TOKFILE_AUTO, TG_TOKFILE_MAX_VOCAB, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    ck_assert_int_eq(tg_tokfile_read(f, 0, 2, back), 0);
+    ck_assert(back[0] == 0 && back[1] == INT32_MAX);
+    tg_tokfile_close(f);
 }
 END_TEST
 

@@ -175,13 +175,16 @@ typedef enum tg_tokfile_format {
 } tg_tokfile_format;
 
 #define TG_LLMC_MAGIC 20240520
+/* The largest vocab_size tg_tokfile_open takes: ids are read as int32. */
+#define TG_TOKFILE_MAX_VOCAB ((int64_t)1 << 31)
 
 typedef struct tg_tokfile tg_tokfile;
 
 /* Opens a token file (mapped into memory, not copied) and validates it
  * whole: a known header, a size that matches it (an odd byte count for
  * nanoGPT's, a count that disagrees with the bytes for llm.c's), at least
- * one token, every id < vocab_size (vocab_size > 0). NULL with a message
+ * one token, every id < vocab_size (0 < vocab_size <= TG_TOKFILE_MAX_VOCAB,
+ * 2^31: the ids are read as int32). NULL with a message
  * naming the file and the byte offset of the problem. */
 TG_API tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, char *err,
                                    size_t errlen);

@@ -53,6 +53,12 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
                                                                                          : "unknown format");
         return NULL;
     }
+    /* ids are read as int32 (tg_tokfile_read): an id of 2^31 or more would come back negative */
+    if (vocab_size > TG_TOKFILE_MAX_VOCAB) {
+        tg_set_err(err, errlen, "token file %s: vocab_size %lld is above 2^31 (%lld): ids are read as int32", path,
+                   (long long)vocab_size, (long long)TG_TOKFILE_MAX_VOCAB);
+        return NULL;
+    }
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
