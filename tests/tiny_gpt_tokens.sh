@@ -7,7 +7,7 @@
 # loss / ln 2 / decoded bytes per token), without it sample speaks ids
 # and no bits per byte are claimed; a resume reads the recorded files and
 # refuses others; ids >= V, truncated files and a bad header are refused
-# with the library's message and the flag.
+# with the library's message and the flag, before the model is built.
 #   tests/tiny_gpt_tokens.sh path/to/tiny_gpt path/to/st_edit path/to/llama2c_run
 . "$(dirname "$0")/tiny_gpt_lib.sh"
 command -v python3 >/dev/null || { echo "skipped: python3 writes the token files"; exit 77; }
@@ -145,4 +145,30 @@ expect_fail "token files without a vocabulary size" "--data-tokens needs --vocab
   "$bin" train "${small[@]}" --data-tokens "$work/train.bin" --out "$work/bad"
 expect_fail "--val-tokens alone" "--val-tokens goes with --data-tokens" "$bin" train --val-tokens "$work/val.bin" --out "$work/bad"
 [ ! -e "$work/bad/last.safetensors" ] && ok "refused runs write no checkpoint" || bad "a refused run wrote a checkpoint"
+
+# 6. a bad token file is refused before the model exists (issue 20: with GPT-2-small's shape it was refused
+# only after the 124M-parameter model, its gradients and AdamW's moments were built: seconds and a GB):
+# under a 400 MB address-space limit, within 2 s
+gpt2=(--n-layer 12 --n-head 12 --n-embd 768 --block-size 1024 --batch-size 1 --threads 1 --out "$work/bad2")
+head -c $((4 * 2000 + 1)) /dev/zero >"$work/trunc.bin"   # 2000 ids of 0 and one byte: truncated by one byte
+python3 -c "import struct; open('$work/big32.bin','wb').write(struct.pack('<256i', 20240520, 2, 3000, *[0]*253) + struct.pack('<3000I', *([7] * 2999 + [2**31])))"
+# fast NAME WANT ARGS...: refused with WANT, in under 2 s, within 400 MB of address space
+fast() {
+  local name=$1 want=$2 out rc t0 ms
+  shift 2
+  t0=$(date +%s%N)
+  out=$(ulimit -v 400000; "$bin" train "${gpt2[@]}" "$@" 2>&1 >/dev/null)
+  rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  if [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$out" && [ $ms -lt 2000 ]; then ok "$name (${ms} ms, under ulimit -v 400000)"
+  else bad "$name: exit $rc in ${ms} ms: $out (wanted: $want)"; fi
+}
+fast "a raw file one byte short, with GPT-2-small's shape: refused at once" \
+  "--data-tokens: token file $work/trunc.bin: 8001 bytes is not a whole number of uint16 ids (truncated?)" \
+  --vocab-size 50304 --data-tokens "$work/trunc.bin"
+fast "a valid train file and a val file one byte short: refused at once" "--val-tokens: token file $work/trunc.bin" \
+  --vocab-size 50304 --data-tokens "$work/train.bin" --val-tokens "$work/trunc.bin"
+fast "an id of 2^31 in an llm.c uint32 file, --vocab-size 16777216: refused at once" \
+  "--data-tokens: token file $work/big32.bin: offset 13020 (token 2999): id 2147483648 is not below the vocabulary size 16777216" \
+  --vocab-size 16777216 --n-layer 1 --data-tokens "$work/big32.bin"
 finish

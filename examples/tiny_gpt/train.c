@@ -252,6 +252,17 @@ static int build(trainer *t)
     /* the run's own vocabulary; else --tokenizer, token ids, llama2.c's bytes or the data's sorted bytes */
     if (vocab_for_run(&t->v, o->tokenizer, tokens, o->vocab_size, llama, t->from, text, len, t->err, sizeof t->err))
         return -1;
+    /* token files are checked whole (size, header, every id below the
+     * model's vocabulary) before anything of the model's size exists: a
+     * bad file is refused at once, not after gigabytes (issue 20) */
+    if (tokens) {
+        model_config rc;
+        int64_t V = t->v.size;
+        if (t->from && !checkpoint_config(t->from, &rc, t->err, sizeof t->err)) V = rc.vocab_size;
+        if (run_load_tokens(&t->d, &t->v, V, o->data_tokens, o->val_tokens, o->block_size, o->resume ? t->from : NULL,
+                            true, &t->meta, "train", t->err, sizeof t->err))
+            return -1;
+    }
     if (t->from) {
         if (checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
         if (t->v.size > t->m.cfg.vocab_size || (t->v.kind == VOCAB_CHARS && t->v.size != t->m.cfg.vocab_size))
@@ -286,10 +297,7 @@ static int build(trainer *t)
                          t->ts.step == o->steps ? "finished" : "is already past --steps", (long long)t->ts.step,
                          (long long)t->ts.step);
     }
-    if (tokens ? run_load_tokens(&t->d, &t->v, t->m.cfg.vocab_size, o->data_tokens, o->val_tokens, o->block_size,
-                                 o->resume ? t->from : NULL, true, &t->meta, "train", t->err, sizeof t->err)
-               : dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err))
-        return -1;
+    if (!tokens && dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
 
     /* the global batch (processes x --batch-size x --grad-accum) is what a
      * resumed run must keep; its split may change. Resumed on another
