@@ -14,9 +14,9 @@
 # second). As root it installs the missing Debian packages with apt-get;
 # otherwise it prints the `sudo apt-get install` command, still installs
 # the npm packages when node and npm are there, and exits 1. On a fresh
-# machine about 1 GB of Debian packages (torch and its libraries) and
-# 90 MB of npm packages (tokenizers ships native addons for every
-# platform).
+# machine at most about 400 MB of Debian packages to fetch (torch and its
+# libraries; nodejs, and Debian's npm with its node-* packages) and 90 MB
+# of npm packages (tokenizers ships native addons for every platform).
 #   scripts/reference-tools.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +52,11 @@ have() { node -e 'process.exit(require(process.argv[1]).version === process.argv
 need=()
 for p in "${npm_pkgs[@]}"; do have "$p" || need+=("$p"); done
 if [ ${#need[@]} -eq 0 ]; then
-  echo "reference-tools: Debian packages and ${npm_pkgs[*]} (in $dest) all there"
+  if [ $status -eq 0 ]; then
+    echo "reference-tools: all there (${pkgs[*]}; ${npm_pkgs[*]} in $dest)"
+  else
+    echo "reference-tools: ${npm_pkgs[*]} already in $dest"
+  fi
   exit $status
 fi
 tmp=$(mktemp -d)
