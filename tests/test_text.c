@@ -13,8 +13,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tg_test.h"
 
+#include <time.h>
 #include <unistd.h>
 
+#include "../text/text_internal.h"   /* tg_tokenizer's build_work */
 #include "corpus.h"
 
 static char dir[] = "/tmp/tg_text_test_XXXXXX";
@@ -845,6 +847,57 @@ START_TEST(token_files)
 }
 END_TEST
 
+/* ---- long pieces load in time proportional to the file --------------------- */
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* issue 20: building the pair table hashed every split's prefix and
+ * suffix afresh, the square of a piece's length: a 256 KiB piece took
+ * 9.4 s and a 1 MiB one never finished. A rank file with a 1 MiB piece of
+ * 'a' (and "aa", so that two of its splits find a prefix piece) loads in
+ * well under the bound, and the build's work counter (bytes hashed and
+ * compared) is a small multiple of the pieces' bytes. */
+START_TEST(long_pieces_load_in_linear_time)
+{
+    enum { REPS = 349526 };   /* "aaa" is "YWFh": 1 048 578 bytes */
+    const char *path = P("long.tiktoken");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        fprintf(f, "%s %d\n", b64(&c, 1), b);
+    }
+    fprintf(f, "YWE= 256\n");   /* "aa" */
+    for (int i = 0; i < REPS; i++) fputs("YWFh", f);
+    fprintf(f, " 257\n");
+    ck_assert_int_eq(fclose(f), 0);
+    char err[512];
+    double t0 = seconds();
+    tg_tokenizer *t = tg_tok_load(path, err, sizeof err);
+    double dt = seconds() - t0;
+    ck_assert_msg(t != NULL, "%s", err);
+    size_t len;
+    ck_assert_ptr_nonnull(tg_tok_piece(t, 257, &len));
+    ck_assert_uint_eq(len, 3 * (size_t)REPS);
+    ck_assert_uint_eq(tg_tok_max_piece_len(t), 3 * (size_t)REPS);
+    const uint64_t bytes = 256 + 2 + 3 * (uint64_t)REPS;
+    ck_assert_msg(t->build_work >= bytes && t->build_work <= 4 * bytes,
+                  "building the pairs did %llu bytes of work for %llu bytes of pieces",
+                  (unsigned long long)t->build_work, (unsigned long long)bytes);
+    ck_assert_msg(dt < 10, "loading took %.2f s", dt);
+    int32_t *ids;
+    ck_assert_int_eq(encode(t, "aaaa", 4, &ids), 2);   /* "aa" "aa" */
+    ck_assert(ids[0] == 256 && ids[1] == 256);
+    tg_free(ids);
+    tg_tok_free(t);
+}
+END_TEST
+
 /* ---- NULL and bad arguments ------------------------------------------------- */
 
 START_TEST(null_arguments)
@@ -912,6 +965,7 @@ static Suite *suite(void)
     tcase_add_test(tc, saved_alone_and_in_a_checkpoint);
     tcase_add_test(tc, tokenizer_entries_refused);
     tcase_add_test(tc, token_files);
+    tcase_add_test(tc, long_pieces_load_in_linear_time);
     tcase_add_test(tc, null_arguments);
     suite_add_tcase(s, tc);
     return s;

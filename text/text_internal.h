@@ -42,6 +42,7 @@ struct tg_tokenizer {
     int32_t byte_id[256];    /* the piece of each single byte */
     int32_t bos, eos, unk;   /* -1 if none */
     size_t max_piece;
+    uint64_t build_work;     /* bytes tg_tok_build hashed and compared building pairs (linear in the pieces) */
     bool whole_word_first;   /* tiktoken: a word that is a piece is one token */
     tg_pairmap pairs;        /* (a << 32 | b) -> id of bytes(a) bytes(b) */
     tg_strmap pieces;        /* ordinary piece bytes -> id */

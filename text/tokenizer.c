@@ -6,7 +6,18 @@
  * exactly when their concatenation is a piece, the rule of tiktoken,
  * SentencePiece's BPE and llama2.c. Each piece is split at every byte, so
  * building costs the sum of the piece lengths in lookups (GPT-2: about
- * 350 000, a few milliseconds). */
+ * 350 000, a few milliseconds).
+ *
+ * Those lookups must not hash the prefix and the suffix afresh at each
+ * split: that is the square of the piece's length, and a crafted file
+ * with one 1 MiB piece never finished loading (issue 20). The split
+ * lookups use a table of their own keyed by a polynomial hash modulo
+ * 2^61 - 1, whose values for every prefix and suffix of a piece come from
+ * one pass over it; bytes are compared only where the hash and the length
+ * match a piece. So building reads each piece's bytes a constant number
+ * of times, plus the bytes of the pieces it actually splits into (and of
+ * any rare hash collision): time proportional to the file.
+ * t->build_work counts those bytes (test_text checks it). */
 #include "text_internal.h"
 
 #include <stdio.h>
@@ -17,6 +28,106 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+
+/* ---- the pairs, in time proportional to the pieces' bytes ---------------- */
+
+#define P61 ((uint64_t)0x1FFFFFFFFFFFFFFF)   /* 2^61 - 1, a prime */
+#define BASE ((uint64_t)0x16A09E667F3BCC9)   /* < P61; sqrt(2)'s bits */
+
+__extension__ typedef unsigned __int128 u128;
+
+static uint64_t mulmod(uint64_t a, uint64_t b)
+{
+    u128 x = (u128)a * b;
+    uint64_t r = (uint64_t)(x & P61) + (uint64_t)(x >> 61);
+    return r >= P61 ? r - P61 : r;
+}
+
+static uint64_t addmod(uint64_t a, uint64_t b)
+{
+    uint64_t r = a + b;
+    return r >= P61 ? r - P61 : r;
+}
+
+/* the ordinary pieces by (polynomial hash, length): slot = id + 1, 0 empty */
+typedef struct split_table {
+    uint64_t *hash;
+    uint32_t *len;
+    int32_t *slot;
+    size_t mask;
+} split_table;
+
+static size_t split_at(uint64_t h, uint32_t len, size_t mask)
+{
+    uint64_t x = (h ^ (uint64_t)len << 40) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 20) & mask;
+}
+
+/* The id of the ordinary piece p[0..len) whose hash is h, or -1. */
+static int32_t split_find(const tg_tokenizer *t, const split_table *s, const unsigned char *p, uint32_t len,
+                          uint64_t h, uint64_t *work)
+{
+    for (size_t i = split_at(h, len, s->mask);; i = (i + 1) & s->mask) {
+        if (!s->slot[i]) return -1;
+        if (s->hash[i] != h || s->len[i] != len) continue;
+        const int32_t id = s->slot[i] - 1;
+        *work += len;
+        if (!memcmp(t->bytes + t->off[id], p, len)) return id;
+    }
+}
+
+static int build_pairs(tg_tokenizer *t)
+{
+    size_t cap = 64;
+    while (cap < 2 * (size_t)t->n) cap *= 2;
+    split_table s = {tg_malloc(cap * sizeof *s.hash), tg_malloc(cap * sizeof *s.len), tg_calloc(cap, sizeof *s.slot),
+                     cap - 1};
+    uint64_t *pre = tg_malloc((t->max_piece + 1) * sizeof *pre), *pw = tg_malloc((t->max_piece + 1) * sizeof *pw);
+    int rc = -1;
+    if (!s.hash || !s.len || !s.slot || !pre || !pw) goto done;
+    uint64_t work = 0;
+    pw[0] = 1;
+    for (size_t k = 1; k <= t->max_piece; k++) pw[k] = mulmod(pw[k - 1], BASE);
+    for (int32_t i = 0; i < t->n; i++) {
+        if (t->special[i]) continue;
+        const unsigned char *p = t->bytes + t->off[i];
+        const size_t len = (size_t)(t->off[i + 1] - t->off[i]);
+        uint64_t h = 0;
+        for (size_t k = 0; k < len; k++) h = addmod(mulmod(h, BASE), (uint64_t)p[k] + 1);
+        work += len;
+        size_t at = split_at(h, (uint32_t)len, s.mask);
+        while (s.slot[at]) at = (at + 1) & s.mask;
+        s.hash[at] = h;
+        s.len[at] = (uint32_t)len;
+        s.slot[at] = i + 1;
+    }
+    for (int32_t i = 0; i < t->n; i++) {
+        const size_t len = (size_t)(t->off[i + 1] - t->off[i]);
+        if (t->special[i] || len < 2) continue;
+        const unsigned char *p = t->bytes + t->off[i];
+        pre[0] = 0;   /* pre[k]: the hash of p[0..k) */
+        for (size_t k = 0; k < len; k++) pre[k + 1] = addmod(mulmod(pre[k], BASE), (uint64_t)p[k] + 1);
+        work += len;
+        for (size_t k = 1; k < len; k++) {
+            int32_t l = split_find(t, &s, p, (uint32_t)k, pre[k], &work);
+            if (l < 0) continue;
+            /* the suffix p[k..len): pre[len] - pre[k] * BASE^(len - k) */
+            uint64_t hs = addmod(pre[len], P61 - mulmod(pre[k], pw[len - k]));
+            int32_t r = split_find(t, &s, p + k, (uint32_t)(len - k), hs, &work);
+            if (r < 0) continue;
+            if (tg_pairmap_put(&t->pairs, (uint64_t)l << 32 | (uint64_t)r, i)) goto done;
+        }
+    }
+    t->build_work = work;
+    rc = 0;
+done:
+    tg_free(s.hash);
+    tg_free(s.len);
+    tg_free(s.slot);
+    tg_free(pre);
+    tg_free(pw);
+    return rc;
+}
 
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
                            const uint8_t *special, const char *what, char *err, size_t errlen)
@@ -74,19 +185,7 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
                        b);
             goto fail;
         }
-    for (int32_t i = 0; i < n; i++) {
-        size_t len = (size_t)(off[i + 1] - off[i]);
-        if (t->special[i] || len < 2) continue;
-        const unsigned char *p = t->bytes + off[i];
-        for (size_t k = 1; k < len; k++) {
-            int64_t l = tg_strmap_find(&t->pieces, p, (uint32_t)k, tg_hash_bytes(p, k));
-            if (l < 0) continue;
-            int64_t r = tg_strmap_find(&t->pieces, p + k, (uint32_t)(len - k), tg_hash_bytes(p + k, len - k));
-            if (r < 0) continue;
-            uint64_t key = (uint64_t)t->pieces.ents[l].val << 32 | (uint64_t)t->pieces.ents[r].val;
-            if (tg_pairmap_put(&t->pairs, key, i)) goto oom;
-        }
-    }
+    if (build_pairs(t)) goto oom;
     return t;
 oom:
     tg_set_err(err, errlen, "%s: out of memory", what);
