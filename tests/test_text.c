@@ -13,6 +13,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tg_test.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -600,8 +602,9 @@ START_TEST(tiktoken_files_refused)
         {"/w== 254\n", ":256: rank 254 was given already on line 255"},
         {"AA== 255\n", "repeats the piece of id 0"},
         {"", "no piece is the single byte 0xff"},
-        {"/w== 300\n", "not a whole number below the number of lines"},
+        {"/w== 300\n", "rank 255 is missing (256 pieces must have ranks 0..255; line 256 has rank 300)"},
         {"/w== 256\n\n\n", "rank 255 is missing"},
+        {"/w== 1073741825\n", ":256: the rank \"1073741825\" is not a whole number up to 2^30"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(bad, 256 * 16 + 256, "%s%s", good, cases[i].line);
@@ -898,6 +901,63 @@ START_TEST(long_pieces_load_in_linear_time)
 }
 END_TEST
 
+/* issue 20: the reader allocated 16 bytes per line, blank ones too, before
+ * looking at them (1.1 GB for a 64 MB file of newlines). With the address
+ * space limited to what the test uses now plus 64 MB, 32 MB of blank
+ * lines around the 256 byte pieces load (the old reader needed 512 MB
+ * for the lines' entries), and 32 MB of nothing but newlines say "no pieces". */
+START_TEST(blank_lines_cost_no_memory)
+{
+    const char *path = P("blank.tiktoken");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    static char nl[1 << 20];
+    memset(nl, '\n', sizeof nl);
+    for (int i = 0; i < 16; i++) ck_assert_uint_eq(fwrite(nl, 1, sizeof nl, f), sizeof nl);
+    for (int b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        fprintf(f, "%s %d\n", b64(&c, 1), b);
+    }
+    for (int i = 0; i < 16; i++) ck_assert_uint_eq(fwrite(nl, 1, sizeof nl, f), sizeof nl);
+    ck_assert_int_eq(fclose(f), 0);
+    f = fopen(P("newlines.tiktoken"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 32; i++) ck_assert_uint_eq(fwrite(nl, 1, sizeof nl, f), sizeof nl);
+    ck_assert_int_eq(fclose(f), 0);
+
+    /* in a child: the limit must not outlive this test (the suite runs in one process) */
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        long pages = 0;   /* the address space in use now */
+        FILE *st = fopen("/proc/self/statm", "r");
+        if (!st || fscanf(st, "%ld", &pages) != 1) _exit(2);
+        fclose(st);
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+        if (setrlimit(RLIMIT_AS, &lim)) _exit(3);
+        char err[512];
+        tg_tokenizer *t = tg_tok_load(path, err, sizeof err);
+        if (!t || tg_tok_vocab_size(t) != 257) {
+            fprintf(stderr, "blank lines: %s\n", t ? "not 257 ids" : err);
+            _exit(4);
+        }
+        tg_tok_free(t);
+        if (tg_tok_load(P("newlines.tiktoken"), err, sizeof err) || !strstr(err, "no pieces")) {
+            fprintf(stderr, "only newlines: %s\n", err);
+            _exit(5);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d): see stderr", status);
+    remove(path);
+    remove(P("newlines.tiktoken"));
+}
+END_TEST
+
 /* ---- NULL and bad arguments ------------------------------------------------- */
 
 START_TEST(null_arguments)
@@ -966,6 +1026,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tokenizer_entries_refused);
     tcase_add_test(tc, token_files);
     tcase_add_test(tc, long_pieces_load_in_linear_time);
+    tcase_add_test(tc, blank_lines_cost_no_memory);
     tcase_add_test(tc, null_arguments);
     suite_add_tcase(s, tc);
     return s;

@@ -65,6 +65,17 @@ printf 'lr = quick\n' > "$work/bad3.conf"
 expect_fail "bad value in a config" "--config $work/bad3.conf:1: lr: 'quick' is not a number" \
   "$bin" train --config "$work/bad3.conf"
 expect_fail "missing config" "--config $work/nope.conf: No such file or directory" "$bin" train --config "$work/nope.conf"
+# a config file is read only up to 1 MiB (issue 20: --config /dev/zero read until memory ran out)
+expect_fail "--config /dev/zero is refused at once, within 200 MB" \
+  "--config /dev/zero: more than 1048576 bytes; a config file holds at most 1 MiB" \
+  bash -c 'ulimit -v 200000; exec timeout 20 "$0" train --config /dev/zero' "$bin"
+{ printf 'lr = quick\n'; head -c $((1 << 20)) /dev/zero | tr '\0' '#'; } > "$work/big.conf"
+expect_fail "a config file over 1 MiB is refused naming its size" \
+  "--config $work/big.conf: 1048587 bytes; a config file holds at most 1 MiB (1048576 bytes)" \
+  "$bin" train --config "$work/big.conf"
+{ printf 'lr = quick\n'; head -c $(((1 << 20) - 11)) /dev/zero | tr '\0' '#'; } > "$work/mib.conf"
+expect_fail "... and one of exactly 1 MiB is read" "--config $work/mib.conf:1: lr: 'quick' is not a number" \
+  "$bin" train --config "$work/mib.conf"
 # the shipped recipe: every line is a flag, with nanoGPT's values
 conf=$src/examples/tiny_gpt/configs/shakespeare_char.conf
 printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 60) > "$work/text.txt"

@@ -7,11 +7,14 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
+#define _POSIX_C_SOURCE 200809L   /* getline */
 #include "text_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -52,9 +55,25 @@ static int64_t b64_decode(const unsigned char *s, size_t n, unsigned char *out)
 
 typedef struct line_piece {
     int64_t off;    /* into the decoded bytes */
-    int32_t len, line;
+    int32_t len, line, rank;
 } line_piece;
 
+/* Grows *p (of *cap elements of size es) to hold at least need; -1 out of memory. */
+static int grow(void **p, size_t *cap, size_t need, size_t es)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = tg_realloc(*p, c * es);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* The file is read a line at a time, and only the pieces' lines cost
+ * memory: their decoded bytes and one entry each (issue 20: an entry per
+ * line, blank ones too, was allocated first: 1.1 GB for 64 MB of newlines). */
 tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
 {
     if (!path) {
@@ -62,8 +81,10 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         return NULL;
     }
     tg_tokenizer *t = NULL;
-    unsigned char *text = NULL, *bytes = NULL;
-    line_piece *by_rank = NULL;
+    char *text = NULL;
+    unsigned char *bytes = NULL;
+    line_piece *pieces = NULL;
+    int32_t *by_rank = NULL;
     int64_t *off = NULL;
     uint8_t *special = NULL;
     FILE *f = fopen(path, "rb");
@@ -71,82 +92,78 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         tg_set_err(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t len = 0, cap = 0;
+    size_t text_cap = 0, bytes_cap = 0, pieces_cap = 0;
+    int32_t n = 0;
+    int64_t nb = 0;
+    int64_t line = 0;
     for (;;) {
-        if (len + 65536 > cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            unsigned char *b = tg_realloc(text, cap);
-            if (!b) goto oom;
-            text = b;
+        ssize_t got = getline(&text, &text_cap, f);
+        if (got < 0) break;
+        if (++line > (1 << 30)) {
+            tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
+            goto fail;
         }
-        size_t got = fread(text + len, 1, 65536, f);
-        len += got;
-        if (got < 65536) break;
+        size_t end = (size_t)got;
+        if (end && text[end - 1] == '\n') end--;
+        if (end && text[end - 1] == '\r') end--;
+        if (!end) continue;   /* an empty line, skipped as tiktoken does */
+        size_t sp = 0;
+        while (sp < end && text[sp] != ' ') sp++;
+        if (grow((void **)&bytes, &bytes_cap, (size_t)nb + sp, 1) ||
+            grow((void **)&pieces, &pieces_cap, (size_t)n + 1, sizeof *pieces))
+            goto oom;
+        int64_t k = sp < end ? b64_decode((const unsigned char *)text, sp, bytes + nb) : -1;
+        if (k <= 0) {
+            tg_set_err(err, errlen, "tiktoken: %s:%lld: expected \"<base64 piece> <rank>\"%s", path, (long long)line,
+                       sp < end ? ", and the piece is not base64 of at least one byte" : "");
+            goto fail;
+        }
+        int64_t rank = 0;
+        size_t r = sp + 1;
+        if (r == end) rank = -1;
+        for (; r < end && rank >= 0; r++) {
+            if (text[r] < '0' || text[r] > '9' || rank > (1 << 30)) rank = -1;
+            else rank = rank * 10 + (text[r] - '0');
+        }
+        if (rank < 0 || rank > (1 << 30)) {
+            tg_set_err(err, errlen, "tiktoken: %s:%lld: the rank \"%.*s\" is not a whole number up to 2^30", path,
+                       (long long)line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), text + sp + 1);
+            goto fail;
+        }
+        if (n == (1 << 30)) {
+            tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 pieces", path);
+            goto fail;
+        }
+        pieces[n++] = (line_piece){nb, (int32_t)k, (int32_t)line, (int32_t)rank};
+        nb += k;
     }
     if (ferror(f)) {
         tg_set_err(err, errlen, "tiktoken: %s: read error", path);
         goto fail;
     }
-    /* lines: at most one piece per line; decoded bytes are shorter than the text */
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    if (lines > (1u << 30)) {
-        tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
-        goto fail;
-    }
-    by_rank = tg_malloc(lines * sizeof *by_rank);
-    bytes = tg_malloc(len ? len : 1);
-    if (!by_rank || !bytes) goto oom;
-    for (size_t i = 0; i < lines; i++) by_rank[i].line = 0;
-    int32_t n = 0;
-    int64_t nb = 0;
-    int line = 0;
-    for (size_t p = 0; p < len;) {
-        size_t q = p;
-        while (q < len && text[q] != '\n') q++;
-        size_t end = q > p && text[q - 1] == '\r' ? q - 1 : q;
-        line++;
-        if (end > p) {
-            size_t sp = p;
-            while (sp < end && text[sp] != ' ') sp++;
-            int64_t k = sp < end ? b64_decode(text + p, sp - p, bytes + nb) : -1;
-            if (k <= 0) {
-                tg_set_err(err, errlen, "tiktoken: %s:%d: expected \"<base64 piece> <rank>\"%s", path, line,
-                           sp < end ? ", and the piece is not base64 of at least one byte" : "");
-                goto fail;
-            }
-            int64_t rank = 0;
-            size_t r = sp + 1;
-            if (r == end) rank = -1;
-            for (; r < end && rank >= 0; r++) {
-                if (text[r] < '0' || text[r] > '9' || rank > (1 << 30)) rank = -1;
-                else rank = rank * 10 + (text[r] - '0');
-            }
-            if (rank < 0 || (size_t)rank >= lines) {
-                tg_set_err(err, errlen,
-                           "tiktoken: %s:%d: the rank \"%.*s\" is not a whole number below the number of lines",
-                           path, line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), (const char *)text + sp + 1);
-                goto fail;
-            }
-            if (by_rank[rank].line) {
-                tg_set_err(err, errlen, "tiktoken: %s:%d: rank %lld was given already on line %d", path, line,
-                           (long long)rank, by_rank[rank].line);
-                goto fail;
-            }
-            by_rank[rank] = (line_piece){nb, (int32_t)k, line};
-            nb += k;
-            n++;
-        }
-        p = q + 1;
-    }
     if (n == 0) {
         tg_set_err(err, errlen, "tiktoken: %s: no pieces", path);
         goto fail;
     }
+    /* the ranks: each of 0..n-1 once */
+    if (!(by_rank = tg_calloc((size_t)n, sizeof *by_rank))) goto oom;   /* index + 1 into pieces */
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t rk = pieces[i].rank;
+        if (rk >= n) continue;
+        if (by_rank[rk]) {
+            tg_set_err(err, errlen, "tiktoken: %s:%d: rank %d was given already on line %d", path, (int)pieces[i].line,
+                       (int)rk, (int)pieces[by_rank[rk] - 1].line);
+            goto fail;
+        }
+        by_rank[rk] = i + 1;
+    }
     for (int32_t r = 0; r < n; r++)
-        if (!by_rank[r].line) {
-            tg_set_err(err, errlen, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d)", path, (int)r,
-                       (int)n, (int)n - 1);
+        if (!by_rank[r]) {
+            int32_t beyond = 0;
+            while (pieces[beyond].rank < n) beyond++;   /* n pieces, a rank missing: one is beyond n - 1 */
+            tg_set_err(err, errlen, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d; line %d has "
+                                    "rank %d)", path, (int)r, (int)n, (int)n - 1, (int)pieces[beyond].line,
+                       (int)pieces[beyond].rank);
             goto fail;
         }
     /* pieces in rank order, then <|endoftext|> */
@@ -161,8 +178,9 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     int64_t o = 0;
     for (int32_t r = 0; r < n; r++) {
         off[r] = o;
-        memcpy(ordered + o, bytes + by_rank[r].off, (size_t)by_rank[r].len);
-        o += by_rank[r].len;
+        const line_piece *lp = &pieces[by_rank[r] - 1];
+        memcpy(ordered + o, bytes + lp->off, (size_t)lp->len);
+        o += lp->len;
     }
     off[n] = o;
     memcpy(ordered + o, EOT, sizeof EOT - 1);
@@ -187,8 +205,9 @@ fail:
     t = NULL;
 done:
     fclose(f);
-    tg_free(text);
+    free(text);   /* getline's */
     tg_free(bytes);
+    tg_free(pieces);
     tg_free(by_rank);
     tg_free(off);
     tg_free(special);

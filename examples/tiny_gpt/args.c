@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data.h"
 
@@ -167,13 +169,59 @@ static int set_flag(arg_spec *s, const char *v, const char *what, char *err, siz
     return 0;
 }
 
+/* A config file is a few lines of settings: more than this is refused
+ * before it is read (issue 20: --config /dev/zero read until memory ran out). */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+/* The file at path, NUL-terminated, if it has at most CONFIG_MAX_BYTES;
+ * NULL with "path: why" in err. */
+static char *read_config(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const bool sized = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    char *buf = NULL;
+    size_t n = 0;
+    if (sized && st.st_size > CONFIG_MAX_BYTES) {
+        n = (size_t)CONFIG_MAX_BYTES + 1;   /* too large: nothing read */
+    } else if (!(buf = malloc((size_t)CONFIG_MAX_BYTES + 2))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        fclose(f);
+        return NULL;
+    } else {
+        n = fread(buf, 1, (size_t)CONFIG_MAX_BYTES + 1, f);   /* one byte more tells a larger file */
+    }
+    const bool failed = buf && ferror(f);
+    fclose(f);
+    if (n > CONFIG_MAX_BYTES) {
+        if (sized) snprintf(err, errlen, "%s: %lld bytes", path, (long long)st.st_size);
+        else snprintf(err, errlen, "%s: more than %d bytes", path, CONFIG_MAX_BYTES);
+        snprintf(err + strlen(err), errlen - strlen(err), "; a config file holds at most 1 MiB (%d bytes) of "
+                 "'name = value' lines", CONFIG_MAX_BYTES);
+        free(buf);
+        return NULL;
+    }
+    if (failed) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
 /* `name = value` lines; '#' starts a comment outside double quotes. */
 static int parse_config(arg_spec *specs, int n_specs, const char *path, char *err, size_t errlen)
 {
     size_t len;
     char rerr[512];
     free(config_text);
-    if (!(config_text = read_file(path, &len, rerr, sizeof rerr))) {
+    if (!(config_text = read_config(path, &len, rerr, sizeof rerr))) {
         snprintf(err, errlen, "--config %s", rerr);
         return -1;
     }
