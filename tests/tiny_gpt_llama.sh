@@ -108,6 +108,52 @@ expect_fail "import of a truncated file" "does not match the file's size (1000 b
   "$bin" import --model "$work/short.bin" --out "$work/x.safetensors"
 [ ! -e "$work/x.bin" ] && [ ! -e "$work/x.safetensors" ] && ok "refused exports and imports write nothing" ||
   bad "a refused export or import wrote a file"
+# import refuses what sample could not run or run.c could not read, writing nothing (issue 20)
+python3 - "$work" <<'PY'
+import struct, sys
+w = sys.argv[1]
+model = open(w + '/model.bin', 'rb').read()
+tok = open(w + '/tok.bin', 'rb').read()
+def put(name, b): open(w + '/' + name, 'wb').write(b)
+for name, x in (('nan', float('nan')), ('inf', float('inf'))):
+    put(name + '.bin', model[:28 + 4 * 1000] + struct.pack('<f', x) + model[28 + 4 * 1001:])
+def llama(dim, hidden, layers, heads, kv, vocab, seq):   # a zero model of that header, tied
+    hd = dim // heads
+    ckv = kv * hd
+    floats = dim * (2 * dim + 2 * ckv + 3 * hidden + 2) * layers + dim * (abs(vocab) * (1 if vocab > 0 else 2) + 1) + seq * hd
+    return struct.pack('<7i', dim, hidden, layers, heads, kv, vocab, seq) + bytes(4 * floats)
+put('v100.bin', llama(8, 8, 1, 2, 2, 100, 4))
+put('v258.bin', llama(8, 8, 1, 2, 2, -258, 4))
+put('vmin.bin', struct.pack('<7i', 8, 8, 1, 2, 2, -2**31, 4) + bytes(4000))
+put('huge.bin', struct.pack('<7i', 2**30, 2**30, 2**31 - 1, 1, 1, 2**31 - 1, 2**31 - 1) + bytes(64))
+put('huge2.bin', struct.pack('<7i', 2**15, 2**31 - 1, 2**14, 1, 1, 2**30, 2**31 - 1) + bytes(64))
+for name, m in (('m-1', -1), ('m0', 0), ('m1', 1), ('mmax', 2**31 - 1)):
+    put('tok_' + name + '.bin', struct.pack('<i', m) + tok[4:])
+put('tok_trail.bin', tok + b'garbage')
+put('tok_extra.bin', tok + struct.pack('<fi', 0.0, 3) + b'abc')
+PY
+imp() { "$bin" import --model "$1" --tokenizer "${2:-$work/tok.bin}" --out "$work/bad.safetensors"; }
+expect_fail "import of a NaN weight" "nan.bin: offset 4028: the weight 1000 of the file is nan" \
+  imp "$work/nan.bin"
+expect_fail "import of an infinite weight" "offset 4028: the weight 1000 of the file is inf" imp "$work/inf.bin"
+expect_fail "import of vocab_size 100 (below the byte vocabulary)" "vocab_size 100 is below the 259 ids of llama2.c's byte vocabulary" \
+  imp "$work/v100.bin"
+expect_fail "import of vocab_size -258 (untied, below the byte vocabulary)" "vocab_size 258 is below the 259 ids" \
+  imp "$work/v258.bin"
+expect_fail "import of vocab_size INT32_MIN" "vocab_size -2147483648, seq_len 4) does not describe a Llama" \
+  imp "$work/vmin.bin"
+expect_fail "import of a huge header" "does not describe a Llama" imp "$work/huge.bin"
+expect_fail "import of a header whose size passes 2^63" "more than 2^63 expected" imp "$work/huge2.bin"
+for m in -1 0 1 2147483647; do
+  [ $m = 2147483647 ] && f=mmax || f=m$m
+  expect_fail "import with max_token_length $m" "offset 0: max_token_length $m is not the longest piece's length 6" \
+    imp "$work/model.bin" "$work/tok_$f.bin"
+done
+expect_fail "import of a tokenizer with trailing garbage" "7 bytes after the vocab_size 259 entries" \
+  imp "$work/model.bin" "$work/tok_trail.bin"
+expect_fail "import of a tokenizer with an entry beyond vocab_size" "11 bytes after the vocab_size 259 entries" \
+  imp "$work/model.bin" "$work/tok_extra.bin"
+[ ! -e "$work/bad.safetensors" ] && ok "refused imports write nothing" || bad "a refused import wrote a checkpoint"
 expect_fail "llama flags on a gpt" "--n-kv-head is a setting of --arch llama (this run is a gpt)" \
   "$bin" train --n-kv-head 2 --out "$work/y"
 expect_fail "kv heads that do not divide" "--n-kv-head 3 must divide --n-head 4" "$bin" train "${llama[@]}" --n-kv-head 3 --out "$work/y"

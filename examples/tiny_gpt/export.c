@@ -234,20 +234,39 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
     }
     memcpy(h, buf, sizeof h);
     const bool tied = h[5] > 0;
-    const int V = h[5] < 0 ? -h[5] : h[5];
+    const int V = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5];   /* INT32_MIN has no positive (0: refused below) */
     model_config c = {.arch = "llama", .n_embd = h[0], .hidden_dim = h[1], .n_layer = h[2], .n_head = h[3],
                       .n_kv_head = h[4], .vocab_size = V, .block_size = h[6], .rope_theta = 10000, .norm_eps = 1e-5,
                       .tied = tied};
-    const int64_t need = model_num_params(&c);
+    const int64_t need = V ? model_num_params(&c) : -1;   /* at most 2^62, or -1 */
     const int hd = c.n_head > 0 ? c.n_embd / c.n_head : 0;
-    const int64_t floats = need + (int64_t)c.block_size * hd;   /* the parameters and the two tables */
-    if (need < 0 || h[5] == INT32_MIN || (int64_t)len != 28 + 4 * floats) {
+    int64_t floats = -1, bytes = -1;   /* the parameters and the two tables; -1 past int64 */
+    if (need >= 0 && (__builtin_add_overflow(need, (int64_t)c.block_size * hd, &floats) ||
+                      __builtin_mul_overflow(floats, (int64_t)4, &bytes) || __builtin_add_overflow(bytes, 28, &bytes)))
+        bytes = -1;
+    if (need < 0 || bytes != (int64_t)len) {
         snprintf(err, errlen, "%s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
                               "vocab_size %d, seq_len %d) %s", in, h[0], h[1], h[2], h[3], h[4], h[5], h[6],
                  need < 0 ? "does not describe a Llama" : "does not match the file's size");
-        if (need >= 0) snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, %lld expected)", len,
-                                (long long)(28 + 4 * floats));
+        if (need >= 0 && bytes >= 0)
+            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, %lld expected)", len, (long long)bytes);
+        else if (need >= 0)
+            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, more than 2^63 expected)", len);
         goto done;
+    }
+    if (V < VOCAB_LLAMA2C_SIZE) {   /* sample and eval read its ids as llama2.c's bytes */
+        snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's byte vocabulary (3 specials and "
+                              "256 bytes), the only vocabulary tiny_gpt imports", in, V, VOCAB_LLAMA2C_SIZE);
+        goto done;
+    }
+    for (int64_t i = 0; i < floats; i++) {   /* every weight and both tables */
+        float x;
+        memcpy(&x, buf + 28 + 4 * i, 4);
+        if (!isfinite(x)) {
+            snprintf(err, errlen, "%s: offset %lld: the weight %lld of the file is %g; a model with NaN or infinite "
+                                  "weights cannot be run", in, (long long)(28 + 4 * i), (long long)i, (double)x);
+            goto done;
+        }
     }
     if (model_new(&m, &c, TG_F32, 0, err, errlen)) goto done;
     size_t at = 28;
@@ -269,7 +288,9 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
     if (tok) {
         size_t tl;
         if (!(tbuf = read_file(tok, &tl, err, errlen))) goto done;
-        size_t p = 4;
+        int32_t max_len = -1;
+        if (tl >= 4) memcpy(&max_len, tbuf, 4);
+        size_t p = 4, longest = 0;
         char want[32];
         for (int id = 0; id < V; id++) {
             int32_t n = -1;
@@ -284,7 +305,18 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
                                       "that vocabulary)", tok, id, n, tbuf + p + 8, want);
                 goto done;
             }
+            if ((size_t)n > longest) longest = (size_t)n;
             p += 8 + (size_t)n;
+        }
+        if (p != tl) {
+            snprintf(err, errlen, "%s: %zu bytes after the vocab_size %d entries (the file has %zu): another "
+                                  "tokenizer's, or garbage", tok, tl - p, V, tl);
+            goto done;
+        }
+        if (max_len < 0 || (size_t)max_len != longest) {   /* run.c sizes its merge buffer from it */
+            snprintf(err, errlen, "%s: offset 0: max_token_length %d is not the longest piece's length %zu", tok,
+                     (int)max_len, longest);
+            goto done;
         }
     }
     /* the checkpoint: weights, config, vocabulary, and the tables as they were */
