@@ -7,14 +7,12 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
-#define _POSIX_C_SOURCE 200809L   /* getline */
 #include "text_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -71,7 +69,57 @@ static int grow(void **p, size_t *cap, size_t need, size_t es)
     return 0;
 }
 
-/* The file is read a line at a time, and only the pieces' lines cost
+/* Lines from a file read in blocks: a line inside the block is returned
+ * where it is, one that spans blocks is gathered in line (grown to the
+ * longest such line). */
+#define BLOCK 65536
+typedef struct line_reader {
+    FILE *f;
+    char *buf, *line;
+    size_t at, end, line_cap;
+    bool eof;
+} line_reader;
+
+/* The next line's length (without its '\n') and *out, -1 at the end of the
+ * file, -2 out of memory. */
+static int64_t next_line(line_reader *r, const char **out)
+{
+    size_t len = 0;
+    bool any = false;
+    for (;;) {
+        if (r->at == r->end) {
+            if (r->eof) break;
+            r->end = fread(r->buf, 1, BLOCK, r->f);
+            r->at = 0;
+            r->eof = r->end < BLOCK;
+            if (!r->end) break;
+        }
+        any = true;
+        const char *s = r->buf + r->at, *nl = memchr(s, '\n', r->end - r->at);
+        const size_t take = nl ? (size_t)(nl - s) : r->end - r->at;
+        r->at += take + (nl ? 1 : 0);
+        if (nl && !len) {   /* the whole line is in the block */
+            *out = s;
+            return (int64_t)take;
+        }
+        if (len + take + 1 > r->line_cap) {
+            size_t c = r->line_cap ? r->line_cap : BLOCK;
+            while (c < len + take + 1) c *= 2;
+            char *q = tg_realloc(r->line, c);
+            if (!q) return -2;
+            r->line = q;
+            r->line_cap = c;
+        }
+        memcpy(r->line + len, s, take);
+        len += take;
+        if (nl) break;
+    }
+    if (!any) return -1;
+    *out = r->line;
+    return (int64_t)len;
+}
+
+/* The file is read a line at a time (in blocks), and only the pieces' lines cost
  * memory: their decoded bytes and one entry each (issue 20: an entry per
  * line, blank ones too, was allocated first: 1.1 GB for 64 MB of newlines). */
 tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
@@ -81,7 +129,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         return NULL;
     }
     tg_tokenizer *t = NULL;
-    char *text = NULL;
+    line_reader lr = {0};
     unsigned char *bytes = NULL;
     line_piece *pieces = NULL;
     int32_t *by_rank = NULL;
@@ -92,19 +140,22 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         tg_set_err(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t text_cap = 0, bytes_cap = 0, pieces_cap = 0;
+    lr.f = f;
+    if (!(lr.buf = tg_malloc(BLOCK))) goto oom;
+    size_t bytes_cap = 0, pieces_cap = 0;
     int32_t n = 0;
     int64_t nb = 0;
     int64_t line = 0;
     for (;;) {
-        ssize_t got = getline(&text, &text_cap, f);
+        const char *text;
+        int64_t got = next_line(&lr, &text);
+        if (got == -2) goto oom;
         if (got < 0) break;
         if (++line > (1 << 30)) {
             tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
             goto fail;
         }
         size_t end = (size_t)got;
-        if (end && text[end - 1] == '\n') end--;
         if (end && text[end - 1] == '\r') end--;
         if (!end) continue;   /* an empty line, skipped as tiktoken does */
         size_t sp = 0;
@@ -205,7 +256,8 @@ fail:
     t = NULL;
 done:
     fclose(f);
-    free(text);   /* getline's */
+    tg_free(lr.buf);
+    tg_free(lr.line);
     tg_free(bytes);
     tg_free(pieces);
     tg_free(by_rank);
