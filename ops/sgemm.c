@@ -301,6 +301,10 @@ bool tg_sgemm_tiles(int M, int N, int K, float alpha, const float *a, int64_t ar
                     int64_t ldb, float *c, int64_t ldc, bool add)
 {
 #ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx512()) { /* ops/sgemm_avx512.c */
+        tg_sgemm_tiles_avx512(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add);
+        return true;
+    }
     if (tg_cpu_avx2()) {
         if (M > 0 && N > 0) tiles_avx2(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add);
         return true;
@@ -316,6 +320,7 @@ bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const f
                      int ldb, float beta, float *C, int ldc)
 {
 #ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx512()) return tg_sgemm_kernel_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (K > 0 && tg_cpu_avx2()) {
         if (M <= 0 || N <= 0) return true;
         /* the packed blocks, 224 KiB, would not fit on a small thread stack */
@@ -347,6 +352,11 @@ static bool blas_only(void)
 
 bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K)
 {
+    if (K <= 0 || blas_only()) return false;
+    /* the avx512 path's kernel (ops/sgemm_avx512.c) measured ahead of
+     * OpenBLAS on every shape of a training step, 1024^3 and the weight
+     * gradients included (docs/decisions.md): it takes every product */
+    if (tg_cpu_avx512()) return true;
     /* measured (docs/decisions.md): ahead of OpenBLAS while N or K is at
      * most SMALL_DIM, behind it (by 5-15%) on larger squares, and behind
      * it (by 7-10% in a training step) on a long product with A stored

@@ -10,10 +10,21 @@
  * |computed - exact| <= (K + 3) u (|alpha| sum_k |a_ik b_kj| + |beta c_ij|),
  * u = 2^-24: any dropped, doubled or misplaced term breaks it.
  *
+ * On the avx512 path (TG_ISA unset or avx512 on an AVX-512 CPU) the same
+ * tests reach ops/sgemm_avx512.c through the dispatch, and the avx512_*
+ * tests call it directly: random sizes off its 14-row and 16/32-column
+ * tiles and its 384-deep slices in all four layouts with padded leading
+ * dimensions, cuts into row and column blocks against one call bit for
+ * bit, and tg_sgemm_tiles_avx512 with B, A and C ending where a
+ * PROT_NONE page begins (so a read past what its contract allows
+ * faults). On other paths they say so and pass.
+ *
  * On a CPU without AVX2 + FMA the kernel's tests cannot run: they note it
  * (no_kernel) and stop, the others run, and the program exits 77 when
  * nothing failed, which CTest reports as skipped. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "tg_test.h"
 
@@ -103,10 +114,11 @@ static bool run_threaded(const prob *p, const float *A, const float *B, float *C
 
 /* One problem through fn. beta = 0 starts C as NaN: it must not be read.
  * Returns the worst error ratio, or -1 when fn has no kernel here. */
-static double one(gemm_fn fn, bool ta, bool tb, int M, int N, int K, int pad, float alpha, float beta, uint64_t seed,
-                  const char *what)
+static double one_prob(gemm_fn fn, prob p, uint64_t seed, const char *what)
 {
-    prob p = {ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad, alpha, beta};
+    const bool ta = p.ta, tb = p.tb;
+    const int M = p.M, N = p.N, K = p.K;
+    const float beta = p.beta;
     const size_t na = (size_t)(ta ? K : M) * p.lda, nb = (size_t)(tb ? N : K) * p.ldb, nc = (size_t)M * p.ldc;
     float *A = fill(na, seed), *B = fill(nb, seed + 1), *C0 = fill(nc, seed + 2), *C = fill(nc, 0);
     if (beta == 0)
@@ -117,6 +129,13 @@ static double one(gemm_fn fn, bool ta, bool tb, int M, int N, int K, int pad, fl
     if (fn(&p, A, B, C)) worst = check_against_reference(&p, A, B, C0, C, what);
     free(A), free(B), free(C0), free(C);
     return worst;
+}
+
+static double one(gemm_fn fn, bool ta, bool tb, int M, int N, int K, int pad, float alpha, float beta, uint64_t seed,
+                  const char *what)
+{
+    return one_prob(fn, (prob){ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad, alpha, beta}, seed,
+                    what);
 }
 
 START_TEST(kernel_matches_reference)
@@ -206,7 +225,8 @@ END_TEST
  * (OpenBLAS's products, the larger ones and the long ones with A stored
  * transposed, agree only to rounding across thread counts: its edge
  * kernels sum in another order. Those are skipped here, as tg_sgemm
- * picks them: 2 of the 16.) */
+ * picks them: 2 of the 16 on the avx2 path, none on the avx512 path,
+ * whose kernel takes every product.) */
 START_TEST(threads_give_the_same_bits)
 {
     static const int shapes[][3] = {{64, 120, 300}, {300, 200, 100}, {40, 600, 100}, {500, 64, 700}};
@@ -228,8 +248,9 @@ START_TEST(threads_give_the_same_bits)
             free(A), free(B), free(one_t), free(three_t);
             ck_assert_msg(same, "%dx%dx%d ta=%d tb=%d: 3 threads differ from 1", M, N, K, ta, tb);
         }
-    /* with the kernel on this machine, only the two dW-like products skip */
-    if (tg_sgemm_picks_kernel(false, false, 1, 1)) ck_assert_int_eq(cases, 14);
+    /* with the AVX2 kernel on this machine, only the two dW-like products
+     * skip; with the AVX-512 one, none */
+    if (tg_sgemm_picks_kernel(false, false, 1, 1)) ck_assert_int_eq(cases, tg_isa_active() == TG_ISA_AVX512 ? 16 : 14);
     else no_kernel = true;
 }
 END_TEST
@@ -313,6 +334,206 @@ START_TEST(pack_t_is_the_transpose)
 }
 END_TEST
 
+/* ---- the avx512 path's kernel (ops/sgemm_avx512.c), called directly -- */
+
+static bool on_avx512(const char *test)
+{
+    if (tg_isa_active() == TG_ISA_AVX512) return true;
+    printf("test_sgemm: %s: not on the avx512 path (%s), not run\n", test, tg_isa_name(tg_isa_active()));
+    return false;
+}
+
+static bool run_avx512(const prob *p, const float *A, const float *B, float *C)
+{
+    return tg_sgemm_kernel_avx512(p->ta, p->tb, p->M, p->N, p->K, p->alpha, A, p->lda, B, p->ldb, p->beta, C, p->ldc);
+}
+
+static uint32_t next_u32(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(*s >> 33);
+}
+
+/* A size in [1, hi]: half the time one next to a multiple of 14, 16 or
+ * 32 (the kernel's rows, vector and tile widths), else anything. */
+static int edge_size(uint64_t *s, int hi)
+{
+    static const int widths[] = {14, 16, 32};
+    int n;
+    if (next_u32(s) % 2) {
+        const int w = widths[next_u32(s) % 3], m = 1 + (int)(next_u32(s) % (uint32_t)(hi / w));
+        n = m * w + (int)(next_u32(s) % 3) - 1;
+    } else
+        n = 1 + (int)(next_u32(s) % (uint32_t)hi);
+    return n < 1 ? 1 : n > hi ? hi : n;
+}
+
+/* Random problems, every layout, against the f64 reference: M, N up to
+ * 300 and K up to 800 (so one, two or three 384-deep slices), odd and
+ * off-width sizes, leading dimensions larger than the rows (by 0 to 40
+ * floats each, independently), alpha and beta cases (beta = 0: C starts
+ * as NaN). */
+START_TEST(avx512_kernel_random_sizes)
+{
+    if (!on_avx512("avx512_kernel_random_sizes")) return;
+    static const float ab[][2] = {{1, 0}, {-0.75f, 1}, {2, 0.5f}, {0.5f, -2}, {1, 1}};
+    uint64_t s = 12345;
+    int cases = 0;
+    double worst = 0;
+    while (cases < 240) {
+        const bool ta = cases & 1, tb = (cases >> 1) & 1;
+        const int M = edge_size(&s, 300), N = edge_size(&s, 300), K = edge_size(&s, cases % 5 ? 300 : 800);
+        if ((double)M * N * K > 6e6) continue;
+        const int v = (int)(next_u32(&s) % 5);
+        int pads[3];
+        for (int i = 0; i < 3; i++) pads[i] = next_u32(&s) % 3 ? (int)(next_u32(&s) % 41) : 0;
+        const prob p = {ta, tb, M, N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1], N + pads[2], ab[v][0],
+                        ab[v][1]};
+        const double w = one_prob(run_avx512, p, 1000 + 4 * (uint64_t)cases, "avx512 kernel");
+        ck_assert_msg(w >= 0, "tg_sgemm_kernel_avx512 declined %dx%dx%d", M, N, K);
+        if (w > worst) worst = w;
+        cases++;
+    }
+    printf("test_sgemm: avx512 kernel, %d random problems, worst error %.3f of the bound\n", cases, worst);
+}
+END_TEST
+
+/* cuts[0..n] ascending from 0 to total: n blocks of random sizes (some
+ * off the tile widths) */
+static int random_cuts(uint64_t *s, int total, int *cuts, int max_blocks)
+{
+    int n = 0;
+    cuts[0] = 0;
+    while (cuts[n] < total && n < max_blocks - 1) {
+        const int step = 1 + (int)(next_u32(s) % (uint32_t)(total / 2 + 1));
+        cuts[n + 1] = cuts[n] + step < total ? cuts[n] + step : total;
+        n++;
+    }
+    if (cuts[n] < total) cuts[++n] = total;
+    return n;
+}
+
+/* A product cut into blocks of rows, of columns, and both, one call per
+ * block (as ops/gemm.c cuts it across threads, at any row or column),
+ * gives the same bits as one call: every layout, alpha and beta, K
+ * across slices. */
+START_TEST(avx512_cuts_give_the_same_bits)
+{
+    if (!on_avx512("avx512_cuts_give_the_same_bits")) return;
+    uint64_t s = 777;
+    for (int t = 0; t < 48; t++) {
+        const bool ta = t & 1, tb = (t >> 1) & 1;
+        const int M = edge_size(&s, 200), N = edge_size(&s, 200), K = edge_size(&s, t % 3 ? 300 : 1000);
+        const float alpha = t % 4 ? 1 : -1.5f, beta = t % 3 == 0 ? 0 : 0.75f;
+        const int lda = (ta ? M : K) + t % 5, ldb = (tb ? K : N) + t % 7, ldc = N + t % 3;
+        float *A = fill((size_t)(ta ? K : M) * lda, 40 + t), *B = fill((size_t)(tb ? N : K) * ldb, 80 + t);
+        float *C0 = fill((size_t)M * ldc, 120 + t), *whole = malloc((size_t)M * ldc * sizeof(float)),
+              *parts = malloc((size_t)M * ldc * sizeof(float));
+        if (!whole || !parts) abort();
+        memcpy(whole, C0, (size_t)M * ldc * sizeof(float));
+        ck_assert(tg_sgemm_kernel_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, whole, ldc));
+        for (int mode = 0; mode < 3; mode++) { /* rows, columns, both */
+            int rc[9], cc[9];
+            const int nr = mode != 1 ? random_cuts(&s, M, rc, 8) : (rc[0] = 0, rc[1] = M, 1);
+            const int nc = mode != 0 ? random_cuts(&s, N, cc, 8) : (cc[0] = 0, cc[1] = N, 1);
+            memcpy(parts, C0, (size_t)M * ldc * sizeof(float));
+            for (int bi = 0; bi < nr; bi++)
+                for (int bj = 0; bj < nc; bj++) {
+                    const int i0 = rc[bi], j0 = cc[bj];
+                    /* op(A) rows from i0: A + i0 (transposed) or A + i0 lda;
+                     * op(B) columns from j0: B + j0 ldb (transposed) or B + j0 */
+                    ck_assert(tg_sgemm_kernel_avx512(ta, tb, rc[bi + 1] - i0, cc[bj + 1] - j0, K, alpha,
+                                                     A + (ta ? (size_t)i0 : (size_t)i0 * lda), lda,
+                                                     B + (tb ? (size_t)j0 * ldb : (size_t)j0), ldb, beta,
+                                                     parts + (size_t)i0 * ldc + j0, ldc));
+                }
+            ck_assert_msg(memcmp(whole, parts, (size_t)M * ldc * sizeof(float)) == 0,
+                          "%dx%dx%d ta=%d tb=%d: %s blocks (%d x %d) differ from one call", M, N, K, ta, tb,
+                          mode == 0 ? "row" : mode == 1 ? "column" : "row and column", nr, nc);
+        }
+        free(A), free(B), free(C0), free(whole), free(parts);
+    }
+}
+END_TEST
+
+/* n floats that end where an unreadable page begins: reading past the
+ * last one faults. *base and *len are what munmap needs. */
+static float *at_page_end(size_t n, void **base, size_t *len)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = n * sizeof(float);
+    const size_t span = (bytes + page - 1) / page * page;
+    *len = span + page;
+    char *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + span, page, PROT_NONE) != 0) abort();
+    *base = m;
+    return (float *)(m + span - bytes);
+}
+
+/* tg_sgemm_tiles_avx512 against its contract: B (K rows of ldb floats)
+ * readable only up to column roundup(N, 16) of its last row, A only up to
+ * its last element A(M-1, K-1), C only up to C(M-1, N-1), each followed
+ * by a PROT_NONE page; A as stored (acs = 1), transposed (ars = 1) or
+ * with both strides apart from 1; against the f64 reference, with C's
+ * columns N .. ldc-1 untouched and, without add, C's old values (NaN)
+ * not read. */
+START_TEST(avx512_tiles_contract)
+{
+    if (!on_avx512("avx512_tiles_contract")) return;
+    static const int Ms[] = {1, 13, 14, 15, 29, 40}, Ns[] = {1, 15, 16, 17, 31, 32, 33, 48, 50, 64},
+                     Ks[] = {0, 1, 5, 64, 130};
+    const double u = 1.0 / (1 << 24);
+    uint64_t seed = 3000;
+    int cases = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+                for (int l = 0; l < 6; l++, seed += 3) {
+                    const int M = Ms[mi], N = Ns[ni], K = Ks[ki], n16 = (N + 15) / 16 * 16;
+                    const int mode = l % 3; /* A as stored, transposed, both strides apart from 1 */
+                    const bool add = l >= 3;
+                    const float alpha = l == 1 ? -0.75f : l == 4 ? 0.5f : 1;
+                    const int64_t ars = mode == 0 ? K + 2 : mode == 1 ? 1 : 2, acs = mode == 0 ? 1 : mode == 1 ? M + 1 : 2 * M + 1;
+                    const int64_t ldb = n16 + (l % 2) * 16, ldc = N + (int64_t)(l % 3);
+                    void *ab, *bb, *cb;
+                    size_t al, bl, cl;
+                    const size_t na = K ? (size_t)((M - 1) * ars + (K - 1) * acs + 1) : 1,
+                                 nb = K ? (size_t)((K - 1) * ldb + n16) : 1, nc = (size_t)((M - 1) * ldc + N);
+                    float *A = at_page_end(na, &ab, &al), *B = at_page_end(nb, &bb, &bl), *C = at_page_end(nc, &cb, &cl);
+                    float *C0 = malloc(nc * sizeof(float));
+                    if (!C0) abort();
+                    uint64_t r = seed;
+                    for (size_t i = 0; i < na; i++) A[i] = frand(&r);
+                    for (size_t i = 0; i < nb; i++) B[i] = (int64_t)(i % (size_t)ldb) < N ? frand(&r) : NAN;
+                    for (size_t i = 0; i < nc; i++) C0[i] = add || (int64_t)(i % (size_t)ldc) >= N ? frand(&r) : NAN;
+                    memcpy(C, C0, nc * sizeof(float));
+                    tg_sgemm_tiles_avx512(M, N, K, alpha, A, ars, acs, B, ldb, C, ldc, add);
+                    for (int i = 0; i < M; i++) {
+                        for (int j = 0; j < N; j++) {
+                            double sum = 0, sa = 0;
+                            for (int k = 0; k < K; k++) {
+                                const double t = (double)A[i * ars + k * acs] * B[k * ldb + j];
+                                sum += t, sa += fabs(t);
+                            }
+                            const double c0 = add ? C0[i * ldc + j] : 0, ref = alpha * sum + c0;
+                            const double bound = (K + 3) * u * (fabs(alpha) * sa + fabs(c0)) + 1e-30,
+                                         got = C[i * ldc + j];
+                            if (!(fabs(got - ref) <= bound))
+                                ck_abort_msg("tiles_avx512 M=%d N=%d K=%d ars=%ld acs=%ld ldb=%ld add=%d: C(%d,%d) = "
+                                             "%.9g, reference %.9g",
+                                             M, N, K, (long)ars, (long)acs, (long)ldb, add, i, j, got, ref);
+                        }
+                        for (int64_t j = N; j < ldc && i * ldc + j < (int64_t)nc; j++)
+                            ck_assert_msg(memcmp(&C[i * ldc + j], &C0[i * ldc + j], sizeof(float)) == 0,
+                                          "tiles_avx512 M=%d N=%d K=%d: C(%d,%ld) past N was written", M, N, K, i,
+                                          (long)j);
+                    }
+                    munmap(ab, al), munmap(bb, bl), munmap(cb, cl), free(C0);
+                    cases++;
+                }
+    printf("test_sgemm: tiles_avx512, %d problems at page ends\n", cases);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sgemm");
@@ -325,6 +546,9 @@ int main(void)
     tcase_add_test(tc, empty_inner_dimension);
     tcase_add_test(tc, tiles_match_reference);
     tcase_add_test(tc, pack_t_is_the_transpose);
+    tcase_add_test(tc, avx512_kernel_random_sizes);
+    tcase_add_test(tc, avx512_cuts_give_the_same_bits);
+    tcase_add_test(tc, avx512_tiles_contract);
     suite_add_tcase(s, tc);
     const int rc = tt_run(s);
     if (rc == EXIT_SUCCESS && no_kernel) {
