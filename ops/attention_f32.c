@@ -12,8 +12,9 @@
  *
  * The check for NaN and +inf scores is one OR per score, folded into the
  * row-maximum loop. exp is the call-free one of fastmath_internal.h (as
- * the f32 softmax) in loops the compiler vectorises, or in AVX2 lanes
- * (ops/attention_avx2.c). */
+ * the f32 softmax) in loops the compiler vectorises (the generic path),
+ * or in AVX2 lanes (ops/attention_avx2.c) or AVX-512 ones
+ * (ops/attention_avx512.c), whose row steps give the same bits. */
 #include "attention_internal.h"
 
 #include <math.h>
@@ -126,10 +127,12 @@ TG_KERNEL_BODY void block_grad_f32_body(float *restrict s, float *restrict dp, i
 TG_ISA_CLONES_VOID(block_grad_f32, (float *restrict s, float *restrict dp, int nq, int nk, int lim0,
     const float *restrict L, const float *restrict D), (s, dp, nq, nk, lim0, L, D))
 
-/* f32: the intrinsics versions where the CPU has AVX2 + FMA */
+/* f32: the intrinsics versions on the avx512 and avx2 paths (the same
+ * bits), the compiled ones above on the generic path */
 static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l, float *alpha)
 {
 #ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx512()) return tg_attn_block_online_avx512(s, nq, nk, lim0, m, l, alpha);
     if (tg_cpu_avx2()) return tg_attn_block_online_avx2(s, nq, nk, lim0, m, l, alpha);
 #endif
     return block_online_f32(s, nq, nk, lim0, m, l, alpha);
@@ -138,6 +141,10 @@ static int64_t online_f32(float *s, int nq, int nk, int lim0, float *m, float *l
 static void grad_f32(float *s, float *dp, int nq, int nk, int lim0, const float *L, const float *D)
 {
 #ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx512()) {
+        tg_attn_block_grad_avx512(s, dp, nq, nk, lim0, L, D);
+        return;
+    }
     if (tg_cpu_avx2()) {
         tg_attn_block_grad_avx2(s, dp, nq, nk, lim0, L, D);
         return;

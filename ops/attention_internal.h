@@ -1,7 +1,7 @@
 /* tapegrad ops (internal): the fused attention op's knobs, and its
  * pieces shared by ops/attention.c (the op, the f64 reference) and its
- * f32 kernels (ops/attention_f32.c, ops/attention_avx2.c), which tests
- * and benchmarks also call. */
+ * f32 kernels (ops/attention_f32.c, ops/attention_avx2.c,
+ * ops/attention_avx512.c), which tests and benchmarks also call. */
 #ifndef TG_ATTENTION_INTERNAL_H
 #define TG_ATTENTION_INTERNAL_H
 
@@ -75,9 +75,9 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
 size_t tg_attn_scratch_f32(const attn_plan *p, bool backward);
 
 /* Two steps of a row of the online softmax that block_online and its AVX2
- * version share. A NaN or +inf among the visible scores (c <= lim) of row
- * r of a tile nk wide, at sr: true, with *at the flat index r nk + c of
- * the first. */
+ * and AVX-512 versions share. A NaN or +inf among the visible scores
+ * (c <= lim) of row r of a tile nk wide, at sr: true, with *at the flat
+ * index r nk + c of the first. */
 static inline bool tg_attn_find_bad(const float *sr, int r, int nk, int lim, int64_t *at)
 {
     for (int c = 0; c <= lim && c < nk; c++)
@@ -106,5 +106,14 @@ int64_t tg_attn_block_online_avx2(float *restrict s, int nq, int nk, int lim0, f
  * likewise: s leaves with P, dp (when not NULL) with dS = P (dP - D). */
 void tg_attn_block_grad_avx2(float *restrict s, float *restrict dp, int nq, int nk, int lim0, const float *restrict L,
                              const float *restrict D);
+
+/* The same two steps with AVX-512 (F, BW, DQ, VL) intrinsics, 16 lanes
+ * and mask registers (ops/attention_avx512.c): the same bits as the AVX2
+ * ones. Only where TG_AVX2_KERNELS is defined and tg_cpu_avx512() is
+ * true. */
+int64_t tg_attn_block_online_avx512(float *restrict s, int nq, int nk, int lim0, float *restrict m,
+                                    float *restrict l, float *restrict alpha);
+void tg_attn_block_grad_avx512(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
+                               const float *restrict L, const float *restrict D);
 
 #endif
