@@ -229,10 +229,12 @@ static tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H)
 /* Checks a (B,T,C) float input; false after recording an error. */
 static bool check_seq(tg_graph *g, const char *what, const tg_tensor *t, const tg_tensor *x, int C)
 {
-    char s[64], sx[64];
+    const bool bad_type = !tg_dtype_is_float(t->dtype) || t->dtype != x->dtype;
+    if (!bad_type && t->ndim == 3 && t->shape[2] == C && t->shape[0] == x->shape[0]) return true;
+    char s[64], sx[64];   /* the shapes, written only for the message */
     tg_shape_str(t, s, sizeof s);
     tg_shape_str(x, sx, sizeof sx);
-    if (!tg_dtype_is_float(t->dtype) || t->dtype != x->dtype)
+    if (bad_type)
         tg_fail(g, "mha: %s must be f32 or f64%s, got %s %s (x %s %s)", what, t == x ? "" : " like x",
                 tg_dtype_name(t->dtype), s, tg_dtype_name(x->dtype), sx);
     else if (t->ndim != 3 || t->shape[2] != C || t->shape[0] != x->shape[0])
@@ -304,23 +306,25 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
     if (!check_seq(g, "x", x, x, C) || (kv && !check_seq(g, "kv", kv, x, C))) return NULL;
     const int B = x->shape[0], Tq = x->shape[1];
     tg_kv_cache *cache = args->cache;
-    char s[64], sx[64];
-    tg_shape_str(x, sx, sizeof sx);
+    char s[64], sx[64];   /* x's shape, written only for a message (not per call: decoding calls this per token) */
     if (m->rope_theta && kv)
-        return tg_fail(g, "mha: rotary embedding works with self-attention only, but kv was given (x %s)", sx);
+        return tg_fail(g, "mha: rotary embedding works with self-attention only, but kv was given (x %s)",
+                       tg_shape_str(x, sx, sizeof sx));
     if (cache) {
-        if (kv) return tg_fail(g, "mha: a KV cache works with self-attention only, but kv was given (x %s)", sx);
+        if (kv)
+            return tg_fail(g, "mha: a KV cache works with self-attention only, but kv was given (x %s)",
+                           tg_shape_str(x, sx, sizeof sx));
         if (cache->dtype != x->dtype || cache->batch != B || cache->n_head != Hkv || cache->head_dim != dh)
             return tg_fail(g, "mha: KV cache (%s, batch %d, n_head %d, head_dim %d) does not fit x %s %s "
                               "(n_kv_head %d, head_dim %d)",
                            tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
-                           tg_dtype_name(x->dtype), sx, Hkv, dh);
+                           tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), Hkv, dh);
         if (cache->len < 0 || cache->len > cache->max_len)
             return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len,
-                           cache->max_len, sx);
+                           cache->max_len, tg_shape_str(x, sx, sizeof sx));
         if (Tq > cache->max_len - cache->len)
             return tg_fail(g, "mha: KV cache overflow: %d cached + %d new positions (x %s) exceed max_len %d",
-                           cache->len, Tq, sx, cache->max_len);
+                           cache->len, Tq, tg_shape_str(x, sx, sizeof sx), cache->max_len);
     }
     const int p = cache ? cache->len : 0;                    /* absolute position of query 0 */
     const int Tk = kv ? kv->shape[1] : p + Tq;

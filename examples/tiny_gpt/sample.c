@@ -101,7 +101,8 @@ static bool write_id(const vocab *v, writer *w, int32_t prev, int32_t id)
  * each step re-reads the last block_size tokens from position 0. 0, or -1
  * with the message. */
 static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *ctx, size_t n, int tokens,
-                    double temperature, int top_k, tg_rng *r, double *probs, char *err, size_t errlen)
+                    double temperature, int top_k, tg_rng *r, double *probs, double *t_first, int64_t *made,
+                    char *err, size_t errlen)
 {
     const int bs = m->cfg.block_size, V = m->cfg.vocab_size;
     size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
@@ -121,7 +122,10 @@ static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *c
         }
         int next = pick(logits, T - 1, V, temperature, top_k, r, probs);
         tg_graph_reset(g);
-        if (!write_id(v, w, ctx[n - 1], next)) break;
+        const bool more = write_id(v, w, ctx[n - 1], next);
+        if (!*t_first) *t_first = now_seconds();
+        ++*made;
+        if (!more) break;
         fed = n;
         ctx[n++] = next;
     }
@@ -202,6 +206,7 @@ int cmd_sample(int argc, char **argv)
     tg_dtype dt;
     int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
+    const double t_start = now_seconds();   /* --stats: loading is the time from here to t0 */
 
     int rc = 1;
     tg_st_file *f = NULL;
@@ -264,7 +269,9 @@ int cmd_sample(int argc, char **argv)
     tg_graph_set_training(g, false);
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)seed, 5);
-    double t0 = now_seconds();
+    const double t0 = now_seconds();
+    double t_first = 0;   /* when the first token was written */
+    int64_t made = 0;     /* tokens generated (a sample may stop early) */
     uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
@@ -272,15 +279,21 @@ int cmd_sample(int argc, char **argv)
             for (int64_t i = 0; i < np; i++) printf(i ? " %d" : "%d", (int)pids[i]);
         else fwrite(prompt, 1, plen, stdout);
         if (v.kind == VOCAB_TOKENIZER) tg_tok_stream_init(&w.st, v.tok);
-        if (generate(&m, g, &v, &w, ctx, head + (size_t)np, tokens, temperature, top_k, &r, probs, err, sizeof err))
+        if (generate(&m, g, &v, &w, ctx, head + (size_t)np, tokens, temperature, top_k, &r, probs, &t_first, &made,
+                     err, sizeof err))
             goto fail;
         if (v.kind == VOCAB_TOKENIZER) fwrite(w.buf, 1, (size_t)tg_tok_stream_flush(&w.st, w.buf, w.cap), stdout);
         fputc('\n', stdout);
     }
     if (stats) {
-        const double s = now_seconds() - t0;
-        fprintf(stderr, "tiny_gpt sample: %d x %d tokens in %.3f s: %.1f tokens/s; %llu heap allocations\n",
-                num_samples, tokens, s, num_samples * tokens / s, (unsigned long long)(tg_alloc_calls() - a0));
+        /* the whole, then its parts: loading, the first token (the prompt
+         * through the model), the rest one by one (run.c's "achieved tok/s") */
+        const double t1 = now_seconds(), s = t1 - t0, rest = t_first ? t1 - t_first : 0;
+        fprintf(stderr, "tiny_gpt sample: %d x %d tokens in %.3f s: %.1f tokens/s (loading %.3f s, first token "
+                        "%.4f s, then %lld tokens at %.1f tokens/s); %llu heap allocations\n",
+                num_samples, tokens, s, s > 0 ? made / s : 0.0, t0 - t_start, t_first ? t_first - t0 : 0.0,
+                (long long)(made > 0 ? made - 1 : 0), rest > 0 ? (made - 1) / rest : 0.0,
+                (unsigned long long)(tg_alloc_calls() - a0));
     }
     rc = 0;
     goto done;
