@@ -177,6 +177,30 @@ def flop_per_step(cfg, n_params):
     return b * t * (6 * n + 12 * nl * c * t)
 
 
+def fma_peak(exe):
+    """One core's FMA peak from bench/fma_peak: (GFLOP/s of its best path, which path)."""
+    out = subprocess.run([exe, "--time", "0.5"], capture_output=True, text=True, check=True).stdout
+    best = (0.0, "none")
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0] in ("avx2", "avx512") and f[1] == "peak":
+            try:
+                best = max(best, (float(f[2]), f[0]))
+            except ValueError:
+                pass   # "absent" on a CPU without the path
+    return best
+
+
+def kernel_path(build_dir):
+    """The kernel path tapegrad's programs take here (tiny_gpt --version)."""
+    try:
+        out = subprocess.run([os.path.join(build_dir, "tiny_gpt"), "--version"], capture_output=True,
+                             text=True).stdout
+        return next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("kernel path")), "?")
+    except OSError:
+        return "? (no build/tiny_gpt)"
+
+
 def sgemm_shapes(names):
     shapes = ["1024x1024x1024"]
     for name in names:
@@ -427,7 +451,8 @@ def main():
         sys.exit("bench.py: --repeats, --flat and --rss-every must be >= 1")
     build_dir = os.path.abspath(args.build)
     mode = "ops" if args.ops is not None else "flat" if args.flat is not None else None
-    exe = build(build_dir, {"ops": ("bench_ops",), "flat": ("bench_step",)}.get(mode, ("bench_step", "bench_sgemm")))
+    exe = build(build_dir, {"ops": ("bench_ops",), "flat": ("bench_step",)}.get(mode, ("bench_step", "bench_sgemm",
+                                                                                      "fma_peak")))
     json_path = args.json or os.path.join(build_dir, "bench_%sresults.json" % (mode + "_" if mode else ""))
     work = os.path.join(build_dir, "bench_work")
     os.makedirs(work, exist_ok=True)
@@ -437,6 +462,10 @@ def main():
         return run_ops(args, exe, names, threads, json_path, t_start, load_start)
     if mode == "flat":
         return run_flat(args, exe, names[0], threads[0], work, json_path, t_start, load_start)
+
+    # ---- the core's FMA peak (bench/fma_peak), before the steps and after ----
+    fma = [fma_peak(exe["fma_peak"])]
+    log("FMA peak of one core: %.1f GFLOP/s (%s)" % fma[0])
 
     # ---- sgemm peak ----
     shapes = sgemm_shapes(names)
@@ -470,6 +499,10 @@ def main():
                                             "n_params": init["n_params"], "runs": runs,
                                             "torch_dropped": dropped}
 
+    fma.append(fma_peak(exe["fma_peak"]))
+    core_peak = max(f[0] for f in fma)
+    log("FMA peak after the steps: %.1f GFLOP/s; the tables use %.1f per core" % (fma[1][0], core_peak))
+
     # ---- tables ----
     rows, agree = [], []
     for key, res in results.items():
@@ -489,12 +522,15 @@ def main():
         probe = statistics.median(x["median_gflops"] for x in res["runs"]["sgemm"])
         res.update(flop_per_step=fl, torch_best_variant=best_v, tapegrad_summary=tg, torch_summary=th_all,
                    sgemm_in_turns_gflops=probe)
+        peak_t = core_peak * t
+        res.update(fma_peak_gflops=peak_t)
         rows.append("| %s (%d,%d,%d,%d,%d) | %d | %.1f [%.1f-%.1f] | %.1f [%.1f-%.1f]%s | **%.2f** | %.0f / %.0f "
-                    "| %.0f / %.0f | %.1f (%.0f%%) / %.1f (%.0f%%) | %.1f |"
+                    "| %.0f / %.0f | %.1f (%.0f%%) / %.1f (%.0f%%) | %.1f | %.0f%% / %.0f%% of %.0f |"
                     % (name, *cfg[:5], t, tg["median"], tg["lo"], tg["hi"], th["median"], th["lo"], th["hi"],
                        " P" if best_v == "PASSIVE" else "", tg["median"] / th["median"], tok / tg["median"] * 1e3,
                        tok / th["median"] * 1e3, tg["rss_kb"] / 1024, th["rss_kb"] / 1024,
-                       g_tg, 100 * g_tg / probe, g_th, 100 * g_th / probe, probe))
+                       g_tg, 100 * g_tg / probe, g_th, 100 * g_th / probe, probe,
+                       100 * g_tg / peak_t, 100 * g_th / peak_t, peak_t))
         a = res["runs"]["tapegrad"][0]
         b = th_runs_all[0]
         agree.append("| %s | %d | %d | %.4f / %.4f | %.4f / %.4f | %.1e | %.1e | %s |"
@@ -505,11 +541,13 @@ def main():
     print("ms/step: median over all timed steps of %d rounds [lowest-highest round median]; "
           "PyTorch: best of default / OMP_WAIT_POLICY=PASSIVE (P). "
           "Achieved GFLOP/s (nanoGPT formula) with %% of the sgemm throughput timed in turns between "
-          "the same steps (OpenBLAS 1024^3, median call, same thread count; last column).\n"
-          % args.rounds)
+          "the same steps (OpenBLAS 1024^3, median call, same thread count), and of the machine's FMA peak "
+          "(bench/fma_peak: one core's best of its AVX2 and AVX-512 probes, before and after the steps, "
+          "times the threads; %s; tapegrad's kernel path: %s).\n"
+          % (args.rounds, "; ".join("%.1f GFLOP/s (%s)" % f for f in fma), kernel_path(build_dir)))
     print("| config (L,H,C,T,B) | threads | tapegrad ms/step | PyTorch ms/step | ratio tg/pt "
-          "| tokens/s tg / pt | peak RSS MB tg / pt | GFLOP/s tg / pt | sgemm GFLOP/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| tokens/s tg / pt | peak RSS MB tg / pt | GFLOP/s tg / pt | sgemm GFLOP/s | FMA peak share tg / pt |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))
     print("\n### Loss agreement (same f32 init, same batches)\n")
     print("| config | threads | steps | first loss tg / pt | last loss tg / pt | max abs diff, all steps "
@@ -523,7 +561,8 @@ def main():
         print("| %s | " % s + " | ".join("%.1f (%.1f)" % (sgemm[t][i]["median_gflops"], sgemm[t][i]["gflops"])
                                          for t in threads) + " |")
     print("| **peak (highest median)** | " + " | ".join("**%.1f**" % peak[t] for t in threads) + " |")
-    report_end(results, t_start, load_start, json_path, {"sgemm": sgemm, "peak_gflops": peak, "results": results})
+    report_end(results, t_start, load_start, json_path, {"sgemm": sgemm, "peak_gflops": peak, "fma_peak": fma,
+                                                         "results": results})
 
 
 # ---- --ops: single ops, tapegrad (bench_ops) against PyTorch (torch_ops.py) ----
