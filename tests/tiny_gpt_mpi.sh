@@ -17,7 +17,7 @@
 . "$(dirname "$0")/tiny_gpt_lib.sh"
 have=${3:-}
 here=$(dirname "$0")
-bash "$here/mpi_run.sh" "$have" 1 true >/dev/null || { echo "no MPI: skipped"; exit 77; }
+bash "$here/mpi_run.sh" "$have" 1 true >/dev/null || { echo "no MPI: $([ "${CI:-}" = true ] && echo 'FAILED under CI=true' || echo skipped)"; [ "${CI:-}" = true ] && exit 1; exit 77; }
 mpi() {   # mpi NP ARGS...: tiny_gpt (or any program, after --) on NP ranks
   local np=$1
   shift
