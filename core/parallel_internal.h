@@ -7,9 +7,9 @@
 #include <stddef.h>
 
 /* Bytes of every thread's scratch: what ops/sgemm.c packs (B's slice and
- * A's panels, 224 KiB) or ops/sgemm_avx512.c (B's block and A's rows,
- * 1 MiB); each checks that they fit. A multiple of 64. */
-#define TG_THREAD_SCRATCH_BYTES ((size_t)1024 * 1024)
+ * A's panels, 224 KiB) or ops/sgemm_avx512.c (B's block and A's panel,
+ * 789 KiB); each checks that they fit. A multiple of 64. */
+#define TG_THREAD_SCRATCH_BYTES ((size_t)800 * 1024)
 
 /* The calling thread's scratch: TG_THREAD_SCRATCH_BYTES bytes, 64-byte
  * aligned, kept for the thread's life, so a steady-state step allocates

@@ -1,52 +1,57 @@
 /* tapegrad's f32 gemm on the avx512 kernel path (core/cpu.h): the AVX-512
- * twin of ops/sgemm.c's AVX2 kernel, used by tg_sgemm_kernel,
- * tg_sgemm_tiles and tg_sgemm when tg_cpu_avx512() (see gemm_internal.h).
+ * counterpart of ops/sgemm.c's AVX2 kernel, which tg_sgemm_kernel,
+ * tg_sgemm_tiles and tg_sgemm call when tg_cpu_avx512() (gemm_internal.h).
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,   row-major, op = as is or ^T
  *
- * The micro-kernel keeps an MR x 32 tile of C (MR = 14 rows, two 16-lane
- * vectors per row: 28 of the 32 zmm registers); per k it loads one row of
- * B's panel (two vectors) and broadcasts A(i+r, k) for the 14 rows, 28
- * fused multiply-adds, one load per two of them. Zen 4 and 5 issue two
- * FMAs a cycle with a 4-cycle latency: 8 in flight cover it, 28 leave
- * room for the loads.
+ * The micro-kernel keeps an MR x 32 tile of C in registers (MR = 14 rows
+ * of two 16-lane vectors: 28 of the 32 zmm registers); per k it loads one
+ * row of B's panel (two vectors) and broadcasts A(i+r, k) for the 14 rows:
+ * 28 fused multiply-adds, 16 loads. Zen 4 and 5 start two FMAs a cycle
+ * with a 4-cycle latency, so 8 chains would do; 28 leave the loads room.
  *
- * The blocking (BLIS's loops, with the two innermost swapped as in
- * ops/sgemm.c):
+ * The blocking (BLIS's loops, the two innermost swapped as in ops/sgemm.c):
  *
  *   for each NC columns of C           (jc)
- *     for each kc deep slice of K      (pc)   pack B(pc.., jc..) into 32-
- *                                             column panels, k-major: the
- *                                             block (kc x NC) stays in L2
- *       for each MR rows of C          (ir)   A's rows for this slice,
- *                                             packed k-major (MR floats a
- *                                             k) or read in place: in L1
- *         for each 32-column panel     (jr)   the micro-kernel
+ *     for each kc deep slice of K      (pc)   B(pc.., jc..) in 32-column
+ *                                             panels, k-major: kc x NC,
+ *                                             768 KiB of the 1 MiB L2
+ *       for each MR rows of C          (i)    A's 14 rows of the slice,
+ *                                             k-major (14 floats a k):
+ *                                             21 KiB, in L1
+ *         for each 32-column panel     (jr)   the micro-kernel; the panel
+ *                                             (kc x 32) streams from L2
  *
- * kc is at most KC_MAX, chosen from K alone (K cut into equal slices), so
- * every call on the same K sums the same slices. B's block is kc x NC
- * floats (384 x 512: 768 KiB of Zen 4/5's 1 MiB L2); A's 14 rows of a
- * slice, 21 KiB, and the B panel passing through (kc x 32, 48 KiB) share
- * the 48 KiB L1, both streamed in order.
+ * kc is at most KC_MAX = 384, chosen from K alone (K cut into equal
+ * slices, a multiple of 16 but the last), so every call on the same K sums
+ * the same slices.
  *
- * A's rows are packed when A is stored transposed (each k's 14 floats are
- * contiguous: one masked load and one store) and, when stored as is, by
- * 16 x 16 register transposes: read in place, the 14 rows lda floats
- * apart fall into a few L1 sets when lda is near a multiple of 1024
- * floats (4 KiB); packed, they are one stream. B is packed once per block
- * (by the same transposes when it is stored transposed).
+ * Packing. ops/gemm.c cuts a large product into 8 row (or column) blocks,
+ * one call each, so a call often packs all of B for few rows of A: a
+ * separate pass over B cost 10-14% of a 128-row call of 1024^3. So B
+ * stored as is is packed by the first 14 rows' kernels, which read each
+ * row of B where it lies (prefetched 16 rows ahead) and store it to the
+ * panel as they use it: the copy hides behind the FMAs. B stored
+ * transposed is packed before, by 16 x 16 register transposes. A stored
+ * transposed is packed the same way by each row panel's first kernel
+ * (each k's 14 floats are contiguous: one masked load and store); A
+ * stored as is, by 16 x 16 register transposes (reading the 14 rows in
+ * place and storing each float as it passes measured slower; and read in
+ * place for the whole row panel, rows lda floats apart share a few L1
+ * sets when lda is near a multiple of 1024).
  *
- * Edges: the last panel of B is zero past N; the kernel is compiled for
- * each row count 1..14 and for one or two vectors of columns, so an edge
- * tile does only its rows and (up to 16) columns, and stores C through
- * AVX-512 masks, never past N or M.
+ * Edges: the kernel is compiled for each row count 1..14 and for one or
+ * two vectors of columns, so an edge tile does only its rows and (up to
+ * 16) its columns; C is read and stored through AVX-512 masks, never past
+ * N or M. B's last panel is zero past N.
  *
  * Sums: each element of C is alpha times a sum of fused multiply-adds over
  * k in increasing order, one kc slice at a time, added to C as in
- * ops/sgemm.c: the first slice stores alpha acc (+ beta C, one FMA, when
- * beta != 0; beta = 0 never reads C), each later one fma(alpha, acc, C).
- * Nothing depends on which rows or columns a call covers, so cutting a
- * product into blocks (ops/gemm.c) gives the same bits as one call.
+ * ops/sgemm.c: the first slice stores alpha acc (fma(beta, C, alpha acc)
+ * when beta != 0; beta = 0 never reads C), each later one fma(alpha, acc,
+ * C). Nothing depends on which rows or columns a call covers, or on which
+ * kernel variant does a tile, so cutting a product into blocks (ops/gemm.c)
+ * gives the same bits as one call.
  *
  * tg_sgemm_tiles_avx512 runs the same micro-kernel on A and B where they
  * lie, nothing packed, K unsliced: for the attention's small products. */
@@ -61,25 +66,14 @@
 #ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
 
-#ifndef SG5_MR
-#define SG5_MR 14
-#endif
-#ifndef SG5_KC
-#define SG5_KC 384
-#endif
-#ifndef SG5_NC
-#define SG5_NC 512
-#endif
-#ifndef SG5_MC
-#define SG5_MC (8 * SG5_MR)
-#endif
-
-enum { MR = SG5_MR, NR = 32, KC_MAX = SG5_KC, NC = SG5_NC, MC = SG5_MC };
-/* B's block, then A's panels (MC rows when A is stored transposed, MR
- * otherwise; plus one vector of slack: the packing stores 16 floats a k) */
-enum { B_FLOATS = KC_MAX * NC, A_FLOATS = KC_MAX * MC + 16 };
+/* rows and columns of C's tile, K's slices, C's column blocks; PF: rows
+ * of B (or A) ahead that the packing kernels prefetch */
+enum { MR = 14, NR = 32, KC_MAX = 384, NC = 512, PF = 16 };
+/* the scratch: B's block, then A's panel (plus one vector of slack: the
+ * transposes store 16 floats a k) */
+enum { B_FLOATS = KC_MAX * NC, A_FLOATS = KC_MAX * MR + 16 };
 _Static_assert((B_FLOATS + A_FLOATS) * sizeof(float) <= TG_THREAD_SCRATCH_BYTES, "the packed blocks fit the scratch");
-_Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0 && MC % MR == 0, "blocking");
+_Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0, "blocking");
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define INLINE static inline __attribute__((always_inline))
@@ -87,16 +81,20 @@ _Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0 && MC % MR == 0, "bl
 /* lanes [0, n) of a 16-lane mask: none for n <= 0, all for n >= 16 */
 INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
 
-/* One mr x (16 nv) tile of C, mr and nv constants where this is inlined:
- * C[r][c] (r < mr, c < nr) = alpha acc + beta C on the first slice (beta =
- * 0: C not read), fma(alpha, acc, C) on later ones, where acc = sum_k
- * A(r, k) B(k, c), A(r, k) = a[r ars + k acs] and row k of B is the 16 nv
- * floats at b + k bs. Columns past nr (nr <= 16 nv) are neither read nor
- * written, rows past mr neither. */
-AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int64_t ars, int64_t acs,
-                        const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
-                        int first)
+/* One mr x (16 nv) tile of C, mr, nv, copy and copya constants where this
+ * is inlined: C[r][c] (r < mr, c < nr) = alpha acc + beta C on the first
+ * slice (beta = 0: C not read), fma(alpha, acc, C) on later ones, where
+ * acc = sum_k A(r, k) B(k, c), A(r, k) = a[r ars + k acs] and row k of B
+ * is the 16 nv floats at b + k bs. Columns past nr (nr <= 16 nv) are
+ * neither read nor written, rows past mr neither. copy: B's rows are also
+ * stored to the panel bc (k NR apart; read masked to nr columns, so the
+ * panel is zero past them); copya: A's rows (ars = 1, mr = MR) are also
+ * stored to the panel ad (k MR apart). */
+AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const int copya, int kc, const float *a,
+                             int64_t ars, int64_t acs, float *restrict ad, const float *b, int64_t bs,
+                             float *restrict bc, float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
+    const __mmask16 bm0 = lanes(nr), bm1 = lanes(nr - 16);
     __m512 acc[MR][2];
     /* C's tile, wanted after the loop: on its way to L2 meanwhile */
 #pragma GCC unroll 16
@@ -108,13 +106,26 @@ AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int6
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++, a += acs, b += bs) {
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
+        __m512 b0, b1;
+        if (copy) { /* B where it lies, stored to its panel as it passes */
+            _mm_prefetch((const char *)(b + PF * bs), _MM_HINT_T0);
+            if (nv > 1) _mm_prefetch((const char *)(b + PF * bs + 31), _MM_HINT_T0);
+            b0 = _mm512_maskz_loadu_ps(bm0, b), b1 = nv > 1 ? _mm512_maskz_loadu_ps(bm1, b + 16) : b0;
+            _mm512_store_ps(bc + k * NR, b0);
+            if (nv > 1) _mm512_store_ps(bc + k * NR + 16, b1);
+        } else
+            b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
 #pragma GCC unroll 16
         for (int r = 0; r < MR; r++) {
             if (r >= mr) break;
             const __m512 av = _mm512_set1_ps(a[r * ars]);
             acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
             if (nv > 1) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+        }
+        if (copya) { /* A's panel, as it passes (k's MR floats are contiguous) */
+            _mm512_mask_storeu_ps(ad, lanes(MR), _mm512_maskz_loadu_ps(lanes(MR), a));
+            _mm_prefetch((const char *)(a + PF * acs), _MM_HINT_T0);
+            ad += MR;
         }
     }
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
@@ -151,9 +162,41 @@ AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int6
     }
 }
 
-/* The kernels: packed or column-strided A (ars = 1: A(r,k) = a[r + k
- * acs]) and row-strided A (any ars and acs), for each row count and
- * vector count. */
+AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int64_t ars, int64_t acs,
+                        const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
+                        int first)
+{
+    tile_body(mr, nv, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
+}
+
+/* A row panel's first 32 columns while packing A stored transposed:
+ * A(r, k) = a[r + k acs] read where it lies and stored to the panel
+ * ad[k MR + r] as it is used. b: B's first packed panel. */
+AVX512 static void apacking_kernel(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,
+                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)
+{
+    tile_body(MR, 2, 0, 1, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);
+}
+
+/* A block's first MR rows while packing B stored as is: row k of B read
+ * where it lies (b + k ldb, columns past nr masked off) and stored to the
+ * panel bc + k NR as it is used, so the pass that packs B also computes
+ * (and its loads, from L3 or memory, hide behind the FMAs). a: A's packed
+ * panel. */
+AVX512 static void packing_kernel_1(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
+                                    float *c, int64_t ldc, int nr, float alpha, float beta, int first)
+{
+    tile_body(MR, 1, 1, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+}
+AVX512 static void packing_kernel_2(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
+                                    float *c, int64_t ldc, int nr, float alpha, float beta, int first)
+{
+    tile_body(MR, 2, 1, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+}
+
+/* The kernels, for each row count and vector count: packed or
+ * column-strided A (ars = 1: A(r,k) = a[r + k acs]; kc_*), and A with any
+ * strides (kr_*, for tg_sgemm_tiles on A as stored). */
 typedef void kernel_fn(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs, float *c,
                        int64_t ldc, int nr, float alpha, float beta, int first);
 
@@ -193,37 +236,18 @@ KERNELS(9)
 KERNELS(10)
 KERNELS(11)
 KERNELS(12)
-#if SG5_MR > 12
 KERNELS(13)
 KERNELS(14)
-#endif
-#if SG5_MR > 14
-KERNELS(15)
-KERNELS(16)
-#endif
+_Static_assert(MR == 14, "one KERNELS line per row count");
 
 /* [column-strided or packed A, row-strided A][mr - 1][nv - 1] */
 static kernel_fn *const KERNEL[2][MR][2] = {
     {{kc_1_1, kc_1_2}, {kc_2_1, kc_2_2}, {kc_3_1, kc_3_2}, {kc_4_1, kc_4_2}, {kc_5_1, kc_5_2}, {kc_6_1, kc_6_2},
      {kc_7_1, kc_7_2}, {kc_8_1, kc_8_2}, {kc_9_1, kc_9_2}, {kc_10_1, kc_10_2}, {kc_11_1, kc_11_2},
-     {kc_12_1, kc_12_2},
-#if SG5_MR > 12
-     {kc_13_1, kc_13_2}, {kc_14_1, kc_14_2},
-#endif
-#if SG5_MR > 14
-     {kc_15_1, kc_15_2}, {kc_16_1, kc_16_2},
-#endif
-    },
+     {kc_12_1, kc_12_2}, {kc_13_1, kc_13_2}, {kc_14_1, kc_14_2}},
     {{kr_1_1, kr_1_2}, {kr_2_1, kr_2_2}, {kr_3_1, kr_3_2}, {kr_4_1, kr_4_2}, {kr_5_1, kr_5_2}, {kr_6_1, kr_6_2},
      {kr_7_1, kr_7_2}, {kr_8_1, kr_8_2}, {kr_9_1, kr_9_2}, {kr_10_1, kr_10_2}, {kr_11_1, kr_11_2},
-     {kr_12_1, kr_12_2},
-#if SG5_MR > 12
-     {kr_13_1, kr_13_2}, {kr_14_1, kr_14_2},
-#endif
-#if SG5_MR > 14
-     {kr_15_1, kr_15_2}, {kr_16_1, kr_16_2},
-#endif
-    },
+     {kr_12_1, kr_12_2}, {kr_13_1, kr_13_2}, {kr_14_1, kr_14_2}},
 };
 
 /* t[c] = column c of the 16 x 16 block whose row r is x[r]: four rounds
@@ -275,35 +299,27 @@ AVX512 INLINE void transpose_rows16(float *dst, int64_t ds, const float *src, in
     }
 }
 
-/* A's rows i .. i+mr (mr <= MR) of the slice [k0, k0+kc), A stored as
- * is, packed k-major: dst[k MR + r] = A(i+r, k0+k) for r < mr (the rest
- * of each k's MR floats is not read) */
-AVX512 static void pack_a(const float *A, int lda, int i, int mr, int k0, int kc, float *restrict dst)
+/* mr <= MR rows of op(A) over kc of K, packed k-major: dst[k MR + r] =
+ * op(A)(r, k) for r < mr, where op(A)(r, k) = a[k lda + r] (A stored
+ * transposed: each k's mr floats contiguous, one masked load and store)
+ * or a[r lda + k] (as stored: 16 x 16 register transposes). The rest of
+ * each k's MR floats is not read; dst needs 16 floats of slack. */
+AVX512 static void pack_a(bool ta, const float *a, int lda, int mr, int kc, float *restrict dst)
 {
-    transpose_rows16(dst, MR, A + (int64_t)i * lda + k0, lda, mr, kc);
-}
-
-/* Rows i0 .. i0+mc of op(A) over [k0, k0+kc), A stored transposed (K,M),
- * into MR-row panels: panel q at dst + q kc MR holds rows i0 + q MR ..
- * k-major (dst[q kc MR + k MR + r] = A[(k0+k) lda + i0 + q MR + r]). Row k
- * of the block is contiguous in A: read once, front to back, and dealt
- * out to the panels (read panel by panel, each k would be a new line,
- * lda floats on). */
-AVX512 static void pack_a_t(const float *A, int lda, int i0, int mc, int k0, int kc, float *restrict dst)
-{
-    const int64_t ps = (int64_t)kc * MR; /* floats per panel */
-    const int full = mc / MR * MR;
-    const __mmask16 m = lanes(MR), me = lanes(mc - full);
-    for (int k = 0; k < kc; k++) {
-        const float *src = A + (int64_t)(k0 + k) * lda + i0;
-        float *d = dst + (int64_t)k * MR;
-        for (int q = 0; q < full; q += MR, d += ps) _mm512_mask_storeu_ps(d, m, _mm512_maskz_loadu_ps(m, src + q));
-        if (full < mc) _mm512_mask_storeu_ps(d, me, _mm512_maskz_loadu_ps(me, src + full));
+    if (ta) {
+        const __mmask16 m = lanes(mr);
+        for (int k = 0; k < kc; k++, a += lda) _mm512_storeu_ps(dst + (int64_t)k * MR, _mm512_maskz_loadu_ps(m, a));
+        return;
     }
+    transpose_rows16(dst, MR, a, lda, mr, kc);
 }
 
 /* op(B)[k0 .. k0+kc) x [j0 .. j0+nc) into 32-column panels: panel q holds
- * columns j0 + 32 q .. as kc rows of 32 floats, zero past N (nc). */
+ * columns j0 + 32 q .. as kc rows of 32 floats, zero past nc (or, for B
+ * stored transposed, the second 16 not written when the panel has at most
+ * 16 columns: the one-vector kernels that do it never read them). For B
+ * stored as is, the packing kernels do the same as they compute; this is
+ * for products of fewer than MR rows. */
 AVX512 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *restrict dst)
 {
     const int64_t ps = (int64_t)kc * NR; /* floats per panel */
@@ -313,6 +329,10 @@ AVX512 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int 
         for (int k = 0; k < kc; k++) {
             const float *src = B + (int64_t)(k0 + k) * ldb + j0;
             float *d = dst + (int64_t)k * NR;
+            /* a row PF ahead on its way in (rows ldb apart restart the
+             * hardware's stream prefetch at every row) */
+            if (k + PF < kc)
+                for (int q = 0; q < nc; q += 16) _mm_prefetch((const char *)(src + PF * (int64_t)ldb + q), _MM_HINT_T0);
             for (int q = 0; q < full; q += NR, d += ps) {
                 _mm512_store_ps(d, _mm512_loadu_ps(src + q));
                 _mm512_store_ps(d + 16, _mm512_loadu_ps(src + q + 16));
@@ -331,8 +351,6 @@ AVX512 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int 
         const float *src = B + (int64_t)(j0 + q) * ldb + k0;
         transpose_rows16(dst, NR, src, ldb, w < 16 ? w : 16, kc);
         if (w > 16) transpose_rows16(dst + 16, NR, src + (int64_t)16 * ldb, ldb, w - 16, kc);
-        else
-            for (int k = 0; k < kc; k++) _mm512_store_ps(dst + k * NR + 16, _mm512_setzero_ps());
     }
 }
 
@@ -344,31 +362,48 @@ static int slice_depth(int K)
     return (kc + 15) / 16 * 16;
 }
 
-/* scratch: B's block (B_FLOATS), then A's panels (A_FLOATS), 64-byte
+/* scratch: B's block (B_FLOATS), then A's panel (A_FLOATS), 64-byte
  * aligned */
 AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                                 const float *B, int ldb, float beta, float *C, int ldc, float *restrict scratch)
 {
     float *const bp = scratch, *const ap = scratch + B_FLOATS;
     const int kcs = slice_depth(K);
+    /* B stored as is is packed by the first MR rows' kernels */
+    const bool fuse_b = !tb && M >= MR;
+    /* A stored transposed is packed by each panel's first kernel */
+    const bool fuse_a = ta;
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
         for (int pc = 0; pc < K; pc += kcs) {
-            const int kc = K - pc < kcs ? K - pc : kcs;
-            pack_b(tb, B, ldb, pc, kc, jc, nc, bp);
-            for (int ic = 0; ic < M; ic += MC) {
-                const int mc = M - ic < MC ? M - ic : MC;
-                if (ta) pack_a_t(A, lda, ic, mc, pc, kc, ap);
-                for (int ir = 0; ir < mc; ir += MR) {
-                    const int i = ic + ir, mr = mc - ir < MR ? mc - ir : MR;
-                    const float *a = ap + (int64_t)(ir / MR) * kc * MR;
-                    if (!ta) pack_a(A, lda, i, mr, pc, kc, ap), a = ap;
-                    float *c = C + (int64_t)i * ldc + jc;
-                    kernel_fn *const *kern = KERNEL[0][mr - 1];
-                    for (int jr = 0; jr < nc; jr += NR) {
+            const int kc = K - pc < kcs ? K - pc : kcs, first = pc == 0;
+            if (!fuse_b) pack_b(tb, B, ldb, pc, kc, jc, nc, bp);
+            for (int i = 0; i < M; i += MR) {
+                const int mr = M - i < MR ? M - i : MR;
+                float *c = C + (int64_t)i * ldc + jc;
+                /* A(i+r, pc+k) = a0[r ars + k acs] */
+                const float *a0 = A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc);
+                int jr = 0;
+                if (fuse_b && i == 0) {
+                    pack_a(ta, a0, lda, mr, kc, ap);
+                    for (; jr < nc; jr += NR) {
                         const int nr = nc - jr < NR ? nc - jr : NR;
-                        kern[nr > 16](kc, a, 1, MR, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, pc == 0);
+                        (nr > 16 ? packing_kernel_2 : packing_kernel_1)(kc, ap, B + (int64_t)pc * ldb + jc + jr, ldb,
+                                                                       bp + (int64_t)jr * kc, c + jr, ldc, nr, alpha,
+                                                                       beta, first);
                     }
+                    continue;
+                }
+                if (fuse_a && mr == MR && nc > 16) {
+                    const int nr = nc < NR ? nc : NR;
+                    apacking_kernel(kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first);
+                    jr = NR;
+                } else
+                    pack_a(ta, a0, lda, mr, kc, ap);
+                kernel_fn *const *kern = KERNEL[0][mr - 1];
+                for (; jr < nc; jr += NR) {
+                    const int nr = nc - jr < NR ? nc - jr : NR;
+                    kern[nr > 16](kc, ap, 1, MR, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
                 }
             }
         }
