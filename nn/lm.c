@@ -10,23 +10,23 @@
 bool tg_lm_check_idx(tg_graph *g, const char *who, const tg_tensor *idx, int V, int block_size,
                      const tg_kv_cache *cache)
 {
-    char s[64];
-    tg_shape_str(idx, s, sizeof s);
+    char s[64];   /* idx's shape, written only for a message (not per decoded token) */
     if (idx->dtype != TG_I32 || idx->ndim != 2)
-        return tg_fail(g, "%s: idx must be i32 (B,T), got %s %s", who, tg_dtype_name(idx->dtype), s) != NULL;
+        return tg_fail(g, "%s: idx must be i32 (B,T), got %s %s", who, tg_dtype_name(idx->dtype),
+                       tg_shape_str(idx, s, sizeof s)) != NULL;
     const int B = idx->shape[0], T = idx->shape[1];
     const int p = cache ? cache->len : 0;   /* positions already cached */
     if (p + T > block_size)
-        return tg_fail(g, "%s: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", who, s, T, p,
-                       block_size) != NULL;
+        return tg_fail(g, "%s: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", who,
+                       tg_shape_str(idx, s, sizeof s), T, p, block_size) != NULL;
     if (cache && cache->batch != B)
-        return tg_fail(g, "%s: idx i32 %s has batch %d, but the KV cache was enabled for batch %d", who, s, B,
-                       cache->batch) != NULL;
+        return tg_fail(g, "%s: idx i32 %s has batch %d, but the KV cache was enabled for batch %d", who,
+                       tg_shape_str(idx, s, sizeof s), B, cache->batch) != NULL;
     for (int64_t i = 0; i < idx->numel; i++) {
         const int32_t id = ((const int32_t *)idx->data)[i];
         if (id < 0 || id >= V)
-            return tg_fail(g, "%s: idx i32 %s: token id %d at flat position %lld is outside [0, %d)", who, s,
-                           (int)id, (long long)i, V) != NULL;
+            return tg_fail(g, "%s: idx i32 %s: token id %d at flat position %lld is outside [0, %d)", who,
+                           tg_shape_str(idx, s, sizeof s), (int)id, (long long)i, V) != NULL;
     }
     return true;
 }

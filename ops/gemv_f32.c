@@ -32,7 +32,7 @@
 #define LANES 16
 #define ACCS 4                       /* accumulators per dot product */
 #define PREFETCH 1536                /* floats (6 KB) ahead of the row being read */
-#define GEMV_MIN_PART (64.0 * 1024)  /* multiply-adds below which a part is not worth a thread */
+#define GEMV_MIN_PART (32.0 * 1024)  /* multiply-adds below which a part is not worth a thread */
 
 /* x . w over K floats, in the order described at the top, plus *b */
 TG_KERNEL_BODY float dot(const float *restrict w, const float *restrict x, int K, const float *b)

@@ -30,33 +30,67 @@
 
 #include "checkpoint.h"
 
+/* Row `row` of logits (V per row) as doubles into out (exact for f32). */
+static void logits_row(const tg_tensor *logits, int64_t row, int V, double *out)
+{
+    if (logits->dtype == TG_F32) {
+        const float *l = (const float *)logits->data + row * V;
+        for (int j = 0; j < V; j++) out[j] = l[j];
+    } else {
+        memcpy(out, (const double *)logits->data + row * V, (size_t)V * sizeof *out);
+    }
+}
+
+/* The k-th largest of x[0..n) (1 <= k <= n, duplicates counted), x
+ * reordered: Hoare's selection, O(n) on average where picking the k-th
+ * largest k times over (the loop this replaces) was O(k n). */
+static double kth_largest(double *x, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    const int at = k - 1;   /* its index in descending order */
+    while (lo < hi) {
+        const double a = x[lo], b = x[lo + (hi - lo) / 2], c = x[hi];   /* the median of three as the pivot */
+        const double pivot = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+        int i = lo, j = hi;
+        while (i <= j) {   /* descending: [lo, j] >= pivot >= [i, hi] */
+            while (x[i] > pivot) i++;
+            while (x[j] < pivot) j--;
+            if (i <= j) {
+                const double t = x[i];
+                x[i++] = x[j];
+                x[j--] = t;
+            }
+        }
+        if (at <= j) hi = j;
+        else if (at >= i) lo = i;
+        else break;   /* between j and i: x[at] is the pivot */
+    }
+    return x[at];
+}
+
 /* Picks the next token from logits (V) with temperature and top-k;
- * temperature 0 is greedy. */
+ * temperature 0 is greedy (the first of the largest logits). probs is V
+ * doubles of scratch. */
 static int pick(const tg_tensor *logits, int64_t row, int V, double temperature, int top_k, tg_rng *r,
                 double *probs)
 {
+    double *l = probs;   /* the row, then the probabilities in place */
+    logits_row(logits, row, V, l);
     int best = 0;
-    for (int j = 0; j < V; j++)
-        if (tg_tensor_get(logits, row * V + j) > tg_tensor_get(logits, row * V + best)) best = j;
+    for (int j = 1; j < V; j++)
+        if (l[j] > l[best]) best = j;
     if (temperature <= 0) return best;
-    double mx = tg_tensor_get(logits, row * V + best) / temperature;
+    const double top = l[best], mx = top / temperature;
     /* the k-th largest logit is the cut-off */
     double cut = -INFINITY;
     if (top_k > 0 && top_k < V) {
-        for (int j = 0; j < V; j++) probs[j] = tg_tensor_get(logits, row * V + j);
-        for (int k = 0; k < top_k; k++) {
-            int at = 0;
-            for (int j = 1; j < V; j++)
-                if (probs[j] > probs[at]) at = j;
-            cut = probs[at];
-            probs[at] = -INFINITY;
-        }
+        cut = kth_largest(l, V, top_k);
+        logits_row(logits, row, V, l);   /* back in order */
     }
     double sum = 0;
     for (int j = 0; j < V; j++) {
-        double l = tg_tensor_get(logits, row * V + j);
-        probs[j] = l < cut ? 0 : exp(l / temperature - mx);
-        sum += probs[j];
+        l[j] = l[j] < cut ? 0 : exp(l[j] / temperature - mx);
+        sum += l[j];
     }
     double u = tg_rng_uniform(r) * sum;
     for (int j = 0; j < V; j++) {
