@@ -48,7 +48,30 @@
  *   {"impl": "tapegrad", "config", "op", "shape", "threads", "warmup",
  *    "repeats", "fwd_ms": [...], "fwdbwd_ms": [...], "fwd_median_ms",
  *    "fwdbwd_median_ms", "flop_fwd", "flop_bwd" (0 = not counted),
- *    "check": {"out_sq", "grad_sq": [...]}, "peak_rss_kb"} */
+ *    "check": {"out_sq", "grad_sq": [...]}, "peak_rss_kb"}
+ *
+ * The f32 matrix products alone (bench/README.md, "The AVX-512 gemm"):
+ *
+ *   bench_ops --gemm [--peak GFLOPS] [--threads 1] [--repeats 20]
+ *             [--shapes MxNxK[:tn|:nt|:tt],...]
+ *
+ * C (M,N) = op(A) op(B), op as the suffix says (t: stored transposed;
+ * default as stored), each shape timed by turns, one call per turn, best
+ * of the repeats (after one untimed call each; at 1 thread in the
+ * thread's CPU time, so that time another process had the core does not
+ * count, else in wall time): tapegrad's AVX-512 kernel
+ * in one call (tg_sgemm_kernel_avx512), its AVX2 kernel in one call (the
+ * avx2 path's tg_sgemm_kernel), OpenBLAS's cblas_sgemm in one call,
+ * tg_gemm_f32 (what the ops call: the product cut into at most 8 calls
+ * as ops/gemm.c cuts it, each by the kernel of the path in use or, with
+ * TG_SGEMM=openblas in the environment, by OpenBLAS) and, for shapes with
+ * neither operand transposed, the op tg_matmul (a graph recording it,
+ * reset between turns). GFLOP/s = 2 M N K / seconds / 1e9; with --peak
+ * (build/bench/fma_peak's AVX-512 line), each as a share of it. Prints a
+ * markdown table. Default shapes: a training step's (768x128x384,
+ * 768x128x512, 768x512x128, 2048x288x768, the linear layers' x W^T
+ * forms :nt, the weight gradients 768x256x2048:tn and 1024x256x2048:tn)
+ * and 1024x1024x1024. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +81,10 @@
 #include "tapegrad.h"
 
 #include "bench_common.h"
+
+#include <cblas.h>
+
+#include "ops/gemm_internal.h"
 
 #define VOCAB 65
 #define MAX_INPUTS 4
@@ -422,12 +449,175 @@ out:
     return rc;
 }
 
+/* ---- --gemm: the f32 products alone ------------------------------------ */
+
+enum { GEMM_IMPLS = 5, GEMM_MAX_SHAPES = 32 };
+static const char *const GEMM_IMPL_NAMES[GEMM_IMPLS] = {"AVX-512 kernel", "AVX2 kernel", "OpenBLAS", "tg_gemm_f32",
+                                                        "tg_matmul"};
+
+typedef struct gemm_shape {
+    int M, N, K;
+    bool ta, tb;
+} gemm_shape;
+
+/* "MxNxK" with an optional ":tn", ":nt" or ":tt" (op(A), op(B)); 0 or -1 */
+static int parse_gemm_shape(const char *s, size_t len, gemm_shape *g)
+{
+    char buf[64], ops[3] = "nn";
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    int used = 0;
+    if (sscanf(buf, "%dx%dx%d%n", &g->M, &g->N, &g->K, &used) != 3 || g->M < 1 || g->N < 1 || g->K < 1) return -1;
+    if (buf[used] == ':') {
+        if (strlen(buf + used + 1) != 2) return -1;
+        memcpy(ops, buf + used + 1, 2);
+    } else if (buf[used]) return -1;
+    if ((ops[0] != 'n' && ops[0] != 't') || (ops[1] != 'n' && ops[1] != 't')) return -1;
+    g->ta = ops[0] == 't', g->tb = ops[1] == 't';
+    return 0;
+}
+
+static void fill_gemm(float *p, size_t n, uint32_t k)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t h = lowbias32((uint32_t)i + (k + 1) * 0x9E3779B9u);
+        p[i] = (float)(2.0 * (double)(h >> 8) / 16777216.0 - 1.0);
+    }
+}
+
+/* seconds: the calling thread's CPU time at 1 thread (every implementation
+ * then runs on it, and time when another process had the core does not
+ * count), else the monotonic clock */
+static double gemm_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(tg_num_threads() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* one call of implementation `impl`; false when it cannot run here */
+static bool gemm_call(int impl, const gemm_shape *g, const float *A, const float *B, float *C, tg_graph *graph,
+                      tg_tensor *ta, tg_tensor *tb)
+{
+    const int lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
+    switch (impl) {
+    case 0: return tg_sgemm_kernel_avx512(g->ta, g->tb, g->M, g->N, g->K, 1, A, lda, B, ldb, 0, C, g->N);
+    case 1: {
+        const tg_isa was = tg_isa_active();
+        if (tg_isa_set_max(TG_ISA_AVX2) != TG_ISA_AVX2) {
+            tg_isa_set_max(was);
+            return false;
+        }
+        const bool ok = tg_sgemm_kernel(g->ta, g->tb, g->M, g->N, g->K, 1, A, lda, B, ldb, 0, C, g->N);
+        tg_isa_set_max(was);
+        return ok;
+    }
+    case 2:
+        cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->M, g->N,
+                    g->K, 1, A, lda, B, ldb, 0, C, g->N);
+        return true;
+    case 3: tg_gemm_f32(g->ta, g->tb, g->M, g->N, g->K, 1, A, lda, B, ldb, 0, C, g->N); return true;
+    default: {
+        if (!ta) return false;
+        tg_tensor *y = tg_matmul(graph, ta, tb);
+        tg_graph_reset(graph);
+        return y != NULL;
+    }
+    }
+}
+
+/* times one shape: best[i] seconds per call, < 0 when impl i cannot run */
+static int time_gemm(const gemm_shape *g, int repeats, double best[GEMM_IMPLS])
+{
+    const size_t na = (size_t)g->M * g->K, nb = (size_t)g->K * g->N, nc = (size_t)g->M * g->N;
+    float *A = tg_malloc(na * sizeof *A), *B = tg_malloc(nb * sizeof *B), *C = tg_malloc(nc * sizeof *C);
+    tg_graph *data = tg_graph_new(), *graph = tg_graph_new();
+    tg_tensor *ta = NULL, *tb = NULL;
+    int rc = -1;
+    if (!A || !B || !C || !data || !graph) goto out;
+    fill_gemm(A, na, 0);
+    fill_gemm(B, nb, 1);
+    if (!g->ta && !g->tb) { /* tg_matmul's operands: the same numbers */
+        ta = tg_tensor_wrap(data, TG_F32, 2, (int[]){g->M, g->K}, A);
+        tb = tg_tensor_wrap(data, TG_F32, 2, (int[]){g->K, g->N}, B);
+        if (!ta || !tb) goto out;
+    }
+    for (int i = 0; i < GEMM_IMPLS; i++) best[i] = gemm_call(i, g, A, B, C, graph, ta, tb) ? 1e30 : -1;
+    for (int r = 0; r < repeats; r++)
+        for (int i = 0; i < GEMM_IMPLS; i++) {
+            if (best[i] < 0) continue;
+            const double t0 = gemm_clock();
+            gemm_call(i, g, A, B, C, graph, ta, tb);
+            const double t = gemm_clock() - t0;
+            if (t < best[i]) best[i] = t;
+        }
+    rc = 0;
+out:
+    tg_graph_free(graph);
+    tg_graph_free(data);
+    tg_free(A), tg_free(B), tg_free(C);
+    return rc;
+}
+
+static int run_gemm_bench(const char *shapes, int repeats, double peak)
+{
+    static const char *const defaults = "768x128x384,768x128x512,768x512x128,2048x288x768,768x128x384:nt,"
+                                        "768x512x128:nt,2048x288x768:nt,768x256x2048:tn,1024x256x2048:tn,"
+                                        "1024x1024x1024";
+    gemm_shape list[GEMM_MAX_SHAPES];
+    int n = 0;
+    for (const char *s = shapes ? shapes : defaults; *s;) {
+        const size_t len = strcspn(s, ",");
+        if (n == GEMM_MAX_SHAPES || parse_gemm_shape(s, len, &list[n])) {
+            fprintf(stderr, "bench_ops: --shapes: '%.*s' is not MxNxK[:tn|:nt|:tt] (at most %d shapes)\n", (int)len,
+                    s, GEMM_MAX_SHAPES);
+            return 2;
+        }
+        n++;
+        s += len + (s[len] == ',');
+    }
+    printf("f32 gemm, %d thread(s), kernel path %s%s, best of %d calls each (%s); GFLOP/s", tg_num_threads(),
+           tg_isa_name(tg_isa_active()), getenv("TG_SGEMM") ? ", TG_SGEMM set" : "", repeats,
+           tg_num_threads() == 1 ? "thread CPU time" : "wall time");
+    if (peak > 0) printf(" (%% of the AVX-512 FMA peak, %.1f GFLOP/s)", peak);
+    printf("\n\n| shape MxNxK:op(A)op(B) |");
+    for (int i = 0; i < GEMM_IMPLS; i++) printf(" %s |", GEMM_IMPL_NAMES[i]);
+    printf("\n| --- |");
+    for (int i = 0; i < GEMM_IMPLS; i++) printf(" --- |");
+    printf("\n");
+    for (int k = 0; k < n; k++) {
+        const gemm_shape *g = &list[k];
+        double best[GEMM_IMPLS];
+        if (time_gemm(g, repeats, best)) {
+            fprintf(stderr, "bench_ops: out of memory\n");
+            return 1;
+        }
+        printf("| %dx%dx%d:%c%c |", g->M, g->N, g->K, g->ta ? 't' : 'n', g->tb ? 't' : 'n');
+        const double flop = 2.0 * g->M * g->N * g->K;
+        for (int i = 0; i < GEMM_IMPLS; i++) {
+            if (best[i] < 0) {
+                printf(" - |");
+                continue;
+            }
+            const double gf = flop / best[i] / 1e9;
+            if (peak > 0) printf(" %.1f (%.0f%%) |", gf, 100 * gf / peak);
+            else printf(" %.1f |", gf);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    return 0;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_ops [--config S|M|L|N] [--threads 1] [--repeats 20] [--warmup 3]\n"
-                    "                 [--ops name,name,...] [--list]\n");
+                    "                 [--ops name,name,...] [--list]\n"
+                    "       bench_ops --gemm [--peak GFLOPS] [--threads 1] [--repeats 20]\n"
+                    "                 [--shapes MxNxK[:tn|:nt|:tt],...]\n");
 }
 
 static const op_def *find_op(const char *name, size_t len)
@@ -453,6 +643,9 @@ int main(int argc, char **argv)
 {
     const char *cfg_name = "S", *ops = NULL;
     int threads = 1, repeats = 20, warmup = 3;
+    bool gemm = false;
+    const char *gemm_shapes = NULL;
+    double peak = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -462,6 +655,25 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--list")) {
             for (int k = 0; k < N_OPS; k++) printf("%s\n", OPS[k].name);
             return 0;
+        }
+        if (!strcmp(a, "--gemm")) {
+            gemm = true;
+            continue;
+        }
+        if (!strcmp(a, "--peak") && v) {
+            char *end;
+            peak = strtod(v, &end);
+            if (end == v || *end || !(peak > 0)) {
+                fprintf(stderr, "bench_ops: --peak: '%s' is not a positive number\n", v);
+                return 2;
+            }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--shapes") && v) {
+            gemm_shapes = v;
+            i++;
+            continue;
         }
         int bad = 0;
         if (!strcmp(a, "--threads")) bad = parse_int(a, v, 1, 256, &threads);
@@ -476,6 +688,13 @@ int main(int argc, char **argv)
         }
         if (bad) return 2;
         i++;
+    }
+    if (gemm) {
+        if (tg_set_num_threads(threads) != threads) {
+            fprintf(stderr, "bench_ops: could not start %d threads\n", threads);
+            return 1;
+        }
+        return run_gemm_bench(gemm_shapes, repeats, peak);
     }
     const config *c = NULL;
     for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++)

@@ -21,10 +21,11 @@ void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float
 void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc);
 
-/* One f32 product on the calling thread (ops/sgemm.c): tapegrad's own
- * kernel for the small inner sizes where it is faster (and the CPU has
- * AVX2 and FMA), cblas_sgemm otherwise and for the weight gradients'
- * long products with A transposed. */
+/* One f32 product on the calling thread (ops/sgemm.c): on the avx512
+ * kernel path, tapegrad's AVX-512 kernel (ops/sgemm_avx512.c) for every
+ * product; on the avx2 path its AVX2 kernel for the small inner sizes
+ * where it is faster, cblas_sgemm otherwise and for the weight gradients'
+ * long products with A transposed; on the generic path cblas_sgemm. */
 void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
 
@@ -41,11 +42,14 @@ static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha,
  * plays no part, so the row blocks ops/gemm.c cuts all go the same way;
  * a column block narrower than the whole product may go to the kernel
  * where the whole would not (then the parts agree with one call only to
- * rounding, as OpenBLAS's products do across thread counts). */
+ * rounding, as OpenBLAS's products do across thread counts). On the
+ * avx512 path every product (K > 0) goes to the kernel, so every cut
+ * agrees with one call bit for bit. */
 bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K);
 
-/* tapegrad's own kernel whatever the sizes; false (C untouched) when this
- * CPU or compiler has no AVX2 + FMA path, K = 0, or this thread's scratch
+/* tapegrad's own kernel whatever the sizes (the AVX-512 one on the
+ * avx512 path, else the AVX2 one); false (C untouched) when this CPU or
+ * compiler has no AVX2 + FMA path, K = 0, or this thread's scratch
  * (core/parallel_internal.h, where it packs) cannot be allocated. */
 bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);
@@ -58,7 +62,9 @@ bool tg_sgemm_kernel(bool ta, bool tb, int M, int N, int K, float alpha, const f
  * 16 (what lies past N only feeds columns that are not stored); row i of
  * C starts at c + i ldc, and only its N columns are read (when add) and
  * written. K = 0 gives C = 0 (or C unchanged when add). false, with C
- * untouched, when this CPU or compiler has no AVX2 + FMA path. */
+ * untouched, when this CPU or compiler has no AVX2 + FMA path. (The
+ * AVX-512 one reads B in 32-column tiles, but only 16 columns wide where
+ * fewer than 17 remain, so the same rounding to 16 holds.) */
 bool tg_sgemm_tiles(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
                     int64_t ldb, float *c, int64_t ldc, bool add);
 

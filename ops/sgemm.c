@@ -40,8 +40,10 @@
  * kernel can read (the attention's tiles); tiles whose rows or columns
  * run past C's edge are stored through masks.
  *
- * Without AVX2 + FMA (checked at run time) or off x86-64 GCC, the call
- * goes to cblas_sgemm. */
+ * On the avx512 kernel path (core/cpu.h) tg_sgemm_kernel, tg_sgemm_tiles
+ * and tg_sgemm go to ops/sgemm_avx512.c instead, which takes every
+ * product (tg_sgemm_picks_kernel). Without AVX2 + FMA (checked at run
+ * time) or off x86-64 GCC, the call goes to cblas_sgemm. */
 #include "gemm_internal.h"
 
 #include <cblas.h>
