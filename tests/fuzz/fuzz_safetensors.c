@@ -1,0 +1,44 @@
+/* safetensors files: tg_st_load on the input, then every accessor and,
+ * for each small tensor, tg_st_copy_to into a tensor of its shape (every
+ * dtype tapegrad holds, so the conversions and their refusals run). */
+#include "fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fuzz_write(0, "in.safetensors", data, size);
+    if (!path) return 0;
+    char err[512];
+    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    fuzz_report(f != NULL, err);
+    if (!f) return 0;
+    const int n = tg_st_count(f);
+    for (int i = 0; i < tg_st_meta_count(f); i++) {
+        const char *v;
+        const char *k = tg_st_meta_at(f, i, &v);
+        if (!k || !v || tg_st_meta(f, k) == NULL) abort();   /* a listed key is found */
+    }
+    tg_graph *g = tg_graph_new();
+    for (int i = 0; i < n && g; i++) {
+        const tg_st_tensor *e = tg_st_at(f, i);
+        if (!e || tg_st_find(f, e->name) != e) abort();   /* names are unique: find gives this one */
+        volatile unsigned char sum = 0;   /* every byte of the data is inside the file */
+        for (size_t b = 0; b < e->nbytes; b++) sum += ((const unsigned char *)e->data)[b];
+        if (e->numel > 4096) continue;
+        int shape[TG_ST_MAX_DIMS];
+        int ok = 1;
+        for (int d = 0; d < e->ndim; d++) ok &= e->shape[d] <= 4096, shape[d] = (int)e->shape[d];
+        if (!ok) continue;
+        static const tg_dtype dts[4] = {TG_F32, TG_F64, TG_I32, TG_BOOL};
+        for (int k = 0; k < 4; k++) {
+            tg_tensor *t = tg_tensor_new(g, dts[k], e->ndim, shape);
+            if (t) (void)tg_st_copy_to(e, t, err, sizeof err);
+        }
+        tg_graph_free(g);   /* a fresh graph per tensor: the arena stays small */
+        g = tg_graph_new();
+    }
+    tg_graph_free(g);
+    (void)tg_st_at(f, n);
+    (void)tg_st_find(f, "");
+    tg_st_free(f);
+    return 0;
+}

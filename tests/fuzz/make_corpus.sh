@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Regenerates the fuzz seed corpora, tests/fuzz/corpus/<reader>/, from a
+# build's tiny_gpt (real files: a tokenizer trained, two tiny models
+# trained one step, a Llama exported to llama2.c's files and imported back)
+# and python3 (token files, and the hand-crafted edge files: empty,
+# truncated, huge claimed sizes, ...). Every file is small (a few KB).
+#   tests/fuzz/make_corpus.sh [BUILD_DIR]     (default: build)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+bin=$build/tiny_gpt
+[ -x "$bin" ] || { echo "$bin not found: build first (cmake --build build)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3 writes the token files and edge files" >&2; exit 1; }
+corpus=$root/tests/fuzz/corpus
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OPENBLAS_NUM_THREADS=1
+
+# ---- the project's own files ------------------------------------------------
+for i in $(seq 60); do
+  printf 'the cat %d sees the caf\xc3\xa9 dog %d for \xe2\x82\xac%d \xf0\x9f\x98\x80.\n' $((i % 7)) $((i % 3)) $((i % 5))
+  [ $((i % 4)) -eq 0 ] && printf '\n'
+done >"$work/text.txt"
+# a GPT-2-style rank file: the 256 bytes, then a few merges
+{
+  for b in $(seq 0 255); do printf "$(printf '\\%03o' "$b")" | base64 | tr -d '\n'; echo " $b"; done
+  r=256
+  for p in 'th' 'the' ' the' 'ca' 'cat' ' cat' "$(printf 'caf\xc3\xa9')" "$(printf '\xe2\x82\xac')"; do
+    printf '%s' "$p" | base64 | tr -d '\n'; echo " $r"; r=$((r + 1))
+  done
+} >"$work/small.tiktoken"
+q() { "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; }
+q "$bin" tokenizer train --data "$work/text.txt" --vocab-size 280 --out "$work/tok.safetensors"
+q "$bin" tokenizer train --data "$work/text.txt" --vocab-size 262 --out "$work/tok_small.safetensors"
+tiny=(--n-layer 1 --n-head 2 --n-embd 4 --block-size 8 --batch-size 2 --eval-iters 1 --threads 1 --steps 1
+      --data "$work/text.txt")
+llama=(--arch llama --n-kv-head 1 --hidden-dim 8)
+q "$bin" train "${tiny[@]}" "${llama[@]}" --out "$work/llama"
+q "$bin" train "${tiny[@]}" --out "$work/gpt"
+q "$bin" train "${tiny[@]}" "${llama[@]}" --tokenizer "$work/tok.safetensors" --out "$work/llama_bpe"
+q "$bin" train "${tiny[@]}" --tokenizer "$work/small.tiktoken" --out "$work/gpt_tiktoken"
+q "$bin" export --ckpt "$work/llama/best.safetensors" --format llama2c --out "$work/model.bin" \
+  --tokenizer "$work/tokenizer.bin"
+q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format llama2c --out "$work/model_bpe.bin" \
+  --tokenizer "$work/tokenizer_bpe.bin"
+q "$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/tokenizer.bin" \
+  --out "$work/imported.safetensors"
+"$bin" tokenizer encode --tokenizer "$work/tok.safetensors" <"$work/text.txt" >"$work/ids.txt"
+
+rm -rf "$corpus"
+mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c}
+cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
+cp "$work/llama/best.safetensors" "$corpus/safetensors/ckpt_llama.safetensors"
+cp "$work/gpt/best.safetensors" "$corpus/safetensors/ckpt_gpt.safetensors"
+cp "$work/gpt_tiktoken/best.safetensors" "$corpus/safetensors/ckpt_gpt_tiktoken.safetensors"
+cp "$work/imported.safetensors" "$corpus/safetensors/imported_llama2c.safetensors"
+cp "$work/tok.safetensors" "$corpus/tokenizer/bpe.safetensors"
+cp "$work/tok_small.safetensors" "$corpus/tokenizer/bpe_small.safetensors"
+cp "$work/llama_bpe/best.safetensors" "$corpus/tokenizer/ckpt_llama_bpe.safetensors"
+cp "$work/gpt_tiktoken/best.safetensors" "$corpus/tokenizer/ckpt_gpt_tiktoken.safetensors"
+cp "$work/gpt/best.safetensors" "$corpus/tokenizer/ckpt_no_tokenizer.safetensors"
+cp "$work/small.tiktoken" "$corpus/tiktoken/small.tiktoken"
+cp "$root/examples/tiny_gpt/configs/shakespeare_char.conf" "$corpus/config/shakespeare_char.conf"
+
+# ---- written here: token files, llama2c inputs, edge files ------------------
+python3 - "$corpus" "$work" <<'PY'
+import base64, json, os, struct, sys
+corpus, work = sys.argv[1], sys.argv[2]
+def put(reader, name, data):
+    if isinstance(data, str): data = data.encode()
+    with open(os.path.join(corpus, reader, name), "wb") as f: f.write(data)
+def read(name):
+    with open(os.path.join(work, name), "rb") as f: return f.read()
+
+# safetensors: every dtype, metadata, scalars, zero sizes; and broken ones
+def st(tensors, meta=None, pad=b"", raw_header=None, tail=b""):
+    hdr, data = {}, b""
+    if meta is not None: hdr["__metadata__"] = meta
+    for name, dtype, shape, b in tensors:
+        hdr[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = raw_header if raw_header is not None else json.dumps(hdr).encode() + pad
+    return struct.pack("<Q", len(h)) + h + data + tail
+mixed = [("f32", "F32", [2, 3], struct.pack("<6f", 1, -2, 3.5, 0, float("inf"), float("nan"))),
+         ("f64", "F64", [3], struct.pack("<3d", 1e300, -1e-300, 2)),
+         ("i32", "I32", [2], struct.pack("<2i", -7, 2**31 - 1)),
+         ("i64", "I64", [2], struct.pack("<2q", 5, 2**40)),
+         ("u8", "U8", [4], bytes([0, 1, 1, 0])), ("bool", "BOOL", [2, 1], bytes([1, 2])),
+         ("bf16", "BF16", [2], b"\x80\x3f\x00\x40"), ("f16", "F16", [1], b"\x00\x3c"),
+         ("scalar", "F32", [], struct.pack("<f", 4)), ("empty", "F32", [0, 5], b"")]
+put("safetensors", "mixed_dtypes.safetensors", st(mixed, {"k": "v", "format": "pt"}, b"    "))
+put("safetensors", "empty_header.safetensors", st([], raw_header=b"{}"))
+put("safetensors", "edge_empty", b"")
+put("safetensors", "edge_short_length", b"\x10\x00\x00")
+put("safetensors", "edge_header_cut", st(mixed)[:40])
+put("safetensors", "edge_data_cut", st(mixed)[:-5])
+put("safetensors", "edge_huge_header_len", struct.pack("<Q", 2**63 + 5) + b"{}")
+put("safetensors", "edge_huge_shape", st([], raw_header=json.dumps({"x": {"dtype": "F32",
+    "shape": [2**62, 2**62], "data_offsets": [0, 0]}}).encode()))
+put("safetensors", "edge_offsets_out", st([], raw_header=json.dumps({"x": {"dtype": "U8", "shape": [4],
+    "data_offsets": [0, 2**64 - 1]}}).encode(), tail=b"abcd"))
+put("safetensors", "edge_overlap", st([], raw_header=json.dumps({"a": {"dtype": "U8", "shape": [2],
+    "data_offsets": [0, 2]}, "b": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}).encode(), tail=b"abc"))
+put("safetensors", "edge_duplicate", st([], raw_header=b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+    b'"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}', tail=b"ab"))
+put("safetensors", "edge_bad_json", st([], raw_header=b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]'))
+put("safetensors", "edge_meta_not_string", st([], raw_header=b'{"__metadata__":{"k":1}}'))
+put("safetensors", "edge_deep_json", st([], raw_header=b"[" * 3000 + b"]" * 3000))
+
+# tokenizer files: cut ones, and one whose merges lie
+tok = read("tok.safetensors")
+put("tokenizer", "edge_empty", b"")
+put("tokenizer", "edge_cut_header", tok[:100])
+put("tokenizer", "edge_cut_data", tok[:-10])
+n = struct.unpack("<Q", tok[:8])[0]
+h = json.loads(tok[8:8 + n])
+h["__metadata__"]["tokenizer.bos"] = "279"
+put("tokenizer", "edge_bos_not_special", st([], raw_header=json.dumps(h).encode(), tail=tok[8 + n:]))
+h["__metadata__"]["tokenizer.bos"] = "1"
+h["__metadata__"]["tokenizer"] = "tiktoken"
+h["__metadata__"]["tokenizer.pattern"] = "(a|b)*c"
+put("tokenizer", "edge_tiktoken_pattern", st([], raw_header=json.dumps(h).encode(), tail=tok[8 + n:]))
+
+# tiktoken rank files
+small = read("small.tiktoken").decode()
+lines = small.splitlines(True)
+put("tiktoken", "edge_empty", b"")
+put("tiktoken", "edge_blank_lines", "\n" * 300)
+put("tiktoken", "edge_no_final_newline", small.rstrip("\n"))
+put("tiktoken", "edge_missing_byte", "".join(lines[1:]))
+put("tiktoken", "edge_duplicate_rank", small + lines[-1])
+put("tiktoken", "edge_rank_gap", small + base64.b64encode(b"dog").decode() + " 9999999999\n")
+put("tiktoken", "edge_bad_base64", small + "@@@@ 264\n")
+put("tiktoken", "edge_crlf", small.replace("\n", "\r\n"))
+put("tiktoken", "edge_long_piece", small + base64.b64encode(b"x" * 3000).decode() + " 264\n")
+
+# token files: nanoGPT's raw uint16, llm.c's v1 (uint16) and v2 (uint32)
+ids = [int(x) for x in read("ids.txt").split()][:1500]
+raw = struct.pack("<%dH" % len(ids), *ids)
+def llmc(version, ids, count=None, magic=20240520):
+    hdr = [magic, version, len(ids) if count is None else count] + [0] * 253
+    return struct.pack("<256i", *hdr) + struct.pack("<%d%s" % (len(ids), "H" if version == 1 else "I"), *ids)
+put("tokfile", "nanogpt.bin", raw)
+put("tokfile", "llmc_v1.bin", llmc(1, ids[:500]))
+put("tokfile", "llmc_v2.bin", llmc(2, ids[:300] + [50303, 0]))
+put("tokfile", "edge_empty", b"")
+put("tokfile", "edge_odd", raw[:101])
+put("tokfile", "edge_llmc_header_only", llmc(1, []))
+put("tokfile", "edge_llmc_count_high", llmc(1, ids[:10], count=2**31 - 1))
+put("tokfile", "edge_llmc_count_negative", llmc(2, ids[:10], count=-3))
+put("tokfile", "edge_llmc_bad_version", llmc(3, ids[:10]))
+put("tokfile", "edge_llmc_cut_header", llmc(1, ids[:10])[:600])
+put("tokfile", "edge_id_too_big", struct.pack("<4H", 1, 2, 65535, 3))
+put("tokfile", "edge_llmc_id_too_big", llmc(2, [1, 2**31 + 5]))
+
+# --config files
+put("config", "small.conf", "# a tiny Llama\narch = llama\nn_layer = 1\nn-head = 2\n--n_embd = 8\n"
+    "block_size=16\nlr = 3e-3   # inline comment\ndata = \"a # b.txt\"\nbias = false\nresume = true\n"
+    "seed = 42\nrope-theta = 1e4\n")
+put("config", "crlf.conf", "steps = 10\r\nbatch_size = 4\r\n\r\n")
+put("config", "edge_empty", b"")
+put("config", "edge_nul", b"steps = 1\n\x00\n")
+put("config", "edge_unknown_flag", "n_layr = 2\n")
+put("config", "edge_no_equals", "n_layer 2\n")
+put("config", "edge_no_name", " = 2\n")
+put("config", "edge_out_of_range", "n_layer = 100000\n")
+put("config", "edge_bad_number", "lr = 1e-3x\n")
+put("config", "edge_huge_number", "seed = 99999999999999999999999999\nlr = 1e400\n")
+put("config", "edge_bad_bool", "bias = maybe\n")
+put("config", "edge_nested_config", "config = other.conf\n")
+put("config", "edge_open_quote", "data = \"abc\nout = \"\n")
+put("config", "edge_long_line", "data = " + "x" * 3000 + "\n")
+
+# llama2c: u32 L, model.bin's L bytes, then tokenizer.bin (L past the end: the model alone)
+model, tk = read("model.bin"), read("tokenizer.bin")
+mbpe, tbpe = read("model_bpe.bin"), read("tokenizer_bpe.bin")
+both = lambda m, t: struct.pack("<I", len(m)) + m + t
+alone = lambda m: struct.pack("<I", 0xFFFFFFFF) + m
+put("llama2c", "model_and_tokenizer", both(model, tk))
+put("llama2c", "model_alone", alone(model))
+put("llama2c", "bpe_model_and_tokenizer", both(mbpe, tbpe))
+put("llama2c", "edge_empty", b"")
+put("llama2c", "edge_header_only", alone(model[:28]))
+put("llama2c", "edge_model_cut", alone(model[:-4]))
+put("llama2c", "edge_model_nan", alone(model[:100] + struct.pack("<f", float("nan")) + model[104:]))
+put("llama2c", "edge_tokenizer_empty", both(model, b""))
+put("llama2c", "edge_tokenizer_cut", both(model, tk[:-3]))
+put("llama2c", "edge_tokenizer_extra", both(model, tk + b"\0\0\0\0"))
+put("llama2c", "edge_tokenizer_negative_len", both(model, tk[:4] + b"\0\0\0\0" + struct.pack("<i", -5) + tk[12:]))
+hdr = list(struct.unpack("<7i", model[:28]))
+for name, k, v in [("edge_vocab_min", 5, -2**31), ("edge_heads_zero", 3, 0), ("edge_huge_dims", 0, 2**31 - 1),
+                   ("edge_layers_negative", 2, -1), ("edge_kv_heads_over", 4, 7)]:
+    h2 = hdr[:]
+    h2[k] = v
+    put("llama2c", name, alone(struct.pack("<7i", *h2) + model[28:]))
+PY
+du -sh "$corpus"; for d in "$corpus"/*/; do echo "$(basename "$d"): $(ls "$d" | wc -l) files, $(du -sb "$d" | cut -f1) bytes"; done
