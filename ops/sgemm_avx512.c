@@ -16,9 +16,9 @@
  *     for each kc deep slice of K      (pc)   B(pc.., jc..) in 32-column
  *                                             panels, k-major: kc x NC,
  *                                             768 KiB of the 1 MiB L2
- *       for each MR rows of C          (i)    A's 14 rows of the slice,
- *                                             k-major (14 floats a k):
- *                                             21 KiB, in L1
+ *       for each MR rows of C          (i)    A's 14 rows of the slice
+ *                                             (21 KiB), packed k-major
+ *                                             or read in place: in L1
  *         for each 32-column panel     (jr)   the micro-kernel; the panel
  *                                             (kc x 32) streams from L2
  *
@@ -34,11 +34,12 @@
  * panel as they use it: the copy hides behind the FMAs. B stored
  * transposed is packed before, by 16 x 16 register transposes. A stored
  * transposed is packed the same way by each row panel's first kernel
- * (each k's 14 floats are contiguous: one masked load and store); A
- * stored as is, by 16 x 16 register transposes (reading the 14 rows in
- * place and storing each float as it passes measured slower; and read in
- * place for the whole row panel, rows lda floats apart share a few L1
- * sets when lda is near a multiple of 1024).
+ * (each k's 14 floats are contiguous: one masked load and store). A
+ * stored as is is read in place, its 14 rows through four row pointers
+ * and three offsets (packing it by 16 x 16 transposes cost 3-9% of the
+ * products), except when its rows are a multiple of 1024 floats apart:
+ * then the 14 rows of a k share one L1 set (12 ways), and A is packed by
+ * the transposes.
  *
  * Edges: the kernel is compiled for each row count 1..14 and for one or
  * two vectors of columns, so an edge tile does only its rows and (up to
@@ -90,10 +91,15 @@ INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0
  * stored to the panel bc (k NR apart; read masked to nr columns, so the
  * panel is zero past them); copya: A's rows (ars = 1, mr = MR) are also
  * stored to the panel ad (k MR apart). */
-AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const int copya, int kc, const float *a,
-                             int64_t ars, int64_t acs, float *restrict ad, const float *b, int64_t bs,
+AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const int copya, const int arows, int kc,
+                             const float *a, int64_t ars, int64_t acs, float *restrict ad, const float *b, int64_t bs,
                              float *restrict bc, float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
+    /* arows: A's rows ars apart, each read through one of four pointers
+     * to rows 0, 4, 8, 12 and the offsets 0, ars, 2 ars, 3 ars (seven
+     * registers, where fourteen row pointers would not fit) */
+    const float *pa[4] = {a, a + 4 * ars, a + 8 * ars, a + 12 * ars};
+    const int64_t off[4] = {0, ars, 2 * ars, 3 * ars};
     const __mmask16 bm0 = lanes(nr), bm1 = lanes(nr - 16);
     __m512 acc[MR][2];
     /* C's tile, wanted after the loop: on its way to L2 meanwhile */
@@ -106,6 +112,7 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++, a += acs, b += bs) {
+        if (arows && k) pa[0] += acs, pa[1] += acs, pa[2] += acs, pa[3] += acs;
         __m512 b0, b1;
         if (copy) { /* B where it lies, stored to its panel as it passes */
             _mm_prefetch((const char *)(b + PF * bs), _MM_HINT_T0);
@@ -118,7 +125,7 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
 #pragma GCC unroll 16
         for (int r = 0; r < MR; r++) {
             if (r >= mr) break;
-            const __m512 av = _mm512_set1_ps(a[r * ars]);
+            const __m512 av = _mm512_set1_ps(arows ? pa[r / 4][off[r % 4]] : a[r * ars]);
             acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
             if (nv > 1) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
         }
@@ -166,7 +173,15 @@ AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int6
                         const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
                         int first)
 {
-    tile_body(mr, nv, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
+    tile_body(mr, nv, 0, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
+}
+
+/* the same with A's rows ars apart (A as stored: acs = 1) */
+AVX512 INLINE void tile_rows(const int mr, const int nv, int kc, const float *a, int64_t ars, int64_t acs,
+                             const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
+                             int first)
+{
+    tile_body(mr, nv, 0, 0, 1, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
 }
 
 /* A row panel's first 32 columns while packing A stored transposed:
@@ -175,7 +190,7 @@ AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int6
 AVX512 static void apacking_kernel(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,
                                    float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
-    tile_body(MR, 2, 0, 1, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);
+    tile_body(MR, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);
 }
 
 /* A block's first MR rows while packing B stored as is: row k of B read
@@ -186,12 +201,12 @@ AVX512 static void apacking_kernel(int kc, const float *a, int64_t acs, float *r
 AVX512 static void packing_kernel_1(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
-    tile_body(MR, 1, 1, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+    tile_body(MR, 1, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
 }
 AVX512 static void packing_kernel_2(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
-    tile_body(MR, 2, 1, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+    tile_body(MR, 2, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
 }
 
 /* The kernels, for each row count and vector count: packed or
@@ -216,12 +231,12 @@ typedef void kernel_fn(int kc, const float *a, int64_t ars, int64_t acs, const f
     AVX512 static void kr_##mr##_1(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
                                    float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
     {                                                                                                               \
-        tile(mr, 1, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                       \
+        tile_rows(mr, 1, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                  \
     }                                                                                                               \
     AVX512 static void kr_##mr##_2(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
                                    float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
     {                                                                                                               \
-        tile(mr, 2, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                       \
+        tile_rows(mr, 2, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                  \
     }
 
 KERNELS(1)
@@ -371,8 +386,10 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
     const int kcs = slice_depth(K);
     /* B stored as is is packed by the first MR rows' kernels */
     const bool fuse_b = !tb && M >= MR;
-    /* A stored transposed is packed by each panel's first kernel */
-    const bool fuse_a = ta;
+    /* A stored transposed is packed by each panel's first kernel; A stored
+     * as is is read in place, but when its rows are a multiple of 4 KiB
+     * apart (they would share one L1 set) */
+    const bool fuse_a = ta, in_place = !ta && lda % 1024 != 0;
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
         for (int pc = 0; pc < K; pc += kcs) {
@@ -391,6 +408,14 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                         (nr > 16 ? packing_kernel_2 : packing_kernel_1)(kc, ap, B + (int64_t)pc * ldb + jc + jr, ldb,
                                                                        bp + (int64_t)jr * kc, c + jr, ldc, nr, alpha,
                                                                        beta, first);
+                    }
+                    continue;
+                }
+                if (in_place) {
+                    kernel_fn *const *kern = KERNEL[1][mr - 1];
+                    for (; jr < nc; jr += NR) {
+                        const int nr = nc - jr < NR ? nc - jr : NR;
+                        kern[nr > 16](kc, a0, lda, 1, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
                     }
                     continue;
                 }
