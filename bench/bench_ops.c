@@ -52,12 +52,12 @@
  *
  * The f32 matrix products alone (bench/README.md, "The AVX-512 gemm"):
  *
- *   bench_ops --gemm [--peak GFLOPS] [--threads 1] [--repeats 20]
+ *   bench_ops --gemm [--threads 1] [--repeats 20] [--peak GFLOPS]
  *             [--shapes MxNxK[:tn|:nt|:tt],...]
  *
  * C (M,N) = op(A) op(B), op as the suffix says (t: stored transposed;
- * default as stored), each shape timed by turns, one call per turn, best
- * of the repeats (after one untimed call each; at 1 thread in the
+ * default as stored), each shape timed by turns of 5 calls, best of the
+ * repeats (after one untimed call each; at 1 thread in the
  * thread's CPU time, so that time another process had the core does not
  * count, else in wall time): tapegrad's AVX-512 kernel
  * in one call (tg_sgemm_kernel_avx512), its AVX2 kernel in one call (the
@@ -66,9 +66,10 @@
  * as ops/gemm.c cuts it, each by the kernel of the path in use or, with
  * TG_SGEMM=openblas in the environment, by OpenBLAS) and, for shapes with
  * neither operand transposed, the op tg_matmul (a graph recording it,
- * reset between turns). GFLOP/s = 2 M N K / seconds / 1e9; with --peak
- * (build/bench/fma_peak's AVX-512 line), each as a share of it. Prints a
- * markdown table. Default shapes: a training step's (768x128x384,
+ * reset between turns). GFLOP/s = 2 M N K / seconds / 1e9, each as a
+ * share of the AVX-512 FMA peak: bench/fma_peak.c's probe run for 0.3 s
+ * before each shape, the best of the run (or --peak GFLOPS, as
+ * build/bench/fma_peak prints it). Prints a markdown table. Default shapes: a training step's (768x128x384,
  * 768x128x512, 768x512x128, 2048x288x768, the linear layers' x W^T
  * forms :nt, the weight gradients 768x256x2048:tn and 1024x256x2048:tn)
  * and 1024x1024x1024. */
@@ -85,6 +86,9 @@
 #include <cblas.h>
 
 #include "ops/gemm_internal.h"
+
+#define FMA_PEAK_NO_MAIN /* the FMA probe of bench/fma_peak.c, for --gemm */
+#include "fma_peak.c"
 
 #define VOCAB 65
 #define MAX_INPUTS 4
@@ -451,7 +455,7 @@ out:
 
 /* ---- --gemm: the f32 products alone ------------------------------------ */
 
-enum { GEMM_IMPLS = 5, GEMM_MAX_SHAPES = 32 };
+enum { GEMM_IMPLS = 5, GEMM_MAX_SHAPES = 32, GEMM_BURST = 5 };
 static const char *const GEMM_IMPL_NAMES[GEMM_IMPLS] = {"AVX-512 kernel", "AVX2 kernel", "OpenBLAS", "tg_gemm_f32",
                                                         "tg_matmul"};
 
@@ -544,14 +548,16 @@ static int time_gemm(const gemm_shape *g, int repeats, double best[GEMM_IMPLS])
         if (!ta || !tb) goto out;
     }
     for (int i = 0; i < GEMM_IMPLS; i++) best[i] = gemm_call(i, g, A, B, C, graph, ta, tb) ? 1e30 : -1;
-    for (int r = 0; r < repeats; r++)
-        for (int i = 0; i < GEMM_IMPLS; i++) {
-            if (best[i] < 0) continue;
-            const double t0 = gemm_clock();
-            gemm_call(i, g, A, B, C, graph, ta, tb);
-            const double t = gemm_clock() - t0;
-            if (t < best[i]) best[i] = t;
-        }
+    /* turns of GEMM_BURST calls each (so that the operands are where the
+     * implementation's own last call left them, as in a loop of calls) */
+    for (int r = 0; r < repeats; r += GEMM_BURST)
+        for (int i = 0; i < GEMM_IMPLS; i++)
+            for (int q = r; q < r + GEMM_BURST && q < repeats && best[i] >= 0; q++) {
+                const double t0 = gemm_clock();
+                gemm_call(i, g, A, B, C, graph, ta, tb);
+                const double t = gemm_clock() - t0;
+                if (t < best[i]) best[i] = t;
+            }
     rc = 0;
 out:
     tg_graph_free(graph);
@@ -560,7 +566,7 @@ out:
     return rc;
 }
 
-static int run_gemm_bench(const char *shapes, int repeats, double peak)
+static int run_gemm_bench(const char *shapes, int repeats, double peak_arg)
 {
     static const char *const defaults = "768x128x384,768x128x512,768x512x128,2048x288x768,768x128x384:nt,"
                                         "768x512x128:nt,2048x288x768:nt,768x256x2048:tn,1024x256x2048:tn,"
@@ -577,10 +583,25 @@ static int run_gemm_bench(const char *shapes, int repeats, double peak)
         n++;
         s += len + (s[len] == ',');
     }
+    /* the products, and the peak probe between them (the best of the run) */
+    static double best[GEMM_MAX_SHAPES][GEMM_IMPLS];
+    double peak = peak_arg;
+    for (int k = 0; k < n; k++) {
+        if (peak_arg <= 0) {
+            const double p = fma_peak_gflops(1, 0.3);
+            if (p > peak) peak = p;
+        }
+        if (time_gemm(&list[k], repeats, best[k])) {
+            fprintf(stderr, "bench_ops: out of memory\n");
+            return 1;
+        }
+    }
     printf("f32 gemm, %d thread(s), kernel path %s%s, best of %d calls each (%s); GFLOP/s", tg_num_threads(),
            tg_isa_name(tg_isa_active()), getenv("TG_SGEMM") ? ", TG_SGEMM set" : "", repeats,
            tg_num_threads() == 1 ? "thread CPU time" : "wall time");
-    if (peak > 0) printf(" (%% of the AVX-512 FMA peak, %.1f GFLOP/s)", peak);
+    if (peak > 0)
+        printf(" and %% of the AVX-512 FMA peak of one core, %.1f GFLOP/s (%s)", peak,
+               peak_arg > 0 ? "--peak" : "bench/fma_peak.c's probe, best of this run");
     printf("\n\n| shape MxNxK:op(A)op(B) |");
     for (int i = 0; i < GEMM_IMPLS; i++) printf(" %s |", GEMM_IMPL_NAMES[i]);
     printf("\n| --- |");
@@ -588,24 +609,18 @@ static int run_gemm_bench(const char *shapes, int repeats, double peak)
     printf("\n");
     for (int k = 0; k < n; k++) {
         const gemm_shape *g = &list[k];
-        double best[GEMM_IMPLS];
-        if (time_gemm(g, repeats, best)) {
-            fprintf(stderr, "bench_ops: out of memory\n");
-            return 1;
-        }
         printf("| %dx%dx%d:%c%c |", g->M, g->N, g->K, g->ta ? 't' : 'n', g->tb ? 't' : 'n');
         const double flop = 2.0 * g->M * g->N * g->K;
         for (int i = 0; i < GEMM_IMPLS; i++) {
-            if (best[i] < 0) {
+            if (best[k][i] < 0) {
                 printf(" - |");
                 continue;
             }
-            const double gf = flop / best[i] / 1e9;
+            const double gf = flop / best[k][i] / 1e9;
             if (peak > 0) printf(" %.1f (%.0f%%) |", gf, 100 * gf / peak);
             else printf(" %.1f |", gf);
         }
         printf("\n");
-        fflush(stdout);
     }
     return 0;
 }

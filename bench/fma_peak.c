@@ -17,7 +17,9 @@
  *
  * A path this CPU lacks (checked at run time) is reported as absent. The
  * program is one thread: pin it (taskset -c N) and keep the machine quiet
- * for figures worth quoting. Output, one line per probe:
+ * for figures worth quoting. bench_ops --gemm includes this file (with
+ * FMA_PEAK_NO_MAIN) to measure the AVX-512 peak in its own run, between
+ * its products (fma_peak_gflops). Output, one line per probe:
  *   avx2   peak  N GFLOP/s (12 chains x 8 lanes)
  *   avx512 peak  N GFLOP/s (24 chains x 16 lanes)
  *   clock        N GHz (dependent integer adds), then FLOP/cycle */
@@ -41,11 +43,11 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+#ifdef HAVE_X86
+
 /* A value the compiler cannot know (so the chains are not folded). */
 static volatile float g_one = 1.0f, g_tiny = 1e-7f;
 static volatile float g_sink;
-
-#ifdef HAVE_X86
 
 /* ITERS x 12 FMAs of 8 lanes */
 __attribute__((target("avx2,fma"), noinline)) static void chains_avx2(long batches)
@@ -107,7 +109,7 @@ __attribute__((target("avx512f,fma"), noinline)) static void chains_avx512(long 
 }
 
 /* ITERS x 16 dependent one-cycle integer adds */
-__attribute__((noinline)) static void add_chain(long batches)
+__attribute__((noinline, unused)) static void add_chain(long batches)
 {
     uint64_t x = (uint64_t)batches;
     for (long b = 0; b < batches; b++)
@@ -143,6 +145,24 @@ static double best_rate(void (*fn)(long), double ops_per_batch, double span)
     return best;
 }
 
+/* the FMA peak of one core in GFLOP/s, AVX-512 (avx512) or AVX2, best of
+ * 1 ms runs over span seconds; 0 when the CPU (or compiler) lacks it */
+__attribute__((unused)) static double fma_peak_gflops(int avx512, double span)
+{
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    if (avx512)
+        return __builtin_cpu_supports("avx512f") ? best_rate(chains_avx512, 24.0 * ITERS * 16 * 2, span) / 1e9 : 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+               ? best_rate(chains_avx2, 12.0 * ITERS * 8 * 2, span) / 1e9
+               : 0;
+#else
+    (void)avx512, (void)span, (void)best_rate;
+    return 0;
+#endif
+}
+
+#ifndef FMA_PEAK_NO_MAIN
 int main(int argc, char **argv)
 {
     double span = 1;
@@ -158,25 +178,19 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifdef HAVE_X86
-    __builtin_cpu_init();
-    double clock = best_rate(add_chain, 16.0 * ITERS, span) / 1e9, p2 = 0, p5 = 0;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        p2 = best_rate(chains_avx2, 12.0 * ITERS * 8 * 2, span) / 1e9;
-        printf("avx2   peak %7.1f GFLOP/s (12 chains x 8 lanes)\n", p2);
-    } else
-        printf("avx2   peak: absent (no AVX2 + FMA on this CPU)\n");
-    if (__builtin_cpu_supports("avx512f")) {
-        p5 = best_rate(chains_avx512, 24.0 * ITERS * 16 * 2, span) / 1e9;
-        printf("avx512 peak %7.1f GFLOP/s (24 chains x 16 lanes)\n", p5);
-    } else
-        printf("avx512 peak: absent (no AVX-512 F on this CPU)\n");
+    const double clock = best_rate(add_chain, 16.0 * ITERS, span) / 1e9, p2 = fma_peak_gflops(0, span),
+                 p5 = fma_peak_gflops(1, span);
+    if (p2 > 0) printf("avx2   peak %7.1f GFLOP/s (12 chains x 8 lanes)\n", p2);
+    else printf("avx2   peak: absent (no AVX2 + FMA on this CPU)\n");
+    if (p5 > 0) printf("avx512 peak %7.1f GFLOP/s (24 chains x 16 lanes)\n", p5);
+    else printf("avx512 peak: absent (no AVX-512 F on this CPU)\n");
     printf("clock       %7.2f GHz (dependent integer adds)", clock);
     if (p2 > 0) printf(": avx2 %.1f", p2 / clock);
     if (p5 > 0) printf(", avx512 %.1f", p5 / clock);
     printf(" FLOP/cycle\n");
 #else
-    (void)best_rate;
     printf("fma_peak: not an x86-64 GCC build; nothing to measure\n");
 #endif
     return 0;
 }
+#endif
