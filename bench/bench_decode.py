@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/bench_decode.py --build build [--run-c PATH]
         [--vocab 512,32000] [--threads 1,2] [--rounds 5] [--tokens 256]
-        [--work DIR] [--json PATH]
+        [--work DIR] [--json PATH] [--baseline BUILD2]
 
 What a llama2.c user compares: greedy decoding (temperature 0) of a
 Llama of llama2.c's stories15M shape (6 layers, 6 heads, 288 wide,
@@ -39,6 +39,8 @@ standard library only.
      weight read once: the layers, the final norm and the V x C head; one
      embedding row) over the probe's best GB/s at the model's size (the
      caches may hold it) and at 256 MB (memory).
+   With --baseline, a second build's tiny_gpt (say, before a change)
+   takes its turns too, in the same seconds, with its own columns.
 4. The greedy texts must be the same: tiny_gpt's stdout, kept to the
    bytes run.c prints (printable ASCII and whitespace), against run.c's.
 
@@ -169,12 +171,16 @@ def main():
     ap.add_argument("--tokens", type=int, default=256, help="tokens per run (at most seq_len = 256)")
     ap.add_argument("--work", help="where the models are made and kept (default BUILD/bench_decode)")
     ap.add_argument("--json", help="raw runs (default WORK/results.json)")
+    ap.add_argument("--baseline", help="another build folder whose tiny_gpt takes turns too (e.g. before a change)")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     tg, bw = os.path.join(build, "tiny_gpt"), os.path.join(build, "bench", "bw_probe")
     for b in (tg, bw):
         if not os.access(b, os.X_OK):
             sys.exit("bench_decode: %s is missing: cmake --build %s --target tiny_gpt bw_probe" % (b, a.build))
+    base = os.path.join(os.path.abspath(a.baseline), "tiny_gpt") if a.baseline else None
+    if base and not os.access(base, os.X_OK):
+        sys.exit("bench_decode: --baseline has no tiny_gpt: %s" % base)
     runc = os.path.abspath(a.run_c) if a.run_c else None
     if runc and not os.access(runc, os.X_OK):
         sys.exit("bench_decode: --run-c %s is not an executable" % runc)
@@ -200,10 +206,15 @@ def main():
         for v in vocabs:
             m = models[v]
             for t in threads:
-                order = ["tiny_gpt", "run.c"] if (r + t) % 2 == 0 else ["run.c", "tiny_gpt"]
+                order = ["tiny_gpt", "run.c", "baseline"]
+                order = order[(r + t) % 3:] + order[:(r + t) % 3]   # each side first in turn
                 for side in order:
                     if side == "tiny_gpt":
                         x = run_tiny_gpt(tg, m["ckpt"], a.tokens, t)
+                    elif side == "baseline":
+                        if not base:
+                            continue
+                        x = run_tiny_gpt(base, m["ckpt"], a.tokens, t)
                     elif runc:
                         x = run_runc(runc, m["mbin"], m["tbin"], a.tokens)
                     else:
@@ -225,12 +236,15 @@ def main():
           % (a.rounds, a.tokens, load0, os.getloadavg()[0], os.cpu_count(), time.time() - t_begin))
     print("| vocab (weights/token) | threads | tiny_gpt tokens/s | run.c tokens/s | ratio tg/run.c | "
           "end to end tg / run.c (tokens/s) | tg loading, first token | tg / run.c of the probe's GB/s at the "
-          "model's size | ... at %d MB | same text |" % PROBE_DRAM_MB)
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "model's size | ... at %d MB | same text |%s" % (
+              PROBE_DRAM_MB, " baseline tg tokens/s | tg / baseline |%s" % (" baseline / run.c |" if runc else "")
+              if base else ""))
+    print("| --- " * (10 + (2 + bool(runc) if base else 0)) + "|")
     for v in vocabs:
         m = models[v]
         for t in threads:
             tgr, rcr, pr = sel(v, t, "tiny_gpt"), sel(v, t, "run.c"), sel(v, t, "probe")
+            br = sel(v, t, "baseline")
             tg_s, rc_s = [x["steady"] for x in tgr], [x["steady"] for x in rcr]
             tg_e = [x["made"] / x["wall"] for x in tgr]
             rc_e = [a.tokens / x["wall"] for x in rcr]
@@ -241,17 +255,25 @@ def main():
                 return "%.0f%%" % (100 * gb(rate) / ref)
             same = "-"
             if rcr:
-                ok = all(x["text"] == y["text"] for x in tgr for y in rcr)
+                ok = all(x["text"] == y["text"] for x in tgr + br for y in rcr)
                 same = "yes (%d bytes)" % len(rcr[0]["text"]) if ok else "**NO**"
             rc_col = "%.1f (best %.1f)" % (med(rc_s), max(rc_s)) if rcr else "skipped (no --run-c)"
             ratio = "**%.2f**" % (med(tg_s) / med(rc_s)) if rcr else "-"
             e2e = "%.1f / %s" % (med(tg_e), "%.1f" % med(rc_e) if rcr else "-")
+            if br:
+                b_s = [x["steady"] for x in br]
+                base_col = " | %.1f (best %.1f), loading %.3f s | **%.2f**" % (
+                    med(b_s), max(b_s), med([x["loading"] for x in br]), med(tg_s) / med(b_s))
+                if rcr:
+                    base_col += " | %.2f" % (med(b_s) / med(rc_s))
+            else:
+                base_col = ""
             print("| %d (%.1f MB) | %d | %.1f (best %.1f) | %s | %s | %s | %.3f s, %.4f s | %s / %s of %.1f GB/s "
-                  "| %s / %s of %.1f GB/s | %s |" % (
+                  "| %s / %s of %.1f GB/s | %s%s |" % (
                       v, m["bytes"] / 1e6, t, med(tg_s), max(tg_s), rc_col, ratio, e2e,
                       med([x["loading"] for x in tgr]), med([x["first"] for x in tgr]),
                       share(med(tg_s), mgbs), share(med(rc_s), mgbs) if rcr else "-", mgbs,
-                      share(med(tg_s), dgbs), share(med(rc_s), dgbs) if rcr else "-", dgbs, same))
+                      share(med(tg_s), dgbs), share(med(rc_s), dgbs) if rcr else "-", dgbs, same, base_col))
     print("\nrun.c has no threads (runfast: no OpenMP): one thread on every row. Steady tokens/s: after the first "
           "token (run.c's \"achieved tok/s\"); end to end: tokens over the process's wall time.")
     out = a.json or os.path.join(work, "results.json")
