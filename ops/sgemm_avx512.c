@@ -38,8 +38,10 @@
  * stored as is is read in place, its 14 rows through four row pointers
  * and three offsets (packing it by 16 x 16 transposes cost 3-9% of the
  * products), except when its rows are a multiple of 1024 floats apart:
- * then the 14 rows of a k share one L1 set (12 ways), and A is packed by
- * the transposes.
+ * then the 14 rows of a k would share one L1 set (12 ways), and they are
+ * copied to rows kc + 16 floats apart first (a plain copy, a fifth of
+ * the transposes' time). The first row panel of a block, whose kernels
+ * pack B, takes A packed k-major by the transposes.
  *
  * Edges: the kernel is compiled for each row count 1..14 and for one or
  * two vectors of columns, so an edge tile does only its rows and (up to
@@ -70,9 +72,10 @@
 /* rows and columns of C's tile, K's slices, C's column blocks; PF: rows
  * of B (or A) ahead that the packing kernels prefetch */
 enum { MR = 14, NR = 32, KC_MAX = 384, NC = 512, PF = 16 };
-/* the scratch: B's block, then A's panel (plus one vector of slack: the
- * transposes store 16 floats a k) */
-enum { B_FLOATS = KC_MAX * NC, A_FLOATS = KC_MAX * MR + 16 };
+/* the scratch: B's block, then A's panel (k-major, plus one vector of
+ * slack: the transposes store 16 floats a k; or row-major, rows kc + 16
+ * floats apart) */
+enum { B_FLOATS = KC_MAX * NC, A_FLOATS = (KC_MAX + 16) * MR + 16 };
 _Static_assert((B_FLOATS + A_FLOATS) * sizeof(float) <= TG_THREAD_SCRATCH_BYTES, "the packed blocks fit the scratch");
 _Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0, "blocking");
 
@@ -329,6 +332,18 @@ AVX512 static void pack_a(bool ta, const float *a, int lda, int mr, int kc, floa
     transpose_rows16(dst, MR, a, lda, mr, kc);
 }
 
+/* dst[r ds + k] = src[r ss + k] for r < n, k < kc: rows copied to a new
+ * stride */
+AVX512 static void copy_rows(float *restrict dst, int64_t ds, const float *src, int64_t ss, int n, int kc)
+{
+    const __mmask16 m = lanes(kc % 16);
+    const int full = kc / 16 * 16;
+    for (int r = 0; r < n; r++, dst += ds, src += ss) {
+        for (int k = 0; k < full; k += 16) _mm512_storeu_ps(dst + k, _mm512_loadu_ps(src + k));
+        if (full < kc) _mm512_mask_storeu_ps(dst + full, m, _mm512_maskz_loadu_ps(m, src + full));
+    }
+}
+
 /* op(B)[k0 .. k0+kc) x [j0 .. j0+nc) into 32-column panels: panel q holds
  * columns j0 + 32 q .. as kc rows of 32 floats, zero past nc (or, for B
  * stored transposed, the second 16 not written when the panel has at most
@@ -388,7 +403,8 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
     const bool fuse_b = !tb && M >= MR;
     /* A stored transposed is packed by each panel's first kernel; A stored
      * as is is read in place, but when its rows are a multiple of 4 KiB
-     * apart (they would share one L1 set) */
+     * apart (they would share one L1 set): then copied to rows kc + 16
+     * floats apart */
     const bool fuse_a = ta, in_place = !ta && lda % 1024 != 0;
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
@@ -402,20 +418,36 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                 const float *a0 = A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc);
                 int jr = 0;
                 if (fuse_b && i == 0) {
+                    const float *b = B + (int64_t)pc * ldb + jc;
                     pack_a(ta, a0, lda, mr, kc, ap);
                     for (; jr < nc; jr += NR) {
                         const int nr = nc - jr < NR ? nc - jr : NR;
-                        (nr > 16 ? packing_kernel_2 : packing_kernel_1)(kc, ap, B + (int64_t)pc * ldb + jc + jr, ldb,
-                                                                       bp + (int64_t)jr * kc, c + jr, ldc, nr, alpha,
-                                                                       beta, first);
+                        (nr > 16 ? packing_kernel_2 : packing_kernel_1)(kc, ap, b + jr, ldb, bp + (int64_t)jr * kc,
+                                                                       c + jr, ldc, nr, alpha, beta, first);
                     }
                     continue;
                 }
-                if (in_place) {
+                if (!ta) {
+                    /* A's rows in place, or copied kc + 16 floats apart */
+                    const float *a = a0;
+                    int64_t ars = lda;
+                    if (!in_place) {
+                        copy_rows(ap, kc + 16, a0, lda, mr, kc);
+                        a = ap, ars = kc + 16;
+                    }
                     kernel_fn *const *kern = KERNEL[1][mr - 1];
-                    for (; jr < nc; jr += NR) {
+                    /* the next row panel's A on its way to L2, a share
+                     * after each kernel: lines [l0, l1) of its mr2 x kc */
+                    const int mr2 = M - i - MR < MR ? M - i - MR : MR, lines = (kc + 15) / 16,
+                              calls = (nc - jr + NR - 1) / NR;
+                    const int per = mr2 > 0 ? (mr2 * lines + calls - 1) / calls : 0;
+                    int l0 = 0;
+                    for (; jr < nc; jr += NR, l0 += per) {
                         const int nr = nc - jr < NR ? nc - jr : NR;
-                        kern[nr > 16](kc, a0, lda, 1, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
+                        kern[nr > 16](kc, a, ars, 1, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
+                        for (int l = l0; l < l0 + per && l < mr2 * lines; l++)
+                            _mm_prefetch((const char *)(a0 + (int64_t)(MR + l / lines) * lda + 16 * (l % lines)),
+                                         _MM_HINT_T1);
                     }
                     continue;
                 }
