@@ -52,12 +52,13 @@
  *
  * The f32 matrix products alone (bench/README.md, "The AVX-512 gemm"):
  *
- *   bench_ops --gemm [--threads 1] [--repeats 20] [--peak GFLOPS]
+ *   bench_ops --gemm [--threads 1] [--repeats 20] [--rounds 1] [--peak GFLOPS]
  *             [--shapes MxNxK[:tn|:nt|:tt],...]
  *
  * C (M,N) = op(A) op(B), op as the suffix says (t: stored transposed;
  * default as stored), each shape timed by turns of 5 calls, best of the
- * repeats (after one untimed call each; at 1 thread in the
+ * repeats, and of --rounds passes over all the shapes (after one
+ * untimed call each; at 1 thread in the
  * thread's CPU time, so that time another process had the core does not
  * count, else in wall time): tapegrad's AVX-512 kernel
  * in one call (tg_sgemm_kernel_avx512), its AVX2 kernel in one call (the
@@ -566,7 +567,7 @@ out:
     return rc;
 }
 
-static int run_gemm_bench(const char *shapes, int repeats, double peak_arg)
+static int run_gemm_bench(const char *shapes, int repeats, int rounds, double peak_arg)
 {
     static const char *const defaults = "768x128x384,768x128x512,768x512x128,2048x288x768,768x128x384:nt,"
                                         "768x512x128:nt,2048x288x768:nt,768x256x2048:tn,1024x256x2048:tn,"
@@ -583,21 +584,26 @@ static int run_gemm_bench(const char *shapes, int repeats, double peak_arg)
         n++;
         s += len + (s[len] == ',');
     }
-    /* the products, and the peak probe between them (the best of the run) */
+    /* the products, and the peak probe between them: rounds over all the
+     * shapes, the best of every round (and the best peak) kept */
     static double best[GEMM_MAX_SHAPES][GEMM_IMPLS];
     double peak = peak_arg;
-    for (int k = 0; k < n; k++) {
-        if (peak_arg <= 0) {
-            const double p = fma_peak_gflops(1, 0.3);
-            if (p > peak) peak = p;
+    for (int round = 0; round < rounds; round++)
+        for (int k = 0; k < n; k++) {
+            if (peak_arg <= 0) {
+                const double p = fma_peak_gflops(1, 0.3);
+                if (p > peak) peak = p;
+            }
+            double b[GEMM_IMPLS];
+            if (time_gemm(&list[k], repeats, b)) {
+                fprintf(stderr, "bench_ops: out of memory\n");
+                return 1;
+            }
+            for (int i = 0; i < GEMM_IMPLS; i++)
+                if (round == 0 || (b[i] >= 0 && b[i] < best[k][i])) best[k][i] = b[i];
         }
-        if (time_gemm(&list[k], repeats, best[k])) {
-            fprintf(stderr, "bench_ops: out of memory\n");
-            return 1;
-        }
-    }
-    printf("f32 gemm, %d thread(s), kernel path %s%s, best of %d calls each (%s); GFLOP/s", tg_num_threads(),
-           tg_isa_name(tg_isa_active()), getenv("TG_SGEMM") ? ", TG_SGEMM set" : "", repeats,
+    printf("f32 gemm, %d thread(s), kernel path %s%s, best of %d x %d calls each (%s); GFLOP/s", tg_num_threads(),
+           tg_isa_name(tg_isa_active()), getenv("TG_SGEMM") ? ", TG_SGEMM set" : "", rounds, repeats,
            tg_num_threads() == 1 ? "thread CPU time" : "wall time");
     if (peak > 0)
         printf(" and %% of the AVX-512 FMA peak of one core, %.1f GFLOP/s (%s)", peak,
@@ -631,7 +637,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_ops [--config S|M|L|N] [--threads 1] [--repeats 20] [--warmup 3]\n"
                     "                 [--ops name,name,...] [--list]\n"
-                    "       bench_ops --gemm [--peak GFLOPS] [--threads 1] [--repeats 20]\n"
+                    "       bench_ops --gemm [--threads 1] [--repeats 20] [--rounds 1] [--peak GFLOPS]\n"
                     "                 [--shapes MxNxK[:tn|:nt|:tt],...]\n");
 }
 
@@ -659,6 +665,7 @@ int main(int argc, char **argv)
     const char *cfg_name = "S", *ops = NULL;
     int threads = 1, repeats = 20, warmup = 3;
     bool gemm = false;
+    int rounds = 1;
     const char *gemm_shapes = NULL;
     double peak = 0;
     for (int i = 1; i < argc; i++) {
@@ -682,6 +689,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_ops: --peak: '%s' is not a positive number\n", v);
                 return 2;
             }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--rounds")) {
+            if (parse_int(a, v, 1, 1000, &rounds)) return 2;
             i++;
             continue;
         }
@@ -709,7 +721,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_ops: could not start %d threads\n", threads);
             return 1;
         }
-        return run_gemm_bench(gemm_shapes, repeats, peak);
+        return run_gemm_bench(gemm_shapes, repeats, rounds, peak);
     }
     const config *c = NULL;
     for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++)
