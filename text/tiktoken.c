@@ -163,7 +163,9 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         if (grow((void **)&bytes, &bytes_cap, (size_t)nb + sp, 1) ||
             grow((void **)&pieces, &pieces_cap, (size_t)n + 1, sizeof *pieces))
             goto oom;
-        int64_t k = sp < end ? b64_decode((const unsigned char *)text, sp, bytes + nb) : -1;
+        /* an empty piece (the line starts with its space) is refused before
+         * bytes, still NULL for a first line, is offset */
+        int64_t k = sp > 0 && sp < end ? b64_decode((const unsigned char *)text, sp, bytes + nb) : -1;
         if (k <= 0) {
             tg_set_err(err, errlen, "tiktoken: %s:%lld: expected \"<base64 piece> <rank>\"%s", path, (long long)line,
                        sp < end ? ", and the piece is not base64 of at least one byte" : "");
