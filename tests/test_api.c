@@ -1804,7 +1804,7 @@ static const api_case CASES[] = {
      c_tiktoken_rank},
     {"tg_tok_load_tiktoken(rank 0 twice)", "NULL", "bad.tiktoken:2: rank 0 was given already on line 1",
      c_tiktoken_rank_twice},
-    {"tg_tok_load_tiktoken(ranks 0 and 2)", "NULL", "bad.tiktoken: rank 1 is missing (2 pieces must have ranks 0..1)",
+    {"tg_tok_load_tiktoken(ranks 0 and 2)", "NULL", "bad.tiktoken: rank 1 is missing (2 pieces must have ranks 0..1; line 2 has rank 2)",
      c_tiktoken_gap},
     {"tg_tok_load_tiktoken(only \"a\")", "NULL", "no piece is the single byte 0x00", c_tiktoken_byte},
     {"tg_tok_load_tiktoken(\"a\" at ranks 97 and 256)", "NULL", "id 256 repeats the piece of id 97",
