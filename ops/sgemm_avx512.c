@@ -46,7 +46,9 @@
  * Edges: the kernel is compiled for each row count 1..14 and for one or
  * two vectors of columns, so an edge tile does only its rows and (up to
  * 16) its columns; C is read and stored through AVX-512 masks, never past
- * N or M. B's last panel is zero past N.
+ * N or M. B's last panel is zero past N. Rows are shared evenly among row
+ * panels (128 = 14 + 6 x 13 + 3 x 12, not 9 x 14 + 2: a panel of a few
+ * rows has too few chains of FMAs to cover their latency).
  *
  * Sums: each element of C is alpha times a sum of fused multiply-adds over
  * k in increasing order, one kc slice at a time, added to C as in
@@ -92,8 +94,8 @@ INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0
  * is the 16 nv floats at b + k bs. Columns past nr (nr <= 16 nv) are
  * neither read nor written, rows past mr neither. copy: B's rows are also
  * stored to the panel bc (k NR apart; read masked to nr columns, so the
- * panel is zero past them); copya: A's rows (ars = 1, mr = MR) are also
- * stored to the panel ad (k MR apart). */
+ * panel is zero past them); copya: A's rows (ars = 1) are also stored
+ * to the panel ad (k MR apart). */
 AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const int copya, const int arows, int kc,
                              const float *a, int64_t ars, int64_t acs, float *restrict ad, const float *b, int64_t bs,
                              float *restrict bc, float *c, int64_t ldc, int nr, float alpha, float beta, int first)
@@ -104,6 +106,9 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
     const float *pa[4] = {a, a + 4 * ars, a + 8 * ars, a + 12 * ars};
     const int64_t off[4] = {0, ars, 2 * ars, 3 * ars};
     const __mmask16 bm0 = lanes(nr), bm1 = lanes(nr - 16);
+    /* alpha and beta wait in memory: kept in registers through the loop,
+     * they pushed GCC to spill a B vector instead with 13 rows */
+    volatile float ab[2] = {alpha, beta};
     __m512 acc[MR][2];
     /* C's tile, wanted after the loop: on its way to L2 meanwhile */
 #pragma GCC unroll 16
@@ -132,12 +137,13 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
             acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
             if (nv > 1) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
         }
-        if (copya) { /* A's panel, as it passes (k's MR floats are contiguous) */
-            _mm512_mask_storeu_ps(ad, lanes(MR), _mm512_maskz_loadu_ps(lanes(MR), a));
+        if (copya) { /* A's panel, as it passes (k's mr floats are contiguous) */
+            _mm512_mask_storeu_ps(ad, lanes(mr), _mm512_maskz_loadu_ps(lanes(mr), a));
             _mm_prefetch((const char *)(a + PF * acs), _MM_HINT_T0);
             ad += MR;
         }
     }
+    alpha = ab[0], beta = ab[1];
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     if (nr == 16 * nv) {
 #pragma GCC unroll 16
@@ -188,13 +194,21 @@ AVX512 INLINE void tile_rows(const int mr, const int nv, int kc, const float *a,
 }
 
 /* A row panel's first 32 columns while packing A stored transposed:
- * A(r, k) = a[r + k acs] read where it lies and stored to the panel
- * ad[k MR + r] as it is used. b: B's first packed panel. */
-AVX512 static void apacking_kernel(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,
-                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)
-{
-    tile_body(MR, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);
-}
+ * A(r, k) = a[r + k acs] (r < mr, 12 <= mr <= MR) read where it lies and
+ * stored to the panel ad[k MR + r] as it is used. b: B's first packed
+ * panel. */
+typedef void apacking_fn(int kc, const float *a, int64_t acs, float *restrict ad, const float *b, float *c,
+                         int64_t ldc, int nr, float alpha, float beta, int first);
+#define APACKING(mr)                                                                                                \
+    AVX512 static void apacking_##mr(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,      \
+                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)            \
+    {                                                                                                               \
+        tile_body(mr, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);                 \
+    }
+APACKING(12)
+APACKING(13)
+APACKING(14)
+static apacking_fn *const APACKING_KERNEL[3] = {apacking_12, apacking_13, apacking_14};
 
 /* A block's first MR rows while packing B stored as is: row k of B read
  * where it lies (b + k ldb, columns past nr masked off) and stored to the
@@ -384,6 +398,17 @@ AVX512 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int 
     }
 }
 
+/* Rows of the row panel that starts with rem rows left: all of them if
+ * at most MR, else rem shared evenly among the fewest panels of at most
+ * MR (1024 = 73 x 14 + 2 would leave a 2-row panel, which the kernel does
+ * at half its speed: 4 chains of FMAs do not cover their latency). */
+static int panel_rows(int rem)
+{
+    if (rem <= MR) return rem;
+    const int panels = (rem + MR - 1) / MR;
+    return (rem + panels - 1) / panels;
+}
+
 /* the slice depth for K: K cut into equal slices of at most KC_MAX, a
  * multiple of 16 but the last. Depends on K alone. */
 static int slice_depth(int K)
@@ -411,8 +436,9 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
         for (int pc = 0; pc < K; pc += kcs) {
             const int kc = K - pc < kcs ? K - pc : kcs, first = pc == 0;
             if (!fuse_b) pack_b(tb, B, ldb, pc, kc, jc, nc, bp);
-            for (int i = 0; i < M; i += MR) {
-                const int mr = M - i < MR ? M - i : MR;
+            for (int i = 0, mr; i < M; i += mr) {
+                /* the first panel packs B (fuse_b: M >= MR): MR rows */
+                mr = fuse_b && i == 0 ? MR : panel_rows(M - i);
                 float *c = C + (int64_t)i * ldc + jc;
                 /* A(i+r, pc+k) = a0[r ars + k acs] */
                 const float *a0 = A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc);
@@ -437,8 +463,9 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                     }
                     kernel_fn *const *kern = KERNEL[1][mr - 1];
                     /* the next row panel's A on its way to L2, a share
-                     * after each kernel: lines [l0, l1) of its mr2 x kc */
-                    const int mr2 = M - i - MR < MR ? M - i - MR : MR, lines = (kc + 15) / 16,
+                     * after each kernel: lines [l0, l0 + per) of its
+                     * mr2 x kc */
+                    const int mr2 = panel_rows(M - i - mr), lines = (kc + 15) / 16,
                               calls = (nc - jr + NR - 1) / NR;
                     const int per = mr2 > 0 ? (mr2 * lines + calls - 1) / calls : 0;
                     int l0 = 0;
@@ -446,14 +473,14 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                         const int nr = nc - jr < NR ? nc - jr : NR;
                         kern[nr > 16](kc, a, ars, 1, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
                         for (int l = l0; l < l0 + per && l < mr2 * lines; l++)
-                            _mm_prefetch((const char *)(a0 + (int64_t)(MR + l / lines) * lda + 16 * (l % lines)),
+                            _mm_prefetch((const char *)(a0 + (int64_t)(mr + l / lines) * lda + 16 * (l % lines)),
                                          _MM_HINT_T1);
                     }
                     continue;
                 }
-                if (fuse_a && mr == MR && nc > 16) {
+                if (fuse_a && mr >= 12 && nc > 16) {
                     const int nr = nc < NR ? nc : NR;
-                    apacking_kernel(kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first);
+                    APACKING_KERNEL[mr - 12](kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first);
                     jr = NR;
                 } else
                     pack_a(ta, a0, lda, mr, kc, ap);
@@ -488,8 +515,8 @@ AVX512 static void tiles_avx512(int M, int N, int K, float alpha, const float *a
     const int mode = ars != 1;
     for (int j = 0; j < N; j += NR) {
         const int nr = N - j < NR ? N - j : NR;
-        for (int i = 0; i < M; i += MR) {
-            const int mr = M - i < MR ? M - i : MR;
+        for (int i = 0, mr; i < M; i += mr) {
+            mr = panel_rows(M - i);
             KERNEL[mode][mr - 1][nr > 16](K, a + (int64_t)i * ars, ars, acs, b + j, ldb, c + (int64_t)i * ldc + j,
                                           ldc, nr, alpha, add ? 1.0f : 0.0f, 1);
         }
