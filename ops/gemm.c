@@ -9,8 +9,9 @@
  * differently in differently sized calls). A product that tapegrad's own
  * kernel takes whole is the exception that costs nothing: that kernel
  * sums each element in the same order whatever a call covers
- * (ops/sgemm.c), so a thread's consecutive chunks go to it as one call,
- * which packs B once instead of once per chunk.
+ * (ops/sgemm.c), so its chunks are shared out as one run of consecutive
+ * chunks per thread, each run one call, which packs B once per thread
+ * instead of once per chunk (on one thread: the whole product, one call).
  *
  * Cutting rows of C [m0, m1) reads rows [m0, m1) of op(A): A + m0 * lda
  * when A is stored as is, A + m0 when it is stored transposed. Cutting
@@ -74,7 +75,10 @@ static void gemm(gemm_job *j)
     /* a part of the whole product goes where the whole goes (tg_sgemm_picks_kernel
      * holds for a narrower N whenever it holds for the whole N) */
     j->merge = !j->f64 && tg_sgemm_picks_kernel(j->ta, j->tb, j->N, j->K);
-    tg_parallel_for((total + j->chunk - 1) / j->chunk, 1, part, j);
+    const int64_t chunks = (total + j->chunk - 1) / j->chunk, nt = tg_num_threads();
+    /* chunks for tapegrad's kernel are cut-proof: about one run of them per
+     * thread (one call on one thread); BLAS's, one call each */
+    tg_parallel_for(chunks, j->merge ? (chunks + nt - 1) / nt : 1, part, j);
 }
 
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
