@@ -2,8 +2,9 @@
  *
  * Where C is cut depends on the product's shape only, never on the thread
  * count: a product of at least GEMM_MIN_SPLIT multiply-adds is cut into
- * at most GEMM_CHUNKS chunks of whole GEMM_BLOCKs of rows (or columns,
- * when C is wider than tall), each one call, on one thread or many. So
+ * at most GEMM_CHUNKS chunks (GEMM_BLAS_CHUNKS for OpenBLAS) of whole
+ * GEMM_BLOCKs of rows (or columns, when C is wider than tall), each one
+ * call, on one thread or many. So
  * every element of C is computed by the same call on 1 or 64 threads, and
  * results are the same bits on any thread count (OpenBLAS's kernels sum
  * differently in differently sized calls). A product that tapegrad's own
@@ -22,7 +23,8 @@
 #include "../core/parallel.h"
 
 #define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
-#define GEMM_CHUNKS 8                 /* at most, whatever the thread count */
+#define GEMM_CHUNKS 8                 /* at most, whatever the thread count ... */
+#define GEMM_BLAS_CHUNKS 4            /* ... and for OpenBLAS, which packs its B again in each */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
 /* A product and how it is cut. alpha and beta are doubles for both
@@ -71,10 +73,11 @@ static void gemm(gemm_job *j)
         one_call(j, j->M, j->N, 0, 0, 0);
         return;
     }
-    j->chunk = (blocks + GEMM_CHUNKS - 1) / GEMM_CHUNKS * GEMM_BLOCK;
     /* a part of the whole product goes where the whole goes (tg_sgemm_picks_kernel
      * holds for a narrower N whenever it holds for the whole N) */
     j->merge = !j->f64 && tg_sgemm_picks_kernel(j->ta, j->tb, j->N, j->K);
+    const int most = j->merge ? GEMM_CHUNKS : GEMM_BLAS_CHUNKS;
+    j->chunk = (blocks + most - 1) / most * GEMM_BLOCK;
     const int64_t chunks = (total + j->chunk - 1) / j->chunk, nt = tg_num_threads();
     /* chunks for tapegrad's kernel are cut-proof: about one run of them per
      * thread (one call on one thread); BLAS's, one call each */

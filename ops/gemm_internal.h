@@ -3,7 +3,7 @@
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,  op(X) = X or X^T (ta, tb)
  *
- * Large products are cut into at most 8 chunks of rows of C (or of
+ * Large products are cut into at most 8 chunks (4 for OpenBLAS) of rows of C (or of
  * columns, when C is wider than tall), shared out among the threads;
  * each chunk is one single-threaded call: tg_sgemm (tapegrad's kernel or
  * OpenBLAS, by size) in f32, OpenBLAS in f64. The cut depends only on the
