@@ -41,10 +41,11 @@ static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha,
  * (the rule measured against OpenBLAS, the CPU, TG_SGEMM=openblas). M
  * plays no part, so the row blocks ops/gemm.c cuts all go the same way;
  * a column block narrower than the whole product may go to the kernel
- * where the whole would not (then the parts agree with one call only to
- * rounding, as OpenBLAS's products do across thread counts). On the
- * avx512 path every product (K > 0) goes to the kernel, so every cut
- * agrees with one call bit for bit. */
+ * where the whole would not (its chunks are fixed by shape, so results
+ * still do not depend on the thread count). The rule must stay true for
+ * every narrower N whenever it is true for N: ops/gemm.c then runs several
+ * chunks of a product as one call. On the avx512 path every product
+ * (K > 0) goes to the kernel. */
 bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K);
 
 /* tapegrad's own kernel whatever the sizes (the AVX-512 one on the
