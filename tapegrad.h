@@ -1,5 +1,7 @@
 /* tapegrad: a tape-based autograd training micro-framework in C.
- * The umbrella header: the public API of every layer. */
+ * The umbrella header: the public API of every layer of libtapegrad.
+ * Training on several processes is a library of its own, libtapegrad_dist
+ * (MPI): its header is distributed/dist.h. */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
 
@@ -18,6 +20,5 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "text/text.h"
-#include "dist/dist.h"
 
 #endif

@@ -1,4 +1,4 @@
-/* bench_dist: data-parallel training steps over MPI (dist/), and the
+/* bench_dist: data-parallel training steps over MPI (distributed/), and the
  * communication probe the cost model in docs/distributed.md takes its
  * parameters from. Run under mpirun (on one process it runs, but there is
  * nothing to sum).
@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "tapegrad.h"
+#include "distributed/dist.h"
 
 #include "bench_common.h"
 

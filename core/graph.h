@@ -118,9 +118,9 @@ TG_API int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed)
  * recorded), and the call comes once that node's backward has added into
  * its inputs' gradients (also for a node that was skipped, being on no
  * path to the loss). So at the call for index i, nodes i .. len-1 are
- * done: a gradient that only those nodes write is complete. dist/ starts
+ * done: a gradient that only those nodes write is complete. distributed/ starts
  * reducing a bucket of parameter gradients across processes there, while
- * the backward of the earlier nodes goes on (dist/dist.h). The hook must
+ * the backward of the earlier nodes goes on (distributed/dist.h). The hook must
  * not record ops on g. */
 typedef void (*tg_backward_hook)(void *ctx, tg_graph *g, int node);
 /* Installs fn (NULL removes it) with its ctx for every later backward on

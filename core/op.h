@@ -50,7 +50,7 @@ struct tg_node {
 };
 
 /* Node i of g's tape (0 is the first recorded, tg_graph_tape_len - 1 the
- * last), for code that inspects the tape (dist/ finds there the first
+ * last), for code that inspects the tape (distributed/ finds there the first
  * node that reads each parameter). Valid until the next op on g or its
  * reset; NULL for a NULL g or i outside [0, tg_graph_tape_len). */
 TG_API const tg_node *tg_graph_node(const tg_graph *g, int i);

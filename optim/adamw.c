@@ -16,7 +16,7 @@
  * (biases, LayerNorm gains) do not; a flag per tensor, in store order,
  * can be changed with tg_adamw_set_decay.
  *
- * A shard (tg_adamw_new_shard, for ZeRO stage 1 in dist/) keeps the moments
+ * A shard (tg_adamw_new_shard, for ZeRO stage 1 in distributed/) keeps the moments
  * of a range [lo, hi) of the flat buffers only and updates those elements:
  * the same loop, over each tensor's part inside the range. */
 #include "optim.h"

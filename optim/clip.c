@@ -10,7 +10,7 @@
  * norm stays finite when it is representable.
  *
  * tg_clip_grad_norm_part does the same for one process's part of a
- * gradient that several hold (dist/): the sums of squares (and the
+ * gradient that several hold (distributed/): the sums of squares (and the
  * largest |g| of the rescaled sum) are combined by the caller's reduce
  * before the square root, so every part gets the same coefficient. */
 #include "optim.h"

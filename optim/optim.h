@@ -74,7 +74,7 @@ typedef struct tg_adamw tg_adamw;
 TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen);
 /* An AdamW that keeps moments for elements [lo, hi) of the store's flat
  * buffers only and updates only those (ZeRO stage 1: each process of a
- * data-parallel job steps its own shard, dist/dist.h). The elements of
+ * data-parallel job steps its own shard, distributed/dist.h). The elements of
  * the range get exactly tg_adamw's update, with each tensor's decay
  * group (a range may begin or end inside a tensor). tg_adamw_new is the
  * shard [0, numel). NULL, with a message in err, for tg_adamw_new's
@@ -132,7 +132,7 @@ TG_API double tg_clip_grad_norm(tg_params *p, double max_norm);
  * *x, the same value on each. */
 typedef void (*tg_clip_reduce_fn)(void *ctx, double *x, bool max);
 /* tg_clip_grad_norm for one part of a gradient spread over several
- * processes (dist/: each process's shard): grad holds n elements of dt
+ * processes (distributed/: each process's shard): grad holds n elements of dt
  * (f32 or f64); the norm is taken over every part's elements, each
  * part's sum of squares combined by reduce (NULL: this part is the whole
  * gradient), so every part is scaled by the same coefficient. The norm

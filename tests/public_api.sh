@@ -3,13 +3,21 @@
 # check_api_rows.sh and check_header_docs.sh; not run on its own).
 #
 # Public headers: core/*.h except *_internal.h, ops/ops.h, nn/nn.h,
-# optim/optim.h, text/text.h, dist/dist.h.
+# optim/optim.h, text/text.h (libtapegrad), distributed/dist.h
+# (libtapegrad_dist).
 
 # Prints the public headers, relative to the source directory (the
-# current directory).
+# current directory): all of them, or with $1 "tapegrad" or "dist" those
+# of that library.
 public_headers() {
-    local h
-    for h in core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h dist/dist.h; do
+    local h list
+    case "${1:-all}" in
+        tapegrad) list="core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h" ;;
+        dist) list="distributed/dist.h" ;;
+        *) list="core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h distributed/dist.h" ;;
+    esac
+    # shellcheck disable=SC2086   # the globs are meant
+    for h in $list; do
         case "$h" in *_internal.h) continue ;; esac
         echo "$h"
     done

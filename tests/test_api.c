@@ -14,6 +14,8 @@
 
 #include <limits.h>
 
+#include "distributed/dist.h"
+
 /* What every case may use: a live graph, a small store and optimizers on
  * it, a writer, an err buffer for the call, and the result as text. */
 typedef struct fx {

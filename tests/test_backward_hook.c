@@ -1,7 +1,7 @@
 /* core: the backward hook (tg_graph_set_backward_hook) and the tape's
- * nodes (tg_graph_node), which dist/ builds its gradient buckets on.
+ * nodes (tg_graph_node), which distributed/ builds its gradient buckets on.
  *
- * The property dist/ relies on: when the hook is called for node i, the
+ * The property distributed/ relies on: when the hook is called for node i, the
  * gradient of every parameter whose earliest reading node (the smallest
  * tape index among the nodes that have it as an input) is >= i is
  * complete, i.e. equal, bit for bit, to what it is after backward. It is

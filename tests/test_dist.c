@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "tapegrad.h"
+#include "distributed/dist.h"
 
 static int rank, size, fails, checks;
 

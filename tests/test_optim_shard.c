@@ -1,6 +1,6 @@
 /* optim: AdamW on a shard of the flat buffers (tg_adamw_new_shard,
  * tg_adamw_step_grad) and clipping of a gradient held in parts
- * (tg_clip_grad_norm_part), what ZeRO stage 1 in dist/ is made of.
+ * (tg_clip_grad_norm_part), what ZeRO stage 1 in distributed/ is made of.
  *
  * A shard's update must be tg_adamw's, bit for bit, element for element:
  * R shards stepped one after another over the same store give exactly the
@@ -12,7 +12,7 @@
 
 #include "tg_test.h"
 
-/* Part r of n elements in R parts: [r n / R, (r + 1) n / R) (dist/'s own
+/* Part r of n elements in R parts: [r n / R, (r + 1) n / R) (distributed/'s own
  * split is another; any cut must do). */
 static void cut(int64_t n, int r, int R, int64_t *lo, int64_t *hi)
 {

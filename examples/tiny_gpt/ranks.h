@@ -1,5 +1,5 @@
 /* tiny_gpt train on several processes (`mpirun -np R tiny_gpt train`):
- * what train.c needs besides dist/'s gradient buckets. On one process
+ * what train.c needs besides distributed/'s gradient buckets. On one process
  * every function here is the plain single-process behaviour.
  *
  * Three ways a run stops when something is wrong, by where it happens:
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../distributed/dist.h"
 #include "run.h"
 
 /* Every rank calls it after the same stage with whether it failed and

@@ -4,6 +4,7 @@
  * out by hand, dL/dw = x^T (1 - tanh(x w)^2), and tg_gradcheck's verdict. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tapegrad.h"
 
@@ -15,6 +16,12 @@ static tg_tensor *f(tg_graph *g, tg_tensor **in, void *ctx)
 
 int main(void)
 {
+    /* the library this program loads is the one its headers describe */
+    if (strcmp(tg_version(), TG_VERSION) != 0) {
+        fprintf(stderr, "c_pkgconfig: the headers say %s, the library %s\n", TG_VERSION, tg_version());
+        return 1;
+    }
+    printf("c_pkgconfig: tapegrad %s\n", tg_version());
     enum { M = 3, K = 4, N = 2 };
     double xv[M * K], wv[K * N];
     for (int i = 0; i < M * K; i++) xv[i] = 0.1 * (i % 5) - 0.2;

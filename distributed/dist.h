@@ -1,4 +1,10 @@
-/* tapegrad dist: data-parallel training over MPI.
+/* tapegrad's distributed layer: data-parallel training over MPI.
+ *
+ * A library of its own: link libtapegrad_dist (pkg-config tapegrad-dist,
+ * CMake tapegrad::dist), which links libtapegrad and MPI, so that a
+ * program on one process never loads MPI. tapegrad.h does not include
+ * this header: include "distributed/dist.h" (installed:
+ * <tapegrad/distributed/dist.h>).
  *
  * R processes (ranks) train one model. Each runs the forward and backward
  * pass of its own rows of every batch; the gradients are summed across
