@@ -7,6 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target tiny_gpt tapegrad tapegrad_shared
+cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target tiny_gpt tapegrad tapegrad_shared tapegrad_dist tapegrad_dist_shared
 build/tiny_gpt train --steps 600 --eval-interval 200 --eval-iters 50 --out out-demo --force   # a new run each time
 build/tiny_gpt sample --ckpt out-demo/best.safetensors --prompt "the " --tokens 300
