@@ -171,28 +171,28 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
                      hi - lo, j->s, j->decay);
 }
 
-void tg_adamw_step(tg_adamw *o, double lr)
+int tg_adamw_step(tg_adamw *o, double lr)
 {
-    if (!o) return;
-    tg_adamw_step_grad(o, lr, (char *)tg_params_grad(o->p) + (size_t)o->lo * tg_dtype_size(tg_params_dtype(o->p)));
+    if (!o) return -1;
+    return tg_adamw_step_grad(o, lr, (char *)tg_params_grad(o->p) + (size_t)o->lo * tg_dtype_size(tg_params_dtype(o->p)));
 }
 
-void tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
+int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
 {
-    if (!o) return;
+    if (!o) return -1;
     if (!isfinite(lr)) {
         snprintf(o->error, sizeof o->error, "adamw_step: lr must be finite, got %g; nothing done", lr);
-        return;
+        return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
                  "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
-        return;
+        return -1;
     }
     if (!grad && o->hi > o->lo) {
         snprintf(o->error, sizeof o->error, "adamw_step_grad: grad is NULL; nothing done");
-        return;
+        return -1;
     }
     o->error[0] = 0;
     int64_t t = ++o->steps;
@@ -220,6 +220,7 @@ void tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
                        (const char *)grad + at, &s};
         tg_parallel_for(b - a, 16384, adamw_part, &j);
     }
+    return 0;
 }
 
 void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi)

@@ -36,10 +36,11 @@ typedef struct tg_sgd tg_sgd;
  * only allocated when momentum > 0. */
 TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen);
 /* One update of every parameter with learning rate lr, by the formula
- * above, from the gradients in the store. Does nothing, and sets
- * tg_sgd_error, if the store has grown since tg_sgd_new or lr is not
- * finite; NULL o is ignored. */
-TG_API void tg_sgd_step(tg_sgd *o, double lr);
+ * above, from the gradients in the store: 0. Does nothing and returns -1,
+ * with the reason in tg_sgd_error, if the store has grown since
+ * tg_sgd_new (parameters added later would never be trained) or lr is
+ * not finite; -1 for a NULL o. */
+TG_API int tg_sgd_step(tg_sgd *o, double lr);
 TG_API const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
 TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
 
@@ -92,16 +93,18 @@ TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
 TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
 /* One update of every parameter with learning rate lr (the step count
  * goes up by one first), by the formulas above, from the gradients in the
- * store. Does nothing, and sets tg_adamw_error, if the store has grown
- * since tg_adamw_new or lr is not finite; NULL o is ignored. */
-TG_API void tg_adamw_step(tg_adamw *o, double lr);
+ * store: 0. Does nothing and returns -1, with the reason in
+ * tg_adamw_error, if the store has grown since tg_adamw_new (parameters
+ * added later would never be trained) or lr is not finite; -1 for a NULL
+ * o. */
+TG_API int tg_adamw_step(tg_adamw *o, double lr);
 /* tg_adamw_step with the gradients of the shard taken from grad (hi - lo
  * elements of the store's dtype, element k for flat element lo + k)
  * instead of the store's gradient buffer: a reduce-scatter leaves each
  * process's shard of the summed gradients in a buffer of its own. A NULL
- * grad for a shard that is not empty does nothing and sets
- * tg_adamw_error; NULL o is ignored. */
-TG_API void tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad);
+ * grad for a shard that is not empty does nothing and returns -1 (the
+ * reason in tg_adamw_error); 0 on success, -1 for a NULL o. */
+TG_API int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
  * and layout as tg_params_data: tg_params_numel elements each, or the
  * shard's hi - lo from element lo on), which may be read and written.

@@ -73,18 +73,18 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err
 DEFINE_SGD(float)
 DEFINE_SGD(double)
 
-void tg_sgd_step(tg_sgd *o, double lr)
+int tg_sgd_step(tg_sgd *o, double lr)
 {
-    if (!o) return;
+    if (!o) return -1;
     if (!isfinite(lr)) {
         snprintf(o->error, sizeof o->error, "sgd_step: lr must be finite, got %g; nothing done", lr);
-        return;
+        return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
         snprintf(o->error, sizeof o->error,
                  "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
                  "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
-        return;
+        return -1;
     }
     o->error[0] = 0;
     int64_t n = o->numel;
@@ -95,6 +95,7 @@ void tg_sgd_step(tg_sgd *o, double lr)
         sgd_double(tg_params_data(o->p), tg_params_grad(o->p), o->buf, n, lr, o->momentum, o->weight_decay,
                    !o->started);
     o->started = true;
+    return 0;
 }
 
 const char *tg_sgd_error(const tg_sgd *o) { return o && o->error[0] ? o->error : NULL; }

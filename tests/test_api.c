@@ -875,13 +875,13 @@ static void c_llama_cache_disable(fx *f) { (void)f; tg_llama_cache_disable(NULL)
 /* optim/optim.h */
 static void c_sgd_new_nop(fx *f) { ptr(f, tg_sgd_new(NULL, 0, 0, f->err, sizeof f->err)); }
 static void c_sgd_new_noerr(fx *f) { ptr(f, tg_sgd_new(f->p, -1, 0, NULL, 0)); }
-static void c_sgd_step_nulls(fx *f) { (void)f; tg_sgd_step(NULL, 0.1); }
+static void c_sgd_step_nulls(fx *f) { num(f, tg_sgd_step(NULL, 0.1)); }
 static void c_sgd_step_nan(fx *f)
 {
     ((float *)tg_params_grad(f->p))[0] = 1;   /* a step with lr NaN would make w[0] NaN */
-    tg_sgd_step(f->sgd, NAN);
+    const int rc = tg_sgd_step(f->sgd, NAN);
     note(f, tg_sgd_error(f->sgd));
-    num(f, ((float *)tg_params_data(f->p))[0]);
+    snprintf(f->got, sizeof f->got, "%d, w[0] %g", rc, ((float *)tg_params_data(f->p))[0]);
 }
 static void c_sgd_error(fx *f) { ptr(f, tg_sgd_error(NULL)); }
 static void c_sgd_free(fx *f) { (void)f; tg_sgd_free(NULL); }
@@ -889,12 +889,12 @@ static void c_adamw_new_nop(fx *f) { ptr(f, tg_adamw_new(NULL, NULL, f->err, siz
 static void c_adamw_decay_noo(fx *f) { (void)f; tg_adamw_set_decay(NULL, f->x, true); }
 static void c_adamw_decay_nop(fx *f) { tg_adamw_set_decay(f->adamw, NULL, true); note(f, tg_adamw_error(f->adamw)); }
 static void c_adamw_decays(fx *f) { flag(f, tg_adamw_decays(NULL, f->x)); }
-static void c_adamw_step_noo(fx *f) { (void)f; tg_adamw_step(NULL, 0.1); }
+static void c_adamw_step_noo(fx *f) { num(f, tg_adamw_step(NULL, 0.1)); }
 static void c_adamw_step_inf(fx *f)
 {
-    tg_adamw_step(f->adamw, INFINITY);
+    const int rc = tg_adamw_step(f->adamw, INFINITY);
     note(f, tg_adamw_error(f->adamw));
-    num(f, (double)tg_adamw_steps(f->adamw));
+    snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
 static void c_adamw_steps(fx *f) { num(f, (double)tg_adamw_steps(NULL)); }
 static void c_adamw_set_steps_noo(fx *f) { (void)f; tg_adamw_set_steps(NULL, 3); }
@@ -923,11 +923,11 @@ static void c_adamw_shard_noo(fx *f)
 }
 static void c_adamw_step_grad_null(fx *f)
 {
-    tg_adamw_step_grad(f->adamw, 0.1, NULL);
+    const int rc = tg_adamw_step_grad(f->adamw, 0.1, NULL);
     note(f, tg_adamw_error(f->adamw));
-    num(f, (double)tg_adamw_steps(f->adamw));
+    snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
-static void c_adamw_step_grad_noo(fx *f) { (void)f; tg_adamw_step_grad(NULL, 0.1, NULL); }
+static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL)); }
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
@@ -1727,16 +1727,16 @@ static const api_case CASES[] = {
     /* optim/optim.h */
     {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
     {"tg_sgd_new(p, -1, 0, NULL, 0)", "NULL", NULL, c_sgd_new_noerr},
-    {"tg_sgd_step(NULL, 0.1)", "returns", NULL, c_sgd_step_nulls},
-    {"tg_sgd_step(o, NaN): w[0] unchanged", "0", "sgd_step: lr must be finite, got nan; nothing done", c_sgd_step_nan},
+    {"tg_sgd_step(NULL, 0.1)", "-1", NULL, c_sgd_step_nulls},
+    {"tg_sgd_step(o, NaN): -1, w[0] unchanged", "-1, w[0] 0", "sgd_step: lr must be finite, got nan; nothing done", c_sgd_step_nan},
     {"tg_sgd_error(NULL)", "NULL", NULL, c_sgd_error},
     {"tg_sgd_free(NULL)", "returns", NULL, c_sgd_free},
     {"tg_adamw_new(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_new_nop},
     {"tg_adamw_set_decay(NULL, x, true)", "returns", NULL, c_adamw_decay_noo},
     {"tg_adamw_set_decay(o, NULL, true)", "returns", "is not a parameter of the optimizer's store", c_adamw_decay_nop},
     {"tg_adamw_decays(NULL, x)", "false", NULL, c_adamw_decays},
-    {"tg_adamw_step(NULL, 0.1)", "returns", NULL, c_adamw_step_noo},
-    {"tg_adamw_step(o, inf): steps stay 0", "0", "adamw_step: lr must be finite, got inf; nothing done",
+    {"tg_adamw_step(NULL, 0.1)", "-1", NULL, c_adamw_step_noo},
+    {"tg_adamw_step(o, inf): -1, steps stay 0", "-1, steps 0", "adamw_step: lr must be finite, got inf; nothing done",
      c_adamw_step_inf},
     {"tg_adamw_steps(NULL)", "0", NULL, c_adamw_steps},
     {"tg_adamw_set_steps(NULL, 3)", "returns", NULL, c_adamw_set_steps_noo},
@@ -1751,9 +1751,9 @@ static const api_case CASES[] = {
      "store's 6 elements", c_adamw_shard_range},
     {"tg_adamw_new_shard(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_shard_nop},
     {"tg_adamw_shard(NULL, &lo, &hi)", "0", NULL, c_adamw_shard_noo},
-    {"tg_adamw_step_grad(o, 0.1, NULL): steps stay 0", "0", "adamw_step_grad: grad is NULL; nothing done",
+    {"tg_adamw_step_grad(o, 0.1, NULL): -1, steps stay 0", "-1, steps 0", "adamw_step_grad: grad is NULL; nothing done",
      c_adamw_step_grad_null},
-    {"tg_adamw_step_grad(NULL, 0.1, NULL)", "returns", NULL, c_adamw_step_grad_noo},
+    {"tg_adamw_step_grad(NULL, 0.1, NULL)", "-1", NULL, c_adamw_step_grad_noo},
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},
