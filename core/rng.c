@@ -3,8 +3,12 @@
  * Integer arithmetic only, so the stream is the same on every machine. */
 #include "rng.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
+#include "err_internal.h"
 #include "graph_internal.h"
 
 #define PCG_MULT 6364136223846793005ULL
@@ -79,4 +83,51 @@ void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std)
 {
     if (!r || !t || !t->data || tg_tensor_stale(t)) return;
     for (int64_t i = 0; i < t->numel; i++) put(t, i, mean + std * tg_rng_normal(r));
+}
+
+/* ---- the state as text ---------------------------------------------------- */
+
+int tg_rng_to_string(const tg_rng *r, char *buf, size_t size)
+{
+    if (!r || !buf) return -1;
+    uint64_t bits;
+    memcpy(&bits, &r->spare, sizeof bits);
+    return snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64 ":%d:%016" PRIx64, r->state, r->inc,
+                    r->has_spare ? 1 : 0, bits);
+}
+
+/* 16 lowercase hex digits, as tg_rng_to_string writes them. */
+static bool hex16(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        const char c = s[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+int tg_rng_from_string(tg_rng *r, const char *s, char *err, size_t errlen)
+{
+    uint64_t st, inc, bits;
+    if (!r || !s) return tg_set_err(err, errlen, "rng_from_string: %s is NULL", r ? "the text" : "the stream");
+    if (strlen(s) != TG_RNG_STRING_LEN || !hex16(s, &st) || s[16] != ':' || !hex16(s + 17, &inc) || s[33] != ':' ||
+        (s[34] != '0' && s[34] != '1') || s[35] != ':' || !hex16(s + 36, &bits)) {
+        char shown[4 * 60 + 4] = "";   /* the text as read, its first 60 bytes, others escaped */
+        for (size_t i = 0, o = 0; s[i] && i < 60; i++)
+            o += (size_t)snprintf(shown + o, sizeof shown - o, s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x",
+                                  (unsigned char)s[i]);
+        return tg_set_err(err, errlen, "rng_from_string: '%s%s' is not a random-stream state (%d characters: "
+                          "state:increment:0|1:spare in lowercase hex)", shown, strlen(s) > 60 ? "..." : "",
+                          TG_RNG_STRING_LEN);
+    }
+    double spare;
+    memcpy(&spare, &bits, sizeof spare);
+    if (!(inc & 1)) return tg_set_err(err, errlen, "rng_from_string: the increment %016" PRIx64 " is even (PCG32's is odd)", inc);
+    if (!isfinite(spare)) return tg_set_err(err, errlen, "rng_from_string: the spare normal is not finite");
+    *r = (tg_rng){.state = st, .inc = inc, .spare = spare, .has_spare = s[34] == '1'};
+    return 0;
 }

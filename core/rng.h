@@ -38,6 +38,20 @@ TG_API void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi);
 /* Same with normal(mean, std) values (rounded to f32 for an f32 tensor). */
 TG_API void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std);
 
+#define TG_RNG_STRING_LEN 52   /* the length of tg_rng_to_string's text */
+/* The whole state of a stream as text, for a checkpoint's metadata, so a
+ * resumed run draws exactly the numbers the uninterrupted one would:
+ * "SSSSSSSSSSSSSSSS:IIIIIIIIIIIIIIII:H:XXXXXXXXXXXXXXXX" (state,
+ * increment, whether a spare normal waits, the spare's bits; lowercase
+ * hex), TG_RNG_STRING_LEN characters. buf gets at most size bytes,
+ * NUL-terminated; returns the length the whole text needs (as snprintf),
+ * or -1 for a NULL r or buf. */
+TG_API int tg_rng_to_string(const tg_rng *r, char *buf, size_t size);
+/* Sets r from tg_rng_to_string's text, exactly that form: an odd
+ * increment, a finite spare. 0, or -1 with a message in err (r is then
+ * unchanged). */
+TG_API int tg_rng_from_string(tg_rng *r, const char *s, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -253,4 +254,82 @@ void tg_adamw_free(tg_adamw *o)
     tg_free(o->v);
     tg_free(o->decay);
     tg_free(o);
+}
+
+/* ---- state, for checkpoints ------------------------------------------------ */
+
+int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix, const void *m, const void *v)
+{
+    if (!o || !w || !prefix) return -1;
+    if (!m != !v || (!m && (o->lo != 0 || o->hi != o->numel))) return -1;   /* a shard's own moments are a part */
+    char key[TG_ADAMW_PREFIX_MAX + 8], steps[32];
+    if (strlen(prefix) > TG_ADAMW_PREFIX_MAX) return -1;
+    const int64_t n = o->numel;
+    const char *dt = tg_params_dtype(o->p) == TG_F32 ? "F32" : "F64";
+    snprintf(key, sizeof key, "%s.m", prefix);
+    if (tg_st_writer_add(w, key, dt, 1, &n, m ? m : o->m)) return -1;
+    snprintf(key, sizeof key, "%s.v", prefix);
+    if (tg_st_writer_add(w, key, dt, 1, &n, v ? v : o->v)) return -1;
+    snprintf(key, sizeof key, "%s.steps", prefix);
+    snprintf(steps, sizeof steps, "%lld", (long long)o->steps);
+    return tg_st_writer_meta(w, key, steps);
+}
+
+/* The file's element i of a moment tensor (memcpy: another writer's file
+ * may not align its tensors). */
+static double moment_at(const void *p, bool f32, int64_t i)
+{
+    if (f32) {
+        float x;
+        memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
+        return x;
+    }
+    double x;
+    memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
+    return x;
+}
+
+int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
+{
+    if (!o || !f || !prefix)
+        return tg_set_err(err, errlen, "adamw_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
+    if (strlen(prefix) > TG_ADAMW_PREFIX_MAX)
+        return tg_set_err(err, errlen, "adamw_state_read: prefix is longer than %d bytes", TG_ADAMW_PREFIX_MAX);
+    char mk[TG_ADAMW_PREFIX_MAX + 8], vk[TG_ADAMW_PREFIX_MAX + 8], sk[TG_ADAMW_PREFIX_MAX + 8];
+    snprintf(mk, sizeof mk, "%s.m", prefix);
+    snprintf(vk, sizeof vk, "%s.v", prefix);
+    snprintf(sk, sizeof sk, "%s.steps", prefix);
+    const bool f32 = tg_params_dtype(o->p) == TG_F32;
+    const char *dt = f32 ? "F32" : "F64";
+    const tg_st_tensor *t[2] = {tg_st_find(f, mk), tg_st_find(f, vk)};
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? vk : mk;
+        if (!t[k]) return tg_set_err(err, errlen, "adamw_state_read: the file has no tensor '%s'", name);
+        if (t[k]->ndim != 1 || t[k]->numel != o->numel || strcmp(t[k]->dtype, dt))
+            return tg_set_err(err, errlen, "adamw_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                              "elements (the store's), got %s of %lld elements in %d dimensions", name, dt,
+                              (long long)o->numel, t[k]->dtype, (long long)t[k]->numel, t[k]->ndim);
+    }
+    const char *s = tg_st_meta(f, sk);
+    int64_t steps = 0;
+    bool ok = s && *s && strlen(s) <= 18;
+    for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
+    for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
+    if (!ok)
+        return tg_set_err(err, errlen, "adamw_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                          "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+    /* every moment of the file, not only this shard's: a file that is
+     * wrong anywhere is wrong */
+    for (int64_t i = 0; i < o->numel; i++) {
+        const double a = moment_at(t[0]->data, f32, i), b = moment_at(t[1]->data, f32, i);
+        if (!isfinite(a) || !isfinite(b) || b < 0)
+            return tg_set_err(err, errlen, "adamw_state_read: element %lld of the state is m %g, v %g (must be "
+                              "finite, v >= 0)", (long long)i, a, b);
+    }
+    const size_t es = tg_dtype_size(tg_params_dtype(o->p));
+    memcpy(o->m, (const char *)t[0]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);
+    memcpy(o->v, (const char *)t[1]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);
+    o->steps = steps;
+    o->error[0] = 0;
+    return 0;
 }

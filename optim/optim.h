@@ -21,6 +21,7 @@
 
 #include "../core/export.h"
 #include "../core/params.h"
+#include "../core/safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +120,28 @@ TG_API void *tg_adamw_m(tg_adamw *o);
 TG_API void *tg_adamw_v(tg_adamw *o);
 TG_API const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
 TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
+
+#define TG_ADAMW_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+/* The optimizer's state into a safetensors file being written (as
+ * PyTorch's optimizer.state_dict()): the moments as tensors
+ * "<prefix>.m" and "<prefix>.v" (1-D, the store's dtype, all
+ * tg_params_numel elements, the store's flat order) and the step count as
+ * metadata "<prefix>.steps". An optimizer made for a shard holds only its
+ * range of the moments: pass the whole store's in m and v (each process's
+ * range gathered, e.g. with tg_dist_grads_gather_shard); NULL m and v
+ * take the optimizer's own, which must then cover the store. The writer
+ * reads m and v when it saves: they must stay valid until then. 0, or -1
+ * (a NULL argument, a shard without m and v, or the writer's error). */
+TG_API int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix, const void *m,
+                                const void *v);
+/* Restores what tg_adamw_state_write wrote into an optimizer on the same
+ * store: the moments (a shard takes its range of them, so a run saved on
+ * R processes resumes on any number) and the step count. Everything is
+ * checked before anything changes: both tensors present, 1-D, the store's
+ * dtype and size, every moment finite and v >= 0, the steps a whole
+ * number >= 0. 0, or -1 with a message naming the tensor or key (the
+ * optimizer is then unchanged). */
+TG_API int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
 
 /* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
  * coef < 1, norm the global L2 norm over all of them (PyTorch

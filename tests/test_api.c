@@ -336,6 +336,15 @@ static void c_rng_fill_stale(fx *f)
     else text(f, "(the arena did not put u where t was: make this case reach t's memory again)");
 }
 static void c_rng_fill_normal(fx *f) { (void)f; tg_rng_fill_normal(&rng, NULL, 0, 1); }
+static void c_rng_to_string_nor(fx *f) { num(f, tg_rng_to_string(NULL, buf, sizeof buf)); }
+static void c_rng_to_string_short(fx *f)
+{
+    char small[8];
+    tg_rng_seed(&rng, 1, 2);
+    num(f, tg_rng_to_string(&rng, small, sizeof small) * 100 + (int)strlen(small));   /* the length it needs, cut */
+}
+static void c_rng_from_string_nos(fx *f) { num(f, tg_rng_from_string(&rng, NULL, f->err, sizeof f->err)); }
+static void c_rng_from_string_bad(fx *f) { num(f, tg_rng_from_string(&rng, "12:34", f->err, sizeof f->err)); }
 
 /* core/gradcheck.h */
 static void c_gc_nores(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, &f->x, NULL, NULL)); }
@@ -927,6 +936,22 @@ static void c_adamw_step_grad_null(fx *f)
     note(f, tg_adamw_error(f->adamw));
     snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
+static void c_adamw_state_write_noo(fx *f) { num(f, tg_adamw_state_write(NULL, f->w, "opt", NULL, NULL)); }
+static void c_adamw_state_write_now(fx *f) { num(f, tg_adamw_state_write(f->adamw, NULL, "opt", NULL, NULL)); }
+static void c_adamw_state_write_long(fx *f)
+{
+    char prefix[TG_ADAMW_PREFIX_MAX + 2];
+    memset(prefix, 'p', sizeof prefix - 1);
+    prefix[sizeof prefix - 1] = 0;
+    num(f, tg_adamw_state_write(f->adamw, f->w, prefix, NULL, NULL));
+}
+static void c_adamw_state_read_nof(fx *f) { num(f, tg_adamw_state_read(f->adamw, NULL, "opt", f->err, sizeof f->err)); }
+static void c_adamw_state_read_missing(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    num(f, tg_adamw_state_read(f->adamw, st, "opt", f->err, sizeof f->err));
+    tg_st_free(st);
+}
 static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL)); }
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
@@ -1434,6 +1459,11 @@ static const api_case CASES[] = {
     {"tg_rng_fill_uniform(r, a stale tensor, 1, 2): the new tensor in its memory unchanged", "0", NULL,
      c_rng_fill_stale},
     {"tg_rng_fill_normal(r, NULL, 0, 1)", "returns", NULL, c_rng_fill_normal},
+    {"tg_rng_to_string(NULL, buf, size)", "-1", NULL, c_rng_to_string_nor},
+    {"tg_rng_to_string(r, buf of 8): 52 needed, 7 written", "5207", NULL, c_rng_to_string_short},
+    {"tg_rng_from_string(r, NULL)", "-1", "rng_from_string: the text is NULL", c_rng_from_string_nos},
+    {"tg_rng_from_string(r, \"12:34\")", "-1", "rng_from_string: '12:34' is not a random-stream state",
+     c_rng_from_string_bad},
     /* core/gradcheck.h */
     {"tg_gradcheck(..., res NULL)", "false", NULL, c_gc_nores},
     {"tg_gradcheck(NULL f, ...)", "false", "gradcheck: f is NULL", c_gc_nof},
@@ -1754,6 +1784,12 @@ static const api_case CASES[] = {
     {"tg_adamw_step_grad(o, 0.1, NULL): -1, steps stay 0", "-1, steps 0", "adamw_step_grad: grad is NULL; nothing done",
      c_adamw_step_grad_null},
     {"tg_adamw_step_grad(NULL, 0.1, NULL)", "-1", NULL, c_adamw_step_grad_noo},
+    {"tg_adamw_state_write(NULL, w, ...)", "-1", NULL, c_adamw_state_write_noo},
+    {"tg_adamw_state_write(o, NULL, ...)", "-1", NULL, c_adamw_state_write_now},
+    {"tg_adamw_state_write(o, w, a prefix of 201 bytes, ...)", "-1", NULL, c_adamw_state_write_long},
+    {"tg_adamw_state_read(o, NULL, ...)", "-1", "adamw_state_read: the file is NULL", c_adamw_state_read_nof},
+    {"tg_adamw_state_read(o, a file without it, \"opt\")", "-1", "adamw_state_read: the file has no tensor 'opt.m'",
+     c_adamw_state_read_missing},
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},

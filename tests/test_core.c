@@ -238,6 +238,41 @@ START_TEST(rng_distributions)
 }
 END_TEST
 
+/* The state as text: a stream restored from it (mid-pair of normals, so
+ * the spare matters) continues exactly as the original; malformed texts
+ * are refused, leaving the stream as it was. */
+START_TEST(rng_state_text_round_trip)
+{
+    tg_rng r, back;
+    tg_rng_seed(&r, 1234, 5);
+    tg_rng_normal(&r);   /* a spare normal now waits */
+    char s[TG_RNG_STRING_LEN + 1], err[200];
+    ck_assert_int_eq(tg_rng_to_string(&r, s, sizeof s), TG_RNG_STRING_LEN);
+    ck_assert_int_eq(s[34], '1');
+    tg_rng_seed(&back, 1, 1);
+    ck_assert_int_eq(tg_rng_from_string(&back, s, err, sizeof err), 0);
+    for (int i = 0; i < 5; i++) ck_assert(tg_rng_normal(&back) == tg_rng_normal(&r));
+    ck_assert_uint_eq(tg_rng_u32(&back), tg_rng_u32(&r));
+
+    const tg_rng before = back;
+    static const char *const bad[] = {"", "0123", "0000000000000000:0000000000000001:2:0000000000000000",
+                                      "0000000000000000:0000000000000001:0:000000000000000G",
+                                      "0000000000000000-0000000000000001:0:0000000000000000",
+                                      "0000000000000000:0000000000000001:1:7ff0000000000000",   /* inf spare */
+                                      "\xef\xbb\xbf" "00000000000000:0000000000000001:0:0000000000000000"};
+    for (int k = 0; k < 7; k++) {
+        err[0] = 0;
+        ck_assert_int_eq(tg_rng_from_string(&back, bad[k], err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "rng_from_string: "), "case %d: '%s'", k, err);
+        ck_assert_mem_eq(&back, &before, sizeof back);
+    }
+    ck_assert_ptr_nonnull(strstr(err, "\\xef\\xbb\\xbf"));   /* bytes shown escaped */
+    ck_assert_int_eq(tg_rng_from_string(&back, "0000000000000000:0000000000000002:0:0000000000000000", err,
+                                        sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is even"));
+}
+END_TEST
+
 /* ---- gradcheck ------------------------------------------------------ */
 
 /* a user's op: y = x^2, with a correct and a wrong backward */
@@ -348,6 +383,7 @@ int main(void)
                             arena_merges_chunks_after_a_large_step, big_blocks_are_whole_huge_pages,
                             grad_mode_off_records_nothing, backward_errors, tensor_used_twice_sums_both_paths,
                             params_store_views_and_accumulation, rng_pcg32_reference_stream, rng_distributions,
+                            rng_state_text_round_trip,
                             gradcheck_passes_a_right_backward_and_fails_a_wrong_one,
                             gradcheck_fails_a_missing_gradient, gradcheck_rejects_bad_setups));
 }

@@ -210,6 +210,124 @@ START_TEST(clip_in_parts_equals_clip_of_the_whole)
 }
 END_TEST
 
+/* The state through a file (tg_adamw_state_write / _read): an optimizer
+ * restored from it, whole or as any shard, steps on exactly as the one
+ * that wrote it; a file that is wrong anywhere is refused and changes
+ * nothing. */
+START_TEST(state_through_a_file_resumes_exactly)
+{
+    const tg_dtype dts[] = {TG_F32, TG_F64};
+    tg_adamw_config c = {0.9, 0.99, 1e-8, 0.1};
+    for (int d = 0; d < 2; d++) {
+        tg_params *a = store(dts[d]), *b = store(dts[d]);
+        const int64_t n = tg_params_numel(a);
+        const size_t es = tg_dtype_size(dts[d]);
+        tg_adamw *o = tg_adamw_new(a, &c, NULL, 0);
+        for (int k = 0; k < 3; k++) {
+            set_grads(a, k);
+            ck_assert_int_eq(tg_adamw_step(o, 0.01), 0);
+        }
+        memcpy(tg_params_data(b), tg_params_data(a), (size_t)n * es);
+        tg_st_writer *w = tg_st_writer_new();
+        ck_assert_int_eq(tg_adamw_state_write(o, w, "opt", NULL, NULL), 0);
+        char err[300] = "";
+        ck_assert_msg(tg_st_writer_save(w, tt_path("state.safetensors"), err, sizeof err) == 0, "%s", err);
+        tg_st_writer_free(w);
+        tg_st_file *f = tg_st_load(tt_path("state.safetensors"), err, sizeof err);
+        ck_assert_msg(f != NULL, "%s", err);
+        ck_assert_str_eq(tg_st_meta(f, "opt.steps"), "3");
+        /* the optimizer that never stops: two more steps */
+        for (int k = 3; k < 5; k++) {
+            set_grads(a, k);
+            ck_assert_int_eq(tg_adamw_step(o, 0.01), 0);
+        }
+        /* from the file (weights from b, a's at the save): the whole, and
+         * shards of 2 and 3 processes, each steps on as o did */
+        for (int R = 1; R <= 3; R++) {
+            tg_params *parts = store(dts[d]);
+            memcpy(tg_params_data(parts), tg_params_data(b), (size_t)n * es);
+            tg_adamw *sh[3];
+            for (int r = 0; r < R; r++) {
+                int64_t lo, hi;
+                cut(n, r, R, &lo, &hi);
+                sh[r] = tg_adamw_new_shard(parts, &c, lo, hi, NULL, 0);
+                ck_assert_msg(tg_adamw_state_read(sh[r], f, "opt", err, sizeof err) == 0, "%s", err);
+                ck_assert_int_eq(tg_adamw_steps(sh[r]), 3);
+            }
+            tg_params *ref = store(dts[d]);
+            memcpy(tg_params_data(ref), tg_params_data(b), (size_t)n * es);
+            tg_adamw *oref = tg_adamw_new(ref, &c, NULL, 0);
+            ck_assert_int_eq(tg_adamw_state_read(oref, f, "opt", err, sizeof err), 0);
+            for (int k = 3; k < 5; k++) {
+                set_grads(parts, k);
+                set_grads(ref, k);
+                for (int r = 0; r < R; r++) ck_assert_int_eq(tg_adamw_step(sh[r], 0.01), 0);
+                ck_assert_int_eq(tg_adamw_step(oref, 0.01), 0);
+            }
+            ck_assert_mem_eq(tg_params_data(parts), tg_params_data(a), (size_t)n * es);
+            ck_assert_mem_eq(tg_params_data(ref), tg_params_data(a), (size_t)n * es);
+            for (int r = 0; r < R; r++) tg_adamw_free(sh[r]);
+            tg_adamw_free(oref);
+            tg_params_free(ref);
+            tg_params_free(parts);
+        }
+        tg_st_free(f);
+
+        /* a shard writes the whole store's moments it is given; its own are only a part */
+        tg_adamw *half = tg_adamw_new_shard(b, &c, 0, n / 2, NULL, 0);
+        w = tg_st_writer_new();
+        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", NULL, NULL), -1);
+        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), NULL), -1);
+        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), tg_adamw_v(o)), 0);
+        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), tg_adamw_v(o)), -1);   /* names taken */
+        tg_st_writer_free(w);
+
+        /* refusals: each file wrong in one way; the optimizer keeps its state */
+        void *m = malloc((size_t)n * es), *v = malloc((size_t)n * es);
+        const int64_t shape2[2] = {1, n}, n1 = n - 1;
+        for (int bad = 0; bad < 8; bad++) {
+            memcpy(m, tg_adamw_m(o), (size_t)n * es);
+            memcpy(v, tg_adamw_v(o), (size_t)n * es);
+            const double put = bad == 0 ? NAN : bad == 1 ? -1e-3 : bad == 2 ? INFINITY : 0;
+            if (bad <= 2) {   /* a moment that cannot be: element n - 1, past any shard's start */
+                void *t = bad == 0 ? m : v;
+                if (dts[d] == TG_F32) ((float *)t)[n - 1] = (float)put;
+                else ((double *)t)[n - 1] = put;
+            }
+            w = tg_st_writer_new();
+            const char *dt = dts[d] == TG_F32 ? "F32" : "F64", *other = dts[d] == TG_F32 ? "F64" : "F32";
+            if (bad != 3) tg_st_writer_add(w, "opt.m", bad == 4 ? other : dt, bad == 5 ? 2 : 1, bad == 5 ? shape2 : &n,
+                                           m);
+            tg_st_writer_add(w, "opt.v", dt, 1, bad == 6 ? &n1 : &n, v);
+            tg_st_writer_meta(w, "opt.steps", bad == 7 ? "0x3" : "3");
+            ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), err, sizeof err), 0);
+            tg_st_writer_free(w);
+            f = tg_st_load(tt_path("bad.safetensors"), err, sizeof err);
+            ck_assert_ptr_nonnull(f);
+            tg_adamw *x = tg_adamw_new(b, &c, NULL, 0);
+            err[0] = 0;
+            ck_assert_int_eq(tg_adamw_state_read(x, f, "opt", err, sizeof err), -1);
+            static const char *const want[] = {"is m nan", "v -0.001", "v inf", "no tensor 'opt.m'", "want F",
+                                               "in 2 dimensions", "of 52 elements", "'opt.steps' = '0x3'"};
+            ck_assert_msg(strstr(err, want[bad]), "case %d: '%s' lacks '%s'", bad, err, want[bad]);
+            ck_assert_int_eq(tg_adamw_steps(x), 0);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert(dts[d] == TG_F32 ? ((float *)tg_adamw_m(x))[i] == 0 : ((double *)tg_adamw_m(x))[i] == 0);
+            tg_adamw_free(x);
+            tg_st_free(f);
+            remove(tt_path("bad.safetensors"));
+        }
+        free(m);
+        free(v);
+        remove(tt_path("state.safetensors"));
+        tg_adamw_free(half);
+        tg_adamw_free(o);
+        tg_params_free(a);
+        tg_params_free(b);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("optim_shard");
@@ -217,6 +335,7 @@ int main(void)
     tcase_add_test(tc, shards_step_exactly_as_the_whole);
     tcase_add_test(tc, shard_refusals);
     tcase_add_test(tc, clip_in_parts_equals_clip_of_the_whole);
+    tcase_add_test(tc, state_through_a_file_resumes_exactly);
     suite_add_tcase(s, tc);
-    return tt_run(s);
+    return tt_run_in_tmpdir(s, "tg_optim_shard", false);
 }
