@@ -61,6 +61,20 @@ TG_API int tg_st_meta_count(const tg_st_file *f);
  * key, and its value in *value (value may be NULL). NULL (and *value
  * NULL) when i is out of range. */
 TG_API const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value);
+/* Metadata values as numbers, for readers of a config (the whole value
+ * must be the number: no spaces, '+', hexadecimal, "inf" or "nan"). An
+ * integer: an optional '-' and decimal digits, in [lo, hi]. 0, or -1 with
+ * a message "checkpoint metadata 'key' = 'value' is not an integer in
+ * [lo, hi]" (or "... has no 'key'"; the value shown escaped). */
+TG_API int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
+                          size_t errlen);
+/* A decimal number (digits, an optional point and exponent), finite, in
+ * [lo, hi]; the messages of tg_st_meta_int. */
+TG_API int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, char *err,
+                             size_t errlen);
+/* "true" or "false" (also "True", "False", "1", "0", as Python writers
+ * put them); the messages of tg_st_meta_int. */
+TG_API int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char *err, size_t errlen);
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
  * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is

@@ -32,6 +32,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,4 +371,90 @@ const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
     if (i < 0 || i >= tg_st_meta_count(f)) return NULL;
     if (value) *value = f->meta[i].value;
     return f->meta[i].key;
+}
+
+/* ---- metadata values as numbers ---------------------------------------------- */
+
+/* The value of key, or -1 with "has no" in err. */
+static const char *meta_value(const tg_st_file *f, const char *key, char *err, size_t errlen)
+{
+    const char *s = f && key ? tg_st_meta(f, key) : NULL;
+    if (!s) {
+        if (err && errlen) snprintf(err, errlen, "checkpoint metadata has no '%s'", key ? key : "(NULL)");
+        return NULL;
+    }
+    return s;
+}
+
+/* "checkpoint metadata 'key' = 'value' is not <what>": the value's first
+ * 60 bytes, bytes outside printable ASCII as \xNN. Returns -1. */
+static int meta_refuse(const char *key, const char *s, const char *what, char *err, size_t errlen)
+{
+    if (!err || !errlen) return -1;
+    char shown[4 * 60 + 4] = "";
+    size_t o = 0, i = 0;
+    for (; s[i] && i < 60; i++)
+        o += (size_t)snprintf(shown + o, sizeof shown - o, s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x",
+                              (unsigned char)s[i]);
+    snprintf(err, errlen, "checkpoint metadata '%s' = '%s%s' is not %s", key, shown, s[i] ? "..." : "", what);
+    return -1;
+}
+
+int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
+                   size_t errlen)
+{
+    const char *s = meta_value(f, key, err, errlen);
+    if (!s || !out) return -1;
+    const char *d = s + (*s == '-');
+    bool ok = *d != 0 && strlen(d) <= 18;   /* 18 digits fit int64 */
+    int64_t v = 0;
+    for (; ok && *d; d++) {
+        ok = *d >= '0' && *d <= '9';
+        v = v * 10 + (*d - '0');
+    }
+    if (*s == '-') v = -v;
+    if (!ok || v < lo || v > hi) {
+        char what[80];
+        snprintf(what, sizeof what, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+        return meta_refuse(key, s, what, err, errlen);
+    }
+    *out = v;
+    return 0;
+}
+
+int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, char *err,
+                      size_t errlen)
+{
+    const char *s = meta_value(f, key, err, errlen);
+    if (!s || !out) return -1;
+    /* the form: -?digits[.digits][e[+-]digits], at least one digit before the exponent */
+    const char *c = s + (*s == '-');
+    int digits = 0;
+    while (*c >= '0' && *c <= '9') c++, digits++;
+    if (*c == '.')
+        for (c++; *c >= '0' && *c <= '9'; c++) digits++;
+    bool ok = digits > 0;
+    if (ok && (*c == 'e' || *c == 'E')) {
+        c += 1 + (c[1] == '+' || c[1] == '-');
+        ok = *c >= '0' && *c <= '9';
+        while (*c >= '0' && *c <= '9') c++;
+    }
+    double v = ok && !*c ? strtod(s, NULL) : NAN;
+    if (!ok || *c || !isfinite(v) || v < lo || v > hi) {
+        char what[80];
+        snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
+        return meta_refuse(key, s, what, err, errlen);
+    }
+    *out = v;
+    return 0;
+}
+
+int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char *err, size_t errlen)
+{
+    const char *s = meta_value(f, key, err, errlen);
+    if (!s || !out) return -1;
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "1")) *out = true;
+    else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "0")) *out = false;
+    else return meta_refuse(key, s, "true or false", err, errlen);
+    return 0;
 }

@@ -15,6 +15,7 @@
 #include "../core/export.h"
 #include "../core/params.h"
 #include "../core/rng.h"
+#include "../core/safetensors.h"
 #include "../ops/ops.h"
 
 #ifdef __cplusplus
@@ -381,6 +382,101 @@ TG_API int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errle
 TG_API void tg_llama_cache_clear(tg_llama *m);
 /* Frees the caches; accepts NULL. */
 TG_API void tg_llama_cache_disable(tg_llama *m);
+
+/* ---- Language models behind one interface (nn/model.c) ------------------
+ * A family is a table of functions (tg_model_family) that builds a model
+ * from a tg_model_config and runs it; every tool written against
+ * tg_model (training, sampling, evaluation, checkpoints) then works on
+ * any family. The GPT ("gpt") and the Llama ("llama") are built in; a
+ * program adds its own with tg_model_register. A family's config is
+ * written to and read from a checkpoint's __metadata__ under "arch" (the
+ * family) and the family's own keys; a file without "arch" is a GPT. */
+
+/* Every built-in family's settings in one struct; a family reads the
+ * fields it has (a family of one's own may use any of them). */
+typedef struct tg_model_config {
+    const char *arch;               /* the family: "gpt", "llama", or a registered one */
+    int n_layer, n_head, n_embd, block_size, vocab_size;
+    bool bias;                      /* gpt */
+    int n_kv_head, hidden_dim;      /* llama (hidden_dim: the SwiGLU width) */
+    double rope_theta, norm_eps;    /* llama */
+    bool rope_halves;               /* llama: Hugging Face's pairing instead of Meta's / llama2.c's */
+    bool tied;                      /* llama: output head = token embedding (a GPT's always is) */
+    double dropout;
+} tg_model_config;
+
+/* One family. create, destroy, params, num_params, forward, loss,
+ * config_write and config_read are required; set_composed and the three
+ * cache functions may be NULL (a family without the composed path or
+ * without KV-cache decoding). */
+typedef struct tg_model_family {
+    const char *arch;        /* its name, unique: [a-z0-9_], 1-31 bytes */
+    const char *embedding;   /* the token embedding's parameter name, (vocab_size, n_embd) */
+    const char *position;    /* the position embedding's, (block_size, n_embd), or NULL */
+    const char *head;        /* the name a file may give a tied output head, or NULL */
+    void *(*create)(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+    void (*destroy)(void *impl);
+    tg_params *(*params)(void *impl);
+    int64_t (*num_params)(const tg_model_config *c);   /* -1 for a config create refuses */
+    tg_tensor *(*forward)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor **attn_weights);
+    tg_tensor *(*loss)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor *targets);
+    void (*set_composed)(void *impl, bool composed);
+    int (*cache_enable)(void *impl, int batch, char *err, size_t errlen);
+    void (*cache_clear)(void *impl);
+    int (*cache_len)(const void *impl);
+    int (*config_write)(const tg_model_config *c, tg_st_writer *w);   /* the family's keys */
+    int (*config_read)(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen);
+} tg_model_family;
+
+/* A model of some family: what tg_model_new fills in. */
+typedef struct tg_model {
+    const tg_model_family *family;
+    tg_model_config config;   /* config.arch is the family's name */
+    void *impl;               /* the family's model: tg_gpt *, tg_llama *, ... */
+    tg_params *params;        /* the family model's store */
+} tg_model;
+
+#define TG_MODEL_MAX_FAMILIES 16   /* the built-in ones included */
+/* Adds a family to the process's table (not thread-safe: register at
+ * start). f must outlive its use. 0, or -1 with a message: a required
+ * function missing, a bad or taken name, the table full. */
+TG_API int tg_model_register(const tg_model_family *f, char *err, size_t errlen);
+/* The family called arch, or NULL. */
+TG_API const tg_model_family *tg_model_family_find(const char *arch);
+/* The families' names, "gpt, llama, ...", for messages. */
+TG_API const char *tg_model_family_names(void);
+
+/* Builds a new model of c's family in dtype dt (TG_F32 or TG_F64),
+ * initialised from seed, into *m. 0, or -1 with a message (an unknown
+ * family, or the family's). m is zeroed on failure. */
+TG_API int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err,
+                        size_t errlen);
+/* Frees the model; accepts a zeroed m or NULL. */
+TG_API void tg_model_free(tg_model *m);
+/* The parameter count c implies (without allocating), or -1. */
+TG_API int64_t tg_model_num_params(const tg_model_config *c);
+/* idx (B,T) i32 -> logits (B,T,V); attn_weights NULL or n_layer slots. */
+TG_API tg_tensor *tg_model_forward(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor **attn_weights);
+/* Mean cross-entropy against targets (B,T) i32 (-1 ignored): a scalar. */
+TG_API tg_tensor *tg_model_loss(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor *targets);
+/* The composed attention path (true) or fused (false); -1 when the family
+ * has only one. */
+TG_API int tg_model_set_composed(tg_model *m, bool composed);
+/* KV caches for `batch` sequences; -1 with a message when the family
+ * cannot decode with a cache. */
+TG_API int tg_model_cache_enable(tg_model *m, int batch, char *err, size_t errlen);
+/* Empties the caches; nothing when there are none. */
+TG_API void tg_model_cache_clear(tg_model *m);
+/* Positions held in the caches (0 when disabled or for NULL). */
+TG_API int tg_model_cache_len(const tg_model *m);
+
+/* Adds "arch" and the family's keys to a writer's metadata. 0, or -1 (an
+ * unknown family, or the writer's error). */
+TG_API int tg_model_config_write(const tg_model_config *c, tg_st_writer *w);
+/* Reads a file's config: "arch" (absent: gpt) picks the family, which
+ * reads its keys (every number whole text and in range). c->arch then
+ * points at the family's name. 0, or -1 with a message naming the key. */
+TG_API int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

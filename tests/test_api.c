@@ -455,6 +455,38 @@ static void meta_at(fx *f, const tg_st_file *st, int i)
     snprintf(f->got, sizeof f->got, "%s, value %s", k ? k : "NULL", v ? v : "NULL");
 }
 static void c_st_meta_count(fx *f) { num(f, tg_st_meta_count(NULL)); }
+static void c_st_meta_int_nof(fx *f)
+{
+    int64_t v = 5;
+    num(f, tg_st_meta_int(NULL, "k", 0, 9, &v, f->err, sizeof f->err) * 10 + v);
+}
+static void c_st_meta_int_text(fx *f)
+{
+    tg_st_file *st = st_kv(f);   /* k = "v" */
+    int64_t v = 5;
+    num(f, tg_st_meta_int(st, "k", 0, 9, &v, f->err, sizeof f->err) * 10 + v);
+    tg_st_free(st);
+}
+static void c_st_meta_int_noout(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    num(f, tg_st_meta_int(st, "k", 0, 9, NULL, f->err, sizeof f->err));
+    tg_st_free(st);
+}
+static void c_st_meta_double_text(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    double v = 5;
+    num(f, tg_st_meta_double(st, "k", 0, 9, &v, f->err, sizeof f->err) * 10 + v);
+    tg_st_free(st);
+}
+static void c_st_meta_bool_text(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    bool v = true;
+    num(f, tg_st_meta_bool(st, "k", &v, f->err, sizeof f->err) * 10 + v);
+    tg_st_free(st);
+}
 static void c_st_meta_at_nof(fx *f) { meta_at(f, NULL, 0); }
 static void c_st_meta_at_past(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, 1); tg_st_free(st); }
 static void c_st_meta_at_neg(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, -1); tg_st_free(st); }
@@ -880,6 +912,50 @@ static void c_llama_cache_huge(fx *f)
 }
 static void c_llama_cache_clear(fx *f) { (void)f; tg_llama_cache_clear(NULL); }
 static void c_llama_cache_disable(fx *f) { (void)f; tg_llama_cache_disable(NULL); }
+static void c_model_register_null(fx *f) { num(f, tg_model_register(NULL, f->err, sizeof f->err)); }
+static void c_model_register_noname(fx *f)
+{
+    tg_model_family fam = *tg_model_family_find("gpt");
+    fam.arch = NULL;
+    num(f, tg_model_register(&fam, f->err, sizeof f->err));
+}
+static void c_model_family_find(fx *f) { ptr(f, tg_model_family_find(NULL)); }
+static void c_model_family_names(fx *f) { text(f, tg_model_family_names()); }
+static void c_model_new_nom(fx *f) { num(f, tg_model_new(NULL, &(tg_model_config){.arch = "gpt"}, TG_F32, 1, f->err, sizeof f->err)); }
+static void c_model_new_noarch(fx *f)
+{
+    tg_model m;
+    num(f, tg_model_new(&m, &(tg_model_config){0}, TG_F32, 1, f->err, sizeof f->err));
+}
+static void c_model_new_bad(fx *f)
+{
+    tg_model m;
+    const tg_model_config c = {.arch = "gpt", .n_layer = 1, .n_head = 3, .n_embd = 8, .block_size = 4, .vocab_size = 5};
+    num(f, tg_model_new(&m, &c, TG_F32, 1, f->err, sizeof f->err));
+}
+static void c_model_free(fx *f) { (void)f; tg_model_free(NULL); }
+static void c_model_num_params(fx *f) { num(f, (double)tg_model_num_params(NULL)); }
+static void c_model_forward(fx *f) { ptr(f, tg_model_forward(f->g, NULL, f->ids, NULL)); }
+static void c_model_forward_empty(fx *f) { ptr(f, tg_model_forward(f->g, &(tg_model){0}, f->ids, NULL)); }
+static void c_model_loss(fx *f) { ptr(f, tg_model_loss(f->g, NULL, f->ids, f->ids)); }
+static void c_model_set_composed(fx *f) { num(f, tg_model_set_composed(NULL, true)); }
+static void c_model_cache_enable(fx *f) { num(f, tg_model_cache_enable(NULL, 1, f->err, sizeof f->err)); }
+static void c_model_cache_clear(fx *f) { (void)f; tg_model_cache_clear(NULL); }
+static void c_model_cache_len(fx *f) { num(f, tg_model_cache_len(NULL)); }
+static void c_model_config_write(fx *f) { num(f, tg_model_config_write(NULL, f->w)); }
+static void c_model_config_write_now(fx *f) { num(f, tg_model_config_write(&(tg_model_config){.arch = "gpt"}, NULL)); }
+static void c_model_config_read(fx *f)
+{
+    tg_model_config c;
+    num(f, tg_model_config_read(NULL, &c, f->err, sizeof f->err));
+}
+static void c_model_config_read_nokeys(fx *f)
+{
+    tg_st_file *st = st_kv(f);   /* no arch: a GPT, without its keys */
+    tg_model_config c;
+    num(f, tg_model_config_read(st, &c, f->err, sizeof f->err));
+    tg_st_free(st);
+}
 
 /* optim/optim.h */
 static void c_sgd_new_nop(fx *f) { ptr(f, tg_sgd_new(NULL, 0, 0, f->err, sizeof f->err)); }
@@ -1520,6 +1596,13 @@ static const api_case CASES[] = {
     {"tg_st_save_params(p, path, NULL meta, 2, err)", "-1", "2 metadata pairs but no array", c_st_save_params_nometa},
     {"tg_st_save_params(p, NULL path, ...)", "-1", "safetensors: save: path is NULL", c_st_save_params_nopath},
     {"tg_st_load_params(NULL, NULL, err)", "-1", "load_params: params is NULL", c_st_load_params_nop},
+    {"tg_st_meta_int(NULL, \"k\", ...): out unchanged", "-5", "checkpoint metadata has no 'k'", c_st_meta_int_nof},
+    {"tg_st_meta_int(st, k = \"v\", ...): out unchanged", "-5", "checkpoint metadata 'k' = 'v' is not an integer in "
+     "[0, 9]", c_st_meta_int_text},
+    {"tg_st_meta_int(st, \"k\", 0, 9, NULL, ...)", "-1", NULL, c_st_meta_int_noout},
+    {"tg_st_meta_double(st, k = \"v\", ...): out unchanged", "-5", "'k' = 'v' is not a number in [0, 9]",
+     c_st_meta_double_text},
+    {"tg_st_meta_bool(st, k = \"v\", ...): out unchanged", "-9", "'k' = 'v' is not true or false", c_st_meta_bool_text},
     {"tg_st_meta_count(NULL)", "0", NULL, c_st_meta_count},
     {"tg_st_meta_at(NULL, 0, &value)", "NULL, value NULL", NULL, c_st_meta_at_nof},
     {"tg_st_meta_at(f of 1 entry, 1, &value)", "NULL, value NULL", NULL, c_st_meta_at_past},
@@ -1754,6 +1837,28 @@ static const api_case CASES[] = {
      c_llama_cache_huge},
     {"tg_llama_cache_clear(NULL)", "returns", NULL, c_llama_cache_clear},
     {"tg_llama_cache_disable(NULL)", "returns", NULL, c_llama_cache_disable},
+    {"tg_model_register(NULL, ...)", "-1", "model_register: the family is NULL", c_model_register_null},
+    {"tg_model_register(a family with arch NULL, ...)", "-1", "model_register: a family's name is 1-31 bytes",
+     c_model_register_noname},
+    {"tg_model_family_find(NULL)", "NULL", NULL, c_model_family_find},
+    {"tg_model_family_names()", "gpt, llama", NULL, c_model_family_names},
+    {"tg_model_new(NULL, ...)", "-1", "model_new: the model is NULL", c_model_new_nom},
+    {"tg_model_new(m, a config with arch NULL, ...)", "-1", "unknown model architecture ''", c_model_new_noarch},
+    {"tg_model_new(m, a GPT of n_embd 8 and 3 heads, ...)", "-1", "gpt", c_model_new_bad},
+    {"tg_model_free(NULL)", "returns", NULL, c_model_free},
+    {"tg_model_num_params(NULL)", "-1", NULL, c_model_num_params},
+    {"tg_model_forward(g, NULL, ...)", "NULL", NULL, c_model_forward},
+    {"tg_model_forward(g, a zeroed model, ...)", "NULL", NULL, c_model_forward_empty},
+    {"tg_model_loss(g, NULL, ...)", "NULL", NULL, c_model_loss},
+    {"tg_model_set_composed(NULL, true)", "-1", NULL, c_model_set_composed},
+    {"tg_model_cache_enable(NULL, 1, ...)", "-1", "model_cache_enable: the model is NULL or empty", c_model_cache_enable},
+    {"tg_model_cache_clear(NULL)", "returns", NULL, c_model_cache_clear},
+    {"tg_model_cache_len(NULL)", "0", NULL, c_model_cache_len},
+    {"tg_model_config_write(NULL, w)", "-1", NULL, c_model_config_write},
+    {"tg_model_config_write(c, NULL)", "-1", NULL, c_model_config_write_now},
+    {"tg_model_config_read(NULL, c, ...)", "-1", "model_config_read: the file is NULL", c_model_config_read},
+    {"tg_model_config_read(a file without a GPT's keys, ...)", "-1", "checkpoint metadata has no 'n_layer'",
+     c_model_config_read_nokeys},
     /* optim/optim.h */
     {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
     {"tg_sgd_new(p, -1, 0, NULL, 0)", "NULL", NULL, c_sgd_new_noerr},

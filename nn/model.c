@@ -1,0 +1,285 @@
+/* Language models behind one interface (nn.h, "Language models behind
+ * one interface"): the table of families, the calls that dispatch to
+ * them, and the two built-in families' rows (the GPT of gpt.c, the Llama
+ * of llama.c) with their checkpoint keys. */
+#include "nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/err_internal.h"
+
+/* ---- the GPT: n_layer, n_head, n_embd, block_size, vocab_size, bias,
+ * dropout (a file may lack dropout: 0) -------------------------------------- */
+
+static tg_gpt_config gpt_config(const tg_model_config *c)
+{
+    return (tg_gpt_config){c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->bias, c->dropout, false};
+}
+static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    const tg_gpt_config g = gpt_config(c);
+    return tg_gpt_new(&g, dt, seed, err, errlen);
+}
+static void gpt_destroy(void *m) { tg_gpt_free(m); }
+static tg_params *gpt_params(void *m) { return ((tg_gpt *)m)->params; }
+static int64_t gpt_num_params(const tg_model_config *c)
+{
+    const tg_gpt_config g = gpt_config(c);
+    return tg_gpt_num_params(&g);
+}
+static tg_tensor *gpt_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_gpt_forward_ex(g, m, idx, w); }
+static tg_tensor *gpt_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_gpt_loss(g, m, idx, t); }
+static void gpt_set_composed(void *m, bool c) { tg_gpt_set_attn_composed(m, c); }
+static int gpt_cache_enable(void *m, int b, char *err, size_t errlen) { return tg_gpt_cache_enable(m, b, err, errlen); }
+static void gpt_cache_clear(void *m) { tg_gpt_cache_clear(m); }
+static int gpt_cache_len(const void *m) { return ((const tg_gpt *)m)->cache ? ((const tg_gpt *)m)->cache[0].len : 0; }
+
+/* Integer keys, then the number formatted exactly (%.17g). */
+static int write_ints(tg_st_writer *w, int n, const char *const *keys, const int *vals)
+{
+    char v[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(v, sizeof v, "%d", vals[i]);
+        if (tg_st_writer_meta(w, keys[i], v)) return -1;
+    }
+    return 0;
+}
+static int write_double(tg_st_writer *w, const char *key, double x)
+{
+    char v[40];
+    snprintf(v, sizeof v, "%.17g", x);
+    return tg_st_writer_meta(w, key, v);
+}
+static int read_ints(const tg_st_file *f, int n, const char *const *keys, int *const *vals, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        if (tg_st_meta_int(f, keys[i], 1, 1 << 24, &v, err, errlen)) return -1;
+        *vals[i] = (int)v;
+    }
+    return 0;
+}
+static int read_dropout(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    c->dropout = 0;
+    return tg_st_meta(f, "dropout") ? tg_st_meta_double(f, "dropout", 0, 0.999, &c->dropout, err, errlen) : 0;
+}
+
+static const char *const GPT_KEYS[] = {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"};
+
+static int gpt_write(const tg_model_config *c, tg_st_writer *w)
+{
+    const int v[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
+    return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_meta(w, "bias", c->bias ? "true" : "false") ||
+           write_double(w, "dropout", c->dropout);
+}
+static int gpt_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    int *const v[5] = {&c->n_layer, &c->n_head, &c->n_embd, &c->block_size, &c->vocab_size};
+    if (read_ints(f, 5, GPT_KEYS, v, err, errlen) || tg_st_meta_bool(f, "bias", &c->bias, err, errlen)) return -1;
+    c->tied = true;
+    return read_dropout(f, c, err, errlen);
+}
+
+static const tg_model_family FAMILY_GPT = {
+    "gpt", "transformer.wte.weight", "transformer.wpe.weight", "lm_head.weight", gpt_create, gpt_destroy,
+    gpt_params, gpt_num_params, gpt_forward, gpt_loss, gpt_set_composed, gpt_cache_enable, gpt_cache_clear,
+    gpt_cache_len, gpt_write, gpt_read};
+
+/* ---- the Llama: n_layer, n_head, n_kv_head, n_embd, hidden_dim,
+ * block_size, vocab_size, rope_theta, norm_eps, tied, rope ("interleaved",
+ * Meta's and llama2.c's pairing, or "halves", Hugging Face's), dropout ---- */
+
+static tg_llama_config llama_config(const tg_model_config *c)
+{
+    return (tg_llama_config){.n_layer = c->n_layer, .n_head = c->n_head, .n_kv_head = c->n_kv_head,
+                             .n_embd = c->n_embd, .hidden_dim = c->hidden_dim, .block_size = c->block_size,
+                             .vocab_size = c->vocab_size, .rope_theta = c->rope_theta,
+                             .rope_flags = c->rope_halves ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED,
+                             .norm_eps = c->norm_eps, .tied = c->tied, .dropout = c->dropout};
+}
+static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    if (c->bias) {
+        tg_set_err(err, errlen, "llama: the Llama has no biases (give --bias false)");
+        return NULL;
+    }
+    const tg_llama_config l = llama_config(c);
+    return tg_llama_new(&l, dt, seed, err, errlen);
+}
+static void llama_destroy(void *m) { tg_llama_free(m); }
+static tg_params *llama_params(void *m) { return ((tg_llama *)m)->params; }
+static int64_t llama_num_params(const tg_model_config *c)
+{
+    const tg_llama_config l = llama_config(c);
+    return c->bias ? -1 : tg_llama_num_params(&l);
+}
+static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_llama_forward_ex(g, m, idx, w); }
+static tg_tensor *llama_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_llama_loss(g, m, idx, t); }
+static void llama_set_composed(void *m, bool c) { tg_llama_set_attn_composed(m, c); }
+static int llama_cache_enable(void *m, int b, char *err, size_t errlen) { return tg_llama_cache_enable(m, b, err, errlen); }
+static void llama_cache_clear(void *m) { tg_llama_cache_clear(m); }
+static int llama_cache_len(const void *m)
+{
+    return ((const tg_llama *)m)->cache ? ((const tg_llama *)m)->cache[0].len : 0;
+}
+
+static const char *const LLAMA_KEYS[] = {"n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size",
+                                         "vocab_size"};
+
+static int llama_write(const tg_model_config *c, tg_st_writer *w)
+{
+    const int v[7] = {c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size};
+    return write_ints(w, 7, LLAMA_KEYS, v) || write_double(w, "rope_theta", c->rope_theta) ||
+           write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_meta(w, "tied", c->tied ? "true" : "false") ||
+           tg_st_writer_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
+           tg_st_writer_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout);
+}
+static int llama_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    int *const v[7] = {&c->n_layer, &c->n_head, &c->n_kv_head, &c->n_embd, &c->hidden_dim, &c->block_size,
+                       &c->vocab_size};
+    if (read_ints(f, 7, LLAMA_KEYS, v, err, errlen) ||
+        tg_st_meta_double(f, "rope_theta", 1.0000001, 1e12, &c->rope_theta, err, errlen) ||
+        tg_st_meta_double(f, "norm_eps", 1e-30, 1, &c->norm_eps, err, errlen) ||
+        tg_st_meta_bool(f, "tied", &c->tied, err, errlen))
+        return -1;
+    const char *rope = tg_st_meta(f, "rope");
+    if (rope && strcmp(rope, "interleaved") && strcmp(rope, "halves"))
+        return tg_set_err(err, errlen, "checkpoint metadata 'rope' = '%.40s' is not interleaved or halves", rope);
+    c->rope_halves = rope && !strcmp(rope, "halves");
+    c->bias = false;
+    return read_dropout(f, c, err, errlen);
+}
+
+static const tg_model_family FAMILY_LLAMA = {
+    "llama", "tok_embeddings.weight", NULL, "output.weight", llama_create, llama_destroy, llama_params,
+    llama_num_params, llama_forward, llama_loss, llama_set_composed, llama_cache_enable, llama_cache_clear,
+    llama_cache_len, llama_write, llama_read};
+
+/* ---- the table ------------------------------------------------------------- */
+
+static const tg_model_family *families[TG_MODEL_MAX_FAMILIES] = {&FAMILY_GPT, &FAMILY_LLAMA};
+static int n_families = 2;
+static char family_names[TG_MODEL_MAX_FAMILIES * 34] = "gpt, llama";
+
+int tg_model_register(const tg_model_family *f, char *err, size_t errlen)
+{
+    if (!f) return tg_set_err(err, errlen, "model_register: the family is NULL");
+    size_t len = f->arch ? strlen(f->arch) : 0;
+    bool name_ok = len >= 1 && len <= 31;
+    for (size_t i = 0; name_ok && i < len; i++) {
+        const char c = f->arch[i];
+        name_ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    }
+    if (!name_ok) return tg_set_err(err, errlen, "model_register: a family's name is 1-31 bytes of [a-z0-9_]");
+    if (!f->embedding || !f->create || !f->destroy || !f->params || !f->num_params || !f->forward || !f->loss ||
+        !f->config_write || !f->config_read)
+        return tg_set_err(err, errlen, "model_register: family '%s' lacks its embedding's name or a required "
+                          "function (create, destroy, params, num_params, forward, loss, config_write, config_read)",
+                          f->arch);
+    if (tg_model_family_find(f->arch))
+        return tg_set_err(err, errlen, "model_register: there is a family '%s' already", f->arch);
+    if (n_families == TG_MODEL_MAX_FAMILIES)
+        return tg_set_err(err, errlen, "model_register: the table holds %d families", TG_MODEL_MAX_FAMILIES);
+    families[n_families++] = f;
+    snprintf(family_names + strlen(family_names), sizeof family_names - strlen(family_names), ", %s", f->arch);
+    return 0;
+}
+
+const tg_model_family *tg_model_family_find(const char *arch)
+{
+    for (int i = 0; arch && i < n_families; i++)
+        if (!strcmp(families[i]->arch, arch)) return families[i];
+    return NULL;
+}
+
+const char *tg_model_family_names(void) { return family_names; }
+
+/* ---- models ---------------------------------------------------------------- */
+
+int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    if (!m || !c) return tg_set_err(err, errlen, "model_new: %s is NULL", m ? "the config" : "the model");
+    memset(m, 0, sizeof *m);
+    const tg_model_family *f = tg_model_family_find(c->arch);
+    if (!f)
+        return tg_set_err(err, errlen, "unknown model architecture '%.40s' (known: %s)", c->arch ? c->arch : "",
+                          family_names);
+    if (!(m->impl = f->create(c, dt, seed, err, errlen))) return -1;
+    m->family = f;
+    m->config = *c;
+    m->config.arch = f->arch;   /* a string that lives, whatever c pointed at */
+    m->params = f->params(m->impl);
+    return 0;
+}
+
+void tg_model_free(tg_model *m)
+{
+    if (!m) return;
+    if (m->family) m->family->destroy(m->impl);
+    memset(m, 0, sizeof *m);
+}
+
+int64_t tg_model_num_params(const tg_model_config *c)
+{
+    const tg_model_family *f = c ? tg_model_family_find(c->arch) : NULL;
+    return f ? f->num_params(c) : -1;
+}
+
+tg_tensor *tg_model_forward(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor **attn_weights)
+{
+    return m && m->family ? m->family->forward(g, m->impl, idx, attn_weights) : NULL;
+}
+
+tg_tensor *tg_model_loss(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor *targets)
+{
+    return m && m->family ? m->family->loss(g, m->impl, idx, targets) : NULL;
+}
+
+int tg_model_set_composed(tg_model *m, bool composed)
+{
+    if (!m || !m->family || !m->family->set_composed) return -1;
+    m->family->set_composed(m->impl, composed);
+    return 0;
+}
+
+int tg_model_cache_enable(tg_model *m, int batch, char *err, size_t errlen)
+{
+    if (!m || !m->family) return tg_set_err(err, errlen, "model_cache_enable: the model is NULL or empty");
+    if (!m->family->cache_enable)
+        return tg_set_err(err, errlen, "model_cache_enable: family '%s' has no KV cache", m->family->arch);
+    return m->family->cache_enable(m->impl, batch, err, errlen);
+}
+
+void tg_model_cache_clear(tg_model *m)
+{
+    if (m && m->family && m->family->cache_clear) m->family->cache_clear(m->impl);
+}
+
+int tg_model_cache_len(const tg_model *m)
+{
+    return m && m->family && m->family->cache_len ? m->family->cache_len(m->impl) : 0;
+}
+
+/* ---- the config in a file's metadata ------------------------------------- */
+
+int tg_model_config_write(const tg_model_config *c, tg_st_writer *w)
+{
+    const tg_model_family *f = c ? tg_model_family_find(c->arch) : NULL;
+    return !f || !w || tg_st_writer_meta(w, "arch", f->arch) || f->config_write(c, w) ? -1 : 0;
+}
+
+int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    if (!f || !c) return tg_set_err(err, errlen, "model_config_read: %s is NULL", c ? "the file" : "the config");
+    memset(c, 0, sizeof *c);
+    const char *arch = tg_st_meta(f, "arch");
+    const tg_model_family *fam = tg_model_family_find(arch ? arch : "gpt");
+    if (!fam)
+        return tg_set_err(err, errlen, "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
+                          "knows (%s)", arch, family_names);
+    c->arch = fam->arch;
+    return fam->config_read(f, c, err, errlen);
+}
