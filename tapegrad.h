@@ -20,5 +20,6 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "text/text.h"
+#include "train/train.h"
 
 #endif

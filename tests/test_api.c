@@ -1032,6 +1032,72 @@ static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, 
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
+/* train/train.h */
+static tg_vocab vocab_fx;
+static void c_vocab_bytes(fx *f) { (void)f; tg_vocab_bytes(NULL, "ab", 2); }
+static void c_vocab_bytes_notext(fx *f) { tg_vocab_bytes(&vocab_fx, NULL, 5); num(f, vocab_fx.size); }
+static void c_vocab_llama2c(fx *f) { (void)f; tg_vocab_llama2c(NULL); }
+static void c_vocab_ids(fx *f) { (void)f; tg_vocab_ids(NULL, 5); }
+static void c_vocab_tokenizer(fx *f) { num(f, tg_vocab_tokenizer(&vocab_fx, NULL, false, 0, f->err, sizeof f->err)); }
+static void c_vocab_free(fx *f) { (void)f; tg_vocab_free(NULL); }
+static void c_vocab_to_string(fx *f) { num(f, tg_vocab_to_string(NULL, buf, sizeof buf)); }
+static void c_vocab_to_string_nobuf(fx *f)
+{
+    tg_vocab_llama2c(&vocab_fx);
+    num(f, tg_vocab_to_string(&vocab_fx, NULL, 8));
+}
+static void c_vocab_from_string(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, NULL, f->err, sizeof f->err)); }
+static void c_vocab_from_string_bad(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, "ids:x", f->err, sizeof f->err)); }
+static void c_vocab_write(fx *f) { num(f, tg_vocab_write(NULL, f->w)); }
+static void c_vocab_read(fx *f) { num(f, tg_vocab_read(&vocab_fx, NULL, f->err, sizeof f->err)); }
+static void c_vocab_read_none(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    num(f, tg_vocab_read(&vocab_fx, st, f->err, sizeof f->err));
+    tg_st_free(st);
+}
+static void c_vocab_encode(fx *f) { num(f, tg_vocab_encode(NULL, "a", 1, (int32_t[1]){0}, NULL)); }
+static void c_vocab_encode_noout(fx *f)
+{
+    tg_vocab_llama2c(&vocab_fx);
+    num(f, tg_vocab_encode(&vocab_fx, "a", 1, NULL, NULL));
+}
+static void c_vocab_decode(fx *f) { num(f, tg_vocab_decode(NULL, 3, buf)); }
+static void c_tok_same(fx *f) { flag(f, tg_tok_same(NULL, NULL)); }
+static void c_dataset_text(fx *f) { num(f, tg_dataset_from_text(NULL, &vocab_fx, "a", 1, 1, f->err, sizeof f->err)); }
+static void c_dataset_text_block(fx *f)
+{
+    tg_dataset d;
+    tg_vocab_llama2c(&vocab_fx);
+    num(f, tg_dataset_from_text(&d, &vocab_fx, "abc", 3, 0, f->err, sizeof f->err));
+}
+static void c_dataset_files(fx *f)
+{
+    tg_dataset d;
+    tg_vocab_ids(&vocab_fx, 10);
+    num(f, tg_dataset_from_token_files(&d, &vocab_fx, NULL, NULL, 4, NULL, f->err, sizeof f->err));
+}
+static void c_dataset_files_missing(fx *f)
+{
+    tg_dataset d;
+    tg_vocab_ids(&vocab_fx, 10);
+    num(f, tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, f->err, sizeof f->err));
+}
+static void c_dataset_bpt(fx *f) { (void)f; tg_dataset_bytes_per_token(NULL, &vocab_fx); }
+static void c_dataset_rows(fx *f)
+{
+    int32_t x[4] = {7, 7, 7, 7}, y[4];
+    tg_dataset_rows(NULL, false, 1, 0, 1, 4, &rng, x, y);
+    num(f, x[0]);
+}
+static void c_dataset_rows_short(fx *f)
+{
+    int32_t tokens[3] = {1, 2, 3}, x[4] = {7, 7, 7, 7}, y[4];
+    const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
+    tg_dataset_rows(&d, false, 1, 0, 1, 4, &rng, x, y);
+    num(f, x[0]);
+}
+static void c_dataset_free(fx *f) { (void)f; tg_dataset_free(NULL); }
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */
 static void c_dist_allreduce_null(fx *f) { num(f, tg_dist_allreduce_f64(NULL, 2, TG_DIST_SUM)); }
 static void c_dist_allreduce_op(fx *f)
@@ -1898,7 +1964,34 @@ static const api_case CASES[] = {
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},
-    /* dist/dist.h (one process: no launcher started this test) */
+    /* train/train.h */
+    {"tg_vocab_bytes(NULL, ...)", "returns", NULL, c_vocab_bytes},
+    {"tg_vocab_bytes(v, NULL, 5): empty", "0", NULL, c_vocab_bytes_notext},
+    {"tg_vocab_llama2c(NULL)", "returns", NULL, c_vocab_llama2c},
+    {"tg_vocab_ids(NULL, 5)", "returns", NULL, c_vocab_ids},
+    {"tg_vocab_tokenizer(v, NULL, ...)", "-1", "vocab_tokenizer: the tokenizer is NULL", c_vocab_tokenizer},
+    {"tg_vocab_free(NULL)", "returns", NULL, c_vocab_free},
+    {"tg_vocab_to_string(NULL, buf, size)", "-1", NULL, c_vocab_to_string},
+    {"tg_vocab_to_string(v, NULL, 8)", "-1", NULL, c_vocab_to_string_nobuf},
+    {"tg_vocab_from_string(v, NULL, ...)", "-1", "vocab_from_string: the text is NULL", c_vocab_from_string},
+    {"tg_vocab_from_string(v, \"ids:x\", ...)", "-1", "vocabulary: 'ids:x' is not ids:N", c_vocab_from_string_bad},
+    {"tg_vocab_write(NULL, w)", "-1", NULL, c_vocab_write},
+    {"tg_vocab_read(v, NULL, ...)", "-1", "vocab_read: the file is NULL", c_vocab_read},
+    {"tg_vocab_read(v, a file without 'vocab', ...)", "-1", "the file has no 'vocab' in its metadata", c_vocab_read_none},
+    {"tg_vocab_encode(NULL, ...)", "-1", NULL, c_vocab_encode},
+    {"tg_vocab_encode(v, \"a\", 1, NULL, ...)", "-1", NULL, c_vocab_encode_noout},
+    {"tg_vocab_decode(NULL, 3, buf)", "0", NULL, c_vocab_decode},
+    {"tg_tok_same(NULL, NULL)", "true", NULL, c_tok_same},
+    {"tg_dataset_from_text(NULL, ...)", "-1", "dataset_from_text: the dataset is NULL", c_dataset_text},
+    {"tg_dataset_from_text(d, v, \"abc\", 3, block 0, ...)", "-1", "block_size 0 is below 1", c_dataset_text_block},
+    {"tg_dataset_from_token_files(d, v, NULL, ...)", "-1", "dataset_from_token_files: the train file is NULL",
+     c_dataset_files},
+    {"tg_dataset_from_token_files(d, v, a missing file, ...)", "-1", "none.bin", c_dataset_files_missing},
+    {"tg_dataset_bytes_per_token(NULL, v)", "returns", NULL, c_dataset_bpt},
+    {"tg_dataset_rows(NULL, ...): x unchanged", "7", NULL, c_dataset_rows},
+    {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
+    {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
+    /* distributed/dist.h (one process: no launcher started this test) */
     {"tg_dist_init(NULL, NULL, NULL, 0) without a launcher", "0", NULL, c_dist_init_null},
     {"tg_dist_allreduce_f64(NULL, 2, sum)", "-1", NULL, c_dist_allreduce_null},
     {"tg_dist_allreduce_f64(&x, 1, op 7)", "-1", NULL, c_dist_allreduce_op},

@@ -1,0 +1,232 @@
+/* train: vocabularies and datasets (train/vocab.c, train/dataset.c).
+ *
+ * Expected streams are written out by hand from the rules in train.h
+ * (llama2.c's documents, the 90/10 split, bytes per token), not produced
+ * by calling the library another way. */
+#include "tg_test.h"
+
+/* ---- vocabularies ------------------------------------------------------------- */
+
+START_TEST(byte_vocabularies_encode_decode_and_round_trip)
+{
+    tg_vocab v;
+    tg_vocab_bytes(&v, "hello", 5);
+    ck_assert_int_eq(v.kind, TG_VOCAB_BYTES);
+    ck_assert_int_eq(v.size, 4);   /* e h l o */
+    int32_t ids[5];
+    size_t bad = 99;
+    ck_assert_int_eq(tg_vocab_encode(&v, "hello", 5, ids, &bad), 0);
+    const int32_t want[5] = {1, 0, 2, 2, 3};
+    ck_assert_mem_eq(ids, want, sizeof want);
+    ck_assert_int_eq(tg_vocab_encode(&v, "hex", 3, ids, &bad), -1);
+    ck_assert_uint_eq(bad, 2);
+    char buf[16], s[64], err[200];
+    ck_assert_int_eq(tg_vocab_decode(&v, 3, buf), 1);
+    ck_assert_int_eq(buf[0], 'o');
+    ck_assert_int_eq(tg_vocab_decode(&v, 4, buf), 0);
+    ck_assert_int_eq(tg_vocab_to_string(&v, s, sizeof s), 0);
+    ck_assert_str_eq(s, "101,104,108,111");
+    ck_assert_int_eq(tg_vocab_to_string(&v, s, 6), -1);   /* too small: said, not cut silently */
+    tg_vocab back;
+    ck_assert_int_eq(tg_vocab_from_string(&back, "101,104,108,111", err, sizeof err), 0);
+    ck_assert_mem_eq(&back, &v, sizeof v);
+
+    tg_vocab_llama2c(&v);
+    ck_assert_int_eq(v.size, 259);
+    ck_assert_int_eq(tg_vocab_decode(&v, 1, buf), 5);
+    ck_assert_int_eq(memcmp(buf, "\n<s>\n", 5), 0);
+    ck_assert_int_eq(tg_vocab_decode(&v, 3 + 'A', buf), 1);
+    ck_assert_int_eq(buf[0], 'A');
+    ck_assert_int_eq(tg_vocab_to_string(&v, s, sizeof s), 0);
+    ck_assert_str_eq(s, "llama2c");
+    ck_assert_int_eq(tg_vocab_from_string(&back, "ids:300", err, sizeof err), 0);
+    ck_assert_int_eq(back.kind, TG_VOCAB_IDS);
+    ck_assert_int_eq(back.size, 300);
+
+    static const struct { const char *s, *want; } bads[] = {
+        {"", "empty"}, {"1,1", "increasing and unique"}, {"5,3", "increasing and unique"},
+        {"256", "bad entry"}, {"0x41", "bad entry"}, {" 65", "bad entry"}, {"+65", "bad entry"},
+        {"65,", "empty"}, {"ids:0", "not ids:N"}, {"ids:0x10", "not ids:N"}, {"ids:16777217", "not ids:N"},
+        {"tokenizer", "read from the checkpoint's tokenizer entries"}};
+    for (int k = 0; k < 12; k++) {
+        err[0] = 0;
+        const int rc = tg_vocab_from_string(&back, bads[k].s, err, sizeof err);
+        if (k == 7) {   /* "65," is 65 then nothing: one byte */
+            ck_assert_int_eq(rc, 0);
+            continue;
+        }
+        ck_assert_int_eq(rc, -1);
+        ck_assert_msg(strstr(err, bads[k].want), "'%s': '%s'", bads[k].s, err);
+    }
+}
+END_TEST
+
+/* Every kind through a checkpoint's metadata and back. */
+START_TEST(vocabularies_through_a_file)
+{
+    char err[300];
+    const char *text = "to be or not to be, that is the question\n";
+    tg_bpe_options o = {.vocab_size = 270};
+    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &o, err, sizeof err);
+    ck_assert_msg(tok != NULL, "%s", err);
+    tg_vocab vs[4];
+    tg_vocab_bytes(&vs[0], text, strlen(text));
+    tg_vocab_llama2c(&vs[1]);
+    tg_vocab_ids(&vs[2], 1000);
+    ck_assert_int_eq(tg_vocab_tokenizer(&vs[3], tok, false, 0, err, sizeof err), 0);
+    for (int k = 0; k < 4; k++) {
+        tg_st_writer *w = tg_st_writer_new();
+        ck_assert_int_eq(tg_vocab_write(&vs[k], w), 0);
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("v.safetensors"), err, sizeof err), 0);
+        tg_st_writer_free(w);
+        tg_st_file *f = tg_st_load(tt_path("v.safetensors"), err, sizeof err);
+        tg_vocab back;
+        ck_assert_msg(tg_vocab_read(&back, f, err, sizeof err) == 0, "kind %d: %s", k, err);
+        ck_assert_int_eq(back.kind, vs[k].kind);
+        ck_assert_int_eq(back.size, vs[k].size);
+        if (k == 3) ck_assert(tg_tok_same(back.tok, vs[3].tok));
+        else ck_assert_mem_eq(&back, &vs[k], sizeof back);
+        tg_vocab_free(&back);
+        tg_st_free(f);
+        remove(tt_path("v.safetensors"));
+    }
+    /* tapegrad's BPE has a BOS, so it takes documents; min_size widens */
+    tg_vocab d;
+    tg_tokenizer *t2 = tg_bpe_train(text, strlen(text), &o, err, sizeof err);
+    ck_assert_int_ge(tg_tok_bos(t2), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&d, t2, true, 5000, err, sizeof err), 0);
+    ck_assert(d.docs);
+    ck_assert_int_eq(d.size, 5000);
+    tg_vocab_free(&d);
+    tg_vocab_free(&vs[3]);
+}
+END_TEST
+
+/* ---- datasets ------------------------------------------------------------------- */
+
+START_TEST(llama2c_documents_and_bytes_per_token)
+{
+    /* three paragraphs: "ab\n", "c\n", "xyz\n" */
+    const char *text = "ab\n\nc\n\nxyz\n";
+    tg_vocab v;
+    tg_vocab_llama2c(&v);
+    tg_dataset d;
+    char err[200];
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err, sizeof err), 0);
+    const int32_t sp = 3 + ' ';
+    const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n',
+                            1, sp, 3 + 'x', 3 + 'y', 3 + 'z', 3 + '\n'};
+    ck_assert_uint_eq(d.n, 15);
+    ck_assert_mem_eq(d.tokens, want, sizeof want);
+    ck_assert_uint_eq(d.n_train, 13);   /* int(0.9 * 15) */
+    /* the train split's text: "ab\n", "c\n", "xy": 7 bytes in 13 tokens */
+    ck_assert_double_eq_tol(d.bytes_per_token[0], 7 / 13.0, 1e-15);
+    ck_assert_double_eq(d.bytes_per_token[1], 1.0);   /* "z\n" */
+    tg_dataset_free(&d);
+    /* too short for the block */
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 2, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "leave fewer than block_size + 1 = 3"));
+    ck_assert_ptr_null(d.tokens);
+    /* a byte the vocabulary lacks */
+    tg_vocab_bytes(&v, "abc", 3);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abcabcabcabcabcabcabcabcd", 25, 1, err, sizeof err), -1);
+    ck_assert_str_eq(err, "data: byte 100 at offset 24 is not in the vocabulary");
+    tg_vocab_ids(&v, 5);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "no text to encode"));
+}
+END_TEST
+
+START_TEST(token_files_and_their_identity)
+{
+    char err[300];
+    int32_t a[40], b[12];
+    for (int i = 0; i < 40; i++) a[i] = (i * 7) % 300;
+    for (int i = 0; i < 12; i++) b[i] = 299 - i;
+    ck_assert_int_eq(tg_tokfile_write(tt_path("a.bin"), TG_TOKFILE_LLMC, a, 40, err, sizeof err), 0);
+    ck_assert_int_eq(tg_tokfile_write(tt_path("b.bin"), TG_TOKFILE_NANOGPT, b, 12, err, sizeof err), 0);
+    tg_vocab v;
+    tg_vocab_ids(&v, 300);
+    tg_dataset d;
+    tg_token_file_id ids[2];
+    ck_assert_msg(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(d.n, 52);
+    ck_assert_uint_eq(d.n_train, 40);
+    ck_assert_mem_eq(d.tokens, a, sizeof a);
+    ck_assert_mem_eq(d.tokens + 40, b, sizeof b);
+    ck_assert(isnan(d.bytes_per_token[0]) && isnan(d.bytes_per_token[1]));
+    /* the identity: FNV-1a over each id's 4 little-endian bytes, computed here */
+    uint64_t h = 0xcbf29ce484222325u;
+    for (int i = 0; i < 12; i++)
+        for (int k = 0; k < 4; k++) h = (h ^ (((uint32_t)b[i] >> (8 * k)) & 0xff)) * 0x100000001b3u;
+    ck_assert_int_eq(ids[0].count, 40);
+    ck_assert_int_eq(ids[0].format, TG_TOKFILE_LLMC);
+    ck_assert_int_eq(ids[1].count, 12);
+    ck_assert_int_eq(ids[1].format, TG_TOKFILE_NANOGPT);
+    ck_assert(ids[1].fnv == h);
+    ck_assert(ids[0].fnv != ids[1].fnv);
+    tg_dataset_free(&d);
+    /* without a val file: 90/10 */
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, ids, err, sizeof err), 0);
+    ck_assert_uint_eq(d.n_train, 36);
+    ck_assert_int_eq(ids[1].count, 0);
+    tg_dataset_free(&d);
+    /* an id the vocabulary cannot hold: the file is named */
+    tg_vocab_ids(&v, 200);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "a.bin"));
+    ck_assert_ptr_null(d.tokens);
+    remove(tt_path("a.bin"));
+    remove(tt_path("b.bin"));
+}
+END_TEST
+
+/* R processes taking their rows of an R B batch see the whole batch, and
+ * their streams stay in step with the whole's. */
+START_TEST(rows_of_a_batch_make_the_batch)
+{
+    tg_vocab v;
+    char err[200];
+    char text[500];
+    for (int i = 0; i < 499; i++) text[i] = (char)('a' + (i * 13 + i / 7) % 26);
+    text[499] = 0;
+    tg_vocab_bytes(&v, text, 499);
+    tg_dataset d;
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, 499, 8, err, sizeof err), 0);
+    enum { B = 6, T = 8 };
+    for (int val = 0; val < 2; val++) {
+        tg_rng whole, part[3];
+        tg_rng_seed(&whole, 5, 1);
+        int32_t x[B * T], y[B * T], px[B * T], py[B * T];
+        tg_dataset_rows(&d, val, B, 0, B, T, &whole, x, y);
+        for (int r = 0; r < 3; r++) {
+            tg_rng_seed(&part[r], 5, 1);
+            tg_dataset_rows(&d, val, B, r * 2, 2, T, &part[r], px + r * 2 * T, py + r * 2 * T);
+            ck_assert(part[r].state == whole.state && part[r].inc == whole.inc);
+        }
+        ck_assert_mem_eq(px, x, sizeof x);
+        ck_assert_mem_eq(py, y, sizeof y);
+        /* y is x shifted by one inside the split */
+        const int32_t *base = val ? d.tokens + d.n_train : d.tokens;
+        const size_t n = val ? d.n - d.n_train : d.n_train;
+        for (int b = 0; b < B; b++) {
+            ck_assert_mem_eq(x + b * T + 1, y + b * T, (T - 1) * sizeof *x);
+            size_t s = 0;
+            while (s + T < n && memcmp(base + s, x + b * T, T * sizeof *x)) s++;
+            ck_assert_msg(s + T < n, "row %d is no window of its split", b);
+        }
+    }
+    tg_dataset_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("train_data");
+    tt_tcase(s, "data", 0,
+             TT_TESTS(byte_vocabularies_encode_decode_and_round_trip, vocabularies_through_a_file,
+                      llama2c_documents_and_bytes_per_token, token_files_and_their_identity,
+                      rows_of_a_batch_make_the_batch));
+    return tt_run_in_tmpdir(s, "tg_train_data", false);
+}

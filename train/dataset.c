@@ -1,0 +1,269 @@
+/* Datasets (train.h): a text or token files as one stream of ids, split
+ * into train and val, and random windows of it as batches. */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "../core/err_internal.h"
+
+void tg_dataset_free(tg_dataset *d)
+{
+    if (!d) return;
+    free(d->tokens);
+    memset(d, 0, sizeof *d);
+}
+
+/* Appends ids[0..n) to d->tokens (capacity *cap); -1 when out of memory. */
+static int append(tg_dataset *d, size_t *cap, const int32_t *ids, size_t n)
+{
+    if (d->n + n > *cap) {
+        size_t c = *cap ? *cap : 1 << 16;
+        while (c < d->n + n) c *= 2;
+        int32_t *t = realloc(d->tokens, c * sizeof *t);
+        if (!t) return -1;
+        d->tokens = t;
+        *cap = c;
+    }
+    memcpy(d->tokens + d->n, ids, n * sizeof *ids);
+    d->n += n;
+    return 0;
+}
+
+/* 0 when both splits hold a window of block_size + 1 tokens. */
+static int check_split(const tg_dataset *d, int block_size, const char *what, char *err, size_t errlen)
+{
+    if (d->n_train >= (size_t)block_size + 1 && d->n - d->n_train >= (size_t)block_size + 1) return 0;
+    return tg_set_err(err, errlen, "data: %s (%zu train and %zu val tokens) leave fewer than block_size + 1 = %d "
+                      "in a split; use more text or a smaller --block-size",
+                      what, d->n_train, d->n - d->n_train, block_size + 1);
+}
+
+/* The documents of a text, llama2.c's way: cut at blank lines, the first
+ * newline of "\n\n" staying with its paragraph. Calls fn(ctx, start, len)
+ * per document (a lone newline is none); stops at fn's first nonzero. */
+static int each_document(const char *text, size_t len, int (*fn)(void *ctx, const char *doc, size_t n), void *ctx)
+{
+    for (size_t i = 0; i < len;) {
+        size_t end = i;
+        while (end < len && !(text[end] == '\n' && end + 1 < len && text[end + 1] == '\n')) end++;
+        if (end < len) end++;   /* the newline that ends its last line */
+        if (end > i && !(end - i == 1 && text[i] == '\n')) {
+            const int rc = fn(ctx, text + i, end - i);
+            if (rc) return rc;
+        }
+        i = end < len ? end + 1 : end;   /* past the blank line's newline */
+    }
+    return 0;
+}
+
+/* ---- llama2.c's bytes: BOS, " ", the document's bytes -------------------------- */
+
+typedef struct bytes_docs {
+    const tg_vocab *v;
+    int32_t *out;   /* NULL: count only */
+    size_t n;
+} bytes_docs;
+
+static int bytes_doc(void *ctx, const char *doc, size_t len)
+{
+    bytes_docs *b = ctx;
+    if (b->out) {
+        b->out[b->n] = TG_VOCAB_BOS;
+        b->out[b->n + 1] = b->v->ids[' '];
+        for (size_t k = 0; k < len; k++) b->out[b->n + 2 + k] = b->v->ids[(uint8_t)doc[k]];
+    }
+    b->n += 2 + len;
+    return 0;
+}
+
+/* ---- a tokenizer's ids ------------------------------------------------------------ */
+
+typedef struct tok_docs {
+    tg_dataset *d;
+    size_t cap;
+    const tg_vocab *v;
+    char *doc;        /* " " + the document */
+    char e2[1024];
+} tok_docs;
+
+/* Appends BOS (bos >= 0) and the ids of len bytes of text; 0, or -1 with
+ * the encoder's message (or "out of memory") in t->e2. */
+static int add_encoded(tok_docs *t, int32_t bos, const char *text, size_t len)
+{
+    int32_t *ids = NULL;
+    const int64_t n = tg_tok_encode(t->v->tok, text, len, &ids, t->e2, sizeof t->e2);
+    if (n < 0) return -1;
+    const int rc = (bos >= 0 && append(t->d, &t->cap, &bos, 1)) || append(t->d, &t->cap, ids, (size_t)n);
+    if (rc) snprintf(t->e2, sizeof t->e2, "out of memory");
+    tg_free(ids);
+    return rc ? -1 : 0;
+}
+
+static int tok_doc(void *ctx, const char *doc, size_t len)
+{
+    tok_docs *t = ctx;
+    t->doc[0] = ' ';   /* llama2.c's dummy prefix, encoded with the text as run.c encodes it */
+    memcpy(t->doc + 1, doc, len);
+    return add_encoded(t, tg_tok_bos(t->v->tok), t->doc, len + 1);
+}
+
+static int from_tokenizer(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, char *err, size_t errlen)
+{
+    tok_docs t = {.d = d, .v = v};
+    snprintf(t.e2, sizeof t.e2, "out of memory");
+    int rc;
+    if (!v->docs) rc = add_encoded(&t, -1, text, len);   /* one stream */
+    else if (!(t.doc = malloc(len + 2))) rc = -1;
+    else rc = each_document(text, len, tok_doc, &t);
+    free(t.doc);
+    return rc ? tg_set_err(err, errlen, "data: encoding the text: %s", t.e2) : 0;
+}
+
+int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
+                         char *err, size_t errlen)
+{
+    if (!d || !v || (!text && len))
+        return tg_set_err(err, errlen, "dataset_from_text: %s is NULL", !d ? "the dataset" : !v ? "the vocabulary" : "the text");
+    memset(d, 0, sizeof *d);
+    if (block_size < 1) return tg_set_err(err, errlen, "dataset_from_text: block_size %d is below 1", block_size);
+    if (v->kind == TG_VOCAB_IDS)
+        return tg_set_err(err, errlen, "data: a vocabulary of token ids has no text to encode (train on token files)");
+    if (v->kind == TG_VOCAB_TOKENIZER) {
+        if (from_tokenizer(d, v, text, len, err, errlen)) {
+            tg_dataset_free(d);
+            return -1;
+        }
+        d->n_train = (size_t)((double)d->n * 0.9);   /* first 90%, as nanoGPT's int(0.9 * n) */
+        if (check_split(d, block_size, "the text's tokens split 90/10", err, errlen)) {
+            tg_dataset_free(d);
+            return -1;
+        }
+        tg_dataset_bytes_per_token(d, v);
+        return 0;
+    }
+    const bool docs = v->kind == TG_VOCAB_LLAMA2C;
+    bytes_docs b = {.v = v};
+    if (docs) each_document(text, len, bytes_doc, &b);
+    const size_t n = docs ? b.n : len, n_train = (size_t)((double)n * 0.9);
+    if (n_train < (size_t)block_size + 1 || n - n_train < (size_t)block_size + 1)
+        return tg_set_err(err, errlen, "data: %zu %s split 90/10 leave fewer than block_size + 1 = %d in a split; "
+                          "use more text or a smaller --block-size", n, docs ? "tokens" : "characters", block_size + 1);
+    if (!(d->tokens = malloc(n * sizeof *d->tokens)))
+        return tg_set_err(err, errlen, "data: out of memory for %zu tokens", n);
+    size_t bad = 0;
+    if (docs) {
+        b.out = d->tokens;
+        b.n = 0;
+        each_document(text, len, bytes_doc, &b);
+    } else if (tg_vocab_encode(v, text, len, d->tokens, &bad) != 0) {
+        tg_dataset_free(d);
+        return tg_set_err(err, errlen, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
+    }
+    d->n = n;
+    d->n_train = n_train;
+    /* bytes of text per token in each split: the documents' own bytes, so
+     * neither BOS nor the dummy space after it (one per BOS) */
+    for (int s = 0; s < 2; s++) {
+        int64_t bytes = 0;
+        for (size_t i = s ? n_train : 0; docs && i < (s ? n : n_train); i++)
+            bytes += d->tokens[i] >= 3 ? 1 : d->tokens[i] == TG_VOCAB_BOS ? -1 : 0;
+        const size_t tokens = s ? n - n_train : n_train;
+        d->bytes_per_token[s] = docs ? (double)(bytes > 0 ? bytes : 1) / (double)tokens : 1.0;
+    }
+    return 0;
+}
+
+void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)
+{
+    if (!d || !v) return;
+    for (int s = 0; s < 2; s++) {
+        const size_t lo = s ? d->n_train : 0, hi = s ? d->n : d->n_train;
+        if (v->kind != TG_VOCAB_TOKENIZER || hi == lo) {
+            d->bytes_per_token[s] = NAN;
+            continue;
+        }
+        const int32_t bos = v->docs ? tg_tok_bos(v->tok) : -1;
+        int64_t bytes = 0;
+        for (size_t i = lo; i < hi; i++) {
+            size_t l = 0;
+            if (d->tokens[i] == bos) bytes--;   /* the dummy " " after it is no byte of the text */
+            else if (tg_tok_is_special(v->tok, d->tokens[i]) == 0) tg_tok_piece(v->tok, d->tokens[i], &l);
+            bytes += (int64_t)l;
+        }
+        d->bytes_per_token[s] = (double)(bytes > 0 ? bytes : 1) / (double)(hi - lo);
+    }
+}
+
+/* ---- token files --------------------------------------------------------------------- */
+
+/* Appends the ids of the file at path to d; its identity into *id. */
+static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg_token_file_id *id, char *err,
+                     size_t errlen)
+{
+    char e2[2048];
+    tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, V, e2, sizeof e2);
+    if (!f) return tg_set_err(err, errlen, "%s", e2);
+    const int64_t n = tg_tokfile_count(f);
+    const size_t at = d->n;
+    int rc = 0;
+    int32_t buf[4096];
+    for (int64_t j = 0; !rc && j < n; j += 4096) {
+        const int64_t m = n - j < 4096 ? n - j : 4096;
+        rc = tg_tokfile_read(f, j, m, buf) || append(d, cap, buf, (size_t)m);
+    }
+    id->format = tg_tokfile_format_of(f);
+    tg_tokfile_close(f);
+    if (rc) return tg_set_err(err, errlen, "%s: out of memory for %lld tokens", path, (long long)n);
+    uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a over the ids, 4 bytes each, little-endian */
+    for (size_t i = at; i < d->n; i++)
+        for (int b = 0; b < 4; b++) h = (h ^ (((uint32_t)d->tokens[i] >> (8 * b)) & 0xff)) * 0x100000001b3u;
+    id->count = n;
+    id->fnv = h;
+    return 0;
+}
+
+int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path, const char *val_path,
+                                int block_size, tg_token_file_id *ids, char *err, size_t errlen)
+{
+    if (!d || !v || !train_path)
+        return tg_set_err(err, errlen, "dataset_from_token_files: %s is NULL",
+                          !d ? "the dataset" : !v ? "the vocabulary" : "the train file");
+    memset(d, 0, sizeof *d);
+    if (block_size < 1) return tg_set_err(err, errlen, "dataset_from_token_files: block_size %d is below 1", block_size);
+    tg_token_file_id got[2] = {{0}};
+    size_t cap = 0;
+    if (load_file(d, &cap, v->size, train_path, &got[0], err, errlen)) goto fail;
+    d->n_train = val_path ? d->n : (size_t)((double)d->n * 0.9);
+    if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err, errlen)) goto fail;
+    if (check_split(d, block_size, val_path ? "the token files" : "the tokens split 90/10", err, errlen)) goto fail;
+    tg_vocab plain = *v;   /* the files' own ids: their decoded bytes, no dummy space to discount */
+    plain.docs = false;
+    tg_dataset_bytes_per_token(d, &plain);
+    if (ids) ids[0] = got[0], ids[1] = got[1];
+    return 0;
+fail:
+    tg_dataset_free(d);
+    return -1;
+}
+
+/* ---- batches ---------------------------------------------------------------------------- */
+
+void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng, int32_t *x,
+                     int32_t *y)
+{
+    if (!d || !d->tokens || !rng || !x || !y || T < 1 || first < 0 || count < 0 || first + count > total) return;
+    const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
+    const size_t n = val ? d->n - d->n_train : d->n_train;
+    if (n < (size_t)T + 1 || n - (size_t)T > UINT32_MAX) return;
+    const uint32_t starts = (uint32_t)(n - (size_t)T);   /* windows of T + 1 tokens */
+    for (int b = 0; b < total; b++) {
+        const size_t s = tg_rng_below(rng, starts);   /* every row is drawn, so rng moves as for the whole batch */
+        if (b < first || b >= first + count) continue;
+        memcpy(x + (size_t)(b - first) * T, base + s, (size_t)T * sizeof *x);
+        memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
+    }
+}

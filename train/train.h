@@ -1,0 +1,163 @@
+/* tapegrad's training layer: the pieces a training program is made of,
+ * each usable alone (nothing here owns the loop).
+ *
+ *   vocabularies  the ids a model reads: a text's bytes, llama2.c's bytes,
+ *                 a tokenizer's ids (text/text.h), or bare ids of token
+ *                 files; stored in and read back from a checkpoint
+ *   datasets      a text or token files (nanoGPT's raw uint16, llm.c's
+ *                 .bin) as one stream of ids split into train and val,
+ *                 random windows of it as batches, bytes per token for
+ *                 bits per byte
+ *
+ * The model interface is nn/nn.h's tg_model; optimizer and random-stream
+ * state go into files with tg_adamw_state_write and tg_rng_to_string;
+ * training on several processes is distributed/dist.h.
+ * docs/adding-a-model.md trains a model of one's own with these pieces. */
+#ifndef TG_TRAIN_H
+#define TG_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/export.h"
+#include "../core/rng.h"
+#include "../core/safetensors.h"
+#include "../text/text.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- vocabularies (train/vocab.c) ----------------------------------------
+ * Two of bytes:
+ *   TG_VOCAB_BYTES     the sorted set of bytes a text has: id i is the i-th
+ *                      byte present (nanoGPT's character-level data)
+ *   TG_VOCAB_LLAMA2C   llama2.c's layout, what its run.c assumes: id 0
+ *                      <unk>, 1 <s> (BOS, before every document), 2 </s>,
+ *                      and 3 + b for every byte b (259 ids)
+ * and two of tokens:
+ *   TG_VOCAB_TOKENIZER a tokenizer's ids (text/text.h: tapegrad's BPE or
+ *                      GPT-2's); with docs, a text's documents start with
+ *                      its BOS, llama2.c's convention (a Llama's)
+ *   TG_VOCAB_IDS       ids of token files without a tokenizer: no text,
+ *                      no bytes per token */
+typedef enum tg_vocab_kind { TG_VOCAB_BYTES, TG_VOCAB_LLAMA2C, TG_VOCAB_TOKENIZER, TG_VOCAB_IDS } tg_vocab_kind;
+
+#define TG_VOCAB_BOS 1              /* TG_VOCAB_LLAMA2C's BOS */
+#define TG_VOCAB_LLAMA2C_SIZE 259
+
+typedef struct tg_vocab {
+    tg_vocab_kind kind;
+    int size;             /* ids the model needs (TG_VOCAB_TOKENIZER: at least the tokenizer's) */
+    uint8_t chars[256];   /* TG_VOCAB_BYTES: id -> byte */
+    int16_t ids[256];     /* byte -> id, or -1 (all -1 for the token kinds) */
+    tg_tokenizer *tok;    /* TG_VOCAB_TOKENIZER: owned, freed by tg_vocab_free */
+    bool docs;            /* TG_VOCAB_TOKENIZER: documents are BOS + " " + text (a Llama's) */
+} tg_vocab;
+
+/* A TG_VOCAB_BYTES vocabulary of the bytes in text. Nothing for a NULL v. */
+TG_API void tg_vocab_bytes(tg_vocab *v, const char *text, size_t len);
+/* The TG_VOCAB_LLAMA2C vocabulary. Nothing for a NULL v. */
+TG_API void tg_vocab_llama2c(tg_vocab *v);
+/* A TG_VOCAB_IDS vocabulary of size ids. Nothing for a NULL v. */
+TG_API void tg_vocab_ids(tg_vocab *v, int size);
+/* v takes tok (freed with v, also on error): size max(its ids,
+ * min_size); docs needs a BOS id (an error naming the tokenizer's kind
+ * otherwise). 0, or -1 with a message. */
+TG_API int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, char *err, size_t errlen);
+/* Frees what v owns (its tokenizer); v may be zeroed, or made by any
+ * function here; NULL is ignored. */
+TG_API void tg_vocab_free(tg_vocab *v);
+/* The vocabulary as a checkpoint's "vocab" metadata: "10,32,97,..." (a
+ * byte vocabulary's bytes), "llama2c", "tokenizer" (the entries are in
+ * the file too: tg_vocab_write) or "ids:V", into buf (size bytes,
+ * NUL-terminated). -1 for a NULL v or buf, or a buf too small. */
+TG_API int tg_vocab_to_string(const tg_vocab *v, char *buf, size_t size);
+/* Parses tg_vocab_to_string's byte and id forms. 0, or -1 with a message
+ * ("tokenizer" needs the file: tg_vocab_read). */
+TG_API int tg_vocab_from_string(tg_vocab *v, const char *s, char *err, size_t errlen);
+/* Adds the vocabulary to a checkpoint being written: "vocab" metadata, and
+ * a tokenizer's entries (tg_tok_st_add). 0, or -1 (the writer's error). */
+TG_API int tg_vocab_write(const tg_vocab *v, tg_st_writer *w);
+/* The vocabulary a file's "vocab" metadata names; for "tokenizer" the
+ * tokenizer read from the file's entries, docs when the file's "arch" is
+ * llama. 0, or -1 with a message (v is then empty). */
+TG_API int tg_vocab_read(tg_vocab *v, const tg_st_file *f, char *err, size_t errlen);
+/* Encodes len bytes with a byte vocabulary, one id per byte into out;
+ * -1 at the first byte outside it (its index in *bad; every byte for the
+ * token kinds), else 0. */
+TG_API int tg_vocab_encode(const tg_vocab *v, const char *text, size_t len, int32_t *out, size_t *bad);
+/* The bytes id stands for, into buf (at least 8 bytes): their count.
+ * TG_VOCAB_LLAMA2C's specials are "<unk>", "\n<s>\n", "\n</s>\n"; an id
+ * outside the vocabulary, and every id of the token kinds (decode those
+ * with the tokenizer's streaming decoder), are 0 bytes. */
+TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
+/* True when a and b give every id the same bytes and specials. */
+TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
+
+/* ---- datasets (train/dataset.c) ------------------------------------------ */
+
+typedef struct tg_dataset {
+    int32_t *tokens;      /* owned */
+    size_t n, n_train;    /* tokens [0, n_train) are the train split, [n_train, n) val */
+    double bytes_per_token[2];   /* of the train and the val split's text; NAN when unknown (TG_VOCAB_IDS) */
+} tg_dataset;
+
+/* What identifies a token file's ids: their count and FNV-1a (64 bits)
+ * over each id's 4 bytes, little-endian, so a resumed run can check it
+ * reads the tokens it was trained on. */
+typedef struct tg_token_file_id {
+    int64_t count;
+    uint64_t fnv;
+    int format;           /* TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC: the file's, as read */
+} tg_token_file_id;
+
+/* A text encoded with v and split 90/10 (the first 90% train, as nanoGPT).
+ * TG_VOCAB_BYTES: one id per byte. TG_VOCAB_LLAMA2C: the text is cut into
+ * documents at blank lines ("\n\n": the first newline stays with its
+ * paragraph), each entering as run.c encodes a prompt: BOS, the id of " ",
+ * its bytes. TG_VOCAB_TOKENIZER: a stream encoded in one piece, or with
+ * docs each document as BOS + encode(" " + document). Bytes per token of
+ * each split: the text's own bytes (neither BOS nor the space after it).
+ * 0, or -1 with a message (a byte outside the vocabulary, a split shorter
+ * than block_size + 1 tokens, TG_VOCAB_IDS, out of memory). */
+TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
+                                char *err, size_t errlen);
+/* Token files (tg_tokfile_open: nanoGPT's or llm.c's format, told apart
+ * by the header; every id below vocab_size) read whole: train_path's ids
+ * are the train split and val_path's the val split, or, with val_path
+ * NULL, train_path's split 90/10. ids (NULL, or two slots) receives each
+ * file's identity (the second zeroed without val_path). Bytes per token
+ * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0, or -1
+ * with a message naming the file. */
+TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path,
+                                       const char *val_path, int block_size, tg_token_file_id *ids, char *err,
+                                       size_t errlen);
+/* Fills each split's bytes per token from its ids: the bytes the
+ * tokenizer gives them (specials 0), minus one per BOS for docs (the
+ * dummy space); NAN for the other kinds. Nothing for NULL arguments. */
+TG_API void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v);
+/* Rows [first, first + count) of a batch of `total` random windows of
+ * T + 1 tokens from the train (val false) or val split: x (count, T) the
+ * windows' first T tokens, y (count, T) the next ones. Every window's
+ * start is drawn from rng, so rng moves as for the whole batch: processes
+ * that take rows [r B, (r + 1) B) of an R B batch together see the batch
+ * one process sees, with their streams in step. Nothing for bad
+ * arguments (NULLs, a split shorter than T + 1, rows outside the batch). */
+TG_API void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng,
+                            int32_t *x, int32_t *y);
+/* Frees the tokens; accepts a zeroed d or NULL. */
+TG_API void tg_dataset_free(tg_dataset *d);
+
+/* Cross-entropy in nats per token as bits per byte of the text. */
+static inline double tg_bits_per_byte(double nats, double bytes_per_token)
+{
+    return nats / 0.69314718055994530942 / bytes_per_token;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
