@@ -1098,6 +1098,40 @@ static void c_dataset_rows_short(fx *f)
     num(f, x[0]);
 }
 static void c_dataset_free(fx *f) { (void)f; tg_dataset_free(NULL); }
+static void c_ckpt_save_nom(fx *f)
+{
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
+                              sizeof f->err));
+}
+static void c_ckpt_save_nometa(fx *f)
+{
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_model){.family = tg_model_family_find("gpt")}, NULL,
+                              NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
+}
+static void c_ckpt_load_model(fx *f)
+{
+    tg_model m;
+    num(f, tg_checkpoint_load_model(NULL, TG_F32, -1, &m, f->err, sizeof f->err));
+}
+static void c_ckpt_load_model_nokeys(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    tg_model m;
+    num(f, tg_checkpoint_load_model(st, TG_F32, -1, &m, f->err, sizeof f->err));
+    tg_st_free(st);
+}
+static void c_ckpt_load_train(fx *f)
+{
+    tg_train_state ts;
+    num(f, tg_checkpoint_load_train(NULL, f->adamw, &ts, 10, f->err, sizeof f->err));
+}
+static void c_ckpt_load_train_weights(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    tg_train_state ts;
+    num(f, tg_checkpoint_load_train(st, f->adamw, &ts, 10, f->err, sizeof f->err));
+    tg_st_free(st);
+}
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */
 static void c_dist_allreduce_null(fx *f) { num(f, tg_dist_allreduce_f64(NULL, 2, TG_DIST_SUM)); }
 static void c_dist_allreduce_op(fx *f)
@@ -1991,6 +2025,14 @@ static const api_case CASES[] = {
     {"tg_dataset_rows(NULL, ...): x unchanged", "7", NULL, c_dataset_rows},
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
     {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
+    {"tg_checkpoint_save(path, NULL, ...)", "-1", "checkpoint_save: the model is NULL", c_ckpt_save_nom},
+    {"tg_checkpoint_save(path, m, ..., meta NULL, 2, ...)", "-1", "checkpoint_save: meta is NULL", c_ckpt_save_nometa},
+    {"tg_checkpoint_load_model(NULL, ...)", "-1", "checkpoint_load_model: the file is NULL", c_ckpt_load_model},
+    {"tg_checkpoint_load_model(a file without a config, ...)", "-1", "checkpoint metadata has no 'n_layer'",
+     c_ckpt_load_model_nokeys},
+    {"tg_checkpoint_load_train(NULL, ...)", "-1", "checkpoint_load_train: the file is NULL", c_ckpt_load_train},
+    {"tg_checkpoint_load_train(a file without state, ...)", "-1", "not a training checkpoint",
+     c_ckpt_load_train_weights},
     /* distributed/dist.h (one process: no launcher started this test) */
     {"tg_dist_init(NULL, NULL, NULL, 0) without a launcher", "0", NULL, c_dist_init_null},
     {"tg_dist_allreduce_f64(NULL, 2, sum)", "-1", NULL, c_dist_allreduce_null},

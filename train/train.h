@@ -8,6 +8,9 @@
  *                 .bin) as one stream of ids split into train and val,
  *                 random windows of it as batches, bytes per token for
  *                 bits per byte
+ *   checkpoints   a model's weights, config and vocabulary with the whole
+ *                 training state, written atomically, read back checked,
+ *                 so that a resumed run continues bit for bit
  *
  * The model interface is nn/nn.h's tg_model; optimizer and random-stream
  * state go into files with tg_adamw_state_write and tg_rng_to_string;
@@ -23,6 +26,8 @@
 #include "../core/export.h"
 #include "../core/rng.h"
 #include "../core/safetensors.h"
+#include "../nn/nn.h"
+#include "../optim/optim.h"
 #include "../text/text.h"
 
 #ifdef __cplusplus
@@ -149,6 +154,46 @@ TG_API void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first,
                             int32_t *x, int32_t *y);
 /* Frees the tokens; accepts a zeroed d or NULL. */
 TG_API void tg_dataset_free(tg_dataset *d);
+
+/* ---- checkpoints (train/checkpoint.c) -------------------------------------- */
+
+/* What a training checkpoint adds to the weights, besides the optimizer. */
+typedef struct tg_train_state {
+    int64_t step;              /* steps done */
+    double best_val;           /* best val loss so far (INFINITY if none) */
+    tg_rng data_rng, drop_rng; /* the batch and the dropout streams */
+} tg_train_state;
+
+/* Writes a checkpoint atomically (tg_st_writer_save: a failure leaves
+ * path as it was): m's parameters under their names, its config
+ * (tg_model_config_write), the vocabulary v (tg_vocab_write; v may be
+ * NULL), n_meta more pairs (meta[2i] key, meta[2i+1] value). With ts,
+ * "train.step" (the step the weights are from); with opt and ts too, the
+ * whole training state a run resumes from: the optimizer's
+ * (tg_adamw_state_write under "optimizer"; for a shard, opt_m and opt_v
+ * hold the whole store's moments, else NULL), "train.best_val",
+ * "train.data_rng", "train.dropout_rng" (tg_rng_to_string) and
+ * "train.isa", the kernel path it ran on. 0, or -1 with a message. */
+TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
+                              const void *opt_m, const void *opt_v, const tg_train_state *ts,
+                              const char *const *meta, int n_meta, char *err, size_t errlen);
+/* Builds the model f describes (tg_model_config_read) in dtype dt into m
+ * and loads its weights (F32 or F64 in the file). dropout < 0 keeps the
+ * file's. Before anything is allocated the config is checked against the
+ * file's tensors (the embeddings' shapes, and at least as many float
+ * values as the config's parameter count), so a crafted file is refused
+ * in time proportional to its size. Every weight must be finite; a tied
+ * head the file carries anyway must equal the embedding. 0, or -1 with
+ * a message (m is then zeroed). */
+TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, char *err,
+                                    size_t errlen);
+/* Restores the training state tg_checkpoint_save wrote into opt (made on
+ * the loaded model's store, whole or a shard: tg_adamw_state_read) and
+ * ts: train.step in [0, max_step], optimizer.steps equal to it, best_val a
+ * number >= 0 or inf, the random streams in their exact form. 0, or -1
+ * with a message naming the key (opt and ts then unchanged). */
+TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state *ts, int64_t max_step,
+                                    char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */
 static inline double tg_bits_per_byte(double nats, double bytes_per_token)

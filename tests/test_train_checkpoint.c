@@ -1,0 +1,222 @@
+/* train: checkpoints (train/checkpoint.c).
+ *
+ * - A run stopped after k steps, saved, loaded into fresh objects and
+ *   continued ends with the same bits as the run that never stopped (both
+ *   families, f32 and f64, dropout on so the dropout stream matters).
+ * - Every way a file can be wrong is refused with its reason, leaving
+ *   what was given unchanged. */
+#include "tg_test.h"
+
+static const tg_model_config CFGS[2] = {
+    {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true,
+     .dropout = 0.1},
+    {.arch = "llama", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .n_kv_head = 1,
+     .hidden_dim = 12, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .dropout = 0.1}};
+
+static const char TEXT[] = "the cat sat on the mat and the dog sat on the log while the bird sang; "
+                           "the mat was red and the log was wet, the bird flew off and the cat slept";
+
+/* One training step: a batch from data_rng, dropout from drop_rng (the
+ * graph's stream seeded from it), AdamW. */
+static void step(tg_model *m, tg_adamw *opt, const tg_dataset *d, tg_train_state *ts)
+{
+    int32_t x[2 * 8], y[2 * 8];
+    tg_dataset_rows(d, false, 2, 0, 2, 8, &ts->data_rng, x, y);
+    tg_graph *g = tg_graph_new();
+    *tg_graph_rng(g) = ts->drop_rng;
+    tg_tensor *idx = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), x), *tgt = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), y);
+    tg_params_zero_grad(m->params);
+    tg_tensor *loss = tg_model_loss(g, m, idx, tgt);
+    ck_assert_msg(loss && tg_graph_backward(g, loss) == 0, "%s", tg_graph_error(g));
+    ts->drop_rng = *tg_graph_rng(g);
+    tg_graph_free(g);
+    ck_assert_int_eq(tg_adamw_step(opt, 1e-2), 0);
+    ts->step++;
+}
+
+START_TEST(a_resumed_run_ends_bit_identical)
+{
+    char err[512];
+    for (int k = 0; k < 4; k++) {
+        const tg_model_config *c = &CFGS[k % 2];
+        const tg_dtype dt = k < 2 ? TG_F64 : TG_F32;
+        tg_vocab v;
+        tg_vocab_bytes(&v, TEXT, strlen(TEXT));
+        tg_model_config cc = *c;
+        cc.vocab_size = v.size;
+        tg_dataset d;
+        ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
+
+        /* the run that never stops: 6 steps; and one stopped after 3 */
+        tg_model a, b;
+        ck_assert_msg(tg_model_new(&a, &cc, dt, 7, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_model_new(&b, &cc, dt, 7, err, sizeof err), 0);
+        tg_adamw *oa = tg_adamw_new(a.params, NULL, NULL, 0), *ob = tg_adamw_new(b.params, NULL, NULL, 0);
+        tg_train_state ta = {0, INFINITY, {0}, {0}}, tb;
+        tg_rng_seed(&ta.data_rng, 1, 1);
+        tg_rng_seed(&ta.drop_rng, 2, 2);
+        tb = ta;
+        for (int s = 0; s < 6; s++) step(&a, oa, &d, &ta);
+        for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
+        tb.best_val = 2.5;
+        const char *meta[] = {"train.note", "mid-run"};
+        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, &tb, meta, 1, err,
+                                         sizeof err) == 0, "%s", err);
+        tg_model_free(&b);
+        tg_adamw_free(ob);
+
+        /* a new process: everything from the file */
+        tg_st_file *f = tg_st_load(tt_path("ck.safetensors"), err, sizeof err);
+        ck_assert_ptr_nonnull(f);
+        ck_assert_str_eq(tg_st_meta(f, "train.note"), "mid-run");
+        ck_assert_str_eq(tg_st_meta(f, "train.isa"), tg_isa_name(tg_isa_active()));
+        tg_model r;
+        ck_assert_msg(tg_checkpoint_load_model(f, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+        ck_assert_double_eq(r.config.dropout, 0.1);
+        tg_vocab rv;
+        ck_assert_int_eq(tg_vocab_read(&rv, f, err, sizeof err), 0);
+        ck_assert_mem_eq(&rv, &v, sizeof v);
+        tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL, 0);
+        tg_train_state tr;
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, &tr, 1000, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tr.step, 3);
+        ck_assert_double_eq(tr.best_val, 2.5);
+        for (int s = 0; s < 3; s++) step(&r, orr, &d, &tr);
+        const size_t bytes = (size_t)tg_params_numel(a.params) * tg_dtype_size(dt);
+        ck_assert_mem_eq(tg_params_data(r.params), tg_params_data(a.params), bytes);
+        ck_assert_mem_eq(tg_adamw_m(orr), tg_adamw_m(oa), bytes);
+        ck_assert_mem_eq(tg_adamw_v(orr), tg_adamw_v(oa), bytes);
+        ck_assert(tr.data_rng.state == ta.data_rng.state && tr.drop_rng.state == ta.drop_rng.state);
+
+        /* weights only (no ts): not a training checkpoint */
+        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+                                            sizeof err), 0);
+        tg_st_file *w = tg_st_load(tt_path("w.safetensors"), err, sizeof err);
+        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, &tr, 1000, err, sizeof err), -1);
+        ck_assert_ptr_nonnull(strstr(err, "not a training checkpoint"));
+        ck_assert_int_eq(tg_vocab_read(&rv, w, err, sizeof err), -1);   /* and no vocabulary was given */
+        tg_st_free(w);
+        /* a step past max_step */
+        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, &tr, 2, err, sizeof err), -1);
+        ck_assert_ptr_nonnull(strstr(err, "'train.step' = '3' is not an integer in [0, 2]"));
+
+        tg_st_free(f);
+        tg_adamw_free(oa);
+        tg_adamw_free(orr);
+        tg_model_free(&a);
+        tg_model_free(&r);
+        tg_dataset_free(&d);
+        remove(tt_path("ck.safetensors"));
+        remove(tt_path("w.safetensors"));
+    }
+}
+END_TEST
+
+/* A file saved, then changed in one way (metadata rewritten, a tensor
+ * dropped or replaced), through a copy with the change. */
+static void rewrite(const char *in, const char *out, const char *key, const char *value, const char *drop,
+                    const char *nan_in)
+{
+    char err[300];
+    tg_st_file *f = tg_st_load(in, err, sizeof err);
+    ck_assert_ptr_nonnull(f);
+    tg_st_writer *w = tg_st_writer_new();
+    for (int i = 0; i < tg_st_meta_count(f); i++) {
+        const char *v, *k = tg_st_meta_at(f, i, &v);
+        if (!key || strcmp(k, key)) tg_st_writer_meta(w, k, v);
+    }
+    if (key && value) tg_st_writer_meta(w, key, value);
+    static double copy[4096];
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_st_tensor *e = tg_st_at(f, i);
+        if (drop && !strcmp(e->name, drop)) continue;
+        const void *data = e->data;
+        if (nan_in && !strcmp(e->name, nan_in)) {   /* an F64 tensor with a NaN at element 1 */
+            ck_assert_uint_le(e->nbytes, sizeof copy);
+            memcpy(copy, e->data, e->nbytes);
+            copy[1] = NAN;
+            data = copy;
+        }
+        tg_st_writer_add(w, e->name, e->dtype, e->ndim, e->shape, data);
+    }
+    ck_assert_msg(tg_st_writer_save(w, out, err, sizeof err) == 0, "%s", err);
+    tg_st_writer_free(w);
+    tg_st_free(f);
+}
+
+START_TEST(bad_checkpoints_are_refused)
+{
+    char err[512];
+    tg_model m;
+    tg_model_config c = CFGS[0];
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_train_state ts = {0, INFINITY, {0}, {0}};
+    tg_rng_seed(&ts.data_rng, 1, 1);
+    tg_rng_seed(&ts.drop_rng, 2, 2);
+    char good[600], bad[600];   /* (tt_path's buffers rotate) */
+    snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
+    snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    tg_st_file *f = tg_st_load(good, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    tg_train_state back = {0};
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, &back, 10, err, sizeof err), 0);
+    ck_assert(isinf(back.best_val));
+    tg_st_free(f);
+
+    static const struct {
+        const char *key, *value, *drop, *nan_in, *want;
+        bool train;   /* refused by load_train (else by load_model) */
+    } cases[] = {
+        {"train.data_rng", "0123", NULL, NULL, "'train.data_rng': rng_from_string: '0123' is not a random-stream", true},
+        {"train.dropout_rng", NULL, NULL, NULL, "has no 'train.dropout_rng'", true},
+        {"optimizer.steps", "4", NULL, NULL, "'optimizer.steps' = 4 differs from 'train.step' = 0", true},
+        {"train.best_val", "-1", NULL, NULL, "'train.best_val' = '-1' is not a number", true},
+        {"train.best_val", "nan", NULL, NULL, "'train.best_val' = 'nan' is not a number", true},
+        {NULL, NULL, "optimizer.v", NULL, "not a training checkpoint", true},
+        {NULL, NULL, NULL, "optimizer.m", "optimizer state: adamw_state_read: element 1 of the state is m nan", true},
+        {"n_layer", "200", NULL, NULL, "describes", false},
+        {"n_embd", "0x8", NULL, NULL, "'n_embd' = '0x8' is not an integer", false},
+        {"arch", "mamba", NULL, NULL, "'arch' = 'mamba' is not a model family", false},
+        {NULL, NULL, "transformer.wte.weight", NULL, "the checkpoint has no tensor 'transformer.wte.weight'", false},
+        {NULL, NULL, NULL, "transformer.wpe.weight", "'transformer.wpe.weight' holds nan at element 1", false},
+        {"vocab_size", "12", NULL, NULL, "so 'transformer.wte.weight' should be (12,8)", false},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        rewrite(good, bad, cases[k].key, cases[k].value, cases[k].drop, cases[k].nan_in);
+        f = tg_st_load(bad, err, sizeof err);
+        ck_assert_ptr_nonnull(f);
+        err[0] = 0;
+        if (cases[k].train) {
+            tg_train_state t = {42, 1, {0}, {0}};
+            tg_adamw_set_steps(o, 5);
+            ck_assert_int_eq(tg_checkpoint_load_train(f, o, &t, 10, err, sizeof err), -1);
+            ck_assert_int_eq(t.step, 42);   /* unchanged */
+            ck_assert_int_eq(tg_adamw_steps(o), 5);
+        } else {
+            tg_model r;
+            ck_assert_int_eq(tg_checkpoint_load_model(f, TG_F64, -1, &r, err, sizeof err), -1);
+            ck_assert_ptr_null(r.family);
+        }
+        ck_assert_msg(strstr(err, cases[k].want), "case %zu: '%s' lacks '%s'", k, err, cases[k].want);
+        tg_st_free(f);
+        remove(bad);
+    }
+    /* a shard writes the whole store's moments it is given, never its own part */
+    tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, &ts, NULL, 0, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "the optimizer is a shard"));
+    tg_adamw_free(half);
+    remove(good);
+    tg_adamw_free(o);
+    tg_model_free(&m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("train_checkpoint");
+    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused));
+    return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
+}

@@ -1,0 +1,180 @@
+/* Checkpoints (train.h): a model's weights under its family's names, its
+ * config and vocabulary in __metadata__, and for training checkpoints the
+ * optimizer's and the random streams' state, so that a resumed run
+ * continues exactly. */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/cpu.h"
+#include "../core/err_internal.h"
+
+/* ---- writing ------------------------------------------------------------------ */
+
+int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
+                       const void *opt_m, const void *opt_v, const tg_train_state *ts,
+                       const char *const *meta, int n_meta, char *err, size_t errlen)
+{
+    if (!path || !m || !m->family || (n_meta > 0 && !meta))
+        return tg_set_err(err, errlen, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
+    tg_st_writer *w = tg_st_writer_new();
+    int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_meta(w, "format", "tapegrad tiny_gpt");
+    if (!rc && v) rc = tg_vocab_write(v, w);
+    for (int i = 0; !rc && i < n_meta; i++) rc = tg_st_writer_meta(w, meta[2 * i], meta[2 * i + 1]);
+    for (int i = 0; !rc && i < tg_params_count(m->params); i++) {
+        const tg_tensor *t = tg_params_at(m->params, i);
+        rc = tg_st_writer_add_tensor(w, t->name, t);
+    }
+    char s[64];
+    if (!rc && ts) {
+        snprintf(s, sizeof s, "%lld", (long long)ts->step);
+        rc = tg_st_writer_meta(w, "train.step", s);
+    }
+    if (!rc && opt && ts) {
+        rc = tg_adamw_state_write(opt, w, "optimizer", opt_m, opt_v);
+        snprintf(s, sizeof s, "%.17g", ts->best_val);
+        rc = rc || tg_st_writer_meta(w, "train.best_val", s);
+        tg_rng_to_string(&ts->data_rng, s, sizeof s);
+        rc = rc || tg_st_writer_meta(w, "train.data_rng", s);
+        tg_rng_to_string(&ts->drop_rng, s, sizeof s);
+        rc = rc || tg_st_writer_meta(w, "train.dropout_rng", s);
+        rc = rc || tg_st_writer_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
+    }
+    if (rc) {
+        tg_set_err(err, errlen, "%s: could not assemble the checkpoint: %s", path,
+                   w && tg_st_writer_error(w) ? tg_st_writer_error(w)
+                   : !w                       ? "out of memory"
+                                              : "the optimizer is a shard: give the whole store's moments");
+        tg_st_writer_free(w);
+        return -1;
+    }
+    rc = tg_st_writer_save(w, path, err, errlen);
+    tg_st_writer_free(w);
+    return rc;
+}
+
+/* ---- reading the model ---------------------------------------------------------- */
+
+/* The file's tensor `name` must exist with shape (d0, d1). */
+static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, const char *why, char *err,
+                     size_t errlen)
+{
+    const tg_st_tensor *e = tg_st_find(f, name);
+    if (!e) return tg_set_err(err, errlen, "the checkpoint has no tensor '%s'", name);
+    if (e->ndim != 2 || e->shape[0] != d0 || e->shape[1] != d1) {
+        char s[96] = "(";
+        for (int i = 0; i < e->ndim; i++)
+            snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%lld" : "%lld", (long long)e->shape[i]);
+        return tg_set_err(err, errlen, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)",
+                          why, name, d0, d1, s);
+    }
+    return 0;
+}
+
+/* Before a model is built: the file must hold at least as many float
+ * values as the config needs, and the embeddings must have its shape, so
+ * a small file claiming a huge config is refused without allocating. */
+static int check_config_against_tensors(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
+{
+    const tg_model_family *fam = tg_model_family_find(c->arch);
+    char why[160];
+    snprintf(why, sizeof why, "vocab_size %d, n_embd %d", c->vocab_size, c->n_embd);
+    if (expect_2d(f, fam->embedding, c->vocab_size, c->n_embd, why, err, errlen)) return -1;
+    snprintf(why, sizeof why, "block_size %d, n_embd %d", c->block_size, c->n_embd);
+    if (fam->position && expect_2d(f, fam->position, c->block_size, c->n_embd, why, err, errlen)) return -1;
+    const int64_t need = tg_model_num_params(c);
+    int64_t have = 0;
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_st_tensor *e = tg_st_at(f, i);
+        if ((!strcmp(e->dtype, "F32") || !strcmp(e->dtype, "F64")) && strncmp(e->name, "optimizer.", 10))
+            have += e->numel;
+    }
+    if (need < 0 || have < need)
+        return tg_set_err(err, errlen, "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size "
+                          "%d, vocab_size %d) describes %lld parameters, but the file holds only %lld float values: "
+                          "a tensor is missing, or the metadata is wrong",
+                          c->arch, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, (long long)need,
+                          (long long)have);
+    return 0;
+}
+
+/* Every value of p's tensors is finite. */
+static int check_finite(const tg_params *p, char *err, size_t errlen)
+{
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        for (int64_t k = 0; k < t->numel; k++) {
+            const double x = tg_tensor_get(t, k);
+            if (!isfinite(x))
+                return tg_set_err(err, errlen, "the checkpoint's '%s' holds %g at element %lld", t->name, x,
+                                  (long long)k);
+        }
+    }
+    return 0;
+}
+
+int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, char *err, size_t errlen)
+{
+    if (!f || !m) return tg_set_err(err, errlen, "checkpoint_load_model: %s is NULL", f ? "the model" : "the file");
+    memset(m, 0, sizeof *m);
+    tg_model_config cfg;
+    if (tg_model_config_read(f, &cfg, err, errlen) != 0) return -1;
+    if (dropout >= 0) cfg.dropout = dropout;
+    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, 0, err, errlen);   /* says what is wrong */
+    if (check_config_against_tensors(f, &cfg, err, errlen) || tg_model_new(m, &cfg, dt, 0, err, errlen)) return -1;
+    if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
+        tg_model_free(m);
+        return -1;
+    }
+    const tg_model_family *fam = m->family;
+    const tg_st_tensor *head = cfg.tied && fam->head ? tg_st_find(f, fam->head) : NULL;
+    if (head) {   /* the head is tied: accept it only if it is the embedding */
+        const tg_st_tensor *emb = tg_st_find(f, fam->embedding);
+        if (!emb || head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) ||
+            memcmp(head->data, emb->data, head->nbytes)) {
+            tg_set_err(err, errlen, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
+                       fam->embedding, fam->arch);
+            tg_model_free(m);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- reading the training state ------------------------------------------------ */
+
+int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state *ts, int64_t max_step, char *err,
+                             size_t errlen)
+{
+    if (!f || !opt || !ts)
+        return tg_set_err(err, errlen, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
+    if (!tg_st_find(f, "optimizer.m") || !tg_st_find(f, "optimizer.v") || !tg_st_meta(f, "train.step"))
+        return tg_set_err(err, errlen, "not a training checkpoint: optimizer state or train.step missing (a "
+                          "best.safetensors holds weights only: start from it with --init)");
+    tg_train_state t;
+    int64_t asteps;
+    const char *best = tg_st_meta(f, "train.best_val");
+    if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, err, errlen) ||
+        tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, err, errlen))
+        return -1;
+    if (best && !strcmp(best, "inf")) t.best_val = INFINITY;
+    else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, err, errlen)) return -1;
+    char e2[256];
+    static const char *const keys[2] = {"train.data_rng", "train.dropout_rng"};
+    tg_rng *rngs[2] = {&t.data_rng, &t.drop_rng};
+    for (int k = 0; k < 2; k++) {
+        const char *s = tg_st_meta(f, keys[k]);
+        if (!s) return tg_set_err(err, errlen, "checkpoint metadata has no '%s'", keys[k]);
+        if (tg_rng_from_string(rngs[k], s, e2, sizeof e2))
+            return tg_set_err(err, errlen, "checkpoint metadata '%s': %s", keys[k], e2);
+    }
+    if (asteps != t.step)
+        return tg_set_err(err, errlen, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
+                          "(one optimizer step per training step)", (long long)asteps, (long long)t.step);
+    if (tg_adamw_state_read(opt, f, "optimizer", e2, sizeof e2))
+        return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2);
+    *ts = t;
+    return 0;
+}
