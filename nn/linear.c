@@ -1,10 +1,13 @@
 /* Linear layer: y = x W^T + b (nn.Linear), W (out, in), b (out) optional.
  *
- * The parameters are <name>.weight and <name>.bias in the store,
- * zero-filled here; tg_linear_init_normal draws the weight from a normal
- * distribution (the models call it for each layer in registration order). */
+ * The parameters are <name>.weight and <name>.bias in the store, drawn
+ * here as nn.Linear draws them (uniform in +-1/sqrt(in)), or left at zero
+ * when the caller passes no stream and initialises them itself:
+ * tg_linear_init_normal draws the weight from a normal distribution (the
+ * models call it for each layer in registration order). */
 #include "nn.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,7 +23,7 @@ int tg_nn_join(char *out, const char *name, const char *part, const char *who, c
                       strlen(name), part, TG_NN_NAME_MAX);
 }
 
-int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
+int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
                    char *err, size_t errlen)
 {
     if (!l || !p || !name)
@@ -38,6 +41,11 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
         if (tg_nn_join(full, name, "bias", "linear_init", err, errlen)) return -1;
         l->bias = tg_params_add(p, full, 1, (int[]){out});     /* (out) */
         if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
+    }
+    if (r) {   /* nn.Linear's reset_parameters: kaiming_uniform(a = sqrt(5)) is U(+-1/sqrt(in)), the bias too */
+        const double k = 1 / sqrt((double)in);
+        tg_rng_fill_uniform(r, l->weight, -k, k);
+        if (l->bias) tg_rng_fill_uniform(r, l->bias, -k, k);
     }
     return 0;
 }

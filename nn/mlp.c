@@ -31,12 +31,12 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     const bool swiglu = kind == TG_MLP_SWIGLU;
     char full[TG_NN_NAME_MAX + 1];
     if (tg_nn_join(full, name, swiglu ? "w1" : "c_fc", "mlp_init", err, errlen)) return -1;
-    if (tg_linear_init(&m->up, p, full, C, hidden, bias, err, errlen)) return -1;
+    if (tg_linear_init(&m->up, p, full, C, hidden, bias, NULL, err, errlen)) return -1;
     if (tg_nn_join(full, name, swiglu ? "w2" : "c_proj", "mlp_init", err, errlen)) return -1;
-    if (tg_linear_init(&m->down, p, full, hidden, C, bias, err, errlen)) return -1;
+    if (tg_linear_init(&m->down, p, full, hidden, C, bias, NULL, err, errlen)) return -1;
     if (!swiglu) return 0;
     if (tg_nn_join(full, name, "w3", "mlp_init", err, errlen)) return -1;
-    return tg_linear_init(&m->gate, p, full, C, hidden, bias, err, errlen);
+    return tg_linear_init(&m->gate, p, full, C, hidden, bias, NULL, err, errlen);
 }
 
 void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std)

@@ -34,9 +34,12 @@ typedef struct tg_linear_mod {
 } tg_linear_mod;
 
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
- * zero-filled (tg_linear_init_normal, or the owner, initialises them).
+ * initialised as PyTorch's nn.Linear is: every element uniform in
+ * [-1/sqrt(in), 1/sqrt(in)), drawn from r (the weight in flat order, then
+ * the bias). r NULL leaves both at zero, for an owner that initialises
+ * them itself (tg_linear_init_normal, as the GPT and the Llama do).
  * Errors: in or out < 1, a duplicate name, out of memory. */
-TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias,
+TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
                           char *err, size_t errlen);
 /* Fills the weight with normal(0, std) values drawn from r in flat order
  * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a

@@ -640,10 +640,10 @@ static tg_linear_mod lin;
 static tg_layernorm_mod ln;
 static tg_mlp_mod mlp;
 static tg_mha_mod mha;
-static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, f->err, sizeof f->err)); }
-static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, f->err, sizeof f->err)); }
-static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, f->err, sizeof f->err)); }
-static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 0, 3, false, NULL, 99)); }
+static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, NULL, f->err, sizeof f->err)); }
+static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, NULL, f->err, sizeof f->err)); }
+static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, NULL, f->err, sizeof f->err)); }
+static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 0, 3, false, NULL, NULL, 99)); }
 static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
 static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, f->err, sizeof f->err)); }
 static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
@@ -703,7 +703,7 @@ static tg_rmsnorm_mod rms;
 static void c_linear_init_normal_nol(fx *f) { (void)f; tg_linear_init_normal(NULL, &rng, 0.02); }
 static void c_linear_init_normal_nor(fx *f)
 {
-    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL, 0)) abort();
+    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL, NULL, 0)) abort();
     tg_linear_init_normal(&lin, NULL, 0.02);
     num(f, tg_tensor_get(lin.weight, 0));
 }
@@ -729,16 +729,16 @@ static const char *long_name(size_t n)
 }
 static void c_linear_init_long(fx *f)
 {
-    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, f->err, sizeof f->err));
+    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, NULL, f->err, sizeof f->err));
 }
 static void c_linear_init_300(fx *f)
 {
-    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, f->err, sizeof f->err));
+    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, NULL, f->err, sizeof f->err));
 }
 static void c_linear_init_max(fx *f)
 {
     char full[320];
-    int rc = tg_linear_init(&lin, f->p, long_name(248), 2, 3, true, f->err, sizeof f->err);
+    int rc = tg_linear_init(&lin, f->p, long_name(248), 2, 3, true, NULL, f->err, sizeof f->err);
     snprintf(full, sizeof full, "%s.weight", long_name(248));
     snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.weight" : "no weight");
 }

@@ -122,6 +122,42 @@ static tg_tensor *bools(tg_graph *g, int ndim, const int *shape, const uint8_t *
 
 /* ---- Linear, LayerNorm, MLP ------------------------------------------- */
 
+/* With a stream, a Linear starts as nn.Linear does: weight then bias,
+ * uniform in [-1/sqrt(in), 1/sqrt(in)) from the stream in flat order (the
+ * same draws by hand here), not at zero (a model left at zero stays at
+ * loss log(V): issue 21). */
+START_TEST(linear_default_init_is_pytorchs)
+{
+    for (int d = 0; d < 2; d++) {
+        const tg_dtype dt = d ? TG_F32 : TG_F64;
+        tg_params *p = tg_params_new(dt, NULL, 0);
+        char err[256];
+        tg_linear_mod l;
+        tg_rng r, hand;
+        tg_rng_seed(&r, 11, 3);
+        tg_rng_seed(&hand, 11, 3);
+        const int in = 40, out = 30;
+        ck_assert_int_eq(tg_linear_init(&l, p, "fc", in, out, true, &r, err, sizeof err), 0);
+        const double k = 1 / sqrt(40.0);
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < l.weight->numel + l.bias->numel; i++) {
+            const bool w = i < l.weight->numel;
+            const double want = -k + 2 * k * tg_rng_uniform(&hand);
+            const double got = tg_tensor_get(w ? l.weight : l.bias, w ? i : i - l.weight->numel);
+            ck_assert(got == (d ? (double)(float)want : want));
+            ck_assert(got >= -k && got <= k);
+            sum += got;
+            sq += got * got;
+        }
+        const double n = (double)(in * out + out);
+        ck_assert_double_lt(fabs(sum / n), 4 * k / sqrt(3 * n));        /* mean 0 */
+        ck_assert_double_lt(fabs(sq / n - k * k / 3), 0.15 * k * k / 3);   /* variance k^2/3 */
+        ck_assert(r.state == hand.state);   /* and the stream has moved by exactly those draws */
+        tg_params_free(p);
+    }
+}
+END_TEST
+
 START_TEST(modules_init_and_forward)
 {
     tg_params *p = tg_params_new(TG_F64, NULL, 0);
@@ -129,7 +165,7 @@ START_TEST(modules_init_and_forward)
     tg_linear_mod l;
     tg_layernorm_mod ln;
     tg_mlp_mod mlp;
-    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, err, sizeof err), 0);
+    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, err, sizeof err), 0);   /* NULL: zeros */
     ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, err, sizeof err), 0);
     ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, err, sizeof err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
@@ -149,9 +185,9 @@ START_TEST(modules_init_and_forward)
     ck_assert_ptr_null(mlp.gate.weight);
     /* errors name the module */
     tg_linear_mod l2;
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, err, sizeof err), -1);
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, NULL, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "duplicate name 'fc.weight'"));
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, err, sizeof err), -1);
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, NULL, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
     tg_mlp_mod bad;
     ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, err, sizeof err), -1);
@@ -1201,7 +1237,8 @@ END_TEST
 int main(void)
 {
     return tt_main("nn", "nn", 60,
-                   TT_TESTS(modules_init_and_forward, mha_matches_reference, mha_gradcheck,
+                   TT_TESTS(linear_default_init_is_pytorchs, modules_init_and_forward, mha_matches_reference,
+                            mha_gradcheck,
                             mha_gradcheck_with_cache, attention_rows_and_future, attention_permutation_equivariant,
                             attention_head_split_order, attention_kv_cache_example, attention_cache_matches_full,
                             mha_fused_op_equals_composed, mha_uses_fused_tells_the_path, attention_key_padding,
