@@ -42,7 +42,9 @@
  *    "ms": [per timed step], "median_ms", "min_ms", "tokens_per_s"
  *    (B*T / median), "peak_rss_kb" (getrusage ru_maxrss),
  *    "losses": [every step, warm-up included, before its update],
- *    "loss": the last step's loss, "n_params"}
+ *    "loss": the last step's loss, "n_params", "params_fnv1a": a 64-bit
+ *    FNV-1a hash of the parameters' bytes after the last step, in hex
+ *    (two builds or paths that train the same bits give the same hash)}
  *
  * Chunks (for bench.py's interleaving): with --chunk K, before the first
  * timed step and before every K-th timed step after it, the program
@@ -258,6 +260,15 @@ static int load_model(bench_model *bm, const opts *o, char *err, size_t errlen)
     return rc;
 }
 
+/* FNV-1a over n bytes */
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 /* resident set size in kB from /proc/self/statm (its second field, in
  * pages), or -1 where it cannot be read */
 static long current_rss_kb(void)
@@ -420,7 +431,9 @@ int main(int argc, char **argv)
     printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"peak_rss_kb\": %ld, \"losses\": [",
            median, sorted[0], (double)B * T / (median / 1e3), ru.ru_maxrss);
     for (int s = 0; s < S; s++) printf("%s%.9g", s ? ", " : "", losses[s]);
-    printf("], \"loss\": %.9g", losses[S - 1]);
+    printf("], \"loss\": %.9g, \"params_fnv1a\": \"%016llx\"", losses[S - 1],
+           (unsigned long long)fnv1a(tg_params_data(m.params),
+                                     (size_t)tg_params_numel(m.params) * tg_dtype_size(tg_params_dtype(m.params))));
     if (o.rss_every) {
         printf(", \"rss_every\": %d, \"rss_samples\": {\"step\": [", o.rss_every);
         for (int i = 0; i < n_rss; i++) printf("%s%ld", i ? ", " : "", rss[i].step);
