@@ -743,6 +743,82 @@ START_TEST(tokenizer_entries_refused)
 }
 END_TEST
 
+/* A tiktoken tokenizer's entries (the 256 bytes, then <|endoftext|>) with
+ * the given pattern, loaded: NULL with err when refused. */
+static tg_tokenizer *with_pattern(const char *pattern, char *err, size_t errlen)
+{
+    static const char EOT[] = "<|endoftext|>";
+    unsigned char bytes[256 + sizeof EOT];
+    int64_t off[258];
+    uint8_t special[257] = {0};
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (unsigned char)b;
+        off[b] = b;
+    }
+    memcpy(bytes + 256, EOT, sizeof EOT - 1);
+    off[256] = 256;
+    off[257] = 256 + (int64_t)sizeof EOT - 1;
+    special[256] = 1;
+    tg_st_writer *w = tg_st_writer_new();
+    tg_st_writer_meta(w, "tokenizer", "tiktoken");
+    tg_st_writer_meta(w, "tokenizer.version", "1");
+    tg_st_writer_meta(w, "tokenizer.bos", "-1");
+    tg_st_writer_meta(w, "tokenizer.eos", "256");
+    tg_st_writer_meta(w, "tokenizer.unk", "-1");
+    tg_st_writer_meta(w, "tokenizer.pattern", pattern);
+    tg_st_writer_add(w, "tokenizer.pieces", "U8", 1, (int64_t[]){off[257]}, bytes);
+    tg_st_writer_add(w, "tokenizer.offsets", "I64", 1, (int64_t[]){258}, off);
+    tg_st_writer_add(w, "tokenizer.special", "U8", 1, (int64_t[]){257}, special);
+    ck_assert_msg(tg_st_writer_save(w, P("pattern.safetensors"), err, errlen) == 0, "%s", err);
+    tg_st_writer_free(w);
+    return tg_tok_load(P("pattern.safetensors"), err, errlen);
+}
+
+/* issue 20: a file's pattern that left text out of every match loaded, and
+ * encoding dropped that text ("a" gave no ids for "b", "" none at all). */
+START_TEST(patterns_other_than_gpt2_refused)
+{
+    char err[1024];
+    tg_tokenizer *t = with_pattern(TG_GPT2_PATTERN, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    const char text[] = "Hello, world! It's 42.\n\n\tna\xc3\xafve \xf0\x9f\x98\x80";
+    assert_round_trip(t, text, sizeof text - 1);
+    tg_tok_free(t);
+    struct { const char *pattern, *needle; } cases[] = {
+        {"", "the pattern \"\" is not GPT-2's, the only one tapegrad splits text with: it matches the empty string at "
+             "byte 0 of the text \"a\", and encoding would drop the character there"},
+        {"a", "the pattern \"a\" is not GPT-2's, the only one tapegrad splits text with: it leaves all of the text "
+              "\"Hello, world!\" out of every word, and encoding would drop it"},
+        {"(?<=a)", "it leaves all of the text \"a\" out of every word"},
+        {"(a|b)*c", "it leaves all of the text \"a\" out of every word"},
+        {"\\p{L}+|\\s+", "it leaves \",\" of the text \"Hello, world!\" out of every word"},
+        {"\\S+|\\n", "it leaves \" \" of the text \"Hello, world!\""},
+        {"[^\\n]+", "it leaves \"\\n\\n\" of the text \"It's 42.\\n\\n\\tend \""},
+        {"[\\x00-\\x7f]+", "it leaves \"\\xc3\\xaf\" of the text \"na\\xc3\\xafve \\xe2\\x82\\xac \\xf0\\x9f\\x98\\x80\""},
+        /* covers those texts, and still not GPT-2's: refused all the same */
+        {"(?s:.)", "the pattern \"(?s:.)\" is not GPT-2's, the only one tapegrad splits text with: another could leave "
+                   "text out of every word"},
+        {"\x01|\"", "the pattern \"\\x01|\\\"\" is not GPT-2's"},
+        {"(", "the pattern does not compile"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        err[0] = 0;
+        t = with_pattern(cases[i].pattern, err, sizeof err);
+        ck_assert_msg(t == NULL, "the pattern \"%s\" loaded", cases[i].pattern);
+        ck_assert_msg(strstr(err, cases[i].needle), "pattern \"%s\": '%s' lacks '%s'", cases[i].pattern, err,
+                      cases[i].needle);
+        ck_assert_msg(strstr(err, P("pattern.safetensors")), "'%s' does not name the file", err);
+    }
+    /* a pattern as long as a file allows is shown cut */
+    char *longp = malloc(5001);
+    memset(longp, 'x', 5000);
+    longp[5000] = 0;
+    ck_assert_ptr_null(with_pattern(longp, err, sizeof err));
+    ck_assert_msg(strstr(err, "xxx...\" is not GPT-2's") && strlen(err) < 600, "%s", err);
+    free(longp);
+}
+END_TEST
+
 /* ---- token files -------------------------------------------------------------- */
 
 static void refused_tokens(const char *path, tg_tokfile_format fmt, int64_t vocab, const char *needle)
@@ -1024,6 +1100,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tiktoken_files_refused);
     tcase_add_test(tc, saved_alone_and_in_a_checkpoint);
     tcase_add_test(tc, tokenizer_entries_refused);
+    tcase_add_test(tc, patterns_other_than_gpt2_refused);
     tcase_add_test(tc, token_files);
     tcase_add_test(tc, long_pieces_load_in_linear_time);
     tcase_add_test(tc, blank_lines_cost_no_memory);

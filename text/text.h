@@ -12,13 +12,14 @@
  *                    (never produced), 1 <s> (BOS), 2 </s> (EOS), 3 + b for
  *                    byte b, then the merges in the order they were learned.
  *   TG_TOK_TIKTOKEN  a tiktoken rank file (GPT-2's: tg_tok_load_tiktoken).
- *                    Words are the matches of a regex (GPT-2's pattern, run
- *                    with PCRE2 in UTF + UCP mode), id = rank, and a word
- *                    that is itself a piece is that one token (tiktoken's
- *                    rule). Invalid UTF-8 is first replaced with U+FFFD per
- *                    maximal subpart, as a JavaScript TextDecoder (or Python's
- *                    errors="replace") would, so the ids are tiktoken's on the
- *                    decoded string. <|endoftext|> is the id after the ranks.
+ *                    Words are the matches of a regex (GPT-2's pattern, the
+ *                    only one taken, run with PCRE2 in UTF + UCP mode), id =
+ *                    rank, and a word that is itself a piece is that one
+ *                    token (tiktoken's rule). Invalid UTF-8 is first
+ *                    replaced with U+FFFD per maximal subpart, as a
+ *                    JavaScript TextDecoder (or Python's errors="replace")
+ *                    would, so the ids are tiktoken's on the decoded
+ *                    string. <|endoftext|> is the id after the ranks.
  *
  * Tokenizers are immutable once made: any number of threads may encode and
  * decode with one at the same time. Special tokens are never produced by
@@ -86,7 +87,10 @@ TG_API tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t er
 TG_API tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen);
 /* The tokenizer stored in a loaded safetensors file (the entries
  * tg_tok_st_add writes), validated. NULL with a message when f has none
- * or they are inconsistent. */
+ * or they are inconsistent, or when a tiktoken tokenizer's pattern is not
+ * GPT-2's (TG_GPT2_PATTERN, exactly): another pattern could leave text in
+ * no match, which encoding would drop, so it is refused, and the message
+ * names it and a text it leaves out when it finds one. */
 TG_API tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen);
 /* Adds t's entries (metadata "tokenizer*", tensors "tokenizer.*") to a
  * writer, e.g. a checkpoint's. The tensors point into t: keep t until the

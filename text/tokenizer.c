@@ -220,6 +220,74 @@ static char *rust_spaces(const char *p)
     return q;
 }
 
+/* s[0..n) for a message, in out (cap bytes): printable ASCII as it is
+ * (" as \"), \n and \t, any other byte as \xNN; "..." when it is cut. */
+static const char *escaped(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        char e[8];
+        if (c == '"') snprintf(e, sizeof e, "\\\"");
+        else if (c == '\n' || c == '\t') snprintf(e, sizeof e, "\\%c", c == '\n' ? 'n' : 't');
+        else if (c >= 0x20 && c < 0x7f) snprintf(e, sizeof e, "%c", c);
+        else snprintf(e, sizeof e, "\\x%02x", c);
+        if (o + strlen(e) + 4 > cap) {
+            snprintf(out + o, cap - o, "...");
+            return out;
+        }
+        memcpy(out + o, e, strlen(e) + 1);
+        o += strlen(e);
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* What a pattern other than GPT-2's would do wrong on a few texts, for
+ * its refusal: encoding (text/encode.c) takes each match from where the
+ * last one ended, so a text that no match starts at, or an empty match,
+ * is text left out of every word. Writes "" to out when re covers them. */
+static void uncovered(const pcre2_code *re, char *out, size_t cap)
+{
+    static const char *const TEXTS[] = {"a", "Hello, world!", "It's 42.\n\n\tend ",
+                                        "na\xc3\xafve \xe2\x82\xac \xf0\x9f\x98\x80"};
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    char a[64], b[64];
+    out[0] = 0;
+    for (size_t k = 0; md && !out[0] && k < sizeof TEXTS / sizeof *TEXTS; k++) {
+        const char *s = TEXTS[k];
+        const size_t len = strlen(s);
+        for (size_t at = 0; at < len;) {
+            const int rc = pcre2_match(re, (PCRE2_SPTR)s, len, at, 0, md, NULL);
+            if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+                PCRE2_UCHAR msg[160];
+                pcre2_get_error_message(rc, msg, sizeof msg);
+                snprintf(out, cap, "it fails on the text \"%s\": %s", escaped(s, len, a, sizeof a), (char *)msg);
+                break;
+            }
+            const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+            const size_t from = rc < 0 ? len : ov[0];
+            if (from > at && from - at == len) {
+                snprintf(out, cap, "it leaves all of the text \"%s\" out of every word, and encoding would drop it",
+                         escaped(s, len, a, sizeof a));
+                break;
+            }
+            if (from > at) {
+                snprintf(out, cap, "it leaves \"%s\" of the text \"%s\" out of every word, and encoding would drop it",
+                         escaped(s + at, from - at, a, sizeof a), escaped(s, len, b, sizeof b));
+                break;
+            }
+            if (ov[1] == from) {
+                snprintf(out, cap, "it matches the empty string at byte %zu of the text \"%s\", and encoding would "
+                         "drop the character there", from, escaped(s, len, a, sizeof a));
+                break;
+            }
+            at = ov[1];
+        }
+    }
+    pcre2_match_data_free(md);
+}
+
 int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen)
 {
     int code;
@@ -235,6 +303,18 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
         tg_set_err(err, errlen, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
+        return -1;
+    }
+    /* Only GPT-2's: it puts every character in a word. Another pattern
+     * could leave text out of every word, which encoding would drop
+     * without a word (issue 20: "a" encoded "b" as no ids at all). */
+    if (strcmp(t->pattern, TG_GPT2_PATTERN)) {
+        char shown[160], why[320];
+        uncovered(re, why, sizeof why);
+        tg_set_err(err, errlen, "%s: the pattern \"%s\" is not GPT-2's, the only one tapegrad splits text with: %s", what,
+                   escaped(t->pattern, strlen(t->pattern), shown, sizeof shown),
+                   why[0] ? why : "another could leave text out of every word, and encoding would drop it");
+        pcre2_code_free(re);
         return -1;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* without JIT, pcre2_match interprets it */
