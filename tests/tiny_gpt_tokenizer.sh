@@ -46,6 +46,23 @@ roundtrip "valid UTF-8 through a .tiktoken file (invalid becomes U+FFFD)" "$work
   ok "invalid UTF-8 is U+FFFD for tiktoken" || bad "U+FFFD"
 [ "$(echo 257 | "$bin" tokenizer decode --tokenizer "$work/small.tiktoken")" = "<|endoftext|>" ] &&
   ok "<|endoftext|> is the id after the ranks" || bad "endoftext"
+# info says what it has: these ranks are not GPT-2's, the pattern is (issue 20: "GPT-2's ranks and pattern")
+out=$("$bin" tokenizer info --tokenizer "$work/small.tiktoken")
+grep -q "^kind tiktoken (id = rank, words split by GPT-2's pattern)$" <<<"$out" && grep -q "^ids 258 " <<<"$out" &&
+  ok "info of a .tiktoken file: id = rank, GPT-2's pattern" || bad "tiktoken info: $out"
+# a checkpoint holding the tiktoken tokenizer, its pattern's last "\s+" made "\n+" (the header keeps its
+# length): a tab before a letter is in no match, and encoding dropped it (issue 20); now the file is refused
+"$bin" train --tokenizer "$work/small.tiktoken" --steps 1 --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 \
+  --batch-size 2 --eval-iters 1 --corpus-chars 10000 --threads 1 --out "$work/tt" >/dev/null 2>&1
+LC_ALL=C sed 's/|\\\\s+"/|\\\\n+"/' "$work/tt/last.safetensors" >"$work/nl.safetensors"
+cmp -s "$work/tt/last.safetensors" "$work/nl.safetensors" && bad "the checkpoint's pattern was not changed"
+grep -q "GPT-2's pattern" <<<"$("$bin" tokenizer info --tokenizer "$work/tt/last.safetensors")" &&
+  ok "info of a checkpoint holding it: GPT-2's pattern" || bad "info of the checkpoint"
+for sub in info encode; do
+  expect_fail "tokenizer $sub: a pattern other than GPT-2's is refused, named, with text it would drop" \
+    "nl.safetensors: tokenizer: the pattern \"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\n+\" is not GPT-2's, the only one tapegrad splits text with: it leaves \"\\t\" of the text \"It's 42.\\n\\n\\tend \" out of every word, and encoding would drop it" \
+    bash -c "printf 'a\tb' | '$bin' tokenizer $sub --tokenizer '$work/nl.safetensors'"
+done
 
 # streaming: an incomplete character waits, a complete one goes out
 [ "$(echo "$((3 + 0xc3)) $((3 + 0xa9))" | "$bin" tokenizer decode --tokenizer "$tok")" = "é" ] && ok "é from two ids" ||

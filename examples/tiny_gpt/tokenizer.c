@@ -13,7 +13,7 @@
  * whitespace and writes their bytes, streamed (an incomplete UTF-8
  * character waits for the next id, and is written as it is at the end).
  * F is a tokenizer file, a checkpoint that holds one, or a .tiktoken
- * file (GPT-2's ranks). export writes llama2.c's tokenizer.bin, whose
+ * rank file (such as GPT-2's). export writes llama2.c's tokenizer.bin, whose
  * encoder in run.c then gives the same ids (export.c). */
 #include "tiny_gpt.h"
 
@@ -154,7 +154,9 @@ static int export_llama2c(const tg_tokenizer *t, const char *out)
 
 static int info(const tg_tokenizer *t, const char *data)
 {
-    static const char *const KINDS[] = {"", "bpe (tapegrad's byte-level BPE)", "tiktoken (GPT-2's ranks and pattern)"};
+    /* the ranks may be any file's; the pattern is GPT-2's, the only one tg_tok_load takes */
+    static const char *const KINDS[] = {"", "bpe (tapegrad's byte-level BPE)",
+                                        "tiktoken (id = rank, words split by GPT-2's pattern)"};
     printf("kind %s\nids %d (%d merges), longest piece %zu bytes\nbos %d, eos %d\n", KINDS[tg_tok_kind_of(t)],
            (int)tg_tok_vocab_size(t), (int)tg_tok_n_merges(t), tg_tok_max_piece_len(t), (int)tg_tok_bos(t),
            (int)tg_tok_eos(t));
@@ -183,7 +185,7 @@ int cmd_tokenizer(int argc, char **argv)
                 "       tiny_gpt tokenizer decode --tokenizer F  < ids   (the bytes)\n"
                 "       tiny_gpt tokenizer info   --tokenizer F [--data F]\n"
                 "       tiny_gpt tokenizer export --tokenizer F --out tokenizer.bin  (llama2.c's run.c)\n"
-                "F: a tokenizer, a checkpoint holding one, or a .tiktoken file (GPT-2's ranks)\n");
+                "F: a tokenizer, a checkpoint holding one, or a .tiktoken rank file (such as GPT-2's)\n");
         return strcmp(sub, "--help") && strcmp(sub, "-h") ? 2 : 0;
     }
     const char *data = NULL, *out = "tok.safetensors", *tok_path = NULL, *bin_out = NULL, *dtype = "f32";
