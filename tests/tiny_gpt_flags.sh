@@ -78,6 +78,42 @@ expect_fail "a config file over 1 MiB is refused naming its size" \
 { printf 'lr = quick\n'; head -c $(((1 << 20) - 11)) /dev/zero | tr '\0' '#'; } > "$work/mib.conf"
 expect_fail "... and one of exactly 1 MiB is read" "--config $work/mib.conf:1: lr: 'quick' is not a number" \
   "$bin" train --config "$work/mib.conf"
+# issue 20's messages. A config file cannot name another (it was "unknown setting 'config'; did you mean config?")
+printf 'config = other.conf\n' > "$work/nest.conf"
+expect_fail "a config file that sets config" \
+  "--config $work/nest.conf:1: 'config' cannot be set in a config file: a config file does not name another" \
+  "$bin" train --config "$work/nest.conf"
+# a UTF-8 BOM at the start is skipped (line 1 is read as 'lr = quick'); other bytes are shown as \xNN, not raw
+printf '\xef\xbb\xbflr = quick\n' > "$work/bom.conf"
+expect_fail "a BOM at the start of a config file is skipped" "--config $work/bom.conf:1: lr: 'quick' is not a number" \
+  "$bin" train --config "$work/bom.conf"
+printf '\xff\xfe\x01 = 2\n' > "$work/bin1.conf"
+expect_fail "binary in a setting's name is shown escaped" \
+  "--config $work/bin1.conf:1: unknown setting '\\xff\\xfe\\x01' (see --help)" "$bin" train --config "$work/bin1.conf"
+printf 'n_layer = 2\n\x1b[31mred\xc2\xa0\n' > "$work/bin2.conf"
+expect_fail "... and in a line" "--config $work/bin2.conf:2: expected 'name = value', got '\\x1b[31mred\\xc2\\xa0'" \
+  "$bin" train --config "$work/bin2.conf"
+expect_fail "... and in a value on the command line" "--lr: '\\xc2\\xa03' is not a number" "$bin" train --lr $'\xc2\xa03'
+# a flag that needs a value does not take the next flag as one (--config took --out as its file)
+expect_fail "--config followed by a flag" "--config needs a value, and '--out' after it is a flag (write --config=VALUE" \
+  "$bin" train --config --out "$work/o"
+expect_fail "... as any flag that needs a value" "--out needs a value, and '--steps' after it is a flag" \
+  "$bin" train --out --steps 3
+# numbers: a subnormal or 1e400 is out of range (they were "not a number"), with the range; only decimal is taken
+printf 'lr = 4.9e-324\n' > "$work/sub.conf"
+expect_fail "a subnormal number is out of range" "--config $work/sub.conf:1: lr: 4.9e-324 is out of range: too close to 0 (a value other than 0 needs a magnitude of at least 2.2250738585072014e-308); the range is [0, 10]" \
+  "$bin" train --config "$work/sub.conf"
+expect_fail "... and so is 1e400" "--lr: 1e400 is outside [0, 10]" "$bin" train --lr 1e400
+expect_fail "a range is written exactly" "--corpus-chars: 2e9 is outside [1000, 1073741824]" "$bin" train --corpus-chars 2e9
+printf 'n_layer = 0x1\nlr = quick\n' > "$work/hex.conf"
+expect_fail "hexadecimal is refused" \
+  "--config $work/hex.conf:1: n_layer: '0x1' is not a number (write it in decimal, as 3, -0.5 or 6e-4)" \
+  "$bin" train --config "$work/hex.conf"
+for v in 0x2 0x1p1 ' 2' $'\t2'; do   # strtod takes them whole; --xyzzy after them stops a run that would start
+  want=${v/$'\t'/\\x09}
+  expect_fail "--n-layer '$want' is refused" "--n-layer: '$want' is not a number (write it in decimal" \
+    "$bin" train --n-layer "$v" --xyzzy
+done
 # the shipped recipe: every line is a flag, with nanoGPT's values
 conf=$src/examples/tiny_gpt/configs/shakespeare_char.conf
 printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 60) > "$work/text.txt"

@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,28 @@ void args_free(void)
 {
     free(config_text);
     config_text = NULL;
+}
+
+/* s as a message shows it: printable ASCII as it is, any other byte as
+ * \xNN (a config file or a command line may hold a BOM, a non-breaking
+ * space or binary), at most SHOWN_BYTES bytes of s and then "...". */
+#define SHOWN_BYTES 60
+#define SHOWN (4 * SHOWN_BYTES + 4)
+static const char *shown(const char *s, char buf[SHOWN])
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i]; i++) {
+        if (i == SHOWN_BYTES) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        const unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f) buf[o++] = (char)c;
+        else o += (size_t)snprintf(buf + o, 5, "\\x%02x", c);
+    }
+    buf[o] = 0;
+    return buf;
 }
 
 /* Names match with '_' and '-' taken as the same character. */
@@ -62,7 +85,7 @@ static int distance(const char *a, const char *b)
 /* "unknown flag '--x'" on the command line (where ""), or "<where>unknown
  * setting 'x'" in a config file, plus the closest known name if one is
  * close. */
-static void unknown(const arg_spec *specs, int n_specs, const char *where, const char *shown, const char *name,
+static void unknown(const arg_spec *specs, int n_specs, const char *where, const char *text, const char *name,
                     char *err, size_t errlen)
 {
     const char *best = NULL;
@@ -73,13 +96,33 @@ static void unknown(const arg_spec *specs, int n_specs, const char *where, const
     }
     const bool cfg = where[0] != 0;
     const int limit = (int)strlen(name) / 3 > 2 ? (int)strlen(name) / 3 : 2;
-    char hint[96] = "";
+    char hint[96] = "", b[SHOWN];
     if (best && bd <= limit) snprintf(hint, sizeof hint, "; did you mean %s%s?", cfg ? "" : "--", best);
-    snprintf(err, errlen, "%sunknown %s '%s'%s (see --help)", where, cfg ? "setting" : "flag", shown, hint);
+    snprintf(err, errlen, "%sunknown %s '%s'%s (see --help)", where, cfg ? "setting" : "flag", shown(text, b), hint);
+}
+
+/* 1 when v is a number as people write it: an optional sign, digits with
+ * at most one '.' among them, then optionally e or E, a sign and digits.
+ * strtod alone also takes hexadecimal (0x1), inf, nan and leading spaces. */
+static bool decimal(const char *v)
+{
+    const char *p = v + (*v == '+' || *v == '-');
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++) digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+    if (!digits) return false;
+    if (*p == 'e' || *p == 'E') {
+        p += 1 + (p[1] == '+' || p[1] == '-');
+        if (*p < '0' || *p > '9') return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return !*p;
 }
 
 int arg_value_parse(const arg_spec *s, const char *v, arg_value *out, const char *what, char *err, size_t errlen)
 {
+    char b[SHOWN], lo[32], hi[32];
     switch (s->kind) {
     case ARG_STRING: out->s = v; return 0;
     case ARG_BOOL:
@@ -87,25 +130,36 @@ int arg_value_parse(const arg_spec *s, const char *v, arg_value *out, const char
         if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "1")) out->b = true;
         else if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "0")) out->b = false;
         else {
-            snprintf(err, errlen, "%s: '%s' is not true/false", what, v);
+            snprintf(err, errlen, "%s: '%s' is not true/false", what, shown(v, b));
             return -1;
         }
         return 0;
     default: break;
     }
-    char *end;
+    if (!decimal(v)) {
+        char *end;
+        strtod(v, &end);
+        const bool strtod_takes = end != v && !*end;
+        snprintf(err, errlen, "%s: '%s' is not a number%s", what, shown(v, b),
+                 strtod_takes ? " (write it in decimal, as 3, -0.5 or 6e-4)" : "");
+        return -1;
+    }
     errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(x)) {
-        snprintf(err, errlen, "%s: '%s' is not a number", what, v);
+    const double x = strtod(v, NULL);
+    const bool range = errno == ERANGE;
+    format_double(s->min, lo, sizeof lo);
+    format_double(s->max, hi, sizeof hi);
+    if (x != 0 ? fabs(x) < DBL_MIN : range) {   /* subnormal, or rounded to 0 */
+        snprintf(err, errlen, "%s: %s is out of range: too close to 0 (a value other than 0 needs a magnitude of "
+                 "at least %.17g); the range is [%s, %s]", what, shown(v, b), DBL_MIN, lo, hi);
         return -1;
     }
-    if ((s->kind == ARG_INT || s->kind == ARG_I64) && x != floor(x)) {
-        snprintf(err, errlen, "%s: '%s' is not a whole number", what, v);
+    if ((s->kind == ARG_INT || s->kind == ARG_I64) && isfinite(x) && x != floor(x)) {
+        snprintf(err, errlen, "%s: '%s' is not a whole number", what, shown(v, b));
         return -1;
     }
-    if (x < s->min || x > s->max) {
-        snprintf(err, errlen, "%s: %s is outside [%g, %g]", what, v, s->min, s->max);
+    if (!isfinite(x) || x < s->min || x > s->max) {   /* beyond a double: ERANGE and +-HUGE_VAL */
+        snprintf(err, errlen, "%s: %s is outside [%s, %s]", what, shown(v, b), lo, hi);
         return -1;
     }
     if (s->kind == ARG_INT) out->i = (int)x;
@@ -215,7 +269,9 @@ static char *read_config(const char *path, size_t *len, char *err, size_t errlen
     return buf;
 }
 
-/* `name = value` lines; '#' starts a comment outside double quotes. */
+/* `name = value` lines; '#' starts a comment outside double quotes. A
+ * UTF-8 byte order mark at the start (Windows editors write one) is
+ * skipped. */
 static int parse_config(arg_spec *specs, int n_specs, const char *path, char *err, size_t errlen)
 {
     size_t len;
@@ -229,8 +285,9 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
         snprintf(err, errlen, "--config %s: not a text file (it holds a NUL byte)", path);
         return -1;
     }
+    const bool bom = len >= 3 && !memcmp(config_text, "\xef\xbb\xbf", 3);
     int lineno = 0;
-    for (char *line = config_text, *next; line && *line; line = next) {
+    for (char *line = config_text + (bom ? 3 : 0), *next; line && *line; line = next) {
         lineno++;
         next = strchr(line, '\n');
         if (next) *next++ = 0;
@@ -245,7 +302,8 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
         while (ne > name && (ne[-1] == ' ' || ne[-1] == '\t' || ne[-1] == '\r')) ne--;
         if (ne == name && !eq) continue;   /* blank or comment line */
         if (!eq || ne == name) {
-            snprintf(err, errlen, "--config %s:%d: expected 'name = value', got '%s'", path, lineno, line);
+            char b[SHOWN];
+            snprintf(err, errlen, "--config %s:%d: expected 'name = value', got '%s'", path, lineno, shown(line, b));
             return -1;
         }
         *ne = 0;
@@ -262,8 +320,13 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
         arg_spec *s = args_find(specs, n_specs, name);
         char where[600];
         snprintf(where, sizeof where, "--config %s:%d: ", path, lineno);
-        if (!s || !strcmp(s->name, "config")) {
+        if (!s) {
             unknown(specs, n_specs, where, name, name, err, errlen);
+            return -1;
+        }
+        if (!strcmp(s->name, "config")) {
+            snprintf(err, errlen, "%s'%s' cannot be set in a config file: a config file does not name another "
+                     "(give one --config on the command line)", where, name);
             return -1;
         }
         snprintf(where, sizeof where, "--config %s:%d: %s", path, lineno, name);
@@ -272,17 +335,29 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
     return 0;
 }
 
+/* The message for --NAME at argv[i] without a value: the last argument,
+ * or followed by another flag (a value that starts with "--" is given as
+ * --NAME=VALUE, so that a forgotten value never swallows the next flag). */
+static void needs_value(const char *name, int i, int argc, char **argv, char *err, size_t errlen)
+{
+    char b[SHOWN];
+    if (i + 1 < argc)
+        snprintf(err, errlen, "--%s needs a value, and '%s' after it is a flag (write --%s=VALUE for a value that "
+                 "starts with --)", name, shown(argv[i + 1], b), name);
+    else snprintf(err, errlen, "--%s needs a value", name);
+}
+
 int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, size_t errlen)
 {
     /* the config file first, so that the command line overrides it */
     arg_spec *cfg = args_find(specs, n_specs, "config");
     for (int i = 0; cfg && i < argc; i++) {
         const char *path = NULL;
-        if (!strcmp(argv[i], "--config")) path = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--config")) path = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[i + 1] : NULL;
         else if (!strncmp(argv[i], "--config=", 9)) path = argv[i] + 9;
         else continue;
         if (!path) {
-            snprintf(err, errlen, "--config needs a value");
+            needs_value("config", i, argc, argv, err, errlen);
             return -1;
         }
         if (*(const char **)cfg->dest) {
@@ -295,8 +370,9 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
     }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        char b[SHOWN];
         if (strncmp(a, "--", 2) != 0) {
-            snprintf(err, errlen, "unexpected argument '%s' (flags start with --)", a);
+            snprintf(err, errlen, "unexpected argument '%s' (flags start with --)", shown(a, b));
             return -1;
         }
         char name[64];
@@ -312,9 +388,9 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
         }
         if (eq) v = eq + 1;
         else if (s->kind == ARG_SWITCH) v = "true";
-        else if (i + 1 < argc) v = argv[++i];
+        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
         else {
-            snprintf(err, errlen, "--%s needs a value", s->name);
+            needs_value(s->name, i, argc, argv, err, errlen);
             return -1;
         }
         if (s == cfg) continue;   /* read above */

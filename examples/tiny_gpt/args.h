@@ -1,10 +1,13 @@
 /* tiny_gpt flags: a table of --name value pairs parsed into typed fields,
  * every bad value a message naming the flag.
  *
- * Flags come as `--name value` or `--name=value`, and from a config file
- * (`--config FILE`: `name = value` lines, `#` comments, `_` or `-` in
- * names); the command line overrides the file. A flag's role says what a
- * resumed training run does with it (train.c, run.c). */
+ * Flags come as `--name value` or `--name=value` (a value that starts
+ * with "--" only in the second form), and from a config file (`--config
+ * FILE`: `name = value` lines, `#` comments, `_` or `-` in names, a UTF-8
+ * BOM at the start skipped); the command line overrides the file. Numbers
+ * are decimal ("3", "-0.5", "6e-4"; not "0x1", "inf" or " 3"). Messages
+ * show a value's bytes outside printable ASCII as \xNN. A flag's role
+ * says what a resumed training run does with it (train.c, run.c). */
 #ifndef TINY_GPT_ARGS_H
 #define TINY_GPT_ARGS_H
 
@@ -47,8 +50,9 @@ typedef union arg_value {
  * if there is one. ARG_BOOL takes true/false/1/0; ARG_SWITCH takes no
  * value on the command line (true/false in a config file). Returns 0, or
  * -1 with a message in err (unknown flag, with the closest known name;
- * missing value; bad number; out of range; a bad config line, named by
- * file and line). Strings point into argv or into storage that lives
+ * missing value, or a flag where the value should be; bad number; out of
+ * range, a subnormal number included; a bad config line, or a config
+ * file that sets config, named by file and line). Strings point into argv or into storage that lives
  * until args_free. */
 int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, size_t errlen);
 /* Frees what args_parse kept of a config file. */
