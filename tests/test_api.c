@@ -1098,6 +1098,25 @@ static void c_dataset_rows_short(fx *f)
     num(f, x[0]);
 }
 static void c_dataset_free(fx *f) { (void)f; tg_dataset_free(NULL); }
+static void c_eval_loss(fx *f) { num(f, tg_eval_loss(f->g, NULL, NULL, false, NULL, f->err, sizeof f->err)); }
+static void c_eval_loss_spec(fx *f)
+{
+    int32_t tokens[20] = {0};
+    const tg_dataset d = {tokens, 20, 10, {1, 1}};
+    const tg_eval_spec s = {.batch = 1, .accum = 1, .T = 4, .iters = 1, .rank = 2, .ranks = 2};
+    num(f, tg_eval_loss(f->g, &(tg_model){0}, &d, false, &s, f->err, sizeof f->err));
+}
+static void c_file_read(fx *f)
+{
+    size_t len = 7;
+    ptr(f, tg_file_read(NULL, &len, f->err, sizeof f->err));
+}
+static void c_file_read_missing(fx *f)
+{
+    size_t len = 7;
+    ptr(f, tg_file_read(tt_path("none.txt"), &len, f->err, sizeof f->err));
+}
+static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
     num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
@@ -2025,6 +2044,12 @@ static const api_case CASES[] = {
     {"tg_dataset_rows(NULL, ...): x unchanged", "7", NULL, c_dataset_rows},
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
     {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
+    {"tg_train_state_init(NULL, 1)", "returns", NULL, c_train_state_init},
+    {"tg_eval_loss(g, NULL, ...)", "nan", "eval_loss: the model is NULL", c_eval_loss},
+    {"tg_eval_loss(g, m, d, ..., rank 2 of 2)", "nan", "rank 2 of 2: each must be >= 1 and the rank below the ranks",
+     c_eval_loss_spec},
+    {"tg_file_read(NULL, ...)", "NULL", "file_read: the path is NULL", c_file_read},
+    {"tg_file_read(a missing file, ...)", "NULL", "none.txt: No such file or directory", c_file_read_missing},
     {"tg_checkpoint_save(path, NULL, ...)", "-1", "checkpoint_save: the model is NULL", c_ckpt_save_nom},
     {"tg_checkpoint_save(path, m, ..., meta NULL, 2, ...)", "-1", "checkpoint_save: meta is NULL", c_ckpt_save_nometa},
     {"tg_checkpoint_load_model(NULL, ...)", "-1", "checkpoint_load_model: the file is NULL", c_ckpt_load_model},

@@ -52,9 +52,10 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_msg(tg_model_new(&a, &cc, dt, 7, err, sizeof err) == 0, "%s", err);
         ck_assert_int_eq(tg_model_new(&b, &cc, dt, 7, err, sizeof err), 0);
         tg_adamw *oa = tg_adamw_new(a.params, NULL, NULL, 0), *ob = tg_adamw_new(b.params, NULL, NULL, 0);
-        tg_train_state ta = {0, INFINITY, {0}, {0}}, tb;
-        tg_rng_seed(&ta.data_rng, 1, 1);
-        tg_rng_seed(&ta.drop_rng, 2, 2);
+        tg_train_state ta, tb;
+        tg_train_state_init(&ta, 1);
+        ck_assert_int_eq(ta.step, 0);
+        ck_assert(isinf(ta.best_val));
         tb = ta;
         for (int s = 0; s < 6; s++) step(&a, oa, &d, &ta);
         for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
@@ -203,6 +204,13 @@ START_TEST(bad_checkpoints_are_refused)
         tg_st_free(f);
         remove(bad);
     }
+    /* a state the reader would refuse is not written */
+    tg_train_state unseeded = {0, INFINITY, {0}, {0}}, negative = ts;
+    negative.best_val = -1;
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &unseeded, NULL, 0, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "random streams were never seeded"));
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &negative, NULL, 0, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "best val loss -1 is not a state"));
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
     ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, &ts, NULL, 0, err, sizeof err), -1);
@@ -214,9 +222,80 @@ START_TEST(bad_checkpoints_are_refused)
 }
 END_TEST
 
+/* tg_eval_loss is the mean of the model's loss over the windows its own
+ * stream draws (seed * 1000003 + step, stream 2 for val), computed here
+ * batch by batch; two processes' rows summed give the one-process value;
+ * the graph's modes come back as they were. */
+static void count_progress(void *ctx, int64_t done, int64_t iters)
+{
+    int *n = ctx;
+    ck_assert_int_eq(done, *n);
+    ck_assert_int_eq(iters, 3);
+    (*n)++;
+}
+static double partial;   /* the other "process"'s sum, for a sum over two */
+static void add_partial(void *ctx, double *x) { (void)ctx, *x += partial; }
+
+START_TEST(eval_loss_is_the_mean_over_its_windows)
+{
+    char err[300];
+    tg_vocab v;
+    tg_vocab_bytes(&v, TEXT, strlen(TEXT));
+    tg_dataset d;
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
+    tg_model m;
+    tg_model_config c = CFGS[0];
+    c.vocab_size = v.size;
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 5, err, sizeof err), 0);
+    tg_graph *g = tg_graph_new();
+    int calls = 0;
+    tg_eval_spec s = {.batch = 4, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 0, .ranks = 1,
+                      .progress = count_progress, .ctx = &calls};
+    const double got = tg_eval_loss(g, &m, &d, true, &s, err, sizeof err);
+    ck_assert_int_eq(calls, 3);
+    ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
+    /* by hand: the same windows, in eval mode */
+    tg_rng r;
+    tg_rng_seed(&r, 9 * 1000003u + 20, 2);
+    double sum = 0;
+    tg_graph *h = tg_graph_new();
+    tg_graph_set_training(h, false);
+    tg_graph_set_grad_enabled(h, false);
+    for (int i = 0; i < 3; i++) {
+        int32_t x[32], y[32];
+        tg_dataset_rows(&d, true, 4, 0, 4, 8, &r, x, y);
+        sum += tg_tensor_item(tg_model_loss(h, &m, tg_tensor_from(h, TG_I32, TT_SHAPE(4, 8), x),
+                                            tg_tensor_from(h, TG_I32, TT_SHAPE(4, 8), y)));
+        tg_graph_reset(h);
+    }
+    ck_assert(got == sum / 3);
+    /* two processes of 2 rows each: rank 1's sum, then rank 0's with it added */
+    tg_eval_spec s1 = {.batch = 2, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 1, .ranks = 2};
+    partial = tg_eval_loss(g, &m, &d, true, &s1, err, sizeof err) * 3 * 2;   /* alone it divides its sum by iters x ranks */
+    tg_eval_spec s0 = s1;
+    s0.rank = 0;
+    s0.sum = add_partial;
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, err, sizeof err);
+    ck_assert_msg(fabs(two - got) <= 1e-12 * fabs(got), "two processes %.17g, one %.17g", two, got);
+    /* refusals */
+    s.iters = 0;
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err, sizeof err)));
+    ck_assert_ptr_nonnull(strstr(err, "iters 0"));
+    s.iters = 1;
+    s.T = 60;   /* the val split holds no window of 61 */
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err, sizeof err)));
+    ck_assert_msg(strstr(err, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err);
+    tg_graph_free(h);
+    tg_graph_free(g);
+    tg_model_free(&m);
+    tg_dataset_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
-    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused));
+    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
+                                                  eval_loss_is_the_mean_over_its_windows));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

@@ -13,12 +13,27 @@
 
 /* ---- writing ------------------------------------------------------------------ */
 
+void tg_train_state_init(tg_train_state *ts, uint64_t seed)
+{
+    if (!ts) return;
+    *ts = (tg_train_state){.step = 0, .best_val = INFINITY};
+    tg_rng_seed(&ts->data_rng, seed, 1);
+    tg_rng_seed(&ts->drop_rng, seed, 4);
+}
+
 int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
                        const void *opt_m, const void *opt_v, const tg_train_state *ts,
                        const char *const *meta, int n_meta, char *err, size_t errlen)
 {
     if (!path || !m || !m->family || (n_meta > 0 && !meta))
         return tg_set_err(err, errlen, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
+    /* nothing the reader would refuse */
+    if (opt && ts && (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1)))
+        return tg_set_err(err, errlen, "checkpoint_save: the state's random streams were never seeded "
+                          "(tg_train_state_init)");
+    if (opt && ts && (ts->step < 0 || !(ts->best_val >= 0)))
+        return tg_set_err(err, errlen, "checkpoint_save: the state's step %lld or best val loss %g is not a "
+                          "state (step >= 0, best >= 0 or inf)", (long long)ts->step, ts->best_val);
     tg_st_writer *w = tg_st_writer_new();
     int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);

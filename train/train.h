@@ -11,6 +11,8 @@
  *   checkpoints   a model's weights, config and vocabulary with the whole
  *                 training state, written atomically, read back checked,
  *                 so that a resumed run continues bit for bit
+ *   the loop's    the loss estimate on a split (on one process or
+ *   pieces        several), the metrics file of a run, reading a file
  *
  * The model interface is nn/nn.h's tg_model; optimizer and random-stream
  * state go into files with tg_adamw_state_write and tg_rng_to_string;
@@ -164,6 +166,10 @@ typedef struct tg_train_state {
     tg_rng data_rng, drop_rng; /* the batch and the dropout streams */
 } tg_train_state;
 
+/* A new run's state from its seed: step 0, no best val loss (INFINITY),
+ * the batch stream seeded (seed, 1) and the dropout stream (seed, 4).
+ * Nothing for a NULL ts. */
+TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
 /* Writes a checkpoint atomically (tg_st_writer_save: a failure leaves
  * path as it was): m's parameters under their names, its config
  * (tg_model_config_write), the vocabulary v (tg_vocab_write; v may be
@@ -173,7 +179,9 @@ typedef struct tg_train_state {
  * (tg_adamw_state_write under "optimizer"; for a shard, opt_m and opt_v
  * hold the whole store's moments, else NULL), "train.best_val",
  * "train.data_rng", "train.dropout_rng" (tg_rng_to_string) and
- * "train.isa", the kernel path it ran on. 0, or -1 with a message. */
+ * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
+ * would refuse is not written: streams never seeded, a negative step or
+ * best val loss. 0, or -1 with a message. */
 TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
                               const void *opt_m, const void *opt_v, const tg_train_state *ts,
                               const char *const *meta, int n_meta, char *err, size_t errlen);
@@ -194,6 +202,43 @@ TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dro
  * with a message naming the key (opt and ts then unchanged). */
 TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state *ts, int64_t max_step,
                                     char *err, size_t errlen);
+
+/* ---- the loop's pieces (train/eval.c, train/metrics.c) ------------------- */
+
+/* How tg_eval_loss draws its batches and where its sums go. */
+typedef struct tg_eval_spec {
+    int batch;        /* rows this process runs per micro-batch (B) */
+    int accum;        /* micro-batches per batch (A >= 1), as the run trains */
+    int T;            /* tokens per row */
+    int64_t iters;    /* batches of ranks x batch x accum rows */
+    uint64_t seed;    /* the windows' stream is seeded by (seed, step): the same */
+    int64_t step;     /*   step always sees the same windows */
+    int rank, ranks;  /* this process is rank of ranks (0 of 1 alone) */
+    /* Replaces *x with the sum over the processes of their *x (e.g. with
+     * tg_dist_allreduce_f64); NULL on one process. */
+    void (*sum)(void *ctx, double *x);
+    /* Called before each batch (done of iters), for a progress line; or NULL. */
+    void (*progress)(void *ctx, int64_t done, int64_t iters);
+    void *ctx;
+} tg_eval_spec;
+
+/* The mean loss of m over s->iters batches of the train (val false) or val
+ * split, in eval mode without grad (dropout off), on g (reset after each
+ * micro-batch; its modes restored at the end). Each batch is accum
+ * micro-batches of ranks x batch windows, of which this process runs rows
+ * [rank batch, (rank + 1) batch) (tg_dataset_rows), and the sums are added
+ * across processes, so a run split into micro-batches or processes
+ * estimates what the whole batch gives, to rounding. The windows come from
+ * their own stream, so an estimate never disturbs training. NAN with the
+ * graph's message in err on failure (this process's alone: the others may
+ * then wait in their sum, and a program on several processes must end the
+ * job). */
+TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, char *err,
+                           size_t errlen);
+
+/* Reads a whole file into a malloc'd buffer with a NUL after its len
+ * bytes (free with free()). NULL with a message naming the file. */
+TG_API char *tg_file_read(const char *path, size_t *len, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */
 static inline double tg_bits_per_byte(double nats, double bytes_per_token)

@@ -1,0 +1,270 @@
+/* train_custom: a model of one's own, trained with tapegrad's training
+ * layer and nothing else (docs/adding-a-model.md walks through it).
+ *
+ * The model is a causal MLP-mixer over characters: no attention. Each block
+ * mixes the positions with a learned (T,T) matrix, lower-triangular so that
+ * position t sees only positions <= t, then mixes the channels with a GELU
+ * MLP; both are pre-norm residuals. As a tg_model_family it gets
+ * checkpoints, evaluation and resume from the library.
+ *
+ *   train_custom --data FILE | --data-tokens F [--val-tokens F] --vocab-size V
+ *                [--steps N] [--stop-at S] [--out DIR] [--resume]
+ *   mpirun -np 2 train_custom ...   the same losses, each process half the batch */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tapegrad.h"
+#include "distributed/dist.h"
+
+/* ---- the model ------------------------------------------------------------------- */
+
+typedef struct mixer {
+    tg_params *p;
+    tg_tensor *wte;                         /* (V,C) token embedding */
+    tg_tensor **mix;                        /* per block (block_size, block_size) */
+    tg_rmsnorm_mod *norm1, *norm2, norm_f;  /* per block, and the last */
+    tg_mlp_mod *mlp;                        /* per block, C -> 4C -> C */
+    tg_linear_mod head;                     /* (V,C) */
+    int L;
+} mixer;
+
+static void put(tg_tensor *t, int64_t i, double v)   /* element i of an f32 or f64 tensor */
+{
+    if (t->dtype == TG_F32) ((float *)t->data)[i] = (float)v;
+    else ((double *)t->data)[i] = v;
+}
+
+static void mixer_free(void *impl)
+{
+    mixer *m = impl;
+    tg_params_free(m->p);
+    free(m->mix), free(m->norm1), free(m->norm2), free(m->mlp), free(m);
+}
+
+static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+{
+    const int L = c->n_layer, C = c->n_embd, T = c->block_size, V = c->vocab_size;
+    mixer *m = calloc(1, sizeof *m);
+    if (!m || !(m->p = tg_params_new(dt, err, errlen)) || !(m->mix = calloc(L, sizeof *m->mix)) ||
+        !(m->norm1 = calloc(L, sizeof *m->norm1)) || !(m->norm2 = calloc(L, sizeof *m->norm2)) ||
+        !(m->mlp = calloc(L, sizeof *m->mlp))) {
+        snprintf(err, errlen, "mixer: out of memory");
+        if (m) mixer_free(m);
+        return NULL;
+    }
+    m->L = L;
+    tg_rng r;
+    tg_rng_seed(&r, seed, 0);
+    int bad = !(m->wte = tg_params_add(m->p, "wte.weight", 2, (int[]){V, C}));
+    char name[64];
+    for (int l = 0; l < L && !bad; l++) {
+        snprintf(name, sizeof name, "blocks.%d.mix.weight", l);
+        bad = !(m->mix[l] = tg_params_add(m->p, name, 2, (int[]){T, T}));
+        snprintf(name, sizeof name, "blocks.%d.norm1", l);
+        bad = bad || tg_rmsnorm_init(&m->norm1[l], m->p, name, C, 1e-5, err, errlen);
+        snprintf(name, sizeof name, "blocks.%d.norm2", l);
+        bad = bad || tg_rmsnorm_init(&m->norm2[l], m->p, name, C, 1e-5, err, errlen);
+        snprintf(name, sizeof name, "blocks.%d.mlp", l);
+        bad = bad || tg_mlp_init(&m->mlp[l], m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err, errlen);
+        if (!bad) {   /* each position starts as the mean of the ones it sees, give or take */
+            for (int t = 0; t < T; t++)
+                for (int s = 0; s < T; s++)
+                    put(m->mix[l], t * T + s, s <= t ? 1.0 / (t + 1) + 0.02 * tg_rng_normal(&r) : 0);
+            tg_mlp_init_normal(&m->mlp[l], &r, 0.02, 0.02, 0.02 / sqrt(2.0 * L));
+        }
+    }
+    bad = bad || tg_rmsnorm_init(&m->norm_f, m->p, "norm_f", C, 1e-5, err, errlen) ||
+          tg_linear_init(&m->head, m->p, "head", C, V, false, &r, err, errlen);   /* nn.Linear's start */
+    if (bad) {
+        if (tg_params_error(m->p)) snprintf(err, errlen, "mixer: %s", tg_params_error(m->p));
+        mixer_free(m);
+        return NULL;
+    }
+    tg_rng_fill_normal(&r, m->wte, 0, 0.02);
+    return m;
+}
+
+/* idx (B,T) -> logits (B,T,V) */
+static tg_tensor *mixer_forward(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor **unused)
+{
+    (void)unused;
+    mixer *m = impl;
+    const int T = idx->ndim == 2 ? idx->shape[1] : 0;
+    tg_tensor *x = tg_embedding(g, m->wte, idx), *mask = tg_tensor_new(g, m->wte->dtype, 2, (int[]){T, T});
+    for (int t = 0; mask && t < T; t++)   /* the causal mask: 1 on and below the diagonal */
+        for (int s = 0; s < T; s++) put(mask, t * T + s, s <= t);
+    for (int l = 0; l < m->L; l++) {
+        tg_tensor *w = tg_mul(g, tg_slice(g, tg_slice(g, m->mix[l], 0, 0, T), 1, 0, T), mask);   /* (T,T) */
+        x = tg_add(g, x, tg_matmul(g, w, tg_rmsnorm_forward(g, &m->norm1[l], x)));              /* positions */
+        x = tg_add(g, x, tg_mlp_forward(g, &m->mlp[l], tg_rmsnorm_forward(g, &m->norm2[l], x)));  /* channels */
+    }
+    return tg_linear_forward(g, &m->head, tg_rmsnorm_forward(g, &m->norm_f, x));
+}
+
+static tg_tensor *mixer_loss(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor *targets)
+{
+    return tg_cross_entropy(g, mixer_forward(g, impl, idx, NULL), targets);
+}
+static tg_params *mixer_params(void *impl) { return ((mixer *)impl)->p; }
+static int64_t mixer_count(const tg_model_config *c)
+{
+    const int64_t C = c->n_embd, T = c->block_size, V = c->vocab_size;
+    return 2 * V * C + C + c->n_layer * (T * T + 2 * C + 8 * C * C);
+}
+static int mixer_write(const tg_model_config *c, tg_st_writer *w)
+{
+    char v[4][16];
+    const int n[4] = {c->n_layer, c->n_embd, c->block_size, c->vocab_size};
+    for (int i = 0; i < 4; i++) snprintf(v[i], sizeof v[i], "%d", n[i]);
+    return tg_st_writer_meta(w, "n_layer", v[0]) || tg_st_writer_meta(w, "n_embd", v[1]) ||
+           tg_st_writer_meta(w, "block_size", v[2]) || tg_st_writer_meta(w, "vocab_size", v[3]);
+}
+static int mixer_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    int64_t v[4];
+    const char *keys[4] = {"n_layer", "n_embd", "block_size", "vocab_size"};
+    for (int i = 0; i < 4; i++)
+        if (tg_st_meta_int(f, keys[i], 1, 1 << 20, &v[i], err, errlen)) return -1;
+    c->n_layer = (int)v[0], c->n_embd = (int)v[1], c->block_size = (int)v[2], c->vocab_size = (int)v[3];
+    return 0;
+}
+
+static const tg_model_family MIXER = {"mixer", "wte.weight", NULL, NULL, mixer_new, mixer_free, mixer_params,
+                                      mixer_count, mixer_forward, mixer_loss, NULL, NULL, NULL, NULL,
+                                      mixer_write, mixer_read};
+
+/* ---- training ---------------------------------------------------------------------- */
+
+static void sum_ranks(void *ctx, double *x) { (void)ctx, tg_dist_allreduce_f64(x, 1, TG_DIST_SUM); }
+
+static void die(const char *what, const char *err)
+{
+    char msg[1200];
+    snprintf(msg, sizeof msg, "train_custom: %s%s%s", what, *err ? ": " : "", err);
+    tg_dist_abort(1, msg);
+}
+
+static long number(const char *flag, const char *v)   /* a whole number >= 0, or the run ends */
+{
+    char *end;
+    const long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 0 || v[0] < '0' || v[0] > '9') die(flag, "takes a whole number >= 0");
+    return n;
+}
+
+static const char USAGE[] = "train_custom --data FILE | --data-tokens F [--val-tokens F] --vocab-size V "
+                            "[--steps N] [--stop-at S] [--out DIR] [--resume]";
+
+int main(int argc, char **argv)
+{
+    char err[1024] = "", path[4200];
+    if (tg_dist_init(&argc, &argv, err, sizeof err)) die("MPI", err);
+    const char *data = NULL, *tokens = NULL, *val_tokens = NULL, *out = "out-custom";
+    long steps = 300, stop_at = -1, vocab_size = 0, B = 16, eval_every = 100;
+    int resume = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) return printf("%s\n", USAGE), tg_dist_finalize(), 0;
+        if (!strcmp(a, "--resume")) resume = 1;
+        else if (!v) die(a, "needs a value");
+        else if (!strcmp(a, "--data")) data = v, i++;
+        else if (!strcmp(a, "--data-tokens")) tokens = v, i++;
+        else if (!strcmp(a, "--val-tokens")) val_tokens = v, i++;
+        else if (!strcmp(a, "--vocab-size")) vocab_size = number(a, v), i++;
+        else if (!strcmp(a, "--out")) out = v, i++;
+        else if (!strcmp(a, "--steps")) steps = number(a, v), i++;
+        else if (!strcmp(a, "--stop-at")) stop_at = number(a, v), i++;
+        else die(a, USAGE);
+    }
+    if (!data == !tokens || steps < 1 || (tokens && vocab_size < 1)) die("give --data or --data-tokens (with --vocab-size), and --steps >= 1", "");
+    if (tg_model_register(&MIXER, err, sizeof err)) die("register", err);
+    const int r = tg_dist_rank(), R = tg_dist_size();
+    if (B % R) die("the batch of 16 rows must split evenly among the processes", "");
+
+    /* the data: a text's bytes, or token files */
+    tg_vocab vocab;
+    tg_dataset d;
+    const int T = 32;
+    size_t len = 0;
+    char *text = data ? tg_file_read(data, &len, err, sizeof err) : NULL;
+    if (data && !text) die("--data", err);
+    if (data) tg_vocab_bytes(&vocab, text, len);
+    else tg_vocab_ids(&vocab, (int)vocab_size);
+    if (data ? tg_dataset_from_text(&d, &vocab, text, len, T, err, sizeof err)
+             : tg_dataset_from_token_files(&d, &vocab, tokens, val_tokens, T, NULL, err, sizeof err))
+        die("data", err);
+    free(text);
+
+    /* the model, optimizer and state: new, or the run's last checkpoint */
+    snprintf(path, sizeof path, "%s/last.safetensors", out);
+    tg_model m;
+    tg_adamw_config ac = {0.9, 0.99, 1e-8, 0.1};
+    tg_adamw *opt = NULL;
+    tg_train_state ts;
+    tg_train_state_init(&ts, 1337);
+    tg_st_file *f = resume ? tg_st_load(path, err, sizeof err) : NULL;
+    if (resume && !f) die("--resume", err);
+    if (f ? tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err)
+          : tg_model_new(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
+                                                .vocab_size = vocab.size}, TG_F32, 1337, err, sizeof err))
+        die("model", err);
+    if (!(opt = tg_adamw_new(m.params, &ac, err, sizeof err))) die("optimizer", err);
+    if (f && tg_checkpoint_load_train(f, opt, &ts, steps, err, sizeof err)) die(path, err);
+    tg_st_free(f);
+    tg_dist_grads *dg = tg_dist_grads_new(m.params, NULL, err, sizeof err);
+    if (!dg) die("gradients", err);
+    if (r == 0) mkdir(out, 0777);
+    if (r == 0) printf("train_custom: a %d-block mixer of %lld parameters, %zu train tokens, %d process%s\n",
+                       m.config.n_layer, (long long)tg_params_numel(m.params), d.n_train, R, R > 1 ? "es" : "");
+
+    /* the loop: this process's rows of each batch, gradients summed across processes */
+    tg_graph *g = tg_graph_new();
+    const int b = (int)B / R;
+    int32_t x[16 * 32], y[16 * 32];
+    const float seed = 1.0f / (float)R;   /* each process's mean, summed: the batch's mean */
+    tg_eval_spec es = {.batch = b, .accum = 1, .T = T, .iters = 20, .seed = 1337, .rank = r, .ranks = R,
+                       .sum = sum_ranks};
+    while (ts.step < steps) {
+        tg_dataset_rows(&d, false, (int)B, r * b, b, T, &ts.data_rng, x, y);
+        tg_tensor *loss = tg_model_loss(g, &m, tg_tensor_from(g, TG_I32, 2, (int[]){b, T}, x),
+                                        tg_tensor_from(g, TG_I32, 2, (int[]){b, T}, y));
+        tg_dist_grads_begin(dg, g);
+        const int rc = tg_graph_backward_seeded(g, loss, &seed);
+        tg_dist_grads_end(dg);
+        if (rc) die("step", tg_graph_error(g));
+        double l = tg_tensor_item(loss);
+        tg_graph_reset(g);
+        sum_ranks(NULL, &l);
+        tg_clip_grad_norm(m.params, 1.0);
+        if (tg_adamw_step(opt, tg_lr_cosine(ts.step, 20, steps, 3e-3, 3e-4))) die("step", tg_adamw_error(opt));
+        tg_params_zero_grad(m.params);
+        ts.step++;
+        const bool stop = ts.step == stop_at, eval = ts.step % eval_every == 0 || ts.step == steps;
+        if (!eval && !stop) continue;
+        if (eval) {   /* the estimate, and the checkpoint; at --stop-at the checkpoint alone, as if interrupted */
+            es.step = ts.step;
+            const double tl = tg_eval_loss(g, &m, &d, false, &es, err, sizeof err);
+            const double vl = tg_eval_loss(g, &m, &d, true, &es, err, sizeof err);
+            if (isnan(tl) || isnan(vl)) die("eval", err);
+            if (vl < ts.best_val) ts.best_val = vl;
+            char bpb[48] = "";   /* none for token ids without a tokenizer: their bytes are unknown */
+            if (!isnan(d.bytes_per_token[1]))
+                snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", tg_bits_per_byte(vl, d.bytes_per_token[1]));
+            if (r == 0) printf("step %ld: loss %.4f, train %.4f, val %.4f%s\n", (long)ts.step, l / R, tl, vl, bpb);
+        }
+        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, &ts, NULL, 0, err, sizeof err))
+            die("checkpoint", err);
+        if (stop) break;
+    }
+    tg_graph_free(g);
+    tg_dist_grads_free(dg);
+    tg_adamw_free(opt);
+    tg_model_free(&m);
+    tg_dataset_free(&d);
+    tg_vocab_free(&vocab);
+    tg_dist_finalize();
+    return 0;
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# examples/train_custom: a model of one's own trained on the library's
+# training layer alone (issue 21).
+#   tests/train_custom.sh TRAIN_CUSTOM SOURCE_DIR MPI_FOUND
+# 1. --stop-at, then --resume: the uninterrupted run's last.safetensors, byte for byte
+# 2. kill -9 after a checkpoint, then --resume: the same bytes
+# 3. token files (nanoGPT's uint16 ids of the text's bytes, a val file) train and resume too
+# 4. mpirun -np 2: every loss line the one-process run printed (skipped without
+#    MPI, failed without it under CI=true, as tests/mpi_run.sh does)
+# 5. bad input: a clear message and exit 1, nothing written
+set -u
+bin=$1 src=$2 have_mpi=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAILED: $1"; fail=1; }
+
+cat "$src"/docs/*.md >"$work/text.txt"   # a text the repository ships (~200 KB)
+run() { "$bin" --data "$work/text.txt" --steps 300 "$@"; }
+
+run --out "$work/a" >"$work/a.log" 2>&1 || bad "the uninterrupted run: $(cat "$work/a.log")"
+grep -q "^step 300: loss .* bits per byte)$" "$work/a.log" && ok "300 steps: $(tail -1 "$work/a.log")" ||
+  bad "no step 300 line with bits per byte"
+first=$(sed -n 's/^step 100: .*val \([0-9.]*\).*/\1/p' "$work/a.log")
+last=$(sed -n 's/^step 300: .*val \([0-9.]*\).*/\1/p' "$work/a.log")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' && ok "it learns: val $first -> $last" || bad "val $first -> $last"
+
+# 1. --stop-at 150 (a checkpoint there, as if interrupted), then --resume
+run --out "$work/b" --stop-at 150 >/dev/null 2>&1 && run --out "$work/b" --resume >"$work/b.log" 2>&1 || bad "stop and resume: $(cat "$work/b.log")"
+cmp -s "$work/a/last.safetensors" "$work/b/last.safetensors" && ok "--stop-at 150 and --resume: the same bytes" ||
+  bad "--stop-at 150 and --resume end differently"
+grep -q "^step 100" "$work/b.log" && bad "the resumed run ran step 100 again"
+
+# 2. kill -9 once a checkpoint exists (step 100 or 200), then --resume
+run --out "$work/c" --steps 300 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 2000); do [ -f "$work/c/last.safetensors" ] && break; sleep 0.005; done
+kill -9 $pid 2>/dev/null
+killed=$?
+wait $pid 2>/dev/null
+run --out "$work/c" --resume >/dev/null 2>&1 || bad "resume after kill -9"
+cmp -s "$work/a/last.safetensors" "$work/c/last.safetensors" &&
+  ok "kill -9 ($([ $killed -eq 0 ] && echo "during the run" || echo "after it ended")) and --resume: the same bytes" ||
+  bad "kill -9 and --resume end differently"
+
+# 3. token files: the text's bytes as uint16 ids, the last 10% a val file
+python3 - "$work/text.txt" "$work/train.bin" "$work/val.bin" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+cut = len(b) * 9 // 10
+open(sys.argv[2], 'wb').write(struct.pack('<%dH' % cut, *b[:cut]))
+open(sys.argv[3], 'wb').write(struct.pack('<%dH' % (len(b) - cut), *b[cut:]))
+EOF
+tok() { "$bin" --data-tokens "$work/train.bin" --val-tokens "$work/val.bin" --vocab-size 256 --steps 200 "$@"; }
+tok --out "$work/t" >"$work/t.log" 2>&1 && grep -q "^step 200: loss [0-9.]*, train [0-9.]*, val [0-9.]*$" "$work/t.log" &&
+  ok "token files: $(tail -1 "$work/t.log")" || bad "token files: $(cat "$work/t.log")"
+tok --out "$work/u" --stop-at 50 >/dev/null 2>&1 && tok --out "$work/u" --resume >/dev/null 2>&1 &&
+  cmp -s "$work/t/last.safetensors" "$work/u/last.safetensors" && ok "token files resume: the same bytes" ||
+  bad "token files: stop and resume end differently"
+
+# 4. two processes: the losses of one
+MPIRUN_ARGS= bash "$src/tests/mpi_run.sh" "$have_mpi" 2 "$bin" --data "$work/text.txt" --steps 300 --out "$work/m" \
+  >"$work/m.log" 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+  cat "$work/m.log"
+  [ $fail -eq 0 ] && exit 77
+elif [ $rc -ne 0 ]; then
+  bad "mpirun -np 2: $(cat "$work/m.log")"
+else
+  grep "^step" "$work/a.log" >"$work/a.steps"
+  grep "^step" "$work/m.log" >"$work/m.steps"
+  grep -q "2 processes" "$work/m.log" && diff "$work/a.steps" "$work/m.steps" >/dev/null &&
+    ok "mpirun -np 2: the one-process run's $(wc -l <"$work/a.steps") loss lines" ||
+    bad "mpirun -np 2 differs: $(diff "$work/a.steps" "$work/m.steps")"
+fi
+
+# 5. bad input
+for args in "--steps x" "--steps" "--data $work/none.txt" "--bogus 1" "--data-tokens $work/train.bin" ""; do
+  # shellcheck disable=SC2086   # the words are meant
+  out=$("$bin" $args --out "$work/bad" 2>&1)
+  rc=$?
+  [ $rc -eq 1 ] && echo "$out" | grep -q "^train_custom: " && [ ! -e "$work/bad/last.safetensors" ] &&
+    ok "'$args': $out" || bad "'$args' gave exit $rc: $out"
+done
+
+[ $fail -eq 0 ] && echo "train_custom: all passed"
+exit $fail
