@@ -1,5 +1,5 @@
 /* tapegrad ops (internal): the row kernels of softmax, layernorm,
- * cross-entropy and GELU, in pairs: the f64 reference, a plain function
+ * cross-entropy and GELU (and RMSNorm's AVX-512 rows), in pairs: the f64 reference, a plain function
  * beside the op's maths in its file (ops/softmax.c, ...), and the tuned
  * f32 kernel in the op's companion file (ops/softmax_f32.c, ...). Each
  * pair does the same sums; the f32 one with vector lanes and the
@@ -86,6 +86,16 @@ void tg_layernorm_backward_f64(int64_t rows, int C, const double *x, const doubl
 void tg_layernorm_backward_f32(int64_t rows, int C, const float *x, const float *w, const float *dy, const double *mean,
                                const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w,
                                float *acc_b);
+
+/* ---- RMSNorm (ops/rmsnorm.c, ops/rmsnorm_avx512.c) ------------------- */
+
+/* The f32 rows of ops/rmsnorm.c's plain code (rms_forward_f32,
+ * rms_backward_f32: the same arguments) with AVX-512 intrinsics and the
+ * same bits; false, with nothing done, off the avx512 path. */
+bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y,
+                               double *rstd);
+bool tg_rmsnorm_backward_avx512(int64_t rows, int C, const float *x, const float *w, const float *dy,
+                                const double *rstd, float *gx, bool store, double *gw);
 
 /* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ----------------------- */
 

@@ -15,13 +15,18 @@
  *
  * Rows are shared out among threads; each part sums its rows' dw in
  * double, and the parts' sums are added in part order (the same order for
- * a given thread count), rounded to the dtype once. */
+ * a given thread count), rounded to the dtype once.
+ *
+ * f32 on the avx512 kernel path runs ops/rmsnorm_avx512.c's rows, the
+ * same arithmetic as rmsnorm_kernels.inc with the same bits, summing 8
+ * rows side by side. */
 #include "ops.h"
 
 #include <math.h>
 
 #include "../core/op.h"
 #include "../core/parallel.h"
+#include "kernels_internal.h"
 
 #define K(name) name##_f32
 #define T float
@@ -55,16 +60,21 @@ static void rms_part(void *ctx, int64_t lo, int64_t hi)
     const char *x = (const char *)j->x + o;
     double *rstd = j->rstd ? j->rstd + lo : NULL;
     if (!j->dy) {
-        if (j->dt == TG_F32) rms_forward_f32(hi - lo, C, (const float *)x, j->w, j->eps, (float *)((char *)j->y + o), rstd);
-        else rms_forward_f64(hi - lo, C, (const double *)x, j->w, j->eps, (double *)((char *)j->y + o), rstd);
+        if (j->dt == TG_F32) {
+            float *y = (float *)((char *)j->y + o);
+            if (!tg_rmsnorm_forward_avx512(hi - lo, C, (const float *)x, j->w, j->eps, y, rstd))
+                rms_forward_f32(hi - lo, C, (const float *)x, j->w, j->eps, y, rstd);
+        } else rms_forward_f64(hi - lo, C, (const double *)x, j->w, j->eps, (double *)((char *)j->y + o), rstd);
         return;
     }
     const char *dy = (const char *)j->dy + o;
     char *gx = j->gx ? (char *)j->gx + o : NULL;
     double *gw = j->pgw ? j->pgw + (size_t)tg_parallel_part() * C : NULL;
-    if (j->dt == TG_F32)
-        rms_backward_f32(hi - lo, C, (const float *)x, j->w, (const float *)dy, rstd, (float *)gx, j->store, gw);
-    else
+    if (j->dt == TG_F32) {
+        if (!tg_rmsnorm_backward_avx512(hi - lo, C, (const float *)x, j->w, (const float *)dy, rstd, (float *)gx,
+                                        j->store, gw))
+            rms_backward_f32(hi - lo, C, (const float *)x, j->w, (const float *)dy, rstd, (float *)gx, j->store, gw);
+    } else
         rms_backward_f64(hi - lo, C, (const double *)x, j->w, (const double *)dy, rstd, (double *)gx, j->store, gw);
 }
 
@@ -96,17 +106,20 @@ tg_tensor *tg_rmsnorm(tg_graph *g, tg_tensor *x, tg_tensor *w, double eps)
     if (!tg_op_begin(g, "rmsnorm", 1, in) || !tg_op_check_live(g, "rmsnorm", 2, in) ||
         !tg_op_check_float(g, "rmsnorm", "x", x))
         return NULL;
+    /* x's shape is written into a message only when one is needed */
     char sx[64], sw[64];
-    tg_shape_str(x, sx, sizeof sx);
-    if (x->ndim < 1) return tg_fail(g, "rmsnorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype), sx);
+    if (x->ndim < 1)
+        return tg_fail(g, "rmsnorm: x must have at least 1 dimension, got %s %s", tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
     const int C = x->shape[x->ndim - 1];
     if (w && (!tg_op_check_same_dtype(g, "rmsnorm", x, w) || w->ndim != 1 || w->shape[0] != C))
         return tg_graph_error(g) ? NULL
                                  : tg_fail(g, "rmsnorm: w must have shape (C) = (%d) for x %s %s, got %s %s", C,
-                                           tg_dtype_name(x->dtype), sx, tg_dtype_name(w->dtype),
-                                           tg_shape_str(w, sw, sizeof sw));
+                                           tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx),
+                                           tg_dtype_name(w->dtype), tg_shape_str(w, sw, sizeof sw));
     if (!(eps > 0) || !isfinite(eps))
-        return tg_fail(g, "rmsnorm: eps must be > 0 and finite, got %g (x %s %s)", eps, tg_dtype_name(x->dtype), sx);
+        return tg_fail(g, "rmsnorm: eps must be > 0 and finite, got %g (x %s %s)", eps, tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
     const int64_t rows = x->numel / C;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);   /* (..., C) */
     if (!y) return NULL;

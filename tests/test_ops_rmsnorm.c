@@ -1,6 +1,8 @@
 /* ops: RMS normalisation (tg_rmsnorm). */
 #include "tg_test.h"
 
+#include "ops/kernels_internal.h"
+
 typedef struct { bool w; double eps; } rms_ctx;
 
 static tg_tensor *rms_fn(tg_graph *g, tg_tensor **in, void *ctx)
@@ -79,6 +81,113 @@ START_TEST(rmsnorm_f32_follows_f64)
 }
 END_TEST
 
+/* One f32 forward and backward (dy seeded, x and w needing grad as asked;
+ * with add, x's gradient already holds a contribution) on the path in
+ * use: y, dx and dw copied out. */
+static void rms_f32_run(int rows, int C, bool with_w, bool x_grad, bool add, float *y, float *gx, float *gw)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_to_f32(g, tt_randn(g, TT_SHAPE(rows, C), 100 + C));
+    tg_tensor *w = with_w ? tt_to_f32(g, tt_randn(g, TT_SHAPE(C), 200 + C)) : NULL;
+    if (!x_grad) tg_tensor_set_requires_grad(g, x, false);
+    tg_tensor *out = tg_rmsnorm(g, x, w, 1e-5);
+    ck_assert_msg(out != NULL, "%s", tg_graph_error(g));
+    if (add) out = tg_add(g, out, tg_mul(g, x, x));   /* x gets a second contribution, added after */
+    ck_assert_msg(out != NULL, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, out, tt_seed_values(g, TG_F32, out->numel, 300 + C)), 0);
+    memcpy(y, out->data, (size_t)rows * C * sizeof(float));
+    if (x_grad) memcpy(gx, x->grad, (size_t)rows * C * sizeof(float));
+    if (w) memcpy(gw, w->grad, (size_t)C * sizeof(float));
+    tg_graph_free(g);
+}
+
+/* f32 on the avx512 path (ops/rmsnorm_avx512.c) gives the plain code's
+ * bits (the generic path), forward and backward, with and without w, dx
+ * stored or added or not wanted, rows off the groups of 8 and widths off
+ * the vectors */
+START_TEST(rmsnorm_f32_paths_same_bits)
+{
+    if (tg_isa_cpu() < TG_ISA_AVX512) return;   /* nothing to compare with */
+    const int shapes[][2] = {{1, 1}, {3, 5}, {8, 16}, {9, 17}, {17, 288}, {64, 256}, {23, 100}, {70, 768}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = 0; mode < 8; mode++) {
+            const int rows = shapes[s][0], C = shapes[s][1];
+            const bool with_w = mode & 1, x_grad = (mode & 2) || !with_w, add = (mode & 4) && x_grad;
+            const size_t n = (size_t)rows * C;
+            float *r[2][3];
+            for (int p = 0; p < 2; p++) {
+                r[p][0] = calloc(n, sizeof(float)), r[p][1] = calloc(n, sizeof(float));
+                r[p][2] = calloc((size_t)C, sizeof(float));
+                tg_isa_set_max(p ? TG_ISA_AVX512 : TG_ISA_GENERIC);
+                rms_f32_run(rows, C, with_w, x_grad, add, r[p][0], r[p][1], r[p][2]);
+            }
+            tg_isa_set_max(TG_ISA_AVX512);
+            ck_assert_msg(!memcmp(r[0][0], r[1][0], n * sizeof(float)), "y differs, %d x %d mode %d", rows, C, mode);
+            ck_assert_msg(!memcmp(r[0][1], r[1][1], n * sizeof(float)), "dx differs, %d x %d mode %d", rows, C, mode);
+            ck_assert_msg(!memcmp(r[0][2], r[1][2], (size_t)C * sizeof(float)), "dw differs, %d x %d mode %d", rows, C,
+                          mode);
+            for (int p = 0; p < 2; p++) free(r[p][0]), free(r[p][1]), free(r[p][2]);
+        }
+}
+END_TEST
+
+/* The AVX-512 rows against ops/rmsnorm.c's plain sums written out here
+ * (this file is compiled without fused multiply-adds), down to the
+ * doubles the op keeps: rstd and the dw sums, whose last bits rarely
+ * reach a float */
+START_TEST(rmsnorm_avx512_rows_are_the_plain_sums)
+{
+    if (tg_isa_cpu() < TG_ISA_AVX512) return;
+    tg_isa_set_max(TG_ISA_AVX512);
+    const int shapes[][2] = {{1, 1}, {5, 7}, {8, 8}, {13, 33}, {16, 288}, {11, 300}};
+    uint64_t st = 7;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int rows = shapes[s][0], C = shapes[s][1];
+        const size_t n = (size_t)rows * C;
+        float *x = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float)), *w = malloc((size_t)C * sizeof(float));
+        float *y = malloc(n * sizeof(float)), *gx = malloc(n * sizeof(float));
+        double *rstd = malloc((size_t)rows * sizeof(double)), *gw = calloc((size_t)C, sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            x[i] = (float)((double)(st >> 11) * 0x1p-53 * 4 - 2);
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            dy[i] = (float)((double)(st >> 11) * 0x1p-53 * 2 - 1);
+        }
+        for (int j = 0; j < C; j++) w[j] = 0.5f + (float)j / (float)C;
+        ck_assert(tg_rmsnorm_forward_avx512(rows, C, x, w, 1e-5, y, rstd));
+        ck_assert(tg_rmsnorm_backward_avx512(rows, C, x, w, dy, rstd, gx, true, gw));
+        double *want_gw = calloc((size_t)C, sizeof(double));
+        for (int r = 0; r < rows; r++) {
+            const float *xr = x + (size_t)r * C, *dyr = dy + (size_t)r * C;
+            volatile double ss = 0, gxs = 0;   /* one rounding per operation */
+            for (int j = 0; j < C; j++) {
+                volatile double p = (double)xr[j] * xr[j];
+                ss = ss + p;
+            }
+            const double sr = 1.0 / sqrt(ss / C + 1e-5);
+            ck_assert_msg(rstd[r] == sr, "rstd row %d of %d x %d", r, rows, C);
+            for (int j = 0; j < C; j++) {
+                volatile double p = (double)dyr[j] * w[j] * xr[j];
+                gxs = gxs + p;
+                ck_assert_msg(y[(size_t)r * C + j] == (float)(xr[j] * sr * w[j]), "y %d,%d", r, j);
+            }
+            const double c = gxs * sr * sr / C;
+            for (int j = 0; j < C; j++) {
+                volatile double p = xr[j] * c, d = (double)dyr[j] * w[j] - p;
+                ck_assert_msg(gx[(size_t)r * C + j] == (float)(sr * d), "dx %d,%d of %d x %d", r, j, rows, C);
+                volatile double q = (double)dyr[j] * xr[j] * sr;
+                want_gw[j] = want_gw[j] + q;
+            }
+        }
+        ck_assert_msg(!memcmp(gw, want_gw, (size_t)C * sizeof(double)), "dw sums of %d x %d", rows, C);
+        memset(gw, 0, (size_t)C * sizeof(double));   /* dw alone (x needs no gradient) */
+        ck_assert(tg_rmsnorm_backward_avx512(rows, C, x, w, dy, rstd, NULL, true, gw));
+        ck_assert_msg(!memcmp(gw, want_gw, (size_t)C * sizeof(double)), "dw alone, %d x %d", rows, C);
+        free(x), free(dy), free(w), free(y), free(gx), free(rstd), free(gw), free(want_gw);
+    }
+}
+END_TEST
+
 START_TEST(rmsnorm_errors)
 {
     tg_graph *g = tg_graph_new();
@@ -104,5 +213,6 @@ END_TEST
 int main(void)
 {
     return tt_main("ops_rmsnorm", "rmsnorm", 0,
-                   TT_TESTS(rmsnorm_matches_the_formula_and_gradchecks, rmsnorm_f32_follows_f64, rmsnorm_errors));
+                   TT_TESTS(rmsnorm_matches_the_formula_and_gradchecks, rmsnorm_f32_follows_f64,
+                            rmsnorm_f32_paths_same_bits, rmsnorm_avx512_rows_are_the_plain_sums, rmsnorm_errors));
 }
