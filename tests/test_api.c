@@ -1116,6 +1116,17 @@ static void c_file_read_missing(fx *f)
     size_t len = 7;
     ptr(f, tg_file_read(tt_path("none.txt"), &len, f->err, sizeof f->err));
 }
+static void c_metrics_open(fx *f)
+{
+    ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, f->err, sizeof f->err));
+}
+static void c_metrics_open_format(fx *f)
+{
+    const tg_metrics_column c = {"loss", "%n"};
+    ptr(f, tg_metrics_open(tt_path("m.csv"), &c, 1, -1, NULL, 0, f->err, sizeof f->err));
+}
+static void c_metrics_write(fx *f) { num(f, tg_metrics_write(NULL, 1, NULL)); }
+static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
 static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
@@ -2045,6 +2056,11 @@ static const api_case CASES[] = {
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
     {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
     {"tg_train_state_init(NULL, 1)", "returns", NULL, c_train_state_init},
+    {"tg_metrics_open(NULL, ...)", "NULL", "metrics_open: the path is NULL", c_metrics_open},
+    {"tg_metrics_open(path, a column of format %n, ...)", "NULL", "column 0 (loss, %n) is not a name",
+     c_metrics_open_format},
+    {"tg_metrics_write(NULL, ...)", "-1", NULL, c_metrics_write},
+    {"tg_metrics_close(NULL)", "0", NULL, c_metrics_close},
     {"tg_eval_loss(g, NULL, ...)", "nan", "eval_loss: the model is NULL", c_eval_loss},
     {"tg_eval_loss(g, m, d, ..., rank 2 of 2)", "nan", "rank 2 of 2: each must be >= 1 and the rank below the ranks",
      c_eval_loss_spec},

@@ -5,6 +5,8 @@
  * by calling the library another way. */
 #include "tg_test.h"
 
+#include <unistd.h>
+
 /* ---- vocabularies ------------------------------------------------------------- */
 
 START_TEST(byte_vocabularies_encode_decode_and_round_trip)
@@ -221,12 +223,71 @@ START_TEST(rows_of_a_batch_make_the_batch)
 }
 END_TEST
 
+/* ---- the metrics file ------------------------------------------------------------- */
+
+static char *slurp(const char *path)
+{
+    size_t len;
+    char err[200];
+    char *s = tg_file_read(path, &len, err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    return s;
+}
+
+START_TEST(metrics_rows_survive_a_kill_and_a_resume)
+{
+    const tg_metrics_column cols[2] = {{"loss", "%.6f"}, {"lr", "%.3g"}};
+    char err[300], notice[300];
+    const char *path = tt_path("metrics.csv");
+    tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    for (int s = 0; s <= 4; s++) ck_assert_int_eq(tg_metrics_write(m, s, (double[]){1.0 / (s + 1), s == 2 ? NAN : 1e-3}), 0);
+    ck_assert_int_eq(tg_metrics_close(m), 0);
+    char *got = slurp(path);
+    ck_assert_str_eq(got, "step,loss,lr\n0,1.000000,0.001\n1,0.500000,0.001\n2,0.333333,\n3,0.250000,0.001\n"
+                          "4,0.200000,0.001\n");
+    free(got);
+    /* a kill cut the last row short; the checkpoint was at step 2 */
+    FILE *fp = fopen(path, "a");
+    fputs("5,0.1666", fp);
+    fclose(fp);
+    m = tg_metrics_open(path, cols, 2, 2, notice, sizeof notice, err, sizeof err);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(notice, "");
+    ck_assert_int_eq(tg_metrics_write(m, 3, (double[]){0.25, NAN}), 0);
+    tg_metrics_close(m);
+    got = slurp(path);
+    ck_assert_str_eq(got, "step,loss,lr\n0,1.000000,0.001\n1,0.500000,0.001\n2,0.333333,\n3,0.250000,\n");
+    free(got);
+    /* another header: nothing kept, and said so; a missing file: said so */
+    const tg_metrics_column other[1] = {{"val", "%.4f"}};
+    m = tg_metrics_open(path, other, 1, 2, notice, sizeof notice, err, sizeof err);
+    ck_assert_ptr_nonnull(strstr(notice, "has another header; its rows are not kept"));
+    tg_metrics_close(m);
+    got = slurp(path);
+    ck_assert_str_eq(got, "step,val\n");
+    free(got);
+    remove(path);
+    m = tg_metrics_open(path, other, 1, 7, notice, sizeof notice, err, sizeof err);
+    ck_assert_ptr_nonnull(strstr(notice, "is missing; its rows start again at step 8"));
+    tg_metrics_close(m);
+    remove(path);
+    /* columns that cannot be */
+    static const tg_metrics_column bad[4][1] = {{{"step", "%f"}}, {{"a,b", "%f"}}, {{"x", "%s"}}, {{"x", "%.18g"}}};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, err, sizeof err));
+        ck_assert_msg(strstr(err, "is not a name of [A-Za-z0-9_] other than step with a format"), "%s", err);
+    }
+    ck_assert_int_eq(access(path, F_OK), -1);   /* nothing written */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train_data");
     tt_tcase(s, "data", 0,
              TT_TESTS(byte_vocabularies_encode_decode_and_round_trip, vocabularies_through_a_file,
                       llama2c_documents_and_bytes_per_token, token_files_and_their_identity,
-                      rows_of_a_batch_make_the_batch));
+                      rows_of_a_batch_make_the_batch, metrics_rows_survive_a_kill_and_a_resume));
     return tt_run_in_tmpdir(s, "tg_train_data", false);
 }

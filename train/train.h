@@ -12,7 +12,7 @@
  *                 training state, written atomically, read back checked,
  *                 so that a resumed run continues bit for bit
  *   the loop's    the loss estimate on a split (on one process or
- *   pieces        several), the metrics file of a run, reading a file
+ *   pieces        several), a run's metrics file, reading a file
  *
  * The model interface is nn/nn.h's tg_model; optimizer and random-stream
  * state go into files with tg_adamw_state_write and tg_rng_to_string;
@@ -235,6 +235,30 @@ typedef struct tg_eval_spec {
  * job). */
 TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, char *err,
                            size_t errlen);
+
+/* A run's metrics file: CSV, one row per step, "step" then the columns.
+ * Each column's values are printed with its format, a printf conversion
+ * of one double: "%[.P](f|g|e)" (P up to 17); NAN leaves the field empty
+ * (not measured at that step). */
+typedef struct tg_metrics_column {
+    const char *name;     /* [A-Za-z0-9_], not "step" */
+    const char *format;   /* e.g. "%.6f" */
+} tg_metrics_column;
+typedef struct tg_metrics tg_metrics;
+/* Opens path for rows. resume_step < 0: a new file, the header only.
+ * Otherwise the file of the run being resumed keeps its header and its
+ * complete rows up to resume_step (the checkpoint's step): the rows a
+ * killed run wrote after its last checkpoint are dropped, so the resumed
+ * run's rows follow without repeats. A file with another header, or none,
+ * keeps no rows (*notice, when given, says so: "", or a sentence). The
+ * rewrite is atomic. NULL with a message (a bad column, I/O). */
+TG_API tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int n_cols, int64_t resume_step,
+                                   char *notice, size_t notice_len, char *err, size_t errlen);
+/* Appends the row of step (n_cols values) and flushes it. 0, or -1 (a
+ * NULL argument, a write error). */
+TG_API int tg_metrics_write(tg_metrics *m, int64_t step, const double *values);
+/* Closes the file: 0, or -1 when a write failed since it was opened. Accepts NULL. */
+TG_API int tg_metrics_close(tg_metrics *m);
 
 /* Reads a whole file into a malloc'd buffer with a NUL after its len
  * bytes (free with free()). NULL with a message naming the file. */
