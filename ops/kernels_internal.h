@@ -1,5 +1,5 @@
 /* tapegrad ops (internal): the row kernels of softmax, layernorm,
- * cross-entropy and GELU (and RMSNorm's AVX-512 rows), in pairs: the f64 reference, a plain function
+ * cross-entropy and GELU (and the AVX-512 rows of RMSNorm and RoPE), in pairs: the f64 reference, a plain function
  * beside the op's maths in its file (ops/softmax.c, ...), and the tuned
  * f32 kernel in the op's companion file (ops/softmax_f32.c, ...). Each
  * pair does the same sums; the f32 one with vector lanes and the
@@ -96,6 +96,15 @@ bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float 
                                double *rstd);
 bool tg_rmsnorm_backward_avx512(int64_t rows, int C, const float *x, const float *w, const float *dy,
                                 const double *rstd, float *gx, bool store, double *gw);
+
+/* ---- RoPE (ops/rope.c, ops/rope_avx512.c) ---------------------------- */
+
+/* One f32 row of ops/rope.c's plain code (rope_row_float: the first n_rot
+ * heads of 2 half, pairs interleaved or in halves, cos and sign * sin
+ * from cs, y stored or added to) with AVX-512 intrinsics and the same
+ * bits; false, with nothing done, off the avx512 path. */
+bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign,
+                        bool add);
 
 /* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ----------------------- */
 

@@ -147,6 +147,50 @@ START_TEST(rope_f32_angles_are_run_c_s)
 }
 END_TEST
 
+/* One f32 rope forward and backward on the path in use (with add, x has
+ * a second use, so its gradient is added to): y and dx copied out */
+static void rope_f32_run(int B, int T, int H, int hd, int n_rot, int pos0, int flags, bool add, float *y, float *gx)
+{
+    tg_graph *g = tg_graph_new();
+    tg_tensor *x = tt_to_f32(g, tt_randn(g, TT_SHAPE(B, T, H * hd), 50 + hd));
+    tg_tensor *out = tg_rope(g, x, hd, n_rot, pos0, 10000, flags);
+    if (add) out = tg_add(g, out, tg_mul(g, x, x));
+    ck_assert_msg(out != NULL, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, out, tt_seed_values(g, TG_F32, out->numel, 60 + hd)), 0);
+    memcpy(y, out->data, (size_t)out->numel * sizeof(float));
+    memcpy(gx, x->grad, (size_t)x->numel * sizeof(float));
+    tg_graph_free(g);
+}
+
+/* f32 on the avx512 path (ops/rope_avx512.c) gives the plain code's bits
+ * (the generic path): both pairings, head sizes off the 8 pairs and 16
+ * lanes, heads left unrotated, gradients stored and added */
+START_TEST(rope_f32_paths_same_bits)
+{
+    if (tg_isa_cpu() < TG_ISA_AVX512) return;
+    const struct { int B, T, H, hd, n_rot, pos0; } cases[] = {
+        {2, 5, 3, 4, 3, 0}, {1, 7, 2, 6, 1, 3}, {2, 9, 3, 48, 3, 250}, {1, 4, 2, 34, 2, 0}, {1, 3, 4, 64, 3, 11},
+        {2, 3, 2, 18, 2, 1000},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int flags = mode & 1 ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED;
+            const size_t n = (size_t)cases[c].B * cases[c].T * cases[c].H * cases[c].hd;
+            float *r[2][2];
+            for (int p = 0; p < 2; p++) {
+                r[p][0] = malloc(n * sizeof(float)), r[p][1] = malloc(n * sizeof(float));
+                tg_isa_set_max(p ? TG_ISA_AVX512 : TG_ISA_GENERIC);
+                rope_f32_run(cases[c].B, cases[c].T, cases[c].H, cases[c].hd, cases[c].n_rot, cases[c].pos0, flags,
+                             mode & 2, r[p][0], r[p][1]);
+            }
+            tg_isa_set_max(TG_ISA_AVX512);
+            ck_assert_msg(!memcmp(r[0][0], r[1][0], n * sizeof(float)), "y differs, case %zu mode %d", c, mode);
+            ck_assert_msg(!memcmp(r[0][1], r[1][1], n * sizeof(float)), "dx differs, case %zu mode %d", c, mode);
+            for (int p = 0; p < 2; p++) free(r[p][0]), free(r[p][1]);
+        }
+}
+END_TEST
+
 START_TEST(rope_errors)
 {
     tg_graph *g = tg_graph_new();
@@ -182,5 +226,5 @@ int main(void)
 {
     return tt_main("ops_rope", "rope", 0,
                    TT_TESTS(rope_matches_the_formula_and_gradchecks, rope_offset_equals_full_recompute, rope_properties,
-                            rope_f32_angles_are_run_c_s, rope_errors));
+                            rope_f32_angles_are_run_c_s, rope_f32_paths_same_bits, rope_errors));
 }
