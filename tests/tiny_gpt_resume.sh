@@ -125,6 +125,26 @@ grep -q "notice: --steps 320 replaces the run's 300" <<<"$out" && grep -q "notic
   ! grep -q "notice: --n-layer\|notice: --dropout" <<<"$out" && grep -q "^val loss" <<<"$out" &&
   ok "the run's own flags again are fine; a longer --steps and another --lr are notices, and it trains on" ||
   bad "resume with flags: $out"
+# a longer --steps keeps the run's cosine (--decay-steps, here 300): the new steps train at --min-lr, and a notice says so
+grep -qF "notice: the cosine schedule ends at the run's --decay-steps 300, so steps 301 to 320 train at --min-lr 0.0001; give --decay-steps 320 to decay over the longer run instead" <<<"$out" &&
+  awk -F, 'NR > 1 && $1 > 300 { n++; if ($3 != 0.0001) bad = 1 } END { exit bad || n != 20 }' "$work/v/metrics.csv" &&
+  ok "resumed with a longer --steps: steps 301-320 at --min-lr, said in a notice" ||
+  bad "longer resume: $(grep -i 'cosine' <<<"$out"); lr $(awk -F, '$1 > 298 {printf "%s ", $3}' "$work/v/metrics.csv")"
+# --decay-steps: the cosine reaches --min-lr there (nanoGPT's lr_decay_iters), recorded and kept on resume
+dcfg=("${small[@]}" --steps 30 --eval-interval 10 --eval-iters 2 --warmup 4 --lr 1e-2 --min-lr 1e-3 --decay-steps 20)
+"$bin" train "${dcfg[@]}" --out "$work/dec" >/dev/null 2>&1
+"$bin" train "${dcfg[@]}" --stop-at 12 --out "$work/dec2" >/dev/null 2>&1
+"$bin" train --resume --out "$work/dec2" >/dev/null 2>&1
+awk -F, 'NR > 1 && $1 > 0 { if (($1 > 20) != ($3 == 0.001)) bad = 1 } END { exit bad }' "$work/dec/metrics.csv" &&
+  grep -qF '"train.decay_steps":"20"' <<<"$(header "$work/dec/last.safetensors")" &&
+  [ "$(untimed "$work/dec")" = "$(untimed "$work/dec2")" ] &&
+  ok "--decay-steps 20 of 30: steps 21-30 at --min-lr; recorded, and a resume keeps it" ||
+  bad "--decay-steps: lr $(awk -F, 'NR > 1 {printf "%s ", $3}' "$work/dec/metrics.csv")"
+"$bin" train "${dcfg[@]}" --stop-at 12 --out "$work/dec3" >/dev/null 2>&1
+out=$("$bin" train --resume --decay-steps 30 --out "$work/dec3" 2>&1)
+grep -q "notice: --decay-steps 30 replaces the run's 20" <<<"$out" &&
+  grep -q "notice: the schedule changed: step 13 trains at learning rate 0.00[0-9]*, where the run's schedule gave 0.00" <<<"$out" &&
+  ok "a new --decay-steps on resume: a notice gives the learning rate before and after" || bad "--decay-steps on resume: $out"
 out=$("$bin" train --resume --out "$work/v" --steps 330 --batch-size 4 --grad-accum 2 2>&1)
 grep -q "notice: --grad-accum 2 replaces the run's 1" <<<"$out" && grep -q "^val loss" <<<"$out" &&
   ok "the batch may be split differently on resume" || bad "batch split: $out"

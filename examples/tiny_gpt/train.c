@@ -102,6 +102,11 @@ typedef struct trainer {
     char path[N_OUT_FILES][4096];   /* OUT/ + OUT_FILES[i] */
     int lock_fd;
     tg_st_file *from;               /* OUT/last.safetensors (--resume) or the --init weights */
+    struct {                        /* --resume: the schedule the checkpoint records (known: all of it) */
+        bool known;
+        int64_t steps, decay_steps, warmup;
+        double lr, min_lr;
+    } was;
     run_text text;
     data_id id;
     vocab v;
@@ -175,6 +180,25 @@ static int claim_out(trainer *t)
                     "or replace it with --force", o->out, state);
 }
 
+/* The schedule a resumed run had, for the notices of say_schedule. A
+ * checkpoint of an older tiny_gpt, without train.decay_steps, decayed
+ * over its --steps: that stays its --decay-steps unless one is given. */
+static void recorded_schedule(trainer *t)
+{
+    const tg_st_file *f = t->from;
+    const bool old = !tg_st_meta(f, "train.decay_steps");
+    const char *lr = tg_st_meta(f, "train.lr"), *min_lr = tg_st_meta(f, "train.min_lr");
+    char e[256], *end1 = NULL, *end2 = NULL;
+    t->was.known = lr && min_lr && !checkpoint_meta_i64(f, "train.steps", 1, INT64_MAX, &t->was.steps, e, sizeof e) &&
+                   !checkpoint_meta_i64(f, old ? "train.steps" : "train.decay_steps", 0, INT64_MAX,
+                                        &t->was.decay_steps, e, sizeof e) &&
+                   !checkpoint_meta_i64(f, "train.warmup", 0, INT64_MAX, &t->was.warmup, e, sizeof e) &&
+                   (t->was.lr = strtod(lr, &end1), !*end1) && (t->was.min_lr = strtod(min_lr, &end2), !*end2);
+    if (!t->was.known) return;   /* run_restore names what is malformed */
+    if (!t->was.decay_steps) t->was.decay_steps = t->was.steps;
+    if (old && !args_seen(t->specs, t->n_specs, "decay-steps")) t->o.decay_steps = t->was.steps;
+}
+
 /* --resume: the run's settings from its checkpoint; --init: the model's
  * shape from the weights. */
 static int start_from(trainer *t)
@@ -185,6 +209,7 @@ static int start_from(trainer *t)
     if (!(t->from = tg_st_load(path, t->err, sizeof t->err))) return -1;
     model_config c;
     if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
+    if (o->resume) recorded_schedule(t);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
     if (run_restore(t->specs, t->n_specs, roles, t->from, path, t->say, t->err, sizeof t->err)) return -1;
     /* f32 results are the same bits on one kernel path, to rounding across paths (core/cpu.h) */
@@ -222,6 +247,7 @@ static int check_settings(trainer *t)
         return failf(t, "--%s goes with --data-tokens", o->val_tokens ? "val-tokens" : "vocab-size");
     if (o->resume && o->data_tokens && !tg_st_meta(t->from, "train.data_tokens"))
         return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
+    if (!o->decay_steps) o->decay_steps = o->steps;   /* recorded so: a longer resume keeps the run's cosine */
     if (o->warmup >= o->steps && t->say)
         fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
                         "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
@@ -552,7 +578,7 @@ static int train_loop(trainer *t)
             }
             return sig ? 128 + sig : 0;
         }
-        double t0 = now_seconds(), lr = tg_lr_cosine(step, o->warmup, o->steps, o->lr, o->min_lr);
+        double t0 = now_seconds(), lr = tg_lr_cosine(step, o->warmup, o->decay_steps, o->lr, o->min_lr);
         double loss = train_step(t, step + 1, lr);
         if (isnan(loss)) return -1;
         step++;
@@ -644,6 +670,31 @@ static int same_run(trainer *t)
     return rc;
 }
 
+/* On resume, what the schedule does from here: a longer --steps does not
+ * stretch the cosine, whose end is the run's --decay-steps (the steps
+ * after it train at --min-lr); and schedule flags given anew change the
+ * learning rate from the next step on. */
+static void say_schedule(const trainer *t)
+{
+    const train_opts *o = &t->o;
+    const int64_t s = t->ts.step, from = (s > o->decay_steps ? s : o->decay_steps) + 1;
+    if (!t->was.known) return;
+    if (o->steps > t->was.steps && o->steps > o->decay_steps && !args_seen(t->specs, t->n_specs, "decay-steps")) {
+        char range[80];
+        if (from < o->steps)
+            snprintf(range, sizeof range, "steps %lld to %lld train", (long long)from, (long long)o->steps);
+        else snprintf(range, sizeof range, "step %lld trains", (long long)from);
+        fprintf(stderr, "tiny_gpt train: notice: the cosine schedule ends at the run's --decay-steps %lld, so %s at "
+                        "--min-lr %g; give --decay-steps %lld to decay over the longer run instead\n",
+                (long long)o->decay_steps, range, o->min_lr, (long long)o->steps);
+    }
+    const double now = tg_lr_cosine(s, o->warmup, o->decay_steps, o->lr, o->min_lr),
+                 then = tg_lr_cosine(s, t->was.warmup, t->was.decay_steps, t->was.lr, t->was.min_lr);
+    if (now != then)
+        fprintf(stderr, "tiny_gpt train: notice: the schedule changed: step %lld trains at learning rate %.4g, where "
+                        "the run's schedule gave %.4g\n", (long long)s + 1, now, then);
+}
+
 /* The lines that open a run. */
 static void say_start(trainer *t)
 {
@@ -667,7 +718,10 @@ static void say_start(trainer *t)
     } else if (o->zero) {
         fprintf(stderr, "tiny_gpt train: notice: --zero 1 on one process: there is nothing to shard\n");
     }
-    if (o->resume) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
+    if (o->resume) {
+        fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)t->ts.step, (long long)o->steps);
+        say_schedule(t);
+    }
     if (t->text.floor_nats >= 0)
         fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", t->text.floor_nats);
 }

@@ -16,7 +16,7 @@ typedef struct train_opts {
     int n_kv_head, hidden_dim, multiple_of;    /* llama */
     double rope_theta, norm_eps;               /* llama */
     bool tied;                                 /* llama */
-    int64_t steps, warmup, eval_interval, eval_iters, stop_at, log_interval;
+    int64_t steps, decay_steps, warmup, eval_interval, eval_iters, stop_at, log_interval;   /* decay_steps 0: steps */
     double lr, min_lr, weight_decay, beta1, beta2, grad_clip, dropout;
     bool bias, resume, force, attn_composed;
     int64_t seed;

@@ -47,7 +47,9 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"batch-size", ARG_INT, &o->batch_size, 1, 1 << 16, "sequences per micro-batch", 0, ROLE_FREE},
         {"grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16,
          "micro-batches per optimizer step (the same losses as a batch that many times larger)", 0, ROLE_FREE},
-        {"steps", ARG_I64, &o->steps, 1, 1e12, "optimizer steps (the cosine schedule ends here)", 0, ROLE_FREE},
+        {"steps", ARG_I64, &o->steps, 1, 1e12, "optimizer steps", 0, ROLE_FREE},
+        {"decay-steps", ARG_I64, &o->decay_steps, 0, 1e12, "the step where the cosine reaches --min-lr, which stays "
+         "after it (nanoGPT's lr_decay_iters; 0: --steps; a resume keeps the run's)", 0, ROLE_FREE},
         {"lr", ARG_DOUBLE, &o->lr, 0, 10, "peak learning rate", 0, ROLE_FREE},
         {"min-lr", ARG_DOUBLE, &o->min_lr, 0, 10, "final learning rate", 0, ROLE_FREE},
         {"warmup", ARG_I64, &o->warmup, 0, 1e12, "linear warmup steps", 0, ROLE_FREE},
