@@ -158,4 +158,19 @@ expect_fail "attn: out is a file" "--out $work/tiny.txt: exists and is not a dir
 [ -e "$work/m1" ] && bad "a failed attn left $work/m1 behind" || ok "failed attn runs wrote nothing"
 expect_fail "eval without batch" "--init and --batch are required" "$bin" eval --init "$work/a/best.safetensors"
 
+# 5. what a new user tripped on (issue 20)
+src=$(cd "$(dirname "$0")/.." && pwd)
+# evaluations say how far they are on a terminal (script(1) gives the program one)
+if command -v script >/dev/null; then
+  out=$(script -qfec "$bin eval --ckpt $work/a/best.safetensors --eval-iters 30" /dev/null 2>&1)
+  grep -q "step 800: estimating the train loss, batch 1 of 30" <<<"$out" &&
+    grep -q "step 800: estimating the val loss, batch 1 of 30" <<<"$out" && grep -q "step 800: train loss" <<<"$out" &&
+    ok "eval on a terminal counts its batches" || bad "eval progress on a terminal: ${out:0:300}"
+  out=$(script -qfec "$bin train ${small[*]} --steps 2 --eval-iters 25 --out $work/tty" /dev/null 2>&1)
+  grep -q "step 2: estimating the val loss, batch 1 of 25" <<<"$out" && ok "train's evaluations on a terminal count their batches" ||
+    bad "train progress on a terminal: ${out:0:300}"
+  out=$("$bin" eval --ckpt "$work/a/best.safetensors" --eval-iters 30 2>&1)
+  ! grep -q "estimating" <<<"$out" && ok "no progress line when stderr is not a terminal" || bad "progress in a log: $out"
+else ok "skipped: no script(1) for a terminal"; fi
+
 finish

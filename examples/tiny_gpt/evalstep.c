@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "run.h"
@@ -159,9 +160,10 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         !(g = tg_graph_new()))
         goto fail;
     const int B = o.batch_size, A = o.grad_accum;
-    double tl = estimate_loss(g, &m, &d, false, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
-    double vl =
-        isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.eval_iters, o.seed, step, 0, 1, err, sizeof err);
+    const bool tty = isatty(STDERR_FILENO);
+    const int64_t n = o.eval_iters;
+    double tl = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
+    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
     if (isnan(vl)) goto fail;
     char bpb[80];
     bpb_note(bpb, sizeof bpb, bits_per_byte(vl, d.bytes_per_token[1]));

@@ -48,7 +48,7 @@
 #include "tokdata.h"
 
 double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
-                     int64_t seed, int64_t step, int r, int R, char *err, size_t errlen)
+                     int64_t seed, int64_t step, int r, int R, bool progress, char *err, size_t errlen)
 {
     int32_t *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
     if (!x || !y) {
@@ -61,8 +61,13 @@ double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, i
     tg_rng_seed(&rng, (uint64_t)seed * 1000003u + (uint64_t)step, val ? 2 : 3);
     bool grad = tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
-    double sum = 0;
+    double sum = 0, shown = 0;
     for (int64_t i = 0; i < iters * A; i++) {
+        if (progress && (i == 0 || now_seconds() - shown >= 0.1)) {   /* an evaluation takes seconds: say so */
+            shown = now_seconds();
+            fprintf(stderr, "\r\033[Kstep %lld: estimating the %s loss, batch %lld of %lld", (long long)step,
+                    val ? "val" : "train", (long long)(i / A + 1), (long long)iters);
+        }
         dataset_rows(d, val, R * B, r * B, B, T, &rng, x, y);
         tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
@@ -78,6 +83,7 @@ double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, i
     tg_graph_reset(g);
     tg_graph_set_training(g, true);
     tg_graph_set_grad_enabled(g, grad);
+    if (progress) fprintf(stderr, "\r\033[K");
     free(x);
     free(y);
     if (isnan(sum)) return NAN;
@@ -431,11 +437,12 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
 {
     const train_opts *o = &t->o;
     const int B = o->batch_size, A = o->grad_accum, T = o->block_size, r = t->rank, R = t->ranks;
-    row->train =
-        estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, r, R, t->err, sizeof t->err);
+    const bool show = tty && t->rank == 0;
+    row->train = estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, r, R, show, t->err,
+                               sizeof t->err);
     row->val = isnan(row->train) ? NAN
                                  : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, r, R,
-                                                 t->err, sizeof t->err);
+                                                 show, t->err, sizeof t->err);
     if (isnan(row->train) || isnan(row->val)) return -1;   /* estimate_loss's message (its graph is reset) */
     if (!isfinite(row->train) || !isfinite(row->val)) {
         t->everywhere = true;   /* a sum across processes: the same everywhere */

@@ -40,9 +40,11 @@ int train_specs(train_opts *o, arg_spec *specs);
  * from their own stream seeded by (seed, step), so an estimate never
  * disturbs training and the same step always sees the same windows. NAN
  * with the graph's message in err on failure (this process's: the others
- * are then waiting in the sum). */
+ * are then waiting in the sum). With progress (a terminal: give it on
+ * one process only) a line on stderr counts the batches while they run,
+ * rewritten in place at most 10 times a second and cleared at the end. */
 double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
-                     int64_t seed, int64_t step, int r, int R, char *err, size_t errlen);
+                     int64_t seed, int64_t step, int r, int R, bool progress, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */
 static inline double bits_per_byte(double nats, double bytes_per_token)
