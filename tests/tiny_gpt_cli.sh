@@ -172,5 +172,14 @@ if command -v script >/dev/null; then
   out=$("$bin" eval --ckpt "$work/a/best.safetensors" --eval-iters 30 2>&1)
   ! grep -q "estimating" <<<"$out" && ok "no progress line when stderr is not a terminal" || bad "progress in a log: $out"
 else ok "skipped: no script(1) for a terminal"; fi
+# eval --ckpt checks the run's token files whole before it builds the model (as train does)
+for i in $(seq 3000); do printf "\\$(printf '%03o' $(( (i * 7 + i / 3) % 40 )))\\000"; done >"$work/ids.bin"
+"$bin" train --data-tokens "$work/ids.bin" --vocab-size 40 --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --steps 2 \
+  --eval-iters 2 --threads 1 --out "$work/tk" >/dev/null 2>&1 || bad "training on token ids"
+"$st_edit" "$work/tk/last.safetensors" "$work/tk_broken.safetensors" -transformer.h.0.mlp.c_fc.weight || bad "st_edit"
+head -c 5999 "$work/ids.bin" >"$work/short.bin" && mv "$work/short.bin" "$work/ids.bin"
+expect_fail "eval --ckpt of a truncated token file, before the (broken) model" \
+  "--data-tokens: token file $work/ids.bin: 5999 bytes is not a whole number of uint16 ids" \
+  "$bin" eval --ckpt "$work/tk_broken.safetensors"
 
 finish

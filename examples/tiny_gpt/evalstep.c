@@ -148,17 +148,21 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         goto fail;
     }
     if (!tokens && run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
-    if (checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err)) goto fail;
-    model_set_composed(&m, composed);
-    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(m.cfg.arch, "llama"))
-            ? checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err)
+    /* the vocabulary and the data (token files checked whole) from the
+     * config, before the model exists: a bad file is refused at once, as
+     * train refuses it (issue 20) */
+    model shape = {0};
+    if (checkpoint_config(f, &shape.cfg, err, sizeof err)) goto fail;
+    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(shape.cfg.arch, "llama"))
+            ? checkpoint_model_vocab(f, &shape, vocab_file, &v, err, sizeof err)
             : (vocab_build(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
-    const int T = m.cfg.block_size;
-    if ((tokens ? run_load_tokens(&d, &v, m.cfg.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
-                : dataset_make(&d, &v, text.text, text.len, T, err, sizeof err)) ||
-        !(g = tg_graph_new()))
+    const int T = shape.cfg.block_size;
+    if (tokens ? run_load_tokens(&d, &v, shape.cfg.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
+               : dataset_make(&d, &v, text.text, text.len, T, err, sizeof err))
         goto fail;
+    if (checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    model_set_composed(&m, composed);
     const int B = o.batch_size, A = o.grad_accum;
     const bool tty = isatty(STDERR_FILENO);
     const int64_t n = o.eval_iters;
