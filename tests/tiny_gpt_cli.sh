@@ -160,6 +160,28 @@ expect_fail "eval without batch" "--init and --batch are required" "$bin" eval -
 
 # 5. what a new user tripped on (issue 20)
 src=$(cd "$(dirname "$0")/.." && pwd)
+# --ckpt DIR: a run's directory reads its best checkpoint, else its last, and says which
+s=$("$bin" sample --ckpt "$work/a" --prompt "the " --tokens 20 --seed 3 2>"$work/dir.err")
+[ "$s" = "$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "the " --tokens 20 --seed 3 2>/dev/null)" ] &&
+  grep -qF "$work/a is a run's directory: reading $work/a/best.safetensors" "$work/dir.err" &&
+  ok "sample --ckpt DIR reads DIR/best.safetensors and says so" || bad "sample --ckpt DIR: '$s' $(cat "$work/dir.err")"
+mkdir -p "$work/onlylast"
+cp "$work/a/last.safetensors" "$work/onlylast/"
+line=$("$bin" eval --ckpt "$work/a/last.safetensors" --eval-iters 4 2>/dev/null)
+[ -n "$line" ] && [ "$("$bin" eval --ckpt "$work/onlylast" --eval-iters 4 2>"$work/dir.err")" = "$line" ] &&
+  grep -qF "reading $work/onlylast/last.safetensors (its latest weights; it has no best.safetensors)" "$work/dir.err" &&
+  ok "eval --ckpt DIR without best.safetensors reads DIR/last.safetensors and says so" ||
+  bad "eval --ckpt DIR: $(cat "$work/dir.err")"
+mkdir -p "$work/norun"
+expect_fail "--ckpt of a directory without a checkpoint" \
+  "--ckpt $work/norun is a directory without best.safetensors or last.safetensors" "$bin" sample --ckpt "$work/norun"
+# a failed train removes the directory it made, never one the user had
+expect_fail "train on a missing text" "$work/nope.txt" "$bin" train --data "$work/nope.txt" --out "$work/made"
+mkdir -p "$work/mine"
+expect_fail "train on a missing text into the user's directory" "$work/nope.txt" \
+  "$bin" train --data "$work/nope.txt" --out "$work/mine"
+[ ! -e "$work/made" ] && [ -d "$work/mine" ] && ok "a failed train leaves no directory it made, and keeps the user's" ||
+  bad "after failed runs: made $(ls -d "$work/made" 2>&1), mine $(ls -d "$work/mine" 2>&1)"
 # evaluations say how far they are on a terminal (script(1) gives the program one)
 if command -v script >/dev/null; then
   out=$(script -qfec "$bin eval --ckpt $work/a/best.safetensors --eval-iters 30" /dev/null 2>&1)

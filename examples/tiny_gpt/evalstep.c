@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "files.h"
 #include "run.h"
 #include "tokdata.h"
 #include "train.h"
@@ -115,7 +116,9 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     data_id id;
     vocab v = {0};
     int64_t step = 0;
-    if (!(f = tg_st_load(ckpt, err, sizeof err)) ||
+    char picked[4096];
+    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) ||
         run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err, sizeof err))
         goto fail;
     /* the run's dtype and attention path unless given: the same numbers as training printed */
@@ -194,7 +197,8 @@ int cmd_eval(int argc, char **argv)
     int64_t eval_iters = 200;
     bool composed = false;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train: its train and val loss", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train (or its --out directory: the best, else the "
+         "last): its train and val loss", 0, ROLE_NONE},
         {"data", ARG_STRING, &data, 0, 0, "with --ckpt: the text (default: the one the run recorded)", 0, ROLE_NONE},
         {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
         {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},

@@ -92,15 +92,17 @@ static bool is_stale_temp(const char *name, const char *const *names, int n)
     return false;
 }
 
-int outdir_claim(const char *dir, const char *const *names, int n, char *err, size_t errlen)
+int outdir_claim(const char *dir, const char *const *names, int n, bool *made, char *err, size_t errlen)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    *made = mkdir(dir, 0777) == 0;
+    if (!*made && errno != EEXIST) {
         snprintf(err, errlen, "--out %s: %s", dir, strerror(errno));
         return -1;
     }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "--out %s: %s", dir, errno == ENOTDIR ? "exists and is not a directory" : strerror(errno));
+        if (*made) rmdir(dir);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -118,6 +120,24 @@ int outdir_claim(const char *dir, const char *const *names, int n, char *err, si
     }
     if (d) closedir(d);
     return fd;
+}
+
+const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return path;   /* the loader names what is wrong with it */
+    static const char *const picks[] = {"best.safetensors", "last.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(buf, size, "%s/%s", path, picks[i]);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+            fprintf(stderr, "tiny_gpt %s: %s is a run's directory: reading %s (%s)\n", cmd, path, buf,
+                    i ? "its latest weights; it has no best.safetensors" : "its best weights by val loss");
+            return buf;
+        }
+    }
+    snprintf(err, errlen, "--ckpt %s is a directory without best.safetensors or last.safetensors (what tiny_gpt "
+                          "train writes into --out): give a checkpoint file or a run's directory", path);
+    return NULL;
 }
 
 /* ---- text buffer -------------------------------------------------------- */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "files.h"
 
 /* Row `row` of logits (V per row) as doubles into out (exact for f32). */
 static void logits_row(const tg_tensor *logits, int64_t row, int V, double *out)
@@ -218,7 +219,8 @@ int cmd_sample(int argc, char **argv)
     double temperature = 0.8;
     int64_t seed = 1337;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train, or its --out directory (the best, "
+         "else the last)", 0, ROLE_NONE},
         {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (default: a newline; a Llama's: nothing)", 0,
          ROLE_NONE},
         {"prompt-file", ARG_STRING, &prompt_file, 0, 0, "read the prompt from this file instead", 0, ROLE_NONE},
@@ -258,7 +260,9 @@ int cmd_sample(int argc, char **argv)
         goto fail;
     }
     if (prompt_file && !(prompt = file_text = read_file(prompt_file, &plen, err, sizeof err))) goto fail;
-    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+    char picked[4096];
+    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err, sizeof err)) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
         checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
         goto fail;
     model_set_composed(&m, composed);

@@ -107,6 +107,7 @@ typedef struct trainer {
     tg_dtype dt;
     char path[N_OUT_FILES][4096];   /* OUT/ + OUT_FILES[i] */
     int lock_fd;
+    bool made_out;                  /* this run made OUT: removed again if it fails before writing there */
     tg_st_file *from;               /* OUT/last.safetensors (--resume) or the --init weights */
     struct {                        /* --resume: the schedule the checkpoint records (known: all of it) */
         bool known;
@@ -160,7 +161,8 @@ static int claim_out(trainer *t)
     train_opts *o = &t->o;
     if (o->resume && (o->init || o->force)) return failf(t, "--resume excludes %s", o->init ? "--init" : "--force");
     for (int i = 0; i < N_OUT_FILES; i++) snprintf(t->path[i], sizeof t->path[i], "%s/%s", o->out, OUT_FILES[i]);
-    if (t->rank == 0 && (t->lock_fd = outdir_claim(o->out, OUT_FILES, N_OUT_FILES, t->err, sizeof t->err)) < 0)
+    if (t->rank == 0 &&
+        (t->lock_fd = outdir_claim(o->out, OUT_FILES, N_OUT_FILES, &t->made_out, t->err, sizeof t->err)) < 0)
         return -1;
     if (o->resume) {
         if (!exists(t->path[LAST]))
@@ -776,6 +778,7 @@ int cmd_train(int argc, char **argv)
 done:
     if (t->csv) fclose(t->csv);
     if (t->lock_fd >= 0) close(t->lock_fd);
+    if (rc && t->made_out) rmdir(o->out);   /* only while still empty: a failed run leaves no empty OUT behind */
     free(t->x);
     free(t->y);
     tg_graph_free(t->g);
