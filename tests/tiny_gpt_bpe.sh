@@ -107,7 +107,7 @@ cmp -s "$work/tok.bin" "$work/tok_direct.bin" && ok "export wrote the checkpoint
   bad "export's tokenizer.bin differs from tokenizer export's"
 for prompt in "the cat" "the cat 4 sees the" ""; do
   n=1; [ -n "$prompt" ] && n=$((1 + $(printf ' %s' "$prompt" | "$bin" tokenizer encode --tokenizer "$tok" | wc -w)))
-  ours=$("$bin" sample --ckpt "$work/l/best.safetensors" --prompt "$prompt" --tokens 55 --temperature 0 2>&1)
+  ours=$("$bin" sample --ckpt "$work/l/best.safetensors" --prompt "$prompt" --tokens 55 --temperature 0 2>/dev/null)
   theirs=$("$run_c" "$work/model.bin" "$work/tok.bin" "$prompt" $((n - 1 + 55)))
   if [ ${#ours} -ge $((${#prompt} + 30)) ] && [ "$ours" = "$theirs" ]; then
     ok "greedy text of '$prompt' equals the llama2.c reader's, ${#ours} bytes: ${ours:0:50}..."
@@ -119,10 +119,12 @@ for i in $(seq 80); do printf 'the dog sees a bird.\n\nsome birds sing.\n\n'; do
 "$bin" train "${llama[@]}" --data "$work/docs.txt" --tokenizer "$work/dtok.safetensors" --steps 100 --eval-interval 100 \
   --out "$work/p" >/dev/null 2>&1
 "$bin" export --ckpt "$work/p/last.safetensors" --out "$work/p.bin" --tokenizer "$work/ptok.bin" >/dev/null 2>&1
-ours=$("$bin" sample --ckpt "$work/p/last.safetensors" --prompt "some" --tokens 50 --temperature 0 2>&1)
+ours=$("$bin" sample --ckpt "$work/p/last.safetensors" --prompt "some" --tokens 50 --temperature 0 2>"$work/bos.err")
 theirs=$("$run_c" "$work/p.bin" "$work/ptok.bin" "some" 55)
 [ "$ours" = "some birds sing." ] && [ "$theirs" = "$ours" ] && ok "a document ends at BOS in both: '$ours'" ||
   bad "BOS stop: tiny_gpt '$ours', reader '$theirs'"
+grep -qE "^tiny_gpt sample: notice: stopped at token [0-9]+ of 50: the model produced BOS \(id 1\), which ends a text$" \
+  "$work/bos.err" && ok "sample says it stopped at the tokenizer's BOS" || bad "BOS notice: $(cat "$work/bos.err")"
 # GPT-2's kind of tokenizer has no BOS: not for a Llama
 for b in $(seq 0 255); do printf "$(printf '\\%03o' "$b")" | base64 | tr -d '\n'; echo " $b"; done >"$work/small.tiktoken"
 expect_fail "a Llama with a tokenizer without BOS" "has no BOS id, which a Llama's documents start with" \

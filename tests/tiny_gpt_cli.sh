@@ -182,6 +182,14 @@ expect_fail "train on a missing text into the user's directory" "$work/nope.txt"
   "$bin" train --data "$work/nope.txt" --out "$work/mine"
 [ ! -e "$work/made" ] && [ -d "$work/mine" ] && ok "a failed train leaves no directory it made, and keeps the user's" ||
   bad "after failed runs: made $(ls -d "$work/made" 2>&1), mine $(ls -d "$work/mine" 2>&1)"
+# --help: --tokens counts tokens (a BPE model's are not characters)
+"$bin" sample --help | grep -qE '^ *--tokens +tokens to generate' && ok "sample --help: --tokens counts tokens" ||
+  bad "sample --help: $("$bin" sample --help | grep -- --tokens)"
+# --stats reports what was made, on a line of its own after the text (stdout and stderr to one pipe)
+out=$("$bin" sample --ckpt "$work/a/best.safetensors" --prompt "the" --tokens 7 --seed 2 --stats 2>&1 | cat)
+grep -qE '^tiny_gpt sample: 7 tokens made in [0-9.]+ s: .* heap allocations$' <<<"$out" &&
+  [ "$(tail -c 1 <<<"$out" | od -An -c | tr -d ' ')" = '\n' ] && ok "--stats: '7 tokens made', a line of its own" ||
+  bad "--stats line: $out"
 # evaluations say how far they are on a terminal (script(1) gives the program one)
 if command -v script >/dev/null; then
   out=$(script -qfec "$bin eval --ckpt $work/a/best.safetensors --eval-iters 30" /dev/null 2>&1)

@@ -44,7 +44,7 @@ want=$((28 + 4 * (259 * 32 + 2 * (32 + 1024 + 1024 + 1024 + 32 + 3 * 1280) + 32 
 printable() { LC_ALL=C tr -cd '\11-\15\40-\176'; }
 for prompt in "the " "the cat 4 sees" ""; do
   np=$(( ${#prompt} + (${#prompt} > 0 ? 2 : 1) - 1 ))   # BOS, the dummy " ", one id per byte; minus the first
-  ours=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "$prompt" --tokens 220 --temperature 0 2>&1 | printable)
+  ours=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "$prompt" --tokens 220 --temperature 0 2>/dev/null | printable)
   theirs=$("$run_c" "$work/model.bin" "$work/tok.bin" "$prompt" $((np + 220)))
   if [ ${#ours} -ge $((${#prompt} + 200)) ] && [ "$ours" = "$theirs" ]; then
     ok "greedy text of '$prompt' equals the llama2.c reader's, all ${#ours} bytes: ${ours:0:40}..."
@@ -65,14 +65,20 @@ n200=$(sed -n 's/.*; \([0-9]*\) heap allocations$/\1/p' <<<"$a200")
 [ -n "$n20" ] && [ "$n20" = "$n200" ] && ok "decoding makes no heap allocation per token ($n20 for 20 tokens and for 200)" ||
   bad "allocations while decoding: '$a20' / '$a200'"
 
-# documents end where the model says BOS: both stop there
+# documents end where the model says BOS: both stop there, and sample says why (issue 20)
 for i in $(seq 80); do printf 'the dog sees a bird.\n\nsome birds sing.\n\n'; done > "$work/docs.txt"
 "$bin" train "${llama[@]}" --data "$work/docs.txt" --steps 100 --eval-interval 100 --out "$work/p" >/dev/null 2>&1
 "$bin" export --ckpt "$work/p/last.safetensors" --out "$work/p.bin" --tokenizer "$work/ptok.bin" >/dev/null 2>&1
-ours=$("$bin" sample --ckpt "$work/p/last.safetensors" --prompt "some" --tokens 200 --temperature 0 2>&1)
+ours=$("$bin" sample --ckpt "$work/p/last.safetensors" --prompt "some" --tokens 200 --temperature 0 --stats 2>"$work/bos.err")
 theirs=$("$run_c" "$work/p.bin" "$work/ptok.bin" "some" 205)
 [ -n "$ours" ] && [ ${#ours} -lt 100 ] && [ "$theirs" = "$ours" ] && ok "a document ends at BOS in both: '$ours'" ||
   bad "BOS stop: tiny_gpt '$ours', reader '$theirs'"
+n=$(sed -n 's/^tiny_gpt sample: notice: stopped at token \([0-9]*\) of 200: the model produced BOS (id 1), which ends a text$/\1/p' \
+  "$work/bos.err")
+[ -n "$n" ] && [ "$n" -gt $(( ${#ours} - 4 )) ] && [ "$n" -lt 100 ] &&
+  grep -qE "^tiny_gpt sample: $n tokens made \(of 200 asked for\) in " "$work/bos.err" &&
+  ok "sample says it stopped at BOS (token $n of 200), and --stats counts the $n tokens made" ||
+  bad "BOS stop, stderr: $(cat "$work/bos.err")"
 
 # 3. import round-trips bit for bit, both ways
 "$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/tok.bin" --out "$work/imp.safetensors" \

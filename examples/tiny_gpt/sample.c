@@ -8,7 +8,8 @@
  * conventions, so both programs see the same ids for the same prompt: the
  * prompt is BOS, the id of " " (the dummy prefix; only for a prompt that
  * is not empty) and its bytes (id 3 + byte); a space right after BOS is
- * not printed; generation stops when the model produces BOS. (run.c also
+ * not printed; generation stops when the model produces BOS (a notice on
+ * stderr says so: the text may be much shorter than --tokens). (run.c also
  * stops at seq_len, where this program slides its window, and does not
  * print single bytes that are not printable ASCII: the two agree on ASCII
  * text within seq_len.)
@@ -131,14 +132,16 @@ static bool write_id(const vocab *v, writer *w, int32_t prev, int32_t id)
 }
 
 /* Continues ctx[0..n) by `tokens` tokens, writing each as it comes (and
- * stopping where write_id says). The prompt's last
+ * stopping where write_id says: *stop is then the id that ended it, else
+ * -1). The prompt's last
  * block_size tokens prime the cache; once the context reaches block_size,
  * each step re-reads the last block_size tokens from position 0. 0, or -1
  * with the message. */
 static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *ctx, size_t n, int tokens,
                     double temperature, int top_k, tg_rng *r, double *probs, double *t_first, int64_t *made,
-                    char *err, size_t errlen)
+                    int32_t *stop, char *err, size_t errlen)
 {
+    *stop = -1;
     const int bs = m->cfg.block_size, V = m->cfg.vocab_size;
     size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
     model_cache_clear(m);
@@ -160,7 +163,10 @@ static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *c
         const bool more = write_id(v, w, ctx[n - 1], next);
         if (!*t_first) *t_first = now_seconds();
         ++*made;
-        if (!more) break;
+        if (!more) {
+            *stop = next;
+            break;
+        }
         fed = n;
         ctx[n++] = next;
     }
@@ -224,7 +230,8 @@ int cmd_sample(int argc, char **argv)
         {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (default: a newline; a Llama's: nothing)", 0,
          ROLE_NONE},
         {"prompt-file", ARG_STRING, &prompt_file, 0, 0, "read the prompt from this file instead", 0, ROLE_NONE},
-        {"tokens", ARG_INT, &tokens, 0, 1 << 24, "characters to generate per sample", 0, ROLE_NONE},
+        {"tokens", ARG_INT, &tokens, 0, 1 << 24, "tokens to generate per sample (a byte vocabulary's are "
+         "characters; it may stop sooner, at a token that ends a text)", 0, ROLE_NONE},
         {"num-samples", ARG_INT, &num_samples, 1, 1 << 20, "samples, each from the prompt, separated by a line of dashes", 0, ROLE_NONE},
         {"temperature", ARG_DOUBLE, &temperature, 0, 100, "softmax temperature (0: greedy)", 0, ROLE_NONE},
         {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0, ROLE_NONE},
@@ -313,24 +320,39 @@ int cmd_sample(int argc, char **argv)
     uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
+        const int64_t made0 = made;
+        int32_t stop;
         if (v.kind == VOCAB_IDS)
             for (int64_t i = 0; i < np; i++) printf(i ? " %d" : "%d", (int)pids[i]);
         else fwrite(prompt, 1, plen, stdout);
         if (v.kind == VOCAB_TOKENIZER) tg_tok_stream_init(&w.st, v.tok);
         if (generate(&m, g, &v, &w, ctx, head + (size_t)np, tokens, temperature, top_k, &r, probs, &t_first, &made,
-                     err, sizeof err))
+                     &stop, err, sizeof err))
             goto fail;
         if (v.kind == VOCAB_TOKENIZER) fwrite(w.buf, 1, (size_t)tg_tok_stream_flush(&w.st, w.buf, w.cap), stdout);
         fputc('\n', stdout);
+        fflush(stdout);   /* the text before what stderr says of it */
+        if (stop >= 0) {
+            char which[32] = "";
+            if (num_samples > 1) snprintf(which, sizeof which, "sample %d ", k + 1);
+            const bool bos = v.kind == VOCAB_LLAMA2C || stop == tg_tok_bos(v.tok);
+            fprintf(stderr, "tiny_gpt sample: notice: %sstopped at token %lld of %d: the model produced %s (id %d), "
+                            "which ends a text\n", which, (long long)(made - made0), tokens, bos ? "BOS" : "EOS",
+                    (int)stop);
+        }
     }
     if (stats) {
         /* the whole, then its parts: loading, the first token (the prompt
          * through the model), the rest one by one (run.c's "achieved tok/s") */
         const double t1 = now_seconds(), s = t1 - t0, rest = t_first ? t1 - t_first : 0;
-        fprintf(stderr, "tiny_gpt sample: %d x %d tokens in %.3f s: %.1f tokens/s (loading %.3f s, first token "
-                        "%.4f s, then %lld tokens at %.1f tokens/s); %llu heap allocations\n",
-                num_samples, tokens, s, s > 0 ? made / s : 0.0, t0 - t_start, t_first ? t_first - t0 : 0.0,
-                (long long)(made > 0 ? made - 1 : 0), rest > 0 ? (made - 1) / rest : 0.0,
+        const int64_t after = made > 0 ? made - 1 : 0;
+        char asked[64] = "";
+        if (made != (int64_t)num_samples * tokens)
+            snprintf(asked, sizeof asked, " (of %lld asked for)", (long long)num_samples * tokens);
+        fprintf(stderr, "tiny_gpt sample: %lld token%s made%s in %.3f s: %.1f tokens/s (loading %.3f s, first token "
+                        "%.4f s, then %lld token%s at %.1f tokens/s); %llu heap allocations\n",
+                (long long)made, made == 1 ? "" : "s", asked, s, s > 0 ? made / s : 0.0, t0 - t_start,
+                t_first ? t_first - t0 : 0.0, (long long)after, after == 1 ? "" : "s", rest > 0 ? after / rest : 0.0,
                 (unsigned long long)(tg_alloc_calls() - a0));
     }
     rc = 0;
