@@ -72,6 +72,24 @@ check_bpb "GPT" "$work/g" "$(bpt "$work/text.txt" "$tok" gpt)"
 out=$("$bin" sample --ckpt "$work/g/best.safetensors" --prompt "the cat" --tokens 60 --temperature 0 2>&1)
 iconv -f UTF-8 -t UTF-8 <<<"$out" >/dev/null 2>&1 && grep -q "the caf$(printf '\xc3\xa9') dog" <<<"$out" &&
   ok "sample decodes valid UTF-8 text: ${out:0:60}" || bad "sample: $out"
+# attn takes the tokenizer's checkpoint: one position per token, each labelled with its piece (issue 20)
+text=$(printf 'the caf\xc3\xa9 <dog> & "cat"')
+ids=$(printf '%s' "$text" | "$bin" tokenizer encode --tokenizer "$tok")
+nt=$(wc -w <<<"$ids")
+want="<code id=\"text\">"
+for id in $ids; do   # a piece's bytes, escaped for HTML, a space as an open box
+  piece=$(echo "$id" | "$bin" tokenizer decode --tokenizer "$tok" | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/"/\&quot;/g')
+  want+="<span>${piece// /$'\xe2\x90\xa3'}</span>"
+done
+want+="</code>"
+out=$("$bin" attn --ckpt "$work/g/best.safetensors" --text "$text" --out "$work/maps" 2>&1)
+grep -qF "wrote 4 attention maps (2 layers x 2 heads, $nt tokens)" <<<"$out" && [ "$nt" -lt ${#text} ] &&
+  grep -qF "Text ($nt tokens): $want" "$work/maps/index.html" && ! grep -qF '<dog>' "$work/maps/index.html" &&
+  [ "$(od -An -tx1 -N4 "$work/maps/attn_l1_h1.png" | tr -d ' ')" = 89504e47 ] &&
+  ok "attn of a BPE GPT: $nt tokens labelled with their pieces, escaped" ||
+  bad "attn of a BPE GPT: $out; $(grep -o 'Text ([^)]*): <code id="text">.*</code>' "$work/maps/index.html")"
+expect_fail "attn: more tokens than block_size" "--text has 40 tokens (the checkpoint's tokenizer's), more than the checkpoint's block_size 32" \
+  "$bin" attn --ckpt "$work/g/best.safetensors" --text "$(printf 'xq%.0s' $(seq 20))" --out "$work/maps2"
 # a stopped and resumed run (the tokenizer from the checkpoint, or given again) is the uninterrupted one
 "$bin" train "${gpt[@]}" --steps 80 --eval-interval 40 --stop-at 50 --out "$work/r" >/dev/null 2>&1
 "$bin" train --resume --out "$work/r" >/dev/null 2>&1
@@ -113,6 +131,9 @@ for prompt in "the cat" "the cat 4 sees the" ""; do
     ok "greedy text of '$prompt' equals the llama2.c reader's, ${#ours} bytes: ${ours:0:50}..."
   else bad "greedy '$prompt': tiny_gpt '${ours:0:100}' vs reader '${theirs:0:100}'"; fi
 done
+out=$("$bin" attn --ckpt "$work/l" --text "the cat" --out "$work/lmaps" 2>&1)
+grep -qF "wrote 4 attention maps (2 layers x 2 heads, " <<<"$out" && ok "attn of a BPE Llama (its run's directory)" ||
+  bad "attn of a BPE Llama: $out"
 # documents end where the model says BOS: both stop there
 for i in $(seq 80); do printf 'the dog sees a bird.\n\nsome birds sing.\n\n'; done >"$work/docs.txt"
 "$bin" tokenizer train --data "$work/docs.txt" --vocab-size 280 --out "$work/dtok.safetensors" >/dev/null 2>&1

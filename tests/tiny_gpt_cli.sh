@@ -172,6 +172,8 @@ line=$("$bin" eval --ckpt "$work/a/last.safetensors" --eval-iters 4 2>/dev/null)
   grep -qF "reading $work/onlylast/last.safetensors (its latest weights; it has no best.safetensors)" "$work/dir.err" &&
   ok "eval --ckpt DIR without best.safetensors reads DIR/last.safetensors and says so" ||
   bad "eval --ckpt DIR: $(cat "$work/dir.err")"
+"$bin" attn --ckpt "$work/a" --text "the" --out "$work/dirmaps" >/dev/null 2>&1 && [ -s "$work/dirmaps/index.html" ] &&
+  ok "attn --ckpt DIR" || bad "attn --ckpt DIR"
 mkdir -p "$work/norun"
 expect_fail "--ckpt of a directory without a checkpoint" \
   "--ckpt $work/norun is a directory without best.safetensors or last.safetensors" "$bin" sample --ckpt "$work/norun"
@@ -182,6 +184,10 @@ expect_fail "train on a missing text into the user's directory" "$work/nope.txt"
   "$bin" train --data "$work/nope.txt" --out "$work/mine"
 [ ! -e "$work/made" ] && [ -d "$work/mine" ] && ok "a failed train leaves no directory it made, and keeps the user's" ||
   bad "after failed runs: made $(ls -d "$work/made" 2>&1), mine $(ls -d "$work/mine" 2>&1)"
+out=$("$bin" attn --ckpt "$work/a/best.safetensors" --text "t" --out "$work/onemap" 2>&1)
+grep -qF "wrote 4 attention maps (2 layers x 2 heads, 1 token) and" <<<"$out" &&
+  grep -qF "Text (1 character):" "$work/onemap/index.html" && ok "attn of one character: '1 token', '1 character'" ||
+  bad "attn of one character: $out; $(grep -o 'Text ([^)]*)' "$work/onemap/index.html")"
 # --help: --tokens counts tokens (a BPE model's are not characters)
 "$bin" sample --help | grep -qE '^ *--tokens +tokens to generate' && ok "sample --help: --tokens counts tokens" ||
   bad "sample --help: $("$bin" sample --help | grep -- --tokens)"
@@ -206,6 +212,13 @@ else ok "skipped: no script(1) for a terminal"; fi
 for i in $(seq 3000); do printf "\\$(printf '%03o' $(( (i * 7 + i / 3) % 40 )))\\000"; done >"$work/ids.bin"
 "$bin" train --data-tokens "$work/ids.bin" --vocab-size 40 --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --steps 2 \
   --eval-iters 2 --threads 1 --out "$work/tk" >/dev/null 2>&1 || bad "training on token ids"
+# attn takes a model of token ids as sample does: ids separated by spaces, each labelled with its number
+out=$("$bin" attn --ckpt "$work/tk" --text "3 17 39" --out "$work/idmaps" 2>&1)
+grep -qF "wrote 1 attention map (1 layer x 1 head, 3 tokens)" <<<"$out" &&
+  grep -qF 'Text (3 tokens): <code id="text"><span>3</span><span>17</span><span>39</span></code>' "$work/idmaps/index.html" &&
+  ok "attn of a model of token ids labels them with their numbers" || bad "attn of an ids model: $out"
+expect_fail "attn: not an id" "--text is ids below 40 separated by spaces, and \"40\" is not one" \
+  "$bin" attn --ckpt "$work/tk" --text "3 40" --out "$work/idmaps2"
 "$st_edit" "$work/tk/last.safetensors" "$work/tk_broken.safetensors" -transformer.h.0.mlp.c_fc.weight || bad "st_edit"
 head -c 5999 "$work/ids.bin" >"$work/short.bin" && mv "$work/short.bin" "$work/ids.bin"
 expect_fail "eval --ckpt of a truncated token file, before the (broken) model" \

@@ -1,11 +1,17 @@
 /* tiny_gpt attn: attention maps of a checkpoint on a text.
  *
- * The text's characters go through the checkpoint's vocabulary as one
- * sequence (1,T), T <= block_size, in eval mode without grad; the GPT
+ * The text goes through the checkpoint's vocabulary as one sequence
+ * (1,T), T <= block_size, in eval mode without grad: a byte vocabulary's
+ * characters, a tokenizer's encoding of the text (as `tiny_gpt tokenizer
+ * encode` gives it: no BOS is added, for a Llama as for its bytes), or
+ * for a model of token ids without a tokenizer the ids, written as
+ * sample's prompt is (numbers separated by spaces). Each position is
+ * labelled with what it stands for: its character, its token's piece, or
+ * its id. The GPT
  * forward hands back every layer's softmax weights (1,H,T,T)
  * (model_forward, any family). For each layer l and head h, OUT/attn_l<l>_h<h>.png
  * shows them as a heatmap (queries down, keys across; see heatmap.h), and
- * OUT/index.html shows all of them with the characters on the axes.
+ * OUT/index.html shows all of them with the labels on the axes.
  * Every file is staged beside its final name and renamed into place only
  * once all were written (files.h): a failure leaves nothing half-done. */
 #include "tiny_gpt.h"
@@ -21,14 +27,96 @@
 #include "files.h"
 #include "heatmap.h"
 
+/* The ids of text and a label for each (pointing into text, into the
+ * tokenizer's pieces, or into nums for ids): the vocabulary's bytes, a
+ * tokenizer's encoding, or ids written as numbers for VOCAB_IDS. The
+ * count, or -1 with a message; *ids, *lab and *nums are malloc'd. */
+static int64_t text_ids(const vocab *v, int V, int block_size, const char *text, int32_t **ids, heatmap_label **lab,
+                        char **nums, char *err, size_t errlen)
+{
+    const size_t len = strlen(text);
+    int64_t n = 0;
+    *ids = NULL;
+    *lab = NULL;
+    *nums = NULL;
+    if (v->kind == VOCAB_TOKENIZER) {
+        int32_t *enc;
+        if ((n = tg_tok_encode(v->tok, text, len, &enc, err, errlen)) < 0) return -1;
+        *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
+        if (*ids) memcpy(*ids, enc, (size_t)n * sizeof *enc);
+        tg_free(enc);
+    } else if (v->kind == VOCAB_IDS) {
+        *ids = malloc((len / 2 + 1) * sizeof **ids);   /* an id and its space: 2 bytes at least */
+        *nums = malloc(len + 1);
+        if (*nums) memcpy(*nums, text, len + 1);
+        for (char *p = *nums, *end; *ids && p; p = end) {
+            while (*p == ' ' || *p == '\n' || *p == '\t') *p++ = 0;
+            if (!*p) break;
+            long id = strtol(p, &end, 10);
+            if (end == p || id < 0 || id >= V || (*end && !strchr(" \n\t", *end))) {
+                snprintf(err, errlen, "this model has token ids and no tokenizer: --text is ids below %d separated "
+                                      "by spaces, and \"%.20s\" is not one", V, p);
+                return -1;
+            }
+            (*ids)[n++] = (int32_t)id;
+        }
+    } else {
+        *ids = malloc((len > 0 ? len : 1) * sizeof **ids);
+        size_t bad = 0;
+        if (*ids && vocab_encode(v, text, len, *ids, &bad) != 0) {
+            snprintf(err, errlen, "the text's character '%c' (byte %d, offset %zu) is not in the vocabulary",
+                     text[bad] >= 32 && text[bad] < 127 ? text[bad] : '?', (uint8_t)text[bad], bad);
+            return -1;
+        }
+        n = (int64_t)len;
+    }
+    *lab = malloc((size_t)(n > 0 ? n : 1) * sizeof **lab);
+    if (!*ids || !*lab || (v->kind == VOCAB_IDS && !*nums)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *what = v->kind == VOCAB_TOKENIZER ? "tokens (the checkpoint's tokenizer's)"
+                       : v->kind == VOCAB_IDS     ? "ids"
+                                                  : "characters";
+    if (n == 0) {
+        snprintf(err, errlen, "--text is empty; give at least one %s", v->kind == VOCAB_IDS ? "id" : "character");
+        return -1;
+    }
+    if (n > block_size) {
+        snprintf(err, errlen, "--text has %lld %s, more than the checkpoint's block_size %d", (long long)n, what,
+                 block_size);
+        return -1;
+    }
+    char *p = *nums;
+    for (int64_t i = 0; i < n; i++) {
+        if (v->kind == VOCAB_TOKENIZER) {
+            size_t l = 0;
+            const unsigned char *piece = tg_tok_piece(v->tok, (*ids)[i], &l);
+            (*lab)[i] = (heatmap_label){(const char *)piece, (int)l};
+        } else if (v->kind == VOCAB_IDS) {   /* the numbers as written, NUL-separated above */
+            while (!*p) p++;
+            (*lab)[i] = (heatmap_label){p, (int)strcspn(p, " \n\t")};
+            p += (*lab)[i].len;
+        } else {
+            (*lab)[i] = (heatmap_label){text + i, 1};
+        }
+    }
+    return n;
+}
+
 int cmd_attn(int argc, char **argv)
 {
-    const char *ckpt = "out-tiny-gpt/best.safetensors", *text = NULL, *out = "out-tiny-gpt/attn", *dtype = "f32";
+    const char *ckpt = "out-tiny-gpt/best.safetensors", *text = NULL, *out = "out-tiny-gpt/attn", *dtype = "f32",
+               *vocab_file = NULL;
     int threads = 1;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train", 0, ROLE_NONE},
-        {"text", ARG_STRING, &text, 0, 0, "text to run (characters of the vocabulary, at most block_size)", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train, or its --out directory (the best, "
+         "else the last)", 0, ROLE_NONE},
+        {"text", ARG_STRING, &text, 0, 0, "text to run, at most block_size tokens (a byte vocabulary's characters, "
+         "a tokenizer's tokens; for a model of token ids, ids separated by spaces)", 0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0, ROLE_NONE},
+        {"vocab", ARG_STRING, &vocab_file, 0, 0, "a text whose bytes are the vocabulary (for weights without 'vocab' "
+         "metadata, e.g. from PyTorch)", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_THREADS(&threads),
     };
@@ -49,6 +137,8 @@ int cmd_attn(int argc, char **argv)
     double *w = NULL;
     uint8_t *blocked = NULL, *png = NULL;
     tg_tensor **aw = NULL;
+    heatmap_label *lab = NULL;
+    char *nums = NULL, picked[4096];
     textbuf html = {0};
     staged_files staged = {0};
     vocab v = {0};
@@ -56,39 +146,20 @@ int cmd_attn(int argc, char **argv)
         snprintf(err, sizeof err, "--text is required");
         goto fail;
     }
-    if (!(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err))
+    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err, sizeof err)) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
         goto fail;
-    if (v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS) {
-        snprintf(err, sizeof err, "attn labels one character per position: this model's ids are a tokenizer's (or "
-                                  "token files'), which it does not take yet");
-        goto fail;
-    }
-    const size_t len = strlen(text);
     const int L = m.cfg.n_layer, H = model_n_head(&m);
-    if (len == 0) {
-        snprintf(err, sizeof err, "--text is empty; give at least one character");
-        goto fail;
-    }
-    if (len > (size_t)m.cfg.block_size) {
-        snprintf(err, sizeof err, "--text has %zu characters, more than the checkpoint's block_size %d", len,
-                 m.cfg.block_size);
-        goto fail;
-    }
-    const int T = (int)len;
-    ids = malloc((size_t)T * sizeof *ids);
+    const int64_t n = text_ids(&v, m.cfg.vocab_size, m.cfg.block_size, text, &ids, &lab, &nums, err, sizeof err);
+    if (n < 0) goto fail;
+    const int T = (int)n;
     w = malloc((size_t)L * H * T * T * sizeof *w);
     blocked = malloc((size_t)T * T);
     aw = calloc((size_t)L, sizeof *aw);
     g = tg_graph_new();
-    if (!ids || !w || !blocked || !aw || !g) {
+    if (!w || !blocked || !aw || !g) {
         snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    size_t bad = 0;
-    if (vocab_encode(&v, text, len, ids, &bad) != 0) {
-        snprintf(err, sizeof err, "the text's character '%c' (byte %d, offset %zu) is not in the vocabulary",
-                 text[bad] >= 32 && text[bad] < 127 ? text[bad] : '?', (uint8_t)text[bad], bad);
         goto fail;
     }
 
@@ -128,20 +199,21 @@ int cmd_attn(int argc, char **argv)
     char path[4096], name[64];
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
-            size_t n = 0;
+            size_t bytes = 0;
             char title[64];
             snprintf(title, sizeof title, "layer %d, head %d", l, h);
-            if (heatmap_png(w + ((size_t)l * H + h) * T * T, blocked, T, T, text, text, title, &png, &n)) {
+            if (heatmap_png_labels(w + ((size_t)l * H + h) * T * T, blocked, T, T, lab, lab, title, &png, &bytes)) {
                 snprintf(err, sizeof err, "out of memory encoding a %d x %d map", T, T);
                 goto fail;
             }
             heatmap_png_name(l, h, name, sizeof name);
             snprintf(path, sizeof path, "%s/%s", out, name);
-            if (staged_add(&staged, path, png, n, err, sizeof err)) goto fail;
+            if (staged_add(&staged, path, png, bytes, err, sizeof err)) goto fail;
             free(png);
             png = NULL;
         }
-    heatmap_html(&html, text, T, L, H, w, blocked);
+    heatmap_html_labels(&html, lab, T, v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS ? "token" : "character", L, H,
+                        w, blocked);
     if (html.oom) {
         snprintf(err, sizeof err, "out of memory building index.html");
         goto fail;
@@ -149,7 +221,8 @@ int cmd_attn(int argc, char **argv)
     snprintf(path, sizeof path, "%s/index.html", out);
     if (staged_add(&staged, path, html.p, html.len, err, sizeof err) || staged_commit(&staged, err, sizeof err))
         goto fail;
-    printf("wrote %d attention maps (%d layers x %d heads, %d tokens) and %s\n", L * H, L, H, T, path);
+    printf("wrote %d attention map%s (%d layer%s x %d head%s, %d token%s) and %s\n", L * H, L * H == 1 ? "" : "s", L,
+           L == 1 ? "" : "s", H, H == 1 ? "" : "s", T, T == 1 ? "" : "s", path);
     rc = 0;
     goto done;
 fail:
@@ -160,6 +233,8 @@ done:
     tb_free(&html);
     free(png);
     free(ids);
+    free(lab);
+    free(nums);
     free(w);
     free(blocked);
     free(aw);

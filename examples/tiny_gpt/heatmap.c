@@ -46,17 +46,20 @@ int heatmap_cell_px(int Tq, int Tk)
     return c < 8 ? 8 : c > 32 ? 32 : c;
 }
 
-heatmap_layout heatmap_layout_of(int Tq, int Tk)
+heatmap_layout heatmap_layout_of(int Tq, int Tk) { return heatmap_layout_labels(Tq, Tk, 1, 1); }
+
+heatmap_layout heatmap_layout_labels(int Tq, int Tk, int q_glyphs, int k_glyphs)
 {
     heatmap_layout l = {0};
+    const int qg = q_glyphs < 1 ? 1 : q_glyphs > HEATMAP_LABEL_GLYPHS ? HEATMAP_LABEL_GLYPHS : q_glyphs,
+              kg = k_glyphs < 1 ? 1 : k_glyphs > HEATMAP_LABEL_GLYPHS ? HEATMAP_LABEL_GLYPHS : k_glyphs;
     l.cell = heatmap_cell_px(Tq, Tk);
     l.scale = l.cell >= 16 ? 2 : 1;
-    const int gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
     l.title_y = HEATMAP_PAD;
     l.key_y = l.title_y + 14 + 4 + IMAGE_GLYPH_H + 8;   /* title (scale 2), the axes line (scale 1) */
     l.query_x = HEATMAP_PAD;
-    l.map_x = l.query_x + gw + 4;
-    l.map_y = l.key_y + gh + 4;
+    l.map_x = l.query_x + (qg * IMAGE_GLYPH_ADVANCE - 1) * l.scale + 4;   /* one glyph: IMAGE_GLYPH_W wide */
+    l.map_y = l.key_y + (kg * (IMAGE_GLYPH_H + 1) - 1) * l.scale + 4;     /* one glyph: IMAGE_GLYPH_H high */
     l.bar_x = HEATMAP_PAD;
     l.bar_y = l.map_y + Tq * l.cell + 12;
     l.tick_y = l.bar_y + HEATMAP_BAR_H + 3;
@@ -69,32 +72,89 @@ heatmap_layout heatmap_layout_of(int Tq, int Tk)
     return l;
 }
 
-int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
-                const char *title, uint8_t **png, size_t *len)
+/* Bytes [i, i + n) of a label that make one glyph: a valid UTF-8
+ * character of 2 to 4 bytes (drawn as one box; *g 0x80), else byte i
+ * (*g that byte). Returns n. */
+static int label_unit(const uint8_t *s, int len, int i, uint8_t *g)
 {
-    const heatmap_layout l = heatmap_layout_of(Tq, Tk);
-    const int cell = l.cell, gw = IMAGE_GLYPH_W * l.scale, gh = IMAGE_GLYPH_H * l.scale;
+    const uint8_t c = s[i];
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 1;
+    if (n > 1 && i + n <= len) {   /* the second byte's range excludes overlong forms, surrogates and > U+10FFFF */
+        const uint8_t lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        bool ok = s[i + 1] >= lo && s[i + 1] <= hi;
+        for (int k = 2; k < n; k++) ok &= s[i + k] >= 0x80 && s[i + k] <= 0xbf;
+        if (ok) {
+            *g = 0x80;
+            return n;
+        }
+    }
+    *g = c;
+    return 1;
+}
+
+/* Glyphs of a label, uncut */
+static int label_units(heatmap_label l)
+{
+    int n = 0;
+    uint8_t g;
+    for (int i = 0; i < l.len; n++) i += label_unit((const uint8_t *)l.s, l.len, i, &g);
+    return n;
+}
+
+int heatmap_label_glyphs(heatmap_label l)
+{
+    const int n = label_units(l);
+    return n < HEATMAP_LABEL_GLYPHS ? n : HEATMAP_LABEL_GLYPHS;
+}
+
+/* Draws label l from (x,y), each glyph dx, dy further: at most
+ * HEATMAP_LABEL_GLYPHS glyphs, the last an ellipsis when l is longer. */
+static void draw_label(image *im, int x, int y, int dx, int dy, int scale, heatmap_label l)
+{
+    const int cut = label_units(l) > HEATMAP_LABEL_GLYPHS ? HEATMAP_LABEL_GLYPHS - 1 : HEATMAP_LABEL_GLYPHS;
+    int n = 0;
+    uint8_t g;
+    for (int i = 0; i < l.len && n < cut; n++, x += dx, y += dy) {
+        i += label_unit((const uint8_t *)l.s, l.len, i, &g);
+        image_label_char(im, x, y, scale, g, HEATMAP_INK);
+    }
+    if (n == cut && cut < HEATMAP_LABEL_GLYPHS)   /* three dots on the bottom row */
+        for (int d = 0; d < 3; d++)
+            image_fill_rect(im, x + 2 * d * scale, y + (IMAGE_GLYPH_H - 1) * scale, x + (2 * d + 1) * scale,
+                            y + IMAGE_GLYPH_H * scale, HEATMAP_INK);
+}
+
+int heatmap_png_labels(const double *w, const uint8_t *blocked, int Tq, int Tk, const heatmap_label *q,
+                       const heatmap_label *k, const char *title, uint8_t **png, size_t *len)
+{
+    int qg = 1, kg = 1;
+    for (int i = 0; i < Tq; i++) qg = heatmap_label_glyphs(q[i]) > qg ? heatmap_label_glyphs(q[i]) : qg;
+    for (int j = 0; j < Tk; j++) kg = heatmap_label_glyphs(k[j]) > kg ? heatmap_label_glyphs(k[j]) : kg;
+    const heatmap_layout l = heatmap_layout_labels(Tq, Tk, qg, kg);
+    const int cell = l.cell, sc = l.scale, gw = IMAGE_GLYPH_W * sc, gh = IMAGE_GLYPH_H * sc;
+    const int adv = IMAGE_GLYPH_ADVANCE * sc, down = (IMAGE_GLYPH_H + 1) * sc;
     image im;
     *png = NULL;
     *len = 0;
     if (image_new(&im, l.w, l.h, HEATMAP_PAPER)) return -1;
     image_text(&im, HEATMAP_PAD, l.title_y, 2, title, HEATMAP_INK);
     image_text(&im, HEATMAP_PAD, l.title_y + 18, 1, "rows: queries, columns: keys", HEATMAP_INK);
-    for (int j = 0; j < Tk; j++)
-        image_label_char(&im, l.map_x + j * cell + (cell - gw) / 2, l.key_y, l.scale, (uint8_t)ktext[j], HEATMAP_INK);
-    for (int i = 0; i < Tq; i++)
-        image_label_char(&im, l.query_x, l.map_y + i * cell + (cell - gh) / 2, l.scale, (uint8_t)qtext[i],
-                         HEATMAP_INK);
+    for (int j = 0; j < Tk; j++)   /* top to bottom, ending above the map */
+        draw_label(&im, l.map_x + j * cell + (cell - gw) / 2,
+                   l.map_y - 4 - gh - (heatmap_label_glyphs(k[j]) - 1) * down, 0, down, sc, k[j]);
+    for (int i = 0; i < Tq; i++)   /* left to right, ending beside the map */
+        draw_label(&im, l.map_x - 4 - gw - (heatmap_label_glyphs(q[i]) - 1) * adv, l.map_y + i * cell + (cell - gh) / 2,
+                   adv, 0, sc, q[i]);
     for (int i = 0; i < Tq; i++)
         for (int j = 0; j < Tk; j++) {
-            size_t k = (size_t)i * Tk + j;
-            rgb c = blocked && blocked[k] ? HEATMAP_BLOCKED : heatmap_colour(w[k]);
+            size_t c = (size_t)i * Tk + j;
+            rgb col = blocked && blocked[c] ? HEATMAP_BLOCKED : heatmap_colour(w[c]);
             image_fill_rect(&im, l.map_x + j * cell, l.map_y + i * cell, l.map_x + (j + 1) * cell,
-                            l.map_y + (i + 1) * cell, c);
+                            l.map_y + (i + 1) * cell, col);
         }
     /* the colour scale, one column per level, and the blocked colour */
-    for (int k = 0; k < HEATMAP_LEVELS; k++)
-        image_fill_rect(&im, l.bar_x + k, l.bar_y, l.bar_x + k + 1, l.bar_y + HEATMAP_BAR_H, heatmap_level_colour(k));
+    for (int c = 0; c < HEATMAP_LEVELS; c++)
+        image_fill_rect(&im, l.bar_x + c, l.bar_y, l.bar_x + c + 1, l.bar_y + HEATMAP_BAR_H, heatmap_level_colour(c));
     image_text(&im, l.bar_x + HEATMAP_LEVELS + 6, l.bar_y + (HEATMAP_BAR_H - IMAGE_GLYPH_H) / 2, 1, "weight",
                HEATMAP_INK);
     image_text(&im, l.bar_x, l.tick_y, 1, "0", HEATMAP_INK);
@@ -106,6 +166,26 @@ int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const c
                "blocked (a future key, masked)", HEATMAP_INK);
     int rc = image_png(&im, png, len);
     image_free(&im);
+    return rc;
+}
+
+/* One label per byte of text. NULL when out of memory. */
+static heatmap_label *byte_labels(const char *text, int T)
+{
+    heatmap_label *lab = malloc((size_t)(T > 0 ? T : 1) * sizeof *lab);
+    for (int i = 0; lab && i < T; i++) lab[i] = (heatmap_label){text + i, 1};
+    return lab;
+}
+
+int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
+                const char *title, uint8_t **png, size_t *len)
+{
+    heatmap_label *q = byte_labels(qtext, Tq), *k = byte_labels(ktext, Tk);
+    *png = NULL;
+    *len = 0;
+    int rc = q && k ? heatmap_png_labels(w, blocked, Tq, Tk, q, k, title, png, len) : -1;
+    free(q);
+    free(k);
     return rc;
 }
 
@@ -131,6 +211,21 @@ void heatmap_char_label(uint8_t c, char *buf, size_t size)
     }
 }
 
+void heatmap_label_html(textbuf *o, heatmap_label l)
+{
+    char lab[16];
+    uint8_t g;
+    for (int i = 0, n; i < l.len; i += n) {
+        n = label_unit((const uint8_t *)l.s, l.len, i, &g);
+        if (n > 1) {
+            tb_put(o, l.s + i, (size_t)n);   /* a whole UTF-8 character: the page is UTF-8 */
+        } else {
+            heatmap_char_label(g, lab, sizeof lab);
+            tb_puts(o, lab);
+        }
+    }
+}
+
 static void colour_hex(rgb c, char buf[8]) { snprintf(buf, 8, "#%02x%02x%02x", c.r, c.g, c.b); }
 
 const char HEATMAP_B64[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -147,7 +242,7 @@ uint32_t heatmap_cell_code(double w)
 static const char PAGE_SCRIPT[] =
     "(function(){\n"
     "var D=document,R=D.getElementById('data').dataset,T=+R.t,L=+R.l,H=+R.h,A=R.alphabet,PAL=R.palette,"
-    "GREY=R.blocked,dec={},i,j,m;\n"
+    "GREY=R.blocked,W=+R.label||1,dec={},i,j,m;\n"
     "for(i=0;i<64;i++)dec[A[i]]=i;\n"
     "var lab=[].map.call(D.querySelectorAll('#text span'),function(s){return s.textContent});\n"
     "var col=[];for(i=0;i<256;i++)col.push('#'+PAL.substr(6*i,6));\n"
@@ -159,8 +254,11 @@ static const char PAGE_SCRIPT[] =
     "k+=4;e[i]=x>>14;v[i]=x&16383}\n"
     " lev.push(e);val.push(v)}\n"
     "var tip=D.getElementById('tip'),cv=D.querySelectorAll('canvas.map');\n"
-    "function geom(c){var S=c.clientWidth,band=Math.max(10,Math.min(16,S/12)),cell=(S-band)/T,"
+    "function geom(c){var S=c.clientWidth,band=Math.max(10,Math.min(16,S/12));"
+    "if(W>1)band=Math.max(band,Math.min(S/5,6*W+4));var cell=(S-band)/T,"
     "step=Math.ceil(7/cell);return{S:S,band:band,cell:cell,step:step,font:Math.min(12,step*cell*0.9)}}\n"
+    "function fit(x,s,w){var a=Array.from(s);if(a.length<2||x.measureText(s).width<=w)return s;"
+    "while(a.length>1&&x.measureText(a.join('')+'\u2026').width>w)a.pop();return a.join('')+'\u2026'}\n"
     "function draw(c){var m=+c.dataset.map,g=geom(c),r=window.devicePixelRatio||1,x=c.getContext('2d');\n"
     " c.style.height=g.S+'px';c.width=Math.round(g.S*r);c.height=Math.round(g.S*r);\n"
     " x.fillStyle='#fff';x.fillRect(0,0,c.width,c.height);\n"
@@ -168,8 +266,8 @@ static const char PAGE_SCRIPT[] =
     " for(i=0;i<T;i++)for(j=0;j<T;j++){var n=i*T+j,x0=px(g.band+j*g.cell),y0=px(g.band+i*g.cell);\n"
     "  x.fillStyle=bl[n]?GREY:col[lev[m][n]];x.fillRect(x0,y0,px(g.band+(j+1)*g.cell)-x0,px(g.band+(i+1)*g.cell)-y0)}\n"
     " x.fillStyle='#444';x.font=px(g.font)+'px monospace';x.textAlign='center';x.textBaseline='middle';\n"
-    " for(i=0;i<T;i+=g.step){x.fillText(lab[i],px(g.band+(i+0.5)*g.cell),px(g.band/2));"
-    "x.fillText(lab[i],px(g.band/2),px(g.band+(i+0.5)*g.cell))}}\n"
+    " for(i=0;i<T;i+=g.step){x.fillText(fit(x,lab[i],px(g.step*g.cell)),px(g.band+(i+0.5)*g.cell),px(g.band/2));"
+    "x.fillText(fit(x,lab[i],px(g.band)),px(g.band/2),px(g.band+(i+0.5)*g.cell))}}\n"
     "function say(c,e){var m=+c.dataset.map,g=geom(c),b=c.getBoundingClientRect(),"
     "j=Math.floor((e.clientX-b.left-g.band)/g.cell),i=Math.floor((e.clientY-b.top-g.band)/g.cell),t='';\n"
     " if(i>=0&&j>=0&&i<T&&j<T){var n=i*T+j;t='q'+i+' '+lab[i]+' \u2192 k'+j+' '+lab[j]+': '+"
@@ -185,7 +283,19 @@ static const char PAGE_SCRIPT[] =
 
 void heatmap_html(textbuf *o, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked)
 {
-    char hex[8], lab[16];
+    heatmap_label *lab = byte_labels(text, T);
+    if (!lab) {
+        o->oom = true;
+        return;
+    }
+    heatmap_html_labels(o, lab, T, "character", L, H, w, blocked);
+    free(lab);
+}
+
+void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char *unit, int L, int H, const double *w,
+                         const uint8_t *blocked)
+{
+    char hex[8];
     tb_puts(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                "<title>tiny_gpt attention maps</title>\n<style>\n"
@@ -201,18 +311,19 @@ void heatmap_html(textbuf *o, const char *text, int T, int L, int H, const doubl
                ".bar{display:flex;max-width:330px}.bar span{flex:1;height:14px}\n"
                ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
                "</style></head><body>\n<h1>Attention weights</h1>\n");
-    tb_printf(o, "<p>Text (%d characters): <code id=\"text\">", T);
+    tb_printf(o, "<p>Text (%d %s%s): <code id=\"text\">", T, unit, T == 1 ? "" : "s");
     for (int i = 0; i < T; i++) {
-        heatmap_char_label((uint8_t)text[i], lab, sizeof lab);
-        tb_printf(o, "<span>%s</span>", lab);
+        tb_puts(o, "<span>");
+        heatmap_label_html(o, lab[i]);
+        tb_puts(o, "</span>");
     }
-    tb_printf(o, "</code></p>\n<p>%d layers &times; %d heads. In each map the rows are queries and the columns "
+    tb_printf(o, "</code></p>\n<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
                  "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
                  "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
                  "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "
                  "level, the same as in the PNG beside each caption. Colour scale (0 to 1, the same for every "
                  "map):</p>\n<div class=\"bar\">",
-              L, H, HEATMAP_DIGITS, HEATMAP_DIGITS);
+              L, L == 1 ? "" : "s", H, H == 1 ? "" : "s", HEATMAP_DIGITS, HEATMAP_DIGITS);
     for (int k = 0; k <= 10; k++) {
         colour_hex(heatmap_colour(k / 10.0), hex);
         tb_printf(o, "<span style=\"background:%s\" title=\"%.1f\"></span>", hex, k / 10.0);
@@ -232,8 +343,10 @@ void heatmap_html(textbuf *o, const char *text, int T, int L, int H, const doubl
 
     /* the data: the palette, the mask as bits, each map's visible cells as
      * heatmap_cell_code in 4 base-64 digits, row by row */
-    tb_printf(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-alphabet=\"%s\" data-palette=\"",
-              T, L, H, HEATMAP_B64);
+    int widest = 1;   /* glyphs of the longest label: the axes' bands make room for them */
+    for (int i = 0; i < T; i++) widest = heatmap_label_glyphs(lab[i]) > widest ? heatmap_label_glyphs(lab[i]) : widest;
+    tb_printf(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-label=\"%d\" "
+                 "data-alphabet=\"%s\" data-palette=\"", T, L, H, widest, HEATMAP_B64);
     for (int k = 0; k < HEATMAP_LEVELS; k++) {
         rgb c = heatmap_level_colour(k);
         tb_printf(o, "%02x%02x%02x", c.r, c.g, c.b);

@@ -24,6 +24,20 @@ int heatmap_level(double w);        /* round(255 w), clamped to [0, 255]; NaN ->
 rgb heatmap_level_colour(int level);
 static inline rgb heatmap_colour(double w) { return heatmap_level_colour(heatmap_level(w)); }
 
+/* A position's label: len bytes at s, a character of the text or a
+ * token's piece. In the pictures each printable ASCII byte is its glyph,
+ * each valid UTF-8 character of more bytes one empty box, and every other
+ * byte a mark (image_label_char); a label of more than
+ * HEATMAP_LABEL_GLYPHS glyphs shows its first HEATMAP_LABEL_GLYPHS - 1
+ * and an ellipsis. */
+typedef struct heatmap_label {
+    const char *s;
+    int len;
+} heatmap_label;
+enum { HEATMAP_LABEL_GLYPHS = 8 };
+/* The glyphs l takes, in [0, HEATMAP_LABEL_GLYPHS]. */
+int heatmap_label_glyphs(heatmap_label l);
+
 /* Side of one cell in pixels: 512 / max(Tq, Tk), within [8, 32] (8: a
  * label glyph fits beside every row and above every column). */
 int heatmap_cell_px(int Tq, int Tk);
@@ -49,6 +63,13 @@ typedef struct heatmap_layout {
     int swatch_x, swatch_y;
 } heatmap_layout;
 heatmap_layout heatmap_layout_of(int Tq, int Tk);
+/* The same for labels of several glyphs: the queries' labels, at most
+ * q_glyphs wide, written left to right and right-aligned against the
+ * map; the keys', at most k_glyphs long, written top to bottom (a glyph
+ * every IMAGE_GLYPH_H + 1 pixels, times scale) down to the map. With one
+ * glyph each (clamped to [1, HEATMAP_LABEL_GLYPHS]) it is
+ * heatmap_layout_of. */
+heatmap_layout heatmap_layout_labels(int Tq, int Tk, int q_glyphs, int k_glyphs);
 
 /* Background and ink of the labels. */
 static const rgb HEATMAP_PAPER = {255, 255, 255}, HEATMAP_INK = {40, 40, 40};
@@ -63,6 +84,10 @@ static const rgb HEATMAP_PAPER = {255, 255, 255}, HEATMAP_INK = {40, 40, 40};
  * of memory. */
 int heatmap_png(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext,
                 const char *title, uint8_t **png, size_t *len);
+/* heatmap_png with a label per row and column (a token's piece), laid out
+ * as heatmap_layout_labels says for the longest of each. */
+int heatmap_png_labels(const double *w, const uint8_t *blocked, int Tq, int Tk, const heatmap_label *q,
+                       const heatmap_label *k, const char *title, uint8_t **png, size_t *len);
 
 /* The map's file name within the output directory: attn_l<layer>_h<head>.png */
 void heatmap_png_name(int layer, int head, char *buf, size_t size);
@@ -70,6 +95,9 @@ void heatmap_png_name(int layer, int head, char *buf, size_t size);
 /* A byte as an axis label, HTML-escaped: space, newline and tab as
  * visible symbols, other bytes outside printable ASCII as \xNN. */
 void heatmap_char_label(uint8_t c, char *buf, size_t size);
+/* A label for the page: heatmap_char_label's form of every ASCII byte,
+ * each valid UTF-8 character as itself, every other byte as \xNN. */
+void heatmap_label_html(textbuf *out, heatmap_label l);
 
 /* The index page for a self-attention run over text[0..T): w holds the
  * weights (L,H,T,T), blocked (T,T) the causal mask (or NULL). One file
@@ -82,6 +110,12 @@ void heatmap_char_label(uint8_t c, char *buf, size_t size);
  * <pre id="w<l*H+h>">; the mask as bits, 6 to a character, in
  * #data's data-mask. Appends to out (check out->oom). */
 void heatmap_html(textbuf *out, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked);
+/* The same page for T positions labelled lab (a token's piece each, shown
+ * whole in the text line and on hover, cut to fit on the axes); unit
+ * names what a position is in the text line ("character", "token";
+ * made plural by an s when T is not 1). */
+void heatmap_html_labels(textbuf *out, const heatmap_label *lab, int T, const char *unit, int L, int H, const double *w,
+                         const uint8_t *blocked);
 
 /* The page shows weights to HEATMAP_DIGITS decimal places. */
 #define HEATMAP_DIGITS 4
