@@ -37,6 +37,34 @@ enum { ROWS = 8 };
 /* lanes [0, n) of a 16-lane mask */
 static inline __mmask16 lanes16(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
 
+/* n floats at p (lanes past n zero), or stored to p: whole vectors
+ * unmasked. Masked loads and stores of lines that are not in the cache
+ * were slow on Zen 5: with every access masked, these rows took longer
+ * than the plain code inside a training step (though not on data in the
+ * cache); only the last, partial vector of a row is masked. */
+AVX512 static inline __m512 load16(const float *p, int n)
+{
+    return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(lanes16(n), p);
+}
+AVX512 static inline void store16(float *p, int n, __m512 v)
+{
+    if (n >= 16) _mm512_storeu_ps(p, v);
+    else _mm512_mask_storeu_ps(p, lanes16(n), v);
+}
+AVX512 static inline __m256 load8(const float *p, int n)
+{
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1), p);
+}
+AVX512 static inline __m512d load8d(const double *p, int n)
+{
+    return n >= 8 ? _mm512_loadu_pd(p) : _mm512_maskz_loadu_pd((__mmask8)(n <= 0 ? 0 : (1u << n) - 1), p);
+}
+AVX512 static inline void store8d(double *p, int n, __m512d v)
+{
+    if (n >= 8) _mm512_storeu_pd(p, v);
+    else if (n > 0) _mm512_mask_storeu_pd(p, (__mmask8)((1u << n) - 1), v);
+}
+
 /* the low and high 8 floats of v as doubles */
 AVX512 static inline __m512d lo_pd(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
 AVX512 static inline __m512d hi_pd(__m512 v)
@@ -68,9 +96,8 @@ AVX512 static inline void transpose8(const __m256 x[8], __m256 t[8])
  * = x[k C + j + c] as a double; rows past n and columns past C are 0 */
 AVX512 static inline void columns(const float *x, int64_t C, int n, int j, __m512d col[8])
 {
-    const __mmask8 m = (__mmask8)(C - j >= 8 ? 0xFF : (1u << (C - j)) - 1);
     __m256 r[8], t[8];
-    for (int k = 0; k < 8; k++) r[k] = k < n ? _mm256_maskz_loadu_ps(m, x + k * C + j) : _mm256_setzero_ps();
+    for (int k = 0; k < 8; k++) r[k] = k < n ? load8(x + k * C + j, (int)C - j) : _mm256_setzero_ps();
     transpose8(r, t);
     for (int c = 0; c < 8; c++) col[c] = _mm512_cvtps_pd(t[c]);
 }
@@ -95,14 +122,13 @@ AVX512 static void forward(int64_t rows, int C, const float *x, const float *w, 
             const double s = 1.0 / sqrt(ss[k] / C + eps);
             const __m512d vs = _mm512_set1_pd(s);
             for (int j = 0; j < C; j += 16) {
-                const __mmask16 m = lanes16(C - j);
-                const __m512 xv = _mm512_maskz_loadu_ps(m, xr + j);
+                const __m512 xv = load16(xr + j, C - j);
                 __m512d a = _mm512_mul_pd(lo_pd(xv), vs), b = _mm512_mul_pd(hi_pd(xv), vs);
                 if (w) {
-                    const __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
+                    const __m512 wv = load16(w + j, C - j);
                     a = _mm512_mul_pd(a, lo_pd(wv)), b = _mm512_mul_pd(b, hi_pd(wv));
                 }
-                _mm512_mask_storeu_ps(yr + j, m, to_ps(a, b));
+                store16(yr + j, C - j, to_ps(a, b));
             }
             if (rstd) rstd[r] = s;
         }
@@ -113,11 +139,9 @@ AVX512 static void forward(int64_t rows, int C, const float *x, const float *w, 
  * product of two floats exact, then times s, then the add) */
 AVX512 static inline void add_dw(double *gw, int left, __m512d dlo, __m512d dhi, __m512d xlo, __m512d xhi, __m512d vs)
 {
-    const __mmask8 m0 = (__mmask8)(left >= 8 ? 0xFF : (1u << left) - 1);
-    const __mmask8 m1 = (__mmask8)(left >= 16 ? 0xFF : left <= 8 ? 0 : (1u << (left - 8)) - 1);
     const __m512d t0 = _mm512_mul_pd(_mm512_mul_pd(dlo, xlo), vs), t1 = _mm512_mul_pd(_mm512_mul_pd(dhi, xhi), vs);
-    _mm512_mask_storeu_pd(gw, m0, _mm512_add_round_pd(_mm512_maskz_loadu_pd(m0, gw), t0, CUR));
-    if (m1) _mm512_mask_storeu_pd(gw + 8, m1, _mm512_add_round_pd(_mm512_maskz_loadu_pd(m1, gw + 8), t1, CUR));
+    store8d(gw, left, _mm512_add_round_pd(load8d(gw, left), t0, CUR));
+    if (left > 8) store8d(gw + 8, left - 8, _mm512_add_round_pd(load8d(gw + 8, left - 8), t1, CUR));
 }
 
 AVX512 static void backward(int64_t rows, int C, const float *x, const float *w, const float *dy, const double *rstd,
@@ -148,22 +172,22 @@ AVX512 static void backward(int64_t rows, int C, const float *x, const float *w,
                 const double s = rstd[r], c = gs[k] * s * s / C;
                 const __m512d vs = _mm512_set1_pd(s), vc = _mm512_set1_pd(c);
                 for (int j = 0; j < C; j += 16) {
-                    const __mmask16 m = lanes16(C - j);
-                    const __m512 dv = _mm512_maskz_loadu_ps(m, dyr + j), xv = _mm512_maskz_loadu_ps(m, xr + j);
+                    const int left = C - j;
+                    const __m512 dv = load16(dyr + j, left), xv = load16(xr + j, left);
                     const __m512d dlo = lo_pd(dv), dhi = hi_pd(dv), xlo = lo_pd(xv), xhi = hi_pd(xv);
                     __m512d ga = dlo, gb = dhi;
                     if (w) {
-                        const __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
+                        const __m512 wv = load16(w + j, left);
                         ga = _mm512_mul_pd(ga, lo_pd(wv)), gb = _mm512_mul_pd(gb, hi_pd(wv));
                     }
                     /* s (dy w - x c) */
                     ga = _mm512_mul_pd(vs, _mm512_sub_round_pd(ga, _mm512_mul_pd(xlo, vc), CUR));
                     gb = _mm512_mul_pd(vs, _mm512_sub_round_pd(gb, _mm512_mul_pd(xhi, vc), CUR));
                     __m512 v = to_ps(ga, gb);
-                    if (!store) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, gxr + j), v);
-                    _mm512_mask_storeu_ps(gxr + j, m, v);
+                    if (!store) v = _mm512_add_ps(load16(gxr + j, left), v);
+                    store16(gxr + j, left, v);
                     if (gw) /* this row's dy x rstd, added to dw while it is loaded (row after row) */
-                        add_dw(gw + j, C - j, dlo, dhi, xlo, xhi, vs);
+                        add_dw(gw + j, left, dlo, dhi, xlo, xhi, vs);
                 }
             }
         } else if (gw)
@@ -172,8 +196,7 @@ AVX512 static void backward(int64_t rows, int C, const float *x, const float *w,
                 const float *xr = x + r * C, *dyr = dy + r * C;
                 const __m512d vs = _mm512_set1_pd(rstd[r]);
                 for (int j = 0; j < C; j += 16) {
-                    const __mmask16 m = lanes16(C - j);
-                    const __m512 dv = _mm512_maskz_loadu_ps(m, dyr + j), xv = _mm512_maskz_loadu_ps(m, xr + j);
+                    const __m512 dv = load16(dyr + j, C - j), xv = load16(xr + j, C - j);
                     add_dw(gw + j, C - j, lo_pd(dv), hi_pd(dv), lo_pd(xv), hi_pd(xv), vs);
                 }
             }

@@ -22,6 +22,27 @@
 
 static inline __mmask16 lanes16(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
 
+/* n floats at p (lanes past n zero), or stored to p: whole vectors
+ * unmasked. Masked loads and stores of lines that are not in the cache
+ * were slow on Zen 5: with every access masked, these rows took longer
+ * than the plain code inside a training step; only the last, partial
+ * vector of a head is masked. */
+AVX512 static inline __m512 load16(const float *p, int n)
+{
+    return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(lanes16(n), p);
+}
+AVX512 static inline void store16(float *p, int n, __m512 v)
+{
+    if (n >= 16) _mm512_storeu_ps(p, v);
+    else _mm512_mask_storeu_ps(p, lanes16(n), v);
+}
+
+/* n <= 8 floats at p in the low lanes (the high ones undefined) */
+AVX512 static inline __m512 load8(const float *p, int n)
+{
+    return n >= 8 ? _mm512_castps256_ps512(_mm256_loadu_ps(p)) : _mm512_maskz_loadu_ps(lanes16(n), p);
+}
+
 /* (x0 c - x1 s, x0 s + x1 c), products rounded before the sum */
 AVX512 static inline __m512 turn0(__m512 x0, __m512 x1, __m512 c, __m512 s)
 {
@@ -40,17 +61,16 @@ AVX512 static void row(const float *x, float *y, const float *cs, int half, int 
     if (halves) {
         for (int h = 0; h < n_rot; h++, x += hd, y += hd)
             for (int i = 0; i < half; i += 16) {
-                const __mmask16 m = lanes16(half - i);
-                const __m512 x0 = _mm512_maskz_loadu_ps(m, x + i), x1 = _mm512_maskz_loadu_ps(m, x + half + i);
-                const __m512 c = _mm512_maskz_loadu_ps(m, cs + i);
-                const __m512 s = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, cs + half + i), neg);
+                const int n = half - i;
+                const __m512 x0 = load16(x + i, n), x1 = load16(x + half + i, n);
+                const __m512 c = load16(cs + i, n), s = _mm512_mul_ps(load16(cs + half + i, n), neg);
                 __m512 y0 = turn0(x0, x1, c, s), y1 = turn1(x0, x1, c, s);
                 if (add) {
-                    y0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), y0);
-                    y1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + half + i), y1);
+                    y0 = _mm512_add_ps(load16(y + i, n), y0);
+                    y1 = _mm512_add_ps(load16(y + half + i, n), y1);
                 }
-                _mm512_mask_storeu_ps(y + i, m, y0);
-                _mm512_mask_storeu_ps(y + half + i, m, y1);
+                store16(y + i, n, y0);
+                store16(y + half + i, n, y1);
             }
         return;
     }
@@ -59,17 +79,16 @@ AVX512 static void row(const float *x, float *y, const float *cs, int half, int 
     const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     for (int h = 0; h < n_rot; h++, x += hd, y += hd)
         for (int i = 0; i < half; i += 8) {
-            const int np = half - i < 8 ? half - i : 8;
-            const __mmask16 m = lanes16(2 * np), mp = lanes16(np);
-            const __m512 v = _mm512_maskz_loadu_ps(m, x + 2 * i);
-            const __m512 c = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(mp, cs + i));
-            const __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(mp, cs + half + i)), neg);
+            const int np = half - i < 8 ? half - i : 8; /* pairs */
+            const __m512 v = load16(x + 2 * i, 2 * np);
+            const __m512 c = _mm512_permutexvar_ps(dup, load8(cs + i, np));
+            const __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(dup, load8(cs + half + i, np)), neg);
             const __m512 sw = _mm512_permute_ps(v, 0xB1); /* (x1, x0) in each pair */
             /* even lanes: x0 c - x1 s; odd lanes: x1 c + x0 s */
             const __m512 a = _mm512_mul_ps(v, c), b = _mm512_mul_ps(sw, s);
             __m512 out = _mm512_mask_sub_round_ps(_mm512_add_round_ps(a, b, CUR), 0x5555, a, b, CUR);
-            if (add) out = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + 2 * i), out);
-            _mm512_mask_storeu_ps(y + 2 * i, m, out);
+            if (add) out = _mm512_add_ps(load16(y + 2 * i, 2 * np), out);
+            store16(y + 2 * i, 2 * np, out);
         }
 }
 
