@@ -184,6 +184,10 @@ expect_fail "train on a missing text into the user's directory" "$work/nope.txt"
   "$bin" train --data "$work/nope.txt" --out "$work/mine"
 [ ! -e "$work/made" ] && [ -d "$work/mine" ] && ok "a failed train leaves no directory it made, and keeps the user's" ||
   bad "after failed runs: made $(ls -d "$work/made" 2>&1), mine $(ls -d "$work/mine" 2>&1)"
+# counts in words: one step, one token
+out=$("$bin" train "${small[@]}" --steps 1 --eval-iters 2 --out "$work/one" 2>&1)
+grep -q "tiny_gpt: 1 step in" <<<"$out" && ! grep -qE '\b1 (steps|threads|tokens)\b' <<<"$out" &&
+  ok "one step is '1 step'" || bad "plural: $(grep -E '\b1 [a-z]+s\b' <<<"$out")"
 out=$("$bin" attn --ckpt "$work/a/best.safetensors" --text "t" --out "$work/onemap" 2>&1)
 grep -qF "wrote 4 attention maps (2 layers x 2 heads, 1 token) and" <<<"$out" &&
   grep -qF "Text (1 character):" "$work/onemap/index.html" && ok "attn of one character: '1 token', '1 character'" ||

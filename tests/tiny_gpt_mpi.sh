@@ -92,7 +92,7 @@ done >"$work/text.txt"
 run1 t8 --dtype f64 --batch-size 8 --arch llama --data "$work/text.txt" --tokenizer "$work/tok.safetensors"
 runn 2 t2 --dtype f64 --batch-size 4 --arch llama --data "$work/text.txt" --tokenizer "$work/tok.safetensors"
 close "2 x 4 = 8 with a BPE tokenizer (Llama, f64)" "$work/t8" "$work/t2" 1e-12
-grep -q "2 processes x 1 threads; 8 sequences per step (2 x --batch-size 4 x --grad-accum 1)" "$work/g2.log" &&
+grep -q "2 processes x 1 thread; 8 sequences per step (2 x --batch-size 4 x --grad-accum 1)" "$work/g2.log" &&
   [ "$(grep -c . "$work/g2.out")" -eq 1 ] && ! grep -q "rank" "$work/g2.log" &&
   ok "rank 0 alone prints: one header, one 'val loss' line" || bad "output: $(head -3 "$work/g2.log") / $(cat "$work/g2.out")"
 header "$work/g2/last.safetensors" | grep -q '"train.global_batch":"8"' &&

@@ -613,8 +613,9 @@ static int train_loop(trainer *t)
         }
     }
     if (!lead) return 0;
-    fprintf(stderr, "tiny_gpt: %lld steps in %.1f s; best val loss %.4f; checkpoints in %s/\n",
-            (long long)(o->steps - first), now_seconds() - t_start, t->ts.best_val, o->out);
+    fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f; checkpoints in %s/\n",
+            (long long)(o->steps - first), o->steps - first == 1 ? "" : "s", now_seconds() - t_start, t->ts.best_val,
+            o->out);
     report_overlap(t);
     printf("val loss %.4f\n", last_val);
     return 0;
@@ -650,8 +651,9 @@ static int same_run(trainer *t)
     snprintf(buf, sizeof buf, "%zu, checksum %016llx", t->d.n,   /* a tokenizer's, or a token file's */
              (unsigned long long)fnv1a64(t->d.tokens, t->d.n * sizeof *t->d.tokens));
     rc |= kv_add(&f, "tokens", buf);
-    snprintf(buf, sizeof buf, "%lld elements (%zu bytes) in %d buckets", (long long)tg_params_numel(p), bytes,
-             tg_dist_grads_bucket_count(t->dg));
+    const int nb = tg_dist_grads_bucket_count(t->dg);
+    snprintf(buf, sizeof buf, "%lld elements (%zu bytes) in %d bucket%s", (long long)tg_params_numel(p), bytes, nb,
+             nb == 1 ? "" : "s");
     rc |= kv_add(&f, "parameters", buf);
     snprintf(buf, sizeof buf, "%s", o->resume ? "--resume" : o->init ? "--init" : "a new run");
     rc |= kv_add(&f, "start", buf);
@@ -719,11 +721,12 @@ static void say_start(trainer *t)
         const double es = (double)tg_dtype_size(t->dt), mb = 2 * es * (double)tg_params_numel(t->m.params) / 1e6;
         char of[64] = "";
         if (o->zero) snprintf(of, sizeof of, " (--zero 1: its shard of %.3g MB)", mb);
-        fprintf(stderr, "tiny_gpt: %d processes x %d threads; %lld sequences per step (%d x --batch-size %d x "
-                        "--grad-accum %d); gradients summed in %d buckets as backward runs; AdamW's moments %.3g MB "
+        const int th = tg_num_threads(), nb = tg_dist_grads_bucket_count(t->dg);
+        fprintf(stderr, "tiny_gpt: %d processes x %d thread%s; %lld sequences per step (%d x --batch-size %d x "
+                        "--grad-accum %d); gradients summed in %d bucket%s as backward runs; AdamW's moments %.3g MB "
                         "per process%s\n",
-                t->ranks, tg_num_threads(), (long long)t->ranks * o->batch_size * o->grad_accum, t->ranks,
-                o->batch_size, o->grad_accum, tg_dist_grads_bucket_count(t->dg), 2 * es * (double)(hi - lo) / 1e6, of);
+                t->ranks, th, th == 1 ? "" : "s", (long long)t->ranks * o->batch_size * o->grad_accum, t->ranks,
+                o->batch_size, o->grad_accum, nb, nb == 1 ? "" : "s", 2 * es * (double)(hi - lo) / 1e6, of);
     } else if (o->zero) {
         fprintf(stderr, "tiny_gpt train: notice: --zero 1 on one process: there is nothing to shard\n");
     }
