@@ -228,5 +228,23 @@ head -c 5999 "$work/ids.bin" >"$work/short.bin" && mv "$work/short.bin" "$work/i
 expect_fail "eval --ckpt of a truncated token file, before the (broken) model" \
   "--data-tokens: token file $work/ids.bin: 5999 bytes is not a whole number of uint16 ids" \
   "$bin" eval --ckpt "$work/tk_broken.safetensors"
+# scripts/demo.sh takes a number of threads (run here with stubs for set-up, cmake and tiny_gpt)
+mkdir -p "$work/demo/scripts" "$work/demo/build" "$work/demo/bin"
+cp "$src/scripts/demo.sh" "$work/demo/scripts/"
+printf '#!/bin/sh\n' >"$work/demo/scripts/deps.sh"
+printf '#!/bin/sh\necho "cmake $*" >>"%s"\n' "$work/demo/log" >"$work/demo/bin/cmake"
+printf '#!/bin/sh\necho "tiny_gpt $*" >>"%s"\n' "$work/demo/log" >"$work/demo/build/tiny_gpt"
+chmod +x "$work/demo/scripts/deps.sh" "$work/demo/bin/cmake" "$work/demo/build/tiny_gpt"
+demo() { rm -f "$work/demo/log"; PATH="$work/demo/bin:$PATH" "$@" bash "$work/demo/scripts/demo.sh" "${args[@]}" 2>&1 >/dev/null; }
+args=(); demo env THREADS=3
+t3=$(grep -c -- '--threads 3$' "$work/demo/log")
+args=(--threads 2); demo env -u THREADS
+t2=$(grep -c -- '--threads 2$' "$work/demo/log")
+[ "$t3" = 2 ] && [ "$t2" = 2 ] && grep -q -- "--build build -j2 " "$work/demo/log" &&
+  ok "demo.sh: THREADS=3 or --threads 2 reach train and sample (and the build's jobs)" ||
+  bad "demo.sh threads: $t3, $t2: $(cat "$work/demo/log" 2>&1)"
+args=(); msg=$(demo env THREADS=many)
+grep -q "THREADS / --threads 'many' is not a number of threads" <<<"$msg" && [ ! -e "$work/demo/log" ] &&
+  ok "demo.sh refuses THREADS=many before doing anything" || bad "demo.sh THREADS=many: $msg"
 
 finish
