@@ -246,5 +246,14 @@ t2=$(grep -c -- '--threads 2$' "$work/demo/log")
 args=(); msg=$(demo env THREADS=many)
 grep -q "THREADS / --threads 'many' is not a number of threads" <<<"$msg" && [ ! -e "$work/demo/log" ] &&
   ok "demo.sh refuses THREADS=many before doing anything" || bad "demo.sh THREADS=many: $msg"
+# docs/distributed.md's commands read files a clone has or that the page downloads
+doc=$src/docs/distributed.md
+missing=""
+for f in $(grep -o -- '--data [^ `]*' "$doc" | cut -d' ' -f2 | sort -u); do
+  case $f in /*) continue ;; esac   # a path every machine mounts (across machines)
+  [ -e "$src/$f" ] || grep -qE "curl .*-[a-zA-Z]*o $f " "$doc" || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "docs/distributed.md: every --data file is downloaded there or in the repository" ||
+  bad "docs/distributed.md sends users to$missing"
 
 finish
