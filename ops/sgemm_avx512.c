@@ -105,7 +105,8 @@ INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0
  * to the panel ad (k MR apart). */
 AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const int copya, const int arows, int kc,
                              const float *a, int64_t ars, int64_t acs, float *restrict ad, const float *b, int64_t bs,
-                             float *restrict bc, float *c, int64_t ldc, int nr, float alpha, float beta, int first)
+                             float *restrict bc, float *c, int64_t ldc, int nr, float alpha, float beta, int first,
+                             int wide)
 {
     /* arows: A's rows ars apart, each read through one of four pointers
      * to rows 0, 4, 8, 12 and the offsets 0, ars, 2 ars, 3 ars (seven
@@ -132,7 +133,8 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
         if (copy) { /* B where it lies, stored to its panel as it passes */
             pf0(b, PF * bs);
             if (nv > 1) pf0(b, PF * bs + 31);
-            b0 = _mm512_maskz_loadu_ps(bm0, b), b1 = nv > 1 ? _mm512_maskz_loadu_ps(bm1, b + 16) : b0;
+            if (nr == 16 * nv) b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
+            else b0 = _mm512_maskz_loadu_ps(bm0, b), b1 = nv > 1 ? _mm512_maskz_loadu_ps(bm1, b + 16) : b0;
             _mm512_store_ps(bc + k * NR, b0);
             if (nv > 1) _mm512_store_ps(bc + k * NR + 16, b1);
         } else
@@ -145,7 +147,8 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
             if (nv > 1) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
         }
         if (copya) { /* A's panel, as it passes (k's mr floats are contiguous) */
-            _mm512_mask_storeu_ps(ad, lanes(mr), _mm512_maskz_loadu_ps(lanes(mr), a));
+            if (wide) _mm512_storeu_ps(ad, _mm512_loadu_ps(a)); /* the panel has a vector of slack */
+            else _mm512_mask_storeu_ps(ad, lanes(mr), _mm512_maskz_loadu_ps(lanes(mr), a));
             pf0(a, PF * acs);
             ad += MR;
         }
@@ -189,7 +192,7 @@ AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int6
                         const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
                         int first)
 {
-    tile_body(mr, nv, 0, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
+    tile_body(mr, nv, 0, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first, 0);
 }
 
 /* the same with A's rows ars apart (A as stored: acs = 1) */
@@ -197,20 +200,20 @@ AVX512 INLINE void tile_rows(const int mr, const int nv, int kc, const float *a,
                              const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
                              int first)
 {
-    tile_body(mr, nv, 0, 0, 1, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first);
+    tile_body(mr, nv, 0, 0, 1, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first, 0);
 }
 
 /* A row panel's first 32 columns while packing A stored transposed:
  * A(r, k) = a[r + k acs] (r < mr, 12 <= mr <= MR) read where it lies and
- * stored to the panel ad[k MR + r] as it is used. b: B's first packed
- * panel. */
+ * stored to the panel ad[k MR + r] as it is used (wide: 16 floats
+ * readable at each k). b: B's first packed panel. */
 typedef void apacking_fn(int kc, const float *a, int64_t acs, float *restrict ad, const float *b, float *c,
-                         int64_t ldc, int nr, float alpha, float beta, int first);
+                         int64_t ldc, int nr, float alpha, float beta, int first, int wide);
 #define APACKING(mr)                                                                                                \
     AVX512 static void apacking_##mr(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,      \
-                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)            \
+                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first, int wide)  \
     {                                                                                                               \
-        tile_body(mr, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first);                 \
+        tile_body(mr, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first, wide);           \
     }
 APACKING(12)
 APACKING(13)
@@ -225,12 +228,12 @@ static apacking_fn *const APACKING_KERNEL[3] = {apacking_12, apacking_13, apacki
 AVX512 static void packing_kernel_1(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
-    tile_body(MR, 1, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+    tile_body(MR, 1, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first, 0);
 }
 AVX512 static void packing_kernel_2(int kc, const float *a, const float *b, int64_t ldb, float *restrict bc,
                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
-    tile_body(MR, 2, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first);
+    tile_body(MR, 2, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first, 0);
 }
 
 /* The kernels, for each row count and vector count: packed or
@@ -328,7 +331,9 @@ AVX512 INLINE void transpose_rows16(float *dst, int64_t ds, const float *src, in
         const int w = kc - k0 < 16 ? kc - k0 : 16;
         const __mmask16 m = lanes(w);
 #pragma GCC unroll 16
-        for (int r = 0; r < 16; r++) x[r] = r < n ? _mm512_maskz_loadu_ps(m, src + r * ss + k0) : _mm512_setzero_ps();
+        for (int r = 0; r < 16; r++)
+            x[r] = r >= n ? _mm512_setzero_ps() : w == 16 ? _mm512_loadu_ps(src + r * ss + k0)
+                                                          : _mm512_maskz_loadu_ps(m, src + r * ss + k0);
         transpose16(x, t);
         if (w == 16) {
 #pragma GCC unroll 16
@@ -342,12 +347,14 @@ AVX512 INLINE void transpose_rows16(float *dst, int64_t ds, const float *src, in
  * op(A)(r, k) for r < mr, where op(A)(r, k) = a[k lda + r] (A stored
  * transposed: each k's mr floats contiguous, one masked load and store)
  * or a[r lda + k] (as stored: 16 x 16 register transposes). The rest of
- * each k's MR floats is not read; dst needs 16 floats of slack. */
-AVX512 static void pack_a(bool ta, const float *a, int lda, int mr, int kc, float *restrict dst)
+ * each k's MR floats is not read; dst needs 16 floats of slack. wide:
+ * 16 floats are readable at each k of A stored transposed. */
+AVX512 static void pack_a(bool ta, const float *a, int lda, int mr, int kc, float *restrict dst, bool wide)
 {
     if (ta) {
         const __mmask16 m = lanes(mr);
-        for (int k = 0; k < kc; k++, a += lda) _mm512_storeu_ps(dst + (int64_t)k * MR, _mm512_maskz_loadu_ps(m, a));
+        for (int k = 0; k < kc; k++, a += lda)
+            _mm512_storeu_ps(dst + (int64_t)k * MR, wide ? _mm512_loadu_ps(a) : _mm512_maskz_loadu_ps(m, a));
         return;
     }
     transpose_rows16(dst, MR, a, lda, mr, kc);
@@ -447,12 +454,14 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                 /* the first panel packs B (fuse_b: M >= MR): MR rows */
                 mr = fuse_b && i == 0 ? MR : panel_rows(M - i);
                 float *c = C + (int64_t)i * ldc + jc;
-                /* A(i+r, pc+k) = a0[r ars + k acs] */
+                /* A(i+r, pc+k) = a0[r ars + k acs]; wide: A stored transposed
+                 * has 16 floats at each k from row i on */
                 const float *a0 = A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc);
+                const bool wide = ta && i + 16 <= M;
                 int jr = 0;
                 if (fuse_b && i == 0) {
                     const float *b = B + (int64_t)pc * ldb + jc;
-                    pack_a(ta, a0, lda, mr, kc, ap);
+                    pack_a(ta, a0, lda, mr, kc, ap, wide);
                     for (; jr < nc; jr += NR) {
                         const int nr = nc - jr < NR ? nc - jr : NR;
                         (nr > 16 ? packing_kernel_2 : packing_kernel_1)(kc, ap, b + jr, ldb, bp + (int64_t)jr * kc,
@@ -486,10 +495,10 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                 }
                 if (fuse_a && mr >= 12 && nc > 16) {
                     const int nr = nc < NR ? nc : NR;
-                    APACKING_KERNEL[mr - 12](kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first);
+                    APACKING_KERNEL[mr - 12](kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first, wide);
                     jr = NR;
                 } else
-                    pack_a(ta, a0, lda, mr, kc, ap);
+                    pack_a(ta, a0, lda, mr, kc, ap, wide);
                 kernel_fn *const *kern = KERNEL[0][mr - 1];
                 for (; jr < nc; jr += NR) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
