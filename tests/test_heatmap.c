@@ -735,26 +735,26 @@ START_TEST(attn_command_draws_the_models_weights)
 {
     /* a small random model with sharp attention, saved as tiny_gpt does */
     const char *corpus = "abc de.";
-    vocab v;
-    vocab_build(&v, corpus, strlen(corpus));
-    const model_config mc = {.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16,
+    tg_vocab v;
+    tg_vocab_bytes(&v, corpus, strlen(corpus));
+    const tg_model_config mc = {.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16,
                              .vocab_size = v.size};
     char err[1024];
-    model md;
-    REQUIRE(model_new(&md, &mc, TG_F32, 4, err, sizeof err) == 0, "%s", err);
+    tg_model md;
+    REQUIRE(tg_model_new(&md, &mc, TG_F32, 4, err, sizeof err) == 0, "%s", err);
     tg_gpt *m = md.impl;
     const tg_gpt_config cfg = m->cfg;
     tg_rng r;
     tg_rng_seed(&r, 5, 1);
     for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
-    REQUIRE(checkpoint_save(P("m.safetensors"), &md, &v, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    REQUIRE(tg_checkpoint_save(P("m.safetensors"), &md, &v, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
 
     /* the weights, computed here */
     const char *text = "bad cab. ed";
     enum { T = 11, L = 2, H = 3 };
     int32_t ids[T];
     size_t bad;
-    ck_assert_int_eq(vocab_encode(&v, text, T, ids, &bad), 0);
+    ck_assert_int_eq(tg_vocab_encode(&v, text, T, ids, &bad), 0);
     tg_graph *g = tg_graph_new();
     tg_graph_set_grad_enabled(g, false);
     tg_tensor *aw[L];
@@ -841,7 +841,7 @@ START_TEST(attn_command_draws_the_models_weights)
     remove(P("m.safetensors"));
     remove(P("stderr.txt"));
     tg_graph_free(g);
-    model_free(&md);
+    tg_model_free(&md);
 }
 END_TEST
 

@@ -170,7 +170,7 @@ START_TEST(bad_checkpoints_are_refused)
         const char *key, *value, *drop, *nan_in, *want;
         bool train;   /* refused by load_train (else by load_model) */
     } cases[] = {
-        {"train.data_rng", "0123", NULL, NULL, "'train.data_rng': rng_from_string: '0123' is not a random-stream", true},
+        {"train.data_rng", "0123", NULL, NULL, "'train.data_rng' = '0123' is not a random-stream state", true},
         {"train.dropout_rng", NULL, NULL, NULL, "has no 'train.dropout_rng'", true},
         {"optimizer.steps", "4", NULL, NULL, "'optimizer.steps' = 4 differs from 'train.step' = 0", true},
         {"train.best_val", "-1", NULL, NULL, "'train.best_val' = '-1' is not a number", true},

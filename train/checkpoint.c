@@ -182,8 +182,10 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state 
     for (int k = 0; k < 2; k++) {
         const char *s = tg_st_meta(f, keys[k]);
         if (!s) return tg_set_err(err, errlen, "checkpoint metadata has no '%s'", keys[k]);
-        if (tg_rng_from_string(rngs[k], s, e2, sizeof e2))
-            return tg_set_err(err, errlen, "checkpoint metadata '%s': %s", keys[k], e2);
+        if (tg_rng_from_string(rngs[k], s, e2, sizeof e2)) {   /* "rng_from_string: '<text>' is not ..." */
+            const char *why = e2 + strlen("rng_from_string: ");
+            return tg_set_err(err, errlen, "checkpoint metadata '%s'%s%s", keys[k], *why == '\'' ? " = " : ": ", why);
+        }
     }
     if (asteps != t.step)
         return tg_set_err(err, errlen, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "

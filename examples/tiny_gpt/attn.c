@@ -29,9 +29,9 @@
 
 /* The ids of text and a label for each (pointing into text, into the
  * tokenizer's pieces, or into nums for ids): the vocabulary's bytes, a
- * tokenizer's encoding, or ids written as numbers for VOCAB_IDS. The
+ * tokenizer's encoding, or ids written as numbers for TG_VOCAB_IDS. The
  * count, or -1 with a message; *ids, *lab and *nums are malloc'd. */
-static int64_t text_ids(const vocab *v, int V, int block_size, const char *text, int32_t **ids, heatmap_label **lab,
+static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *text, int32_t **ids, heatmap_label **lab,
                         char **nums, char *err, size_t errlen)
 {
     const size_t len = strlen(text);
@@ -39,13 +39,13 @@ static int64_t text_ids(const vocab *v, int V, int block_size, const char *text,
     *ids = NULL;
     *lab = NULL;
     *nums = NULL;
-    if (v->kind == VOCAB_TOKENIZER) {
+    if (v->kind == TG_VOCAB_TOKENIZER) {
         int32_t *enc;
         if ((n = tg_tok_encode(v->tok, text, len, &enc, err, errlen)) < 0) return -1;
         *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
         if (*ids) memcpy(*ids, enc, (size_t)n * sizeof *enc);
         tg_free(enc);
-    } else if (v->kind == VOCAB_IDS) {
+    } else if (v->kind == TG_VOCAB_IDS) {
         *ids = malloc((len / 2 + 1) * sizeof **ids);   /* an id and its space: 2 bytes at least */
         *nums = malloc(len + 1);
         if (*nums) memcpy(*nums, text, len + 1);
@@ -63,7 +63,7 @@ static int64_t text_ids(const vocab *v, int V, int block_size, const char *text,
     } else {
         *ids = malloc((len > 0 ? len : 1) * sizeof **ids);
         size_t bad = 0;
-        if (*ids && vocab_encode(v, text, len, *ids, &bad) != 0) {
+        if (*ids && tg_vocab_encode(v, text, len, *ids, &bad) != 0) {
             snprintf(err, errlen, "the text's character '%c' (byte %d, offset %zu) is not in the vocabulary",
                      text[bad] >= 32 && text[bad] < 127 ? text[bad] : '?', (uint8_t)text[bad], bad);
             return -1;
@@ -71,15 +71,15 @@ static int64_t text_ids(const vocab *v, int V, int block_size, const char *text,
         n = (int64_t)len;
     }
     *lab = malloc((size_t)(n > 0 ? n : 1) * sizeof **lab);
-    if (!*ids || !*lab || (v->kind == VOCAB_IDS && !*nums)) {
+    if (!*ids || !*lab || (v->kind == TG_VOCAB_IDS && !*nums)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *what = v->kind == VOCAB_TOKENIZER ? "tokens (the checkpoint's tokenizer's)"
-                       : v->kind == VOCAB_IDS     ? "ids"
+    const char *what = v->kind == TG_VOCAB_TOKENIZER ? "tokens (the checkpoint's tokenizer's)"
+                       : v->kind == TG_VOCAB_IDS     ? "ids"
                                                   : "characters";
     if (n == 0) {
-        snprintf(err, errlen, "--text is empty; give at least one %s", v->kind == VOCAB_IDS ? "id" : "character");
+        snprintf(err, errlen, "--text is empty; give at least one %s", v->kind == TG_VOCAB_IDS ? "id" : "character");
         return -1;
     }
     if (n > block_size) {
@@ -89,11 +89,11 @@ static int64_t text_ids(const vocab *v, int V, int block_size, const char *text,
     }
     char *p = *nums;
     for (int64_t i = 0; i < n; i++) {
-        if (v->kind == VOCAB_TOKENIZER) {
+        if (v->kind == TG_VOCAB_TOKENIZER) {
             size_t l = 0;
             const unsigned char *piece = tg_tok_piece(v->tok, (*ids)[i], &l);
             (*lab)[i] = (heatmap_label){(const char *)piece, (int)l};
-        } else if (v->kind == VOCAB_IDS) {   /* the numbers as written, NUL-separated above */
+        } else if (v->kind == TG_VOCAB_IDS) {   /* the numbers as written, NUL-separated above */
             while (!*p) p++;
             (*lab)[i] = (heatmap_label){p, (int)strcspn(p, " \n\t")};
             p += (*lab)[i].len;
@@ -131,7 +131,7 @@ int cmd_attn(int argc, char **argv)
     int rc = 1;
     bool made_dir = false;
     tg_st_file *f = NULL;
-    model m = {0};
+    tg_model m = {0};
     tg_graph *g = NULL;
     int32_t *ids = NULL;
     double *w = NULL;
@@ -141,17 +141,17 @@ int cmd_attn(int argc, char **argv)
     char *nums = NULL, picked[4096];
     textbuf html = {0};
     staged_files staged = {0};
-    vocab v = {0};
+    tg_vocab v = {0};
     if (!text) {
         snprintf(err, sizeof err, "--text is required");
         goto fail;
     }
     if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
         checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
         goto fail;
-    const int L = m.cfg.n_layer, H = model_n_head(&m);
-    const int64_t n = text_ids(&v, m.cfg.vocab_size, m.cfg.block_size, text, &ids, &lab, &nums, err, sizeof err);
+    const int L = m.config.n_layer, H = m.config.n_head;
+    const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, &lab, &nums, err, sizeof err);
     if (n < 0) goto fail;
     const int T = (int)n;
     w = malloc((size_t)L * H * T * T * sizeof *w);
@@ -167,7 +167,7 @@ int cmd_attn(int argc, char **argv)
     tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids);   /* (1,T) */
-    if (!model_forward(g, &m, idx, aw)) {
+    if (!tg_model_forward(g, &m, idx, aw)) {
         snprintf(err, sizeof err, "%s", tg_graph_error(g));
         goto fail;
     }
@@ -212,7 +212,7 @@ int cmd_attn(int argc, char **argv)
             free(png);
             png = NULL;
         }
-    heatmap_html_labels(&html, lab, T, v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS ? "token" : "character", L, H,
+    heatmap_html_labels(&html, lab, T, v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS ? "token" : "character", L, H,
                         w, blocked);
     if (html.oom) {
         snprintf(err, sizeof err, "out of memory building index.html");
@@ -239,8 +239,8 @@ done:
     free(blocked);
     free(aw);
     tg_graph_free(g);
-    vocab_free(&v);
-    model_free(&m);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
     tg_st_free(f);
     return rc;
 }

@@ -30,7 +30,7 @@
 
 typedef struct inputs {
     tg_st_file *wf, *bf;
-    model m;
+    tg_model m;
     int B, T;
     tg_graph *batch_graph;      /* holds idx and targets; never reset */
     tg_tensor *idx, *targets;   /* (B,T) i32 */
@@ -38,7 +38,7 @@ typedef struct inputs {
 
 static void inputs_free(inputs *in)
 {
-    model_free(&in->m);
+    tg_model_free(&in->m);
     tg_st_free(in->wf);
     tg_st_free(in->bf);
     tg_graph_free(in->batch_graph);
@@ -56,8 +56,8 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     }
     if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
     if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
-    if (checkpoint_load_model(in->wf, dt, 0.0, &in->m, err, errlen)) return -1;
-    model_set_composed(&in->m, attn_composed);
+    if (tg_checkpoint_load_model(in->wf, dt, 0.0, &in->m, err, errlen)) return -1;
+    tg_model_set_composed(&in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
     if (!idx || !tgt) {
         snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);
@@ -70,9 +70,9 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     }
     in->B = (int)idx->shape[0];
     in->T = (int)idx->shape[1];
-    if (in->T > in->m.cfg.block_size) {
+    if (in->T > in->m.config.block_size) {
         snprintf(err, errlen, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
-                 in->m.cfg.block_size);
+                 in->m.config.block_size);
         return -1;
     }
     tg_graph *g = in->batch_graph = tg_graph_new();
@@ -90,7 +90,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
 static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
 {
     tg_params_zero_grad(in->m.params);
-    tg_tensor *loss = model_loss(g, &in->m, in->idx, in->targets);   /* () */
+    tg_tensor *loss = tg_model_loss(g, &in->m, in->idx, in->targets);   /* () */
     if (tg_graph_backward(g, loss) != 0) {
         snprintf(err, errlen, "%s", tg_graph_error(g));
         return NAN;
@@ -109,12 +109,12 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     arg_spec ts[TRAIN_MAX_SPECS];
     int nts = train_specs(&o, ts);
     tg_st_file *f = NULL;
-    model m = {0};
+    tg_model m = {0};
     tg_graph *g = NULL;
     run_text text = {0};
-    dataset d = {0};
+    tg_dataset d = {0};
     data_id id;
-    vocab v = {0};
+    tg_vocab v = {0};
     int64_t step = 0;
     char picked[4096];
     if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
@@ -154,18 +154,18 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     /* the vocabulary and the data (token files checked whole) from the
      * config, before the model exists: a bad file is refused at once, as
      * train refuses it (issue 20) */
-    model shape = {0};
-    if (checkpoint_config(f, &shape.cfg, err, sizeof err)) goto fail;
-    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(shape.cfg.arch, "llama"))
+    tg_model shape = {0};
+    if (tg_model_config_read(f, &shape.config, err, sizeof err)) goto fail;
+    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
             ? checkpoint_model_vocab(f, &shape, vocab_file, &v, err, sizeof err)
-            : (vocab_build(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
+            : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
-    const int T = shape.cfg.block_size;
-    if (tokens ? run_load_tokens(&d, &v, shape.cfg.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
-               : dataset_make(&d, &v, text.text, text.len, T, err, sizeof err))
+    const int T = shape.config.block_size;
+    if (tokens ? run_load_tokens(&d, &v, shape.config.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
+               : tg_dataset_from_text(&d, &v, text.text, text.len, T, err, sizeof err))
         goto fail;
-    if (checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
-    model_set_composed(&m, composed);
+    if (tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    tg_model_set_composed(&m, composed);
     const int B = o.batch_size, A = o.grad_accum;
     const bool tty = isatty(STDERR_FILENO);
     const int64_t n = o.eval_iters;
@@ -173,7 +173,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
     if (isnan(vl)) goto fail;
     char bpb[80];
-    bpb_note(bpb, sizeof bpb, bits_per_byte(vl, d.bytes_per_token[1]));
+    bpb_note(bpb, sizeof bpb, tg_bits_per_byte(vl, d.bytes_per_token[1]));
     printf("step %lld: train loss %.4f, val loss %.4f (%s)\n", (long long)step, tl, vl, bpb);
     rc = 0;
     goto done;
@@ -181,10 +181,10 @@ fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err);
 done:
     tg_graph_free(g);
-    model_free(&m);
+    tg_model_free(&m);
     tg_st_free(f);
-    dataset_free(&d);
-    vocab_free(&v);
+    tg_dataset_free(&d);
+    tg_vocab_free(&v);
     run_text_free(&text);
     return rc;
 }
@@ -319,10 +319,10 @@ int cmd_step(int argc, char **argv)
         tg_graph_reset(g);
     }
     /* keep the input's vocabulary, if it had one */
-    vocab v = {0};
-    if (tg_st_meta(in.wf, "vocab") && vocab_from_st(&v, in.wf, err, sizeof err)) goto fail;
-    int saved = checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, 0, err, sizeof err);
-    vocab_free(&v);
+    tg_vocab v = {0};
+    if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err, sizeof err)) goto fail;
+    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
+    tg_vocab_free(&v);
     if (saved) goto fail;
     rc = 0;
     goto done;

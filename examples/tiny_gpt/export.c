@@ -16,7 +16,7 @@
  *   int32 max_token_length; per id: float32 score, int32 length, bytes
  *
  * run.c hard-codes RoPE with interleaved pairs and theta 10000 and an RMS
- * eps of 1e-5, and the vocabulary conventions of data.h's VOCAB_LLAMA2C
+ * eps of 1e-5, and the vocabulary conventions of data.h's TG_VOCAB_LLAMA2C
  * (pieces: "<unk>", "\n<s>\n", "\n</s>\n", then each byte as itself when
  * printable ASCII, else "<0xXX>", which run.c turns back into the byte),
  * so export refuses a model that differs. Scores are 0: no two pieces
@@ -48,12 +48,12 @@
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* The piece of id in run.c's tokenizer (VOCAB_LLAMA2C's layout). */
+/* The piece of id in run.c's tokenizer (TG_VOCAB_LLAMA2C's layout). */
 static void llama2c_piece(int id, char *buf, size_t size)
 {
     static const char *const specials[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
     if (id < 3) snprintf(buf, size, "%s", specials[id]);
-    else if (id >= VOCAB_LLAMA2C_SIZE) snprintf(buf, size, "<extra_%d>", id);
+    else if (id >= TG_VOCAB_LLAMA2C_SIZE) snprintf(buf, size, "<extra_%d>", id);
     else if (id - 3 >= 0x20 && id - 3 < 0x7f) snprintf(buf, size, "%c", id - 3);
     else snprintf(buf, size, "<0x%02X>", id - 3);
 }
@@ -84,18 +84,18 @@ static const char *const LAYER_ORDER[9] = {"attention_norm.weight", "attention.w
                                            "attention.wv.weight", "attention.wo.weight", "ffn_norm.weight",
                                            "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"};
 
-static int export_llama2c(const tg_st_file *f, const model *m, const vocab *v, const char *out, const char *tok,
+static int export_llama2c(const tg_st_file *f, const tg_model *m, const tg_vocab *v, const char *out, const char *tok,
                           char *err, size_t errlen)
 {
-    const model_config *c = &m->cfg;
+    const tg_model_config *c = &m->config;
     if (strcmp(c->arch, "llama"))
         return snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch), -1;
     if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5)
         return snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps "
                                      "1e-5; this model has %s pairs, theta %g, eps %g",
                         c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps), -1;
-    const bool bpe = v->kind == VOCAB_TOKENIZER;   /* tapegrad's BPE: tokenizer.bin from llama2c_tokenizer_bpe */
-    if (v->kind != VOCAB_LLAMA2C && !bpe)
+    const bool bpe = v->kind == TG_VOCAB_TOKENIZER;   /* tapegrad's BPE: tokenizer.bin from llama2c_tokenizer_bpe */
+    if (v->kind != TG_VOCAB_LLAMA2C && !bpe)
         return snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
                                      "tokenizer of that layout); this model's vocabulary is another"), -1;
     if (bpe && tg_tok_vocab_size(v->tok) != c->vocab_size)
@@ -221,11 +221,11 @@ static int take(const char *buf, size_t len, size_t *at, tg_tensor *t)
 static int import_llama2c(const char *in, const char *tok, const char *out, char *err, size_t errlen)
 {
     size_t len;
-    char *buf = read_file(in, &len, err, errlen);
+    char *buf = tg_file_read(in, &len, err, errlen);
     if (!buf) return -1;
     int32_t h[7];
     int rc = -1;
-    model m = {0};
+    tg_model m = {0};
     tg_graph *g = NULL;
     char *tbuf = NULL;
     if (len < sizeof h) {
@@ -235,10 +235,10 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
     memcpy(h, buf, sizeof h);
     const bool tied = h[5] > 0;
     const int V = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5];   /* INT32_MIN has no positive (0: refused below) */
-    model_config c = {.arch = "llama", .n_embd = h[0], .hidden_dim = h[1], .n_layer = h[2], .n_head = h[3],
+    tg_model_config c = {.arch = "llama", .n_embd = h[0], .hidden_dim = h[1], .n_layer = h[2], .n_head = h[3],
                       .n_kv_head = h[4], .vocab_size = V, .block_size = h[6], .rope_theta = 10000, .norm_eps = 1e-5,
                       .tied = tied};
-    const int64_t need = V ? model_num_params(&c) : -1;   /* at most 2^62, or -1 */
+    const int64_t need = V ? tg_model_num_params(&c) : -1;   /* at most 2^62, or -1 */
     const int hd = c.n_head > 0 ? c.n_embd / c.n_head : 0;
     int64_t floats = -1, bytes = -1;   /* the parameters and the two tables; -1 past int64 */
     if (need >= 0 && (__builtin_add_overflow(need, (int64_t)c.block_size * hd, &floats) ||
@@ -254,9 +254,9 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
             snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, more than 2^63 expected)", len);
         goto done;
     }
-    if (V < VOCAB_LLAMA2C_SIZE) {   /* sample and eval read its ids as llama2.c's bytes */
+    if (V < TG_VOCAB_LLAMA2C_SIZE) {   /* sample and eval read its ids as llama2.c's bytes */
         snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's byte vocabulary (3 specials and "
-                              "256 bytes), the only vocabulary tiny_gpt imports", in, V, VOCAB_LLAMA2C_SIZE);
+                              "256 bytes), the only vocabulary tiny_gpt imports", in, V, TG_VOCAB_LLAMA2C_SIZE);
         goto done;
     }
     for (int64_t i = 0; i < floats; i++) {   /* every weight and both tables */
@@ -268,7 +268,7 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
             goto done;
         }
     }
-    if (model_new(&m, &c, TG_F32, 0, err, errlen)) goto done;
+    if (tg_model_new(&m, &c, TG_F32, 0, err, errlen)) goto done;
     size_t at = 28;
     char name[96];
     take(buf, len, &at, tg_params_get(m.params, "tok_embeddings.weight"));
@@ -283,11 +283,11 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
     at += 2 * table;
     if (!tied) take(buf, len, &at, tg_params_get(m.params, "output.weight"));
     /* the vocabulary: llama2.c's byte layout (checked piece by piece when a tokenizer is given) */
-    vocab v;
-    vocab_llama2c(&v);
+    tg_vocab v;
+    tg_vocab_llama2c(&v);
     if (tok) {
         size_t tl;
-        if (!(tbuf = read_file(tok, &tl, err, errlen))) goto done;
+        if (!(tbuf = tg_file_read(tok, &tl, err, errlen))) goto done;
         int32_t max_len = -1;
         if (tl >= 4) memcpy(&max_len, tbuf, 4);
         size_t p = 4, longest = 0;
@@ -300,7 +300,7 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
                 snprintf(err, errlen, "%s: cut short at id %d", tok, id);
                 goto done;
             }
-            if (id < VOCAB_LLAMA2C_SIZE && ((size_t)n != strlen(want) || memcmp(tbuf + p + 8, want, (size_t)n))) {
+            if (id < TG_VOCAB_LLAMA2C_SIZE && ((size_t)n != strlen(want) || memcmp(tbuf + p + 8, want, (size_t)n))) {
                 snprintf(err, errlen, "%s: id %d is '%.*s', not llama2.c's byte vocabulary's '%s' (tiny_gpt reads only "
                                       "that vocabulary)", tok, id, n, tbuf + p + 8, want);
                 goto done;
@@ -330,17 +330,12 @@ static int import_llama2c(const char *in, const char *tok, const char *out, char
         }
     }
     tg_st_writer *w = tg_st_writer_new();
-    kv_list meta = {0};
-    char vs[16];
-    vocab_to_string(&v, vs, sizeof vs);
-    int bad = !w || model_config_record(&m.cfg, &meta) || kv_add(&meta, "vocab", vs) ||
-              kv_add(&meta, "format", "tapegrad tiny_gpt (imported from llama2.c)");
-    for (int i = 0; !bad && i < meta.n; i++) bad |= tg_st_writer_meta(w, meta.kv[2 * i], meta.kv[2 * i + 1]);
+    int bad = !w || tg_model_config_write(&m.config, w) || tg_vocab_write(&v, w) ||
+              tg_st_writer_meta(w, "format", "tapegrad tiny_gpt (imported from llama2.c)");
     for (int i = 0; !bad && i < tg_params_count(m.params); i++)
         bad |= tg_st_writer_add_tensor(w, tg_params_at(m.params, i)->name, tg_params_at(m.params, i));
     bad = bad || tg_st_writer_add_tensor(w, "llama2c.freqs_cos", cs[0]) ||
           tg_st_writer_add_tensor(w, "llama2c.freqs_sin", cs[1]);
-    kv_free(&meta);
     if (bad) snprintf(err, errlen, "%s: could not assemble the checkpoint", out);
     else rc = tg_st_writer_save(w, out, err, errlen);
     tg_st_writer_free(w);
@@ -349,7 +344,7 @@ done:
     free(buf);
     free(tbuf);
     tg_graph_free(g);
-    model_free(&m);
+    tg_model_free(&m);
     return rc;
 }
 
@@ -378,14 +373,14 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     tg_st_file *f = tg_st_load(ckpt, err, sizeof err);
-    model m = {0};
-    vocab v = {0};
-    int rc = !f || checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
+    tg_model m = {0};
+    tg_vocab v = {0};
+    int rc = !f || tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
              checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err) ||
              export_llama2c(f, &m, &v, out, tok, err, sizeof err);
     if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
-    vocab_free(&v);
-    model_free(&m);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
     tg_st_free(f);
     return rc ? 1 : 0;
 }

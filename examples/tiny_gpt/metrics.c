@@ -65,7 +65,7 @@ FILE *metrics_open(const char *path, int64_t resume_step, char *err, size_t errl
                 (long long)resume_step + 1);
     } else if (resume_step >= 0) {
         size_t len;
-        char *old = read_file(path, &len, err, errlen);
+        char *old = tg_file_read(path, &len, err, errlen);
         if (!old) {
             tb_free(&kept);
             return NULL;

@@ -43,6 +43,22 @@ void kv_free(kv_list *l)
     memset(l, 0, sizeof *l);
 }
 
+int config_fields(const tg_model_config *c, kv_list *l)
+{
+    const char *k[8] = {"n_layer", "n_head", "n_embd", "block_size", "vocab_size", "n_kv_head", "hidden_dim", NULL};
+    const int n[7] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->n_kv_head, c->hidden_dim};
+    const char *b[4] = {"bias", "rope_halves", "tied", NULL};
+    const bool f[3] = {c->bias, c->rope_halves, c->tied};
+    const char *d[3] = {"rope_theta", "norm_eps", "dropout"};
+    const double x[3] = {c->rope_theta, c->norm_eps, c->dropout};
+    char v[40];
+    int rc = kv_add(l, "arch", c->arch ? c->arch : "");
+    for (int i = 0; k[i]; i++) snprintf(v, sizeof v, "%d", n[i]), rc |= kv_add(l, k[i], v);
+    for (int i = 0; b[i]; i++) rc |= kv_add(l, b[i], f[i] ? "true" : "false");
+    for (int i = 0; i < 3; i++) snprintf(v, sizeof v, "%.17g", x[i]), rc |= kv_add(l, d[i], v);
+    return rc ? -1 : 0;
+}
+
 void run_key(const arg_spec *s, char *buf, size_t size)
 {
     snprintf(buf, size, "%s%s", s->role == ROLE_MODEL ? "" : "train.", s->name);

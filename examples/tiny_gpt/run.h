@@ -23,6 +23,10 @@ typedef struct kv_list {
 int kv_add(kv_list *l, const char *key, const char *value);   /* 0, or -1 out of memory */
 void kv_free(kv_list *l);
 
+/* Every field of a model config as pairs (for comparing runs across
+ * processes): "arch", "n_layer", ..., numbers exactly. 0, or -1. */
+int config_fields(const tg_model_config *c, kv_list *l);
+
 /* The metadata key of a flag: "train.<name>" (or the config key for
  * ROLE_MODEL), '-' written '_'. */
 void run_key(const arg_spec *s, char *buf, size_t size);

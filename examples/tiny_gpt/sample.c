@@ -14,12 +14,12 @@
  * print single bytes that are not printable ASCII: the two agree on ASCII
  * text within seq_len.)
  *
- * A model trained with a tokenizer (VOCAB_TOKENIZER) encodes the prompt
+ * A model trained with a tokenizer (TG_VOCAB_TOKENIZER) encodes the prompt
  * with it (a Llama's as run.c does: BOS, then " " + the prompt encoded
  * together) and writes its output through the streaming decoder, so a
  * UTF-8 character split across tokens is written whole; generation stops
  * at the tokenizer's BOS or EOS. A model of token ids without a
- * tokenizer (VOCAB_IDS) takes the prompt as ids separated by spaces and
+ * tokenizer (TG_VOCAB_IDS) takes the prompt as ids separated by spaces and
  * prints ids the same way (`tiny_gpt tokenizer decode` turns them into
  * text). */
 #include "tiny_gpt.h"
@@ -111,20 +111,20 @@ typedef struct writer {
 
 /* Writes id; returns false when generation ends there (run.c's BOS, a
  * tokenizer's BOS or EOS). */
-static bool write_id(const vocab *v, writer *w, int32_t prev, int32_t id)
+static bool write_id(const tg_vocab *v, writer *w, int32_t prev, int32_t id)
 {
-    if (v->kind == VOCAB_IDS) {
+    if (v->kind == TG_VOCAB_IDS) {
         printf(" %d", (int)id);
-    } else if (v->kind == VOCAB_TOKENIZER) {
+    } else if (v->kind == TG_VOCAB_TOKENIZER) {
         if (id == tg_tok_bos(v->tok) || id == tg_tok_eos(v->tok)) return false;
         int64_t n = tg_tok_stream_push(&w->st, id, w->buf, w->cap);   /* -1: an id past the tokenizer's (padding) */
         const int skip = n > 0 && v->docs && prev == tg_tok_bos(v->tok) && w->buf[0] == ' ';
         if (n > 0) fwrite(w->buf + skip, 1, (size_t)(n - skip), stdout);
     } else {
-        if (v->kind == VOCAB_LLAMA2C && id == VOCAB_BOS) return false;   /* run.c's end of a sequence */
+        if (v->kind == TG_VOCAB_LLAMA2C && id == TG_VOCAB_BOS) return false;   /* run.c's end of a sequence */
         char piece[8];
-        int len = vocab_decode(v, id, piece);
-        const int skip = v->kind == VOCAB_LLAMA2C && prev == VOCAB_BOS && len && piece[0] == ' ';
+        int len = tg_vocab_decode(v, id, piece);
+        const int skip = v->kind == TG_VOCAB_LLAMA2C && prev == TG_VOCAB_BOS && len && piece[0] == ' ';
         fwrite(piece + skip, 1, (size_t)(len - skip), stdout);
     }
     fflush(stdout);
@@ -137,23 +137,23 @@ static bool write_id(const vocab *v, writer *w, int32_t prev, int32_t id)
  * block_size tokens prime the cache; once the context reaches block_size,
  * each step re-reads the last block_size tokens from position 0. 0, or -1
  * with the message. */
-static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *ctx, size_t n, int tokens,
+static int generate(tg_model *m, tg_graph *g, const tg_vocab *v, writer *w, int32_t *ctx, size_t n, int tokens,
                     double temperature, int top_k, tg_rng *r, double *probs, double *t_first, int64_t *made,
                     int32_t *stop, char *err, size_t errlen)
 {
     *stop = -1;
-    const int bs = m->cfg.block_size, V = m->cfg.vocab_size;
+    const int bs = m->config.block_size, V = m->config.vocab_size;
     size_t fed = n > (size_t)bs ? n - (size_t)bs : 0;
-    model_cache_clear(m);
+    tg_model_cache_clear(m);
     for (int i = 0; i < tokens; i++) {
-        if (model_cache_len(m) + (int)(n - fed) > bs) {
+        if (tg_model_cache_len(m) + (int)(n - fed) > bs) {
             /* window full: restart from position 0 on the last bs tokens */
-            model_cache_clear(m);
+            tg_model_cache_clear(m);
             fed = n - (size_t)bs;
         }
         int T = (int)(n - fed);
         tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ctx + fed);   /* (1,T) */
-        tg_tensor *logits = model_forward(g, m, idx, NULL);                        /* (1,T,V) */
+        tg_tensor *logits = tg_model_forward(g, m, idx, NULL);                        /* (1,T,V) */
         if (!logits) {
             snprintf(err, errlen, "%s", tg_graph_error(g));
             return -1;
@@ -175,8 +175,8 @@ static int generate(model *m, tg_graph *g, const vocab *v, writer *w, int32_t *c
 
 /* The prompt's ids after the head (BOS, for a tokenizer's documents) into
  * *ids (malloc'd): a tokenizer's encoding (of " " + prompt for documents),
- * or ids given as numbers for VOCAB_IDS. -1 with a message. */
-static int64_t token_prompt(const vocab *v, int V, const char *prompt, size_t plen, int32_t **ids, char *err,
+ * or ids given as numbers for TG_VOCAB_IDS. -1 with a message. */
+static int64_t token_prompt(const tg_vocab *v, int V, const char *prompt, size_t plen, int32_t **ids, char *err,
                             size_t errlen)
 {
     *ids = malloc((plen + 2) * sizeof **ids);
@@ -185,7 +185,7 @@ static int64_t token_prompt(const vocab *v, int V, const char *prompt, size_t pl
     if (!*ids || !text) {
         snprintf(err, errlen, "out of memory");
         n = -1;
-    } else if (v->kind == VOCAB_IDS) {
+    } else if (v->kind == TG_VOCAB_IDS) {
         memcpy(text, prompt, plen);
         text[plen] = 0;
         for (char *p = text, *end; n >= 0; p = end) {
@@ -253,29 +253,29 @@ int cmd_sample(int argc, char **argv)
 
     int rc = 1;
     tg_st_file *f = NULL;
-    model m = {0};
+    tg_model m = {0};
     tg_graph *g = NULL;
     int32_t *ctx = NULL;
     double *probs = NULL;
     char *file_text = NULL;
     int32_t *pids = NULL;
     writer w = {0};
-    vocab v = {0};
+    tg_vocab v = {0};
     size_t plen = 0, bad = 0;
     if (prompt_file && args_seen(specs, n_specs, "prompt")) {
         snprintf(err, sizeof err, "--prompt and --prompt-file exclude each other");
         goto fail;
     }
-    if (prompt_file && !(prompt = file_text = read_file(prompt_file, &plen, err, sizeof err))) goto fail;
+    if (prompt_file && !(prompt = file_text = tg_file_read(prompt_file, &plen, err, sizeof err))) goto fail;
     char picked[4096];
     if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) || checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
         checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
         goto fail;
-    model_set_composed(&m, composed);
-    const bool tokenized = v.kind == VOCAB_TOKENIZER || v.kind == VOCAB_IDS;
-    const bool llama = v.kind == VOCAB_LLAMA2C || (v.kind == VOCAB_TOKENIZER && v.docs);
-    if (!prompt && v.kind == VOCAB_IDS) {
+    tg_model_set_composed(&m, composed);
+    const bool tokenized = v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS;
+    const bool llama = v.kind == TG_VOCAB_LLAMA2C || (v.kind == TG_VOCAB_TOKENIZER && v.docs);
+    if (!prompt && v.kind == TG_VOCAB_IDS) {
         snprintf(err, sizeof err, "this model has token ids and no tokenizer: give the prompt as ids, e.g. --prompt "
                                   "\"0 1 2\" (or train with --tokenizer)");
         goto fail;
@@ -283,33 +283,33 @@ int cmd_sample(int argc, char **argv)
     if (!prompt) prompt = llama ? "" : "\n";
     if (!prompt_file) plen = strlen(prompt);
     int64_t np = (int64_t)plen;   /* the prompt's ids after the head */
-    if (tokenized && (np = token_prompt(&v, m.cfg.vocab_size, prompt, plen, &pids, err, sizeof err)) < 0) goto fail;
+    if (tokenized && (np = token_prompt(&v, m.config.vocab_size, prompt, plen, &pids, err, sizeof err)) < 0) goto fail;
     if (np == 0 && !llama) {
         snprintf(err, sizeof err, "%s is empty; give at least one %s", prompt_file ? prompt_file : "--prompt",
-                 v.kind == VOCAB_IDS ? "id" : "character");
+                 v.kind == TG_VOCAB_IDS ? "id" : "character");
         goto fail;
     }
     const size_t head = llama ? (plen && !tokenized ? 2 : 1) : 0;   /* BOS, and the dummy " " of the bytes */
-    w.cap = v.kind == VOCAB_TOKENIZER ? tg_tok_max_piece_len(v.tok) + 3 : 1;
+    w.cap = v.kind == TG_VOCAB_TOKENIZER ? tg_tok_max_piece_len(v.tok) + 3 : 1;
     w.buf = malloc(w.cap);
     ctx = malloc((head + (size_t)np + (size_t)tokens) * sizeof *ctx);
-    probs = malloc((size_t)m.cfg.vocab_size * sizeof *probs);
+    probs = malloc((size_t)m.config.vocab_size * sizeof *probs);
     g = tg_graph_new();
     if (!ctx || !probs || !g || !w.buf) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
     if (llama) {
-        ctx[0] = v.kind == VOCAB_TOKENIZER ? tg_tok_bos(v.tok) : VOCAB_BOS;
+        ctx[0] = v.kind == TG_VOCAB_TOKENIZER ? tg_tok_bos(v.tok) : TG_VOCAB_BOS;
         if (plen && !tokenized) ctx[1] = v.ids[' '];
     }
     if (tokenized) memcpy(ctx + head, pids, (size_t)np * sizeof *ctx);
-    else if (vocab_encode(&v, prompt, plen, ctx + head, &bad) != 0) {
+    else if (tg_vocab_encode(&v, prompt, plen, ctx + head, &bad) != 0) {
         snprintf(err, sizeof err, "the prompt's character '%c' (byte %d, offset %zu) is not in the vocabulary",
                  prompt[bad] >= 32 && prompt[bad] < 127 ? prompt[bad] : '?', (uint8_t)prompt[bad], bad);
         goto fail;
     }
-    if (model_cache_enable(&m, 1, err, sizeof err)) goto fail;
+    if (tg_model_cache_enable(&m, 1, err, sizeof err)) goto fail;
     tg_graph_set_grad_enabled(g, false);
     tg_graph_set_training(g, false);
     tg_rng r;
@@ -322,20 +322,20 @@ int cmd_sample(int argc, char **argv)
         if (k) fputs("---------------\n", stdout);
         const int64_t made0 = made;
         int32_t stop;
-        if (v.kind == VOCAB_IDS)
+        if (v.kind == TG_VOCAB_IDS)
             for (int64_t i = 0; i < np; i++) printf(i ? " %d" : "%d", (int)pids[i]);
         else fwrite(prompt, 1, plen, stdout);
-        if (v.kind == VOCAB_TOKENIZER) tg_tok_stream_init(&w.st, v.tok);
+        if (v.kind == TG_VOCAB_TOKENIZER) tg_tok_stream_init(&w.st, v.tok);
         if (generate(&m, g, &v, &w, ctx, head + (size_t)np, tokens, temperature, top_k, &r, probs, &t_first, &made,
                      &stop, err, sizeof err))
             goto fail;
-        if (v.kind == VOCAB_TOKENIZER) fwrite(w.buf, 1, (size_t)tg_tok_stream_flush(&w.st, w.buf, w.cap), stdout);
+        if (v.kind == TG_VOCAB_TOKENIZER) fwrite(w.buf, 1, (size_t)tg_tok_stream_flush(&w.st, w.buf, w.cap), stdout);
         fputc('\n', stdout);
         fflush(stdout);   /* the text before what stderr says of it */
         if (stop >= 0) {
             char which[32] = "";
             if (num_samples > 1) snprintf(which, sizeof which, "sample %d ", k + 1);
-            const bool bos = v.kind == VOCAB_LLAMA2C || stop == tg_tok_bos(v.tok);
+            const bool bos = v.kind == TG_VOCAB_LLAMA2C || stop == tg_tok_bos(v.tok);
             fprintf(stderr, "tiny_gpt sample: notice: %sstopped at token %lld of %d: the model produced %s (id %d), "
                             "which ends a text\n", which, (long long)(made - made0), tokens, bos ? "BOS" : "EOS",
                     (int)stop);
@@ -363,11 +363,11 @@ done:
     free(ctx);
     free(pids);
     free(w.buf);
-    vocab_free(&v);
+    tg_vocab_free(&v);
     free(probs);
     free(file_text);
     tg_graph_free(g);
-    model_free(&m);
+    tg_model_free(&m);
     tg_st_free(f);
     return rc;
 }

@@ -11,10 +11,10 @@
 /* The vocabulary of a run: a checkpoint's (from: --resume or --init, when
  * it records one; a --tokenizer given too must be the one it holds, else
  * an error naming the flag), else the --tokenizer file (tg_tok_load's
- * kinds; docs for a Llama), else VOCAB_IDS of vocab_size for token files,
+ * kinds; docs for a Llama), else TG_VOCAB_IDS of vocab_size for token files,
  * else llama2.c's bytes for a Llama, else the text's bytes. vocab_size
  * (0: not given) must be >= a tokenizer's ids. 0, or -1 with a message. */
-int vocab_for_run(vocab *v, const char *tokenizer, bool data_tokens, int vocab_size, bool llama,
+int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int vocab_size, bool llama,
                   const tg_st_file *from, const char *text, size_t len, char *err, size_t errlen);
 
 /* True when the run trains on token files: --data-tokens is given, or
@@ -29,7 +29,7 @@ bool run_on_tokens(const char *data_tokens, const tg_st_file *rec);
  * checksum) if must_match, else a different file is a notice; with meta,
  * their identity is added to it. Bytes per token as
  * dataset_bytes_per_token. 0, or -1 with a message naming the flag. */
-int run_load_tokens(dataset *d, const vocab *v, int64_t V, const char *train_flag, const char *val_flag,
+int run_load_tokens(tg_dataset *d, const tg_vocab *v, int64_t V, const char *train_flag, const char *val_flag,
                     int block_size, const tg_st_file *rec, bool must_match, kv_list *meta, const char *cmd,
                     char *err, size_t errlen);
 

@@ -163,7 +163,7 @@ static int info(const tg_tokenizer *t, const char *data)
     if (!data) return 0;
     char err[1024];
     size_t len;
-    char *text = read_file(data, &len, err, sizeof err);
+    char *text = tg_file_read(data, &len, err, sizeof err);
     if (!text) {
         fprintf(stderr, "tiny_gpt tokenizer info: %s\n", err);
         return 1;

@@ -47,48 +47,34 @@
 #include "tiny_gpt.h"
 #include "tokdata.h"
 
-double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+/* estimate_loss's progress line (an evaluation takes seconds: say so) and its sum over the ranks */
+typedef struct eval_note {
+    int64_t step;
+    bool val;
+    double shown;
+} eval_note;
+
+static void eval_progress(void *ctx, int64_t done, int64_t iters)
+{
+    eval_note *n = ctx;
+    if (done && now_seconds() - n->shown < 0.1) return;
+    n->shown = now_seconds();
+    fprintf(stderr, "\r\033[Kstep %lld: estimating the %s loss, batch %lld of %lld", (long long)n->step,
+            n->val ? "val" : "train", (long long)done + 1, (long long)iters);
+}
+
+static void eval_sum(void *ctx, double *x) { (void)ctx, tg_dist_allreduce_f64(x, 1, TG_DIST_SUM); }
+
+double estimate_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, int B, int A, int T, int64_t iters,
                      int64_t seed, int64_t step, int r, int R, bool progress, char *err, size_t errlen)
 {
-    int32_t *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
-    if (!x || !y) {
-        snprintf(err, errlen, "out of memory for the evaluation batches");
-        free(x);
-        free(y);
-        return NAN;
-    }
-    tg_rng rng;
-    tg_rng_seed(&rng, (uint64_t)seed * 1000003u + (uint64_t)step, val ? 2 : 3);
-    bool grad = tg_graph_set_grad_enabled(g, false);
-    tg_graph_set_training(g, false);
-    double sum = 0, shown = 0;
-    for (int64_t i = 0; i < iters * A; i++) {
-        if (progress && (i == 0 || now_seconds() - shown >= 0.1)) {   /* an evaluation takes seconds: say so */
-            shown = now_seconds();
-            fprintf(stderr, "\r\033[Kstep %lld: estimating the %s loss, batch %lld of %lld", (long long)step,
-                    val ? "val" : "train", (long long)(i / A + 1), (long long)iters);
-        }
-        dataset_rows(d, val, R * B, r * B, B, T, &rng, x, y);
-        tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
-        tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
-        tg_tensor *loss = model_loss(g, m, xt, yt);                       /* () */
-        if (!loss) {
-            snprintf(err, errlen, "%s", tg_graph_error(g));
-            sum = NAN;
-            break;
-        }
-        sum += tg_tensor_item(loss);
-        tg_graph_reset(g);
-    }
-    tg_graph_reset(g);
-    tg_graph_set_training(g, true);
-    tg_graph_set_grad_enabled(g, grad);
+    eval_note note = {step, val, 0};
+    const tg_eval_spec s = {.batch = B, .accum = A, .T = T, .iters = iters, .seed = (uint64_t)seed, .step = step,
+                            .rank = r, .ranks = R, .sum = eval_sum, .progress = progress ? eval_progress : NULL,
+                            .ctx = &note};
+    const double loss = tg_eval_loss(g, m, d, val, &s, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
-    free(x);
-    free(y);
-    if (isnan(sum)) return NAN;
-    tg_dist_allreduce_f64(&sum, 1, TG_DIST_SUM);   /* every rank's rows */
-    return sum / (double)(iters * A * R);
+    return loss;
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -116,9 +102,9 @@ typedef struct trainer {
     } was;
     run_text text;
     data_id id;
-    vocab v;
-    dataset d;
-    model m;
+    tg_vocab v;
+    tg_dataset d;
+    tg_model m;
     tg_adamw *opt;
     tg_dist_grads *dg;              /* the gradients' sums across processes (nothing to do on one) */
     int rank, ranks;                /* this process of the job's R; rank 0 prints and writes files */
@@ -126,7 +112,7 @@ typedef struct trainer {
     bool everywhere;                /* the failure happened on every rank alike (no rank named) */
     double probe_s;                 /* the gradients' sum across processes, nothing overlapped */
     tg_graph *g;
-    train_state ts;
+    tg_train_state ts;
     FILE *csv;
     kv_list meta;                   /* the run's settings, in every checkpoint */
     int32_t *x, *y;
@@ -215,8 +201,8 @@ static int start_from(trainer *t)
     if (!o->resume && !o->init) return 0;
     const char *path = o->resume ? t->path[LAST] : o->init;
     if (!(t->from = tg_st_load(path, t->err, sizeof t->err))) return -1;
-    model_config c;
-    if (checkpoint_config(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
+    tg_model_config c;
+    if (tg_model_config_read(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
     if (o->resume) recorded_schedule(t);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
     if (run_restore(t->specs, t->n_specs, roles, t->from, path, t->say, t->err, sizeof t->err)) return -1;
@@ -237,7 +223,7 @@ static int check_settings(trainer *t)
         parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err))
         return -1;
     const bool llama = !strcmp(o->arch, "llama");
-    if (!model_family(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, model_families());
+    if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
         return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
     static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta", "rope", "norm-eps",
@@ -290,28 +276,28 @@ static int build(trainer *t)
      * model's vocabulary) before anything of the model's size exists: a
      * bad file is refused at once, not after gigabytes (issue 20) */
     if (tokens) {
-        model_config rc;
+        tg_model_config rc;
         int64_t V = t->v.size;
-        if (t->from && !checkpoint_config(t->from, &rc, t->err, sizeof t->err)) V = rc.vocab_size;
+        if (t->from && !tg_model_config_read(t->from, &rc, t->err, sizeof t->err)) V = rc.vocab_size;
         if (run_load_tokens(&t->d, &t->v, V, o->data_tokens, o->val_tokens, o->block_size, o->resume ? t->from : NULL,
                             true, &t->meta, "train", t->err, sizeof t->err))
             return -1;
     }
     if (t->from) {
-        if (checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
-        if (t->v.size > t->m.cfg.vocab_size || (t->v.kind == VOCAB_CHARS && t->v.size != t->m.cfg.vocab_size))
-            return failf(t, "the weights have vocab_size %d but the vocabulary has %d %s", t->m.cfg.vocab_size,
-                         t->v.size, t->v.kind == VOCAB_CHARS ? "characters" : "ids");
+        if (tg_checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
+        if (t->v.size > t->m.config.vocab_size || (t->v.kind == TG_VOCAB_BYTES && t->v.size != t->m.config.vocab_size))
+            return failf(t, "the weights have vocab_size %d but the vocabulary has %d %s", t->m.config.vocab_size,
+                         t->v.size, t->v.kind == TG_VOCAB_BYTES ? "characters" : "ids");
     } else {
-        model_config c = {.arch = o->arch, .n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd,
+        tg_model_config c = {.arch = o->arch, .n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd,
                           .block_size = o->block_size, .vocab_size = t->v.size, .bias = o->bias,
                           .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
                           .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, o->multiple_of),
                           .rope_theta = o->rope_theta, .norm_eps = o->norm_eps, .rope_halves = !strcmp(o->rope, "halves"),
                           .tied = o->tied, .dropout = o->dropout};
-        if (model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
+        if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
     }
-    model_set_composed(&t->m, o->attn_composed);
+    tg_model_set_composed(&t->m, o->attn_composed);
     /* the sums across processes, and AdamW for the range this rank updates:
      * everything, or with --zero 1 its shard */
     tg_dist_grads_config dc = {.bucket_bytes = (size_t)(o->bucket_mb * (1 << 20)), .shard = o->zero == 1};
@@ -320,18 +306,18 @@ static int build(trainer *t)
     tg_dist_grads_shard(t->dg, &lo, &hi);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
     if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, t->err, sizeof t->err))) return -1;
-    t->ts = (train_state){.step = 0, .best_val = INFINITY};
+    t->ts = (tg_train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (checkpoint_load_train(t->from, &t->m, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (tg_checkpoint_load_train(t->from, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
                          t->ts.step == o->steps ? "finished" : "is already past --steps", (long long)t->ts.step,
                          (long long)t->ts.step);
     }
-    if (!tokens && dataset_make(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
+    if (!tokens && tg_dataset_from_text(&t->d, &t->v, text, len, o->block_size, t->err, sizeof t->err)) return -1;
 
     /* the global batch (processes x --batch-size x --grad-accum) is what a
      * resumed run must keep; its split may change. Resumed on another
@@ -408,7 +394,6 @@ static int save_last(trainer *t, int64_t step)
     t->ts.step = step;
     t->ts.drop_rng = *tg_graph_rng(t->g);
     if (weights_agree(t, step)) return -1;
-    opt_state os = {tg_adamw_m(t->opt), tg_adamw_v(t->opt), tg_adamw_steps(t->opt)};
     const size_t bytes = (size_t)tg_params_numel(t->m.params) * tg_dtype_size(t->dt);
     void *m = NULL, *v = NULL;
     int64_t lo, hi;
@@ -420,14 +405,12 @@ static int save_last(trainer *t, int64_t step)
         }
         tg_dist_grads_gather_shard(t->dg, tg_adamw_m(t->opt), m);
         tg_dist_grads_gather_shard(t->dg, tg_adamw_v(t->opt), v);
-        os.m = m;
-        os.v = v;
     }
     int rc = 0;
     if (t->rank == 0) {
         fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
-        rc = checkpoint_save(t->path[LAST], &t->m, &t->v, &os, &t->ts, (const char *const *)t->meta.kv, t->meta.n,
-                             t->err, sizeof t->err);
+        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, &t->ts, (const char *const *)t->meta.kv,
+                                t->meta.n, t->err, sizeof t->err);
     }
     free(m);
     free(v);
@@ -450,16 +433,16 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
         t->everywhere = true;   /* a sum across processes: the same everywhere */
         return failf(t, "the loss is not finite at step %lld", (long long)step);
     }
-    row->train_bpb = bits_per_byte(row->train, t->d.bytes_per_token[0]);
-    row->val_bpb = bits_per_byte(row->val, t->d.bytes_per_token[1]);
+    row->train_bpb = tg_bits_per_byte(row->train, t->d.bytes_per_token[0]);
+    row->val_bpb = tg_bits_per_byte(row->val, t->d.bytes_per_token[1]);
     if (t->rank == 0) {
         char bpb[80];
         bpb_note(bpb, sizeof bpb, row->val_bpb);
         fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%s)", tty ? "\r\033[K" : "", (long long)step,
                 row->train, row->val, bpb);
-        if (t->text.floor_nats >= 0 && t->v.kind == VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
-            fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", bits_per_byte(t->text.floor_nats, 1),
-                    row->val_bpb - bits_per_byte(t->text.floor_nats, 1));
+        if (t->text.floor_nats >= 0 && t->v.kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
+            fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(t->text.floor_nats, 1),
+                    row->val_bpb - tg_bits_per_byte(t->text.floor_nats, 1));
         else if (t->text.floor_nats >= 0)
             fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
         fprintf(stderr, "\n");
@@ -469,9 +452,9 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     }
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
-        train_state at = {.step = step};
-        if (t->rank == 0 && checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, &at, (const char *const *)t->meta.kv,
-                                            t->meta.n, t->err, sizeof t->err))
+        tg_train_state at = {.step = step};
+        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, &at,
+                                               (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
             return -1;
     }
     return save_last(t, step);
@@ -496,10 +479,10 @@ static double train_step(trainer *t, int64_t step, double lr)
     const void *seed = t->dt == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
     for (int k = 0; k < A; k++) {
-        dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);
+        tg_dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);
         tg_tensor *xt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->y);   /* (B,T) */
-        tg_tensor *loss = model_loss(t->g, &t->m, xt, yt);                      /* () */
+        tg_tensor *loss = tg_model_loss(t->g, &t->m, xt, yt);                      /* () */
         const bool last = k == A - 1;   /* earlier micro-batches only accumulate */
         if (last) tg_dist_grads_begin(t->dg, t->g);
         int rc = tg_graph_backward_seeded(t->g, loss, seed);
@@ -645,8 +628,8 @@ static int same_run(trainer *t)
         if (strcmp(k, "train.data") && strcmp(k, "train.data_tokens") && strcmp(k, "train.val_tokens"))
             rc |= kv_add(&f, k, t->meta.kv[2 * i + 1]);
     }
-    rc |= model_config_record(&t->m.cfg, &f);
-    vocab_to_string(&t->v, buf, sizeof buf);
+    rc |= config_fields(&t->m.config, &f);
+    tg_vocab_to_string(&t->v, buf, sizeof buf);
     rc |= kv_add(&f, "vocab", buf);
     snprintf(buf, sizeof buf, "%zu, checksum %016llx", t->d.n,   /* a tokenizer's, or a token file's */
              (unsigned long long)fnv1a64(t->d.tokens, t->d.n * sizeof *t->d.tokens));
@@ -787,10 +770,10 @@ done:
     tg_graph_free(t->g);
     tg_adamw_free(t->opt);
     tg_dist_grads_free(t->dg);
-    model_free(&t->m);
+    tg_model_free(&t->m);
     tg_st_free(t->from);
-    dataset_free(&t->d);
-    vocab_free(&t->v);
+    tg_dataset_free(&t->d);
+    tg_vocab_free(&t->v);
     run_text_free(&t->text);
     kv_free(&t->meta);
     free(t);

@@ -6,7 +6,6 @@
 #include "../../tapegrad.h"
 #include "args.h"
 #include "data.h"
-#include "model.h"
 
 typedef struct train_opts {
     const char *data, *out, *dtype, *init, *attn, *config, *arch, *rope;
@@ -43,13 +42,8 @@ int train_specs(train_opts *o, arg_spec *specs);
  * are then waiting in the sum). With progress (a terminal: give it on
  * one process only) a line on stderr counts the batches while they run,
  * rewritten in place at most 10 times a second and cleared at the end. */
-double estimate_loss(tg_graph *g, model *m, const dataset *d, bool val, int B, int A, int T, int64_t iters,
+double estimate_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, int B, int A, int T, int64_t iters,
                      int64_t seed, int64_t step, int r, int R, bool progress, char *err, size_t errlen);
 
-/* Cross-entropy in nats per token as bits per byte of the text. */
-static inline double bits_per_byte(double nats, double bytes_per_token)
-{
-    return nats / 0.69314718055994530942 / bytes_per_token;
-}
 
 #endif
