@@ -10,7 +10,8 @@
 #define TINY_GPT_METRICS_H
 
 #include <stdint.h>
-#include <stdio.h>
+
+#include "../../tapegrad.h"
 
 #define METRICS_HEADER "step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,train_bpb,val_bpb"
 
@@ -23,15 +24,14 @@ typedef struct metrics_row {
 /* A row with nothing measured yet. */
 metrics_row metrics_empty(int64_t step);
 
-/* Opens path for appending rows. resume_step < 0: a new file (header
- * only). Otherwise the file of the run being resumed keeps its header and
- * the rows up to resume_step (the checkpoint's step); the rows a killed
- * run wrote after its last checkpoint are dropped, so the resumed run's
- * rows follow without repeats. The rewrite is atomic. NULL with a message. */
-FILE *metrics_open(const char *path, int64_t resume_step, char *err, size_t errlen);
-/* Appends row r; the losses (and bits per byte) with 6 decimals, or with
- * `digits` significant digits when digits > 0 (train --log-digits: 17
- * reads an f64 back exactly, for comparing runs). */
-void metrics_write(FILE *fp, const metrics_row *r, int digits);
+/* Opens path for appending rows (tg_metrics_open with these columns: a
+ * resumed run keeps the rows up to resume_step, the checkpoint's step;
+ * resume_step < 0: a new file), the losses (and bits per byte) with 6
+ * decimals, or with `digits` significant digits when digits > 0 (train
+ * --log-digits: 17 reads an f64 back exactly, for comparing runs). What
+ * the resume could not keep is a notice on stderr. NULL with a message. */
+tg_metrics *metrics_open(const char *path, int64_t resume_step, int digits, char *err, size_t errlen);
+/* Appends row r (flushed). 0, or -1 on a write error. */
+int metrics_write(tg_metrics *m, const metrics_row *r);
 
 #endif

@@ -113,7 +113,7 @@ typedef struct trainer {
     double probe_s;                 /* the gradients' sum across processes, nothing overlapped */
     tg_graph *g;
     tg_train_state ts;
-    FILE *csv;
+    tg_metrics *csv;
     kv_list meta;                   /* the run's settings, in every checkpoint */
     int32_t *x, *y;
     char err[8192];
@@ -408,7 +408,6 @@ static int save_last(trainer *t, int64_t step)
     }
     int rc = 0;
     if (t->rank == 0) {
-        fflush(t->csv);   /* every row up to the checkpoint's step is in the file first */
         rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, &t->ts, (const char *const *)t->meta.kv,
                                 t->meta.n, t->err, sizeof t->err);
     }
@@ -446,8 +445,7 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
         else if (t->text.floor_nats >= 0)
             fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
         fprintf(stderr, "\n");
-        metrics_write(t->csv, row, o->log_digits);
-        fflush(t->csv);
+        metrics_write(t->csv, row);
         plot_losses(t);
     }
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
@@ -592,7 +590,7 @@ static int train_loop(trainer *t)
             if (evaluate_and_save(t, step, &row, tty)) return -1;
             last_val = row.val;
         } else if (lead) {
-            metrics_write(t->csv, &row, o->log_digits);
+            metrics_write(t->csv, &row);
         }
     }
     if (!lead) return 0;
@@ -747,8 +745,8 @@ int cmd_train(int argc, char **argv)
         if (t->rank == 0) fprintf(stderr, "tiny_gpt train: %s\n", t->err);
         goto done;
     }
-    failed = t->rank == 0 && !(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, t->err,
-                                                     sizeof t->err));
+    failed = t->rank == 0 && !(t->csv = metrics_open(t->path[METRICS], o->resume ? t->ts.step : -1, o->log_digits,
+                                                     t->err, sizeof t->err));
     if (ranks_agree("train", failed, t->err)) goto done;
     t->probe_s = tg_dist_grads_probe(t->dg, 3);   /* (the gradients are still zero) */
     if (t->rank == 0) say_start(t);
@@ -762,7 +760,7 @@ int cmd_train(int argc, char **argv)
         rc = 1;
     }
 done:
-    if (t->csv) fclose(t->csv);
+    tg_metrics_close(t->csv);
     if (t->lock_fd >= 0) close(t->lock_fd);
     if (rc && t->made_out) rmdir(o->out);   /* only while still empty: a failed run leaves no empty OUT behind */
     free(t->x);
