@@ -1,12 +1,17 @@
 /* The persistent parameter store: flat value and gradient buffers with
  * named tensor views into them. */
+#define _DEFAULT_SOURCE   /* madvise */
 #include "params.h"
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "err_internal.h"
 #include "graph_internal.h"
+#include "params_internal.h"
 #include "stb_ds_internal.h"
 
 typedef struct name_index { char *key; int value; } name_index;
@@ -16,10 +21,66 @@ struct tg_params {
     tg_tensor **tensors;     /* stb_ds array of owned headers */
     int64_t *offsets;        /* stb_ds array: element offset of each */
     name_index *by_name;     /* stb_ds string hash map */
-    char *data, *grad;       /* flat buffers */
-    int64_t numel;
+    char *data, *grad;       /* flat buffers of cap elements, the first numel in use */
+    int64_t numel, cap;
+    bool zeroed;             /* the buffers came zeroed and nothing wrote past numel */
     char error[256];
 };
+
+#define BIG_STORE ((int64_t)2 << 20)   /* bytes from which the buffers grow by doubling, zeroed, in 2 MiB pages */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* n zeroed bytes for a large buffer: calloc (a large block comes from
+ * the kernel already zero, its pages untouched until used: a model whose
+ * gradients are never computed never pays for them) with its whole 2 MiB
+ * pages advised as transparent huge pages (a fault per 2 MiB, not per
+ * 4 KiB, when they are used) */
+static char *calloc_big(size_t n)
+{
+    char *b = tg_calloc(1, n);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t lo = ((uintptr_t)b + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), hi = ((uintptr_t)b + n) & ~(HUGE_PAGE - 1);
+    if (b && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);   /* advice only */
+#endif
+    return b;
+}
+
+/* The buffers moved: every view re-pointed. */
+static void repoint(tg_params *p)
+{
+    const size_t es = tg_dtype_size(p->dtype);
+    for (ptrdiff_t i = 0; i < stbds_arrlen(p->tensors); i++) {
+        p->tensors[i]->data = p->data + p->offsets[i] * es;
+        p->tensors[i]->grad = p->grad + p->offsets[i] * es;
+    }
+}
+
+/* Large buffers of cap elements (at least the numel in use), zeroed past
+ * them; false when out of memory (the store unchanged) */
+static bool grow_big(tg_params *p, int64_t cap)
+{
+    const size_t es = tg_dtype_size(p->dtype);
+    char *data = calloc_big((size_t)cap * es), *grad = data ? calloc_big((size_t)cap * es) : NULL;
+    if (!grad) {
+        tg_free(data);
+        return false;
+    }
+    if (p->numel) {
+        memcpy(data, p->data, (size_t)p->numel * es);
+        memcpy(grad, p->grad, (size_t)p->numel * es);
+    }
+    tg_free(p->data);
+    tg_free(p->grad);
+    p->data = data, p->grad = grad, p->cap = cap, p->zeroed = true;
+    repoint(p);
+    return true;
+}
+
+void tg_params_reserve(tg_params *p, int64_t numel)
+{
+    if (p && numel > p->cap && numel <= TG_MAX_NUMEL && numel * (int64_t)tg_dtype_size(p->dtype) >= BIG_STORE)
+        (void)grow_big(p, numel);   /* advice: without it, tg_params_add grows the buffers */
+}
 
 tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen)
 {
@@ -67,16 +128,30 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         return fail(p, "params_add: '%s': the store would hold more than 2^40 elements%s", name, "");
 
     size_t es = tg_dtype_size(p->dtype);
-    size_t bytes = (size_t)(p->numel + h.numel) * es;
     tg_tensor *t = tg_malloc(sizeof *t);
-    char *data = t ? tg_realloc(p->data, bytes) : NULL;
-    if (data) p->data = data;
-    char *grad = data ? tg_realloc(p->grad, bytes) : NULL;
-    if (grad) p->grad = grad;
-    if (!grad) { tg_free(t); return fail(p, "params_add: '%s': out of memory%s", name, ""); }
-
-    memset(p->data + p->numel * es, 0, (size_t)h.numel * es);
-    memset(p->grad + p->numel * es, 0, (size_t)h.numel * es);
+    if (!t) return fail(p, "params_add: '%s': out of memory%s", name, "");
+    const int64_t need = p->numel + h.numel;
+    if (need * (int64_t)es < BIG_STORE) {
+        /* a small store: realloc'd to its size, tensor by tensor */
+        char *data = tg_realloc(p->data, (size_t)need * es);
+        if (data) p->data = data;
+        char *grad = data ? tg_realloc(p->grad, (size_t)need * es) : NULL;
+        if (grad) p->grad = grad;
+        if (!grad) { tg_free(t); return fail(p, "params_add: '%s': out of memory%s", name, ""); }
+        p->cap = need, p->zeroed = false;
+    } else if (need > p->cap && !grow_big(p, need > 2 * p->cap ? need : 2 * p->cap)) {
+        /* a large one (loading a 60 MB checkpoint spent most of its time in
+         * page faults, zero-filling and copies here) grows to twice its size
+         * at least, zeroed (calloc_big): a model of many tensors is copied a
+         * few times, not once per tensor, or never when its size was
+         * reserved (tg_params_reserve) */
+        tg_free(t);
+        return fail(p, "params_add: '%s': out of memory%s", name, "");
+    }
+    if (!p->zeroed) {
+        memset(p->data + p->numel * es, 0, (size_t)h.numel * es);
+        memset(p->grad + p->numel * es, 0, (size_t)h.numel * es);
+    }
     *t = h;
     t->dtype = p->dtype;
     t->requires_grad = true;
@@ -86,11 +161,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     stbds_shput(p->by_name, name, (int)stbds_arrlen(p->tensors) - 1);
     t->name = stbds_shgets(p->by_name, name).key;   /* the map's own copy */
     p->numel += h.numel;
-    /* the buffers may have moved: re-point every view */
-    for (ptrdiff_t i = 0; i < stbds_arrlen(p->tensors); i++) {
-        p->tensors[i]->data = p->data + p->offsets[i] * es;
-        p->tensors[i]->grad = p->grad + p->offsets[i] * es;
-    }
+    repoint(p);   /* the buffers may have moved */
     p->error[0] = 0;
     return t;
 }

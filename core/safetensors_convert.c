@@ -50,16 +50,22 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
                           "destination", e->name, st_shape_str(e->ndim, e->shape, a, sizeof a),
                           tg_shape_str(dst, b, sizeof b));
     }
+    /* the values are read only where a conversion may not fit (narrowing
+     * to f32, i64 to i32, bytes to bool): F32 into f32 or f64 and F64 into
+     * f64 always do, and a loaded checkpoint's millions of values were
+     * compared with dtype names one by one (most of tg_st_load_params) */
+    const bool narrow = !strcmp(dt, "F64") && dst->dtype == TG_F32, wide_int = !strcmp(dt, "I64");
+    if (!narrow && !wide_int && !is_b) return 0;
     const unsigned char *p = e->data;
     char ix[64];
     for (int64_t i = 0; i < e->numel; i++) {
-        if (!strcmp(dt, "F64") && dst->dtype == TG_F32) {
+        if (narrow) {
             double v;
             memcpy(&v, p + 8 * i, 8);
             if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX))   /* inf and NaN pass as they are */
                 return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not "
                                   "fit in f32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
-        } else if (!strcmp(dt, "I64")) {
+        } else if (wide_int) {
             int64_t v;
             memcpy(&v, p + 8 * i, 8);
             if (v < INT32_MIN || v > INT32_MAX)

@@ -84,8 +84,11 @@ static int read_whole(const loader *L, unsigned char **out, size_t *out_size)
     }
     if (!S_ISREG(st.st_mode)) { fclose(fp); return lfail(L, "not a regular file"); }
     if (st.st_size < 0 || (uint64_t)st.st_size > SIZE_MAX) { fclose(fp); return lfail(L, "file too large"); }
-    size_t size = (size_t)st.st_size;
-    unsigned char *buf = tg_malloc(size);
+    size_t size = (size_t)st.st_size, cap = size;
+    /* a large file's buffer in 2 MiB pages (tg_malloc_big): a few faults
+     * instead of one per 4 KiB page as read() fills it, which in a VM were
+     * most of the time reading a 60 MB checkpoint took */
+    unsigned char *buf = tg_malloc_big(&cap);
     if (!buf) { fclose(fp); return lfail(L, "out of memory reading %zu bytes", size); }
     size_t got = fread(buf, 1, size, fp);
     int e = ferror(fp) ? errno : 0;

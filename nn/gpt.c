@@ -32,6 +32,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "../core/params_internal.h"
 #include "../core/rng.h"
 #include "lm_internal.h"
 
@@ -71,13 +72,16 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     m->cfg = c;
     m->params = tg_params_new(dt, err, errlen);
     if (!m->params) return fail_new(m, err, errlen, NULL);
+    tg_params_reserve(m->params, tg_gpt_num_params(&c));   /* its buffers allocated once */
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
     if (!m->h) return fail_new(m, err, errlen, "gpt: out of memory");
 
     /* nanoGPT's init, module by module as they are registered: normal(0,
      * 0.02) for the embeddings and weights, 0.02 / sqrt(2 n_layer) for the
      * residual projections (attn.c_proj, mlp.c_proj), zero biases,
-     * LayerNorm weights 1; one stream seeded with `seed` */
+     * LayerNorm weights 1; one stream seeded with `seed`, or none drawn
+     * for TG_NO_INIT (the weights come from a file next) */
+    const bool draw = seed != TG_NO_INIT;
     tg_rng rng;
     tg_rng_seed(&rng, seed, 0);
     const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
@@ -85,10 +89,10 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     tg_params *p = m->params;
     if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
         return fail_new(m, err, errlen, tg_params_error(p));
-    tg_rng_fill_normal(&rng, m->wte, 0.0, std);
+    if (draw) tg_rng_fill_normal(&rng, m->wte, 0.0, std);
     if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C})))  /* (bs,C) */
         return fail_new(m, err, errlen, tg_params_error(p));
-    tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
+    if (draw) tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
         tg_gpt_block *b = &m->h[i];
@@ -97,14 +101,14 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
         if (tg_mha_init(&b->attn, p, name, C, c.n_head, c.bias, true, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
-        tg_mha_init_normal(&b->attn, &rng, std, proj_std);
+        if (draw) tg_mha_init_normal(&b->attn, &rng, std, proj_std);
         b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
         if (tg_mlp_init(&b->mlp, p, name, TG_MLP_GELU, C, 4 * C, c.bias, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
-        tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
+        if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
     }
     if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err, errlen))
         return fail_new(m, err, errlen, NULL);

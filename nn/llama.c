@@ -33,6 +33,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/op.h"
+#include "../core/params_internal.h"
 #include "lm_internal.h"
 
 int tg_llama_hidden_dim(int dim, int multiple_of)
@@ -103,9 +104,11 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
     if (!m) return fail_new(m, err, errlen, "llama: out of memory");
     m->cfg = c;
     if (!(m->params = tg_params_new(dt, err, errlen))) return fail_new(m, err, errlen, NULL);
+    tg_params_reserve(m->params, tg_llama_num_params(&c));   /* its buffers allocated once */
     if (!(m->layers = tg_calloc((size_t)c.n_layer, sizeof *m->layers)))
         return fail_new(m, err, errlen, "llama: out of memory");
 
+    const bool draw = seed != TG_NO_INIT;   /* TG_NO_INIT: the weights come from a file next */
     tg_rng rng;
     tg_rng_seed(&rng, seed, 0);
     const double std = 0.02, scaled = 0.02 / sqrt(2.0 * c.n_layer);
@@ -113,7 +116,7 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
     tg_params *p = m->params;
     if (!(m->tok_embeddings = tg_params_add(p, "tok_embeddings.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
         return fail_new(m, err, errlen, tg_params_error(p));
-    tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
+    if (draw) tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
     const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .n_kv_head = c.n_kv_head, .layout = TG_MHA_LLAMA,
                               .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags};
     char name[128];
@@ -121,12 +124,12 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
         tg_llama_block *b = &m->layers[i];
         snprintf(name, sizeof name, "layers.%d.attention", i);
         if (tg_mha_init_config(&b->attention, p, name, &ac, err, errlen)) return fail_new(m, err, errlen, NULL);
-        tg_mha_init_normal(&b->attention, &rng, std, scaled);                 /* wo scaled */
+        if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled);       /* wo scaled */
         b->attention.composed = c.attn_composed;
         snprintf(name, sizeof name, "layers.%d.feed_forward", i);
         if (tg_mlp_init(&b->feed_forward, p, name, TG_MLP_SWIGLU, C, c.hidden_dim, false, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
-        tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std);         /* w3 scaled */
+        if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
         snprintf(name, sizeof name, "layers.%d.attention_norm", i);
         if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err, errlen))
             return fail_new(m, err, errlen, NULL);
@@ -139,7 +142,7 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
     } else {
         if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
             return fail_new(m, err, errlen, tg_params_error(p));
-        tg_rng_fill_normal(&rng, m->output, 0.0, std);
+        if (draw) tg_rng_fill_normal(&rng, m->output, 0.0, std);
     }
     return m;
 }

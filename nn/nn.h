@@ -26,6 +26,15 @@ extern "C" {
  * submodule (<name>.<part>): a longer one is refused, never truncated. */
 #define TG_NN_NAME_MAX 255
 
+/* The seed that draws nothing: tg_gpt_new, tg_llama_new and tg_model_new
+ * (for the built-in families) given TG_NO_INIT build the model with its
+ * weights, embeddings and biases zero and its norms' weights 1, drawing no
+ * random initialisation, for a caller that fills every parameter next
+ * (from a file: tg_st_load_params). Drawing a normal number for every
+ * weight took most of a checkpoint's loading. A family of one's own
+ * receives the value like any seed. */
+#define TG_NO_INIT UINT64_MAX
+
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 
 typedef struct tg_linear_mod {
@@ -272,8 +281,9 @@ typedef struct tg_gpt {
  * transformer.ln_f.weight[, .bias]) and initialises them as nanoGPT:
  * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
  * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
- * LayerNorm weights 1. dt is TG_F32 or TG_F64. NULL with a message in err
- * for a NULL cfg, a bad config or dtype, or out of memory. */
+ * LayerNorm weights 1 (seed TG_NO_INIT: no normals drawn, the weights
+ * and embeddings left zero). dt is TG_F32 or TG_F64. NULL with a message
+ * in err for a NULL cfg, a bad config or dtype, or out of memory. */
 TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* The number of parameter elements tg_gpt_new registers for cfg, in
  * closed form, without allocating anything (nanoGPT's get_num_params with
@@ -357,8 +367,9 @@ TG_API int tg_llama_hidden_dim(int dim, int multiple_of);
  * layers.<i>.attention.wq.weight, ..., layers.<i>.feed_forward.w1.weight,
  * ..., layers.<i>.attention_norm.weight, layers.<i>.ffn_norm.weight,
  * norm.weight[, output.weight]) and initialises them as model.py:
- * normal(0, 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1.
- * dt is TG_F32 or TG_F64. NULL with a message otherwise. */
+ * normal(0, 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1
+ * (seed TG_NO_INIT: no normals drawn, the weights and embeddings left
+ * zero). dt is TG_F32 or TG_F64. NULL with a message otherwise. */
 TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
 /* The number of parameter elements tg_llama_new registers for cfg, in
  * closed form, without allocating: V C (twice when not tied) + C +
@@ -450,7 +461,8 @@ TG_API const tg_model_family *tg_model_family_find(const char *arch);
 TG_API const char *tg_model_family_names(void);
 
 /* Builds a new model of c's family in dtype dt (TG_F32 or TG_F64),
- * initialised from seed, into *m. 0, or -1 with a message (an unknown
+ * initialised from seed (TG_NO_INIT: the built-in families draw nothing,
+ * for weights loaded next), into *m. 0, or -1 with a message (an unknown
  * family, or the family's). m is zeroed on failure. */
 TG_API int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err,
                         size_t errlen);

@@ -918,6 +918,15 @@ START_TEST(gpt_names_and_init)
         ck_assert_int_eq(memcmp(tg_params_data(m->params), tg_params_data(m2->params), bytes), 0);
         ck_assert_int_ne(memcmp(tg_params_data(m->params), tg_params_data(m3->params), bytes), 0);
         tg_gpt_free(m), tg_gpt_free(m2), tg_gpt_free(m3);
+        /* TG_NO_INIT draws nothing: weights, embeddings and biases zero, LayerNorm weights 1 */
+        tg_gpt *m0 = tg_gpt_new(&cfg, TG_F32, TG_NO_INIT, err, sizeof err);
+        ck_assert_msg(m0 != NULL, "%s", err);
+        for (int i = 0; i < tg_params_count(m0->params); i++) {
+            const tg_tensor *t = tg_params_at(m0->params, i);
+            const double v = t->ndim == 1 && strstr(t->name, ".weight") ? 1.0 : 0.0;
+            for (int64_t k = 0; k < t->numel; k++) ck_assert_double_eq(tg_tensor_get(t, k), v);
+        }
+        tg_gpt_free(m0);
     }
 }
 END_TEST

@@ -64,6 +64,14 @@ START_TEST(llama_names_shapes_and_init)
         if (!tied) ck_assert_str_eq(tg_params_at(m->params, 29)->name, "output.weight");
         ck_assert(tied ? m->output == m->tok_embeddings : m->output != m->tok_embeddings);
         tg_llama_free(m);
+        /* TG_NO_INIT draws nothing: the weights and embeddings zero, the norms' weights 1 */
+        tg_llama *m0 = tg_llama_new(&cfg, TG_F32, TG_NO_INIT, err, sizeof err);
+        ck_assert_msg(m0 != NULL, "%s", err);
+        for (int i = 0; i < tg_params_count(m0->params); i++) {
+            const tg_tensor *t = tg_params_at(m0->params, i);
+            for (int64_t k = 0; k < t->numel; k++) ck_assert_double_eq(tg_tensor_get(t, k), t->ndim == 1 ? 1.0 : 0.0);
+        }
+        tg_llama_free(m0);
     }
     /* llama2.c's default width: 288 -> 768; 128 -> 352 (int(2*512/3) = 341, up to a multiple of 32) */
     ck_assert_int_eq(tg_llama_hidden_dim(288, 32), 768);
