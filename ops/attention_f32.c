@@ -242,6 +242,27 @@ static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const v
     if (dout) prefetch_rows((const char *)dout + oo, p->C, p->Tq, p->dh, es);
 }
 
+/* D[r] = sum_d x[r][d] y[r][d] for nq rows (row stride ld, dh wide), each
+ * a float sum in d order; 8 rows side by side, so the adds of one row
+ * wait on each other while the others' run (the same sums: dh = 48 took
+ * about 1% of a Llama training step one row at a time) */
+static void rows_dot_f32(int nq, int dh, const float *x, const float *y, int ld, float *D)
+{
+    enum { R = 8 };
+    int r = 0;
+    for (; r + R <= nq; r += R) {
+        float acc[R] = {0};
+        for (int d = 0; d < dh; d++)
+            for (int k = 0; k < R; k++) acc[k] += x[(int64_t)(r + k) * ld + d] * y[(int64_t)(r + k) * ld + d];
+        for (int k = 0; k < R; k++) D[r + k] = acc[k];
+    }
+    for (; r < nq; r++) {
+        float acc = 0;
+        for (int d = 0; d < dh; d++) acc += x[(int64_t)r * ld + d] * y[(int64_t)r * ld + d];
+        D[r] = acc;
+    }
+}
+
 /* rows [0,nq) of o (row stride ld, dh wide) times f[r] */
 static void rows_scale_f32(float *o, int ld, int nq, int dh, const float *f)
 {
@@ -352,13 +373,7 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
         for (int i0 = 0; i0 < Tq; i0 += bq) {
             const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
             const float *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */
-            if (need_ds)
-                for (int r = 0; r < nq; r++) {
-                    const float *xr = doi + (int64_t)r * C, *yr = ob + (int64_t)(i0 + r) * C;
-                    float acc = 0;
-                    for (int d = 0; d < dh; d++) acc += xr[d] * yr[d];
-                    D[r] = acc;
-                }
+            if (need_ds) rows_dot_f32(nq, dh, doi, ob + (int64_t)i0 * C, C, D);
             for (int j0 = 0; j0 < kend; j0 += bk) {
                 const int nk = kend - j0 < bk ? kend - j0 : bk;
                 /* S (nq,nk) = scale Q_I K_J^T, as in the forward */
