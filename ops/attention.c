@@ -160,68 +160,83 @@ static void head_backward_f64(const attn_plan *p, const double *Q, const double 
 
 /* ---- the op: shape checks, then running and recording (below) ----------- */
 
-static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in, const char *what);
+static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in);
+
+/* The inputs as the messages name them: "q f32 (B,Tq,C), k f32 (B,Tk,Ckv)",
+ * or "qkv f32 (B,T,C + 2 Ckv)". Written only for a message: decoding
+ * calls the op once per token and layer. */
+static const char *inputs_str(int n_in, tg_tensor *const *in, char *buf, size_t size)
+{
+    char a[64], b[64];
+    if (n_in == 1)
+        snprintf(buf, size, "qkv %s %s", tg_dtype_name(in[0]->dtype), tg_shape_str(in[0], a, sizeof a));
+    else
+        snprintf(buf, size, "q %s %s, k %s %s", tg_dtype_name(in[0]->dtype), tg_shape_str(in[0], a, sizeof a),
+                 tg_dtype_name(in[1]->dtype), tg_shape_str(in[1], b, sizeof b));
+    return buf;
+}
 
 tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos)
 {
     tg_tensor *in[3] = {q, k, v};
     if (!tg_op_begin(g, "attention", 3, in)) return NULL;
     char sq[64], sk[64], sv[64], what[256];
-    tg_shape_str(q, sq, sizeof sq);
-    tg_shape_str(k, sk, sizeof sk);
-    tg_shape_str(v, sv, sizeof sv);
-    const char *tq = tg_dtype_name(q->dtype), *tk = tg_dtype_name(k->dtype), *tv = tg_dtype_name(v->dtype);
+/* q, k and v as the messages show them (formatted only on an error) */
+#define QKV_SHAPES                                                                                                    \
+    tg_dtype_name(q->dtype), tg_shape_str(q, sq, sizeof sq), tg_dtype_name(k->dtype), tg_shape_str(k, sk, sizeof sk), \
+        tg_dtype_name(v->dtype), tg_shape_str(v, sv, sizeof sv)
     if (!tg_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
-        return tg_fail(g, "attention: q, k and v must share one dtype, f32 or f64: q %s %s, k %s %s, v %s %s", tq,
-                       sq, tk, sk, tv, sv);
+        return tg_fail(g, "attention: q, k and v must share one dtype, f32 or f64: q %s %s, k %s %s, v %s %s",
+                       QKV_SHAPES);
     if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
         return tg_fail(g, "attention: q, k and v must be 3-D, q (B,Tq,C) and k, v (B,Tk,C): q %s %s, k %s %s, "
-                          "v %s %s", tq, sq, tk, sk, tv, sv);
+                          "v %s %s", QKV_SHAPES);
     const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], Ckv = k->shape[2];
     if (k->shape[0] != B || !tg_tensor_same_shape(k, v))
-        return tg_fail(g, "attention: k and v must both be (B,Tk,Ckv) with q's B: q %s %s, k %s %s, v %s %s", tq, sq,
-                       tk, sk, tv, sv);
+        return tg_fail(g, "attention: k and v must both be (B,Tk,Ckv) with q's B: q %s %s, k %s %s, v %s %s",
+                       QKV_SHAPES);
+#undef QKV_SHAPES
     if (n_head < 1 || C % n_head)
-        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head, tq, sq);
+        return tg_fail(g, "attention: C = %d is not divisible by n_head = %d (q %s %s)", C, n_head,
+                       tg_dtype_name(q->dtype), tg_shape_str(q, sq, sizeof sq));
     const int dh = C / n_head, Hkv = Ckv / dh;
     if (Ckv % dh || Hkv < 1 || n_head % Hkv)
-        return tg_fail(g, "attention: k and v must have a number of heads of size %d dividing n_head = %d: q %s %s, "
-                          "k %s %s", dh, n_head, tq, sq, tk, sk);
+        return tg_fail(g, "attention: k and v must have a number of heads of size %d dividing n_head = %d: %s", dh,
+                       n_head, inputs_str(3, in, what, sizeof what));
     if (flags & ~TG_ATTN_CAUSAL)
-        return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tq, sq);
-    snprintf(what, sizeof what, "q %s %s, k %s %s", tq, sq, tk, sk);
+        return tg_fail(g, "attention: unknown flags 0x%x (q %s %s)", (unsigned)flags, tg_dtype_name(q->dtype),
+                       tg_shape_str(q, sq, sizeof sq));
     const attn_plan p = {.B = B, .H = n_head, .Tq = Tq, .Tk = Tk, .C = C, .dh = dh, .G = n_head / Hkv, .Ckv = Ckv,
                          .ldq = C, .ldk = Ckv, .causal = (flags & TG_ATTN_CAUSAL) != 0, .q_pos = q_pos,
                          .scale = 1.0 / sqrt((double)dh)};
-    return attention_run(g, p, 3, in, what);
+    return attention_run(g, p, 3, in);
 }
 
 tg_tensor *tg_attention_qkv(tg_graph *g, tg_tensor *qkv, int n_head, int n_kv_head, int flags)
 {
     tg_tensor *in[1] = {qkv};
     if (!tg_op_begin(g, "attention", 1, in)) return NULL;
-    char sx[64], what[128];
-    tg_shape_str(qkv, sx, sizeof sx);
-    const char *tx = tg_dtype_name(qkv->dtype);
-    if (!tg_dtype_is_float(qkv->dtype))
-        return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", tx, sx);
+    char sx[64];
+#define X_SHAPE tg_dtype_name(qkv->dtype), tg_shape_str(qkv, sx, sizeof sx)   /* only for a message */
+    if (!tg_dtype_is_float(qkv->dtype)) return tg_fail(g, "attention: qkv must be f32 or f64, got %s %s", X_SHAPE);
     if (!n_kv_head) n_kv_head = n_head;
     if (n_head < 1 || n_kv_head < 1 || n_head % n_kv_head)
-        return tg_fail(g, "attention: n_kv_head = %d must divide n_head = %d (qkv %s %s)", n_kv_head, n_head, tx, sx);
+        return tg_fail(g, "attention: n_kv_head = %d must divide n_head = %d (qkv %s %s)", n_kv_head, n_head,
+                       X_SHAPE);
     /* head-sized column blocks of a row, in int64: n_head + 2 n_kv_head can pass INT_MAX */
     const int64_t parts = n_head + 2 * (int64_t)n_kv_head;
     if (qkv->ndim != 3 || qkv->shape[2] % parts)
         return tg_fail(g, "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (%lld heads of one "
-                          "size), got %s %s", (long long)parts, tx, sx);
+                          "size), got %s %s", (long long)parts, X_SHAPE);
     const int B = qkv->shape[0], T = qkv->shape[1], dh = (int)(qkv->shape[2] / parts), C = n_head * dh;
     if (flags & ~TG_ATTN_CAUSAL)
-        return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, tx, sx);
-    snprintf(what, sizeof what, "qkv %s %s", tx, sx);
+        return tg_fail(g, "attention: unknown flags 0x%x (qkv %s %s)", (unsigned)flags, X_SHAPE);
+#undef X_SHAPE
     const int ld = qkv->shape[2];
     const attn_plan p = {.B = B, .H = n_head, .Tq = T, .Tk = T, .C = C, .dh = dh, .G = n_head / n_kv_head,
                          .Ckv = n_kv_head * dh, .ldq = ld, .ldk = ld, .causal = (flags & TG_ATTN_CAUSAL) != 0,
                          .q_pos = 0, .scale = 1.0 / sqrt((double)dh)};
-    return attention_run(g, p, 1, in, what);
+    return attention_run(g, p, 1, in);
 }
 
 /* ---- running the kernels, recording, backward --------------------------- */
@@ -332,9 +347,10 @@ static void attention_backward(tg_graph *g, tg_node *nd)
 }
 
 /* Runs the forward of plan p on the n_in inputs (q, k, v, or one qkv) and
- * records it; `what` names the inputs in error messages. */
-static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in, const char *what)
+ * records it; error messages name the inputs (inputs_str). */
+static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **in)
 {
+    char what[256];
     /* the f32 kernels' blocks, no larger than the sequences: less scratch,
      * same results */
     tg_attention_get_blocks(&p.bq, &p.bk);
@@ -360,14 +376,15 @@ static tg_tensor *attention_run(tg_graph *g, attn_plan p, int n_in, tg_tensor **
     if (f.kind == ATTN_BAD_SCORE)
         return tg_fail(g, "attention: score of query %d and key %d in batch row %d, head %d is NaN or +inf "
                           "(scores must be finite or -inf): %s",
-                       f.i, f.j, fb, fh, what);
+                       f.i, f.j, fb, fh, inputs_str(n_in, in, what, sizeof what));
     if (f.kind == ATTN_BLOCKED_ROW) {
         if (p.causal && p.q_pos + f.i < 0)
             return tg_fail(g, "attention: query row %d (batch row %d, head %d) sees no key: causal with q_pos %lld "
                               "puts it at position %lld: %s",
-                           f.i, fb, fh, (long long)p.q_pos, (long long)(p.q_pos + f.i), what);
+                           f.i, fb, fh, (long long)p.q_pos, (long long)(p.q_pos + f.i),
+                           inputs_str(n_in, in, what, sizeof what));
         return tg_fail(g, "attention: query row %d (batch row %d, head %d) has every visible score -inf: %s", f.i,
-                       fb, fh, what);
+                       fb, fh, inputs_str(n_in, in, what, sizeof what));
     }
     tg_node *nd = tg_op_record(g, "attention", attention_backward, o, n_in, in);
     if (nd) {

@@ -40,17 +40,17 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
     tg_tensor *in[2] = {weight, ids};
     if (!tg_op_begin(g, "embedding", 2, in) || !tg_op_check_float(g, "embedding", "weight", weight))
         return NULL;
+    /* the shapes are written only for a message (decoding calls this per token) */
     char sw[64], si[64];
-    tg_shape_str(weight, sw, sizeof sw);
-    tg_shape_str(ids, si, sizeof si);
-    const char *dw = tg_dtype_name(weight->dtype), *di = tg_dtype_name(ids->dtype);
+#define W_SHAPE tg_dtype_name(weight->dtype), tg_shape_str(weight, sw, sizeof sw)
+#define I_SHAPE tg_dtype_name(ids->dtype), tg_shape_str(ids, si, sizeof si)
     if (weight->ndim != 2)
-        return tg_fail(g, "embedding: weight must be 2-D (V,C), got %s %s (ids %s %s)", dw, sw, di, si);
+        return tg_fail(g, "embedding: weight must be 2-D (V,C), got %s %s (ids %s %s)", W_SHAPE, I_SHAPE);
     if (ids->dtype != TG_I32)
-        return tg_fail(g, "embedding: ids must be i32, got %s %s (weight %s %s)", di, si, dw, sw);
+        return tg_fail(g, "embedding: ids must be i32, got %s %s (weight %s %s)", I_SHAPE, W_SHAPE);
     if (ids->ndim > 3)
-        return tg_fail(g, "embedding: ids may have at most 3 dimensions, got %s %s (weight %s %s)", di, si, dw,
-                       sw);
+        return tg_fail(g, "embedding: ids may have at most 3 dimensions, got %s %s (weight %s %s)", I_SHAPE,
+                       W_SHAPE);
     const int V = weight->shape[0], C = weight->shape[1];
     const int32_t *id = ids->data; /* (ids...) */
     for (int64_t i = 0; i < ids->numel; i++) {
@@ -59,8 +59,10 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
         tg_index_str(ids, ids->ndim, i, pos, sizeof pos);   /* e.g. (1,0) */
         return tg_fail(g, "embedding: id %d at position %s (flat %lld) of ids %s %s is outside [0, V) with V = %d "
                           "(weight %s %s)",
-                       (int)id[i], pos, (long long)i, di, si, V, dw, sw);
+                       (int)id[i], pos, (long long)i, I_SHAPE, V, W_SHAPE);
     }
+#undef W_SHAPE
+#undef I_SHAPE
 
     int shape[TG_MAX_DIMS];
     for (int d = 0; d < ids->ndim; d++) shape[d] = ids->shape[d];

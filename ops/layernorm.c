@@ -62,19 +62,18 @@ static void layernorm_backward(tg_graph *g, tg_node *nd);
 static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const tg_tensor *p)
 {
     if (!p) return true;
-    char sx[64], sp[64];
-    tg_shape_str(x, sx, sizeof sx);
-    tg_shape_str(p, sp, sizeof sp);
+    char sx[64], sp[64];   /* the shapes, written only for a message */
     if (!tg_op_check_float(g, "layernorm", what, p)) return false;
     if (p->dtype != x->dtype) {
-        tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype), sx, what,
-                tg_dtype_name(p->dtype), sp);
+        tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype),
+                tg_shape_str(x, sx, sizeof sx), what, tg_dtype_name(p->dtype), tg_shape_str(p, sp, sizeof sp));
         return false;
     }
     const int C = x->shape[x->ndim - 1];
     if (p->ndim != 1 || p->shape[0] != C) {
         tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C,
-                tg_dtype_name(x->dtype), sx, tg_dtype_name(p->dtype), sp);
+                tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), tg_dtype_name(p->dtype),
+                tg_shape_str(p, sp, sizeof sp));
         return false;
     }
     return true;
