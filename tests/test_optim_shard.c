@@ -283,7 +283,7 @@ START_TEST(state_through_a_file_resumes_exactly)
         tg_st_writer_free(w);
 
         /* refusals: each file wrong in one way; the optimizer keeps its state */
-        void *m = malloc((size_t)n * es), *v = malloc((size_t)n * es);
+        void *m = malloc((size_t)n * 8), *v = malloc((size_t)n * 8);   /* room for either dtype's bytes */
         const int64_t shape2[2] = {1, n}, n1 = n - 1;
         for (int bad = 0; bad < 8; bad++) {
             memcpy(m, tg_adamw_m(o), (size_t)n * es);

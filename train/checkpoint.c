@@ -137,8 +137,10 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
     tg_model_config cfg;
     if (tg_model_config_read(f, &cfg, err, errlen) != 0) return -1;
     if (dropout >= 0) cfg.dropout = dropout;
-    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, 0, err, errlen);   /* says what is wrong */
-    if (check_config_against_tensors(f, &cfg, err, errlen) || tg_model_new(m, &cfg, dt, 0, err, errlen)) return -1;
+    /* TG_NO_INIT: the file fills every parameter, so nothing is drawn */
+    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen);   /* says why */
+    if (check_config_against_tensors(f, &cfg, err, errlen) || tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen))
+        return -1;
     if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
         tg_model_free(m);
         return -1;
