@@ -122,7 +122,10 @@ int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1 ||
         c.n_embd % c.n_head)
         return -1;
-    const int64_t C = c.n_embd, limit = (int64_t)1 << 62;
+    /* what the modules refuse (an MLP past 2^28 wide, a tensor or store past TG_MAX_NUMEL) counts as refused too:
+     * tg_gpt_new reserves this count before its modules look at the config */
+    if (c.n_embd > (1 << 26) || (int64_t)c.vocab_size * c.n_embd > TG_MAX_NUMEL) return -1;
+    const int64_t C = c.n_embd, limit = TG_MAX_NUMEL;
     int64_t layer, n;
     /* per block: ln_1, c_attn (3C,C), attn.c_proj (C,C), ln_2, c_fc (4C,C), mlp.c_proj (C,4C) */
     if (__builtin_mul_overflow(C, 12 * C, &layer) || __builtin_add_overflow(layer, (c.bias ? 13 : 2) * C, &layer) ||

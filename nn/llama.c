@@ -71,6 +71,9 @@ int64_t tg_llama_num_params(const tg_llama_config *cfg)
 {
     if (!cfg || check_config(cfg, NULL, 0)) return -1;
     const tg_llama_config c = *cfg;
+    /* what the modules refuse (an MLP past 2^28 wide, a tensor or store past TG_MAX_NUMEL) counts as refused too:
+     * tg_llama_new reserves this count before its modules look at the config */
+    if (c.n_embd > (1 << 28) || c.hidden_dim > (1 << 28) || (int64_t)c.vocab_size * c.n_embd > TG_MAX_NUMEL) return -1;
     const int64_t C = c.n_embd, Ckv = (int64_t)c.n_kv_head * (C / c.n_head), V = c.vocab_size;
     int64_t layer, n, emb;
     /* wq, wo (C,C); wk, wv (Ckv,C); w1, w2, w3 hidden x C; two norms */
@@ -78,7 +81,7 @@ int64_t tg_llama_num_params(const tg_llama_config *cfg)
         __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n) ||
         __builtin_mul_overflow(C, V * (c.tied ? 1 : 2) + 1, &emb) || __builtin_add_overflow(n, emb, &n))
         return -1;
-    return n > ((int64_t)1 << 62) ? -1 : n;
+    return n > TG_MAX_NUMEL ? -1 : n;
 }
 
 static tg_llama *fail_new(tg_llama *m, char *err, size_t errlen, const char *msg)

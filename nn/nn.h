@@ -289,8 +289,9 @@ TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, 
  * closed form, without allocating anything (nanoGPT's get_num_params with
  * the position embedding counted): V C + block_size C + n_layer (12 C^2 +
  * 2 C) + C, plus 11 C per layer and C with biases. -1 for a config
- * tg_gpt_new refuses (NULL, a size < 1, n_embd % n_head != 0) or a count
- * past 2^62. A file that claims a config can be checked against it before
+ * tg_gpt_new refuses (NULL, a size < 1, n_embd % n_head != 0, an MLP past
+ * 2^28 wide, a tensor past TG_MAX_NUMEL) or a count past TG_MAX_NUMEL
+ * (2^40, the store's limit). A file that claims a config can be checked against it before
  * a model is built. */
 TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
@@ -374,7 +375,8 @@ TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t 
 /* The number of parameter elements tg_llama_new registers for cfg, in
  * closed form, without allocating: V C (twice when not tied) + C +
  * n_layer C (2 C + 2 Ckv + 3 hidden + 2). -1 for a config tg_llama_new
- * refuses, or a count past 2^62. */
+ * refuses (its own checks, an MLP past 2^28 wide, a tensor past
+ * TG_MAX_NUMEL), or a count past TG_MAX_NUMEL (2^40, the store's limit). */
 TG_API int64_t tg_llama_num_params(const tg_llama_config *cfg);
 /* Frees the model, its parameter store and its caches; accepts NULL. */
 TG_API void tg_llama_free(tg_llama *m);

@@ -849,6 +849,17 @@ static void c_llama_new_hidden(fx *f)
     c.hidden_dim = 1 << 29;
     llama_new(f, c, TG_F32);
 }
+static void c_llama_num_params_hidden(fx *f)
+{
+    tg_llama_config c = llama_cfg();
+    c.hidden_dim = 1 << 29;   /* the MLP refuses it: tg_llama_new reserves nothing for it */
+    num(f, (double)tg_llama_num_params(&c));
+}
+static void c_gpt_num_params_wide(fx *f)
+{
+    tg_gpt_config c = {1, 1, 1 << 27, 8, 8, false, 0, false};   /* an MLP of 4 C past 2^28 */
+    num(f, (double)tg_gpt_num_params(&c));
+}
 static void c_llama_num_params_nocfg(fx *f) { num(f, (double)tg_llama_num_params(NULL)); }
 static void c_llama_num_params_kv(fx *f)
 {
@@ -1945,6 +1956,8 @@ static const api_case CASES[] = {
     {"tg_llama_new(hidden_dim 2^29)", "NULL", "mlp 'layers.0.feed_forward': C and hidden must be in [1, 2^28]",
      c_llama_new_hidden},
     {"tg_llama_num_params(NULL)", "-1", NULL, c_llama_num_params_nocfg},
+    {"tg_llama_num_params(hidden_dim 2^29)", "-1", NULL, c_llama_num_params_hidden},
+    {"tg_gpt_num_params(n_embd 2^27)", "-1", NULL, c_gpt_num_params_wide},
     {"tg_llama_num_params(n_head 2, n_kv_head 3)", "-1", NULL, c_llama_num_params_kv},
     {"tg_llama_num_params(n_layer INT_MAX, n_embd 2^30, hidden INT_MAX)", "-1", NULL, c_llama_num_params_huge},
     {"tg_llama_free(NULL)", "returns", NULL, c_llama_free},
