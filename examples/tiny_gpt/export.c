@@ -372,7 +372,9 @@ int cmd_export(int argc, char **argv)
                                                                              : "--ckpt and --out are required");
         return 2;
     }
-    tg_st_file *f = tg_st_load(ckpt, err, sizeof err);
+    char picked[4096];   /* --ckpt DIR: the run's best, else last, as sample and eval take it */
+    tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, err, sizeof err))
+                        ? tg_st_load(ckpt, err, sizeof err) : NULL;
     tg_model m = {0};
     tg_vocab v = {0};
     int rc = !f || tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
