@@ -479,17 +479,20 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                     }
                     kernel_fn *const *kern = KERNEL[1][mr - 1];
                     /* the next row panel's A on its way to L2, a share
-                     * after each kernel: lines [l0, l0 + per) of its
-                     * mr2 x kc */
+                     * after each kernel: per of the lines of its mr2 x kc */
                     const int mr2 = panel_rows(M - i - mr), lines = (kc + 15) / 16,
                               calls = (nc - jr + NR - 1) / NR;
                     const int per = mr2 > 0 ? (mr2 * lines + calls - 1) / calls : 0;
-                    int l0 = 0;
-                    for (; jr < nc; jr += NR, l0 += per) {
+                    /* (row, line) counted along (l / lines and l % lines: the
+                     * divisions were about 1% of a Llama training step) */
+                    int pr = 0, pl = 0;
+                    for (; jr < nc; jr += NR) {
                         const int nr = nc - jr < NR ? nc - jr : NR;
                         kern[nr > 16](kc, a, ars, 1, bp + (int64_t)jr * kc, NR, c + jr, ldc, nr, alpha, beta, first);
-                        for (int l = l0; l < l0 + per && l < mr2 * lines; l++)
-                            pf1(a0, (int64_t)(mr + l / lines) * lda + 16 * (l % lines));
+                        for (int l = 0; l < per && pr < mr2; l++) {
+                            pf1(a0, (int64_t)(mr + pr) * lda + 16 * pl);
+                            if (++pl == lines) pl = 0, pr++;
+                        }
                     }
                     continue;
                 }
