@@ -88,17 +88,22 @@ static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, cons
     return 0;
 }
 
-/* Before a model is built: the file must hold at least as many float
- * values as the config needs, and the embeddings must have its shape, so
- * a small file claiming a huge config is refused without allocating. */
-static int check_config_against_tensors(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
+/* Before a model is built: the embeddings must have the config's shape,
+ * so a small file claiming a huge config is refused without allocating. */
+static int check_embeddings(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
 {
     const tg_model_family *fam = tg_model_family_find(c->arch);
     char why[160];
     snprintf(why, sizeof why, "vocab_size %d, n_embd %d", c->vocab_size, c->n_embd);
     if (expect_2d(f, fam->embedding, c->vocab_size, c->n_embd, why, err, errlen)) return -1;
     snprintf(why, sizeof why, "block_size %d, n_embd %d", c->block_size, c->n_embd);
-    if (fam->position && expect_2d(f, fam->position, c->block_size, c->n_embd, why, err, errlen)) return -1;
+    return fam->position ? expect_2d(f, fam->position, c->block_size, c->n_embd, why, err, errlen) : 0;
+}
+
+/* And the file must hold at least as many float values as the config
+ * needs (the embeddings alone may fit a config of a larger model). */
+static int check_config_against_tensors(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
+{
     const int64_t need = tg_model_num_params(c);
     int64_t have = 0;
     for (int i = 0; i < tg_st_count(f); i++) {
@@ -137,8 +142,11 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
     tg_model_config cfg;
     if (tg_model_config_read(f, &cfg, err, errlen) != 0) return -1;
     if (dropout >= 0) cfg.dropout = dropout;
-    /* TG_NO_INIT: the file fills every parameter, so nothing is drawn */
-    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen);   /* says why */
+    /* TG_NO_INIT: the file fills every parameter, so nothing is drawn. A
+     * config the family refuses gets the family's message, once the file's
+     * embeddings are known to be its (so building stays proportional to it) */
+    if (check_embeddings(f, &cfg, err, errlen)) return -1;
+    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen);
     if (check_config_against_tensors(f, &cfg, err, errlen) || tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen))
         return -1;
     if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
