@@ -129,7 +129,7 @@ def printable(b):
     return bytes(c for c in b if c in b"\t\n\x0b\x0c\r" or 32 <= c < 127)
 
 
-TG_STATS = re.compile(rb"tokens in ([0-9.]+) s: [0-9.]+ tokens/s \(loading ([0-9.]+) s, first token ([0-9.]+) s, "
+TG_STATS = re.compile(rb"tokens (?:made )?in ([0-9.]+) s: [0-9.]+ tokens/s \(loading ([0-9.]+) s, first token ([0-9.]+) s, "
                       rb"then ([0-9]+) tokens at ([0-9.]+) tokens/s\)")
 
 
