@@ -22,4 +22,18 @@ static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+/* Text from outside (a file's value) as a message shows it: its first 60
+ * bytes, those outside printable ASCII as \xNN, "..." after when it is
+ * longer. Returns buf. */
+#define TG_SHOWN_SIZE (4 * 60 + 4)
+static inline const char *tg_shown(const char *s, char buf[TG_SHOWN_SIZE])
+{
+    size_t o = 0, i = 0;
+    for (; s[i] && i < 60; i++)
+        o += (size_t)snprintf(buf + o, TG_SHOWN_SIZE - o, s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x",
+                              (unsigned char)s[i]);
+    snprintf(buf + o, TG_SHOWN_SIZE - o, "%s", s[i] ? "..." : "");
+    return buf;
+}
+
 #endif

@@ -116,13 +116,9 @@ int tg_rng_from_string(tg_rng *r, const char *s, char *err, size_t errlen)
     if (!r || !s) return tg_set_err(err, errlen, "rng_from_string: %s is NULL", r ? "the text" : "the stream");
     if (strlen(s) != TG_RNG_STRING_LEN || !hex16(s, &st) || s[16] != ':' || !hex16(s + 17, &inc) || s[33] != ':' ||
         (s[34] != '0' && s[34] != '1') || s[35] != ':' || !hex16(s + 36, &bits)) {
-        char shown[4 * 60 + 4] = "";   /* the text as read, its first 60 bytes, others escaped */
-        for (size_t i = 0, o = 0; s[i] && i < 60; i++)
-            o += (size_t)snprintf(shown + o, sizeof shown - o, s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x",
-                                  (unsigned char)s[i]);
-        return tg_set_err(err, errlen, "rng_from_string: '%s%s' is not a random-stream state (%d characters: "
-                          "state:increment:0|1:spare in lowercase hex)", shown, strlen(s) > 60 ? "..." : "",
-                          TG_RNG_STRING_LEN);
+        char shown[TG_SHOWN_SIZE];
+        return tg_set_err(err, errlen, "rng_from_string: '%s' is not a random-stream state (%d characters: "
+                          "state:increment:0|1:spare in lowercase hex)", tg_shown(s, shown), TG_RNG_STRING_LEN);
     }
     double spare;
     memcpy(&spare, &bits, sizeof spare);

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "err_internal.h"
 #include "safetensors_internal.h"
 #include "stb_ds_internal.h"
 
@@ -393,14 +394,8 @@ static const char *meta_value(const tg_st_file *f, const char *key, char *err, s
  * 60 bytes, bytes outside printable ASCII as \xNN. Returns -1. */
 static int meta_refuse(const char *key, const char *s, const char *what, char *err, size_t errlen)
 {
-    if (!err || !errlen) return -1;
-    char shown[4 * 60 + 4] = "";
-    size_t o = 0, i = 0;
-    for (; s[i] && i < 60; i++)
-        o += (size_t)snprintf(shown + o, sizeof shown - o, s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x",
-                              (unsigned char)s[i]);
-    snprintf(err, errlen, "checkpoint metadata '%s' = '%s%s' is not %s", key, shown, s[i] ? "..." : "", what);
-    return -1;
+    char shown[TG_SHOWN_SIZE];
+    return tg_set_err(err, errlen, "checkpoint metadata '%s' = '%s' is not %s", key, tg_shown(s, shown), what);
 }
 
 int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
