@@ -11,13 +11,6 @@
 #include "../../tapegrad.h"
 #include "data.h"
 
-/* The metadata value of key as an integer in [lo, hi] (tg_st_meta_int). */
-static inline int checkpoint_meta_i64(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out,
-                                      char *err, size_t errlen)
-{
-    return tg_st_meta_int(f, key, lo, hi, out, err, errlen);
-}
-
 /* The vocabulary of model m loaded from f: a TG_VOCAB_BYTES vocabulary of
  * the bytes in vocab_file when given (weights from elsewhere), else f's
  * "vocab" metadata, else llama2.c's for a Llama; checked against the

@@ -131,7 +131,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         o.grad_accum = 1;
     } else if (tg_st_meta(f, "train.ranks")) {   /* a run of R processes evaluated R x B windows at a time */
         int64_t ranks;
-        if (checkpoint_meta_i64(f, "train.ranks", 1, 1 << 20, &ranks, err, sizeof err)) goto fail;
+        if (tg_st_meta_int(f, "train.ranks", 1, 1 << 20, &ranks, err, sizeof err)) goto fail;
         if (ranks * o.batch_size > 1 << 20) {
             snprintf(err, sizeof err, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt, (long long)ranks,
                      o.batch_size);
@@ -139,7 +139,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         }
         o.batch_size *= (int)ranks;
     }
-    if (tg_st_meta(f, "train.step") && checkpoint_meta_i64(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
+    if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
         goto fail;
     const bool tokens = run_on_tokens(NULL, f);   /* the run's token files, as it recorded them */
     if (tokens && data) {

@@ -183,10 +183,10 @@ static void recorded_schedule(trainer *t)
     const bool old = !tg_st_meta(f, "train.decay_steps");
     const char *lr = tg_st_meta(f, "train.lr"), *min_lr = tg_st_meta(f, "train.min_lr");
     char e[256], *end1 = NULL, *end2 = NULL;
-    t->was.known = lr && min_lr && !checkpoint_meta_i64(f, "train.steps", 1, INT64_MAX, &t->was.steps, e, sizeof e) &&
-                   !checkpoint_meta_i64(f, old ? "train.steps" : "train.decay_steps", 0, INT64_MAX,
+    t->was.known = lr && min_lr && !tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &t->was.steps, e, sizeof e) &&
+                   !tg_st_meta_int(f, old ? "train.steps" : "train.decay_steps", 0, INT64_MAX,
                                         &t->was.decay_steps, e, sizeof e) &&
-                   !checkpoint_meta_i64(f, "train.warmup", 0, INT64_MAX, &t->was.warmup, e, sizeof e) &&
+                   !tg_st_meta_int(f, "train.warmup", 0, INT64_MAX, &t->was.warmup, e, sizeof e) &&
                    (t->was.lr = strtod(lr, &end1), !*end1) && (t->was.min_lr = strtod(min_lr, &end2), !*end2);
     if (!t->was.known) return;   /* run_restore names what is malformed */
     if (!t->was.decay_steps) t->was.decay_steps = t->was.steps;
@@ -326,7 +326,7 @@ static int build(trainer *t)
     int64_t global = (int64_t)R * o->batch_size * o->grad_accum;
     int64_t rec = global;
     if (t->from && o->resume && tg_st_meta(t->from, "train.global_batch") &&
-        checkpoint_meta_i64(t->from, "train.global_batch", 1, INT64_MAX, &rec, t->err, sizeof t->err))
+        tg_st_meta_int(t->from, "train.global_batch", 1, INT64_MAX, &rec, t->err, sizeof t->err))
         return -1;
     const bool split_given = args_seen(t->specs, t->n_specs, "batch-size") || args_seen(t->specs, t->n_specs, "grad-accum");
     if (rec != global && !split_given && rec % ((int64_t)R * o->grad_accum) == 0 &&
