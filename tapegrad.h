@@ -21,5 +21,6 @@
 #include "optim/optim.h"
 #include "text/text.h"
 #include "train/train.h"
+#include "formats/formats.h"
 
 #endif
