@@ -141,8 +141,10 @@ TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *te
  * are the train split and val_path's the val split, or, with val_path
  * NULL, train_path's split 90/10. ids (NULL, or two slots) receives each
  * file's identity (the second zeroed without val_path). Bytes per token
- * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0, or -1
- * with a message naming the file. */
+ * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0; -2 when
+ * val_path could not be read or holds an id not below v's size; else -1
+ * (train_path's fault, the splits' sizes, bad arguments); with a message
+ * naming the file. */
 TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path,
                                        const char *val_path, int block_size, tg_token_file_id *ids, char *err,
                                        size_t errlen);
