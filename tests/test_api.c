@@ -1186,13 +1186,13 @@ static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
 static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
-    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
                               sizeof f->err));
 }
 static void c_ckpt_save_nometa(fx *f)
 {
     num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_model){.family = tg_model_family_find("gpt")}, NULL,
-                              NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
+                              NULL, NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
 }
 static void c_ckpt_load_model(fx *f)
 {
@@ -1209,13 +1209,13 @@ static void c_ckpt_load_model_nokeys(fx *f)
 static void c_ckpt_load_train(fx *f)
 {
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(NULL, f->adamw, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
 }
 static void c_ckpt_load_train_weights(fx *f)
 {
     tg_st_file *st = st_kv(f);
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(st, f->adamw, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
     tg_st_free(st);
 }
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */

@@ -61,7 +61,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
         tb.best_val = 2.5;
         const char *meta[] = {"train.note", "mid-run"};
-        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, &tb, meta, 1, err,
+        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, &tb, meta, 1, err,
                                          sizeof err) == 0, "%s", err);
         tg_model_free(&b);
         tg_adamw_free(ob);
@@ -79,7 +79,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_mem_eq(&rv, &v, sizeof v);
         tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL, 0);
         tg_train_state tr;
-        ck_assert_msg(tg_checkpoint_load_train(f, orr, &tr, 1000, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, &tr, 1000, err, sizeof err) == 0, "%s", err);
         ck_assert_int_eq(tr.step, 3);
         ck_assert_double_eq(tr.best_val, 2.5);
         for (int s = 0; s < 3; s++) step(&r, orr, &d, &tr);
@@ -90,15 +90,15 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert(tr.data_rng.state == ta.data_rng.state && tr.drop_rng.state == ta.drop_rng.state);
 
         /* weights only (no ts): not a training checkpoint */
-        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
                                             sizeof err), 0);
         tg_st_file *w = tg_st_load(tt_path("w.safetensors"), err, sizeof err);
-        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, &tr, 1000, err, sizeof err), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, &tr, 1000, err, sizeof err), -1);
         ck_assert_ptr_nonnull(strstr(err, "not a training checkpoint"));
         ck_assert_int_eq(tg_vocab_read(&rv, w, err, sizeof err), -1);   /* and no vocabulary was given */
         tg_st_free(w);
         /* a step past max_step */
-        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, &tr, 2, err, sizeof err), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, &tr, 2, err, sizeof err), -1);
         ck_assert_ptr_nonnull(strstr(err, "'train.step' = '3' is not an integer in [0, 2]"));
 
         tg_st_free(f);
@@ -158,11 +158,11 @@ START_TEST(bad_checkpoints_are_refused)
     char good[600], bad[600];   /* (tt_path's buffers rotate) */
     snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
     tg_st_file *f = tg_st_load(good, err, sizeof err);
     ck_assert_msg(f != NULL, "%s", err);
     tg_train_state back = {0};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, &back, 10, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, &back, 10, err, sizeof err), 0);
     ck_assert(isinf(back.best_val));
     tg_st_free(f);
 
@@ -192,7 +192,7 @@ START_TEST(bad_checkpoints_are_refused)
         if (cases[k].train) {
             tg_train_state t = {42, 1, {0}, {0}};
             tg_adamw_set_steps(o, 5);
-            ck_assert_int_eq(tg_checkpoint_load_train(f, o, &t, 10, err, sizeof err), -1);
+            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, &t, 10, err, sizeof err), -1);
             ck_assert_int_eq(t.step, 42);   /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
         } else {
@@ -207,13 +207,13 @@ START_TEST(bad_checkpoints_are_refused)
     /* a state the reader would refuse is not written */
     tg_train_state unseeded = {0, INFINITY, {0}, {0}}, negative = ts;
     negative.best_val = -1;
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &unseeded, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &unseeded, NULL, 0, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "random streams were never seeded"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, &negative, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &negative, NULL, 0, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "best val loss -1 is not a state"));
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, &ts, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "the optimizer is a shard"));
     tg_adamw_free(half);
     remove(good);

@@ -52,6 +52,17 @@ int parse_attn(const char *s, bool *composed, char *err, size_t errlen)
     return 0;
 }
 
+int parse_optimizer(const char *s, bool *muon, char *err, size_t errlen)
+{
+    if (!strcmp(s, "adamw")) *muon = false;
+    else if (!strcmp(s, "muon")) *muon = true;
+    else {
+        snprintf(err, errlen, "--optimizer: '%s' is not adamw or muon", s);
+        return -1;
+    }
+    return 0;
+}
+
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads)

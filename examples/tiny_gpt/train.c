@@ -310,7 +310,7 @@ static int build(trainer *t)
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (tg_checkpoint_load_train(t->from, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (tg_checkpoint_load_train(t->from, t->opt, NULL, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
@@ -408,7 +408,7 @@ static int save_last(trainer *t, int64_t step)
     }
     int rc = 0;
     if (t->rank == 0) {
-        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, &t->ts, (const char *const *)t->meta.kv,
+        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, NULL, &t->ts, (const char *const *)t->meta.kv,
                                 t->meta.n, t->err, sizeof t->err);
     }
     free(m);
@@ -451,7 +451,7 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
         tg_train_state at = {.step = step};
-        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, &at,
+        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, &at,
                                                (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
             return -1;
     }
