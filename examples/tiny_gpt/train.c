@@ -106,6 +106,7 @@ typedef struct trainer {
     tg_dataset d;
     tg_model m;
     tg_adamw *opt;
+    tg_muon *muon;                  /* --optimizer muon: the blocks' matrices (AdamW leaves them), else NULL */
     tg_dist_grads *dg;              /* the gradients' sums across processes (nothing to do on one) */
     int rank, ranks;                /* this process of the job's R; rank 0 prints and writes files */
     const char *say;                /* "train" on rank 0, NULL elsewhere: run.c's notices */
@@ -220,8 +221,14 @@ static int check_settings(trainer *t)
 {
     train_opts *o = &t->o;
     if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
-        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err))
+        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err) ||
+        parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err))
         return -1;
+    if (!o->muon)
+        for (int i = 0; i < 2; i++)
+            if (args_seen(t->specs, t->n_specs, i ? "muon-momentum" : "muon-lr"))
+                return failf(t, "--%s is a setting of --optimizer muon (this run's optimizer is %s)",
+                             i ? "muon-momentum" : "muon-lr", o->optimizer);
     const bool llama = !strcmp(o->arch, "llama");
     if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
@@ -306,11 +313,18 @@ static int build(trainer *t)
     tg_dist_grads_shard(t->dg, &lo, &hi);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
     if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, t->err, sizeof t->err))) return -1;
+    /* --optimizer muon: Muon for the blocks' matrices (their weight decay
+     * --weight-decay's), AdamW for the rest */
+    if (o->muon) {
+        tg_muon_config mc = {o->muon_momentum, o->weight_decay};
+        if (!(t->muon = tg_muon_new(t->m.params, &mc, t->err, sizeof t->err))) return -1;
+        tg_muon_exclude(t->muon, t->opt);
+    }
     t->ts = (tg_train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (tg_checkpoint_load_train(t->from, t->opt, NULL, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (tg_checkpoint_load_train(t->from, t->opt, t->muon, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
@@ -408,7 +422,7 @@ static int save_last(trainer *t, int64_t step)
     }
     int rc = 0;
     if (t->rank == 0) {
-        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, NULL, &t->ts, (const char *const *)t->meta.kv,
+        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, &t->ts, (const char *const *)t->meta.kv,
                                 t->meta.n, t->err, sizeof t->err);
     }
     free(m);
@@ -506,6 +520,8 @@ static double train_step(trainer *t, int64_t step, double lr)
             return NAN;
         }
     }
+    /* Muon's learning rate follows the same schedule, scaled to --muon-lr */
+    if (t->muon) tg_muon_step(t->muon, o->lr > 0 ? lr * (o->muon_lr / o->lr) : o->muon_lr);
     tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg));
     tg_dist_grads_gather_params(t->dg);
     tg_params_zero_grad(t->m.params);
@@ -766,6 +782,7 @@ done:
     free(t->x);
     free(t->y);
     tg_graph_free(t->g);
+    tg_muon_free(t->muon);
     tg_adamw_free(t->opt);
     tg_dist_grads_free(t->dg);
     tg_model_free(&t->m);
