@@ -222,6 +222,84 @@ START_TEST(bad_checkpoints_are_refused)
 }
 END_TEST
 
+/* Muon's state goes into the checkpoint and back; a file and a run that
+ * disagree on the optimizer are refused; a refused AdamW state leaves
+ * Muon's as it was (everything is put back). */
+START_TEST(muon_state_in_checkpoints)
+{
+    char err[512];
+    tg_model m;
+    tg_model_config c = CFGS[0];
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_muon *mu = tg_muon_new(m.params, NULL, NULL, 0);
+    ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));   /* c_attn, c_proj, c_fc, mlp c_proj */
+    tg_muon_exclude(mu, o);
+    double *buf = tg_muon_momentum(mu);
+    for (int64_t i = 0; i < tg_muon_numel(mu); i++) buf[i] = 0.001 * (double)i;
+    tg_muon_set_steps(mu, 3);
+    tg_adamw_set_steps(o, 3);
+    tg_train_state ts = {3, INFINITY, {0}, {0}};
+    tg_rng_seed(&ts.data_rng, 1, 1);
+    tg_rng_seed(&ts.drop_rng, 2, 2);
+    char good[600], bad[600];
+    snprintf(good, sizeof good, "%s", tt_path("muon.safetensors"));
+    snprintf(bad, sizeof bad, "%s", tt_path("muon_bad.safetensors"));
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, &ts, NULL, 0, err, sizeof err), 0);
+
+    tg_muon *back = tg_muon_new(m.params, NULL, NULL, 0);
+    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_train_state t = {0};
+    tg_st_file *f = tg_st_load(good, err, sizeof err);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, &t, 10, err, sizeof err) == 0, "%s", err);
+    ck_assert_mem_eq(tg_muon_momentum(back), buf, (size_t)tg_muon_numel(mu) * sizeof(double));
+    ck_assert_int_eq(tg_muon_steps(back), 3);
+    /* without a Muon: refused */
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does "
+                          "not: a resumed run keeps its optimizer");
+    tg_st_free(f);
+
+    /* AdamW's state bad: Muon's is put back as it was */
+    rewrite(good, bad, NULL, NULL, NULL, "optimizer.v");
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_ptr_nonnull(f);
+    tg_muon *fresh = tg_muon_new(m.params, NULL, NULL, 0);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err);
+    ck_assert_int_eq(tg_muon_steps(fresh), 0);
+    for (int64_t i = 0; i < tg_muon_numel(fresh); i++) ck_assert(((double *)tg_muon_momentum(fresh))[i] == 0);
+    tg_st_free(f);
+    /* Muon's state bad, or its steps not the step */
+    rewrite(good, bad, NULL, NULL, NULL, "muon.momentum");
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "Muon state: muon_state_read: element 1 of 'muon.momentum' is nan") != NULL, "%s", err);
+    tg_st_free(f);
+    rewrite(good, bad, "muon.steps", "2", NULL, NULL);
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint metadata 'muon.steps' = 2 differs from 'train.step' = 3 (one optimizer step per "
+                          "training step)");
+    tg_st_free(f);
+    /* an AdamW-only checkpoint with a Muon: refused */
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    f = tg_st_load(good, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "does not train with Muon (tensor 'muon.momentum' absent) but this one does"));
+    tg_st_free(f);
+    ck_assert_int_eq(tg_muon_steps(fresh), 0);
+    remove(good);
+    remove(bad);
+    tg_muon_free(fresh);
+    tg_muon_free(back);
+    tg_adamw_free(ob);
+    tg_muon_free(mu);
+    tg_adamw_free(o);
+    tg_model_free(&m);
+}
+END_TEST
+
 /* tg_eval_loss is the mean of the model's loss over the windows its own
  * stream draws (seed * 1000003 + step, stream 2 for val), computed here
  * batch by batch; two processes' rows summed give the one-process value;
@@ -295,7 +373,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
-    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
+    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused, muon_state_in_checkpoints,
                                                   eval_loss_is_the_mean_over_its_windows));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }
