@@ -373,6 +373,59 @@ static int build(trainer *t)
     return 0;
 }
 
+/* ---- Muon on several processes ------------------------------------------ */
+
+/* Without --zero every process holds the summed gradients and runs Muon
+ * on every matrix (the same bits everywhere). With --zero 1 the work is
+ * shared by whole matrices (a matrix is orthogonalised whole): the k-th
+ * Muon matrix in store order is rank k % R's (tg_muon_owner), which
+ * alone updates it and its momentum, then sends the updated weights to
+ * every rank. */
+static bool muon_sharded(const trainer *t) { return t->muon && t->o.zero == 1 && t->ranks > 1; }
+
+/* --zero 1: the reduce-scatter left each rank the summed gradients of its
+ * shard only; every Muon matrix's whole summed gradient into
+ * tg_params_grad on every rank, each shard's part sent by the rank that
+ * holds it (in store order, the same collectives on every rank). */
+static void muon_gather_grads(trainer *t)
+{
+    tg_params *p = t->m.params;
+    const size_t es = tg_dtype_size(t->dt);
+    const int64_t n = tg_params_numel(p);
+    int64_t lo, hi;
+    tg_dist_grads_shard(t->dg, &lo, &hi);
+    char *grad = tg_params_grad(p), *base = tg_params_data(p);
+    memcpy(grad + (size_t)lo * es, tg_dist_grads_shard_grad(t->dg), (size_t)(hi - lo) * es);
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *w = tg_params_at(p, i);
+        if (!tg_muon_updates(t->muon, w)) continue;
+        const int64_t a = ((char *)w->data - base) / (int64_t)es, b = a + w->numel;
+        for (int r = 0; r < t->ranks; r++) {
+            int64_t rl, rh;
+            tg_dist_shard_range(n, r, t->ranks, &rl, &rh);
+            const int64_t x = a > rl ? a : rl, y = b < rh ? b : rh;
+            if (x < y) tg_dist_bcast(grad + (size_t)x * es, (size_t)(y - x) * es, r);
+        }
+    }
+}
+
+/* --zero 1: each Muon matrix's weights (momentum false) or momentum
+ * (true: for a checkpoint) from the rank that updated it, to every rank. */
+static void muon_share(trainer *t, bool momentum)
+{
+    tg_params *p = t->m.params;
+    const size_t es = tg_dtype_size(t->dt);
+    char *mom = tg_muon_momentum(t->muon);
+    int64_t at = 0;   /* the matrix's offset in the momentum */
+    for (int i = 0; i < tg_params_count(p); i++) {
+        tg_tensor *w = tg_params_at(p, i);
+        if (!tg_muon_updates(t->muon, w)) continue;
+        const int owner = tg_muon_owner(t->muon, w, t->ranks);
+        tg_dist_bcast(momentum ? mom + (size_t)at * es : (char *)w->data, (size_t)w->numel * es, owner);
+        at += w->numel;
+    }
+}
+
 /* ---- evaluation and checkpoints ----------------------------------------- */
 
 /* Redraws OUT/loss.png. A picture that cannot be written is a warning,
@@ -408,6 +461,7 @@ static int save_last(trainer *t, int64_t step)
     t->ts.step = step;
     t->ts.drop_rng = *tg_graph_rng(t->g);
     if (weights_agree(t, step)) return -1;
+    if (muon_sharded(t)) muon_share(t, true);   /* every matrix's momentum, from its owner */
     const size_t bytes = (size_t)tg_params_numel(t->m.params) * tg_dtype_size(t->dt);
     void *m = NULL, *v = NULL;
     int64_t lo, hi;
@@ -520,10 +574,18 @@ static double train_step(trainer *t, int64_t step, double lr)
             return NAN;
         }
     }
-    /* Muon's learning rate follows the same schedule, scaled to --muon-lr */
-    if (t->muon) tg_muon_step(t->muon, o->lr > 0 ? lr * (o->muon_lr / o->lr) : o->muon_lr);
+    if (muon_sharded(t)) muon_gather_grads(t);
     tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg));
-    tg_dist_grads_gather_params(t->dg);
+    tg_dist_grads_gather_params(t->dg);   /* (Muon's matrices: AdamW left them, the same everywhere) */
+    if (t->muon) {   /* its learning rate follows the same schedule, scaled to --muon-lr */
+        const double mlr = o->lr > 0 ? lr * (o->muon_lr / o->lr) : o->muon_lr;
+        if (muon_sharded(t)) {
+            tg_muon_step_part(t->muon, mlr, t->rank, t->ranks);
+            muon_share(t, false);
+        } else {
+            tg_muon_step(t->muon, mlr);
+        }
+    }
     tg_params_zero_grad(t->m.params);
     return sum / ((double)A * R);
 }
