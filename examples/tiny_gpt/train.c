@@ -774,6 +774,10 @@ static void say_start(trainer *t)
             t->text.text ? "characters" : "tokens",
             !t->text.text ? "token files" : *t->id.path ? t->id.path : "built-in corpus",
             o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
+    if (t->muon)
+        fprintf(stderr, "tiny_gpt: Muon (lr %g, momentum %g) for the blocks' matrices, %lld parameters; AdamW for the "
+                        "other %lld\n", o->muon_lr, o->muon_momentum, (long long)tg_muon_numel(t->muon),
+                (long long)(tg_params_numel(t->m.params) - tg_muon_numel(t->muon)));
     if (t->ranks > 1) {
         int64_t lo, hi;
         tg_adamw_shard(t->opt, &lo, &hi);
