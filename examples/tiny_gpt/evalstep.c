@@ -282,7 +282,7 @@ int cmd_step(int argc, char **argv)
         {"out", ARG_STRING, &out, 0, 0, "write the updated weights here", 0, ROLE_NONE},
         {"steps", ARG_I64, &steps, 1, 1e9, "optimizer steps on the batch", 0, ROLE_NONE},
         {"lr", ARG_DOUBLE, &lr, 0, 10, "learning rate (constant)", 0, ROLE_NONE},
-        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0, ROLE_NONE},
+        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors (and Muon's)", 0, ROLE_NONE},
         {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_NONE},
         {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0, ROLE_NONE},
         {"optimizer", ARG_STRING, &optimizer, 0, 0, SPEC_OPTIMIZER_HELP, 0, ROLE_NONE},
