@@ -36,6 +36,7 @@ struct tg_adamw {
     void *m, *v;          /* moments of elements [lo, hi) of the flat buffers, store dtype */
     int64_t lo, hi;       /* the shard: [0, numel) unless made by tg_adamw_new_shard */
     bool *decay;          /* per tensor, in store order */
+    bool *leave;          /* per tensor: not updated (another optimizer's, tg_adamw_set_update) */
     int64_t numel;        /* store size when made */
     int count;            /* tensors in the store when made */
     int64_t steps;        /* steps taken */
@@ -88,7 +89,8 @@ tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo,
     o->m = tg_calloc(n, es);
     o->v = o->m ? tg_calloc(n, es) : NULL;
     o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
-    if (!o->decay) {
+    o->leave = o->decay ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->leave) : NULL;
+    if (!o->leave) {
         tg_set_err(err, errlen, "adamw_new: out of memory for the moments of %lld elements", (long long)(hi - lo));
         tg_adamw_free(o);
         return NULL;
@@ -115,6 +117,25 @@ void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay)
     }
     o->error[0] = 0;
     o->decay[i] = decay;
+}
+
+void tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update)
+{
+    if (!o) return;
+    int i = param ? index_of(o, param) : -1;
+    if (i < 0) {
+        snprintf(o->error, sizeof o->error, "adamw_set_update: tensor '%s' is not a parameter of the optimizer's store",
+                 param && param->name ? param->name : "(unnamed)");
+        return;
+    }
+    o->error[0] = 0;
+    o->leave[i] = !update;
+}
+
+bool tg_adamw_updates(const tg_adamw *o, const tg_tensor *param)
+{
+    int i = o && param ? index_of(o, param) : -1;
+    return i >= 0 && !o->leave[i];
 }
 
 bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param)
@@ -215,7 +236,7 @@ int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
         const tg_tensor *w = tg_params_at(o->p, i);
         int64_t start = ((char *)w->data - base) / (int64_t)es, end = start + w->numel;
         int64_t a = start > o->lo ? start : o->lo, b = end < o->hi ? end : o->hi;
-        if (a >= b) continue;
+        if (a >= b || o->leave[i]) continue;
         size_t at = (size_t)(a - o->lo) * es;
         adamw_job j = {f32, o->decay[i], base + (size_t)a * es, (char *)o->m + at, (char *)o->v + at,
                        (const char *)grad + at, &s};
@@ -253,6 +274,7 @@ void tg_adamw_free(tg_adamw *o)
     tg_free(o->m);
     tg_free(o->v);
     tg_free(o->decay);
+    tg_free(o->leave);
     tg_free(o);
 }
 

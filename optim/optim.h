@@ -92,6 +92,15 @@ TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
 /* True when param is weight-decayed; false if it is not in the store, or
  * for a NULL o or param. */
 TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
+/* update false: AdamW leaves param alone (its values, and its moments at
+ * zero), e.g. a matrix Muon updates (tg_muon_exclude); true (the
+ * default) updates it again. param must be a tensor of the optimizer's
+ * store; otherwise nothing changes and tg_adamw_error says so. NULL o is
+ * ignored. */
+TG_API void tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update);
+/* True when AdamW updates param; false if it is not in the store, was
+ * left to another optimizer, or for a NULL o or param. */
+TG_API bool tg_adamw_updates(const tg_adamw *o, const tg_tensor *param);
 /* One update of every parameter with learning rate lr (the step count
  * goes up by one first), by the formulas above, from the gradients in the
  * store: 0. Does nothing and returns -1, with the reason in
@@ -142,6 +151,99 @@ TG_API int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *
  * number >= 0. 0, or -1 with a message naming the tensor or key (the
  * optimizer is then unchanged). */
 TG_API int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
+
+/* ---- Muon (momentum orthogonalized by Newton-Schulz) -------------------
+ * For the 2-D weight matrices of a model's blocks; AdamW takes the rest
+ * (embeddings, the head, every 1-D tensor). For a matrix W (rows x cols)
+ * with gradient G, momentum m, weight decay wd:
+ *   buf = m buf + (1 - m) G
+ *   U   = (1 - m) G + m buf                                 (Nesterov)
+ *   X   = U / (||U||_F + 1e-7), transposed when rows > cols
+ *   five times: A = X X^T; B = b A + c A A; X = a X + B X,
+ *               (a, b, c) = (3.4445, -4.7750, 2.0315)
+ *   W   = W (1 - lr wd) - lr sqrt(max(1, rows / cols)) X    (X transposed back)
+ * The iteration pushes every singular value of X towards 1, keeping the
+ * singular vectors: the update is about U's orthogonal factor. The
+ * products go through the library's gemm (f32 and f64). There is no
+ * step-count dependence: the count is kept for checkpoints only. */
+typedef struct tg_muon_config {
+    double momentum;       /* 0.95 */
+    double weight_decay;   /* 0 */
+} tg_muon_config;
+/* A tg_muon_config value, as TG_ADAMW_DEFAULTS. */
+#ifdef __cplusplus
+#define TG_MUON_DEFAULTS (tg_muon_config{0.95, 0.0})
+#else
+#define TG_MUON_DEFAULTS ((tg_muon_config){0.95, 0.0})
+#endif
+#define TG_MUON_LR 0.02   /* the usual learning rate (modded-nanogpt's scale) */
+
+typedef struct tg_muon tg_muon;
+/* Whether tg_muon_new gives t to Muon: t is 2-D and its name has a part
+ * between dots (or after the last) that is all digits, a numbered block
+ * ("transformer.h.0.attn.c_attn.weight", "layers.3.feed_forward.w1.weight"),
+ * which leaves out embeddings and heads ("transformer.wte.weight",
+ * "output.weight") for any model family named that way. False for NULL. */
+TG_API bool tg_muon_takes(const tg_tensor *t);
+/* A Muon for the store's tensors that tg_muon_takes picks. c NULL means
+ * TG_MUON_DEFAULTS. NULL, with a message in err, when p is NULL, the
+ * momentum is outside [0, 1), weight_decay is negative or not finite,
+ * or out of memory. The store may hold no matrix Muon takes (steps then
+ * do nothing). */
+TG_API tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, char *err, size_t errlen);
+/* tg_muon_new for the tensors the caller picks: take[i] for tensor i of
+ * the store (tg_params_at order, tg_params_count entries); NULL take is
+ * tg_muon_takes's choice. NULL, with a message, also when a picked
+ * tensor is not 2-D. */
+TG_API tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, char *err,
+                                   size_t errlen);
+/* True when Muon updates param; false otherwise or for NULL arguments. */
+TG_API bool tg_muon_updates(const tg_muon *o, const tg_tensor *param);
+/* Tells a (made on the same store) to leave alone every tensor Muon
+ * updates (tg_adamw_set_update false), so the two share a store: each
+ * step, clip the gradients once, then step both. NULL arguments are
+ * ignored. */
+TG_API void tg_muon_exclude(const tg_muon *o, tg_adamw *a);
+/* One update of every Muon tensor with learning rate lr (the step count
+ * goes up by one first), from the gradients in the store: 0. Does
+ * nothing and returns -1, with the reason in tg_muon_error, if the store
+ * has grown since tg_muon_new or lr is not finite; -1 for a NULL o. */
+TG_API int tg_muon_step(tg_muon *o, double lr);
+/* tg_muon_step for the matrices of one part of `parts` only (several
+ * processes sharing the work: the k-th Muon matrix in store order belongs
+ * to part k % parts, tg_muon_owner); the step count goes up by one.
+ * Also -1 (nothing done) when part is not in [0, parts). */
+TG_API int tg_muon_step_part(tg_muon *o, double lr, int part, int parts);
+/* The part (of `parts`) that steps param in tg_muon_step_part; -1 when
+ * Muon does not update param, parts < 1, or NULL arguments. */
+TG_API int tg_muon_owner(const tg_muon *o, const tg_tensor *param, int parts);
+/* Steps taken; 0 for a NULL o. */
+TG_API int64_t tg_muon_steps(const tg_muon *o);
+/* Sets the step count; a negative count is refused (tg_muon_error set);
+ * NULL o is ignored. */
+TG_API void tg_muon_set_steps(tg_muon *o, int64_t steps);
+/* The momentum buffer: tg_muon_numel elements of the store's dtype, the
+ * Muon tensors' elements one after another in store order (each as
+ * stored); may be read and written. NULL for a NULL o. */
+TG_API void *tg_muon_momentum(tg_muon *o);
+/* Elements of the Muon tensors (the momentum's size); 0 for a NULL o. */
+TG_API int64_t tg_muon_numel(const tg_muon *o);
+TG_API const char *tg_muon_error(const tg_muon *o);   /* last refused call, or NULL */
+TG_API void tg_muon_free(tg_muon *o);                 /* accepts NULL */
+
+#define TG_MUON_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+/* The state into a safetensors file being written: the momentum as
+ * tensor "<prefix>.momentum" (1-D, the store's dtype, tg_muon_numel
+ * elements) and the step count as metadata "<prefix>.steps". The writer
+ * reads the momentum when it saves. 0, or -1 (a NULL argument, a prefix
+ * too long, or the writer's error). */
+TG_API int tg_muon_state_write(const tg_muon *o, tg_st_writer *w, const char *prefix);
+/* Restores what tg_muon_state_write wrote into a Muon on the same store
+ * with the same tensors. Everything is checked before anything changes:
+ * the tensor present, 1-D, the store's dtype and tg_muon_numel elements,
+ * every element finite, the steps a whole number >= 0. 0, or -1 with a
+ * message naming the tensor or key (the optimizer is then unchanged). */
+TG_API int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
 
 /* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
  * coef < 1, norm the global L2 norm over all of them (PyTorch

@@ -1042,6 +1042,51 @@ static void c_adamw_state_read_missing(fx *f)
     num(f, tg_adamw_state_read(f->adamw, st, "opt", f->err, sizeof f->err));
     tg_st_free(st);
 }
+static void c_adamw_set_update_nop(fx *f) { tg_adamw_set_update(f->adamw, NULL, false); note(f, tg_adamw_error(f->adamw)); }
+static void c_adamw_updates(fx *f) { flag(f, tg_adamw_updates(NULL, f->x)); }
+static void c_muon_takes(fx *f) { flag(f, tg_muon_takes(tg_params_at(f->p, 0))); }   /* "w": no numbered block */
+static void c_muon_new_nop(fx *f) { ptr(f, tg_muon_new(NULL, NULL, f->err, sizeof f->err)); }
+static void c_muon_new_select_1d(fx *f)
+{
+    tg_params *p = tg_params_new(TG_F32, NULL, 0);
+    tg_params_add(p, "b", TT_SHAPE(3));
+    ptr(f, tg_muon_new_select(p, NULL, (const bool[]){true}, f->err, sizeof f->err));
+    tg_params_free(p);
+}
+static void c_muon_updates(fx *f) { flag(f, tg_muon_updates(NULL, f->x)); }
+static void c_muon_exclude(fx *f) { (void)f; tg_muon_exclude(NULL, f->adamw); }
+static void c_muon_step_noo(fx *f) { num(f, tg_muon_step(NULL, 0.02)); }
+static void c_muon_step_nan(fx *f)
+{
+    tg_muon *o = tg_muon_new(f->p, NULL, NULL, 0);
+    const int rc = tg_muon_step(o, NAN);
+    note(f, tg_muon_error(o));
+    snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_muon_steps(o));
+    tg_muon_free(o);
+}
+static void c_muon_step_part_bad(fx *f)
+{
+    tg_muon *o = tg_muon_new(f->p, NULL, NULL, 0);
+    num(f, tg_muon_step_part(o, 0.02, 1, 1));
+    note(f, tg_muon_error(o));
+    tg_muon_free(o);
+}
+static void c_muon_owner(fx *f) { num(f, tg_muon_owner(NULL, f->x, 2)); }
+static void c_muon_steps(fx *f) { num(f, (double)tg_muon_steps(NULL)); }
+static void c_muon_set_steps_noo(fx *f) { (void)f; tg_muon_set_steps(NULL, 3); }
+static void c_muon_momentum(fx *f) { ptr(f, tg_muon_momentum(NULL)); }
+static void c_muon_numel(fx *f) { num(f, (double)tg_muon_numel(NULL)); }
+static void c_muon_error(fx *f) { ptr(f, tg_muon_error(NULL)); }
+static void c_muon_free(fx *f) { (void)f; tg_muon_free(NULL); }
+static void c_muon_state_write_noo(fx *f) { num(f, tg_muon_state_write(NULL, f->w, "opt")); }
+static void c_muon_state_read_missing(fx *f)
+{
+    tg_muon *o = tg_muon_new(f->p, NULL, NULL, 0);
+    tg_st_file *st = st_kv(f);
+    num(f, tg_muon_state_read(o, st, "opt", f->err, sizeof f->err));
+    tg_st_free(st);
+    tg_muon_free(o);
+}
 static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL)); }
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
@@ -1162,13 +1207,13 @@ static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
 static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
-    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
                               sizeof f->err));
 }
 static void c_ckpt_save_nometa(fx *f)
 {
     num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_model){.family = tg_model_family_find("gpt")}, NULL,
-                              NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
+                              NULL, NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
 }
 static void c_ckpt_load_model(fx *f)
 {
@@ -1185,13 +1230,13 @@ static void c_ckpt_load_model_nokeys(fx *f)
 static void c_ckpt_load_train(fx *f)
 {
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(NULL, f->adamw, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
 }
 static void c_ckpt_load_train_weights(fx *f)
 {
     tg_st_file *st = st_kv(f);
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(st, f->adamw, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
     tg_st_free(st);
 }
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */
@@ -2062,6 +2107,30 @@ static const api_case CASES[] = {
     {"tg_adamw_state_read(o, NULL, ...)", "-1", "adamw_state_read: the file is NULL", c_adamw_state_read_nof},
     {"tg_adamw_state_read(o, a file without it, \"opt\")", "-1", "adamw_state_read: the file has no tensor 'opt.m'",
      c_adamw_state_read_missing},
+    {"tg_adamw_set_update(o, NULL, false)", "returns", "adamw_set_update: tensor '(unnamed)' is not a parameter",
+     c_adamw_set_update_nop},
+    {"tg_adamw_updates(NULL, x)", "false", NULL, c_adamw_updates},
+    {"tg_muon_takes(a tensor \"w\")", "false", NULL, c_muon_takes},
+    {"tg_muon_new(NULL, ...)", "NULL", "muon_new: params is NULL", c_muon_new_nop},
+    {"tg_muon_new_select(p, NULL, a 1-D tensor taken, ...)", "NULL", "muon_new: tensor 'b' has 1 dimensions; Muon "
+     "takes 2-D matrices only (leave it to AdamW)", c_muon_new_select_1d},
+    {"tg_muon_updates(NULL, x)", "false", NULL, c_muon_updates},
+    {"tg_muon_exclude(NULL, a)", "returns", NULL, c_muon_exclude},
+    {"tg_muon_step(NULL, 0.02)", "-1", NULL, c_muon_step_noo},
+    {"tg_muon_step(o, NaN): -1, steps stay 0", "-1, steps 0", "muon_step: lr must be finite, got nan; nothing done",
+     c_muon_step_nan},
+    {"tg_muon_step_part(o, 0.02, 1, 1)", "-1", "muon_step_part: part 1 of 1 is not one of [0, parts); nothing done",
+     c_muon_step_part_bad},
+    {"tg_muon_owner(NULL, x, 2)", "-1", NULL, c_muon_owner},
+    {"tg_muon_steps(NULL)", "0", NULL, c_muon_steps},
+    {"tg_muon_set_steps(NULL, 3)", "returns", NULL, c_muon_set_steps_noo},
+    {"tg_muon_momentum(NULL)", "NULL", NULL, c_muon_momentum},
+    {"tg_muon_numel(NULL)", "0", NULL, c_muon_numel},
+    {"tg_muon_error(NULL)", "NULL", NULL, c_muon_error},
+    {"tg_muon_free(NULL)", "returns", NULL, c_muon_free},
+    {"tg_muon_state_write(NULL, w, \"opt\")", "-1", NULL, c_muon_state_write_noo},
+    {"tg_muon_state_read(o, a file without it, \"opt\")", "-1", "muon_state_read: the file has no tensor "
+     "'opt.momentum'", c_muon_state_read_missing},
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},

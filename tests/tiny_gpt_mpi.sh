@@ -137,6 +137,26 @@ close "--zero 1 on 3 processes to step 10, then on 2 (other shards): batch 12's 
 expect_fail "a global batch that does not split among the processes" \
   "the run's 8" mpi 3 train --resume --out "$work/g2" --steps 30
 
+# 3b. --optimizer muon: R processes = one process, without --zero (every
+# process runs Muon on every matrix) and with --zero 1 (each process
+# orthogonalises its own whole matrices, the weights then sent to all);
+# resumed with --zero 1 on another number of processes (the momentum of
+# every matrix gathered into the checkpoint)
+run1 mu15 --dtype f64 --batch-size 15 --optimizer muon
+runn 3 mu3 --dtype f64 --batch-size 5 --optimizer muon
+close "Muon: 3 x batch 5 = batch 15 (f64)" "$work/mu15" "$work/mu3" 1e-12
+runn 3 muz3 --dtype f64 --batch-size 5 --optimizer muon --zero 1
+close "Muon --zero 1 (matrices shared out): 3 x batch 5 = batch 15 (f64)" "$work/mu15" "$work/muz3" 1e-12
+[ "$(untimed "$work/mu15" | tail -1)" != "$(untimed "$work/g15" | tail -1)" ] && ok "Muon's run is not AdamW's" ||
+  bad "Muon's run equals AdamW's"
+run1 muf8 --batch-size 8 --optimizer muon --bias true
+runn 2 mufz2 --batch-size 4 --optimizer muon --bias true --zero 1
+close "Muon --zero 1 with biases: 2 x 4 = 8 (f32)" "$work/muf8" "$work/mufz2" 1e-5
+run1 mu12 --dtype f64 --batch-size 12 --optimizer muon --arch llama --n-kv-head 1
+runn 3 muzr --dtype f64 --batch-size 4 --optimizer muon --arch llama --n-kv-head 1 --zero 1 --stop-at 10
+mpi 2 train --resume --out "$work/muzr" >/dev/null 2>"$work/muzrb.log" || bad "Muon zero-1 resume on 2: $(tail -2 "$work/muzrb.log")"
+close "Muon --zero 1 on 3 processes to step 10, then on 2: batch 12's losses (Llama, f64)" "$work/mu12" "$work/muzr" 1e-12
+
 # 4. every process must run rank 0's run: one message naming the rank and the field
 head -c 40000 /dev/urandom | base64 >"$work/a.txt"
 head -c 40000 /dev/urandom | base64 >"$work/b.txt"

@@ -191,4 +191,42 @@ fast "vocab_size at the cap" "should be (16777216,48)" vocab_size=16777216
 fast "a dropped layer tensor" "describes 58320 parameters, but the file holds only 49104 float values: a tensor" \
   -transformer.h.1.mlp.c_fc.weight
 
+# 9. --optimizer muon: the checkpoint holds Muon's momentum, and stop +
+# --resume is the uninterrupted run byte for byte (with dropout, clipping
+# and a warmup that the stop falls inside); the optimizer is recorded, so
+# a resume with the other one is refused, in the flags and in the state
+mcfg=("${small[@]}" --steps 40 --eval-interval 10 --eval-iters 2 --warmup 15 --dropout 0.1 --grad-clip 0.5
+      --optimizer muon --muon-lr 0.03 --muon-momentum 0.9)
+"$bin" train "${mcfg[@]}" --out "$work/mu" >"$work/mu.log" 2>&1 || bad "the Muon run failed: $(tail -2 "$work/mu.log")"
+"$bin" train "${mcfg[@]}" --stop-at 13 --out "$work/mu2" >/dev/null 2>&1
+"$bin" train --resume --out "$work/mu2" >"$work/mu2.log" 2>&1 || bad "the Muon resume failed: $(tail -2 "$work/mu2.log")"
+h=$(header "$work/mu/last.safetensors")
+if [ "$(untimed "$work/mu")" = "$(untimed "$work/mu2")" ] && cmp -s "$work/mu/last.safetensors" "$work/mu2/last.safetensors" &&
+   cmp -s "$work/mu/best.safetensors" "$work/mu2/best.safetensors" && grep -qF '"muon.steps":"40"' <<<"$h" &&
+   grep -qF '"train.optimizer":"muon"' <<<"$h" && grep -q '"muon.momentum"' < <(head -c 65536 "$work/mu/last.safetensors" | tr -d '\000'); then
+  ok "--optimizer muon: stop at 13 + --resume equals the uninterrupted run byte for byte; momentum and optimizer recorded"
+else bad "--optimizer muon resume"; diff <(untimed "$work/mu") <(untimed "$work/mu2") | head -6; fi
+# the same run with AdamW is another run (Muon does change the training)
+"$bin" train "${small[@]}" --steps 40 --eval-interval 10 --eval-iters 2 --warmup 15 --dropout 0.1 --grad-clip 0.5 \
+  --out "$work/ad" --force >/dev/null 2>&1
+[ "$(untimed "$work/mu" | tail -1)" != "$(untimed "$work/ad" | tail -1)" ] && ok "Muon's run differs from AdamW's" ||
+  bad "Muon's run equals AdamW's"
+"$bin" train "${mcfg[@]}" --stop-at 13 --out "$work/mu3" >/dev/null 2>&1
+expect_fail "resume with the other optimizer" "--optimizer adamw differs from the run's muon" \
+  "$bin" train --resume --optimizer adamw --out "$work/mu3"
+expect_fail "another Muon momentum" "--muon-momentum 0.95 differs from the run's 0.9" \
+  "$bin" train --resume --muon-momentum 0.95 --out "$work/mu3"
+cp -r "$work/mu3" "$work/mu4"
+"$st_edit" "$work/mu3/last.safetensors" "$work/mu4/last.safetensors" train.optimizer=adamw || bad "st_edit train.optimizer"
+expect_fail "Muon's state in a run recorded as AdamW's" "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does not" \
+  "$bin" train --resume --out "$work/mu4"
+"$st_edit" "$work/int/last.safetensors" "$work/mu4/last.safetensors" train.optimizer=muon || bad "st_edit train.optimizer"
+expect_fail "an AdamW checkpoint resumed as Muon's" "the checkpoint's run does not train with Muon (tensor 'muon.momentum' absent) but this one does" \
+  "$bin" train --resume --out "$work/mu4"
+"$st_edit" "$work/mu3/last.safetensors" "$work/mu4/last.safetensors" muon.steps=3 || bad "st_edit muon.steps"
+expect_fail "muon.steps not the step" "'muon.steps' = 3 differs from 'train.step' = 13" "$bin" train --resume --out "$work/mu4"
+expect_fail "--muon-lr without Muon" "--muon-lr is a setting of --optimizer muon (this run's optimizer is adamw)" \
+  "$bin" train "${small[@]}" --muon-lr 0.01 --out "$work/mu5"
+expect_fail "an unknown optimizer" "--optimizer: 'sgd' is not adamw or muon" "$bin" train "${small[@]}" --optimizer sgd --out "$work/mu5"
+
 finish

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "../core/cpu.h"
+#include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../optim/muon_internal.h"
 
 /* ---- writing ------------------------------------------------------------------ */
 
@@ -22,7 +24,7 @@ void tg_train_state_init(tg_train_state *ts, uint64_t seed)
 }
 
 int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
-                       const void *opt_m, const void *opt_v, const tg_train_state *ts,
+                       const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_train_state *ts,
                        const char *const *meta, int n_meta, char *err, size_t errlen)
 {
     if (!path || !m || !m->family || (n_meta > 0 && !meta))
@@ -49,6 +51,7 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
     }
     if (!rc && opt && ts) {
         rc = tg_adamw_state_write(opt, w, "optimizer", opt_m, opt_v);
+        rc = rc || (muon && tg_muon_state_write(muon, w, "muon"));
         snprintf(s, sizeof s, "%.17g", ts->best_val);
         rc = rc || tg_st_writer_meta(w, "train.best_val", s);
         tg_rng_to_string(&ts->data_rng, s, sizeof s);
@@ -187,8 +190,8 @@ int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v
     return -1;
 }
 
-int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state *ts, int64_t max_step, char *err,
-                             size_t errlen)
+int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_train_state *ts,
+                             int64_t max_step, char *err, size_t errlen)
 {
     if (!f || !opt || !ts)
         return tg_set_err(err, errlen, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
@@ -217,8 +220,42 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state 
     if (asteps != t.step)
         return tg_set_err(err, errlen, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
                           "(one optimizer step per training step)", (long long)asteps, (long long)t.step);
-    if (tg_adamw_state_read(opt, f, "optimizer", e2, sizeof e2))
+    /* a run keeps its optimizer: Muon's momentum is there exactly when muon is */
+    const bool has_muon = tg_st_find(f, "muon.momentum") != NULL;
+    if (has_muon != (muon != NULL))
+        return tg_set_err(err, errlen, "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
+                          "resumed run keeps its optimizer", has_muon ? "trains with" : "does not train with",
+                          has_muon ? "present" : "absent", muon ? "does" : "does not");
+    if (muon) {
+        int64_t msteps;
+        if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, err, errlen)) return -1;
+        if (msteps != t.step)
+            return tg_set_err(err, errlen, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
+                              "(one optimizer step per training step)", (long long)msteps, (long long)t.step);
+    }
+    /* Muon's state first, AdamW's after; if AdamW's is refused, Muon's is
+     * put back, so a refused file changes nothing */
+    void *keep = NULL;
+    int64_t keep_steps = tg_muon_steps(muon);
+    const size_t mbytes = tg_muon_state_bytes(muon);
+    if (muon) {
+        if (!(keep = tg_malloc(mbytes ? mbytes : 1)))
+            return tg_set_err(err, errlen, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
+        memcpy(keep, tg_muon_momentum(muon), mbytes);
+        if (tg_muon_state_read(muon, f, "muon", e2, sizeof e2)) {
+            tg_free(keep);
+            return tg_set_err(err, errlen, "the checkpoint's Muon state: %s", e2);
+        }
+    }
+    if (tg_adamw_state_read(opt, f, "optimizer", e2, sizeof e2)) {
+        if (muon) {
+            memcpy(tg_muon_momentum(muon), keep, mbytes);
+            tg_muon_set_steps(muon, keep_steps);
+        }
+        tg_free(keep);
         return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2);
+    }
+    tg_free(keep);
     *ts = t;
     return 0;
 }

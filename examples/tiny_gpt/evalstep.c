@@ -271,20 +271,23 @@ done:
 
 int cmd_step(int argc, char **argv)
 {
-    const char *init = NULL, *batch = NULL, *out = NULL, *dtype = "f32", *attn = "fused";
+    const char *init = NULL, *batch = NULL, *out = NULL, *dtype = "f32", *attn = "fused", *optimizer = "adamw";
     int threads = 1;
     bool composed = false;
     int64_t steps = 1;
-    double lr = 1e-3, wd = 0.1, beta2 = 0.99, clip = 1.0;
+    double lr = 1e-3, wd = 0.1, beta2 = 0.99, clip = 1.0, muon_lr = TG_MUON_LR, muon_mom = 0.95;
     arg_spec specs[] = {
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "write the updated weights here", 0, ROLE_NONE},
-        {"steps", ARG_I64, &steps, 1, 1e9, "AdamW steps on the batch", 0, ROLE_NONE},
+        {"steps", ARG_I64, &steps, 1, 1e9, "optimizer steps on the batch", 0, ROLE_NONE},
         {"lr", ARG_DOUBLE, &lr, 0, 10, "learning rate (constant)", 0, ROLE_NONE},
-        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors", 0, ROLE_NONE},
+        {"weight-decay", ARG_DOUBLE, &wd, 0, 10, "AdamW decay of 2-D+ tensors (and Muon's)", 0, ROLE_NONE},
         {"beta2", ARG_DOUBLE, &beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_NONE},
         {"grad-clip", ARG_DOUBLE, &clip, 0, 1e12, "clip the global gradient norm (0: off)", 0, ROLE_NONE},
+        {"optimizer", ARG_STRING, &optimizer, 0, 0, SPEC_OPTIMIZER_HELP, 0, ROLE_NONE},
+        {"muon-lr", ARG_DOUBLE, &muon_lr, 0, 10, "Muon's learning rate (constant)", 0, ROLE_NONE},
+        {"muon-momentum", ARG_DOUBLE, &muon_mom, 0, 0.999999999, SPEC_MUON_MOMENTUM_HELP, 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
@@ -299,14 +302,23 @@ int cmd_step(int argc, char **argv)
         fprintf(stderr, "tiny_gpt step: --out is required\n");
         return 2;
     }
+    bool muon = false;
+    if (parse_optimizer(optimizer, &muon, err, sizeof err)) {
+        fprintf(stderr, "tiny_gpt step: %s\n", err);
+        return 2;
+    }
     int rc = 1;
     inputs in;
     tg_adamw *opt = NULL;
+    tg_muon *mu = NULL;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
     if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
     opt = tg_adamw_new(in.m.params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, err, sizeof err);
     if (!opt) goto fail;
+    /* Muon on the blocks' matrices (its weight decay AdamW's), AdamW on the rest */
+    if (muon && !(mu = tg_muon_new(in.m.params, &(tg_muon_config){muon_mom, wd}, err, sizeof err))) goto fail;
+    tg_muon_exclude(mu, opt);
     for (int64_t s = 0; s < steps; s++) {
         double loss = loss_and_grads(&in, g, err, sizeof err);
         if (isnan(loss)) goto fail;
@@ -314,6 +326,7 @@ int cmd_step(int argc, char **argv)
             snprintf(err, sizeof err, "step %lld: the gradient norm is not finite", (long long)s);
             goto fail;
         }
+        tg_muon_step(mu, muon_lr);
         tg_adamw_step(opt, lr);
         printf("step %lld loss %.17g\n", (long long)s, loss);
         tg_graph_reset(g);
@@ -321,7 +334,7 @@ int cmd_step(int argc, char **argv)
     /* keep the input's vocabulary, if it had one */
     tg_vocab v = {0};
     if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err, sizeof err)) goto fail;
-    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
+    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
     tg_vocab_free(&v);
     if (saved) goto fail;
     rc = 0;
@@ -329,6 +342,7 @@ int cmd_step(int argc, char **argv)
 fail:
     fprintf(stderr, "tiny_gpt step: %s\n", err);
 done:
+    tg_muon_free(mu);
     tg_adamw_free(opt);
     inputs_free(&in);
     tg_graph_free(g);

@@ -52,6 +52,17 @@ int parse_attn(const char *s, bool *composed, char *err, size_t errlen)
     return 0;
 }
 
+int parse_optimizer(const char *s, bool *muon, char *err, size_t errlen)
+{
+    if (!strcmp(s, "adamw")) *muon = false;
+    else if (!strcmp(s, "muon")) *muon = true;
+    else {
+        snprintf(err, errlen, "--optimizer: '%s' is not adamw or muon", s);
+        return -1;
+    }
+    return 0;
+}
+
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads)
@@ -82,7 +93,7 @@ static void usage(FILE *out)
             "  sample  generate text from a checkpoint (--ckpt, --prompt, --tokens, --temperature, --top-k)\n"
             "  eval    train and val loss of a checkpoint on its run's data split (--ckpt [--data]), or\n"
             "          loss and gradients of nanoGPT-named weights on one batch (--init, --batch, --dump-grads)\n"
-            "  step    AdamW steps of such weights on a batch (--init, --batch, --steps, --out)\n"
+            "  step    AdamW or Muon steps of such weights on a batch (--init, --batch, --steps, --out)\n"
             "  attn    attention maps of a checkpoint on a text: DIR/attn_l<layer>_h<head>.png and\n"
             "          DIR/index.html (--ckpt, --text, --out DIR)\n"
             "  tokenizer  train a byte-level BPE tokenizer (train --data F --vocab-size N --out F), or\n"

@@ -22,6 +22,9 @@ int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
 /* --attn: "fused" (tg_attention, the default) or "composed" (the teaching
  * path, which can return the attention weights) */
 int parse_attn(const char *s, bool *composed, char *err, size_t errlen);
+/* --optimizer: "adamw" (every tensor) or "muon" (Muon for the blocks'
+ * 2-D matrices, tg_muon_takes; AdamW for the rest) */
+int parse_optimizer(const char *s, bool *muon, char *err, size_t errlen);
 double now_seconds(void);
 /* The start every command shares: --help prints usage on stdout (returns 0); flags,
  * --dtype and --attn (unless attn is NULL) are parsed (an error prints and
@@ -37,6 +40,9 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
     {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0, ROLE_NONE}
 #define SPEC_THREADS(p) \
     {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS, per process (0: the cores / its processes)", 0, ROLE_NONE}
+#define SPEC_OPTIMIZER_HELP "adamw, or muon: Muon for the blocks' 2-D matrices, AdamW (--lr, --beta1, ...) for the rest"
+#define SPEC_MUON_LR_HELP "Muon's learning rate (with --optimizer muon; follows --lr's schedule, scaled)"
+#define SPEC_MUON_MOMENTUM_HELP "Muon's momentum (with --optimizer muon)"
 #define SPEC_CONFIG(p) {"config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0, ROLE_NONE}
 
 

@@ -106,6 +106,7 @@ typedef struct trainer {
     tg_dataset d;
     tg_model m;
     tg_adamw *opt;
+    tg_muon *muon;                  /* --optimizer muon: the blocks' matrices (AdamW leaves them), else NULL */
     tg_dist_grads *dg;              /* the gradients' sums across processes (nothing to do on one) */
     int rank, ranks;                /* this process of the job's R; rank 0 prints and writes files */
     const char *say;                /* "train" on rank 0, NULL elsewhere: run.c's notices */
@@ -220,8 +221,14 @@ static int check_settings(trainer *t)
 {
     train_opts *o = &t->o;
     if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
-        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err))
+        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err) ||
+        parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err))
         return -1;
+    if (!o->muon)
+        for (int i = 0; i < 2; i++)
+            if (args_seen(t->specs, t->n_specs, i ? "muon-momentum" : "muon-lr"))
+                return failf(t, "--%s is a setting of --optimizer muon (this run's optimizer is %s)",
+                             i ? "muon-momentum" : "muon-lr", o->optimizer);
     const bool llama = !strcmp(o->arch, "llama");
     if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
@@ -306,11 +313,18 @@ static int build(trainer *t)
     tg_dist_grads_shard(t->dg, &lo, &hi);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
     if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, t->err, sizeof t->err))) return -1;
+    /* --optimizer muon: Muon for the blocks' matrices (their weight decay
+     * --weight-decay's), AdamW for the rest */
+    if (o->muon) {
+        tg_muon_config mc = {o->muon_momentum, o->weight_decay};
+        if (!(t->muon = tg_muon_new(t->m.params, &mc, t->err, sizeof t->err))) return -1;
+        tg_muon_exclude(t->muon, t->opt);
+    }
     t->ts = (tg_train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (tg_checkpoint_load_train(t->from, t->opt, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (tg_checkpoint_load_train(t->from, t->opt, t->muon, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
@@ -359,6 +373,59 @@ static int build(trainer *t)
     return 0;
 }
 
+/* ---- Muon on several processes ------------------------------------------ */
+
+/* Without --zero every process holds the summed gradients and runs Muon
+ * on every matrix (the same bits everywhere). With --zero 1 the work is
+ * shared by whole matrices (a matrix is orthogonalised whole): the k-th
+ * Muon matrix in store order is rank k % R's (tg_muon_owner), which
+ * alone updates it and its momentum, then sends the updated weights to
+ * every rank. */
+static bool muon_sharded(const trainer *t) { return t->muon && t->o.zero == 1 && t->ranks > 1; }
+
+/* --zero 1: the reduce-scatter left each rank the summed gradients of its
+ * shard only; every Muon matrix's whole summed gradient into
+ * tg_params_grad on every rank, each shard's part sent by the rank that
+ * holds it (in store order, the same collectives on every rank). */
+static void muon_gather_grads(trainer *t)
+{
+    tg_params *p = t->m.params;
+    const size_t es = tg_dtype_size(t->dt);
+    const int64_t n = tg_params_numel(p);
+    int64_t lo, hi;
+    tg_dist_grads_shard(t->dg, &lo, &hi);
+    char *grad = tg_params_grad(p), *base = tg_params_data(p);
+    memcpy(grad + (size_t)lo * es, tg_dist_grads_shard_grad(t->dg), (size_t)(hi - lo) * es);
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *w = tg_params_at(p, i);
+        if (!tg_muon_updates(t->muon, w)) continue;
+        const int64_t a = ((char *)w->data - base) / (int64_t)es, b = a + w->numel;
+        for (int r = 0; r < t->ranks; r++) {
+            int64_t rl, rh;
+            tg_dist_shard_range(n, r, t->ranks, &rl, &rh);
+            const int64_t x = a > rl ? a : rl, y = b < rh ? b : rh;
+            if (x < y) tg_dist_bcast(grad + (size_t)x * es, (size_t)(y - x) * es, r);
+        }
+    }
+}
+
+/* --zero 1: each Muon matrix's weights (momentum false) or momentum
+ * (true: for a checkpoint) from the rank that updated it, to every rank. */
+static void muon_share(trainer *t, bool momentum)
+{
+    tg_params *p = t->m.params;
+    const size_t es = tg_dtype_size(t->dt);
+    char *mom = tg_muon_momentum(t->muon);
+    int64_t at = 0;   /* the matrix's offset in the momentum */
+    for (int i = 0; i < tg_params_count(p); i++) {
+        tg_tensor *w = tg_params_at(p, i);
+        if (!tg_muon_updates(t->muon, w)) continue;
+        const int owner = tg_muon_owner(t->muon, w, t->ranks);
+        tg_dist_bcast(momentum ? mom + (size_t)at * es : (char *)w->data, (size_t)w->numel * es, owner);
+        at += w->numel;
+    }
+}
+
 /* ---- evaluation and checkpoints ----------------------------------------- */
 
 /* Redraws OUT/loss.png. A picture that cannot be written is a warning,
@@ -394,6 +461,7 @@ static int save_last(trainer *t, int64_t step)
     t->ts.step = step;
     t->ts.drop_rng = *tg_graph_rng(t->g);
     if (weights_agree(t, step)) return -1;
+    if (muon_sharded(t)) muon_share(t, true);   /* every matrix's momentum, from its owner */
     const size_t bytes = (size_t)tg_params_numel(t->m.params) * tg_dtype_size(t->dt);
     void *m = NULL, *v = NULL;
     int64_t lo, hi;
@@ -408,7 +476,7 @@ static int save_last(trainer *t, int64_t step)
     }
     int rc = 0;
     if (t->rank == 0) {
-        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, &t->ts, (const char *const *)t->meta.kv,
+        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, &t->ts, (const char *const *)t->meta.kv,
                                 t->meta.n, t->err, sizeof t->err);
     }
     free(m);
@@ -451,7 +519,7 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
         tg_train_state at = {.step = step};
-        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, &at,
+        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, &at,
                                                (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
             return -1;
     }
@@ -506,8 +574,18 @@ static double train_step(trainer *t, int64_t step, double lr)
             return NAN;
         }
     }
+    if (muon_sharded(t)) muon_gather_grads(t);
     tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg));
-    tg_dist_grads_gather_params(t->dg);
+    tg_dist_grads_gather_params(t->dg);   /* (Muon's matrices: AdamW left them, the same everywhere) */
+    if (t->muon) {   /* its learning rate follows the same schedule, scaled to --muon-lr */
+        const double mlr = o->lr > 0 ? lr * (o->muon_lr / o->lr) : o->muon_lr;
+        if (muon_sharded(t)) {
+            tg_muon_step_part(t->muon, mlr, t->rank, t->ranks);
+            muon_share(t, false);
+        } else {
+            tg_muon_step(t->muon, mlr);
+        }
+    }
     tg_params_zero_grad(t->m.params);
     return sum / ((double)A * R);
 }
@@ -696,6 +774,10 @@ static void say_start(trainer *t)
             t->text.text ? "characters" : "tokens",
             !t->text.text ? "token files" : *t->id.path ? t->id.path : "built-in corpus",
             o->attn_composed ? "composed" : "fused", o->resume ? "resuming" : "training");
+    if (t->muon)
+        fprintf(stderr, "tiny_gpt: Muon (lr %g, momentum %g) for the blocks' matrices, %lld parameters; AdamW for the "
+                        "other %lld\n", o->muon_lr, o->muon_momentum, (long long)tg_muon_numel(t->muon),
+                (long long)(tg_params_numel(t->m.params) - tg_muon_numel(t->muon)));
     if (t->ranks > 1) {
         int64_t lo, hi;
         tg_adamw_shard(t->opt, &lo, &hi);
@@ -766,6 +848,7 @@ done:
     free(t->x);
     free(t->y);
     tg_graph_free(t->g);
+    tg_muon_free(t->muon);
     tg_adamw_free(t->opt);
     tg_dist_grads_free(t->dg);
     tg_model_free(&t->m);

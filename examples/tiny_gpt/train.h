@@ -17,6 +17,9 @@ typedef struct train_opts {
     bool tied;                                 /* llama */
     int64_t steps, decay_steps, warmup, eval_interval, eval_iters, stop_at, log_interval;   /* decay_steps 0: steps */
     double lr, min_lr, weight_decay, beta1, beta2, grad_clip, dropout;
+    const char *optimizer;                     /* adamw, or muon (Muon for the blocks' matrices) */
+    double muon_lr, muon_momentum;
+    bool muon;                                 /* --optimizer muon */
     bool bias, resume, force, attn_composed;
     int64_t seed;
     int threads, corpus_chars;
@@ -24,7 +27,7 @@ typedef struct train_opts {
     double bucket_mb;          /* gradient buckets summed across processes */
 } train_opts;
 
-#define TRAIN_MAX_SPECS 48
+#define TRAIN_MAX_SPECS 52
 
 /* Fills o with the defaults (nanoGPT's small CPU recipe) and specs with
  * train's flags pointing into o; returns the number of flags. */

@@ -13,7 +13,8 @@ int train_specs(train_opts *o, arg_spec *specs)
                       .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
                       .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
-                      .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1};
+                      .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1, .optimizer = "adamw",
+                      .muon_lr = TG_MUON_LR, .muon_momentum = 0.95};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &o->tokenizer, 0, 0, "encode with this tokenizer (tokenizer file, checkpoint holding "
@@ -53,10 +54,14 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"lr", ARG_DOUBLE, &o->lr, 0, 10, "peak learning rate", 0, ROLE_FREE},
         {"min-lr", ARG_DOUBLE, &o->min_lr, 0, 10, "final learning rate", 0, ROLE_FREE},
         {"warmup", ARG_I64, &o->warmup, 0, 1e12, "linear warmup steps", 0, ROLE_FREE},
-        {"weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, "AdamW decay of 2-D+ tensors", 0, ROLE_RUN},
+        {"weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, "AdamW decay of 2-D+ tensors (and Muon's)", 0, ROLE_RUN},
         {"beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999999, "AdamW beta1", 0, ROLE_RUN},
         {"beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_RUN},
-        {"grad-clip", ARG_DOUBLE, &o->grad_clip, 0, 1e12, "clip the global gradient norm (0: off)", 0, ROLE_RUN},
+        {"grad-clip", ARG_DOUBLE, &o->grad_clip, 0, 1e12, "clip the global gradient norm (0: off; before either "
+         "optimizer)", 0, ROLE_RUN},
+        {"optimizer", ARG_STRING, &o->optimizer, 0, 0, SPEC_OPTIMIZER_HELP, 0, ROLE_RUN},
+        {"muon-lr", ARG_DOUBLE, &o->muon_lr, 0, 10, SPEC_MUON_LR_HELP, 0, ROLE_FREE},
+        {"muon-momentum", ARG_DOUBLE, &o->muon_momentum, 0, 0.999999999, SPEC_MUON_MOMENTUM_HELP, 0, ROLE_RUN},
         {"eval-interval", ARG_I64, &o->eval_interval, 1, 1e12, "steps between evaluations", 0, ROLE_FREE},
         {"eval-iters", ARG_I64, &o->eval_iters, 1, 1e9, "batches per loss estimate", 0, ROLE_FREE},
         {"seed", ARG_I64, &o->seed, 0, 9e15, "random seed", 0, ROLE_RUN},

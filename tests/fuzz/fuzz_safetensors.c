@@ -1,13 +1,54 @@
 /* safetensors files: tg_st_load on the input, then every accessor and,
  * for each small tensor, tg_st_copy_to into a tensor of its shape (every
- * dtype tapegrad holds, so the conversions and their refusals run). */
+ * dtype tapegrad holds, so the conversions and their refusals run); then
+ * the optimizers' state readers (tg_muon_state_read, tg_adamw_state_read)
+ * on a small store, which must leave the state as it was when they
+ * refuse. */
 #include "fuzz_util.h"
+
+#include <math.h>
 
 /* One graph for the process, reset per tensor: a new graph per input
  * would map and clear a fresh 1 MiB arena each time (most of the time). */
 static tg_graph *graph;
 volatile unsigned fuzz_st_sink;   /* where the data's bytes are summed to (read, not optimised away) */
 static void free_graph(void) { tg_graph_free(graph); }
+
+/* A store with one block matrix (2,3) and a bias (3), f32, with Muon and
+ * AdamW on it (made once). */
+static tg_params *store;
+static tg_muon *muon;
+static tg_adamw *adamw;
+static void free_store(void)
+{
+    tg_muon_free(muon);
+    tg_adamw_free(adamw);
+    tg_params_free(store);
+}
+
+static void state_readers(const tg_st_file *f)
+{
+    if (!store && (store = tg_params_new(TG_F32, NULL, 0))) {
+        tg_params_add(store, "h.0.w", 2, (int[]){2, 3});
+        tg_params_add(store, "b", 1, (int[]){3});
+        muon = tg_muon_new(store, NULL, NULL, 0);
+        adamw = tg_adamw_new(store, NULL, NULL, 0);
+        atexit(free_store);
+    }
+    if (!muon || !adamw || tg_muon_numel(muon) != 6) return;
+    char err[512];
+    float before[6];
+    memcpy(before, tg_muon_momentum(muon), sizeof before);
+    const int64_t steps = tg_muon_steps(muon);
+    const int rc = tg_muon_state_read(muon, f, "muon", err, sizeof err);
+    if (rc && (memcmp(before, tg_muon_momentum(muon), sizeof before) || tg_muon_steps(muon) != steps)) {
+        fprintf(stderr, "fuzz: a refused Muon state changed the optimizer (%s)\n", err);
+        abort();
+    }
+    for (int i = 0; rc == 0 && i < 6; i++)
+        if (!isfinite(((float *)tg_muon_momentum(muon))[i])) abort();   /* the reader lets no NaN in */
+    (void)tg_adamw_state_read(adamw, f, "optimizer", err, sizeof err);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -45,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     (void)tg_st_at(f, n);
     (void)tg_st_find(f, "");
+    state_readers(f);
     tg_st_free(f);
     return 0;
 }

@@ -1,0 +1,338 @@
+/* Muon (MomentUm Orthogonalized by Newton-Schulz), for the 2-D weight
+ * matrices of a model's blocks. For a weight W (rows x cols) with
+ * gradient G, momentum m, learning rate lr, weight decay wd:
+ *
+ *   buf = m buf + (1 - m) G
+ *   U   = (1 - m) G + m buf                      (Nesterov)
+ *   X   = U / (||U||_F + 1e-7), as X^T when rows > cols (X is r x c, r <= c)
+ *   five times:  A = X X^T;  B = b A + c A A;  X = a X + B X
+ *                with (a, b, c) = (3.4445, -4.7750, 2.0315)
+ *   W   = W (1 - lr wd) - lr sqrt(max(1, rows / cols)) X   (X^T back when transposed)
+ *
+ * The iteration maps each singular value s of X (all <= 1 after the
+ * normalisation) through s -> a s + b s^3 + c s^5 five times, which
+ * pushes every one of them towards 1 (into about [0.7, 1.2]) while
+ * keeping the singular vectors: X becomes roughly the orthogonal factor
+ * of U. Working on the short side (r <= c) keeps A and B r x r.
+ *
+ * The products go through the library's gemm (ops/gemm_internal.h:
+ * tapegrad's AVX-512 kernel or OpenBLAS in f32, OpenBLAS in f64, cut
+ * across the thread pool by shape only, so the bits do not depend on the
+ * thread count). Elementwise work is in the store's dtype with the
+ * scalars rounded to it; the Frobenius norm is summed in double.
+ *
+ * Which tensors: tg_muon_takes (2-D, inside a numbered block), or a
+ * caller's choice (tg_muon_new_select). The momentum of the chosen
+ * tensors is one buffer, their elements in store order. */
+#include "optim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "../core/err_internal.h"
+#include "../ops/gemm_internal.h"
+#include "muon_internal.h"
+
+#define NS_A 3.4445
+#define NS_B (-4.7750)
+#define NS_C 2.0315
+#define NS_STEPS 5
+#define NORM_EPS 1e-7
+
+struct tg_muon {
+    tg_params *p;
+    tg_muon_config c;
+    int count;            /* tensors in the store when made */
+    int64_t numel;        /* store size when made */
+    bool *take;           /* per tensor, in store order: Muon updates it */
+    int64_t *at;          /* per tensor: offset of its momentum in buf (-1 when not taken) */
+    void *buf;            /* momentum, store dtype, n elements */
+    int64_t n;            /* elements of the taken tensors */
+    void *x, *x2, *a, *b; /* scratch: X and the next X (r x c), A and B (r x r), sized for the largest */
+    int64_t steps;
+    char error[200];
+};
+
+bool tg_muon_takes(const tg_tensor *t)
+{
+    if (!t || t->ndim != 2 || !t->name) return false;
+    /* a dot-separated part of the name that is all digits: "layers.3.",
+     * "transformer.h.0." (a numbered block); embeddings and heads have none */
+    for (const char *s = t->name; (s = strchr(s, '.')); ) {
+        const char *d = ++s;
+        while (*d >= '0' && *d <= '9') d++;
+        if (d > s && (*d == '.' || !*d)) return true;
+    }
+    return false;
+}
+
+tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, char *err, size_t errlen)
+{
+    return tg_muon_new_select(p, c, NULL, err, errlen);
+}
+
+tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, char *err, size_t errlen)
+{
+    tg_muon_config cfg = c ? *c : TG_MUON_DEFAULTS;
+    if (!p) {
+        tg_set_err(err, errlen, "muon_new: params is NULL");
+        return NULL;
+    }
+    if (!(cfg.momentum >= 0 && cfg.momentum < 1)) {
+        tg_set_err(err, errlen, "muon_new: momentum must be in [0, 1), got %g", cfg.momentum);
+        return NULL;
+    }
+    if (!(isfinite(cfg.weight_decay) && cfg.weight_decay >= 0)) {
+        tg_set_err(err, errlen, "muon_new: weight_decay must be finite and >= 0, got %g", cfg.weight_decay);
+        return NULL;
+    }
+    const int count = tg_params_count(p);
+    for (int i = 0; take && i < count; i++)
+        if (take[i] && tg_params_at(p, i)->ndim != 2) {
+            tg_set_err(err, errlen, "muon_new: tensor '%s' has %d dimensions; Muon takes 2-D matrices only "
+                       "(leave it to AdamW)", tg_params_at(p, i)->name ? tg_params_at(p, i)->name : "(unnamed)",
+                       tg_params_at(p, i)->ndim);
+            return NULL;
+        }
+    tg_muon *o = tg_calloc(1, sizeof *o);
+    if (!o) {
+        tg_set_err(err, errlen, "muon_new: out of memory");
+        return NULL;
+    }
+    o->p = p;
+    o->c = cfg;
+    o->count = count;
+    o->numel = tg_params_numel(p);
+    size_t nt = (size_t)(count > 0 ? count : 1);
+    o->take = tg_calloc(nt, sizeof *o->take);
+    o->at = o->take ? tg_calloc(nt, sizeof *o->at) : NULL;
+    if (!o->at) goto oom;
+    int64_t xs = 1, as = 1;   /* the largest r x c and r x r */
+    for (int i = 0; i < count; i++) {
+        const tg_tensor *w = tg_params_at(p, i);
+        o->take[i] = take ? take[i] : tg_muon_takes(w);
+        o->at[i] = -1;
+        if (!o->take[i]) continue;
+        o->at[i] = o->n;
+        o->n += w->numel;
+        int64_t r = w->shape[0] < w->shape[1] ? w->shape[0] : w->shape[1];
+        if (w->numel > xs) xs = w->numel;
+        if (r * r > as) as = r * r;
+    }
+    size_t es = tg_dtype_size(tg_params_dtype(p));
+    o->buf = tg_calloc((size_t)(o->n > 0 ? o->n : 1), es);
+    o->x = o->buf ? tg_calloc((size_t)xs, es) : NULL;
+    o->x2 = o->x ? tg_calloc((size_t)xs, es) : NULL;
+    o->a = o->x2 ? tg_calloc((size_t)as, es) : NULL;
+    o->b = o->a ? tg_calloc((size_t)as, es) : NULL;
+    if (!o->b) goto oom;
+    return o;
+oom:
+    tg_set_err(err, errlen, "muon_new: out of memory for the momentum of %lld elements", (long long)o->n);
+    tg_muon_free(o);
+    return NULL;
+}
+
+static int index_of(const tg_muon *o, const tg_tensor *param)
+{
+    for (int i = 0; i < o->count && i < tg_params_count(o->p); i++)
+        if (tg_params_at(o->p, i) == param) return i;
+    return -1;
+}
+
+bool tg_muon_updates(const tg_muon *o, const tg_tensor *param)
+{
+    int i = o && param ? index_of(o, param) : -1;
+    return i >= 0 && o->take[i];
+}
+
+/* One matrix's step, in type T with gemm G. w, g: the tensor's values and
+ * gradient (R x C, row-major); buf its momentum. */
+#define MUON_MATRIX(T, GEMM)                                                                            \
+    const T m = (T)o->c.momentum, a1 = (T)(1 - o->c.momentum);                                          \
+    const int64_t n = (int64_t)R * C;                                                                   \
+    const bool tr = R > C;                                                                              \
+    const int r = tr ? C : R, c = tr ? R : C;                                                           \
+    T *x = o->x, *x2 = o->x2, *A = o->a, *B = o->b;                                                     \
+    double ss = 0;                                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                                                   \
+        buf[i] = m * buf[i] + a1 * g[i];                                                                \
+        T u = a1 * g[i] + m * buf[i];                                                                   \
+        ss += (double)u * u;                                                                            \
+        if (tr) x[(i % C) * R + i / C] = u;                                                             \
+        else x[i] = u;                                                                                  \
+    }                                                                                                   \
+    const T den = (T)(sqrt(ss) + NORM_EPS);                                                             \
+    for (int64_t i = 0; i < n; i++) x[i] /= den;                                                        \
+    for (int k = 0; k < NS_STEPS; k++) {                                                                \
+        GEMM(false, true, r, r, c, 1, x, c, x, c, 0, A, r);               /* A = X X^T */             \
+        for (int64_t i = 0; i < (int64_t)r * r; i++) B[i] = (T)NS_B * A[i];                             \
+        GEMM(false, false, r, r, r, (T)NS_C, A, r, A, r, 1, B, r);        /* B = b A + c A A */       \
+        for (int64_t i = 0; i < n; i++) x2[i] = (T)NS_A * x[i];                                         \
+        GEMM(false, false, r, c, r, 1, B, r, x, c, 1, x2, c);             /* X = a X + B X */         \
+        T *t = x; x = x2; x2 = t;                                                                       \
+    }                                                                                                   \
+    const T keep = (T)(1 - lr * o->c.weight_decay);                                                     \
+    const T step = (T)(lr * sqrt(R > C ? (double)R / C : 1.0));                                         \
+    for (int64_t i = 0; i < n; i++) {                                                                   \
+        T xi = tr ? x[(i % C) * R + i / C] : x[i];                                                      \
+        w[i] = w[i] * keep - step * xi;                                                                 \
+    }
+
+static void muon_matrix_float(tg_muon *o, float *w, const float *g, float *buf, int R, int C, double lr)
+{
+    MUON_MATRIX(float, tg_gemm_f32)
+}
+
+static void muon_matrix_double(tg_muon *o, double *w, const double *g, double *buf, int R, int C, double lr)
+{
+    MUON_MATRIX(double, tg_gemm_f64)
+}
+
+/* The step of tensor i (one Muon takes). */
+static void step_tensor(tg_muon *o, int i, double lr)
+{
+    tg_tensor *w = tg_params_at(o->p, i);
+    if (tg_params_dtype(o->p) == TG_F32)
+        muon_matrix_float(o, w->data, w->grad, (float *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
+    else
+        muon_matrix_double(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
+}
+
+int tg_muon_step(tg_muon *o, double lr)
+{
+    return tg_muon_step_part(o, lr, 0, 1);
+}
+
+int tg_muon_step_part(tg_muon *o, double lr, int part, int parts)
+{
+    if (!o) return -1;
+    if (!isfinite(lr)) {
+        snprintf(o->error, sizeof o->error, "muon_step: lr must be finite, got %g; nothing done", lr);
+        return -1;
+    }
+    if (parts < 1 || part < 0 || part >= parts) {
+        snprintf(o->error, sizeof o->error, "muon_step_part: part %d of %d is not one of [0, parts); nothing done",
+                 part, parts);
+        return -1;
+    }
+    if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
+        snprintf(o->error, sizeof o->error,
+                 "muon_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                 "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        return -1;
+    }
+    o->error[0] = 0;
+    o->steps++;
+    for (int i = 0, k = 0; i < o->count; i++)
+        if (o->take[i] && k++ % parts == part) step_tensor(o, i, lr);
+    return 0;
+}
+
+int tg_muon_owner(const tg_muon *o, const tg_tensor *param, int parts)
+{
+    int i = o && param && parts >= 1 ? index_of(o, param) : -1;
+    if (i < 0 || !o->take[i]) return -1;
+    int k = 0;
+    for (int j = 0; j < i; j++) k += o->take[j];
+    return k % parts;
+}
+
+int64_t tg_muon_steps(const tg_muon *o) { return o ? o->steps : 0; }
+
+void tg_muon_set_steps(tg_muon *o, int64_t steps)
+{
+    if (!o) return;
+    if (steps < 0) {
+        snprintf(o->error, sizeof o->error, "muon_set_steps: step count %lld is negative", (long long)steps);
+        return;
+    }
+    o->error[0] = 0;
+    o->steps = steps;
+}
+
+void *tg_muon_momentum(tg_muon *o) { return o ? o->buf : NULL; }
+int64_t tg_muon_numel(const tg_muon *o) { return o ? o->n : 0; }
+size_t tg_muon_state_bytes(const tg_muon *o) { return o ? (size_t)o->n * tg_dtype_size(tg_params_dtype(o->p)) : 0; }
+const char *tg_muon_error(const tg_muon *o) { return o && o->error[0] ? o->error : NULL; }
+
+void tg_muon_free(tg_muon *o)
+{
+    if (!o) return;
+    tg_free(o->take);
+    tg_free(o->at);
+    tg_free(o->buf);
+    tg_free(o->x);
+    tg_free(o->x2);
+    tg_free(o->a);
+    tg_free(o->b);
+    tg_free(o);
+}
+
+void tg_muon_exclude(const tg_muon *o, tg_adamw *a)
+{
+    if (!o || !a) return;
+    for (int i = 0; i < o->count && i < tg_params_count(o->p); i++)
+        if (o->take[i]) tg_adamw_set_update(a, tg_params_at(o->p, i), false);
+}
+
+/* ---- state, for checkpoints ------------------------------------------------ */
+
+int tg_muon_state_write(const tg_muon *o, tg_st_writer *w, const char *prefix)
+{
+    if (!o || !w || !prefix || strlen(prefix) > TG_MUON_PREFIX_MAX) return -1;
+    char key[TG_MUON_PREFIX_MAX + 16], val[32];
+    const int64_t n = o->n;
+    snprintf(key, sizeof key, "%s.momentum", prefix);
+    if (tg_st_writer_add(w, key, tg_params_dtype(o->p) == TG_F32 ? "F32" : "F64", 1, &n, o->buf)) return -1;
+    snprintf(key, sizeof key, "%s.steps", prefix);
+    snprintf(val, sizeof val, "%lld", (long long)o->steps);
+    return tg_st_writer_meta(w, key, val);
+}
+
+int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
+{
+    if (!o || !f || !prefix)
+        return tg_set_err(err, errlen, "muon_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
+    if (strlen(prefix) > TG_MUON_PREFIX_MAX)
+        return tg_set_err(err, errlen, "muon_state_read: prefix is longer than %d bytes", TG_MUON_PREFIX_MAX);
+    char mk[TG_MUON_PREFIX_MAX + 16], sk[TG_MUON_PREFIX_MAX + 16];
+    snprintf(mk, sizeof mk, "%s.momentum", prefix);
+    snprintf(sk, sizeof sk, "%s.steps", prefix);
+    const bool f32 = tg_params_dtype(o->p) == TG_F32;
+    const char *dt = f32 ? "F32" : "F64";
+    const tg_st_tensor *t = tg_st_find(f, mk);
+    if (!t) return tg_set_err(err, errlen, "muon_state_read: the file has no tensor '%s'", mk);
+    if (t->ndim != 1 || t->numel != o->n || strcmp(t->dtype, dt))
+        return tg_set_err(err, errlen, "muon_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                          "elements (its matrices'), got %s of %lld elements in %d dimensions", mk, dt,
+                          (long long)o->n, t->dtype, (long long)t->numel, t->ndim);
+    const char *s = tg_st_meta(f, sk);
+    int64_t steps = 0;
+    bool ok = s && *s && strlen(s) <= 18;
+    for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
+    for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
+    if (!ok)
+        return tg_set_err(err, errlen, "muon_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                          "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
+    for (int64_t i = 0; i < o->n; i++) {
+        double x;
+        if (f32) {
+            float v;
+            memcpy(&v, (const char *)t->data + (size_t)i * es, es);
+            x = v;
+        } else {
+            memcpy(&x, (const char *)t->data + (size_t)i * es, es);
+        }
+        if (!isfinite(x))
+            return tg_set_err(err, errlen, "muon_state_read: element %lld of '%s' is %g (must be finite)",
+                              (long long)i, mk, x);
+    }
+    memcpy(o->buf, t->data, (size_t)o->n * es);
+    o->steps = steps;
+    o->error[0] = 0;
+    return 0;
+}
