@@ -100,7 +100,8 @@ TG_API int tg_vocab_encode(const tg_vocab *v, const char *text, size_t len, int3
  * outside the vocabulary, and every id of the token kinds (decode those
  * with the tokenizer's streaming decoder), are 0 bytes. */
 TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
-/* True when a and b give every id the same bytes and specials. */
+/* True when a and b give every id the same bytes and specials (and, for
+ * TG_TOK_SPM, the same spelling, score and type, and the same options). */
 TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
 
 /* ---- datasets (train/dataset.c) ------------------------------------------ */

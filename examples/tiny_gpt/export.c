@@ -378,7 +378,7 @@ int cmd_export(int argc, char **argv)
     tg_model m = {0};
     tg_vocab v = {0};
     int rc = !f || tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
-             checkpoint_model_vocab(f, &m, NULL, &v, err, sizeof err) ||
+             checkpoint_model_vocab(f, &m, NULL, NULL, &v, err, sizeof err) ||
              export_llama2c(f, &m, &v, out, tok, err, sizeof err);
     if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
     tg_vocab_free(&v);
