@@ -88,9 +88,9 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *er
                    (int)vocab_size);
         goto done;
     }
-    if (p != len) {
-        tg_set_err(err, errlen, "llama2.c tokenizer: %s: offset %zu: %zu bytes after the %d pieces the model has: "
-                   "another tokenizer's, or garbage", path, p, len - p, (int)n);
+    if (p != len) {   /* (only with vocab_size: else every byte was read) */
+        tg_set_err(err, errlen, "llama2.c tokenizer: %s: offset %zu: %zu bytes after the vocab_size %d entries (the "
+                   "file has %zu): another tokenizer's, or garbage", path, p, len - p, (int)n, len);
         goto done;
     }
     if (n < 259) {
@@ -98,9 +98,9 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *er
                    "the 256 bytes)", path, (int)n);
         goto done;
     }
-    if (max_len < 0 || (size_t)max_len < longest) {   /* run.c sizes its buffers from it */
-        tg_set_err(err, errlen, "llama2.c tokenizer: %s: offset 0: max_token_length %d is less than the longest "
-                   "piece's %zu bytes", path, (int)max_len, longest);
+    if (max_len < 0 || (size_t)max_len != longest) {   /* run.c sizes its buffers from it; every writer puts the longest */
+        tg_set_err(err, errlen, "llama2.c tokenizer: %s: offset 0: max_token_length %d is not the longest piece's "
+                   "length %zu", path, (int)max_len, longest);
         goto done;
     }
     pieces = tg_malloc(len);

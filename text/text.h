@@ -152,7 +152,8 @@ TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, cons
  * float32 score, an int32 length and the bytes, to the end of the file)
  * as run.c reads it: ids 0, 1, 2 the specials <unk>, BOS, EOS; ids 3 to
  * 258 the bytes 0..255 (each "<0xXX>" or the byte itself); the rest
- * NORMAL pieces; options TG_SPM_LLAMA2C. vocab_size > 0 is the count the
+ * NORMAL pieces; options TG_SPM_LLAMA2C; max_token_length must be the
+ * longest piece's length. vocab_size > 0 is the count the
  * file must hold (a model's), 0 takes what it holds. NULL with a message
  * naming the file, the id and the byte offset. */
 TG_API tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *err, size_t errlen);
