@@ -108,6 +108,17 @@ done
   cmp -s "$work/l2c.bin" "$work/l2c2.bin" && ok "export(import) writes llama2.c's tokenizer.bin back byte for byte" ||
   bad "re-export of llama2.c's tokenizer differs"
 
+# training takes llama2.c's tokenizer too (tokenizer.bin as --tokenizer), and export writes it back
+"$bin" train "${llama[@]}" --steps 150 --eval-interval 150 --data "$work/text" --tokenizer "$work/l2c.bin" \
+  --out "$work/sr" >"$work/sr.log" 2>&1 &&
+  "$bin" export --ckpt "$work/sr/last.safetensors" --out "$work/s.bin" --tokenizer "$work/stok.bin" >/dev/null 2>&1 ||
+  bad "train and export with llama2.c's tokenizer: $(tail -3 "$work/sr.log")"
+got=$(greedy "$work/sr/last.safetensors")
+theirs=$("$reader" "$work/s.bin" "$work/stok.bin" "the cat" 65)
+cmp -s "$work/l2c.bin" "$work/stok.bin" && [ -n "$got" ] && [ "${got:0:${#theirs}}" = "$theirs" ] &&
+  [[ "$got" == "the cat sat"* ]] && ok "train --tokenizer tokenizer.bin: '${got:0:30}...', as run.c's reader" ||
+  bad "train with llama2.c's tokenizer: '$got', reader '$theirs'"
+
 # 3. the byte vocabulary: a model trained without a tokenizer, back to llama2.c's bytes
 "$bin" train "${llama[@]}" --steps 4 --eval-interval 4 --data "$work/text" --out "$work/y" >/dev/null 2>&1
 "$bin" export --ckpt "$work/y/last.safetensors" --out "$work/y.bin" --tokenizer "$work/ytok.bin" >/dev/null 2>&1

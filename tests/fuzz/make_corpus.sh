@@ -208,6 +208,12 @@ put("llama2c_tok", "edge_nan_score", sp[:4] + struct.pack("<f", float("nan")) + 
 put("llama2c_tok", "edge_byte_wrong", sp.replace(b"<0x41>", b"<0x4Z>"))
 put("llama2c_tok", "edge_max_len_small", struct.pack("<i", 2) + sp[4:])
 put("llama2c_tok", "edge_specials_only", sp[:4 + 13 + 13 + 14])
+# llama2c: a zero model of sp's 273 ids with llama2.c's own tokenizer layout (pieces with scores)
+def zero_llama(dim, hidden, layers, heads, kv, vocab, seq):
+    hd = dim // heads
+    floats = dim * (2 * dim + 2 * kv * hd + 3 * hidden + 2) * layers + dim * (abs(vocab) + 1) + seq * hd
+    return struct.pack("<7i", dim, hidden, layers, heads, kv, vocab, seq) + bytes(4 * floats)
+put("llama2c", "sentencepiece_layout", both(zero_llama(8, 8, 1, 2, 2, len(spm + merges), 4), sp))
 hdr = list(struct.unpack("<7i", model[:28]))
 for name, k, v in [("edge_vocab_min", 5, -2**31), ("edge_heads_zero", 3, 0), ("edge_huge_dims", 0, 2**31 - 1),
                    ("edge_layers_negative", 2, -1), ("edge_kv_heads_over", 4, 7)]:
