@@ -246,8 +246,8 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
         size_t l;
         const unsigned char *p;
         if (id < 3) {
-            if (bpe && (tg_tok_is_special(v->tok, id) != 1 || strcmp((const char *)tg_tok_piece(v->tok, id, NULL),
-                                                                     specials[id])))
+            if (bpe && (tg_tok_is_special(v->tok, id) != 1 || !(p = tg_tok_piece(v->tok, id, &l)) ||
+                        l != strlen(specials[id]) || memcmp(p, specials[id], l)))
                 return free(order), snprintf(err, errlen, "id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
                                                           "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then "
                                                           "the bytes)", id, specials[id]), -1;
