@@ -205,15 +205,6 @@ static void write_model_and_tokenizer(tg_atomic_file *files, void *ctx)
     if (files[1].path) put_tokenizer(&files[1], j->bpe, j->bpe_max_len, c->vocab_size);
 }
 
-/* The vocabulary of a checkpoint: its 'vocab' entry, else (a Llama
- * written before there was one) llama2.c's bytes. */
-static int checkpoint_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen)
-{
-    if (tg_st_meta(f, "vocab")) return tg_vocab_read(v, f, err, errlen);
-    if (!strcmp(m->config.arch, "llama")) return tg_vocab_llama2c(v), 0;
-    return snprintf(err, errlen, "the checkpoint has no 'vocab' in its metadata"), -1;
-}
-
 int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, char *err,
                       size_t errlen)
 {
@@ -225,7 +216,7 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
     int rc = -1;
     const tg_model_config *c = &m.config;
     export_job j = {.f = f, .m = &m};
-    if (checkpoint_vocab(f, &m, &v, err, errlen)) goto done;
+    if (tg_checkpoint_load_vocab(f, &m, &v, err, errlen)) goto done;
     if (strcmp(c->arch, "llama")) {
         snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
         goto done;
