@@ -222,8 +222,8 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
     static const char *const specials[3] = {"<unk>", "<s>", "</s>"};
     const bool bpe = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_BPE && v->docs;
     if (v->kind != TG_VOCAB_LLAMA2C && !bpe)
-        return snprintf(err, errlen, "GGUF export writes a Llama's vocabulary as llama.cpp's SentencePiece-style "
-                                     "tokenizer: llama2.c's bytes or tapegrad's BPE with BOS (train --tokenizer); "
+        return snprintf(err, errlen, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
+                                     "tokenizer, llama2.c's bytes or tapegrad's BPE with BOS (train --tokenizer); "
                                      "this model's is %s",
                         v->kind == TG_VOCAB_BYTES ? "a text's bytes" : v->kind == TG_VOCAB_IDS
                             ? "bare token ids, without a tokenizer" : "GPT-2's tiktoken ranks"), -1;
@@ -342,10 +342,11 @@ static int finite_params(const tg_model *m, char *err, size_t errlen)
 
 int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen)
 {
-    if (!ckpt || !path) return snprintf(err, errlen, "gguf export: %s is NULL", ckpt ? "the path" : "the checkpoint"), -1;
+    if (!path) return snprintf(err, errlen, "gguf_export: the path is NULL"), -1;
     if (type != TG_GGUF_F32 && type != TG_GGUF_F16 && type != TG_GGUF_Q8_0)
-        return snprintf(err, errlen, "gguf export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
+        return snprintf(err, errlen, "gguf_export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
                         (int)type), -1;
+    if (!ckpt) return snprintf(err, errlen, "gguf_export: the checkpoint is NULL"), -1;
     tg_model m = {0};
     tg_vocab v = {0};
     gvocab gv = {0};
@@ -356,11 +357,11 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, err, errlen)) goto done;
     const tg_model_config *c = &m.config;
     if (strcmp(c->arch, "llama")) {
-        snprintf(err, errlen, "gguf export writes a Llama (llama.cpp's architecture \"llama\"); this checkpoint is a "
-                              "%s", c->arch);
+        snprintf(err, errlen, "gguf_export: only a Llama is written (llama.cpp's architecture \"llama\"); this "
+                              "checkpoint is a %s", c->arch);
         goto done;
     }
-    if (tg_st_meta(ckpt, "vocab") ? tg_vocab_read(&v, ckpt, err, errlen) : (tg_vocab_llama2c(&v), 0)) goto done;
+    if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
     if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, &gv, err, errlen)) goto done;
 
     /* the tensors, in llama.cpp's order */
@@ -382,7 +383,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     bad |= add_tensor(ts, &nt, &m, "norm.weight", "output_norm.weight", type, 0);
     if (!c->tied) bad |= add_tensor(ts, &nt, &m, "output.weight", "output.weight", type, 0);
     if (bad) {
-        snprintf(err, errlen, "gguf export: the Llama's parameters are not the ones it writes (a family of another "
+        snprintf(err, errlen, "gguf_export: the Llama's parameters are not the ones it writes (a family of another "
                               "layout registered as \"llama\"?)");
         goto done;
     }
