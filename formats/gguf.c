@@ -206,15 +206,18 @@ static void add_token(gvocab *g, int id, const unsigned char *p, size_t l, float
     g->type[id] = type;
 }
 
-static const gvocab *sort_vocab;   /* for cmp_token: qsort has no context argument */
+/* a token's text, for finding two alike (sorted, no context needed) */
+typedef struct spelled {
+    const unsigned char *p;
+    size_t len;
+    int id;
+} spelled;
 
-static int cmp_token(const void *a, const void *b)
+static int cmp_spelled(const void *a, const void *b)
 {
-    const int i = *(const int *)a, j = *(const int *)b;
-    const size_t li = sort_vocab->len[i], lj = sort_vocab->len[j];
-    const int c = memcmp(sort_vocab->text.p + sort_vocab->at[i], sort_vocab->text.p + sort_vocab->at[j],
-                         li < lj ? li : lj);
-    return c ? c : li < lj ? -1 : li > lj ? 1 : i - j;
+    const spelled *x = a, *y = b;
+    const int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    return c ? c : x->len < y->len ? -1 : x->len > y->len ? 1 : x->id - y->id;
 }
 
 static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
@@ -229,18 +232,14 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
                             ? "bare token ids, without a tokenizer" : "GPT-2's tiktoken ranks"), -1;
     const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
     if (bpe && T != V)
-        return snprintf(err, errlen, "llama.cpp needs a token per id: this model has %d ids, its tokenizer %d", V,
-                        (int)T), -1;
+        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                                     "tokenizer %d", V, (int)T), -1;
     g->n = V;
     g->at = calloc((size_t)V, sizeof *g->at);
     g->len = calloc((size_t)V, sizeof *g->len);
     g->score = calloc((size_t)V, sizeof *g->score);
     g->type = calloc((size_t)V, sizeof *g->type);
-    int *order = malloc((size_t)V * sizeof *order);
-    if (!g->at || !g->len || !g->score || !g->type || !order) {
-        free(order);
-        return snprintf(err, errlen, "out of memory"), -1;
-    }
+    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
     for (int id = 0; id < V; id++) {
         char buf[32];
         size_t l;
@@ -248,18 +247,18 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
         if (id < 3) {
             if (bpe && (tg_tok_is_special(v->tok, id) != 1 || !(p = tg_tok_piece(v->tok, id, &l)) ||
                         l != strlen(specials[id]) || memcmp(p, specials[id], l)))
-                return free(order), snprintf(err, errlen, "id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
-                                                          "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then "
-                                                          "the bytes)", id, specials[id]), -1;
+                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
+                                             "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",
+                                id, specials[id]), -1;
             add_token(g, id, (const unsigned char *)specials[id], strlen(specials[id]), 0.0f,
                       id ? TOKEN_CONTROL : TOKEN_UNKNOWN);
         } else if (id < TG_VOCAB_LLAMA2C_SIZE) {
             const int byte = id - 3;
             if (bpe && ((p = tg_tok_piece(v->tok, id, &l)) == NULL || l != 1 || p[0] != byte ||
                         tg_tok_is_special(v->tok, id)))
-                return free(order), snprintf(err, errlen, "id %d of the tokenizer is not the byte %d (a BPE tokenizer "
-                                                          "for a Llama has llama2.c's layout: 3 specials, then byte b "
-                                                          "at 3 + b)", id, byte), -1;
+                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not the byte %d (a BPE "
+                                             "tokenizer for a Llama has llama2.c's layout: 3 specials, then byte b "
+                                             "at 3 + b)", id, byte), -1;
             if (byte == ' ') {
                 add_token(g, id, (const unsigned char *)" ", 1, 0.0f, TOKEN_NORMAL);   /* "▁": spaces are escaped */
             } else {
@@ -271,34 +270,34 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
             add_token(g, id, (const unsigned char *)buf, strlen(buf), -1e30f, TOKEN_CONTROL);
         } else {
             p = tg_tok_piece(v->tok, id, &l);
-            if (tg_tok_is_special(v->tok, id))
-                return free(order), snprintf(err, errlen, "id %d of the tokenizer is a special token after the "
-                                                          "bytes, which llama.cpp's tokenizer would not leave "
-                                                          "alone", id), -1;
-            add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
+            if (tg_tok_is_special(v->tok, id))   /* a control token: never made from text, by either */
+                add_token(g, id, p, l, 0.0f, TOKEN_CONTROL);
+            else
+                add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
         }
     }
-    if (g->text.oom) return free(order), snprintf(err, errlen, "out of memory"), -1;
+    if (g->text.oom) return snprintf(err, errlen, "out of memory"), -1;
     /* llama.cpp finds a token by its text: two ids with one text would
      * read as one (a piece spelling "<0x41>", "<s>", or U+2581 alone) */
-    for (int i = 0; i < V; i++) order[i] = i;
-    sort_vocab = g;
-    qsort(order, (size_t)V, sizeof *order, cmp_token);
-    for (int i = 1; i < V; i++) {
-        const int a = order[i - 1], b = order[i];
-        if (g->len[a] == g->len[b] && !memcmp(g->text.p + g->at[a], g->text.p + g->at[b], g->len[a])) {
-            const char *what = a < 3 ? "a special token's" : a < TG_VOCAB_LLAMA2C_SIZE ? "a byte's" : "another piece's";
+    spelled *order = malloc((size_t)V * sizeof *order);
+    if (!order) return snprintf(err, errlen, "out of memory"), -1;
+    for (int i = 0; i < V; i++) order[i] = (spelled){g->text.p + g->at[i], g->len[i], i};
+    qsort(order, (size_t)V, sizeof *order, cmp_spelled);
+    int rc = 0;
+    for (int i = 1; i < V && !rc; i++) {
+        const spelled *a = &order[i - 1], *b = &order[i];
+        if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
+            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
             char text[64], shown[TG_SHOWN_SIZE];
-            snprintf(text, sizeof text, "%.*s", (int)(g->len[b] < 63 ? g->len[b] : 63), g->text.p + g->at[b]);
-            snprintf(err, errlen, "piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s (id %d): "
-                                  "llama.cpp finds tokens by their text and would mistake one for the other",
-                     b, tg_shown(text, shown), what, a);
-            free(order);
-            return -1;
+            snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
+            snprintf(err, errlen, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
+                                  "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
+                     b->id, tg_shown(text, shown), what, a->id);
+            rc = -1;
         }
     }
     free(order);
-    return 0;
+    return rc;
 }
 
 /* ---- the file ------------------------------------------------------------------- */
