@@ -13,7 +13,9 @@
 //   - llama.cpp's mean nll per token of an unseen text (the first
 //     block_size ids, position i predicting id i + 1) equals `tiny_gpt
 //     eval --text`'s within 1e-4 relative (f32), and the f16 and q8_0
-//     exports' within 0.5% of the f32 export's.
+//     exports' within 0.5% of the f32 export's;
+//   - the f16 and q8_0 exports' tensors are, byte for byte, gguf-py's
+//     conversion of the f32 export's (tests/gguf_quants.py).
 //   node tests/gguf_llama.js path/to/tiny_gpt SOURCE_DIR
 // The package is looked for in $TAPEGRAD_NODE_MODULES when it is set,
 // otherwise in SOURCE_DIR/bench/node_modules (scripts/reference-tools.sh
@@ -93,9 +95,9 @@ run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-
 const models = [
   { name: 'bytes (llama2.c vocabulary), tied, interleaved RoPE, MHA', dir: 'bytes',
     flags: ['--n-head', '4', '--steps', '300'] },
-  { name: 'BPE (700 ids), untied, RoPE by halves, GQA', dir: 'bpe',
+  { name: 'BPE (700 ids), untied, RoPE by halves, GQA, SwiGLU width 144', dir: 'bpe',   // 144: ffn_down is F16 in q8_0
     flags: ['--n-head', '4', '--n-kv-head', '2', '--tied', 'false', '--rope', 'halves', '--tokenizer', tok,
-            '--steps', '200'] },
+            '--hidden-dim', '144', '--steps', '200'] },
 ];
 for (const m of models) {
   m.ckpt = path.join(work, m.dir, 'last.safetensors');
@@ -144,7 +146,41 @@ function firstDiff(a, b) {
   return i === a.length && i === b.length ? -1 : i;
 }
 
+// The exports' weights against gguf-py's quantizers (llama.cpp's Python
+// package, in the npm package's git bundle of llama.cpp's source), with
+// Debian's python3-numpy (scripts/reference-tools.sh installs it)
+function checkQuants() {
+  const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  try {
+    execFileSync(python, ['-c', 'import numpy'], { stdio: 'ignore' });
+  } catch (e) {
+    const ci = process.env.CI === 'true';
+    (ci ? bad : (m) => console.log(`skipped ${m}`))(`the byte comparison with gguf-py: no python3 with numpy`);
+    return;
+  }
+  const repo = path.join(work, 'llama.cpp');
+  execFileSync('git', ['init', '-q', repo]);
+  execFileSync('git', ['-C', repo, 'fetch', '-q', path.join(pkg, 'llama', 'gitRelease.bundle'), 'HEAD']);
+  execFileSync('sh', ['-c', `git -C "${repo}" archive FETCH_HEAD gguf-py | tar -x -C "${repo}"`]);
+  for (const m of models) {
+    const files = ['f32', 'f16', 'q8_0'].map((t) => path.join(work, `${m.dir}.${t}.gguf`));
+    let out, rc = 0;
+    try {
+      out = execFileSync(python, [path.join(src, 'tests', 'gguf_quants.py'), path.join(repo, 'gguf-py'), ...files])
+        .toString();
+    } catch (e) {
+      out = (e.stdout || '').toString() + (e.stderr || '').toString();
+      rc = 1;
+    }
+    for (const line of out.trim().split('\n')) {
+      const msg = `${m.name}: ${line.replace(/^(ok|FAIL) /, '').replace(work + '/', '')}`;
+      if (rc === 0 && line.startsWith('ok ')) ok(msg); else bad(msg);
+    }
+  }
+}
+
 (async () => {
+  checkQuants();
   const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
   const version = require(path.join(pkg, 'package.json')).version;
