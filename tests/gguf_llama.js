@@ -121,10 +121,24 @@ function tapegradIds(m, text) {
 const pieces = new Map();   // id -> its bytes (tiny_gpt tokenizer decode)
 function asLlamaCpp(m, ids) {
   if (m.dir === 'bytes') return [ids, 0];
+  // every learned piece in one call, each after the special <s> (id 1,
+  // decoded as its text, which the test's pieces do not hold)
+  const learned = [...new Set(ids.filter((id) => id >= 259 && !pieces.has(id)))];
+  if (learned.length) {
+    const all = run(['tokenizer', 'decode', '--tokenizer', tok], learned.map((id) => `1 ${id}`).join(' ') + '\n');
+    const parts = [];
+    for (let at = 0; ;) {
+      const next = all.indexOf('<s>', at + 3);
+      parts.push(all.subarray(at + 3, next < 0 ? all.length : next));
+      if (next < 0) break;
+      at = next;
+    }
+    if (parts.length !== learned.length) throw new Error(`decoding ${learned.length} pieces gave ${parts.length}`);
+    learned.forEach((id, i) => pieces.set(id, parts[i]));
+  }
   const out = [];
   let n = 0;
   for (const id of ids) {
-    if (id >= 259 && !pieces.has(id)) pieces.set(id, run(['tokenizer', 'decode', '--tokenizer', tok], `${id}\n`));
     const piece = id >= 259 ? pieces.get(id) : null;
     let i = 0;
     while (piece && i < piece.length) {   // whole UTF-8 characters?
