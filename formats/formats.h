@@ -41,12 +41,18 @@ TG_API int tg_llama2c_export(const tg_st_file *f, const char *model_path, const 
                              size_t errlen);
 /* Writes tokenizer t alone as run.c's tokenizer.bin (the rule of
  * tg_llama2c_export); only a tapegrad BPE tokenizer of llama2.c's layout
- * (3 specials, byte b at id 3 + b, then the merges) fits. 0, or -1. */
+ * (3 specials, byte b at id 3 + b, then the merges), or a TG_TOK_SPM one
+ * read from such a file (run.c's options and layout), fits. 0, or -1. */
 TG_API int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
-/* Reads run.c's model.bin (and, unless NULL, a tokenizer.bin checked to
- * be llama2.c's byte vocabulary) and writes it as a checkpoint at
- * ckpt_path: an f32 Llama with llama2.c's vocabulary and the file's two
- * RoPE tables kept (tensors llama2c.freqs_cos, llama2c.freqs_sin) so
+/* Reads run.c's model.bin and, unless NULL, its tokenizer.bin (any that
+ * run.c reads: llama2.c's own, pieces with scores, and both that
+ * tg_llama2c_export writes; tg_tok_load_llama2c, with vocab_size pieces)
+ * and writes them as a checkpoint at ckpt_path: an f32 Llama whose
+ * vocabulary is llama2.c's bytes when the file is that vocabulary, else
+ * the file's tokenizer (TG_TOK_SPM, which export writes back as it was),
+ * and bare ids (TG_VOCAB_IDS) when tokenizer_path is NULL: a model whose
+ * text is unknown (tiny_gpt import asks for --ids-only then); the file's
+ * two RoPE tables are kept (tensors llama2c.freqs_cos, llama2c.freqs_sin) so
  * that exporting it again gives the same bytes. The header is checked
  * against the file's size before anything is allocated, and every weight
  * must be finite. 0, or -1 with a message naming the file, writing

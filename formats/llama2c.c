@@ -33,7 +33,12 @@
  *
  * Import reads model.bin back into a Llama checkpoint, keeping the two
  * RoPE tables as tensors llama2c.freqs_cos / llama2c.freqs_sin, so that
- * exporting the import writes the same bytes. */
+ * exporting the import writes the same bytes, and tokenizer.bin as
+ * text/'s reader takes it (tg_tok_load_llama2c: pieces with scores,
+ * merged as run.c merges them): llama2.c's byte vocabulary becomes
+ * TG_VOCAB_LLAMA2C again, any other (tapegrad's BPE as export writes it,
+ * llama2.c's own files) a TG_TOK_SPM tokenizer, which export writes back
+ * as it was read. Without a tokenizer the model is bare ids. */
 #include "formats.h"
 
 #include <math.h>
@@ -102,10 +107,41 @@ static bool keeps_characters(const unsigned char *p, size_t l)
     return true;
 }
 
+/* 0 when a TG_TOK_SPM tokenizer is run.c's (an imported tokenizer.bin:
+ * run.c's options, <unk> BOS EOS, the bytes at 3 + b, then normal
+ * pieces), so that writing its pieces as spelled, with their scores,
+ * gives run.c the same tokenizer; else -1 with the message. *max_len:
+ * the longest piece as spelled. */
+static int spm_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t errlen)
+{
+    tg_spm_options o;
+    tg_tok_spm_options_of(t, &o);
+    if (o.space_u2581 || !o.add_prefix || o.merge_floor != -1e10)
+        return snprintf(err, errlen, "the tokenizer's pieces with scores are not run.c's (%s): run.c would encode "
+                        "differently", o.space_u2581 ? "spaces spelled U+2581" : !o.add_prefix ? "no dummy prefix"
+                        : "another merge floor than -1e10"), -1;
+    *max_len = 0;
+    const int32_t V = tg_tok_vocab_size(t);
+    for (int32_t id = 0; id < V; id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        const int ty = tg_tok_piece_type(t, id);
+        const int want = id == 0 ? TG_PIECE_UNKNOWN : id < 3 ? TG_PIECE_CONTROL : id < 259 ? TG_PIECE_BYTE
+                                                                                           : TG_PIECE_NORMAL;
+        if (ty != want || (ty == TG_PIECE_BYTE && (l != 1 || p[0] != id - 3)))
+            return snprintf(err, errlen, "id %d is not llama2.c's layout (<unk>, BOS, EOS, byte b at 3 + b, then "
+                            "the pieces)", (int)id), -1;
+        tg_tok_spelled(t, id, &l);
+        if (l > *max_len) *max_len = l;
+    }
+    return 0;
+}
+
 /* 0 when run.c's encoder gives t's ids (the top comment's rule); else -1
  * with the message. *max_len: the longest piece. */
 static int bpe_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t errlen)
 {
+    if (tg_tok_kind_of(t) == TG_TOK_SPM) return spm_fits(t, max_len, err, errlen);
     if (tg_tok_kind_of(t) != TG_TOK_BPE)
         return snprintf(err, errlen, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
                                      "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
@@ -144,6 +180,13 @@ static void put_tokenizer(tg_atomic_file *f, const tg_tokenizer *t, size_t bpe_m
     for (int id = 0; id < V; id++) {
         size_t l;
         const char *p = piece;
+        if (tg_tok_kind_of(t) == TG_TOK_SPM) {   /* as it was read: spelled, scored */
+            p = (const char *)tg_tok_spelled(t, id, &l);
+            put_f32(f, tg_tok_score(t, id));
+            put_i32(f, (int32_t)l);
+            put(f, p, l);
+            continue;
+        }
         if (id < 3 || !t) byte_piece(id, piece, sizeof piece), l = strlen(piece);
         else p = (const char *)tg_tok_piece(t, id, &l);
         put_f32(f, !t ? 0.0f : id < 3 ? -1e30f : id < 259 ? 0.0f : (float)-id);
@@ -235,9 +278,10 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
                                   "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v.tok));
             goto done;
         }
-    } else if (v.kind != TG_VOCAB_LLAMA2C) {
+    } else if (v.kind != TG_VOCAB_LLAMA2C && !(v.kind == TG_VOCAB_IDS && !tokenizer_path)) {   /* ids: model.bin alone */
         snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
-                              "tokenizer of that layout); this model's vocabulary is another");
+                              "tokenizer of that layout); this model's vocabulary is %s", v.kind == TG_VOCAB_IDS
+                              ? "bare ids (no tokenizer to write: leave out the tokenizer's path)" : "another");
         goto done;
     }
     rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err,
@@ -296,32 +340,18 @@ static int64_t header_config(const int32_t h[7], tg_model_config *c, int64_t *fl
     return bytes;
 }
 
-/* 0 when tokenizer.bin's V pieces are the byte vocabulary's; else -1
- * with a message naming tok. */
-static int check_tokenizer(const char *tbuf, size_t tl, const char *tok, int V, char *err, size_t errlen)
+/* True when t is llama2.c's byte vocabulary as tg_llama2c_export writes
+ * it (every piece byte_piece's, every score 0). */
+static bool byte_vocabulary(const tg_tokenizer *t)
 {
-    int32_t max_len = -1;
-    if (tl >= 4) memcpy(&max_len, tbuf, 4);
-    size_t p = 4, longest = 0;
     char want[32];
-    for (int id = 0; id < V; id++) {
-        int32_t n = -1;
-        if (p + 8 <= tl) memcpy(&n, tbuf + p + 4, 4);
+    for (int32_t id = 0; id < tg_tok_vocab_size(t); id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_spelled(t, id, &l);
         byte_piece(id, want, sizeof want);
-        if (n < 0 || p + 8 + (size_t)n > tl) return snprintf(err, errlen, "%s: cut short at id %d", tok, id), -1;
-        if (id < TG_VOCAB_LLAMA2C_SIZE && ((size_t)n != strlen(want) || memcmp(tbuf + p + 8, want, (size_t)n)))
-            return snprintf(err, errlen, "%s: id %d is '%.*s', not llama2.c's byte vocabulary's '%s' (tapegrad "
-                                         "reads only that vocabulary)", tok, id, n, tbuf + p + 8, want), -1;
-        if ((size_t)n > longest) longest = (size_t)n;
-        p += 8 + (size_t)n;
+        if (l != strlen(want) || memcmp(p, want, l) || tg_tok_score(t, id) != 0) return false;
     }
-    if (p != tl)
-        return snprintf(err, errlen, "%s: %zu bytes after the vocab_size %d entries (the file has %zu): another "
-                                     "tokenizer's, or garbage", tok, tl - p, V, tl), -1;
-    if (max_len < 0 || (size_t)max_len != longest)   /* run.c sizes its merge buffer from it */
-        return snprintf(err, errlen, "%s: offset 0: max_token_length %d is not the longest piece's length %zu", tok,
-                        (int)max_len, longest), -1;
-    return 0;
+    return true;
 }
 
 int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, char *err,
@@ -337,7 +367,8 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     int rc = -1;
     tg_model m = {0};
     tg_graph *g = NULL;
-    char *tbuf = NULL;
+    tg_tokenizer *t = NULL;
+    tg_vocab *vocab = NULL;   /* a tokenizer's, freed at the end */
     tg_model_config c;
     int64_t floats, bytes = -1;
     if (len < sizeof h) {
@@ -356,9 +387,9 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
         goto done;
     }
     const int V = c.vocab_size, hd = c.n_embd / c.n_head;
-    if (V < TG_VOCAB_LLAMA2C_SIZE) {   /* sample and eval read its ids as llama2.c's bytes */
-        snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's byte vocabulary (3 specials and "
-                              "256 bytes), the only vocabulary tapegrad imports", in, V, TG_VOCAB_LLAMA2C_SIZE);
+    if (tok && V < TG_VOCAB_LLAMA2C_SIZE) {   /* run.c's tokenizers hold 3 specials and the 256 bytes first */
+        snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's tokenizers (3 specials and 256 "
+                              "bytes, then the rest)", in, V, TG_VOCAB_LLAMA2C_SIZE);
         goto done;
     }
     for (int64_t i = 0; i < floats; i++) {   /* every weight and both tables */
@@ -370,10 +401,21 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
             goto done;
         }
     }
-    if (tok) {
-        size_t tl;
-        if (!(tbuf = tg_file_read(tok, &tl, err, errlen)) || check_tokenizer(tbuf, tl, tok, V, err, errlen))
-            goto done;
+    /* the vocabulary: llama2.c's bytes when the file is that vocabulary
+     * (so that exporting the import writes the same bytes), else its
+     * pieces with scores; without a tokenizer, bare ids */
+    tg_vocab v;
+    if (!tok) {
+        tg_vocab_ids(&v, V);
+    } else if (!(t = tg_tok_load_llama2c(tok, V, err, errlen))) {
+        goto done;
+    } else if (byte_vocabulary(t)) {
+        tg_vocab_llama2c(&v);
+    } else {
+        tg_tokenizer *own = t;
+        t = NULL;
+        if (tg_vocab_tokenizer(&v, own, true, V, err, errlen)) goto done;
+        vocab = &v;
     }
     if (tg_model_new(&m, &c, TG_F32, TG_NO_INIT, err, errlen)) goto done;
     size_t at = 28;
@@ -389,9 +431,7 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     const char *freqs = buf + at;
     at += 2 * table;
     if (!c.tied) take(buf, &at, tg_params_get(m.params, "output.weight"));
-    /* the checkpoint: weights, config, llama2.c's byte vocabulary, and the tables as they were */
-    tg_vocab v;
-    tg_vocab_llama2c(&v);
+    /* the checkpoint: weights, config, the vocabulary, and the tables as they were */
     tg_tensor *cs[2] = {0};
     if ((g = tg_graph_new()))
         for (int s = 0; s < 2; s++) cs[s] = tg_tensor_from(g, TG_F32, 2, (int[]){c.block_size, hd / 2}, freqs + s * table);
@@ -411,7 +451,8 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     tg_st_writer_free(w);
 done:
     free(buf);
-    free(tbuf);
+    tg_tok_free(t);
+    if (vocab) tg_vocab_free(vocab);
     tg_graph_free(g);
     tg_model_free(&m);
     return rc;

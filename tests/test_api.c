@@ -1412,6 +1412,61 @@ static void piece(fx *f, const tg_tokenizer *t, int32_t id)
     snprintf(f->got, sizeof f->got, "%s, len %zu", p ? "non-NULL" : "NULL", len);
 }
 static void c_tok_piece_past(fx *f) { piece(f, tok(), 260); }
+/* TG_TOK_SPM: tg_tok_spm_new and llama2.c's tokenizer.bin */
+static const unsigned char spm_pieces[] = "ab";
+static const int64_t spm_off[] = {0, 1, 2};
+static const float spm_scores[] = {0, 0};
+static const uint8_t spm_types[] = {TG_PIECE_NORMAL, TG_PIECE_NORMAL};
+static void c_spm_new_null(fx *f)
+{
+    ptr(f, tg_tok_spm_new(2, NULL, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, f->err, sizeof f->err));
+}
+static void c_spm_new_noopts(fx *f)
+{
+    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, NULL, f->err, sizeof f->err));
+}
+static void c_spm_new_zero(fx *f)
+{
+    ptr(f, tg_tok_spm_new(0, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, f->err,
+                          sizeof f->err));
+}
+static void c_spm_new_huge(fx *f)
+{
+    ptr(f, tg_tok_spm_new(INT32_MAX, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, f->err,
+                          sizeof f->err));
+}
+static void c_spm_new_nobytes(fx *f)
+{
+    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, f->err,
+                          sizeof f->err));
+}
+static void c_spm_new_noerr(fx *f)
+{
+    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, NULL, 64));
+}
+static void c_l2c_nopath(fx *f) { ptr(f, tg_tok_load_llama2c(NULL, 0, f->err, sizeof f->err)); }
+static void c_l2c_missing(fx *f) { ptr(f, tg_tok_load_llama2c(tt_path("missing.bin"), 0, f->err, sizeof f->err)); }
+static void c_l2c_negvocab(fx *f) { ptr(f, tg_tok_load_llama2c(tt_path("missing.bin"), -1, f->err, sizeof f->err)); }
+static void c_l2c_empty(fx *f) { ptr(f, tg_tok_load_llama2c(file_of("empty.bin", "", 0), 0, f->err, sizeof f->err)); }
+static void c_l2c_huge_len(fx *f)
+{
+    static const unsigned char b[] = {6, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 'x'};
+    ptr(f, tg_tok_load_llama2c(file_of("huge.bin", b, sizeof b), 0, f->err, sizeof f->err));
+}
+static void c_l2c_noerr(fx *f) { ptr(f, tg_tok_load_llama2c(NULL, 0, NULL, 64)); }
+static void c_tok_score_not(fx *f) { num(f, tg_tok_score(NULL, 0)); }
+static void c_tok_score_past(fx *f) { num(f, tg_tok_score(tok(), 260)); }
+static void c_tok_score_bpe(fx *f) { num(f, tg_tok_score(tok(), 100)); }
+static void c_tok_piece_type_not(fx *f) { num(f, tg_tok_piece_type(NULL, 0)); }
+static void c_tok_piece_type_neg(fx *f) { num(f, tg_tok_piece_type(tok(), -1)); }
+static void c_tok_spelled_not(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(NULL, 0, &l)); if (l) text(f, "len not 0"); }
+static void c_tok_spelled_past(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(tok(), 260, &l)); if (l) text(f, "len not 0"); }
+static void c_tok_adds_prefix_not(fx *f) { num(f, tg_tok_adds_prefix(NULL)); }
+static void c_tok_adds_prefix_bpe(fx *f) { num(f, tg_tok_adds_prefix(tok())); }
+static void c_tok_spm_options_not(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(NULL, &o)); }
+static void c_tok_spm_options_bpe(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(tok(), &o)); }
+static void c_tok_spm_options_noout(fx *f) { num(f, tg_tok_spm_options_of(tok(), NULL)); }
+
 static void c_tok_piece_neg(fx *f) { piece(f, tok(), INT32_MIN); }
 static void c_tok_piece_not(fx *f) { piece(f, NULL, 0); }
 static void c_tok_piece_nolen(fx *f) { ptr(f, tg_tok_piece(tok(), 260, NULL)); }
@@ -2182,7 +2237,7 @@ static const api_case CASES[] = {
     {"tg_tok_from_st(NULL, NULL, 64)", "NULL", NULL, c_tok_from_st_noerr},
     {"tg_tok_from_st(f without tokenizer metadata, err)", "NULL",
      "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)", c_tok_from_st_none},
-    {"tg_tok_from_st(f of kind \"wordpiece\", err)", "NULL", "tokenizer: unknown kind 'wordpiece' (bpe or tiktoken)",
+    {"tg_tok_from_st(f of kind \"wordpiece\", err)", "NULL", "tokenizer: unknown kind 'wordpiece' (bpe, tiktoken or spm)",
      c_tok_from_st_kind},
     {"tg_tok_from_st(f of version \"2\", err)", "NULL", "tokenizer: version '2' is not 1", c_tok_from_st_version},
     {"tg_tok_from_st(f with F32 tokenizer.pieces, err)", "NULL",
@@ -2205,6 +2260,31 @@ static const api_case CASES[] = {
     {"tg_tok_is_special(t, -1)", "-1", NULL, c_tok_is_special_neg},
     {"tg_tok_is_special(t of 260 ids, 260)", "-1", NULL, c_tok_is_special_past},
     {"tg_tok_is_special(NULL, 0)", "-1", NULL, c_tok_is_special_not},
+    {"tg_tok_spm_new(2, NULL pieces, ...)", "NULL", "spm tokenizer: NULL argument", c_spm_new_null},
+    {"tg_tok_spm_new(..., NULL options, err)", "NULL", "spm tokenizer: NULL argument", c_spm_new_noopts},
+    {"tg_tok_spm_new(0 ids, ...)", "NULL", "0 ids: a vocabulary has 1 to 2^30", c_spm_new_zero},
+    {"tg_tok_spm_new(INT32_MAX ids, ...)", "NULL", "a vocabulary has 1 to 2^30", c_spm_new_huge},
+    {"tg_tok_spm_new(\"a\", \"b\": no byte pieces)", "NULL", "no byte piece for 0x00", c_spm_new_nobytes},
+    {"tg_tok_spm_new(..., NULL, 64)", "NULL", NULL, c_spm_new_noerr},
+    {"tg_tok_load_llama2c(NULL, 0, err)", "NULL", "llama2.c tokenizer: NULL path", c_l2c_nopath},
+    {"tg_tok_load_llama2c(missing, 0, err)", "NULL", "No such file or directory", c_l2c_missing},
+    {"tg_tok_load_llama2c(path, -1, err)", "NULL", "vocab_size -1 is not 0 (any) or 1..2^30", c_l2c_negvocab},
+    {"tg_tok_load_llama2c(empty file)", "NULL", "0 bytes, shorter than its 4-byte header", c_l2c_empty},
+    {"tg_tok_load_llama2c(a length of 2^31 - 1)", "NULL", "id 0 has length 2147483647 (past the end of the file)",
+     c_l2c_huge_len},
+    {"tg_tok_load_llama2c(NULL, 0, NULL, 64)", "NULL", NULL, c_l2c_noerr},
+    {"tg_tok_score(NULL, 0)", "nan", NULL, c_tok_score_not},
+    {"tg_tok_score(t of 260 ids, 260)", "nan", NULL, c_tok_score_past},
+    {"tg_tok_score(t BPE, 100)", "0", NULL, c_tok_score_bpe},
+    {"tg_tok_piece_type(NULL, 0)", "-1", NULL, c_tok_piece_type_not},
+    {"tg_tok_piece_type(t, -1)", "-1", NULL, c_tok_piece_type_neg},
+    {"tg_tok_spelled(NULL, 0, &len)", "NULL", NULL, c_tok_spelled_not},
+    {"tg_tok_spelled(t of 260 ids, 260, &len)", "NULL", NULL, c_tok_spelled_past},
+    {"tg_tok_adds_prefix(NULL)", "0", NULL, c_tok_adds_prefix_not},
+    {"tg_tok_adds_prefix(t BPE)", "0", NULL, c_tok_adds_prefix_bpe},
+    {"tg_tok_spm_options_of(NULL, &o)", "-1", NULL, c_tok_spm_options_not},
+    {"tg_tok_spm_options_of(t BPE, &o)", "-1", NULL, c_tok_spm_options_bpe},
+    {"tg_tok_spm_options_of(t, NULL)", "-1", NULL, c_tok_spm_options_noout},
     {"tg_tok_piece(t of 260 ids, 260, &len)", "NULL, len 0", NULL, c_tok_piece_past},
     {"tg_tok_piece(t, INT32_MIN, &len)", "NULL, len 0", NULL, c_tok_piece_neg},
     {"tg_tok_piece(NULL, 0, &len)", "NULL, len 0", NULL, c_tok_piece_not},

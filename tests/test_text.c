@@ -64,6 +64,11 @@ static void assert_round_trip(const tg_tokenizer *t, const void *text, size_t le
     char err[512];
     char *back = malloc(len + 1);
     int64_t m = tg_tok_decode(t, ids, (size_t)n, back, len + 1, err, sizeof err);
+    if (!(m == (int64_t)len && !memcmp(back, text, len))) {
+        for (size_t i = 0; i < len; i++) fprintf(stderr, "%02x ", ((const unsigned char *)text)[i]);
+        for (int64_t i = 0; i < n; i++) fprintf(stderr, " id %d", ids[i]);
+        fprintf(stderr, "\n");
+    }
     ck_assert_msg(m == (int64_t)len && !memcmp(back, text, len), "round trip of %zu bytes gave %lld", len, (long long)m);
     free(back);
     tg_free(ids);
@@ -1036,6 +1041,478 @@ END_TEST
 
 /* ---- NULL and bad arguments ------------------------------------------------- */
 
+/* ---- TG_TOK_SPM: pieces with scores (text/spm.c) ----------------------------- */
+
+typedef struct spm_vocab {
+    unsigned char bytes[16384];
+    int64_t off[1200];
+    float scores[1200];
+    uint8_t types[1200];
+    int32_t n;
+} spm_vocab;
+
+static int32_t sv_add(spm_vocab *v, const void *p, size_t len, float score, int type)
+{
+    ck_assert_int_lt(v->n + 1, 1200);
+    ck_assert_int_le(v->off[v->n] + (int64_t)len, (int64_t)sizeof v->bytes);
+    memcpy(v->bytes + v->off[v->n], p, len);
+    v->off[v->n + 1] = v->off[v->n] + (int64_t)len;
+    v->scores[v->n] = score;
+    v->types[v->n] = (uint8_t)type;
+    return v->n++;
+}
+
+static int32_t sv_str(spm_vocab *v, const char *s, float score) { return sv_add(v, s, strlen(s), score, TG_PIECE_NORMAL); }
+
+/* llama2.c's head: <unk>, BOS, EOS, then the bytes at 3 + b, as
+ * themselves (raw) or "<0xXX>" */
+static void sv_head(spm_vocab *v, bool raw)
+{
+    memset(v, 0, sizeof *v);
+    sv_add(v, "<unk>", 5, 0, TG_PIECE_UNKNOWN);
+    sv_add(v, "\n<s>\n", 5, 0, TG_PIECE_CONTROL);
+    sv_add(v, "\n</s>\n", 6, 0, TG_PIECE_CONTROL);
+    for (int b = 0; b < 256; b++) {
+        char s[8];
+        snprintf(s, sizeof s, "<0x%02X>", b);
+        const unsigned char c = (unsigned char)b;
+        if (raw) sv_add(v, &c, 1, 0, TG_PIECE_BYTE);
+        else sv_add(v, s, 6, 0, TG_PIECE_BYTE);
+    }
+}
+
+static tg_tokenizer *sv_make(const spm_vocab *v, tg_spm_options o)
+{
+    char err[512];
+    tg_tokenizer *t = tg_tok_spm_new(v->n, v->bytes, v->off, v->scores, v->types, 1, 2, &o, err, sizeof err);
+    ck_assert_msg(t != NULL, "spm_new: %s", err);
+    return t;
+}
+
+static char *sv_refused(const spm_vocab *v, tg_spm_options o)
+{
+    static char err[512];
+    err[0] = 0;
+    tg_tokenizer *t = tg_tok_spm_new(v->n, v->bytes, v->off, v->scores, v->types, 1, 2, &o, err, sizeof err);
+    ck_assert_msg(t == NULL, "a bad vocabulary was taken");
+    return err;
+}
+
+/* t encodes text to exactly want[0..n) */
+static void spm_ids(const tg_tokenizer *t, const char *text, const int32_t *want, size_t n)
+{
+    int32_t *ids;
+    int64_t got = encode(t, text, strlen(text), &ids);
+    static char a[16384], b[16384];
+    a[0] = b[0] = 0;
+    for (int64_t i = 0; i < got; i++) snprintf(a + strlen(a), sizeof a - strlen(a), " %d", ids[i]);
+    for (size_t i = 0; i < n; i++) snprintf(b + strlen(b), sizeof b - strlen(b), " %d", want[i]);
+    ck_assert_msg(!strcmp(a, b), "\"%s\": ids%s, expected%s", text, a, b);
+    tg_free(ids);
+}
+#define IDS(t, text, ...) spm_ids(t, text, (const int32_t[]){__VA_ARGS__}, \
+                                     sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+
+static const tg_spm_options NO_PREFIX = {0, 0, -INFINITY};
+
+START_TEST(spm_hand_computed)
+{
+    spm_vocab v;
+    sv_head(&v, false);
+    const int32_t a = sv_str(&v, "a", 0), b = sv_str(&v, "b", 0), c = sv_str(&v, "c", 0), sp = sv_str(&v, " ", 0);
+    const int32_t ab = sv_str(&v, "ab", -1), bc = sv_str(&v, "bc", -2), abc = sv_str(&v, "abc", -3),
+                  sa = sv_str(&v, " a", -0.5f);
+    /* x y z: yz before xy in id order, the same score: the leftmost pair wins, not the lower id */
+    const int32_t x = sv_str(&v, "x", 0), y = sv_str(&v, "y", 0), z = sv_str(&v, "z", 0);
+    const int32_t yz = sv_str(&v, "yz", -4), xy = sv_str(&v, "xy", -4), zz = sv_str(&v, "zz", -2e10f);
+    tg_tokenizer *t = sv_make(&v, NO_PREFIX);
+    ck_assert_int_eq(tg_tok_kind_of(t), TG_TOK_SPM);
+    IDS(t, "abc", abc);                      /* ab (-1) first, then ab + c */
+    IDS(t, "bcab", bc, ab);                  /* ab, then bc; "bcab" is no piece */
+    IDS(t, " abc", sa, bc);                  /* " a" (-0.5) first, so no "ab" */
+    IDS(t, "xyz", xy, z);                    /* a tie: the leftmost */
+    IDS(t, "yzxy", yz, xy);
+    IDS(t, "zz", zz);                        /* no floor: made */
+    IDS(t, "q", 'q' + 3);                    /* not a piece: its byte */
+    IDS(t, "\xc3\xa9", 0xc3 + 3, 0xa9 + 3);  /* a character not a piece: its bytes, which never merge */
+    IDS(t, "a\xc3\xa9" "b", a, 0xc3 + 3, 0xa9 + 3, b);
+    IDS(t, "c c", c, sp, c);
+    {   /* a long text takes the heap: the same as the pieces merged by hand */
+        char s[3 * 40 + 1] = "";
+        int32_t want[40];
+        for (int i = 0; i < 40; i++) strcat(s, "abc"), want[i] = abc;
+        spm_ids(t, s, want, 40);
+    }
+    ck_assert_double_eq(tg_tok_score(t, ab), -1);
+    ck_assert_int_eq(tg_tok_piece_type(t, 3 + 'q'), TG_PIECE_BYTE);
+    ck_assert_int_eq(tg_tok_bos(t), 1);
+    ck_assert_int_eq(tg_tok_eos(t), 2);
+    ck_assert_int_eq(tg_tok_is_special(t, 0), 1);
+    ck_assert_int_eq(tg_tok_adds_prefix(t), 0);
+    size_t len;
+    const unsigned char *p = tg_tok_piece(t, 3 + '\n', &len);   /* a byte piece is its byte */
+    ck_assert_uint_eq(len, 1);
+    ck_assert_int_eq(p[0], '\n');
+    p = tg_tok_spelled(t, 3 + '\n', &len);
+    ck_assert_uint_eq(len, 6);
+    ck_assert_int_eq(memcmp(p, "<0x0A>", 6), 0);
+    tg_tok_free(t);
+
+    /* run.c's options: the dummy prefix, and no merge into a piece at or below -1e10 */
+    t = sv_make(&v, TG_SPM_LLAMA2C);
+    ck_assert_int_eq(tg_tok_adds_prefix(t), 1);
+    IDS(t, "abc", sa, bc);
+    IDS(t, "zz", sp, z, z);
+    int32_t *ids;
+    ck_assert_int_eq(encode(t, "", 0, &ids), 0);   /* no prefix for an empty text, as run.c */
+    tg_free(ids);
+    char out[64];
+    char err[256];
+    const int32_t seq[] = {sa, bc, 1, sa, c};   /* the space of the first piece and of the one after BOS go */
+    int64_t n = tg_tok_decode(t, seq, 5, out, sizeof out, err, sizeof err);
+    ck_assert_int_eq(n, 3 + 5 + 2);
+    ck_assert_int_eq(memcmp(out, "abc\n<s>\nac", 10), 0);
+    tg_tok_free(t);
+
+    /* sentencepiece's spelling: U+2581 for a space */
+    sv_head(&v, false);
+    const int32_t u = sv_str(&v, "\xe2\x96\x81", 0), ua = sv_str(&v, "\xe2\x96\x81" "a", -1);
+    const int32_t ua2 = sv_str(&v, "a", 0), uu = sv_str(&v, "\xe2\x96\x81\xe2\x96\x81", -2);
+    t = sv_make(&v, (tg_spm_options){1, 1, -INFINITY});
+    IDS(t, "a a", ua, ua);
+    IDS(t, " a", u, ua);                     /* "▁▁a": ▁▁ (-2) at 0 and ▁a (-1) at 1 overlap: ▁a wins */
+    IDS(t, "a  ", ua, uu);
+    IDS(t, "\xe2\x96\x81", uu);              /* a U+2581 in the text is a space, as sentencepiece takes it */
+    p = tg_tok_piece(t, ua, &len);
+    ck_assert_uint_eq(len, 2);
+    ck_assert_int_eq(memcmp(p, " a", 2), 0);
+    const int32_t seq2[] = {ua, u, ua2};
+    n = tg_tok_decode(t, seq2, 3, out, sizeof out, err, sizeof err);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(memcmp(out, "a a", 3), 0);
+    tg_tok_free(t);
+    (void)x, (void)y;
+}
+END_TEST
+
+/* The rule, run as run.c runs it (every pair rescanned after each merge,
+ * on the pieces' spelled strings): ids of text under v's pieces. Text
+ * pieces: NORMAL, and BYTE pieces spelled as their byte. */
+static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigned char *text, size_t len,
+                             int32_t *out)
+{
+    /* the text as encoded: prefix, spaces as U+2581 */
+    unsigned char *s = malloc(3 * len + 4);
+    size_t m = 0;
+    for (size_t i = 0; i < len + (o.add_prefix && len); i++) {
+        const unsigned char ch = o.add_prefix && len ? (i ? text[i - 1] : ' ') : text[i];
+        if (o.space_u2581 && ch == ' ') memcpy(s + m, "\xe2\x96\x81", 3), m += 3;
+        else s[m++] = ch;
+    }
+    #define TEXTP(id) (v->types[id] == TG_PIECE_NORMAL || (v->types[id] == TG_PIECE_BYTE && v->off[(id) + 1] - v->off[id] == 1))
+    /* symbols as (start, length) of their spelled pieces */
+    int32_t *sym = malloc((m + 1) * sizeof *sym);
+    size_t n = 0;
+    for (size_t i = 0; i < m;) {
+        size_t k = 1;
+        /* run.c's cut; with U+2581, no further than the first byte announces */
+        const size_t most = !o.space_u2581 ? 4 : s[i] < 0xC0 ? 1 : s[i] < 0xE0 ? 2 : s[i] < 0xF0 ? 3 : 4;
+        while (i + k < m && k < most && (s[i + k] & 0xC0) == 0x80) k++;
+        int32_t id = -1;
+        for (int32_t j = 0; j < v->n && id < 0; j++)
+            if (TEXTP(j) && (size_t)(v->off[j + 1] - v->off[j]) == k && !memcmp(v->bytes + v->off[j], s + i, k)) id = j;
+        if (id >= 0) sym[n++] = id;
+        else
+            for (size_t q = 0; q < k; q++) {
+                for (int32_t j = 0; j < v->n; j++) {
+                    const size_t l = (size_t)(v->off[j + 1] - v->off[j]);
+                    char h[8];
+                    snprintf(h, sizeof h, "<0x%02X>", s[i + q]);
+                    if (v->types[j] == TG_PIECE_BYTE &&
+                        ((l == 1 && v->bytes[v->off[j]] == s[i + q]) || (l == 6 && !memcmp(v->bytes + v->off[j], h, 6))))
+                        sym[n++] = j;
+                }
+            }
+        i += k;
+    }
+    for (;;) {
+        double best = o.merge_floor;
+        int32_t best_id = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            const size_t la = (size_t)(v->off[sym[i] + 1] - v->off[sym[i]]),
+                         lb = (size_t)(v->off[sym[i + 1] + 1] - v->off[sym[i + 1]]);
+            for (int32_t j = 0; j < v->n; j++)
+                if (TEXTP(j) && (size_t)(v->off[j + 1] - v->off[j]) == la + lb &&
+                    !memcmp(v->bytes + v->off[j], v->bytes + v->off[sym[i]], la) &&
+                    !memcmp(v->bytes + v->off[j] + la, v->bytes + v->off[sym[i + 1]], lb) && v->scores[j] > best) {
+                    best = v->scores[j];
+                    best_id = j;
+                    at = i;
+                }
+        }
+        if (best_id < 0) break;
+        sym[at] = best_id;
+        memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof *sym);
+        n--;
+    }
+    #undef TEXTP
+    memcpy(out, sym, n * sizeof *sym);
+    free(sym);
+    free(s);
+    return n;
+}
+
+/* a random vocabulary: the head, then pieces of a small alphabet with a
+ * few scores (many ties) */
+static void sv_random(spm_vocab *v, bool raw, bool wide, uint64_t seed)
+{
+    tg_rng r;
+    tg_rng_seed(&r, seed, 3);
+    sv_head(v, raw);
+    const char *alpha[] = {wide ? "\xe2\x96\x81" : " ", "a", "b", "\xc3\xa9", "\xf0\x9f\x98\x80", "\n"};
+    const float sc[] = {-1, -2, -3, -3, -5, -8, 0.5f};
+    char pool[200][40];
+    int np = 0;
+    for (int k = 0; k < 6; k++) {
+        if (raw && strlen(alpha[k]) == 1) continue;   /* already a (raw) byte piece */
+        if (!raw && k == 5) continue;                  /* the newline stays a "<0x0A>" byte */
+        sv_str(v, alpha[k], 0);
+        snprintf(pool[np++], 40, "%s", alpha[k]);
+    }
+    if (raw) snprintf(pool[np++], 40, " "), snprintf(pool[np++], 40, "a"), snprintf(pool[np++], 40, "b");
+    while (v->n < 259 + 150 && np < 200) {
+        char s[80];
+        snprintf(s, sizeof s, "%s%s", pool[tg_rng_u32(&r) % (uint64_t)np], pool[tg_rng_u32(&r) % (uint64_t)np]);
+        if (strlen(s) > 16) continue;
+        bool have = false;
+        for (int32_t j = 259; j < v->n && !have; j++)
+            have = (size_t)(v->off[j + 1] - v->off[j]) == strlen(s) && !memcmp(v->bytes + v->off[j], s, strlen(s));
+        if (have) continue;
+        sv_str(v, s, sc[tg_rng_u32(&r) % 7]);
+        snprintf(pool[np++], 40, "%s", s);
+    }
+    if (raw) sv_str(v, "\xc3\xbc", -1);   /* a character only its raw bytes make */
+}
+
+START_TEST(spm_follows_run_c)
+{
+    const char *chars[] = {" ", "a", "b", "\xc3\xa9", "\xf0\x9f\x98\x80", "\n", "x", "\xc3\xbc", "\xc3", "\xa9\xa9"};
+    tg_rng r;
+    tg_rng_seed(&r, 99, 1);
+    int checked = 0;
+    for (int cfg = 0; cfg < 8; cfg++) {
+        const bool raw = cfg & 1, wide = cfg & 2 && !raw;
+        const tg_spm_options o = {wide, (cfg >> 2) & 1, cfg & 2 ? -2.5 : -INFINITY};
+        spm_vocab *v = malloc(sizeof *v);
+        sv_random(v, raw, wide, 1000 + (uint64_t)cfg);
+        tg_tokenizer *t = sv_make(v, o);
+        for (int k = 0; k < 60; k++) {
+            const int lens[] = {0, 1, 2, 5, 20, 63, 64, 65, 200};
+            const int len = lens[tg_rng_u32(&r) % 9];
+            char text[2000] = "";
+            for (int i = 0; i < len; i++) strcat(text, chars[tg_rng_u32(&r) % 10]);
+            int32_t want[2400];
+            const size_t nw = runc_reference(v, o, (const unsigned char *)text, strlen(text), want);
+            spm_ids(t, text, want, nw);
+            checked++;
+        }
+        tg_tok_free(t);
+        free(v);
+    }
+    ck_assert_int_eq(checked, 480);
+}
+END_TEST
+
+START_TEST(spm_round_trips_every_byte_string)
+{
+    for (int cfg = 0; cfg < 3; cfg++) {
+        spm_vocab *v = malloc(sizeof *v);
+        sv_random(v, cfg == 0, cfg == 2, 7 + (uint64_t)cfg);
+        tg_tokenizer *t = sv_make(v, (tg_spm_options){cfg == 2, cfg != 1, -1e10});
+        unsigned char s[2];
+        for (int a = -1; a < 256; a++)   /* every string of up to two bytes */
+            for (int b = -1; b < 256; b++) {
+                if (a < 0 && b >= 0) continue;
+                size_t len = 0;
+                if (a >= 0) s[len++] = (unsigned char)a;
+                if (b >= 0) s[len++] = (unsigned char)b;
+                assert_round_trip(t, s, len);
+            }
+        tg_rng r;
+        tg_rng_seed(&r, 5, (uint64_t)cfg);
+        for (int k = 0; k < 300; k++) {   /* random bytes, NULs and invalid UTF-8 included */
+            unsigned char text[300];
+            const size_t len = 1 + tg_rng_u32(&r) % 299;
+            for (size_t i = 0; i < len; i++) text[i] = tg_rng_u32(&r) % 4 ? (unsigned char)" ab\xc3\xa9"[tg_rng_u32(&r) % 5] : (unsigned char)tg_rng_u32(&r);
+            /* U+2581 reads as a space under sentencepiece's spelling: leave it out there */
+            for (size_t i = 0; cfg == 2 && i + 2 < len; i++)
+                if (!memcmp(text + i, "\xe2\x96\x81", 3)) text[i] = 'a';
+            assert_round_trip(t, text, len);
+        }
+        tg_tok_free(t);
+        free(v);
+    }
+}
+END_TEST
+
+/* write v as llama2.c's tokenizer.bin (max_len: the longest + extra) */
+static void sv_write_llama2c(const spm_vocab *v, const char *path, int extra)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    int32_t longest = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        if (v->off[i + 1] - v->off[i] > longest) longest = (int32_t)(v->off[i + 1] - v->off[i]);
+    longest += extra;
+    fwrite(&longest, 4, 1, f);
+    for (int32_t i = 0; i < v->n; i++) {
+        const int32_t l = (int32_t)(v->off[i + 1] - v->off[i]);
+        fwrite(&v->scores[i], 4, 1, f);
+        fwrite(&l, 4, 1, f);
+        fwrite(v->bytes + v->off[i], 1, (size_t)l, f);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void assert_same_ids(const tg_tokenizer *a, const tg_tokenizer *b, const char *text)
+{
+    int32_t *x, *y;
+    const int64_t n = encode(a, text, strlen(text), &x), m = encode(b, text, strlen(text), &y);
+    ck_assert_int_eq(n, m);
+    ck_assert_int_eq(memcmp(x, y, (size_t)n * sizeof *x), 0);
+    tg_free(x);
+    tg_free(y);
+}
+
+START_TEST(spm_saved_loaded_and_read_from_llama2c)
+{
+    char err[512];
+    const char *text = "a b\xc3\xa9 ab\n\nba \xf0\x9f\x98\x80 xyz ab ab";
+    for (int cfg = 0; cfg < 2; cfg++) {
+        spm_vocab *v = malloc(sizeof *v);
+        sv_random(v, cfg == 0, false, 31 + (uint64_t)cfg);
+        tg_tokenizer *t = sv_make(v, TG_SPM_LLAMA2C);
+        ck_assert_int_eq(tg_tok_save(t, P("spm.safetensors"), err, sizeof err), 0);
+        tg_tokenizer *back = tg_tok_load(P("spm.safetensors"), err, sizeof err);
+        ck_assert_msg(back != NULL, "%s", err);
+        ck_assert(tg_tok_same(t, back));
+        ck_assert_int_eq(tg_tok_kind_of(back), TG_TOK_SPM);
+        tg_spm_options o;
+        ck_assert_int_eq(tg_tok_spm_options_of(back, &o), 0);
+        ck_assert_int_eq(o.add_prefix, 1);
+        ck_assert_double_eq(o.merge_floor, -1e10);
+        for (int32_t i = 0; i < v->n; i++) {
+            ck_assert_float_eq(tg_tok_score(back, i), v->scores[i]);
+            ck_assert_int_eq(tg_tok_piece_type(back, i), v->types[i]);
+        }
+        assert_same_ids(t, back, text);
+        tg_tok_free(back);
+        /* llama2.c's file of the same vocabulary: the same tokenizer */
+        sv_write_llama2c(v, P("tokenizer.bin"), 0);
+        back = tg_tok_load_llama2c(P("tokenizer.bin"), v->n, err, sizeof err);
+        ck_assert_msg(back != NULL, "%s", err);
+        ck_assert(tg_tok_same(t, back));
+        assert_same_ids(t, back, text);
+        tg_tok_free(back);
+        back = tg_tok_load(P("tokenizer.bin"), err, sizeof err);   /* told apart from the other files */
+        ck_assert_msg(back != NULL, "%s", err);
+        ck_assert(tg_tok_same(t, back));
+        tg_tok_free(back);
+        ck_assert_ptr_null(tg_tok_load_llama2c(P("tokenizer.bin"), v->n + 1, err, sizeof err));
+        ck_assert_msg(strstr(err, "pieces, the model has"), "%s", err);
+        ck_assert_ptr_null(tg_tok_load_llama2c(P("tokenizer.bin"), v->n - 1, err, sizeof err));
+        ck_assert_msg(strstr(err, "bytes after the vocab_size"), "%s", err);
+        tg_tok_free(t);
+        free(v);
+    }
+}
+END_TEST
+
+START_TEST(spm_refused)
+{
+    spm_vocab *v = malloc(sizeof *v);
+    const char *e;
+    sv_head(v, false);
+    sv_add(v, "ab", 2, 0, TG_PIECE_USER);
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 259 has type 4: a user-defined piece"), "%s", e);
+    sv_head(v, false);
+    sv_add(v, "ab", 2, NAN, TG_PIECE_NORMAL);
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 259 has the score nan"), "%s", e);
+    sv_head(v, false);
+    sv_str(v, "ab", 0);
+    sv_str(v, "ab", -1);
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 260 repeats the piece of id 259"), "%s", e);
+    sv_head(v, false);
+    v->bytes[v->off[3 + 0x41] + 4] = 'Z';   /* "<0x4Z>" */
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 68 is a byte piece but spells neither"), "%s", e);
+    sv_head(v, false);
+    memcpy(v->bytes + v->off[3 + 0x41], "<0x42>", 6);
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "ids 68 and 69 are both the byte piece of 0x42"), "%s", e);
+    sv_head(v, false);
+    v->types[3 + 0x41] = TG_PIECE_NORMAL;   /* no byte piece for A */
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "no byte piece for 0x41"), "%s", e);
+    sv_head(v, false);
+    v->types[1] = TG_PIECE_NORMAL;
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "the bos id 1 is not a control piece"), "%s", e);
+    sv_head(v, false);
+    sv_add(v, "", 0, 0, TG_PIECE_NORMAL);
+    ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 259 is an empty piece"), "%s", e);
+    sv_head(v, false);
+    ck_assert_msg(strstr(e = sv_refused(v, (tg_spm_options){2, 0, 0}), "options"), "%s", e);
+
+    /* llama2.c's files */
+    char err[512];
+    sv_head(v, false);
+    sv_str(v, "ab", -1);
+    sv_write_llama2c(v, P("l2c.bin"), 0);
+    FILE *f = fopen(P("l2c.bin"), "rb");
+    ck_assert_ptr_nonnull(f);
+    char *good = malloc(1 << 16);
+    const size_t len = fread(good, 1, 1 << 16, f);
+    fclose(f);
+    struct { size_t at; const char *patch; size_t plen; size_t cut; const char *want; } cases[] = {
+        {0, NULL, 0, 3, "shorter than its 4-byte header"},
+        {0, NULL, 0, len - 1, "id 259 has length 2 (past the end of the file)"},
+        {0, NULL, 0, len - 5, "id 259 is cut short"},
+        {0, "\x05\x00\x00\x00", 4, 0, "max_token_length 5 is not the longest piece's length 6"},
+        {0, "\x07\x00\x00\x00", 4, 0, "max_token_length 7 is not the longest piece's length 6"},
+        {4 + 3 * 8 + 5 + 5 + 6 + 5 * 14 + 8 + 4, "Z", 1, 0, "id 8 must be the byte 0x05"},
+        {len - 2, "\0", 1, 0, "id 259 holds a NUL byte"},
+        {len - 6, "\xff\xff\xff\x7f", 4, 0, "id 259 has length 2147483647"},
+        {len - 10, "\x00\x00\xc0\x7f", 4, 0, "id 259 scores nan"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *b = malloc(len);
+        memcpy(b, good, len);
+        if (cases[k].patch) memcpy(b + cases[k].at, cases[k].patch, cases[k].plen);
+        write_bytes(P("bad.bin"), b, cases[k].cut ? cases[k].cut : len);
+        free(b);
+        ck_assert_ptr_null(tg_tok_load_llama2c(P("bad.bin"), 0, err, sizeof err));
+        ck_assert_msg(strstr(err, cases[k].want), "case %zu: %s", k, err);
+    }
+    write_bytes(P("bad.bin"), good, 4 + 40 + 2 * 14);   /* the specials and two bytes */
+    ck_assert_ptr_null(tg_tok_load_llama2c(P("bad.bin"), 0, err, sizeof err));
+    ck_assert_msg(strstr(err, "5 pieces; run.c's layout has at least 259"), "%s", err);
+    free(good);
+    ck_assert_ptr_null(tg_tok_load_llama2c(P("missing.bin"), 0, err, sizeof err));
+    ck_assert_ptr_null(tg_tok_load_llama2c(NULL, 0, err, sizeof err));
+    ck_assert_ptr_null(tg_tok_load_llama2c(P("l2c.bin"), -1, err, sizeof err));
+
+    /* a checkpoint's entries that disagree */
+    tg_tokenizer *t = sv_make(v, TG_SPM_LLAMA2C);
+    ck_assert_int_eq(tg_tok_save(t, P("s.safetensors"), err, sizeof err), 0);
+    tg_tok_free(t);
+    ck_assert_int_eq(tg_tok_score(NULL, 0) != tg_tok_score(NULL, 0), 1);   /* NAN */
+    ck_assert_int_eq(tg_tok_piece_type(NULL, 0), -1);
+    size_t pl;
+    ck_assert_ptr_null(tg_tok_spelled(NULL, 0, &pl));
+    ck_assert_int_eq(tg_tok_adds_prefix(NULL), 0);
+    ck_assert_int_eq(tg_tok_spm_options_of(NULL, &(tg_spm_options){0}), -1);
+    free(v);
+}
+END_TEST
+
 START_TEST(null_arguments)
 {
     char err[256];
@@ -1104,6 +1581,11 @@ static Suite *suite(void)
     tcase_add_test(tc, token_files);
     tcase_add_test(tc, long_pieces_load_in_linear_time);
     tcase_add_test(tc, blank_lines_cost_no_memory);
+    tcase_add_test(tc, spm_hand_computed);
+    tcase_add_test(tc, spm_follows_run_c);
+    tcase_add_test(tc, spm_round_trips_every_byte_string);
+    tcase_add_test(tc, spm_saved_loaded_and_read_from_llama2c);
+    tcase_add_test(tc, spm_refused);
     tcase_add_test(tc, null_arguments);
     suite_add_tcase(s, tc);
     return s;

@@ -1,6 +1,8 @@
 /* Decoding: ids -> bytes, whole or as a stream.
  *
- * Whole: the pieces end to end. Streaming (one token at a time, as a
+ * Whole: the pieces end to end (for a tokenizer that adds the dummy
+ * prefix, without the space that begins the first piece or the one after
+ * BOS). Streaming (one token at a time, as a
  * sampler produces them): the bytes held back from the last token are
  * followed by the new token's, and everything is written out except a
  * tail that is the proper prefix of a valid UTF-8 character (a lead byte
@@ -32,9 +34,11 @@ int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void 
             return -1;
         }
         size_t len = (size_t)(t->off[ids[i] + 1] - t->off[ids[i]]);
+        const unsigned char *p = t->bytes + t->off[ids[i]];
+        if (tg_tok_adds_prefix(t) && (i == 0 || ids[i - 1] == t->bos) && len && p[0] == ' ') p++, len--;
         if ((uint64_t)total < cap) {
             size_t room = cap - (size_t)total, k = len < room ? len : room;
-            memcpy(o + total, t->bytes + t->off[ids[i]], k);
+            memcpy(o + total, p, k);
         }
         total += (int64_t)len;
     }

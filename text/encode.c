@@ -328,6 +328,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
         return -1;
     }
     const unsigned char *s = text;
+    if (t->kind == TG_TOK_SPM) return tg_spm_encode(t, s, len, ids, err, errlen);   /* no words: text/spm.c */
     int parts = tg_num_threads();
     if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
     /* regex_cut's reasoning holds for GPT-2's pattern; another one runs whole */

@@ -20,6 +20,15 @@
  *                    JavaScript TextDecoder (or Python's errors="replace")
  *                    would, so the ids are tiktoken's on the decoded
  *                    string. <|endoftext|> is the id after the ranks.
+ *   TG_TOK_SPM       pieces with scores, merged as llama2.c's run.c, sentencepiece's
+ *                    BPE and llama.cpp's SPM tokenizer do (text/spm.c): no
+ *                    words; the whole text (after a dummy-prefix space when
+ *                    the tokenizer adds one) is cut into UTF-8 characters,
+ *                    each looked up as a piece, else its bytes' byte pieces;
+ *                    then the adjacent pair whose concatenation is the piece
+ *                    of highest score is merged, the leftmost on a tie,
+ *                    until none is a piece. Made by tg_tok_spm_new (from
+ *                    llama2.c's tokenizer.bin: tg_tok_load_llama2c).
  *
  * Tokenizers are immutable once made: any number of threads may encode and
  * decode with one at the same time. Special tokens are never produced by
@@ -44,7 +53,7 @@ extern "C" {
 
 typedef struct tg_tokenizer tg_tokenizer;
 
-typedef enum tg_tok_kind { TG_TOK_BPE = 1, TG_TOK_TIKTOKEN = 2 } tg_tok_kind;
+typedef enum tg_tok_kind { TG_TOK_BPE = 1, TG_TOK_TIKTOKEN = 2, TG_TOK_SPM = 3 } tg_tok_kind;
 
 /* GPT-2's pre-tokenizer pattern (tiktoken's "gpt2" pat_str). */
 #define TG_GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
@@ -82,8 +91,10 @@ TG_API tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_opt
 TG_API tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen);
 
 /* Loads a tokenizer from path: a safetensors file holding tokenizer
- * entries (a tok.safetensors, or a checkpoint with one inside) or else a
- * .tiktoken file. NULL with a message. */
+ * entries (a tok.safetensors, or a checkpoint with one inside), a
+ * llama2.c tokenizer.bin (tg_tok_load_llama2c: a file whose third and
+ * fourth bytes are 0, its small max_token_length) or else a .tiktoken
+ * file. NULL with a message. */
 TG_API tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen);
 /* The tokenizer stored in a loaded safetensors file (the entries
  * tg_tok_st_add writes), validated. NULL with a message when f has none
@@ -100,6 +111,68 @@ TG_API int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w);
 TG_API int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
 /* Frees t; accepts NULL. */
 TG_API void tg_tok_free(tg_tokenizer *t);
+
+/* ---- pieces with scores (text/spm.c, text/llama2c_tok.c) ------------------- */
+
+/* A piece's type in a TG_TOK_SPM vocabulary: sentencepiece's and GGUF's
+ * numbers. */
+typedef enum tg_piece_type {
+    TG_PIECE_NORMAL = 1,   /* text: looked up and made by merges */
+    TG_PIECE_UNKNOWN = 2,  /* <unk>: a special, never produced */
+    TG_PIECE_CONTROL = 3,  /* BOS, EOS and the like: specials, never produced */
+    TG_PIECE_USER = 4,     /* user-defined (matched before merging by sentencepiece): refused */
+    TG_PIECE_UNUSED = 5,   /* in the vocabulary, never produced */
+    TG_PIECE_BYTE = 6      /* one byte: "<0xXX>", or the byte itself (then also text) */
+} tg_piece_type;
+
+/* What differs between llama2.c's tokenizer.bin and a sentencepiece (or
+ * GGUF "llama") vocabulary. */
+typedef struct tg_spm_options {
+    int space_u2581;     /* 1: the pieces spell a space U+2581 (sentencepiece, GGUF); 0: ' ' (llama2.c) */
+    int add_prefix;      /* 1: encoding puts a space before a text that is not empty (the dummy prefix) */
+    double merge_floor;  /* a merge makes only pieces scoring above this: run.c's -1e10, or -INFINITY */
+} tg_spm_options;
+
+/* The options of llama2.c's tokenizer.bin as run.c reads it: ' ', the
+ * dummy prefix, merges only into pieces scoring above -1e10. */
+#define TG_SPM_LLAMA2C ((tg_spm_options){0, 1, -1e10})
+
+/* A TG_TOK_SPM tokenizer of n ids from pieces spelled as the vocabulary
+ * spells them (end to end in pieces, off: n + 1 offsets), a float score
+ * and a tg_piece_type each, all copied. bos and eos are ids of CONTROL
+ * pieces, or -1. Checked: offsets, types (USER refused), finite scores,
+ * non-empty pieces, NORMAL pieces distinct, BYTE pieces spelled "<0xXX>"
+ * or as the one byte, each byte exactly once, every byte present (every
+ * text encodes), and with space_u2581 a NORMAL piece U+2581 alone. NULL
+ * with a message naming the id. */
+TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
+                                    const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o,
+                                    char *err, size_t errlen);
+/* Reads llama2.c's tokenizer.bin (an int32 longest length, then per id a
+ * float32 score, an int32 length and the bytes, to the end of the file)
+ * as run.c reads it: ids 0, 1, 2 the specials <unk>, BOS, EOS; ids 3 to
+ * 258 the bytes 0..255 (each "<0xXX>" or the byte itself); the rest
+ * NORMAL pieces; options TG_SPM_LLAMA2C; max_token_length must be the
+ * longest piece's length. vocab_size > 0 is the count the
+ * file must hold (a model's), 0 takes what it holds. NULL with a message
+ * naming the file, the id and the byte offset. */
+TG_API tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *err, size_t errlen);
+/* The score of id (TG_TOK_SPM); 0 for the other kinds, NAN when id is out
+ * of range or t is NULL. */
+TG_API float tg_tok_score(const tg_tokenizer *t, int32_t id);
+/* The tg_piece_type of id (TG_TOK_SPM; the other kinds: CONTROL for a
+ * special, else NORMAL); -1 when id is out of range or t is NULL. */
+TG_API int tg_tok_piece_type(const tg_tokenizer *t, int32_t id);
+/* id as the vocabulary spells it ("<0x0A>", "\xe2\x96\x81the"; for the other
+ * kinds the same as tg_tok_piece), its length in *len; NULL (*len 0)
+ * when id is out of range. len may be NULL. */
+TG_API const unsigned char *tg_tok_spelled(const tg_tokenizer *t, int32_t id, size_t *len);
+/* 1 when tg_tok_encode puts the dummy-prefix space before a non-empty
+ * text itself (a TG_TOK_SPM with add_prefix), so a caller that wants
+ * llama2.c's " " + text must not add one; 0 otherwise (NULL too). */
+TG_API int tg_tok_adds_prefix(const tg_tokenizer *t);
+/* t's options into *o: 0, or -1 when t is not TG_TOK_SPM (or NULL). */
+TG_API int tg_tok_spm_options_of(const tg_tokenizer *t, tg_spm_options *o);
 
 /* ---- what a tokenizer holds (text/tokenizer.c) ---------------------------- */
 
@@ -139,7 +212,10 @@ TG_API int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len
 /* Mean bytes per token of text under t (len / ids); -1 on error or for an
  * empty text. */
 TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t len);
-/* The bytes of n ids, end to end (a special's text included). Writes at
+/* The bytes of n ids, end to end (a special's text included; for a
+ * tokenizer that adds the dummy prefix, the space that begins the piece
+ * at position 0 or right after BOS is left out, as run.c and
+ * sentencepiece decode, so decoding an encoding gives the text). Writes at
  * most cap bytes to out (which may be NULL when cap is 0) and returns the
  * full length, like snprintf (no NUL). -1 with a message for an id out of
  * range. */

@@ -46,6 +46,14 @@ struct tg_tokenizer {
     bool whole_word_first;   /* tiktoken: a word that is a piece is one token */
     tg_pairmap pairs;        /* (a << 32 | b) -> id of bytes(a) bytes(b) */
     tg_strmap pieces;        /* ordinary piece bytes -> id */
+    /* TG_TOK_SPM (text/spm.c); NULL otherwise */
+    unsigned char *spelled;  /* the pieces as the vocabulary spells them, end to end */
+    int64_t *soff;           /* n + 1 offsets into spelled */
+    float *scores;           /* n */
+    uint8_t *types;          /* n tg_piece_type */
+    int32_t *rank;           /* n: merge priority of a piece merges make (lower first); NULL: the id */
+    uint8_t *mergeable;      /* n: 1 when the id is half of some pair */
+    tg_spm_options spm;
     char *pattern;           /* tiktoken: the pre-split regex */
     void *re;                /* its compiled pcre2_code */
 };
@@ -71,6 +79,11 @@ static inline const unsigned char *tg_strmap_key(const tg_strmap *m, int64_t e) 
  * NULL with a message (err prefixed by `what`). */
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
                            const uint8_t *special, const char *what, char *err, size_t errlen);
+/* Fills t->pairs from the pieces bytes/off (longest max_len) that part
+ * marks as halves and target as results (NULL: the ordinary pieces for
+ * both); 0, or -1 out of memory. */
+int tg_tok_build_pairs(tg_tokenizer *t, const unsigned char *bytes, const int64_t *off, size_t max_len,
+                       const uint8_t *part, const uint8_t *target);
 /* Compiles t->pattern with PCRE2 (UTF, UCP, JIT when available); -1
  * with a message when it does not compile or is not GPT-2's. */
 int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen);
@@ -81,6 +94,12 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
 size_t tg_bpe_word_start(const unsigned char *s, size_t len, size_t pos);
 /* The end of the TG_TOK_BPE word that starts at pos (< len). */
 size_t tg_bpe_word_end(const unsigned char *s, size_t len, size_t pos);
+
+/* ---- text/spm.c ------------------------------------------------------------ */
+
+/* tg_tok_encode of a TG_TOK_SPM tokenizer (one thread). */
+int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, char *err,
+                      size_t errlen);
 
 /* ---- text/bpe_words.c ----------------------------------------------------- */
 

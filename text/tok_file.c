@@ -11,12 +11,19 @@
  *             tokenizer.special  U8 (V)        1 for special tokens
  *             tokenizer.merges   I32 (M,2)     bpe only: merge k joins (left, right)
  *                                              into id V - M + k
+ * and for "spm" (pieces with scores, text/spm.c), the pieces as the
+ * vocabulary spells them ("<0x0A>", U+2581 for a space) and
+ *   metadata  tokenizer.space_u2581, tokenizer.add_prefix   "0" or "1"
+ *             tokenizer.merge_floor  a number ("-inf": none)
+ *   tensors   tokenizer.scores   F32 (V)
+ *             tokenizer.types    U8 (V)        tg_piece_type (special: CONTROL, UNKNOWN)
  * The reader checks all of it: shapes and dtypes, offsets, distinct
  * non-empty pieces, every byte present, the special ids, and that each
  * merge's piece is the concatenation of its two. */
 #include "text_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +40,26 @@ int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
     snprintf(bos, sizeof bos, "%d", (int)t->bos);
     snprintf(eos, sizeof eos, "%d", (int)t->eos);
     snprintf(unk, sizeof unk, "%d", (int)t->unk);
-    int rc = tg_st_writer_meta(w, "tokenizer", t->kind == TG_TOK_BPE ? "bpe" : "tiktoken");
+    const bool spm = t->kind == TG_TOK_SPM;
+    int rc = tg_st_writer_meta(w, "tokenizer", t->kind == TG_TOK_BPE ? "bpe" : spm ? "spm" : "tiktoken");
     rc |= tg_st_writer_meta(w, "tokenizer.version", "1");
     rc |= tg_st_writer_meta(w, "tokenizer.bos", bos);
     rc |= tg_st_writer_meta(w, "tokenizer.eos", eos);
     rc |= tg_st_writer_meta(w, "tokenizer.unk", unk);
     if (t->pattern) rc |= tg_st_writer_meta(w, "tokenizer.pattern", t->pattern);
-    rc |= tg_st_writer_add(w, "tokenizer.pieces", "U8", 1, (int64_t[]){t->off[t->n]}, t->bytes);
-    rc |= tg_st_writer_add(w, "tokenizer.offsets", "I64", 1, (int64_t[]){(int64_t)t->n + 1}, t->off);
+    if (spm) {
+        char floor[32];
+        snprintf(floor, sizeof floor, "%.17g", t->spm.merge_floor);
+        rc |= tg_st_writer_meta(w, "tokenizer.space_u2581", t->spm.space_u2581 ? "1" : "0");
+        rc |= tg_st_writer_meta(w, "tokenizer.add_prefix", t->spm.add_prefix ? "1" : "0");
+        rc |= tg_st_writer_meta(w, "tokenizer.merge_floor", floor);
+        rc |= tg_st_writer_add(w, "tokenizer.scores", "F32", 1, (int64_t[]){t->n}, t->scores);
+        rc |= tg_st_writer_add(w, "tokenizer.types", "U8", 1, (int64_t[]){t->n}, t->types);
+    }
+    const unsigned char *bytes = spm ? t->spelled : t->bytes;
+    const int64_t *off = spm ? t->soff : t->off;
+    rc |= tg_st_writer_add(w, "tokenizer.pieces", "U8", 1, (int64_t[]){off[t->n]}, bytes);
+    rc |= tg_st_writer_add(w, "tokenizer.offsets", "I64", 1, (int64_t[]){(int64_t)t->n + 1}, off);
     rc |= tg_st_writer_add(w, "tokenizer.special", "U8", 1, (int64_t[]){t->n}, t->special);
     if (t->kind == TG_TOK_BPE)
         rc |= tg_st_writer_add(w, "tokenizer.merges", "I32", 2, (int64_t[]){t->n_merges, 2}, t->merges);
@@ -108,6 +127,79 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
     return 0;
 }
 
+/* Metadata key as "0" or "1"; -1 with a message when it is neither. */
+static int meta_flag(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
+{
+    const char *s = tg_st_meta(f, key);
+    if (!s || (strcmp(s, "0") && strcmp(s, "1"))) {
+        tg_set_err(err, errlen, "tokenizer: metadata '%s' = '%s' is not 0 or 1", key, s ? s : "(none)");
+        return -1;
+    }
+    *out = s[0] - '0';
+    return 0;
+}
+
+/* The "spm" kind's rest (the pieces as spelled, offsets and special
+ * flags read already): options, scores and types, built by
+ * tg_tok_spm_new, and the special flags, bos, eos and unk checked
+ * against the types. */
+static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned char *pieces, const int64_t *off,
+                                 const uint8_t *special, char *err, size_t errlen)
+{
+    tg_spm_options o;
+    int32_t bos, eos, unk;
+    const char *fl = tg_st_meta(f, "tokenizer.merge_floor");
+    char *end = NULL;
+    o.merge_floor = fl ? strtod(fl, &end) : NAN;
+    if (!fl || end == fl || *end || isnan(o.merge_floor)) {
+        tg_set_err(err, errlen, "tokenizer: metadata 'tokenizer.merge_floor' = '%s' is not a number",
+                   fl ? fl : "(none)");
+        return NULL;
+    }
+    if (meta_flag(f, "tokenizer.space_u2581", &o.space_u2581, err, errlen) ||
+        meta_flag(f, "tokenizer.add_prefix", &o.add_prefix, err, errlen) ||
+        meta_id(f, "tokenizer.bos", n, &bos, err, errlen) || meta_id(f, "tokenizer.eos", n, &eos, err, errlen) ||
+        meta_id(f, "tokenizer.unk", n, &unk, err, errlen))
+        return NULL;
+    const tg_st_tensor *se = tensor(f, "tokenizer.scores", "F32", 1, 0, err, errlen),
+                       *te = se ? tensor(f, "tokenizer.types", "U8", 1, 0, err, errlen) : NULL;
+    if (!te) return NULL;
+    if (se->shape[0] != n || te->shape[0] != n) {
+        tg_set_err(err, errlen, "tokenizer: %lld scores and %lld types for %d ids", (long long)se->shape[0],
+                   (long long)te->shape[0], (int)n);
+        return NULL;
+    }
+    float *scores = tg_malloc((size_t)n * sizeof *scores);
+    if (!scores) {
+        tg_set_err(err, errlen, "tokenizer: out of memory");
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)le((const unsigned char *)se->data + 4 * (size_t)i, 4);
+        memcpy(&scores[i], &u, 4);
+    }
+    char e2[400];
+    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, te->data, bos, eos, &o, e2, sizeof e2);
+    tg_free(scores);
+    if (!t) {
+        tg_set_err(err, errlen, "tokenizer: %s", e2);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (special[i] != t->special[i]) {
+            tg_set_err(err, errlen, "tokenizer: 'tokenizer.special'[%d] = %d disagrees with its type %d", (int)i,
+                       special[i], t->types[i]);
+            tg_tok_free(t);
+            return NULL;
+        }
+    if (unk != t->unk) {
+        tg_set_err(err, errlen, "tokenizer: the unk id %d is not the first unknown piece (%d)", (int)unk, (int)t->unk);
+        tg_tok_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
 {
     if (!f) {
@@ -119,9 +211,10 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
         tg_set_err(err, errlen, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
         return NULL;
     }
-    int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN : 0;
+    int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN
+             : !strcmp(kind_s, "spm") ? TG_TOK_SPM : 0;
     if (!kind) {
-        tg_set_err(err, errlen, "tokenizer: unknown kind '%s' (bpe or tiktoken)", kind_s);
+        tg_set_err(err, errlen, "tokenizer: unknown kind '%s' (bpe, tiktoken or spm)", kind_s);
         return NULL;
     }
     if (!ver || strcmp(ver, "1")) {
@@ -158,6 +251,12 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
         tg_set_err(err, errlen, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
                    (long long)off[n], (long long)pe->shape[0]);
         goto fail;
+    }
+    if (kind == TG_TOK_SPM) {
+        t = spm_from_st(f, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, err, errlen);
+        tg_free(off);
+        tg_free(special);
+        return t;
     }
     if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err,
                            errlen)))
@@ -255,5 +354,8 @@ tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
         }
         return t;
     }
+    /* llama2.c's tokenizer.bin: a small int32 first, whose high bytes are
+     * NULs no tiktoken file (text) starts with */
+    if (got >= 4 && !head[2] && !head[3]) return tg_tok_load_llama2c(path, 0, err, errlen);
     return tg_tok_load_tiktoken(path, err, errlen);
 }

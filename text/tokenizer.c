@@ -64,34 +64,35 @@ static size_t split_at(uint64_t h, uint32_t len, size_t mask)
 }
 
 /* The id of the ordinary piece p[0..len) whose hash is h, or -1. */
-static int32_t split_find(const tg_tokenizer *t, const split_table *s, const unsigned char *p, uint32_t len,
-                          uint64_t h, uint64_t *work)
+static int32_t split_find(const unsigned char *bytes, const int64_t *off, const split_table *s,
+                          const unsigned char *p, uint32_t len, uint64_t h, uint64_t *work)
 {
     for (size_t i = split_at(h, len, s->mask);; i = (i + 1) & s->mask) {
         if (!s->slot[i]) return -1;
         if (s->hash[i] != h || s->len[i] != len) continue;
         const int32_t id = s->slot[i] - 1;
         *work += len;
-        if (!memcmp(t->bytes + t->off[id], p, len)) return id;
+        if (!memcmp(bytes + off[id], p, len)) return id;
     }
 }
 
-static int build_pairs(tg_tokenizer *t)
+int tg_tok_build_pairs(tg_tokenizer *t, const unsigned char *bytes, const int64_t *off, size_t max_len,
+                       const uint8_t *part, const uint8_t *target)
 {
     size_t cap = 64;
     while (cap < 2 * (size_t)t->n) cap *= 2;
     split_table s = {tg_malloc(cap * sizeof *s.hash), tg_malloc(cap * sizeof *s.len), tg_calloc(cap, sizeof *s.slot),
                      cap - 1};
-    uint64_t *pre = tg_malloc((t->max_piece + 1) * sizeof *pre), *pw = tg_malloc((t->max_piece + 1) * sizeof *pw);
+    uint64_t *pre = tg_malloc((max_len + 1) * sizeof *pre), *pw = tg_malloc((max_len + 1) * sizeof *pw);
     int rc = -1;
     if (!s.hash || !s.len || !s.slot || !pre || !pw) goto done;
     uint64_t work = 0;
     pw[0] = 1;
-    for (size_t k = 1; k <= t->max_piece; k++) pw[k] = mulmod(pw[k - 1], BASE);
+    for (size_t k = 1; k <= max_len; k++) pw[k] = mulmod(pw[k - 1], BASE);
     for (int32_t i = 0; i < t->n; i++) {
-        if (t->special[i]) continue;
-        const unsigned char *p = t->bytes + t->off[i];
-        const size_t len = (size_t)(t->off[i + 1] - t->off[i]);
+        if (part ? !part[i] : t->special[i]) continue;
+        const unsigned char *p = bytes + off[i];
+        const size_t len = (size_t)(off[i + 1] - off[i]);
         uint64_t h = 0;
         for (size_t k = 0; k < len; k++) h = addmod(mulmod(h, BASE), (uint64_t)p[k] + 1);
         work += len;
@@ -102,18 +103,18 @@ static int build_pairs(tg_tokenizer *t)
         s.slot[at] = i + 1;
     }
     for (int32_t i = 0; i < t->n; i++) {
-        const size_t len = (size_t)(t->off[i + 1] - t->off[i]);
-        if (t->special[i] || len < 2) continue;
-        const unsigned char *p = t->bytes + t->off[i];
+        const size_t len = (size_t)(off[i + 1] - off[i]);
+        if ((target ? !target[i] : t->special[i]) || len < 2) continue;
+        const unsigned char *p = bytes + off[i];
         pre[0] = 0;   /* pre[k]: the hash of p[0..k) */
         for (size_t k = 0; k < len; k++) pre[k + 1] = addmod(mulmod(pre[k], BASE), (uint64_t)p[k] + 1);
         work += len;
         for (size_t k = 1; k < len; k++) {
-            int32_t l = split_find(t, &s, p, (uint32_t)k, pre[k], &work);
+            int32_t l = split_find(bytes, off, &s, p, (uint32_t)k, pre[k], &work);
             if (l < 0) continue;
             /* the suffix p[k..len): pre[len] - pre[k] * BASE^(len - k) */
             uint64_t hs = addmod(pre[len], P61 - mulmod(pre[k], pw[len - k]));
-            int32_t r = split_find(t, &s, p + k, (uint32_t)(len - k), hs, &work);
+            int32_t r = split_find(bytes, off, &s, p + k, (uint32_t)(len - k), hs, &work);
             if (r < 0) continue;
             if (tg_pairmap_put(&t->pairs, (uint64_t)l << 32 | (uint64_t)r, i)) goto done;
         }
@@ -185,7 +186,7 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
                        b);
             goto fail;
         }
-    if (build_pairs(t)) goto oom;
+    if (tg_tok_build_pairs(t, t->bytes, t->off, t->max_piece, NULL, NULL)) goto oom;
     return t;
 oom:
     tg_set_err(err, errlen, "%s: out of memory", what);
@@ -330,6 +331,12 @@ void tg_tok_free(tg_tokenizer *t)
     tg_free(t->special);
     tg_free(t->merges);
     tg_free(t->pattern);
+    tg_free(t->spelled);
+    tg_free(t->soff);
+    tg_free(t->scores);
+    tg_free(t->types);
+    tg_free(t->rank);
+    tg_free(t->mergeable);
     tg_pairmap_free(&t->pairs);
     tg_strmap_free(&t->pieces);
     if (t->re) pcre2_code_free(t->re);

@@ -105,7 +105,8 @@ TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
  * (the ids past theirs unused); else -1 with a message naming both
  * sizes, the vocabulary called whose ("the checkpoint's", ...). */
 TG_API int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen);
-/* True when a and b give every id the same bytes and specials. */
+/* True when a and b give every id the same bytes and specials (and, for
+ * TG_TOK_SPM, the same spelling, score and type, and the same options). */
 TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
 
 /* ---- datasets (train/dataset.c) ------------------------------------------ */

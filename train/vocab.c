@@ -60,7 +60,9 @@ int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, 
     if (docs && tg_tok_bos(tok) < 0) {
         tg_set_err(err, errlen, "the tokenizer (%s) has no BOS id, which a Llama's documents start with (llama2.c's "
                    "convention): use tapegrad's BPE (tiny_gpt tokenizer train), or --arch gpt",
-                   tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? "GPT-2's tiktoken ranks" : "tapegrad's BPE");
+                   tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? "GPT-2's tiktoken ranks"
+                   : tg_tok_kind_of(tok) == TG_TOK_SPM    ? "pieces with scores"
+                                                          : "tapegrad's BPE");
         tg_vocab_free(v);
         return -1;
     }
@@ -78,7 +80,16 @@ bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b)
         size_t la, lb;
         const unsigned char *pa = tg_tok_piece(a, id, &la), *pb = tg_tok_piece(b, id, &lb);
         if (la != lb || memcmp(pa, pb, la) || tg_tok_is_special(a, id) != tg_tok_is_special(b, id)) return false;
+        pa = tg_tok_spelled(a, id, &la);
+        pb = tg_tok_spelled(b, id, &lb);
+        if (la != lb || memcmp(pa, pb, la) || tg_tok_score(a, id) != tg_tok_score(b, id) ||
+            tg_tok_piece_type(a, id) != tg_tok_piece_type(b, id))
+            return false;
     }
+    tg_spm_options oa, ob;
+    if (!tg_tok_spm_options_of(a, &oa) && !tg_tok_spm_options_of(b, &ob) &&
+        (oa.space_u2581 != ob.space_u2581 || oa.add_prefix != ob.add_prefix || oa.merge_floor != ob.merge_floor))
+        return false;
     return true;
 }
 

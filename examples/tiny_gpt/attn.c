@@ -148,7 +148,7 @@ int cmd_attn(int argc, char **argv)
     }
     if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err, sizeof err)) ||
         !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
+        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, err, sizeof err))
         goto fail;
     const int L = m.config.n_layer, H = m.config.n_head;
     const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, &lab, &nums, err, sizeof err);

@@ -7,15 +7,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, tg_vocab *v, char *err,
+/* --tokenizer F for model m of f: the tokenizer in F, whose ids must be
+ * the model's (or padded up to a multiple of 64, as nanoGPT pads GPT-2's
+ * 50257 to 50304); f's own tokenizer, if it has one, must be the same. */
+static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *tok_file, tg_vocab *v, char *err,
                            size_t errlen)
 {
+    char e2[1024];
+    tg_tokenizer *t = tg_tok_load(tok_file, e2, sizeof e2);
+    if (!t) return snprintf(err, errlen, "--tokenizer: %s", e2), -1;
+    const int V = m->config.vocab_size, n = (int)tg_tok_vocab_size(t);
+    if (V != n && V != (n + 63) / 64 * 64) {
+        snprintf(err, errlen, "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
+                 "model (the model's ids are the tokenizer's, or padded up to a multiple of 64)", tok_file, n, V);
+        tg_tok_free(t);
+        return -1;
+    }
+    const char *s = tg_st_meta(f, "vocab");
+    if (s && !strcmp(s, "tokenizer")) {
+        tg_tokenizer *own = tg_tok_from_st(f, e2, sizeof e2);
+        const bool same = own && tg_tok_same(own, t);
+        tg_tok_free(own);
+        if (!same) {
+            snprintf(err, errlen, "--tokenizer %s: the checkpoint holds a tokenizer of its own, and this one is "
+                     "another (drop --tokenizer to use the checkpoint's)", tok_file);
+            tg_tok_free(t);
+            return -1;
+        }
+    }
+    return tg_vocab_tokenizer(v, t, !strcmp(m->config.arch, "llama"), V, err, errlen);
+}
+
+int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
+                           tg_vocab *v, char *err, size_t errlen)
+{
+    if (vocab_file && tok_file)
+        return snprintf(err, errlen, "--vocab (a text's bytes) and --tokenizer exclude each other"), -1;
+    if (tok_file) return tokenizer_vocab(f, m, tok_file, v, err, errlen);
     if (!vocab_file) {
         if (!tg_checkpoint_load_vocab(f, m, v, err, errlen)) return 0;
         if (!tg_st_meta(f, "vocab") && strcmp(m->config.arch, "llama"))
             snprintf(err, errlen, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. "
                                   "PyTorch): give --vocab FILE, a text whose bytes are the vocabulary (the training "
-                                  "text); docs/safetensors.md describes the 'vocab' entry");
+                                  "text), or --tokenizer F; docs/safetensors.md describes the 'vocab' entry");
         return -1;
     }
     size_t len;

@@ -11,11 +11,14 @@
 #include "../../tapegrad.h"
 #include "data.h"
 
-/* The vocabulary of model m loaded from f: a TG_VOCAB_BYTES vocabulary of
- * the bytes in vocab_file when given (weights from elsewhere), else f's
- * "vocab" metadata, else llama2.c's for a Llama; checked against the
+/* The vocabulary of model m loaded from f: the tokenizer in tok_file when
+ * given (--tokenizer: a tokenizer file or a checkpoint holding one, for
+ * weights that came without one; its size must be the model's, and a
+ * tokenizer f holds must be the same), else a TG_VOCAB_BYTES vocabulary
+ * of the bytes in vocab_file when given (weights from elsewhere), else
+ * f's "vocab" metadata, else llama2.c's for a Llama; checked against the
  * model's vocab_size. 0, or -1 with a message. */
-int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, tg_vocab *v, char *err,
-                           size_t errlen);
+int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
+                           tg_vocab *v, char *err, size_t errlen);
 
 #endif

@@ -100,7 +100,8 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
 
 /* eval --ckpt: the loss estimate of `train` at the checkpoint's step,
  * on the split of the run's text. */
-static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const arg_spec *specs, int n_specs,
+static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const char *tok_file,
+                     const arg_spec *specs, int n_specs,
                      tg_dtype dt, bool composed, int64_t eval_iters, int batch_size)
 {
     char err[8192];
@@ -156,8 +157,8 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
      * train refuses it (issue 20) */
     tg_model shape = {0};
     if (tg_model_config_read(f, &shape.config, err, sizeof err)) goto fail;
-    if ((vocab_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
-            ? checkpoint_model_vocab(f, &shape, vocab_file, &v, err, sizeof err)
+    if ((vocab_file || tok_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
+            ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, err, sizeof err)
             : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
     const int T = shape.config.block_size;
@@ -192,7 +193,7 @@ done:
 int cmd_eval(int argc, char **argv)
 {
     const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
-               *vocab_file = NULL, *config = NULL;
+               *vocab_file = NULL, *tok_file = NULL, *config = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
     bool composed = false;
@@ -204,6 +205,8 @@ int cmd_eval(int argc, char **argv)
         {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0, "with --ckpt: a text whose bytes are the vocabulary (for weights "
                                                  "without 'vocab' metadata)", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok_file, 0, 0, "with --ckpt: a tokenizer (tok.safetensors, a checkpoint holding "
+         "one, llama2.c's tokenizer.bin, a .tiktoken file) for weights that came without one", 0, ROLE_NONE},
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0, ROLE_NONE},
@@ -223,11 +226,12 @@ int cmd_eval(int argc, char **argv)
                         "(one batch)\n");
         return 2;
     }
-    if (!ckpt && (data || vocab_file || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size"))) {
-        fprintf(stderr, "tiny_gpt eval: --data, --vocab, --eval-iters and --batch-size go with --ckpt\n");
+    if (!ckpt && (data || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
+                  args_seen(specs, n_specs, "batch-size"))) {
+        fprintf(stderr, "tiny_gpt eval: --data, --vocab, --tokenizer, --eval-iters and --batch-size go with --ckpt\n");
         return 2;
     }
-    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, specs, n_specs, dt, composed, eval_iters, batch_size);
+    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, specs, n_specs, dt, composed, eval_iters, batch_size);
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();

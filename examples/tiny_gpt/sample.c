@@ -202,9 +202,11 @@ static int64_t token_prompt(const tg_vocab *v, int V, const char *prompt, size_t
         }
     } else if (plen) {
         int32_t *enc;
-        text[0] = ' ';   /* llama2.c's dummy prefix, for a Llama's documents */
+        /* llama2.c's dummy prefix, for a Llama's documents (unless the tokenizer adds it itself) */
+        const int pre = v->docs && !tg_tok_adds_prefix(v->tok);
+        text[0] = ' ';
         memcpy(text + 1, prompt, plen);
-        n = tg_tok_encode(v->tok, text + !v->docs, plen + v->docs, &enc, err, errlen);
+        n = tg_tok_encode(v->tok, text + !pre, plen + pre, &enc, err, errlen);
         int32_t *grown = n > 0 ? realloc(*ids, (size_t)n * sizeof **ids) : *ids;
         if (n > 0 && grown) memcpy(grown, enc, (size_t)n * sizeof *enc);
         if (n > 0 && !grown) snprintf(err, errlen, "out of memory"), n = -1;
@@ -218,6 +220,7 @@ static int64_t token_prompt(const tg_vocab *v, int V, const char *prompt, size_t
 int cmd_sample(int argc, char **argv)
 {
     const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = NULL, *prompt_file = NULL, *vocab_file = NULL,
+               *tok_file = NULL,
                *dtype = "f32", *attn = "fused", *config = NULL;
     bool composed = false;
     int tokens = 200, top_k = 200, threads = 1, num_samples = 1;
@@ -238,6 +241,9 @@ int cmd_sample(int argc, char **argv)
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0,
          "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok_file, 0, 0, "a tokenizer (tok.safetensors, a checkpoint holding one, llama2.c's "
+         "tokenizer.bin, a .tiktoken file) for weights that came without one; its size must be the model's", 0,
+         ROLE_NONE},
         {"stats", ARG_SWITCH, &stats, 0, 0, "print the decoding speed and heap allocations to stderr", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
@@ -270,7 +276,7 @@ int cmd_sample(int argc, char **argv)
     char picked[4096];
     if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err, sizeof err)) ||
         !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, &v, err, sizeof err))
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err, sizeof err))
         goto fail;
     tg_model_set_composed(&m, composed);
     const bool tokenized = v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS;

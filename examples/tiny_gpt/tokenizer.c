@@ -11,9 +11,11 @@
  * of stdin as bytes and prints the ids on one line, separated by single
  * spaces, ending with a newline; decode reads ids separated by any
  * whitespace and writes their bytes, streamed (an incomplete UTF-8
- * character waits for the next id, and is written as it is at the end).
- * F is a tokenizer file, a checkpoint that holds one, or a .tiktoken
- * rank file (such as GPT-2's). export writes llama2.c's tokenizer.bin, whose
+ * character waits for the next id, and is written as it is at the end;
+ * a tokenizer that adds the dummy prefix loses its space at the start and
+ * after BOS, as tg_tok_decode drops it).
+ * F is a tokenizer file, a checkpoint that holds one, a .tiktoken
+ * rank file (such as GPT-2's) or llama2.c's tokenizer.bin. export writes llama2.c's tokenizer.bin, whose
  * encoder in run.c then gives the same ids (export.c). */
 #include "tiny_gpt.h"
 
@@ -110,6 +112,7 @@ static int decode(const tg_tokenizer *t)
     tg_tok_stream_init(&s, t);
     int rc = 0;
     char *p = text, *end = text + len;
+    int32_t prev = -1;   /* the dummy prefix's space goes, at the start and after BOS (tg_tok_decode's rule) */
     for (int64_t k = 0; out; k++) {
         while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
         if (p == end) break;
@@ -127,7 +130,9 @@ static int decode(const tg_tokenizer *t)
             rc = 1;
             break;
         }
-        fwrite(out, 1, (size_t)got, stdout);
+        const int skip = got > 0 && tg_tok_adds_prefix(t) && (!k || prev == tg_tok_bos(t)) && out[0] == ' ';
+        fwrite(out + skip, 1, (size_t)(got - skip), stdout);
+        prev = (int32_t)id;
         p = q;
     }
     if (out && !rc) fwrite(out, 1, (size_t)tg_tok_stream_flush(&s, out, cap), stdout);
@@ -153,7 +158,8 @@ static int info(const tg_tokenizer *t, const char *data)
 {
     /* the ranks may be any file's; the pattern is GPT-2's, the only one tg_tok_load takes */
     static const char *const KINDS[] = {"", "bpe (tapegrad's byte-level BPE)",
-                                        "tiktoken (id = rank, words split by GPT-2's pattern)"};
+                                        "tiktoken (id = rank, words split by GPT-2's pattern)",
+                                        "spm (pieces with scores, merged by score as llama2.c's run.c)"};
     printf("kind %s\nids %d (%d merges), longest piece %zu bytes\nbos %d, eos %d\n", KINDS[tg_tok_kind_of(t)],
            (int)tg_tok_vocab_size(t), (int)tg_tok_n_merges(t), tg_tok_max_piece_len(t), (int)tg_tok_bos(t),
            (int)tg_tok_eos(t));

@@ -48,7 +48,7 @@ q "$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/to
 "$bin" tokenizer encode --tokenizer "$work/tok.safetensors" <"$work/text.txt" >"$work/ids.txt"
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c}
+mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok}
 cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
 cp "$work/llama/best.safetensors" "$corpus/safetensors/ckpt_llama.safetensors"
 cp "$work/gpt/best.safetensors" "$corpus/safetensors/ckpt_gpt.safetensors"
@@ -191,6 +191,23 @@ put("llama2c", "edge_tokenizer_empty", both(model, b""))
 put("llama2c", "edge_tokenizer_cut", both(model, tk[:-3]))
 put("llama2c", "edge_tokenizer_extra", both(model, tk + b"\0\0\0\0"))
 put("llama2c", "edge_tokenizer_negative_len", both(model, tk[:4] + b"\0\0\0\0" + struct.pack("<i", -5) + tk[12:]))
+# llama2c_tok: tokenizer.bin alone (the exports above, and llama2.c's own layout: "<0xXX>" bytes, scored merges)
+def l2c(pieces, scores):
+    return struct.pack("<i", max(map(len, pieces))) + b"".join(struct.pack("<fi", s, len(p)) + p for p, s in zip(pieces, scores))
+spm = [b"<unk>", b"\n<s>\n", b"\n</s>\n"] + [b"<0x%02X>" % b for b in range(256)]
+merges = [b" ", b"e", b"t", b"h", b"a", b"th", b" t", b"he", b" th", b"the", b" the", b"\xc3\xa9", b"caf", b"caf\xc3\xa9"]
+sp = l2c(spm + merges, [0.0] * 259 + [-float(k) for k in range(len(merges))])
+put("llama2c_tok", "bytes_export", tk)
+put("llama2c_tok", "bpe_export", tbpe)
+put("llama2c_tok", "sentencepiece_layout", sp)
+put("llama2c_tok", "edge_empty", b"")
+put("llama2c_tok", "edge_header_only", sp[:4])
+put("llama2c_tok", "edge_cut", sp[:-3])
+put("llama2c_tok", "edge_huge_length", sp[:4] + struct.pack("<fi", 0, 2**31 - 1) + sp[12:])
+put("llama2c_tok", "edge_nan_score", sp[:4] + struct.pack("<f", float("nan")) + sp[8:])
+put("llama2c_tok", "edge_byte_wrong", sp.replace(b"<0x41>", b"<0x4Z>"))
+put("llama2c_tok", "edge_max_len_small", struct.pack("<i", 2) + sp[4:])
+put("llama2c_tok", "edge_specials_only", sp[:4 + 13 + 13 + 14])
 hdr = list(struct.unpack("<7i", model[:28]))
 for name, k, v in [("edge_vocab_min", 5, -2**31), ("edge_heads_zero", 3, 0), ("edge_huge_dims", 0, 2**31 - 1),
                    ("edge_layers_negative", 2, -1), ("edge_kv_heads_over", 4, 7)]:
