@@ -6,7 +6,8 @@
 #     tests/parity_llama.py, bench/*.py run by /usr/bin/python3),
 #     sentencepiece (spm_train, spm_encode: bench/tokenizers.py), and
 #     nodejs + npm if there is no node or no npm;
-#   - the npm packages tiktoken and tokenizers (pinned versions) into
+#   - the npm packages tiktoken, tokenizers and node-llama-cpp (llama.cpp
+#     with prebuilt CPU binaries: tests/gguf_llama.js) (pinned versions) into
 #     bench/node_modules, or into $TAPEGRAD_NODE_MODULES when it is set
 #     (the one place tests/parity_tiktoken.js and bench/tokenizers.py then
 #     look).
@@ -15,13 +16,16 @@
 # otherwise it prints the `sudo apt-get install` command, still installs
 # the npm packages when node and npm are there, and exits 1. On a fresh
 # machine at most about 400 MB of Debian packages to fetch (torch and its
-# libraries; nodejs, and Debian's npm with its node-* packages) and 90 MB
-# of npm packages (tokenizers ships native addons for every platform).
+# libraries; nodejs, and Debian's npm with its node-* packages) and about
+# 90 MB of npm packages for tiktoken and tokenizers (native addons for
+# every platform), plus about 100 MB for node-llama-cpp (its prebuilt CPU
+# binaries, and llama.cpp's source as a git bundle; its GPU builds are
+# removed).
 #   scripts/reference-tools.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${TAPEGRAD_NODE_MODULES:-$root/bench/node_modules}
-npm_pkgs=(tiktoken@1.0.22 tokenizers@0.23.2)
+npm_pkgs=(tiktoken@1.0.22 tokenizers@0.23.2 node-llama-cpp@3.21.1)
 
 pkgs=(python3-torch python3-numpy sentencepiece)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
@@ -67,6 +71,8 @@ for p in "${npm_pkgs[@]}"; do
   node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
     "$tmp/node_modules/${p%@*}/package.json" "${p#*@}" || { echo "reference-tools: npm did not install $p" >&2; exit 1; }
 done
+# node-llama-cpp's GPU builds (CUDA, Vulkan: some 600 MB): the tests run on the CPU (gpu: false)
+rm -rf "$tmp"/node_modules/@node-llama-cpp/*-cuda* "$tmp"/node_modules/@node-llama-cpp/*-vulkan*
 mkdir -p "$(dirname "$dest")"
 rm -rf "$dest"
 mv "$tmp/node_modules" "$dest"

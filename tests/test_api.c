@@ -1144,6 +1144,18 @@ static void c_llama2c_tokenizer_write(fx *f)
 {
     num(f, tg_llama2c_tokenizer_write(NULL, tt_path("t.bin"), f->err, sizeof f->err));
 }
+static void c_gguf_export(fx *f)
+{
+    num(f, tg_gguf_export(NULL, tt_path("m.gguf"), TG_GGUF_F32, f->err, sizeof f->err));
+}
+static void c_gguf_export_nopath(fx *f)
+{
+    num(f, tg_gguf_export(NULL, NULL, TG_GGUF_F32, f->err, sizeof f->err));
+}
+static void c_gguf_export_type(fx *f)
+{
+    num(f, tg_gguf_export(NULL, tt_path("m.gguf"), (tg_gguf_type)3, f->err, sizeof f->err));
+}
 static void c_llama2c_import(fx *f)
 {
     num(f, tg_llama2c_import(tt_path("none.bin"), NULL, tt_path("c.safetensors"), f->err, sizeof f->err));
@@ -2164,6 +2176,9 @@ static const api_case CASES[] = {
     {"tg_llama2c_tokenizer_write(NULL, ...)", "-1", "llama2c_tokenizer_write: the tokenizer is NULL",
      c_llama2c_tokenizer_write},
     {"tg_llama2c_import(a missing file, ...)", "-1", "none.bin: No such file or directory", c_llama2c_import},
+    {"tg_gguf_export(NULL, ...)", "-1", "gguf_export: the checkpoint is NULL", c_gguf_export},
+    {"tg_gguf_export(NULL, NULL, ...)", "-1", "gguf_export: the path is NULL", c_gguf_export_nopath},
+    {"tg_gguf_export(NULL, path, 3, ...)", "-1", "gguf_export: type 3 is not one of", c_gguf_export_type},
     {"tg_checkpoint_save(path, NULL, ...)", "-1", "checkpoint_save: the model is NULL", c_ckpt_save_nom},
     {"tg_checkpoint_save(path, m, ..., meta NULL, 2, ...)", "-1", "checkpoint_save: meta is NULL", c_ckpt_save_nometa},
     {"tg_checkpoint_load_model(NULL, ...)", "-1", "checkpoint_load_model: the file is NULL", c_ckpt_load_model},

@@ -60,6 +60,24 @@ theirs=$(sed -n 's/^loss //p' "$work/rl.txt")
 ours=$("$bin" eval --init "$work/ref/best.safetensors" --batch "$work/batch.safetensors" 2>&1 | sed -n 's/^loss //p')
 awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-5 * a) }' &&
   ok "the reader's loss $theirs equals tiny_gpt's $ours on the same tokens" || bad "loss: reader '$theirs' vs tiny_gpt '$ours'"
+# eval --text: the same text encoded as sample encodes a prompt (BOS, " ", the bytes), scored in one window
+printf 'the cat 5 sees the dog 2.\nthe cat 6 sees the bird 0.' >"$work/score.txt"
+line=$("$bin" eval --ckpt "$work/ref/best.safetensors" --text "$work/score.txt" 2>&1)
+nll=$(sed -n 's/^nll \([0-9.]*\) nats per token over 53 predictions (perplexity [0-9.]*)$/\1/p' <<<"$line")
+awk -v a="$nll" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-5 * a) }' &&
+  ok "eval --text: '$line', the reader's loss $theirs" || bad "eval --text: '$line' vs the reader's loss '$theirs'"
+# a text longer than the block: its first block_size (256) ids, 255 predictions
+for i in $(seq 40); do printf 'the cat %d sees the dog %d.\n' $((i % 7)) $((i % 3)); done >"$work/long.txt"
+head -c 254 "$work/long.txt" >"$work/cut.txt"
+a=$("$bin" eval --ckpt "$work/ref/best.safetensors" --text "$work/long.txt" 2>&1)
+b=$("$bin" eval --ckpt "$work/ref/best.safetensors" --text "$work/cut.txt" 2>&1)
+grep -q "over 255 predictions" <<<"$a" && [ "$a" = "$b" ] && ok "eval --text scores the first block_size ids: $a" ||
+  bad "eval --text of a long text '$a' vs its first 254 bytes '$b'"
+: >"$work/empty.txt"
+expect_fail "eval --text of an empty text" "gives 1 id: at least two are needed for one prediction" \
+  "$bin" eval --ckpt "$work/ref/best.safetensors" --text "$work/empty.txt"
+expect_fail "eval --text with --data" "--text (one window of a text) excludes --data" \
+  "$bin" eval --ckpt "$work/ref/best.safetensors" --text "$work/score.txt" --data "$work/text.txt"
 
 # decoding allocates nothing per token: the same heap allocations for 20 and 200 tokens
 a20=$("$bin" sample --ckpt "$work/ref/best.safetensors" --prompt "the " --tokens 20 --temperature 0 --stats 2>&1 >/dev/null)
@@ -166,6 +184,33 @@ expect_fail "import of a tokenizer with trailing garbage" "7 bytes after the voc
 expect_fail "import of a tokenizer with an entry beyond vocab_size" "11 bytes after the vocab_size 259 entries" \
   imp "$work/model.bin" "$work/tok_extra.bin"
 [ ! -e "$work/bad.safetensors" ] && ok "refused imports write nothing" || bad "a refused import wrote a checkpoint"
+# 5. GGUF (what llama.cpp makes of the file: tests/gguf_llama.js): its frame, and what is refused
+"$bin" export --ckpt "$work/ref/best.safetensors" --format gguf --out "$work/m.gguf" >/dev/null 2>&1
+"$bin" export --ckpt "$work/ref/best.safetensors" --format gguf --type q8_0 --out "$work/m8.gguf" >/dev/null 2>&1
+hdr=$(od -An -tu4 -N8 "$work/m.gguf" 2>/dev/null | tr -s ' ')
+s32=$(stat -c %s "$work/m.gguf" 2>/dev/null || echo 0); s8=$(stat -c %s "$work/m8.gguf" 2>/dev/null || echo 0)
+[ "$hdr" = " 1179993927 3" ] && [ "$s8" -gt 0 ] && [ $((s8 * 2)) -lt "$s32" ] &&
+  ok "export --format gguf: 'GGUF' version 3, $s32 bytes; q8_0 $s8 bytes" || bad "gguf: header '$hdr', sizes $s32 $s8"
+expect_fail "gguf export of a GPT" "only a Llama is written (llama.cpp's architecture \"llama\"); this checkpoint is a gpt" \
+  "$bin" export --ckpt "$work/g/last.safetensors" --format gguf --out "$work/x.gguf"
+expect_fail "gguf export --type q4_0" "--type: f32, f16 or q8_0" \
+  "$bin" export --ckpt "$work/ref/best.safetensors" --format gguf --type q4_0 --out "$work/x.gguf"
+expect_fail "gguf export with --tokenizer" "--tokenizer goes with --format llama2c" \
+  "$bin" export --ckpt "$work/ref/best.safetensors" --format gguf --tokenizer "$work/t.bin" --out "$work/x.gguf"
+expect_fail "llama2c export with --type" "--type goes with --format gguf" \
+  "$bin" export --ckpt "$work/ref/best.safetensors" --type f16 --out "$work/x.bin"
+# llama.cpp finds tokens by their text: a learned piece spelled like a special is refused
+for i in $(seq 300); do printf '<s> x\n'; done >"$work/spec.txt"
+"$bin" tokenizer train --data "$work/spec.txt" --vocab-size 264 --out "$work/spec.safetensors" >/dev/null 2>&1
+"$bin" train --arch llama --n-layer 1 --n-head 2 --n-embd 16 --hidden-dim 16 --block-size 32 --batch-size 2 \
+  --steps 2 --eval-iters 1 --threads 1 --data "$work/spec.txt" --tokenizer "$work/spec.safetensors" \
+  --out "$work/sp" >/dev/null 2>&1
+expect_fail "gguf export of a piece spelled like a special" \
+  "is written \"<s>\" in llama.cpp's vocabulary, as is a special token (id 1)" \
+  "$bin" export --ckpt "$work/sp/last.safetensors" --format gguf --out "$work/x.gguf"
+[ ! -e "$work/x.gguf" ] && [ ! -e "$work/x.bin" ] && ok "refused GGUF exports write nothing" ||
+  bad "a refused GGUF export wrote a file"
+
 expect_fail "llama flags on a gpt" "--n-kv-head is a setting of --arch llama (this run is a gpt)" \
   "$bin" train --n-kv-head 2 --out "$work/y"
 expect_fail "kv heads that do not divide" "--n-kv-head 3 must divide --n-head 4" "$bin" train "${llama[@]}" --n-kv-head 3 --out "$work/y"

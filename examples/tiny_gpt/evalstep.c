@@ -3,6 +3,11 @@
  *   eval --ckpt F [--data F]  a checkpoint's train and val loss on its
  *         run's split (the text, block size, batch size and eval batches
  *         its metadata records), printed as training prints an evaluation.
+ *   eval --ckpt F --text FILE  the mean negative log-likelihood of a text:
+ *         its ids as sample encodes a prompt (a Llama's BOS first), the
+ *         first block_size of them in one window, position i predicting
+ *         id i + 1; "nll X nats per token over N predictions (perplexity
+ *         P)", the number llama.cpp's perplexity and transformers compute.
  *
  * The bridge to PyTorch: both read nanoGPT-named weights (F32 or F64,
  * config in __metadata__) and a batch file holding idx and targets (I32
@@ -190,10 +195,68 @@ done:
     return rc;
 }
 
+/* eval --ckpt F --text FILE: the text's mean nll in one window. */
+static int eval_text(const char *ckpt, const char *path, const char *vocab_file, const char *tok_file, tg_dtype dt,
+                     bool composed)
+{
+    char err[2048];
+    int rc = 1;
+    tg_st_file *f = NULL;
+    tg_model m = {0};
+    tg_vocab v = {0};
+    tg_graph *g = NULL;
+    char *text = NULL;
+    int32_t *ids = NULL;
+    size_t len;
+    char picked[4096];
+    if (!(text = tg_file_read(path, &len, err, sizeof err)) ||
+        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
+        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err, sizeof err))
+        goto fail;
+    tg_model_set_composed(&m, composed);
+    int64_t n = prompt_ids(&v, m.config.vocab_size, text, len, &ids, err, sizeof err);
+    if (n < 0) goto fail;
+    if (n > m.config.block_size) n = m.config.block_size;   /* one window: the first block_size ids */
+    if (n < 2) {
+        snprintf(err, sizeof err, "%s gives %lld id%s: at least two are needed for one prediction", path,
+                 (long long)n, n == 1 ? "" : "s");
+        goto fail;
+    }
+    if (!(g = tg_graph_new())) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    tg_graph_set_grad_enabled(g, false);
+    tg_graph_set_training(g, false);
+    const int N = (int)n - 1;
+    tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids);
+    tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + 1);
+    tg_tensor *loss = idx && tgt ? tg_model_loss(g, &m, idx, tgt) : NULL;
+    if (!loss) {
+        snprintf(err, sizeof err, "%s", tg_graph_error(g));
+        goto fail;
+    }
+    const double nll = tg_tensor_item(loss);
+    printf("nll %.6f nats per token over %d predictions (perplexity %.4f)\n", nll, N, exp(nll));
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+done:
+    free(ids);
+    free(text);
+    tg_graph_free(g);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    tg_st_free(f);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
-               *vocab_file = NULL, *tok_file = NULL, *config = NULL;
+               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
     bool composed = false;
@@ -201,6 +264,8 @@ int cmd_eval(int argc, char **argv)
         {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train (or its --out directory: the best, else the "
          "last): its train and val loss", 0, ROLE_NONE},
         {"data", ARG_STRING, &data, 0, 0, "with --ckpt: the text (default: the one the run recorded)", 0, ROLE_NONE},
+        {"text", ARG_STRING, &text, 0, 0, "with --ckpt: the mean nll per token of this file's text instead (its "
+         "first block_size ids, encoded as sample encodes a prompt)", 0, ROLE_NONE},
         {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
         {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0, "with --ckpt: a text whose bytes are the vocabulary (for weights "
@@ -218,7 +283,7 @@ int cmd_eval(int argc, char **argv)
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[1024];
     tg_dtype dt;
-    int setup = command_setup("eval", "--ckpt F [--data F] | --init W.safetensors --batch B.safetensors [flags]",
+    int setup = command_setup("eval", "--ckpt F [--data F | --text F] | --init W.safetensors --batch B.safetensors [flags]",
                               specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
     if (ckpt && (init || batch || dump)) {
@@ -226,11 +291,18 @@ int cmd_eval(int argc, char **argv)
                         "(one batch)\n");
         return 2;
     }
-    if (!ckpt && (data || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
+    if (!ckpt && (data || text || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
                   args_seen(specs, n_specs, "batch-size"))) {
-        fprintf(stderr, "tiny_gpt eval: --data, --vocab, --tokenizer, --eval-iters and --batch-size go with --ckpt\n");
+        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --tokenizer, --eval-iters and --batch-size go with "
+                        "--ckpt\n");
         return 2;
     }
+    if (text && (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size"))) {
+        fprintf(stderr, "tiny_gpt eval: --text (one window of a text) excludes --data, --eval-iters and "
+                        "--batch-size (the run's split)\n");
+        return 2;
+    }
+    if (text) return eval_text(ckpt, text, vocab_file, tok_file, dt, composed);
     if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, specs, n_specs, dt, composed, eval_iters, batch_size);
     int rc = 1;
     inputs in;

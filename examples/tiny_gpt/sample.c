@@ -217,6 +217,42 @@ static int64_t token_prompt(const tg_vocab *v, int V, const char *prompt, size_t
     return n;
 }
 
+int64_t prompt_ids(const tg_vocab *v, int V, const char *text, size_t len, int32_t **ids, char *err, size_t errlen)
+{
+    *ids = NULL;
+    const bool tokenized = v->kind == TG_VOCAB_TOKENIZER || v->kind == TG_VOCAB_IDS;
+    const bool llama = v->kind == TG_VOCAB_LLAMA2C || (v->kind == TG_VOCAB_TOKENIZER && v->docs);
+    const size_t head = llama ? (len && !tokenized ? 2 : 1) : 0;   /* BOS, and the dummy " " of the bytes */
+    int32_t *body = NULL;
+    int64_t n = (int64_t)len;
+    if (tokenized && (n = token_prompt(v, V, text, len, &body, err, errlen)) < 0) {
+        free(body);
+        return -1;
+    }
+    int32_t *all = malloc((head + (size_t)n + 1) * sizeof *all);
+    if (!all) {
+        free(body);
+        return snprintf(err, errlen, "out of memory"), -1;
+    }
+    if (llama) {
+        all[0] = v->kind == TG_VOCAB_TOKENIZER ? tg_tok_bos(v->tok) : TG_VOCAB_BOS;
+        if (len && !tokenized) all[1] = v->ids[' '];
+    }
+    size_t bad = 0;
+    if (tokenized) {
+        if (n) memcpy(all + head, body, (size_t)n * sizeof *all);
+    } else if (tg_vocab_encode(v, text, len, all + head, &bad) != 0) {
+        snprintf(err, errlen, "the text's character '%c' (byte %d, offset %zu) is not in the vocabulary",
+                 text[bad] >= 32 && text[bad] < 127 ? text[bad] : '?', (uint8_t)text[bad], bad);
+        free(body);
+        free(all);
+        return -1;
+    }
+    free(body);
+    *ids = all;
+    return (int64_t)head + n;
+}
+
 int cmd_sample(int argc, char **argv)
 {
     const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = NULL, *prompt_file = NULL, *vocab_file = NULL,

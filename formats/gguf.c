@@ -1,0 +1,473 @@
+/* GGUF, the file llama.cpp runs: a checkpoint to a GGUF file
+ * (tg_gguf_export, formats/formats.h).
+ *
+ * The file (GGUF version 3, all little-endian):
+ *   "GGUF", u32 version 3, u64 tensor count, u64 key-value count
+ *   each key-value: key (u64 length + bytes), u32 value type, the value
+ *                   (a string is u64 length + bytes; an array is u32
+ *                   element type, u64 count, the elements)
+ *   each tensor:    name, u32 dimensions, u64 sizes (fastest first, so a
+ *                   PyTorch (out, in) matrix is [in, out]), u32 ggml type,
+ *                   u64 offset of its data from the data section's start
+ *   padding to the alignment (32 bytes: general.alignment is not
+ *   written), then each tensor's data, each padded to the alignment
+ *
+ * A Llama is llama.cpp's architecture "llama": the hyperparameters under
+ * "llama." (context_length is the block size), the tensors under
+ * llama.cpp's names (token_embd, blk.N.attn_q ..., output_norm, output;
+ * no output tensor for a tied head, which llama.cpp then takes from
+ * token_embd). llama.cpp's "llama" rotates adjacent pairs (RoPE as Meta
+ * and llama2.c): a model trained with --rope halves (Hugging Face's
+ * pairing) has the rows of wq and wk of each head reordered, row i of
+ * the first half to 2i and row i of the second half to 2i + 1, which
+ * turns rotating (x_i, x_{i+hd/2}) into rotating (x_2i, x_2i+1) with the
+ * same frequency.
+ *
+ * The tokenizer is llama.cpp's "llama" (SentencePiece-style) model, the
+ * one that encodes as llama2.c's run.c does: BOS, " " in front of the
+ * text, then every character merged by score, the highest first, with
+ * bytes (tokens <0xXX>) for what no piece holds. llama.cpp writes every
+ * space as U+2581 before it looks pieces up, so the byte 0x20 is the
+ * token "▁" and every space in a piece is written "▁"; the learned piece
+ * of id k scores -k (the lowest id merges first, as in tapegrad's BPE).
+ * docs/formats.md ("GGUF") says why this gives tapegrad's ids, and for
+ * which texts it does not.
+ *
+ * Weights: F32 as the model holds them; F16 (round to nearest even) and
+ * Q8_0 (ggml's blocks of 32 int8 with an F16 scale: d = max|x| / 127,
+ * q = round(x / d) half away from zero) for the matrices, the norms'
+ * vectors F32 as llama.cpp's own converter keeps them; a matrix whose
+ * rows are not a multiple of 32 long is F16 in a Q8_0 file. */
+#include "formats.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/atomic_file.h"
+#include "../core/err_internal.h"
+
+#define GGUF_ALIGN 32
+enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
+enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };   /* llama.cpp's token types */
+
+/* ---- a growing buffer of bytes -------------------------------------------- */
+
+typedef struct gbuf {
+    unsigned char *p;
+    size_t len, cap;
+    bool oom;
+} gbuf;
+
+static void put(gbuf *b, const void *d, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+}
+
+static void put_u32(gbuf *b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(gbuf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(gbuf *b, const void *s, size_t n) { put_u64(b, n); put(b, s, n); }
+
+static void kv_key(gbuf *b, const char *key, uint32_t type) { put_str(b, key, strlen(key)); put_u32(b, type); }
+static void kv_u32(gbuf *b, const char *key, uint32_t v) { kv_key(b, key, GGUF_U32); put_u32(b, v); }
+static void kv_f32(gbuf *b, const char *key, float v) { kv_key(b, key, GGUF_F32); put(b, &v, 4); }
+static void kv_bool(gbuf *b, const char *key, bool v) { kv_key(b, key, GGUF_BOOL); put(b, &(uint8_t){v}, 1); }
+static void kv_string(gbuf *b, const char *key, const char *s) { kv_key(b, key, GGUF_STRING); put_str(b, s, strlen(s)); }
+static void kv_array(gbuf *b, const char *key, uint32_t type, uint64_t n)
+{
+    kv_key(b, key, GGUF_ARRAY);
+    put_u32(b, type);
+    put_u64(b, n);
+}
+
+/* ---- numbers --------------------------------------------------------------- */
+
+/* f as IEEE half, rounded to the nearest (ties to even), as ggml's
+ * conversion (and the F16C instruction) rounds; the caller passes finite
+ * values only (past 65504 the result is infinite). */
+static uint16_t to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    const uint32_t ax = x & 0x7fffffff;
+    if (ax >= 0x477ff000) return sign | 0x7c00;   /* 65520 and up round to infinity */
+    if (ax < 0x38800000) {                        /* below 2^-14: a subnormal half, in units of 2^-24 */
+        float a;
+        memcpy(&a, &ax, 4);
+        return sign | (uint16_t)rintf(a * 16777216.0f);   /* exact scaling, rounded to nearest even */
+    }
+    uint32_t h = ((ax >> 23) - 127 + 15) << 10 | (ax & 0x7fffff) >> 13;
+    const uint32_t rest = ax & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;   /* a carry into the exponent is right too */
+    return sign | (uint16_t)h;
+}
+
+/* ---- the tensors ------------------------------------------------------------ */
+
+typedef struct gtensor {
+    char name[64];
+    const tg_tensor *t;   /* the model's parameter, f32 */
+    int64_t ne[2];        /* ggml's sizes: [columns, rows], or [n] */
+    int ndim;
+    int type;             /* TG_GGUF_F32, _F16 or _Q8_0 */
+    int permute_heads;    /* >0: wq/wk of a --rope halves model, this many heads to reorder */
+    uint64_t offset, nbytes;
+} gtensor;
+
+static uint64_t tensor_bytes(const gtensor *g)
+{
+    const uint64_t n = (uint64_t)g->ne[0] * (uint64_t)(g->ndim > 1 ? g->ne[1] : 1);
+    return g->type == TG_GGUF_F32 ? 4 * n : g->type == TG_GGUF_F16 ? 2 * n : n / 32 * 34;
+}
+
+/* Row r of the matrix as llama.cpp's "llama" wants it: for wq and wk of a
+ * model with Hugging Face's RoPE pairing, the row that goes there. */
+static const float *source_row(const gtensor *g, int64_t r)
+{
+    const float *d = g->t->data;
+    if (g->permute_heads <= 0) return d + r * g->ne[0];
+    const int64_t hd = g->ne[1] / g->permute_heads, h = r / hd, i = r % hd;
+    const int64_t from = h * hd + (i % 2 ? hd / 2 : 0) + i / 2;
+    return d + from * g->ne[0];
+}
+
+/* Row r of g encoded in its type into out (tensor_bytes / rows bytes). */
+static void encode_row(const gtensor *g, int64_t r, unsigned char *out)
+{
+    const float *x = source_row(g, r);
+    const int64_t n = g->ne[0];
+    if (g->type == TG_GGUF_F32) {
+        memcpy(out, x, (size_t)n * 4);
+    } else if (g->type == TG_GGUF_F16) {
+        for (int64_t j = 0; j < n; j++) {
+            const uint16_t h = to_f16(x[j]);
+            memcpy(out + 2 * j, &h, 2);
+        }
+    } else {   /* Q8_0: per block of 32, a half scale d then 32 int8 q with x ~ d q */
+        for (int64_t b = 0; b < n / 32; b++, out += 34) {
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+            const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+            const uint16_t h = to_f16(d);
+            memcpy(out, &h, 2);
+            for (int j = 0; j < 32; j++) out[2 + j] = (unsigned char)(int8_t)roundf(x[32 * b + j] * id);
+        }
+    }
+}
+
+/* ---- the tokenizer ------------------------------------------------------------ */
+
+/* The vocabulary's tokens in llama.cpp's SentencePiece-style form: text
+ * (malloc'd, in *text at offsets *at, lengths *len), score and type per
+ * id. 0, or -1 with a message. */
+typedef struct gvocab {
+    int n;
+    gbuf text;
+    size_t *at, *len;
+    float *score;
+    int32_t *type;
+} gvocab;
+
+static void gvocab_free(gvocab *g)
+{
+    free(g->text.p);
+    free(g->at);
+    free(g->len);
+    free(g->score);
+    free(g->type);
+}
+
+/* Appends piece p (l bytes) with every space written as U+2581. */
+static void add_token(gvocab *g, int id, const unsigned char *p, size_t l, float score, int32_t type)
+{
+    g->at[id] = g->text.len;
+    for (size_t i = 0; i < l; i++) {
+        if (p[i] == ' ') put(&g->text, "\xe2\x96\x81", 3);
+        else put(&g->text, p + i, 1);
+    }
+    g->len[id] = g->text.len - g->at[id];
+    g->score[id] = score;
+    g->type[id] = type;
+}
+
+/* a token's text, for finding two alike (sorted, no context needed) */
+typedef struct spelled {
+    const unsigned char *p;
+    size_t len;
+    int id;
+} spelled;
+
+static int cmp_spelled(const void *a, const void *b)
+{
+    const spelled *x = a, *y = b;
+    const int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    return c ? c : x->len < y->len ? -1 : x->len > y->len ? 1 : x->id - y->id;
+}
+
+static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
+{
+    static const char *const specials[3] = {"<unk>", "<s>", "</s>"};
+    const bool bpe = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_BPE && v->docs;
+    if (v->kind != TG_VOCAB_LLAMA2C && !bpe)
+        return snprintf(err, errlen, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
+                                     "tokenizer, llama2.c's bytes or tapegrad's BPE with BOS (train --tokenizer); "
+                                     "this model's is %s",
+                        v->kind == TG_VOCAB_BYTES ? "a text's bytes" : v->kind == TG_VOCAB_IDS
+                            ? "bare token ids, without a tokenizer" : "GPT-2's tiktoken ranks"), -1;
+    const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
+    if (bpe && T != V)
+        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                                     "tokenizer %d", V, (int)T), -1;
+    g->n = V;
+    g->at = calloc((size_t)V, sizeof *g->at);
+    g->len = calloc((size_t)V, sizeof *g->len);
+    g->score = calloc((size_t)V, sizeof *g->score);
+    g->type = calloc((size_t)V, sizeof *g->type);
+    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
+    for (int id = 0; id < V; id++) {
+        char buf[32];
+        size_t l;
+        const unsigned char *p;
+        if (id < 3) {
+            if (bpe && (tg_tok_is_special(v->tok, id) != 1 || !(p = tg_tok_piece(v->tok, id, &l)) ||
+                        l != strlen(specials[id]) || memcmp(p, specials[id], l)))
+                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
+                                             "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",
+                                id, specials[id]), -1;
+            add_token(g, id, (const unsigned char *)specials[id], strlen(specials[id]), 0.0f,
+                      id ? TOKEN_CONTROL : TOKEN_UNKNOWN);
+        } else if (id < TG_VOCAB_LLAMA2C_SIZE) {
+            const int byte = id - 3;
+            if (bpe && ((p = tg_tok_piece(v->tok, id, &l)) == NULL || l != 1 || p[0] != byte ||
+                        tg_tok_is_special(v->tok, id)))
+                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not the byte %d (a BPE "
+                                             "tokenizer for a Llama has llama2.c's layout: 3 specials, then byte b "
+                                             "at 3 + b)", id, byte), -1;
+            if (byte == ' ') {
+                add_token(g, id, (const unsigned char *)" ", 1, 0.0f, TOKEN_NORMAL);   /* "▁": spaces are escaped */
+            } else {
+                snprintf(buf, sizeof buf, "<0x%02X>", byte);
+                add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
+            }
+        } else if (!bpe) {   /* llama2.c's vocabulary past its 259 ids: never produced */
+            snprintf(buf, sizeof buf, "<extra_%d>", id);
+            add_token(g, id, (const unsigned char *)buf, strlen(buf), -1e30f, TOKEN_CONTROL);
+        } else {
+            p = tg_tok_piece(v->tok, id, &l);
+            if (tg_tok_is_special(v->tok, id))   /* a control token: never made from text, by either */
+                add_token(g, id, p, l, 0.0f, TOKEN_CONTROL);
+            else
+                add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
+        }
+    }
+    if (g->text.oom) return snprintf(err, errlen, "out of memory"), -1;
+    /* llama.cpp finds a token by its text: two ids with one text would
+     * read as one (a piece spelling "<0x41>", "<s>", or U+2581 alone) */
+    spelled *order = malloc((size_t)V * sizeof *order);
+    if (!order) return snprintf(err, errlen, "out of memory"), -1;
+    for (int i = 0; i < V; i++) order[i] = (spelled){g->text.p + g->at[i], g->len[i], i};
+    qsort(order, (size_t)V, sizeof *order, cmp_spelled);
+    int rc = 0;
+    for (int i = 1; i < V && !rc; i++) {
+        const spelled *a = &order[i - 1], *b = &order[i];
+        if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
+            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
+            char text[64], shown[TG_SHOWN_SIZE];
+            snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
+            snprintf(err, errlen, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
+                                  "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
+                     b->id, tg_shown(text, shown), what, a->id);
+            rc = -1;
+        }
+    }
+    free(order);
+    return rc;
+}
+
+/* ---- the file ------------------------------------------------------------------- */
+
+static const char *const LAYER_NAMES[9][2] = {
+    {"attention_norm.weight", "attn_norm"}, {"attention.wq.weight", "attn_q"},  {"attention.wk.weight", "attn_k"},
+    {"attention.wv.weight", "attn_v"},      {"attention.wo.weight", "attn_output"}, {"ffn_norm.weight", "ffn_norm"},
+    {"feed_forward.w1.weight", "ffn_gate"}, {"feed_forward.w2.weight", "ffn_down"}, {"feed_forward.w3.weight", "ffn_up"},
+};
+
+/* Adds parameter pname of m as GGUF tensor gname; -1 if m has none. */
+static int add_tensor(gtensor *ts, int *n, const tg_model *m, const char *pname, const char *gname, int type,
+                      int permute_heads)
+{
+    const tg_tensor *t = tg_params_get(m->params, pname);
+    if (!t || t->dtype != TG_F32 || (t->ndim != 1 && t->ndim != 2)) return -1;
+    gtensor *g = &ts[(*n)++];
+    snprintf(g->name, sizeof g->name, "%s", gname);
+    g->t = t;
+    g->ndim = t->ndim;
+    g->ne[0] = t->shape[t->ndim - 1];
+    g->ne[1] = t->ndim > 1 ? t->shape[0] : 1;
+    g->type = t->ndim == 1 ? TG_GGUF_F32 : type == TG_GGUF_Q8_0 && g->ne[0] % 32 ? TG_GGUF_F16 : type;
+    g->permute_heads = permute_heads;
+    return 0;
+}
+
+/* 1 when every value of every parameter is finite */
+static int finite_params(const tg_model *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < tg_params_count(m->params); i++) {
+        const tg_tensor *t = tg_params_at(m->params, i);
+        const float *d = t->data;
+        for (int64_t k = 0; k < t->numel; k++)
+            if (!isfinite(d[k]))
+                return snprintf(err, errlen, "%s[%lld] is %g: a model with NaN or infinite weights cannot be run",
+                                t->name, (long long)k, (double)d[k]), 0;
+    }
+    return 1;
+}
+
+int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen)
+{
+    if (!path) return snprintf(err, errlen, "gguf_export: the path is NULL"), -1;
+    if (type != TG_GGUF_F32 && type != TG_GGUF_F16 && type != TG_GGUF_Q8_0)
+        return snprintf(err, errlen, "gguf_export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
+                        (int)type), -1;
+    if (!ckpt) return snprintf(err, errlen, "gguf_export: the checkpoint is NULL"), -1;
+    tg_model m = {0};
+    tg_vocab v = {0};
+    gvocab gv = {0};
+    gbuf h = {0};
+    gtensor *ts = NULL;
+    unsigned char *row = NULL;
+    int rc = -1;
+    if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, err, errlen)) goto done;
+    const tg_model_config *c = &m.config;
+    if (strcmp(c->arch, "llama")) {
+        snprintf(err, errlen, "gguf_export: only a Llama is written (llama.cpp's architecture \"llama\"); this "
+                              "checkpoint is a %s", c->arch);
+        goto done;
+    }
+    if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
+    if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, &gv, err, errlen)) goto done;
+
+    /* the tensors, in llama.cpp's order */
+    const int max_t = 9 * c->n_layer + 3;
+    int nt = 0;
+    if (!(ts = calloc((size_t)max_t, sizeof *ts))) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    char pname[96], gname[64];
+    int bad = add_tensor(ts, &nt, &m, "tok_embeddings.weight", "token_embd.weight", type, 0);
+    for (int l = 0; l < c->n_layer; l++)
+        for (int k = 0; k < 9; k++) {
+            snprintf(pname, sizeof pname, "layers.%d.%s", l, LAYER_NAMES[k][0]);
+            snprintf(gname, sizeof gname, "blk.%d.%s.weight", l, LAYER_NAMES[k][1]);
+            const int heads = !c->rope_halves ? 0 : k == 1 ? c->n_head : k == 2 ? c->n_kv_head : 0;
+            bad |= add_tensor(ts, &nt, &m, pname, gname, type, heads);
+        }
+    bad |= add_tensor(ts, &nt, &m, "norm.weight", "output_norm.weight", type, 0);
+    if (!c->tied) bad |= add_tensor(ts, &nt, &m, "output.weight", "output.weight", type, 0);
+    if (bad) {
+        snprintf(err, errlen, "gguf_export: the Llama's parameters are not the ones it writes (a family of another "
+                              "layout registered as \"llama\"?)");
+        goto done;
+    }
+    uint64_t off = 0, row_max = 0;
+    for (int i = 0; i < nt; i++) {
+        ts[i].offset = off;
+        ts[i].nbytes = tensor_bytes(&ts[i]);
+        off += (ts[i].nbytes + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN;
+        if (ts[i].nbytes / (uint64_t)ts[i].ne[1] > row_max) row_max = ts[i].nbytes / (uint64_t)ts[i].ne[1];
+    }
+
+    /* header and metadata */
+    const int n_kv = 22;
+    put(&h, "GGUF", 4);
+    put_u32(&h, 3);
+    put_u64(&h, (uint64_t)nt);
+    put_u64(&h, (uint64_t)n_kv);
+    kv_string(&h, "general.architecture", "llama");
+    kv_string(&h, "general.name", "tapegrad");
+    kv_u32(&h, "general.file_type", type == TG_GGUF_F32 ? 0 : type == TG_GGUF_F16 ? 1 : 7);   /* llama_ftype */
+    kv_u32(&h, "llama.context_length", (uint32_t)c->block_size);
+    kv_u32(&h, "llama.embedding_length", (uint32_t)c->n_embd);
+    kv_u32(&h, "llama.block_count", (uint32_t)c->n_layer);
+    kv_u32(&h, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
+    kv_u32(&h, "llama.attention.head_count", (uint32_t)c->n_head);
+    kv_u32(&h, "llama.attention.head_count_kv", (uint32_t)c->n_kv_head);
+    kv_u32(&h, "llama.rope.dimension_count", (uint32_t)(c->n_embd / c->n_head));
+    kv_f32(&h, "llama.rope.freq_base", (float)c->rope_theta);
+    kv_f32(&h, "llama.attention.layer_norm_rms_epsilon", (float)c->norm_eps);
+    kv_u32(&h, "llama.vocab_size", (uint32_t)c->vocab_size);
+    kv_string(&h, "tokenizer.ggml.model", "llama");
+    kv_array(&h, "tokenizer.ggml.tokens", GGUF_STRING, (uint64_t)gv.n);
+    for (int id = 0; id < gv.n; id++) put_str(&h, gv.text.p + gv.at[id], gv.len[id]);
+    kv_array(&h, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)gv.n);
+    put(&h, gv.score, (size_t)gv.n * 4);
+    kv_array(&h, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)gv.n);
+    put(&h, gv.type, (size_t)gv.n * 4);
+    kv_u32(&h, "tokenizer.ggml.bos_token_id", 1);
+    kv_u32(&h, "tokenizer.ggml.eos_token_id", 2);
+    kv_u32(&h, "tokenizer.ggml.unknown_token_id", 0);
+    kv_bool(&h, "tokenizer.ggml.add_bos_token", true);
+    kv_bool(&h, "tokenizer.ggml.add_space_prefix", true);
+    /* the tensors' descriptions, then padding to the data */
+    for (int i = 0; i < nt; i++) {
+        put_str(&h, ts[i].name, strlen(ts[i].name));
+        put_u32(&h, (uint32_t)ts[i].ndim);
+        for (int d = 0; d < ts[i].ndim; d++) put_u64(&h, (uint64_t)ts[i].ne[d]);
+        put_u32(&h, (uint32_t)ts[i].type);
+        put_u64(&h, ts[i].offset);
+    }
+    static const unsigned char zeros[GGUF_ALIGN];
+    put(&h, zeros, (GGUF_ALIGN - h.len % GGUF_ALIGN) % GGUF_ALIGN);
+    if (h.oom || !(row = malloc(row_max))) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+
+    /* the file: the header, then the data row by row */
+    tg_atomic_file af;
+    if (tg_atomic_begin(&af, path)) {
+        tg_atomic_message(&af, path, err, errlen);
+        goto done;
+    }
+    int wrc = tg_atomic_write(&af, h.p, h.len);
+    for (int i = 0; !wrc && i < nt; i++) {
+        const uint64_t rb = ts[i].nbytes / (uint64_t)ts[i].ne[1];
+        for (int64_t r = 0; !wrc && r < ts[i].ne[1]; r++) {
+            encode_row(&ts[i], r, row);
+            wrc = tg_atomic_write(&af, row, rb);
+        }
+        if (!wrc) wrc = tg_atomic_write(&af, zeros, (GGUF_ALIGN - ts[i].nbytes % GGUF_ALIGN) % GGUF_ALIGN);
+    }
+    if (!wrc) wrc = tg_atomic_commit(&af);
+    if (wrc) {
+        tg_atomic_message(&af, path, err, errlen);
+        tg_atomic_abort(&af);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(row);
+    free(ts);
+    free(h.p);
+    gvocab_free(&gv);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    return rc;
+}

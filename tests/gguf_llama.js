@@ -1,0 +1,264 @@
+#!/usr/bin/env node
+// A Llama trained by tiny_gpt, exported with `tiny_gpt export --format
+// gguf`, run by llama.cpp (the npm package node-llama-cpp: llama.cpp's
+// library and a JavaScript API over it). Two models: llama2.c's byte
+// vocabulary with a tied head and RoPE on interleaved pairs, and a
+// tapegrad BPE tokenizer with an untied head, grouped-query attention and
+// RoPE by halves (whose q and k rows the export reorders). For each:
+//   - llama.cpp's ids of a varied text (English, source code, whitespace
+//     runs, several scripts, emoji, combining marks) equal tapegrad's
+//     (BOS, then " " + the text, as sample encodes a prompt);
+//   - llama.cpp's greedy continuation of a prompt equals `tiny_gpt sample
+//     --temperature 0`'s, at least 150 bytes (f32 export);
+//   - llama.cpp's mean nll per token of an unseen text (the first
+//     block_size ids, position i predicting id i + 1) equals `tiny_gpt
+//     eval --text`'s within 1e-4 relative (f32), and the f16 and q8_0
+//     exports' within 0.5% of the f32 export's;
+//   - the f16 and q8_0 exports' tensors are, byte for byte, gguf-py's
+//     conversion of the f32 export's (tests/gguf_quants.py).
+//   node tests/gguf_llama.js path/to/tiny_gpt SOURCE_DIR
+// The package is looked for in $TAPEGRAD_NODE_MODULES when it is set,
+// otherwise in SOURCE_DIR/bench/node_modules (scripts/reference-tools.sh
+// installs it there). Without it the test is skipped (exit 77), or fails
+// (exit 1) when the environment has CI=true.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const { pathToFileURL } = require('url');
+
+const [bin, src] = process.argv.slice(2);
+if (!bin || !src) {
+  console.error('usage: node tests/gguf_llama.js TINY_GPT SOURCE_DIR');
+  process.exit(2);
+}
+const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
+const pkg = path.join(modules, 'node-llama-cpp');
+if (!fs.existsSync(path.join(pkg, 'package.json'))) {
+  const ci = process.env.CI === 'true';
+  console.log(`gguf_llama: the npm node-llama-cpp package is not in ${modules} ` +
+              `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
+  process.exit(ci ? 1 : 77);
+}
+
+let passed = 0, failed = 0;
+function ok(msg) { passed++; console.log(`ok ${msg}`); }
+function bad(msg) { failed++; console.log(`FAIL ${msg}`); }
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tg_gguf_'));
+const env = { ...process.env, OPENBLAS_NUM_THREADS: '1' };
+function run(args, input) {
+  try {
+    return execFileSync(bin, args, { env, input, maxBuffer: 1 << 26, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new Error(`tiny_gpt ${args.join(' ')}: ${e.stderr ? e.stderr.toString().trim() : e.message}`);
+  }
+}
+
+// ---- the texts
+const shakespeare = [process.env.TAPEGRAD_SHAKESPEARE, path.join(src, '..', 'shared', 'data', 'tinyshakespeare.txt'),
+                     path.join(src, '..', '..', 'shared', 'data', 'tinyshakespeare.txt')]
+  .filter(Boolean).find((p) => fs.existsSync(p));
+let english;
+if (shakespeare) {
+  english = fs.readFileSync(shakespeare, 'utf8');
+} else {   // a generated stand-in: lines a small model learns
+  english = '';
+  for (let i = 0; i < 6000; i++) english += `the cat ${i % 7} sees the dog ${i % 3} and the bird ${i % 5}.\n`;
+}
+// one document (a Llama's BPE text starts a document after a blank line,
+// where sample then stops): blank lines made single newlines
+english = english.replace(/\n\n+/g, '\n');
+const trainText = english.slice(0, 200000);
+const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
+const varied = [
+  'Hello, world!  Two spaces,   three,\ttab,\t\ttwo tabs.\n\nA blank line above; trailing spaces   \n',
+  'static int add(int a, int b) {\n    return a + b;   // sum\n}\n\tif (x != NULL && y[3] >= 0x1f) { puts("ok"); }\n',
+  'def f(x):\n    return {"key": [1, 2.5, -3e-4]}  # Python\n',
+  'Grüße aus Köln, naïve café, déjà vu. Ελληνικά κείμενα. Русский текст, ещё.\n',
+  '東京は日本の首都です。你好，世界！ 한국어 문장입니다. こんにちは、カタカナ。\n',
+  'مرحبا بالعالم. שלום עולם. नमस्ते दुनिया। สวัสดีชาวโลก\n',
+  'emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 🤖✨ and combining: e\u0301 a\u0308\u0304 n\u0303 Z\u0336\n',
+  'spaces      and\n\n\n\nnewlines\r\n\u00a0nbsp\u3000ideographic  end',
+].join('');
+fs.writeFileSync(path.join(work, 'train.txt'), trainText);
+fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
+
+// ---- tapegrad's side: two models
+const common = ['--arch', 'llama', '--n-layer', '2', '--n-embd', '64', '--hidden-dim', '160', '--block-size', '256',
+                '--batch-size', '8', '--lr', '1e-2', '--min-lr', '1e-3', '--warmup', '20', '--eval-iters', '2',
+                '--eval-interval', '300', '--threads', '1', '--data', path.join(work, 'train.txt')];
+const tok = path.join(work, 'tok.safetensors');
+// the tokenizer learns from the English and the varied text, so that its pieces hold other scripts too
+fs.writeFileSync(path.join(work, 'tok_train.txt'), trainText.slice(0, 100000) + varied.repeat(20));
+run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-size', '700', '--out', tok]);
+const models = [
+  { name: 'bytes (llama2.c vocabulary), tied, interleaved RoPE, MHA', dir: 'bytes',
+    flags: ['--n-head', '4', '--steps', '300'] },
+  { name: 'BPE (700 ids), untied, RoPE by halves, GQA, SwiGLU width 144', dir: 'bpe',   // 144: ffn_down is F16 in q8_0
+    flags: ['--n-head', '4', '--n-kv-head', '2', '--tied', 'false', '--rope', 'halves', '--tokenizer', tok,
+            '--hidden-dim', '144', '--steps', '200'] },
+];
+for (const m of models) {
+  m.ckpt = path.join(work, m.dir, 'last.safetensors');
+  run(['train', ...common, ...m.flags, '--out', path.join(work, m.dir)]);
+  for (const type of ['f32', 'f16', 'q8_0'])
+    run(['export', '--ckpt', m.ckpt, '--format', 'gguf', '--type', type, '--out', path.join(work, `${m.dir}.${type}.gguf`)]);
+}
+
+// tapegrad's ids of a text as sample encodes a prompt: BOS, then " " + text
+function tapegradIds(m, text) {
+  if (m.dir === 'bytes') return [1, ...Buffer.from(' ' + text, 'utf8')].map((b, i) => (i ? b + 3 : b));
+  const out = run(['tokenizer', 'encode', '--tokenizer', tok], Buffer.from(' ' + text, 'utf8')).toString().trim();
+  return [1, ...out.split(/\s+/).map(Number)];
+}
+
+// The ids llama.cpp gives where tapegrad's have a piece that is the first
+// bytes of a character (a piece the trainer grew towards a character it
+// did not complete): llama.cpp never splits a character, and one that is
+// no piece becomes its bytes (docs/formats.md, "GGUF"). Returns the ids
+// and how many pieces were so replaced.
+const pieces = new Map();   // id -> its bytes (tiny_gpt tokenizer decode)
+function asLlamaCpp(m, ids) {
+  if (m.dir === 'bytes') return [ids, 0];
+  const out = [];
+  let n = 0;
+  for (const id of ids) {
+    if (id >= 259 && !pieces.has(id)) pieces.set(id, run(['tokenizer', 'decode', '--tokenizer', tok], `${id}\n`));
+    const piece = id >= 259 ? pieces.get(id) : null;
+    let i = 0;
+    while (piece && i < piece.length) {   // whole UTF-8 characters?
+      const c = piece[i], len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      if (i + len > piece.length) break;
+      i += len;
+    }
+    if (piece && i < piece.length) {
+      n++;
+      for (const b of piece) out.push(b + 3);
+    } else out.push(id);
+  }
+  return [out, n];
+}
+
+function firstDiff(a, b) {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i === a.length && i === b.length ? -1 : i;
+}
+
+// The exports' weights against gguf-py's quantizers (llama.cpp's Python
+// package, in the npm package's git bundle of llama.cpp's source), with
+// Debian's python3-numpy (scripts/reference-tools.sh installs it)
+function checkQuants() {
+  const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  try {
+    execFileSync(python, ['-c', 'import numpy'], { stdio: 'ignore' });
+  } catch (e) {
+    const ci = process.env.CI === 'true';
+    (ci ? bad : (m) => console.log(`skipped ${m}`))(`the byte comparison with gguf-py: no python3 with numpy`);
+    return;
+  }
+  const repo = path.join(work, 'llama.cpp');
+  execFileSync('git', ['init', '-q', repo]);
+  execFileSync('git', ['-C', repo, 'fetch', '-q', path.join(pkg, 'llama', 'gitRelease.bundle'), 'HEAD']);
+  execFileSync('sh', ['-c', `git -C "${repo}" archive FETCH_HEAD gguf-py | tar -x -C "${repo}"`]);
+  for (const m of models) {
+    const files = ['f32', 'f16', 'q8_0'].map((t) => path.join(work, `${m.dir}.${t}.gguf`));
+    let out, rc = 0;
+    try {
+      out = execFileSync(python, [path.join(src, 'tests', 'gguf_quants.py'), path.join(repo, 'gguf-py'), ...files])
+        .toString();
+    } catch (e) {
+      out = (e.stdout || '').toString() + (e.stderr || '').toString();
+      rc = 1;
+    }
+    for (const line of out.trim().split('\n')) {
+      const msg = `${m.name}: ${line.replace(/^(ok|FAIL) /, '').replace(work + '/', '')}`;
+      if (rc === 0 && line.startsWith('ok ')) ok(msg); else bad(msg);
+    }
+  }
+}
+
+(async () => {
+  checkQuants();
+  const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  const version = require(path.join(pkg, 'package.json')).version;
+  console.log(`node-llama-cpp ${version}`);
+  for (const m of models) {
+    const nll = {};
+    for (const type of ['f32', 'f16', 'q8_0']) {
+      const model = await llama.loadModel({ modelPath: path.join(work, `${m.dir}.${type}.gguf`) });
+      const ctxSize = model.trainContextSize;
+      const context = await model.createContext({ contextSize: ctxSize, sequences: 1, threads: 1 });
+      const seq = context.getSequence();
+      const label = `${m.name}, ${type}`;
+      if (type === 'f32') {
+        // ids
+        for (const [what, text] of [['varied text', varied], ['unseen English', unseen]]) {
+          const ours = tapegradIds(m, text);
+          const [want, prefixes] = asLlamaCpp(m, ours);
+          const got = [model.tokens.bos, ...model.tokenize(text)];
+          const i = firstDiff(want, got);
+          if (i < 0 && (what !== 'unseen English' || !prefixes))
+            ok(`${label}: llama.cpp's ids of the ${what} equal tapegrad's (${got.length} ids` +
+               (prefixes ? `; ${prefixes} pieces that are a character's first bytes spelled as their bytes, as ` +
+                           `docs/formats.md says)` : ')'));
+          else bad(`${label}: ids of the ${what} differ at ${i}: tapegrad ${ours.slice(i, i + 6)} (as llama.cpp ` +
+                   `would give them: ${want.slice(i, i + 6)}), llama.cpp ${got.slice(i, i + 6)}`);
+        }
+        // greedy continuation
+        const prompt = 'ROMEO:\nWhat';
+        const n = 220;
+        const ours = run(['sample', '--ckpt', m.ckpt, '--prompt', prompt, '--tokens', String(n), '--temperature', '0'])
+          .toString();
+        const ids = [model.tokens.bos, ...model.tokenize(prompt)];
+        const gen = [];
+        for await (const t of seq.evaluate(ids, { temperature: 0 })) {
+          if (t === model.tokens.bos || t === model.tokens.eos || gen.length >= n) break;
+          gen.push(t);
+        }
+        const theirs = prompt + model.detokenize(gen, false, ids) + '\n';
+        const made = Buffer.byteLength(ours) - Buffer.byteLength(prompt) - 1;
+        if (ours === theirs && made >= 150)
+          ok(`${label}: llama.cpp's greedy continuation equals tiny_gpt sample's, ${made} bytes: ` +
+             `${JSON.stringify(ours.slice(prompt.length, prompt.length + 60))}...`);
+        else bad(`${label}: greedy continuation (${made} bytes) differs: tiny_gpt ${JSON.stringify(ours.slice(0, 200))}` +
+                 ` llama.cpp ${JSON.stringify(theirs.slice(0, 200))}`);
+        await seq.clearHistory();
+      }
+      // the mean nll of the unseen text's first block_size ids
+      const ids = tapegradIds(m, unseen).slice(0, ctxSize);
+      const input = ids.map((t, i) => (i < ids.length - 1 ? [t, { generateNext: { probabilities: true,
+        options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] : t));
+      const out = await seq.controlledEvaluate(input);
+      let sum = 0;
+      for (let i = 0; i + 1 < ids.length; i++) sum -= Math.log(out[i].next.probabilities.get(ids[i + 1]));
+      nll[type] = sum / (ids.length - 1);
+      if (type === 'f32') {
+        const line = run(['eval', '--ckpt', m.ckpt, '--text', path.join(work, 'unseen.txt')]).toString();
+        const mt = /^nll ([0-9.]+) nats per token over ([0-9]+) predictions \(perplexity [0-9.]+\)\n$/.exec(line);
+        const rel = mt ? Math.abs(nll.f32 - Number(mt[1])) / Number(mt[1]) : NaN;
+        if (mt && Number(mt[2]) === ids.length - 1 && rel <= 1e-4)
+          ok(`${label}: mean nll ${nll.f32.toFixed(6)} over ${ids.length - 1} predictions, tiny_gpt eval --text ` +
+             `${mt[1]}: relative difference ${rel.toExponential(2)} (at most 1e-4)`);
+        else bad(`${label}: mean nll ${nll.f32} over ${ids.length - 1} predictions, tiny_gpt eval --text: ` +
+                 `${JSON.stringify(line)} (relative difference ${rel})`);
+      } else {
+        const rel = Math.abs(nll[type] - nll.f32) / nll.f32;
+        if (rel <= 5e-3) ok(`${label}: mean nll ${nll[type].toFixed(6)}, ${(100 * rel).toFixed(4)}% from f32's (at most 0.5%)`);
+        else bad(`${label}: mean nll ${nll[type]} is ${(100 * rel).toFixed(4)}% from f32's ${nll.f32}`);
+      }
+      await context.dispose();
+      await model.dispose();
+    }
+  }
+  await llama.dispose();
+  fs.rmSync(work, { recursive: true, force: true });
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})().catch((e) => {
+  console.log(`FAIL ${e.message || e}`);
+  fs.rmSync(work, { recursive: true, force: true });
+  process.exit(1);
+});
