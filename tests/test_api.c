@@ -1201,6 +1201,10 @@ static void c_gguf_export_type(fx *f)
 {
     num(f, tg_gguf_export(NULL, tt_path("m.gguf"), (tg_gguf_type)3, f->err, sizeof f->err));
 }
+static void c_gguf_import(fx *f)
+{
+    num(f, tg_gguf_import(tt_path("none.gguf"), tt_path("c.safetensors"), TG_F32, f->err, sizeof f->err));
+}
 static void c_llama2c_import(fx *f)
 {
     num(f, tg_llama2c_import(tt_path("none.bin"), NULL, tt_path("c.safetensors"), f->err, sizeof f->err));
@@ -2244,6 +2248,7 @@ static const api_case CASES[] = {
     {"tg_llama2c_export(NULL, ...)", "-1", "llama2c_export: the checkpoint is NULL", c_llama2c_export},
     {"tg_llama2c_tokenizer_write(NULL, ...)", "-1", "llama2c_tokenizer_write: the tokenizer is NULL",
      c_llama2c_tokenizer_write},
+    {"tg_gguf_import(a missing file, ...)", "-1", "none.gguf: No such file or directory", c_gguf_import},
     {"tg_llama2c_import(a missing file, ...)", "-1", "none.bin: No such file or directory", c_llama2c_import},
     {"tg_gguf_export(NULL, ...)", "-1", "gguf_export: the checkpoint is NULL", c_gguf_export},
     {"tg_gguf_export(NULL, NULL, ...)", "-1", "gguf_export: the path is NULL", c_gguf_export_nopath},

@@ -191,8 +191,8 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         target[i] = len >= 2 && (double)scores[i] > o->merge_floor;
     }
     t->off[n] = at;
-    for (int b = 0; b < 256; b++)
-        if (t->byte_id[b] < 0) {
+    for (int b = 0; b < 256; b++)   /* spelled U+2581, a space is that piece (checked below), never its byte */
+        if (t->byte_id[b] < 0 && !(o->space_u2581 && b == ' ')) {
             tg_set_err(err, errlen, "%s: no byte piece for 0x%02X, so some texts could not be encoded", what, b);
             goto fail;
         }

@@ -143,7 +143,8 @@ typedef struct tg_spm_options {
  * pieces, or -1. Checked: offsets, types (USER refused), finite scores,
  * non-empty pieces, NORMAL pieces distinct, BYTE pieces spelled "<0xXX>"
  * or as the one byte, each byte exactly once, every byte present (every
- * text encodes), and with space_u2581 a NORMAL piece U+2581 alone. NULL
+ * text encodes; with space_u2581 the space may lack one), and with
+ * space_u2581 a NORMAL piece U+2581 alone. NULL
  * with a message naming the id. */
 TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
                                     const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o,

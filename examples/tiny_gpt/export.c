@@ -64,36 +64,41 @@ int cmd_import(int argc, char **argv)
     int threads = 1;
     bool ids_only = false;
     arg_spec specs[] = {
-        {"model", ARG_STRING, &model_path, 0, 0, "llama2.c's model file (model.bin)", 0, ROLE_NONE},
-        {"format", ARG_STRING, &format, 0, 0, "llama2c", 0, ROLE_NONE},
-        {"tokenizer", ARG_STRING, &tok, 0, 0, "its tokenizer.bin (llama2.c's own, or one tiny_gpt export wrote)", 0,
-         ROLE_NONE},
-        {"ids-only", ARG_SWITCH, &ids_only, 0, 0, "import without a tokenizer: the model reads and writes bare ids "
-         "(sample and eval then take --tokenizer F)", 0, ROLE_NONE},
+        {"model", ARG_STRING, &model_path, 0, 0, "the model file: llama2.c's model.bin, or a GGUF file", 0, ROLE_NONE},
+        {"format", ARG_STRING, &format, 0, 0, "llama2c (run.c's files) or gguf (a Llama GGUF file, tokenizer "
+         "inside)", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok, 0, 0, "llama2c: its tokenizer.bin (llama2.c's own, or one tiny_gpt export "
+         "wrote)", 0, ROLE_NONE},
+        {"ids-only", ARG_SWITCH, &ids_only, 0, 0, "llama2c: import without a tokenizer: the model reads and writes "
+         "bare ids (sample and eval then take --tokenizer F)", 0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "the checkpoint to write (safetensors)", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[2048];
     tg_dtype dt;
-    int setup = command_setup("import", "--format llama2c --model model.bin (--tokenizer tok.bin | --ids-only) --out F", specs,
+    int setup = command_setup("import", "--format llama2c --model model.bin (--tokenizer tok.bin | --ids-only) "
+                              "--out F | --format gguf --model M.gguf --out F [--dtype f32|f64]", specs,
                               n_specs, argc, argv, &dtype, &dt, NULL, NULL, &threads);
     if (setup >= 0) return setup;
-    if (!model_path || !out || strcmp(format, "llama2c")) {
-        fprintf(stderr, "tiny_gpt import: %s\n", strcmp(format, "llama2c") ? "--format: only llama2c is known"
-                                                                             : "--model and --out are required");
+    const bool gguf = !strcmp(format, "gguf");
+    if (!model_path || !out || (!gguf && strcmp(format, "llama2c"))) {
+        fprintf(stderr, "tiny_gpt import: %s\n", model_path && out ? "--format: llama2c or gguf"
+                                                                     : "--model and --out are required");
         return 2;
     }
-    if (!tok == !ids_only) {   /* weights alone are ids: reading them as bytes printed garbage (issue 22) */
-        fprintf(stderr, "tiny_gpt import: %s\n", tok ? "--tokenizer and --ids-only exclude each other"
+    if (gguf ? tok || ids_only : !tok == !ids_only) {   /* weights alone are ids: reading them as bytes printed garbage (issue 22) */
+        fprintf(stderr, "tiny_gpt import: %s\n", gguf ? "--tokenizer and --ids-only are llama2c's: a GGUF file holds "
+                                                        "its tokenizer"
+                : tok ? "--tokenizer and --ids-only exclude each other"
                 : "--tokenizer tokenizer.bin is required: the model's ids mean nothing without it (give --ids-only "
                   "to import a model of bare ids, and --tokenizer F to sample and eval later)");
         return 2;
     }
-    if (tg_llama2c_import(model_path, tok, out, err, sizeof err)) {
+    if (gguf ? tg_gguf_import(model_path, out, dt, err, sizeof err) : tg_llama2c_import(model_path, tok, out, err, sizeof err)) {
         fprintf(stderr, "tiny_gpt import: %s\n", err);
         return 1;
     }
-    printf("wrote %s (a Llama from llama2.c's files)\n", out);
+    printf("wrote %s (a Llama from %s)\n", out, gguf ? "a GGUF file" : "llama2.c's files");
     return 0;
 }

@@ -46,10 +46,15 @@ q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format llama2c --out
 q "$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/tokenizer.bin" \
   --out "$work/imported.safetensors"
 "$bin" tokenizer encode --tokenizer "$work/tok.safetensors" <"$work/text.txt" >"$work/ids.txt"
+q "$bin" export --ckpt "$work/llama/best.safetensors" --format gguf --out "$work/llama.gguf"
+q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format gguf --type f16 --out "$work/llama_bpe.gguf"
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok}
+mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok,gguf}
 cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
+cp "$work/llama.gguf" "$corpus/gguf/llama_bytes_f32.gguf"
+cp "$work/llama_bpe.gguf" "$corpus/gguf/llama_bpe_f16.gguf"
+head -c 200 "$work/llama.gguf" >"$corpus/gguf/cut_short.gguf"
 cp "$work/llama/best.safetensors" "$corpus/safetensors/ckpt_llama.safetensors"
 cp "$work/gpt/best.safetensors" "$corpus/safetensors/ckpt_gpt.safetensors"
 cp "$work/gpt_tiktoken/best.safetensors" "$corpus/safetensors/ckpt_gpt_tiktoken.safetensors"
