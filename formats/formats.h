@@ -26,6 +26,37 @@
 extern "C" {
 #endif
 
+/* ---- llama2.c (formats/llama2c.c) ----------------------------------------
+ * run.c's model.bin (a header of 7 int32, then every weight as float32 in
+ * its order) and tokenizer.bin (pieces with scores). run.c hard-codes
+ * RoPE with interleaved pairs, theta 10000, RMSNorm eps 1e-5, and reads
+ * llama2.c's byte vocabulary (TG_VOCAB_LLAMA2C) or a tokenizer.bin. */
+
+/* Writes the Llama checkpoint f (tg_st_load) as run.c's model.bin at
+ * model_path and, unless tokenizer_path is NULL, its vocabulary as
+ * tokenizer.bin: llama2.c's bytes, or a tapegrad BPE tokenizer written so
+ * that run.c's encoder gives tapegrad's ids (docs/tokenizers.md). Both
+ * files or neither are written (core/atomic_file.h). Refuses, writing
+ * nothing, a model run.c would run differently (a GPT, RoPE by halves,
+ * another theta or eps) and a vocabulary it cannot read. 0, or -1 with
+ * a message. */
+TG_API int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, char *err,
+                             size_t errlen);
+/* Writes tokenizer t alone as run.c's tokenizer.bin (the rule of
+ * tg_llama2c_export); only a tapegrad BPE tokenizer of llama2.c's layout
+ * (3 specials, byte b at id 3 + b, then the merges) fits. 0, or -1. */
+TG_API int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
+/* Reads run.c's model.bin (and, unless NULL, a tokenizer.bin checked to
+ * be llama2.c's byte vocabulary) and writes it as a checkpoint at
+ * ckpt_path: an f32 Llama with llama2.c's vocabulary and the file's two
+ * RoPE tables kept (tensors llama2c.freqs_cos, llama2c.freqs_sin) so
+ * that exporting it again gives the same bytes. The header is checked
+ * against the file's size before anything is allocated, and every weight
+ * must be finite. 0, or -1 with a message naming the file, writing
+ * nothing. */
+TG_API int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, char *err,
+                             size_t errlen);
+
 /* ---- the Hugging Face layout (formats/hf.c) -------------------------------
  * A directory with config.json, model.safetensors (or shards named by
  * model.safetensors.index.json), tokenizer.json (or GPT-2's vocab.json

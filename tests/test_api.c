@@ -1127,6 +1127,24 @@ static void c_file_read_missing(fx *f)
     size_t len = 7;
     ptr(f, tg_file_read(tt_path("none.txt"), &len, f->err, sizeof f->err));
 }
+static void c_vocab_fits(fx *f) { num(f, tg_vocab_fits(NULL, 3, "its", f->err, sizeof f->err)); }
+static void c_ckpt_load_vocab(fx *f)
+{
+    tg_vocab v;
+    num(f, tg_checkpoint_load_vocab(NULL, &(tg_model){0}, &v, f->err, sizeof f->err));
+}
+static void c_llama2c_export(fx *f)
+{
+    num(f, tg_llama2c_export(NULL, tt_path("m.bin"), NULL, f->err, sizeof f->err));
+}
+static void c_llama2c_tokenizer_write(fx *f)
+{
+    num(f, tg_llama2c_tokenizer_write(NULL, tt_path("t.bin"), f->err, sizeof f->err));
+}
+static void c_llama2c_import(fx *f)
+{
+    num(f, tg_llama2c_import(tt_path("none.bin"), NULL, tt_path("c.safetensors"), f->err, sizeof f->err));
+}
 static void c_metrics_open(fx *f)
 {
     ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, f->err, sizeof f->err));
@@ -2087,6 +2105,12 @@ static const api_case CASES[] = {
      c_eval_loss_spec},
     {"tg_file_read(NULL, ...)", "NULL", "file_read: the path is NULL", c_file_read},
     {"tg_file_read(a missing file, ...)", "NULL", "none.txt: No such file or directory", c_file_read_missing},
+    {"tg_vocab_fits(NULL, ...)", "-1", "vocab_fits: the vocabulary is NULL", c_vocab_fits},
+    {"tg_checkpoint_load_vocab(NULL, ...)", "-1", "checkpoint_load_vocab: the file is NULL", c_ckpt_load_vocab},
+    {"tg_llama2c_export(NULL, ...)", "-1", "llama2c_export: the checkpoint is NULL", c_llama2c_export},
+    {"tg_llama2c_tokenizer_write(NULL, ...)", "-1", "llama2c_tokenizer_write: the tokenizer is NULL",
+     c_llama2c_tokenizer_write},
+    {"tg_llama2c_import(a missing file, ...)", "-1", "none.bin: No such file or directory", c_llama2c_import},
     {"tg_checkpoint_save(path, NULL, ...)", "-1", "checkpoint_save: the model is NULL", c_ckpt_save_nom},
     {"tg_checkpoint_save(path, m, ..., meta NULL, 2, ...)", "-1", "checkpoint_save: meta is NULL", c_ckpt_save_nometa},
     {"tg_checkpoint_load_model(NULL, ...)", "-1", "checkpoint_load_model: the file is NULL", c_ckpt_load_model},

@@ -344,10 +344,63 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
 }
 END_TEST
 
+/* tg_checkpoint_load_vocab: the file's vocabulary, llama2.c's for a Llama
+ * without one, a GPT without one refused, and a vocab_size that does not
+ * fit refused naming both sizes (tg_vocab_fits). */
+START_TEST(the_vocabulary_of_a_checkpoint)
+{
+    char err[512], path[600];
+    snprintf(path, sizeof path, "%s", tt_path("v.safetensors"));
+    for (int fam = 0; fam < 2; fam++) {
+        tg_model_config c = CFGS[fam];
+        tg_vocab bytes, back = {0};
+        tg_vocab_bytes(&bytes, TEXT, strlen(TEXT));
+        c.vocab_size = bytes.size;
+        tg_model m;
+        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err), 0);
+        for (int with = 0; with < 2; with++) {
+            ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+                                                sizeof err), 0);
+            tg_st_file *f = tg_st_load(path, err, sizeof err);
+            ck_assert_ptr_nonnull(f);
+            const int rc = tg_checkpoint_load_vocab(f, &m, &back, err, sizeof err);
+            if (with) {   /* the byte vocabulary back */
+                ck_assert_msg(rc == 0, "%s", err);
+                ck_assert_int_eq(back.kind, TG_VOCAB_BYTES);
+                ck_assert_int_eq(back.size, bytes.size);
+                ck_assert_mem_eq(back.chars, bytes.chars, (size_t)bytes.size);
+            } else if (fam == 0) {
+                ck_assert_int_eq(rc, -1);
+                ck_assert_msg(strstr(err, "the checkpoint has no 'vocab' in its metadata"), "%s", err);
+            } else {   /* llama2.c's 259 ids, more than this model's */
+                ck_assert_int_eq(rc, -1);
+                char want[128];
+                snprintf(want, sizeof want, "the model's vocab_size %d does not match its vocabulary of 259 ids",
+                         bytes.size);
+                ck_assert_msg(strstr(err, want), "%s", err);
+            }
+            tg_vocab_free(&back);
+            tg_st_free(f);
+        }
+        char want[128];
+        snprintf(want, sizeof want, "vocab_size %d does not match the vocabulary of %d characters", bytes.size + 1,
+                 bytes.size);
+        ck_assert_int_eq(tg_vocab_fits(&bytes, bytes.size + 1, "the", err, sizeof err), -1);
+        ck_assert_msg(strstr(err, want), "%s", err);
+        tg_vocab llama2c;
+        tg_vocab_llama2c(&llama2c);
+        ck_assert_int_eq(tg_vocab_fits(&llama2c, 300, "its", err, sizeof err), 0);   /* ids past 259 unused */
+        tg_model_free(&m);
+    }
+    remove(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
-    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused, half_precision_checkpoints_load,
+    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
+                                                  half_precision_checkpoints_load, the_vocabulary_of_a_checkpoint,
                                                   eval_loss_is_the_mean_over_its_windows));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

@@ -179,6 +179,12 @@ START_TEST(token_files_and_their_identity)
     ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "a.bin"));
     ck_assert_ptr_null(d.tokens);
+    /* the val file's fault is told apart (-2) from the train file's */
+    tg_vocab_ids(&v, 300);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("none.bin"), 2, NULL, err, sizeof err),
+                     -2);
+    ck_assert_msg(strstr(err, "none.bin"), "%s", err);
+    ck_assert_ptr_null(d.tokens);
     remove(tt_path("a.bin"));
     remove(tt_path("b.bin"));
 }

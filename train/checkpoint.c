@@ -172,6 +172,23 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
 
 /* ---- reading the training state ------------------------------------------------ */
 
+int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen)
+{
+    if (!f || !m || !v)
+        return snprintf(err, errlen, "checkpoint_load_vocab: the %s is NULL", !f ? "file" : !m ? "model" : "vocabulary"),
+               -1;
+    if (tg_st_meta(f, "vocab")) {
+        if (tg_vocab_read(v, f, err, errlen)) return -1;
+    } else if (!strcmp(m->config.arch, "llama")) {
+        tg_vocab_llama2c(v);
+    } else {
+        return snprintf(err, errlen, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere)"), -1;
+    }
+    if (!tg_vocab_fits(v, m->config.vocab_size, "its", err, errlen)) return 0;
+    tg_vocab_free(v);
+    return -1;
+}
+
 int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_train_state *ts, int64_t max_step, char *err,
                              size_t errlen)
 {

@@ -238,7 +238,10 @@ int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *tr
     size_t cap = 0;
     if (load_file(d, &cap, v->size, train_path, &got[0], err, errlen)) goto fail;
     d->n_train = val_path ? d->n : (size_t)((double)d->n * 0.9);
-    if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err, errlen)) goto fail;
+    if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err, errlen)) {
+        tg_dataset_free(d);
+        return -2;
+    }
     if (check_split(d, block_size, val_path ? "the token files" : "the tokens split 90/10", err, errlen)) goto fail;
     tg_vocab plain = *v;   /* the files' own ids: their decoded bytes, no dummy space to discount */
     plain.docs = false;

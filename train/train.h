@@ -100,6 +100,11 @@ TG_API int tg_vocab_encode(const tg_vocab *v, const char *text, size_t len, int3
  * outside the vocabulary, and every id of the token kinds (decode those
  * with the tokenizer's streaming decoder), are 0 bytes. */
 TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
+/* 0 when a model of vocab_size ids reads v's ids: vocab_size equal to a
+ * TG_VOCAB_BYTES vocabulary's size, at least the size of the other kinds
+ * (the ids past theirs unused); else -1 with a message naming both
+ * sizes, the vocabulary called whose ("the checkpoint's", ...). */
+TG_API int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen);
 /* True when a and b give every id the same bytes and specials. */
 TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
 
@@ -136,8 +141,10 @@ TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *te
  * are the train split and val_path's the val split, or, with val_path
  * NULL, train_path's split 90/10. ids (NULL, or two slots) receives each
  * file's identity (the second zeroed without val_path). Bytes per token
- * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0, or -1
- * with a message naming the file. */
+ * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0; -2 when
+ * val_path could not be read or holds an id not below v's size; else -1
+ * (train_path's fault, the splits' sizes, bad arguments); with a message
+ * naming the file. */
 TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path,
                                        const char *val_path, int block_size, tg_token_file_id *ids, char *err,
                                        size_t errlen);
@@ -195,6 +202,12 @@ TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_voca
  * a message (m is then zeroed). */
 TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, char *err,
                                     size_t errlen);
+/* The vocabulary of model m loaded from f: f's "vocab" metadata
+ * (tg_vocab_read), else for a Llama llama2.c's bytes (checkpoints written
+ * before they carried one), checked with tg_vocab_fits. 0, or -1 with a
+ * message; for weights of another family without "vocab" (from
+ * elsewhere) it starts "the checkpoint has no 'vocab' in its metadata". */
+TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen);
 /* Restores the training state tg_checkpoint_save wrote into opt (made on
  * the loaded model's store, whole or a shard: tg_adamw_state_read) and
  * ts: train.step in [0, max_step], optimizer.steps equal to it, best_val a

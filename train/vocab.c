@@ -201,3 +201,12 @@ int tg_vocab_decode(const tg_vocab *v, int id, char *buf)
     buf[0] = (char)(id - 3);
     return 1;
 }
+
+int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen)
+{
+    if (!v) return snprintf(err, errlen, "vocab_fits: the vocabulary is NULL"), -1;
+    if (v->kind == TG_VOCAB_BYTES ? vocab_size == v->size : vocab_size >= v->size) return 0;
+    snprintf(err, errlen, "the model's vocab_size %d does not match %s vocabulary of %d %s", vocab_size,
+             whose ? whose : "the", v->size, v->kind == TG_VOCAB_BYTES ? "characters" : "ids");
+    return -1;
+}

@@ -18,8 +18,4 @@
 int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, tg_vocab *v, char *err,
                            size_t errlen);
 
-/* The vocabulary stored in f ("vocab" metadata), or a message saying how
- * to give one (--vocab) when f has none. */
-int checkpoint_vocab(const tg_st_file *f, tg_vocab *v, char *err, size_t errlen);
-
 #endif

@@ -104,9 +104,8 @@ int run_load_tokens(tg_dataset *d, const tg_vocab *v, int64_t V, const char *tra
     ids_v.size = (int)V;
     tg_token_file_id ids[2];
     char e2[2048];
-    if (tg_dataset_from_token_files(d, &ids_v, train, val, block_size, ids, e2, sizeof e2))
-        return snprintf(err, errlen, "--%s: %s", val && strstr(e2, val) && !strstr(e2, train) ? "val-tokens" : "data-tokens",
-                        e2), -1;
+    const int rc = tg_dataset_from_token_files(d, &ids_v, train, val, block_size, ids, e2, sizeof e2);
+    if (rc) return snprintf(err, errlen, "--%s: %s", rc == -2 ? "val-tokens" : "data-tokens", e2), -1;
     if (check_one("data-tokens", train, &ids[0], rec, "train.data_tokens", must_match, meta, cmd, err, errlen) ||
         (val && check_one("val-tokens", val, &ids[1], rec, "train.val_tokens", must_match, meta, cmd, err, errlen)) ||
         (!val && meta && (kv_add(meta, "train.val_tokens", "") || kv_add(meta, "train.val_tokens_id", "")))) {

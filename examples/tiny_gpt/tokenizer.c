@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "data.h"
-#include "export.h"
 #include "files.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
@@ -144,11 +143,9 @@ static int decode(const tg_tokenizer *t)
 static int export_llama2c(const tg_tokenizer *t, const char *out)
 {
     char err[1024];
-    textbuf b = {0};
-    int rc = llama2c_tokenizer_bpe(t, &b, err, sizeof err) || write_file_atomic(out, b.p, b.len, err, sizeof err);
+    int rc = tg_llama2c_tokenizer_write(t, out, err, sizeof err);
     if (rc) fprintf(stderr, "tiny_gpt tokenizer export: %s\n", err);
     else printf("wrote %s (%d pieces, llama2.c's tokenizer.bin)\n", out, (int)tg_tok_vocab_size(t));
-    tb_free(&b);
     return rc ? 1 : 0;
 }
 

@@ -1,0 +1,418 @@
+/* llama2.c's files (formats.h): a Llama checkpoint to and from the
+ * model.bin and tokenizer.bin its run.c reads.
+ *
+ * model.bin (run.c's "legacy" checkpoint, all little-endian):
+ *   7 int32   dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+ *             vocab_size (negative when the output head is not the
+ *             token embedding), seq_len
+ *   float32   tok_embeddings (V,dim); then, each for all layers in order:
+ *             attention_norm (dim), wq (dim,dim), wk (kv_dim,dim),
+ *             wv (kv_dim,dim), wo (dim,dim), ffn_norm (dim),
+ *             w1 (hidden,dim), w2 (dim,hidden), w3 (hidden,dim);
+ *             norm (dim); two RoPE tables of seq_len x head_size/2
+ *             (cos, sin; run.c skips them); output (V,dim) when not tied
+ *   (every matrix as PyTorch stores it, (out, in) row-major)
+ * tokenizer.bin:
+ *   int32 max_token_length; per id: float32 score, int32 length, bytes
+ *
+ * run.c hard-codes RoPE with interleaved pairs and theta 10000 and an RMS
+ * eps of 1e-5, and the vocabulary conventions of TG_VOCAB_LLAMA2C
+ * (pieces: "<unk>", "\n<s>\n", "\n</s>\n", then each byte as itself when
+ * printable ASCII, else "<0xXX>", which run.c turns back into the byte),
+ * so export refuses a model that differs. Scores are 0: no two pieces
+ * concatenate to a third, so run.c's merge loop never merges.
+ *
+ * A tapegrad BPE tokenizer goes into tokenizer.bin so that run.c's
+ * encoder gives tapegrad's ids for any text without a NUL byte (the rule
+ * and why it holds: docs/tokenizers.md): every piece is written as its
+ * raw bytes (bytes included, so that run.c's fallback ids byte + 3
+ * concatenate to the learned pieces), and piece id k >= 259 scores -k:
+ * run.c merges the highest score, tapegrad the lowest id, both the
+ * leftmost on a tie. The specials score -1e30, below run.c's starting
+ * best of -1e10, so no merge ever makes one.
+ *
+ * Import reads model.bin back into a Llama checkpoint, keeping the two
+ * RoPE tables as tensors llama2c.freqs_cos / llama2c.freqs_sin, so that
+ * exporting the import writes the same bytes. */
+#include "formats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/atomic_file.h"
+
+static const char *const SPECIALS[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+
+static const char *const LAYER_ORDER[9] = {"attention_norm.weight", "attention.wq.weight", "attention.wk.weight",
+                                           "attention.wv.weight", "attention.wo.weight", "ffn_norm.weight",
+                                           "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"};
+
+/* The piece of id in run.c's tokenizer (TG_VOCAB_LLAMA2C's layout). */
+static void byte_piece(int id, char *buf, size_t size)
+{
+    if (id < 3) snprintf(buf, size, "%s", SPECIALS[id]);
+    else if (id >= TG_VOCAB_LLAMA2C_SIZE) snprintf(buf, size, "<extra_%d>", id);
+    else if (id - 3 >= 0x20 && id - 3 < 0x7f) snprintf(buf, size, "%c", id - 3);
+    else snprintf(buf, size, "<0x%02X>", id - 3);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* Output into a tg_atomic_file; a failure sticks in the file (f->step). */
+static void put(tg_atomic_file *f, const void *p, size_t n) { tg_atomic_write(f, p, n); }
+static void put_i32(tg_atomic_file *f, int32_t v) { put(f, &v, 4); }
+static void put_f32(tg_atomic_file *f, float v) { put(f, &v, 4); }
+
+/* tensor t's values as float32 */
+static void put_tensor(tg_atomic_file *f, const tg_tensor *t)
+{
+    float chunk[1024];
+    for (int64_t i = 0; i < t->numel;) {
+        int n = 0;
+        for (; n < 1024 && i < t->numel; n++, i++) chunk[n] = (float)tg_tensor_get(t, i);
+        put(f, chunk, (size_t)n * 4);
+    }
+}
+
+/* model.py's RoPE tables in float: cos and sin of t / theta^(2i / hd) */
+static void put_freqs(tg_atomic_file *f, int seq_len, int hd, double theta, bool sine)
+{
+    for (int t = 0; t < seq_len; t++)
+        for (int i = 0; i < hd / 2; i++) {
+            const float freq = 1.0f / powf((float)theta, (float)(2 * i) / (float)hd), a = (float)t * freq;
+            put_f32(f, sine ? sinf(a) : cosf(a));
+        }
+}
+
+/* True when a piece of two or more bytes is whole UTF-8 characters or
+ * the first bytes of one (the trainer's rule, text/bpe_train.c). */
+static bool keeps_characters(const unsigned char *p, size_t l)
+{
+    for (size_t i = 0; i < l;) {
+        const unsigned char c = p[i];
+        const size_t n = c < 0x80 ? 1 : c < 0xC0 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 0;
+        if (!n) return false;
+        size_t k = 1;
+        while (k < n && i + k < l && p[i + k] >= 0x80 && p[i + k] < 0xC0) k++;
+        if (k < n) return i == 0 && k == l;
+        i += n;
+    }
+    return true;
+}
+
+/* 0 when run.c's encoder gives t's ids (the top comment's rule); else -1
+ * with the message. *max_len: the longest piece. */
+static int bpe_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t errlen)
+{
+    if (tg_tok_kind_of(t) != TG_TOK_BPE)
+        return snprintf(err, errlen, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
+                                     "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
+    *max_len = 6;   /* "\n</s>\n" */
+    for (int32_t id = 3; id < tg_tok_vocab_size(t); id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        if (id < 259 ? l != 1 || p[0] != id - 3 : tg_tok_is_special(t, id))
+            return snprintf(err, errlen, "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
+                                         "merges)", (int)id), -1;
+        if (id < 259) continue;
+        if (memchr(p, 0, l))
+            return snprintf(err, errlen, "piece %d holds a NUL byte, which run.c's C strings cannot", (int)id), -1;
+        if (!keeps_characters(p, l))
+            return snprintf(err, errlen, "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
+                                         "trained before characters were kept whole): run.c, which looks whole "
+                                         "characters up first, would give other ids; train it again", (int)id), -1;
+        if (l == 5 && !memcmp(p, "<unk>", 5))
+            return snprintf(err, errlen, "piece %d is \"<unk>\", which run.c's file spells id 0", (int)id), -1;
+        if (l > *max_len) *max_len = l;
+    }
+    return 0;
+}
+
+/* tokenizer.bin: a BPE tokenizer t (checked by bpe_fits), else the byte
+ * vocabulary's V pieces */
+static void put_tokenizer(tg_atomic_file *f, const tg_tokenizer *t, size_t bpe_max_len, int V)
+{
+    char piece[32];
+    size_t max_len = bpe_max_len;
+    for (int id = 0; !t && id < V; id++) {
+        byte_piece(id, piece, sizeof piece);
+        if (strlen(piece) > max_len) max_len = strlen(piece);
+    }
+    put_i32(f, (int32_t)max_len);
+    for (int id = 0; id < V; id++) {
+        size_t l;
+        const char *p = piece;
+        if (id < 3 || !t) byte_piece(id, piece, sizeof piece), l = strlen(piece);
+        else p = (const char *)tg_tok_piece(t, id, &l);
+        put_f32(f, !t ? 0.0f : id < 3 ? -1e30f : id < 259 ? 0.0f : (float)-id);
+        put_i32(f, (int32_t)l);
+        put(f, p, l);
+    }
+}
+
+/* Begins the n files of paths (NULL paths skipped), lets write fill them,
+ * then commits all or none. 0, or -1 with the message. */
+static int write_files(int n, const char *const *paths, void (*write)(tg_atomic_file *files, void *ctx), void *ctx,
+                       char *err, size_t errlen)
+{
+    tg_atomic_file f[2] = {0};
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (paths[i] && tg_atomic_begin(&f[i], paths[i])) bad = i;
+    if (bad < 0) write(f, ctx);
+    for (int i = 0; i < n && bad < 0; i++)
+        if (paths[i] && tg_atomic_finish(&f[i])) bad = i;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (paths[i] && tg_atomic_commit(&f[i])) bad = i;
+    if (bad >= 0) tg_atomic_message(&f[bad], paths[bad], err, errlen);
+    for (int i = 0; i < n; i++) tg_atomic_abort(&f[i]);
+    return bad >= 0 ? -1 : 0;
+}
+
+typedef struct export_job {
+    const tg_st_file *f;
+    const tg_model *m;
+    const tg_tokenizer *bpe;   /* or NULL: the byte vocabulary */
+    size_t bpe_max_len;
+} export_job;
+
+static void write_model_and_tokenizer(tg_atomic_file *files, void *ctx)
+{
+    const export_job *j = ctx;
+    const tg_model_config *c = &j->m->config;
+    const tg_params *p = j->m->params;
+    tg_atomic_file *f = &files[0];
+    const int32_t hdr[7] = {c->n_embd, c->hidden_dim, c->n_layer, c->n_head, c->n_kv_head,
+                            c->tied ? c->vocab_size : -c->vocab_size, c->block_size};
+    for (int i = 0; i < 7; i++) put_i32(f, hdr[i]);
+    put_tensor(f, tg_params_get(p, "tok_embeddings.weight"));
+    char name[96];
+    for (int k = 0; k < 9; k++)
+        for (int l = 0; l < c->n_layer; l++) {
+            snprintf(name, sizeof name, "layers.%d.%s", l, LAYER_ORDER[k]);
+            put_tensor(f, tg_params_get(p, name));
+        }
+    put_tensor(f, tg_params_get(p, "norm.weight"));
+    const int hd = c->n_embd / c->n_head;
+    for (int s = 0; s < 2; s++) {   /* the tables an import kept, else model.py's */
+        const tg_st_tensor *e = tg_st_find(j->f, s ? "llama2c.freqs_sin" : "llama2c.freqs_cos");
+        if (e && !strcmp(e->dtype, "F32") && e->numel == (int64_t)c->block_size * hd / 2) put(f, e->data, e->nbytes);
+        else put_freqs(f, c->block_size, hd, c->rope_theta, s);
+    }
+    if (!c->tied) put_tensor(f, tg_params_get(p, "output.weight"));
+    if (files[1].path) put_tokenizer(&files[1], j->bpe, j->bpe_max_len, c->vocab_size);
+}
+
+int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, char *err,
+                      size_t errlen)
+{
+    if (!f || !model_path)
+        return snprintf(err, errlen, "llama2c_export: the %s is NULL", f ? "model path" : "checkpoint"), -1;
+    tg_model m = {0};
+    tg_vocab v = {0};
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, errlen)) return -1;
+    int rc = -1;
+    const tg_model_config *c = &m.config;
+    export_job j = {.f = f, .m = &m};
+    if (tg_checkpoint_load_vocab(f, &m, &v, err, errlen)) goto done;
+    if (strcmp(c->arch, "llama")) {
+        snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
+        goto done;
+    }
+    if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5) {
+        snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
+                              "this model has %s pairs, theta %g, eps %g",
+                 c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps);
+        goto done;
+    }
+    if (v.kind == TG_VOCAB_TOKENIZER) {
+        j.bpe = v.tok;
+        if (bpe_fits(v.tok, &j.bpe_max_len, err, errlen)) goto done;
+        if (tg_tok_vocab_size(v.tok) != c->vocab_size) {
+            snprintf(err, errlen, "run.c reads as many pieces as the model has ids: this model has %d, its "
+                                  "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v.tok));
+            goto done;
+        }
+    } else if (v.kind != TG_VOCAB_LLAMA2C) {
+        snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
+                              "tokenizer of that layout); this model's vocabulary is another");
+        goto done;
+    }
+    rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err,
+                     errlen);
+done:
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    return rc;
+}
+
+typedef struct tokenizer_job {
+    const tg_tokenizer *t;
+    size_t max_len;
+} tokenizer_job;
+
+static void write_tokenizer(tg_atomic_file *files, void *ctx)
+{
+    const tokenizer_job *j = ctx;
+    put_tokenizer(&files[0], j->t, j->max_len, tg_tok_vocab_size(j->t));
+}
+
+int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, char *err, size_t errlen)
+{
+    tokenizer_job j = {.t = t};
+    if (!t || !path) return snprintf(err, errlen, "llama2c_tokenizer_write: the %s is NULL", t ? "path" : "tokenizer"), -1;
+    if (bpe_fits(t, &j.max_len, err, errlen)) return -1;
+    return write_files(1, (const char *const[]){path}, write_tokenizer, &j, err, errlen);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* The next numel floats of the file at *at into tensor t (f32). */
+static void take(const char *buf, size_t *at, tg_tensor *t)
+{
+    const size_t n = (size_t)t->numel * 4;
+    memcpy(t->data, buf + *at, n);
+    *at += n;
+}
+
+/* The header h as a Llama config, and the file's expected size in
+ * bytes; -1 when it describes no Llama or a size past 2^63 - 1. */
+static int64_t header_config(const int32_t h[7], tg_model_config *c, int64_t *floats)
+{
+    const int V = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5];   /* INT32_MIN has no positive (0: refused) */
+    *c = (tg_model_config){.arch = "llama", .n_embd = h[0], .hidden_dim = h[1], .n_layer = h[2], .n_head = h[3],
+                           .n_kv_head = h[4], .vocab_size = V, .block_size = h[6], .rope_theta = 10000,
+                           .norm_eps = 1e-5, .tied = h[5] > 0};
+    const int64_t need = V ? tg_model_num_params(c) : -1;   /* at most 2^62, or -1 */
+    const int hd = c->n_head > 0 ? c->n_embd / c->n_head : 0;
+    int64_t bytes;
+    *floats = -1;
+    if (need < 0) return -1;
+    if (__builtin_add_overflow(need, (int64_t)c->block_size * hd, floats) ||
+        __builtin_mul_overflow(*floats, (int64_t)4, &bytes) || __builtin_add_overflow(bytes, 28, &bytes))
+        return -2;
+    return bytes;
+}
+
+/* 0 when tokenizer.bin's V pieces are the byte vocabulary's; else -1
+ * with a message naming tok. */
+static int check_tokenizer(const char *tbuf, size_t tl, const char *tok, int V, char *err, size_t errlen)
+{
+    int32_t max_len = -1;
+    if (tl >= 4) memcpy(&max_len, tbuf, 4);
+    size_t p = 4, longest = 0;
+    char want[32];
+    for (int id = 0; id < V; id++) {
+        int32_t n = -1;
+        if (p + 8 <= tl) memcpy(&n, tbuf + p + 4, 4);
+        byte_piece(id, want, sizeof want);
+        if (n < 0 || p + 8 + (size_t)n > tl) return snprintf(err, errlen, "%s: cut short at id %d", tok, id), -1;
+        if (id < TG_VOCAB_LLAMA2C_SIZE && ((size_t)n != strlen(want) || memcmp(tbuf + p + 8, want, (size_t)n)))
+            return snprintf(err, errlen, "%s: id %d is '%.*s', not llama2.c's byte vocabulary's '%s' (tapegrad "
+                                         "reads only that vocabulary)", tok, id, n, tbuf + p + 8, want), -1;
+        if ((size_t)n > longest) longest = (size_t)n;
+        p += 8 + (size_t)n;
+    }
+    if (p != tl)
+        return snprintf(err, errlen, "%s: %zu bytes after the vocab_size %d entries (the file has %zu): another "
+                                     "tokenizer's, or garbage", tok, tl - p, V, tl), -1;
+    if (max_len < 0 || (size_t)max_len != longest)   /* run.c sizes its merge buffer from it */
+        return snprintf(err, errlen, "%s: offset 0: max_token_length %d is not the longest piece's length %zu", tok,
+                        (int)max_len, longest), -1;
+    return 0;
+}
+
+int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, char *err,
+                      size_t errlen)
+{
+    if (!model_path || !ckpt_path)
+        return snprintf(err, errlen, "llama2c_import: the %s is NULL", model_path ? "checkpoint path" : "model path"), -1;
+    const char *in = model_path, *tok = tokenizer_path;
+    size_t len;
+    char *buf = tg_file_read(in, &len, err, errlen);
+    if (!buf) return -1;
+    int32_t h[7];
+    int rc = -1;
+    tg_model m = {0};
+    tg_graph *g = NULL;
+    char *tbuf = NULL;
+    tg_model_config c;
+    int64_t floats, bytes = -1;
+    if (len < sizeof h) {
+        snprintf(err, errlen, "%s: %zu bytes is shorter than llama2.c's 28-byte header", in, len);
+        goto done;
+    }
+    memcpy(h, buf, sizeof h);
+    if ((bytes = header_config(h, &c, &floats)) != (int64_t)len) {
+        snprintf(err, errlen, "%s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
+                              "vocab_size %d, seq_len %d) %s", in, h[0], h[1], h[2], h[3], h[4], h[5], h[6],
+                 bytes == -1 ? "does not describe a Llama" : "does not match the file's size");
+        if (bytes >= 0)
+            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, %lld expected)", len, (long long)bytes);
+        else if (bytes == -2)
+            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, more than 2^63 expected)", len);
+        goto done;
+    }
+    const int V = c.vocab_size, hd = c.n_embd / c.n_head;
+    if (V < TG_VOCAB_LLAMA2C_SIZE) {   /* sample and eval read its ids as llama2.c's bytes */
+        snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's byte vocabulary (3 specials and "
+                              "256 bytes), the only vocabulary tapegrad imports", in, V, TG_VOCAB_LLAMA2C_SIZE);
+        goto done;
+    }
+    for (int64_t i = 0; i < floats; i++) {   /* every weight and both tables */
+        float x;
+        memcpy(&x, buf + 28 + 4 * i, 4);
+        if (!isfinite(x)) {
+            snprintf(err, errlen, "%s: offset %lld: the weight %lld of the file is %g; a model with NaN or infinite "
+                                  "weights cannot be run", in, (long long)(28 + 4 * i), (long long)i, (double)x);
+            goto done;
+        }
+    }
+    if (tok) {
+        size_t tl;
+        if (!(tbuf = tg_file_read(tok, &tl, err, errlen)) || check_tokenizer(tbuf, tl, tok, V, err, errlen))
+            goto done;
+    }
+    if (tg_model_new(&m, &c, TG_F32, TG_NO_INIT, err, errlen)) goto done;
+    size_t at = 28;
+    char name[96];
+    take(buf, &at, tg_params_get(m.params, "tok_embeddings.weight"));
+    for (int k = 0; k < 9; k++)
+        for (int l = 0; l < c.n_layer; l++) {
+            snprintf(name, sizeof name, "layers.%d.%s", l, LAYER_ORDER[k]);
+            take(buf, &at, tg_params_get(m.params, name));
+        }
+    take(buf, &at, tg_params_get(m.params, "norm.weight"));
+    const size_t table = (size_t)c.block_size * hd / 2 * 4;
+    const char *freqs = buf + at;
+    at += 2 * table;
+    if (!c.tied) take(buf, &at, tg_params_get(m.params, "output.weight"));
+    /* the checkpoint: weights, config, llama2.c's byte vocabulary, and the tables as they were */
+    tg_vocab v;
+    tg_vocab_llama2c(&v);
+    tg_tensor *cs[2] = {0};
+    if ((g = tg_graph_new()))
+        for (int s = 0; s < 2; s++) cs[s] = tg_tensor_from(g, TG_F32, 2, (int[]){c.block_size, hd / 2}, freqs + s * table);
+    if (!cs[0] || !cs[1]) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    tg_st_writer *w = tg_st_writer_new();
+    int bad = !w || tg_model_config_write(&m.config, w) || tg_vocab_write(&v, w) ||
+              tg_st_writer_meta(w, "format", "tapegrad (imported from llama2.c)");
+    for (int i = 0; !bad && i < tg_params_count(m.params); i++)
+        bad |= tg_st_writer_add_tensor(w, tg_params_at(m.params, i)->name, tg_params_at(m.params, i));
+    bad = bad || tg_st_writer_add_tensor(w, "llama2c.freqs_cos", cs[0]) ||
+          tg_st_writer_add_tensor(w, "llama2c.freqs_sin", cs[1]);
+    if (bad) snprintf(err, errlen, "%s: could not assemble the checkpoint", ckpt_path);
+    else rc = tg_st_writer_save(w, ckpt_path, err, errlen);
+    tg_st_writer_free(w);
+done:
+    free(buf);
+    free(tbuf);
+    tg_graph_free(g);
+    tg_model_free(&m);
+    return rc;
+}
