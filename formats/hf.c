@@ -829,6 +829,9 @@ static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, cha
         e.shape[1] = t->shape[1];
     }
     if (tg_st_copy_to(&e, t, err, errlen)) return -1;
+    for (int64_t i = 0; i < t->numel; i++)   /* a checkpoint holds finite weights only */
+        if (!isfinite(tg_tensor_get(t, i)))
+            return tg_set_err(err, errlen, "hf: '%s' holds %g at element %lld", m->hf, tg_tensor_get(t, i), (long long)i);
     if (m->layout == HF_SAME) return 0;
     const size_t es = tg_dtype_size(t->dtype);
     unsigned char *scratch = tg_malloc((size_t)t->numel * es);
