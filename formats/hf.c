@@ -560,6 +560,8 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     for (const cJSON *e = vocab->child; e; e = e->next) total += strlen(e->string);
     unsigned char *raw = tg_malloc(total + 1), *bytes = tg_malloc(total + 1);
     int32_t *made = NULL;
+    hf_shard_ix *id_of = NULL;   /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
+    stbds_sh_new_strdup(id_of);
     if (!off || !start || !len || !raw || !bytes) goto oom;
     for (int32_t i = 0; i < n; i++) len[i] = -1;
     bool eot = false;
@@ -594,6 +596,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
         }
         start[id] = (int64_t)at;
         len[id] = (int32_t)k;
+        stbds_shput(id_of, e->string, (int)id);
         at += (size_t)k;
     }
     if (!eot) {
@@ -629,9 +632,9 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
                    cJSON_IsString(m->child->next)) {
             a = m->child->valuestring, b = m->child->next->valuestring;
         }
-        const cJSON *ia = a ? cJSON_GetObjectItemCaseSensitive(vocab, a) : NULL;
-        const cJSON *ib = b ? cJSON_GetObjectItemCaseSensitive(vocab, b) : NULL;
-        int32_t ida = ia ? (int32_t)ia->valuedouble : -1, idb = ib ? (int32_t)ib->valuedouble : -1, r = -1;
+        const ptrdiff_t ia = a ? stbds_shgeti(id_of, a) : -1, ib = b ? stbds_shgeti(id_of, b) : -1;
+        const int32_t ida = ia >= 0 ? id_of[ia].value : -1, idb = ib >= 0 ? id_of[ib].value : -1;
+        int32_t r = -1;
         if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
         if (r < 0) {
             tg_set_err(err, errlen, "hf: %s: merge %d does not join two pieces into a third", what, (int)k);
@@ -664,6 +667,7 @@ done:
     tg_free(raw);
     tg_free(bytes);
     tg_free(made);
+    stbds_shfree(id_of);
     return t;
 }
 
