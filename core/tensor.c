@@ -79,6 +79,24 @@ double tg_tensor_get(const tg_tensor *t, int64_t i)
     return NAN;
 }
 
+int tg_tensor_set(tg_tensor *t, int64_t i, double v)
+{
+    if (!t || !t->data || i < 0 || i >= t->numel || tg_tensor_stale(t)) return -1;
+    switch (t->dtype) {
+    case TG_F32: ((float *)t->data)[i] = (float)v; return 0;
+    case TG_F64: ((double *)t->data)[i] = v; return 0;
+    case TG_I32:
+        if (!(v >= INT32_MIN && v <= INT32_MAX) || v != floor(v)) return -1;
+        ((int32_t *)t->data)[i] = (int32_t)v;
+        return 0;
+    case TG_BOOL:
+        if (v != 0 && v != 1) return -1;
+        ((uint8_t *)t->data)[i] = (uint8_t)v;
+        return 0;
+    }
+    return -1;
+}
+
 double tg_tensor_item(const tg_tensor *t) { return t && t->numel == 1 ? tg_tensor_get(t, 0) : NAN; }
 
 bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b)

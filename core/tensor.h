@@ -73,6 +73,11 @@ TG_API char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, si
  * NaN for a NULL t or data, i outside [0, numel), or a tensor made before
  * the last reset of its graph. */
 TG_API double tg_tensor_get(const tg_tensor *t, int64_t i);
+/* Sets element i (flat row-major index) to v: rounded to float for f32;
+ * an I32 tensor takes only whole numbers in its range, a BOOL one only 0
+ * and 1. 0, or -1 (nothing written) for those, a NULL t or data, i outside
+ * [0, numel), or a tensor made before the last reset of its graph. */
+TG_API int tg_tensor_set(tg_tensor *t, int64_t i, double v);
 /* The single element of a one-element tensor (a loss) as a double. NaN
  * for a NULL t or a tensor of more than one element. */
 TG_API double tg_tensor_item(const tg_tensor *t);

@@ -175,10 +175,10 @@ int tg_model_register(const tg_model_family *f, char *err, size_t errlen)
     }
     if (!name_ok) return tg_set_err(err, errlen, "model_register: a family's name is 1-31 bytes of [a-z0-9_]");
     if (!f->embedding || !f->create || !f->destroy || !f->params || !f->num_params || !f->forward || !f->loss ||
-        !f->config_write || !f->config_read)
-        return tg_set_err(err, errlen, "model_register: family '%s' lacks its embedding's name or a required "
-                          "function (create, destroy, params, num_params, forward, loss, config_write, config_read)",
-                          f->arch);
+        !f->config_write != !f->config_read)
+        return tg_set_err(err, errlen, "model_register: family '%s' lacks its embedding's name, a required "
+                          "function (create, destroy, params, num_params, forward, loss), or one of config_write "
+                          "and config_read (give both or neither)", f->arch);
     if (tg_model_family_find(f->arch))
         return tg_set_err(err, errlen, "model_register: there is a family '%s' already", f->arch);
     if (n_families == TG_MODEL_MAX_FAMILIES)
@@ -265,10 +265,15 @@ int tg_model_cache_len(const tg_model *m)
 
 /* ---- the config in a file's metadata ------------------------------------- */
 
+/* a family without config functions: these four */
+static const char *const PLAIN_KEYS[] = {"n_layer", "n_embd", "block_size", "vocab_size"};
+
 int tg_model_config_write(const tg_model_config *c, tg_st_writer *w)
 {
     const tg_model_family *f = c ? tg_model_family_find(c->arch) : NULL;
-    return !f || !w || tg_st_writer_meta(w, "arch", f->arch) || f->config_write(c, w) ? -1 : 0;
+    if (!f || !w || tg_st_writer_meta(w, "arch", f->arch)) return -1;
+    if (f->config_write) return f->config_write(c, w) ? -1 : 0;
+    return write_ints(w, 4, PLAIN_KEYS, (const int[]){c->n_layer, c->n_embd, c->block_size, c->vocab_size});
 }
 
 int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
@@ -281,5 +286,7 @@ int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, siz
         return tg_set_err(err, errlen, "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
                           "knows (%s)", arch, family_names);
     c->arch = fam->arch;
-    return fam->config_read(f, c, err, errlen);
+    if (fam->config_read) return fam->config_read(f, c, err, errlen);
+    return read_ints(f, 4, PLAIN_KEYS, (int *const[]){&c->n_layer, &c->n_embd, &c->block_size, &c->vocab_size}, err,
+                     errlen);
 }

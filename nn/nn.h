@@ -422,9 +422,11 @@ typedef struct tg_model_config {
 } tg_model_config;
 
 /* One family. create, destroy, params, num_params, forward, loss,
- * config_write and config_read are required; set_composed and the three
- * cache functions may be NULL (a family without the composed path or
- * without KV-cache decoding). */
+ * set_composed and the three cache functions may be NULL (a family
+ * without the composed path or without KV-cache decoding); so may
+ * config_write and config_read together: the config is then n_layer,
+ * n_embd, block_size and vocab_size, each stored as a decimal and read
+ * back in [1, 2^24]. */
 typedef struct tg_model_family {
     const char *arch;        /* its name, unique: [a-z0-9_], 1-31 bytes */
     const char *embedding;   /* the token embedding's parameter name, (vocab_size, n_embd) */

@@ -37,7 +37,8 @@
 #ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#include "avx512_internal.h"
+
 
 /* tg_fexp in 16 lanes */
 AVX512 static inline __m512 v_exp16(__m512 x)

@@ -17,25 +17,9 @@
 #ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#include "avx512_internal.h"
+
 #define CUR (_MM_FROUND_CUR_DIRECTION)
-
-static inline __mmask16 lanes16(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
-
-/* n floats at p (lanes past n zero), or stored to p: whole vectors
- * unmasked. Masked loads and stores of lines that are not in the cache
- * were slow on Zen 5: with every access masked, these rows took longer
- * than the plain code inside a training step; only the last, partial
- * vector of a head is masked. */
-AVX512 static inline __m512 load16(const float *p, int n)
-{
-    return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(lanes16(n), p);
-}
-AVX512 static inline void store16(float *p, int n, __m512 v)
-{
-    if (n >= 16) _mm512_storeu_ps(p, v);
-    else _mm512_mask_storeu_ps(p, lanes16(n), v);
-}
 
 /* n <= 8 floats at p in the low lanes (the high ones undefined) */
 AVX512 static inline __m512 load8(const float *p, int n)

@@ -72,6 +72,8 @@
 #ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
 
+#include "avx512_internal.h"
+
 /* rows and columns of C's tile, K's slices, C's column blocks; PF: rows
  * of B (or A) ahead that the packing kernels prefetch */
 enum { MR = 14, NR = 32, KC_MAX = 384, NC = 512, PF = 16 };
@@ -82,7 +84,6 @@ enum { B_FLOATS = KC_MAX * NC, A_FLOATS = (KC_MAX + 16) * MR + 16 };
 _Static_assert((B_FLOATS + A_FLOATS) * sizeof(float) <= TG_THREAD_SCRATCH_BYTES, "the packed blocks fit the scratch");
 _Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0, "blocking");
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define INLINE static inline __attribute__((always_inline))
 
 /* The line of p + n floats on its way to L1 (pf0) or L2 (pf1). The

@@ -210,6 +210,9 @@ static void c_index_str_nobuf(fx *f) { ptr(f, tg_index_str(f->x, 1, 0, NULL, 8))
 static void c_get_null(fx *f) { num(f, tg_tensor_get(NULL, 0)); }
 static void c_get_past(fx *f) { num(f, tg_tensor_get(f->x, 6)); }
 static void c_get_neg(fx *f) { num(f, tg_tensor_get(f->x, -1)); }
+static void c_set_null(fx *f) { num(f, tg_tensor_set(NULL, 0, 1)); }
+static void c_set_past(fx *f) { num(f, tg_tensor_set(f->x, 6, 1)); }
+static void c_set_stale(fx *f) { num(f, tg_tensor_set(stale(f), 0, 1)); }
 static void c_item_null(fx *f) { num(f, tg_tensor_item(NULL)); }
 static void c_item_many(fx *f) { num(f, tg_tensor_item(f->x)); }
 static void c_same_shape_nulls(fx *f) { flag(f, tg_tensor_same_shape(NULL, NULL)); }
@@ -1590,6 +1593,9 @@ static const api_case CASES[] = {
     {"tg_tensor_get(NULL, 0)", "nan", NULL, c_get_null},
     {"tg_tensor_get(x (6 elements), 6)", "nan", NULL, c_get_past},
     {"tg_tensor_get(x, -1)", "nan", NULL, c_get_neg},
+    {"tg_tensor_set(NULL, 0, 1)", "-1", NULL, c_set_null},
+    {"tg_tensor_set(x (6 elements), 6, 1)", "-1", NULL, c_set_past},
+    {"tg_tensor_set(a stale tensor, 0, 1)", "-1", NULL, c_set_stale},
     {"tg_tensor_item(NULL)", "nan", NULL, c_item_null},
     {"tg_tensor_item(x of 6 elements)", "nan", NULL, c_item_many},
     {"tg_tensor_same_shape(NULL, NULL)", "false", NULL, c_same_shape_nulls},

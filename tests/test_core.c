@@ -25,6 +25,24 @@ START_TEST(tensor_new_and_bad_shapes)
     tg_graph_reset(g);
     ck_assert_ptr_null(tg_tensor_from(g, TG_F32, TT_SHAPE(2), NULL));
     tt_assert_error(g, "tensor_from: data is NULL");
+    tg_graph_reset(g);
+    /* tg_tensor_set writes what tg_tensor_get reads, in every dtype; what a dtype cannot hold is refused */
+    const tg_dtype dts[4] = {TG_F32, TG_F64, TG_I32, TG_BOOL};
+    for (int k = 0; k < 4; k++) {
+        tg_tensor *u = tg_tensor_new(g, dts[k], TT_SHAPE(3));
+        ck_assert_int_eq(tg_tensor_set(u, 2, 1), 0);
+        ck_assert_double_eq(tg_tensor_get(u, 2), 1);
+        ck_assert_int_eq(tg_tensor_set(u, 3, 1), -1);
+        ck_assert_int_eq(tg_tensor_set(u, 1, 0.5), dts[k] == TG_I32 || dts[k] == TG_BOOL ? -1 : 0);
+        ck_assert_double_eq(tg_tensor_get(u, 1), dts[k] == TG_I32 || dts[k] == TG_BOOL ? 0 : 0.5);
+    }
+    tg_tensor *f32 = tg_tensor_new(g, TG_F32, TT_SHAPE(1)), *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(1));
+    ck_assert_int_eq(tg_tensor_set(f32, 0, 0.1), 0);
+    ck_assert_double_eq(tg_tensor_get(f32, 0), (double)0.1f);   /* rounded to float */
+    ck_assert_int_eq(tg_tensor_set(i32, 0, -2147483648.0), 0);
+    ck_assert_int_eq(tg_tensor_set(i32, 0, 2147483648.0), -1);
+    ck_assert_int_eq(tg_tensor_set(i32, 0, NAN), -1);
+    ck_assert_double_eq(tg_tensor_get(i32, 0), -2147483648.0);
     tg_graph_free(g);
 }
 END_TEST

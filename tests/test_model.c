@@ -276,7 +276,26 @@ START_TEST(a_family_of_ones_own)
     nofwd.arch = "nofwd";
     nofwd.forward = NULL;
     ck_assert_int_eq(tg_model_register(&nofwd, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "lacks its embedding's name or a required function"));
+    ck_assert_ptr_nonnull(strstr(err, "lacks its embedding's name, a required function"));
+    /* without config functions: n_layer, n_embd, block_size, vocab_size through the file; one alone is refused */
+    tg_model_family plain = BIGRAM, half = BIGRAM;
+    plain.arch = "plain", plain.config_write = NULL, plain.config_read = NULL;
+    half.arch = "half", half.config_read = NULL;
+    ck_assert_int_eq(tg_model_register(&half, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "one of config_write and config_read (give both or neither)"));
+    ck_assert_msg(tg_model_register(&plain, err, sizeof err) == 0, "%s", err);
+    const tg_model_config pc = {.arch = "plain", .n_layer = 2, .n_embd = 3, .block_size = 4, .vocab_size = 7};
+    w = tg_st_writer_new();
+    ck_assert_int_eq(tg_model_config_write(&pc, w), 0);
+    ck_assert_int_eq(tg_st_writer_save(w, tt_path("plain.safetensors"), err, sizeof err), 0);
+    tg_st_writer_free(w);
+    f = tg_st_load(tt_path("plain.safetensors"), err, sizeof err);
+    ck_assert_int_eq(tg_model_config_read(f, &back, err, sizeof err), 0);
+    ck_assert_str_eq(back.arch, "plain");
+    ck_assert(back.n_layer == 2 && back.n_embd == 3 && back.block_size == 4 && back.vocab_size == 7);
+    ck_assert_str_eq(tg_st_meta(f, "n_embd"), "3");
+    tg_st_free(f);
+    remove(tt_path("plain.safetensors"));
     /* the table fills up: 16 in all */
     static tg_model_family more[TG_MODEL_MAX_FAMILIES];
     static char names[TG_MODEL_MAX_FAMILIES][8];
@@ -288,7 +307,7 @@ START_TEST(a_family_of_ones_own)
         if (tg_model_register(&more[k], err, sizeof err) == 0) added++;
         else break;
     }
-    ck_assert_int_eq(added, TG_MODEL_MAX_FAMILIES - 3);
+    ck_assert_int_eq(added, TG_MODEL_MAX_FAMILIES - 4);
     ck_assert_ptr_nonnull(strstr(err, "the table holds 16 families"));
 }
 END_TEST

@@ -5,8 +5,13 @@
 # 1. --stop-at, then --resume: the uninterrupted run's last.safetensors, byte for byte
 # 2. kill -9 after a checkpoint, then --resume: the same bytes
 # 3. token files (nanoGPT's uint16 ids of the text's bytes, a val file) train and resume too
-# 4. mpirun -np 2: every loss line the one-process run printed (skipped without
-#    MPI, failed without it under CI=true, as tests/mpi_run.sh does)
+# 4. mpirun -np 2: the loss lines of the one-process run (skipped without
+#    MPI, failed without it under CI=true, as tests/mpi_run.sh does). Two
+#    processes sum their gradients and losses in another order, so the
+#    values agree within f32 rounding (tiny_gpt_mpi.sh checks 1e-5
+#    relative on full-precision metrics); printed to 4 decimals, a value
+#    near a rounding boundary may print one unit apart, so each number
+#    may differ by at most that one unit of its last digit.
 # 5. bad input: a clear message and exit 1, nothing written
 set -u
 bin=$1 src=$2 have_mpi=$3
@@ -71,8 +76,18 @@ elif [ $rc -ne 0 ]; then
 else
   grep "^step" "$work/a.log" >"$work/a.steps"
   grep "^step" "$work/m.log" >"$work/m.steps"
-  grep -q "2 processes" "$work/m.log" && diff "$work/a.steps" "$work/m.steps" >/dev/null &&
-    ok "mpirun -np 2: the one-process run's $(wc -l <"$work/a.steps") loss lines" ||
+  same=$(paste -d'|' "$work/a.steps" "$work/m.steps" | awk -F'|' '
+    { na = split($1, a, /[ (]+/); nb = split($2, b, /[ (]+/)
+      if (na != nb) { bad++; next }
+      for (i = 1; i <= na; i++)
+        if (a[i] != b[i]) {   # numbers: at most one unit of the last printed digit apart
+          u = a[i]; sub(/,$/, "", u); d = index(u, ".") ? length(u) - index(u, ".") : 0
+          if (!(a[i] ~ /^[0-9.]+,?$/ && b[i] ~ /^[0-9.]+,?$/) || (a[i] - b[i]) ^ 2 > (1.5 * 10 ^ -d) ^ 2) bad++
+        }
+    }
+    END { print (NR > 0 && !bad) ? "yes" : "no" }')
+  grep -q "2 processes" "$work/m.log" && [ "$(wc -l <"$work/a.steps")" = "$(wc -l <"$work/m.steps")" ] &&
+    [ "$same" = yes ] && ok "mpirun -np 2: the one-process run's $(wc -l <"$work/a.steps") loss lines (within one unit of the last digit)" ||
     bad "mpirun -np 2 differs: $(diff "$work/a.steps" "$work/m.steps")"
 fi
 

@@ -21,36 +21,33 @@
 
 /* ---- the model ------------------------------------------------------------------- */
 
+typedef struct block {
+    tg_tensor *mix;                 /* (block_size, block_size): position t from positions <= t */
+    tg_rmsnorm_mod norm1, norm2;
+    tg_mlp_mod mlp;                 /* C -> 4C -> C */
+} block;
+
 typedef struct mixer {
     tg_params *p;
-    tg_tensor *wte;                         /* (V,C) token embedding */
-    tg_tensor **mix;                        /* per block (block_size, block_size) */
-    tg_rmsnorm_mod *norm1, *norm2, norm_f;  /* per block, and the last */
-    tg_mlp_mod *mlp;                        /* per block, C -> 4C -> C */
-    tg_linear_mod head;                     /* (V,C) */
+    tg_tensor *wte;                 /* (V,C) token embedding */
+    block *blocks;
+    tg_rmsnorm_mod norm_f;
+    tg_linear_mod head;             /* (V,C) */
     int L;
 } mixer;
-
-static void put(tg_tensor *t, int64_t i, double v)   /* element i of an f32 or f64 tensor */
-{
-    if (t->dtype == TG_F32) ((float *)t->data)[i] = (float)v;
-    else ((double *)t->data)[i] = v;
-}
 
 static void mixer_free(void *impl)
 {
     mixer *m = impl;
     tg_params_free(m->p);
-    free(m->mix), free(m->norm1), free(m->norm2), free(m->mlp), free(m);
+    free(m->blocks), free(m);
 }
 
 static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
     const int L = c->n_layer, C = c->n_embd, T = c->block_size, V = c->vocab_size;
     mixer *m = calloc(1, sizeof *m);
-    if (!m || !(m->p = tg_params_new(dt, err, errlen)) || !(m->mix = calloc(L, sizeof *m->mix)) ||
-        !(m->norm1 = calloc(L, sizeof *m->norm1)) || !(m->norm2 = calloc(L, sizeof *m->norm2)) ||
-        !(m->mlp = calloc(L, sizeof *m->mlp))) {
+    if (!m || !(m->p = tg_params_new(dt, err, errlen)) || !(m->blocks = calloc(L, sizeof *m->blocks))) {
         snprintf(err, errlen, "mixer: out of memory");
         if (m) mixer_free(m);
         return NULL;
@@ -61,19 +58,19 @@ static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, cha
     int bad = !(m->wte = tg_params_add(m->p, "wte.weight", 2, (int[]){V, C}));
     char name[64];
     for (int l = 0; l < L && !bad; l++) {
+        block *k = &m->blocks[l];
         snprintf(name, sizeof name, "blocks.%d.mix.weight", l);
-        bad = !(m->mix[l] = tg_params_add(m->p, name, 2, (int[]){T, T}));
+        bad = !(k->mix = tg_params_add(m->p, name, 2, (int[]){T, T}));
         snprintf(name, sizeof name, "blocks.%d.norm1", l);
-        bad = bad || tg_rmsnorm_init(&m->norm1[l], m->p, name, C, 1e-5, err, errlen);
+        bad = bad || tg_rmsnorm_init(&k->norm1, m->p, name, C, 1e-5, err, errlen);
         snprintf(name, sizeof name, "blocks.%d.norm2", l);
-        bad = bad || tg_rmsnorm_init(&m->norm2[l], m->p, name, C, 1e-5, err, errlen);
+        bad = bad || tg_rmsnorm_init(&k->norm2, m->p, name, C, 1e-5, err, errlen);
         snprintf(name, sizeof name, "blocks.%d.mlp", l);
-        bad = bad || tg_mlp_init(&m->mlp[l], m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err, errlen);
+        bad = bad || tg_mlp_init(&k->mlp, m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err, errlen);
         if (!bad) {   /* each position starts as the mean of the ones it sees, give or take */
             for (int t = 0; t < T; t++)
-                for (int s = 0; s < T; s++)
-                    put(m->mix[l], t * T + s, s <= t ? 1.0 / (t + 1) + 0.02 * tg_rng_normal(&r) : 0);
-            tg_mlp_init_normal(&m->mlp[l], &r, 0.02, 0.02, 0.02 / sqrt(2.0 * L));
+                for (int s = 0; s <= t; s++) tg_tensor_set(k->mix, t * T + s, 1.0 / (t + 1) + 0.02 * tg_rng_normal(&r));
+            tg_mlp_init_normal(&k->mlp, &r, 0.02, 0.02, 0.02 / sqrt(2.0 * L));
         }
     }
     bad = bad || tg_rmsnorm_init(&m->norm_f, m->p, "norm_f", C, 1e-5, err, errlen) ||
@@ -95,11 +92,12 @@ static tg_tensor *mixer_forward(tg_graph *g, void *impl, tg_tensor *idx, tg_tens
     const int T = idx->ndim == 2 ? idx->shape[1] : 0;
     tg_tensor *x = tg_embedding(g, m->wte, idx), *mask = tg_tensor_new(g, m->wte->dtype, 2, (int[]){T, T});
     for (int t = 0; mask && t < T; t++)   /* the causal mask: 1 on and below the diagonal */
-        for (int s = 0; s < T; s++) put(mask, t * T + s, s <= t);
+        for (int s = 0; s <= t; s++) tg_tensor_set(mask, t * T + s, 1);
     for (int l = 0; l < m->L; l++) {
-        tg_tensor *w = tg_mul(g, tg_slice(g, tg_slice(g, m->mix[l], 0, 0, T), 1, 0, T), mask);   /* (T,T) */
-        x = tg_add(g, x, tg_matmul(g, w, tg_rmsnorm_forward(g, &m->norm1[l], x)));              /* positions */
-        x = tg_add(g, x, tg_mlp_forward(g, &m->mlp[l], tg_rmsnorm_forward(g, &m->norm2[l], x)));  /* channels */
+        block *k = &m->blocks[l];
+        tg_tensor *w = tg_mul(g, tg_slice(g, tg_slice(g, k->mix, 0, 0, T), 1, 0, T), mask);   /* (T,T) */
+        x = tg_add(g, x, tg_matmul(g, w, tg_rmsnorm_forward(g, &k->norm1, x)));              /* positions */
+        x = tg_add(g, x, tg_mlp_forward(g, &k->mlp, tg_rmsnorm_forward(g, &k->norm2, x)));  /* channels */
     }
     return tg_linear_forward(g, &m->head, tg_rmsnorm_forward(g, &m->norm_f, x));
 }
@@ -114,27 +112,12 @@ static int64_t mixer_count(const tg_model_config *c)
     const int64_t C = c->n_embd, T = c->block_size, V = c->vocab_size;
     return 2 * V * C + C + c->n_layer * (T * T + 2 * C + 8 * C * C);
 }
-static int mixer_write(const tg_model_config *c, tg_st_writer *w)
-{
-    char v[4][16];
-    const int n[4] = {c->n_layer, c->n_embd, c->block_size, c->vocab_size};
-    for (int i = 0; i < 4; i++) snprintf(v[i], sizeof v[i], "%d", n[i]);
-    return tg_st_writer_meta(w, "n_layer", v[0]) || tg_st_writer_meta(w, "n_embd", v[1]) ||
-           tg_st_writer_meta(w, "block_size", v[2]) || tg_st_writer_meta(w, "vocab_size", v[3]);
-}
-static int mixer_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
-{
-    int64_t v[4];
-    const char *keys[4] = {"n_layer", "n_embd", "block_size", "vocab_size"};
-    for (int i = 0; i < 4; i++)
-        if (tg_st_meta_int(f, keys[i], 1, 1 << 20, &v[i], err, errlen)) return -1;
-    c->n_layer = (int)v[0], c->n_embd = (int)v[1], c->block_size = (int)v[2], c->vocab_size = (int)v[3];
-    return 0;
-}
 
-static const tg_model_family MIXER = {"mixer", "wte.weight", NULL, NULL, mixer_new, mixer_free, mixer_params,
-                                      mixer_count, mixer_forward, mixer_loss, NULL, NULL, NULL, NULL,
-                                      mixer_write, mixer_read};
+/* no composed path, no KV cache; the config is the library's plain one
+ * (n_layer, n_embd, block_size, vocab_size) */
+static const tg_model_family MIXER = {.arch = "mixer", .embedding = "wte.weight", .create = mixer_new,
+                                      .destroy = mixer_free, .params = mixer_params, .num_params = mixer_count,
+                                      .forward = mixer_forward, .loss = mixer_loss};
 
 /* ---- training ---------------------------------------------------------------------- */
 
