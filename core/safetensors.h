@@ -23,7 +23,8 @@ extern "C" {
 /* One tensor of a loaded file. dtype is the file's name for it: "F32",
  * "F64", "I32", "I64", ... (any dtype name of the format is accepted on
  * read: BOOL U8 I8 I16 U16 F16 BF16 I32 U32 F32 F64 I64 U64 F8_E5M2
- * F8_E4M3; conversions below support F32, F64, I32, I64, U8, BOOL).
+ * F8_E4M3; conversions below support F32, F64, F16, BF16, I32, I64, U8,
+ * BOOL).
  * A dimension may be 0 (numel 0, nbytes 0); ndim 0 is a scalar. */
 typedef struct tg_st_tensor {
     const char *name;
@@ -78,7 +79,8 @@ TG_API int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
  * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is
- * an error; inf and NaN carry over); I32/I64 -> i32 (values must fit);
+ * an error; inf and NaN carry over); F16/BF16 -> f32 or f64 (exactly:
+ * every half and bfloat16 value is a float); I32/I64 -> i32 (values must fit);
  * U8/BOOL -> bool (values must be 0 or 1). Returns 0, or -1 with a
  * message naming the tensor (and the element, for a value that does not
  * fit); dst is untouched on error. Also an error: a NULL e or dst, or an
@@ -126,7 +128,7 @@ TG_API int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_
  * then untouched). */
 TG_API int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
                              char *err, size_t errlen);
-/* Loads every parameter of p from f by name (converting F32/F64). A
+/* Loads every parameter of p from f by name (converting F32/F64/F16/BF16). A
  * parameter missing from f, or a shape mismatch, is an error naming it;
  * tensors in f that p lacks are ignored. Nothing is written to p unless
  * every parameter is present and fits. Returns 0, or -1 with the message

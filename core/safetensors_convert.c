@@ -15,6 +15,34 @@
 
 /* ---- converting into tapegrad tensors ------------------------------------ */
 
+/* IEEE half and bfloat16 to float, exactly (every value of both is a
+ * float: subnormals, infinities and NaN payloads carry over). */
+static float f16_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = h >> 10 & 0x1F, man = h & 0x3FF;
+    uint32_t bits;
+    if (exp == 0x1F) bits = sign | 0x7F800000u | man << 13;   /* inf, NaN */
+    else if (exp) bits = sign | (exp + 112) << 23 | man << 13;
+    else if (!man) bits = sign;                               /* +-0 */
+    else {                                                    /* subnormal: man 2^-24 */
+        int e = -1;
+        uint32_t m = man;
+        do { e++; m <<= 1; } while (!(m & 0x400));
+        bits = sign | (uint32_t)(112 - e) << 23 | (m & 0x3FF) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float bf16_to_float(uint16_t h)
+{
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Checks that e can be copied into dst: convertible dtypes, the same
  * shape, every value representable. Writes nothing. */
 static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
@@ -34,7 +62,7 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
         return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination has no data",
                           e->name ? e->name : "(null)");
     const char *dt = e->dtype;
-    bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64");
+    bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64") || !strcmp(dt, "F16") || !strcmp(dt, "BF16");
     bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
     bool is_b = !strcmp(dt, "U8") || !strcmp(dt, "BOOL");
     if (!((is_f && tg_dtype_is_float(dst->dtype)) || (is_i && dst->dtype == TG_I32) ||
@@ -85,6 +113,17 @@ static void copy_convert(const tg_st_tensor *e, tg_tensor *dst)
 {
     const unsigned char *p = e->data;
     size_t es = ST_DTYPES[st_dtype_find(e->dtype)].size;   /* a known dtype: copy_check passed */
+    if (es == 2) {   /* F16 or BF16: exact in f32 and f64 */
+        const bool bf = !strcmp(e->dtype, "BF16");
+        for (int64_t i = 0; i < e->numel; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * (size_t)i, 2);
+            const float v = bf ? bf16_to_float(h) : f16_to_float(h);
+            if (dst->dtype == TG_F32) ((float *)dst->data)[i] = v;
+            else ((double *)dst->data)[i] = v;
+        }
+        return;
+    }
     if (es == tg_dtype_size(dst->dtype)) {   /* same type: the bytes as they are */
         memcpy(dst->data, p, e->nbytes);
         return;

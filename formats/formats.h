@@ -4,7 +4,10 @@
  * tiny_gpt, and tiny_gpt's export and import are thin commands over it.
  *
  *   llama2.c   run.c's model.bin and tokenizer.bin (formats/llama2c.c)
- *   GGUF       llama.cpp's model file, tokenizer inside (formats/gguf.c)
+ *   GGUF       llama.cpp's model file, tokenizer inside (formats/gguf.c
+ *              writes one, formats/gguf_read.c reads one)
+ *   hf         a Hugging Face model directory, as transformers reads and
+ *              writes one: GPT2LMHeadModel, LlamaForCausalLM (formats/hf.c)
  *
  * Every reader here checks a file against its own size before it
  * allocates what the file's header claims, and is fuzzed
@@ -13,6 +16,7 @@
 #ifndef TG_FORMATS_H
 #define TG_FORMATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../core/export.h"
@@ -102,6 +106,58 @@ TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type
  * are checked against the file's size before anything is allocated.
  * 0, or -1 with a message naming the file. */
 TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *err, size_t errlen);
+/* ---- the Hugging Face layout (formats/hf.c) -------------------------------
+ * A directory with config.json, model.safetensors (or shards named by
+ * model.safetensors.index.json), tokenizer.json (or GPT-2's vocab.json
+ * and merges.txt), tokenizer_config.json and generation_config.json. A
+ * tapegrad GPT is transformers' GPT2LMHeadModel (Conv1D weights stored
+ * (in, out), the head tied to wte; activation_function "gelu", the exact
+ * erf form tapegrad computes), a Llama is LlamaForCausalLM (q and k rows
+ * in the rotate-half order transformers' RoPE pairs, lm_head absent when
+ * tied). docs/formats.md, "Hugging Face layout". */
+
+typedef struct tg_hf_import_options {
+    bool ids_only;   /* a directory without a tokenizer tapegrad reads gives a checkpoint of bare ids
+                        (vocabulary "ids:V") instead of an error */
+} tg_hf_import_options;
+
+/* Reads the model directory dir and writes it as a tapegrad checkpoint at
+ * ckpt_out (atomically: tg_checkpoint_save), weights and vocabulary, no
+ * training state. config.json's model_type picks the family: "gpt2"
+ * (n_layer, n_head, n_embd, n_positions, vocab_size, layer_norm_epsilon
+ * 1e-5, activation_function gelu or gelu_new) or "llama" (the
+ * LlamaConfig fields; rope_scaling null, no biases, SiLU). Tensors F32,
+ * F16 and BF16 make an f32 checkpoint, F64 ones an f64 checkpoint, every
+ * value exact; GPT-2's attn.bias and attn.masked_bias buffers are
+ * skipped, and its names are taken with or without "transformer.". The
+ * tokenizer (a GPT's) is GPT-2's byte-level BPE, from tokenizer.json or
+ * vocab.json + merges.txt, as tiktoken ranks (text.h TG_TOK_TIKTOKEN);
+ * without one the import fails unless opts->ids_only. opts may be NULL.
+ * What tapegrad cannot run (another model_type, rope scaling, biases on a
+ * Llama, another epsilon or activation, a tensor it has no place for, a
+ * tied head that differs from the embedding, another tokenizer) is
+ * refused naming the key or tensor, before any model is built and
+ * without writing anything. An import that changes what the model
+ * computes says so in notice (GPT-2's tanh GELU computed as erf GELU;
+ * notice may be NULL; "" when there is nothing to say). 0, or -1 with a
+ * message in err. */
+TG_API int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
+                        size_t notice_len, char *err, size_t errlen);
+
+/* Writes the model of checkpoint ckpt (a loaded tapegrad checkpoint: its
+ * config, weights and vocabulary) as a Hugging Face directory dir (made
+ * if absent): config.json, model.safetensors (F32, or F64 for an f64
+ * checkpoint), generation_config.json, and for GPT-2's tokenizer
+ * tokenizer.json and tokenizer_config.json (another vocabulary gets no
+ * tokenizer files, and notice says why). config.json's "tapegrad" object
+ * keeps what the layout cannot say (a GPT without biases: exported with
+ * zero ones; a Llama's interleaved RoPE pairs: exported permuted), so
+ * tg_hf_import gives back the same checkpoint bit for bit. Each file is
+ * written atomically, the JSON files renamed into place after
+ * model.safetensors; a directory holding another model's shard index is
+ * refused. 0, or -1 with a message. */
+TG_API int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, char *err,
+                        size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1388,6 +1388,14 @@ static void c_tiktoken_missing(fx *f)
 }
 static void c_tiktoken_noerr(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), NULL, 64)); }
 static void c_tiktoken_dir(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_dir, f->err, sizeof f->err)); }
+/* formats/formats.h: the Hugging Face layout */
+static void c_hf_import_nodir(fx *f) { num(f, tg_hf_import(NULL, tt_path("o.safetensors"), NULL, NULL, 0, f->err, sizeof f->err)); }
+static void c_hf_import_noconfig(fx *f)
+{
+    num(f, tg_hf_import("/nonexistent", tt_path("o.safetensors"), NULL, NULL, 0, f->err, sizeof f->err));
+}
+static void c_hf_import_noerr(fx *f) { num(f, tg_hf_import(NULL, NULL, NULL, NULL, 0, NULL, 64)); }
+static void c_hf_export_nockpt(fx *f) { num(f, tg_hf_export(NULL, tt_path("hf"), NULL, 0, f->err, sizeof f->err)); }
 static void c_tiktoken_empty(fx *f) { tiktoken(f, "\n\n"); }
 static void c_tiktoken_norank(fx *f) { tiktoken(f, "YQ==\n"); }
 static void c_tiktoken_base64(fx *f) { tiktoken(f, "YQ== 0\nY*== 1\n"); }
@@ -2447,6 +2455,12 @@ static const api_case CASES[] = {
     {"tg_tokfile_write(\"/nonexistent/w.bin\", ...)", "-1", "token file /nonexistent/w.bin: No such file or directory",
      c_tokfile_write_nodir},
     {"tg_tokfile_write(NULL, ..., NULL, 64)", "-1", NULL, c_tokfile_write_noerr},
+    /* formats/formats.h */
+    {"tg_hf_import(NULL, out, ...)", "-1", "hf_import: the directory is NULL", c_hf_import_nodir},
+    {"tg_hf_import(\"/nonexistent\", out, ...)", "-1", "hf: /nonexistent/config.json: No such file or directory",
+     c_hf_import_noconfig},
+    {"tg_hf_import(NULL, NULL, ..., NULL, 64)", "-1", NULL, c_hf_import_noerr},
+    {"tg_hf_export(NULL, dir, ...)", "-1", "hf_export: the checkpoint is NULL", c_hf_export_nockpt},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

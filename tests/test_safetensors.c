@@ -624,14 +624,62 @@ START_TEST(conversions_and_their_errors)
     tg_tensor *if32 = tg_tensor_new(g, TG_F32, TT_SHAPE(3));      /* (3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), if32, err, sizeof err), -1);
     ck_assert_str_eq(err, "safetensors: tensor 'i': cannot convert I64 to f32");
-    tg_tensor *h = tg_tensor_new(g, TG_F32, TT_SHAPE(2));         /* (2) */
+    tg_tensor *h = tg_tensor_new(g, TG_I32, TT_SHAPE(2));         /* (2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'h': cannot convert F16 to f32");
+    ck_assert_str_eq(err, "safetensors: tensor 'h': cannot convert F16 to i32");
     tg_tensor *b = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2));        /* (2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "u"), b, err, sizeof err), -1);
     ck_assert_str_eq(err, "safetensors: tensor 'u': element 1 (1) = 2 is not 0 or 1 for bool");
     ck_assert_int_eq(tg_st_copy_to(NULL, b, err, sizeof err), -1);
     ck_assert_str_eq(err, "safetensors: copy: tensor is NULL");
+    tg_graph_free(g);
+    tg_st_free(f);
+}
+END_TEST
+
+/* F16 and BF16 into f32 and f64: every one of the 65536 bit patterns of
+ * each, against the value its fields say (ldexp of the significand), NaN
+ * payloads kept. */
+START_TEST(halves_convert_exactly)
+{
+    static uint16_t hv[65536];
+    for (int i = 0; i < 65536; i++) hv[i] = (uint16_t)i;
+    tg_st_writer *w = tg_st_writer_new();
+    tg_st_writer_add(w, "h", "F16", 1, (int64_t[]){65536}, hv);
+    tg_st_writer_add(w, "b", "BF16", 1, (int64_t[]){65536}, hv);
+    char err[ERRLEN] = "";
+    ck_assert_msg(tg_st_writer_save(w, P("halves.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_st_writer_free(w);
+    tg_st_file *f = load_ok(P("halves.safetensors"));
+    tg_graph *g = tg_graph_new();
+    tg_tensor *h32 = tg_tensor_new(g, TG_F32, TT_SHAPE(65536)), *h64 = tg_tensor_new(g, TG_F64, TT_SHAPE(65536));
+    tg_tensor *b32 = tg_tensor_new(g, TG_F32, TT_SHAPE(65536)), *b64 = tg_tensor_new(g, TG_F64, TT_SHAPE(65536));
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h32, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h64, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b32, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b64, err, sizeof err), 0);
+    for (int i = 0; i < 65536; i++) {
+        const int sg = i >> 15, e = i >> 10 & 31, m = i & 1023;
+        const double want = (sg ? -1 : 1) * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+        const float got = ((float *)h32->data)[i];
+        if (e == 31) {
+            uint32_t bits;
+            memcpy(&bits, &got, 4);
+            ck_assert_msg(bits == ((uint32_t)sg << 31 | 0x7F800000u | (uint32_t)m << 13), "F16 %04x", i);
+        } else {
+            ck_assert_msg(got == want && !signbit(got) == !signbit(want), "F16 %04x: %.9g, want %.9g", i, got, want);
+        }
+        ck_assert_msg(((double *)h64->data)[i] == got || (isnan(got) && isnan(((double *)h64->data)[i])), "%04x", i);
+        const int be = i >> 7 & 255, bm = i & 127;
+        const float bg = ((float *)b32->data)[i];
+        if (be == 255) {
+            ck_assert_msg(bm ? isnan(bg) : isinf(bg), "BF16 %04x", i);
+        } else {
+            const double bw = (sg ? -1 : 1) * (be ? ldexp(128 + bm, be - 134) : ldexp(bm, -133));
+            ck_assert_msg(bg == bw && !signbit(bg) == !signbit(bw), "BF16 %04x: %.9g, want %.9g", i, bg, bw);
+        }
+        ck_assert_msg(((double *)b64->data)[i] == bg || (isnan(bg) && isnan(((double *)b64->data)[i])), "%04x", i);
+    }
     tg_graph_free(g);
     tg_st_free(f);
 }
@@ -785,7 +833,8 @@ static Suite *suite(void)
     tt_tcase(s, "safetensors", 0, TT_TESTS(round_trip_is_bit_exact, tapegrad_tensors_round_trip,
                                            params_round_trip_and_errors, hand_built_file_reads_correctly,
                                            header_whitespace_and_edge_cases, corrupt_files_are_rejected,
-                                           conversions_and_their_errors, writer_errors_stick, saves_are_atomic));
+                                           conversions_and_their_errors, halves_convert_exactly, writer_errors_stick,
+                                           saves_are_atomic));
     return s;
 }
 

@@ -300,6 +300,58 @@ START_TEST(muon_state_in_checkpoints)
 }
 END_TEST
 
+/* A checkpoint whose tensors are F16 or BF16 (a model saved in half
+ * precision) loads, each value exactly; it was refused as "holds only 0
+ * float values: a tensor is missing" (issue 22). */
+START_TEST(half_precision_checkpoints_load)
+{
+    char err[512];
+    for (int k = 0; k < 4; k++) {
+        tg_model m, r;
+        tg_model_config c = CFGS[k % 2];
+        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err), 0);
+        tg_st_writer *w = tg_st_writer_new();
+        ck_assert_int_eq(tg_model_config_write(&m.config, w), 0);
+        uint16_t *h[64];
+        const int n = tg_params_count(m.params);
+        ck_assert_int_le(n, 64);
+        for (int i = 0; i < n; i++) {
+            tg_tensor *t = tg_params_at(m.params, i);
+            h[i] = malloc((size_t)t->numel * 2);
+            int64_t shape[8];
+            for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+            for (int64_t j = 0; j < t->numel; j++) {
+                const int q = (int)((i * 131 + j * 17) % 255) - 127;   /* q/128: exact in both */
+                ((float *)t->data)[j] = (float)q / 128;
+                const float v = (float)q / 128;
+                uint32_t bits;
+                memcpy(&bits, &v, 4);
+                if (k < 2) h[i][j] = (uint16_t)(bits >> 16);   /* BF16: the top half of an exact float */
+                else {                                          /* F16: sign, exponent rebiased, 10 bits */
+                    const uint32_t e = bits >> 23 & 255;
+                    h[i][j] = (uint16_t)((bits >> 16 & 0x8000) | (q ? (e - 112) << 10 | (bits >> 13 & 0x3FF) : 0));
+                }
+            }
+            ck_assert_int_eq(tg_st_writer_add(w, t->name, k < 2 ? "BF16" : "F16", t->ndim, shape, h[i]), 0);
+        }
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("half.safetensors"), err, sizeof err), 0);
+        tg_st_writer_free(w);
+        for (int i = 0; i < n; i++) free(h[i]);
+        tg_st_file *f = tg_st_load(tt_path("half.safetensors"), err, sizeof err);
+        ck_assert_msg(f, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_model(f, TG_F64, -1, &r, err, sizeof err) == 0, "%s", err);
+        for (int i = 0; i < n; i++) {
+            const tg_tensor *a = tg_params_at(m.params, i), *b = tg_params_at(r.params, i);
+            for (int64_t j = 0; j < a->numel; j++)
+                ck_assert_msg(((float *)a->data)[j] == ((double *)b->data)[j], "%s[%lld]", a->name, (long long)j);
+        }
+        tg_model_free(&r);
+        tg_st_free(f);
+        tg_model_free(&m);
+    }
+}
+END_TEST
+
 /* tg_eval_loss is the mean of the model's loss over the windows its own
  * stream draws (seed * 1000003 + step, stream 2 for val), computed here
  * batch by batch; two processes' rows summed give the one-process value;
@@ -426,7 +478,8 @@ int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
     tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
-                                                  muon_state_in_checkpoints, the_vocabulary_of_a_checkpoint,
+                                                  muon_state_in_checkpoints, half_precision_checkpoints_load,
+                                                  the_vocabulary_of_a_checkpoint,
                                                   eval_loss_is_the_mean_over_its_windows));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

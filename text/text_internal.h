@@ -84,6 +84,13 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
  * both); 0, or -1 out of memory. */
 int tg_tok_build_pairs(tg_tokenizer *t, const unsigned char *bytes, const int64_t *off, size_t max_len,
                        const uint8_t *part, const uint8_t *target);
+/* A tiktoken tokenizer (GPT-2's pattern, a word that is a piece one
+ * token) of the n pieces given end to end in rank order (off: n + 1
+ * offsets), with <|endoftext|> = n; what the tiktoken reader makes of a
+ * rank file, for readers of other files with the same ranks (formats/hf.c:
+ * GPT-2's vocab.json and merges). NULL with a message prefixed by what. */
+tg_tokenizer *tg_tok_tiktoken_new(int32_t n, const unsigned char *bytes, const int64_t *off, const char *what,
+                                  char *err, size_t errlen);
 /* Compiles t->pattern with PCRE2 (UTF, UCP, JIT when available); -1
  * with a message when it does not compile or is not GPT-2's. */
 int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen);

@@ -134,7 +134,6 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     line_piece *pieces = NULL;
     int32_t *by_rank = NULL;
     int64_t *off = NULL;
-    uint8_t *special = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
         tg_set_err(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
@@ -220,11 +219,9 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
             goto fail;
         }
     /* pieces in rank order, then <|endoftext|> */
-    static const char EOT[] = "<|endoftext|>";
-    unsigned char *ordered = tg_malloc((size_t)nb + sizeof EOT);
-    off = tg_malloc(((size_t)n + 2) * sizeof *off);
-    special = tg_calloc((size_t)n + 1, 1);
-    if (!ordered || !off || !special) {
+    unsigned char *ordered = tg_malloc((size_t)nb + 1);
+    off = tg_malloc(((size_t)n + 1) * sizeof *off);
+    if (!ordered || !off) {
         tg_free(ordered);
         goto oom;
     }
@@ -236,20 +233,11 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         o += lp->len;
     }
     off[n] = o;
-    memcpy(ordered + o, EOT, sizeof EOT - 1);
-    off[n + 1] = o + (int64_t)sizeof EOT - 1;
-    special[n] = 1;
     char what[600];
     snprintf(what, sizeof what, "tiktoken: %s", path);
-    t = tg_tok_build(TG_TOK_TIKTOKEN, n + 1, ordered, off, special, what, err, errlen);
+    t = tg_tok_tiktoken_new(n, ordered, off, what, err, errlen);
     tg_free(ordered);
     if (!t) goto fail;
-    t->eos = n;
-    t->whole_word_first = true;
-    size_t pl = strlen(TG_GPT2_PATTERN) + 1;
-    if (!(t->pattern = tg_malloc(pl))) goto oom;
-    memcpy(t->pattern, TG_GPT2_PATTERN, pl);
-    if (tg_tok_compile_pattern(t, what, err, errlen)) goto fail;
     goto done;
 oom:
     tg_set_err(err, errlen, "tiktoken: %s: out of memory", path);
@@ -264,6 +252,41 @@ done:
     tg_free(pieces);
     tg_free(by_rank);
     tg_free(off);
+    return t;
+}
+
+tg_tokenizer *tg_tok_tiktoken_new(int32_t n, const unsigned char *bytes, const int64_t *off, const char *what,
+                                  char *err, size_t errlen)
+{
+    static const char EOT[] = "<|endoftext|>";
+    tg_tokenizer *t = NULL;
+    unsigned char *all = tg_malloc((size_t)off[n] + sizeof EOT);
+    int64_t *o = tg_malloc(((size_t)n + 2) * sizeof *o);
+    uint8_t *special = tg_calloc((size_t)n + 1, 1);
+    if (!all || !o || !special) goto oom;
+    memcpy(all, bytes, (size_t)off[n]);
+    memcpy(o, off, ((size_t)n + 1) * sizeof *o);
+    memcpy(all + off[n], EOT, sizeof EOT - 1);
+    o[n + 1] = off[n] + (int64_t)sizeof EOT - 1;
+    special[n] = 1;
+    if (!(t = tg_tok_build(TG_TOK_TIKTOKEN, n + 1, all, o, special, what, err, errlen))) goto done;
+    t->eos = n;
+    t->whole_word_first = true;
+    const size_t pl = strlen(TG_GPT2_PATTERN) + 1;
+    if (!(t->pattern = tg_malloc(pl))) goto oom;
+    memcpy(t->pattern, TG_GPT2_PATTERN, pl);
+    if (tg_tok_compile_pattern(t, what, err, errlen)) {
+        tg_tok_free(t);
+        t = NULL;
+    }
+    goto done;
+oom:
+    tg_set_err(err, errlen, "%s: out of memory", what);
+    tg_tok_free(t);
+    t = NULL;
+done:
+    tg_free(all);
+    tg_free(o);
     tg_free(special);
     return t;
 }

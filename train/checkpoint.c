@@ -111,7 +111,9 @@ static int check_config_against_tensors(const tg_st_file *f, const tg_model_conf
     int64_t have = 0;
     for (int i = 0; i < tg_st_count(f); i++) {
         const tg_st_tensor *e = tg_st_at(f, i);
-        if ((!strcmp(e->dtype, "F32") || !strcmp(e->dtype, "F64")) && strncmp(e->name, "optimizer.", 10))
+        const char *d = e->dtype;   /* every float dtype tg_st_copy_to reads (F16 and BF16 too) */
+        if ((!strcmp(d, "F32") || !strcmp(d, "F64") || !strcmp(d, "F16") || !strcmp(d, "BF16")) &&
+            strncmp(e->name, "optimizer.", 10))
             have += e->numel;
     }
     if (need < 0 || have < need)

@@ -196,8 +196,8 @@ TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_voca
                               const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_train_state *ts,
                               const char *const *meta, int n_meta, char *err, size_t errlen);
 /* Builds the model f describes (tg_model_config_read) in dtype dt into m
- * and loads its weights (F32 or F64 in the file). dropout < 0 keeps the
- * file's. Before anything is allocated the config is checked against the
+ * and loads its weights (F32, F64, F16 or BF16 in the file). dropout < 0
+ * keeps the file's. Before anything is allocated the config is checked against the
  * file's tensors (the embeddings' shapes, and at least as many float
  * values as the config's parameter count), so a crafted file is refused
  * in time proportional to its size. Every weight must be finite; a tied

@@ -256,7 +256,7 @@ done:
 int cmd_eval(int argc, char **argv)
 {
     const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
-               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL;
+               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
     bool composed = false;
@@ -275,6 +275,8 @@ int cmd_eval(int argc, char **argv)
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0, ROLE_NONE},
+        {"dump-logits", ARG_STRING, &dump_logits, 0, 0, "write the batch's logits (B,T,V) here, as 'logits'", 0,
+         ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
         SPEC_THREADS(&threads),
@@ -286,9 +288,9 @@ int cmd_eval(int argc, char **argv)
     int setup = command_setup("eval", "--ckpt F [--data F | --text F] | --init W.safetensors --batch B.safetensors [flags]",
                               specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
-    if (ckpt && (init || batch || dump)) {
-        fprintf(stderr, "tiny_gpt eval: --ckpt (loss on the run's data) excludes --init, --batch and --dump-grads "
-                        "(one batch)\n");
+    if (ckpt && (init || batch || dump || dump_logits)) {
+        fprintf(stderr, "tiny_gpt eval: --ckpt (loss on the run's data) excludes --init, --batch, --dump-grads and "
+                        "--dump-logits (one batch)\n");
         return 2;
     }
     if (!ckpt && (data || text || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
@@ -312,6 +314,18 @@ int cmd_eval(int argc, char **argv)
     double loss = loss_and_grads(&in, g, err, sizeof err);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
+    if (dump_logits) {   /* the forward alone, on a graph of its own */
+        tg_graph *lg = tg_graph_new();
+        tg_tensor *logits = lg ? tg_model_forward(lg, &in.m, in.idx, NULL) : NULL;   /* (B,T,V) */
+        tg_st_writer *w = logits ? tg_st_writer_new() : NULL;
+        const int bad = !w || tg_st_writer_add_tensor(w, "logits", logits) ||
+                        tg_st_writer_save(w, dump_logits, err, sizeof err);
+        if (bad && !logits) snprintf(err, sizeof err, "%s", lg ? tg_graph_error(lg) : "out of memory");
+        else if (bad && w && tg_st_writer_error(w)) snprintf(err, sizeof err, "%s", tg_st_writer_error(w));
+        tg_st_writer_free(w);
+        tg_graph_free(lg);
+        if (bad) goto fail;
+    }
     if (dump) {
         char nb[32];
         snprintf(nb, sizeof nb, "%d", in.B * in.T);

@@ -51,6 +51,15 @@ q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format gguf --type f
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok,gguf}
+# the same ranks without the pieces no merge of two earlier ones makes ('café', '€'), which a
+# tokenizer.json cannot say: the hf export's GPT
+head -n 262 "$work/small.tiktoken" >"$work/hf.tiktoken"
+q "$bin" train "${tiny[@]}" --tokenizer "$work/hf.tiktoken" --out "$work/gpt_hf"
+q "$bin" export --ckpt "$work/gpt_hf/best.safetensors" --format hf --out "$work/hf_gpt"
+q "$bin" export --ckpt "$work/llama/best.safetensors" --format hf --out "$work/hf_llama"
+
+rm -rf "$corpus"
+mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,hf}
 cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
 cp "$work/llama.gguf" "$corpus/gguf/llama_bytes_f32.gguf"
 cp "$work/llama_bpe.gguf" "$corpus/gguf/llama_bpe_f16.gguf"
@@ -225,5 +234,38 @@ for name, k, v in [("edge_vocab_min", 5, -2**31), ("edge_heads_zero", 3, 0), ("e
     h2 = hdr[:]
     h2[k] = v
     put("llama2c", name, alone(struct.pack("<7i", *h2) + model[28:]))
+PY
+# hf: a flag byte (bit 0: ids-only), then u32-length-prefixed config.json, model.safetensors,
+# tokenizer.json, model.safetensors.index.json, shard.safetensors, vocab.json, merges.txt
+python3 - "$corpus" "$work" <<'PY'
+import json, os, struct, sys
+corpus, work = sys.argv[1], sys.argv[2]
+def put(name, data):
+    with open(os.path.join(corpus, "hf", name), "wb") as f:
+        f.write(data)
+def rd(*p):
+    with open(os.path.join(work, *p), "rb") as f:
+        return f.read()
+def pack(flag, *files):
+    return bytes([flag]) + b"".join(struct.pack("<I", len(x)) + x for x in files)
+gcfg, gmodel, gtok = rd("hf_gpt", "config.json"), rd("hf_gpt", "model.safetensors"), rd("hf_gpt", "tokenizer.json")
+lcfg, lmodel = rd("hf_llama", "config.json"), rd("hf_llama", "model.safetensors")
+tj = json.loads(gtok)
+vocab = json.dumps(tj["model"]["vocab"], ensure_ascii=False).encode()
+merges = ("#version: 0.2\n" + "".join(m + "\n" for m in tj["model"]["merges"])).encode()
+names = list(json.loads(gmodel[8:8 + struct.unpack("<Q", gmodel[:8])[0]]))
+index = json.dumps({"weight_map": {n: "shard.safetensors" for n in names if n != "__metadata__"}}).encode()
+put("gpt_tokenizer_json", pack(0, gcfg, gmodel, gtok))
+put("gpt_vocab_merges", pack(0, gcfg, gmodel, b"", b"", b"", vocab, merges))
+put("gpt_sharded", pack(0, gcfg, b"", gtok, index, gmodel))
+put("llama_ids_only", pack(1, lcfg, lmodel))
+put("edge_empty", b"")
+put("edge_config_only", pack(1, gcfg))
+put("edge_huge_llama", pack(1, lcfg.replace(b'"hidden_size":4', b'"hidden_size":16777216'), lmodel))
+put("edge_model_type", pack(1, gcfg.replace(b'"gpt2"', b'"mistral"'), gmodel))
+put("edge_index_escape", pack(1, gcfg, b"", b"", b'{"weight_map": {"transformer.wte.weight": "../x"}}', gmodel))
+put("edge_tokenizer_cut", pack(0, gcfg, gmodel, gtok[:len(gtok) // 2]))
+put("edge_merges_reordered", pack(0, gcfg, gmodel, b"", b"", b"", vocab,
+                                 b"#version: 0.2\n" + b"\n".join(reversed(merges.split(b"\n")[1:]))))
 PY
 du -sh "$corpus"; for d in "$corpus"/*/; do echo "$(basename "$d"): $(ls "$d" | wc -l) files, $(du -sb "$d" | cut -f1) bytes"; done

@@ -1,0 +1,1279 @@
+/* The Hugging Face layout: a model directory as transformers reads and
+ * writes one, to and from a tapegrad checkpoint.
+ *
+ *   config.json              the architecture and its sizes
+ *   model.safetensors        the weights under transformers' names, or
+ *   model-0000k-of-0000n.safetensors + model.safetensors.index.json
+ *                            ({"weight_map": {name: file}}) for shards
+ *   tokenizer.json           the tokenizers library's format (or GPT-2's
+ *   (vocab.json, merges.txt)  older pair of files)
+ *   tokenizer_config.json, generation_config.json   (written on export)
+ *
+ * Two families, each with its names and layouts below:
+ *
+ *   GPT2LMHeadModel   tapegrad's GPT. transformers' GPT-2 projections are
+ *                     Conv1D modules whose weight is stored (in, out), the
+ *                     transpose of tapegrad's (out, in) linear weights.
+ *                     The head is tied to wte. GPT-2 computes GELU with the
+ *                     tanh form ("gelu_new"); tapegrad's GPT with the exact
+ *                     erf form ("gelu"): an import of a "gelu_new" model
+ *                     says so in a notice, an export says "gelu".
+ *   LlamaForCausalLM  tapegrad's Llama. transformers rotates q and k by
+ *                     halves (rotate_half: pairs (i, i + d/2) of a head),
+ *                     Meta's and llama2.c's checkpoints by interleaved
+ *                     pairs (2i, 2i + 1): a tapegrad Llama with interleaved
+ *                     pairs is exported with its q and k rows permuted
+ *                     within each head so the halves pairing computes the
+ *                     same function (as transformers' and llama.cpp's
+ *                     convert scripts do), and one read from the layout is
+ *                     a Llama with rope "halves", whose rows need nothing.
+ *
+ * What a Hugging Face config cannot say about a tapegrad model (a GPT
+ * without biases, a Llama whose pairs were interleaved) goes into
+ * config.json's "tapegrad" object, which transformers ignores and the
+ * import reads back, so export then import gives the same checkpoint bit
+ * for bit.
+ *
+ * The reader trusts nothing: each JSON file is read whole up to a limit,
+ * every size comes from config.json and is checked against the tensors'
+ * own shapes before a model is built, so a crafted directory costs time
+ * and memory in proportion to its files. */
+#define _POSIX_C_SOURCE 200809L
+#include "formats.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../core/alloc.h"
+#include "../core/atomic_file.h"
+#include "../core/err_internal.h"
+#include "../core/stb_ds_internal.h"
+#include "../text/text_internal.h"
+
+#define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
+#define HF_MAX_SHARDS 4096
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static char *path_join(const char *dir, const char *name)
+{
+    const size_t a = strlen(dir), b = strlen(name);
+    char *p = tg_malloc(a + b + 2);
+    if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
+    return p;
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+    char *p = path_join(dir, name);
+    struct stat st;
+    const bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    tg_free(p);
+    return ok;
+}
+
+/* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes. */
+static char *read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
+{
+    char *p = path_join(dir, name);
+    if (!p) {
+        tg_set_err(err, errlen, "hf: out of memory");
+        return NULL;
+    }
+    FILE *f = fopen(p, "rb");
+    char *buf = NULL;
+    struct stat st;
+    if (!f) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
+    else if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
+    else if ((uint64_t)st.st_size > HF_MAX_JSON)
+        tg_set_err(err, errlen, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
+                   HF_MAX_JSON);
+    else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_set_err(err, errlen, "hf: out of memory");
+    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        tg_set_err(err, errlen, "hf: %s: read failed", p);
+        tg_free(buf);
+        buf = NULL;
+    } else {
+        buf[st.st_size] = 0;
+        *len = (size_t)st.st_size;
+    }
+    if (f) fclose(f);
+    tg_free(p);
+    return buf;
+}
+
+/* dir/name parsed as a JSON object. */
+static cJSON *read_json(const char *dir, const char *name, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *text = read_small(dir, name, &len, err, errlen);
+    if (!text) return NULL;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
+    else if (!cJSON_IsObject(j)) {
+        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object", dir, name);
+        cJSON_Delete(j);
+        j = NULL;
+    }
+    tg_free(text);
+    return j;
+}
+
+/* config.json's fields, each refused naming its key. */
+typedef struct cfg_reader {
+    const cJSON *j;
+    char *err;
+    size_t errlen;
+} cfg_reader;
+
+static int cfg_fail(const cfg_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int cfg_fail(const cfg_reader *r, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tg_set_err(r->err, r->errlen, "hf: config.json: %s", msg);
+}
+
+static const cJSON *cfg_get(const cfg_reader *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->j, key);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+/* An integer in [lo, hi]: the first of keys present (alternative names),
+ * or def when none is and def >= lo. */
+static int cfg_int(const cfg_reader *r, const char *key, const char *alt, int lo, int hi, int def, int *out)
+{
+    const cJSON *v = cfg_get(r, key);
+    const char *k = key;
+    if (!v && alt) v = cfg_get(r, k = alt);
+    if (!v) {
+        if (def >= lo) return *out = def, 0;
+        return cfg_fail(r, "no '%s' (the model's size cannot be known without it)", key);
+    }
+    const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(d >= lo && d <= hi && d == floor(d)))
+        return cfg_fail(r, "'%s' is not an integer in [%d, %d]", k, lo, hi);
+    *out = (int)d;
+    return 0;
+}
+
+static int cfg_double(const cfg_reader *r, const char *key, double lo, double hi, double def, double *out)
+{
+    const cJSON *v = cfg_get(r, key);
+    if (!v) {
+        if (def >= lo) return *out = def, 0;
+        return cfg_fail(r, "no '%s'", key);
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return cfg_fail(r, "'%s' is not a number in [%g, %g]", key, lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* key absent, null, or the boolean want. */
+static int cfg_bool_is(const cfg_reader *r, const char *key, bool want, bool def, const char *why)
+{
+    const cJSON *v = cfg_get(r, key);
+    if (!v && def == want) return 0;
+    if (v && cJSON_IsBool(v) && cJSON_IsTrue(v) == want) return 0;
+    return cfg_fail(r, "'%s' must be %s: %s", key, want ? "true" : "false", why);
+}
+
+/* ---- the weights: one file or shards --------------------------------------- */
+
+typedef struct hf_shard_ix { char *key; int value; } hf_shard_ix;
+
+typedef struct hf_weights {
+    tg_st_file **files;      /* stb_ds array */
+    char **names;            /* the files' names, for messages */
+    hf_shard_ix *where;      /* tensor name -> file (with an index), stb_ds string map */
+    bool indexed;
+} hf_weights;
+
+static void weights_free(hf_weights *w)
+{
+    for (ptrdiff_t i = 0; i < stbds_arrlen(w->files); i++) {
+        tg_st_free(w->files[i]);
+        tg_free(w->names[i]);
+    }
+    stbds_arrfree(w->files);
+    stbds_arrfree(w->names);
+    stbds_shfree(w->where);
+    memset(w, 0, sizeof *w);
+}
+
+static int weights_add_file(hf_weights *w, const char *dir, const char *name, char *err, size_t errlen)
+{
+    char *p = path_join(dir, name), *copy = tg_malloc(strlen(name) + 1);
+    tg_st_file *f = p && copy ? tg_st_load(p, err, errlen) : NULL;
+    if (!p || !copy) tg_set_err(err, errlen, "hf: out of memory");
+    tg_free(p);
+    if (!f) {
+        tg_free(copy);
+        return -1;
+    }
+    strcpy(copy, name);
+    stbds_arrput(w->files, f);
+    stbds_arrput(w->names, copy);
+    return 0;
+}
+
+/* A shard's name from the index: a plain file name in the directory. */
+static bool shard_name_ok(const char *s)
+{
+    const size_t n = strlen(s);
+    return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    stbds_sh_new_strdup(w->where);
+    if (!file_exists(dir, "model.safetensors.index.json")) {
+        if (!file_exists(dir, "model.safetensors"))
+            return tg_set_err(err, errlen, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
+                              "(a Hugging Face model directory holds its weights in one of them)", dir);
+        return weights_add_file(w, dir, "model.safetensors", err, errlen);
+    }
+    w->indexed = true;
+    cJSON *ix = read_json(dir, "model.safetensors.index.json", err, errlen);
+    if (!ix) return -1;
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
+    int rc = 0;
+    hf_shard_ix *file_ix = NULL;   /* shard name -> index into w->files */
+    stbds_sh_new_strdup(file_ix);
+    if (!cJSON_IsObject(map))
+        rc = tg_set_err(err, errlen, "hf: %s/model.safetensors.index.json has no \"weight_map\" object", dir);
+    for (const cJSON *e = map ? map->child : NULL; !rc && e; e = e->next) {
+        char shown[TG_SHOWN_SIZE];
+        if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
+            rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json: tensor '%s' is in '%s', not a file name in "
+                            "the directory", tg_shown(e->string, shown),
+                            cJSON_IsString(e) ? e->valuestring : "(not a string)");
+            break;
+        }
+        if (stbds_shgeti(w->where, e->string) >= 0) {
+            rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json: tensor '%s' appears twice",
+                            tg_shown(e->string, shown));
+            break;
+        }
+        ptrdiff_t k = stbds_shgeti(file_ix, e->valuestring);
+        if (k < 0) {
+            if (stbds_arrlen(w->files) == HF_MAX_SHARDS) {
+                rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json names more than %d files", HF_MAX_SHARDS);
+                break;
+            }
+            if ((rc = weights_add_file(w, dir, e->valuestring, err, errlen))) break;
+            stbds_shput(file_ix, e->valuestring, (int)stbds_arrlen(w->files) - 1);
+            k = stbds_shgeti(file_ix, e->valuestring);
+        }
+        stbds_shput(w->where, e->string, file_ix[k].value);
+    }
+    stbds_shfree(file_ix);
+    cJSON_Delete(ix);
+    return rc;
+}
+
+static const tg_st_tensor *weights_find(const hf_weights *w, const char *name)
+{
+    if (!w->indexed) return tg_st_find(w->files[0], name);
+    const ptrdiff_t i = stbds_shgeti(((hf_weights *)w)->where, name);
+    return i < 0 ? NULL : tg_st_find(w->files[w->where[i].value], name);
+}
+
+static bool float_dtype(const char *d)
+{
+    return !strcmp(d, "F32") || !strcmp(d, "F64") || !strcmp(d, "F16") || !strcmp(d, "BF16");
+}
+
+/* ---- one family's names: a tapegrad parameter and its transformers tensor ---- */
+
+typedef enum hf_layout {
+    HF_SAME,        /* the same shape and order */
+    HF_TRANSPOSE,   /* a Conv1D weight: (in, out) in the file, (out, in) here */
+    HF_ROPE_ROWS    /* q or k of an interleaved Llama: rows permuted within each head */
+} hf_layout;
+
+typedef struct hf_map {
+    char tg[160], hf[160];
+    hf_layout layout;
+    int heads;   /* HF_ROPE_ROWS: the heads the rows are cut into */
+} hf_map;
+
+/* GPT-2. prefix is "transformer." (GPT2LMHeadModel's state dict) or ""
+ * (GPT2Model's, as the files Hugging Face publishes name them). */
+static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **out)
+{
+    static const struct { const char *part; hf_layout layout; } block[] = {
+        {"ln_1.weight", HF_SAME},        {"ln_1.bias", HF_SAME},
+        {"attn.c_attn.weight", HF_TRANSPOSE}, {"attn.c_attn.bias", HF_SAME},
+        {"attn.c_proj.weight", HF_TRANSPOSE}, {"attn.c_proj.bias", HF_SAME},
+        {"ln_2.weight", HF_SAME},        {"ln_2.bias", HF_SAME},
+        {"mlp.c_fc.weight", HF_TRANSPOSE},    {"mlp.c_fc.bias", HF_SAME},
+        {"mlp.c_proj.weight", HF_TRANSPOSE},  {"mlp.c_proj.bias", HF_SAME},
+    };
+    hf_map m = {0};
+    snprintf(m.tg, sizeof m.tg, "transformer.wte.weight");
+    snprintf(m.hf, sizeof m.hf, "%swte.weight", prefix);
+    stbds_arrput(*out, m);
+    snprintf(m.tg, sizeof m.tg, "transformer.wpe.weight");
+    snprintf(m.hf, sizeof m.hf, "%swpe.weight", prefix);
+    stbds_arrput(*out, m);
+    for (int i = 0; i < c->n_layer; i++)
+        for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
+            const bool is_bias = strstr(block[k].part, ".bias") != NULL;
+            if (is_bias && !c->bias) continue;
+            m.layout = block[k].layout;
+            snprintf(m.tg, sizeof m.tg, "transformer.h.%d.%s", i, block[k].part);
+            snprintf(m.hf, sizeof m.hf, "%sh.%d.%s", prefix, i, block[k].part);
+            stbds_arrput(*out, m);
+        }
+    m.layout = HF_SAME;
+    snprintf(m.tg, sizeof m.tg, "transformer.ln_f.weight");
+    snprintf(m.hf, sizeof m.hf, "%sln_f.weight", prefix);
+    stbds_arrput(*out, m);
+    if (c->bias) {
+        snprintf(m.tg, sizeof m.tg, "transformer.ln_f.bias");
+        snprintf(m.hf, sizeof m.hf, "%sln_f.bias", prefix);
+        stbds_arrput(*out, m);
+    }
+}
+
+/* GPT-2's tensors that are not parameters (the causal mask buffers older
+ * transformers saved), skipped on import. */
+static bool gpt2_buffer(const char *name)
+{
+    const size_t n = strlen(name);
+    return (n > 10 && !strcmp(name + n - 10, ".attn.bias")) || (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias"));
+}
+
+/* LlamaForCausalLM. */
+static void llama_names(const tg_model_config *c, hf_map **out)
+{
+    static const struct { const char *tg, *hf; int rope; } layer[] = {
+        {"attention.wq.weight", "self_attn.q_proj.weight", 1}, {"attention.wk.weight", "self_attn.k_proj.weight", 2},
+        {"attention.wv.weight", "self_attn.v_proj.weight", 0}, {"attention.wo.weight", "self_attn.o_proj.weight", 0},
+        {"feed_forward.w1.weight", "mlp.gate_proj.weight", 0}, {"feed_forward.w2.weight", "mlp.down_proj.weight", 0},
+        {"feed_forward.w3.weight", "mlp.up_proj.weight", 0},   {"attention_norm.weight", "input_layernorm.weight", 0},
+        {"ffn_norm.weight", "post_attention_layernorm.weight", 0},
+    };
+    hf_map m = {0};
+    snprintf(m.tg, sizeof m.tg, "tok_embeddings.weight");
+    snprintf(m.hf, sizeof m.hf, "model.embed_tokens.weight");
+    stbds_arrput(*out, m);
+    for (int i = 0; i < c->n_layer; i++)
+        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
+            m.layout = layer[k].rope && !c->rope_halves ? HF_ROPE_ROWS : HF_SAME;
+            m.heads = layer[k].rope == 1 ? c->n_head : c->n_kv_head;
+            snprintf(m.tg, sizeof m.tg, "layers.%d.%s", i, layer[k].tg);
+            snprintf(m.hf, sizeof m.hf, "model.layers.%d.%s", i, layer[k].hf);
+            stbds_arrput(*out, m);
+        }
+    m.layout = HF_SAME;
+    snprintf(m.tg, sizeof m.tg, "norm.weight");
+    snprintf(m.hf, sizeof m.hf, "model.norm.weight");
+    stbds_arrput(*out, m);
+    if (!c->tied) {
+        snprintf(m.tg, sizeof m.tg, "output.weight");
+        snprintf(m.hf, sizeof m.hf, "lm_head.weight");
+        stbds_arrput(*out, m);
+    }
+}
+
+/* Row r of an interleaved head (pair i = r / 2, member j = r % 2) is row
+ * j d/2 + i of the same head in the halves order. dir 1 moves rows from
+ * interleaved to halves order, -1 back; (rows, cols) elements of es bytes. */
+static void permute_rope_rows(unsigned char *data, unsigned char *scratch, int64_t rows, int64_t cols, int heads,
+                              size_t es, int dir)
+{
+    const int64_t d = rows / heads, rb = cols * (int64_t)es;
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t r = 0; r < d; r++) {
+            const int64_t halves = (r % 2) * (d / 2) + r / 2;
+            const int64_t from = h * d + (dir > 0 ? r : halves), to = h * d + (dir > 0 ? halves : r);
+            memcpy(scratch + to * rb, data + from * rb, (size_t)rb);
+        }
+    memcpy(data, scratch, (size_t)(rows * rb));
+}
+
+/* (rows, cols) -> (cols, rows), elements of es bytes. */
+static void transpose(const unsigned char *src, unsigned char *dst, int64_t rows, int64_t cols, size_t es)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) memcpy(dst + (c * rows + r) * es, src + (r * cols + c) * es, es);
+}
+
+/* ---- the configs ---------------------------------------------------------------- */
+
+/* The "tapegrad" object of config.json: what the layout cannot say. */
+static const char *cfg_tapegrad_str(const cfg_reader *r, const char *key)
+{
+    const cJSON *t = cfg_get(r, "tapegrad");
+    const cJSON *v = t ? cJSON_GetObjectItemCaseSensitive(t, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int gpt2_config(const cfg_reader *r, tg_model_config *c, char *notice, size_t notice_len)
+{
+    c->arch = "gpt";
+    c->tied = true;
+    int inner = 0;
+    double eps = 0;
+    if (cfg_int(r, "n_layer", NULL, 1, 1 << 16, -1, &c->n_layer) ||
+        cfg_int(r, "n_head", NULL, 1, 1 << 16, -1, &c->n_head) ||
+        cfg_int(r, "n_embd", NULL, 1, 1 << 24, -1, &c->n_embd) ||
+        cfg_int(r, "n_positions", "n_ctx", 1, 1 << 24, -1, &c->block_size) ||
+        cfg_int(r, "vocab_size", NULL, 1, 1 << 24, -1, &c->vocab_size) ||
+        cfg_int(r, "n_inner", NULL, 1, 1 << 28, 4 * c->n_embd, &inner) ||
+        cfg_double(r, "layer_norm_epsilon", 0, 1, 1e-5, &eps) || cfg_double(r, "resid_pdrop", 0, 0.999, 0, &c->dropout))
+        return -1;
+    if (inner != 4 * c->n_embd)
+        return cfg_fail(r, "'n_inner' %d is not 4 n_embd = %d (tapegrad's GPT has an MLP 4 n_embd wide)", inner,
+                        4 * c->n_embd);
+    if (eps != 1e-5)
+        return cfg_fail(r, "'layer_norm_epsilon' %g is not 1e-05 (tapegrad's LayerNorm uses 1e-5)", eps);
+    if (cfg_bool_is(r, "scale_attn_by_inverse_layer_idx", false, false, "tapegrad scales scores by 1/sqrt(head) only") ||
+        cfg_bool_is(r, "scale_attn_weights", true, true, "tapegrad scales scores by 1/sqrt(head)") ||
+        cfg_bool_is(r, "add_cross_attention", false, false, "tapegrad's GPT has no cross-attention") ||
+        cfg_bool_is(r, "tie_word_embeddings", true, true, "tapegrad's GPT ties its head to wte"))
+        return -1;
+    const cJSON *act = cfg_get(r, "activation_function");
+    const char *a = act && cJSON_IsString(act) ? act->valuestring : act ? "" : "gelu_new";
+    if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
+        if (notice && notice_len)
+            snprintf(notice, notice_len, "config.json: activation_function '%s' is GELU's tanh approximation; "
+                     "tapegrad's GPT computes the exact erf GELU, so the imported model's outputs differ slightly "
+                     "from transformers' (fine-tuning adapts to it)", a);
+    } else if (strcmp(a, "gelu")) {
+        char shown[TG_SHOWN_SIZE];
+        return cfg_fail(r, "'activation_function' '%s' is not one tapegrad's GPT computes (gelu, or gelu_new with "
+                        "a notice)", tg_shown(a, shown));
+    }
+    const char *bias = cfg_tapegrad_str(r, "bias");
+    c->bias = !bias || strcmp(bias, "false");
+    return 0;
+}
+
+static int llama_config(const cfg_reader *r, tg_model_config *c)
+{
+    c->arch = "llama";
+    int head_dim = 0;
+    if (cfg_int(r, "num_hidden_layers", NULL, 1, 1 << 16, -1, &c->n_layer) ||
+        cfg_int(r, "num_attention_heads", NULL, 1, 1 << 16, -1, &c->n_head) ||
+        cfg_int(r, "num_key_value_heads", NULL, 1, 1 << 16, c->n_head, &c->n_kv_head) ||
+        cfg_int(r, "hidden_size", NULL, 1, 1 << 24, -1, &c->n_embd) ||
+        cfg_int(r, "intermediate_size", NULL, 1, 1 << 28, -1, &c->hidden_dim) ||
+        cfg_int(r, "max_position_embeddings", NULL, 1, 1 << 24, -1, &c->block_size) ||
+        cfg_int(r, "vocab_size", NULL, 1, 1 << 24, -1, &c->vocab_size) ||
+        cfg_int(r, "head_dim", NULL, 1, 1 << 24, c->n_embd / c->n_head, &head_dim) ||
+        cfg_double(r, "rms_norm_eps", 1e-30, 1, 1e-6, &c->norm_eps) ||
+        cfg_double(r, "rope_theta", 1.0000001, 1e12, 10000, &c->rope_theta) ||
+        cfg_double(r, "attention_dropout", 0, 0.999, 0, &c->dropout))
+        return -1;
+    if (c->n_embd % c->n_head || head_dim != c->n_embd / c->n_head)
+        return cfg_fail(r, "'head_dim' %d is not hidden_size / num_attention_heads (%d / %d)", head_dim, c->n_embd,
+                        c->n_head);
+    if (cfg_get(r, "rope_scaling")) return cfg_fail(r, "'rope_scaling' is set: tapegrad's RoPE has no scaling");
+    const cJSON *act = cfg_get(r, "hidden_act");
+    if (act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
+        return cfg_fail(r, "'hidden_act' is not silu (tapegrad's Llama gates its MLP with SiLU)");
+    if (cfg_bool_is(r, "attention_bias", false, false, "tapegrad's Llama has no biases") ||
+        cfg_bool_is(r, "mlp_bias", false, false, "tapegrad's Llama has no biases"))
+        return -1;
+    const cJSON *tie = cfg_get(r, "tie_word_embeddings");
+    c->tied = tie ? cJSON_IsTrue(tie) : true;   /* transformers' PretrainedConfig default */
+    if (tie && !cJSON_IsBool(tie)) return cfg_fail(r, "'tie_word_embeddings' is not true or false");
+    const char *rope = cfg_tapegrad_str(r, "rope");
+    c->rope_halves = !rope || strcmp(rope, "interleaved");
+    c->bias = false;
+    return 0;
+}
+
+/* ---- the tokenizer: GPT-2's byte-level BPE as tiktoken ranks ----------------- */
+
+/* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
+ * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
+static void byte_chars(uint32_t cp_of[256])
+{
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        const bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        cp_of[b] = self ? (uint32_t)b : (uint32_t)(256 + n++);
+    }
+}
+
+/* The bytes a vocabulary string stands for (UTF-8 of stand-ins), into out
+ * (room for strlen(s) bytes): their count, or -1 for a character that
+ * stands for no byte. */
+static int64_t unbyte(const char *s, const int16_t byte_of[324], unsigned char *out)
+{
+    int64_t n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        uint32_t c;
+        if (p[0] < 0x80) c = *p++;
+        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
+        else return -1;
+        if (c >= 324 || byte_of[c] < 0) return -1;
+        out[n++] = (unsigned char)byte_of[c];
+    }
+    return n;
+}
+
+/* The tokenizer of a vocabulary (string -> id) and its merges ("a b"
+ * strings or [a, b] pairs), when they are GPT-2's kind: ids 0..n-1 for
+ * pieces and n for <|endoftext|>, every single byte a piece, each merge
+ * joining two pieces into one whose id is larger than every earlier
+ * merge's, and every longer piece made by one. Then merging the pair of
+ * lowest merge number (the tokenizers library's rule) and merging the pair
+ * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
+static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
+                                    size_t errlen)
+{
+    uint32_t cp_of[256];
+    int16_t byte_of[324];
+    byte_chars(cp_of);
+    for (int i = 0; i < 324; i++) byte_of[i] = -1;
+    for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
+    const int n_all = cJSON_GetArraySize(vocab);
+    tg_tokenizer *t = NULL;
+    if (n_all < 257 || n_all > (1 << 24)) {
+        tg_set_err(err, errlen, "hf: %s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
+                   what, n_all);
+        return NULL;
+    }
+    const int32_t n = n_all - 1;   /* pieces; <|endoftext|> is id n */
+    int64_t *off = tg_calloc((size_t)n + 1, sizeof *off), *start = tg_malloc(((size_t)n + 1) * sizeof *start);
+    int32_t *len = tg_malloc((size_t)n * sizeof *len);
+    size_t total = 0;
+    for (const cJSON *e = vocab->child; e; e = e->next) total += strlen(e->string);
+    unsigned char *raw = tg_malloc(total + 1), *bytes = tg_malloc(total + 1);
+    int32_t *made = NULL;
+    hf_shard_ix *id_of = NULL;   /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
+    stbds_sh_new_strdup(id_of);
+    if (!off || !start || !len || !raw || !bytes) goto oom;
+    for (int32_t i = 0; i < n; i++) len[i] = -1;
+    bool eot = false;
+    size_t at = 0;
+    char shown[TG_SHOWN_SIZE];
+    for (const cJSON *e = vocab->child; e; e = e->next) {
+        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(d >= 0 && d <= n && d == floor(d))) {
+            tg_set_err(err, errlen, "hf: %s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
+                       cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
+            goto fail;
+        }
+        const int32_t id = (int32_t)d;
+        if (id == n) {
+            if (strcmp(e->string, "<|endoftext|>")) {
+                tg_set_err(err, errlen, "hf: %s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
+                           "the one taken)", what, (int)n, tg_shown(e->string, shown));
+                goto fail;
+            }
+            eot = true;
+            continue;
+        }
+        if (len[id] >= 0) {
+            tg_set_err(err, errlen, "hf: %s: id %d is given twice", what, (int)id);
+            goto fail;
+        }
+        const int64_t k = unbyte(e->string, byte_of, raw + at);
+        if (k <= 0) {
+            tg_set_err(err, errlen, "hf: %s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
+                       tg_shown(e->string, shown), (int)id);
+            goto fail;
+        }
+        start[id] = (int64_t)at;
+        len[id] = (int32_t)k;
+        stbds_shput(id_of, e->string, (int)id);
+        at += (size_t)k;
+    }
+    if (!eot) {
+        tg_set_err(err, errlen, "hf: %s: no <|endoftext|> with id %d", what, (int)n);
+        goto fail;
+    }
+    int64_t o = 0;
+    for (int32_t i = 0; i < n; i++) {   /* each id once among n entries: none is missing */
+        off[i] = o;
+        memcpy(bytes + o, raw + start[i], (size_t)len[i]);
+        o += len[i];
+    }
+    off[n] = o;
+    if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
+    /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
+    if (!cJSON_IsArray(merges)) {
+        tg_set_err(err, errlen, "hf: %s: the merges are not a list", what);
+        goto fail;
+    }
+    if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
+    int32_t last = -1, k = 0;
+    for (const cJSON *m = merges->child; m; m = m->next, k++) {
+        const char *a = NULL, *b = NULL;
+        char pair[2048];
+        if (cJSON_IsString(m)) {
+            const char *sp = strchr(m->valuestring, ' ');
+            if (sp && strlen(m->valuestring) < sizeof pair) {
+                memcpy(pair, m->valuestring, strlen(m->valuestring) + 1);
+                pair[sp - m->valuestring] = 0;
+                a = pair, b = pair + (sp - m->valuestring) + 1;
+            }
+        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
+                   cJSON_IsString(m->child->next)) {
+            a = m->child->valuestring, b = m->child->next->valuestring;
+        }
+        const ptrdiff_t ia = a ? stbds_shgeti(id_of, a) : -1, ib = b ? stbds_shgeti(id_of, b) : -1;
+        const int32_t ida = ia >= 0 ? id_of[ia].value : -1, idb = ib >= 0 ? id_of[ib].value : -1;
+        int32_t r = -1;
+        if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
+        if (r < 0) {
+            tg_set_err(err, errlen, "hf: %s: merge %d does not join two pieces into a third", what, (int)k);
+            goto fail;
+        }
+        if (r <= last || made[r]) {
+            tg_set_err(err, errlen, "hf: %s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
+                       "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
+                       (int)k - 1, (int)last);
+            goto fail;
+        }
+        made[r] = 1;
+        last = r;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (off[i + 1] - off[i] > 1 && !made[i]) {
+            tg_set_err(err, errlen, "hf: %s: piece %d is made by no merge", what, (int)i);
+            goto fail;
+        }
+    goto done;
+oom:
+    tg_set_err(err, errlen, "hf: %s: out of memory", what);
+fail:
+    tg_tok_free(t);
+    t = NULL;
+done:
+    tg_free(off);
+    tg_free(start);
+    tg_free(len);
+    tg_free(raw);
+    tg_free(bytes);
+    tg_free(made);
+    stbds_shfree(id_of);
+    return t;
+}
+
+/* tokenizer.json, when it is GPT-2's kind: a BPE model with a byte-level
+ * pre-tokenizer (GPT-2's regex, no prefix space), no normalizer, and
+ * <|endoftext|> its one added token. */
+static tg_tokenizer *tokenizer_json(const char *dir, char *err, size_t errlen)
+{
+    cJSON *j = read_json(dir, "tokenizer.json", err, errlen);
+    if (!j) return NULL;
+    tg_tokenizer *t = NULL;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    const cJSON *type = model ? cJSON_GetObjectItemCaseSensitive(model, "type") : NULL;
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
+    const cJSON *pre_type = pre ? cJSON_GetObjectItemCaseSensitive(pre, "type") : NULL;
+    const cJSON *prefix = pre ? cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space") : NULL;
+    const cJSON *regex = pre ? cJSON_GetObjectItemCaseSensitive(pre, "use_regex") : NULL;
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE"))
+        tg_set_err(err, errlen, "hf: tokenizer.json: model.type is not BPE (the tokenizer taken is GPT-2's byte-level "
+                   "BPE)");
+    else if (!cJSON_IsString(pre_type) || strcmp(pre_type->valuestring, "ByteLevel") || cJSON_IsTrue(prefix) ||
+             cJSON_IsFalse(regex))
+        tg_set_err(err, errlen, "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
+                   "false, use_regex true)");
+    else if (norm && !cJSON_IsNull(norm))
+        tg_set_err(err, errlen, "hf: tokenizer.json: it has a normalizer, which GPT-2's tokenizer has not");
+    else {
+        for (const cJSON *a = added ? added->child : NULL; a; a = a->next) {
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+            if (!cJSON_IsString(c) || strcmp(c->valuestring, "<|endoftext|>")) {
+                tg_set_err(err, errlen, "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
+                           "GPT-2 tokenizer has not");
+                goto out;
+            }
+        }
+        const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+        if (!cJSON_IsObject(vocab)) tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
+        else t = gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "tokenizer.json", err, errlen);
+    }
+out:
+    cJSON_Delete(j);
+    return t;
+}
+
+/* vocab.json and merges.txt ("#version" first line, then "a b" lines). */
+static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
+{
+    cJSON *vocab = read_json(dir, "vocab.json", err, errlen), *merges = NULL;
+    size_t len = 0;
+    char *text = vocab ? read_small(dir, "merges.txt", &len, err, errlen) : NULL;
+    tg_tokenizer *t = NULL;
+    if (!text) goto out;
+    if (!(merges = cJSON_CreateArray())) goto oom;
+    for (char *line = text, *end = text + len; line < end;) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        char *stop = nl ? nl : end;
+        if (stop > line && stop[-1] == '\r') stop[-1] = 0;
+        *stop = 0;
+        if (*line && strncmp(line, "#version", 8)) {
+            cJSON *s = cJSON_CreateString(line);
+            if (!s) goto oom;
+            cJSON_AddItemToArray(merges, s);
+        }
+        line = stop + 1;
+    }
+    t = gpt2_tokenizer(vocab, merges, "vocab.json + merges.txt", err, errlen);
+    goto out;
+oom:
+    tg_set_err(err, errlen, "hf: out of memory");
+out:
+    cJSON_Delete(vocab);
+    cJSON_Delete(merges);
+    tg_free(text);
+    return t;
+}
+
+/* ---- import ---------------------------------------------------------------------- */
+
+/* Every tensor the family needs, present with its shape, and no other
+ * (but GPT-2's mask buffers); before a model is built. */
+static bool all_zero(const tg_st_tensor *e)
+{
+    for (size_t i = 0; i < e->nbytes; i++)
+        if (((const unsigned char *)e->data)[i]) return false;
+    return true;
+}
+
+static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model_config *c, char *err, size_t errlen)
+{
+    hf_shard_ix *need = NULL;
+    stbds_sh_new_strdup(need);
+    int rc = 0;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) stbds_shput(need, maps[i].hf, (int)i);
+    if (c->tied && !strcmp(c->arch, "llama")) stbds_shput(need, "lm_head.weight", -1);   /* the tied copy, if saved */
+    if (!strcmp(c->arch, "gpt")) stbds_shput(need, "lm_head.weight", -1);
+    for (ptrdiff_t f = 0; f < stbds_arrlen(w->files) && !rc; f++)
+        for (int i = 0; i < tg_st_count(w->files[f]) && !rc; i++) {
+            const tg_st_tensor *e = tg_st_at(w->files[f], i);
+            char shown[TG_SHOWN_SIZE];
+            const bool gpt = !strcmp(c->arch, "gpt"), skip = gpt && gpt2_buffer(e->name);
+            /* a GPT without biases is exported with zero ones, which transformers' GPT-2 has */
+            const size_t nl = strlen(e->name);
+            const bool zero_bias = gpt && !c->bias && nl > 5 && !strcmp(e->name + nl - 5, ".bias") && all_zero(e);
+            if (stbds_shgeti(need, e->name) < 0 && !skip && !zero_bias)
+                rc = tg_set_err(err, errlen, "hf: %s holds '%s', which tapegrad's %s has no place for (another "
+                                "architecture, or a variant of it)", w->names[f], tg_shown(e->name, shown), c->arch);
+            else if (!float_dtype(e->dtype) && !skip)
+                rc = tg_set_err(err, errlen, "hf: %s: '%s' is %s; the reader takes F32, F64, F16 and BF16",
+                                w->names[f], tg_shown(e->name, shown), e->dtype);
+        }
+    stbds_shfree(need);
+    return rc;
+}
+
+/* The shapes the config implies, from the counts alone (no model yet):
+ * compared name by name with the file's tensors. */
+static int check_shapes_before_build(const hf_weights *w, const hf_map *maps, const tg_model_config *c, char *err,
+                                     size_t errlen)
+{
+    const int64_t C = c->n_embd, V = c->vocab_size;
+    const int64_t Ckv = !strcmp(c->arch, "llama") ? (int64_t)c->n_kv_head * (C / c->n_head) : C;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) {
+        const char *n = maps[i].tg;
+        int64_t want[2] = {C, 0};
+        int nd = 1;
+        if (strstr(n, "wte.") || strstr(n, "tok_embeddings.") || strstr(n, "output.")) want[0] = V, want[1] = C, nd = 2;
+        else if (strstr(n, "wpe.")) want[0] = c->block_size, want[1] = C, nd = 2;
+        else if (strstr(n, "c_attn.weight")) want[0] = C, want[1] = 3 * C, nd = 2;
+        else if (strstr(n, "c_attn.bias")) want[0] = 3 * C;
+        else if (strstr(n, "attn.c_proj.weight")) want[0] = C, want[1] = C, nd = 2;
+        else if (strstr(n, "c_fc.weight")) want[0] = C, want[1] = 4 * C, nd = 2;
+        else if (strstr(n, "c_fc.bias")) want[0] = 4 * C;
+        else if (strstr(n, "mlp.c_proj.weight")) want[0] = 4 * C, want[1] = C, nd = 2;
+        else if (strstr(n, ".wq.") || strstr(n, ".wo.")) want[0] = C, want[1] = C, nd = 2;
+        else if (strstr(n, ".wk.") || strstr(n, ".wv.")) want[0] = Ckv, want[1] = C, nd = 2;
+        else if (strstr(n, ".w1.") || strstr(n, ".w3.")) want[0] = c->hidden_dim, want[1] = C, nd = 2;
+        else if (strstr(n, ".w2.")) want[0] = C, want[1] = c->hidden_dim, nd = 2;
+        const tg_st_tensor *e = weights_find(w, maps[i].hf);
+        if (!e)
+            return tg_set_err(err, errlen, "hf: the weights have no '%s' (config.json describes %d layers)", maps[i].hf,
+                              c->n_layer);
+        if (e->ndim != nd || e->shape[0] != want[0] || (nd == 2 && e->shape[1] != want[1])) {
+            char s[64] = "", g[64] = "";
+            snprintf(s, sizeof s, nd == 2 ? "(%lld,%lld)" : "(%lld)", (long long)want[0], (long long)want[1]);
+            for (int d = 0; d < e->ndim && strlen(g) < 40; d++)
+                snprintf(g + strlen(g), sizeof g - strlen(g), d ? ",%lld" : "(%lld", (long long)e->shape[d]);
+            strcat(g, ")");
+            return tg_set_err(err, errlen, "hf: '%s' is %s, but config.json says %s", maps[i].hf, e->ndim ? g : "()", s);
+        }
+    }
+    return 0;
+}
+
+/* Fills parameter m->tg of the model from its file tensor, exactly. */
+static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, char *err, size_t errlen)
+{
+    tg_tensor *t = tg_params_get(model->params, m->tg);
+    tg_st_tensor e = *weights_find(w, m->hf);
+    if (m->layout == HF_TRANSPOSE) {   /* read as (out, in) with the data still (in, out), then transposed */
+        e.shape[0] = t->shape[0];
+        e.shape[1] = t->shape[1];
+    }
+    if (tg_st_copy_to(&e, t, err, errlen)) return -1;
+    for (int64_t i = 0; i < t->numel; i++)   /* a checkpoint holds finite weights only */
+        if (!isfinite(tg_tensor_get(t, i)))
+            return tg_set_err(err, errlen, "hf: '%s' holds %g at element %lld", m->hf, tg_tensor_get(t, i), (long long)i);
+    if (m->layout == HF_SAME) return 0;
+    const size_t es = tg_dtype_size(t->dtype);
+    unsigned char *scratch = tg_malloc((size_t)t->numel * es);
+    if (!scratch) return tg_set_err(err, errlen, "hf: out of memory");
+    if (m->layout == HF_TRANSPOSE) {
+        transpose(t->data, scratch, t->shape[1], t->shape[0], es);   /* (in, out) data -> (out, in) */
+        memcpy(t->data, scratch, (size_t)t->numel * es);
+    } else {
+        permute_rope_rows(t->data, scratch, t->shape[0], t->shape[1], m->heads, es, -1);
+    }
+    tg_free(scratch);
+    return 0;
+}
+
+int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
+                 size_t notice_len, char *err, size_t errlen)
+{
+    if (notice && notice_len) notice[0] = 0;
+    if (!dir || !ckpt_out) return tg_set_err(err, errlen, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
+    const tg_hf_import_options o = opts ? *opts : (tg_hf_import_options){0};
+    cJSON *cj = read_json(dir, "config.json", err, errlen);
+    if (!cj) return -1;
+    cfg_reader r = {cj, err, errlen};
+    tg_model_config c = {0};
+    const cJSON *mt = cfg_get(&r, "model_type");
+    const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
+    hf_weights w = {0};
+    hf_map *maps = NULL;
+    tg_model model = {0};
+    tg_vocab v = {0};
+    tg_tokenizer *tok = NULL;
+    int rc = -1;
+    char shown[TG_SHOWN_SIZE];
+    if (!strcmp(type, "gpt2")) rc = gpt2_config(&r, &c, notice, notice_len);
+    else if (!strcmp(type, "llama")) rc = llama_config(&r, &c);
+    else
+        tg_set_err(err, errlen, "hf: config.json: 'model_type' %s'%s' is not one tapegrad runs (gpt2, llama)",
+                   mt ? "" : "is missing: ", tg_shown(type, shown));
+    if (rc) goto out;
+    rc = -1;
+    if (tg_model_num_params(&c) < 0) {
+        tg_set_err(err, errlen, "hf: config.json describes a %s tapegrad cannot build (n_layer %d, n_head %d, n_embd %d, "
+                   "block_size %d, vocab_size %d)", c.arch, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        goto out;
+    }
+    if (weights_open(&w, dir, err, errlen)) goto out;
+    const bool gpt = !strcmp(c.arch, "gpt");
+    if (gpt) gpt2_names(&c, weights_find(&w, "transformer.wte.weight") ? "transformer." : "", &maps);
+    else llama_names(&c, &maps);
+    if (check_tensors(&w, maps, &c, err, errlen) || check_shapes_before_build(&w, maps, &c, err, errlen))
+        goto out;
+    /* F64 weights make an f64 checkpoint; the others are exact in f32 */
+    bool f64 = false;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) f64 |= !strcmp(weights_find(&w, maps[i].hf)->dtype, "F64");
+    if (tg_model_new(&model, &c, f64 ? TG_F64 : TG_F32, TG_NO_INIT, err, errlen)) goto out;
+    for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++)
+        if (fill_param(&w, &maps[i], &model, err, errlen)) goto out;
+    /* a head saved beside a tied embedding must be that embedding */
+    const tg_st_tensor *head = weights_find(&w, "lm_head.weight");
+    if (head && c.tied) {
+        const tg_st_tensor *emb = weights_find(&w, maps[0].hf);
+        if (head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) || memcmp(head->data, emb->data, emb->nbytes)) {
+            tg_set_err(err, errlen, "hf: lm_head.weight differs from %s, but this %s ties its head to the token "
+                       "embedding", maps[0].hf, gpt ? "GPT-2" : "Llama (tie_word_embeddings)");
+            goto out;
+        }
+    }
+    /* the tokenizer: GPT-2's, from tokenizer.json or vocab.json + merges.txt */
+    if (gpt && (file_exists(dir, "tokenizer.json") || (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")))) {
+        tok = file_exists(dir, "tokenizer.json") ? tokenizer_json(dir, err, errlen) : tokenizer_pair(dir, err, errlen);
+        if (!tok) goto out;
+    } else if (!o.ids_only) {
+        tg_set_err(err, errlen, "hf: %s has no tokenizer tapegrad reads (%s); to import the weights with bare ids, "
+                   "say the model is ids-only", dir, gpt ? "tokenizer.json, or vocab.json and merges.txt"
+                                                         : "a Llama's tokenizer is not read yet");
+        goto out;
+    }
+    if (tok) {
+        if (tg_tok_vocab_size(tok) > c.vocab_size) {
+            tg_set_err(err, errlen, "hf: the tokenizer has %d ids, more than the model's vocab_size %d",
+                       (int)tg_tok_vocab_size(tok), c.vocab_size);
+            goto out;
+        }
+        const int rv = tg_vocab_tokenizer(&v, tok, false, c.vocab_size, err, errlen);
+        tok = NULL;   /* v owns it, also on error */
+        if (rv) goto out;
+    } else {
+        tg_vocab_ids(&v, c.vocab_size);
+    }
+    char src[600];
+    snprintf(src, sizeof src, "hugging face: %s", dir);
+    const char *meta[2] = {"imported_from", src};
+    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
+out:
+    tg_tok_free(tok);
+    tg_vocab_free(&v);
+    tg_model_free(&model);
+    stbds_arrfree(maps);
+    weights_free(&w);
+    cJSON_Delete(cj);
+    return rc;
+}
+
+/* ---- export ---------------------------------------------------------------------- */
+
+/* GPT-2's byte-level string of some bytes (UTF-8 of the stand-ins). */
+static void byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t c = cp_of[p[i]];
+        if (c < 0x80) out[o++] = (char)c;
+        else out[o++] = (char)(0xC0 | c >> 6), out[o++] = (char)(0x80 | (c & 0x3F));
+    }
+    out[o] = 0;
+}
+
+/* The two pieces that piece r is merged from: its bytes merged by
+ * tiktoken's rule with only the pieces below r, which must leave two. */
+static int tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
+{
+    const int64_t n = t->off[r + 1] - t->off[r];
+    for (int64_t i = 0; i < n; i++) parts[i] = t->byte_id[t->bytes[t->off[r] + i]];
+    int64_t k = n;
+    for (;;) {
+        int64_t best = -1;
+        int32_t best_id = r;
+        for (int64_t i = 0; i + 1 < k; i++) {
+            const int32_t id = tg_pairmap_get(&t->pairs, (uint64_t)parts[i] << 32 | (uint32_t)parts[i + 1]);
+            if (id >= 0 && id < best_id) best = i, best_id = id;
+        }
+        if (best < 0) break;
+        parts[best] = best_id;
+        memmove(parts + best + 1, parts + best + 2, (size_t)(k - best - 2) * sizeof *parts);
+        k--;
+    }
+    if (k != 2 || tg_pairmap_get(&t->pairs, (uint64_t)parts[0] << 32 | (uint32_t)parts[1]) != r) return -1;
+    *a = parts[0], *b = parts[1];
+    return 0;
+}
+
+/* tokenizer.json for GPT-2's tokenizer (a tiktoken one): NULL with the
+ * reason in why when the tokenizer is another kind. */
+static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_len)
+{
+    if (tg_tok_kind_of(t) != TG_TOK_TIKTOKEN) {
+        snprintf(why, why_len, "tapegrad's BPE tokenizer is not written as a tokenizer.json yet: only GPT-2's is");
+        return NULL;
+    }
+    uint32_t cp_of[256];
+    byte_chars(cp_of);
+    const int32_t n = tg_tok_vocab_size(t) - 1;   /* <|endoftext|> is n */
+    cJSON *j = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
+    cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray(), *eot = cJSON_CreateObject();
+    char *a = tg_malloc(2 * t->max_piece + 1), *b = tg_malloc(2 * t->max_piece + 1);
+    char *ab = tg_malloc(4 * t->max_piece + 2);
+    int32_t *parts = tg_malloc((t->max_piece + 1) * sizeof *parts);
+    bool ok = j && model && vocab && merges && added && eot && a && b && ab && parts;
+    for (int32_t id = 0; ok && id < n; id++) {
+        byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
+        ok = cJSON_AddNumberToObject(vocab, a, id) != NULL;
+    }
+    ok = ok && cJSON_AddNumberToObject(vocab, "<|endoftext|>", n);
+    for (int32_t id = 0; ok && id < n; id++) {
+        if (t->off[id + 1] - t->off[id] < 2) continue;
+        int32_t x, y;
+        if (tiktoken_split(t, id, parts, &x, &y)) {
+            snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
+                     "tokenizer.json can say", (int)id);
+            ok = false;
+            break;
+        }
+        byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
+        byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
+        snprintf(ab, 4 * t->max_piece + 2, "%s %s", a, b);
+        cJSON *s = cJSON_CreateString(ab);
+        ok = s != NULL;
+        if (s) cJSON_AddItemToArray(merges, s);
+    }
+    tg_free(a);
+    tg_free(b);
+    tg_free(ab);
+    tg_free(parts);
+    if (ok) {
+        cJSON_AddNumberToObject(eot, "id", n);
+        cJSON_AddStringToObject(eot, "content", "<|endoftext|>");
+        cJSON_AddFalseToObject(eot, "single_word");
+        cJSON_AddFalseToObject(eot, "lstrip");
+        cJSON_AddFalseToObject(eot, "rstrip");
+        cJSON_AddTrueToObject(eot, "normalized");
+        cJSON_AddTrueToObject(eot, "special");
+        cJSON_AddItemToArray(added, eot);
+        eot = NULL;
+        cJSON_AddStringToObject(j, "version", "1.0");
+        cJSON_AddNullToObject(j, "truncation");
+        cJSON_AddNullToObject(j, "padding");
+        cJSON_AddItemToObject(j, "added_tokens", added);
+        added = NULL;
+        cJSON_AddNullToObject(j, "normalizer");
+        static const char *const parts_of[3] = {"pre_tokenizer", "post_processor", "decoder"};
+        for (int k = 0; k < 3; k++) {   /* GPT-2's: the byte-level steps, its regex, no prefix space added */
+            cJSON *p = cJSON_AddObjectToObject(j, parts_of[k]);
+            cJSON_AddStringToObject(p, "type", "ByteLevel");
+            cJSON_AddBoolToObject(p, "add_prefix_space", false);
+            cJSON_AddBoolToObject(p, "trim_offsets", k != 1);
+            cJSON_AddTrueToObject(p, "use_regex");
+        }
+        cJSON_AddStringToObject(model, "type", "BPE");
+        cJSON_AddNullToObject(model, "dropout");
+        cJSON_AddNullToObject(model, "unk_token");
+        cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
+        cJSON_AddStringToObject(model, "end_of_word_suffix", "");
+        cJSON_AddFalseToObject(model, "fuse_unk");
+        cJSON_AddFalseToObject(model, "byte_fallback");
+        cJSON_AddItemToObject(model, "vocab", vocab);
+        cJSON_AddItemToObject(model, "merges", merges);
+        vocab = merges = NULL;
+        cJSON_AddItemToObject(j, "model", model);
+        model = NULL;
+    } else if (!why[0]) {
+        snprintf(why, why_len, "out of memory");
+    }
+    cJSON_Delete(model);
+    cJSON_Delete(vocab);
+    cJSON_Delete(merges);
+    cJSON_Delete(added);
+    cJSON_Delete(eot);
+    if (!ok) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t eos)
+{
+    cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg;
+    const bool gpt = !strcmp(c->arch, "gpt");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(gpt ? "GPT2LMHeadModel" : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(j, "model_type", gpt ? "gpt2" : "llama");
+    if (gpt) {
+        cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
+        cJSON_AddNumberToObject(j, "n_head", c->n_head);
+        cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
+        cJSON_AddNumberToObject(j, "n_positions", c->block_size);
+        cJSON_AddNumberToObject(j, "n_ctx", c->block_size);
+        cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+        cJSON_AddNullToObject(j, "n_inner");
+        cJSON_AddStringToObject(j, "activation_function", "gelu");   /* exact erf, as tapegrad computes it */
+        cJSON_AddNumberToObject(j, "layer_norm_epsilon", TG_LAYERNORM_EPS);
+        cJSON_AddNumberToObject(j, "resid_pdrop", c->dropout);
+        cJSON_AddNumberToObject(j, "embd_pdrop", c->dropout);
+        cJSON_AddNumberToObject(j, "attn_pdrop", c->dropout);
+        cJSON_AddTrueToObject(j, "scale_attn_weights");
+        cJSON_AddFalseToObject(j, "scale_attn_by_inverse_layer_idx");
+        cJSON_AddFalseToObject(j, "reorder_and_upcast_attn");
+        cJSON_AddTrueToObject(j, "tie_word_embeddings");
+        cJSON_AddNumberToObject(j, "initializer_range", 0.02);
+    } else {
+        cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layer);
+        cJSON_AddNumberToObject(j, "num_attention_heads", c->n_head);
+        cJSON_AddNumberToObject(j, "num_key_value_heads", c->n_kv_head);
+        cJSON_AddNumberToObject(j, "hidden_size", c->n_embd);
+        cJSON_AddNumberToObject(j, "head_dim", c->n_embd / c->n_head);
+        cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
+        cJSON_AddNumberToObject(j, "max_position_embeddings", c->block_size);
+        cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+        cJSON_AddNumberToObject(j, "rms_norm_eps", c->norm_eps);
+        cJSON_AddNumberToObject(j, "rope_theta", c->rope_theta);
+        cJSON_AddNullToObject(j, "rope_scaling");
+        cJSON_AddStringToObject(j, "hidden_act", "silu");
+        cJSON_AddFalseToObject(j, "attention_bias");
+        cJSON_AddFalseToObject(j, "mlp_bias");
+        cJSON_AddNumberToObject(j, "attention_dropout", c->dropout);
+        cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tied);
+        cJSON_AddNumberToObject(j, "initializer_range", 0.02);
+        cJSON_AddNumberToObject(j, "pretraining_tp", 1);
+    }
+    if (eos >= 0) {
+        cJSON_AddNumberToObject(j, "bos_token_id", eos);
+        cJSON_AddNumberToObject(j, "eos_token_id", eos);
+    }
+    cJSON_AddStringToObject(j, "torch_dtype", dt == TG_F64 ? "float64" : "float32");
+    cJSON_AddTrueToObject(j, "use_cache");
+    tg = cJSON_AddObjectToObject(j, "tapegrad");   /* what the layout cannot say, for the import */
+    if (gpt) cJSON_AddStringToObject(tg, "bias", c->bias ? "true" : "false");
+    else cJSON_AddStringToObject(tg, "rope", c->rope_halves ? "halves" : "interleaved");
+    return j;
+}
+
+/* A JSON file of the export, begun and finished under its temporary name. */
+static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSON *j, char *err, size_t errlen)
+{
+    char *p = path_join(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc = 0;
+    memset(f, 0, sizeof *f);
+    if (!p || !text) rc = tg_set_err(err, errlen, "hf: out of memory");
+    else if (tg_atomic_begin(f, p) || tg_atomic_write(f, text, strlen(text)) || tg_atomic_write(f, "\n", 1) ||
+             tg_atomic_finish(f)) {
+        char m[700];
+        rc = tg_set_err(err, errlen, "hf: %s", tg_atomic_message(f, p, m, sizeof m));
+        tg_atomic_abort(f);
+        memset(f, 0, sizeof *f);
+    }
+    free(text);   /* cJSON's own allocation */
+    tg_free(p);
+    return rc;
+}
+
+int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, char *err, size_t errlen)
+{
+    if (notice && notice_len) notice[0] = 0;
+    if (!ckpt || !dir) return tg_set_err(err, errlen, "hf_export: %s is NULL", ckpt ? "the directory" : "the checkpoint");
+    tg_model_config c0;
+    if (tg_model_config_read(ckpt, &c0, err, errlen)) return -1;
+    if (strcmp(c0.arch, "gpt") && strcmp(c0.arch, "llama"))
+        return tg_set_err(err, errlen, "hf: a '%s' has no Hugging Face layout here (gpt, llama)", c0.arch);
+    const tg_st_tensor *emb = tg_st_find(ckpt, tg_model_family_find(c0.arch)->embedding);
+    const tg_dtype dt = emb && !strcmp(emb->dtype, "F64") ? TG_F64 : TG_F32;
+    tg_model m;
+    if (tg_checkpoint_load_model(ckpt, dt, -1, &m, err, errlen)) return -1;
+    const tg_model_config *c = &m.config;
+    const bool gpt = !strcmp(c->arch, "gpt");
+    tg_vocab v = {0};
+    char e2[512];
+    const bool has_vocab = tg_vocab_read(&v, ckpt, e2, sizeof e2) == 0;
+    const tg_tokenizer *tok = has_vocab && v.kind == TG_VOCAB_TOKENIZER ? v.tok : NULL;
+    const int32_t eos = tok && tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? tg_tok_eos(tok) : -1;
+    hf_map *maps = NULL;
+    unsigned char **bufs = NULL;
+    tg_st_writer *w = NULL;
+    cJSON *json[4] = {NULL, NULL, NULL, NULL};
+    static const char *const json_names[4] = {"config.json", "generation_config.json", "tokenizer.json",
+                                              "tokenizer_config.json"};
+    tg_atomic_file staged[4];
+    memset(staged, 0, sizeof staged);
+    int rc = -1;
+    if (file_exists(dir, "model.safetensors.index.json")) {
+        tg_set_err(err, errlen, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
+                   "new or empty directory", dir);
+        goto out;
+    }
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        tg_set_err(err, errlen, "hf: cannot make the directory %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    /* the weights */
+    tg_model_config names_cfg = *c;
+    names_cfg.bias = true;   /* transformers' GPT-2 has biases: a GPT without them gets zero ones */
+    if (gpt) gpt2_names(&names_cfg, "transformer.", &maps);
+    else llama_names(c, &maps);
+    if (!(w = tg_st_writer_new()) || tg_st_writer_meta(w, "format", "pt")) goto oom;
+    const size_t es = tg_dtype_size(dt);
+    for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) {
+        const tg_tensor *t = tg_params_get(m.params, maps[i].tg);
+        int64_t shape[2];
+        if (!t) {   /* a bias of a GPT without biases: zeros of the bias's length */
+            const char *n = maps[i].tg;
+            shape[0] = strstr(n, "c_attn") ? 3 * (int64_t)c->n_embd : strstr(n, "c_fc") ? 4 * (int64_t)c->n_embd : c->n_embd;
+            unsigned char *z = tg_calloc((size_t)shape[0], es);
+            if (!z) goto oom;
+            stbds_arrput(bufs, z);
+            tg_st_writer_add(w, maps[i].hf, dt == TG_F64 ? "F64" : "F32", 1, shape, z);
+            continue;
+        }
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        const void *data = t->data;
+        if (maps[i].layout != HF_SAME) {
+            unsigned char *b = tg_malloc((size_t)t->numel * es), *scratch = NULL;
+            if (!b) goto oom;
+            stbds_arrput(bufs, b);
+            if (maps[i].layout == HF_TRANSPOSE) {
+                transpose(t->data, b, t->shape[0], t->shape[1], es);
+                shape[0] = t->shape[1], shape[1] = t->shape[0];
+            } else {
+                if (!(scratch = tg_malloc((size_t)t->numel * es))) goto oom;
+                memcpy(b, t->data, (size_t)t->numel * es);
+                permute_rope_rows(b, scratch, t->shape[0], t->shape[1], maps[i].heads, es, 1);
+                tg_free(scratch);
+            }
+            data = b;
+        }
+        tg_st_writer_add(w, maps[i].hf, dt == TG_F64 ? "F64" : "F32", t->ndim, shape, data);
+    }
+    if (tg_st_writer_error(w)) {
+        tg_set_err(err, errlen, "hf: %s", tg_st_writer_error(w));
+        goto out;
+    }
+    /* the JSON files */
+    char why[300] = "";
+    json[0] = export_config(c, dt, eos);
+    json[1] = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json[1], "_from_model_config", true);
+    if (eos >= 0) {
+        cJSON_AddNumberToObject(json[1], "bos_token_id", eos);
+        cJSON_AddNumberToObject(json[1], "eos_token_id", eos);
+    }
+    cJSON_AddNumberToObject(json[1], "max_length", c->block_size);
+    if (tok && (json[2] = gpt2_tokenizer_json(tok, why, sizeof why))) {
+        json[3] = cJSON_CreateObject();
+        cJSON_AddStringToObject(json[3], "tokenizer_class", "GPT2Tokenizer");
+        cJSON_AddFalseToObject(json[3], "add_prefix_space");
+        cJSON_AddStringToObject(json[3], "bos_token", "<|endoftext|>");
+        cJSON_AddStringToObject(json[3], "eos_token", "<|endoftext|>");
+        cJSON_AddStringToObject(json[3], "unk_token", "<|endoftext|>");
+        cJSON_AddNumberToObject(json[3], "model_max_length", c->block_size);
+    } else if (notice && notice_len) {
+        snprintf(notice, notice_len, "no tokenizer.json written: %s", tok ? why
+                 : !has_vocab ? "the checkpoint has no vocabulary"
+                              : "the checkpoint's vocabulary is bytes or bare ids, which have no tokenizer.json");
+    }
+    for (int k = 0; k < 4; k++)
+        if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err, errlen)) goto out;
+    char *mp = path_join(dir, "model.safetensors");
+    if (!mp) goto oom;
+    rc = tg_st_writer_save(w, mp, err, errlen);
+    tg_free(mp);
+    if (rc) goto out;
+    for (int k = 0; k < 4; k++)
+        if (json[k] && tg_atomic_commit(&staged[k])) {
+            char msg[700];
+            rc = tg_set_err(err, errlen, "hf: %s", tg_atomic_message(&staged[k], staged[k].path, msg, sizeof msg));
+            goto out;
+        }
+    goto out;
+oom:
+    tg_set_err(err, errlen, "hf: out of memory");
+    rc = -1;
+out:
+    for (int k = 0; k < 4; k++) {
+        tg_atomic_abort(&staged[k]);
+        cJSON_Delete(json[k]);
+    }
+    for (ptrdiff_t i = 0; i < stbds_arrlen(bufs); i++) tg_free(bufs[i]);
+    stbds_arrfree(bufs);
+    stbds_arrfree(maps);
+    tg_st_writer_free(w);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    return rc;
+}

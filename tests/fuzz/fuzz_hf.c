@@ -1,0 +1,54 @@
+/* A Hugging Face model directory, read by tg_hf_import (formats/hf.c;
+ * `tiny_gpt import --format hf`).
+ *
+ * One input holds the directory: a first byte (bit 0: ids_only), then up
+ * to seven files, each a little-endian uint32 length and that many bytes
+ * (a length past the end takes the rest), in this order: config.json,
+ * model.safetensors, tokenizer.json, model.safetensors.index.json,
+ * shard.safetensors (for an index to name), vocab.json, merges.txt. A
+ * file of length 0, or one the input ends before, is absent. What the
+ * import accepts is loaded back as a model and a vocabulary, and removed. */
+#include "fuzz_util.h"
+
+static const char *const NAMES[7] = {"config.json", "model.safetensors", "tokenizer.json",
+                                     "model.safetensors.index.json", "shard.safetensors", "vocab.json", "merges.txt"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *dir = fuzz_dir();
+    const char *out = fuzz_path(3, "out.safetensors");
+    if (!dir || !out) return 0;
+    const bool ids_only = size > 0 && (data[0] & 1);
+    size_t at = size > 0 ? 1 : 0;
+    for (int k = 0; k < 7; k++) {
+        const char *p = fuzz_path(0, NAMES[k]);
+        if (!p) return 0;
+        unlink(p);
+        if (size - at < 4) continue;
+        const uint32_t l = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
+                           (uint32_t)data[at + 3] << 24;
+        at += 4;
+        const size_t n = l <= size - at ? l : size - at;
+        if (n && !fuzz_write(0, NAMES[k], data + at, n)) return 0;
+        at += n;
+    }
+    char err[2048], notice[1024];
+    const tg_hf_import_options o = {.ids_only = ids_only};
+    const int rc = tg_hf_import(dir, out, &o, notice, sizeof notice, err, sizeof err);
+    fuzz_report(rc == 0, err);
+    if (rc == 0) {   /* what it wrote is a checkpoint tapegrad loads */
+        tg_st_file *f = tg_st_load(out, err, sizeof err);
+        tg_model m;
+        tg_vocab v;
+        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err) || tg_vocab_read(&v, f, err, sizeof err)) {
+            fprintf(stderr, "fuzz: the import wrote a checkpoint that does not load: %s\n", err);
+            abort();
+        }
+        if (v.kind == TG_VOCAB_TOKENIZER) fuzz_use_tokenizer(v.tok);
+        tg_vocab_free(&v);
+        tg_model_free(&m);
+        tg_st_free(f);
+        unlink(out);
+    }
+    return 0;
+}

@@ -1,0 +1,511 @@
+/* formats: the Hugging Face layout (formats/hf.c).
+ *
+ * - A GPT-2 directory as Hugging Face publishes one (GPT2Model's names
+ *   without "transformer.", Conv1D weights (in, out), the mask buffers,
+ *   F32, F16 and BF16 tensors, vocab.json + merges.txt) imports with every
+ *   value exact and transposed; so does one in shards with an index and a
+ *   tokenizer.json, and the tanh GELU is reported in the notice.
+ * - What tapegrad cannot run is refused naming the key or tensor, at
+ *   once, writing nothing, also when config.json claims a huge model.
+ * - Export then import gives the same checkpoint bit for bit (a GPT with
+ *   and without biases, a Llama with interleaved and halves pairs, tied
+ *   and not, GQA), and the exported tensors have transformers' names and
+ *   layouts (Conv1D transposed, q and k rows in rotate-half order). */
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tg_test.h"
+
+#define ERRLEN 1024
+
+static void write_text(const char *path, const char *s)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fputs(s, f);
+    fclose(f);
+}
+
+/* Removes dir's files and dir. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        remove(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* GPT-2's stand-in characters for bytes, as UTF-8 into out. */
+static void byte_str(const unsigned char *p, size_t n, char *out)
+{
+    uint32_t cp[256];
+    int k = 0;
+    for (int b = 0; b < 256; b++)
+        cp[b] = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE ? (uint32_t)b : (uint32_t)(256 + k++);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t c = cp[p[i]];
+        if (c < 0x80) out[o++] = (char)c;
+        else out[o++] = (char)(0xC0 | c >> 6), out[o++] = (char)(0x80 | (c & 0x3F));
+    }
+    out[o] = 0;
+}
+
+/* The test's GPT-2 vocabulary: the 256 bytes in order, " t" (256), "he"
+ * (257), " the" (258)... as a JSON object's body; <|endoftext|> is 259. */
+static const char *const MERGED[3][2] = {{" ", "t"}, {"h", "e"}, {" t", "he"}};
+static char *vocab_json(void)
+{
+    char *s = malloc(65536), piece[16];
+    size_t at = (size_t)sprintf(s, "{");
+    for (int b = 0; b < 256; b++) {
+        const unsigned char c = (unsigned char)b;
+        byte_str(&c, 1, piece);
+        at += (size_t)sprintf(s + at, "%s\"%s%s\": %d", b ? ", " : "", b == '"' || b == '\\' ? "\\" : "", piece, b);
+    }
+    for (int k = 0; k < 3; k++) {
+        char both[8];
+        snprintf(both, sizeof both, "%s%s", MERGED[k][0], MERGED[k][1]);
+        byte_str((const unsigned char *)both, strlen(both), piece);
+        at += (size_t)sprintf(s + at, ", \"%s\": %d", piece, 256 + k);
+    }
+    sprintf(s + at, ", \"<|endoftext|>\": 259}");
+    return s;
+}
+static void merges_lines(char *out, bool json)
+{
+    size_t at = 0;
+    for (int k = 0; k < 3; k++) {
+        char a[16], b[16];
+        byte_str((const unsigned char *)MERGED[k][0], strlen(MERGED[k][0]), a);
+        byte_str((const unsigned char *)MERGED[k][1], strlen(MERGED[k][1]), b);
+        at += (size_t)sprintf(out + at, json ? "%s\"%s %s\"" : "%s%s %s\n", json && k ? ", " : "", a, b);
+    }
+}
+
+/* The value a test tensor holds at flat index i: exact in F16 and BF16. */
+static float value_at(int tensor, int64_t i) { return (float)((int)((tensor * 37 + i * 11) % 251) - 125) / 64; }
+
+static void to_dtype(const float *v, int64_t n, const char *dt, void *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &v[i], 4);
+        if (!strcmp(dt, "F32")) ((float *)out)[i] = v[i];
+        else if (!strcmp(dt, "BF16")) ((uint16_t *)out)[i] = (uint16_t)(bits >> 16);
+        else {
+            const uint32_t e = bits >> 23 & 255;
+            ((uint16_t *)out)[i] = (uint16_t)((bits >> 16 & 0x8000) | (v[i] != 0 ? (e - 112) << 10 | (bits >> 13 & 0x3FF) : 0));
+        }
+    }
+}
+
+enum { L = 2, H = 2, C = 8, T = 6, V = 260 };
+
+/* The GPT-2 tensors (name without prefix, shape as stored) in order. */
+typedef struct gpt2_t { char name[48]; int ndim; int64_t shape[4]; bool conv1d; } gpt2_t;
+static int gpt2_tensors(gpt2_t *out)
+{
+    int n = 0;
+    out[n++] = (gpt2_t){"wte.weight", 2, {V, C}, false};
+    out[n++] = (gpt2_t){"wpe.weight", 2, {T, C}, false};
+    for (int l = 0; l < L; l++) {
+        static const struct { const char *p; int ndim; int64_t s0, s1; bool conv; } b[] = {
+            {"ln_1.weight", 1, C, 0, false}, {"ln_1.bias", 1, C, 0, false},
+            {"attn.c_attn.weight", 2, C, 3 * C, true}, {"attn.c_attn.bias", 1, 3 * C, 0, false},
+            {"attn.c_proj.weight", 2, C, C, true}, {"attn.c_proj.bias", 1, C, 0, false},
+            {"ln_2.weight", 1, C, 0, false}, {"ln_2.bias", 1, C, 0, false},
+            {"mlp.c_fc.weight", 2, C, 4 * C, true}, {"mlp.c_fc.bias", 1, 4 * C, 0, false},
+            {"mlp.c_proj.weight", 2, 4 * C, C, true}, {"mlp.c_proj.bias", 1, C, 0, false}};
+        for (size_t k = 0; k < sizeof b / sizeof *b; k++) {
+            gpt2_t t = {"", b[k].ndim, {b[k].s0, b[k].s1}, b[k].conv};
+            snprintf(t.name, sizeof t.name, "h.%d.%s", l, b[k].p);
+            out[n++] = t;
+        }
+    }
+    out[n++] = (gpt2_t){"ln_f.weight", 1, {C}, false};
+    out[n++] = (gpt2_t){"ln_f.bias", 1, {C}, false};
+    return n;
+}
+
+static const char GPT2_CONFIG[] =
+    "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 2, "
+    "\"n_embd\": 8, \"n_positions\": 6, \"n_ctx\": 6, \"vocab_size\": 260, \"layer_norm_epsilon\": 1e-05, "
+    "\"activation_function\": \"gelu_new\", \"resid_pdrop\": 0.1, \"embd_pdrop\": 0.1, \"attn_pdrop\": 0.1, "
+    "\"n_inner\": null, \"scale_attn_weights\": true, \"torch_dtype\": \"float32\"}";
+
+/* A GPT-2 directory: prefix "" or "transformer.", one file or two shards
+ * with an index, the tokenizer as vocab.json + merges.txt or tokenizer.json. */
+static void make_gpt2_dir(const char *dir, const char *prefix, bool sharded, bool tokenizer_json)
+{
+    mkdir(dir, 0777);
+    char p[1024], err[ERRLEN];
+    gpt2_t ts[64];
+    const int n = gpt2_tensors(ts);
+    static const char *const dts[3] = {"F32", "F16", "BF16"};
+    tg_st_writer *w[2] = {tg_st_writer_new(), tg_st_writer_new()};
+    void *bufs[64];
+    char index[8192];
+    size_t at = (size_t)sprintf(index, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+    for (int i = 0; i < n; i++) {
+        const int64_t numel = ts[i].shape[0] * (ts[i].ndim == 2 ? ts[i].shape[1] : 1);
+        float *v = malloc((size_t)numel * 4);
+        for (int64_t j = 0; j < numel; j++) v[j] = value_at(i, j);
+        bufs[i] = malloc((size_t)numel * 4);
+        to_dtype(v, numel, dts[i % 3], bufs[i]);
+        free(v);
+        char name[96];
+        snprintf(name, sizeof name, "%s%s", prefix, ts[i].name);
+        const int shard = sharded && i >= n / 2;
+        ck_assert_int_eq(tg_st_writer_add(w[shard], name, dts[i % 3], ts[i].ndim, ts[i].shape, bufs[i]), 0);
+        at += (size_t)sprintf(index + at, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", name,
+                              shard + 1);
+    }
+    /* the buffers older transformers saved: the causal mask and masked_bias */
+    static uint8_t mask[T * T];
+    static float masked_bias = -1e4f;
+    for (int l = 0; l < L; l++) {
+        char name[96];
+        snprintf(name, sizeof name, "%sh.%d.attn.bias", prefix, l);
+        tg_st_writer_add(w[0], name, "U8", 4, (int64_t[]){1, 1, T, T}, mask);
+        at += (size_t)sprintf(index + at, ", \"%s\": \"model-00001-of-00002.safetensors\"", name);
+        snprintf(name, sizeof name, "%sh.%d.attn.masked_bias", prefix, l);
+        tg_st_writer_add(w[0], name, "F32", 0, NULL, &masked_bias);
+        at += (size_t)sprintf(index + at, ", \"%s\": \"model-00001-of-00002.safetensors\"", name);
+    }
+    sprintf(index + at, "}}");
+    for (int s = 0; s < (sharded ? 2 : 1); s++) {
+        char name[64];
+        snprintf(name, sizeof name, sharded ? "model-0000%d-of-00002.safetensors" : "model.safetensors", s + 1);
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        ck_assert_msg(tg_st_writer_save(w[s], p, err, sizeof err) == 0, "%s", err);
+    }
+    tg_st_writer_free(w[0]);
+    tg_st_writer_free(w[1]);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    if (sharded) {
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+        write_text(p, index);
+    }
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    write_text(p, GPT2_CONFIG);
+    char *vocab = vocab_json(), merges[256], *tj = malloc(80000);
+    if (tokenizer_json) {
+        merges_lines(merges, true);
+        snprintf(tj, 80000,
+                 "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 259, \"content\": \"<|endoftext|>\", "
+                 "\"special\": true}], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                 "\"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}, \"model\": {\"type\": "
+                 "\"BPE\", \"vocab\": %s, \"merges\": [%s]}}", vocab, merges);
+        snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+        write_text(p, tj);
+    } else {
+        snprintf(p, sizeof p, "%s/vocab.json", dir);
+        write_text(p, vocab);
+        merges_lines(merges, false);
+        snprintf(tj, 80000, "#version: 0.2\n%s", merges);
+        snprintf(p, sizeof p, "%s/merges.txt", dir);
+        write_text(p, tj);
+    }
+    free(vocab);
+    free(tj);
+}
+
+/* The imported checkpoint holds every value, Conv1D weights transposed. */
+static void check_gpt2_import(const char *ck)
+{
+    char err[ERRLEN];
+    tg_st_file *f = tg_st_load(ck, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    tg_model m;
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(m.config.arch, "gpt");
+    ck_assert(m.config.n_layer == L && m.config.n_head == H && m.config.n_embd == C && m.config.block_size == T &&
+              m.config.vocab_size == V && m.config.bias && m.config.dropout == 0.1);
+    gpt2_t ts[64];
+    const int n = gpt2_tensors(ts);
+    for (int i = 0; i < n; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "transformer.%.47s", ts[i].name);
+        const tg_tensor *t = tg_params_get(m.params, name);
+        ck_assert_msg(t != NULL, "%s", name);
+        const int64_t rows = ts[i].shape[0], cols = ts[i].ndim == 2 ? ts[i].shape[1] : 1;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                const float want = value_at(i, r * cols + c);
+                const float got = ((float *)t->data)[ts[i].conv1d ? c * rows + r : r * cols + c];
+                ck_assert_msg(got == want, "%s (%lld,%lld): %g, want %g", name, (long long)r, (long long)c, got, want);
+            }
+    }
+    tg_vocab v;
+    ck_assert_msg(tg_vocab_read(&v, f, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(v.kind, TG_VOCAB_TOKENIZER);
+    ck_assert_int_eq(tg_tok_vocab_size(v.tok), V);
+    ck_assert_int_eq(tg_tok_eos(v.tok), 259);
+    int32_t *ids = NULL;
+    const int64_t k = tg_tok_encode(v.tok, "the the", 7, &ids, err, sizeof err);
+    ck_assert_int_eq(k, 3);   /* "t" "he" (257), " the" (258) */
+    ck_assert(ids[0] == 't' && ids[1] == 257 && ids[2] == 258);
+    tg_free(ids);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    tg_st_free(f);
+}
+
+START_TEST(gpt2_as_published_imports_exactly)
+{
+    char err[ERRLEN], notice[512];
+    char dir[600], ck[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("gpt2"));
+    snprintf(ck, sizeof ck, "%s", tt_path("gpt2.safetensors"));
+    for (int k = 0; k < 2; k++) {
+        make_gpt2_dir(dir, k ? "transformer." : "", k == 1, k == 1);
+        ck_assert_msg(tg_hf_import(dir, ck, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(strstr(notice, "activation_function 'gelu_new' is GELU's tanh approximation"), "%s", notice);
+        check_gpt2_import(ck);
+        remove(ck);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+START_TEST(what_tapegrad_cannot_run_is_refused)
+{
+    char err[ERRLEN], dir[600], ck[600], p[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("bad"));
+    snprintf(ck, sizeof ck, "%s", tt_path("bad.safetensors"));
+    static const struct { const char *from, *to, *want; } cases[] = {
+        {"\"gpt2\"", "\"mistral\"", "config.json: 'model_type' 'mistral' is not one tapegrad runs (gpt2, llama)"},
+        {"\"n_layer\": 2", "\"n_layer\": 3", "the weights have no 'h.2.ln_1.weight'"},
+        {"\"n_embd\": 8", "\"n_embd\": 16777216", "config.json describes a gpt tapegrad cannot build"},
+        {"\"n_embd\": 8", "\"n_embd\": 4096", "'wte.weight' is (260,8), but config.json says (260,4096)"},
+        {"\"n_positions\": 6", "\"n_positions\": 1e9", "'n_positions' is not an integer in [1, 16777216]"},
+        {"\"n_head\": 2", "\"n_head\": \"2\"", "'n_head' is not an integer"},
+        {"1e-05", "1e-06", "'layer_norm_epsilon' 1e-06 is not 1e-05"},
+        {"\"gelu_new\"", "\"relu\"", "'activation_function' 'relu' is not one tapegrad's GPT computes"},
+        {"\"n_inner\": null", "\"n_inner\": 16", "'n_inner' 16 is not 4 n_embd = 32"},
+        {"\"n_inner\": null", "\"scale_attn_by_inverse_layer_idx\": true", "'scale_attn_by_inverse_layer_idx' must be false"},
+        {"\"vocab_size\": 260", "\"vocab_size\": 300", "'wte.weight' is (260,8), but config.json says (300,8)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        make_gpt2_dir(dir, "", false, false);
+        char cfg[2048];
+        const char *at = strstr(GPT2_CONFIG, cases[k].from);
+        ck_assert_ptr_nonnull(at);
+        snprintf(cfg, sizeof cfg, "%.*s%s%s", (int)(at - GPT2_CONFIG), GPT2_CONFIG, cases[k].to,
+                 at + strlen(cases[k].from));
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        write_text(p, cfg);
+        const clock_t t0 = clock();
+        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, cases[k].want), "case %zu: '%s' lacks '%s'", k, err, cases[k].want);
+        ck_assert_msg((double)(clock() - t0) / CLOCKS_PER_SEC < 0.5, "case %zu took too long", k);
+        ck_assert_int_eq(access(ck, F_OK), -1);   /* nothing written */
+        remove_dir(dir);
+    }
+    /* a tensor it has no place for; a non-float tensor; no tokenizer; a shard outside the directory */
+    make_gpt2_dir(dir, "transformer.", true, false);
+    snprintf(p, sizeof p, "%s/vocab.json", dir);
+    remove(p);
+    ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "has no tokenizer tapegrad reads"), "%s", err);
+    tg_hf_import_options o = {.ids_only = true};
+    ck_assert_msg(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err) == 0, "%s", err);
+    remove(ck);
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    write_text(p, "{\"weight_map\": {\"transformer.wte.weight\": \"../model-00001-of-00002.safetensors\"}}");
+    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "is in '../model-00001-of-00002.safetensors', not a file name in the directory"), "%s", err);
+    remove_dir(dir);
+
+    mkdir(dir, 0777);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    write_text(p, GPT2_CONFIG);
+    float x[V * C] = {0};
+    tg_st_writer *w = tg_st_writer_new();
+    tg_st_writer_add(w, "wte.weight", "F32", 2, (int64_t[]){V, C}, x);
+    tg_st_writer_add(w, "h.0.attn.rotary", "F32", 1, (int64_t[]){C}, x);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    ck_assert_int_eq(tg_st_writer_save(w, p, err, sizeof err), 0);
+    tg_st_writer_free(w);
+    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "holds 'h.0.attn.rotary', which tapegrad's gpt has no place for"), "%s", err);
+
+    /* a Llama with what tapegrad's has not */
+    static const char *const llama_bad[][2] = {
+        {"\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}", "'rope_scaling' is set"},
+        {"\"attention_bias\": true", "'attention_bias' must be false"},
+        {"\"hidden_act\": \"gelu\"", "'hidden_act' is not silu"},
+        {"\"head_dim\": 2", "'head_dim' 2 is not hidden_size / num_attention_heads (8 / 2)"},
+    };
+    for (size_t k = 0; k < sizeof llama_bad / sizeof *llama_bad; k++) {
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg, "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                 "\"hidden_size\": 8, \"intermediate_size\": 12, \"max_position_embeddings\": 6, \"vocab_size\": 260, "
+                 "%s}", llama_bad[k][0]);
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        write_text(p, cfg);
+        ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, llama_bad[k][1]), "'%s' lacks '%s'", err, llama_bad[k][1]);
+    }
+    ck_assert_int_eq(access(ck, F_OK), -1);
+    remove_dir(dir);
+}
+END_TEST
+
+/* ---- export, and back ------------------------------------------------------------ */
+
+static const tg_model_config RT[4] = {
+    {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 260, .bias = true},
+    {.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 5, .vocab_size = 300, .bias = false,
+     .dropout = 0.25},
+    {.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 24, .block_size = 8,
+     .vocab_size = 259, .rope_theta = 10000, .norm_eps = 1e-5, .tied = false},
+    {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 12, .block_size = 8,
+     .vocab_size = 259, .rope_theta = 500000, .norm_eps = 1e-6, .tied = true, .rope_halves = true},
+};
+
+/* A tiny tiktoken file: the 256 bytes and the merges of MERGED. */
+static tg_tokenizer *tiny_tiktoken(void)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    FILE *f = fopen(tt_path("tiny.tiktoken"), "wb");
+    for (int r = 0; r < 259; r++) {
+        unsigned char piece[8];
+        size_t n = 1;
+        if (r < 256) piece[0] = (unsigned char)r;
+        else n = (size_t)snprintf((char *)piece, sizeof piece, "%s%s", MERGED[r - 256][0], MERGED[r - 256][1]);
+        char out[16];
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 3) {
+            uint32_t x = (uint32_t)piece[i] << 16 | (i + 1 < n ? (uint32_t)piece[i + 1] << 8 : 0) |
+                         (i + 2 < n ? piece[i + 2] : 0);
+            out[o++] = b64[x >> 18 & 63], out[o++] = b64[x >> 12 & 63];
+            out[o++] = i + 1 < n ? b64[x >> 6 & 63] : '=', out[o++] = i + 2 < n ? b64[x & 63] : '=';
+        }
+        fprintf(f, "%.*s %d\n", (int)o, out, r);
+    }
+    fclose(f);
+    char err[ERRLEN];
+    tg_tokenizer *t = tg_tok_load_tiktoken(tt_path("tiny.tiktoken"), err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    remove(tt_path("tiny.tiktoken"));
+    return t;
+}
+
+START_TEST(export_then_import_is_the_same_checkpoint)
+{
+    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("out"));
+    snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
+    snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
+    for (int k = 0; k < 8; k++) {
+        const tg_model_config *c = &RT[k % 4];
+        const tg_dtype dt = k < 4 ? TG_F32 : TG_F64;
+        const bool gpt = !strcmp(c->arch, "gpt");
+        tg_model m;
+        ck_assert_msg(tg_model_new(&m, c, dt, 11 + k, err, sizeof err) == 0, "%s", err);
+        if (!gpt)   /* norm weights other than 1, so a mix-up shows */
+            for (int i = 0; i < tg_params_count(m.params); i++) {
+                tg_tensor *t = tg_params_at(m.params, i);
+                if (strstr(t->name, "norm"))
+                    for (int64_t j = 0; j < t->numel; j++) {
+                        const double x = 1 + 0.01 * (double)(j + i);
+                        if (dt == TG_F32) ((float *)t->data)[j] = (float)x;
+                        else ((double *)t->data)[j] = x;
+                    }
+            }
+        tg_vocab v;
+        if (gpt) ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, err, sizeof err), 0);
+        else tg_vocab_llama2c(&v);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        tg_st_file *fa = tg_st_load(a, err, sizeof err);
+        ck_assert_msg(fa != NULL, "%s", err);
+        ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(gpt ? !notice[0] : strstr(notice, "no tokenizer.json written") != NULL, "%s", notice);
+
+        /* transformers' names and layouts */
+        char p[1024];
+        snprintf(p, sizeof p, "%s/model.safetensors", dir);
+        tg_st_file *hf = tg_st_load(p, err, sizeof err);
+        ck_assert_msg(hf != NULL, "%s", err);
+        ck_assert_str_eq(tg_st_meta(hf, "format"), "pt");
+        const char *fdt = dt == TG_F64 ? "F64" : "F32";
+        const size_t es = dt == TG_F64 ? 8 : 4;
+        if (gpt) {
+            const tg_st_tensor *ca = tg_st_find(hf, "transformer.h.0.attn.c_attn.weight");
+            const tg_tensor *w = tg_params_get(m.params, "transformer.h.0.attn.c_attn.weight");
+            ck_assert(ca && !strcmp(ca->dtype, fdt) && ca->shape[0] == c->n_embd && ca->shape[1] == 3 * c->n_embd);
+            for (int64_t o = 0; o < 3 * c->n_embd; o++)
+                for (int64_t i = 0; i < c->n_embd; i++)
+                    ck_assert(!memcmp((const char *)ca->data + (i * 3 * c->n_embd + o) * es,
+                                      (const char *)w->data + (o * c->n_embd + i) * es, es));
+            ck_assert_ptr_null(tg_st_find(hf, "lm_head.weight"));
+            ck_assert_ptr_nonnull(tg_st_find(hf, "transformer.h.0.ln_1.bias"));   /* zeros without biases */
+        } else {
+            const int d = c->n_embd / c->n_head;
+            const tg_st_tensor *q = tg_st_find(hf, "model.layers.0.self_attn.k_proj.weight");
+            const tg_tensor *wk = tg_params_get(m.params, "layers.0.attention.wk.weight");
+            ck_assert(q && q->shape[0] == c->n_kv_head * d);
+            for (int h = 0; h < c->n_kv_head; h++)
+                for (int r = 0; r < d; r++) {   /* halves row of interleaved row r */
+                    const int to = c->rope_halves ? r : (r % 2) * (d / 2) + r / 2;
+                    ck_assert(!memcmp((const char *)q->data + (int64_t)(h * d + to) * c->n_embd * es,
+                                      (const char *)wk->data + (int64_t)(h * d + r) * c->n_embd * es, c->n_embd * es));
+                }
+            ck_assert(!tg_st_find(hf, "lm_head.weight") == c->tied);
+            ck_assert_ptr_nonnull(tg_st_find(hf, "model.layers.0.mlp.gate_proj.weight"));
+        }
+        tg_st_free(hf);
+
+        /* and back: the same checkpoint */
+        tg_hf_import_options o = {.ids_only = !gpt};
+        ck_assert_msg(tg_hf_import(dir, b, &o, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_str_eq(notice, "");   /* "gelu": nothing changes */
+        tg_st_file *fb = tg_st_load(b, err, sizeof err);
+        ck_assert_msg(fb != NULL, "%s", err);
+        tg_model r;
+        ck_assert_msg(tg_checkpoint_load_model(fb, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+        ck_assert_str_eq(r.config.arch, c->arch);
+        ck_assert(r.config.n_layer == c->n_layer && r.config.n_head == c->n_head && r.config.n_embd == c->n_embd &&
+                  r.config.block_size == c->block_size && r.config.vocab_size == c->vocab_size &&
+                  r.config.bias == c->bias && r.config.dropout == c->dropout && r.config.tied == (gpt || c->tied));
+        if (!gpt)
+            ck_assert(r.config.n_kv_head == c->n_kv_head && r.config.hidden_dim == c->hidden_dim &&
+                      r.config.rope_theta == c->rope_theta && r.config.norm_eps == c->norm_eps &&
+                      r.config.rope_halves == c->rope_halves);
+        ck_assert_int_eq(tg_params_count(r.params), tg_params_count(m.params));
+        for (int i = 0; i < tg_params_count(m.params); i++) {
+            const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
+            ck_assert_msg(y && y->dtype == dt && y->numel == x->numel && !memcmp(x->data, y->data, (size_t)x->numel * es),
+                          "%s differs", x->name);
+        }
+        tg_vocab back;
+        ck_assert_int_eq(tg_vocab_read(&back, fb, err, sizeof err), 0);
+        if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
+        else ck_assert(back.kind == TG_VOCAB_IDS && back.size == c->vocab_size);
+        tg_vocab_free(&back);
+        tg_model_free(&r);
+        tg_st_free(fb);
+        tg_st_free(fa);
+        tg_vocab_free(&v);
+        tg_model_free(&m);
+        remove(a);
+        remove(b);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("formats_hf");
+    tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
+                                   export_then_import_is_the_same_checkpoint));
+    return tt_run_in_tmpdir(s, "tg_hf_test", true);
+}
