@@ -79,20 +79,7 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         tg_set_err(err, errlen, "%s: NULL argument", what);
         return NULL;
     }
-    if (n < 1 || n > (1 << 30)) {
-        tg_set_err(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
-        return NULL;
-    }
-    if (off[0] != 0) {
-        tg_set_err(err, errlen, "%s: the first piece does not start at offset 0", what);
-        return NULL;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30)) {
-            tg_set_err(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
-                       (long long)off[i + 1]);
-            return NULL;
-        }
+    if (tg_tok_check_offsets(n, off, what, err, errlen)) return NULL;
     if (isnan(o->merge_floor) || o->space_u2581 < 0 || o->space_u2581 > 1 || o->add_prefix < 0 || o->add_prefix > 1) {
         tg_set_err(err, errlen, "%s: options: space_u2581 and add_prefix are 0 or 1, merge_floor a number", what);
         return NULL;

@@ -73,6 +73,10 @@ static inline const unsigned char *tg_strmap_key(const tg_strmap *m, int64_t e) 
 
 /* ---- text/tokenizer.c ------------------------------------------------------ */
 
+/* 0 when off (n + 1 offsets) cuts n pieces, end to end from 0, each at
+ * most 2^30 bytes, with 1 <= n <= 2^30; else -1 with a message prefixed
+ * by what (tg_tok_build and tg_tok_spm_new check with it). */
+int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, char *err, size_t errlen);
 /* A tokenizer of n ids from pieces given end to end (off: n + 1 offsets,
  * special: n flags), all copied. Checks that ordinary pieces are non-empty
  * and distinct and that every single byte is one, and builds the maps.

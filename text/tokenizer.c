@@ -130,23 +130,23 @@ done:
     return rc;
 }
 
+int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, char *err, size_t errlen)
+{
+    if (n < 1 || n > (1 << 30) || !off)
+        return tg_set_err(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
+    if (off[0] != 0) return tg_set_err(err, errlen, "%s: the first piece does not start at offset 0", what);
+    for (int32_t i = 0; i < n; i++)
+        if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30))
+            return tg_set_err(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i,
+                              (long long)off[i], (long long)off[i + 1]);
+    return 0;
+}
+
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
                            const uint8_t *special, const char *what, char *err, size_t errlen)
 {
-    if (n < 1 || n > (1 << 30) || !bytes || !off || !special) {
-        tg_set_err(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
-        return NULL;
-    }
-    if (off[0] != 0) {
-        tg_set_err(err, errlen, "%s: the first piece does not start at offset 0", what);
-        return NULL;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30)) {
-            tg_set_err(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
-                       (long long)off[i + 1]);
-            return NULL;
-        }
+    if (!bytes || !special) n = 0;   /* refused below as no vocabulary */
+    if (tg_tok_check_offsets(n, off, what, err, errlen)) return NULL;
     tg_tokenizer *t = tg_calloc(1, sizeof *t);
     if (!t) goto oom;
     t->kind = kind;
