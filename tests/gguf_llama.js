@@ -9,7 +9,7 @@
 //     runs, several scripts, emoji, combining marks) equal tapegrad's
 //     (BOS, then " " + the text, as sample encodes a prompt);
 //   - llama.cpp's greedy continuation of a prompt equals `tiny_gpt sample
-//     --temperature 0`'s, at least 150 bytes (f32 export);
+//     --temperature 0`'s for at least 150 bytes (f32 export);
 //   - llama.cpp's mean nll per token of an unseen text (the first
 //     block_size ids, position i predicting id i + 1) equals `tiny_gpt
 //     eval --text`'s within 1e-4 relative (f32), and the f16 and q8_0
@@ -56,16 +56,12 @@ function run(args, input) {
 }
 
 // ---- the texts
-const shakespeare = [process.env.TAPEGRAD_SHAKESPEARE, path.join(src, '..', 'shared', 'data', 'tinyshakespeare.txt'),
-                     path.join(src, '..', '..', 'shared', 'data', 'tinyshakespeare.txt')]
-  .filter(Boolean).find((p) => fs.existsSync(p));
-let english;
-if (shakespeare) {
-  english = fs.readFileSync(shakespeare, 'utf8');
-} else {   // a generated stand-in: lines a small model learns
-  english = '';
-  for (let i = 0; i < 6000; i++) english += `the cat ${i % 7} sees the dog ${i % 3} and the bird ${i % 5}.\n`;
-}
+// the repository's own docs (English prose, code, tables: about 300 KB),
+// so that every machine trains on the same text; a generated stand-in was
+// so predictable (nll 0.15 nats) that 1e-4 relative was 1.6e-5 nats
+const docs = path.join(src, 'docs');
+let english = fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort()
+  .map((f) => fs.readFileSync(path.join(docs, f), 'utf8')).join('\n');
 // one document (a Llama's BPE text starts a document after a blank line,
 // where sample then stops): blank lines made single newlines
 english = english.replace(/\n\n+/g, '\n');
@@ -94,7 +90,7 @@ fs.writeFileSync(path.join(work, 'tok_train.txt'), trainText.slice(0, 100000) + 
 run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-size', '700', '--out', tok]);
 const models = [
   { name: 'bytes (llama2.c vocabulary), tied, interleaved RoPE, MHA', dir: 'bytes',
-    flags: ['--n-head', '4', '--steps', '300'] },
+    flags: ['--n-head', '4', '--steps', '600'] },
   { name: 'BPE (700 ids), untied, RoPE by halves, GQA, SwiGLU width 144', dir: 'bpe',   // 144: ffn_down is F16 in q8_0
     flags: ['--n-head', '4', '--n-kv-head', '2', '--tied', 'false', '--rope', 'halves', '--tokenizer', tok,
             '--hidden-dim', '144', '--steps', '200'] },
@@ -233,12 +229,19 @@ function checkQuants() {
           gen.push(t);
         }
         const theirs = prompt + model.detokenize(gen, false, ids) + '\n';
-        const made = Buffer.byteLength(ours) - Buffer.byteLength(prompt) - 1;
-        if (ours === theirs && made >= 150)
-          ok(`${label}: llama.cpp's greedy continuation equals tiny_gpt sample's, ${made} bytes: ` +
-             `${JSON.stringify(ours.slice(prompt.length, prompt.length + 60))}...`);
-        else bad(`${label}: greedy continuation (${made} bytes) differs: tiny_gpt ${JSON.stringify(ours.slice(0, 200))}` +
-                 ` llama.cpp ${JSON.stringify(theirs.slice(0, 200))}`);
+        // the same for at least 150 bytes (the issue's bound): an undertrained
+        // model meets near-ties, where single-precision sums in another order
+        // may pick the other byte further on
+        const a = Buffer.from(ours), b = Buffer.from(theirs);
+        let same = 0;
+        while (same < a.length && same < b.length && a[same] === b[same]) same++;
+        const made = a.length - Buffer.byteLength(prompt) - 1;
+        const agreed = Math.min(same, a.length - 1) - Buffer.byteLength(prompt);
+        if (agreed >= 150)
+          ok(`${label}: llama.cpp's greedy continuation equals tiny_gpt sample's for ${agreed} of its ${made} bytes ` +
+             `(at least 150): ${JSON.stringify(ours.slice(prompt.length, prompt.length + 60))}...`);
+        else bad(`${label}: greedy continuations agree for ${agreed} bytes only: tiny_gpt ` +
+                 `${JSON.stringify(ours.slice(0, 200))} llama.cpp ${JSON.stringify(theirs.slice(0, 200))}`);
         await seq.clearHistory();
       }
       // the mean nll of the unseen text's first block_size ids
