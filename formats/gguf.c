@@ -182,6 +182,8 @@ typedef struct gvocab {
     size_t *at, *len;
     float *score;
     int32_t *type;
+    int32_t bos, eos, unk;   /* -1: none */
+    bool add_bos, add_prefix;
 } gvocab;
 
 static void gvocab_free(gvocab *g)
@@ -220,16 +222,93 @@ static int cmp_spelled(const void *a, const void *b)
     return c ? c : x->len < y->len ? -1 : x->len > y->len ? 1 : x->id - y->id;
 }
 
+/* llama.cpp finds a token by its text: two ids with one text would read
+ * as one (a piece spelling "<0x41>", "<s>", or U+2581 alone) */
+static int distinct_texts(gvocab *g, char *err, size_t errlen)
+{
+    const int V = g->n;
+    if (g->text.oom) return snprintf(err, errlen, "out of memory"), -1;
+    spelled *order = malloc((size_t)V * sizeof *order);
+    if (!order) return snprintf(err, errlen, "out of memory"), -1;
+    for (int i = 0; i < V; i++) order[i] = (spelled){g->text.p + g->at[i], g->len[i], i};
+    qsort(order, (size_t)V, sizeof *order, cmp_spelled);
+    int rc = 0;
+    for (int i = 1; i < V && !rc; i++) {
+        const spelled *a = &order[i - 1], *b = &order[i];
+        if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
+            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
+            char text[64], shown[TG_SHOWN_SIZE];
+            snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
+            snprintf(err, errlen, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
+                                  "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
+                     b->id, tg_shown(text, shown), what, a->id);
+            rc = -1;
+        }
+    }
+    free(order);
+    return rc;
+}
+
+/* A vocabulary of pieces with scores (TG_TOK_SPM: an imported GGUF or
+ * llama2.c tokenizer) as it is: each piece's score and type, spaces
+ * written U+2581, byte pieces <0xXX>, its BOS and EOS, its own
+ * space-prefix rule. A piece its merge floor keeps out of merges (run.c's
+ * -1e10) is refused when NORMAL: llama.cpp has no floor and would make it. */
+static int spm_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
+{
+    const tg_tokenizer *t = v->tok;
+    tg_spm_options o;
+    tg_tok_spm_options_of(t, &o);
+    const int32_t T = tg_tok_vocab_size(t);
+    if (T != V)
+        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                                     "tokenizer %d", V, (int)T), -1;
+    *g = (gvocab){.n = V, .bos = tg_tok_bos(t), .eos = tg_tok_eos(t), .unk = -1, .add_bos = v->docs,
+                  .add_prefix = tg_tok_adds_prefix(t) == 1};
+    g->at = calloc((size_t)V, sizeof *g->at);
+    g->len = calloc((size_t)V, sizeof *g->len);
+    g->score = calloc((size_t)V, sizeof *g->score);
+    g->type = calloc((size_t)V, sizeof *g->type);
+    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
+    for (int32_t id = 0; id < V; id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_spelled(t, id, &l);
+        const int type = tg_tok_piece_type(t, id);
+        const float score = tg_tok_score(t, id);
+        char buf[8];
+        if (type == TG_PIECE_UNKNOWN && g->unk < 0) g->unk = id;
+        if (type == TG_PIECE_NORMAL && l >= 2 && (double)score <= o.merge_floor)
+            return snprintf(err, errlen, "gguf_export: piece %d scores %g, at or below its tokenizer's merge floor "
+                                         "%g, which llama.cpp does not have: it would merge into it", (int)id,
+                            (double)score, o.merge_floor), -1;
+        if (type == TG_PIECE_BYTE && l == 1) {   /* a byte spelled as itself: llama.cpp's <0xXX>, a space its "▁" */
+            if (p[0] == ' ') {
+                add_token(g, id, p, 1, score, TOKEN_NORMAL);
+                continue;
+            }
+            snprintf(buf, sizeof buf, "<0x%02X>", p[0]);
+            p = (const unsigned char *)buf, l = 6;
+        }
+        add_token(g, id, p, l, score, type);
+    }
+    return distinct_texts(g, err, errlen);
+}
+
 static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
 {
     static const char *const specials[3] = {"<unk>", "<s>", "</s>"};
     const bool bpe = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_BPE && v->docs;
-    if (v->kind != TG_VOCAB_LLAMA2C && !bpe)
+    const bool spm = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_SPM;
+    if (v->kind != TG_VOCAB_LLAMA2C && !bpe && !spm)
         return snprintf(err, errlen, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
-                                     "tokenizer, llama2.c's bytes or tapegrad's BPE with BOS (train --tokenizer); "
-                                     "this model's is %s",
+                                     "tokenizer: llama2.c's bytes, tapegrad's BPE with BOS (train --tokenizer) or "
+                                     "pieces with scores (an imported GGUF or llama2.c tokenizer); this model's is %s",
                         v->kind == TG_VOCAB_BYTES ? "a text's bytes" : v->kind == TG_VOCAB_IDS
-                            ? "bare token ids, without a tokenizer" : "GPT-2's tiktoken ranks"), -1;
+                            ? "bare token ids, without a tokenizer"
+                            : tg_tok_kind_of(v->tok) == TG_TOK_BPE ? "tapegrad's BPE without BOS (a GPT's)"
+                                                                   : "GPT-2's tiktoken ranks"), -1;
+    if (spm) return spm_vocab(v, V, g, err, errlen);
+    *g = (gvocab){.bos = 1, .eos = 2, .unk = 0, .add_bos = true, .add_prefix = true};
     const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
     if (bpe && T != V)
         return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
@@ -276,28 +355,7 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
                 add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
         }
     }
-    if (g->text.oom) return snprintf(err, errlen, "out of memory"), -1;
-    /* llama.cpp finds a token by its text: two ids with one text would
-     * read as one (a piece spelling "<0x41>", "<s>", or U+2581 alone) */
-    spelled *order = malloc((size_t)V * sizeof *order);
-    if (!order) return snprintf(err, errlen, "out of memory"), -1;
-    for (int i = 0; i < V; i++) order[i] = (spelled){g->text.p + g->at[i], g->len[i], i};
-    qsort(order, (size_t)V, sizeof *order, cmp_spelled);
-    int rc = 0;
-    for (int i = 1; i < V && !rc; i++) {
-        const spelled *a = &order[i - 1], *b = &order[i];
-        if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
-            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
-            char text[64], shown[TG_SHOWN_SIZE];
-            snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
-            snprintf(err, errlen, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
-                                  "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
-                     b->id, tg_shown(text, shown), what, a->id);
-            rc = -1;
-        }
-    }
-    free(order);
-    return rc;
+    return distinct_texts(g, err, errlen);
 }
 
 /* ---- the file ------------------------------------------------------------------- */
@@ -420,11 +478,11 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     put(&h, gv.score, (size_t)gv.n * 4);
     kv_array(&h, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)gv.n);
     put(&h, gv.type, (size_t)gv.n * 4);
-    kv_u32(&h, "tokenizer.ggml.bos_token_id", 1);
-    kv_u32(&h, "tokenizer.ggml.eos_token_id", 2);
-    kv_u32(&h, "tokenizer.ggml.unknown_token_id", 0);
-    kv_bool(&h, "tokenizer.ggml.add_bos_token", true);
-    kv_bool(&h, "tokenizer.ggml.add_space_prefix", true);
+    if (gv.bos >= 0) kv_u32(&h, "tokenizer.ggml.bos_token_id", (uint32_t)gv.bos);
+    if (gv.eos >= 0) kv_u32(&h, "tokenizer.ggml.eos_token_id", (uint32_t)gv.eos);
+    if (gv.unk >= 0) kv_u32(&h, "tokenizer.ggml.unknown_token_id", (uint32_t)gv.unk);
+    kv_bool(&h, "tokenizer.ggml.add_bos_token", gv.add_bos);
+    kv_bool(&h, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
     /* the tensors' descriptions, then padding to the data */
     for (int i = 0; i < nt; i++) {
         put_str(&h, ts[i].name, strlen(ts[i].name));

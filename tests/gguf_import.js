@@ -13,6 +13,9 @@
 //   - `tiny_gpt eval --text`'s mean nll per token equals llama.cpp's on
 //     the same ids within 1e-4 relative (the F32 file; 0.5% for the
 //     mixed one, whose activations llama.cpp rounds to each weight's type);
+//   - tapegrad's f32 GGUF export of the import holds the file's tokenizer
+//     keys, every value the same, and llama.cpp scores it as eval --text
+//     does within 1e-4;
 //   - `train --init` fine-tunes the imported checkpoint, tokenizer kept.
 //   node tests/gguf_import.js path/to/tiny_gpt SOURCE_DIR
 // The package is looked for as tests/gguf_llama.js looks for it; without
@@ -65,9 +68,26 @@ const textFile = path.join(work, 'text.txt'), trainFile = path.join(work, 'train
 fs.writeFileSync(textFile, text);
 fs.writeFileSync(trainFile, text.repeat(20));
 
+let llama;
+// llama.cpp's mean nll of ids in the file's model, position i predicting id i + 1
+async function llamaNll(file, ids) {
+  const model = await llama.loadModel({ modelPath: file });
+  // the KV cache in F32 (llama.cpp's default F16 rounds K and V)
+  const context = await model.createContext({ contextSize: model.trainContextSize, sequences: 1, threads: 1,
+    experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+  const input = ids.map((t, k) => (k < ids.length - 1 ? [t, { generateNext: { probabilities: true,
+    options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] : t));
+  const out = await context.getSequence().controlledEvaluate(input);
+  let sum = 0;
+  for (let k = 0; k + 1 < ids.length; k++) sum -= Math.log(out[k].next.probabilities.get(ids[k + 1]));
+  await context.dispose();
+  await model.dispose();
+  return sum / (ids.length - 1);
+}
+
 (async () => {
   const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
-  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
   for (const name of ['mixed', 'tied']) {
     const gguf = path.join(work, `${name}.gguf`), ckpt = path.join(work, `${name}.safetensors`);
     run(bin, ['import', '--format', 'gguf', '--model', gguf, '--out', ckpt]);
@@ -83,35 +103,35 @@ fs.writeFileSync(trainFile, text.repeat(20));
     while (i < ids.length && ids[i] === ours[i]) i++;
     if (i === ids.length && i === ours.length) ok(`${name}: tapegrad's ids of the text equal llama.cpp's (${ids.length} ids)`);
     else bad(`${name}: ids differ at ${i}: tapegrad ${ours.slice(i, i + 6)}, llama.cpp ${ids.slice(i, i + 6)}`);
-    // llama.cpp's mean nll of those ids, position i predicting id i + 1
-    // the KV cache in F32 (llama.cpp's default F16 rounds K and V): random weights, unlike a trained
-    // model's, make the nll sensitive to that rounding
-    const context = await model.createContext({ contextSize: model.trainContextSize, sequences: 1, threads: 1,
-      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
-    const seq = context.getSequence();
     const window = ids.slice(0, model.trainContextSize);
-    const input = window.map((t, k) => (k < window.length - 1 ? [t, { generateNext: { probabilities: true,
-      options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] : t));
-    const out = await seq.controlledEvaluate(input);
-    let sum = 0;
-    for (let k = 0; k + 1 < window.length; k++) sum -= Math.log(out[k].next.probabilities.get(window[k + 1]));
-    const theirs = sum / (window.length - 1);
+    await model.dispose();
+    // eval --text against llama.cpp on the file, and on tapegrad's f32 export of the import (whose
+    // tokenizer keys must be the file's)
+    const again = path.join(work, `${name}.again.gguf`);
+    run(bin, ['export', '--ckpt', ckpt, '--format', 'gguf', '--out', again]);
+    try {
+      ok(run(python, [writer, 'vocab', ggufPy, gguf, again]).trim().replace(/^ok /, '').split(work + '/').join(''));
+    } catch (e) {
+      bad(e.message.split(work + '/').join(''));
+    }
     const line = run(bin, ['eval', '--ckpt', ckpt, '--text', textFile]);
     const m = /^nll ([0-9.]+) nats per token over ([0-9]+) predictions/.exec(line);
-    const rel = m ? Math.abs(Number(m[1]) - theirs) / theirs : NaN;
-    const tol = name === 'tied' ? 1e-4 : 5e-3;   /* llama.cpp rounds the activations to a weight's type (F16, BF16, Q8_0) */
-    if (m && Number(m[2]) === window.length - 1 && rel <= tol)
-      ok(`${name}: tiny_gpt eval --text ${m[1]} nats per token over ${m[2]} predictions, llama.cpp ` +
-         `${theirs.toFixed(6)}: relative difference ${rel.toExponential(2)} (at most ${tol})`);
-    else bad(`${name}: tiny_gpt eval --text ${JSON.stringify(line)}, llama.cpp ${theirs} over ${window.length - 1}`);
-    await context.dispose();
-    await model.dispose();
+    for (const [file, tol] of [[gguf, name === 'tied' ? 1e-4 : 5e-3], [again, 1e-4]]) {
+      // tol: llama.cpp rounds the activations that meet an F16, BF16 or Q8_0 matrix to its type
+      const theirs = await llamaNll(file, window);
+      const rel = m ? Math.abs(Number(m[1]) - theirs) / theirs : NaN;
+      const what = `${name}${file === again ? ' exported again (f32)' : ''}`;
+      if (m && Number(m[2]) === window.length - 1 && rel <= tol)
+        ok(`${what}: tiny_gpt eval --text ${m[1]} nats per token over ${m[2]} predictions, llama.cpp ` +
+           `${theirs.toFixed(6)}: relative difference ${rel.toExponential(2)} (at most ${tol})`);
+      else bad(`${what}: tiny_gpt eval --text ${JSON.stringify(line)}, llama.cpp ${theirs} over ${window.length - 1}`);
+    }
     // it fine-tunes as any checkpoint: train --init, the tokenizer kept
     const ft = path.join(work, `${name}_ft`);
     const log = run(bin, ['train', '--init', ckpt, '--data', trainFile, '--steps', '3', '--batch-size', '2',
                           '--eval-iters', '1', '--threads', '1', '--out', ft]);
-    const again = run(bin, ['tokenizer', 'encode', '--tokenizer', path.join(ft, 'last.safetensors')], text);
-    if (/^val loss [0-9.]+$/m.test(log) && again === run(bin, ['tokenizer', 'encode',
+    const kept = run(bin, ['tokenizer', 'encode', '--tokenizer', path.join(ft, 'last.safetensors')], text);
+    if (/^val loss [0-9.]+$/m.test(log) && kept === run(bin, ['tokenizer', 'encode',
       '--tokenizer', ckpt], text))
       ok(`${name}: train --init fine-tunes it 3 steps, its tokenizer kept`);
     else bad(`${name}: train --init: ${log}`);
@@ -119,7 +139,7 @@ fs.writeFileSync(trainFile, text.repeat(20));
   await llama.dispose();
   fs.rmSync(work, { recursive: true, force: true });
   console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed || passed !== 8 ? 1 : 0);
+  process.exit(failed || passed !== 12 ? 1 : 0);
 })().catch((e) => {
   console.log(`FAIL ${e.message || e}`);
   fs.rmSync(work, { recursive: true, force: true });

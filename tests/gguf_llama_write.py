@@ -12,6 +12,9 @@ check of what it read.
         tied Llama (no output tensor), every tensor F32, another rope
         freq base and eps, the same vocabulary without add_space_prefix.
         Random weights from a fixed seed.
+    python3 tests/gguf_llama_write.py vocab GGUF_PY_DIR A.gguf B.gguf
+        every tokenizer.* key of A and B must hold the same values (the
+        export of an import writes the file's vocabulary back as it was).
     python3 tests/gguf_llama_write.py check GGUF_PY_DIR FILE.gguf CKPT.safetensors
         each tensor of the checkpoint must equal, bit for bit, gguf-py's
         dequantization of the file's tensor of the same role (float32),
@@ -145,7 +148,21 @@ def check(path, ckpt):
           'its keys')
 
 
+def same_vocab(a, b):
+    def fields(path):
+        r = GGUFReader(path)
+        return {k: [bytes(f.parts[i]) for i in f.data] for k, f in r.fields.items() if k.startswith('tokenizer.')}
+    x, y = fields(a), fields(b)
+    bad = sorted(set(x) ^ set(y)) + [k for k in x if k in y and x[k] != y[k]]
+    if bad:
+        print(f'FAIL {b}: tokenizer keys differ from {a}: {", ".join(bad[:6])}')
+        sys.exit(1)
+    print(f'ok {b}: its {len(x)} tokenizer keys ({len(x["tokenizer.ggml.tokens"])} tokens) are {a}\'s')
+
+
 if sys.argv[1] == 'write':
     write(sys.argv[2], sys.argv[3])
+elif sys.argv[1] == 'vocab':
+    same_vocab(sys.argv[3], sys.argv[4])
 else:
     check(sys.argv[3], sys.argv[4])
