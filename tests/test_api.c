@@ -1175,6 +1175,7 @@ static void c_file_read_missing(fx *f)
     size_t len = 7;
     ptr(f, tg_file_read(tt_path("none.txt"), &len, f->err, sizeof f->err));
 }
+static void c_vocab_space(fx *f) { flag(f, tg_vocab_space_before_text(NULL)); }
 static void c_vocab_fits(fx *f) { num(f, tg_vocab_fits(NULL, 3, "its", f->err, sizeof f->err)); }
 static void c_ckpt_load_vocab(fx *f)
 {
@@ -2251,6 +2252,7 @@ static const api_case CASES[] = {
      c_eval_loss_spec},
     {"tg_file_read(NULL, ...)", "NULL", "file_read: the path is NULL", c_file_read},
     {"tg_file_read(a missing file, ...)", "NULL", "none.txt: No such file or directory", c_file_read_missing},
+    {"tg_vocab_space_before_text(NULL)", "false", NULL, c_vocab_space},
     {"tg_vocab_fits(NULL, ...)", "-1", "vocab_fits: the vocabulary is NULL", c_vocab_fits},
     {"tg_checkpoint_load_vocab(NULL, ...)", "-1", "checkpoint_load_vocab: the file is NULL", c_ckpt_load_vocab},
     {"tg_llama2c_export(NULL, ...)", "-1", "llama2c_export: the checkpoint is NULL", c_llama2c_export},

@@ -139,6 +139,61 @@ START_TEST(llama2c_documents_and_bytes_per_token)
 }
 END_TEST
 
+/* Documents of a tokenizer's ids: llama2.c's " " before each text for a
+ * BPE (tg_vocab_space_before_text), and for pieces with scores their own
+ * rule, the tokenizer's add_prefix, never a second space. */
+START_TEST(a_documents_space_is_the_tokenizers_rule)
+{
+    char err[256];
+    /* <unk> <s> </s>, the 256 bytes as <0xXX>, then U+2581 (id 259) */
+    unsigned char bytes[3 * 8 + 256 * 6 + 3];
+    int64_t off[261];
+    float scores[260] = {0};
+    uint8_t types[260];
+    size_t at = 0;
+    const char *specials[3] = {"<unk>", "<s>", "</s>"};
+    for (int i = 0; i < 260; i++) {
+        off[i] = (int64_t)at;
+        char piece[8];
+        if (i < 3) snprintf(piece, sizeof piece, "%s", specials[i]);
+        else if (i < 259) snprintf(piece, sizeof piece, "<0x%02X>", i - 3);
+        else snprintf(piece, sizeof piece, "\xe2\x96\x81");
+        memcpy(bytes + at, piece, strlen(piece));
+        at += strlen(piece);
+        types[i] = i == 0 ? TG_PIECE_UNKNOWN : i < 3 ? TG_PIECE_CONTROL : i < 259 ? TG_PIECE_BYTE : TG_PIECE_NORMAL;
+    }
+    off[260] = (int64_t)at;
+    const char *text = "ab\n\nc\n\nab\n\nc\n";
+    for (int prefix = 0; prefix < 2; prefix++) {
+        const tg_spm_options o = {1, prefix, -INFINITY};
+        tg_tokenizer *t = tg_tok_spm_new(260, bytes, off, scores, types, 1, 2, &o, err, sizeof err);
+        ck_assert_msg(t != NULL, "%s", err);
+        tg_vocab v;
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, err, sizeof err), 0);
+        ck_assert(!tg_vocab_space_before_text(&v));
+        tg_dataset d;
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err, sizeof err) == 0, "%s", err);
+        const int32_t with[] = {1, 259, 3 + 'a', 3 + 'b', 3 + '\n', 1, 259, 3 + 'c', 3 + '\n'};
+        const int32_t without[] = {1, 3 + 'a', 3 + 'b', 3 + '\n', 1, 3 + 'c', 3 + '\n'};
+        ck_assert_uint_eq(d.n, prefix ? 18 : 14);
+        ck_assert_mem_eq(d.tokens, prefix ? with : without, prefix ? sizeof with : sizeof without);
+        tg_dataset_free(&d);
+        tg_vocab_free(&v);
+    }
+    /* a BPE's documents: the caller's " " */
+    tg_vocab v;
+    tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){262, 2}, err, sizeof err);
+    ck_assert_msg(bpe != NULL, "%s", err);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, err, sizeof err), 0);
+    ck_assert(tg_vocab_space_before_text(&v));
+    v.docs = false;
+    ck_assert(!tg_vocab_space_before_text(&v));
+    tg_vocab_free(&v);
+    tg_vocab_llama2c(&v);
+    ck_assert(!tg_vocab_space_before_text(&v));   /* its bytes: dataset.c puts the space as an id */
+}
+END_TEST
+
 START_TEST(token_files_and_their_identity)
 {
     char err[300];
@@ -293,6 +348,7 @@ int main(void)
     Suite *s = suite_create("train_data");
     tt_tcase(s, "data", 0,
              TT_TESTS(byte_vocabularies_encode_decode_and_round_trip, vocabularies_through_a_file,
+                      a_documents_space_is_the_tokenizers_rule,
                       llama2c_documents_and_bytes_per_token, token_files_and_their_identity,
                       rows_of_a_batch_make_the_batch, metrics_rows_survive_a_kill_and_a_resume));
     return tt_run_in_tmpdir(s, "tg_train_data", false);

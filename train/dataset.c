@@ -106,7 +106,7 @@ static int add_encoded(tok_docs *t, int32_t bos, const char *text, size_t len)
 static int tok_doc(void *ctx, const char *doc, size_t len)
 {
     tok_docs *t = ctx;
-    if (tg_tok_kind_of(t->v->tok) == TG_TOK_SPM)   /* its own rule: " " added by the tokenizer, or none */
+    if (!tg_vocab_space_before_text(t->v))   /* the tokenizer's own rule: " " added by it, or none */
         return add_encoded(t, tg_tok_bos(t->v->tok), doc, len);
     t->doc[0] = ' ';   /* llama2.c's dummy prefix, encoded with the text as run.c encodes it */
     memcpy(t->doc + 1, doc, len);

@@ -105,6 +105,12 @@ TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
  * (the ids past theirs unused); else -1 with a message naming both
  * sizes, the vocabulary called whose ("the checkpoint's", ...). */
 TG_API int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen);
+/* True when a document's text is encoded after a " " the caller puts in
+ * front (llama2.c's dummy prefix): a TG_VOCAB_TOKENIZER with docs whose
+ * tokenizer has no rule of its own. A TG_TOK_SPM tokenizer has one (it
+ * adds the space itself when its file says so, or none), so false for
+ * it; false for the other kinds and for NULL. */
+TG_API bool tg_vocab_space_before_text(const tg_vocab *v);
 /* True when a and b give every id the same bytes and specials (and, for
  * TG_TOK_SPM, the same spelling, score and type, and the same options). */
 TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);

@@ -221,3 +221,8 @@ int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *er
              whose ? whose : "the", v->size, v->kind == TG_VOCAB_BYTES ? "characters" : "ids");
     return -1;
 }
+
+bool tg_vocab_space_before_text(const tg_vocab *v)
+{
+    return v && v->kind == TG_VOCAB_TOKENIZER && v->docs && tg_tok_kind_of(v->tok) != TG_TOK_SPM;
+}

@@ -203,7 +203,7 @@ static int64_t token_prompt(const tg_vocab *v, int V, const char *prompt, size_t
     } else if (plen) {
         int32_t *enc;
         /* llama2.c's dummy prefix, for a Llama's documents (a vocabulary of pieces with scores has its own rule) */
-        const int pre = v->docs && tg_tok_kind_of(v->tok) != TG_TOK_SPM;
+        const int pre = tg_vocab_space_before_text(v);
         text[0] = ' ';
         memcpy(text + 1, prompt, plen);
         n = tg_tok_encode(v->tok, text + !pre, plen + pre, &enc, err, errlen);
