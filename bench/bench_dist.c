@@ -207,7 +207,7 @@ static int train(const opts *o, char *err, size_t errlen)
     }
     int rc = -1;
     const int G = o->batch, B = G / size, T = o->block_size, V = o->vocab, S = o->warmup + o->steps;
-    tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, T, V, false, 0.0, false};
+    tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = T, .vocab_size = V};
     tg_gpt *m = tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err, errlen);
     tg_graph *g = tg_graph_new();
     tg_dist_grads *d[N_WAYS] = {0};

@@ -186,7 +186,8 @@ static int meta_double(const tg_st_file *f, const char *key, double *out, char *
 
 static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, char *err, size_t errlen)
 {
-    tg_gpt_config cfg = {o->n_layer, o->n_head, o->n_embd, o->block_size, o->vocab, false, 0.0, o->attn_composed};
+    tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = o->block_size,
+                          .vocab_size = o->vocab, .attn_composed = o->attn_composed};
     if (f) {
         const char *b = tg_st_meta(f, "bias");
         if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||

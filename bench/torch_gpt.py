@@ -1,12 +1,13 @@
 """PyTorch reference for tapegrad's GPT (GPT-2 / nanoGPT architecture).
 
 Model (config dict: n_layer, n_head, n_embd, block_size, vocab_size,
-bias, dropout; C = n_embd, H = n_head, dh = C / H):
+bias, dropout, gelu; C = n_embd, H = n_head, dh = C / H):
     x = wte[idx] + wpe[0..T-1]                        (B,T,C), then dropout
     per block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
       attn: q,k,v = split(c_attn(x))  (c_attn weight (3C,C) = [Wq;Wk;Wv])
             per head: softmax(q k^T / sqrt(dh), causal mask) v, then c_proj
-      mlp:  c_proj(gelu_erf(c_fc(x)))  with c_fc (4C,C), c_proj (C,4C)
+      mlp:  c_proj(gelu(c_fc(x)))  with c_fc (4C,C), c_proj (C,4C); gelu the
+            exact erf form (nanoGPT), or GPT-2's tanh form with gelu="tanh"
     logits = ln_f(x) @ wte^T                           (tied LM head)
 LayerNorm eps 1e-5. bias=False drops every Linear bias and every
 LayerNorm bias. Parameter names are nanoGPT's state_dict names.
@@ -33,10 +34,12 @@ import torch_common as tc  # noqa: E402
 CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 
 
-def make_config(n_layer, n_head, n_embd, block_size, vocab_size, bias=True, dropout=0.0):
+def make_config(n_layer, n_head, n_embd, block_size, vocab_size, bias=True, dropout=0.0, gelu="erf"):
+    if gelu not in ("erf", "tanh"):
+        raise ValueError("gelu must be erf or tanh, got %r" % gelu)
     return dict(n_layer=int(n_layer), n_head=int(n_head), n_embd=int(n_embd),
                 block_size=int(block_size), vocab_size=int(vocab_size),
-                bias=bool(bias), dropout=float(dropout))
+                bias=bool(bias), dropout=float(dropout), gelu=gelu)
 
 
 class LayerNorm(nn.Module):
@@ -84,7 +87,7 @@ class MLP(nn.Module):
         super().__init__()
         c = cfg["n_embd"]
         self.c_fc = nn.Linear(c, 4 * c, bias=cfg["bias"])
-        self.gelu = nn.GELU()  # exact (erf) form
+        self.gelu = nn.GELU(approximate="tanh" if cfg.get("gelu") == "tanh" else "none")
         self.c_proj = nn.Linear(4 * c, c, bias=cfg["bias"])
         self.dropout = nn.Dropout(cfg["dropout"])
 
@@ -169,6 +172,7 @@ def param_names(model):
 def config_to_meta(cfg):
     meta = {k: str(int(cfg[k])) for k in CONFIG_KEYS}
     meta["bias"] = "true" if cfg["bias"] else "false"
+    meta["gelu"] = cfg.get("gelu", "erf")
     return meta
 
 
@@ -186,6 +190,9 @@ def config_from_meta(meta, path="<file>"):
         raise ValueError("%s: __metadata__ bias must be \"true\" or \"false\", got %r" % (path, b))
     cfg["bias"] = b == "true"
     cfg["dropout"] = float(meta.get("dropout", "0"))
+    cfg["gelu"] = meta.get("gelu", "erf")
+    if cfg["gelu"] not in ("erf", "tanh"):
+        raise ValueError("%s: __metadata__ gelu must be \"erf\" or \"tanh\", got %r" % (path, cfg["gelu"]))
     return cfg
 
 

@@ -137,10 +137,11 @@ typedef struct tg_hf_import_options {
  * Llama, another epsilon or activation, a tensor it has no place for, a
  * tied head that differs from the embedding, another tokenizer) is
  * refused naming the key or tensor, before any model is built and
- * without writing anything. An import that changes what the model
- * computes says so in notice (GPT-2's tanh GELU computed as erf GELU;
- * notice may be NULL; "" when there is nothing to say). 0, or -1 with a
- * message in err. */
+ * without writing anything. GPT-2's tanh GELU ("gelu_new") is imported
+ * as a GPT with gelu TG_GELU_TANH, "gelu" as the exact erf form. notice
+ * (may be NULL) receives what the import changes in what the model
+ * computes; "" when there is nothing to say, as for every file accepted
+ * today. 0, or -1 with a message in err. */
 TG_API int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
                         size_t notice_len, char *err, size_t errlen);
 

@@ -15,9 +15,9 @@
  *                     Conv1D modules whose weight is stored (in, out), the
  *                     transpose of tapegrad's (out, in) linear weights.
  *                     The head is tied to wte. GPT-2 computes GELU with the
- *                     tanh form ("gelu_new"); tapegrad's GPT with the exact
- *                     erf form ("gelu"): an import of a "gelu_new" model
- *                     says so in a notice, an export says "gelu".
+ *                     tanh form ("gelu_new", tapegrad's gelu "tanh"),
+ *                     nanoGPT with the exact erf form ("gelu", tapegrad's
+ *                     default "erf"); each is read and written as itself.
  *   LlamaForCausalLM  tapegrad's Llama. transformers rotates q and k by
  *                     halves (rotate_half: pairs (i, i + d/2) of a head),
  *                     Meta's and llama2.c's checkpoints by interleaved
@@ -424,7 +424,7 @@ static const char *cfg_tapegrad_str(const cfg_reader *r, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int gpt2_config(const cfg_reader *r, tg_model_config *c, char *notice, size_t notice_len)
+static int gpt2_config(const cfg_reader *r, tg_model_config *c)
 {
     c->arch = "gpt";
     c->tied = true;
@@ -451,14 +451,13 @@ static int gpt2_config(const cfg_reader *r, tg_model_config *c, char *notice, si
     const cJSON *act = cfg_get(r, "activation_function");
     const char *a = act && cJSON_IsString(act) ? act->valuestring : act ? "" : "gelu_new";
     if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
-        if (notice && notice_len)
-            snprintf(notice, notice_len, "config.json: activation_function '%s' is GELU's tanh approximation; "
-                     "tapegrad's GPT computes the exact erf GELU, so the imported model's outputs differ slightly "
-                     "from transformers' (fine-tuning adapts to it)", a);
-    } else if (strcmp(a, "gelu")) {
+        c->gelu = TG_GELU_TANH;
+    } else if (!strcmp(a, "gelu")) {
+        c->gelu = TG_GELU_ERF;
+    } else {
         char shown[TG_SHOWN_SIZE];
-        return cfg_fail(r, "'activation_function' '%s' is not one tapegrad's GPT computes (gelu, or gelu_new with "
-                        "a notice)", tg_shown(a, shown));
+        return cfg_fail(r, "'activation_function' '%s' is not one tapegrad's GPT computes (gelu: exact erf; "
+                        "gelu_new or gelu_pytorch_tanh: the tanh form)", tg_shown(a, shown));
     }
     const char *bias = cfg_tapegrad_str(r, "bias");
     c->bias = !bias || strcmp(bias, "false");
@@ -869,7 +868,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     tg_tokenizer *tok = NULL;
     int rc = -1;
     char shown[TG_SHOWN_SIZE];
-    if (!strcmp(type, "gpt2")) rc = gpt2_config(&r, &c, notice, notice_len);
+    if (!strcmp(type, "gpt2")) rc = gpt2_config(&r, &c);
     else if (!strcmp(type, "llama")) rc = llama_config(&r, &c);
     else
         tg_set_err(err, errlen, "hf: config.json: 'model_type' %s'%s' is not one tapegrad runs (gpt2, llama)",
@@ -1084,7 +1083,7 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t eos)
         cJSON_AddNumberToObject(j, "n_ctx", c->block_size);
         cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
         cJSON_AddNullToObject(j, "n_inner");
-        cJSON_AddStringToObject(j, "activation_function", "gelu");   /* exact erf, as tapegrad computes it */
+        cJSON_AddStringToObject(j, "activation_function", c->gelu == TG_GELU_TANH ? "gelu_new" : "gelu");
         cJSON_AddNumberToObject(j, "layer_norm_epsilon", TG_LAYERNORM_EPS);
         cJSON_AddNumberToObject(j, "resid_pdrop", c->dropout);
         cJSON_AddNumberToObject(j, "embd_pdrop", c->dropout);

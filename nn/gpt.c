@@ -6,6 +6,8 @@
  *   per block:  x = x + attn(ln_1(x))   (causal self-attention)
  *               x = x + mlp(ln_2(x))
  *   logits = ln_f(x) wte^T                                   (B,T,V)
+ *   The MLP's GELU is the exact erf form (nanoGPT), or GPT-2's tanh form
+ *   with cfg.gelu TG_GELU_TANH.
  *
  * The LM head is tied to the token embedding: the same (V,C) tensor is
  * read by the embedding and by tg_linear, so its gradient is the sum of
@@ -63,6 +65,10 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
         tg_set_err(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
         return NULL;
     }
+    if (c.gelu != TG_GELU_ERF && c.gelu != TG_GELU_TANH) {
+        tg_set_err(err, errlen, "gpt: unknown gelu %d (TG_GELU_ERF or TG_GELU_TANH)", (int)c.gelu);
+        return NULL;
+    }
     if (!tg_dtype_is_float(dt)) {
         tg_set_err(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
@@ -106,7 +112,7 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
-        if (tg_mlp_init(&b->mlp, p, name, TG_MLP_GELU, C, 4 * C, c.bias, c.dropout, err, errlen))
+        if (tg_mlp_init(&b->mlp, p, name, c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH : TG_MLP_GELU, C, 4 * C, c.bias, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
         if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
     }

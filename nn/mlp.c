@@ -1,6 +1,7 @@
 /* The transformer's feed-forward, in nanoGPT's form or Llama's:
  *
  *   GELU     h = gelu(x W_fc^T + b_fc)           W_fc (hidden, C), exact erf GELU
+ *                                                (or its tanh form: TG_MLP_GELU_TANH)
  *            y = dropout(h W_proj^T + b_proj)     W_proj (C, hidden)
  *   SwiGLU   h = silu(x W1^T) * (x W3^T)          W1, W3 (hidden, C)
  *            y = dropout(h W2^T)                  W2 (C, hidden)
@@ -23,8 +24,9 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     *m = (tg_mlp_mod){.kind = kind};
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
-    if (kind != TG_MLP_GELU && kind != TG_MLP_SWIGLU)
-        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU or TG_MLP_SWIGLU)", name, (int)kind);
+    if (kind != TG_MLP_GELU && kind != TG_MLP_GELU_TANH && kind != TG_MLP_SWIGLU)
+        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH or TG_MLP_SWIGLU)",
+                          name, (int)kind);
     if (!(dropout >= 0 && dropout < 1))
         return tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
     m->dropout = dropout;
@@ -52,7 +54,7 @@ tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
     if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
     tg_tensor *h = tg_linear_forward(g, &m->up, x);                            /* (B,T,hidden) */
     if (m->kind == TG_MLP_SWIGLU) h = tg_swiglu(g, h, tg_linear_forward(g, &m->gate, x)); /* (B,T,hidden) */
-    else h = tg_gelu(g, h, TG_GELU_ERF);                                       /* (B,T,hidden) */
+    else h = tg_gelu(g, h, m->kind == TG_MLP_GELU_TANH ? TG_GELU_TANH : TG_GELU_ERF); /* (B,T,hidden) */
     tg_tensor *y = tg_linear_forward(g, &m->down, h);                          /* (B,T,C) */
     return tg_dropout(g, y, m->dropout);                                       /* (B,T,C) */
 }

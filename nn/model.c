@@ -10,11 +10,14 @@
 #include "../core/err_internal.h"
 
 /* ---- the GPT: n_layer, n_head, n_embd, block_size, vocab_size, bias,
- * dropout (a file may lack dropout: 0) -------------------------------------- */
+ * dropout (a file may lack dropout: 0), gelu ("erf" or "tanh"; a file
+ * may lack it: erf) ---------------------------------------------------------- */
 
 static tg_gpt_config gpt_config(const tg_model_config *c)
 {
-    return (tg_gpt_config){c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->bias, c->dropout, false};
+    return (tg_gpt_config){.n_layer = c->n_layer, .n_head = c->n_head, .n_embd = c->n_embd,
+                           .block_size = c->block_size, .vocab_size = c->vocab_size, .bias = c->bias,
+                           .dropout = c->dropout, .gelu = c->gelu};
 }
 static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
@@ -72,13 +75,18 @@ static int gpt_write(const tg_model_config *c, tg_st_writer *w)
 {
     const int v[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
     return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_meta(w, "bias", c->bias ? "true" : "false") ||
-           write_double(w, "dropout", c->dropout);
+           write_double(w, "dropout", c->dropout) ||
+           tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf");
 }
 static int gpt_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
 {
     int *const v[5] = {&c->n_layer, &c->n_head, &c->n_embd, &c->block_size, &c->vocab_size};
     if (read_ints(f, 5, GPT_KEYS, v, err, errlen) || tg_st_meta_bool(f, "bias", &c->bias, err, errlen)) return -1;
     c->tied = true;
+    const char *gelu = tg_st_meta(f, "gelu");
+    if (gelu && strcmp(gelu, "erf") && strcmp(gelu, "tanh"))
+        return tg_set_err(err, errlen, "metadata 'gelu' is '%.40s': not erf or tanh", gelu);
+    c->gelu = gelu && !strcmp(gelu, "tanh") ? TG_GELU_TANH : TG_GELU_ERF;
     return read_dropout(f, c, err, errlen);
 }
 
@@ -105,6 +113,10 @@ static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, 
         tg_set_err(err, errlen, "llama: the Llama has no biases (give --bias false)");
         return NULL;
     }
+    if (c->gelu != TG_GELU_ERF) {
+        tg_set_err(err, errlen, "llama: the Llama's MLP is SwiGLU (no GELU to choose)");
+        return NULL;
+    }
     const tg_llama_config l = llama_config(c);
     return tg_llama_new(&l, dt, seed, err, errlen);
 }
@@ -113,7 +125,7 @@ static tg_params *llama_params(void *m) { return ((tg_llama *)m)->params; }
 static int64_t llama_num_params(const tg_model_config *c)
 {
     const tg_llama_config l = llama_config(c);
-    return c->bias ? -1 : tg_llama_num_params(&l);
+    return c->bias || c->gelu != TG_GELU_ERF ? -1 : tg_llama_num_params(&l);
 }
 static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_llama_forward_ex(g, m, idx, w); }
 static tg_tensor *llama_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_llama_loss(g, m, idx, t); }

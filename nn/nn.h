@@ -88,12 +88,14 @@ TG_API tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_te
 
 /* ---- MLP (nn/mlp.c): the transformer's feed-forward ---------------------
  *
- *   TG_MLP_GELU    y = dropout(c_proj(gelu(c_fc x)))         nanoGPT
- *   TG_MLP_SWIGLU  y = dropout(w2(silu(w1 x) * w3 x))        Llama   */
+ *   TG_MLP_GELU       y = dropout(c_proj(gelu(c_fc x)))      nanoGPT (exact erf GELU)
+ *   TG_MLP_GELU_TANH  the same with GELU's tanh form           GPT-2, llama.cpp's gpt2
+ *   TG_MLP_SWIGLU     y = dropout(w2(silu(w1 x) * w3 x))     Llama   */
 
 typedef enum tg_mlp_kind {
     TG_MLP_GELU,     /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
-    TG_MLP_SWIGLU    /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
+    TG_MLP_SWIGLU,   /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
+    TG_MLP_GELU_TANH /* as TG_MLP_GELU with tanh-approximated GELU (TG_GELU_TANH) */
 } tg_mlp_kind;
 
 typedef struct tg_mlp_mod {
@@ -257,6 +259,7 @@ typedef struct tg_gpt_config {
     bool bias;
     double dropout;
     bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
+    tg_gelu_mode gelu;    /* the MLP's GELU: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
 } tg_gpt_config;
 
 typedef struct tg_gpt_block {
@@ -419,6 +422,7 @@ typedef struct tg_model_config {
     bool rope_halves;               /* llama: Hugging Face's pairing instead of Meta's / llama2.c's */
     bool tied;                      /* llama: output head = token embedding (a GPT's always is) */
     double dropout;
+    tg_gelu_mode gelu;              /* gpt: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
 } tg_model_config;
 
 /* One family. create, destroy, params, num_params, forward, loss,

@@ -67,6 +67,9 @@ CONFIGS = [
     ("sharp_h4_bias", tg.make_config(2, 4, 16, 12, 29, bias=True), 2, 12,
      dict(wdt="F64", idt="I64", ignore=0.1, scale=0.4, head=True,
           step=(5e-3, 0.1, 0.99, 0.1))),
+    ("tanh_gelu_h3_bias", tg.make_config(2, 3, 9, 6, 13, bias=True, gelu="tanh"), 2, 6,
+     dict(wdt="F64", idt="I64", ignore=0.2, scale=0.3, head=False,
+          step=(5e-3, 0.1, 0.99, 0.0))),  # GPT-2's GELU (--gelu tanh), at weights where it differs from erf
     ("odd6_h2_bias_T1", tg.make_config(1, 2, 6, 4, 11, bias=True), 4, 1,
      dict(wdt="F64", idt="I64", ignore=0.0, scale=0.1, head=False,
           step=(1e-2, 0.1, 0.99, 10.0))),  # clip on but above the norm
@@ -77,7 +80,7 @@ CONFIGS = [
      dict(wdt="F32", idt="I64", ignore=0.1, scale=0.05, head=True,
           step=(3e-3, 0.1, 0.99, 1.0))),
 ]
-QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70")
+QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70", "tanh_gelu_h3_bias")
 
 
 def random_weights(cfg, rng, scale):
@@ -161,8 +164,10 @@ def np_layernorm(x, w, b):
     return out
 
 
-def np_gelu(x):
-    from math import erf, sqrt
+def np_gelu(x, form="erf"):
+    from math import erf, sqrt, tanh, pi
+    if form == "tanh":
+        return np.vectorize(lambda v: 0.5 * v * (1.0 + tanh(sqrt(2.0 / pi) * (v + 0.044715 * v ** 3))))(x)
     return np.vectorize(lambda v: 0.5 * v * (1.0 + erf(v / sqrt(2.0))))(x)
 
 
@@ -198,7 +203,7 @@ def np_loss(cfg, w, idx, targets):
                     a = e / e.sum()
                     y[i, h * dh:(h + 1) * dh] = sum(a[j] * v[j] for j in range(i + 1))
             x = x + lin(y, pre + "attn.c_proj")
-            x = x + lin(np_gelu(lin(ln(x, pre + "ln_2"), pre + "mlp.c_fc")), pre + "mlp.c_proj")
+            x = x + lin(np_gelu(lin(ln(x, pre + "ln_2"), pre + "mlp.c_fc"), cfg.get("gelu", "erf")), pre + "mlp.c_proj")
         logits = ln(x, "transformer.ln_f") @ w["transformer.wte.weight"].T
         for i in range(t):
             if targets[bi, i] == -1:

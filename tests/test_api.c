@@ -860,7 +860,7 @@ static void c_llama_num_params_hidden(fx *f)
 }
 static void c_gpt_num_params_wide(fx *f)
 {
-    tg_gpt_config c = {1, 1, 1 << 27, 8, 8, false, 0, false};   /* an MLP of 4 C past 2^28 */
+    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 1 << 27, .block_size = 8, .vocab_size = 8};   /* an MLP of 4 C past 2^28 */
     num(f, (double)tg_gpt_num_params(&c));
 }
 static void c_llama_num_params_nocfg(fx *f) { num(f, (double)tg_llama_num_params(NULL)); }

@@ -133,7 +133,7 @@ START_TEST(builtin_families_equal_their_own_functions)
             impl = l;
             p = l->params;
         } else {
-            const tg_gpt_config gc = {2, 2, 8, 8, 11, true, 0, false};
+            const tg_gpt_config gc = {.n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true};
             tg_gpt *gp = tg_gpt_new(&gc, TG_F64, 42, err, sizeof err);
             ck_assert_ptr_nonnull(gp);
             impl = gp;

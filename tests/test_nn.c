@@ -208,6 +208,16 @@ START_TEST(modules_init_and_forward)
     double ge[3], sum = 0;
     for (int i = 0; i < 3; i++) ge[i] = 0.5 * xv[i] * (1 + erf(xv[i] / sqrt(2))), sum += ge[i];
     for (int o = 0; o < 3; o++) ck_assert_double_eq_tol(tg_tensor_get(y, o), sum + ge[o], 1e-14);
+    /* the same module with GPT-2's tanh GELU (TG_MLP_GELU_TANH): its own values, not erf's */
+    mlp.kind = TG_MLP_GELU_TANH;
+    y = tg_mlp_forward(g, &mlp, x);
+    ck_assert_ptr_nonnull(y);
+    sum = 0;
+    for (int i = 0; i < 3; i++)
+        ge[i] = 0.5 * xv[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (xv[i] + 0.044715 * xv[i] * xv[i] * xv[i]))), sum += ge[i];
+    for (int o = 0; o < 3; o++) ck_assert_double_eq_tol(tg_tensor_get(y, o), sum + ge[o], 1e-14);
+    ck_assert(fabs(ge[0] - 0.5 * (1 + erf(1 / sqrt(2)))) > 1e-4);   /* the two forms differ here (1.5e-4) */
+    mlp.kind = TG_MLP_GELU;
     /* LayerNorm with weight 1, bias 0: mean 0 */
     tg_tensor *z = tg_layernorm_forward(g, &ln, x);
     ck_assert_double_eq_tol(tg_tensor_get(z, 0) + tg_tensor_get(z, 1) + tg_tensor_get(z, 2), 0, 1e-14);
@@ -957,8 +967,9 @@ END_TEST
 START_TEST(gpt_num_params_matches_the_model)
 {
     const tg_gpt_config cases[] = {
-        {1, 1, 1, 1, 1, false, 0, false},   {2, 3, 9, 5, 7, true, 0, false},  {3, 2, 10, 17, 65, false, 0, false},
-        {1, 4, 12, 3, 300, true, 0.1, false}, {4, 4, 128, 64, 65, false, 0, false},
+        {1, 1, 1, 1, 1, false, 0, false, TG_GELU_ERF},     {2, 3, 9, 5, 7, true, 0, false, TG_GELU_TANH},
+        {3, 2, 10, 17, 65, false, 0, false, TG_GELU_ERF},  {1, 4, 12, 3, 300, true, 0.1, false, TG_GELU_TANH},
+        {4, 4, 128, 64, 65, false, 0, false, TG_GELU_ERF},
     };
     char err[256];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -974,7 +985,7 @@ START_TEST(gpt_num_params_matches_the_model)
     c.vocab_size = 0;
     ck_assert_int_eq(tg_gpt_num_params(&c), -1);
     ck_assert_int_eq(tg_gpt_num_params(NULL), -1);
-    c = (tg_gpt_config){1 << 30, 1, 1 << 30, 1, 1, true, 0, false};   /* 12 C^2 L overflows 2^62 */
+    c = (tg_gpt_config){.n_layer = 1 << 30, .n_head = 1, .n_embd = 1 << 30, .block_size = 1, .vocab_size = 1, .bias = true};   /* 12 C^2 L overflows 2^62 */
     ck_assert_int_eq(tg_gpt_num_params(&c), -1);
     c.n_layer = 1 << 24, c.n_embd = 16;
     ck_assert_int_eq(tg_gpt_num_params(&c), (int64_t)(1 << 24) * (12 * 16 * 16 + 13 * 16) + 16 * (1 + 1 + 2));

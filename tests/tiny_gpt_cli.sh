@@ -246,6 +246,17 @@ t2=$(grep -c -- '--threads 2$' "$work/demo/log")
 args=(); msg=$(demo env THREADS=many)
 grep -q "THREADS / --threads 'many' is not a number of threads" <<<"$msg" && [ ! -e "$work/demo/log" ] &&
   ok "demo.sh refuses THREADS=many before doing anything" || bad "demo.sh THREADS=many: $msg"
+# --gelu tanh (GPT-2's GELU) is the model's: in the checkpoint, fixed on resume, a GPT's only
+"$bin" train "${small[@]}" --steps 3 --eval-interval 3 --eval-iters 2 --gelu tanh --out "$work/gt" >/dev/null 2>&1
+"$bin" train "${small[@]}" --steps 3 --eval-interval 3 --eval-iters 2 --out "$work/ge" >/dev/null 2>&1
+header "$work/gt/last.safetensors" | grep -q '"gelu":"tanh"' && header "$work/ge/last.safetensors" | grep -q '"gelu":"erf"' &&
+  ! cmp -s "$work/gt/last.safetensors" "$work/ge/last.safetensors" &&
+  ok "--gelu tanh trains another model and its checkpoints say gelu tanh (the default erf)" ||
+  bad "--gelu: $(header "$work/gt/last.safetensors")"
+expect_fail "--gelu is fixed on resume" "--gelu erf differs from the run's tanh" \
+  "$bin" train "${small[@]}" --steps 4 --gelu erf --resume --out "$work/gt"
+expect_fail "--gelu's values" "--gelu: 'fast' is not erf or tanh" "$bin" train --gelu fast --out "$work/gx"
+expect_fail "--gelu on a llama" "--gelu is a setting of --arch gpt" "$bin" train --arch llama --gelu tanh --out "$work/gx"
 # docs/distributed.md's commands read files a clone has or that the page downloads
 doc=$src/docs/distributed.md
 missing=""

@@ -53,6 +53,7 @@ int config_fields(const tg_model_config *c, kv_list *l)
     const double x[3] = {c->rope_theta, c->norm_eps, c->dropout};
     char v[40];
     int rc = kv_add(l, "arch", c->arch ? c->arch : "");
+    rc |= kv_add(l, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf");
     for (int i = 0; k[i]; i++) snprintf(v, sizeof v, "%d", n[i]), rc |= kv_add(l, k[i], v);
     for (int i = 0; b[i]; i++) rc |= kv_add(l, b[i], f[i] ? "true" : "false");
     for (int i = 0; i < 3; i++) snprintf(v, sizeof v, "%.17g", x[i]), rc |= kv_add(l, d[i], v);

@@ -233,6 +233,10 @@ static int check_settings(trainer *t)
     if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
         return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
+    if (strcmp(o->gelu, "erf") && strcmp(o->gelu, "tanh"))
+        return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu);
+    if (llama && !t->from && args_seen(t->specs, t->n_specs, "gelu"))
+        return failf(t, "--gelu is a setting of --arch gpt (the Llama's MLP is SwiGLU)");
     static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta", "rope", "norm-eps",
                                              "tied"};
     for (size_t i = 0; !llama && !t->from && i < sizeof llama_only / sizeof *llama_only; i++)
@@ -301,7 +305,8 @@ static int build(trainer *t)
                           .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
                           .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, o->multiple_of),
                           .rope_theta = o->rope_theta, .norm_eps = o->norm_eps, .rope_halves = !strcmp(o->rope, "halves"),
-                          .tied = o->tied, .dropout = o->dropout};
+                          .tied = o->tied, .dropout = o->dropout,
+                          .gelu = strcmp(o->gelu, "tanh") ? TG_GELU_ERF : TG_GELU_TANH};
         if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
     }
     tg_model_set_composed(&t->m, o->attn_composed);

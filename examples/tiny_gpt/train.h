@@ -8,7 +8,7 @@
 #include "data.h"
 
 typedef struct train_opts {
-    const char *data, *out, *dtype, *init, *attn, *config, *arch, *rope;
+    const char *data, *out, *dtype, *init, *attn, *config, *arch, *rope, *gelu;
     const char *tokenizer, *data_tokens, *val_tokens;   /* tokdata.h */
     int vocab_size;                                     /* --data-tokens: the model's ids (0: not given) */
     int n_layer, n_head, n_embd, block_size, batch_size, grad_accum;

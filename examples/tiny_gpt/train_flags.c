@@ -8,7 +8,7 @@
 
 int train_specs(train_opts *o, arg_spec *specs)
 {
-    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .arch = "gpt", .rope = "interleaved",
+    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .arch = "gpt", .rope = "interleaved", .gelu = "erf",
                       .multiple_of = 32, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .n_layer = 4, .n_head = 4,
                       .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
@@ -32,6 +32,8 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"n-embd", ARG_INT, &o->n_embd, 1, 65536, "embedding width (divisible by --n-head)", 0, ROLE_MODEL},
         {"block-size", ARG_INT, &o->block_size, 1, 1 << 16, "context length", 0, ROLE_MODEL},
         {"bias", ARG_BOOL, &o->bias, 0, 0, "biases in Linear and LayerNorm (gpt)", 0, ROLE_MODEL},
+        {"gelu", ARG_STRING, &o->gelu, 0, 0, "the MLP's GELU: erf (exact, nanoGPT) or tanh (GPT-2's approximation, "
+         "llama.cpp's gpt2) (gpt)", 0, ROLE_MODEL},
         {"n-kv-head", ARG_INT, &o->n_kv_head, 0, 1024, "key/value heads, dividing --n-head (llama; 0: --n-head)", 0,
          ROLE_MODEL},
         {"hidden-dim", ARG_INT, &o->hidden_dim, 0, 1 << 24, "feed-forward width (llama; 0: from --multiple-of)", 0,
