@@ -16,6 +16,9 @@
  *   softmax       causal masked softmax on (B,H,T,T), mask (T,T)
  *   layernorm     (B,T,C), weight (C), no bias, eps 1e-5
  *   gelu          exact (erf) GELU on (B,T,4C)
+ *   relu2         ReLU squared on (B,T,4C) (modded-nanogpt's MLP)
+ *   softcap       15 tanh(x / 15) on (B,T,4C), x spread 30 (a logit cap on
+ *                 logits of V = 4C)
  *   cross_entropy logits (B*T,65), i32 targets (B*T), mean
  *   attention     tg_mha_forward: fused c_attn (3C,C), causal, c_proj
  *                 (C,C), no bias, no dropout, on x (B,T,C)
@@ -234,6 +237,26 @@ static int setup_gelu(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_gelu(tg_graph *g, op_ctx *o) { return tg_gelu(g, o->in[0], TG_GELU_ERF); }
 
+static int setup_relu2(op_ctx *o, char *e, size_t n)
+{
+    (void)e, (void)n;
+    if (!add_input(o, "x", 3.0, 3, (int[]){o->B, o->T, 4 * o->C})) return -1;
+    o->out_numel = (int64_t)o->B * o->T * 4 * o->C;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d)", o->B, o->T, 4 * o->C);
+    return 0;
+}
+static tg_tensor *fwd_relu2(tg_graph *g, op_ctx *o) { return tg_relu2(g, o->in[0]); }
+
+static int setup_softcap(op_ctx *o, char *e, size_t n)
+{
+    (void)e, (void)n;
+    if (!add_input(o, "x", 30.0, 3, (int[]){o->B, o->T, 4 * o->C})) return -1;
+    o->out_numel = (int64_t)o->B * o->T * 4 * o->C;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), s 15", o->B, o->T, 4 * o->C);
+    return 0;
+}
+static tg_tensor *fwd_softcap(tg_graph *g, op_ctx *o) { return tg_softcap(g, o->in[0], 15.0); }
+
 static int setup_rmsnorm(op_ctx *o, char *e, size_t n)
 {
     (void)e, (void)n;
@@ -332,6 +355,8 @@ static const op_def OPS[] = {
     {"softmax", setup_softmax, fwd_softmax},
     {"layernorm", setup_layernorm, fwd_layernorm},
     {"gelu", setup_gelu, fwd_gelu},
+    {"relu2", setup_relu2, fwd_relu2},
+    {"softcap", setup_softcap, fwd_softcap},
     {"cross_entropy", setup_cross_entropy, fwd_cross_entropy},
     {"attention", setup_attention, fwd_attention},
     {"rmsnorm", setup_rmsnorm, fwd_rmsnorm},

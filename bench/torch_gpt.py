@@ -12,6 +12,16 @@ bias, dropout, gelu; C = n_embd, H = n_head, dh = C / H):
 LayerNorm eps 1e-5. bias=False drops every Linear bias and every
 LayerNorm bias. Parameter names are nanoGPT's state_dict names.
 
+The speedrun options (issue 23; their defaults are the model above):
+    mlp="relu2": c_proj(relu(c_fc(x))^2), 4C wide (modded-nanogpt);
+        mlp="swiglu": w2(silu(w1 x) * w3 x), llama2.c's width for C with
+        multiple_of 32 (mlp.w1, mlp.w2, mlp.w3)
+    qk_norm: each head's q and k divided by sqrt(mean over dh of q^2 + 1e-5)
+        (no weight) before the scores
+    zero_init_proj: init_weights zeroes attn.c_proj and mlp.c_proj (w2)
+    untie_head: lm_head.weight (V,C) is its own parameter, after ln_f
+    logit_softcap s > 0: logits = s tanh(logits / s)
+
 Also: loading/saving weights as safetensors (config in __metadata__)
 and the loss (mean cross-entropy over targets != -1). The training
 recipe (nanoGPT's AdamW grouping, clipping, one-batch gradients and
@@ -34,12 +44,28 @@ import torch_common as tc  # noqa: E402
 CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 
 
-def make_config(n_layer, n_head, n_embd, block_size, vocab_size, bias=True, dropout=0.0, gelu="erf"):
+def make_config(n_layer, n_head, n_embd, block_size, vocab_size, bias=True, dropout=0.0, gelu="erf",
+                mlp="gelu", qk_norm=False, zero_init_proj=False, untie_head=False, logit_softcap=0.0):
     if gelu not in ("erf", "tanh"):
         raise ValueError("gelu must be erf or tanh, got %r" % gelu)
+    if mlp not in ("gelu", "relu2", "swiglu"):
+        raise ValueError("mlp must be gelu, relu2 or swiglu, got %r" % mlp)
     return dict(n_layer=int(n_layer), n_head=int(n_head), n_embd=int(n_embd),
                 block_size=int(block_size), vocab_size=int(vocab_size),
-                bias=bool(bias), dropout=float(dropout), gelu=gelu)
+                bias=bool(bias), dropout=float(dropout), gelu=gelu, mlp=mlp, qk_norm=bool(qk_norm),
+                zero_init_proj=bool(zero_init_proj), untie_head=bool(untie_head),
+                logit_softcap=float(logit_softcap))
+
+
+def head_rms_norm(x, eps):
+    """x / sqrt(mean(x^2) + eps) over the last axis (a head's dh), no weight."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def swiglu_hidden(c, multiple_of=32):
+    """llama2.c's feed-forward width for width c."""
+    h = int(2 * (4 * c) / 3)
+    return multiple_of * ((h + multiple_of - 1) // multiple_of)
 
 
 class LayerNorm(nn.Module):
@@ -64,6 +90,7 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(c, c, bias=cfg["bias"])
         self.attn_dropout = nn.Dropout(cfg["dropout"])
         self.resid_dropout = nn.Dropout(cfg["dropout"])
+        self.qk_norm = cfg.get("qk_norm", False)
         t = cfg["block_size"]
         self.register_buffer("causal", torch.ones(t, t, dtype=torch.bool).tril(), persistent=False)
 
@@ -75,6 +102,8 @@ class CausalSelfAttention(nn.Module):
         q = q.view(b, t, h, dh).transpose(1, 2)                # (B,H,T,dh)
         k = k.view(b, t, h, dh).transpose(1, 2)
         v = v.view(b, t, h, dh).transpose(1, 2)
+        if self.qk_norm:
+            q, k = head_rms_norm(q, 1e-5), head_rms_norm(k, 1e-5)
         s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))  # (B,H,T,T)
         s = s.masked_fill(~self.causal[:t, :t], float("-inf"))
         a = self.attn_dropout(F.softmax(s, dim=-1))
@@ -86,13 +115,24 @@ class MLP(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         c = cfg["n_embd"]
+        self.kind = cfg.get("mlp", "gelu")
+        self.dropout = nn.Dropout(cfg["dropout"])
+        if self.kind == "swiglu":
+            hid = swiglu_hidden(c)
+            self.w1 = nn.Linear(c, hid, bias=cfg["bias"])
+            self.w2 = nn.Linear(hid, c, bias=cfg["bias"])
+            self.w3 = nn.Linear(c, hid, bias=cfg["bias"])
+            return
         self.c_fc = nn.Linear(c, 4 * c, bias=cfg["bias"])
         self.gelu = nn.GELU(approximate="tanh" if cfg.get("gelu") == "tanh" else "none")
         self.c_proj = nn.Linear(4 * c, c, bias=cfg["bias"])
-        self.dropout = nn.Dropout(cfg["dropout"])
 
     def forward(self, x):
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+        if self.kind == "swiglu":
+            return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
+        h = self.c_fc(x)
+        h = F.relu(h).square() if self.kind == "relu2" else self.gelu(h)
+        return self.dropout(self.c_proj(h))
 
 
 class Block(nn.Module):
@@ -124,7 +164,8 @@ class GPT(nn.Module):
             ln_f=LayerNorm(c, cfg["bias"]),
         ))
         self.lm_head = nn.Linear(c, cfg["vocab_size"], bias=False)
-        self.lm_head.weight = self.transformer.wte.weight  # tied
+        if not cfg.get("untie_head", False):
+            self.lm_head.weight = self.transformer.wte.weight  # tied
 
     def init_weights(self, generator=None):
         """nanoGPT's init: normal(0, 0.02) for Linear weights and
@@ -133,8 +174,10 @@ class GPT(nn.Module):
         std_res = 0.02 / math.sqrt(2 * self.cfg["n_layer"])
         with torch.no_grad():
             for name, p in self.named_parameters():
-                if name.endswith("c_proj.weight"):
+                if name.endswith("c_proj.weight") or name.endswith("mlp.w2.weight"):
                     p.normal_(0.0, std_res, generator=generator)
+                    if self.cfg.get("zero_init_proj"):
+                        p.zero_()
                 elif name.endswith(".bias"):
                     p.zero_()
                 elif ".ln_" in name or name.startswith("transformer.ln_f"):
@@ -152,6 +195,9 @@ class GPT(nn.Module):
         for blk in self.transformer.h:
             x = blk(x)
         logits = self.lm_head(self.transformer.ln_f(x))  # (B,T,V)
+        s = self.cfg.get("logit_softcap", 0.0)
+        if s > 0:
+            logits = s * torch.tanh(logits / s)
         loss = None if targets is None else gpt_loss(logits, targets)
         return logits, loss
 
@@ -173,6 +219,15 @@ def config_to_meta(cfg):
     meta = {k: str(int(cfg[k])) for k in CONFIG_KEYS}
     meta["bias"] = "true" if cfg["bias"] else "false"
     meta["gelu"] = cfg.get("gelu", "erf")
+    if cfg.get("mlp", "gelu") != "gelu":
+        meta["mlp"] = cfg["mlp"]
+    for k in ("qk_norm", "zero_init_proj"):
+        if cfg.get(k):
+            meta[k] = "true"
+    if cfg.get("untie_head"):
+        meta["tied"] = "false"
+    if cfg.get("logit_softcap", 0.0) > 0:
+        meta["logit_softcap"] = repr(float(cfg["logit_softcap"]))
     return meta
 
 
@@ -193,6 +248,11 @@ def config_from_meta(meta, path="<file>"):
     cfg["gelu"] = meta.get("gelu", "erf")
     if cfg["gelu"] not in ("erf", "tanh"):
         raise ValueError("%s: __metadata__ gelu must be \"erf\" or \"tanh\", got %r" % (path, cfg["gelu"]))
+    cfg["mlp"] = meta.get("mlp", "gelu")
+    cfg["qk_norm"] = meta.get("qk_norm", "false") == "true"
+    cfg["zero_init_proj"] = meta.get("zero_init_proj", "false") == "true"
+    cfg["untie_head"] = meta.get("tied", "true") == "false"
+    cfg["logit_softcap"] = float(meta.get("logit_softcap", "0"))
     return cfg
 
 
@@ -200,7 +260,7 @@ def state_to_numpy(model, dtype=np.float64, with_head=False):
     out = {}
     for n, p in model.named_parameters():
         out[n] = p.detach().cpu().numpy().astype(dtype)
-    if with_head:
+    if with_head and not model.cfg.get("untie_head"):
         out["lm_head.weight"] = out["transformer.wte.weight"]
     return out
 
@@ -215,8 +275,10 @@ def save_model(model, path, dtype="F64", with_head=False):
 def load_weights(model, tensors, path="<file>"):
     """Copies nanoGPT-named arrays into model (converting dtype). Every
     parameter must be present with its shape; a lm_head.weight, if present,
-    must equal transformer.wte.weight (the head is tied)."""
-    return tc.load_weights(model, tensors, path, tied=("lm_head.weight", "transformer.wte.weight"))
+    must equal transformer.wte.weight (the head is tied; an untied head is a
+    parameter like any other)."""
+    tied = None if model.cfg.get("untie_head") else ("lm_head.weight", "transformer.wte.weight")
+    return tc.load_weights(model, tensors, path, tied=tied)
 
 
 def load_model(path, dtype=torch.float64, dropout=None):

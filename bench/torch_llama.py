@@ -19,6 +19,13 @@ Two pairings of the RoPE coordinates (config "rope"):
                    real cos/sin on the (..., dh/2, 2) view;
     "halves":      (x[i], x[i + dh/2]), Hugging Face's, written as HF
                    does: x cos + rotate_half(x) sin, cos/sin repeated twice.
+The speedrun options (issue 23; their defaults are the model above):
+    mlp="relu2" | "gelu": feed_forward.c_proj(act(feed_forward.c_fc x)),
+        hidden_dim wide, act relu(.)^2 or GELU (gelu="erf" | "tanh")
+    qk_norm: each head's q and k divided by sqrt(mean over dh + norm_eps)
+        (no weight), before RoPE
+    zero_init_proj: init_weights zeroes wo and w2 (c_proj)
+    logit_softcap s > 0: logits = s tanh(logits / s)
 Parameter names are model.py's state_dict names: tok_embeddings.weight,
 layers.<i>.attention.{wq,wk,wv,wo}.weight,
 layers.<i>.feed_forward.{w1,w2,w3}.weight, layers.<i>.attention_norm.weight,
@@ -49,11 +56,13 @@ ROPES = ("interleaved", "halves")
 
 
 def make_config(n_layer, n_head, n_kv_head, n_embd, hidden_dim, block_size, vocab_size, tied=True,
-                rope="interleaved", rope_theta=10000.0, norm_eps=1e-5, dropout=0.0):
+                rope="interleaved", rope_theta=10000.0, norm_eps=1e-5, dropout=0.0, mlp="swiglu", gelu="erf",
+                qk_norm=False, zero_init_proj=False, logit_softcap=0.0):
     return dict(n_layer=int(n_layer), n_head=int(n_head), n_kv_head=int(n_kv_head), n_embd=int(n_embd),
                 hidden_dim=int(hidden_dim), block_size=int(block_size), vocab_size=int(vocab_size),
                 tied=bool(tied), rope=str(rope), rope_theta=float(rope_theta), norm_eps=float(norm_eps),
-                dropout=float(dropout))
+                dropout=float(dropout), mlp=str(mlp), gelu=str(gelu), qk_norm=bool(qk_norm),
+                zero_init_proj=bool(zero_init_proj), logit_softcap=float(logit_softcap))
 
 
 def check_config(cfg):
@@ -68,6 +77,9 @@ def check_config(cfg):
         raise ValueError("rope must be one of %s, got %r" % (ROPES, cfg["rope"]))
     if not cfg["rope_theta"] > 1 or not cfg["norm_eps"] > 0:
         raise ValueError("rope_theta must be > 1 and norm_eps > 0")
+    if cfg.get("mlp", "swiglu") not in ("swiglu", "gelu", "relu2") or cfg.get("gelu", "erf") not in ("erf", "tanh"):
+        raise ValueError("mlp must be swiglu, gelu or relu2 and gelu erf or tanh, got %r, %r"
+                         % (cfg.get("mlp"), cfg.get("gelu")))
 
 
 class RMSNorm(nn.Module):
@@ -128,13 +140,18 @@ class Attention(nn.Module):
         self.wo = nn.Linear(self.nh * self.dh, c, bias=False)
         self.attn_dropout = nn.Dropout(cfg["dropout"])
         self.resid_dropout = nn.Dropout(cfg["dropout"])
+        self.qk_eps = cfg["norm_eps"] if cfg.get("qk_norm") else 0.0
         t = cfg["block_size"]
         self.register_buffer("causal", torch.ones(t, t, dtype=torch.bool).tril(), persistent=False)
 
+    def qk(self, x):
+        """QK norm: each head's dh values to RMS 1 (no weight), before RoPE."""
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.qk_eps) if self.qk_eps else x
+
     def forward(self, x, cos, sin):
         b, t, _ = x.shape
-        q = self.rope(self.wq(x).view(b, t, self.nh, self.dh), cos, sin)
-        k = self.rope(self.wk(x).view(b, t, self.nkv, self.dh), cos, sin)
+        q = self.rope(self.qk(self.wq(x).view(b, t, self.nh, self.dh)), cos, sin)
+        k = self.rope(self.qk(self.wk(x).view(b, t, self.nkv, self.dh)), cos, sin)
         v = self.wv(x).view(b, t, self.nkv, self.dh)
         g = self.nh // self.nkv
         if g > 1:   # query head h reads kv head h // g
@@ -152,12 +169,22 @@ class FeedForward(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         c, hid = cfg["n_embd"], cfg["hidden_dim"]
+        self.kind = cfg.get("mlp", "swiglu")
+        self.dropout = nn.Dropout(cfg["dropout"])
+        if self.kind != "swiglu":   # c_fc, c_proj: ReLU squared or GELU
+            self.c_fc = nn.Linear(c, hid, bias=False)
+            self.c_proj = nn.Linear(hid, c, bias=False)
+            self.gelu = nn.GELU(approximate="tanh" if cfg.get("gelu") == "tanh" else "none")
+            return
         self.w1 = nn.Linear(c, hid, bias=False)
         self.w2 = nn.Linear(hid, c, bias=False)
         self.w3 = nn.Linear(c, hid, bias=False)
-        self.dropout = nn.Dropout(cfg["dropout"])
 
     def forward(self, x):
+        if self.kind == "relu2":
+            return self.dropout(self.c_proj(F.relu(self.c_fc(x)).square()))
+        if self.kind == "gelu":
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
         return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
 
 
@@ -199,10 +226,12 @@ class Llama(nn.Module):
             for name, p in self.named_parameters():
                 if name.endswith("norm.weight"):
                     p.fill_(1.0)
-                elif name.endswith("w3.weight") or name.endswith("wo.weight"):
+                elif name.endswith("w3.weight") or name.endswith("wo.weight") or name.endswith("c_proj.weight"):
                     p.normal_(0.0, scaled, generator=generator)
                 else:
                     p.normal_(0.0, 0.02, generator=generator)
+                if self.cfg.get("zero_init_proj") and name.endswith(("wo.weight", "w2.weight", "c_proj.weight")):
+                    p.zero_()
         return self
 
     def forward(self, idx, targets=None):
@@ -214,6 +243,9 @@ class Llama(nn.Module):
         for blk in self.layers:
             x = blk(x, cos, sin)
         logits = F.linear(self.norm(x), self.head_weight())   # (B,T,V)
+        s = self.cfg.get("logit_softcap", 0.0)
+        if s > 0:
+            logits = s * torch.tanh(logits / s)
         loss = None if targets is None else F.cross_entropy(
             logits.reshape(-1, logits.size(-1)), targets.reshape(-1).long(), ignore_index=-1)
         return logits, loss
@@ -228,7 +260,8 @@ def num_params(cfg):
     """tg_llama_num_params' closed form."""
     c, v, hid = cfg["n_embd"], cfg["vocab_size"], cfg["hidden_dim"]
     ckv = cfg["n_kv_head"] * (c // cfg["n_head"])
-    return v * c * (1 if cfg["tied"] else 2) + c + cfg["n_layer"] * c * (2 * c + 2 * ckv + 3 * hid + 2)
+    mats = 3 if cfg.get("mlp", "swiglu") == "swiglu" else 2
+    return v * c * (1 if cfg["tied"] else 2) + c + cfg["n_layer"] * c * (2 * c + 2 * ckv + mats * hid + 2)
 
 
 # ---- safetensors -----------------------------------------------------------
@@ -238,6 +271,15 @@ def config_to_meta(cfg):
     meta.update(arch="llama", rope_theta=repr(float(cfg["rope_theta"])), norm_eps=repr(float(cfg["norm_eps"])),
                 tied="true" if cfg["tied"] else "false", rope=cfg["rope"], dropout=repr(float(cfg["dropout"])),
                 bias="false")
+    if cfg.get("mlp", "swiglu") != "swiglu":
+        meta["mlp"] = cfg["mlp"]
+        if cfg["mlp"] == "gelu":
+            meta["gelu"] = cfg.get("gelu", "erf")
+    for k in ("qk_norm", "zero_init_proj"):
+        if cfg.get(k):
+            meta[k] = "true"
+    if cfg.get("logit_softcap", 0.0) > 0:
+        meta["logit_softcap"] = repr(float(cfg["logit_softcap"]))
     return meta
 
 
@@ -263,6 +305,11 @@ def config_from_meta(meta, path="<file>"):
     cfg["dropout"] = float(meta.get("dropout", "0"))
     if meta.get("bias", "false") != "false":
         raise ValueError("%s: a Llama has no biases (bias=%r)" % (path, meta["bias"]))
+    cfg["mlp"] = meta.get("mlp", "swiglu")
+    cfg["gelu"] = meta.get("gelu", "erf")
+    cfg["qk_norm"] = meta.get("qk_norm", "false") == "true"
+    cfg["zero_init_proj"] = meta.get("zero_init_proj", "false") == "true"
+    cfg["logit_softcap"] = float(meta.get("logit_softcap", "0"))
     check_config(cfg)
     return cfg
 

@@ -11,6 +11,8 @@ The ops (OPS below; the names, shapes and input order match bench_ops.c):
     softmax        s.masked_fill(~causal, -inf) then F.softmax(dim=-1)
     layernorm      F.layer_norm(x, (C,), w, None, 1e-5)
     gelu           F.gelu(x) (exact, erf)
+    relu2          F.relu(x).square() (modded-nanogpt's MLP), (B,T,4C)
+    softcap        15 * torch.tanh(x / 15), x spread 30, (B,T,4C)
     cross_entropy  F.cross_entropy(logits, int64 targets), mean
     attention      bench/torch_gpt.py's CausalSelfAttention (nanoGPT's,
                    without flash attention): c_attn, split, view/transpose
@@ -126,6 +128,16 @@ def setup_gelu(B, H, C, T):
     return [x], lambda: F.gelu(x), "(%d,%d,%d), erf" % (B, T, 4 * C), 0, 0
 
 
+def setup_relu2(B, H, C, T):
+    x = leaf((B, T, 4 * C), 0, 3.0)
+    return [x], lambda: F.relu(x).square(), "(%d,%d,%d)" % (B, T, 4 * C), 0, 0
+
+
+def setup_softcap(B, H, C, T):
+    x = leaf((B, T, 4 * C), 0, 30.0)
+    return [x], lambda: 15.0 * torch.tanh(x / 15.0), "(%d,%d,%d), s 15" % (B, T, 4 * C), 0, 0
+
+
 def setup_cross_entropy(B, H, C, T):
     n = B * T
     logits = leaf((n, VOCAB), 0, 2.0)
@@ -185,6 +197,8 @@ OPS = {
     "softmax": setup_softmax,
     "layernorm": setup_layernorm,
     "gelu": setup_gelu,
+    "relu2": setup_relu2,
+    "softcap": setup_softcap,
     "cross_entropy": setup_cross_entropy,
     "attention": setup_attention,
     "rmsnorm": setup_rmsnorm,

@@ -48,6 +48,7 @@
 
 #include "../core/atomic_file.h"
 #include "../core/err_internal.h"
+#include "options_internal.h"
 
 #define GGUF_ALIGN 32
 enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
@@ -418,6 +419,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
                               "checkpoint is a %s", c->arch);
         goto done;
     }
+    if (tg_fmt_check_options(c, "gguf_export", "llama.cpp's architecture \"llama\"", false, err, errlen)) goto done;
     if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
     if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, &gv, err, errlen)) goto done;
 

@@ -55,6 +55,7 @@
 #include "../core/err_internal.h"
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
+#include "options_internal.h"
 
 #define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 #define HF_MAX_SHARDS 4096
@@ -1152,6 +1153,9 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     if (tg_model_config_read(ckpt, &c0, err, errlen)) return -1;
     if (strcmp(c0.arch, "gpt") && strcmp(c0.arch, "llama"))
         return tg_set_err(err, errlen, "hf: a '%s' has no Hugging Face layout here (gpt, llama)", c0.arch);
+    if (tg_fmt_check_options(&c0, "hf", strcmp(c0.arch, "gpt") ? "transformers' LlamaForCausalLM"
+                                                                : "transformers' GPT2LMHeadModel", false, err, errlen))
+        return -1;
     const tg_st_tensor *emb = tg_st_find(ckpt, tg_model_family_find(c0.arch)->embedding);
     const tg_dtype dt = emb && !strcmp(emb->dtype, "F64") ? TG_F64 : TG_F32;
     tg_model m;

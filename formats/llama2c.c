@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "../core/atomic_file.h"
+#include "options_internal.h"
 
 static const char *const SPECIALS[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
 
@@ -264,6 +265,7 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
         snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
         goto done;
     }
+    if (tg_fmt_check_options(c, "llama2c export", "llama2.c's run.c", false, err, errlen)) goto done;
     if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5) {
         snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
                               "this model has %s pairs, theta %g, eps %g",

@@ -44,6 +44,11 @@
  * (B,Hkv,Tk,dh) as it is, with no copy of K or V; the mask is built in that
  * layout, and O and the weights are viewed back as (B,H,Tq,.).
  *
+ * QK norm (qk_norm_eps > 0): right after the projections each head's
+ * q and k, (B,T,H,dh) views of (B,T,C), are RMS-normalised over dh with
+ * no weight (tg_rmsnorm, w NULL), before RoPE and the scores, as
+ * modded-nanogpt; the cache keeps normalised keys.
+ *
  * RoPE (rope_theta > 0, self-attention): q and k are rotated by their
  * absolute positions p .. p + Tq - 1 right after the projections, so the
  * cache keeps rotated keys (as llama2.c's run.c does).
@@ -168,6 +173,9 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     if (c->rope_theta && c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
         return tg_set_err(err, errlen, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
                           c->rope_flags);
+    if (!(c->qk_norm_eps == 0 || (c->qk_norm_eps > 0 && c->qk_norm_eps <= 1)))
+        return tg_set_err(err, errlen, "mha '%s': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got %g", name,
+                          c->qk_norm_eps);
     if (c->layout != TG_MHA_FUSED && c->layout != TG_MHA_SEPARATE && c->layout != TG_MHA_LLAMA)
         return tg_set_err(err, errlen, "mha '%s': unknown layout %d", name, (int)c->layout);
     const int Ckv = Hkv * (C / H);
@@ -177,6 +185,7 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     m->fused = c->layout == TG_MHA_FUSED;
     m->rope_theta = c->rope_theta;
     m->rope_flags = c->rope_flags;
+    m->qk_norm_eps = c->qk_norm_eps;
     m->attn_dropout = m->resid_dropout = c->dropout;
     char full[TG_NN_NAME_MAX + 1];
     if (m->fused) {
@@ -224,6 +233,15 @@ static tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H)
     const int B = t->shape[0], T = t->shape[1], dh = t->shape[2] / H;
     tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh});   /* (B,T,H,dh) */
     return tg_transpose(g, r, 1, 2);                             /* (B,H,T,dh) */
+}
+
+/* Each head's dh values of t (B,T,H dh) RMS-normalised, no weight: (B,T,H dh). */
+static tg_tensor *head_rmsnorm(tg_graph *g, tg_tensor *t, int H, double eps)
+{
+    if (!t) return NULL;
+    const int B = t->shape[0], T = t->shape[1], C = t->shape[2];
+    tg_tensor *r = tg_rmsnorm(g, tg_reshape(g, t, 4, (int[]){B, T, H, C / H}), NULL, eps); /* (B,T,H,dh) */
+    return tg_reshape(g, r, 3, (int[]){B, T, C});                                      /* (B,T,C) */
 }
 
 /* Checks a (B,T,C) float input; false after recording an error. */
@@ -338,7 +356,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
                        Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
     const bool use_op = tg_mha_uses_fused(g, m, args);
-    if (use_op && m->fused && !kv && !cache && !m->rope_theta) {
+    if (use_op && m->fused && !kv && !cache && !m->rope_theta && !m->qk_norm_eps) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */
         tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,C+2Ckv) */
@@ -368,6 +386,10 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
         q = tg_linear_forward(g, &m->q_proj, x);             /* (B,Tq,C) */
         k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,Ckv) */
         v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,Ckv) */
+    }
+    if (m->qk_norm_eps) {   /* each head's q and k to RMS 1 */
+        q = head_rmsnorm(g, q, H, m->qk_norm_eps);          /* (B,Tq,C) */
+        k = head_rmsnorm(g, k, Hkv, m->qk_norm_eps);        /* (B,Tk,Ckv) */
     }
     if (m->rope_theta) {   /* q and k turned by their positions p .. p + Tq - 1 */
         q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags);      /* (B,Tq,C) */

@@ -13,6 +13,15 @@
  * read by the embedding and by tg_linear, so its gradient is the sum of
  * both contributions (the tape adds).
  *
+ * The speedrun options (issue 23; all off is nanoGPT's model, bit for bit):
+ *   mlp        TG_FFN_RELU2: relu(c_fc x)^2 in place of the GELU, 4C wide;
+ *              TG_FFN_SWIGLU: mlp.w1, w2, w3 (Llama's), tg_llama_hidden_dim(C, 32) wide
+ *   qk_norm    each head's q and k RMS-normalised (eps 1e-5, LayerNorm's, no weight)
+ *   zero_init_proj  attn.c_proj and mlp.c_proj (w2) drawn, then zeroed
+ *              (the stream of every other parameter is unchanged)
+ *   untie_head lm_head.weight (V,C), registered last, normal(0, 0.02)
+ *   logit_softcap s > 0: logits = s tanh(logits / s)
+ *
  * Parameters, in nanoGPT's state_dict order and names:
  *   transformer.wte.weight (V,C), transformer.wpe.weight (block_size,C),
  *   per block i: transformer.h.<i>.ln_1.weight[, .bias],
@@ -37,6 +46,13 @@
 #include "../core/params_internal.h"
 #include "../core/rng.h"
 #include "lm_internal.h"
+#include "nn_internal.h"
+
+/* The MLP's width: 4C, or llama2.c's SwiGLU width (multiple of 32) for SwiGLU. */
+static int gpt_hidden(const tg_gpt_config *c)
+{
+    return c->mlp == TG_FFN_SWIGLU ? tg_llama_hidden_dim(c->n_embd, 32) : 4 * c->n_embd;
+}
 
 static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
 {
@@ -69,6 +85,14 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
         tg_set_err(err, errlen, "gpt: unknown gelu %d (TG_GELU_ERF or TG_GELU_TANH)", (int)c.gelu);
         return NULL;
     }
+    if (!tg_ffn_kind_name(c.mlp)) {
+        tg_set_err(err, errlen, "gpt: unknown mlp %d (TG_FFN_GELU, TG_FFN_RELU2 or TG_FFN_SWIGLU)", (int)c.mlp);
+        return NULL;
+    }
+    if (!(c.logit_softcap >= 0 && isfinite(c.logit_softcap))) {
+        tg_set_err(err, errlen, "gpt: logit_softcap must be 0 (none) or finite and > 0, got %g", c.logit_softcap);
+        return NULL;
+    }
     if (!tg_dtype_is_float(dt)) {
         tg_set_err(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
@@ -99,25 +123,40 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C})))  /* (bs,C) */
         return fail_new(m, err, errlen, tg_params_error(p));
     if (draw) tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
+    const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .layout = TG_MHA_FUSED, .bias = c.bias,
+                              .dropout = c.dropout, .qk_norm_eps = c.qk_norm ? TG_LAYERNORM_EPS : 0};
+    const tg_mlp_kind kind = c.mlp == TG_FFN_SWIGLU ? TG_MLP_SWIGLU
+                           : c.mlp == TG_FFN_RELU2  ? TG_MLP_RELU2
+                           : c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH
+                                                    : TG_MLP_GELU;
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
         tg_gpt_block *b = &m->h[i];
         snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
         if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
-        if (tg_mha_init(&b->attn, p, name, C, c.n_head, c.bias, true, c.dropout, err, errlen))
-            return fail_new(m, err, errlen, NULL);
+        if (tg_mha_init_config(&b->attn, p, name, &ac, err, errlen)) return fail_new(m, err, errlen, NULL);
         if (draw) tg_mha_init_normal(&b->attn, &rng, std, proj_std);
         b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
-        if (tg_mlp_init(&b->mlp, p, name, c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH : TG_MLP_GELU, C, 4 * C, c.bias, c.dropout, err, errlen))
+        if (tg_mlp_init(&b->mlp, p, name, kind, C, gpt_hidden(&c), c.bias, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
         if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
+        if (draw && c.zero_init_proj) {
+            tg_nn_zero(b->attn.c_proj.weight);
+            tg_nn_zero(b->mlp.down.weight);
+        }
     }
     if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err, errlen))
         return fail_new(m, err, errlen, NULL);
+    m->lm_head = m->wte;
+    if (c.untie_head) {
+        if (!(m->lm_head = tg_params_add(p, "lm_head.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
+            return fail_new(m, err, errlen, tg_params_error(p));
+        if (draw) tg_rng_fill_normal(&rng, m->lm_head, 0.0, std);
+    }
     return m;
 }
 
@@ -130,15 +169,20 @@ int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
         return -1;
     /* what the modules refuse (an MLP past 2^28 wide, a tensor or store past TG_MAX_NUMEL) counts as refused too:
      * tg_gpt_new reserves this count before its modules look at the config */
-    if (c.n_embd > (1 << 26) || (int64_t)c.vocab_size * c.n_embd > TG_MAX_NUMEL) return -1;
-    const int64_t C = c.n_embd, limit = TG_MAX_NUMEL;
-    int64_t layer, n;
-    /* per block: ln_1, c_attn (3C,C), attn.c_proj (C,C), ln_2, c_fc (4C,C), mlp.c_proj (C,4C) */
-    if (__builtin_mul_overflow(C, 12 * C, &layer) || __builtin_add_overflow(layer, (c.bias ? 13 : 2) * C, &layer) ||
-        __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n))
+    if (c.n_embd > (1 << 26) || (int64_t)c.vocab_size * c.n_embd > TG_MAX_NUMEL || !tg_ffn_kind_name(c.mlp) ||
+        !(c.logit_softcap >= 0 && isfinite(c.logit_softcap)))
         return -1;
-    int64_t emb;   /* wte, wpe, ln_f */
-    if (__builtin_mul_overflow(C, (int64_t)c.vocab_size + c.block_size + (c.bias ? 2 : 1), &emb) ||
+    const int64_t C = c.n_embd, limit = TG_MAX_NUMEL, hid = gpt_hidden(&c), ups = c.mlp == TG_FFN_SWIGLU ? 2 : 1;
+    int64_t layer, n;
+    /* per block: ln_1, c_attn (3C,C), attn.c_proj (C,C), ln_2, the MLP's ups (hidden,C) and its down (C,hidden),
+     * with biases 4C (attention), ups hidden + C (MLP) and 2C (LayerNorms) */
+    const int64_t biases = c.bias ? 4 * C + ups * hid + C + 2 * C : 0;
+    if (__builtin_mul_overflow(C, 4 * C + (ups + 1) * hid, &layer) ||
+        __builtin_add_overflow(layer, 2 * C + biases, &layer) || __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n))
+        return -1;
+    int64_t emb;   /* wte, wpe, ln_f, an untied lm_head */
+    if (__builtin_mul_overflow(C, (int64_t)c.vocab_size * (c.untie_head ? 2 : 1) + c.block_size + (c.bias ? 2 : 1),
+                               &emb) ||
         __builtin_add_overflow(n, emb, &n))
         return -1;
     return n > limit ? -1 : n;
@@ -191,7 +235,8 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
         x = tg_add(g, x, tg_mlp_forward(g, &b->mlp, tg_layernorm_forward(g, &b->ln_2, x)));  /* (B,T,C) */
     }
     x = tg_layernorm_forward(g, &m->ln_f, x);                  /* (B,T,C) */
-    tg_tensor *logits = tg_linear(g, x, m->wte, NULL);         /* (B,T,V), tied head */
+    tg_tensor *logits = tg_linear(g, x, m->lm_head, NULL);     /* (B,T,V); lm_head is wte when tied */
+    if (c->logit_softcap > 0) logits = tg_softcap(g, logits, c->logit_softcap); /* (B,T,V) */
     if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
 }

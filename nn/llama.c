@@ -23,7 +23,17 @@
  * with Ckv = n_kv_head * C / n_head.
  * Init (model.py): normal(0, 0.02) for the embedding and every linear,
  * 0.02 / sqrt(2 n_layer) for w3 and wo (model.py scales those two), norm
- * weights 1; drawn from one tg_rng seeded with `seed`, in the order above. */
+ * weights 1; drawn from one tg_rng seeded with `seed`, in the order above.
+ *
+ * The speedrun options (issue 23; all off is model.py's model, bit for bit):
+ *   mlp        TG_FFN_GELU or TG_FFN_RELU2: feed_forward.c_fc (hidden,C) and
+ *              .c_proj (C,hidden), hidden_dim wide, c_proj scaled as nanoGPT
+ *              (there is no w3 to scale)
+ *   qk_norm    each head's q and k RMS-normalised (eps norm_eps, no weight)
+ *              before RoPE
+ *   zero_init_proj  wo and w2 (c_proj) drawn, then zeroed
+ *   logit_softcap s > 0: logits = s tanh(logits / s)
+ * (an untied head is tied = false, as before) */
 #include "nn.h"
 
 #include <math.h>
@@ -35,6 +45,7 @@
 #include "../core/op.h"
 #include "../core/params_internal.h"
 #include "lm_internal.h"
+#include "nn_internal.h"
 
 int tg_llama_hidden_dim(int dim, int multiple_of)
 {
@@ -42,6 +53,9 @@ int tg_llama_hidden_dim(int dim, int multiple_of)
     const int h = 2 * (4 * dim) / 3;   /* int(2 * 4 dim / 3) */
     return multiple_of * ((h + multiple_of - 1) / multiple_of);
 }
+
+/* SwiGLU (the default), with a gate w3 */
+static bool gated(const tg_llama_config *c) { return c->mlp == TG_FFN_DEFAULT || c->mlp == TG_FFN_SWIGLU; }
 
 /* A config's problem as a message in err, or 0 when tg_llama_new takes it. */
 static int check_config(const tg_llama_config *c, char *err, size_t errlen)
@@ -64,6 +78,15 @@ static int check_config(const tg_llama_config *c, char *err, size_t errlen)
         return tg_set_err(err, errlen, "llama: norm_eps must be in (0, 1], got %g", c->norm_eps);
     if (!(c->dropout >= 0 && c->dropout < 1))
         return tg_set_err(err, errlen, "llama: dropout must be in [0, 1), got %g", c->dropout);
+    if (!tg_ffn_kind_name(c->mlp))
+        return tg_set_err(err, errlen, "llama: unknown mlp %d (TG_FFN_SWIGLU, TG_FFN_GELU or TG_FFN_RELU2)",
+                          (int)c->mlp);
+    if (c->gelu != TG_GELU_ERF && (c->gelu != TG_GELU_TANH || c->mlp != TG_FFN_GELU))
+        return tg_set_err(err, errlen, "llama: gelu %d is a setting of mlp TG_FFN_GELU (TG_GELU_ERF or TG_GELU_TANH)",
+                          (int)c->gelu);
+    if (!(c->logit_softcap >= 0 && isfinite(c->logit_softcap)))
+        return tg_set_err(err, errlen, "llama: logit_softcap must be 0 (none) or finite and > 0, got %g",
+                          c->logit_softcap);
     return 0;
 }
 
@@ -76,8 +99,9 @@ int64_t tg_llama_num_params(const tg_llama_config *cfg)
     if (c.n_embd > (1 << 28) || c.hidden_dim > (1 << 28) || (int64_t)c.vocab_size * c.n_embd > TG_MAX_NUMEL) return -1;
     const int64_t C = c.n_embd, Ckv = (int64_t)c.n_kv_head * (C / c.n_head), V = c.vocab_size;
     int64_t layer, n, emb;
-    /* wq, wo (C,C); wk, wv (Ckv,C); w1, w2, w3 hidden x C; two norms */
-    if (__builtin_mul_overflow(C, 2 * C + 2 * Ckv + 3 * (int64_t)c.hidden_dim + 2, &layer) ||
+    /* wq, wo (C,C); wk, wv (Ckv,C); w1, w2, w3 (c_fc, c_proj without a gate) hidden x C; two norms */
+    const int64_t mats = gated(&c) ? 3 : 2;
+    if (__builtin_mul_overflow(C, 2 * C + 2 * Ckv + mats * (int64_t)c.hidden_dim + 2, &layer) ||
         __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n) ||
         __builtin_mul_overflow(C, V * (c.tied ? 1 : 2) + 1, &emb) || __builtin_add_overflow(n, emb, &n))
         return -1;
@@ -121,7 +145,10 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
         return fail_new(m, err, errlen, tg_params_error(p));
     if (draw) tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
     const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .n_kv_head = c.n_kv_head, .layout = TG_MHA_LLAMA,
-                              .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags};
+                              .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags,
+                              .qk_norm_eps = c.qk_norm ? c.norm_eps : 0};
+    const tg_mlp_kind kind = gated(&c) ? TG_MLP_SWIGLU : c.mlp == TG_FFN_RELU2 ? TG_MLP_RELU2
+                           : c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH : TG_MLP_GELU;
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
         tg_llama_block *b = &m->layers[i];
@@ -130,9 +157,14 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
         if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled);       /* wo scaled */
         b->attention.composed = c.attn_composed;
         snprintf(name, sizeof name, "layers.%d.feed_forward", i);
-        if (tg_mlp_init(&b->feed_forward, p, name, TG_MLP_SWIGLU, C, c.hidden_dim, false, c.dropout, err, errlen))
+        if (tg_mlp_init(&b->feed_forward, p, name, kind, C, c.hidden_dim, false, c.dropout, err, errlen))
             return fail_new(m, err, errlen, NULL);
-        if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
+        if (draw && gated(&c)) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
+        else if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, std, scaled);        /* c_proj scaled */
+        if (draw && c.zero_init_proj) {
+            tg_nn_zero(b->attention.c_proj.weight);
+            tg_nn_zero(b->feed_forward.down.weight);
+        }
         snprintf(name, sizeof name, "layers.%d.attention_norm", i);
         if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err, errlen))
             return fail_new(m, err, errlen, NULL);
@@ -191,6 +223,7 @@ tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tens
     }
     x = tg_rmsnorm_forward(g, &m->norm, x);                      /* (B,T,C) */
     tg_tensor *logits = tg_linear(g, x, m->output, NULL);         /* (B,T,V) */
+    if (c->logit_softcap > 0) logits = tg_softcap(g, logits, c->logit_softcap); /* (B,T,V) */
     if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
 }

@@ -3,18 +3,25 @@
  *   GELU     h = gelu(x W_fc^T + b_fc)           W_fc (hidden, C), exact erf GELU
  *                                                (or its tanh form: TG_MLP_GELU_TANH)
  *            y = dropout(h W_proj^T + b_proj)     W_proj (C, hidden)
+ *   ReLU^2   h = relu(x W_fc^T + b_fc)^2          as GELU's, one fused op (modded-nanogpt)
  *   SwiGLU   h = silu(x W1^T) * (x W3^T)          W1, W3 (hidden, C)
  *            y = dropout(h W2^T)                  W2 (C, hidden)
  *
  * nanoGPT's hidden width is 4C; Llama's is given, or llama2.c's default
  * multiple_of * ceil(int(2 * 4C / 3) / multiple_of) (the model decides).
- * Parameters <name>.c_fc.*, <name>.c_proj.* (GELU) or <name>.w1, .w2, .w3
+ * Parameters <name>.c_fc.*, <name>.c_proj.* (GELU, ReLU^2) or <name>.w1, .w2, .w3
  * (SwiGLU, registered in that order as llama2.c's model.py has them). */
 #include "nn.h"
 
 #include "../core/err_internal.h"
 #include "../core/op.h"
 #include "nn_internal.h"
+
+const char *tg_ffn_kind_name(tg_ffn_kind k)
+{
+    static const char *const names[] = {"default", "gelu", "relu2", "swiglu"};
+    return (int)k >= 0 && (int)k < 4 ? names[k] : NULL;
+}
 
 int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
                 double dropout, char *err, size_t errlen)
@@ -24,8 +31,9 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     *m = (tg_mlp_mod){.kind = kind};
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
-    if (kind != TG_MLP_GELU && kind != TG_MLP_GELU_TANH && kind != TG_MLP_SWIGLU)
-        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH or TG_MLP_SWIGLU)",
+    if (kind != TG_MLP_GELU && kind != TG_MLP_GELU_TANH && kind != TG_MLP_SWIGLU && kind != TG_MLP_RELU2)
+        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH, TG_MLP_SWIGLU or "
+                                       "TG_MLP_RELU2)",
                           name, (int)kind);
     if (!(dropout >= 0 && dropout < 1))
         return tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
@@ -54,6 +62,7 @@ tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
     if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
     tg_tensor *h = tg_linear_forward(g, &m->up, x);                            /* (B,T,hidden) */
     if (m->kind == TG_MLP_SWIGLU) h = tg_swiglu(g, h, tg_linear_forward(g, &m->gate, x)); /* (B,T,hidden) */
+    else if (m->kind == TG_MLP_RELU2) h = tg_relu2(g, h);                        /* (B,T,hidden) */
     else h = tg_gelu(g, h, m->kind == TG_MLP_GELU_TANH ? TG_GELU_TANH : TG_GELU_ERF); /* (B,T,hidden) */
     tg_tensor *y = tg_linear_forward(g, &m->down, h);                          /* (B,T,C) */
     return tg_dropout(g, y, m->dropout);                                       /* (B,T,C) */

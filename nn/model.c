@@ -9,15 +9,53 @@
 
 #include "../core/err_internal.h"
 
+/* ---- the speedrun options both families share (issue 23), each key
+ * written only when the option is on, so a file without it is today's
+ * model: mlp ("gelu", "relu2" or "swiglu", when not the family's own),
+ * qk_norm, zero_init_proj ("true"), logit_softcap (a number > 0) ---------- */
+
+static int write_options(const tg_model_config *c, tg_ffn_kind family_mlp, tg_st_writer *w)
+{
+    if (c->mlp != TG_FFN_DEFAULT && c->mlp != family_mlp && tg_st_writer_meta(w, "mlp", tg_ffn_kind_name(c->mlp)))
+        return -1;
+    if (c->qk_norm && tg_st_writer_meta(w, "qk_norm", "true")) return -1;
+    if (c->zero_init_proj && tg_st_writer_meta(w, "zero_init_proj", "true")) return -1;
+    char v[40];
+    snprintf(v, sizeof v, "%.17g", c->logit_softcap);
+    return c->logit_softcap > 0 && tg_st_writer_meta(w, "logit_softcap", v) ? -1 : 0;
+}
+static int read_options(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+{
+    const char *mlp = tg_st_meta(f, "mlp");
+    c->mlp = TG_FFN_DEFAULT;
+    if (mlp) {
+        for (int k = TG_FFN_GELU; k <= TG_FFN_SWIGLU; k++)
+            if (!strcmp(mlp, tg_ffn_kind_name((tg_ffn_kind)k))) c->mlp = (tg_ffn_kind)k;
+        if (c->mlp == TG_FFN_DEFAULT)
+            return tg_set_err(err, errlen, "checkpoint metadata 'mlp' = '%.40s' is not gelu, relu2 or swiglu", mlp);
+    }
+    c->qk_norm = c->zero_init_proj = false;
+    c->logit_softcap = 0;
+    if ((tg_st_meta(f, "qk_norm") && tg_st_meta_bool(f, "qk_norm", &c->qk_norm, err, errlen)) ||
+        (tg_st_meta(f, "zero_init_proj") && tg_st_meta_bool(f, "zero_init_proj", &c->zero_init_proj, err, errlen)) ||
+        (tg_st_meta(f, "logit_softcap") &&
+         tg_st_meta_double(f, "logit_softcap", 1e-30, 1e30, &c->logit_softcap, err, errlen)))
+        return -1;
+    return 0;
+}
+
 /* ---- the GPT: n_layer, n_head, n_embd, block_size, vocab_size, bias,
  * dropout (a file may lack dropout: 0), gelu ("erf" or "tanh"; a file
- * may lack it: erf) ---------------------------------------------------------- */
+ * may lack it: erf), tied ("false" for an untied lm_head; absent: tied),
+ * and the options above ------------------------------------------------------ */
 
 static tg_gpt_config gpt_config(const tg_model_config *c)
 {
     return (tg_gpt_config){.n_layer = c->n_layer, .n_head = c->n_head, .n_embd = c->n_embd,
                            .block_size = c->block_size, .vocab_size = c->vocab_size, .bias = c->bias,
-                           .dropout = c->dropout, .gelu = c->gelu};
+                           .dropout = c->dropout, .gelu = c->gelu, .mlp = c->mlp, .qk_norm = c->qk_norm,
+                           .zero_init_proj = c->zero_init_proj, .untie_head = c->untie_head,
+                           .logit_softcap = c->logit_softcap};
 }
 static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
@@ -76,13 +114,18 @@ static int gpt_write(const tg_model_config *c, tg_st_writer *w)
     const int v[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
     return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_meta(w, "bias", c->bias ? "true" : "false") ||
            write_double(w, "dropout", c->dropout) ||
-           tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf");
+           tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf") ||
+           (c->untie_head && tg_st_writer_meta(w, "tied", "false")) || write_options(c, TG_FFN_GELU, w);
 }
 static int gpt_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
 {
     int *const v[5] = {&c->n_layer, &c->n_head, &c->n_embd, &c->block_size, &c->vocab_size};
-    if (read_ints(f, 5, GPT_KEYS, v, err, errlen) || tg_st_meta_bool(f, "bias", &c->bias, err, errlen)) return -1;
+    if (read_ints(f, 5, GPT_KEYS, v, err, errlen) || tg_st_meta_bool(f, "bias", &c->bias, err, errlen) ||
+        read_options(f, c, err, errlen))
+        return -1;
     c->tied = true;
+    if (tg_st_meta(f, "tied") && tg_st_meta_bool(f, "tied", &c->tied, err, errlen)) return -1;
+    c->untie_head = !c->tied;
     const char *gelu = tg_st_meta(f, "gelu");
     if (gelu && strcmp(gelu, "erf") && strcmp(gelu, "tanh"))
         return tg_set_err(err, errlen, "metadata 'gelu' is '%.40s': not erf or tanh", gelu);
@@ -105,7 +148,9 @@ static tg_llama_config llama_config(const tg_model_config *c)
                              .n_embd = c->n_embd, .hidden_dim = c->hidden_dim, .block_size = c->block_size,
                              .vocab_size = c->vocab_size, .rope_theta = c->rope_theta,
                              .rope_flags = c->rope_halves ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED,
-                             .norm_eps = c->norm_eps, .tied = c->tied, .dropout = c->dropout};
+                             .norm_eps = c->norm_eps, .tied = c->tied && !c->untie_head, .dropout = c->dropout,
+                             .mlp = c->mlp, .gelu = c->gelu, .qk_norm = c->qk_norm,
+                             .zero_init_proj = c->zero_init_proj, .logit_softcap = c->logit_softcap};
 }
 static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
 {
@@ -113,8 +158,9 @@ static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, 
         tg_set_err(err, errlen, "llama: the Llama has no biases (give --bias false)");
         return NULL;
     }
-    if (c->gelu != TG_GELU_ERF) {
-        tg_set_err(err, errlen, "llama: the Llama's MLP is SwiGLU (no GELU to choose)");
+    if (c->gelu != TG_GELU_ERF && c->mlp != TG_FFN_GELU) {
+        tg_set_err(err, errlen, "llama: this Llama's MLP is %s (no GELU to choose; mlp gelu has one)",
+                   c->mlp == TG_FFN_RELU2 ? "ReLU squared" : "SwiGLU");
         return NULL;
     }
     const tg_llama_config l = llama_config(c);
@@ -125,7 +171,7 @@ static tg_params *llama_params(void *m) { return ((tg_llama *)m)->params; }
 static int64_t llama_num_params(const tg_model_config *c)
 {
     const tg_llama_config l = llama_config(c);
-    return c->bias || c->gelu != TG_GELU_ERF ? -1 : tg_llama_num_params(&l);
+    return c->bias ? -1 : tg_llama_num_params(&l);
 }
 static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_llama_forward_ex(g, m, idx, w); }
 static tg_tensor *llama_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_llama_loss(g, m, idx, t); }
@@ -146,7 +192,9 @@ static int llama_write(const tg_model_config *c, tg_st_writer *w)
     return write_ints(w, 7, LLAMA_KEYS, v) || write_double(w, "rope_theta", c->rope_theta) ||
            write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_meta(w, "tied", c->tied ? "true" : "false") ||
            tg_st_writer_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
-           tg_st_writer_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout);
+           tg_st_writer_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout) ||
+           (c->mlp == TG_FFN_GELU && tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf")) ||
+           write_options(c, TG_FFN_SWIGLU, w);
 }
 static int llama_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
 {
@@ -162,6 +210,11 @@ static int llama_read(const tg_st_file *f, tg_model_config *c, char *err, size_t
         return tg_set_err(err, errlen, "checkpoint metadata 'rope' = '%.40s' is not interleaved or halves", rope);
     c->rope_halves = rope && !strcmp(rope, "halves");
     c->bias = false;
+    if (read_options(f, c, err, errlen)) return -1;
+    const char *gelu = tg_st_meta(f, "gelu");   /* the GELU MLP's form */
+    if (gelu && (c->mlp != TG_FFN_GELU || (strcmp(gelu, "erf") && strcmp(gelu, "tanh"))))
+        return tg_set_err(err, errlen, "checkpoint metadata 'gelu' = '%.40s' is not erf or tanh of an mlp gelu", gelu);
+    c->gelu = gelu && !strcmp(gelu, "tanh") ? TG_GELU_TANH : TG_GELU_ERF;
     return read_dropout(f, c, err, errlen);
 }
 
@@ -223,6 +276,7 @@ int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t se
     m->family = f;
     m->config = *c;
     m->config.arch = f->arch;   /* a string that lives, whatever c pointed at */
+    if (m->config.untie_head) m->config.tied = false;   /* one answer to "is the head tied" */
     m->params = f->params(m->impl);
     return 0;
 }

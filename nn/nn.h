@@ -90,12 +90,14 @@ TG_API tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_te
  *
  *   TG_MLP_GELU       y = dropout(c_proj(gelu(c_fc x)))      nanoGPT (exact erf GELU)
  *   TG_MLP_GELU_TANH  the same with GELU's tanh form           GPT-2, llama.cpp's gpt2
- *   TG_MLP_SWIGLU     y = dropout(w2(silu(w1 x) * w3 x))     Llama   */
+ *   TG_MLP_SWIGLU     y = dropout(w2(silu(w1 x) * w3 x))     Llama
+ *   TG_MLP_RELU2      y = dropout(c_proj(relu(c_fc x)^2))    modded-nanogpt */
 
 typedef enum tg_mlp_kind {
     TG_MLP_GELU,     /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
     TG_MLP_SWIGLU,   /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
-    TG_MLP_GELU_TANH /* as TG_MLP_GELU with tanh-approximated GELU (TG_GELU_TANH) */
+    TG_MLP_GELU_TANH, /* as TG_MLP_GELU with tanh-approximated GELU (TG_GELU_TANH) */
+    TG_MLP_RELU2      /* as TG_MLP_GELU with ReLU squared (tg_relu2) */
 } tg_mlp_kind;
 
 typedef struct tg_mlp_mod {
@@ -107,7 +109,7 @@ typedef struct tg_mlp_mod {
 } tg_mlp_mod;
 
 /* Registers the linears under the names of the kind's family:
- * <name>.c_fc, <name>.c_proj (GELU), or <name>.w1, <name>.w2, <name>.w3
+ * <name>.c_fc, <name>.c_proj (GELU, ReLU squared), or <name>.w1, <name>.w2, <name>.w3
  * (SwiGLU, in that order, as llama2.c's model.py), zero-filled, with
  * biases when bias. Errors: C or hidden outside [1, 2^28], an unknown
  * kind, dropout outside [0, 1), a duplicate name, out of memory. */
@@ -172,6 +174,8 @@ typedef struct tg_mha_config {
     double dropout;       /* on the attention weights and on the output, in [0, 1) */
     double rope_theta;    /* > 1: rotary embedding of q and k (self-attention); 0: none */
     int rope_flags;       /* TG_ROPE_INTERLEAVED (Meta, llama2.c) or TG_ROPE_HALVES (HF) */
+    double qk_norm_eps;   /* > 0: RMSNorm (no weight, this eps) of each head's q and k after the
+                             projections, before RoPE and the scores (modded-nanogpt's QK norm); 0: none */
 } tg_mha_config;
 
 typedef struct tg_mha_mod {
@@ -186,6 +190,7 @@ typedef struct tg_mha_mod {
     bool composed;
     double rope_theta;                       /* 0: no rotary embedding */
     int rope_flags;
+    double qk_norm_eps;                      /* > 0: each head's q and k RMS-normalised (no weight) */
     tg_linear_mod c_attn;                    /* fused: (C + 2 Ckv, C) */
     tg_linear_mod q_proj, k_proj, v_proj;    /* separate or llama: (C, C), (Ckv, C), (Ckv, C) */
     tg_linear_mod c_proj;                    /* W_O: (C, C); llama's wo */
@@ -196,8 +201,9 @@ typedef struct tg_mha_mod {
  * n_kv_head * dh, dh = n_embd / n_head), biases only with c->bias, all
  * zero-filled. Errors: NULL arguments, n_embd or n_head < 1, n_embd not
  * divisible by n_head, n_kv_head not dividing n_head, dropout out of
- * range, rope_theta neither 0 nor > 1, an odd head size with RoPE, an
- * unknown layout or rope flags, a duplicate name, out of memory. */
+ * range, rope_theta neither 0 nor > 1, an odd head size with RoPE,
+ * qk_norm_eps neither 0 nor in (0, 1], an unknown layout or rope flags, a
+ * duplicate name, out of memory. */
 TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, char *err,
                               size_t errlen);
 /* tg_mha_init_config for ordinary multi-head attention without RoPE:
@@ -252,6 +258,19 @@ TG_API tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x,
  * a NULL m (the forward fails). */
 TG_API bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args);
 
+/* ---- the options both language models share -----------------------------
+ * The feed-forward of a GPT or Llama block, chosen in its config (0 is
+ * the family's own: GELU for a GPT, SwiGLU for a Llama). */
+typedef enum tg_ffn_kind {
+    TG_FFN_DEFAULT,   /* the family's: GELU (GPT), SwiGLU (Llama) */
+    TG_FFN_GELU,      /* c_fc, GELU (the config's gelu form), c_proj */
+    TG_FFN_RELU2,     /* c_fc, ReLU squared, c_proj (modded-nanogpt) */
+    TG_FFN_SWIGLU     /* w1, w3, SiLU gate, w2 */
+} tg_ffn_kind;
+/* "gelu", "relu2", "swiglu" (TG_FFN_DEFAULT: "default"); NULL for a kind
+ * out of range. */
+TG_API const char *tg_ffn_kind_name(tg_ffn_kind k);
+
 /* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
 
 typedef struct tg_gpt_config {
@@ -260,6 +279,12 @@ typedef struct tg_gpt_config {
     double dropout;
     bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
     tg_gelu_mode gelu;    /* the MLP's GELU: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
+    /* the speedrun options (issue 23); zero is nanoGPT's model */
+    tg_ffn_kind mlp;      /* GELU (default) or ReLU squared, 4C wide; or SwiGLU, tg_llama_hidden_dim(C, 32) wide */
+    bool qk_norm;         /* RMSNorm (eps 1e-5, no weight) of each head's q and k before the scores */
+    bool zero_init_proj;  /* attn.c_proj and mlp.c_proj (w2) start at zero */
+    bool untie_head;      /* a separate lm_head.weight (V,C) instead of wte */
+    double logit_softcap; /* > 0: logits = s tanh(logits / s); 0: none */
 } tg_gpt_config;
 
 typedef struct tg_gpt_block {
@@ -271,7 +296,8 @@ typedef struct tg_gpt_block {
 typedef struct tg_gpt {
     tg_gpt_config cfg;
     tg_params *params;        /* owned */
-    tg_tensor *wte, *wpe;     /* (V,C), (block_size,C); the LM head is wte (tied) */
+    tg_tensor *wte, *wpe;     /* (V,C), (block_size,C) */
+    tg_tensor *lm_head;       /* (V,C): wte itself unless cfg.untie_head */
     tg_gpt_block *h;              /* n_layer blocks */
     tg_layernorm_mod ln_f;
     tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
@@ -342,6 +368,12 @@ typedef struct tg_llama_config {
     bool tied;             /* output.weight is tok_embeddings.weight (llama2.c's default) */
     double dropout;
     bool attn_composed;    /* every layer's tg_mha_mod.composed */
+    /* the speedrun options (issue 23); zero is llama2.c's model */
+    tg_ffn_kind mlp;       /* SwiGLU (default), or GELU or ReLU squared (c_fc, c_proj), hidden_dim wide */
+    tg_gelu_mode gelu;     /* mlp TG_FFN_GELU: its form */
+    bool qk_norm;          /* RMSNorm (eps norm_eps, no weight) of each head's q and k before RoPE */
+    bool zero_init_proj;   /* wo and w2 (c_proj) start at zero */
+    double logit_softcap;  /* > 0: logits = s tanh(logits / s); 0: none */
 } tg_llama_config;
 
 typedef struct tg_llama_block {
@@ -420,9 +452,15 @@ typedef struct tg_model_config {
     int n_kv_head, hidden_dim;      /* llama (hidden_dim: the SwiGLU width) */
     double rope_theta, norm_eps;    /* llama */
     bool rope_halves;               /* llama: Hugging Face's pairing instead of Meta's / llama2.c's */
-    bool tied;                      /* llama: output head = token embedding (a GPT's always is) */
+    bool tied;                      /* llama: output head = token embedding (a GPT's is unless untie_head) */
     double dropout;
-    tg_gelu_mode gelu;              /* gpt: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
+    tg_gelu_mode gelu;              /* the GELU's form (a GPT's, or a Llama's with mlp TG_FFN_GELU) */
+    /* the speedrun options (issue 23), gpt and llama; zero is each family's model */
+    tg_ffn_kind mlp;                /* the feed-forward; TG_FFN_DEFAULT: the family's */
+    bool qk_norm;                   /* RMSNorm of each head's q and k */
+    bool zero_init_proj;            /* the attention's and MLP's output projections start at zero */
+    bool untie_head;                /* a separate output head (for a Llama the same as tied = false) */
+    double logit_softcap;           /* > 0: logits = s tanh(logits / s) */
 } tg_model_config;
 
 /* One family. create, destroy, params, num_params, forward, loss,

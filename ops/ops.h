@@ -73,6 +73,14 @@ TG_API tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
 TG_API tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
 /* max(x, 0) */
 TG_API tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
+/* max(x, 0)^2, ReLU squared (modded-nanogpt's MLP); backward dx += dy 2
+ * max(x, 0). One fused pass (no relu(x) tensor kept). */
+TG_API tg_tensor *tg_relu2(tg_graph *g, tg_tensor *x);
+/* s tanh(x / s): a soft cap of x to (-s, s), near the identity for |x|
+ * well below s (Gemma 2's and modded-nanogpt's logit cap). Backward dx +=
+ * dy (1 - (y / s)^2), from the output alone. s must be finite and > 0
+ * (error otherwise). */
+TG_API tg_tensor *tg_softcap(tg_graph *g, tg_tensor *x, double s);
 
 typedef enum tg_gelu_mode {
     TG_GELU_ERF,   /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */

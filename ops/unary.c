@@ -7,6 +7,9 @@
  *   tanh   y = tanh x                     f' = 1 - y^2
  *   sqrt   y = sqrt x      (x >= 0)       f' = 1 / (2 y), taken as 0 at x = 0
  *   relu   y = max(x, 0)                  f' = [x > 0]
+ *   relu2  y = max(x, 0)^2                f' = 2 max(x, 0)     (modded-nanogpt's MLP)
+ *   softcap  y = s tanh(x / s)   (s > 0)  f' = 1 - (y / s)^2   (Gemma's and
+ *                                         modded-nanogpt's cap on the logits)
  *   gelu   y = x Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2
  *                                         f' = Phi(x) + x phi(x),
  *                                         phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
@@ -28,8 +31,9 @@
 #include "../core/parallel.h"
 #include "kernels_internal.h"
 
-enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH };
-static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu"};
+enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH, RELU2, SOFTCAP };
+static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu", "relu2",
+                                    "softcap"};
 
 #define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
@@ -101,6 +105,16 @@ tg_tensor *tg_log(tg_graph *g, tg_tensor *x) { return unary(g, LOG, x, 0); }
 tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x) { return unary(g, TANH, x, 0); }
 tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x) { return unary(g, SQRT, x, 0); }
 tg_tensor *tg_relu(tg_graph *g, tg_tensor *x) { return unary(g, RELU, x, 0); }
+tg_tensor *tg_relu2(tg_graph *g, tg_tensor *x) { return unary(g, RELU2, x, 0); }
+
+tg_tensor *tg_softcap(tg_graph *g, tg_tensor *x, double s)
+{
+    if (!(s > 0 && isfinite(s))) {
+        if (!tg_op_begin(g, "softcap", 1, &x)) return NULL;
+        return tg_fail(g, "softcap: the cap must be finite and > 0, got %g", s);
+    }
+    return unary(g, SOFTCAP, x, s);
+}
 
 tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode)
 {

@@ -37,6 +37,8 @@ static tg_tensor *gelu_tanh(tg_graph *g, const tt_op_in *a) { return tg_gelu(g, 
 static tg_tensor *tanh_(tg_graph *g, const tt_op_in *a) { return tg_tanh(g, a->x); }
 static tg_tensor *exp_(tg_graph *g, const tt_op_in *a) { return tg_exp(g, a->x); }
 static tg_tensor *relu(tg_graph *g, const tt_op_in *a) { return tg_relu(g, a->x); }
+static tg_tensor *relu2(tg_graph *g, const tt_op_in *a) { return tg_relu2(g, a->x); }
+static tg_tensor *softcap(tg_graph *g, const tt_op_in *a) { return tg_softcap(g, a->x, 1.5); }
 static tg_tensor *neg(tg_graph *g, const tt_op_in *a) { return tg_neg(g, a->x); }
 /* sqrt of positives; mul stores first */
 static tg_tensor *sqrt_(tg_graph *g, const tt_op_in *a) { return tg_sqrt(g, tg_mul(g, a->x, a->x)); }
@@ -210,6 +212,8 @@ const tt_op TT_OPS[] = {
     {"tanh", tanh_, big_x},
     {"exp", exp_, big_x},
     {"relu", relu, big_x},
+    {"relu2", relu2, big_x},
+    {"softcap", softcap, big_x},
     {"neg", neg, big_x},
     {"sqrt", sqrt_, big_x},
     {"log", log_, big_x},

@@ -86,9 +86,20 @@ CONFIGS = [
     ("wide96_h8_kv2_halves_untied_T70", C(2, 8, 2, 96, 259, 70, 263, tied=False, rope="halves"), 2, 70,
      dict(wdt="F64", idt="I64", ignore=0.1, scale=0.05, head=False,
           step=(3e-3, 0.1, 0.99, 1.0))),
+    # the speedrun options (issue 23): ReLU squared with QK norm (before RoPE,
+    # GQA) and a logit cap in its bend (an ignored option fails); a tanh GELU
+    # MLP, untied, zero output projections
+    ("d24_h4_kv2_relu2_qknorm_softcap", C(2, 4, 2, 24, 45, 9, 263, tied=True, mlp="relu2", qk_norm=True,
+                                         logit_softcap=2.0, norm_eps=1e-4), 2, 9,
+     dict(wdt="F64", idt="I64", ignore=0.2, scale=0.3, head=False,
+          step=(5e-3, 0.1, 0.99, 0.0))),
+    ("d16_h2_gelu_tanh_untied_zeroproj", C(2, 2, 2, 16, 33, 7, 261, tied=False, mlp="gelu", gelu="tanh",
+                                          zero_init_proj=True, qk_norm=True, rope="halves"), 3, 7,
+     dict(wdt="F64", idt="I32", ignore=0.1, scale=0.3, head=False,
+          step=(5e-3, 0.1, 0.99, 1.0))),
 ]
 QUICK = ("d28_h7_kv7_tied_head_Tfull", "d28_h7_mqa_untied_B1_Tshort", "d32_h8_kv2_halves_untied_sharp",
-         "wide96_h6_kv6_tied_T70")
+         "wide96_h6_kv6_tied_T70", "d24_h4_kv2_relu2_qknorm_softcap", "d16_h2_gelu_tanh_untied_zeroproj")
 
 
 def random_weights(cfg, rng, scale):
@@ -101,6 +112,8 @@ def random_weights(cfg, rng, scale):
             out[n] = 1.0 + 0.1 * rng.standard_normal(shape)
         else:
             out[n] = scale * rng.standard_normal(shape)
+        if cfg.get("zero_init_proj") and n.endswith(("wo.weight", "w2.weight", "c_proj.weight")):
+            out[n] = np.zeros(shape)
     return out
 
 
@@ -205,6 +218,19 @@ def np_silu(x):
     return np.vectorize(lambda v: v / (1.0 + math.exp(-v)))(x)
 
 
+def np_qk(cfg, x, n_heads, dh):
+    """QK norm when cfg has it: each head's dh values of each row (T, n_heads dh)
+    over sqrt(their mean square + norm_eps), one at a time."""
+    if not cfg.get("qk_norm"):
+        return x
+    out = np.array(x)
+    for i in range(x.shape[0]):
+        for h in range(n_heads):
+            seg = x[i, h * dh:(h + 1) * dh]
+            out[i, h * dh:(h + 1) * dh] = seg / math.sqrt(sum(e * e for e in seg) / dh + cfg["norm_eps"])
+    return out
+
+
 def np_loss(cfg, w, idx, targets):
     """Naive float64 loss from the model.py-named weights: one sequence and
     one position at a time, explicit loops over heads, keys and RoPE pairs;
@@ -220,8 +246,9 @@ def np_loss(cfg, w, idx, targets):
         for L in range(cfg["n_layer"]):
             pre = "layers.%d." % L
             xn = np_rmsnorm(x, w[pre + "attention_norm.weight"], eps)
-            q = np_rope(xn @ w[pre + "attention.wq.weight"].T, nh, dh, cfg["rope_theta"], halves)
-            k = np_rope(xn @ w[pre + "attention.wk.weight"].T, nkv, dh, cfg["rope_theta"], halves)
+            q = np_rope(np_qk(cfg, xn @ w[pre + "attention.wq.weight"].T, nh, dh), nh, dh, cfg["rope_theta"], halves)
+            k = np_rope(np_qk(cfg, xn @ w[pre + "attention.wk.weight"].T, nkv, dh), nkv, dh, cfg["rope_theta"],
+                        halves)
             v = xn @ w[pre + "attention.wv.weight"].T
             y = np.zeros((t, c))
             for h in range(nh):
@@ -236,9 +263,23 @@ def np_loss(cfg, w, idx, targets):
                     y[i, h * dh:(h + 1) * dh] = sum(a[j] * vs[j] for j in range(i + 1))
             x = x + y @ w[pre + "attention.wo.weight"].T
             hn = np_rmsnorm(x, w[pre + "ffn_norm.weight"], eps)
-            gate = np_silu(hn @ w[pre + "feed_forward.w1.weight"].T) * (hn @ w[pre + "feed_forward.w3.weight"].T)
-            x = x + gate @ w[pre + "feed_forward.w2.weight"].T
+            kind = cfg.get("mlp", "swiglu")
+            if kind == "swiglu":
+                gate = np_silu(hn @ w[pre + "feed_forward.w1.weight"].T) * (hn @ w[pre + "feed_forward.w3.weight"].T)
+                x = x + gate @ w[pre + "feed_forward.w2.weight"].T
+            else:
+                u = hn @ w[pre + "feed_forward.c_fc.weight"].T
+                if kind == "relu2":
+                    u = np.maximum(u, 0) ** 2
+                elif cfg.get("gelu") == "tanh":
+                    u = np.vectorize(lambda v: 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) *
+                                                                        (v + 0.044715 * v ** 3))))(u)
+                else:
+                    u = np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))(u)
+                x = x + u @ w[pre + "feed_forward.c_proj.weight"].T
         logits = np_rmsnorm(x, w["norm.weight"], eps) @ head.T
+        if cfg.get("logit_softcap", 0) > 0:
+            logits = cfg["logit_softcap"] * np.tanh(logits / cfg["logit_softcap"])
         for i in range(t):
             if targets[bi, i] == -1:
                 continue

@@ -40,6 +40,11 @@ import torch_gpt as tg  # noqa: E402
 
 TIED = ("lm_head.weight", "transformer.wte.weight")   # the head is the embedding
 
+
+def tied(cfg):
+    """TIED, or None for a model with its own lm_head (--untie-head)."""
+    return None if cfg.get("untie_head") else TIED
+
 # name, config, B, T, options
 #   wdt: dtype of the weights file for the f64 runs; idt: batch int dtype;
 #   ignore: fraction of targets set to -1 (row_ignored: one whole row -1);
@@ -79,8 +84,21 @@ CONFIGS = [
     ("wide100_h5_bias_T70", tg.make_config(2, 5, 100, 70, 67, bias=True), 3, 70,
      dict(wdt="F32", idt="I64", ignore=0.1, scale=0.05, head=True,
           step=(3e-3, 0.1, 0.99, 1.0))),
+    # the speedrun options (issue 23): ReLU squared, QK norm and a logit cap in
+    # its bend (|logits| about the cap: an ignored cap fails); SwiGLU, an
+    # untied head and zero output projections (their gradients are the only
+    # ones of the block's path that are not zero at first)
+    ("relu2_qknorm_softcap_h3", tg.make_config(2, 3, 12, 7, 13, bias=True, mlp="relu2", qk_norm=True,
+                                               logit_softcap=1.5), 2, 7,
+     dict(wdt="F64", idt="I64", ignore=0.2, scale=0.5, head=False,
+          step=(5e-3, 0.1, 0.99, 0.0))),
+    ("swiglu_untied_zeroproj_h2", tg.make_config(2, 2, 8, 6, 11, bias=False, mlp="swiglu", untie_head=True,
+                                                 zero_init_proj=True), 3, 6,
+     dict(wdt="F64", idt="I32", ignore=0.1, scale=0.3, head=True,
+          step=(5e-3, 0.1, 0.99, 1.0))),
 ]
-QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70", "tanh_gelu_h3_bias")
+QUICK = ("odd6_bias_Tfull", "odd10_h5_nobias_B1", "onehead_bias_Tshort", "wide100_h5_bias_T70", "tanh_gelu_h3_bias",
+         "relu2_qknorm_softcap_h3", "swiglu_untied_zeroproj_h2")
 
 
 def random_weights(cfg, rng, scale):
@@ -100,12 +118,14 @@ def random_weights(cfg, rng, scale):
             out[n] = 0.1 * rng.standard_normal(shape)
         else:
             out[n] = scale * rng.standard_normal(shape)
+        if cfg.get("zero_init_proj") and (n.endswith("c_proj.weight") or n.endswith("mlp.w2.weight")):
+            out[n] = np.zeros(shape)
     return out
 
 
 def write_weights(path, w, cfg, dtype, head):
     tensors = pc.weights_in(w, dtype)
-    if head:
+    if head and not cfg.get("untie_head"):
         tensors["lm_head.weight"] = tensors["transformer.wte.weight"]
     st.write(path, tensors, tg.config_to_meta(cfg))
 
@@ -137,20 +157,20 @@ def run_config(binary, tmp, name, cfg, b, t, opt, seed, checks):
     write_weights(wpath, w64, cfg, opt["wdt"], opt["head"])
     label = "%s eval f64 (W %s, batch %s, B=%d T=%d)" % (name, opt["wdt"], opt["idt"], b, t)
     pc.check_eval(binary, label, "f64", wpath, bpath, os.path.join(d, "grads_f64.safetensors"),
-                  torch_ref_eval(cfg, w64, idx, targets), checks, tied=TIED)
+                  torch_ref_eval(cfg, w64, idx, targets), checks, tied=tied(cfg))
 
     # --- eval f32: weights rounded to f32, reference in f64 on those
     w32 = pc.rounded_to_f32(w)
     w32path = os.path.join(d, "w_f32.safetensors")
     write_weights(w32path, w32, cfg, "F32", opt["head"])
     pc.check_eval(binary, "%s eval f32" % name, "f32", w32path, bpath, os.path.join(d, "grads_f32.safetensors"),
-                  torch_ref_eval(cfg, w32, idx, targets), checks, tied=TIED)
+                  torch_ref_eval(cfg, w32, idx, targets), checks, tied=tied(cfg))
 
     # --- step f64
     lr, wd, beta2, clip = opt["step"]
     label = "%s step f64 x%d (lr %g wd %g beta2 %g clip %g)" % (name, pc.STEPS, lr, wd, beta2, clip)
     pc.check_step(binary, label, wpath, bpath, os.path.join(d, "w_after.safetensors"), opt["step"],
-                  torch_ref_step(cfg, w64, idx, targets, lr, wd, beta2, clip), checks, tied=TIED)
+                  torch_ref_step(cfg, w64, idx, targets, lr, wd, beta2, clip), checks, tied=tied(cfg))
 
 
 # ---- --self-test: the torch side checked without the binary ---------------
@@ -197,14 +217,28 @@ def np_loss(cfg, w, idx, targets):
                 q = qkv[:, h * dh:(h + 1) * dh]
                 k = qkv[:, c + h * dh:c + (h + 1) * dh]
                 v = qkv[:, 2 * c + h * dh:2 * c + (h + 1) * dh]
+                if cfg.get("qk_norm"):
+                    q = np.stack([r / np.sqrt(sum(e * e for e in r) / dh + 1e-5) for r in q])
+                    k = np.stack([r / np.sqrt(sum(e * e for e in r) / dh + 1e-5) for r in k])
                 for i in range(t):
                     s = np.array([np.dot(q[i], k[j]) / np.sqrt(dh) for j in range(i + 1)])
                     e = np.exp(s - s.max())
                     a = e / e.sum()
                     y[i, h * dh:(h + 1) * dh] = sum(a[j] * v[j] for j in range(i + 1))
             x = x + lin(y, pre + "attn.c_proj")
-            x = x + lin(np_gelu(lin(ln(x, pre + "ln_2"), pre + "mlp.c_fc"), cfg.get("gelu", "erf")), pre + "mlp.c_proj")
-        logits = ln(x, "transformer.ln_f") @ w["transformer.wte.weight"].T
+            x2 = ln(x, pre + "ln_2")
+            kind = cfg.get("mlp", "gelu")
+            if kind == "swiglu":
+                a = lin(x2, pre + "mlp.w1")
+                x = x + lin(a / (1 + np.exp(-a)) * lin(x2, pre + "mlp.w3"), pre + "mlp.w2")
+            else:
+                hid = lin(x2, pre + "mlp.c_fc")
+                hid = np.maximum(hid, 0) ** 2 if kind == "relu2" else np_gelu(hid, cfg.get("gelu", "erf"))
+                x = x + lin(hid, pre + "mlp.c_proj")
+        head = w["lm_head.weight"] if cfg.get("untie_head") else w["transformer.wte.weight"]
+        logits = ln(x, "transformer.ln_f") @ head.T
+        if cfg.get("logit_softcap", 0) > 0:
+            logits = cfg["logit_softcap"] * np.tanh(logits / cfg["logit_softcap"])
         for i in range(t):
             if targets[bi, i] == -1:
                 continue
@@ -274,7 +308,7 @@ def self_test(checks):
             m2 = tg.load_model(path)
             same = m2.cfg == cfg and all(np.array_equal(a, w[n]) for n, a in
                                          tg.state_to_numpy(m2).items())
-            checks.record(same and m2.lm_head.weight is m2.transformer.wte.weight,
+            checks.record(same and (m2.lm_head.weight is m2.transformer.wte.weight) != bool(cfg.get("untie_head")),
                           "selftest %s save/load round trip" % name, "config %r" % m2.cfg)
 
         cfg = tg.make_config(2, 2, 4, 5, 7, bias=True)

@@ -546,6 +546,8 @@ static void c_tanh_null(fx *f) { ptr(f, tg_tanh(f->g, NULL)); }
 static void c_sqrt_null(fx *f) { ptr(f, tg_sqrt(f->g, NULL)); }
 static void c_relu_null(fx *f) { ptr(f, tg_relu(f->g, NULL)); }
 static void c_gelu_mode(fx *f) { ptr(f, tg_gelu(f->g, f->x, (tg_gelu_mode)7)); }
+static void c_relu2_null(fx *f) { ptr(f, tg_relu2(f->g, NULL)); }
+static void c_softcap_zero(fx *f) { ptr(f, tg_softcap(f->g, f->x, 0)); }
 static void c_sum_axis(fx *f) { ptr(f, tg_sum(f->g, f->x, 5, false)); }
 static void c_mean_axis(fx *f) { ptr(f, tg_mean(f->g, f->x, INT_MIN, true)); }
 static void c_sum_all_null(fx *f) { ptr(f, tg_sum_all(f->g, NULL)); }
@@ -776,6 +778,7 @@ static void c_mlp_init_kind(fx *f)
 {
     num(f, tg_mlp_init(&mlp, f->p, "mlp", (tg_mlp_kind)7, 4, 16, false, 0, f->err, sizeof f->err));
 }
+static void c_ffn_kind_name_bad(fx *f) { text(f, tg_ffn_kind_name((tg_ffn_kind)4)); }
 static void c_mlp_init_dropout(fx *f)
 {
     num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_SWIGLU, 4, 16, false, 1, f->err, sizeof f->err));
@@ -1927,6 +1930,8 @@ static const api_case CASES[] = {
     {"tg_sqrt(g, NULL)", "NULL", "sqrt: input 0 is NULL", c_sqrt_null},
     {"tg_relu(g, NULL)", "NULL", "relu: input 0 is NULL", c_relu_null},
     {"tg_gelu(g, x, mode 7)", "NULL", "gelu: unknown mode 7", c_gelu_mode},
+    {"tg_relu2(g, NULL)", "NULL", "relu2: input 0 is NULL", c_relu2_null},
+    {"tg_softcap(g, x, 0)", "NULL", "softcap: the cap must be finite and > 0, got 0", c_softcap_zero},
     {"tg_sum(g, x (2,3), axis 5)", "NULL", "sum: axis 5 out of range", c_sum_axis},
     {"tg_mean(g, x, axis INT_MIN)", "NULL", "mean: axis -2147483648 out of range", c_mean_axis},
     {"tg_sum_all(g, NULL)", "NULL", "sum_all: input 0 is NULL", c_sum_all_null},
@@ -2063,6 +2068,7 @@ static const api_case CASES[] = {
      "linear_init: the name is 249 bytes, and '<name>.weight' is over TG_NN_NAME_MAX (255)", c_mha_init_over},
     {"tg_mha_init(m, p, a name of 241 bytes, separate, bias)", "0, <name>.c_proj.weight", NULL, c_mha_init_max},
     {"tg_mlp_init(m, p, \"mlp\", kind 7, ...)", "-1", "mlp 'mlp': unknown kind 7", c_mlp_init_kind},
+    {"tg_ffn_kind_name(4)", "(NULL)", NULL, c_ffn_kind_name_bad},
     {"tg_mlp_init(m, p, \"mlp\", SWIGLU, 4, 16, false, dropout 1, ...)", "-1",
      "mlp 'mlp': dropout must be in [0, 1), got 1", c_mlp_init_dropout},
     {"tg_mlp_init_normal(NULL, r, ...)", "returns", NULL, c_mlp_init_normal_nom},

@@ -1,4 +1,4 @@
-/* ops/unary.c: scale, neg, exp, log, tanh, sqrt, relu and gelu. */
+/* ops/unary.c: scale, neg, exp, log, tanh, sqrt, relu, gelu, relu2 and softcap. */
 #include "tg_test.h"
 
 /* ---- gradchecks ----------------------------------------------------- */
@@ -10,7 +10,9 @@ static tg_tensor *apply_un(tg_graph *g, tg_tensor **in, void *ctx) { return ((un
 static tg_tensor *scale_by_3(tg_graph *g, tg_tensor *x) { return tg_scale(g, x, -3.0); }
 static tg_tensor *gelu_erf(tg_graph *g, tg_tensor *x) { return tg_gelu(g, x, TG_GELU_ERF); }
 static tg_tensor *gelu_tanh(tg_graph *g, tg_tensor *x) { return tg_gelu(g, x, TG_GELU_TANH); }
-static const unop UNOPS[] = {scale_by_3, tg_neg, tg_exp, tg_log, tg_tanh, tg_sqrt, tg_relu, gelu_erf, gelu_tanh};
+static tg_tensor *softcap_2(tg_graph *g, tg_tensor *x) { return tg_softcap(g, tg_scale(g, x, 3.0), 2.0); }
+static const unop UNOPS[] = {scale_by_3, tg_neg, tg_exp, tg_log, tg_tanh, tg_sqrt, tg_relu, gelu_erf, gelu_tanh,
+                             tg_relu2, softcap_2};
 
 START_TEST(unary_gradcheck)
 {
@@ -21,7 +23,7 @@ START_TEST(unary_gradcheck)
         double *v = x->data;
         for (int64_t i = 0; i < x->numel; i++) {
             if (_i == 3 || _i == 5) v[i] = fabs(v[i]) + 0.1;        /* log, sqrt: x > 0 */
-            if (_i == 6 && fabs(v[i]) < 1e-3) v[i] = 0.5;           /* relu: away from the kink */
+            if ((_i == 6 || _i == 9) && fabs(v[i]) < 1e-3) v[i] = 0.5; /* relu, relu2: away from the kink */
         }
         tt_assert_gradcheck(apply_un, (void *)&UNOPS[_i], 1, (&x));
         tg_graph_free(g);
@@ -62,6 +64,67 @@ START_TEST(unary_values)
     for (int i = 0; i < 5; i++) ck_assert_double_eq_tol(((double *)l->data)[i], xv[i], 1e-15);
     ck_assert_ptr_null(tg_graph_error(g));
     tg_graph_free(g);
+}
+END_TEST
+
+/* relu2 and softcap against their formulas, and softcap's cap: |y| < s,
+ * y ~ x for |x| << s */
+START_TEST(relu2_softcap_values)
+{
+    tg_graph *g = tg_graph_new();
+    double xv[] = {-2, -0.5, 0, 1e-3, 1, 3, 40, -1e6};
+    tg_tensor *x = tg_tensor_from(g, TG_F64, TT_SHAPE(8), xv);
+    tg_tensor *r2 = tg_relu2(g, x), *sc = tg_softcap(g, x, 15.0);
+    for (int i = 0; i < 8; i++) {
+        double v = xv[i], r = v > 0 ? v : 0;
+        ck_assert_double_eq(((double *)r2->data)[i], r * r);
+        ck_assert_double_eq_tol(((double *)sc->data)[i], 15 * tanh(v / 15), 1e-15 * 15);
+        ck_assert(fabs(((double *)sc->data)[i]) <= 15);
+    }
+    ck_assert_double_eq_tol(((double *)sc->data)[3], 1e-3, 2e-12);   /* near the identity: x - x^3 / (3 s^2) */
+    ck_assert_double_eq(((double *)sc->data)[7], -15);              /* saturated */
+    ck_assert_ptr_null(tg_graph_error(g));
+    tg_graph_free(g);
+}
+END_TEST
+
+/* relu2 and softcap, forward and backward, f32 against f64 on lengths
+ * across the vector width (the loops f32 and f64 share) */
+START_TEST(relu2_softcap_f32_matches_f64)
+{
+    for (int n = 1; n <= 67; n += 11) {
+        for (int op = 0; op < 2; op++) {
+            tg_graph *g = tg_graph_new();
+            tg_tensor *x64 = tt_randn(g, TT_SHAPE(n), 100 + n), *d64 = tt_randn(g, TT_SHAPE(n), 200 + n);
+            float xf[67], df[67];
+            for (int i = 0; i < n; i++) {
+                ((double *)x64->data)[i] *= 8;   /* into softcap's bend (s = 5) */
+                xf[i] = (float)((double *)x64->data)[i];
+                ((double *)x64->data)[i] = xf[i];   /* both sides on the same inputs */
+                df[i] = (float)((double *)d64->data)[i];
+                ((double *)d64->data)[i] = df[i];
+            }
+            tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), xf), *d32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), df);
+            tg_tensor_set_requires_grad(g, x64, true);
+            tg_tensor_set_requires_grad(g, x32, true);
+            tg_tensor *y64 = op ? tg_softcap(g, x64, 5.0) : tg_relu2(g, x64);
+            tg_tensor *y32 = op ? tg_softcap(g, x32, 5.0) : tg_relu2(g, x32);
+            ck_assert_int_eq(y32->dtype, TG_F32);
+            ck_assert_int_eq(tg_graph_backward(g, tg_sum_all(g, tg_mul(g, y64, d64))), 0);
+            ck_assert_int_eq(tg_graph_backward(g, tg_sum_all(g, tg_mul(g, y32, d32))), 0);
+            for (int i = 0; i < n; i++) {
+                double a = ((double *)y64->data)[i], b = ((float *)y32->data)[i];
+                double ga = ((double *)x64->grad)[i], gb = ((float *)x32->grad)[i];
+                /* relu2: one rounding (2^-24 relative); softcap: s tanh(x/s) and
+                 * 1 - (y/s)^2 within a few float roundings of s = 5 */
+                ck_assert_msg(fabs(a - b) <= (op ? 3e-6 : 1.2e-7) * fabs(a) + (op ? 5 * 3e-7 : 0),
+                              "%s y[%d]: f64 %.9g f32 %.9g", op ? "softcap" : "relu2", i, a, b);
+                ck_assert_msg(fabs(ga - gb) <= 3e-6 * (fabs(ga) + fabs(((double *)d64->data)[i])),
+                              "%s dx[%d]: f64 %.9g f32 %.9g", op ? "softcap" : "relu2", i, ga, gb);
+            }
+            tg_graph_free(g);
+        }
+    }
 }
 END_TEST
 
@@ -123,6 +186,16 @@ START_TEST(unary_errors_named)
     tg_graph_reset(g);
     ck_assert_ptr_null(tg_relu(g, NULL));
     tt_assert_error(g, "relu: input 0 is NULL");
+    tg_graph_reset(g);
+    ck_assert_ptr_null(tg_relu2(g, tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2))));
+    tt_assert_error(g, "relu2: x must be f32 or f64, got i32 (2,2)");
+    tg_graph_reset(g);
+    const double caps[] = {0, -1, INFINITY, NAN};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_ptr_null(tg_softcap(g, tg_tensor_from(g, TG_F64, TT_SHAPE(2), neg), caps[i]));
+        tt_assert_error(g, "softcap: the cap must be finite and > 0");
+        tg_graph_reset(g);
+    }
     tg_graph_free(g);
 }
 END_TEST
@@ -131,6 +204,7 @@ END_TEST
 int main(void)
 {
     return tt_main("ops_unary", "unary", 0,
-                   TT_TESTS(TT_LOOP(unary_gradcheck, 9), unary_values, sqrt_gradient_at_zero_is_zero, f32_matches_f64,
+                   TT_TESTS(TT_LOOP(unary_gradcheck, 11), unary_values, relu2_softcap_values,
+                            relu2_softcap_f32_matches_f64, sqrt_gradient_at_zero_is_zero, f32_matches_f64,
                             unary_errors_named));
 }

@@ -257,6 +257,41 @@ expect_fail "--gelu is fixed on resume" "--gelu erf differs from the run's tanh"
   "$bin" train "${small[@]}" --steps 4 --gelu erf --resume --out "$work/gt"
 expect_fail "--gelu's values" "--gelu: 'fast' is not erf or tanh" "$bin" train --gelu fast --out "$work/gx"
 expect_fail "--gelu on a llama" "--gelu is a setting of --arch gpt" "$bin" train --arch llama --gelu tanh --out "$work/gx"
+# issue 23's options are the model's: in the checkpoint (absent when off), fixed on resume and --init,
+# and sample, eval and the exports take or refuse the model
+opts=(--mlp relu2 --qk-norm --zero-init-proj --untie-head --logit-softcap 15)
+"$bin" train "${small[@]}" --steps 3 --eval-interval 3 --eval-iters 2 "${opts[@]}" --out "$work/op" >/dev/null 2>&1
+h=$(header "$work/op/last.safetensors")
+for kv in '"mlp":"relu2"' '"qk_norm":"true"' '"zero_init_proj":"true"' '"tied":"false"' '"logit_softcap":"15"'; do
+  grep -qF "$kv" <<<"$h" && ok "--mlp relu2 --qk-norm ...: the checkpoint holds $kv" || bad "options: no $kv in $h"
+done
+head -c 65536 "$work/op/last.safetensors" | grep -qa '"lm_head.weight"' &&
+  ok "--untie-head: the checkpoint holds lm_head.weight" || bad "--untie-head: no lm_head.weight tensor"
+! head -c 65536 "$work/ge/last.safetensors" | grep -qa '"lm_head.weight"' &&
+  ok "a default GPT's checkpoint holds no lm_head.weight" || bad "a default GPT has lm_head.weight"
+h=$(header "$work/ge/last.safetensors")
+! grep -qE '"(mlp|qk_norm|zero_init_proj|tied|logit_softcap|lm_head.weight)"' <<<"$h" &&
+  ok "a default GPT's checkpoint has none of the options' keys (today's file)" || bad "default keys: $h"
+out=$("$bin" sample --ckpt "$work/op/last.safetensors" --tokens 8 2>&1) && out=$("$bin" eval --ckpt "$work/op/last.safetensors" 2>&1) &&
+  ok "sample and eval run a checkpoint with every option" || bad "options sample/eval: $out"
+expect_fail "--qk-norm is fixed on resume" "--qk-norm is on but" \
+  "$bin" train "${small[@]}" --steps 4 --qk-norm --resume --out "$work/ge"
+expect_fail "--mlp is fixed on resume" "--mlp swiglu differs from the run's relu2" \
+  "$bin" train "${small[@]}" --steps 4 --mlp swiglu --resume --out "$work/op"
+expect_fail "--mlp's values" "--mlp: 'relu3' is not gelu, relu2 or swiglu" "$bin" train --mlp relu3 --out "$work/gx"
+expect_fail "--gelu with another MLP" "--gelu is a setting of --mlp gelu (this run's MLP is relu2)" \
+  "$bin" train --mlp relu2 --gelu tanh --out "$work/gx"
+expect_fail "--tied true with --untie-head" "--tied true contradicts --untie-head true" \
+  "$bin" train --arch llama --tied true --untie-head --out "$work/gx"
+"$bin" train "${small[@]}" --steps 3 --eval-interval 3 --eval-iters 2 --arch llama --qk-norm --out "$work/lq" >/dev/null 2>&1
+expect_fail "a llama2.c export of a model run.c cannot compute" "this model has --qk-norm, which llama2.c's run.c cannot express" \
+  "$bin" export --ckpt "$work/lq/last.safetensors" --format llama2c --out "$work/op.bin"
+expect_fail "a GGUF export of a QK-norm Llama" "this model has --qk-norm, which llama.cpp's architecture" \
+  "$bin" export --ckpt "$work/lq/last.safetensors" --format gguf --out "$work/lq.gguf"
+expect_fail "an HF export of a ReLU-squared GPT" "this model has --mlp relu2, which transformers'" \
+  "$bin" export --ckpt "$work/op/last.safetensors" --format hf --out "$work/op_hf"
+[ ! -e "$work/op.bin" ] && [ ! -e "$work/lq.gguf" ] && [ ! -e "$work/op_hf/config.json" ] &&
+  ok "a refused export writes nothing" || bad "a refused export left a file"
 # docs/distributed.md's commands read files a clone has or that the page downloads
 doc=$src/docs/distributed.md
 missing=""

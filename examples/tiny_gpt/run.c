@@ -47,16 +47,17 @@ int config_fields(const tg_model_config *c, kv_list *l)
 {
     const char *k[8] = {"n_layer", "n_head", "n_embd", "block_size", "vocab_size", "n_kv_head", "hidden_dim", NULL};
     const int n[7] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, c->n_kv_head, c->hidden_dim};
-    const char *b[4] = {"bias", "rope_halves", "tied", NULL};
-    const bool f[3] = {c->bias, c->rope_halves, c->tied};
-    const char *d[3] = {"rope_theta", "norm_eps", "dropout"};
-    const double x[3] = {c->rope_theta, c->norm_eps, c->dropout};
+    const char *b[7] = {"bias", "rope_halves", "tied", "qk_norm", "zero_init_proj", "untie_head", NULL};
+    const bool f[6] = {c->bias, c->rope_halves, c->tied, c->qk_norm, c->zero_init_proj, c->untie_head};
+    const char *d[4] = {"rope_theta", "norm_eps", "dropout", "logit_softcap"};
+    const double x[4] = {c->rope_theta, c->norm_eps, c->dropout, c->logit_softcap};
     char v[40];
     int rc = kv_add(l, "arch", c->arch ? c->arch : "");
     rc |= kv_add(l, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf");
     for (int i = 0; k[i]; i++) snprintf(v, sizeof v, "%d", n[i]), rc |= kv_add(l, k[i], v);
     for (int i = 0; b[i]; i++) rc |= kv_add(l, b[i], f[i] ? "true" : "false");
-    for (int i = 0; i < 3; i++) snprintf(v, sizeof v, "%.17g", x[i]), rc |= kv_add(l, d[i], v);
+    for (int i = 0; i < 4; i++) snprintf(v, sizeof v, "%.17g", x[i]), rc |= kv_add(l, d[i], v);
+    rc |= kv_add(l, "mlp", tg_ffn_kind_name(c->mlp) ? tg_ffn_kind_name(c->mlp) : "?");
     return rc ? -1 : 0;
 }
 

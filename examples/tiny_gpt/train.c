@@ -216,6 +216,39 @@ static int start_from(trainer *t)
     return 0;
 }
 
+/* --mlp's value as a tg_ffn_kind (checked before: "default" otherwise). */
+static tg_ffn_kind ffn_kind(const char *s)
+{
+    return !strcmp(s, "gelu") ? TG_FFN_GELU : !strcmp(s, "relu2") ? TG_FFN_RELU2
+         : !strcmp(s, "swiglu") ? TG_FFN_SWIGLU : TG_FFN_DEFAULT;
+}
+
+/* The architecture options given with --init or --resume must be the
+ * weights' (their keys are absent from a file without them, so
+ * run_restore cannot see a difference): 0, or -1 naming the flag. */
+static int check_options_against(trainer *t, const tg_model_config *c)
+{
+    const train_opts *o = &t->o;
+    const bool llama = !strcmp(c->arch, "llama");
+    const tg_ffn_kind fam = llama ? TG_FFN_SWIGLU : TG_FFN_GELU, want = ffn_kind(o->mlp);
+    const tg_ffn_kind have = c->mlp == TG_FFN_DEFAULT ? fam : c->mlp;
+    const char *from = o->resume ? t->path[LAST] : o->init;
+    if (args_seen(t->specs, t->n_specs, "mlp") && (want == TG_FFN_DEFAULT ? fam : want) != have)
+        return failf(t, "--mlp %s differs from %s's %s; the model's shape is fixed", o->mlp, from,
+                     tg_ffn_kind_name(have));
+    const struct { const char *flag; bool want, have; } sw[] = {
+        {"qk-norm", o->qk_norm, c->qk_norm}, {"zero-init-proj", o->zero_init_proj, c->zero_init_proj},
+        {"untie-head", o->untie_head, !c->tied}};
+    for (int i = 0; i < 3; i++)
+        if (args_seen(t->specs, t->n_specs, sw[i].flag) && sw[i].want != sw[i].have)
+            return failf(t, "--%s is %s but %s's model was made %s it; the model's shape is fixed", sw[i].flag,
+                         sw[i].want ? "on" : "off", from, sw[i].have ? "with" : "without");
+    if (args_seen(t->specs, t->n_specs, "logit-softcap") && o->logit_softcap != c->logit_softcap)
+        return failf(t, "--logit-softcap %g differs from %s's %g; the model's shape is fixed", o->logit_softcap, from,
+                     c->logit_softcap);
+    return 0;
+}
+
 /* The settings that are fixed now: dtype and attention path, and warnings. */
 static int check_settings(trainer *t)
 {
@@ -235,8 +268,19 @@ static int check_settings(trainer *t)
         return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
     if (strcmp(o->gelu, "erf") && strcmp(o->gelu, "tanh"))
         return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu);
-    if (llama && !t->from && args_seen(t->specs, t->n_specs, "gelu"))
-        return failf(t, "--gelu is a setting of --arch gpt (the Llama's MLP is SwiGLU)");
+    if (strcmp(o->mlp, "default") && strcmp(o->mlp, "gelu") && strcmp(o->mlp, "relu2") && strcmp(o->mlp, "swiglu"))
+        return failf(t, "--mlp: '%s' is not gelu, relu2 or swiglu", o->mlp);
+    if (llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu"))
+        return failf(t, "--gelu is a setting of --arch gpt or --mlp gelu (the Llama's MLP is SwiGLU)");
+    if (!llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu") &&
+        strcmp(o->mlp, "default"))
+        return failf(t, "--gelu is a setting of --mlp gelu (this run's MLP is %s)", o->mlp);
+    if (llama && args_seen(t->specs, t->n_specs, "tied") && args_seen(t->specs, t->n_specs, "untie-head") &&
+        o->tied == o->untie_head)
+        return failf(t, "--tied %s contradicts --untie-head %s (--untie-head is --tied false)", o->tied ? "true" : "false",
+                     o->untie_head ? "true" : "false");
+    if (o->logit_softcap && !(o->logit_softcap >= 1e-3))
+        return failf(t, "--logit-softcap %g: give 0 (none) or a cap of at least 0.001", o->logit_softcap);
     static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta", "rope", "norm-eps",
                                              "tied"};
     for (size_t i = 0; !llama && !t->from && i < sizeof llama_only / sizeof *llama_only; i++)
@@ -295,7 +339,9 @@ static int build(trainer *t)
             return -1;
     }
     if (t->from) {
-        if (tg_checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err)) return -1;
+        if (tg_checkpoint_load_model(t->from, t->dt, o->dropout, &t->m, t->err, sizeof t->err) ||
+            check_options_against(t, &t->m.config))
+            return -1;
         if (t->v.size > t->m.config.vocab_size || (t->v.kind == TG_VOCAB_BYTES && t->v.size != t->m.config.vocab_size))
             return failf(t, "the weights have vocab_size %d but the vocabulary has %d %s", t->m.config.vocab_size,
                          t->v.size, t->v.kind == TG_VOCAB_BYTES ? "characters" : "ids");
@@ -305,8 +351,13 @@ static int build(trainer *t)
                           .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
                           .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, o->multiple_of),
                           .rope_theta = o->rope_theta, .norm_eps = o->norm_eps, .rope_halves = !strcmp(o->rope, "halves"),
-                          .tied = o->tied, .dropout = o->dropout,
-                          .gelu = strcmp(o->gelu, "tanh") ? TG_GELU_ERF : TG_GELU_TANH};
+                          .tied = o->tied && !o->untie_head, .dropout = o->dropout,
+                          .gelu = strcmp(o->gelu, "tanh") ? TG_GELU_ERF : TG_GELU_TANH, .mlp = ffn_kind(o->mlp),
+                          .qk_norm = o->qk_norm, .zero_init_proj = o->zero_init_proj,
+                          .untie_head = o->untie_head || (llama && !o->tied), .logit_softcap = o->logit_softcap};
+        /* a Llama with a feed-forward of one matrix each way is 4C wide unless --hidden-dim says (the
+         * parameters of llama2.c's SwiGLU width) */
+        if (llama && !o->hidden_dim && c.mlp != TG_FFN_DEFAULT && c.mlp != TG_FFN_SWIGLU) c.hidden_dim = 4 * o->n_embd;
         if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
     }
     tg_model_set_composed(&t->m, o->attn_composed);

@@ -15,6 +15,9 @@ typedef struct train_opts {
     int n_kv_head, hidden_dim, multiple_of;    /* llama */
     double rope_theta, norm_eps;               /* llama */
     bool tied;                                 /* llama */
+    const char *mlp;                           /* default, gelu, relu2 or swiglu (issue 23's options) */
+    bool qk_norm, zero_init_proj, untie_head;
+    double logit_softcap;                      /* 0: none */
     int64_t steps, decay_steps, warmup, eval_interval, eval_iters, stop_at, log_interval;   /* decay_steps 0: steps */
     double lr, min_lr, weight_decay, beta1, beta2, grad_clip, dropout;
     const char *optimizer;                     /* adamw, or muon (Muon for the blocks' matrices) */
@@ -27,7 +30,7 @@ typedef struct train_opts {
     double bucket_mb;          /* gradient buckets summed across processes */
 } train_opts;
 
-#define TRAIN_MAX_SPECS 52
+#define TRAIN_MAX_SPECS 60
 
 /* Fills o with the defaults (nanoGPT's small CPU recipe) and specs with
  * train's flags pointing into o; returns the number of flags. */

@@ -8,7 +8,7 @@
 
 int train_specs(train_opts *o, arg_spec *specs)
 {
-    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .arch = "gpt", .rope = "interleaved", .gelu = "erf",
+    *o = (train_opts){.out = "out-tiny-gpt", .dtype = "f32", .attn = "fused", .arch = "gpt", .rope = "interleaved", .gelu = "erf", .mlp = "default",
                       .multiple_of = 32, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .n_layer = 4, .n_head = 4,
                       .n_embd = 128, .block_size = 64, .batch_size = 12, .grad_accum = 1, .steps = 2000,
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
@@ -44,8 +44,19 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"rope", ARG_STRING, &o->rope, 0, 0, "RoPE pairs: interleaved (Meta, llama2.c) or halves (Hugging Face) (llama)",
          0, ROLE_MODEL},
         {"norm-eps", ARG_DOUBLE, &o->norm_eps, 1e-30, 1, "RMSNorm eps (llama)", 0, ROLE_MODEL},
-        {"tied", ARG_BOOL, &o->tied, 0, 0, "output head tied to the token embedding (llama; a gpt's always is)", 0,
-         ROLE_MODEL},
+        {"tied", ARG_BOOL, &o->tied, 0, 0, "output head tied to the token embedding (llama; false is --untie-head)",
+         0, ROLE_MODEL},
+        {"mlp", ARG_STRING, &o->mlp, 0, 0, "the feed-forward: gelu (GPT's, 4C wide), relu2 (ReLU squared, "
+         "modded-nanogpt; 4C) or swiglu (Llama's; a gpt's 8C/3 rounded up to 32, a llama's --hidden-dim) "
+         "(default: the family's)", 0, ROLE_MODEL},
+        {"qk-norm", ARG_SWITCH, &o->qk_norm, 0, 0, "RMSNorm (no weight) of each head's q and k before RoPE and "
+         "the scores", 0, ROLE_MODEL},
+        {"zero-init-proj", ARG_SWITCH, &o->zero_init_proj, 0, 0, "the attention's and the MLP's output "
+         "projections start at zero", 0, ROLE_MODEL},
+        {"untie-head", ARG_SWITCH, &o->untie_head, 0, 0, "an output head of its own instead of the token "
+         "embedding (a llama's --tied false)", 0, ROLE_MODEL},
+        {"logit-softcap", ARG_DOUBLE, &o->logit_softcap, 0, 1e6, "logits = S tanh(logits / S) (0: none; "
+         "modded-nanogpt uses 15 or 30)", 0, ROLE_MODEL},
         {"dropout", ARG_DOUBLE, &o->dropout, 0, 0.999, "dropout probability", 0, ROLE_RUN},
         {"batch-size", ARG_INT, &o->batch_size, 1, 1 << 16, "sequences per micro-batch", 0, ROLE_FREE},
         {"grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16,
