@@ -134,4 +134,11 @@ void tg_gelu_forward_f32(int64_t n, const float *x, float *y);
 void tg_gelu_backward_f64(int64_t n, const double *x, const double *dy, double *dx, bool acc);
 void tg_gelu_backward_f32(int64_t n, const float *x, const float *dy, float *dx, bool acc);
 
+/* ---- the logit cap (ops/unary.c, ops/softcap_f32.c) -------------------- */
+
+/* y = s tanh(x / s), n elements, s > 0 (the backward, from y alone, is the
+ * loop f32 and f64 share in ops/unary_kernels.inc) */
+void tg_softcap_forward_f64(int64_t n, double s, const double *x, double *y);
+void tg_softcap_forward_f32(int64_t n, float s, const float *x, float *y);
+
 #endif

@@ -21,7 +21,9 @@
  * f32 GELU (erf) runs its own kernels (ops/gelu_f32.c), with the call-free
  * Phi and exp of fastmath_internal.h, so its loops vectorise (error of Phi
  * <= 1e-7, float rounding); its backward folds Phi and x phi into one
- * expression. f64 keeps libm.
+ * expression. f64 keeps libm. So does the soft cap's forward: f64 here,
+ * f32 in ops/softcap_f32.c (a call-free tanh that vectorises, for the
+ * (B,T,V) logits); its backward reads only y and shares its loop.
  * Long tensors are cut into chunks, one per thread. */
 #include "ops.h"
 
@@ -157,6 +159,12 @@ void tg_gelu_backward_f64(int64_t n, const double *restrict x, const double *res
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f64(x[i]);
 }
 
+/* The reference soft cap, f64: y = s tanh(x / s) */
+void tg_softcap_forward_f64(int64_t n, double s, const double *restrict x, double *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = s * tanh(x[i] / s);
+}
+
 /* ---- backward, and the chunks shared out among threads ---------------- */
 
 static void unary_backward(tg_graph *g, tg_node *nd)
@@ -177,6 +185,7 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
         const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
         float *out = (float *)j->out + lo;
         if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
+        else if (!j->backward && j->op == SOFTCAP) tg_softcap_forward_f32(n, (float)j->s, x, out);
         else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
         else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
         else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
@@ -184,6 +193,7 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
         double *out = (double *)j->out + lo;
         if (!j->backward && j->op == GELU) tg_gelu_forward_f64(n, x, out);
+        else if (!j->backward && j->op == SOFTCAP) tg_softcap_forward_f64(n, j->s, x, out);
         else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
         else if (j->op == GELU) tg_gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
         else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);

@@ -5,7 +5,7 @@
  * - Every tuned f32 kernel of ops/kernels_internal.h (softmax and
  *   log_softmax forward and backward, layernorm forward and backward,
  *   cross-entropy forward and backward, GELU's erf form forward and
- *   backward) called directly, against its f64 reference kernel called on
+ *   backward, the logit cap's forward) called directly, against its f64 reference kernel called on
  *   the same inputs (the f32 values, widened): random rows of every length
  *   in LENS (1 to 257: below, at and across the 8-lane width), with and
  *   without masks (per key, broadcast along the row, broadcast across
@@ -1165,6 +1165,77 @@ START_TEST(gelu_op_runs_the_kernels)
 }
 END_TEST
 
+/* ---- the logit cap ----------------------------------------------------- */
+
+/* y = s tanh(x / s): the kernel against the f64 reference, caps 0.3, 2.5
+ * and 15, x ~ N(0, (2s)^2) (both sides of the series/exp switch at
+ * |x / s| = 0.3), every length in LENS and 1000, and at 0, -0, +-0.3 s
+ * (the switch), tiny, huge, +-inf and NaN. Bound, with u = x / s and
+ * t = tanh u: the rounding of 1 / s and of x (1 / s) (2u |u|, moving t by
+ * (1 - t^2) of it); the series' roundings (4u |t|); the exp side's e =
+ * exp(-2|u|) within EXP_ERR plus 2|u|'s rounding (2u |u| of e), moving t
+ * by 2e / (1 + e)^2 of e's relative error, and the quotient's (3u |t|);
+ * then the product with s (u |y|). */
+START_TEST(softcap_kernel_matches_reference)
+{
+    tally w = start(61);
+    const float caps[] = {0.3f, 2.5f, 15.0f};
+    for (int c = 0; c < 3; c++)
+        for (int li = 0; li <= NLENS + 1; li++) {
+            const float s = caps[c];
+            const int n = li < NLENS ? LENS[li] : li == NLENS ? 1000 : 12;
+            float *x = fvec(n), *y = fvec(n);
+            for (int i = 0; i < n; i++) x[i] = randn(2 * s);
+            if (li == NLENS + 1) {   /* the edges */
+                const float e[12] = {0.0f, -0.0f, 0.3f * s, -0.3f * s, nextafterf(0.3f * s, 0), 1e-30f, -1e-30f,
+                                     1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+                memcpy(x, e, sizeof e);
+            }
+            double *x64 = widen(x, n), *y64 = dvec(n);
+            tg_softcap_forward_f32(n, s, x, y);
+            tg_softcap_forward_f64(n, s, x64, y64);
+            for (int i = 0; i < n; i++) {
+                if (isnan(x64[i])) {
+                    ck_assert_msg(isnan(y[i]), "softcap of NaN is %g", y[i]);
+                    continue;
+                }
+                if (x64[i] == 0) ck_assert_msg(y[i] == 0 && signbit(y[i]) == signbit(x[i]), "softcap(%g) = %g", x[i], y[i]);
+                const double u = fabs(x64[i] / s), t = tanh(u), e = exp(-2 * u);
+                const double bound = s * ((1 - t * t) * 2 * U * u + 2 * e / ((1 + e) * (1 + e)) * (EXP_ERR + 2 * U * u) +
+                                          4 * U * t) + U * fabs(y64[i]) + 4 * FLT_TRUE_MIN;
+                note(&w, "softcap y", i, y[i], y64[i], bound);
+            }
+            free(x), free(y), free(x64), free(y64);
+        }
+    check_tally(&w, "softcap");
+}
+END_TEST
+
+/* The f32 op runs the kernel (forward) and its backward from y. */
+START_TEST(softcap_op_runs_the_kernel)
+{
+    enum { N = 1001 };
+    tg_graph *g = op_graph(55);
+    float xv[N], dyv[N], y[N];
+    for (int i = 0; i < N; i++) xv[i] = randn(20), dyv[i] = randn(1);
+    tg_tensor *x = leaf32(g, TT_SHAPE(N), xv), *yo = tg_softcap(g, x, 7.5);
+    ck_assert_msg(yo, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, yo, dyv), 0);
+    tg_softcap_forward_f32(N, 7.5f, xv, y);
+    assert_same_bits("softcap y", yo->data, y, N);
+    double *x64 = widen(xv, N), *y64 = dvec(N);
+    tg_softcap_forward_f64(N, 7.5, x64, y64);
+    assert_not_reference("softcap y", y, y64, N);
+    for (int i = 0; i < N; i++) {   /* dx = dy (1 - (y / s)^2), from the kernel's y */
+        const double t = y64[i] / 7.5, want = dyv[i] * (1 - t * t);
+        ck_assert_msg(fabs(((float *)x->grad)[i] - want) <= 1e-6 * (fabs(dyv[i]) + 1e-30), "dx[%d] %.9g want %.9g", i,
+                      ((float *)x->grad)[i], want);
+    }
+    free(x64), free(y64);
+    tg_graph_free(g);
+}
+END_TEST
+
 /* ---- main ------------------------------------------------------------- */
 
 int main(void)
@@ -1176,10 +1247,12 @@ int main(void)
              TT_TESTS(softmax_forward_kernel_matches_reference, softmax_forward_kernel_errors_match_reference,
                       softmax_backward_kernels_match_reference, layernorm_forward_kernel_matches_reference,
                       layernorm_backward_kernel_matches_reference, cross_entropy_forward_kernel_matches_reference,
-                      cross_entropy_backward_kernel_matches_reference, gelu_kernels_match_reference));
+                      cross_entropy_backward_kernel_matches_reference, gelu_kernels_match_reference,
+                      softcap_kernel_matches_reference));
     tt_tcase(s, "ops", 0,
              TT_TESTS(softmax_ops_run_the_kernels, layernorm_op_runs_the_kernels, cross_entropy_op_runs_the_kernels,
                       gelu_op_runs_the_kernels, softmax_f32_matches_f64, layernorm_f32_backward_matches_f64,
-                      gelu_tanh_f32_matches_f64, gelu_f32_dense_and_extreme, gelu_f32_nonfinite));
+                      gelu_tanh_f32_matches_f64, gelu_f32_dense_and_extreme, gelu_f32_nonfinite,
+                      softcap_op_runs_the_kernel));
     return tt_run(s);
 }
