@@ -1,7 +1,9 @@
 /* safetensors files: tg_st_load on the input, then every accessor and,
  * for each small tensor, tg_st_copy_to into a tensor of its shape (every
  * dtype tapegrad holds, so the conversions and their refusals run); then
- * the optimizers' state readers (tg_muon_state_read, tg_adamw_state_read)
+ * the model config a checkpoint's metadata holds (tg_model_config_read,
+ * every family's keys and issue 23's options, and the parameter count it
+ * implies); then the optimizers' state readers (tg_muon_state_read, tg_adamw_state_read)
  * on a small store, which must leave the state as it was when they
  * refuse. */
 #include "fuzz_util.h"
@@ -86,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     (void)tg_st_at(f, n);
     (void)tg_st_find(f, "");
+    tg_model_config c;
+    if (tg_model_config_read(f, &c, err, sizeof err) == 0) (void)tg_model_num_params(&c);
     state_readers(f);
     tg_st_free(f);
     return 0;

@@ -120,6 +120,15 @@ put("safetensors", "edge_duplicate", st([], raw_header=b'{"a":{"dtype":"U8","sha
 put("safetensors", "edge_bad_json", st([], raw_header=b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]'))
 put("safetensors", "edge_meta_not_string", st([], raw_header=b'{"__metadata__":{"k":1}}'))
 put("safetensors", "edge_deep_json", st([], raw_header=b"[" * 3000 + b"]" * 3000))
+# model configs with issue 23's architecture options (tg_model_config_read's keys)
+x = [("x", "F32", [2], struct.pack("<2f", 0, 0))]
+put("safetensors", "config_gpt_options.safetensors", st(x, {"arch": "gpt", "n_layer": "2", "n_head": "2",
+    "n_embd": "8", "block_size": "8", "vocab_size": "11", "bias": "false", "dropout": "0", "gelu": "erf",
+    "tied": "false", "mlp": "relu2", "qk_norm": "true", "zero_init_proj": "true", "logit_softcap": "15"}))
+put("safetensors", "config_llama_options.safetensors", st(x, {"arch": "llama", "n_layer": "1", "n_head": "2",
+    "n_kv_head": "1", "n_embd": "8", "hidden_dim": "32", "block_size": "8", "vocab_size": "11",
+    "rope_theta": "10000", "norm_eps": "1e-05", "tied": "false", "rope": "interleaved", "bias": "false",
+    "dropout": "0", "mlp": "gelu", "gelu": "tanh", "qk_norm": "true", "logit_softcap": "30.5"}))
 
 # tokenizer files: cut ones, and one whose merges lie
 tok = read("tok.safetensors")
