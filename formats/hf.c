@@ -55,6 +55,7 @@
 #include "../core/err_internal.h"
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
+#include "gpt2_internal.h"
 
 #define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 #define HF_MAX_SHARDS 4096
@@ -503,7 +504,7 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
 
 /* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
  * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
-static void byte_chars(uint32_t cp_of[256])
+void tg_gpt2_byte_chars(uint32_t cp_of[256])
 {
     int n = 0;
     for (int b = 0; b < 256; b++) {
@@ -542,7 +543,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
 {
     uint32_t cp_of[256];
     int16_t byte_of[324];
-    byte_chars(cp_of);
+    tg_gpt2_byte_chars(cp_of);
     for (int i = 0; i < 324; i++) byte_of[i] = -1;
     for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
     const int n_all = cJSON_GetArraySize(vocab);
@@ -941,7 +942,7 @@ out:
 /* ---- export ---------------------------------------------------------------------- */
 
 /* GPT-2's byte-level string of some bytes (UTF-8 of the stand-ins). */
-static void byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
+void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -954,7 +955,7 @@ static void byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[2
 
 /* The two pieces that piece r is merged from: its bytes merged by
  * tiktoken's rule with only the pieces below r, which must leave two. */
-static int tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
+int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
 {
     const int64_t n = t->off[r + 1] - t->off[r];
     for (int64_t i = 0; i < n; i++) parts[i] = t->byte_id[t->bytes[t->off[r] + i]];
@@ -985,7 +986,7 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
         return NULL;
     }
     uint32_t cp_of[256];
-    byte_chars(cp_of);
+    tg_gpt2_byte_chars(cp_of);
     const int32_t n = tg_tok_vocab_size(t) - 1;   /* <|endoftext|> is n */
     cJSON *j = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
     cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray(), *eot = cJSON_CreateObject();
@@ -994,21 +995,21 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     int32_t *parts = tg_malloc((t->max_piece + 1) * sizeof *parts);
     bool ok = j && model && vocab && merges && added && eot && a && b && ab && parts;
     for (int32_t id = 0; ok && id < n; id++) {
-        byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
+        tg_gpt2_byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
         ok = cJSON_AddNumberToObject(vocab, a, id) != NULL;
     }
     ok = ok && cJSON_AddNumberToObject(vocab, "<|endoftext|>", n);
     for (int32_t id = 0; ok && id < n; id++) {
         if (t->off[id + 1] - t->off[id] < 2) continue;
         int32_t x, y;
-        if (tiktoken_split(t, id, parts, &x, &y)) {
+        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
             snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
                      "tokenizer.json can say", (int)id);
             ok = false;
             break;
         }
-        byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
-        byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
+        tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
+        tg_gpt2_byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
         snprintf(ab, 4 * t->max_piece + 2, "%s %s", a, b);
         cJSON *s = cJSON_CreateString(ab);
         ok = s != NULL;
