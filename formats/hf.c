@@ -538,8 +538,8 @@ static int64_t unbyte(const char *s, const int16_t byte_of[324], unsigned char *
  * merge's, and every longer piece made by one. Then merging the pair of
  * lowest merge number (the tokenizers library's rule) and merging the pair
  * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
-static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
-                                    size_t errlen)
+tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
+                                size_t errlen)
 {
     uint32_t cp_of[256];
     int16_t byte_of[324];
@@ -549,7 +549,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     const int n_all = cJSON_GetArraySize(vocab);
     tg_tokenizer *t = NULL;
     if (n_all < 257 || n_all > (1 << 24)) {
-        tg_set_err(err, errlen, "hf: %s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
+        tg_set_err(err, errlen, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
                    what, n_all);
         return NULL;
     }
@@ -570,14 +570,14 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     for (const cJSON *e = vocab->child; e; e = e->next) {
         const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
         if (!(d >= 0 && d <= n && d == floor(d))) {
-            tg_set_err(err, errlen, "hf: %s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
+            tg_set_err(err, errlen, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
                        cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
             goto fail;
         }
         const int32_t id = (int32_t)d;
         if (id == n) {
             if (strcmp(e->string, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "hf: %s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
+                tg_set_err(err, errlen, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
                            "the one taken)", what, (int)n, tg_shown(e->string, shown));
                 goto fail;
             }
@@ -585,12 +585,12 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
             continue;
         }
         if (len[id] >= 0) {
-            tg_set_err(err, errlen, "hf: %s: id %d is given twice", what, (int)id);
+            tg_set_err(err, errlen, "%s: id %d is given twice", what, (int)id);
             goto fail;
         }
         const int64_t k = unbyte(e->string, byte_of, raw + at);
         if (k <= 0) {
-            tg_set_err(err, errlen, "hf: %s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
+            tg_set_err(err, errlen, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
                        tg_shown(e->string, shown), (int)id);
             goto fail;
         }
@@ -600,7 +600,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
         at += (size_t)k;
     }
     if (!eot) {
-        tg_set_err(err, errlen, "hf: %s: no <|endoftext|> with id %d", what, (int)n);
+        tg_set_err(err, errlen, "%s: no <|endoftext|> with id %d", what, (int)n);
         goto fail;
     }
     int64_t o = 0;
@@ -613,7 +613,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
     /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
     if (!cJSON_IsArray(merges)) {
-        tg_set_err(err, errlen, "hf: %s: the merges are not a list", what);
+        tg_set_err(err, errlen, "%s: the merges are not a list", what);
         goto fail;
     }
     if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
@@ -637,11 +637,11 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
         int32_t r = -1;
         if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
         if (r < 0) {
-            tg_set_err(err, errlen, "hf: %s: merge %d does not join two pieces into a third", what, (int)k);
+            tg_set_err(err, errlen, "%s: merge %d does not join two pieces into a third", what, (int)k);
             goto fail;
         }
         if (r <= last || made[r]) {
-            tg_set_err(err, errlen, "hf: %s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
+            tg_set_err(err, errlen, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
                        "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
                        (int)k - 1, (int)last);
             goto fail;
@@ -651,12 +651,12 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     }
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] - off[i] > 1 && !made[i]) {
-            tg_set_err(err, errlen, "hf: %s: piece %d is made by no merge", what, (int)i);
+            tg_set_err(err, errlen, "%s: piece %d is made by no merge", what, (int)i);
             goto fail;
         }
     goto done;
 oom:
-    tg_set_err(err, errlen, "hf: %s: out of memory", what);
+    tg_set_err(err, errlen, "%s: out of memory", what);
 fail:
     tg_tok_free(t);
     t = NULL;
@@ -707,7 +707,8 @@ static tg_tokenizer *tokenizer_json(const char *dir, char *err, size_t errlen)
         }
         const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
         if (!cJSON_IsObject(vocab)) tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
-        else t = gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "tokenizer.json", err, errlen);
+        else t = tg_gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err,
+                                   errlen);
     }
 out:
     cJSON_Delete(j);
@@ -735,7 +736,7 @@ static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
         }
         line = stop + 1;
     }
-    t = gpt2_tokenizer(vocab, merges, "vocab.json + merges.txt", err, errlen);
+    t = tg_gpt2_tokenizer(vocab, merges, "hf: vocab.json + merges.txt", err, errlen);
     goto out;
 oom:
     tg_set_err(err, errlen, "hf: out of memory");
