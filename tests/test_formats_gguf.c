@@ -10,7 +10,13 @@
  *   space in front; GPT-2's tiktoken ranks are its "gpt2" model with the
  *   merges, pre-tokenizer gpt-2 and <|endoftext|> a control token.
  * - Refused, naming why and writing nothing: a GPT of bare ids, a Llama
- *   of a text's bytes. */
+ *   of a text's bytes.
+ * - The import of such a file gives the checkpoint back (weights bit for
+ *   bit, a tanh GPT with biases, GPT-2's ranks); a gpt2 file tapegrad
+ *   cannot run (another MLP width or eps, a bias missing, another
+ *   pre-tokenizer, BOS) is refused naming the key or tensor, writing
+ *   nothing. */
+#define _GNU_SOURCE   /* memmem */
 #include "tg_test.h"
 
 #define ERRLEN 1024
@@ -137,7 +143,7 @@ static const gti *tensor(const gfile *g, const char *name)
 
 enum { L = 2, H = 2, C = 32, T = 8 };
 
-/* A GPT (biases or not) of vocabulary v saved at path; its values drawn with seed. */
+/* A GPT (biases, not zero, or none) of vocabulary v saved at path. */
 static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu)
 {
     char err[ERRLEN];
@@ -145,6 +151,11 @@ static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu
                          .vocab_size = v->size, .bias = bias, .gelu = gelu};
     tg_model m = {0};
     ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < tg_params_count(m.params); i++) {   /* biases not zero (nanoGPT's init zeroes them) */
+        tg_tensor *t = tg_params_at(m.params, i);
+        if (strstr(t->name, ".bias"))
+            for (int64_t k = 0; k < t->numel; k++) ((float *)t->data)[k] = 0.01f * (float)(k % 7 + 1);
+    }
     ck_assert_msg(tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s",
                   err);
     tg_model_free(&m);
@@ -321,10 +332,82 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
 }
 END_TEST
 
+/* Writes path's bytes to out with the first occurrence of `find` (n
+ * bytes) replaced by `with` (n bytes), at `skip` bytes past its start. */
+static void patch(const char *path, const char *out, const void *find, size_t n, size_t skip, const void *with,
+                  size_t wn)
+{
+    gfile g = {0};
+    gread(&g, path);
+    unsigned char *at = memmem(g.buf, g.len, find, n);
+    ck_assert_msg(at != NULL, "%s: no %.*s", path, (int)n, (const char *)find);
+    memcpy(at + skip, with, wn);
+    FILE *f = fopen(out, "wb");
+    ck_assert(f && fwrite(g.buf, 1, g.len, f) == g.len);
+    fclose(f);
+    free(g.buf);
+}
+
+START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
+{
+    char err[ERRLEN];
+    tg_vocab v = {0};
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err, sizeof err), 0);
+    save_gpt(tt_path("a.safetensors"), &v, true, TG_GELU_TANH);
+    tg_vocab_free(&v);
+    ck_assert_msg(export(tt_path("a.safetensors"), tt_path("a.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    /* back: the same weights, a tanh GPT with biases, GPT-2's ranks */
+    ck_assert_msg(tg_gguf_import(tt_path("a.gguf"), tt_path("b.safetensors"), TG_F32, err, sizeof err) == 0, "%s", err);
+    tg_st_file *a = tg_st_load(tt_path("a.safetensors"), err, sizeof err), *b = tg_st_load(tt_path("b.safetensors"), err,
+                                                                                          sizeof err);
+    ck_assert(a && b);
+    tg_model ma = {0}, mb = {0};
+    ck_assert_int_eq(tg_checkpoint_load_model(a, TG_F32, 0.0, &ma, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_model(b, TG_F32, 0.0, &mb, err, sizeof err), 0);
+    ck_assert(mb.config.bias && mb.config.gelu == TG_GELU_TANH && !strcmp(mb.config.arch, "gpt"));
+    ck_assert_int_eq(tg_params_count(ma.params), tg_params_count(mb.params));
+    for (int i = 0; i < tg_params_count(ma.params); i++) {
+        const tg_tensor *x = tg_params_at(ma.params, i), *y = tg_params_at(mb.params, i);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert_msg(x->numel == y->numel && !memcmp(x->data, y->data, (size_t)x->numel * 4), "%s differs", x->name);
+    }
+    tg_vocab vb = {0};
+    ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, err, sizeof err), 0);
+    ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(vb.tok) == TG_TOK_TIKTOKEN && !vb.docs);
+    tg_vocab_free(&vb);
+    tg_model_free(&ma);
+    tg_model_free(&mb);
+    tg_st_free(a);
+    tg_st_free(b);
+    /* refused, naming the key or tensor, writing nothing */
+    const uint32_t ff = 4 * C + 1;
+    const uint8_t yes = 1;
+    static const char FF[] = "gpt2.feed_forward_length", EPS[] = "gpt2.attention.layer_norm_epsilon",
+                      BIAS[] = "blk.1.attn_qkv.bias", PRE[] = "gpt-2", BOS[] = "tokenizer.ggml.add_bos_token";
+    const float eps = 1e-6f;
+    const struct { const void *find; size_t n, skip; const void *with; size_t wn; const char *why; } cases[] = {
+        {FF, sizeof FF - 1, sizeof FF - 1 + 4, &ff, 4, "key 'gpt2.feed_forward_length' = 129 is not 4 x"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 1e-06"},
+        {BIAS, sizeof BIAS - 1, sizeof BIAS - 2, "z", 1, "no tensor 'blk.1.attn_qkv.bias'"},
+        {PRE, sizeof PRE - 1, 4, "4", 1, "key 'tokenizer.ggml.pre' is 'gpt-4'"},
+        {BOS, sizeof BOS - 1, sizeof BOS - 1 + 4, &yes, 1, "key 'tokenizer.ggml.add_bos_token' is true"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        patch(tt_path("a.gguf"), tt_path("bad.gguf"), cases[i].find, cases[i].n, cases[i].skip, cases[i].with,
+              cases[i].wn);
+        remove(tt_path("c.safetensors"));
+        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, cases[i].why), "case %zu: %s", i, err);
+        ck_assert_int_eq(access(tt_path("c.safetensors"), F_OK), -1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("formats_gguf");
     tt_tcase(s, "gguf", 60, TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
-                                     what_llamacpp_cannot_read_alike_is_refused));
+                                     what_llamacpp_cannot_read_alike_is_refused,
+                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused));
     return tt_run_in_tmpdir(s, "tg_gguf_test", true);
 }
