@@ -26,7 +26,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { pathToFileURL } = require('url');
 
-const NLL_TOL = 1e-5;   // f32 export vs eval --text, relative: measured 1e-7 to 4.4e-7 (docs/formats.md)
+const NLL_TOL = 2e-6;   // f32 export vs eval --text, relative: measured 1e-7 to 4.4e-7 (docs/formats.md)
 
 const [bin, src] = process.argv.slice(2);
 if (!bin || !src) {
