@@ -96,22 +96,30 @@ typedef enum tg_gguf_type {
 TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen);
 
 /* ---- GGUF import (formats/gguf_read.c) ------------------------------------
- * A Llama GGUF file (architecture "llama", as llama.cpp's converters and
- * gguf-py write it, tapegrad's export included) as a checkpoint. */
+ * A Llama GGUF file (architecture "llama") or a GPT one ("gpt2"), as
+ * llama.cpp's converters and gguf-py write them, tapegrad's export
+ * included, as a checkpoint. */
 
 /* Reads the GGUF file at path and writes it as a checkpoint at ckpt_path
  * in dtype dt (TG_F32 or TG_F64): F32, F16, BF16 and Q8_0 tensors
- * dequantized exactly, the hyperparameters from the llama.* keys (head
- * count kv defaults to the head count, rope freq base to 10000), a tied
- * head when there is no output tensor, and the vocabulary: llama.cpp's
+ * dequantized exactly. A Llama: the hyperparameters from the llama.* keys
+ * (head count kv defaults to the head count, rope freq base to 10000), a
+ * tied head when there is no output tensor. A GPT: the gpt2.* keys (a 4 C
+ * MLP, LayerNorm eps 1e-5, no grouped-query attention), the tanh GELU
+ * llama.cpp computes, every bias (all zero: a GPT without biases), an
+ * output tensor only when it is token_embd. The vocabulary: llama.cpp's
  * "llama" tokenizer (pieces with scores, byte pieces, U+2581 for space,
- * add_space_prefix) as a TG_TOK_SPM tokenizer, or bare ids when the file
- * has none. Refused, naming the key or tensor and writing nothing:
- * another architecture, rope scaling, a rope dimension count other than
- * the head size, another tensor type or tokenizer model, a tensor
- * missing or of the wrong shape, a non-finite weight; counts and lengths
- * are checked against the file's size before anything is allocated.
- * 0, or -1 with a message naming the file. */
+ * add_space_prefix) as a TG_TOK_SPM tokenizer (a GPT's without BOS; byte
+ * tokens alone, in byte order, as a text's bytes), a GPT's "gpt2"
+ * tokenizer (tokens and merges, pre-tokenizer gpt-2) as GPT-2's tiktoken
+ * kind when each merge is tiktoken's split of its piece, or bare ids when
+ * the file has none. Refused, naming the key or tensor and writing
+ * nothing: another architecture, rope scaling, a rope dimension count
+ * other than the head size, what a GPT of tapegrad's cannot be (above),
+ * another tensor type or tokenizer model, a tensor missing or of the
+ * wrong shape, a non-finite weight; counts and lengths are checked
+ * against the file's size before anything is allocated. 0, or -1 with a
+ * message naming the file. */
 TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *err, size_t errlen);
 /* ---- the Hugging Face layout (formats/hf.c) -------------------------------
  * A directory with config.json, model.safetensors (or shards named by
