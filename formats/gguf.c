@@ -23,6 +23,13 @@
  * turns rotating (x_i, x_{i+hd/2}) into rotating (x_2i, x_2i+1) with the
  * same frequency.
  *
+ * A GPT is llama.cpp's architecture "gpt2": the "gpt2." keys, nanoGPT's
+ * tensors under llama.cpp's names (token_embd, position_embd,
+ * blk.N.attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up, ffn_down,
+ * output_norm), each with its bias (zeros for a GPT without: llama.cpp
+ * requires them), and no output tensor (the head is tied). llama.cpp's
+ * gpt2 computes the tanh GELU; an erf GPT is written as it is.
+ *
  * The tokenizer is llama.cpp's "llama" (SentencePiece-style) model, the
  * one that encodes as llama2.c's run.c does: BOS, " " in front of the
  * text, then every character merged by score, the highest first, with
@@ -30,6 +37,10 @@
  * space as U+2581 before it looks pieces up, so the byte 0x20 is the
  * token "▁" and every space in a piece is written "▁"; the learned piece
  * of id k scores -k (the lowest id merges first, as in tapegrad's BPE).
+ * A GPT's text has neither BOS nor the space: add_bos_token and
+ * add_space_prefix are false, and a GPT's byte vocabulary is byte tokens
+ * alone. GPT-2's tiktoken ranks are llama.cpp's "gpt2" model instead
+ * (byte-level pieces, merges, pre-tokenizer gpt-2).
  * docs/formats.md ("GGUF") says why this gives tapegrad's ids, and for
  * which texts it does not.
  *

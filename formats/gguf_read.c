@@ -10,12 +10,15 @@
  * written:
  *   - the architecture must be "llama" (RoPE on adjacent pairs, as Meta's
  *     and llama2.c's: tapegrad's default), without rope scaling, with a
- *     rope dimension count equal to the head size;
+ *     rope dimension count equal to the head size; or "gpt2" (a GPT with
+ *     the tanh GELU, a 4 C MLP, LayerNorm eps 1e-5, every bias, the head
+ *     tied);
  *   - tensors F32, F16, BF16 or Q8_0 (dequantized exactly: a half, a
  *     bfloat16 and a Q8_0 block's scale times its int8 are all floats);
  *   - the tokenizer llama.cpp's "llama" (SentencePiece-style pieces with
- *     scores: text/'s TG_TOK_SPM with spaces spelled U+2581), or none
- *     ("no" model): the checkpoint then holds bare ids. */
+ *     scores: text/'s TG_TOK_SPM with spaces spelled U+2581), a GPT's
+ *     "gpt2" (GPT-2's byte-level BPE: TG_TOK_TIKTOKEN), or none ("no"
+ *     model): the checkpoint then holds bare ids. */
 #include "formats.h"
 
 #include <math.h>
