@@ -487,7 +487,8 @@ static int read_config_gpt(const gguf *g, tg_model_config *c, char *err, size_t 
             if (l < c->n_layer) snprintf(name, sizeof name, "blk.%d.%s.bias", l, GPT_PARTS[k][1]);
             else snprintf(name, sizeof name, "output_norm.bias");
             const tinfo *t = find_tensor(g, name);
-            if (!t) return tg_set_err(err, errlen, "the file has no tensor '%s' (llama.cpp's gpt2 requires it)", name), -1;
+            if (!t)
+                return tg_set_err(err, errlen, "the file has no tensor '%s' (llama.cpp's gpt2 requires it)", name), -1;
             zero = zero && all_zero(g, t);
         }
     c->bias = !zero;
@@ -582,11 +583,11 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, char *err, size_t 
 {
     char sb[TG_SHOWN_SIZE], what[64];
     str pre;
-    if (!get_str(g, "tokenizer.ggml.pre", &pre) || !str_is(pre, "gpt-2"))
+    const bool has_pre = get_str(g, "tokenizer.ggml.pre", &pre);
+    if (!has_pre || !str_is(pre, "gpt-2"))
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
-                          "words with GPT-2's pattern ('gpt-2')", find(g, "tokenizer.ggml.pre") ? "'" : "absent",
-                          find(g, "tokenizer.ggml.pre") ? shown(pre, sb) : "", find(g, "tokenizer.ggml.pre") ? "'" : ""),
-               -1;
+                          "words with GPT-2's pattern ('gpt-2')", has_pre ? "'" : "absent (or not a string)",
+                          has_pre ? shown(pre, sb) : "", has_pre ? "'" : ""), -1;
     if (get_bool(g, "tokenizer.ggml.add_bos_token", false))
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
                           "BOS"), -1;

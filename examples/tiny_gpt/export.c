@@ -112,7 +112,8 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     const double erf_nll = windows_nll(&m, at, n, &preds, err, sizeof err);
     const double tanh_nll = isnan(erf_nll) ? NAN : windows_nll(&mt, at, n, &preds, err, sizeof err);
     if (isnan(tanh_nll)) goto unavailable;
-    snprintf(notice, len, "%s: on %s, %lld predictions, mean nll %.6f with erf, %.6f with tanh (%+.2e nats, %+.1e relative)",
+    snprintf(notice, len,
+             "%s: on %s, %lld predictions, mean nll %.6f with erf, %.6f with tanh (%+.2e nats, %+.1e relative)",
              head, where, (long long)preds, erf_nll, tanh_nll, tanh_nll - erf_nll,
              (tanh_nll - erf_nll) / erf_nll);
     goto done;
@@ -157,7 +158,8 @@ int cmd_export(int argc, char **argv)
     char err[2048];
     tg_dtype dt;
     int setup = command_setup("export", "--ckpt F --format llama2c --out model.bin [--tokenizer tok.bin] | --ckpt F "
-                              "--format gguf --out M.gguf [--type f32|f16|q8_0] [--text F] | --ckpt F --format hf --out DIR",
+                              "--format gguf --out M.gguf [--type f32|f16|q8_0] [--text F] | --ckpt F --format hf "
+                              "--out DIR",
                               specs, n_specs, argc, argv, &dtype, &dt, NULL, NULL, &threads);
     if (setup >= 0) return setup;
     const bool gguf = !strcmp(format, "gguf"), hf = !strcmp(format, "hf");
