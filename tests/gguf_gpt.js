@@ -26,7 +26,8 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { pathToFileURL } = require('url');
 
-const NLL_TOL = 2e-6;   // f32 export vs eval --text, relative: measured 1e-7 to 4.4e-7 (docs/formats.md)
+const NLL_TOL = 1e-5;   // f32 export vs eval --text, relative: ggml's GELU table alone costs up to 7.6e-6
+                        // (measured 8e-9 to 1.1e-6 here; docs/formats.md)
 
 const [bin, src] = process.argv.slice(2);
 if (!bin || !src) {
