@@ -84,8 +84,8 @@ const tok = path.join(work, 'tok.safetensors');
 fs.writeFileSync(path.join(work, 'tok_train.txt'), trainText.slice(0, 100000) + varied.repeat(20));
 run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-size', '700', '--out', tok]);
 const models = [
-  { name: `bytes (the text's ${new Set(Buffer.from(trainText, 'utf8')).size} bytes), biases`, dir: 'bytes', flags: ['--bias', 'true', '--steps', '300'] },
-  { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: ['--tokenizer', tok, '--steps', '200'] },
+  { name: `bytes (the text's ${new Set(Buffer.from(trainText, 'utf8')).size} bytes), biases`, dir: 'bytes', flags: ['--bias', 'true', '--steps', '150'] },
+  { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: ['--tokenizer', tok, '--steps', '120'] },
 ];
 const ranks = path.join(work, 'gpt2.tiktoken');
 if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
@@ -93,7 +93,7 @@ if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
   // GPT-2's 50257 ids make the head the cost: one small layer, a short run
   models.push({ name: 'GPT-2\'s tiktoken ranks (50257 ids), biases', dir: 'gpt2', tok: ranks,
                 flags: ['--tokenizer', ranks, '--bias', 'true', '--n-layer', '1', '--n-embd', '32', '--block-size',
-                        '128', '--batch-size', '4', '--steps', '30'] });
+                        '128', '--batch-size', '4', '--steps', '15'] });
 } else {
   (ci ? bad : (m) => console.log(`skipped ${m}`))('the GPT-2 tiktoken model: no npm tiktoken package (its ranks)');
 }
