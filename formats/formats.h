@@ -67,10 +67,13 @@ TG_API int tg_llama2c_import(const char *model_path, const char *tokenizer_path,
 
 /* ---- GGUF (formats/gguf.c) -------------------------------------------------
  * The file llama.cpp (and what is built on it) runs: a Llama as
- * llama.cpp's architecture "llama", with its tokenizer (llama2.c's bytes
- * or tapegrad's BPE) as llama.cpp's SentencePiece-style vocabulary, so
- * that llama.cpp encodes a text to the ids tapegrad gives it (the
- * exceptions: docs/formats.md, "GGUF"). The weights' type: */
+ * llama.cpp's architecture "llama", a GPT as its "gpt2", with the
+ * model's tokenizer, so that llama.cpp encodes a text to the ids tapegrad
+ * gives it (the exceptions: docs/formats.md, "GGUF"): llama2.c's bytes,
+ * a GPT's text bytes and tapegrad's BPE as llama.cpp's SentencePiece-style
+ * "llama" vocabulary (a Llama's with BOS and a space in front, a GPT's
+ * without), GPT-2's tiktoken ranks as its "gpt2" BPE with merges. The
+ * weights' type: */
 typedef enum tg_gguf_type {
     TG_GGUF_F32 = 0,    /* the model's f32 values */
     TG_GGUF_F16 = 1,    /* matrices in IEEE half, rounded to nearest even; norms f32 */
@@ -81,30 +84,42 @@ typedef enum tg_gguf_type {
 /* Writes the model of checkpoint ckpt (a tiny_gpt checkpoint: weights,
  * config and vocabulary, tg_checkpoint_load_model) to path as a GGUF
  * file (version 3) with weights of the given type, all or nothing
- * (core/atomic_file.h). 0, or -1 with a message: a NULL argument, a model
- * that is not a Llama, a vocabulary llama.cpp's tokenizer cannot give
- * the same ids (a text's bytes, ids without a tokenizer, GPT-2's ranks,
- * two ids that llama.cpp would spell alike), a NaN or infinite weight,
- * the file not written. */
+ * (core/atomic_file.h). A GPT's absent biases are written as zeros
+ * (llama.cpp's gpt2 requires them) and its head is token_embd (tied); its
+ * GELU is written as it is: llama.cpp's gpt2 computes the tanh form, so an
+ * erf GPT (TG_GELU_ERF) runs there slightly differently (tiny_gpt export
+ * says by how much). 0, or -1 with a message: a NULL argument, a model
+ * that is neither a Llama nor a GPT, a vocabulary llama.cpp's tokenizer
+ * cannot give the same ids (ids without a tokenizer, a Llama's text
+ * bytes or GPT-2 ranks, two ids that llama.cpp would spell alike), a NaN
+ * or infinite weight, the file not written. */
 TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen);
 
 /* ---- GGUF import (formats/gguf_read.c) ------------------------------------
- * A Llama GGUF file (architecture "llama", as llama.cpp's converters and
- * gguf-py write it, tapegrad's export included) as a checkpoint. */
+ * A Llama GGUF file (architecture "llama") or a GPT one ("gpt2"), as
+ * llama.cpp's converters and gguf-py write them, tapegrad's export
+ * included, as a checkpoint. */
 
 /* Reads the GGUF file at path and writes it as a checkpoint at ckpt_path
  * in dtype dt (TG_F32 or TG_F64): F32, F16, BF16 and Q8_0 tensors
- * dequantized exactly, the hyperparameters from the llama.* keys (head
- * count kv defaults to the head count, rope freq base to 10000), a tied
- * head when there is no output tensor, and the vocabulary: llama.cpp's
+ * dequantized exactly. A Llama: the hyperparameters from the llama.* keys
+ * (head count kv defaults to the head count, rope freq base to 10000), a
+ * tied head when there is no output tensor. A GPT: the gpt2.* keys (a 4 C
+ * MLP, LayerNorm eps 1e-5, no grouped-query attention), the tanh GELU
+ * llama.cpp computes, every bias (all zero: a GPT without biases), an
+ * output tensor only when it is token_embd. The vocabulary: llama.cpp's
  * "llama" tokenizer (pieces with scores, byte pieces, U+2581 for space,
- * add_space_prefix) as a TG_TOK_SPM tokenizer, or bare ids when the file
- * has none. Refused, naming the key or tensor and writing nothing:
- * another architecture, rope scaling, a rope dimension count other than
- * the head size, another tensor type or tokenizer model, a tensor
- * missing or of the wrong shape, a non-finite weight; counts and lengths
- * are checked against the file's size before anything is allocated.
- * 0, or -1 with a message naming the file. */
+ * add_space_prefix) as a TG_TOK_SPM tokenizer (a GPT's without BOS; byte
+ * tokens alone, in byte order, as a text's bytes), a GPT's "gpt2"
+ * tokenizer (tokens and merges, pre-tokenizer gpt-2) as GPT-2's tiktoken
+ * kind when each merge is tiktoken's split of its piece, or bare ids when
+ * the file has none. Refused, naming the key or tensor and writing
+ * nothing: another architecture, rope scaling, a rope dimension count
+ * other than the head size, what a GPT of tapegrad's cannot be (above),
+ * another tensor type or tokenizer model, a tensor missing or of the
+ * wrong shape, a non-finite weight; counts and lengths are checked
+ * against the file's size before anything is allocated. 0, or -1 with a
+ * message naming the file. */
 TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *err, size_t errlen);
 /* ---- the Hugging Face layout (formats/hf.c) -------------------------------
  * A directory with config.json, model.safetensors (or shards named by

@@ -23,6 +23,13 @@
  * turns rotating (x_i, x_{i+hd/2}) into rotating (x_2i, x_2i+1) with the
  * same frequency.
  *
+ * A GPT is llama.cpp's architecture "gpt2": the "gpt2." keys, nanoGPT's
+ * tensors under llama.cpp's names (token_embd, position_embd,
+ * blk.N.attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up, ffn_down,
+ * output_norm), each with its bias (zeros for a GPT without: llama.cpp
+ * requires them), and no output tensor (the head is tied). llama.cpp's
+ * gpt2 computes the tanh GELU; an erf GPT is written as it is.
+ *
  * The tokenizer is llama.cpp's "llama" (SentencePiece-style) model, the
  * one that encodes as llama2.c's run.c does: BOS, " " in front of the
  * text, then every character merged by score, the highest first, with
@@ -30,6 +37,10 @@
  * space as U+2581 before it looks pieces up, so the byte 0x20 is the
  * token "▁" and every space in a piece is written "▁"; the learned piece
  * of id k scores -k (the lowest id merges first, as in tapegrad's BPE).
+ * A GPT's text has neither BOS nor the space: add_bos_token and
+ * add_space_prefix are false, and a GPT's byte vocabulary is byte tokens
+ * alone. GPT-2's tiktoken ranks are llama.cpp's "gpt2" model instead
+ * (byte-level pieces, merges, pre-tokenizer gpt-2).
  * docs/formats.md ("GGUF") says why this gives tapegrad's ids, and for
  * which texts it does not.
  *
@@ -48,6 +59,7 @@
 
 #include "../core/atomic_file.h"
 #include "../core/err_internal.h"
+#include "gpt2_internal.h"
 #include "options_internal.h"
 
 #define GGUF_ALIGN 32
@@ -60,6 +72,7 @@ typedef struct gbuf {
     unsigned char *p;
     size_t len, cap;
     bool oom;
+    uint64_t count;   /* key-values written (kv_key) */
 } gbuf;
 
 static void put(gbuf *b, const void *d, size_t n)
@@ -84,7 +97,12 @@ static void put_u32(gbuf *b, uint32_t v) { put(b, &v, 4); }
 static void put_u64(gbuf *b, uint64_t v) { put(b, &v, 8); }
 static void put_str(gbuf *b, const void *s, size_t n) { put_u64(b, n); put(b, s, n); }
 
-static void kv_key(gbuf *b, const char *key, uint32_t type) { put_str(b, key, strlen(key)); put_u32(b, type); }
+static void kv_key(gbuf *b, const char *key, uint32_t type)
+{
+    put_str(b, key, strlen(key));
+    put_u32(b, type);
+    b->count++;
+}
 static void kv_u32(gbuf *b, const char *key, uint32_t v) { kv_key(b, key, GGUF_U32); put_u32(b, v); }
 static void kv_f32(gbuf *b, const char *key, float v) { kv_key(b, key, GGUF_F32); put(b, &v, 4); }
 static void kv_bool(gbuf *b, const char *key, bool v) { kv_key(b, key, GGUF_BOOL); put(b, &(uint8_t){v}, 1); }
@@ -123,7 +141,7 @@ static uint16_t to_f16(float f)
 
 typedef struct gtensor {
     char name[64];
-    const tg_tensor *t;   /* the model's parameter, f32 */
+    const tg_tensor *t;   /* the model's parameter, f32; NULL: zeros (a GPT's absent bias) */
     int64_t ne[2];        /* ggml's sizes: [columns, rows], or [n] */
     int ndim;
     int type;             /* TG_GGUF_F32, _F16 or _Q8_0 */
@@ -139,8 +157,9 @@ static uint64_t tensor_bytes(const gtensor *g)
 
 /* Row r of the matrix as llama.cpp's "llama" wants it: for wq and wk of a
  * model with Hugging Face's RoPE pairing, the row that goes there. */
-static const float *source_row(const gtensor *g, int64_t r)
+static const float *source_row(const gtensor *g, int64_t r, const float *zeros)
 {
+    if (!g->t) return zeros;
     const float *d = g->t->data;
     if (g->permute_heads <= 0) return d + r * g->ne[0];
     const int64_t hd = g->ne[1] / g->permute_heads, h = r / hd, i = r % hd;
@@ -149,9 +168,9 @@ static const float *source_row(const gtensor *g, int64_t r)
 }
 
 /* Row r of g encoded in its type into out (tensor_bytes / rows bytes). */
-static void encode_row(const gtensor *g, int64_t r, unsigned char *out)
+static void encode_row(const gtensor *g, int64_t r, const float *zeros, unsigned char *out)
 {
-    const float *x = source_row(g, r);
+    const float *x = source_row(g, r, zeros);
     const int64_t n = g->ne[0];
     if (g->type == TG_GGUF_F32) {
         memcpy(out, x, (size_t)n * 4);
@@ -185,10 +204,14 @@ typedef struct gvocab {
     int32_t *type;
     int32_t bos, eos, unk;   /* -1: none */
     bool add_bos, add_prefix;
+    bool gpt2;               /* llama.cpp's "gpt2" (byte-level BPE with merges), else its "llama" */
+    gbuf merges;             /* gpt2: "a b" strings, each a u64 length and its bytes */
+    uint64_t n_merges;
 } gvocab;
 
 static void gvocab_free(gvocab *g)
 {
+    free(g->merges.p);
     free(g->text.p);
     free(g->at);
     free(g->len);
@@ -207,6 +230,27 @@ static void add_token(gvocab *g, int id, const unsigned char *p, size_t l, float
     g->len[id] = g->text.len - g->at[id];
     g->score[id] = score;
     g->type[id] = type;
+}
+
+/* Appends token text p (l bytes) as it is (a gpt2 vocabulary's byte-level string). */
+static void add_raw(gvocab *g, int id, const void *p, size_t l, int32_t type)
+{
+    g->at[id] = g->text.len;
+    put(&g->text, p, l);
+    g->len[id] = l;
+    g->score[id] = 0;
+    g->type[id] = type;
+}
+
+static int gvocab_alloc(gvocab *g, int V, char *err, size_t errlen)
+{
+    g->n = V;
+    g->at = calloc((size_t)V, sizeof *g->at);
+    g->len = calloc((size_t)V, sizeof *g->len);
+    g->score = calloc((size_t)V, sizeof *g->score);
+    g->type = calloc((size_t)V, sizeof *g->type);
+    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
+    return 0;
 }
 
 /* a token's text, for finding two alike (sorted, no context needed) */
@@ -295,11 +339,103 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errl
     return distinct_texts(g, err, errlen);
 }
 
-static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
+/* A GPT's byte vocabulary (TG_VOCAB_BYTES: id i is the i-th byte the
+ * text has) as llama.cpp's "llama" model without learned pieces: every
+ * byte a byte token <0xXX>, the space "▁" (llama.cpp writes spaces so);
+ * no BOS and no space in front, as a GPT reads its text. */
+static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
+{
+    if (V != v->size)
+        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                                     "vocabulary %d bytes", V, v->size), -1;
+    *g = (gvocab){.bos = -1, .eos = -1, .unk = -1};
+    if (gvocab_alloc(g, V, err, errlen)) return -1;
+    for (int id = 0; id < V; id++) {
+        char buf[8];
+        const unsigned char b = v->chars[id];
+        if (b == ' ') {
+            add_token(g, id, &b, 1, 0.0f, TOKEN_NORMAL);
+        } else {
+            snprintf(buf, sizeof buf, "<0x%02X>", b);
+            add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
+        }
+    }
+    return distinct_texts(g, err, errlen);
+}
+
+/* GPT-2's tiktoken ranks as llama.cpp's "gpt2" model: each piece's
+ * byte-level string (GPT-2's stand-ins for bytes), <|endoftext|> a
+ * control token (BOS and EOS, as GPT-2's own files have it), and the
+ * merges in the order of the pieces they make: piece r is the merge of
+ * the two pieces tiktoken's rule leaves from its bytes with the ranks
+ * below r, so merging by merge number (llama.cpp) is merging by rank
+ * (tiktoken, tapegrad). */
+static int tiktoken_vocab(const tg_tokenizer *t, int V, gvocab *g, char *err, size_t errlen)
+{
+    const int32_t T = tg_tok_vocab_size(t), n = T - 1;   /* <|endoftext|> is id n */
+    if (T != V)
+        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                                     "tokenizer %d", V, (int)T), -1;
+    *g = (gvocab){.bos = n, .eos = n, .unk = -1, .gpt2 = true};
+    if (gvocab_alloc(g, V, err, errlen)) return -1;
+    uint32_t cp_of[256];
+    tg_gpt2_byte_chars(cp_of);
+    const size_t maxp = tg_tok_max_piece_len(t);
+    char *a = malloc(2 * maxp + 1), *b = malloc(2 * maxp + 1);
+    int32_t *parts = malloc((maxp + 1) * sizeof *parts);
+    int rc = -1;
+    if (!a || !b || !parts) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int32_t id = 0; id < n; id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        tg_gpt2_byte_string(p, l, cp_of, a);
+        add_raw(g, id, a, strlen(a), TOKEN_NORMAL);
+        if (l < 2) continue;
+        int32_t x, y;
+        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
+            snprintf(err, errlen, "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's merges "
+                                  "cannot make it", (int)id);
+            goto done;
+        }
+        size_t lx, ly;
+        const unsigned char *px = tg_tok_piece(t, x, &lx), *py = tg_tok_piece(t, y, &ly);
+        tg_gpt2_byte_string(px, lx, cp_of, a);
+        tg_gpt2_byte_string(py, ly, cp_of, b);
+        const size_t la = strlen(a), lb = strlen(b);
+        put_u64(&g->merges, la + 1 + lb);
+        put(&g->merges, a, la);
+        put(&g->merges, " ", 1);
+        put(&g->merges, b, lb);
+        g->n_merges++;
+    }
+    size_t le;
+    const unsigned char *eot = tg_tok_piece(t, n, &le);
+    add_raw(g, n, eot, le, TOKEN_CONTROL);
+    rc = g->merges.oom ? (snprintf(err, errlen, "out of memory"), -1) : distinct_texts(g, err, errlen);
+done:
+    free(a), free(b), free(parts);
+    return rc;
+}
+
+/* The model's vocabulary as llama.cpp's tokenizer. A Llama's text is
+ * BOS + " " + text (run.c's), a GPT's the text alone: the same pieces,
+ * with add_bos_token and add_space_prefix off. */
+static int make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, char *err, size_t errlen)
 {
     static const char *const specials[3] = {"<unk>", "<s>", "</s>"};
-    const bool bpe = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_BPE && v->docs;
-    const bool spm = v->kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(v->tok) == TG_TOK_SPM;
+    const int tk = v->kind == TG_VOCAB_TOKENIZER ? tg_tok_kind_of(v->tok) : 0;
+    if (gpt && v->kind == TG_VOCAB_BYTES) return bytes_vocab(v, V, g, err, errlen);
+    if (gpt && tk == TG_TOK_TIKTOKEN) return tiktoken_vocab(v->tok, V, g, err, errlen);
+    const bool bpe = tk == TG_TOK_BPE && v->docs != gpt;
+    const bool spm = tk == TG_TOK_SPM;
+    if (gpt && !bpe && !spm)
+        return snprintf(err, errlen, "gguf_export: a GPT's vocabulary goes in as a text's bytes, tapegrad's BPE "
+                                     "without BOS, GPT-2's tiktoken ranks or pieces with scores; this model's is %s",
+                        v->kind == TG_VOCAB_IDS ? "bare token ids, without a tokenizer"
+                        : v->kind == TG_VOCAB_LLAMA2C ? "llama2.c's bytes" : "tapegrad's BPE with BOS (a Llama's)"), -1;
     if (v->kind != TG_VOCAB_LLAMA2C && !bpe && !spm)
         return snprintf(err, errlen, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
                                      "tokenizer: llama2.c's bytes, tapegrad's BPE with BOS (train --tokenizer) or "
@@ -309,7 +445,7 @@ static int make_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t err
                             : tg_tok_kind_of(v->tok) == TG_TOK_BPE ? "tapegrad's BPE without BOS (a GPT's)"
                                                                    : "GPT-2's tiktoken ranks"), -1;
     if (spm) return spm_vocab(v, V, g, err, errlen);
-    *g = (gvocab){.bos = 1, .eos = 2, .unk = 0, .add_bos = true, .add_prefix = true};
+    *g = (gvocab){.bos = 1, .eos = 2, .unk = 0, .add_bos = !gpt, .add_prefix = !gpt};
     const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
     if (bpe && T != V)
         return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
@@ -367,14 +503,23 @@ static const char *const LAYER_NAMES[9][2] = {
     {"feed_forward.w1.weight", "ffn_gate"}, {"feed_forward.w2.weight", "ffn_down"}, {"feed_forward.w3.weight", "ffn_up"},
 };
 
-/* Adds parameter pname of m as GGUF tensor gname; -1 if m has none. */
+/* Adds parameter pname of m as GGUF tensor gname; -1 if m has none,
+ * unless zeros > 0: then a vector of that many zeros (a GPT trained
+ * without biases, whose biases llama.cpp's gpt2 requires). */
 static int add_tensor(gtensor *ts, int *n, const tg_model *m, const char *pname, const char *gname, int type,
-                      int permute_heads)
+                      int permute_heads, int64_t zeros)
 {
     const tg_tensor *t = tg_params_get(m->params, pname);
-    if (!t || t->dtype != TG_F32 || (t->ndim != 1 && t->ndim != 2)) return -1;
-    gtensor *g = &ts[(*n)++];
+    gtensor *g = &ts[*n];
     snprintf(g->name, sizeof g->name, "%s", gname);
+    if (!t && zeros > 0) {
+        (*n)++;
+        *g = (gtensor){.ndim = 1, .ne = {zeros, 1}, .type = TG_GGUF_F32};
+        snprintf(g->name, sizeof g->name, "%s", gname);
+        return 0;
+    }
+    if (!t || t->dtype != TG_F32 || (t->ndim != 1 && t->ndim != 2)) return -1;
+    (*n)++;
     g->t = t;
     g->ndim = t->ndim;
     g->ne[0] = t->shape[t->ndim - 1];
@@ -382,6 +527,51 @@ static int add_tensor(gtensor *ts, int *n, const tg_model *m, const char *pname,
     g->type = t->ndim == 1 ? TG_GGUF_F32 : type == TG_GGUF_Q8_0 && g->ne[0] % 32 ? TG_GGUF_F16 : type;
     g->permute_heads = permute_heads;
     return 0;
+}
+
+/* A Llama's tensors in llama.cpp's order; -1 for a parameter missing. */
+static int llama_tensors(const tg_model *m, int type, gtensor *ts, int *nt)
+{
+    const tg_model_config *c = &m->config;
+    char pname[96], gname[64];
+    int bad = add_tensor(ts, nt, m, "tok_embeddings.weight", "token_embd.weight", type, 0, 0);
+    for (int l = 0; l < c->n_layer; l++)
+        for (int k = 0; k < 9; k++) {
+            snprintf(pname, sizeof pname, "layers.%d.%s", l, LAYER_NAMES[k][0]);
+            snprintf(gname, sizeof gname, "blk.%d.%s.weight", l, LAYER_NAMES[k][1]);
+            const int heads = !c->rope_halves ? 0 : k == 1 ? c->n_head : k == 2 ? c->n_kv_head : 0;
+            bad |= add_tensor(ts, nt, m, pname, gname, type, heads, 0);
+        }
+    bad |= add_tensor(ts, nt, m, "norm.weight", "output_norm.weight", type, 0, 0);
+    if (!c->tied) bad |= add_tensor(ts, nt, m, "output.weight", "output.weight", type, 0, 0);
+    return bad;
+}
+
+/* A GPT's tensors under llama.cpp's gpt2 names (its LLM_ARCH_GPT2 list):
+ * nanoGPT's (out, in) matrices are ggml's [in, out] as they are, c_attn
+ * is attn_qkv (q, k, v rows in that order, as llama.cpp splits it), the
+ * MLP's c_fc and c_proj are ffn_up and ffn_down; every bias (zeros for a
+ * model without), no output tensor: llama.cpp's gpt2 takes token_embd
+ * for the head, which a GPT ties. -1 for a parameter missing. */
+static int gpt_tensors(const tg_model *m, int type, gtensor *ts, int *nt)
+{
+    static const char *const PARTS[6][2] = {{"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"},
+                                            {"attn.c_proj", "attn_output"}, {"ln_2", "ffn_norm"},
+                                            {"mlp.c_fc", "ffn_up"}, {"mlp.c_proj", "ffn_down"}};
+    const int64_t C = m->config.n_embd, bias_len[6] = {C, 3 * C, C, C, 4 * C, C};
+    char pname[96], gname[64];
+    int bad = add_tensor(ts, nt, m, "transformer.wte.weight", "token_embd.weight", type, 0, 0);
+    bad |= add_tensor(ts, nt, m, "transformer.wpe.weight", "position_embd.weight", type, 0, 0);
+    for (int l = 0; l < m->config.n_layer; l++)
+        for (int k = 0; k < 6; k++)
+            for (int b = 0; b < 2; b++) {
+                snprintf(pname, sizeof pname, "transformer.h.%d.%s.%s", l, PARTS[k][0], b ? "bias" : "weight");
+                snprintf(gname, sizeof gname, "blk.%d.%s.%s", l, PARTS[k][1], b ? "bias" : "weight");
+                bad |= add_tensor(ts, nt, m, pname, gname, type, 0, b ? bias_len[k] : 0);
+            }
+    bad |= add_tensor(ts, nt, m, "transformer.ln_f.weight", "output_norm.weight", type, 0, 0);
+    bad |= add_tensor(ts, nt, m, "transformer.ln_f.bias", "output_norm.bias", type, 0, C);
+    return bad;
 }
 
 /* 1 when every value of every parameter is finite */
@@ -408,42 +598,35 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     tg_model m = {0};
     tg_vocab v = {0};
     gvocab gv = {0};
-    gbuf h = {0};
+    gbuf h = {0}, kv = {0};
     gtensor *ts = NULL;
     unsigned char *row = NULL;
+    float *zeros = NULL;
     int rc = -1;
     if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, err, errlen)) goto done;
     const tg_model_config *c = &m.config;
-    if (strcmp(c->arch, "llama")) {
-        snprintf(err, errlen, "gguf_export: only a Llama is written (llama.cpp's architecture \"llama\"); this "
-                              "checkpoint is a %s", c->arch);
+    const bool gpt = !strcmp(c->arch, "gpt");
+    if (!gpt && strcmp(c->arch, "llama")) {
+        snprintf(err, errlen, "gguf_export: a Llama (llama.cpp's architecture \"llama\") or a GPT (\"gpt2\") is "
+                              "written; this checkpoint is a %s", c->arch);
         goto done;
     }
-    if (tg_fmt_check_options(c, "gguf_export", "llama.cpp's architecture \"llama\"", false, err, errlen)) goto done;
+    if (tg_fmt_check_options(c, "gguf_export", gpt ? "llama.cpp's architecture \"gpt2\"" : "llama.cpp's architecture \"llama\"",
+                             false, err, errlen))
+        goto done;
     if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
-    if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, &gv, err, errlen)) goto done;
+    if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, gpt, &gv, err, errlen)) goto done;
 
     /* the tensors, in llama.cpp's order */
-    const int max_t = 9 * c->n_layer + 3;
+    const int max_t = gpt ? 12 * c->n_layer + 4 : 9 * c->n_layer + 3;
     int nt = 0;
-    if (!(ts = calloc((size_t)max_t, sizeof *ts))) {
+    if (!(ts = calloc((size_t)max_t, sizeof *ts)) || !(zeros = calloc(4 * (size_t)c->n_embd, sizeof *zeros))) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    char pname[96], gname[64];
-    int bad = add_tensor(ts, &nt, &m, "tok_embeddings.weight", "token_embd.weight", type, 0);
-    for (int l = 0; l < c->n_layer; l++)
-        for (int k = 0; k < 9; k++) {
-            snprintf(pname, sizeof pname, "layers.%d.%s", l, LAYER_NAMES[k][0]);
-            snprintf(gname, sizeof gname, "blk.%d.%s.weight", l, LAYER_NAMES[k][1]);
-            const int heads = !c->rope_halves ? 0 : k == 1 ? c->n_head : k == 2 ? c->n_kv_head : 0;
-            bad |= add_tensor(ts, &nt, &m, pname, gname, type, heads);
-        }
-    bad |= add_tensor(ts, &nt, &m, "norm.weight", "output_norm.weight", type, 0);
-    if (!c->tied) bad |= add_tensor(ts, &nt, &m, "output.weight", "output.weight", type, 0);
-    if (bad) {
-        snprintf(err, errlen, "gguf_export: the Llama's parameters are not the ones it writes (a family of another "
-                              "layout registered as \"llama\"?)");
+    if (gpt ? gpt_tensors(&m, type, ts, &nt) : llama_tensors(&m, type, ts, &nt)) {
+        snprintf(err, errlen, "gguf_export: the %s's parameters are not the ones it writes (a family of another "
+                              "layout registered as \"%s\"?)", gpt ? "GPT" : "Llama", c->arch);
         goto done;
     }
     uint64_t off = 0, row_max = 0;
@@ -454,38 +637,54 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
         if (ts[i].nbytes / (uint64_t)ts[i].ne[1] > row_max) row_max = ts[i].nbytes / (uint64_t)ts[i].ne[1];
     }
 
-    /* header and metadata */
-    const int n_kv = 22;
+    /* metadata: the architecture's keys, then the tokenizer's */
+    const char *a = gpt ? "gpt2" : "llama";
+    char key[96];
+#define KEY(k) (snprintf(key, sizeof key, "%s.%s", a, k), key)
+    kv_string(&kv, "general.architecture", a);
+    kv_string(&kv, "general.name", "tapegrad");
+    kv_u32(&kv, "general.file_type", type == TG_GGUF_F32 ? 0 : type == TG_GGUF_F16 ? 1 : 7);   /* llama_ftype */
+    kv_u32(&kv, KEY("context_length"), (uint32_t)c->block_size);
+    kv_u32(&kv, KEY("embedding_length"), (uint32_t)c->n_embd);
+    kv_u32(&kv, KEY("block_count"), (uint32_t)c->n_layer);
+    kv_u32(&kv, KEY("feed_forward_length"), (uint32_t)(gpt ? 4 * c->n_embd : c->hidden_dim));
+    kv_u32(&kv, KEY("attention.head_count"), (uint32_t)c->n_head);
+    kv_u32(&kv, KEY("attention.head_count_kv"), (uint32_t)(gpt ? c->n_head : c->n_kv_head));
+    if (gpt) {
+        kv_f32(&kv, KEY("attention.layer_norm_epsilon"), (float)TG_LAYERNORM_EPS);
+    } else {
+        kv_u32(&kv, KEY("rope.dimension_count"), (uint32_t)(c->n_embd / c->n_head));
+        kv_f32(&kv, KEY("rope.freq_base"), (float)c->rope_theta);
+        kv_f32(&kv, KEY("attention.layer_norm_rms_epsilon"), (float)c->norm_eps);
+    }
+    kv_u32(&kv, KEY("vocab_size"), (uint32_t)c->vocab_size);
+#undef KEY
+    kv_string(&kv, "tokenizer.ggml.model", gv.gpt2 ? "gpt2" : "llama");
+    if (gv.gpt2) kv_string(&kv, "tokenizer.ggml.pre", "gpt-2");
+    kv_array(&kv, "tokenizer.ggml.tokens", GGUF_STRING, (uint64_t)gv.n);
+    for (int id = 0; id < gv.n; id++) put_str(&kv, gv.text.p + gv.at[id], gv.len[id]);
+    if (!gv.gpt2) {
+        kv_array(&kv, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)gv.n);
+        put(&kv, gv.score, (size_t)gv.n * 4);
+    }
+    kv_array(&kv, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)gv.n);
+    put(&kv, gv.type, (size_t)gv.n * 4);
+    if (gv.gpt2) {
+        kv_array(&kv, "tokenizer.ggml.merges", GGUF_STRING, gv.n_merges);
+        put(&kv, gv.merges.p, gv.merges.len);
+    }
+    if (gv.bos >= 0) kv_u32(&kv, "tokenizer.ggml.bos_token_id", (uint32_t)gv.bos);
+    if (gv.eos >= 0) kv_u32(&kv, "tokenizer.ggml.eos_token_id", (uint32_t)gv.eos);
+    if (gv.unk >= 0) kv_u32(&kv, "tokenizer.ggml.unknown_token_id", (uint32_t)gv.unk);
+    kv_bool(&kv, "tokenizer.ggml.add_bos_token", gv.add_bos);
+    if (!gv.gpt2) kv_bool(&kv, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
+
+    /* the header, the metadata, the tensors' descriptions, then padding to the data */
     put(&h, "GGUF", 4);
     put_u32(&h, 3);
     put_u64(&h, (uint64_t)nt);
-    put_u64(&h, (uint64_t)n_kv);
-    kv_string(&h, "general.architecture", "llama");
-    kv_string(&h, "general.name", "tapegrad");
-    kv_u32(&h, "general.file_type", type == TG_GGUF_F32 ? 0 : type == TG_GGUF_F16 ? 1 : 7);   /* llama_ftype */
-    kv_u32(&h, "llama.context_length", (uint32_t)c->block_size);
-    kv_u32(&h, "llama.embedding_length", (uint32_t)c->n_embd);
-    kv_u32(&h, "llama.block_count", (uint32_t)c->n_layer);
-    kv_u32(&h, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
-    kv_u32(&h, "llama.attention.head_count", (uint32_t)c->n_head);
-    kv_u32(&h, "llama.attention.head_count_kv", (uint32_t)c->n_kv_head);
-    kv_u32(&h, "llama.rope.dimension_count", (uint32_t)(c->n_embd / c->n_head));
-    kv_f32(&h, "llama.rope.freq_base", (float)c->rope_theta);
-    kv_f32(&h, "llama.attention.layer_norm_rms_epsilon", (float)c->norm_eps);
-    kv_u32(&h, "llama.vocab_size", (uint32_t)c->vocab_size);
-    kv_string(&h, "tokenizer.ggml.model", "llama");
-    kv_array(&h, "tokenizer.ggml.tokens", GGUF_STRING, (uint64_t)gv.n);
-    for (int id = 0; id < gv.n; id++) put_str(&h, gv.text.p + gv.at[id], gv.len[id]);
-    kv_array(&h, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)gv.n);
-    put(&h, gv.score, (size_t)gv.n * 4);
-    kv_array(&h, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)gv.n);
-    put(&h, gv.type, (size_t)gv.n * 4);
-    if (gv.bos >= 0) kv_u32(&h, "tokenizer.ggml.bos_token_id", (uint32_t)gv.bos);
-    if (gv.eos >= 0) kv_u32(&h, "tokenizer.ggml.eos_token_id", (uint32_t)gv.eos);
-    if (gv.unk >= 0) kv_u32(&h, "tokenizer.ggml.unknown_token_id", (uint32_t)gv.unk);
-    kv_bool(&h, "tokenizer.ggml.add_bos_token", gv.add_bos);
-    kv_bool(&h, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
-    /* the tensors' descriptions, then padding to the data */
+    put_u64(&h, kv.count);
+    put(&h, kv.p, kv.len);
     for (int i = 0; i < nt; i++) {
         put_str(&h, ts[i].name, strlen(ts[i].name));
         put_u32(&h, (uint32_t)ts[i].ndim);
@@ -493,9 +692,9 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
         put_u32(&h, (uint32_t)ts[i].type);
         put_u64(&h, ts[i].offset);
     }
-    static const unsigned char zeros[GGUF_ALIGN];
-    put(&h, zeros, (GGUF_ALIGN - h.len % GGUF_ALIGN) % GGUF_ALIGN);
-    if (h.oom || !(row = malloc(row_max))) {
+    static const unsigned char pad[GGUF_ALIGN];
+    put(&h, pad, (GGUF_ALIGN - h.len % GGUF_ALIGN) % GGUF_ALIGN);
+    if (h.oom || kv.oom || !(row = malloc(row_max))) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -510,10 +709,10 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     for (int i = 0; !wrc && i < nt; i++) {
         const uint64_t rb = ts[i].nbytes / (uint64_t)ts[i].ne[1];
         for (int64_t r = 0; !wrc && r < ts[i].ne[1]; r++) {
-            encode_row(&ts[i], r, row);
+            encode_row(&ts[i], r, zeros, row);
             wrc = tg_atomic_write(&af, row, rb);
         }
-        if (!wrc) wrc = tg_atomic_write(&af, zeros, (GGUF_ALIGN - ts[i].nbytes % GGUF_ALIGN) % GGUF_ALIGN);
+        if (!wrc) wrc = tg_atomic_write(&af, pad, (GGUF_ALIGN - ts[i].nbytes % GGUF_ALIGN) % GGUF_ALIGN);
     }
     if (!wrc) wrc = tg_atomic_commit(&af);
     if (wrc) {
@@ -524,8 +723,10 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     rc = 0;
 done:
     free(row);
+    free(zeros);
     free(ts);
     free(h.p);
+    free(kv.p);
     gvocab_free(&gv);
     tg_vocab_free(&v);
     tg_model_free(&m);

@@ -10,12 +10,15 @@
  * written:
  *   - the architecture must be "llama" (RoPE on adjacent pairs, as Meta's
  *     and llama2.c's: tapegrad's default), without rope scaling, with a
- *     rope dimension count equal to the head size;
+ *     rope dimension count equal to the head size; or "gpt2" (a GPT with
+ *     the tanh GELU, a 4 C MLP, LayerNorm eps 1e-5, every bias, the head
+ *     tied);
  *   - tensors F32, F16, BF16 or Q8_0 (dequantized exactly: a half, a
  *     bfloat16 and a Q8_0 block's scale times its int8 are all floats);
  *   - the tokenizer llama.cpp's "llama" (SentencePiece-style pieces with
- *     scores: text/'s TG_TOK_SPM with spaces spelled U+2581), or none
- *     ("no" model): the checkpoint then holds bare ids. */
+ *     scores: text/'s TG_TOK_SPM with spaces spelled U+2581), a GPT's
+ *     "gpt2" (GPT-2's byte-level BPE: TG_TOK_TIKTOKEN), or none ("no"
+ *     model): the checkpoint then holds bare ids. */
 #include "formats.h"
 
 #include <math.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "../core/err_internal.h"
+#include "gpt2_internal.h"
 
 enum { T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 };
 enum { G_F32 = 0, G_F16 = 1, G_Q8_0 = 8, G_BF16 = 30 };   /* ggml's type numbers */
@@ -286,6 +290,30 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
+/* Value i of a tensor of ggml type `type` whose data starts at q. */
+static float value_at(const unsigned char *q, uint32_t type, int64_t i)
+{
+    float x;
+    if (type == G_F32) {
+        memcpy(&x, q + 4 * i, 4);
+    } else if (type == G_F16 || type == G_BF16) {
+        uint16_t h;
+        memcpy(&h, q + 2 * i, 2);
+        if (type == G_F16) {
+            x = half_to_float(h);
+        } else {
+            const uint32_t bits = (uint32_t)h << 16;
+            memcpy(&x, &bits, 4);
+        }
+    } else {   /* Q8_0: a half scale, then 32 int8 */
+        const unsigned char *b = q + i / 32 * 34;
+        uint16_t d;
+        memcpy(&d, b, 2);
+        x = half_to_float(d) * (float)(int8_t)b[2 + i % 32];
+    }
+    return x;
+}
+
 /* Tensor t's values into the parameter p, whose shape must be t's
  * (GGUF lists dimensions fastest first); every value finite. */
 static int load_tensor(const gguf *g, const tinfo *t, tg_tensor *p, char *err, size_t errlen)
@@ -302,24 +330,7 @@ static int load_tensor(const gguf *g, const tinfo *t, tg_tensor *p, char *err, s
     }
     const unsigned char *q = g->data + t->offset;
     for (int64_t i = 0; i < p->numel; i++) {
-        float x;
-        if (t->type == G_F32) {
-            memcpy(&x, q + 4 * i, 4);
-        } else if (t->type == G_F16 || t->type == G_BF16) {
-            uint16_t h;
-            memcpy(&h, q + 2 * i, 2);
-            if (t->type == G_F16) {
-                x = half_to_float(h);
-            } else {
-                const uint32_t bits = (uint32_t)h << 16;
-                memcpy(&x, &bits, 4);
-            }
-        } else {   /* Q8_0: a half scale, then 32 int8 */
-            const unsigned char *b = q + i / 32 * 34;
-            uint16_t d;
-            memcpy(&d, b, 2);
-            x = half_to_float(d) * (float)(int8_t)b[2 + i % 32];
-        }
+        const float x = value_at(q, t->type, i);
         if (!isfinite(x))
             return tg_set_err(err, errlen, "tensor '%s' holds %g at element %lld", name, (double)x, (long long)i), -1;
         tg_tensor_set(p, i, x);
@@ -414,19 +425,265 @@ static int load_weights(const gguf *g, tg_model *m, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- the GPT (llama.cpp's gpt2) --------------------------------------------- */
+
+/* GGUF's names for a GPT block's parts (per layer: "blk.N." + name + ".weight" / ".bias") */
+static const char *const GPT_PARTS[6][2] = {{"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"},
+                                            {"attn.c_proj", "attn_output"}, {"ln_2", "ffn_norm"},
+                                            {"mlp.c_fc", "ffn_up"}, {"mlp.c_proj", "ffn_down"}};
+
+/* 1 when tensor t holds only zeros */
+static bool all_zero(const gguf *g, const tinfo *t)
+{
+    for (uint64_t i = 0; i < t->numel; i++)
+        if (value_at(g->data + t->offset, t->type, (int64_t)i) != 0) return false;
+    return true;
+}
+
+/* A GPT's config from the gpt2.* keys and its tensors: llama.cpp's gpt2
+ * (LayerNorm with biases, eps 1e-5, a 4 C MLP with the tanh GELU, the
+ * head tied to token_embd). A file whose biases are all zero (tapegrad's
+ * export of a GPT without) is a GPT without biases. */
+static int read_config_gpt(const gguf *g, tg_model_config *c, char *err, size_t errlen)
+{
+    static const char *const INTS[5] = {"gpt2.embedding_length", "gpt2.feed_forward_length", "gpt2.block_count",
+                                        "gpt2.attention.head_count", "gpt2.context_length"};
+    int64_t v[5], kv;
+    for (int i = 0; i < 5; i++) {
+        const int rc = get_int(g, INTS[i], 1, 1 << 24, &v[i], err, errlen);
+        if (rc < 0) return -1;
+        if (rc > 0) return tg_set_err(err, errlen, "the file has no '%s'", INTS[i]), -1;
+    }
+    if (v[1] != 4 * v[0])
+        return tg_set_err(err, errlen, "key 'gpt2.feed_forward_length' = %lld is not 4 x the embedding %lld: "
+                          "tapegrad's GPT has a 4 C MLP", (long long)v[1], (long long)v[0]), -1;
+    const int rc = get_int(g, "gpt2.attention.head_count_kv", 1, 1 << 24, &kv, err, errlen);
+    if (rc < 0) return -1;
+    if (rc == 0 && kv != v[3])
+        return tg_set_err(err, errlen, "key 'gpt2.attention.head_count_kv' = %lld is not the head count %lld: "
+                          "tapegrad's GPT has no grouped-query attention", (long long)kv, (long long)v[3]), -1;
+    double eps;
+    if (get_float(g, "gpt2.attention.layer_norm_epsilon", &eps, err, errlen))
+        return tg_set_err(err, errlen, "the file has no number 'gpt2.attention.layer_norm_epsilon'"), -1;
+    if ((float)eps != (float)TG_LAYERNORM_EPS)
+        return tg_set_err(err, errlen, "key 'gpt2.attention.layer_norm_epsilon' is %g: tapegrad's LayerNorm has "
+                          "eps %g", eps, TG_LAYERNORM_EPS), -1;
+    const tinfo *emb = find_tensor(g, "token_embd.weight");
+    if (!emb || emb->ndim != 2) return tg_set_err(err, errlen, "the file has no 2-D tensor 'token_embd.weight'"), -1;
+    if (emb->dims[1] > (1 << 24)) return tg_set_err(err, errlen, "'token_embd.weight' has %llu rows",
+                                                    (unsigned long long)emb->dims[1]), -1;
+    const tinfo *out = find_tensor(g, "output.weight");
+    if (out && (out->type != emb->type || out->ndim != emb->ndim || out->dims[0] != emb->dims[0] ||
+                out->dims[1] != emb->dims[1] || memcmp(g->data + out->offset, g->data + emb->offset, emb->nbytes)))
+        return tg_set_err(err, errlen, "tensor 'output.weight' is not 'token_embd.weight': tapegrad's GPT ties its "
+                          "head to the token embedding"), -1;
+    *c = (tg_model_config){.arch = "gpt", .n_embd = (int)v[0], .n_layer = (int)v[2], .n_head = (int)v[3],
+                           .block_size = (int)v[4], .vocab_size = (int)emb->dims[1], .gelu = TG_GELU_TANH};
+    /* the biases: all in the file (llama.cpp requires them); all zero makes a GPT without */
+    bool zero = true;
+    char name[96];
+    for (int l = 0; l <= c->n_layer; l++)
+        for (int k = 0; k < (l < c->n_layer ? 6 : 1); k++) {
+            if (l < c->n_layer) snprintf(name, sizeof name, "blk.%d.%s.bias", l, GPT_PARTS[k][1]);
+            else snprintf(name, sizeof name, "output_norm.bias");
+            const tinfo *t = find_tensor(g, name);
+            if (!t)
+                return tg_set_err(err, errlen, "the file has no tensor '%s' (llama.cpp's gpt2 requires it)", name), -1;
+            zero = zero && all_zero(g, t);
+        }
+    c->bias = !zero;
+    if (tg_model_num_params(c) < 0)
+        return tg_set_err(err, errlen, "the hyperparameters (embedding %d, %d blocks, %d heads, context %d, "
+                          "vocabulary %d) are not a GPT tapegrad builds", c->n_embd, c->n_layer, c->n_head,
+                          c->block_size, c->vocab_size), -1;
+    int64_t floats = 0;
+    for (uint64_t i = 0; i < g->n_t; i++) floats += (int64_t)g->ts[i].numel;
+    if (tg_model_num_params(c) > floats)
+        return tg_set_err(err, errlen, "the hyperparameters describe %lld parameters, the file's tensors hold %lld",
+                          (long long)tg_model_num_params(c), (long long)floats), -1;
+    return 0;
+}
+
+static int load_weights_gpt(const gguf *g, tg_model *m, char *err, size_t errlen)
+{
+    const int64_t n = tg_params_count(m->params);
+    for (int64_t i = 0; i < n; i++) {
+        tg_tensor *p = tg_params_at(m->params, i);
+        char name[96] = "", part[64];
+        int layer, used = 0;
+        if (!strcmp(p->name, "transformer.wte.weight")) snprintf(name, sizeof name, "token_embd.weight");
+        else if (!strcmp(p->name, "transformer.wpe.weight")) snprintf(name, sizeof name, "position_embd.weight");
+        else if (!strcmp(p->name, "transformer.ln_f.weight")) snprintf(name, sizeof name, "output_norm.weight");
+        else if (!strcmp(p->name, "transformer.ln_f.bias")) snprintf(name, sizeof name, "output_norm.bias");
+        else if (sscanf(p->name, "transformer.h.%d.%n", &layer, &used) == 1 && used > 0)
+            for (int k = 0; k < 6; k++) {
+                const size_t pl = strlen(GPT_PARTS[k][0]);
+                if (!strncmp(p->name + used, GPT_PARTS[k][0], pl) && p->name[used + pl] == '.') {
+                    snprintf(part, sizeof part, "%s", p->name + used + pl + 1);   /* weight or bias */
+                    snprintf(name, sizeof name, "blk.%d.%s.%s", layer, GPT_PARTS[k][1], part);
+                }
+            }
+        const tinfo *t = name[0] ? find_tensor(g, name) : NULL;
+        if (!t) return tg_set_err(err, errlen, "the file has no tensor '%s' (tapegrad's %s)", name, p->name), -1;
+        if (load_tensor(g, t, p, err, errlen)) return -1;
+    }
+    return 0;
+}
+
 /* ---- the tokenizer ----------------------------------------------------------------- */
 
+/* 1 when each merge (k-th: the k-th piece of two bytes or more, in id
+ * order; tg_gpt2_tokenizer checked that) is the split tiktoken's rule
+ * makes of its piece with the lower ids, as GPT-2's merges are: then
+ * llama.cpp's merges and tapegrad's ranks encode alike. 0 with a message
+ * naming the merge otherwise (llama.cpp only merges the listed pairs,
+ * tiktoken any pair that is a piece: " " + "hat" where the file lists
+ * " h" + "at"). */
+static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, char *err, size_t errlen)
+{
+    uint32_t cp_of[256];
+    tg_gpt2_byte_chars(cp_of);
+    const size_t maxp = tg_tok_max_piece_len(t);
+    char *want = malloc(4 * maxp + 2), *b = malloc(2 * maxp + 1);
+    int32_t *parts = malloc((maxp + 1) * sizeof *parts);
+    const cJSON *m = merges->child;
+    bool ok = want && b && parts;
+    if (!ok) tg_set_err(err, errlen, "out of memory");
+    for (int32_t r = 0, k = 0; ok && r < tg_tok_vocab_size(t) - 1; r++) {
+        size_t l, lx, ly;
+        int32_t x, y;
+        if (!tg_tok_piece(t, r, &l) || l < 2) continue;
+        if (tg_gpt2_tiktoken_split(t, r, parts, &x, &y)) {
+            ok = false;
+            tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': piece %d is no merge of two lower pieces", (int)r);
+            break;
+        }
+        const unsigned char *px = tg_tok_piece(t, x, &lx), *py = tg_tok_piece(t, y, &ly);
+        tg_gpt2_byte_string(px, lx, cp_of, want);
+        tg_gpt2_byte_string(py, ly, cp_of, b);
+        strcat(strcat(want, " "), b);
+        if (!m || !cJSON_IsString(m) || strcmp(m->valuestring, want)) {
+            char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE];
+            tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': merge %d is '%s' where tiktoken's rule splits its "
+                       "piece %d as '%s': llama.cpp and tapegrad would encode differently", (int)k,
+                       tg_shown(m && cJSON_IsString(m) ? m->valuestring : "", s1), (int)r, tg_shown(want, s2));
+            ok = false;
+        }
+        m = m ? m->next : NULL;
+        k++;
+    }
+    free(want), free(b), free(parts);
+    return ok;
+}
+
+/* llama.cpp's "gpt2" tokenizer (GPT-2's byte-level BPE: tokens and
+ * merges, pre-tokenizer gpt-2, no BOS) as tiktoken ranks (TG_TOK_TIKTOKEN),
+ * when it is GPT-2's kind (tg_gpt2_tokenizer's conditions). */
+static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, char *err, size_t errlen)
+{
+    char sb[TG_SHOWN_SIZE], what[64];
+    str pre;
+    const bool has_pre = get_str(g, "tokenizer.ggml.pre", &pre);
+    if (!has_pre || !str_is(pre, "gpt-2"))
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
+                          "words with GPT-2's pattern ('gpt-2')", has_pre ? "'" : "absent (or not a string)",
+                          has_pre ? shown(pre, sb) : "", has_pre ? "'" : ""), -1;
+    if (get_bool(g, "tokenizer.ggml.add_bos_token", false))
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                          "BOS"), -1;
+    const kv *tok = find(g, "tokenizer.ggml.tokens"), *mg = find(g, "tokenizer.ggml.merges");
+    if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 257 || tok->count > (uint64_t)V)
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens' is not a list of 257 to %d strings (the "
+                          "embedding's rows)", V), -1;
+    if (!mg || mg->type != T_ARRAY || mg->elem != T_STRING)
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.merges' is not a list of strings"), -1;
+    cJSON *vocab = cJSON_CreateObject(), *merges = cJSON_CreateArray();
+    char *z = NULL;
+    size_t zcap = 0;
+    int rc = -1;
+    bool ok = vocab && merges;
+    /* the strings were checked by parse: each a u64 length and its bytes */
+    for (int pass = 0; ok && pass < 2; pass++) {
+        const kv *k = pass ? mg : tok;
+        const unsigned char *p = k->val;
+        for (uint64_t i = 0; ok && i < k->count; i++) {
+            uint64_t l;
+            memcpy(&l, p, 8);
+            if (l + 1 > zcap) {
+                zcap = (size_t)l + 1 > 2 * zcap ? (size_t)l + 1 : 2 * zcap;
+                char *nz = realloc(z, zcap);
+                if (!(ok = nz != NULL)) break;
+                z = nz;
+            }
+            memcpy(z, p + 8, (size_t)l);
+            z[l] = 0;
+            p += 8 + l;
+            if (strlen(z) != l) {
+                tg_set_err(err, errlen, "key '%s': string %llu holds a NUL byte", pass ? "tokenizer.ggml.merges"
+                           : "tokenizer.ggml.tokens", (unsigned long long)i);
+                goto done;
+            }
+            ok = pass ? cJSON_AddItemToArray(merges, cJSON_CreateString(z))
+                      : cJSON_AddNumberToObject(vocab, z, (double)i) != NULL;
+        }
+    }
+    if (!ok) {
+        tg_set_err(err, errlen, "out of memory");
+        goto done;
+    }
+    snprintf(what, sizeof what, "key 'tokenizer.ggml.tokens' / 'merges'");
+    tg_tokenizer *t = tg_gpt2_tokenizer(vocab, merges, what, err, errlen);
+    if (t && merges_are_tiktokens(t, merges, err, errlen)) rc = tg_vocab_tokenizer(v, t, false, V, err, errlen);
+    else tg_tok_free(t);
+done:
+    free(z);
+    cJSON_Delete(vocab);
+    cJSON_Delete(merges);
+    return rc;
+}
+
+/* 1 when every token is a byte token <0xXX> or U+2581 (the space as
+ * llama.cpp spells it), their bytes in increasing order: a text's bytes
+ * (TG_VOCAB_BYTES) as tapegrad's export writes them for a GPT. */
+static bool bytes_only(const kv *tok, const kv *ty, int32_t n)
+{
+    const unsigned char *p = tok->val;
+    int last = -1;
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t l;
+        int32_t type, b = -1;
+        memcpy(&l, p, 8);
+        memcpy(&type, ty->val + 4 * (size_t)i, 4);
+        const char *s = (const char *)p + 8;
+        static const char hex[] = "0123456789ABCDEF";
+        if (l == 3 && !memcmp(s, "\xe2\x96\x81", 3) && type == 1) b = ' ';
+        else if (l == 6 && type == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' && strchr(hex, s[3]) && strchr(hex, s[4]) &&
+                 s[3] && s[4])
+            b = (int)((strchr(hex, s[3]) - hex) * 16 + (strchr(hex, s[4]) - hex));
+        if (b <= last) return false;
+        last = b;
+        p += 8 + l;
+    }
+    return true;
+}
+
 /* The file's vocabulary into v: llama.cpp's "llama" model as TG_TOK_SPM,
- * "no" (or no tokenizer at all) as bare ids. */
-static int read_vocab(const gguf *g, int V, tg_vocab *v, char *err, size_t errlen)
+ * its "gpt2" (a GPT's) as GPT-2's tiktoken ranks, "no" (or no tokenizer at
+ * all) as bare ids. A GPT's text takes no BOS. */
+static int read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, size_t errlen)
 {
     char sb[TG_SHOWN_SIZE];
     str model;
     if (!get_str(g, "tokenizer.ggml.model", &model) || str_is(model, "none") || str_is(model, "no"))
         return tg_vocab_ids(v, V), 0;
+    if (gpt && str_is(model, "gpt2")) return read_vocab_gpt2(g, V, v, err, errlen);
     if (!str_is(model, "llama"))
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
-                          "(SentencePiece-style) vocabularies", shown(model, sb)), -1;
+                          "(SentencePiece-style) vocabularies%s", shown(model, sb),
+                          gpt ? " and, for a GPT, its 'gpt2' (GPT-2's BPE with merges)" : ""), -1;
+    if (gpt && get_bool(g, "tokenizer.ggml.add_bos_token", true) && find(g, "tokenizer.ggml.bos_token_id"))
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
+                          "default): a GPT reads its text without BOS"), -1;
     const kv *tok = find(g, "tokenizer.ggml.tokens"), *sc = find(g, "tokenizer.ggml.scores"),
              *ty = find(g, "tokenizer.ggml.token_type");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 1 || tok->count > (uint64_t)V)
@@ -437,6 +694,19 @@ static int read_vocab(const gguf *g, int V, tg_vocab *v, char *err, size_t errle
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.scores' is not %d float32 values", (int)n), -1;
     if (!ty || ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)n)
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type' is not %d int32 values", (int)n), -1;
+    if (gpt && n == V && bytes_only(tok, ty, n) && !get_bool(g, "tokenizer.ggml.add_space_prefix", true)) {
+        /* tapegrad's export of a GPT's byte vocabulary: a text's bytes again */
+        char set[256];
+        const unsigned char *p = tok->val;
+        for (int32_t i = 0; i < n; i++) {
+            uint64_t l;
+            memcpy(&l, p, 8);
+            set[i] = (char)(l == 3 ? ' ' : strtol((const char *)p + 8 + 3, NULL, 16));
+            p += 8 + l;
+        }
+        tg_vocab_bytes(v, set, (size_t)n);
+        return 0;
+    }
     int64_t *off = malloc(((size_t)n + 1) * sizeof *off);
     float *scores = malloc((size_t)n * sizeof *scores);
     uint8_t *types = malloc((size_t)n);
@@ -481,7 +751,8 @@ static int read_vocab(const gguf *g, int V, tg_vocab *v, char *err, size_t errle
     tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos, &o, err, errlen);
     if (!t) goto done;
     /* llama.cpp puts BOS first when add_bos_token says so (its default for "llama" is yes) */
-    rc = tg_vocab_tokenizer(v, t, bos >= 0 && get_bool(g, "tokenizer.ggml.add_bos_token", true), V, err, errlen);
+    rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && get_bool(g, "tokenizer.ggml.add_bos_token", true), V, err,
+                            errlen);
 done:
     free(off), free(scores), free(types), free(pieces);
     return rc;
@@ -509,13 +780,15 @@ int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *e
         tg_set_err(e2, sizeof e2, "the file has no string 'general.architecture'");
         goto fail;
     }
-    if (!str_is(arch, "llama")) {
-        tg_set_err(e2, sizeof e2, "key 'general.architecture' is '%s': tapegrad imports 'llama'",
+    const bool gpt = str_is(arch, "gpt2");
+    if (!gpt && !str_is(arch, "llama")) {
+        tg_set_err(e2, sizeof e2, "key 'general.architecture' is '%s': tapegrad imports 'llama' and 'gpt2'",
                    shown(arch, sb));
         goto fail;
     }
-    if (read_config(&g, &c, e2, sizeof e2) || read_vocab(&g, c.vocab_size, &v, e2, sizeof e2) ||
-        tg_model_new(&m, &c, dt, TG_NO_INIT, e2, sizeof e2) || load_weights(&g, &m, e2, sizeof e2))
+    if ((gpt ? read_config_gpt(&g, &c, e2, sizeof e2) : read_config(&g, &c, e2, sizeof e2)) ||
+        read_vocab(&g, c.vocab_size, gpt, &v, e2, sizeof e2) || tg_model_new(&m, &c, dt, TG_NO_INIT, e2, sizeof e2) ||
+        (gpt ? load_weights_gpt(&g, &m, e2, sizeof e2) : load_weights(&g, &m, e2, sizeof e2)))
         goto fail;
     const char *meta[2] = {"imported_from", "gguf"};
     rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);

@@ -55,6 +55,7 @@
 #include "../core/err_internal.h"
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
+#include "gpt2_internal.h"
 #include "options_internal.h"
 
 #define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
@@ -504,7 +505,7 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
 
 /* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
  * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
-static void byte_chars(uint32_t cp_of[256])
+void tg_gpt2_byte_chars(uint32_t cp_of[256])
 {
     int n = 0;
     for (int b = 0; b < 256; b++) {
@@ -538,18 +539,18 @@ static int64_t unbyte(const char *s, const int16_t byte_of[324], unsigned char *
  * merge's, and every longer piece made by one. Then merging the pair of
  * lowest merge number (the tokenizers library's rule) and merging the pair
  * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
-static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
-                                    size_t errlen)
+tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
+                                size_t errlen)
 {
     uint32_t cp_of[256];
     int16_t byte_of[324];
-    byte_chars(cp_of);
+    tg_gpt2_byte_chars(cp_of);
     for (int i = 0; i < 324; i++) byte_of[i] = -1;
     for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
     const int n_all = cJSON_GetArraySize(vocab);
     tg_tokenizer *t = NULL;
     if (n_all < 257 || n_all > (1 << 24)) {
-        tg_set_err(err, errlen, "hf: %s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
+        tg_set_err(err, errlen, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
                    what, n_all);
         return NULL;
     }
@@ -570,14 +571,14 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     for (const cJSON *e = vocab->child; e; e = e->next) {
         const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
         if (!(d >= 0 && d <= n && d == floor(d))) {
-            tg_set_err(err, errlen, "hf: %s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
+            tg_set_err(err, errlen, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
                        cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
             goto fail;
         }
         const int32_t id = (int32_t)d;
         if (id == n) {
             if (strcmp(e->string, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "hf: %s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
+                tg_set_err(err, errlen, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
                            "the one taken)", what, (int)n, tg_shown(e->string, shown));
                 goto fail;
             }
@@ -585,12 +586,12 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
             continue;
         }
         if (len[id] >= 0) {
-            tg_set_err(err, errlen, "hf: %s: id %d is given twice", what, (int)id);
+            tg_set_err(err, errlen, "%s: id %d is given twice", what, (int)id);
             goto fail;
         }
         const int64_t k = unbyte(e->string, byte_of, raw + at);
         if (k <= 0) {
-            tg_set_err(err, errlen, "hf: %s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
+            tg_set_err(err, errlen, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
                        tg_shown(e->string, shown), (int)id);
             goto fail;
         }
@@ -600,7 +601,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
         at += (size_t)k;
     }
     if (!eot) {
-        tg_set_err(err, errlen, "hf: %s: no <|endoftext|> with id %d", what, (int)n);
+        tg_set_err(err, errlen, "%s: no <|endoftext|> with id %d", what, (int)n);
         goto fail;
     }
     int64_t o = 0;
@@ -613,7 +614,7 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
     /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
     if (!cJSON_IsArray(merges)) {
-        tg_set_err(err, errlen, "hf: %s: the merges are not a list", what);
+        tg_set_err(err, errlen, "%s: the merges are not a list", what);
         goto fail;
     }
     if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
@@ -637,11 +638,11 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
         int32_t r = -1;
         if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
         if (r < 0) {
-            tg_set_err(err, errlen, "hf: %s: merge %d does not join two pieces into a third", what, (int)k);
+            tg_set_err(err, errlen, "%s: merge %d does not join two pieces into a third", what, (int)k);
             goto fail;
         }
         if (r <= last || made[r]) {
-            tg_set_err(err, errlen, "hf: %s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
+            tg_set_err(err, errlen, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
                        "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
                        (int)k - 1, (int)last);
             goto fail;
@@ -651,12 +652,12 @@ static tg_tokenizer *gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, con
     }
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] - off[i] > 1 && !made[i]) {
-            tg_set_err(err, errlen, "hf: %s: piece %d is made by no merge", what, (int)i);
+            tg_set_err(err, errlen, "%s: piece %d is made by no merge", what, (int)i);
             goto fail;
         }
     goto done;
 oom:
-    tg_set_err(err, errlen, "hf: %s: out of memory", what);
+    tg_set_err(err, errlen, "%s: out of memory", what);
 fail:
     tg_tok_free(t);
     t = NULL;
@@ -707,7 +708,8 @@ static tg_tokenizer *tokenizer_json(const char *dir, char *err, size_t errlen)
         }
         const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
         if (!cJSON_IsObject(vocab)) tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
-        else t = gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "tokenizer.json", err, errlen);
+        else t = tg_gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err,
+                                   errlen);
     }
 out:
     cJSON_Delete(j);
@@ -735,7 +737,7 @@ static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
         }
         line = stop + 1;
     }
-    t = gpt2_tokenizer(vocab, merges, "vocab.json + merges.txt", err, errlen);
+    t = tg_gpt2_tokenizer(vocab, merges, "hf: vocab.json + merges.txt", err, errlen);
     goto out;
 oom:
     tg_set_err(err, errlen, "hf: out of memory");
@@ -942,7 +944,7 @@ out:
 /* ---- export ---------------------------------------------------------------------- */
 
 /* GPT-2's byte-level string of some bytes (UTF-8 of the stand-ins). */
-static void byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
+void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -955,7 +957,7 @@ static void byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[2
 
 /* The two pieces that piece r is merged from: its bytes merged by
  * tiktoken's rule with only the pieces below r, which must leave two. */
-static int tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
+int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
 {
     const int64_t n = t->off[r + 1] - t->off[r];
     for (int64_t i = 0; i < n; i++) parts[i] = t->byte_id[t->bytes[t->off[r] + i]];
@@ -986,7 +988,7 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
         return NULL;
     }
     uint32_t cp_of[256];
-    byte_chars(cp_of);
+    tg_gpt2_byte_chars(cp_of);
     const int32_t n = tg_tok_vocab_size(t) - 1;   /* <|endoftext|> is n */
     cJSON *j = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
     cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray(), *eot = cJSON_CreateObject();
@@ -995,21 +997,21 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     int32_t *parts = tg_malloc((t->max_piece + 1) * sizeof *parts);
     bool ok = j && model && vocab && merges && added && eot && a && b && ab && parts;
     for (int32_t id = 0; ok && id < n; id++) {
-        byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
+        tg_gpt2_byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
         ok = cJSON_AddNumberToObject(vocab, a, id) != NULL;
     }
     ok = ok && cJSON_AddNumberToObject(vocab, "<|endoftext|>", n);
     for (int32_t id = 0; ok && id < n; id++) {
         if (t->off[id + 1] - t->off[id] < 2) continue;
         int32_t x, y;
-        if (tiktoken_split(t, id, parts, &x, &y)) {
+        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
             snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
                      "tokenizer.json can say", (int)id);
             ok = false;
             break;
         }
-        byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
-        byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
+        tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
+        tg_gpt2_byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
         snprintf(ab, 4 * t->max_piece + 2, "%s %s", a, b);
         cJSON *s = cJSON_CreateString(ab);
         ok = s != NULL;

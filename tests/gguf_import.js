@@ -1,18 +1,19 @@
 #!/usr/bin/env node
 // GGUF files written by gguf-py (llama.cpp's own Python writer), imported
 // with `tiny_gpt import --format gguf` and scored as llama.cpp scores them
-// (the npm package node-llama-cpp). Two files (tests/gguf_llama_write.py):
+// (the npm package node-llama-cpp). Three files (tests/gguf_llama_write.py):
 // an untied GQA Llama whose matrices are F32, F16, BF16 and Q8_0 with a
-// SentencePiece-style vocabulary that adds the space prefix, and a tied
-// F32 Llama with another rope base and eps whose vocabulary does not. For
-// each:
+// SentencePiece-style vocabulary that adds the space prefix, a tied
+// F32 Llama with another rope base and eps whose vocabulary does not, and
+// a GPT (llama.cpp's gpt2, biases, F32/F16/BF16/Q8_0 matrices) with a
+// GPT-2-style byte-level BPE with merges. For each:
 //   - the checkpoint's weights are gguf-py's dequantization bit for bit,
 //     and its config the file's keys (gguf_llama_write.py check);
-//   - tapegrad's ids of a varied text (BOS, then the text, as sample
-//     encodes a prompt) equal llama.cpp's;
+//   - tapegrad's ids of a varied text (a Llama's BOS, then the text, as
+//     sample encodes a prompt) equal llama.cpp's;
 //   - `tiny_gpt eval --text`'s mean nll per token equals llama.cpp's on
 //     the same ids within 1e-4 relative (the F32 file; 0.5% for the
-//     mixed one, whose activations llama.cpp rounds to each weight's type);
+//     mixed ones, whose activations llama.cpp rounds to each weight's type);
 //   - tapegrad's f32 GGUF export of the import holds the file's tokenizer
 //     keys, every value the same, and llama.cpp scores it as eval --text
 //     does within 1e-4;
@@ -88,7 +89,8 @@ async function llamaNll(file, ids) {
 (async () => {
   const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
   llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-  for (const name of ['mixed', 'tied']) {
+  for (const name of ['mixed', 'tied', 'gpt2']) {
+    const gpt = name === 'gpt2';   // no BOS
     const gguf = path.join(work, `${name}.gguf`), ckpt = path.join(work, `${name}.safetensors`);
     run(bin, ['import', '--format', 'gguf', '--model', gguf, '--out', ckpt]);
     try {
@@ -97,8 +99,9 @@ async function llamaNll(file, ids) {
       bad(e.message.replace(work + '/', ''));
     }
     const model = await llama.loadModel({ modelPath: gguf });
-    const ids = [model.tokens.bos, ...model.tokenize(text)];
-    const ours = [1, ...run(bin, ['tokenizer', 'encode', '--tokenizer', ckpt], text).trim().split(/\s+/).map(Number)];
+    const ids = [...(gpt ? [] : [model.tokens.bos]), ...model.tokenize(text)];
+    const ours = [...(gpt ? [] : [1]),
+                  ...run(bin, ['tokenizer', 'encode', '--tokenizer', ckpt], text).trim().split(/\s+/).map(Number)];
     let i = 0;
     while (i < ids.length && ids[i] === ours[i]) i++;
     if (i === ids.length && i === ours.length) ok(`${name}: tapegrad's ids of the text equal llama.cpp's (${ids.length} ids)`);
@@ -139,7 +142,7 @@ async function llamaNll(file, ids) {
   await llama.dispose();
   fs.rmSync(work, { recursive: true, force: true });
   console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed || passed !== 12 ? 1 : 0);
+  process.exit(failed || passed !== 18 ? 1 : 0);
 })().catch((e) => {
   console.log(`FAIL ${e.message || e}`);
   fs.rmSync(work, { recursive: true, force: true });

@@ -967,9 +967,12 @@ END_TEST
 START_TEST(gpt_num_params_matches_the_model)
 {
     const tg_gpt_config cases[] = {
-        {1, 1, 1, 1, 1, false, 0, false, TG_GELU_ERF},     {2, 3, 9, 5, 7, true, 0, false, TG_GELU_TANH},
-        {3, 2, 10, 17, 65, false, 0, false, TG_GELU_ERF},  {1, 4, 12, 3, 300, true, 0.1, false, TG_GELU_TANH},
-        {4, 4, 128, 64, 65, false, 0, false, TG_GELU_ERF},
+#define GC(L, H, C, T, V, b, d, gl) {.n_layer = L, .n_head = H, .n_embd = C, .block_size = T, .vocab_size = V, \
+                                   .bias = b, .dropout = d, .gelu = gl}
+        GC(1, 1, 1, 1, 1, false, 0, TG_GELU_ERF),     GC(2, 3, 9, 5, 7, true, 0, TG_GELU_TANH),
+        GC(3, 2, 10, 17, 65, false, 0, TG_GELU_ERF),  GC(1, 4, 12, 3, 300, true, 0.1, TG_GELU_TANH),
+        GC(4, 4, 128, 64, 65, false, 0, TG_GELU_ERF),
+#undef GC
     };
     char err[256];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -292,6 +292,27 @@ expect_fail "an HF export of a ReLU-squared GPT" "this model has --mlp relu2, wh
   "$bin" export --ckpt "$work/op/last.safetensors" --format hf --out "$work/op_hf"
 [ ! -e "$work/op.bin" ] && [ ! -e "$work/lq.gguf" ] && [ ! -e "$work/op_hf/config.json" ] &&
   ok "a refused export writes nothing" || bad "a refused export left a file"
+# a GGUF export of an erf GPT says llama.cpp computes the tanh form, with both forms' mean nll: on a
+# short --text (one window) the figures are eval --text's of the model and of the model relabelled tanh
+printf 'the cat sat on the mat' >"$work/gelu.txt"   # under the block size: one window
+"$st_edit" "$work/ge/last.safetensors" "$work/ge_tanh.safetensors" gelu=tanh >/dev/null
+erf_nll=$("$bin" eval --ckpt "$work/ge/last.safetensors" --text "$work/gelu.txt" | awk '{print $2}')
+tanh_nll=$("$bin" eval --ckpt "$work/ge_tanh.safetensors" --text "$work/gelu.txt" | awk '{print $2}')
+msg=$("$bin" export --ckpt "$work/ge/last.safetensors" --format gguf --out "$work/ge.gguf" --text "$work/gelu.txt" 2>&1)
+grep -q "notice: this GPT computes GELU's exact erf form; llama.cpp's gpt2 computes the tanh form" <<<"$msg" &&
+  grep -q "on $work/gelu.txt, [0-9]* predictions, mean nll $erf_nll with erf, $tanh_nll with tanh (" <<<"$msg" &&
+  [ -s "$work/ge.gguf" ] &&
+  ok "gguf export of an erf GPT: a notice with eval --text's nll of each form ($erf_nll, $tanh_nll)" ||
+  bad "gguf export's GELU notice: $msg (eval --text: $erf_nll erf, $tanh_nll tanh)"
+msg=$("$bin" export --ckpt "$work/ge/last.safetensors" --format gguf --out "$work/ge.gguf" 2>&1)
+grep -Eq "notice: .*(on the run's val text \(.*\), [0-9]+ predictions, mean nll [0-9.]+ with erf, [0-9.]+ with tanh|the val text is not available \(.+\))" <<<"$msg" &&
+  ok "gguf export of an erf GPT without --text: the run's val text, or why not: ${msg##*: on }" ||
+  bad "gguf export's GELU notice without --text: $msg"
+msg=$("$bin" export --ckpt "$work/gt/last.safetensors" --format gguf --out "$work/gt.gguf" 2>&1)
+! grep -q notice <<<"$msg" && [ -s "$work/gt.gguf" ] && ok "gguf export of a tanh GPT: no notice" ||
+  bad "gguf export of a tanh GPT: $msg"
+expect_fail "export --text is gguf's" "--text goes with --format gguf" \
+  "$bin" export --ckpt "$work/ge/last.safetensors" --format hf --out "$work/hfx" --text "$work/gelu.txt"
 # docs/distributed.md's commands read files a clone has or that the page downloads
 doc=$src/docs/distributed.md
 missing=""

@@ -4,16 +4,141 @@
  * runs; a GPT or a Llama to and from a Hugging Face model directory. */
 #include "tiny_gpt.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "files.h"
+#include "run.h"
+
+/* ---- an erf GPT going to llama.cpp's gpt2, which computes the tanh GELU ---- */
+
+#define GELU_WINDOWS 16   /* the val text is scored in at most this many windows of block_size ids */
+
+/* The mean nll of n ids (n >= 2) in consecutive windows of the model's
+ * block size: every id after the first of a window predicted; NAN with a
+ * message. */
+static double windows_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t *preds, char *err, size_t errlen)
+{
+    const int T = m->config.block_size;
+    double sum = 0;
+    *preds = 0;
+    for (int64_t at = 0; at + 1 < n && at / T < GELU_WINDOWS; at += T) {
+        const int N = (int)(n - 1 - at < T ? n - 1 - at : T);
+        tg_graph *g = tg_graph_new();
+        if (!g) return snprintf(err, errlen, "out of memory"), NAN;
+        tg_graph_set_grad_enabled(g, false);
+        tg_graph_set_training(g, false);
+        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at);
+        tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at + 1);
+        tg_tensor *loss = idx && tgt ? tg_model_loss(g, m, idx, tgt) : NULL;
+        if (!loss) {
+            snprintf(err, errlen, "%s", tg_graph_error(g));
+            tg_graph_free(g);
+            return NAN;
+        }
+        sum += tg_tensor_item(loss) * N;
+        *preds += N;
+        tg_graph_free(g);
+    }
+    return sum / (double)*preds;
+}
+
+/* For a GPT with the exact erf GELU: the notice that llama.cpp's gpt2
+ * computes the tanh form, with the mean nll of each form on the run's
+ * val text (the last 10% of the text the checkpoint records, as train
+ * splits it) or on text_path when given, over at most GELU_WINDOWS
+ * windows. Nothing for another model. */
+static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_path, char *notice, size_t len)
+{
+    tg_model_config c;
+    char err[2048] = "";
+    if (tg_model_config_read(f, &c, err, sizeof err) || strcmp(c.arch, "gpt") || c.gelu != TG_GELU_ERF) return;
+    const char *head = "this GPT computes GELU's exact erf form; llama.cpp's gpt2 computes the tanh form (train "
+                       "--gelu tanh for a model it runs as trained)";
+    tg_model m = {0}, mt = {0};
+    tg_vocab v = {0};
+    run_text text = {0};
+    tg_dataset d = {0};
+    data_id id;
+    int32_t *ids = NULL;
+    const int32_t *at = NULL;
+    int64_t n = 0;
+    char where[1024];
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
+        checkpoint_model_vocab(f, &m, NULL, NULL, &v, err, sizeof err))
+        goto unavailable;
+    if (text_path) {
+        size_t tl;
+        char *t = tg_file_read(text_path, &tl, err, sizeof err);
+        n = t ? prompt_ids(&v, c.vocab_size, t, tl, &ids, err, sizeof err) : -1;
+        free(t);
+        if (n < 0) goto unavailable;
+        at = ids;
+        snprintf(where, sizeof where, "%s", text_path);
+    } else {
+        if (!tg_st_meta(f, "train.data")) {
+            snprintf(err, sizeof err, "%s records no text (trained on token files or an older checkpoint)", ckpt);
+            goto unavailable;
+        }
+        int64_t corpus = 0;   /* train.data "": the built-in corpus of this many characters */
+        if ((tg_st_meta(f, "train.corpus_chars") &&
+             tg_st_meta_int(f, "train.corpus_chars", 1, INT32_MAX, &corpus, err, sizeof err)) ||
+            run_load_text(&text, &id, NULL, (int)corpus, f, ckpt, true, "export", err, sizeof err) ||
+            tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err, sizeof err))
+            goto unavailable;
+        at = d.tokens + d.n_train;
+        n = (int64_t)(d.n - d.n_train);
+        const char *p = tg_st_meta(f, "train.data");
+        snprintf(where, sizeof where, "the run's val text (%s)", *p ? p : "the built-in corpus");
+    }
+    if (n < 2) {
+        snprintf(err, sizeof err, "%s gives fewer than 2 ids", text_path ? text_path : "the val split");
+        goto unavailable;
+    }
+    /* the same weights with the tanh form */
+    tg_model_config ct = m.config;
+    ct.gelu = TG_GELU_TANH;
+    if (tg_model_new(&mt, &ct, TG_F32, TG_NO_INIT, err, sizeof err)) goto unavailable;
+    for (int i = 0; i < tg_params_count(m.params); i++) {
+        const tg_tensor *a = tg_params_at(m.params, i);
+        tg_tensor *b = tg_params_at(mt.params, i);
+        memcpy(b->data, a->data, (size_t)a->numel * sizeof(float));
+    }
+    int64_t preds;
+    const double erf_nll = windows_nll(&m, at, n, &preds, err, sizeof err);
+    const double tanh_nll = isnan(erf_nll) ? NAN : windows_nll(&mt, at, n, &preds, err, sizeof err);
+    if (isnan(tanh_nll)) goto unavailable;
+    snprintf(notice, len,
+             "%s: on %s, %lld predictions, mean nll %.6f with erf, %.6f with tanh (%+.2e nats, %+.1e relative)",
+             head, where, (long long)preds, erf_nll, tanh_nll, tanh_nll - erf_nll,
+             (tanh_nll - erf_nll) / erf_nll);
+    goto done;
+unavailable:
+    if (text_path)
+        snprintf(notice, len, "%s; the difference in mean nll is not measured: --text %s cannot be scored (%s)", head,
+                 text_path, err);
+    else
+        snprintf(notice, len, "%s; the difference in mean nll is not measured: the val text is not available (%s; "
+                 "give a text with --text F)", head, err);
+done:
+    free(ids);
+    tg_dataset_free(&d);
+    run_text_free(&text);
+    tg_vocab_free(&v);
+    tg_model_free(&mt);
+    tg_model_free(&m);
+}
 
 /* ---- the commands -------------------------------------------------------- */
 
 int cmd_export(int argc, char **argv)
 {
-    const char *ckpt = NULL, *format = "llama2c", *out = NULL, *tok = NULL, *dtype = "f32", *type = NULL;
+    const char *ckpt = NULL, *format = "llama2c", *out = NULL, *tok = NULL, *dtype = "f32", *type = NULL,
+               *text = NULL;
     int threads = 1;
     arg_spec specs[] = {
         {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train (a Llama for llama2c and gguf)", 0,
@@ -25,13 +150,16 @@ int cmd_export(int argc, char **argv)
         {"tokenizer", ARG_STRING, &tok, 0, 0, "llama2c: also write run.c's tokenizer file here (tokenizer.bin)", 0,
          ROLE_NONE},
         {"type", ARG_STRING, &type, 0, 0, "gguf: the weights' type, f32 (default), f16 or q8_0", 0, ROLE_NONE},
+        {"text", ARG_STRING, &text, 0, 0, "gguf, an erf GPT: measure the tanh GELU's nll on this text (default: the "
+         "run's val text)", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     char err[2048];
     tg_dtype dt;
     int setup = command_setup("export", "--ckpt F --format llama2c --out model.bin [--tokenizer tok.bin] | --ckpt F "
-                              "--format gguf --out M.gguf [--type f32|f16|q8_0] | --ckpt F --format hf --out DIR",
+                              "--format gguf --out M.gguf [--type f32|f16|q8_0] [--text F] | --ckpt F --format hf "
+                              "--out DIR",
                               specs, n_specs, argc, argv, &dtype, &dt, NULL, NULL, &threads);
     if (setup >= 0) return setup;
     const bool gguf = !strcmp(format, "gguf"), hf = !strcmp(format, "hf");
@@ -41,6 +169,7 @@ int cmd_export(int argc, char **argv)
                       : gguf && tok ? "--tokenizer goes with --format llama2c (a GGUF file holds its tokenizer)"
                       : hf && tok ? "--tokenizer goes with --format llama2c (hf writes the tokenizer into the directory)"
                       : !gguf && type ? "--type goes with --format gguf"
+                      : !gguf && text ? "--text goes with --format gguf"
                       : NULL;
     if (!bad && type) {
         if (!strcmp(type, "f32")) gt = TG_GGUF_F32;
@@ -55,10 +184,11 @@ int cmd_export(int argc, char **argv)
     char picked[4096];   /* --ckpt DIR: the run's best, else last, as sample and eval take it */
     tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, err, sizeof err))
                         ? tg_st_load(ckpt, err, sizeof err) : NULL;
-    char notice[1024] = "";
+    char notice[8192] = "";
     int rc = !f || (gguf ? tg_gguf_export(f, out, gt, err, sizeof err)
                     : hf ? tg_hf_export(f, out, notice, sizeof notice, err, sizeof err)
                          : tg_llama2c_export(f, out, tok, err, sizeof err));
+    if (!rc && gguf) gelu_notice(f, ckpt, text, notice, sizeof notice);
     if (notice[0]) fprintf(stderr, "tiny_gpt export: notice: %s\n", notice);
     if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
     else printf("wrote %s%s%s\n", out, tok ? " and " : "", tok ? tok : "");
@@ -107,7 +237,7 @@ int cmd_import(int argc, char **argv)
         fprintf(stderr, "tiny_gpt import: %s\n", bad);
         return 2;
     }
-    char notice[1024] = "";
+    char notice[8192] = "";
     const tg_hf_import_options o = {.ids_only = ids_only};
     const int rc = gguf ? tg_gguf_import(model_path, out, dt, err, sizeof err)
                    : hf ? tg_hf_import(model_path, out, &o, notice, sizeof notice, err, sizeof err)
@@ -117,7 +247,7 @@ int cmd_import(int argc, char **argv)
         fprintf(stderr, "tiny_gpt import: %s\n", err);
         return 1;
     }
-    printf("wrote %s (%s)\n", out, gguf ? "a Llama from a GGUF file" : hf ? "from a Hugging Face model directory"
+    printf("wrote %s (%s)\n", out, gguf ? "from a GGUF file" : hf ? "from a Hugging Face model directory"
                                                                         : "a Llama from llama2.c's files");
     return 0;
 }

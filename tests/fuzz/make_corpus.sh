@@ -57,6 +57,9 @@ head -n 262 "$work/small.tiktoken" >"$work/hf.tiktoken"
 q "$bin" train "${tiny[@]}" --tokenizer "$work/hf.tiktoken" --out "$work/gpt_hf"
 q "$bin" export --ckpt "$work/gpt_hf/best.safetensors" --format hf --out "$work/hf_gpt"
 q "$bin" export --ckpt "$work/llama/best.safetensors" --format hf --out "$work/hf_llama"
+# GPTs as llama.cpp's gpt2: a text's bytes (f16: rows of 4) and GPT-2-style ranks (tokens + merges)
+q "$bin" export --ckpt "$work/gpt/best.safetensors" --format gguf --type q8_0 --out "$work/gpt_bytes.gguf"
+q "$bin" export --ckpt "$work/gpt_hf/best.safetensors" --format gguf --out "$work/gpt_tiktoken.gguf"
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,hf}
@@ -64,6 +67,8 @@ cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
 cp "$work/llama.gguf" "$corpus/gguf/llama_bytes_f32.gguf"
 cp "$work/llama_bpe.gguf" "$corpus/gguf/llama_bpe_f16.gguf"
 head -c 200 "$work/llama.gguf" >"$corpus/gguf/cut_short.gguf"
+cp "$work/gpt_bytes.gguf" "$corpus/gguf/gpt_bytes_f16.gguf"
+cp "$work/gpt_tiktoken.gguf" "$corpus/gguf/gpt_tiktoken_f32.gguf"
 cp "$work/llama/best.safetensors" "$corpus/safetensors/ckpt_llama.safetensors"
 cp "$work/gpt/best.safetensors" "$corpus/safetensors/ckpt_gpt.safetensors"
 cp "$work/gpt_tiktoken/best.safetensors" "$corpus/safetensors/ckpt_gpt_tiktoken.safetensors"

@@ -1,0 +1,34 @@
+/* GPT-2's byte-level BPE as its files spell it (internal to formats/):
+ * the printable stand-ins for bytes and the merges of a tiktoken
+ * tokenizer, shared by the Hugging Face writer (tokenizer.json) and the
+ * GGUF writer (tokenizer.ggml.tokens / merges). Defined in formats/hf.c. */
+#ifndef TG_FORMATS_GPT2_INTERNAL_H
+#define TG_FORMATS_GPT2_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "../text/text.h"
+
+/* GPT-2's stand-in code point of each byte: '!'..'~', 0xA1..0xAC and
+ * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
+void tg_gpt2_byte_chars(uint32_t cp_of[256]);
+/* The n bytes at p as GPT-2's byte-level string (the stand-ins' UTF-8,
+ * NUL-terminated) into out, which has room for 2 n + 1 bytes. */
+void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out);
+/* The two pieces (*a, *b) that piece r of tiktoken tokenizer t is merged
+ * from: its bytes merged by tiktoken's rule with only the pieces below r
+ * (parts: room for tg_tok_max_piece_len(t) + 1 ids). -1 when that does
+ * not end in two pieces that make r. */
+int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b);
+/* The tokenizer of a vocabulary (a JSON object string -> id, GPT-2's
+ * byte-level strings) and its merges ("a b" strings or [a, b] pairs) as
+ * tiktoken ranks, when they are GPT-2's kind: ids 0..n-1 for pieces and n
+ * for <|endoftext|>, every single byte a piece, the merges in the order of
+ * the pieces they make, every longer piece made by one. NULL with a
+ * message naming what (the file or key) otherwise. */
+tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err, size_t errlen);
+
+#endif

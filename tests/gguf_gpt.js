@@ -1,0 +1,219 @@
+#!/usr/bin/env node
+// A GPT trained by tiny_gpt, exported with `tiny_gpt export --format gguf`
+// (llama.cpp's architecture gpt2), run by llama.cpp (the npm package
+// node-llama-cpp). Three models, all with GPT-2's tanh GELU (train
+// --gelu tanh), the one llama.cpp's gpt2 computes: a text's bytes with
+// biases; a tapegrad BPE tokenizer without biases (exported as zeros);
+// GPT-2's tiktoken ranks (when the npm tiktoken package, which carries
+// them, is there too). For each:
+//   - llama.cpp's ids of a varied text (English, code, whitespace runs,
+//     several scripts, emoji) and of unseen English equal tapegrad's (the
+//     text alone: a GPT reads no BOS and no space in front);
+//   - llama.cpp's mean nll per token of the unseen text (the first
+//     block_size ids, position i predicting id i + 1) equals `tiny_gpt eval
+//     --text`'s within NLL_TOL relative (f32: what ggml's GELU, a table of
+//     halves, costs; docs/formats.md gives the measured figures);
+//   - the q8_0 export's nll is within 0.5% of the f32 export's.
+//   node tests/gguf_gpt.js path/to/tiny_gpt SOURCE_DIR
+// The package is looked for in $TAPEGRAD_NODE_MODULES when it is set,
+// otherwise in SOURCE_DIR/bench/node_modules (scripts/reference-tools.sh
+// installs it there). Without it the test is skipped (exit 77), or fails
+// (exit 1) when the environment has CI=true.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const { pathToFileURL } = require('url');
+
+const NLL_TOL = 1e-5;   // f32 export vs eval --text, relative: ggml's GELU table alone costs up to 7.6e-6
+                        // (measured 8e-9 to 1.3e-6 here; docs/formats.md)
+
+const [bin, src] = process.argv.slice(2);
+if (!bin || !src) {
+  console.error('usage: node tests/gguf_gpt.js TINY_GPT SOURCE_DIR');
+  process.exit(2);
+}
+const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
+const pkg = path.join(modules, 'node-llama-cpp');
+const ci = process.env.CI === 'true';
+if (!fs.existsSync(path.join(pkg, 'package.json'))) {
+  console.log(`gguf_gpt: the npm node-llama-cpp package is not in ${modules} ` +
+              `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
+  process.exit(ci ? 1 : 77);
+}
+
+let passed = 0, failed = 0;
+function ok(msg) { passed++; console.log(`ok ${msg}`); }
+function bad(msg) { failed++; console.log(`FAIL ${msg}`); }
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tg_gguf_gpt_'));
+const env = { ...process.env, OPENBLAS_NUM_THREADS: '1' };
+function run(args, input) {
+  try {
+    return execFileSync(bin, args, { env, input, maxBuffer: 1 << 26, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new Error(`tiny_gpt ${args.join(' ')}: ${e.stderr ? e.stderr.toString().trim() : e.message}`);
+  }
+}
+
+// ---- the texts: the repository's docs (the same on every machine), a varied text
+const docs = path.join(src, 'docs');
+const english = fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort()
+  .map((f) => fs.readFileSync(path.join(docs, f), 'utf8')).join('\n');
+const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
+const varied = [
+  'Hello, world!  Two spaces,   three,\ttab,\t\ttwo tabs.\n\nA blank line above; trailing spaces   \n',
+  'static int add(int a, int b) {\n    return a + b;   // sum\n}\n\tif (x != NULL && y[3] >= 0x1f) { puts("ok"); }\n',
+  'def f(x):\n    return {"key": [1, 2.5, -3e-4]}  # Python\n',
+  'Grüße aus Köln, naïve café, déjà vu. Ελληνικά κείμενα. Русский текст, ещё.\n',
+  '東京は日本の首都です。你好，世界！ 한국어 문장입니다. こんにちは、カタカナ。\n',
+  'مرحبا بالعالم. שלום עולם. नमस्ते दुनिया। สวัสดีชาวโลก\n',
+  'emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 🤖✨ and combining: e\u0301 a\u0308\u0304 n\u0303 Z\u0336\n',
+  'spaces      and\n\n\n\nnewlines\r\n\u00a0nbsp\u3000ideographic  end',
+].join('');
+// the training text holds the varied text, so that a byte vocabulary has each of its bytes
+const trainText = english.slice(0, 150000) + varied.repeat(10);
+fs.writeFileSync(path.join(work, 'train.txt'), trainText);
+fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
+
+// ---- tapegrad's side
+const common = ['--n-layer', '2', '--n-head', '4', '--n-embd', '64', '--block-size', '256', '--gelu', 'tanh',
+                '--batch-size', '8', '--lr', '1e-2', '--min-lr', '1e-3', '--warmup', '20', '--eval-iters', '2',
+                '--eval-interval', '1000', '--threads', '1', '--data', path.join(work, 'train.txt')];
+const tok = path.join(work, 'tok.safetensors');
+fs.writeFileSync(path.join(work, 'tok_train.txt'), trainText.slice(0, 100000) + varied.repeat(20));
+run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-size', '700', '--out', tok]);
+const models = [
+  { name: `bytes (the text's ${new Set(Buffer.from(trainText, 'utf8')).size} bytes), biases`, dir: 'bytes', flags: ['--bias', 'true', '--steps', '150'] },
+  { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: ['--tokenizer', tok, '--steps', '120'] },
+];
+const ranks = path.join(work, 'gpt2.tiktoken');
+if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
+  execFileSync(process.execPath, [path.join(src, 'scripts', 'gpt2-tiktoken.js'), modules, ranks], { stdio: 'ignore' });
+  // GPT-2's 50257 ids make the head the cost: one small layer, a short run
+  models.push({ name: 'GPT-2\'s tiktoken ranks (50257 ids), biases', dir: 'gpt2', tok: ranks,
+                flags: ['--tokenizer', ranks, '--bias', 'true', '--n-layer', '1', '--n-embd', '32', '--block-size',
+                        '128', '--batch-size', '4', '--steps', '15'] });
+} else {
+  (ci ? bad : (m) => console.log(`skipped ${m}`))('the GPT-2 tiktoken model: no npm tiktoken package (its ranks)');
+}
+for (const m of models) {
+  m.ckpt = path.join(work, m.dir, 'last.safetensors');
+  run(['train', ...common, ...m.flags, '--out', path.join(work, m.dir)]);
+  for (const type of ['f32', 'q8_0'])
+    run(['export', '--ckpt', m.ckpt, '--format', 'gguf', '--type', type, '--out', path.join(work, `${m.dir}.${type}.gguf`)]);
+}
+
+// tapegrad's ids of a text as sample encodes a GPT's prompt: the text alone
+const byteIds = new Map([...new Set(Buffer.from(trainText, 'utf8'))].sort((a, b) => a - b).map((b, i) => [b, i]));
+function tapegradIds(m, text) {
+  if (m.dir === 'bytes') return [...Buffer.from(text, 'utf8')].map((b) => byteIds.get(b));
+  const out = run(['tokenizer', 'encode', '--tokenizer', m.tok], Buffer.from(text, 'utf8')).toString().trim();
+  return out.split(/\s+/).map(Number);
+}
+
+// tapegrad's BPE may hold a piece that is the first bytes of a character
+// it did not complete; llama.cpp's "llama" tokenizer never splits a
+// character and gives such a character as its bytes (docs/formats.md,
+// "GGUF"). The ids llama.cpp gives then, and how many pieces were so replaced.
+const pieces = new Map();   // id -> its bytes
+function asLlamaCpp(m, ids) {
+  if (m.dir !== 'bpe') return [ids, 0];
+  const learned = [...new Set(ids.filter((id) => id >= 259 && !pieces.has(id)))];
+  if (learned.length) {   // each learned piece after the special <s>, which decodes as its text
+    const all = run(['tokenizer', 'decode', '--tokenizer', tok], learned.map((id) => `1 ${id}`).join(' ') + '\n');
+    const parts = [];
+    for (let at = 0; ;) {
+      const next = all.indexOf('<s>', at + 3);
+      parts.push(all.subarray(at + 3, next < 0 ? all.length : next));
+      if (next < 0) break;
+      at = next;
+    }
+    if (parts.length !== learned.length) throw new Error(`decoding ${learned.length} pieces gave ${parts.length}`);
+    learned.forEach((id, i) => pieces.set(id, parts[i]));
+  }
+  const out = [];
+  let n = 0;
+  for (const id of ids) {
+    const piece = id >= 259 ? pieces.get(id) : null;
+    let i = 0;
+    while (piece && i < piece.length) {   // whole UTF-8 characters?
+      const c = piece[i], len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      if (i + len > piece.length) break;
+      i += len;
+    }
+    if (piece && i < piece.length) {
+      n++;
+      for (const b of piece) out.push(b + 3);
+    } else out.push(id);
+  }
+  return [out, n];
+}
+
+function firstDiff(a, b) {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i === a.length && i === b.length ? -1 : i;
+}
+
+(async () => {
+  const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  console.log(`node-llama-cpp ${require(path.join(pkg, 'package.json')).version}`);
+  for (const m of models) {
+    const nll = {};
+    for (const type of ['f32', 'q8_0']) {
+      const model = await llama.loadModel({ modelPath: path.join(work, `${m.dir}.${type}.gguf`) });
+      const ctxSize = model.trainContextSize;
+      const context = await model.createContext({ contextSize: ctxSize, sequences: 1, threads: 1 });
+      const seq = context.getSequence();
+      const label = `${m.name}, ${type}`;
+      if (type === 'f32') {
+        for (const [what, text] of [['varied text', varied], ['unseen English', unseen]]) {
+          const ours = tapegradIds(m, text);
+          const [want, prefixes] = asLlamaCpp(m, ours);
+          const got = model.tokenize(text);
+          const i = firstDiff(want, got);
+          if (i < 0 && (what !== 'unseen English' || !prefixes))
+            ok(`${label}: llama.cpp's ids of the ${what} equal tapegrad's (${got.length} ids` +
+               (prefixes ? `; ${prefixes} pieces that are a character's first bytes spelled as their bytes, as ` +
+                           `docs/formats.md says)` : ')'));
+          else bad(`${label}: ids of the ${what} differ at ${i}: tapegrad ${ours.slice(i, i + 6)} (as llama.cpp ` +
+                   `would give them: ${want.slice(i, i + 6)}), llama.cpp ${got.slice(i, i + 6)}`);
+        }
+      }
+      // the mean nll of the unseen text's first block_size ids
+      const ids = tapegradIds(m, unseen).slice(0, ctxSize);
+      const input = ids.map((t, i) => (i < ids.length - 1 ? [t, { generateNext: { probabilities: true,
+        options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] : t));
+      const out = await seq.controlledEvaluate(input);
+      let sum = 0;
+      for (let i = 0; i + 1 < ids.length; i++) sum -= Math.log(out[i].next.probabilities.get(ids[i + 1]));
+      nll[type] = sum / (ids.length - 1);
+      if (type === 'f32') {
+        const line = run(['eval', '--ckpt', m.ckpt, '--text', path.join(work, 'unseen.txt')]).toString();
+        const mt = /^nll ([0-9.]+) nats per token over ([0-9]+) predictions \(perplexity [0-9.]+\)\n$/.exec(line);
+        const rel = mt ? Math.abs(nll.f32 - Number(mt[1])) / Number(mt[1]) : NaN;
+        if (mt && Number(mt[2]) === ids.length - 1 && rel <= NLL_TOL)
+          ok(`${label}: mean nll ${nll.f32.toFixed(6)} over ${ids.length - 1} predictions, tiny_gpt eval --text ` +
+             `${mt[1]}: relative difference ${rel.toExponential(2)} (at most ${NLL_TOL})`);
+        else bad(`${label}: mean nll ${nll.f32} over ${ids.length - 1} predictions, tiny_gpt eval --text: ` +
+                 `${JSON.stringify(line)} (relative difference ${rel})`);
+      } else {
+        const rel = Math.abs(nll[type] - nll.f32) / nll.f32;
+        if (rel <= 5e-3) ok(`${label}: mean nll ${nll[type].toFixed(6)}, ${(100 * rel).toFixed(4)}% from f32's (at most 0.5%)`);
+        else bad(`${label}: mean nll ${nll[type]} is ${(100 * rel).toFixed(4)}% from f32's ${nll.f32}`);
+      }
+      await context.dispose();
+      await model.dispose();
+    }
+  }
+  await llama.dispose();
+  fs.rmSync(work, { recursive: true, force: true });
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})().catch((e) => {
+  console.log(`FAIL ${e.message || e}`);
+  fs.rmSync(work, { recursive: true, force: true });
+  process.exit(1);
+});
