@@ -11,7 +11,9 @@
  *   build        vocabulary, model, optimizer, training state, batches
  *   train_loop   steps; every --eval-interval steps (and at the end)
  *                evaluate_and_save: train and val loss, the best weights
- *                in OUT/best.safetensors, the full state in OUT/last
+ *                in OUT/best.safetensors, the full state in OUT/last;
+ *                with --time-budget, after step 0's, plan_steps times
+ *                steps (undone) and fixes how many the budget holds
  *
  * On R processes (mpirun -np R tiny_gpt train, docs/distributed.md) every
  * rank runs every stage on the same flags and data; rank 0 alone claims
