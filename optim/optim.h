@@ -279,6 +279,34 @@ TG_API double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double 
  * (also when decay_steps <= warmup). A negative step or warmup counts as 0. */
 TG_API double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr, double min_lr);
 
+/* The shapes of tg_lr_at's schedule after its warmup. */
+typedef enum tg_lr_shape {
+    TG_LR_COSINE = 0,   /* nanoGPT's cosine down to min_lr at decay_steps (tg_lr_cosine) */
+    TG_LR_WSD = 1       /* warmup-stable-decay: lr, then a linear decay over the last decay_frac */
+} tg_lr_shape;
+
+/* A learning-rate schedule over a run's steps (step 0 is the first). */
+typedef struct tg_lr_schedule {
+    tg_lr_shape shape;
+    int64_t warmup;       /* linear warmup steps, as tg_lr_cosine */
+    int64_t decay_steps;  /* the step where min_lr is reached (a run's length, or more) */
+    double lr, min_lr;    /* peak and final learning rate */
+    double decay_frac;    /* TG_LR_WSD: the fraction of decay_steps the decay takes, in [0, 1] */
+} tg_lr_schedule;
+
+/* The learning rate at step under s. Both shapes share the warmup
+ * lr * (step + 1) / (warmup + 1) for step < warmup and give min_lr from
+ * step decay_steps on. TG_LR_COSINE is tg_lr_cosine. TG_LR_WSD (the
+ * warmup-stable-decay of modded-nanogpt and nanochat) holds lr until
+ * the decay starts at D0 = decay_steps - round(decay_frac decay_steps)
+ * (not before warmup), then falls linearly:
+ *   lr_t = min_lr + (lr - min_lr) (decay_steps - step) / (decay_steps - D0)
+ * so the last step before decay_steps trains at min_lr + (lr - min_lr) /
+ * (decay_steps - D0). decay_frac outside [0, 1] (or NaN) counts as the
+ * nearer end (NaN as 0); a negative step or warmup as 0; an unknown shape
+ * as TG_LR_COSINE. NAN for a NULL s. */
+TG_API double tg_lr_at(const tg_lr_schedule *s, int64_t step);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
-/* Learning-rate schedule: nanoGPT's get_lr.
+/* Learning-rate schedules: nanoGPT's get_lr (cosine), and
+ * warmup-stable-decay (tg_lr_at).
  *
  *   step < warmup        lr * (step + 1) / (warmup + 1)
  *   step >= decay_steps  min_lr
@@ -22,4 +23,26 @@ double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr
     if (step >= decay_steps) return min_lr;
     double ratio = (double)(step - warmup) / (double)(decay_steps - warmup);
     return min_lr + 0.5 * (1.0 + cos(PI * ratio)) * (lr - min_lr);
+}
+
+/* Warmup-stable-decay: the warmup of the cosine, lr until the decay's
+ * first step d0, then a straight line reaching min_lr at decay_steps. */
+static double lr_wsd(const tg_lr_schedule *s, int64_t step)
+{
+    const int64_t warmup = s->warmup < 0 ? 0 : s->warmup;
+    if (step < warmup) return s->lr * ((double)step + 1) / ((double)warmup + 1);
+    if (step >= s->decay_steps) return s->min_lr;
+    const double frac = !(s->decay_frac > 0) ? 0 : s->decay_frac > 1 ? 1 : s->decay_frac;
+    int64_t d0 = s->decay_steps - (int64_t)llround(frac * (double)s->decay_steps);
+    if (d0 < warmup) d0 = warmup;
+    if (step < d0) return s->lr;
+    return s->min_lr + (s->lr - s->min_lr) * (double)(s->decay_steps - step) / (double)(s->decay_steps - d0);
+}
+
+double tg_lr_at(const tg_lr_schedule *s, int64_t step)
+{
+    if (!s) return NAN;
+    if (step < 0) step = 0;
+    if (s->shape == TG_LR_WSD) return lr_wsd(s, step);
+    return tg_lr_cosine(step, s->warmup, s->decay_steps, s->lr, s->min_lr);
 }

@@ -1351,6 +1351,20 @@ static void c_dist_stats_null(fx *f)
     num(f, (double)s.steps + s.wait_s);
 }
 static void c_lr_warmup_max(fx *f) { num(f, tg_lr_cosine(INT64_MAX - 1, INT64_MAX, INT64_MAX, 2.0, 0)); }
+static void c_lr_at_null(fx *f) { num(f, tg_lr_at(NULL, 3)); }
+static void c_budget_nan(fx *f)
+{
+    const tg_budget_costs c = {.spent = 1, .step = NAN, .eval = 1};
+    num(f, (double)tg_budget_steps(10, 0.1, &c, 5, 100));
+}
+static void c_budget_none_fit(fx *f)
+{
+    const tg_budget_costs c = {.spent = 9, .step = 1, .eval = 1};
+    num(f, (double)tg_budget_steps(10, 0, &c, 5, 100));
+}
+static void c_snapshot_null(fx *f) { ptr(f, tg_train_snapshot_take(NULL, NULL, NULL, NULL, f->err, sizeof f->err)); }
+static void c_snapshot_restore_null(fx *f) { num(f, tg_train_snapshot_restore(NULL, NULL, NULL, NULL, NULL)); }
+static void c_snapshot_free_null(fx *f) { (void)f, tg_train_snapshot_free(NULL); }
 
 /* text/text.h: tok() is the tokenizer of 260 ids, files are made in tt_dir */
 static const tg_bpe_options opts259 = {.vocab_size = 259};
@@ -2305,6 +2319,12 @@ static const api_case CASES[] = {
     {"tg_dist_grads_bucket(d, count, &b)", "-1", NULL, c_dist_bucket_past},
     {"tg_dist_grads_stats(NULL, &s): zeros", "0", NULL, c_dist_stats_null},
     {"tg_lr_cosine(INT64_MAX - 1, warmup INT64_MAX, ..., lr 2)", "2", NULL, c_lr_warmup_max},
+    {"tg_lr_at(NULL, 3)", "nan", NULL, c_lr_at_null},
+    {"tg_budget_steps(10, 0.1, step NAN, ...)", "-1", NULL, c_budget_nan},
+    {"tg_budget_steps(10, 0, spent 9 + step 1 + eval 1, ...): no step fits", "0", NULL, c_budget_none_fit},
+    {"tg_train_snapshot_take(NULL, ...)", "NULL", "train_snapshot_take: the model is NULL", c_snapshot_null},
+    {"tg_train_snapshot_restore(NULL, ...)", "-1", NULL, c_snapshot_restore_null},
+    {"tg_train_snapshot_free(NULL)", "returns", NULL, c_snapshot_free_null},
     /* text/text.h */
     {"tg_bpe_train(NULL, 5, opts, err)", "NULL", "bpe train: no text", c_bpe_notext},
     {"tg_bpe_train(text, 0, opts, err)", "NULL", "bpe train: no text", c_bpe_empty},

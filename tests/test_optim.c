@@ -569,6 +569,63 @@ START_TEST(lr_cosine_schedule)
 }
 END_TEST
 
+/* warmup-stable-decay against values worked out by hand: warmup 10,
+ * decay_steps 110, decay_frac 0.2: the decay takes round(22) = 22 steps,
+ * from step 88 */
+START_TEST(lr_wsd_schedule)
+{
+    const double lr = 6e-4, lo = 6e-5;
+    tg_lr_schedule s = {.shape = TG_LR_WSD, .warmup = 10, .decay_steps = 110, .lr = lr, .min_lr = lo, .decay_frac = 0.2};
+    ck_assert_double_eq_tol(tg_lr_at(&s, 0), lr / 11, 1e-19);            /* the cosine's warmup */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 9), lr * 10 / 11, 1e-19);
+    ck_assert_double_eq(tg_lr_at(&s, 10), lr);                            /* stable */
+    ck_assert_double_eq(tg_lr_at(&s, 60), lr);
+    ck_assert_double_eq(tg_lr_at(&s, 87), lr);
+    ck_assert_double_eq(tg_lr_at(&s, 88), lr);                            /* the decay's first step: 22/22 */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 89), lo + (lr - lo) * 21 / 22, 1e-19);
+    ck_assert_double_eq_tol(tg_lr_at(&s, 99), (lr + lo) / 2, 1e-19);     /* 11/22 */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 109), lo + (lr - lo) / 22, 1e-19);   /* the last step trained */
+    ck_assert_double_eq(tg_lr_at(&s, 110), lo);
+    ck_assert_double_eq(tg_lr_at(&s, 5000), lo);
+    for (int64_t k = 88; k < 110; k++) ck_assert(tg_lr_at(&s, k + 1) < tg_lr_at(&s, k));
+    /* 0.25 of 110 is 27.5: rounded to 28 steps, from step 82 */
+    s.decay_frac = 0.25;
+    ck_assert_double_eq(tg_lr_at(&s, 81), lr);
+    ck_assert_double_eq(tg_lr_at(&s, 82), lr);
+    ck_assert_double_eq_tol(tg_lr_at(&s, 96), (lr + lo) / 2, 1e-19);
+    ck_assert_double_eq_tol(tg_lr_at(&s, 83), lo + (lr - lo) * 27 / 28, 1e-19);
+    /* the whole run decays: the decay starts where the warmup ends */
+    s.decay_frac = 1;
+    ck_assert_double_eq(tg_lr_at(&s, 10), lr);
+    ck_assert_double_eq_tol(tg_lr_at(&s, 60), (lr + lo) / 2, 1e-19);
+    s.decay_frac = 7;   /* beyond 1: as 1 */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 60), (lr + lo) / 2, 1e-19);
+    /* no decay: lr to the end, then min_lr */
+    s.decay_frac = 0;
+    ck_assert_double_eq(tg_lr_at(&s, 109), lr);
+    ck_assert_double_eq(tg_lr_at(&s, 110), lo);
+    s.decay_frac = NAN;
+    ck_assert_double_eq(tg_lr_at(&s, 109), lr);
+    /* no warmup: the peak at step 0; a negative step counts as 0 */
+    s = (tg_lr_schedule){.shape = TG_LR_WSD, .warmup = 0, .decay_steps = 10, .lr = 1, .min_lr = 0, .decay_frac = 0.5};
+    ck_assert_double_eq(tg_lr_at(&s, 0), 1);
+    ck_assert_double_eq(tg_lr_at(&s, -4), 1);
+    ck_assert_double_eq(tg_lr_at(&s, 5), 1);
+    ck_assert_double_eq(tg_lr_at(&s, 6), 0.8);
+    ck_assert_double_eq(tg_lr_at(&s, 9), 0.2);
+    ck_assert(isnan(tg_lr_at(NULL, 3)));
+}
+END_TEST
+
+/* TG_LR_COSINE is tg_lr_cosine, step for step */
+START_TEST(lr_at_cosine_is_tg_lr_cosine)
+{
+    const tg_lr_schedule s = {.shape = TG_LR_COSINE, .warmup = 7, .decay_steps = 93, .lr = 3e-3, .min_lr = 1e-4,
+                              .decay_frac = 0.3};
+    for (int64_t k = -2; k < 120; k++) ck_assert_double_eq(tg_lr_at(&s, k), tg_lr_cosine(k, 7, 93, 3e-3, 1e-4));
+}
+END_TEST
+
 int main(void)
 {
     return tt_main("optim", "optim", 0,
@@ -577,5 +634,6 @@ int main(void)
                             adamw_decay_groups, adamw_state_save_and_restore_is_bit_identical,
                             optimizers_refuse_a_grown_store_and_bad_settings, steps_allocate_nothing,
                             clip_grad_norm_scales_above_and_not_below, clip_grad_norm_nonfinite,
-                            clip_grad_norm_zero_max_zeroes, lr_cosine_schedule));
+                            clip_grad_norm_zero_max_zeroes, lr_cosine_schedule,
+                            lr_wsd_schedule, lr_at_cosine_is_tg_lr_cosine));
 }

@@ -266,4 +266,20 @@ else
   kill -TERM $pid
   wait $pid
 fi
+
+# --time-budget on 2 processes: rank 0 times the steps and chooses, every
+# rank runs that many (a rank running more or fewer would hang the job in
+# a collective), within the budget (or stopped at its deadline)
+mpi 2 train --n-layer 2 --n-head 2 --n-embd 48 --block-size 32 --batch-size 4 --eval-iters 2 --threads 1 \
+  --corpus-chars 100000 --eval-interval 100 --time-budget 8 --out "$work/tb" >/dev/null 2>"$work/tb.log"
+rc=$?
+n=$(sed -n 's/^tiny_gpt: --time-budget 8 s holds \([0-9]*\) steps.*/\1/p' "$work/tb.log")
+own=$(sed -n 's/^tiny_gpt: the run took \([0-9.]*\) s of its --time-budget 8 s.*/\1/p' "$work/tb.log")
+at=$(header "$work/tb/last.safetensors" | grep -o '"train.step":"[0-9]*"' | grep -o '[0-9]*')
+[ $rc -eq 0 ] && [ "$(grep -c "holds .* steps" "$work/tb.log")" -eq 1 ] && [ -n "$n" ] &&
+  header "$work/tb/last.safetensors" | grep -q "\"train.budget_steps\":\"$n\"" &&
+  { [ "$at" = "$n" ] || grep -q "ran out at step $at of $n" "$work/tb.log"; } &&
+  awk -v o="${own:-99}" 'BEGIN { exit !(o <= 8) }' &&
+  ok "--time-budget 8 on 2 processes: $n steps chosen once, run to step $at in $own s" ||
+  bad "--time-budget on 2 processes: exit $rc, $(grep -v '^step' "$work/tb.log" | tail -4)"
 finish

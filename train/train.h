@@ -11,6 +11,8 @@
  *   checkpoints   a model's weights, config and vocabulary with the whole
  *                 training state, written atomically, read back checked,
  *                 so that a resumed run continues bit for bit
+ *   budgets       how many steps fit a wall-clock budget, and a copy of
+ *                 the state to time steps on and take back
  *   the loop's    the loss estimate on a split (on one process or
  *   pieces        several), a run's metrics file, reading a file
  *
@@ -227,6 +229,42 @@ TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_v
  * key (opt, muon and ts then unchanged). */
 TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_train_state *ts,
                                     int64_t max_step, char *err, size_t errlen);
+
+/* ---- training to a wall-clock budget (train/budget.c) --------------------- */
+
+/* What a run costs, in seconds, as measured at its start. */
+typedef struct tg_budget_costs {
+    double spent;   /* gone already: setup, a tokenizer trained, the timing itself */
+    double step;    /* one optimizer step */
+    double eval;    /* one evaluation with the checkpoints it writes */
+    double fixed;   /* spent once more whatever the steps (e.g. one save) */
+} tg_budget_costs;
+
+/* The most steps n in [1, max_steps] whose run fits the budget:
+ *   spent + fixed + n step + evals(n) eval <= budget (1 - margin)
+ * where evals(n) = floor(n / eval_interval) + (1 if eval_interval does
+ * not divide n): an evaluation every eval_interval steps and one at the
+ * end. 0 when not even one step fits; -1 for a NULL c, a budget not
+ * above 0 or not finite, a margin outside [0, 1), eval_interval or
+ * max_steps below 1, or a cost negative, infinite or NaN. */
+TG_API int64_t tg_budget_steps(double budget, double margin, const tg_budget_costs *c, int64_t eval_interval,
+                               int64_t max_steps);
+
+/* A copy of a run's state: m's weights, opt's moments (its shard) and
+ * steps, muon's momentum and steps (muon may be NULL), and ts. Steps run
+ * after it (to time them) are undone by tg_train_snapshot_restore: the
+ * run then goes on bit for bit as if they had never run. (A graph's
+ * dropout stream is the caller's: keep it in ts->drop_rng.) */
+typedef struct tg_train_snapshot tg_train_snapshot;
+/* NULL with a message for a NULL m, opt or ts, or out of memory. */
+TG_API tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *muon, const tg_train_state *ts,
+                                                 char *err, size_t errlen);
+/* Puts the copy back into the objects it was taken of. 0, or -1 for a
+ * NULL argument or objects of other sizes (nothing is then changed). */
+TG_API int tg_train_snapshot_restore(const tg_train_snapshot *s, tg_model *m, tg_adamw *opt, tg_muon *muon,
+                                     tg_train_state *ts);
+/* Frees s; NULL is ignored. */
+TG_API void tg_train_snapshot_free(tg_train_snapshot *s);
 
 /* ---- the loop's pieces (train/eval.c, train/metrics.c) ------------------- */
 

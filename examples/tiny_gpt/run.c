@@ -36,6 +36,19 @@ int kv_add(kv_list *l, const char *key, const char *value)
     return 0;
 }
 
+int kv_set(kv_list *l, const char *key, const char *value)
+{
+    for (int i = 0; i < l->n; i++) {
+        if (strcmp(l->kv[2 * i], key)) continue;
+        char *v = dup_str(value);
+        if (!v) return -1;
+        free(l->kv[2 * i + 1]);
+        l->kv[2 * i + 1] = v;
+        return 0;
+    }
+    return kv_add(l, key, value);
+}
+
 void kv_free(kv_list *l)
 {
     for (int i = 0; i < 2 * l->n; i++) free(l->kv[i]);

@@ -21,6 +21,8 @@ typedef struct kv_list {
 } kv_list;
 
 int kv_add(kv_list *l, const char *key, const char *value);   /* 0, or -1 out of memory */
+/* key's value replaced, or the pair added: 0, or -1 out of memory. */
+int kv_set(kv_list *l, const char *key, const char *value);
 void kv_free(kv_list *l);
 
 /* Every field of a model config as pairs (for comparing runs across

@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE   /* realpath */
 #include "tokdata.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +53,26 @@ int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int voca
         tg_vocab_bytes(v, text, len);   /* the data's sorted bytes */
     }
     return 0;
+}
+
+bool tokenizer_is_trained(const char *tokenizer) { return tokenizer && !strncmp(tokenizer, "bpe:", 4); }
+
+int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *text, size_t len, char *err,
+                    size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    const char *n = tokenizer + 4;
+    char *end;
+    errno = 0;
+    const long V = strtol(n, &end, 10);
+    if (!(*n >= '0' && *n <= '9') || *end || errno || V < 259 || V > 1 << 24)
+        return snprintf(err, errlen, "--tokenizer %s: bpe:V wants V, the pieces, a whole number from 259 (the bytes "
+                                     "and three specials) to 16777216", tokenizer), -1;
+    const size_t train = (size_t)((double)len * 0.9);   /* the train split's bytes: never the val split's */
+    char e2[1024];
+    tg_tokenizer *tok = tg_bpe_train(text, train, &(tg_bpe_options){(int)V, 0}, e2, sizeof e2);
+    if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
+    return tg_vocab_tokenizer(v, tok, llama, 0, err, errlen);
 }
 
 /* ---- token files ------------------------------------------------------------ */

@@ -17,6 +17,17 @@
 int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int vocab_size, bool llama,
                   const tg_st_file *from, const char *text, size_t len, char *err, size_t errlen);
 
+/* True when a --tokenizer value asks for a tokenizer trained by the
+ * run ("bpe:V") rather than read from a file. */
+bool tokenizer_is_trained(const char *tokenizer);
+
+/* --tokenizer bpe:V: a V-piece BPE tokenizer (tg_bpe_train) learned from
+ * the train split of the text alone, its first 90% of bytes (nanoGPT's
+ * split), into v (docs for a Llama). 0, or -1 with a message naming the
+ * flag. */
+int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *text, size_t len, char *err,
+                    size_t errlen);
+
 /* True when the run trains on token files: --data-tokens is given, or
  * rec (a checkpoint being continued or evaluated; may be NULL) records one. */
 bool run_on_tokens(const char *data_tokens, const tg_st_file *rec);

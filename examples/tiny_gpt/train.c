@@ -11,7 +11,9 @@
  *   build        vocabulary, model, optimizer, training state, batches
  *   train_loop   steps; every --eval-interval steps (and at the end)
  *                evaluate_and_save: train and val loss, the best weights
- *                in OUT/best.safetensors, the full state in OUT/last
+ *                in OUT/best.safetensors, the full state in OUT/last;
+ *                with --time-budget, after step 0's, plan_steps times
+ *                steps (undone) and fixes how many the budget holds
  *
  * On R processes (mpirun -np R tiny_gpt train, docs/distributed.md) every
  * rank runs every stage on the same flags and data; rank 0 alone claims
@@ -116,6 +118,11 @@ typedef struct trainer {
     tg_train_state ts;
     tg_metrics *csv;
     kv_list meta;                   /* the run's settings, in every checkpoint */
+    tg_lr_schedule sched;           /* --schedule over the run's steps (once they are known) */
+    double t_start;                 /* when the command started: --time-budget counts from here */
+    bool plan;                      /* --time-budget: the steps are still to be chosen */
+    double save_s;                  /* the last save_last's seconds */
+    double step_s, eval_s;          /* --time-budget: a step's and an evaluation's cost, as timed */
     int32_t *x, *y;
     char err[8192];
 } trainer;
@@ -249,6 +256,29 @@ static int check_options_against(trainer *t, const tg_model_config *c)
     return 0;
 }
 
+/* --time-budget: a new run chooses its steps once timed (t->plan); a
+ * resumed one has them in its checkpoint (train.budget_steps), and keeps
+ * them. --steps given is a cap; the schedule ends where the steps do. */
+static int budget_settings(trainer *t)
+{
+    train_opts *o = &t->o;
+    if (!(o->time_budget > 0)) return 0;
+    if (o->resume) {
+        if (tg_st_meta(t->from, "train.budget_steps")) return 0;   /* train.steps holds them (run_restore) */
+        return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
+                     o->out);
+    }
+    if (args_seen(t->specs, t->n_specs, "decay-steps"))
+        return failf(t, "--decay-steps goes without --time-budget: the schedule ends at the steps the budget holds");
+    if (o->stop_at && !args_seen(t->specs, t->n_specs, "steps") && t->say)
+        fprintf(stderr, "tiny_gpt train: notice: --stop-at %lld with --time-budget: the run stops there only if the "
+                        "budget holds that many steps\n", (long long)o->stop_at);
+    if (!args_seen(t->specs, t->n_specs, "steps")) o->steps = (int64_t)1e12;   /* no cap */
+    o->decay_steps = 0;
+    t->plan = true;
+    return 0;
+}
+
 /* The settings that are fixed now: dtype and attention path, and warnings. */
 static int check_settings(trainer *t)
 {
@@ -296,8 +326,13 @@ static int check_settings(trainer *t)
         return failf(t, "--%s goes with --data-tokens", o->val_tokens ? "val-tokens" : "vocab-size");
     if (o->resume && o->data_tokens && !tg_st_meta(t->from, "train.data_tokens"))
         return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
+    if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "wsd"))
+        return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule);
+    if (args_seen(t->specs, t->n_specs, "decay-frac") && strcmp(o->schedule, "wsd"))
+        return failf(t, "--decay-frac is a setting of --schedule wsd (this run's schedule is %s)", o->schedule);
+    if (budget_settings(t)) return -1;
     if (!o->decay_steps) o->decay_steps = o->steps;   /* recorded so: a longer resume keeps the run's cosine */
-    if (o->warmup >= o->steps && t->say)
+    if (o->warmup >= o->steps && t->say && !t->plan)
         fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than --steps %lld: the learning rate "
                         "never reaches --lr %g, and never decays\n", (long long)o->warmup, (long long)o->steps, o->lr);
     return 0;
@@ -316,6 +351,15 @@ static int load_data(trainer *t)
                          t->say, t->err, sizeof t->err);
 }
 
+/* The learning rate's schedule over the run's steps. */
+static void set_schedule(trainer *t)
+{
+    const train_opts *o = &t->o;
+    t->sched = (tg_lr_schedule){.shape = strcmp(o->schedule, "wsd") ? TG_LR_COSINE : TG_LR_WSD, .warmup = o->warmup,
+                                .decay_steps = o->decay_steps, .lr = o->lr, .min_lr = o->min_lr,
+                                .decay_frac = o->decay_frac};
+}
+
 /* Vocabulary, model, optimizer and the state a resumed run continues from. */
 static int build(trainer *t)
 {
@@ -324,9 +368,24 @@ static int build(trainer *t)
     size_t len = t->text.len;
     const bool llama = !strcmp(o->arch, "llama");
     const bool tokens = run_on_tokens(o->data_tokens, o->resume ? t->from : NULL);
-    /* the run's own vocabulary; else --tokenizer, token ids, llama2.c's bytes or the data's sorted bytes */
-    if (vocab_for_run(&t->v, o->tokenizer, tokens, o->vocab_size, llama, t->from, text, len, t->err, sizeof t->err))
+    /* the run's own vocabulary; else --tokenizer (bpe:V: trained now, on the
+     * train split), token ids, llama2.c's bytes or the data's sorted bytes */
+    const bool train_tok = tokenizer_is_trained(o->tokenizer);
+    if (train_tok && tokens) return failf(t, "--tokenizer %s trains on a text: it excludes token files", o->tokenizer);
+    if (train_tok && !(t->from && tg_st_meta(t->from, "vocab"))) {
+        const double t0 = now_seconds();
+        if (vocab_train_bpe(&t->v, o->tokenizer, llama, text, len, t->err, sizeof t->err)) return -1;
+        if (t->say)
+            fprintf(stderr, "tiny_gpt train: --tokenizer %s: trained %d ids on the text's first %zu bytes (the train "
+                            "split) in %.2f s\n", o->tokenizer, (int)tg_tok_vocab_size(t->v.tok),
+                    (size_t)((double)len * 0.9), now_seconds() - t0);
+    } else if (vocab_for_run(&t->v, train_tok ? NULL : o->tokenizer, tokens, o->vocab_size, llama, t->from, text, len,
+                             t->err, sizeof t->err)) {
         return -1;
+    }
+    if (train_tok && (t->v.kind != TG_VOCAB_TOKENIZER || tg_tok_kind_of(t->v.tok) != TG_TOK_BPE))
+        return failf(t, "--tokenizer %s: the run in %s has no BPE tokenizer of its own to keep (a resumed run keeps its "
+                        "vocabulary)", o->tokenizer, o->out);
     /* token files are checked whole (size, header, every id below the
      * model's vocabulary) before anything of the model's size exists: a
      * bad file is refused at once, not after gigabytes (issue 20) */
@@ -420,6 +479,9 @@ static int build(trainer *t)
     if (run_record(t->specs, t->n_specs, &t->meta) || (!tokens && data_id_record(&t->id, &t->meta)) ||
         kv_add(&t->meta, "train.global_batch", gb) || kv_add(&t->meta, "train.ranks", nr))
         return failf(t, "out of memory");
+    const char *chosen = o->resume ? tg_st_meta(t->from, "train.budget_steps") : NULL;
+    if (chosen && kv_add(&t->meta, "train.budget_steps", chosen)) return failf(t, "out of memory");
+    set_schedule(t);
 
     t->g = tg_graph_new();
     t->x = malloc((size_t)o->batch_size * o->block_size * sizeof *t->x);
@@ -531,12 +593,14 @@ static int save_last(trainer *t, int64_t step)
         tg_dist_grads_gather_shard(t->dg, tg_adamw_v(t->opt), v);
     }
     int rc = 0;
+    const double t0 = now_seconds();
     if (t->rank == 0) {
         rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, &t->ts, (const char *const *)t->meta.kv,
                                 t->meta.n, t->err, sizeof t->err);
     }
     free(m);
     free(v);
+    t->save_s = now_seconds() - t0;
     return rc;
 }
 
@@ -648,11 +712,28 @@ static double train_step(trainer *t, int64_t step, double lr)
 
 /* A signal on any process (mpirun passes Ctrl-C on as SIGTERM to every
  * one, not at the same instant): every rank stops at the same step. */
-static int stop_signal(void)
+static int stop_signal(bool late, bool *all_late)
 {
-    int64_t sig = interrupted;
-    tg_dist_allreduce_i64(&sig, 1, TG_DIST_MAX);
-    return (int)sig;
+    int64_t v[2] = {interrupted, late};   /* late: rank 0's clock, for every rank */
+    tg_dist_allreduce_i64(v, 2, TG_DIST_MAX);
+    *all_late = v[1] != 0;
+    return (int)v[0];
+}
+
+/* --time-budget is a deadline: when the machine has slowed since the
+ * steps were timed so that the next step and what follows it (an
+ * evaluation, or the save of a stop) would end past the budget, the run
+ * stops as if interrupted, resumable; its steps so far are the chosen
+ * run's. (Rank 0's clock decides.) */
+static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
+{
+    const train_opts *o = &t->o;
+    if (!(o->time_budget > 0) || o->resume || t->rank) return false;
+    const double step_s = ema_ms > 0 ? ema_ms / 1e3 : t->step_s;
+    const bool evaluates = (step + 1) % o->eval_interval == 0 || step + 1 == o->steps;
+    /* a stop's save and picture: at most what the step-0 evaluation with its saves took */
+    const double after = step_s + (evaluates ? t->eval_s : 0) + t->eval_s;
+    return now_seconds() - t->t_start + after > o->time_budget;
 }
 
 static void fmt_eta(double s, char *buf, size_t size)
@@ -677,6 +758,88 @@ static void report_overlap(const trainer *t)
             1e3 * s.backward_s / (double)s.steps);
 }
 
+/* --time-budget: the steps the budget holds, fixed once and for all
+ * before the first step. The step-0 evaluation with its saves was timed
+ * (eval_s). Steps are timed on a snapshot of the state and undone, so the
+ * run is the same run as `--steps N` would be: BUDGET_WARM untimed, then
+ * as many as take about BUDGET_TIMING of the budget (at least
+ * BUDGET_MIN_TIMED, at most BUDGET_MAX_TIMED), their mean the step's
+ * cost: on a shared machine a longer look sees the load a few steps
+ * miss. Rank 0 decides and tells the others (each count too: the steps
+ * sum across processes). The count is recorded (train.steps,
+ * train.budget_steps) in OUT/last.safetensors at once: a resume continues
+ * the same steps and schedule. */
+#define BUDGET_WARM 2
+#define BUDGET_MIN_TIMED 5
+#define BUDGET_MAX_TIMED 200
+#define BUDGET_TIMING 0.02
+#define BUDGET_MARGIN 0.1
+
+/* n steps from step `first` on, for their time alone: 0, or -1 (the message). */
+static int timing_steps(trainer *t, int64_t first, int64_t n)
+{
+    for (int64_t k = first; k < first + n; k++)
+        if (isnan(train_step(t, k + 1, tg_lr_at(&t->sched, k)))) return -1;
+    return 0;
+}
+
+static int plan_steps(trainer *t, double eval_s)
+{
+    train_opts *o = &t->o;
+    t->ts.drop_rng = *tg_graph_rng(t->g);
+    tg_train_snapshot *snap = tg_train_snapshot_take(&t->m, t->opt, t->muon, &t->ts, t->err, sizeof t->err);
+    if (!snap) return -1;
+    double t0 = now_seconds();
+    if (timing_steps(t, 0, BUDGET_WARM)) {
+        tg_train_snapshot_free(snap);
+        return -1;
+    }
+    double warm = (now_seconds() - t0) / BUDGET_WARM;   /* how many to time, from the warm steps (rank 0's) */
+    tg_dist_bcast(&warm, sizeof warm, 0);
+    const double want = BUDGET_TIMING * o->time_budget / (warm > 1e-9 ? warm : 1e-9);
+    const int64_t timed = want < BUDGET_MIN_TIMED   ? BUDGET_MIN_TIMED
+                          : want > BUDGET_MAX_TIMED ? BUDGET_MAX_TIMED
+                                                    : (int64_t)want;
+    t0 = now_seconds();
+    if (timing_steps(t, BUDGET_WARM, timed)) {
+        tg_train_snapshot_free(snap);
+        return -1;
+    }
+    const double step_s = (now_seconds() - t0) / (double)timed;
+    const int rc = tg_train_snapshot_restore(snap, &t->m, t->opt, t->muon, &t->ts);
+    tg_train_snapshot_free(snap);
+    if (rc) return failf(t, "--time-budget: the state timed could not be put back");
+    *tg_graph_rng(t->g) = t->ts.drop_rng;
+    /* the chosen steps, and what they were chosen from, from rank 0 */
+    double plan[4] = {now_seconds() - t->t_start, step_s, eval_s, t->save_s};
+    tg_dist_bcast(plan, sizeof plan, 0);
+    const tg_budget_costs c = {.spent = plan[0], .step = plan[1], .eval = plan[2], .fixed = plan[3]};
+    t->step_s = c.step;
+    t->eval_s = c.eval;
+    const int64_t n = tg_budget_steps(o->time_budget, BUDGET_MARGIN, &c, o->eval_interval, o->steps);
+    if (n < 1) {
+        t->everywhere = true;
+        return failf(t, "--time-budget %g: not one step fits (%.2f s spent before the first step, a step %.3f s, an "
+                        "evaluation with its saves %.2f s, a %.0f%% margin); give a larger budget, or a smaller "
+                        "--eval-iters", o->time_budget, c.spent, c.step, c.eval, 100 * BUDGET_MARGIN);
+    }
+    o->steps = o->decay_steps = n;
+    set_schedule(t);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)n);
+    if (kv_set(&t->meta, "train.steps", buf) || kv_set(&t->meta, "train.decay_steps", buf) ||
+        kv_set(&t->meta, "train.budget_steps", buf))
+        return failf(t, "out of memory");
+    if (t->say)
+        fprintf(stderr, "tiny_gpt: --time-budget %g s holds %lld steps: %.2f s spent before the first step (%lld steps "
+                        "timed), a step %.1f ms, an evaluation with its saves %.2f s, a %.0f%% margin\n",
+                o->time_budget, (long long)n, c.spent, (long long)timed, 1e3 * c.step, c.eval, 100 * BUDGET_MARGIN);
+    if (o->warmup >= n && t->say)
+        fprintf(stderr, "tiny_gpt train: warning: --warmup %lld is not shorter than the %lld steps the budget holds: "
+                        "the learning rate never reaches --lr %g\n", (long long)o->warmup, (long long)n, o->lr);
+    return save_last(t, 0);
+}
+
 /* Returns 0 (done), 130/143 (stopped by a signal) or -1 (error). */
 static int train_loop(trainer *t)
 {
@@ -688,21 +851,31 @@ static int train_loop(trainer *t)
     double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
     if (!o->resume) {   /* a resumed run evaluated the step it starts at */
         metrics_row row = metrics_empty(0);
+        const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
         last_val = row.val;
+        if (t->plan && plan_steps(t, now_seconds() - e0)) return -1;
     }
     for (int64_t step = first; step < o->steps;) {
-        const int sig = stop_signal();
-        if (sig || (o->stop_at && step >= o->stop_at)) {
+        bool late;
+        const int sig = stop_signal(out_of_time(t, step, ema_ms), &late);
+        if (sig || late || (o->stop_at && step >= o->stop_at)) {
             if (save_last(t, step)) return -1;
             if (lead) {
                 plot_losses(t);
+                if (late && !sig)
+                    fprintf(stderr, "%stiny_gpt train: warning: --time-budget %g s ran out at step %lld of %lld (the "
+                                    "machine became slower than when the steps were timed)\n",
+                            tty ? "\r\033[K" : "", o->time_budget, (long long)step, (long long)o->steps);
                 fprintf(stderr, "%sstopped at step %lld; continue with: tiny_gpt train --resume --out %s\n",
                         tty ? "\r\033[K" : "", (long long)step, o->out);
+                if (late && !sig)
+                    fprintf(stderr, "tiny_gpt: the run took %.2f s of its --time-budget %g s\n",
+                            now_seconds() - t->t_start, o->time_budget);
             }
             return sig ? 128 + sig : 0;
         }
-        double t0 = now_seconds(), lr = tg_lr_cosine(step, o->warmup, o->decay_steps, o->lr, o->min_lr);
+        double t0 = now_seconds(), lr = tg_lr_at(&t->sched, step);
         double loss = train_step(t, step + 1, lr);
         if (isnan(loss)) return -1;
         step++;
@@ -731,6 +904,11 @@ static int train_loop(trainer *t)
     fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f; checkpoints in %s/\n",
             (long long)(o->steps - first), o->steps - first == 1 ? "" : "s", now_seconds() - t_start, t->ts.best_val,
             o->out);
+    if (o->time_budget > 0 && !o->resume) {
+        const double total = now_seconds() - t->t_start;
+        fprintf(stderr, "tiny_gpt: the run took %.2f s of its --time-budget %g s%s\n", total, o->time_budget,
+                total > o->time_budget ? " (over: the machine was slower than when the steps were timed)" : "");
+    }
     report_overlap(t);
     printf("val loss %.4f\n", last_val);
     return 0;
@@ -814,8 +992,9 @@ static void say_schedule(const trainer *t)
                         "--min-lr %g; give --decay-steps %lld to decay over the longer run instead\n",
                 (long long)o->decay_steps, range, o->min_lr, (long long)o->steps);
     }
-    const double now = tg_lr_cosine(s, o->warmup, o->decay_steps, o->lr, o->min_lr),
-                 then = tg_lr_cosine(s, t->was.warmup, t->was.decay_steps, t->was.lr, t->was.min_lr);
+    tg_lr_schedule was = t->sched;   /* (a --schedule or --decay-frac given anew has its own notice) */
+    was.warmup = t->was.warmup, was.decay_steps = t->was.decay_steps, was.lr = t->was.lr, was.min_lr = t->was.min_lr;
+    const double now = tg_lr_at(&t->sched, s), then = tg_lr_at(&was, s);
     if (now != then)
         fprintf(stderr, "tiny_gpt train: notice: the schedule changed: step %lld trains at learning rate %.4g, where "
                         "the run's schedule gave %.4g\n", (long long)s + 1, now, then);
@@ -861,6 +1040,7 @@ int cmd_train(int argc, char **argv)
 {
     trainer *t = calloc(1, sizeof *t);
     if (!t) return 1;
+    t->t_start = now_seconds();
     t->lock_fd = -1;
     t->rank = tg_dist_rank();
     t->ranks = tg_dist_size();

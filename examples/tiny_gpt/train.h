@@ -28,9 +28,12 @@ typedef struct train_opts {
     int threads, corpus_chars;
     int zero, log_digits;      /* --zero 1: AdamW's moments sharded across processes */
     double bucket_mb;          /* gradient buckets summed across processes */
+    double time_budget;        /* seconds for the whole run (0: none): the steps are chosen to fit */
+    const char *schedule;      /* cosine or wsd (warmup-stable-decay) */
+    double decay_frac;         /* wsd: the fraction of the steps the decay takes */
 } train_opts;
 
-#define TRAIN_MAX_SPECS 60
+#define TRAIN_MAX_SPECS 72
 
 /* Fills o with the defaults (nanoGPT's small CPU recipe) and specs with
  * train's flags pointing into o; returns the number of flags. */

@@ -14,11 +14,13 @@ int train_specs(train_opts *o, arg_spec *specs)
                       .warmup = 100, .eval_interval = 250, .eval_iters = 200, .log_interval = 10, .lr = 1e-3,
                       .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
                       .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1, .optimizer = "adamw",
-                      .muon_lr = TG_MUON_LR, .muon_momentum = 0.95};
+                      .muon_lr = TG_MUON_LR, .muon_momentum = 0.95,
+                      .schedule = "cosine", .decay_frac = 0.2};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &o->tokenizer, 0, 0, "encode with this tokenizer (tokenizer file, checkpoint holding "
-         "one, or .tiktoken) instead of bytes; kept in every checkpoint", 0, ROLE_NONE},
+         "one, or .tiktoken) instead of bytes, or bpe:V to train a V-piece BPE tokenizer on the train split (the first "
+         "90% of the text); kept in every checkpoint", 0, ROLE_NONE},
         {"data-tokens", ARG_STRING, &o->data_tokens, 0, 0, "train on this token file (nanoGPT's raw uint16 or llm.c's "
          ".bin) instead of a text", 0, ROLE_NONE},
         {"val-tokens", ARG_STRING, &o->val_tokens, 0, 0, "the val split's token file (default: the last 10% of "
@@ -61,12 +63,18 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"batch-size", ARG_INT, &o->batch_size, 1, 1 << 16, "sequences per micro-batch", 0, ROLE_FREE},
         {"grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16,
          "micro-batches per optimizer step (the same losses as a batch that many times larger)", 0, ROLE_FREE},
-        {"steps", ARG_I64, &o->steps, 1, 1e12, "optimizer steps", 0, ROLE_FREE},
+        {"steps", ARG_I64, &o->steps, 1, 1e12, "optimizer steps (with --time-budget: at most this many)", 0, ROLE_FREE},
+        {"time-budget", ARG_DOUBLE, &o->time_budget, 0, 1e9, "seconds for the whole run, tokenizer, evaluations and "
+         "saves included: the steps are chosen to fit from timed ones (0: --steps)", 0, ROLE_RUN},
         {"decay-steps", ARG_I64, &o->decay_steps, 0, 1e12, "the step where the cosine reaches --min-lr, which stays "
          "after it (nanoGPT's lr_decay_iters; 0: --steps; a resume keeps the run's)", 0, ROLE_FREE},
         {"lr", ARG_DOUBLE, &o->lr, 0, 10, "peak learning rate", 0, ROLE_FREE},
         {"min-lr", ARG_DOUBLE, &o->min_lr, 0, 10, "final learning rate", 0, ROLE_FREE},
         {"warmup", ARG_I64, &o->warmup, 0, 1e12, "linear warmup steps", 0, ROLE_FREE},
+        {"schedule", ARG_STRING, &o->schedule, 0, 0, "after the warmup: cosine (nanoGPT's) or wsd (warmup-stable-"
+         "decay: --lr, then linear to --min-lr over the last --decay-frac)", 0, ROLE_FREE},
+        {"decay-frac", ARG_DOUBLE, &o->decay_frac, 0, 1, "--schedule wsd: the fraction of --decay-steps the decay "
+         "takes", 0, ROLE_FREE},
         {"weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, "AdamW decay of 2-D+ tensors (and Muon's)", 0, ROLE_RUN},
         {"beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999999, "AdamW beta1", 0, ROLE_RUN},
         {"beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_RUN},
