@@ -428,7 +428,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa != NULL, "%s", err);
         ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
-        ck_assert_msg(gpt ? !notice[0] : strstr(notice, "no tokenizer.json written") != NULL, "%s", notice);
+        ck_assert_msg(!notice[0], "%s", notice);   /* GPT-2's ranks and llama2.c's bytes each have a tokenizer.json */
 
         /* transformers' names and layouts */
         char p[1024];
@@ -465,8 +465,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_free(hf);
 
         /* and back: the same checkpoint */
-        tg_hf_import_options o = {.ids_only = !gpt};
-        ck_assert_msg(tg_hf_import(dir, b, &o, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_str_eq(notice, "");   /* "gelu": nothing changes */
         tg_st_file *fb = tg_st_load(b, err, sizeof err);
         ck_assert_msg(fb != NULL, "%s", err);
@@ -489,7 +488,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_vocab back;
         ck_assert_int_eq(tg_vocab_read(&back, fb, err, sizeof err), 0);
         if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
-        else ck_assert(back.kind == TG_VOCAB_IDS && back.size == c->vocab_size);
+        else ck_assert(back.kind == TG_VOCAB_LLAMA2C);
         tg_vocab_free(&back);
         tg_model_free(&r);
         tg_st_free(fb);
