@@ -153,6 +153,93 @@ for (const arch of ['gpt', 'llama']) {
                ckpt: m.ckpt, back: m.back });
 }
 
+// ---- GPT-2 124M as Hugging Face publishes it: its config.json (n_embd
+// shrunk from 768 to 24 so the random weights are 5 MB, not 500: every
+// other size is GPT-2's), GPT2Model's names without "transformer.",
+// Conv1D weights (in, out), and its tokenizer as transformers converts
+// tiktoken ranks (each piece's merge: its bytes merged with the lower
+// ranks alone), both as tokenizer.json and as vocab.json + merges.txt
+{
+  const dir = path.join(work, 'gpt2_124m');
+  fs.mkdirSync(dir);
+  const E = 24, NL = 12, NV = 50257, NP = 1024;
+  const config = { activation_function: 'gelu_new', architectures: ['GPT2LMHeadModel'], attn_pdrop: 0.1,
+    bos_token_id: 50256, embd_pdrop: 0.1, eos_token_id: 50256, initializer_range: 0.02, layer_norm_epsilon: 1e-05,
+    model_type: 'gpt2', n_ctx: 1024, n_embd: E, n_head: 12, n_layer: NL, n_positions: NP, resid_pdrop: 0.1,
+    summary_activation: null, summary_first_dropout: 0.1, summary_proj_to_labels: true, summary_type: 'cls_index',
+    summary_use_proj: true, task_specific_params: { 'text-generation': { do_sample: true, max_length: 50 } },
+    vocab_size: NV };
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
+  const tensors = [['wte.weight', [NV, E]], ['wpe.weight', [NP, E]]];
+  for (let l = 0; l < NL; l++)
+    for (const [n, sh] of [['ln_1.weight', [E]], ['ln_1.bias', [E]], ['attn.c_attn.weight', [E, 3 * E]],
+                           ['attn.c_attn.bias', [3 * E]], ['attn.c_proj.weight', [E, E]], ['attn.c_proj.bias', [E]],
+                           ['ln_2.weight', [E]], ['ln_2.bias', [E]], ['mlp.c_fc.weight', [E, 4 * E]],
+                           ['mlp.c_fc.bias', [4 * E]], ['mlp.c_proj.weight', [4 * E, E]], ['mlp.c_proj.bias', [E]]])
+      tensors.push([`h.${l}.${n}`, sh]);
+  tensors.push(['ln_f.weight', [E]], ['ln_f.bias', [E]]);
+  const header = { __metadata__: { format: 'pt' } };
+  let at = 0;
+  for (const [n, sh] of tensors) {
+    const bytes = 4 * sh.reduce((a, b) => a * b, 1);
+    header[n] = { dtype: 'F32', shape: sh, data_offsets: [at, at + bytes] };
+    at += bytes;
+  }
+  let hj = JSON.stringify(header);
+  hj += ' '.repeat((8 - (hj.length % 8)) % 8);
+  const data = new Float32Array(at / 4);
+  for (let i = 0; i < data.length; i++) data[i] = (rnd() - 0.5) * 0.2;
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(hj.length));
+  fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.concat([len, Buffer.from(hj), Buffer.from(data.buffer)]));
+  // the tokenizer: GPT-2's stand-ins, each piece's merge by the lower ranks
+  const pieceOf = fs.readFileSync(ranks, 'utf8').trim().split('\n').map((l) => Buffer.from(l.split(' ')[0], 'base64'));
+  const rankOf = new Map(pieceOf.map((p, r) => [p.toString('latin1'), r]));
+  const stand = [];
+  { let k = 0; for (let b = 0; b < 256; b++) stand.push(String.fromCodePoint((b >= 33 && b <= 126) || (b >= 0xa1 && b <= 0xac) || b >= 0xae ? b : 256 + k++)); }
+  const name = (p) => Array.from(p).map((b) => stand[b]).join('');
+  const vocab2 = {};
+  pieceOf.forEach((p, r) => { vocab2[name(p)] = r; });
+  vocab2['<|endoftext|>'] = 50256;
+  const merges2 = [];
+  for (let r = 256; r < pieceOf.length; r++) {
+    let parts = Array.from(pieceOf[r]).map((b) => Buffer.from([b]));
+    while (parts.length > 2) {
+      let best = -1, bestRank = r;
+      for (let i = 0; i + 1 < parts.length; i++) {
+        const q = rankOf.get(Buffer.concat([parts[i], parts[i + 1]]).toString('latin1'));
+        if (q !== undefined && q < bestRank) { best = i; bestRank = q; }
+      }
+      parts.splice(best, 2, Buffer.concat([parts[best], parts[best + 1]]));
+    }
+    merges2.push(name(parts[0]) + ' ' + name(parts[1]));
+  }
+  const bl = (prefix, trim) => ({ type: 'ByteLevel', add_prefix_space: prefix, trim_offsets: trim, use_regex: true });
+  const published = { version: '1.0', truncation: null, padding: null,
+    added_tokens: [{ id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false,
+                     normalized: true, special: true }],
+    normalizer: null, pre_tokenizer: bl(false, true), post_processor: bl(true, false), decoder: bl(false, true),
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '',
+             fuse_unk: false, vocab: vocab2, merges: merges2 } };
+  fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(published));
+  const ck = path.join(work, 'gpt2_124m.safetensors');
+  q(['import', '--format', 'hf', '--model', dir, '--out', ck]);
+  const dir2 = path.join(work, 'gpt2_124m_pair'), ck2 = path.join(work, 'gpt2_124m_pair.safetensors');
+  fs.mkdirSync(dir2);
+  for (const f of ['config.json', 'model.safetensors']) fs.copyFileSync(path.join(dir, f), path.join(dir2, f));
+  fs.writeFileSync(path.join(dir2, 'vocab.json'), JSON.stringify(vocab2));
+  fs.writeFileSync(path.join(dir2, 'merges.txt'), '#version: 0.2\n' + merges2.join('\n') + '\n');
+  q(['import', '--format', 'hf', '--model', dir2, '--out', ck2]);
+  const evalText = path.join(work, 'eval.txt');
+  fs.writeFileSync(evalText, sections[0][1].slice(0, 4000));
+  const nll = q(['eval', '--ckpt', ck, '--text', evalText]).trim();
+  const ok = merges2.length === 50000 && /^nll [0-9.]+ nats per token over 1023 predictions/.test(nll);
+  console.log(`${ok ? 'ok' : 'FAIL'} gpt2_124m: ${merges2.length} merges; the import evaluates: ${nll}`);
+  ok ? passed++ : failed++;
+  cases.push({ name: 'gpt2_124m', dir, special: false, who: [['its tokenizer.json', (s) => encode(ck, s)],
+                                                            ['vocab.json + merges.txt', (s) => encode(ck2, s)]] });
+}
+
 // ---- a Llama tokenizer.json as transformers' LlamaConverter writes one
 // pieces: <unk> <s> </s>, the 256 bytes <0xXX>, then the tapegrad BPE's
 // pieces that are whole UTF-8 text, spaces as U+2581, score -rank
