@@ -444,36 +444,39 @@ static int same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, cons
     char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE], s3[TG_SHOWN_SIZE];
     int32_t last = -1;
     uint8_t *done = tg_calloc((size_t)t->n, 1);
+    tg_pairmap listed = {0};   /* (a, b) -> its place in the list */
     if (!done) return tg_set_err(err, errlen, "hf: out of memory");
     int rc = 0;
     for (int32_t k = 0; k < m && !rc; k++) {
         const int32_t a = mc[3 * k], b = mc[3 * k + 1], c = mc[3 * k + 2];
-        if (tg_pairmap_get(&t->pairs, (uint64_t)a << 32 | (uint32_t)b) != c)
+        const uint64_t key = (uint64_t)a << 32 | (uint32_t)b;
+        const int32_t twice = tg_pairmap_get(&listed, key);
+        if (tg_pairmap_get(&t->pairs, key) != c)
             rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d ('%s' '%s') joins pieces tapegrad does not "
                             "merge (a special, a byte piece, or a piece no merge makes)", (int)k,
                             tg_shown(names[a], s1), tg_shown(names[b], s2));
+        else if (twice >= 0)
+            rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d repeats merge %d", (int)k, (int)twice);
         else if (c != last && done[c])
             rc = tg_set_err(err, errlen, "hf: tokenizer.json: the merges making '%s' are not together in the list "
                             "(merge %d): tapegrad ranks a piece, not each pair", tg_shown(names[c], s1), (int)k);
         else if (by_id && c < last)
             rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d makes id %d after a merge made id %d: tapegrad's "
                             "BPE merges the piece of lowest id first", (int)k, (int)c, (int)last);
+        else if (tg_pairmap_put(&listed, key, k))
+            rc = tg_set_err(err, errlen, "hf: out of memory");
         done[c] = 1;
         last = c;
     }
-    if (!rc && (size_t)m != t->pairs.n) {   /* a split of some piece no merge lists */
-        for (size_t i = 0; i < t->pairs.cap && !rc; i++) {
-            if (t->pairs.keys[i] == UINT64_MAX) continue;
-            const int32_t a = (int32_t)(t->pairs.keys[i] >> 32), b = (int32_t)(t->pairs.keys[i] & 0xffffffffu);
-            bool listed = false;
-            for (int32_t k = 0; k < m && !listed; k++) listed = mc[3 * k] == a && mc[3 * k + 1] == b;
-            if (!listed)
-                rc = tg_set_err(err, errlen, "hf: tokenizer.json: no merge joins '%s' and '%s', which make '%s': "
-                                "tapegrad merges every split of a piece into two pieces", tg_shown(names[a], s1),
-                                tg_shown(names[b], s2), tg_shown(names[t->pairs.vals[i]], s3));
-        }
-        if (!rc) rc = tg_set_err(err, errlen, "hf: tokenizer.json: a merge is listed twice");
+    /* each listed merge is one of t's pairs, once: the count tells whether a split is left out */
+    for (size_t i = 0; !rc && (size_t)m != t->pairs.n && i < t->pairs.cap; i++) {
+        if (t->pairs.keys[i] == UINT64_MAX || tg_pairmap_get(&listed, t->pairs.keys[i]) >= 0) continue;
+        const int32_t a = (int32_t)(t->pairs.keys[i] >> 32), b = (int32_t)(t->pairs.keys[i] & 0xffffffffu);
+        rc = tg_set_err(err, errlen, "hf: tokenizer.json: no merge joins '%s' and '%s', which make '%s': tapegrad "
+                        "merges every split of a piece into two pieces", tg_shown(names[a], s1), tg_shown(names[b], s2),
+                        tg_shown(names[t->pairs.vals[i]], s3));
     }
+    tg_pairmap_free(&listed);
     tg_free(done);
     return rc;
 }

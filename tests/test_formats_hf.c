@@ -586,6 +586,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     /* what it cannot represent, named */
     static const char *const bad[][3] = {
         {"\"\u2581 a\", \"a b\"", "\"a b\", \"\u2581 a\", \"x\"", "merge 2 does not join two vocabulary entries"},
+        {"\"\u2581 ab\"]", "\"\u2581 ab\", \"a b\"]", "merge 4 repeats merge 1"},
         {"\"\u2581a b\", \"\u2581 ab\"", "\"\u2581a b\"", "no merge joins '\\xe2\\x96\\x81' and 'ab'"},
         {"\"a b\", \"\u2581a b\"", "\"\u2581a b\", \"a b\"", "the merges making"},
         {"\"id\": 2, \"content\": \"</s>\", \"special\": true", "\"id\": 2, \"content\": \"</s>\", \"special\": false",
