@@ -1144,10 +1144,11 @@ static hf_pair *all_pairs(const tg_tokenizer *t, size_t *count)
     return p;
 }
 
-/* names[a] names[b] as a merge: "a b", or ["a", "b"] when either holds a space. */
-static cJSON *merge_item(const char *a, const char *b)
+/* a b as a merge: "a b", or ["a", "b"] (arrays: the library takes one
+ * form for the whole list, and a piece holding a space needs the pair). */
+static cJSON *merge_item(const char *a, const char *b, bool arrays)
 {
-    if (strchr(a, ' ') || strchr(b, ' ')) {
+    if (arrays) {
         const char *ab[2] = {a, b};
         return cJSON_CreateStringArray(ab, 2);
     }
@@ -1158,6 +1159,19 @@ static cJSON *merge_item(const char *a, const char *b)
     cJSON *r = cJSON_CreateString(s);
     tg_free(s);
     return r;
+}
+
+/* The merges of pairs[0..n) into list: as pairs when any piece holds a space. */
+static bool add_merges(cJSON *list, const hf_pair *pairs, size_t n, char *const *names)
+{
+    bool arrays = false;
+    for (size_t i = 0; i < n && !arrays; i++) arrays = strchr(names[pairs[i].a], ' ') || strchr(names[pairs[i].b], ' ');
+    for (size_t i = 0; i < n; i++) {
+        cJSON *m = merge_item(names[pairs[i].a], names[pairs[i].b], arrays);
+        if (!m) return false;
+        cJSON_AddItemToArray(list, m);
+    }
+    return true;
 }
 
 static bool valid_utf8(const unsigned char *p, size_t n)
@@ -1212,11 +1226,7 @@ static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *wh
         ok = cJSON_AddNumberToObject(vocab, names[id], id) != NULL;
     }
     if (ok && !(pairs = all_pairs(t, &np))) ok = false;
-    for (size_t i = 0; ok && i < np; i++) {
-        cJSON *m = merge_item(names[pairs[i].a], names[pairs[i].b]);
-        ok = m != NULL;
-        if (m) cJSON_AddItemToArray(merges, m);
-    }
+    ok = ok && add_merges(merges, pairs, np, names);
     tg_free(pairs);
     stbds_shfree(seen);
     if (!ok) {
@@ -1283,11 +1293,7 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
                      "library the first listed", (int)pairs[i].c, (int)pairs[i + 1].c);
             ok = false;
         }
-    for (size_t i = 0; ok && i < np; i++) {
-        cJSON *m = merge_item(names[pairs[i].a], names[pairs[i].b]);
-        ok = m != NULL;
-        if (m) cJSON_AddItemToArray(merges, m);
-    }
+    ok = ok && add_merges(merges, pairs, np, names);
     tg_free(pairs);
     stbds_shfree(seen);
     if (!ok) {

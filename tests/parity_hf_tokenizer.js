@@ -18,6 +18,9 @@
 //               of each piece as merges in score order, a BOS template),
 //               imported: a TG_TOK_SPM
 //   spm_export  that import exported again (and the file is the same)
+//   spm_llama2c the same pieces as llama2.c's own tokenizer.bin (' ' for
+//               spaces, scores, run.c's merge floor) imported with a
+//               model.bin, exported: Prepend(' '), merges with spaces as pairs
 //   metaspace   the same tokenizer in transformers' newer form (a Metaspace
 //               pre-tokenizer), imported with a notice: equal ids on every
 //               section that does not begin with a space
@@ -318,6 +321,31 @@ function llamaDir(name, json) {
               `(${nVocab} pieces, ${merges.length} merges; import said "${out.trim().split('\n').pop()}")`);
   same ? passed++ : failed++;
   cases.push({ name: 'spm_export', dir: dir2, special: true, who: [['its import', (s) => [1, ...encode(ck2, s)]]] });
+  // llama2.c's own kind of tokenizer.bin (pieces with ' ' for spaces, <0xXX> bytes, scores; run.c's
+  // merge floor), the same pieces padded to the model's 1200 ids, imported with a model.bin
+  const tb = [], bpeLlama = path.join(work, 'bpe_llama', 'last.safetensors');
+  const ordered = Object.entries(vocab).sort((x, y) => x[1] - y[1]).map(([p]) => p.replace(/\u2581/g, ' '));
+  for (let i = ordered.length; i < 1200; i++) ordered.push(`<pad ${i}>`);
+  let maxLen = 0;
+  const ent = ordered.map((p, i) => {
+    const b = i === 1 ? Buffer.from('\n<s>\n') : i === 2 ? Buffer.from('\n</s>\n') : Buffer.from(p, 'utf8');
+    maxLen = Math.max(maxLen, b.length);
+    const h = Buffer.alloc(8);
+    h.writeFloatLE(i < 259 ? 0 : i < nVocab ? -(i - 259) : -1e11, 0);
+    h.writeInt32LE(b.length, 4);
+    return Buffer.concat([h, b]);
+  });
+  const hdr = Buffer.alloc(4);
+  hdr.writeInt32LE(maxLen, 0);
+  const tokBin = path.join(work, 'llama2c_tokenizer.bin'), modelBin = path.join(work, 'llama2c_model.bin');
+  fs.writeFileSync(tokBin, Buffer.concat([hdr, ...ent]));
+  q(['export', '--ckpt', bpeLlama, '--format', 'llama2c', '--out', modelBin]);
+  const ck5 = path.join(work, 'l2c.safetensors'), dir5 = path.join(work, 'l2c_export'), ck6 = path.join(work, 'l2c_back.safetensors');
+  q(['import', '--format', 'llama2c', '--model', modelBin, '--tokenizer', tokBin, '--out', ck5]);
+  q(['export', '--format', 'hf', '--ckpt', ck5, '--out', dir5]);
+  q(['import', '--format', 'hf', '--model', dir5, '--out', ck6]);
+  cases.push({ name: 'spm_llama2c', dir: dir5, special: true, who: [['the llama2.c import', (s) => [1, ...encode(ck5, s)]],
+                                                                    ['its HF import', (s) => [1, ...encode(ck6, s)]]] });
   const meta = JSON.parse(JSON.stringify(llamaJson));
   meta.normalizer = null;
   meta.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false };
