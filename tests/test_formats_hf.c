@@ -680,12 +680,66 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
 }
 END_TEST
 
+/* tapegrad's BPE, a GPT's and a Llama's: export then import is the same
+ * tokenizer, its learned merges too (parity_hf_tokenizer checks the ids
+ * against the tokenizers library). */
+START_TEST(a_bpe_tokenizer_comes_back_the_same)
+{
+    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("bpe"));
+    snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
+    snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
+    static const char text[] = "the cat sat on the mat, the cat ate the hat.\n\nthe end \xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\n";
+    for (int k = 0; k < 2; k++) {
+        const tg_bpe_options bo = {.vocab_size = 300, .min_count = 2};
+        tg_tokenizer *t = tg_bpe_train(text, sizeof text - 1, &bo, err, sizeof err);
+        ck_assert_msg(t != NULL, "%s", err);
+        ck_assert_int_gt(tg_tok_n_merges(t), 5);
+        const tg_model_config c = k ? (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2,
+                                                        .n_embd = 8, .hidden_dim = 12, .block_size = 8,
+                                                        .vocab_size = 320, .rope_theta = 10000, .norm_eps = 1e-5,
+                                                        .tied = true}
+                                    : (tg_model_config){.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8,
+                                                        .block_size = 8, .vocab_size = 320, .bias = true};
+        tg_model m;
+        tg_vocab v;
+        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        tg_st_file *fa = tg_st_load(a, err, sizeof err);
+        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_str_eq(notice, "");
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        tg_st_file *fb = tg_st_load(b, err, sizeof err);
+        tg_vocab back;
+        ck_assert_msg(fb && tg_vocab_read(&back, fb, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_BPE);
+        ck_assert(tg_tok_same(back.tok, v.tok));
+        ck_assert_int_eq(tg_tok_n_merges(back.tok), tg_tok_n_merges(v.tok));
+        for (int32_t i = 0; i < tg_tok_n_merges(v.tok); i++) {
+            int32_t l1, r1, l2, r2;
+            ck_assert_int_eq(tg_tok_merge(v.tok, i, &l1, &r1), tg_tok_merge(back.tok, i, &l2, &r2));
+            ck_assert(l1 == l2 && r1 == r2);
+        }
+        ck_assert_int_eq(back.docs, k == 1);
+        tg_vocab_free(&back);
+        tg_st_free(fb);
+        tg_st_free(fa);
+        tg_vocab_free(&v);
+        tg_model_free(&m);
+        remove(a);
+        remove(b);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
-                                   what_a_tokenizer_json_cannot_say_is_noticed));
+                                   what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
     return tt_run_in_tmpdir(s, "tg_hf_test", true);
 }
