@@ -18,6 +18,8 @@
  *   refused naming it; the Metaspace form imports with a notice.
  * - Export of pieces with equal scores, or a byte piece spelled as a raw
  *   byte above 0x7F, writes no tokenizer.json and the notice says why.
+ * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
+ *   same tokenizer, its learned merges included.
  * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
 #include <sys/stat.h>
 #include <time.h>
