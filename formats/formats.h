@@ -7,7 +7,8 @@
  *   GGUF       llama.cpp's model file, tokenizer inside (formats/gguf.c
  *              writes one, formats/gguf_read.c reads one)
  *   hf         a Hugging Face model directory, as transformers reads and
- *              writes one: GPT2LMHeadModel, LlamaForCausalLM (formats/hf.c)
+ *              writes one: GPT2LMHeadModel, LlamaForCausalLM (formats/hf.c; the
+ *              tokenizer files formats/hf_tokenizer.c)
  *
  * Every reader here checks a file against its own size before it
  * allocates what the file's header claims, and is fuzzed
@@ -145,9 +146,16 @@ typedef struct tg_hf_import_options {
  * F16 and BF16 make an f32 checkpoint, F64 ones an f64 checkpoint, every
  * value exact; GPT-2's attn.bias and attn.masked_bias buffers are
  * skipped, and its names are taken with or without "transformer.". The
- * tokenizer (a GPT's) is GPT-2's byte-level BPE, from tokenizer.json or
- * vocab.json + merges.txt, as tiktoken ranks (text.h TG_TOK_TIKTOKEN);
- * without one the import fails unless opts->ids_only. opts may be NULL.
+ * tokenizer: GPT-2's byte-level BPE (tokenizer.json or vocab.json +
+ * merges.txt) as tiktoken ranks (text.h TG_TOK_TIKTOKEN); a Llama's
+ * tokenizer.json as transformers writes it (BPE with byte_fallback,
+ * U+2581 for spaces, a BOS template) as pieces with scores (TG_TOK_SPM,
+ * the scores from the merges' order); and each form tg_hf_export writes
+ * as that tokenizer again. A tokenizer.json whose merges are not
+ * tapegrad's rule (every split of each piece, in rank order) or whose
+ * pipeline tapegrad's tokenizers have not is refused naming it (formats/
+ * hf_tokenizer.c, docs/formats.md); without a tokenizer the import fails
+ * unless opts->ids_only. opts may be NULL.
  * What tapegrad cannot run (another model_type, rope scaling, biases on a
  * Llama, another epsilon or activation, a tensor it has no place for, a
  * tied head that differs from the embedding, another tokenizer) is
@@ -155,17 +163,21 @@ typedef struct tg_hf_import_options {
  * without writing anything. GPT-2's tanh GELU ("gelu_new") is imported
  * as a GPT with gelu TG_GELU_TANH, "gelu" as the exact erf form. notice
  * (may be NULL) receives what the import changes in what the model
- * computes; "" when there is nothing to say, as for every file accepted
- * today. 0, or -1 with a message in err. */
+ * computes or encodes (a Metaspace tokenizer.json: texts beginning with
+ * a space encode differently); "" when there is nothing to say. 0, or -1
+ * with a message in err. */
 TG_API int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
                         size_t notice_len, char *err, size_t errlen);
 
 /* Writes the model of checkpoint ckpt (a loaded tapegrad checkpoint: its
  * config, weights and vocabulary) as a Hugging Face directory dir (made
  * if absent): config.json, model.safetensors (F32, or F64 for an f64
- * checkpoint), generation_config.json, and for GPT-2's tokenizer
- * tokenizer.json and tokenizer_config.json (another vocabulary gets no
- * tokenizer files, and notice says why). config.json's "tapegrad" object
+ * checkpoint), generation_config.json, and tokenizer.json and
+ * tokenizer_config.json for the vocabulary: GPT-2's ranks, tapegrad's BPE
+ * (a Llama's with " " before the text and BOS), pieces with scores,
+ * llama2.c's bytes or a byte vocabulary, each written so the tokenizers
+ * library gives tapegrad's ids (bare ids, pieces with equal scores or a
+ * piece that is not UTF-8 get no tokenizer files, and notice says why). config.json's "tapegrad" object
  * keeps what the layout cannot say (a GPT without biases: exported with
  * zero ones; a Llama's interleaved RoPE pairs: exported permuted), so
  * tg_hf_import gives back the same checkpoint bit for bit. Each file is

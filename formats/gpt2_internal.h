@@ -1,7 +1,8 @@
 /* GPT-2's byte-level BPE as its files spell it (internal to formats/):
  * the printable stand-ins for bytes and the merges of a tiktoken
  * tokenizer, shared by the Hugging Face writer (tokenizer.json) and the
- * GGUF writer (tokenizer.ggml.tokens / merges). Defined in formats/hf.c. */
+ * GGUF writer (tokenizer.ggml.tokens / merges). Defined in
+ * formats/hf_tokenizer.c. */
 #ifndef TG_FORMATS_GPT2_INTERNAL_H
 #define TG_FORMATS_GPT2_INTERNAL_H
 

@@ -39,7 +39,7 @@
  * own shapes before a model is built, so a crafted directory costs time
  * and memory in proportion to its files. */
 #define _POSIX_C_SOURCE 200809L
-#include "formats.h"
+#include "hf_internal.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -71,7 +71,7 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static bool file_exists(const char *dir, const char *name)
+bool tg_hf_file_exists(const char *dir, const char *name)
 {
     char *p = path_join(dir, name);
     struct stat st;
@@ -81,7 +81,7 @@ static bool file_exists(const char *dir, const char *name)
 }
 
 /* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes. */
-static char *read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
+char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
 {
     char *p = path_join(dir, name);
     if (!p) {
@@ -111,10 +111,10 @@ static char *read_small(const char *dir, const char *name, size_t *len, char *er
 }
 
 /* dir/name parsed as a JSON object. */
-static cJSON *read_json(const char *dir, const char *name, char *err, size_t errlen)
+cJSON *tg_hf_read_json(const char *dir, const char *name, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *text = read_small(dir, name, &len, err, errlen);
+    char *text = tg_hf_read_small(dir, name, &len, err, errlen);
     if (!text) return NULL;
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -242,14 +242,14 @@ static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen
 {
     memset(w, 0, sizeof *w);
     stbds_sh_new_strdup(w->where);
-    if (!file_exists(dir, "model.safetensors.index.json")) {
-        if (!file_exists(dir, "model.safetensors"))
+    if (!tg_hf_file_exists(dir, "model.safetensors.index.json")) {
+        if (!tg_hf_file_exists(dir, "model.safetensors"))
             return tg_set_err(err, errlen, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
                               "(a Hugging Face model directory holds its weights in one of them)", dir);
         return weights_add_file(w, dir, "model.safetensors", err, errlen);
     }
     w->indexed = true;
-    cJSON *ix = read_json(dir, "model.safetensors.index.json", err, errlen);
+    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", err, errlen);
     if (!ix) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
     int rc = 0;
@@ -501,253 +501,6 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
     return 0;
 }
 
-/* ---- the tokenizer: GPT-2's byte-level BPE as tiktoken ranks ----------------- */
-
-/* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
- * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
-void tg_gpt2_byte_chars(uint32_t cp_of[256])
-{
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        const bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        cp_of[b] = self ? (uint32_t)b : (uint32_t)(256 + n++);
-    }
-}
-
-/* The bytes a vocabulary string stands for (UTF-8 of stand-ins), into out
- * (room for strlen(s) bytes): their count, or -1 for a character that
- * stands for no byte. */
-static int64_t unbyte(const char *s, const int16_t byte_of[324], unsigned char *out)
-{
-    int64_t n = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        uint32_t c;
-        if (p[0] < 0x80) c = *p++;
-        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
-        else return -1;
-        if (c >= 324 || byte_of[c] < 0) return -1;
-        out[n++] = (unsigned char)byte_of[c];
-    }
-    return n;
-}
-
-/* The tokenizer of a vocabulary (string -> id) and its merges ("a b"
- * strings or [a, b] pairs), when they are GPT-2's kind: ids 0..n-1 for
- * pieces and n for <|endoftext|>, every single byte a piece, each merge
- * joining two pieces into one whose id is larger than every earlier
- * merge's, and every longer piece made by one. Then merging the pair of
- * lowest merge number (the tokenizers library's rule) and merging the pair
- * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
-tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
-                                size_t errlen)
-{
-    uint32_t cp_of[256];
-    int16_t byte_of[324];
-    tg_gpt2_byte_chars(cp_of);
-    for (int i = 0; i < 324; i++) byte_of[i] = -1;
-    for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
-    const int n_all = cJSON_GetArraySize(vocab);
-    tg_tokenizer *t = NULL;
-    if (n_all < 257 || n_all > (1 << 24)) {
-        tg_set_err(err, errlen, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
-                   what, n_all);
-        return NULL;
-    }
-    const int32_t n = n_all - 1;   /* pieces; <|endoftext|> is id n */
-    int64_t *off = tg_calloc((size_t)n + 1, sizeof *off), *start = tg_malloc(((size_t)n + 1) * sizeof *start);
-    int32_t *len = tg_malloc((size_t)n * sizeof *len);
-    size_t total = 0;
-    for (const cJSON *e = vocab->child; e; e = e->next) total += strlen(e->string);
-    unsigned char *raw = tg_malloc(total + 1), *bytes = tg_malloc(total + 1);
-    int32_t *made = NULL;
-    hf_shard_ix *id_of = NULL;   /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
-    stbds_sh_new_strdup(id_of);
-    if (!off || !start || !len || !raw || !bytes) goto oom;
-    for (int32_t i = 0; i < n; i++) len[i] = -1;
-    bool eot = false;
-    size_t at = 0;
-    char shown[TG_SHOWN_SIZE];
-    for (const cJSON *e = vocab->child; e; e = e->next) {
-        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (!(d >= 0 && d <= n && d == floor(d))) {
-            tg_set_err(err, errlen, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
-                       cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
-            goto fail;
-        }
-        const int32_t id = (int32_t)d;
-        if (id == n) {
-            if (strcmp(e->string, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
-                           "the one taken)", what, (int)n, tg_shown(e->string, shown));
-                goto fail;
-            }
-            eot = true;
-            continue;
-        }
-        if (len[id] >= 0) {
-            tg_set_err(err, errlen, "%s: id %d is given twice", what, (int)id);
-            goto fail;
-        }
-        const int64_t k = unbyte(e->string, byte_of, raw + at);
-        if (k <= 0) {
-            tg_set_err(err, errlen, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
-                       tg_shown(e->string, shown), (int)id);
-            goto fail;
-        }
-        start[id] = (int64_t)at;
-        len[id] = (int32_t)k;
-        stbds_shput(id_of, e->string, (int)id);
-        at += (size_t)k;
-    }
-    if (!eot) {
-        tg_set_err(err, errlen, "%s: no <|endoftext|> with id %d", what, (int)n);
-        goto fail;
-    }
-    int64_t o = 0;
-    for (int32_t i = 0; i < n; i++) {   /* each id once among n entries: none is missing */
-        off[i] = o;
-        memcpy(bytes + o, raw + start[i], (size_t)len[i]);
-        o += len[i];
-    }
-    off[n] = o;
-    if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
-    /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
-    if (!cJSON_IsArray(merges)) {
-        tg_set_err(err, errlen, "%s: the merges are not a list", what);
-        goto fail;
-    }
-    if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
-    int32_t last = -1, k = 0;
-    for (const cJSON *m = merges->child; m; m = m->next, k++) {
-        const char *a = NULL, *b = NULL;
-        char pair[2048];
-        if (cJSON_IsString(m)) {
-            const char *sp = strchr(m->valuestring, ' ');
-            if (sp && strlen(m->valuestring) < sizeof pair) {
-                memcpy(pair, m->valuestring, strlen(m->valuestring) + 1);
-                pair[sp - m->valuestring] = 0;
-                a = pair, b = pair + (sp - m->valuestring) + 1;
-            }
-        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
-                   cJSON_IsString(m->child->next)) {
-            a = m->child->valuestring, b = m->child->next->valuestring;
-        }
-        const ptrdiff_t ia = a ? stbds_shgeti(id_of, a) : -1, ib = b ? stbds_shgeti(id_of, b) : -1;
-        const int32_t ida = ia >= 0 ? id_of[ia].value : -1, idb = ib >= 0 ? id_of[ib].value : -1;
-        int32_t r = -1;
-        if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
-        if (r < 0) {
-            tg_set_err(err, errlen, "%s: merge %d does not join two pieces into a third", what, (int)k);
-            goto fail;
-        }
-        if (r <= last || made[r]) {
-            tg_set_err(err, errlen, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
-                       "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
-                       (int)k - 1, (int)last);
-            goto fail;
-        }
-        made[r] = 1;
-        last = r;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (off[i + 1] - off[i] > 1 && !made[i]) {
-            tg_set_err(err, errlen, "%s: piece %d is made by no merge", what, (int)i);
-            goto fail;
-        }
-    goto done;
-oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
-fail:
-    tg_tok_free(t);
-    t = NULL;
-done:
-    tg_free(off);
-    tg_free(start);
-    tg_free(len);
-    tg_free(raw);
-    tg_free(bytes);
-    tg_free(made);
-    stbds_shfree(id_of);
-    return t;
-}
-
-/* tokenizer.json, when it is GPT-2's kind: a BPE model with a byte-level
- * pre-tokenizer (GPT-2's regex, no prefix space), no normalizer, and
- * <|endoftext|> its one added token. */
-static tg_tokenizer *tokenizer_json(const char *dir, char *err, size_t errlen)
-{
-    cJSON *j = read_json(dir, "tokenizer.json", err, errlen);
-    if (!j) return NULL;
-    tg_tokenizer *t = NULL;
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
-    const cJSON *type = model ? cJSON_GetObjectItemCaseSensitive(model, "type") : NULL;
-    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
-    const cJSON *pre_type = pre ? cJSON_GetObjectItemCaseSensitive(pre, "type") : NULL;
-    const cJSON *prefix = pre ? cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space") : NULL;
-    const cJSON *regex = pre ? cJSON_GetObjectItemCaseSensitive(pre, "use_regex") : NULL;
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE"))
-        tg_set_err(err, errlen, "hf: tokenizer.json: model.type is not BPE (the tokenizer taken is GPT-2's byte-level "
-                   "BPE)");
-    else if (!cJSON_IsString(pre_type) || strcmp(pre_type->valuestring, "ByteLevel") || cJSON_IsTrue(prefix) ||
-             cJSON_IsFalse(regex))
-        tg_set_err(err, errlen, "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
-                   "false, use_regex true)");
-    else if (norm && !cJSON_IsNull(norm))
-        tg_set_err(err, errlen, "hf: tokenizer.json: it has a normalizer, which GPT-2's tokenizer has not");
-    else {
-        for (const cJSON *a = added ? added->child : NULL; a; a = a->next) {
-            const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
-            if (!cJSON_IsString(c) || strcmp(c->valuestring, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
-                           "GPT-2 tokenizer has not");
-                goto out;
-            }
-        }
-        const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-        if (!cJSON_IsObject(vocab)) tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
-        else t = tg_gpt2_tokenizer(vocab, cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err,
-                                   errlen);
-    }
-out:
-    cJSON_Delete(j);
-    return t;
-}
-
-/* vocab.json and merges.txt ("#version" first line, then "a b" lines). */
-static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
-{
-    cJSON *vocab = read_json(dir, "vocab.json", err, errlen), *merges = NULL;
-    size_t len = 0;
-    char *text = vocab ? read_small(dir, "merges.txt", &len, err, errlen) : NULL;
-    tg_tokenizer *t = NULL;
-    if (!text) goto out;
-    if (!(merges = cJSON_CreateArray())) goto oom;
-    for (char *line = text, *end = text + len; line < end;) {
-        char *nl = memchr(line, '\n', (size_t)(end - line));
-        char *stop = nl ? nl : end;
-        if (stop > line && stop[-1] == '\r') stop[-1] = 0;
-        *stop = 0;
-        if (*line && strncmp(line, "#version", 8)) {
-            cJSON *s = cJSON_CreateString(line);
-            if (!s) goto oom;
-            cJSON_AddItemToArray(merges, s);
-        }
-        line = stop + 1;
-    }
-    t = tg_gpt2_tokenizer(vocab, merges, "hf: vocab.json + merges.txt", err, errlen);
-    goto out;
-oom:
-    tg_set_err(err, errlen, "hf: out of memory");
-out:
-    cJSON_Delete(vocab);
-    cJSON_Delete(merges);
-    tg_free(text);
-    return t;
-}
-
 /* ---- import ---------------------------------------------------------------------- */
 
 /* Every tensor the family needs, present with its shape, and no other
@@ -858,7 +611,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     if (notice && notice_len) notice[0] = 0;
     if (!dir || !ckpt_out) return tg_set_err(err, errlen, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
     const tg_hf_import_options o = opts ? *opts : (tg_hf_import_options){0};
-    cJSON *cj = read_json(dir, "config.json", err, errlen);
+    cJSON *cj = tg_hf_read_json(dir, "config.json", err, errlen);
     if (!cj) return -1;
     cfg_reader r = {cj, err, errlen};
     tg_model_config c = {0};
@@ -868,7 +621,6 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     hf_map *maps = NULL;
     tg_model model = {0};
     tg_vocab v = {0};
-    tg_tokenizer *tok = NULL;
     int rc = -1;
     char shown[TG_SHOWN_SIZE];
     if (!strcmp(type, "gpt2")) rc = gpt2_config(&r, &c);
@@ -905,34 +657,30 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
             goto out;
         }
     }
-    /* the tokenizer: GPT-2's, from tokenizer.json or vocab.json + merges.txt */
-    if (gpt && (file_exists(dir, "tokenizer.json") || (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")))) {
-        tok = file_exists(dir, "tokenizer.json") ? tokenizer_json(dir, err, errlen) : tokenizer_pair(dir, err, errlen);
-        if (!tok) goto out;
-    } else if (!o.ids_only) {
-        tg_set_err(err, errlen, "hf: %s has no tokenizer tapegrad reads (%s); to import the weights with bare ids, "
-                   "say the model is ids-only", dir, gpt ? "tokenizer.json, or vocab.json and merges.txt"
-                                                         : "a Llama's tokenizer is not read yet");
+    /* the tokenizer: tokenizer.json (each of tapegrad's kinds) or GPT-2's vocab.json + merges.txt */
+    int found = 0;
+    const cJSON *bj = cfg_get(&r, "bos_token_id"), *ej = cfg_get(&r, "eos_token_id");
+    const int32_t bos_id = cJSON_IsNumber(bj) && bj->valuedouble >= 0 && bj->valuedouble < c.vocab_size ? (int32_t)bj->valuedouble : -1;
+    const int32_t eos_id = cJSON_IsNumber(ej) && ej->valuedouble >= 0 && ej->valuedouble < c.vocab_size ? (int32_t)ej->valuedouble : -1;
+    if (tg_hf_tokenizer_read(dir, !gpt, bos_id, eos_id, &v, &found, notice, notice_len, err, errlen)) goto out;
+    if (!found && !o.ids_only) {
+        tg_set_err(err, errlen, "hf: %s has no tokenizer tapegrad reads (tokenizer.json%s); to import the weights with "
+                   "bare ids, say the model is ids-only", dir, gpt ? ", or vocab.json and merges.txt" : "");
         goto out;
     }
-    if (tok) {
-        if (tg_tok_vocab_size(tok) > c.vocab_size) {
-            tg_set_err(err, errlen, "hf: the tokenizer has %d ids, more than the model's vocab_size %d",
-                       (int)tg_tok_vocab_size(tok), c.vocab_size);
-            goto out;
-        }
-        const int rv = tg_vocab_tokenizer(&v, tok, false, c.vocab_size, err, errlen);
-        tok = NULL;   /* v owns it, also on error */
-        if (rv) goto out;
-    } else {
-        tg_vocab_ids(&v, c.vocab_size);
+    if (found && tg_vocab_fits(&v, c.vocab_size, "the tokenizer's", err, errlen)) {
+        char e2[400];
+        snprintf(e2, sizeof e2, "%s", err);
+        tg_set_err(err, errlen, "hf: %s", e2);
+        goto out;
     }
+    if (found) v.size = c.vocab_size;
+    else tg_vocab_ids(&v, c.vocab_size);
     char src[600];
     snprintf(src, sizeof src, "hugging face: %s", dir);
     const char *meta[2] = {"imported_from", src};
     rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
 out:
-    tg_tok_free(tok);
     tg_vocab_free(&v);
     tg_model_free(&model);
     stbds_arrfree(maps);
@@ -943,136 +691,7 @@ out:
 
 /* ---- export ---------------------------------------------------------------------- */
 
-/* GPT-2's byte-level string of some bytes (UTF-8 of the stand-ins). */
-void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t c = cp_of[p[i]];
-        if (c < 0x80) out[o++] = (char)c;
-        else out[o++] = (char)(0xC0 | c >> 6), out[o++] = (char)(0x80 | (c & 0x3F));
-    }
-    out[o] = 0;
-}
-
-/* The two pieces that piece r is merged from: its bytes merged by
- * tiktoken's rule with only the pieces below r, which must leave two. */
-int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
-{
-    const int64_t n = t->off[r + 1] - t->off[r];
-    for (int64_t i = 0; i < n; i++) parts[i] = t->byte_id[t->bytes[t->off[r] + i]];
-    int64_t k = n;
-    for (;;) {
-        int64_t best = -1;
-        int32_t best_id = r;
-        for (int64_t i = 0; i + 1 < k; i++) {
-            const int32_t id = tg_pairmap_get(&t->pairs, (uint64_t)parts[i] << 32 | (uint32_t)parts[i + 1]);
-            if (id >= 0 && id < best_id) best = i, best_id = id;
-        }
-        if (best < 0) break;
-        parts[best] = best_id;
-        memmove(parts + best + 1, parts + best + 2, (size_t)(k - best - 2) * sizeof *parts);
-        k--;
-    }
-    if (k != 2 || tg_pairmap_get(&t->pairs, (uint64_t)parts[0] << 32 | (uint32_t)parts[1]) != r) return -1;
-    *a = parts[0], *b = parts[1];
-    return 0;
-}
-
-/* tokenizer.json for GPT-2's tokenizer (a tiktoken one): NULL with the
- * reason in why when the tokenizer is another kind. */
-static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_len)
-{
-    if (tg_tok_kind_of(t) != TG_TOK_TIKTOKEN) {
-        snprintf(why, why_len, "tapegrad's BPE tokenizer is not written as a tokenizer.json yet: only GPT-2's is");
-        return NULL;
-    }
-    uint32_t cp_of[256];
-    tg_gpt2_byte_chars(cp_of);
-    const int32_t n = tg_tok_vocab_size(t) - 1;   /* <|endoftext|> is n */
-    cJSON *j = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
-    cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray(), *eot = cJSON_CreateObject();
-    char *a = tg_malloc(2 * t->max_piece + 1), *b = tg_malloc(2 * t->max_piece + 1);
-    char *ab = tg_malloc(4 * t->max_piece + 2);
-    int32_t *parts = tg_malloc((t->max_piece + 1) * sizeof *parts);
-    bool ok = j && model && vocab && merges && added && eot && a && b && ab && parts;
-    for (int32_t id = 0; ok && id < n; id++) {
-        tg_gpt2_byte_string(t->bytes + t->off[id], (size_t)(t->off[id + 1] - t->off[id]), cp_of, a);
-        ok = cJSON_AddNumberToObject(vocab, a, id) != NULL;
-    }
-    ok = ok && cJSON_AddNumberToObject(vocab, "<|endoftext|>", n);
-    for (int32_t id = 0; ok && id < n; id++) {
-        if (t->off[id + 1] - t->off[id] < 2) continue;
-        int32_t x, y;
-        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
-            snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
-                     "tokenizer.json can say", (int)id);
-            ok = false;
-            break;
-        }
-        tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
-        tg_gpt2_byte_string(t->bytes + t->off[y], (size_t)(t->off[y + 1] - t->off[y]), cp_of, b);
-        snprintf(ab, 4 * t->max_piece + 2, "%s %s", a, b);
-        cJSON *s = cJSON_CreateString(ab);
-        ok = s != NULL;
-        if (s) cJSON_AddItemToArray(merges, s);
-    }
-    tg_free(a);
-    tg_free(b);
-    tg_free(ab);
-    tg_free(parts);
-    if (ok) {
-        cJSON_AddNumberToObject(eot, "id", n);
-        cJSON_AddStringToObject(eot, "content", "<|endoftext|>");
-        cJSON_AddFalseToObject(eot, "single_word");
-        cJSON_AddFalseToObject(eot, "lstrip");
-        cJSON_AddFalseToObject(eot, "rstrip");
-        cJSON_AddTrueToObject(eot, "normalized");
-        cJSON_AddTrueToObject(eot, "special");
-        cJSON_AddItemToArray(added, eot);
-        eot = NULL;
-        cJSON_AddStringToObject(j, "version", "1.0");
-        cJSON_AddNullToObject(j, "truncation");
-        cJSON_AddNullToObject(j, "padding");
-        cJSON_AddItemToObject(j, "added_tokens", added);
-        added = NULL;
-        cJSON_AddNullToObject(j, "normalizer");
-        static const char *const parts_of[3] = {"pre_tokenizer", "post_processor", "decoder"};
-        for (int k = 0; k < 3; k++) {   /* GPT-2's: the byte-level steps, its regex, no prefix space added */
-            cJSON *p = cJSON_AddObjectToObject(j, parts_of[k]);
-            cJSON_AddStringToObject(p, "type", "ByteLevel");
-            cJSON_AddBoolToObject(p, "add_prefix_space", false);
-            cJSON_AddBoolToObject(p, "trim_offsets", k != 1);
-            cJSON_AddTrueToObject(p, "use_regex");
-        }
-        cJSON_AddStringToObject(model, "type", "BPE");
-        cJSON_AddNullToObject(model, "dropout");
-        cJSON_AddNullToObject(model, "unk_token");
-        cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
-        cJSON_AddStringToObject(model, "end_of_word_suffix", "");
-        cJSON_AddFalseToObject(model, "fuse_unk");
-        cJSON_AddFalseToObject(model, "byte_fallback");
-        cJSON_AddItemToObject(model, "vocab", vocab);
-        cJSON_AddItemToObject(model, "merges", merges);
-        vocab = merges = NULL;
-        cJSON_AddItemToObject(j, "model", model);
-        model = NULL;
-    } else if (!why[0]) {
-        snprintf(why, why_len, "out of memory");
-    }
-    cJSON_Delete(model);
-    cJSON_Delete(vocab);
-    cJSON_Delete(merges);
-    cJSON_Delete(added);
-    cJSON_Delete(eot);
-    if (!ok) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
-}
-
-static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t eos)
+static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, int32_t eos)
 {
     cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg;
     const bool gpt = !strcmp(c->arch, "gpt");
@@ -1116,10 +735,8 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t eos)
         cJSON_AddNumberToObject(j, "initializer_range", 0.02);
         cJSON_AddNumberToObject(j, "pretraining_tp", 1);
     }
-    if (eos >= 0) {
-        cJSON_AddNumberToObject(j, "bos_token_id", eos);
-        cJSON_AddNumberToObject(j, "eos_token_id", eos);
-    }
+    if (bos >= 0) cJSON_AddNumberToObject(j, "bos_token_id", bos);
+    if (eos >= 0) cJSON_AddNumberToObject(j, "eos_token_id", eos);
     cJSON_AddStringToObject(j, "torch_dtype", dt == TG_F64 ? "float64" : "float32");
     cJSON_AddTrueToObject(j, "use_cache");
     tg = cJSON_AddObjectToObject(j, "tapegrad");   /* what the layout cannot say, for the import */
@@ -1167,8 +784,6 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     tg_vocab v = {0};
     char e2[512];
     const bool has_vocab = tg_vocab_read(&v, ckpt, e2, sizeof e2) == 0;
-    const tg_tokenizer *tok = has_vocab && v.kind == TG_VOCAB_TOKENIZER ? v.tok : NULL;
-    const int32_t eos = tok && tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? tg_tok_eos(tok) : -1;
     hf_map *maps = NULL;
     unsigned char **bufs = NULL;
     tg_st_writer *w = NULL;
@@ -1178,7 +793,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     tg_atomic_file staged[4];
     memset(staged, 0, sizeof staged);
     int rc = -1;
-    if (file_exists(dir, "model.safetensors.index.json")) {
+    if (tg_hf_file_exists(dir, "model.safetensors.index.json")) {
         tg_set_err(err, errlen, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
                    "new or empty directory", dir);
         goto out;
@@ -1231,27 +846,17 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     }
     /* the JSON files */
     char why[300] = "";
-    json[0] = export_config(c, dt, eos);
+    int32_t bos = -1, eos = -1;
+    if (has_vocab && !tg_hf_tokenizer_write(&v, !gpt, c->block_size, &json[2], &json[3], &bos, &eos, why, sizeof why)) {
+    } else if (notice && notice_len) {
+        snprintf(notice, notice_len, "no tokenizer.json written: %s", has_vocab ? why : "the checkpoint has no vocabulary");
+    }
+    json[0] = export_config(c, dt, bos, eos);
     json[1] = cJSON_CreateObject();
     cJSON_AddBoolToObject(json[1], "_from_model_config", true);
-    if (eos >= 0) {
-        cJSON_AddNumberToObject(json[1], "bos_token_id", eos);
-        cJSON_AddNumberToObject(json[1], "eos_token_id", eos);
-    }
+    if (bos >= 0) cJSON_AddNumberToObject(json[1], "bos_token_id", bos);
+    if (eos >= 0) cJSON_AddNumberToObject(json[1], "eos_token_id", eos);
     cJSON_AddNumberToObject(json[1], "max_length", c->block_size);
-    if (tok && (json[2] = gpt2_tokenizer_json(tok, why, sizeof why))) {
-        json[3] = cJSON_CreateObject();
-        cJSON_AddStringToObject(json[3], "tokenizer_class", "GPT2Tokenizer");
-        cJSON_AddFalseToObject(json[3], "add_prefix_space");
-        cJSON_AddStringToObject(json[3], "bos_token", "<|endoftext|>");
-        cJSON_AddStringToObject(json[3], "eos_token", "<|endoftext|>");
-        cJSON_AddStringToObject(json[3], "unk_token", "<|endoftext|>");
-        cJSON_AddNumberToObject(json[3], "model_max_length", c->block_size);
-    } else if (notice && notice_len) {
-        snprintf(notice, notice_len, "no tokenizer.json written: %s", tok ? why
-                 : !has_vocab ? "the checkpoint has no vocabulary"
-                              : "the checkpoint's vocabulary is bytes or bare ids, which have no tokenizer.json");
-    }
     for (int k = 0; k < 4; k++)
         if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err, errlen)) goto out;
     char *mp = path_join(dir, "model.safetensors");

@@ -10,7 +10,17 @@
  * - Export then import gives the same checkpoint bit for bit (a GPT with
  *   and without biases, a Llama with interleaved and halves pairs, tied
  *   and not, GQA), and the exported tensors have transformers' names and
- *   layouts (Conv1D transposed, q and k rows in rotate-half order). */
+ *   layouts (Conv1D transposed, q and k rows in rotate-half order).
+ * - A Llama's tokenizer.json as transformers writes it imports as pieces
+ *   with scores giving the library's ids; what tapegrad's tokenizers cannot
+ *   do (merges not every split, or out of order; a non-special added
+ *   token; another normalizer, pre-tokenizer, model or template) is
+ *   refused naming it; the Metaspace form imports with a notice.
+ * - Export of pieces with equal scores, or a byte piece spelled as a raw
+ *   byte above 0x7F, writes no tokenizer.json and the notice says why.
+ * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
+ *   same tokenizer, its learned merges included.
+ * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
 #include <sys/stat.h>
 #include <time.h>
 
@@ -428,7 +438,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa != NULL, "%s", err);
         ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
-        ck_assert_msg(gpt ? !notice[0] : strstr(notice, "no tokenizer.json written") != NULL, "%s", notice);
+        ck_assert_msg(!notice[0], "%s", notice);   /* GPT-2's ranks and llama2.c's bytes each have a tokenizer.json */
 
         /* transformers' names and layouts */
         char p[1024];
@@ -465,8 +475,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_free(hf);
 
         /* and back: the same checkpoint */
-        tg_hf_import_options o = {.ids_only = !gpt};
-        ck_assert_msg(tg_hf_import(dir, b, &o, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_str_eq(notice, "");   /* "gelu": nothing changes */
         tg_st_file *fb = tg_st_load(b, err, sizeof err);
         ck_assert_msg(fb != NULL, "%s", err);
@@ -489,9 +498,233 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_vocab back;
         ck_assert_int_eq(tg_vocab_read(&back, fb, err, sizeof err), 0);
         if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
-        else ck_assert(back.kind == TG_VOCAB_IDS && back.size == c->vocab_size);
+        else ck_assert(back.kind == TG_VOCAB_LLAMA2C);
         tg_vocab_free(&back);
         tg_model_free(&r);
+        tg_st_free(fb);
+        tg_st_free(fa);
+        tg_vocab_free(&v);
+        tg_model_free(&m);
+        remove(a);
+        remove(b);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+
+/* ---- a Llama's tokenizer.json ------------------------------------------------------- */
+
+/* A Llama tokenizer.json as transformers writes one, of <unk> <s> </s>,
+ * the 256 bytes, and the pieces U+2581, a, b, U+2581a, ab, U+2581ab; edit
+ * replaces the first `from` by `to` in it (from NULL: as it is). */
+static void write_llama_tokenizer(const char *dir, const char *from, const char *to)
+{
+    char *j = malloc(65536), *out = malloc(65536), p[1024];
+    size_t at = (size_t)sprintf(j, "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", "
+                                   "\"special\": true}, {\"id\": 1, \"content\": \"<s>\", \"special\": true}, {\"id\": 2, "
+                                   "\"content\": \"</s>\", \"special\": true}], \"normalizer\": {\"type\": \"Sequence\", "
+                                   "\"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, {\"type\": "
+                                   "\"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}, "
+                                   "\"pre_tokenizer\": null, \"post_processor\": {\"type\": \"TemplateProcessing\", "
+                                   "\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, {\"Sequence\": "
+                                   "{\"id\": \"A\", \"type_id\": 0}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", "
+                                   "\"ids\": [1], \"tokens\": [\"<s>\"]}}}, \"model\": {\"type\": \"BPE\", \"dropout\": "
+                                   "null, \"unk_token\": \"<unk>\", \"byte_fallback\": true, \"fuse_unk\": true, "
+                                   "\"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
+    for (int b = 0; b < 256; b++) at += (size_t)sprintf(j + at, ", \"<0x%02X>\": %d", b, 3 + b);
+    sprintf(j + at, ", \"\u2581\": 259, \"a\": 260, \"b\": 261, \"\u2581a\": 262, \"ab\": 263, \"\u2581ab\": 264}, "
+                    "\"merges\": [\"\u2581 a\", \"a b\", \"\u2581a b\", \"\u2581 ab\"]}}");
+    const char *at2 = from ? strstr(j, from) : NULL;
+    ck_assert(!from || at2);
+    if (at2) snprintf(out, 65536, "%.*s%s%s", (int)(at2 - j), j, to, at2 + strlen(from));
+    else snprintf(out, 65536, "%s", j);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    write_text(p, out);
+    free(j);
+    free(out);
+}
+
+START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
+{
+    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("llama"));
+    snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
+    snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
+    tg_model m;
+    const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8, .hidden_dim = 12,
+                               .block_size = 8, .vocab_size = 270, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
+    tg_vocab v;
+    tg_vocab_llama2c(&v);
+    ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    tg_model_free(&m);
+    tg_st_file *fa = tg_st_load(a, err, sizeof err);
+    ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    tg_st_free(fa);
+
+    /* as transformers writes it: pieces with scores, merged as the library merges */
+    write_llama_tokenizer(dir, NULL, NULL);
+    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(notice, "");
+    tg_st_file *fb = tg_st_load(b, err, sizeof err);
+    tg_vocab back;
+    ck_assert_msg(fb && tg_vocab_read(&back, fb, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_SPM);
+    ck_assert_int_eq(tg_tok_bos(back.tok), 1);
+    ck_assert_int_eq(tg_tok_eos(back.tok), 2);
+    ck_assert(tg_tok_adds_prefix(back.tok));
+    int32_t *ids = NULL;
+    /* U+2581 ab U+2581 a U+2581 b U+2581 U+2581 a !: "\u2581 a" is merged first, then "\u2581a b", never "a b" */
+    const int64_t n = tg_tok_encode(back.tok, "ab a b  a!", 10, &ids, err, sizeof err);
+    const int32_t want[] = {264, 262, 259, 261, 259, 262, 3 + '!'};
+    ck_assert_int_eq(n, 7);
+    for (int i = 0; i < 7; i++) ck_assert_int_eq(ids[i], want[i]);
+    tg_free(ids);
+    tg_vocab_free(&back);
+    tg_st_free(fb);
+    remove(b);
+
+    /* what it cannot represent, named */
+    static const char *const bad[][3] = {
+        {"\"\u2581 a\", \"a b\"", "\"a b\", \"\u2581 a\", \"x\"", "merge 2 does not join two vocabulary entries"},
+        {"\"\u2581 ab\"]", "\"\u2581 ab\", \"a b\"]", "merge 4 repeats merge 1"},
+        {"\"\u2581a b\", \"\u2581 ab\"", "\"\u2581a b\"", "no merge joins '\\xe2\\x96\\x81' and 'ab'"},
+        {"\"a b\", \"\u2581a b\"", "\"\u2581a b\", \"a b\"", "the merges making"},
+        {"\"id\": 2, \"content\": \"</s>\", \"special\": true", "\"id\": 2, \"content\": \"</s>\", \"special\": false",
+         "the added token '</s>' is not special"},
+        {"{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}", "{\"type\": \"NFKC\"}", "the normalizer 'NFKC'"},
+        {"{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}", "{\"type\": \"Lowercase\"}",
+         "the normalizer 'Lowercase'"},
+        {"\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}", "the pre-tokenizer 'Whitespace'"},
+        {"\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, ", "\"single\": [",
+         "adds no BOS, with which tapegrad's Llama starts"},
+        {"{\"id\": \"A\", \"type_id\": 0}}]", "{\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\"}}]",
+         "adds tokens tapegrad does not add"},
+        {"\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "the model 'WordPiece' is not BPE"},
+        {"\"fuse_unk\": true", "\"ignore_merges\": true", "ignore_merges is true"},
+        {"\"dropout\": null", "\"dropout\": 0.1", "model.dropout is set"},
+        {"\"\u2581\": 259", "\"\u2581\": 2000", "has an id that is not one of 0..264"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        write_llama_tokenizer(dir, bad[k][0], bad[k][1]);
+        ck_assert_int_eq(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[k][2]), "case %zu: '%s' lacks '%s'", k, err, bad[k][2]);
+        ck_assert_int_eq(access(b, F_OK), -1);
+    }
+    /* the newer form: Metaspace, with a notice of what differs */
+    write_llama_tokenizer(dir, "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
+                               "\"prepend\": \"\u2581\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+                               "\"content\": \"\u2581\"}]}, \"pre_tokenizer\": null",
+                          "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+                          "\"\u2581\", \"prepend_scheme\": \"first\", \"split\": false}");
+    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(strstr(notice, "Metaspace pre-tokenizer puts no"), "%s", notice);
+    remove(b);
+    remove(a);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Export: pieces with equal scores, or a byte piece spelled as a byte
+ * above 0x7F, have no tokenizer.json the library encodes as tapegrad does:
+ * the directory is written without one, and the notice says why. */
+START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
+{
+    char err[ERRLEN], notice[512], dir[600], a[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("spm"));
+    snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
+    for (int k = 0; k < 2; k++) {
+        /* <unk> <s> </s>, the bytes, then a b ab ba: ab and ba score the same (k 0), or byte 0xC3 spelled raw (k 1) */
+        enum { N = 263 };
+        unsigned char pieces[2048];
+        int64_t off[N + 1];
+        float scores[N] = {0};
+        uint8_t types[N];
+        size_t at = 0;
+        static const char *const sp[3] = {"<unk>", "<s>", "</s>"};
+        for (int i = 0; i < N; i++) {
+            off[i] = (int64_t)at;
+            if (i < 3) at += (size_t)sprintf((char *)pieces + at, "%s", sp[i]), types[i] = i ? TG_PIECE_CONTROL : TG_PIECE_UNKNOWN;
+            else if (i < 259 && k == 1 && i - 3 == 0xC3) pieces[at++] = 0xC3, types[i] = TG_PIECE_BYTE;
+            else if (i < 259) at += (size_t)sprintf((char *)pieces + at, "<0x%02X>", i - 3), types[i] = TG_PIECE_BYTE;
+            else {
+                static const char *const t[4] = {"a", "b", "ab", "ba"};
+                at += (size_t)sprintf((char *)pieces + at, "%s", t[i - 259]);
+                types[i] = TG_PIECE_NORMAL;
+                scores[i] = i >= 261 ? -1.0f : -2.0f;
+            }
+        }
+        off[N] = (int64_t)at;
+        const tg_spm_options o = {0, 1, -INFINITY};
+        tg_tokenizer *t = tg_tok_spm_new(N, pieces, off, scores, types, 1, 2, &o, err, sizeof err);
+        ck_assert_msg(t != NULL, "%s", err);
+        const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8,
+                                   .hidden_dim = 12, .block_size = 8, .vocab_size = N, .rope_theta = 10000,
+                                   .norm_eps = 1e-5, .tied = true};
+        tg_model m;
+        tg_vocab v;
+        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        tg_st_file *fa = tg_st_load(a, err, sizeof err);
+        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(strstr(notice, k ? "id 198 is not UTF-8 text" : "ids 261 and 262 score the same"), "%s", notice);
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+        ck_assert_int_eq(access(p, F_OK), -1);
+        tg_st_free(fa);
+        tg_vocab_free(&v);
+        tg_model_free(&m);
+        remove(a);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+/* tapegrad's BPE, a GPT's and a Llama's: export then import is the same
+ * tokenizer, its learned merges too (parity_hf_tokenizer checks the ids
+ * against the tokenizers library). */
+START_TEST(a_bpe_tokenizer_comes_back_the_same)
+{
+    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s", tt_path("bpe"));
+    snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
+    snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
+    static const char text[] = "the cat sat on the mat, the cat ate the hat.\n\nthe end \xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\n";
+    for (int k = 0; k < 2; k++) {
+        const tg_bpe_options bo = {.vocab_size = 300, .min_count = 2};
+        tg_tokenizer *t = tg_bpe_train(text, sizeof text - 1, &bo, err, sizeof err);
+        ck_assert_msg(t != NULL, "%s", err);
+        ck_assert_int_gt(tg_tok_n_merges(t), 5);
+        const tg_model_config c = k ? (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2,
+                                                        .n_embd = 8, .hidden_dim = 12, .block_size = 8,
+                                                        .vocab_size = 320, .rope_theta = 10000, .norm_eps = 1e-5,
+                                                        .tied = true}
+                                    : (tg_model_config){.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8,
+                                                        .block_size = 8, .vocab_size = 320, .bias = true};
+        tg_model m;
+        tg_vocab v;
+        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        tg_st_file *fa = tg_st_load(a, err, sizeof err);
+        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_str_eq(notice, "");
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        tg_st_file *fb = tg_st_load(b, err, sizeof err);
+        tg_vocab back;
+        ck_assert_msg(fb && tg_vocab_read(&back, fb, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_BPE);
+        ck_assert(tg_tok_same(back.tok, v.tok));
+        ck_assert_int_eq(tg_tok_n_merges(back.tok), tg_tok_n_merges(v.tok));
+        for (int32_t i = 0; i < tg_tok_n_merges(v.tok); i++) {
+            int32_t l1, r1, l2, r2;
+            ck_assert_int_eq(tg_tok_merge(v.tok, i, &l1, &r1), tg_tok_merge(back.tok, i, &l2, &r2));
+            ck_assert(l1 == l2 && r1 == r2);
+        }
+        ck_assert_int_eq(back.docs, k == 1);
+        tg_vocab_free(&back);
         tg_st_free(fb);
         tg_st_free(fa);
         tg_vocab_free(&v);
@@ -507,6 +740,8 @@ int main(void)
 {
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
-                                   export_then_import_is_the_same_checkpoint));
+                                   export_then_import_is_the_same_checkpoint,
+                                   a_llamas_tokenizer_json_imports_or_is_refused,
+                                   what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
     return tt_run_in_tmpdir(s, "tg_hf_test", true);
 }

@@ -60,6 +60,8 @@ q "$bin" export --ckpt "$work/llama/best.safetensors" --format hf --out "$work/h
 # GPTs as llama.cpp's gpt2: a text's bytes (f16: rows of 4) and GPT-2-style ranks (tokens + merges)
 q "$bin" export --ckpt "$work/gpt/best.safetensors" --format gguf --type q8_0 --out "$work/gpt_bytes.gguf"
 q "$bin" export --ckpt "$work/gpt_hf/best.safetensors" --format gguf --out "$work/gpt_tiktoken.gguf"
+q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format hf --out "$work/hf_llama_bpe"
+q "$bin" export --ckpt "$work/gpt/best.safetensors" --format hf --out "$work/hf_gpt_bytes"
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,hf}
@@ -281,5 +283,32 @@ put("edge_index_escape", pack(1, gcfg, b"", b"", b'{"weight_map": {"transformer.
 put("edge_tokenizer_cut", pack(0, gcfg, gmodel, gtok[:len(gtok) // 2]))
 put("edge_merges_reordered", pack(0, gcfg, gmodel, b"", b"", b"", vocab,
                                  b"#version: 0.2\n" + b"\n".join(reversed(merges.split(b"\n")[1:]))))
+# the other tokenizer.json forms: each kind export writes, and a Llama's as transformers writes it
+put("llama_llama2c_bytes", pack(0, lcfg, lmodel, rd("hf_llama", "tokenizer.json")))
+bcfg, bmodel = rd("hf_llama_bpe", "config.json"), rd("hf_llama_bpe", "model.safetensors")
+put("llama_bpe", pack(0, bcfg, bmodel, rd("hf_llama_bpe", "tokenizer.json")))
+put("gpt_bytes", pack(0, rd("hf_gpt_bytes", "config.json"), rd("hf_gpt_bytes", "model.safetensors"),
+                      rd("hf_gpt_bytes", "tokenizer.json")))
+U = "\u2581"
+sp = {"<unk>": 0, "<s>": 1, "</s>": 2}
+sp.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+for p in [U, "a", "b", U + "a", "ab", U + "ab", "c", U + "c"]:
+    sp[p] = len(sp)
+spm = {"version": "1.0", "added_tokens": [{"id": i, "content": c, "special": True} for i, c in
+                                          enumerate(["<unk>", "<s>", "</s>"])],
+       "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": U},
+                                                          {"type": "Replace", "pattern": {"String": " "}, "content": U}]},
+       "pre_tokenizer": None,
+       "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                                   {"Sequence": {"id": "A", "type_id": 0}}],
+                          "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+       "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "byte_fallback": True, "fuse_unk": True,
+                 "vocab": sp, "merges": [U + " a", "a b", U + "a b", U + " ab", U + " c"]}}
+put("llama_spm", pack(0, bcfg, bmodel, json.dumps(spm, ensure_ascii=False).encode()))
+meta = dict(spm, normalizer=None, pre_tokenizer={"type": "Metaspace", "replacement": U, "prepend_scheme": "first",
+                                                 "split": False})
+put("llama_spm_metaspace", pack(0, bcfg, bmodel, json.dumps(meta, ensure_ascii=False).encode()))
+cut = dict(spm, model=dict(spm["model"], merges=[U + " a", "a b", U + "a b"]))
+put("edge_spm_split_unlisted", pack(0, bcfg, bmodel, json.dumps(cut, ensure_ascii=False).encode()))
 PY
 du -sh "$corpus"; for d in "$corpus"/*/; do echo "$(basename "$d"): $(ls "$d" | wc -l) files, $(du -sb "$d" | cut -f1) bytes"; done
