@@ -730,9 +730,10 @@ static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
     const train_opts *o = &t->o;
     if (!(o->time_budget > 0) || o->resume || t->rank) return false;
     const double step_s = ema_ms > 0 ? ema_ms / 1e3 : t->step_s;
-    const bool evaluates = (step + 1) % o->eval_interval == 0 || step + 1 == o->steps;
-    /* a stop's save and picture: at most what the step-0 evaluation with its saves took */
-    const double after = step_s + (evaluates ? t->eval_s : 0) + t->eval_s;
+    const bool last = step + 1 == o->steps, evaluates = (step + 1) % o->eval_interval == 0 || last;
+    /* then, but for the last step (the run ends with its evaluation), room to stop at the next check: a
+     * stop's save and picture, at most what the step-0 evaluation with its saves took */
+    const double after = step_s + (evaluates ? t->eval_s : 0) + (last ? 0 : t->eval_s);
     return now_seconds() - t->t_start + after > o->time_budget;
 }
 
