@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""The speedrun: the best model in the time nanoGPT's CPU recipe takes.
+
+First nanoGPT's character-level CPU recipe runs in PyTorch
+(bench/train_torch.py: 4 layers, 4 heads, 128 wide, block 64, batch 12,
+AdamW, 2000 steps, on --threads cores). Its wall time is the budget: then
+tapegrad runs its speedrun config with --time-budget equal to it,
+
+    tiny_gpt train --config CONFIG --data DATA --time-budget SECONDS
+
+one run after the other on the same quiet machine. Both hold out the
+text's last 10% as val and report val loss in bits per byte (PyTorch's
+tokens are bytes: nats / ln 2; tapegrad's own figure: nats per token /
+ln 2 / bytes per token of the val split). Each evaluation line is
+timestamped as it arrives, so the plot (OUT/speedrun.svg) shows val bits
+per byte against wall-clock seconds for both runs.
+
+--ablate then runs the config with one change undone at a time, each on
+the same budget, and prints the table of what each change is worth.
+--mpi N runs tapegrad's config under `mpirun -np N` (one thread per
+process) as one more row.
+
+    /usr/bin/python3 bench/speedrun.py --data ../shared/data/tinyshakespeare.txt
+    /usr/bin/python3 bench/speedrun.py --data F --budget 140 --skip-torch --ablate
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LN2 = math.log(2)
+EVAL_TG = re.compile(r"step (\d+): train loss ([0-9.]+), val loss ([0-9.]+) \(([0-9.]+) bits per byte\)")
+EVAL_TORCH = re.compile(r"step (\d+): train loss ([0-9.]+), val loss ([0-9.]+)")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def timed_lines(cmd, env=None, logpath=None):
+    """Runs cmd, returning [(seconds since start, line)] of its stdout and
+    stderr merged, and its exit code."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+    lines = []
+    with open(logpath or os.devnull, "w") as f:
+        for raw in p.stdout:
+            for line in raw.replace("\r", "\n").split("\n"):
+                if line.strip():
+                    lines.append((time.perf_counter() - t0, line))
+                    f.write("%.2f %s\n" % (lines[-1][0], line))
+    rc = p.wait()
+    return lines, rc, time.perf_counter() - t0
+
+
+def read_config(path):
+    """name = value lines of a tiny_gpt --config file, in order."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                k, v = (s.strip() for s in line.split("=", 1))
+                out.append((k.replace("-", "_"), v.strip("\"'")))
+    return out
+
+
+def write_config(path, items):
+    with open(path, "w") as f:
+        for k, v in items:
+            f.write("%s = %s\n" % (k, v))
+
+
+def run_torch(a, out):
+    cmd = [sys.executable, os.path.join(ROOT, "bench", "train_torch.py"), "--data", a.data, "--threads",
+           str(a.threads), "--steps", str(a.torch_steps)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
+    log("speedrun: " + " ".join(cmd))
+    lines, rc, wall = timed_lines(cmd, env, os.path.join(out, "torch.log"))
+    if rc:
+        sys.exit("speedrun: PyTorch run failed (exit %d):\n%s" % (rc, "\n".join(l for _, l in lines[-20:])))
+    points = [(t, float(m.group(3)) / LN2) for t, l in lines for m in [EVAL_TORCH.search(l)] if m]
+    return {"name": "PyTorch, nanoGPT CPU recipe (%d steps)" % a.torch_steps, "wall": wall, "points": points,
+            "val_bpb": points[-1][1], "steps": a.torch_steps}
+
+
+def run_tapegrad(a, out, name, items, budget, procs=1):
+    d = os.path.join(out, re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_"))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    conf = os.path.join(d, "run.conf")
+    write_config(conf, items)
+    cmd = [os.path.join(a.build, "tiny_gpt"), "train", "--config", conf, "--data", a.data, "--time-budget",
+           "%g" % budget, "--out", os.path.join(d, "out"), "--threads", str(a.threads if procs == 1 else 1)]
+    if procs > 1:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(procs)] + cmd
+    log("speedrun: %s: %s" % (name, " ".join(cmd)))
+    lines, rc, wall = timed_lines(cmd, dict(os.environ, OPENBLAS_NUM_THREADS="1"), os.path.join(d, "train.log"))
+    if rc:
+        sys.exit("speedrun: %s failed (exit %d):\n%s" % (name, rc, "\n".join(l for _, l in lines[-20:])))
+    points = [(t, float(m.group(4))) for t, l in lines for m in [EVAL_TG.search(l)] if m]
+    steps = int(EVAL_TG.search([l for _, l in lines if EVAL_TG.search(l)][-1]).group(1)) if points else 0
+    if not points:
+        sys.exit("speedrun: %s printed no evaluation" % name)
+    return {"name": name, "wall": wall, "points": points, "val_bpb": points[-1][1], "steps": steps}
+
+
+def svg_plot(path, runs, budget):
+    """val bits per byte against seconds, one polyline per run."""
+    W, H, L, R, T, B = 720, 440, 70, 20, 20, 60
+    pts = [p for r in runs for p in r["points"]]
+    x1 = max(max(t for t, _ in pts), budget) * 1.02
+    y0 = math.floor(min(v for _, v in pts) * 10) / 10
+    y1 = min(max(v for _, v in pts), y0 + 6)
+    sx = lambda t: L + (W - L - R) * t / x1  # noqa: E731
+    sy = lambda v: T + (H - T - B) * (1 - (min(v, y1) - y0) / (y1 - y0))  # noqa: E731
+    colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
+         % (W, H), '<rect width="100%" height="100%" fill="white"/>']
+    for i in range(6):
+        v = y0 + (y1 - y0) * i / 5
+        s.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">'
+                 '%.2f</text>' % (L, W - R, sy(v), sy(v), L - 6, sy(v) + 4, v))
+        t = x1 * i / 5
+        s.append('<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>' % (sx(t), H - B + 18, t))
+    s.append('<text x="%d" y="%d" text-anchor="middle">wall-clock seconds</text>' % ((L + W - R) // 2, H - 20))
+    s.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">val bits per byte</text>'
+             % ((T + H - B) // 2, (T + H - B) // 2))
+    s.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#888" stroke-dasharray="4 3"/>'
+             % (sx(budget), sx(budget), T, H - B))
+    for i, r in enumerate(runs):
+        c = colors[i % len(colors)]
+        s.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                 % (c, " ".join("%.1f,%.1f" % (sx(t), sy(v)) for t, v in r["points"])))
+        s.append('<text x="%d" y="%d" fill="%s">%s: %.3f</text>' % (L + 250, T + 16 + 16 * i, c, r["name"],
+                                                                   r["val_bpb"]))
+    s.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(s) + "\n")
+
+
+def ablations(items):
+    """(name, config) with one of the recipe's changes undone each; a change
+    the config does not make has no row."""
+    cfg = dict(items)
+    rows = []
+
+    def without(name, **changes):
+        c = dict(cfg)
+        for k, v in changes.items():
+            if v is None:
+                c.pop(k, None)
+            else:
+                c[k] = v
+        if c != cfg:
+            rows.append((name, list(c.items())))
+
+    without("bytes instead of the BPE tokenizer", tokenizer=None)
+    if cfg.get("arch") == "llama":
+        without("GPT instead of the Llama", arch="gpt", n_kv_head=None, hidden_dim=None, multiple_of=None,
+                rope_theta=None, rope=None, norm_eps=None, tied=None)
+    without("AdamW instead of Muon", optimizer="adamw", muon_lr=None, muon_momentum=None)
+    for flag in ("qk_norm", "zero_init_proj", "untie_head"):
+        if cfg.get(flag) in ("true", "1"):
+            without("without --" + flag.replace("_", "-"), **{flag: None})
+    if "logit_softcap" in cfg:
+        without("without --logit-softcap", logit_softcap=None)
+    if cfg.get("mlp") not in (None, "gelu" if cfg.get("arch", "gpt") == "gpt" else "swiglu"):
+        without("the family's own MLP instead of --mlp " + cfg["mlp"], mlp=None)
+    if cfg.get("schedule") == "wsd":
+        without("cosine instead of warmup-stable-decay", schedule="cosine", decay_frac=None)
+    if float(cfg.get("dropout", 0)) > 0:
+        without("no dropout", dropout="0")
+    if float(cfg.get("weight_decay", 0.1)) != 0.1:
+        without("weight decay 0.1 (the default)", weight_decay="0.1")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="the text (tinyshakespeare)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--config", default=os.path.join(ROOT, "configs", "speedrun.conf"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--torch-steps", type=int, default=2000)
+    ap.add_argument("--budget", type=float, help="seconds (default: the PyTorch run's wall time)")
+    ap.add_argument("--skip-torch", action="store_true", help="only tapegrad (needs --budget)")
+    ap.add_argument("--ablate", action="store_true", help="also each change of the recipe undone, one at a time")
+    ap.add_argument("--mpi", type=int, default=0, help="also the config under mpirun -np N")
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "speedrun"))
+    a = ap.parse_args()
+    if a.skip_torch and not a.budget:
+        sys.exit("speedrun: --skip-torch needs --budget")
+    os.makedirs(a.out, exist_ok=True)
+    items = read_config(a.config)
+    runs = []
+    if not a.skip_torch:
+        runs.append(run_torch(a, a.out))
+    budget = a.budget or runs[0]["wall"]
+    runs.append(run_tapegrad(a, a.out, "tapegrad, %s" % os.path.basename(a.config), items, budget))
+    if a.mpi > 1:
+        runs.append(run_tapegrad(a, a.out, "tapegrad, mpirun -np %d" % a.mpi, items, budget, a.mpi))
+    svg_plot(os.path.join(a.out, "speedrun.svg"), runs, budget)
+    print("\nbudget %.1f s, %d thread(s), %s\n" % (budget, a.threads, os.path.basename(a.data)))
+    print("| run | steps | wall s | val bits per byte |")
+    print("| --- | --- | --- | --- |")
+    for r in runs:
+        print("| %s | %d | %.1f | %.4f |" % (r["name"], r["steps"], r["wall"], r["val_bpb"]))
+    print("\nplot: %s" % os.path.join(a.out, "speedrun.svg"))
+    if a.ablate:
+        base = runs[1 if not a.skip_torch else 0]
+        print("\n| change undone | steps | wall s | val bits per byte | cost of undoing it |")
+        print("| --- | --- | --- | --- | --- |")
+        print("| (the recipe) | %d | %.1f | %.4f | |" % (base["steps"], base["wall"], base["val_bpb"]))
+        for name, cfg in ablations(items):
+            r = run_tapegrad(a, a.out, name, cfg, budget)
+            print("| %s | %d | %.1f | %.4f | %+.4f |" % (name, r["steps"], r["wall"], r["val_bpb"],
+                                                        r["val_bpb"] - base["val_bpb"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
