@@ -25,6 +25,7 @@ const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
 const { pathToFileURL } = require('url');
+const util = require('./node_util.js');
 
 const NLL_TOL = 1e-5;   // f32 export vs eval --text, relative: ggml's GELU table alone costs up to 7.6e-6
                         // (measured 8e-9 to 1.3e-6 here; docs/formats.md)
@@ -34,14 +35,8 @@ if (!bin || !src) {
   console.error('usage: node tests/gguf_gpt.js TINY_GPT SOURCE_DIR');
   process.exit(2);
 }
-const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
+const modules = util.requirePackages('gguf_gpt', src, ['node-llama-cpp']);
 const pkg = path.join(modules, 'node-llama-cpp');
-const ci = process.env.CI === 'true';
-if (!fs.existsSync(path.join(pkg, 'package.json'))) {
-  console.log(`gguf_gpt: the npm node-llama-cpp package is not in ${modules} ` +
-              `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
-  process.exit(ci ? 1 : 77);
-}
 
 let passed = 0, failed = 0;
 function ok(msg) { passed++; console.log(`ok ${msg}`); }
@@ -57,20 +52,9 @@ function run(args, input) {
 }
 
 // ---- the texts: the repository's docs (the same on every machine), a varied text
-const docs = path.join(src, 'docs');
-const english = fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort()
-  .map((f) => fs.readFileSync(path.join(docs, f), 'utf8')).join('\n');
+const english = util.docsText(src);
 const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
-const varied = [
-  'Hello, world!  Two spaces,   three,\ttab,\t\ttwo tabs.\n\nA blank line above; trailing spaces   \n',
-  'static int add(int a, int b) {\n    return a + b;   // sum\n}\n\tif (x != NULL && y[3] >= 0x1f) { puts("ok"); }\n',
-  'def f(x):\n    return {"key": [1, 2.5, -3e-4]}  # Python\n',
-  'Grüße aus Köln, naïve café, déjà vu. Ελληνικά κείμενα. Русский текст, ещё.\n',
-  '東京は日本の首都です。你好，世界！ 한국어 문장입니다. こんにちは、カタカナ。\n',
-  'مرحبا بالعالم. שלום עולם. नमस्ते दुनिया। สวัสดีชาวโลก\n',
-  'emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 🤖✨ and combining: e\u0301 a\u0308\u0304 n\u0303 Z\u0336\n',
-  'spaces      and\n\n\n\nnewlines\r\n\u00a0nbsp\u3000ideographic  end',
-].join('');
+const varied = util.VARIED;
 // the training text holds the varied text, so that a byte vocabulary has each of its bytes
 const trainText = english.slice(0, 150000) + varied.repeat(10);
 fs.writeFileSync(path.join(work, 'train.txt'), trainText);
@@ -95,7 +79,7 @@ if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
                 flags: ['--tokenizer', ranks, '--bias', 'true', '--n-layer', '1', '--n-embd', '32', '--block-size',
                         '128', '--batch-size', '4', '--steps', '15'] });
 } else {
-  (ci ? bad : (m) => console.log(`skipped ${m}`))('the GPT-2 tiktoken model: no npm tiktoken package (its ranks)');
+  (process.env.CI === 'true' ? bad : (m) => console.log(`skipped ${m}`))('the GPT-2 tiktoken model: no npm tiktoken package (its ranks)');
 }
 for (const m of models) {
   m.ckpt = path.join(work, m.dir, 'last.safetensors');
@@ -112,49 +96,9 @@ function tapegradIds(m, text) {
   return out.split(/\s+/).map(Number);
 }
 
-// tapegrad's BPE may hold a piece that is the first bytes of a character
-// it did not complete; llama.cpp's "llama" tokenizer never splits a
-// character and gives such a character as its bytes (docs/formats.md,
-// "GGUF"). The ids llama.cpp gives then, and how many pieces were so replaced.
-const pieces = new Map();   // id -> its bytes
-function asLlamaCpp(m, ids) {
-  if (m.dir !== 'bpe') return [ids, 0];
-  const learned = [...new Set(ids.filter((id) => id >= 259 && !pieces.has(id)))];
-  if (learned.length) {   // each learned piece after the special <s>, which decodes as its text
-    const all = run(['tokenizer', 'decode', '--tokenizer', tok], learned.map((id) => `1 ${id}`).join(' ') + '\n');
-    const parts = [];
-    for (let at = 0; ;) {
-      const next = all.indexOf('<s>', at + 3);
-      parts.push(all.subarray(at + 3, next < 0 ? all.length : next));
-      if (next < 0) break;
-      at = next;
-    }
-    if (parts.length !== learned.length) throw new Error(`decoding ${learned.length} pieces gave ${parts.length}`);
-    learned.forEach((id, i) => pieces.set(id, parts[i]));
-  }
-  const out = [];
-  let n = 0;
-  for (const id of ids) {
-    const piece = id >= 259 ? pieces.get(id) : null;
-    let i = 0;
-    while (piece && i < piece.length) {   // whole UTF-8 characters?
-      const c = piece[i], len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-      if (i + len > piece.length) break;
-      i += len;
-    }
-    if (piece && i < piece.length) {
-      n++;
-      for (const b of piece) out.push(b + 3);
-    } else out.push(id);
-  }
-  return [out, n];
-}
-
-function firstDiff(a, b) {
-  let i = 0;
-  while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  return i === a.length && i === b.length ? -1 : i;
-}
+// the ids llama.cpp gives for tapegrad's (util.pieceSpeller: a piece that is a character's first bytes)
+const spell = util.pieceSpeller(util.decodePieces(run, tok));
+function asLlamaCpp(m, ids) { return m.dir === 'bpe' ? spell(ids) : [ids, 0]; }
 
 (async () => {
   const { getLlama } = await import(pathToFileURL(path.join(pkg, 'dist', 'index.js')).href);
@@ -173,7 +117,7 @@ function firstDiff(a, b) {
           const ours = tapegradIds(m, text);
           const [want, prefixes] = asLlamaCpp(m, ours);
           const got = model.tokenize(text);
-          const i = firstDiff(want, got);
+          const i = util.firstDiff(want, got);
           if (i < 0 && (what !== 'unseen English' || !prefixes))
             ok(`${label}: llama.cpp's ids of the ${what} equal tapegrad's (${got.length} ids` +
                (prefixes ? `; ${prefixes} pieces that are a character's first bytes spelled as their bytes, as ` +

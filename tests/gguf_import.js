@@ -31,14 +31,13 @@ const { pathToFileURL } = require('url');
 
 const [bin, src] = process.argv.slice(2);
 const ci = process.env.CI === 'true';
-const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
+const modules = require('./node_util.js').requirePackages('gguf_import', src, ['node-llama-cpp']);
 const pkg = path.join(modules, 'node-llama-cpp');
 const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 function skip(why) {
   console.log(`gguf_import: ${why} (scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
   process.exit(ci ? 1 : 77);
 }
-if (!fs.existsSync(path.join(pkg, 'package.json'))) skip(`the npm node-llama-cpp package is not in ${modules}`);
 try { execFileSync(python, ['-c', 'import numpy'], { stdio: 'ignore' }); } catch (e) { skip('no python3 with numpy'); }
 
 let passed = 0, failed = 0;

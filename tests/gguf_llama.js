@@ -27,20 +27,15 @@ const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
 const { pathToFileURL } = require('url');
+const util = require('./node_util.js');
 
 const [bin, src] = process.argv.slice(2);
 if (!bin || !src) {
   console.error('usage: node tests/gguf_llama.js TINY_GPT SOURCE_DIR');
   process.exit(2);
 }
-const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
+const modules = util.requirePackages('gguf_llama', src, ['node-llama-cpp']);
 const pkg = path.join(modules, 'node-llama-cpp');
-if (!fs.existsSync(path.join(pkg, 'package.json'))) {
-  const ci = process.env.CI === 'true';
-  console.log(`gguf_llama: the npm node-llama-cpp package is not in ${modules} ` +
-              `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
-  process.exit(ci ? 1 : 77);
-}
 
 let passed = 0, failed = 0;
 function ok(msg) { passed++; console.log(`ok ${msg}`); }
@@ -55,28 +50,14 @@ function run(args, input) {
   }
 }
 
-// ---- the texts
-// the repository's own docs (English prose, code, tables: about 300 KB),
-// so that every machine trains on the same text; a generated stand-in was
-// so predictable (nll 0.15 nats) that 1e-4 relative was 1.6e-5 nats
-const docs = path.join(src, 'docs');
-let english = fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort()
-  .map((f) => fs.readFileSync(path.join(docs, f), 'utf8')).join('\n');
+// ---- the texts: the repository's docs (util.docsText), a varied text
+let english = util.docsText(src);
 // one document (a Llama's BPE text starts a document after a blank line,
 // where sample then stops): blank lines made single newlines
 english = english.replace(/\n\n+/g, '\n');
 const trainText = english.slice(0, 200000);
 const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
-const varied = [
-  'Hello, world!  Two spaces,   three,\ttab,\t\ttwo tabs.\n\nA blank line above; trailing spaces   \n',
-  'static int add(int a, int b) {\n    return a + b;   // sum\n}\n\tif (x != NULL && y[3] >= 0x1f) { puts("ok"); }\n',
-  'def f(x):\n    return {"key": [1, 2.5, -3e-4]}  # Python\n',
-  'Grüße aus Köln, naïve café, déjà vu. Ελληνικά κείμενα. Русский текст, ещё.\n',
-  '東京は日本の首都です。你好，世界！ 한국어 문장입니다. こんにちは、カタカナ。\n',
-  'مرحبا بالعالم. שלום עולם. नमस्ते दुनिया। สวัสดีชาวโลก\n',
-  'emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 🤖✨ and combining: e\u0301 a\u0308\u0304 n\u0303 Z\u0336\n',
-  'spaces      and\n\n\n\nnewlines\r\n\u00a0nbsp\u3000ideographic  end',
-].join('');
+const varied = util.VARIED;
 fs.writeFileSync(path.join(work, 'train.txt'), trainText);
 fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
 
@@ -109,52 +90,9 @@ function tapegradIds(m, text) {
   return [1, ...out.split(/\s+/).map(Number)];
 }
 
-// The ids llama.cpp gives where tapegrad's have a piece that is the first
-// bytes of a character (a piece the trainer grew towards a character it
-// did not complete): llama.cpp never splits a character, and one that is
-// no piece becomes its bytes (docs/formats.md, "GGUF"). Returns the ids
-// and how many pieces were so replaced.
-const pieces = new Map();   // id -> its bytes (tiny_gpt tokenizer decode)
-function asLlamaCpp(m, ids) {
-  if (m.dir === 'bytes') return [ids, 0];
-  // every learned piece in one call, each after the special <s> (id 1,
-  // decoded as its text, which the test's pieces do not hold)
-  const learned = [...new Set(ids.filter((id) => id >= 259 && !pieces.has(id)))];
-  if (learned.length) {
-    const all = run(['tokenizer', 'decode', '--tokenizer', tok], learned.map((id) => `1 ${id}`).join(' ') + '\n');
-    const parts = [];
-    for (let at = 0; ;) {
-      const next = all.indexOf('<s>', at + 3);
-      parts.push(all.subarray(at + 3, next < 0 ? all.length : next));
-      if (next < 0) break;
-      at = next;
-    }
-    if (parts.length !== learned.length) throw new Error(`decoding ${learned.length} pieces gave ${parts.length}`);
-    learned.forEach((id, i) => pieces.set(id, parts[i]));
-  }
-  const out = [];
-  let n = 0;
-  for (const id of ids) {
-    const piece = id >= 259 ? pieces.get(id) : null;
-    let i = 0;
-    while (piece && i < piece.length) {   // whole UTF-8 characters?
-      const c = piece[i], len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-      if (i + len > piece.length) break;
-      i += len;
-    }
-    if (piece && i < piece.length) {
-      n++;
-      for (const b of piece) out.push(b + 3);
-    } else out.push(id);
-  }
-  return [out, n];
-}
-
-function firstDiff(a, b) {
-  let i = 0;
-  while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  return i === a.length && i === b.length ? -1 : i;
-}
+// the ids llama.cpp gives for tapegrad's (util.pieceSpeller: a piece that is a character's first bytes)
+const spell = util.pieceSpeller(util.decodePieces(run, tok));
+function asLlamaCpp(m, ids) { return m.dir === 'bpe' ? spell(ids) : [ids, 0]; }
 
 // The exports' weights against gguf-py's quantizers (llama.cpp's Python
 // package, in the npm package's git bundle of llama.cpp's source), with
@@ -209,7 +147,7 @@ function checkQuants() {
           const ours = tapegradIds(m, text);
           const [want, prefixes] = asLlamaCpp(m, ours);
           const got = [model.tokens.bos, ...model.tokenize(text)];
-          const i = firstDiff(want, got);
+          const i = util.firstDiff(want, got);
           if (i < 0 && (what !== 'unseen English' || !prefixes))
             ok(`${label}: llama.cpp's ids of the ${what} equal tapegrad's (${got.length} ids` +
                (prefixes ? `; ${prefixes} pieces that are a character's first bytes spelled as their bytes, as ` +

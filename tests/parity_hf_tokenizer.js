@@ -47,14 +47,7 @@ if (!bin || !src) {
   console.error('usage: node tests/parity_hf_tokenizer.js TINY_GPT SOURCE_DIR');
   process.exit(2);
 }
-const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
-for (const p of ['tiktoken', 'tokenizers'])
-  if (!fs.existsSync(path.join(modules, p, 'package.json'))) {
-    const ci = process.env.CI === 'true';
-    console.log(`parity_hf_tokenizer: the npm ${p} package is not in ${modules} ` +
-                `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
-    process.exit(ci ? 1 : 77);
-  }
+const modules = require('./node_util.js').requirePackages('parity_hf_tokenizer', src, ['tiktoken', 'tokenizers']);
 const { Tokenizer } = require(path.join(modules, 'tokenizers'));
 let passed = 0, failed = 0;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tg_hf_tok_'));

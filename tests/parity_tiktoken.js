@@ -25,13 +25,7 @@ if (!bin || !src) {
   console.error('usage: node tests/parity_tiktoken.js TINY_GPT SOURCE_DIR');
   process.exit(2);
 }
-const modules = path.resolve(process.env.TAPEGRAD_NODE_MODULES || path.join(src, 'bench', 'node_modules'));
-if (!fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
-  const ci = process.env.CI === 'true';
-  console.log(`parity_tiktoken: the npm tiktoken package is not in ${modules} ` +
-              `(scripts/reference-tools.sh installs it): ${ci ? 'FAILED, not skipped, since CI=true' : 'skipped'}`);
-  process.exit(ci ? 1 : 77);
-}
+const modules = require('./node_util.js').requirePackages('parity_tiktoken', src, ['tiktoken']);
 const { get_encoding } = require(path.join(modules, 'tiktoken'));
 const version = require(path.join(modules, 'tiktoken', 'package.json')).version;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tg_tiktoken_'));
