@@ -127,6 +127,17 @@ for kv in n_layer:4 n_head:4 n_embd:128 block_size:64 train.batch_size:12 train.
 done
 [ -z "$miss" ] && ok "shakespeare_char.conf is the nanoGPT CPU recipe, recorded in the checkpoint" ||
   bad "shakespeare_char.conf: not recorded:$miss"
+# the speedrun recipe (configs/speedrun.conf) runs as its comment says, on a budget, its tokenizer trained
+printf 'the quick brown fox jumps over the lazy dog %d. ' $(seq 2000) > "$work/text2.txt"
+"$bin" train --config "$src/configs/speedrun.conf" --data "$work/text2.txt" --time-budget 15 --steps 2 --warmup 1 \
+  --eval-iters 1 --threads 1 --out "$work/spr" >/dev/null 2>&1
+hdr=$(header "$work/spr/last.safetensors")
+miss=""
+for kv in arch:llama n_kv_head:2 train.optimizer:muon train.time_budget:15 train.batch_size:8; do
+  grep -qF "\"${kv%%:*}\":\"${kv#*:}\"" <<<"$hdr" || miss="$miss ${kv%%:*}"
+done
+[ -z "$miss" ] && ok "configs/speedrun.conf trains on a budget, its settings recorded" ||
+  bad "configs/speedrun.conf: not recorded:$miss ($(head -c 300 <<<"$hdr"))"
 
 # 5. --grad-accum N: the losses of a batch N times larger (f64, and f32)
 for dt in f64 f32; do
