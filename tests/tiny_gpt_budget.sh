@@ -51,17 +51,20 @@ last=$(awk -F, 'NR > 1 {s = $1} END {print s}' "$work/b/metrics.csv")
 $(meta "$work/b/last.safetensors" train.budget_steps), metrics end at $last, chosen $n"
 
 # 2. the budget is a deadline: a machine slower than when the steps were
-# timed (here the process is stopped for 5 s of its 10 once they are
-# chosen: it cannot act while stopped, so it must be woken before the
-# deadline) stops the run at the budget, resumable; the budget run resumed is the run
-# `--steps N` gives: the same rows and the same tensors (dropout on,
-# warmup-stable-decay)
+# timed (here the process is stopped once they are chosen, and woken 8.5 s
+# after its start, 1.5 s before the deadline: whatever the timing
+# measured, the rest of the steps no longer fit; a fixed pause of 5 s did
+# not stop a run whose steps were timed on a loaded machine and then ran
+# 2.6 times faster) stops the run at the budget, resumable; the budget run
+# resumed is the run `--steps N` gives: the same rows and the same tensors
+# (dropout on, warmup-stable-decay)
 cfg=("${small[@]}" --dropout 0.1 --eval-interval 50 --warmup 10 --schedule wsd --decay-frac 0.3)
+t0=$(date +%s.%N)
 "$bin" train "${cfg[@]}" --time-budget 10 --out "$work/r" >"$work/r.log" 2>&1 &
 pid=$!
 for _ in $(seq 3000); do grep -q "holds .* steps" "$work/r.log" && break; sleep 0.01; done
 kill -STOP $pid
-sleep 5
+sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { p = 8.5 - (now - t0); print (p > 0 ? p : 0) }')"
 kill -CONT $pid
 wait $pid || bad "the budget run stopped at its deadline: exit $?, $(tail -2 "$work/r.log")"
 m=$(sed -n 's/^tiny_gpt: --time-budget 10 s holds \([0-9]*\) steps.*/\1/p' "$work/r.log")
