@@ -3,7 +3,8 @@
 
 First nanoGPT's character-level CPU recipe runs in PyTorch
 (bench/train_torch.py: 4 layers, 4 heads, 128 wide, block 64, batch 12,
-AdamW, 2000 steps, on --threads cores). Its wall time is the budget: then
+AdamW, 2000 steps, evaluations of 20 batches as nanoGPT's README runs it
+on a CPU, on --threads cores). Its wall time is the budget: then
 tapegrad runs its speedrun config with --time-budget equal to it,
 
     tiny_gpt train --config CONFIG --data DATA --time-budget SECONDS
@@ -15,13 +16,16 @@ ln 2 / bytes per token of the val split). Each evaluation line is
 timestamped as it arrives, so the plot (OUT/speedrun.svg) shows val bits
 per byte against wall-clock seconds for both runs.
 
---ablate then runs the config with one change undone at a time, each on
-the same budget, and prints the table of what each change is worth.
+--ablate then runs the config with one change at a time, each on the same
+budget: the recipe again with another seed (how far apart two runs of
+one recipe land), each of its choices undone, each option it leaves off
+added; and prints the table of what each is worth. --jobs 2 runs those
+two at a time, each pinned to a core of its own.
 --mpi N runs tapegrad's config under `mpirun -np N` (one thread per
 process) as one more row.
 
     /usr/bin/python3 bench/speedrun.py --data ../shared/data/tinyshakespeare.txt
-    /usr/bin/python3 bench/speedrun.py --data F --budget 140 --skip-torch --ablate
+    /usr/bin/python3 bench/speedrun.py --data F --budget 140 --skip-torch --ablate --jobs 2
 """
 import argparse
 import math
@@ -78,7 +82,7 @@ def write_config(path, items):
 
 def run_torch(a, out):
     cmd = [sys.executable, os.path.join(ROOT, "bench", "train_torch.py"), "--data", a.data, "--threads",
-           str(a.threads), "--steps", str(a.torch_steps)]
+           str(a.threads), "--steps", str(a.torch_steps), "--eval-iters", "20"]
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
     log("speedrun: " + " ".join(cmd))
     lines, rc, wall = timed_lines(cmd, env, os.path.join(out, "torch.log"))
@@ -89,7 +93,7 @@ def run_torch(a, out):
             "val_bpb": points[-1][1], "steps": a.torch_steps}
 
 
-def run_tapegrad(a, out, name, items, budget, procs=1):
+def run_tapegrad(a, out, name, items, budget, procs=1, core=None):
     d = os.path.join(out, re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_"))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -98,8 +102,11 @@ def run_tapegrad(a, out, name, items, budget, procs=1):
     cmd = [os.path.join(a.build, "tiny_gpt"), "train", "--config", conf, "--data", a.data, "--time-budget",
            "%g" % budget, "--out", os.path.join(d, "out"), "--threads", str(a.threads if procs == 1 else 1)]
     if procs > 1:
-        cmd = ["mpirun", "--oversubscribe", "-np", str(procs)] + cmd
+        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []   # Open MPI refuses root otherwise
+        cmd = ["mpirun", "--oversubscribe", "--bind-to", "none"] + root + ["-np", str(procs)] + cmd
     log("speedrun: %s: %s" % (name, " ".join(cmd)))
+    if core is not None:
+        cmd = ["taskset", "-c", str(core)] + cmd
     lines, rc, wall = timed_lines(cmd, dict(os.environ, OPENBLAS_NUM_THREADS="1"), os.path.join(d, "train.log"))
     if rc:
         sys.exit("speedrun: %s failed (exit %d):\n%s" % (name, rc, "\n".join(l for _, l in lines[-20:])))
@@ -114,19 +121,27 @@ def svg_plot(path, runs, budget):
     """val bits per byte against seconds, one polyline per run."""
     W, H, L, R, T, B = 720, 440, 70, 20, 20, 60
     pts = [p for r in runs for p in r["points"]]
-    x1 = max(max(t for t, _ in pts), budget) * 1.02
-    y0 = math.floor(min(v for _, v in pts) * 10) / 10
-    y1 = min(max(v for _, v in pts), y0 + 6)
+    def nice(span, most):   # a round step that cuts span into at most `most` parts
+        return next(d * 10 ** e for e in range(-2, 5) for d in (1, 2, 2.5, 5) if span / (d * 10 ** e) <= most)
+    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
+    dy = nice(min(hi, lo + 4) - lo, 8)
+    y0 = math.floor(lo / dy) * dy
+    n_y = math.ceil((min(hi, lo + 4) - y0) / dy - 1e-9)
+    y1 = y0 + n_y * dy   # the first evaluation (an untrained model) may sit above the top
+    dx = nice(max(max(t for t, _ in pts), budget), 6)
+    n_x = math.ceil(max(max(t for t, _ in pts), budget) / dx)
+    x1 = n_x * dx
     sx = lambda t: L + (W - L - R) * t / x1  # noqa: E731
     sy = lambda v: T + (H - T - B) * (1 - (min(v, y1) - y0) / (y1 - y0))  # noqa: E731
     colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
     s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
          % (W, H), '<rect width="100%" height="100%" fill="white"/>']
-    for i in range(6):
-        v = y0 + (y1 - y0) * i / 5
+    for i in range(n_y + 1):
+        v = y0 + dy * i
         s.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">'
                  '%.2f</text>' % (L, W - R, sy(v), sy(v), L - 6, sy(v) + 4, v))
-        t = x1 * i / 5
+    for i in range(n_x + 1):
+        t = dx * i
         s.append('<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>' % (sx(t), H - B + 18, t))
     s.append('<text x="%d" y="%d" text-anchor="middle">wall-clock seconds</text>' % ((L + W - R) // 2, H - 20))
     s.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">val bits per byte</text>'
@@ -145,12 +160,13 @@ def svg_plot(path, runs, budget):
 
 
 def ablations(items):
-    """(name, config) with one of the recipe's changes undone each; a change
-    the config does not make has no row."""
+    """(name, config): the recipe again (the spread of one run), then each of
+    its changes undone, then each option it leaves off added, one at a
+    time; a change the config does not make has no undo row."""
     cfg = dict(items)
-    rows = []
+    rows = [("the recipe again, --seed 2", list(dict(cfg, seed="2").items()))]
 
-    def without(name, **changes):
+    def change(name, **changes):
         c = dict(cfg)
         for k, v in changes.items():
             if v is None:
@@ -160,25 +176,65 @@ def ablations(items):
         if c != cfg:
             rows.append((name, list(c.items())))
 
-    without("bytes instead of the BPE tokenizer", tokenizer=None)
-    if cfg.get("arch") == "llama":
-        without("GPT instead of the Llama", arch="gpt", n_kv_head=None, hidden_dim=None, multiple_of=None,
-                rope_theta=None, rope=None, norm_eps=None, tied=None)
-    without("AdamW instead of Muon", optimizer="adamw", muon_lr=None, muon_momentum=None)
+    on = lambda k: cfg.get(k) in ("true", "1")  # noqa: E731
+    llama = cfg.get("arch") == "llama"
+    change("bytes instead of the BPE tokenizer", tokenizer=None)
+    if llama:
+        change("GPT instead of the Llama", arch="gpt", n_kv_head=None, hidden_dim=None, multiple_of=None,
+               rope_theta=None, rope=None, norm_eps=None, tied=None)
+    change("AdamW instead of Muon", optimizer="adamw", muon_lr=None, muon_momentum=None)
+    change("AdamW instead of Muon, --lr doubled", optimizer="adamw", muon_lr=None, muon_momentum=None,
+           lr="%g" % (2 * float(cfg.get("lr", 1e-3))), min_lr="%g" % (2 * float(cfg.get("min_lr", 1e-4))))
     for flag in ("qk_norm", "zero_init_proj", "untie_head"):
-        if cfg.get(flag) in ("true", "1"):
-            without("without --" + flag.replace("_", "-"), **{flag: None})
+        change(("without --" if on(flag) else "with --") + flag.replace("_", "-"), **{flag: None if on(flag) else "true"})
     if "logit_softcap" in cfg:
-        without("without --logit-softcap", logit_softcap=None)
-    if cfg.get("mlp") not in (None, "gelu" if cfg.get("arch", "gpt") == "gpt" else "swiglu"):
-        without("the family's own MLP instead of --mlp " + cfg["mlp"], mlp=None)
+        change("without --logit-softcap", logit_softcap=None)
+    else:
+        change("with --logit-softcap 15", logit_softcap="15")
+    own = "swiglu" if llama else "gelu"
+    if cfg.get("mlp", own) != own:
+        change("the family's own MLP instead of --mlp " + cfg["mlp"], mlp=None)
+    else:
+        change("with --mlp relu2", mlp="relu2")
     if cfg.get("schedule") == "wsd":
-        without("cosine instead of warmup-stable-decay", schedule="cosine", decay_frac=None)
+        change("cosine instead of warmup-stable-decay", schedule="cosine", decay_frac=None)
+    else:
+        change("with --schedule wsd", schedule="wsd")
     if float(cfg.get("dropout", 0)) > 0:
-        without("no dropout", dropout="0")
+        change("no dropout", dropout="0")
+    else:
+        change("with --dropout 0.1", dropout="0.1")
     if float(cfg.get("weight_decay", 0.1)) != 0.1:
-        without("weight decay 0.1 (the default)", weight_decay="0.1")
+        change("weight decay 0.1 (the default)", weight_decay="0.1")
+    else:
+        change("with --weight-decay 0.5", weight_decay="0.5")
+    m = re.fullmatch(r"bpe:(\d+)", cfg.get("tokenizer", ""))
+    if m:
+        v = int(m.group(1))
+        change("bpe:%d instead of bpe:%d" % (v // 2, v), tokenizer="bpe:%d" % (v // 2))
+        change("bpe:%d instead of bpe:%d" % (2 * v, v), tokenizer="bpe:%d" % (2 * v))
     return rows
+
+
+def run_rows(a, rows, budget):
+    """The ablation's runs, a.jobs at a time, each pinned to a core of its
+    own (runs side by side share the memory bus: the recipe's row shows
+    what that costs)."""
+    if a.jobs <= 1:
+        return [run_tapegrad(a, a.out, name, cfg, budget) for name, cfg in rows]
+    from concurrent.futures import ThreadPoolExecutor
+    cores = sorted(os.sched_getaffinity(0))
+    free = list(cores[:a.jobs])
+
+    def one(row):
+        core = free.pop()
+        try:
+            return run_tapegrad(a, a.out, row[0], row[1], budget, core=core)
+        finally:
+            free.append(core)
+
+    with ThreadPoolExecutor(a.jobs) as ex:
+        return list(ex.map(one, rows))
 
 
 def main():
@@ -192,6 +248,7 @@ def main():
     ap.add_argument("--budget", type=float, help="seconds (default: the PyTorch run's wall time)")
     ap.add_argument("--skip-torch", action="store_true", help="only tapegrad (needs --budget)")
     ap.add_argument("--ablate", action="store_true", help="also each change of the recipe undone, one at a time")
+    ap.add_argument("--jobs", type=int, default=1, help="ablation runs at a time, each pinned to its own core")
     ap.add_argument("--mpi", type=int, default=0, help="also the config under mpirun -np N")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "speedrun"))
     a = ap.parse_args()
@@ -215,14 +272,13 @@ def main():
     print("\nplot: %s" % os.path.join(a.out, "speedrun.svg"))
     if a.ablate:
         base = runs[1 if not a.skip_torch else 0]
-        print("\n| change undone | steps | wall s | val bits per byte | cost of undoing it |")
+        print("\n| change | steps | wall s | val bits per byte | against the recipe |")
         print("| --- | --- | --- | --- | --- |")
         print("| (the recipe) | %d | %.1f | %.4f | |" % (base["steps"], base["wall"], base["val_bpb"]))
-        for name, cfg in ablations(items):
-            r = run_tapegrad(a, a.out, name, cfg, budget)
+        rows = ablations(items)
+        for (name, _), r in zip(rows, run_rows(a, rows, budget)):
             print("| %s | %d | %.1f | %.4f | %+.4f |" % (name, r["steps"], r["wall"], r["val_bpb"],
                                                         r["val_bpb"] - base["val_bpb"]), flush=True)
-
 
 if __name__ == "__main__":
     main()
