@@ -53,10 +53,10 @@ function run(args, input) {
 
 // ---- the texts: the repository's docs (the same on every machine), a varied text
 const english = util.docsText(src);
-const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
 const varied = util.VARIED;
 // the training text holds the varied text, so that a byte vocabulary has each of its bytes
 const trainText = english.slice(0, 150000) + varied.repeat(10);
+const unseen = util.unseenText(english, trainText);
 fs.writeFileSync(path.join(work, 'train.txt'), trainText);
 fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
 

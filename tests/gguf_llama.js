@@ -56,7 +56,7 @@ let english = util.docsText(src);
 // where sample then stops): blank lines made single newlines
 english = english.replace(/\n\n+/g, '\n');
 const trainText = english.slice(0, 200000);
-const unseen = english.slice(200000, 203000) || english.slice(0, 3000);
+const unseen = util.unseenText(english, trainText);
 const varied = util.VARIED;
 fs.writeFileSync(path.join(work, 'train.txt'), trainText);
 fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
