@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LN2 = math.log(2)
@@ -104,9 +105,9 @@ def run_tapegrad(a, out, name, items, budget, procs=1, core=None):
     if procs > 1:
         root = ["--allow-run-as-root"] if os.geteuid() == 0 else []   # Open MPI refuses root otherwise
         cmd = ["mpirun", "--oversubscribe", "--bind-to", "none"] + root + ["-np", str(procs)] + cmd
-    log("speedrun: %s: %s" % (name, " ".join(cmd)))
     if core is not None:
         cmd = ["taskset", "-c", str(core)] + cmd
+    log("speedrun: %s: %s" % (name, " ".join(cmd)))
     lines, rc, wall = timed_lines(cmd, dict(os.environ, OPENBLAS_NUM_THREADS="1"), os.path.join(d, "train.log"))
     if rc:
         sys.exit("speedrun: %s failed (exit %d):\n%s" % (name, rc, "\n".join(l for _, l in lines[-20:])))
@@ -123,13 +124,15 @@ def svg_plot(path, runs, budget):
     pts = [p for r in runs for p in r["points"]]
     def nice(span, most):   # a round step that cuts span into at most `most` parts
         return next(d * 10 ** e for e in range(-2, 5) for d in (1, 2, 2.5, 5) if span / (d * 10 ** e) <= most)
-    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
-    dy = nice(min(hi, lo + 4) - lo, 8)
+    lo = min(v for _, v in pts)
+    top = min(max(v for _, v in pts), lo + 4)   # the first evaluation (an untrained model) may sit above it
+    dy = nice(top - lo, 8)
     y0 = math.floor(lo / dy) * dy
-    n_y = math.ceil((min(hi, lo + 4) - y0) / dy - 1e-9)
-    y1 = y0 + n_y * dy   # the first evaluation (an untrained model) may sit above the top
-    dx = nice(max(max(t for t, _ in pts), budget), 6)
-    n_x = math.ceil(max(max(t for t, _ in pts), budget) / dx)
+    n_y = math.ceil((top - y0) / dy - 1e-9)
+    y1 = y0 + n_y * dy
+    end = max(max(t for t, _ in pts), budget)
+    dx = nice(end, 6)
+    n_x = math.ceil(end / dx)
     x1 = n_x * dx
     sx = lambda t: L + (W - L - R) * t / x1  # noqa: E731
     sy = lambda v: T + (H - T - B) * (1 - (min(v, y1) - y0) / (y1 - y0))  # noqa: E731
@@ -217,14 +220,14 @@ def ablations(items):
 
 
 def run_rows(a, rows, budget):
-    """The ablation's runs, a.jobs at a time, each pinned to a core of its
-    own (runs side by side share the memory bus: the recipe's row shows
-    what that costs)."""
+    """The ablation's runs, a.jobs at a time (at most one per core this
+    process may use), each pinned to a core of its own (runs side by side
+    share the memory bus: the recipe's row shows what that costs); yields
+    the results in the rows' order as they are done."""
     if a.jobs <= 1:
-        return [run_tapegrad(a, a.out, name, cfg, budget) for name, cfg in rows]
-    from concurrent.futures import ThreadPoolExecutor
-    cores = sorted(os.sched_getaffinity(0))
-    free = list(cores[:a.jobs])
+        yield from (run_tapegrad(a, a.out, name, cfg, budget) for name, cfg in rows)
+        return
+    free = sorted(os.sched_getaffinity(0))[:a.jobs]
 
     def one(row):
         core = free.pop()
@@ -233,8 +236,8 @@ def run_rows(a, rows, budget):
         finally:
             free.append(core)
 
-    with ThreadPoolExecutor(a.jobs) as ex:
-        return list(ex.map(one, rows))
+    with ThreadPoolExecutor(len(free)) as ex:
+        yield from ex.map(one, rows)
 
 
 def main():
