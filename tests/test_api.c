@@ -1145,6 +1145,7 @@ static void c_dataset_files_missing(fx *f)
     tg_vocab_ids(&vocab_fx, 10);
     num(f, tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, f->err, sizeof f->err));
 }
+static void c_text_train_bytes(fx *f) { num(f, (double)tg_text_train_bytes(NULL, 10)); }
 static void c_dataset_bpt(fx *f) { (void)f; tg_dataset_bytes_per_token(NULL, &vocab_fx); }
 static void c_dataset_rows(fx *f)
 {
@@ -2257,6 +2258,7 @@ static const api_case CASES[] = {
     {"tg_dataset_from_token_files(d, v, NULL, ...)", "-1", "dataset_from_token_files: the train file is NULL",
      c_dataset_files},
     {"tg_dataset_from_token_files(d, v, a missing file, ...)", "-1", "none.bin", c_dataset_files_missing},
+    {"tg_text_train_bytes(NULL, 10)", "9", NULL, c_text_train_bytes},
     {"tg_dataset_bytes_per_token(NULL, v)", "returns", NULL, c_dataset_bpt},
     {"tg_dataset_rows(NULL, ...): x unchanged", "7", NULL, c_dataset_rows},
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},

@@ -108,7 +108,8 @@ END_TEST
 
 START_TEST(llama2c_documents_and_bytes_per_token)
 {
-    /* three paragraphs: "ab\n", "c\n", "xyz\n" */
+    /* three paragraphs: "ab\n", "c\n", "xyz\n"; 11 bytes, the train split
+     * the first int(0.9 * 11) = 9: "ab\n\nc\n\nxy", the val split "z\n" */
     const char *text = "ab\n\nc\n\nxyz\n";
     tg_vocab v;
     tg_vocab_llama2c(&v);
@@ -116,18 +117,21 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     char err[200];
     ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err, sizeof err), 0);
     const int32_t sp = 3 + ' ';
-    const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n',
-                            1, sp, 3 + 'x', 3 + 'y', 3 + 'z', 3 + '\n'};
-    ck_assert_uint_eq(d.n, 15);
+    const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n', 1, sp, 3 + 'x', 3 + 'y',
+                            1, sp, 3 + 'z', 3 + '\n'};
+    ck_assert_uint_eq(d.n, 17);
     ck_assert_mem_eq(d.tokens, want, sizeof want);
-    ck_assert_uint_eq(d.n_train, 13);   /* int(0.9 * 15) */
-    /* the train split's text: "ab\n", "c\n", "xy": 7 bytes in 13 tokens */
-    ck_assert_double_eq_tol(d.bytes_per_token[0], 7 / 13.0, 1e-15);
-    ck_assert_double_eq(d.bytes_per_token[1], 1.0);   /* "z\n" */
+    ck_assert_uint_eq(d.n_train, 13);
+    /* each split's bytes of text (the blank lines' newlines too) per token */
+    ck_assert_double_eq_tol(d.bytes_per_token[0], 9 / 13.0, 1e-15);
+    ck_assert_double_eq(d.bytes_per_token[1], 0.5);
     tg_dataset_free(&d);
-    /* too short for the block */
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 2, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "leave fewer than block_size + 1 = 3"));
+    /* too short for the block: the val split's 4 tokens */
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, err, sizeof err), 0);
+    tg_dataset_free(&d);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
+                                      "block_size + 1 = 5"));
     ck_assert_ptr_null(d.tokens);
     /* a byte the vocabulary lacks */
     tg_vocab_bytes(&v, "abc", 3);
@@ -136,6 +140,64 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     tg_vocab_ids(&v, 5);
     ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "no text to encode"));
+}
+END_TEST
+
+/* The split is the text's 90% byte mark, for a tokenizer too: each side
+ * encoded apart, so the val ids are the encoding of the val text alone and
+ * no byte of it reaches the train split, however well the tokenizer
+ * compresses the train text. */
+START_TEST(a_tokenizers_split_is_the_byte_mark)
+{
+    char err[256];
+    /* 900 bytes the tokenizer learns merges from, then 100 it cannot merge */
+    char text[1001];
+    for (int i = 0; i < 900; i++) text[i] = "the cat "[i % 8];
+    for (int i = 900; i < 1000; i++) text[i] = (char)('A' + (i * 7) % 26);
+    text[1000] = 0;
+    ck_assert_uint_eq(tg_text_train_bytes(text, 1000), 900);
+    tg_tokenizer *bpe = tg_bpe_train(text, 900, &(tg_bpe_options){300, 2}, err, sizeof err);
+    ck_assert_msg(bpe != NULL, "%s", err);
+    int32_t *val = NULL, *train = NULL;
+    const int64_t nv = tg_tok_encode(bpe, text + 900, 100, &val, err, sizeof err);
+    const int64_t nt = tg_tok_encode(bpe, text, 900, &train, err, sizeof err);
+    ck_assert_int_eq(nv, 100);   /* no pair of the val text is a piece */
+    ck_assert_int_lt(nt, 450);   /* the train text compresses: a 90/10 split of ids would cut into it */
+    for (int docs = 0; docs < 2; docs++) {
+        tg_vocab v;
+        tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){300, 2}, err, sizeof err);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, err, sizeof err), 0);
+        tg_dataset d;
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, err, sizeof err) == 0, "%s", err);
+        if (!docs) {
+            ck_assert_uint_eq(d.n_train, (size_t)nt);
+            ck_assert_mem_eq(d.tokens, train, (size_t)nt * sizeof *train);
+            ck_assert_uint_eq(d.n, (size_t)(nt + nv));
+            ck_assert_mem_eq(d.tokens + nt, val, (size_t)nv * sizeof *val);
+        } else {   /* one document each side: BOS, then " " + its text */
+            ck_assert_int_eq(d.tokens[0], tg_tok_bos(v.tok));
+            ck_assert_int_eq(d.tokens[d.n_train], tg_tok_bos(v.tok));
+            ck_assert_uint_eq(d.n - d.n_train, 1 + 101);   /* BOS, " ", the 100 bytes */
+        }
+        ck_assert_double_eq_tol(d.bytes_per_token[0], 900.0 / (double)d.n_train, 1e-15);
+        ck_assert_double_eq_tol(d.bytes_per_token[1], 100.0 / (double)(d.n - d.n_train), 1e-15);
+        tg_dataset_free(&d);
+        tg_vocab_free(&v);
+    }
+    free(val);
+    free(train);
+    tg_tok_free(bpe);
+}
+END_TEST
+
+/* The mark moves back to the start of the character it falls in. */
+START_TEST(the_mark_is_a_characters_start)
+{
+    ck_assert_uint_eq(tg_text_train_bytes("abcdefghij", 10), 9);
+    ck_assert_uint_eq(tg_text_train_bytes("abcdefgh\xc3\xa9", 10), 8);              /* inside e-acute */
+    ck_assert_uint_eq(tg_text_train_bytes("abcdefg\xf0\x9f\x98\x80", 11), 7);   /* 9: an emoji's third byte */
+    ck_assert_uint_eq(tg_text_train_bytes("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80", 10), 6);   /* 3 back at most */
+    ck_assert_uint_eq(tg_text_train_bytes("", 0), 0);
 }
 END_TEST
 
@@ -349,7 +411,8 @@ int main(void)
     tt_tcase(s, "data", 0,
              TT_TESTS(byte_vocabularies_encode_decode_and_round_trip, vocabularies_through_a_file,
                       a_documents_space_is_the_tokenizers_rule,
-                      llama2c_documents_and_bytes_per_token, token_files_and_their_identity,
+                      llama2c_documents_and_bytes_per_token, a_tokenizers_split_is_the_byte_mark,
+                      the_mark_is_a_characters_start, token_files_and_their_identity,
                       rows_of_a_batch_make_the_batch, metrics_rows_survive_a_kill_and_a_resume));
     return tt_run_in_tmpdir(s, "tg_train_data", false);
 }

@@ -113,16 +113,46 @@ static int tok_doc(void *ctx, const char *doc, size_t len)
     return add_encoded(t, tg_tok_bos(t->v->tok), t->doc, len + 1);
 }
 
-static int from_tokenizer(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, char *err, size_t errlen)
+static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, char *err,
+                          size_t errlen)
 {
-    tok_docs t = {.d = d, .v = v};
+    tok_docs t = {.d = d, .cap = *cap, .v = v};
     snprintf(t.e2, sizeof t.e2, "out of memory");
     int rc;
     if (!v->docs) rc = add_encoded(&t, -1, text, len);   /* one stream */
     else if (!(t.doc = malloc(len + 2))) rc = -1;
     else rc = each_document(text, len, tok_doc, &t);
     free(t.doc);
+    *cap = t.cap;
     return rc ? tg_set_err(err, errlen, "data: encoding the text: %s", t.e2) : 0;
+}
+
+size_t tg_text_train_bytes(const char *text, size_t len)
+{
+    size_t m = (size_t)((double)len * 0.9);   /* nanoGPT's int(0.9 * n) */
+    for (int k = 0; text && k < 3 && m > 0 && m < len && ((unsigned char)text[m] & 0xc0) == 0x80; k++) m--;
+    return m;
+}
+
+/* The ids of part (0: train, 1: val) of the text, appended to d: a
+ * tokenizer's, or llama2.c's bytes (counted first, then written). */
+static int encode_part(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, char *err,
+                       size_t errlen)
+{
+    if (v->kind == TG_VOCAB_TOKENIZER) return from_tokenizer(d, cap, v, text, len, err, errlen);
+    bytes_docs b = {.v = v};
+    each_document(text, len, bytes_doc, &b);
+    if (d->n + b.n > *cap) {
+        int32_t *t = realloc(d->tokens, (d->n + b.n) * sizeof *t);
+        if (!t) return tg_set_err(err, errlen, "data: out of memory for %zu tokens", d->n + b.n);
+        d->tokens = t;
+        *cap = d->n + b.n;
+    }
+    b.out = d->tokens + d->n;
+    b.n = 0;
+    each_document(text, len, bytes_doc, &b);
+    d->n += b.n;
+    return 0;
 }
 
 int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
@@ -134,49 +164,38 @@ int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, siz
     if (block_size < 1) return tg_set_err(err, errlen, "dataset_from_text: block_size %d is below 1", block_size);
     if (v->kind == TG_VOCAB_IDS)
         return tg_set_err(err, errlen, "data: a vocabulary of token ids has no text to encode (train on token files)");
-    if (v->kind == TG_VOCAB_TOKENIZER) {
-        if (from_tokenizer(d, v, text, len, err, errlen)) {
-            tg_dataset_free(d);
-            return -1;
-        }
-        d->n_train = (size_t)((double)d->n * 0.9);   /* first 90%, as nanoGPT's int(0.9 * n) */
-        if (check_split(d, block_size, "the text's tokens split 90/10", err, errlen)) {
-            tg_dataset_free(d);
-            return -1;
-        }
-        tg_dataset_bytes_per_token(d, v);
+    const size_t mark = tg_text_train_bytes(text, len);
+    if (v->kind == TG_VOCAB_TOKENIZER || v->kind == TG_VOCAB_LLAMA2C) {
+        /* each split encoded apart: no token straddles the mark */
+        size_t cap = 0;
+        if (encode_part(d, &cap, v, text, mark, err, errlen)) goto fail;
+        d->n_train = d->n;
+        if (encode_part(d, &cap, v, text + mark, len - mark, err, errlen)) goto fail;
+        char what[96];
+        snprintf(what, sizeof what, "the text split 90/10 at byte %zu of %zu", mark, len);
+        if (check_split(d, block_size, what, err, errlen)) goto fail;
+        /* bytes of each split's text per token: BOS stands for the blank line */
+        d->bytes_per_token[0] = (double)mark / (double)d->n_train;
+        d->bytes_per_token[1] = (double)(len - mark) / (double)(d->n - d->n_train);
         return 0;
     }
-    const bool docs = v->kind == TG_VOCAB_LLAMA2C;
-    bytes_docs b = {.v = v};
-    if (docs) each_document(text, len, bytes_doc, &b);
-    const size_t n = docs ? b.n : len, n_train = (size_t)((double)n * 0.9);
-    if (n_train < (size_t)block_size + 1 || n - n_train < (size_t)block_size + 1)
-        return tg_set_err(err, errlen, "data: %zu %s split 90/10 leave fewer than block_size + 1 = %d in a split; "
-                          "use more text or a smaller --block-size", n, docs ? "tokens" : "characters", block_size + 1);
-    if (!(d->tokens = malloc(n * sizeof *d->tokens)))
-        return tg_set_err(err, errlen, "data: out of memory for %zu tokens", n);
+    if (mark < (size_t)block_size + 1 || len - mark < (size_t)block_size + 1)
+        return tg_set_err(err, errlen, "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a "
+                          "split; use more text or a smaller --block-size", len, block_size + 1);
+    if (!(d->tokens = malloc(len * sizeof *d->tokens)))
+        return tg_set_err(err, errlen, "data: out of memory for %zu tokens", len);
     size_t bad = 0;
-    if (docs) {
-        b.out = d->tokens;
-        b.n = 0;
-        each_document(text, len, bytes_doc, &b);
-    } else if (tg_vocab_encode(v, text, len, d->tokens, &bad) != 0) {
+    if (tg_vocab_encode(v, text, len, d->tokens, &bad) != 0) {
         tg_dataset_free(d);
         return tg_set_err(err, errlen, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
     }
-    d->n = n;
-    d->n_train = n_train;
-    /* bytes of text per token in each split: the documents' own bytes, so
-     * neither BOS nor the dummy space after it (one per BOS) */
-    for (int s = 0; s < 2; s++) {
-        int64_t bytes = 0;
-        for (size_t i = s ? n_train : 0; docs && i < (s ? n : n_train); i++)
-            bytes += d->tokens[i] >= 3 ? 1 : d->tokens[i] == TG_VOCAB_BOS ? -1 : 0;
-        const size_t tokens = s ? n - n_train : n_train;
-        d->bytes_per_token[s] = docs ? (double)(bytes > 0 ? bytes : 1) / (double)tokens : 1.0;
-    }
+    d->n = len;
+    d->n_train = mark;
+    d->bytes_per_token[0] = d->bytes_per_token[1] = 1.0;
     return 0;
+fail:
+    tg_dataset_free(d);
+    return -1;
 }
 
 void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)

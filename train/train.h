@@ -134,15 +134,21 @@ typedef struct tg_token_file_id {
     int format;           /* TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC: the file's, as read */
 } tg_token_file_id;
 
-/* A text encoded with v and split 90/10 (the first 90% train, as nanoGPT).
- * TG_VOCAB_BYTES: one id per byte. TG_VOCAB_LLAMA2C: the text is cut into
- * documents at blank lines ("\n\n": the first newline stays with its
- * paragraph), each entering as run.c encodes a prompt: BOS, the id of " ",
- * its bytes. TG_VOCAB_TOKENIZER: a stream encoded in one piece, or with
- * docs each document as BOS + encode(" " + document). Bytes per token of
- * each split: the text's own bytes (neither BOS nor the space after it).
- * 0, or -1 with a message (a byte outside the vocabulary, a split shorter
- * than block_size + 1 tokens, TG_VOCAB_IDS, out of memory). */
+/* The bytes of a text's train split: its first 90% (nanoGPT's
+ * int(0.9 * n)), moved back to the start of a UTF-8 character when the
+ * mark falls inside one; the val split is the rest. */
+TG_API size_t tg_text_train_bytes(const char *text, size_t len);
+/* A text split at tg_text_train_bytes (the first 90% train, as nanoGPT),
+ * each split encoded apart with v, the train ids first. TG_VOCAB_BYTES:
+ * one id per byte. TG_VOCAB_LLAMA2C: a split is cut into documents at
+ * blank lines ("\n\n": the first newline stays with its paragraph), each
+ * entering as run.c encodes a prompt: BOS, the id of " ", its bytes.
+ * TG_VOCAB_TOKENIZER: a split encoded in one piece, or with docs each
+ * document as BOS + encode(" " + document). Bytes per token of each
+ * split: its bytes of text over its ids (a blank line's newline counted,
+ * for the BOS that stands for it). 0, or -1 with a message (a byte
+ * outside the vocabulary, a split shorter than block_size + 1 tokens,
+ * TG_VOCAB_IDS, out of memory). */
 TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
                                 char *err, size_t errlen);
 /* Token files (tg_tokfile_open: nanoGPT's or llm.c's format, told apart

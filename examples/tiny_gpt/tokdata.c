@@ -68,7 +68,7 @@ int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *
     if (!(*n >= '0' && *n <= '9') || *end || errno || V < 259 || V > 1 << 24)
         return snprintf(err, errlen, "--tokenizer %s: bpe:V wants V, the pieces, a whole number from 259 (the bytes "
                                      "and three specials) to 16777216", tokenizer), -1;
-    const size_t train = (size_t)((double)len * 0.9);   /* the train split's bytes: never the val split's */
+    const size_t train = tg_text_train_bytes(text, len);   /* the train split's bytes: never the val split's */
     char e2[1024];
     tg_tokenizer *tok = tg_bpe_train(text, train, &(tg_bpe_options){(int)V, 0}, e2, sizeof e2);
     if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;

@@ -378,7 +378,7 @@ static int build(trainer *t)
         if (t->say)
             fprintf(stderr, "tiny_gpt train: --tokenizer %s: trained %d ids on the text's first %zu bytes (the train "
                             "split) in %.2f s\n", o->tokenizer, (int)tg_tok_vocab_size(t->v.tok),
-                    (size_t)((double)len * 0.9), now_seconds() - t0);
+                    tg_text_train_bytes(text, len), now_seconds() - t0);
     } else if (vocab_for_run(&t->v, train_tok ? NULL : o->tokenizer, tokens, o->vocab_size, llama, t->from, text, len,
                              t->err, sizeof t->err)) {
         return -1;
