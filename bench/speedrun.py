@@ -44,6 +44,7 @@ EVAL_TORCH = re.compile(r"step (\d+): train loss ([0-9.]+), val loss ([0-9.]+)")
 
 
 def log(msg):
+    sys.stdout.flush()   # the tables' lines first: both streams may go to one file
     print(msg, file=sys.stderr, flush=True)
 
 
@@ -280,8 +281,9 @@ def main():
         print("| (the recipe) | %d | %.1f | %.4f | |" % (base["steps"], base["wall"], base["val_bpb"]))
         rows = ablations(items)
         for (name, _), r in zip(rows, run_rows(a, rows, budget)):
-            print("| %s | %d | %.1f | %.4f | %+.4f |" % (name, r["steps"], r["wall"], r["val_bpb"],
-                                                        r["val_bpb"] - base["val_bpb"]), flush=True)
+            sys.stdout.write("| %s | %d | %.1f | %.4f | %+.4f |\n" % (name, r["steps"], r["wall"], r["val_bpb"],
+                                                                    r["val_bpb"] - base["val_bpb"]))
+            sys.stdout.flush()   # one write per row: another thread's log line cannot split it
 
 if __name__ == "__main__":
     main()
