@@ -791,7 +791,7 @@ int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *e
         (gpt ? load_weights_gpt(&g, &m, e2, sizeof e2) : load_weights(&g, &m, e2, sizeof e2)))
         goto fail;
     const char *meta[2] = {"imported_from", "gguf"};
-    rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
+    rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
     goto done;
 fail:
     tg_set_err(err, errlen, "%s: %s", path, e2);

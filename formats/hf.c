@@ -679,7 +679,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     char src[600];
     snprintf(src, sizeof src, "hugging face: %s", dir);
     const char *meta[2] = {"imported_from", src};
-    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
+    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
 out:
     tg_vocab_free(&v);
     tg_model_free(&model);

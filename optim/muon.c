@@ -33,7 +33,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../ops/gemm_internal.h"
-#include "muon_internal.h"
+#include "optim_internal.h"
 
 #define NS_A 3.4445
 #define NS_B (-4.7750)

@@ -245,6 +245,43 @@ TG_API int tg_muon_state_write(const tg_muon *o, tg_st_writer *w, const char *pr
  * message naming the tensor or key (the optimizer is then unchanged). */
 TG_API int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
 
+/* ---- weight averaging (optim/ema.c) --------------------------------------
+ * An exponential moving average of a store's values, kept beside them:
+ *   a = decay * a + (1 - decay) * p       (a starts as p)
+ * in the store's dtype, one element at a time. Evaluate or save the
+ * averages by swapping them into the store, then swap back. */
+typedef struct tg_ema tg_ema;
+/* NULL, with a message in err, when p is NULL, decay is outside [0, 1)
+ * (or NaN), or out of memory. The averages start as p's values. */
+TG_API tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen);
+/* One update of every average from the store's values: 0. Does nothing
+ * and returns -1 (tg_ema_error says why) when the store has grown since
+ * the average was made; -1 for NULL. */
+TG_API int tg_ema_update(tg_ema *e);
+/* Exchanges the store's values and the averages (twice: as before). 0;
+ * -1 as tg_ema_update. */
+TG_API int tg_ema_swap(tg_ema *e);
+TG_API double tg_ema_decay(const tg_ema *e);   /* NAN for NULL */
+/* The averages (the store's values while swapped): tg_ema_numel elements
+ * of the store's dtype, in the store's layout; NULL for NULL. */
+TG_API void *tg_ema_values(tg_ema *e);
+TG_API int64_t tg_ema_numel(const tg_ema *e);   /* 0 for NULL */
+TG_API const char *tg_ema_error(const tg_ema *e);   /* last refused call, or NULL */
+TG_API void tg_ema_free(tg_ema *e);                 /* accepts NULL */
+
+#define TG_EMA_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+/* The state into a safetensors file being written: the averages as
+ * tensor "<prefix>.values" (1-D, the store's dtype, tg_ema_numel
+ * elements) and the decay as metadata "<prefix>.decay" (%.17g). 0, or -1
+ * (a NULL argument, a prefix too long, or the writer's error). */
+TG_API int tg_ema_state_write(const tg_ema *e, tg_st_writer *w, const char *prefix);
+/* Restores what tg_ema_state_write wrote into an average of the same
+ * store with the same decay. Everything is checked before anything
+ * changes: the tensor present, 1-D, the store's dtype and size, every
+ * element finite, the decay equal. 0, or -1 with a message naming the
+ * tensor or key (the average is then unchanged). */
+TG_API int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
+
 /* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
  * coef < 1, norm the global L2 norm over all of them (PyTorch
  * clip_grad_norm_; it multiplies by min(coef, 1), the same values).

@@ -1090,6 +1090,24 @@ static void c_muon_state_read_missing(fx *f)
     tg_st_free(st);
     tg_muon_free(o);
 }
+static void c_ema_new_nop(fx *f) { ptr(f, tg_ema_new(NULL, 0.9, f->err, sizeof f->err)); }
+static void c_ema_new_bad(fx *f) { ptr(f, tg_ema_new(f->p, 1, f->err, sizeof f->err)); }
+static void c_ema_update(fx *f) { num(f, tg_ema_update(NULL)); }
+static void c_ema_swap(fx *f) { num(f, tg_ema_swap(NULL)); }
+static void c_ema_decay(fx *f) { num(f, tg_ema_decay(NULL)); }
+static void c_ema_values(fx *f) { ptr(f, tg_ema_values(NULL)); }
+static void c_ema_numel(fx *f) { num(f, (double)tg_ema_numel(NULL)); }
+static void c_ema_error(fx *f) { ptr(f, tg_ema_error(NULL)); }
+static void c_ema_free(fx *f) { (void)f; tg_ema_free(NULL); }
+static void c_ema_state_write_noe(fx *f) { num(f, tg_ema_state_write(NULL, f->w, "ema")); }
+static void c_ema_state_read_missing(fx *f)
+{
+    tg_ema *e = tg_ema_new(f->p, 0.9, NULL, 0);
+    tg_st_file *st = st_kv(f);
+    num(f, tg_ema_state_read(e, st, "ema", f->err, sizeof f->err));
+    tg_st_free(st);
+    tg_ema_free(e);
+}
 static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL)); }
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
@@ -1228,13 +1246,13 @@ static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
 static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
-    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, f->err,
                               sizeof f->err));
 }
 static void c_ckpt_save_nometa(fx *f)
 {
     num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_model){.family = tg_model_family_find("gpt")}, NULL,
-                              NULL, NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
+                              NULL, NULL, NULL, NULL, NULL, NULL, NULL, 2, f->err, sizeof f->err));
 }
 static void c_ckpt_load_model(fx *f)
 {
@@ -1251,13 +1269,13 @@ static void c_ckpt_load_model_nokeys(fx *f)
 static void c_ckpt_load_train(fx *f)
 {
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, NULL, &ts, 10, f->err, sizeof f->err));
 }
 static void c_ckpt_load_train_weights(fx *f)
 {
     tg_st_file *st = st_kv(f);
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, &ts, 10, f->err, sizeof f->err));
+    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, NULL, &ts, 10, f->err, sizeof f->err));
     tg_st_free(st);
 }
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL, 0)); }   /* no launcher here */
@@ -2232,6 +2250,18 @@ static const api_case CASES[] = {
     {"tg_muon_state_write(NULL, w, \"opt\")", "-1", NULL, c_muon_state_write_noo},
     {"tg_muon_state_read(o, a file without it, \"opt\")", "-1", "muon_state_read: the file has no tensor "
      "'opt.momentum'", c_muon_state_read_missing},
+    {"tg_ema_new(NULL, 0.9, ...)", "NULL", "ema_new: params is NULL", c_ema_new_nop},
+    {"tg_ema_new(p, 1, ...)", "NULL", "ema_new: decay must be in [0, 1), got 1", c_ema_new_bad},
+    {"tg_ema_update(NULL)", "-1", NULL, c_ema_update},
+    {"tg_ema_swap(NULL)", "-1", NULL, c_ema_swap},
+    {"tg_ema_decay(NULL)", "nan", NULL, c_ema_decay},
+    {"tg_ema_values(NULL)", "NULL", NULL, c_ema_values},
+    {"tg_ema_numel(NULL)", "0", NULL, c_ema_numel},
+    {"tg_ema_error(NULL)", "NULL", NULL, c_ema_error},
+    {"tg_ema_free(NULL)", "returns", NULL, c_ema_free},
+    {"tg_ema_state_write(NULL, w, \"ema\")", "-1", NULL, c_ema_state_write_noe},
+    {"tg_ema_state_read(e, a file without it, \"ema\")", "-1", "ema_state_read: the file has no tensor 'ema.values'",
+     c_ema_state_read_missing},
     {"tg_clip_grad_norm_part(NULL, f32, 6, ...)", "nan", NULL, c_clip_part_null},
     {"tg_clip_grad_norm_part(g, f32, -1, ...)", "nan", NULL, c_clip_part_neg},
     {"tg_clip_grad_norm_part(g, i32, 6, ...)", "nan", NULL, c_clip_part_i32},

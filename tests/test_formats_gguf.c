@@ -156,7 +156,8 @@ static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu
         if (strstr(t->name, ".bias"))
             for (int64_t k = 0; k < t->numel; k++) ((float *)t->data)[k] = 0.01f * (float)(k % 7 + 1);
     }
-    ck_assert_msg(tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s",
+    ck_assert_msg(tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0,
+                                     "%s",
                   err);
     tg_model_free(&m);
 }
@@ -322,7 +323,8 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
     ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                        0, err,
                                         sizeof err), 0);
     tg_model_free(&m);
     ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, err), -1);

@@ -434,7 +434,8 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_vocab v;
         if (gpt) ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, err, sizeof err), 0);
         else tg_vocab_llama2c(&v);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
+                                            0);
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa != NULL, "%s", err);
         ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
@@ -557,7 +558,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
     tg_vocab v;
     tg_vocab_llama2c(&v);
-    ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
     tg_model_free(&m);
     tg_st_file *fa = tg_st_load(a, err, sizeof err);
     ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
@@ -666,7 +667,8 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         tg_vocab v;
         ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err, sizeof err), 0);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
+                                            0);
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_msg(strstr(notice, k ? "id 198 is not UTF-8 text" : "ids 261 and 262 score the same"), "%s", notice);
@@ -707,7 +709,8 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         tg_vocab v;
         ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err, sizeof err), 0);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
+                                            0);
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_str_eq(notice, "");

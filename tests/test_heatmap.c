@@ -747,7 +747,8 @@ START_TEST(attn_command_draws_the_models_weights)
     tg_rng r;
     tg_rng_seed(&r, 5, 1);
     for (int l = 0; l < cfg.n_layer; l++) tg_rng_fill_normal(&r, m->h[l].attn.c_attn.weight, 0, 0.7);
-    REQUIRE(tg_checkpoint_save(P("m.safetensors"), &md, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    REQUIRE(tg_checkpoint_save(P("m.safetensors"), &md, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+                               sizeof err) == 0, "%s", err);
 
     /* the weights, computed here */
     const char *text = "bad cab. ed";

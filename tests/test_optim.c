@@ -1,4 +1,5 @@
-/* optim: SGD, AdamW, gradient clipping, the learning-rate schedule.
+/* optim: SGD, AdamW, weight averaging, gradient clipping, the
+ * learning-rate schedule.
  *
  * Every expected value is computed here from the textbook formulas, one
  * scalar at a time, not by calling the optimizer another way. */
@@ -626,14 +627,135 @@ START_TEST(lr_at_cosine_is_tg_lr_cosine)
 }
 END_TEST
 
+/* ---- weight averaging --------------------------------------------------- */
+
+/* a = d a + (1 - d) p after every change of the values, a starting as p0;
+ * in each dtype, from the formula one scalar at a time */
+START_TEST(ema_matches_hand_averages)
+{
+    for (int f = 0; f < 2; f++) {
+        const tg_dtype dt = f ? TG_F32 : TG_F64;
+        tg_params *p = make_store(dt);
+        char err[200];
+        tg_ema *e = tg_ema_new(p, 0.75, err, sizeof err);
+        ck_assert_msg(e != NULL, "%s", err);
+        ck_assert_double_eq(tg_ema_decay(e), 0.75);
+        ck_assert_int_eq(tg_ema_numel(e), N);
+        double a[N];
+        for (int i = 0; i < N; i++) a[i] = dt == TG_F32 ? (double)(float)p0(i) : p0(i);
+        for (int k = 0; k < 5; k++) {
+            for (int i = 0; i < N; i++) {   /* new values, then the update */
+                const double v = p0(i) + grad_at(k, i);
+                if (dt == TG_F32) ((float *)tg_params_data(p))[i] = (float)v;
+                else ((double *)tg_params_data(p))[i] = v;
+                a[i] = dt == TG_F32 ? (double)(0.75f * (float)a[i] + 0.25f * (float)v) : 0.75 * a[i] + 0.25 * v;
+            }
+            ck_assert_int_eq(tg_ema_update(e), 0);
+            for (int i = 0; i < N; i++) {
+                const double got = dt == TG_F32 ? ((float *)tg_ema_values(e))[i] : ((double *)tg_ema_values(e))[i];
+                /* two roundings of the dtype: the sum may be one fused multiply-add */
+                const double tol = (dt == TG_F32 ? 0x1p-22 : 0x1p-51) * fmax(fabs(a[i]), 1e-30);
+                ck_assert_msg(fabs(got - a[i]) <= tol, "%s step %d element %d: %.17g, want %.17g", tg_dtype_name(dt),
+                              k, i, got, a[i]);
+                a[i] = got;   /* the next step from the library's value: no drift of the roundings */
+            }
+        }
+        /* a swap puts the averages in the store and the values aside; a second swaps back */
+        double v[N];
+        for (int i = 0; i < N; i++) v[i] = get(p, false, i);
+        ck_assert_int_eq(tg_ema_swap(e), 0);
+        assert_values(p, a, 0, "the averages swapped in");
+        ck_assert_int_eq(tg_ema_swap(e), 0);
+        assert_values(p, v, 0, "the values swapped back");
+        /* decay 0: the average is the values */
+        tg_ema *z = tg_ema_new(p, 0, NULL, 0);
+        ck_assert_int_eq(tg_ema_update(z), 0);
+        ck_assert_mem_eq(tg_ema_values(z), tg_params_data(p), N * tg_dtype_size(dt));
+        tg_ema_free(z);
+        tg_ema_free(e);
+        tg_params_free(p);
+    }
+}
+END_TEST
+
+START_TEST(ema_refuses_bad_decays_a_grown_store_and_bad_state)
+{
+    char err[300];
+    tg_params *p = make_store(TG_F32);
+    const double bad[] = {-0.1, 1, 1.5, NAN, INFINITY};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_ptr_null(tg_ema_new(p, bad[i], err, sizeof err));
+        ck_assert_ptr_nonnull(strstr(err, "ema_new: decay must be in [0, 1)"));
+    }
+    tg_ema *e = tg_ema_new(p, 0.5, err, sizeof err);
+    ck_assert_int_eq(tg_ema_update(e), 0);
+    /* through a file: the same bits back, into an average of the same decay */
+    tg_st_writer *w = tg_st_writer_new();
+    ck_assert_int_eq(tg_ema_state_write(e, w, "run.ema"), 0);
+    ck_assert_int_eq(tg_st_writer_save(w, tt_path("ema.safetensors"), err, sizeof err), 0);
+    tg_st_writer_free(w);
+    tg_st_file *f = tg_st_load(tt_path("ema.safetensors"), err, sizeof err);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(tg_st_meta(f, "run.ema.decay"), "0.5");
+    for (int i = 0; i < N; i++) ((float *)tg_params_data(p))[i] += 1;
+    tg_ema *r = tg_ema_new(p, 0.5, err, sizeof err);
+    ck_assert_int_eq(tg_ema_state_read(r, f, "run.ema", err, sizeof err), 0);
+    ck_assert_mem_eq(tg_ema_values(r), tg_ema_values(e), N * sizeof(float));
+    /* another decay, another prefix, another dtype: refused, nothing changed */
+    tg_ema *other = tg_ema_new(p, 0.25, err, sizeof err);
+    float before[N];
+    memcpy(before, tg_ema_values(other), sizeof before);
+    ck_assert_int_eq(tg_ema_state_read(other, f, "run.ema", err, sizeof err), -1);
+    ck_assert_str_eq(err, "ema_state_read: metadata 'run.ema.decay' = '0.5' is not this average's decay 0.25");
+    ck_assert_mem_eq(tg_ema_values(other), before, sizeof before);
+    ck_assert_int_eq(tg_ema_state_read(other, f, "ema", err, sizeof err), -1);
+    ck_assert_str_eq(err, "ema_state_read: the file has no tensor 'ema.values'");
+    tg_params *p64 = make_store(TG_F64);
+    tg_ema *e64 = tg_ema_new(p64, 0.5, err, sizeof err);
+    ck_assert_int_eq(tg_ema_state_read(e64, f, "run.ema", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "want F64 of 9 elements, got F32 of 9 elements"));
+    tg_st_free(f);
+    /* a value that is not finite */
+    float nan_avg[N] = {0};
+    nan_avg[4] = NAN;
+    const int64_t n = N;
+    w = tg_st_writer_new();
+    tg_st_writer_add(w, "x.values", "F32", 1, &n, nan_avg);
+    tg_st_writer_meta(w, "x.decay", "0.25");
+    ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), err, sizeof err), 0);
+    tg_st_writer_free(w);
+    f = tg_st_load(tt_path("bad.safetensors"), err, sizeof err);
+    ck_assert_int_eq(tg_ema_state_read(other, f, "x", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "element 4 of 'x.values' is") != NULL, "%s", err);
+    ck_assert_mem_eq(tg_ema_values(other), before, sizeof before);
+    tg_st_free(f);
+    /* a grown store: nothing done, and said why */
+    ck_assert_ptr_nonnull(tg_params_add(p, "extra", TT_SHAPE(2)));
+    memcpy(before, tg_ema_values(e), sizeof before);
+    ck_assert_int_eq(tg_ema_update(e), -1);
+    ck_assert_int_eq(tg_ema_swap(e), -1);
+    ck_assert_ptr_nonnull(strstr(tg_ema_error(e), "the store has grown from 9 to 11 elements"));
+    ck_assert_mem_eq(tg_ema_values(e), before, sizeof before);
+    tg_ema_free(e);
+    tg_ema_free(r);
+    tg_ema_free(other);
+    tg_ema_free(e64);
+    tg_params_free(p);
+    tg_params_free(p64);
+}
+END_TEST
+
 int main(void)
 {
-    return tt_main("optim", "optim", 0,
+    Suite *s = suite_create("optim");
+    tt_tcase(s, "optim", 0,
                    TT_TESTS(sgd_matches_hand_updates, sgd_first_step_numbers, adamw_matches_hand_updates,
                             adamw_null_config_is_the_defaults, adamw_first_update_is_about_lr_times_sign,
                             adamw_decay_groups, adamw_state_save_and_restore_is_bit_identical,
                             optimizers_refuse_a_grown_store_and_bad_settings, steps_allocate_nothing,
                             clip_grad_norm_scales_above_and_not_below, clip_grad_norm_nonfinite,
                             clip_grad_norm_zero_max_zeroes, lr_cosine_schedule,
-                            lr_wsd_schedule, lr_at_cosine_is_tg_lr_cosine));
+                            lr_wsd_schedule, lr_at_cosine_is_tg_lr_cosine, ema_matches_hand_averages,
+                            ema_refuses_bad_decays_a_grown_store_and_bad_state));
+    return tt_run_in_tmpdir(s, "tg_optim", true);
 }

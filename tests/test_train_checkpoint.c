@@ -61,7 +61,8 @@ START_TEST(a_resumed_run_ends_bit_identical)
         for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
         tb.best_val = 2.5;
         const char *meta[] = {"train.note", "mid-run"};
-        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, &tb, meta, 1, err,
+        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, NULL, &tb, meta, 1,
+                                         err,
                                          sizeof err) == 0, "%s", err);
         tg_model_free(&b);
         tg_adamw_free(ob);
@@ -79,7 +80,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_mem_eq(&rv, &v, sizeof v);
         tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL, 0);
         tg_train_state tr;
-        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, &tr, 1000, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, err, sizeof err) == 0, "%s", err);
         ck_assert_int_eq(tr.step, 3);
         ck_assert_double_eq(tr.best_val, 2.5);
         for (int s = 0; s < 3; s++) step(&r, orr, &d, &tr);
@@ -90,15 +91,16 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert(tr.data_rng.state == ta.data_rng.state && tr.drop_rng.state == ta.drop_rng.state);
 
         /* weights only (no ts): not a training checkpoint */
-        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                            NULL, 0, err,
                                             sizeof err), 0);
         tg_st_file *w = tg_st_load(tt_path("w.safetensors"), err, sizeof err);
-        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, &tr, 1000, err, sizeof err), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, err, sizeof err), -1);
         ck_assert_ptr_nonnull(strstr(err, "not a training checkpoint"));
         ck_assert_int_eq(tg_vocab_read(&rv, w, err, sizeof err), -1);   /* and no vocabulary was given */
         tg_st_free(w);
         /* a step past max_step */
-        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, &tr, 2, err, sizeof err), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, err, sizeof err), -1);
         ck_assert_ptr_nonnull(strstr(err, "'train.step' = '3' is not an integer in [0, 2]"));
 
         tg_st_free(f);
@@ -152,17 +154,17 @@ START_TEST(bad_checkpoints_are_refused)
     tg_model_config c = CFGS[0];
     ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
-    tg_train_state ts = {0, INFINITY, {0}, {0}};
+    tg_train_state ts = {.step = 0, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
     char good[600], bad[600];   /* (tt_path's buffers rotate) */
     snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
     tg_st_file *f = tg_st_load(good, err, sizeof err);
     ck_assert_msg(f != NULL, "%s", err);
     tg_train_state back = {0};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, &back, 10, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &back, 10, err, sizeof err), 0);
     ck_assert(isinf(back.best_val));
     tg_st_free(f);
 
@@ -190,9 +192,9 @@ START_TEST(bad_checkpoints_are_refused)
         ck_assert_ptr_nonnull(f);
         err[0] = 0;
         if (cases[k].train) {
-            tg_train_state t = {42, 1, {0}, {0}};
+            tg_train_state t = {.step = 42, .best_val = 1};
             tg_adamw_set_steps(o, 5);
-            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, &t, 10, err, sizeof err), -1);
+            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, err, sizeof err), -1);
             ck_assert_int_eq(t.step, 42);   /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
         } else {
@@ -205,18 +207,92 @@ START_TEST(bad_checkpoints_are_refused)
         remove(bad);
     }
     /* a state the reader would refuse is not written */
-    tg_train_state unseeded = {0, INFINITY, {0}, {0}}, negative = ts;
+    tg_train_state unseeded = {.step = 0, .best_val = INFINITY}, negative = ts;
     negative.best_val = -1;
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &unseeded, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &unseeded, NULL, 0, err,
+                                        sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "random streams were never seeded"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &negative, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err,
+                                        sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "best val loss -1 is not a state"));
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err),
+                                        -1);
     ck_assert_ptr_nonnull(strstr(err, "the optimizer is a shard"));
     tg_adamw_free(half);
     remove(good);
+    tg_adamw_free(o);
+    tg_model_free(&m);
+}
+END_TEST
+
+/* The weight averages go into the checkpoint and back with the state; a
+ * file and a run that disagree on averaging are refused; a refused AdamW
+ * state leaves the averages as they were. */
+START_TEST(averages_in_checkpoints)
+{
+    char err[512];
+    tg_model m;
+    tg_model_config c = CFGS[0];
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_ema *e = tg_ema_new(m.params, 0.9, err, sizeof err);
+    const int64_t n = tg_ema_numel(e);
+    double *avg = tg_ema_values(e);
+    for (int64_t i = 0; i < n; i++) avg[i] = 0.001 * (double)i;
+    tg_adamw_set_steps(o, 3);
+    tg_train_state ts = {.step = 3, .best_val = INFINITY};
+    tg_rng_seed(&ts.data_rng, 1, 1);
+    tg_rng_seed(&ts.drop_rng, 2, 2);
+    char good[600], bad[600];
+    snprintf(good, sizeof good, "%s", tt_path("ema.safetensors"));
+    snprintf(bad, sizeof bad, "%s", tt_path("ema_bad.safetensors"));
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, e, &ts, NULL, 0, err, sizeof err), 0);
+
+    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_ema *back = tg_ema_new(m.params, 0.9, err, sizeof err);
+    tg_train_state t;
+    tg_st_file *f = tg_st_load(good, err, sizeof err);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, err, sizeof err) == 0, "%s", err);
+    ck_assert_mem_eq(tg_ema_values(back), avg, (size_t)n * sizeof(double));
+    ck_assert_int_eq(t.step, 3);
+    /* a run without averages: refused */
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's run averages its weights (tensor 'ema.values' present) but this one does "
+                          "not: a resumed run keeps its averaging");
+    tg_st_free(f);
+    /* AdamW's state bad: the averages are put back as they were */
+    rewrite(good, bad, NULL, NULL, NULL, "optimizer.v");
+    f = tg_st_load(bad, err, sizeof err);
+    tg_ema *fresh = tg_ema_new(m.params, 0.9, err, sizeof err);
+    void *was = malloc((size_t)n * sizeof(double));
+    memcpy(was, tg_ema_values(fresh), (size_t)n * sizeof(double));
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err);
+    ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
+    tg_st_free(f);
+    /* the averages bad */
+    rewrite(good, bad, NULL, NULL, NULL, "ema.values");
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "the checkpoint's averages: ema_state_read: element 1 of 'ema.values' is nan") != NULL,
+                  "%s", err);
+    ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
+    tg_st_free(f);
+    /* a checkpoint without averages, a run with them: refused */
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    f = tg_st_load(good, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "does not average its weights (tensor 'ema.values' absent) but this one does"));
+    tg_st_free(f);
+    remove(good);
+    remove(bad);
+    free(was);
+    tg_ema_free(fresh);
+    tg_ema_free(back);
+    tg_ema_free(e);
+    tg_adamw_free(ob);
     tg_adamw_free(o);
     tg_model_free(&m);
 }
@@ -239,23 +315,23 @@ START_TEST(muon_state_in_checkpoints)
     for (int64_t i = 0; i < tg_muon_numel(mu); i++) buf[i] = 0.001 * (double)i;
     tg_muon_set_steps(mu, 3);
     tg_adamw_set_steps(o, 3);
-    tg_train_state ts = {3, INFINITY, {0}, {0}};
+    tg_train_state ts = {.step = 3, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("muon.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("muon_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, NULL, &ts, NULL, 0, err, sizeof err), 0);
 
     tg_muon *back = tg_muon_new(m.params, NULL, NULL, 0);
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
     tg_train_state t = {0};
     tg_st_file *f = tg_st_load(good, err, sizeof err);
-    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, &t, 10, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err, sizeof err) == 0, "%s", err);
     ck_assert_mem_eq(tg_muon_momentum(back), buf, (size_t)tg_muon_numel(mu) * sizeof(double));
     ck_assert_int_eq(tg_muon_steps(back), 3);
     /* without a Muon: refused */
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, &t, 10, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err, sizeof err), -1);
     ck_assert_str_eq(err, "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does "
                           "not: a resumed run keeps its optimizer");
     tg_st_free(f);
@@ -265,7 +341,7 @@ START_TEST(muon_state_in_checkpoints)
     f = tg_st_load(bad, err, sizeof err);
     ck_assert_ptr_nonnull(f);
     tg_muon *fresh = tg_muon_new(m.params, NULL, NULL, 0);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err);
     ck_assert_int_eq(tg_muon_steps(fresh), 0);
     for (int64_t i = 0; i < tg_muon_numel(fresh); i++) ck_assert(((double *)tg_muon_momentum(fresh))[i] == 0);
@@ -273,19 +349,19 @@ START_TEST(muon_state_in_checkpoints)
     /* Muon's state bad, or its steps not the step */
     rewrite(good, bad, NULL, NULL, NULL, "muon.momentum");
     f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "Muon state: muon_state_read: element 1 of 'muon.momentum' is nan") != NULL, "%s", err);
     tg_st_free(f);
     rewrite(good, bad, "muon.steps", "2", NULL, NULL);
     f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
     ck_assert_str_eq(err, "checkpoint metadata 'muon.steps' = 2 differs from 'train.step' = 3 (one optimizer step per "
                           "training step)");
     tg_st_free(f);
     /* an AdamW-only checkpoint with a Muon: refused */
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
     f = tg_st_load(good, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "does not train with Muon (tensor 'muon.momentum' absent) but this one does"));
     tg_st_free(f);
     ck_assert_int_eq(tg_muon_steps(fresh), 0);
@@ -437,7 +513,8 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_model m;
         ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err), 0);
         for (int with = 0; with < 2; with++) {
-            ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
+            ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                NULL, 0,
                                                 err, sizeof err), 0);
             tg_st_file *f = tg_st_load(path, err, sizeof err);
             ck_assert_ptr_nonnull(f);
@@ -478,8 +555,8 @@ int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
     tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
-                                                  muon_state_in_checkpoints, half_precision_checkpoints_load,
-                                                  the_vocabulary_of_a_checkpoint,
+                                                  muon_state_in_checkpoints, averages_in_checkpoints,
+                                                  half_precision_checkpoints_load, the_vocabulary_of_a_checkpoint,
                                                   eval_loss_is_the_mean_over_its_windows));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

@@ -229,4 +229,37 @@ expect_fail "--muon-lr without Muon" "--muon-lr is a setting of --optimizer muon
   "$bin" train "${small[@]}" --muon-lr 0.01 --out "$work/mu5"
 expect_fail "an unknown optimizer" "--optimizer: 'sgd' is not adamw or muon" "$bin" train "${small[@]}" --optimizer sgd --out "$work/mu5"
 
+# 10. --ema: the checkpoint holds the averages, and stop + --resume is the
+# uninterrupted run byte for byte (with Muon, so every state is there); the
+# evaluations are of the averages: best.safetensors holds them and
+# `eval --ckpt` reproduces its line, while last.safetensors holds the
+# weights; the decay is part of the run
+ecfg=("${mcfg[@]}" --ema 0.8)
+"$bin" train "${ecfg[@]}" --out "$work/em" >"$work/em.log" 2>&1 || bad "the --ema run failed: $(tail -2 "$work/em.log")"
+"$bin" train "${ecfg[@]}" --stop-at 17 --out "$work/em2" >/dev/null 2>&1
+"$bin" train --resume --out "$work/em2" >"$work/em2.log" 2>&1 || bad "the --ema resume failed: $(tail -2 "$work/em2.log")"
+h=$(header "$work/em/last.safetensors")
+if [ "$(untimed "$work/em")" = "$(untimed "$work/em2")" ] && cmp -s "$work/em/last.safetensors" "$work/em2/last.safetensors" &&
+   cmp -s "$work/em/best.safetensors" "$work/em2/best.safetensors" && grep -qF '"ema.decay":"0.80000000000000004"' <<<"$h" &&
+   grep -qF '"train.ema":"0.8"' <<<"$h" && grep -q '"ema.values"' < <(head -c 65536 "$work/em/last.safetensors" | tr -d '\000'); then
+  ok "--ema: stop at 17 + --resume equals the uninterrupted run byte for byte; the averages and the decay recorded"
+else bad "--ema resume"; diff <(untimed "$work/em") <(untimed "$work/em2") | head -6; fi
+# the averages are what was evaluated (the weights evaluate to another loss)
+best=$(grep -o '"train.step":"[0-9]*"' < <(header "$work/em/best.safetensors") | grep -o '[0-9]*')
+line=$(grep "^step $best: " "$work/em.log" | sed "s/ (floor .*//")
+got=$("$bin" eval --ckpt "$work/em/best.safetensors" 2>/dev/null)
+raw=$("$bin" eval --ckpt "$work/em/last.safetensors" 2>/dev/null)
+[ -n "$line" ] && [ "$got" = "$line" ] && [ "$raw" != "$line" ] &&
+  ok "--ema: best.safetensors (step $best) evaluates to the run's line, the last weights to another ($raw)" ||
+  bad "--ema evaluations: best '$got' vs '$line'; last '$raw'"
+[ "$(untimed "$work/em" | tail -1)" != "$(untimed "$work/mu" | tail -1)" ] && ok "--ema's evaluations differ from the weights'" ||
+  bad "--ema's evaluations equal the weights'"
+"$bin" train "${ecfg[@]}" --stop-at 5 --out "$work/em3" >/dev/null 2>&1
+expect_fail "resume with another decay" "--ema 0.9 differs from the run's 0.8" "$bin" train --resume --ema 0.9 --out "$work/em3"
+mkdir -p "$work/em4"
+"$st_edit" "$work/em3/last.safetensors" "$work/em4/last.safetensors" train.ema=0 || bad "st_edit train.ema"
+expect_fail "the averages in a run recorded without them" "the checkpoint's run averages its weights (tensor 'ema.values' present) but this one does not" \
+  "$bin" train --resume --out "$work/em4"
+expect_fail "--ema 1" "--ema" "$bin" train "${small[@]}" --ema 1 --out "$work/em5"
+
 finish

@@ -11,7 +11,7 @@
 #include "../core/cpu.h"
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
-#include "../optim/muon_internal.h"
+#include "../optim/optim_internal.h"
 
 /* ---- writing ------------------------------------------------------------------ */
 
@@ -24,7 +24,8 @@ void tg_train_state_init(tg_train_state *ts, uint64_t seed)
 }
 
 int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
-                       const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_train_state *ts,
+                       const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
+                       const tg_train_state *ts,
                        const char *const *meta, int n_meta, char *err, size_t errlen)
 {
     if (!path || !m || !m->family || (n_meta > 0 && !meta))
@@ -52,6 +53,7 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
     if (!rc && opt && ts) {
         rc = tg_adamw_state_write(opt, w, "optimizer", opt_m, opt_v);
         rc = rc || (muon && tg_muon_state_write(muon, w, "muon"));
+        rc = rc || (ema && tg_ema_state_write(ema, w, "ema"));
         snprintf(s, sizeof s, "%.17g", ts->best_val);
         rc = rc || tg_st_writer_meta(w, "train.best_val", s);
         tg_rng_to_string(&ts->data_rng, s, sizeof s);
@@ -192,7 +194,14 @@ int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v
     return -1;
 }
 
-int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_train_state *ts,
+/* Puts the averages' copy back (a later part of the file was refused) and frees it. */
+static void restore_avg(tg_ema *e, void *keep, size_t bytes)
+{
+    if (e && keep) memcpy(tg_ema_values(e), keep, bytes);
+    tg_free(keep);
+}
+
+int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
                              int64_t max_step, char *err, size_t errlen)
 {
     if (!f || !opt || !ts)
@@ -228,6 +237,11 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
         return tg_set_err(err, errlen, "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
                           "resumed run keeps its optimizer", has_muon ? "trains with" : "does not train with",
                           has_muon ? "present" : "absent", muon ? "does" : "does not");
+    const bool has_ema = tg_st_find(f, "ema.values") != NULL;
+    if (has_ema != (ema != NULL))
+        return tg_set_err(err, errlen, "the checkpoint's run %s its weights (tensor 'ema.values' %s) but this one %s: "
+                          "a resumed run keeps its averaging", has_ema ? "averages" : "does not average",
+                          has_ema ? "present" : "absent", ema ? "does" : "does not");
     if (muon) {
         int64_t msteps;
         if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, err, errlen)) return -1;
@@ -235,17 +249,31 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
             return tg_set_err(err, errlen, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
                               "(one optimizer step per training step)", (long long)msteps, (long long)t.step);
     }
-    /* Muon's state first, AdamW's after; if AdamW's is refused, Muon's is
-     * put back, so a refused file changes nothing */
+    /* the averages first, Muon's state next, AdamW's last; what was read
+     * is put back when a later one is refused, so a refused file changes
+     * nothing */
+    void *keep_avg = NULL;
+    const size_t abytes = tg_ema_state_bytes(ema);
+    if (ema) {
+        if (!(keep_avg = tg_malloc(abytes ? abytes : 1)))
+            return tg_set_err(err, errlen, "out of memory for a copy of the averages (%zu bytes)", abytes);
+        memcpy(keep_avg, tg_ema_values(ema), abytes);
+        if (tg_ema_state_read(ema, f, "ema", e2, sizeof e2)) {
+            tg_free(keep_avg);
+            return tg_set_err(err, errlen, "the checkpoint's averages: %s", e2);
+        }
+    }
     void *keep = NULL;
     int64_t keep_steps = tg_muon_steps(muon);
     const size_t mbytes = tg_muon_state_bytes(muon);
     if (muon) {
         if (!(keep = tg_malloc(mbytes ? mbytes : 1)))
-            return tg_set_err(err, errlen, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
+            return restore_avg(ema, keep_avg, abytes),
+                   tg_set_err(err, errlen, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
         memcpy(keep, tg_muon_momentum(muon), mbytes);
         if (tg_muon_state_read(muon, f, "muon", e2, sizeof e2)) {
             tg_free(keep);
+            restore_avg(ema, keep_avg, abytes);
             return tg_set_err(err, errlen, "the checkpoint's Muon state: %s", e2);
         }
     }
@@ -255,9 +283,11 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
             tg_muon_set_steps(muon, keep_steps);
         }
         tg_free(keep);
+        restore_avg(ema, keep_avg, abytes);
         return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2);
     }
     tg_free(keep);
+    tg_free(keep_avg);
     *ts = t;
     return 0;
 }

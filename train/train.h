@@ -201,13 +201,15 @@ TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
  * (tg_adamw_state_write under "optimizer"; for a shard, opt_m and opt_v
  * hold the whole store's moments, else NULL), with muon (AdamW then
  * takes the rest, tg_muon_exclude) Muon's (tg_muon_state_write under
- * "muon"), "train.best_val",
+ * "muon"), with ema the weight averages' (tg_ema_state_write under "ema"),
+ * "train.best_val",
  * "train.data_rng", "train.dropout_rng" (tg_rng_to_string) and
  * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
  * would refuse is not written: streams never seeded, a negative step or
  * best val loss. 0, or -1 with a message. */
 TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
-                              const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_train_state *ts,
+                              const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
+                              const tg_train_state *ts,
                               const char *const *meta, int n_meta, char *err, size_t errlen);
 /* Builds the model f describes (tg_model_config_read) in dtype dt into m
  * and loads its weights (F32, F64, F16 or BF16 in the file). dropout < 0
@@ -227,13 +229,15 @@ TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dro
 TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen);
 /* Restores the training state tg_checkpoint_save wrote into opt (made on
  * the loaded model's store, whole or a shard: tg_adamw_state_read), muon
- * (NULL when the run has none: tg_muon_state_read) and ts: train.step in
+ * (NULL when the run has none: tg_muon_state_read), ema (NULL when
+ * the run keeps no weight averages: tg_ema_state_read) and ts: train.step in
  * [0, max_step], optimizer.steps (and muon.steps) equal to it, best_val a
  * number >= 0 or inf, the random streams in their exact form. A file
  * with Muon's state is refused without muon, and one without it with
- * muon (a run keeps its optimizer). 0, or -1 with a message naming the
- * key (opt, muon and ts then unchanged). */
-TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_train_state *ts,
+ * muon (a run keeps its optimizer); so is one with averages without ema,
+ * and one without them with it. 0, or -1 with a message naming the key
+ * (opt, muon, ema and ts then unchanged). */
+TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
                                     int64_t max_step, char *err, size_t errlen);
 
 /* ---- training to a wall-clock budget (train/budget.c) --------------------- */

@@ -424,7 +424,7 @@ int cmd_step(int argc, char **argv)
     /* keep the input's vocabulary, if it had one */
     tg_vocab v = {0};
     if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err, sizeof err)) goto fail;
-    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
+    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
     tg_vocab_free(&v);
     if (saved) goto fail;
     rc = 0;

@@ -109,6 +109,7 @@ typedef struct trainer {
     tg_model m;
     tg_adamw *opt;
     tg_muon *muon;                  /* --optimizer muon: the blocks' matrices (AdamW leaves them), else NULL */
+    tg_ema *ema;                    /* --ema: the weights' averages, else NULL */
     tg_dist_grads *dg;              /* the gradients' sums across processes (nothing to do on one) */
     int rank, ranks;                /* this process of the job's R; rank 0 prints and writes files */
     const char *say;                /* "train" on rank 0, NULL elsewhere: run.c's notices */
@@ -435,11 +436,14 @@ static int build(trainer *t)
         if (!(t->muon = tg_muon_new(t->m.params, &mc, t->err, sizeof t->err))) return -1;
         tg_muon_exclude(t->muon, t->opt);
     }
+    /* --ema: the averages start as the weights (a new run's are set again
+     * once every process holds rank 0's); a resume reads the run's */
+    if (o->ema > 0 && !(t->ema = tg_ema_new(t->m.params, o->ema, t->err, sizeof t->err))) return -1;
     t->ts = (tg_train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
     if (o->resume) {
-        if (tg_checkpoint_load_train(t->from, t->opt, t->muon, &t->ts, INT64_MAX, t->err, sizeof t->err))
+        if (tg_checkpoint_load_train(t->from, t->opt, t->muon, t->ema, &t->ts, INT64_MAX, t->err, sizeof t->err))
             return failf(t, "%s: %s", t->path[LAST], t->err);
         if (t->ts.step >= o->steps)
             return failf(t, "the run in %s %s at step %lld; give a --steps above %lld to train it longer", o->out,
@@ -595,8 +599,8 @@ static int save_last(trainer *t, int64_t step)
     int rc = 0;
     const double t0 = now_seconds();
     if (t->rank == 0) {
-        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, &t->ts, (const char *const *)t->meta.kv,
-                                t->meta.n, t->err, sizeof t->err);
+        rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, t->ema, &t->ts,
+                                (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err);
     }
     free(m);
     free(v);
@@ -604,8 +608,9 @@ static int save_last(trainer *t, int64_t step)
     return rc;
 }
 
-/* Train and val loss at `step` into row; the best weights and the state. */
-static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
+/* Train and val loss of the weights in the store at `step` into row; the
+ * best weights. */
+static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
     const train_opts *o = &t->o;
     const int B = o->batch_size, A = o->grad_accum, T = o->block_size, r = t->rank, R = t->ranks;
@@ -639,11 +644,21 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
     if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
         t->ts.best_val = row->val;
         tg_train_state at = {.step = step};
-        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, &at,
+        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, NULL, &at,
                                                (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
             return -1;
     }
-    return save_last(t, step);
+    return 0;
+}
+
+/* Train and val loss at `step` into row (of the averages, with --ema); the
+ * best weights (the same) and the state (the weights and the averages). */
+static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
+{
+    tg_ema_swap(t->ema);
+    int rc = evaluate(t, step, row, tty);
+    tg_ema_swap(t->ema);
+    return rc ? rc : save_last(t, step);
 }
 
 /* ---- training ------------------------------------------------------------ */
@@ -779,9 +794,18 @@ static void report_overlap(const trainer *t)
 /* n steps from step `first` on, for their time alone: 0, or -1 (the message). */
 static int timing_steps(trainer *t, int64_t first, int64_t n)
 {
-    for (int64_t k = first; k < first + n; k++)
+    for (int64_t k = first; k < first + n; k++) {
         if (isnan(train_step(t, k + 1, tg_lr_at(&t->sched, k)))) return -1;
+        tg_ema_update(t->ema);   /* timed as the run's steps are (the averages restart after) */
+    }
     return 0;
+}
+
+/* --ema: the averages start again as the weights in the store. */
+static void ema_restart(trainer *t)
+{
+    if (t->ema)
+        memcpy(tg_ema_values(t->ema), tg_params_data(t->m.params), (size_t)tg_ema_numel(t->ema) * tg_dtype_size(t->dt));
 }
 
 static int plan_steps(trainer *t, double eval_s)
@@ -810,6 +834,7 @@ static int plan_steps(trainer *t, double eval_s)
     const int rc = tg_train_snapshot_restore(snap, &t->m, t->opt, t->muon, &t->ts);
     tg_train_snapshot_free(snap);
     if (rc) return failf(t, "--time-budget: the state timed could not be put back");
+    ema_restart(t);
     *tg_graph_rng(t->g) = t->ts.drop_rng;
     /* the chosen steps, and what they were chosen from, from rank 0 */
     double plan[4] = {now_seconds() - t->t_start, step_s, eval_s, t->save_s};
@@ -851,6 +876,7 @@ static int train_loop(trainer *t)
     const double tokens = (double)t->ranks * o->batch_size * o->grad_accum * o->block_size;
     double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
     if (!o->resume) {   /* a resumed run evaluated the step it starts at */
+        ema_restart(t);   /* the weights every process now holds (rank 0's) */
         metrics_row row = metrics_empty(0);
         const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
@@ -879,6 +905,7 @@ static int train_loop(trainer *t)
         double t0 = now_seconds(), lr = tg_lr_at(&t->sched, step);
         double loss = train_step(t, step + 1, lr);
         if (isnan(loss)) return -1;
+        tg_ema_update(t->ema);
         step++;
         double ms = 1e3 * (now_seconds() - t0);
         ema_ms = step == first + 1 ? ms : 0.9 * ema_ms + 0.1 * ms;
@@ -1014,6 +1041,9 @@ static void say_start(trainer *t)
         fprintf(stderr, "tiny_gpt: Muon (lr %g, momentum %g) for the blocks' matrices, %lld parameters; AdamW for the "
                         "other %lld\n", o->muon_lr, o->muon_momentum, (long long)tg_muon_numel(t->muon),
                 (long long)(tg_params_numel(t->m.params) - tg_muon_numel(t->muon)));
+    if (t->ema)
+        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): the evaluations and best.safetensors are the "
+                        "averages'\n", o->ema);
     if (t->ranks > 1) {
         int64_t lo, hi;
         tg_adamw_shard(t->opt, &lo, &hi);
@@ -1085,6 +1115,7 @@ done:
     free(t->x);
     free(t->y);
     tg_graph_free(t->g);
+    tg_ema_free(t->ema);
     tg_muon_free(t->muon);
     tg_adamw_free(t->opt);
     tg_dist_grads_free(t->dg);

@@ -23,6 +23,7 @@ typedef struct train_opts {
     const char *optimizer;                     /* adamw, or muon (Muon for the blocks' matrices) */
     double muon_lr, muon_momentum;
     bool muon;                                 /* --optimizer muon */
+    double ema;                                /* --ema: the averages' decay (0: none) */
     bool bias, resume, force, attn_composed;
     int64_t seed;
     int threads, corpus_chars;

@@ -83,6 +83,8 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"optimizer", ARG_STRING, &o->optimizer, 0, 0, SPEC_OPTIMIZER_HELP, 0, ROLE_RUN},
         {"muon-lr", ARG_DOUBLE, &o->muon_lr, 0, 10, SPEC_MUON_LR_HELP, 0, ROLE_FREE},
         {"muon-momentum", ARG_DOUBLE, &o->muon_momentum, 0, 0.999999999, SPEC_MUON_MOMENTUM_HELP, 0, ROLE_RUN},
+        {"ema", ARG_DOUBLE, &o->ema, 0, 0.999999999, "average the weights: after every step avg = D avg + (1 - D) "
+         "weights; evaluations and best.safetensors use the averages (0: off; e.g. 0.995)", 0, ROLE_RUN},
         {"eval-interval", ARG_I64, &o->eval_interval, 1, 1e12, "steps between evaluations", 0, ROLE_FREE},
         {"eval-iters", ARG_I64, &o->eval_iters, 1, 1e9, "batches per loss estimate", 0, ROLE_FREE},
         {"seed", ARG_I64, &o->seed, 0, 9e15, "random seed", 0, ROLE_RUN},

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
                                                 .vocab_size = vocab.size}, TG_F32, 1337, err, sizeof err))
         die("model", err);
     if (!(opt = tg_adamw_new(m.params, &ac, err, sizeof err))) die("optimizer", err);
-    if (f && tg_checkpoint_load_train(f, opt, NULL, &ts, steps, err, sizeof err)) die(path, err);
+    if (f && tg_checkpoint_load_train(f, opt, NULL, NULL, &ts, steps, err, sizeof err)) die(path, err);
     tg_st_free(f);
     tg_dist_grads *dg = tg_dist_grads_new(m.params, NULL, err, sizeof err);
     if (!dg) die("gradients", err);
@@ -238,7 +238,7 @@ int main(int argc, char **argv)
                 snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", tg_bits_per_byte(vl, d.bytes_per_token[1]));
             if (r == 0) printf("step %ld: loss %.4f, train %.4f, val %.4f%s\n", (long)ts.step, l / R, tl, vl, bpb);
         }
-        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err))
+        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err))
             die("checkpoint", err);
         if (stop) break;
     }
