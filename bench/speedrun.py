@@ -212,6 +212,10 @@ def ablations(items):
         change("weight decay 0.1 (the default)", weight_decay="0.1")
     else:
         change("with --weight-decay 0.5", weight_decay="0.5")
+    if float(cfg.get("ema", 0)) > 0:
+        change("without --ema (the weights evaluated, not their average)", ema=None)
+    else:
+        change("with --ema 0.995", ema="0.995")
     m = re.fullmatch(r"bpe:(\d+)", cfg.get("tokenizer", ""))
     if m:
         v = int(m.group(1))
