@@ -29,6 +29,7 @@
 #include "../core/err_internal.h"
 #include "../core/isa_internal.h"
 #include "../core/parallel.h"
+#include "optim_internal.h"
 
 struct tg_adamw {
     tg_params *p;
@@ -297,20 +298,6 @@ int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix,
     return tg_st_writer_meta(w, key, steps);
 }
 
-/* The file's element i of a moment tensor (memcpy: another writer's file
- * may not align its tensors). */
-static double moment_at(const void *p, bool f32, int64_t i)
-{
-    if (f32) {
-        float x;
-        memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
-        return x;
-    }
-    double x;
-    memcpy(&x, (const char *)p + i * (int64_t)sizeof x, sizeof x);
-    return x;
-}
-
 int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
 {
     if (!o || !f || !prefix)
@@ -343,7 +330,7 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, ch
     /* every moment of the file, not only this shard's: a file that is
      * wrong anywhere is wrong */
     for (int64_t i = 0; i < o->numel; i++) {
-        const double a = moment_at(t[0]->data, f32, i), b = moment_at(t[1]->data, f32, i);
+        const double a = tg_state_at(t[0]->data, f32, i), b = tg_state_at(t[1]->data, f32, i);
         if (!isfinite(a) || !isfinite(b) || b < 0)
             return tg_set_err(err, errlen, "adamw_state_read: element %lld of the state is m %g, v %g (must be "
                               "finite, v >= 0)", (long long)i, a, b);

@@ -150,14 +150,7 @@ int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, char *
                           dk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "", e->decay);
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < e->numel; i++) {
-        double x;
-        if (f32) {
-            float v;
-            memcpy(&v, (const char *)t->data + (size_t)i * es, es);
-            x = v;
-        } else {
-            memcpy(&x, (const char *)t->data + (size_t)i * es, es);
-        }
+        const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
             return tg_set_err(err, errlen, "ema_state_read: element %lld of '%s' is %g (must be finite)",
                               (long long)i, vk, x);

@@ -319,14 +319,7 @@ int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char
                           "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < o->n; i++) {
-        double x;
-        if (f32) {
-            float v;
-            memcpy(&v, (const char *)t->data + (size_t)i * es, es);
-            x = v;
-        } else {
-            memcpy(&x, (const char *)t->data + (size_t)i * es, es);
-        }
+        const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
             return tg_set_err(err, errlen, "muon_state_read: element %lld of '%s' is %g (must be finite)",
                               (long long)i, mk, x);
