@@ -17,7 +17,9 @@ now() { date +%s.%N; }
 # shared: the run's own total must be within the budget and the wall time
 # the test measures within it plus 2 s (the process's start and end under
 # load); a run the budget stopped early because the machine slowed after
-# its steps were timed (it says so; section 2 tests that) is tried once more.
+# its steps were timed (it says so; section 2 tests that) is tried again,
+# up to three runs in all (under a sanitizer beside other tests, two in a
+# row have been seen to run late).
 budget_run() {
   rm -rf "$work/b"
   local t0 t1
@@ -30,10 +32,11 @@ budget_run() {
   own=$(sed -n 's/^tiny_gpt: the run took \([0-9.]*\) s of its --time-budget 20 s.*/\1/p' "$work/b.log")
 }
 budget_run
-if [ $rc -eq 0 ] && grep -q "ran out at step" "$work/b.log"; then
-  echo "note: the machine slowed during the first budget run, which stopped at its deadline: once more"
+for try in 2 3; do
+  [ $rc -eq 0 ] && grep -q "ran out at step" "$work/b.log" || break
+  echo "note: the machine slowed during budget run $((try - 1)), which stopped at its deadline: run $try"
   budget_run
-fi
+done
 n=$(sed -n 's/^tiny_gpt: --time-budget 20 s holds \([0-9]*\) steps.*/\1/p' "$work/b.log")
 [ $rc -eq 0 ] && [ -n "$own" ] && [ -n "$n" ] || bad "the budget run: exit $rc, $(tail -3 "$work/b.log")"
 awk -v o="${own:-99}" -v w="$wall" 'BEGIN { exit !(o <= 20 && w < 22 && o >= 10) }' &&
