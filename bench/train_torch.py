@@ -20,6 +20,10 @@ batches of each split. Last lines:
     step time median M ms, min N ms  (per optimisation step; robust to load)
     train S seconds     (the optimisation steps alone)
     wall S seconds      (the whole run: steps and evaluations, not data loading)
+With --full-val, after those, the val split's own loss (every byte after
+the first predicted once, in consecutive windows of block-size, the last
+one shorter), as tiny_gpt's --full-val computes it:
+    full val loss X
 """
 
 import argparse
@@ -85,6 +89,29 @@ def estimate_loss(model, data, args, gen):
     return total / args.eval_iters
 
 
+@torch.no_grad()
+def full_loss(model, data, block_size, batch_size):
+    """The mean loss over every target of data once: windows of block_size
+    in order, the last one shorter (run alone), batch_size at a time."""
+    model.eval()
+    targets = len(data) - 1
+    full = targets // block_size
+    total = 0.0
+    for b in range(0, full, batch_size):
+        rows = range(b, min(b + batch_size, full))
+        x = torch.stack([data[w * block_size:(w + 1) * block_size] for w in rows])
+        y = torch.stack([data[w * block_size + 1:(w + 1) * block_size + 1] for w in rows])
+        _, loss = model(x, y)
+        total += loss.item() * x.numel()
+    rest = targets - full * block_size
+    if rest:
+        at = full * block_size
+        _, loss = model(data[at:at + rest].unsqueeze(0), data[at + 1:at + 1 + rest].unsqueeze(0))
+        total += loss.item() * rest
+    model.train()
+    return total / targets
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="text file (bytes are the tokens)")
@@ -109,6 +136,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--init", help="start from these weights (config from the file's metadata)")
     ap.add_argument("--save", help="write the final weights here (F32)")
+    ap.add_argument("--full-val", action="store_true", help="at the end, the val split's own loss (not timed)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -179,7 +207,9 @@ def main():
                                                          st_sorted[0] * 1000))
     print("val loss %.4f" % vl)
     print("train %.1f seconds" % t_train)
-    print("wall %.1f seconds" % wall)
+    print("wall %.1f seconds" % wall, flush=True)
+    if args.full_val:
+        print("full val loss %.4f" % full_loss(model, val, args.block_size, args.batch_size))
 
 
 if __name__ == "__main__":

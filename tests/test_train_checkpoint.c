@@ -498,6 +498,77 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
 }
 END_TEST
 
+/* tg_eval_spec.whole: every target of the split once. The val split's 15
+ * tokens are 14 targets, in windows of 4: 4 + 4 + 4 + 2, each computed
+ * here alone at its own length; any batch and any split across processes
+ * give the same mean, to rounding. */
+START_TEST(eval_loss_whole_counts_every_target_once)
+{
+    char err[300];
+    tg_vocab v;
+    tg_vocab_bytes(&v, TEXT, strlen(TEXT));
+    tg_dataset d;
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
+    const size_t n = d.n - d.n_train;
+    ck_assert_uint_eq(n, 15);
+    tg_model m;
+    tg_model_config c = CFGS[0];
+    c.vocab_size = v.size;
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 5, err, sizeof err), 0);
+    /* by hand: each window alone, its mean times its targets */
+    tg_graph *h = tg_graph_new();
+    tg_graph_set_training(h, false);
+    tg_graph_set_grad_enabled(h, false);
+    const int32_t *val = d.tokens + d.n_train;
+    double sum = 0;
+    for (int at = 0; at < 14; at += 4) {
+        const int len = 14 - at < 4 ? 14 - at : 4;
+        sum += len * tg_tensor_item(tg_model_loss(h, &m, tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at),
+                                                  tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at + 1)));
+        tg_graph_reset(h);
+    }
+    const double want = sum / 14;
+    tg_graph *g = tg_graph_new();
+    for (int b = 1; b <= 5; b++) {   /* 4, 2, 2, 1 and 1 micro-batches; the last ones padded */
+        tg_eval_spec s = {.batch = b, .accum = 3, .T = 4, .iters = 0, .whole = true, .rank = 0, .ranks = 1};
+        const double got = tg_eval_loss(g, &m, &d, true, &s, err, sizeof err);
+        ck_assert_msg(fabs(got - want) <= 1e-12 * fabs(want), "batch %d: %.17g, by hand %.17g (%s)", b, got, want, err);
+    }
+    ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
+    /* two processes of 1 row: rank 1 runs windows 1 and 3, rank 0 windows 0 and 2 */
+    tg_eval_spec s1 = {.batch = 1, .accum = 1, .T = 4, .whole = true, .rank = 1, .ranks = 2};
+    partial = tg_eval_loss(g, &m, &d, true, &s1, err, sizeof err) * 14;   /* alone it divides its sum by the targets */
+    sum = 0;
+    for (int at = 4; at < 14; at += 8) {
+        const int len = 14 - at < 4 ? 14 - at : 4;
+        sum += len * tg_tensor_item(tg_model_loss(h, &m, tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at),
+                                                  tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at + 1)));
+        tg_graph_reset(h);
+    }
+    ck_assert_msg(fabs(partial - sum) <= 1e-12 * sum, "rank 1: %.17g, by hand %.17g", partial, sum);
+    tg_eval_spec s0 = s1;
+    s0.rank = 0;
+    s0.sum = add_partial;
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, err, sizeof err);
+    ck_assert_msg(fabs(two - want) <= 1e-12 * want, "two processes %.17g, by hand %.17g", two, want);
+    /* the train split too: every one of its targets, whatever the batch */
+    tg_eval_spec a = {.batch = 3, .accum = 1, .T = 8, .whole = true, .rank = 0, .ranks = 1}, b = a;
+    b.batch = 7;
+    const double ta = tg_eval_loss(g, &m, &d, false, &a, err, sizeof err), tb = tg_eval_loss(g, &m, &d, false, &b, err,
+                                                                                             sizeof err);
+    ck_assert_msg(isfinite(ta) && fabs(ta - tb) <= 1e-12 * ta, "%.17g against %.17g", ta, tb);
+    /* a split of one token has no target */
+    int32_t one[5] = {1, 2, 3, 4, 5};
+    tg_dataset small = {.tokens = one, .n = 5, .n_train = 4, .bytes_per_token = {1, 1}};
+    ck_assert(isnan(tg_eval_loss(g, &m, &small, true, &a, err, sizeof err)));
+    ck_assert_msg(strstr(err, "the val split's 1 tokens hold no target"), "%s", err);
+    tg_graph_free(h);
+    tg_graph_free(g);
+    tg_model_free(&m);
+    tg_dataset_free(&d);
+}
+END_TEST
+
 /* tg_checkpoint_load_vocab: the file's vocabulary, llama2.c's for a Llama
  * without one, a GPT without one refused, and a vocab_size that does not
  * fit refused naming both sizes (tg_vocab_fits). */
@@ -557,6 +628,7 @@ int main(void)
     tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
                                                   muon_state_in_checkpoints, averages_in_checkpoints,
                                                   half_precision_checkpoints_load, the_vocabulary_of_a_checkpoint,
-                                                  eval_loss_is_the_mean_over_its_windows));
+                                                  eval_loss_is_the_mean_over_its_windows,
+                                                  eval_loss_whole_counts_every_target_once));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

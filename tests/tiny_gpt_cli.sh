@@ -212,6 +212,29 @@ if command -v script >/dev/null; then
   out=$("$bin" eval --ckpt "$work/a/best.safetensors" --eval-iters 30 2>&1)
   ! grep -q "estimating" <<<"$out" && ok "no progress line when stderr is not a terminal" || bad "progress in a log: $out"
 else ok "skipped: no script(1) for a terminal"; fi
+# --full-val: the val loss is the split's own (every token once), so it
+# does not move with --eval-iters while the train estimate does; the run
+# records it and eval --ckpt reproduces the run's line; on any batch size
+# the same to rounding; a run without it is evaluated whole on request
+"$bin" train "${small[@]}" --steps 20 --eval-interval 10 --eval-iters 3 --full-val --out "$work/fv" >"$work/fv.log" 2>&1 ||
+  bad "the --full-val run failed: $(tail -2 "$work/fv.log")"
+val_of() { sed -n 's/.*val loss \([0-9.]*\).*/\1/p' <<<"$1"; }
+line=$(grep "^step 20: " "$work/fv.log" | sed "s/ (floor .*//")
+a=$("$bin" eval --ckpt "$work/fv/last.safetensors" 2>/dev/null)
+b=$("$bin" eval --ckpt "$work/fv/last.safetensors" --eval-iters 9 2>/dev/null)
+c=$("$bin" eval --ckpt "$work/fv/last.safetensors" --batch-size 5 2>/dev/null)
+[ -n "$line" ] && [ "$a" = "$line" ] && [ "$(val_of "$b")" = "$(val_of "$a")" ] && [ "$b" != "$a" ] &&
+  awk -v x="$(val_of "$c")" -v y="$(val_of "$a")" 'BEGIN { exit !(x - y < 2e-4 && y - x < 2e-4) }' &&
+  ok "--full-val: eval --ckpt gives the run's line; the val loss is the same for --eval-iters 3 and 9 and batch 5" ||
+  bad "--full-val: run '$line', eval '$a', --eval-iters 9 '$b', --batch-size 5 '$c'"
+est=$("$bin" eval --ckpt "$work/a/last.safetensors" --eval-iters 4 2>/dev/null)
+whole=$("$bin" eval --ckpt "$work/a/last.safetensors" --eval-iters 4 --full-val 2>/dev/null)
+whole2=$("$bin" eval --ckpt "$work/a/last.safetensors" --eval-iters 2 --full-val 2>/dev/null)
+[ -n "$whole" ] && [ "$(val_of "$whole")" != "$(val_of "$est")" ] && [ "$(val_of "$whole")" = "$(val_of "$whole2")" ] &&
+  ok "eval --full-val on a run without it: the whole split ($(val_of "$whole") against the estimate's $(val_of "$est"))" ||
+  bad "eval --full-val: '$whole' against '$est' and '$whole2'"
+expect_fail "--full-val without --ckpt" "--full-val go with --ckpt" "$bin" eval --full-val
+
 # eval --ckpt checks the run's token files whole before it builds the model (as train does)
 for i in $(seq 3000); do printf "\\$(printf '%03o' $(( (i * 7 + i / 3) % 40 )))\\000"; done >"$work/ids.bin"
 "$bin" train --data-tokens "$work/ids.bin" --vocab-size 40 --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --steps 2 \

@@ -286,6 +286,10 @@ typedef struct tg_eval_spec {
     int64_t iters;    /* batches of ranks x batch x accum rows */
     uint64_t seed;    /* the windows' stream is seeded by (seed, step): the same */
     int64_t step;     /*   step always sees the same windows */
+    /* true: not an estimate but the split's loss itself, every window of
+     * T tokens once, in order (the last one shorter: each target counted
+     * once); iters, seed and step are then not used */
+    bool whole;
     int rank, ranks;  /* this process is rank of ranks (0 of 1 alone) */
     /* Replaces *x with the sum over the processes of their *x (e.g. with
      * tg_dist_allreduce_f64); NULL on one process. */
@@ -302,7 +306,11 @@ typedef struct tg_eval_spec {
  * [rank batch, (rank + 1) batch) (tg_dataset_rows), and the sums are added
  * across processes, so a run split into micro-batches or processes
  * estimates what the whole batch gives, to rounding. The windows come from
- * their own stream, so an estimate never disturbs training. NAN with the
+ * their own stream, so an estimate never disturbs training. With
+ * s->whole, the mean over every target of the split instead: its windows
+ * in micro-batches of batch rows (the last padded with ignored targets),
+ * micro-batch k run by process k mod ranks; the same to rounding on any
+ * batch and number of processes. NAN with the
  * graph's message in err on failure (this process's alone: the others may
  * then wait in their sum, and a program on several processes must end the
  * job). */

@@ -107,7 +107,7 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
  * on the split of the run's text. */
 static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const char *tok_file,
                      const arg_spec *specs, int n_specs,
-                     tg_dtype dt, bool composed, int64_t eval_iters, int batch_size)
+                     tg_dtype dt, bool composed, int64_t eval_iters, int batch_size, bool full_val)
 {
     char err[8192];
     int rc = 1;
@@ -132,6 +132,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         (!args_seen(specs, n_specs, "attn") && parse_attn(o.attn, &composed, err, sizeof err)))
         goto fail;
     if (args_seen(specs, n_specs, "eval-iters")) o.eval_iters = eval_iters;
+    if (args_seen(specs, n_specs, "full-val")) o.full_val = full_val;
     if (args_seen(specs, n_specs, "batch-size")) {   /* the whole batch, in one piece */
         o.batch_size = batch_size;
         o.grad_accum = 1;
@@ -176,7 +177,8 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     const bool tty = isatty(STDERR_FILENO);
     const int64_t n = o.eval_iters;
     double tl = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
-    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
+    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.full_val ? 0 : n, o.seed, step, 0, 1, tty,
+                                                err, sizeof err);
     if (isnan(vl)) goto fail;
     char bpb[80];
     bpb_note(bpb, sizeof bpb, tg_bits_per_byte(vl, d.bytes_per_token[1]));
@@ -259,7 +261,7 @@ int cmd_eval(int argc, char **argv)
                *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
-    bool composed = false;
+    bool composed = false, full_val = false;
     arg_spec specs[] = {
         {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train (or its --out directory: the best, else the "
          "last): its train and val loss", 0, ROLE_NONE},
@@ -268,6 +270,8 @@ int cmd_eval(int argc, char **argv)
          "first block_size ids, encoded as sample encodes a prompt)", 0, ROLE_NONE},
         {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
         {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
+        {"full-val", ARG_SWITCH, &full_val, 0, 0, "with --ckpt: the val loss over the whole val split, each token "
+         "once (default: the run's --full-val)", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0, "with --ckpt: a text whose bytes are the vocabulary (for weights "
                                                  "without 'vocab' metadata)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &tok_file, 0, 0, "with --ckpt: a tokenizer (tok.safetensors, a checkpoint holding "
@@ -294,18 +298,20 @@ int cmd_eval(int argc, char **argv)
         return 2;
     }
     if (!ckpt && (data || text || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
-                  args_seen(specs, n_specs, "batch-size"))) {
-        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --tokenizer, --eval-iters and --batch-size go with "
-                        "--ckpt\n");
+                  args_seen(specs, n_specs, "batch-size") || full_val)) {
+        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --tokenizer, --eval-iters, --batch-size and "
+                        "--full-val go with --ckpt\n");
         return 2;
     }
-    if (text && (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size"))) {
-        fprintf(stderr, "tiny_gpt eval: --text (one window of a text) excludes --data, --eval-iters and "
-                        "--batch-size (the run's split)\n");
+    if (text && (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size") ||
+                 full_val)) {
+        fprintf(stderr, "tiny_gpt eval: --text (one window of a text) excludes --data, --eval-iters, --batch-size "
+                        "and --full-val (the run's split)\n");
         return 2;
     }
     if (text) return eval_text(ckpt, text, vocab_file, tok_file, dt, composed);
-    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, specs, n_specs, dt, composed, eval_iters, batch_size);
+    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, specs, n_specs, dt, composed, eval_iters, batch_size,
+                                full_val);
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();

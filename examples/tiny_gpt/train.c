@@ -72,7 +72,7 @@ double estimate_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, in
 {
     eval_note note = {step, val, 0};
     const tg_eval_spec s = {.batch = B, .accum = A, .T = T, .iters = iters, .seed = (uint64_t)seed, .step = step,
-                            .rank = r, .ranks = R, .sum = eval_sum, .progress = progress ? eval_progress : NULL,
+                            .whole = iters == 0, .rank = r, .ranks = R, .sum = eval_sum, .progress = progress ? eval_progress : NULL,
                             .ctx = &note};
     const double loss = tg_eval_loss(g, m, d, val, &s, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
@@ -617,8 +617,9 @@ static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
     const bool show = tty && t->rank == 0;
     row->train = estimate_loss(t->g, &t->m, &t->d, false, B, A, T, o->eval_iters, o->seed, step, r, R, show, t->err,
                                sizeof t->err);
+    const int64_t val_iters = o->full_val ? 0 : o->eval_iters;   /* 0: the whole split */
     row->val = isnan(row->train) ? NAN
-                                 : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, o->eval_iters, o->seed, step, r, R,
+                                 : estimate_loss(t->g, &t->m, &t->d, true, B, A, T, val_iters, o->seed, step, r, R,
                                                  show, t->err, sizeof t->err);
     if (isnan(row->train) || isnan(row->val)) return -1;   /* estimate_loss's message (its graph is reset) */
     if (!isfinite(row->train) || !isfinite(row->val)) {

@@ -24,6 +24,7 @@ typedef struct train_opts {
     double muon_lr, muon_momentum;
     bool muon;                                 /* --optimizer muon */
     double ema;                                /* --ema: the averages' decay (0: none) */
+    bool full_val;                             /* --full-val: the val loss over the whole split */
     bool bias, resume, force, attn_composed;
     int64_t seed;
     int threads, corpus_chars;
@@ -51,7 +52,9 @@ int train_specs(train_opts *o, arg_spec *specs);
  * with the graph's message in err on failure (this process's: the others
  * are then waiting in the sum). With progress (a terminal: give it on
  * one process only) a line on stderr counts the batches while they run,
- * rewritten in place at most 10 times a second and cleared at the end. */
+ * rewritten in place at most 10 times a second and cleared at the end.
+ * iters 0: the split's loss itself, every window once (tg_eval_spec's
+ * whole). */
 double estimate_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, int B, int A, int T, int64_t iters,
                      int64_t seed, int64_t step, int r, int R, bool progress, char *err, size_t errlen);
 

@@ -87,6 +87,8 @@ int train_specs(train_opts *o, arg_spec *specs)
          "weights; evaluations and best.safetensors use the averages (0: off; e.g. 0.995)", 0, ROLE_RUN},
         {"eval-interval", ARG_I64, &o->eval_interval, 1, 1e12, "steps between evaluations", 0, ROLE_FREE},
         {"eval-iters", ARG_I64, &o->eval_iters, 1, 1e9, "batches per loss estimate", 0, ROLE_FREE},
+        {"full-val", ARG_SWITCH, &o->full_val, 0, 0, "the val loss over the whole val split, each token once in "
+         "consecutive windows, not --eval-iters random batches (the train loss keeps them)", 0, ROLE_FREE},
         {"seed", ARG_I64, &o->seed, 0, 9e15, "random seed", 0, ROLE_RUN},
         {"corpus-chars", ARG_INT, &o->corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0, ROLE_RUN},
         {"dtype", ARG_STRING, &o->dtype, 0, 0, "f32 or f64", 0, ROLE_RUN},
