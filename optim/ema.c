@@ -98,6 +98,13 @@ int tg_ema_swap(tg_ema *e)
     return 0;
 }
 
+int tg_ema_reset(tg_ema *e)
+{
+    if (!e || check_store(e, "ema_reset")) return -1;
+    memcpy(e->avg, tg_params_data(e->p), (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)));
+    return 0;
+}
+
 double tg_ema_decay(const tg_ema *e) { return e ? e->decay : NAN; }
 void *tg_ema_values(tg_ema *e) { return e ? e->avg : NULL; }
 int64_t tg_ema_numel(const tg_ema *e) { return e ? e->numel : 0; }

@@ -261,6 +261,10 @@ TG_API int tg_ema_update(tg_ema *e);
 /* Exchanges the store's values and the averages (twice: as before). 0;
  * -1 as tg_ema_update. */
 TG_API int tg_ema_swap(tg_ema *e);
+/* The averages start again as the store's values (as tg_ema_new starts
+ * them), e.g. once a run's weights are final before its first step. 0;
+ * -1 as tg_ema_update. */
+TG_API int tg_ema_reset(tg_ema *e);
 TG_API double tg_ema_decay(const tg_ema *e);   /* NAN for NULL */
 /* The averages (the store's values while swapped): tg_ema_numel elements
  * of the store's dtype, in the store's layout; NULL for NULL. */

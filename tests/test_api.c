@@ -1094,6 +1094,7 @@ static void c_ema_new_nop(fx *f) { ptr(f, tg_ema_new(NULL, 0.9, f->err, sizeof f
 static void c_ema_new_bad(fx *f) { ptr(f, tg_ema_new(f->p, 1, f->err, sizeof f->err)); }
 static void c_ema_update(fx *f) { num(f, tg_ema_update(NULL)); }
 static void c_ema_swap(fx *f) { num(f, tg_ema_swap(NULL)); }
+static void c_ema_reset(fx *f) { num(f, tg_ema_reset(NULL)); }
 static void c_ema_decay(fx *f) { num(f, tg_ema_decay(NULL)); }
 static void c_ema_values(fx *f) { ptr(f, tg_ema_values(NULL)); }
 static void c_ema_numel(fx *f) { num(f, (double)tg_ema_numel(NULL)); }
@@ -2254,6 +2255,7 @@ static const api_case CASES[] = {
     {"tg_ema_new(p, 1, ...)", "NULL", "ema_new: decay must be in [0, 1), got 1", c_ema_new_bad},
     {"tg_ema_update(NULL)", "-1", NULL, c_ema_update},
     {"tg_ema_swap(NULL)", "-1", NULL, c_ema_swap},
+    {"tg_ema_reset(NULL)", "-1", NULL, c_ema_reset},
     {"tg_ema_decay(NULL)", "nan", NULL, c_ema_decay},
     {"tg_ema_values(NULL)", "NULL", NULL, c_ema_values},
     {"tg_ema_numel(NULL)", "0", NULL, c_ema_numel},

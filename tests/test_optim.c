@@ -667,6 +667,10 @@ START_TEST(ema_matches_hand_averages)
         assert_values(p, a, 0, "the averages swapped in");
         ck_assert_int_eq(tg_ema_swap(e), 0);
         assert_values(p, v, 0, "the values swapped back");
+        /* a reset starts the averages again as the values, which it leaves alone */
+        ck_assert_int_eq(tg_ema_reset(e), 0);
+        ck_assert_mem_eq(tg_ema_values(e), tg_params_data(p), N * tg_dtype_size(dt));
+        assert_values(p, v, 0, "the values after a reset");
         /* decay 0: the average is the values */
         tg_ema *z = tg_ema_new(p, 0, NULL, 0);
         ck_assert_int_eq(tg_ema_update(z), 0);
@@ -734,7 +738,8 @@ START_TEST(ema_refuses_bad_decays_a_grown_store_and_bad_state)
     memcpy(before, tg_ema_values(e), sizeof before);
     ck_assert_int_eq(tg_ema_update(e), -1);
     ck_assert_int_eq(tg_ema_swap(e), -1);
-    ck_assert_ptr_nonnull(strstr(tg_ema_error(e), "the store has grown from 9 to 11 elements"));
+    ck_assert_int_eq(tg_ema_reset(e), -1);
+    ck_assert_ptr_nonnull(strstr(tg_ema_error(e), "ema_reset: the store has grown from 9 to 11 elements"));
     ck_assert_mem_eq(tg_ema_values(e), before, sizeof before);
     tg_ema_free(e);
     tg_ema_free(r);

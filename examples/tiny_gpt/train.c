@@ -802,13 +802,6 @@ static int timing_steps(trainer *t, int64_t first, int64_t n)
     return 0;
 }
 
-/* --ema: the averages start again as the weights in the store. */
-static void ema_restart(trainer *t)
-{
-    if (t->ema)
-        memcpy(tg_ema_values(t->ema), tg_params_data(t->m.params), (size_t)tg_ema_numel(t->ema) * tg_dtype_size(t->dt));
-}
-
 static int plan_steps(trainer *t, double eval_s)
 {
     train_opts *o = &t->o;
@@ -835,7 +828,7 @@ static int plan_steps(trainer *t, double eval_s)
     const int rc = tg_train_snapshot_restore(snap, &t->m, t->opt, t->muon, &t->ts);
     tg_train_snapshot_free(snap);
     if (rc) return failf(t, "--time-budget: the state timed could not be put back");
-    ema_restart(t);
+    tg_ema_reset(t->ema);   /* --ema: the averages start again as these weights (no-op without) */
     *tg_graph_rng(t->g) = t->ts.drop_rng;
     /* the chosen steps, and what they were chosen from, from rank 0 */
     double plan[4] = {now_seconds() - t->t_start, step_s, eval_s, t->save_s};
@@ -877,7 +870,7 @@ static int train_loop(trainer *t)
     const double tokens = (double)t->ranks * o->batch_size * o->grad_accum * o->block_size;
     double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
     if (!o->resume) {   /* a resumed run evaluated the step it starts at */
-        ema_restart(t);   /* the weights every process now holds (rank 0's) */
+        tg_ema_reset(t->ema);   /* --ema: the averages start as the weights every process now holds (rank 0's) */
         metrics_row row = metrics_empty(0);
         const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
