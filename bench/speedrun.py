@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LN2 = math.log(2)
 EVAL_TG = re.compile(r"step (\d+): train loss ([0-9.]+), val loss ([0-9.]+) \(([0-9.]+) bits per byte\)")
+RAN_OUT = re.compile(r"ran out at step (\d+) of (\d+)")
 EVAL_TORCH = re.compile(r"step (\d+): train loss ([0-9.]+), val loss ([0-9.]+)")
 FULL_TORCH = re.compile(r"^full val loss ([0-9.]+)$")
 WALL_TORCH = re.compile(r"^wall [0-9.]+ seconds$")
@@ -129,6 +130,9 @@ def run_tapegrad(a, out, name, items, budget, procs=1, core=None):
     steps = int(EVAL_TG.search([l for _, l in lines if EVAL_TG.search(l)][-1]).group(1)) if points else 0
     if not points:
         sys.exit("speedrun: %s printed no evaluation" % name)
+    out = [m for _, l in lines for m in [RAN_OUT.search(l)] if m]
+    if out:   # stopped at its deadline: its last evaluation is an earlier step's
+        name += " (ran out at step %s of %s: the figure is step %d's)" % (out[0].group(1), out[0].group(2), steps)
     return {"name": name, "wall": wall, "points": points, "val_bpb": points[-1][1], "steps": steps,
             "estimate_bpb": None if ("full_val", "true") in items else points[-1][1]}
 
