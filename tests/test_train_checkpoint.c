@@ -442,17 +442,25 @@ static void count_progress(void *ctx, int64_t done, int64_t iters)
 static double partial;   /* the other "process"'s sum, for a sum over two */
 static void add_partial(void *ctx, double *x) { (void)ctx, *x += partial; }
 
-START_TEST(eval_loss_is_the_mean_over_its_windows)
+/* TEXT's bytes as a dataset (windows up to 8) and an f64 model of CFGS[0] for them. */
+static void eval_fixture(tg_dataset *d, tg_model *m)
 {
     char err[300];
     tg_vocab v;
     tg_vocab_bytes(&v, TEXT, strlen(TEXT));
-    tg_dataset d;
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
-    tg_model m;
+    ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
     tg_model_config c = CFGS[0];
     c.vocab_size = v.size;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 5, err, sizeof err), 0);
+    ck_assert_msg(tg_model_new(m, &c, TG_F64, 5, err, sizeof err) == 0, "%s", err);
+    tg_vocab_free(&v);
+}
+
+START_TEST(eval_loss_is_the_mean_over_its_windows)
+{
+    char err[300];
+    tg_dataset d;
+    tg_model m;
+    eval_fixture(&d, &m);
     tg_graph *g = tg_graph_new();
     int calls = 0;
     tg_eval_spec s = {.batch = 4, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 0, .ranks = 1,
@@ -505,16 +513,10 @@ END_TEST
 START_TEST(eval_loss_whole_counts_every_target_once)
 {
     char err[300];
-    tg_vocab v;
-    tg_vocab_bytes(&v, TEXT, strlen(TEXT));
     tg_dataset d;
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
-    const size_t n = d.n - d.n_train;
-    ck_assert_uint_eq(n, 15);
     tg_model m;
-    tg_model_config c = CFGS[0];
-    c.vocab_size = v.size;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 5, err, sizeof err), 0);
+    eval_fixture(&d, &m);
+    ck_assert_uint_eq(d.n - d.n_train, 15);
     /* by hand: each window alone, its mean times its targets */
     tg_graph *h = tg_graph_new();
     tg_graph_set_training(h, false);
