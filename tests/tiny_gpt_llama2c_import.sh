@@ -155,6 +155,6 @@ got=$(greedy "$work/b/last.safetensors" --tokenizer "$work/tok.safetensors")
 [ "$got" = "$want" ] && ok "sample --tokenizer the checkpoint's own is taken" || bad "own tokenizer: '$got'"
 expect_fail "--vocab and --tokenizer" "--vocab (a text's bytes) and --tokenizer exclude each other" \
   "$bin" sample --ckpt "$work/ids.safetensors" --tokenizer "$work/btok.bin" --vocab "$work/text"
-expect_fail "eval --tokenizer without --ckpt" "--tokenizer, --eval-iters and --batch-size go with --ckpt" \
+expect_fail "eval --tokenizer without --ckpt" "--tokenizer, --eval-iters, --batch-size and --full-val go with --ckpt" \
   "$bin" eval --tokenizer "$work/btok.bin" --init "$work/b.bin"
 finish
