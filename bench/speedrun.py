@@ -96,7 +96,7 @@ def run_torch(a, out):
            str(a.threads), "--steps", str(a.torch_steps), "--eval-iters", "20", "--full-val"]
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
     log("speedrun: " + " ".join(cmd))
-    lines, rc, wall = timed_lines(cmd, env, os.path.join(out, "torch.log"))
+    lines, rc, _ = timed_lines(cmd, env, os.path.join(out, "torch.log"))
     if rc:
         sys.exit("speedrun: PyTorch run failed (exit %d):\n%s" % (rc, "\n".join(l for _, l in lines[-20:])))
     points = [(t, float(m.group(3)) / LN2) for t, l in lines for m in [EVAL_TORCH.search(l)] if m]
@@ -134,7 +134,7 @@ def run_tapegrad(a, out, name, items, budget, procs=1, core=None):
     if out:   # stopped at its deadline: its last evaluation is an earlier step's
         name += " (ran out at step %s of %s: the figure is step %d's)" % (out[0].group(1), out[0].group(2), steps)
     return {"name": name, "wall": wall, "points": points, "val_bpb": points[-1][1], "steps": steps,
-            "estimate_bpb": None if ("full_val", "true") in items else points[-1][1]}
+            "estimate_bpb": None if dict(items).get("full_val") in ("true", "1") else points[-1][1]}
 
 
 def svg_plot(path, runs, budget):

@@ -52,7 +52,7 @@ tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen)
     e->decay = decay;
     e->numel = n;
     e->count = tg_params_count(p);
-    memcpy(e->avg, tg_params_data(p), (size_t)n * es);
+    tg_ema_reset(e);   /* the averages start as the values */
     return e;
 }
 

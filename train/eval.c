@@ -60,10 +60,10 @@ static double every_window(tg_graph *g, tg_model *m, const int32_t *tok, size_t 
         for (int b = 0; b < B; b++) {
             const size_t w = k * (size_t)B + (size_t)b, at = w * (size_t)T;
             const size_t len = w >= windows ? 0 : targets - at < (size_t)T ? targets - at : (size_t)T;
-            for (size_t j = 0; j < (size_t)T; j++) {
-                x[(size_t)b * T + j] = j < len ? tok[at + j] : 0;
-                y[(size_t)b * T + j] = j < len ? tok[at + j + 1] : -1;
-            }
+            int32_t *xb = x + (size_t)b * T, *yb = y + (size_t)b * T;
+            memcpy(xb, tok + at, len * sizeof *xb);
+            memcpy(yb, tok + at + 1, len * sizeof *yb);
+            for (size_t j = len; j < (size_t)T; j++) xb[j] = 0, yb[j] = -1;
             counted += len;
         }
         sum += batch_loss(g, m, B, T, x, y, err, errlen) * (double)counted;

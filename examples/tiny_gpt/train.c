@@ -72,8 +72,8 @@ double estimate_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, in
 {
     eval_note note = {step, val, 0};
     const tg_eval_spec s = {.batch = B, .accum = A, .T = T, .iters = iters, .seed = (uint64_t)seed, .step = step,
-                            .whole = iters == 0, .rank = r, .ranks = R, .sum = eval_sum, .progress = progress ? eval_progress : NULL,
-                            .ctx = &note};
+                            .whole = iters == 0, .rank = r, .ranks = R, .sum = eval_sum,
+                            .progress = progress ? eval_progress : NULL, .ctx = &note};
     const double loss = tg_eval_loss(g, m, d, val, &s, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
     return loss;
