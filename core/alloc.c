@@ -2,6 +2,7 @@
 #include "alloc.h"
 
 #include <stdlib.h>
+#include <string.h>
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -53,6 +54,23 @@ void *tg_malloc_big(size_t *n)
     }
 #endif
     return tg_malloc(*n);
+}
+
+void *tg_calloc_big(size_t count, size_t n)
+{
+    if (n && count > PTRDIFF_MAX / n) return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_DONTNEED)
+    const size_t bytes = count * n;
+    if (bytes >= HUGE_PAGE) {
+        size_t size = bytes;
+        char *p = tg_malloc_big(&size);
+        /* whole pages that are the block's alone (tg_malloc_big's): dropped,
+         * they read as zero, each filled by the kernel when first used */
+        if (p && madvise(p, size, MADV_DONTNEED) != 0) memset(p, 0, size);
+        return p;
+    }
+#endif
+    return tg_calloc(count, n);
 }
 
 uint64_t tg_alloc_calls(void) { return n_calls; }

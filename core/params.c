@@ -1,13 +1,9 @@
 /* The persistent parameter store: flat value and gradient buffers with
  * named tensor views into them. */
-#define _DEFAULT_SOURCE   /* madvise */
 #include "params.h"
 
 #include <stdio.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "err_internal.h"
 #include "graph_internal.h"
@@ -28,23 +24,6 @@ struct tg_params {
 };
 
 #define BIG_STORE ((int64_t)2 << 20)   /* bytes from which the buffers grow by doubling, zeroed, in 2 MiB pages */
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-/* n zeroed bytes for a large buffer: calloc (a large block comes from
- * the kernel already zero, its pages untouched until used: a model whose
- * gradients are never computed never pays for them) with its whole 2 MiB
- * pages advised as transparent huge pages (a fault per 2 MiB, not per
- * 4 KiB, when they are used) */
-static char *calloc_big(size_t n)
-{
-    char *b = tg_calloc(1, n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t lo = ((uintptr_t)b + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), hi = ((uintptr_t)b + n) & ~(HUGE_PAGE - 1);
-    if (b && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);   /* advice only */
-#endif
-    return b;
-}
-
 /* The buffers moved: every view re-pointed. */
 static void repoint(tg_params *p)
 {
@@ -60,7 +39,7 @@ static void repoint(tg_params *p)
 static bool grow_big(tg_params *p, int64_t cap)
 {
     const size_t es = tg_dtype_size(p->dtype);
-    char *data = calloc_big((size_t)cap * es), *grad = data ? calloc_big((size_t)cap * es) : NULL;
+    char *data = tg_calloc_big(1, (size_t)cap * es), *grad = data ? tg_calloc_big(1, (size_t)cap * es) : NULL;
     if (!grad) {
         tg_free(data);
         return false;
@@ -142,7 +121,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     } else if (need > p->cap && !grow_big(p, need > 2 * p->cap ? need : 2 * p->cap)) {
         /* a large one (loading a 60 MB checkpoint spent most of its time in
          * page faults, zero-filling and copies here) grows to twice its size
-         * at least, zeroed (calloc_big): a model of many tensors is copied a
+         * at least, zeroed, in huge pages (tg_calloc_big): a model of many tensors is copied a
          * few times, not once per tensor, or never when its size was
          * reserved (tg_params_reserve) */
         tg_free(t);

@@ -137,7 +137,7 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, ch
         tg_dist_shard_range(d->numel, tg_dist_rank(), R, &d->lo, &d->hi);
         d->counts = tg_calloc((size_t)R, sizeof *d->counts);
         d->displs = tg_calloc((size_t)R, sizeof *d->displs);
-        d->shard_grad = tg_calloc((size_t)(d->hi > d->lo ? d->hi - d->lo : 1), d->es);
+        d->shard_grad = tg_calloc_big((size_t)(d->hi > d->lo ? d->hi - d->lo : 1), d->es);
         if (!d->counts || !d->displs || !d->shard_grad) goto oom;
         for (int r = 0; r < R; r++) {
             int64_t a, z;

@@ -87,8 +87,8 @@ tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo,
     o->hi = hi;
     /* at least one element each, so an empty store is not mistaken for OOM */
     size_t n = (size_t)(hi > lo ? hi - lo : 1), es = tg_dtype_size(tg_params_dtype(p));
-    o->m = tg_calloc(n, es);
-    o->v = o->m ? tg_calloc(n, es) : NULL;
+    o->m = tg_calloc_big(n, es);
+    o->v = o->m ? tg_calloc_big(n, es) : NULL;
     o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
     o->leave = o->decay ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->leave) : NULL;
     if (!o->leave) {

@@ -42,7 +42,7 @@ tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen)
     tg_ema *e = tg_calloc(1, sizeof *e);
     const size_t es = tg_dtype_size(tg_params_dtype(p));
     const int64_t n = tg_params_numel(p);
-    if (e) e->avg = tg_malloc((size_t)(n > 0 ? n : 1) * es);
+    if (e) e->avg = tg_calloc_big((size_t)(n > 0 ? n : 1), es);
     if (!e || !e->avg) {
         tg_set_err(err, errlen, "ema_new: out of memory for the averages of %lld elements", (long long)n);
         tg_free(e);

@@ -122,7 +122,7 @@ tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *t
         if (r * r > as) as = r * r;
     }
     size_t es = tg_dtype_size(tg_params_dtype(p));
-    o->buf = tg_calloc((size_t)(o->n > 0 ? o->n : 1), es);
+    o->buf = tg_calloc_big((size_t)(o->n > 0 ? o->n : 1), es);
     o->x = o->buf ? tg_calloc((size_t)xs, es) : NULL;
     o->x2 = o->x ? tg_calloc((size_t)xs, es) : NULL;
     o->a = o->x2 ? tg_calloc((size_t)as, es) : NULL;

@@ -48,7 +48,7 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err
     o->count = tg_params_count(p);
     if (momentum > 0) {
         /* at least one element, so an empty store is not mistaken for OOM */
-        o->buf = tg_calloc((size_t)(o->numel > 0 ? o->numel : 1), tg_dtype_size(tg_params_dtype(p)));
+        o->buf = tg_calloc_big((size_t)(o->numel > 0 ? o->numel : 1), tg_dtype_size(tg_params_dtype(p)));
         if (!o->buf) {
             tg_set_err(err, errlen, "sgd_new: out of memory for the momentum of %lld elements", (long long)o->numel);
             tg_free(o);

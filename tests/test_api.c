@@ -369,6 +369,7 @@ static void c_gc_nullin(fx *f)
 static void c_malloc_big(fx *f) { ptr(f, tg_malloc_big(NULL)); }
 static void c_malloc_huge(fx *f) { ptr(f, tg_malloc(SIZE_MAX)); }
 static void c_calloc_overflow(fx *f) { ptr(f, tg_calloc(SIZE_MAX / 2, 3)); }
+static void c_calloc_big_overflow(fx *f) { ptr(f, tg_calloc_big(SIZE_MAX / 2, 3)); }
 static void c_realloc_huge(fx *f) { ptr(f, tg_realloc(NULL, SIZE_MAX - 1)); }
 static void c_free(fx *f) { (void)f; tg_free(NULL); }
 static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL); }
@@ -1879,6 +1880,7 @@ static const api_case CASES[] = {
     {"tg_malloc_big(NULL)", "NULL", NULL, c_malloc_big},
     {"tg_malloc(SIZE_MAX)", "NULL", NULL, c_malloc_huge},
     {"tg_calloc(SIZE_MAX / 2, 3): the product overflows", "NULL", NULL, c_calloc_overflow},
+    {"tg_calloc_big(SIZE_MAX / 2, 3): the product overflows", "NULL", NULL, c_calloc_big_overflow},
     {"tg_realloc(NULL, SIZE_MAX - 1)", "NULL", NULL, c_realloc_huge},
     {"tg_free(NULL)", "returns", NULL, c_free},
     {"tg_parallel_for(10, 1, NULL fn, NULL)", "returns", NULL, c_parallel_nofn},

@@ -3,6 +3,10 @@
 
 #include "core/alloc.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 /* ---- tensors and the graph ----------------------------------------- */
 
 START_TEST(tensor_new_and_bad_shapes)
@@ -107,6 +111,66 @@ START_TEST(big_blocks_are_whole_huge_pages)
     ck_assert_ptr_nonnull(p);
     ck_assert_uint_eq(small, 1000);
     tg_free(p);
+}
+END_TEST
+
+/* Whether the mapping that holds p is advised as huge pages (its VmFlags
+ * in /proc/self/smaps carry "hg") */
+static bool advised_huge(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    bool inside = false, hg = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            hg = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return hg;
+}
+
+/* tg_calloc_big: zeroed even where the allocator hands back memory just
+ * written, whole huge pages from 2 MiB up on Linux, tg_calloc below */
+START_TEST(calloc_big_is_zeroed_whole_huge_pages)
+{
+    const size_t mib = (size_t)1 << 20;
+#ifdef __GLIBC__
+    /* large blocks from glibc's heap, kept there when freed: the block
+     * below is handed back dirty to the call under test */
+    (void)mallopt(M_MMAP_THRESHOLD, 64 << 20);   /* (ASan's allocator ignores them) */
+    (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+    size_t dn = 4 * mib;
+    unsigned char *d = tg_malloc_big(&dn);
+    ck_assert_ptr_nonnull(d);
+    memset(d, 0xAB, dn);
+    tg_free(d);
+    const size_t n = 3 * mib + 5;
+    const uint64_t before = tg_alloc_calls();
+    unsigned char *p = tg_calloc_big(n, 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(tg_alloc_calls(), before + 1);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += p[i] != 0;
+    ck_assert_uint_eq(nonzero, 0);
+#ifdef __linux__
+    ck_assert_uint_eq((uintptr_t)p % (2 * mib), 0);
+    /* a kernel built with transparent huge pages takes the advice */
+    if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) ck_assert(advised_huge(p));
+#endif
+    memset(p, 1, n);   /* every byte asked for is usable (ASan checks) */
+    tg_free(p);
+    double *s = tg_calloc_big(10, sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < 10; i++) ck_assert_double_eq(s[i], 0.0);
+    tg_free(s);
+    ck_assert_ptr_null(tg_calloc_big(SIZE_MAX / 2, 3));
 }
 END_TEST
 
@@ -399,6 +463,7 @@ int main(void)
     return tt_main("core", "core", 0,
                    TT_TESTS(tensor_new_and_bad_shapes, reset_drops_everything_and_keeps_memory,
                             arena_merges_chunks_after_a_large_step, big_blocks_are_whole_huge_pages,
+                            calloc_big_is_zeroed_whole_huge_pages,
                             grad_mode_off_records_nothing, backward_errors, tensor_used_twice_sums_both_paths,
                             params_store_views_and_accumulation, rng_pcg32_reference_stream, rng_distributions,
                             rng_state_text_round_trip,
