@@ -40,7 +40,9 @@
  * Output: one JSON object on stdout:
  *   {"impl", "config": {...}, "threads", "warmup", "steps",
  *    "ms": [per timed step], "median_ms", "min_ms", "tokens_per_s"
- *    (B*T / median), "peak_rss_kb" (getrusage ru_maxrss),
+ *    (B*T / median), "update_ms" (the median time of a step's update:
+ *    the clip, AdamW and zeroing the gradients),
+ *    "peak_rss_kb" (getrusage ru_maxrss),
  *    "losses": [every step, warm-up included, before its update],
  *    "loss": the last step's loss, "n_params", "params_fnv1a": a 64-bit
  *    FNV-1a hash of the parameters' bytes after the last step, in hex
@@ -315,6 +317,13 @@ static int write_init(const bench_model *bm, const char *path, char *err, size_t
     return tg_st_save_params(bm->params, path, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, errlen);
 }
 
+/* the median of x[0..n), which it sorts */
+static double median_of(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 int main(int argc, char **argv)
 {
     opts o = {.vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3};
@@ -342,7 +351,7 @@ int main(int argc, char **argv)
     tg_graph *g = NULL;
     tg_adamw *opt = NULL;
     int32_t *toks = NULL;
-    double *ms = NULL, *sorted = NULL, *losses = NULL;
+    double *ms = NULL, *upd = NULL, *sorted = NULL, *losses = NULL;
     rss_sample *rss = NULL;
     int n_rss = 0;
     bench_model m;
@@ -355,10 +364,11 @@ int main(int argc, char **argv)
     g = tg_graph_new();
     toks = tg_malloc((size_t)S * B * (T + 1) * sizeof *toks);
     ms = tg_calloc((size_t)S, sizeof *ms);
+    upd = tg_calloc((size_t)S, sizeof *upd);
     sorted = tg_calloc((size_t)S, sizeof *sorted);
     losses = tg_calloc((size_t)S, sizeof *losses);
     if (o.rss_every) rss = tg_calloc((size_t)(S / o.rss_every + 2), sizeof *rss);
-    if (!g || !toks || !ms || !sorted || !losses || (o.rss_every && !rss)) {
+    if (!g || !toks || !ms || !upd || !sorted || !losses || (o.rss_every && !rss)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
@@ -390,6 +400,7 @@ int main(int argc, char **argv)
             goto fail;
         }
         losses[s] = tg_tensor_item(loss);
+        const double t1 = now_ms();
         double norm = tg_clip_grad_norm(m.params, 1.0);
         if (!isfinite(norm) || !isfinite(losses[s])) {
             snprintf(err, sizeof err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
@@ -397,6 +408,7 @@ int main(int argc, char **argv)
         }
         tg_adamw_step(opt, o.lr);
         tg_params_zero_grad(m.params);
+        upd[s] = now_ms() - t1;
         tg_graph_reset(g);
         ms[s] = now_ms() - t0;
         if (o.rss_every && (s == 0 || (s + 1) % o.rss_every == 0 || s == S - 1)) {
@@ -408,8 +420,9 @@ int main(int argc, char **argv)
 
     const double *timed = ms + o.warmup;
     memcpy(sorted, timed, (size_t)o.steps * sizeof *sorted);
-    qsort(sorted, (size_t)o.steps, sizeof *sorted, cmp_double);
-    double median = o.steps % 2 ? sorted[o.steps / 2] : 0.5 * (sorted[o.steps / 2 - 1] + sorted[o.steps / 2]);
+    const double median = median_of(sorted, o.steps), min = sorted[0];
+    memcpy(sorted, upd + o.warmup, (size_t)o.steps * sizeof *sorted);
+    const double update_median = median_of(sorted, o.steps);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
 
@@ -429,8 +442,9 @@ int main(int argc, char **argv)
     printf(", \"threads\": %d, \"warmup\": %d, \"steps\": %d, \"n_params\": %lld, \"ms\": [", o.threads,
            o.warmup, o.steps, (long long)tg_params_numel(m.params));
     for (int s = 0; s < o.steps; s++) printf("%s%.4f", s ? ", " : "", timed[s]);
-    printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"peak_rss_kb\": %ld, \"losses\": [",
-           median, sorted[0], (double)B * T / (median / 1e3), ru.ru_maxrss);
+    printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"update_ms\": %.4f, "
+           "\"peak_rss_kb\": %ld, \"losses\": [",
+           median, min, (double)B * T / (median / 1e3), update_median, ru.ru_maxrss);
     for (int s = 0; s < S; s++) printf("%s%.9g", s ? ", " : "", losses[s]);
     printf("], \"loss\": %.9g, \"params_fnv1a\": \"%016llx\"", losses[S - 1],
            (unsigned long long)fnv1a(tg_params_data(m.params),
@@ -454,6 +468,7 @@ fail:
 done:
     tg_free(toks);
     tg_free(ms);
+    tg_free(upd);
     tg_free(sorted);
     tg_free(losses);
     tg_free(rss);
