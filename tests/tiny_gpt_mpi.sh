@@ -82,6 +82,13 @@ close "2 x 4 = 8 (GPT, f32)" "$work/f8" "$work/f2" 1e-5
 run1 fl15 --batch-size 15 --arch llama
 runn 3 fl3 --batch-size 5 --arch llama
 close "3 x 5 = 15 (Llama, f32)" "$work/fl15" "$work/fl3" 1e-5
+# --full-val: the whole val split, its windows shared out among the
+# processes in micro-batches of their own batch (5 here, 15 alone)
+run1 v15 --dtype f64 --batch-size 15 --full-val
+runn 3 v3 --dtype f64 --batch-size 5 --full-val
+close "3 x 5 = 15 with --full-val (the whole val split, f64)" "$work/v15" "$work/v3" 1e-12
+[ "$(tail -1 "$work/v3/metrics.csv" | cut -d, -f7)" != "$(tail -1 "$work/g3/metrics.csv" | cut -d, -f7)" ] &&
+  ok "--full-val's val loss is not the estimate's" || bad "--full-val left the val loss as the estimate's"
 # a BPE tokenizer (a Llama: documents with BOS)
 for i in $(seq 400); do
   printf 'the cat %d sees the caf\xc3\xa9 dog %d by the river %d.\n' $((i % 7)) $((i % 3)) $((i % 5))

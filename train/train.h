@@ -288,7 +288,8 @@ typedef struct tg_eval_spec {
     int64_t step;     /*   step always sees the same windows */
     /* true: not an estimate but the split's loss itself, every window of
      * T tokens once, in order (the last one shorter: each target counted
-     * once); iters, seed and step are then not used */
+     * once); iters, seed and step are then not used, nor accum (which
+     * must still be >= 1) */
     bool whole;
     int rank, ranks;  /* this process is rank of ranks (0 of 1 alone) */
     /* Replaces *x with the sum over the processes of their *x (e.g. with
