@@ -39,8 +39,9 @@ TG_API void *tg_malloc_big(size_t *n);
  * aligned and advised as transparent huge pages, dropped (MADV_DONTNEED)
  * so that each reads as zero and costs memory only once it is used.
  * Streaming a buffer of 4 KiB pages costs a TLB miss every 4 KiB: on a
- * virtual machine AdamW's update of 5.4 M elements took 30 ms a step, 8
- * in huge pages (bench/README.md). Elsewhere, or below 2 MiB, tg_calloc.
+ * virtual machine AdamW's update of 5.4 M elements took 33-43 ms a step,
+ * 6-7 in huge pages (bench/README.md). Elsewhere, or below 2 MiB,
+ * tg_calloc.
  * NULL as tg_calloc. */
 TG_API void *tg_calloc_big(size_t count, size_t n);
 /* free(p) for memory from the functions above; accepts NULL. Not counted. */

@@ -121,9 +121,9 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     } else if (need > p->cap && !grow_big(p, need > 2 * p->cap ? need : 2 * p->cap)) {
         /* a large one (loading a 60 MB checkpoint spent most of its time in
          * page faults, zero-filling and copies here) grows to twice its size
-         * at least, zeroed, in huge pages (tg_calloc_big): a model of many tensors is copied a
-         * few times, not once per tensor, or never when its size was
-         * reserved (tg_params_reserve) */
+         * at least, zeroed, in huge pages (tg_calloc_big): a model of many
+         * tensors is copied a few times, not once per tensor, or never when
+         * its size was reserved (tg_params_reserve) */
         tg_free(t);
         return fail(p, "params_add: '%s': out of memory%s", name, "");
     }
