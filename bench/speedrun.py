@@ -204,7 +204,13 @@ def ablations(items):
     if llama:
         change("GPT instead of the Llama", arch="gpt", n_kv_head=None, hidden_dim=None, multiple_of=None,
                rope_theta=None, rope=None, norm_eps=None, tied=None)
+    depth = int(cfg.get("n_layer", 4))   # tiny_gpt's default
+    change("%d layers instead of %d" % (depth + 1, depth), n_layer=str(depth + 1))
+    if depth > 1:
+        change("%d layers instead of %d" % (depth - 1, depth), n_layer=str(depth - 1))
     change("AdamW instead of Muon", optimizer="adamw", muon_lr=None, muon_momentum=None)
+    if cfg.get("optimizer") == "muon" and "muon_lr" in cfg:
+        change("--muon-lr 0.02 (the default) instead of %s" % cfg["muon_lr"], muon_lr=None)
     change("AdamW instead of Muon, --lr doubled", optimizer="adamw", muon_lr=None, muon_momentum=None,
            lr="%g" % (2 * float(cfg.get("lr", 1e-3))), min_lr="%g" % (2 * float(cfg.get("min_lr", 1e-4))))
     for flag in ("qk_norm", "zero_init_proj", "untie_head"):
