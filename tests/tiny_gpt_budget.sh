@@ -88,6 +88,23 @@ else bad "the resumed budget run differs from --steps $m"; diff <(untimed "$work
 expect_fail "a resume keeps its budget" "--time-budget 7 differs from the run's 10" \
   "$bin" train --resume --time-budget 7 --out "$work/r"
 
+# 2b. a machine that slows evenly once the steps are timed (the process
+# stopped for 60 ms of every 120 from then on): its evaluations and saves
+# slow as its steps do, and the run still ends within the budget, all its
+# steps done or stopped as in section 2
+"$bin" train "${small[@]}" --eval-interval 10 --time-budget 8 --out "$work/e" >"$work/e.log" 2>&1 &
+pid=$!
+for _ in $(seq 3000); do grep -q "holds .* steps" "$work/e.log" && break; sleep 0.01; done
+(while kill -STOP $pid 2>/dev/null; do sleep 0.06; kill -CONT $pid 2>/dev/null; sleep 0.06; done) &
+throttle=$!
+wait $pid
+rc=$?
+kill $throttle 2>/dev/null; wait $throttle 2>/dev/null
+own=$(sed -n 's/^tiny_gpt: the run took \([0-9.]*\) s of its --time-budget 8 s.*/\1/p' "$work/e.log")
+[ $rc -eq 0 ] && awk -v o="${own:-99}" 'BEGIN { exit !(o <= 8) }' &&
+  ok "slowed evenly after the timing, the run ends within the budget: $own s of 8" ||
+  bad "slowed evenly: exit $rc, own total '${own}' s of 8: $(grep -v '^step' "$work/e.log" | tail -3)"
+
 # 3. --steps caps the steps a budget holds
 "$bin" train "${small[@]}" --time-budget 30 --steps 37 --eval-interval 20 --out "$work/c" >"$work/c.log" 2>&1
 [ "$(meta "$work/c/last.safetensors" train.steps)" = 37 ] && grep -q "holds 37 steps" "$work/c.log" &&
