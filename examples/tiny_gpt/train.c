@@ -123,7 +123,7 @@ typedef struct trainer {
     double t_start;                 /* when the command started: --time-budget counts from here */
     bool plan;                      /* --time-budget: the steps are still to be chosen */
     double save_s;                  /* the last save_last's seconds */
-    double step_s, eval_s;          /* --time-budget: a step's and an evaluation's cost, as timed */
+    double step_s, eval_s;          /* --time-budget: a step's cost as timed, the latest evaluation's */
     int32_t *x, *y;
     char err[8192];
 } trainer;
@@ -740,21 +740,18 @@ static int stop_signal(bool late, bool *all_late)
  * steps were timed so that the next step and what follows it (an
  * evaluation, or the save of a stop) would end past the budget, the run
  * stops as if interrupted, resumable; its steps so far are the chosen
- * run's. (Rank 0's clock decides.) An evaluation is expected to have
- * slowed as the steps have: its timed cost is scaled by how much slower
- * the recent steps run than the timed ones (a run whose last evaluation
- * took longer than the first one's time ended 0.13 s past a 20 s budget
- * under a sanitizer beside other tests). */
+ * run's. (Rank 0's clock decides.) A step costs what the recent steps
+ * took (their moving average), an evaluation with its saves what the
+ * latest one took (t->eval_s, timed again at each). */
 static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
 {
     const train_opts *o = &t->o;
     if (!(o->time_budget > 0) || o->resume || t->rank) return false;
     const double step_s = ema_ms > 0 ? ema_ms / 1e3 : t->step_s;
-    const double eval_s = t->eval_s * (t->step_s > 0 && step_s > t->step_s ? step_s / t->step_s : 1);
     const bool last = step + 1 == o->steps, evaluates = (step + 1) % o->eval_interval == 0 || last;
     /* then, but for the last step (the run ends with its evaluation), room to stop at the next check: a
-     * stop's save and picture, at most what the step-0 evaluation with its saves took */
-    const double after = step_s + (evaluates ? eval_s : 0) + (last ? 0 : eval_s);
+     * stop's save and picture, at most what an evaluation with its saves takes */
+    const double after = step_s + (evaluates ? t->eval_s : 0) + (last ? 0 : t->eval_s);
     return now_seconds() - t->t_start + after > o->time_budget;
 }
 
@@ -921,7 +918,9 @@ static int train_loop(trainer *t)
                     eta, tty ? "" : "\n");
         }
         if (step % o->eval_interval == 0 || step == o->steps) {
+            const double e0 = now_seconds();
             if (evaluate_and_save(t, step, &row, tty)) return -1;
+            t->eval_s = now_seconds() - e0;   /* --time-budget: what the next one is expected to cost */
             last_val = row.val;
         } else if (lead) {
             metrics_write(t->csv, &row);
