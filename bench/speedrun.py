@@ -232,10 +232,10 @@ def ablations(items):
         change("no dropout", dropout="0")
     else:
         change("with --dropout 0.1", dropout="0.1")
-    if float(cfg.get("weight_decay", 0.1)) != 0.1:
-        change("weight decay 0.1 (the default)", weight_decay="0.1")
-    else:
-        change("with --weight-decay 0.5", weight_decay="0.5")
+    wd = float(cfg.get("weight_decay", 0.1))   # tiny_gpt's default
+    if wd != 0.1:
+        change("weight decay 0.1 (the default) instead of %g" % wd, weight_decay="0.1")
+    change("weight decay %g instead of %g" % (2 * wd, wd), weight_decay="%g" % (2 * wd))
     if float(cfg.get("ema", 0)) > 0:
         change("without --ema (the weights evaluated, not their average)", ema=None)
     else:
