@@ -736,13 +736,21 @@ static int stop_signal(bool late, bool *all_late)
     return (int)v[0];
 }
 
+/* the share of the budget the chosen steps leave unused (plan_steps) */
+#define BUDGET_MARGIN 0.1
+
 /* --time-budget is a deadline: when the machine has slowed since the
  * steps were timed so that the next step and what follows it (an
  * evaluation, or the save of a stop) would end past the budget, the run
  * stops as if interrupted, resumable; its steps so far are the chosen
  * run's. (Rank 0's clock decides.) A step costs what the recent steps
  * took (their moving average), an evaluation with its saves what the
- * latest one took (t->eval_s, timed again at each). */
+ * latest one took (t->eval_s, timed again at each), and what follows
+ * half as much again, up to half the margin: on a machine whose speed
+ * moves, one evaluation is no measure of the next (a throttled run under
+ * a sanitizer ended 0.16 s past 8 s, its last evaluation slower than the
+ * one before), and with at most half the margin a run on a steady
+ * machine never stops for it. */
 static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
 {
     const train_opts *o = &t->o;
@@ -752,7 +760,8 @@ static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
     /* then, but for the last step (the run ends with its evaluation), room to stop at the next check: a
      * stop's save and picture, at most what an evaluation with its saves takes */
     const double after = step_s + (evaluates ? t->eval_s : 0) + (last ? 0 : t->eval_s);
-    return now_seconds() - t->t_start + after > o->time_budget;
+    const double slack = fmin(0.5 * after, 0.5 * BUDGET_MARGIN * o->time_budget);
+    return now_seconds() - t->t_start + after + slack > o->time_budget;
 }
 
 static void fmt_eta(double s, char *buf, size_t size)
@@ -792,7 +801,6 @@ static void report_overlap(const trainer *t)
 #define BUDGET_MIN_TIMED 5
 #define BUDGET_MAX_TIMED 200
 #define BUDGET_TIMING 0.02
-#define BUDGET_MARGIN 0.1
 
 /* n steps from step `first` on, for their time alone: 0, or -1 (the message). */
 static int timing_steps(trainer *t, int64_t first, int64_t n)
