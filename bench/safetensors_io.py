@@ -10,12 +10,12 @@ Format, as publicly described:
   - the data section: every tensor's bytes, little-endian, row-major,
     laid end to end with no holes or overlaps.
 
-Supported dtypes: F32, F64, I32, I64.
+Supported dtypes: F32, F64, I32, I64, U8 (a tiny_gpt checkpoint's tokenizer).
 
     tensors, meta = read(path)       # dict name -> np.ndarray, dict str -> str
     write(path, tensors, meta=None)  # tensors: dict name -> np.ndarray;
                                      # the dtype comes from the array
-                                     # (float32/float64/int32/int64)
+                                     # (float32/float64/int32/int64/uint8)
 """
 
 import json
@@ -29,6 +29,7 @@ DTYPES = {
     "F64": np.dtype("<f8"),
     "I32": np.dtype("<i4"),
     "I64": np.dtype("<i8"),
+    "U8": np.dtype("u1"),
 }
 _NAME_OF = {np.dtype(v).newbyteorder("="): k for k, v in DTYPES.items()}
 
@@ -41,7 +42,7 @@ def dtype_name(arr):
     """The format's dtype name for a numpy array ("F32", ...)."""
     key = arr.dtype.newbyteorder("=")
     if key not in _NAME_OF:
-        raise SafetensorsError("unsupported numpy dtype %s (F32/F64/I32/I64 only)" % arr.dtype)
+        raise SafetensorsError("unsupported numpy dtype %s (F32/F64/I32/I64/U8 only)" % arr.dtype)
     return _NAME_OF[key]
 
 

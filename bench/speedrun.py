@@ -235,7 +235,8 @@ def ablations(items):
     wd = float(cfg.get("weight_decay", 0.1))   # tiny_gpt's default
     if wd != 0.1:
         change("weight decay 0.1 (the default) instead of %g" % wd, weight_decay="0.1")
-    change("weight decay %g instead of %g" % (2 * wd, wd), weight_decay="%g" % (2 * wd))
+    if wd > 0 and 2 * wd != 0.1:   # doubled, unless that is no change or the row above
+        change("weight decay %g instead of %g" % (2 * wd, wd), weight_decay="%g" % (2 * wd))
     if float(cfg.get("ema", 0)) > 0:
         change("without --ema (the weights evaluated, not their average)", ema=None)
     else:

@@ -20,10 +20,8 @@ Bits per byte: nats over the split's bytes of text, as tiny_gpt counts.
     /usr/bin/python3 bench/val_by_position.py --build build --ckpt OUT/best.safetensors --data tinyshakespeare.txt
 """
 import argparse
-import json
 import math
 import os
-import struct
 import subprocess
 import sys
 
@@ -32,27 +30,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io as st  # noqa: E402
 import torch_llama as tl  # noqa: E402
-
-
-def read_checkpoint(path):
-    """The float tensors and the metadata of a tiny_gpt checkpoint (its
-    tokenizer's tensors are skipped)."""
-    with open(path, "rb") as f:
-        buf = f.read()
-    try:
-        n = struct.unpack("<Q", buf[:8])[0]
-        header = json.loads(buf[8:8 + n])
-    except (struct.error, ValueError) as e:
-        raise ValueError("%s: not a safetensors file (%s)" % (path, e))
-    meta = header.pop("__metadata__", {})
-    types = {"F32": np.float32, "F64": np.float64}
-    tensors = {}
-    for name, t in header.items():
-        if t["dtype"] in types:
-            a, b = t["data_offsets"]
-            tensors[name] = np.frombuffer(buf[8 + n + a:8 + n + b], dtype=types[t["dtype"]]).reshape(t["shape"])
-    return tensors, meta
 
 
 def documents(text):
@@ -76,10 +55,10 @@ def main():
     args = ap.parse_args()
 
     try:
-        tensors, meta = read_checkpoint(args.ckpt)
+        tensors, meta = st.read(args.ckpt)
         with open(args.data, "rb") as f:
             text = f.read()
-    except (OSError, ValueError, KeyError, struct.error) as e:
+    except (OSError, ValueError) as e:
         sys.exit("val_by_position: %s" % e)
     if meta.get("arch") != "llama" or meta.get("vocab") != "tokenizer" or meta.get("tokenizer") != "bpe":
         sys.exit("%s: not a Llama with a BPE tokenizer (arch %r, vocab %r, tokenizer %r)"
@@ -87,7 +66,7 @@ def main():
     cfg = tl.config_from_meta(meta, args.ckpt)
     model = tl.Llama(cfg).float()
     names = {n for n, _ in model.named_parameters()}
-    model = tl.load_weights(model, {k: np.array(v) for k, v in tensors.items() if k in names}, args.ckpt).eval()
+    model = tl.load_weights(model, {k: v for k, v in tensors.items() if k in names}, args.ckpt).eval()
 
     val = text[int(len(text) * 0.9):]
     tiny_gpt = os.path.join(args.build, "tiny_gpt")
