@@ -198,7 +198,7 @@ int main(int argc, char **argv)
     int rc = 1;
     if (!strcmp(cmd, "train")) {
         double t0 = now_ms();
-        tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){vocab, 0}, err, sizeof err);
+        tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = vocab}, err, sizeof err);
         double ms = now_ms() - t0;
         if (!t || (out && tg_tok_save(t, out, err, sizeof err))) {
             fprintf(stderr, "bench_tokenizer train: %s\n", err);

@@ -246,6 +246,8 @@ def ablations(items):
         v = int(m.group(1))
         change("bpe:%d instead of bpe:%d" % (v // 2, v), tokenizer="bpe:%d" % (v // 2))
         change("bpe:%d instead of bpe:%d" % (2 * v, v), tokenizer="bpe:%d" % (2 * v))
+        change("pieces that join words and punctuation (bpe:%d:spaces, tapegrad 0.2's)" % v,
+               tokenizer="bpe:%d:spaces" % v)
     return rows
 
 

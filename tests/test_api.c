@@ -1400,6 +1400,10 @@ static void c_bpe_vocab_big(fx *f)
 {
     ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = (1 << 24) + 1}, f->err, sizeof f->err));
 }
+static void c_bpe_words(fx *f)
+{
+    ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = 259, .words = (tg_bpe_words)2}, f->err, sizeof f->err));
+}
 static void c_bpe_noerr(fx *f) { ptr(f, tg_bpe_train(NULL, 5, &opts259, NULL, 64)); }
 
 /* A tiktoken file of the 256 single bytes (ranks 0..255) followed by extra */
@@ -2368,6 +2372,8 @@ static const api_case CASES[] = {
     {"tg_bpe_train(vocab_size 258)", "NULL", "bpe train: vocab_size 258 is not in [259, 2^24]", c_bpe_vocab_small},
     {"tg_bpe_train(vocab_size 2^24 + 1)", "NULL", "bpe train: vocab_size 16777217 is not in [259, 2^24]",
      c_bpe_vocab_big},
+    {"tg_bpe_train(words 2)", "NULL", "bpe train: words 2 is neither TG_BPE_WORDS_CLASSES (0) nor TG_BPE_WORDS_SPACES (1)",
+     c_bpe_words},
     {"tg_bpe_train(NULL, 5, opts, NULL, 64)", "NULL", NULL, c_bpe_noerr},
     {"tg_tok_load_tiktoken(NULL, err)", "NULL", "tiktoken: NULL path", c_tiktoken_nopath},
     {"tg_tok_load_tiktoken(missing, err)", "NULL", "missing.tiktoken: No such file or directory", c_tiktoken_missing},

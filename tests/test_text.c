@@ -43,7 +43,7 @@ static void write_bytes(const char *path, const void *p, size_t n)
 static tg_tokenizer *train(const char *text, size_t len, int vocab, int64_t min_count)
 {
     char err[512];
-    tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){vocab, min_count}, err, sizeof err);
+    tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = vocab, .min_count = min_count}, err, sizeof err);
     ck_assert_msg(t != NULL, "train: %s", err);
     return t;
 }
@@ -227,6 +227,93 @@ START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
             ck_assert_msg((p[i] == '\n') == newlines, "piece %d mixes newlines with other bytes", id);
         }
     }
+    tg_tok_free(t);
+    free(text);
+    corpus_free(&c);
+}
+END_TEST
+
+/* The class of a byte for TG_BPE_WORDS_CLASSES, written out again: 0 a
+ * letter (ASCII letters, the apostrophe, bytes >= 0x80), 1 a digit, 2 the
+ * rest. A piece is of one class after its optional leading space. */
+static int class_of(unsigned char c)
+{
+    if (c >= 0x80 || c == '\'' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 0;
+    return c >= '0' && c <= '9' ? 1 : 2;
+}
+
+static bool piece_of_one_class(const unsigned char *p, size_t l)
+{
+    size_t i = l > 1 && p[0] == ' ';
+    for (size_t k = i + 1; k < l; k++)
+        if (p[k] != '\n' && class_of(p[k]) != class_of(p[i])) return false;
+    return true;
+}
+
+/* Encodes with the slow rule, words cut at spaces and newlines and again
+ * where the class changes (the cut TG_BPE_WORDS_CLASSES trains on). */
+static size_t slow_encode_classes(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t *out)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < len;) {
+        size_t q = p + 1;
+        if (s[p] == '\n') {
+            while (q < len && s[q] == '\n') q++;
+        } else {
+            size_t k = p + (s[p] == ' ');
+            if (k < len && s[k] != ' ' && s[k] != '\n')
+                for (q = k + 1; q < len && s[q] != ' ' && s[q] != '\n' && class_of(s[q]) == class_of(s[k]);) q++;
+        }
+        n += slow_word(t, s + p, q - p, out + n);
+        p = q;
+    }
+    return n;
+}
+
+START_TEST(pieces_keep_to_one_class)
+{
+    /* the corpus with punctuation, digits and apostrophes against words */
+    corpus c = the_corpus(200000);
+    static const char *const words[] = {" lord,", " lord.", " lord;", "--lord!", " 42nd", " o'er", " (tis)", " x2,y3",
+                                        " \xC3\xA9t\xC3\xA9,", " 1,000"};
+    size_t len = c.len;
+    char *text = malloc(len);
+    memcpy(text, c.text, len);
+    for (size_t i = 0, k = 0; i + 16 < len; i += 29, k++) {
+        const char *w = words[k % (sizeof words / sizeof *words)];
+        memcpy(text + i, w, strlen(w));
+    }
+    tg_tokenizer *t = train(text, len, 2000, 0);   /* TG_BPE_WORDS_CLASSES, the default */
+    char err[512];
+    tg_tokenizer *sp = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = 2000, .words = TG_BPE_WORDS_SPACES}, err, sizeof err);
+    ck_assert_msg(sp != NULL, "%s", err);
+    int mixed = 0, apostrophes = 0;
+    for (int32_t id = 259; id < tg_tok_vocab_size(t); id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(t, id, &l);
+        ck_assert_msg(piece_of_one_class(p, l), "piece %d \"%.*s\" mixes classes", id, (int)l, p);
+        apostrophes += l > 2 && memchr(p + 1, '\'', l - 1) != NULL;
+    }
+    for (int32_t id = 259; id < tg_tok_vocab_size(sp); id++) {
+        size_t l;
+        const unsigned char *p = tg_tok_piece(sp, id, &l);
+        mixed += !piece_of_one_class(p, l);
+    }
+    ck_assert_msg(mixed > 10, "only %d pieces of TG_BPE_WORDS_SPACES mix classes: the check shows nothing", mixed);
+    ck_assert_msg(apostrophes > 0, "no piece holds an apostrophe inside a word");
+
+    /* the encoder cuts words at spaces only, and gives the ids of a cut at
+     * classes too: no piece spans one */
+    size_t n = 40000;
+    int32_t *want = malloc(n * sizeof *want), *got;
+    const size_t wanted = slow_encode_classes(t, (const unsigned char *)text, n, want);
+    const int64_t m = encode(t, text, n, &got);
+    ck_assert_int_eq(m, (int64_t)wanted);
+    for (int64_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "id %lld is %d, want %d", (long long)i, got[i], want[i]);
+    tg_free(got);
+    free(want);
+    assert_round_trip(t, text, len);
+    tg_tok_free(sp);
     tg_tok_free(t);
     free(text);
     corpus_free(&c);
@@ -1517,10 +1604,10 @@ START_TEST(null_arguments)
 {
     char err[256];
     int32_t *ids = (int32_t *)err;
-    ck_assert_ptr_null(tg_bpe_train(NULL, 3, &(tg_bpe_options){300, 0}, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train(NULL, 3, &(tg_bpe_options){.vocab_size = 300}, err, sizeof err));
     ck_assert_ptr_null(tg_bpe_train("abc", 3, NULL, err, sizeof err));
-    ck_assert_ptr_null(tg_bpe_train("abc", 0, &(tg_bpe_options){300, 0}, err, sizeof err));
-    ck_assert_ptr_null(tg_bpe_train("abc", 3, &(tg_bpe_options){258, 0}, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train("abc", 0, &(tg_bpe_options){.vocab_size = 300}, err, sizeof err));
+    ck_assert_ptr_null(tg_bpe_train("abc", 3, &(tg_bpe_options){.vocab_size = 258}, err, sizeof err));
     ck_assert_msg(strstr(err, "vocab_size 258"), "%s", err);
     ck_assert_ptr_null(tg_tok_load(NULL, err, sizeof err));
     ck_assert_ptr_null(tg_tok_load_tiktoken(NULL, err, sizeof err));
@@ -1567,6 +1654,7 @@ static Suite *suite(void)
     tcase_add_test(tc, layout_and_specials);
     tcase_add_test(tc, spaces_start_pieces_and_newline_runs_stand_alone);
     tcase_add_test(tc, pieces_keep_utf8_characters_whole);
+    tcase_add_test(tc, pieces_keep_to_one_class);
     tcase_add_test(tc, same_vocabulary_on_1_and_2_threads);
     tcase_add_test(tc, round_trips);
     tcase_add_test(tc, encoding_follows_the_rule);

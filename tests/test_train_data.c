@@ -156,7 +156,7 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
     for (int i = 900; i < 1000; i++) text[i] = (char)('A' + (i * 7) % 26);
     text[1000] = 0;
     ck_assert_uint_eq(tg_text_train_bytes(text, 1000), 900);
-    tg_tokenizer *bpe = tg_bpe_train(text, 900, &(tg_bpe_options){300, 2}, err, sizeof err);
+    tg_tokenizer *bpe = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, err, sizeof err);
     ck_assert_msg(bpe != NULL, "%s", err);
     int32_t *val = NULL, *train = NULL;
     const int64_t nv = tg_tok_encode(bpe, text + 900, 100, &val, err, sizeof err);
@@ -165,7 +165,7 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
     ck_assert_int_lt(nt, 450);   /* the train text compresses: a 90/10 split of ids would cut into it */
     for (int docs = 0; docs < 2; docs++) {
         tg_vocab v;
-        tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){300, 2}, err, sizeof err);
+        tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, err, sizeof err);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, err, sizeof err), 0);
         tg_dataset d;
         ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, err, sizeof err) == 0, "%s", err);
@@ -244,7 +244,7 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
     }
     /* a BPE's documents: the caller's " " */
     tg_vocab v;
-    tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){262, 2}, err, sizeof err);
+    tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){.vocab_size = 262, .min_count = 2}, err, sizeof err);
     ck_assert_msg(bpe != NULL, "%s", err);
     ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, err, sizeof err), 0);
     ck_assert(tg_vocab_space_before_text(&v));

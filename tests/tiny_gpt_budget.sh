@@ -26,7 +26,7 @@ budget_run() {
   rm -rf "$work/b"
   local t0 t1
   t0=$(now)
-  "$bin" train "${small[@]}" --tokenizer bpe:400 --time-budget 20 --eval-interval 200 --out "$work/b" \
+  "$bin" train "${small[@]}" --tokenizer bpe:380 --time-budget 20 --eval-interval 200 --out "$work/b" \
     >"$work/b.log" 2>&1
   rc=$?
   t1=$(now)
@@ -44,7 +44,7 @@ n=$(sed -n 's/^tiny_gpt: --time-budget 20 s holds \([0-9]*\) steps.*/\1/p' "$wor
 awk -v o="${own:-99}" -v w="$wall" 'BEGIN { exit !(o <= 20 && w < 22 && o >= 10) }' &&
   ok "--time-budget 20 (a BPE tokenizer trained in it): $n steps, the run's own total $own s, wall $wall s" ||
   bad "--time-budget 20: own total ${own:-none} s, wall $wall s (wanted <= 20, < 22, and >= 10: the budget used)"
-grep -q "^tiny_gpt train: --tokenizer bpe:400: trained 400 ids" "$work/b.log" && ok "the tokenizer was trained" ||
+grep -q "^tiny_gpt train: --tokenizer bpe:380: trained 380 ids" "$work/b.log" && ok "the tokenizer was trained" ||
   bad "no tokenizer line: $(head -3 "$work/b.log")"
 # the third run stopped at its deadline too (a loaded machine): its resume
 # runs the rest of the chosen steps (section 2 tests that it is the same run)
@@ -162,6 +162,20 @@ b=$(ids "$work/all.tok" "$work/word.txt" | wc -w)
 "$bin" train --resume --tokenizer bpe:300 --out "$work/k" >"$work/k2.log" 2>&1 || bad "bpe resume: $(tail -2 "$work/k2.log")"
 ! grep -q "trained" "$work/k2.log" && [ "$(ids "$work/k/last.safetensors" "$work/t.txt")" = "$(ids "$work/t90.tok" "$work/t.txt")" ] &&
   ok "a resume keeps the checkpoint's tokenizer, learning none" || bad "bpe resume: $(head -3 "$work/k2.log")"
+# bpe:V:spaces is tokenizer train --words spaces (pieces may join words and
+# punctuation, as tapegrad 0.2 trained); the default keeps them apart
+for i in $(seq 400); do echo "the lord, the cat; sat. on the mat! o'er $((i % 7))th, the lord."; done >"$work/p.txt"
+head -c $(($(wc -c <"$work/p.txt") * 9 / 10)) "$work/p.txt" >"$work/p90.txt"
+"$bin" train --data "$work/p.txt" --tokenizer bpe:330:spaces --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 \
+  --steps 2 --eval-iters 1 --threads 1 --out "$work/ks" >"$work/ks.log" 2>&1 || bad "bpe:330:spaces run: $(tail -2 "$work/ks.log")"
+"$bin" tokenizer train --data "$work/p90.txt" --vocab-size 330 --words spaces --out "$work/p90s.tok" >/dev/null 2>&1
+"$bin" tokenizer train --data "$work/p90.txt" --vocab-size 330 --out "$work/p90c.tok" >/dev/null 2>&1
+[ "$(ids "$work/ks/last.safetensors" "$work/p.txt")" = "$(ids "$work/p90s.tok" "$work/p.txt")" ] &&
+  [ "$(ids "$work/p90c.tok" "$work/p.txt")" != "$(ids "$work/p90s.tok" "$work/p.txt")" ] &&
+  [ "$(printf ' lord,' | ids "$work/p90s.tok" /dev/stdin | wc -w)" -eq 1 ] &&
+  [ "$(printf ' lord,' | ids "$work/p90c.tok" /dev/stdin | wc -w)" -eq 2 ] &&
+  ok "bpe:330:spaces is tokenizer train --words spaces (' lord,' one piece); the default cuts it at the comma" ||
+  bad "bpe:330:spaces: not the --words spaces tokenizer, or the default joins words and punctuation"
 
 # 6. refused, each with its reason
 expect_fail "--decay-steps with --time-budget" "--decay-steps goes without --time-budget" \
@@ -171,7 +185,11 @@ expect_fail "an unknown --schedule" "--schedule: 'linear' is not cosine or wsd" 
 expect_fail "--decay-frac without wsd" "--decay-frac is a setting of --schedule wsd" \
   "$bin" train "${small[@]}" --decay-frac 0.5 --out "$work/e3"
 expect_fail "bpe:V below the bytes" "bpe:V wants V" "$bin" train "${small[@]}" --tokenizer bpe:12 --out "$work/e4"
+expect_fail "bpe:V:words" "--tokenizer bpe:300:words: after bpe:V comes nothing, :classes or :spaces" \
+  "$bin" train "${small[@]}" --tokenizer bpe:300:words --out "$work/e4"
+expect_fail "tokenizer train --words" "--words letters: expected classes or spaces" \
+  "$bin" tokenizer train --data "$work/p.txt" --words letters --out "$work/e4.tok"
 expect_fail "a budget too small for one step" "--time-budget 0.05: not one step fits" \
   "$bin" train "${small[@]}" --time-budget 0.05 --out "$work/e5"
-[ ! -e "$work/e1" ] && [ ! -e "$work/e4" ] && ok "a refused run leaves no OUT" || bad "a refused run left OUT"
+[ ! -e "$work/e1" ] && [ ! -e "$work/e4" ] && [ ! -e "$work/e4.tok" ] && ok "a refused run leaves no OUT" || bad "a refused run left OUT"
 finish

@@ -66,8 +66,9 @@ printf '\000\000\000 ab\000\000 ' >"$work/nul"; for i in $(seq 8); do cat "$work
 "$bin" tokenizer train --data "$work/nul" --vocab-size 300 --out "$work/nul.safetensors" >/dev/null 2>&1
 expect_fail "a piece with a NUL byte" "holds a NUL byte, which run.c's C strings cannot" \
   "$bin" tokenizer export --tokenizer "$work/nul.safetensors" --out "$work/x.bin"
+# (pieces of letters and punctuation together: --words spaces)
 for i in $(seq 200); do printf '<unk>\n'; done >"$work/unk"
-"$bin" tokenizer train --data "$work/unk" --vocab-size 300 --out "$work/unk.safetensors" >/dev/null 2>&1
+"$bin" tokenizer train --data "$work/unk" --vocab-size 300 --words spaces --out "$work/unk.safetensors" >/dev/null 2>&1
 expect_fail "a piece spelling <unk>" "is \"<unk>\", which run.c's file spells id 0" \
   "$bin" tokenizer export --tokenizer "$work/unk.safetensors" --out "$work/x.bin"
 for b in $(seq 0 255); do printf "$(printf '\\%03o' "$b")" | base64 | tr -d '\n'; echo " $b"; done >"$work/small.tiktoken"

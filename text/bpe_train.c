@@ -2,7 +2,8 @@
  *
  * 1. Words (bpe_words.c). The text is cut into words as the encoder cuts
  *    it (each space starts a word, a run of newlines is one; encode.c),
- *    longer ones into TG_BPE_MAX_WORD-byte chunks, and the distinct words
+ *    by default each again into runs of one class (letters, digits, the
+ *    rest), longer ones into TG_BPE_MAX_WORD-byte chunks, and the distinct words
  *    are counted: one hash table per thread over its part of the text
  *    (cut at word starts), then added together in part order. Counts are
  *    sums, so they do not depend on the cut, and nothing below depends on
@@ -336,6 +337,11 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
                    opts->vocab_size, FIRST_MERGE);
         return NULL;
     }
+    if (opts->words != TG_BPE_WORDS_CLASSES && opts->words != TG_BPE_WORDS_SPACES) {
+        tg_set_err(err, errlen, "bpe train: words %d is neither TG_BPE_WORDS_CLASSES (0) nor TG_BPE_WORDS_SPACES (1)",
+                   (int)opts->words);
+        return NULL;
+    }
     int64_t min_count = opts->min_count > 0 ? opts->min_count : 2;
     const unsigned char *s = text;
     trainer T = {0};
@@ -343,7 +349,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
 
     /* 1. words, counted */
     tg_strmap wmap = {0}, *words = &wmap;
-    if (tg_bpe_count_words(s, len, words)) goto oom;
+    if (tg_bpe_count_words(s, len, opts->words == TG_BPE_WORDS_CLASSES, words)) goto oom;
 
     /* the pieces: specials, then bytes */
     static const char *const SPECIALS[N_SPECIAL] = {"<unk>", "<s>", "</s>"};

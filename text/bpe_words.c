@@ -1,9 +1,11 @@
 /* Byte-level BPE training, step 1 (bpe_train.c): the distinct words of
  * a text and their counts. The text is cut into words as the encoder
- * cuts it (encode.c), words longer than TG_BPE_MAX_WORD bytes into
- * chunks of that many; one hash table per thread over its part of the
- * text (cut at word starts), then added together in part order. Counts
- * are sums, so they do not depend on the cut. */
+ * cuts it (encode.c); with classes, each word again into runs of one
+ * class (a leading space joins the first), so " lord," counts as " lord"
+ * and ","; words longer than TG_BPE_MAX_WORD bytes into chunks of that
+ * many. One hash table per thread over its part of the text (cut at word
+ * starts), then added together in part order. Counts are sums, so they
+ * do not depend on the cut. */
 #include "text_internal.h"
 
 #include "../core/alloc.h"
@@ -14,9 +16,28 @@
 typedef struct count_job {
     const unsigned char *s;
     const size_t *cut;
+    bool classes;
     tg_strmap *maps;
     int *oom;
 } count_job;
+
+/* 0 a letter (ASCII letters, the apostrophe, any byte >= 0x80: a word in
+ * another script stays whole), 1 a digit, 2 anything else */
+static int byte_class(unsigned char c)
+{
+    if (c >= 0x80 || c == '\'' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) return 0;
+    return c >= '0' && c <= '9' ? 1 : 2;
+}
+
+/* The end of the run of one class that starts at a, inside the word [a, q) */
+static size_t class_run_end(const unsigned char *s, size_t a, size_t q)
+{
+    size_t k = a + (s[a] == ' ');
+    if (s[a] == '\n' || k >= q) return q;
+    const int c = byte_class(s[k]);
+    while (++k < q && byte_class(s[k]) == c) {}
+    return k;
+}
 
 static void count_parts(void *ctx, int64_t lo, int64_t hi)
 {
@@ -25,7 +46,8 @@ static void count_parts(void *ctx, int64_t lo, int64_t hi)
         tg_strmap *m = &j->maps[k];
         size_t end = j->cut[k + 1];
         for (size_t p = j->cut[k]; p < end && !j->oom[k];) {
-            size_t q = tg_bpe_word_end(j->s, end, p);
+            size_t q = j->classes ? class_run_end(j->s, p, tg_bpe_word_end(j->s, end, p))
+                                  : tg_bpe_word_end(j->s, end, p);
             for (size_t a = p; a < q; a += TG_BPE_MAX_WORD) {
                 uint32_t len = (uint32_t)(q - a < TG_BPE_MAX_WORD ? q - a : TG_BPE_MAX_WORD);
                 uint64_t h = tg_hash_bytes(j->s + a, len);
@@ -38,7 +60,7 @@ static void count_parts(void *ctx, int64_t lo, int64_t hi)
     }
 }
 
-int tg_bpe_count_words(const unsigned char *s, size_t len, tg_strmap *words)
+int tg_bpe_count_words(const unsigned char *s, size_t len, bool classes, tg_strmap *words)
 {
     int parts = tg_num_threads();
     if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
@@ -55,7 +77,7 @@ int tg_bpe_count_words(const unsigned char *s, size_t len, tg_strmap *words)
     tg_strmap *maps = tg_calloc((size_t)parts, sizeof *maps);
     int *oom = tg_calloc((size_t)parts, sizeof *oom), rc = -1;
     if (!maps || !oom) goto done;
-    count_job job = {s, cut, maps, oom};
+    count_job job = {s, cut, classes, maps, oom};
     if (parts == 1) count_parts(&job, 0, 1);
     else tg_parallel_for(parts, 1, count_parts, &job);
     for (int p = 0; p < parts; p++)

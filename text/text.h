@@ -60,9 +60,21 @@ typedef enum tg_tok_kind { TG_TOK_BPE = 1, TG_TOK_TIKTOKEN = 2, TG_TOK_SPM = 3 }
 
 /* ---- training (text/bpe_train.c) ------------------------------------------ */
 
+/* Which pairs training may merge: those inside the encoder's words (each
+ * space starts one), or only those inside one run of a class there. */
+typedef enum tg_bpe_words {
+    TG_BPE_WORDS_CLASSES = 0, /* each word cut again where its bytes change class: letters (ASCII
+                                 letters, the apostrophe, every byte >= 0x80), digits, and the rest
+                                 (punctuation and symbols); a leading space stays with the first run.
+                                 " lord," gives " lord" and ",": no piece joins a word and its
+                                 punctuation, as in SentencePiece's vocabularies */
+    TG_BPE_WORDS_SPACES = 1,  /* the encoder's words as they are (tapegrad 0.2): " lord," can be a piece */
+} tg_bpe_words;
+
 typedef struct tg_bpe_options {
     int vocab_size;     /* total ids wanted, specials and bytes included (>= 259) */
     int64_t min_count;  /* a pair seen fewer times is never merged; 0 means 2 */
+    tg_bpe_words words; /* TG_BPE_WORDS_CLASSES (0) unless set */
 } tg_bpe_options;
 
 /* Learns a TG_TOK_BPE tokenizer from len bytes of text: the words are
@@ -75,6 +87,10 @@ typedef struct tg_bpe_options {
  * 256-byte chunks. A pair that would put part of a multi-byte UTF-8
  * character together with bytes outside it is never merged: a piece is
  * whole characters, or the first bytes of one (docs/tokenizers.md).
+ * With TG_BPE_WORDS_CLASSES (the default) the words are also cut where
+ * letters, digits and punctuation meet, so no piece mixes them; the
+ * tokenizer still encodes by the words above, which gives the same ids
+ * as cutting there too, since no piece spans such a cut.
  * Deterministic: the same text and options give the same
  * tokenizer on any number of threads (there is no randomness). NULL with
  * a message for NULL or empty text, vocab_size < 259 or > 2^24, or out of

@@ -119,7 +119,7 @@ int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len,
 /* The distinct words of s[0, len) and their counts into *words (empty on
  * entry), on tg_num_threads() threads: the same map on any number. 0, or
  * -1 when out of memory (*words untouched). */
-int tg_bpe_count_words(const unsigned char *s, size_t len, tg_strmap *words);
+int tg_bpe_count_words(const unsigned char *s, size_t len, bool classes, tg_strmap *words);
 
 /* ---- text/merge.c ---------------------------------------------------------- */
 

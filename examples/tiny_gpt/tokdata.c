@@ -55,6 +55,14 @@ int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int voca
     return 0;
 }
 
+int bpe_words_parse(const char *name, tg_bpe_words *words)
+{
+    if (!strcmp(name, "classes")) *words = TG_BPE_WORDS_CLASSES;
+    else if (!strcmp(name, "spaces")) *words = TG_BPE_WORDS_SPACES;
+    else return -1;
+    return 0;
+}
+
 bool tokenizer_is_trained(const char *tokenizer) { return tokenizer && !strncmp(tokenizer, "bpe:", 4); }
 
 int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *text, size_t len, char *err,
@@ -65,12 +73,16 @@ int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *
     char *end;
     errno = 0;
     const long V = strtol(n, &end, 10);
-    if (!(*n >= '0' && *n <= '9') || *end || errno || V < 259 || V > 1 << 24)
+    if (!(*n >= '0' && *n <= '9') || (*end && *end != ':') || errno || V < 259 || V > 1 << 24)
         return snprintf(err, errlen, "--tokenizer %s: bpe:V wants V, the pieces, a whole number from 259 (the bytes "
                                      "and three specials) to 16777216", tokenizer), -1;
+    tg_bpe_words words = TG_BPE_WORDS_CLASSES;
+    if (*end && bpe_words_parse(end + 1, &words))
+        return snprintf(err, errlen, "--tokenizer %s: after bpe:V comes nothing, :classes or :spaces (which pairs may "
+                                     "merge: docs/tokenizers.md)", tokenizer), -1;
     const size_t train = tg_text_train_bytes(text, len);   /* the train split's bytes: never the val split's */
     char e2[1024];
-    tg_tokenizer *tok = tg_bpe_train(text, train, &(tg_bpe_options){(int)V, 0}, e2, sizeof e2);
+    tg_tokenizer *tok = tg_bpe_train(text, train, &(tg_bpe_options){.vocab_size = (int)V, .words = words}, e2, sizeof e2);
     if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
     return tg_vocab_tokenizer(v, tok, llama, 0, err, errlen);
 }

@@ -20,6 +20,8 @@ int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int voca
 /* True when a --tokenizer value asks for a tokenizer trained by the
  * run ("bpe:V") rather than read from a file. */
 bool tokenizer_is_trained(const char *tokenizer);
+/* "classes" or "spaces" (tg_bpe_words); -1 for anything else */
+int bpe_words_parse(const char *name, tg_bpe_words *words);
 
 /* --tokenizer bpe:V: a V-piece BPE tokenizer (tg_bpe_train) learned from
  * the train split of the text alone, its first 90% of bytes (nanoGPT's

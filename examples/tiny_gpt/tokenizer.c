@@ -26,6 +26,7 @@
 
 #include "data.h"
 #include "files.h"
+#include "tokdata.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)
@@ -49,8 +50,14 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
-static int train(const char *data, int corpus_chars, int vocab_size, int64_t min_count, const char *out)
+static int train(const char *data, int corpus_chars, int vocab_size, int64_t min_count, const char *words_name,
+                 const char *out)
 {
+    tg_bpe_words words;
+    if (bpe_words_parse(words_name, &words)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: --words %s: expected classes or spaces\n", words_name);
+        return 2;
+    }
     char err[1024];
     run_text text;
     if (run_text_load(&text, data, corpus_chars, err, sizeof err)) {
@@ -58,7 +65,7 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         return 1;
     }
     double t0 = now_seconds();
-    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &(tg_bpe_options){vocab_size, min_count}, err, sizeof err);
+    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &(tg_bpe_options){.vocab_size = vocab_size, .min_count = min_count, .words = words}, err, sizeof err);
     double t1 = now_seconds();
     int rc = 1;
     if (!t || tg_tok_save(t, out, err, sizeof err)) {
@@ -192,6 +199,7 @@ int cmd_tokenizer(int argc, char **argv)
         return strcmp(sub, "--help") && strcmp(sub, "-h") ? 2 : 0;
     }
     const char *data = NULL, *out = "tok.safetensors", *tok_path = NULL, *bin_out = NULL, *dtype = "f32";
+    const char *words = "classes";
     int vocab_size = 4096, corpus_chars = 1 << 20, threads = 1;
     int64_t min_count = 2;
     arg_spec train_specs[] = {
@@ -199,6 +207,8 @@ int cmd_tokenizer(int argc, char **argv)
         {"corpus-chars", ARG_INT, &corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0, ROLE_NONE},
         {"vocab-size", ARG_INT, &vocab_size, 259, 1 << 24, "ids in all: 3 specials, 256 bytes, the merges", 0, ROLE_NONE},
         {"min-count", ARG_I64, &min_count, 1, 9e15, "stop when the best pair occurs fewer times", 0, ROLE_NONE},
+        {"words", ARG_STRING, &words, 0, 0, "classes: no piece joins letters, digits and punctuation (default); spaces: "
+         "pieces may, as tapegrad 0.2 trained", 0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "tokenizer file to write", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
     };
@@ -217,7 +227,7 @@ int cmd_tokenizer(int argc, char **argv)
     tg_dtype dt;
     int setup = command_setup(name, usage_s, specs, n_specs, argc - 1, argv + 1, &dtype, &dt, NULL, NULL, &threads);
     if (setup >= 0) return setup;
-    if (is_train) return train(data, corpus_chars, vocab_size, min_count, out);
+    if (is_train) return train(data, corpus_chars, vocab_size, min_count, words, out);
     if (!tok_path || (!strcmp(sub, "export") && !bin_out)) {
         fprintf(stderr, "tiny_gpt %s: %s is required\n", name, tok_path ? "--out" : "--tokenizer");
         return 2;

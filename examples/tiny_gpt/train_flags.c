@@ -20,7 +20,8 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &o->tokenizer, 0, 0, "encode with this tokenizer (tokenizer file, checkpoint holding "
          "one, or .tiktoken) instead of bytes, or bpe:V to train a V-piece BPE tokenizer on the train split (the first "
-         "90% of the text); kept in every checkpoint", 0, ROLE_NONE},
+         "90% of the text; bpe:V:spaces lets pieces join words and punctuation, as tapegrad 0.2 trained); kept in "
+         "every checkpoint", 0, ROLE_NONE},
         {"data-tokens", ARG_STRING, &o->data_tokens, 0, 0, "train on this token file (nanoGPT's raw uint16 or llm.c's "
          ".bin) instead of a text", 0, ROLE_NONE},
         {"val-tokens", ARG_STRING, &o->val_tokens, 0, 0, "the val split's token file (default: the last 10% of "
