@@ -46,16 +46,17 @@ static void count_parts(void *ctx, int64_t lo, int64_t hi)
         tg_strmap *m = &j->maps[k];
         size_t end = j->cut[k + 1];
         for (size_t p = j->cut[k]; p < end && !j->oom[k];) {
-            size_t q = j->classes ? class_run_end(j->s, p, tg_bpe_word_end(j->s, end, p))
-                                  : tg_bpe_word_end(j->s, end, p);
-            for (size_t a = p; a < q; a += TG_BPE_MAX_WORD) {
-                uint32_t len = (uint32_t)(q - a < TG_BPE_MAX_WORD ? q - a : TG_BPE_MAX_WORD);
-                uint64_t h = tg_hash_bytes(j->s + a, len);
-                int64_t e = tg_strmap_find(m, j->s + a, len, h);
-                if (e >= 0) m->ents[e].val++;
-                else if (tg_strmap_add(m, j->s + a, len, h, 1) < 0) j->oom[k] = 1;
+            const size_t w = tg_bpe_word_end(j->s, end, p);
+            for (size_t q; p < w; p = q) {   /* the word's runs (one, the word, without classes) */
+                q = j->classes ? class_run_end(j->s, p, w) : w;
+                for (size_t a = p; a < q; a += TG_BPE_MAX_WORD) {
+                    uint32_t len = (uint32_t)(q - a < TG_BPE_MAX_WORD ? q - a : TG_BPE_MAX_WORD);
+                    uint64_t h = tg_hash_bytes(j->s + a, len);
+                    int64_t e = tg_strmap_find(m, j->s + a, len, h);
+                    if (e >= 0) m->ents[e].val++;
+                    else if (tg_strmap_add(m, j->s + a, len, h, 1) < 0) j->oom[k] = 1;
+                }
             }
-            p = q;
         }
     }
 }

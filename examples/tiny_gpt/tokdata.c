@@ -82,7 +82,8 @@ int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *
                                      "merge: docs/tokenizers.md)", tokenizer), -1;
     const size_t train = tg_text_train_bytes(text, len);   /* the train split's bytes: never the val split's */
     char e2[1024];
-    tg_tokenizer *tok = tg_bpe_train(text, train, &(tg_bpe_options){.vocab_size = (int)V, .words = words}, e2, sizeof e2);
+    const tg_bpe_options bo = {.vocab_size = (int)V, .words = words};
+    tg_tokenizer *tok = tg_bpe_train(text, train, &bo, e2, sizeof e2);
     if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
     return tg_vocab_tokenizer(v, tok, llama, 0, err, errlen);
 }

@@ -65,7 +65,8 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         return 1;
     }
     double t0 = now_seconds();
-    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &(tg_bpe_options){.vocab_size = vocab_size, .min_count = min_count, .words = words}, err, sizeof err);
+    const tg_bpe_options bo = {.vocab_size = vocab_size, .min_count = min_count, .words = words};
+    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &bo, err, sizeof err);
     double t1 = now_seconds();
     int rc = 1;
     if (!t || tg_tok_save(t, out, err, sizeof err)) {
