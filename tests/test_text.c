@@ -317,6 +317,17 @@ START_TEST(pieces_keep_to_one_class)
     tg_tok_free(t);
     free(text);
     corpus_free(&c);
+
+    /* one word of 4 MB whose class changes at every byte: each run is cut
+     * inside the word found once (looking for the word's end again per
+     * run took its length squared, hours here) */
+    size_t big = 4u << 20;
+    char *w = malloc(big);
+    for (size_t i = 0; i < big; i++) w[i] = i % 2 ? ',' : 'a';
+    t = train(w, big, 300, 0);
+    ck_assert_int_eq(tg_tok_n_merges(t), 0);   /* every run is one byte: no pair to merge */
+    tg_tok_free(t);
+    free(w);
 }
 END_TEST
 
