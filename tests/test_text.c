@@ -233,6 +233,16 @@ START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
 }
 END_TEST
 
+/* A copy of the corpus with the words written over it in turn, one every
+ * `every` bytes (each at most 16 bytes). */
+static char *stamped(const corpus *c, const char *const *words, size_t n, size_t every)
+{
+    char *text = malloc(c->len);
+    memcpy(text, c->text, c->len);
+    for (size_t i = 0, k = 0; i + 16 < c->len; i += every, k++) memcpy(text + i, words[k % n], strlen(words[k % n]));
+    return text;
+}
+
 /* The class of a byte for TG_BPE_WORDS_CLASSES, written out again: 0 a
  * letter (ASCII letters, the apostrophe, bytes >= 0x80), 1 a digit, 2 the
  * rest. A piece is of one class after its optional leading space. */
@@ -277,12 +287,7 @@ START_TEST(pieces_keep_to_one_class)
     static const char *const words[] = {" lord,", " lord.", " lord;", "--lord!", " 42nd", " o'er", " (tis)", " x2,y3",
                                         " \xC3\xA9t\xC3\xA9,", " 1,000"};
     size_t len = c.len;
-    char *text = malloc(len);
-    memcpy(text, c.text, len);
-    for (size_t i = 0, k = 0; i + 16 < len; i += 29, k++) {
-        const char *w = words[k % (sizeof words / sizeof *words)];
-        memcpy(text + i, w, strlen(w));
-    }
+    char *text = stamped(&c, words, sizeof words / sizeof *words, 29);
     tg_tokenizer *t = train(text, len, 2000, 0);   /* TG_BPE_WORDS_CLASSES, the default */
     char err[512];
     tg_tokenizer *sp = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = 2000, .words = TG_BPE_WORDS_SPACES}, err, sizeof err);
@@ -368,12 +373,7 @@ START_TEST(pieces_keep_utf8_characters_whole)
                                         " \xD0\xBC\xD0\xB8\xD1\x80", " \x80\x80x", " \xE2\x82", " \xFF\xC3",
                                         "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"};
     size_t len = c.len;
-    char *text = malloc(len);
-    memcpy(text, c.text, len);
-    for (size_t i = 0, k = 0; i + 16 < len; i += 41, k++) {
-        const char *w = words[k % (sizeof words / sizeof *words)];
-        memcpy(text + i, w, strlen(w));
-    }
+    char *text = stamped(&c, words, sizeof words / sizeof *words, 41);
     t = train(text, len, 3000, 0);
     int multibyte = 0;
     for (int32_t id = 259; id < tg_tok_vocab_size(t); id++) {
