@@ -107,16 +107,28 @@ static size_t slow_word(const tg_tokenizer *t, const unsigned char *w, size_t le
     return n;
 }
 
-/* Encodes with the slow rule, words cut as TG_TOK_BPE cuts them. */
-static size_t slow_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t *out)
+/* The class of a byte for TG_BPE_WORDS_CLASSES, written out again: 0 a
+ * letter (ASCII letters, the apostrophe, bytes >= 0x80), 1 a digit, 2 the
+ * rest. */
+static int class_of(unsigned char c)
+{
+    if (c >= 0x80 || c == '\'' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 0;
+    return c >= '0' && c <= '9' ? 1 : 2;
+}
+
+/* Encodes with the slow rule, words cut as TG_TOK_BPE cuts them; with
+ * classes, each word (after its leading space) again where the class
+ * changes, the cut TG_BPE_WORDS_CLASSES trains on. */
+static size_t slow_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, bool classes, int32_t *out)
 {
     size_t n = 0;
     for (size_t p = 0; p < len;) {
-        size_t q = p + 1;
+        size_t q = p + 1, k = p + (s[p] == ' ');   /* k: the word's first byte after its space */
         if (s[p] == '\n')
             while (q < len && s[q] == '\n') q++;
         else
-            while (q < len && s[q] != ' ' && s[q] != '\n') q++;
+            while (q < len && s[q] != ' ' && s[q] != '\n' && !(classes && q > k && class_of(s[q]) != class_of(s[k])))
+                q++;
         n += slow_word(t, s + p, q - p, out + n);
         p = q;
     }
@@ -243,41 +255,13 @@ static char *stamped(const corpus *c, const char *const *words, size_t n, size_t
     return text;
 }
 
-/* The class of a byte for TG_BPE_WORDS_CLASSES, written out again: 0 a
- * letter (ASCII letters, the apostrophe, bytes >= 0x80), 1 a digit, 2 the
- * rest. A piece is of one class after its optional leading space. */
-static int class_of(unsigned char c)
-{
-    if (c >= 0x80 || c == '\'' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 0;
-    return c >= '0' && c <= '9' ? 1 : 2;
-}
-
+/* A piece is of one class after its optional leading space. */
 static bool piece_of_one_class(const unsigned char *p, size_t l)
 {
     size_t i = l > 1 && p[0] == ' ';
     for (size_t k = i + 1; k < l; k++)
-        if (p[k] != '\n' && class_of(p[k]) != class_of(p[i])) return false;
+        if (class_of(p[k]) != class_of(p[i])) return false;
     return true;
-}
-
-/* Encodes with the slow rule, words cut at spaces and newlines and again
- * where the class changes (the cut TG_BPE_WORDS_CLASSES trains on). */
-static size_t slow_encode_classes(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t *out)
-{
-    size_t n = 0;
-    for (size_t p = 0; p < len;) {
-        size_t q = p + 1;
-        if (s[p] == '\n') {
-            while (q < len && s[q] == '\n') q++;
-        } else {
-            size_t k = p + (s[p] == ' ');
-            if (k < len && s[k] != ' ' && s[k] != '\n')
-                for (q = k + 1; q < len && s[q] != ' ' && s[q] != '\n' && class_of(s[q]) == class_of(s[k]);) q++;
-        }
-        n += slow_word(t, s + p, q - p, out + n);
-        p = q;
-    }
-    return n;
 }
 
 START_TEST(pieces_keep_to_one_class)
@@ -311,7 +295,7 @@ START_TEST(pieces_keep_to_one_class)
      * classes too: no piece spans one */
     size_t n = 40000;
     int32_t *want = malloc(n * sizeof *want), *got;
-    const size_t wanted = slow_encode_classes(t, (const unsigned char *)text, n, want);
+    const size_t wanted = slow_encode(t, (const unsigned char *)text, n, true, want);
     const int64_t m = encode(t, text, n, &got);
     ck_assert_int_eq(m, (int64_t)wanted);
     for (int64_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "id %lld is %d, want %d", (long long)i, got[i], want[i]);
@@ -454,7 +438,7 @@ START_TEST(encoding_follows_the_rule)
         size_t n = 1 + tg_rng_below(&r, 1000);
         for (size_t i = 0; i < n; i++)
             s[i] = trial % 2 ? (unsigned char)alphabet[tg_rng_below(&r, 10)] : (unsigned char)"ab"[tg_rng_below(&r, 2)];
-        size_t m = slow_encode(t, s, n, want);
+        size_t m = slow_encode(t, s, n, false, want);
         ck_assert_int_eq(encode(t, s, n, &got), (int64_t)m);
         for (size_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "trial %d: id %zu is %d, want %d", trial, i, got[i], want[i]);
         tg_free(got);

@@ -39,24 +39,31 @@ static size_t class_run_end(const unsigned char *s, size_t a, size_t q)
     return k;
 }
 
+/* Counts the word [a, q) in m, as TG_BPE_MAX_WORD-byte chunks when longer:
+ * 0, or -1 when out of memory. */
+static int count_word(tg_strmap *m, const unsigned char *s, size_t a, size_t q)
+{
+    for (; a < q; a += TG_BPE_MAX_WORD) {
+        uint32_t len = (uint32_t)(q - a < TG_BPE_MAX_WORD ? q - a : TG_BPE_MAX_WORD);
+        uint64_t h = tg_hash_bytes(s + a, len);
+        int64_t e = tg_strmap_find(m, s + a, len, h);
+        if (e >= 0) m->ents[e].val++;
+        else if (tg_strmap_add(m, s + a, len, h, 1) < 0) return -1;
+    }
+    return 0;
+}
+
 static void count_parts(void *ctx, int64_t lo, int64_t hi)
 {
     count_job *j = ctx;
     for (int64_t k = lo; k < hi; k++) {
-        tg_strmap *m = &j->maps[k];
         size_t end = j->cut[k + 1];
-        for (size_t p = j->cut[k]; p < end && !j->oom[k];) {
-            const size_t w = tg_bpe_word_end(j->s, end, p);
-            for (size_t q; p < w; p = q) {   /* the word's runs (one, the word, without classes) */
-                q = j->classes ? class_run_end(j->s, p, w) : w;
-                for (size_t a = p; a < q; a += TG_BPE_MAX_WORD) {
-                    uint32_t len = (uint32_t)(q - a < TG_BPE_MAX_WORD ? q - a : TG_BPE_MAX_WORD);
-                    uint64_t h = tg_hash_bytes(j->s + a, len);
-                    int64_t e = tg_strmap_find(m, j->s + a, len, h);
-                    if (e >= 0) m->ents[e].val++;
-                    else if (tg_strmap_add(m, j->s + a, len, h, 1) < 0) j->oom[k] = 1;
-                }
-            }
+        /* w: the end of the encoder's word holding p, found once per word
+         * (its class runs are cut inside it) */
+        for (size_t p = j->cut[k], w = p, q; p < end && !j->oom[k]; p = q) {
+            if (p == w) w = tg_bpe_word_end(j->s, end, p);
+            q = j->classes ? class_run_end(j->s, p, w) : w;
+            if (count_word(&j->maps[k], j->s, p, q)) j->oom[k] = 1;
         }
     }
 }
