@@ -1180,6 +1180,19 @@ static void c_dataset_rows_short(fx *f)
     tg_dataset_rows(&d, false, 1, 0, 1, 4, &rng, x, y);
     num(f, x[0]);
 }
+static void c_dataset_epoch_rows(fx *f)
+{
+    int32_t tokens[20] = {0}, x[4] = {7, 7, 7, 7}, y[4];
+    const tg_dataset d = {tokens, 20, 10, {1, 1}};
+    tg_dataset_epoch_rows(&d, false, 1, -1, 1, 0, 1, 4, x, y);   /* at -1: no place in the sequence */
+    num(f, x[0]);
+}
+static void c_dataset_epoch_windows(fx *f)
+{
+    int32_t tokens[3] = {1, 2, 3};
+    const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
+    num(f, (double)tg_dataset_epoch_windows(&d, false, 4));
+}
 static void c_dataset_free(fx *f) { (void)f; tg_dataset_free(NULL); }
 static void c_eval_loss(fx *f) { num(f, tg_eval_loss(f->g, NULL, NULL, false, NULL, f->err, sizeof f->err)); }
 static void c_eval_loss_spec(fx *f)
@@ -2300,6 +2313,8 @@ static const api_case CASES[] = {
     {"tg_dataset_bytes_per_token(NULL, v)", "returns", NULL, c_dataset_bpt},
     {"tg_dataset_rows(NULL, ...): x unchanged", "7", NULL, c_dataset_rows},
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
+    {"tg_dataset_epoch_rows(d, ..., at -1, ...): x unchanged", "7", NULL, c_dataset_epoch_rows},
+    {"tg_dataset_epoch_windows(3 tokens, T 4)", "0", NULL, c_dataset_epoch_windows},
     {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
     {"tg_train_state_init(NULL, 1)", "returns", NULL, c_train_state_init},
     {"tg_metrics_open(NULL, ...)", "NULL", "metrics_open: the path is NULL", c_metrics_open},

@@ -16,12 +16,15 @@ static const tg_model_config CFGS[2] = {
 static const char TEXT[] = "the cat sat on the mat and the dog sat on the log while the bird sang; "
                            "the mat was red and the log was wet, the bird flew off and the cat slept";
 
-/* One training step: a batch from data_rng, dropout from drop_rng (the
- * graph's stream seeded from it), AdamW. */
+/* One training step: a batch from data_rng (even steps) or the epochs'
+ * windows at ts->windows (odd ones), dropout from drop_rng (the graph's
+ * stream seeded from it), AdamW. */
 static void step(tg_model *m, tg_adamw *opt, const tg_dataset *d, tg_train_state *ts)
 {
     int32_t x[2 * 8], y[2 * 8];
-    tg_dataset_rows(d, false, 2, 0, 2, 8, &ts->data_rng, x, y);
+    if (ts->step % 2) tg_dataset_epoch_rows(d, false, 3, ts->windows, 2, 0, 2, 8, x, y);
+    else tg_dataset_rows(d, false, 2, 0, 2, 8, &ts->data_rng, x, y);
+    ts->windows += 2;
     tg_graph *g = tg_graph_new();
     *tg_graph_rng(g) = ts->drop_rng;
     tg_tensor *idx = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), x), *tgt = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), y);
@@ -89,6 +92,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_mem_eq(tg_adamw_m(orr), tg_adamw_m(oa), bytes);
         ck_assert_mem_eq(tg_adamw_v(orr), tg_adamw_v(oa), bytes);
         ck_assert(tr.data_rng.state == ta.data_rng.state && tr.drop_rng.state == ta.drop_rng.state);
+        ck_assert_int_eq(tr.windows, 12);
 
         /* weights only (no ts): not a training checkpoint */
         ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -174,6 +178,7 @@ START_TEST(bad_checkpoints_are_refused)
     } cases[] = {
         {"train.data_rng", "0123", NULL, NULL, "'train.data_rng' = '0123' is not a random-stream state", true},
         {"train.dropout_rng", NULL, NULL, NULL, "has no 'train.dropout_rng'", true},
+        {"train.windows", "-3", NULL, NULL, "'train.windows' = '-3' is not an integer", true},
         {"optimizer.steps", "4", NULL, NULL, "'optimizer.steps' = 4 differs from 'train.step' = 0", true},
         {"train.best_val", "-1", NULL, NULL, "'train.best_val' = '-1' is not a number", true},
         {"train.best_val", "nan", NULL, NULL, "'train.best_val' = 'nan' is not a number", true},
@@ -215,6 +220,11 @@ START_TEST(bad_checkpoints_are_refused)
     ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err,
                                         sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "best val loss -1 is not a state"));
+    negative = ts;
+    negative.windows = -1;
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err,
+                                        sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_save: the state's windows drawn, -1, is below 0");
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
     ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err),

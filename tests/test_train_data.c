@@ -346,6 +346,79 @@ START_TEST(rows_of_a_batch_make_the_batch)
 }
 END_TEST
 
+/* Epochs: each epoch's windows tile the split from one phase, every
+ * window once, in an order that is shuffled and differs by epoch and by
+ * seed; any rows of any batch are those of one long draw, so processes
+ * and a resumed run see the same sequence. Token i of the split is i, so
+ * a window's first token is its start. */
+START_TEST(epochs_visit_every_window_once)
+{
+    enum { N = 1000, T = 16, E = 6 };
+    int32_t tokens[N + 40];
+    for (int i = 0; i < N + 40; i++) tokens[i] = i;
+    tg_dataset d = {.tokens = tokens, .n = N + 40, .n_train = N};
+    const int64_t W = tg_dataset_epoch_windows(&d, false, T);
+    ck_assert_int_eq(W, (N - T) / T);
+    ck_assert_int_eq(tg_dataset_epoch_windows(&d, true, T), 1);   /* 40 val tokens: one window of 17 */
+    static int32_t x[E * 61 * T], y[E * 61 * T], part[E * 61 * T], py[E * 61 * T];
+    ck_assert_int_eq(W, 61);
+    tg_dataset_epoch_rows(&d, false, 7, 0, (int)(E * W), 0, (int)(E * W), T, x, y);
+    int phases[E], order_seen = 0;
+    for (int e = 0; e < E; e++) {
+        bool seen[N] = {false}, sorted = true;
+        phases[e] = N;
+        for (int k = 0; k < W; k++)
+            if (x[(e * W + k) * T] < phases[e]) phases[e] = x[(e * W + k) * T];
+        for (int k = 0; k < W; k++) {
+            const int32_t *row = x + (e * W + k) * T, s = row[0];
+            for (int j = 0; j < T; j++) ck_assert_int_eq(y[(e * W + k) * T + j], row[j] + 1);
+            for (int j = 0; j < T; j++) ck_assert_int_eq(row[j], s + j);
+            ck_assert_msg((s - phases[e]) % T == 0, "epoch %d: start %d is off the phase %d", e, s, phases[e]);
+            ck_assert_msg(!seen[s], "epoch %d visits the window at %d twice", e, s);
+            ck_assert_int_le(s + T, N - 1);   /* the W distinct starts of one phase: the tiling */
+            seen[s] = true;
+            if (k && s < row[-T]) sorted = false;
+        }
+        ck_assert_msg(!sorted, "epoch %d visits its windows in order", e);
+        ck_assert_int_le(phases[e], N - 1 - W * T);
+        if (e && memcmp(x + e * W * T, x, (size_t)W * T * sizeof *x)) order_seen++;
+    }
+    ck_assert_int_eq(order_seen, E - 1);   /* every epoch's order differs from the first's */
+    int distinct = 0;
+    for (int e = 1; e < E; e++) distinct += phases[e] != phases[0];
+    ck_assert_msg(distinct > 0, "six epochs at one phase (%d)", phases[0]);
+    /* rows of batches, drawn in pieces from any place, are the long draw's */
+    for (int at = 0; at < E * W; at += 25) {
+        const int total = at + 25 <= E * W ? 25 : (int)(E * W - at);
+        for (int r = 0; r < total; r += 7) {
+            const int count = r + 7 <= total ? 7 : total - r;
+            tg_dataset_epoch_rows(&d, false, 7, at, total, r, count, T, part + (at + r) * T, py + (at + r) * T);
+        }
+    }
+    ck_assert_mem_eq(part, x, sizeof x);
+    ck_assert_mem_eq(py, y, sizeof y);
+    /* another seed, another order */
+    tg_dataset_epoch_rows(&d, false, 8, 0, (int)W, 0, (int)W, T, part, py);
+    ck_assert(memcmp(part, x, (size_t)W * T * sizeof *x));
+    /* the val split: its one window */
+    tg_dataset_epoch_rows(&d, true, 7, 3, 1, 0, 1, T, part, py);
+    ck_assert_int_ge(part[0], N);
+    ck_assert_int_le(part[0] + T, N + 39);
+    /* nothing for what is no batch */
+    part[0] = py[0] = -5;
+    tg_dataset_epoch_rows(&d, false, 7, -1, 1, 0, 1, T, part, py);
+    tg_dataset_epoch_rows(&d, false, 7, 0, 1, 0, 2, T, part, py);
+    tg_dataset_epoch_rows(&d, false, 7, INT64_MAX, 2, 0, 1, T, part, py);
+    tg_dataset_epoch_rows(&d, false, 7, 0, 1, 0, 1, N, part, py);   /* a split of N tokens holds no window of N + 1 */
+    tg_dataset_epoch_rows(NULL, false, 7, 0, 1, 0, 1, T, part, py);
+    ck_assert_int_eq(part[0], -5);
+    ck_assert_int_eq(py[0], -5);
+    ck_assert_int_eq(tg_dataset_epoch_windows(&d, false, N), 0);
+    ck_assert_int_eq(tg_dataset_epoch_windows(&d, false, N - 1), 1);
+    ck_assert_int_eq(tg_dataset_epoch_windows(NULL, false, T), 0);
+}
+END_TEST
+
 /* ---- the metrics file ------------------------------------------------------------- */
 
 static char *slurp(const char *path)
@@ -413,6 +486,6 @@ int main(void)
                       a_documents_space_is_the_tokenizers_rule,
                       llama2c_documents_and_bytes_per_token, a_tokenizers_split_is_the_byte_mark,
                       the_mark_is_a_characters_start, token_files_and_their_identity,
-                      rows_of_a_batch_make_the_batch, metrics_rows_survive_a_kill_and_a_resume));
+                      rows_of_a_batch_make_the_batch, epochs_visit_every_window_once, metrics_rows_survive_a_kill_and_a_resume));
     return tt_run_in_tmpdir(s, "tg_train_data", false);
 }

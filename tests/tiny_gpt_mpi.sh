@@ -164,6 +164,17 @@ runn 3 muzr --dtype f64 --batch-size 4 --optimizer muon --arch llama --n-kv-head
 mpi 2 train --resume --out "$work/muzr" >/dev/null 2>"$work/muzrb.log" || bad "Muon zero-1 resume on 2: $(tail -2 "$work/muzrb.log")"
 close "Muon --zero 1 on 3 processes to step 10, then on 2: batch 12's losses (Llama, f64)" "$work/mu12" "$work/muzr" 1e-12
 
+# 3c. --sampling epochs: the processes share each batch of the epochs'
+# windows, and a resume on another number of processes continues it
+run1 ep15 --dtype f64 --batch-size 15 --sampling epochs
+runn 3 ep3 --dtype f64 --batch-size 5 --sampling epochs
+close "--sampling epochs: 3 x batch 5 = batch 15 (f64)" "$work/ep15" "$work/ep3" 1e-12
+runn 3 epr --dtype f64 --batch-size 5 --sampling epochs --stop-at 10
+"$bin" train --resume --out "$work/epr" >/dev/null 2>"$work/eprb.log" || bad "epochs resume on 1: $(tail -2 "$work/eprb.log")"
+close "--sampling epochs on 3 processes to step 10, then 1: the uninterrupted run's losses" "$work/ep15" "$work/epr" 1e-12
+[ "$(untimed "$work/ep15" | tail -1)" != "$(untimed "$work/g15" | tail -1)" ] && ok "the epochs' run is not the random windows'" ||
+  bad "--sampling epochs trained as random windows do"
+
 # 4. every process must run rank 0's run: one message naming the rank and the field
 head -c 40000 /dev/urandom | base64 >"$work/a.txt"
 head -c 40000 /dev/urandom | base64 >"$work/b.txt"

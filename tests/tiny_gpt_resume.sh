@@ -262,4 +262,32 @@ expect_fail "the averages in a run recorded without them" "the checkpoint's run 
   "$bin" train --resume --out "$work/em4"
 expect_fail "--ema 1" "--ema" "$bin" train "${small[@]}" --ema 1 --out "$work/em5"
 
+# 11. --sampling epochs: the windows drawn so far are in the checkpoint, so
+# stop + --resume is the uninterrupted run byte for byte, across epochs
+# (the 90,000-token split holds 2,811 windows of 32: 40 steps of 16 are
+# 640 of them, so use a batch that crosses: --batch-size 100 reaches
+# 4,000); the sampling is part of the run
+pcfg=("${mcfg[@]}" --batch-size 100 --sampling epochs)
+"$bin" train "${pcfg[@]}" --out "$work/ep" >"$work/ep.log" 2>&1 || bad "the epochs run failed: $(tail -2 "$work/ep.log")"
+"$bin" train "${pcfg[@]}" --stop-at 29 --out "$work/ep2" >/dev/null 2>&1
+"$bin" train --resume --out "$work/ep2" >"$work/ep2.log" 2>&1 || bad "the epochs resume failed: $(tail -2 "$work/ep2.log")"
+h=$(header "$work/ep/last.safetensors")
+if [ "$(untimed "$work/ep")" = "$(untimed "$work/ep2")" ] && cmp -s "$work/ep/last.safetensors" "$work/ep2/last.safetensors" &&
+   cmp -s "$work/ep/best.safetensors" "$work/ep2/best.safetensors" && grep -qF '"train.windows":"4000"' <<<"$h" &&
+   grep -qF '"train.sampling":"epochs"' <<<"$h"; then
+  ok "--sampling epochs: stop at 29 (inside the second epoch) + --resume equals the uninterrupted run byte for byte"
+else bad "--sampling epochs resume"; diff <(untimed "$work/ep") <(untimed "$work/ep2") | head -6; fi
+"$bin" train "${mcfg[@]}" --batch-size 100 --out "$work/ep3" >/dev/null 2>&1
+[ "$(untimed "$work/ep" | tail -1)" != "$(untimed "$work/ep3" | tail -1)" ] && ok "the epochs' run differs from the random windows'" ||
+  bad "--sampling epochs trained as random windows do"
+grep -qF '"train.windows":"4000"' < <(header "$work/ep3/last.safetensors") && ok "random windows are counted too" ||
+  bad "train.windows of a random run: $(header "$work/ep3/last.safetensors" | grep -o '"train.windows":"[0-9]*"')"
+expect_fail "resume with the other sampling" "--sampling random differs from the run's epochs" \
+  "$bin" train --resume --sampling random --steps 50 --out "$work/ep2"
+cp -r "$work/ep2" "$work/ep4"
+"$st_edit" "$work/ep2/last.safetensors" "$work/ep4/last.safetensors" train.windows=-1 || bad "st_edit train.windows"
+expect_fail "a negative windows count" "train.windows" "$bin" train --resume --steps 50 --out "$work/ep4"
+expect_fail "an unknown sampling" "--sampling: 'shuffle' is not random or epochs" \
+  "$bin" train "${small[@]}" --sampling shuffle --out "$work/ep5"
+
 finish

@@ -37,6 +37,9 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
     if (opt && ts && (ts->step < 0 || !(ts->best_val >= 0)))
         return tg_set_err(err, errlen, "checkpoint_save: the state's step %lld or best val loss %g is not a "
                           "state (step >= 0, best >= 0 or inf)", (long long)ts->step, ts->best_val);
+    if (opt && ts && ts->windows < 0)
+        return tg_set_err(err, errlen, "checkpoint_save: the state's windows drawn, %lld, is below 0",
+                          (long long)ts->windows);
     tg_st_writer *w = tg_st_writer_new();
     int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);
@@ -60,6 +63,8 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
         rc = rc || tg_st_writer_meta(w, "train.data_rng", s);
         tg_rng_to_string(&ts->drop_rng, s, sizeof s);
         rc = rc || tg_st_writer_meta(w, "train.dropout_rng", s);
+        snprintf(s, sizeof s, "%lld", (long long)ts->windows);
+        rc = rc || tg_st_writer_meta(w, "train.windows", s);
         rc = rc || tg_st_writer_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
     }
     if (rc) {
@@ -214,6 +219,9 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     const char *best = tg_st_meta(f, "train.best_val");
     if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, err, errlen) ||
         tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, err, errlen))
+        return -1;
+    t.windows = 0;   /* a checkpoint from before train.windows: its run drew random windows */
+    if (tg_st_meta(f, "train.windows") && tg_st_meta_int(f, "train.windows", 0, INT64_MAX, &t.windows, err, errlen))
         return -1;
     if (best && !strcmp(best, "inf")) t.best_val = INFINITY;
     else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, err, errlen)) return -1;

@@ -291,3 +291,59 @@ void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int co
         memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
     }
 }
+
+/* ---- epochs: every window once, in a shuffled order ------------------------------------ */
+
+static uint64_t mix64(uint64_t z)   /* splitmix64's finalizer: a bijection that scatters the bits */
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* A permutation of [0, n) chosen by key, computed one element at a time:
+ * a four-round Feistel network on 2h bits (4^h >= n, so fewer than four
+ * tries for each i on average) walked along its cycle until it lands
+ * below n. */
+static uint64_t permute(uint64_t i, uint64_t n, uint64_t key)
+{
+    int h = 1;
+    while (h < 32 && (1ull << (2 * h)) < n) h++;
+    const uint64_t mask = h == 32 ? UINT32_MAX : (1ull << h) - 1;
+    do {
+        uint64_t l = i >> h, r = i & mask;
+        for (uint64_t round = 0; round < 4; round++) {
+            const uint64_t f = mix64(r + mix64(key + round)) & mask;
+            const uint64_t t = l ^ f;
+            l = r;
+            r = t;
+        }
+        i = l << h | r;
+    } while (i >= n);
+    return i;
+}
+
+int64_t tg_dataset_epoch_windows(const tg_dataset *d, bool val, int T)
+{
+    if (!d || !d->tokens || T < 1) return 0;
+    const size_t n = val ? d->n - d->n_train : d->n_train;
+    if (n < (size_t)T + 1) return 0;
+    return n < 2 * (size_t)T ? 1 : (int64_t)((n - (size_t)T) / (size_t)T);
+}
+
+void tg_dataset_epoch_rows(const tg_dataset *d, bool val, uint64_t seed, int64_t at, int total, int first, int count,
+                           int T, int32_t *x, int32_t *y)
+{
+    const int64_t W = tg_dataset_epoch_windows(d, val, T);
+    if (!W || !x || !y || at < 0 || first < 0 || count < 0 || first + count > total || at > INT64_MAX - total) return;
+    const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
+    const size_t n = val ? d->n - d->n_train : d->n_train;
+    const uint64_t spare = n - 1 - (uint64_t)W * (uint64_t)T;   /* the targets an epoch leaves: the phase's range */
+    for (int b = first; b < first + count; b++) {
+        const uint64_t w = (uint64_t)at + (uint64_t)b, epoch = w / (uint64_t)W;
+        const uint64_t key = mix64(mix64(seed) ^ mix64(epoch + 0x9e3779b97f4a7c15u));
+        const size_t s = (size_t)(mix64(key) % (spare + 1) + permute(w % (uint64_t)W, (uint64_t)W, key) * (uint64_t)T);
+        memcpy(x + (size_t)(b - first) * T, base + s, (size_t)T * sizeof *x);
+        memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
+    }
+}

@@ -176,6 +176,23 @@ TG_API void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v);
  * arguments (NULLs, a split shorter than T + 1, rows outside the batch). */
 TG_API void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng,
                             int32_t *x, int32_t *y);
+/* Windows of the split in epochs instead (tiny_gpt's --sampling epochs):
+ * each epoch cuts the split into windows of T + 1 tokens that follow one
+ * another (window k is tokens p + k T .. p + (k + 1) T) from a phase p,
+ * and visits them in a shuffled order, so every token is a target once an
+ * epoch (but for fewer than 2 T at the split's ends). The phase and the
+ * order are a function of (seed, epoch), computed window by window:
+ * rows [first, first + count) of the batch of windows at, at + 1, ...,
+ * at + total - 1 need no other state, and a run that keeps `at` (the
+ * windows drawn so far, tg_train_state.windows) resumes the same sequence;
+ * processes taking their rows of one batch see the batch one process sees.
+ * Nothing for bad arguments (NULLs, a split shorter than T + 1, rows
+ * outside the batch, at < 0). */
+TG_API void tg_dataset_epoch_rows(const tg_dataset *d, bool val, uint64_t seed, int64_t at, int total, int first,
+                                  int count, int T, int32_t *x, int32_t *y);
+/* The windows of an epoch of tg_dataset_epoch_rows: (n - T) / T for a
+ * split of n tokens, 1 below 2 T tokens, 0 below T + 1 (or for NULL d). */
+TG_API int64_t tg_dataset_epoch_windows(const tg_dataset *d, bool val, int T);
 /* Frees the tokens; accepts a zeroed d or NULL. */
 TG_API void tg_dataset_free(tg_dataset *d);
 
@@ -186,6 +203,7 @@ typedef struct tg_train_state {
     int64_t step;              /* steps done */
     double best_val;           /* best val loss so far (INFINITY if none) */
     tg_rng data_rng, drop_rng; /* the batch and the dropout streams */
+    int64_t windows;           /* train windows drawn so far: tg_dataset_epoch_rows' place */
 } tg_train_state;
 
 /* A new run's state from its seed: step 0, no best val loss (INFINITY),
@@ -203,7 +221,7 @@ TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
  * takes the rest, tg_muon_exclude) Muon's (tg_muon_state_write under
  * "muon"), with ema the weight averages' (tg_ema_state_write under "ema"),
  * "train.best_val",
- * "train.data_rng", "train.dropout_rng" (tg_rng_to_string) and
+ * "train.data_rng", "train.dropout_rng" (tg_rng_to_string), "train.windows" and
  * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
  * would refuse is not written: streams never seeded, a negative step or
  * best val loss. 0, or -1 with a message. */
@@ -232,7 +250,8 @@ TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_v
  * (NULL when the run has none: tg_muon_state_read), ema (NULL when
  * the run keeps no weight averages: tg_ema_state_read) and ts: train.step in
  * [0, max_step], optimizer.steps (and muon.steps) equal to it, best_val a
- * number >= 0 or inf, the random streams in their exact form. A file
+ * number >= 0 or inf, the random streams in their exact form, train.windows
+ * >= 0 (0 when absent: files from before it). A file
  * with Muon's state is refused without muon, and one without it with
  * muon (a run keeps its optimizer); so is one with averages without ema,
  * and one without them with it. 0, or -1 with a message naming the key

@@ -329,6 +329,8 @@ static int check_settings(trainer *t)
         return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "wsd"))
         return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule);
+    if (strcmp(o->sampling, "random") && strcmp(o->sampling, "epochs"))
+        return failf(t, "--sampling: '%s' is not random or epochs", o->sampling);
     if (args_seen(t->specs, t->n_specs, "decay-frac") && strcmp(o->schedule, "wsd"))
         return failf(t, "--decay-frac is a setting of --schedule wsd (this run's schedule is %s)", o->schedule);
     if (budget_settings(t)) return -1;
@@ -681,7 +683,11 @@ static double train_step(trainer *t, int64_t step, double lr)
     const void *seed = t->dt == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
     for (int k = 0; k < A; k++) {
-        tg_dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);
+        if (o->sampling[0] == 'e')
+            tg_dataset_epoch_rows(&t->d, false, (uint64_t)o->seed, t->ts.windows, R * B, t->rank * B, B, T, t->x, t->y);
+        else
+            tg_dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);
+        t->ts.windows += R * B;
         tg_tensor *xt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(t->g, TG_I32, 2, (int[]){B, T}, t->y);   /* (B,T) */
         tg_tensor *loss = tg_model_loss(t->g, &t->m, xt, yt);                      /* () */

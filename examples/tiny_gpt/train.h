@@ -32,6 +32,7 @@ typedef struct train_opts {
     double bucket_mb;          /* gradient buckets summed across processes */
     double time_budget;        /* seconds for the whole run (0: none): the steps are chosen to fit */
     const char *schedule;      /* cosine or wsd (warmup-stable-decay) */
+    const char *sampling;      /* random (each window's start drawn) or epochs (tg_dataset_epoch_rows) */
     double decay_frac;         /* wsd: the fraction of the steps the decay takes */
 } train_opts;
 

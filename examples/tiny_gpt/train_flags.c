@@ -15,7 +15,7 @@ int train_specs(train_opts *o, arg_spec *specs)
                       .min_lr = 1e-4, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
                       .seed = 1337, .corpus_chars = 300000, .bucket_mb = 1, .optimizer = "adamw",
                       .muon_lr = TG_MUON_LR, .muon_momentum = 0.95,
-                      .schedule = "cosine", .decay_frac = 0.2};
+                      .schedule = "cosine", .decay_frac = 0.2, .sampling = "random"};
     const arg_spec s[] = {
         {"data", ARG_STRING, &o->data, 0, 0, "text file to train on (default: the built-in corpus)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &o->tokenizer, 0, 0, "encode with this tokenizer (tokenizer file, checkpoint holding "
@@ -76,6 +76,9 @@ int train_specs(train_opts *o, arg_spec *specs)
          "decay: --lr, then linear to --min-lr over the last --decay-frac)", 0, ROLE_FREE},
         {"decay-frac", ARG_DOUBLE, &o->decay_frac, 0, 1, "--schedule wsd: the fraction of --decay-steps the decay "
          "takes", 0, ROLE_FREE},
+        {"sampling", ARG_STRING, &o->sampling, 0, 0, "the train windows: random (each start drawn anew, nanoGPT's) "
+         "or epochs (each epoch the split cut into windows from a random phase, in a shuffled order: every token "
+         "once an epoch)", 0, ROLE_RUN},
         {"weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, "AdamW decay of 2-D+ tensors (and Muon's)", 0, ROLE_RUN},
         {"beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999999, "AdamW beta1", 0, ROLE_RUN},
         {"beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999999, "AdamW beta2", 0, ROLE_RUN},
