@@ -309,7 +309,7 @@ static uint64_t permute(uint64_t i, uint64_t n, uint64_t key)
 {
     int h = 1;
     while (h < 32 && (1ull << (2 * h)) < n) h++;
-    const uint64_t mask = h == 32 ? UINT32_MAX : (1ull << h) - 1;
+    const uint64_t mask = (1ull << h) - 1;
     do {
         uint64_t l = i >> h, r = i & mask;
         for (uint64_t round = 0; round < 4; round++) {
