@@ -237,6 +237,10 @@ def ablations(items):
         change("weight decay 0.1 (the default) instead of %g" % wd, weight_decay="0.1")
     if wd > 0 and 2 * wd != 0.1:   # doubled, unless that is no change or the row above
         change("weight decay %g instead of %g" % (2 * wd, wd), weight_decay="%g" % (2 * wd))
+    if cfg.get("sampling") == "epochs":
+        change("random windows (nanoGPT's sampling) instead of epochs", sampling=None)
+    else:
+        change("with --sampling epochs", sampling="epochs")
     if float(cfg.get("ema", 0)) > 0:
         change("without --ema (the weights evaluated, not their average)", ema=None)
     else:

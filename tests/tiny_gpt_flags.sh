@@ -133,7 +133,7 @@ printf 'the quick brown fox jumps over the lazy dog %d. ' $(seq 2000) > "$work/t
   --eval-iters 1 --threads 1 --out "$work/spr" >/dev/null 2>&1
 hdr=$(header "$work/spr/last.safetensors")
 miss=""
-for kv in arch:llama n_kv_head:2 train.optimizer:muon train.time_budget:15 train.batch_size:8; do
+for kv in arch:llama n_kv_head:2 train.optimizer:muon train.time_budget:15 train.batch_size:8 train.sampling:epochs; do
   grep -qF "\"${kv%%:*}\":\"${kv#*:}\"" <<<"$hdr" || miss="$miss ${kv%%:*}"
 done
 [ -z "$miss" ] && ok "configs/speedrun.conf trains on a budget, its settings recorded" ||
