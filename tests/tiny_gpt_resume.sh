@@ -20,6 +20,22 @@ same_run() {   # same_run NAME DIR: DIR's run equals the reference, row for row 
   else bad "$1"; diff <(untimed "$work/ref") <(untimed "$2") | head -6; fi
 }
 
+# stopped_run NAME K ARGS...: the run ARGS into $work/NAME and, stopped at
+# step K and resumed with --resume alone, into $work/NAME2; true when the
+# two are the same run, row for row and byte for byte (else it shows how
+# their rows differ)
+stopped_run() {
+  local d=$work/$1 k=$2
+  shift 2
+  "$bin" train "$@" --out "$d" >"$d.log" 2>&1 || bad "the run $d failed: $(tail -2 "$d.log")"
+  "$bin" train "$@" --stop-at "$k" --out "${d}2" >/dev/null 2>&1
+  "$bin" train --resume --out "${d}2" >"${d}2.log" 2>&1 || bad "its resume failed: $(tail -2 "${d}2.log")"
+  [ "$(untimed "$d")" = "$(untimed "${d}2")" ] && cmp -s "$d/last.safetensors" "${d}2/last.safetensors" &&
+    cmp -s "$d/best.safetensors" "${d}2/best.safetensors" && return 0
+  diff <(untimed "$d") <(untimed "${d}2") | head -6
+  return 1
+}
+
 # 1. Ctrl-C, then nothing but --resume --out: the same run
 "$bin" train "${cfg[@]}" --out "$work/int" >"$work/int.log" 2>&1 &
 pid=$!
@@ -197,15 +213,11 @@ fast "a dropped layer tensor" "describes 58320 parameters, but the file holds on
 # a resume with the other one is refused, in the flags and in the state
 mcfg=("${small[@]}" --steps 40 --eval-interval 10 --eval-iters 2 --warmup 15 --dropout 0.1 --grad-clip 0.5
       --optimizer muon --muon-lr 0.03 --muon-momentum 0.9)
-"$bin" train "${mcfg[@]}" --out "$work/mu" >"$work/mu.log" 2>&1 || bad "the Muon run failed: $(tail -2 "$work/mu.log")"
-"$bin" train "${mcfg[@]}" --stop-at 13 --out "$work/mu2" >/dev/null 2>&1
-"$bin" train --resume --out "$work/mu2" >"$work/mu2.log" 2>&1 || bad "the Muon resume failed: $(tail -2 "$work/mu2.log")"
-h=$(header "$work/mu/last.safetensors")
-if [ "$(untimed "$work/mu")" = "$(untimed "$work/mu2")" ] && cmp -s "$work/mu/last.safetensors" "$work/mu2/last.safetensors" &&
-   cmp -s "$work/mu/best.safetensors" "$work/mu2/best.safetensors" && grep -qF '"muon.steps":"40"' <<<"$h" &&
-   grep -qF '"train.optimizer":"muon"' <<<"$h" && grep -q '"muon.momentum"' < <(head -c 65536 "$work/mu/last.safetensors" | tr -d '\000'); then
+if stopped_run mu 13 "${mcfg[@]}" && h=$(header "$work/mu/last.safetensors") && grep -qF '"muon.steps":"40"' <<<"$h" &&
+   grep -qF '"train.optimizer":"muon"' <<<"$h" &&
+   grep -q '"muon.momentum"' < <(head -c 65536 "$work/mu/last.safetensors" | tr -d '\000'); then
   ok "--optimizer muon: stop at 13 + --resume equals the uninterrupted run byte for byte; momentum and optimizer recorded"
-else bad "--optimizer muon resume"; diff <(untimed "$work/mu") <(untimed "$work/mu2") | head -6; fi
+else bad "--optimizer muon resume"; fi
 # the same run with AdamW is another run (Muon does change the training)
 "$bin" train "${small[@]}" --steps 40 --eval-interval 10 --eval-iters 2 --warmup 15 --dropout 0.1 --grad-clip 0.5 \
   --out "$work/ad" --force >/dev/null 2>&1
@@ -235,15 +247,11 @@ expect_fail "an unknown optimizer" "--optimizer: 'sgd' is not adamw or muon" "$b
 # `eval --ckpt` reproduces its line, while last.safetensors holds the
 # weights; the decay is part of the run
 ecfg=("${mcfg[@]}" --ema 0.8)
-"$bin" train "${ecfg[@]}" --out "$work/em" >"$work/em.log" 2>&1 || bad "the --ema run failed: $(tail -2 "$work/em.log")"
-"$bin" train "${ecfg[@]}" --stop-at 17 --out "$work/em2" >/dev/null 2>&1
-"$bin" train --resume --out "$work/em2" >"$work/em2.log" 2>&1 || bad "the --ema resume failed: $(tail -2 "$work/em2.log")"
-h=$(header "$work/em/last.safetensors")
-if [ "$(untimed "$work/em")" = "$(untimed "$work/em2")" ] && cmp -s "$work/em/last.safetensors" "$work/em2/last.safetensors" &&
-   cmp -s "$work/em/best.safetensors" "$work/em2/best.safetensors" && grep -qF '"ema.decay":"0.80000000000000004"' <<<"$h" &&
-   grep -qF '"train.ema":"0.8"' <<<"$h" && grep -q '"ema.values"' < <(head -c 65536 "$work/em/last.safetensors" | tr -d '\000'); then
+if stopped_run em 17 "${ecfg[@]}" && h=$(header "$work/em/last.safetensors") &&
+   grep -qF '"ema.decay":"0.80000000000000004"' <<<"$h" && grep -qF '"train.ema":"0.8"' <<<"$h" &&
+   grep -q '"ema.values"' < <(head -c 65536 "$work/em/last.safetensors" | tr -d '\000'); then
   ok "--ema: stop at 17 + --resume equals the uninterrupted run byte for byte; the averages and the decay recorded"
-else bad "--ema resume"; diff <(untimed "$work/em") <(untimed "$work/em2") | head -6; fi
+else bad "--ema resume"; fi
 # the averages are what was evaluated (the weights evaluate to another loss)
 best=$(grep -o '"train.step":"[0-9]*"' < <(header "$work/em/best.safetensors") | grep -o '[0-9]*')
 line=$(grep "^step $best: " "$work/em.log" | sed "s/ (floor .*//")
@@ -268,15 +276,10 @@ expect_fail "--ema 1" "--ema" "$bin" train "${small[@]}" --ema 1 --out "$work/em
 # 640 of them, so use a batch that crosses: --batch-size 100 reaches
 # 4,000); the sampling is part of the run
 pcfg=("${mcfg[@]}" --batch-size 100 --sampling epochs)
-"$bin" train "${pcfg[@]}" --out "$work/ep" >"$work/ep.log" 2>&1 || bad "the epochs run failed: $(tail -2 "$work/ep.log")"
-"$bin" train "${pcfg[@]}" --stop-at 29 --out "$work/ep2" >/dev/null 2>&1
-"$bin" train --resume --out "$work/ep2" >"$work/ep2.log" 2>&1 || bad "the epochs resume failed: $(tail -2 "$work/ep2.log")"
-h=$(header "$work/ep/last.safetensors")
-if [ "$(untimed "$work/ep")" = "$(untimed "$work/ep2")" ] && cmp -s "$work/ep/last.safetensors" "$work/ep2/last.safetensors" &&
-   cmp -s "$work/ep/best.safetensors" "$work/ep2/best.safetensors" && grep -qF '"train.windows":"4000"' <<<"$h" &&
-   grep -qF '"train.sampling":"epochs"' <<<"$h"; then
+if stopped_run ep 29 "${pcfg[@]}" && h=$(header "$work/ep/last.safetensors") &&
+   grep -qF '"train.windows":"4000"' <<<"$h" && grep -qF '"train.sampling":"epochs"' <<<"$h"; then
   ok "--sampling epochs: stop at 29 (inside the second epoch) + --resume equals the uninterrupted run byte for byte"
-else bad "--sampling epochs resume"; diff <(untimed "$work/ep") <(untimed "$work/ep2") | head -6; fi
+else bad "--sampling epochs resume"; fi
 "$bin" train "${mcfg[@]}" --batch-size 100 --out "$work/ep3" >/dev/null 2>&1
 [ "$(untimed "$work/ep" | tail -1)" != "$(untimed "$work/ep3" | tail -1)" ] && ok "the epochs' run differs from the random windows'" ||
   bad "--sampling epochs trained as random windows do"
