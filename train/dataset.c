@@ -276,19 +276,31 @@ fail:
 
 /* ---- batches ---------------------------------------------------------------------------- */
 
+/* The train (val false) or val split's tokens, their count in *n. */
+static const int32_t *split_of(const tg_dataset *d, bool val, size_t *n)
+{
+    *n = val ? d->n - d->n_train : d->n_train;
+    return val ? d->tokens + d->n_train : d->tokens;
+}
+
+/* Row `row` of x and y: the window of T + 1 tokens at base + s. */
+static void put_row(const int32_t *base, size_t s, int row, int T, int32_t *x, int32_t *y)
+{
+    memcpy(x + (size_t)row * T, base + s, (size_t)T * sizeof *x);
+    memcpy(y + (size_t)row * T, base + s + 1, (size_t)T * sizeof *y);
+}
+
 void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng, int32_t *x,
                      int32_t *y)
 {
     if (!d || !d->tokens || !rng || !x || !y || T < 1 || first < 0 || count < 0 || first + count > total) return;
-    const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
-    const size_t n = val ? d->n - d->n_train : d->n_train;
+    size_t n;
+    const int32_t *base = split_of(d, val, &n);
     if (n < (size_t)T + 1 || n - (size_t)T > UINT32_MAX) return;
     const uint32_t starts = (uint32_t)(n - (size_t)T);   /* windows of T + 1 tokens */
     for (int b = 0; b < total; b++) {
         const size_t s = tg_rng_below(rng, starts);   /* every row is drawn, so rng moves as for the whole batch */
-        if (b < first || b >= first + count) continue;
-        memcpy(x + (size_t)(b - first) * T, base + s, (size_t)T * sizeof *x);
-        memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
+        if (b >= first && b < first + count) put_row(base, s, b - first, T, x, y);
     }
 }
 
@@ -326,7 +338,8 @@ static uint64_t permute(uint64_t i, uint64_t n, uint64_t key)
 int64_t tg_dataset_epoch_windows(const tg_dataset *d, bool val, int T)
 {
     if (!d || !d->tokens || T < 1) return 0;
-    const size_t n = val ? d->n - d->n_train : d->n_train;
+    size_t n;
+    split_of(d, val, &n);
     if (n < (size_t)T + 1) return 0;
     return n < 2 * (size_t)T ? 1 : (int64_t)((n - (size_t)T) / (size_t)T);
 }
@@ -336,14 +349,13 @@ void tg_dataset_epoch_rows(const tg_dataset *d, bool val, uint64_t seed, int64_t
 {
     const int64_t W = tg_dataset_epoch_windows(d, val, T);
     if (!W || !x || !y || at < 0 || first < 0 || count < 0 || first + count > total || at > INT64_MAX - total) return;
-    const int32_t *base = val ? d->tokens + d->n_train : d->tokens;
-    const size_t n = val ? d->n - d->n_train : d->n_train;
+    size_t n;
+    const int32_t *base = split_of(d, val, &n);
     const uint64_t spare = n - 1 - (uint64_t)W * (uint64_t)T;   /* the targets an epoch leaves: the phase's range */
     for (int b = first; b < first + count; b++) {
         const uint64_t w = (uint64_t)at + (uint64_t)b, epoch = w / (uint64_t)W;
         const uint64_t key = mix64(mix64(seed) ^ mix64(epoch + 0x9e3779b97f4a7c15u));
         const size_t s = (size_t)(mix64(key) % (spare + 1) + permute(w % (uint64_t)W, (uint64_t)W, key) * (uint64_t)T);
-        memcpy(x + (size_t)(b - first) * T, base + s, (size_t)T * sizeof *x);
-        memcpy(y + (size_t)(b - first) * T, base + s + 1, (size_t)T * sizeof *y);
+        put_row(base, s, b - first, T, x, y);
     }
 }

@@ -207,7 +207,8 @@ typedef struct tg_train_state {
 } tg_train_state;
 
 /* A new run's state from its seed: step 0, no best val loss (INFINITY),
- * the batch stream seeded (seed, 1) and the dropout stream (seed, 4).
+ * no windows drawn, the batch stream seeded (seed, 1) and the dropout
+ * stream (seed, 4).
  * Nothing for a NULL ts. */
 TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
 /* Writes a checkpoint atomically (tg_st_writer_save: a failure leaves
@@ -223,8 +224,8 @@ TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
  * "train.best_val",
  * "train.data_rng", "train.dropout_rng" (tg_rng_to_string), "train.windows" and
  * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
- * would refuse is not written: streams never seeded, a negative step or
- * best val loss. 0, or -1 with a message. */
+ * would refuse is not written: streams never seeded, a negative step,
+ * best val loss or windows count. 0, or -1 with a message. */
 TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
                               const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
                               const tg_train_state *ts,

@@ -331,6 +331,7 @@ static int check_settings(trainer *t)
         return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule);
     if (strcmp(o->sampling, "random") && strcmp(o->sampling, "epochs"))
         return failf(t, "--sampling: '%s' is not random or epochs", o->sampling);
+    o->epochs = !strcmp(o->sampling, "epochs");
     if (args_seen(t->specs, t->n_specs, "decay-frac") && strcmp(o->schedule, "wsd"))
         return failf(t, "--decay-frac is a setting of --schedule wsd (this run's schedule is %s)", o->schedule);
     if (budget_settings(t)) return -1;
@@ -683,7 +684,7 @@ static double train_step(trainer *t, int64_t step, double lr)
     const void *seed = t->dt == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
     for (int k = 0; k < A; k++) {
-        if (o->sampling[0] == 'e')
+        if (o->epochs)
             tg_dataset_epoch_rows(&t->d, false, (uint64_t)o->seed, t->ts.windows, R * B, t->rank * B, B, T, t->x, t->y);
         else
             tg_dataset_rows(&t->d, false, R * B, t->rank * B, B, T, &t->ts.data_rng, t->x, t->y);

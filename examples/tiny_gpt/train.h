@@ -23,6 +23,7 @@ typedef struct train_opts {
     const char *optimizer;                     /* adamw, or muon (Muon for the blocks' matrices) */
     double muon_lr, muon_momentum;
     bool muon;                                 /* --optimizer muon */
+    bool epochs;                               /* --sampling epochs */
     double ema;                                /* --ema: the averages' decay (0: none) */
     bool full_val;                             /* --full-val: the val loss over the whole split */
     bool bias, resume, force, attn_composed;
