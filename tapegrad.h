@@ -16,6 +16,7 @@
 #include "core/cpu.h"
 #include "core/safetensors.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"

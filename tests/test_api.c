@@ -26,7 +26,7 @@ typedef struct fx {
     tg_st_writer *w;
     tg_sgd *sgd;
     tg_adamw *adamw;
-    char err[512];         /* the message the call left (err, or copied from where it keeps one) */
+    char err[TG_ERROR_SIZE]; /* the message the call left (err, or copied from where it keeps one) */
     char got[160];         /* what the call returned, as text */
 } fx;
 
@@ -340,6 +340,30 @@ static void c_rng_fill_stale(fx *f)
 }
 static void c_rng_fill_normal(fx *f) { (void)f; tg_rng_fill_normal(&rng, NULL, 0, 1); }
 static void c_rng_to_string_nor(fx *f) { num(f, tg_rng_to_string(NULL, buf, sizeof buf)); }
+static void c_error_set_null(fx *f) { num(f, tg_error_set(NULL, "x %d", 1)); }
+static void c_error_set_nofmt(fx *f)
+{
+    tg_error e = {"kept"};
+    num(f, tg_error_set(&e, NULL));
+    note(f, e.msg);
+}
+static void c_error_set_long(fx *f)
+{
+    static tg_error e;
+    static char big[2 * TG_ERROR_SIZE];
+    memset(big, 'a', sizeof big - 1);
+    tg_error_set(&e, "%s", big);
+    num(f, (double)strlen(e.msg));
+}
+static void c_error_prefix_null(fx *f) { num(f, tg_error_prefix(NULL, "p")); }
+static void c_error_prefix(fx *f)
+{
+    tg_error e = {0};
+    tg_error_set(&e, "bad %s", "key");
+    num(f, tg_error_prefix(&e, "file.bin"));
+    note(f, e.msg);
+}
+static void c_error_failed_null(fx *f) { flag(f, tg_error_failed(NULL)); }
 static void c_rng_to_string_short(fx *f)
 {
     char small[8];
@@ -1869,6 +1893,13 @@ static const api_case CASES[] = {
     {"tg_params_zero_grad(NULL)", "returns", NULL, c_params_zero_grad},
     {"tg_params_error(NULL)", "NULL", NULL, c_params_error},
     {"tg_params_free(NULL)", "returns", NULL, c_params_free},
+    /* core/error.h */
+    {"tg_error_set(NULL, ...)", "-1", NULL, c_error_set_null},
+    {"tg_error_set(e, NULL): e unchanged", "-1", "kept", c_error_set_nofmt},
+    {"tg_error_set(e, a message of 2047 bytes): truncated", "1023", NULL, c_error_set_long},
+    {"tg_error_prefix(NULL, p)", "-1", NULL, c_error_prefix_null},
+    {"tg_error_prefix(e, \"file.bin\")", "-1", "file.bin: bad key", c_error_prefix},
+    {"tg_error_failed(NULL)", "false", NULL, c_error_failed_null},
     /* core/rng.h */
     {"tg_rng_seed(NULL, 1, 2)", "returns", NULL, c_rng_seed},
     {"tg_rng_u32(NULL)", "0", NULL, c_rng_u32},
