@@ -29,10 +29,11 @@
  *                     a Llama with rope "halves", whose rows need nothing.
  *
  * What a Hugging Face config cannot say about a tapegrad model (a GPT
- * without biases, a Llama whose pairs were interleaved) goes into
- * config.json's "tapegrad" object, which transformers ignores and the
- * import reads back, so export then import gives the same checkpoint bit
- * for bit.
+ * without biases; a Llama whose pairs were interleaved, written as
+ * "rope_permuted_from": "interleaved" since the file's rows are in the
+ * halves order) goes into config.json's "tapegrad" object, which
+ * transformers ignores and the import reads back, so export then import
+ * gives the same checkpoint bit for bit.
  *
  * The reader trusts nothing: each JSON file is read whole up to a limit,
  * every size comes from config.json and is checked against the tensors'
@@ -495,8 +496,14 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
     const cJSON *tie = cfg_get(r, "tie_word_embeddings");
     c->tied = tie ? cJSON_IsTrue(tie) : true;   /* transformers' PretrainedConfig default */
     if (tie && !cJSON_IsBool(tie)) return cfg_fail(r, "'tie_word_embeddings' is not true or false");
-    const char *rope = cfg_tapegrad_str(r, "rope");
-    c->rope_halves = !rope || strcmp(rope, "interleaved");
+    /* "rope_permuted_from": "interleaved": the export of an interleaved Llama, whose q and k rows go back;
+     * "rope": "interleaved" is the older spelling of the same */
+    const char *from = cfg_tapegrad_str(r, "rope_permuted_from"), *old = cfg_tapegrad_str(r, "rope");
+    if (from && strcmp(from, "interleaved"))
+        return cfg_fail(r, "'tapegrad.rope_permuted_from' is not \"interleaved\" (the only pairing export permutes from)");
+    if (from && old && strcmp(old, "interleaved"))
+        return cfg_fail(r, "'tapegrad.rope' \"%s\" contradicts 'tapegrad.rope_permuted_from'", old);
+    c->rope_halves = !from && (!old || strcmp(old, "interleaved"));
     c->bias = false;
     return 0;
 }
@@ -693,7 +700,7 @@ out:
 
 static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, int32_t eos)
 {
-    cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg;
+    cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg = NULL;
     const bool gpt = !strcmp(c->arch, "gpt");
     cJSON_AddItemToArray(arch, cJSON_CreateString(gpt ? "GPT2LMHeadModel" : "LlamaForCausalLM"));
     cJSON_AddStringToObject(j, "model_type", gpt ? "gpt2" : "llama");
@@ -739,9 +746,11 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, 
     if (eos >= 0) cJSON_AddNumberToObject(j, "eos_token_id", eos);
     cJSON_AddStringToObject(j, "torch_dtype", dt == TG_F64 ? "float64" : "float32");
     cJSON_AddTrueToObject(j, "use_cache");
-    tg = cJSON_AddObjectToObject(j, "tapegrad");   /* what the layout cannot say, for the import */
+    /* what the layout cannot say, for the import: a GPT's biases; that the q and k rows were permuted from
+     * interleaved pairs (the weights are in transformers' halves order; import permutes them back) */
+    if (gpt || !c->rope_halves) tg = cJSON_AddObjectToObject(j, "tapegrad");
     if (gpt) cJSON_AddStringToObject(tg, "bias", c->bias ? "true" : "false");
-    else cJSON_AddStringToObject(tg, "rope", c->rope_halves ? "halves" : "interleaved");
+    else if (!c->rope_halves) cJSON_AddStringToObject(tg, "rope_permuted_from", "interleaved");
     return j;
 }
 

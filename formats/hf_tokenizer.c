@@ -1041,6 +1041,17 @@ static cJSON *replace(const char *from, const char *to)
     return o;
 }
 
+/* The decoder step that drops the one space a Prepend normalizer put
+ * before the text (transformers' Llama decoders end with it). */
+static cJSON *strip_prefix_space(void)
+{
+    cJSON *o = typed("Strip");
+    cJSON_AddStringToObject(o, "content", " ");
+    cJSON_AddNumberToObject(o, "start", 1);
+    cJSON_AddNumberToObject(o, "stop", 0);
+    return o;
+}
+
 static cJSON *sequence(const char *key, cJSON *a, cJSON *b, cJSON *c, cJSON *d)
 {
     cJSON *o = typed("Sequence"), *l = cJSON_AddArrayToObject(o, key);
@@ -1187,7 +1198,8 @@ static bool valid_utf8(const unsigned char *p, size_t n)
 }
 
 /* tapegrad's BPE: words split as it splits them, then GPT-2's byte
- * stand-ins; for a Llama ' ' before the text and BOS (run.c's rule). */
+ * stand-ins; for a Llama ' ' before the text and BOS (run.c's rule), and
+ * a decoder that drops that space again, as transformers' Llama decodes. */
 static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *why, size_t why_len)
 {
     uint32_t cp_of[256];
@@ -1242,8 +1254,9 @@ static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *wh
     cJSON_AddStringToObject(split, "behavior", "Isolated");
     cJSON_AddFalseToObject(split, "invert");
     const bool bos = llama && t->bos >= 0;
+    cJSON *dec = llama ? sequence("decoders", byte_level(true), strip_prefix_space(), NULL, NULL) : byte_level(true);
     return tokenizer_file(added, llama ? prepend(" ") : NULL, sequence("pretokenizers", split, byte_level(false), NULL, NULL),
-                          bos ? bos_template(names[t->bos], t->bos) : NULL, byte_level(true), vocab, merges, NULL, false);
+                          bos ? bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges, NULL, false);
 }
 
 /* Pieces with scores, as transformers writes a Llama's: the pieces as
@@ -1309,14 +1322,8 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
                 : pre      ? prepend(" ")
                 : u        ? replace(" ", U2581)
                            : NULL;
-    cJSON *dec = sequence("decoders", u ? replace(U2581, " ") : NULL, typed("ByteFallback"), typed("Fuse"), NULL);
-    if (pre) {
-        cJSON *strip = typed("Strip");
-        cJSON_AddStringToObject(strip, "content", " ");
-        cJSON_AddNumberToObject(strip, "start", 1);
-        cJSON_AddNumberToObject(strip, "stop", 0);
-        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(dec, "decoders"), strip);
-    }
+    cJSON *dec = sequence("decoders", u ? replace(U2581, " ") : NULL, typed("ByteFallback"), typed("Fuse"),
+                          pre ? strip_prefix_space() : NULL);
     return tokenizer_file(added, norm, NULL, bos ? bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges,
                           t->unk >= 0 ? names[t->unk] : NULL, true);
 }
@@ -1375,13 +1382,9 @@ int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON *
             snprintf(s, sizeof s, "<0x%02X>", b);
             cJSON_AddNumberToObject(vocab, s, 3 + b);
         }
-        cJSON *strip = typed("Strip");
-        cJSON_AddStringToObject(strip, "content", " ");
-        cJSON_AddNumberToObject(strip, "start", 1);
-        cJSON_AddNumberToObject(strip, "stop", 0);
         *tok = tokenizer_file(added, prepend(" "), NULL, bos_template("<s>", TG_VOCAB_BOS),
-                              sequence("decoders", typed("ByteFallback"), typed("Fuse"), strip, NULL), vocab, NULL,
-                              "<unk>", true);
+                              sequence("decoders", typed("ByteFallback"), typed("Fuse"), strip_prefix_space(), NULL),
+                              vocab, NULL, "<unk>", true);
         *bos = TG_VOCAB_BOS, *eos = 2;
         bos_s = "<s>", eos_s = "</s>", unk_s = "<unk>";
     } else {   /* TG_VOCAB_BYTES: the bytes present, each its GPT-2 stand-in */

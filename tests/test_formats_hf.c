@@ -36,6 +36,32 @@ static void write_text(const char *path, const char *s)
     fclose(f);
 }
 
+/* The whole of a text file, NUL-terminated (free it). */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Writes s with the first `from` replaced by `to` to path. */
+static void write_edited(const char *path, const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    ck_assert_msg(at != NULL, "no '%s' to edit", from);
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fprintf(f, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    fclose(f);
+}
+
 /* Removes dir's files and dir. */
 static void remove_dir(const char *dir)
 {
@@ -503,6 +529,36 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_vocab_free(&back);
         tg_model_free(&r);
         tg_st_free(fb);
+
+        /* config.json says what the weights hold: an interleaved Llama's rows were permuted from that
+         * pairing (the file's are in transformers' halves order), a halves Llama needs no word; the older
+         * spelling "rope": "interleaved" still imports as the same checkpoint */
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        char *cfg = read_text(p);
+        ck_assert_msg(!strstr(cfg, "\"rope\":"), "%s", cfg);
+        if (!gpt && !c->rope_halves) {
+            ck_assert_msg(strstr(cfg, "\"tapegrad\":{\"rope_permuted_from\":\"interleaved\"}"), "%s", cfg);
+            write_edited(p, cfg, "\"rope_permuted_from\"", "\"rope\"");
+            ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+            fb = tg_st_load(b, err, sizeof err);
+            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+            ck_assert(!r.config.rope_halves);
+            for (int i = 0; i < tg_params_count(m.params); i++) {
+                const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
+                ck_assert_msg(!memcmp(x->data, y->data, (size_t)x->numel * es), "%s differs", x->name);
+            }
+            tg_model_free(&r);
+            tg_st_free(fb);
+            write_edited(p, cfg, "\"interleaved\"", "\"halves\"");
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
+            ck_assert_msg(strstr(err, "'tapegrad.rope_permuted_from' is not \"interleaved\""), "%s", err);
+            write_edited(p, cfg, "{\"rope_permuted_from\"", "{\"rope\":\"halves\",\"rope_permuted_from\"");
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
+            ck_assert_msg(strstr(err, "'tapegrad.rope' \"halves\" contradicts"), "%s", err);
+        } else if (!gpt) {
+            ck_assert_msg(!strstr(cfg, "\"tapegrad\""), "%s", cfg);
+        }
+        free(cfg);
         tg_st_free(fa);
         tg_vocab_free(&v);
         tg_model_free(&m);
@@ -714,6 +770,17 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_str_eq(notice, "");
+        /* a Llama's text is ' ' + text: its decoder drops that space, as transformers' Llama decoders do */
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+        char *tj = read_text(p);
+        const char *dec = strstr(tj, "\"decoder\":");
+        ck_assert_ptr_nonnull(dec);
+        static const char seq[] = "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteLevel\"";
+        const bool strips = !strncmp(dec, seq, sizeof seq - 1) &&
+                            strstr(dec, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}") != NULL;
+        ck_assert_msg(strips == (k == 1), "%.200s", dec);
+        free(tj);
         ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         tg_st_file *fb = tg_st_load(b, err, sizeof err);
         tg_vocab back;

@@ -279,6 +279,9 @@ put("edge_empty", b"")
 put("edge_config_only", pack(1, gcfg))
 put("edge_huge_llama", pack(1, lcfg.replace(b'"hidden_size":4', b'"hidden_size":16777216'), lmodel))
 put("edge_model_type", pack(1, gcfg.replace(b'"gpt2"', b'"mistral"'), gmodel))
+put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
+put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
+                                                   b'"rope_permuted_from":"halves"'), lmodel))
 put("edge_index_escape", pack(1, gcfg, b"", b"", b'{"weight_map": {"transformer.wte.weight": "../x"}}', gmodel))
 put("edge_tokenizer_cut", pack(0, gcfg, gmodel, gtok[:len(gtok) // 2]))
 put("edge_merges_reordered", pack(0, gcfg, gmodel, b"", b"", b"", vocab,
