@@ -314,9 +314,9 @@ typedef struct hf_map {
     int heads;   /* HF_ROPE_ROWS: the heads the rows are cut into */
 } hf_map;
 
-/* GPT-2. prefix is "transformer." (GPT2LMHeadModel's state dict) or ""
- * (GPT2Model's, as the files Hugging Face publishes name them). */
-static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **out)
+/* GPT-2's block i. prefix is "transformer." (GPT2LMHeadModel's state
+ * dict) or "" (GPT2Model's, as the files Hugging Face publishes name them). */
+static void gpt2_layer_names(const tg_model_config *c, const char *prefix, int i, hf_map **out)
 {
     static const struct { const char *part; hf_layout layout; } block[] = {
         {"ln_1.weight", HF_SAME},        {"ln_1.bias", HF_SAME},
@@ -327,22 +327,27 @@ static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **ou
         {"mlp.c_proj.weight", HF_TRANSPOSE},  {"mlp.c_proj.bias", HF_SAME},
     };
     hf_map m = {0};
+    for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
+        const bool is_bias = strstr(block[k].part, ".bias") != NULL;
+        if (is_bias && !c->bias) continue;
+        m.layout = block[k].layout;
+        snprintf(m.tg, sizeof m.tg, "transformer.h.%d.%s", i, block[k].part);
+        snprintf(m.hf, sizeof m.hf, "%sh.%d.%s", prefix, i, block[k].part);
+        stbds_arrput(*out, m);
+    }
+}
+
+/* GPT-2 (prefix as above). */
+static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **out)
+{
+    hf_map m = {0};
     snprintf(m.tg, sizeof m.tg, "transformer.wte.weight");
     snprintf(m.hf, sizeof m.hf, "%swte.weight", prefix);
     stbds_arrput(*out, m);
     snprintf(m.tg, sizeof m.tg, "transformer.wpe.weight");
     snprintf(m.hf, sizeof m.hf, "%swpe.weight", prefix);
     stbds_arrput(*out, m);
-    for (int i = 0; i < c->n_layer; i++)
-        for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
-            const bool is_bias = strstr(block[k].part, ".bias") != NULL;
-            if (is_bias && !c->bias) continue;
-            m.layout = block[k].layout;
-            snprintf(m.tg, sizeof m.tg, "transformer.h.%d.%s", i, block[k].part);
-            snprintf(m.hf, sizeof m.hf, "%sh.%d.%s", prefix, i, block[k].part);
-            stbds_arrput(*out, m);
-        }
-    m.layout = HF_SAME;
+    for (int i = 0; i < c->n_layer; i++) gpt2_layer_names(c, prefix, i, out);
     snprintf(m.tg, sizeof m.tg, "transformer.ln_f.weight");
     snprintf(m.hf, sizeof m.hf, "%sln_f.weight", prefix);
     stbds_arrput(*out, m);
@@ -361,8 +366,8 @@ static bool gpt2_buffer(const char *name)
     return (n > 10 && !strcmp(name + n - 10, ".attn.bias")) || (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias"));
 }
 
-/* LlamaForCausalLM. */
-static void llama_names(const tg_model_config *c, hf_map **out)
+/* LlamaForCausalLM's layer i. */
+static void llama_layer_names(const tg_model_config *c, int i, hf_map **out)
 {
     static const struct { const char *tg, *hf; int rope; } layer[] = {
         {"attention.wq.weight", "self_attn.q_proj.weight", 1}, {"attention.wk.weight", "self_attn.k_proj.weight", 2},
@@ -372,18 +377,23 @@ static void llama_names(const tg_model_config *c, hf_map **out)
         {"ffn_norm.weight", "post_attention_layernorm.weight", 0},
     };
     hf_map m = {0};
+    for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
+        m.layout = layer[k].rope && !c->rope_halves ? HF_ROPE_ROWS : HF_SAME;
+        m.heads = layer[k].rope == 1 ? c->n_head : c->n_kv_head;
+        snprintf(m.tg, sizeof m.tg, "layers.%d.%s", i, layer[k].tg);
+        snprintf(m.hf, sizeof m.hf, "model.layers.%d.%s", i, layer[k].hf);
+        stbds_arrput(*out, m);
+    }
+}
+
+/* LlamaForCausalLM. */
+static void llama_names(const tg_model_config *c, hf_map **out)
+{
+    hf_map m = {0};
     snprintf(m.tg, sizeof m.tg, "tok_embeddings.weight");
     snprintf(m.hf, sizeof m.hf, "model.embed_tokens.weight");
     stbds_arrput(*out, m);
-    for (int i = 0; i < c->n_layer; i++)
-        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
-            m.layout = layer[k].rope && !c->rope_halves ? HF_ROPE_ROWS : HF_SAME;
-            m.heads = layer[k].rope == 1 ? c->n_head : c->n_kv_head;
-            snprintf(m.tg, sizeof m.tg, "layers.%d.%s", i, layer[k].tg);
-            snprintf(m.hf, sizeof m.hf, "model.layers.%d.%s", i, layer[k].hf);
-            stbds_arrput(*out, m);
-        }
-    m.layout = HF_SAME;
+    for (int i = 0; i < c->n_layer; i++) llama_layer_names(c, i, out);
     snprintf(m.tg, sizeof m.tg, "norm.weight");
     snprintf(m.hf, sizeof m.hf, "model.norm.weight");
     stbds_arrput(*out, m);
@@ -546,6 +556,33 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
     return rc;
 }
 
+/* config.json's layer count against the files, before the table of
+ * every tensor name is built (a few hundred bytes per name): when the
+ * layers need more tensors than the files hold, the first one missing is
+ * named, found by looking at the layers in order, which costs time in
+ * proportion to the tensors present. */
+static int check_layer_count(const hf_weights *w, const tg_model_config *c, const char *prefix, char *err,
+                             size_t errlen)
+{
+    const bool gpt = !strcmp(c->arch, "gpt");
+    int64_t have = 0;
+    for (ptrdiff_t f = 0; f < stbds_arrlen(w->files); f++) have += tg_st_count(w->files[f]);
+    hf_map *one = NULL;
+    int rc = 0;
+    for (int i = 0; i < c->n_layer && !rc; i++) {
+        stbds_arrfree(one);
+        if (gpt) gpt2_layer_names(c, prefix, i, &one);
+        else llama_layer_names(c, i, &one);
+        if (i == 0 && (int64_t)c->n_layer * stbds_arrlen(one) <= have) break;   /* the names' table fits the files */
+        for (ptrdiff_t k = 0; k < stbds_arrlen(one) && !rc; k++)
+            if (!weights_find(w, one[k].hf))
+                rc = tg_set_err(err, errlen, "hf: the weights have no '%s' (config.json describes %d layers)",
+                                one[k].hf, c->n_layer);
+    }
+    stbds_arrfree(one);
+    return rc;
+}
+
 /* The shapes the config implies, from the counts alone (no model yet):
  * compared name by name with the file's tensors. */
 static int check_shapes_before_build(const hf_weights *w, const hf_map *maps, const tg_model_config *c, char *err,
@@ -644,7 +681,9 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     }
     if (weights_open(&w, dir, err, errlen)) goto out;
     const bool gpt = !strcmp(c.arch, "gpt");
-    if (gpt) gpt2_names(&c, weights_find(&w, "transformer.wte.weight") ? "transformer." : "", &maps);
+    const char *prefix = gpt && weights_find(&w, "transformer.wte.weight") ? "transformer." : "";
+    if (check_layer_count(&w, &c, prefix, err, errlen)) goto out;
+    if (gpt) gpt2_names(&c, prefix, &maps);
     else llama_names(&c, &maps);
     if (check_tensors(&w, maps, &c, err, errlen) || check_shapes_before_build(&w, maps, &c, err, errlen))
         goto out;

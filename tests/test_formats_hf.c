@@ -21,7 +21,9 @@
  * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
  *   same tokenizer, its learned merges included.
  * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "tg_test.h"
@@ -365,7 +367,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     write_text(p, GPT2_CONFIG);
     float x[V * C] = {0};
     tg_st_writer *w = tg_st_writer_new();
-    tg_st_writer_add(w, "wte.weight", "F32", 2, (int64_t[]){V, C}, x);
+    gpt2_t ts[64];
+    for (int i = 0, n = gpt2_tensors(ts); i < n; i++) tg_st_writer_add(w, ts[i].name, "F32", ts[i].ndim, ts[i].shape, x);
     tg_st_writer_add(w, "h.0.attn.rotary", "F32", 1, (int64_t[]){C}, x);
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     ck_assert_int_eq(tg_st_writer_save(w, p, err, sizeof err), 0);
@@ -569,6 +572,69 @@ START_TEST(export_then_import_is_the_same_checkpoint)
 }
 END_TEST
 
+
+/* config.json's n_layer 65536 (a 517-byte file) against weights of two
+ * layers (a GPT-2) or one (a Llama): refused naming the first tensor
+ * missing, in a child whose address space may grow by 64 MB only (the
+ * table of 65536 layers' names alone is 170 to 250 MB), within 0.5 s. */
+START_TEST(a_huge_layer_count_is_refused_at_small_memory)
+{
+    char err[ERRLEN], notice[512], gdir[600], ldir[600], ck[600], p[1024];
+    snprintf(gdir, sizeof gdir, "%s", tt_path("layers_gpt"));
+    snprintf(ldir, sizeof ldir, "%s", tt_path("layers_llama"));
+    snprintf(ck, sizeof ck, "%s", tt_path("layers.safetensors"));
+    make_gpt2_dir(gdir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", gdir);
+    write_edited(p, GPT2_CONFIG, "\"n_layer\": 2", "\"n_layer\": 65536");
+    tg_model m;
+    tg_vocab v;
+    ck_assert_msg(tg_model_new(&m, &RT[3], TG_F32, 5, err, sizeof err) == 0, "%s", err);
+    tg_vocab_llama2c(&v);
+    ck_assert_int_eq(tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    tg_model_free(&m);
+    tg_st_file *f = tg_st_load(ck, err, sizeof err);
+    ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    tg_st_free(f);
+    remove(ck);
+    snprintf(p, sizeof p, "%s/config.json", ldir);
+    char *cfg = read_text(p);
+    write_edited(p, cfg, "\"num_hidden_layers\":1,", "\"num_hidden_layers\":65536,");
+    free(cfg);
+    const char *dirs[2] = {gdir, ldir};
+    static const char *const want[2] = {"the weights have no 'h.2.ln_1.weight' (config.json describes 65536 layers)",
+                                        "the weights have no 'model.layers.1.self_attn.q_proj.weight' (config.json "
+                                        "describes 65536 layers)"};
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {   /* the limit must not outlive this test (the suite runs in one process) */
+        long pages = 0;
+        FILE *st = fopen("/proc/self/statm", "r");
+        if (!st || fscanf(st, "%ld", &pages) != 1) _exit(2);
+        fclose(st);
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+        if (setrlimit(RLIMIT_AS, &lim)) _exit(3);
+        for (int k = 0; k < 2; k++) {
+            const clock_t t0 = clock();
+            const int rc = tg_hf_import(dirs[k], ck, NULL, NULL, 0, err, sizeof err);
+            const double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+            if (rc != -1 || !strstr(err, want[k]) || dt > 0.5) {
+                fprintf(stderr, "%s: rc %d in %.2f s: %s\n", dirs[k], rc, dt, rc ? err : "accepted");
+                _exit(4 + k);
+            }
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d): see stderr", status);
+    ck_assert_int_eq(access(ck, F_OK), -1);
+    remove_dir(gdir);
+    remove_dir(ldir);
+    tg_vocab_free(&v);
+}
+END_TEST
 
 /* ---- a Llama's tokenizer.json ------------------------------------------------------- */
 
@@ -810,6 +876,7 @@ int main(void)
 {
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
+                                   a_huge_layer_count_is_refused_at_small_memory,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
                                    what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
