@@ -59,75 +59,7 @@
 #include "gpt2_internal.h"
 #include "options_internal.h"
 
-#define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 #define HF_MAX_SHARDS 4096
-
-/* ---- small helpers ---------------------------------------------------------- */
-
-static char *path_join(const char *dir, const char *name)
-{
-    const size_t a = strlen(dir), b = strlen(name);
-    char *p = tg_malloc(a + b + 2);
-    if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
-    return p;
-}
-
-bool tg_hf_file_exists(const char *dir, const char *name)
-{
-    char *p = path_join(dir, name);
-    struct stat st;
-    const bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
-    tg_free(p);
-    return ok;
-}
-
-/* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes. */
-char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
-{
-    char *p = path_join(dir, name);
-    if (!p) {
-        tg_set_err(err, errlen, "hf: out of memory");
-        return NULL;
-    }
-    FILE *f = fopen(p, "rb");
-    char *buf = NULL;
-    struct stat st;
-    if (!f) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
-    else if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
-    else if ((uint64_t)st.st_size > HF_MAX_JSON)
-        tg_set_err(err, errlen, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
-                   HF_MAX_JSON);
-    else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_set_err(err, errlen, "hf: out of memory");
-    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        tg_set_err(err, errlen, "hf: %s: read failed", p);
-        tg_free(buf);
-        buf = NULL;
-    } else {
-        buf[st.st_size] = 0;
-        *len = (size_t)st.st_size;
-    }
-    if (f) fclose(f);
-    tg_free(p);
-    return buf;
-}
-
-/* dir/name parsed as a JSON object. */
-cJSON *tg_hf_read_json(const char *dir, const char *name, char *err, size_t errlen)
-{
-    size_t len = 0;
-    char *text = tg_hf_read_small(dir, name, &len, err, errlen);
-    if (!text) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
-    else if (!cJSON_IsObject(j)) {
-        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object", dir, name);
-        cJSON_Delete(j);
-        j = NULL;
-    }
-    tg_free(text);
-    return j;
-}
 
 /* config.json's fields, each refused naming its key. */
 typedef struct cfg_reader {
@@ -218,7 +150,7 @@ static void weights_free(hf_weights *w)
 
 static int weights_add_file(hf_weights *w, const char *dir, const char *name, char *err, size_t errlen)
 {
-    char *p = path_join(dir, name), *copy = tg_malloc(strlen(name) + 1);
+    char *p = tg_hf_path(dir, name), *copy = tg_malloc(strlen(name) + 1);
     tg_st_file *f = p && copy ? tg_st_load(p, err, errlen) : NULL;
     if (!p || !copy) tg_set_err(err, errlen, "hf: out of memory");
     tg_free(p);
@@ -796,7 +728,7 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, 
 /* A JSON file of the export, begun and finished under its temporary name. */
 static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSON *j, char *err, size_t errlen)
 {
-    char *p = path_join(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    char *p = tg_hf_path(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
     int rc = 0;
     memset(f, 0, sizeof *f);
     if (!p || !text) rc = tg_set_err(err, errlen, "hf: out of memory");
@@ -907,7 +839,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     cJSON_AddNumberToObject(json[1], "max_length", c->block_size);
     for (int k = 0; k < 4; k++)
         if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err, errlen)) goto out;
-    char *mp = path_join(dir, "model.safetensors");
+    char *mp = tg_hf_path(dir, "model.safetensors");
     if (!mp) goto oom;
     rc = tg_st_writer_save(w, mp, err, errlen);
     tg_free(mp);

@@ -1,5 +1,6 @@
-/* What formats/hf.c (the model directory) and formats/hf_tokenizer.c
- * (its tokenizer files) share. Not public. */
+/* What formats/hf.c (the model directory), formats/hf_tokenizer.c (its
+ * tokenizer files) and formats/hf_files.c (reading them) share. Not
+ * public. */
 #ifndef TG_HF_INTERNAL_H
 #define TG_HF_INTERNAL_H
 
@@ -10,6 +11,8 @@
 
 #include "formats.h"
 
+/* dir/name, in memory from tg_malloc (NULL when out of memory). */
+char *tg_hf_path(const char *dir, const char *name);
 /* dir/name is a regular file. */
 bool tg_hf_file_exists(const char *dir, const char *name);
 /* The whole file dir/name, NUL-terminated, its length in *len: at most
