@@ -1,14 +1,17 @@
 /* The files of a Hugging Face model directory as the readers of
  * formats/hf.c and formats/hf_tokenizer.c take them: each JSON or text
- * file read whole, up to a limit, from a regular file only. */
+ * file read whole, up to a limit, from a regular file only (checked on
+ * the file opened, which is opened without waiting on a pipe). */
 #define _POSIX_C_SOURCE 200809L
 #include "hf_internal.h"
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
@@ -32,7 +35,24 @@ bool tg_hf_file_exists(const char *dir, const char *name)
     return ok;
 }
 
-/* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes. */
+/* n bytes from fd into buf: 0, or -1 (errno set; 0 when the file ended first). */
+static int read_exactly(int fd, char *buf, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        const ssize_t k = read(fd, buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = 0;
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes.
+ * Opened without blocking, so that a named pipe (whose open waits for a
+ * writer) is refused by the regular-file test instead of hanging. */
 char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
 {
     char *p = tg_hf_path(dir, name);
@@ -40,24 +60,24 @@ char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err
         tg_set_err(err, errlen, "hf: out of memory");
         return NULL;
     }
-    FILE *f = fopen(p, "rb");
+    const int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     char *buf = NULL;
     struct stat st;
-    if (!f) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
-    else if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
+    if (fd < 0) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
+    else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
     else if ((uint64_t)st.st_size > HF_MAX_JSON)
         tg_set_err(err, errlen, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
                    HF_MAX_JSON);
     else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_set_err(err, errlen, "hf: out of memory");
-    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        tg_set_err(err, errlen, "hf: %s: read failed", p);
+    else if (read_exactly(fd, buf, (size_t)st.st_size)) {
+        tg_set_err(err, errlen, "hf: %s: read failed: %s", p, errno ? strerror(errno) : "the file got shorter");
         tg_free(buf);
         buf = NULL;
     } else {
         buf[st.st_size] = 0;
         *len = (size_t)st.st_size;
     }
-    if (f) fclose(f);
+    if (fd >= 0) close(fd);
     tg_free(p);
     return buf;
 }

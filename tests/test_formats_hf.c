@@ -21,6 +21,7 @@
  * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
  *   same tokenizer, its learned merges included.
  * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -636,6 +637,47 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
 }
 END_TEST
 
+/* tg_hf_import(dir) in a child that an alarm ends after 10 s, so that a
+ * reader blocked on a pipe fails the test instead of hanging it: it must
+ * refuse with a message holding want. */
+static void refused_in_child(const char *dir, const char *want)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);   /* Check's handler would kill the whole process group */
+        alarm(10);
+        char err[ERRLEN];
+        const int rc = tg_hf_import(dir, tt_path("child.safetensors"), NULL, NULL, 0, err, sizeof err);
+        if (rc != -1 || !strstr(err, want)) {
+            fprintf(stderr, "rc %d: '%s' lacks '%s'\n", rc, rc ? err : "accepted", want);
+            _exit(4);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(!WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM, "the import of %s hung (10 s)", dir);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d): see stderr", status);
+    ck_assert_int_eq(access(tt_path("child.safetensors"), F_OK), -1);
+}
+
+/* A named pipe as config.json: open() of a pipe waits for a writer, so
+ * the reader must find it is not a regular file without blocking. */
+START_TEST(a_pipe_as_config_json_is_refused)
+{
+    char dir[600], p[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("fifo"));
+    make_gpt2_dir(dir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    remove(p);
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    refused_in_child(dir, "/config.json: not a regular file");
+    remove_dir(dir);
+}
+END_TEST
+
 /* ---- a Llama's tokenizer.json ------------------------------------------------------- */
 
 /* A Llama tokenizer.json as transformers writes one, of <unk> <s> </s>,
@@ -876,7 +918,7 @@ int main(void)
 {
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
-                                   a_huge_layer_count_is_refused_at_small_memory,
+                                   a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
                                    what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
