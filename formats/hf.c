@@ -150,6 +150,7 @@ static void weights_free(hf_weights *w)
 
 static int weights_add_file(hf_weights *w, const char *dir, const char *name, char *err, size_t errlen)
 {
+    if (tg_hf_stat(dir, name, err, errlen) < 0) return -1;   /* tg_st_load's open would wait on a pipe */
     char *p = tg_hf_path(dir, name), *copy = tg_malloc(strlen(name) + 1);
     tg_st_file *f = p && copy ? tg_st_load(p, err, errlen) : NULL;
     if (!p || !copy) tg_set_err(err, errlen, "hf: out of memory");
@@ -175,11 +176,14 @@ static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen
 {
     memset(w, 0, sizeof *w);
     stbds_sh_new_strdup(w->where);
-    if (!tg_hf_file_exists(dir, "model.safetensors.index.json")) {
-        if (!tg_hf_file_exists(dir, "model.safetensors"))
+    const int ix_there = tg_hf_stat(dir, "model.safetensors.index.json", err, errlen);
+    if (ix_there < 0) return -1;
+    if (!ix_there) {
+        const int there = tg_hf_stat(dir, "model.safetensors", err, errlen);
+        if (!there)
             return tg_set_err(err, errlen, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
                               "(a Hugging Face model directory holds its weights in one of them)", dir);
-        return weights_add_file(w, dir, "model.safetensors", err, errlen);
+        return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err, errlen);
     }
     w->indexed = true;
     cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", err, errlen);
@@ -773,7 +777,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     tg_atomic_file staged[4];
     memset(staged, 0, sizeof staged);
     int rc = -1;
-    if (tg_hf_file_exists(dir, "model.safetensors.index.json")) {
+    if (tg_hf_stat(dir, "model.safetensors.index.json", NULL, 0)) {
         tg_set_err(err, errlen, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
                    "new or empty directory", dir);
         goto out;

@@ -26,13 +26,16 @@ char *tg_hf_path(const char *dir, const char *name)
     return p;
 }
 
-bool tg_hf_file_exists(const char *dir, const char *name)
+int tg_hf_stat(const char *dir, const char *name, char *err, size_t errlen)
 {
     char *p = tg_hf_path(dir, name);
+    if (!p) return tg_set_err(err, errlen, "hf: out of memory");
     struct stat st;
-    const bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    int rc = 1;
+    if (stat(p, &st)) rc = errno == ENOENT || errno == ENOTDIR ? 0 : tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) rc = tg_set_err(err, errlen, "hf: %s: not a regular file", p);
     tg_free(p);
-    return ok;
+    return rc;
 }
 
 /* n bytes from fd into buf: 0, or -1 (errno set; 0 when the file ended first). */

@@ -13,8 +13,10 @@
 
 /* dir/name, in memory from tg_malloc (NULL when out of memory). */
 char *tg_hf_path(const char *dir, const char *name);
-/* dir/name is a regular file. */
-bool tg_hf_file_exists(const char *dir, const char *name);
+/* Whether dir/name is there: 1 a regular file, 0 absent, -1 with a
+ * message for anything else (a directory, a pipe, a device: "not a
+ * regular file", which a reader must not take for absent). */
+int tg_hf_stat(const char *dir, const char *name, char *err, size_t errlen);
 /* The whole file dir/name, NUL-terminated, its length in *len: at most
  * 64 MiB; NULL with a message. Free with tg_free. */
 char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen);

@@ -859,11 +859,14 @@ int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eo
 {
     memset(v, 0, sizeof *v);
     *found = 0;
-    if (tg_hf_file_exists(dir, "tokenizer.json")) {
+    const int tj = tg_hf_stat(dir, "tokenizer.json", err, errlen);
+    if (tj) {
         *found = 1;
-        return tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
+        return tj < 0 ? -1 : tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
     }
-    if (!tg_hf_file_exists(dir, "vocab.json") || !tg_hf_file_exists(dir, "merges.txt")) return 0;
+    const int vj = tg_hf_stat(dir, "vocab.json", err, errlen), mt = vj < 0 ? 0 : tg_hf_stat(dir, "merges.txt", err, errlen);
+    if (vj < 0 || mt < 0) return -1;
+    if (!vj || !mt) return 0;
     *found = 1;
     if (llama)
         return tg_set_err(err, errlen, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "

@@ -678,6 +678,33 @@ START_TEST(a_pipe_as_config_json_is_refused)
 }
 END_TEST
 
+/* model.safetensors, a shard or a tokenizer file that is a directory, a
+ * named pipe or a device (/dev/zero) is there but is no file to read:
+ * refused as such, not taken for absent, and without waiting on a pipe. */
+START_TEST(what_is_not_a_regular_file_is_refused)
+{
+    char dir[600], p[1024], q[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("odd"));
+    for (int k = 0; k < 3; k++) {   /* a directory, a pipe, /dev/zero */
+        /* model.safetensors; a shard the index names; tokenizer.json; vocab.json beside merges.txt */
+        for (int which = 0; which < 4; which++) {
+            make_gpt2_dir(dir, which == 1 ? "transformer." : "", which == 1, which == 2);
+            static const char *const names[4] = {"model.safetensors", "model-00002-of-00002.safetensors",
+                                                 "tokenizer.json", "vocab.json"};
+            snprintf(p, sizeof p, "%s/%s", dir, names[which]);
+            ck_assert_int_eq(remove(p), 0);
+            if (k == 0) ck_assert_int_eq(mkdir(p, 0700), 0);
+            else if (k == 1) ck_assert_int_eq(mkfifo(p, 0600), 0);
+            else ck_assert_int_eq(symlink("/dev/zero", p), 0);
+            snprintf(q, sizeof q, "/%s: not a regular file", names[which]);
+            refused_in_child(dir, q);
+            if (k == 0) rmdir(p);
+            remove_dir(dir);
+        }
+    }
+}
+END_TEST
+
 /* ---- a Llama's tokenizer.json ------------------------------------------------------- */
 
 /* A Llama tokenizer.json as transformers writes one, of <unk> <s> </s>,
@@ -919,6 +946,7 @@ int main(void)
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
                                    a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
+                                   what_is_not_a_regular_file_is_refused,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
                                    what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
