@@ -186,7 +186,7 @@ static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen
         return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err, errlen);
     }
     w->indexed = true;
-    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", err, errlen);
+    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", false, err, errlen);
     if (!ix) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
     int rc = 0;
@@ -591,7 +591,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     if (notice && notice_len) notice[0] = 0;
     if (!dir || !ckpt_out) return tg_set_err(err, errlen, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
     const tg_hf_import_options o = opts ? *opts : (tg_hf_import_options){0};
-    cJSON *cj = tg_hf_read_json(dir, "config.json", err, errlen);
+    cJSON *cj = tg_hf_read_json(dir, "config.json", true, err, errlen);
     if (!cj) return -1;
     cfg_reader r = {cj, err, errlen};
     tg_model_config c = {0};

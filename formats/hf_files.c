@@ -15,6 +15,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/stb_ds_internal.h"
 
 #define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 
@@ -85,19 +86,65 @@ char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err
     return buf;
 }
 
-/* dir/name parsed as a JSON object. */
-cJSON *tg_hf_read_json(const char *dir, const char *name, char *err, size_t errlen)
+/* JSON's whitespace, the only bytes Python's json.loads takes around a value. */
+static bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+typedef struct key_ix { char *key; cJSON *value; } key_ix;   /* stb_ds string map */
+
+/* Python's json keeps the last value of a key an object repeats: the
+ * earlier ones are dropped, in o and every object inside it. Each
+ * object's keys go through a map, so a long object costs time in
+ * proportion to it (cJSON nests at most CJSON_NESTING_LIMIT deep). */
+static void last_key_wins(cJSON *o)
+{
+    if (cJSON_IsObject(o)) {
+        key_ix *seen = NULL;
+        stbds_sh_new_arena(seen);
+        for (cJSON *c = o->child, *next; c; c = next) {
+            next = c->next;
+            const ptrdiff_t i = stbds_shgeti(seen, c->string);
+            if (i >= 0) {
+                cJSON_Delete(cJSON_DetachItemViaPointer(o, seen[i].value));
+                seen[i].value = c;
+            } else {
+                stbds_shput(seen, c->string, c);
+            }
+        }
+        stbds_shfree(seen);
+    }
+    for (cJSON *c = cJSON_IsObject(o) || cJSON_IsArray(o) ? o->child : NULL; c; c = c->next) last_key_wins(c);
+}
+
+/* dir/name parsed as a JSON object, refused where Python's json.loads
+ * (transformers' reader) and the tokenizers library refuse it too: a
+ * UTF-8 byte-order mark before it, bytes but whitespace after it. */
+cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, char *err, size_t errlen)
 {
     size_t len = 0;
     char *text = tg_hf_read_small(dir, name, &len, err, errlen);
     if (!text) return NULL;
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
-    else if (!cJSON_IsObject(j)) {
-        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object", dir, name);
-        cJSON_Delete(j);
-        j = NULL;
+    cJSON *j = NULL;
+    size_t lead = 0;
+    while (lead < len && json_space(text[lead])) lead++;
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+        tg_set_err(err, errlen, "hf: %s/%s: begins with a UTF-8 byte-order mark, which JSON does not allow (Python's "
+                   "json, which transformers reads it with, refuses it too): remove the first 3 bytes", dir, name);
+    } else if (lead < len && text[lead] != '{') {
+        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object (byte %zu is not '{')", dir, name, lead);
+    } else if (!(j = cJSON_ParseWithLengthOpts(text, len, &end, 0))) {
+        tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
+    } else {
+        size_t at = (size_t)(end - text);
+        while (at < len && json_space(text[at])) at++;
+        if (at < len) {
+            tg_set_err(err, errlen, "hf: %s/%s: %zu byte%s after the JSON object, from byte %zu (Python's json and the "
+                       "tokenizers library refuse them too)", dir, name, len - at, len - at == 1 ? "" : "s", at);
+            cJSON_Delete(j);
+            j = NULL;
+        } else if (last_wins) {
+            last_key_wins(j);
+        }
     }
     tg_free(text);
     return j;

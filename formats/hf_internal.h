@@ -20,8 +20,12 @@ int tg_hf_stat(const char *dir, const char *name, char *err, size_t errlen);
 /* The whole file dir/name, NUL-terminated, its length in *len: at most
  * 64 MiB; NULL with a message. Free with tg_free. */
 char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen);
-/* dir/name parsed as a JSON object; NULL with a message. */
-cJSON *tg_hf_read_json(const char *dir, const char *name, char *err, size_t errlen);
+/* dir/name parsed as a JSON object; NULL with a message (also for a
+ * byte-order mark before it or bytes but whitespace after it, which
+ * Python's json refuses). last_wins: a key an object repeats has its last
+ * value, as Python's json (transformers' reader of config.json) gives;
+ * else the first (the readers refuse what they must not take twice). */
+cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, char *err, size_t errlen);
 
 /* The tokenizer files of dir (tokenizer.json, else vocab.json +
  * merges.txt) as a vocabulary for a model of the family llama or not,

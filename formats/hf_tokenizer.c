@@ -754,7 +754,7 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
 static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v, char *notice,
                           size_t notice_len, char *err, size_t errlen)
 {
-    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", err, errlen);
+    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", false, err, errlen);
     if (!j) return -1;
     int rc = -1;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
@@ -824,7 +824,7 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
 /* vocab.json and merges.txt ("#version" first line, then "a b" lines). */
 static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
 {
-    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", err, errlen), *merges = NULL;
+    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", false, err, errlen), *merges = NULL;
     size_t len = 0;
     char *text = vocab ? tg_hf_read_small(dir, "merges.txt", &len, err, errlen) : NULL;
     tg_tokenizer *t = NULL;

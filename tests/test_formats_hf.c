@@ -705,6 +705,49 @@ START_TEST(what_is_not_a_regular_file_is_refused)
 }
 END_TEST
 
+/* config.json as transformers reads it (Python's json.loads): a repeated
+ * key has its last value, at every depth; a byte-order mark before the
+ * object and bytes after it (but whitespace) are refused, as json.loads
+ * refuses them. */
+START_TEST(config_json_is_read_as_pythons_json_reads_it)
+{
+    char err[ERRLEN], dir[600], ck[600], p[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("json"));
+    snprintf(ck, sizeof ck, "%s", tt_path("json.safetensors"));
+    make_gpt2_dir(dir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    /* the last "n_layer" (2, the weights') and the last "bias" inside "tapegrad" ("true": the file has biases) */
+    write_edited(p, GPT2_CONFIG, "{\"architectures\"",
+                 "{\"n_layer\": 7, \"tapegrad\": {\"bias\": \"false\", \"bias\": \"true\"}, \"architectures\"");
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    check_gpt2_import(ck);
+    remove(ck);
+    write_edited(p, GPT2_CONFIG, "}", "}\n \r\n\t");   /* whitespace after: taken */
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    remove(ck);
+    const size_t n = strlen(GPT2_CONFIG);   /* its last byte is the object's '}' */
+    char bad[5][2][1024];
+    snprintf(bad[0][0], 1024, "\xef\xbb\xbf%s", GPT2_CONFIG);
+    snprintf(bad[0][1], 1024, "/config.json: begins with a UTF-8 byte-order mark");
+    snprintf(bad[1][0], 1024, "} x");
+    snprintf(bad[1][1], 1024, "/config.json: 1 byte after the JSON object, from byte %zu", n + 1);
+    snprintf(bad[2][0], 1024, "}{}");
+    snprintf(bad[2][1], 1024, "/config.json: 2 bytes after the JSON object, from byte %zu", n);
+    snprintf(bad[3][0], 1024, "}\n\f");
+    snprintf(bad[3][1], 1024, "/config.json: 1 byte after the JSON object, from byte %zu", n + 1);
+    snprintf(bad[4][0], 1024, "[%s]", GPT2_CONFIG);
+    snprintf(bad[4][1], 1024, "/config.json: not a JSON object (byte 0 is not '{')");
+    for (int k = 0; k < 5; k++) {
+        if (k == 0 || k == 4) write_text(p, bad[k][0]);
+        else write_edited(p, GPT2_CONFIG, "}", bad[k][0]);
+        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[k][1]), "case %d: '%s' lacks '%s'", k, err, bad[k][1]);
+        ck_assert_int_eq(access(ck, F_OK), -1);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
 /* ---- a Llama's tokenizer.json ------------------------------------------------------- */
 
 /* A Llama tokenizer.json as transformers writes one, of <unk> <s> </s>,
@@ -946,7 +989,7 @@ int main(void)
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
                                    a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
-                                   what_is_not_a_regular_file_is_refused,
+                                   what_is_not_a_regular_file_is_refused, config_json_is_read_as_pythons_json_reads_it,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
                                    what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));

@@ -281,6 +281,10 @@ put("edge_huge_llama", pack(1, lcfg.replace(b'"hidden_size":4', b'"hidden_size":
 put("edge_model_type", pack(1, gcfg.replace(b'"gpt2"', b'"mistral"'), gmodel))
 put("edge_huge_layers_gpt", pack(0, gcfg.replace(b'"n_layer":1,', b'"n_layer":65536,'), gmodel, gtok))
 put("edge_huge_layers_llama", pack(1, lcfg.replace(b'"num_hidden_layers":1,', b'"num_hidden_layers":65536,'), lmodel))
+put("edge_config_bom", pack(0, b"\xef\xbb\xbf" + gcfg, gmodel, gtok))
+put("edge_config_trailing", pack(0, gcfg.replace(b'"use_cache":true,', b'"use_cache":true,"x":{}}{'), gmodel, gtok))
+put("gpt_config_repeated_keys", pack(0, gcfg.replace(b'{"architectures"', b'{"n_layer":7,"tapegrad":{"bias":"true",'
+                                                     b'"bias":"false"},"architectures"'), gmodel, gtok))
 put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
 put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
                                                    b'"rope_permuted_from":"halves"'), lmodel))
