@@ -28,8 +28,9 @@ int64_t tg_gpt2_unbyte(const char *s, const int16_t byte_of[324], unsigned char 
 void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out);
 /* The two pieces (*a, *b) that piece r of tiktoken tokenizer t is merged
  * from: its bytes merged by tiktoken's rule with only the pieces below r
- * (parts: room for tg_tok_max_piece_len(t) + 1 ids). -1 when that does
- * not end in two pieces that make r. */
+ * (parts: room for tg_tok_max_piece_len(t) + 1 ids), in time n log n for
+ * a piece of n bytes. -1 when that does not end in two pieces that make
+ * r; -2 when out of memory (it needs 28 bytes per byte of the piece). */
 int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b);
 /* The tokenizer of a vocabulary (a JSON object string -> id, GPT-2's
  * byte-level strings) and its merges ("a b" strings or [a, b] pairs) as

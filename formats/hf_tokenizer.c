@@ -723,10 +723,12 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     for (int32_t id = 0; ok && id < n; id++) {
         if (t->off[id + 1] - t->off[id] < 2) continue;
         int32_t x, y;
-        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
-            snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
-                     "tokenizer.json can say", (int)id);
-            ok = false;
+        const int split = tg_gpt2_tiktoken_split(t, id, parts, &x, &y);
+        if (split) {
+            if (split == -1)
+                snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
+                         "tokenizer.json can say", (int)id);
+            ok = false;   /* -2: out of memory, said below */
             break;
         }
         tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);

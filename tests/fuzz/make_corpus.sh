@@ -285,6 +285,13 @@ put("edge_config_bom", pack(0, b"\xef\xbb\xbf" + gcfg, gmodel, gtok))
 put("edge_config_trailing", pack(0, gcfg.replace(b'"use_cache":true,', b'"use_cache":true,"x":{}}{'), gmodel, gtok))
 put("gpt_config_repeated_keys", pack(0, gcfg.replace(b'{"architectures"', b'{"n_layer":7,"tapegrad":{"bias":"true",'
                                                      b'"bias":"false"},"architectures"'), gmodel, gtok))
+# a chain of merges "aa", "aaa", ... (each piece's merge found by tiktoken's rule: formats/gpt2.c)
+chain = json.loads(gtok)
+ids = {k: v for k, v in chain["model"]["vocab"].items() if v < 256}
+ids.update({"a" * n: 254 + n for n in range(2, 8)})
+ids["<|endoftext|>"] = 262
+chain["model"]["vocab"], chain["model"]["merges"] = ids, ["a" * (n - 1) + " a" for n in range(2, 8)]
+put("gpt_merge_chain", pack(0, gcfg, gmodel, json.dumps(chain, ensure_ascii=False).encode()))
 put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
 put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
                                                    b'"rope_permuted_from":"halves"'), lmodel))
