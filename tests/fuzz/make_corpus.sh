@@ -292,6 +292,17 @@ ids.update({"a" * n: 254 + n for n in range(2, 8)})
 ids["<|endoftext|>"] = 262
 chain["model"]["vocab"], chain["model"]["merges"] = ids, ["a" * (n - 1) + " a" for n in range(2, 8)]
 put("gpt_merge_chain", pack(0, gcfg, gmodel, json.dumps(chain, ensure_ascii=False).encode()))
+# files that are not regular files (fuzz_hf.c: bit k + 1 of the first byte; length 0 a directory, 1 a pipe,
+# 2 a link to /dev/zero)
+def odd(flag, files, k, stand_in):
+    files = list(files) + [b""] * (k + 1 - len(files))
+    files[k] = stand_in
+    return pack(flag | 1 << (k + 1), *files)
+put("edge_config_pipe", odd(0, [gcfg, gmodel, gtok], 0, b"p"))
+put("edge_model_dir", odd(0, [gcfg, gmodel, gtok], 1, b""))
+put("edge_model_devzero", odd(0, [gcfg, gmodel, gtok], 1, b"zz"))
+put("edge_tokenizer_pipe", odd(0, [gcfg, gmodel, gtok], 2, b"p"))
+put("edge_shard_pipe", odd(0, [gcfg, b"", gtok, index, gmodel], 4, b"p"))
 put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
 put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
                                                    b'"rope_permuted_from":"halves"'), lmodel))
