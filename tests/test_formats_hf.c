@@ -6,11 +6,19 @@
  *   value exact and transposed; so does one in shards with an index and a
  *   tokenizer.json, and the tanh GELU is reported in the notice.
  * - What tapegrad cannot run is refused naming the key or tensor, at
- *   once, writing nothing, also when config.json claims a huge model.
+ *   once, writing nothing, also when config.json claims a huge model or
+ *   65536 layers (at 64 MB of address space).
+ * - A file of the directory that is a directory, a named pipe or
+ *   /dev/zero is "not a regular file" (a pipe without blocking: each
+ *   import runs in a child an alarm ends); config.json is read as
+ *   Python's json reads it (a repeated key's last value; a byte-order
+ *   mark or bytes after the object refused).
  * - Export then import gives the same checkpoint bit for bit (a GPT with
  *   and without biases, a Llama with interleaved and halves pairs, tied
  *   and not, GQA), and the exported tensors have transformers' names and
- *   layouts (Conv1D transposed, q and k rows in rotate-half order).
+ *   layouts (Conv1D transposed, q and k rows in rotate-half order);
+ *   config.json says an interleaved Llama's rows were permuted from that
+ *   pairing, and the older spelling imports the same.
  * - A Llama's tokenizer.json as transformers writes it imports as pieces
  *   with scores giving the library's ids; what tapegrad's tokenizers cannot
  *   do (merges not every split, or out of order; a non-special added
@@ -19,7 +27,8 @@
  * - Export of pieces with equal scores, or a byte piece spelled as a raw
  *   byte above 0x7F, writes no tokenizer.json and the notice says why.
  * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
- *   same tokenizer, its learned merges included.
+ *   same tokenizer, its learned merges included; a Llama's decoder drops
+ *   the space its normalizer prepends.
  * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
 #include <signal.h>
 #include <sys/resource.h>
