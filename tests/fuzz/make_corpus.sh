@@ -279,6 +279,33 @@ put("edge_empty", b"")
 put("edge_config_only", pack(1, gcfg))
 put("edge_huge_llama", pack(1, lcfg.replace(b'"hidden_size":4', b'"hidden_size":16777216'), lmodel))
 put("edge_model_type", pack(1, gcfg.replace(b'"gpt2"', b'"mistral"'), gmodel))
+put("edge_huge_layers_gpt", pack(0, gcfg.replace(b'"n_layer":1,', b'"n_layer":65536,'), gmodel, gtok))
+put("edge_huge_layers_llama", pack(1, lcfg.replace(b'"num_hidden_layers":1,', b'"num_hidden_layers":65536,'), lmodel))
+put("edge_config_bom", pack(0, b"\xef\xbb\xbf" + gcfg, gmodel, gtok))
+put("edge_config_trailing", pack(0, gcfg.replace(b'"use_cache":true,', b'"use_cache":true,"x":{}}{'), gmodel, gtok))
+put("gpt_config_repeated_keys", pack(0, gcfg.replace(b'{"architectures"', b'{"n_layer":7,"tapegrad":{"bias":"true",'
+                                                     b'"bias":"false"},"architectures"'), gmodel, gtok))
+# a chain of merges "aa", "aaa", ... (each piece's merge found by tiktoken's rule: formats/gpt2.c)
+chain = json.loads(gtok)
+ids = {k: v for k, v in chain["model"]["vocab"].items() if v < 256}
+ids.update({"a" * n: 254 + n for n in range(2, 8)})
+ids["<|endoftext|>"] = 262
+chain["model"]["vocab"], chain["model"]["merges"] = ids, ["a" * (n - 1) + " a" for n in range(2, 8)]
+put("gpt_merge_chain", pack(0, gcfg, gmodel, json.dumps(chain, ensure_ascii=False).encode()))
+# files that are not regular files (fuzz_hf.c: bit k + 1 of the first byte; length 0 a directory, 1 a pipe,
+# 2 a link to /dev/zero)
+def odd(flag, files, k, stand_in):
+    files = list(files) + [b""] * (k + 1 - len(files))
+    files[k] = stand_in
+    return pack(flag | 1 << (k + 1), *files)
+put("edge_config_pipe", odd(0, [gcfg, gmodel, gtok], 0, b"p"))
+put("edge_model_dir", odd(0, [gcfg, gmodel, gtok], 1, b""))
+put("edge_model_devzero", odd(0, [gcfg, gmodel, gtok], 1, b"zz"))
+put("edge_tokenizer_pipe", odd(0, [gcfg, gmodel, gtok], 2, b"p"))
+put("edge_shard_pipe", odd(0, [gcfg, b"", gtok, index, gmodel], 4, b"p"))
+put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
+put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
+                                                   b'"rope_permuted_from":"halves"'), lmodel))
 put("edge_index_escape", pack(1, gcfg, b"", b"", b'{"weight_map": {"transformer.wte.weight": "../x"}}', gmodel))
 put("edge_tokenizer_cut", pack(0, gcfg, gmodel, gtok[:len(gtok) // 2]))
 put("edge_merges_reordered", pack(0, gcfg, gmodel, b"", b"", b"", vocab,
