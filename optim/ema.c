@@ -113,6 +113,7 @@ size_t tg_ema_state_bytes(const tg_ema *e)
     return e ? (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)) : 0;
 }
 const char *tg_ema_error(const tg_ema *e) { return e && e->error[0] ? e->error : NULL; }
+const tg_params *tg_ema_store(const tg_ema *e) { return e ? e->p : NULL; }
 
 void tg_ema_free(tg_ema *e)
 {
