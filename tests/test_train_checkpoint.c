@@ -290,6 +290,20 @@ START_TEST(averages_in_checkpoints)
                   "%s", err);
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
+    /* the decay missing, or another: each its own message */
+    rewrite(good, bad, "ema.decay", NULL, NULL, NULL);
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
+                          "averages' decay)");
+    tg_st_free(f);
+    rewrite(good, bad, "ema.decay", "0.5", NULL, NULL);
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
+                          "average's decay 0.90000000000000002");
+    ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
+    tg_st_free(f);
     /* a checkpoint without averages, a run with them: refused */
     ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
     f = tg_st_load(good, err, sizeof err);
