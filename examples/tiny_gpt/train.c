@@ -122,6 +122,7 @@ typedef struct trainer {
     tg_lr_schedule sched;           /* --schedule over the run's steps (once they are known) */
     double t_start;                 /* when the command started: --time-budget counts from here */
     bool plan;                      /* --time-budget: the steps are still to be chosen */
+    int64_t budget_left_at;         /* --time-budget resumed: where a resume gave other steps (budget_record), or -1 */
     double save_s;                  /* the last save_last's seconds */
     double step_s, eval_s;          /* --time-budget: a step's cost as timed, the latest evaluation's */
     int32_t *x, *y;
@@ -257,18 +258,49 @@ static int check_options_against(trainer *t, const tg_model_config *c)
     return 0;
 }
 
+/* A resumed --time-budget run's record of its plan, checked before it is
+ * carried on: train.budget_steps, the steps the budget held (an integer
+ * in [1, 1e12], --steps' range), are the run's train.steps until a
+ * resume gives it other steps; that resume records the step it did so at
+ * as train.budget_left_at (at most the budget's steps and the steps done
+ * then), kept from then on (t->budget_left_at, -1 while the run keeps
+ * the budget's steps). */
+static int budget_record(trainer *t)
+{
+    const tg_st_file *f = t->from;
+    const char *path = t->path[LAST];
+    if (!tg_st_meta(f, "train.budget_steps"))
+        return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
+                     t->o.out);
+    int64_t n, steps, step;
+    char e[512];
+    if (tg_st_meta_int(f, "train.budget_steps", 1, (int64_t)1e12, &n, e, sizeof e) ||
+        tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &steps, e, sizeof e) ||
+        tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, e, sizeof e))
+        return failf(t, "%s: %s", path, e);
+    if (tg_st_meta(f, "train.budget_left_at")) {
+        if (tg_st_meta_int(f, "train.budget_left_at", 0, n < step ? n : step, &t->budget_left_at, e, sizeof e))
+            return failf(t, "%s: %s (the step a resume gave the run other steps than the budget's, at most both)",
+                         path, e);
+        return 0;
+    }
+    if (steps != n)
+        return failf(t, "%s: checkpoint metadata 'train.budget_steps' = '%lld' is not the run's 'train.steps' %lld, "
+                        "and no resume gave the run other steps (that would have recorded 'train.budget_left_at')",
+                     path, (long long)n, (long long)steps);
+    if (t->o.steps != n) t->budget_left_at = step;   /* this resume gives it other steps */
+    return 0;
+}
+
 /* --time-budget: a new run chooses its steps once timed (t->plan); a
- * resumed one has them in its checkpoint (train.budget_steps), and keeps
- * them. --steps given is a cap; the schedule ends where the steps do. */
+ * resumed one has them in its checkpoint (train.budget_steps, in
+ * train.steps: run_restore), and keeps them unless given another --steps.
+ * --steps given is a cap; the schedule ends where the steps do. */
 static int budget_settings(trainer *t)
 {
     train_opts *o = &t->o;
     if (!(o->time_budget > 0)) return 0;
-    if (o->resume) {
-        if (tg_st_meta(t->from, "train.budget_steps")) return 0;   /* train.steps holds them (run_restore) */
-        return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
-                     o->out);
-    }
+    if (o->resume) return budget_record(t);
     if (args_seen(t->specs, t->n_specs, "decay-steps"))
         return failf(t, "--decay-steps goes without --time-budget: the schedule ends at the steps the budget holds");
     if (o->stop_at && !args_seen(t->specs, t->n_specs, "steps") && t->say)
@@ -487,7 +519,11 @@ static int build(trainer *t)
         kv_add(&t->meta, "train.global_batch", gb) || kv_add(&t->meta, "train.ranks", nr))
         return failf(t, "out of memory");
     const char *chosen = o->resume ? tg_st_meta(t->from, "train.budget_steps") : NULL;
-    if (chosen && kv_add(&t->meta, "train.budget_steps", chosen)) return failf(t, "out of memory");
+    char left[32];
+    snprintf(left, sizeof left, "%lld", (long long)t->budget_left_at);
+    if ((chosen && kv_add(&t->meta, "train.budget_steps", chosen)) ||
+        (chosen && t->budget_left_at >= 0 && kv_add(&t->meta, "train.budget_left_at", left)))
+        return failf(t, "out of memory");
     set_schedule(t);
 
     t->g = tg_graph_new();
@@ -1086,6 +1122,7 @@ int cmd_train(int argc, char **argv)
     if (!t) return 1;
     t->t_start = now_seconds();
     t->lock_fd = -1;
+    t->budget_left_at = -1;
     t->rank = tg_dist_rank();
     t->ranks = tg_dist_size();
     t->say = t->rank ? NULL : "train";
