@@ -47,8 +47,10 @@ static int check_state(const tg_model *m, const tg_adamw *opt, const tg_muon *mu
     if (muon && !opt)
         return tg_set_err(err, errlen, "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
                           "parameters (opt)", fn);
-    if (ema && !opt) return tg_set_err(err, errlen, "%s: the averages' state goes with the optimizer's: give opt too", fn);
-    if (opt && !ts) return tg_set_err(err, errlen, "%s: the optimizer's state goes with the training state: give ts too", fn);
+    if (ema && !opt)
+        return tg_set_err(err, errlen, "%s: the averages' state goes with the optimizer's: give opt too", fn);
+    if (opt && !ts)
+        return tg_set_err(err, errlen, "%s: the optimizer's state goes with the training state: give ts too", fn);
     if (check_objects(fn, m->params, "the model's", opt, muon, ema, err, errlen)) return -1;
     if (!opt) return 0;
     if (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1))
