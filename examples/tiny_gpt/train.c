@@ -312,27 +312,35 @@ static int budget_settings(trainer *t)
     return 0;
 }
 
+/* -1, the message in t->err about flag `name` ("--name: ...") naming the
+ * config file's line when the value came from one (args_place). */
+static int placed(trainer *t, const char *name)
+{
+    args_place(t->specs, t->n_specs, name, t->err, sizeof t->err);
+    return -1;
+}
+
 /* The settings that are fixed now: dtype and attention path, and warnings. */
 static int check_settings(trainer *t)
 {
     train_opts *o = &t->o;
-    if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
-        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err) ||
-        parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err))
-        return -1;
+    if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err)) return placed(t, "dtype");
+    if (parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err)) return placed(t, "attn");
+    if (parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err)) return placed(t, "optimizer");
     if (!o->muon)
         for (int i = 0; i < 2; i++)
             if (args_seen(t->specs, t->n_specs, i ? "muon-momentum" : "muon-lr"))
                 return failf(t, "--%s is a setting of --optimizer muon (this run's optimizer is %s)",
                              i ? "muon-momentum" : "muon-lr", o->optimizer);
     const bool llama = !strcmp(o->arch, "llama");
-    if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
+    if (!tg_model_family_find(o->arch))
+        return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names()), placed(t, "arch");
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
-        return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
+        return failf(t, "--rope: '%s' is not interleaved or halves", o->rope), placed(t, "rope");
     if (strcmp(o->gelu, "erf") && strcmp(o->gelu, "tanh"))
-        return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu);
+        return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu), placed(t, "gelu");
     if (strcmp(o->mlp, "default") && strcmp(o->mlp, "gelu") && strcmp(o->mlp, "relu2") && strcmp(o->mlp, "swiglu"))
-        return failf(t, "--mlp: '%s' is not gelu, relu2 or swiglu", o->mlp);
+        return failf(t, "--mlp: '%s' is not gelu, relu2 or swiglu", o->mlp), placed(t, "mlp");
     if (llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu"))
         return failf(t, "--gelu is a setting of --arch gpt or --mlp gelu (the Llama's MLP is SwiGLU)");
     if (!llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu") &&
@@ -360,9 +368,9 @@ static int check_settings(trainer *t)
     if (o->resume && o->data_tokens && !tg_st_meta(t->from, "train.data_tokens"))
         return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "wsd"))
-        return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule);
+        return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule), placed(t, "schedule");
     if (strcmp(o->sampling, "random") && strcmp(o->sampling, "epochs"))
-        return failf(t, "--sampling: '%s' is not random or epochs", o->sampling);
+        return failf(t, "--sampling: '%s' is not random or epochs", o->sampling), placed(t, "sampling");
     o->epochs = !strcmp(o->sampling, "epochs");
     if (args_seen(t->specs, t->n_specs, "decay-frac") && strcmp(o->schedule, "wsd"))
         return failf(t, "--decay-frac is a setting of --schedule wsd (this run's schedule is %s)", o->schedule);
