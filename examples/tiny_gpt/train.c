@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "eta.h"
 #include "files.h"
 #include "lossplot.h"
 #include "metrics.h"
@@ -124,7 +125,8 @@ typedef struct trainer {
     bool plan;                      /* --time-budget: the steps are still to be chosen */
     int64_t budget_left_at;         /* --time-budget resumed: where a resume gave other steps (budget_record), or -1 */
     double save_s;                  /* the last save_last's seconds */
-    double step_s, eval_s;          /* --time-budget: a step's cost as timed, the latest evaluation's */
+    double step_s, eval_s;          /* --time-budget: a step's cost as timed; the latest evaluation's (with its saves) */
+    bool eval_timed;                /* eval_s was measured (a resume has none before its first evaluation) */
     int32_t *x, *y;
     char err[8192];
 } trainer;
@@ -815,13 +817,6 @@ static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
     return now_seconds() - t->t_start + after + slack > o->time_budget;
 }
 
-static void fmt_eta(double s, char *buf, size_t size)
-{
-    if (s >= 3600) snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60) snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, size, "%.0fs", s);
-}
-
 /* On several processes, what the gradients' sum across them cost: the
  * probe timed it alone at the start; after its backward a step waited
  * for what backward did not hide, and for slower processes. (bench/
@@ -936,7 +931,9 @@ static int train_loop(trainer *t)
         const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
         last_val = row.val;
-        if (t->plan && plan_steps(t, now_seconds() - e0)) return -1;
+        t->eval_s = now_seconds() - e0;   /* the ETA's (and the budget's) cost of an evaluation */
+        t->eval_timed = true;
+        if (t->plan && plan_steps(t, t->eval_s)) return -1;
     }
     for (int64_t step = first; step < o->steps;) {
         bool late;
@@ -970,8 +967,11 @@ static int train_loop(trainer *t)
         row.ms = ms;
         row.tokens_per_s = tokens / (ema_ms / 1e3);
         if (lead && (tty || step % o->log_interval == 0)) {
-            char eta[32];
-            fmt_eta(ema_ms / 1e3 * (double)(o->steps - step), eta, sizeof eta);
+            char eta[64];
+            const eta_plan plan = {.steps = o->steps, .stop_at = o->stop_at, .eval_interval = o->eval_interval,
+                                   .step_s = ema_ms / 1e3, .eval_s = t->eval_timed ? t->eval_s : -1,
+                                   .save_s = t->save_s};
+            eta_format(&plan, step, eta, sizeof eta);
             fprintf(stderr, "%sstep %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s%s",
                     tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, lr, ema_ms, row.tokens_per_s,
                     eta, tty ? "" : "\n");
@@ -979,7 +979,8 @@ static int train_loop(trainer *t)
         if (step % o->eval_interval == 0 || step == o->steps) {
             const double e0 = now_seconds();
             if (evaluate_and_save(t, step, &row, tty)) return -1;
-            t->eval_s = now_seconds() - e0;   /* --time-budget: what the next one is expected to cost */
+            t->eval_s = now_seconds() - e0;   /* what the next one is expected to cost (the ETA, --time-budget) */
+            t->eval_timed = true;
             last_val = row.val;
         } else if (lead) {
             metrics_write(t->csv, &row);
