@@ -125,6 +125,8 @@ typedef struct trainer {
     bool plan;                      /* --time-budget: the steps are still to be chosen */
     int64_t budget_left_at;         /* --time-budget resumed: where a resume gave other steps (budget_record), or -1 */
     double save_s;                  /* the last save_last's seconds */
+    int64_t best_step;              /* what went into best.safetensors last in this process's run: its step */
+    const char *best_weights;       /*   and with --ema whose weights ("ema" or "raw"), else NULL */
     double step_s, eval_s;          /* --time-budget: a step's cost as timed; the latest evaluation's (with its saves) */
     bool eval_timed;                /* eval_s was measured (a resume has none before its first evaluation) */
     int32_t *x, *y;
@@ -645,9 +647,9 @@ static int save_last(trainer *t, int64_t step)
         tg_dist_grads_gather_shard(t->dg, tg_adamw_m(t->opt), m);
         tg_dist_grads_gather_shard(t->dg, tg_adamw_v(t->opt), v);
     }
-    int rc = 0;
+    int rc = t->ema && kv_set(&t->meta, "weights", "raw") ? failf(t, "out of memory") : 0;   /* ema.values beside */
     const double t0 = now_seconds();
-    if (t->rank == 0) {
+    if (!rc && t->rank == 0) {
         rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, t->ema, &t->ts,
                                 (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err);
     }
@@ -657,9 +659,8 @@ static int save_last(trainer *t, int64_t step)
     return rc;
 }
 
-/* Train and val loss of the weights in the store at `step` into row; the
- * best weights. */
-static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
+/* Train and val loss of the weights in the store at `step` into row. */
+static int measure(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
     const train_opts *o = &t->o;
     const int B = o->batch_size, A = o->grad_accum, T = o->block_size, r = t->rank, R = t->ranks;
@@ -677,38 +678,71 @@ static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
     }
     row->train_bpb = tg_bits_per_byte(row->train, t->d.bytes_per_token[0]);
     row->val_bpb = tg_bits_per_byte(row->val, t->d.bytes_per_token[1]);
-    if (t->rank == 0) {
-        char bpb[80];
-        bpb_note(bpb, sizeof bpb, row->val_bpb);
-        fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%s)", tty ? "\r\033[K" : "", (long long)step,
-                row->train, row->val, bpb);
-        if (t->text.floor_nats >= 0 && t->v.kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
-            fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(t->text.floor_nats, 1),
-                    row->val_bpb - tg_bits_per_byte(t->text.floor_nats, 1));
-        else if (t->text.floor_nats >= 0)
-            fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
-        fprintf(stderr, "\n");
-        metrics_write(t->csv, row);
-        plot_losses(t);
-    }
-    if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
-        t->ts.best_val = row->val;
-        tg_train_state at = {.step = step};
-        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, NULL, &at,
-                                               (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
-            return -1;
-    }
     return 0;
 }
 
-/* Train and val loss at `step` into row (of the averages, with --ema); the
- * best weights (the same) and the state (the weights and the averages). */
+/* The evaluation's line (rank 0), which `eval --ckpt` repeats, and the
+ * corpus's floor beside it. */
+static void say_eval(const trainer *t, const metrics_row *row, const char *weights, bool tty)
+{
+    if (t->rank) return;
+    char line[256];
+    metrics_eval_line(row, weights, line, sizeof line);
+    fprintf(stderr, "%s%s", tty ? "\r\033[K" : "", line);
+    if (t->text.floor_nats >= 0 && t->v.kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
+        fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(t->text.floor_nats, 1),
+                row->val_bpb - tg_bits_per_byte(t->text.floor_nats, 1));
+    else if (t->text.floor_nats >= 0)
+        fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
+    fprintf(stderr, "\n");
+}
+
+/* The weights in the store, evaluated at `step` to val loss `val`, into
+ * OUT/best.safetensors when no evaluation before was lower, with the
+ * run's settings, the step and (an --ema run's) which weights they are. */
+static int keep_best(trainer *t, int64_t step, double val, const char *weights)
+{
+    if (!(val < t->ts.best_val)) return 0;
+    t->ts.best_val = val;
+    t->best_step = step;
+    t->best_weights = weights;
+    if (weights && kv_set(&t->meta, "weights", weights)) return failf(t, "out of memory");
+    tg_train_state at = {.step = step};
+    if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, NULL, &at,
+                                           (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
+        return -1;
+    return 0;
+}
+
+/* An evaluation at `step`: its losses into row and metrics.csv, its line,
+ * the best weights, the state. With --ema both the weights trained (raw)
+ * and their averages (ema) are evaluated, on the same windows, each line
+ * saying which; row and metrics.csv take the averages', and the lower of
+ * the two val losses is the one that competes for best.safetensors,
+ * which records whose weights it holds. */
 static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
-    tg_ema_swap(t->ema);
-    int rc = evaluate(t, step, row, tty);
-    tg_ema_swap(t->ema);
-    return rc ? rc : save_last(t, step);
+    if (!t->ema) {
+        if (measure(t, step, row, tty)) return -1;
+        say_eval(t, row, NULL, tty);
+        if (keep_best(t, step, row->val, NULL)) return -1;
+    } else {
+        metrics_row raw = *row;
+        if (measure(t, step, &raw, tty)) return -1;
+        say_eval(t, &raw, "raw", tty);
+        tg_ema_swap(t->ema);   /* the averages in the store, the weights beside them */
+        int rc = measure(t, step, row, tty);
+        const bool averages = !rc && row->val <= raw.val;
+        if (!rc) say_eval(t, row, "ema", tty);
+        if (averages) rc = keep_best(t, step, row->val, "ema");
+        tg_ema_swap(t->ema);
+        if (rc || (!averages && keep_best(t, step, raw.val, "raw"))) return -1;
+    }
+    if (t->rank == 0) {
+        metrics_write(t->csv, row);
+        plot_losses(t);
+    }
+    return save_last(t, step);
 }
 
 /* ---- training ------------------------------------------------------------ */
@@ -987,9 +1021,13 @@ static int train_loop(trainer *t)
         }
     }
     if (!lead) return 0;
-    fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f; checkpoints in %s/\n",
+    char whose[96] = "";
+    if (t->best_weights)   /* --ema: which weights best.safetensors holds */
+        snprintf(whose, sizeof whose, " (the %s weights of step %lld, in best.safetensors)", t->best_weights,
+                 (long long)t->best_step);
+    fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f%s; checkpoints in %s/\n",
             (long long)(o->steps - first), o->steps - first == 1 ? "" : "s", now_seconds() - t_start, t->ts.best_val,
-            o->out);
+            whose, o->out);
     if (o->time_budget > 0 && !o->resume) {
         const double total = now_seconds() - t->t_start;
         fprintf(stderr, "tiny_gpt: the run took %.2f s of its --time-budget %g s%s\n", total, o->time_budget,
@@ -1100,8 +1138,9 @@ static void say_start(trainer *t)
                         "other %lld\n", o->muon_lr, o->muon_momentum, (long long)tg_muon_numel(t->muon),
                 (long long)(tg_params_numel(t->m.params) - tg_muon_numel(t->muon)));
     if (t->ema)
-        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): the evaluations and best.safetensors are the "
-                        "averages'\n", o->ema);
+        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): each evaluation is of the raw weights and of "
+                        "their averages (the ema weights), on the same windows; best.safetensors keeps the lower val "
+                        "loss of the two (its metadata 'weights' says whose), last.safetensors holds both\n", o->ema);
     if (t->ranks > 1) {
         int64_t lo, hi;
         tg_adamw_shard(t->opt, &lo, &hi);
