@@ -62,6 +62,10 @@ static void flag(fx *f, bool b) { snprintf(f->got, sizeof f->got, "%s", b ? "tru
 static void text(fx *f, const char *s) { snprintf(f->got, sizeof f->got, "%s", s ? s : "(NULL)"); }
 /* a message kept somewhere other than err */
 static void note(fx *f, const char *m) { snprintf(f->err, sizeof f->err, "%s", m ? m : ""); }
+/* the tg_error of a call that takes one: fresh() empties it for the call, and
+ * the row copies its message with note(f, te.msg) */
+static tg_error te;
+static tg_error *fresh(void) { return memset(&te, 0, sizeof te); }
 
 static const int S23[2] = {2, 3};
 static char buf[128];                 /* for the string functions */
@@ -686,6 +690,21 @@ static void c_kv_zero(fx *f) { kv_overflow(f, 0, 1, 1, 1); }
 static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1, f->err, sizeof f->err)); }
 static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
 static void c_kv_free(fx *f) { (void)f; tg_kv_cache_free(NULL); }
+static void c_kv_shift_null(fx *f) { num(f, tg_kv_cache_shift(NULL, 0, 1, 0, 0, fresh())); note(f, te.msg); }
+/* a cache of 2 positions asked to drop 2 after the first: refused, unchanged */
+static void kv_shift(fx *f, int keep, int discard, double theta, int flags)
+{
+    tg_kv_cache c;
+    if (tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL, 0)) abort();
+    c.len = 2;
+    const int rc = tg_kv_cache_shift(&c, keep, discard, theta, flags, fresh());
+    note(f, te.msg);
+    snprintf(f->got, sizeof f->got, "%d, len %d", rc, c.len);
+    tg_kv_cache_free(&c);
+}
+static void c_kv_shift_far(fx *f) { kv_shift(f, 1, 2, 10000, TG_ROPE_INTERLEAVED); }
+static void c_kv_shift_theta(fx *f) { kv_shift(f, 0, 1, 0.5, TG_ROPE_INTERLEAVED); }
+static void c_kv_shift_flags(fx *f) { kv_shift(f, 0, 1, 10000, 7); }
 static void c_mha_init(fx *f) { num(f, tg_mha_init(&mha, f->p, NULL, 4, 2, true, true, 0, f->err, sizeof f->err)); }
 static void c_mha_stale_mask(fx *f)
 {
@@ -984,6 +1003,31 @@ static void c_model_set_composed(fx *f) { num(f, tg_model_set_composed(NULL, tru
 static void c_model_cache_enable(fx *f) { num(f, tg_model_cache_enable(NULL, 1, f->err, sizeof f->err)); }
 static void c_model_cache_clear(fx *f) { (void)f; tg_model_cache_clear(NULL); }
 static void c_model_cache_len(fx *f) { num(f, tg_model_cache_len(NULL)); }
+static void c_model_cache_shift(fx *f) { num(f, tg_model_cache_shift(NULL, 0, 1, fresh())); note(f, te.msg); }
+/* a built-in model of family arch, V 5, block 4 (freed by the caller) */
+static tg_model small_model(const char *arch)
+{
+    const tg_model_config c = {.arch = arch, .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
+                               .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model m;
+    if (tg_model_new(&m, &c, TG_F32, 1, NULL, 0)) abort();
+    return m;
+}
+static void c_model_cache_shift_gpt(fx *f)
+{
+    tg_model m = small_model("gpt");
+    if (tg_model_cache_enable(&m, 1, NULL, 0)) abort();
+    num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
+static void c_model_cache_shift_off(fx *f)
+{
+    tg_model m = small_model("llama");
+    num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
 static void c_model_config_write(fx *f) { num(f, tg_model_config_write(NULL, f->w)); }
 static void c_model_config_write_now(fx *f) { num(f, tg_model_config_write(&(tg_model_config){.arch = "gpt"}, NULL)); }
 static void c_model_config_read(fx *f)
@@ -2104,6 +2148,12 @@ static const api_case CASES[] = {
     {"tg_kv_cache_init(NULL, ...)", "-1", "kv_cache_init: cache is NULL", c_kv_null},
     {"tg_kv_cache_clear(NULL)", "returns", NULL, c_kv_clear},
     {"tg_kv_cache_free(NULL)", "returns", NULL, c_kv_free},
+    {"tg_kv_cache_shift(NULL, ...)", "-1", "kv_cache_shift: the cache is NULL", c_kv_shift_null},
+    {"tg_kv_cache_shift(c of 2 positions, n_keep 1, n_discard 2)", "-1, len 2",
+     "n_keep 1 and n_discard 2 must be >= 0 and >= 1, together at most the 2 cached positions", c_kv_shift_far},
+    {"tg_kv_cache_shift(c, ..., rope_theta 0.5)", "-1, len 2", "rope_theta must be 0 (no RoPE) or finite and > 1",
+     c_kv_shift_theta},
+    {"tg_kv_cache_shift(c, ..., rope_flags 7)", "-1, len 2", "TG_ROPE_HALVES (got 7)", c_kv_shift_flags},
     {"tg_mha_init(m, p, NULL, ...)", "-1", "mha_init: name is NULL", c_mha_init},
     {"tg_mha_forward(g, m, x, NULL, {.key_padding = a stale tensor})", "NULL",
      "mha: input 2 (f32 (3)) was made before", c_mha_stale_mask},
@@ -2236,6 +2286,10 @@ static const api_case CASES[] = {
     {"tg_model_cache_enable(NULL, 1, ...)", "-1", "model_cache_enable: the model is NULL or empty", c_model_cache_enable},
     {"tg_model_cache_clear(NULL)", "returns", NULL, c_model_cache_clear},
     {"tg_model_cache_len(NULL)", "0", NULL, c_model_cache_len},
+    {"tg_model_cache_shift(NULL, ...)", "-1", "model_cache_shift: the model is NULL or empty", c_model_cache_shift},
+    {"tg_model_cache_shift(a GPT, ...)", "-1", "family 'gpt' cannot shift its KV cache", c_model_cache_shift_gpt},
+    {"tg_model_cache_shift(a Llama without caches, ...)", "-1", "the KV caches are not enabled",
+     c_model_cache_shift_off},
     {"tg_model_config_write(NULL, w)", "-1", NULL, c_model_config_write},
     {"tg_model_config_write(c, NULL)", "-1", NULL, c_model_config_write_now},
     {"tg_model_config_read(NULL, c, ...)", "-1", "model_config_read: the file is NULL", c_model_config_read},
