@@ -1512,6 +1512,62 @@ static void c_tiktoken_missing(fx *f)
 }
 static void c_tiktoken_noerr(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), NULL, 64)); }
 static void c_tiktoken_dir(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_dir, f->err, sizeof f->err)); }
+/* train/generate.h */
+static void c_sampler_new_opts(fx *f) { ptr(f, tg_sampler_new(&(tg_sampler_options){.top_k = -1}, 5, fresh())); note(f, te.msg); }
+static void c_sampler_new_v0(fx *f) { ptr(f, tg_sampler_new(NULL, 0, fresh())); note(f, te.msg); }
+static void c_sampler_free(fx *f) { (void)f; tg_sampler_free(NULL); }
+static void c_sampler_pick_null(fx *f) { num(f, tg_sampler_pick(NULL, f->x, 0, fresh())); note(f, te.msg); }
+/* a sampler of 3 ids on logits (2,3) */
+static void sampler_pick(fx *f, const tg_tensor *l, int64_t row)
+{
+    tg_sampler *s = tg_sampler_new(NULL, 3, NULL);
+    if (!s) abort();
+    num(f, tg_sampler_pick(s, l, row, fresh()));
+    note(f, te.msg);
+    tg_sampler_free(s);
+}
+static void c_sampler_pick_i32(fx *f) { sampler_pick(f, f->ids, 0); }
+static void c_sampler_pick_row(fx *f) { sampler_pick(f, f->x, 2); }
+static void c_prompt_ids_null(fx *f)
+{
+    int32_t *ids;
+    num(f, (double)tg_prompt_ids(NULL, 5, "a", 1, &ids, fresh()));
+    note(f, te.msg);
+}
+static void c_prompt_ids_byte(fx *f)
+{
+    tg_vocab v;
+    int32_t *ids = (int32_t *)1;
+    tg_vocab_bytes(&v, "ab", 2);
+    num(f, (double)tg_prompt_ids(&v, 2, "abc", 3, &ids, fresh()));
+    note(f, te.msg);
+    if (ids) snprintf(f->got, sizeof f->got, "ids not NULL");
+}
+static void c_prompt_ids_notok(fx *f)
+{
+    tg_vocab v = {.kind = TG_VOCAB_TOKENIZER, .size = 5};
+    int32_t *ids;
+    num(f, (double)tg_prompt_ids(&v, 5, "a", 1, &ids, fresh()));
+    note(f, te.msg);
+}
+static void c_generate_null(fx *f) { num(f, (double)tg_generate(NULL, (int32_t[]){0}, 1, 1, NULL, fresh())); note(f, te.msg); }
+static void c_generate_noprompt(fx *f)
+{
+    tg_model m = small_model("llama");
+    num(f, (double)tg_generate(&m, NULL, 0, 1, NULL, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
+static void c_text_nll_null(fx *f) { num(f, tg_text_nll(NULL, (int32_t[]){0, 1}, 2, 0, NULL, fresh())); note(f, te.msg); }
+static void c_text_nll_short(fx *f)
+{
+    tg_model m = small_model("gpt");
+    int64_t preds = 7;
+    num(f, tg_text_nll(&m, (int32_t[]){0}, 1, 0, &preds, fresh()));
+    note(f, te.msg);
+    if (preds) snprintf(f->got, sizeof f->got, "predictions %lld", (long long)preds);
+    tg_model_free(&m);
+}
 /* formats/formats.h: the Hugging Face layout */
 static void c_hf_import_nodir(fx *f) { num(f, tg_hf_import(NULL, tt_path("o.safetensors"), NULL, NULL, 0, f->err, sizeof f->err)); }
 static void c_hf_import_noconfig(fx *f)
@@ -2625,6 +2681,24 @@ static const api_case CASES[] = {
     {"tg_tokfile_write(\"/nonexistent/w.bin\", ...)", "-1", "token file /nonexistent/w.bin: No such file or directory",
      c_tokfile_write_nodir},
     {"tg_tokfile_write(NULL, ..., NULL, 64)", "-1", NULL, c_tokfile_write_noerr},
+    /* train/generate.h */
+    {"tg_sampler_new(top_k -1, 5, err)", "NULL", "top_k >= 0 and top_p in [0, 1]; got temperature 0, top_k -1",
+     c_sampler_new_opts},
+    {"tg_sampler_new(NULL, vocab_size 0, err)", "NULL", "sampler_new: vocab_size must be >= 1, got 0", c_sampler_new_v0},
+    {"tg_sampler_free(NULL)", "returns", NULL, c_sampler_free},
+    {"tg_sampler_pick(NULL, ...)", "-1", "sampler_pick: the sampler is NULL", c_sampler_pick_null},
+    {"tg_sampler_pick(s, i32 (2,3) logits, 0)", "-1", "the logits must be f32 or f64 with a last dimension of 3 ids, "
+     "got i32", c_sampler_pick_i32},
+    {"tg_sampler_pick(s, f32 (2,3) logits, row 2)", "-1", "row 2 is outside the logits' 2 rows", c_sampler_pick_row},
+    {"tg_prompt_ids(NULL, ...)", "-1", "prompt_ids: the vocabulary is NULL", c_prompt_ids_null},
+    {"tg_prompt_ids(bytes of \"ab\", \"abc\")", "-1", "the text's character 'c' (byte 99, offset 2) is not in the "
+     "vocabulary", c_prompt_ids_byte},
+    {"tg_prompt_ids(a tokenizer vocabulary without its tokenizer, ...)", "-1", "the vocabulary has no tokenizer",
+     c_prompt_ids_notok},
+    {"tg_generate(NULL, ...)", "-1", "generate: the model is NULL or empty", c_generate_null},
+    {"tg_generate(m, NULL, 0, ...)", "-1", "generate: the prompt is empty", c_generate_noprompt},
+    {"tg_text_nll(NULL, ...)", "nan", "text_nll: the model is NULL or empty", c_text_nll_null},
+    {"tg_text_nll(m, one id, ...)", "nan", "at least 2 ids are needed for one prediction", c_text_nll_short},
     /* formats/formats.h */
     {"tg_hf_import(NULL, out, ...)", "-1", "hf_import: the directory is NULL", c_hf_import_nodir},
     {"tg_hf_import(\"/nonexistent\", out, ...)", "-1", "hf: /nonexistent/config.json: No such file or directory",
