@@ -620,6 +620,9 @@ START_TEST(prompt_ids_per_vocabulary)
     ck_assert_int_eq(tg_prompt_ids(&v, 10, "3 10", 4, &ids, &e), -1);
     ck_assert_msg(strstr(e.msg, "the prompt is ids below 10 separated by spaces, and \"10\" is not one"), "%s", e.msg);
     ck_assert_int_eq(tg_prompt_ids(&v, 10, "3x", 2, &ids, &e), -1);
+    ck_assert_int_eq(tg_prompt_ids(&v, 10, NULL, 0, &ids, &e), 0);   /* nothing: no ids, an array all the same */
+    ck_assert_ptr_nonnull(ids);
+    tg_free(ids);
     /* a Llama's tokenizer: BOS, then " " + the text encoded together */
     char err[TG_ERROR_SIZE];
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, err, sizeof err);
@@ -687,6 +690,9 @@ START_TEST(generate_refuses)
     ck_assert_int_eq(tg_generate(&m, p, 2, 5, &(tg_generate_options){.n_keep = 8}, &e), -1);
     ck_assert_msg(strstr(e.msg, "n_keep must be in [0, block_size 8), got 8"), "%s", e.msg);
     ck_assert_int_eq(tg_generate(&m, p, 2, -1, NULL, &e), -1);
+    const tg_vocab notok = {.kind = TG_VOCAB_TOKENIZER, .size = 11};
+    ck_assert_int_eq(tg_generate(&m, p, 2, 5, &(tg_generate_options){.vocab = &notok}, &e), -1);
+    ck_assert_msg(strstr(e.msg, "generate: the vocabulary has no tokenizer"), "%s", e.msg);
     ck_assert_int_eq(tg_generate(&m, p, 2, 0, NULL, &e), 0);
     tg_sampler *s = tg_sampler_new(NULL, 12, NULL);   /* another vocabulary's */
     ck_assert_int_eq(tg_generate(&m, p, 2, 5, &(tg_generate_options){.sampler = s}, &e), -1);

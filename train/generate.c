@@ -34,7 +34,7 @@ static int64_t parse_ids(const char *text, size_t len, int V, int32_t *ids, tg_e
 {
     char *copy = tg_malloc(len + 1);   /* NUL-terminated, for strtol */
     if (!copy) return tg_error_set(err, "prompt_ids: out of memory");
-    memcpy(copy, text, len);
+    if (len) memcpy(copy, text, len);
     copy[len] = 0;
     int64_t n = 0;
     for (char *p = copy, *end; n >= 0; p = end) {
@@ -246,6 +246,8 @@ int64_t tg_generate(tg_model *m, const int32_t *prompt, int64_t n_prompt, int64_
         if (prompt[i] < 0 || prompt[i] >= V)
             return tg_error_set(err, "generate: the prompt's id %d (at %lld) is outside the model's [0, %d)",
                                 (int)prompt[i], (long long)i, V);
+    if (o->vocab && o->vocab->kind == TG_VOCAB_TOKENIZER && !o->vocab->tok)
+        return tg_error_set(err, "generate: the vocabulary has no tokenizer");
     if (o->n_keep < 0 || o->n_keep >= bs)
         return tg_error_set(err, "generate: n_keep must be in [0, block_size %d), got %d", bs, o->n_keep);
     if (!max_tokens) return 0;

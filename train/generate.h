@@ -40,8 +40,9 @@ extern "C" {
  *       lower id first); the shortest prefix of that order whose p sum to
  *       at least top_p times the sum of all p is kept, every other p set
  *       to 0 (nucleus sampling), which renormalises the rest;
- *   then u = uniform [0, 1) x sum p (one tg_rng_uniform draw), and the id
- *   is the first j, in id order, with u < p_0 + ... + p_j. */
+ *   then u = uniform [0, 1) x sum p (one tg_rng_uniform draw), and the
+ *   ids are walked in order, u -= p_j after each, to the first j with
+ *   u < p_j (the largest logit's id if rounding passes the end). */
 typedef struct tg_sampler_options {
     double temperature;   /* >= 0, finite; 0: greedy */
     int top_k;            /* >= 0; 0: every id */
@@ -79,8 +80,8 @@ TG_API int32_t tg_sampler_pick(tg_sampler *s, const tg_tensor *logits, int64_t r
  *                       its own rule adds it itself)
  *   TG_VOCAB_IDS        the text is ids in decimal separated by spaces,
  *                       tabs or newlines, each below vocab_size
- * Their count, with *ids allocated (tg_malloc; free with tg_free; NULL
- * when the count is 0), or -1 with a message (*ids NULL): a byte outside
+ * Their count, with *ids allocated (tg_malloc, even for a count of 0;
+ * free with tg_free), or -1 with a message (*ids NULL): a byte outside
  * a byte vocabulary ("the text's character 'Q' (byte 81, offset 4) is not
  * in the vocabulary"), a bad id, the tokenizer's error, NULL arguments,
  * out of memory. */
@@ -142,8 +143,9 @@ typedef struct tg_generate_options {
  *   a family without a KV cache runs its whole window for every id.
  * Decoding allocates nothing per id. The count of ids made, or -1 with
  * a message: NULL m or prompt, n_prompt < 1, max_tokens < 0, an id of the
- * prompt outside [0, vocab_size), n_keep outside [0, block_size), a
- * sampler of another size, the forward's error. */
+ * prompt outside [0, vocab_size), a tokenizer vocabulary without its
+ * tokenizer, n_keep outside [0, block_size), a sampler of another size
+ * (tg_sampler_pick's message), the forward's error. */
 TG_API int64_t tg_generate(tg_model *m, const int32_t *prompt, int64_t n_prompt, int64_t max_tokens,
                            const tg_generate_options *o, tg_error *err);
 
