@@ -35,21 +35,6 @@
 #include "checkpoint.h"
 #include "files.h"
 
-/* tg_prompt_ids for the commands that free the ids with free() and take
- * the message as (err, errlen). */
-int64_t prompt_ids(const tg_vocab *v, int V, const char *text, size_t len, int32_t **ids, char *err, size_t errlen)
-{
-    tg_error e = {0};
-    int32_t *lib = NULL;
-    const int64_t n = tg_prompt_ids(v, V, text, len, &lib, &e);
-    *ids = n >= 0 ? malloc(((size_t)n + 1) * sizeof **ids) : NULL;
-    if (*ids) memcpy(*ids, lib, (size_t)n * sizeof **ids);
-    tg_free(lib);
-    if (n >= 0 && !*ids) snprintf(err, errlen, "out of memory");
-    else if (n < 0) snprintf(err, errlen, "%s", e.msg);
-    return *ids ? n : -1;
-}
-
 /* What the writer of the generated text keeps: when the first token came,
  * and the id that ended the text (-1 while none). */
 typedef struct writer {
