@@ -382,4 +382,7 @@ static inline double tg_bits_per_byte(double nats, double bytes_per_token)
 }
 #endif
 
+/* generation and scoring: the sampler, prompts, tg_generate, tg_text_nll */
+#include "generate.h"
+
 #endif

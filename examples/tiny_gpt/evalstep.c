@@ -257,11 +257,11 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     tg_st_file *f = NULL;
     tg_model m = {0};
     tg_vocab v = {0};
-    tg_graph *g = NULL;
     char *text = NULL;
     int32_t *ids = NULL;
     size_t len;
     char picked[4096];
+    tg_error e = {0};
     if (!(text = tg_file_read(path, &len, err, sizeof err)) ||
         !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
         !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
@@ -273,38 +273,27 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
                      checkpoint_use_averages(f, &m, err, sizeof err))))
         goto fail;
     tg_model_set_composed(&m, composed);
-    int64_t n = prompt_ids(&v, m.config.vocab_size, text, len, &ids, err, sizeof err);
-    if (n < 0) goto fail;
+    int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
+    if (n < 0) goto fail_e;
     if (n > m.config.block_size) n = m.config.block_size;   /* one window: the first block_size ids */
     if (n < 2) {
         snprintf(err, sizeof err, "%s gives %lld id%s: at least two are needed for one prediction", path,
                  (long long)n, n == 1 ? "" : "s");
         goto fail;
     }
-    if (!(g = tg_graph_new())) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    tg_graph_set_grad_enabled(g, false);
-    tg_graph_set_training(g, false);
-    const int N = (int)n - 1;
-    tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids);
-    tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + 1);
-    tg_tensor *loss = idx && tgt ? tg_model_loss(g, &m, idx, tgt) : NULL;
-    if (!loss) {
-        snprintf(err, sizeof err, "%s", tg_graph_error(g));
-        goto fail;
-    }
-    const double nll = tg_tensor_item(loss);
-    printf("nll %.6f nats per token over %d predictions (perplexity %.4f)\n", nll, N, exp(nll));
+    int64_t preds;
+    const double nll = tg_text_nll(&m, ids, n, 1, &preds, &e);
+    if (isnan(nll)) goto fail_e;
+    printf("nll %.6f nats per token over %lld predictions (perplexity %.4f)\n", nll, (long long)preds, exp(nll));
     rc = 0;
     goto done;
+fail_e:
+    snprintf(err, sizeof err, "%s", e.msg);
 fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err);
 done:
-    free(ids);
+    tg_free(ids);
     free(text);
-    tg_graph_free(g);
     tg_vocab_free(&v);
     tg_model_free(&m);
     tg_st_free(f);
