@@ -346,4 +346,18 @@ done
 [ -z "$missing" ] && ok "docs/distributed.md: every --data file is downloaded there or in the repository" ||
   bad "docs/distributed.md sends users to$missing"
 
+# what is not a regular file is refused at once, naming it: a FIFO (whose
+# plain open blocks until a writer comes) and a directory, for each input
+# read whole (tests/test_file_read.c also tries /dev/zero on the library's readers)
+mkfifo "$work/fifo" && mkdir -p "$work/adir"
+for p in "$work/fifo" "$work/adir"; do
+  n=$(basename "$p")
+  expect_fail "import --format gguf --model $n" "$p: not a regular file" \
+    timeout 20 "$bin" import --format gguf --model "$p" --out "$work/nr.safetensors"
+  expect_fail "import --format llama2c --model $n" "$p: not a regular file" \
+    timeout 20 "$bin" import --format llama2c --model "$p" --ids-only --out "$work/nr.safetensors"
+  expect_fail "eval --text $n" "$p: not a regular file" timeout 20 "$bin" eval --ckpt "$work/a/best.safetensors" --text "$p"
+  expect_fail "train --data $n" "$p: not a regular file" timeout 20 "$bin" train --data "$p" --steps 1 --warmup 0 --out "$work/nr"
+done
+
 finish
