@@ -40,6 +40,13 @@ static bool st_load(const char *path, char *err, size_t errlen)
     return f != NULL;
 }
 
+static bool tok_llama2c(const char *path, char *err, size_t errlen)
+{
+    tg_tokenizer *t = tg_tok_load_llama2c(path, 0, err, errlen);
+    tg_tok_free(t);
+    return t != NULL;
+}
+
 static bool tok_tiktoken(const char *path, char *err, size_t errlen)
 {
     tg_tokenizer *t = tg_tok_load_tiktoken(path, err, errlen);
@@ -70,6 +77,7 @@ typedef struct reader {
 static const reader READERS[] = {
     {"tg_file_read", file_read, ""},
     {"tg_st_load", st_load, "safetensors: "},
+    {"tg_tok_load_llama2c", tok_llama2c, "llama2.c tokenizer: "},
     {"tg_tok_load_tiktoken", tok_tiktoken, "tiktoken: "},
     {"tg_tok_load", tok_any, "tokenizer: "},
     {"tg_tokfile_open", token_file, "token file "},
