@@ -336,6 +336,17 @@ msg=$("$bin" export --ckpt "$work/gt/last.safetensors" --format gguf --out "$wor
   bad "gguf export of a tanh GPT: $msg"
 expect_fail "export --text is gguf's" "--text goes with --format gguf" \
   "$bin" export --ckpt "$work/ge/last.safetensors" --format hf --out "$work/hfx" --text "$work/gelu.txt"
+# import takes what its usage offers: --dtype f32|f64 for a GGUF file
+dtypes() { head -c 65536 "$1" | tr -d '\000' | LC_ALL=C grep -ao '"dtype":"F[0-9]*"' | sort -u | tr '\n' ' '; }
+use=$("$bin" import --help)
+"$bin" import --format gguf --model "$work/gt.gguf" --dtype f64 --out "$work/gt64.safetensors" >/dev/null 2>&1
+"$bin" import --format gguf --model "$work/gt.gguf" --out "$work/gt32.safetensors" >/dev/null 2>&1
+grep -qF -- "--format gguf --model M.gguf --out F [--dtype f32|f64]" <<<"$use" && grep -q -- "--dtype" <<<"$use" &&
+  [ "$(dtypes "$work/gt64.safetensors")" = '"dtype":"F64" ' ] && [ "$(dtypes "$work/gt32.safetensors")" = '"dtype":"F32" ' ] &&
+  ok "import --format gguf --dtype f64 writes F64 weights, as its usage says (F32 without it)" ||
+  bad "import --dtype: $(dtypes "$work/gt64.safetensors") / $(dtypes "$work/gt32.safetensors"); usage: $use"
+expect_fail "import --dtype f64 is gguf's" "--dtype f64 goes with --format gguf (llama2c and hf imports write f32)" \
+  "$bin" import --format hf --model "$work/hfx" --dtype f64 --out "$work/nr.safetensors"
 # docs/distributed.md's commands read files a clone has or that the page downloads
 doc=$src/docs/distributed.md
 missing=""
