@@ -357,6 +357,40 @@ done
 [ -z "$missing" ] && ok "docs/distributed.md: every --data file is downloaded there or in the repository" ||
   bad "docs/distributed.md sends users to$missing"
 
+# kill -9 during an export leaves its temporary beside the final names (no
+# half-written file under them); the next export of the same paths removes
+# it: the directory or file is then as a clean export leaves it
+killed_export() {   # DIR GLOB ARGS...: export ARGS until DIR/GLOB (a temporary) shows, then kill -9; 30 tries
+  local dir=$1 glob=$2 i pid f
+  shift 2
+  for i in $(seq 30); do
+    "$bin" export "$@" >/dev/null 2>&1 &
+    pid=$!
+    while kill -0 $pid 2>/dev/null; do
+      for f in "$dir"/$glob; do [ -e "$f" ] && { kill -9 $pid 2>/dev/null; break 2; }; done
+    done
+    wait $pid 2>/dev/null
+    compgen -G "$dir/$glob" >/dev/null && return 0
+  done
+  return 1
+}
+"$bin" export --ckpt "$work/a/best.safetensors" --format hf --out "$work/hf_clean" >/dev/null 2>&1
+clean=$(ls "$work/hf_clean" | tr '\n' ' ')
+if killed_export "$work/hfk" '*.tmp.*' --ckpt "$work/a/best.safetensors" --format hf --out "$work/hfk"; then
+  left=$(ls "$work/hfk" | tr '\n' ' ')
+  "$bin" export --ckpt "$work/a/best.safetensors" --format hf --out "$work/hfk" >/dev/null 2>&1
+  after=$(ls "$work/hfk" | tr '\n' ' ')
+  [ -n "$clean" ] && [ "$after" = "$clean" ] && ok "export --format hf after a kill -9 that left '$left': only '$after'" ||
+    bad "export --format hf after a kill -9 that left '$left': '$after', a clean export writes '$clean'"
+else bad "export --format hf: 30 exports ended before a kill -9 caught one writing"; fi
+if killed_export "$work" 'k.gguf.tmp.*' --ckpt "$work/a/best.safetensors" --format gguf --out "$work/k.gguf"; then
+  left=$(cd "$work" && ls -d k.gguf* | tr '\n' ' ')
+  "$bin" export --ckpt "$work/a/best.safetensors" --format gguf --out "$work/k.gguf" >/dev/null 2>&1
+  after=$(cd "$work" && ls -d k.gguf* | tr '\n' ' ')
+  [ "$after" = "k.gguf " ] && ok "export --format gguf after a kill -9 that left '$left': only '$after'" ||
+    bad "export --format gguf after a kill -9 that left '$left': '$after'"
+else bad "export --format gguf: 30 exports ended before a kill -9 caught one writing"; fi
+
 # what is not a regular file is refused at once, naming it: a FIFO (whose
 # plain open blocks until a writer comes) and a directory, for each input
 # read whole (tests/test_file_read.c also tries /dev/zero on the library's readers)
