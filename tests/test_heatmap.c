@@ -149,6 +149,48 @@ START_TEST(colour_map_gets_brighter_and_never_shows_blocked)
 }
 END_TEST
 
+/* ---- the font ------------------------------------------------------------------- */
+
+/* Glyph c as image_text draws it at scale 1: g[row][col], true for ink. */
+static void glyph_bits(char c, bool g[IMAGE_GLYPH_H][IMAGE_GLYPH_W])
+{
+    image im;
+    ck_assert_int_eq(image_new(&im, IMAGE_GLYPH_W, IMAGE_GLYPH_H, HEATMAP_PAPER), 0);
+    image_text(&im, 0, 0, 1, (char[]){c, 0}, HEATMAP_INK);
+    for (int y = 0; y < IMAGE_GLYPH_H; y++)
+        for (int x = 0; x < IMAGE_GLYPH_W; x++) g[y][x] = same(image_get(&im, x, y), HEATMAP_INK);
+    image_free(&im);
+}
+
+/* "queries" in the maps' axis line read as "9ueries": q had a round top
+ * beside its stem, a small 9. Now q is p mirrored, as in most faces: the
+ * top of its bowl is one bar that meets the stem in a square corner,
+ * where 9's top is an arch that leaves both corners empty. */
+START_TEST(font_q_is_p_mirrored_and_no_9)
+{
+    bool q[IMAGE_GLYPH_H][IMAGE_GLYPH_W], p[IMAGE_GLYPH_H][IMAGE_GLYPH_W], nine[IMAGE_GLYPH_H][IMAGE_GLYPH_W];
+    glyph_bits('q', q);
+    glyph_bits('p', p);
+    glyph_bits('9', nine);
+    char shape[128] = "";   /* q as drawn, for a message */
+    for (int y = 0; y < IMAGE_GLYPH_H; y++) {
+        for (int x = 0; x < IMAGE_GLYPH_W; x++) strncat(shape, q[y][x] ? "#" : ".", sizeof shape - strlen(shape) - 1);
+        strncat(shape, y + 1 < IMAGE_GLYPH_H ? "|" : "", sizeof shape - strlen(shape) - 1);
+    }
+    for (int y = 0; y < IMAGE_GLYPH_H; y++)
+        for (int x = 0; x < IMAGE_GLYPH_W; x++)
+            ck_assert_msg(q[y][x] == p[y][IMAGE_GLYPH_W - 1 - x], "q (%s) is not p mirrored at (%d,%d)", shape, x, y);
+    int top = 0, top9 = 0;   /* the first row with ink, of q and of 9 */
+    while (top < IMAGE_GLYPH_H && !q[top][0] && !q[top][1] && !q[top][2] && !q[top][3] && !q[top][4]) top++;
+    while (top9 < IMAGE_GLYPH_H && !nine[top9][1] && !nine[top9][2] && !nine[top9][3]) top9++;
+    ck_assert_int_lt(top, IMAGE_GLYPH_H);
+    for (int x = 1; x < IMAGE_GLYPH_W; x++)
+        ck_assert_msg(q[top][x], "q (%s): its top is no bar reaching the stem (column %d of row %d)", shape, x, top);
+    ck_assert_msg(!nine[top9][0] && !nine[top9][IMAGE_GLYPH_W - 1], "9's top is no arch: the test's premise");
+    ck_assert_int_ge(top, 2);   /* and q stays a lowercase letter, below the digits' height */
+}
+END_TEST
+
 /* ---- heatmaps ------------------------------------------------------------------ */
 
 /* Whether two bytes get the same label glyph: printable ASCII and space,
@@ -853,7 +895,8 @@ static Suite *suite(void)
                                     heatmap_pixels_follow_the_weights, heatmap_of_a_gpt,
                                     html_stores_every_weight_and_character, html_page_is_small,
                                     loss_curve_follows_the_series, loss_curve_errors,
-                                    staged_files_are_all_or_nothing, attn_command_draws_the_models_weights));
+                                    staged_files_are_all_or_nothing, attn_command_draws_the_models_weights,
+                                    font_q_is_p_mirrored_and_no_9));
     return s;
 }
 
