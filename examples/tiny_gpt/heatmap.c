@@ -173,7 +173,7 @@ int heatmap_png_labels(const double *w, const uint8_t *blocked, int Tq, int Tk, 
 static heatmap_label *byte_labels(const char *text, int T)
 {
     heatmap_label *lab = malloc((size_t)(T > 0 ? T : 1) * sizeof *lab);
-    for (int i = 0; lab && i < T; i++) lab[i] = (heatmap_label){text + i, 1};
+    for (int i = 0; lab && i < T; i++) lab[i] = (heatmap_label){text + i, 1, false};
     return lab;
 }
 
@@ -305,6 +305,7 @@ void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char
                "align-items:start}\n"
                "figure{margin:0;min-width:0}figcaption{font-weight:bold;margin-bottom:4px;overflow-wrap:anywhere}\n"
                "canvas.map{display:block;width:100%;cursor:crosshair}\n"
+               "#text .special{font-style:italic;color:#a0004a}\n"
                ".read{font:12px monospace;color:#444;min-height:1.5em}\n"
                "#tip{position:fixed;display:none;pointer-events:none;background:#222;color:#fff;font:12px monospace;"
                "padding:2px 6px;border-radius:3px;white-space:nowrap}\n"
@@ -312,12 +313,19 @@ void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char
                ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
                "</style></head><body>\n<h1>Attention weights</h1>\n");
     tb_printf(o, "<p>Text (%d %s%s): <code id=\"text\">", T, unit, T == 1 ? "" : "s");
+    bool special = false;
     for (int i = 0; i < T; i++) {
-        tb_puts(o, "<span>");
+        special |= lab[i].special;
+        tb_puts(o, lab[i].special ? "<span class=\"special\">" : "<span>");
         heatmap_label_html(o, lab[i]);
         tb_puts(o, "</span>");
     }
-    tb_printf(o, "</code></p>\n<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
+    tb_puts(o, "</code></p>\n");
+    if (special)
+        tb_puts(o, "<p>In <span style=\"font-style:italic;color:#a0004a\">this style</span>: a token that is no text, "
+                   "BOS, which a Llama reads before its text: sample and eval --text put it first, as it stood before "
+                   "every document in training, and so does this page.</p>\n");
+    tb_printf(o, "<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
                  "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
                  "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
                  "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "

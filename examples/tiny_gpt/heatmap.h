@@ -12,6 +12,7 @@
 #ifndef TINY_GPT_HEATMAP_H
 #define TINY_GPT_HEATMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "files.h"
@@ -25,14 +26,16 @@ rgb heatmap_level_colour(int level);
 static inline rgb heatmap_colour(double w) { return heatmap_level_colour(heatmap_level(w)); }
 
 /* A position's label: len bytes at s, a character of the text or a
- * token's piece. In the pictures each printable ASCII byte is its glyph,
- * each valid UTF-8 character of more bytes one empty box, and every other
- * byte a mark (image_label_char); a label of more than
- * HEATMAP_LABEL_GLYPHS glyphs shows its first HEATMAP_LABEL_GLYPHS - 1
- * and an ellipsis. */
+ * token's piece, or the name of a special token that stands for no text
+ * (special: "BOS"; the page marks it as such). In the pictures each
+ * printable ASCII byte is its glyph, each valid UTF-8 character of more
+ * bytes one empty box, and every other byte a mark (image_label_char); a
+ * label of more than HEATMAP_LABEL_GLYPHS glyphs shows its first
+ * HEATMAP_LABEL_GLYPHS - 1 and an ellipsis. */
 typedef struct heatmap_label {
     const char *s;
     int len;
+    bool special;
 } heatmap_label;
 enum { HEATMAP_LABEL_GLYPHS = 8 };
 /* The glyphs l takes, in [0, HEATMAP_LABEL_GLYPHS]. */
