@@ -563,6 +563,32 @@ START_TEST(html_stores_every_weight_and_character)
 }
 END_TEST
 
+/* Labels of tokens reach the page whole (the PNGs cut a label past
+ * HEATMAP_LABEL_GLYPHS glyphs; the page's axes draw these), escaped, a
+ * special one marked and explained; and the page's script cuts none. */
+START_TEST(html_labels_are_whole_and_bos_is_marked)
+{
+    enum { T = 3 };
+    const heatmap_label lab[T] = {{"BOS", 3, true}, {" responsibility", 15, false}, {"<&>", 3, false}};
+    ck_assert_int_gt(15, HEATMAP_LABEL_GLYPHS);
+    double w[T * T] = {1, 0, 0, 0.25, 0.75, 0, 0.2, 0.3, 0.5};
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    textbuf b = {0};
+    heatmap_html_labels(&b, lab, T, "token", 1, 1, w, causal);
+    ck_assert(!b.oom);
+    ck_assert_msg(strstr(b.p, "<code id=\"text\"><span class=\"special\">BOS</span><span>\xe2\x90\xa3responsibility</span>"
+                              "<span>&lt;&amp;&gt;</span></code>"), "%.400s", strstr(b.p, "<code"));
+    ck_assert_msg(strstr(b.p, "BOS, which a Llama reads before its text"), "no line says what BOS is");
+    ck_assert_msg(!strstr(b.p, "\u2026") && !strstr(b.p, "\xe2\x80\xa6"), "the page cuts labels with an ellipsis");
+    tb_free(&b);
+    /* without a special label, no such line */
+    heatmap_html_labels(&b, lab + 1, 2, "token", 1, 1, w, causal);
+    ck_assert(!strstr(b.p, "class=\"special\"") && !strstr(b.p, "reads before its text"));
+    tb_free(&b);
+}
+END_TEST
+
 /* The page for a 64-character text at 4 layers x 4 heads stays small: the
  * weights are stored once, 4 bytes per open cell (it was 3.4 MB of table
  * cells with inline styles and tooltips). */
@@ -989,7 +1015,8 @@ static Suite *suite(void)
                                     html_stores_every_weight_and_character, html_page_is_small,
                                     loss_curve_follows_the_series, loss_curve_errors,
                                     staged_files_are_all_or_nothing, attn_command_draws_the_models_weights,
-                                    font_q_is_p_mirrored_and_no_9, attn_of_a_llama_starts_at_its_bos));
+                                    font_q_is_p_mirrored_and_no_9, attn_of_a_llama_starts_at_its_bos,
+                                    html_labels_are_whole_and_bos_is_marked));
     return s;
 }
 
