@@ -1,11 +1,16 @@
 /* Files written all or nothing (see atomic_file.h): a temporary file
- * beside the path, renamed over it once whole and on the disk. */
+ * beside the path, named with the writer's pid, renamed over it once
+ * whole and on the disk; and the temporaries of the same path that dead
+ * writers left behind, removed when the path is written again. */
 #define _POSIX_C_SOURCE 200809L
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +20,8 @@
 #include "alloc.h"
 #include "err_internal.h"
 
-#define TMP_SUFFIX ".tmp.XXXXXX"
+#define TMP_MARK ".tmp."
+#define TMP_RANDOM "XXXXXX"
 
 /* The mode a new file gets from open(2): 0666 minus the umask (mkstemp
  * makes 0600). An existing file keeps its own mode. */
@@ -28,22 +34,72 @@ static mode_t target_mode(const char *path)
     return 0666 & ~mask;
 }
 
+/* The directory path is in, malloc'd: "." for a bare name, "/" for one
+ * at the root. NULL when out of memory. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    char *dir = tg_malloc(n + 1);
+    if (!dir) return NULL;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = 0;
+    return dir;
+}
+
 /* Best effort: make the rename itself durable. */
 static void sync_dir_of(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? tg_malloc((size_t)(slash - path) + 2) : NULL;
-    if (slash && !dir) return;
-    if (dir) {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        memcpy(dir, path, n);
-        dir[n] = 0;
-    }
-    int fd = open(dir ? dir : ".", O_RDONLY);
+    char *dir = dir_of(path);
+    int fd = dir ? open(dir, O_RDONLY) : -1;
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
     }
+    tg_free(dir);
+}
+
+/* The pid in a temporary's name: name is base, ".tmp.", a pid in decimal
+ * (no leading zero), "." and six letters or digits, as mkstemp makes
+ * them; else 0. */
+static pid_t temp_owner(const char *name, const char *base, size_t blen)
+{
+    if (strncmp(name, base, blen) || strncmp(name + blen, TMP_MARK, sizeof TMP_MARK - 1)) return 0;
+    const char *p = name + blen + sizeof TMP_MARK - 1;
+    intmax_t pid = 0;
+    if (*p < '1' || *p > '9') return 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((pid = pid * 10 + (*p - '0')) > INT32_MAX) return 0;
+    if (*p++ != '.' || strlen(p) != sizeof TMP_RANDOM - 1) return 0;
+    for (; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
+    return (pid_t)pid;
+}
+
+/* Best effort: removes the temporaries of path whose writer is gone (a
+ * kill during a write leaves one): those whose pid is no process's
+ * (kill(pid, 0) fails with ESRCH). A live writer's, this process's
+ * included, stays; so does a file of any other name. */
+static void remove_stale(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t blen = strlen(base);
+    char *dir = blen ? dir_of(path) : NULL;
+    if (!dir) return;
+    DIR *d = opendir(dir);
+    const size_t dlen = strlen(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const pid_t pid = temp_owner(e->d_name, base, blen);
+        if (!pid || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+        char *full = tg_malloc(dlen + strlen(e->d_name) + 2);
+        if (!full) break;
+        memcpy(full, dir, dlen);
+        full[dlen] = '/';
+        memcpy(full + dlen + 1, e->d_name, strlen(e->d_name) + 1);
+        (void)unlink(full);
+        tg_free(full);
+    }
+    if (d) closedir(d);
     tg_free(dir);
 }
 
@@ -83,16 +139,16 @@ int tg_atomic_begin(tg_atomic_file *f, const char *path)
     if (!f) return -1;
     memset(f, 0, sizeof *f);
     if (!path) return failed(f, "argument", EINVAL);
-    /* one buffer: "<path>\0<path>.tmp.XXXXXX\0" */
-    size_t plen = strlen(path);
-    char *buf = tg_malloc(2 * plen + 1 + sizeof TMP_SUFFIX);
+    /* one buffer: "<path>\0<path>.tmp.<pid>.XXXXXX\0" */
+    const size_t plen = strlen(path), tlen = plen + sizeof TMP_MARK + 24 + sizeof TMP_RANDOM;
+    char *buf = tg_malloc(plen + 1 + tlen);
     if (!buf) return failed(f, "allocate", ENOMEM);
     memcpy(buf, path, plen + 1);
     char *tmp = buf + plen + 1;
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, TMP_SUFFIX, sizeof TMP_SUFFIX);
+    snprintf(tmp, tlen, "%s" TMP_MARK "%jd." TMP_RANDOM, path, (intmax_t)getpid());
     f->path = buf;
     f->mode = (unsigned)target_mode(path);
+    remove_stale(path);
     int fd = mkstemp(tmp);
     if (fd < 0) return failed(f, "create", errno);
     f->tmp = tmp;

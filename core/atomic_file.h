@@ -1,11 +1,26 @@
 /* tapegrad core: files written all or nothing.
  *
- * The bytes go to a temporary file beside the path, "<path>.tmp.XXXXXX"
- * (the six characters as mkstemp(3) makes them), which is written,
- * flushed, given its mode and synced to the disk, then renamed over the
- * path; the directory is synced too (best effort), so that the rename
- * lasts. A failure at any step removes the temporary file and leaves the
- * path as it was: no half-written file, no stray temporary. The file gets
+ * The bytes go to a temporary file beside the path,
+ * "<path>.tmp.<pid>.XXXXXX" (the writer's process id, and six characters
+ * as mkstemp(3) makes them), which is written, flushed, given its mode and
+ * synced to the disk, then renamed over the path; the directory is synced
+ * too (best effort), so that the rename lasts. A failure at any step
+ * removes the temporary file and leaves the path as it was: no
+ * half-written file, no stray temporary.
+ *
+ * A process killed while writing (kill -9, a crash, the power) cannot
+ * remove its temporary; the final name is never touched, so the path
+ * still holds its last whole version (or nothing), and the temporary
+ * stays beside it until the next tg_atomic_begin of the same path, which
+ * removes every temporary of that path whose pid is no live process's
+ * (kill(pid, 0) fails with ESRCH), best effort and in a single readdir of
+ * the directory. What remains: a dead writer's temporary until the path
+ * is written again; one whose pid now belongs to another live process
+ * (a reused pid) until that process ends; temporaries of the old form
+ * "<path>.tmp.XXXXXX", which name no writer. A directory shared with
+ * processes this one cannot see (another machine, another pid namespace)
+ * can lose a live writer's temporary to such a cleanup: that write then
+ * fails at its rename, with the path as it was. The file gets
  * the mode of the regular file it replaces, or 0666 minus the umask when
  * it is new (the umask is read with umask(2), which is not thread-safe
  * against a concurrent umask change).

@@ -113,9 +113,10 @@ TG_API int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_t
 TG_API int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value);
 /* The writer's first error, or NULL. */
 TG_API const char *tg_st_writer_error(const tg_st_writer *w);
-/* Writes atomically: a temporary file "<path>.tmp.XXXXXX" in the same
- * directory, written, flushed and synced, then renamed over path (and the
- * directory synced). On failure the temporary file is removed, path is
+/* Writes atomically: a temporary file "<path>.tmp.<pid>.XXXXXX" in the
+ * same directory, written, flushed and synced, then renamed over path (and
+ * the directory synced; core/atomic_file.h says what a killed write
+ * leaves). On failure the temporary file is removed, path is
  * left as it was and err says why. The file gets the mode of the file it
  * replaces, or 0666 minus the umask if new (the umask is read with
  * umask(2), which is not thread-safe against concurrent umask changes). */

@@ -30,17 +30,17 @@
 #include "safetensors.h"
 
 #include <cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "err_internal.h"
+#include "file_internal.h"
 #include "safetensors_internal.h"
 #include "stb_ds_internal.h"
 
@@ -72,32 +72,25 @@ static int lfail(const loader *L, const char *fmt, ...)
     return tg_set_err(L->err, L->errlen, "safetensors: %s: %s", L->path, msg);
 }
 
-/* Reads the whole regular file into a new buffer. */
+/* Reads the whole regular file into a new buffer (anything else is
+ * refused before it is opened for reading: file_internal.h). */
 static int read_whole(const loader *L, unsigned char **out, size_t *out_size)
 {
-    FILE *fp = fopen(L->path, "rb");
-    if (!fp) return lfail(L, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0) {
-        int e = errno;
-        fclose(fp);
-        return lfail(L, "cannot stat: %s", strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) { fclose(fp); return lfail(L, "not a regular file"); }
-    if (st.st_size < 0 || (uint64_t)st.st_size > SIZE_MAX) { fclose(fp); return lfail(L, "file too large"); }
-    size_t size = (size_t)st.st_size, cap = size;
+    const char *why = NULL;
+    size_t size = 0;
+    const int fd = tg_open_regular(L->path, &size, &why);
+    if (fd < 0) return lfail(L, "%s%s", strcmp(why, "not a regular file") ? "cannot open: " : "", why);
     /* a large file's buffer in 2 MiB pages (tg_malloc_big): a few faults
      * instead of one per 4 KiB page as read() fills it, which in a VM were
      * most of the time reading a 60 MB checkpoint took */
+    size_t cap = size;
     unsigned char *buf = tg_malloc_big(&cap);
-    if (!buf) { fclose(fp); return lfail(L, "out of memory reading %zu bytes", size); }
-    size_t got = fread(buf, 1, size, fp);
-    int e = ferror(fp) ? errno : 0;
-    fclose(fp);
-    if (got != size) {
+    if (!buf) { close(fd); return lfail(L, "out of memory reading %zu bytes", size); }
+    const int rc = tg_read_exact(fd, buf, size, &why);
+    close(fd);
+    if (rc) {
         tg_free(buf);
-        return lfail(L, "read failed after %zu of %zu bytes: %s", got, size,
-                     e ? strerror(e) : "the file shrank while being read");
+        return lfail(L, "read failed: %s", why);
     }
     *out = buf;
     *out_size = size;

@@ -1,16 +1,20 @@
 /* core: files written all or nothing (core/atomic_file.h). The bytes land
  * whole or not at all; a new file gets 0666 minus the umask and a
- * replaced one keeps its mode; the temporary is "<path>.tmp.XXXXXX" beside
- * the path and never outlives a failure (no such directory, an unwritable
- * one, a parent that is a file, a write cut off half-way, a rename over a
- * directory); several files are committed together or aborted together;
- * a failure sticks and names its step. */
+ * replaced one keeps its mode; the temporary is "<path>.tmp.<pid>.XXXXXX"
+ * beside the path and never outlives a failure (no such directory, an
+ * unwritable one, a parent that is a file, a write cut off half-way, a
+ * rename over a directory); several files are committed together or
+ * aborted together; a failure sticks and names its step. A writer killed
+ * with SIGKILL leaves its temporary, and the next write of the same path
+ * removes it, and every other temporary of that path whose process is
+ * gone, keeping live writers' and other names. */
 #include "tg_test.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define P tt_path   /* a file in the scratch directory */
 
@@ -45,14 +49,17 @@ static unsigned mode_of(const char *path)
 /* The temporaries in dir. */
 static int temporaries(const char *dir) { return tt_count_names(dir, ".tmp."); }
 
-/* The temporary's name is exactly "<path>.tmp." and six letters or digits. */
+/* The temporary's name is exactly "<path>.tmp.<this process's pid>." and
+ * six letters or digits. */
 static void assert_temp_name(const tg_atomic_file *f, const char *path)
 {
     ck_assert_ptr_nonnull(f->tmp);
-    size_t n = strlen(path);
-    ck_assert_msg(strncmp(f->tmp, path, n) == 0 && strncmp(f->tmp + n, ".tmp.", 5) == 0, "temporary %s", f->tmp);
-    ck_assert_uint_eq(strlen(f->tmp + n + 5), 6);
-    for (const char *c = f->tmp + n + 5; *c; c++)
+    char head[600];
+    snprintf(head, sizeof head, "%s.tmp.%d.", path, (int)getpid());
+    const size_t n = strlen(head);
+    ck_assert_msg(strncmp(f->tmp, head, n) == 0, "temporary %s, want %sXXXXXX", f->tmp, head);
+    ck_assert_uint_eq(strlen(f->tmp + n), 6);
+    for (const char *c = f->tmp + n; *c; c++)
         ck_assert_msg((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'), "%s", f->tmp);
     ck_assert_int_eq(access(f->tmp, F_OK), 0);
 }
@@ -263,10 +270,108 @@ START_TEST(failures_stick_and_name_their_step)
 }
 END_TEST
 
+/* A pid no process has: a child's, once it has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) _exit(0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_int_eq(kill(pid, 0), -1);
+    ck_assert_int_eq(errno, ESRCH);
+    return pid;
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fclose(f);
+}
+
+START_TEST(a_write_removes_the_stale_temporaries_of_its_path)
+{
+    char err[512] = "", dead[600], mine[600], live[600], other[600], old_form[600], odd[600], zero[600];
+    /* a process that stays alive (another writer) until it is told to go */
+    const pid_t alive = fork();
+    ck_assert_int_ge(alive, 0);
+    if (alive == 0) {
+        pause();
+        _exit(0);
+    }
+    const pid_t gone = dead_pid();
+    snprintf(dead, sizeof dead, "%s.tmp.%d.Ab3dE9", P("m.bin"), (int)gone);
+    snprintf(mine, sizeof mine, "%s.tmp.%d.Xy7wV2", P("m.bin"), (int)getpid());
+    snprintf(live, sizeof live, "%s.tmp.%d.Qq1rS4", P("m.bin"), (int)alive);
+    snprintf(other, sizeof other, "%s.tmp.%d.Ab3dE9", P("n.bin"), (int)gone);   /* another path's */
+    snprintf(old_form, sizeof old_form, "%s.tmp.Zz09aB", P("m.bin"));          /* names no writer */
+    snprintf(odd, sizeof odd, "%s.tmp.%d.toolong7", P("m.bin"), (int)gone);     /* not mkstemp's six */
+    snprintf(zero, sizeof zero, "%s.tmp.0%d.Ab3dE9", P("m.bin"), (int)gone);    /* not a pid as written */
+    const char *keep[] = {mine, live, other, old_form, odd, zero};
+    touch(dead);
+    for (int i = 0; i < 6; i++) touch(keep[i]);
+    const int rc = tg_write_file_atomic(P("m.bin"), "new", 3, err, sizeof err);
+    kill(alive, SIGKILL);   /* before any assertion: a failed one jumps out */
+    waitpid(alive, NULL, 0);
+    ck_assert_msg(rc == 0, "%s", err);
+    assert_contents(P("m.bin"), "new");
+    ck_assert_msg(access(dead, F_OK) == -1, "%s was left", dead);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_msg(access(keep[i], F_OK) == 0, "%s was removed", keep[i]);
+        ck_assert_int_eq(unlink(keep[i]), 0);
+    }
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    remove(P("m.bin"));
+}
+END_TEST
+
+START_TEST(a_writer_killed_mid_write_is_cleaned_up_by_the_next)
+{
+    char err[512] = "";
+    ck_assert_int_eq(tg_write_file_atomic(P("k.bin"), "old", 3, err, sizeof err), 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {   /* a writer half-way: begun, some bytes written, not finished */
+        tg_atomic_file f;
+        static char half[1 << 16];
+        memset(half, 'h', sizeof half);
+        const bool ok = tg_atomic_begin(&f, P("k.bin")) == 0 && tg_atomic_write(&f, half, sizeof half) == 0 &&
+                        fflush(f.fp) == 0;
+        (void)!write(ready[1], ok ? "1" : "0", 1);
+        for (;;) pause();
+    }
+    close(ready[1]);
+    char c = 0;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    ck_assert_int_eq(c, '1');
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    /* what the kill left: the old file whole, the writer's temporary beside it */
+    assert_contents(P("k.bin"), "old");
+    ck_assert_int_eq(temporaries(tt_dir), 1);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "k.bin.tmp.%d.", (int)pid);
+    ck_assert_int_eq(tt_count_names(tt_dir, prefix), 1);
+    /* the next write of the path: the new file, and no temporary */
+    ck_assert_int_eq(tg_write_file_atomic(P("k.bin"), "next", 4, err, sizeof err), 0);
+    assert_contents(P("k.bin"), "next");
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    remove(P("k.bin"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("atomic_file");
     tt_tcase(s, "atomic_file", 0, TT_TESTS(one_file_and_its_mode, failures_leave_the_path_alone,
-                                           several_files_all_or_none, failures_stick_and_name_their_step));
+                                           several_files_all_or_none, failures_stick_and_name_their_step,
+                                           a_write_removes_the_stale_temporaries_of_its_path,
+                                           a_writer_killed_mid_write_is_cleaned_up_by_the_next));
     return tt_run_in_tmpdir(s, "tg_atomic_test", true);
 }

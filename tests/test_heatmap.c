@@ -149,6 +149,48 @@ START_TEST(colour_map_gets_brighter_and_never_shows_blocked)
 }
 END_TEST
 
+/* ---- the font ------------------------------------------------------------------- */
+
+/* Glyph c as image_text draws it at scale 1: g[row][col], true for ink. */
+static void glyph_bits(char c, bool g[IMAGE_GLYPH_H][IMAGE_GLYPH_W])
+{
+    image im;
+    ck_assert_int_eq(image_new(&im, IMAGE_GLYPH_W, IMAGE_GLYPH_H, HEATMAP_PAPER), 0);
+    image_text(&im, 0, 0, 1, (char[]){c, 0}, HEATMAP_INK);
+    for (int y = 0; y < IMAGE_GLYPH_H; y++)
+        for (int x = 0; x < IMAGE_GLYPH_W; x++) g[y][x] = same(image_get(&im, x, y), HEATMAP_INK);
+    image_free(&im);
+}
+
+/* "queries" in the maps' axis line read as "9ueries": q had a round top
+ * beside its stem, a small 9. Now q is p mirrored, as in most faces: the
+ * top of its bowl is one bar that meets the stem in a square corner,
+ * where 9's top is an arch that leaves both corners empty. */
+START_TEST(font_q_is_p_mirrored_and_no_9)
+{
+    bool q[IMAGE_GLYPH_H][IMAGE_GLYPH_W], p[IMAGE_GLYPH_H][IMAGE_GLYPH_W], nine[IMAGE_GLYPH_H][IMAGE_GLYPH_W];
+    glyph_bits('q', q);
+    glyph_bits('p', p);
+    glyph_bits('9', nine);
+    char shape[128] = "";   /* q as drawn, for a message */
+    for (int y = 0; y < IMAGE_GLYPH_H; y++) {
+        for (int x = 0; x < IMAGE_GLYPH_W; x++) strncat(shape, q[y][x] ? "#" : ".", sizeof shape - strlen(shape) - 1);
+        strncat(shape, y + 1 < IMAGE_GLYPH_H ? "|" : "", sizeof shape - strlen(shape) - 1);
+    }
+    for (int y = 0; y < IMAGE_GLYPH_H; y++)
+        for (int x = 0; x < IMAGE_GLYPH_W; x++)
+            ck_assert_msg(q[y][x] == p[y][IMAGE_GLYPH_W - 1 - x], "q (%s) is not p mirrored at (%d,%d)", shape, x, y);
+    int top = 0, top9 = 0;   /* the first row with ink, of q and of 9 */
+    while (top < IMAGE_GLYPH_H && !q[top][0] && !q[top][1] && !q[top][2] && !q[top][3] && !q[top][4]) top++;
+    while (top9 < IMAGE_GLYPH_H && !nine[top9][1] && !nine[top9][2] && !nine[top9][3]) top9++;
+    ck_assert_int_lt(top, IMAGE_GLYPH_H);
+    for (int x = 1; x < IMAGE_GLYPH_W; x++)
+        ck_assert_msg(q[top][x], "q (%s): its top is no bar reaching the stem (column %d of row %d)", shape, x, top);
+    ck_assert_msg(!nine[top9][0] && !nine[top9][IMAGE_GLYPH_W - 1], "9's top is no arch: the test's premise");
+    ck_assert_int_ge(top, 2);   /* and q stays a lowercase letter, below the digits' height */
+}
+END_TEST
+
 /* ---- heatmaps ------------------------------------------------------------------ */
 
 /* Whether two bytes get the same label glyph: printable ASCII and space,
@@ -521,6 +563,32 @@ START_TEST(html_stores_every_weight_and_character)
 }
 END_TEST
 
+/* Labels of tokens reach the page whole (the PNGs cut a label past
+ * HEATMAP_LABEL_GLYPHS glyphs; the page's axes draw these), escaped, a
+ * special one marked and explained; and the page's script cuts none. */
+START_TEST(html_labels_are_whole_and_bos_is_marked)
+{
+    enum { T = 3 };
+    const heatmap_label lab[T] = {{"BOS", 3, true}, {" responsibility", 15, false}, {"<&>", 3, false}};
+    ck_assert_int_gt(15, HEATMAP_LABEL_GLYPHS);
+    double w[T * T] = {1, 0, 0, 0.25, 0.75, 0, 0.2, 0.3, 0.5};
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    textbuf b = {0};
+    heatmap_html_labels(&b, lab, T, "token", 1, 1, w, causal);
+    ck_assert(!b.oom);
+    ck_assert_msg(strstr(b.p, "<code id=\"text\"><span class=\"special\">BOS</span><span>\xe2\x90\xa3responsibility</span>"
+                              "<span>&lt;&amp;&gt;</span></code>"), "%.400s", strstr(b.p, "<code"));
+    ck_assert_msg(strstr(b.p, "BOS, which a Llama reads before its text"), "no line says what BOS is");
+    ck_assert_msg(!strstr(b.p, "\u2026") && !strstr(b.p, "\xe2\x80\xa6"), "the page cuts labels with an ellipsis");
+    tb_free(&b);
+    /* without a special label, no such line */
+    heatmap_html_labels(&b, lab + 1, 2, "token", 1, 1, w, causal);
+    ck_assert(!strstr(b.p, "class=\"special\"") && !strstr(b.p, "reads before its text"));
+    tb_free(&b);
+}
+END_TEST
+
 /* The page for a 64-character text at 4 layers x 4 heads stays small: the
  * weights are stored once, 4 bytes per open cell (it was 3.4 MB of table
  * cells with inline styles and tooltips). */
@@ -846,6 +914,99 @@ START_TEST(attn_command_draws_the_models_weights)
 }
 END_TEST
 
+/* A Llama's map is over what the model reads in sample and eval --text:
+ * BOS, the dummy " ", then the text's bytes (llama2.c's ids 3 + byte), BOS
+ * labelled and marked as no text on the page, every weight the one this
+ * test computes on those ids. */
+START_TEST(attn_of_a_llama_starts_at_its_bos)
+{
+    tg_vocab v;
+    tg_vocab_llama2c(&v);
+    const tg_model_config mc = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 16,
+                                .hidden_dim = 32, .block_size = 16, .vocab_size = v.size, .rope_theta = 10000,
+                                .norm_eps = 1e-5, .tied = true};
+    char err[1024];
+    tg_model md;
+    REQUIRE(tg_model_new(&md, &mc, TG_F32, 7, err, sizeof err) == 0, "%s", err);
+    tg_rng r;   /* sharper attention than the init's: larger query and key weights */
+    tg_rng_seed(&r, 11, 1);
+    tg_rng_fill_normal(&r, tg_params_get(md.params, "layers.0.attention.wq.weight"), 0, 0.8);
+    tg_rng_fill_normal(&r, tg_params_get(md.params, "layers.0.attention.wk.weight"), 0, 0.8);
+    REQUIRE(tg_checkpoint_save(P("l.safetensors"), &md, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+                               sizeof err) == 0, "%s", err);
+    const char *text = "bad cab";
+    enum { N = 7, T = N + 2, H = 2 };
+    int32_t ids[T] = {TG_VOCAB_BOS, 3 + ' '};
+    for (int i = 0; i < N; i++) ids[2 + i] = 3 + (uint8_t)text[i];
+    tg_graph *g = tg_graph_new();
+    tg_graph_set_grad_enabled(g, false);
+    tg_tensor *aw[1];
+    ck_assert_ptr_nonnull(tg_model_forward(g, &md, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids), aw));
+
+    const char *args[] = {"attn", "--ckpt", P("l.safetensors"), "--text", text, "--out", P("lmaps"), NULL};
+    int rc = run_tiny_gpt(args);
+    char *msg = slurp(P("stderr.txt"));
+    REQUIRE(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
+    free(msg);
+    char *html = slurp(P("lmaps/index.html"));
+    REQUIRE(strstr(html, "<code id=\"text\"><span class=\"special\">BOS</span><span>\xe2\x90\xa3</span><span>b</span>"
+                         "<span>a</span><span>d</span><span>\xe2\x90\xa3</span><span>c</span>"),
+            "the page's text is not BOS, the space and the text: %.300s", strstr(html, "<code id=\"text\">"));
+    REQUIRE(strstr(html, "BOS, which a Llama reads before its text"), "the page does not say what BOS is");
+    uint8_t causal[T * T];
+    for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
+    double peak = 0;   /* the largest weight in rows of 4 keys or more: sharp maps, so a misplaced row shows */
+    for (int h = 0; h < H; h++) {
+        long codes[T * T];
+        page_codes(html, h, T, causal, codes);
+        for (int k = 0; k < T * T; k++)
+            if (!causal[k])
+                REQUIRE(codes[k] == (long)heatmap_cell_code(tg_tensor_get(aw[0], h * T * T + k)),
+                        "map %d cell %d is not the weight %g over BOS, the space and the text", h, k,
+                        tg_tensor_get(aw[0], h * T * T + k));
+        for (int k = 3 * T; k < T * T; k++) peak = fmax(peak, tg_tensor_get(aw[0], h * T * T + k));
+    }
+    REQUIRE(peak > 0.5, "nearly uniform weights (peak %g): a weak test", peak);
+    free(html);
+    /* the PNG: BOS's key label, the three glyphs B, O, S down column 0 */
+    pic p = decode_file(P("lmaps/attn_l0_h0.png"));
+    heatmap_label lab[T] = {{"BOS", 3, true}, {" ", 1, false}};
+    for (int i = 0; i < N; i++) lab[2 + i] = (heatmap_label){text + i, 1, false};
+    uint8_t *png = NULL;
+    size_t len = 0;
+    double w[T * T];
+    for (int k = 0; k < T * T; k++) w[k] = tg_tensor_get(aw[0], k);
+    ck_assert_int_eq(heatmap_png_labels(w, causal, T, T, lab, lab, "layer 0, head 0", &png, &len), 0);
+    pic want = decode(png, len);
+    ck_assert_int_eq(p.w, want.w);
+    ck_assert_int_eq(p.h, want.h);
+    ck_assert_msg(memcmp(p.px, want.px, (size_t)p.w * p.h * 3) == 0, "attn_l0_h0.png is not the map of BOS + text");
+    stbi_image_free(p.px);
+    stbi_image_free(want.px);
+    free(png);
+
+    /* past the block size, counting BOS and the space */
+    const char *longer[] = {"attn", "--ckpt", P("l.safetensors"), "--text", "abcdefghijklmno", "--out", P("lmaps2"),
+                            NULL};
+    ck_assert_int_eq(run_tiny_gpt(longer), 1);
+    msg = slurp(P("stderr.txt"));
+    REQUIRE(strstr(msg, "--text has 15 characters, 17 positions with the BOS and the space in front, more than the "
+                        "checkpoint's block_size 16"), "%s", msg);
+    free(msg);
+    for (int h = 0; h < H; h++) {
+        char name[64];
+        snprintf(name, sizeof name, "lmaps/attn_l0_h%d.png", h);
+        remove(P(name));
+    }
+    remove(P("lmaps/index.html"));
+    rmdir(P("lmaps"));
+    remove(P("l.safetensors"));
+    remove(P("stderr.txt"));
+    tg_graph_free(g);
+    tg_model_free(&md);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("heatmap");
@@ -853,7 +1014,9 @@ static Suite *suite(void)
                                     heatmap_pixels_follow_the_weights, heatmap_of_a_gpt,
                                     html_stores_every_weight_and_character, html_page_is_small,
                                     loss_curve_follows_the_series, loss_curve_errors,
-                                    staged_files_are_all_or_nothing, attn_command_draws_the_models_weights));
+                                    staged_files_are_all_or_nothing, attn_command_draws_the_models_weights,
+                                    font_q_is_p_mirrored_and_no_9, attn_of_a_llama_starts_at_its_bos,
+                                    html_labels_are_whole_and_bos_is_marked));
     return s;
 }
 

@@ -336,6 +336,17 @@ msg=$("$bin" export --ckpt "$work/gt/last.safetensors" --format gguf --out "$wor
   bad "gguf export of a tanh GPT: $msg"
 expect_fail "export --text is gguf's" "--text goes with --format gguf" \
   "$bin" export --ckpt "$work/ge/last.safetensors" --format hf --out "$work/hfx" --text "$work/gelu.txt"
+# import takes what its usage offers: --dtype f32|f64 for a GGUF file
+dtypes() { head -c 65536 "$1" | tr -d '\000' | LC_ALL=C grep -ao '"dtype":"F[0-9]*"' | sort -u | tr '\n' ' '; }
+use=$("$bin" import --help)
+"$bin" import --format gguf --model "$work/gt.gguf" --dtype f64 --out "$work/gt64.safetensors" >/dev/null 2>&1
+"$bin" import --format gguf --model "$work/gt.gguf" --out "$work/gt32.safetensors" >/dev/null 2>&1
+grep -qF -- "--format gguf --model M.gguf --out F [--dtype f32|f64]" <<<"$use" && grep -q -- "--dtype" <<<"$use" &&
+  [ "$(dtypes "$work/gt64.safetensors")" = '"dtype":"F64" ' ] && [ "$(dtypes "$work/gt32.safetensors")" = '"dtype":"F32" ' ] &&
+  ok "import --format gguf --dtype f64 writes F64 weights, as its usage says (F32 without it)" ||
+  bad "import --dtype: $(dtypes "$work/gt64.safetensors") / $(dtypes "$work/gt32.safetensors"); usage: $use"
+expect_fail "import --dtype f64 is gguf's" "--dtype f64 goes with --format gguf (llama2c and hf imports write f32)" \
+  "$bin" import --format hf --model "$work/hfx" --dtype f64 --out "$work/nr.safetensors"
 # docs/distributed.md's commands read files a clone has or that the page downloads
 doc=$src/docs/distributed.md
 missing=""
@@ -358,5 +369,53 @@ eta=$(sed -n 's|^step 1/20 .*ETA \([0-9]*\)s$|\1|p' "$work/eta.log")
 awk -v e="${eta:-0}" -v w="$wall" 'BEGIN { exit !(e >= 0.5 * w && e <= 1.2 * w) }' &&
   ok "the ETA at step 1 (${eta}s) counts the 4 evaluations left: most of the run's $wall s" ||
   bad "the ETA at step 1: '${eta}' s, the run took $wall s: $(grep '^step 1/' "$work/eta.log")"
+
+# kill -9 during an export leaves its temporary beside the final names (no
+# half-written file under them); the next export of the same paths removes
+# it: the directory or file is then as a clean export leaves it
+killed_export() {   # DIR GLOB ARGS...: export ARGS until DIR/GLOB (a temporary) shows, then kill -9; 30 tries
+  local dir=$1 glob=$2 i pid f
+  shift 2
+  for i in $(seq 30); do
+    "$bin" export "$@" >/dev/null 2>&1 &
+    pid=$!
+    while kill -0 $pid 2>/dev/null; do
+      for f in "$dir"/$glob; do [ -e "$f" ] && { kill -9 $pid 2>/dev/null; break 2; }; done
+    done
+    wait $pid 2>/dev/null
+    compgen -G "$dir/$glob" >/dev/null && return 0
+  done
+  return 1
+}
+"$bin" export --ckpt "$work/a/best.safetensors" --format hf --out "$work/hf_clean" >/dev/null 2>&1
+clean=$(ls "$work/hf_clean" | tr '\n' ' ')
+if killed_export "$work/hfk" '*.tmp.*' --ckpt "$work/a/best.safetensors" --format hf --out "$work/hfk"; then
+  left=$(ls "$work/hfk" | tr '\n' ' ')
+  "$bin" export --ckpt "$work/a/best.safetensors" --format hf --out "$work/hfk" >/dev/null 2>&1
+  after=$(ls "$work/hfk" | tr '\n' ' ')
+  [ -n "$clean" ] && [ "$after" = "$clean" ] && ok "export --format hf after a kill -9 that left '$left': only '$after'" ||
+    bad "export --format hf after a kill -9 that left '$left': '$after', a clean export writes '$clean'"
+else bad "export --format hf: 30 exports ended before a kill -9 caught one writing"; fi
+if killed_export "$work" 'k.gguf.tmp.*' --ckpt "$work/a/best.safetensors" --format gguf --out "$work/k.gguf"; then
+  left=$(cd "$work" && ls -d k.gguf* | tr '\n' ' ')
+  "$bin" export --ckpt "$work/a/best.safetensors" --format gguf --out "$work/k.gguf" >/dev/null 2>&1
+  after=$(cd "$work" && ls -d k.gguf* | tr '\n' ' ')
+  [ "$after" = "k.gguf " ] && ok "export --format gguf after a kill -9 that left '$left': only '$after'" ||
+    bad "export --format gguf after a kill -9 that left '$left': '$after'"
+else bad "export --format gguf: 30 exports ended before a kill -9 caught one writing"; fi
+
+# what is not a regular file is refused at once, naming it: a FIFO (whose
+# plain open blocks until a writer comes) and a directory, for each input
+# read whole (tests/test_file_read.c also tries /dev/zero on the library's readers)
+mkfifo "$work/fifo" && mkdir -p "$work/adir"
+for p in "$work/fifo" "$work/adir"; do
+  n=$(basename "$p")
+  expect_fail "import --format gguf --model $n" "$p: not a regular file" \
+    timeout 20 "$bin" import --format gguf --model "$p" --out "$work/nr.safetensors"
+  expect_fail "import --format llama2c --model $n" "$p: not a regular file" \
+    timeout 20 "$bin" import --format llama2c --model "$p" --ids-only --out "$work/nr.safetensors"
+  expect_fail "eval --text $n" "$p: not a regular file" timeout 20 "$bin" eval --ckpt "$work/a/best.safetensors" --text "$p"
+  expect_fail "train --data $n" "$p: not a regular file" timeout 20 "$bin" train --data "$p" --steps 1 --warmup 0 --out "$work/nr"
+done
 
 finish

@@ -300,4 +300,53 @@ at=$(header "$work/tb/last.safetensors" | grep -o '"train.step":"[0-9]*"' | grep
   awk -v o="${own:-99}" 'BEGIN { exit !(o <= 8) }' &&
   ok "--time-budget 8 on 2 processes: $n steps chosen once, run to step $at in $own s" ||
   bad "--time-budget on 2 processes: exit $rc, $(grep -v '^step' "$work/tb.log" | tail -4)"
+# 8. the README's mpirun commands exactly as it gives them (cut out of its
+# sh blocks), each from a new directory holding build/ (tiny_gpt and
+# train_custom) and train_custom's input.txt: the root form as root, the
+# plain form as a user (nobody, through setpriv, when this runs as root).
+# Each plain command has its root form beside it. tiny_gpt's default run is
+# stopped (SIGTERM) once its first progress line shows; train_custom's runs
+# whole.
+readme=$(cd "$here/.." && pwd)/README.md
+mapfile -t cmds < <(sed -n '/^ *```sh$/,/^ *```$/p' "$readme" | sed -n 's/^ *\(mpirun [^#]*[^# ]\) *\(#.*\)\{0,1\}$/\1/p')
+plain=() root=()
+for c in "${cmds[@]}"; do
+  case $c in "mpirun --allow-run-as-root "*) root+=("$c") ;; *) plain+=("$c") ;; esac
+done
+for c in "${plain[@]}"; do
+  printf '%s\n' "${root[@]}" | grep -qxF "mpirun --allow-run-as-root ${c#mpirun }" || bad "README: '$c' has no root form beside it"
+done
+[ ${#plain[@]} -ge 2 ] && printf '%s\n' "${plain[@]}" | grep -qxF "mpirun -np 2 build/tiny_gpt train" ||
+  bad "README: no 'mpirun -np 2 build/tiny_gpt train' in an sh block (found: ${cmds[*]})"
+readme_run() {   # AS CMD: runs CMD as AS (root, or a user: nobody when this is root) in a new directory; output in $work/rr.log
+  local as=$1 cmd=$2 d pid
+  d=$(mktemp -d "$work/readme.XXXXXX")
+  chmod a+x "$work"   # (mktemp's 0700) for the user to reach d
+  mkdir "$d/build" && cp "$bin" "$d/build/tiny_gpt" && cp "$(dirname "$bin")/train_custom" "$d/build/" &&
+    cat "$here"/../docs/*.md >"$d/input.txt" && chmod -R a+rwX "$d" || { bad "readme_run: setting up $d"; return 1; }
+  if [ "$as" = user ] && [ "$(id -u)" = 0 ]; then
+    (cd "$d" && exec setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$d" bash -c "exec $cmd") >"$work/rr.log" 2>&1 &
+  else
+    (cd "$d" && exec bash -c "exec $cmd") >"$work/rr.log" 2>&1 &
+  fi
+  pid=$!
+  case $cmd in
+    *tiny_gpt*)   # the default run: until its first progress line, then stopped
+      for _ in $(seq 3000); do grep -q "^step 10/" "$work/rr.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+      kill -TERM $pid 2>/dev/null ;;
+  esac
+  wait $pid
+}
+for c in "${root[@]}" "${plain[@]}"; do
+  as=root
+  [ "$c" = "${c#mpirun --allow-run-as-root }" ] && as=user
+  readme_run "$as" "$c"
+  rc=$?
+  case $c in
+    *tiny_gpt*) grep -q "^tiny_gpt: 2 processes x" "$work/rr.log" && grep -q "^step 10/" "$work/rr.log" ;;
+    *train_custom*) [ $rc -eq 0 ] && grep -q "^train_custom: .*, 2 processes$" "$work/rr.log" && grep -q "^step 300: " "$work/rr.log" ;;
+    *) false ;;
+  esac && ! grep -q "run as root" "$work/rr.log" && ok "README, as $as: '$c' runs ($(grep '^step' "$work/rr.log" | tail -1))" ||
+    bad "README, as $as: '$c': exit $rc, $(head -c 600 "$work/rr.log")"
+done
 finish

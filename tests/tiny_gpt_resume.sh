@@ -93,10 +93,12 @@ for i in 1 2 3 4 5 6 7 8; do
   wait $pid 2>/dev/null
   ls "$work/s" | grep -q '\.tmp\.' && left=$((left + 1))
 done
-touch "$work/s/last.safetensors.tmp.Zz09aB" "$work/s/notes.tmp.Zz09aB"
+# (the older form without a pid, and one named with a live pid: under OUT's lock no one else writes them)
+touch "$work/s/last.safetensors.tmp.Zz09aB" "$work/s/best.safetensors.tmp.$$.Zz09aB" "$work/s/notes.tmp.Zz09aB"
 err=$("$bin" train --resume --stop-at 1 --out "$work/s" 2>&1 >/dev/null)
 tmps=$(ls "$work/s" | grep '\.tmp\.' | tr '\n' ' ')
 [ "$tmps" = "notes.tmp.Zz09aB " ] && grep -q "removed $work/s/last.safetensors.tmp.Zz09aB" <<<"$err" &&
+  grep -q "removed $work/s/best.safetensors.tmp.$$.Zz09aB" <<<"$err" &&
   ok "a new run removes its own stale temporaries ($left of 8 kills left one), and only its own" ||
   bad "temporaries left: '$tmps'; $err"
 

@@ -2,9 +2,12 @@
 # examples/train_custom: a model of one's own trained on the library's
 # training layer alone (issue 21).
 #   tests/train_custom.sh TRAIN_CUSTOM SOURCE_DIR MPI_FOUND
-# 1. --stop-at, then --resume: the uninterrupted run's last.safetensors, byte for byte
-# 2. kill -9 after a checkpoint, then --resume: the same bytes
-# 3. token files (nanoGPT's uint16 ids of the text's bytes, a val file) train and resume too
+# 1. --stop-at, then --resume --out DIR alone (the checkpoint records the
+#    data, by absolute path and identity, and the step count; resumed from
+#    another directory): the uninterrupted run's last.safetensors, byte for
+#    byte; other data given at resume is refused, a moved text is named
+# 2. kill -9 after a checkpoint, then --resume alone: the same bytes
+# 3. token files (nanoGPT's uint16 ids of the text's bytes, a val file) train and resume (alone) too
 # 4. mpirun -np 2: the loss lines of the one-process run (skipped without
 #    MPI, failed without it under CI=true, as tests/mpi_run.sh does). Two
 #    processes sum their gradients and losses in another order, so the
@@ -31,11 +34,37 @@ first=$(sed -n 's/^step 100: .*val \([0-9.]*\).*/\1/p' "$work/a.log")
 last=$(sed -n 's/^step 300: .*val \([0-9.]*\).*/\1/p' "$work/a.log")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' && ok "it learns: val $first -> $last" || bad "val $first -> $last"
 
-# 1. --stop-at 150 (a checkpoint there, as if interrupted), then --resume
-run --out "$work/b" --stop-at 150 >/dev/null 2>&1 && run --out "$work/b" --resume >"$work/b.log" 2>&1 || bad "stop and resume: $(cat "$work/b.log")"
-cmp -s "$work/a/last.safetensors" "$work/b/last.safetensors" && ok "--stop-at 150 and --resume: the same bytes" ||
-  bad "--stop-at 150 and --resume end differently"
+# 1. --stop-at 150 (a checkpoint there, as if interrupted; the text named
+# relative to the run's directory), then --resume --out DIR alone, from elsewhere
+(cd "$work" && "$bin" --data text.txt --steps 300 --out b --stop-at 150) >/dev/null 2>&1 &&
+  (cd / && "$bin" --resume --out "$work/b") >"$work/b.log" 2>&1 || bad "stop and resume: $(cat "$work/b.log")"
+cmp -s "$work/a/last.safetensors" "$work/b/last.safetensors" && ok "--stop-at 150 and --resume --out DIR alone: the same bytes" ||
+  bad "--stop-at 150 and --resume --out DIR end differently: $(cat "$work/b.log")"
 grep -q "^step 100" "$work/b.log" && bad "the resumed run ran step 100 again"
+grep -q "^step 300:" "$work/b.log" || bad "the resumed run did not run to the recorded 300 steps: $(cat "$work/b.log")"
+# the same data named again is taken; other data is another run's
+(cd "$work" && "$bin" --data text.txt --steps 300 --out b2 --stop-at 150) >/dev/null 2>&1
+cp "$work/text.txt" "$work/copy.txt"
+"$bin" --resume --out "$work/b2" --data "$work/copy.txt" >"$work/b2.log" 2>&1 &&
+  [ "$(grep '^step 300:' "$work/b2.log")" = "$(grep '^step 300:' "$work/a.log")" ] &&
+  head -c 65536 "$work/b2/last.safetensors" | tr -d '\000' | grep -qF "\"train.data\":\"$work/copy.txt\"" &&
+  ok "--resume with --data naming a copy of the run's text: the same step 300, the copy recorded" ||
+  bad "--resume --data copy: $(cat "$work/b2.log")"
+head -c 100000 "$work/text.txt" >"$work/other.txt"
+(cd "$work" && "$bin" --data text.txt --steps 300 --out b3 --stop-at 150) >/dev/null 2>&1
+before=$(cksum <"$work/b3/last.safetensors")
+out=$("$bin" --resume --out "$work/b3" --data "$work/other.txt" 2>&1)
+[ $? -eq 1 ] && grep -qF "train_custom: --data: $work/other.txt (100000:fnv1a64:" <<<"$out" &&
+  grep -qF "is not the run's: it was trained on $work/text.txt (" <<<"$out" && [ "$(cksum <"$work/b3/last.safetensors")" = "$before" ] &&
+  ok "--resume --data with another text: $out" || bad "--resume --data other: $out"
+out=$("$bin" --resume --out "$work/b3" --data-tokens "$work/other.txt" 2>&1)
+[ $? -eq 1 ] && grep -qF "train_custom: --data-tokens: the run was trained on --data $work/text.txt" <<<"$out" &&
+  ok "--resume --data-tokens for a text's run: $out" || bad "--resume --data-tokens on a text run: $out"
+mv "$work/text.txt" "$work/moved.txt"
+out=$("$bin" --resume --out "$work/b3" 2>&1)
+[ $? -eq 1 ] && grep -qF "train_custom: the run's text (give its new place with --data): $work/text.txt: No such file or directory" <<<"$out" &&
+  ok "--resume after the text moved: $out" || bad "--resume after the text moved: $out"
+mv "$work/moved.txt" "$work/text.txt"
 
 # 2. kill -9 once a checkpoint exists (step 100 or 200), then --resume
 run --out "$work/c" --steps 300 >/dev/null 2>&1 &
@@ -44,7 +73,7 @@ for _ in $(seq 1 2000); do [ -f "$work/c/last.safetensors" ] && break; sleep 0.0
 kill -9 $pid 2>/dev/null
 killed=$?
 wait $pid 2>/dev/null
-run --out "$work/c" --resume >/dev/null 2>&1 || bad "resume after kill -9"
+"$bin" --resume --out "$work/c" >/dev/null 2>&1 || bad "resume after kill -9"
 cmp -s "$work/a/last.safetensors" "$work/c/last.safetensors" &&
   ok "kill -9 ($([ $killed -eq 0 ] && echo "during the run" || echo "after it ended")) and --resume: the same bytes" ||
   bad "kill -9 and --resume end differently"
@@ -60,9 +89,12 @@ EOF
 tok() { "$bin" --data-tokens "$work/train.bin" --val-tokens "$work/val.bin" --vocab-size 256 --steps 200 "$@"; }
 tok --out "$work/t" >"$work/t.log" 2>&1 && grep -q "^step 200: loss [0-9.]*, train [0-9.]*, val [0-9.]*$" "$work/t.log" &&
   ok "token files: $(tail -1 "$work/t.log")" || bad "token files: $(cat "$work/t.log")"
-tok --out "$work/u" --stop-at 50 >/dev/null 2>&1 && tok --out "$work/u" --resume >/dev/null 2>&1 &&
-  cmp -s "$work/t/last.safetensors" "$work/u/last.safetensors" && ok "token files resume: the same bytes" ||
+tok --out "$work/u" --stop-at 50 >/dev/null 2>&1 && "$bin" --resume --out "$work/u" >/dev/null 2>&1 &&
+  cmp -s "$work/t/last.safetensors" "$work/u/last.safetensors" && ok "token files resume (--resume --out DIR alone): the same bytes" ||
   bad "token files: stop and resume end differently"
+out=$("$bin" --resume --out "$work/u" --val-tokens "$work/train.bin" 2>&1)
+[ $? -eq 1 ] && grep -qF "train_custom: --val-tokens: $work/train.bin (" <<<"$out" && grep -qF "is not the run's: it was trained on $work/val.bin (" <<<"$out" &&
+  ok "--resume with another val file: $out" || bad "--resume --val-tokens other: $out"
 
 # 4. two processes: the losses of one
 MPIRUN_ARGS= bash "$src/tests/mpi_run.sh" "$have_mpi" 2 "$bin" --data "$work/text.txt" --steps 300 --out "$work/m" \

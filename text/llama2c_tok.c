@@ -13,14 +13,15 @@
  * size before it is made, so a crafted length allocates nothing. */
 #include "text_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/file_internal.h"
 
 static int32_t rd32(const unsigned char *p)
 {
@@ -38,9 +39,11 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *er
                    (int)vocab_size);
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tg_set_err(err, errlen, "llama2.c tokenizer: %s: %s", path, strerror(errno));
+    const char *why = NULL;
+    size_t len = 0;
+    const int fd = tg_open_regular(path, &len, &why);   /* a directory, a FIFO, a device: refused unread */
+    if (fd < 0) {
+        tg_set_err(err, errlen, "llama2.c tokenizer: %s: %s", path, why);
         return NULL;
     }
     unsigned char *buf = NULL, *pieces = NULL;
@@ -48,15 +51,8 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *er
     float *scores = NULL;
     uint8_t *types = NULL;
     tg_tokenizer *t = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET)) {
-        tg_set_err(err, errlen, "llama2.c tokenizer: %s: cannot tell its size", path);
-        goto done;
-    }
-    const size_t len = (size_t)size;
-    if (!(buf = tg_malloc(len ? len : 1)) || fread(buf, 1, len, f) != len) {
-        tg_set_err(err, errlen, "llama2.c tokenizer: %s: %s", path, buf ? "read failed" : "out of memory");
+    if (!(buf = tg_malloc(len ? len : 1)) || tg_read_exact(fd, buf, len, &why)) {
+        tg_set_err(err, errlen, "llama2.c tokenizer: %s: %s", path, buf ? why : "out of memory");
         goto done;
     }
     if (len < 4) {
@@ -155,7 +151,7 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *er
     t = tg_tok_spm_new(n, pieces, off, scores, types, 1, 2, &TG_SPM_LLAMA2C, e2, sizeof e2);
     if (!t) tg_set_err(err, errlen, "llama2.c tokenizer: %s: %s", path, e2);
 done:
-    fclose(f);
+    close(fd);
     tg_free(buf);
     tg_free(pieces);
     tg_free(off);

@@ -7,15 +7,18 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
+#define _POSIX_C_SOURCE 200809L   /* fdopen */
 #include "text_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/file_internal.h"
 
 static int b64_value(unsigned char c)
 {
@@ -134,9 +137,14 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     line_piece *pieces = NULL;
     int32_t *by_rank = NULL;
     int64_t *off = NULL;
-    FILE *f = fopen(path, "rb");
+    /* a regular file: a FIFO or a device (/dev/zero, one endless line) is refused unread */
+    const char *why = NULL;
+    size_t size = 0;
+    const int fd = tg_open_regular(path, &size, &why);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
     if (!f) {
-        tg_set_err(err, errlen, "tiktoken: %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "tiktoken: %s: %s", path, fd < 0 ? why : strerror(errno));
+        if (fd >= 0) close(fd);
         return NULL;
     }
     lr.f = f;

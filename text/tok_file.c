@@ -27,9 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/file_internal.h"
 #include "../core/safetensors_internal.h"
 
 int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
@@ -333,14 +335,22 @@ tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
         tg_set_err(err, errlen, "tokenizer: NULL path");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tg_set_err(err, errlen, "tokenizer: %s: %s", path, strerror(errno));
+    /* a regular file (a FIFO would block the sniff's open), its first bytes */
+    const char *why = NULL;
+    size_t size = 0;
+    const int fd = tg_open_regular(path, &size, &why);
+    if (fd < 0) {
+        tg_set_err(err, errlen, "tokenizer: %s: %s", path, why);
         return NULL;
     }
     unsigned char head[9];
-    size_t got = fread(head, 1, sizeof head, f);
-    fclose(f);
+    const size_t got = size < sizeof head ? size : sizeof head;
+    const int rc = tg_read_exact(fd, head, got, &why);
+    close(fd);
+    if (rc) {
+        tg_set_err(err, errlen, "tokenizer: %s: %s", path, why);
+        return NULL;
+    }
     /* safetensors: an 8-byte little-endian header length, then '{' */
     if (got == sizeof head && head[8] == '{' && le(head, 8) < ((uint64_t)1 << 40)) {
         tg_st_file *st = tg_st_load(path, err, errlen);

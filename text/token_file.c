@@ -28,6 +28,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/file_internal.h"
 
 #define LLMC_HEADER 1024   /* 256 int32 */
 
@@ -59,18 +60,13 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
                    (long long)vocab_size, (long long)TG_TOKFILE_MAX_VOCAB);
         return NULL;
     }
-    int fd = open(path, O_RDONLY);
+    const char *why = NULL;
+    size_t size = 0;
+    int fd = tg_open_regular(path, &size, &why);   /* a FIFO would block a plain open */
     if (fd < 0) {
-        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_set_err(err, errlen, "token file %s: %s", path, why);
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        tg_set_err(err, errlen, "token file %s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
     if (size == 0) {
         tg_set_err(err, errlen, "token file %s: the file is empty", path);
         close(fd);

@@ -2,13 +2,14 @@
  * file whole. */
 #include "train.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/err_internal.h"
+#include "../core/file_internal.h"
 
 /* The model's mean loss on one micro-batch x, y (B,T) of g, then g reset:
  * the loss, or NAN with the graph's message in err. */
@@ -126,37 +127,26 @@ char *tg_file_read(const char *path, size_t *len, char *err, size_t errlen)
         tg_set_err(err, errlen, "file_read: %s is NULL", path ? "len" : "the path");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tg_set_err(err, errlen, "%s: %s", path, strerror(errno));
+    /* only st_size bytes of a regular file: a FIFO, a device or a
+     * directory is refused before anything is read or allocated */
+    const char *why = NULL;
+    size_t n = 0;
+    const int fd = tg_open_regular(path, &n, &why);
+    if (fd < 0) {
+        tg_set_err(err, errlen, "%s: %s", path, why);
         return NULL;
     }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                tg_set_err(err, errlen, "%s: out of memory", path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-        }
-        const size_t got = fread(buf + n, 1, 65536, f);
-        n += got;
-        if (got < 65536) break;
-    }
-    if (ferror(f)) {
-        tg_set_err(err, errlen, "%s: read error (%s)", path, strerror(errno));
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        tg_set_err(err, errlen, "%s: out of memory for its %zu bytes", path, n);
+    } else if (tg_read_exact(fd, buf, n, &why)) {
+        tg_set_err(err, errlen, "%s: %s", path, why);
         free(buf);
-        fclose(f);
-        return NULL;
+        buf = NULL;
+    } else {
+        buf[n] = 0;
+        *len = n;
     }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
+    close(fd);
     return buf;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../core/atomic_file.h"
 #include "../core/err_internal.h"
@@ -80,9 +81,8 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
     if (!m || !(m->format = calloc((size_t)n_cols + 1, sizeof *m->format))) goto oom;
     const size_t hl = strlen(head);
     size_t len = 0, at = hl;
-    FILE *probe = resume_step >= 0 ? fopen(path, "rb") : NULL;
-    if (probe) fclose(probe);
-    if (resume_step >= 0 && !probe) {
+    struct stat st;   /* only whether it is there: tg_file_read refuses what is not a regular file */
+    if (resume_step >= 0 && stat(path, &st) != 0) {
         if (notice && notice_len)
             snprintf(notice, notice_len, "%s is missing; its rows start again at step %lld", path,
                      (long long)resume_step + 1);

@@ -368,8 +368,11 @@ TG_API int tg_metrics_write(tg_metrics *m, int64_t step, const double *values);
 /* Closes the file: 0, or -1 when a write failed since it was opened. Accepts NULL. */
 TG_API int tg_metrics_close(tg_metrics *m);
 
-/* Reads a whole file into a malloc'd buffer with a NUL after its len
- * bytes (free with free()). NULL with a message naming the file. */
+/* Reads a whole regular file, the length stat gives it, into a malloc'd
+ * buffer with a NUL after its len bytes (free with free()). NULL with a
+ * message naming the file; what is not a regular file (a FIFO, a device
+ * such as /dev/zero, a directory) is "PATH: not a regular file", told
+ * without blocking and before anything is read. */
 TG_API char *tg_file_read(const char *path, size_t *len, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */

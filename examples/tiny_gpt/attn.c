@@ -1,17 +1,18 @@
 /* tiny_gpt attn: attention maps of a checkpoint on a text.
  *
  * The text goes through the checkpoint's vocabulary as one sequence
- * (1,T), T <= block_size, in eval mode without grad: a byte vocabulary's
- * characters, a tokenizer's encoding of the text (as `tiny_gpt tokenizer
- * encode` gives it: no BOS is added, for a Llama as for its bytes), or
- * for a model of token ids without a tokenizer the ids, written as
- * sample's prompt is (numbers separated by spaces). Each position is
- * labelled with what it stands for: its character, its token's piece, or
- * its id. The GPT
- * forward hands back every layer's softmax weights (1,H,T,T)
- * (model_forward, any family). For each layer l and head h, OUT/attn_l<l>_h<h>.png
- * shows them as a heatmap (queries down, keys across; see heatmap.h), and
- * OUT/index.html shows all of them with the labels on the axes.
+ * (1,T), T <= block_size, in eval mode without grad, as the model sees it
+ * in sample and eval --text (prompt_ids): a Llama's text after its BOS
+ * (and, for llama2.c's bytes, the dummy " "; a tokenizer's Llama encodes
+ * " " + text), a GPT's as it is: its characters, or its tokenizer's
+ * encoding; for a model of token ids without a tokenizer the ids, written
+ * as sample's prompt is (numbers separated by spaces). Each position is
+ * labelled with what it stands for: "BOS" (marked as a special token),
+ * its character, its token's piece, or its id. The forward hands back
+ * every layer's softmax weights (1,H,T,T) (model_forward, any family).
+ * For each layer l and head h, OUT/attn_l<l>_h<h>.png shows them as a
+ * heatmap (queries down, keys across; see heatmap.h), and OUT/index.html
+ * shows all of them with the labels on the axes.
  * Every file is staged beside its final name and renamed into place only
  * once all were written (files.h): a failure leaves nothing half-done. */
 #include "tiny_gpt.h"
@@ -27,9 +28,13 @@
 #include "files.h"
 #include "heatmap.h"
 
-/* The ids of text and a label for each (pointing into text, into the
- * tokenizer's pieces, or into nums for ids): the vocabulary's bytes, a
- * tokenizer's encoding, or ids written as numbers for TG_VOCAB_IDS. The
+/* Every byte, for labels that point at one. */
+static char BYTES[256];
+
+/* The ids of text and a label for each (pointing into BYTES, into the
+ * tokenizer's pieces, or into nums for ids): for a model of token ids
+ * without a tokenizer the ids written as numbers, else the ids sample and
+ * eval --text feed the model (prompt_ids: a Llama's BOS first). The
  * count, or -1 with a message; *ids, *lab and *nums are malloc'd. */
 static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *text, int32_t **ids, heatmap_label **lab,
                         char **nums, char *err, size_t errlen)
@@ -39,13 +44,11 @@ static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *te
     *ids = NULL;
     *lab = NULL;
     *nums = NULL;
-    if (v->kind == TG_VOCAB_TOKENIZER) {
-        int32_t *enc;
-        if ((n = tg_tok_encode(v->tok, text, len, &enc, err, errlen)) < 0) return -1;
-        *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
-        if (*ids) memcpy(*ids, enc, (size_t)n * sizeof *enc);
-        tg_free(enc);
-    } else if (v->kind == TG_VOCAB_IDS) {
+    if (!len) {
+        snprintf(err, errlen, "--text is empty; give at least one %s", v->kind == TG_VOCAB_IDS ? "id" : "character");
+        return -1;
+    }
+    if (v->kind == TG_VOCAB_IDS) {
         *ids = malloc((len / 2 + 1) * sizeof **ids);   /* an id and its space: 2 bytes at least */
         *nums = malloc(len + 1);
         if (*nums) memcpy(*nums, text, len + 1);
@@ -60,45 +63,53 @@ static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *te
             }
             (*ids)[n++] = (int32_t)id;
         }
+        if (*ids && !*nums) n = -1;
     } else {
-        *ids = malloc((len > 0 ? len : 1) * sizeof **ids);
-        size_t bad = 0;
-        if (*ids && tg_vocab_encode(v, text, len, *ids, &bad) != 0) {
-            snprintf(err, errlen, "the text's character '%c' (byte %d, offset %zu) is not in the vocabulary",
-                     text[bad] >= 32 && text[bad] < 127 ? text[bad] : '?', (uint8_t)text[bad], bad);
-            return -1;
-        }
-        n = (int64_t)len;
+        n = prompt_ids(v, V, text, len, ids, err, errlen);
+        if (n < 0) return -1;
     }
     *lab = malloc((size_t)(n > 0 ? n : 1) * sizeof **lab);
-    if (!*ids || !*lab || (v->kind == TG_VOCAB_IDS && !*nums)) {
+    if (!*ids || !*lab || n < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    const bool llama = v->kind == TG_VOCAB_LLAMA2C || (v->kind == TG_VOCAB_TOKENIZER && v->docs);
     const char *what = v->kind == TG_VOCAB_TOKENIZER ? "tokens (the checkpoint's tokenizer's)"
                        : v->kind == TG_VOCAB_IDS     ? "ids"
                                                   : "characters";
-    if (n == 0) {
+    if (n == (llama ? 1 : 0)) {   /* e.g. ids given as spaces only */
         snprintf(err, errlen, "--text is empty; give at least one %s", v->kind == TG_VOCAB_IDS ? "id" : "character");
         return -1;
     }
     if (n > block_size) {
-        snprintf(err, errlen, "--text has %lld %s, more than the checkpoint's block_size %d", (long long)n, what,
-                 block_size);
+        const int64_t head = llama ? (v->kind == TG_VOCAB_LLAMA2C ? 2 : 1) : 0;
+        if (head)
+            snprintf(err, errlen, "--text has %lld %s, %lld positions with the %s in front, more than the checkpoint's "
+                                  "block_size %d", (long long)(n - head), what, (long long)n,
+                     head == 2 ? "BOS and the space" : "BOS", block_size);
+        else
+            snprintf(err, errlen, "--text has %lld %s, more than the checkpoint's block_size %d", (long long)n, what,
+                     block_size);
         return -1;
     }
+    for (int i = 0; i < 256; i++) BYTES[i] = (char)i;
+    const int32_t bos = v->kind == TG_VOCAB_TOKENIZER ? tg_tok_bos(v->tok) : TG_VOCAB_BOS;
     char *p = *nums;
     for (int64_t i = 0; i < n; i++) {
-        if (v->kind == TG_VOCAB_TOKENIZER) {
+        const int32_t id = (*ids)[i];
+        if (llama && i == 0 && id == bos) {
+            (*lab)[i] = (heatmap_label){"BOS", 3, true};
+        } else if (v->kind == TG_VOCAB_TOKENIZER) {
             size_t l = 0;
-            const unsigned char *piece = tg_tok_piece(v->tok, (*ids)[i], &l);
-            (*lab)[i] = (heatmap_label){(const char *)piece, (int)l};
+            const unsigned char *piece = tg_tok_piece(v->tok, id, &l);
+            (*lab)[i] = (heatmap_label){(const char *)piece, (int)l, false};
         } else if (v->kind == TG_VOCAB_IDS) {   /* the numbers as written, NUL-separated above */
             while (!*p) p++;
-            (*lab)[i] = (heatmap_label){p, (int)strcspn(p, " \n\t")};
+            (*lab)[i] = (heatmap_label){p, (int)strcspn(p, " \n\t"), false};
             p += (*lab)[i].len;
-        } else {
-            (*lab)[i] = (heatmap_label){text + i, 1};
+        } else {   /* a byte: llama2.c's id 3 + b, or the i-th byte of a text's vocabulary */
+            const int b = v->kind == TG_VOCAB_LLAMA2C ? id - 3 : v->chars[id];
+            (*lab)[i] = (heatmap_label){BYTES + (b >= 0 && b < 256 ? b : 0), 1, false};
         }
     }
     return n;
@@ -212,8 +223,8 @@ int cmd_attn(int argc, char **argv)
             free(png);
             png = NULL;
         }
-    heatmap_html_labels(&html, lab, T, v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS ? "token" : "character", L, H,
-                        w, blocked);
+    const bool tokens = v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS || v.kind == TG_VOCAB_LLAMA2C;
+    heatmap_html_labels(&html, lab, T, tokens ? "token" : "character", L, H, w, blocked);
     if (html.oom) {
         snprintf(err, sizeof err, "out of memory building index.html");
         goto fail;

@@ -181,13 +181,15 @@ int cmd_import(int argc, char **argv)
     arg_spec specs[] = {
         {"model", ARG_STRING, &model_path, 0, 0, "the model: llama2.c's model.bin, a GGUF file, or a Hugging Face "
          "model directory", 0, ROLE_NONE},
-        {"format", ARG_STRING, &format, 0, 0, "llama2c (run.c's files), gguf (a Llama GGUF file, tokenizer inside) "
-         "or hf (a Hugging Face directory)", 0, ROLE_NONE},
+        {"format", ARG_STRING, &format, 0, 0, "llama2c (run.c's files), gguf (a Llama's or a GPT's GGUF file, "
+         "tokenizer inside) or hf (a Hugging Face directory)", 0, ROLE_NONE},
         {"tokenizer", ARG_STRING, &tok, 0, 0, "llama2c: its tokenizer.bin (llama2.c's own, or one tiny_gpt export "
          "wrote)", 0, ROLE_NONE},
         {"ids-only", ARG_SWITCH, &ids_only, 0, 0, "llama2c, hf: import without a tokenizer: the model reads and "
          "writes bare ids (sample and eval then take --tokenizer F)", 0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "the checkpoint to write (safetensors)", 0, ROLE_NONE},
+        {"dtype", ARG_STRING, &dtype, 0, 0, "gguf: the checkpoint's weights, f32 or f64 (llama2c and hf write f32)", 0,
+         ROLE_NONE},
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -204,6 +206,7 @@ int cmd_import(int argc, char **argv)
                       : (gguf || hf) && tok ? "--tokenizer goes with --format llama2c (a GGUF file and a Hugging Face "
                                               "directory hold their tokenizer)"
                       : gguf && ids_only ? "--ids-only goes with --format llama2c or hf"
+                      : !gguf && dt != TG_F32 ? "--dtype f64 goes with --format gguf (llama2c and hf imports write f32)"
                       : !gguf && !hf && !tok == !ids_only
                           ? (tok ? "--tokenizer and --ids-only exclude each other"
                                  : "--tokenizer tokenizer.bin is required: the model's ids mean nothing without it "

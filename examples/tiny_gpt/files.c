@@ -78,15 +78,22 @@ int write_file_atomic(const char *path, const void *data, size_t len, char *err,
 
 /* ---- the output directory ------------------------------------------------ */
 
-/* name is "<one of names>.tmp." and six characters, as mkstemp makes them */
+/* name is "<one of names>.tmp.", the writer's pid and ".", then six
+ * characters as mkstemp makes them (tg_atomic_file's temporaries); or
+ * without the pid, as older versions named them */
 static bool is_stale_temp(const char *name, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names[i]);
-        if (strncmp(name, names[i], l) || strncmp(name + l, ".tmp.", 5) || strlen(name + l + 5) != 6) continue;
+        if (strncmp(name, names[i], l) || strncmp(name + l, ".tmp.", 5)) continue;
+        const char *p = name + l + 5, *dot = strchr(p, '.');
+        if (dot) {
+            if (dot == p || p[0] == '0' || strspn(p, "0123456789") != (size_t)(dot - p)) continue;
+            p = dot + 1;
+        }
+        if (strlen(p) != 6) continue;
         bool ok = true;
-        for (const char *p = name + l + 5; *p; p++)
-            ok &= (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        for (; *p; p++) ok &= (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
         if (ok) return true;
     }
     return false;

@@ -1,6 +1,6 @@
 /* tiny_gpt output files written all or nothing, on the library's
  * tg_atomic_file (core/atomic_file.h). Each file's bytes first go to a
- * temporary file beside it (PATH.tmp.XXXXXX); staged_commit renames them
+ * temporary file beside it (PATH.tmp.<pid>.XXXXXX); staged_commit renames them
  * all into place, staged_abort removes them. A failure part way leaves no
  * half-written file and no stray temporary. Also a small growable text
  * buffer for building file contents. */
@@ -35,8 +35,10 @@ int write_file_atomic(const char *path, const void *data, size_t len, char *err,
  * locks it for this process (flock: held until the process ends, however
  * it ends), so that a second run into the same directory is refused
  * instead of interleaving files. Then removes the temporaries a killed
- * run's writes left behind: the files "<name>.tmp.XXXXXX" for each of the
- * n names (the lock makes sure no other process is writing them). Returns
+ * run's writes left behind: the files "<name>.tmp.<pid>.XXXXXX" (and
+ * "<name>.tmp.XXXXXX", older versions' form) for each of the n names,
+ * whatever the pid (the lock makes sure no other process is writing
+ * them). Returns
  * the lock's descriptor (keep it open), or -1 with a message (a directory
  * made by this call is removed again). */
 int outdir_claim(const char *dir, const char *const *names, int n, bool *made, char *err, size_t errlen);

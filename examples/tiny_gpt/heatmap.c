@@ -173,7 +173,7 @@ int heatmap_png_labels(const double *w, const uint8_t *blocked, int Tq, int Tk, 
 static heatmap_label *byte_labels(const char *text, int T)
 {
     heatmap_label *lab = malloc((size_t)(T > 0 ? T : 1) * sizeof *lab);
-    for (int i = 0; lab && i < T; i++) lab[i] = (heatmap_label){text + i, 1};
+    for (int i = 0; lab && i < T; i++) lab[i] = (heatmap_label){text + i, 1, false};
     return lab;
 }
 
@@ -237,12 +237,25 @@ uint32_t heatmap_cell_code(double w)
 }
 
 /* The page's script: it decodes the weights, draws each map on its canvas
- * at the size the grid gives it (again when the window is resized), and
- * shows the weight under the pointer. It reads nothing but this page. */
+ * (again when the window is resized) with every label in full, and shows
+ * the weight under the pointer. It reads nothing but this page. A map is
+ * drawn again when its box changes width (the grid reflows as the maps
+ * take their heights, a scroll bar comes or goes), and the pointer is read
+ * against the geometry it was last drawn with.
+ *
+ * The labels are HEATMAP_FONT_PX monospace: the queries' right-aligned in
+ * a band left of the map as wide as the widest label; the keys' above the
+ * map, upright and centred on their columns when the widest fits a cell,
+ * else turned a quarter to read upwards, in a band as high as the widest.
+ * So none is cut. A cell is at least HEATMAP_FONT_PX + 1 pixels, so that
+ * neighbouring labels never overlap; the grid's columns are made as wide
+ * as such a map needs (or the window, when it needs more: the map then
+ * scrolls sideways in its box and the page keeps the window's width). */
+#define HEATMAP_FONT_PX_STR "10"
 static const char PAGE_SCRIPT[] =
     "(function(){\n"
     "var D=document,R=D.getElementById('data').dataset,T=+R.t,L=+R.l,H=+R.h,A=R.alphabet,PAL=R.palette,"
-    "GREY=R.blocked,W=+R.label||1,dec={},i,j,m;\n"
+    "GREY=R.blocked,dec={},i,j,m;\n"
     "for(i=0;i<64;i++)dec[A[i]]=i;\n"
     "var lab=[].map.call(D.querySelectorAll('#text span'),function(s){return s.textContent});\n"
     "var col=[];for(i=0;i<256;i++)col.push('#'+PAL.substr(6*i,6));\n"
@@ -253,32 +266,42 @@ static const char PAGE_SCRIPT[] =
     " for(i=0;i<T*T;i++){if(bl[i])continue;var x=dec[s[k]]<<18|dec[s[k+1]]<<12|dec[s[k+2]]<<6|dec[s[k+3]];"
     "k+=4;e[i]=x>>14;v[i]=x&16383}\n"
     " lev.push(e);val.push(v)}\n"
-    "var tip=D.getElementById('tip'),cv=D.querySelectorAll('canvas.map');\n"
-    "function geom(c){var S=c.clientWidth,band=Math.max(10,Math.min(16,S/12));"
-    "if(W>1)band=Math.max(band,Math.min(S/5,6*W+4));var cell=(S-band)/T,"
-    "step=Math.ceil(7/cell);return{S:S,band:band,cell:cell,step:step,font:Math.min(12,step*cell*0.9)}}\n"
-    "function fit(x,s,w){var a=Array.from(s);if(a.length<2||x.measureText(s).width<=w)return s;"
-    "while(a.length>1&&x.measureText(a.join('')+'\u2026').width>w)a.pop();return a.join('')+'\u2026'}\n"
-    "function draw(c){var m=+c.dataset.map,g=geom(c),r=window.devicePixelRatio||1,x=c.getContext('2d');\n"
-    " c.style.height=g.S+'px';c.width=Math.round(g.S*r);c.height=Math.round(g.S*r);\n"
-    " x.fillStyle='#fff';x.fillRect(0,0,c.width,c.height);\n"
+    "var tip=D.getElementById('tip'),cv=D.querySelectorAll('canvas.map'),F=" HEATMAP_FONT_PX_STR ",PAD=4,MIN=F+1;\n"
+    "var ms=D.createElement('canvas').getContext('2d'),LW=0;ms.font=F+'px monospace';\n"
+    "for(i=0;i<T;i++)LW=Math.max(LW,Math.ceil(ms.measureText(lab[i]).width));\n"
+    "var turn=LW>MIN-2,BX=LW+2*PAD,BY=turn?BX:F+2*PAD;\n"
+    "D.querySelector('.grid').style.gridTemplateColumns='repeat(auto-fill,minmax(min(100%,'+"
+    "Math.max(300,Math.ceil(BX+T*MIN))+'px),1fr))';\n"
+    "function geom(c){var cell=Math.max(MIN,(c.parentNode.clientWidth-BX)/T);return{bx:BX,by:BY,cell:cell,"
+    "W:BX+T*cell,H:BY+T*cell}}\n"
+    "function draw(c){var m=+c.dataset.map,g=c._g=geom(c),r=window.devicePixelRatio||1,x=c.getContext('2d');\n"
+    " c._w=c.parentNode.clientWidth;\n"
+    " c.style.width=g.W+'px';c.style.height=g.H+'px';c.width=Math.round(g.W*r);c.height=Math.round(g.H*r);\n"
+    " x.setTransform(1,0,0,1,0,0);x.fillStyle='#fff';x.fillRect(0,0,c.width,c.height);\n"
     " function px(u){return Math.round(u*r)}\n"
-    " for(i=0;i<T;i++)for(j=0;j<T;j++){var n=i*T+j,x0=px(g.band+j*g.cell),y0=px(g.band+i*g.cell);\n"
-    "  x.fillStyle=bl[n]?GREY:col[lev[m][n]];x.fillRect(x0,y0,px(g.band+(j+1)*g.cell)-x0,px(g.band+(i+1)*g.cell)-y0)}\n"
-    " x.fillStyle='#444';x.font=px(g.font)+'px monospace';x.textAlign='center';x.textBaseline='middle';\n"
-    " for(i=0;i<T;i+=g.step){x.fillText(fit(x,lab[i],px(g.step*g.cell)),px(g.band+(i+0.5)*g.cell),px(g.band/2));"
-    "x.fillText(fit(x,lab[i],px(g.band)),px(g.band/2),px(g.band+(i+0.5)*g.cell))}}\n"
-    "function say(c,e){var m=+c.dataset.map,g=geom(c),b=c.getBoundingClientRect(),"
-    "j=Math.floor((e.clientX-b.left-g.band)/g.cell),i=Math.floor((e.clientY-b.top-g.band)/g.cell),t='';\n"
+    " for(i=0;i<T;i++)for(j=0;j<T;j++){var n=i*T+j,x0=px(g.bx+j*g.cell),y0=px(g.by+i*g.cell);\n"
+    "  x.fillStyle=bl[n]?GREY:col[lev[m][n]];x.fillRect(x0,y0,px(g.bx+(j+1)*g.cell)-x0,px(g.by+(i+1)*g.cell)-y0)}\n"
+    " x.fillStyle='#444';x.font=px(F)+'px monospace';x.textBaseline='middle';\n"
+    " for(i=0;i<T;i++){var kx=px(g.bx+(i+0.5)*g.cell);\n"
+    "  x.textAlign='right';x.fillText(lab[i],px(g.bx-PAD),px(g.by+(i+0.5)*g.cell));\n"
+    "  if(!turn){x.textAlign='center';x.fillText(lab[i],kx,px(g.by-PAD-F/2));continue}\n"
+    "  x.save();x.translate(kx,px(g.by-PAD));x.rotate(-Math.PI/2);x.textAlign='left';x.fillText(lab[i],0,0);"
+    "x.restore()}}\n"
+    "function say(c,e){var m=+c.dataset.map,g=c._g,b=c.getBoundingClientRect(),"
+    "j=Math.floor((e.clientX-b.left-g.bx)/g.cell),i=Math.floor((e.clientY-b.top-g.by)/g.cell),t='';\n"
     " if(i>=0&&j>=0&&i<T&&j<T){var n=i*T+j;t='q'+i+' '+lab[i]+' \u2192 k'+j+' '+lab[j]+': '+"
     "(bl[n]?'blocked':(val[m][n]/" HEATMAP_DIGITS_SCALE_STR ").toFixed(" HEATMAP_DIGITS_STR "))}\n"
-    " c.nextElementSibling.textContent=t||'\u00a0';tip.textContent=t;tip.style.display=t?'block':'none';\n"
+    " c.closest('figure').querySelector('.read').textContent=t||'\u00a0';tip.textContent=t;"
+    "tip.style.display=t?'block':'none';\n"
     " var tx=e.clientX+14,ty=e.clientY+14;if(tx+tip.offsetWidth>innerWidth)tx=e.clientX-14-tip.offsetWidth;\n"
     " if(ty+tip.offsetHeight>innerHeight)ty=e.clientY-14-tip.offsetHeight;\n"
     " tip.style.left=Math.max(0,tx)+'px';tip.style.top=Math.max(0,ty)+'px';return t}\n"
     "[].forEach.call(cv,function(c){draw(c);c.addEventListener('mousemove',function(e){say(c,e)});"
     "c.addEventListener('mouseleave',function(){tip.style.display='none'})});\n"
     "window.addEventListener('resize',function(){[].forEach.call(cv,draw)});\n"
+    "if(window.ResizeObserver){var ro=new ResizeObserver(function(es){es.forEach(function(en){"
+    "var c=en.target.firstChild;if(c._w!==en.target.clientWidth)draw(c)})});"
+    "[].forEach.call(cv,function(c){ro.observe(c.parentNode)})}\n"
     "})();\n";
 
 void heatmap_html(textbuf *o, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked)
@@ -304,7 +327,8 @@ void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char
                ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,300px),1fr));gap:20px;"
                "align-items:start}\n"
                "figure{margin:0;min-width:0}figcaption{font-weight:bold;margin-bottom:4px;overflow-wrap:anywhere}\n"
-               "canvas.map{display:block;width:100%;cursor:crosshair}\n"
+               ".box{overflow-x:auto}canvas.map{display:block;cursor:crosshair}\n"
+               "#text .special{font-style:italic;color:#a0004a}\n"
                ".read{font:12px monospace;color:#444;min-height:1.5em}\n"
                "#tip{position:fixed;display:none;pointer-events:none;background:#222;color:#fff;font:12px monospace;"
                "padding:2px 6px;border-radius:3px;white-space:nowrap}\n"
@@ -312,12 +336,19 @@ void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char
                ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
                "</style></head><body>\n<h1>Attention weights</h1>\n");
     tb_printf(o, "<p>Text (%d %s%s): <code id=\"text\">", T, unit, T == 1 ? "" : "s");
+    bool special = false;
     for (int i = 0; i < T; i++) {
-        tb_puts(o, "<span>");
+        special |= lab[i].special;
+        tb_puts(o, lab[i].special ? "<span class=\"special\">" : "<span>");
         heatmap_label_html(o, lab[i]);
         tb_puts(o, "</span>");
     }
-    tb_printf(o, "</code></p>\n<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
+    tb_puts(o, "</code></p>\n");
+    if (special)
+        tb_puts(o, "<p>In <span style=\"font-style:italic;color:#a0004a\">this style</span>: a token that is no text, "
+                   "BOS, which a Llama reads before its text: sample and eval --text put it first, as it stood before "
+                   "every document in training, and so does this page.</p>\n");
+    tb_printf(o, "<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
                  "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
                  "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
                  "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "
@@ -336,17 +367,16 @@ void heatmap_html_labels(textbuf *o, const heatmap_label *lab, int T, const char
             char name[64];
             heatmap_png_name(l, h, name, sizeof name);
             tb_printf(o, "<figure id=\"l%dh%d\"><figcaption>layer %d, head %d <a href=\"%s\">%s</a></figcaption>"
-                         "<canvas class=\"map\" data-map=\"%d\"></canvas><div class=\"read\">&nbsp;</div></figure>\n",
+                         "<div class=\"box\"><canvas class=\"map\" data-map=\"%d\"></canvas></div>"
+                         "<div class=\"read\">&nbsp;</div></figure>\n",
                       l, h, l, h, name, name, l * H + h);
         }
     tb_puts(o, "</div>\n<div id=\"tip\"></div>\n");
 
     /* the data: the palette, the mask as bits, each map's visible cells as
      * heatmap_cell_code in 4 base-64 digits, row by row */
-    int widest = 1;   /* glyphs of the longest label: the axes' bands make room for them */
-    for (int i = 0; i < T; i++) widest = heatmap_label_glyphs(lab[i]) > widest ? heatmap_label_glyphs(lab[i]) : widest;
-    tb_printf(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-label=\"%d\" "
-                 "data-alphabet=\"%s\" data-palette=\"", T, L, H, widest, HEATMAP_B64);
+    tb_printf(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-alphabet=\"%s\" "
+                 "data-palette=\"", T, L, H, HEATMAP_B64);
     for (int k = 0; k < HEATMAP_LEVELS; k++) {
         rgb c = heatmap_level_colour(k);
         tb_printf(o, "%02x%02x%02x", c.r, c.g, c.b);

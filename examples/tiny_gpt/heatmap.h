@@ -12,6 +12,7 @@
 #ifndef TINY_GPT_HEATMAP_H
 #define TINY_GPT_HEATMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "files.h"
@@ -25,14 +26,17 @@ rgb heatmap_level_colour(int level);
 static inline rgb heatmap_colour(double w) { return heatmap_level_colour(heatmap_level(w)); }
 
 /* A position's label: len bytes at s, a character of the text or a
- * token's piece. In the pictures each printable ASCII byte is its glyph,
- * each valid UTF-8 character of more bytes one empty box, and every other
- * byte a mark (image_label_char); a label of more than
- * HEATMAP_LABEL_GLYPHS glyphs shows its first HEATMAP_LABEL_GLYPHS - 1
- * and an ellipsis. */
+ * token's piece, or the name of a special token that stands for no text
+ * (special: "BOS"; the page marks it as such). In the pictures each
+ * printable ASCII byte is its glyph, each valid UTF-8 character of more
+ * bytes one empty box, and every other byte a mark (image_label_char); a
+ * label of more than HEATMAP_LABEL_GLYPHS glyphs shows its first
+ * HEATMAP_LABEL_GLYPHS - 1 and an ellipsis. (The page shows every label
+ * whole.) */
 typedef struct heatmap_label {
     const char *s;
     int len;
+    bool special;
 } heatmap_label;
 enum { HEATMAP_LABEL_GLYPHS = 8 };
 /* The glyphs l takes, in [0, HEATMAP_LABEL_GLYPHS]. */
@@ -102,8 +106,11 @@ void heatmap_label_html(textbuf *out, heatmap_label l);
 /* The index page for a self-attention run over text[0..T): w holds the
  * weights (L,H,T,T), blocked (T,T) the causal mask (or NULL). One file
  * that loads nothing: inline CSS, and an inline script that draws each
- * map on a canvas sized by a grid that fits the window, the characters on
- * both axes, and the weight under the pointer; each caption links the
+ * map on a canvas, every character or label in full on both axes (the
+ * keys' upright, or turned to read upwards when one is wider than a
+ * cell), and the weight under the pointer; the maps sit in a grid of
+ * columns as wide as a map with readable labels needs, and a map wider
+ * than the window scrolls sideways in its box. Each caption links the
  * map's PNG (a file beside the page). The weights are stored once, each
  * visible cell as heatmap_cell_code in 4 characters of HEATMAP_B64 (most
  * significant first, row by row, blocked cells skipped) in a hidden
@@ -111,9 +118,10 @@ void heatmap_label_html(textbuf *out, heatmap_label l);
  * #data's data-mask. Appends to out (check out->oom). */
 void heatmap_html(textbuf *out, const char *text, int T, int L, int H, const double *w, const uint8_t *blocked);
 /* The same page for T positions labelled lab (a token's piece each, shown
- * whole in the text line and on hover, cut to fit on the axes); unit
- * names what a position is in the text line ("character", "token";
- * made plural by an s when T is not 1). */
+ * whole in the text line, on the axes and on hover; a special label is
+ * marked, with a line saying what BOS is); unit names what a position is
+ * in the text line ("character", "token"; made plural by an s when T is
+ * not 1). */
 void heatmap_html_labels(textbuf *out, const heatmap_label *lab, int T, const char *unit, int L, int H, const double *w,
                          const uint8_t *blocked);
 

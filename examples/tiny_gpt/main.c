@@ -103,9 +103,11 @@ static void usage(FILE *out)
             "  tokenizer  train a byte-level BPE tokenizer (train --data F --vocab-size N --out F), or\n"
             "          encode stdin to ids / decode ids to bytes (encode|decode --tokenizer F)\n"
             "  export  a Llama checkpoint as llama2.c's model.bin and tokenizer.bin (--ckpt, --out, --tokenizer),\n"
-            "          or a checkpoint as a Hugging Face model directory (--format hf --ckpt F --out DIR)\n"
-            "  import  llama2.c's model.bin as a Llama checkpoint (--model, --tokenizer, --out), or a Hugging\n"
-            "          Face model directory, GPT-2 or Llama (--format hf --model DIR --out F)\n"
+            "          or a checkpoint as a GGUF file (--format gguf --ckpt F --out F.gguf) or a Hugging Face\n"
+            "          model directory (--format hf --ckpt F --out DIR)\n"
+            "  import  llama2.c's model.bin as a Llama checkpoint (--model, --tokenizer, --out), a GGUF file\n"
+            "          (--format gguf --model F.gguf --out F [--dtype f32|f64]) or a Hugging Face model\n"
+            "          directory, GPT-2 or Llama (--format hf --model DIR --out F)\n"
             "tiny_gpt <command> --help lists the command's flags; tiny_gpt --version the version, the\n"
             "build and the kernel path (TG_ISA=generic|avx2|avx512 caps it).\n");
 }

@@ -8,8 +8,14 @@
  * checkpoints, evaluation and resume from the library.
  *
  *   train_custom --data FILE | --data-tokens F [--val-tokens F] --vocab-size V
- *                [--steps N] [--stop-at S] [--out DIR] [--resume]
+ *                [--steps N] [--stop-at S] [--out DIR]
+ *   train_custom --resume [--out DIR] [--steps N] [--stop-at S]
+ *                continues the run in DIR from its last checkpoint, which
+ *                records the run's data (the file and its identity) and
+ *                step count; data given again must be the same
  *   mpirun -np 2 train_custom ...   the same losses, each process half the batch */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,15 +144,100 @@ static long number(const char *flag, const char *v)   /* a whole number >= 0, or
     return n;
 }
 
+/* ---- what a checkpoint records of the run ---------------------------------------------- */
+
+/* The run's own settings, besides the training state, as checkpoint
+ * metadata, so that --resume --out DIR alone continues the run:
+ * "train.steps", and the data: "train.data" (a text) or "train.data_tokens"
+ * and "train.val_tokens" ("" when the train file is split 90/10), each
+ * file's absolute path, with its identity under "<key>_id" ("N:fnv1a64:HEX":
+ * bytes of the text, or ids of a token file, and their FNV-1a). */
+enum { TEXT, TOKENS, VAL, N_FILES };
+static const char *const FILE_KEY[N_FILES] = {"train.data", "train.data_tokens", "train.val_tokens"};
+static const char *const FILE_FLAG[N_FILES] = {"--data", "--data-tokens", "--val-tokens"};
+
+typedef struct run_record {
+    char steps[24];
+    char path[N_FILES][4096], id[N_FILES][64];   /* "" for a file the run has not */
+    char key_id[N_FILES][32];
+    const char *meta[2 + 4 * N_FILES];
+    int n_meta;
+} run_record;
+
+static uint64_t fnv1a64(const void *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3u;
+    return h;
+}
+
+/* File k of the run: its absolute path and identity, checked against the
+ * identity the checkpoint f records (when resuming): other data is
+ * another run. */
+static void record_file(run_record *rec, const tg_st_file *f, int k, const char *path, int64_t count, uint64_t fnv)
+{
+    snprintf(rec->key_id[k], sizeof rec->key_id[k], "%s_id", FILE_KEY[k]);
+    snprintf(rec->id[k], sizeof rec->id[k], "%lld:fnv1a64:%016" PRIx64, (long long)count, fnv);
+    if (!realpath(path, rec->path[k])) snprintf(rec->path[k], sizeof rec->path[k], "%s", path);
+    const char *was = f ? tg_st_meta(f, rec->key_id[k]) : NULL;
+    if (was && strcmp(was, rec->id[k])) {
+        char msg[9000];
+        if (!*was) snprintf(msg, sizeof msg, "the run had none (its --data-tokens split 90/10)");
+        else snprintf(msg, sizeof msg, "%s (%s) is not the run's: it was trained on %s (%s)", path, rec->id[k],
+                      tg_st_meta(f, FILE_KEY[k]) ? tg_st_meta(f, FILE_KEY[k]) : "?", was);
+        die(FILE_FLAG[k], msg);
+    }
+}
+
+/* The metadata pairs of rec for tg_checkpoint_save (rec->meta, rec->n_meta). */
+static void record_meta(run_record *rec, long steps, bool tokens)
+{
+    snprintf(rec->steps, sizeof rec->steps, "%ld", steps);
+    int n = 0;
+    rec->meta[n++] = "train.steps", rec->meta[n++] = rec->steps;
+    for (int k = 0; k < N_FILES; k++) {
+        if (k == TEXT ? tokens : !tokens) continue;
+        snprintf(rec->key_id[k], sizeof rec->key_id[k], "%s_id", FILE_KEY[k]);
+        rec->meta[n++] = FILE_KEY[k], rec->meta[n++] = rec->path[k];
+        rec->meta[n++] = rec->key_id[k], rec->meta[n++] = rec->id[k];
+    }
+    rec->n_meta = n / 2;
+}
+
+/* --resume: what the flags leave out, from the checkpoint f (path): the
+ * data files and the step count. A flag given names the same kind of
+ * data as the run's (its identity is checked once it is read). */
+static void restore_run(const tg_st_file *f, const char *path, const char **data, const char **tokens,
+                        const char **val_tokens, long *steps)
+{
+    char err[1024];
+    const char *text = tg_st_meta(f, FILE_KEY[TEXT]), *tok = tg_st_meta(f, FILE_KEY[TOKENS]),
+               *val = tg_st_meta(f, FILE_KEY[VAL]);
+    if (!text && !tok) {
+        if (!*data && !*tokens) die(path, "records no data (a checkpoint of an older train_custom): give --data or "
+                                          "--data-tokens again");
+    } else if ((*data && !text) || (*tokens && !tok)) {
+        snprintf(err, sizeof err, "the run was trained on %s %s", text ? "--data" : "--data-tokens", text ? text : tok);
+        die(*data ? "--data" : "--data-tokens", err);
+    } else if (!*data && !*tokens) {
+        *data = text, *tokens = tok;
+    }
+    if (*tokens && !*val_tokens && val && *val) *val_tokens = val;   /* the run's val file, unless given */
+    int64_t n = 0;
+    if (*steps < 0 && !tg_st_meta(f, "train.steps")) die(path, "records no step count: give --steps");
+    if (*steps < 0 && tg_st_meta_int(f, "train.steps", 1, INT32_MAX, &n, err, sizeof err)) die(path, err);
+    if (*steps < 0) *steps = (long)n;
+}
+
 static const char USAGE[] = "train_custom --data FILE | --data-tokens F [--val-tokens F] --vocab-size V "
-                            "[--steps N] [--stop-at S] [--out DIR] [--resume]";
+                            "[--steps N] [--stop-at S] [--out DIR] | --resume [--out DIR] [--steps N] [--stop-at S]";
 
 int main(int argc, char **argv)
 {
     char err[1024] = "", path[4200];
     if (tg_dist_init(&argc, &argv, err, sizeof err)) die("MPI", err);
     const char *data = NULL, *tokens = NULL, *val_tokens = NULL, *out = "out-custom";
-    long steps = 300, stop_at = -1, vocab_size = 0, B = 16, eval_every = 100;
+    long steps = -1, stop_at = -1, vocab_size = 0, B = 16, eval_every = 100;
     int resume = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -162,37 +253,51 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--stop-at")) stop_at = number(a, v), i++;
         else die(a, USAGE);
     }
-    if (!data == !tokens || steps < 1 || (tokens && vocab_size < 1)) die("give --data or --data-tokens (with --vocab-size), and --steps >= 1", "");
+    if ((data && tokens) || (!resume && ((!data && !tokens) || (tokens && vocab_size < 1))) || steps == 0)
+        die("give --data or --data-tokens (with --vocab-size), or --resume; and --steps >= 1", "");
     if (tg_model_register(&MIXER, err, sizeof err)) die("register", err);
     const int r = tg_dist_rank(), R = tg_dist_size();
     if (B % R) die("the batch of 16 rows must split evenly among the processes", "");
 
+    /* resuming: the run's last checkpoint, its model, and what it records of the run */
+    snprintf(path, sizeof path, "%s/last.safetensors", out);
+    tg_model m;
+    tg_st_file *f = resume ? tg_st_load(path, err, sizeof err) : NULL;
+    if (resume && !f) die("--resume", err);
+    if (f && tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err)) die("model", err);
+    const bool given = data || tokens;   /* else the run's own files, from the checkpoint */
+    if (f) restore_run(f, path, &data, &tokens, &val_tokens, &steps);
+    if (steps < 0) steps = 300;
+    if (f && tokens && !vocab_size) vocab_size = m.config.vocab_size;
+
     /* the data: a text's bytes, or token files */
+    run_record rec = {0};
     tg_vocab vocab;
     tg_dataset d;
     const int T = 32;
     size_t len = 0;
     char *text = data ? tg_file_read(data, &len, err, sizeof err) : NULL;
-    if (data && !text) die("--data", err);
+    if (data && !text) die(given ? "--data" : "the run's text (give its new place with --data)", err);
     if (data) tg_vocab_bytes(&vocab, text, len);
     else tg_vocab_ids(&vocab, (int)vocab_size);
+    tg_token_file_id ids[2];
     if (data ? tg_dataset_from_text(&d, &vocab, text, len, T, err, sizeof err)
-             : tg_dataset_from_token_files(&d, &vocab, tokens, val_tokens, T, NULL, err, sizeof err))
-        die("data", err);
+             : tg_dataset_from_token_files(&d, &vocab, tokens, val_tokens, T, ids, err, sizeof err))
+        die(given ? "data" : "the run's token files (give their new place with --data-tokens, --val-tokens)", err);
+    if (data) record_file(&rec, f, TEXT, data, (int64_t)len, fnv1a64(text, len));
+    else record_file(&rec, f, TOKENS, tokens, ids[0].count, ids[0].fnv);
+    if (val_tokens) record_file(&rec, f, VAL, val_tokens, ids[1].count, ids[1].fnv);
+    record_meta(&rec, steps, tokens != NULL);
     free(text);
+    if (f && tg_vocab_fits(&vocab, m.config.vocab_size, "the data's", err, sizeof err)) die("data", err);
 
-    /* the model, optimizer and state: new, or the run's last checkpoint */
-    snprintf(path, sizeof path, "%s/last.safetensors", out);
-    tg_model m;
+    /* the model (new, unless resumed), optimizer and state */
     tg_adamw_config ac = {0.9, 0.99, 1e-8, 0.1};
     tg_adamw *opt = NULL;
     tg_train_state ts;
     tg_train_state_init(&ts, 1337);
-    tg_st_file *f = resume ? tg_st_load(path, err, sizeof err) : NULL;
-    if (resume && !f) die("--resume", err);
-    if (f ? tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err)
-          : tg_model_new(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
-                                                .vocab_size = vocab.size}, TG_F32, 1337, err, sizeof err))
+    if (!f && tg_model_new(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
+                                                  .vocab_size = vocab.size}, TG_F32, 1337, err, sizeof err))
         die("model", err);
     if (!(opt = tg_adamw_new(m.params, &ac, err, sizeof err))) die("optimizer", err);
     if (f && tg_checkpoint_load_train(f, opt, NULL, NULL, &ts, steps, err, sizeof err)) die(path, err);
@@ -238,7 +343,8 @@ int main(int argc, char **argv)
                 snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", tg_bits_per_byte(vl, d.bytes_per_token[1]));
             if (r == 0) printf("step %ld: loss %.4f, train %.4f, val %.4f%s\n", (long)ts.step, l / R, tl, vl, bpb);
         }
-        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err))
+        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, NULL, &ts, rec.meta, rec.n_meta, err,
+                                      sizeof err))
             die("checkpoint", err);
         if (stop) break;
     }
