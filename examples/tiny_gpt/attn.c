@@ -2,7 +2,7 @@
  *
  * The text goes through the checkpoint's vocabulary as one sequence
  * (1,T), T <= block_size, in eval mode without grad, as the model sees it
- * in sample and eval --text (prompt_ids): a Llama's text after its BOS
+ * in sample and eval --text (tg_prompt_ids): a Llama's text after its BOS
  * (and, for llama2.c's bytes, the dummy " "; a tokenizer's Llama encodes
  * " " + text), a GPT's as it is: its characters, or its tokenizer's
  * encoding; for a model of token ids without a tokenizer the ids, written
@@ -65,8 +65,9 @@ static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *te
         }
         if (*ids && !*nums) n = -1;
     } else {
-        n = prompt_ids(v, V, text, len, ids, err, errlen);
-        if (n < 0) return -1;
+        tg_error e = {0};
+        n = tg_prompt_ids(v, V, text, len, ids, &e);   /* tg_malloc'd: free() frees it */
+        if (n < 0) return snprintf(err, errlen, "%s", e.msg), -1;
     }
     *lab = malloc((size_t)(n > 0 ? n : 1) * sizeof **lab);
     if (!*ids || !*lab || n < 0) {
