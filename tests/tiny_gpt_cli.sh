@@ -366,7 +366,10 @@ t0=$(date +%s.%N)
   >"$work/eta.log" 2>&1 || bad "the ETA run: $(tail -2 "$work/eta.log")"
 wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 eta=$(sed -n 's|^step 1/20 .*ETA \([0-9]*\)s$|\1|p' "$work/eta.log")
-awk -v e="${eta:-0}" -v w="$wall" 'BEGIN { exit !(e >= 0.5 * w && e <= 1.2 * w) }' &&
+# (the upper bound is 1.6, not nearer 1: the step-0 evaluation the ETA is
+# priced from runs cold, and on a loaded machine read 8 s for a 6.5 s run;
+# counting each evaluation twice would read 2)
+awk -v e="${eta:-0}" -v w="$wall" 'BEGIN { exit !(e >= 0.5 * w && e <= 1.6 * w) }' &&
   ok "the ETA at step 1 (${eta}s) counts the 4 evaluations left: most of the run's $wall s" ||
   bad "the ETA at step 1: '${eta}' s, the run took $wall s: $(grep '^step 1/' "$work/eta.log")"
 
