@@ -21,6 +21,7 @@
 #include "gemm_internal.h"
 
 #include "../core/parallel.h"
+#include "sgemm_internal.h"
 
 #define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
 #define GEMM_CHUNKS 8                 /* at most, whatever the thread count ... */

@@ -1,6 +1,6 @@
 /* tapegrad's f32 gemm on the avx512 kernel path (core/cpu.h): the AVX-512
  * counterpart of ops/sgemm.c's AVX2 kernel, which tg_sgemm_kernel,
- * tg_sgemm_tiles and tg_sgemm call when tg_cpu_avx512() (gemm_internal.h).
+ * tg_sgemm_tiles and tg_sgemm call when tg_cpu_avx512() (sgemm_internal.h).
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,   row-major, op = as is or ^T
  *
@@ -61,7 +61,7 @@
  *
  * tg_sgemm_tiles_avx512 runs the same micro-kernel on A and B where they
  * lie, nothing packed, K unsliced: for the attention's small products. */
-#include "gemm_internal.h"
+#include "sgemm_avx512_internal.h"
 
 #include <stdint.h>
 #include <string.h>
