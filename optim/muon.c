@@ -15,10 +15,10 @@
  * keeping the singular vectors: X becomes roughly the orthogonal factor
  * of U. Working on the short side (r <= c) keeps A and B r x r.
  *
- * The products go through the library's gemm (ops/gemm_internal.h:
- * tapegrad's AVX-512 kernel or OpenBLAS in f32, OpenBLAS in f64, cut
- * across the thread pool by shape only, so the bits do not depend on the
- * thread count). Elementwise work is in the store's dtype with the
+ * The products go through core's product table (core/product_internal.h),
+ * which holds the gemm of ops/ (tapegrad's kernels or OpenBLAS in f32,
+ * OpenBLAS in f64, cut across the thread pool by shape only, so the bits
+ * do not depend on the thread count): optim/ uses core alone. Elementwise work is in the store's dtype with the
  * scalars rounded to it; the Frobenius norm is summed in double.
  *
  * Which tensors: tg_muon_takes (2-D, inside a numbered block), or a
@@ -32,7 +32,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
-#include "../ops/gemm_internal.h"
+#include "../core/product_internal.h"
 #include "optim_internal.h"
 
 #define NS_A 3.4445
@@ -183,12 +183,12 @@ bool tg_muon_updates(const tg_muon *o, const tg_tensor *param)
 
 static void muon_matrix_float(tg_muon *o, float *w, const float *g, float *buf, int R, int C, double lr)
 {
-    MUON_MATRIX(float, tg_gemm_f32)
+    MUON_MATRIX(float, tg_product_get()->gemm_f32)
 }
 
 static void muon_matrix_double(tg_muon *o, double *w, const double *g, double *buf, int R, int C, double lr)
 {
-    MUON_MATRIX(double, tg_gemm_f64)
+    MUON_MATRIX(double, tg_product_get()->gemm_f64)
 }
 
 /* The step of tensor i (one Muon takes). */

@@ -13,6 +13,9 @@
 # Every strongly connected set of two or more files is a loop; it is
 # printed with the edges inside it and why each is there, and the check
 # fails, unless the set is listed in EXPECTED_LOOPS below with its reason.
+# A listed loop that is not found any more is named in a note (its line is
+# to be deleted), without failing: the branch that untangles it need not
+# edit this file.
 #   tests/check_file_loops.sh SOURCE_DIR OBJECT.o...
 # An object's file is the part of its path after "<target>.dir/" without
 # ".o" (CMake's layout: .../tapegrad_obj.dir/core/graph.c.o is
@@ -22,8 +25,7 @@
 set -euo pipefail
 
 # Loops allowed for now, one per line: the files of the loop, sorted and
-# separated by spaces, then " | " and the reason. A listed loop that is
-# not found any more fails the check too, so that its line is deleted.
+# separated by spaces, then " | " and the reason.
 EXPECTED_LOOPS='
 formats/hf.c formats/hf_tokenizer.c | to be untangled: being reworked on its own branch (Hugging Face layout)
 '
@@ -144,8 +146,7 @@ judge() {
     while IFS= read -r key; do
         [ -n "$key" ] || continue
         if ! grep -qxF "loop $key" <<< "$found"; then
-            echo "EXPECTED_LOOPS names a loop that is gone, delete its line: $key"
-            bad=1
+            echo "note: EXPECTED_LOOPS names a loop that is gone, delete its line: $key"
         fi
     done < <(echo "$expected" | sed -n 's/ *|.*//p')
     return $bad
@@ -202,12 +203,14 @@ if judge "$sample" 'x/a.c x/b.c | a reason' > "$work/judged"; then
     exit 1
 fi
 grep -q "^files that use each other: x/c.c x/d.c$" "$work/judged" || { echo "self-test failed: no message"; exit 1; }
-if judge "$sample" 'x/a.c x/b.c | r
+if ! judge "$sample" 'x/a.c x/b.c | r
 x/c.c x/d.c | r
 x/e.c x/f.c | r' > "$work/judged"; then
-    echo "self-test failed: an expected loop that is gone passed"
+    echo "self-test failed: expected loops failed"
     exit 1
 fi
+grep -q "^note: EXPECTED_LOOPS names a loop that is gone, delete its line: x/e.c x/f.c$" "$work/judged" ||
+    { echo "self-test failed: no note for an expected loop that is gone"; exit 1; }
 
 # ---- the library
 src=$1
