@@ -138,46 +138,42 @@ AVX512 void tg_sgemm512_packing_kernel_2(int kc, const float *a, const float *b,
     tile_body(MR, 2, 1, 0, 0, kc, a, 1, MR, NULL, b, ldb, bc, c, ldc, nr, alpha, beta, first, 0);
 }
 
-
-#define KERNELS(mr)                                                                                                 \
-    AVX512 static void kc_##mr##_1(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
-                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
-    {                                                                                                               \
-        (void)ars;                                                                                                  \
-        tile(mr, 1, kc, a, 1, acs, b, bs, c, ldc, nr, alpha, beta, first);                                         \
-    }                                                                                                               \
-    AVX512 static void kc_##mr##_2(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
-                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
-    {                                                                                                               \
-        (void)ars;                                                                                                  \
-        tile(mr, 2, kc, a, 1, acs, b, bs, c, ldc, nr, alpha, beta, first);                                         \
-    }                                                                                                               \
-    AVX512 static void kr_##mr##_1(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
-                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
-    {                                                                                                               \
-        tile_rows(mr, 1, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                  \
-    }                                                                                                               \
-    AVX512 static void kr_##mr##_2(int kc, const float *a, int64_t ars, int64_t acs, const float *b, int64_t bs,  \
-                                   float *c, int64_t ldc, int nr, float alpha, float beta, int first)             \
-    {                                                                                                               \
-        tile_rows(mr, 2, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, beta, first);                                  \
-    }
-
-KERNELS(1)
-KERNELS(2)
-KERNELS(3)
-KERNELS(4)
-KERNELS(5)
-KERNELS(6)
-KERNELS(7)
-KERNELS(8)
-KERNELS(9)
-KERNELS(10)
-KERNELS(11)
-KERNELS(12)
-KERNELS(13)
-KERNELS(14)
-_Static_assert(MR == 14, "one KERNELS line per row count");
+/* kc_<rows>_<vectors> and kr_<rows>_<vectors>, for rows 1..14 */
+#define KNAME_PASTE(kind, rows, nv) kind##_##rows##_##nv
+#define KNAME_(kind, rows, nv) KNAME_PASTE(kind, rows, nv)   /* rows (ROWS) expanded first */
+#define KNAME(kind, nv) KNAME_(kind, ROWS, nv)
+#define ROWS 1
+#include "sgemm_avx512_rows.inc"
+#define ROWS 2
+#include "sgemm_avx512_rows.inc"
+#define ROWS 3
+#include "sgemm_avx512_rows.inc"
+#define ROWS 4
+#include "sgemm_avx512_rows.inc"
+#define ROWS 5
+#include "sgemm_avx512_rows.inc"
+#define ROWS 6
+#include "sgemm_avx512_rows.inc"
+#define ROWS 7
+#include "sgemm_avx512_rows.inc"
+#define ROWS 8
+#include "sgemm_avx512_rows.inc"
+#define ROWS 9
+#include "sgemm_avx512_rows.inc"
+#define ROWS 10
+#include "sgemm_avx512_rows.inc"
+#define ROWS 11
+#include "sgemm_avx512_rows.inc"
+#define ROWS 12
+#include "sgemm_avx512_rows.inc"
+#define ROWS 13
+#include "sgemm_avx512_rows.inc"
+#define ROWS 14
+#include "sgemm_avx512_rows.inc"
+#undef KNAME
+#undef KNAME_
+#undef KNAME_PASTE
+_Static_assert(MR == 14, "one ROWS include per row count");
 
 kernel_fn *const tg_sgemm512_kernels[2][MR][2] = {
     {{kc_1_1, kc_1_2}, {kc_2_1, kc_2_2}, {kc_3_1, kc_3_2}, {kc_4_1, kc_4_2}, {kc_5_1, kc_5_2}, {kc_6_1, kc_6_2},
