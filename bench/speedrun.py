@@ -126,7 +126,8 @@ def run_tapegrad(a, out, name, items, budget, procs=1, core=None):
     lines, rc, wall = timed_lines(cmd, dict(os.environ, OPENBLAS_NUM_THREADS="1"), os.path.join(d, "train.log"))
     if rc:
         sys.exit("speedrun: %s failed (exit %d):\n%s" % (name, rc, "\n".join(l for _, l in lines[-20:])))
-    points = [(t, float(m.group(4))) for t, l in lines for m in [EVAL_TG.search(l)] if m]
+    points = [(t, float(m.group(4))) for t, l in lines for m in [EVAL_TG.search(l)]   # --ema: the averages' lines
+              if m and "of the raw weights" not in l]
     steps = int(EVAL_TG.search([l for _, l in lines if EVAL_TG.search(l)][-1]).group(1)) if points else 0
     if not points:
         sys.exit("speedrun: %s printed no evaluation" % name)

@@ -553,9 +553,11 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, cha
         size_t l, lx, ly;
         int32_t x, y;
         if (!tg_tok_piece(t, r, &l) || l < 2) continue;
-        if (tg_gpt2_tiktoken_split(t, r, parts, &x, &y)) {
+        const int split = tg_gpt2_tiktoken_split(t, r, parts, &x, &y);
+        if (split) {
             ok = false;
-            tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': piece %d is no merge of two lower pieces", (int)r);
+            if (split == -2) tg_set_err(err, errlen, "out of memory");
+            else tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': piece %d is no merge of two lower pieces", (int)r);
             break;
         }
         const unsigned char *px = tg_tok_piece(t, x, &lx), *py = tg_tok_piece(t, y, &ly);

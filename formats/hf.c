@@ -29,10 +29,11 @@
  *                     a Llama with rope "halves", whose rows need nothing.
  *
  * What a Hugging Face config cannot say about a tapegrad model (a GPT
- * without biases, a Llama whose pairs were interleaved) goes into
- * config.json's "tapegrad" object, which transformers ignores and the
- * import reads back, so export then import gives the same checkpoint bit
- * for bit.
+ * without biases; a Llama whose pairs were interleaved, written as
+ * "rope_permuted_from": "interleaved" since the file's rows are in the
+ * halves order) goes into config.json's "tapegrad" object, which
+ * transformers ignores and the import reads back, so export then import
+ * gives the same checkpoint bit for bit.
  *
  * The reader trusts nothing: each JSON file is read whole up to a limit,
  * every size comes from config.json and is checked against the tensors'
@@ -58,75 +59,7 @@
 #include "gpt2_internal.h"
 #include "options_internal.h"
 
-#define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 #define HF_MAX_SHARDS 4096
-
-/* ---- small helpers ---------------------------------------------------------- */
-
-static char *path_join(const char *dir, const char *name)
-{
-    const size_t a = strlen(dir), b = strlen(name);
-    char *p = tg_malloc(a + b + 2);
-    if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
-    return p;
-}
-
-bool tg_hf_file_exists(const char *dir, const char *name)
-{
-    char *p = path_join(dir, name);
-    struct stat st;
-    const bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
-    tg_free(p);
-    return ok;
-}
-
-/* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes. */
-char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
-{
-    char *p = path_join(dir, name);
-    if (!p) {
-        tg_set_err(err, errlen, "hf: out of memory");
-        return NULL;
-    }
-    FILE *f = fopen(p, "rb");
-    char *buf = NULL;
-    struct stat st;
-    if (!f) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
-    else if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
-    else if ((uint64_t)st.st_size > HF_MAX_JSON)
-        tg_set_err(err, errlen, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
-                   HF_MAX_JSON);
-    else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_set_err(err, errlen, "hf: out of memory");
-    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        tg_set_err(err, errlen, "hf: %s: read failed", p);
-        tg_free(buf);
-        buf = NULL;
-    } else {
-        buf[st.st_size] = 0;
-        *len = (size_t)st.st_size;
-    }
-    if (f) fclose(f);
-    tg_free(p);
-    return buf;
-}
-
-/* dir/name parsed as a JSON object. */
-cJSON *tg_hf_read_json(const char *dir, const char *name, char *err, size_t errlen)
-{
-    size_t len = 0;
-    char *text = tg_hf_read_small(dir, name, &len, err, errlen);
-    if (!text) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
-    else if (!cJSON_IsObject(j)) {
-        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object", dir, name);
-        cJSON_Delete(j);
-        j = NULL;
-    }
-    tg_free(text);
-    return j;
-}
 
 /* config.json's fields, each refused naming its key. */
 typedef struct cfg_reader {
@@ -217,7 +150,8 @@ static void weights_free(hf_weights *w)
 
 static int weights_add_file(hf_weights *w, const char *dir, const char *name, char *err, size_t errlen)
 {
-    char *p = path_join(dir, name), *copy = tg_malloc(strlen(name) + 1);
+    if (tg_hf_stat(dir, name, err, errlen) < 0) return -1;   /* tg_st_load's open would wait on a pipe */
+    char *p = tg_hf_path(dir, name), *copy = tg_malloc(strlen(name) + 1);
     tg_st_file *f = p && copy ? tg_st_load(p, err, errlen) : NULL;
     if (!p || !copy) tg_set_err(err, errlen, "hf: out of memory");
     tg_free(p);
@@ -242,14 +176,17 @@ static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen
 {
     memset(w, 0, sizeof *w);
     stbds_sh_new_strdup(w->where);
-    if (!tg_hf_file_exists(dir, "model.safetensors.index.json")) {
-        if (!tg_hf_file_exists(dir, "model.safetensors"))
+    const int ix_there = tg_hf_stat(dir, "model.safetensors.index.json", err, errlen);
+    if (ix_there < 0) return -1;
+    if (!ix_there) {
+        const int there = tg_hf_stat(dir, "model.safetensors", err, errlen);
+        if (!there)
             return tg_set_err(err, errlen, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
                               "(a Hugging Face model directory holds its weights in one of them)", dir);
-        return weights_add_file(w, dir, "model.safetensors", err, errlen);
+        return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err, errlen);
     }
     w->indexed = true;
-    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", err, errlen);
+    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", false, err, errlen);
     if (!ix) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
     int rc = 0;
@@ -313,9 +250,9 @@ typedef struct hf_map {
     int heads;   /* HF_ROPE_ROWS: the heads the rows are cut into */
 } hf_map;
 
-/* GPT-2. prefix is "transformer." (GPT2LMHeadModel's state dict) or ""
- * (GPT2Model's, as the files Hugging Face publishes name them). */
-static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **out)
+/* GPT-2's block i. prefix is "transformer." (GPT2LMHeadModel's state
+ * dict) or "" (GPT2Model's, as the files Hugging Face publishes name them). */
+static void gpt2_layer_names(const tg_model_config *c, const char *prefix, int i, hf_map **out)
 {
     static const struct { const char *part; hf_layout layout; } block[] = {
         {"ln_1.weight", HF_SAME},        {"ln_1.bias", HF_SAME},
@@ -326,22 +263,27 @@ static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **ou
         {"mlp.c_proj.weight", HF_TRANSPOSE},  {"mlp.c_proj.bias", HF_SAME},
     };
     hf_map m = {0};
+    for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
+        const bool is_bias = strstr(block[k].part, ".bias") != NULL;
+        if (is_bias && !c->bias) continue;
+        m.layout = block[k].layout;
+        snprintf(m.tg, sizeof m.tg, "transformer.h.%d.%s", i, block[k].part);
+        snprintf(m.hf, sizeof m.hf, "%sh.%d.%s", prefix, i, block[k].part);
+        stbds_arrput(*out, m);
+    }
+}
+
+/* GPT-2 (prefix as above). */
+static void gpt2_names(const tg_model_config *c, const char *prefix, hf_map **out)
+{
+    hf_map m = {0};
     snprintf(m.tg, sizeof m.tg, "transformer.wte.weight");
     snprintf(m.hf, sizeof m.hf, "%swte.weight", prefix);
     stbds_arrput(*out, m);
     snprintf(m.tg, sizeof m.tg, "transformer.wpe.weight");
     snprintf(m.hf, sizeof m.hf, "%swpe.weight", prefix);
     stbds_arrput(*out, m);
-    for (int i = 0; i < c->n_layer; i++)
-        for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
-            const bool is_bias = strstr(block[k].part, ".bias") != NULL;
-            if (is_bias && !c->bias) continue;
-            m.layout = block[k].layout;
-            snprintf(m.tg, sizeof m.tg, "transformer.h.%d.%s", i, block[k].part);
-            snprintf(m.hf, sizeof m.hf, "%sh.%d.%s", prefix, i, block[k].part);
-            stbds_arrput(*out, m);
-        }
-    m.layout = HF_SAME;
+    for (int i = 0; i < c->n_layer; i++) gpt2_layer_names(c, prefix, i, out);
     snprintf(m.tg, sizeof m.tg, "transformer.ln_f.weight");
     snprintf(m.hf, sizeof m.hf, "%sln_f.weight", prefix);
     stbds_arrput(*out, m);
@@ -360,8 +302,8 @@ static bool gpt2_buffer(const char *name)
     return (n > 10 && !strcmp(name + n - 10, ".attn.bias")) || (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias"));
 }
 
-/* LlamaForCausalLM. */
-static void llama_names(const tg_model_config *c, hf_map **out)
+/* LlamaForCausalLM's layer i. */
+static void llama_layer_names(const tg_model_config *c, int i, hf_map **out)
 {
     static const struct { const char *tg, *hf; int rope; } layer[] = {
         {"attention.wq.weight", "self_attn.q_proj.weight", 1}, {"attention.wk.weight", "self_attn.k_proj.weight", 2},
@@ -371,18 +313,23 @@ static void llama_names(const tg_model_config *c, hf_map **out)
         {"ffn_norm.weight", "post_attention_layernorm.weight", 0},
     };
     hf_map m = {0};
+    for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
+        m.layout = layer[k].rope && !c->rope_halves ? HF_ROPE_ROWS : HF_SAME;
+        m.heads = layer[k].rope == 1 ? c->n_head : c->n_kv_head;
+        snprintf(m.tg, sizeof m.tg, "layers.%d.%s", i, layer[k].tg);
+        snprintf(m.hf, sizeof m.hf, "model.layers.%d.%s", i, layer[k].hf);
+        stbds_arrput(*out, m);
+    }
+}
+
+/* LlamaForCausalLM. */
+static void llama_names(const tg_model_config *c, hf_map **out)
+{
+    hf_map m = {0};
     snprintf(m.tg, sizeof m.tg, "tok_embeddings.weight");
     snprintf(m.hf, sizeof m.hf, "model.embed_tokens.weight");
     stbds_arrput(*out, m);
-    for (int i = 0; i < c->n_layer; i++)
-        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
-            m.layout = layer[k].rope && !c->rope_halves ? HF_ROPE_ROWS : HF_SAME;
-            m.heads = layer[k].rope == 1 ? c->n_head : c->n_kv_head;
-            snprintf(m.tg, sizeof m.tg, "layers.%d.%s", i, layer[k].tg);
-            snprintf(m.hf, sizeof m.hf, "model.layers.%d.%s", i, layer[k].hf);
-            stbds_arrput(*out, m);
-        }
-    m.layout = HF_SAME;
+    for (int i = 0; i < c->n_layer; i++) llama_layer_names(c, i, out);
     snprintf(m.tg, sizeof m.tg, "norm.weight");
     snprintf(m.hf, sizeof m.hf, "model.norm.weight");
     stbds_arrput(*out, m);
@@ -495,8 +442,14 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
     const cJSON *tie = cfg_get(r, "tie_word_embeddings");
     c->tied = tie ? cJSON_IsTrue(tie) : true;   /* transformers' PretrainedConfig default */
     if (tie && !cJSON_IsBool(tie)) return cfg_fail(r, "'tie_word_embeddings' is not true or false");
-    const char *rope = cfg_tapegrad_str(r, "rope");
-    c->rope_halves = !rope || strcmp(rope, "interleaved");
+    /* "rope_permuted_from": "interleaved": the export of an interleaved Llama, whose q and k rows go back;
+     * "rope": "interleaved" is the older spelling of the same */
+    const char *from = cfg_tapegrad_str(r, "rope_permuted_from"), *old = cfg_tapegrad_str(r, "rope");
+    if (from && strcmp(from, "interleaved"))
+        return cfg_fail(r, "'tapegrad.rope_permuted_from' is not \"interleaved\" (the only pairing export permutes from)");
+    if (from && old && strcmp(old, "interleaved"))
+        return cfg_fail(r, "'tapegrad.rope' \"%s\" contradicts 'tapegrad.rope_permuted_from'", old);
+    c->rope_halves = !from && (!old || strcmp(old, "interleaved"));
     c->bias = false;
     return 0;
 }
@@ -536,6 +489,33 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
                                 w->names[f], tg_shown(e->name, shown), e->dtype);
         }
     stbds_shfree(need);
+    return rc;
+}
+
+/* config.json's layer count against the files, before the table of
+ * every tensor name is built (a few hundred bytes per name): when the
+ * layers need more tensors than the files hold, the first one missing is
+ * named, found by looking at the layers in order, which costs time in
+ * proportion to the tensors present. */
+static int check_layer_count(const hf_weights *w, const tg_model_config *c, const char *prefix, char *err,
+                             size_t errlen)
+{
+    const bool gpt = !strcmp(c->arch, "gpt");
+    int64_t have = 0;
+    for (ptrdiff_t f = 0; f < stbds_arrlen(w->files); f++) have += tg_st_count(w->files[f]);
+    hf_map *one = NULL;
+    int rc = 0;
+    for (int i = 0; i < c->n_layer && !rc; i++) {
+        stbds_arrfree(one);
+        if (gpt) gpt2_layer_names(c, prefix, i, &one);
+        else llama_layer_names(c, i, &one);
+        if (i == 0 && (int64_t)c->n_layer * stbds_arrlen(one) <= have) break;   /* the names' table fits the files */
+        for (ptrdiff_t k = 0; k < stbds_arrlen(one) && !rc; k++)
+            if (!weights_find(w, one[k].hf))
+                rc = tg_set_err(err, errlen, "hf: the weights have no '%s' (config.json describes %d layers)",
+                                one[k].hf, c->n_layer);
+    }
+    stbds_arrfree(one);
     return rc;
 }
 
@@ -611,7 +591,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     if (notice && notice_len) notice[0] = 0;
     if (!dir || !ckpt_out) return tg_set_err(err, errlen, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
     const tg_hf_import_options o = opts ? *opts : (tg_hf_import_options){0};
-    cJSON *cj = tg_hf_read_json(dir, "config.json", err, errlen);
+    cJSON *cj = tg_hf_read_json(dir, "config.json", true, err, errlen);
     if (!cj) return -1;
     cfg_reader r = {cj, err, errlen};
     tg_model_config c = {0};
@@ -637,7 +617,9 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     }
     if (weights_open(&w, dir, err, errlen)) goto out;
     const bool gpt = !strcmp(c.arch, "gpt");
-    if (gpt) gpt2_names(&c, weights_find(&w, "transformer.wte.weight") ? "transformer." : "", &maps);
+    const char *prefix = gpt && weights_find(&w, "transformer.wte.weight") ? "transformer." : "";
+    if (check_layer_count(&w, &c, prefix, err, errlen)) goto out;
+    if (gpt) gpt2_names(&c, prefix, &maps);
     else llama_names(&c, &maps);
     if (check_tensors(&w, maps, &c, err, errlen) || check_shapes_before_build(&w, maps, &c, err, errlen))
         goto out;
@@ -693,7 +675,7 @@ out:
 
 static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, int32_t eos)
 {
-    cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg;
+    cJSON *j = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(j, "architectures"), *tg = NULL;
     const bool gpt = !strcmp(c->arch, "gpt");
     cJSON_AddItemToArray(arch, cJSON_CreateString(gpt ? "GPT2LMHeadModel" : "LlamaForCausalLM"));
     cJSON_AddStringToObject(j, "model_type", gpt ? "gpt2" : "llama");
@@ -739,16 +721,18 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, 
     if (eos >= 0) cJSON_AddNumberToObject(j, "eos_token_id", eos);
     cJSON_AddStringToObject(j, "torch_dtype", dt == TG_F64 ? "float64" : "float32");
     cJSON_AddTrueToObject(j, "use_cache");
-    tg = cJSON_AddObjectToObject(j, "tapegrad");   /* what the layout cannot say, for the import */
+    /* what the layout cannot say, for the import: a GPT's biases; that the q and k rows were permuted from
+     * interleaved pairs (the weights are in transformers' halves order; import permutes them back) */
+    if (gpt || !c->rope_halves) tg = cJSON_AddObjectToObject(j, "tapegrad");
     if (gpt) cJSON_AddStringToObject(tg, "bias", c->bias ? "true" : "false");
-    else cJSON_AddStringToObject(tg, "rope", c->rope_halves ? "halves" : "interleaved");
+    else if (!c->rope_halves) cJSON_AddStringToObject(tg, "rope_permuted_from", "interleaved");
     return j;
 }
 
 /* A JSON file of the export, begun and finished under its temporary name. */
 static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSON *j, char *err, size_t errlen)
 {
-    char *p = path_join(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    char *p = tg_hf_path(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
     int rc = 0;
     memset(f, 0, sizeof *f);
     if (!p || !text) rc = tg_set_err(err, errlen, "hf: out of memory");
@@ -793,7 +777,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     tg_atomic_file staged[4];
     memset(staged, 0, sizeof staged);
     int rc = -1;
-    if (tg_hf_file_exists(dir, "model.safetensors.index.json")) {
+    if (tg_hf_stat(dir, "model.safetensors.index.json", NULL, 0)) {
         tg_set_err(err, errlen, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
                    "new or empty directory", dir);
         goto out;
@@ -859,7 +843,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     cJSON_AddNumberToObject(json[1], "max_length", c->block_size);
     for (int k = 0; k < 4; k++)
         if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err, errlen)) goto out;
-    char *mp = path_join(dir, "model.safetensors");
+    char *mp = tg_hf_path(dir, "model.safetensors");
     if (!mp) goto oom;
     rc = tg_st_writer_save(w, mp, err, errlen);
     tg_free(mp);

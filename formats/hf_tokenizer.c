@@ -48,177 +48,6 @@
 
 typedef struct str_ix { char *key; int value; } str_ix;   /* stb_ds string map */
 
-/* ---- the tokenizer: GPT-2's byte-level BPE as tiktoken ranks ----------------- */
-
-/* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
- * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
-void tg_gpt2_byte_chars(uint32_t cp_of[256])
-{
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        const bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        cp_of[b] = self ? (uint32_t)b : (uint32_t)(256 + n++);
-    }
-}
-
-/* The bytes a vocabulary string stands for (UTF-8 of stand-ins), into out
- * (room for strlen(s) bytes): their count, or -1 for a character that
- * stands for no byte. */
-static int64_t unbyte(const char *s, const int16_t byte_of[324], unsigned char *out)
-{
-    int64_t n = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        uint32_t c;
-        if (p[0] < 0x80) c = *p++;
-        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
-        else return -1;
-        if (c >= 324 || byte_of[c] < 0) return -1;
-        out[n++] = (unsigned char)byte_of[c];
-    }
-    return n;
-}
-
-/* The tokenizer of a vocabulary (string -> id) and its merges ("a b"
- * strings or [a, b] pairs), when they are GPT-2's kind: ids 0..n-1 for
- * pieces and n for <|endoftext|>, every single byte a piece, each merge
- * joining two pieces into one whose id is larger than every earlier
- * merge's, and every longer piece made by one. Then merging the pair of
- * lowest merge number (the tokenizers library's rule) and merging the pair
- * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
-tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
-                                size_t errlen)
-{
-    uint32_t cp_of[256];
-    int16_t byte_of[324];
-    tg_gpt2_byte_chars(cp_of);
-    for (int i = 0; i < 324; i++) byte_of[i] = -1;
-    for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
-    const int n_all = cJSON_GetArraySize(vocab);
-    tg_tokenizer *t = NULL;
-    if (n_all < 257 || n_all > (1 << 24)) {
-        tg_set_err(err, errlen, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
-                   what, n_all);
-        return NULL;
-    }
-    const int32_t n = n_all - 1;   /* pieces; <|endoftext|> is id n */
-    int64_t *off = tg_calloc((size_t)n + 1, sizeof *off), *start = tg_malloc(((size_t)n + 1) * sizeof *start);
-    int32_t *len = tg_malloc((size_t)n * sizeof *len);
-    size_t total = 0;
-    for (const cJSON *e = vocab->child; e; e = e->next) total += strlen(e->string);
-    unsigned char *raw = tg_malloc(total + 1), *bytes = tg_malloc(total + 1);
-    int32_t *made = NULL;
-    str_ix *id_of = NULL;   /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
-    stbds_sh_new_strdup(id_of);
-    if (!off || !start || !len || !raw || !bytes) goto oom;
-    for (int32_t i = 0; i < n; i++) len[i] = -1;
-    bool eot = false;
-    size_t at = 0;
-    char shown[TG_SHOWN_SIZE];
-    for (const cJSON *e = vocab->child; e; e = e->next) {
-        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (!(d >= 0 && d <= n && d == floor(d))) {
-            tg_set_err(err, errlen, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
-                       cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
-            goto fail;
-        }
-        const int32_t id = (int32_t)d;
-        if (id == n) {
-            if (strcmp(e->string, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
-                           "the one taken)", what, (int)n, tg_shown(e->string, shown));
-                goto fail;
-            }
-            eot = true;
-            continue;
-        }
-        if (len[id] >= 0) {
-            tg_set_err(err, errlen, "%s: id %d is given twice", what, (int)id);
-            goto fail;
-        }
-        const int64_t k = unbyte(e->string, byte_of, raw + at);
-        if (k <= 0) {
-            tg_set_err(err, errlen, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
-                       tg_shown(e->string, shown), (int)id);
-            goto fail;
-        }
-        start[id] = (int64_t)at;
-        len[id] = (int32_t)k;
-        stbds_shput(id_of, e->string, (int)id);
-        at += (size_t)k;
-    }
-    if (!eot) {
-        tg_set_err(err, errlen, "%s: no <|endoftext|> with id %d", what, (int)n);
-        goto fail;
-    }
-    int64_t o = 0;
-    for (int32_t i = 0; i < n; i++) {   /* each id once among n entries: none is missing */
-        off[i] = o;
-        memcpy(bytes + o, raw + start[i], (size_t)len[i]);
-        o += len[i];
-    }
-    off[n] = o;
-    if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
-    /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
-    if (!cJSON_IsArray(merges)) {
-        tg_set_err(err, errlen, "%s: the merges are not a list", what);
-        goto fail;
-    }
-    if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
-    int32_t last = -1, k = 0;
-    for (const cJSON *m = merges->child; m; m = m->next, k++) {
-        const char *a = NULL, *b = NULL;
-        char pair[2048];
-        if (cJSON_IsString(m)) {
-            const char *sp = strchr(m->valuestring, ' ');
-            if (sp && strlen(m->valuestring) < sizeof pair) {
-                memcpy(pair, m->valuestring, strlen(m->valuestring) + 1);
-                pair[sp - m->valuestring] = 0;
-                a = pair, b = pair + (sp - m->valuestring) + 1;
-            }
-        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
-                   cJSON_IsString(m->child->next)) {
-            a = m->child->valuestring, b = m->child->next->valuestring;
-        }
-        const ptrdiff_t ia = a ? stbds_shgeti(id_of, a) : -1, ib = b ? stbds_shgeti(id_of, b) : -1;
-        const int32_t ida = ia >= 0 ? id_of[ia].value : -1, idb = ib >= 0 ? id_of[ib].value : -1;
-        int32_t r = -1;
-        if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
-        if (r < 0) {
-            tg_set_err(err, errlen, "%s: merge %d does not join two pieces into a third", what, (int)k);
-            goto fail;
-        }
-        if (r <= last || made[r]) {
-            tg_set_err(err, errlen, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
-                       "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
-                       (int)k - 1, (int)last);
-            goto fail;
-        }
-        made[r] = 1;
-        last = r;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (off[i + 1] - off[i] > 1 && !made[i]) {
-            tg_set_err(err, errlen, "%s: piece %d is made by no merge", what, (int)i);
-            goto fail;
-        }
-    goto done;
-oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
-fail:
-    tg_tok_free(t);
-    t = NULL;
-done:
-    tg_free(off);
-    tg_free(start);
-    tg_free(len);
-    tg_free(raw);
-    tg_free(bytes);
-    tg_free(made);
-    stbds_shfree(id_of);
-    return t;
-}
-
 /* ---- reading tokenizer.json: the parts around the model -------------------------- */
 
 /* A merge's two strings ("a b", or ["a", "b"]), into *a and *b; buf holds
@@ -611,14 +440,6 @@ out:
     return rc;
 }
 
-/* GPT-2's stand-ins, both ways: cp_of[byte], byte_of[code point] (-1). */
-static void byte_tables(uint32_t cp_of[256], int16_t byte_of[324])
-{
-    tg_gpt2_byte_chars(cp_of);
-    for (int i = 0; i < 324; i++) byte_of[i] = -1;
-    for (int b = 0; b < 256; b++) byte_of[cp_of[b]] = (int16_t)b;
-}
-
 /* The Split that cuts tapegrad's BPE words (a run of newlines; an optional
  * space and what follows up to a space or newline; a space alone). */
 #define BPE_WORDS "\n+| ?[^ \n]+| "
@@ -642,7 +463,7 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     int rc = -1;
     uint32_t cp_of[256];
     int16_t byte_of[324];
-    byte_tables(cp_of, byte_of);
+    tg_gpt2_byte_tables(cp_of, byte_of);
     if (text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), NULL, &r, err, errlen) ||
         read_vocab(model, 1 << 24, &map, &names, &n, err, errlen) ||
         template_bos(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), map, &bos, err, errlen) ||
@@ -663,7 +484,7 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     for (int32_t i = 0; i < n; i++) {
         int64_t k = (int64_t)strlen(names[i]);
         if (special[i]) memcpy(bytes + off[i], names[i], (size_t)k);
-        else if ((k = unbyte(names[i], byte_of, bytes + off[i])) <= 0) {
+        else if ((k = tg_gpt2_unbyte(names[i], byte_of, bytes + off[i])) <= 0) {
             char shown[TG_SHOWN_SIZE];
             tg_set_err(err, errlen, "hf: tokenizer.json: '%s' (id %d) is not GPT-2's byte-level form of some bytes",
                        tg_shown(names[i], shown), (int)i);
@@ -725,7 +546,7 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
     int32_t n = 0;
     uint32_t cp_of[256];
     int16_t byte_of[324];
-    byte_tables(cp_of, byte_of);
+    tg_gpt2_byte_tables(cp_of, byte_of);
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
     const cJSON *post = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
@@ -739,7 +560,7 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
     for (int32_t i = 0; !rc && i < n; i++) {
         unsigned char b[8];
         char shown[TG_SHOWN_SIZE];
-        if (strlen(names[i]) > 2 || unbyte(names[i], byte_of, b) != 1 || (i && (unsigned char)chars[i - 1] >= b[0]))
+        if (strlen(names[i]) > 2 || tg_gpt2_unbyte(names[i], byte_of, b) != 1 || (i && (unsigned char)chars[i - 1] >= b[0]))
             rc = tg_set_err(err, errlen, "hf: tokenizer.json: '%s' (id %d) is not the next byte of a byte vocabulary "
                             "(each id one byte, in byte order)", tg_shown(names[i], shown), (int)i);
         else chars[i] = (char)b[0];
@@ -754,7 +575,7 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
 static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v, char *notice,
                           size_t notice_len, char *err, size_t errlen)
 {
-    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", err, errlen);
+    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", false, err, errlen);
     if (!j) return -1;
     int rc = -1;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
@@ -824,7 +645,7 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
 /* vocab.json and merges.txt ("#version" first line, then "a b" lines). */
 static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
 {
-    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", err, errlen), *merges = NULL;
+    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", false, err, errlen), *merges = NULL;
     size_t len = 0;
     char *text = vocab ? tg_hf_read_small(dir, "merges.txt", &len, err, errlen) : NULL;
     tg_tokenizer *t = NULL;
@@ -859,11 +680,14 @@ int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eo
 {
     memset(v, 0, sizeof *v);
     *found = 0;
-    if (tg_hf_file_exists(dir, "tokenizer.json")) {
+    const int tj = tg_hf_stat(dir, "tokenizer.json", err, errlen);
+    if (tj) {
         *found = 1;
-        return tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
+        return tj < 0 ? -1 : tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
     }
-    if (!tg_hf_file_exists(dir, "vocab.json") || !tg_hf_file_exists(dir, "merges.txt")) return 0;
+    const int vj = tg_hf_stat(dir, "vocab.json", err, errlen), mt = vj < 0 ? 0 : tg_hf_stat(dir, "merges.txt", err, errlen);
+    if (vj < 0 || mt < 0) return -1;
+    if (!vj || !mt) return 0;
     *found = 1;
     if (llama)
         return tg_set_err(err, errlen, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
@@ -873,42 +697,6 @@ int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eo
 }
 
 /* ---- writing tokenizer.json: GPT-2's ----------------------------------------------- */
-
-/* GPT-2's byte-level string of some bytes (UTF-8 of the stand-ins). */
-void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[256], char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t c = cp_of[p[i]];
-        if (c < 0x80) out[o++] = (char)c;
-        else out[o++] = (char)(0xC0 | c >> 6), out[o++] = (char)(0x80 | (c & 0x3F));
-    }
-    out[o] = 0;
-}
-
-/* The two pieces that piece r is merged from: its bytes merged by
- * tiktoken's rule with only the pieces below r, which must leave two. */
-int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int32_t *a, int32_t *b)
-{
-    const int64_t n = t->off[r + 1] - t->off[r];
-    for (int64_t i = 0; i < n; i++) parts[i] = t->byte_id[t->bytes[t->off[r] + i]];
-    int64_t k = n;
-    for (;;) {
-        int64_t best = -1;
-        int32_t best_id = r;
-        for (int64_t i = 0; i + 1 < k; i++) {
-            const int32_t id = tg_pairmap_get(&t->pairs, (uint64_t)parts[i] << 32 | (uint32_t)parts[i + 1]);
-            if (id >= 0 && id < best_id) best = i, best_id = id;
-        }
-        if (best < 0) break;
-        parts[best] = best_id;
-        memmove(parts + best + 1, parts + best + 2, (size_t)(k - best - 2) * sizeof *parts);
-        k--;
-    }
-    if (k != 2 || tg_pairmap_get(&t->pairs, (uint64_t)parts[0] << 32 | (uint32_t)parts[1]) != r) return -1;
-    *a = parts[0], *b = parts[1];
-    return 0;
-}
 
 /* tokenizer.json for GPT-2's tokenizer (a tiktoken one): NULL with the
  * reason in why when the tokenizer is another kind. */
@@ -935,10 +723,12 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     for (int32_t id = 0; ok && id < n; id++) {
         if (t->off[id + 1] - t->off[id] < 2) continue;
         int32_t x, y;
-        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
-            snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
-                     "tokenizer.json can say", (int)id);
-            ok = false;
+        const int split = tg_gpt2_tiktoken_split(t, id, parts, &x, &y);
+        if (split) {
+            if (split == -1)
+                snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
+                         "tokenizer.json can say", (int)id);
+            ok = false;   /* -2: out of memory, said below */
             break;
         }
         tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
@@ -1038,6 +828,17 @@ static cJSON *replace(const char *from, const char *to)
     cJSON *o = typed("Replace"), *p = cJSON_AddObjectToObject(o, "pattern");
     cJSON_AddStringToObject(p, "String", from);
     cJSON_AddStringToObject(o, "content", to);
+    return o;
+}
+
+/* The decoder step that drops the one space a Prepend normalizer put
+ * before the text (transformers' Llama decoders end with it). */
+static cJSON *strip_prefix_space(void)
+{
+    cJSON *o = typed("Strip");
+    cJSON_AddStringToObject(o, "content", " ");
+    cJSON_AddNumberToObject(o, "start", 1);
+    cJSON_AddNumberToObject(o, "stop", 0);
     return o;
 }
 
@@ -1187,7 +988,8 @@ static bool valid_utf8(const unsigned char *p, size_t n)
 }
 
 /* tapegrad's BPE: words split as it splits them, then GPT-2's byte
- * stand-ins; for a Llama ' ' before the text and BOS (run.c's rule). */
+ * stand-ins; for a Llama ' ' before the text and BOS (run.c's rule), and
+ * a decoder that drops that space again, as transformers' Llama decodes. */
 static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *why, size_t why_len)
 {
     uint32_t cp_of[256];
@@ -1242,8 +1044,9 @@ static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *wh
     cJSON_AddStringToObject(split, "behavior", "Isolated");
     cJSON_AddFalseToObject(split, "invert");
     const bool bos = llama && t->bos >= 0;
+    cJSON *dec = llama ? sequence("decoders", byte_level(true), strip_prefix_space(), NULL, NULL) : byte_level(true);
     return tokenizer_file(added, llama ? prepend(" ") : NULL, sequence("pretokenizers", split, byte_level(false), NULL, NULL),
-                          bos ? bos_template(names[t->bos], t->bos) : NULL, byte_level(true), vocab, merges, NULL, false);
+                          bos ? bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges, NULL, false);
 }
 
 /* Pieces with scores, as transformers writes a Llama's: the pieces as
@@ -1309,14 +1112,8 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
                 : pre      ? prepend(" ")
                 : u        ? replace(" ", U2581)
                            : NULL;
-    cJSON *dec = sequence("decoders", u ? replace(U2581, " ") : NULL, typed("ByteFallback"), typed("Fuse"), NULL);
-    if (pre) {
-        cJSON *strip = typed("Strip");
-        cJSON_AddStringToObject(strip, "content", " ");
-        cJSON_AddNumberToObject(strip, "start", 1);
-        cJSON_AddNumberToObject(strip, "stop", 0);
-        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(dec, "decoders"), strip);
-    }
+    cJSON *dec = sequence("decoders", u ? replace(U2581, " ") : NULL, typed("ByteFallback"), typed("Fuse"),
+                          pre ? strip_prefix_space() : NULL);
     return tokenizer_file(added, norm, NULL, bos ? bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges,
                           t->unk >= 0 ? names[t->unk] : NULL, true);
 }
@@ -1375,13 +1172,9 @@ int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON *
             snprintf(s, sizeof s, "<0x%02X>", b);
             cJSON_AddNumberToObject(vocab, s, 3 + b);
         }
-        cJSON *strip = typed("Strip");
-        cJSON_AddStringToObject(strip, "content", " ");
-        cJSON_AddNumberToObject(strip, "start", 1);
-        cJSON_AddNumberToObject(strip, "stop", 0);
         *tok = tokenizer_file(added, prepend(" "), NULL, bos_template("<s>", TG_VOCAB_BOS),
-                              sequence("decoders", typed("ByteFallback"), typed("Fuse"), strip, NULL), vocab, NULL,
-                              "<unk>", true);
+                              sequence("decoders", typed("ByteFallback"), typed("Fuse"), strip_prefix_space(), NULL),
+                              vocab, NULL, "<unk>", true);
         *bos = TG_VOCAB_BOS, *eos = 2;
         bos_s = "<s>", eos_s = "</s>", unk_s = "<unk>";
     } else {   /* TG_VOCAB_BYTES: the bytes present, each its GPT-2 stand-in */

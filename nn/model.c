@@ -136,7 +136,7 @@ static int gpt_read(const tg_st_file *f, tg_model_config *c, char *err, size_t e
 static const tg_model_family FAMILY_GPT = {
     "gpt", "transformer.wte.weight", "transformer.wpe.weight", "lm_head.weight", gpt_create, gpt_destroy,
     gpt_params, gpt_num_params, gpt_forward, gpt_loss, gpt_set_composed, gpt_cache_enable, gpt_cache_clear,
-    gpt_cache_len, gpt_write, gpt_read};
+    gpt_cache_len, gpt_write, gpt_read, NULL};
 
 /* ---- the Llama: n_layer, n_head, n_kv_head, n_embd, hidden_dim,
  * block_size, vocab_size, rope_theta, norm_eps, tied, rope ("interleaved",
@@ -182,6 +182,19 @@ static int llama_cache_len(const void *m)
 {
     return ((const tg_llama *)m)->cache ? ((const tg_llama *)m)->cache[0].len : 0;
 }
+/* Every layer's cache with its own RoPE; the layers hold the same
+ * positions, so the first one's checks stand for all (none is left
+ * half shifted). */
+static int llama_cache_shift(void *impl, int n_keep, int n_discard, tg_error *err)
+{
+    tg_llama *m = impl;
+    if (!m->cache) return tg_error_set(err, "model_cache_shift: the KV caches are not enabled");
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_mha_mod *a = &m->layers[l].attention;
+        if (tg_kv_cache_shift(&m->cache[l], n_keep, n_discard, a->rope_theta, a->rope_flags, err)) return -1;
+    }
+    return 0;
+}
 
 static const char *const LLAMA_KEYS[] = {"n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size",
                                          "vocab_size"};
@@ -221,7 +234,7 @@ static int llama_read(const tg_st_file *f, tg_model_config *c, char *err, size_t
 static const tg_model_family FAMILY_LLAMA = {
     "llama", "tok_embeddings.weight", NULL, "output.weight", llama_create, llama_destroy, llama_params,
     llama_num_params, llama_forward, llama_loss, llama_set_composed, llama_cache_enable, llama_cache_clear,
-    llama_cache_len, llama_write, llama_read};
+    llama_cache_len, llama_write, llama_read, llama_cache_shift};
 
 /* ---- the table ------------------------------------------------------------- */
 
@@ -327,6 +340,15 @@ void tg_model_cache_clear(tg_model *m)
 int tg_model_cache_len(const tg_model *m)
 {
     return m && m->family && m->family->cache_len ? m->family->cache_len(m->impl) : 0;
+}
+
+int tg_model_cache_shift(tg_model *m, int n_keep, int n_discard, tg_error *err)
+{
+    if (!m || !m->family) return tg_error_set(err, "model_cache_shift: the model is NULL or empty");
+    if (!m->family->cache_shift)
+        return tg_error_set(err, "model_cache_shift: family '%s' cannot shift its KV cache (its positions are not "
+                                 "RoPE's)", m->family->arch);
+    return m->family->cache_shift(m->impl, n_keep, n_discard, err);
 }
 
 /* ---- the config in a file's metadata ------------------------------------- */

@@ -12,6 +12,7 @@
 #ifndef TG_NN_H
 #define TG_NN_H
 
+#include "../core/error.h"
 #include "../core/export.h"
 #include "../core/params.h"
 #include "../core/rng.h"
@@ -158,6 +159,24 @@ TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, 
 TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
 /* Frees the buffers and zeroes c; accepts NULL. */
 TG_API void tg_kv_cache_free(tg_kv_cache *c);
+/* The context shift of a cache that is full (llama.cpp's): drops cached
+ * positions [n_keep, n_keep + n_discard) of every sequence, moves the
+ * later ones back by n_discard (len shrinks by n_discard), and, with
+ * rope_theta > 1, turns each moved key back by the shift with the
+ * layer's RoPE (rope_flags: TG_ROPE_INTERLEAVED or TG_ROPE_HALVES, as the
+ * layer's tg_mha_mod), R(p - d) = R(-d) R(p): a key then equals, to the
+ * dtype's rounding, the key a fresh forward makes for its token at the
+ * new position, when the key depends on the token alone (a first layer;
+ * deeper layers' keys keep the context they were made in, as
+ * llama.cpp's). The angle is the difference of the two positions' angles
+ * as tg_rope computes them, applied in double. rope_theta 0: keys and
+ * values move only (keys without positions in them). Allocates nothing.
+ * 0, or -1 with a message (c unchanged): a NULL or uninitialised c,
+ * n_keep < 0, n_discard < 1, n_keep + n_discard over len, rope_theta
+ * neither 0 nor finite and > 1, an odd head size or unknown flags with
+ * RoPE. */
+TG_API int tg_kv_cache_shift(tg_kv_cache *c, int n_keep, int n_discard, double rope_theta, int rope_flags,
+                             tg_error *err);
 
 /* Names and shapes of the projections. */
 typedef enum tg_mha_layout {
@@ -468,7 +487,10 @@ typedef struct tg_model_config {
  * without the composed path or without KV-cache decoding); so may
  * config_write and config_read together: the config is then n_layer,
  * n_embd, block_size and vocab_size, each stored as a decimal and read
- * back in [1, 2^24]. */
+ * back in [1, 2^24]. cache_shift (last, so a table written before it
+ * leaves it NULL) may be NULL: a family whose positions are learned (the
+ * GPT's wpe) cannot move cached positions, and generation past its
+ * block_size recomputes the window instead (train/generate.h). */
 typedef struct tg_model_family {
     const char *arch;        /* its name, unique: [a-z0-9_], 1-31 bytes */
     const char *embedding;   /* the token embedding's parameter name, (vocab_size, n_embd) */
@@ -486,6 +508,8 @@ typedef struct tg_model_family {
     int (*cache_len)(const void *impl);
     int (*config_write)(const tg_model_config *c, tg_st_writer *w);   /* the family's keys */
     int (*config_read)(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen);
+    /* tg_model_cache_shift: every layer's cache shifted (tg_kv_cache_shift) */
+    int (*cache_shift)(void *impl, int n_keep, int n_discard, tg_error *err);
 } tg_model_family;
 
 /* A model of some family: what tg_model_new fills in. */
@@ -530,6 +554,14 @@ TG_API int tg_model_cache_enable(tg_model *m, int batch, char *err, size_t errle
 TG_API void tg_model_cache_clear(tg_model *m);
 /* Positions held in the caches (0 when disabled or for NULL). */
 TG_API int tg_model_cache_len(const tg_model *m);
+/* The context shift of every layer's cache (tg_kv_cache_shift with the
+ * layer's RoPE): positions [n_keep, n_keep + n_discard) dropped, the
+ * later ones moved back and their keys re-rotated, so decoding goes on
+ * with n_discard positions free. The Llama has it; a GPT does not (its
+ * positions are learned). 0, or -1 with a message (the caches unchanged):
+ * a NULL or empty m, a family without cache_shift, caches not enabled,
+ * or tg_kv_cache_shift's. */
+TG_API int tg_model_cache_shift(tg_model *m, int n_keep, int n_discard, tg_error *err);
 
 /* Adds "arch" and the family's keys to a writer's metadata. 0, or -1 (an
  * unknown family, or the writer's error). */

@@ -253,6 +253,7 @@ void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi)
 }
 
 int64_t tg_adamw_steps(const tg_adamw *o) { return o ? o->steps : 0; }
+const tg_params *tg_adamw_store(const tg_adamw *o) { return o ? o->p : NULL; }
 
 void tg_adamw_set_steps(tg_adamw *o, int64_t steps)
 {

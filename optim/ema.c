@@ -113,6 +113,7 @@ size_t tg_ema_state_bytes(const tg_ema *e)
     return e ? (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)) : 0;
 }
 const char *tg_ema_error(const tg_ema *e) { return e && e->error[0] ? e->error : NULL; }
+const tg_params *tg_ema_store(const tg_ema *e) { return e ? e->p : NULL; }
 
 void tg_ema_free(tg_ema *e)
 {
@@ -150,11 +151,12 @@ int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, char *
                           "elements, got %s of %lld elements in %d dimensions", vk, dt, (long long)e->numel,
                           t->dtype, (long long)t->numel, t->ndim);
     const char *s = tg_st_meta(f, dk);
+    if (!s) return tg_set_err(err, errlen, "ema_state_read: the file has no metadata '%s' (the averages' decay)", dk);
     char *end = NULL;
-    const double d = s ? strtod(s, &end) : NAN;
-    if (!s || !*s || *end || d != e->decay)
-        return tg_set_err(err, errlen, "ema_state_read: metadata '%s' %s%.40s%s is not this average's decay %.17g",
-                          dk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "", e->decay);
+    const double d = strtod(s, &end);
+    if (!*s || *end || d != e->decay)
+        return tg_set_err(err, errlen, "ema_state_read: metadata '%s' = '%.40s' is not this average's decay %.17g",
+                          dk, s, e->decay);
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < e->numel; i++) {
         const double x = tg_state_at(t->data, f32, i);

@@ -220,6 +220,7 @@ void tg_muon_set_steps(tg_muon *o, int64_t steps)
 void *tg_muon_momentum(tg_muon *o) { return o ? o->buf : NULL; }
 int64_t tg_muon_numel(const tg_muon *o) { return o ? o->n : 0; }
 size_t tg_muon_state_bytes(const tg_muon *o) { return o ? (size_t)o->n * tg_dtype_size(tg_params_dtype(o->p)) : 0; }
+const tg_params *tg_muon_store(const tg_muon *o) { return o ? o->p : NULL; }
 const char *tg_muon_error(const tg_muon *o) { return o && o->error[0] ? o->error : NULL; }
 
 void tg_muon_free(tg_muon *o)

@@ -32,4 +32,10 @@ size_t tg_muon_state_bytes(const tg_muon *o);
  * for a NULL e. */
 size_t tg_ema_state_bytes(const tg_ema *e);
 
+/* The store each was made on (NULL for NULL), so that a checkpoint can
+ * check that the objects it is given belong to one model. */
+const tg_params *tg_adamw_store(const tg_adamw *o);
+const tg_params *tg_muon_store(const tg_muon *o);
+const tg_params *tg_ema_store(const tg_ema *e);
+
 #endif

@@ -7,14 +7,14 @@
 # tests/fuzz/crashes/<reader>/ (which CTest replays from then on).
 #   scripts/fuzz.sh [SECONDS] [READER...]
 #   SECONDS  per reader, default 60
-#   READER   safetensors tokenizer tiktoken tokfile config llama2c llama2c_tok gguf hf (default: all)
+#   READER   safetensors tokenizer tiktoken tokfile config llama2c llama2c_tok gguf hf checkpoint (default: all)
 # Environment: CLANG (default clang), FUZZ_BUILD (default build-fuzz),
 # FUZZ_FLAGS (more libFuzzer flags, e.g. "-jobs=2 -workers=2").
 # Exits 1 when a reader crashed, after running the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-all=(safetensors tokenizer tiktoken tokfile config llama2c llama2c_tok gguf hf)
+all=(safetensors tokenizer tiktoken tokfile config llama2c llama2c_tok gguf hf checkpoint)
 secs=60
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then secs=$1; shift; fi
 readers=("$@")

@@ -24,6 +24,10 @@
 //   metaspace   the same tokenizer in transformers' newer form (a Metaspace
 //               pre-tokenizer), imported with a notice: equal ids on every
 //               section that does not begin with a space
+// And for each case but metaspace, the library's decode(encode(text), true)
+// is the text again, with and without a leading space of its own (a
+// Prepend(' ') normalizer's space dropped by the decoder's Strip, as in
+// transformers' Llama files).
 // tapegrad's ids come from `tiny_gpt tokenizer encode` with the
 // checkpoint (a Llama's: BOS, then ' ' + text for tapegrad's BPE, as
 // train/dataset.c encodes documents), the byte vocabularies' by their rule
@@ -303,7 +307,7 @@ function llamaDir(name, json) {
 {
   const dir = llamaDir('spm_llama', llamaJson), ck = path.join(work, 'spm.safetensors');
   const out = q(['import', '--format', 'hf', '--model', dir, '--out', ck]);
-  cases.push({ name: 'spm_import', dir, special: true, who: [['the import', (s) => [1, ...encode(ck, s)]]] });
+  cases.push({ name: 'spm_import', dir, special: true, marks: true, who: [['the import', (s) => [1, ...encode(ck, s)]]] });
   const dir2 = path.join(work, 'spm_export'), ck2 = path.join(work, 'spm2.safetensors');
   q(['export', '--format', 'hf', '--ckpt', ck, '--out', dir2]);
   q(['import', '--format', 'hf', '--model', dir2, '--out', ck2]);
@@ -313,7 +317,7 @@ function llamaDir(name, json) {
   console.log(`${same ? 'ok' : 'FAIL'} spm_export: the import of the export exports the same tokenizer.json ` +
               `(${nVocab} pieces, ${merges.length} merges; import said "${out.trim().split('\n').pop()}")`);
   same ? passed++ : failed++;
-  cases.push({ name: 'spm_export', dir: dir2, special: true, who: [['its import', (s) => [1, ...encode(ck2, s)]]] });
+  cases.push({ name: 'spm_export', dir: dir2, special: true, marks: true, who: [['its import', (s) => [1, ...encode(ck2, s)]]] });
   // llama2.c's own kind of tokenizer.bin (pieces with ' ' for spaces, <0xXX> bytes, scores; run.c's
   // merge floor), the same pieces padded to the model's 1200 ids, imported with a model.bin
   const tb = [], bpeLlama = path.join(work, 'bpe_llama', 'last.safetensors');
@@ -385,6 +389,30 @@ function llamaDir(name, json) {
         }
       }
     }
+  }
+  // decode(encode(text)) is the text again, with and without a leading space, as transformers' tokenizers
+  // give it (a Prepend(' ') normalizer's space dropped by the decoder; U+2581 in the text of pieces that spell
+  // spaces so comes back a space, in transformers' Llama too)
+  for (const c of cases) {
+    if (c.skip) continue;   // Metaspace: the text's own leading space is taken for its prefix
+    const tok = Tokenizer.fromString(fs.readFileSync(path.join(c.dir, 'tokenizer.json'), 'utf8'));
+    const texts = [];
+    for (const [name, s0] of [['First Citizen:', 'First Citizen:'], ...sections]) {
+      const s = (c.cut ? c.cut(s0) : s0).replace(/^\s+/u, '');
+      texts.push([name, s.slice(0, 20000)]);
+    }
+    for (const [name, s] of texts)
+      for (const t of [s, ' ' + s]) {
+        const back = await tok.decode(Array.from((await tok.encode(t, null, { addSpecialTokens: c.special })).getIds()), true);
+        const want = c.marks ? t.replace(/\u2581/g, ' ') : t;
+        let i = 0;
+        while (i < want.length && want[i] === back[i]) i++;
+        const ok = back === want, what = t === s ? 'no leading space' : 'a leading space';
+        console.log(`${ok ? 'ok' : 'FAIL'} ${c.name} ${name} decodes back (${what}): ` +
+                    (ok ? `${want.length} characters` : `differs at ${i}: ${JSON.stringify(back.slice(Math.max(0, i - 5), i + 10))} ` +
+                     `vs ${JSON.stringify(want.slice(Math.max(0, i - 5), i + 10))}`));
+        ok ? passed++ : failed++;
+      }
   }
   fs.rmSync(work, { recursive: true, force: true });
   console.log(`${passed} passed, ${failed} failed (tokenizers ${require(path.join(modules, 'tokenizers', 'package.json')).version})`);

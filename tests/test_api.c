@@ -62,6 +62,10 @@ static void flag(fx *f, bool b) { snprintf(f->got, sizeof f->got, "%s", b ? "tru
 static void text(fx *f, const char *s) { snprintf(f->got, sizeof f->got, "%s", s ? s : "(NULL)"); }
 /* a message kept somewhere other than err */
 static void note(fx *f, const char *m) { snprintf(f->err, sizeof f->err, "%s", m ? m : ""); }
+/* the tg_error of a call that takes one: fresh() empties it for the call, and
+ * the row copies its message with note(f, te.msg) */
+static tg_error te;
+static tg_error *fresh(void) { return memset(&te, 0, sizeof te); }
 
 static const int S23[2] = {2, 3};
 static char buf[128];                 /* for the string functions */
@@ -686,6 +690,21 @@ static void c_kv_zero(fx *f) { kv_overflow(f, 0, 1, 1, 1); }
 static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1, f->err, sizeof f->err)); }
 static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
 static void c_kv_free(fx *f) { (void)f; tg_kv_cache_free(NULL); }
+static void c_kv_shift_null(fx *f) { num(f, tg_kv_cache_shift(NULL, 0, 1, 0, 0, fresh())); note(f, te.msg); }
+/* a cache of 2 positions asked to drop 2 after the first: refused, unchanged */
+static void kv_shift(fx *f, int keep, int discard, double theta, int flags)
+{
+    tg_kv_cache c;
+    if (tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL, 0)) abort();
+    c.len = 2;
+    const int rc = tg_kv_cache_shift(&c, keep, discard, theta, flags, fresh());
+    note(f, te.msg);
+    snprintf(f->got, sizeof f->got, "%d, len %d", rc, c.len);
+    tg_kv_cache_free(&c);
+}
+static void c_kv_shift_far(fx *f) { kv_shift(f, 1, 2, 10000, TG_ROPE_INTERLEAVED); }
+static void c_kv_shift_theta(fx *f) { kv_shift(f, 0, 1, 0.5, TG_ROPE_INTERLEAVED); }
+static void c_kv_shift_flags(fx *f) { kv_shift(f, 0, 1, 10000, 7); }
 static void c_mha_init(fx *f) { num(f, tg_mha_init(&mha, f->p, NULL, 4, 2, true, true, 0, f->err, sizeof f->err)); }
 static void c_mha_stale_mask(fx *f)
 {
@@ -984,6 +1003,31 @@ static void c_model_set_composed(fx *f) { num(f, tg_model_set_composed(NULL, tru
 static void c_model_cache_enable(fx *f) { num(f, tg_model_cache_enable(NULL, 1, f->err, sizeof f->err)); }
 static void c_model_cache_clear(fx *f) { (void)f; tg_model_cache_clear(NULL); }
 static void c_model_cache_len(fx *f) { num(f, tg_model_cache_len(NULL)); }
+static void c_model_cache_shift(fx *f) { num(f, tg_model_cache_shift(NULL, 0, 1, fresh())); note(f, te.msg); }
+/* a built-in model of family arch, V 5, block 4 (freed by the caller) */
+static tg_model small_model(const char *arch)
+{
+    const tg_model_config c = {.arch = arch, .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
+                               .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model m;
+    if (tg_model_new(&m, &c, TG_F32, 1, NULL, 0)) abort();
+    return m;
+}
+static void c_model_cache_shift_gpt(fx *f)
+{
+    tg_model m = small_model("gpt");
+    if (tg_model_cache_enable(&m, 1, NULL, 0)) abort();
+    num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
+static void c_model_cache_shift_off(fx *f)
+{
+    tg_model m = small_model("llama");
+    num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
 static void c_model_config_write(fx *f) { num(f, tg_model_config_write(NULL, f->w)); }
 static void c_model_config_write_now(fx *f) { num(f, tg_model_config_write(&(tg_model_config){.arch = "gpt"}, NULL)); }
 static void c_model_config_read(fx *f)
@@ -1468,6 +1512,62 @@ static void c_tiktoken_missing(fx *f)
 }
 static void c_tiktoken_noerr(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), NULL, 64)); }
 static void c_tiktoken_dir(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_dir, f->err, sizeof f->err)); }
+/* train/generate.h */
+static void c_sampler_new_opts(fx *f) { ptr(f, tg_sampler_new(&(tg_sampler_options){.top_k = -1}, 5, fresh())); note(f, te.msg); }
+static void c_sampler_new_v0(fx *f) { ptr(f, tg_sampler_new(NULL, 0, fresh())); note(f, te.msg); }
+static void c_sampler_free(fx *f) { (void)f; tg_sampler_free(NULL); }
+static void c_sampler_pick_null(fx *f) { num(f, tg_sampler_pick(NULL, f->x, 0, fresh())); note(f, te.msg); }
+/* a sampler of 3 ids on logits (2,3) */
+static void sampler_pick(fx *f, const tg_tensor *l, int64_t row)
+{
+    tg_sampler *s = tg_sampler_new(NULL, 3, NULL);
+    if (!s) abort();
+    num(f, tg_sampler_pick(s, l, row, fresh()));
+    note(f, te.msg);
+    tg_sampler_free(s);
+}
+static void c_sampler_pick_i32(fx *f) { sampler_pick(f, f->ids, 0); }
+static void c_sampler_pick_row(fx *f) { sampler_pick(f, f->x, 2); }
+static void c_prompt_ids_null(fx *f)
+{
+    int32_t *ids;
+    num(f, (double)tg_prompt_ids(NULL, 5, "a", 1, &ids, fresh()));
+    note(f, te.msg);
+}
+static void c_prompt_ids_byte(fx *f)
+{
+    tg_vocab v;
+    int32_t *ids = (int32_t *)1;
+    tg_vocab_bytes(&v, "ab", 2);
+    num(f, (double)tg_prompt_ids(&v, 2, "abc", 3, &ids, fresh()));
+    note(f, te.msg);
+    if (ids) snprintf(f->got, sizeof f->got, "ids not NULL");
+}
+static void c_prompt_ids_notok(fx *f)
+{
+    tg_vocab v = {.kind = TG_VOCAB_TOKENIZER, .size = 5};
+    int32_t *ids;
+    num(f, (double)tg_prompt_ids(&v, 5, "a", 1, &ids, fresh()));
+    note(f, te.msg);
+}
+static void c_generate_null(fx *f) { num(f, (double)tg_generate(NULL, (int32_t[]){0}, 1, 1, NULL, fresh())); note(f, te.msg); }
+static void c_generate_noprompt(fx *f)
+{
+    tg_model m = small_model("llama");
+    num(f, (double)tg_generate(&m, NULL, 0, 1, NULL, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
+static void c_text_nll_null(fx *f) { num(f, tg_text_nll(NULL, (int32_t[]){0, 1}, 2, 0, NULL, fresh())); note(f, te.msg); }
+static void c_text_nll_short(fx *f)
+{
+    tg_model m = small_model("gpt");
+    int64_t preds = 7;
+    num(f, tg_text_nll(&m, (int32_t[]){0}, 1, 0, &preds, fresh()));
+    note(f, te.msg);
+    if (preds) snprintf(f->got, sizeof f->got, "predictions %lld", (long long)preds);
+    tg_model_free(&m);
+}
 /* formats/formats.h: the Hugging Face layout */
 static void c_hf_import_nodir(fx *f) { num(f, tg_hf_import(NULL, tt_path("o.safetensors"), NULL, NULL, 0, f->err, sizeof f->err)); }
 static void c_hf_import_noconfig(fx *f)
@@ -2104,6 +2204,12 @@ static const api_case CASES[] = {
     {"tg_kv_cache_init(NULL, ...)", "-1", "kv_cache_init: cache is NULL", c_kv_null},
     {"tg_kv_cache_clear(NULL)", "returns", NULL, c_kv_clear},
     {"tg_kv_cache_free(NULL)", "returns", NULL, c_kv_free},
+    {"tg_kv_cache_shift(NULL, ...)", "-1", "kv_cache_shift: the cache is NULL", c_kv_shift_null},
+    {"tg_kv_cache_shift(c of 2 positions, n_keep 1, n_discard 2)", "-1, len 2",
+     "n_keep 1 and n_discard 2 must be >= 0 and >= 1, together at most the 2 cached positions", c_kv_shift_far},
+    {"tg_kv_cache_shift(c, ..., rope_theta 0.5)", "-1, len 2", "rope_theta must be 0 (no RoPE) or finite and > 1",
+     c_kv_shift_theta},
+    {"tg_kv_cache_shift(c, ..., rope_flags 7)", "-1, len 2", "TG_ROPE_HALVES (got 7)", c_kv_shift_flags},
     {"tg_mha_init(m, p, NULL, ...)", "-1", "mha_init: name is NULL", c_mha_init},
     {"tg_mha_forward(g, m, x, NULL, {.key_padding = a stale tensor})", "NULL",
      "mha: input 2 (f32 (3)) was made before", c_mha_stale_mask},
@@ -2236,6 +2342,10 @@ static const api_case CASES[] = {
     {"tg_model_cache_enable(NULL, 1, ...)", "-1", "model_cache_enable: the model is NULL or empty", c_model_cache_enable},
     {"tg_model_cache_clear(NULL)", "returns", NULL, c_model_cache_clear},
     {"tg_model_cache_len(NULL)", "0", NULL, c_model_cache_len},
+    {"tg_model_cache_shift(NULL, ...)", "-1", "model_cache_shift: the model is NULL or empty", c_model_cache_shift},
+    {"tg_model_cache_shift(a GPT, ...)", "-1", "family 'gpt' cannot shift its KV cache", c_model_cache_shift_gpt},
+    {"tg_model_cache_shift(a Llama without caches, ...)", "-1", "the KV caches are not enabled",
+     c_model_cache_shift_off},
     {"tg_model_config_write(NULL, w)", "-1", NULL, c_model_config_write},
     {"tg_model_config_write(c, NULL)", "-1", NULL, c_model_config_write_now},
     {"tg_model_config_read(NULL, c, ...)", "-1", "model_config_read: the file is NULL", c_model_config_read},
@@ -2571,6 +2681,24 @@ static const api_case CASES[] = {
     {"tg_tokfile_write(\"/nonexistent/w.bin\", ...)", "-1", "token file /nonexistent/w.bin: No such file or directory",
      c_tokfile_write_nodir},
     {"tg_tokfile_write(NULL, ..., NULL, 64)", "-1", NULL, c_tokfile_write_noerr},
+    /* train/generate.h */
+    {"tg_sampler_new(top_k -1, 5, err)", "NULL", "top_k >= 0 and top_p in [0, 1]; got temperature 0, top_k -1",
+     c_sampler_new_opts},
+    {"tg_sampler_new(NULL, vocab_size 0, err)", "NULL", "sampler_new: vocab_size must be >= 1, got 0", c_sampler_new_v0},
+    {"tg_sampler_free(NULL)", "returns", NULL, c_sampler_free},
+    {"tg_sampler_pick(NULL, ...)", "-1", "sampler_pick: the sampler is NULL", c_sampler_pick_null},
+    {"tg_sampler_pick(s, i32 (2,3) logits, 0)", "-1", "the logits must be f32 or f64 with a last dimension of 3 ids, "
+     "got i32", c_sampler_pick_i32},
+    {"tg_sampler_pick(s, f32 (2,3) logits, row 2)", "-1", "row 2 is outside the logits' 2 rows", c_sampler_pick_row},
+    {"tg_prompt_ids(NULL, ...)", "-1", "prompt_ids: the vocabulary is NULL", c_prompt_ids_null},
+    {"tg_prompt_ids(bytes of \"ab\", \"abc\")", "-1", "the text's character 'c' (byte 99, offset 2) is not in the "
+     "vocabulary", c_prompt_ids_byte},
+    {"tg_prompt_ids(a tokenizer vocabulary without its tokenizer, ...)", "-1", "the vocabulary has no tokenizer",
+     c_prompt_ids_notok},
+    {"tg_generate(NULL, ...)", "-1", "generate: the model is NULL or empty", c_generate_null},
+    {"tg_generate(m, NULL, 0, ...)", "-1", "generate: the prompt is empty", c_generate_noprompt},
+    {"tg_text_nll(NULL, ...)", "nan", "text_nll: the model is NULL or empty", c_text_nll_null},
+    {"tg_text_nll(m, one id, ...)", "nan", "at least 2 ids are needed for one prediction", c_text_nll_short},
     /* formats/formats.h */
     {"tg_hf_import(NULL, out, ...)", "-1", "hf_import: the directory is NULL", c_hf_import_nodir},
     {"tg_hf_import(\"/nonexistent\", out, ...)", "-1", "hf: /nonexistent/config.json: No such file or directory",

@@ -6,11 +6,19 @@
  *   value exact and transposed; so does one in shards with an index and a
  *   tokenizer.json, and the tanh GELU is reported in the notice.
  * - What tapegrad cannot run is refused naming the key or tensor, at
- *   once, writing nothing, also when config.json claims a huge model.
+ *   once, writing nothing, also when config.json claims a huge model or
+ *   65536 layers (at 64 MB of address space).
+ * - A file of the directory that is a directory, a named pipe or
+ *   /dev/zero is "not a regular file" (a pipe without blocking: each
+ *   import runs in a child an alarm ends); config.json is read as
+ *   Python's json reads it (a repeated key's last value; a byte-order
+ *   mark or bytes after the object refused).
  * - Export then import gives the same checkpoint bit for bit (a GPT with
  *   and without biases, a Llama with interleaved and halves pairs, tied
  *   and not, GQA), and the exported tensors have transformers' names and
- *   layouts (Conv1D transposed, q and k rows in rotate-half order).
+ *   layouts (Conv1D transposed, q and k rows in rotate-half order);
+ *   config.json says an interleaved Llama's rows were permuted from that
+ *   pairing, and the older spelling imports the same.
  * - A Llama's tokenizer.json as transformers writes it imports as pieces
  *   with scores giving the library's ids; what tapegrad's tokenizers cannot
  *   do (merges not every split, or out of order; a non-special added
@@ -19,9 +27,13 @@
  * - Export of pieces with equal scores, or a byte piece spelled as a raw
  *   byte above 0x7F, writes no tokenizer.json and the notice says why.
  * - tapegrad's BPE (a GPT's, a Llama's) exports and imports back as the
- *   same tokenizer, its learned merges included.
+ *   same tokenizer, its learned merges included; a Llama's decoder drops
+ *   the space its normalizer prepends.
  * (tests/parity_hf_tokenizer.js checks the ids against the library.) */
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "tg_test.h"
@@ -33,6 +45,32 @@ static void write_text(const char *path, const char *s)
     FILE *f = fopen(path, "wb");
     ck_assert_msg(f != NULL, "%s", path);
     fputs(s, f);
+    fclose(f);
+}
+
+/* The whole of a text file, NUL-terminated (free it). */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Writes s with the first `from` replaced by `to` to path. */
+static void write_edited(const char *path, const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    ck_assert_msg(at != NULL, "no '%s' to edit", from);
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fprintf(f, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
     fclose(f);
 }
 
@@ -339,7 +377,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     write_text(p, GPT2_CONFIG);
     float x[V * C] = {0};
     tg_st_writer *w = tg_st_writer_new();
-    tg_st_writer_add(w, "wte.weight", "F32", 2, (int64_t[]){V, C}, x);
+    gpt2_t ts[64];
+    for (int i = 0, n = gpt2_tensors(ts); i < n; i++) tg_st_writer_add(w, ts[i].name, "F32", ts[i].ndim, ts[i].shape, x);
     tg_st_writer_add(w, "h.0.attn.rotary", "F32", 1, (int64_t[]){C}, x);
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     ck_assert_int_eq(tg_st_writer_save(w, p, err, sizeof err), 0);
@@ -503,6 +542,36 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_vocab_free(&back);
         tg_model_free(&r);
         tg_st_free(fb);
+
+        /* config.json says what the weights hold: an interleaved Llama's rows were permuted from that
+         * pairing (the file's are in transformers' halves order), a halves Llama needs no word; the older
+         * spelling "rope": "interleaved" still imports as the same checkpoint */
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        char *cfg = read_text(p);
+        ck_assert_msg(!strstr(cfg, "\"rope\":"), "%s", cfg);
+        if (!gpt && !c->rope_halves) {
+            ck_assert_msg(strstr(cfg, "\"tapegrad\":{\"rope_permuted_from\":\"interleaved\"}"), "%s", cfg);
+            write_edited(p, cfg, "\"rope_permuted_from\"", "\"rope\"");
+            ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+            fb = tg_st_load(b, err, sizeof err);
+            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+            ck_assert(!r.config.rope_halves);
+            for (int i = 0; i < tg_params_count(m.params); i++) {
+                const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
+                ck_assert_msg(!memcmp(x->data, y->data, (size_t)x->numel * es), "%s differs", x->name);
+            }
+            tg_model_free(&r);
+            tg_st_free(fb);
+            write_edited(p, cfg, "\"interleaved\"", "\"halves\"");
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
+            ck_assert_msg(strstr(err, "'tapegrad.rope_permuted_from' is not \"interleaved\""), "%s", err);
+            write_edited(p, cfg, "{\"rope_permuted_from\"", "{\"rope\":\"halves\",\"rope_permuted_from\"");
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
+            ck_assert_msg(strstr(err, "'tapegrad.rope' \"halves\" contradicts"), "%s", err);
+        } else if (!gpt) {
+            ck_assert_msg(!strstr(cfg, "\"tapegrad\""), "%s", cfg);
+        }
+        free(cfg);
         tg_st_free(fa);
         tg_vocab_free(&v);
         tg_model_free(&m);
@@ -513,6 +582,180 @@ START_TEST(export_then_import_is_the_same_checkpoint)
 }
 END_TEST
 
+
+/* config.json's n_layer 65536 (a 517-byte file) against weights of two
+ * layers (a GPT-2) or one (a Llama): refused naming the first tensor
+ * missing, in a child whose address space may grow by 64 MB only (the
+ * table of 65536 layers' names alone is 170 to 250 MB), within 0.5 s. */
+START_TEST(a_huge_layer_count_is_refused_at_small_memory)
+{
+    char err[ERRLEN], notice[512], gdir[600], ldir[600], ck[600], p[1024];
+    snprintf(gdir, sizeof gdir, "%s", tt_path("layers_gpt"));
+    snprintf(ldir, sizeof ldir, "%s", tt_path("layers_llama"));
+    snprintf(ck, sizeof ck, "%s", tt_path("layers.safetensors"));
+    make_gpt2_dir(gdir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", gdir);
+    write_edited(p, GPT2_CONFIG, "\"n_layer\": 2", "\"n_layer\": 65536");
+    tg_model m;
+    tg_vocab v;
+    ck_assert_msg(tg_model_new(&m, &RT[3], TG_F32, 5, err, sizeof err) == 0, "%s", err);
+    tg_vocab_llama2c(&v);
+    ck_assert_int_eq(tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    tg_model_free(&m);
+    tg_st_file *f = tg_st_load(ck, err, sizeof err);
+    ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    tg_st_free(f);
+    remove(ck);
+    snprintf(p, sizeof p, "%s/config.json", ldir);
+    char *cfg = read_text(p);
+    write_edited(p, cfg, "\"num_hidden_layers\":1,", "\"num_hidden_layers\":65536,");
+    free(cfg);
+    const char *dirs[2] = {gdir, ldir};
+    static const char *const want[2] = {"the weights have no 'h.2.ln_1.weight' (config.json describes 65536 layers)",
+                                        "the weights have no 'model.layers.1.self_attn.q_proj.weight' (config.json "
+                                        "describes 65536 layers)"};
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {   /* the limit must not outlive this test (the suite runs in one process) */
+        long pages = 0;
+        FILE *st = fopen("/proc/self/statm", "r");
+        if (!st || fscanf(st, "%ld", &pages) != 1) _exit(2);
+        fclose(st);
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+        if (setrlimit(RLIMIT_AS, &lim)) _exit(3);
+        for (int k = 0; k < 2; k++) {
+            const clock_t t0 = clock();
+            const int rc = tg_hf_import(dirs[k], ck, NULL, NULL, 0, err, sizeof err);
+            const double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+            if (rc != -1 || !strstr(err, want[k]) || dt > 0.5) {
+                fprintf(stderr, "%s: rc %d in %.2f s: %s\n", dirs[k], rc, dt, rc ? err : "accepted");
+                _exit(4 + k);
+            }
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d): see stderr", status);
+    ck_assert_int_eq(access(ck, F_OK), -1);
+    remove_dir(gdir);
+    remove_dir(ldir);
+    tg_vocab_free(&v);
+}
+END_TEST
+
+/* tg_hf_import(dir) in a child that an alarm ends after 10 s, so that a
+ * reader blocked on a pipe fails the test instead of hanging it: it must
+ * refuse with a message holding want. */
+static void refused_in_child(const char *dir, const char *want)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);   /* Check's handler would kill the whole process group */
+        alarm(10);
+        char err[ERRLEN];
+        const int rc = tg_hf_import(dir, tt_path("child.safetensors"), NULL, NULL, 0, err, sizeof err);
+        if (rc != -1 || !strstr(err, want)) {
+            fprintf(stderr, "rc %d: '%s' lacks '%s'\n", rc, rc ? err : "accepted", want);
+            _exit(4);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(!WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM, "the import of %s hung (10 s)", dir);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d): see stderr", status);
+    ck_assert_int_eq(access(tt_path("child.safetensors"), F_OK), -1);
+}
+
+/* A named pipe as config.json: open() of a pipe waits for a writer, so
+ * the reader must find it is not a regular file without blocking. */
+START_TEST(a_pipe_as_config_json_is_refused)
+{
+    char dir[600], p[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("fifo"));
+    make_gpt2_dir(dir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    remove(p);
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    refused_in_child(dir, "/config.json: not a regular file");
+    remove_dir(dir);
+}
+END_TEST
+
+/* model.safetensors, a shard or a tokenizer file that is a directory, a
+ * named pipe or a device (/dev/zero) is there but is no file to read:
+ * refused as such, not taken for absent, and without waiting on a pipe. */
+START_TEST(what_is_not_a_regular_file_is_refused)
+{
+    char dir[600], p[1024], q[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("odd"));
+    for (int k = 0; k < 3; k++) {   /* a directory, a pipe, /dev/zero */
+        /* model.safetensors; a shard the index names; tokenizer.json; vocab.json beside merges.txt */
+        for (int which = 0; which < 4; which++) {
+            make_gpt2_dir(dir, which == 1 ? "transformer." : "", which == 1, which == 2);
+            static const char *const names[4] = {"model.safetensors", "model-00002-of-00002.safetensors",
+                                                 "tokenizer.json", "vocab.json"};
+            snprintf(p, sizeof p, "%s/%s", dir, names[which]);
+            ck_assert_int_eq(remove(p), 0);
+            if (k == 0) ck_assert_int_eq(mkdir(p, 0700), 0);
+            else if (k == 1) ck_assert_int_eq(mkfifo(p, 0600), 0);
+            else ck_assert_int_eq(symlink("/dev/zero", p), 0);
+            snprintf(q, sizeof q, "/%s: not a regular file", names[which]);
+            refused_in_child(dir, q);
+            if (k == 0) rmdir(p);
+            remove_dir(dir);
+        }
+    }
+}
+END_TEST
+
+/* config.json as transformers reads it (Python's json.loads): a repeated
+ * key has its last value, at every depth; a byte-order mark before the
+ * object and bytes after it (but whitespace) are refused, as json.loads
+ * refuses them. */
+START_TEST(config_json_is_read_as_pythons_json_reads_it)
+{
+    char err[ERRLEN], dir[600], ck[600], p[1024];
+    snprintf(dir, sizeof dir, "%s", tt_path("json"));
+    snprintf(ck, sizeof ck, "%s", tt_path("json.safetensors"));
+    make_gpt2_dir(dir, "", false, false);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    /* the last "n_layer" (2, the weights') and the last "bias" inside "tapegrad" ("true": the file has biases) */
+    write_edited(p, GPT2_CONFIG, "{\"architectures\"",
+                 "{\"n_layer\": 7, \"tapegrad\": {\"bias\": \"false\", \"bias\": \"true\"}, \"architectures\"");
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    check_gpt2_import(ck);
+    remove(ck);
+    write_edited(p, GPT2_CONFIG, "}", "}\n \r\n\t");   /* whitespace after: taken */
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    remove(ck);
+    const size_t n = strlen(GPT2_CONFIG);   /* its last byte is the object's '}' */
+    char bad[5][2][1024];
+    snprintf(bad[0][0], 1024, "\xef\xbb\xbf%s", GPT2_CONFIG);
+    snprintf(bad[0][1], 1024, "/config.json: begins with a UTF-8 byte-order mark");
+    snprintf(bad[1][0], 1024, "} x");
+    snprintf(bad[1][1], 1024, "/config.json: 1 byte after the JSON object, from byte %zu", n + 1);
+    snprintf(bad[2][0], 1024, "}{}");
+    snprintf(bad[2][1], 1024, "/config.json: 2 bytes after the JSON object, from byte %zu", n);
+    snprintf(bad[3][0], 1024, "}\n\f");
+    snprintf(bad[3][1], 1024, "/config.json: 1 byte after the JSON object, from byte %zu", n + 1);
+    snprintf(bad[4][0], 1024, "[%s]", GPT2_CONFIG);
+    snprintf(bad[4][1], 1024, "/config.json: not a JSON object (byte 0 is not '{')");
+    for (int k = 0; k < 5; k++) {
+        if (k == 0 || k == 4) write_text(p, bad[k][0]);
+        else write_edited(p, GPT2_CONFIG, "}", bad[k][0]);
+        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[k][1]), "case %d: '%s' lacks '%s'", k, err, bad[k][1]);
+        ck_assert_int_eq(access(ck, F_OK), -1);
+    }
+    remove_dir(dir);
+}
+END_TEST
 
 /* ---- a Llama's tokenizer.json ------------------------------------------------------- */
 
@@ -714,6 +957,17 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         tg_st_file *fa = tg_st_load(a, err, sizeof err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         ck_assert_str_eq(notice, "");
+        /* a Llama's text is ' ' + text: its decoder drops that space, as transformers' Llama decoders do */
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+        char *tj = read_text(p);
+        const char *dec = strstr(tj, "\"decoder\":");
+        ck_assert_ptr_nonnull(dec);
+        static const char seq[] = "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteLevel\"";
+        const bool strips = !strncmp(dec, seq, sizeof seq - 1) &&
+                            strstr(dec, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}") != NULL;
+        ck_assert_msg(strips == (k == 1), "%.200s", dec);
+        free(tj);
         ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
         tg_st_file *fb = tg_st_load(b, err, sizeof err);
         tg_vocab back;
@@ -743,6 +997,8 @@ int main(void)
 {
     Suite *s = suite_create("formats_hf");
     tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
+                                   a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
+                                   what_is_not_a_regular_file_is_refused, config_json_is_read_as_pythons_json_reads_it,
                                    export_then_import_is_the_same_checkpoint,
                                    a_llamas_tokenizer_json_imports_or_is_refused,
                                    what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));

@@ -66,7 +66,7 @@ static int bigram_read(const tg_st_file *f, tg_model_config *c, char *err, size_
 
 static const tg_model_family BIGRAM = {"bigram", "table.weight", NULL, NULL, bigram_create, bigram_destroy,
                                        bigram_params, bigram_num_params, bigram_forward, bigram_loss, NULL, NULL,
-                                       NULL, NULL, bigram_write, bigram_read};
+                                       NULL, NULL, bigram_write, bigram_read, NULL};
 
 /* ---- helpers ----------------------------------------------------------------- */
 

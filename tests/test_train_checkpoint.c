@@ -290,6 +290,20 @@ START_TEST(averages_in_checkpoints)
                   "%s", err);
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
+    /* the decay missing, or another: each its own message */
+    rewrite(good, bad, "ema.decay", NULL, NULL, NULL);
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
+                          "averages' decay)");
+    tg_st_free(f);
+    rewrite(good, bad, "ema.decay", "0.5", NULL, NULL);
+    f = tg_st_load(bad, err, sizeof err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
+                          "average's decay 0.90000000000000002");
+    ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
+    tg_st_free(f);
     /* a checkpoint without averages, a run with them: refused */
     ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
     f = tg_st_load(good, err, sizeof err);
@@ -335,6 +349,7 @@ START_TEST(muon_state_in_checkpoints)
 
     tg_muon *back = tg_muon_new(m.params, NULL, NULL, 0);
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_muon_exclude(back, ob);
     tg_train_state t = {0};
     tg_st_file *f = tg_st_load(good, err, sizeof err);
     ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err, sizeof err) == 0, "%s", err);
@@ -383,6 +398,95 @@ START_TEST(muon_state_in_checkpoints)
     tg_muon_free(mu);
     tg_adamw_free(o);
     tg_model_free(&m);
+}
+END_TEST
+
+/* The objects given to save and load_train must belong together: the
+ * optimizers and the averages on the model's store (the optimizer's, for
+ * load_train), Muon's state beside an AdamW that leaves Muon's matrices
+ * alone (tg_muon_exclude), the optimizers' step counts the state's step.
+ * Anything else is refused with its reason, and save then writes nothing. */
+START_TEST(save_and_load_check_their_objects)
+{
+    char err[512];
+    tg_model m, other;
+    ck_assert_int_eq(tg_model_new(&m, &CFGS[0], TG_F64, 3, err, sizeof err), 0);
+    ck_assert_int_eq(tg_model_new(&other, &CFGS[1], TG_F64, 3, err, sizeof err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0), *o_other = tg_adamw_new(other.params, NULL, NULL, 0);
+    tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL, 0);   /* never told to leave Muon's matrices */
+    tg_muon *mu = tg_muon_new(m.params, NULL, NULL, 0), *mu_other = tg_muon_new(other.params, NULL, NULL, 0);
+    tg_muon_exclude(mu, o);
+    tg_ema *e = tg_ema_new(m.params, 0.9, err, sizeof err), *e_other = tg_ema_new(other.params, 0.9, err, sizeof err);
+    tg_train_state ts;
+    tg_train_state_init(&ts, 1);
+    char path[600];
+    snprintf(path, sizeof path, "%s", tt_path("objects.safetensors"));
+    static const struct {
+        int opt, muon, ema;   /* 0: none; 1: m's; 2: another store's (opt 3: m's AdamW not told to leave Muon's) */
+        bool ts;
+        const char *want;
+    } cases[] = {
+        {1, 0, 2, true, "checkpoint_save: the averages (ema) are of another store than the model's"},
+        {1, 2, 0, true, "checkpoint_save: Muon (muon) is of another store than the model's"},
+        {2, 0, 0, true, "checkpoint_save: AdamW (opt) is of another store than the model's"},
+        {0, 1, 0, true, "checkpoint_save: Muon's state goes with AdamW's: give the AdamW that trains the other "
+                        "parameters (opt)"},
+        {0, 0, 1, true, "checkpoint_save: the averages' state goes with the optimizer's: give opt too"},
+        {1, 1, 1, false, "checkpoint_save: the optimizer's state goes with the training state: give ts too"},
+        {3, 1, 0, true, "checkpoint_save: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which Muon "
+                        "updates too: call tg_muon_exclude(muon, opt) when making them"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const tg_adamw *opts[4] = {NULL, o, o_other, o_all};
+        const tg_muon *mus[3] = {NULL, mu, mu_other};
+        const tg_ema *emas[3] = {NULL, e, e_other};
+        err[0] = 0;
+        ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, opts[cases[k].opt], NULL, NULL, mus[cases[k].muon],
+                                            emas[cases[k].ema], cases[k].ts ? &ts : NULL, NULL, 0, err, sizeof err),
+                         -1);
+        ck_assert_msg(!strcmp(err, cases[k].want), "case %zu: '%s', wanted '%s'", k, err, cases[k].want);
+        ck_assert_msg(access(path, F_OK) != 0, "case %zu: a refused save wrote %s", k, path);
+    }
+    /* the step counts: one optimizer step per training step */
+    tg_adamw_set_steps(o, 2);
+    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
+                          "per training step)");
+    tg_adamw_set_steps(o, 0);
+    tg_muon_set_steps(mu, 1);
+    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
+                          "per training step)");
+    ck_assert(access(path, F_OK) != 0);
+    tg_muon_set_steps(mu, 0);
+
+    /* a good file; load_train checks what it is given the same way, changing nothing */
+    ck_assert_msg(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err) == 0, "%s",
+                  err);
+    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    ck_assert_ptr_nonnull(f);
+    tg_train_state t = {.step = 42};
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
+                          "Muon updates too: call tg_muon_exclude(muon, opt) when making them");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_load_train: Muon (muon) is of another store than the optimizer's");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, err, sizeof err), -1);
+    ck_assert_str_eq(err, "checkpoint_load_train: the averages (ema) are of another store than the optimizer's");
+    ck_assert_int_eq(t.step, 42);
+    ck_assert_msg(tg_checkpoint_load_train(f, o, mu, e, &t, 10, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(t.step, 0);
+    tg_st_free(f);
+    remove(path);
+    tg_ema_free(e);
+    tg_ema_free(e_other);
+    tg_muon_free(mu);
+    tg_muon_free(mu_other);
+    tg_adamw_free(o);
+    tg_adamw_free(o_all);
+    tg_adamw_free(o_other);
+    tg_model_free(&m);
+    tg_model_free(&other);
 }
 END_TEST
 
@@ -641,6 +745,7 @@ int main(void)
     Suite *s = suite_create("train_checkpoint");
     tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
                                                   muon_state_in_checkpoints, averages_in_checkpoints,
+                                                  save_and_load_check_their_objects,
                                                   half_precision_checkpoints_load, the_vocabulary_of_a_checkpoint,
                                                   eval_loss_is_the_mean_over_its_windows,
                                                   eval_loss_whole_counts_every_target_once));

@@ -192,4 +192,33 @@ expect_fail "tokenizer train --words" "--words letters: expected classes or spac
 expect_fail "a budget too small for one step" "--time-budget 0.05: not one step fits" \
   "$bin" train "${small[@]}" --time-budget 0.05 --out "$work/e5"
 [ ! -e "$work/e1" ] && [ ! -e "$work/e4" ] && [ ! -e "$work/e4.tok" ] && ok "a refused run leaves no OUT" || bad "a refused run left OUT"
+
+# 7. the plan's record is checked at resume, never carried on bad:
+# train.budget_steps is a step count, the run's train.steps until a resume
+# gives the run other steps, which records the step it did so at
+# (train.budget_left_at, at most both)
+"$bin" train "${small[@]}" --time-budget 6 --stop-at 6 --eval-interval 3 --out "$work/v" >"$work/v.log" 2>&1 ||
+  bad "the budget run stopped at 6: $(tail -2 "$work/v.log")"
+nb=$(meta "$work/v/last.safetensors" train.budget_steps)
+edited() { rm -rf "$work/v2"; mkdir "$work/v2"; "$st_edit" "$1/last.safetensors" "$work/v2/last.safetensors" "${@:2}"; }
+for v in nan -5 0 9223372036854775807; do
+  edited "$work/v" train.budget_steps=$v
+  expect_fail "train.budget_steps $v" "'train.budget_steps' = '$v' is not an integer in [1, 1000000000000]" \
+    "$bin" train --resume --stop-at 7 --out "$work/v2"
+done
+edited "$work/v" train.budget_steps=3
+expect_fail "train.budget_steps 3 beside train.steps $nb, 6 steps done" \
+  "'train.budget_steps' = '3' is not the run's 'train.steps' $nb, and no resume gave the run other steps" \
+  "$bin" train --resume --stop-at 7 --out "$work/v2"
+"$bin" train --resume --steps 8 --out "$work/v" >"$work/v3.log" 2>&1 || bad "a resume to 8 steps: $(tail -2 "$work/v3.log")"
+[ "$(meta "$work/v/last.safetensors" train.budget_left_at)" = 6 ] && [ "$(meta "$work/v/last.safetensors" train.steps)" = 8 ] &&
+  [ "$(meta "$work/v/last.safetensors" train.budget_steps)" = "$nb" ] &&
+  ok "a resume to other steps (8 of the budget's $nb) records where it left them: train.budget_left_at 6" ||
+  bad "resumed to 8: left_at '$(meta "$work/v/last.safetensors" train.budget_left_at)', steps $(meta "$work/v/last.safetensors" train.steps)"
+"$bin" train --resume --steps 9 --out "$work/v" >"$work/v4.log" 2>&1 && [ "$(meta "$work/v/last.safetensors" train.step)" = 9 ] &&
+  [ "$(meta "$work/v/last.safetensors" train.budget_left_at)" = 6 ] && ok "and resumes on from that record" ||
+  bad "a resume to 9: $(tail -2 "$work/v4.log")"
+edited "$work/v" train.budget_left_at=10
+expect_fail "train.budget_left_at past the steps done" "'train.budget_left_at' = '10' is not an integer in [0, 9]" \
+  "$bin" train --resume --steps 10 --out "$work/v2"
 finish

@@ -346,4 +346,17 @@ done
 [ -z "$missing" ] && ok "docs/distributed.md: every --data file is downloaded there or in the repository" ||
   bad "docs/distributed.md sends users to$missing"
 
+# 6. the progress line's ETA counts the evaluations left at their measured
+# cost: here they are most of the run (four of about a second after step 1,
+# twenty steps of a few ms), so the ETA at step 1 is most of the run's
+# time, where the steps alone said 0s
+t0=$(date +%s.%N)
+"$bin" train "${small[@]}" --steps 20 --eval-interval 5 --eval-iters 250 --log-interval 1 --out "$work/eta" \
+  >"$work/eta.log" 2>&1 || bad "the ETA run: $(tail -2 "$work/eta.log")"
+wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+eta=$(sed -n 's|^step 1/20 .*ETA \([0-9]*\)s$|\1|p' "$work/eta.log")
+awk -v e="${eta:-0}" -v w="$wall" 'BEGIN { exit !(e >= 0.5 * w && e <= 1.2 * w) }' &&
+  ok "the ETA at step 1 (${eta}s) counts the 4 evaluations left: most of the run's $wall s" ||
+  bad "the ETA at step 1: '${eta}' s, the run took $wall s: $(grep '^step 1/' "$work/eta.log")"
+
 finish

@@ -94,6 +94,21 @@ printf 'n_layer = 2\n\x1b[31mred\xc2\xa0\n' > "$work/bin2.conf"
 expect_fail "... and in a line" "--config $work/bin2.conf:2: expected 'name = value', got '\\x1b[31mred\\xc2\\xa0'" \
   "$bin" train --config "$work/bin2.conf"
 expect_fail "... and in a value on the command line" "--lr: '\\xc2\\xa03' is not a number" "$bin" train --lr $'\xc2\xa03'
+# a word setting checked after parsing (a choice of values) names its line as a number does; the command
+# line's value, which wins, is named as the flag
+printf 'steps = 3\nsampling = epoch\n' > "$work/w1.conf"
+expect_fail "a bad --sampling in a config file names its line" \
+  "--config $work/w1.conf:2: sampling: 'epoch' is not random or epochs" "$bin" train --config "$work/w1.conf"
+printf '# Muon\noptimizer = sgd\n' > "$work/w2.conf"
+expect_fail "a bad --optimizer in a config file names its line" \
+  "--config $work/w2.conf:2: optimizer: 'sgd' is not adamw or muon" "$bin" train --config "$work/w2.conf"
+printf 'schedule = linear\ndtype = f16\n' > "$work/w3.conf"
+expect_fail "... and --dtype" "--config $work/w3.conf:2: dtype: 'f16' is not f32 or f64" "$bin" train --config "$work/w3.conf"
+expect_fail "... and --schedule" "--config $work/w3.conf:1: schedule: 'linear' is not cosine or wsd" \
+  "$bin" train --config "$work/w3.conf" --dtype f32
+out=$("$bin" train --config "$work/w2.conf" --optimizer adam 2>&1 >/dev/null)
+grep -qx "tiny_gpt train: --optimizer: 'adam' is not adamw or muon" <<<"$out" &&
+  ok "the command line's value over the file's is named as the flag" || bad "command line over a config: $out"
 # a flag that needs a value does not take the next flag as one (--config took --out as its file)
 expect_fail "--config followed by a flag" "--config needs a value, and '--out' after it is a flag (write --config=VALUE" \
   "$bin" train --config --out "$work/o"

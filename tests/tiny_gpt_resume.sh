@@ -242,26 +242,69 @@ expect_fail "--muon-lr without Muon" "--muon-lr is a setting of --optimizer muon
 expect_fail "an unknown optimizer" "--optimizer: 'sgd' is not adamw or muon" "$bin" train "${small[@]}" --optimizer sgd --out "$work/mu5"
 
 # 10. --ema: the checkpoint holds the averages, and stop + --resume is the
-# uninterrupted run byte for byte (with Muon, so every state is there); the
-# evaluations are of the averages: best.safetensors holds them and
-# `eval --ckpt` reproduces its line, while last.safetensors holds the
-# weights; the decay is part of the run
+# uninterrupted run byte for byte (with Muon, so every state is there);
+# every evaluation is of the raw weights and of the averages, each line
+# saying whose; best.safetensors holds the lower of the two and says whose,
+# last.safetensors both: `eval --ckpt` prints what training printed for the
+# file, and --weights picks; the decay is part of the run
 ecfg=("${mcfg[@]}" --ema 0.8)
 if stopped_run em 17 "${ecfg[@]}" && h=$(header "$work/em/last.safetensors") &&
    grep -qF '"ema.decay":"0.80000000000000004"' <<<"$h" && grep -qF '"train.ema":"0.8"' <<<"$h" &&
+   grep -qF '"weights":"raw"' <<<"$h" &&
    grep -q '"ema.values"' < <(head -c 65536 "$work/em/last.safetensors" | tr -d '\000'); then
-  ok "--ema: stop at 17 + --resume equals the uninterrupted run byte for byte; the averages and the decay recorded"
+  ok "--ema: stop at 17 + --resume equals the uninterrupted run byte for byte; the averages, the decay and whose the weights are recorded"
 else bad "--ema resume"; fi
-# the averages are what was evaluated (the weights evaluate to another loss)
-best=$(grep -o '"train.step":"[0-9]*"' < <(header "$work/em/best.safetensors") | grep -o '[0-9]*')
-line=$(grep "^step $best: " "$work/em.log" | sed "s/ (floor .*//")
+meta() { header "$1" | grep -o "\"$2\":\"[^\"]*\"" | cut -d'"' -f4; }
+lines() { grep "^step $2: .* of the $3 weights" "$work/$1.log" | sed "s/ (floor .*//"; }
+best=$(meta "$work/em/best.safetensors" train.step)
+w=$(meta "$work/em/best.safetensors" weights)
 got=$("$bin" eval --ckpt "$work/em/best.safetensors" 2>/dev/null)
-raw=$("$bin" eval --ckpt "$work/em/last.safetensors" 2>/dev/null)
-[ -n "$line" ] && [ "$got" = "$line" ] && [ "$raw" != "$line" ] &&
-  ok "--ema: best.safetensors (step $best) evaluates to the run's line, the last weights to another ($raw)" ||
-  bad "--ema evaluations: best '$got' vs '$line'; last '$raw'"
+[ -n "$best" ] && [ -n "$(lines em "$best" "$w")" ] && [ "$got" = "$(lines em "$best" "$w")" ] &&
+  ok "--ema: best.safetensors (step $best, the $w weights) evaluates to the run's line for them" ||
+  bad "--ema best: '$got' vs '$(lines em "$best" "$w")' (weights '$w')"
+# best is the lower val loss of the two at its step
+vals=$(for x in raw ema; do lines em "$best" $x | sed 's/.*val loss \([0-9.]*\).*/\1/'; done | tr '\n' ' ')
+awk -v w="$w" -v v="$vals" 'BEGIN { split(v, a, " "); exit !(w == "raw" ? a[1] < a[2] : a[2] <= a[1]) }' &&
+  ok "--ema: best holds the lower of the two val losses at step $best ($vals: $w)" || bad "--ema best: $w of $vals"
+both=$("$bin" eval --ckpt "$work/em/last.safetensors" 2>/dev/null)
+[ "$both" = "$(lines em 40 raw; lines em 40 ema)" ] && [ "$(grep -c . <<<"$both")" = 2 ] &&
+  ok "--ema: eval of last.safetensors prints exactly the two lines training printed at step 40" ||
+  bad "--ema last: '$both' vs '$(lines em 40 raw; lines em 40 ema)'"
+[ "$("$bin" eval --ckpt "$work/em/last.safetensors" --weights ema 2>/dev/null)" = "$(lines em 40 ema)" ] &&
+  [ "$("$bin" eval --ckpt "$work/em/last.safetensors" --weights raw 2>/dev/null)" = "$(lines em 40 raw)" ] &&
+  ok "--ema: eval --weights ema|raw picks one of them" || bad "--ema: --weights does not pick"
 [ "$(untimed "$work/em" | tail -1)" != "$(untimed "$work/mu" | tail -1)" ] && ok "--ema's evaluations differ from the weights'" ||
   bad "--ema's evaluations equal the weights'"
+# averages that lag far behind (decay 0.999 over 30 steps: mostly the
+# initial weights) evaluate worse than the weights: best holds the raw
+# weights, says so, and refuses --weights ema
+"$bin" train "${small[@]}" --steps 30 --eval-interval 10 --eval-iters 2 --warmup 5 --ema 0.999 --out "$work/el" \
+  >"$work/el.log" 2>&1 || bad "the lagging --ema run: $(tail -2 "$work/el.log")"
+lb=$(meta "$work/el/best.safetensors" train.step)
+[ "$(meta "$work/el/best.safetensors" weights)" = raw ] && [ "$lb" = 30 ] &&
+  [ "$("$bin" eval --ckpt "$work/el/best.safetensors" 2>/dev/null)" = "$(lines el 30 raw)" ] &&
+  grep -q "best val loss .* (the raw weights of step 30, in best.safetensors)" "$work/el.log" &&
+  ok "--ema whose averages are worse: best.safetensors holds the raw weights of step 30, says so, evaluates to their line" ||
+  bad "lagging --ema: best step '$lb', weights '$(meta "$work/el/best.safetensors" weights)': $(grep '^step 30: ' "$work/el.log")"
+expect_fail "--weights ema of a best holding the raw weights" \
+  "--weights ema: $work/el/best.safetensors holds the raw weights alone (metadata 'weights' raw" \
+  "$bin" eval --ckpt "$work/el/best.safetensors" --weights ema
+# and averages that smooth a high constant rate's noise evaluate better
+# (here by 0.02): best holds them, says so, and refuses --weights raw
+"$bin" train "${small[@]}" --lr 3e-2 --min-lr 3e-2 --steps 80 --eval-interval 40 --eval-iters 20 --warmup 5 \
+  --ema 0.9 --out "$work/eb" >"$work/eb.log" 2>&1 || bad "the smoothing --ema run: $(tail -2 "$work/eb.log")"
+[ "$(meta "$work/eb/best.safetensors" weights)" = ema ] && [ "$(meta "$work/eb/best.safetensors" train.step)" = 80 ] &&
+  [ "$("$bin" eval --ckpt "$work/eb/best.safetensors" 2>/dev/null)" = "$(lines eb 80 ema)" ] &&
+  grep -q "best val loss .* (the ema weights of step 80, in best.safetensors)" "$work/eb.log" &&
+  ok "--ema whose averages are better: best.safetensors holds them (step 80), says so, evaluates to their line" ||
+  bad "smoothing --ema: best '$(meta "$work/eb/best.safetensors" weights)' at $(meta "$work/eb/best.safetensors" train.step): $(grep '^step 80: ' "$work/eb.log")"
+expect_fail "--weights raw of a best holding the averages" \
+  "--weights raw: $work/eb/best.safetensors holds the averages alone (metadata 'weights' ema" \
+  "$bin" eval --ckpt "$work/eb/best.safetensors" --weights raw
+expect_fail "--weights of a run without --ema" "--weights ema: the run of $work/mu/best.safetensors kept no averages" \
+  "$bin" eval --ckpt "$work/mu/best.safetensors" --weights ema
+expect_fail "--weights neither" "--weights: 'best' is not ema or raw" \
+  "$bin" eval --ckpt "$work/el/last.safetensors" --weights best
 "$bin" train "${ecfg[@]}" --stop-at 5 --out "$work/em3" >/dev/null 2>&1
 expect_fail "resume with another decay" "--ema 0.9 differs from the run's 0.8" "$bin" train --resume --ema 0.9 --out "$work/em3"
 mkdir -p "$work/em4"

@@ -15,6 +15,60 @@
 
 /* ---- writing ------------------------------------------------------------------ */
 
+/* The objects a checkpoint's state comes from belong to one model: each
+ * made on store p (`whose` names it: "the model's"), and AdamW leaving
+ * Muon's matrices to Muon (tg_muon_exclude). 0, or -1 with a message
+ * starting with fn. */
+static int check_objects(const char *fn, const tg_params *p, const char *whose, const tg_adamw *opt,
+                         const tg_muon *muon, const tg_ema *ema, char *err, size_t errlen)
+{
+    if (opt && tg_adamw_store(opt) != p)
+        return tg_set_err(err, errlen, "%s: AdamW (opt) is of another store than %s", fn, whose);
+    if (muon && tg_muon_store(muon) != p)
+        return tg_set_err(err, errlen, "%s: Muon (muon) is of another store than %s", fn, whose);
+    if (ema && tg_ema_store(ema) != p)
+        return tg_set_err(err, errlen, "%s: the averages (ema) are of another store than %s", fn, whose);
+    for (int i = 0; muon && opt && i < tg_params_count(p); i++) {
+        const tg_tensor *t = tg_params_at(p, i);
+        if (tg_muon_updates(muon, t) && tg_adamw_updates(opt, t))
+            return tg_set_err(err, errlen, "%s: AdamW (opt) updates '%s', which Muon updates too: call "
+                              "tg_muon_exclude(muon, opt) when making them", fn, t->name);
+    }
+    return 0;
+}
+
+/* What save is given of the state is what load_train would take back:
+ * the objects of the model, the pieces together, the streams seeded,
+ * the counts in range and in step. 0, or -1 with a message. */
+static int check_state(const tg_model *m, const tg_adamw *opt, const tg_muon *muon, const tg_ema *ema,
+                       const tg_train_state *ts, char *err, size_t errlen)
+{
+    static const char fn[] = "checkpoint_save";
+    if (muon && !opt)
+        return tg_set_err(err, errlen, "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
+                          "parameters (opt)", fn);
+    if (ema && !opt)
+        return tg_set_err(err, errlen, "%s: the averages' state goes with the optimizer's: give opt too", fn);
+    if (opt && !ts)
+        return tg_set_err(err, errlen, "%s: the optimizer's state goes with the training state: give ts too", fn);
+    if (check_objects(fn, m->params, "the model's", opt, muon, ema, err, errlen)) return -1;
+    if (!opt) return 0;
+    if (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1))
+        return tg_set_err(err, errlen, "%s: the state's random streams were never seeded (tg_train_state_init)", fn);
+    if (ts->step < 0 || !(ts->best_val >= 0))
+        return tg_set_err(err, errlen, "%s: the state's step %lld or best val loss %g is not a state (step >= 0, "
+                          "best >= 0 or inf)", fn, (long long)ts->step, ts->best_val);
+    if (ts->windows < 0)
+        return tg_set_err(err, errlen, "%s: the state's windows drawn, %lld, is below 0", fn, (long long)ts->windows);
+    const int64_t steps[2] = {tg_adamw_steps(opt), muon ? tg_muon_steps(muon) : ts->step};
+    for (int k = 0; k < 2; k++)
+        if (steps[k] != ts->step)
+            return tg_set_err(err, errlen, "%s: %s has taken %lld step%s but the state is at step %lld (one "
+                              "optimizer step per training step)", fn, k ? "Muon" : "AdamW", (long long)steps[k],
+                              steps[k] == 1 ? "" : "s", (long long)ts->step);
+    return 0;
+}
+
 void tg_train_state_init(tg_train_state *ts, uint64_t seed)
 {
     if (!ts) return;
@@ -30,16 +84,7 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
 {
     if (!path || !m || !m->family || (n_meta > 0 && !meta))
         return tg_set_err(err, errlen, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
-    /* nothing the reader would refuse */
-    if (opt && ts && (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1)))
-        return tg_set_err(err, errlen, "checkpoint_save: the state's random streams were never seeded "
-                          "(tg_train_state_init)");
-    if (opt && ts && (ts->step < 0 || !(ts->best_val >= 0)))
-        return tg_set_err(err, errlen, "checkpoint_save: the state's step %lld or best val loss %g is not a "
-                          "state (step >= 0, best >= 0 or inf)", (long long)ts->step, ts->best_val);
-    if (opt && ts && ts->windows < 0)
-        return tg_set_err(err, errlen, "checkpoint_save: the state's windows drawn, %lld, is below 0",
-                          (long long)ts->windows);
+    if (check_state(m, opt, muon, ema, ts, err, errlen)) return -1;   /* nothing the reader would refuse */
     tg_st_writer *w = tg_st_writer_new();
     int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);
@@ -211,6 +256,8 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
 {
     if (!f || !opt || !ts)
         return tg_set_err(err, errlen, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
+    if (check_objects("checkpoint_load_train", tg_adamw_store(opt), "the optimizer's", opt, muon, ema, err, errlen))
+        return -1;
     if (!tg_st_find(f, "optimizer.m") || !tg_st_find(f, "optimizer.v") || !tg_st_meta(f, "train.step"))
         return tg_set_err(err, errlen, "not a training checkpoint: optimizer state or train.step missing (a "
                           "best.safetensors holds weights only: start from it with --init)");

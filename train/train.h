@@ -225,7 +225,11 @@ TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
  * "train.data_rng", "train.dropout_rng" (tg_rng_to_string), "train.windows" and
  * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
  * would refuse is not written: streams never seeded, a negative step,
- * best val loss or windows count. 0, or -1 with a message. */
+ * best val loss or windows count, optimizers' step counts other than
+ * ts->step; nor are pieces that do not belong together: an opt, muon or
+ * ema made on another store than m's, muon or ema without opt, opt
+ * without ts, an AdamW that still updates a matrix Muon updates (call
+ * tg_muon_exclude). 0, or -1 with a message (the file then untouched). */
 TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
                               const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
                               const tg_train_state *ts,
@@ -255,8 +259,10 @@ TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_v
  * >= 0 (0 when absent: files from before it). A file
  * with Muon's state is refused without muon, and one without it with
  * muon (a run keeps its optimizer); so is one with averages without ema,
- * and one without them with it. 0, or -1 with a message naming the key
- * (opt, muon, ema and ts then unchanged). */
+ * and one without them with it. muon and ema must be made on opt's
+ * store, and opt must leave Muon's matrices alone (tg_muon_exclude), as
+ * the run that wrote the file did. 0, or -1 with a message naming the
+ * key (opt, muon, ema and ts then unchanged). */
 TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
                                     int64_t max_step, char *err, size_t errlen);
 
@@ -375,5 +381,8 @@ static inline double tg_bits_per_byte(double nats, double bytes_per_token)
 #ifdef __cplusplus
 }
 #endif
+
+/* generation and scoring: the sampler, prompts, tg_generate, tg_text_nll */
+#include "generate.h"
 
 #endif

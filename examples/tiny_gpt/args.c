@@ -12,10 +12,57 @@
 
 static char *config_text;   /* the --config file, its values NUL-terminated in place */
 
+/* The flags a config file's line set (and the command line did not), by
+ * their dest: the file, the line and the name as the line writes it (in
+ * config_text), for args_place. */
+#define ORIGINS 256
+static const char *config_path;
+static struct origin {
+    const void *dest;
+    int line;
+    const char *name;
+} origins[ORIGINS];
+static int n_origins;
+
+static struct origin *origin_of(const void *dest)
+{
+    for (int i = 0; i < n_origins; i++)
+        if (origins[i].dest == dest) return &origins[i];
+    return NULL;
+}
+
+static void origin_set(const void *dest, int line, const char *name)
+{
+    struct origin *o = origin_of(dest);
+    if (!o && n_origins < ORIGINS) o = &origins[n_origins++];
+    if (o) *o = (struct origin){dest, line, name};
+}
+
+static void origin_clear(const void *dest)
+{
+    struct origin *o = origin_of(dest);
+    if (o) *o = origins[--n_origins];
+}
+
 void args_free(void)
 {
     free(config_text);
     config_text = NULL;
+    config_path = NULL;
+    n_origins = 0;
+}
+
+void args_place(const arg_spec *specs, int n_specs, const char *name, char *err, size_t errlen)
+{
+    const arg_spec *s = args_find((arg_spec *)specs, n_specs, name);
+    const struct origin *o = s ? origin_of(s->dest) : NULL;
+    char flag[80];
+    snprintf(flag, sizeof flag, "--%s:", s ? s->name : name);
+    const size_t n = strlen(flag);
+    if (!o || !config_path || strncmp(err, flag, n) || errlen < 2) return;
+    char rest[2048];
+    snprintf(rest, sizeof rest, "%s", err + n);
+    snprintf(err, errlen, "--config %s:%d: %s:%s", config_path, o->line, o->name, rest);
 }
 
 /* s as a message shows it: printable ASCII as it is, any other byte as
@@ -277,6 +324,8 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
     size_t len;
     char rerr[512];
     free(config_text);
+    config_path = path;
+    n_origins = 0;
     if (!(config_text = read_config(path, &len, rerr, sizeof rerr))) {
         snprintf(err, errlen, "--config %s", rerr);
         return -1;
@@ -331,6 +380,7 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
         }
         snprintf(where, sizeof where, "--config %s:%d: %s", path, lineno, name);
         if (set_flag(s, v, where, err, errlen)) return -1;
+        origin_set(s->dest, lineno, name);
     }
     return 0;
 }
@@ -397,6 +447,7 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
         char what[80];
         snprintf(what, sizeof what, "--%s", s->name);
         if (set_flag(s, v, what, err, errlen)) return -1;
+        origin_clear(s->dest);   /* the command line's value wins: named as the flag */
     }
     return 0;
 }

@@ -57,6 +57,12 @@ typedef union arg_value {
 int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, size_t errlen);
 /* Frees what args_parse kept of a config file. */
 void args_free(void);
+/* For a message about flag `name` that a check after parsing wrote into
+ * err as "--name: ..." (a word that is not one of the flag's values):
+ * when the value came from a config file's line (not overridden on the
+ * command line), "--name" becomes that line's place, "--config FILE:LINE:
+ * name", as args_parse names a bad number there. Else err stays. */
+void args_place(const arg_spec *specs, int n_specs, const char *name, char *err, size_t errlen);
 /* One line per flag: name, help, default (the value dest holds now). */
 void args_usage(FILE *out, const arg_spec *specs, int n_specs, const char *prefix);
 bool args_seen(const arg_spec *specs, int n_specs, const char *name);

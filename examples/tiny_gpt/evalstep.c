@@ -3,6 +3,9 @@
  *   eval --ckpt F [--data F]  a checkpoint's train and val loss on its
  *         run's split (the text, block size, batch size and eval batches
  *         its metadata records), printed as training prints an evaluation.
+ *         Of an --ema run, the weights training evaluated for the file
+ *         (best.safetensors: those it holds; last.safetensors: the raw
+ *         weights and the averages), or those --weights ema|raw picks.
  *   eval --ckpt F --text FILE  the mean negative log-likelihood of a text:
  *         its ids as sample encodes a prompt (a Llama's BOS first), the
  *         first block_size of them in one window, position i predicting
@@ -29,6 +32,7 @@
 
 #include "checkpoint.h"
 #include "files.h"
+#include "metrics.h"
 #include "run.h"
 #include "tokdata.h"
 #include "train.h"
@@ -103,10 +107,47 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
     return tg_tensor_item(loss);
 }
 
+/* The weights of f to evaluate (--weights `want`, NULL: what training
+ * evaluated of this file) into sets[0..n): "ema", "raw", or NULL for a
+ * run without --ema (its lines name none). A file holding the averages
+ * beside its weights (an --ema run's last.safetensors) gives both, in the
+ * order training printed them: raw, ema; another file its own. Returns n
+ * (1 or 2), or -1 with a message. */
+static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want, const char *sets[2], char *err,
+                        size_t errlen)
+{
+    const char *w = tg_st_meta(f, "weights"), *holds = checkpoint_weights(f);
+    const bool beside = checkpoint_has_averages(f) && holds && !strcmp(holds, "raw");
+    if (w && strcmp(w, "ema") && strcmp(w, "raw"))
+        return snprintf(err, errlen, "%s: metadata 'weights' = '%.40s' is not ema or raw", ckpt, w), -1;
+    if (want && strcmp(want, "ema") && strcmp(want, "raw"))
+        return snprintf(err, errlen, "--weights: '%s' is not ema or raw", want), -1;
+    sets[0] = holds, sets[1] = NULL;
+    if (!want) {
+        if (beside) sets[1] = "ema";
+        return beside ? 2 : 1;
+    }
+    if (!strcmp(want, "ema")) {
+        if (!holds)
+            return snprintf(err, errlen, "--weights ema: the run of %s kept no averages of its weights (it trained "
+                            "without --ema)", ckpt), -1;
+        if (strcmp(holds, "ema") && !beside)
+            return snprintf(err, errlen, "--weights ema: %s holds the raw weights alone (metadata 'weights' raw: they "
+                            "evaluated lower than the averages at its step); the run's last.safetensors holds both",
+                            ckpt), -1;
+        sets[0] = "ema";
+    } else if (holds && strcmp(holds, "raw")) {
+        return snprintf(err, errlen, "--weights raw: %s holds the averages alone (metadata 'weights' ema: they "
+                        "evaluated lower than the raw weights at its step); the run's last.safetensors holds both",
+                        ckpt), -1;
+    }
+    return 1;
+}
+
 /* eval --ckpt: the loss estimate of `train` at the checkpoint's step,
  * on the split of the run's text. */
 static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const char *tok_file,
-                     const arg_spec *specs, int n_specs,
+                     const char *weights, const arg_spec *specs, int n_specs,
                      tg_dtype dt, bool composed, int64_t eval_iters, int batch_size, bool full_val)
 {
     char err[8192];
@@ -171,18 +212,28 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     if (tokens ? run_load_tokens(&d, &v, shape.config.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
                : tg_dataset_from_text(&d, &v, text.text, text.len, T, err, sizeof err))
         goto fail;
-    if (tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    const char *sets[2];
+    const int n_sets = pick_weights(f, ckpt, weights, sets, err, sizeof err);
+    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
     tg_model_set_composed(&m, composed);
     const int B = o.batch_size, A = o.grad_accum;
     const bool tty = isatty(STDERR_FILENO);
     const int64_t n = o.eval_iters;
-    double tl = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
-    double vl = isnan(tl) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.full_val ? 0 : n, o.seed, step, 0, 1, tty,
-                                                err, sizeof err);
-    if (isnan(vl)) goto fail;
-    char bpb[80];
-    bpb_note(bpb, sizeof bpb, tg_bits_per_byte(vl, d.bytes_per_token[1]));
-    printf("step %lld: train loss %.4f, val loss %.4f (%s)\n", (long long)step, tl, vl, bpb);
+    const char *holds = checkpoint_weights(f);
+    for (int k = 0; k < n_sets; k++) {   /* each as training evaluated it: the same windows */
+        if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") &&
+            checkpoint_use_averages(f, &m, err, sizeof err))
+            goto fail;
+        metrics_row r = metrics_empty(step);
+        r.train = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
+        r.val = isnan(r.train) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.full_val ? 0 : n, o.seed, step, 0, 1,
+                                                     tty, err, sizeof err);
+        if (isnan(r.val)) goto fail;
+        r.val_bpb = tg_bits_per_byte(r.val, d.bytes_per_token[1]);
+        char line[256];
+        metrics_eval_line(&r, sets[k], line, sizeof line);
+        printf("%s\n", line);
+    }
     rc = 0;
     goto done;
 fail:
@@ -198,57 +249,51 @@ done:
 }
 
 /* eval --ckpt F --text FILE: the text's mean nll in one window. */
-static int eval_text(const char *ckpt, const char *path, const char *vocab_file, const char *tok_file, tg_dtype dt,
-                     bool composed)
+static int eval_text(const char *ckpt, const char *path, const char *vocab_file, const char *tok_file,
+                     const char *weights, tg_dtype dt, bool composed)
 {
     char err[2048];
     int rc = 1;
     tg_st_file *f = NULL;
     tg_model m = {0};
     tg_vocab v = {0};
-    tg_graph *g = NULL;
     char *text = NULL;
     int32_t *ids = NULL;
     size_t len;
     char picked[4096];
+    tg_error e = {0};
     if (!(text = tg_file_read(path, &len, err, sizeof err)) ||
         !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
         !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
         checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err, sizeof err))
         goto fail;
+    const char *sets[2];   /* the file's own weights unless --weights picks */
+    if (weights && (pick_weights(f, ckpt, weights, sets, err, sizeof err) < 0 ||
+                    (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") &&
+                     checkpoint_use_averages(f, &m, err, sizeof err))))
+        goto fail;
     tg_model_set_composed(&m, composed);
-    int64_t n = prompt_ids(&v, m.config.vocab_size, text, len, &ids, err, sizeof err);
-    if (n < 0) goto fail;
+    int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
+    if (n < 0) goto fail_e;
     if (n > m.config.block_size) n = m.config.block_size;   /* one window: the first block_size ids */
     if (n < 2) {
         snprintf(err, sizeof err, "%s gives %lld id%s: at least two are needed for one prediction", path,
                  (long long)n, n == 1 ? "" : "s");
         goto fail;
     }
-    if (!(g = tg_graph_new())) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    tg_graph_set_grad_enabled(g, false);
-    tg_graph_set_training(g, false);
-    const int N = (int)n - 1;
-    tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids);
-    tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + 1);
-    tg_tensor *loss = idx && tgt ? tg_model_loss(g, &m, idx, tgt) : NULL;
-    if (!loss) {
-        snprintf(err, sizeof err, "%s", tg_graph_error(g));
-        goto fail;
-    }
-    const double nll = tg_tensor_item(loss);
-    printf("nll %.6f nats per token over %d predictions (perplexity %.4f)\n", nll, N, exp(nll));
+    int64_t preds;
+    const double nll = tg_text_nll(&m, ids, n, 1, &preds, &e);
+    if (isnan(nll)) goto fail_e;
+    printf("nll %.6f nats per token over %lld predictions (perplexity %.4f)\n", nll, (long long)preds, exp(nll));
     rc = 0;
     goto done;
+fail_e:
+    snprintf(err, sizeof err, "%s", e.msg);
 fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err);
 done:
-    free(ids);
+    tg_free(ids);
     free(text);
-    tg_graph_free(g);
     tg_vocab_free(&v);
     tg_model_free(&m);
     tg_st_free(f);
@@ -258,7 +303,8 @@ done:
 int cmd_eval(int argc, char **argv)
 {
     const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
-               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL;
+               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL,
+               *weights = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
     bool composed = false, full_val = false;
@@ -268,6 +314,9 @@ int cmd_eval(int argc, char **argv)
         {"data", ARG_STRING, &data, 0, 0, "with --ckpt: the text (default: the one the run recorded)", 0, ROLE_NONE},
         {"text", ARG_STRING, &text, 0, 0, "with --ckpt: the mean nll per token of this file's text instead (its "
          "first block_size ids, encoded as sample encodes a prompt)", 0, ROLE_NONE},
+        {"weights", ARG_STRING, &weights, 0, 0, "with --ckpt, of an --ema run: ema (the averages) or raw (the "
+         "weights trained) (default: what training evaluated of the file: best.safetensors the one it holds, "
+         "last.safetensors both)", 0, ROLE_NONE},
         {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
         {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
         {"full-val", ARG_SWITCH, &full_val, 0, 0, "with --ckpt: the val loss over the whole val split, each token "
@@ -297,10 +346,10 @@ int cmd_eval(int argc, char **argv)
                         "--dump-logits (one batch)\n");
         return 2;
     }
-    if (!ckpt && (data || text || vocab_file || tok_file || args_seen(specs, n_specs, "eval-iters") ||
+    if (!ckpt && (data || text || vocab_file || tok_file || weights || args_seen(specs, n_specs, "eval-iters") ||
                   args_seen(specs, n_specs, "batch-size") || full_val)) {
-        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --tokenizer, --eval-iters, --batch-size and "
-                        "--full-val go with --ckpt\n");
+        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --weights, --tokenizer, --eval-iters, --batch-size "
+                        "and --full-val go with --ckpt\n");
         return 2;
     }
     if (text && (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size") ||
@@ -309,9 +358,9 @@ int cmd_eval(int argc, char **argv)
                         "and --full-val (the run's split)\n");
         return 2;
     }
-    if (text) return eval_text(ckpt, text, vocab_file, tok_file, dt, composed);
-    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, specs, n_specs, dt, composed, eval_iters, batch_size,
-                                full_val);
+    if (text) return eval_text(ckpt, text, vocab_file, tok_file, weights, dt, composed);
+    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, weights, specs, n_specs, dt, composed, eval_iters,
+                                batch_size, full_val);
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();

@@ -18,35 +18,6 @@
 
 #define GELU_WINDOWS 16   /* the val text is scored in at most this many windows of block_size ids */
 
-/* The mean nll of n ids (n >= 2) in consecutive windows of the model's
- * block size: every id after the first of a window predicted; NAN with a
- * message. */
-static double windows_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t *preds, char *err, size_t errlen)
-{
-    const int T = m->config.block_size;
-    double sum = 0;
-    *preds = 0;
-    for (int64_t at = 0; at + 1 < n && at / T < GELU_WINDOWS; at += T) {
-        const int N = (int)(n - 1 - at < T ? n - 1 - at : T);
-        tg_graph *g = tg_graph_new();
-        if (!g) return snprintf(err, errlen, "out of memory"), NAN;
-        tg_graph_set_grad_enabled(g, false);
-        tg_graph_set_training(g, false);
-        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at);
-        tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at + 1);
-        tg_tensor *loss = idx && tgt ? tg_model_loss(g, m, idx, tgt) : NULL;
-        if (!loss) {
-            snprintf(err, errlen, "%s", tg_graph_error(g));
-            tg_graph_free(g);
-            return NAN;
-        }
-        sum += tg_tensor_item(loss) * N;
-        *preds += N;
-        tg_graph_free(g);
-    }
-    return sum / (double)*preds;
-}
-
 /* For a GPT with the exact erf GELU: the notice that llama.cpp's gpt2
  * computes the tanh form, with the mean nll of each form on the run's
  * val text (the last 10% of the text the checkpoint records, as train
@@ -74,8 +45,10 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     if (text_path) {
         size_t tl;
         char *t = tg_file_read(text_path, &tl, err, sizeof err);
-        n = t ? prompt_ids(&v, c.vocab_size, t, tl, &ids, err, sizeof err) : -1;
+        tg_error e = {0};
+        n = t ? tg_prompt_ids(&v, c.vocab_size, t, tl, &ids, &e) : -1;
         free(t);
+        if (n < 0 && t) snprintf(err, sizeof err, "%s", e.msg);
         if (n < 0) goto unavailable;
         at = ids;
         snprintf(where, sizeof where, "%s", text_path);
@@ -109,9 +82,13 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
         memcpy(b->data, a->data, (size_t)a->numel * sizeof(float));
     }
     int64_t preds;
-    const double erf_nll = windows_nll(&m, at, n, &preds, err, sizeof err);
-    const double tanh_nll = isnan(erf_nll) ? NAN : windows_nll(&mt, at, n, &preds, err, sizeof err);
-    if (isnan(tanh_nll)) goto unavailable;
+    tg_error e = {0};
+    const double erf_nll = tg_text_nll(&m, at, n, GELU_WINDOWS, &preds, &e);
+    const double tanh_nll = isnan(erf_nll) ? NAN : tg_text_nll(&mt, at, n, GELU_WINDOWS, &preds, &e);
+    if (isnan(tanh_nll)) {
+        snprintf(err, sizeof err, "%s", e.msg);
+        goto unavailable;
+    }
     snprintf(notice, len,
              "%s: on %s, %lld predictions, mean nll %.6f with erf, %.6f with tanh (%+.2e nats, %+.1e relative)",
              head, where, (long long)preds, erf_nll, tanh_nll, tanh_nll - erf_nll,
@@ -125,7 +102,7 @@ unavailable:
         snprintf(notice, len, "%s; the difference in mean nll is not measured: the val text is not available (%s; "
                  "give a text with --text F)", head, err);
 done:
-    free(ids);
+    tg_free(ids);
     tg_dataset_free(&d);
     run_text_free(&text);
     tg_vocab_free(&v);

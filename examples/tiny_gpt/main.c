@@ -78,6 +78,10 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
         }
     bool failed = args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
                   (attn && parse_attn(*attn, attn_composed, err, sizeof err));
+    if (failed) {   /* a value from a config file: its line */
+        args_place(specs, n_specs, "dtype", err, sizeof err);
+        args_place(specs, n_specs, "attn", err, sizeof err);
+    }
     if (ranks_agree(cmd, failed, err)) return 2;   /* printed once, also on several processes */
     set_threads(*threads);
     return -1;

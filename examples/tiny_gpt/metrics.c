@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "data.h"
+
 metrics_row metrics_empty(int64_t step)
 {
     return (metrics_row){step, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
@@ -26,4 +28,12 @@ int metrics_write(tg_metrics *m, const metrics_row *r)
 {
     const double v[8] = {r->loss, r->lr, r->ms, r->tokens_per_s, r->train, r->val, r->train_bpb, r->val_bpb};
     return tg_metrics_write(m, r->step, v);
+}
+
+void metrics_eval_line(const metrics_row *r, const char *weights, char *buf, size_t size)
+{
+    char bpb[80];
+    bpb_note(bpb, sizeof bpb, r->val_bpb);
+    snprintf(buf, size, "step %lld: train loss %.4f, val loss %.4f (%s)%s%s%s", (long long)r->step, r->train, r->val,
+             bpb, weights ? " of the " : "", weights ? weights : "", weights ? " weights" : "");
 }

@@ -34,4 +34,11 @@ tg_metrics *metrics_open(const char *path, int64_t resume_step, int digits, char
 /* Appends row r (flushed). 0, or -1 on a write error. */
 int metrics_write(tg_metrics *m, const metrics_row *r);
 
+/* An evaluation as train prints it and `eval --ckpt` repeats it, into
+ * buf: "step N: train loss X, val loss Y (Z bits per byte)" from r's
+ * step, train, val and val_bpb, then " of the ema weights" or " of the
+ * raw weights" when weights is "ema" or "raw" (an --ema run evaluates
+ * both: the averages and the weights trained), nothing more for NULL. */
+void metrics_eval_line(const metrics_row *r, const char *weights, char *buf, size_t size);
+
 #endif

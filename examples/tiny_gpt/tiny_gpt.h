@@ -13,12 +13,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_attn(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);   /* tokenizer.c: train | encode | decode | info */
-/* A text's ids as sample encodes a prompt (sample.c): a Llama's BOS
- * first (and " " before llama2.c's bytes of a text that is not empty),
- * then the text through the vocabulary (a Llama's tokenizer encodes " " +
- * text, as run.c does; a vocabulary of ids reads numbers). Their count,
- * with *ids malloc'd, or -1 with a message. */
-int64_t prompt_ids(const tg_vocab *v, int V, const char *text, size_t len, int32_t **ids, char *err, size_t errlen);
 int cmd_export(int argc, char **argv);      /* export.c: a Llama as llama2.c's files */
 int cmd_import(int argc, char **argv);      /* export.c: llama2.c's model.bin as a checkpoint */
 

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "eta.h"
 #include "files.h"
 #include "lossplot.h"
 #include "metrics.h"
@@ -122,8 +123,12 @@ typedef struct trainer {
     tg_lr_schedule sched;           /* --schedule over the run's steps (once they are known) */
     double t_start;                 /* when the command started: --time-budget counts from here */
     bool plan;                      /* --time-budget: the steps are still to be chosen */
+    int64_t budget_left_at;         /* --time-budget resumed: where a resume gave other steps (budget_record), or -1 */
     double save_s;                  /* the last save_last's seconds */
-    double step_s, eval_s;          /* --time-budget: a step's cost as timed, the latest evaluation's */
+    int64_t best_step;              /* what went into best.safetensors last in this process's run: its step */
+    const char *best_weights;       /*   and with --ema whose weights ("ema" or "raw"), else NULL */
+    double step_s, eval_s;          /* --time-budget: a step's cost as timed; the latest evaluation's (with its saves) */
+    bool eval_timed;                /* eval_s was measured (a resume has none before its first evaluation) */
     int32_t *x, *y;
     char err[8192];
 } trainer;
@@ -257,18 +262,49 @@ static int check_options_against(trainer *t, const tg_model_config *c)
     return 0;
 }
 
+/* A resumed --time-budget run's record of its plan, checked before it is
+ * carried on: train.budget_steps, the steps the budget held (an integer
+ * in [1, 1e12], --steps' range), are the run's train.steps until a
+ * resume gives it other steps; that resume records the step it did so at
+ * as train.budget_left_at (at most the budget's steps and the steps done
+ * then), kept from then on (t->budget_left_at, -1 while the run keeps
+ * the budget's steps). */
+static int budget_record(trainer *t)
+{
+    const tg_st_file *f = t->from;
+    const char *path = t->path[LAST];
+    if (!tg_st_meta(f, "train.budget_steps"))
+        return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
+                     t->o.out);
+    int64_t n, steps, step;
+    char e[512];
+    if (tg_st_meta_int(f, "train.budget_steps", 1, (int64_t)1e12, &n, e, sizeof e) ||
+        tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &steps, e, sizeof e) ||
+        tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, e, sizeof e))
+        return failf(t, "%s: %s", path, e);
+    if (tg_st_meta(f, "train.budget_left_at")) {
+        if (tg_st_meta_int(f, "train.budget_left_at", 0, n < step ? n : step, &t->budget_left_at, e, sizeof e))
+            return failf(t, "%s: %s (the step a resume gave the run other steps than the budget's, at most both)",
+                         path, e);
+        return 0;
+    }
+    if (steps != n)
+        return failf(t, "%s: checkpoint metadata 'train.budget_steps' = '%lld' is not the run's 'train.steps' %lld, "
+                        "and no resume gave the run other steps (that would have recorded 'train.budget_left_at')",
+                     path, (long long)n, (long long)steps);
+    if (t->o.steps != n) t->budget_left_at = step;   /* this resume gives it other steps */
+    return 0;
+}
+
 /* --time-budget: a new run chooses its steps once timed (t->plan); a
- * resumed one has them in its checkpoint (train.budget_steps), and keeps
- * them. --steps given is a cap; the schedule ends where the steps do. */
+ * resumed one has them in its checkpoint (train.budget_steps, in
+ * train.steps: run_restore), and keeps them unless given another --steps.
+ * --steps given is a cap; the schedule ends where the steps do. */
 static int budget_settings(trainer *t)
 {
     train_opts *o = &t->o;
     if (!(o->time_budget > 0)) return 0;
-    if (o->resume) {
-        if (tg_st_meta(t->from, "train.budget_steps")) return 0;   /* train.steps holds them (run_restore) */
-        return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
-                     o->out);
-    }
+    if (o->resume) return budget_record(t);
     if (args_seen(t->specs, t->n_specs, "decay-steps"))
         return failf(t, "--decay-steps goes without --time-budget: the schedule ends at the steps the budget holds");
     if (o->stop_at && !args_seen(t->specs, t->n_specs, "steps") && t->say)
@@ -280,27 +316,35 @@ static int budget_settings(trainer *t)
     return 0;
 }
 
+/* -1, the message in t->err about flag `name` ("--name: ...") naming the
+ * config file's line when the value came from one (args_place). */
+static int placed(trainer *t, const char *name)
+{
+    args_place(t->specs, t->n_specs, name, t->err, sizeof t->err);
+    return -1;
+}
+
 /* The settings that are fixed now: dtype and attention path, and warnings. */
 static int check_settings(trainer *t)
 {
     train_opts *o = &t->o;
-    if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err) ||
-        parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err) ||
-        parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err))
-        return -1;
+    if (parse_dtype(o->dtype, &t->dt, t->err, sizeof t->err)) return placed(t, "dtype");
+    if (parse_attn(o->attn, &o->attn_composed, t->err, sizeof t->err)) return placed(t, "attn");
+    if (parse_optimizer(o->optimizer, &o->muon, t->err, sizeof t->err)) return placed(t, "optimizer");
     if (!o->muon)
         for (int i = 0; i < 2; i++)
             if (args_seen(t->specs, t->n_specs, i ? "muon-momentum" : "muon-lr"))
                 return failf(t, "--%s is a setting of --optimizer muon (this run's optimizer is %s)",
                              i ? "muon-momentum" : "muon-lr", o->optimizer);
     const bool llama = !strcmp(o->arch, "llama");
-    if (!tg_model_family_find(o->arch)) return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names());
+    if (!tg_model_family_find(o->arch))
+        return failf(t, "--arch: '%s' is not one of %s", o->arch, tg_model_family_names()), placed(t, "arch");
     if (strcmp(o->rope, "interleaved") && strcmp(o->rope, "halves"))
-        return failf(t, "--rope: '%s' is not interleaved or halves", o->rope);
+        return failf(t, "--rope: '%s' is not interleaved or halves", o->rope), placed(t, "rope");
     if (strcmp(o->gelu, "erf") && strcmp(o->gelu, "tanh"))
-        return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu);
+        return failf(t, "--gelu: '%s' is not erf or tanh", o->gelu), placed(t, "gelu");
     if (strcmp(o->mlp, "default") && strcmp(o->mlp, "gelu") && strcmp(o->mlp, "relu2") && strcmp(o->mlp, "swiglu"))
-        return failf(t, "--mlp: '%s' is not gelu, relu2 or swiglu", o->mlp);
+        return failf(t, "--mlp: '%s' is not gelu, relu2 or swiglu", o->mlp), placed(t, "mlp");
     if (llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu"))
         return failf(t, "--gelu is a setting of --arch gpt or --mlp gelu (the Llama's MLP is SwiGLU)");
     if (!llama && !t->from && args_seen(t->specs, t->n_specs, "gelu") && strcmp(o->mlp, "gelu") &&
@@ -328,9 +372,9 @@ static int check_settings(trainer *t)
     if (o->resume && o->data_tokens && !tg_st_meta(t->from, "train.data_tokens"))
         return failf(t, "--data-tokens %s: the run in %s trains on a text, not on token files", o->data_tokens, o->out);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "wsd"))
-        return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule);
+        return failf(t, "--schedule: '%s' is not cosine or wsd", o->schedule), placed(t, "schedule");
     if (strcmp(o->sampling, "random") && strcmp(o->sampling, "epochs"))
-        return failf(t, "--sampling: '%s' is not random or epochs", o->sampling);
+        return failf(t, "--sampling: '%s' is not random or epochs", o->sampling), placed(t, "sampling");
     o->epochs = !strcmp(o->sampling, "epochs");
     if (args_seen(t->specs, t->n_specs, "decay-frac") && strcmp(o->schedule, "wsd"))
         return failf(t, "--decay-frac is a setting of --schedule wsd (this run's schedule is %s)", o->schedule);
@@ -487,7 +531,11 @@ static int build(trainer *t)
         kv_add(&t->meta, "train.global_batch", gb) || kv_add(&t->meta, "train.ranks", nr))
         return failf(t, "out of memory");
     const char *chosen = o->resume ? tg_st_meta(t->from, "train.budget_steps") : NULL;
-    if (chosen && kv_add(&t->meta, "train.budget_steps", chosen)) return failf(t, "out of memory");
+    char left[32];
+    snprintf(left, sizeof left, "%lld", (long long)t->budget_left_at);
+    if ((chosen && kv_add(&t->meta, "train.budget_steps", chosen)) ||
+        (chosen && t->budget_left_at >= 0 && kv_add(&t->meta, "train.budget_left_at", left)))
+        return failf(t, "out of memory");
     set_schedule(t);
 
     t->g = tg_graph_new();
@@ -599,9 +647,9 @@ static int save_last(trainer *t, int64_t step)
         tg_dist_grads_gather_shard(t->dg, tg_adamw_m(t->opt), m);
         tg_dist_grads_gather_shard(t->dg, tg_adamw_v(t->opt), v);
     }
-    int rc = 0;
+    int rc = t->ema && kv_set(&t->meta, "weights", "raw") ? failf(t, "out of memory") : 0;   /* ema.values beside */
     const double t0 = now_seconds();
-    if (t->rank == 0) {
+    if (!rc && t->rank == 0) {
         rc = tg_checkpoint_save(t->path[LAST], &t->m, &t->v, t->opt, m, v, t->muon, t->ema, &t->ts,
                                 (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err);
     }
@@ -611,9 +659,8 @@ static int save_last(trainer *t, int64_t step)
     return rc;
 }
 
-/* Train and val loss of the weights in the store at `step` into row; the
- * best weights. */
-static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
+/* Train and val loss of the weights in the store at `step` into row. */
+static int measure(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
     const train_opts *o = &t->o;
     const int B = o->batch_size, A = o->grad_accum, T = o->block_size, r = t->rank, R = t->ranks;
@@ -631,38 +678,71 @@ static int evaluate(trainer *t, int64_t step, metrics_row *row, bool tty)
     }
     row->train_bpb = tg_bits_per_byte(row->train, t->d.bytes_per_token[0]);
     row->val_bpb = tg_bits_per_byte(row->val, t->d.bytes_per_token[1]);
-    if (t->rank == 0) {
-        char bpb[80];
-        bpb_note(bpb, sizeof bpb, row->val_bpb);
-        fprintf(stderr, "%sstep %lld: train loss %.4f, val loss %.4f (%s)", tty ? "\r\033[K" : "", (long long)step,
-                row->train, row->val, bpb);
-        if (t->text.floor_nats >= 0 && t->v.kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
-            fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(t->text.floor_nats, 1),
-                    row->val_bpb - tg_bits_per_byte(t->text.floor_nats, 1));
-        else if (t->text.floor_nats >= 0)
-            fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
-        fprintf(stderr, "\n");
-        metrics_write(t->csv, row);
-        plot_losses(t);
-    }
-    if (row->val < t->ts.best_val) {   /* the weights, the run's settings and the step they are from */
-        t->ts.best_val = row->val;
-        tg_train_state at = {.step = step};
-        if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, NULL, &at,
-                                               (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
-            return -1;
-    }
     return 0;
 }
 
-/* Train and val loss at `step` into row (of the averages, with --ema); the
- * best weights (the same) and the state (the weights and the averages). */
+/* The evaluation's line (rank 0), which `eval --ckpt` repeats, and the
+ * corpus's floor beside it. */
+static void say_eval(const trainer *t, const metrics_row *row, const char *weights, bool tty)
+{
+    if (t->rank) return;
+    char line[256];
+    metrics_eval_line(row, weights, line, sizeof line);
+    fprintf(stderr, "%s%s", tty ? "\r\033[K" : "", line);
+    if (t->text.floor_nats >= 0 && t->v.kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
+        fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(t->text.floor_nats, 1),
+                row->val_bpb - tg_bits_per_byte(t->text.floor_nats, 1));
+    else if (t->text.floor_nats >= 0)
+        fprintf(stderr, " (floor %.4f, +%.4f)", t->text.floor_nats, row->val - t->text.floor_nats);
+    fprintf(stderr, "\n");
+}
+
+/* The weights in the store, evaluated at `step` to val loss `val`, into
+ * OUT/best.safetensors when no evaluation before was lower, with the
+ * run's settings, the step and (an --ema run's) which weights they are. */
+static int keep_best(trainer *t, int64_t step, double val, const char *weights)
+{
+    if (!(val < t->ts.best_val)) return 0;
+    t->ts.best_val = val;
+    t->best_step = step;
+    t->best_weights = weights;
+    if (weights && kv_set(&t->meta, "weights", weights)) return failf(t, "out of memory");
+    tg_train_state at = {.step = step};
+    if (t->rank == 0 && tg_checkpoint_save(t->path[BEST], &t->m, &t->v, NULL, NULL, NULL, NULL, NULL, &at,
+                                           (const char *const *)t->meta.kv, t->meta.n, t->err, sizeof t->err))
+        return -1;
+    return 0;
+}
+
+/* An evaluation at `step`: its losses into row and metrics.csv, its line,
+ * the best weights, the state. With --ema both the weights trained (raw)
+ * and their averages (ema) are evaluated, on the same windows, each line
+ * saying which; row and metrics.csv take the averages', and the lower of
+ * the two val losses is the one that competes for best.safetensors,
+ * which records whose weights it holds. */
 static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tty)
 {
-    tg_ema_swap(t->ema);
-    int rc = evaluate(t, step, row, tty);
-    tg_ema_swap(t->ema);
-    return rc ? rc : save_last(t, step);
+    if (!t->ema) {
+        if (measure(t, step, row, tty)) return -1;
+        say_eval(t, row, NULL, tty);
+        if (keep_best(t, step, row->val, NULL)) return -1;
+    } else {
+        metrics_row raw = *row;
+        if (measure(t, step, &raw, tty)) return -1;
+        say_eval(t, &raw, "raw", tty);
+        tg_ema_swap(t->ema);   /* the averages in the store, the weights beside them */
+        int rc = measure(t, step, row, tty);
+        const bool averages = !rc && row->val <= raw.val;
+        if (!rc) say_eval(t, row, "ema", tty);
+        if (averages) rc = keep_best(t, step, row->val, "ema");
+        tg_ema_swap(t->ema);
+        if (rc || (!averages && keep_best(t, step, raw.val, "raw"))) return -1;
+    }
+    if (t->rank == 0) {
+        metrics_write(t->csv, row);
+        plot_losses(t);
+    }
+    return save_last(t, step);
 }
 
 /* ---- training ------------------------------------------------------------ */
@@ -769,13 +849,6 @@ static bool out_of_time(const trainer *t, int64_t step, double ema_ms)
     const double after = step_s + (evaluates ? t->eval_s : 0) + (last ? 0 : t->eval_s);
     const double slack = fmin(0.5 * after, 0.5 * BUDGET_MARGIN * o->time_budget);
     return now_seconds() - t->t_start + after + slack > o->time_budget;
-}
-
-static void fmt_eta(double s, char *buf, size_t size)
-{
-    if (s >= 3600) snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60) snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, size, "%.0fs", s);
 }
 
 /* On several processes, what the gradients' sum across them cost: the
@@ -892,7 +965,9 @@ static int train_loop(trainer *t)
         const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
         last_val = row.val;
-        if (t->plan && plan_steps(t, now_seconds() - e0)) return -1;
+        t->eval_s = now_seconds() - e0;   /* the ETA's (and the budget's) cost of an evaluation */
+        t->eval_timed = true;
+        if (t->plan && plan_steps(t, t->eval_s)) return -1;
     }
     for (int64_t step = first; step < o->steps;) {
         bool late;
@@ -926,8 +1001,11 @@ static int train_loop(trainer *t)
         row.ms = ms;
         row.tokens_per_s = tokens / (ema_ms / 1e3);
         if (lead && (tty || step % o->log_interval == 0)) {
-            char eta[32];
-            fmt_eta(ema_ms / 1e3 * (double)(o->steps - step), eta, sizeof eta);
+            char eta[64];
+            const eta_plan plan = {.steps = o->steps, .stop_at = o->stop_at, .eval_interval = o->eval_interval,
+                                   .step_s = ema_ms / 1e3, .eval_s = t->eval_timed ? t->eval_s : -1,
+                                   .save_s = t->save_s};
+            eta_format(&plan, step, eta, sizeof eta);
             fprintf(stderr, "%sstep %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s%s",
                     tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, lr, ema_ms, row.tokens_per_s,
                     eta, tty ? "" : "\n");
@@ -935,16 +1013,21 @@ static int train_loop(trainer *t)
         if (step % o->eval_interval == 0 || step == o->steps) {
             const double e0 = now_seconds();
             if (evaluate_and_save(t, step, &row, tty)) return -1;
-            t->eval_s = now_seconds() - e0;   /* --time-budget: what the next one is expected to cost */
+            t->eval_s = now_seconds() - e0;   /* what the next one is expected to cost (the ETA, --time-budget) */
+            t->eval_timed = true;
             last_val = row.val;
         } else if (lead) {
             metrics_write(t->csv, &row);
         }
     }
     if (!lead) return 0;
-    fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f; checkpoints in %s/\n",
+    char whose[96] = "";
+    if (t->best_weights)   /* --ema: which weights best.safetensors holds */
+        snprintf(whose, sizeof whose, " (the %s weights of step %lld, in best.safetensors)", t->best_weights,
+                 (long long)t->best_step);
+    fprintf(stderr, "tiny_gpt: %lld step%s in %.1f s; best val loss %.4f%s; checkpoints in %s/\n",
             (long long)(o->steps - first), o->steps - first == 1 ? "" : "s", now_seconds() - t_start, t->ts.best_val,
-            o->out);
+            whose, o->out);
     if (o->time_budget > 0 && !o->resume) {
         const double total = now_seconds() - t->t_start;
         fprintf(stderr, "tiny_gpt: the run took %.2f s of its --time-budget %g s%s\n", total, o->time_budget,
@@ -1055,8 +1138,9 @@ static void say_start(trainer *t)
                         "other %lld\n", o->muon_lr, o->muon_momentum, (long long)tg_muon_numel(t->muon),
                 (long long)(tg_params_numel(t->m.params) - tg_muon_numel(t->muon)));
     if (t->ema)
-        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): the evaluations and best.safetensors are the "
-                        "averages'\n", o->ema);
+        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): each evaluation is of the raw weights and of "
+                        "their averages (the ema weights), on the same windows; best.safetensors keeps the lower val "
+                        "loss of the two (its metadata 'weights' says whose), last.safetensors holds both\n", o->ema);
     if (t->ranks > 1) {
         int64_t lo, hi;
         tg_adamw_shard(t->opt, &lo, &hi);
@@ -1086,6 +1170,7 @@ int cmd_train(int argc, char **argv)
     if (!t) return 1;
     t->t_start = now_seconds();
     t->lock_fd = -1;
+    t->budget_left_at = -1;
     t->rank = tg_dist_rank();
     t->ranks = tg_dist_size();
     t->say = t->rank ? NULL : "train";

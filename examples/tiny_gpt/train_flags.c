@@ -88,7 +88,7 @@ int train_specs(train_opts *o, arg_spec *specs)
         {"muon-lr", ARG_DOUBLE, &o->muon_lr, 0, 10, SPEC_MUON_LR_HELP, 0, ROLE_FREE},
         {"muon-momentum", ARG_DOUBLE, &o->muon_momentum, 0, 0.999999999, SPEC_MUON_MOMENTUM_HELP, 0, ROLE_RUN},
         {"ema", ARG_DOUBLE, &o->ema, 0, 0.999999999, "average the weights: after every step avg = D avg + (1 - D) "
-         "weights; evaluations and best.safetensors use the averages (0: off; e.g. 0.995)", 0, ROLE_RUN},
+         "weights; each evaluation is of both, best.safetensors keeps the lower (0: off; e.g. 0.995)", 0, ROLE_RUN},
         {"eval-interval", ARG_I64, &o->eval_interval, 1, 1e12, "steps between evaluations", 0, ROLE_FREE},
         {"eval-iters", ARG_I64, &o->eval_iters, 1, 1e9, "batches per loss estimate", 0, ROLE_FREE},
         {"full-val", ARG_SWITCH, &o->full_val, 0, 0, "the val loss over the whole val split, each token once in "

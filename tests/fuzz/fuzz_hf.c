@@ -6,8 +6,13 @@
  * (a length past the end takes the rest), in this order: config.json,
  * model.safetensors, tokenizer.json, model.safetensors.index.json,
  * shard.safetensors (for an index to name), vocab.json, merges.txt. A
- * file of length 0, or one the input ends before, is absent. What the
+ * file of length 0, or one the input ends before, is absent. Bit k + 1 of
+ * the first byte makes file k something that is not a regular file, by
+ * its length: 0 a directory, 1 a named pipe, more a link to /dev/zero
+ * (the reader must refuse each, without waiting on the pipe). What the
  * import accepts is loaded back as a model and a vocabulary, and removed. */
+#include <sys/stat.h>
+
 #include "fuzz_util.h"
 
 static const char *const NAMES[7] = {"config.json", "model.safetensors", "tokenizer.json",
@@ -19,17 +24,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *out = fuzz_path(3, "out.safetensors");
     if (!dir || !out) return 0;
     const bool ids_only = size > 0 && (data[0] & 1);
+    const unsigned odd = size > 0 ? data[0] >> 1 : 0;
     size_t at = size > 0 ? 1 : 0;
     for (int k = 0; k < 7; k++) {
         const char *p = fuzz_path(0, NAMES[k]);
         if (!p) return 0;
-        unlink(p);
+        if (unlink(p)) rmdir(p);
         if (size - at < 4) continue;
         const uint32_t l = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
                            (uint32_t)data[at + 3] << 24;
         at += 4;
         const size_t n = l <= size - at ? l : size - at;
-        if (n && !fuzz_write(0, NAMES[k], data + at, n)) return 0;
+        if (odd >> k & 1) {
+            if (n == 0 ? mkdir(p, 0700) : n == 1 ? mkfifo(p, 0600) : symlink("/dev/zero", p)) return 0;
+        } else if (n && !fuzz_write(0, NAMES[k], data + at, n)) {
+            return 0;
+        }
         at += n;
     }
     char err[2048], notice[1024];
@@ -50,5 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tg_st_free(f);
         unlink(out);
     }
+    for (int k = 0; k < 7; k++)   /* fuzz_cleanup removes files only */
+        if (odd >> k & 1) {
+            const char *p = fuzz_path(0, NAMES[k]);
+            if (p && unlink(p)) rmdir(p);
+        }
     return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the fuzz seed corpora, tests/fuzz/corpus/<reader>/, from a
 # build's tiny_gpt (real files: a tokenizer trained, two tiny models
-# trained one step, a Llama exported to llama2.c's files and imported back)
+# trained one step, a Llama exported to llama2.c's files and imported back,
+# training checkpoints of tiny runs with each optimizer and state)
 # and python3 (token files, and the hand-crafted edge files: empty,
 # truncated, huge claimed sizes, ...). Every file is small (a few KB).
 #   tests/fuzz/make_corpus.sh [BUILD_DIR]     (default: build)
@@ -48,6 +49,19 @@ q "$bin" import --format llama2c --model "$work/model.bin" --tokenizer "$work/to
 "$bin" tokenizer encode --tokenizer "$work/tok.safetensors" <"$work/text.txt" >"$work/ids.txt"
 q "$bin" export --ckpt "$work/llama/best.safetensors" --format gguf --out "$work/llama.gguf"
 q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format gguf --type f16 --out "$work/llama_bpe.gguf"
+# training checkpoints (fuzz_checkpoint): each optimizer, the averages, epochs, a budget's plan, f64, a stopped run
+ck=(--n-layer 1 --n-head 2 --n-embd 4 --block-size 8 --batch-size 2 --eval-iters 1 --eval-interval 1 --threads 1
+    --steps 2 --data "$work/text.txt")
+q "$bin" train "${ck[@]}" --out "$work/ck_gpt"
+q "$bin" train "${ck[@]}" "${llama[@]}" --optimizer muon --out "$work/ck_llama_muon"
+q "$bin" train "${ck[@]}" --optimizer muon --out "$work/ck_gpt_muon"
+q "$bin" train "${ck[@]}" --ema 0.9 --out "$work/ck_gpt_ema"
+q "$bin" train "${ck[@]}" "${llama[@]}" --sampling epochs --out "$work/ck_llama_epochs"
+q "$bin" train "${ck[@]}" --steps 9 --time-budget 5 --stop-at 2 --out "$work/ck_gpt_budget"
+q "$bin" train "${ck[@]}" --dtype f64 --out "$work/ck_gpt_f64"
+q "$bin" train "${ck[@]}" --steps 5 --stop-at 1 --dropout 0.1 --out "$work/ck_gpt_stopped"
+q "$bin" train "${ck[@]}" "${llama[@]}" --tokenizer "$work/tok.safetensors" --optimizer muon --ema 0.5 \
+  --sampling epochs --out "$work/ck_llama_all"
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok,gguf}
@@ -64,7 +78,12 @@ q "$bin" export --ckpt "$work/llama_bpe/best.safetensors" --format hf --out "$wo
 q "$bin" export --ckpt "$work/gpt/best.safetensors" --format hf --out "$work/hf_gpt_bytes"
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,hf}
+mkdir -p "$corpus"/{safetensors,tokenizer,tiktoken,tokfile,config,llama2c,llama2c_tok,gguf,hf,checkpoint}
+for r in gpt llama_muon gpt_muon gpt_ema llama_epochs gpt_budget gpt_f64 gpt_stopped llama_all; do
+  cp "$work/ck_$r/last.safetensors" "$corpus/checkpoint/${r}_last.safetensors"
+done
+cp "$work/ck_gpt/best.safetensors" "$corpus/checkpoint/gpt_best.safetensors"
+cp "$work/ck_gpt_ema/best.safetensors" "$corpus/checkpoint/gpt_ema_best.safetensors"
 cp "$work/tok.safetensors" "$corpus/safetensors/tokenizer_bpe.safetensors"
 cp "$work/llama.gguf" "$corpus/gguf/llama_bytes_f32.gguf"
 cp "$work/llama_bpe.gguf" "$corpus/gguf/llama_bpe_f16.gguf"
@@ -279,6 +298,33 @@ put("edge_empty", b"")
 put("edge_config_only", pack(1, gcfg))
 put("edge_huge_llama", pack(1, lcfg.replace(b'"hidden_size":4', b'"hidden_size":16777216'), lmodel))
 put("edge_model_type", pack(1, gcfg.replace(b'"gpt2"', b'"mistral"'), gmodel))
+put("edge_huge_layers_gpt", pack(0, gcfg.replace(b'"n_layer":1,', b'"n_layer":65536,'), gmodel, gtok))
+put("edge_huge_layers_llama", pack(1, lcfg.replace(b'"num_hidden_layers":1,', b'"num_hidden_layers":65536,'), lmodel))
+put("edge_config_bom", pack(0, b"\xef\xbb\xbf" + gcfg, gmodel, gtok))
+put("edge_config_trailing", pack(0, gcfg.replace(b'"use_cache":true,', b'"use_cache":true,"x":{}}{'), gmodel, gtok))
+put("gpt_config_repeated_keys", pack(0, gcfg.replace(b'{"architectures"', b'{"n_layer":7,"tapegrad":{"bias":"true",'
+                                                     b'"bias":"false"},"architectures"'), gmodel, gtok))
+# a chain of merges "aa", "aaa", ... (each piece's merge found by tiktoken's rule: formats/gpt2.c)
+chain = json.loads(gtok)
+ids = {k: v for k, v in chain["model"]["vocab"].items() if v < 256}
+ids.update({"a" * n: 254 + n for n in range(2, 8)})
+ids["<|endoftext|>"] = 262
+chain["model"]["vocab"], chain["model"]["merges"] = ids, ["a" * (n - 1) + " a" for n in range(2, 8)]
+put("gpt_merge_chain", pack(0, gcfg, gmodel, json.dumps(chain, ensure_ascii=False).encode()))
+# files that are not regular files (fuzz_hf.c: bit k + 1 of the first byte; length 0 a directory, 1 a pipe,
+# 2 a link to /dev/zero)
+def odd(flag, files, k, stand_in):
+    files = list(files) + [b""] * (k + 1 - len(files))
+    files[k] = stand_in
+    return pack(flag | 1 << (k + 1), *files)
+put("edge_config_pipe", odd(0, [gcfg, gmodel, gtok], 0, b"p"))
+put("edge_model_dir", odd(0, [gcfg, gmodel, gtok], 1, b""))
+put("edge_model_devzero", odd(0, [gcfg, gmodel, gtok], 1, b"zz"))
+put("edge_tokenizer_pipe", odd(0, [gcfg, gmodel, gtok], 2, b"p"))
+put("edge_shard_pipe", odd(0, [gcfg, b"", gtok, index, gmodel], 4, b"p"))
+put("llama_rope_old_spelling", pack(1, lcfg.replace(b'"rope_permuted_from"', b'"rope"'), lmodel))
+put("edge_rope_permuted_bad", pack(1, lcfg.replace(b'"rope_permuted_from":"interleaved"',
+                                                   b'"rope_permuted_from":"halves"'), lmodel))
 put("edge_index_escape", pack(1, gcfg, b"", b"", b'{"weight_map": {"transformer.wte.weight": "../x"}}', gmodel))
 put("edge_tokenizer_cut", pack(0, gcfg, gmodel, gtok[:len(gtok) // 2]))
 put("edge_merges_reordered", pack(0, gcfg, gmodel, b"", b"", b"", vocab,
@@ -310,5 +356,77 @@ meta = dict(spm, normalizer=None, pre_tokenizer={"type": "Metaspace", "replaceme
 put("llama_spm_metaspace", pack(0, bcfg, bmodel, json.dumps(meta, ensure_ascii=False).encode()))
 cut = dict(spm, model=dict(spm["model"], merges=[U + " a", "a b", U + "a b"]))
 put("edge_spm_split_unlisted", pack(0, bcfg, bmodel, json.dumps(cut, ensure_ascii=False).encode()))
+PY
+# checkpoint: real ones edited in one way each (metadata set or dropped, a tensor dropped or a value changed)
+python3 - "$corpus" <<'PY'
+import json, math, os, struct, sys
+d = os.path.join(sys.argv[1], "checkpoint")
+def load(name):
+    with open(os.path.join(d, name), "rb") as f:
+        b = f.read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    meta = h.pop("__metadata__", {})
+    ts = {k: (v["dtype"], v["shape"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+    return meta, ts
+def save(name, meta, ts, cut=None):
+    hdr, data = {"__metadata__": meta}, b""
+    for k, (dt, shape, raw) in ts.items():
+        hdr[k] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr).encode()
+    out = struct.pack("<Q", len(h)) + h + data
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(out[:cut] if cut else out)
+def edit(src, name, set_meta=None, drop=(), value=None):
+    meta, ts = load(src)
+    meta.update(set_meta or {})
+    for k in drop:
+        meta.pop(k, None); ts.pop(k, None)
+    if value:   # (tensor, element, new value) in the tensor's dtype
+        k, i, x = value
+        dt, shape, raw = ts[k]
+        fmt, size = ("<f", 4) if dt == "F32" else ("<d", 8)
+        ts[k] = (dt, shape, raw[:i * size] + struct.pack(fmt, x) + raw[(i + 1) * size:])
+    save(name, meta, ts)
+g, m, e = "gpt_last.safetensors", "gpt_muon_last.safetensors", "gpt_ema_last.safetensors"
+open(os.path.join(d, "edge_empty"), "wb").close()
+with open(os.path.join(d, g), "rb") as f:
+    whole = f.read()
+with open(os.path.join(d, "edge_cut"), "wb") as f:
+    f.write(whole[:len(whole) - 7])
+edit(g, "edge_optimizer_steps", {"optimizer.steps": "5"})
+edit(g, "edge_step_negative", {"train.step": "-1", "optimizer.steps": "-1"})
+edit(g, "edge_rng", {"train.data_rng": "123"})
+edit(g, "edge_best_nan", {"train.best_val": "nan"})
+edit(g, "edge_windows_negative", {"train.windows": "-4"})
+edit(g, "edge_no_dropout_rng", drop=["train.dropout_rng"])
+edit(g, "edge_v_negative", value=("optimizer.v", 3, -1.0))
+edit(g, "edge_m_nan", value=("optimizer.m", 0, math.nan))
+edit(g, "edge_weight_inf", value=("transformer.wte.weight", 2, math.inf))
+edit(g, "edge_weights_only", drop=["optimizer.m"])
+edit(g, "edge_n_layer_huge", {"n_layer": "65536"})
+edit(g, "edge_vocab_short", {"vocab": "10,32,97"})
+edit(g, "edge_f64_run", {"train.dtype": "f64"})
+meta, ts = load(g)
+dt, shape, raw = ts["transformer.wte.weight"]
+ts["lm_head.weight"] = (dt, shape, raw[:-4] + struct.pack("<f", 1.5))   # a tied head that is not the embedding
+save("edge_tied_head_differs", meta, ts)
+edit(e, "edge_ema_decay_missing", drop=["ema.decay"])
+edit(e, "edge_ema_decay_other", {"ema.decay": "0.5"})
+edit(e, "edge_ema_decay_nan", {"ema.decay": "nan"})
+edit(e, "edge_ema_nan", value=("ema.values", 1, math.nan))
+meta, ts = load(e)
+dt, shape, raw = ts["ema.values"]
+ts["ema.values"] = (dt, [shape[0] - 1], raw[:-4])
+save("edge_ema_short", meta, ts)
+edit(e, "edge_ema_dropped", drop=["ema.values"])
+edit(m, "edge_muon_steps", {"muon.steps": "1"})
+edit(m, "edge_muon_nan", value=("muon.momentum", 0, math.nan))
+edit(m, "edge_muon_dropped", drop=["muon.momentum"])
+meta, ts = load(m)
+dt, shape, raw = ts["muon.momentum"]
+ts["muon.momentum"] = (dt, [shape[0] + 1], raw + raw[:4])
+save("edge_muon_long", meta, ts)
 PY
 du -sh "$corpus"; for d in "$corpus"/*/; do echo "$(basename "$d"): $(ls "$d" | wc -l) files, $(du -sb "$d" | cut -f1) bytes"; done
