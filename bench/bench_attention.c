@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "tapegrad.h"
-#include "ops/attention_internal.h"
+#include "ops/attention_f32_internal.h"
 
 #include "bench_common.h"
 

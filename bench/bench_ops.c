@@ -90,6 +90,8 @@
 #include <cblas.h>
 
 #include "ops/gemm_internal.h"
+#include "ops/sgemm_avx512_internal.h"
+#include "ops/sgemm_internal.h"
 
 #define FMA_PEAK_NO_MAIN /* the FMA probe of bench/fma_peak.c, for --gemm */
 #include "fma_peak.c"

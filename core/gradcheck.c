@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
 #include "rng.h"
 
 /* Runs f on a reset graph with a fixed stream; L = sum(r * out), or NaN. */

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
+#include "op_internal.h"
 #include "stb_ds_internal.h"
 
 tg_graph *tg_graph_new(void)

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
+#include "op_internal.h"
 #include "stb_ds_internal.h"
 
 void *tg_fail(tg_graph *g, const char *fmt, ...)

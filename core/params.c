@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "err_internal.h"
-#include "graph_internal.h"
+#include "op_internal.h"
 #include "params_internal.h"
 #include "stb_ds_internal.h"
 

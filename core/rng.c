@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "err_internal.h"
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
 
 #define PCG_MULT 6364136223846793005ULL
 

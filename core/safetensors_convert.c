@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
 #include "safetensors_internal.h"
 
 /* ---- converting into tapegrad tensors ------------------------------------ */

@@ -22,7 +22,7 @@
 
 #include "alloc.h"
 #include "atomic_file.h"
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
 #include "safetensors_internal.h"
 #include "stb_ds_internal.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_fields_internal.h"
 
 size_t tg_dtype_size(tg_dtype dt)
 {

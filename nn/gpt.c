@@ -13,7 +13,7 @@
  * read by the embedding and by tg_linear, so its gradient is the sum of
  * both contributions (the tape adds).
  *
- * The speedrun options (issue 23; all off is nanoGPT's model, bit for bit):
+ * The speedrun options (docs/speedrun.md; all off is nanoGPT's model, bit for bit):
  *   mlp        TG_FFN_RELU2: relu(c_fc x)^2 in place of the GELU, 4C wide;
  *              TG_FFN_SWIGLU: mlp.w1, w2, w3 (Llama's), tg_llama_hidden_dim(C, 32) wide
  *   qk_norm    each head's q and k RMS-normalised (eps 1e-5, LayerNorm's, no weight)

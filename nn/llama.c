@@ -25,7 +25,7 @@
  * 0.02 / sqrt(2 n_layer) for w3 and wo (model.py scales those two), norm
  * weights 1; drawn from one tg_rng seeded with `seed`, in the order above.
  *
- * The speedrun options (issue 23; all off is model.py's model, bit for bit):
+ * The speedrun options (docs/speedrun.md; all off is model.py's model, bit for bit):
  *   mlp        TG_FFN_GELU or TG_FFN_RELU2: feed_forward.c_fc (hidden,C) and
  *              .c_proj (C,hidden), hidden_dim wide, c_proj scaled as nanoGPT
  *              (there is no w3 to scale)

@@ -9,7 +9,7 @@
 
 #include "../core/err_internal.h"
 
-/* ---- the speedrun options both families share (issue 23), each key
+/* ---- the speedrun options both families share (docs/speedrun.md), each key
  * written only when the option is on, so a file without it is today's
  * model: mlp ("gelu", "relu2" or "swiglu", when not the family's own),
  * qk_norm, zero_init_proj ("true"), logit_softcap (a number > 0) ---------- */

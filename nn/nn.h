@@ -298,7 +298,7 @@ typedef struct tg_gpt_config {
     double dropout;
     bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
     tg_gelu_mode gelu;    /* the MLP's GELU: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
-    /* the speedrun options (issue 23); zero is nanoGPT's model */
+    /* the speedrun options (docs/speedrun.md); zero is nanoGPT's model */
     tg_ffn_kind mlp;      /* GELU (default) or ReLU squared, 4C wide; or SwiGLU, tg_llama_hidden_dim(C, 32) wide */
     bool qk_norm;         /* RMSNorm (eps 1e-5, no weight) of each head's q and k before the scores */
     bool zero_init_proj;  /* attn.c_proj and mlp.c_proj (w2) start at zero */
@@ -387,7 +387,7 @@ typedef struct tg_llama_config {
     bool tied;             /* output.weight is tok_embeddings.weight (llama2.c's default) */
     double dropout;
     bool attn_composed;    /* every layer's tg_mha_mod.composed */
-    /* the speedrun options (issue 23); zero is llama2.c's model */
+    /* the speedrun options (docs/speedrun.md); zero is llama2.c's model */
     tg_ffn_kind mlp;       /* SwiGLU (default), or GELU or ReLU squared (c_fc, c_proj), hidden_dim wide */
     tg_gelu_mode gelu;     /* mlp TG_FFN_GELU: its form */
     bool qk_norm;          /* RMSNorm (eps norm_eps, no weight) of each head's q and k before RoPE */
@@ -474,7 +474,7 @@ typedef struct tg_model_config {
     bool tied;                      /* llama: output head = token embedding (a GPT's is unless untie_head) */
     double dropout;
     tg_gelu_mode gelu;              /* the GELU's form (a GPT's, or a Llama's with mlp TG_FFN_GELU) */
-    /* the speedrun options (issue 23), gpt and llama; zero is each family's model */
+    /* the speedrun options (docs/speedrun.md), gpt and llama; zero is each family's model */
     tg_ffn_kind mlp;                /* the feed-forward; TG_FFN_DEFAULT: the family's */
     bool qk_norm;                   /* RMSNorm of each head's q and k */
     bool zero_init_proj;            /* the attention's and MLP's output projections start at zero */

@@ -78,7 +78,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 #include "../core/parallel_internal.h"
-#include "attention_internal.h"
+#include "attention_f32_internal.h"
 
 /* ---- f64: the formulas at the top, one query row at a time -------------- */
 

@@ -16,7 +16,7 @@
  * exp is tg_fexp's, lane for lane (clamp to [-87, 0], 2^k times a
  * degree-7 Taylor polynomial in Estrin's order): the scalar tail
  * columns call tg_fexp itself. */
-#include "attention_internal.h"
+#include "attention_tiles_internal.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -27,7 +27,7 @@
  * the AVX2 version's scalar tail columns call tg_fexp compiled with the
  * same multiply-adds. tests/test_attention_kernels.c checks the bits
  * against the AVX2 functions wherever both run. */
-#include "attention_internal.h"
+#include "attention_tiles_internal.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -15,13 +15,14 @@
  * the f32 softmax) in loops the compiler vectorises (the generic path),
  * or in AVX2 lanes (ops/attention_avx2.c) or AVX-512 ones
  * (ops/attention_avx512.c), whose row steps give the same bits. */
-#include "attention_internal.h"
+#include "attention_f32_internal.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "attention_tiles_internal.h"
 #include "fastmath_internal.h"
-#include "gemm_internal.h"
+#include "sgemm_internal.h"
 
 static int block_q = TG_ATTN_DEFAULT_BQ, block_k = TG_ATTN_DEFAULT_BK;
 

@@ -21,6 +21,8 @@
 #include "gemm_internal.h"
 
 #include "../core/parallel.h"
+#include "../core/product_internal.h"
+#include "sgemm_internal.h"
 
 #define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
 #define GEMM_CHUNKS 8                 /* at most, whatever the thread count ... */
@@ -94,4 +96,11 @@ void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const doub
                  const double *B, int ldb, double beta, double *C, int ldc)
 {
     gemm(&(gemm_job){true, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+}
+
+/* The layers that may use core alone (optim/) reach these through core's
+ * table: filled when the program starts, before any of them runs. */
+__attribute__((constructor)) static void register_products(void)
+{
+    tg_product_register(&(tg_product){tg_gemm_f32, tg_gemm_f64});
 }

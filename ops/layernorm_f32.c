@@ -120,15 +120,15 @@ ln_bwd_row_f32(int C, const float *restrict xr, const float *restrict w, const f
     double tg = 0, tgh = 0;
     for (int k = 0; k < 8; k++) tg += sg[k], tgh += sgh[k];
     const float a = (float)(tg / C), c = (float)(tgh / C);
-    /* dx_j = rstd (g_j - a - xhat_j c), g_j = dy_j w_j, stored or added */
+    /* dx_i = rstd (g_i - a - xhat_i c), g_i = dy_i w_i, stored or added */
     if (has_w && store)
-        for (int j = 0; j < C; j++) gxr[j] = s * ((dyr[j] * w[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+        for (int i = 0; i < C; i++) gxr[i] = s * ((dyr[i] * w[i] - a) - (((xr[i] - mh) - ml) * s) * c);
     else if (has_w)
-        for (int j = 0; j < C; j++) gxr[j] += s * ((dyr[j] * w[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+        for (int i = 0; i < C; i++) gxr[i] += s * ((dyr[i] * w[i] - a) - (((xr[i] - mh) - ml) * s) * c);
     else if (store)
-        for (int j = 0; j < C; j++) gxr[j] = s * ((dyr[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+        for (int i = 0; i < C; i++) gxr[i] = s * ((dyr[i] - a) - (((xr[i] - mh) - ml) * s) * c);
     else
-        for (int j = 0; j < C; j++) gxr[j] += s * ((dyr[j] - a) - (((xr[j] - mh) - ml) * s) * c);
+        for (int i = 0; i < C; i++) gxr[i] += s * ((dyr[i] - a) - (((xr[i] - mh) - ml) * s) * c);
 }
 
 TG_KERNEL_BODY void backward_f32_body(int64_t rows, int C, const float *x, const float *w, const float *dy,

@@ -1,5 +1,5 @@
 /* tapegrad's own single-precision gemm for the shapes a small transformer
- * makes (see gemm_internal.h for where it is used instead of OpenBLAS).
+ * makes (see sgemm_internal.h for where it is used instead of OpenBLAS).
  *
  *   C (M,N) = alpha op(A) op(B) + beta C,   row-major, op = as is or ^T
  *
@@ -44,7 +44,7 @@
  * and tg_sgemm go to ops/sgemm_avx512.c instead, which takes every
  * product (tg_sgemm_picks_kernel). Without AVX2 + FMA (checked at run
  * time) or off x86-64 GCC, the call goes to cblas_sgemm. */
-#include "gemm_internal.h"
+#include "sgemm_internal.h"
 
 #include <cblas.h>
 #include <stdatomic.h>
@@ -54,6 +54,7 @@
 
 #include "../core/parallel_internal.h"
 #include "fastmath_internal.h"
+#include "sgemm_avx512_internal.h"
 
 #ifdef TG_AVX2_KERNELS
 #include <immintrin.h>
@@ -363,7 +364,7 @@ bool tg_sgemm_picks_kernel(bool ta, bool tb, int N, int K)
      * most SMALL_DIM, behind it (by 5-15%) on larger squares, and behind
      * it (by 7-10% in a training step) on a long product with A stored
      * transposed: a linear layer's dW = dY^T X. (M does not decide, and
-     * N only against SMALL_DIM: see gemm_internal.h.) */
+     * N only against SMALL_DIM: see sgemm_internal.h.) */
     const bool weight_grad = ta && !tb && K > SMALL_DIM;
     return (N <= SMALL_DIM || K <= SMALL_DIM) && !weight_grad && K > 0 && !blas_only() && tg_cpu_avx2();
 }

@@ -15,10 +15,10 @@
  * keeping the singular vectors: X becomes roughly the orthogonal factor
  * of U. Working on the short side (r <= c) keeps A and B r x r.
  *
- * The products go through the library's gemm (ops/gemm_internal.h:
- * tapegrad's AVX-512 kernel or OpenBLAS in f32, OpenBLAS in f64, cut
- * across the thread pool by shape only, so the bits do not depend on the
- * thread count). Elementwise work is in the store's dtype with the
+ * The products go through core's product table (core/product_internal.h),
+ * which holds the gemm of ops/ (tapegrad's kernels or OpenBLAS in f32,
+ * OpenBLAS in f64, cut across the thread pool by shape only, so the bits
+ * do not depend on the thread count): optim/ uses core alone. Elementwise work is in the store's dtype with the
  * scalars rounded to it; the Frobenius norm is summed in double.
  *
  * Which tensors: tg_muon_takes (2-D, inside a numbered block), or a
@@ -32,7 +32,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
-#include "../ops/gemm_internal.h"
+#include "../core/product_internal.h"
 #include "optim_internal.h"
 
 #define NS_A 3.4445
@@ -148,57 +148,21 @@ bool tg_muon_updates(const tg_muon *o, const tg_tensor *param)
     return i >= 0 && o->take[i];
 }
 
-/* One matrix's step, in type T with gemm G. w, g: the tensor's values and
- * gradient (R x C, row-major); buf its momentum. */
-#define MUON_MATRIX(T, GEMM)                                                                            \
-    const T m = (T)o->c.momentum, a1 = (T)(1 - o->c.momentum);                                          \
-    const int64_t n = (int64_t)R * C;                                                                   \
-    const bool tr = R > C;                                                                              \
-    const int r = tr ? C : R, c = tr ? R : C;                                                           \
-    T *x = o->x, *x2 = o->x2, *A = o->a, *B = o->b;                                                     \
-    double ss = 0;                                                                                      \
-    for (int64_t i = 0; i < n; i++) {                                                                   \
-        buf[i] = m * buf[i] + a1 * g[i];                                                                \
-        T u = a1 * g[i] + m * buf[i];                                                                   \
-        ss += (double)u * u;                                                                            \
-        if (tr) x[(i % C) * R + i / C] = u;                                                             \
-        else x[i] = u;                                                                                  \
-    }                                                                                                   \
-    const T den = (T)(sqrt(ss) + NORM_EPS);                                                             \
-    for (int64_t i = 0; i < n; i++) x[i] /= den;                                                        \
-    for (int k = 0; k < NS_STEPS; k++) {                                                                \
-        GEMM(false, true, r, r, c, 1, x, c, x, c, 0, A, r);               /* A = X X^T */             \
-        for (int64_t i = 0; i < (int64_t)r * r; i++) B[i] = (T)NS_B * A[i];                             \
-        GEMM(false, false, r, r, r, (T)NS_C, A, r, A, r, 1, B, r);        /* B = b A + c A A */       \
-        for (int64_t i = 0; i < n; i++) x2[i] = (T)NS_A * x[i];                                         \
-        GEMM(false, false, r, c, r, 1, B, r, x, c, 1, x2, c);             /* X = a X + B X */         \
-        T *t = x; x = x2; x2 = t;                                                                       \
-    }                                                                                                   \
-    const T keep = (T)(1 - lr * o->c.weight_decay);                                                     \
-    const T step = (T)(lr * sqrt(R > C ? (double)R / C : 1.0));                                         \
-    for (int64_t i = 0; i < n; i++) {                                                                   \
-        T xi = tr ? x[(i % C) * R + i / C] : x[i];                                                      \
-        w[i] = w[i] * keep - step * xi;                                                                 \
-    }
-
-static void muon_matrix_float(tg_muon *o, float *w, const float *g, float *buf, int R, int C, double lr)
-{
-    MUON_MATRIX(float, tg_gemm_f32)
-}
-
-static void muon_matrix_double(tg_muon *o, double *w, const double *g, double *buf, int R, int C, double lr)
-{
-    MUON_MATRIX(double, tg_gemm_f64)
-}
+#define T float
+#define KERNEL(name) name##_f32
+#include "muon_kernels.inc"
+#define T double
+#define KERNEL(name) name##_f64
+#include "muon_kernels.inc"
 
 /* The step of tensor i (one Muon takes). */
 static void step_tensor(tg_muon *o, int i, double lr)
 {
     tg_tensor *w = tg_params_at(o->p, i);
     if (tg_params_dtype(o->p) == TG_F32)
-        muon_matrix_float(o, w->data, w->grad, (float *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
+        muon_matrix_f32(o, w->data, w->grad, (float *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
     else
-        muon_matrix_double(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
+        muon_matrix_f64(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
 }
 
 int tg_muon_step(tg_muon *o, double lr)

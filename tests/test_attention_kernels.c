@@ -18,7 +18,7 @@
 
 #include "tg_test.h"
 
-#include "../ops/attention_internal.h"
+#include "../ops/attention_tiles_internal.h"
 #include "../ops/fastmath_internal.h"
 
 typedef int64_t (*online_fn)(float *restrict, int, int, int, float *restrict, float *restrict, float *restrict);

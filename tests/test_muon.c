@@ -7,6 +7,8 @@
  * (TG_ISA: the f32 products go through that path's gemm). */
 #include "tg_test.h"
 
+#include "../core/product_internal.h"
+#include "../ops/gemm_internal.h"
 #include "../optim/optim.h"
 
 /* The store: two block matrices (3x5 wide, 5x3 tall: the transposed
@@ -485,12 +487,98 @@ START_TEST(steps_allocate_nothing)
 }
 END_TEST
 
+/* Muon's products are the ops' gemm, the kernel path's (so the tests
+ * above ran on it): ops/gemm.c fills core's table when the program
+ * starts. Naming tg_gemm_f32 here also links ops/gemm.c into this test. */
+START_TEST(muon_runs_on_the_ops_gemm)
+{
+    ck_assert(tg_product_get()->gemm_f32 == tg_gemm_f32);
+    ck_assert(tg_product_get()->gemm_f64 == tg_gemm_f64);
+}
+END_TEST
+
+/* C = alpha op(A) op(B) + beta C written out, in double. */
+static double naive_at(bool ta, bool tb, int K, const double *A, int lda, const double *B, int ldb, int i, int j)
+{
+    double s = 0;
+    for (int k = 0; k < K; k++) s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+    return s;
+}
+
+/* core's plain products, which Muon runs on when no op registered its
+ * gemm: both transposes, leading dimensions past the width, beta 0 (C not
+ * read: NaN there stays out) and beta 1. */
+START_TEST(plain_products_are_products)
+{
+    enum { M = 5, N = 7, K = 6, LD = 9 };
+    double A[LD * LD], B[LD * LD], C[LD * LD];
+    float Af[LD * LD], Bf[LD * LD], Cf[LD * LD];
+    for (int i = 0; i < LD * LD; i++) {
+        A[i] = sin(0.7 * i), B[i] = cos(1.1 * i + 0.3);
+        Af[i] = (float)A[i], Bf[i] = (float)B[i];
+        A[i] = Af[i], B[i] = Bf[i];
+    }
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int beta = 0; beta < 2; beta++) {
+                for (int i = 0; i < LD * LD; i++) C[i] = Cf[i] = beta ? (float)(0.01 * i) : NAN;
+                tg_product_plain_f64(ta, tb, M, N, K, 0.5, A, LD, B, LD, beta, C, LD);
+                tg_product_plain_f32(ta, tb, M, N, K, 0.5f, Af, LD, Bf, LD, (float)beta, Cf, LD);
+                for (int i = 0; i < LD; i++)
+                    for (int j = 0; j < LD; j++) {
+                        const int c = i * LD + j;
+                        if (i >= M || j >= N) {
+                            ck_assert_msg(beta ? C[c] == (float)(0.01 * c) : isnan(C[c]), "C[%d] written", c);
+                            continue;
+                        }
+                        const double want = 0.5 * naive_at(ta, tb, K, A, LD, B, LD, i, j) + (beta ? (float)(0.01 * c) : 0);
+                        ck_assert_msg(fabs(C[c] - want) <= 1e-14, "f64 ta %d tb %d beta %d (%d,%d): %.17g, want %.17g",
+                                      ta, tb, beta, i, j, C[c], want);
+                        ck_assert_msg(Cf[c] == (float)want, "f32 ta %d tb %d beta %d (%d,%d): %.9g, want %.9g", ta, tb,
+                                      beta, i, j, Cf[c], (float)want);
+                    }
+            }
+}
+END_TEST
+
+/* Muon on the plain products, as in a program that runs no op: still the
+ * definition. */
+START_TEST(muon_on_the_plain_products_matches_the_definition)
+{
+    const tg_product ops = *tg_product_get();
+    tg_product_register(NULL);
+    ck_assert(tg_product_get()->gemm_f32 == tg_product_plain_f32);
+    const tg_muon_config c = {0.9, 0.1};
+    double want[NE];
+    reference(3, c.momentum, c.weight_decay, want);
+    for (int dt = 0; dt < 2; dt++) {
+        tg_params *p = make_store(dt ? TG_F32 : TG_F64);
+        tg_muon *o = tg_muon_new(p, &c, NULL, 0);
+        ck_assert_ptr_nonnull(o);
+        for (int k = 0; k < 3; k++) {
+            set_grads(p, k);
+            ck_assert_int_eq(tg_muon_step(o, lr_at(k)), 0);
+        }
+        double tol = dt ? 2e-6 : 1e-14;
+        for (int i = 0; i < NE; i++)
+            ck_assert_msg(fabs(get(p, i) - want[i]) <= tol, "%s element %d: %.17g, want %.17g", dt ? "f32" : "f64",
+                          i, get(p, i), want[i]);
+        tg_muon_free(o);
+        tg_params_free(p);
+    }
+    tg_product_register(&ops);
+    ck_assert(tg_product_get()->gemm_f32 == tg_gemm_f32);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("muon");
     tt_tcase(s, "muon", 0,
              TT_TESTS(takes_the_block_matrices, muon_matches_the_definition, one_row_and_one_column_by_hand,
                       state_through_a_file_is_bit_identical, muon_and_adamw_share_a_store,
-                      parts_together_equal_the_whole, refuses_bad_settings_and_a_grown_store, steps_allocate_nothing));
+                      parts_together_equal_the_whole, refuses_bad_settings_and_a_grown_store, steps_allocate_nothing,
+                      muon_runs_on_the_ops_gemm, plain_products_are_products,
+                      muon_on_the_plain_products_matches_the_definition));
     return tt_run_in_tmpdir(s, "tg_muon", false);
 }

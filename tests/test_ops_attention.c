@@ -11,7 +11,7 @@
  * elements; memory grows linearly with T (no (T,T) tensor is kept). */
 #include "tg_test.h"
 
-#include "ops/attention_internal.h"
+#include "ops/attention_f32_internal.h"
 
 /* ---- references ---------------------------------------------------------- */
 

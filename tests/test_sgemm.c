@@ -29,6 +29,8 @@
 #include "tg_test.h"
 
 #include "../ops/gemm_internal.h"
+#include "../ops/sgemm_avx512_internal.h"
+#include "../ops/sgemm_internal.h"
 
 static float frand(uint64_t *s)
 {

@@ -13,7 +13,7 @@
 
 #include "tg_test.h"
 
-#include "../ops/gemm_internal.h"
+#include "../ops/sgemm_internal.h"
 
 enum { SMALL_STACK = 128 * 1024 };
 

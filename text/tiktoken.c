@@ -123,8 +123,8 @@ static int64_t next_line(line_reader *r, const char **out)
 }
 
 /* The file is read a line at a time (in blocks), and only the pieces' lines cost
- * memory: their decoded bytes and one entry each (issue 20: an entry per
- * line, blank ones too, was allocated first: 1.1 GB for 64 MB of newlines). */
+ * memory: their decoded bytes and one entry each (an entry for every line,
+ * blank ones too, would take 1.1 GB for 64 MB of newlines). */
 tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
 {
     if (!path) {

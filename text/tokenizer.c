@@ -10,7 +10,7 @@
  *
  * Those lookups must not hash the prefix and the suffix afresh at each
  * split: that is the square of the piece's length, and a crafted file
- * with one 1 MiB piece never finished loading (issue 20). The split
+ * with one 1 MiB piece would never finish loading. The split
  * lookups use a table of their own keyed by a polynomial hash modulo
  * 2^61 - 1, whose values for every prefix and suffix of a piece come from
  * one pass over it; bytes are compared only where the hash and the length
@@ -308,7 +308,8 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
     }
     /* Only GPT-2's: it puts every character in a word. Another pattern
      * could leave text out of every word, which encoding would drop
-     * without a word (issue 20: "a" encoded "b" as no ids at all). */
+     * without a word (a pattern that matches only "a" would encode "b"
+     * as no ids at all). */
     if (strcmp(t->pattern, TG_GPT2_PATTERN)) {
         char shown[160], why[320];
         uncovered(re, why, sizeof why);
