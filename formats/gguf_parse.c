@@ -1,0 +1,268 @@
+/* GGUF's parts (formats/gguf_internal.h): the header, key-values and
+ * tensor infos of a file in memory, checked against its size, the typed
+ * look-ups of keys, and the data section's values. The layout is the one
+ * formats/gguf.c writes (its top comment); this side reads versions 2
+ * and 3 and any general.alignment.
+ *
+ * Every count and length in the file is checked against the bytes left
+ * before it is used, so a crafted header costs time and memory
+ * proportional to the file, never to what it claims. */
+#include "gguf_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/err_internal.h"
+
+/* s as a message shows it (tg_shown: the first 60 bytes, escaped) */
+const char *tg_gguf_shown(str s, char buf[TG_SHOWN_SIZE])
+{
+    char t[62];
+    const size_t n = s.n < 61 ? (size_t)s.n : 61;
+    memcpy(t, s.p, n);
+    t[n] = 0;
+    return tg_shown(t, buf);
+}
+
+static bool take(gguf *g, size_t n, const unsigned char **p)
+{
+    if (n > g->len - g->at) return false;
+    *p = g->buf + g->at;
+    g->at += n;
+    return true;
+}
+static bool u32(gguf *g, uint32_t *v)
+{
+    const unsigned char *p;
+    return take(g, 4, &p) ? memcpy(v, p, 4), true : false;
+}
+static bool u64(gguf *g, uint64_t *v)
+{
+    const unsigned char *p;
+    return take(g, 8, &p) ? memcpy(v, p, 8), true : false;
+}
+static bool gstr(gguf *g, str *s)
+{
+    const unsigned char *p;
+    return u64(g, &s->n) && s->n <= g->len - g->at && take(g, (size_t)s->n, &p) ? s->p = (const char *)p, true : false;
+}
+
+/* the size of one value of a fixed-size type, 0 for strings and arrays */
+static size_t fixed_size(uint32_t t)
+{
+    static const size_t SIZES[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    return t < 13 ? SIZES[t] : 0;
+}
+
+/* Skips one value of type t (not an array), false past the end. */
+static bool skip_value(gguf *g, uint32_t t)
+{
+    const unsigned char *p;
+    str s;
+    if (t == T_STRING) return gstr(g, &s);
+    return t < 13 && t != T_ARRAY && take(g, fixed_size(t), &p);
+}
+
+int tg_gguf_parse(gguf *g, char *err, size_t errlen)
+{
+    char sb[TG_SHOWN_SIZE];
+    const unsigned char *magic;
+    uint32_t version = 0;
+    if (!take(g, 4, &magic) || memcmp(magic, "GGUF", 4))
+        return tg_set_err(err, errlen, "the file does not start with \"GGUF\""), -1;
+    if (!u32(g, &version) || version < 2 || version > 3)
+        return tg_set_err(err, errlen, "GGUF version %u: only versions 2 and 3 are read", version), -1;
+    if (!u64(g, &g->n_t) || !u64(g, &g->n_kv))
+        return tg_set_err(err, errlen, "the header is cut short"), -1;
+    /* every key-value takes at least 12 bytes, every tensor info 28: counts past that are lies */
+    if (g->n_kv > (g->len - g->at) / 12 || g->n_t > (g->len - g->at) / 28)
+        return tg_set_err(err, errlen, "the header claims %llu key-values and %llu tensors, more than the file's "
+                          "%zu bytes hold", (unsigned long long)g->n_kv, (unsigned long long)g->n_t, g->len), -1;
+    if (!(g->kvs = calloc(g->n_kv + 1, sizeof *g->kvs)) || !(g->ts = calloc(g->n_t + 1, sizeof *g->ts)))
+        return tg_set_err(err, errlen, "out of memory"), -1;
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        kv *k = &g->kvs[i];
+        const size_t start = g->at;
+        if (!gstr(g, &k->key) || !u32(g, &k->type))
+            return tg_set_err(err, errlen, "offset %zu: key-value %llu is cut short", start, (unsigned long long)i), -1;
+        k->val = g->buf + g->at;
+        bool ok;
+        if (k->type == T_ARRAY) {
+            ok = u32(g, &k->elem) && u64(g, &k->count) && k->elem != T_ARRAY && k->elem < 13;
+            k->val = g->buf + g->at;
+            const size_t es = ok ? fixed_size(k->elem) : 0;
+            if (ok && es) ok = k->count <= (g->len - g->at) / es && take(g, (size_t)k->count * es, &k->val);
+            else if (ok) /* strings: each at least 8 bytes */
+                for (uint64_t j = 0; ok && j < k->count; j++) ok = k->count <= (g->len - g->at) / 8 + j && skip_value(g, T_STRING);
+        } else {
+            ok = skip_value(g, k->type);
+        }
+        if (!ok)
+            return tg_set_err(err, errlen, "offset %zu: key '%s' has a bad type or runs past the end", start,
+                              tg_gguf_shown(k->key, sb)), -1;
+    }
+    for (uint64_t i = 0; i < g->n_t; i++) {
+        tinfo *t = &g->ts[i];
+        const size_t start = g->at;
+        bool ok = gstr(g, &t->name) && u32(g, &t->ndim) && t->ndim >= 1 && t->ndim <= 4;
+        t->numel = 1;
+        for (uint32_t d = 0; ok && d < t->ndim; d++)
+            ok = u64(g, &t->dims[d]) && t->dims[d] >= 1 && t->dims[d] <= (1ull << 40) / t->numel &&
+                 (t->numel *= t->dims[d]);
+        ok = ok && u32(g, &t->type) && u64(g, &t->offset);
+        if (!ok)
+            return tg_set_err(err, errlen, "offset %zu: tensor info %llu is cut short or has a bad shape", start,
+                              (unsigned long long)i), -1;
+    }
+    return 0;
+}
+
+const kv *tg_gguf_find(const gguf *g, const char *key)
+{
+    const size_t n = strlen(key);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (g->kvs[i].key.n == n && !memcmp(g->kvs[i].key.p, key, n)) return &g->kvs[i];
+    return NULL;
+}
+
+/* An unsigned or signed integer value of key: 0, 1 when absent, or -1
+ * with a message (another type, or outside [lo, hi]). */
+int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen)
+{
+    const kv *k = tg_gguf_find(g, key);
+    if (!k) return 1;
+    uint64_t u = 0;
+    int64_t s = 0;
+    bool is_signed = k->type == T_I8 || k->type == T_I16 || k->type == T_I32 || k->type == T_I64;
+    if (k->type == T_ARRAY || k->type == T_STRING || k->type == T_F32 || k->type == T_F64 || k->type == T_BOOL)
+        return tg_set_err(err, errlen, "key '%s' is not an integer", key), -1;
+    const size_t n = fixed_size(k->type);
+    if (is_signed) {
+        int64_t x = 0;
+        memcpy(&x, k->val, n);
+        s = n == 8 ? x : (x << (64 - 8 * n)) >> (64 - 8 * n);   /* sign-extended */
+    } else {
+        memcpy(&u, k->val, n);
+        s = u > INT64_MAX ? INT64_MAX : (int64_t)u;
+    }
+    if (s < lo || s > hi)
+        return tg_set_err(err, errlen, "key '%s' = %lld is outside [%lld, %lld]", key, (long long)s, (long long)lo,
+                          (long long)hi), -1;
+    *v = s;
+    return 0;
+}
+int tg_gguf_get_float(const gguf *g, const char *key, double *v, char *err, size_t errlen)
+{
+    const kv *k = tg_gguf_find(g, key);
+    if (!k) return 1;
+    if (k->type == T_F32) {
+        float f;
+        memcpy(&f, k->val, 4);
+        *v = f;
+    } else if (k->type == T_F64) {
+        memcpy(v, k->val, 8);
+    } else {
+        return tg_set_err(err, errlen, "key '%s' is not a number", key), -1;
+    }
+    return isfinite(*v) ? 0 : (tg_set_err(err, errlen, "key '%s' is %g", key, *v), -1);
+}
+bool tg_gguf_get_bool(const gguf *g, const char *key, bool dflt)
+{
+    const kv *k = tg_gguf_find(g, key);
+    return k && k->type == T_BOOL ? k->val[0] != 0 : dflt;
+}
+/* a string value: true with *s, false when absent or not a string */
+bool tg_gguf_get_str(const gguf *g, const char *key, str *s)
+{
+    const kv *k = tg_gguf_find(g, key);
+    if (!k || k->type != T_STRING) return false;
+    memcpy(&s->n, k->val, 8);
+    s->p = (const char *)k->val + 8;
+    return true;
+}
+bool tg_gguf_str_is(str s, const char *z) { return s.n == strlen(z) && !memcmp(s.p, z, s.n); }
+
+/* ---- tensors ------------------------------------------------------------------ */
+
+/* Places the data section and checks every tensor's bytes lie in it. */
+int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
+{
+    int64_t align = 32;
+    if (tg_gguf_get_int(g, "general.alignment", 1, 1 << 16, &align, err, errlen) < 0) return -1;
+    if (align & (align - 1)) return tg_set_err(err, errlen, "general.alignment %lld is not a power of two", (long long)align), -1;
+    const size_t start = (g->at + (size_t)align - 1) / (size_t)align * (size_t)align;
+    if (start > g->len) return tg_set_err(err, errlen, "the file ends before its data section"), -1;
+    g->data = g->buf + start;
+    g->data_len = g->len - start;
+    for (uint64_t i = 0; i < g->n_t; i++) {
+        tinfo *t = &g->ts[i];
+        char sb[TG_SHOWN_SIZE];
+        const char *name = tg_gguf_shown(t->name, sb);
+        switch (t->type) {
+        case G_F32: t->nbytes = t->numel * 4; break;
+        case G_F16:
+        case G_BF16: t->nbytes = t->numel * 2; break;
+        case G_Q8_0:
+            if (t->dims[0] % 32) return tg_set_err(err, errlen, "tensor '%s' is Q8_0 with rows of %llu, not a multiple "
+                                                  "of 32", name, (unsigned long long)t->dims[0]), -1;
+            t->nbytes = t->numel / 32 * 34;
+            break;
+        default:
+            return tg_set_err(err, errlen, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0",
+                              name, t->type), -1;
+        }
+        if (t->offset % (uint64_t)align || t->offset > g->data_len || t->nbytes > g->data_len - t->offset)
+            return tg_set_err(err, errlen, "tensor '%s': its %llu bytes at offset %llu are not within the data "
+                              "section's %zu (or not aligned to %lld)", name, (unsigned long long)t->nbytes,
+                              (unsigned long long)t->offset, g->data_len, (long long)align), -1;
+    }
+    return 0;
+}
+
+const tinfo *tg_gguf_find_tensor(const gguf *g, const char *name)
+{
+    const size_t n = strlen(name);
+    for (uint64_t i = 0; i < g->n_t; i++)
+        if (g->ts[i].name.n == n && !memcmp(g->ts[i].name.p, name, n)) return &g->ts[i];
+    return NULL;
+}
+
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0) {   /* zero or subnormal: m * 2^-24, exact */
+        const float f = (float)m * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    const uint32_t bits = sign | (e == 31 ? 0x7f800000u | m << 13 : (e + 112) << 23 | m << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Value i of a tensor of ggml type `type` whose data starts at q. */
+float tg_gguf_value_at(const unsigned char *q, uint32_t type, int64_t i)
+{
+    float x;
+    if (type == G_F32) {
+        memcpy(&x, q + 4 * i, 4);
+    } else if (type == G_F16 || type == G_BF16) {
+        uint16_t h;
+        memcpy(&h, q + 2 * i, 2);
+        if (type == G_F16) {
+            x = half_to_float(h);
+        } else {
+            const uint32_t bits = (uint32_t)h << 16;
+            memcpy(&x, &bits, 4);
+        }
+    } else {   /* Q8_0: a half scale, then 32 int8 */
+        const unsigned char *b = q + i / 32 * 34;
+        uint16_t d;
+        memcpy(&d, b, 2);
+        x = half_to_float(d) * (float)(int8_t)b[2 + i % 32];
+    }
+    return x;
+}
