@@ -134,18 +134,21 @@ int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int6
 {
     const kv *k = tg_gguf_find(g, key);
     if (!k) return 1;
-    uint64_t u = 0;
-    int64_t s = 0;
-    bool is_signed = k->type == T_I8 || k->type == T_I16 || k->type == T_I32 || k->type == T_I64;
     if (k->type == T_ARRAY || k->type == T_STRING || k->type == T_F32 || k->type == T_F64 || k->type == T_BOOL)
         return tg_set_err(err, errlen, "key '%s' is not an integer", key), -1;
-    const size_t n = fixed_size(k->type);
-    if (is_signed) {
-        int64_t x = 0;
-        memcpy(&x, k->val, n);
-        s = n == 8 ? x : (x << (64 - 8 * n)) >> (64 - 8 * n);   /* sign-extended */
-    } else {
-        memcpy(&u, k->val, n);
+    /* each signed width read as its own type, so the conversion extends the sign */
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t s;
+    uint64_t u = 0;
+    switch (k->type) {
+    case T_I8: memcpy(&i8, k->val, 1), s = i8; break;
+    case T_I16: memcpy(&i16, k->val, 2), s = i16; break;
+    case T_I32: memcpy(&i32, k->val, 4), s = i32; break;
+    case T_I64: memcpy(&s, k->val, 8); break;
+    default:   /* unsigned: its bytes are u's low ones (the reader takes a little-endian host throughout) */
+        memcpy(&u, k->val, fixed_size(k->type));
         s = u > INT64_MAX ? INT64_MAX : (int64_t)u;
     }
     if (s < lo || s > hi)
