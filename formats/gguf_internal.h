@@ -40,16 +40,19 @@ typedef struct gguf {
     kv *kvs;
     tinfo *ts;
     uint64_t n_kv, n_t;
-    const unsigned char *data;   /* the data section */
+    const str **kv_names, **t_names;   /* the keys' and the tensors' names, sorted */
+    const unsigned char *data;         /* the data section */
     size_t data_len;
 } gguf;
 
 /* s as a message shows it (tg_shown: the first 60 bytes, escaped). */
 const char *tg_gguf_shown(str s, char buf[TG_SHOWN_SIZE]);
-/* Cuts g->buf (g->len bytes) into its key-values and tensor infos
- * (g->kvs, g->ts: free both), each checked to lie in the file. 0, or -1
- * with a message. */
+/* Cuts g->buf (g->len bytes) into its key-values and tensor infos, each
+ * checked to lie in the file, no name given twice. 0, or -1 with a
+ * message; tg_gguf_release frees what it allocated either way. */
 int tg_gguf_parse(gguf *g, char *err, size_t errlen);
+/* Frees what tg_gguf_parse allocated (not g->buf) and zeroes g. */
+void tg_gguf_release(gguf *g);
 /* Places the data section and checks every tensor's type and that its
  * bytes lie in it. 0, or -1 with a message naming the tensor. */
 int tg_gguf_place_data(gguf *g, char *err, size_t errlen);

@@ -66,6 +66,32 @@ static bool skip_value(gguf *g, uint32_t t)
     return t < 13 && t != T_ARRAY && take(g, fixed_size(t), &p);
 }
 
+static int cmp_names(const void *pa, const void *pb)
+{
+    const str *a = *(const str *const *)pa, *b = *(const str *const *)pb;
+    const int c = memcmp(a->p, b->p, (size_t)(a->n < b->n ? a->n : b->n));
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* The names of n items of `size` bytes from base, each starting with its
+ * name (a kv, a tinfo), sorted (malloc'd; NULL out of memory). *a and *b:
+ * the indices of the first two items with one name, else equal. */
+static const str **sorted_names(const void *base, uint64_t n, size_t size, uint64_t *a, uint64_t *b)
+{
+    const str **s = malloc((size_t)(n ? n : 1) * sizeof *s);
+    *a = *b = 0;
+    if (!s) return NULL;
+    for (uint64_t i = 0; i < n; i++) s[i] = (const str *)((const char *)base + i * size);
+    qsort(s, (size_t)n, sizeof *s, cmp_names);
+    for (uint64_t i = 1; i < n && *a == *b; i++)
+        if (!cmp_names(&s[i - 1], &s[i])) {
+            const uint64_t x = (uint64_t)((const char *)s[i - 1] - (const char *)base) / size,
+                           y = (uint64_t)((const char *)s[i] - (const char *)base) / size;
+            *a = x < y ? x : y, *b = x < y ? y : x;
+        }
+    return s;
+}
+
 int tg_gguf_parse(gguf *g, char *err, size_t errlen)
 {
     char sb[TG_SHOWN_SIZE];
@@ -117,15 +143,42 @@ int tg_gguf_parse(gguf *g, char *err, size_t errlen)
             return tg_set_err(err, errlen, "offset %zu: tensor info %llu is cut short or has a bad shape", start,
                               (unsigned long long)i), -1;
     }
+    /* the names in order, for look-ups in log time and to find one given twice, which
+     * llama.cpp refuses (which of the two would count is the reader's guess) */
+    uint64_t a, b;
+    if (!(g->kv_names = sorted_names(g->kvs, g->n_kv, sizeof *g->kvs, &a, &b)))
+        return tg_set_err(err, errlen, "out of memory"), -1;
+    if (a != b)
+        return tg_set_err(err, errlen, "key '%s' is given twice (key-values %llu and %llu): llama.cpp refuses such "
+                          "a file", tg_gguf_shown(g->kvs[a].key, sb), (unsigned long long)a, (unsigned long long)b), -1;
+    if (!(g->t_names = sorted_names(g->ts, g->n_t, sizeof *g->ts, &a, &b)))
+        return tg_set_err(err, errlen, "out of memory"), -1;
+    if (a != b)
+        return tg_set_err(err, errlen, "tensor '%s' is given twice (tensor infos %llu and %llu): llama.cpp refuses "
+                          "such a file", tg_gguf_shown(g->ts[a].name, sb), (unsigned long long)a,
+                          (unsigned long long)b), -1;
     return 0;
+}
+
+void tg_gguf_release(gguf *g)
+{
+    free(g->kvs);
+    free(g->ts);
+    free(g->kv_names);
+    free(g->t_names);
+    *g = (gguf){0};
+}
+
+static const str *lookup(const str *const *sorted, uint64_t n, const char *name)
+{
+    const str key = {name, strlen(name)}, *kp = &key;
+    const str *const *hit = n ? bsearch(&kp, sorted, (size_t)n, sizeof *sorted, cmp_names) : NULL;
+    return hit ? *hit : NULL;
 }
 
 const kv *tg_gguf_find(const gguf *g, const char *key)
 {
-    const size_t n = strlen(key);
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        if (g->kvs[i].key.n == n && !memcmp(g->kvs[i].key.p, key, n)) return &g->kvs[i];
-    return NULL;
+    return (const kv *)lookup(g->kv_names, g->n_kv, key);   /* a kv starts with its key */
 }
 
 /* An unsigned or signed integer value of key: 0, 1 when absent, or -1
@@ -227,10 +280,7 @@ int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
 
 const tinfo *tg_gguf_find_tensor(const gguf *g, const char *name)
 {
-    const size_t n = strlen(name);
-    for (uint64_t i = 0; i < g->n_t; i++)
-        if (g->ts[i].name.n == n && !memcmp(g->ts[i].name.p, name, n)) return &g->ts[i];
-    return NULL;
+    return (const tinfo *)lookup(g->t_names, g->n_t, name);   /* a tinfo starts with its name */
 }
 
 static float half_to_float(uint16_t h)

@@ -280,8 +280,7 @@ fail:
 done:
     tg_vocab_free(&v);
     tg_model_free(&m);
-    free(g.kvs);
-    free(g.ts);
+    tg_gguf_release(&g);
     free(buf);
     return rc;
 }

@@ -107,6 +107,7 @@ typedef struct llama_file {
     kover keys[4];
     const char *skip;    /* this tensor is not written */
     const char *twice;   /* this tensor is written twice */
+    const char *key_twice;   /* this key is written again, = 1 as U32 */
     void (*vocab)(gw *kv);
 } llama_file;
 
@@ -134,6 +135,7 @@ static void write_llama(const char *path, const llama_file *o)
     w_key_of(&kv, o, "llama.attention.layer_norm_rms_epsilon", GF32, 1e-5);
     for (int i = 0; i < 4 && o->keys[i].key; i++)   /* keys the Llama does not have: added */
         if (strncmp(o->keys[i].key, "llama.", 6)) w_num(&kv, o->keys[i].key, o->keys[i].type, o->keys[i].x);
+    if (o->key_twice) w_num(&kv, o->key_twice, GU32, 1);
     if (o->vocab) o->vocab(&kv);
     static const char *const part[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
                                         "ffn_gate", "ffn_down", "ffn_up"};
@@ -211,9 +213,27 @@ START_TEST(signed_keys_keep_their_sign)
 }
 END_TEST
 
+START_TEST(a_name_given_twice_is_refused)
+{
+    char err[ERRLEN];
+    llama_file o = SMALL;
+    o.twice = "blk.1.attn_q.weight";
+    write_llama(tt_path("twice.gguf"), &o);
+    refused(tt_path("twice.gguf"), err);
+    ck_assert_msg(strstr(err, "tensor 'blk.1.attn_q.weight' is given twice (tensor infos 11 and 12): llama.cpp "
+                              "refuses such a file"), "%s", err);
+    o = SMALL;
+    o.key_twice = "llama.block_count";
+    write_llama(tt_path("twice.gguf"), &o);
+    refused(tt_path("twice.gguf"), err);
+    ck_assert_msg(strstr(err, "key 'llama.block_count' is given twice (key-values 3 and 9)"), "%s", err);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("formats_gguf_read");
-    tt_tcase(s, "gguf_read", 120, TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign));
+    tt_tcase(s, "gguf_read", 120, TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign,
+                                                 a_name_given_twice_is_refused));
     return tt_run_in_tmpdir(s, "tg_gguf_read_test", true);
 }
