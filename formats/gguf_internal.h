@@ -54,7 +54,9 @@ int tg_gguf_parse(gguf *g, char *err, size_t errlen);
 /* Frees what tg_gguf_parse allocated (not g->buf) and zeroes g. */
 void tg_gguf_release(gguf *g);
 /* Places the data section and checks every tensor's type and that its
- * bytes lie in it. 0, or -1 with a message naming the tensor. */
+ * bytes lie in it, right after the tensor before it's (llama.cpp's
+ * layout: no two tensors share bytes). 0, or -1 with a message naming
+ * the tensor. */
 int tg_gguf_place_data(gguf *g, char *err, size_t errlen);
 
 /* The key-value named key, or NULL. */

@@ -243,7 +243,8 @@ bool tg_gguf_str_is(str s, const char *z) { return s.n == strlen(z) && !memcmp(s
 
 /* ---- tensors ------------------------------------------------------------------ */
 
-/* Places the data section and checks every tensor's bytes lie in it. */
+/* Places the data section and checks every tensor's bytes lie in it, each
+ * tensor's right after the one before. */
 int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
 {
     int64_t align = 32;
@@ -253,6 +254,7 @@ int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
     if (start > g->len) return tg_set_err(err, errlen, "the file ends before its data section"), -1;
     g->data = g->buf + start;
     g->data_len = g->len - start;
+    uint64_t end = 0;   /* where the tensors so far end, padded */
     for (uint64_t i = 0; i < g->n_t; i++) {
         tinfo *t = &g->ts[i];
         char sb[TG_SHOWN_SIZE];
@@ -270,10 +272,18 @@ int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
             return tg_set_err(err, errlen, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0",
                               name, t->type), -1;
         }
-        if (t->offset % (uint64_t)align || t->offset > g->data_len || t->nbytes > g->data_len - t->offset)
+        /* llama.cpp's layout: each tensor's data right after the one before, so no two share bytes
+         * and the values a file describes are at most its bytes (llama.cpp refuses another offset) */
+        if (t->offset != end)
+            return tg_set_err(err, errlen, "tensor '%s': its data is at offset %llu of the data section, where the "
+                              "tensors before it end at %llu (padded to %lld bytes): GGUF puts each tensor's data "
+                              "right after the one before, and llama.cpp refuses other offsets", name,
+                              (unsigned long long)t->offset, (unsigned long long)end, (long long)align), -1;
+        if (t->nbytes > g->data_len - t->offset)
             return tg_set_err(err, errlen, "tensor '%s': its %llu bytes at offset %llu are not within the data "
-                              "section's %zu (or not aligned to %lld)", name, (unsigned long long)t->nbytes,
-                              (unsigned long long)t->offset, g->data_len, (long long)align), -1;
+                              "section's %zu", name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
+                              g->data_len), -1;
+        end = t->offset + (t->nbytes + (uint64_t)align - 1) / (uint64_t)align * (uint64_t)align;
     }
     return 0;
 }

@@ -94,44 +94,6 @@ static int read_config(const gguf *g, tg_model_config *c, char *err, size_t errl
         return tg_set_err(err, errlen, "the hyperparameters (embedding %d, feed forward %d, %d blocks, %d heads, %d kv "
                           "heads, context %d, vocabulary %d) are not a Llama tapegrad builds", c->n_embd, c->hidden_dim,
                           c->n_layer, c->n_head, c->n_kv_head, c->block_size, c->vocab_size), -1;
-    /* every parameter is in the file, so the model costs no more memory than the file's bytes imply */
-    int64_t floats = 0;
-    for (uint64_t i = 0; i < g->n_t; i++) floats += (int64_t)g->ts[i].numel;
-    if (tg_model_num_params(c) > floats)
-        return tg_set_err(err, errlen, "the hyperparameters describe %lld parameters, the file's tensors hold %lld",
-                          (long long)tg_model_num_params(c), (long long)floats), -1;
-    return 0;
-}
-
-/* GGUF's tensor names for tapegrad's Llama parameters (per layer: "blk.N." + name) */
-static const char *const LAYER_NAMES[9][2] = {
-    {"attention_norm.weight", "attn_norm.weight"}, {"attention.wq.weight", "attn_q.weight"},
-    {"attention.wk.weight", "attn_k.weight"},      {"attention.wv.weight", "attn_v.weight"},
-    {"attention.wo.weight", "attn_output.weight"}, {"ffn_norm.weight", "ffn_norm.weight"},
-    {"feed_forward.w1.weight", "ffn_gate.weight"}, {"feed_forward.w2.weight", "ffn_down.weight"},
-    {"feed_forward.w3.weight", "ffn_up.weight"}};
-
-static int load_weights(const gguf *g, tg_model *m, char *err, size_t errlen)
-{
-    const int64_t n = tg_params_count(m->params);
-    for (int64_t i = 0; i < n; i++) {
-        tg_tensor *p = tg_params_at(m->params, i);
-        char name[96];
-        int layer;
-        int used = 0;
-        if (!strcmp(p->name, "tok_embeddings.weight")) snprintf(name, sizeof name, "token_embd.weight");
-        else if (!strcmp(p->name, "norm.weight")) snprintf(name, sizeof name, "output_norm.weight");
-        else if (!strcmp(p->name, "output.weight")) snprintf(name, sizeof name, "output.weight");
-        else if (sscanf(p->name, "layers.%d.%n", &layer, &used) == 1 && used > 0) {
-            name[0] = 0;
-            for (int k = 0; k < 9; k++)
-                if (!strcmp(p->name + used, LAYER_NAMES[k][0]))
-                    snprintf(name, sizeof name, "blk.%d.%s", layer, LAYER_NAMES[k][1]);
-        }
-        const tinfo *t = name[0] ? tg_gguf_find_tensor(g, name) : NULL;
-        if (!t) return tg_set_err(err, errlen, "the file has no tensor '%s' (tapegrad's %s)", name, p->name), -1;
-        if (load_tensor(g, t, p, err, errlen)) return -1;
-    }
     return 0;
 }
 
@@ -206,37 +168,112 @@ static int read_config_gpt(const gguf *g, tg_model_config *c, char *err, size_t 
         return tg_set_err(err, errlen, "the hyperparameters (embedding %d, %d blocks, %d heads, context %d, "
                           "vocabulary %d) are not a GPT tapegrad builds", c->n_embd, c->n_layer, c->n_head,
                           c->block_size, c->vocab_size), -1;
-    int64_t floats = 0;
-    for (uint64_t i = 0; i < g->n_t; i++) floats += (int64_t)g->ts[i].numel;
-    if (tg_model_num_params(c) > floats)
-        return tg_set_err(err, errlen, "the hyperparameters describe %lld parameters, the file's tensors hold %lld",
-                          (long long)tg_model_num_params(c), (long long)floats), -1;
     return 0;
 }
 
-static int load_weights_gpt(const gguf *g, tg_model *m, char *err, size_t errlen)
+/* ---- the tensors a model needs ------------------------------------------------ */
+
+/* GGUF tensor of a model's part: llama.cpp's name, tapegrad's parameter
+ * (empty: none, a GPT's bias when it has none) and ggml's dimensions
+ * (fastest first: PyTorch's (out, in) is [in, out]). */
+typedef struct need {
+    char gguf[96], param[96];
+    uint32_t ndim;
+    uint64_t dims[2];
+} need;
+
+/* Tensor i of config c's model into *n, in llama.cpp's order; false past the last. */
+static bool needed(const tg_model_config *c, bool gpt, int64_t i, need *n)
 {
-    const int64_t n = tg_params_count(m->params);
-    for (int64_t i = 0; i < n; i++) {
-        tg_tensor *p = tg_params_at(m->params, i);
-        char name[96] = "", part[64];
-        int layer, used = 0;
-        if (!strcmp(p->name, "transformer.wte.weight")) snprintf(name, sizeof name, "token_embd.weight");
-        else if (!strcmp(p->name, "transformer.wpe.weight")) snprintf(name, sizeof name, "position_embd.weight");
-        else if (!strcmp(p->name, "transformer.ln_f.weight")) snprintf(name, sizeof name, "output_norm.weight");
-        else if (!strcmp(p->name, "transformer.ln_f.bias")) snprintf(name, sizeof name, "output_norm.bias");
-        else if (sscanf(p->name, "transformer.h.%d.%n", &layer, &used) == 1 && used > 0)
-            for (int k = 0; k < 6; k++) {
-                const size_t pl = strlen(GPT_PARTS[k][0]);
-                if (!strncmp(p->name + used, GPT_PARTS[k][0], pl) && p->name[used + pl] == '.') {
-                    snprintf(part, sizeof part, "%s", p->name + used + pl + 1);   /* weight or bias */
-                    snprintf(name, sizeof name, "blk.%d.%s.%s", layer, GPT_PARTS[k][1], part);
-                }
-            }
-        const tinfo *t = name[0] ? tg_gguf_find_tensor(g, name) : NULL;
-        if (!t) return tg_set_err(err, errlen, "the file has no tensor '%s' (tapegrad's %s)", name, p->name), -1;
-        if (load_tensor(g, t, p, err, errlen)) return -1;
+    static const char *const LLAMA[9][2] = {
+        {"attn_norm", "attention_norm"}, {"attn_q", "attention.wq"},    {"attn_k", "attention.wk"},
+        {"attn_v", "attention.wv"},      {"attn_output", "attention.wo"}, {"ffn_norm", "ffn_norm"},
+        {"ffn_gate", "feed_forward.w1"}, {"ffn_down", "feed_forward.w2"}, {"ffn_up", "feed_forward.w3"}};
+    const uint64_t C = (uint64_t)c->n_embd, L = (uint64_t)c->n_layer, V = (uint64_t)c->vocab_size,
+                   H = gpt ? 4 * C : (uint64_t)c->hidden_dim, KV = C / (uint64_t)c->n_head * (uint64_t)c->n_kv_head;
+    const uint64_t at = (uint64_t)i, blocks = gpt ? 2 + 12 * L : 1 + 9 * L;
+    *n = (need){.ndim = 2, .dims = {C, V}};
+    if (at == 0) return snprintf(n->gguf, 96, "token_embd.weight"),
+                        snprintf(n->param, 96, gpt ? "transformer.wte.weight" : "tok_embeddings.weight"), true;
+    if (gpt && at == 1) return n->dims[1] = (uint64_t)c->block_size, snprintf(n->gguf, 96, "position_embd.weight"),
+                               snprintf(n->param, 96, "transformer.wpe.weight"), true;
+    if (at < blocks && !gpt) {
+        const uint64_t l = (at - 1) / 9, k = (at - 1) % 9;
+        const uint64_t dims[9][2] = {{C, 0}, {C, C}, {C, KV}, {C, KV}, {C, C}, {C, 0}, {C, H}, {H, C}, {C, H}};
+        snprintf(n->gguf, 96, "blk.%llu.%s.weight", (unsigned long long)l, LLAMA[k][0]);
+        snprintf(n->param, 96, "layers.%llu.%s.weight", (unsigned long long)l, LLAMA[k][1]);
+        n->ndim = dims[k][1] ? 2 : 1, n->dims[0] = dims[k][0], n->dims[1] = dims[k][1];
+        return true;
     }
+    if (at < blocks) {   /* a GPT's block: each part's weight, then its bias */
+        const uint64_t l = (at - 2) / 12, k = (at - 2) % 12 / 2, bias = (at - 2) % 2;
+        const uint64_t dims[6][2] = {{C, 0}, {C, 3 * C}, {C, C}, {C, 0}, {C, H}, {H, C}};
+        snprintf(n->gguf, 96, "blk.%llu.%s.%s", (unsigned long long)l, GPT_PARTS[k][1], bias ? "bias" : "weight");
+        if (!bias || c->bias)
+            snprintf(n->param, 96, "transformer.h.%llu.%s.%s", (unsigned long long)l, GPT_PARTS[k][0],
+                     bias ? "bias" : "weight");
+        n->ndim = bias || !dims[k][1] ? 1 : 2;
+        n->dims[0] = bias && dims[k][1] ? dims[k][1] : dims[k][0], n->dims[1] = bias ? 0 : dims[k][1];
+        return true;
+    }
+    const bool norm_bias = gpt && at == blocks + 1;
+    if (at == blocks || norm_bias) {
+        snprintf(n->gguf, 96, "output_norm.%s", norm_bias ? "bias" : "weight");
+        if (!norm_bias || c->bias) snprintf(n->param, 96, gpt ? "transformer.ln_f.%s" : "norm.%s",
+                                            norm_bias ? "bias" : "weight");
+        return n->ndim = 1, n->dims[1] = 0, true;
+    }
+    if (gpt || c->tied || at != blocks + 1) return false;
+    return snprintf(n->gguf, 96, "output.weight"), snprintf(n->param, 96, "output.weight"), true;
+}
+
+/* t's dimensions as "[a, b]" */
+static const char *dims_of(const tinfo *t, char buf[96])
+{
+    int o = snprintf(buf, 96, "[");
+    for (uint32_t d = 0; d < t->ndim; d++) o += snprintf(buf + o, (size_t)(96 - o), "%s%llu", d ? ", " : "",
+                                                         (unsigned long long)t->dims[d]);
+    snprintf(buf + o, (size_t)(96 - o), "]");
+    return buf;
+}
+
+/* Every tensor c's model needs is in the file, of its shape: then the
+ * model holds no more values than the file's tensors (whose bytes
+ * tg_gguf_place_data found distinct), so building it costs memory in
+ * proportion to the file. Checked before the model is built. */
+static int check_tensors(const gguf *g, const tg_model_config *c, bool gpt, char *err, size_t errlen)
+{
+    need n;
+    for (int64_t i = 0; needed(c, gpt, i, &n); i++) {
+        const tinfo *t = tg_gguf_find_tensor(g, n.gguf);
+        if (!t)
+            return tg_set_err(err, errlen, "the file has no tensor '%s' (%s)", n.gguf, gpt ? "llama.cpp's gpt2 "
+                              "requires it" : "the Llama its keys describe has it"), -1;
+        if (t->ndim != n.ndim || t->dims[0] != n.dims[0] || (n.ndim == 2 && t->dims[1] != n.dims[1])) {
+            char have[96], want[96];
+            const tinfo w = {.ndim = n.ndim, .dims = {n.dims[0], n.dims[1]}};
+            return tg_set_err(err, errlen, "tensor '%s' is %s where the model its keys describe has %s (GGUF "
+                              "lists the fastest dimension first)", n.gguf, dims_of(t, have), dims_of(&w, want)), -1;
+        }
+    }
+    return 0;
+}
+
+/* The file's tensors into m's parameters, each of which one holds. */
+static int load_weights(const gguf *g, tg_model *m, bool gpt, char *err, size_t errlen)
+{
+    need n;
+    int64_t loaded = 0;
+    for (int64_t i = 0; needed(&m->config, gpt, i, &n); i++) {
+        if (!n.param[0]) continue;
+        tg_tensor *p = tg_params_get(m->params, n.param);
+        if (!p) return tg_set_err(err, errlen, "gguf_import: the model has no parameter '%s'", n.param), -1;
+        if (load_tensor(g, tg_gguf_find_tensor(g, n.gguf), p, err, errlen)) return -1;
+        loaded++;
+    }
+    if (loaded != tg_params_count(m->params))   /* a family of another layout under the name */
+        return tg_set_err(err, errlen, "gguf_import: the %s has %lld parameters, the file's tensors fill %lld",
+                          m->config.arch, (long long)tg_params_count(m->params), (long long)loaded), -1;
     return 0;
 }
 
@@ -269,8 +306,8 @@ int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *e
         goto fail;
     }
     if ((gpt ? read_config_gpt(&g, &c, e2, sizeof e2) : read_config(&g, &c, e2, sizeof e2)) ||
-        tg_gguf_read_vocab(&g, c.vocab_size, gpt, &v, e2, sizeof e2) || tg_model_new(&m, &c, dt, TG_NO_INIT, e2, sizeof e2) ||
-        (gpt ? load_weights_gpt(&g, &m, e2, sizeof e2) : load_weights(&g, &m, e2, sizeof e2)))
+        check_tensors(&g, &c, gpt, e2, sizeof e2) || tg_gguf_read_vocab(&g, c.vocab_size, gpt, &v, e2, sizeof e2) ||
+        tg_model_new(&m, &c, dt, TG_NO_INIT, e2, sizeof e2) || load_weights(&g, &m, gpt, e2, sizeof e2))
         goto fail;
     const char *meta[2] = {"imported_from", "gguf"};
     rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);

@@ -19,6 +19,7 @@
 #include "tg_test.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -213,6 +214,87 @@ START_TEST(signed_keys_keep_their_sign)
 }
 END_TEST
 
+/* The import of path in a child process that may map at most `room`
+ * bytes more than it has: its message into err; the seconds it took. */
+static double import_in_a_small_room(const char *path, size_t room, char *err, int *status)
+{
+    int fd[2];
+    ck_assert(pipe(fd) == 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        unsigned long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");   /* its size now, in pages (ASan's shadow is mapped already) */
+        if (!f || fscanf(f, "%lu", &pages) != 1) _exit(3);
+        fclose(f);
+        const rlim_t most = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + room;
+        if (setrlimit(RLIMIT_AS, &(struct rlimit){most, most})) _exit(4);
+        char e[ERRLEN] = "";
+        const int rc = tg_gguf_import(path, tt_path("big.safetensors"), TG_F32, e, sizeof e);
+        const ssize_t w = write(fd[1], e, strlen(e) + 1);
+        _exit(rc == -1 && w > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = 0, r;
+    while (n < ERRLEN - 1 && (r = read(fd[0], err + n, (size_t)(ERRLEN - 1 - n))) > 0) n += r;
+    err[n] = 0;
+    close(fd[0]);
+    ck_assert(waitpid(pid, status, 0) == pid);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+START_TEST(tensors_that_share_bytes_are_refused_at_once)
+{
+    /* 950 blocks of C 256 and SwiGLU 1024 in Q8_0: 1.0e9 parameters (4 GB as f32) in a 0.8 MB file
+     * whose 8,552 tensors all start at offset 0 */
+    char err[ERRLEN];
+    const llama_file o = {.C = 256, .H = 1024, .L = 950, .V = 32, .T = 16, .type = Q_Q8_0, .shared = true};
+    write_llama(tt_path("big.gguf"), &o);
+    struct stat st;
+    ck_assert(stat(tt_path("big.gguf"), &st) == 0 && st.st_size < 1000000);
+    int status;
+    const double s = import_in_a_small_room(tt_path("big.gguf"), 256u << 20, err, &status);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the import %s (wait status %d) in %.2f s: %s",
+                  WIFEXITED(status) ? "was not refused with a message" : "died", status, s, err);
+    ck_assert_msg(strstr(err, "tensor 'blk.0.attn_norm.weight': its data is at offset 0 of the data section, where "
+                              "the tensors before it end at 8704"), "%s", err);
+    ck_assert_msg(s < 2.0, "%.2f s", s);
+    ck_assert_int_eq(access(tt_path("big.safetensors"), F_OK), -1);
+    remove(tt_path("big.gguf"));
+}
+END_TEST
+
+START_TEST(every_tensor_is_checked_before_the_model_is_built)
+{
+    char err[ERRLEN];
+    llama_file o = SMALL;
+    o.skip = "blk.1.ffn_up.weight";
+    write_llama(tt_path("miss.gguf"), &o);
+    refused(tt_path("miss.gguf"), err);
+    ck_assert_msg(strstr(err, "the file has no tensor 'blk.1.ffn_up.weight' (the Llama its keys describe has it)"),
+                  "%s", err);
+    o = SMALL;
+    o.keys[0] = (kover){"llama.feed_forward_length", GU32, 48};
+    write_llama(tt_path("shape.gguf"), &o);
+    refused(tt_path("shape.gguf"), err);
+    ck_assert_msg(strstr(err, "tensor 'blk.0.ffn_gate.weight' is [32, 64] where the model its keys describe has "
+                              "[32, 48]"), "%s", err);
+    /* a Llama of 1e9 parameters whose file holds one block of it: refused before 4 GB are allocated */
+    o = (llama_file){.C = 256, .H = 1024, .L = 950, .V = 32, .T = 16, .type = Q_Q8_0};
+    o.keys[0] = (kover){"llama.block_count", GU32, 950};
+    o.L = 1;
+    write_llama(tt_path("few.gguf"), &o);
+    int status;
+    const double s = import_in_a_small_room(tt_path("few.gguf"), 256u << 20, err, &status);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(err, "no tensor 'blk.1.attn_norm.weight'"),
+                  "status %d in %.2f s: %s", status, s, err);
+}
+END_TEST
+
 START_TEST(a_name_given_twice_is_refused)
 {
     char err[ERRLEN];
@@ -234,6 +316,8 @@ int main(void)
 {
     Suite *s = suite_create("formats_gguf_read");
     tt_tcase(s, "gguf_read", 120, TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign,
-                                                 a_name_given_twice_is_refused));
+                                                 a_name_given_twice_is_refused,
+                                                 tensors_that_share_bytes_are_refused_at_once,
+                                                 every_tensor_is_checked_before_the_model_is_built));
     return tt_run_in_tmpdir(s, "tg_gguf_read_test", true);
 }
