@@ -137,9 +137,10 @@ static int read_config_gpt(const gguf *g, tg_model_config *c, char *err, size_t 
     double eps;
     if (tg_gguf_get_float(g, "gpt2.attention.layer_norm_epsilon", &eps, err, errlen))
         return tg_set_err(err, errlen, "the file has no number 'gpt2.attention.layer_norm_epsilon'"), -1;
-    if ((float)eps != (float)TG_LAYERNORM_EPS)
-        return tg_set_err(err, errlen, "key 'gpt2.attention.layer_norm_epsilon' is %g: tapegrad's LayerNorm has "
-                          "eps %g", eps, TG_LAYERNORM_EPS), -1;
+    if ((float)eps != (float)TG_LAYERNORM_EPS)   /* shown with the float32's digits, which tell the two apart */
+        return tg_set_err(err, errlen, "key 'gpt2.attention.layer_norm_epsilon' is %.9g as a float32: tapegrad's "
+                          "LayerNorm has eps %g (%.9g as a float32)", (double)(float)eps, TG_LAYERNORM_EPS,
+                          (double)(float)TG_LAYERNORM_EPS), -1;
     const tinfo *emb = tg_gguf_find_tensor(g, "token_embd.weight");
     if (!emb || emb->ndim != 2) return tg_set_err(err, errlen, "the file has no 2-D tensor 'token_embd.weight'"), -1;
     if (emb->dims[1] > (1 << 24)) return tg_set_err(err, errlen, "'token_embd.weight' has %llu rows",

@@ -177,6 +177,14 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.scores' is not %d float32 values", (int)n), -1;
     if (!ty || ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)n)
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type' is not %d int32 values", (int)n), -1;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t;
+        memcpy(&t, ty->val + 4 * (size_t)i, 4);
+        if (t < 1 || t > 6)
+            return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type': id %d has type %d, not one of GGUF's "
+                              "(1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)i,
+                              (int)t), -1;
+    }
     if (gpt && n == V && bytes_only(tok, ty, n) && !tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true)) {
         /* tapegrad's export of a GPT's byte vocabulary: a text's bytes again */
         char set[256];
@@ -222,7 +230,7 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
         p += 8 + l;
         int32_t t;
         memcpy(&t, ty->val + 4 * (size_t)i, 4);
-        types[i] = t >= 1 && t <= 6 ? (uint8_t)t : 0;   /* 0: refused by tg_tok_spm_new, naming the id */
+        types[i] = (uint8_t)t;   /* 1..6: checked above */
     }
     memcpy(scores, sc->val, (size_t)n * 4);
     int64_t bos = -1, eos = -1;

@@ -386,10 +386,14 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
     const uint8_t yes = 1;
     static const char FF[] = "gpt2.feed_forward_length", EPS[] = "gpt2.attention.layer_norm_epsilon",
                       BIAS[] = "blk.1.attn_qkv.bias", PRE[] = "gpt-2", BOS[] = "tokenizer.ggml.add_bos_token";
-    const float eps = 1e-6f;
+    const float eps = 1e-6f, eps_near = nextafterf(1e-5f, 1.0f);   /* the next float32 up: printed alike by %g */
     const struct { const void *find; size_t n, skip; const void *with; size_t wn; const char *why; } cases[] = {
         {FF, sizeof FF - 1, sizeof FF - 1 + 4, &ff, 4, "key 'gpt2.feed_forward_length' = 129 is not 4 x"},
-        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 1e-06"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 9.99999997e-07 "
+                                                          "as a float32"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps_near, 4, "key 'gpt2.attention.layer_norm_epsilon' is "
+                                                               "1.00000007e-05 as a float32: tapegrad's LayerNorm has "
+                                                               "eps 1e-05 (9.99999975e-06 as a float32)"},
         {BIAS, sizeof BIAS - 1, sizeof BIAS - 2, "z", 1, "no tensor 'blk.1.attn_qkv.bias'"},
         {PRE, sizeof PRE - 1, 4, "4", 1, "key 'tokenizer.ggml.pre' is 'gpt-4'"},
         {BOS, sizeof BOS - 1, sizeof BOS - 1 + 4, &yes, 1, "key 'tokenizer.ggml.add_bos_token' is true"},

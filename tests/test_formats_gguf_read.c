@@ -68,6 +68,16 @@ static void w_num(gw *b, const char *key, uint32_t type, double x)
     }
 }
 static void w_string(gw *b, const char *key, const char *s) { w_key(b, key, GSTRING), w_str(b, s); }
+/* key = an array of n values of fixed-size type elem (size bytes each) */
+static void w_array(gw *b, const char *key, uint32_t elem, uint64_t n, const void *v, size_t size)
+{
+    w_key(b, key, GARRAY), w_u32(b, elem), w_u64(b, n), w_put(b, v, n * size);
+}
+static void w_strings(gw *b, const char *key, uint64_t n, const char *const *s)
+{
+    w_key(b, key, GARRAY), w_u32(b, GSTRING), w_u64(b, n);
+    for (uint64_t i = 0; i < n; i++) w_str(b, s[i]);
+}
 static void w_tinfo(gw *b, const char *name, uint32_t ndim, const uint64_t *dims, uint32_t type, uint64_t offset)
 {
     w_str(b, name), w_u32(b, ndim);
@@ -295,6 +305,37 @@ START_TEST(every_tensor_is_checked_before_the_model_is_built)
 }
 END_TEST
 
+/* a "llama" vocabulary of 8 pieces whose id 1 has the type bad_type */
+static int32_t bad_type;
+static void vocab_bad_type(gw *kv)
+{
+    static const char *const tok[8] = {"<unk>", "<s>", "</s>", "a", "b", "c", "ab", "abc"};
+    const float scores[8] = {0};
+    int32_t types[8] = {2, 3, 3, 1, 1, 1, 1, 1};
+    types[1] = bad_type;
+    w_string(kv, "tokenizer.ggml.model", "llama");
+    w_strings(kv, "tokenizer.ggml.tokens", 8, tok);
+    w_array(kv, "tokenizer.ggml.scores", GF32, 8, scores, 4);
+    w_array(kv, "tokenizer.ggml.token_type", GI32, 8, types, 4);
+}
+
+START_TEST(a_token_type_is_named_as_it_is)
+{
+    char err[ERRLEN], want[200];
+    static const int32_t bad[2] = {99, -1};
+    for (int i = 0; i < 2; i++) {
+        llama_file o = SMALL;
+        bad_type = bad[i];
+        o.vocab = vocab_bad_type;
+        write_llama(tt_path("type.gguf"), &o);
+        refused(tt_path("type.gguf"), err);
+        snprintf(want, sizeof want, "key 'tokenizer.ggml.token_type': id 1 has type %d, not one of GGUF's (1 normal, "
+                                    "2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)bad[i]);
+        ck_assert_msg(strstr(err, want), "%s", err);
+    }
+}
+END_TEST
+
 START_TEST(a_name_given_twice_is_refused)
 {
     char err[ERRLEN];
@@ -318,6 +359,7 @@ int main(void)
     tt_tcase(s, "gguf_read", 120, TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign,
                                                  a_name_given_twice_is_refused,
                                                  tensors_that_share_bytes_are_refused_at_once,
-                                                 every_tensor_is_checked_before_the_model_is_built));
+                                                 every_tensor_is_checked_before_the_model_is_built,
+                                                 a_token_type_is_named_as_it_is));
     return tt_run_in_tmpdir(s, "tg_gguf_read_test", true);
 }
