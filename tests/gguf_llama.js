@@ -15,7 +15,10 @@
 //     eval --text`'s within 1e-4 relative (f32), and the f16 and q8_0
 //     exports' within 0.5% of the f32 export's;
 //   - the f16 and q8_0 exports' tensors are, byte for byte, gguf-py's
-//     conversion of the f32 export's (tests/gguf_quants.py).
+//     conversion of the f32 export's (tests/gguf_quants.py);
+//   - each export imported back (`tiny_gpt import --format gguf`) encodes
+//     'First Citizen:', the varied text and unseen English to llama.cpp's
+//     ids of the same file.
 //   node tests/gguf_llama.js path/to/tiny_gpt SOURCE_DIR
 // The package is looked for in $TAPEGRAD_NODE_MODULES when it is set,
 // otherwise in SOURCE_DIR/bench/node_modules (scripts/reference-tools.sh
@@ -79,8 +82,12 @@ const models = [
 for (const m of models) {
   m.ckpt = path.join(work, m.dir, 'last.safetensors');
   run(['train', ...common, ...m.flags, '--out', path.join(work, m.dir)]);
-  for (const type of ['f32', 'f16', 'q8_0'])
-    run(['export', '--ckpt', m.ckpt, '--format', 'gguf', '--type', type, '--out', path.join(work, `${m.dir}.${type}.gguf`)]);
+  for (const type of ['f32', 'f16', 'q8_0']) {
+    const file = path.join(work, `${m.dir}.${type}.gguf`);
+    run(['export', '--ckpt', m.ckpt, '--format', 'gguf', '--type', type, '--out', file]);
+    // and back: the import's tokenizer must encode as llama.cpp encodes the file
+    run(['import', '--format', 'gguf', '--model', file, '--out', path.join(work, `${m.dir}.${type}.back.safetensors`)]);
+  }
 }
 
 // tapegrad's ids of a text as sample encodes a prompt: BOS, then " " + text
@@ -141,6 +148,19 @@ function checkQuants() {
       const context = await model.createContext({ contextSize: ctxSize, sequences: 1, threads: 1 });
       const seq = context.getSequence();
       const label = `${m.name}, ${type}`;
+      // the import of the export encodes as llama.cpp encodes the file (the text alone: the
+      // imported tokenizer puts the space in front itself, and tokenizer encode no BOS)
+      const back = path.join(work, `${m.dir}.${type}.back.safetensors`);
+      for (const [what, text] of [['\'First Citizen:\'', 'First Citizen:'], ['varied text', varied],
+                                  ['unseen English', unseen]]) {
+        const ours = run(['tokenizer', 'encode', '--tokenizer', back], Buffer.from(text, 'utf8')).toString().trim()
+          .split(/\s+/).map(Number);
+        const got = model.tokenize(text);
+        const i = util.firstDiff(ours, got);
+        if (i < 0) ok(`${label}: the import of the export encodes the ${what} as llama.cpp does (${got.length} ids)`);
+        else bad(`${label}: the import of the export encodes the ${what} otherwise, from id ${i}: tapegrad ` +
+                 `${ours.slice(i, i + 6)}, llama.cpp ${got.slice(i, i + 6)}`);
+      }
       if (type === 'f32') {
         // ids
         for (const [what, text] of [['varied text', varied], ['unseen English', unseen]]) {

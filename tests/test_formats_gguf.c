@@ -409,11 +409,80 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 }
 END_TEST
 
+/* tapegrad's ids of text for the checkpoint at path: its tokenizer's, with the space in front a Llama's
+ * text takes (an imported tokenizer of pieces with scores adds it itself). n ids into ids (freed by the caller). */
+static int64_t ids_of(const char *path, const char *text, int32_t **ids)
+{
+    char err[ERRLEN], buf[512];
+    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    tg_model m = {0};
+    tg_vocab v = {0};
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert(v.kind == TG_VOCAB_TOKENIZER);
+    snprintf(buf, sizeof buf, "%s%s", tg_tok_adds_prefix(v.tok) ? "" : " ", text);
+    const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, err, sizeof err);
+    ck_assert_msg(n > 0, "%s", err);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    tg_st_free(f);
+    return n;
+}
+
+START_TEST(a_bpe_llama_comes_back_with_its_ids)
+{
+    /* tapegrad's BPE as GGUF has every single byte (the space aside) only as a byte token <0xXX>:
+     * llama.cpp merges characters by their text whatever they are, and so must the import */
+    static const char *const lines[] = {"First Citizen:\nBefore we proceed any further, hear me speak.\n",
+                                        "All:\nSpeak, speak.\n", "First Citizen:\nYou are all resolved rather to die "
+                                        "than to famish?\n", "Second Citizen:\nWould you proceed especially?\n"};
+    char text[8192] = "", err[ERRLEN];
+    for (int r = 0; r < 30; r++) strcat(text, lines[r % 4]);
+    const tg_bpe_options bo = {.vocab_size = 320};
+    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &bo, err, sizeof err);
+    ck_assert_msg(tok != NULL, "%s", err);
+    tg_vocab v = {0};
+    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, err, sizeof err) == 0, "%s", err);
+    tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
+                         .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model m = {0};
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                                     err, sizeof err) == 0, "%s", err);
+    tg_model_free(&m);
+    tg_vocab_free(&v);
+    static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
+                                         "Second Citizen: you famish, all resolved?"};
+    for (int q = 0; q < 2; q++) {
+        ck_assert_msg(export(tt_path("bpe.safetensors"), tt_path("bpe.gguf"), q ? TG_GGUF_Q8_0 : TG_GGUF_F32, err) == 0,
+                      "%s", err);
+        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
+                      "%s", err);
+        for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+            int32_t *want, *got;
+            const int64_t nw = ids_of(tt_path("bpe.safetensors"), probes[i], &want),
+                          ng = ids_of(tt_path("back.safetensors"), probes[i], &got);
+            ck_assert_msg(i > 0 || nw <= 4, "%s: %lld ids: the tokenizer learned too few pieces for a test",
+                          probes[i], (long long)nw);
+            int64_t k = 0;
+            while (k < nw && k < ng && want[k] == got[k]) k++;
+            ck_assert_msg(k == nw && k == ng, "%s, %s: %lld ids exported, %lld imported, the first difference at %lld "
+                          "(%d, imported %d)", q ? "q8_0" : "f32", probes[i], (long long)nw, (long long)ng,
+                          (long long)k, k < nw ? (int)want[k] : -1, k < ng ? (int)got[k] : -1);
+            free(want);
+            free(got);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("formats_gguf");
     tt_tcase(s, "gguf", 60, TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
                                      what_llamacpp_cannot_read_alike_is_refused,
-                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused));
+                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused,
+                                     a_bpe_llama_comes_back_with_its_ids));
     return tt_run_in_tmpdir(s, "tg_gguf_test", true);
 }
