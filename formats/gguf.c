@@ -38,9 +38,10 @@
  * token "▁" and every space in a piece is written "▁"; the learned piece
  * of id k scores -k (the lowest id merges first, as in tapegrad's BPE).
  * A GPT's text has neither BOS nor the space: add_bos_token and
- * add_space_prefix are false, and a GPT's byte vocabulary is byte tokens
- * alone. GPT-2's tiktoken ranks are llama.cpp's "gpt2" model instead
- * (byte-level pieces, merges, pre-tokenizer gpt-2).
+ * add_space_prefix are false. A GPT's byte vocabulary is llama.cpp's
+ * "rwkv" model instead (byte strings, no special token: bytes_vocab says
+ * why), GPT-2's tiktoken ranks its "gpt2" model (byte-level pieces,
+ * merges, pre-tokenizer gpt-2).
  * docs/formats.md ("GGUF") says why this gives tapegrad's ids, and for
  * which texts it does not.
  *
@@ -204,7 +205,8 @@ typedef struct gvocab {
     int32_t *type;
     int32_t bos, eos, unk;   /* -1: none */
     bool add_bos, add_prefix;
-    bool gpt2;               /* llama.cpp's "gpt2" (byte-level BPE with merges), else its "llama" */
+    bool gpt2;               /* llama.cpp's "gpt2" (byte-level BPE with merges) */
+    bool rwkv;               /* llama.cpp's "rwkv" (byte strings, the longest first; no specials); else its "llama" */
     gbuf merges;             /* gpt2: "a b" strings, each a u64 length and its bytes */
     uint64_t n_merges;
 } gvocab;
@@ -340,25 +342,29 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errl
 }
 
 /* A GPT's byte vocabulary (TG_VOCAB_BYTES: id i is the i-th byte the
- * text has) as llama.cpp's "llama" model without learned pieces: every
- * byte a byte token <0xXX>, the space "▁" (llama.cpp writes spaces so);
- * no BOS and no space in front, as a GPT reads its text. */
+ * text has) as llama.cpp's "rwkv" model: each token a byte string (its
+ * spelling escapes what is not printable ASCII, "\x0a", and the
+ * backslash), the text cut into the longest tokens it starts with, which
+ * for single bytes is the text's bytes; no BOS, no space in front, as a
+ * GPT reads its text. Not the "llama" model: llama.cpp gives that one
+ * EOS 2 when the file names none (and any id it names is EOS), and ends
+ * generation there, so a GPT of a text's bytes, whose every id is a byte
+ * of text, would stop at its third byte ("." in the built-in corpus);
+ * "rwkv" has no special token unless the file names one. */
 static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
 {
     if (V != v->size)
         return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
                                      "vocabulary %d bytes", V, v->size), -1;
-    *g = (gvocab){.bos = -1, .eos = -1, .unk = -1};
+    *g = (gvocab){.bos = -1, .eos = -1, .unk = -1, .rwkv = true};
     if (gvocab_alloc(g, V, err, errlen)) return -1;
     for (int id = 0; id < V; id++) {
         char buf[8];
         const unsigned char b = v->chars[id];
-        if (b == ' ') {
-            add_token(g, id, &b, 1, 0.0f, TOKEN_NORMAL);
-        } else {
-            snprintf(buf, sizeof buf, "<0x%02X>", b);
-            add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
-        }
+        if (b >= 0x20 && b < 0x7f && b != '\\') snprintf(buf, sizeof buf, "%c", b);
+        else if (b == '\\') snprintf(buf, sizeof buf, "\\\\");
+        else snprintf(buf, sizeof buf, "\\x%02x", b);   /* llama.cpp's unescape reads lower-case hex */
+        add_raw(g, id, buf, strlen(buf), TOKEN_NORMAL);
     }
     return distinct_texts(g, err, errlen);
 }
@@ -659,11 +665,11 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     }
     kv_u32(&kv, KEY("vocab_size"), (uint32_t)c->vocab_size);
 #undef KEY
-    kv_string(&kv, "tokenizer.ggml.model", gv.gpt2 ? "gpt2" : "llama");
+    kv_string(&kv, "tokenizer.ggml.model", gv.gpt2 ? "gpt2" : gv.rwkv ? "rwkv" : "llama");
     if (gv.gpt2) kv_string(&kv, "tokenizer.ggml.pre", "gpt-2");
     kv_array(&kv, "tokenizer.ggml.tokens", GGUF_STRING, (uint64_t)gv.n);
     for (int id = 0; id < gv.n; id++) put_str(&kv, gv.text.p + gv.at[id], gv.len[id]);
-    if (!gv.gpt2) {
+    if (!gv.gpt2 && !gv.rwkv) {
         kv_array(&kv, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)gv.n);
         put(&kv, gv.score, (size_t)gv.n * 4);
     }
@@ -677,7 +683,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     if (gv.eos >= 0) kv_u32(&kv, "tokenizer.ggml.eos_token_id", (uint32_t)gv.eos);
     if (gv.unk >= 0) kv_u32(&kv, "tokenizer.ggml.unknown_token_id", (uint32_t)gv.unk);
     kv_bool(&kv, "tokenizer.ggml.add_bos_token", gv.add_bos);
-    if (!gv.gpt2) kv_bool(&kv, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
+    if (!gv.gpt2 && !gv.rwkv) kv_bool(&kv, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
 
     /* the header, the metadata, the tensors' descriptions, then padding to the data */
     put(&h, "GGUF", 4);

@@ -150,9 +150,68 @@ static bool bytes_only(const kv *tok, const kv *ty, int32_t n)
     return true;
 }
 
+/* The byte an "rwkv" token of l bytes at s spells, as llama.cpp unescapes
+ * it (\t, \n, \r, \x and two lower-case hex digits, \ and any other
+ * character for that character), or -1 when it is not one byte. */
+static int rwkv_byte(const unsigned char *s, uint64_t l)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (l == 1 && s[0] != '\\') return s[0];
+    if (l == 2 && s[0] == '\\' && s[1] != 'x') return s[1] == 't' ? '\t' : s[1] == 'n' ? '\n' : s[1] == 'r' ? '\r' : s[1];
+    if (l == 4 && s[0] == '\\' && s[1] == 'x' && s[2] && s[3] && strchr(hex, s[2]) && strchr(hex, s[3]))
+        return (int)((strchr(hex, s[2]) - hex) * 16 + (strchr(hex, s[3]) - hex));
+    return -1;
+}
+
+/* llama.cpp's "rwkv" model for a GPT of a text's bytes (TG_VOCAB_BYTES),
+ * as tapegrad's export writes one: a token per id, each one byte, in
+ * increasing order, no special token, no BOS. */
+static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, char *err, size_t errlen)
+{
+    static const char *const SPECIALS[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                            "tokenizer.ggml.unknown_token_id"};
+    const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *ty = tg_gguf_find(g, "tokenizer.ggml.token_type");
+    if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count != (uint64_t)V || V > 256)
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens' is not %d strings (the embedding's rows): "
+                          "tapegrad reads an 'rwkv' vocabulary as a text's bytes, one token each", V), -1;
+    for (int k = 0; k < 3; k++)
+        if (tg_gguf_find(g, SPECIALS[k]))
+            return tg_set_err(err, errlen, "key '%s': tapegrad reads an 'rwkv' vocabulary as a text's bytes, which "
+                              "have no special token", SPECIALS[k]), -1;
+    if (tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", false))
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                          "BOS"), -1;
+    if (ty && (ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)V))
+        return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type' is not %d int32 values", V), -1;
+    char set[256];
+    const unsigned char *p = tok->val;   /* the strings were checked by parse: each a u64 length and its bytes */
+    for (int i = 0, last = -1; i < V; i++) {
+        uint64_t l;
+        int32_t type = 1;
+        memcpy(&l, p, 8);
+        if (ty) memcpy(&type, ty->val + 4 * (size_t)i, 4);
+        const int b = rwkv_byte(p + 8, l);
+        if (b < 0 || b <= last || type != 1) {
+            char t[8], sb[TG_SHOWN_SIZE];
+            snprintf(t, sizeof t, "%.*s", (int)(l < 7 ? l : 7), (const char *)p + 8);
+            return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens': token %d ('%s'%s) is %s: tapegrad reads an "
+                              "'rwkv' vocabulary as a text's bytes, a normal token each, in increasing order", i,
+                              tg_shown(t, sb), l > 7 ? "..." : "", b < 0 ? "not one byte" : type != 1 ?
+                              "not of type 1 (normal)" : "not after the byte before it"), -1;
+        }
+        set[i] = (char)b;
+        last = b;
+        p += 8 + l;
+    }
+    tg_vocab_bytes(v, set, (size_t)V);
+    return 0;
+}
+
 /* The file's vocabulary into v: llama.cpp's "llama" model as TG_TOK_SPM,
- * its "gpt2" (a GPT's) as GPT-2's tiktoken ranks, "no" (or no tokenizer at
- * all) as bare ids. A GPT's text takes no BOS. */
+ * its "gpt2" (a GPT's) as GPT-2's tiktoken ranks, its "rwkv" (a GPT's) or
+ * a "llama" of byte tokens alone (tapegrad's export before "rwkv") as a
+ * text's bytes, "no" (or no tokenizer at all) as bare ids. A GPT's text
+ * takes no BOS. */
 int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, size_t errlen)
 {
     char sb[TG_SHOWN_SIZE];
@@ -160,10 +219,12 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
     if (!tg_gguf_get_str(g, "tokenizer.ggml.model", &model) || tg_gguf_str_is(model, "none") || tg_gguf_str_is(model, "no"))
         return tg_vocab_ids(v, V), 0;
     if (gpt && tg_gguf_str_is(model, "gpt2")) return read_vocab_gpt2(g, V, v, err, errlen);
+    if (gpt && tg_gguf_str_is(model, "rwkv")) return read_vocab_rwkv(g, V, v, err, errlen);
     if (!tg_gguf_str_is(model, "llama"))
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
                           "(SentencePiece-style) vocabularies%s", tg_gguf_shown(model, sb),
-                          gpt ? " and, for a GPT, its 'gpt2' (GPT-2's BPE with merges)" : ""), -1;
+                          gpt ? ", and for a GPT its 'gpt2' (GPT-2's BPE with merges) and 'rwkv' (a text's bytes)"
+                              : ""), -1;
     if (gpt && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true) && tg_gguf_find(g, "tokenizer.ggml.bos_token_id"))
         return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
                           "default): a GPT reads its text without BOS"), -1;

@@ -6,9 +6,12 @@
  *   ggml's shapes (fastest first), every bias present (zeros for a model
  *   without), no output tensor (the tied head); q8_0 for the matrices,
  *   f32 for the vectors.
- * - Its byte vocabulary is llama.cpp's "llama" model without BOS or a
- *   space in front; GPT-2's tiktoken ranks are its "gpt2" model with the
- *   merges, pre-tokenizer gpt-2 and <|endoftext|> a control token.
+ * - Its byte vocabulary is llama.cpp's "rwkv" model (each byte a token,
+ *   no BOS, no special token: llama.cpp's "llama" would end texts at id
+ *   2), imported back as the same bytes; GPT-2's tiktoken ranks are its
+ *   "gpt2" model with the merges, pre-tokenizer gpt-2 and <|endoftext|> a
+ *   control token.
+ * - A BPE Llama exported (f32, q8_0) and imported back encodes as before.
  * - Refused, naming why and writing nothing: a GPT of bare ids, a Llama
  *   of a text's bytes.
  * - The import of such a file gives the checkpoint back (weights bit for
@@ -197,15 +200,19 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         memcpy(&e, eps->val, 4);
         ck_assert_float_eq(e, 1e-5f);
         ck_assert_ptr_null(key(&g, "gpt2.rope.dimension_count"));
-        /* the tokenizer: bytes as <0xXX>, the space as U+2581, no BOS, no space in front */
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "llama");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 0, s, sizeof s), "<0x0A>");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 1, s, sizeof s), "\xe2\x96\x81");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 8, s, sizeof s), "<0x77>");
+        /* the tokenizer: llama.cpp's rwkv, each byte a token (escaped as llama.cpp unescapes it), no BOS and
+         * no special token at all: llama.cpp's llama model would take id 2 for EOS and end texts there */
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "rwkv");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 0, s, sizeof s), "\\x0a");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 1, s, sizeof s), " ");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 8, s, sizeof s), "w");
         ck_assert_uint_eq(key(&g, "tokenizer.ggml.tokens")->count, 9);
-        const gkv *bos = key(&g, "tokenizer.ggml.add_bos_token"), *pre = key(&g, "tokenizer.ggml.add_space_prefix");
-        ck_assert(bos && bos->type == 7 && bos->val[0] == 0 && pre && pre->type == 7 && pre->val[0] == 0);
+        const gkv *bos = key(&g, "tokenizer.ggml.add_bos_token");
+        ck_assert(bos && bos->type == 7 && bos->val[0] == 0);
         ck_assert_ptr_null(key(&g, "tokenizer.ggml.bos_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.eos_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.unknown_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.scores"));
         /* the tensors: llama.cpp's names, ggml's shapes, biases as zeros, no output */
         ck_assert_uint_eq(g.n_t, 12 * L + 4);
         static const struct { const char *name; uint64_t ne0, ne1; bool matrix; } want_t[] = {
@@ -234,6 +241,18 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         snprintf(want, sizeof want, "blk.%d.ffn_down.bias", L - 1);
         ck_assert_ptr_eq(tensor(&g, want), &g.t[g.n_t - 3]);   /* llama.cpp's order: the blocks, then output_norm */
         free(g.buf);
+        /* and back: the same bytes */
+        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
+                      "%s", err);
+        tg_st_file *f = tg_st_load(tt_path("back.safetensors"), err, sizeof err);
+        tg_model m = {0};
+        tg_vocab b = {0};
+        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0);
+        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err, sizeof err) == 0, "%s", err);
+        ck_assert(b.kind == TG_VOCAB_BYTES && b.size == v.size && !memcmp(b.chars, v.chars, (size_t)v.size));
+        tg_vocab_free(&b);
+        tg_model_free(&m);
+        tg_st_free(f);
     }
     tg_vocab_free(&v);
 }
