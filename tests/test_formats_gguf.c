@@ -369,6 +369,30 @@ static void patch(const char *path, const char *out, const void *find, size_t n,
     free(g.buf);
 }
 
+START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
+{
+    char err[ERRLEN];
+    static const char text[] = "hello world\n";
+    tg_vocab v = {0};
+    tg_vocab_bytes(&v, text, strlen(text));
+    save_gpt(tt_path("rw.safetensors"), &v, false, TG_GELU_TANH);
+    tg_vocab_free(&v);
+    ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    static const char W[] = "\x01\0\0\0\0\0\0\0w";   /* the last token, "w", as a GGUF string */
+    const struct { const char *with, *why; } cases[] = {
+        {"\\", "token 8 ('\\') is not one byte: tapegrad reads an 'rwkv' vocabulary as a text's bytes"},
+        {"d", "token 8 ('d') is not after the byte before it"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        patch(tt_path("rw.gguf"), tt_path("bad.gguf"), W, sizeof W - 1, 8, cases[i].with, 1);
+        remove(tt_path("c.safetensors"));
+        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, cases[i].why), "case %zu: %s", i, err);
+        ck_assert_int_eq(access(tt_path("c.safetensors"), F_OK), -1);
+    }
+}
+END_TEST
+
 START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 {
     char err[ERRLEN];
@@ -502,6 +526,7 @@ int main(void)
     tt_tcase(s, "gguf", 60, TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
                                      what_llamacpp_cannot_read_alike_is_refused,
                                      gpt2_files_import_and_what_tapegrad_cannot_run_is_refused,
-                                     a_bpe_llama_comes_back_with_its_ids));
+                                     a_bpe_llama_comes_back_with_its_ids,
+                                     an_rwkv_vocabulary_is_read_as_a_texts_bytes_only));
     return tt_run_in_tmpdir(s, "tg_gguf_test", true);
 }
