@@ -11,7 +11,7 @@
 //     (its tokenizer's BOS or EOS; none for a text's bytes);
 //   - scripts/gguf-sample.js's greedy text (the command docs/formats.md
 //     gives) equals `tiny_gpt sample --temperature 0`'s: whole for the
-//     corpus model, whose text goes on past many "." (id 2, where llama.cpp
+//     corpus model, whose text goes on past "." (id 2, where llama.cpp
 //     stopped when the file had llama.cpp's "llama" model, EOS 2 by
 //     default), for at least 150 bytes for the others (near-ties);
 // and for the first three:
@@ -82,9 +82,10 @@ const models = [
     flags: [...data, '--bias', 'true', '--steps', '150'], prompt: 'The ', tokens: 200, stops: [] },
   { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: [...data, '--tokenizer', tok, '--steps', '120'],
     prompt: 'The ', tokens: 150, stops: [1, 2] },
-  // the built-in corpus (no --data): the model README's demo trains, smaller
-  { name: 'the built-in corpus\'s bytes', dir: 'corpus', corpus: true, prompt: 'the ', tokens: 120, stops: [],
-    flags: ['--n-layer', '1', '--n-embd', '32', '--block-size', '128', '--corpus-chars', '20000', '--steps', '200'] },
+  // the built-in corpus (no --data, the default block size 64): the model of the README's demo, smaller,
+  // sampled with the command docs/formats.md gives for it (--prompt "the " --tokens 60)
+  { name: 'the built-in corpus\'s bytes', dir: 'corpus', corpus: true, prompt: 'the ', tokens: 60, stops: [],
+    flags: ['--n-layer', '1', '--n-embd', '32', '--block-size', '64', '--corpus-chars', '20000', '--steps', '200'] },
 ];
 const ranks = path.join(work, 'gpt2.tiktoken');
 if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
