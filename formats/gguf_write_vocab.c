@@ -216,9 +216,11 @@ static int tiktoken_vocab(const tg_tokenizer *t, int V, gvocab *g, char *err, si
         add_raw(g, id, a, strlen(a), TOKEN_NORMAL);
         if (l < 2) continue;
         int32_t x, y;
-        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
-            snprintf(err, errlen, "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's merges "
-                                  "cannot make it", (int)id);
+        const int split = tg_gpt2_tiktoken_split(t, id, parts, &x, &y);
+        if (split) {
+            if (split == -2) snprintf(err, errlen, "out of memory");
+            else snprintf(err, errlen, "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's "
+                                       "merges cannot make it", (int)id);
             goto done;
         }
         size_t lx, ly;
