@@ -14,6 +14,8 @@
 #include "core/alloc.h"
 #include "core/parallel.h"
 #include "core/cpu.h"
+#include "core/version.h"
+#include "core/file.h"
 #include "core/safetensors.h"
 #include "core/atomic_file.h"
 #include "core/error.h"

@@ -59,15 +59,14 @@ typedef struct bench_int_flag {
 
 /* Sets the flag of ints[0..n) named a from v: 1 when a is one of them, 0
  * when it is none, -1 with a message in err for a value out of range. */
-static inline int bench_set_int(const bench_int_flag *ints, size_t n, const char *a, const char *v, char *err,
-                                size_t errlen)
+static inline int bench_set_int(const bench_int_flag *ints, size_t n, const char *a, const char *v, tg_error *err)
 {
     for (size_t k = 0; k < n; k++) {
         if (strcmp(a, ints[k].name)) continue;
         char *end;
         long x = strtol(v, &end, 10);
         if (end == v || *end || x < ints[k].lo || x > ints[k].hi) {
-            snprintf(err, errlen, "%s: '%s' is not an integer in [%ld, %ld]", a, v, ints[k].lo, ints[k].hi);
+            tg_error_set(err, "%s: '%s' is not an integer in [%ld, %ld]", a, v, ints[k].lo, ints[k].hi);
             return -1;
         }
         *ints[k].ip = (int)x;

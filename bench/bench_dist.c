@@ -67,7 +67,7 @@ static void say(const char *fmt, ...)
     fflush(stdout);
 }
 
-static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
+static int parse_args(int argc, char **argv, opts *o, tg_error *err)
 {
     const bench_int_flag ints[] = {
         {"--n-layer", &o->n_layer, 1, 1024},    {"--n-head", &o->n_head, 1, 1024},
@@ -84,10 +84,10 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) {
-            snprintf(err, errlen, "%s needs a value", a);
+            tg_error_set(err, "%s needs a value", a);
             return -1;
         }
-        const int set = bench_set_int(ints, sizeof ints / sizeof ints[0], a, v, err, errlen);
+        const int set = bench_set_int(ints, sizeof ints / sizeof ints[0], a, v, err);
         if (set < 0) return -1;
         if (set) continue;
         char *end;
@@ -97,19 +97,19 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
         if (dp) {
             *dp = strtod(v, &end);
             if (end == v || *end || !(*dp > 0)) {
-                snprintf(err, errlen, "%s: '%s' is not a positive number", a, v);
+                tg_error_set(err, "%s: '%s' is not a positive number", a, v);
                 return -1;
             }
         } else if (!strcmp(a, "--seed")) {
             o->seed = strtoll(v, &end, 10);
             if (end == v || *end || o->seed < 0) {
-                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+                tg_error_set(err, "--seed: '%s' is not a non-negative integer", v);
                 return -1;
             }
         } else if (!strcmp(a, "--init")) {
             o->init = v;
         } else {
-            snprintf(err, errlen, "unknown flag '%s'", a);
+            tg_error_set(err, "unknown flag '%s'", a);
             return -1;
         }
     }
@@ -124,7 +124,7 @@ static double median(double *x, int n)
 
 /* ---- the probe ------------------------------------------------------------ */
 
-static int probe(const opts *o, char *err, size_t errlen)
+static int probe(const opts *o, tg_error *err)
 {
     const double max_bytes = o->max_mb * (1 << 20);
     double sizes[16] = {0}, times[16] = {0};
@@ -133,15 +133,15 @@ static int probe(const opts *o, char *err, size_t errlen)
         size);
     say("%12s %12s %14s\n", "bytes", "us", "bus GB/s");
     for (double bytes = 8; bytes <= max_bytes && n < 16; bytes *= 8) {
-        tg_params *p = tg_params_new(TG_F32, err, errlen);
+        tg_params *p = tg_params_new(TG_F32, err);
         int64_t elems = (int64_t)(bytes / 4) > 0 ? (int64_t)(bytes / 4) : 1;
-        if (!p || !tg_params_add(p, "g", 1, (int[]){(int)elems})) {
-            snprintf(err, errlen, "out of memory for %lld floats", (long long)elems);
+        if (!p || !tg_params_add(p, "g", 1, (int[]){(int)elems}, NULL)) {
+            tg_error_set(err, "out of memory for %lld floats", (long long)elems);
             tg_params_free(p);
             return -1;
         }
         tg_dist_grads *d =
-            tg_dist_grads_new(p, &(tg_dist_grads_config){.bucket_bytes = (size_t)elems * 4}, err, errlen);
+            tg_dist_grads_new(p, &(tg_dist_grads_config){.bucket_bytes = (size_t)elems * 4}, err);
         if (!d) {
             tg_params_free(p);
             return -1;
@@ -195,20 +195,20 @@ static int probe(const opts *o, char *err, size_t errlen)
 enum { OVERLAP, AFTER, N_WAYS };
 static const char *const WAY[N_WAYS] = {"buckets overlapped with backward", "one bucket after backward"};
 
-static int train(const opts *o, char *err, size_t errlen)
+static int train(const opts *o, tg_error *err)
 {
     if (!o->n_layer || !o->n_head || !o->n_embd || !o->block_size || !o->batch) {
-        snprintf(err, errlen, "give --n-layer, --n-head, --n-embd, --block-size and --batch-size");
+        tg_error_set(err, "give --n-layer, --n-head, --n-embd, --block-size and --batch-size");
         return -1;
     }
     if (o->batch % size) {
-        snprintf(err, errlen, "--batch-size %d is not a multiple of the %d ranks", o->batch, size);
+        tg_error_set(err, "--batch-size %d is not a multiple of the %d ranks", o->batch, size);
         return -1;
     }
     int rc = -1;
     const int G = o->batch, B = G / size, T = o->block_size, V = o->vocab, S = o->warmup + o->steps;
     tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = T, .vocab_size = V};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err, errlen);
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err);
     tg_graph *g = tg_graph_new();
     tg_dist_grads *d[N_WAYS] = {0};
     tg_adamw *opt = NULL;
@@ -217,23 +217,23 @@ static int train(const opts *o, char *err, size_t errlen)
            *wait = tg_calloc((size_t)S, sizeof *wait), *sorted = tg_calloc((size_t)S, sizeof *sorted);
     tg_dist_bucket *tl = NULL;
     if (!m || !g || !toks || !ms || !bwd || !wait || !sorted) {
-        if (m) snprintf(err, errlen, "out of memory");
+        if (m) tg_error_set(err, "out of memory");
         goto done;
     }
     if (o->init) {
-        tg_st_file *f = tg_st_load(o->init, err, errlen);
-        int bad = !f || tg_st_load_params(m->params, f, err, errlen);
+        tg_st_file *f = tg_st_load(o->init, err);
+        int bad = !f || tg_st_load_params(m->params, f, err);
         tg_st_free(f);
         if (bad) goto done;
     }
     for (int w = 0; w < N_WAYS; w++) {
         tg_dist_grads_config dc = {.bucket_bytes = w == OVERLAP ? (size_t)(o->bucket_mb * (1 << 20)) : SIZE_MAX,
                                    .shard = o->zero == 1};
-        if (!(d[w] = tg_dist_grads_new(m->params, &dc, err, errlen))) goto done;
+        if (!(d[w] = tg_dist_grads_new(m->params, &dc, err))) goto done;
     }
     int64_t lo, hi;
     tg_dist_grads_shard(d[OVERLAP], &lo, &hi);
-    if (!(opt = tg_adamw_new_shard(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, lo, hi, err, errlen)))
+    if (!(opt = tg_adamw_new_shard(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, lo, hi, err)))
         goto done;
     const int nb = tg_dist_grads_bucket_count(d[OVERLAP]);
     if (!(tl = tg_calloc((size_t)nb, sizeof *tl))) goto done;
@@ -264,7 +264,7 @@ static int train(const opts *o, char *err, size_t errlen)
         tg_dist_allreduce_f64(&lv, 1, TG_DIST_SUM);
         double norm = tg_dist_grads_clip(d[w], 1.0);
         if (!isfinite(norm) || !isfinite(lv)) {
-            snprintf(err, errlen, "step %d: loss %g, gradient norm %g", s, lv, norm);
+            tg_error_set(err, "step %d: loss %g, gradient norm %g", s, lv, norm);
             goto done;
         }
         tg_adamw_step_grad(opt, o->lr, tg_dist_grads_shard_grad(d[w]));
@@ -339,7 +339,7 @@ static int train(const opts *o, char *err, size_t errlen)
     rc = 0;
     goto done;
 graph_error:
-    snprintf(err, errlen, "%s", tg_graph_error(g));
+    tg_error_set(err, "%s", tg_graph_error(g));
 done:
     tg_free(tl);
     tg_free(toks);
@@ -356,22 +356,22 @@ done:
 
 int main(int argc, char **argv)
 {
-    char err[1024];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) {
-        fprintf(stderr, "bench_dist: %s\n", err);
+    tg_error err = {0};
+    if (tg_dist_init(&argc, &argv, &err)) {
+        fprintf(stderr, "bench_dist: %s\n", err.msg);
         return 1;
     }
     rank = tg_dist_rank();
     size = tg_dist_size();
     opts o = {.vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3, .bucket_mb = 1,
               .max_mb = 64};
-    int rc = parse_args(argc, argv, &o, err, sizeof err);
+    int rc = parse_args(argc, argv, &o, &err);
     if (!rc) {
         tg_set_num_threads(o.threads);
-        rc = o.probe ? probe(&o, err, sizeof err) : train(&o, err, sizeof err);
+        rc = o.probe ? probe(&o, &err) : train(&o, &err);
     }
     if (rc) {
-        fprintf(stderr, "bench_dist: rank %d: %s\n", rank, err);
+        fprintf(stderr, "bench_dist: rank %d: %s\n", rank, err.msg);
         tg_dist_abort(1, NULL);
     }
     tg_dist_finalize();

@@ -72,10 +72,10 @@ static int run(const char *arch, const int32_t *prompt, int n, int tokens, uint6
     const tg_model_config c = {.arch = arch, .n_layer = 6, .n_head = 6, .n_kv_head = 6, .n_embd = 288,
                                .hidden_dim = 768, .block_size = 256, .vocab_size = TG_VOCAB_LLAMA2C_SIZE,
                                .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
-    char err[TG_ERROR_SIZE];
+    tg_error err = {0};
     tg_model m;
-    if (tg_model_new(&m, &c, TG_F32, seed, err, sizeof err)) {
-        fprintf(stderr, "bench_generate: %s\n", err);
+    if (tg_model_new(&m, &c, TG_F32, seed, &err)) {
+        fprintf(stderr, "bench_generate: %s\n", err.msg);
         return 1;
     }
     tg_error e = {0};
@@ -141,9 +141,9 @@ int main(int argc, char **argv)
     recompute = *tg_model_family_find("llama");
     recompute.arch = "recompute";
     recompute.cache_shift = NULL;
-    char err[TG_ERROR_SIZE];
-    if (tg_model_register(&recompute, err, sizeof err)) {
-        fprintf(stderr, "bench_generate: %s\n", err);
+    tg_error err = {0};
+    if (tg_model_register(&recompute, &err)) {
+        fprintf(stderr, "bench_generate: %s\n", err.msg);
         return 1;
     }
     int32_t inside[13] = {TG_VOCAB_BOS, 3 + ' '}, full[256] = {TG_VOCAB_BOS};

@@ -115,6 +115,7 @@ static const config CONFIGS[] = {
 typedef struct op_ctx {
     int B, T, C, H, dh;
     tg_params *p;                 /* float inputs, requiring grad */
+    tg_error add_err;             /* why an add_input failed */
     tg_graph *data;               /* targets, mask: never reset */
     int n_in;
     tg_tensor *in[MAX_INPUTS];    /* float inputs in the op's order */
@@ -129,13 +130,13 @@ typedef struct op_ctx {
 typedef struct op_def {
     const char *name;
     /* registers the inputs (add_input), sets out_numel, shape, flops; 0 or -1 */
-    int (*setup)(op_ctx *o, char *err, size_t errlen);
+    int (*setup)(op_ctx *o, tg_error *err);
     tg_tensor *(*forward)(tg_graph *g, op_ctx *o);
 } op_def;
 
 static tg_tensor *add_input(op_ctx *o, const char *name, double scale, int ndim, const int *shape)
 {
-    tg_tensor *t = tg_params_add(o->p, name, ndim, shape);
+    tg_tensor *t = tg_params_add(o->p, name, ndim, shape, &o->add_err);
     if (t) {
         o->scale[o->n_in] = scale;
         o->in[o->n_in++] = t;
@@ -158,15 +159,15 @@ static int setup_linear(op_ctx *o, int in, int out, const char *what)
     snprintf(o->shape, sizeof o->shape, "%s: x (%d,%d,%d) @ W^T (%d,%d)", what, o->B, o->T, in, out, in);
     return 0;
 }
-static int setup_linear_attn(op_ctx *o, char *e, size_t n) { (void)e, (void)n; return setup_linear(o, o->C, 3 * o->C, "c_attn"); }
-static int setup_linear_fc(op_ctx *o, char *e, size_t n) { (void)e, (void)n; return setup_linear(o, o->C, 4 * o->C, "c_fc"); }
-static int setup_linear_proj(op_ctx *o, char *e, size_t n) { (void)e, (void)n; return setup_linear(o, 4 * o->C, o->C, "mlp c_proj"); }
+static int setup_linear_attn(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, o->C, 3 * o->C, "c_attn"); }
+static int setup_linear_fc(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, o->C, 4 * o->C, "c_fc"); }
+static int setup_linear_proj(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, 4 * o->C, o->C, "mlp c_proj"); }
 static tg_tensor *fwd_linear(tg_graph *g, op_ctx *o) { return tg_linear(g, o->in[0], o->in[1], NULL); }
 
 /* batched (M,K) @ (K,N) over B*H: 2 BH M K N forward, twice that backward */
-static int setup_matmul_qk(op_ctx *o, char *e, size_t n)
+static int setup_matmul_qk(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     const int B = o->B, H = o->H, T = o->T, dh = o->dh;
     if (!add_input(o, "q", 1.0, 4, (int[]){B, H, T, dh}) || !add_input(o, "kt", 1.0, 4, (int[]){B, H, dh, T}))
         return -1;
@@ -176,9 +177,9 @@ static int setup_matmul_qk(op_ctx *o, char *e, size_t n)
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d,%d) @ (%d,%d,%d,%d)", B, H, T, dh, B, H, dh, T);
     return 0;
 }
-static int setup_matmul_av(op_ctx *o, char *e, size_t n)
+static int setup_matmul_av(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     const int B = o->B, H = o->H, T = o->T, dh = o->dh;
     if (!add_input(o, "a", 0.1, 4, (int[]){B, H, T, T}) || !add_input(o, "v", 1.0, 4, (int[]){B, H, T, dh}))
         return -1;
@@ -191,12 +192,12 @@ static int setup_matmul_av(op_ctx *o, char *e, size_t n)
 static tg_tensor *fwd_matmul(tg_graph *g, op_ctx *o) { return tg_matmul(g, o->in[0], o->in[1]); }
 
 /* the causal mask (T,T), true = blocked (key j after query i) */
-static int make_causal_mask(op_ctx *o, char *err, size_t errlen)
+static int make_causal_mask(op_ctx *o, tg_error *err)
 {
     const int T = o->T;
     o->mask = tg_tensor_new(o->data, TG_BOOL, 2, (int[]){T, T});   /* (T,T) */
     if (!o->mask) {
-        snprintf(err, errlen, "%s", tg_graph_error(o->data));
+        tg_error_set(err, "%s", tg_graph_error(o->data));
         return -1;
     }
     uint8_t *m = o->mask->data;
@@ -205,19 +206,19 @@ static int make_causal_mask(op_ctx *o, char *err, size_t errlen)
     return 0;
 }
 
-static int setup_softmax(op_ctx *o, char *err, size_t errlen)
+static int setup_softmax(op_ctx *o, tg_error *err)
 {
     const int B = o->B, H = o->H, T = o->T;
-    if (!add_input(o, "s", 3.0, 4, (int[]){B, H, T, T}) || make_causal_mask(o, err, errlen)) return -1;
+    if (!add_input(o, "s", 3.0, 4, (int[]){B, H, T, T}) || make_causal_mask(o, err)) return -1;
     o->out_numel = (int64_t)B * H * T * T;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d,%d), causal", B, H, T, T);
     return 0;
 }
 static tg_tensor *fwd_softmax(tg_graph *g, op_ctx *o) { return tg_softmax(g, o->in[0], o->mask); }
 
-static int setup_layernorm(op_ctx *o, char *e, size_t n)
+static int setup_layernorm(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C}))
         return -1;
     o->out_numel = (int64_t)o->B * o->T * o->C;
@@ -229,9 +230,9 @@ static tg_tensor *fwd_layernorm(tg_graph *g, op_ctx *o)
     return tg_layernorm(g, o->in[0], o->in[1], NULL, TG_LAYERNORM_EPS);
 }
 
-static int setup_gelu(op_ctx *o, char *e, size_t n)
+static int setup_gelu(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 3.0, 3, (int[]){o->B, o->T, 4 * o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * 4 * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), erf", o->B, o->T, 4 * o->C);
@@ -239,9 +240,9 @@ static int setup_gelu(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_gelu(tg_graph *g, op_ctx *o) { return tg_gelu(g, o->in[0], TG_GELU_ERF); }
 
-static int setup_relu2(op_ctx *o, char *e, size_t n)
+static int setup_relu2(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 3.0, 3, (int[]){o->B, o->T, 4 * o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * 4 * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d)", o->B, o->T, 4 * o->C);
@@ -249,9 +250,9 @@ static int setup_relu2(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_relu2(tg_graph *g, op_ctx *o) { return tg_relu2(g, o->in[0]); }
 
-static int setup_softcap(op_ctx *o, char *e, size_t n)
+static int setup_softcap(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 30.0, 3, (int[]){o->B, o->T, 4 * o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * 4 * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), s 15", o->B, o->T, 4 * o->C);
@@ -259,9 +260,9 @@ static int setup_softcap(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_softcap(tg_graph *g, op_ctx *o) { return tg_softcap(g, o->in[0], 15.0); }
 
-static int setup_rmsnorm(op_ctx *o, char *e, size_t n)
+static int setup_rmsnorm(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C}))
         return -1;
     o->out_numel = (int64_t)o->B * o->T * o->C;
@@ -270,9 +271,9 @@ static int setup_rmsnorm(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_rmsnorm(tg_graph *g, op_ctx *o) { return tg_rmsnorm(g, o->in[0], o->in[1], 1e-5); }
 
-static int setup_swiglu(op_ctx *o, char *e, size_t n)
+static int setup_swiglu(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     const int hidden = tg_llama_hidden_dim(o->C, 32);
     if (!add_input(o, "a", 3.0, 3, (int[]){o->B, o->T, hidden}) ||
         !add_input(o, "b", 1.0, 3, (int[]){o->B, o->T, hidden}))
@@ -283,9 +284,9 @@ static int setup_swiglu(op_ctx *o, char *e, size_t n)
 }
 static tg_tensor *fwd_swiglu(tg_graph *g, op_ctx *o) { return tg_swiglu(g, o->in[0], o->in[1]); }
 
-static int setup_rope(op_ctx *o, char *e, size_t n)
+static int setup_rope(op_ctx *o, tg_error *e)
 {
-    (void)e, (void)n;
+    (void)e;
     if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), %d heads of %d, interleaved", o->B, o->T, o->C, o->H, o->dh);
@@ -306,13 +307,13 @@ static uint32_t lowbias32(uint32_t x)
     return x;
 }
 
-static int setup_cross_entropy(op_ctx *o, char *err, size_t errlen)
+static int setup_cross_entropy(op_ctx *o, tg_error *err)
 {
     const int n = o->B * o->T;
     if (!add_input(o, "logits", 2.0, 2, (int[]){n, VOCAB})) return -1;
     o->targets = tg_tensor_new(o->data, TG_I32, 1, (int[]){n});   /* (B*T) */
     if (!o->targets) {
-        snprintf(err, errlen, "%s", tg_graph_error(o->data));
+        tg_error_set(err, "%s", tg_graph_error(o->data));
         return -1;
     }
     for (int i = 0; i < n; i++)
@@ -325,10 +326,10 @@ static tg_tensor *fwd_cross_entropy(tg_graph *g, op_ctx *o) { return tg_cross_en
 
 /* c_attn 2 BT C 3C, scores and weighted sum 2 x 2 B H T T dh (the full
  * T x T, as nanoGPT counts), c_proj 2 BT C C; backward twice forward */
-static int setup_attention(op_ctx *o, char *err, size_t errlen)
+static int setup_attention(op_ctx *o, tg_error *err)
 {
     const int B = o->B, T = o->T, C = o->C, H = o->H;
-    if (tg_mha_init(&o->mha, o->p, "attn", C, H, false, true, 0.0, err, errlen) ||
+    if (tg_mha_init(&o->mha, o->p, "attn", C, H, false, true, 0.0, err) ||
         !add_input(o, "x", 1.0, 3, (int[]){B, T, C}))
         return -1;
     /* inputs in the order x (added above as in[0]), c_attn.weight, c_proj.weight */
@@ -400,8 +401,7 @@ static void print_list(const char *key, const double *v, int n)
 }
 
 /* runs one op: 0, or -1 with a message in err */
-static int run_op(const op_def *def, const config *c, int warmup, int repeats, char *err,
-                  size_t errlen)
+static int run_op(const op_def *def, const config *c, int warmup, int repeats, tg_error *err)
 {
     op_ctx o = {.B = c->batch, .T = c->block, .C = c->n_embd, .H = c->n_head, .dh = c->n_embd / c->n_head};
     int rc = -1;
@@ -409,21 +409,21 @@ static int run_op(const op_def *def, const config *c, int warmup, int repeats, c
     double *fwd = tg_calloc((size_t)repeats, sizeof *fwd), *fb = tg_calloc((size_t)repeats, sizeof *fb);
     double *scratch = tg_calloc((size_t)repeats, sizeof *scratch);
     double out_sq = 0, grad_sq[MAX_INPUTS] = {0};
-    o.p = tg_params_new(TG_F32, err, errlen);
+    o.p = tg_params_new(TG_F32, err);
     o.data = tg_graph_new();
     tg_graph *g = tg_graph_new();
     if (!fwd || !fb || !scratch || !o.p || !o.data || !g) {
-        snprintf(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto out;
     }
-    if (def->setup(&o, err, errlen)) {
-        if (!*err) snprintf(err, errlen, "%s", tg_params_error(o.p) ? tg_params_error(o.p) : "setup failed");
+    if (def->setup(&o, err)) {
+        if (!tg_error_failed(err)) tg_error_set(err, "%s", o.add_err.msg[0] ? o.add_err.msg : "setup failed");
         goto out;
     }
     for (int k = 0; k < o.n_in; k++) fill_pattern(o.in[k]->data, o.in[k]->numel, k, o.scale[k]);
     if (o.out_numel > 1) {
         if (!(dy = tg_malloc((size_t)o.out_numel * sizeof *dy))) {
-            snprintf(err, errlen, "out of memory");
+            tg_error_set(err, "out of memory");
             goto out;
         }
         fill_pattern(dy, o.out_numel, 98, 1.0);   /* k + 1 = 99 */
@@ -435,13 +435,13 @@ static int run_op(const op_def *def, const config *c, int warmup, int repeats, c
         tg_tensor *y = def->forward(g, &o);
         double t1 = now_ms();
         if (!y || y->numel != o.out_numel) {
-            snprintf(err, errlen, "forward: %s", y ? "output size differs from the op's table" : tg_graph_error(g));
+            tg_error_set(err, "forward: %s", y ? "output size differs from the op's table" : tg_graph_error(g));
             goto out;
         }
         int bad = dy ? tg_graph_backward_seeded(g, y, dy) : tg_graph_backward(g, y);
         double t2 = now_ms();
         if (bad) {
-            snprintf(err, errlen, "backward: %s", tg_graph_error(g));
+            tg_error_set(err, "backward: %s", tg_graph_error(g));
             goto out;
         }
         if (r >= warmup) {
@@ -784,11 +784,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ops: could not start %d threads\n", threads);
         return 1;
     }
-    char err[1024];
+    tg_error err = {0};
     for (int k = 0; k < n_run; k++) {
-        err[0] = 0;
-        if (run_op(run[k], c, warmup, repeats, err, sizeof err)) {
-            fprintf(stderr, "bench_ops: %s, config %s: %s\n", run[k]->name, c->name, err);
+        err.msg[0] = 0;
+        if (run_op(run[k], c, warmup, repeats, &err)) {
+            fprintf(stderr, "bench_ops: %s, config %s: %s\n", run[k]->name, c->name, err.msg);
             return 1;
         }
     }

@@ -103,7 +103,7 @@ static void usage(void)
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
-static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
+static int parse_args(int argc, char **argv, opts *o, tg_error *err)
 {
     const bench_int_flag ints[] = {
         {"--n-layer", &o->n_layer, 1, 1024},  {"--n-head", &o->n_head, 1, 1024},
@@ -117,41 +117,41 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
-            snprintf(err, errlen, "%s needs a value", a);
+            tg_error_set(err, "%s needs a value", a);
             return -1;
         }
-        const int set = bench_set_int(ints, sizeof ints / sizeof ints[0], a, v, err, errlen);
+        const int set = bench_set_int(ints, sizeof ints / sizeof ints[0], a, v, err);
         if (set < 0) return -1;
         if (set) continue;
         char *end;
         if (!strcmp(a, "--seed")) {
             o->seed = strtoll(v, &end, 10);
             if (end == v || *end || o->seed < 0) {
-                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+                tg_error_set(err, "--seed: '%s' is not a non-negative integer", v);
                 return -1;
             }
         } else if (!strcmp(a, "--lr")) {
             o->lr = strtod(v, &end);
             if (end == v || *end || !(o->lr >= 0)) {
-                snprintf(err, errlen, "--lr: '%s' is not a non-negative number", v);
+                tg_error_set(err, "--lr: '%s' is not a non-negative number", v);
                 return -1;
             }
         } else if (!strcmp(a, "--attn")) {
             if (strcmp(v, "fused") && strcmp(v, "composed")) {
-                snprintf(err, errlen, "--attn: '%s' is not fused or composed", v);
+                tg_error_set(err, "--attn: '%s' is not fused or composed", v);
                 return -1;
             }
             o->attn_composed = !strcmp(v, "composed");
         } else if (!strcmp(a, "--arch")) {
             if (strcmp(v, "gpt") && strcmp(v, "llama")) {
-                snprintf(err, errlen, "--arch: '%s' is not gpt or llama", v);
+                tg_error_set(err, "--arch: '%s' is not gpt or llama", v);
                 return -1;
             }
             o->llama = !strcmp(v, "llama");
         } else if (!strcmp(a, "--init")) o->init = v;
         else if (!strcmp(a, "--write-init")) o->write_init = v;
         else {
-            snprintf(err, errlen, "unknown flag '%s'", a);
+            tg_error_set(err, "unknown flag '%s'", a);
             return -1;
         }
     }
@@ -159,13 +159,13 @@ static int parse_args(int argc, char **argv, opts *o, char *err, size_t errlen)
 }
 
 /* config from the file's __metadata__ (as examples/tiny_gpt writes it) */
-static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
+static int meta_int(const tg_st_file *f, const char *key, int *out, tg_error *err)
 {
     const char *s = tg_st_meta(f, key);
     char *end;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || end == s || *end || v < 1 || v > (1 << 24)) {
-        snprintf(err, errlen, "weights metadata '%s' is missing or not a positive integer", key);
+        tg_error_set(err, "weights metadata '%s' is missing or not a positive integer", key);
         return -1;
     }
     *out = (int)v;
@@ -173,40 +173,40 @@ static int meta_int(const tg_st_file *f, const char *key, int *out, char *err, s
 }
 
 /* a finite double from the file's __metadata__ */
-static int meta_double(const tg_st_file *f, const char *key, double *out, char *err, size_t errlen)
+static int meta_double(const tg_st_file *f, const char *key, double *out, tg_error *err)
 {
     const char *s = tg_st_meta(f, key);
     char *end;
     double v = s ? strtod(s, &end) : 0;
     if (!s || end == s || *end || !isfinite(v)) {
-        snprintf(err, errlen, "weights metadata '%s' is missing or not a number", key);
+        tg_error_set(err, "weights metadata '%s' is missing or not a number", key);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, char *err, size_t errlen)
+static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_error *err)
 {
     tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = o->block_size,
                           .vocab_size = o->vocab, .attn_composed = o->attn_composed};
     if (f) {
         const char *b = tg_st_meta(f, "bias");
-        if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
-            meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
-            meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
-            meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen))
+        if (meta_int(f, "n_layer", &cfg.n_layer, err) || meta_int(f, "n_head", &cfg.n_head, err) ||
+            meta_int(f, "n_embd", &cfg.n_embd, err) ||
+            meta_int(f, "block_size", &cfg.block_size, err) ||
+            meta_int(f, "vocab_size", &cfg.vocab_size, err))
             return -1;
         cfg.bias = b && !strcmp(b, "true");
     }
-    if (!(bm->gpt = tg_gpt_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err, errlen))) return -1;
+    if (!(bm->gpt = tg_gpt_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err))) return -1;
     bm->params = bm->gpt->params;
     bm->block_size = cfg.block_size;
     bm->vocab_size = cfg.vocab_size;
     return 0;
 }
 
-static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, char *err, size_t errlen)
+static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_error *err)
 {
     tg_llama_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
                            .n_embd = o->n_embd, .block_size = o->block_size, .vocab_size = o->vocab,
@@ -215,23 +215,23 @@ static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, char
                            .attn_composed = o->attn_composed};
     if (f) {
         const char *tied = tg_st_meta(f, "tied"), *rope = tg_st_meta(f, "rope");
-        if (meta_int(f, "n_layer", &cfg.n_layer, err, errlen) || meta_int(f, "n_head", &cfg.n_head, err, errlen) ||
-            meta_int(f, "n_kv_head", &cfg.n_kv_head, err, errlen) || meta_int(f, "n_embd", &cfg.n_embd, err, errlen) ||
-            meta_int(f, "hidden_dim", &cfg.hidden_dim, err, errlen) ||
-            meta_int(f, "block_size", &cfg.block_size, err, errlen) ||
-            meta_int(f, "vocab_size", &cfg.vocab_size, err, errlen) ||
-            meta_double(f, "rope_theta", &cfg.rope_theta, err, errlen) ||
-            meta_double(f, "norm_eps", &cfg.norm_eps, err, errlen))
+        if (meta_int(f, "n_layer", &cfg.n_layer, err) || meta_int(f, "n_head", &cfg.n_head, err) ||
+            meta_int(f, "n_kv_head", &cfg.n_kv_head, err) || meta_int(f, "n_embd", &cfg.n_embd, err) ||
+            meta_int(f, "hidden_dim", &cfg.hidden_dim, err) ||
+            meta_int(f, "block_size", &cfg.block_size, err) ||
+            meta_int(f, "vocab_size", &cfg.vocab_size, err) ||
+            meta_double(f, "rope_theta", &cfg.rope_theta, err) ||
+            meta_double(f, "norm_eps", &cfg.norm_eps, err))
             return -1;
         if (!tied || (strcmp(tied, "true") && strcmp(tied, "false")) ||
             (rope && strcmp(rope, "interleaved") && strcmp(rope, "halves"))) {
-            snprintf(err, errlen, "weights metadata: 'tied' must be true or false, 'rope' interleaved or halves");
+            tg_error_set(err, "weights metadata: 'tied' must be true or false, 'rope' interleaved or halves");
             return -1;
         }
         cfg.tied = !strcmp(tied, "true");
         cfg.rope_flags = rope && !strcmp(rope, "halves") ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED;
     }
-    if (!(bm->llama = tg_llama_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err, errlen))) return -1;
+    if (!(bm->llama = tg_llama_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err))) return -1;
     bm->params = bm->llama->params;
     bm->block_size = cfg.block_size;
     bm->vocab_size = cfg.vocab_size;
@@ -246,18 +246,18 @@ static void free_model(bench_model *bm)
 }
 
 /* the model of --arch and the size flags, or of --init's metadata and weights */
-static int load_model(bench_model *bm, const opts *o, char *err, size_t errlen)
+static int load_model(bench_model *bm, const opts *o, tg_error *err)
 {
     memset(bm, 0, sizeof *bm);
-    if (!o->init) return o->llama ? llama_model(bm, o, NULL, err, errlen) : gpt_model(bm, o, NULL, err, errlen);
-    tg_st_file *f = tg_st_load(o->init, err, errlen);
+    if (!o->init) return o->llama ? llama_model(bm, o, NULL, err) : gpt_model(bm, o, NULL, err);
+    tg_st_file *f = tg_st_load(o->init, err);
     if (!f) return -1;
     const char *arch = tg_st_meta(f, "arch");
     int rc = -1;
     if (arch && strcmp(arch, "gpt") && strcmp(arch, "llama"))
-        snprintf(err, errlen, "%s: weights metadata 'arch' = '%s' is not gpt or llama", o->init, arch);
-    else if (!((arch && !strcmp(arch, "llama")) ? llama_model(bm, o, f, err, errlen) : gpt_model(bm, o, f, err, errlen)))
-        rc = tg_st_load_params(bm->params, f, err, errlen);
+        tg_error_set(err, "%s: weights metadata 'arch' = '%s' is not gpt or llama", o->init, arch);
+    else if (!((arch && !strcmp(arch, "llama")) ? llama_model(bm, o, f, err) : gpt_model(bm, o, f, err)))
+        rc = tg_st_load_params(bm->params, f, err);
     if (rc) free_model(bm);
     tg_st_free(f);
     return rc;
@@ -289,7 +289,7 @@ typedef struct rss_sample {
     unsigned long long allocs;
 } rss_sample;
 
-static int write_init(const bench_model *bm, const char *path, char *err, size_t errlen)
+static int write_init(const bench_model *bm, const char *path, tg_error *err)
 {
     if (bm->gpt) {
         const tg_gpt_config *c = &bm->gpt->cfg;
@@ -299,7 +299,7 @@ static int write_init(const bench_model *bm, const char *path, char *err, size_t
         const char *meta[] = {"n_layer",    v[0], "n_head",     v[1], "n_embd", v[2],
                               "block_size", v[3], "vocab_size", v[4], "bias",   c->bias ? "true" : "false",
                               "dropout",    "0",  "format",     "tapegrad bench_step"};
-        return tg_st_save_params(bm->params, path, meta, 8, err, errlen);
+        return tg_st_save_params(bm->params, path, meta, 8, err);
     }
     /* tiny_gpt's keys for a Llama (examples/tiny_gpt/model_llama.c) */
     const tg_llama_config *c = &bm->llama->cfg;
@@ -314,7 +314,7 @@ static int write_init(const bench_model *bm, const char *path, char *err, size_t
                           "norm_eps",   eps,     "tied",       c->tied ? "true" : "false",
                           "rope",       c->rope_flags == TG_ROPE_HALVES ? "halves" : "interleaved",
                           "dropout",    "0",     "bias",       "false", "format", "tapegrad bench_step"};
-    return tg_st_save_params(bm->params, path, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, errlen);
+    return tg_st_save_params(bm->params, path, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err);
 }
 
 /* the median of x[0..n), which it sorts */
@@ -327,13 +327,13 @@ static double median_of(double *x, int n)
 int main(int argc, char **argv)
 {
     opts o = {.vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3};
-    char err[1024];
+    tg_error err = {0};
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
         return 0;
     }
-    if (parse_args(argc, argv, &o, err, sizeof err)) {
-        fprintf(stderr, "bench_step: %s\n", err);
+    if (parse_args(argc, argv, &o, &err)) {
+        fprintf(stderr, "bench_step: %s\n", err.msg);
         usage();
         return 2;
     }
@@ -355,11 +355,11 @@ int main(int argc, char **argv)
     rss_sample *rss = NULL;
     int n_rss = 0;
     bench_model m;
-    if (load_model(&m, &o, err, sizeof err)) goto fail;
-    if (o.write_init && write_init(&m, o.write_init, err, sizeof err)) goto fail;
+    if (load_model(&m, &o, &err)) goto fail;
+    if (o.write_init && write_init(&m, o.write_init, &err)) goto fail;
 
     const int B = o.batch, T = m.block_size, V = m.vocab_size, S = o.warmup + o.steps;
-    opt = tg_adamw_new(m.params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, err, sizeof err);
+    opt = tg_adamw_new(m.params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, &err);
     if (!opt) goto fail;
     g = tg_graph_new();
     toks = tg_malloc((size_t)S * B * (T + 1) * sizeof *toks);
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
     losses = tg_calloc((size_t)S, sizeof *losses);
     if (o.rss_every) rss = tg_calloc((size_t)(S / o.rss_every + 2), sizeof *rss);
     if (!g || !toks || !ms || !upd || !sorted || !losses || (o.rss_every && !rss)) {
-        snprintf(err, sizeof err, "out of memory");
+        tg_error_set(&err, "out of memory");
         goto fail;
     }
     tg_rng r;
@@ -380,14 +380,14 @@ int main(int argc, char **argv)
     for (int s = 0; s < S; s++) {
         const int32_t *rows = toks + (size_t)s * B * (T + 1);   /* (B,T+1) */
         if (o.chunk && s >= o.warmup && (s - o.warmup) % o.chunk == 0 && !wait_for_turn()) {
-            snprintf(err, sizeof err, "--chunk: stdin closed before step %d", s);
+            tg_error_set(&err, "--chunk: stdin closed before step %d", s);
             goto fail;
         }
         double t0 = now_ms();
         tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
         tg_tensor *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
         if (!x || !y) {
-            snprintf(err, sizeof err, "%s", tg_graph_error(g));
+            tg_error_set(&err, "%s", tg_graph_error(g));
             goto fail;
         }
         for (int b = 0; b < B; b++) {
@@ -396,14 +396,14 @@ int main(int argc, char **argv)
         }
         tg_tensor *loss = m.gpt ? tg_gpt_loss(g, m.gpt, x, y) : tg_llama_loss(g, m.llama, x, y);   /* () */
         if (tg_graph_backward(g, loss) != 0) {
-            snprintf(err, sizeof err, "step %d: %s", s, tg_graph_error(g));
+            tg_error_set(&err, "step %d: %s", s, tg_graph_error(g));
             goto fail;
         }
         losses[s] = tg_tensor_item(loss);
         const double t1 = now_ms();
         double norm = tg_clip_grad_norm(m.params, 1.0);
         if (!isfinite(norm) || !isfinite(losses[s])) {
-            snprintf(err, sizeof err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
+            tg_error_set(&err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
             goto fail;
         }
         tg_adamw_step(opt, o.lr);
@@ -464,7 +464,7 @@ int main(int argc, char **argv)
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "bench_step: %s\n", err);
+    fprintf(stderr, "bench_step: %s\n", err.msg);
 done:
     tg_free(toks);
     tg_free(ms);

@@ -178,11 +178,12 @@ int main(int argc, char **argv)
         }
     }
     tg_set_num_threads(threads);
-    char err[1024];
+    tg_error err = {0};
     if (!strcmp(cmd, "hf-json")) {
-        tg_tokenizer *t = tok_path && out ? tg_tok_load(tok_path, err, sizeof err) : NULL;
+        tg_tokenizer *t = tok_path && out ? tg_tok_load(tok_path, &err) : NULL;
         if (!t) {
-            fprintf(stderr, "bench_tokenizer hf-json: %s\n", tok_path && out ? err : "--tokenizer and --out are needed");
+            fprintf(stderr, "bench_tokenizer hf-json: %s\n",
+                    tok_path && out ? err.msg : "--tokenizer and --out are needed");
             return 1;
         }
         int rc = hf_json(t, out);
@@ -198,10 +199,10 @@ int main(int argc, char **argv)
     int rc = 1;
     if (!strcmp(cmd, "train")) {
         double t0 = now_ms();
-        tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = vocab}, err, sizeof err);
+        tg_tokenizer *t = tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = vocab}, &err);
         double ms = now_ms() - t0;
-        if (!t || (out && tg_tok_save(t, out, err, sizeof err))) {
-            fprintf(stderr, "bench_tokenizer train: %s\n", err);
+        if (!t || (out && tg_tok_save(t, out, &err))) {
+            fprintf(stderr, "bench_tokenizer train: %s\n", err.msg);
         } else {
             printf("{\"what\": \"train\", \"impl\": \"tapegrad\", \"bytes\": %zu, \"vocab_asked\": %d, \"vocab\": %d, "
                    "\"threads\": %d, \"seconds\": %.4f}\n",
@@ -210,9 +211,9 @@ int main(int argc, char **argv)
         }
         tg_tok_free(t);
     } else if (!strcmp(cmd, "encode")) {
-        tg_tokenizer *t = tok_path ? tg_tok_load(tok_path, err, sizeof err) : NULL;
+        tg_tokenizer *t = tok_path ? tg_tok_load(tok_path, &err) : NULL;
         if (!t) {
-            fprintf(stderr, "bench_tokenizer encode: %s\n", tok_path ? err : "--tokenizer is needed");
+            fprintf(stderr, "bench_tokenizer encode: %s\n", tok_path ? err.msg : "--tokenizer is needed");
             free(text);
             return 1;
         }
@@ -222,12 +223,12 @@ int main(int argc, char **argv)
         for (int r = 0; r < repeats || r == 0; r++) {
             tg_free(ids);
             double t0 = now_ms();
-            n = tg_tok_encode(t, text, len, &ids, err, sizeof err);
+            n = tg_tok_encode(t, text, len, &ids, &err);
             ms[r] = now_ms() - t0;
             if (n < 0) break;
         }
         if (n < 0) {
-            fprintf(stderr, "bench_tokenizer encode: %s\n", err);
+            fprintf(stderr, "bench_tokenizer encode: %s\n", err.msg);
         } else {
             int k = repeats > 0 ? repeats : 1;
             qsort(ms, (size_t)k, sizeof *ms, cmp_double);

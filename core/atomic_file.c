@@ -134,15 +134,30 @@ static bool usable(tg_atomic_file *f)
     return false;
 }
 
-int tg_atomic_begin(tg_atomic_file *f, const char *path)
+/* The sentence for f's failure (f->step, f->errnum) writing its path, into
+ * err; returns -1. */
+static int report(const tg_atomic_file *f, tg_error *err)
 {
-    if (!f) return -1;
+    const char *path = f->path ? f->path : "(null)";
+    const char *step = f->step;
+    const char *why = f->errnum ? strerror(f->errnum) : "unknown error";
+    if (!step) return tg_error_set(err, "'%s': nothing failed", path);
+    if (!strcmp(step, "allocate")) return tg_error_set(err, "'%s': out of memory", path);
+    if (!strcmp(step, "argument")) return tg_error_set(err, "'%s': a NULL argument, or the file is not open", path);
+    if (!strcmp(step, "create"))
+        return tg_error_set(err, "'%s': cannot create a temporary file beside it: %s", path, why);
+    return tg_error_set(err, "'%s': %s of the temporary file failed: %s ('%s' left as it was)", path, step, why, path);
+}
+
+int tg_atomic_begin(tg_atomic_file *f, const char *path, tg_error *err)
+{
+    if (!f) return tg_error_set(err, "atomic_begin: the file is NULL");
     memset(f, 0, sizeof *f);
-    if (!path) return failed(f, "argument", EINVAL);
+    if (!path) return failed(f, "argument", EINVAL), report(f, err);
     /* one buffer: "<path>\0<path>.tmp.<pid>.XXXXXX\0" */
     const size_t plen = strlen(path), tlen = plen + sizeof TMP_MARK + 24 + sizeof TMP_RANDOM;
     char *buf = tg_malloc(plen + 1 + tlen);
-    if (!buf) return failed(f, "allocate", ENOMEM);
+    if (!buf) return failed(f, "allocate", ENOMEM), tg_error_set(err, "'%s': out of memory", path);
     memcpy(buf, path, plen + 1);
     char *tmp = buf + plen + 1;
     snprintf(tmp, tlen, "%s" TMP_MARK "%jd." TMP_RANDOM, path, (intmax_t)getpid());
@@ -150,30 +165,30 @@ int tg_atomic_begin(tg_atomic_file *f, const char *path)
     f->mode = (unsigned)target_mode(path);
     remove_stale(path);
     int fd = mkstemp(tmp);
-    if (fd < 0) return failed(f, "create", errno);
+    if (fd < 0) return failed(f, "create", errno), report(f, err);
     f->tmp = tmp;
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
         int e = errno;
         close(fd);
-        return drop_temp(f, "fdopen", e);
+        return drop_temp(f, "fdopen", e), report(f, err);
     }
     return 0;
 }
 
-int tg_atomic_write(tg_atomic_file *f, const void *data, size_t n)
+int tg_atomic_write(tg_atomic_file *f, const void *data, size_t n, tg_error *err)
 {
-    if (!f) return -1;
-    if (!usable(f)) return -1;
-    if (!f->fp || (!data && n)) return drop_temp(f, "argument", EINVAL);
-    if (n && fwrite(data, 1, n, f->fp) != n) return drop_temp(f, "write", errno);
+    if (!f) return tg_error_set(err, "atomic_write: the file is NULL");
+    if (!usable(f)) return report(f, err);
+    if (!f->fp || (!data && n)) return drop_temp(f, "argument", EINVAL), report(f, err);
+    if (n && fwrite(data, 1, n, f->fp) != n) return drop_temp(f, "write", errno), report(f, err);
     return 0;
 }
 
-int tg_atomic_finish(tg_atomic_file *f)
+int tg_atomic_finish(tg_atomic_file *f, tg_error *err)
 {
-    if (!f) return -1;
-    if (!usable(f)) return -1;
+    if (!f) return tg_error_set(err, "atomic_finish: the file is NULL");
+    if (!usable(f)) return report(f, err);
     if (!f->fp) return 0;   /* finished already */
     const char *step = "flush";
     bool ok = fflush(f->fp) == 0;
@@ -182,14 +197,14 @@ int tg_atomic_finish(tg_atomic_file *f)
     int e = ok ? 0 : errno;
     if (fclose(f->fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
     f->fp = NULL;
-    return ok ? 0 : drop_temp(f, step, e);
+    return ok ? 0 : (drop_temp(f, step, e), report(f, err));
 }
 
-int tg_atomic_commit(tg_atomic_file *f)
+int tg_atomic_commit(tg_atomic_file *f, tg_error *err)
 {
-    if (!f) return -1;
-    if (tg_atomic_finish(f) != 0) return -1;
-    if (rename(f->tmp, f->path) != 0) return drop_temp(f, "rename", errno);
+    if (!f) return tg_error_set(err, "atomic_commit: the file is NULL");
+    if (tg_atomic_finish(f, err) != 0) return -1;
+    if (rename(f->tmp, f->path) != 0) return drop_temp(f, "rename", errno), report(f, err);
     f->tmp = NULL;
     sync_dir_of(f->path);
     tg_atomic_abort(f);   /* nothing left to remove: releases f */
@@ -207,32 +222,14 @@ void tg_atomic_abort(tg_atomic_file *f)
     f->path = NULL;
 }
 
-const char *tg_atomic_message(const tg_atomic_file *f, const char *path, char *buf, size_t size)
+int tg_atomic_write_file(const char *path, const void *data, size_t len, tg_error *err)
 {
-    if (!buf || !size) return "";
-    if (!path) path = "(null)";
-    const char *step = f ? f->step : NULL;
-    const char *why = f && f->errnum ? strerror(f->errnum) : "unknown error";
-    if (!step) snprintf(buf, size, "'%s': nothing failed", path);
-    else if (!strcmp(step, "allocate")) snprintf(buf, size, "'%s': out of memory", path);
-    else if (!strcmp(step, "argument")) snprintf(buf, size, "'%s': a NULL argument, or the file is not open", path);
-    else if (!strcmp(step, "create"))
-        snprintf(buf, size, "'%s': cannot create a temporary file beside it: %s", path, why);
-    else snprintf(buf, size, "'%s': %s of the temporary file failed: %s ('%s' left as it was)", path, step, why, path);
-    return buf;
-}
-
-int tg_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
-{
-    if (!path) return tg_set_err(err, errlen, "write_file_atomic: the path is NULL");
-    if (!data && len) return tg_set_err(err, errlen, "write_file_atomic: the data is NULL");
+    if (!path) return tg_error_set(err, "atomic_write_file: the path is NULL");
+    if (!data && len) return tg_error_set(err, "atomic_write_file: the data is NULL");
     tg_atomic_file f;
-    int rc = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, data, len) == 0 && tg_atomic_commit(&f) == 0
-                 ? 0 : -1;
-    if (rc) {
-        char msg[512];
-        tg_set_err(err, errlen, "write_file_atomic: %s", tg_atomic_message(&f, path, msg, sizeof msg));
-        tg_atomic_abort(&f);
-    }
-    return rc;
+    tg_error e = {0};
+    if (tg_atomic_begin(&f, path, &e) == 0 && tg_atomic_write(&f, data, len, &e) == 0 && tg_atomic_commit(&f, &e) == 0)
+        return 0;
+    tg_atomic_abort(&f);
+    return tg_error_set(err, "atomic_write_file: %s", e.msg);
 }

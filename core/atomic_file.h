@@ -25,7 +25,7 @@
  * it is new (the umask is read with umask(2), which is not thread-safe
  * against a concurrent umask change).
  *
- *   one file, from memory:   tg_write_file_atomic
+ *   one file, from memory:   tg_atomic_write_file
  *   one file, in pieces:     tg_atomic_begin, tg_atomic_write ...,
  *                            tg_atomic_commit
  *   several files, all or none: each begun, written and
@@ -34,12 +34,19 @@
  *
  * A begun tg_atomic_file ends with a tg_atomic_commit that returned 0 or
  * with tg_atomic_abort, whatever happened before (abort after a failure
- * frees what the file still holds). */
+ * frees what the file still holds). A failed call writes into its err
+ * the sentence for the first failure: "'<path>': cannot create a
+ * temporary file beside it: <reason>", "'<path>': <step> of the temporary
+ * file failed: <reason> ('<path>' left as it was)", "'<path>': out of
+ * memory", or "'<path>': a NULL argument, or the file is not open" (a
+ * NULL path counts as "(null)"; a NULL f gives "atomic_<call>: the file
+ * is NULL"). */
 #ifndef TG_ATOMIC_FILE_H
 #define TG_ATOMIC_FILE_H
 
 #include <stdio.h>
 
+#include "error.h"
 #include "export.h"
 
 #ifdef __cplusplus
@@ -47,12 +54,12 @@ extern "C" {
 #endif
 
 typedef struct tg_atomic_file {
-    /* What failed, for the caller's message: the step ("create" the
-     * temporary, "fdopen", "write", "flush", "fchmod", "fsync", "close",
-     * "rename"; "allocate" when out of memory; "argument" for a NULL
-     * argument or a file that is not open) and its errno (0 when the step
-     * set none). NULL and 0 while nothing has failed. A failure sticks:
-     * every later call on the file fails with the first step. */
+    /* What failed: the step ("create" the temporary, "fdopen", "write",
+     * "flush", "fchmod", "fsync", "close", "rename"; "allocate" when out
+     * of memory; "argument" for a NULL argument or a file that is not
+     * open) and its errno (0 when the step set none). NULL and 0 while
+     * nothing has failed. A failure sticks: every later call on the file
+     * fails with the first step. */
     const char *step;
     int errnum;
     /* The path being written (NULL once released); read-only. */
@@ -64,40 +71,31 @@ typedef struct tg_atomic_file {
 } tg_atomic_file;
 
 /* Starts writing path: decides its mode and creates the temporary file
- * beside it. f need not be initialised. 0, or -1 with f->step and
- * f->errnum set and nothing created (also for a NULL path; a NULL f gives
- * -1 alone). */
-TG_API int tg_atomic_begin(tg_atomic_file *f, const char *path);
+ * beside it. f need not be initialised. 0, or -1 with a message, f->step
+ * and f->errnum set and nothing created (also for a NULL path). */
+TG_API int tg_atomic_begin(tg_atomic_file *f, const char *path, tg_error *err);
 /* Appends n bytes of data (data may be NULL when n is 0). 0, or -1 with
- * the temporary removed. */
-TG_API int tg_atomic_write(tg_atomic_file *f, const void *data, size_t n);
+ * a message and the temporary removed. */
+TG_API int tg_atomic_write(tg_atomic_file *f, const void *data, size_t n, tg_error *err);
 /* Flushes, sets the mode, syncs and closes the temporary: it is whole
  * and waits under its temporary name for tg_atomic_commit. 0 (also when
- * already finished), or -1 with the temporary removed. */
-TG_API int tg_atomic_finish(tg_atomic_file *f);
+ * already finished), or -1 with a message and the temporary removed. */
+TG_API int tg_atomic_finish(tg_atomic_file *f, tg_error *err);
 /* Finishes f if it is not yet, renames the temporary over the path and
- * syncs the directory. 0 with f released, or -1 with the temporary
- * removed and the path as it was (f->path still names it, for the
- * message, until tg_atomic_abort). */
-TG_API int tg_atomic_commit(tg_atomic_file *f);
+ * syncs the directory. 0 with f released, or -1 with a message, the
+ * temporary removed and the path as it was (f->path still names it
+ * until tg_atomic_abort). */
+TG_API int tg_atomic_commit(tg_atomic_file *f, tg_error *err);
 /* Removes the temporary file, if there still is one, and releases f
  * (step and errnum are kept). Does nothing for a NULL or zeroed f or one
  * already released. */
 TG_API void tg_atomic_abort(tg_atomic_file *f);
 
-/* The sentence for f's failure writing path, into buf (truncated, always
- * NUL-terminated; returned): "'<path>': cannot create a temporary file
- * beside it: <reason>", "'<path>': <step> of the temporary file failed:
- * <reason> ('<path>' left as it was)", "'<path>': out of memory", "'<path>':
- * a NULL argument, or the file is not open", or "'<path>': nothing failed".
- * A NULL f or path counts as "(null)"; NULL buf or size 0 gives "". */
-TG_API const char *tg_atomic_message(const tg_atomic_file *f, const char *path, char *buf, size_t size);
-
 /* data[0, len) written to path all or nothing (data may be NULL when len
- * is 0). 0, or -1 with "write_file_atomic: " and tg_atomic_message's
- * sentence in err ("write_file_atomic: the path is NULL" / "... the data
- * is NULL" for those). */
-TG_API int tg_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+ * is 0). 0, or -1 with "atomic_write_file: " and the sentence above in
+ * err ("atomic_write_file: the path is NULL" / "... the data is NULL"
+ * for those). */
+TG_API int tg_atomic_write_file(const char *path, const void *data, size_t len, tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* The kernel path (cpu.h): the CPU's best, capped by TG_ISA and
- * tg_isa_set_max; and the build's version and options.
+ * tg_isa_set_max.
  *
  * The CPU is asked through GCC's __builtin_cpu_supports, which also
  * checks that the OS saves the registers (XCR0): AVX-512 needs F (the
@@ -65,7 +65,7 @@ tg_isa tg_isa_active(void)
 tg_isa tg_isa_set_max(tg_isa max)
 {
     if ((int)max < TG_ISA_GENERIC || (int)max > TG_ISA_AVX512) return tg_isa_active();
-    (void)tg_isa_active();   /* reads TG_ISA once, for tg_isa_env_error */
+    (void)tg_isa_active();   /* reads TG_ISA once, for tg_isa_check_env */
     atomic_store_explicit(&active, (int)capped(max), memory_order_relaxed);
     return tg_isa_active();
 }
@@ -75,19 +75,8 @@ const char *tg_isa_name(tg_isa isa)
     return (int)isa >= TG_ISA_GENERIC && (int)isa <= TG_ISA_AVX512 ? NAMES[isa] : "?";
 }
 
-const char *tg_isa_env_error(void)
+int tg_isa_check_env(tg_error *err)
 {
     (void)tg_isa_active();
-    return env_error[0] ? env_error : NULL;
-}
-
-const char *tg_version(void) { return TG_VERSION; }
-
-const char *tg_build_options(void)
-{
-#ifdef TG_BUILD_MPI
-    return "mpi pcre2";
-#else
-    return "pcre2";
-#endif
+    return env_error[0] ? tg_error_set(err, "%s", env_error) : 0;
 }

@@ -1,4 +1,4 @@
-/* tapegrad core: the kernel path in use, and what this build is.
+/* tapegrad core: the kernel path in use.
  *
  * tapegrad's tuned f32 kernels come in three paths, chosen once from the
  * CPU when first needed:
@@ -16,6 +16,7 @@
 #ifndef TG_CPU_H
 #define TG_CPU_H
 
+#include "error.h"
 #include "export.h"
 
 #ifdef __cplusplus
@@ -26,7 +27,7 @@ typedef enum tg_isa { TG_ISA_GENERIC = 0, TG_ISA_AVX2 = 1, TG_ISA_AVX512 = 2 } t
 
 /* The path tapegrad's kernels take: the CPU's best (tg_isa_cpu), capped by
  * TG_ISA when it is set and by tg_isa_set_max. A TG_ISA value that is not
- * one of the three names takes the generic path, and tg_isa_env_error says
+ * one of the three names takes the generic path, and tg_isa_check_env says
  * so (programs should refuse to run: tiny_gpt does). */
 TG_API tg_isa tg_isa_active(void);
 /* The best path this CPU (and this build's compiler) offers, whatever the cap. */
@@ -38,21 +39,9 @@ TG_API tg_isa tg_isa_cpu(void);
 TG_API tg_isa tg_isa_set_max(tg_isa max);
 /* "generic", "avx2" or "avx512"; "?" for a value outside the enum. */
 TG_API const char *tg_isa_name(tg_isa isa);
-/* NULL when TG_ISA is unset or names a path; else a message naming the
- * value and the accepted ones. */
-TG_API const char *tg_isa_env_error(void);
-
-/* The version of these headers, and of the library as built. */
-#define TG_VERSION_MAJOR 0
-#define TG_VERSION_MINOR 2
-#define TG_VERSION_PATCH 0
-#define TG_VERSION "0.2.0"
-/* The library's version, "MAJOR.MINOR.PATCH" (TG_VERSION when it was built). */
-TG_API const char *tg_version(void);
-/* The optional parts this library was built with, space-separated:
- * "mpi" (data-parallel training over Open MPI, distributed/) when present, then
- * "pcre2" (GPT-2's pre-tokenizer, always). */
-TG_API const char *tg_build_options(void);
+/* 0 when TG_ISA is unset or names a path; else -1 with a message naming
+ * the value and the accepted ones. */
+TG_API int tg_isa_check_env(tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
-/* tapegrad (internal): writing a message into a caller's (err, errlen)
- * buffer, the last two parameters of every constructor and init function
- * that can fail (docs/decisions.md, Conventions). */
+/* tapegrad (internal): what the library's own code uses to write its
+ * messages: core/error.h's tg_error, and a message for a (char *err,
+ * size_t errlen) buffer, the channel the training layer's functions take
+ * (train/train.h) until they move to tg_error too. */
 #ifndef TG_ERR_INTERNAL_H
 #define TG_ERR_INTERNAL_H
 
@@ -8,9 +9,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "error.h"
+
 /* Formats into err (truncated, always NUL-terminated); writes nothing when
  * err is NULL or errlen is 0. Returns -1, so that a function can
- * `return tg_set_err(err, errlen, ...)`. */
+ * `return tg_error_set(err, ...)`. */
 static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -21,6 +24,10 @@ static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
+/* A tg_error as the (char *err, size_t errlen) pair of a training-layer
+ * function: its message buffer, or NULL and 0 for a NULL e. */
+#define TG_ERR_BUF(e) ((e) ? (e)->msg : NULL), ((e) ? sizeof (e)->msg : 0)
 
 /* Text from outside (a file's value) as a message shows it: its first 60
  * bytes, those outside printable ASCII as \xNN, "..." after when it is

@@ -1,13 +1,16 @@
-/* Opening and reading regular files whole (file_internal.h). */
+/* Opening and reading regular files whole (file.h, file_internal.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "file_internal.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "file_internal.h"
 
 int tg_open_regular(const char *path, size_t *size, const char **why)
 {
@@ -41,4 +44,34 @@ int tg_read_exact(int fd, void *buf, size_t n, const char **why)
         got += (size_t)k;
     }
     return 0;
+}
+
+char *tg_file_read(const char *path, size_t *len, tg_error *err)
+{
+    if (!path || !len) {
+        tg_error_set(err, "file_read: %s is NULL", path ? "len" : "the path");
+        return NULL;
+    }
+    /* only st_size bytes of a regular file: a FIFO, a device or a
+     * directory is refused before anything is read or allocated */
+    const char *why = NULL;
+    size_t n = 0;
+    const int fd = tg_open_regular(path, &n, &why);
+    if (fd < 0) {
+        tg_error_set(err, "%s: %s", path, why);
+        return NULL;
+    }
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        tg_error_set(err, "%s: out of memory for its %zu bytes", path, n);
+    } else if (tg_read_exact(fd, buf, n, &why)) {
+        tg_error_set(err, "%s: %s", path, why);
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[n] = 0;
+        *len = n;
+    }
+    close(fd);
+    return buf;
 }

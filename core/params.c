@@ -20,7 +20,6 @@ struct tg_params {
     char *data, *grad;       /* flat buffers of cap elements, the first numel in use */
     int64_t numel, cap;
     bool zeroed;             /* the buffers came zeroed and nothing wrote past numel */
-    char error[256];
 };
 
 #define BIG_STORE ((int64_t)2 << 20)   /* bytes from which the buffers grow by doubling, zeroed, in 2 MiB pages */
@@ -61,15 +60,15 @@ void tg_params_reserve(tg_params *p, int64_t numel)
         (void)grow_big(p, numel);   /* advice: without it, tg_params_add grows the buffers */
 }
 
-tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen)
+tg_params *tg_params_new(tg_dtype dt, tg_error *err)
 {
     if (!tg_dtype_is_float(dt)) {
-        tg_set_err(err, errlen, "params_new: dtype must be f32 or f64, got %s (%d)", tg_dtype_name(dt), (int)dt);
+        tg_error_set(err, "params_new: dtype must be f32 or f64, got %s (%d)", tg_dtype_name(dt), (int)dt);
         return NULL;
     }
     tg_params *p = tg_calloc(1, sizeof *p);
     if (!p) {
-        tg_set_err(err, errlen, "params_new: out of memory");
+        tg_error_set(err, "params_new: out of memory");
         return NULL;
     }
     p->dtype = dt;
@@ -89,26 +88,28 @@ void tg_params_free(tg_params *p)
     tg_free(p);
 }
 
-static tg_tensor *fail(tg_params *p, const char *fmt, const char *name, const char *why)
+static tg_tensor *fail(tg_error *err, const char *name, const char *why)
 {
-    snprintf(p->error, sizeof p->error, fmt, name, why);
+    tg_error_set(err, "params_add: '%s': %s", name, why);
     return NULL;
 }
 
-tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape)
+tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape, tg_error *err)
 {
-    if (!p) return NULL;
-    if (!name || !*name) return fail(p, "params_add: name is empty%s%s", "", "");
-    if (stbds_shgeti(p->by_name, name) >= 0) return fail(p, "params_add: duplicate name '%s'%s", name, "");
+    if (!p) return tg_error_set(err, "params_add: the store is NULL"), NULL;
+    if (!name || !*name) return tg_error_set(err, "params_add: name is empty"), NULL;
+    if (stbds_shgeti(p->by_name, name) >= 0) return tg_error_set(err, "params_add: duplicate name '%s'", name), NULL;
     tg_tensor h = {0};
     const char *why = NULL;
-    if (!tg_shape_set(&h, ndim, shape, &why)) return fail(p, "params_add: '%s': bad shape: %s", name, why);
-    if (h.numel > TG_MAX_NUMEL - p->numel)
-        return fail(p, "params_add: '%s': the store would hold more than 2^40 elements%s", name, "");
+    if (!tg_shape_set(&h, ndim, shape, &why)) {
+        tg_error_set(err, "params_add: '%s': bad shape: %s", name, why);
+        return NULL;
+    }
+    if (h.numel > TG_MAX_NUMEL - p->numel) return fail(err, name, "the store would hold more than 2^40 elements");
 
     size_t es = tg_dtype_size(p->dtype);
     tg_tensor *t = tg_malloc(sizeof *t);
-    if (!t) return fail(p, "params_add: '%s': out of memory%s", name, "");
+    if (!t) return fail(err, name, "out of memory");
     const int64_t need = p->numel + h.numel;
     if (need * (int64_t)es < BIG_STORE) {
         /* a small store: realloc'd to its size, tensor by tensor */
@@ -116,7 +117,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         if (data) p->data = data;
         char *grad = data ? tg_realloc(p->grad, (size_t)need * es) : NULL;
         if (grad) p->grad = grad;
-        if (!grad) { tg_free(t); return fail(p, "params_add: '%s': out of memory%s", name, ""); }
+        if (!grad) { tg_free(t); return fail(err, name, "out of memory"); }
         p->cap = need, p->zeroed = false;
     } else if (need > p->cap && !grow_big(p, need > 2 * p->cap ? need : 2 * p->cap)) {
         /* a large one (loading a 60 MB checkpoint spent most of its time in
@@ -125,7 +126,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
          * tensors is copied a few times, not once per tensor, or never when
          * its size was reserved (tg_params_reserve) */
         tg_free(t);
-        return fail(p, "params_add: '%s': out of memory%s", name, "");
+        return fail(err, name, "out of memory");
     }
     if (!p->zeroed) {
         memset(p->data + p->numel * es, 0, (size_t)h.numel * es);
@@ -141,7 +142,6 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     t->name = stbds_shgets(p->by_name, name).key;   /* the map's own copy */
     p->numel += h.numel;
     repoint(p);   /* the buffers may have moved */
-    p->error[0] = 0;
     return t;
 }
 
@@ -165,4 +165,3 @@ void tg_params_zero_grad(tg_params *p)
 {
     if (p && p->grad) memset(p->grad, 0, (size_t)p->numel * tg_dtype_size(p->dtype));
 }
-const char *tg_params_error(const tg_params *p) { return p && p->error[0] ? p->error : NULL; }

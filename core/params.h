@@ -4,14 +4,11 @@
  * and their gradients in another, each parameter a named view into both,
  * so an optimizer step or a global gradient norm is one loop over
  * tg_params_data / tg_params_grad. All parameters of a store share one
- * float dtype.
- *
- * tg_params_new reports a failure in (err, errlen), as every constructor
- * does; a failed tg_params_add leaves its message in the store, for
- * tg_params_error (docs/decisions.md, Conventions). */
+ * float dtype. Failures are reported in a tg_error (core/error.h). */
 #ifndef TG_PARAMS_H
 #define TG_PARAMS_H
 
+#include "error.h"
 #include "export.h"
 #include "tensor.h"
 
@@ -22,18 +19,17 @@ extern "C" {
 typedef struct tg_params tg_params;
 
 /* An empty store for parameters of dtype dt (f32 or f64). NULL, with a
- * message in err, when dt is not f32/f64 or out of memory (err may be
- * NULL: see docs/decisions.md, Conventions). */
-TG_API tg_params *tg_params_new(tg_dtype dt, char *err, size_t errlen);
+ * message in err, when dt is not f32/f64 or out of memory. */
+TG_API tg_params *tg_params_new(tg_dtype dt, tg_error *err);
 /* Frees the store: every parameter tensor and both flat buffers. */
 TG_API void tg_params_free(tg_params *p);       /* accepts NULL */
 
 /* Adds a zero-filled parameter that requires grad. Its data and grad
  * point into the store's flat buffers (pointers stay valid until the next
- * tg_params_add). NULL, with tg_params_error set, on a duplicate or empty
- * name, a bad shape, a store that would pass TG_MAX_NUMEL elements, or
- * out of memory; NULL alone for a NULL p. */
-TG_API tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
+ * tg_params_add). NULL, with a message in err, for a NULL p, a duplicate
+ * or empty name, a bad shape, a store that would pass TG_MAX_NUMEL
+ * elements, or out of memory. */
+TG_API tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape, tg_error *err);
 
 /* The parameter registered under name; NULL if there is none, or for a
  * NULL p or name. */
@@ -59,10 +55,6 @@ TG_API void *tg_params_grad(tg_params *p);
  * until this is called (once per optimizer step, or per accumulation).
  * Nothing for a NULL p. */
 TG_API void tg_params_zero_grad(tg_params *p);
-
-/* The message of the last failed tg_params_add, cleared by a successful
- * one; NULL when there is none, or for a NULL p. */
-TG_API const char *tg_params_error(const tg_params *p);
 
 #ifdef __cplusplus
 }

@@ -110,20 +110,21 @@ static bool hex16(const char *s, uint64_t *out)
     return true;
 }
 
-int tg_rng_from_string(tg_rng *r, const char *s, char *err, size_t errlen)
+int tg_rng_from_string(tg_rng *r, const char *s, tg_error *err)
 {
     uint64_t st, inc, bits;
-    if (!r || !s) return tg_set_err(err, errlen, "rng_from_string: %s is NULL", r ? "the text" : "the stream");
+    if (!r || !s) return tg_error_set(err, "rng_from_string: %s is NULL", r ? "the text" : "the stream");
     if (strlen(s) != TG_RNG_STRING_LEN || !hex16(s, &st) || s[16] != ':' || !hex16(s + 17, &inc) || s[33] != ':' ||
         (s[34] != '0' && s[34] != '1') || s[35] != ':' || !hex16(s + 36, &bits)) {
         char shown[TG_SHOWN_SIZE];
-        return tg_set_err(err, errlen, "rng_from_string: '%s' is not a random-stream state (%d characters: "
-                          "state:increment:0|1:spare in lowercase hex)", tg_shown(s, shown), TG_RNG_STRING_LEN);
+        return tg_error_set(err, "rng_from_string: '%s' is not a random-stream state (%d characters: "
+                                 "state:increment:0|1:spare in lowercase hex)", tg_shown(s, shown), TG_RNG_STRING_LEN);
     }
     double spare;
     memcpy(&spare, &bits, sizeof spare);
-    if (!(inc & 1)) return tg_set_err(err, errlen, "rng_from_string: the increment %016" PRIx64 " is even (PCG32's is odd)", inc);
-    if (!isfinite(spare)) return tg_set_err(err, errlen, "rng_from_string: the spare normal is not finite");
+    if (!(inc & 1))
+        return tg_error_set(err, "rng_from_string: the increment %016" PRIx64 " is even (PCG32's is odd)", inc);
+    if (!isfinite(spare)) return tg_error_set(err, "rng_from_string: the spare normal is not finite");
     *r = (tg_rng){.state = st, .inc = inc, .spare = spare, .has_spare = s[34] == '1'};
     return 0;
 }

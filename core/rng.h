@@ -4,6 +4,7 @@
 #ifndef TG_RNG_H
 #define TG_RNG_H
 
+#include "error.h"
 #include "export.h"
 #include "tensor.h"
 
@@ -50,7 +51,7 @@ TG_API int tg_rng_to_string(const tg_rng *r, char *buf, size_t size);
 /* Sets r from tg_rng_to_string's text, exactly that form: an odd
  * increment, a finite spare. 0, or -1 with a message in err (r is then
  * unchanged). */
-TG_API int tg_rng_from_string(tg_rng *r, const char *s, char *err, size_t errlen);
+TG_API int tg_rng_from_string(tg_rng *r, const char *s, tg_error *err);
 
 #ifdef __cplusplus
 }

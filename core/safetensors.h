@@ -10,6 +10,7 @@
 #ifndef TG_SAFETENSORS_H
 #define TG_SAFETENSORS_H
 
+#include "error.h"
 #include "export.h"
 #include "params.h"
 #include "tensor.h"
@@ -44,7 +45,7 @@ typedef struct tg_st_file tg_st_file;
  * header, bad JSON, unknown dtype, shape that does not match its byte
  * range, offsets out of bounds, overlapping or leaving holes, duplicate
  * names, non-string metadata, ...). */
-TG_API tg_st_file *tg_st_load(const char *path, char *err, size_t errlen);
+TG_API tg_st_file *tg_st_load(const char *path, tg_error *err);
 /* Frees the file's buffer: every tg_st_tensor of it becomes invalid. */
 TG_API void tg_st_free(tg_st_file *f);      /* accepts NULL */
 
@@ -67,15 +68,13 @@ TG_API const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
  * integer: an optional '-' and decimal digits, in [lo, hi]. 0, or -1 with
  * a message "checkpoint metadata 'key' = 'value' is not an integer in
  * [lo, hi]" (or "... has no 'key'"; the value shown escaped). */
-TG_API int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
-                          size_t errlen);
+TG_API int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, tg_error *err);
 /* A decimal number (digits, an optional point and exponent), finite, in
  * [lo, hi]; the messages of tg_st_meta_int. */
-TG_API int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, char *err,
-                             size_t errlen);
+TG_API int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, tg_error *err);
 /* "true" or "false" (also "True", "False", "1", "0", as Python writers
  * put them); the messages of tg_st_meta_int. */
-TG_API int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char *err, size_t errlen);
+TG_API int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, tg_error *err);
 
 /* Copies e into dst (same numel and the same shape, ignoring nothing),
  * converting: F32/F64 -> f32 or f64 (a finite F64 beyond f32's range is
@@ -85,18 +84,18 @@ TG_API int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char
  * message naming the tensor (and the element, for a value that does not
  * fit); dst is untouched on error. Also an error: a NULL e or dst, or an
  * e whose dtype, numel, nbytes and data do not agree (one a caller made). */
-TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen);
+TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, tg_error *err);
 
 /* Writing. Tensors are referenced, not copied: their data must stay
  * valid until tg_st_writer_save returns. The header lists __metadata__
  * first, then the tensors in the order added, their data contiguous in
  * that order; it is padded with spaces to a multiple of 8 bytes.
  *
- * Errors stick: an add or meta call that fails returns -1 and records a
- * message (tg_st_writer_error); every later add returns -1 and
- * tg_st_writer_save fails with that message, writing nothing. So a
- * sequence of adds can be checked once, at save. With a NULL writer, add
- * and meta return -1 and save returns -1 with a message in err. */
+ * Errors stick: an add that fails returns -1 and the writer keeps its
+ * message; every later add returns -1 and tg_st_writer_save fails with
+ * that message in its err, writing nothing. So a sequence of adds is
+ * checked once, at save. With a NULL writer, the adds return -1 and save
+ * returns -1 with a message in err. */
 typedef struct tg_st_writer tg_st_writer;
 /* An empty writer; NULL when out of memory. */
 TG_API tg_st_writer *tg_st_writer_new(void);
@@ -110,31 +109,30 @@ TG_API int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype
 /* Adds a tapegrad tensor under name (F32/F64/I32/BOOL->U8). */
 TG_API int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t);
 /* A __metadata__ pair (UTF-8 strings, copied); a key may be set once. */
-TG_API int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value);
-/* The writer's first error, or NULL. */
-TG_API const char *tg_st_writer_error(const tg_st_writer *w);
+TG_API int tg_st_writer_add_meta(tg_st_writer *w, const char *key, const char *value);
 /* Writes atomically: a temporary file "<path>.tmp.<pid>.XXXXXX" in the
  * same directory, written, flushed and synced, then renamed over path (and
  * the directory synced; core/atomic_file.h says what a killed write
  * leaves). On failure the temporary file is removed, path is
- * left as it was and err says why. The file gets the mode of the file it
+ * left as it was and err says why: the first failed add's message
+ * ("safetensors: writer: ... (nothing written to '<path>')"), or the
+ * file's. The file gets the mode of the file it
  * replaces, or 0666 minus the umask if new (the umask is read with
  * umask(2), which is not thread-safe against concurrent umask changes). */
-TG_API int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen);
+TG_API int tg_st_writer_save(tg_st_writer *w, const char *path, tg_error *err);
 
 /* Writes every parameter of p under its name, in the store's order and
  * dtype (F32 or F64), with n_meta metadata pairs (meta[2i] = key,
  * meta[2i+1] = value, i < n_meta), atomically. Returns 0, or -1 with a
  * message in err (NULL p, bad metadata, I/O failure; the file at path is
  * then untouched). */
-TG_API int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
-                             char *err, size_t errlen);
+TG_API int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta, tg_error *err);
 /* Loads every parameter of p from f by name (converting F32/F64/F16/BF16). A
  * parameter missing from f, or a shape mismatch, is an error naming it;
  * tensors in f that p lacks are ignored. Nothing is written to p unless
  * every parameter is present and fits. Returns 0, or -1 with the message
  * in err. */
-TG_API int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen);
+TG_API int tg_st_load_params(tg_params *p, const tg_st_file *f, tg_error *err);
 
 #ifdef __cplusplus
 }

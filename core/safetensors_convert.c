@@ -45,38 +45,38 @@ static float bf16_to_float(uint16_t h)
 
 /* Checks that e can be copied into dst: convertible dtypes, the same
  * shape, every value representable. Writes nothing. */
-static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, size_t errlen)
+static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, tg_error *err)
 {
-    if (!e || !dst) return tg_set_err(err, errlen, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
+    if (!e || !dst) return tg_error_set(err, "safetensors: copy: %s is NULL", e ? "destination" : "tensor");
     /* a tg_st_tensor a caller filled in must agree with itself: the copy
      * reads nbytes from e->data and writes numel elements to dst->data */
     const int k = e->dtype ? st_dtype_find(e->dtype) : -1;
     if (k < 0 || e->numel < 0 || (uint64_t)e->numel > SIZE_MAX / ST_DTYPES[k].size ||
         e->nbytes != (size_t)e->numel * ST_DTYPES[k].size || (!e->data && e->nbytes))
-        return tg_set_err(err, errlen, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
-                          e->name ? e->name : "(null)");
+        return tg_error_set(err, "safetensors: tensor '%s': dtype, numel, nbytes and data do not agree",
+                            e->name ? e->name : "(null)");
     if (tg_tensor_stale(dst))
-        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination was made before the last "
-                                       "tg_graph_reset of its graph", e->name ? e->name : "(null)");
+        return tg_error_set(err, "safetensors: tensor '%s': the destination was made before the last "
+                                 "tg_graph_reset of its graph", e->name ? e->name : "(null)");
     if (!dst->data && dst->numel)
-        return tg_set_err(err, errlen, "safetensors: tensor '%s': the destination has no data",
-                          e->name ? e->name : "(null)");
+        return tg_error_set(err, "safetensors: tensor '%s': the destination has no data",
+                            e->name ? e->name : "(null)");
     const char *dt = e->dtype;
     bool is_f = !strcmp(dt, "F32") || !strcmp(dt, "F64") || !strcmp(dt, "F16") || !strcmp(dt, "BF16");
     bool is_i = !strcmp(dt, "I32") || !strcmp(dt, "I64");
     bool is_b = !strcmp(dt, "U8") || !strcmp(dt, "BOOL");
     if (!((is_f && tg_dtype_is_float(dst->dtype)) || (is_i && dst->dtype == TG_I32) ||
           (is_b && dst->dtype == TG_BOOL)))
-        return tg_set_err(err, errlen, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
-                          tg_dtype_name(dst->dtype));
+        return tg_error_set(err, "safetensors: tensor '%s': cannot convert %s to %s", e->name, dt,
+                            tg_dtype_name(dst->dtype));
     bool same = e->ndim == dst->ndim;
     for (int d = 0; same && d < e->ndim; d++) same = e->shape[d] == dst->shape[d];
     same = same && e->numel == dst->numel;
     if (!same) {
         char a[160], b[64];
-        return tg_set_err(err, errlen, "safetensors: tensor '%s': shape %s in the file does not match %s of the "
-                          "destination", e->name, st_shape_str(e->ndim, e->shape, a, sizeof a),
-                          tg_shape_str(dst, b, sizeof b));
+        return tg_error_set(err, "safetensors: tensor '%s': shape %s in the file does not match %s of the "
+                                 "destination", e->name, st_shape_str(e->ndim, e->shape, a, sizeof a),
+                            tg_shape_str(dst, b, sizeof b));
     }
     /* the values are read only where a conversion may not fit (narrowing
      * to f32, i64 to i32, bytes to bool): F32 into f32 or f64 and F64 into
@@ -91,18 +91,18 @@ static int copy_check(const tg_st_tensor *e, const tg_tensor *dst, char *err, si
             double v;
             memcpy(&v, p + 8 * i, 8);
             if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX))   /* inf and NaN pass as they are */
-                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not "
-                                  "fit in f32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
+                return tg_error_set(err, "safetensors: tensor '%s': element %" PRId64 " %s = %.17g does not "
+                                         "fit in f32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), v);
         } else if (wide_int) {
             int64_t v;
             memcpy(&v, p + 8 * i, 8);
             if (v < INT32_MIN || v > INT32_MAX)
-                return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64
-                                  " does not fit in i32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix),
-                                  v);
+                return tg_error_set(err, "safetensors: tensor '%s': element %" PRId64 " %s = %" PRId64
+                                    " does not fit in i32", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix),
+                                    v);
         } else if (is_b && p[i] > 1) {
-            return tg_set_err(err, errlen, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 "
-                              "for bool", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
+            return tg_error_set(err, "safetensors: tensor '%s': element %" PRId64 " %s = %u is not 0 or 1 "
+                                     "for bool", e->name, i, tg_index_str(dst, dst->ndim, i, ix, sizeof ix), p[i]);
         }
     }
     return 0;
@@ -146,21 +146,21 @@ static void copy_convert(const tg_st_tensor *e, tg_tensor *dst)
     }
 }
 
-int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, char *err, size_t errlen)
+int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, tg_error *err)
 {
-    if (copy_check(e, dst, err, errlen) != 0) return -1;
+    if (copy_check(e, dst, err) != 0) return -1;
     copy_convert(e, dst);
     return 0;
 }
 
-int tg_st_load_params(tg_params *p, const tg_st_file *f, char *err, size_t errlen)
+int tg_st_load_params(tg_params *p, const tg_st_file *f, tg_error *err)
 {
-    if (!p || !f) return tg_set_err(err, errlen, "safetensors: load_params: %s is NULL", p ? "file" : "params");
+    if (!p || !f) return tg_error_set(err, "safetensors: load_params: %s is NULL", p ? "file" : "params");
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         const tg_st_tensor *e = tg_st_find(f, t->name);
-        if (!e) return tg_set_err(err, errlen, "safetensors: parameter '%s' is missing from the file", t->name);
-        if (copy_check(e, t, err, errlen) != 0) return -1;
+        if (!e) return tg_error_set(err, "safetensors: parameter '%s' is missing from the file", t->name);
+        if (copy_check(e, t, err) != 0) return -1;
     }
     for (int i = 0; i < tg_params_count(p); i++) {
         tg_tensor *t = tg_params_at(p, i);

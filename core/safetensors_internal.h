@@ -21,7 +21,7 @@
 #endif
 
 /* Records msg as w's error, the way the writer's own checks do (the first
- * error sticks; tg_st_writer_error reads "safetensors: writer: " msg), for
+ * error sticks; tg_st_writer_save reports "safetensors: writer: " msg), for
  * a library function that adds to a caller's writer and finds its own
  * argument bad. Returns -1; nothing for a NULL w. */
 int tg_st_writer_fail(tg_st_writer *w, const char *msg);

@@ -57,8 +57,7 @@ struct tg_st_file {
 /* Load context: every message starts "safetensors: <path>: ". */
 typedef struct loader {
     const char *path;
-    char *err;
-    size_t errlen;
+    tg_error *err;
 } loader;
 
 static int lfail(const loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -69,7 +68,7 @@ static int lfail(const loader *L, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tg_set_err(L->err, L->errlen, "safetensors: %s: %s", L->path, msg);
+    return tg_error_set(L->err, "safetensors: %s: %s", L->path, msg);
 }
 
 /* Reads the whole regular file into a new buffer (anything else is
@@ -272,9 +271,9 @@ static int parse_header(const loader *L, tg_st_file *f, const cJSON *root, uint6
 
 static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-tg_st_file *tg_st_load(const char *path, char *err, size_t errlen)
+tg_st_file *tg_st_load(const char *path, tg_error *err)
 {
-    loader L = {path ? path : "(null)", err, errlen};
+    loader L = {path ? path : "(null)", err};
     if (!path) { lfail(&L, "path is NULL"); return NULL; }
     tg_st_file *f = tg_calloc(1, sizeof *f);
     if (!f) { lfail(&L, "out of memory"); return NULL; }
@@ -373,11 +372,11 @@ const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
 /* ---- metadata values as numbers ---------------------------------------------- */
 
 /* The value of key, or -1 with "has no" in err. */
-static const char *meta_value(const tg_st_file *f, const char *key, char *err, size_t errlen)
+static const char *meta_value(const tg_st_file *f, const char *key, tg_error *err)
 {
     const char *s = f && key ? tg_st_meta(f, key) : NULL;
     if (!s) {
-        if (err && errlen) snprintf(err, errlen, "checkpoint metadata has no '%s'", key ? key : "(NULL)");
+        tg_error_set(err, "checkpoint metadata has no '%s'", key ? key : "(NULL)");
         return NULL;
     }
     return s;
@@ -385,16 +384,15 @@ static const char *meta_value(const tg_st_file *f, const char *key, char *err, s
 
 /* "checkpoint metadata 'key' = 'value' is not <what>": the value's first
  * 60 bytes, bytes outside printable ASCII as \xNN. Returns -1. */
-static int meta_refuse(const char *key, const char *s, const char *what, char *err, size_t errlen)
+static int meta_refuse(const char *key, const char *s, const char *what, tg_error *err)
 {
     char shown[TG_SHOWN_SIZE];
-    return tg_set_err(err, errlen, "checkpoint metadata '%s' = '%s' is not %s", key, tg_shown(s, shown), what);
+    return tg_error_set(err, "checkpoint metadata '%s' = '%s' is not %s", key, tg_shown(s, shown), what);
 }
 
-int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, char *err,
-                   size_t errlen)
+int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, tg_error *err)
 {
-    const char *s = meta_value(f, key, err, errlen);
+    const char *s = meta_value(f, key, err);
     if (!s || !out) return -1;
     const char *d = s + (*s == '-');
     bool ok = *d != 0 && strlen(d) <= 18;   /* 18 digits fit int64 */
@@ -407,16 +405,15 @@ int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi,
     if (!ok || v < lo || v > hi) {
         char what[80];
         snprintf(what, sizeof what, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
-        return meta_refuse(key, s, what, err, errlen);
+        return meta_refuse(key, s, what, err);
     }
     *out = v;
     return 0;
 }
 
-int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, char *err,
-                      size_t errlen)
+int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, tg_error *err)
 {
-    const char *s = meta_value(f, key, err, errlen);
+    const char *s = meta_value(f, key, err);
     if (!s || !out) return -1;
     /* the form: -?digits[.digits][e[+-]digits], at least one digit before the exponent */
     const char *c = s + (*s == '-');
@@ -434,18 +431,18 @@ int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi
     if (!ok || *c || !isfinite(v) || v < lo || v > hi) {
         char what[80];
         snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
-        return meta_refuse(key, s, what, err, errlen);
+        return meta_refuse(key, s, what, err);
     }
     *out = v;
     return 0;
 }
 
-int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, char *err, size_t errlen)
+int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, tg_error *err)
 {
-    const char *s = meta_value(f, key, err, errlen);
+    const char *s = meta_value(f, key, err);
     if (!s || !out) return -1;
     if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "1")) *out = true;
     else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "0")) *out = false;
-    else return meta_refuse(key, s, "true or false", err, errlen);
+    else return meta_refuse(key, s, "true or false", err);
     return 0;
 }

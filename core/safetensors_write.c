@@ -80,11 +80,6 @@ void tg_st_writer_free(tg_st_writer *w)
     tg_free(w);
 }
 
-const char *tg_st_writer_error(const tg_st_writer *w)
-{
-    return w && w->error[0] ? w->error : NULL;
-}
-
 int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
                      const int64_t *shape, const void *data)
 {
@@ -135,7 +130,7 @@ int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *
     return tg_st_writer_add(w, name, MAP[t->dtype], ndim, shape, t->data);
 }
 
-int tg_st_writer_meta(tg_st_writer *w, const char *key, const char *value)
+int tg_st_writer_add_meta(tg_st_writer *w, const char *key, const char *value)
 {
     if (!w) return -1;
     if (w->error[0]) return -1;
@@ -237,10 +232,10 @@ static void build_header(const tg_st_writer *w, const uint64_t *off, sbuf *b)
     while (b->len % 8) sb_put(b, " ", 1);
 }
 
-int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errlen)
+int tg_st_writer_save(tg_st_writer *w, const char *path, tg_error *err)
 {
-    if (!w || !path) return tg_set_err(err, errlen, "safetensors: save: %s is NULL", w ? "path" : "writer");
-    if (w->error[0]) return tg_set_err(err, errlen, "%s (nothing written to '%s')", w->error, path);
+    if (!w || !path) return tg_error_set(err, "safetensors: save: %s is NULL", w ? "path" : "writer");
+    if (w->error[0]) return tg_error_set(err, "%s (nothing written to '%s')", w->error, path);
 
     const ptrdiff_t n = stbds_arrlen(w->entries);
     ptrdiff_t *order = tg_malloc((size_t)(n + 1) * sizeof *order);
@@ -260,48 +255,47 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, char *err, size_t errle
     if (!have || hdr.oom) {
         tg_free(order);
         tg_free(hdr.p);
-        return tg_set_err(err, errlen, "safetensors: save '%s': out of memory", path);
+        return tg_error_set(err, "safetensors: save '%s': out of memory", path);
     }
     if (hdr.len > ST_MAX_HEADER) {
         tg_free(order);
         tg_free(hdr.p);
-        return tg_set_err(err, errlen, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
-                          path, hdr.len, ST_MAX_HEADER);
+        return tg_error_set(err, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
+                            path, hdr.len, ST_MAX_HEADER);
     }
 
     tg_atomic_file f;
+    tg_error e = {0};
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
-    bool ok = tg_atomic_begin(&f, path) == 0 && tg_atomic_write(&f, len8, 8) == 0 &&
-              tg_atomic_write(&f, hdr.p, hdr.len) == 0;
+    bool ok = tg_atomic_begin(&f, path, &e) == 0 && tg_atomic_write(&f, len8, 8, &e) == 0 &&
+              tg_atomic_write(&f, hdr.p, hdr.len, &e) == 0;
     for (ptrdiff_t k = 0; ok && k < n; k++)
-        ok = tg_atomic_write(&f, w->entries[order[k]].data, (size_t)w->entries[order[k]].nbytes) == 0;
-    if (ok) ok = tg_atomic_commit(&f) == 0;
+        ok = tg_atomic_write(&f, w->entries[order[k]].data, (size_t)w->entries[order[k]].nbytes, &e) == 0;
+    if (ok) ok = tg_atomic_commit(&f, &e) == 0;
     tg_free(order);
     tg_free(hdr.p);
     if (ok) return 0;
-    char msg[512];
-    tg_set_err(err, errlen, "safetensors: save %s", tg_atomic_message(&f, path, msg, sizeof msg));
     tg_atomic_abort(&f);
-    return -1;
+    return tg_error_set(err, "safetensors: save %s", e.msg);
 }
 
 /* ---- parameter stores ------------------------------------------------------ */
 
 int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
-                      char *err, size_t errlen)
+                      tg_error *err)
 {
-    if (!p) return tg_set_err(err, errlen, "safetensors: save_params: params is NULL");
+    if (!p) return tg_error_set(err, "safetensors: save_params: params is NULL");
     if (n_meta < 0 || (n_meta > 0 && !meta))
-        return tg_set_err(err, errlen, "safetensors: save_params: %d metadata pairs but no array", n_meta);
+        return tg_error_set(err, "safetensors: save_params: %d metadata pairs but no array", n_meta);
     tg_st_writer *w = tg_st_writer_new();
-    if (!w) return tg_set_err(err, errlen, "safetensors: save_params: out of memory");
+    if (!w) return tg_error_set(err, "safetensors: save_params: out of memory");
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         tg_st_writer_add_tensor(w, t->name, t);
     }
-    for (int i = 0; i < n_meta; i++) tg_st_writer_meta(w, meta[2 * i], meta[2 * i + 1]);
-    int rc = tg_st_writer_save(w, path, err, errlen);
+    for (int i = 0; i < n_meta; i++) tg_st_writer_add_meta(w, meta[2 * i], meta[2 * i + 1]);
+    int rc = tg_st_writer_save(w, path, err);
     tg_st_writer_free(w);
     return rc;
 }

@@ -45,7 +45,7 @@ static int launcher_size(void)
     return getenv("PMIX_RANK") || getenv("PMI_RANK") ? 1 : 0;
 }
 
-int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
+int tg_dist_init(int *argc, char ***argv, tg_error *err)
 {
     if (st.init) return 0;
     int launched = launcher_size();
@@ -66,13 +66,12 @@ int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
     (void)argc;
     (void)argv;
     if (launched > 1) {
-        tg_set_err(err, errlen, "dist_init: a launcher started %d processes, but this tapegrad was built without "
-                                "MPI (each would train alone); install libopenmpi-dev and rebuild", launched);
+        tg_error_set(err, "dist_init: a launcher started %d processes, but this tapegrad was built without "
+                          "MPI (each would train alone); install libopenmpi-dev and rebuild", launched);
         return -1;
     }
 #endif
     (void)err;
-    (void)errlen;
     st.init = true;
     return 0;
 }

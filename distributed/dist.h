@@ -55,9 +55,9 @@
  * (tg_dist_grads_clip), so the coefficient is the same everywhere.
  *
  * Errors: functions return 0, or -1 for a bad argument (NULL, a size MPI
- * cannot count); constructors write a message into (err, errlen)
- * (docs/decisions.md, Conventions). Collectives must be called by every
- * rank in the same order with matching sizes. */
+ * cannot count); constructors write a message into their tg_error *err
+ * (core/error.h). Collectives must be called by every rank in the same
+ * order with matching sizes. */
 #ifndef TG_DIST_H
 #define TG_DIST_H
 
@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/error.h"
 #include "../core/export.h"
 #include "../core/graph.h"
 #include "../core/params.h"
@@ -80,7 +81,7 @@ extern "C" {
  * argv may be NULL). A second call does nothing. -1, with a message in
  * err, when a launcher started several processes but this build has no
  * MPI (each would otherwise run alone). */
-TG_API int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen);
+TG_API int tg_dist_init(int *argc, char ***argv, tg_error *err);
 /* Ends MPI if tg_dist_init started it (every rank must call it); nothing
  * otherwise, or a second time. */
 TG_API void tg_dist_finalize(void);
@@ -147,7 +148,7 @@ typedef struct tg_dist_grads_config {
  * err, for a NULL or empty p, a bucket or shard of more elements than
  * MPI can count (INT_MAX), or out of memory. On one process nothing is
  * ever sent: begin and end do nothing and the shard is the whole store. */
-TG_API tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, char *err, size_t errlen);
+TG_API tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, tg_error *err);
 /* Frees d; it must not be between begin and end. Accepts NULL. */
 TG_API void tg_dist_grads_free(tg_dist_grads *d);
 

@@ -101,12 +101,12 @@ static int make_buckets(tg_dist_grads *d, size_t bytes)
     return 0;
 }
 
-tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, char *err, size_t errlen)
+tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, tg_error *err)
 {
     tg_dist_grads_config cfg = c ? *c : (tg_dist_grads_config){0};
     if (!cfg.bucket_bytes) cfg.bucket_bytes = TG_DIST_BUCKET_BYTES;
     if (!p || tg_params_count(p) == 0) {
-        tg_set_err(err, errlen, "dist_grads_new: %s", p ? "the store has no parameters" : "params is NULL");
+        tg_error_set(err, "dist_grads_new: %s", p ? "the store has no parameters" : "params is NULL");
         return NULL;
     }
     tg_dist_grads *d = tg_calloc(1, sizeof *d);
@@ -127,8 +127,8 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, ch
     if (make_buckets(d, cfg.bucket_bytes)) goto oom;
     for (int i = 0; i < d->nb; i++)
         if (d->b[i].numel > INT_MAX) {
-            tg_set_err(err, errlen, "dist_grads_new: a bucket of %lld elements (parameter '%s') is more than MPI can "
-                                    "count (%d)", (long long)d->b[i].numel, tg_params_at(p, d->b[i].p0)->name, INT_MAX);
+            tg_error_set(err, "dist_grads_new: a bucket of %lld elements (parameter '%s') is more than MPI can "
+                              "count (%d)", (long long)d->b[i].numel, tg_params_at(p, d->b[i].p0)->name, INT_MAX);
             tg_dist_grads_free(d);
             return NULL;
         }
@@ -143,8 +143,8 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, ch
             int64_t a, z;
             tg_dist_shard_range(d->numel, r, R, &a, &z);
             if (z > INT_MAX) {
-                tg_set_err(err, errlen, "dist_grads_new: shards past element %d (of %lld) are more than MPI can "
-                                        "count", INT_MAX, (long long)d->numel);
+                tg_error_set(err, "dist_grads_new: shards past element %d (of %lld) are more than MPI can "
+                                  "count", INT_MAX, (long long)d->numel);
                 tg_dist_grads_free(d);
                 return NULL;
             }
@@ -173,7 +173,7 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, ch
     d->stats.bytes = (int64_t)((size_t)d->numel * d->es);
     return d;
 oom:
-    tg_set_err(err, errlen, "dist_grads_new: out of memory");
+    tg_error_set(err, "dist_grads_new: out of memory");
     tg_dist_grads_free(d);
     return NULL;
 }

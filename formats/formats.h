@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../core/error.h"
 #include "../core/export.h"
 #include "../core/safetensors.h"
 #include "../text/text.h"
@@ -43,13 +44,12 @@ extern "C" {
  * nothing, a model run.c would run differently (a GPT, RoPE by halves,
  * another theta or eps) and a vocabulary it cannot read. 0, or -1 with
  * a message. */
-TG_API int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, char *err,
-                             size_t errlen);
+TG_API int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, tg_error *err);
 /* Writes tokenizer t alone as run.c's tokenizer.bin (the rule of
  * tg_llama2c_export); only a tapegrad BPE tokenizer of llama2.c's layout
  * (3 specials, byte b at id 3 + b, then the merges), or a TG_TOK_SPM one
  * read from such a file (run.c's options and layout), fits. 0, or -1. */
-TG_API int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
+TG_API int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, tg_error *err);
 /* Reads run.c's model.bin and, unless NULL, its tokenizer.bin (any that
  * run.c reads: llama2.c's own, pieces with scores, and both that
  * tg_llama2c_export writes; tg_tok_load_llama2c, with vocab_size pieces)
@@ -63,8 +63,7 @@ TG_API int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, c
  * against the file's size before anything is allocated, and every weight
  * must be finite. 0, or -1 with a message naming the file, writing
  * nothing. */
-TG_API int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, char *err,
-                             size_t errlen);
+TG_API int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, tg_error *err);
 
 /* ---- GGUF (formats/gguf.c) -------------------------------------------------
  * The file llama.cpp (and what is built on it) runs: a Llama as
@@ -94,7 +93,7 @@ typedef enum tg_gguf_type {
  * cannot give the same ids (ids without a tokenizer, a Llama's text
  * bytes or GPT-2 ranks, two ids that llama.cpp would spell alike), a NaN
  * or infinite weight, the file not written. */
-TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen);
+TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, tg_error *err);
 
 /* ---- GGUF import (formats/gguf_read.c) ------------------------------------
  * A Llama GGUF file (architecture "llama") or a GPT one ("gpt2"), as
@@ -121,7 +120,7 @@ TG_API int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type
  * wrong shape, a non-finite weight; counts and lengths are checked
  * against the file's size before anything is allocated. 0, or -1 with a
  * message naming the file. */
-TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, char *err, size_t errlen);
+TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, tg_error *err);
 /* ---- the Hugging Face layout (formats/hf.c) -------------------------------
  * A directory with config.json, model.safetensors (or shards named by
  * model.safetensors.index.json), tokenizer.json (or GPT-2's vocab.json
@@ -167,7 +166,7 @@ typedef struct tg_hf_import_options {
  * a space encode differently); "" when there is nothing to say. 0, or -1
  * with a message in err. */
 TG_API int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
-                        size_t notice_len, char *err, size_t errlen);
+                        size_t notice_len, tg_error *err);
 
 /* Writes the model of checkpoint ckpt (a loaded tapegrad checkpoint: its
  * config, weights and vocabulary) as a Hugging Face directory dir (made
@@ -184,8 +183,7 @@ TG_API int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_impor
  * written atomically, the JSON files renamed into place after
  * model.safetensors; a directory holding another model's shard index is
  * refused. 0, or -1 with a message. */
-TG_API int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, char *err,
-                        size_t errlen);
+TG_API int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, tg_error *err);
 
 #ifdef __cplusplus
 }

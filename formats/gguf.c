@@ -233,26 +233,26 @@ static int gpt_tensors(const tg_model *m, int type, gtensor *ts, int *nt)
 }
 
 /* 1 when every value of every parameter is finite */
-static int finite_params(const tg_model *m, char *err, size_t errlen)
+static int finite_params(const tg_model *m, tg_error *err)
 {
     for (int i = 0; i < tg_params_count(m->params); i++) {
         const tg_tensor *t = tg_params_at(m->params, i);
         const float *d = t->data;
         for (int64_t k = 0; k < t->numel; k++)
             if (!isfinite(d[k]))
-                return snprintf(err, errlen, "%s[%lld] is %g: a model with NaN or infinite weights cannot be run",
-                                t->name, (long long)k, (double)d[k]), 0;
+                return tg_error_set(err, "%s[%lld] is %g: a model with NaN or infinite weights cannot be run",
+                                    t->name, (long long)k, (double)d[k]), 0;
     }
     return 1;
 }
 
-int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, char *err, size_t errlen)
+int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, tg_error *err)
 {
-    if (!path) return snprintf(err, errlen, "gguf_export: the path is NULL"), -1;
+    if (!path) return tg_error_set(err, "gguf_export: the path is NULL"), -1;
     if (type != TG_GGUF_F32 && type != TG_GGUF_F16 && type != TG_GGUF_Q8_0)
-        return snprintf(err, errlen, "gguf_export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
-                        (int)type), -1;
-    if (!ckpt) return snprintf(err, errlen, "gguf_export: the checkpoint is NULL"), -1;
+        return tg_error_set(err, "gguf_export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
+                            (int)type), -1;
+    if (!ckpt) return tg_error_set(err, "gguf_export: the checkpoint is NULL"), -1;
     tg_model m = {0};
     tg_vocab v = {0};
     gvocab gv = {0};
@@ -261,30 +261,30 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     unsigned char *row = NULL;
     float *zeros = NULL;
     int rc = -1;
-    if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, err, errlen)) goto done;
+    if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, TG_ERR_BUF(err))) goto done;
     const tg_model_config *c = &m.config;
     const bool gpt = !strcmp(c->arch, "gpt");
     if (!gpt && strcmp(c->arch, "llama")) {
-        snprintf(err, errlen, "gguf_export: a Llama (llama.cpp's architecture \"llama\") or a GPT (\"gpt2\") is "
-                              "written; this checkpoint is a %s", c->arch);
+        tg_error_set(err, "gguf_export: a Llama (llama.cpp's architecture \"llama\") or a GPT (\"gpt2\") is "
+                          "written; this checkpoint is a %s", c->arch);
         goto done;
     }
     if (tg_fmt_check_options(c, "gguf_export", gpt ? "llama.cpp's architecture \"gpt2\"" : "llama.cpp's architecture \"llama\"",
-                             false, err, errlen))
+                             false, err))
         goto done;
-    if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
-    if (!finite_params(&m, err, errlen) || tg_gguf_make_vocab(&v, c->vocab_size, gpt, &gv, err, errlen)) goto done;
+    if (tg_checkpoint_load_vocab(ckpt, &m, &v, TG_ERR_BUF(err))) goto done;
+    if (!finite_params(&m, err) || tg_gguf_make_vocab(&v, c->vocab_size, gpt, &gv, err)) goto done;
 
     /* the tensors, in llama.cpp's order */
     const int max_t = gpt ? 12 * c->n_layer + 4 : 9 * c->n_layer + 3;
     int nt = 0;
     if (!(ts = calloc((size_t)max_t, sizeof *ts)) || !(zeros = calloc(4 * (size_t)c->n_embd, sizeof *zeros))) {
-        snprintf(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
     if (gpt ? gpt_tensors(&m, type, ts, &nt) : llama_tensors(&m, type, ts, &nt)) {
-        snprintf(err, errlen, "gguf_export: the %s's parameters are not the ones it writes (a family of another "
-                              "layout registered as \"%s\"?)", gpt ? "GPT" : "Llama", c->arch);
+        tg_error_set(err, "gguf_export: the %s's parameters are not the ones it writes (a family of another "
+                          "layout registered as \"%s\"?)", gpt ? "GPT" : "Llama", c->arch);
         goto done;
     }
     uint64_t off = 0, row_max = 0;
@@ -353,28 +353,24 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     static const unsigned char pad[GGUF_ALIGN];
     put(&h, pad, (GGUF_ALIGN - h.len % GGUF_ALIGN) % GGUF_ALIGN);
     if (h.oom || kv.oom || !(row = malloc(row_max))) {
-        snprintf(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
 
     /* the file: the header, then the data row by row */
     tg_atomic_file af;
-    if (tg_atomic_begin(&af, path)) {
-        tg_atomic_message(&af, path, err, errlen);
-        goto done;
-    }
-    int wrc = tg_atomic_write(&af, h.p, h.len);
+    if (tg_atomic_begin(&af, path, err)) goto done;
+    int wrc = tg_atomic_write(&af, h.p, h.len, err);
     for (int i = 0; !wrc && i < nt; i++) {
         const uint64_t rb = ts[i].nbytes / (uint64_t)ts[i].ne[1];
         for (int64_t r = 0; !wrc && r < ts[i].ne[1]; r++) {
             encode_row(&ts[i], r, zeros, row);
-            wrc = tg_atomic_write(&af, row, rb);
+            wrc = tg_atomic_write(&af, row, rb, err);
         }
-        if (!wrc) wrc = tg_atomic_write(&af, pad, (GGUF_ALIGN - ts[i].nbytes % GGUF_ALIGN) % GGUF_ALIGN);
+        if (!wrc) wrc = tg_atomic_write(&af, pad, (GGUF_ALIGN - ts[i].nbytes % GGUF_ALIGN) % GGUF_ALIGN, err);
     }
-    if (!wrc) wrc = tg_atomic_commit(&af);
+    if (!wrc) wrc = tg_atomic_commit(&af, err);
     if (wrc) {
-        tg_atomic_message(&af, path, err, errlen);
         tg_atomic_abort(&af);
         goto done;
     }

@@ -50,22 +50,22 @@ const char *tg_gguf_shown(str s, char buf[TG_SHOWN_SIZE]);
 /* Cuts g->buf (g->len bytes) into its key-values and tensor infos, each
  * checked to lie in the file, no name given twice. 0, or -1 with a
  * message; tg_gguf_release frees what it allocated either way. */
-int tg_gguf_parse(gguf *g, char *err, size_t errlen);
+int tg_gguf_parse(gguf *g, tg_error *err);
 /* Frees what tg_gguf_parse allocated (not g->buf) and zeroes g. */
 void tg_gguf_release(gguf *g);
 /* Places the data section and checks every tensor's type and that its
  * bytes lie in it, right after the tensor before it's (llama.cpp's
  * layout: no two tensors share bytes). 0, or -1 with a message naming
  * the tensor. */
-int tg_gguf_place_data(gguf *g, char *err, size_t errlen);
+int tg_gguf_place_data(gguf *g, tg_error *err);
 
 /* The key-value named key, or NULL. */
 const kv *tg_gguf_find(const gguf *g, const char *key);
 /* An unsigned or signed integer value of key: 0, 1 when absent, or -1
  * with a message (another type, or outside [lo, hi]). */
-int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen);
+int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *v, tg_error *err);
 /* A float32 or float64 value of key, finite: 0, 1 when absent, or -1 with a message. */
-int tg_gguf_get_float(const gguf *g, const char *key, double *v, char *err, size_t errlen);
+int tg_gguf_get_float(const gguf *g, const char *key, double *v, tg_error *err);
 /* A bool value of key; dflt when absent or not a bool. */
 bool tg_gguf_get_bool(const gguf *g, const char *key, bool dflt);
 /* A string value: true with *s, false when absent or not a string. */
@@ -82,6 +82,6 @@ float tg_gguf_value_at(const unsigned char *q, uint32_t type, int64_t i);
  * llama.cpp's "llama" model as TG_TOK_SPM, a GPT's "gpt2" as GPT-2's
  * tiktoken ranks, a GPT's byte vocabulary as a text's bytes, "no" (or no
  * tokenizer at all) as bare ids. 0, or -1 with a message naming the key. */
-int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, size_t errlen);
+int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *err);
 
 #endif

@@ -92,28 +92,28 @@ static const str **sorted_names(const void *base, uint64_t n, size_t size, uint6
     return s;
 }
 
-int tg_gguf_parse(gguf *g, char *err, size_t errlen)
+int tg_gguf_parse(gguf *g, tg_error *err)
 {
     char sb[TG_SHOWN_SIZE];
     const unsigned char *magic;
     uint32_t version = 0;
     if (!take(g, 4, &magic) || memcmp(magic, "GGUF", 4))
-        return tg_set_err(err, errlen, "the file does not start with \"GGUF\""), -1;
+        return tg_error_set(err, "the file does not start with \"GGUF\""), -1;
     if (!u32(g, &version) || version < 2 || version > 3)
-        return tg_set_err(err, errlen, "GGUF version %u: only versions 2 and 3 are read", version), -1;
+        return tg_error_set(err, "GGUF version %u: only versions 2 and 3 are read", version), -1;
     if (!u64(g, &g->n_t) || !u64(g, &g->n_kv))
-        return tg_set_err(err, errlen, "the header is cut short"), -1;
+        return tg_error_set(err, "the header is cut short"), -1;
     /* every key-value takes at least 12 bytes, every tensor info 28: counts past that are lies */
     if (g->n_kv > (g->len - g->at) / 12 || g->n_t > (g->len - g->at) / 28)
-        return tg_set_err(err, errlen, "the header claims %llu key-values and %llu tensors, more than the file's "
-                          "%zu bytes hold", (unsigned long long)g->n_kv, (unsigned long long)g->n_t, g->len), -1;
+        return tg_error_set(err, "the header claims %llu key-values and %llu tensors, more than the file's "
+                                 "%zu bytes hold", (unsigned long long)g->n_kv, (unsigned long long)g->n_t, g->len), -1;
     if (!(g->kvs = calloc(g->n_kv + 1, sizeof *g->kvs)) || !(g->ts = calloc(g->n_t + 1, sizeof *g->ts)))
-        return tg_set_err(err, errlen, "out of memory"), -1;
+        return tg_error_set(err, "out of memory"), -1;
     for (uint64_t i = 0; i < g->n_kv; i++) {
         kv *k = &g->kvs[i];
         const size_t start = g->at;
         if (!gstr(g, &k->key) || !u32(g, &k->type))
-            return tg_set_err(err, errlen, "offset %zu: key-value %llu is cut short", start, (unsigned long long)i), -1;
+            return tg_error_set(err, "offset %zu: key-value %llu is cut short", start, (unsigned long long)i), -1;
         k->val = g->buf + g->at;
         bool ok;
         if (k->type == T_ARRAY) {
@@ -127,8 +127,8 @@ int tg_gguf_parse(gguf *g, char *err, size_t errlen)
             ok = skip_value(g, k->type);
         }
         if (!ok)
-            return tg_set_err(err, errlen, "offset %zu: key '%s' has a bad type or runs past the end", start,
-                              tg_gguf_shown(k->key, sb)), -1;
+            return tg_error_set(err, "offset %zu: key '%s' has a bad type or runs past the end", start,
+                                tg_gguf_shown(k->key, sb)), -1;
     }
     for (uint64_t i = 0; i < g->n_t; i++) {
         tinfo *t = &g->ts[i];
@@ -140,23 +140,26 @@ int tg_gguf_parse(gguf *g, char *err, size_t errlen)
                  (t->numel *= t->dims[d]);
         ok = ok && u32(g, &t->type) && u64(g, &t->offset);
         if (!ok)
-            return tg_set_err(err, errlen, "offset %zu: tensor info %llu is cut short or has a bad shape", start,
-                              (unsigned long long)i), -1;
+            return tg_error_set(err, "offset %zu: tensor info %llu is cut short or has a bad shape", start,
+                                (unsigned long long)i), -1;
     }
     /* the names in order, for look-ups in log time and to find one given twice, which
      * llama.cpp refuses (which of the two would count is the reader's guess) */
     uint64_t a, b;
     if (!(g->kv_names = sorted_names(g->kvs, g->n_kv, sizeof *g->kvs, &a, &b)))
-        return tg_set_err(err, errlen, "out of memory"), -1;
+        return tg_error_set(err, "out of memory"), -1;
     if (a != b)
-        return tg_set_err(err, errlen, "key '%s' is given twice (key-values %llu and %llu): llama.cpp refuses such "
-                          "a file", tg_gguf_shown(g->kvs[a].key, sb), (unsigned long long)a, (unsigned long long)b), -1;
+        return tg_error_set(err,
+                            "key '%s' is given twice (key-values %llu and %llu): llama.cpp refuses such "
+                            "a file",
+                            tg_gguf_shown(g->kvs[a].key, sb), (unsigned long long)a, (unsigned long long)b),
+               -1;
     if (!(g->t_names = sorted_names(g->ts, g->n_t, sizeof *g->ts, &a, &b)))
-        return tg_set_err(err, errlen, "out of memory"), -1;
+        return tg_error_set(err, "out of memory"), -1;
     if (a != b)
-        return tg_set_err(err, errlen, "tensor '%s' is given twice (tensor infos %llu and %llu): llama.cpp refuses "
-                          "such a file", tg_gguf_shown(g->ts[a].name, sb), (unsigned long long)a,
-                          (unsigned long long)b), -1;
+        return tg_error_set(err, "tensor '%s' is given twice (tensor infos %llu and %llu): llama.cpp refuses "
+                                 "such a file", tg_gguf_shown(g->ts[a].name, sb), (unsigned long long)a,
+                            (unsigned long long)b), -1;
     return 0;
 }
 
@@ -183,12 +186,12 @@ const kv *tg_gguf_find(const gguf *g, const char *key)
 
 /* An unsigned or signed integer value of key: 0, 1 when absent, or -1
  * with a message (another type, or outside [lo, hi]). */
-int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen)
+int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int64_t *v, tg_error *err)
 {
     const kv *k = tg_gguf_find(g, key);
     if (!k) return 1;
     if (k->type == T_ARRAY || k->type == T_STRING || k->type == T_F32 || k->type == T_F64 || k->type == T_BOOL)
-        return tg_set_err(err, errlen, "key '%s' is not an integer", key), -1;
+        return tg_error_set(err, "key '%s' is not an integer", key), -1;
     /* each signed width read as its own type, so the conversion extends the sign */
     int8_t i8;
     int16_t i16;
@@ -205,12 +208,12 @@ int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int6
         s = u > INT64_MAX ? INT64_MAX : (int64_t)u;
     }
     if (s < lo || s > hi)
-        return tg_set_err(err, errlen, "key '%s' = %lld is outside [%lld, %lld]", key, (long long)s, (long long)lo,
-                          (long long)hi), -1;
+        return tg_error_set(err, "key '%s' = %lld is outside [%lld, %lld]", key, (long long)s, (long long)lo,
+                            (long long)hi), -1;
     *v = s;
     return 0;
 }
-int tg_gguf_get_float(const gguf *g, const char *key, double *v, char *err, size_t errlen)
+int tg_gguf_get_float(const gguf *g, const char *key, double *v, tg_error *err)
 {
     const kv *k = tg_gguf_find(g, key);
     if (!k) return 1;
@@ -221,9 +224,9 @@ int tg_gguf_get_float(const gguf *g, const char *key, double *v, char *err, size
     } else if (k->type == T_F64) {
         memcpy(v, k->val, 8);
     } else {
-        return tg_set_err(err, errlen, "key '%s' is not a number", key), -1;
+        return tg_error_set(err, "key '%s' is not a number", key), -1;
     }
-    return isfinite(*v) ? 0 : (tg_set_err(err, errlen, "key '%s' is %g", key, *v), -1);
+    return isfinite(*v) ? 0 : (tg_error_set(err, "key '%s' is %g", key, *v), -1);
 }
 bool tg_gguf_get_bool(const gguf *g, const char *key, bool dflt)
 {
@@ -245,13 +248,14 @@ bool tg_gguf_str_is(str s, const char *z) { return s.n == strlen(z) && !memcmp(s
 
 /* Places the data section and checks every tensor's bytes lie in it, each
  * tensor's right after the one before. */
-int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
+int tg_gguf_place_data(gguf *g, tg_error *err)
 {
     int64_t align = 32;
-    if (tg_gguf_get_int(g, "general.alignment", 1, 1 << 16, &align, err, errlen) < 0) return -1;
-    if (align & (align - 1)) return tg_set_err(err, errlen, "general.alignment %lld is not a power of two", (long long)align), -1;
+    if (tg_gguf_get_int(g, "general.alignment", 1, 1 << 16, &align, err) < 0) return -1;
+    if (align & (align - 1))
+        return tg_error_set(err, "general.alignment %lld is not a power of two", (long long)align), -1;
     const size_t start = (g->at + (size_t)align - 1) / (size_t)align * (size_t)align;
-    if (start > g->len) return tg_set_err(err, errlen, "the file ends before its data section"), -1;
+    if (start > g->len) return tg_error_set(err, "the file ends before its data section"), -1;
     g->data = g->buf + start;
     g->data_len = g->len - start;
     uint64_t end = 0;   /* where the tensors so far end, padded */
@@ -264,25 +268,25 @@ int tg_gguf_place_data(gguf *g, char *err, size_t errlen)
         case G_F16:
         case G_BF16: t->nbytes = t->numel * 2; break;
         case G_Q8_0:
-            if (t->dims[0] % 32) return tg_set_err(err, errlen, "tensor '%s' is Q8_0 with rows of %llu, not a multiple "
-                                                  "of 32", name, (unsigned long long)t->dims[0]), -1;
+            if (t->dims[0] % 32) return tg_error_set(err, "tensor '%s' is Q8_0 with rows of %llu, not a multiple "
+                                                          "of 32", name, (unsigned long long)t->dims[0]), -1;
             t->nbytes = t->numel / 32 * 34;
             break;
         default:
-            return tg_set_err(err, errlen, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0",
-                              name, t->type), -1;
+            return tg_error_set(err, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0",
+                                name, t->type), -1;
         }
         /* llama.cpp's layout: each tensor's data right after the one before, so no two share bytes
          * and the values a file describes are at most its bytes (llama.cpp refuses another offset) */
         if (t->offset != end)
-            return tg_set_err(err, errlen, "tensor '%s': its data is at offset %llu of the data section, where the "
-                              "tensors before it end at %llu (padded to %lld bytes): GGUF puts each tensor's data "
-                              "right after the one before, and llama.cpp refuses other offsets", name,
-                              (unsigned long long)t->offset, (unsigned long long)end, (long long)align), -1;
+            return tg_error_set(err, "tensor '%s': its data is at offset %llu of the data section, where the "
+                                "tensors before it end at %llu (padded to %lld bytes): GGUF puts each tensor's data "
+                                     "right after the one before, and llama.cpp refuses other offsets", name,
+                                (unsigned long long)t->offset, (unsigned long long)end, (long long)align), -1;
         if (t->nbytes > g->data_len - t->offset)
-            return tg_set_err(err, errlen, "tensor '%s': its %llu bytes at offset %llu are not within the data "
-                              "section's %zu", name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
-                              g->data_len), -1;
+            return tg_error_set(err, "tensor '%s': its %llu bytes at offset %llu are not within the data "
+                                "section's %zu", name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
+                                g->data_len), -1;
         end = t->offset + (t->nbytes + (uint64_t)align - 1) / (uint64_t)align * (uint64_t)align;
     }
     return 0;

@@ -20,7 +20,7 @@
  * naming the merge otherwise (llama.cpp only merges the listed pairs,
  * tiktoken any pair that is a piece: " " + "hat" where the file lists
  * " h" + "at"). */
-static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, char *err, size_t errlen)
+static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, tg_error *err)
 {
     uint32_t cp_of[256];
     tg_gpt2_byte_chars(cp_of);
@@ -29,7 +29,7 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, cha
     int32_t *parts = malloc((maxp + 1) * sizeof *parts);
     const cJSON *m = merges->child;
     bool ok = want && b && parts;
-    if (!ok) tg_set_err(err, errlen, "out of memory");
+    if (!ok) tg_error_set(err, "out of memory");
     for (int32_t r = 0, k = 0; ok && r < tg_tok_vocab_size(t) - 1; r++) {
         size_t l, lx, ly;
         int32_t x, y;
@@ -37,8 +37,8 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, cha
         const int split = tg_gpt2_tiktoken_split(t, r, parts, &x, &y);
         if (split) {
             ok = false;
-            if (split == -2) tg_set_err(err, errlen, "out of memory");
-            else tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': piece %d is no merge of two lower pieces", (int)r);
+            if (split == -2) tg_error_set(err, "out of memory");
+            else tg_error_set(err, "key 'tokenizer.ggml.merges': piece %d is no merge of two lower pieces", (int)r);
             break;
         }
         const unsigned char *px = tg_tok_piece(t, x, &lx), *py = tg_tok_piece(t, y, &ly);
@@ -47,9 +47,9 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, cha
         strcat(strcat(want, " "), b);
         if (!m || !cJSON_IsString(m) || strcmp(m->valuestring, want)) {
             char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE];
-            tg_set_err(err, errlen, "key 'tokenizer.ggml.merges': merge %d is '%s' where tiktoken's rule splits its "
-                       "piece %d as '%s': llama.cpp and tapegrad would encode differently", (int)k,
-                       tg_shown(m && cJSON_IsString(m) ? m->valuestring : "", s1), (int)r, tg_shown(want, s2));
+            tg_error_set(err, "key 'tokenizer.ggml.merges': merge %d is '%s' where tiktoken's rule splits its "
+                              "piece %d as '%s': llama.cpp and tapegrad would encode differently", (int)k,
+                         tg_shown(m && cJSON_IsString(m) ? m->valuestring : "", s1), (int)r, tg_shown(want, s2));
             ok = false;
         }
         m = m ? m->next : NULL;
@@ -62,24 +62,24 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, cha
 /* llama.cpp's "gpt2" tokenizer (GPT-2's byte-level BPE: tokens and
  * merges, pre-tokenizer gpt-2, no BOS) as tiktoken ranks (TG_TOK_TIKTOKEN),
  * when it is GPT-2's kind (tg_gpt2_tokenizer's conditions). */
-static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, char *err, size_t errlen)
+static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, tg_error *err)
 {
     char sb[TG_SHOWN_SIZE], what[64];
     str pre;
     const bool has_pre = tg_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
     if (!has_pre || !tg_gguf_str_is(pre, "gpt-2"))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
-                          "words with GPT-2's pattern ('gpt-2')", has_pre ? "'" : "absent (or not a string)",
-                          has_pre ? tg_gguf_shown(pre, sb) : "", has_pre ? "'" : ""), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
+                                 "words with GPT-2's pattern ('gpt-2')", has_pre ? "'" : "absent (or not a string)",
+                            has_pre ? tg_gguf_shown(pre, sb) : "", has_pre ? "'" : ""), -1;
     if (tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", false))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
-                          "BOS"), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                                 "BOS"), -1;
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *mg = tg_gguf_find(g, "tokenizer.ggml.merges");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 257 || tok->count > (uint64_t)V)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens' is not a list of 257 to %d strings (the "
-                          "embedding's rows)", V), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not a list of 257 to %d strings (the "
+                                 "embedding's rows)", V), -1;
     if (!mg || mg->type != T_ARRAY || mg->elem != T_STRING)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.merges' is not a list of strings"), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.merges' is not a list of strings"), -1;
     cJSON *vocab = cJSON_CreateObject(), *merges = cJSON_CreateArray();
     char *z = NULL;
     size_t zcap = 0;
@@ -102,8 +102,8 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, char *err, size_t 
             z[l] = 0;
             p += 8 + l;
             if (strlen(z) != l) {
-                tg_set_err(err, errlen, "key '%s': string %llu holds a NUL byte", pass ? "tokenizer.ggml.merges"
-                           : "tokenizer.ggml.tokens", (unsigned long long)i);
+                tg_error_set(err, "key '%s': string %llu holds a NUL byte", pass ? "tokenizer.ggml.merges"
+                                  : "tokenizer.ggml.tokens", (unsigned long long)i);
                 goto done;
             }
             ok = pass ? cJSON_AddItemToArray(merges, cJSON_CreateString(z))
@@ -111,12 +111,12 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, char *err, size_t 
         }
     }
     if (!ok) {
-        tg_set_err(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
     snprintf(what, sizeof what, "key 'tokenizer.ggml.tokens' / 'merges'");
-    tg_tokenizer *t = tg_gpt2_tokenizer(vocab, merges, what, err, errlen);
-    if (t && merges_are_tiktokens(t, merges, err, errlen)) rc = tg_vocab_tokenizer(v, t, false, V, err, errlen);
+    tg_tokenizer *t = tg_gpt2_tokenizer(vocab, merges, what, err);
+    if (t && merges_are_tiktokens(t, merges, err)) rc = tg_vocab_tokenizer(v, t, false, V, TG_ERR_BUF(err));
     else tg_tok_free(t);
 done:
     free(z);
@@ -166,23 +166,23 @@ static int rwkv_byte(const unsigned char *s, uint64_t l)
 /* llama.cpp's "rwkv" model for a GPT of a text's bytes (TG_VOCAB_BYTES),
  * as tapegrad's export writes one: a token per id, each one byte, in
  * increasing order, no special token, no BOS. */
-static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, char *err, size_t errlen)
+static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, tg_error *err)
 {
     static const char *const SPECIALS[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                             "tokenizer.ggml.unknown_token_id"};
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *ty = tg_gguf_find(g, "tokenizer.ggml.token_type");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count != (uint64_t)V || V > 256)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens' is not %d strings (the embedding's rows): "
-                          "tapegrad reads an 'rwkv' vocabulary as a text's bytes, one token each", V), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not %d strings (the embedding's rows): "
+                                 "tapegrad reads an 'rwkv' vocabulary as a text's bytes, one token each", V), -1;
     for (int k = 0; k < 3; k++)
         if (tg_gguf_find(g, SPECIALS[k]))
-            return tg_set_err(err, errlen, "key '%s': tapegrad reads an 'rwkv' vocabulary as a text's bytes, which "
-                              "have no special token", SPECIALS[k]), -1;
+            return tg_error_set(err, "key '%s': tapegrad reads an 'rwkv' vocabulary as a text's bytes, which "
+                                     "have no special token", SPECIALS[k]), -1;
     if (tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", false))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
-                          "BOS"), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                                 "BOS"), -1;
     if (ty && (ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)V))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type' is not %d int32 values", V), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.token_type' is not %d int32 values", V), -1;
     char set[256];
     const unsigned char *p = tok->val;   /* the strings were checked by parse: each a u64 length and its bytes */
     for (int i = 0, last = -1; i < V; i++) {
@@ -194,10 +194,10 @@ static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, char *err, size_t 
         if (b < 0 || b <= last || type != 1) {
             char t[8], sb[TG_SHOWN_SIZE];
             snprintf(t, sizeof t, "%.*s", (int)(l < 7 ? l : 7), (const char *)p + 8);
-            return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens': token %d ('%s'%s) is %s: tapegrad reads an "
-                              "'rwkv' vocabulary as a text's bytes, a normal token each, in increasing order", i,
-                              tg_shown(t, sb), l > 7 ? "..." : "", b < 0 ? "not one byte" : type != 1 ?
-                              "not of type 1 (normal)" : "not after the byte before it"), -1;
+            return tg_error_set(err, "key 'tokenizer.ggml.tokens': token %d ('%s'%s) is %s: tapegrad reads an "
+                                     "'rwkv' vocabulary as a text's bytes, a normal token each, in increasing order", i,
+                                tg_shown(t, sb), l > 7 ? "..." : "", b < 0 ? "not one byte" : type != 1 ?
+                                "not of type 1 (normal)" : "not after the byte before it"), -1;
         }
         set[i] = (char)b;
         last = b;
@@ -212,39 +212,39 @@ static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, char *err, size_t 
  * a "llama" of byte tokens alone (tapegrad's export before "rwkv") as a
  * text's bytes, "no" (or no tokenizer at all) as bare ids. A GPT's text
  * takes no BOS. */
-int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, size_t errlen)
+int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *err)
 {
     char sb[TG_SHOWN_SIZE];
     str model;
     if (!tg_gguf_get_str(g, "tokenizer.ggml.model", &model) || tg_gguf_str_is(model, "none") || tg_gguf_str_is(model, "no"))
         return tg_vocab_ids(v, V), 0;
-    if (gpt && tg_gguf_str_is(model, "gpt2")) return read_vocab_gpt2(g, V, v, err, errlen);
-    if (gpt && tg_gguf_str_is(model, "rwkv")) return read_vocab_rwkv(g, V, v, err, errlen);
+    if (gpt && tg_gguf_str_is(model, "gpt2")) return read_vocab_gpt2(g, V, v, err);
+    if (gpt && tg_gguf_str_is(model, "rwkv")) return read_vocab_rwkv(g, V, v, err);
     if (!tg_gguf_str_is(model, "llama"))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
-                          "(SentencePiece-style) vocabularies%s", tg_gguf_shown(model, sb),
-                          gpt ? ", and for a GPT its 'gpt2' (GPT-2's BPE with merges) and 'rwkv' (a text's bytes)"
-                              : ""), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
+                                 "(SentencePiece-style) vocabularies%s", tg_gguf_shown(model, sb),
+                            gpt ? ", and for a GPT its 'gpt2' (GPT-2's BPE with merges) and 'rwkv' (a text's bytes)"
+                                 : ""), -1;
     if (gpt && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true) && tg_gguf_find(g, "tokenizer.ggml.bos_token_id"))
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
-                          "default): a GPT reads its text without BOS"), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
+                                 "default): a GPT reads its text without BOS"), -1;
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *sc = tg_gguf_find(g, "tokenizer.ggml.scores"),
              *ty = tg_gguf_find(g, "tokenizer.ggml.token_type");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 1 || tok->count > (uint64_t)V)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.tokens' is not a list of at most %d strings (the "
-                          "embedding's rows)", V), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not a list of at most %d strings (the "
+                                 "embedding's rows)", V), -1;
     const int32_t n = (int32_t)tok->count;
     if (!sc || sc->type != T_ARRAY || sc->elem != T_F32 || sc->count != (uint64_t)n)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.scores' is not %d float32 values", (int)n), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.scores' is not %d float32 values", (int)n), -1;
     if (!ty || ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)n)
-        return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type' is not %d int32 values", (int)n), -1;
+        return tg_error_set(err, "key 'tokenizer.ggml.token_type' is not %d int32 values", (int)n), -1;
     for (int32_t i = 0; i < n; i++) {
         int32_t t;
         memcpy(&t, ty->val + 4 * (size_t)i, 4);
         if (t < 1 || t > 6)
-            return tg_set_err(err, errlen, "key 'tokenizer.ggml.token_type': id %d has type %d, not one of GGUF's "
-                              "(1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)i,
-                              (int)t), -1;
+            return tg_error_set(err, "key 'tokenizer.ggml.token_type': id %d has type %d, not one of GGUF's "
+                                     "(1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)i,
+                                (int)t), -1;
     }
     if (gpt && n == V && bytes_only(tok, ty, n) && !tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true)) {
         /* tapegrad's export of a GPT's byte vocabulary: a text's bytes again */
@@ -265,7 +265,7 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
     unsigned char *pieces = NULL;
     int rc = -1;
     if (!off || !scores || !types) {
-        tg_set_err(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
     /* the strings were checked by parse: each is a u64 length and its bytes */
@@ -280,7 +280,7 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
     }
     off[n] = (int64_t)total;
     if (!(pieces = malloc(total ? total : 1))) {
-        tg_set_err(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
     p = tok->val;
@@ -295,16 +295,16 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, char *err, s
     }
     memcpy(scores, sc->val, (size_t)n * 4);
     int64_t bos = -1, eos = -1;
-    if (tg_gguf_get_int(g, "tokenizer.ggml.bos_token_id", 0, n - 1, &bos, err, errlen) < 0 ||
-        tg_gguf_get_int(g, "tokenizer.ggml.eos_token_id", 0, n - 1, &eos, err, errlen) < 0)
+    if (tg_gguf_get_int(g, "tokenizer.ggml.bos_token_id", 0, n - 1, &bos, err) < 0 ||
+        tg_gguf_get_int(g, "tokenizer.ggml.eos_token_id", 0, n - 1, &eos, err) < 0)
         goto done;
     const tg_spm_options o = {.space_u2581 = 1, .add_prefix = tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true),
                               .merge_floor = -INFINITY};
-    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos, &o, err, errlen);
+    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos, &o, err);
     if (!t) goto done;
     /* llama.cpp puts BOS first when add_bos_token says so (its default for "llama" is yes) */
-    rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V, err,
-                            errlen);
+    rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V,
+                            TG_ERR_BUF(err));
 done:
     free(off), free(scores), free(types), free(pieces);
     return rc;

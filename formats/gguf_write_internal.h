@@ -66,7 +66,7 @@ typedef struct gvocab {
  * tokenizer into *g (formats/gguf_write_vocab.c says which model for
  * which vocabulary). 0, or -1 with a message; tg_gguf_vocab_free frees
  * g either way. */
-int tg_gguf_make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, char *err, size_t errlen);
+int tg_gguf_make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, tg_error *err);
 void tg_gguf_vocab_free(gvocab *g);
 
 #endif

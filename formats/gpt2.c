@@ -61,8 +61,7 @@ int64_t tg_gpt2_unbyte(const char *s, const int16_t byte_of[324], unsigned char 
  * merge's, and every longer piece made by one. Then merging the pair of
  * lowest merge number (the tokenizers library's rule) and merging the pair
  * whose piece has the lowest id (tiktoken's, tapegrad's) are the same. */
-tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err,
-                                size_t errlen)
+tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, tg_error *err)
 {
     uint32_t cp_of[256];
     int16_t byte_of[324];
@@ -70,8 +69,8 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
     const int n_all = cJSON_GetArraySize(vocab);
     tg_tokenizer *t = NULL;
     if (n_all < 257 || n_all > (1 << 24)) {
-        tg_set_err(err, errlen, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
-                   what, n_all);
+        tg_error_set(err, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
+                     what, n_all);
         return NULL;
     }
     const int32_t n = n_all - 1;   /* pieces; <|endoftext|> is id n */
@@ -91,28 +90,28 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
     for (const cJSON *e = vocab->child; e; e = e->next) {
         const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
         if (!(d >= 0 && d <= n && d == floor(d))) {
-            tg_set_err(err, errlen, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
-                       cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
+            tg_error_set(err, "%s: '%s' has id %s, not one of 0..%d", what, tg_shown(e->string, shown),
+                         cJSON_IsNumber(e) ? "out of range" : "that is not a number", (int)n);
             goto fail;
         }
         const int32_t id = (int32_t)d;
         if (id == n) {
             if (strcmp(e->string, "<|endoftext|>")) {
-                tg_set_err(err, errlen, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
-                           "the one taken)", what, (int)n, tg_shown(e->string, shown));
+                tg_error_set(err, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
+                                  "the one taken)", what, (int)n, tg_shown(e->string, shown));
                 goto fail;
             }
             eot = true;
             continue;
         }
         if (len[id] >= 0) {
-            tg_set_err(err, errlen, "%s: id %d is given twice", what, (int)id);
+            tg_error_set(err, "%s: id %d is given twice", what, (int)id);
             goto fail;
         }
         const int64_t k = tg_gpt2_unbyte(e->string, byte_of, raw + at);
         if (k <= 0) {
-            tg_set_err(err, errlen, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
-                       tg_shown(e->string, shown), (int)id);
+            tg_error_set(err, "%s: '%s' (id %d) is not GPT-2's byte-level form of some bytes", what,
+                         tg_shown(e->string, shown), (int)id);
             goto fail;
         }
         start[id] = (int64_t)at;
@@ -121,7 +120,7 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         at += (size_t)k;
     }
     if (!eot) {
-        tg_set_err(err, errlen, "%s: no <|endoftext|> with id %d", what, (int)n);
+        tg_error_set(err, "%s: no <|endoftext|> with id %d", what, (int)n);
         goto fail;
     }
     int64_t o = 0;
@@ -131,10 +130,10 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         o += len[i];
     }
     off[n] = o;
-    if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err, errlen))) goto fail;
+    if (!(t = tg_tok_tiktoken_new(n, bytes, off, what, err))) goto fail;
     /* the merges: each makes a longer piece than any earlier one's id, each longer piece made once */
     if (!cJSON_IsArray(merges)) {
-        tg_set_err(err, errlen, "%s: the merges are not a list", what);
+        tg_error_set(err, "%s: the merges are not a list", what);
         goto fail;
     }
     if (!(made = tg_calloc((size_t)n, sizeof *made))) goto oom;
@@ -158,13 +157,13 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         int32_t r = -1;
         if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
         if (r < 0) {
-            tg_set_err(err, errlen, "%s: merge %d does not join two pieces into a third", what, (int)k);
+            tg_error_set(err, "%s: merge %d does not join two pieces into a third", what, (int)k);
             goto fail;
         }
         if (r <= last || made[r]) {
-            tg_set_err(err, errlen, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
-                       "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
-                       (int)k - 1, (int)last);
+            tg_error_set(err, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
+                         "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
+                         (int)k - 1, (int)last);
             goto fail;
         }
         made[r] = 1;
@@ -172,12 +171,12 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
     }
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] - off[i] > 1 && !made[i]) {
-            tg_set_err(err, errlen, "%s: piece %d is made by no merge", what, (int)i);
+            tg_error_set(err, "%s: piece %d is made by no merge", what, (int)i);
             goto fail;
         }
     goto done;
 oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
+    tg_error_set(err, "%s: out of memory", what);
 fail:
     tg_tok_free(t);
     t = NULL;

@@ -38,6 +38,6 @@ int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int
  * for <|endoftext|>, every single byte a piece, the merges in the order of
  * the pieces they make, every longer piece made by one. NULL with a
  * message naming what (the file or key) otherwise. */
-tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, char *err, size_t errlen);
+tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const char *what, tg_error *err);
 
 #endif

@@ -64,8 +64,7 @@
 /* config.json's fields, each refused naming its key. */
 typedef struct cfg_reader {
     const cJSON *j;
-    char *err;
-    size_t errlen;
+    tg_error *err;
 } cfg_reader;
 
 static int cfg_fail(const cfg_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -76,7 +75,7 @@ static int cfg_fail(const cfg_reader *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tg_set_err(r->err, r->errlen, "hf: config.json: %s", msg);
+    return tg_error_set(r->err, "hf: config.json: %s", msg);
 }
 
 static const cJSON *cfg_get(const cfg_reader *r, const char *key)
@@ -148,12 +147,12 @@ static void weights_free(hf_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-static int weights_add_file(hf_weights *w, const char *dir, const char *name, char *err, size_t errlen)
+static int weights_add_file(hf_weights *w, const char *dir, const char *name, tg_error *err)
 {
-    if (tg_hf_stat(dir, name, err, errlen) < 0) return -1;   /* tg_st_load's open would wait on a pipe */
+    if (tg_hf_stat(dir, name, err) < 0) return -1;   /* tg_st_load's open would wait on a pipe */
     char *p = tg_hf_path(dir, name), *copy = tg_malloc(strlen(name) + 1);
-    tg_st_file *f = p && copy ? tg_st_load(p, err, errlen) : NULL;
-    if (!p || !copy) tg_set_err(err, errlen, "hf: out of memory");
+    tg_st_file *f = p && copy ? tg_st_load(p, err) : NULL;
+    if (!p || !copy) tg_error_set(err, "hf: out of memory");
     tg_free(p);
     if (!f) {
         tg_free(copy);
@@ -172,48 +171,48 @@ static bool shard_name_ok(const char *s)
     return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-static int weights_open(hf_weights *w, const char *dir, char *err, size_t errlen)
+static int weights_open(hf_weights *w, const char *dir, tg_error *err)
 {
     memset(w, 0, sizeof *w);
     stbds_sh_new_strdup(w->where);
-    const int ix_there = tg_hf_stat(dir, "model.safetensors.index.json", err, errlen);
+    const int ix_there = tg_hf_stat(dir, "model.safetensors.index.json", err);
     if (ix_there < 0) return -1;
     if (!ix_there) {
-        const int there = tg_hf_stat(dir, "model.safetensors", err, errlen);
+        const int there = tg_hf_stat(dir, "model.safetensors", err);
         if (!there)
-            return tg_set_err(err, errlen, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
-                              "(a Hugging Face model directory holds its weights in one of them)", dir);
-        return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err, errlen);
+            return tg_error_set(err, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
+                                     "(a Hugging Face model directory holds its weights in one of them)", dir);
+        return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err);
     }
     w->indexed = true;
-    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", false, err, errlen);
+    cJSON *ix = tg_hf_read_json(dir, "model.safetensors.index.json", false, err);
     if (!ix) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
     int rc = 0;
     hf_shard_ix *file_ix = NULL;   /* shard name -> index into w->files */
     stbds_sh_new_strdup(file_ix);
     if (!cJSON_IsObject(map))
-        rc = tg_set_err(err, errlen, "hf: %s/model.safetensors.index.json has no \"weight_map\" object", dir);
+        rc = tg_error_set(err, "hf: %s/model.safetensors.index.json has no \"weight_map\" object", dir);
     for (const cJSON *e = map ? map->child : NULL; !rc && e; e = e->next) {
         char shown[TG_SHOWN_SIZE];
         if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-            rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json: tensor '%s' is in '%s', not a file name in "
-                            "the directory", tg_shown(e->string, shown),
-                            cJSON_IsString(e) ? e->valuestring : "(not a string)");
+            rc = tg_error_set(err, "hf: model.safetensors.index.json: tensor '%s' is in '%s', not a file name in "
+                                   "the directory", tg_shown(e->string, shown),
+                              cJSON_IsString(e) ? e->valuestring : "(not a string)");
             break;
         }
         if (stbds_shgeti(w->where, e->string) >= 0) {
-            rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json: tensor '%s' appears twice",
-                            tg_shown(e->string, shown));
+            rc = tg_error_set(err, "hf: model.safetensors.index.json: tensor '%s' appears twice",
+                              tg_shown(e->string, shown));
             break;
         }
         ptrdiff_t k = stbds_shgeti(file_ix, e->valuestring);
         if (k < 0) {
             if (stbds_arrlen(w->files) == HF_MAX_SHARDS) {
-                rc = tg_set_err(err, errlen, "hf: model.safetensors.index.json names more than %d files", HF_MAX_SHARDS);
+                rc = tg_error_set(err, "hf: model.safetensors.index.json names more than %d files", HF_MAX_SHARDS);
                 break;
             }
-            if ((rc = weights_add_file(w, dir, e->valuestring, err, errlen))) break;
+            if ((rc = weights_add_file(w, dir, e->valuestring, err))) break;
             stbds_shput(file_ix, e->valuestring, (int)stbds_arrlen(w->files) - 1);
             k = stbds_shgeti(file_ix, e->valuestring);
         }
@@ -465,7 +464,7 @@ static bool all_zero(const tg_st_tensor *e)
     return true;
 }
 
-static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model_config *c, char *err, size_t errlen)
+static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model_config *c, tg_error *err)
 {
     hf_shard_ix *need = NULL;
     stbds_sh_new_strdup(need);
@@ -482,11 +481,11 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
             const size_t nl = strlen(e->name);
             const bool zero_bias = gpt && !c->bias && nl > 5 && !strcmp(e->name + nl - 5, ".bias") && all_zero(e);
             if (stbds_shgeti(need, e->name) < 0 && !skip && !zero_bias)
-                rc = tg_set_err(err, errlen, "hf: %s holds '%s', which tapegrad's %s has no place for (another "
-                                "architecture, or a variant of it)", w->names[f], tg_shown(e->name, shown), c->arch);
+                rc = tg_error_set(err, "hf: %s holds '%s', which tapegrad's %s has no place for (another "
+                                  "architecture, or a variant of it)", w->names[f], tg_shown(e->name, shown), c->arch);
             else if (!float_dtype(e->dtype) && !skip)
-                rc = tg_set_err(err, errlen, "hf: %s: '%s' is %s; the reader takes F32, F64, F16 and BF16",
-                                w->names[f], tg_shown(e->name, shown), e->dtype);
+                rc = tg_error_set(err, "hf: %s: '%s' is %s; the reader takes F32, F64, F16 and BF16",
+                                  w->names[f], tg_shown(e->name, shown), e->dtype);
         }
     stbds_shfree(need);
     return rc;
@@ -497,8 +496,7 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
  * layers need more tensors than the files hold, the first one missing is
  * named, found by looking at the layers in order, which costs time in
  * proportion to the tensors present. */
-static int check_layer_count(const hf_weights *w, const tg_model_config *c, const char *prefix, char *err,
-                             size_t errlen)
+static int check_layer_count(const hf_weights *w, const tg_model_config *c, const char *prefix, tg_error *err)
 {
     const bool gpt = !strcmp(c->arch, "gpt");
     int64_t have = 0;
@@ -512,8 +510,8 @@ static int check_layer_count(const hf_weights *w, const tg_model_config *c, cons
         if (i == 0 && (int64_t)c->n_layer * stbds_arrlen(one) <= have) break;   /* the names' table fits the files */
         for (ptrdiff_t k = 0; k < stbds_arrlen(one) && !rc; k++)
             if (!weights_find(w, one[k].hf))
-                rc = tg_set_err(err, errlen, "hf: the weights have no '%s' (config.json describes %d layers)",
-                                one[k].hf, c->n_layer);
+                rc = tg_error_set(err, "hf: the weights have no '%s' (config.json describes %d layers)",
+                                  one[k].hf, c->n_layer);
     }
     stbds_arrfree(one);
     return rc;
@@ -521,8 +519,7 @@ static int check_layer_count(const hf_weights *w, const tg_model_config *c, cons
 
 /* The shapes the config implies, from the counts alone (no model yet):
  * compared name by name with the file's tensors. */
-static int check_shapes_before_build(const hf_weights *w, const hf_map *maps, const tg_model_config *c, char *err,
-                                     size_t errlen)
+static int check_shapes_before_build(const hf_weights *w, const hf_map *maps, const tg_model_config *c, tg_error *err)
 {
     const int64_t C = c->n_embd, V = c->vocab_size;
     const int64_t Ckv = !strcmp(c->arch, "llama") ? (int64_t)c->n_kv_head * (C / c->n_head) : C;
@@ -544,22 +541,22 @@ static int check_shapes_before_build(const hf_weights *w, const hf_map *maps, co
         else if (strstr(n, ".w2.")) want[0] = C, want[1] = c->hidden_dim, nd = 2;
         const tg_st_tensor *e = weights_find(w, maps[i].hf);
         if (!e)
-            return tg_set_err(err, errlen, "hf: the weights have no '%s' (config.json describes %d layers)", maps[i].hf,
-                              c->n_layer);
+            return tg_error_set(err, "hf: the weights have no '%s' (config.json describes %d layers)", maps[i].hf,
+                                c->n_layer);
         if (e->ndim != nd || e->shape[0] != want[0] || (nd == 2 && e->shape[1] != want[1])) {
             char s[64] = "", g[64] = "";
             snprintf(s, sizeof s, nd == 2 ? "(%lld,%lld)" : "(%lld)", (long long)want[0], (long long)want[1]);
             for (int d = 0; d < e->ndim && strlen(g) < 40; d++)
                 snprintf(g + strlen(g), sizeof g - strlen(g), d ? ",%lld" : "(%lld", (long long)e->shape[d]);
             strcat(g, ")");
-            return tg_set_err(err, errlen, "hf: '%s' is %s, but config.json says %s", maps[i].hf, e->ndim ? g : "()", s);
+            return tg_error_set(err, "hf: '%s' is %s, but config.json says %s", maps[i].hf, e->ndim ? g : "()", s);
         }
     }
     return 0;
 }
 
 /* Fills parameter m->tg of the model from its file tensor, exactly. */
-static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, char *err, size_t errlen)
+static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, tg_error *err)
 {
     tg_tensor *t = tg_params_get(model->params, m->tg);
     tg_st_tensor e = *weights_find(w, m->hf);
@@ -567,14 +564,14 @@ static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, cha
         e.shape[0] = t->shape[0];
         e.shape[1] = t->shape[1];
     }
-    if (tg_st_copy_to(&e, t, err, errlen)) return -1;
+    if (tg_st_copy_to(&e, t, err)) return -1;
     for (int64_t i = 0; i < t->numel; i++)   /* a checkpoint holds finite weights only */
         if (!isfinite(tg_tensor_get(t, i)))
-            return tg_set_err(err, errlen, "hf: '%s' holds %g at element %lld", m->hf, tg_tensor_get(t, i), (long long)i);
+            return tg_error_set(err, "hf: '%s' holds %g at element %lld", m->hf, tg_tensor_get(t, i), (long long)i);
     if (m->layout == HF_SAME) return 0;
     const size_t es = tg_dtype_size(t->dtype);
     unsigned char *scratch = tg_malloc((size_t)t->numel * es);
-    if (!scratch) return tg_set_err(err, errlen, "hf: out of memory");
+    if (!scratch) return tg_error_set(err, "hf: out of memory");
     if (m->layout == HF_TRANSPOSE) {
         transpose(t->data, scratch, t->shape[1], t->shape[0], es);   /* (in, out) data -> (out, in) */
         memcpy(t->data, scratch, (size_t)t->numel * es);
@@ -586,14 +583,14 @@ static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, cha
 }
 
 int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_options *opts, char *notice,
-                 size_t notice_len, char *err, size_t errlen)
+                 size_t notice_len, tg_error *err)
 {
     if (notice && notice_len) notice[0] = 0;
-    if (!dir || !ckpt_out) return tg_set_err(err, errlen, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
+    if (!dir || !ckpt_out) return tg_error_set(err, "hf_import: %s is NULL", dir ? "the output path" : "the directory");
     const tg_hf_import_options o = opts ? *opts : (tg_hf_import_options){0};
-    cJSON *cj = tg_hf_read_json(dir, "config.json", true, err, errlen);
+    cJSON *cj = tg_hf_read_json(dir, "config.json", true, err);
     if (!cj) return -1;
-    cfg_reader r = {cj, err, errlen};
+    cfg_reader r = {cj, err};
     tg_model_config c = {0};
     const cJSON *mt = cfg_get(&r, "model_type");
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
@@ -606,36 +603,38 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     if (!strcmp(type, "gpt2")) rc = gpt2_config(&r, &c);
     else if (!strcmp(type, "llama")) rc = llama_config(&r, &c);
     else
-        tg_set_err(err, errlen, "hf: config.json: 'model_type' %s'%s' is not one tapegrad runs (gpt2, llama)",
-                   mt ? "" : "is missing: ", tg_shown(type, shown));
+        tg_error_set(err, "hf: config.json: 'model_type' %s'%s' is not one tapegrad runs (gpt2, llama)",
+                     mt ? "" : "is missing: ", tg_shown(type, shown));
     if (rc) goto out;
     rc = -1;
     if (tg_model_num_params(&c) < 0) {
-        tg_set_err(err, errlen, "hf: config.json describes a %s tapegrad cannot build (n_layer %d, n_head %d, n_embd %d, "
-                   "block_size %d, vocab_size %d)", c.arch, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        tg_error_set(err,
+                     "hf: config.json describes a %s tapegrad cannot build (n_layer %d, n_head %d, n_embd %d, "
+                     "block_size %d, vocab_size %d)",
+                     c.arch, c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         goto out;
     }
-    if (weights_open(&w, dir, err, errlen)) goto out;
+    if (weights_open(&w, dir, err)) goto out;
     const bool gpt = !strcmp(c.arch, "gpt");
     const char *prefix = gpt && weights_find(&w, "transformer.wte.weight") ? "transformer." : "";
-    if (check_layer_count(&w, &c, prefix, err, errlen)) goto out;
+    if (check_layer_count(&w, &c, prefix, err)) goto out;
     if (gpt) gpt2_names(&c, prefix, &maps);
     else llama_names(&c, &maps);
-    if (check_tensors(&w, maps, &c, err, errlen) || check_shapes_before_build(&w, maps, &c, err, errlen))
+    if (check_tensors(&w, maps, &c, err) || check_shapes_before_build(&w, maps, &c, err))
         goto out;
     /* F64 weights make an f64 checkpoint; the others are exact in f32 */
     bool f64 = false;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) f64 |= !strcmp(weights_find(&w, maps[i].hf)->dtype, "F64");
-    if (tg_model_new(&model, &c, f64 ? TG_F64 : TG_F32, TG_NO_INIT, err, errlen)) goto out;
+    if (tg_model_new(&model, &c, f64 ? TG_F64 : TG_F32, TG_NO_INIT, err)) goto out;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++)
-        if (fill_param(&w, &maps[i], &model, err, errlen)) goto out;
+        if (fill_param(&w, &maps[i], &model, err)) goto out;
     /* a head saved beside a tied embedding must be that embedding */
     const tg_st_tensor *head = weights_find(&w, "lm_head.weight");
     if (head && c.tied) {
         const tg_st_tensor *emb = weights_find(&w, maps[0].hf);
         if (head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) || memcmp(head->data, emb->data, emb->nbytes)) {
-            tg_set_err(err, errlen, "hf: lm_head.weight differs from %s, but this %s ties its head to the token "
-                       "embedding", maps[0].hf, gpt ? "GPT-2" : "Llama (tie_word_embeddings)");
+            tg_error_set(err, "hf: lm_head.weight differs from %s, but this %s ties its head to the token "
+                              "embedding", maps[0].hf, gpt ? "GPT-2" : "Llama (tie_word_embeddings)");
             goto out;
         }
     }
@@ -644,16 +643,14 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     const cJSON *bj = cfg_get(&r, "bos_token_id"), *ej = cfg_get(&r, "eos_token_id");
     const int32_t bos_id = cJSON_IsNumber(bj) && bj->valuedouble >= 0 && bj->valuedouble < c.vocab_size ? (int32_t)bj->valuedouble : -1;
     const int32_t eos_id = cJSON_IsNumber(ej) && ej->valuedouble >= 0 && ej->valuedouble < c.vocab_size ? (int32_t)ej->valuedouble : -1;
-    if (tg_hf_tokenizer_read(dir, !gpt, bos_id, eos_id, &v, &found, notice, notice_len, err, errlen)) goto out;
+    if (tg_hf_tokenizer_read(dir, !gpt, bos_id, eos_id, &v, &found, notice, notice_len, err)) goto out;
     if (!found && !o.ids_only) {
-        tg_set_err(err, errlen, "hf: %s has no tokenizer tapegrad reads (tokenizer.json%s); to import the weights with "
-                   "bare ids, say the model is ids-only", dir, gpt ? ", or vocab.json and merges.txt" : "");
+        tg_error_set(err, "hf: %s has no tokenizer tapegrad reads (tokenizer.json%s); to import the weights with "
+                          "bare ids, say the model is ids-only", dir, gpt ? ", or vocab.json and merges.txt" : "");
         goto out;
     }
-    if (found && tg_vocab_fits(&v, c.vocab_size, "the tokenizer's", err, errlen)) {
-        char e2[400];
-        snprintf(e2, sizeof e2, "%s", err);
-        tg_set_err(err, errlen, "hf: %s", e2);
+    if (found && tg_vocab_fits(&v, c.vocab_size, "the tokenizer's", TG_ERR_BUF(err))) {
+        tg_error_prefix(err, "hf");
         goto out;
     }
     if (found) v.size = c.vocab_size;
@@ -661,7 +658,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     char src[600];
     snprintf(src, sizeof src, "hugging face: %s", dir);
     const char *meta[2] = {"imported_from", src};
-    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, err, errlen);
+    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, TG_ERR_BUF(err));
 out:
     tg_vocab_free(&v);
     tg_model_free(&model);
@@ -730,16 +727,15 @@ static cJSON *export_config(const tg_model_config *c, tg_dtype dt, int32_t bos, 
 }
 
 /* A JSON file of the export, begun and finished under its temporary name. */
-static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSON *j, char *err, size_t errlen)
+static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSON *j, tg_error *err)
 {
     char *p = tg_hf_path(dir, name), *text = j ? cJSON_PrintUnformatted(j) : NULL;
     int rc = 0;
     memset(f, 0, sizeof *f);
-    if (!p || !text) rc = tg_set_err(err, errlen, "hf: out of memory");
-    else if (tg_atomic_begin(f, p) || tg_atomic_write(f, text, strlen(text)) || tg_atomic_write(f, "\n", 1) ||
-             tg_atomic_finish(f)) {
-        char m[700];
-        rc = tg_set_err(err, errlen, "hf: %s", tg_atomic_message(f, p, m, sizeof m));
+    if (!p || !text) rc = tg_error_set(err, "hf: out of memory");
+    else if (tg_atomic_begin(f, p, err) || tg_atomic_write(f, text, strlen(text), err) ||
+             tg_atomic_write(f, "\n", 1, err) || tg_atomic_finish(f, err)) {
+        rc = tg_error_prefix(err, "hf");
         tg_atomic_abort(f);
         memset(f, 0, sizeof *f);
     }
@@ -748,26 +744,25 @@ static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSO
     return rc;
 }
 
-int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, char *err, size_t errlen)
+int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t notice_len, tg_error *err)
 {
     if (notice && notice_len) notice[0] = 0;
-    if (!ckpt || !dir) return tg_set_err(err, errlen, "hf_export: %s is NULL", ckpt ? "the directory" : "the checkpoint");
+    if (!ckpt || !dir) return tg_error_set(err, "hf_export: %s is NULL", ckpt ? "the directory" : "the checkpoint");
     tg_model_config c0;
-    if (tg_model_config_read(ckpt, &c0, err, errlen)) return -1;
+    if (tg_model_config_read(ckpt, &c0, err)) return -1;
     if (strcmp(c0.arch, "gpt") && strcmp(c0.arch, "llama"))
-        return tg_set_err(err, errlen, "hf: a '%s' has no Hugging Face layout here (gpt, llama)", c0.arch);
+        return tg_error_set(err, "hf: a '%s' has no Hugging Face layout here (gpt, llama)", c0.arch);
     if (tg_fmt_check_options(&c0, "hf", strcmp(c0.arch, "gpt") ? "transformers' LlamaForCausalLM"
-                                                                : "transformers' GPT2LMHeadModel", false, err, errlen))
+                                                                : "transformers' GPT2LMHeadModel", false, err))
         return -1;
     const tg_st_tensor *emb = tg_st_find(ckpt, tg_model_family_find(c0.arch)->embedding);
     const tg_dtype dt = emb && !strcmp(emb->dtype, "F64") ? TG_F64 : TG_F32;
     tg_model m;
-    if (tg_checkpoint_load_model(ckpt, dt, -1, &m, err, errlen)) return -1;
+    if (tg_checkpoint_load_model(ckpt, dt, -1, &m, TG_ERR_BUF(err))) return -1;
     const tg_model_config *c = &m.config;
     const bool gpt = !strcmp(c->arch, "gpt");
     tg_vocab v = {0};
-    char e2[512];
-    const bool has_vocab = tg_vocab_read(&v, ckpt, e2, sizeof e2) == 0;
+    const bool has_vocab = tg_vocab_read(&v, ckpt, NULL, 0) == 0;
     hf_map *maps = NULL;
     unsigned char **bufs = NULL;
     tg_st_writer *w = NULL;
@@ -777,13 +772,13 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     tg_atomic_file staged[4];
     memset(staged, 0, sizeof staged);
     int rc = -1;
-    if (tg_hf_stat(dir, "model.safetensors.index.json", NULL, 0)) {
-        tg_set_err(err, errlen, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
-                   "new or empty directory", dir);
+    if (tg_hf_stat(dir, "model.safetensors.index.json", NULL)) {
+        tg_error_set(err, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
+                          "new or empty directory", dir);
         goto out;
     }
     if (mkdir(dir, 0777) && errno != EEXIST) {
-        tg_set_err(err, errlen, "hf: cannot make the directory %s: %s", dir, strerror(errno));
+        tg_error_set(err, "hf: cannot make the directory %s: %s", dir, strerror(errno));
         goto out;
     }
     /* the weights */
@@ -791,7 +786,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     names_cfg.bias = true;   /* transformers' GPT-2 has biases: a GPT without them gets zero ones */
     if (gpt) gpt2_names(&names_cfg, "transformer.", &maps);
     else llama_names(c, &maps);
-    if (!(w = tg_st_writer_new()) || tg_st_writer_meta(w, "format", "pt")) goto oom;
+    if (!(w = tg_st_writer_new()) || tg_st_writer_add_meta(w, "format", "pt")) goto oom;
     const size_t es = tg_dtype_size(dt);
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) {
         const tg_tensor *t = tg_params_get(m.params, maps[i].tg);
@@ -824,10 +819,6 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
         }
         tg_st_writer_add(w, maps[i].hf, dt == TG_F64 ? "F64" : "F32", t->ndim, shape, data);
     }
-    if (tg_st_writer_error(w)) {
-        tg_set_err(err, errlen, "hf: %s", tg_st_writer_error(w));
-        goto out;
-    }
     /* the JSON files */
     char why[300] = "";
     int32_t bos = -1, eos = -1;
@@ -842,21 +833,20 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     if (eos >= 0) cJSON_AddNumberToObject(json[1], "eos_token_id", eos);
     cJSON_AddNumberToObject(json[1], "max_length", c->block_size);
     for (int k = 0; k < 4; k++)
-        if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err, errlen)) goto out;
+        if (json[k] && stage_json(&staged[k], dir, json_names[k], json[k], err)) goto out;
     char *mp = tg_hf_path(dir, "model.safetensors");
     if (!mp) goto oom;
-    rc = tg_st_writer_save(w, mp, err, errlen);
+    rc = tg_st_writer_save(w, mp, err);
     tg_free(mp);
     if (rc) goto out;
     for (int k = 0; k < 4; k++)
-        if (json[k] && tg_atomic_commit(&staged[k])) {
-            char msg[700];
-            rc = tg_set_err(err, errlen, "hf: %s", tg_atomic_message(&staged[k], staged[k].path, msg, sizeof msg));
+        if (json[k] && tg_atomic_commit(&staged[k], err)) {
+            rc = tg_error_prefix(err, "hf");
             goto out;
         }
     goto out;
 oom:
-    tg_set_err(err, errlen, "hf: out of memory");
+    tg_error_set(err, "hf: out of memory");
     rc = -1;
 out:
     for (int k = 0; k < 4; k++) {

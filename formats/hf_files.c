@@ -27,14 +27,15 @@ char *tg_hf_path(const char *dir, const char *name)
     return p;
 }
 
-int tg_hf_stat(const char *dir, const char *name, char *err, size_t errlen)
+int tg_hf_stat(const char *dir, const char *name, tg_error *err)
 {
     char *p = tg_hf_path(dir, name);
-    if (!p) return tg_set_err(err, errlen, "hf: out of memory");
+    if (!p) return tg_error_set(err, "hf: out of memory");
     struct stat st;
     int rc = 1;
-    if (stat(p, &st)) rc = errno == ENOENT || errno == ENOTDIR ? 0 : tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
-    else if (!S_ISREG(st.st_mode)) rc = tg_set_err(err, errlen, "hf: %s: not a regular file", p);
+    if (stat(p, &st))
+        rc = errno == ENOENT || errno == ENOTDIR ? 0 : tg_error_set(err, "hf: %s: %s", p, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) rc = tg_error_set(err, "hf: %s: not a regular file", p);
     tg_free(p);
     return rc;
 }
@@ -57,24 +58,24 @@ static int read_exactly(int fd, char *buf, size_t n)
 /* The whole file dir/name (NUL-terminated), at most HF_MAX_JSON bytes.
  * Opened without blocking, so that a named pipe (whose open waits for a
  * writer) is refused by the regular-file test instead of hanging. */
-char *tg_hf_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen)
+char *tg_hf_read_small(const char *dir, const char *name, size_t *len, tg_error *err)
 {
     char *p = tg_hf_path(dir, name);
     if (!p) {
-        tg_set_err(err, errlen, "hf: out of memory");
+        tg_error_set(err, "hf: out of memory");
         return NULL;
     }
     const int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     char *buf = NULL;
     struct stat st;
-    if (fd < 0) tg_set_err(err, errlen, "hf: %s: %s", p, strerror(errno));
-    else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) tg_set_err(err, errlen, "hf: %s: not a regular file", p);
+    if (fd < 0) tg_error_set(err, "hf: %s: %s", p, strerror(errno));
+    else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) tg_error_set(err, "hf: %s: not a regular file", p);
     else if ((uint64_t)st.st_size > HF_MAX_JSON)
-        tg_set_err(err, errlen, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
-                   HF_MAX_JSON);
-    else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_set_err(err, errlen, "hf: out of memory");
+        tg_error_set(err, "hf: %s: %lld bytes, more than the %u this reader takes", p, (long long)st.st_size,
+                     HF_MAX_JSON);
+    else if (!(buf = tg_malloc((size_t)st.st_size + 1))) tg_error_set(err, "hf: out of memory");
     else if (read_exactly(fd, buf, (size_t)st.st_size)) {
-        tg_set_err(err, errlen, "hf: %s: read failed: %s", p, errno ? strerror(errno) : "the file got shorter");
+        tg_error_set(err, "hf: %s: read failed: %s", p, errno ? strerror(errno) : "the file got shorter");
         tg_free(buf);
         buf = NULL;
     } else {
@@ -118,28 +119,28 @@ static void last_key_wins(cJSON *o)
 /* dir/name parsed as a JSON object, refused where Python's json.loads
  * (transformers' reader) and the tokenizers library refuse it too: a
  * UTF-8 byte-order mark before it, bytes but whitespace after it. */
-cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, char *err, size_t errlen)
+cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, tg_error *err)
 {
     size_t len = 0;
-    char *text = tg_hf_read_small(dir, name, &len, err, errlen);
+    char *text = tg_hf_read_small(dir, name, &len, err);
     if (!text) return NULL;
     const char *end = NULL;
     cJSON *j = NULL;
     size_t lead = 0;
     while (lead < len && json_space(text[lead])) lead++;
     if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
-        tg_set_err(err, errlen, "hf: %s/%s: begins with a UTF-8 byte-order mark, which JSON does not allow (Python's "
-                   "json, which transformers reads it with, refuses it too): remove the first 3 bytes", dir, name);
+        tg_error_set(err, "hf: %s/%s: begins with a UTF-8 byte-order mark, which JSON does not allow (Python's "
+                     "json, which transformers reads it with, refuses it too): remove the first 3 bytes", dir, name);
     } else if (lead < len && text[lead] != '{') {
-        tg_set_err(err, errlen, "hf: %s/%s: not a JSON object (byte %zu is not '{')", dir, name, lead);
+        tg_error_set(err, "hf: %s/%s: not a JSON object (byte %zu is not '{')", dir, name, lead);
     } else if (!(j = cJSON_ParseWithLengthOpts(text, len, &end, 0))) {
-        tg_set_err(err, errlen, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
+        tg_error_set(err, "hf: %s/%s: not valid JSON (error near byte %td)", dir, name, end ? end - text : 0);
     } else {
         size_t at = (size_t)(end - text);
         while (at < len && json_space(text[at])) at++;
         if (at < len) {
-            tg_set_err(err, errlen, "hf: %s/%s: %zu byte%s after the JSON object, from byte %zu (Python's json and the "
-                       "tokenizers library refuse them too)", dir, name, len - at, len - at == 1 ? "" : "s", at);
+            tg_error_set(err, "hf: %s/%s: %zu byte%s after the JSON object, from byte %zu (Python's json and the "
+                              "tokenizers library refuse them too)", dir, name, len - at, len - at == 1 ? "" : "s", at);
             cJSON_Delete(j);
             j = NULL;
         } else if (last_wins) {

@@ -96,7 +96,7 @@ typedef struct hf_text_rule {
     bool metaspace;    /* Metaspace's prepend (not before a text that starts with a space) */
 } hf_text_rule;
 
-static int text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, char *err, size_t errlen)
+static int text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, tg_error *err)
 {
     memset(r, 0, sizeof *r);
     const cJSON *one[2] = {NULL, NULL};
@@ -106,8 +106,8 @@ static int text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, char 
             const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers");
             const int k = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
             if (k < 0 || k > 2)
-                return tg_set_err(err, errlen, "hf: tokenizer.json: the normalizer Sequence is not Prepend and/or "
-                                  "Replace(' ', '\u2581'), the normalizers tapegrad's tokenizers have");
+                return tg_error_set(err, "hf: tokenizer.json: the normalizer Sequence is not Prepend and/or "
+                                         "Replace(' ', '\u2581'), the normalizers tapegrad's tokenizers have");
             for (const cJSON *e = list->child; e; e = e->next) one[n++] = e;
         } else {
             one[n++] = norm;
@@ -126,21 +126,21 @@ static int text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, char 
             r->u2581 = true;
         } else {
             char shown[TG_SHOWN_SIZE];
-            return tg_set_err(err, errlen, "hf: tokenizer.json: the normalizer '%s' is not one tapegrad's tokenizers "
-                              "have (Prepend(' ' or '\u2581'), then Replace(' ', '\u2581'))", tg_shown(ty, shown));
+            return tg_error_set(err, "hf: tokenizer.json: the normalizer '%s' is not one tapegrad's tokenizers "
+                                "have (Prepend(' ' or '\u2581'), then Replace(' ', '\u2581'))", tg_shown(ty, shown));
         }
     }
     if ((r->prepend == 'u') != (r->u2581 && r->prepend))
-        return tg_set_err(err, errlen, "hf: tokenizer.json: the normalizer prepends '%s' but %s spaces with '\u2581'",
-                          r->prepend == 'u' ? "\u2581" : " ", r->u2581 ? "replaces" : "does not replace");
+        return tg_error_set(err, "hf: tokenizer.json: the normalizer prepends '%s' but %s spaces with '\u2581'",
+                            r->prepend == 'u' ? "\u2581" : " ", r->u2581 ? "replaces" : "does not replace");
     if (pre && !cJSON_IsNull(pre) && !strcmp(type_of(pre), "Metaspace")) {
         const cJSON *split = cJSON_GetObjectItemCaseSensitive(pre, "split");
         const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(pre, "prepend_scheme");
         const cJSON *legacy = cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space");
         if (n || !str_is(pre, "replacement", U2581) || cJSON_IsTrue(split) || !split)
-            return tg_set_err(err, errlen, "hf: tokenizer.json: the Metaspace pre-tokenizer is not '\u2581' with "
-                              "split false after no normalizer (splitting the text at spaces, tapegrad's pieces with "
-                              "scores never do)");
+            return tg_error_set(err, "hf: tokenizer.json: the Metaspace pre-tokenizer is not '\u2581' with "
+                                "split false after no normalizer (splitting the text at spaces, tapegrad's pieces with "
+                                     "scores never do)");
         r->u2581 = true;
         if (cJSON_IsString(scheme) ? strcmp(scheme->valuestring, "never") != 0 : cJSON_IsTrue(legacy)) {
             r->prepend = 'u';
@@ -153,7 +153,7 @@ static int text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, char 
 /* The BOS the post-processor puts before a text: -1 for none (no
  * post-processor, GPT-2's ByteLevel one, or a template of the text alone),
  * or its id; a template adding anything else is refused. */
-static int template_bos(const cJSON *post, str_ix *vocab, int32_t *bos, char *err, size_t errlen)
+static int template_bos(const cJSON *post, str_ix *vocab, int32_t *bos, tg_error *err)
 {
     *bos = -1;
     if (!post || cJSON_IsNull(post) || !strcmp(type_of(post), "ByteLevel")) return 0;
@@ -164,14 +164,14 @@ static int template_bos(const cJSON *post, str_ix *vocab, int32_t *bos, char *er
     const cJSON *seq = last ? cJSON_GetObjectItemCaseSensitive(last, "Sequence") : NULL;
     const cJSON *sid = sp ? cJSON_GetObjectItemCaseSensitive(sp, "id") : NULL;
     if (strcmp(type_of(post), "TemplateProcessing") || !seq || !(n == 1 || (n == 2 && cJSON_IsString(sid))))
-        return tg_set_err(err, errlen, "hf: tokenizer.json: the post-processor '%s' adds tokens tapegrad does not add "
-                          "(it takes a template of a BOS, or nothing, before the text)", type_of(post));
+        return tg_error_set(err, "hf: tokenizer.json: the post-processor '%s' adds tokens tapegrad does not add "
+                                 "(it takes a template of a BOS, or nothing, before the text)", type_of(post));
     if (n == 1) return 0;
     const ptrdiff_t i = stbds_shgeti(vocab, sid->valuestring);
     if (i < 0) {
         char shown[TG_SHOWN_SIZE];
-        return tg_set_err(err, errlen, "hf: tokenizer.json: the post-processor's '%s' is not in the vocabulary",
-                          tg_shown(sid->valuestring, shown));
+        return tg_error_set(err, "hf: tokenizer.json: the post-processor's '%s' is not in the vocabulary",
+                            tg_shown(sid->valuestring, shown));
     }
     *bos = vocab[i].value;
     return 0;
@@ -179,29 +179,28 @@ static int template_bos(const cJSON *post, str_ix *vocab, int32_t *bos, char *er
 
 /* The model's vocabulary: string -> id, ids 0..n-1 each once; into *map
  * and names[id] (pointers into the JSON). */
-static int read_vocab(const cJSON *model, int32_t max, str_ix **map, const char ***names, int32_t *n, char *err,
-                      size_t errlen)
+static int read_vocab(const cJSON *model, int32_t max, str_ix **map, const char ***names, int32_t *n, tg_error *err)
 {
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    if (!cJSON_IsObject(vocab)) return tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
+    if (!cJSON_IsObject(vocab)) return tg_error_set(err, "hf: tokenizer.json: model.vocab is not an object");
     const int k = cJSON_GetArraySize(vocab);
     if (k < 1 || k > max)
-        return tg_set_err(err, errlen, "hf: tokenizer.json: %d vocabulary entries (this kind takes 1 to %d)", k, (int)max);
+        return tg_error_set(err, "hf: tokenizer.json: %d vocabulary entries (this kind takes 1 to %d)", k, (int)max);
     *n = k;
     *names = tg_calloc((size_t)k, sizeof **names);
-    if (!*names) return tg_set_err(err, errlen, "hf: out of memory");
+    if (!*names) return tg_error_set(err, "hf: out of memory");
     stbds_sh_new_strdup(*map);
     char shown[TG_SHOWN_SIZE];
     for (const cJSON *e = vocab->child; e; e = e->next) {
         const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
         if (!(d >= 0 && d < k && d == floor(d)))
-            return tg_set_err(err, errlen, "hf: tokenizer.json: '%s' has an id that is not one of 0..%d",
-                              tg_shown(e->string, shown), k - 1);
+            return tg_error_set(err, "hf: tokenizer.json: '%s' has an id that is not one of 0..%d",
+                                tg_shown(e->string, shown), k - 1);
         const int32_t id = (int32_t)d;
-        if ((*names)[id]) return tg_set_err(err, errlen, "hf: tokenizer.json: id %d is given twice", (int)id);
+        if ((*names)[id]) return tg_error_set(err, "hf: tokenizer.json: id %d is given twice", (int)id);
         if (stbds_shgeti(*map, e->string) >= 0)
-            return tg_set_err(err, errlen, "hf: tokenizer.json: '%s' is in the vocabulary twice",
-                              tg_shown(e->string, shown));
+            return tg_error_set(err, "hf: tokenizer.json: '%s' is in the vocabulary twice",
+                                tg_shown(e->string, shown));
         (*names)[id] = e->string;
         stbds_shput(*map, e->string, (int)id);
     }
@@ -211,19 +210,19 @@ static int read_vocab(const cJSON *model, int32_t max, str_ix **map, const char 
 /* The added tokens: each must be a vocabulary entry and special (matched
  * in the text before the model, as tapegrad never does for an ordinary
  * piece). special[id] set for each. */
-static int read_added(const cJSON *added, str_ix *map, uint8_t *special, char *err, size_t errlen)
+static int read_added(const cJSON *added, str_ix *map, uint8_t *special, tg_error *err)
 {
     char shown[TG_SHOWN_SIZE];
     for (const cJSON *a = cJSON_IsArray(added) ? added->child : NULL; a; a = a->next) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content"), *id = cJSON_GetObjectItemCaseSensitive(a, "id");
         const ptrdiff_t i = cJSON_IsString(c) ? stbds_shgeti(map, c->valuestring) : -1;
         if (i < 0 || !cJSON_IsNumber(id) || id->valuedouble != map[i].value)
-            return tg_set_err(err, errlen, "hf: tokenizer.json: the added token '%s' is not the vocabulary's entry of "
-                              "its id", cJSON_IsString(c) ? tg_shown(c->valuestring, shown) : "?");
+            return tg_error_set(err, "hf: tokenizer.json: the added token '%s' is not the vocabulary's entry of "
+                                     "its id", cJSON_IsString(c) ? tg_shown(c->valuestring, shown) : "?");
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "special")))
-            return tg_set_err(err, errlen, "hf: tokenizer.json: the added token '%s' is not special: the tokenizers "
-                              "library matches it in the text before the model, which tapegrad does not do",
-                              tg_shown(c->valuestring, shown));
+            return tg_error_set(err, "hf: tokenizer.json: the added token '%s' is not special: the tokenizers "
+                                     "library matches it in the text before the model, which tapegrad does not do",
+                                tg_shown(c->valuestring, shown));
         special[map[i].value] = 1;
     }
     return 0;
@@ -236,14 +235,14 @@ static int32_t vocab_id(str_ix *map, const char *s)
 }
 
 /* Each merge's pieces (a, b) and what it makes, c = a b: into mc[3 k]. */
-static int read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t *m, char *err, size_t errlen)
+static int read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t *m, tg_error *err)
 {
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    if (merges && !cJSON_IsArray(merges)) return tg_set_err(err, errlen, "hf: tokenizer.json: model.merges is not a list");
+    if (merges && !cJSON_IsArray(merges)) return tg_error_set(err, "hf: tokenizer.json: model.merges is not a list");
     const int k = merges ? cJSON_GetArraySize(merges) : 0;
-    if (k > (1 << 24)) return tg_set_err(err, errlen, "hf: tokenizer.json: %d merges, more than 2^24", k);
+    if (k > (1 << 24)) return tg_error_set(err, "hf: tokenizer.json: %d merges, more than 2^24", k);
     *m = k;
-    if (!(*mc = tg_malloc(((size_t)k * 3 + 1) * sizeof **mc))) return tg_set_err(err, errlen, "hf: out of memory");
+    if (!(*mc = tg_malloc(((size_t)k * 3 + 1) * sizeof **mc))) return tg_error_set(err, "hf: out of memory");
     int32_t i = 0;
     for (const cJSON *e = merges ? merges->child : NULL; e; e = e->next, i++) {
         char buf[1024], ab[2048];
@@ -256,8 +255,8 @@ static int read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t *m
         }
         const int32_t x = ok ? vocab_id(map, a) : -1, y = ok ? vocab_id(map, b) : -1, z = ok ? vocab_id(map, ab) : -1;
         if (x < 0 || y < 0 || z < 0)
-            return tg_set_err(err, errlen, "hf: tokenizer.json: merge %d does not join two vocabulary entries into a "
-                              "third", (int)i);
+            return tg_error_set(err, "hf: tokenizer.json: merge %d does not join two vocabulary entries into a "
+                                     "third", (int)i);
         (*mc)[3 * i] = x, (*mc)[3 * i + 1] = y, (*mc)[3 * i + 2] = z;
     }
     return 0;
@@ -269,32 +268,32 @@ static int read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t *m
  * they make into two text pieces, and each piece's merges are together
  * in the list, in the order of rank(piece). t's pairs are those splits. */
 static int same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, const char *const *names, bool by_id,
-                       char *err, size_t errlen)
+                       tg_error *err)
 {
     char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE], s3[TG_SHOWN_SIZE];
     int32_t last = -1;
     uint8_t *done = tg_calloc((size_t)t->n, 1);
     tg_pairmap listed = {0};   /* (a, b) -> its place in the list */
-    if (!done) return tg_set_err(err, errlen, "hf: out of memory");
+    if (!done) return tg_error_set(err, "hf: out of memory");
     int rc = 0;
     for (int32_t k = 0; k < m && !rc; k++) {
         const int32_t a = mc[3 * k], b = mc[3 * k + 1], c = mc[3 * k + 2];
         const uint64_t key = (uint64_t)a << 32 | (uint32_t)b;
         const int32_t twice = tg_pairmap_get(&listed, key);
         if (tg_pairmap_get(&t->pairs, key) != c)
-            rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d ('%s' '%s') joins pieces tapegrad does not "
-                            "merge (a special, a byte piece, or a piece no merge makes)", (int)k,
-                            tg_shown(names[a], s1), tg_shown(names[b], s2));
+            rc = tg_error_set(err, "hf: tokenizer.json: merge %d ('%s' '%s') joins pieces tapegrad does not "
+                                   "merge (a special, a byte piece, or a piece no merge makes)", (int)k,
+                              tg_shown(names[a], s1), tg_shown(names[b], s2));
         else if (twice >= 0)
-            rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d repeats merge %d", (int)k, (int)twice);
+            rc = tg_error_set(err, "hf: tokenizer.json: merge %d repeats merge %d", (int)k, (int)twice);
         else if (c != last && done[c])
-            rc = tg_set_err(err, errlen, "hf: tokenizer.json: the merges making '%s' are not together in the list "
-                            "(merge %d): tapegrad ranks a piece, not each pair", tg_shown(names[c], s1), (int)k);
+            rc = tg_error_set(err, "hf: tokenizer.json: the merges making '%s' are not together in the list "
+                                   "(merge %d): tapegrad ranks a piece, not each pair", tg_shown(names[c], s1), (int)k);
         else if (by_id && c < last)
-            rc = tg_set_err(err, errlen, "hf: tokenizer.json: merge %d makes id %d after a merge made id %d: tapegrad's "
-                            "BPE merges the piece of lowest id first", (int)k, (int)c, (int)last);
+            rc = tg_error_set(err, "hf: tokenizer.json: merge %d makes id %d after a merge made id %d: tapegrad's "
+                                   "BPE merges the piece of lowest id first", (int)k, (int)c, (int)last);
         else if (tg_pairmap_put(&listed, key, k))
-            rc = tg_set_err(err, errlen, "hf: out of memory");
+            rc = tg_error_set(err, "hf: out of memory");
         done[c] = 1;
         last = c;
     }
@@ -302,9 +301,10 @@ static int same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, cons
     for (size_t i = 0; !rc && (size_t)m != t->pairs.n && i < t->pairs.cap; i++) {
         if (t->pairs.keys[i] == UINT64_MAX || tg_pairmap_get(&listed, t->pairs.keys[i]) >= 0) continue;
         const int32_t a = (int32_t)(t->pairs.keys[i] >> 32), b = (int32_t)(t->pairs.keys[i] & 0xffffffffu);
-        rc = tg_set_err(err, errlen, "hf: tokenizer.json: no merge joins '%s' and '%s', which make '%s': tapegrad "
-                        "merges every split of a piece into two pieces", tg_shown(names[a], s1), tg_shown(names[b], s2),
-                        tg_shown(names[t->pairs.vals[i]], s3));
+        rc = tg_error_set(err,
+                          "hf: tokenizer.json: no merge joins '%s' and '%s', which make '%s': tapegrad "
+                          "merges every split of a piece into two pieces",
+                          tg_shown(names[a], s1), tg_shown(names[b], s2), tg_shown(names[t->pairs.vals[i]], s3));
     }
     tg_pairmap_free(&listed);
     tg_free(done);
@@ -320,7 +320,7 @@ static int same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, cons
  * (<unk>, <s>, </s>, the 256 bytes, no merges, ' ' then the text, BOS)
  * comes back as TG_VOCAB_LLAMA2C. */
 static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t bos_id, int32_t eos_id,
-                         tg_vocab *v, char *notice, size_t notice_len, char *err, size_t errlen)
+                         tg_vocab *v, char *notice, size_t notice_len, tg_error *err)
 {
     str_ix *map = NULL;
     const char **names = NULL;
@@ -336,23 +336,23 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     if (pre && !cJSON_IsNull(pre) && strcmp(type_of(pre), "Metaspace")) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: the pre-tokenizer '%s' splits the text, which tapegrad's pieces "
-                   "with scores never do", tg_shown(type_of(pre), shown));
+        tg_error_set(err, "hf: tokenizer.json: the pre-tokenizer '%s' splits the text, which tapegrad's pieces "
+                          "with scores never do", tg_shown(type_of(pre), shown));
         goto out;
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"))) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: model.ignore_merges is true (a whole text that is a piece is one "
-                   "token), which tapegrad's pieces with scores do not do");
+        tg_error_set(err, "hf: tokenizer.json: model.ignore_merges is true (a whole text that is a piece is one "
+                          "token), which tapegrad's pieces with scores do not do");
         goto out;
     }
-    if (text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), pre, &r, err, errlen) ||
-        read_vocab(model, 1 << 24, &map, &names, &n, err, errlen) ||
-        template_bos(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), map, &bos, err, errlen) ||
-        read_merges(model, map, &mc, &m, err, errlen))
+    if (text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), pre, &r, err) ||
+        read_vocab(model, 1 << 24, &map, &names, &n, err) ||
+        template_bos(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), map, &bos, err) ||
+        read_merges(model, map, &mc, &m, err))
         goto out;
     if (llama != (bos >= 0)) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: %s", llama ? "the post-processor adds no BOS, with which tapegrad's "
-                   "Llama starts every text" : "the post-processor adds a BOS, which tapegrad's GPT does not");
+        tg_error_set(err, "hf: tokenizer.json: %s", llama ? "the post-processor adds no BOS, with which tapegrad's "
+                          "Llama starts every text" : "the post-processor adds a BOS, which tapegrad's GPT does not");
         goto out;
     }
     /* llama2.c's byte vocabulary */
@@ -374,7 +374,7 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     for (int32_t i = 0; i < n; i++) total += strlen(names[i]);
     pieces = tg_malloc(total + 1);
     if (!special || !types || !scores || !off || !pieces) goto oom;
-    if (read_added(cJSON_GetObjectItemCaseSensitive(j, "added_tokens"), map, special, err, errlen)) goto out;
+    if (read_added(cJSON_GetObjectItemCaseSensitive(j, "added_tokens"), map, special, err)) goto out;
     /* scores: a piece's first merge's place */
     for (int32_t i = 0; i < n; i++) scores[i] = NAN;
     for (int32_t k = 0; k < m; k++)
@@ -396,14 +396,14 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     if (eos < 0 && vocab_id(map, "</s>") >= 0 && types[vocab_id(map, "</s>")] == TG_PIECE_CONTROL) eos = vocab_id(map, "</s>");
     if (bos < 0 && bos_id >= 0 && bos_id < n && types[bos_id] == TG_PIECE_CONTROL) bos = bos_id;
     if (bos >= 0 && types[bos] != TG_PIECE_CONTROL) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: the BOS '%s' is not a special added token",
-                   tg_shown(names[bos], shown));
+        tg_error_set(err, "hf: tokenizer.json: the BOS '%s' is not a special added token",
+                     tg_shown(names[bos], shown));
         goto out;
     }
     const tg_spm_options o = {r.u2581, r.prepend != 0, floor_};
-    char e2[512];
-    if (!(t = tg_tok_spm_new(n, pieces, off, scores, types, bos, eos, &o, e2, sizeof e2))) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: %s", e2);
+    tg_error e2 = {0};
+    if (!(t = tg_tok_spm_new(n, pieces, off, scores, types, bos, eos, &o, &e2))) {
+        tg_error_set(err, "hf: tokenizer.json: %s", e2.msg);
         goto out;
     }
     /* a one-character piece the library finds in the text that tapegrad does not (a special, an unused one) */
@@ -412,21 +412,21 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
         const size_t len = strlen(names[i]);
         if (types[i] != TG_PIECE_NORMAL && types[i] != TG_PIECE_BYTE && len &&
             tg_utf8_char((const unsigned char *)names[i], len, &sub) == (int)len) {
-            tg_set_err(err, errlen, "hf: tokenizer.json: the special '%s' is one character, which the library would "
-                       "take from the text and tapegrad would not", tg_shown(names[i], shown));
+            tg_error_set(err, "hf: tokenizer.json: the special '%s' is one character, which the library would "
+                              "take from the text and tapegrad would not", tg_shown(names[i], shown));
             goto out;
         }
     }
-    if (same_merges(t, mc, m, names, false, err, errlen)) goto out;
+    if (same_merges(t, mc, m, names, false, err)) goto out;
     if (r.metaspace && notice && notice_len)
         snprintf(notice, notice_len, "tokenizer.json's Metaspace pre-tokenizer puts no '\u2581' before a text that "
                  "begins with a space, tapegrad's dummy prefix does: the ids of such a text differ in their first "
                  "token");
-    rc = tg_vocab_tokenizer(v, t, false, 0, err, errlen);
+    rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
     t = NULL;
     goto out;
 oom:
-    tg_set_err(err, errlen, "hf: out of memory");
+    tg_error_set(err, "hf: out of memory");
 out:
     tg_tok_free(t);
     stbds_shfree(map);
@@ -450,7 +450,7 @@ out:
  * merges must be every split of each piece, in the order of the pieces'
  * ids; a piece's first merge is the one the tokenizer learned (ids after
  * the specials and the single bytes). */
-static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_vocab *v, char *err, size_t errlen)
+static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_vocab *v, tg_error *err)
 {
     str_ix *map = NULL;
     const char **names = NULL;
@@ -464,37 +464,39 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     uint32_t cp_of[256];
     int16_t byte_of[324];
     tg_gpt2_byte_tables(cp_of, byte_of);
-    if (text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), NULL, &r, err, errlen) ||
-        read_vocab(model, 1 << 24, &map, &names, &n, err, errlen) ||
-        template_bos(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), map, &bos, err, errlen) ||
-        read_merges(model, map, &mc, &m, err, errlen))
+    if (text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), NULL, &r, err) ||
+        read_vocab(model, 1 << 24, &map, &names, &n, err) ||
+        template_bos(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), map, &bos, err) ||
+        read_merges(model, map, &mc, &m, err))
         goto out;
     if (r.u2581 || (r.prepend == ' ') != llama || (bos >= 0) != llama) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: tapegrad's BPE encodes %s, and this tokenizer.json %s",
-                   llama ? "a Llama's text as BOS, ' ' + text" : "a GPT's text as it is",
-                   r.u2581 ? "replaces spaces" : llama ? "does not prepend ' ' or add a BOS" : "prepends or adds a BOS");
+        tg_error_set(err, "hf: tokenizer.json: tapegrad's BPE encodes %s, and this tokenizer.json %s",
+                     llama ? "a Llama's text as BOS, ' ' + text" : "a GPT's text as it is",
+                     r.u2581     ? "replaces spaces"
+                         : llama ? "does not prepend ' ' or add a BOS"
+                                 : "prepends or adds a BOS");
         goto out;
     }
     size_t total = 0;
     for (int32_t i = 0; i < n; i++) total += strlen(names[i]);
     special = tg_calloc((size_t)n, 1), off = tg_malloc(((size_t)n + 1) * sizeof *off), bytes = tg_malloc(total + 1);
     if (!special || !off || !bytes) goto oom;
-    if (read_added(cJSON_GetObjectItemCaseSensitive(j, "added_tokens"), map, special, err, errlen)) goto out;
+    if (read_added(cJSON_GetObjectItemCaseSensitive(j, "added_tokens"), map, special, err)) goto out;
     off[0] = 0;
     for (int32_t i = 0; i < n; i++) {
         int64_t k = (int64_t)strlen(names[i]);
         if (special[i]) memcpy(bytes + off[i], names[i], (size_t)k);
         else if ((k = tg_gpt2_unbyte(names[i], byte_of, bytes + off[i])) <= 0) {
             char shown[TG_SHOWN_SIZE];
-            tg_set_err(err, errlen, "hf: tokenizer.json: '%s' (id %d) is not GPT-2's byte-level form of some bytes",
-                       tg_shown(names[i], shown), (int)i);
+            tg_error_set(err, "hf: tokenizer.json: '%s' (id %d) is not GPT-2's byte-level form of some bytes",
+                         tg_shown(names[i], shown), (int)i);
             goto out;
         }
         off[i + 1] = off[i] + k;
     }
-    char e2[512];
-    if (!(t = tg_tok_build(TG_TOK_BPE, n, bytes, off, special, "tokenizer.json", e2, sizeof e2))) {
-        tg_set_err(err, errlen, "hf: %s", e2);
+    tg_error e2 = {0};
+    if (!(t = tg_tok_build(TG_TOK_BPE, n, bytes, off, special, "tokenizer.json", &e2))) {
+        tg_error_set(err, "hf: %s", e2.msg);
         goto out;
     }
     t->bos = bos >= 0 ? bos : vocab_id(map, "<s>");
@@ -503,10 +505,10 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     const int32_t sp[3] = {t->bos, t->eos, t->unk};
     for (int k = 0; k < 3; k++)
         if (sp[k] >= 0 && !special[sp[k]]) {
-            tg_set_err(err, errlen, "hf: tokenizer.json: '%s' is not a special added token", names[sp[k]]);
+            tg_error_set(err, "hf: tokenizer.json: '%s' is not a special added token", names[sp[k]]);
             goto out;
         }
-    if (same_merges(t, mc, m, names, true, err, errlen)) goto out;
+    if (same_merges(t, mc, m, names, true, err)) goto out;
     /* the learned merges: the pieces after the last special or single byte, each by its first merge */
     int32_t first = n;
     while (first > 0 && !special[first - 1] && off[first] - off[first - 1] > 1) first--;
@@ -515,17 +517,17 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     for (int32_t c = first, k = 0; c < n; c++) {
         while (k < m && mc[3 * k + 2] != c) k++;
         if (k == m || mc[3 * k] >= c || mc[3 * k + 1] >= c) {
-            tg_set_err(err, errlen, "hf: tokenizer.json: the first merge of id %d is not of two earlier ids, as "
-                       "tapegrad's BPE learns them", (int)c);
+            tg_error_set(err, "hf: tokenizer.json: the first merge of id %d is not of two earlier ids, as "
+                              "tapegrad's BPE learns them", (int)c);
             goto out;
         }
         t->merges[2 * (c - first)] = mc[3 * k], t->merges[2 * (c - first) + 1] = mc[3 * k + 1];
     }
-    rc = tg_vocab_tokenizer(v, t, false, 0, err, errlen);
+    rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
     t = NULL;
     goto out;
 oom:
-    tg_set_err(err, errlen, "hf: out of memory");
+    tg_error_set(err, "hf: out of memory");
 out:
     tg_tok_free(t);
     stbds_shfree(map);
@@ -539,7 +541,7 @@ out:
 
 /* A byte vocabulary as export writes it: ByteLevel without its regex, the
  * bytes' stand-ins as ids 0..n-1 in byte order, no merges, nothing else. */
-static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char *err, size_t errlen)
+static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, tg_error *err)
 {
     str_ix *map = NULL;
     const char **names = NULL;
@@ -551,18 +553,18 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
     const cJSON *post = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
-    int rc = read_vocab(model, 256, &map, &names, &n, err, errlen);
+    int rc = read_vocab(model, 256, &map, &names, &n, err);
     if (!rc && ((merges && cJSON_GetArraySize(merges)) || (norm && !cJSON_IsNull(norm)) ||
                 (post && !cJSON_IsNull(post) && strcmp(type_of(post), "ByteLevel")) || cJSON_GetArraySize(added)))
-        rc = tg_set_err(err, errlen, "hf: tokenizer.json: a ByteLevel tokenizer without GPT-2's regex is read as a byte "
-                        "vocabulary, which has no merges, normalizer, template or added tokens");
+        rc = tg_error_set(err, "hf: tokenizer.json: a ByteLevel tokenizer without GPT-2's regex is read as a byte "
+                               "vocabulary, which has no merges, normalizer, template or added tokens");
     char chars[256];
     for (int32_t i = 0; !rc && i < n; i++) {
         unsigned char b[8];
         char shown[TG_SHOWN_SIZE];
         if (strlen(names[i]) > 2 || tg_gpt2_unbyte(names[i], byte_of, b) != 1 || (i && (unsigned char)chars[i - 1] >= b[0]))
-            rc = tg_set_err(err, errlen, "hf: tokenizer.json: '%s' (id %d) is not the next byte of a byte vocabulary "
-                            "(each id one byte, in byte order)", tg_shown(names[i], shown), (int)i);
+            rc = tg_error_set(err, "hf: tokenizer.json: '%s' (id %d) is not the next byte of a byte vocabulary "
+                                   "(each id one byte, in byte order)", tg_shown(names[i], shown), (int)i);
         else chars[i] = (char)b[0];
     }
     if (!rc) tg_vocab_bytes(v, chars, (size_t)n);
@@ -573,9 +575,9 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, char
 
 /* tokenizer.json: which kind it is, by its model and pre-tokenizer. */
 static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v, char *notice,
-                          size_t notice_len, char *err, size_t errlen)
+                          size_t notice_len, tg_error *err)
 {
-    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", false, err, errlen);
+    cJSON *j = tg_hf_read_json(dir, "tokenizer.json", false, err);
     if (!j) return -1;
     int rc = -1;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
@@ -586,68 +588,68 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(split, "pattern");
     char shown[TG_SHOWN_SIZE];
     if (strcmp(type_of(model), "BPE")) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: the model '%s' is not BPE, the one tapegrad's tokenizers are "
-                   "(WordPiece, Unigram and WordLevel are not read)", tg_shown(type_of(model), shown));
+        tg_error_set(err, "hf: tokenizer.json: the model '%s' is not BPE, the one tapegrad's tokenizers are "
+                          "(WordPiece, Unigram and WordLevel are not read)", tg_shown(type_of(model), shown));
     } else if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(model, "dropout")) &&
                cJSON_GetObjectItemCaseSensitive(model, "dropout")) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: model.dropout is set: the ids would be random");
+        tg_error_set(err, "hf: tokenizer.json: model.dropout is set: the ids would be random");
     } else if ((cJSON_IsString(cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix")) &&
                 *cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix")->valuestring) ||
                (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix")) &&
                 *cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix")->valuestring)) {
-        tg_set_err(err, errlen, "hf: tokenizer.json: model.continuing_subword_prefix or end_of_word_suffix is set, "
-                   "which tapegrad's tokenizers have not");
+        tg_error_set(err, "hf: tokenizer.json: model.continuing_subword_prefix or end_of_word_suffix is set, "
+                          "which tapegrad's tokenizers have not");
     } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"))) {
-        rc = spm_from_json(j, model, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
+        rc = spm_from_json(j, model, llama, bos_id, eos_id, v, notice, notice_len, err);
     } else if (!strcmp(type_of(pre), "ByteLevel") && !cJSON_IsFalse(regex)) {
         const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
         const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
         tg_tokenizer *t = NULL;
         if (llama)
-            tg_set_err(err, errlen, "hf: tokenizer.json: GPT-2's tokenizer has no BOS, with which tapegrad's Llama "
-                       "starts every text");
+            tg_error_set(err, "hf: tokenizer.json: GPT-2's tokenizer has no BOS, with which tapegrad's Llama "
+                              "starts every text");
         else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space")))
-            tg_set_err(err, errlen, "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
-                       "false, use_regex true)");
+            tg_error_set(err, "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
+                              "false, use_regex true)");
         else if (norm && !cJSON_IsNull(norm))
-            tg_set_err(err, errlen, "hf: tokenizer.json: it has a normalizer, which GPT-2's tokenizer has not");
+            tg_error_set(err, "hf: tokenizer.json: it has a normalizer, which GPT-2's tokenizer has not");
         else {
             bool ok = true;
             for (const cJSON *a = added ? added->child : NULL; a && ok; a = a->next)
                 ok = str_is(a, "content", "<|endoftext|>");
             if (!ok)
-                tg_set_err(err, errlen, "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
-                           "GPT-2 tokenizer has not");
+                tg_error_set(err, "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
+                                  "GPT-2 tokenizer has not");
             else if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(model, "vocab")))
-                tg_set_err(err, errlen, "hf: tokenizer.json: model.vocab is not an object");
+                tg_error_set(err, "hf: tokenizer.json: model.vocab is not an object");
             else
                 t = tg_gpt2_tokenizer(cJSON_GetObjectItemCaseSensitive(model, "vocab"),
-                                      cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err, errlen);
+                                      cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err);
         }
-        if (t) rc = tg_vocab_tokenizer(v, t, false, 0, err, errlen);
+        if (t) rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
     } else if (!strcmp(type_of(pre), "ByteLevel")) {
-        rc = bytes_from_json(j, model, v, err, errlen);
+        rc = bytes_from_json(j, model, v, err);
     } else if (!strcmp(type_of(pre), "Sequence") && cJSON_GetArraySize(list) == 2 && !strcmp(type_of(split), "Split") &&
                str_is(pat, "Regex", BPE_WORDS) && str_is(split, "behavior", "Isolated") &&
                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")) && !strcmp(type_of(bl), "ByteLevel") &&
                cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(bl, "use_regex")) &&
                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bl, "add_prefix_space"))) {
-        rc = bpe_from_json(j, model, llama, v, err, errlen);
+        rc = bpe_from_json(j, model, llama, v, err);
     } else {
-        tg_set_err(err, errlen, "hf: tokenizer.json: the pre-tokenizer '%s' is none of tapegrad's (GPT-2's ByteLevel "
-                   "with its regex; ByteLevel alone for bytes; Split of tapegrad's BPE words then ByteLevel; none or "
-                   "Metaspace with byte_fallback for pieces with scores)", tg_shown(type_of(pre), shown));
+        tg_error_set(err, "hf: tokenizer.json: the pre-tokenizer '%s' is none of tapegrad's (GPT-2's ByteLevel "
+                     "with its regex; ByteLevel alone for bytes; Split of tapegrad's BPE words then ByteLevel; none or "
+                          "Metaspace with byte_fallback for pieces with scores)", tg_shown(type_of(pre), shown));
     }
     cJSON_Delete(j);
     return rc;
 }
 
 /* vocab.json and merges.txt ("#version" first line, then "a b" lines). */
-static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
+static tg_tokenizer *tokenizer_pair(const char *dir, tg_error *err)
 {
-    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", false, err, errlen), *merges = NULL;
+    cJSON *vocab = tg_hf_read_json(dir, "vocab.json", false, err), *merges = NULL;
     size_t len = 0;
-    char *text = vocab ? tg_hf_read_small(dir, "merges.txt", &len, err, errlen) : NULL;
+    char *text = vocab ? tg_hf_read_small(dir, "merges.txt", &len, err) : NULL;
     tg_tokenizer *t = NULL;
     if (!text) goto out;
     if (!(merges = cJSON_CreateArray())) goto oom;
@@ -663,10 +665,10 @@ static tg_tokenizer *tokenizer_pair(const char *dir, char *err, size_t errlen)
         }
         line = stop + 1;
     }
-    t = tg_gpt2_tokenizer(vocab, merges, "hf: vocab.json + merges.txt", err, errlen);
+    t = tg_gpt2_tokenizer(vocab, merges, "hf: vocab.json + merges.txt", err);
     goto out;
 oom:
-    tg_set_err(err, errlen, "hf: out of memory");
+    tg_error_set(err, "hf: out of memory");
 out:
     cJSON_Delete(vocab);
     cJSON_Delete(merges);
@@ -676,24 +678,24 @@ out:
 
 
 int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v, int *found,
-                         char *notice, size_t notice_len, char *err, size_t errlen)
+                         char *notice, size_t notice_len, tg_error *err)
 {
     memset(v, 0, sizeof *v);
     *found = 0;
-    const int tj = tg_hf_stat(dir, "tokenizer.json", err, errlen);
+    const int tj = tg_hf_stat(dir, "tokenizer.json", err);
     if (tj) {
         *found = 1;
-        return tj < 0 ? -1 : tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err, errlen);
+        return tj < 0 ? -1 : tokenizer_json(dir, llama, bos_id, eos_id, v, notice, notice_len, err);
     }
-    const int vj = tg_hf_stat(dir, "vocab.json", err, errlen), mt = vj < 0 ? 0 : tg_hf_stat(dir, "merges.txt", err, errlen);
+    const int vj = tg_hf_stat(dir, "vocab.json", err), mt = vj < 0 ? 0 : tg_hf_stat(dir, "merges.txt", err);
     if (vj < 0 || mt < 0) return -1;
     if (!vj || !mt) return 0;
     *found = 1;
     if (llama)
-        return tg_set_err(err, errlen, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
-                          "which tapegrad's Llama starts every text");
-    tg_tokenizer *t = tokenizer_pair(dir, err, errlen);
-    return t ? tg_vocab_tokenizer(v, t, false, 0, err, errlen) : -1;
+        return tg_error_set(err, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
+                                 "which tapegrad's Llama starts every text");
+    tg_tokenizer *t = tokenizer_pair(dir, err);
+    return t ? tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err)) : -1;
 }
 
 /* ---- writing tokenizer.json: GPT-2's ----------------------------------------------- */

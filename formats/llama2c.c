@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "../core/atomic_file.h"
+#include "../core/err_internal.h"
 #include "options_internal.h"
 
 static const char *const SPECIALS[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
@@ -67,7 +68,7 @@ static void byte_piece(int id, char *buf, size_t size)
 /* ---- writing ------------------------------------------------------------ */
 
 /* Output into a tg_atomic_file; a failure sticks in the file (f->step). */
-static void put(tg_atomic_file *f, const void *p, size_t n) { tg_atomic_write(f, p, n); }
+static void put(tg_atomic_file *f, const void *p, size_t n) { tg_atomic_write(f, p, n, NULL); }
 static void put_i32(tg_atomic_file *f, int32_t v) { put(f, &v, 4); }
 static void put_f32(tg_atomic_file *f, float v) { put(f, &v, 4); }
 
@@ -113,14 +114,14 @@ static bool keeps_characters(const unsigned char *p, size_t l)
  * pieces), so that writing its pieces as spelled, with their scores,
  * gives run.c the same tokenizer; else -1 with the message. *max_len:
  * the longest piece as spelled. */
-static int spm_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t errlen)
+static int spm_fits(const tg_tokenizer *t, size_t *max_len, tg_error *err)
 {
     tg_spm_options o;
     tg_tok_spm_options_of(t, &o);
     if (o.space_u2581 || !o.add_prefix || o.merge_floor != -1e10)
-        return snprintf(err, errlen, "the tokenizer's pieces with scores are not run.c's (%s): run.c would encode "
-                        "differently", o.space_u2581 ? "spaces spelled U+2581" : !o.add_prefix ? "no dummy prefix"
-                        : "another merge floor than -1e10"), -1;
+        return tg_error_set(err, "the tokenizer's pieces with scores are not run.c's (%s): run.c would encode "
+                            "differently", o.space_u2581 ? "spaces spelled U+2581" : !o.add_prefix ? "no dummy prefix"
+                                 : "another merge floor than -1e10"), -1;
     *max_len = 0;
     const int32_t V = tg_tok_vocab_size(t);
     for (int32_t id = 0; id < V; id++) {
@@ -130,8 +131,8 @@ static int spm_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t er
         const int want = id == 0 ? TG_PIECE_UNKNOWN : id < 3 ? TG_PIECE_CONTROL : id < 259 ? TG_PIECE_BYTE
                                                                                            : TG_PIECE_NORMAL;
         if (ty != want || (ty == TG_PIECE_BYTE && (l != 1 || p[0] != id - 3)))
-            return snprintf(err, errlen, "id %d is not llama2.c's layout (<unk>, BOS, EOS, byte b at 3 + b, then "
-                            "the pieces)", (int)id), -1;
+            return tg_error_set(err, "id %d is not llama2.c's layout (<unk>, BOS, EOS, byte b at 3 + b, then "
+                                     "the pieces)", (int)id), -1;
         tg_tok_spelled(t, id, &l);
         if (l > *max_len) *max_len = l;
     }
@@ -140,28 +141,28 @@ static int spm_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t er
 
 /* 0 when run.c's encoder gives t's ids (the top comment's rule); else -1
  * with the message. *max_len: the longest piece. */
-static int bpe_fits(const tg_tokenizer *t, size_t *max_len, char *err, size_t errlen)
+static int bpe_fits(const tg_tokenizer *t, size_t *max_len, tg_error *err)
 {
-    if (tg_tok_kind_of(t) == TG_TOK_SPM) return spm_fits(t, max_len, err, errlen);
+    if (tg_tok_kind_of(t) == TG_TOK_SPM) return spm_fits(t, max_len, err);
     if (tg_tok_kind_of(t) != TG_TOK_BPE)
-        return snprintf(err, errlen, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
-                                     "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
+        return tg_error_set(err, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
+                                 "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
     *max_len = 6;   /* "\n</s>\n" */
     for (int32_t id = 3; id < tg_tok_vocab_size(t); id++) {
         size_t l;
         const unsigned char *p = tg_tok_piece(t, id, &l);
         if (id < 259 ? l != 1 || p[0] != id - 3 : tg_tok_is_special(t, id))
-            return snprintf(err, errlen, "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
-                                         "merges)", (int)id), -1;
+            return tg_error_set(err, "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
+                                     "merges)", (int)id), -1;
         if (id < 259) continue;
         if (memchr(p, 0, l))
-            return snprintf(err, errlen, "piece %d holds a NUL byte, which run.c's C strings cannot", (int)id), -1;
+            return tg_error_set(err, "piece %d holds a NUL byte, which run.c's C strings cannot", (int)id), -1;
         if (!keeps_characters(p, l))
-            return snprintf(err, errlen, "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
-                                         "trained before characters were kept whole): run.c, which looks whole "
-                                         "characters up first, would give other ids; train it again", (int)id), -1;
+            return tg_error_set(err, "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
+                                     "trained before characters were kept whole): run.c, which looks whole "
+                                     "characters up first, would give other ids; train it again", (int)id), -1;
         if (l == 5 && !memcmp(p, "<unk>", 5))
-            return snprintf(err, errlen, "piece %d is \"<unk>\", which run.c's file spells id 0", (int)id), -1;
+            return tg_error_set(err, "piece %d is \"<unk>\", which run.c's file spells id 0", (int)id), -1;
         if (l > *max_len) *max_len = l;
     }
     return 0;
@@ -199,18 +200,17 @@ static void put_tokenizer(tg_atomic_file *f, const tg_tokenizer *t, size_t bpe_m
 /* Begins the n files of paths (NULL paths skipped), lets write fill them,
  * then commits all or none. 0, or -1 with the message. */
 static int write_files(int n, const char *const *paths, void (*write)(tg_atomic_file *files, void *ctx), void *ctx,
-                       char *err, size_t errlen)
+                       tg_error *err)
 {
     tg_atomic_file f[2] = {0};
     int bad = -1;
     for (int i = 0; i < n && bad < 0; i++)
-        if (paths[i] && tg_atomic_begin(&f[i], paths[i])) bad = i;
-    if (bad < 0) write(f, ctx);
+        if (paths[i] && tg_atomic_begin(&f[i], paths[i], err)) bad = i;
+    if (bad < 0) write(f, ctx);   /* a failed write sticks in its file: the finish reports it */
     for (int i = 0; i < n && bad < 0; i++)
-        if (paths[i] && tg_atomic_finish(&f[i])) bad = i;
+        if (paths[i] && tg_atomic_finish(&f[i], err)) bad = i;
     for (int i = 0; i < n && bad < 0; i++)
-        if (paths[i] && tg_atomic_commit(&f[i])) bad = i;
-    if (bad >= 0) tg_atomic_message(&f[bad], paths[bad], err, errlen);
+        if (paths[i] && tg_atomic_commit(&f[i], err)) bad = i;
     for (int i = 0; i < n; i++) tg_atomic_abort(&f[i]);
     return bad >= 0 ? -1 : 0;
 }
@@ -249,45 +249,43 @@ static void write_model_and_tokenizer(tg_atomic_file *files, void *ctx)
     if (files[1].path) put_tokenizer(&files[1], j->bpe, j->bpe_max_len, c->vocab_size);
 }
 
-int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, char *err,
-                      size_t errlen)
+int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *tokenizer_path, tg_error *err)
 {
     if (!f || !model_path)
-        return snprintf(err, errlen, "llama2c_export: the %s is NULL", f ? "model path" : "checkpoint"), -1;
+        return tg_error_set(err, "llama2c_export: the %s is NULL", f ? "model path" : "checkpoint"), -1;
     tg_model m = {0};
     tg_vocab v = {0};
-    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, errlen)) return -1;
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, TG_ERR_BUF(err))) return -1;
     int rc = -1;
     const tg_model_config *c = &m.config;
     export_job j = {.f = f, .m = &m};
-    if (tg_checkpoint_load_vocab(f, &m, &v, err, errlen)) goto done;
+    if (tg_checkpoint_load_vocab(f, &m, &v, TG_ERR_BUF(err))) goto done;
     if (strcmp(c->arch, "llama")) {
-        snprintf(err, errlen, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
+        tg_error_set(err, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
         goto done;
     }
-    if (tg_fmt_check_options(c, "llama2c export", "llama2.c's run.c", false, err, errlen)) goto done;
+    if (tg_fmt_check_options(c, "llama2c export", "llama2.c's run.c", false, err)) goto done;
     if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5) {
-        snprintf(err, errlen, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
-                              "this model has %s pairs, theta %g, eps %g",
-                 c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps);
+        tg_error_set(err, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
+                          "this model has %s pairs, theta %g, eps %g",
+                     c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps);
         goto done;
     }
     if (v.kind == TG_VOCAB_TOKENIZER) {
         j.bpe = v.tok;
-        if (bpe_fits(v.tok, &j.bpe_max_len, err, errlen)) goto done;
+        if (bpe_fits(v.tok, &j.bpe_max_len, err)) goto done;
         if (tg_tok_vocab_size(v.tok) != c->vocab_size) {
-            snprintf(err, errlen, "run.c reads as many pieces as the model has ids: this model has %d, its "
-                                  "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v.tok));
+            tg_error_set(err, "run.c reads as many pieces as the model has ids: this model has %d, its "
+                              "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v.tok));
             goto done;
         }
     } else if (v.kind != TG_VOCAB_LLAMA2C && !(v.kind == TG_VOCAB_IDS && !tokenizer_path)) {   /* ids: model.bin alone */
-        snprintf(err, errlen, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
-                              "tokenizer of that layout); this model's vocabulary is %s", v.kind == TG_VOCAB_IDS
-                              ? "bare ids (no tokenizer to write: leave out the tokenizer's path)" : "another");
+        tg_error_set(err, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
+                          "tokenizer of that layout); this model's vocabulary is %s", v.kind == TG_VOCAB_IDS
+                     ? "bare ids (no tokenizer to write: leave out the tokenizer's path)" : "another");
         goto done;
     }
-    rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err,
-                     errlen);
+    rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err);
 done:
     tg_vocab_free(&v);
     tg_model_free(&m);
@@ -305,12 +303,12 @@ static void write_tokenizer(tg_atomic_file *files, void *ctx)
     put_tokenizer(&files[0], j->t, j->max_len, tg_tok_vocab_size(j->t));
 }
 
-int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, char *err, size_t errlen)
+int tg_llama2c_tokenizer_write(const tg_tokenizer *t, const char *path, tg_error *err)
 {
     tokenizer_job j = {.t = t};
-    if (!t || !path) return snprintf(err, errlen, "llama2c_tokenizer_write: the %s is NULL", t ? "path" : "tokenizer"), -1;
-    if (bpe_fits(t, &j.max_len, err, errlen)) return -1;
-    return write_files(1, (const char *const[]){path}, write_tokenizer, &j, err, errlen);
+    if (!t || !path) return tg_error_set(err, "llama2c_tokenizer_write: the %s is NULL", t ? "path" : "tokenizer"), -1;
+    if (bpe_fits(t, &j.max_len, err)) return -1;
+    return write_files(1, (const char *const[]){path}, write_tokenizer, &j, err);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -356,14 +354,13 @@ static bool byte_vocabulary(const tg_tokenizer *t)
     return true;
 }
 
-int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, char *err,
-                      size_t errlen)
+int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const char *ckpt_path, tg_error *err)
 {
     if (!model_path || !ckpt_path)
-        return snprintf(err, errlen, "llama2c_import: the %s is NULL", model_path ? "checkpoint path" : "model path"), -1;
+        return tg_error_set(err, "llama2c_import: the %s is NULL", model_path ? "checkpoint path" : "model path"), -1;
     const char *in = model_path, *tok = tokenizer_path;
     size_t len;
-    char *buf = tg_file_read(in, &len, err, errlen);
+    char *buf = tg_file_read(in, &len, err);
     if (!buf) return -1;
     int32_t h[7];
     int rc = -1;
@@ -374,32 +371,31 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     tg_model_config c;
     int64_t floats, bytes = -1;
     if (len < sizeof h) {
-        snprintf(err, errlen, "%s: %zu bytes is shorter than llama2.c's 28-byte header", in, len);
+        tg_error_set(err, "%s: %zu bytes is shorter than llama2.c's 28-byte header", in, len);
         goto done;
     }
     memcpy(h, buf, sizeof h);
     if ((bytes = header_config(h, &c, &floats)) != (int64_t)len) {
-        snprintf(err, errlen, "%s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
-                              "vocab_size %d, seq_len %d) %s", in, h[0], h[1], h[2], h[3], h[4], h[5], h[6],
-                 bytes == -1 ? "does not describe a Llama" : "does not match the file's size");
-        if (bytes >= 0)
-            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, %lld expected)", len, (long long)bytes);
-        else if (bytes == -2)
-            snprintf(err + strlen(err), errlen - strlen(err), " (%zu bytes, more than 2^63 expected)", len);
+        char sizes[80] = "";
+        if (bytes >= 0) snprintf(sizes, sizeof sizes, " (%zu bytes, %lld expected)", len, (long long)bytes);
+        else if (bytes == -2) snprintf(sizes, sizeof sizes, " (%zu bytes, more than 2^63 expected)", len);
+        tg_error_set(err, "%s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
+                          "vocab_size %d, seq_len %d) %s%s", in, h[0], h[1], h[2], h[3], h[4], h[5], h[6],
+                     bytes == -1 ? "does not describe a Llama" : "does not match the file's size", sizes);
         goto done;
     }
     const int V = c.vocab_size, hd = c.n_embd / c.n_head;
     if (tok && V < TG_VOCAB_LLAMA2C_SIZE) {   /* run.c's tokenizers hold 3 specials and the 256 bytes first */
-        snprintf(err, errlen, "%s: vocab_size %d is below the %d ids of llama2.c's tokenizers (3 specials and 256 "
-                              "bytes, then the rest)", in, V, TG_VOCAB_LLAMA2C_SIZE);
+        tg_error_set(err, "%s: vocab_size %d is below the %d ids of llama2.c's tokenizers (3 specials and 256 "
+                          "bytes, then the rest)", in, V, TG_VOCAB_LLAMA2C_SIZE);
         goto done;
     }
     for (int64_t i = 0; i < floats; i++) {   /* every weight and both tables */
         float x;
         memcpy(&x, buf + 28 + 4 * i, 4);
         if (!isfinite(x)) {
-            snprintf(err, errlen, "%s: offset %lld: the weight %lld of the file is %g; a model with NaN or infinite "
-                                  "weights cannot be run", in, (long long)(28 + 4 * i), (long long)i, (double)x);
+            tg_error_set(err, "%s: offset %lld: the weight %lld of the file is %g; a model with NaN or infinite "
+                              "weights cannot be run", in, (long long)(28 + 4 * i), (long long)i, (double)x);
             goto done;
         }
     }
@@ -409,17 +405,17 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     tg_vocab v;
     if (!tok) {
         tg_vocab_ids(&v, V);
-    } else if (!(t = tg_tok_load_llama2c(tok, V, err, errlen))) {
+    } else if (!(t = tg_tok_load_llama2c(tok, V, err))) {
         goto done;
     } else if (byte_vocabulary(t)) {
         tg_vocab_llama2c(&v);
     } else {
         tg_tokenizer *own = t;
         t = NULL;
-        if (tg_vocab_tokenizer(&v, own, true, V, err, errlen)) goto done;
+        if (tg_vocab_tokenizer(&v, own, true, V, TG_ERR_BUF(err))) goto done;
         vocab = &v;
     }
-    if (tg_model_new(&m, &c, TG_F32, TG_NO_INIT, err, errlen)) goto done;
+    if (tg_model_new(&m, &c, TG_F32, TG_NO_INIT, err)) goto done;
     size_t at = 28;
     char name[96];
     take(buf, &at, tg_params_get(m.params, "tok_embeddings.weight"));
@@ -438,18 +434,18 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     if ((g = tg_graph_new()))
         for (int s = 0; s < 2; s++) cs[s] = tg_tensor_from(g, TG_F32, 2, (int[]){c.block_size, hd / 2}, freqs + s * table);
     if (!cs[0] || !cs[1]) {
-        snprintf(err, errlen, "out of memory");
+        tg_error_set(err, "out of memory");
         goto done;
     }
     tg_st_writer *w = tg_st_writer_new();
     int bad = !w || tg_model_config_write(&m.config, w) || tg_vocab_write(&v, w) ||
-              tg_st_writer_meta(w, "format", "tapegrad (imported from llama2.c)");
+              tg_st_writer_add_meta(w, "format", "tapegrad (imported from llama2.c)");
     for (int i = 0; !bad && i < tg_params_count(m.params); i++)
         bad |= tg_st_writer_add_tensor(w, tg_params_at(m.params, i)->name, tg_params_at(m.params, i));
     bad = bad || tg_st_writer_add_tensor(w, "llama2c.freqs_cos", cs[0]) ||
           tg_st_writer_add_tensor(w, "llama2c.freqs_sin", cs[1]);
-    if (bad) snprintf(err, errlen, "%s: could not assemble the checkpoint", ckpt_path);
-    else rc = tg_st_writer_save(w, ckpt_path, err, errlen);
+    if (bad) tg_error_set(err, "%s: could not assemble the checkpoint", ckpt_path);
+    else rc = tg_st_writer_save(w, ckpt_path, err);
     tg_st_writer_free(w);
 done:
     free(buf);

@@ -14,7 +14,7 @@
  * the target has a GPT with a head of its own. zero_init_proj is only how
  * the weights started, so every target takes it. */
 static inline int tg_fmt_check_options(const tg_model_config *c, const char *who, const char *target, bool untied_gpt,
-                                       char *err, size_t errlen)
+                                       tg_error *err)
 {
     const bool llama = !strcmp(c->arch, "llama");
     char opt[64] = "";
@@ -24,8 +24,8 @@ static inline int tg_fmt_check_options(const tg_model_config *c, const char *who
     else if (c->logit_softcap > 0) snprintf(opt, sizeof opt, "--logit-softcap %g", c->logit_softcap);
     else if (!llama && !c->tied && !untied_gpt) snprintf(opt, sizeof opt, "--untie-head");
     if (!opt[0]) return 0;
-    snprintf(err, errlen, "%s: this model has %s, which %s cannot express (the file would compute another model)",
-             who, opt, target);
+    tg_error_set(err, "%s: this model has %s, which %s cannot express (the file would compute another model)",
+                 who, opt, target);
     return -1;
 }
 

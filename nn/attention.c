@@ -97,36 +97,35 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 
 /* ---- init -------------------------------------------------------------- */
 
-int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, char *err,
-                       size_t errlen)
+int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err)
 {
     if (!m || !p || !name || !c)
-        return tg_set_err(err, errlen, "mha_init: %s is NULL",
-                          !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
+        return tg_error_set(err, "mha_init: %s is NULL",
+                            !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
     memset(m, 0, sizeof *m);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
-        return tg_set_err(err, errlen, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
-                          name, C, H);
-    if (C % H) return tg_set_err(err, errlen, "mha '%s': n_embd %d is not divisible by n_head %d", name, C, H);
+        return tg_error_set(err, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
+                            name, C, H);
+    if (C % H) return tg_error_set(err, "mha '%s': n_embd %d is not divisible by n_head %d", name, C, H);
     if (Hkv < 1 || H % Hkv)
-        return tg_set_err(err, errlen, "mha '%s': n_kv_head %d must divide n_head %d", name, Hkv, H);
+        return tg_error_set(err, "mha '%s': n_kv_head %d must divide n_head %d", name, Hkv, H);
     if (!(c->dropout >= 0 && c->dropout < 1))
-        return tg_set_err(err, errlen, "mha '%s': dropout must be in [0, 1), got %g", name, c->dropout);
+        return tg_error_set(err, "mha '%s': dropout must be in [0, 1), got %g", name, c->dropout);
     if (!(c->rope_theta == 0 || (c->rope_theta > 1 && isfinite(c->rope_theta))))
-        return tg_set_err(err, errlen, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
-                          c->rope_theta);
+        return tg_error_set(err, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
+                            c->rope_theta);
     if (c->rope_theta && (C / H) % 2)
-        return tg_set_err(err, errlen, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name,
-                          C / H, C, H);
+        return tg_error_set(err, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name,
+                            C / H, C, H);
     if (c->rope_theta && c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
-        return tg_set_err(err, errlen, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
-                          c->rope_flags);
+        return tg_error_set(err, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
+                            c->rope_flags);
     if (!(c->qk_norm_eps == 0 || (c->qk_norm_eps > 0 && c->qk_norm_eps <= 1)))
-        return tg_set_err(err, errlen, "mha '%s': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got %g", name,
-                          c->qk_norm_eps);
+        return tg_error_set(err, "mha '%s': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got %g", name,
+                            c->qk_norm_eps);
     if (c->layout != TG_MHA_FUSED && c->layout != TG_MHA_SEPARATE && c->layout != TG_MHA_LLAMA)
-        return tg_set_err(err, errlen, "mha '%s': unknown layout %d", name, (int)c->layout);
+        return tg_error_set(err, "mha '%s': unknown layout %d", name, (int)c->layout);
     const int Ckv = Hkv * (C / H);
     m->n_embd = C;
     m->n_head = H;
@@ -138,27 +137,27 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     m->attn_dropout = m->resid_dropout = c->dropout;
     char full[TG_NN_NAME_MAX + 1];
     if (m->fused) {
-        if (tg_nn_join(full, name, "c_attn", "mha_init", err, errlen)) return -1;
-        if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, NULL, err, errlen)) return -1;
+        if (tg_nn_join(full, name, "c_attn", "mha_init", err)) return -1;
+        if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, NULL, err)) return -1;
     } else {
         const bool llama = c->layout == TG_MHA_LLAMA;
         const char *const proj[] = {llama ? "wq" : "q_proj", llama ? "wk" : "k_proj", llama ? "wv" : "v_proj"};
         tg_linear_mod *mods[] = {&m->q_proj, &m->k_proj, &m->v_proj};
         for (int i = 0; i < 3; i++) {
-            if (tg_nn_join(full, name, proj[i], "mha_init", err, errlen)) return -1;
-            if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, NULL, err, errlen)) return -1;
+            if (tg_nn_join(full, name, proj[i], "mha_init", err)) return -1;
+            if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, NULL, err)) return -1;
         }
     }
-    if (tg_nn_join(full, name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj", "mha_init", err, errlen)) return -1;
-    return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, NULL, err, errlen);
+    if (tg_nn_join(full, name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj", "mha_init", err)) return -1;
+    return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, NULL, err);
 }
 
 int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias, bool fused,
-                double dropout, char *err, size_t errlen)
+                double dropout, tg_error *err)
 {
     const tg_mha_config c = {.n_embd = n_embd, .n_head = n_head, .layout = fused ? TG_MHA_FUSED : TG_MHA_SEPARATE,
                              .bias = bias, .dropout = dropout};
-    return tg_mha_init_config(m, p, name, &c, err, errlen);
+    return tg_mha_init_config(m, p, name, &c, err);
 }
 
 void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std)

@@ -54,57 +54,57 @@ static int gpt_hidden(const tg_gpt_config *c)
     return c->mlp == TG_FFN_SWIGLU ? tg_llama_hidden_dim(c->n_embd, 32) : 4 * c->n_embd;
 }
 
-static tg_gpt *fail_new(tg_gpt *m, char *err, size_t errlen, const char *msg)
+static tg_gpt *fail_new(tg_gpt *m, tg_error *err, const char *msg)
 {
-    if (msg) tg_set_err(err, errlen, "%s", msg);
+    if (msg) tg_error_set(err, "%s", msg);
     tg_gpt_free(m);
     return NULL;
 }
 
-tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     if (!cfg) {
-        tg_set_err(err, errlen, "gpt: the config is NULL");
+        tg_error_set(err, "gpt: the config is NULL");
         return NULL;
     }
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
-        tg_set_err(err, errlen, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
-                                "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        tg_error_set(err, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
+                          "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         return NULL;
     }
     if (c.n_embd % c.n_head) {
-        tg_set_err(err, errlen, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
+        tg_error_set(err, "gpt: n_embd %d is not divisible by n_head %d", c.n_embd, c.n_head);
         return NULL;
     }
     if (!(c.dropout >= 0 && c.dropout < 1)) {
-        tg_set_err(err, errlen, "gpt: dropout must be in [0, 1), got %g", c.dropout);
+        tg_error_set(err, "gpt: dropout must be in [0, 1), got %g", c.dropout);
         return NULL;
     }
     if (c.gelu != TG_GELU_ERF && c.gelu != TG_GELU_TANH) {
-        tg_set_err(err, errlen, "gpt: unknown gelu %d (TG_GELU_ERF or TG_GELU_TANH)", (int)c.gelu);
+        tg_error_set(err, "gpt: unknown gelu %d (TG_GELU_ERF or TG_GELU_TANH)", (int)c.gelu);
         return NULL;
     }
     if (!tg_ffn_kind_name(c.mlp)) {
-        tg_set_err(err, errlen, "gpt: unknown mlp %d (TG_FFN_GELU, TG_FFN_RELU2 or TG_FFN_SWIGLU)", (int)c.mlp);
+        tg_error_set(err, "gpt: unknown mlp %d (TG_FFN_GELU, TG_FFN_RELU2 or TG_FFN_SWIGLU)", (int)c.mlp);
         return NULL;
     }
     if (!(c.logit_softcap >= 0 && isfinite(c.logit_softcap))) {
-        tg_set_err(err, errlen, "gpt: logit_softcap must be 0 (none) or finite and > 0, got %g", c.logit_softcap);
+        tg_error_set(err, "gpt: logit_softcap must be 0 (none) or finite and > 0, got %g", c.logit_softcap);
         return NULL;
     }
     if (!tg_dtype_is_float(dt)) {
-        tg_set_err(err, errlen, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        tg_error_set(err, "gpt: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
     }
     tg_gpt *m = tg_calloc(1, sizeof *m);
-    if (!m) return fail_new(m, err, errlen, "gpt: out of memory");
+    if (!m) return fail_new(m, err, "gpt: out of memory");
     m->cfg = c;
-    m->params = tg_params_new(dt, err, errlen);
-    if (!m->params) return fail_new(m, err, errlen, NULL);
+    m->params = tg_params_new(dt, err);
+    if (!m->params) return fail_new(m, err, NULL);
     tg_params_reserve(m->params, tg_gpt_num_params(&c));   /* its buffers allocated once */
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
-    if (!m->h) return fail_new(m, err, errlen, "gpt: out of memory");
+    if (!m->h) return fail_new(m, err, "gpt: out of memory");
 
     /* nanoGPT's init, module by module as they are registered: normal(0,
      * 0.02) for the embeddings and weights, 0.02 / sqrt(2 n_layer) for the
@@ -117,11 +117,11 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
     const int C = c.n_embd;
     tg_params *p = m->params;
-    if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
-        return fail_new(m, err, errlen, tg_params_error(p));
+    if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+        return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->wte, 0.0, std);
-    if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C})))  /* (bs,C) */
-        return fail_new(m, err, errlen, tg_params_error(p));
+    if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C}, err)))  /* (bs,C) */
+        return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
     const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .layout = TG_MHA_FUSED, .bias = c.bias,
                               .dropout = c.dropout, .qk_norm_eps = c.qk_norm ? TG_LAYERNORM_EPS : 0};
@@ -133,28 +133,28 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *e
     for (int i = 0; i < c.n_layer; i++) {
         tg_gpt_block *b = &m->h[i];
         snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
-        if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
-        if (tg_mha_init_config(&b->attn, p, name, &ac, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_mha_init_config(&b->attn, p, name, &ac, err)) return fail_new(m, err, NULL);
         if (draw) tg_mha_init_normal(&b->attn, &rng, std, proj_std);
         b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
-        if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
-        if (tg_mlp_init(&b->mlp, p, name, kind, C, gpt_hidden(&c), c.bias, c.dropout, err, errlen))
-            return fail_new(m, err, errlen, NULL);
+        if (tg_mlp_init(&b->mlp, p, name, kind, C, gpt_hidden(&c), c.bias, c.dropout, err))
+            return fail_new(m, err, NULL);
         if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
         if (draw && c.zero_init_proj) {
             tg_nn_zero(b->attn.c_proj.weight);
             tg_nn_zero(b->mlp.down.weight);
         }
     }
-    if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err, errlen))
-        return fail_new(m, err, errlen, NULL);
+    if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err))
+        return fail_new(m, err, NULL);
     m->lm_head = m->wte;
     if (c.untie_head) {
-        if (!(m->lm_head = tg_params_add(p, "lm_head.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
-            return fail_new(m, err, errlen, tg_params_error(p));
+        if (!(m->lm_head = tg_params_add(p, "lm_head.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+            return fail_new(m, err, NULL);
         if (draw) tg_rng_fill_normal(&rng, m->lm_head, 0.0, std);
     }
     return m;
@@ -251,13 +251,13 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 
 /* ---- KV cache ---------------------------------------------------------- */
 
-int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen)
+int tg_gpt_cache_enable(tg_gpt *m, int batch, tg_error *err)
 {
-    if (!m) return tg_set_err(err, errlen, "gpt_cache_enable: the model is NULL");
+    if (!m) return tg_error_set(err, "gpt_cache_enable: the model is NULL");
     tg_gpt_cache_disable(m);
     const tg_gpt_config *c = &m->cfg;
     m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
-                                c->block_size, "gpt", err, errlen);
+                                c->block_size, "gpt", err);
     return m->cache ? 0 : -1;
 }
 

@@ -33,26 +33,25 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 
-int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
-                     size_t errlen)
+int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, tg_error *err)
 {
-    if (!c) return tg_set_err(err, errlen, "kv_cache_init: cache is NULL");
+    if (!c) return tg_error_set(err, "kv_cache_init: cache is NULL");
     memset(c, 0, sizeof *c);
     if (!tg_dtype_is_float(dt))
-        return tg_set_err(err, errlen, "kv_cache_init: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        return tg_error_set(err, "kv_cache_init: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
     if (batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1)
-        return tg_set_err(err, errlen, "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
-                                       "max_len %d", batch, n_head, head_dim, max_len);
+        return tg_error_set(err, "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
+                                 "max_len %d", batch, n_head, head_dim, max_len);
     /* each buffer is (batch, max_len, C): the cached prefix becomes a tensor
      * of that shape, so the same limit as a tensor's (2^40 elements), and C
      * must be an int */
     const int64_t C = (int64_t)n_head * head_dim, limit = TG_MAX_NUMEL;
     if (C > INT32_MAX)
-        return tg_set_err(err, errlen, "kv_cache_init: n_head %d x head_dim %d is over 2^31 - 1", n_head, head_dim);
+        return tg_error_set(err, "kv_cache_init: n_head %d x head_dim %d is over 2^31 - 1", n_head, head_dim);
     if (C > limit / batch || C * batch > limit / max_len)
-        return tg_set_err(err, errlen, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
-                                       "elements per buffer, over 2^40", batch, max_len, n_head, head_dim,
-                          (double)batch * max_len * (double)C);
+        return tg_error_set(err, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
+                                 "elements per buffer, over 2^40", batch, max_len, n_head, head_dim,
+                            (double)batch * max_len * (double)C);
     const size_t bytes = (size_t)(C * batch * max_len) * tg_dtype_size(dt);
     c->k = tg_calloc(1, bytes);
     c->v = tg_calloc(1, bytes);
@@ -60,7 +59,7 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
         tg_free(c->k);
         tg_free(c->v);
         memset(c, 0, sizeof *c);
-        return tg_set_err(err, errlen, "kv_cache_init: out of memory for 2 x %zu bytes", bytes);
+        return tg_error_set(err, "kv_cache_init: out of memory for 2 x %zu bytes", bytes);
     }
     c->batch = batch;
     c->n_head = n_head;

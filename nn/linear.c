@@ -15,32 +15,32 @@
 #include "../core/op.h"
 #include "nn_internal.h"
 
-int tg_nn_join(char *out, const char *name, const char *part, const char *who, char *err, size_t errlen)
+int tg_nn_join(char *out, const char *name, const char *part, const char *who, tg_error *err)
 {
     const int n = snprintf(out, TG_NN_NAME_MAX + 1, "%s.%s", name, part);
     if (n >= 0 && n <= TG_NN_NAME_MAX) return 0;
-    return tg_set_err(err, errlen, "%s: the name is %zu bytes, and '<name>.%s' is over TG_NN_NAME_MAX (%d)", who,
-                      strlen(name), part, TG_NN_NAME_MAX);
+    return tg_error_set(err, "%s: the name is %zu bytes, and '<name>.%s' is over TG_NN_NAME_MAX (%d)", who,
+                        strlen(name), part, TG_NN_NAME_MAX);
 }
 
 int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
-                   char *err, size_t errlen)
+                   tg_error *err)
 {
     if (!l || !p || !name)
-        return tg_set_err(err, errlen, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
+        return tg_error_set(err, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = l->bias = NULL;
     if (in < 1 || out < 1) {
-        tg_set_err(err, errlen, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
+        tg_error_set(err, "linear '%s': sizes must be >= 1, got in %d, out %d", name, in, out);
         return -1;
     }
     char full[TG_NN_NAME_MAX + 1];
-    if (tg_nn_join(full, name, "weight", "linear_init", err, errlen)) return -1;
-    l->weight = tg_params_add(p, full, 2, (int[]){out, in});   /* (out, in) */
-    if (!l->weight) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
+    if (tg_nn_join(full, name, "weight", "linear_init", err)) return -1;
+    l->weight = tg_params_add(p, full, 2, (int[]){out, in}, err);   /* (out, in) */
+    if (!l->weight) return -1;
     if (bias) {
-        if (tg_nn_join(full, name, "bias", "linear_init", err, errlen)) return -1;
-        l->bias = tg_params_add(p, full, 1, (int[]){out});     /* (out) */
-        if (!l->bias) { tg_set_err(err, errlen, "%s", tg_params_error(p)); return -1; }
+        if (tg_nn_join(full, name, "bias", "linear_init", err)) return -1;
+        l->bias = tg_params_add(p, full, 1, (int[]){out}, err);     /* (out) */
+        if (!l->bias) return -1;
     }
     if (r) {   /* nn.Linear's reset_parameters: kaiming_uniform(a = sqrt(5)) is U(+-1/sqrt(in)), the bias too */
         const double k = 1 / sqrt((double)in);

@@ -58,41 +58,41 @@ int tg_llama_hidden_dim(int dim, int multiple_of)
 static bool gated(const tg_llama_config *c) { return c->mlp == TG_FFN_DEFAULT || c->mlp == TG_FFN_SWIGLU; }
 
 /* A config's problem as a message in err, or 0 when tg_llama_new takes it. */
-static int check_config(const tg_llama_config *c, char *err, size_t errlen)
+static int check_config(const tg_llama_config *c, tg_error *err)
 {
     if (c->n_layer < 1 || c->n_head < 1 || c->n_kv_head < 1 || c->n_embd < 1 || c->hidden_dim < 1 ||
         c->block_size < 1 || c->vocab_size < 1)
-        return tg_set_err(err, errlen, "llama: every size must be >= 1: n_layer %d, n_head %d, n_kv_head %d, n_embd %d, "
-                                       "hidden_dim %d, block_size %d, vocab_size %d", c->n_layer, c->n_head,
-                          c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size);
+        return tg_error_set(err, "llama: every size must be >= 1: n_layer %d, n_head %d, n_kv_head %d, n_embd %d, "
+                                 "hidden_dim %d, block_size %d, vocab_size %d", c->n_layer, c->n_head,
+                            c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size);
     if (c->n_embd % c->n_head || (c->n_embd / c->n_head) % 2)
-        return tg_set_err(err, errlen, "llama: n_embd %d must be n_head %d times an even head size", c->n_embd,
-                          c->n_head);
+        return tg_error_set(err, "llama: n_embd %d must be n_head %d times an even head size", c->n_embd,
+                            c->n_head);
     if (c->n_head % c->n_kv_head)
-        return tg_set_err(err, errlen, "llama: n_kv_head %d must divide n_head %d", c->n_kv_head, c->n_head);
+        return tg_error_set(err, "llama: n_kv_head %d must divide n_head %d", c->n_kv_head, c->n_head);
     if (!(c->rope_theta > 1 && isfinite(c->rope_theta)))
-        return tg_set_err(err, errlen, "llama: rope_theta must be finite and > 1, got %g", c->rope_theta);
+        return tg_error_set(err, "llama: rope_theta must be finite and > 1, got %g", c->rope_theta);
     if (c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
-        return tg_set_err(err, errlen, "llama: unknown rope_flags %d", c->rope_flags);
+        return tg_error_set(err, "llama: unknown rope_flags %d", c->rope_flags);
     if (!(c->norm_eps > 0 && c->norm_eps <= 1))
-        return tg_set_err(err, errlen, "llama: norm_eps must be in (0, 1], got %g", c->norm_eps);
+        return tg_error_set(err, "llama: norm_eps must be in (0, 1], got %g", c->norm_eps);
     if (!(c->dropout >= 0 && c->dropout < 1))
-        return tg_set_err(err, errlen, "llama: dropout must be in [0, 1), got %g", c->dropout);
+        return tg_error_set(err, "llama: dropout must be in [0, 1), got %g", c->dropout);
     if (!tg_ffn_kind_name(c->mlp))
-        return tg_set_err(err, errlen, "llama: unknown mlp %d (TG_FFN_SWIGLU, TG_FFN_GELU or TG_FFN_RELU2)",
-                          (int)c->mlp);
+        return tg_error_set(err, "llama: unknown mlp %d (TG_FFN_SWIGLU, TG_FFN_GELU or TG_FFN_RELU2)",
+                            (int)c->mlp);
     if (c->gelu != TG_GELU_ERF && (c->gelu != TG_GELU_TANH || c->mlp != TG_FFN_GELU))
-        return tg_set_err(err, errlen, "llama: gelu %d is a setting of mlp TG_FFN_GELU (TG_GELU_ERF or TG_GELU_TANH)",
-                          (int)c->gelu);
+        return tg_error_set(err, "llama: gelu %d is a setting of mlp TG_FFN_GELU (TG_GELU_ERF or TG_GELU_TANH)",
+                            (int)c->gelu);
     if (!(c->logit_softcap >= 0 && isfinite(c->logit_softcap)))
-        return tg_set_err(err, errlen, "llama: logit_softcap must be 0 (none) or finite and > 0, got %g",
-                          c->logit_softcap);
+        return tg_error_set(err, "llama: logit_softcap must be 0 (none) or finite and > 0, got %g",
+                            c->logit_softcap);
     return 0;
 }
 
 int64_t tg_llama_num_params(const tg_llama_config *cfg)
 {
-    if (!cfg || check_config(cfg, NULL, 0)) return -1;
+    if (!cfg || check_config(cfg, NULL)) return -1;
     const tg_llama_config c = *cfg;
     /* what the modules refuse (an MLP past 2^28 wide, a tensor or store past TG_MAX_NUMEL) counts as refused too:
      * tg_llama_new reserves this count before its modules look at the config */
@@ -108,32 +108,32 @@ int64_t tg_llama_num_params(const tg_llama_config *cfg)
     return n > TG_MAX_NUMEL ? -1 : n;
 }
 
-static tg_llama *fail_new(tg_llama *m, char *err, size_t errlen, const char *msg)
+static tg_llama *fail_new(tg_llama *m, tg_error *err, const char *msg)
 {
-    if (msg) tg_set_err(err, errlen, "%s", msg);
+    if (msg) tg_error_set(err, "%s", msg);
     tg_llama_free(m);
     return NULL;
 }
 
-tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     if (!cfg) {
-        tg_set_err(err, errlen, "llama: the config is NULL");
+        tg_error_set(err, "llama: the config is NULL");
         return NULL;
     }
     const tg_llama_config c = *cfg;
-    if (check_config(&c, err, errlen)) return NULL;
+    if (check_config(&c, err)) return NULL;
     if (!tg_dtype_is_float(dt)) {
-        tg_set_err(err, errlen, "llama: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
+        tg_error_set(err, "llama: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
         return NULL;
     }
     tg_llama *m = tg_calloc(1, sizeof *m);
-    if (!m) return fail_new(m, err, errlen, "llama: out of memory");
+    if (!m) return fail_new(m, err, "llama: out of memory");
     m->cfg = c;
-    if (!(m->params = tg_params_new(dt, err, errlen))) return fail_new(m, err, errlen, NULL);
+    if (!(m->params = tg_params_new(dt, err))) return fail_new(m, err, NULL);
     tg_params_reserve(m->params, tg_llama_num_params(&c));   /* its buffers allocated once */
     if (!(m->layers = tg_calloc((size_t)c.n_layer, sizeof *m->layers)))
-        return fail_new(m, err, errlen, "llama: out of memory");
+        return fail_new(m, err, "llama: out of memory");
 
     const bool draw = seed != TG_NO_INIT;   /* TG_NO_INIT: the weights come from a file next */
     tg_rng rng;
@@ -141,8 +141,8 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
     const double std = 0.02, scaled = 0.02 / sqrt(2.0 * c.n_layer);
     const int C = c.n_embd;
     tg_params *p = m->params;
-    if (!(m->tok_embeddings = tg_params_add(p, "tok_embeddings.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
-        return fail_new(m, err, errlen, tg_params_error(p));
+    if (!(m->tok_embeddings = tg_params_add(p, "tok_embeddings.weight", 2, (int[]){c.vocab_size, C}, err))) /* (V,C) */
+        return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
     const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .n_kv_head = c.n_kv_head, .layout = TG_MHA_LLAMA,
                               .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags,
@@ -153,12 +153,12 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
     for (int i = 0; i < c.n_layer; i++) {
         tg_llama_block *b = &m->layers[i];
         snprintf(name, sizeof name, "layers.%d.attention", i);
-        if (tg_mha_init_config(&b->attention, p, name, &ac, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_mha_init_config(&b->attention, p, name, &ac, err)) return fail_new(m, err, NULL);
         if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled);       /* wo scaled */
         b->attention.composed = c.attn_composed;
         snprintf(name, sizeof name, "layers.%d.feed_forward", i);
-        if (tg_mlp_init(&b->feed_forward, p, name, kind, C, c.hidden_dim, false, c.dropout, err, errlen))
-            return fail_new(m, err, errlen, NULL);
+        if (tg_mlp_init(&b->feed_forward, p, name, kind, C, c.hidden_dim, false, c.dropout, err))
+            return fail_new(m, err, NULL);
         if (draw && gated(&c)) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
         else if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, std, scaled);        /* c_proj scaled */
         if (draw && c.zero_init_proj) {
@@ -166,17 +166,17 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, c
             tg_nn_zero(b->feed_forward.down.weight);
         }
         snprintf(name, sizeof name, "layers.%d.attention_norm", i);
-        if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err, errlen))
-            return fail_new(m, err, errlen, NULL);
+        if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err))
+            return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "layers.%d.ffn_norm", i);
-        if (tg_rmsnorm_init(&b->ffn_norm, p, name, C, c.norm_eps, err, errlen)) return fail_new(m, err, errlen, NULL);
+        if (tg_rmsnorm_init(&b->ffn_norm, p, name, C, c.norm_eps, err)) return fail_new(m, err, NULL);
     }
-    if (tg_rmsnorm_init(&m->norm, p, "norm", C, c.norm_eps, err, errlen)) return fail_new(m, err, errlen, NULL);
+    if (tg_rmsnorm_init(&m->norm, p, "norm", C, c.norm_eps, err)) return fail_new(m, err, NULL);
     if (c.tied) {
         m->output = m->tok_embeddings;
     } else {
-        if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C})))   /* (V,C) */
-            return fail_new(m, err, errlen, tg_params_error(p));
+        if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+            return fail_new(m, err, NULL);
         if (draw) tg_rng_fill_normal(&rng, m->output, 0.0, std);
     }
     return m;
@@ -238,13 +238,13 @@ tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *ta
 
 /* ---- KV cache ---------------------------------------------------------- */
 
-int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errlen)
+int tg_llama_cache_enable(tg_llama *m, int batch, tg_error *err)
 {
-    if (!m) return tg_set_err(err, errlen, "llama_cache_enable: the model is NULL");
+    if (!m) return tg_error_set(err, "llama_cache_enable: the model is NULL");
     tg_llama_cache_disable(m);
     const tg_llama_config *c = &m->cfg;
     m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_kv_head, c->n_embd / c->n_head,
-                                c->block_size, "llama", err, errlen);
+                                c->block_size, "llama", err);
     return m->cache ? 0 : -1;
 }
 

@@ -44,19 +44,19 @@ bool tg_lm_check_targets(tg_graph *g, const char *who, const tg_tensor *idx, con
 }
 
 tg_kv_cache *tg_lm_caches_new(int n_layer, tg_dtype dt, int batch, int n_kv_head, int head_dim, int max_len,
-                              const char *who, char *err, size_t errlen)
+                              const char *who, tg_error *err)
 {
     if (batch < 1) {
-        tg_set_err(err, errlen, "%s_cache_enable: batch must be >= 1, got %d", who, batch);
+        tg_error_set(err, "%s_cache_enable: batch must be >= 1, got %d", who, batch);
         return NULL;
     }
     tg_kv_cache *c = tg_calloc((size_t)n_layer, sizeof *c);
     if (!c) {
-        tg_set_err(err, errlen, "%s_cache_enable: out of memory", who);
+        tg_error_set(err, "%s_cache_enable: out of memory", who);
         return NULL;
     }
     for (int i = 0; i < n_layer; i++)
-        if (tg_kv_cache_init(&c[i], dt, batch, n_kv_head, head_dim, max_len, err, errlen)) {
+        if (tg_kv_cache_init(&c[i], dt, batch, n_kv_head, head_dim, max_len, err)) {
             tg_lm_caches_free(c, n_layer);
             return NULL;
         }

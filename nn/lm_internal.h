@@ -17,7 +17,7 @@ bool tg_lm_check_targets(tg_graph *g, const char *who, const tg_tensor *idx, con
 /* n_layer empty caches of max_len positions for batch sequences, each
  * (batch, max_len, n_kv_head * head_dim); NULL with a message naming who. */
 tg_kv_cache *tg_lm_caches_new(int n_layer, tg_dtype dt, int batch, int n_kv_head, int head_dim, int max_len,
-                              const char *who, char *err, size_t errlen);
+                              const char *who, tg_error *err);
 /* Frees the n_layer caches and the array; accepts NULL. */
 void tg_lm_caches_free(tg_kv_cache *c, int n_layer);
 /* Empties the n_layer caches (NULL: nothing to do). */

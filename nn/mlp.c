@@ -24,29 +24,29 @@ const char *tg_ffn_kind_name(tg_ffn_kind k)
 }
 
 int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
-                double dropout, char *err, size_t errlen)
+                double dropout, tg_error *err)
 {
     if (!m || !p || !name)
-        return tg_set_err(err, errlen, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
+        return tg_error_set(err, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     *m = (tg_mlp_mod){.kind = kind};
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
-        return tg_set_err(err, errlen, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
+        return tg_error_set(err, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
     if (kind != TG_MLP_GELU && kind != TG_MLP_GELU_TANH && kind != TG_MLP_SWIGLU && kind != TG_MLP_RELU2)
-        return tg_set_err(err, errlen, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH, TG_MLP_SWIGLU or "
-                                       "TG_MLP_RELU2)",
-                          name, (int)kind);
+        return tg_error_set(err, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH, TG_MLP_SWIGLU or "
+                                 "TG_MLP_RELU2)",
+                            name, (int)kind);
     if (!(dropout >= 0 && dropout < 1))
-        return tg_set_err(err, errlen, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
+        return tg_error_set(err, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
     m->dropout = dropout;
     const bool swiglu = kind == TG_MLP_SWIGLU;
     char full[TG_NN_NAME_MAX + 1];
-    if (tg_nn_join(full, name, swiglu ? "w1" : "c_fc", "mlp_init", err, errlen)) return -1;
-    if (tg_linear_init(&m->up, p, full, C, hidden, bias, NULL, err, errlen)) return -1;
-    if (tg_nn_join(full, name, swiglu ? "w2" : "c_proj", "mlp_init", err, errlen)) return -1;
-    if (tg_linear_init(&m->down, p, full, hidden, C, bias, NULL, err, errlen)) return -1;
+    if (tg_nn_join(full, name, swiglu ? "w1" : "c_fc", "mlp_init", err)) return -1;
+    if (tg_linear_init(&m->up, p, full, C, hidden, bias, NULL, err)) return -1;
+    if (tg_nn_join(full, name, swiglu ? "w2" : "c_proj", "mlp_init", err)) return -1;
+    if (tg_linear_init(&m->down, p, full, hidden, C, bias, NULL, err)) return -1;
     if (!swiglu) return 0;
-    if (tg_nn_join(full, name, "w3", "mlp_init", err, errlen)) return -1;
-    return tg_linear_init(&m->gate, p, full, C, hidden, bias, NULL, err, errlen);
+    if (tg_nn_join(full, name, "w3", "mlp_init", err)) return -1;
+    return tg_linear_init(&m->gate, p, full, C, hidden, bias, NULL, err);
 }
 
 void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std)

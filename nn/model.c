@@ -16,15 +16,15 @@
 
 static int write_options(const tg_model_config *c, tg_ffn_kind family_mlp, tg_st_writer *w)
 {
-    if (c->mlp != TG_FFN_DEFAULT && c->mlp != family_mlp && tg_st_writer_meta(w, "mlp", tg_ffn_kind_name(c->mlp)))
+    if (c->mlp != TG_FFN_DEFAULT && c->mlp != family_mlp && tg_st_writer_add_meta(w, "mlp", tg_ffn_kind_name(c->mlp)))
         return -1;
-    if (c->qk_norm && tg_st_writer_meta(w, "qk_norm", "true")) return -1;
-    if (c->zero_init_proj && tg_st_writer_meta(w, "zero_init_proj", "true")) return -1;
+    if (c->qk_norm && tg_st_writer_add_meta(w, "qk_norm", "true")) return -1;
+    if (c->zero_init_proj && tg_st_writer_add_meta(w, "zero_init_proj", "true")) return -1;
     char v[40];
     snprintf(v, sizeof v, "%.17g", c->logit_softcap);
-    return c->logit_softcap > 0 && tg_st_writer_meta(w, "logit_softcap", v) ? -1 : 0;
+    return c->logit_softcap > 0 && tg_st_writer_add_meta(w, "logit_softcap", v) ? -1 : 0;
 }
-static int read_options(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+static int read_options(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
     const char *mlp = tg_st_meta(f, "mlp");
     c->mlp = TG_FFN_DEFAULT;
@@ -32,14 +32,14 @@ static int read_options(const tg_st_file *f, tg_model_config *c, char *err, size
         for (int k = TG_FFN_GELU; k <= TG_FFN_SWIGLU; k++)
             if (!strcmp(mlp, tg_ffn_kind_name((tg_ffn_kind)k))) c->mlp = (tg_ffn_kind)k;
         if (c->mlp == TG_FFN_DEFAULT)
-            return tg_set_err(err, errlen, "checkpoint metadata 'mlp' = '%.40s' is not gelu, relu2 or swiglu", mlp);
+            return tg_error_set(err, "checkpoint metadata 'mlp' = '%.40s' is not gelu, relu2 or swiglu", mlp);
     }
     c->qk_norm = c->zero_init_proj = false;
     c->logit_softcap = 0;
-    if ((tg_st_meta(f, "qk_norm") && tg_st_meta_bool(f, "qk_norm", &c->qk_norm, err, errlen)) ||
-        (tg_st_meta(f, "zero_init_proj") && tg_st_meta_bool(f, "zero_init_proj", &c->zero_init_proj, err, errlen)) ||
+    if ((tg_st_meta(f, "qk_norm") && tg_st_meta_bool(f, "qk_norm", &c->qk_norm, err)) ||
+        (tg_st_meta(f, "zero_init_proj") && tg_st_meta_bool(f, "zero_init_proj", &c->zero_init_proj, err)) ||
         (tg_st_meta(f, "logit_softcap") &&
-         tg_st_meta_double(f, "logit_softcap", 1e-30, 1e30, &c->logit_softcap, err, errlen)))
+         tg_st_meta_double(f, "logit_softcap", 1e-30, 1e30, &c->logit_softcap, err)))
         return -1;
     return 0;
 }
@@ -57,10 +57,10 @@ static tg_gpt_config gpt_config(const tg_model_config *c)
                            .zero_init_proj = c->zero_init_proj, .untie_head = c->untie_head,
                            .logit_softcap = c->logit_softcap};
 }
-static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     const tg_gpt_config g = gpt_config(c);
-    return tg_gpt_new(&g, dt, seed, err, errlen);
+    return tg_gpt_new(&g, dt, seed, err);
 }
 static void gpt_destroy(void *m) { tg_gpt_free(m); }
 static tg_params *gpt_params(void *m) { return ((tg_gpt *)m)->params; }
@@ -72,7 +72,7 @@ static int64_t gpt_num_params(const tg_model_config *c)
 static tg_tensor *gpt_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_gpt_forward_ex(g, m, idx, w); }
 static tg_tensor *gpt_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_gpt_loss(g, m, idx, t); }
 static void gpt_set_composed(void *m, bool c) { tg_gpt_set_attn_composed(m, c); }
-static int gpt_cache_enable(void *m, int b, char *err, size_t errlen) { return tg_gpt_cache_enable(m, b, err, errlen); }
+static int gpt_cache_enable(void *m, int b, tg_error *err) { return tg_gpt_cache_enable(m, b, err); }
 static void gpt_cache_clear(void *m) { tg_gpt_cache_clear(m); }
 static int gpt_cache_len(const void *m) { return ((const tg_gpt *)m)->cache ? ((const tg_gpt *)m)->cache[0].len : 0; }
 
@@ -82,7 +82,7 @@ static int write_ints(tg_st_writer *w, int n, const char *const *keys, const int
     char v[16];
     for (int i = 0; i < n; i++) {
         snprintf(v, sizeof v, "%d", vals[i]);
-        if (tg_st_writer_meta(w, keys[i], v)) return -1;
+        if (tg_st_writer_add_meta(w, keys[i], v)) return -1;
     }
     return 0;
 }
@@ -90,21 +90,21 @@ static int write_double(tg_st_writer *w, const char *key, double x)
 {
     char v[40];
     snprintf(v, sizeof v, "%.17g", x);
-    return tg_st_writer_meta(w, key, v);
+    return tg_st_writer_add_meta(w, key, v);
 }
-static int read_ints(const tg_st_file *f, int n, const char *const *keys, int *const *vals, char *err, size_t errlen)
+static int read_ints(const tg_st_file *f, int n, const char *const *keys, int *const *vals, tg_error *err)
 {
     for (int i = 0; i < n; i++) {
         int64_t v;
-        if (tg_st_meta_int(f, keys[i], 1, 1 << 24, &v, err, errlen)) return -1;
+        if (tg_st_meta_int(f, keys[i], 1, 1 << 24, &v, err)) return -1;
         *vals[i] = (int)v;
     }
     return 0;
 }
-static int read_dropout(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+static int read_dropout(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
     c->dropout = 0;
-    return tg_st_meta(f, "dropout") ? tg_st_meta_double(f, "dropout", 0, 0.999, &c->dropout, err, errlen) : 0;
+    return tg_st_meta(f, "dropout") ? tg_st_meta_double(f, "dropout", 0, 0.999, &c->dropout, err) : 0;
 }
 
 static const char *const GPT_KEYS[] = {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"};
@@ -112,25 +112,25 @@ static const char *const GPT_KEYS[] = {"n_layer", "n_head", "n_embd", "block_siz
 static int gpt_write(const tg_model_config *c, tg_st_writer *w)
 {
     const int v[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
-    return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_meta(w, "bias", c->bias ? "true" : "false") ||
+    return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_add_meta(w, "bias", c->bias ? "true" : "false") ||
            write_double(w, "dropout", c->dropout) ||
-           tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf") ||
-           (c->untie_head && tg_st_writer_meta(w, "tied", "false")) || write_options(c, TG_FFN_GELU, w);
+           tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf") ||
+           (c->untie_head && tg_st_writer_add_meta(w, "tied", "false")) || write_options(c, TG_FFN_GELU, w);
 }
-static int gpt_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+static int gpt_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
     int *const v[5] = {&c->n_layer, &c->n_head, &c->n_embd, &c->block_size, &c->vocab_size};
-    if (read_ints(f, 5, GPT_KEYS, v, err, errlen) || tg_st_meta_bool(f, "bias", &c->bias, err, errlen) ||
-        read_options(f, c, err, errlen))
+    if (read_ints(f, 5, GPT_KEYS, v, err) || tg_st_meta_bool(f, "bias", &c->bias, err) ||
+        read_options(f, c, err))
         return -1;
     c->tied = true;
-    if (tg_st_meta(f, "tied") && tg_st_meta_bool(f, "tied", &c->tied, err, errlen)) return -1;
+    if (tg_st_meta(f, "tied") && tg_st_meta_bool(f, "tied", &c->tied, err)) return -1;
     c->untie_head = !c->tied;
     const char *gelu = tg_st_meta(f, "gelu");
     if (gelu && strcmp(gelu, "erf") && strcmp(gelu, "tanh"))
-        return tg_set_err(err, errlen, "metadata 'gelu' is '%.40s': not erf or tanh", gelu);
+        return tg_error_set(err, "metadata 'gelu' is '%.40s': not erf or tanh", gelu);
     c->gelu = gelu && !strcmp(gelu, "tanh") ? TG_GELU_TANH : TG_GELU_ERF;
-    return read_dropout(f, c, err, errlen);
+    return read_dropout(f, c, err);
 }
 
 static const tg_model_family FAMILY_GPT = {
@@ -152,19 +152,19 @@ static tg_llama_config llama_config(const tg_model_config *c)
                              .mlp = c->mlp, .gelu = c->gelu, .qk_norm = c->qk_norm,
                              .zero_init_proj = c->zero_init_proj, .logit_softcap = c->logit_softcap};
 }
-static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     if (c->bias) {
-        tg_set_err(err, errlen, "llama: the Llama has no biases (give --bias false)");
+        tg_error_set(err, "llama: the Llama has no biases (give --bias false)");
         return NULL;
     }
     if (c->gelu != TG_GELU_ERF && c->mlp != TG_FFN_GELU) {
-        tg_set_err(err, errlen, "llama: this Llama's MLP is %s (no GELU to choose; mlp gelu has one)",
-                   c->mlp == TG_FFN_RELU2 ? "ReLU squared" : "SwiGLU");
+        tg_error_set(err, "llama: this Llama's MLP is %s (no GELU to choose; mlp gelu has one)",
+                     c->mlp == TG_FFN_RELU2 ? "ReLU squared" : "SwiGLU");
         return NULL;
     }
     const tg_llama_config l = llama_config(c);
-    return tg_llama_new(&l, dt, seed, err, errlen);
+    return tg_llama_new(&l, dt, seed, err);
 }
 static void llama_destroy(void *m) { tg_llama_free(m); }
 static tg_params *llama_params(void *m) { return ((tg_llama *)m)->params; }
@@ -176,7 +176,7 @@ static int64_t llama_num_params(const tg_model_config *c)
 static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_llama_forward_ex(g, m, idx, w); }
 static tg_tensor *llama_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_llama_loss(g, m, idx, t); }
 static void llama_set_composed(void *m, bool c) { tg_llama_set_attn_composed(m, c); }
-static int llama_cache_enable(void *m, int b, char *err, size_t errlen) { return tg_llama_cache_enable(m, b, err, errlen); }
+static int llama_cache_enable(void *m, int b, tg_error *err) { return tg_llama_cache_enable(m, b, err); }
 static void llama_cache_clear(void *m) { tg_llama_cache_clear(m); }
 static int llama_cache_len(const void *m)
 {
@@ -203,32 +203,32 @@ static int llama_write(const tg_model_config *c, tg_st_writer *w)
 {
     const int v[7] = {c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size};
     return write_ints(w, 7, LLAMA_KEYS, v) || write_double(w, "rope_theta", c->rope_theta) ||
-           write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_meta(w, "tied", c->tied ? "true" : "false") ||
-           tg_st_writer_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
-           tg_st_writer_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout) ||
-           (c->mlp == TG_FFN_GELU && tg_st_writer_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf")) ||
+           write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_add_meta(w, "tied", c->tied ? "true" : "false") ||
+           tg_st_writer_add_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
+           tg_st_writer_add_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout) ||
+           (c->mlp == TG_FFN_GELU && tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf")) ||
            write_options(c, TG_FFN_SWIGLU, w);
 }
-static int llama_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+static int llama_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
     int *const v[7] = {&c->n_layer, &c->n_head, &c->n_kv_head, &c->n_embd, &c->hidden_dim, &c->block_size,
                        &c->vocab_size};
-    if (read_ints(f, 7, LLAMA_KEYS, v, err, errlen) ||
-        tg_st_meta_double(f, "rope_theta", 1.0000001, 1e12, &c->rope_theta, err, errlen) ||
-        tg_st_meta_double(f, "norm_eps", 1e-30, 1, &c->norm_eps, err, errlen) ||
-        tg_st_meta_bool(f, "tied", &c->tied, err, errlen))
+    if (read_ints(f, 7, LLAMA_KEYS, v, err) ||
+        tg_st_meta_double(f, "rope_theta", 1.0000001, 1e12, &c->rope_theta, err) ||
+        tg_st_meta_double(f, "norm_eps", 1e-30, 1, &c->norm_eps, err) ||
+        tg_st_meta_bool(f, "tied", &c->tied, err))
         return -1;
     const char *rope = tg_st_meta(f, "rope");
     if (rope && strcmp(rope, "interleaved") && strcmp(rope, "halves"))
-        return tg_set_err(err, errlen, "checkpoint metadata 'rope' = '%.40s' is not interleaved or halves", rope);
+        return tg_error_set(err, "checkpoint metadata 'rope' = '%.40s' is not interleaved or halves", rope);
     c->rope_halves = rope && !strcmp(rope, "halves");
     c->bias = false;
-    if (read_options(f, c, err, errlen)) return -1;
+    if (read_options(f, c, err)) return -1;
     const char *gelu = tg_st_meta(f, "gelu");   /* the GELU MLP's form */
     if (gelu && (c->mlp != TG_FFN_GELU || (strcmp(gelu, "erf") && strcmp(gelu, "tanh"))))
-        return tg_set_err(err, errlen, "checkpoint metadata 'gelu' = '%.40s' is not erf or tanh of an mlp gelu", gelu);
+        return tg_error_set(err, "checkpoint metadata 'gelu' = '%.40s' is not erf or tanh of an mlp gelu", gelu);
     c->gelu = gelu && !strcmp(gelu, "tanh") ? TG_GELU_TANH : TG_GELU_ERF;
-    return read_dropout(f, c, err, errlen);
+    return read_dropout(f, c, err);
 }
 
 static const tg_model_family FAMILY_LLAMA = {
@@ -242,25 +242,25 @@ static const tg_model_family *families[TG_MODEL_MAX_FAMILIES] = {&FAMILY_GPT, &F
 static int n_families = 2;
 static char family_names[TG_MODEL_MAX_FAMILIES * 34] = "gpt, llama";
 
-int tg_model_register(const tg_model_family *f, char *err, size_t errlen)
+int tg_model_register(const tg_model_family *f, tg_error *err)
 {
-    if (!f) return tg_set_err(err, errlen, "model_register: the family is NULL");
+    if (!f) return tg_error_set(err, "model_register: the family is NULL");
     size_t len = f->arch ? strlen(f->arch) : 0;
     bool name_ok = len >= 1 && len <= 31;
     for (size_t i = 0; name_ok && i < len; i++) {
         const char c = f->arch[i];
         name_ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     }
-    if (!name_ok) return tg_set_err(err, errlen, "model_register: a family's name is 1-31 bytes of [a-z0-9_]");
+    if (!name_ok) return tg_error_set(err, "model_register: a family's name is 1-31 bytes of [a-z0-9_]");
     if (!f->embedding || !f->create || !f->destroy || !f->params || !f->num_params || !f->forward || !f->loss ||
         !f->config_write != !f->config_read)
-        return tg_set_err(err, errlen, "model_register: family '%s' lacks its embedding's name, a required "
-                          "function (create, destroy, params, num_params, forward, loss), or one of config_write "
-                          "and config_read (give both or neither)", f->arch);
+        return tg_error_set(err, "model_register: family '%s' lacks its embedding's name, a required "
+                            "function (create, destroy, params, num_params, forward, loss), or one of config_write "
+                                 "and config_read (give both or neither)", f->arch);
     if (tg_model_family_find(f->arch))
-        return tg_set_err(err, errlen, "model_register: there is a family '%s' already", f->arch);
+        return tg_error_set(err, "model_register: there is a family '%s' already", f->arch);
     if (n_families == TG_MODEL_MAX_FAMILIES)
-        return tg_set_err(err, errlen, "model_register: the table holds %d families", TG_MODEL_MAX_FAMILIES);
+        return tg_error_set(err, "model_register: the table holds %d families", TG_MODEL_MAX_FAMILIES);
     families[n_families++] = f;
     snprintf(family_names + strlen(family_names), sizeof family_names - strlen(family_names), ", %s", f->arch);
     return 0;
@@ -277,15 +277,15 @@ const char *tg_model_family_names(void) { return family_names; }
 
 /* ---- models ---------------------------------------------------------------- */
 
-int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
-    if (!m || !c) return tg_set_err(err, errlen, "model_new: %s is NULL", m ? "the config" : "the model");
+    if (!m || !c) return tg_error_set(err, "model_new: %s is NULL", m ? "the config" : "the model");
     memset(m, 0, sizeof *m);
     const tg_model_family *f = tg_model_family_find(c->arch);
     if (!f)
-        return tg_set_err(err, errlen, "unknown model architecture '%.40s' (known: %s)", c->arch ? c->arch : "",
-                          family_names);
-    if (!(m->impl = f->create(c, dt, seed, err, errlen))) return -1;
+        return tg_error_set(err, "unknown model architecture '%.40s' (known: %s)", c->arch ? c->arch : "",
+                            family_names);
+    if (!(m->impl = f->create(c, dt, seed, err))) return -1;
     m->family = f;
     m->config = *c;
     m->config.arch = f->arch;   /* a string that lives, whatever c pointed at */
@@ -324,12 +324,12 @@ int tg_model_set_composed(tg_model *m, bool composed)
     return 0;
 }
 
-int tg_model_cache_enable(tg_model *m, int batch, char *err, size_t errlen)
+int tg_model_cache_enable(tg_model *m, int batch, tg_error *err)
 {
-    if (!m || !m->family) return tg_set_err(err, errlen, "model_cache_enable: the model is NULL or empty");
+    if (!m || !m->family) return tg_error_set(err, "model_cache_enable: the model is NULL or empty");
     if (!m->family->cache_enable)
-        return tg_set_err(err, errlen, "model_cache_enable: family '%s' has no KV cache", m->family->arch);
-    return m->family->cache_enable(m->impl, batch, err, errlen);
+        return tg_error_set(err, "model_cache_enable: family '%s' has no KV cache", m->family->arch);
+    return m->family->cache_enable(m->impl, batch, err);
 }
 
 void tg_model_cache_clear(tg_model *m)
@@ -359,22 +359,21 @@ static const char *const PLAIN_KEYS[] = {"n_layer", "n_embd", "block_size", "voc
 int tg_model_config_write(const tg_model_config *c, tg_st_writer *w)
 {
     const tg_model_family *f = c ? tg_model_family_find(c->arch) : NULL;
-    if (!f || !w || tg_st_writer_meta(w, "arch", f->arch)) return -1;
+    if (!f || !w || tg_st_writer_add_meta(w, "arch", f->arch)) return -1;
     if (f->config_write) return f->config_write(c, w) ? -1 : 0;
     return write_ints(w, 4, PLAIN_KEYS, (const int[]){c->n_layer, c->n_embd, c->block_size, c->vocab_size});
 }
 
-int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen)
+int tg_model_config_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
-    if (!f || !c) return tg_set_err(err, errlen, "model_config_read: %s is NULL", c ? "the file" : "the config");
+    if (!f || !c) return tg_error_set(err, "model_config_read: %s is NULL", c ? "the file" : "the config");
     memset(c, 0, sizeof *c);
     const char *arch = tg_st_meta(f, "arch");
     const tg_model_family *fam = tg_model_family_find(arch ? arch : "gpt");
     if (!fam)
-        return tg_set_err(err, errlen, "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
-                          "knows (%s)", arch, family_names);
+        return tg_error_set(err, "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
+                                 "knows (%s)", arch, family_names);
     c->arch = fam->arch;
-    if (fam->config_read) return fam->config_read(f, c, err, errlen);
-    return read_ints(f, 4, PLAIN_KEYS, (int *const[]){&c->n_layer, &c->n_embd, &c->block_size, &c->vocab_size}, err,
-                     errlen);
+    if (fam->config_read) return fam->config_read(f, c, err);
+    return read_ints(f, 4, PLAIN_KEYS, (int *const[]){&c->n_layer, &c->n_embd, &c->block_size, &c->vocab_size}, err);
 }

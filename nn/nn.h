@@ -4,11 +4,11 @@
  * Modules are plain structs of tensor pointers into the store; forward
  * functions take a graph and follow the op conventions (NULL in, NULL
  * out; the first error sticks on the graph; a NULL module is an error
- * "<layer>: the module is NULL", "gpt: the model is NULL"). Init functions return 0, or -1 with a
- * message in err (a NULL module, store or name, a name that makes a
- * parameter's longer than TG_NN_NAME_MAX, bad sizes, duplicate names, out of memory); as
- * everywhere in the API, (err, errlen) come last and err may be NULL
- * (docs/decisions.md, Conventions). */
+ * "<layer>: the module is NULL", "gpt: the model is NULL"). Init
+ * functions return 0, or -1 with a message in their tg_error *err
+ * (core/error.h): a NULL module, store or name, a name that makes a
+ * parameter's longer than TG_NN_NAME_MAX, bad sizes, duplicate names,
+ * out of memory. */
 #ifndef TG_NN_H
 #define TG_NN_H
 
@@ -50,7 +50,7 @@ typedef struct tg_linear_mod {
  * them itself (tg_linear_init_normal, as the GPT and the Llama do).
  * Errors: in or out < 1, a duplicate name, out of memory. */
 TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
-                          char *err, size_t errlen);
+                          tg_error *err);
 /* Fills the weight with normal(0, std) values drawn from r in flat order
  * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a
  * NULL l or r. */
@@ -69,7 +69,7 @@ typedef struct tg_layernorm_mod {
  * (C), zeros; eps is TG_LAYERNORM_EPS. Errors: C < 1, a duplicate name,
  * out of memory. */
 TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
-                             char *err, size_t errlen);
+                             tg_error *err);
 /* tg_layernorm with the module's weight, bias and eps: (..., C) -> (..., C). */
 TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
 
@@ -82,8 +82,7 @@ typedef struct tg_rmsnorm_mod {
 
 /* Registers <name>.weight (C), filled with 1. Errors: NULL arguments, C <
  * 1, eps outside (0, 1], a duplicate name, out of memory. */
-TG_API int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, char *err,
-                           size_t errlen);
+TG_API int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, tg_error *err);
 /* tg_rmsnorm with the module's weight and eps: (..., C) -> (..., C). */
 TG_API tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_tensor *x);
 
@@ -115,7 +114,7 @@ typedef struct tg_mlp_mod {
  * biases when bias. Errors: C or hidden outside [1, 2^28], an unknown
  * kind, dropout outside [0, 1), a duplicate name, out of memory. */
 TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
-                       double dropout, char *err, size_t errlen);
+                       double dropout, tg_error *err);
 /* Normal(0, std) weights for the up (and gate) projection, normal(0,
  * down_std) for the down one, zero biases, drawn from r in registration
  * order (nanoGPT scales c_proj; Llama's model.py scales w3 instead: pass
@@ -152,8 +151,8 @@ typedef struct tg_kv_cache {
  * err (c zeroed, nothing allocated) when c is NULL, dt is not f32/f64, a
  * size is < 1, the buffers would hold more than 2^40 elements (a tensor's
  * limit) or n_head * head_dim exceeds INT_MAX, or out of memory. */
-TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len, char *err,
-                            size_t errlen);
+TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int head_dim, int max_len,
+                            tg_error *err);
 /* Forgets the cached positions, to start a new sequence; keeps the
  * memory. Nothing for a NULL c. */
 TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
@@ -223,8 +222,7 @@ typedef struct tg_mha_mod {
  * range, rope_theta neither 0 nor > 1, an odd head size with RoPE,
  * qk_norm_eps neither 0 nor in (0, 1], an unknown layout or rope flags, a
  * duplicate name, out of memory. */
-TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, char *err,
-                              size_t errlen);
+TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err);
 /* tg_mha_init_config for ordinary multi-head attention without RoPE:
  * <name>.c_attn.{weight,bias} (3C, C), (3C) when fused, else
  * <name>.{q,k,v}_proj.{weight,bias} (C, C), (C); and
@@ -233,7 +231,7 @@ TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, con
  * to the output. Errors: n_embd or n_head < 1, n_embd not divisible by
  * n_head, dropout out of range, a duplicate name, out of memory. */
 TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
-                       bool fused, double dropout, char *err, size_t errlen);
+                       bool fused, double dropout, tg_error *err);
 /* Normal(0, std) weights for the q, k and v projections (c_attn, or
  * q_proj, k_proj, v_proj; wq, wk, wv), normal(0, out_std) for the output
  * projection (c_proj, wo), zero biases, drawn from r in registration
@@ -332,7 +330,7 @@ typedef struct tg_gpt {
  * LayerNorm weights 1 (seed TG_NO_INIT: no normals drawn, the weights
  * and embeddings left zero). dt is TG_F32 or TG_F64. NULL with a message
  * in err for a NULL cfg, a bad config or dtype, or out of memory. */
-TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err);
 /* The number of parameter elements tg_gpt_new registers for cfg, in
  * closed form, without allocating anything (nanoGPT's get_num_params with
  * the position embedding counted): V C + block_size C + n_layer (12 C^2 +
@@ -368,7 +366,7 @@ TG_API tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor 
  * Enabling makes n_layer empty caches of block_size positions for `batch`
  * sequences (replacing any earlier ones). Returns 0, or -1 with err for a
  * NULL m, batch < 1, caches too large (tg_kv_cache_init) or out of memory. */
-TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, char *err, size_t errlen);
+TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, tg_error *err);
 /* Empties every layer's cache, to start new sequences; nothing when
  * disabled or for a NULL m. */
 TG_API void tg_gpt_cache_clear(tg_gpt *m);
@@ -425,7 +423,7 @@ TG_API int tg_llama_hidden_dim(int dim, int multiple_of);
  * normal(0, 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1
  * (seed TG_NO_INIT: no normals drawn, the weights and embeddings left
  * zero). dt is TG_F32 or TG_F64. NULL with a message otherwise. */
-TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err);
 /* The number of parameter elements tg_llama_new registers for cfg, in
  * closed form, without allocating: V C (twice when not tied) + C +
  * n_layer C (2 C + 2 Ckv + 3 hidden + 2). -1 for a config tg_llama_new
@@ -447,7 +445,7 @@ TG_API tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, 
 TG_API tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *targets);
 /* KV caches of block_size positions (n_kv_head heads) for `batch`
  * sequences in every layer, as tg_gpt_cache_enable. */
-TG_API int tg_llama_cache_enable(tg_llama *m, int batch, char *err, size_t errlen);
+TG_API int tg_llama_cache_enable(tg_llama *m, int batch, tg_error *err);
 /* Empties every layer's cache; nothing when disabled or for NULL. */
 TG_API void tg_llama_cache_clear(tg_llama *m);
 /* Frees the caches; accepts NULL. */
@@ -496,18 +494,18 @@ typedef struct tg_model_family {
     const char *embedding;   /* the token embedding's parameter name, (vocab_size, n_embd) */
     const char *position;    /* the position embedding's, (block_size, n_embd), or NULL */
     const char *head;        /* the name a file may give a tied output head, or NULL */
-    void *(*create)(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen);
+    void *(*create)(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err);
     void (*destroy)(void *impl);
     tg_params *(*params)(void *impl);
     int64_t (*num_params)(const tg_model_config *c);   /* -1 for a config create refuses */
     tg_tensor *(*forward)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor **attn_weights);
     tg_tensor *(*loss)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor *targets);
     void (*set_composed)(void *impl, bool composed);
-    int (*cache_enable)(void *impl, int batch, char *err, size_t errlen);
+    int (*cache_enable)(void *impl, int batch, tg_error *err);
     void (*cache_clear)(void *impl);
     int (*cache_len)(const void *impl);
     int (*config_write)(const tg_model_config *c, tg_st_writer *w);   /* the family's keys */
-    int (*config_read)(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen);
+    int (*config_read)(const tg_st_file *f, tg_model_config *c, tg_error *err);
     /* tg_model_cache_shift: every layer's cache shifted (tg_kv_cache_shift) */
     int (*cache_shift)(void *impl, int n_keep, int n_discard, tg_error *err);
 } tg_model_family;
@@ -524,7 +522,7 @@ typedef struct tg_model {
 /* Adds a family to the process's table (not thread-safe: register at
  * start). f must outlive its use. 0, or -1 with a message: a required
  * function missing, a bad or taken name, the table full. */
-TG_API int tg_model_register(const tg_model_family *f, char *err, size_t errlen);
+TG_API int tg_model_register(const tg_model_family *f, tg_error *err);
 /* The family called arch, or NULL. */
 TG_API const tg_model_family *tg_model_family_find(const char *arch);
 /* The families' names, "gpt, llama, ...", for messages. */
@@ -534,8 +532,7 @@ TG_API const char *tg_model_family_names(void);
  * initialised from seed (TG_NO_INIT: the built-in families draw nothing,
  * for weights loaded next), into *m. 0, or -1 with a message (an unknown
  * family, or the family's). m is zeroed on failure. */
-TG_API int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err,
-                        size_t errlen);
+TG_API int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err);
 /* Frees the model; accepts a zeroed m or NULL. */
 TG_API void tg_model_free(tg_model *m);
 /* The parameter count c implies (without allocating), or -1. */
@@ -549,7 +546,7 @@ TG_API tg_tensor *tg_model_loss(tg_graph *g, tg_model *m, tg_tensor *idx, tg_ten
 TG_API int tg_model_set_composed(tg_model *m, bool composed);
 /* KV caches for `batch` sequences; -1 with a message when the family
  * cannot decode with a cache. */
-TG_API int tg_model_cache_enable(tg_model *m, int batch, char *err, size_t errlen);
+TG_API int tg_model_cache_enable(tg_model *m, int batch, tg_error *err);
 /* Empties the caches; nothing when there are none. */
 TG_API void tg_model_cache_clear(tg_model *m);
 /* Positions held in the caches (0 when disabled or for NULL). */
@@ -569,7 +566,7 @@ TG_API int tg_model_config_write(const tg_model_config *c, tg_st_writer *w);
 /* Reads a file's config: "arch" (absent: gpt) picks the family, which
  * reads its keys (every number whole text and in range). c->arch then
  * points at the family's name. 0, or -1 with a message naming the key. */
-TG_API int tg_model_config_read(const tg_st_file *f, tg_model_config *c, char *err, size_t errlen);
+TG_API int tg_model_config_read(const tg_st_file *f, tg_model_config *c, tg_error *err);
 
 #ifdef __cplusplus
 }

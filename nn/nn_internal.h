@@ -9,7 +9,7 @@
 /* Writes "<name>.<part>" into out (TG_NN_NAME_MAX + 1 bytes). 0, or -1
  * with "<who>: the name is N bytes, and '<name>.<part>' is over
  * TG_NN_NAME_MAX (255)" in err when it does not fit. */
-int tg_nn_join(char *out, const char *name, const char *part, const char *who, char *err, size_t errlen);
+int tg_nn_join(char *out, const char *name, const char *part, const char *who, tg_error *err);
 
 /* Zero-fills a parameter (an init's zero_init_proj); nothing for NULL. */
 static inline void tg_nn_zero(tg_tensor *t)

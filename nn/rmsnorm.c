@@ -9,19 +9,19 @@
 #include "../core/op.h"
 #include "nn_internal.h"
 
-int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, char *err, size_t errlen)
+int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, double eps, tg_error *err)
 {
     if (!l || !p || !name)
-        return tg_set_err(err, errlen, "rmsnorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
+        return tg_error_set(err, "rmsnorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
     l->weight = NULL;
     l->eps = eps;
-    if (C < 1) return tg_set_err(err, errlen, "rmsnorm '%s': C must be >= 1, got %d", name, C);
+    if (C < 1) return tg_error_set(err, "rmsnorm '%s': C must be >= 1, got %d", name, C);
     if (!(eps > 0 && eps <= 1))
-        return tg_set_err(err, errlen, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
+        return tg_error_set(err, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
     char full[TG_NN_NAME_MAX + 1];
-    if (tg_nn_join(full, name, "weight", "rmsnorm_init", err, errlen)) return -1;
-    l->weight = tg_params_add(p, full, 1, (int[]){C});   /* (C) */
-    if (!l->weight) return tg_set_err(err, errlen, "%s", tg_params_error(p));
+    if (tg_nn_join(full, name, "weight", "rmsnorm_init", err)) return -1;
+    l->weight = tg_params_add(p, full, 1, (int[]){C}, err);   /* (C) */
+    if (!l->weight) return -1;
     for (int i = 0; i < C; i++) {
         if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;
         else ((double *)l->weight->data)[i] = 1;

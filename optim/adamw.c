@@ -29,6 +29,7 @@
 #include "../core/err_internal.h"
 #include "../core/isa_internal.h"
 #include "../core/parallel.h"
+#include "../core/safetensors_internal.h"
 #include "optim_internal.h"
 
 struct tg_adamw {
@@ -47,36 +48,35 @@ struct tg_adamw {
 static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
 static bool nonneg(double x) { return isfinite(x) && x >= 0; }
 
-tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen)
+tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, tg_error *err)
 {
-    return tg_adamw_new_shard(p, c, 0, tg_params_numel(p), err, errlen);
+    return tg_adamw_new_shard(p, c, 0, tg_params_numel(p), err);
 }
 
-tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, char *err,
-                             size_t errlen)
+tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, tg_error *err)
 {
     tg_adamw_config cfg = c ? *c : TG_ADAMW_DEFAULTS;
     if (!p) {
-        tg_set_err(err, errlen, "adamw_new: params is NULL");
+        tg_error_set(err, "adamw_new: params is NULL");
         return NULL;
     }
     if (!unit(cfg.beta1) || !unit(cfg.beta2)) {
-        tg_set_err(err, errlen, "adamw_new: beta1 and beta2 must be in [0, 1), got %g and %g", cfg.beta1, cfg.beta2);
+        tg_error_set(err, "adamw_new: beta1 and beta2 must be in [0, 1), got %g and %g", cfg.beta1, cfg.beta2);
         return NULL;
     }
     if (!nonneg(cfg.eps) || !nonneg(cfg.weight_decay)) {
-        tg_set_err(err, errlen, "adamw_new: eps and weight_decay must be finite and >= 0, got %g and %g", cfg.eps,
-                   cfg.weight_decay);
+        tg_error_set(err, "adamw_new: eps and weight_decay must be finite and >= 0, got %g and %g", cfg.eps,
+                     cfg.weight_decay);
         return NULL;
     }
     if (lo < 0 || hi < lo || hi > tg_params_numel(p)) {
-        tg_set_err(err, errlen, "adamw_new_shard: the shard [%lld, %lld) is not a range of the store's %lld elements",
-                   (long long)lo, (long long)hi, (long long)tg_params_numel(p));
+        tg_error_set(err, "adamw_new_shard: the shard [%lld, %lld) is not a range of the store's %lld elements",
+                     (long long)lo, (long long)hi, (long long)tg_params_numel(p));
         return NULL;
     }
     tg_adamw *o = tg_calloc(1, sizeof *o);
     if (!o) {
-        tg_set_err(err, errlen, "adamw_new: out of memory");
+        tg_error_set(err, "adamw_new: out of memory");
         return NULL;
     }
     o->p = p;
@@ -92,7 +92,7 @@ tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo,
     o->decay = o->v ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->decay) : NULL;
     o->leave = o->decay ? tg_calloc((size_t)(o->count > 0 ? o->count : 1), sizeof *o->leave) : NULL;
     if (!o->leave) {
-        tg_set_err(err, errlen, "adamw_new: out of memory for the moments of %lld elements", (long long)(hi - lo));
+        tg_error_set(err, "adamw_new: out of memory for the moments of %lld elements", (long long)(hi - lo));
         tg_adamw_free(o);
         return NULL;
     }
@@ -284,10 +284,14 @@ void tg_adamw_free(tg_adamw *o)
 
 int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix, const void *m, const void *v)
 {
-    if (!o || !w || !prefix) return -1;
-    if (!m != !v || (!m && (o->lo != 0 || o->hi != o->numel))) return -1;   /* a shard's own moments are a part */
+    if (!o || !prefix)
+        return tg_st_writer_fail(w,
+                                 o ? "adamw_state_write: prefix is NULL" : "adamw_state_write: the optimizer is NULL");
+    if (!m != !v) return tg_st_writer_fail(w, "adamw_state_write: give both moments m and v, or neither");
+    if (!m && (o->lo != 0 || o->hi != o->numel))   /* a shard's own moments are a part */
+        return tg_st_writer_fail(w, "adamw_state_write: the optimizer is a shard: give the whole store's moments");
     char key[TG_ADAMW_PREFIX_MAX + 8], steps[32];
-    if (strlen(prefix) > TG_ADAMW_PREFIX_MAX) return -1;
+    if (strlen(prefix) > TG_ADAMW_PREFIX_MAX) return tg_st_writer_fail(w, "adamw_state_write: the prefix is too long");
     const int64_t n = o->numel;
     const char *dt = tg_params_dtype(o->p) == TG_F32 ? "F32" : "F64";
     snprintf(key, sizeof key, "%s.m", prefix);
@@ -296,15 +300,15 @@ int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix,
     if (tg_st_writer_add(w, key, dt, 1, &n, v ? v : o->v)) return -1;
     snprintf(key, sizeof key, "%s.steps", prefix);
     snprintf(steps, sizeof steps, "%lld", (long long)o->steps);
-    return tg_st_writer_meta(w, key, steps);
+    return tg_st_writer_add_meta(w, key, steps);
 }
 
-int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
+int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, tg_error *err)
 {
     if (!o || !f || !prefix)
-        return tg_set_err(err, errlen, "adamw_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
+        return tg_error_set(err, "adamw_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
     if (strlen(prefix) > TG_ADAMW_PREFIX_MAX)
-        return tg_set_err(err, errlen, "adamw_state_read: prefix is longer than %d bytes", TG_ADAMW_PREFIX_MAX);
+        return tg_error_set(err, "adamw_state_read: prefix is longer than %d bytes", TG_ADAMW_PREFIX_MAX);
     char mk[TG_ADAMW_PREFIX_MAX + 8], vk[TG_ADAMW_PREFIX_MAX + 8], sk[TG_ADAMW_PREFIX_MAX + 8];
     snprintf(mk, sizeof mk, "%s.m", prefix);
     snprintf(vk, sizeof vk, "%s.v", prefix);
@@ -314,11 +318,11 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, ch
     const tg_st_tensor *t[2] = {tg_st_find(f, mk), tg_st_find(f, vk)};
     for (int k = 0; k < 2; k++) {
         const char *name = k ? vk : mk;
-        if (!t[k]) return tg_set_err(err, errlen, "adamw_state_read: the file has no tensor '%s'", name);
+        if (!t[k]) return tg_error_set(err, "adamw_state_read: the file has no tensor '%s'", name);
         if (t[k]->ndim != 1 || t[k]->numel != o->numel || strcmp(t[k]->dtype, dt))
-            return tg_set_err(err, errlen, "adamw_state_read: '%s' is not the optimizer's state: want %s of %lld "
-                              "elements (the store's), got %s of %lld elements in %d dimensions", name, dt,
-                              (long long)o->numel, t[k]->dtype, (long long)t[k]->numel, t[k]->ndim);
+            return tg_error_set(err, "adamw_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                                     "elements (the store's), got %s of %lld elements in %d dimensions", name, dt,
+                                (long long)o->numel, t[k]->dtype, (long long)t[k]->numel, t[k]->ndim);
     }
     const char *s = tg_st_meta(f, sk);
     int64_t steps = 0;
@@ -326,15 +330,15 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, ch
     for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
     for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
     if (!ok)
-        return tg_set_err(err, errlen, "adamw_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
-                          "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+        return tg_error_set(err, "adamw_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                                 "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
     /* every moment of the file, not only this shard's: a file that is
      * wrong anywhere is wrong */
     for (int64_t i = 0; i < o->numel; i++) {
         const double a = tg_state_at(t[0]->data, f32, i), b = tg_state_at(t[1]->data, f32, i);
         if (!isfinite(a) || !isfinite(b) || b < 0)
-            return tg_set_err(err, errlen, "adamw_state_read: element %lld of the state is m %g, v %g (must be "
-                              "finite, v >= 0)", (long long)i, a, b);
+            return tg_error_set(err, "adamw_state_read: element %lld of the state is m %g, v %g (must be "
+                                     "finite, v >= 0)", (long long)i, a, b);
     }
     const size_t es = tg_dtype_size(tg_params_dtype(o->p));
     memcpy(o->m, (const char *)t[0]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);

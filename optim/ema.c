@@ -18,6 +18,7 @@
 
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
+#include "../core/safetensors_internal.h"
 #include "optim_internal.h"
 
 struct tg_ema {
@@ -29,14 +30,14 @@ struct tg_ema {
     char error[160];
 };
 
-tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen)
+tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err)
 {
     if (!p) {
-        tg_set_err(err, errlen, "ema_new: params is NULL");
+        tg_error_set(err, "ema_new: params is NULL");
         return NULL;
     }
     if (!(decay >= 0 && decay < 1)) {
-        tg_set_err(err, errlen, "ema_new: decay must be in [0, 1), got %g", decay);
+        tg_error_set(err, "ema_new: decay must be in [0, 1), got %g", decay);
         return NULL;
     }
     tg_ema *e = tg_calloc(1, sizeof *e);
@@ -44,7 +45,7 @@ tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen)
     const int64_t n = tg_params_numel(p);
     if (e) e->avg = tg_calloc_big((size_t)(n > 0 ? n : 1), es);
     if (!e || !e->avg) {
-        tg_set_err(err, errlen, "ema_new: out of memory for the averages of %lld elements", (long long)n);
+        tg_error_set(err, "ema_new: out of memory for the averages of %lld elements", (long long)n);
         tg_free(e);
         return NULL;
     }
@@ -124,45 +125,47 @@ void tg_ema_free(tg_ema *e)
 
 int tg_ema_state_write(const tg_ema *e, tg_st_writer *w, const char *prefix)
 {
-    if (!e || !w || !prefix || strlen(prefix) > TG_EMA_PREFIX_MAX) return -1;
+    if (!e || !prefix)
+        return tg_st_writer_fail(w, e ? "ema_state_write: prefix is NULL" : "ema_state_write: the average is NULL");
+    if (strlen(prefix) > TG_EMA_PREFIX_MAX) return tg_st_writer_fail(w, "ema_state_write: the prefix is too long");
     char key[TG_EMA_PREFIX_MAX + 16], val[32];
     snprintf(key, sizeof key, "%s.values", prefix);
     if (tg_st_writer_add(w, key, tg_params_dtype(e->p) == TG_F32 ? "F32" : "F64", 1, &e->numel, e->avg)) return -1;
     snprintf(key, sizeof key, "%s.decay", prefix);
     snprintf(val, sizeof val, "%.17g", e->decay);
-    return tg_st_writer_meta(w, key, val);
+    return tg_st_writer_add_meta(w, key, val);
 }
 
-int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
+int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, tg_error *err)
 {
     if (!e || !f || !prefix)
-        return tg_set_err(err, errlen, "ema_state_read: %s is NULL", !e ? "the average" : !f ? "the file" : "prefix");
+        return tg_error_set(err, "ema_state_read: %s is NULL", !e ? "the average" : !f ? "the file" : "prefix");
     if (strlen(prefix) > TG_EMA_PREFIX_MAX)
-        return tg_set_err(err, errlen, "ema_state_read: prefix is longer than %d bytes", TG_EMA_PREFIX_MAX);
+        return tg_error_set(err, "ema_state_read: prefix is longer than %d bytes", TG_EMA_PREFIX_MAX);
     char vk[TG_EMA_PREFIX_MAX + 16], dk[TG_EMA_PREFIX_MAX + 16];
     snprintf(vk, sizeof vk, "%s.values", prefix);
     snprintf(dk, sizeof dk, "%s.decay", prefix);
     const bool f32 = tg_params_dtype(e->p) == TG_F32;
     const char *dt = f32 ? "F32" : "F64";
     const tg_st_tensor *t = tg_st_find(f, vk);
-    if (!t) return tg_set_err(err, errlen, "ema_state_read: the file has no tensor '%s'", vk);
+    if (!t) return tg_error_set(err, "ema_state_read: the file has no tensor '%s'", vk);
     if (t->ndim != 1 || t->numel != e->numel || strcmp(t->dtype, dt))
-        return tg_set_err(err, errlen, "ema_state_read: '%s' is not the average of this store: want %s of %lld "
-                          "elements, got %s of %lld elements in %d dimensions", vk, dt, (long long)e->numel,
-                          t->dtype, (long long)t->numel, t->ndim);
+        return tg_error_set(err, "ema_state_read: '%s' is not the average of this store: want %s of %lld "
+                                 "elements, got %s of %lld elements in %d dimensions", vk, dt, (long long)e->numel,
+                            t->dtype, (long long)t->numel, t->ndim);
     const char *s = tg_st_meta(f, dk);
-    if (!s) return tg_set_err(err, errlen, "ema_state_read: the file has no metadata '%s' (the averages' decay)", dk);
+    if (!s) return tg_error_set(err, "ema_state_read: the file has no metadata '%s' (the averages' decay)", dk);
     char *end = NULL;
     const double d = strtod(s, &end);
     if (!*s || *end || d != e->decay)
-        return tg_set_err(err, errlen, "ema_state_read: metadata '%s' = '%.40s' is not this average's decay %.17g",
-                          dk, s, e->decay);
+        return tg_error_set(err, "ema_state_read: metadata '%s' = '%.40s' is not this average's decay %.17g",
+                            dk, s, e->decay);
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < e->numel; i++) {
         const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
-            return tg_set_err(err, errlen, "ema_state_read: element %lld of '%s' is %g (must be finite)",
-                              (long long)i, vk, x);
+            return tg_error_set(err, "ema_state_read: element %lld of '%s' is %g (must be finite)",
+                                (long long)i, vk, x);
     }
     memcpy(e->avg, t->data, (size_t)e->numel * es);
     e->error[0] = 0;

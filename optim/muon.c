@@ -33,6 +33,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 #include "../core/product_internal.h"
+#include "../core/safetensors_internal.h"
 #include "optim_internal.h"
 
 #define NS_A 3.4445
@@ -68,37 +69,37 @@ bool tg_muon_takes(const tg_tensor *t)
     return false;
 }
 
-tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, char *err, size_t errlen)
+tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, tg_error *err)
 {
-    return tg_muon_new_select(p, c, NULL, err, errlen);
+    return tg_muon_new_select(p, c, NULL, err);
 }
 
-tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, char *err, size_t errlen)
+tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, tg_error *err)
 {
     tg_muon_config cfg = c ? *c : TG_MUON_DEFAULTS;
     if (!p) {
-        tg_set_err(err, errlen, "muon_new: params is NULL");
+        tg_error_set(err, "muon_new: params is NULL");
         return NULL;
     }
     if (!(cfg.momentum >= 0 && cfg.momentum < 1)) {
-        tg_set_err(err, errlen, "muon_new: momentum must be in [0, 1), got %g", cfg.momentum);
+        tg_error_set(err, "muon_new: momentum must be in [0, 1), got %g", cfg.momentum);
         return NULL;
     }
     if (!(isfinite(cfg.weight_decay) && cfg.weight_decay >= 0)) {
-        tg_set_err(err, errlen, "muon_new: weight_decay must be finite and >= 0, got %g", cfg.weight_decay);
+        tg_error_set(err, "muon_new: weight_decay must be finite and >= 0, got %g", cfg.weight_decay);
         return NULL;
     }
     const int count = tg_params_count(p);
     for (int i = 0; take && i < count; i++)
         if (take[i] && tg_params_at(p, i)->ndim != 2) {
-            tg_set_err(err, errlen, "muon_new: tensor '%s' has %d dimensions; Muon takes 2-D matrices only "
-                       "(leave it to AdamW)", tg_params_at(p, i)->name ? tg_params_at(p, i)->name : "(unnamed)",
-                       tg_params_at(p, i)->ndim);
+            tg_error_set(err, "muon_new: tensor '%s' has %d dimensions; Muon takes 2-D matrices only "
+                              "(leave it to AdamW)", tg_params_at(p, i)->name ? tg_params_at(p, i)->name : "(unnamed)",
+                         tg_params_at(p, i)->ndim);
             return NULL;
         }
     tg_muon *o = tg_calloc(1, sizeof *o);
     if (!o) {
-        tg_set_err(err, errlen, "muon_new: out of memory");
+        tg_error_set(err, "muon_new: out of memory");
         return NULL;
     }
     o->p = p;
@@ -130,7 +131,7 @@ tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *t
     if (!o->b) goto oom;
     return o;
 oom:
-    tg_set_err(err, errlen, "muon_new: out of memory for the momentum of %lld elements", (long long)o->n);
+    tg_error_set(err, "muon_new: out of memory for the momentum of %lld elements", (long long)o->n);
     tg_muon_free(o);
     return NULL;
 }
@@ -247,47 +248,49 @@ void tg_muon_exclude(const tg_muon *o, tg_adamw *a)
 
 int tg_muon_state_write(const tg_muon *o, tg_st_writer *w, const char *prefix)
 {
-    if (!o || !w || !prefix || strlen(prefix) > TG_MUON_PREFIX_MAX) return -1;
+    if (!o || !prefix)
+        return tg_st_writer_fail(w, o ? "muon_state_write: prefix is NULL" : "muon_state_write: the optimizer is NULL");
+    if (strlen(prefix) > TG_MUON_PREFIX_MAX) return tg_st_writer_fail(w, "muon_state_write: the prefix is too long");
     char key[TG_MUON_PREFIX_MAX + 16], val[32];
     const int64_t n = o->n;
     snprintf(key, sizeof key, "%s.momentum", prefix);
     if (tg_st_writer_add(w, key, tg_params_dtype(o->p) == TG_F32 ? "F32" : "F64", 1, &n, o->buf)) return -1;
     snprintf(key, sizeof key, "%s.steps", prefix);
     snprintf(val, sizeof val, "%lld", (long long)o->steps);
-    return tg_st_writer_meta(w, key, val);
+    return tg_st_writer_add_meta(w, key, val);
 }
 
-int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen)
+int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, tg_error *err)
 {
     if (!o || !f || !prefix)
-        return tg_set_err(err, errlen, "muon_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
+        return tg_error_set(err, "muon_state_read: %s is NULL", !o ? "the optimizer" : !f ? "the file" : "prefix");
     if (strlen(prefix) > TG_MUON_PREFIX_MAX)
-        return tg_set_err(err, errlen, "muon_state_read: prefix is longer than %d bytes", TG_MUON_PREFIX_MAX);
+        return tg_error_set(err, "muon_state_read: prefix is longer than %d bytes", TG_MUON_PREFIX_MAX);
     char mk[TG_MUON_PREFIX_MAX + 16], sk[TG_MUON_PREFIX_MAX + 16];
     snprintf(mk, sizeof mk, "%s.momentum", prefix);
     snprintf(sk, sizeof sk, "%s.steps", prefix);
     const bool f32 = tg_params_dtype(o->p) == TG_F32;
     const char *dt = f32 ? "F32" : "F64";
     const tg_st_tensor *t = tg_st_find(f, mk);
-    if (!t) return tg_set_err(err, errlen, "muon_state_read: the file has no tensor '%s'", mk);
+    if (!t) return tg_error_set(err, "muon_state_read: the file has no tensor '%s'", mk);
     if (t->ndim != 1 || t->numel != o->n || strcmp(t->dtype, dt))
-        return tg_set_err(err, errlen, "muon_state_read: '%s' is not the optimizer's state: want %s of %lld "
-                          "elements (its matrices'), got %s of %lld elements in %d dimensions", mk, dt,
-                          (long long)o->n, t->dtype, (long long)t->numel, t->ndim);
+        return tg_error_set(err, "muon_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                                 "elements (its matrices'), got %s of %lld elements in %d dimensions", mk, dt,
+                            (long long)o->n, t->dtype, (long long)t->numel, t->ndim);
     const char *s = tg_st_meta(f, sk);
     int64_t steps = 0;
     bool ok = s && *s && strlen(s) <= 18;
     for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
     for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
     if (!ok)
-        return tg_set_err(err, errlen, "muon_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
-                          "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+        return tg_error_set(err, "muon_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                                 "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < o->n; i++) {
         const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
-            return tg_set_err(err, errlen, "muon_state_read: element %lld of '%s' is %g (must be finite)",
-                              (long long)i, mk, x);
+            return tg_error_set(err, "muon_state_read: element %lld of '%s' is %g (must be finite)",
+                                (long long)i, mk, x);
     }
     memcpy(o->buf, t->data, (size_t)o->n * es);
     o->steps = steps;

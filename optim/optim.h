@@ -12,13 +12,13 @@
  * parameter first. If the store has grown since (tg_params_add), a step
  * does nothing and the optimizer's error says why; state is untouched.
  *
- * Constructors take (err, errlen) last and write the reason for a NULL
- * there (err may be NULL); a made optimizer keeps the reason for a
- * refused later call in tg_sgd_error / tg_adamw_error
- * (docs/decisions.md, Conventions). */
+ * Constructors take a tg_error *err last (core/error.h) and write the
+ * reason for a NULL there; a made optimizer keeps the reason for a
+ * refused later call in tg_sgd_error / tg_adamw_error. */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
+#include "../core/error.h"
 #include "../core/export.h"
 #include "../core/params.h"
 #include "../core/safetensors.h"
@@ -35,7 +35,7 @@ typedef struct tg_sgd tg_sgd;
 /* NULL, with a message in err, when p is NULL, momentum or weight_decay
  * is negative or not finite, or out of memory. The momentum buffer is
  * only allocated when momentum > 0. */
-TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen);
+TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error *err);
 /* One update of every parameter with learning rate lr, by the formula
  * above, from the gradients in the store: 0. Does nothing and returns -1,
  * with the reason in tg_sgd_error, if the store has grown since
@@ -73,7 +73,7 @@ typedef struct tg_adamw tg_adamw;
 /* c NULL means TG_ADAMW_DEFAULTS. NULL, with a message in err, when p is
  * NULL, a beta is outside [0, 1), eps or weight_decay is negative or not
  * finite, or out of memory. */
-TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err, size_t errlen);
+TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, tg_error *err);
 /* An AdamW that keeps moments for elements [lo, hi) of the store's flat
  * buffers only and updates only those (ZeRO stage 1: each process of a
  * data-parallel job steps its own shard, distributed/dist.h). The elements of
@@ -81,8 +81,7 @@ TG_API tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, char *err,
  * group (a range may begin or end inside a tensor). tg_adamw_new is the
  * shard [0, numel). NULL, with a message in err, for tg_adamw_new's
  * reasons or a range that is not inside [0, tg_params_numel(p)]. */
-TG_API tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, char *err,
-                                    size_t errlen);
+TG_API tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int64_t lo, int64_t hi, tg_error *err);
 /* The optimizer's shard [lo, hi) into *lo and *hi (either may be NULL);
  * 0 and 0 for a NULL o. */
 TG_API void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi);
@@ -150,7 +149,7 @@ TG_API int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *
  * dtype and size, every moment finite and v >= 0, the steps a whole
  * number >= 0. 0, or -1 with a message naming the tensor or key (the
  * optimizer is then unchanged). */
-TG_API int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
+TG_API int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, tg_error *err);
 
 /* ---- Muon (momentum orthogonalized by Newton-Schulz) -------------------
  * For the 2-D weight matrices of a model's blocks; AdamW takes the rest
@@ -190,13 +189,12 @@ TG_API bool tg_muon_takes(const tg_tensor *t);
  * momentum is outside [0, 1), weight_decay is negative or not finite,
  * or out of memory. The store may hold no matrix Muon takes (steps then
  * do nothing). */
-TG_API tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, char *err, size_t errlen);
+TG_API tg_muon *tg_muon_new(tg_params *p, const tg_muon_config *c, tg_error *err);
 /* tg_muon_new for the tensors the caller picks: take[i] for tensor i of
  * the store (tg_params_at order, tg_params_count entries); NULL take is
  * tg_muon_takes's choice. NULL, with a message, also when a picked
  * tensor is not 2-D. */
-TG_API tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, char *err,
-                                   size_t errlen);
+TG_API tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *take, tg_error *err);
 /* True when Muon updates param; false otherwise or for NULL arguments. */
 TG_API bool tg_muon_updates(const tg_muon *o, const tg_tensor *param);
 /* Tells a (made on the same store) to leave alone every tensor Muon
@@ -243,7 +241,7 @@ TG_API int tg_muon_state_write(const tg_muon *o, tg_st_writer *w, const char *pr
  * the tensor present, 1-D, the store's dtype and tg_muon_numel elements,
  * every element finite, the steps a whole number >= 0. 0, or -1 with a
  * message naming the tensor or key (the optimizer is then unchanged). */
-TG_API int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
+TG_API int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, tg_error *err);
 
 /* ---- weight averaging (optim/ema.c) --------------------------------------
  * An exponential moving average of a store's values, kept beside them:
@@ -253,7 +251,7 @@ TG_API int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefi
 typedef struct tg_ema tg_ema;
 /* NULL, with a message in err, when p is NULL, decay is outside [0, 1)
  * (or NaN), or out of memory. The averages start as p's values. */
-TG_API tg_ema *tg_ema_new(tg_params *p, double decay, char *err, size_t errlen);
+TG_API tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err);
 /* One update of every average from the store's values: 0. Does nothing
  * and returns -1 (tg_ema_error says why) when the store has grown since
  * the average was made; -1 for NULL. */
@@ -284,7 +282,7 @@ TG_API int tg_ema_state_write(const tg_ema *e, tg_st_writer *w, const char *pref
  * changes: the tensor present, 1-D, the store's dtype and size, every
  * element finite, the decay equal. 0, or -1 with a message naming the
  * tensor or key (the average is then unchanged). */
-TG_API int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, char *err, size_t errlen);
+TG_API int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, tg_error *err);
 
 /* Scales every gradient of p by coef = max_norm / (norm + 1e-6) when
  * coef < 1, norm the global L2 norm over all of them (PyTorch

@@ -25,20 +25,20 @@ struct tg_sgd {
     char error[160];
 };
 
-tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err, size_t errlen)
+tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error *err)
 {
     if (!p) {
-        tg_set_err(err, errlen, "sgd_new: params is NULL");
+        tg_error_set(err, "sgd_new: params is NULL");
         return NULL;
     }
     if (!isfinite(momentum) || momentum < 0 || !isfinite(weight_decay) || weight_decay < 0) {
-        tg_set_err(err, errlen, "sgd_new: momentum and weight_decay must be finite and >= 0, got %g and %g",
-                   momentum, weight_decay);
+        tg_error_set(err, "sgd_new: momentum and weight_decay must be finite and >= 0, got %g and %g",
+                     momentum, weight_decay);
         return NULL;
     }
     tg_sgd *o = tg_calloc(1, sizeof *o);
     if (!o) {
-        tg_set_err(err, errlen, "sgd_new: out of memory");
+        tg_error_set(err, "sgd_new: out of memory");
         return NULL;
     }
     o->p = p;
@@ -50,7 +50,7 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, char *err
         /* at least one element, so an empty store is not mistaken for OOM */
         o->buf = tg_calloc_big((size_t)(o->numel > 0 ? o->numel : 1), tg_dtype_size(tg_params_dtype(p)));
         if (!o->buf) {
-            tg_set_err(err, errlen, "sgd_new: out of memory for the momentum of %lld elements", (long long)o->numel);
+            tg_error_set(err, "sgd_new: out of memory for the momentum of %lld elements", (long long)o->numel);
             tg_free(o);
             return NULL;
         }

@@ -155,11 +155,9 @@ static int stage(tg_atomic_file *f, const char *dir, const char *name, const voi
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return tg_error_set(err, "attn_write: the directory's name is too long: %.200s...", dir);
-    if (tg_atomic_begin(f, path) || tg_atomic_write(f, data, len) || tg_atomic_finish(f)) {
-        char msg[TG_ERROR_SIZE];
-        tg_error_set(err, "attn_write: %s", tg_atomic_message(f, path, msg, sizeof msg));
+    if (tg_atomic_begin(f, path, err) || tg_atomic_write(f, data, len, err) || tg_atomic_finish(f, err)) {
         tg_atomic_abort(f);
-        return -1;
+        return tg_error_prefix(err, "attn_write");
     }
     return 0;
 }
@@ -189,10 +187,7 @@ int tg_attn_write(const tg_attn_maps *a, const tg_heatmap_label *labels, const c
     staged += rc == 0;
     /* every file is whole beside its name: now the renames */
     for (int i = 0; rc == 0 && i < staged; i++)
-        if (tg_atomic_commit(&files[i])) {
-            char msg[TG_ERROR_SIZE];
-            rc = tg_error_set(err, "attn_write: %s", tg_atomic_message(&files[i], files[i].path, msg, sizeof msg));
-        }
+        if (tg_atomic_commit(&files[i], err)) rc = tg_error_prefix(err, "attn_write");
     for (int i = 0; files && i < staged; i++) tg_atomic_abort(&files[i]);   /* a committed one: nothing */
     tg_free(files);
     tg_free(html);

@@ -72,9 +72,8 @@ int tg_image_write_png(const tg_image *im, const char *path, tg_error *err)
     if (tg_image_png(im, &png, &len, err)) return tg_error_prefix(err, path);
     tg_atomic_file f;
     int rc = 0;
-    if (tg_atomic_begin(&f, path) || tg_atomic_write(&f, png, len) || tg_atomic_commit(&f)) {
-        char msg[TG_ERROR_SIZE];
-        rc = tg_error_set(err, "%s", tg_atomic_message(&f, path, msg, sizeof msg));
+    if (tg_atomic_begin(&f, path, err) || tg_atomic_write(&f, png, len, err) || tg_atomic_commit(&f, err)) {
+        rc = -1;
         tg_atomic_abort(&f);
     }
     tg_free(png);

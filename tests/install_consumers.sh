@@ -88,11 +88,11 @@ loads_installed "$work/c_pkgconfig"
 loads_no_mpi "$work/c_pkgconfig"
 "$work/c_pkgconfig" | tee "$work/c_pkgconfig.out"
 # the version three ways: the installed header, pkg-config, the library
-hdr=$(sed -n 's/^#define TG_VERSION "\(.*\)"$/\1/p' "$prefix/include/tapegrad/core/cpu.h")
+hdr=$(sed -n 's/^#define TG_VERSION "\(.*\)"$/\1/p' "$prefix/include/tapegrad/core/version.h")
 pcv=$(pkg-config --modversion tapegrad)
 lib=$(sed -n 's/^c_pkgconfig: tapegrad //p' "$work/c_pkgconfig.out")
 if [ -z "$hdr" ] || [ "$hdr" != "$pcv" ] || [ "$hdr" != "$lib" ]; then
-    echo "installed versions disagree: core/cpu.h '$hdr', pkg-config '$pcv', tg_version() '$lib'"
+    echo "installed versions disagree: core/version.h '$hdr', pkg-config '$pcv', tg_version() '$lib'"
     exit 1
 fi
 soname=$(readelf -d "$libdir/libtapegrad.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -104,7 +104,7 @@ if [ "$soname" != "$want" ]; then
     echo "libtapegrad.so's soname is '$soname', version $hdr wants '$want'"
     exit 1
 fi
-echo "version $hdr: core/cpu.h, pkg-config and tg_version() agree; soname $soname"
+echo "version $hdr: core/version.h, pkg-config and tg_version() agree; soname $soname"
 
 step "c_dist: cc with pkg-config tapegrad-dist"
 # shellcheck disable=SC2046,SC2086

@@ -265,9 +265,9 @@ static int score(model *m, const int *prompt, int np, float *logits, const char 
     int64_t shape[2] = {1, np - 1};
     tg_st_writer_add(w, "idx", "I32", 2, shape, prompt);
     tg_st_writer_add(w, "targets", "I32", 2, shape, prompt + 1);
-    char err[512];
-    const int rc = tg_st_writer_save(w, path, err, sizeof err);
-    if (rc) fprintf(stderr, "%s\n", err);
+    tg_error err = {0};
+    const int rc = tg_st_writer_save(w, path, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
     else printf("loss %.9g\n", loss);
     tg_st_writer_free(w);
     return rc ? 1 : 0;

@@ -66,12 +66,12 @@ static void assert_temp_name(const tg_atomic_file *f, const char *path)
 
 START_TEST(one_file_and_its_mode)
 {
-    char err[512] = "";
+    tg_error err = {0};
     /* a new file: 0666 minus the umask, whichever umask */
     mode_t old_mask = umask(022);
-    ck_assert_int_eq(tg_write_file_atomic(P("a.txt"), "hello", 5, err, sizeof err), 0);
+    ck_assert_int_eq(tg_atomic_write_file(P("a.txt"), "hello", 5, &err), 0);
     umask(077);
-    ck_assert_int_eq(tg_write_file_atomic(P("b.txt"), "", 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_atomic_write_file(P("b.txt"), "", 0, &err), 0);
     umask(old_mask);
     assert_contents(P("a.txt"), "hello");
     assert_contents(P("b.txt"), "");
@@ -79,7 +79,7 @@ START_TEST(one_file_and_its_mode)
     ck_assert_uint_eq(mode_of(P("b.txt")), 0600);
     /* a replaced file keeps its own mode, whatever the umask says */
     ck_assert_int_eq(chmod(P("a.txt"), 0640), 0);
-    ck_assert_int_eq(tg_write_file_atomic(P("a.txt"), "bye", 3, err, sizeof err), 0);
+    ck_assert_int_eq(tg_atomic_write_file(P("a.txt"), "bye", 3, &err), 0);
     assert_contents(P("a.txt"), "bye");
     ck_assert_uint_eq(mode_of(P("a.txt")), 0640);
     ck_assert_int_eq(temporaries(tt_dir), 0);
@@ -90,19 +90,21 @@ END_TEST
 
 START_TEST(failures_leave_the_path_alone)
 {
-    char err[512] = "";
-    ck_assert_int_eq(tg_write_file_atomic(P("old.txt"), "old", 3, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_atomic_write_file(P("old.txt"), "old", 3, &err), 0);
 
     /* a directory that does not exist: nothing is created */
-    ck_assert_int_eq(tg_write_file_atomic(P("no/such/x.txt"), "x", 1, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "write_file_atomic: '") && strstr(err, "no/such/x.txt': cannot create a temporary "
-                                                                      "file beside it: No such file or directory"),
-                  "%s", err);
+    ck_assert_int_eq(tg_atomic_write_file(P("no/such/x.txt"), "x", 1, &err), -1);
+    ck_assert_msg(strstr(err.msg, "atomic_write_file: '") &&
+                      strstr(err.msg,
+                             "no/such/x.txt': cannot create a temporary "
+                             "file beside it: No such file or directory"),
+                  "%s", err.msg);
     ck_assert_int_eq(access(P("no"), F_OK), -1);
 
     /* a parent that is a regular file */
-    ck_assert_int_eq(tg_write_file_atomic(P("old.txt/x.txt"), "x", 1, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "cannot create a temporary file beside it: Not a directory"), "%s", err);
+    ck_assert_int_eq(tg_atomic_write_file(P("old.txt/x.txt"), "x", 1, &err), -1);
+    ck_assert_msg(strstr(err.msg, "cannot create a temporary file beside it: Not a directory"), "%s", err.msg);
 
     /* an unwritable directory (mode 0555). Root passes any mode, so as
      * root the call runs with the effective user nobody. */
@@ -111,7 +113,7 @@ START_TEST(failures_leave_the_path_alone)
     const bool root = geteuid() == 0;
     const bool as_nobody = root && seteuid(65534) == 0;
     int rc = 0;
-    if (!root || as_nobody) rc = tg_write_file_atomic(P("ro/x.txt"), "x", 1, err, sizeof err);
+    if (!root || as_nobody) rc = tg_atomic_write_file(P("ro/x.txt"), "x", 1, &err);
     const int back = as_nobody ? seteuid(0) : 0;   /* before any assertion: a failed one jumps out */
     ck_assert_int_eq(back, 0);
     ck_assert_int_eq(chmod(tt_dir, 0700), 0);
@@ -120,7 +122,8 @@ START_TEST(failures_leave_the_path_alone)
                "failed: %s)\n", strerror(errno));
     } else {
         ck_assert_int_eq(rc, -1);
-        ck_assert_msg(strstr(err, "ro/x.txt': cannot create a temporary file beside it: Permission denied"), "%s", err);
+        ck_assert_msg(strstr(err.msg, "ro/x.txt': cannot create a temporary file beside it: Permission denied"), "%s",
+                      err.msg);
         ck_assert_int_eq(temporaries(P("ro")), 0);
     }
     ck_assert_int_eq(rmdir(P("ro")), 0);
@@ -134,18 +137,18 @@ START_TEST(failures_leave_the_path_alone)
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
     struct rlimit small = {4096, saved.rlim_max};
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
-    rc = tg_write_file_atomic(P("old.txt"), big, sizeof big, err, sizeof err);
+    rc = tg_atomic_write_file(P("old.txt"), big, sizeof big, &err);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
     signal(SIGXFSZ, old_handler);
     ck_assert_int_eq(rc, -1);
-    ck_assert_msg(strstr(err, "old.txt': write of the temporary file failed: File too large ('"), "%s", err);
-    ck_assert_msg(strstr(err, "old.txt' left as it was)"), "%s", err);
+    ck_assert_msg(strstr(err.msg, "old.txt': write of the temporary file failed: File too large ('"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "old.txt' left as it was)"), "%s", err.msg);
     assert_contents(P("old.txt"), "old");
 
     /* renaming over a directory fails; the directory stays */
     ck_assert_int_eq(mkdir(P("adir"), 0755), 0);
-    ck_assert_int_eq(tg_write_file_atomic(P("adir"), "x", 1, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "adir': rename of the temporary file failed: "), "%s", err);
+    ck_assert_int_eq(tg_atomic_write_file(P("adir"), "x", 1, &err), -1);
+    ck_assert_msg(strstr(err.msg, "adir': rename of the temporary file failed: "), "%s", err.msg);
     ck_assert_int_eq(rmdir(P("adir")), 0);
 
     ck_assert_int_eq(temporaries(tt_dir), 0);
@@ -155,24 +158,24 @@ END_TEST
 
 START_TEST(several_files_all_or_none)
 {
-    char err[512] = "";
-    ck_assert_int_eq(tg_write_file_atomic(P("two.txt"), "old two", 7, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_atomic_write_file(P("two.txt"), "old two", 7, &err), 0);
     ck_assert_int_eq(chmod(P("two.txt"), 0604), 0);
 
     /* written in pieces and finished: nothing is at the paths yet */
     tg_atomic_file f[2];
-    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt")), 0);
-    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt")), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt"), &err), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt"), &err), 0);
     assert_temp_name(&f[0], P("one.txt"));
     assert_temp_name(&f[1], P("two.txt"));
     ck_assert_str_eq(f[1].path, P("two.txt"));
-    ck_assert_int_eq(tg_atomic_write(&f[0], "o", 1), 0);
-    ck_assert_int_eq(tg_atomic_write(&f[0], NULL, 0), 0);
-    ck_assert_int_eq(tg_atomic_write(&f[0], "ne", 2), 0);
-    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7), 0);
-    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);
-    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);   /* finished already */
-    ck_assert_int_eq(tg_atomic_finish(&f[1]), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], "o", 1, &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], NULL, 0, &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], "ne", 2, &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7, &err), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);   /* finished already */
+    ck_assert_int_eq(tg_atomic_finish(&f[1], &err), 0);
     ck_assert_int_eq(access(P("one.txt"), F_OK), -1);
     assert_contents(P("two.txt"), "old two");
     ck_assert_int_eq(temporaries(tt_dir), 2);
@@ -187,13 +190,13 @@ START_TEST(several_files_all_or_none)
     assert_contents(P("two.txt"), "old two");
 
     /* committed: both, with their bytes; the replaced one keeps its mode */
-    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt")), 0);
-    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt")), 0);
-    ck_assert_int_eq(tg_atomic_write(&f[0], "one", 3), 0);
-    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7), 0);
-    ck_assert_int_eq(tg_atomic_finish(&f[0]), 0);
-    ck_assert_int_eq(tg_atomic_commit(&f[1]), 0);   /* commit finishes one that is not */
-    ck_assert_int_eq(tg_atomic_commit(&f[0]), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[0], P("one.txt"), &err), 0);
+    ck_assert_int_eq(tg_atomic_begin(&f[1], P("two.txt"), &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[0], "one", 3, &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7, &err), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f[1], &err), 0);   /* commit finishes one that is not */
+    ck_assert_int_eq(tg_atomic_commit(&f[0], &err), 0);
     ck_assert_ptr_null(f[0].path);
     ck_assert_ptr_null(f[0].step);
     assert_contents(P("one.txt"), "one");
@@ -208,64 +211,83 @@ END_TEST
 
 START_TEST(failures_stick_and_name_their_step)
 {
-    char msg[512];
+    tg_error err = {0};
     tg_atomic_file f;
+    char want[700];
     /* a failed begin: the step and errno, the path kept for the message */
-    ck_assert_int_eq(tg_atomic_begin(&f, P("no/such/x.txt")), -1);
+    ck_assert_int_eq(tg_atomic_begin(&f, P("no/such/x.txt"), &err), -1);
     ck_assert_str_eq(f.step, "create");
     ck_assert_int_eq(f.errnum, ENOENT);
     ck_assert_str_eq(f.path, P("no/such/x.txt"));
     ck_assert_ptr_null(f.tmp);
-    /* every later call fails with the first step */
-    ck_assert_int_eq(tg_atomic_write(&f, "x", 1), -1);
-    ck_assert_int_eq(tg_atomic_finish(&f), -1);
-    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    snprintf(want, sizeof want, "'%s': cannot create a temporary file beside it: No such file or directory",
+             P("no/such/x.txt"));
+    ck_assert_str_eq(err.msg, want);
+    /* every later call fails with the first step, and says so */
+    err.msg[0] = 0;
+    ck_assert_int_eq(tg_atomic_write(&f, "x", 1, &err), -1);
+    ck_assert_str_eq(err.msg, want);
+    err.msg[0] = 0;
+    ck_assert_int_eq(tg_atomic_finish(&f, &err), -1);
+    ck_assert_str_eq(err.msg, want);
+    err.msg[0] = 0;
+    ck_assert_int_eq(tg_atomic_commit(&f, &err), -1);
+    ck_assert_str_eq(err.msg, want);
     ck_assert_str_eq(f.step, "create");
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
-                     "'p': cannot create a temporary file beside it: No such file or directory");
     tg_atomic_abort(&f);
     ck_assert_ptr_null(f.path);
     ck_assert_str_eq(f.step, "create");   /* abort keeps the reason */
 
     /* NULL data with bytes to write: the temporary is removed at once */
-    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
+    err.msg[0] = 0;
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt"), &err), 0);
     ck_assert_ptr_null(f.step);
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg), "'p': nothing failed");
-    ck_assert_int_eq(tg_atomic_write(&f, NULL, 3), -1);
+    ck_assert_str_eq(err.msg, "");   /* nothing written on success */
+    ck_assert_int_eq(tg_atomic_write(&f, NULL, 3, &err), -1);
     ck_assert_str_eq(f.step, "argument");
     ck_assert_int_eq(f.errnum, EINVAL);
+    snprintf(want, sizeof want, "'%s': a NULL argument, or the file is not open", P("x.txt"));
+    ck_assert_str_eq(err.msg, want);
     ck_assert_ptr_null(f.tmp);
     ck_assert_int_eq(temporaries(tt_dir), 0);
-    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    ck_assert_int_eq(tg_atomic_commit(&f, &err), -1);
     ck_assert_int_eq(access(P("x.txt"), F_OK), -1);
     tg_atomic_abort(&f);
 
     /* writing after finish is refused the same way */
-    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
-    ck_assert_int_eq(tg_atomic_finish(&f), 0);
-    ck_assert_int_eq(tg_atomic_write(&f, "x", 1), -1);
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt"), &err), 0);
+    ck_assert_int_eq(tg_atomic_finish(&f, &err), 0);
+    ck_assert_int_eq(tg_atomic_write(&f, "x", 1, &err), -1);
     ck_assert_str_eq(f.step, "argument");
     ck_assert_int_eq(temporaries(tt_dir), 0);
     tg_atomic_abort(&f);
 
     /* a committed file is released: a second commit is refused */
-    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt")), 0);
-    ck_assert_int_eq(tg_atomic_commit(&f), 0);
-    ck_assert_int_eq(tg_atomic_commit(&f), -1);
+    ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt"), &err), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f, &err), 0);
+    ck_assert_int_eq(tg_atomic_commit(&f, &err), -1);
     ck_assert_str_eq(f.step, "argument");
+    ck_assert_str_eq(err.msg, "'(null)': a NULL argument, or the file is not open");
     assert_contents(P("x.txt"), "");
     tg_atomic_abort(&f);
 
-    /* the messages of the other steps */
-    f.step = "fsync", f.errnum = EIO;
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
-                     "'p': fsync of the temporary file failed: Input/output error ('p' left as it was)");
-    f.step = "allocate", f.errnum = ENOMEM;
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg), "'p': out of memory");
-    f.errnum = 0, f.step = "close";
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, sizeof msg),
-                     "'p': close of the temporary file failed: unknown error ('p' left as it was)");
-    ck_assert_str_eq(tg_atomic_message(&f, "p", msg, 5), "'p':");
+    /* the messages of the other steps, as a later call reports them */
+    static const struct { const char *step; int errnum; const char *text; } steps[] = {
+        {"fsync", EIO, "'%s': fsync of the temporary file failed: Input/output error ('%s' left as it was)"},
+        {"allocate", ENOMEM, "'%s': out of memory"},
+        {"close", 0, "'%s': close of the temporary file failed: unknown error ('%s' left as it was)"},
+    };
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+        ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt"), &err), 0);
+        f.step = steps[k].step, f.errnum = steps[k].errnum;
+        ck_assert_int_eq(tg_atomic_write(&f, "x", 1, &err), -1);
+        snprintf(want, sizeof want, steps[k].text, P("x.txt"), P("x.txt"));
+        ck_assert_str_eq(err.msg, want);
+        tg_atomic_abort(&f);
+    }
+    ck_assert_int_eq(temporaries(tt_dir), 0);
+    ck_assert_int_eq(tg_atomic_write(NULL, "x", 1, &err), -1);
+    ck_assert_str_eq(err.msg, "atomic_write: the file is NULL");
     remove(P("x.txt"));
 }
 END_TEST
@@ -292,7 +314,8 @@ static void touch(const char *path)
 
 START_TEST(a_write_removes_the_stale_temporaries_of_its_path)
 {
-    char err[512] = "", dead[600], mine[600], live[600], other[600], old_form[600], odd[600], zero[600];
+    tg_error err = {0};
+    char dead[600], mine[600], live[600], other[600], old_form[600], odd[600], zero[600];
     /* a process that stays alive (another writer) until it is told to go */
     const pid_t alive = fork();
     ck_assert_int_ge(alive, 0);
@@ -311,10 +334,10 @@ START_TEST(a_write_removes_the_stale_temporaries_of_its_path)
     const char *keep[] = {mine, live, other, old_form, odd, zero};
     touch(dead);
     for (int i = 0; i < 6; i++) touch(keep[i]);
-    const int rc = tg_write_file_atomic(P("m.bin"), "new", 3, err, sizeof err);
+    const int rc = tg_atomic_write_file(P("m.bin"), "new", 3, &err);
     kill(alive, SIGKILL);   /* before any assertion: a failed one jumps out */
     waitpid(alive, NULL, 0);
-    ck_assert_msg(rc == 0, "%s", err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
     assert_contents(P("m.bin"), "new");
     ck_assert_msg(access(dead, F_OK) == -1, "%s was left", dead);
     for (int i = 0; i < 6; i++) {
@@ -328,8 +351,8 @@ END_TEST
 
 START_TEST(a_writer_killed_mid_write_is_cleaned_up_by_the_next)
 {
-    char err[512] = "";
-    ck_assert_int_eq(tg_write_file_atomic(P("k.bin"), "old", 3, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_atomic_write_file(P("k.bin"), "old", 3, &err), 0);
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
     const pid_t pid = fork();
@@ -338,8 +361,8 @@ START_TEST(a_writer_killed_mid_write_is_cleaned_up_by_the_next)
         tg_atomic_file f;
         static char half[1 << 16];
         memset(half, 'h', sizeof half);
-        const bool ok = tg_atomic_begin(&f, P("k.bin")) == 0 && tg_atomic_write(&f, half, sizeof half) == 0 &&
-                        fflush(f.fp) == 0;
+        const bool ok = tg_atomic_begin(&f, P("k.bin"), &err) == 0 &&
+            tg_atomic_write(&f, half, sizeof half, &err) == 0 && fflush(f.fp) == 0;
         (void)!write(ready[1], ok ? "1" : "0", 1);
         for (;;) pause();
     }
@@ -359,7 +382,7 @@ START_TEST(a_writer_killed_mid_write_is_cleaned_up_by_the_next)
     snprintf(prefix, sizeof prefix, "k.bin.tmp.%d.", (int)pid);
     ck_assert_int_eq(tt_count_names(tt_dir, prefix), 1);
     /* the next write of the path: the new file, and no temporary */
-    ck_assert_int_eq(tg_write_file_atomic(P("k.bin"), "next", 4, err, sizeof err), 0);
+    ck_assert_int_eq(tg_atomic_write_file(P("k.bin"), "next", 4, &err), 0);
     assert_contents(P("k.bin"), "next");
     ck_assert_int_eq(temporaries(tt_dir), 0);
     remove(P("k.bin"));

@@ -88,10 +88,10 @@ static int check_backward(tg_graph *g, tg_params *p, tg_tensor *loss)
 START_TEST(hook_order_and_completeness_on_a_small_graph)
 {
     tg_graph *g = tg_graph_new();
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_tensor *w1 = tg_params_add(p, "w1", TT_SHAPE(3, 4));
-    tg_tensor *w2 = tg_params_add(p, "w2", TT_SHAPE(4, 2));
-    tg_tensor *unused = tg_params_add(p, "unused", TT_SHAPE(2));
+    tg_params *p = tg_params_new(TG_F64, NULL);
+    tg_tensor *w1 = tg_params_add(p, "w1", TT_SHAPE(3, 4), NULL);
+    tg_tensor *w2 = tg_params_add(p, "w2", TT_SHAPE(4, 2), NULL);
+    tg_tensor *unused = tg_params_add(p, "unused", TT_SHAPE(2), NULL);
     tg_rng r;
     tg_rng_seed(&r, 5, 1);
     tg_rng_fill_normal(&r, w1, 0, 1);
@@ -145,9 +145,9 @@ START_TEST(hook_completeness_on_the_gpt)
     for (int variant = 0; variant < 3; variant++) {   /* fused, composed, biases */
         tg_gpt_config c = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11,
                            .bias = variant == 2, .attn_composed = variant == 1};
-        char err[256];
-        tg_gpt *m = tg_gpt_new(&c, TG_F64, 1, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_error err = {0};
+        tg_gpt *m = tg_gpt_new(&c, TG_F64, 1, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         tg_graph *g = tg_graph_new();
         tg_tensor *idx, *tgt;
         batch(g, 2, 8, 11, &idx, &tgt);
@@ -169,9 +169,9 @@ START_TEST(hook_completeness_on_the_llama)
                              .hidden_dim = 24, .block_size = 8, .vocab_size = 13, .rope_theta = 10000,
                              .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = !variant,
                              .attn_composed = variant};
-        char err[256];
-        tg_llama *m = tg_llama_new(&c, TG_F64, 2, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_error err = {0};
+        tg_llama *m = tg_llama_new(&c, TG_F64, 2, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         tg_graph *g = tg_graph_new();
         tg_tensor *idx, *tgt;
         batch(g, 2, 8, 13, &idx, &tgt);

@@ -244,9 +244,9 @@ END_TEST
 
 START_TEST(params_store_views_and_accumulation)
 {
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3));
-    tg_tensor *bias = tg_params_add(p, "b", TT_SHAPE(3));
+    tg_params *p = tg_params_new(TG_F64, NULL);
+    tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3), NULL);
+    tg_tensor *bias = tg_params_add(p, "b", TT_SHAPE(3), NULL);
     ck_assert_ptr_nonnull(w);
     ck_assert_ptr_nonnull(bias);
     ck_assert_int_eq(tg_params_count(p), 2);
@@ -258,14 +258,15 @@ START_TEST(params_store_views_and_accumulation)
     ck_assert_ptr_eq(w->data, tg_params_data(p));
     ck_assert_ptr_eq(bias->data, (double *)tg_params_data(p) + 6);
     ck_assert_ptr_eq(bias->grad, (double *)tg_params_grad(p) + 6);
-    ck_assert_ptr_null(tg_params_add(p, "w", TT_SHAPE(1)));
-    ck_assert_str_eq(tg_params_error(p), "params_add: duplicate name 'w'");
-    ck_assert_ptr_null(tg_params_add(p, "", TT_SHAPE(1)));
-    ck_assert_ptr_null(tg_params_add(p, "z", TT_SHAPE(0)));
-    ck_assert_ptr_nonnull(strstr(tg_params_error(p), "every dimension must be >= 1"));
-    char err[96] = "";
-    ck_assert_ptr_null(tg_params_new(TG_I32, err, sizeof err));
-    ck_assert_str_eq(err, "params_new: dtype must be f32 or f64, got i32 (2)");
+    tg_error err = {0};
+    ck_assert_ptr_null(tg_params_add(p, "w", TT_SHAPE(1), &err));
+    ck_assert_str_eq(err.msg, "params_add: duplicate name 'w'");
+    ck_assert_ptr_null(tg_params_add(p, "", TT_SHAPE(1), &err));
+    ck_assert_str_eq(err.msg, "params_add: name is empty");
+    ck_assert_ptr_null(tg_params_add(p, "z", TT_SHAPE(0), &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "every dimension must be >= 1"));
+    ck_assert_ptr_null(tg_params_new(TG_I32, &err));
+    ck_assert_str_eq(err.msg, "params_new: dtype must be f32 or f64, got i32 (2)");
 
     for (int i = 0; i < 6; i++) ((double *)w->data)[i] = i + 1;
     tg_graph *g = tg_graph_new();
@@ -328,11 +329,12 @@ START_TEST(rng_state_text_round_trip)
     tg_rng r, back;
     tg_rng_seed(&r, 1234, 5);
     tg_rng_normal(&r);   /* a spare normal now waits */
-    char s[TG_RNG_STRING_LEN + 1], err[200];
+    char s[TG_RNG_STRING_LEN + 1];
+    tg_error err = {0};
     ck_assert_int_eq(tg_rng_to_string(&r, s, sizeof s), TG_RNG_STRING_LEN);
     ck_assert_int_eq(s[34], '1');
     tg_rng_seed(&back, 1, 1);
-    ck_assert_int_eq(tg_rng_from_string(&back, s, err, sizeof err), 0);
+    ck_assert_int_eq(tg_rng_from_string(&back, s, &err), 0);
     for (int i = 0; i < 5; i++) ck_assert(tg_rng_normal(&back) == tg_rng_normal(&r));
     ck_assert_uint_eq(tg_rng_u32(&back), tg_rng_u32(&r));
 
@@ -343,15 +345,14 @@ START_TEST(rng_state_text_round_trip)
                                       "0000000000000000:0000000000000001:1:7ff0000000000000",   /* inf spare */
                                       "\xef\xbb\xbf" "00000000000000:0000000000000001:0:0000000000000000"};
     for (int k = 0; k < 7; k++) {
-        err[0] = 0;
-        ck_assert_int_eq(tg_rng_from_string(&back, bad[k], err, sizeof err), -1);
-        ck_assert_msg(strstr(err, "rng_from_string: "), "case %d: '%s'", k, err);
+        err.msg[0] = 0;
+        ck_assert_int_eq(tg_rng_from_string(&back, bad[k], &err), -1);
+        ck_assert_msg(strstr(err.msg, "rng_from_string: "), "case %d: '%s'", k, err.msg);
         ck_assert_mem_eq(&back, &before, sizeof back);
     }
-    ck_assert_ptr_nonnull(strstr(err, "\\xef\\xbb\\xbf"));   /* bytes shown escaped */
-    ck_assert_int_eq(tg_rng_from_string(&back, "0000000000000000:0000000000000002:0:0000000000000000", err,
-                                        sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "is even"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "\\xef\\xbb\\xbf"));   /* bytes shown escaped */
+    ck_assert_int_eq(tg_rng_from_string(&back, "0000000000000000:0000000000000002:0:0000000000000000", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is even"));
 }
 END_TEST
 

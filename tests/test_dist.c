@@ -123,20 +123,20 @@ typedef struct net {
 static net make_net(bool llama, tg_dtype dt)
 {
     net n = {0};
-    char err[256];
+    tg_error err = {0};
     if (llama) {
         tg_llama_config c = {.n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 40,
                              .block_size = 8, .vocab_size = 13, .rope_theta = 10000,
                              .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = false};
-        n.llama = tg_llama_new(&c, dt, 7, err, sizeof err);
+        n.llama = tg_llama_new(&c, dt, 7, &err);
         n.p = n.llama ? n.llama->params : NULL;
     } else {
         tg_gpt_config c = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11, .bias = true};
-        n.gpt = tg_gpt_new(&c, dt, 7, err, sizeof err);
+        n.gpt = tg_gpt_new(&c, dt, 7, &err);
         n.p = n.gpt ? n.gpt->params : NULL;
     }
     if (!n.p) {
-        fprintf(stderr, "rank %d: %s\n", rank, err);
+        fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         tg_dist_abort(1, NULL);
     }
     return n;
@@ -239,11 +239,11 @@ static void buckets(bool llama, tg_dtype dt)
     net n = make_net(llama, dt);
     tg_graph *g = tg_graph_new();
     const int64_t N = tg_params_numel(n.p);
-    char err[256];
+    tg_error err = {0};
     for (int micro = 1; micro <= 2; micro++) {
         double *ref = reference_sum(g, &n, micro);
-        tg_dist_grads *d = tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 1500}, err, sizeof err);
-        expect(d != NULL, "%s: %s", name, err);
+        tg_dist_grads *d = tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 1500}, &err);
+        expect(d != NULL, "%s: %s", name, err.msg);
         if (!d) return;
         /* buckets: whole parameters, back to back from the end of the buffer */
         const int nb = tg_dist_grads_bucket_count(d);
@@ -305,10 +305,10 @@ static void zero1(bool llama, tg_dtype dt)
     if (rank == 0 && size > 1)
         printf("%s: %lld parameters in %d shards of %lld or %lld\n", name, (long long)N, size, (long long)(N / size),
                (long long)(N / size + (N % size != 0)));
-    char err[256];
+    tg_error err = {0};
     tg_dist_grads *d =
-        tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 2000, .shard = true}, err, sizeof err);
-    expect(d != NULL, "%s: %s", name, err);
+        tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 2000, .shard = true}, &err);
+    expect(d != NULL, "%s: %s", name, err.msg);
     if (!d) return;
     int64_t lo, hi;
     tg_dist_grads_shard(d, &lo, &hi);
@@ -316,8 +316,8 @@ static void zero1(bool llama, tg_dtype dt)
     tg_dist_shard_range(N, rank, size, &want_lo, &want_hi);
     expect(lo == want_lo && hi == want_hi, "%s: shard [%lld, %lld)", name, (long long)lo, (long long)hi);
     tg_adamw_config ac = {0.9, 0.95, 1e-8, 0.1};
-    tg_adamw *os = tg_adamw_new_shard(n.p, &ac, lo, hi, err, sizeof err);
-    tg_adamw *ow = tg_adamw_new(whole.p, &ac, err, sizeof err);
+    tg_adamw *os = tg_adamw_new_shard(n.p, &ac, lo, hi, &err);
+    tg_adamw *ow = tg_adamw_new(whole.p, &ac, &err);
     for (int step = 0; step < 3; step++) {
         double *ref = reference_sum(g, &n, 2);
         bucketed(g, &n, d, 2);
@@ -365,9 +365,9 @@ static void zero1(bool llama, tg_dtype dt)
 
 int main(int argc, char **argv)
 {
-    char err[512];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    tg_error err = {0};
+    if (tg_dist_init(&argc, &argv, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     rank = tg_dist_rank();

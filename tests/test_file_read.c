@@ -23,47 +23,47 @@
 #endif
 
 /* A reader of a path: true when it read the file, else its message in err. */
-typedef bool (*reader_fn)(const char *path, char *err, size_t errlen);
+typedef bool (*reader_fn)(const char *path, tg_error *err);
 
-static bool file_read(const char *path, char *err, size_t errlen)
+static bool file_read(const char *path, tg_error *err)
 {
     size_t len = 0;
-    char *s = tg_file_read(path, &len, err, errlen);
+    char *s = tg_file_read(path, &len, err);
     free(s);
     return s != NULL;
 }
 
-static bool st_load(const char *path, char *err, size_t errlen)
+static bool st_load(const char *path, tg_error *err)
 {
-    tg_st_file *f = tg_st_load(path, err, errlen);
+    tg_st_file *f = tg_st_load(path, err);
     tg_st_free(f);
     return f != NULL;
 }
 
-static bool tok_llama2c(const char *path, char *err, size_t errlen)
+static bool tok_llama2c(const char *path, tg_error *err)
 {
-    tg_tokenizer *t = tg_tok_load_llama2c(path, 0, err, errlen);
+    tg_tokenizer *t = tg_tok_load_llama2c(path, 0, err);
     tg_tok_free(t);
     return t != NULL;
 }
 
-static bool tok_tiktoken(const char *path, char *err, size_t errlen)
+static bool tok_tiktoken(const char *path, tg_error *err)
 {
-    tg_tokenizer *t = tg_tok_load_tiktoken(path, err, errlen);
+    tg_tokenizer *t = tg_tok_load_tiktoken(path, err);
     tg_tok_free(t);
     return t != NULL;
 }
 
-static bool tok_any(const char *path, char *err, size_t errlen)
+static bool tok_any(const char *path, tg_error *err)
 {
-    tg_tokenizer *t = tg_tok_load(path, err, errlen);
+    tg_tokenizer *t = tg_tok_load(path, err);
     tg_tok_free(t);
     return t != NULL;
 }
 
-static bool token_file(const char *path, char *err, size_t errlen)
+static bool token_file(const char *path, tg_error *err)
 {
-    tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, 50257, err, errlen);
+    tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, 50257, err);
     tg_tokfile_close(f);
     return f != NULL;
 }
@@ -103,10 +103,10 @@ static int run_child(const reader *r, const char *path, char *msg, size_t size)
         const struct rlimit cap = {(rlim_t)1 << 30, (rlim_t)1 << 30};
         setrlimit(RLIMIT_AS, &cap);
 #endif
-        char err[1024] = "";
-        const bool ok = r->fn(path, err, sizeof err);
-        const size_t n = strlen(err) + 1;
-        _exit(write(fds[1], err, n) == (ssize_t)n ? !ok : 2);
+        tg_error err = {0};
+        const bool ok = r->fn(path, &err);
+        const size_t n = strlen(err.msg) + 1;
+        _exit(write(fds[1], err.msg, n) == (ssize_t)n ? !ok : 2);
     }
     close(fds[1]);
     size_t got = 0;
@@ -148,28 +148,28 @@ END_TEST
 START_TEST(a_regular_file_reads_whole)
 {
     const char *path = tt_path("text.txt");
-    char err[512];
+    tg_error err = {0};
     size_t len = 99;
-    ck_assert_int_eq(tg_write_file_atomic(path, "", 0, err, sizeof err), 0);
-    char *s = tg_file_read(path, &len, err, sizeof err);
-    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(tg_atomic_write_file(path, "", 0, &err), 0);
+    char *s = tg_file_read(path, &len, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
     ck_assert_uint_eq(len, 0);
     ck_assert_int_eq(s[0], 0);
     free(s);
     char big[200000];
     for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i * 7 % 26);
     big[1000] = 0;   /* a NUL inside: the length is the file's, not strlen's */
-    ck_assert_int_eq(tg_write_file_atomic(path, big, sizeof big, err, sizeof err), 0);
-    s = tg_file_read(path, &len, err, sizeof err);
-    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(tg_atomic_write_file(path, big, sizeof big, &err), 0);
+    s = tg_file_read(path, &len, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
     ck_assert_uint_eq(len, sizeof big);
     ck_assert_mem_eq(s, big, sizeof big);
     ck_assert_int_eq(s[len], 0);
     free(s);
     char want[600];
     snprintf(want, sizeof want, "%s: No such file or directory", tt_path("missing.txt"));
-    ck_assert_ptr_null(tg_file_read(tt_path("missing.txt"), &len, err, sizeof err));
-    ck_assert_str_eq(err, want);
+    ck_assert_ptr_null(tg_file_read(tt_path("missing.txt"), &len, &err));
+    ck_assert_str_eq(err.msg, want);
     ck_assert_int_eq(unlink(path), 0);
 }
 END_TEST

@@ -149,34 +149,35 @@ enum { L = 2, H = 2, C = 32, T = 8 };
 /* A GPT (biases, not zero, or none) of vocabulary v saved at path. */
 static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     tg_model_config c = {.arch = "gpt", .n_layer = L, .n_head = H, .n_embd = C, .block_size = T,
                          .vocab_size = v->size, .bias = bias, .gelu = gelu};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
     for (int i = 0; i < tg_params_count(m.params); i++) {   /* biases not zero (nanoGPT's init zeroes them) */
         tg_tensor *t = tg_params_at(m.params, i);
         if (strstr(t->name, ".bias"))
             for (int64_t k = 0; k < t->numel; k++) ((float *)t->data)[k] = 0.01f * (float)(k % 7 + 1);
     }
-    ck_assert_msg(tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0,
-                                     "%s",
-                  err);
+    ck_assert_msg(
+        tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg) == 0,
+        "%s", err.msg);
     tg_model_free(&m);
 }
 
-static int export(const char *ckpt, const char *out, tg_gguf_type type, char *err)
+static int export(const char *ckpt, const char *out, tg_gguf_type type, tg_error *err)
 {
-    tg_st_file *f = tg_st_load(ckpt, err, ERRLEN);
-    ck_assert_msg(f != NULL, "%s", err);
-    const int rc = tg_gguf_export(f, out, type, err, ERRLEN);
+    tg_st_file *f = tg_st_load(ckpt, err);
+    ck_assert_msg(f != NULL, "%s", err->msg);
+    const int rc = tg_gguf_export(f, out, type, err);
     tg_st_free(f);
     return rc;
 }
 
 START_TEST(a_gpt_is_llamacpps_gpt2)
 {
-    char err[ERRLEN], s[256], want[64];
+    tg_error err = {0};
+    char s[256], want[64];
     static const char text[] = "hello world\n";
     tg_vocab v = {0};
     tg_vocab_bytes(&v, text, strlen(text));   /* "\n", " ", d e h l o r w: 9 ids */
@@ -184,7 +185,7 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
     save_gpt(tt_path("gpt.safetensors"), &v, false, TG_GELU_TANH);
     for (int q = 0; q < 2; q++) {
         const tg_gguf_type type = q ? TG_GGUF_Q8_0 : TG_GGUF_F32;
-        ck_assert_msg(export(tt_path("gpt.safetensors"), tt_path("gpt.gguf"), type, err) == 0, "%s", err);
+        ck_assert_msg(export(tt_path("gpt.safetensors"), tt_path("gpt.gguf"), type, &err) == 0, "%s", err.msg);
         gfile g = {0};
         gread(&g, tt_path("gpt.gguf"));
         ck_assert_str_eq(key_str(&g, "general.architecture", 0, s, sizeof s), "gpt2");
@@ -242,13 +243,13 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         ck_assert_ptr_eq(tensor(&g, want), &g.t[g.n_t - 3]);   /* llama.cpp's order: the blocks, then output_norm */
         free(g.buf);
         /* and back: the same bytes */
-        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
-                      "%s", err);
-        tg_st_file *f = tg_st_load(tt_path("back.safetensors"), err, sizeof err);
+        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0,
+                      "%s", err.msg);
+        tg_st_file *f = tg_st_load(tt_path("back.safetensors"), &err);
         tg_model m = {0};
         tg_vocab b = {0};
-        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0);
-        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err, sizeof err) == 0, "%s", err);
+        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0);
+        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         ck_assert(b.kind == TG_VOCAB_BYTES && b.size == v.size && !memcmp(b.chars, v.chars, (size_t)v.size));
         tg_vocab_free(&b);
         tg_model_free(&m);
@@ -280,19 +281,20 @@ static tg_tokenizer *tiny_tiktoken(void)
         fprintf(f, "%.*s %d\n", (int)o, out, r);
     }
     fclose(f);
-    char err[ERRLEN];
-    tg_tokenizer *t = tg_tok_load_tiktoken(tt_path("tiny.tiktoken"), err, sizeof err);
-    ck_assert_msg(t != NULL, "%s", err);
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tok_load_tiktoken(tt_path("tiny.tiktoken"), &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
     return t;
 }
 
 START_TEST(gpt2_ranks_are_llamacpps_gpt2_tokenizer)
 {
-    char err[ERRLEN], s[256];
+    tg_error err = {0};
+    char s[256];
     tg_vocab v = {0};
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err.msg, sizeof err.msg), 0);
     save_gpt(tt_path("tt.safetensors"), &v, true, TG_GELU_TANH);
-    ck_assert_msg(export(tt_path("tt.safetensors"), tt_path("tt.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    ck_assert_msg(export(tt_path("tt.safetensors"), tt_path("tt.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     gfile g = {0};
     gread(&g, tt_path("tt.gguf"));
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "gpt2");
@@ -326,13 +328,13 @@ END_TEST
 
 START_TEST(what_llamacpp_cannot_read_alike_is_refused)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     tg_vocab v = {0};
     /* a GPT of bare ids */
     tg_vocab_ids(&v, 16);
     save_gpt(tt_path("ids.safetensors"), &v, false, TG_GELU_TANH);
-    ck_assert_int_eq(export(tt_path("ids.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, err), -1);
-    ck_assert_msg(strstr(err, "a GPT's vocabulary") && strstr(err, "bare token ids"), "%s", err);
+    ck_assert_int_eq(export(tt_path("ids.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
+    ck_assert_msg(strstr(err.msg, "a GPT's vocabulary") && strstr(err.msg, "bare token ids"), "%s", err.msg);
     ck_assert_int_eq(access(tt_path("no.gguf"), F_OK), -1);
     tg_vocab_free(&v);
     static const char text[] = "the cat and the hat and the bat, the cat and the hat.";
@@ -341,13 +343,12 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
     tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 32,
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                        0, err,
-                                        sizeof err), 0);
+                                        0, err.msg, sizeof err.msg), 0);
     tg_model_free(&m);
-    ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, err), -1);
-    ck_assert_msg(strstr(err, "a Llama's vocabulary") && strstr(err, "a text's bytes"), "%s", err);
+    ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
+    ck_assert_msg(strstr(err.msg, "a Llama's vocabulary") && strstr(err.msg, "a text's bytes"), "%s", err.msg);
     ck_assert_int_eq(access(tt_path("no.gguf"), F_OK), -1);
     tg_vocab_free(&v);
 }
@@ -371,13 +372,13 @@ static void patch(const char *path, const char *out, const void *find, size_t n,
 
 START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     static const char text[] = "hello world\n";
     tg_vocab v = {0};
     tg_vocab_bytes(&v, text, strlen(text));
     save_gpt(tt_path("rw.safetensors"), &v, false, TG_GELU_TANH);
     tg_vocab_free(&v);
-    ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     static const char W[] = "\x01\0\0\0\0\0\0\0w";   /* the last token, "w", as a GGUF string */
     const struct { const char *with, *why; } cases[] = {
         {"\\", "token 8 ('\\') is not one byte: tapegrad reads an 'rwkv' vocabulary as a text's bytes"},
@@ -386,8 +387,8 @@ START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         patch(tt_path("rw.gguf"), tt_path("bad.gguf"), W, sizeof W - 1, 8, cases[i].with, 1);
         remove(tt_path("c.safetensors"));
-        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, cases[i].why), "case %zu: %s", i, err);
+        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, &err), -1);
+        ck_assert_msg(strstr(err.msg, cases[i].why), "case %zu: %s", i, err.msg);
         ck_assert_int_eq(access(tt_path("c.safetensors"), F_OK), -1);
     }
 }
@@ -395,20 +396,19 @@ END_TEST
 
 START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     tg_vocab v = {0};
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err.msg, sizeof err.msg), 0);
     save_gpt(tt_path("a.safetensors"), &v, true, TG_GELU_TANH);
     tg_vocab_free(&v);
-    ck_assert_msg(export(tt_path("a.safetensors"), tt_path("a.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    ck_assert_msg(export(tt_path("a.safetensors"), tt_path("a.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     /* back: the same weights, a tanh GPT with biases, GPT-2's ranks */
-    ck_assert_msg(tg_gguf_import(tt_path("a.gguf"), tt_path("b.safetensors"), TG_F32, err, sizeof err) == 0, "%s", err);
-    tg_st_file *a = tg_st_load(tt_path("a.safetensors"), err, sizeof err), *b = tg_st_load(tt_path("b.safetensors"), err,
-                                                                                          sizeof err);
+    ck_assert_msg(tg_gguf_import(tt_path("a.gguf"), tt_path("b.safetensors"), TG_F32, &err) == 0, "%s", err.msg);
+    tg_st_file *a = tg_st_load(tt_path("a.safetensors"), &err), *b = tg_st_load(tt_path("b.safetensors"), &err);
     ck_assert(a && b);
     tg_model ma = {0}, mb = {0};
-    ck_assert_int_eq(tg_checkpoint_load_model(a, TG_F32, 0.0, &ma, err, sizeof err), 0);
-    ck_assert_int_eq(tg_checkpoint_load_model(b, TG_F32, 0.0, &mb, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_model(a, TG_F32, 0.0, &ma, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_checkpoint_load_model(b, TG_F32, 0.0, &mb, err.msg, sizeof err.msg), 0);
     ck_assert(mb.config.bias && mb.config.gelu == TG_GELU_TANH && !strcmp(mb.config.arch, "gpt"));
     ck_assert_int_eq(tg_params_count(ma.params), tg_params_count(mb.params));
     for (int i = 0; i < tg_params_count(ma.params); i++) {
@@ -417,7 +417,7 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
         ck_assert_msg(x->numel == y->numel && !memcmp(x->data, y->data, (size_t)x->numel * 4), "%s differs", x->name);
     }
     tg_vocab vb = {0};
-    ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, err.msg, sizeof err.msg), 0);
     ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(vb.tok) == TG_TOK_TIKTOKEN && !vb.docs);
     tg_vocab_free(&vb);
     tg_model_free(&ma);
@@ -445,8 +445,8 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
         patch(tt_path("a.gguf"), tt_path("bad.gguf"), cases[i].find, cases[i].n, cases[i].skip, cases[i].with,
               cases[i].wn);
         remove(tt_path("c.safetensors"));
-        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, cases[i].why), "case %zu: %s", i, err);
+        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, &err), -1);
+        ck_assert_msg(strstr(err.msg, cases[i].why), "case %zu: %s", i, err.msg);
         ck_assert_int_eq(access(tt_path("c.safetensors"), F_OK), -1);
     }
 }
@@ -456,17 +456,18 @@ END_TEST
  * text takes (an imported tokenizer of pieces with scores adds it itself). n ids into ids (freed by the caller). */
 static int64_t ids_of(const char *path, const char *text, int32_t **ids)
 {
-    char err[ERRLEN], buf[512];
-    tg_st_file *f = tg_st_load(path, err, sizeof err);
-    ck_assert_msg(f != NULL, "%s", err);
+    tg_error err = {0};
+    char buf[512];
+    tg_st_file *f = tg_st_load(path, &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
     tg_model m = {0};
     tg_vocab v = {0};
-    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0, "%s", err);
-    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert(v.kind == TG_VOCAB_TOKENIZER);
     snprintf(buf, sizeof buf, "%s%s", tg_tok_adds_prefix(v.tok) ? "" : " ", text);
-    const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, err, sizeof err);
-    ck_assert_msg(n > 0, "%s", err);
+    const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, &err);
+    ck_assert_msg(n > 0, "%s", err.msg);
     tg_vocab_free(&v);
     tg_model_free(&m);
     tg_st_free(f);
@@ -480,28 +481,30 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
     static const char *const lines[] = {"First Citizen:\nBefore we proceed any further, hear me speak.\n",
                                         "All:\nSpeak, speak.\n", "First Citizen:\nYou are all resolved rather to die "
                                         "than to famish?\n", "Second Citizen:\nWould you proceed especially?\n"};
-    char text[8192] = "", err[ERRLEN];
+    char text[8192] = "";
+    tg_error err = {0};
     for (int r = 0; r < 30; r++) strcat(text, lines[r % 4]);
     const tg_bpe_options bo = {.vocab_size = 320};
-    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &bo, err, sizeof err);
-    ck_assert_msg(tok != NULL, "%s", err);
+    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &bo, &err);
+    ck_assert_msg(tok != NULL, "%s", err.msg);
     tg_vocab v = {0};
-    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
     ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
-                                     err, sizeof err) == 0, "%s", err);
+                                     err.msg, sizeof err.msg) == 0, "%s", err.msg);
     tg_model_free(&m);
     tg_vocab_free(&v);
     static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
                                          "Second Citizen: you famish, all resolved?"};
     for (int q = 0; q < 2; q++) {
-        ck_assert_msg(export(tt_path("bpe.safetensors"), tt_path("bpe.gguf"), q ? TG_GGUF_Q8_0 : TG_GGUF_F32, err) == 0,
-                      "%s", err);
-        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
-                      "%s", err);
+        ck_assert_msg(export(tt_path("bpe.safetensors"), tt_path("bpe.gguf"), q ? TG_GGUF_Q8_0 : TG_GGUF_F32, &err) ==
+                          0,
+                      "%s", err.msg);
+        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0,
+                      "%s", err.msg);
         for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
             int32_t *want, *got;
             const int64_t nw = ids_of(tt_path("bpe.safetensors"), probes[i], &want),

@@ -178,10 +178,10 @@ static void write_llama(const char *path, const llama_file *o)
 }
 
 /* the import of path: -1 with its message in err, and no checkpoint written */
-static void refused(const char *path, char *err)
+static void refused(const char *path, tg_error *err)
 {
     remove(tt_path("out.safetensors"));
-    ck_assert_int_eq(tg_gguf_import(path, tt_path("out.safetensors"), TG_F32, err, ERRLEN), -1);
+    ck_assert_int_eq(tg_gguf_import(path, tt_path("out.safetensors"), TG_F32, err), -1);
     ck_assert_int_eq(access(tt_path("out.safetensors"), F_OK), -1);
 }
 
@@ -189,17 +189,17 @@ static const llama_file SMALL = {.C = 32, .H = 64, .L = 2, .V = 8, .T = 16, .typ
 
 START_TEST(a_crafted_llama_imports)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     write_llama(tt_path("ok.gguf"), &SMALL);
-    ck_assert_msg(tg_gguf_import(tt_path("ok.gguf"), tt_path("ok.safetensors"), TG_F32, err, sizeof err) == 0, "%s",
-                  err);
+    ck_assert_msg(tg_gguf_import(tt_path("ok.gguf"), tt_path("ok.safetensors"), TG_F32, &err) == 0, "%s",
+                  err.msg);
     remove(tt_path("ok.safetensors"));
 }
 END_TEST
 
 START_TEST(signed_keys_keep_their_sign)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     static const struct { const char *key; uint32_t type; double x; const char *want; } cases[] = {
         {"llama.block_count", GI32, -1, "key 'llama.block_count' = -1 is outside [1, 16777216]"},
         {"llama.attention.head_count", GI16, -1, "key 'llama.attention.head_count' = -1 is outside"},
@@ -211,15 +211,15 @@ START_TEST(signed_keys_keep_their_sign)
         llama_file o = SMALL;
         o.keys[0] = (kover){cases[i].key, cases[i].type, cases[i].x};
         write_llama(tt_path("neg.gguf"), &o);
-        refused(tt_path("neg.gguf"), err);
-        ck_assert_msg(strstr(err, cases[i].want), "case %zu: %s", i, err);
+        refused(tt_path("neg.gguf"), &err);
+        ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: %s", i, err.msg);
     }
     /* a signed value in range is taken: head_count_kv 1 as I8 */
     llama_file o = SMALL;
     o.keys[0] = (kover){"llama.attention.head_count_kv", GI8, 1};
     write_llama(tt_path("i8.gguf"), &o);
-    ck_assert_msg(tg_gguf_import(tt_path("i8.gguf"), tt_path("i8.safetensors"), TG_F32, err, sizeof err) == 0, "%s",
-                  err);
+    ck_assert_msg(tg_gguf_import(tt_path("i8.gguf"), tt_path("i8.safetensors"), TG_F32, &err) == 0, "%s",
+                  err.msg);
     remove(tt_path("i8.safetensors"));
 }
 END_TEST
@@ -242,9 +242,9 @@ static double import_in_a_small_room(const char *path, size_t room, char *err, i
         fclose(f);
         const rlim_t most = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + room;
         if (setrlimit(RLIMIT_AS, &(struct rlimit){most, most})) _exit(4);
-        char e[ERRLEN] = "";
-        const int rc = tg_gguf_import(path, tt_path("big.safetensors"), TG_F32, e, sizeof e);
-        const ssize_t w = write(fd[1], e, strlen(e) + 1);
+        tg_error e = {0};
+        const int rc = tg_gguf_import(path, tt_path("big.safetensors"), TG_F32, &e);
+        const ssize_t w = write(fd[1], e.msg, strlen(e.msg) + 1);
         _exit(rc == -1 && w > 0 ? 0 : 1);
     }
     close(fd[1]);
@@ -261,17 +261,17 @@ START_TEST(tensors_that_share_bytes_are_refused_at_once)
 {
     /* 950 blocks of C 256 and SwiGLU 1024 in Q8_0: 1.0e9 parameters (4 GB as f32) in a 0.8 MB file
      * whose 8,552 tensors all start at offset 0 */
-    char err[ERRLEN];
+    tg_error err = {0};
     const llama_file o = {.C = 256, .H = 1024, .L = 950, .V = 32, .T = 16, .type = Q_Q8_0, .shared = true};
     write_llama(tt_path("big.gguf"), &o);
     struct stat st;
     ck_assert(stat(tt_path("big.gguf"), &st) == 0 && st.st_size < 1000000);
     int status;
-    const double s = import_in_a_small_room(tt_path("big.gguf"), 256u << 20, err, &status);
+    const double s = import_in_a_small_room(tt_path("big.gguf"), 256u << 20, err.msg, &status);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the import %s (wait status %d) in %.2f s: %s",
-                  WIFEXITED(status) ? "was not refused with a message" : "died", status, s, err);
-    ck_assert_msg(strstr(err, "tensor 'blk.0.attn_norm.weight': its data is at offset 0 of the data section, where "
-                              "the tensors before it end at 8704"), "%s", err);
+                  WIFEXITED(status) ? "was not refused with a message" : "died", status, s, err.msg);
+    ck_assert_msg(strstr(err.msg, "tensor 'blk.0.attn_norm.weight': its data is at offset 0 of the data section, where "
+                              "the tensors before it end at 8704"), "%s", err.msg);
     ck_assert_msg(s < 2.0, "%.2f s", s);
     ck_assert_int_eq(access(tt_path("big.safetensors"), F_OK), -1);
     remove(tt_path("big.gguf"));
@@ -280,28 +280,29 @@ END_TEST
 
 START_TEST(every_tensor_is_checked_before_the_model_is_built)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     llama_file o = SMALL;
     o.skip = "blk.1.ffn_up.weight";
     write_llama(tt_path("miss.gguf"), &o);
-    refused(tt_path("miss.gguf"), err);
-    ck_assert_msg(strstr(err, "the file has no tensor 'blk.1.ffn_up.weight' (the Llama its keys describe has it)"),
-                  "%s", err);
+    refused(tt_path("miss.gguf"), &err);
+    ck_assert_msg(strstr(err.msg, "the file has no tensor 'blk.1.ffn_up.weight' (the Llama its keys describe has it)"),
+                  "%s", err.msg);
     o = SMALL;
     o.keys[0] = (kover){"llama.feed_forward_length", GU32, 48};
     write_llama(tt_path("shape.gguf"), &o);
-    refused(tt_path("shape.gguf"), err);
-    ck_assert_msg(strstr(err, "tensor 'blk.0.ffn_gate.weight' is [32, 64] where the model its keys describe has "
-                              "[32, 48]"), "%s", err);
+    refused(tt_path("shape.gguf"), &err);
+    ck_assert_msg(strstr(err.msg, "tensor 'blk.0.ffn_gate.weight' is [32, 64] where the model its keys describe has "
+                              "[32, 48]"), "%s", err.msg);
     /* a Llama of 1e9 parameters whose file holds one block of it: refused before 4 GB are allocated */
     o = (llama_file){.C = 256, .H = 1024, .L = 950, .V = 32, .T = 16, .type = Q_Q8_0};
     o.keys[0] = (kover){"llama.block_count", GU32, 950};
     o.L = 1;
     write_llama(tt_path("few.gguf"), &o);
     int status;
-    const double s = import_in_a_small_room(tt_path("few.gguf"), 256u << 20, err, &status);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(err, "no tensor 'blk.1.attn_norm.weight'"),
-                  "status %d in %.2f s: %s", status, s, err);
+    const double s = import_in_a_small_room(tt_path("few.gguf"), 256u << 20, err.msg, &status);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                      strstr(err.msg, "no tensor 'blk.1.attn_norm.weight'"),
+                  "status %d in %.2f s: %s", status, s, err.msg);
 }
 END_TEST
 
@@ -321,35 +322,36 @@ static void vocab_bad_type(gw *kv)
 
 START_TEST(a_token_type_is_named_as_it_is)
 {
-    char err[ERRLEN], want[200];
+    tg_error err = {0};
+    char want[200];
     static const int32_t bad[2] = {99, -1};
     for (int i = 0; i < 2; i++) {
         llama_file o = SMALL;
         bad_type = bad[i];
         o.vocab = vocab_bad_type;
         write_llama(tt_path("type.gguf"), &o);
-        refused(tt_path("type.gguf"), err);
+        refused(tt_path("type.gguf"), &err);
         snprintf(want, sizeof want, "key 'tokenizer.ggml.token_type': id 1 has type %d, not one of GGUF's (1 normal, "
                                     "2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)bad[i]);
-        ck_assert_msg(strstr(err, want), "%s", err);
+        ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
     }
 }
 END_TEST
 
 START_TEST(a_name_given_twice_is_refused)
 {
-    char err[ERRLEN];
+    tg_error err = {0};
     llama_file o = SMALL;
     o.twice = "blk.1.attn_q.weight";
     write_llama(tt_path("twice.gguf"), &o);
-    refused(tt_path("twice.gguf"), err);
-    ck_assert_msg(strstr(err, "tensor 'blk.1.attn_q.weight' is given twice (tensor infos 11 and 12): llama.cpp "
-                              "refuses such a file"), "%s", err);
+    refused(tt_path("twice.gguf"), &err);
+    ck_assert_msg(strstr(err.msg, "tensor 'blk.1.attn_q.weight' is given twice (tensor infos 11 and 12): llama.cpp "
+                              "refuses such a file"), "%s", err.msg);
     o = SMALL;
     o.key_twice = "llama.block_count";
     write_llama(tt_path("twice.gguf"), &o);
-    refused(tt_path("twice.gguf"), err);
-    ck_assert_msg(strstr(err, "key 'llama.block_count' is given twice (key-values 3 and 9)"), "%s", err);
+    refused(tt_path("twice.gguf"), &err);
+    ck_assert_msg(strstr(err.msg, "key 'llama.block_count' is given twice (key-values 3 and 9)"), "%s", err.msg);
 }
 END_TEST
 

@@ -63,9 +63,9 @@ static tg_tokenizer *tiktoken_of(const unsigned char *p, const int *lens, int n)
         at += (size_t)lens[i];
     }
     off[256 + n] = (int64_t)at;
-    char err[ERRLEN];
-    tg_tokenizer *t = tg_tok_tiktoken_new(256 + n, bytes, off, "test", err, sizeof err);
-    ck_assert_msg(t != NULL, "%s", err);
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tok_tiktoken_new(256 + n, bytes, off, "test", &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
     free(bytes);
     free(off);
     return t;
@@ -179,7 +179,8 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
     ck_assert_msg(splits < 2 * tables, "every piece's merge took %.2f s of CPU, more than twice the tables' %.2f s",
                   splits, tables);
 
-    char err[ERRLEN], notice[512], ck[600], dir[600], gg[600], back[600], p[1024];
+    tg_error err = {0};
+    char notice[512], ck[600], dir[600], gg[600], back[600], p[1024];
     snprintf(ck, sizeof ck, "%s", tt_path("chain.safetensors"));
     snprintf(dir, sizeof dir, "%s", tt_path("chain_hf"));
     snprintf(gg, sizeof gg, "%s", tt_path("chain.gguf"));
@@ -188,31 +189,32 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
                                .vocab_size = V, .bias = true};
     tg_model m;
     tg_vocab v;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, err, sizeof err), 0);
-    ck_assert_int_eq(tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(
+        tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
     tg_model_free(&m);
-    tg_st_file *f = tg_st_load(ck, err, sizeof err);
-    ck_assert_msg(f != NULL, "%s", err);
+    tg_st_file *f = tg_st_load(ck, &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     static const char *const what[4] = {"Hugging Face export", "Hugging Face import", "GGUF export", "GGUF import"};
     double dt[4];
     for (int step = 0; step < 4; step++) {
         t0 = clock();
         int rc;
-        if (step == 0) rc = tg_hf_export(f, dir, notice, sizeof notice, err, sizeof err);
-        else if (step == 1) rc = tg_hf_import(dir, back, NULL, notice, sizeof notice, err, sizeof err);
-        else if (step == 2) rc = tg_gguf_export(f, gg, TG_GGUF_F32, err, sizeof err);
-        else rc = tg_gguf_import(gg, back, TG_F32, err, sizeof err);
+        if (step == 0) rc = tg_hf_export(f, dir, notice, sizeof notice, &err);
+        else if (step == 1) rc = tg_hf_import(dir, back, NULL, notice, sizeof notice, &err);
+        else if (step == 2) rc = tg_gguf_export(f, gg, TG_GGUF_F32, &err);
+        else rc = tg_gguf_import(gg, back, TG_F32, &err);
         dt[step] = cpu_since(t0);
-        ck_assert_msg(rc == 0, "%s: %s", what[step], err);
+        ck_assert_msg(rc == 0, "%s: %s", what[step], err.msg);
         const double mb = (double)file_size(step < 2 ? p : gg) / 1e6;
         fprintf(stderr, "%s of a %d-piece chain: %.3f s CPU for a %.2f MB file\n", what[step], K, dt[step], mb);
         ck_assert_msg(mb > 3.5, "%s: the file is %.2f MB", what[step], mb);   /* the chain is really there */
         if (step % 2) {   /* the same tokenizer back */
-            tg_st_file *fb = tg_st_load(back, err, sizeof err);
+            tg_st_file *fb = tg_st_load(back, &err);
             tg_vocab vb;
-            ck_assert_msg(fb && tg_vocab_read(&vb, fb, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(fb && tg_vocab_read(&vb, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
             ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_same(vb.tok, v.tok));
             tg_vocab_free(&vb);
             tg_st_free(fb);

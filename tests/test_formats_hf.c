@@ -192,7 +192,8 @@ static const char GPT2_CONFIG[] =
 static void make_gpt2_dir(const char *dir, const char *prefix, bool sharded, bool tokenizer_json)
 {
     mkdir(dir, 0777);
-    char p[1024], err[ERRLEN];
+    char p[1024];
+    tg_error err = {0};
     gpt2_t ts[64];
     const int n = gpt2_tensors(ts);
     static const char *const dts[3] = {"F32", "F16", "BF16"};
@@ -231,7 +232,7 @@ static void make_gpt2_dir(const char *dir, const char *prefix, bool sharded, boo
         char name[64];
         snprintf(name, sizeof name, sharded ? "model-0000%d-of-00002.safetensors" : "model.safetensors", s + 1);
         snprintf(p, sizeof p, "%s/%s", dir, name);
-        ck_assert_msg(tg_st_writer_save(w[s], p, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_st_writer_save(w[s], p, &err) == 0, "%s", err.msg);
     }
     tg_st_writer_free(w[0]);
     tg_st_writer_free(w[1]);
@@ -267,11 +268,11 @@ static void make_gpt2_dir(const char *dir, const char *prefix, bool sharded, boo
 /* The imported checkpoint holds every value, Conv1D weights transposed. */
 static void check_gpt2_import(const char *ck)
 {
-    char err[ERRLEN];
-    tg_st_file *f = tg_st_load(ck, err, sizeof err);
-    ck_assert_msg(f != NULL, "%s", err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(ck, &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
     tg_model m;
-    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, -1, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_str_eq(m.config.arch, "gpt");
     ck_assert(m.config.n_layer == L && m.config.n_head == H && m.config.n_embd == C && m.config.block_size == T &&
               m.config.vocab_size == V && m.config.bias && m.config.dropout == 0.1);
@@ -292,12 +293,12 @@ static void check_gpt2_import(const char *ck)
             }
     }
     tg_vocab v;
-    ck_assert_msg(tg_vocab_read(&v, f, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_vocab_read(&v, f, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_int_eq(v.kind, TG_VOCAB_TOKENIZER);
     ck_assert_int_eq(tg_tok_vocab_size(v.tok), V);
     ck_assert_int_eq(tg_tok_eos(v.tok), 259);
     int32_t *ids = NULL;
-    const int64_t k = tg_tok_encode(v.tok, "the the", 7, &ids, err, sizeof err);
+    const int64_t k = tg_tok_encode(v.tok, "the the", 7, &ids, &err);
     ck_assert_int_eq(k, 3);   /* "t" "he" (257), " the" (258) */
     ck_assert(ids[0] == 't' && ids[1] == 257 && ids[2] == 258);
     tg_free(ids);
@@ -308,13 +309,14 @@ static void check_gpt2_import(const char *ck)
 
 START_TEST(gpt2_as_published_imports_exactly)
 {
-    char err[ERRLEN], notice[512];
+    tg_error err = {0};
+    char notice[512];
     char dir[600], ck[600];
     snprintf(dir, sizeof dir, "%s", tt_path("gpt2"));
     snprintf(ck, sizeof ck, "%s", tt_path("gpt2.safetensors"));
     for (int k = 0; k < 2; k++) {
         make_gpt2_dir(dir, k ? "transformer." : "", k == 1, k == 1);
-        ck_assert_msg(tg_hf_import(dir, ck, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_hf_import(dir, ck, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_msg(!notice[0], "%s", notice);
         check_gpt2_import(ck);
         remove(ck);
@@ -325,7 +327,8 @@ END_TEST
 
 START_TEST(what_tapegrad_cannot_run_is_refused)
 {
-    char err[ERRLEN], dir[600], ck[600], p[1024];
+    tg_error err = {0};
+    char dir[600], ck[600], p[1024];
     snprintf(dir, sizeof dir, "%s", tt_path("bad"));
     snprintf(ck, sizeof ck, "%s", tt_path("bad.safetensors"));
     static const struct { const char *from, *to, *want; } cases[] = {
@@ -351,8 +354,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
         snprintf(p, sizeof p, "%s/config.json", dir);
         write_text(p, cfg);
         const clock_t t0 = clock();
-        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, cases[k].want), "case %zu: '%s' lacks '%s'", k, err, cases[k].want);
+        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, &err), -1);
+        ck_assert_msg(strstr(err.msg, cases[k].want), "case %zu: '%s' lacks '%s'", k, err.msg, cases[k].want);
         ck_assert_msg((double)(clock() - t0) / CLOCKS_PER_SEC < 0.5, "case %zu took too long", k);
         ck_assert_int_eq(access(ck, F_OK), -1);   /* nothing written */
         remove_dir(dir);
@@ -361,15 +364,16 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     make_gpt2_dir(dir, "transformer.", true, false);
     snprintf(p, sizeof p, "%s/vocab.json", dir);
     remove(p);
-    ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "has no tokenizer tapegrad reads"), "%s", err);
+    ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, &err), -1);
+    ck_assert_msg(strstr(err.msg, "has no tokenizer tapegrad reads"), "%s", err.msg);
     tg_hf_import_options o = {.ids_only = true};
-    ck_assert_msg(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_hf_import(dir, ck, &o, NULL, 0, &err) == 0, "%s", err.msg);
     remove(ck);
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
     write_text(p, "{\"weight_map\": {\"transformer.wte.weight\": \"../model-00001-of-00002.safetensors\"}}");
-    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "is in '../model-00001-of-00002.safetensors', not a file name in the directory"), "%s", err);
+    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, &err), -1);
+    ck_assert_msg(strstr(err.msg, "is in '../model-00001-of-00002.safetensors', not a file name in the directory"),
+                  "%s", err.msg);
     remove_dir(dir);
 
     mkdir(dir, 0777);
@@ -381,10 +385,10 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     for (int i = 0, n = gpt2_tensors(ts); i < n; i++) tg_st_writer_add(w, ts[i].name, "F32", ts[i].ndim, ts[i].shape, x);
     tg_st_writer_add(w, "h.0.attn.rotary", "F32", 1, (int64_t[]){C}, x);
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
-    ck_assert_int_eq(tg_st_writer_save(w, p, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_writer_save(w, p, &err), 0);
     tg_st_writer_free(w);
-    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "holds 'h.0.attn.rotary', which tapegrad's gpt has no place for"), "%s", err);
+    ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, &err), -1);
+    ck_assert_msg(strstr(err.msg, "holds 'h.0.attn.rotary', which tapegrad's gpt has no place for"), "%s", err.msg);
 
     /* a Llama with what tapegrad's has not */
     static const char *const llama_bad[][2] = {
@@ -400,8 +404,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
                  "%s}", llama_bad[k][0]);
         snprintf(p, sizeof p, "%s/config.json", dir);
         write_text(p, cfg);
-        ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, llama_bad[k][1]), "'%s' lacks '%s'", err, llama_bad[k][1]);
+        ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, &err), -1);
+        ck_assert_msg(strstr(err.msg, llama_bad[k][1]), "'%s' lacks '%s'", err.msg, llama_bad[k][1]);
     }
     ck_assert_int_eq(access(ck, F_OK), -1);
     remove_dir(dir);
@@ -441,16 +445,17 @@ static tg_tokenizer *tiny_tiktoken(void)
         fprintf(f, "%.*s %d\n", (int)o, out, r);
     }
     fclose(f);
-    char err[ERRLEN];
-    tg_tokenizer *t = tg_tok_load_tiktoken(tt_path("tiny.tiktoken"), err, sizeof err);
-    ck_assert_msg(t != NULL, "%s", err);
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tok_load_tiktoken(tt_path("tiny.tiktoken"), &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
     remove(tt_path("tiny.tiktoken"));
     return t;
 }
 
 START_TEST(export_then_import_is_the_same_checkpoint)
 {
-    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    tg_error err = {0};
+    char notice[512], dir[600], a[600], b[600];
     snprintf(dir, sizeof dir, "%s", tt_path("out"));
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
@@ -459,7 +464,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         const tg_dtype dt = k < 4 ? TG_F32 : TG_F64;
         const bool gpt = !strcmp(c->arch, "gpt");
         tg_model m;
-        ck_assert_msg(tg_model_new(&m, c, dt, 11 + k, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_model_new(&m, c, dt, 11 + k, &err) == 0, "%s", err.msg);
         if (!gpt)   /* norm weights other than 1, so a mix-up shows */
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 tg_tensor *t = tg_params_at(m.params, i);
@@ -471,20 +476,21 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                     }
             }
         tg_vocab v;
-        if (gpt) ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, err, sizeof err), 0);
+        if (gpt)
+            ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, err.msg, sizeof err.msg), 0);
         else tg_vocab_llama2c(&v);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
-                                            0);
-        tg_st_file *fa = tg_st_load(a, err, sizeof err);
-        ck_assert_msg(fa != NULL, "%s", err);
-        ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(
+            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_st_file *fa = tg_st_load(a, &err);
+        ck_assert_msg(fa != NULL, "%s", err.msg);
+        ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_msg(!notice[0], "%s", notice);   /* GPT-2's ranks and llama2.c's bytes each have a tokenizer.json */
 
         /* transformers' names and layouts */
         char p[1024];
         snprintf(p, sizeof p, "%s/model.safetensors", dir);
-        tg_st_file *hf = tg_st_load(p, err, sizeof err);
-        ck_assert_msg(hf != NULL, "%s", err);
+        tg_st_file *hf = tg_st_load(p, &err);
+        ck_assert_msg(hf != NULL, "%s", err.msg);
         ck_assert_str_eq(tg_st_meta(hf, "format"), "pt");
         const char *fdt = dt == TG_F64 ? "F64" : "F32";
         const size_t es = dt == TG_F64 ? 8 : 4;
@@ -515,12 +521,12 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_free(hf);
 
         /* and back: the same checkpoint */
-        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(notice, "");   /* "gelu": nothing changes */
-        tg_st_file *fb = tg_st_load(b, err, sizeof err);
-        ck_assert_msg(fb != NULL, "%s", err);
+        tg_st_file *fb = tg_st_load(b, &err);
+        ck_assert_msg(fb != NULL, "%s", err.msg);
         tg_model r;
-        ck_assert_msg(tg_checkpoint_load_model(fb, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_model(fb, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         ck_assert_str_eq(r.config.arch, c->arch);
         ck_assert(r.config.n_layer == c->n_layer && r.config.n_head == c->n_head && r.config.n_embd == c->n_embd &&
                   r.config.block_size == c->block_size && r.config.vocab_size == c->vocab_size &&
@@ -536,7 +542,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                           "%s differs", x->name);
         }
         tg_vocab back;
-        ck_assert_int_eq(tg_vocab_read(&back, fb, err, sizeof err), 0);
+        ck_assert_int_eq(tg_vocab_read(&back, fb, err.msg, sizeof err.msg), 0);
         if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
         else ck_assert(back.kind == TG_VOCAB_LLAMA2C);
         tg_vocab_free(&back);
@@ -552,9 +558,9 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         if (!gpt && !c->rope_halves) {
             ck_assert_msg(strstr(cfg, "\"tapegrad\":{\"rope_permuted_from\":\"interleaved\"}"), "%s", cfg);
             write_edited(p, cfg, "\"rope_permuted_from\"", "\"rope\"");
-            ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
-            fb = tg_st_load(b, err, sizeof err);
-            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
+            fb = tg_st_load(b, &err);
+            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
             ck_assert(!r.config.rope_halves);
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
@@ -563,11 +569,11 @@ START_TEST(export_then_import_is_the_same_checkpoint)
             tg_model_free(&r);
             tg_st_free(fb);
             write_edited(p, cfg, "\"interleaved\"", "\"halves\"");
-            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
-            ck_assert_msg(strstr(err, "'tapegrad.rope_permuted_from' is not \"interleaved\""), "%s", err);
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, &err), -1);
+            ck_assert_msg(strstr(err.msg, "'tapegrad.rope_permuted_from' is not \"interleaved\""), "%s", err.msg);
             write_edited(p, cfg, "{\"rope_permuted_from\"", "{\"rope\":\"halves\",\"rope_permuted_from\"");
-            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, err, sizeof err), -1);
-            ck_assert_msg(strstr(err, "'tapegrad.rope' \"halves\" contradicts"), "%s", err);
+            ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, &err), -1);
+            ck_assert_msg(strstr(err.msg, "'tapegrad.rope' \"halves\" contradicts"), "%s", err.msg);
         } else if (!gpt) {
             ck_assert_msg(!strstr(cfg, "\"tapegrad\""), "%s", cfg);
         }
@@ -589,7 +595,8 @@ END_TEST
  * table of 65536 layers' names alone is 170 to 250 MB), within 0.5 s. */
 START_TEST(a_huge_layer_count_is_refused_at_small_memory)
 {
-    char err[ERRLEN], notice[512], gdir[600], ldir[600], ck[600], p[1024];
+    tg_error err = {0};
+    char notice[512], gdir[600], ldir[600], ck[600], p[1024];
     snprintf(gdir, sizeof gdir, "%s", tt_path("layers_gpt"));
     snprintf(ldir, sizeof ldir, "%s", tt_path("layers_llama"));
     snprintf(ck, sizeof ck, "%s", tt_path("layers.safetensors"));
@@ -598,12 +605,13 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     write_edited(p, GPT2_CONFIG, "\"n_layer\": 2", "\"n_layer\": 65536");
     tg_model m;
     tg_vocab v;
-    ck_assert_msg(tg_model_new(&m, &RT[3], TG_F32, 5, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &RT[3], TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab_llama2c(&v);
-    ck_assert_int_eq(tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(
+        tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
     tg_model_free(&m);
-    tg_st_file *f = tg_st_load(ck, err, sizeof err);
-    ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    tg_st_file *f = tg_st_load(ck, &err);
+    ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, &err) == 0, "%s", err.msg);
     tg_st_free(f);
     remove(ck);
     snprintf(p, sizeof p, "%s/config.json", ldir);
@@ -627,10 +635,10 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
         if (setrlimit(RLIMIT_AS, &lim)) _exit(3);
         for (int k = 0; k < 2; k++) {
             const clock_t t0 = clock();
-            const int rc = tg_hf_import(dirs[k], ck, NULL, NULL, 0, err, sizeof err);
+            const int rc = tg_hf_import(dirs[k], ck, NULL, NULL, 0, &err);
             const double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
-            if (rc != -1 || !strstr(err, want[k]) || dt > 0.5) {
-                fprintf(stderr, "%s: rc %d in %.2f s: %s\n", dirs[k], rc, dt, rc ? err : "accepted");
+            if (rc != -1 || !strstr(err.msg, want[k]) || dt > 0.5) {
+                fprintf(stderr, "%s: rc %d in %.2f s: %s\n", dirs[k], rc, dt, rc ? err.msg : "accepted");
                 _exit(4 + k);
             }
         }
@@ -657,10 +665,10 @@ static void refused_in_child(const char *dir, const char *want)
     if (pid == 0) {
         signal(SIGALRM, SIG_DFL);   /* Check's handler would kill the whole process group */
         alarm(10);
-        char err[ERRLEN];
-        const int rc = tg_hf_import(dir, tt_path("child.safetensors"), NULL, NULL, 0, err, sizeof err);
-        if (rc != -1 || !strstr(err, want)) {
-            fprintf(stderr, "rc %d: '%s' lacks '%s'\n", rc, rc ? err : "accepted", want);
+        tg_error err = {0};
+        const int rc = tg_hf_import(dir, tt_path("child.safetensors"), NULL, NULL, 0, &err);
+        if (rc != -1 || !strstr(err.msg, want)) {
+            fprintf(stderr, "rc %d: '%s' lacks '%s'\n", rc, rc ? err.msg : "accepted", want);
             _exit(4);
         }
         _exit(0);
@@ -720,7 +728,8 @@ END_TEST
  * refuses them. */
 START_TEST(config_json_is_read_as_pythons_json_reads_it)
 {
-    char err[ERRLEN], dir[600], ck[600], p[1024];
+    tg_error err = {0};
+    char dir[600], ck[600], p[1024];
     snprintf(dir, sizeof dir, "%s", tt_path("json"));
     snprintf(ck, sizeof ck, "%s", tt_path("json.safetensors"));
     make_gpt2_dir(dir, "", false, false);
@@ -728,11 +737,11 @@ START_TEST(config_json_is_read_as_pythons_json_reads_it)
     /* the last "n_layer" (2, the weights') and the last "bias" inside "tapegrad" ("true": the file has biases) */
     write_edited(p, GPT2_CONFIG, "{\"architectures\"",
                  "{\"n_layer\": 7, \"tapegrad\": {\"bias\": \"false\", \"bias\": \"true\"}, \"architectures\"");
-    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, &err) == 0, "%s", err.msg);
     check_gpt2_import(ck);
     remove(ck);
     write_edited(p, GPT2_CONFIG, "}", "}\n \r\n\t");   /* whitespace after: taken */
-    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, &err) == 0, "%s", err.msg);
     remove(ck);
     const size_t n = strlen(GPT2_CONFIG);   /* its last byte is the object's '}' */
     char bad[5][2][1024];
@@ -749,8 +758,8 @@ START_TEST(config_json_is_read_as_pythons_json_reads_it)
     for (int k = 0; k < 5; k++) {
         if (k == 0 || k == 4) write_text(p, bad[k][0]);
         else write_edited(p, GPT2_CONFIG, "}", bad[k][0]);
-        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, bad[k][1]), "case %d: '%s' lacks '%s'", k, err, bad[k][1]);
+        ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, &err), -1);
+        ck_assert_msg(strstr(err.msg, bad[k][1]), "case %d: '%s' lacks '%s'", k, err.msg, bad[k][1]);
         ck_assert_int_eq(access(ck, F_OK), -1);
     }
     remove_dir(dir);
@@ -791,36 +800,38 @@ static void write_llama_tokenizer(const char *dir, const char *from, const char 
 
 START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
 {
-    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    tg_error err = {0};
+    char notice[512], dir[600], a[600], b[600];
     snprintf(dir, sizeof dir, "%s", tt_path("llama"));
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
     tg_model m;
     const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8, .hidden_dim = 12,
                                .block_size = 8, .vocab_size = 270, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab v;
     tg_vocab_llama2c(&v);
-    ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(
+        tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
     tg_model_free(&m);
-    tg_st_file *fa = tg_st_load(a, err, sizeof err);
-    ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    tg_st_file *fa = tg_st_load(a, &err);
+    ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
     tg_st_free(fa);
 
     /* as transformers writes it: pieces with scores, merged as the library merges */
     write_llama_tokenizer(dir, NULL, NULL);
-    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(notice, "");
-    tg_st_file *fb = tg_st_load(b, err, sizeof err);
+    tg_st_file *fb = tg_st_load(b, &err);
     tg_vocab back;
-    ck_assert_msg(fb && tg_vocab_read(&back, fb, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(fb && tg_vocab_read(&back, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_SPM);
     ck_assert_int_eq(tg_tok_bos(back.tok), 1);
     ck_assert_int_eq(tg_tok_eos(back.tok), 2);
     ck_assert(tg_tok_adds_prefix(back.tok));
     int32_t *ids = NULL;
     /* U+2581 ab U+2581 a U+2581 b U+2581 U+2581 a !: "\u2581 a" is merged first, then "\u2581a b", never "a b" */
-    const int64_t n = tg_tok_encode(back.tok, "ab a b  a!", 10, &ids, err, sizeof err);
+    const int64_t n = tg_tok_encode(back.tok, "ab a b  a!", 10, &ids, &err);
     const int32_t want[] = {264, 262, 259, 261, 259, 262, 3 + '!'};
     ck_assert_int_eq(n, 7);
     for (int i = 0; i < 7; i++) ck_assert_int_eq(ids[i], want[i]);
@@ -852,8 +863,8 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         write_llama_tokenizer(dir, bad[k][0], bad[k][1]);
-        ck_assert_int_eq(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, bad[k][2]), "case %zu: '%s' lacks '%s'", k, err, bad[k][2]);
+        ck_assert_int_eq(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err), -1);
+        ck_assert_msg(strstr(err.msg, bad[k][2]), "case %zu: '%s' lacks '%s'", k, err.msg, bad[k][2]);
         ck_assert_int_eq(access(b, F_OK), -1);
     }
     /* the newer form: Metaspace, with a notice of what differs */
@@ -862,7 +873,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
                                "\"content\": \"\u2581\"}]}, \"pre_tokenizer\": null",
                           "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
                           "\"\u2581\", \"prepend_scheme\": \"first\", \"split\": false}");
-    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
     ck_assert_msg(strstr(notice, "Metaspace pre-tokenizer puts no"), "%s", notice);
     remove(b);
     remove(a);
@@ -875,7 +886,8 @@ END_TEST
  * the directory is written without one, and the notice says why. */
 START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
 {
-    char err[ERRLEN], notice[512], dir[600], a[600];
+    tg_error err = {0};
+    char notice[512], dir[600], a[600];
     snprintf(dir, sizeof dir, "%s", tt_path("spm"));
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     for (int k = 0; k < 2; k++) {
@@ -901,19 +913,19 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         }
         off[N] = (int64_t)at;
         const tg_spm_options o = {0, 1, -INFINITY};
-        tg_tokenizer *t = tg_tok_spm_new(N, pieces, off, scores, types, 1, 2, &o, err, sizeof err);
-        ck_assert_msg(t != NULL, "%s", err);
+        tg_tokenizer *t = tg_tok_spm_new(N, pieces, off, scores, types, 1, 2, &o, &err);
+        ck_assert_msg(t != NULL, "%s", err.msg);
         const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8,
                                    .hidden_dim = 12, .block_size = 8, .vocab_size = N, .rope_theta = 10000,
                                    .norm_eps = 1e-5, .tied = true};
         tg_model m;
         tg_vocab v;
-        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, err, sizeof err) == 0, "%s", err);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err, sizeof err), 0);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
-                                            0);
-        tg_st_file *fa = tg_st_load(a, err, sizeof err);
-        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(
+            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_st_file *fa = tg_st_load(a, &err);
+        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_msg(strstr(notice, k ? "id 198 is not UTF-8 text" : "ids 261 and 262 score the same"), "%s", notice);
         char p[1024];
         snprintf(p, sizeof p, "%s/tokenizer.json", dir);
@@ -932,15 +944,16 @@ END_TEST
  * against the tokenizers library). */
 START_TEST(a_bpe_tokenizer_comes_back_the_same)
 {
-    char err[ERRLEN], notice[512], dir[600], a[600], b[600];
+    tg_error err = {0};
+    char notice[512], dir[600], a[600], b[600];
     snprintf(dir, sizeof dir, "%s", tt_path("bpe"));
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
     static const char text[] = "the cat sat on the mat, the cat ate the hat.\n\nthe end \xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\n";
     for (int k = 0; k < 2; k++) {
         const tg_bpe_options bo = {.vocab_size = 300, .min_count = 2};
-        tg_tokenizer *t = tg_bpe_train(text, sizeof text - 1, &bo, err, sizeof err);
-        ck_assert_msg(t != NULL, "%s", err);
+        tg_tokenizer *t = tg_bpe_train(text, sizeof text - 1, &bo, &err);
+        ck_assert_msg(t != NULL, "%s", err.msg);
         ck_assert_int_gt(tg_tok_n_merges(t), 5);
         const tg_model_config c = k ? (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2,
                                                         .n_embd = 8, .hidden_dim = 12, .block_size = 8,
@@ -950,12 +963,12 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
                                                         .block_size = 8, .vocab_size = 320, .bias = true};
         tg_model m;
         tg_vocab v;
-        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err, sizeof err), 0);
-        ck_assert_int_eq(tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err),
-                                            0);
-        tg_st_file *fa = tg_st_load(a, err, sizeof err);
-        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(
+            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_st_file *fa = tg_st_load(a, &err);
+        ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(notice, "");
         /* a Llama's text is ' ' + text: its decoder drops that space, as transformers' Llama decoders do */
         char p[1024];
@@ -968,10 +981,10 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
                             strstr(dec, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}") != NULL;
         ck_assert_msg(strips == (k == 1), "%.200s", dec);
         free(tj);
-        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, err, sizeof err) == 0, "%s", err);
-        tg_st_file *fb = tg_st_load(b, err, sizeof err);
+        ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
+        tg_st_file *fb = tg_st_load(b, &err);
         tg_vocab back;
-        ck_assert_msg(fb && tg_vocab_read(&back, fb, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(fb && tg_vocab_read(&back, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_BPE);
         ck_assert(tg_tok_same(back.tok, v.tok));
         ck_assert_int_eq(tg_tok_n_merges(back.tok), tg_tok_n_merges(v.tok));

@@ -36,8 +36,8 @@ static tg_model llama(tg_dtype dt, int n_layer, bool halves, int n_kv_head, int 
                                .n_embd = 32, .hidden_dim = 40, .block_size = block, .vocab_size = vocab,
                                .rope_theta = 10000, .norm_eps = 1e-5, .rope_halves = halves, .tied = true};
     tg_model m;
-    char err[TG_ERROR_SIZE];
-    ck_assert_msg(tg_model_new(&m, &c, dt, TG_NO_INIT, err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_model_new(&m, &c, dt, TG_NO_INIT, &err) == 0, "%s", err.msg);
     fill(&m, 7);
     return m;
 }
@@ -47,8 +47,8 @@ static tg_model gpt(int block, int vocab)
     const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = block,
                                .vocab_size = vocab};
     tg_model m;
-    char err[TG_ERROR_SIZE];
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, TG_NO_INIT, err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_model_new(&m, &c, TG_F64, TG_NO_INIT, &err) == 0, "%s", err.msg);
     fill(&m, 8);
     return m;
 }
@@ -145,9 +145,9 @@ START_TEST(shift_equals_fresh_forward)
     const double tol = dt == TG_F64 ? 1e-12 : 1e-5;
     const int bs = 16, keep = 1, d = (bs - keep) / 2, V = 23, kept_n = bs - d;
     tg_model a = llama(dt, 1, halves, kv, bs, V), b = llama(dt, 1, halves, kv, bs, V);
-    char err[TG_ERROR_SIZE];
-    ck_assert_msg(!tg_model_cache_enable(&a, 1, err, sizeof err) && !tg_model_cache_enable(&b, 1, err, sizeof err),
-                  "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(!tg_model_cache_enable(&a, 1, &err) && !tg_model_cache_enable(&b, 1, &err),
+                  "%s", err.msg);
     int32_t ids[17], kept[16];
     tg_rng r;
     tg_rng_seed(&r, 11, 0);
@@ -327,12 +327,12 @@ typedef struct chain {
 
 static int chain_widest;   /* the longest input a forward saw */
 
-static void *chain_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+static void *chain_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     (void)seed;
     chain *m = calloc(1, sizeof *m);
-    if (!m || !(m->p = tg_params_new(dt, err, errlen)) ||
-        !(m->w = tg_params_add(m->p, "table.weight", 2, (int[]){c->vocab_size, c->vocab_size}))) abort();
+    if (!m || !(m->p = tg_params_new(dt, err)) ||
+        !(m->w = tg_params_add(m->p, "table.weight", 2, (int[]){c->vocab_size, c->vocab_size}, NULL))) abort();
     return m;
 }
 static void chain_destroy(void *impl)
@@ -361,12 +361,12 @@ static const tg_model_family CHAIN = {.arch = "chain", .embedding = "table.weigh
 static tg_model chain_model(int V, int bs, const int32_t (*pairs)[2], int n)
 {
     static bool registered;
-    char err[TG_ERROR_SIZE];
-    if (!registered) ck_assert_msg(tg_model_register(&CHAIN, err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    if (!registered) ck_assert_msg(tg_model_register(&CHAIN, &err) == 0, "%s", err.msg);
     registered = true;
     tg_model m;
     const tg_model_config c = {.arch = "chain", .n_layer = 1, .n_embd = V, .block_size = bs, .vocab_size = V};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 0, &err) == 0, "%s", err.msg);
     tg_tensor *w = tg_params_at(m.params, 0);
     memset(w->data, 0, (size_t)V * V * sizeof(double));
     for (int i = 0; i < n; i++) ((double *)w->data)[(int64_t)pairs[i][0] * V + pairs[i][1]] = 10;
@@ -429,9 +429,9 @@ END_TEST
 START_TEST(tokenizer_bytes_held_across_ids)
 {
     tg_vocab v;
-    char err[TG_ERROR_SIZE];
-    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, err, sizeof err);
-    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, false, 0, err, sizeof err), "%s", err);
+    tg_error err = {0};
+    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, &err);
+    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, false, 0, err.msg, sizeof err.msg), "%s", err.msg);
     const int32_t a = 3 + 'a', b = 3 + 'b', c3 = 3 + 0xc3, a9 = 3 + 0xa9, eos = tg_tok_eos(v.tok);
     const int32_t pairs[5][2] = {{a, c3}, {c3, a9}, {a9, b}, {b, eos}, {eos, a}};
     tg_model m = chain_model(v.size, 64, pairs, 5);
@@ -624,11 +624,11 @@ START_TEST(prompt_ids_per_vocabulary)
     ck_assert_ptr_nonnull(ids);
     tg_free(ids);
     /* a Llama's tokenizer: BOS, then " " + the text encoded together */
-    char err[TG_ERROR_SIZE];
-    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, err, sizeof err);
-    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, true, 0, err, sizeof err), "%s", err);
+    tg_error err = {0};
+    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, &err);
+    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, true, 0, err.msg, sizeof err.msg), "%s", err.msg);
     int32_t *want;
-    const int64_t nw = tg_tok_encode(v.tok, " ab", 3, &want, err, sizeof err);
+    const int64_t nw = tg_tok_encode(v.tok, " ab", 3, &want, &err);
     ck_assert_int_eq(tg_prompt_ids(&v, v.size, "ab", 2, &ids, &e), 1 + nw);
     ck_assert_int_eq(ids[0], tg_tok_bos(v.tok));
     ck_assert(memcmp(ids + 1, want, (size_t)nw * sizeof *ids) == 0);
@@ -665,8 +665,8 @@ START_TEST(text_nll_in_windows)
     ck_assert_double_eq(tg_text_nll(&m, ids, 17, 0, &preds, &e), loss[0]);   /* one window: its loss */
     ck_assert_int_eq(preds, 16);
     /* with the caches on: emptied before each window, the same to rounding */
-    char err[TG_ERROR_SIZE];
-    ck_assert(tg_model_cache_enable(&m, 1, err, sizeof err) == 0);
+    tg_error err = {0};
+    ck_assert(tg_model_cache_enable(&m, 1, &err) == 0);
     ck_assert_double_eq_tol(tg_text_nll(&m, ids, n, 0, NULL, &e), (loss[0] * 16 + loss[1] * 16 + loss[2] * 7) / 39,
                             1e-12);
     ck_assert(isnan(tg_text_nll(&m, ids, 1, 0, &preds, &e)) && preds == 0);

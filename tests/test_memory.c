@@ -78,12 +78,12 @@ static tg_tensor *forward(tg_graph *g, model *m, const int32_t *ids, const int32
 
 START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
 {
-    model m = {tg_params_new(TG_F32, NULL, 0), 0, 0, 0, 0, 0};
-    m.emb = tg_params_add(m.p, "emb", TT_SHAPE(V, C));
-    m.w = tg_params_add(m.p, "w", TT_SHAPE(C, V));
-    m.b = tg_params_add(m.p, "b", TT_SHAPE(V));
-    m.lw = tg_params_add(m.p, "ln.w", TT_SHAPE(C));
-    m.lb = tg_params_add(m.p, "ln.b", TT_SHAPE(C));
+    model m = {tg_params_new(TG_F32, NULL), 0, 0, 0, 0, 0};
+    m.emb = tg_params_add(m.p, "emb", TT_SHAPE(V, C), NULL);
+    m.w = tg_params_add(m.p, "w", TT_SHAPE(C, V), NULL);
+    m.b = tg_params_add(m.p, "b", TT_SHAPE(V), NULL);
+    m.lw = tg_params_add(m.p, "ln.w", TT_SHAPE(C), NULL);
+    m.lb = tg_params_add(m.p, "ln.b", TT_SHAPE(C), NULL);
     tg_rng r;
     tg_rng_seed(&r, 3, 0);
     tg_rng_fill_normal(&r, m.emb, 0, 0.5);

@@ -28,11 +28,12 @@ static double lr_at(int k) { return 0.02 / (1 + 0.5 * k); }
 
 static tg_params *make_store(tg_dtype dt)
 {
-    tg_params *p = tg_params_new(dt, NULL, 0);
+    tg_params *p = tg_params_new(dt, NULL);
     ck_assert_ptr_nonnull(p);
     for (int t = 0; t < NT; t++) {
-        if (shapes[t].c) ck_assert_ptr_nonnull(tg_params_add(p, shapes[t].name, TT_SHAPE(shapes[t].r, shapes[t].c)));
-        else ck_assert_ptr_nonnull(tg_params_add(p, shapes[t].name, TT_SHAPE(shapes[t].r)));
+        if (shapes[t].c)
+            ck_assert_ptr_nonnull(tg_params_add(p, shapes[t].name, TT_SHAPE(shapes[t].r, shapes[t].c), NULL));
+        else ck_assert_ptr_nonnull(tg_params_add(p, shapes[t].name, TT_SHAPE(shapes[t].r), NULL));
     }
     ck_assert_int_eq(tg_params_numel(p), NE);
     for (int i = 0; i < NE; i++) {
@@ -127,14 +128,14 @@ START_TEST(takes_the_block_matrices)
     ck_assert(!tg_muon_takes(tg_params_at(p, 2)));   /* 1-D */
     ck_assert(tg_muon_takes(tg_params_at(p, 3)));
     ck_assert(!tg_muon_takes(NULL));
-    tg_params *q = tg_params_new(TG_F32, NULL, 0);
+    tg_params *q = tg_params_new(TG_F32, NULL);
     static const struct { const char *name; bool want; } names[] = {
         {"transformer.h.0.attn.c_attn.weight", true}, {"layers.11.feed_forward.w1.weight", true},
         {"transformer.wte.weight", false}, {"transformer.wpe.weight", false}, {"output.weight", false},
         {"tok_embeddings.weight", false}, {"h0.w", false}, {"a.1x.w", false}, {"a.b.7", true}, {"7.w", false},
     };
     for (int k = 0; k < 10; k++) {
-        tg_tensor *t = tg_params_add(q, names[k].name, TT_SHAPE(2, 2));
+        tg_tensor *t = tg_params_add(q, names[k].name, TT_SHAPE(2, 2), NULL);
         ck_assert_ptr_nonnull(t);
         ck_assert_msg(tg_muon_takes(t) == names[k].want, "%s", names[k].name);
     }
@@ -152,9 +153,9 @@ START_TEST(muon_matches_the_definition)
     reference(3, c.momentum, c.weight_decay, want);
     for (int dt = 0; dt < 2; dt++) {
         tg_params *p = make_store(dt ? TG_F32 : TG_F64);
-        char err[200] = "";
-        tg_muon *o = tg_muon_new(p, &c, err, sizeof err);
-        ck_assert_msg(o != NULL, "%s", err);
+        tg_error err = {0};
+        tg_muon *o = tg_muon_new(p, &c, &err);
+        ck_assert_msg(o != NULL, "%s", err.msg);
         ck_assert_int_eq(tg_muon_numel(o), 30);
         for (int k = 0; k < 3; k++) {
             set_grads(p, k);
@@ -183,15 +184,16 @@ START_TEST(one_row_and_one_column_by_hand)
 {
     for (int dt = 0; dt < 2; dt++)
         for (int col = 0; col < 2; col++) {
-            tg_params *p = tg_params_new(dt ? TG_F32 : TG_F64, NULL, 0);
-            tg_tensor *w = col ? tg_params_add(p, "h.0.w", TT_SHAPE(3, 1)) : tg_params_add(p, "h.0.w", TT_SHAPE(1, 3));
+            tg_params *p = tg_params_new(dt ? TG_F32 : TG_F64, NULL);
+            tg_tensor *w =
+                col ? tg_params_add(p, "h.0.w", TT_SHAPE(3, 1), NULL) : tg_params_add(p, "h.0.w", TT_SHAPE(1, 3), NULL);
             ck_assert_ptr_nonnull(w);
             const double g[3] = {3, 0, -4}, mom = 0.5, lr = 0.1;   /* |g| = 5 */
             for (int i = 0; i < 3; i++) {
                 if (dt) ((float *)w->grad)[i] = (float)g[i], ((float *)w->data)[i] = 1;
                 else ((double *)w->grad)[i] = g[i], ((double *)w->data)[i] = 1;
             }
-            tg_muon *o = tg_muon_new(p, &(tg_muon_config){mom, 0}, NULL, 0);
+            tg_muon *o = tg_muon_new(p, &(tg_muon_config){mom, 0}, NULL);
             ck_assert_ptr_nonnull(o);
             ck_assert_int_eq(tg_muon_step(o, lr), 0);
             /* buf = 0.5 g, U = 0.5 g + 0.25 g = 0.75 g, |U| = 3.75 */
@@ -223,28 +225,28 @@ START_TEST(state_through_a_file_is_bit_identical)
         const tg_dtype d = dt ? TG_F32 : TG_F64;
         const size_t bytes = NE * tg_dtype_size(d);
         tg_params *a = make_store(d);
-        tg_muon *oa = tg_muon_new(a, NULL, NULL, 0);
+        tg_muon *oa = tg_muon_new(a, NULL, NULL);
         for (int k = 0; k < 4; k++) {
             set_grads(a, k);
             tg_muon_step(oa, lr_at(k));
         }
         tg_params *b = make_store(d);
-        tg_muon *ob = tg_muon_new(b, NULL, NULL, 0);
+        tg_muon *ob = tg_muon_new(b, NULL, NULL);
         for (int k = 0; k < 2; k++) {
             set_grads(b, k);
             tg_muon_step(ob, lr_at(k));
         }
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_muon_state_write(ob, w, "opt.muon"), 0);
-        char err[300] = "";
-        ck_assert_int_eq(tg_st_writer_save(w, tt_path("muon.safetensors"), err, sizeof err), 0);
+        tg_error err = {0};
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("muon.safetensors"), &err), 0);
         tg_st_writer_free(w);
-        tg_st_file *f = tg_st_load(tt_path("muon.safetensors"), err, sizeof err);
-        ck_assert_msg(f != NULL, "%s", err);
+        tg_st_file *f = tg_st_load(tt_path("muon.safetensors"), &err);
+        ck_assert_msg(f != NULL, "%s", err.msg);
         tg_params *r = make_store(d);
-        tg_muon *orr = tg_muon_new(r, NULL, NULL, 0);
+        tg_muon *orr = tg_muon_new(r, NULL, NULL);
         memcpy(tg_params_data(r), tg_params_data(b), bytes);
-        ck_assert_int_eq(tg_muon_state_read(orr, f, "opt.muon", err, sizeof err), 0);
+        ck_assert_int_eq(tg_muon_state_read(orr, f, "opt.muon", &err), 0);
         ck_assert_int_eq(tg_muon_steps(orr), 2);
         for (int k = 2; k < 4; k++) {
             set_grads(r, k);
@@ -255,7 +257,7 @@ START_TEST(state_through_a_file_is_bit_identical)
 
         /* without the momentum the run differs */
         tg_params *z = make_store(d);
-        tg_muon *oz = tg_muon_new(z, NULL, NULL, 0);
+        tg_muon *oz = tg_muon_new(z, NULL, NULL);
         memcpy(tg_params_data(z), tg_params_data(b), bytes);
         for (int k = 2; k < 4; k++) {
             set_grads(z, k);
@@ -264,13 +266,13 @@ START_TEST(state_through_a_file_is_bit_identical)
         ck_assert(memcmp(tg_params_data(z), tg_params_data(a), bytes) != 0);
 
         /* the state of another dtype or store is refused, nothing changed */
-        tg_params *o2 = tg_params_new(d == TG_F32 ? TG_F64 : TG_F32, NULL, 0);
-        tg_params_add(o2, "l.0.w", TT_SHAPE(5, 6));
-        tg_muon *m2 = tg_muon_new(o2, NULL, NULL, 0);
-        ck_assert_int_eq(tg_muon_state_read(m2, f, "opt.muon", err, sizeof err), -1);
-        ck_assert_msg(strstr(err, "'opt.muon.momentum' is not the optimizer's state: want") != NULL, "%s", err);
-        ck_assert_int_eq(tg_muon_state_read(orr, f, "opt.adam", err, sizeof err), -1);
-        ck_assert_str_eq(err, "muon_state_read: the file has no tensor 'opt.adam.momentum'");
+        tg_params *o2 = tg_params_new(d == TG_F32 ? TG_F64 : TG_F32, NULL);
+        tg_params_add(o2, "l.0.w", TT_SHAPE(5, 6), NULL);
+        tg_muon *m2 = tg_muon_new(o2, NULL, NULL);
+        ck_assert_int_eq(tg_muon_state_read(m2, f, "opt.muon", &err), -1);
+        ck_assert_msg(strstr(err.msg, "'opt.muon.momentum' is not the optimizer's state: want") != NULL, "%s", err.msg);
+        ck_assert_int_eq(tg_muon_state_read(orr, f, "opt.adam", &err), -1);
+        ck_assert_str_eq(err.msg, "muon_state_read: the file has no tensor 'opt.adam.momentum'");
         tg_muon_free(m2);
         tg_params_free(o2);
         tg_st_free(f);
@@ -282,17 +284,18 @@ START_TEST(state_through_a_file_is_bit_identical)
         w = tg_st_writer_new();
         const int64_t n30 = 30;
         tg_st_writer_add(w, "o.momentum", dt ? "F32" : "F64", 1, &n30, bad);
-        tg_st_writer_meta(w, "o.steps", "2");
+        tg_st_writer_add_meta(w, "o.steps", "2");
         tg_st_writer_add(w, "q.momentum", dt ? "F32" : "F64", 1, &n30, tg_muon_momentum(oa));
-        tg_st_writer_meta(w, "q.steps", "-3");
-        ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), err, sizeof err), 0);
+        tg_st_writer_add_meta(w, "q.steps", "-3");
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), &err), 0);
         tg_st_writer_free(w);
-        f = tg_st_load(tt_path("bad.safetensors"), err, sizeof err);
+        f = tg_st_load(tt_path("bad.safetensors"), &err);
         ck_assert_ptr_nonnull(f);
-        ck_assert_int_eq(tg_muon_state_read(orr, f, "o", err, sizeof err), -1);
-        ck_assert_msg(strstr(err, "element 7 of 'o.momentum' is") != NULL, "%s", err);
-        ck_assert_int_eq(tg_muon_state_read(orr, f, "q", err, sizeof err), -1);
-        ck_assert_str_eq(err, "muon_state_read: metadata 'q.steps' = '-3' is not a step count (a whole number >= 0)");
+        ck_assert_int_eq(tg_muon_state_read(orr, f, "o", &err), -1);
+        ck_assert_msg(strstr(err.msg, "element 7 of 'o.momentum' is") != NULL, "%s", err.msg);
+        ck_assert_int_eq(tg_muon_state_read(orr, f, "q", &err), -1);
+        ck_assert_str_eq(err.msg,
+                         "muon_state_read: metadata 'q.steps' = '-3' is not a step count (a whole number >= 0)");
         ck_assert_int_eq(tg_muon_steps(orr), 4);
         ck_assert_mem_eq(tg_muon_momentum(orr), tg_muon_momentum(oa), 30 * tg_dtype_size(d));
         tg_st_free(f);
@@ -317,8 +320,8 @@ END_TEST
 START_TEST(muon_and_adamw_share_a_store)
 {
     tg_params *p = make_store(TG_F64), *pa = make_store(TG_F64), *pm = make_store(TG_F64);
-    tg_muon *mu = tg_muon_new(p, NULL, NULL, 0), *mm = tg_muon_new(pm, NULL, NULL, 0);
-    tg_adamw *ad = tg_adamw_new(p, NULL, NULL, 0), *aa = tg_adamw_new(pa, NULL, NULL, 0);
+    tg_muon *mu = tg_muon_new(p, NULL, NULL), *mm = tg_muon_new(pm, NULL, NULL);
+    tg_adamw *ad = tg_adamw_new(p, NULL, NULL), *aa = tg_adamw_new(pa, NULL, NULL);
     ck_assert(tg_adamw_updates(ad, tg_params_at(p, 1)));
     tg_muon_exclude(mu, ad);
     for (int t = 0; t < NT; t++) {
@@ -367,8 +370,8 @@ START_TEST(parts_together_equal_the_whole)
     for (int dt = 0; dt < 2; dt++) {
         const tg_dtype d = dt ? TG_F32 : TG_F64;
         tg_params *a = make_store(d), *b = make_store(d), *c = make_store(d);
-        tg_muon *oa = tg_muon_new(a, NULL, NULL, 0), *ob = tg_muon_new(b, NULL, NULL, 0);
-        tg_muon *oc = tg_muon_new(c, NULL, NULL, 0);
+        tg_muon *oa = tg_muon_new(a, NULL, NULL), *ob = tg_muon_new(b, NULL, NULL);
+        tg_muon *oc = tg_muon_new(c, NULL, NULL);
         ck_assert_int_eq(tg_muon_owner(oa, tg_params_at(a, 1), 2), 0);
         ck_assert_int_eq(tg_muon_owner(oa, tg_params_at(a, 3), 2), 1);
         ck_assert_int_eq(tg_muon_owner(oa, tg_params_at(a, 2), 2), -1);
@@ -411,31 +414,31 @@ START_TEST(refuses_bad_settings_and_a_grown_store)
     };
     tg_params *p = make_store(TG_F32);
     for (int k = 0; k < 6; k++) {
-        char err[200] = "";
-        ck_assert_ptr_null(tg_muon_new(k ? p : NULL, &bad[k].c, err, sizeof err));
-        ck_assert_msg(strcmp(err, bad[k].want) == 0, "case %d: '%s', want '%s'", k, err, bad[k].want);
+        tg_error err = {0};
+        ck_assert_ptr_null(tg_muon_new(k ? p : NULL, &bad[k].c, &err));
+        ck_assert_msg(strcmp(err.msg, bad[k].want) == 0, "case %d: '%s', want '%s'", k, err.msg, bad[k].want);
     }
-    char err[200] = "";
+    tg_error err = {0};
     bool take[NT] = {false, true, true, false};
-    ck_assert_ptr_null(tg_muon_new_select(p, NULL, take, err, sizeof err));
-    ck_assert_str_eq(err, "muon_new: tensor 'blocks.0.b' has 1 dimensions; Muon takes 2-D matrices only (leave it "
+    ck_assert_ptr_null(tg_muon_new_select(p, NULL, take, &err));
+    ck_assert_str_eq(err.msg, "muon_new: tensor 'blocks.0.b' has 1 dimensions; Muon takes 2-D matrices only (leave it "
                           "to AdamW)");
     take[2] = false;
     take[0] = true;   /* the caller's choice: the embedding too */
-    tg_muon *s = tg_muon_new_select(p, NULL, take, err, sizeof err);
+    tg_muon *s = tg_muon_new_select(p, NULL, take, &err);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(tg_muon_numel(s), 27);
     ck_assert(tg_muon_updates(s, tg_params_at(p, 0)) && !tg_muon_updates(s, tg_params_at(p, 3)));
     tg_muon_free(s);
 
-    tg_muon *o = tg_muon_new(p, NULL, NULL, 0);
+    tg_muon *o = tg_muon_new(p, NULL, NULL);
     set_grads(p, 0);
     ck_assert_int_eq(tg_muon_step(o, NAN), -1);
     ck_assert_str_eq(tg_muon_error(o), "muon_step: lr must be finite, got nan; nothing done");
     ck_assert_int_eq(tg_muon_step(o, INFINITY), -1);
     ck_assert_int_eq(tg_muon_steps(o), 0);
     ck_assert(get(p, 12) == (double)(float)p0(12));
-    ck_assert_ptr_nonnull(tg_params_add(p, "blocks.2.w", TT_SHAPE(2, 2)));
+    ck_assert_ptr_nonnull(tg_params_add(p, "blocks.2.w", TT_SHAPE(2, 2), NULL));
     float before[NE + 4];
     memcpy(before, tg_params_data(p), sizeof before);
     ck_assert_int_eq(tg_muon_step(o, 0.02), -1);
@@ -459,9 +462,9 @@ START_TEST(refuses_bad_settings_and_a_grown_store)
     tg_params_free(p);
 
     /* a store without matrices: steps do nothing, and nothing breaks */
-    tg_params *e = tg_params_new(TG_F64, NULL, 0);
-    tg_params_add(e, "bias", TT_SHAPE(3));
-    tg_muon *eo = tg_muon_new(e, NULL, NULL, 0);
+    tg_params *e = tg_params_new(TG_F64, NULL);
+    tg_params_add(e, "bias", TT_SHAPE(3), NULL);
+    tg_muon *eo = tg_muon_new(e, NULL, NULL);
     ck_assert_ptr_nonnull(eo);
     ck_assert_int_eq(tg_muon_numel(eo), 0);
     ck_assert_int_eq(tg_muon_step(eo, 0.02), 0);
@@ -474,7 +477,7 @@ START_TEST(steps_allocate_nothing)
 {
     for (int dt = 0; dt < 2; dt++) {
         tg_params *p = make_store(dt ? TG_F32 : TG_F64);
-        tg_muon *o = tg_muon_new(p, NULL, NULL, 0);
+        tg_muon *o = tg_muon_new(p, NULL, NULL);
         uint64_t before = tg_alloc_calls();
         for (int k = 0; k < 3; k++) {
             set_grads(p, k);
@@ -553,7 +556,7 @@ START_TEST(muon_on_the_plain_products_matches_the_definition)
     reference(3, c.momentum, c.weight_decay, want);
     for (int dt = 0; dt < 2; dt++) {
         tg_params *p = make_store(dt ? TG_F32 : TG_F64);
-        tg_muon *o = tg_muon_new(p, &c, NULL, 0);
+        tg_muon *o = tg_muon_new(p, &c, NULL);
         ck_assert_ptr_nonnull(o);
         for (int k = 0; k < 3; k++) {
             set_grads(p, k);

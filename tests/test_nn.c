@@ -98,9 +98,9 @@ static void ref_from_mha(ref_mha *r, const tg_mha_mod *m)
 /* An f64 store holding one MHA named "attn", filled with normal(0, 0.5). */
 static tg_params *mha_store(tg_mha_mod *m, int C, int H, bool bias, bool fused, uint64_t seed)
 {
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    char err[256];
-    ck_assert_msg(tg_mha_init(m, p, "attn", C, H, bias, fused, 0.0, err, sizeof err) == 0, "%s", err);
+    tg_params *p = tg_params_new(TG_F64, NULL);
+    tg_error err = {0};
+    ck_assert_msg(tg_mha_init(m, p, "attn", C, H, bias, fused, 0.0, &err) == 0, "%s", err.msg);
     fill_params(p, seed, 0.5);
     return p;
 }
@@ -130,14 +130,14 @@ START_TEST(linear_default_init_is_pytorchs)
 {
     for (int d = 0; d < 2; d++) {
         const tg_dtype dt = d ? TG_F32 : TG_F64;
-        tg_params *p = tg_params_new(dt, NULL, 0);
-        char err[256];
+        tg_params *p = tg_params_new(dt, NULL);
+        tg_error err = {0};
         tg_linear_mod l;
         tg_rng r, hand;
         tg_rng_seed(&r, 11, 3);
         tg_rng_seed(&hand, 11, 3);
         const int in = 40, out = 30;
-        ck_assert_int_eq(tg_linear_init(&l, p, "fc", in, out, true, &r, err, sizeof err), 0);
+        ck_assert_int_eq(tg_linear_init(&l, p, "fc", in, out, true, &r, &err), 0);
         const double k = 1 / sqrt(40.0);
         double sum = 0, sq = 0;
         for (int64_t i = 0; i < l.weight->numel + l.bias->numel; i++) {
@@ -160,14 +160,14 @@ END_TEST
 
 START_TEST(modules_init_and_forward)
 {
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
-    char err[256];
+    tg_params *p = tg_params_new(TG_F64, NULL);
+    tg_error err = {0};
     tg_linear_mod l;
     tg_layernorm_mod ln;
     tg_mlp_mod mlp;
-    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, err, sizeof err), 0);   /* NULL: zeros */
-    ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, err, sizeof err), 0);
-    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, &err), 0);   /* NULL: zeros */
+    ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, &err), 0);
+    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, &err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
     const int shapes[][2] = {{2, 3}, {2, 0}, {3, 0}, {3, 0}, {12, 3}, {3, 12}};
     ck_assert_int_eq(tg_params_count(p), 6);
@@ -185,13 +185,13 @@ START_TEST(modules_init_and_forward)
     ck_assert_ptr_null(mlp.gate.weight);
     /* errors name the module */
     tg_linear_mod l2;
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, NULL, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "duplicate name 'fc.weight'"));
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, NULL, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "duplicate name 'fc.weight'"));
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
     tg_mlp_mod bad;
-    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "mlp 'm2': dropout must be in [0, 1), got 1"));
+    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mlp 'm2': dropout must be in [0, 1), got 1"));
 
     /* MLP by hand: x = [1,-2,0.5], c_fc w[j][i] = (j == i), so h = gelu(x) on
      * the first 3 of 12 (0 elsewhere, gelu(0) = 0); c_proj w[o][j] = (j == o) + 1. */
@@ -376,7 +376,7 @@ START_TEST(mha_gradcheck_with_cache)
         tg_mha_mod m;
         tg_params *p = mha_store(&m, C, H, true, fused, 500 + fused);
         tg_kv_cache cache;
-        ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, 6, NULL, 0), 0);
+        ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, 6, NULL), 0);
         tg_graph *g = tg_graph_new();
         tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, 3, C), 510);
         ck_assert_ptr_nonnull(tg_mha_forward(g, &m, x0, NULL, &(tg_attn_args){.causal = true, .cache = &cache}));
@@ -507,14 +507,14 @@ END_TEST
  * causal mask (SDPA is_causal) would give 10 and 15. */
 START_TEST(attention_kv_cache_example)
 {
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
+    tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
-    char err[256];
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 1, 1, false, true, 0.0, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 1, 1, false, true, 0.0, &err), 0);
     dptr(m.c_attn.weight)[2] = 1;   /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
     dptr(m.c_proj.weight)[0] = 1;
     tg_kv_cache cache;
-    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 1, 1, 1, 5, NULL, 0), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 1, 1, 1, 5, NULL), 0);
     tg_graph *g = tg_graph_new();
     tg_tensor *A = NULL;
     tg_attn_args args = {.causal = true, .cache = &cache, .weights = &A};
@@ -573,7 +573,7 @@ START_TEST(attention_cache_matches_full)
         ref_mha_run(&r, yr, NULL);
         for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
             tg_kv_cache cache;
-            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, T, NULL, 0), 0);
+            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, H, C / H, T, NULL), 0);
             int t0 = 0;
             for (int s = 0; s < 5 && t0 < T; s++) {
                 const int n = chunks[k][s] ? chunks[k][s] : T - t0;
@@ -668,7 +668,7 @@ START_TEST(mha_fused_op_equals_composed)
         tg_tensor *kv = cases[k].cross ? tt_randn(g, TT_SHAPE(B, cases[k].Tk, C), 620 + k) : NULL;
         tg_kv_cache cache, *pc = NULL;
         if (cases[k].cache_len) {
-            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8, NULL, 0), 0);
+            ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8, NULL), 0);
             pc = &cache;
             tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, cases[k].cache_len, C), 630 + k);
             m.composed = true;   /* the prefix written by the other path */
@@ -690,10 +690,10 @@ START_TEST(mha_fused_op_equals_composed)
     }
 
     /* attention dropout: composed while training, the fused op in eval mode */
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
+    tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
-    char err[256];
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, &err), 0);
     fill_params(p, 640, 0.5);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, 4, C), 641);
@@ -728,10 +728,10 @@ START_TEST(mha_uses_fused_tells_the_path)
         for (int bits = 0; bits < 64; bits++) {
             const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8,
                        training = bits & 16, grad = bits & 32;
-            tg_params *p = tg_params_new(TG_F64, NULL, 0);
+            tg_params *p = tg_params_new(TG_F64, NULL);
             tg_mha_mod m;
-            char err[256];
-            ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, err, sizeof err), 0);
+            tg_error err = {0};
+            ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, &err), 0);
             fill_params(p, 900 + (uint64_t)bits, 0.5);
             long long seen[2];   /* [forced composed]: tape nodes (grad on) or arena bytes (grad off) */
             bool said = false;
@@ -765,10 +765,10 @@ START_TEST(mha_uses_fused_tells_the_path)
     ck_assert_int_eq(n_fused, 2 * 3);   /* per projection: grad off (training or not), or eval mode */
     ck_assert_int_eq(n_composed, 128 - 6);
     /* NULL args: no mask; dropout still counts */
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
+    tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
-    char err[256];
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, &err), 0);
     tg_graph *g = tg_graph_new();
     ck_assert(!tg_mha_uses_fused(g, &m, NULL));   /* training, grad on, attention dropout 0.25 */
     tg_graph_set_training(g, false);
@@ -818,20 +818,20 @@ END_TEST
 
 START_TEST(attention_errors)
 {
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
+    tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
-    char err[256];
-    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 4, true, true, 0.0, err, sizeof err), -1);
-    ck_assert_str_eq(err, "mha 'bad': n_embd 6 is not divisible by n_head 4");
+    tg_error err = {0};
+    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 4, true, true, 0.0, &err), -1);
+    ck_assert_str_eq(err.msg, "mha 'bad': n_embd 6 is not divisible by n_head 4");
     ck_assert_int_eq(tg_params_count(p), 0);
-    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 2, true, true, -0.1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "dropout must be in [0, 1), got -0.1"));
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 6, 2, true, true, 0.0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 2, true, true, -0.1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "dropout must be in [0, 1), got -0.1"));
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 6, 2, true, true, 0.0, &err), 0);
     tg_kv_cache cache, cache3;
-    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 2, 2, 3, 4, NULL, 0), 0);
-    ck_assert_int_eq(tg_kv_cache_init(&cache3, TG_F64, 3, 2, 3, 4, NULL, 0), 0);
-    ck_assert_int_eq(tg_kv_cache_init(&(tg_kv_cache){0}, TG_I32, 3, 2, 3, 4, err, sizeof err), -1);
-    ck_assert_str_eq(err, "kv_cache_init: dtype must be f32 or f64, got i32");
+    ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 2, 2, 3, 4, NULL), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&cache3, TG_F64, 3, 2, 3, 4, NULL), 0);
+    ck_assert_int_eq(tg_kv_cache_init(&(tg_kv_cache){0}, TG_I32, 3, 2, 3, 4, &err), -1);
+    ck_assert_str_eq(err.msg, "kv_cache_init: dtype must be f32 or f64, got i32");
 
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 6), 1), *kv = tt_randn(g, TT_SHAPE(2, 5, 6), 2);
@@ -874,9 +874,9 @@ START_TEST(gpt_names_and_init)
 {
     for (int bias = 0; bias < 2; bias++) {
         tg_gpt_config cfg = {.n_layer = 3, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 50, .bias = bias};
-        char err[256];
-        tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 7, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_error err = {0};
+        tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 7, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         /* the expected list, written out */
         char want[64][64];
         int wshape[64][2], n = 0;
@@ -923,14 +923,14 @@ START_TEST(gpt_names_and_init)
         ck_assert_ptr_eq(m->wte, tg_params_get(m->params, "transformer.wte.weight"));
         ck_assert_ptr_eq(m->h[2].mlp.down.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
         /* same seed, same numbers; another seed, others */
-        tg_gpt *m2 = tg_gpt_new(&cfg, TG_F32, 7, err, sizeof err), *m3 = tg_gpt_new(&cfg, TG_F32, 8, err, sizeof err);
+        tg_gpt *m2 = tg_gpt_new(&cfg, TG_F32, 7, &err), *m3 = tg_gpt_new(&cfg, TG_F32, 8, &err);
         const size_t bytes = (size_t)tg_params_numel(m->params) * sizeof(float);
         ck_assert_int_eq(memcmp(tg_params_data(m->params), tg_params_data(m2->params), bytes), 0);
         ck_assert_int_ne(memcmp(tg_params_data(m->params), tg_params_data(m3->params), bytes), 0);
         tg_gpt_free(m), tg_gpt_free(m2), tg_gpt_free(m3);
         /* TG_NO_INIT draws nothing: weights, embeddings and biases zero, LayerNorm weights 1 */
-        tg_gpt *m0 = tg_gpt_new(&cfg, TG_F32, TG_NO_INIT, err, sizeof err);
-        ck_assert_msg(m0 != NULL, "%s", err);
+        tg_gpt *m0 = tg_gpt_new(&cfg, TG_F32, TG_NO_INIT, &err);
+        ck_assert_msg(m0 != NULL, "%s", err.msg);
         for (int i = 0; i < tg_params_count(m0->params); i++) {
             const tg_tensor *t = tg_params_at(m0->params, i);
             const double v = t->ndim == 1 && strstr(t->name, ".weight") ? 1.0 : 0.0;
@@ -943,20 +943,20 @@ END_TEST
 
 START_TEST(gpt_config_errors)
 {
-    char err[256];
+    tg_error err = {0};
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 6, .block_size = 8, .vocab_size = 10};
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, err, sizeof err));
-    ck_assert_str_eq(err, "gpt: n_embd 6 is not divisible by n_head 4");
+    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    ck_assert_str_eq(err.msg, "gpt: n_embd 6 is not divisible by n_head 4");
     cfg.n_head = 2, cfg.block_size = 0;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, err, sizeof err));
-    ck_assert_ptr_nonnull(strstr(err, "every size must be >= 1"));
-    ck_assert_ptr_nonnull(strstr(err, "block_size 0"));
+    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "every size must be >= 1"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "block_size 0"));
     cfg.block_size = 8, cfg.dropout = 1;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, err, sizeof err));
-    ck_assert_str_eq(err, "gpt: dropout must be in [0, 1), got 1");
+    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    ck_assert_str_eq(err.msg, "gpt: dropout must be in [0, 1), got 1");
     cfg.dropout = 0;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_I32, 1, err, sizeof err));
-    ck_assert_str_eq(err, "gpt: dtype must be f32 or f64, got i32");
+    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_I32, 1, &err));
+    ck_assert_str_eq(err.msg, "gpt: dtype must be f32 or f64, got i32");
     tg_gpt_free(NULL);
 }
 END_TEST
@@ -974,10 +974,10 @@ START_TEST(gpt_num_params_matches_the_model)
         GC(4, 4, 128, 64, 65, false, 0, TG_GELU_ERF),
 #undef GC
     };
-    char err[256];
+    tg_error err = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tg_gpt *m = tg_gpt_new(&cases[i], TG_F32, 1, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_gpt *m = tg_gpt_new(&cases[i], TG_F32, 1, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         ck_assert_int_eq(tg_gpt_num_params(&cases[i]), tg_params_numel(m->params));
         tg_gpt_free(m);
     }
@@ -1003,8 +1003,8 @@ END_TEST
 START_TEST(gpt_loss_at_init)
 {
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 6, .vocab_size = 11, .bias = true};
-    char err[256];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, err, sizeof err);
+    tg_error err = {0};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, &err);
     tg_graph *g = tg_graph_new();
     const int32_t iv[] = {1, 5, 2, 7, 3, 0, 10, 9, 4, 4, 6, 8};
     const int32_t tv[] = {5, 2, 7, 3, 0, -1, 9, 4, 4, 6, 8, -1};
@@ -1053,9 +1053,9 @@ START_TEST(gpt_gradcheck)
     for (int k = 0; k < 3; k++) {
         tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = cfgs[k].C, .block_size = 5, .vocab_size = 7,
                              .bias = cfgs[k].bias, .dropout = cfgs[k].dropout};
-        char err[256];
-        tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 10 + k, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_error err = {0};
+        tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 10 + k, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         fill_params(m->params, 20 + k, 0.4);   /* away from the tiny init: every path matters */
         tg_graph *g = tg_graph_new();
         const int T = k == 1 ? 5 : 4;
@@ -1076,8 +1076,8 @@ END_TEST
 START_TEST(gpt_incremental_decoding)
 {
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
-    char err[256];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, err, sizeof err);
+    tg_error err = {0};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, &err);
     fill_params(m->params, 6, 0.5);
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, V = 13;
@@ -1085,7 +1085,7 @@ START_TEST(gpt_incremental_decoding)
     tg_tensor *full = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
     ck_assert_ptr_nonnull(full);
     const int chunks[][6] = {{1, 1, 1, 1, 1, 1}, {2, 3, 1}, {6}, {1, 4, 1}};
-    ck_assert_int_eq(tg_gpt_cache_enable(m, B, err, sizeof err), 0);
+    ck_assert_int_eq(tg_gpt_cache_enable(m, B, &err), 0);
     for (int k = 0; k < 4; k++) {
         tg_gpt_cache_clear(m);
         tg_graph_set_grad_enabled(g, k % 2 == 0);   /* with and without the tape */
@@ -1116,8 +1116,8 @@ START_TEST(gpt_incremental_decoding)
     ck_assert_ptr_null(tg_gpt_forward(g, m, ids(g, 1, 1, (int32_t[]){1})));
     tt_assert_error(g, "gpt: idx i32 (1,1) has batch 1, but the KV cache was enabled for batch 2");
     tg_graph_clear_error(g);
-    ck_assert_int_eq(tg_gpt_cache_enable(m, 0, err, sizeof err), -1);
-    ck_assert_str_eq(err, "gpt_cache_enable: batch must be >= 1, got 0");
+    ck_assert_int_eq(tg_gpt_cache_enable(m, 0, &err), -1);
+    ck_assert_str_eq(err.msg, "gpt_cache_enable: batch must be >= 1, got 0");
     ck_assert_ptr_null(m->cache);
     /* disabled: the full forward again */
     tg_tensor *again = tg_gpt_forward(g, m, ids(g, B, T, iv));
@@ -1137,9 +1137,9 @@ END_TEST
 START_TEST(gpt_forward_attention_weights)
 {
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
-    char err[256];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
+    tg_error err = {0};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
     fill_params(m->params, 8, 0.5);
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, C = 9, H = 3, L = 2;
@@ -1202,7 +1202,7 @@ START_TEST(gpt_forward_attention_weights)
     /* with the cache: chunk [2,6) attends over 6 keys; its rows are rows 2..5 */
     double full1[2 * 3 * 6 * 6];
     memcpy(full1, dptr(w[1]), sizeof full1);
-    ck_assert_int_eq(tg_gpt_cache_enable(m, B, err, sizeof err), 0);
+    ck_assert_int_eq(tg_gpt_cache_enable(m, B, &err), 0);
     int32_t a[4], b4[8];
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < 2; t++) a[b * 2 + t] = iv[b * T + t];
@@ -1230,8 +1230,8 @@ END_TEST
 START_TEST(gpt_input_errors)
 {
     tg_gpt_config cfg = {.n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4, .vocab_size = 5};
-    char err[256];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, err, sizeof err);
+    tg_error err = {0};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, &err);
     tg_graph *g = tg_graph_new();
     const int32_t iv[10] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
     struct { tg_tensor *idx, *tgt; const char *needle; } cases[] = {

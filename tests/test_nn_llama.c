@@ -28,13 +28,13 @@ static tg_llama_config small_config(int n_head, int n_kv_head, bool tied)
 
 START_TEST(llama_names_shapes_and_init)
 {
-    char err[256];
+    tg_error err = {0};
     tg_llama_config cfg = {.n_layer = 3, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 40,
                            .block_size = 16, .vocab_size = 300, .rope_theta = 10000, .norm_eps = 1e-5};
     for (int tied = 0; tied < 2; tied++) {
         cfg.tied = tied;
-        tg_llama *m = tg_llama_new(&cfg, TG_F32, 3, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_llama *m = tg_llama_new(&cfg, TG_F32, 3, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         ck_assert_int_eq(tg_llama_num_params(&cfg), tg_params_numel(m->params));
         ck_assert_int_eq(tg_params_count(m->params), 1 + 3 * 9 + 1 + !tied);
         const char *layer[] = {"attention.wq.weight", "attention.wk.weight", "attention.wv.weight", "attention.wo.weight",
@@ -65,8 +65,8 @@ START_TEST(llama_names_shapes_and_init)
         ck_assert(tied ? m->output == m->tok_embeddings : m->output != m->tok_embeddings);
         tg_llama_free(m);
         /* TG_NO_INIT draws nothing: the weights and embeddings zero, the norms' weights 1 */
-        tg_llama *m0 = tg_llama_new(&cfg, TG_F32, TG_NO_INIT, err, sizeof err);
-        ck_assert_msg(m0 != NULL, "%s", err);
+        tg_llama *m0 = tg_llama_new(&cfg, TG_F32, TG_NO_INIT, &err);
+        ck_assert_msg(m0 != NULL, "%s", err.msg);
         for (int i = 0; i < tg_params_count(m0->params); i++) {
             const tg_tensor *t = tg_params_at(m0->params, i);
             for (int64_t k = 0; k < t->numel; k++) ck_assert_double_eq(tg_tensor_get(t, k), t->ndim == 1 ? 1.0 : 0.0);
@@ -83,25 +83,25 @@ END_TEST
 
 START_TEST(llama_config_errors)
 {
-    char err[256];
+    tg_error err = {0};
     tg_llama_config c = small_config(4, 3, true);
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, err, sizeof err));
-    ck_assert_str_eq(err, "llama: n_kv_head 3 must divide n_head 4");
+    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_str_eq(err.msg, "llama: n_kv_head 3 must divide n_head 4");
     c = small_config(4, 2, true), c.n_embd = 12;   /* head size 3 */
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, err, sizeof err));
-    ck_assert_str_eq(err, "llama: n_embd 12 must be n_head 4 times an even head size");
+    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_str_eq(err.msg, "llama: n_embd 12 must be n_head 4 times an even head size");
     c = small_config(2, 2, true), c.rope_theta = 1;
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, err, sizeof err));
-    ck_assert_str_eq(err, "llama: rope_theta must be finite and > 1, got 1");
+    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_str_eq(err.msg, "llama: rope_theta must be finite and > 1, got 1");
     c = small_config(2, 2, true), c.norm_eps = 0;
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, err, sizeof err));
-    ck_assert_str_eq(err, "llama: norm_eps must be in (0, 1], got 0");
+    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_str_eq(err.msg, "llama: norm_eps must be in (0, 1], got 0");
     c = small_config(2, 0, true);
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, err, sizeof err));
-    ck_assert_ptr_nonnull(strstr(err, "every size must be >= 1"));
+    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "every size must be >= 1"));
     ck_assert_int_eq(tg_llama_num_params(&c), -1);
-    ck_assert_ptr_null(tg_llama_new(NULL, TG_F64, 1, err, sizeof err));
-    ck_assert_str_eq(err, "llama: the config is NULL");
+    ck_assert_ptr_null(tg_llama_new(NULL, TG_F64, 1, &err));
+    ck_assert_str_eq(err.msg, "llama: the config is NULL");
     tg_llama_free(NULL);
 }
 END_TEST
@@ -128,9 +128,9 @@ START_TEST(llama_gradcheck)
         cfg.rope_flags = cases[k].rope;
         cfg.dropout = cases[k].dropout;
         cfg.n_embd = 2 * cases[k].H;   /* head size 2: few elements to check */
-        char err[256];
-        tg_llama *m = tg_llama_new(&cfg, TG_F64, 10 + k, err, sizeof err);
-        ck_assert_msg(m != NULL, "%s", err);
+        tg_error err = {0};
+        tg_llama *m = tg_llama_new(&cfg, TG_F64, 10 + k, &err);
+        ck_assert_msg(m != NULL, "%s", err.msg);
         fill(m->params, 20 + k, 0.4);
         tg_graph *g = tg_graph_new();
         const int32_t iv[] = {1, 12, 6, 0, 3, 2, 5, 4, 1, 11};
@@ -152,8 +152,8 @@ START_TEST(llama_incremental_decoding)
 {
     for (int Hkv = 1; Hkv <= 4; Hkv *= 2) {
         tg_llama_config cfg = small_config(4, Hkv, Hkv == 2);
-        char err[256];
-        tg_llama *m = tg_llama_new(&cfg, TG_F64, 5, err, sizeof err);
+        tg_error err = {0};
+        tg_llama *m = tg_llama_new(&cfg, TG_F64, 5, &err);
         fill(m->params, 6, 0.5);
         tg_graph *g = tg_graph_new();
         const int B = 2, T = 7, V = 13;
@@ -161,7 +161,7 @@ START_TEST(llama_incremental_decoding)
         tg_tensor *full = tg_llama_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
         ck_assert_msg(full != NULL, "%s", tg_graph_error(g));
         const int chunks[][7] = {{1, 1, 1, 1, 1, 1, 1}, {2, 4, 1}, {7}};
-        ck_assert_int_eq(tg_llama_cache_enable(m, B, err, sizeof err), 0);
+        ck_assert_int_eq(tg_llama_cache_enable(m, B, &err), 0);
         for (int k = 0; k < 3; k++) {
             tg_llama_cache_clear(m);
             for (int c = 0, t0 = 0; t0 < T; t0 += chunks[k][c++]) {
@@ -194,11 +194,11 @@ START_TEST(llama_decoding_allocates_nothing_per_token)
 {
     tg_llama_config cfg = small_config(4, 2, true);
     cfg.block_size = 64;
-    char err[256];
-    tg_llama *m = tg_llama_new(&cfg, TG_F32, 5, err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
+    tg_error err = {0};
+    tg_llama *m = tg_llama_new(&cfg, TG_F32, 5, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
     fill(m->params, 6, 0.5);
-    ck_assert_int_eq(tg_llama_cache_enable(m, 1, err, sizeof err), 0);
+    ck_assert_int_eq(tg_llama_cache_enable(m, 1, &err), 0);
     tg_graph *g = tg_graph_new();
     uint64_t after_warmup = 0;
     for (int t = 0; t < cfg.block_size; t++) {
@@ -223,14 +223,14 @@ END_TEST
 START_TEST(gqa_equals_mha_with_repeated_kv_heads)
 {
     const int B = 2, T = 5, H = 6, Hkv = 2, dh = 4, C = H * dh, G = H / Hkv;
-    char err[256];
+    tg_error err = {0};
     for (int composed = 0; composed < 2; composed++) {
-        tg_params *p = tg_params_new(TG_F64, NULL, 0);
+        tg_params *p = tg_params_new(TG_F64, NULL);
         tg_mha_mod gqa, mha;
         tg_mha_config c = {.n_embd = C, .n_head = H, .n_kv_head = Hkv, .layout = TG_MHA_LLAMA, .rope_theta = 10000};
-        ck_assert_int_eq(tg_mha_init_config(&gqa, p, "gqa", &c, err, sizeof err), 0);
+        ck_assert_int_eq(tg_mha_init_config(&gqa, p, "gqa", &c, &err), 0);
         c.n_kv_head = H;
-        ck_assert_int_eq(tg_mha_init_config(&mha, p, "mha", &c, err, sizeof err), 0);
+        ck_assert_int_eq(tg_mha_init_config(&mha, p, "mha", &c, &err), 0);
         gqa.composed = mha.composed = composed;
         fill(p, 3, 0.5);
         /* mha's kv heads: head h is gqa's head h / G (rows of wk, wv) */
@@ -267,11 +267,11 @@ END_TEST
 START_TEST(gqa_weights_and_masks)
 {
     const int B = 1, T = 4, H = 4, Hkv = 2, dh = 2, C = H * dh;
-    char err[256];
-    tg_params *p = tg_params_new(TG_F64, NULL, 0);
+    tg_error err = {0};
+    tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_mha_config c = {.n_embd = C, .n_head = H, .n_kv_head = Hkv, .layout = TG_MHA_LLAMA};
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), 0);
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), 0);
     fill(p, 4, 0.7);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 2), *A = NULL;
@@ -301,24 +301,24 @@ END_TEST
 
 START_TEST(mha_config_errors)
 {
-    char err[256];
-    tg_params *p = tg_params_new(TG_F32, NULL, 0);
+    tg_error err = {0};
+    tg_params *p = tg_params_new(TG_F32, NULL);
     tg_mha_mod m;
     tg_mha_config c = {.n_embd = 12, .n_head = 4, .n_kv_head = 3, .layout = TG_MHA_LLAMA};
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
-    ck_assert_str_eq(err, "mha 'a': n_kv_head 3 must divide n_head 4");
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_str_eq(err.msg, "mha 'a': n_kv_head 3 must divide n_head 4");
     c.n_kv_head = 2, c.rope_theta = 10000;   /* head size 3: odd */
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "RoPE needs an even head size (got 3: n_embd 12 / n_head 4)"));
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "RoPE needs an even head size (got 3: n_embd 12 / n_head 4)"));
     c.n_embd = 8, c.rope_theta = 0.5;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
-    ck_assert_str_eq(err, "mha 'a': rope_theta must be 0 (no RoPE) or finite and > 1, got 0.5");
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_str_eq(err.msg, "mha 'a': rope_theta must be 0 (no RoPE) or finite and > 1, got 0.5");
     c.rope_theta = 0, c.layout = 9;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), -1);
-    ck_assert_str_eq(err, "mha 'a': unknown layout 9");
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_str_eq(err.msg, "mha 'a': unknown layout 9");
     /* RoPE only in self-attention */
     c.layout = TG_MHA_LLAMA, c.rope_theta = 10000;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, err, sizeof err), 0);
+    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), 0);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tg_tensor_new(g, TG_F32, 3, (int[]){1, 2, 8});
     ck_assert_ptr_null(tg_mha_forward(g, &m, x, x, NULL));

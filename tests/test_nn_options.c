@@ -70,9 +70,9 @@ START_TEST(options_gradcheck)
 {
     const int k = 1 + _i % 3, fam = (_i / 3) % 2, composed = _i / 6;
     tg_model_config c = with_options(fam ? LLAMA : GPT, k);
-    char err[256];
+    tg_error err = {0};
     tg_model m;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 3, &err) == 0, "%s", err.msg);
     tg_model_set_composed(&m, composed);
     fill(m.params, 40 + _i, 0.6);
     tg_graph *g = tg_graph_new();
@@ -98,14 +98,14 @@ START_TEST(each_option_changes_the_model)
         opt[0].qk_norm = true;
         opt[1].logit_softcap = 0.7;
         opt[2].untie_head = true, opt[2].tied = false;
-        char err[256];
+        tg_error err = {0};
         tg_model d;
-        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 1, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 1, &err), 0);
         fill(d.params, 5, 0.7);
         const double ref = loss_of(&d);
         for (int k = 0; k < 3; k++) {
             tg_model m;
-            ck_assert_msg(tg_model_new(&m, &opt[k], TG_F64, 1, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(tg_model_new(&m, &opt[k], TG_F64, 1, &err) == 0, "%s", err.msg);
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 tg_tensor *t = tg_params_at(m.params, i), *s = tg_params_get(d.params, t->name);
                 if (s) memcpy(t->data, s->data, (size_t)t->numel * sizeof(double));
@@ -129,8 +129,8 @@ START_TEST(each_option_changes_the_model)
         r.mlp = TG_FFN_RELU2, ge.mlp = TG_FFN_GELU;
         if (fam) r.hidden_dim = ge.hidden_dim = 8;
         tg_model mr, mg;
-        ck_assert_int_eq(tg_model_new(&mr, &r, TG_F64, 1, err, sizeof err), 0);
-        ck_assert_int_eq(tg_model_new(&mg, &ge, TG_F64, 1, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&mr, &r, TG_F64, 1, &err), 0);
+        ck_assert_int_eq(tg_model_new(&mg, &ge, TG_F64, 1, &err), 0);
         ck_assert_int_eq(tg_params_numel(mr.params), tg_params_numel(mg.params));
         fill(mr.params, 6, 0.7);
         fill(mg.params, 6, 0.7);
@@ -149,10 +149,10 @@ START_TEST(softcap_caps_the_logits)
     for (int fam = 0; fam < 2; fam++) {
         tg_model_config base = fam ? LLAMA : GPT, capped = base;
         capped.logit_softcap = 0.9;
-        char err[256];
+        tg_error err = {0};
         tg_model a, b;
-        ck_assert_int_eq(tg_model_new(&a, &base, TG_F64, 2, err, sizeof err), 0);
-        ck_assert_int_eq(tg_model_new(&b, &capped, TG_F64, 2, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&a, &base, TG_F64, 2, &err), 0);
+        ck_assert_int_eq(tg_model_new(&b, &capped, TG_F64, 2, &err), 0);
         fill(a.params, 9, 0.8);
         fill(b.params, 9, 0.8);
         tg_graph *g = tg_graph_new();
@@ -182,16 +182,16 @@ START_TEST(qk_norm_decodes_through_the_cache)
     for (int fam = 0; fam < 2; fam++) {
         tg_model_config c = fam ? LLAMA : GPT;
         c.qk_norm = true;
-        char err[256];
+        tg_error err = {0};
         tg_model m;
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 4, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 4, &err), 0);
         fill(m.params, 12, 0.6);
         tg_graph *g = tg_graph_new();
         const int T = 6, V = 7;
         const int32_t iv[] = {3, 1, 4, 1, 5, 6};
         tg_tensor *full = tg_model_forward(g, &m, ids(g, 1, T, iv), NULL);
         ck_assert_ptr_nonnull(full);
-        ck_assert_int_eq(tg_model_cache_enable(&m, 1, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_cache_enable(&m, 1, &err), 0);
         for (int t = 0; t < T; t++) {
             tg_tensor *lg = tg_model_forward(g, &m, ids(g, 1, 1, iv + t), NULL);
             ck_assert_msg(lg != NULL, "%s", tg_graph_error(g));
@@ -218,11 +218,11 @@ START_TEST(zero_init_and_untied_head_init)
         tg_model_config z = base, u = base;
         z.zero_init_proj = true;
         u.untie_head = true;
-        char err[256];
+        tg_error err = {0};
         tg_model d, mz, mu;
-        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 77, err, sizeof err), 0);
-        ck_assert_int_eq(tg_model_new(&mz, &z, TG_F64, 77, err, sizeof err), 0);
-        ck_assert_int_eq(tg_model_new(&mu, &u, TG_F64, 77, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 77, &err), 0);
+        ck_assert_int_eq(tg_model_new(&mz, &z, TG_F64, 77, &err), 0);
+        ck_assert_int_eq(tg_model_new(&mu, &u, TG_F64, 77, &err), 0);
         ck_assert_int_eq(tg_params_count(mz.params), tg_params_count(d.params));
         int zeroed = 0;
         for (int i = 0; i < tg_params_count(d.params); i++) {
@@ -264,7 +264,7 @@ END_TEST
  * the feed-forward's names follow its kind. */
 START_TEST(counts_and_names)
 {
-    char err[256];
+    tg_error err = {0};
     for (int fam = 0; fam < 2; fam++)
         for (int k = 0; k < 4; k++)
             for (int bias = 0; bias < 2 - fam; bias++) {
@@ -272,7 +272,7 @@ START_TEST(counts_and_names)
                 c.bias = bias;
                 c.n_embd = 8;
                 tg_model m;
-                ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err) == 0, "%s", err);
+                ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
                 ck_assert_int_eq(tg_model_num_params(&c), tg_params_numel(m.params));
                 const bool gated = c.mlp == TG_FFN_SWIGLU || (fam && c.mlp == TG_FFN_DEFAULT);
                 const char *up = fam ? (gated ? "layers.1.feed_forward.w3.weight" : "layers.1.feed_forward.c_fc.weight")
@@ -288,16 +288,16 @@ END_TEST
 
 /* ---- the checkpoint's metadata ---------------------------------------- */
 
-static int write_read(const tg_model_config *c, tg_model_config *back, int *n_keys, char *err, size_t errlen)
+static int write_read(const tg_model_config *c, tg_model_config *back, int *n_keys, tg_error *err)
 {
     tg_st_writer *w = tg_st_writer_new();
     ck_assert_int_eq(tg_model_config_write(c, w), 0);
-    ck_assert_int_eq(tg_st_writer_save(w, tt_path("cfg.safetensors"), err, errlen), 0);
+    ck_assert_int_eq(tg_st_writer_save(w, tt_path("cfg.safetensors"), err), 0);
     tg_st_writer_free(w);
-    tg_st_file *f = tg_st_load(tt_path("cfg.safetensors"), err, errlen);
+    tg_st_file *f = tg_st_load(tt_path("cfg.safetensors"), err);
     ck_assert_ptr_nonnull(f);
     *n_keys = tg_st_meta_count(f);
-    const int rc = tg_model_config_read(f, back, err, errlen);
+    const int rc = tg_model_config_read(f, back, err);
     tg_st_free(f);
     remove(tt_path("cfg.safetensors"));
     return rc;
@@ -307,18 +307,18 @@ static int write_read(const tg_model_config *c, tg_model_config *back, int *n_ke
  * of their keys (so its files are today's) */
 START_TEST(options_go_through_a_file)
 {
-    char err[256];
+    tg_error err = {0};
     for (int fam = 0; fam < 2; fam++) {
         int n0, n;
         tg_model_config back;
-        ck_assert_int_eq(write_read(fam ? &LLAMA : &GPT, &back, &n0, err, sizeof err), 0);
+        ck_assert_int_eq(write_read(fam ? &LLAMA : &GPT, &back, &n0, &err), 0);
         ck_assert(back.mlp == TG_FFN_DEFAULT && !back.qk_norm && !back.zero_init_proj && back.logit_softcap == 0);
         ck_assert(back.tied && !back.untie_head);
         for (int k = 1; k < 4; k++) {
             tg_model_config c = with_options(fam ? LLAMA : GPT, k);
             c.zero_init_proj = k != 2 ? c.zero_init_proj : true;
             if (k == 1) c.logit_softcap = 0.1 + 1.0 / 3;   /* a number that needs all 17 digits */
-            ck_assert_msg(write_read(&c, &back, &n, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(write_read(&c, &back, &n, &err) == 0, "%s", err.msg);
             ck_assert_int_gt(n, n0);
             ck_assert_str_eq(back.arch, c.arch);
             /* the family's own kind is not written: it reads back as the default */
@@ -337,13 +337,13 @@ START_TEST(options_go_through_a_file)
     for (int i = 0; i < 5; i++) {
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_model_config_write(&GPT, w), 0);
-        tg_st_writer_meta(w, bad[i][0], bad[i][1]);
-        ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), err, sizeof err), 0);
+        tg_st_writer_add_meta(w, bad[i][0], bad[i][1]);
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), &err), 0);
         tg_st_writer_free(w);
-        tg_st_file *f = tg_st_load(tt_path("bad.safetensors"), err, sizeof err);
+        tg_st_file *f = tg_st_load(tt_path("bad.safetensors"), &err);
         tg_model_config c;
-        ck_assert_int_eq(tg_model_config_read(f, &c, err, sizeof err), -1);
-        ck_assert_msg(strstr(err, bad[i][0]) != NULL, "%s: %s", bad[i][0], err);
+        ck_assert_int_eq(tg_model_config_read(f, &c, &err), -1);
+        ck_assert_msg(strstr(err.msg, bad[i][0]) != NULL, "%s: %s", bad[i][0], err.msg);
         tg_st_free(f);
         remove(tt_path("bad.safetensors"));
     }
@@ -354,41 +354,41 @@ END_TEST
 
 START_TEST(bad_options_are_refused)
 {
-    char err[256];
+    tg_error err = {0};
     tg_model m;
     tg_model_config c = GPT;
     c.mlp = (tg_ffn_kind)9;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "gpt: unknown mlp 9"));
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "gpt: unknown mlp 9"));
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = GPT;
     c.logit_softcap = -2;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "gpt: logit_softcap must be 0 (none) or finite and > 0, got -2"));
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "gpt: logit_softcap must be 0 (none) or finite and > 0, got -2"));
     c = LLAMA;
     c.logit_softcap = NAN;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "llama: logit_softcap must be"));
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "llama: logit_softcap must be"));
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = LLAMA;
     c.gelu = TG_GELU_TANH;   /* a GELU form for SwiGLU */
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "llama: this Llama's MLP is SwiGLU (no GELU to choose"));
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "llama: this Llama's MLP is SwiGLU (no GELU to choose"));
     c.mlp = TG_FFN_GELU;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
     tg_model_free(&m);
     c = LLAMA;
     c.mlp = (tg_ffn_kind)-1;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "llama: unknown mlp -1"));
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "llama: unknown mlp -1"));
     ck_assert_ptr_null(tg_ffn_kind_name((tg_ffn_kind)4));
     ck_assert_str_eq(tg_ffn_kind_name(TG_FFN_RELU2), "relu2");
     /* the module's own check */
-    tg_params *p = tg_params_new(TG_F64, err, sizeof err);
+    tg_params *p = tg_params_new(TG_F64, &err);
     tg_mha_mod a;
     const tg_mha_config ac = {.n_embd = 4, .n_head = 2, .qk_norm_eps = -1};
-    ck_assert_int_eq(tg_mha_init_config(&a, p, "a", &ac, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "mha 'a': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got -1"));
+    ck_assert_int_eq(tg_mha_init_config(&a, p, "a", &ac, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mha 'a': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got -1"));
     tg_params_free(p);
 }
 END_TEST

@@ -168,12 +168,12 @@ END_TEST
 static void optim_run(tg_dtype dt, int threads, double *out, int64_t *n_out)
 {
     tg_set_num_threads(threads);
-    tg_params *p = tg_params_new(dt, NULL, 0);
-    tg_params_add(p, "w", TT_SHAPE(300, 200));
-    tg_params_add(p, "b", TT_SHAPE(50));
+    tg_params *p = tg_params_new(dt, NULL);
+    tg_params_add(p, "w", TT_SHAPE(300, 200), NULL);
+    tg_params_add(p, "b", TT_SHAPE(50), NULL);
     const int64_t n = tg_params_numel(p);
     tg_adamw_config c = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
-    tg_adamw *o = tg_adamw_new(p, &c, NULL, 0);
+    tg_adamw *o = tg_adamw_new(p, &c, NULL);
     ck_assert_ptr_nonnull(o);
     tg_rng r;
     tg_rng_seed(&r, 5, 5);

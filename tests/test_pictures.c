@@ -388,9 +388,9 @@ END_TEST
 START_TEST(heatmap_of_a_gpt)
 {
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12, .vocab_size = 11};
-    char err[256];
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
+    tg_error err = {0};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
     /* sharpen the attention: larger query/key weights than nanoGPT's init */
     tg_rng r;
     tg_rng_seed(&r, 9, 1);
@@ -828,8 +828,8 @@ static void sharp_model(tg_model *md, const char *arch, const tg_vocab *v, uint6
                                                          .norm_eps = 1e-5, .tied = true}
                                      : (tg_model_config){.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12,
                                                          .block_size = 16, .vocab_size = v->size};
-    char err[1024];
-    REQUIRE(tg_model_new(md, &mc, TG_F32, seed, err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    REQUIRE(tg_model_new(md, &mc, TG_F32, seed, &err) == 0, "%s", err.msg);
     tg_rng r;
     tg_rng_seed(&r, seed + 1, 1);
     if (llama) {
@@ -1080,7 +1080,7 @@ START_TEST(attn_labels_of_every_vocabulary)
 {
     tg_error e = {0};
     /* a BPE tokenizer for a Llama: BOS, then the pieces of " ab ab" */
-    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL, 0);
+    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL);
     ck_assert_ptr_nonnull(tok);
     tg_vocab v;
     ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL, 0), 0);
@@ -1222,13 +1222,13 @@ static void same_as_the_library(const char *ckpt, const char *text, const char *
     char *msg = slurp(P("stderr.txt"));
     REQUIRE(rc == 0, "tiny_gpt attn exited %d: %s", rc, msg);
     free(msg);
-    char err[1024];
-    tg_st_file *f = tg_st_load(ckpt, err, sizeof err);
-    REQUIRE(f, "%s", err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(ckpt, &err);
+    REQUIRE(f, "%s", err.msg);
     tg_model m;
     tg_vocab v;
-    REQUIRE(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0, "%s", err);
-    REQUIRE(tg_checkpoint_load_vocab(f, &m, &v, err, sizeof err) == 0, "%s", err);
+    REQUIRE(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    REQUIRE(tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     tg_error e = {0};
     int32_t *ids = NULL;
     const int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, strlen(text), &ids, &e);
@@ -1295,7 +1295,7 @@ START_TEST(tiny_gpt_attn_writes_what_the_library_writes)
     same_as_the_library(llama, "bad cab", "token");
     tg_model_free(&md);
 
-    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL, 0);
+    tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL);
     ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL, 0), 0);
     sharp_model(&md, "llama", &v, 9);
     same_as_the_library(saved("bpe.safetensors", &md, &v, path), "ab ab abba", "token");

@@ -56,16 +56,14 @@ static void write_st(const char *path, const char *header, const void *data, siz
     write_st_claim(path, strlen(header), header, data, ndata);
 }
 
-#define ERRLEN 512
-
 /* Loading path must fail with a message containing needle. */
 #define assert_load_fails(path, needle)                                                   \
     do {                                                                                  \
-        char e_[ERRLEN] = "";                                                             \
-        tg_st_file *f_ = tg_st_load((path), e_, sizeof e_);                               \
+        tg_error e_ = {0};                                                                \
+        tg_st_file *f_ = tg_st_load((path), &e_);                                         \
         ck_assert_msg(f_ == NULL, "'%s' loaded; expected '%s'", (path), (needle));        \
-        ck_assert_msg(strstr(e_, (needle)) != NULL, "error '%s' lacks '%s'", e_, (needle)); \
-        ck_assert_msg(strncmp(e_, "safetensors: ", 13) == 0, "error '%s' lacks the prefix", e_); \
+        ck_assert_msg(strstr(e_.msg, (needle)) != NULL, "error '%s' lacks '%s'", e_.msg, (needle)); \
+        ck_assert_msg(strncmp(e_.msg, "safetensors: ", 13) == 0, "error '%s' lacks the prefix", e_.msg); \
     } while (0)
 
 /* A header with one F32 tensor entry "a" written as `entry`, data ndata
@@ -81,9 +79,9 @@ static void one_entry_fails(const char *entry, size_t ndata, const char *needle)
 
 static tg_st_file *load_ok(const char *path)
 {
-    char err[ERRLEN] = "";
-    tg_st_file *f = tg_st_load(path, err, sizeof err);
-    ck_assert_msg(f != NULL, "load '%s': %s", path, err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(path, &err);
+    ck_assert_msg(f != NULL, "load '%s': %s", path, err.msg);
     return f;
 }
 
@@ -115,10 +113,10 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_int_eq(tg_st_writer_add(w, "u8 \"quoted\\name\"\n", "U8", 1, (int64_t[]){5}, u8v), 0);
     ck_assert_int_eq(tg_st_writer_add(w, "scalar", "F32", 0, NULL, &scalar), 0);
     ck_assert_int_eq(tg_st_writer_add(w, "empty", "F32", 3, (int64_t[]){2, 0, 3}, NULL), 0);
-    ck_assert_int_eq(tg_st_writer_meta(w, "format", "pt"), 0);
-    ck_assert_int_eq(tg_st_writer_meta(w, "note", "tab\there \"q\" \\ caf\xc3\xa9"), 0);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, P("rt.safetensors"), err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(tg_st_writer_add_meta(w, "format", "pt"), 0);
+    ck_assert_int_eq(tg_st_writer_add_meta(w, "note", "tab\there \"q\" \\ caf\xc3\xa9"), 0);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, P("rt.safetensors"), &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
 
     /* the layout, read back by hand: header length a multiple of 8 padded
@@ -219,8 +217,8 @@ START_TEST(tapegrad_tensors_round_trip)
     tg_st_writer_add_tensor(w, "c", c);
     tg_st_writer_add_tensor(w, "m", m);
     tg_st_writer_add_tensor(w, "s", s);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, P("tg.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, P("tg.safetensors"), &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
 
     tg_st_file *f = load_ok(P("tg.safetensors"));
@@ -234,11 +232,11 @@ START_TEST(tapegrad_tensors_round_trip)
     tg_tensor *c2 = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2));     /* (2,2) */
     tg_tensor *m2 = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2));    /* (2,2) */
     tg_tensor *s2 = tg_scalar(g, TG_F64, 0);                      /* () */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a2, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b2, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "c"), c2, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "m"), m2, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "s"), s2, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a2, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b2, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "c"), c2, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "m"), m2, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "s"), s2, &err), 0);
     ck_assert_mem_eq(a2->data, a->data, 24);
     ck_assert_mem_eq(b2->data, b->data, 24);
     ck_assert_mem_eq(c2->data, c->data, 16);
@@ -247,7 +245,7 @@ START_TEST(tapegrad_tensors_round_trip)
 
     /* F32 -> f64 widens exactly */
     tg_tensor *a64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3));    /* (2,3) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a64, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a64, &err), 0);
     for (int i = 0; i < 6; i++) ck_assert(((double *)a64->data)[i] == (double)((float *)a->data)[i]);
     tg_st_free(f);
     tg_graph_free(g);
@@ -268,11 +266,11 @@ static void fill_params(tg_params *p, double base)
 
 static tg_params *gpt_like_params(tg_dtype dt)
 {
-    tg_params *p = tg_params_new(dt, NULL, 0);
-    tg_params_add(p, "transformer.wte.weight", TT_SHAPE(10, 4));
-    tg_params_add(p, "transformer.h.0.attn.c_attn.weight", TT_SHAPE(12, 4));
-    tg_params_add(p, "transformer.h.0.attn.c_attn.bias", TT_SHAPE(12));
-    tg_params_add(p, "transformer.ln_f.weight", TT_SHAPE(4));
+    tg_params *p = tg_params_new(dt, NULL);
+    tg_params_add(p, "transformer.wte.weight", TT_SHAPE(10, 4), NULL);
+    tg_params_add(p, "transformer.h.0.attn.c_attn.weight", TT_SHAPE(12, 4), NULL);
+    tg_params_add(p, "transformer.h.0.attn.c_attn.bias", TT_SHAPE(12), NULL);
+    tg_params_add(p, "transformer.ln_f.weight", TT_SHAPE(4), NULL);
     ck_assert_int_eq(tg_params_count(p), 4);
     return p;
 }
@@ -283,9 +281,9 @@ START_TEST(params_round_trip_and_errors)
         tg_dtype dt = k ? TG_F64 : TG_F32;
         tg_params *p = gpt_like_params(dt);
         fill_params(p, 0.25);
-        char err[ERRLEN] = "";
+        tg_error err = {0};
         const char *meta[] = {"format", "pt", "step", "1200"};
-        ck_assert_msg(tg_st_save_params(p, P("params.safetensors"), meta, 2, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_st_save_params(p, P("params.safetensors"), meta, 2, &err) == 0, "%s", err.msg);
 
         tg_st_file *f = load_ok(P("params.safetensors"));
         ck_assert_int_eq(tg_st_count(f), 4);
@@ -293,13 +291,13 @@ START_TEST(params_round_trip_and_errors)
         assert_shape(tg_st_find(f, "transformer.h.0.attn.c_attn.weight"), 2, (int64_t[]){12, 4});
         ck_assert_str_eq(tg_st_meta(f, "step"), "1200");
         tg_params *q = gpt_like_params(dt);
-        ck_assert_msg(tg_st_load_params(q, f, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_st_load_params(q, f, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_params_numel(q), 40 + 48 + 12 + 4);
         ck_assert_mem_eq(tg_params_data(q), tg_params_data(p), (size_t)tg_params_numel(p) * tg_dtype_size(dt));
 
         /* F32 <-> F64 across stores: values converted like a C cast */
         tg_params *r = gpt_like_params(k ? TG_F32 : TG_F64);
-        ck_assert_msg(tg_st_load_params(r, f, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_st_load_params(r, f, &err) == 0, "%s", err.msg);
         for (int64_t j = 0; j < tg_params_numel(p); j++) {
             if (k) ck_assert(((float *)tg_params_data(r))[j] == (float)((double *)tg_params_data(p))[j]);
             else ck_assert(((double *)tg_params_data(r))[j] == (double)((float *)tg_params_data(p))[j]);
@@ -309,28 +307,28 @@ START_TEST(params_round_trip_and_errors)
 
         /* a store with an extra parameter: missing from the file, nothing written */
         tg_params *x = gpt_like_params(dt);
-        tg_params_add(x, "lm_head.extra", TT_SHAPE(2));
-        ck_assert_int_eq(tg_st_load_params(x, f, err, sizeof err), -1);
-        ck_assert_str_eq(err, "safetensors: parameter 'lm_head.extra' is missing from the file");
+        tg_params_add(x, "lm_head.extra", TT_SHAPE(2), NULL);
+        ck_assert_int_eq(tg_st_load_params(x, f, &err), -1);
+        ck_assert_str_eq(err.msg, "safetensors: parameter 'lm_head.extra' is missing from the file");
         for (int i = 0; i < tg_params_count(x); i++)
             for (int64_t j = 0; j < tg_params_at(x, i)->numel; j++) ck_assert(tg_tensor_get(tg_params_at(x, i), j) == 0);
         tg_params_free(x);
 
         /* a shape mismatch on the last parameter: error names both shapes; the
          * earlier ones were not written */
-        tg_params *y = tg_params_new(dt, NULL, 0);
-        tg_params_add(y, "transformer.wte.weight", TT_SHAPE(10, 4));
-        tg_params_add(y, "transformer.ln_f.weight", TT_SHAPE(2, 2));
-        ck_assert_int_eq(tg_st_load_params(y, f, err, sizeof err), -1);
-        ck_assert_str_eq(err, "safetensors: tensor 'transformer.ln_f.weight': shape (4) in the file does not "
+        tg_params *y = tg_params_new(dt, NULL);
+        tg_params_add(y, "transformer.wte.weight", TT_SHAPE(10, 4), NULL);
+        tg_params_add(y, "transformer.ln_f.weight", TT_SHAPE(2, 2), NULL);
+        ck_assert_int_eq(tg_st_load_params(y, f, &err), -1);
+        ck_assert_str_eq(err.msg, "safetensors: tensor 'transformer.ln_f.weight': shape (4) in the file does not "
                               "match (2,2) of the destination");
         for (int64_t j = 0; j < 40; j++) ck_assert(tg_tensor_get(tg_params_at(y, 0), j) == 0);
         tg_params_free(y);
 
         /* tensors in the file that the store lacks are ignored */
-        tg_params *z = tg_params_new(dt, NULL, 0);
-        tg_params_add(z, "transformer.ln_f.weight", TT_SHAPE(4));
-        ck_assert_int_eq(tg_st_load_params(z, f, err, sizeof err), 0);
+        tg_params *z = tg_params_new(dt, NULL);
+        tg_params_add(z, "transformer.ln_f.weight", TT_SHAPE(4), NULL);
+        ck_assert_int_eq(tg_st_load_params(z, f, &err), 0);
         ck_assert_mem_eq(tg_params_at(z, 0)->data, tg_params_get(p, "transformer.ln_f.weight")->data,
                          4 * tg_dtype_size(dt));
         tg_params_free(z);
@@ -373,25 +371,25 @@ START_TEST(hand_built_file_reads_correctly)
     assert_shape(wt, 2, (int64_t[]){2, 2});
     ck_assert_ptr_eq(b->data, (const unsigned char *)ids->data + 56);
 
-    char err[ERRLEN] = "";
+    tg_error err = {0};
     tg_graph *g = tg_graph_new();
     tg_tensor *w64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 2));    /* (2,2) */
-    ck_assert_int_eq(tg_st_copy_to(wt, w64, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(wt, w64, &err), 0);
     const double *w = w64->data;
     ck_assert(w[0] == 0.5 && w[1] == -3.25 && w[2] == 100 && w[3] == 0.1);
     tg_tensor *w32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2));    /* (2,2): F64 -> f32 */
-    ck_assert_int_eq(tg_st_copy_to(wt, w32, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(wt, w32, &err), 0);
     const float *v = w32->data;
     ck_assert(v[0] == 0.5f && v[1] == -3.25f && v[2] == 100.0f && v[3] == (float)0.1);
     tg_tensor *b32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2));       /* (2) */
-    ck_assert_int_eq(tg_st_copy_to(b, b32, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(b, b32, &err), 0);
     ck_assert(((float *)b32->data)[0] == 1.5f && ((float *)b32->data)[1] == -2.0f);
 
     /* I64 -> i32: 2^40 does not fit; the error names the tensor and element, dst untouched */
     tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3));       /* (3) */
     ((int32_t *)i32->data)[0] = 99;
-    ck_assert_int_eq(tg_st_copy_to(ids, i32, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'ids': element 2 (2) = 1099511627776 does not fit in i32");
+    ck_assert_int_eq(tg_st_copy_to(ids, i32, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'ids': element 2 (2) = 1099511627776 does not fit in i32");
     ck_assert_int_eq(((int32_t *)i32->data)[0], 99);
     tg_st_free(f);
 
@@ -401,7 +399,7 @@ START_TEST(hand_built_file_reads_correctly)
     memcpy(d2 + 16, (unsigned char[]){0, 0, 0, 0x80, 0xff, 0xff, 0xff, 0xff}, 8);
     write_st(P("torch2.safetensors"), header, d2, sizeof d2);
     f = load_ok(P("torch2.safetensors"));
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "ids"), i32, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "ids"), i32, &err), 0);
     const int32_t *iv = i32->data;
     ck_assert(iv[0] == 7 && iv[1] == -1 && iv[2] == INT32_MIN);
     tg_st_free(f);
@@ -556,8 +554,8 @@ START_TEST(corrupt_files_are_rejected)
     float v[4] = {1, 2, 3, 4};
     tg_st_writer *w = tg_st_writer_new();
     tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){4}, v);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, P("good.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, P("good.safetensors"), &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
     size_t n;
     unsigned char *raw = read_bytes(P("good.safetensors"), &n);
@@ -566,8 +564,8 @@ START_TEST(corrupt_files_are_rejected)
     write_bytes(P("cut.safetensors"), raw, 20);
     assert_load_fails(P("cut.safetensors"), "runs past the end of the file (12 bytes after the length)");
     free(raw);
-    ck_assert_ptr_null(tg_st_load(NULL, err, sizeof err));
-    ck_assert_ptr_null(tg_st_load(P("does-not-exist"), NULL, 0));   /* no buffer: still no crash */
+    ck_assert_ptr_null(tg_st_load(NULL, &err));
+    ck_assert_ptr_null(tg_st_load(P("does-not-exist"), NULL));   /* no buffer: still no crash */
 }
 END_TEST
 
@@ -588,50 +586,51 @@ START_TEST(conversions_and_their_errors)
     tg_st_writer_add(w, "u", "U8", 1, (int64_t[]){2}, bv);
     uint16_t hv[2] = {0x3e00, 0x4000};   /* 1.5, 2 in binary16 */
     tg_st_writer_add(w, "h", "F16", 1, (int64_t[]){2}, hv);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, P("conv.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, P("conv.safetensors"), &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
     tg_st_file *f = load_ok(P("conv.safetensors"));
 
     tg_graph *g = tg_graph_new();
     tg_tensor *ok = tg_tensor_new(g, TG_F32, TT_SHAPE(3));        /* (3) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "ok"), ok, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "ok"), ok, &err), 0);
     const float *o = ok->data;
     ck_assert(o[0] == (float)0.1 && o[1] == (float)(1.0 / 3.0) && o[2] == -0.0f);
     ck_assert(signbit(o[2]));   /* -1e-50 underflows to -0 */
 
     tg_tensor *d32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2));    /* (2,2) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "d"), d32, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'd': element 3 (1,1) = 1.0000000000000001e+300 does not fit in f32");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "d"), d32, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'd': element 3 (1,1) = 1.0000000000000001e+300 does not fit in f32");
     ck_assert(((float *)d32->data)[0] == 0);   /* untouched */
 
     tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3));       /* (3) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), i32, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'i': element 1 (1) = 2147483648 does not fit in i32");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), i32, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'i': element 1 (1) = 2147483648 does not fit in i32");
 
     /* shapes must match exactly, numel alone is not enough */
     tg_tensor *f6 = tg_tensor_new(g, TG_F32, TT_SHAPE(3, 2));     /* (3,2) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f6, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'f': shape (2,3) in the file does not match (3,2) of the destination");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f6, &err), -1);
+    ck_assert_str_eq(err.msg,
+                     "safetensors: tensor 'f': shape (2,3) in the file does not match (3,2) of the destination");
     tg_tensor *f4 = tg_tensor_new(g, TG_F32, TT_SHAPE(4));        /* (4) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f4, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'f': shape (2,3) in the file does not match (4) of the destination");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f4, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'f': shape (2,3) in the file does not match (4) of the destination");
 
     /* dtypes that do not convert */
     tg_tensor *fi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3));     /* (2,3) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), fi, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'f': cannot convert F32 to i32");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), fi, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'f': cannot convert F32 to i32");
     tg_tensor *if32 = tg_tensor_new(g, TG_F32, TT_SHAPE(3));      /* (3) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), if32, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'i': cannot convert I64 to f32");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), if32, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'i': cannot convert I64 to f32");
     tg_tensor *h = tg_tensor_new(g, TG_I32, TT_SHAPE(2));         /* (2) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'h': cannot convert F16 to i32");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'h': cannot convert F16 to i32");
     tg_tensor *b = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2));        /* (2) */
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "u"), b, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: tensor 'u': element 1 (1) = 2 is not 0 or 1 for bool");
-    ck_assert_int_eq(tg_st_copy_to(NULL, b, err, sizeof err), -1);
-    ck_assert_str_eq(err, "safetensors: copy: tensor is NULL");
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "u"), b, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: tensor 'u': element 1 (1) = 2 is not 0 or 1 for bool");
+    ck_assert_int_eq(tg_st_copy_to(NULL, b, &err), -1);
+    ck_assert_str_eq(err.msg, "safetensors: copy: tensor is NULL");
     tg_graph_free(g);
     tg_st_free(f);
 }
@@ -647,17 +646,17 @@ START_TEST(halves_convert_exactly)
     tg_st_writer *w = tg_st_writer_new();
     tg_st_writer_add(w, "h", "F16", 1, (int64_t[]){65536}, hv);
     tg_st_writer_add(w, "b", "BF16", 1, (int64_t[]){65536}, hv);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, P("halves.safetensors"), err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, P("halves.safetensors"), &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
     tg_st_file *f = load_ok(P("halves.safetensors"));
     tg_graph *g = tg_graph_new();
     tg_tensor *h32 = tg_tensor_new(g, TG_F32, TT_SHAPE(65536)), *h64 = tg_tensor_new(g, TG_F64, TT_SHAPE(65536));
     tg_tensor *b32 = tg_tensor_new(g, TG_F32, TT_SHAPE(65536)), *b64 = tg_tensor_new(g, TG_F64, TT_SHAPE(65536));
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h32, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h64, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b32, err, sizeof err), 0);
-    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b64, err, sizeof err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h32, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h64, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b32, &err), 0);
+    ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b64, &err), 0);
     for (int i = 0; i < 65536; i++) {
         const int sg = i >> 15, e = i >> 10 & 31, m = i & 1023;
         const double want = (sg ? -1 : 1) * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
@@ -687,6 +686,18 @@ END_TEST
 
 /* ---- the writer's own errors --------------------------------------------------- */
 
+/* w's save fails with the first failed add's message, writing nothing */
+static void assert_save_fails(tg_st_writer *w, const char *msg)
+{
+    const char *path = P("sticky.safetensors");
+    char want[600];
+    snprintf(want, sizeof want, "%s (nothing written to '%s')", msg, path);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_st_writer_save(w, path, &err), -1);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(access(path, F_OK), -1);
+}
+
 START_TEST(writer_errors_stick)
 {
     float v[2] = {1, 2};
@@ -698,15 +709,13 @@ START_TEST(writer_errors_stick)
     for (int i = 0; i < 3; i++) {
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_st_writer_add(w, bad[i][0], "F32", 1, (int64_t[]){2}, v), -1);
-        ck_assert_str_eq(tg_st_writer_error(w), bad[i][1]);
+        assert_save_fails(w, bad[i][1]);
         tg_st_writer_free(w);
     }
     tg_st_writer *w = tg_st_writer_new();
-    ck_assert_ptr_null(tg_st_writer_error(w));
     ck_assert_int_eq(tg_st_writer_add(w, "a", "F8", 1, (int64_t[]){2}, v), -1);
-    ck_assert_str_eq(tg_st_writer_error(w), "safetensors: writer: tensor 'a': unknown dtype \"F8\"");
     ck_assert_int_eq(tg_st_writer_add(w, "b", "F32", 1, (int64_t[]){2}, v), -1);   /* sticks */
-    ck_assert_str_eq(tg_st_writer_error(w), "safetensors: writer: tensor 'a': unknown dtype \"F8\"");
+    assert_save_fails(w, "safetensors: writer: tensor 'a': unknown dtype \"F8\"");
     tg_st_writer_free(w);
 
     struct { int ndim; int64_t shape[9]; const void *data; const char *msg; } cases[] = {
@@ -718,13 +727,13 @@ START_TEST(writer_errors_stick)
     for (int i = 0; i < 4; i++) {
         w = tg_st_writer_new();
         ck_assert_int_eq(tg_st_writer_add(w, "t", "F32", cases[i].ndim, cases[i].shape, cases[i].data), -1);
-        ck_assert_str_eq(tg_st_writer_error(w), cases[i].msg);
+        assert_save_fails(w, cases[i].msg);
         tg_st_writer_free(w);
     }
     w = tg_st_writer_new();
-    ck_assert_int_eq(tg_st_writer_meta(w, "k", "1"), 0);
-    ck_assert_int_eq(tg_st_writer_meta(w, "k", "2"), -1);
-    ck_assert_str_eq(tg_st_writer_error(w), "safetensors: writer: duplicate metadata key 'k'");
+    ck_assert_int_eq(tg_st_writer_add_meta(w, "k", "1"), 0);
+    ck_assert_int_eq(tg_st_writer_add_meta(w, "k", "2"), -1);
+    assert_save_fails(w, "safetensors: writer: duplicate metadata key 'k'");
     tg_st_writer_free(w);
     tg_st_writer_free(NULL);
     tg_st_free(NULL);
@@ -738,22 +747,22 @@ static void save_two(const char *path, float a, float b)
     float v[2] = {a, b};
     tg_st_writer *w = tg_st_writer_new();
     tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v);
-    char err[ERRLEN] = "";
-    ck_assert_msg(tg_st_writer_save(w, path, err, sizeof err) == 0, "%s", err);
+    tg_error err = {0};
+    ck_assert_msg(tg_st_writer_save(w, path, &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
 }
 
 START_TEST(saves_are_atomic)
 {
-    char err[ERRLEN] = "";
+    tg_error err = {0};
     float v[2] = {1, 2};
 
     /* into a directory that does not exist: fails cleanly, creates nothing */
     tg_st_writer *w = tg_st_writer_new();
     tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v);
-    ck_assert_int_eq(tg_st_writer_save(w, P("no/such/dir/x.safetensors"), err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "no/such/dir/x.safetensors': cannot create a temporary file beside it: "
-                              "No such file or directory"), "%s", err);
+    ck_assert_int_eq(tg_st_writer_save(w, P("no/such/dir/x.safetensors"), &err), -1);
+    ck_assert_msg(strstr(err.msg, "no/such/dir/x.safetensors': cannot create a temporary file beside it: "
+                              "No such file or directory"), "%s", err.msg);
     tg_st_writer_free(w);
     ck_assert_int_eq(access(P("no"), F_OK), -1);
 
@@ -771,8 +780,9 @@ START_TEST(saves_are_atomic)
     w = tg_st_writer_new();
     ck_assert_int_eq(tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v), 0);
     ck_assert_int_eq(tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v), -1);
-    ck_assert_int_eq(tg_st_writer_save(w, P("old.safetensors"), err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "safetensors: writer: duplicate tensor name 'v' (nothing written to '"), "%s", err);
+    ck_assert_int_eq(tg_st_writer_save(w, P("old.safetensors"), &err), -1);
+    ck_assert_msg(strstr(err.msg, "safetensors: writer: duplicate tensor name 'v' (nothing written to '"), "%s",
+                  err.msg);
     tg_st_writer_free(w);
     size_t n1;
     unsigned char *after = read_bytes(P("old.safetensors"), &n1);
@@ -792,13 +802,13 @@ START_TEST(saves_are_atomic)
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
     w = tg_st_writer_new();
     tg_st_writer_add(w, "big", "F32", 2, (int64_t[]){128, 128}, big);
-    int rc = tg_st_writer_save(w, P("old.safetensors"), err, sizeof err);
+    int rc = tg_st_writer_save(w, P("old.safetensors"), &err);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
     signal(SIGXFSZ, old_handler);
     tg_st_writer_free(w);
     ck_assert_int_eq(rc, -1);
-    ck_assert_msg(strstr(err, "of the temporary file failed: File too large"), "%s", err);
-    ck_assert_msg(strstr(err, "left as it was"), "%s", err);
+    ck_assert_msg(strstr(err.msg, "of the temporary file failed: File too large"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "left as it was"), "%s", err.msg);
     after = read_bytes(P("old.safetensors"), &n1);
     ck_assert_uint_eq(n1, n0);
     ck_assert_mem_eq(after, before, n0);
@@ -818,8 +828,8 @@ START_TEST(saves_are_atomic)
     ck_assert_int_eq(mkdir(P("adir"), 0755), 0);
     w = tg_st_writer_new();
     tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v);
-    ck_assert_int_eq(tg_st_writer_save(w, P("adir"), err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "rename of the temporary file failed"), "%s", err);
+    ck_assert_int_eq(tg_st_writer_save(w, P("adir"), &err), -1);
+    ck_assert_msg(strstr(err.msg, "rename of the temporary file failed"), "%s", err.msg);
     tg_st_writer_free(w);
     ck_assert_int_eq(rmdir(P("adir")), 0);
 

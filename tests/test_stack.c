@@ -24,7 +24,7 @@ enum { STEPS = 3, BATCH = 4, T = 32, VOCAB = 40 };
 typedef struct steps_result {
     double loss[STEPS];
     int done;          /* steps completed */
-    char err[256];
+    tg_error err;      /* why it stopped */
 } steps_result;
 
 /* STEPS AdamW steps of a 2-layer GPT (C = 64, B * T = 128 rows: every
@@ -34,12 +34,12 @@ static void gpt_steps(steps_result *r)
 {
     tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 64, .block_size = T, .vocab_size = VOCAB};
     r->done = 0;
-    r->err[0] = 0;
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 5, r->err, sizeof r->err);
-    tg_adamw *opt = m ? tg_adamw_new(m->params, NULL, r->err, sizeof r->err) : NULL;
+    r->err.msg[0] = 0;
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 5, &r->err);
+    tg_adamw *opt = m ? tg_adamw_new(m->params, NULL, &r->err) : NULL;
     tg_graph *g = tg_graph_new();
     if (!opt || !g) {
-        if (!r->err[0]) snprintf(r->err, sizeof r->err, "set-up failed");
+        if (!r->err.msg[0]) snprintf(r->err.msg, sizeof r->err.msg, "set-up failed");
         goto out;
     }
     int32_t ids[BATCH * T], tgt[BATCH * T];
@@ -49,7 +49,7 @@ static void gpt_steps(steps_result *r)
         tg_tensor *tt = tg_tensor_from(g, TG_I32, TT_SHAPE(BATCH, T), tgt);
         tg_tensor *loss = tg_gpt_loss(g, m, idt, tt);
         if (!loss || tg_graph_backward(g, loss) != 0) {
-            snprintf(r->err, sizeof r->err, "step %d: %s", s, tg_graph_error(g));
+            snprintf(r->err.msg, sizeof r->err.msg, "step %d: %s", s, tg_graph_error(g));
             goto out;
         }
         r->loss[s] = tg_tensor_item(loss);
@@ -160,7 +160,7 @@ START_TEST(training_on_a_thread_with_a_small_stack)
     small_job *j = calloc(1, sizeof *j);
     ck_assert(C && main_steps && j);
     gpt_steps(main_steps);   /* the reference, on the main thread's stack */
-    ck_assert_msg(main_steps->done == STEPS, "main thread: %s", main_steps->err);
+    ck_assert_msg(main_steps->done == STEPS, "main thread: %s", main_steps->err.msg);
     ck_assert_msg(fabs(main_steps->loss[0] - log(VOCAB)) < 0.1, "first loss %g, not about ln %d", main_steps->loss[0],
                   VOCAB);
     ck_assert_msg(main_steps->loss[STEPS - 1] < main_steps->loss[0] - 0.05, "the loss did not fall: %g -> %g",
@@ -169,7 +169,7 @@ START_TEST(training_on_a_thread_with_a_small_stack)
     *j = (small_job){.A = A, .B = B, .C = C};
     run_on_small_thread(j);
     ck_assert_msg(gemm_error(A, B, C) <= 1, "product on the small stack: error %g of the bound", gemm_error(A, B, C));
-    ck_assert_msg(j->steps.done == STEPS, "small stack: %s", j->steps.err);
+    ck_assert_msg(j->steps.done == STEPS, "small stack: %s", j->steps.err.msg);
     for (int s = 0; s < STEPS; s++)   /* one thread: the same operations in the same order, the same bits */
         ck_assert_msg(j->steps.loss[s] == main_steps->loss[s], "step %d: loss %.17g on the small stack, %.17g on main",
                       s, j->steps.loss[s], main_steps->loss[s]);
@@ -252,8 +252,8 @@ START_TEST(pool_workers_with_small_default_stacks)
     run_on_small_thread(j);
     ck_assert_int_eq(tg_set_num_threads(1), 1);
     gpt_steps(one);
-    ck_assert_msg(one->done == STEPS, "one thread: %s", one->err);
-    ck_assert_msg(j->steps.done == STEPS, "small stack, two threads: %s", j->steps.err);
+    ck_assert_msg(one->done == STEPS, "one thread: %s", one->err.msg);
+    ck_assert_msg(j->steps.done == STEPS, "small stack, two threads: %s", j->steps.err.msg);
     ck_assert_msg(gemm_error(A, B, C) <= 1, "product on the small stack: error %g of the bound", gemm_error(A, B, C));
     for (int s = 0; s < STEPS; s++)   /* OpenBLAS's parts agree across thread counts to rounding */
         ck_assert_msg(fabs(j->steps.loss[s] - one->loss[s]) <= 1e-5 * fabs(one->loss[s]),

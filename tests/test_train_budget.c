@@ -58,16 +58,16 @@ typedef struct run {
 
 static void run_new(run *r, tg_dtype dt, bool muon)
 {
-    char err[512];
+    tg_error err = {0};
     const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8,
                                .vocab_size = 30, .bias = true, .dropout = 0.1};
-    ck_assert_msg(tg_model_new(&r->m, &c, dt, 7, err, sizeof err) == 0, "%s", err);
-    r->opt = tg_adamw_new(r->m.params, &(tg_adamw_config){0.9, 0.95, 1e-8, 0.1}, err, sizeof err);
-    ck_assert_msg(r->opt, "%s", err);
+    ck_assert_msg(tg_model_new(&r->m, &c, dt, 7, &err) == 0, "%s", err.msg);
+    r->opt = tg_adamw_new(r->m.params, &(tg_adamw_config){0.9, 0.95, 1e-8, 0.1}, &err);
+    ck_assert_msg(r->opt, "%s", err.msg);
     r->muon = NULL;
     if (muon) {
-        r->muon = tg_muon_new(r->m.params, &(tg_muon_config){0.95, 0.1}, err, sizeof err);
-        ck_assert_msg(r->muon, "%s", err);
+        r->muon = tg_muon_new(r->m.params, &(tg_muon_config){0.95, 0.1}, &err);
+        ck_assert_msg(r->muon, "%s", err.msg);
         tg_muon_exclude(r->muon, r->opt);
     }
     tg_train_state_init(&r->ts, 5);
@@ -99,11 +99,11 @@ static void step(run *r, const tg_dataset *d)
 
 START_TEST(steps_undone_by_a_restore_leave_no_trace)
 {
-    char err[512];
+    tg_error err = {0};
     tg_vocab v;
     tg_vocab_bytes(&v, TEXT, sizeof TEXT - 1);
     tg_dataset d;
-    ck_assert_msg(tg_dataset_from_text(&d, &v, TEXT, sizeof TEXT - 1, 8, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_dataset_from_text(&d, &v, TEXT, sizeof TEXT - 1, 8, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     for (int k = 0; k < 4; k++) {
         const tg_dtype dt = k & 1 ? TG_F64 : TG_F32;
         const bool muon = k >= 2;
@@ -111,8 +111,8 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         run_new(&a, dt, muon);
         run_new(&b, dt, muon);
         for (int i = 0; i < 2; i++) step(&a, &d), step(&b, &d);
-        tg_train_snapshot *s = tg_train_snapshot_take(&b.m, b.opt, b.muon, &b.ts, err, sizeof err);
-        ck_assert_msg(s, "%s", err);
+        tg_train_snapshot *s = tg_train_snapshot_take(&b.m, b.opt, b.muon, &b.ts, err.msg, sizeof err.msg);
+        ck_assert_msg(s, "%s", err.msg);
         for (int i = 0; i < 3; i++) step(&b, &d);   /* the steps timed */
         const size_t bytes = (size_t)tg_params_numel(a.m.params) * tg_dtype_size(dt);
         ck_assert(memcmp(tg_params_data(a.m.params), tg_params_data(b.m.params), bytes) != 0);   /* they did train */
@@ -133,7 +133,7 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         /* a snapshot goes back only into objects of its sizes */
         run c;
         run_new(&c, dt, !muon);
-        s = tg_train_snapshot_take(&a.m, a.opt, a.muon, &a.ts, err, sizeof err);
+        s = tg_train_snapshot_take(&a.m, a.opt, a.muon, &a.ts, err.msg, sizeof err.msg);
         ck_assert_int_eq(tg_train_snapshot_restore(s, &c.m, c.opt, c.muon, &c.ts), -1);
         ck_assert_int_eq(c.ts.step, 0);
         tg_train_snapshot_free(s);

@@ -39,7 +39,7 @@ static void step(tg_model *m, tg_adamw *opt, const tg_dataset *d, tg_train_state
 
 START_TEST(a_resumed_run_ends_bit_identical)
 {
-    char err[512];
+    tg_error err = {0};
     for (int k = 0; k < 4; k++) {
         const tg_model_config *c = &CFGS[k % 2];
         const tg_dtype dt = k < 2 ? TG_F64 : TG_F32;
@@ -48,13 +48,13 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tg_model_config cc = *c;
         cc.vocab_size = v.size;
         tg_dataset d;
-        ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
+        ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err.msg, sizeof err.msg), 0);
 
         /* the run that never stops: 6 steps; and one stopped after 3 */
         tg_model a, b;
-        ck_assert_msg(tg_model_new(&a, &cc, dt, 7, err, sizeof err) == 0, "%s", err);
-        ck_assert_int_eq(tg_model_new(&b, &cc, dt, 7, err, sizeof err), 0);
-        tg_adamw *oa = tg_adamw_new(a.params, NULL, NULL, 0), *ob = tg_adamw_new(b.params, NULL, NULL, 0);
+        ck_assert_msg(tg_model_new(&a, &cc, dt, 7, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(tg_model_new(&b, &cc, dt, 7, &err), 0);
+        tg_adamw *oa = tg_adamw_new(a.params, NULL, NULL), *ob = tg_adamw_new(b.params, NULL, NULL);
         tg_train_state ta, tb;
         tg_train_state_init(&ta, 1);
         ck_assert_int_eq(ta.step, 0);
@@ -65,25 +65,25 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tb.best_val = 2.5;
         const char *meta[] = {"train.note", "mid-run"};
         ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, NULL, &tb, meta, 1,
-                                         err,
-                                         sizeof err) == 0, "%s", err);
+                                         err.msg, sizeof err.msg) == 0, "%s", err.msg);
         tg_model_free(&b);
         tg_adamw_free(ob);
 
         /* a new process: everything from the file */
-        tg_st_file *f = tg_st_load(tt_path("ck.safetensors"), err, sizeof err);
+        tg_st_file *f = tg_st_load(tt_path("ck.safetensors"), &err);
         ck_assert_ptr_nonnull(f);
         ck_assert_str_eq(tg_st_meta(f, "train.note"), "mid-run");
         ck_assert_str_eq(tg_st_meta(f, "train.isa"), tg_isa_name(tg_isa_active()));
         tg_model r;
-        ck_assert_msg(tg_checkpoint_load_model(f, dt, -1, &r, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_model(f, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         ck_assert_double_eq(r.config.dropout, 0.1);
         tg_vocab rv;
-        ck_assert_int_eq(tg_vocab_read(&rv, f, err, sizeof err), 0);
+        ck_assert_int_eq(tg_vocab_read(&rv, f, err.msg, sizeof err.msg), 0);
         ck_assert_mem_eq(&rv, &v, sizeof v);
-        tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL, 0);
+        tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL);
         tg_train_state tr;
-        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, err.msg, sizeof err.msg) == 0, "%s",
+                      err.msg);
         ck_assert_int_eq(tr.step, 3);
         ck_assert_double_eq(tr.best_val, 2.5);
         for (int s = 0; s < 3; s++) step(&r, orr, &d, &tr);
@@ -96,16 +96,15 @@ START_TEST(a_resumed_run_ends_bit_identical)
 
         /* weights only (no ts): not a training checkpoint */
         ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                            NULL, 0, err,
-                                            sizeof err), 0);
-        tg_st_file *w = tg_st_load(tt_path("w.safetensors"), err, sizeof err);
-        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, err, sizeof err), -1);
-        ck_assert_ptr_nonnull(strstr(err, "not a training checkpoint"));
-        ck_assert_int_eq(tg_vocab_read(&rv, w, err, sizeof err), -1);   /* and no vocabulary was given */
+                                            NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_st_file *w = tg_st_load(tt_path("w.safetensors"), &err);
+        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, err.msg, sizeof err.msg), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "not a training checkpoint"));
+        ck_assert_int_eq(tg_vocab_read(&rv, w, err.msg, sizeof err.msg), -1);   /* and no vocabulary was given */
         tg_st_free(w);
         /* a step past max_step */
-        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, err, sizeof err), -1);
-        ck_assert_ptr_nonnull(strstr(err, "'train.step' = '3' is not an integer in [0, 2]"));
+        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, err.msg, sizeof err.msg), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "'train.step' = '3' is not an integer in [0, 2]"));
 
         tg_st_free(f);
         tg_adamw_free(oa);
@@ -124,15 +123,15 @@ END_TEST
 static void rewrite(const char *in, const char *out, const char *key, const char *value, const char *drop,
                     const char *nan_in)
 {
-    char err[300];
-    tg_st_file *f = tg_st_load(in, err, sizeof err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(in, &err);
     ck_assert_ptr_nonnull(f);
     tg_st_writer *w = tg_st_writer_new();
     for (int i = 0; i < tg_st_meta_count(f); i++) {
         const char *v, *k = tg_st_meta_at(f, i, &v);
-        if (!key || strcmp(k, key)) tg_st_writer_meta(w, k, v);
+        if (!key || strcmp(k, key)) tg_st_writer_add_meta(w, k, v);
     }
-    if (key && value) tg_st_writer_meta(w, key, value);
+    if (key && value) tg_st_writer_add_meta(w, key, value);
     static double copy[4096];
     for (int i = 0; i < tg_st_count(f); i++) {
         const tg_st_tensor *e = tg_st_at(f, i);
@@ -146,29 +145,30 @@ static void rewrite(const char *in, const char *out, const char *key, const char
         }
         tg_st_writer_add(w, e->name, e->dtype, e->ndim, e->shape, data);
     }
-    ck_assert_msg(tg_st_writer_save(w, out, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_st_writer_save(w, out, &err) == 0, "%s", err.msg);
     tg_st_writer_free(w);
     tg_st_free(f);
 }
 
 START_TEST(bad_checkpoints_are_refused)
 {
-    char err[512];
+    tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
-    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_train_state ts = {.step = 0, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
     char good[600], bad[600];   /* (tt_path's buffers rotate) */
     snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
-    tg_st_file *f = tg_st_load(good, err, sizeof err);
-    ck_assert_msg(f != NULL, "%s", err);
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+    tg_st_file *f = tg_st_load(good, &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
     tg_train_state back = {0};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &back, 10, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &back, 10, err.msg, sizeof err.msg), 0);
     ck_assert(isinf(back.best_val));
     tg_st_free(f);
 
@@ -193,43 +193,43 @@ START_TEST(bad_checkpoints_are_refused)
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         rewrite(good, bad, cases[k].key, cases[k].value, cases[k].drop, cases[k].nan_in);
-        f = tg_st_load(bad, err, sizeof err);
+        f = tg_st_load(bad, &err);
         ck_assert_ptr_nonnull(f);
-        err[0] = 0;
+        err.msg[0] = 0;
         if (cases[k].train) {
             tg_train_state t = {.step = 42, .best_val = 1};
             tg_adamw_set_steps(o, 5);
-            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, err, sizeof err), -1);
+            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
             ck_assert_int_eq(t.step, 42);   /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
         } else {
             tg_model r;
-            ck_assert_int_eq(tg_checkpoint_load_model(f, TG_F64, -1, &r, err, sizeof err), -1);
+            ck_assert_int_eq(tg_checkpoint_load_model(f, TG_F64, -1, &r, err.msg, sizeof err.msg), -1);
             ck_assert_ptr_null(r.family);
         }
-        ck_assert_msg(strstr(err, cases[k].want), "case %zu: '%s' lacks '%s'", k, err, cases[k].want);
+        ck_assert_msg(strstr(err.msg, cases[k].want), "case %zu: '%s' lacks '%s'", k, err.msg, cases[k].want);
         tg_st_free(f);
         remove(bad);
     }
     /* a state the reader would refuse is not written */
     tg_train_state unseeded = {.step = 0, .best_val = INFINITY}, negative = ts;
     negative.best_val = -1;
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &unseeded, NULL, 0, err,
-                                        sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "random streams were never seeded"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err,
-                                        sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "best val loss -1 is not a state"));
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &unseeded, NULL, 0, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "random streams were never seeded"));
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "best val loss -1 is not a state"));
     negative = ts;
     negative.windows = -1;
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err,
-                                        sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_save: the state's windows drawn, -1, is below 0");
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "checkpoint_save: the state's windows drawn, -1, is below 0");
     /* a shard writes the whole store's moments it is given, never its own part */
-    tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL, 0);
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err),
-                                        -1);
-    ck_assert_ptr_nonnull(strstr(err, "the optimizer is a shard"));
+    tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL);
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "the optimizer is a shard"));
     tg_adamw_free(half);
     remove(good);
     tg_adamw_free(o);
@@ -242,12 +242,12 @@ END_TEST
  * state leaves the averages as they were. */
 START_TEST(averages_in_checkpoints)
 {
-    char err[512];
+    tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
-    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
-    tg_ema *e = tg_ema_new(m.params, 0.9, err, sizeof err);
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
+    tg_ema *e = tg_ema_new(m.params, 0.9, &err);
     const int64_t n = tg_ema_numel(e);
     double *avg = tg_ema_values(e);
     for (int64_t i = 0; i < n; i++) avg[i] = 0.001 * (double)i;
@@ -258,57 +258,62 @@ START_TEST(averages_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("ema.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("ema_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, e, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+                     0);
 
-    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
-    tg_ema *back = tg_ema_new(m.params, 0.9, err, sizeof err);
+    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
+    tg_ema *back = tg_ema_new(m.params, 0.9, &err);
     tg_train_state t;
-    tg_st_file *f = tg_st_load(good, err, sizeof err);
-    ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, err, sizeof err) == 0, "%s", err);
+    tg_st_file *f = tg_st_load(good, &err);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(back), avg, (size_t)n * sizeof(double));
     ck_assert_int_eq(t.step, 3);
     /* a run without averages: refused */
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "the checkpoint's run averages its weights (tensor 'ema.values' present) but this one does "
-                          "not: a resumed run keeps its averaging");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg,
+                     "the checkpoint's run averages its weights (tensor 'ema.values' present) but this one does "
+                     "not: a resumed run keeps its averaging");
     tg_st_free(f);
     /* AdamW's state bad: the averages are put back as they were */
     rewrite(good, bad, NULL, NULL, NULL, "optimizer.v");
-    f = tg_st_load(bad, err, sizeof err);
-    tg_ema *fresh = tg_ema_new(m.params, 0.9, err, sizeof err);
+    f = tg_st_load(bad, &err);
+    tg_ema *fresh = tg_ema_new(m.params, 0.9, &err);
     void *was = malloc((size_t)n * sizeof(double));
     memcpy(was, tg_ema_values(fresh), (size_t)n * sizeof(double));
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_msg(strstr(err.msg, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* the averages bad */
     rewrite(good, bad, NULL, NULL, NULL, "ema.values");
-    f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "the checkpoint's averages: ema_state_read: element 1 of 'ema.values' is nan") != NULL,
-                  "%s", err);
+    f = tg_st_load(bad, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_msg(strstr(err.msg, "the checkpoint's averages: ema_state_read: element 1 of 'ema.values' is nan") !=
+                      NULL,
+                  "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* the decay missing, or another: each its own message */
     rewrite(good, bad, "ema.decay", NULL, NULL, NULL);
-    f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
+    f = tg_st_load(bad, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
                           "averages' decay)");
     tg_st_free(f);
     rewrite(good, bad, "ema.decay", "0.5", NULL, NULL);
-    f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
+    f = tg_st_load(bad, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
                           "average's decay 0.90000000000000002");
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* a checkpoint without averages, a run with them: refused */
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
-    f = tg_st_load(good, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "does not average its weights (tensor 'ema.values' absent) but this one does"));
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+    f = tg_st_load(good, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(
+        strstr(err.msg, "does not average its weights (tensor 'ema.values' absent) but this one does"));
     tg_st_free(f);
     remove(good);
     remove(bad);
@@ -327,12 +332,12 @@ END_TEST
  * Muon's as it was (everything is put back). */
 START_TEST(muon_state_in_checkpoints)
 {
-    char err[512];
+    tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, err, sizeof err), 0);
-    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0);
-    tg_muon *mu = tg_muon_new(m.params, NULL, NULL, 0);
+    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
+    tg_muon *mu = tg_muon_new(m.params, NULL, NULL);
     ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));   /* c_attn, c_proj, c_fc, mlp c_proj */
     tg_muon_exclude(mu, o);
     double *buf = tg_muon_momentum(mu);
@@ -345,49 +350,55 @@ START_TEST(muon_state_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("muon.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("muon_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, NULL, &ts, NULL, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, NULL, &ts, NULL, 0, err.msg, sizeof err.msg),
+                     0);
 
-    tg_muon *back = tg_muon_new(m.params, NULL, NULL, 0);
-    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL, 0);
+    tg_muon *back = tg_muon_new(m.params, NULL, NULL);
+    tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
     tg_muon_exclude(back, ob);
     tg_train_state t = {0};
-    tg_st_file *f = tg_st_load(good, err, sizeof err);
-    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err, sizeof err) == 0, "%s", err);
+    tg_st_file *f = tg_st_load(good, &err);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_mem_eq(tg_muon_momentum(back), buf, (size_t)tg_muon_numel(mu) * sizeof(double));
     ck_assert_int_eq(tg_muon_steps(back), 3);
     /* without a Muon: refused */
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does "
-                          "not: a resumed run keeps its optimizer");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg,
+                     "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does "
+                     "not: a resumed run keeps its optimizer");
     tg_st_free(f);
 
     /* AdamW's state bad: Muon's is put back as it was */
     rewrite(good, bad, NULL, NULL, NULL, "optimizer.v");
-    f = tg_st_load(bad, err, sizeof err);
+    f = tg_st_load(bad, &err);
     ck_assert_ptr_nonnull(f);
-    tg_muon *fresh = tg_muon_new(m.params, NULL, NULL, 0);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err);
+    tg_muon *fresh = tg_muon_new(m.params, NULL, NULL);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_msg(strstr(err.msg, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err.msg);
     ck_assert_int_eq(tg_muon_steps(fresh), 0);
     for (int64_t i = 0; i < tg_muon_numel(fresh); i++) ck_assert(((double *)tg_muon_momentum(fresh))[i] == 0);
     tg_st_free(f);
     /* Muon's state bad, or its steps not the step */
     rewrite(good, bad, NULL, NULL, NULL, "muon.momentum");
-    f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "Muon state: muon_state_read: element 1 of 'muon.momentum' is nan") != NULL, "%s", err);
+    f = tg_st_load(bad, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_msg(strstr(err.msg, "Muon state: muon_state_read: element 1 of 'muon.momentum' is nan") != NULL, "%s",
+                  err.msg);
     tg_st_free(f);
     rewrite(good, bad, "muon.steps", "2", NULL, NULL);
-    f = tg_st_load(bad, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint metadata 'muon.steps' = 2 differs from 'train.step' = 3 (one optimizer step per "
-                          "training step)");
+    f = tg_st_load(bad, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg,
+                     "checkpoint metadata 'muon.steps' = 2 differs from 'train.step' = 3 (one optimizer step per "
+                     "training step)");
     tg_st_free(f);
     /* an AdamW-only checkpoint with a Muon: refused */
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err, sizeof err), 0);
-    f = tg_st_load(good, err, sizeof err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "does not train with Muon (tensor 'muon.momentum' absent) but this one does"));
+    ck_assert_int_eq(
+        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+    f = tg_st_load(good, &err);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(
+        strstr(err.msg, "does not train with Muon (tensor 'muon.momentum' absent) but this one does"));
     tg_st_free(f);
     ck_assert_int_eq(tg_muon_steps(fresh), 0);
     remove(good);
@@ -408,15 +419,15 @@ END_TEST
  * Anything else is refused with its reason, and save then writes nothing. */
 START_TEST(save_and_load_check_their_objects)
 {
-    char err[512];
+    tg_error err = {0};
     tg_model m, other;
-    ck_assert_int_eq(tg_model_new(&m, &CFGS[0], TG_F64, 3, err, sizeof err), 0);
-    ck_assert_int_eq(tg_model_new(&other, &CFGS[1], TG_F64, 3, err, sizeof err), 0);
-    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL, 0), *o_other = tg_adamw_new(other.params, NULL, NULL, 0);
-    tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL, 0);   /* never told to leave Muon's matrices */
-    tg_muon *mu = tg_muon_new(m.params, NULL, NULL, 0), *mu_other = tg_muon_new(other.params, NULL, NULL, 0);
+    ck_assert_int_eq(tg_model_new(&m, &CFGS[0], TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_new(&other, &CFGS[1], TG_F64, 3, &err), 0);
+    tg_adamw *o = tg_adamw_new(m.params, NULL, NULL), *o_other = tg_adamw_new(other.params, NULL, NULL);
+    tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL);   /* never told to leave Muon's matrices */
+    tg_muon *mu = tg_muon_new(m.params, NULL, NULL), *mu_other = tg_muon_new(other.params, NULL, NULL);
     tg_muon_exclude(mu, o);
-    tg_ema *e = tg_ema_new(m.params, 0.9, err, sizeof err), *e_other = tg_ema_new(other.params, 0.9, err, sizeof err);
+    tg_ema *e = tg_ema_new(m.params, 0.9, &err), *e_other = tg_ema_new(other.params, 0.9, &err);
     tg_train_state ts;
     tg_train_state_init(&ts, 1);
     char path[600];
@@ -440,41 +451,44 @@ START_TEST(save_and_load_check_their_objects)
         const tg_adamw *opts[4] = {NULL, o, o_other, o_all};
         const tg_muon *mus[3] = {NULL, mu, mu_other};
         const tg_ema *emas[3] = {NULL, e, e_other};
-        err[0] = 0;
+        err.msg[0] = 0;
         ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, opts[cases[k].opt], NULL, NULL, mus[cases[k].muon],
-                                            emas[cases[k].ema], cases[k].ts ? &ts : NULL, NULL, 0, err, sizeof err),
+                                            emas[cases[k].ema], cases[k].ts ? &ts : NULL, NULL, 0, err.msg,
+                                            sizeof err.msg),
                          -1);
-        ck_assert_msg(!strcmp(err, cases[k].want), "case %zu: '%s', wanted '%s'", k, err, cases[k].want);
+        ck_assert_msg(!strcmp(err.msg, cases[k].want), "case %zu: '%s', wanted '%s'", k, err.msg, cases[k].want);
         ck_assert_msg(access(path, F_OK) != 0, "case %zu: a refused save wrote %s", k, path);
     }
     /* the step counts: one optimizer step per training step */
     tg_adamw_set_steps(o, 2);
-    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
+    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+                     -1);
+    ck_assert_str_eq(err.msg, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
                           "per training step)");
     tg_adamw_set_steps(o, 0);
     tg_muon_set_steps(mu, 1);
-    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
+    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+                     -1);
+    ck_assert_str_eq(err.msg, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
                           "per training step)");
     ck_assert(access(path, F_OK) != 0);
     tg_muon_set_steps(mu, 0);
 
     /* a good file; load_train checks what it is given the same way, changing nothing */
-    ck_assert_msg(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err, sizeof err) == 0, "%s",
-                  err);
-    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    ck_assert_msg(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg) == 0,
+                  "%s", err.msg);
+    tg_st_file *f = tg_st_load(path, &err);
     ck_assert_ptr_nonnull(f);
     tg_train_state t = {.step = 42};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
                           "Muon updates too: call tg_muon_exclude(muon, opt) when making them");
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_load_train: Muon (muon) is of another store than the optimizer's");
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, err, sizeof err), -1);
-    ck_assert_str_eq(err, "checkpoint_load_train: the averages (ema) are of another store than the optimizer's");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "checkpoint_load_train: Muon (muon) is of another store than the optimizer's");
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "checkpoint_load_train: the averages (ema) are of another store than the optimizer's");
     ck_assert_int_eq(t.step, 42);
-    ck_assert_msg(tg_checkpoint_load_train(f, o, mu, e, &t, 10, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_train(f, o, mu, e, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
     ck_assert_int_eq(t.step, 0);
     tg_st_free(f);
     remove(path);
@@ -495,11 +509,11 @@ END_TEST
  * float values: a tensor is missing" (issue 22). */
 START_TEST(half_precision_checkpoints_load)
 {
-    char err[512];
+    tg_error err = {0};
     for (int k = 0; k < 4; k++) {
         tg_model m, r;
         tg_model_config c = CFGS[k % 2];
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, &err), 0);
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_model_config_write(&m.config, w), 0);
         uint16_t *h[64];
@@ -524,12 +538,12 @@ START_TEST(half_precision_checkpoints_load)
             }
             ck_assert_int_eq(tg_st_writer_add(w, t->name, k < 2 ? "BF16" : "F16", t->ndim, shape, h[i]), 0);
         }
-        ck_assert_int_eq(tg_st_writer_save(w, tt_path("half.safetensors"), err, sizeof err), 0);
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("half.safetensors"), &err), 0);
         tg_st_writer_free(w);
         for (int i = 0; i < n; i++) free(h[i]);
-        tg_st_file *f = tg_st_load(tt_path("half.safetensors"), err, sizeof err);
-        ck_assert_msg(f, "%s", err);
-        ck_assert_msg(tg_checkpoint_load_model(f, TG_F64, -1, &r, err, sizeof err) == 0, "%s", err);
+        tg_st_file *f = tg_st_load(tt_path("half.safetensors"), &err);
+        ck_assert_msg(f, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_load_model(f, TG_F64, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         for (int i = 0; i < n; i++) {
             const tg_tensor *a = tg_params_at(m.params, i), *b = tg_params_at(r.params, i);
             for (int64_t j = 0; j < a->numel; j++)
@@ -559,19 +573,19 @@ static void add_partial(void *ctx, double *x) { (void)ctx, *x += partial; }
 /* TEXT's bytes as a dataset (windows up to 8) and an f64 model of CFGS[0] for them. */
 static void eval_fixture(tg_dataset *d, tg_model *m)
 {
-    char err[300];
+    tg_error err = {0};
     tg_vocab v;
     tg_vocab_bytes(&v, TEXT, strlen(TEXT));
-    ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, err, sizeof err), 0);
+    ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, err.msg, sizeof err.msg), 0);
     tg_model_config c = CFGS[0];
     c.vocab_size = v.size;
-    ck_assert_msg(tg_model_new(m, &c, TG_F64, 5, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_model_new(m, &c, TG_F64, 5, &err) == 0, "%s", err.msg);
     tg_vocab_free(&v);
 }
 
 START_TEST(eval_loss_is_the_mean_over_its_windows)
 {
-    char err[300];
+    tg_error err = {0};
     tg_dataset d;
     tg_model m;
     eval_fixture(&d, &m);
@@ -579,7 +593,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     int calls = 0;
     tg_eval_spec s = {.batch = 4, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 0, .ranks = 1,
                       .progress = count_progress, .ctx = &calls};
-    const double got = tg_eval_loss(g, &m, &d, true, &s, err, sizeof err);
+    const double got = tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg);
     ck_assert_int_eq(calls, 3);
     ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
     /* by hand: the same windows, in eval mode */
@@ -599,20 +613,21 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     ck_assert(got == sum / 3);
     /* two processes of 2 rows each: rank 1's sum, then rank 0's with it added */
     tg_eval_spec s1 = {.batch = 2, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 1, .ranks = 2};
-    partial = tg_eval_loss(g, &m, &d, true, &s1, err, sizeof err) * 3 * 2;   /* alone it divides its sum by iters x ranks */
+    partial = tg_eval_loss(g, &m, &d, true, &s1, err.msg, sizeof err.msg) * 3 *
+        2; /* alone it divides its sum by iters x ranks */
     tg_eval_spec s0 = s1;
     s0.rank = 0;
     s0.sum = add_partial;
-    const double two = tg_eval_loss(g, &m, &d, true, &s0, err, sizeof err);
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, err.msg, sizeof err.msg);
     ck_assert_msg(fabs(two - got) <= 1e-12 * fabs(got), "two processes %.17g, one %.17g", two, got);
     /* refusals */
     s.iters = 0;
-    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err, sizeof err)));
-    ck_assert_ptr_nonnull(strstr(err, "iters 0"));
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg)));
+    ck_assert_ptr_nonnull(strstr(err.msg, "iters 0"));
     s.iters = 1;
     s.T = 60;   /* the val split holds no window of 61 */
-    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err, sizeof err)));
-    ck_assert_msg(strstr(err, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err);
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg)));
+    ck_assert_msg(strstr(err.msg, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
     tg_model_free(&m);
@@ -641,7 +656,7 @@ static double hand_windows(tg_graph *h, tg_model *m, const int32_t *val, int fir
  * give the same mean, to rounding. */
 START_TEST(eval_loss_whole_counts_every_target_once)
 {
-    char err[300];
+    tg_error err = {0};
     tg_dataset d;
     tg_model m;
     eval_fixture(&d, &m);
@@ -655,31 +670,33 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     tg_graph *g = tg_graph_new();
     for (int b = 1; b <= 5; b++) {   /* 4, 2, 2, 1 and 1 micro-batches; the last ones padded */
         tg_eval_spec s = {.batch = b, .accum = 3, .T = 4, .iters = 0, .whole = true, .rank = 0, .ranks = 1};
-        const double got = tg_eval_loss(g, &m, &d, true, &s, err, sizeof err);
-        ck_assert_msg(fabs(got - want) <= 1e-12 * fabs(want), "batch %d: %.17g, by hand %.17g (%s)", b, got, want, err);
+        const double got = tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg);
+        ck_assert_msg(fabs(got - want) <= 1e-12 * fabs(want), "batch %d: %.17g, by hand %.17g (%s)", b, got, want,
+                      err.msg);
     }
     ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
     /* two processes of 1 row: rank 1 runs windows 1 and 3, rank 0 windows 0 and 2 */
     tg_eval_spec s1 = {.batch = 1, .accum = 1, .T = 4, .whole = true, .rank = 1, .ranks = 2};
-    partial = tg_eval_loss(g, &m, &d, true, &s1, err, sizeof err) * 14;   /* alone it divides its sum by the targets */
+    partial =
+        tg_eval_loss(g, &m, &d, true, &s1, err.msg, sizeof err.msg) * 14; /* alone it divides its sum by the targets */
     const double sum = hand_windows(h, &m, val, 1, 2);
     ck_assert_msg(fabs(partial - sum) <= 1e-12 * sum, "rank 1: %.17g, by hand %.17g", partial, sum);
     tg_eval_spec s0 = s1;
     s0.rank = 0;
     s0.sum = add_partial;
-    const double two = tg_eval_loss(g, &m, &d, true, &s0, err, sizeof err);
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, err.msg, sizeof err.msg);
     ck_assert_msg(fabs(two - want) <= 1e-12 * want, "two processes %.17g, by hand %.17g", two, want);
     /* the train split too: every one of its targets, whatever the batch */
     tg_eval_spec a = {.batch = 3, .accum = 1, .T = 8, .whole = true, .rank = 0, .ranks = 1}, b = a;
     b.batch = 7;
-    const double ta = tg_eval_loss(g, &m, &d, false, &a, err, sizeof err), tb = tg_eval_loss(g, &m, &d, false, &b, err,
-                                                                                             sizeof err);
+    const double ta = tg_eval_loss(g, &m, &d, false, &a, err.msg, sizeof err.msg),
+                 tb = tg_eval_loss(g, &m, &d, false, &b, err.msg, sizeof err.msg);
     ck_assert_msg(isfinite(ta) && fabs(ta - tb) <= 1e-12 * ta, "%.17g against %.17g", ta, tb);
     /* a split of one token has no target */
     int32_t one[5] = {1, 2, 3, 4, 5};
     tg_dataset small = {.tokens = one, .n = 5, .n_train = 4, .bytes_per_token = {1, 1}};
-    ck_assert(isnan(tg_eval_loss(g, &m, &small, true, &a, err, sizeof err)));
-    ck_assert_msg(strstr(err, "the val split's 1 tokens hold no target"), "%s", err);
+    ck_assert(isnan(tg_eval_loss(g, &m, &small, true, &a, err.msg, sizeof err.msg)));
+    ck_assert_msg(strstr(err.msg, "the val split's 1 tokens hold no target"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
     tg_model_free(&m);
@@ -692,7 +709,8 @@ END_TEST
  * fit refused naming both sizes (tg_vocab_fits). */
 START_TEST(the_vocabulary_of_a_checkpoint)
 {
-    char err[512], path[600];
+    tg_error err = {0};
+    char path[600];
     snprintf(path, sizeof path, "%s", tt_path("v.safetensors"));
     for (int fam = 0; fam < 2; fam++) {
         tg_model_config c = CFGS[fam];
@@ -700,28 +718,28 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_vocab_bytes(&bytes, TEXT, strlen(TEXT));
         c.vocab_size = bytes.size;
         tg_model m;
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err), 0);
+        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, &err), 0);
         for (int with = 0; with < 2; with++) {
             ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                                 NULL, 0,
-                                                err, sizeof err), 0);
-            tg_st_file *f = tg_st_load(path, err, sizeof err);
+                                                err.msg, sizeof err.msg), 0);
+            tg_st_file *f = tg_st_load(path, &err);
             ck_assert_ptr_nonnull(f);
-            const int rc = tg_checkpoint_load_vocab(f, &m, &back, err, sizeof err);
+            const int rc = tg_checkpoint_load_vocab(f, &m, &back, err.msg, sizeof err.msg);
             if (with) {   /* the byte vocabulary back */
-                ck_assert_msg(rc == 0, "%s", err);
+                ck_assert_msg(rc == 0, "%s", err.msg);
                 ck_assert_int_eq(back.kind, TG_VOCAB_BYTES);
                 ck_assert_int_eq(back.size, bytes.size);
                 ck_assert_mem_eq(back.chars, bytes.chars, (size_t)bytes.size);
             } else if (fam == 0) {
                 ck_assert_int_eq(rc, -1);
-                ck_assert_msg(strstr(err, "the checkpoint has no 'vocab' in its metadata"), "%s", err);
+                ck_assert_msg(strstr(err.msg, "the checkpoint has no 'vocab' in its metadata"), "%s", err.msg);
             } else {   /* llama2.c's 259 ids, more than this model's */
                 ck_assert_int_eq(rc, -1);
                 char want[128];
                 snprintf(want, sizeof want, "the model's vocab_size %d does not match its vocabulary of 259 ids",
                          bytes.size);
-                ck_assert_msg(strstr(err, want), "%s", err);
+                ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
             }
             tg_vocab_free(&back);
             tg_st_free(f);
@@ -729,11 +747,11 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         char want[128];
         snprintf(want, sizeof want, "vocab_size %d does not match the vocabulary of %d characters", bytes.size + 1,
                  bytes.size);
-        ck_assert_int_eq(tg_vocab_fits(&bytes, bytes.size + 1, "the", err, sizeof err), -1);
-        ck_assert_msg(strstr(err, want), "%s", err);
+        ck_assert_int_eq(tg_vocab_fits(&bytes, bytes.size + 1, "the", err.msg, sizeof err.msg), -1);
+        ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
         tg_vocab llama2c;
         tg_vocab_llama2c(&llama2c);
-        ck_assert_int_eq(tg_vocab_fits(&llama2c, 300, "its", err, sizeof err), 0);   /* ids past 259 unused */
+        ck_assert_int_eq(tg_vocab_fits(&llama2c, 300, "its", err.msg, sizeof err.msg), 0);   /* ids past 259 unused */
         tg_model_free(&m);
     }
     remove(path);

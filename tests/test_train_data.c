@@ -66,24 +66,24 @@ END_TEST
 /* Every kind through a checkpoint's metadata and back. */
 START_TEST(vocabularies_through_a_file)
 {
-    char err[300];
+    tg_error err = {0};
     const char *text = "to be or not to be, that is the question\n";
     tg_bpe_options o = {.vocab_size = 270};
-    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &o, err, sizeof err);
-    ck_assert_msg(tok != NULL, "%s", err);
+    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &o, &err);
+    ck_assert_msg(tok != NULL, "%s", err.msg);
     tg_vocab vs[4];
     tg_vocab_bytes(&vs[0], text, strlen(text));
     tg_vocab_llama2c(&vs[1]);
     tg_vocab_ids(&vs[2], 1000);
-    ck_assert_int_eq(tg_vocab_tokenizer(&vs[3], tok, false, 0, err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&vs[3], tok, false, 0, err.msg, sizeof err.msg), 0);
     for (int k = 0; k < 4; k++) {
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_vocab_write(&vs[k], w), 0);
-        ck_assert_int_eq(tg_st_writer_save(w, tt_path("v.safetensors"), err, sizeof err), 0);
+        ck_assert_int_eq(tg_st_writer_save(w, tt_path("v.safetensors"), &err), 0);
         tg_st_writer_free(w);
-        tg_st_file *f = tg_st_load(tt_path("v.safetensors"), err, sizeof err);
+        tg_st_file *f = tg_st_load(tt_path("v.safetensors"), &err);
         tg_vocab back;
-        ck_assert_msg(tg_vocab_read(&back, f, err, sizeof err) == 0, "kind %d: %s", k, err);
+        ck_assert_msg(tg_vocab_read(&back, f, err.msg, sizeof err.msg) == 0, "kind %d: %s", k, err.msg);
         ck_assert_int_eq(back.kind, vs[k].kind);
         ck_assert_int_eq(back.size, vs[k].size);
         if (k == 3) ck_assert(tg_tok_same(back.tok, vs[3].tok));
@@ -94,9 +94,9 @@ START_TEST(vocabularies_through_a_file)
     }
     /* tapegrad's BPE has a BOS, so it takes documents; min_size widens */
     tg_vocab d;
-    tg_tokenizer *t2 = tg_bpe_train(text, strlen(text), &o, err, sizeof err);
+    tg_tokenizer *t2 = tg_bpe_train(text, strlen(text), &o, &err);
     ck_assert_int_ge(tg_tok_bos(t2), 0);
-    ck_assert_int_eq(tg_vocab_tokenizer(&d, t2, true, 5000, err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&d, t2, true, 5000, err.msg, sizeof err.msg), 0);
     ck_assert(d.docs);
     ck_assert_int_eq(d.size, 5000);
     tg_vocab_free(&d);
@@ -114,8 +114,8 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     tg_vocab v;
     tg_vocab_llama2c(&v);
     tg_dataset d;
-    char err[200];
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err, sizeof err), 0);
+    tg_error err = {0};
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err.msg, sizeof err.msg), 0);
     const int32_t sp = 3 + ' ';
     const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n', 1, sp, 3 + 'x', 3 + 'y',
                             1, sp, 3 + 'z', 3 + '\n'};
@@ -127,19 +127,19 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     ck_assert_double_eq(d.bytes_per_token[1], 0.5);
     tg_dataset_free(&d);
     /* too short for the block: the val split's 4 tokens */
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, err, sizeof err), 0);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, err.msg, sizeof err.msg), 0);
     tg_dataset_free(&d);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
                                       "block_size + 1 = 5"));
     ck_assert_ptr_null(d.tokens);
     /* a byte the vocabulary lacks */
     tg_vocab_bytes(&v, "abc", 3);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abcabcabcabcabcabcabcabcd", 25, 1, err, sizeof err), -1);
-    ck_assert_str_eq(err, "data: byte 100 at offset 24 is not in the vocabulary");
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abcabcabcabcabcabcabcabcd", 25, 1, err.msg, sizeof err.msg), -1);
+    ck_assert_str_eq(err.msg, "data: byte 100 at offset 24 is not in the vocabulary");
     tg_vocab_ids(&v, 5);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "no text to encode"));
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no text to encode"));
 }
 END_TEST
 
@@ -149,26 +149,26 @@ END_TEST
  * compresses the train text. */
 START_TEST(a_tokenizers_split_is_the_byte_mark)
 {
-    char err[256];
+    tg_error err = {0};
     /* 900 bytes the tokenizer learns merges from, then 100 it cannot merge */
     char text[1001];
     for (int i = 0; i < 900; i++) text[i] = "the cat "[i % 8];
     for (int i = 900; i < 1000; i++) text[i] = (char)('A' + (i * 7) % 26);
     text[1000] = 0;
     ck_assert_uint_eq(tg_text_train_bytes(text, 1000), 900);
-    tg_tokenizer *bpe = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, err, sizeof err);
-    ck_assert_msg(bpe != NULL, "%s", err);
+    tg_tokenizer *bpe = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, &err);
+    ck_assert_msg(bpe != NULL, "%s", err.msg);
     int32_t *val = NULL, *train = NULL;
-    const int64_t nv = tg_tok_encode(bpe, text + 900, 100, &val, err, sizeof err);
-    const int64_t nt = tg_tok_encode(bpe, text, 900, &train, err, sizeof err);
+    const int64_t nv = tg_tok_encode(bpe, text + 900, 100, &val, &err);
+    const int64_t nt = tg_tok_encode(bpe, text, 900, &train, &err);
     ck_assert_int_eq(nv, 100);   /* no pair of the val text is a piece */
     ck_assert_int_lt(nt, 450);   /* the train text compresses: a 90/10 split of ids would cut into it */
     for (int docs = 0; docs < 2; docs++) {
         tg_vocab v;
-        tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, err, sizeof err);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, err, sizeof err), 0);
+        tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, &err);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, err.msg, sizeof err.msg), 0);
         tg_dataset d;
-        ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         if (!docs) {
             ck_assert_uint_eq(d.n_train, (size_t)nt);
             ck_assert_mem_eq(d.tokens, train, (size_t)nt * sizeof *train);
@@ -206,7 +206,7 @@ END_TEST
  * rule, the tokenizer's add_prefix, never a second space. */
 START_TEST(a_documents_space_is_the_tokenizers_rule)
 {
-    char err[256];
+    tg_error err = {0};
     /* <unk> <s> </s>, the 256 bytes as <0xXX>, then U+2581 (id 259) */
     unsigned char bytes[3 * 8 + 256 * 6 + 3];
     int64_t off[261];
@@ -228,13 +228,13 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
     const char *text = "ab\n\nc\n\nab\n\nc\n";
     for (int prefix = 0; prefix < 2; prefix++) {
         const tg_spm_options o = {1, prefix, -INFINITY};
-        tg_tokenizer *t = tg_tok_spm_new(260, bytes, off, scores, types, 1, 2, &o, err, sizeof err);
-        ck_assert_msg(t != NULL, "%s", err);
+        tg_tokenizer *t = tg_tok_spm_new(260, bytes, off, scores, types, 1, 2, &o, &err);
+        ck_assert_msg(t != NULL, "%s", err.msg);
         tg_vocab v;
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, err, sizeof err), 0);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, err.msg, sizeof err.msg), 0);
         ck_assert(!tg_vocab_space_before_text(&v));
         tg_dataset d;
-        ck_assert_msg(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         const int32_t with[] = {1, 259, 3 + 'a', 3 + 'b', 3 + '\n', 1, 259, 3 + 'c', 3 + '\n'};
         const int32_t without[] = {1, 3 + 'a', 3 + 'b', 3 + '\n', 1, 3 + 'c', 3 + '\n'};
         ck_assert_uint_eq(d.n, prefix ? 18 : 14);
@@ -244,9 +244,9 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
     }
     /* a BPE's documents: the caller's " " */
     tg_vocab v;
-    tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){.vocab_size = 262, .min_count = 2}, err, sizeof err);
-    ck_assert_msg(bpe != NULL, "%s", err);
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, err, sizeof err), 0);
+    tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){.vocab_size = 262, .min_count = 2}, &err);
+    ck_assert_msg(bpe != NULL, "%s", err.msg);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, err.msg, sizeof err.msg), 0);
     ck_assert(tg_vocab_space_before_text(&v));
     v.docs = false;
     ck_assert(!tg_vocab_space_before_text(&v));
@@ -258,18 +258,19 @@ END_TEST
 
 START_TEST(token_files_and_their_identity)
 {
-    char err[300];
+    tg_error err = {0};
     int32_t a[40], b[12];
     for (int i = 0; i < 40; i++) a[i] = (i * 7) % 300;
     for (int i = 0; i < 12; i++) b[i] = 299 - i;
-    ck_assert_int_eq(tg_tokfile_write(tt_path("a.bin"), TG_TOKFILE_LLMC, a, 40, err, sizeof err), 0);
-    ck_assert_int_eq(tg_tokfile_write(tt_path("b.bin"), TG_TOKFILE_NANOGPT, b, 12, err, sizeof err), 0);
+    ck_assert_int_eq(tg_tokfile_write(tt_path("a.bin"), TG_TOKFILE_LLMC, a, 40, &err), 0);
+    ck_assert_int_eq(tg_tokfile_write(tt_path("b.bin"), TG_TOKFILE_NANOGPT, b, 12, &err), 0);
     tg_vocab v;
     tg_vocab_ids(&v, 300);
     tg_dataset d;
     tg_token_file_id ids[2];
-    ck_assert_msg(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, err.msg, sizeof err.msg) == 0,
+        "%s", err.msg);
     ck_assert_uint_eq(d.n, 52);
     ck_assert_uint_eq(d.n_train, 40);
     ck_assert_mem_eq(d.tokens, a, sizeof a);
@@ -287,20 +288,21 @@ START_TEST(token_files_and_their_identity)
     ck_assert(ids[0].fnv != ids[1].fnv);
     tg_dataset_free(&d);
     /* without a val file: 90/10 */
-    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, ids, err, sizeof err), 0);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, ids, err.msg, sizeof err.msg), 0);
     ck_assert_uint_eq(d.n_train, 36);
     ck_assert_int_eq(ids[1].count, 0);
     tg_dataset_free(&d);
     /* an id the vocabulary cannot hold: the file is named */
     tg_vocab_ids(&v, 200);
-    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "a.bin"));
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, err.msg, sizeof err.msg), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a.bin"));
     ck_assert_ptr_null(d.tokens);
     /* the val file's fault is told apart (-2) from the train file's */
     tg_vocab_ids(&v, 300);
-    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("none.bin"), 2, NULL, err, sizeof err),
-                     -2);
-    ck_assert_msg(strstr(err, "none.bin"), "%s", err);
+    ck_assert_int_eq(
+        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("none.bin"), 2, NULL, err.msg, sizeof err.msg),
+        -2);
+    ck_assert_msg(strstr(err.msg, "none.bin"), "%s", err.msg);
     ck_assert_ptr_null(d.tokens);
     remove(tt_path("a.bin"));
     remove(tt_path("b.bin"));
@@ -312,13 +314,13 @@ END_TEST
 START_TEST(rows_of_a_batch_make_the_batch)
 {
     tg_vocab v;
-    char err[200];
+    tg_error err = {0};
     char text[500];
     for (int i = 0; i < 499; i++) text[i] = (char)('a' + (i * 13 + i / 7) % 26);
     text[499] = 0;
     tg_vocab_bytes(&v, text, 499);
     tg_dataset d;
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, 499, 8, err, sizeof err), 0);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, 499, 8, err.msg, sizeof err.msg), 0);
     enum { B = 6, T = 8 };
     for (int val = 0; val < 2; val++) {
         tg_rng whole, part[3];
@@ -424,19 +426,20 @@ END_TEST
 static char *slurp(const char *path)
 {
     size_t len;
-    char err[200];
-    char *s = tg_file_read(path, &len, err, sizeof err);
-    ck_assert_msg(s != NULL, "%s", err);
+    tg_error err = {0};
+    char *s = tg_file_read(path, &len, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
     return s;
 }
 
 START_TEST(metrics_rows_survive_a_kill_and_a_resume)
 {
     const tg_metrics_column cols[2] = {{"loss", "%.6f"}, {"lr", "%.3g"}};
-    char err[300], notice[300];
+    tg_error err = {0};
+    char notice[300];
     const char *path = tt_path("metrics.csv");
-    tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
+    tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, err.msg, sizeof err.msg);
+    ck_assert_msg(m != NULL, "%s", err.msg);
     for (int s = 0; s <= 4; s++) ck_assert_int_eq(tg_metrics_write(m, s, (double[]){1.0 / (s + 1), s == 2 ? NAN : 1e-3}), 0);
     ck_assert_int_eq(tg_metrics_close(m), 0);
     char *got = slurp(path);
@@ -447,7 +450,7 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     FILE *fp = fopen(path, "a");
     fputs("5,0.1666", fp);
     fclose(fp);
-    m = tg_metrics_open(path, cols, 2, 2, notice, sizeof notice, err, sizeof err);
+    m = tg_metrics_open(path, cols, 2, 2, notice, sizeof notice, err.msg, sizeof err.msg);
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(notice, "");
     ck_assert_int_eq(tg_metrics_write(m, 3, (double[]){0.25, NAN}), 0);
@@ -457,22 +460,22 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     free(got);
     /* another header: nothing kept, and said so; a missing file: said so */
     const tg_metrics_column other[1] = {{"val", "%.4f"}};
-    m = tg_metrics_open(path, other, 1, 2, notice, sizeof notice, err, sizeof err);
+    m = tg_metrics_open(path, other, 1, 2, notice, sizeof notice, err.msg, sizeof err.msg);
     ck_assert_ptr_nonnull(strstr(notice, "has another header; its rows are not kept"));
     tg_metrics_close(m);
     got = slurp(path);
     ck_assert_str_eq(got, "step,val\n");
     free(got);
     remove(path);
-    m = tg_metrics_open(path, other, 1, 7, notice, sizeof notice, err, sizeof err);
+    m = tg_metrics_open(path, other, 1, 7, notice, sizeof notice, err.msg, sizeof err.msg);
     ck_assert_ptr_nonnull(strstr(notice, "is missing; its rows start again at step 8"));
     tg_metrics_close(m);
     remove(path);
     /* columns that cannot be */
     static const tg_metrics_column bad[4][1] = {{{"step", "%f"}}, {{"a,b", "%f"}}, {{"x", "%s"}}, {{"x", "%.18g"}}};
     for (int k = 0; k < 4; k++) {
-        ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, err, sizeof err));
-        ck_assert_msg(strstr(err, "is not a name of [A-Za-z0-9_] other than step with a format"), "%s", err);
+        ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, err.msg, sizeof err.msg));
+        ck_assert_msg(strstr(err.msg, "is not a name of [A-Za-z0-9_] other than step with a format"), "%s", err.msg);
     }
     ck_assert_int_eq(access(path, F_OK), -1);   /* nothing written */
 }

@@ -326,20 +326,20 @@ static void trainer_free(trainer *T)
     tg_free(T->shape);
 }
 
-tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, char *err, size_t errlen)
+tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, tg_error *err)
 {
     if (!text || !len || !opts) {
-        tg_set_err(err, errlen, "bpe train: %s", !opts ? "NULL options" : "no text");
+        tg_error_set(err, "bpe train: %s", !opts ? "NULL options" : "no text");
         return NULL;
     }
     if (opts->vocab_size < FIRST_MERGE || opts->vocab_size > (1 << 24)) {
-        tg_set_err(err, errlen, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
-                   opts->vocab_size, FIRST_MERGE);
+        tg_error_set(err, "bpe train: vocab_size %d is not in [%d, 2^24] (3 specials and 256 bytes come first)",
+                     opts->vocab_size, FIRST_MERGE);
         return NULL;
     }
     if (opts->words != TG_BPE_WORDS_CLASSES && opts->words != TG_BPE_WORDS_SPACES) {
-        tg_set_err(err, errlen, "bpe train: words %d is neither TG_BPE_WORDS_CLASSES (0) nor TG_BPE_WORDS_SPACES (1)",
-                   (int)opts->words);
+        tg_error_set(err, "bpe train: words %d is neither TG_BPE_WORDS_CLASSES (0) nor TG_BPE_WORDS_SPACES (1)",
+                     (int)opts->words);
         return NULL;
     }
     int64_t min_count = opts->min_count > 0 ? opts->min_count : 2;
@@ -364,7 +364,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
 
     /* 2. words as ids, and their pairs */
     if (words->n > INT32_MAX / 2) {
-        tg_set_err(err, errlen, "bpe train: more than 2^30 distinct words");
+        tg_error_set(err, "bpe train: more than 2^30 distinct words");
         goto fail;
     }
     T.nw = (int32_t)words->n;
@@ -409,7 +409,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     uint8_t *special = tg_calloc((size_t)T.npieces, 1);
     if (!special) goto oom;
     for (int i = 0; i < N_SPECIAL; i++) special[i] = 1;
-    tok = tg_tok_build(TG_TOK_BPE, T.npieces, T.bytes, T.off, special, "bpe train", err, errlen);
+    tok = tg_tok_build(TG_TOK_BPE, T.npieces, T.bytes, T.off, special, "bpe train", err);
     tg_free(special);
     if (!tok) goto fail;
     tok->unk = 0;
@@ -420,7 +420,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
     T.merges = NULL;
     goto done;
 oom:
-    tg_set_err(err, errlen, "bpe train: out of memory");
+    tg_error_set(err, "bpe train: out of memory");
 fail:
     tg_tok_free(tok);
     tok = NULL;

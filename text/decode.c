@@ -18,19 +18,18 @@
 
 #include "../core/err_internal.h"
 
-int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap, char *err,
-                      size_t errlen)
+int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap, tg_error *err)
 {
     if (!t || (!ids && n) || (!out && cap)) {
-        tg_set_err(err, errlen, "tokenizer decode: NULL argument");
+        tg_error_set(err, "tokenizer decode: NULL argument");
         return -1;
     }
     unsigned char *o = out;
     int64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= t->n) {
-            tg_set_err(err, errlen, "tokenizer decode: id %lld at position %zu is outside the vocabulary [0, %d)",
-                       (long long)ids[i], i, (int)t->n);
+            tg_error_set(err, "tokenizer decode: id %lld at position %zu is outside the vocabulary [0, %d)",
+                         (long long)ids[i], i, (int)t->n);
             return -1;
         }
         size_t len = (size_t)(t->off[ids[i] + 1] - t->off[ids[i]]);

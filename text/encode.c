@@ -316,19 +316,19 @@ static size_t regex_cut(const unsigned char *s, size_t len, size_t pos)
     return len;
 }
 
-int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, char *err, size_t errlen)
+int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, tg_error *err)
 {
     if (ids) *ids = NULL;
     if (!t || !ids || (!text && len)) {
-        tg_set_err(err, errlen, "tokenizer encode: NULL argument");
+        tg_error_set(err, "tokenizer encode: NULL argument");
         return -1;
     }
     if (t->kind == TG_TOK_TIKTOKEN && !t->re) {
-        tg_set_err(err, errlen, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
+        tg_error_set(err, "tokenizer encode: the tiktoken tokenizer has no compiled pattern");
         return -1;
     }
     const unsigned char *s = text;
-    if (t->kind == TG_TOK_SPM) return tg_spm_encode(t, s, len, ids, err, errlen);   /* no words: text/spm.c */
+    if (t->kind == TG_TOK_SPM) return tg_spm_encode(t, s, len, ids, err);   /* no words: text/spm.c */
     int parts = tg_num_threads();
     if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
     /* regex_cut's reasoning holds for GPT-2's pattern; another one runs whole */
@@ -347,7 +347,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     parts = k;
     encoder *enc = tg_calloc((size_t)parts, sizeof *enc);
     if (!enc) {
-        tg_set_err(err, errlen, "tokenizer encode: out of memory");
+        tg_error_set(err, "tokenizer encode: out of memory");
         return -1;
     }
     for (int p = 0; p < parts; p++) enc[p].t = t;
@@ -358,7 +358,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
     int64_t total = 0, rc = 0;
     for (int p = 0; p < parts; p++) {
         if (!rc && (enc[p].err[0] || enc[p].oom)) {
-            tg_set_err(err, errlen, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
+            tg_error_set(err, "tokenizer encode: %s", enc[p].err[0] ? enc[p].err : "out of memory");
             rc = -1;
         }
         total += (int64_t)enc[p].n;
@@ -373,7 +373,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
             if (enc[p].n) memcpy(out + at, enc[p].ids, enc[p].n * sizeof *out);
     }
     if (!rc && !out) {
-        tg_set_err(err, errlen, "tokenizer encode: out of memory");
+        tg_error_set(err, "tokenizer encode: out of memory");
         rc = -1;
     }
     for (int p = 0; p < parts; p++) encoder_free(&enc[p]);
@@ -388,9 +388,8 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
 
 double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t len)
 {
-    char err[256];
     int32_t *ids;
-    int64_t n = tg_tok_encode(t, text, len, &ids, err, sizeof err);
+    int64_t n = tg_tok_encode(t, text, len, &ids, NULL);
     tg_free(ids);
     return n > 0 ? (double)len / (double)n : -1;
 }

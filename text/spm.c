@@ -140,17 +140,16 @@ static int add_char_symbols(tg_tokenizer *t, const uint8_t *target)
 }
 
 tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
-                             const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o, char *err,
-                             size_t errlen)
+                             const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o, tg_error *err)
 {
     static const char *const what = "spm tokenizer";
     if (!pieces || !off || !scores || !types || !o) {
-        tg_set_err(err, errlen, "%s: NULL argument", what);
+        tg_error_set(err, "%s: NULL argument", what);
         return NULL;
     }
-    if (tg_tok_check_offsets(n, off, what, err, errlen)) return NULL;
+    if (tg_tok_check_offsets(n, off, what, err)) return NULL;
     if (isnan(o->merge_floor) || o->space_u2581 < 0 || o->space_u2581 > 1 || o->add_prefix < 0 || o->add_prefix > 1) {
-        tg_set_err(err, errlen, "%s: options: space_u2581 and add_prefix are 0 or 1, merge_floor a number", what);
+        tg_error_set(err, "%s: options: space_u2581 and add_prefix are 0 or 1, merge_floor a number", what);
         return NULL;
     }
     const size_t nb = (size_t)off[n];
@@ -188,19 +187,19 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         t->rank[i] = INT32_MAX;
         if (len > smax) smax = len;
         if (ty < TG_PIECE_NORMAL || ty > TG_PIECE_BYTE || ty == TG_PIECE_USER) {
-            tg_set_err(err, errlen, "%s: id %d has type %d: %s", what, (int)i, ty,
-                       ty == TG_PIECE_USER ? "a user-defined piece, which sentencepiece matches before merging "
-                                             "and tapegrad does not"
-                                           : "not a piece type (1 normal, 2 unknown, 3 control, 5 unused, 6 byte)");
+            tg_error_set(err, "%s: id %d has type %d: %s", what, (int)i, ty,
+                         ty == TG_PIECE_USER ? "a user-defined piece, which sentencepiece matches before merging "
+                              "and tapegrad does not"
+                              : "not a piece type (1 normal, 2 unknown, 3 control, 5 unused, 6 byte)");
             goto fail;
         }
         if (!isfinite(scores[i])) {
-            tg_set_err(err, errlen, "%s: id %d has the score %g: scores must be finite", what, (int)i,
-                       (double)scores[i]);
+            tg_error_set(err, "%s: id %d has the score %g: scores must be finite", what, (int)i,
+                         (double)scores[i]);
             goto fail;
         }
         if (!len) {
-            tg_set_err(err, errlen, "%s: id %d is an empty piece", what, (int)i);
+            tg_error_set(err, "%s: id %d is an empty piece", what, (int)i);
             goto fail;
         }
         t->special[i] = ty == TG_PIECE_CONTROL || ty == TG_PIECE_UNKNOWN;
@@ -208,13 +207,13 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         if (ty == TG_PIECE_BYTE) {
             const int b = len == 1 ? p[0] : byte_spelling(p, len);
             if (b < 0) {
-                tg_set_err(err, errlen, "%s: id %d is a byte piece but spells neither one byte nor <0xXX>", what,
-                           (int)i);
+                tg_error_set(err, "%s: id %d is a byte piece but spells neither one byte nor <0xXX>", what,
+                             (int)i);
                 goto fail;
             }
             if (t->byte_id[b] >= 0) {
-                tg_set_err(err, errlen, "%s: ids %d and %d are both the byte piece of 0x%02X", what,
-                           (int)t->byte_id[b], (int)i, b);
+                tg_error_set(err, "%s: ids %d and %d are both the byte piece of 0x%02X", what,
+                             (int)t->byte_id[b], (int)i, b);
                 goto fail;
             }
             t->byte_id[b] = i;
@@ -238,7 +237,7 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         const uint64_t h = tg_hash_bytes(p, len);
         const int64_t e = tg_strmap_find(&t->pieces, p, (uint32_t)len, h);
         if (e >= 0) {
-            tg_set_err(err, errlen, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
+            tg_error_set(err, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
             goto fail;
         }
         if (tg_strmap_add(&t->pieces, p, (uint32_t)len, h, i) < 0) goto oom;
@@ -247,19 +246,19 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
     t->off[n] = at;
     for (int b = 0; b < 256; b++)   /* spelled U+2581, a space is that piece (checked below), never its byte */
         if (t->byte_id[b] < 0 && !(o->space_u2581 && b == ' ')) {
-            tg_set_err(err, errlen, "%s: no byte piece for 0x%02X, so some texts could not be encoded", what, b);
+            tg_error_set(err, "%s: no byte piece for 0x%02X, so some texts could not be encoded", what, b);
             goto fail;
         }
     if (o->space_u2581 && tg_strmap_find(&t->pieces, U2581, 3, tg_hash_bytes(U2581, 3)) < 0) {
         /* its bytes would stand for it, and decode as U+2581, not a space */
-        tg_set_err(err, errlen, "%s: the pieces spell a space U+2581 but none is U+2581 alone, so a space could not "
-                   "be encoded", what);
+        tg_error_set(err, "%s: the pieces spell a space U+2581 but none is U+2581 alone, so a space could not "
+                          "be encoded", what);
         goto fail;
     }
     const int32_t ends[2] = {bos, eos};
     for (int k = 0; k < 2; k++)
         if (ends[k] < -1 || ends[k] >= n || (ends[k] >= 0 && types[ends[k]] != TG_PIECE_CONTROL)) {
-            tg_set_err(err, errlen, "%s: the %s id %d is not a control piece", what, k ? "eos" : "bos", (int)ends[k]);
+            tg_error_set(err, "%s: the %s id %d is not a control piece", what, k ? "eos" : "bos", (int)ends[k]);
             goto fail;
         }
     t->bos = bos;
@@ -290,7 +289,7 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
     tg_free(order);
     return t;
 oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
+    tg_error_set(err, "%s: out of memory", what);
 fail:
     tg_free(text);
     tg_free(target);
@@ -301,8 +300,7 @@ fail:
 
 /* ---- encoding ---------------------------------------------------------------- */
 
-int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, char *err,
-                      size_t errlen)
+int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, tg_error *err)
 {
     const bool pre = t->spm.add_prefix && len, wide = t->spm.space_u2581;
     unsigned char *buf = NULL;
@@ -345,7 +343,7 @@ int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len,
             tg_free(buf);
             tg_free(sym);
             tg_merge_scratch_free(&ms);
-            tg_set_err(err, errlen, "tokenizer encode: %zu pieces that may merge in a row (at most 2^31 - 1)", b - a);
+            tg_error_set(err, "tokenizer encode: %zu pieces that may merge in a row (at most 2^31 - 1)", b - a);
             return -1;
         }
         if (tg_merge_reserve(&ms, b - a)) goto oom;
@@ -375,7 +373,7 @@ oom:
     tg_free(buf);
     tg_free(sym);
     tg_merge_scratch_free(&ms);
-    tg_set_err(err, errlen, "tokenizer encode: out of memory");
+    tg_error_set(err, "tokenizer encode: out of memory");
     return -1;
 }
 

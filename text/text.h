@@ -40,15 +40,16 @@
  * encoding (their text encodes as ordinary text); the caller adds BOS/EOS.
  * docs/tokenizers.md describes the rules and the file formats.
  *
- * Errors: functions that make or load something take `char *err, size_t
- * errlen` and return NULL or -1 with a message; NULL arguments give NULL
- * or -1. Nothing here aborts. */
+ * Errors: functions that make or load something take a `tg_error *err`
+ * (core/error.h) and return NULL or -1 with a message; NULL arguments
+ * give NULL or -1. Nothing here aborts. */
 #ifndef TG_TEXT_H
 #define TG_TEXT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/error.h"
 #include "../core/export.h"
 #include "../core/safetensors.h"
 
@@ -100,8 +101,7 @@ typedef struct tg_bpe_options {
  * tokenizer on any number of threads (there is no randomness). NULL with
  * a message for NULL or empty text, vocab_size < 259 or > 2^24, or out of
  * memory. */
-TG_API tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, char *err,
-                                  size_t errlen);
+TG_API tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *opts, tg_error *err);
 
 /* ---- loading and saving (text/tiktoken.c, text/tok_file.c) ----------------- */
 
@@ -109,27 +109,27 @@ TG_API tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_opt
  * (empty lines skipped), the ranks 0..N-1 each once, every single byte
  * among the pieces, no piece twice. The tokenizer gets GPT-2's pattern
  * and <|endoftext|> = N. NULL with "PATH:LINE: ..." in err. */
-TG_API tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen);
+TG_API tg_tokenizer *tg_tok_load_tiktoken(const char *path, tg_error *err);
 
 /* Loads a tokenizer from path: a safetensors file holding tokenizer
  * entries (a tok.safetensors, or a checkpoint with one inside), a
  * llama2.c tokenizer.bin (tg_tok_load_llama2c: a file whose third and
  * fourth bytes are 0, its small max_token_length) or else a .tiktoken
  * file. NULL with a message. */
-TG_API tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen);
+TG_API tg_tokenizer *tg_tok_load(const char *path, tg_error *err);
 /* The tokenizer stored in a loaded safetensors file (the entries
  * tg_tok_st_add writes), validated. NULL with a message when f has none
  * or they are inconsistent, or when a tiktoken tokenizer's pattern is not
  * GPT-2's (TG_GPT2_PATTERN, exactly): another pattern could leave text in
  * no match, which encoding would drop, so it is refused, and the message
  * names it and a text it leaves out when it finds one. */
-TG_API tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen);
+TG_API tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err);
 /* Adds t's entries (metadata "tokenizer*", tensors "tokenizer.*") to a
  * writer, e.g. a checkpoint's. The tensors point into t: keep t until the
  * writer is saved. 0, or -1 (the writer's sticky error says why). */
 TG_API int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w);
 /* Writes t alone to a safetensors file, atomically. 0, or -1 with a message. */
-TG_API int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen);
+TG_API int tg_tok_save(const tg_tokenizer *t, const char *path, tg_error *err);
 /* Frees t; accepts NULL. */
 TG_API void tg_tok_free(tg_tokenizer *t);
 
@@ -169,7 +169,7 @@ typedef struct tg_spm_options {
  * with a message naming the id. */
 TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
                                     const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o,
-                                    char *err, size_t errlen);
+                                    tg_error *err);
 /* Reads llama2.c's tokenizer.bin (an int32 longest length, then per id a
  * float32 score, an int32 length and the bytes, to the end of the file)
  * as run.c reads it: ids 0, 1, 2 the specials <unk>, BOS, EOS; ids 3 to
@@ -178,7 +178,7 @@ TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, cons
  * longest piece's length. vocab_size > 0 is the count the
  * file must hold (a model's), 0 takes what it holds. NULL with a message
  * naming the file, the id and the byte offset. */
-TG_API tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, char *err, size_t errlen);
+TG_API tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error *err);
 /* The score of id (TG_TOK_SPM); 0 for the other kinds, NAN when id is out
  * of range or t is NULL. */
 TG_API float tg_tok_score(const tg_tokenizer *t, int32_t id);
@@ -229,8 +229,7 @@ TG_API int32_t tg_tok_merge(const tg_tokenizer *t, int32_t k, int32_t *left, int
  * MB and more are cut at word starts into one part per tg_num_threads()
  * thread; the ids do not depend on the thread count. -1 with a message
  * (NULL arguments, out of memory, a regex failure). len 0 gives 0 ids. */
-TG_API int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, char *err,
-                             size_t errlen);
+TG_API int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, tg_error *err);
 /* Mean bytes per token of text under t (len / ids); -1 on error or for an
  * empty text. */
 TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t len);
@@ -242,7 +241,7 @@ TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, si
  * full length, like snprintf (no NUL). -1 with a message for an id out of
  * range. */
 TG_API int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap,
-                             char *err, size_t errlen);
+                             tg_error *err);
 
 /* A streaming decoder for text generated one token at a time: it emits
  * complete UTF-8 characters and holds back the start of a character whose
@@ -288,8 +287,7 @@ typedef struct tg_tokfile tg_tokfile;
  * one token, every id < vocab_size (0 < vocab_size <= TG_TOKFILE_MAX_VOCAB,
  * 2^31: the ids are read as int32). NULL with a message
  * naming the file and the byte offset of the problem. */
-TG_API tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, char *err,
-                                   size_t errlen);
+TG_API tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, tg_error *err);
 /* Unmaps and frees f; accepts NULL. */
 TG_API void tg_tokfile_close(tg_tokfile *f);
 /* Number of tokens in f; 0 for NULL. */
@@ -302,8 +300,7 @@ TG_API int tg_tokfile_read(const tg_tokfile *f, int64_t start, int64_t n, int32_
 /* Writes n ids to path in format (NANOGPT, or LLMC: version 1 when every id
  * fits in uint16, else 2), atomically. 0, or -1 with a message (an id
  * that does not fit, n too large for the llm.c header, I/O). */
-TG_API int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, char *err,
-                            size_t errlen);
+TG_API int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -76,13 +76,13 @@ static inline const unsigned char *tg_strmap_key(const tg_strmap *m, int64_t e) 
 /* 0 when off (n + 1 offsets) cuts n pieces, end to end from 0, each at
  * most 2^30 bytes, with 1 <= n <= 2^30; else -1 with a message prefixed
  * by what (tg_tok_build and tg_tok_spm_new check with it). */
-int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, char *err, size_t errlen);
+int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, tg_error *err);
 /* A tokenizer of n ids from pieces given end to end (off: n + 1 offsets,
  * special: n flags), all copied. Checks that ordinary pieces are non-empty
  * and distinct and that every single byte is one, and builds the maps.
  * NULL with a message (err prefixed by `what`). */
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
-                           const uint8_t *special, const char *what, char *err, size_t errlen);
+                           const uint8_t *special, const char *what, tg_error *err);
 /* Fills t->pairs from the pieces bytes/off (longest max_len) that part
  * marks as halves and target as results (NULL: the ordinary pieces for
  * both); 0, or -1 out of memory. */
@@ -94,10 +94,10 @@ int tg_tok_build_pairs(tg_tokenizer *t, const unsigned char *bytes, const int64_
  * rank file, for readers of other files with the same ranks (formats/hf.c:
  * GPT-2's vocab.json and merges). NULL with a message prefixed by what. */
 tg_tokenizer *tg_tok_tiktoken_new(int32_t n, const unsigned char *bytes, const int64_t *off, const char *what,
-                                  char *err, size_t errlen);
+                                  tg_error *err);
 /* Compiles t->pattern with PCRE2 (UTF, UCP, JIT when available); -1
  * with a message when it does not compile or is not GPT-2's. */
-int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen);
+int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, tg_error *err);
 
 /* ---- text/encode.c --------------------------------------------------------- */
 
@@ -109,8 +109,7 @@ size_t tg_bpe_word_end(const unsigned char *s, size_t len, size_t pos);
 /* ---- text/spm.c ------------------------------------------------------------ */
 
 /* tg_tok_encode of a TG_TOK_SPM tokenizer (one thread). */
-int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, char *err,
-                      size_t errlen);
+int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, tg_error *err);
 
 /* ---- text/bpe_words.c ----------------------------------------------------- */
 

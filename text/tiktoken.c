@@ -125,10 +125,10 @@ static int64_t next_line(line_reader *r, const char **out)
 /* The file is read a line at a time (in blocks), and only the pieces' lines cost
  * memory: their decoded bytes and one entry each (an entry for every line,
  * blank ones too, would take 1.1 GB for 64 MB of newlines). */
-tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
+tg_tokenizer *tg_tok_load_tiktoken(const char *path, tg_error *err)
 {
     if (!path) {
-        tg_set_err(err, errlen, "tiktoken: NULL path");
+        tg_error_set(err, "tiktoken: NULL path");
         return NULL;
     }
     tg_tokenizer *t = NULL;
@@ -143,7 +143,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     const int fd = tg_open_regular(path, &size, &why);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
     if (!f) {
-        tg_set_err(err, errlen, "tiktoken: %s: %s", path, fd < 0 ? why : strerror(errno));
+        tg_error_set(err, "tiktoken: %s: %s", path, fd < 0 ? why : strerror(errno));
         if (fd >= 0) close(fd);
         return NULL;
     }
@@ -159,7 +159,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         if (got == -2) goto oom;
         if (got < 0) break;
         if (++line > (1 << 30)) {
-            tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 lines", path);
+            tg_error_set(err, "tiktoken: %s: more than 2^30 lines", path);
             goto fail;
         }
         size_t end = (size_t)got;
@@ -174,8 +174,8 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
          * bytes, still NULL for a first line, is offset */
         int64_t k = sp > 0 && sp < end ? b64_decode((const unsigned char *)text, sp, bytes + nb) : -1;
         if (k <= 0) {
-            tg_set_err(err, errlen, "tiktoken: %s:%lld: expected \"<base64 piece> <rank>\"%s", path, (long long)line,
-                       sp < end ? ", and the piece is not base64 of at least one byte" : "");
+            tg_error_set(err, "tiktoken: %s:%lld: expected \"<base64 piece> <rank>\"%s", path, (long long)line,
+                         sp < end ? ", and the piece is not base64 of at least one byte" : "");
             goto fail;
         }
         int64_t rank = 0;
@@ -186,23 +186,23 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
             else rank = rank * 10 + (text[r] - '0');
         }
         if (rank < 0 || rank > (1 << 30)) {
-            tg_set_err(err, errlen, "tiktoken: %s:%lld: the rank \"%.*s\" is not a whole number up to 2^30", path,
-                       (long long)line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), text + sp + 1);
+            tg_error_set(err, "tiktoken: %s:%lld: the rank \"%.*s\" is not a whole number up to 2^30", path,
+                         (long long)line, (int)(end - sp - 1 > 20 ? 20 : end - sp - 1), text + sp + 1);
             goto fail;
         }
         if (n == (1 << 30)) {
-            tg_set_err(err, errlen, "tiktoken: %s: more than 2^30 pieces", path);
+            tg_error_set(err, "tiktoken: %s: more than 2^30 pieces", path);
             goto fail;
         }
         pieces[n++] = (line_piece){nb, (int32_t)k, (int32_t)line, (int32_t)rank};
         nb += k;
     }
     if (ferror(f)) {
-        tg_set_err(err, errlen, "tiktoken: %s: read error", path);
+        tg_error_set(err, "tiktoken: %s: read error", path);
         goto fail;
     }
     if (n == 0) {
-        tg_set_err(err, errlen, "tiktoken: %s: no pieces", path);
+        tg_error_set(err, "tiktoken: %s: no pieces", path);
         goto fail;
     }
     /* the ranks: each of 0..n-1 once */
@@ -211,8 +211,8 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         const int32_t rk = pieces[i].rank;
         if (rk >= n) continue;
         if (by_rank[rk]) {
-            tg_set_err(err, errlen, "tiktoken: %s:%d: rank %d was given already on line %d", path, (int)pieces[i].line,
-                       (int)rk, (int)pieces[by_rank[rk] - 1].line);
+            tg_error_set(err, "tiktoken: %s:%d: rank %d was given already on line %d", path, (int)pieces[i].line,
+                         (int)rk, (int)pieces[by_rank[rk] - 1].line);
             goto fail;
         }
         by_rank[rk] = i + 1;
@@ -221,9 +221,9 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
         if (!by_rank[r]) {
             int32_t beyond = 0;
             while (pieces[beyond].rank < n) beyond++;   /* n pieces, a rank missing: one is beyond n - 1 */
-            tg_set_err(err, errlen, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d; line %d has "
-                                    "rank %d)", path, (int)r, (int)n, (int)n - 1, (int)pieces[beyond].line,
-                       (int)pieces[beyond].rank);
+            tg_error_set(err, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d; line %d has "
+                              "rank %d)", path, (int)r, (int)n, (int)n - 1, (int)pieces[beyond].line,
+                         (int)pieces[beyond].rank);
             goto fail;
         }
     /* pieces in rank order, then <|endoftext|> */
@@ -243,12 +243,12 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, char *err, size_t errlen)
     off[n] = o;
     char what[600];
     snprintf(what, sizeof what, "tiktoken: %s", path);
-    t = tg_tok_tiktoken_new(n, ordered, off, what, err, errlen);
+    t = tg_tok_tiktoken_new(n, ordered, off, what, err);
     tg_free(ordered);
     if (!t) goto fail;
     goto done;
 oom:
-    tg_set_err(err, errlen, "tiktoken: %s: out of memory", path);
+    tg_error_set(err, "tiktoken: %s: out of memory", path);
 fail:
     tg_tok_free(t);
     t = NULL;
@@ -264,7 +264,7 @@ done:
 }
 
 tg_tokenizer *tg_tok_tiktoken_new(int32_t n, const unsigned char *bytes, const int64_t *off, const char *what,
-                                  char *err, size_t errlen)
+                                  tg_error *err)
 {
     static const char EOT[] = "<|endoftext|>";
     tg_tokenizer *t = NULL;
@@ -277,19 +277,19 @@ tg_tokenizer *tg_tok_tiktoken_new(int32_t n, const unsigned char *bytes, const i
     memcpy(all + off[n], EOT, sizeof EOT - 1);
     o[n + 1] = off[n] + (int64_t)sizeof EOT - 1;
     special[n] = 1;
-    if (!(t = tg_tok_build(TG_TOK_TIKTOKEN, n + 1, all, o, special, what, err, errlen))) goto done;
+    if (!(t = tg_tok_build(TG_TOK_TIKTOKEN, n + 1, all, o, special, what, err))) goto done;
     t->eos = n;
     t->whole_word_first = true;
     const size_t pl = strlen(TG_GPT2_PATTERN) + 1;
     if (!(t->pattern = tg_malloc(pl))) goto oom;
     memcpy(t->pattern, TG_GPT2_PATTERN, pl);
-    if (tg_tok_compile_pattern(t, what, err, errlen)) {
+    if (tg_tok_compile_pattern(t, what, err)) {
         tg_tok_free(t);
         t = NULL;
     }
     goto done;
 oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
+    tg_error_set(err, "%s: out of memory", what);
     tg_tok_free(t);
     t = NULL;
 done:

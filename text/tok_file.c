@@ -43,18 +43,18 @@ int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
     snprintf(eos, sizeof eos, "%d", (int)t->eos);
     snprintf(unk, sizeof unk, "%d", (int)t->unk);
     const bool spm = t->kind == TG_TOK_SPM;
-    int rc = tg_st_writer_meta(w, "tokenizer", t->kind == TG_TOK_BPE ? "bpe" : spm ? "spm" : "tiktoken");
-    rc |= tg_st_writer_meta(w, "tokenizer.version", "1");
-    rc |= tg_st_writer_meta(w, "tokenizer.bos", bos);
-    rc |= tg_st_writer_meta(w, "tokenizer.eos", eos);
-    rc |= tg_st_writer_meta(w, "tokenizer.unk", unk);
-    if (t->pattern) rc |= tg_st_writer_meta(w, "tokenizer.pattern", t->pattern);
+    int rc = tg_st_writer_add_meta(w, "tokenizer", t->kind == TG_TOK_BPE ? "bpe" : spm ? "spm" : "tiktoken");
+    rc |= tg_st_writer_add_meta(w, "tokenizer.version", "1");
+    rc |= tg_st_writer_add_meta(w, "tokenizer.bos", bos);
+    rc |= tg_st_writer_add_meta(w, "tokenizer.eos", eos);
+    rc |= tg_st_writer_add_meta(w, "tokenizer.unk", unk);
+    if (t->pattern) rc |= tg_st_writer_add_meta(w, "tokenizer.pattern", t->pattern);
     if (spm) {
         char floor[32];
         snprintf(floor, sizeof floor, "%.17g", t->spm.merge_floor);
-        rc |= tg_st_writer_meta(w, "tokenizer.space_u2581", t->spm.space_u2581 ? "1" : "0");
-        rc |= tg_st_writer_meta(w, "tokenizer.add_prefix", t->spm.add_prefix ? "1" : "0");
-        rc |= tg_st_writer_meta(w, "tokenizer.merge_floor", floor);
+        rc |= tg_st_writer_add_meta(w, "tokenizer.space_u2581", t->spm.space_u2581 ? "1" : "0");
+        rc |= tg_st_writer_add_meta(w, "tokenizer.add_prefix", t->spm.add_prefix ? "1" : "0");
+        rc |= tg_st_writer_add_meta(w, "tokenizer.merge_floor", floor);
         rc |= tg_st_writer_add(w, "tokenizer.scores", "F32", 1, (int64_t[]){t->n}, t->scores);
         rc |= tg_st_writer_add(w, "tokenizer.types", "U8", 1, (int64_t[]){t->n}, t->types);
     }
@@ -68,20 +68,19 @@ int tg_tok_st_add(const tg_tokenizer *t, tg_st_writer *w)
     return rc ? -1 : 0;
 }
 
-int tg_tok_save(const tg_tokenizer *t, const char *path, char *err, size_t errlen)
+int tg_tok_save(const tg_tokenizer *t, const char *path, tg_error *err)
 {
     if (!t || !path) {
-        tg_set_err(err, errlen, "tokenizer save: NULL argument");
+        tg_error_set(err, "tokenizer save: NULL argument");
         return -1;
     }
     tg_st_writer *w = tg_st_writer_new();
     if (!w) {
-        tg_set_err(err, errlen, "tokenizer save: out of memory");
+        tg_error_set(err, "tokenizer save: out of memory");
         return -1;
     }
-    int rc = tg_tok_st_add(t, w);
-    if (rc) tg_set_err(err, errlen, "tokenizer save: %s", tg_st_writer_error(w));
-    else rc = tg_st_writer_save(w, path, err, errlen);
+    tg_tok_st_add(t, w);   /* a failed add sticks in the writer, whose save reports it */
+    int rc = tg_st_writer_save(w, path, err);
     tg_st_writer_free(w);
     return rc;
 }
@@ -98,31 +97,31 @@ static uint64_t le(const unsigned char *p, int n)
 /* A tensor of f named name with dtype and ndim, dimension 1 (if ndim 2)
  * equal to dim1; NULL with a message. */
 static const tg_st_tensor *tensor(const tg_st_file *f, const char *name, const char *dtype, int ndim, int64_t dim1,
-                                  char *err, size_t errlen)
+                                  tg_error *err)
 {
     const tg_st_tensor *e = tg_st_find(f, name);
     if (!e) {
-        tg_set_err(err, errlen, "tokenizer: the file has tokenizer metadata but no tensor '%s'", name);
+        tg_error_set(err, "tokenizer: the file has tokenizer metadata but no tensor '%s'", name);
         return NULL;
     }
     if (strcmp(e->dtype, dtype) || e->ndim != ndim || (ndim == 2 && e->shape[1] != dim1)) {
-        tg_set_err(err, errlen, "tokenizer: '%s' must be %s with %d dimension%s%s, not %s with %d", name, dtype, ndim,
-                   ndim > 1 ? "s" : "", ndim == 2 ? " (M,2)" : "", e->dtype, e->ndim);
+        tg_error_set(err, "tokenizer: '%s' must be %s with %d dimension%s%s, not %s with %d", name, dtype, ndim,
+                     ndim > 1 ? "s" : "", ndim == 2 ? " (M,2)" : "", e->dtype, e->ndim);
         return NULL;
     }
     return e;
 }
 
 /* Metadata key as an id in [-1, n); -1 with a message when it is not. */
-static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out, char *err, size_t errlen)
+static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out, tg_error *err)
 {
     const char *s = tg_st_meta(f, key);
     char *end;
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || end == s || *end || errno || v < -1 || v >= n) {
-        tg_set_err(err, errlen, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
-                   (int)n);
+        tg_error_set(err, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
+                     (int)n);
         return -1;
     }
     *out = (int32_t)v;
@@ -130,11 +129,11 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
 }
 
 /* Metadata key as "0" or "1"; -1 with a message when it is neither. */
-static int meta_flag(const tg_st_file *f, const char *key, int *out, char *err, size_t errlen)
+static int meta_flag(const tg_st_file *f, const char *key, int *out, tg_error *err)
 {
     const char *s = tg_st_meta(f, key);
     if (!s || (strcmp(s, "0") && strcmp(s, "1"))) {
-        tg_set_err(err, errlen, "tokenizer: metadata '%s' = '%s' is not 0 or 1", key, s ? s : "(none)");
+        tg_error_set(err, "tokenizer: metadata '%s' = '%s' is not 0 or 1", key, s ? s : "(none)");
         return -1;
     }
     *out = s[0] - '0';
@@ -146,7 +145,7 @@ static int meta_flag(const tg_st_file *f, const char *key, int *out, char *err, 
  * tg_tok_spm_new, and the special flags, bos, eos and unk checked
  * against the types. */
 static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned char *pieces, const int64_t *off,
-                                 const uint8_t *special, char *err, size_t errlen)
+                                 const uint8_t *special, tg_error *err)
 {
     tg_spm_options o;
     int32_t bos, eos, unk;
@@ -154,136 +153,135 @@ static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned 
     char *end = NULL;
     o.merge_floor = fl ? strtod(fl, &end) : NAN;
     if (!fl || end == fl || *end || isnan(o.merge_floor)) {
-        tg_set_err(err, errlen, "tokenizer: metadata 'tokenizer.merge_floor' = '%s' is not a number",
-                   fl ? fl : "(none)");
+        tg_error_set(err, "tokenizer: metadata 'tokenizer.merge_floor' = '%s' is not a number",
+                     fl ? fl : "(none)");
         return NULL;
     }
-    if (meta_flag(f, "tokenizer.space_u2581", &o.space_u2581, err, errlen) ||
-        meta_flag(f, "tokenizer.add_prefix", &o.add_prefix, err, errlen) ||
-        meta_id(f, "tokenizer.bos", n, &bos, err, errlen) || meta_id(f, "tokenizer.eos", n, &eos, err, errlen) ||
-        meta_id(f, "tokenizer.unk", n, &unk, err, errlen))
+    if (meta_flag(f, "tokenizer.space_u2581", &o.space_u2581, err) ||
+        meta_flag(f, "tokenizer.add_prefix", &o.add_prefix, err) ||
+        meta_id(f, "tokenizer.bos", n, &bos, err) || meta_id(f, "tokenizer.eos", n, &eos, err) ||
+        meta_id(f, "tokenizer.unk", n, &unk, err))
         return NULL;
-    const tg_st_tensor *se = tensor(f, "tokenizer.scores", "F32", 1, 0, err, errlen),
-                       *te = se ? tensor(f, "tokenizer.types", "U8", 1, 0, err, errlen) : NULL;
+    const tg_st_tensor *se = tensor(f, "tokenizer.scores", "F32", 1, 0, err),
+                       *te = se ? tensor(f, "tokenizer.types", "U8", 1, 0, err) : NULL;
     if (!te) return NULL;
     if (se->shape[0] != n || te->shape[0] != n) {
-        tg_set_err(err, errlen, "tokenizer: %lld scores and %lld types for %d ids", (long long)se->shape[0],
-                   (long long)te->shape[0], (int)n);
+        tg_error_set(err, "tokenizer: %lld scores and %lld types for %d ids", (long long)se->shape[0],
+                     (long long)te->shape[0], (int)n);
         return NULL;
     }
     float *scores = tg_malloc((size_t)n * sizeof *scores);
     if (!scores) {
-        tg_set_err(err, errlen, "tokenizer: out of memory");
+        tg_error_set(err, "tokenizer: out of memory");
         return NULL;
     }
     for (int32_t i = 0; i < n; i++) {
         const uint32_t u = (uint32_t)le((const unsigned char *)se->data + 4 * (size_t)i, 4);
         memcpy(&scores[i], &u, 4);
     }
-    char e2[400];
-    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, te->data, bos, eos, &o, e2, sizeof e2);
+    tg_error e2 = {0};
+    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, te->data, bos, eos, &o, &e2);
     tg_free(scores);
     if (!t) {
-        tg_set_err(err, errlen, "tokenizer: %s", e2);
+        tg_error_set(err, "tokenizer: %s", e2.msg);
         return NULL;
     }
     for (int32_t i = 0; i < n; i++)
         if (special[i] != t->special[i]) {
-            tg_set_err(err, errlen, "tokenizer: 'tokenizer.special'[%d] = %d disagrees with its type %d", (int)i,
-                       special[i], t->types[i]);
+            tg_error_set(err, "tokenizer: 'tokenizer.special'[%d] = %d disagrees with its type %d", (int)i,
+                         special[i], t->types[i]);
             tg_tok_free(t);
             return NULL;
         }
     if (unk != t->unk) {
-        tg_set_err(err, errlen, "tokenizer: the unk id %d is not the first unknown piece (%d)", (int)unk, (int)t->unk);
+        tg_error_set(err, "tokenizer: the unk id %d is not the first unknown piece (%d)", (int)unk, (int)t->unk);
         tg_tok_free(t);
         return NULL;
     }
     return t;
 }
 
-tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
+tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err)
 {
     if (!f) {
-        tg_set_err(err, errlen, "tokenizer: NULL file");
+        tg_error_set(err, "tokenizer: NULL file");
         return NULL;
     }
     const char *kind_s = tg_st_meta(f, "tokenizer"), *ver = tg_st_meta(f, "tokenizer.version");
     if (!kind_s) {
-        tg_set_err(err, errlen, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
+        tg_error_set(err, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
         return NULL;
     }
     int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN
              : !strcmp(kind_s, "spm") ? TG_TOK_SPM : 0;
     if (!kind) {
-        tg_set_err(err, errlen, "tokenizer: unknown kind '%s' (bpe, tiktoken or spm)", kind_s);
+        tg_error_set(err, "tokenizer: unknown kind '%s' (bpe, tiktoken or spm)", kind_s);
         return NULL;
     }
     if (!ver || strcmp(ver, "1")) {
-        tg_set_err(err, errlen, "tokenizer: version '%s' is not 1", ver ? ver : "(none)");
+        tg_error_set(err, "tokenizer: version '%s' is not 1", ver ? ver : "(none)");
         return NULL;
     }
-    const tg_st_tensor *pe = tensor(f, "tokenizer.pieces", "U8", 1, 0, err, errlen),
-                       *oe = pe ? tensor(f, "tokenizer.offsets", "I64", 1, 0, err, errlen) : NULL,
-                       *se = oe ? tensor(f, "tokenizer.special", "U8", 1, 0, err, errlen) : NULL;
+    const tg_st_tensor *pe = tensor(f, "tokenizer.pieces", "U8", 1, 0, err),
+                       *oe = pe ? tensor(f, "tokenizer.offsets", "I64", 1, 0, err) : NULL,
+                       *se = oe ? tensor(f, "tokenizer.special", "U8", 1, 0, err) : NULL;
     if (!se) return NULL;
     int64_t n = se->shape[0];
     if (n < 1 || n > (1 << 30) || oe->shape[0] != n + 1) {
-        tg_set_err(err, errlen, "tokenizer: %lld ids with %lld offsets (must be 1..2^30 ids and one offset more)",
-                   (long long)n, (long long)oe->shape[0]);
+        tg_error_set(err, "tokenizer: %lld ids with %lld offsets (must be 1..2^30 ids and one offset more)",
+                     (long long)n, (long long)oe->shape[0]);
         return NULL;
     }
     tg_tokenizer *t = NULL;
     int64_t *off = tg_malloc(((size_t)n + 1) * sizeof *off);
     uint8_t *special = tg_malloc((size_t)n);
     if (!off || !special) {
-        tg_set_err(err, errlen, "tokenizer: out of memory");
+        tg_error_set(err, "tokenizer: out of memory");
         goto fail;
     }
     const unsigned char *ob = oe->data, *sb = se->data;
     for (int64_t i = 0; i <= n; i++) off[i] = (int64_t)le(ob + 8 * i, 8);
     for (int64_t i = 0; i < n; i++) {
         if (sb[i] > 1) {
-            tg_set_err(err, errlen, "tokenizer: 'tokenizer.special'[%lld] = %d is not 0 or 1", (long long)i, sb[i]);
+            tg_error_set(err, "tokenizer: 'tokenizer.special'[%lld] = %d is not 0 or 1", (long long)i, sb[i]);
             goto fail;
         }
         special[i] = sb[i];
     }
     if (off[n] != pe->shape[0]) {
-        tg_set_err(err, errlen, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
-                   (long long)off[n], (long long)pe->shape[0]);
+        tg_error_set(err, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
+                     (long long)off[n], (long long)pe->shape[0]);
         goto fail;
     }
     if (kind == TG_TOK_SPM) {
-        t = spm_from_st(f, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, err, errlen);
+        t = spm_from_st(f, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, err);
         tg_free(off);
         tg_free(special);
         return t;
     }
-    if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err,
-                           errlen)))
+    if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err)))
         goto fail;
-    if (meta_id(f, "tokenizer.bos", t->n, &t->bos, err, errlen) ||
-        meta_id(f, "tokenizer.eos", t->n, &t->eos, err, errlen) ||
-        meta_id(f, "tokenizer.unk", t->n, &t->unk, err, errlen))
+    if (meta_id(f, "tokenizer.bos", t->n, &t->bos, err) ||
+        meta_id(f, "tokenizer.eos", t->n, &t->eos, err) ||
+        meta_id(f, "tokenizer.unk", t->n, &t->unk, err))
         goto fail;
     const int32_t ids[3] = {t->bos, t->eos, t->unk};
     for (int k = 0; k < 3; k++)
         if (ids[k] >= 0 && !t->special[ids[k]]) {
-            tg_set_err(err, errlen, "tokenizer: the %s id %d is not a special token",
-                       k == 0 ? "bos" : k == 1 ? "eos" : "unk", (int)ids[k]);
+            tg_error_set(err, "tokenizer: the %s id %d is not a special token",
+                         k == 0 ? "bos" : k == 1 ? "eos" : "unk", (int)ids[k]);
             goto fail;
         }
     if (kind == TG_TOK_BPE) {
-        const tg_st_tensor *me = tensor(f, "tokenizer.merges", "I32", 2, 2, err, errlen);
+        const tg_st_tensor *me = tensor(f, "tokenizer.merges", "I32", 2, 2, err);
         if (!me) goto fail;
         int64_t m = me->shape[0];
         if (m > n) {
-            tg_set_err(err, errlen, "tokenizer: %lld merges for %lld ids", (long long)m, (long long)n);
+            tg_error_set(err, "tokenizer: %lld merges for %lld ids", (long long)m, (long long)n);
             goto fail;
         }
         if (!(t->merges = tg_malloc(((size_t)m + 1) * 2 * sizeof *t->merges))) {
-            tg_set_err(err, errlen, "tokenizer: out of memory");
+            tg_error_set(err, "tokenizer: out of memory");
             goto fail;
         }
         t->n_merges = (int32_t)m;
@@ -299,25 +297,25 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, char *err, size_t errlen)
                  !memcmp(t->bytes + t->off[id], t->bytes + t->off[l], ll) &&
                  !memcmp(t->bytes + t->off[id] + ll, t->bytes + t->off[r], lr);
             if (!ok) {
-                tg_set_err(err, errlen, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
-                           (int)l, (int)r, (int)id);
+                tg_error_set(err, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
+                             (int)l, (int)r, (int)id);
                 goto fail;
             }
         }
     } else {
         const char *pat = tg_st_meta(f, "tokenizer.pattern");
         if (!pat) {
-            tg_set_err(err, errlen, "tokenizer: a tiktoken tokenizer needs 'tokenizer.pattern' metadata");
+            tg_error_set(err, "tokenizer: a tiktoken tokenizer needs 'tokenizer.pattern' metadata");
             goto fail;
         }
         size_t pl = strlen(pat) + 1;
         if (!(t->pattern = tg_malloc(pl))) {
-            tg_set_err(err, errlen, "tokenizer: out of memory");
+            tg_error_set(err, "tokenizer: out of memory");
             goto fail;
         }
         memcpy(t->pattern, pat, pl);
         t->whole_word_first = true;
-        if (tg_tok_compile_pattern(t, "tokenizer", err, errlen)) goto fail;
+        if (tg_tok_compile_pattern(t, "tokenizer", err)) goto fail;
     }
     tg_free(off);
     tg_free(special);
@@ -329,10 +327,10 @@ fail:
     return NULL;
 }
 
-tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
+tg_tokenizer *tg_tok_load(const char *path, tg_error *err)
 {
     if (!path) {
-        tg_set_err(err, errlen, "tokenizer: NULL path");
+        tg_error_set(err, "tokenizer: NULL path");
         return NULL;
     }
     /* a regular file (a FIFO would block the sniff's open), its first bytes */
@@ -340,7 +338,7 @@ tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
     size_t size = 0;
     const int fd = tg_open_regular(path, &size, &why);
     if (fd < 0) {
-        tg_set_err(err, errlen, "tokenizer: %s: %s", path, why);
+        tg_error_set(err, "tokenizer: %s: %s", path, why);
         return NULL;
     }
     unsigned char head[9];
@@ -348,24 +346,20 @@ tg_tokenizer *tg_tok_load(const char *path, char *err, size_t errlen)
     const int rc = tg_read_exact(fd, head, got, &why);
     close(fd);
     if (rc) {
-        tg_set_err(err, errlen, "tokenizer: %s: %s", path, why);
+        tg_error_set(err, "tokenizer: %s: %s", path, why);
         return NULL;
     }
     /* safetensors: an 8-byte little-endian header length, then '{' */
     if (got == sizeof head && head[8] == '{' && le(head, 8) < ((uint64_t)1 << 40)) {
-        tg_st_file *st = tg_st_load(path, err, errlen);
+        tg_st_file *st = tg_st_load(path, err);
         if (!st) return NULL;
-        tg_tokenizer *t = tg_tok_from_st(st, err, errlen);
+        tg_tokenizer *t = tg_tok_from_st(st, err);
         tg_st_free(st);
-        if (!t && err && errlen) {   /* err holds the reason: prefix the path */
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", err);
-            tg_set_err(err, errlen, "%s: %s", path, msg);
-        }
+        if (!t) tg_error_prefix(err, path);
         return t;
     }
     /* llama2.c's tokenizer.bin: a small int32 first, whose high bytes are
      * NULs no tiktoken file (text) starts with */
-    if (got >= 4 && !head[2] && !head[3]) return tg_tok_load_llama2c(path, 0, err, errlen);
-    return tg_tok_load_tiktoken(path, err, errlen);
+    if (got >= 4 && !head[2] && !head[3]) return tg_tok_load_llama2c(path, 0, err);
+    return tg_tok_load_tiktoken(path, err);
 }

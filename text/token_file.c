@@ -47,41 +47,41 @@ static uint32_t rd(const unsigned char *p, int width)
                       : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, char *err, size_t errlen)
+tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, tg_error *err)
 {
     if (!path || vocab_size < 1 || format < TG_TOKFILE_AUTO || format > TG_TOKFILE_LLMC) {
-        tg_set_err(err, errlen, "token file: %s", !path ? "NULL path" : vocab_size < 1 ? "vocab_size must be >= 1"
+        tg_error_set(err, "token file: %s", !path ? "NULL path" : vocab_size < 1 ? "vocab_size must be >= 1"
                                                                                          : "unknown format");
         return NULL;
     }
     /* ids are read as int32 (tg_tokfile_read): an id of 2^31 or more would come back negative */
     if (vocab_size > TG_TOKFILE_MAX_VOCAB) {
-        tg_set_err(err, errlen, "token file %s: vocab_size %lld is above 2^31 (%lld): ids are read as int32", path,
-                   (long long)vocab_size, (long long)TG_TOKFILE_MAX_VOCAB);
+        tg_error_set(err, "token file %s: vocab_size %lld is above 2^31 (%lld): ids are read as int32", path,
+                     (long long)vocab_size, (long long)TG_TOKFILE_MAX_VOCAB);
         return NULL;
     }
     const char *why = NULL;
     size_t size = 0;
     int fd = tg_open_regular(path, &size, &why);   /* a FIFO would block a plain open */
     if (fd < 0) {
-        tg_set_err(err, errlen, "token file %s: %s", path, why);
+        tg_error_set(err, "token file %s: %s", path, why);
         return NULL;
     }
     if (size == 0) {
-        tg_set_err(err, errlen, "token file %s: the file is empty", path);
+        tg_error_set(err, "token file %s: the file is empty", path);
         close(fd);
         return NULL;
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        tg_set_err(err, errlen, "token file %s: mmap: %s", path, strerror(errno));
+        tg_error_set(err, "token file %s: mmap: %s", path, strerror(errno));
         return NULL;
     }
     tg_tokfile *f = tg_calloc(1, sizeof *f);
     if (!f) {
         munmap(map, size);
-        tg_set_err(err, errlen, "token file %s: out of memory", path);
+        tg_error_set(err, "token file %s: out of memory", path);
         return NULL;
     }
     f->map = map;
@@ -93,34 +93,34 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
                                                            "open it as nanoGPT's format)"
                                                          : "";
         if (size < LLMC_HEADER) {
-            tg_set_err(err, errlen, "token file %s: %zu bytes, shorter than llm.c's 1024-byte header%s", path, size,
-                       raw_hint);
+            tg_error_set(err, "token file %s: %zu bytes, shorter than llm.c's 1024-byte header%s", path, size,
+                         raw_hint);
             goto fail;
         }
         if (!magic) {
-            tg_set_err(err, errlen, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4),
-                       TG_LLMC_MAGIC);
+            tg_error_set(err, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4),
+                         TG_LLMC_MAGIC);
             goto fail;
         }
         uint32_t version = rd(b + 4, 4);
         int32_t count = (int32_t)rd(b + 8, 4);
         if (version != 1 && version != 2) {
-            tg_set_err(err, errlen, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s",
-                       path, version, raw_hint);
+            tg_error_set(err, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s",
+                         path, version, raw_hint);
             goto fail;
         }
         f->width = version == 1 ? 2 : 4;
         if (count < 1) {
-            tg_set_err(err, errlen, "token file %s: offset 8: the header says %d tokens, and a file holds at least one%s",
-                       path, count, raw_hint);
+            tg_error_set(err, "token file %s: offset 8: the header says %d tokens, and a file holds at least one%s",
+                         path, count, raw_hint);
             goto fail;
         }
         uint64_t want = (uint64_t)LLMC_HEADER + (uint64_t)count * (uint64_t)f->width;
         if (want != size) {
-            tg_set_err(err, errlen,
-                       "token file %s: offset 8: the header says %d tokens (%llu bytes in all) but the file has %zu "
-                       "bytes%s%s",
-                       path, count, (unsigned long long)want, size, want > size ? ": truncated" : "", raw_hint);
+            tg_error_set(err,
+                         "token file %s: offset 8: the header says %d tokens (%llu bytes in all) but the file has %zu "
+                         "bytes%s%s",
+                         path, count, (unsigned long long)want, size, want > size ? ": truncated" : "", raw_hint);
             goto fail;
         }
         f->ids = b + LLMC_HEADER;
@@ -128,8 +128,8 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
         f->format = TG_TOKFILE_LLMC;
     } else {
         if (size % 2) {
-            tg_set_err(err, errlen, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path,
-                       size);
+            tg_error_set(err, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path,
+                         size);
             goto fail;
         }
         f->width = 2;
@@ -140,9 +140,8 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     for (int64_t i = 0; i < f->n; i++) {
         uint32_t id = rd(f->ids + i * f->width, f->width);
         if (id >= (uint64_t)vocab_size) {
-            tg_set_err(err, errlen,
-                       "token file %s: offset %lld (token %lld): id %u is not below the vocabulary size %lld", path,
-                       (long long)(f->ids - b + i * f->width), (long long)i, id, (long long)vocab_size);
+            tg_error_set(err, "token file %s: offset %lld (token %lld): id %u is not below the vocabulary size %lld",
+                         path, (long long)(f->ids - b + i * f->width), (long long)i, id, (long long)vocab_size);
             goto fail;
         }
     }
@@ -175,11 +174,10 @@ static void put(unsigned char *p, uint32_t v, int width)
     for (int k = 0; k < width; k++) p[k] = (unsigned char)(v >> (8 * k));
 }
 
-int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, char *err,
-                     size_t errlen)
+int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, tg_error *err)
 {
     if (!path || (!ids && n) || n < 0 || (format != TG_TOKFILE_NANOGPT && format != TG_TOKFILE_LLMC)) {
-        tg_set_err(err, errlen, "token file: %s", !path || (!ids && n) ? "NULL argument"
+        tg_error_set(err, "token file: %s", !path || (!ids && n) ? "NULL argument"
                                                   : n < 0              ? "negative count"
                                                                        : "format must be NANOGPT or LLMC");
         return -1;
@@ -187,25 +185,25 @@ int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *
     bool wide = false;
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || (format == TG_TOKFILE_NANOGPT && ids[i] > 65535)) {
-            tg_set_err(err, errlen, "token file %s: id %d at %lld does not fit in %s", path, (int)ids[i], (long long)i,
-                       ids[i] < 0 ? "an unsigned id" : "uint16 (nanoGPT's format)");
+            tg_error_set(err, "token file %s: id %d at %lld does not fit in %s", path, (int)ids[i], (long long)i,
+                         ids[i] < 0 ? "an unsigned id" : "uint16 (nanoGPT's format)");
             return -1;
         }
         wide |= ids[i] > 65535;
     }
     if (format == TG_TOKFILE_LLMC && n > INT32_MAX) {
-        tg_set_err(err, errlen, "token file %s: %lld tokens do not fit llm.c's int32 count", path, (long long)n);
+        tg_error_set(err, "token file %s: %lld tokens do not fit llm.c's int32 count", path, (long long)n);
         return -1;
     }
     int width = wide ? 4 : 2;
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-        tg_set_err(err, errlen, "token file: path too long");
+        tg_error_set(err, "token file: path too long");
         return -1;
     }
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_error_set(err, "token file %s: %s", path, strerror(errno));
         return -1;
     }
     FILE *f = fdopen(fd, "wb");
@@ -227,7 +225,7 @@ int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *
     if (f ? fclose(f) != 0 : close(fd) != 0) ok = false;
     if (ok && rename(tmp, path) != 0) ok = false;
     if (!ok) {
-        tg_set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+        tg_error_set(err, "token file %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }

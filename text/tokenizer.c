@@ -130,23 +130,23 @@ done:
     return rc;
 }
 
-int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, char *err, size_t errlen)
+int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, tg_error *err)
 {
     if (n < 1 || n > (1 << 30) || !off)
-        return tg_set_err(err, errlen, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
-    if (off[0] != 0) return tg_set_err(err, errlen, "%s: the first piece does not start at offset 0", what);
+        return tg_error_set(err, "%s: %d ids: a vocabulary has 1 to 2^30", what, (int)n);
+    if (off[0] != 0) return tg_error_set(err, "%s: the first piece does not start at offset 0", what);
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30))
-            return tg_set_err(err, errlen, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i,
-                              (long long)off[i], (long long)off[i + 1]);
+            return tg_error_set(err, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i,
+                                (long long)off[i], (long long)off[i + 1]);
     return 0;
 }
 
 tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
-                           const uint8_t *special, const char *what, char *err, size_t errlen)
+                           const uint8_t *special, const char *what, tg_error *err)
 {
     if (!bytes || !special) n = 0;   /* refused below as no vocabulary */
-    if (tg_tok_check_offsets(n, off, what, err, errlen)) return NULL;
+    if (tg_tok_check_offsets(n, off, what, err)) return NULL;
     tg_tokenizer *t = tg_calloc(1, sizeof *t);
     if (!t) goto oom;
     t->kind = kind;
@@ -168,13 +168,13 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
         if (t->special[i]) continue;
         const unsigned char *p = t->bytes + off[i];
         if (!len) {
-            tg_set_err(err, errlen, "%s: id %d is an empty piece", what, (int)i);
+            tg_error_set(err, "%s: id %d is an empty piece", what, (int)i);
             goto fail;
         }
         uint64_t h = tg_hash_bytes(p, len);
         int64_t e = tg_strmap_find(&t->pieces, p, (uint32_t)len, h);
         if (e >= 0) {
-            tg_set_err(err, errlen, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
+            tg_error_set(err, "%s: id %d repeats the piece of id %d", what, (int)i, (int)t->pieces.ents[e].val);
             goto fail;
         }
         if (tg_strmap_add(&t->pieces, p, (uint32_t)len, h, i) < 0) goto oom;
@@ -182,14 +182,14 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
     }
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0) {
-            tg_set_err(err, errlen, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what,
-                       b);
+            tg_error_set(err, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what,
+                         b);
             goto fail;
         }
     if (tg_tok_build_pairs(t, t->bytes, t->off, t->max_piece, NULL, NULL)) goto oom;
     return t;
 oom:
-    tg_set_err(err, errlen, "%s: out of memory", what);
+    tg_error_set(err, "%s: out of memory", what);
 fail:
     tg_tok_free(t);
     return NULL;
@@ -289,13 +289,13 @@ static void uncovered(const pcre2_code *re, char *out, size_t cap)
     pcre2_match_data_free(md);
 }
 
-int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t errlen)
+int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, tg_error *err)
 {
     int code;
     PCRE2_SIZE at;
     char *pat = rust_spaces(t->pattern);
     if (!pat) {
-        tg_set_err(err, errlen, "%s: out of memory", what);
+        tg_error_set(err, "%s: out of memory", what);
         return -1;
     }
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
@@ -303,7 +303,7 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        tg_set_err(err, errlen, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
+        tg_error_set(err, "%s: the pattern does not compile at offset %zu: %s", what, (size_t)at, (char *)msg);
         return -1;
     }
     /* Only GPT-2's: it puts every character in a word. Another pattern
@@ -313,9 +313,9 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, char *err, size_t 
     if (strcmp(t->pattern, TG_GPT2_PATTERN)) {
         char shown[160], why[320];
         uncovered(re, why, sizeof why);
-        tg_set_err(err, errlen, "%s: the pattern \"%s\" is not GPT-2's, the only one tapegrad splits text with: %s", what,
-                   escaped(t->pattern, strlen(t->pattern), shown, sizeof shown),
-                   why[0] ? why : "another could leave text out of every word, and encoding would drop it");
+        tg_error_set(err, "%s: the pattern \"%s\" is not GPT-2's, the only one tapegrad splits text with: %s", what,
+                     escaped(t->pattern, strlen(t->pattern), shown, sizeof shown),
+                     why[0] ? why : "another could leave text out of every word, and encoding would drop it");
         pcre2_code_free(re);
         return -1;
     }

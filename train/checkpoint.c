@@ -86,9 +86,9 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
         return tg_set_err(err, errlen, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
     if (check_state(m, opt, muon, ema, ts, err, errlen)) return -1;   /* nothing the reader would refuse */
     tg_st_writer *w = tg_st_writer_new();
-    int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_meta(w, "format", "tapegrad tiny_gpt");
+    int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_add_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);
-    for (int i = 0; !rc && i < n_meta; i++) rc = tg_st_writer_meta(w, meta[2 * i], meta[2 * i + 1]);
+    for (int i = 0; !rc && i < n_meta; i++) rc = tg_st_writer_add_meta(w, meta[2 * i], meta[2 * i + 1]);
     for (int i = 0; !rc && i < tg_params_count(m->params); i++) {
         const tg_tensor *t = tg_params_at(m->params, i);
         rc = tg_st_writer_add_tensor(w, t->name, t);
@@ -96,33 +96,27 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
     char s[64];
     if (!rc && ts) {
         snprintf(s, sizeof s, "%lld", (long long)ts->step);
-        rc = tg_st_writer_meta(w, "train.step", s);
+        rc = tg_st_writer_add_meta(w, "train.step", s);
     }
     if (!rc && opt && ts) {
         rc = tg_adamw_state_write(opt, w, "optimizer", opt_m, opt_v);
         rc = rc || (muon && tg_muon_state_write(muon, w, "muon"));
         rc = rc || (ema && tg_ema_state_write(ema, w, "ema"));
         snprintf(s, sizeof s, "%.17g", ts->best_val);
-        rc = rc || tg_st_writer_meta(w, "train.best_val", s);
+        rc = rc || tg_st_writer_add_meta(w, "train.best_val", s);
         tg_rng_to_string(&ts->data_rng, s, sizeof s);
-        rc = rc || tg_st_writer_meta(w, "train.data_rng", s);
+        rc = rc || tg_st_writer_add_meta(w, "train.data_rng", s);
         tg_rng_to_string(&ts->drop_rng, s, sizeof s);
-        rc = rc || tg_st_writer_meta(w, "train.dropout_rng", s);
+        rc = rc || tg_st_writer_add_meta(w, "train.dropout_rng", s);
         snprintf(s, sizeof s, "%lld", (long long)ts->windows);
-        rc = rc || tg_st_writer_meta(w, "train.windows", s);
-        rc = rc || tg_st_writer_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
+        rc = rc || tg_st_writer_add_meta(w, "train.windows", s);
+        rc = rc || tg_st_writer_add_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
     }
-    if (rc) {
-        tg_set_err(err, errlen, "%s: could not assemble the checkpoint: %s", path,
-                   w && tg_st_writer_error(w) ? tg_st_writer_error(w)
-                   : !w                       ? "out of memory"
-                                              : "the optimizer is a shard: give the whole store's moments");
-        tg_st_writer_free(w);
-        return -1;
-    }
-    rc = tg_st_writer_save(w, path, err, errlen);
+    if (!w) return tg_set_err(err, errlen, "%s: could not assemble the checkpoint: out of memory", path);
+    tg_error e = {0};   /* a failed add sticks in the writer: its save says which */
+    rc = tg_st_writer_save(w, path, &e);
     tg_st_writer_free(w);
-    return rc;
+    return rc ? tg_set_err(err, errlen, "%s", e.msg) : 0;
 }
 
 /* ---- reading the model ---------------------------------------------------------- */
@@ -197,16 +191,22 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
     if (!f || !m) return tg_set_err(err, errlen, "checkpoint_load_model: %s is NULL", f ? "the model" : "the file");
     memset(m, 0, sizeof *m);
     tg_model_config cfg;
-    if (tg_model_config_read(f, &cfg, err, errlen) != 0) return -1;
+    tg_error e = {0};
+    if (tg_model_config_read(f, &cfg, &e) != 0) return tg_set_err(err, errlen, "%s", e.msg);
     if (dropout >= 0) cfg.dropout = dropout;
     /* TG_NO_INIT: the file fills every parameter, so nothing is drawn. A
      * config the family refuses gets the family's message, once the file's
      * embeddings are known to be its (so building stays proportional to it) */
     if (check_embeddings(f, &cfg, err, errlen)) return -1;
-    if (tg_model_num_params(&cfg) < 0) return tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen);
-    if (check_config_against_tensors(f, &cfg, err, errlen) || tg_model_new(m, &cfg, dt, TG_NO_INIT, err, errlen))
-        return -1;
-    if (tg_st_load_params(m->params, f, err, errlen) != 0 || check_finite(m->params, err, errlen)) {
+    if (tg_model_num_params(&cfg) < 0)
+        return tg_model_new(m, &cfg, dt, TG_NO_INIT, &e) ? tg_set_err(err, errlen, "%s", e.msg) : 0;
+    if (check_config_against_tensors(f, &cfg, err, errlen)) return -1;
+    if (tg_model_new(m, &cfg, dt, TG_NO_INIT, &e)) return tg_set_err(err, errlen, "%s", e.msg);
+    if (tg_st_load_params(m->params, f, &e) != 0) {
+        tg_model_free(m);
+        return tg_set_err(err, errlen, "%s", e.msg);
+    }
+    if (check_finite(m->params, err, errlen)) {
         tg_model_free(m);
         return -1;
     }
@@ -264,22 +264,23 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     tg_train_state t;
     int64_t asteps;
     const char *best = tg_st_meta(f, "train.best_val");
-    if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, err, errlen) ||
-        tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, err, errlen))
-        return -1;
+    tg_error e2 = {0};
+    if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, &e2) ||
+        tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, &e2))
+        return tg_set_err(err, errlen, "%s", e2.msg);
     t.windows = 0;   /* a checkpoint from before train.windows: its run drew random windows */
-    if (tg_st_meta(f, "train.windows") && tg_st_meta_int(f, "train.windows", 0, INT64_MAX, &t.windows, err, errlen))
-        return -1;
+    if (tg_st_meta(f, "train.windows") && tg_st_meta_int(f, "train.windows", 0, INT64_MAX, &t.windows, &e2))
+        return tg_set_err(err, errlen, "%s", e2.msg);
     if (best && !strcmp(best, "inf")) t.best_val = INFINITY;
-    else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, err, errlen)) return -1;
-    char e2[256];
+    else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, &e2))
+        return tg_set_err(err, errlen, "%s", e2.msg);
     static const char *const keys[2] = {"train.data_rng", "train.dropout_rng"};
     tg_rng *rngs[2] = {&t.data_rng, &t.drop_rng};
     for (int k = 0; k < 2; k++) {
         const char *s = tg_st_meta(f, keys[k]);
         if (!s) return tg_set_err(err, errlen, "checkpoint metadata has no '%s'", keys[k]);
-        if (tg_rng_from_string(rngs[k], s, e2, sizeof e2)) {   /* "rng_from_string: '<text>' is not ..." */
-            const char *why = e2 + strlen("rng_from_string: ");
+        if (tg_rng_from_string(rngs[k], s, &e2)) {   /* "rng_from_string: '<text>' is not ..." */
+            const char *why = e2.msg + strlen("rng_from_string: ");
             return tg_set_err(err, errlen, "checkpoint metadata '%s'%s%s", keys[k], *why == '\'' ? " = " : ": ", why);
         }
     }
@@ -299,7 +300,7 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
                           has_ema ? "present" : "absent", ema ? "does" : "does not");
     if (muon) {
         int64_t msteps;
-        if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, err, errlen)) return -1;
+        if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, &e2)) return tg_set_err(err, errlen, "%s", e2.msg);
         if (msteps != t.step)
             return tg_set_err(err, errlen, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
                               "(one optimizer step per training step)", (long long)msteps, (long long)t.step);
@@ -313,9 +314,9 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
         if (!(keep_avg = tg_malloc(abytes ? abytes : 1)))
             return tg_set_err(err, errlen, "out of memory for a copy of the averages (%zu bytes)", abytes);
         memcpy(keep_avg, tg_ema_values(ema), abytes);
-        if (tg_ema_state_read(ema, f, "ema", e2, sizeof e2)) {
+        if (tg_ema_state_read(ema, f, "ema", &e2)) {
             tg_free(keep_avg);
-            return tg_set_err(err, errlen, "the checkpoint's averages: %s", e2);
+            return tg_set_err(err, errlen, "the checkpoint's averages: %s", e2.msg);
         }
     }
     void *keep = NULL;
@@ -326,20 +327,20 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
             return restore_avg(ema, keep_avg, abytes),
                    tg_set_err(err, errlen, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
         memcpy(keep, tg_muon_momentum(muon), mbytes);
-        if (tg_muon_state_read(muon, f, "muon", e2, sizeof e2)) {
+        if (tg_muon_state_read(muon, f, "muon", &e2)) {
             tg_free(keep);
             restore_avg(ema, keep_avg, abytes);
-            return tg_set_err(err, errlen, "the checkpoint's Muon state: %s", e2);
+            return tg_set_err(err, errlen, "the checkpoint's Muon state: %s", e2.msg);
         }
     }
-    if (tg_adamw_state_read(opt, f, "optimizer", e2, sizeof e2)) {
+    if (tg_adamw_state_read(opt, f, "optimizer", &e2)) {
         if (muon) {
             memcpy(tg_muon_momentum(muon), keep, mbytes);
             tg_muon_set_steps(muon, keep_steps);
         }
         tg_free(keep);
         restore_avg(ema, keep_avg, abytes);
-        return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2);
+        return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2.msg);
     }
     tg_free(keep);
     tg_free(keep_avg);

@@ -95,8 +95,9 @@ typedef struct tok_docs {
 static int add_encoded(tok_docs *t, int32_t bos, const char *text, size_t len)
 {
     int32_t *ids = NULL;
-    const int64_t n = tg_tok_encode(t->v->tok, text, len, &ids, t->e2, sizeof t->e2);
-    if (n < 0) return -1;
+    tg_error e = {0};
+    const int64_t n = tg_tok_encode(t->v->tok, text, len, &ids, &e);
+    if (n < 0) return snprintf(t->e2, sizeof t->e2, "%s", e.msg), -1;
     const int rc = (bos >= 0 && append(t->d, &t->cap, &bos, 1)) || append(t->d, &t->cap, ids, (size_t)n);
     if (rc) snprintf(t->e2, sizeof t->e2, "out of memory");
     tg_free(ids);
@@ -225,9 +226,9 @@ void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)
 static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg_token_file_id *id, char *err,
                      size_t errlen)
 {
-    char e2[2048];
-    tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, V, e2, sizeof e2);
-    if (!f) return tg_set_err(err, errlen, "%s", e2);
+    tg_error e2 = {0};
+    tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, V, &e2);
+    if (!f) return tg_set_err(err, errlen, "%s", e2.msg);
     const int64_t n = tg_tokfile_count(f);
     const size_t at = d->n;
     int rc = 0;

@@ -6,10 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../core/err_internal.h"
-#include "../core/file_internal.h"
 
 /* The model's mean loss on one micro-batch x, y (B,T) of g, then g reset:
  * the loss, or NAN with the graph's message in err. */
@@ -119,34 +117,4 @@ double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, con
     if (isnan(sum)) return NAN;
     if (s->sum) s->sum(s->ctx, &sum);   /* every process's rows */
     return sum / (s->whole ? (double)(n - 1) : (double)(s->iters * A * R));
-}
-
-char *tg_file_read(const char *path, size_t *len, char *err, size_t errlen)
-{
-    if (!path || !len) {
-        tg_set_err(err, errlen, "file_read: %s is NULL", path ? "len" : "the path");
-        return NULL;
-    }
-    /* only st_size bytes of a regular file: a FIFO, a device or a
-     * directory is refused before anything is read or allocated */
-    const char *why = NULL;
-    size_t n = 0;
-    const int fd = tg_open_regular(path, &n, &why);
-    if (fd < 0) {
-        tg_set_err(err, errlen, "%s: %s", path, why);
-        return NULL;
-    }
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        tg_set_err(err, errlen, "%s: out of memory for its %zu bytes", path, n);
-    } else if (tg_read_exact(fd, buf, n, &why)) {
-        tg_set_err(err, errlen, "%s: %s", path, why);
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[n] = 0;
-        *len = n;
-    }
-    close(fd);
-    return buf;
 }

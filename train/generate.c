@@ -61,7 +61,7 @@ static int64_t encode_text(const tg_vocab *v, const char *text, size_t len, int3
     if (!t) return tg_error_set(err, "prompt_ids: out of memory");
     t[0] = ' ';
     memcpy(t + 1, text, len);
-    const int64_t n = tg_tok_encode(v->tok, t + !pre, len + pre, ids, err ? err->msg : NULL, err ? sizeof err->msg : 0);
+    const int64_t n = tg_tok_encode(v->tok, t + !pre, len + pre, ids, err);
     tg_free(t);
     return n;
 }
@@ -212,7 +212,7 @@ static int64_t run(gen *s, int64_t max_tokens, tg_error *err)
         tg_tensor *idx = tg_tensor_from(s->g, TG_I32, 2, (int[]){1, T}, s->win + s->fed);   /* (1,T) */
         tg_tensor *logits = tg_model_forward(s->g, m, idx, NULL);                             /* (1,T,V) */
         if (!logits) return tg_error_set(err, "%s", tg_graph_error(s->g) ? tg_graph_error(s->g) : "generate: the "
-                                                    "forward failed");
+                                              "forward failed");
         const int32_t next = tg_sampler_pick(sampler, logits, T - 1, err);
         tg_graph_reset(s->g);
         if (next < 0) return -1;
@@ -263,7 +263,7 @@ int64_t tg_generate(tg_model *m, const int32_t *prompt, int64_t n_prompt, int64_
     }
     if (decoder_init(&s.d, o->vocab, err) || (!o->sampler && !(s.greedy = tg_sampler_new(NULL, V, err))))
         goto done;
-    if (m->family->cache_enable && tg_model_cache_enable(m, 1, err ? err->msg : NULL, err ? sizeof err->msg : 0))
+    if (m->family->cache_enable && tg_model_cache_enable(m, 1, err))
         goto done;
     tg_graph_set_grad_enabled(s.g, false);
     tg_graph_set_training(s.g, false);

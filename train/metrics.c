@@ -76,6 +76,7 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
     if (!path || (n_cols > 0 && !cols) || n_cols < 0)
         return tg_set_err(err, errlen, "metrics_open: %s", !path ? "the path is NULL" : "bad columns"), NULL;
     char *head = header_of(cols, n_cols, err, errlen), *kept = NULL, *old = NULL;
+    tg_error e = {0};
     tg_metrics *m = head ? calloc(1, sizeof *m) : NULL;
     if (!head) goto fail;   /* a bad column: header_of said which */
     if (!m || !(m->format = calloc((size_t)n_cols + 1, sizeof *m->format))) goto oom;
@@ -86,7 +87,8 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
         if (notice && notice_len)
             snprintf(notice, notice_len, "%s is missing; its rows start again at step %lld", path,
                      (long long)resume_step + 1);
-    } else if (resume_step >= 0 && !(old = tg_file_read(path, &len, err, errlen))) {
+    } else if (resume_step >= 0 && !(old = tg_file_read(path, &len, &e))) {
+        tg_set_err(err, errlen, "%s", e.msg);
         goto fail;
     }
     if (!(kept = malloc(hl + len + 1))) goto oom;
@@ -102,7 +104,10 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
             i += k;
         }
     }
-    if (tg_write_file_atomic(path, kept, at, err, errlen)) goto fail;
+    if (tg_atomic_write_file(path, kept, at, &e)) {
+        tg_set_err(err, errlen, "%s", e.msg);
+        goto fail;
+    }
     if (!(m->fp = fopen(path, "a"))) {
         tg_set_err(err, errlen, "%s: %s", path, strerror(errno));
         goto fail;

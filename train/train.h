@@ -14,7 +14,7 @@
  *   budgets       how many steps fit a wall-clock budget, and a copy of
  *                 the state to time steps on and take back
  *   the loop's    the loss estimate on a split (on one process or
- *   pieces        several), a run's metrics file, reading a file
+ *   pieces        several), a run's metrics file
  *
  * The model interface is nn/nn.h's tg_model; optimizer and random-stream
  * state go into files with tg_adamw_state_write and tg_rng_to_string;
@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../core/export.h"
+#include "../core/file.h"
 #include "../core/rng.h"
 #include "../core/safetensors.h"
 #include "../nn/nn.h"
@@ -367,13 +368,6 @@ TG_API tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *co
 TG_API int tg_metrics_write(tg_metrics *m, int64_t step, const double *values);
 /* Closes the file: 0, or -1 when a write failed since it was opened. Accepts NULL. */
 TG_API int tg_metrics_close(tg_metrics *m);
-
-/* Reads a whole regular file, the length stat gives it, into a malloc'd
- * buffer with a NUL after its len bytes (free with free()). NULL with a
- * message naming the file; what is not a regular file (a FIFO, a device
- * such as /dev/zero, a directory) is "PATH: not a regular file", told
- * without blocking and before anything is read. */
-TG_API char *tg_file_read(const char *path, size_t *len, char *err, size_t errlen);
 
 /* Cross-entropy in nats per token as bits per byte of the text. */
 static inline double tg_bits_per_byte(double nats, double bytes_per_token)

@@ -161,7 +161,7 @@ int tg_vocab_write(const tg_vocab *v, tg_st_writer *w)
 {
     char s[4 * 256 + 16];
     if (!v || !w || tg_vocab_to_string(v, s, sizeof s)) return -1;
-    return tg_st_writer_meta(w, "vocab", s) || (v->kind == TG_VOCAB_TOKENIZER && tg_tok_st_add(v->tok, w)) ? -1 : 0;
+    return tg_st_writer_add_meta(w, "vocab", s) || (v->kind == TG_VOCAB_TOKENIZER && tg_tok_st_add(v->tok, w)) ? -1 : 0;
 }
 
 int tg_vocab_read(tg_vocab *v, const tg_st_file *f, char *err, size_t errlen)
@@ -171,9 +171,9 @@ int tg_vocab_read(tg_vocab *v, const tg_st_file *f, char *err, size_t errlen)
     memset(v, 0, sizeof *v);
     if (!s) return tg_set_err(err, errlen, "the file has no 'vocab' in its metadata");
     if (strcmp(s, "tokenizer")) return tg_vocab_from_string(v, s, err, errlen);
-    char e2[1024];
-    tg_tokenizer *t = tg_tok_from_st(f, e2, sizeof e2);
-    if (!t) return tg_set_err(err, errlen, "the checkpoint's tokenizer: %s", e2);
+    tg_error e2 = {0};
+    tg_tokenizer *t = tg_tok_from_st(f, &e2);
+    if (!t) return tg_set_err(err, errlen, "the checkpoint's tokenizer: %s", e2.msg);
     const char *arch = tg_st_meta(f, "arch");
     return tg_vocab_tokenizer(v, t, arch && !strcmp(arch, "llama"), 0, err, errlen);
 }

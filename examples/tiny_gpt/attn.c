@@ -101,7 +101,7 @@ int cmd_attn(int argc, char **argv)
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[1024];
+    tg_error err = {0};
     tg_dtype dt;
     /* no --attn: asking for the weights takes the composed path */
     int setup = command_setup("attn", "--ckpt F --text S --out DIR", specs, n_specs, argc, argv, &dtype, &dt,
@@ -119,23 +119,23 @@ int cmd_attn(int argc, char **argv)
     tg_error e = {0};
     char picked[4096];
     if (!text) {
-        snprintf(err, sizeof err, "--text is required");
+        snprintf(err.msg, sizeof err.msg, "--text is required");
         goto fail;
     }
-    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, err, sizeof err))
+    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err.msg, sizeof err.msg)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
+        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, err.msg, sizeof err.msg))
         goto fail;
-    const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, err, sizeof err);
+    const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, err.msg, sizeof err.msg);
     if (n < 0) goto fail;
     if (!(lab = tg_attn_labels(&v, ids, n, text, strlen(text), &e)) || tg_attn_maps_init(&maps, &m, ids, (int)n, &e)) {
-        snprintf(err, sizeof err, "%s", e.msg);
+        snprintf(err.msg, sizeof err.msg, "%s", e.msg);
         goto fail;
     }
-    if (make_out(out, &made_dir, err, sizeof err)) goto fail;
+    if (make_out(out, &made_dir, err.msg, sizeof err.msg)) goto fail;
     const bool tokens = v.kind == TG_VOCAB_TOKENIZER || v.kind == TG_VOCAB_IDS || v.kind == TG_VOCAB_LLAMA2C;
     if (tg_attn_write(&maps, lab, tokens ? "token" : "character", out, &e)) {
-        snprintf(err, sizeof err, "%s", e.msg);
+        snprintf(err.msg, sizeof err.msg, "%s", e.msg);
         goto fail;
     }
     const int L = maps.n_layer, H = maps.n_head, T = maps.T;
@@ -145,7 +145,7 @@ int cmd_attn(int argc, char **argv)
     goto done;
 fail:
     if (made_dir) rmdir(out);   /* only succeeds when it is still empty */
-    fprintf(stderr, "tiny_gpt attn: %s\n", err);
+    fprintf(stderr, "tiny_gpt attn: %s\n", err.msg);
 done:
     tg_attn_maps_release(&maps);
     tg_free(lab);

@@ -14,9 +14,9 @@
 static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *tok_file, tg_vocab *v, char *err,
                            size_t errlen)
 {
-    char e2[1024];
-    tg_tokenizer *t = tg_tok_load(tok_file, e2, sizeof e2);
-    if (!t) return snprintf(err, errlen, "--tokenizer: %s", e2), -1;
+    tg_error e2 = {0};
+    tg_tokenizer *t = tg_tok_load(tok_file, &e2);
+    if (!t) return snprintf(err, errlen, "--tokenizer: %s", e2.msg), -1;
     const int V = m->config.vocab_size, n = (int)tg_tok_vocab_size(t);
     if (V != n && V != (n + 63) / 64 * 64) {
         snprintf(err, errlen, "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
@@ -26,7 +26,7 @@ static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *t
     }
     const char *s = tg_st_meta(f, "vocab");
     if (s && !strcmp(s, "tokenizer")) {
-        tg_tokenizer *own = tg_tok_from_st(f, e2, sizeof e2);
+        tg_tokenizer *own = tg_tok_from_st(f, &e2);
         const bool same = own && tg_tok_same(own, t);
         tg_tok_free(own);
         if (!same) {
@@ -54,8 +54,9 @@ int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *v
         return -1;
     }
     size_t len;
-    char *text = tg_file_read(vocab_file, &len, err, errlen);
-    if (!text) return -1;
+    tg_error e = {0};
+    char *text = tg_file_read(vocab_file, &len, &e);
+    if (!text) return snprintf(err, errlen, "%s", e.msg), -1;
     tg_vocab_bytes(v, text, len);
     free(text);
     if (!tg_vocab_fits(v, m->config.vocab_size, "the --vocab file's", err, errlen)) return 0;

@@ -19,7 +19,8 @@ int run_text_load(run_text *t, const char *path, int corpus_chars, char *err, si
     memset(t, 0, sizeof *t);
     t->floor_nats = -1;
     if (path && *path) {
-        if (!(t->text = tg_file_read(path, &t->len, err, errlen))) return -1;
+        tg_error e = {0};
+        if (!(t->text = tg_file_read(path, &t->len, &e))) return snprintf(err, errlen, "%s", e.msg), -1;
         if (t->len == 0) {
             snprintf(err, errlen, "--data %s: the file is empty", path);
             run_text_free(t);

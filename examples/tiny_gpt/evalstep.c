@@ -63,8 +63,9 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
         snprintf(err, errlen, "--init and --batch are required");
         return -1;
     }
-    if (!(in->wf = tg_st_load(init, err, errlen))) return -1;
-    if (!(in->bf = tg_st_load(batch, err, errlen))) return -1;
+    tg_error e = {0};
+    if (!(in->wf = tg_st_load(init, &e)) || !(in->bf = tg_st_load(batch, &e)))
+        return snprintf(err, errlen, "%s", e.msg), -1;
     if (tg_checkpoint_load_model(in->wf, dt, 0.0, &in->m, err, errlen)) return -1;
     tg_model_set_composed(&in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
@@ -91,7 +92,8 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
         snprintf(err, errlen, "out of memory for the batch");
         return -1;
     }
-    if (tg_st_copy_to(idx, in->idx, err, errlen) || tg_st_copy_to(tgt, in->targets, err, errlen)) return -1;
+    if (tg_st_copy_to(idx, in->idx, &e) || tg_st_copy_to(tgt, in->targets, &e))
+        return snprintf(err, errlen, "%s", e.msg), -1;
     return 0;
 }
 
@@ -150,7 +152,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
                      const char *weights, const arg_spec *specs, int n_specs,
                      tg_dtype dt, bool composed, int64_t eval_iters, int batch_size, bool full_val)
 {
-    char err[8192];
+    tg_error err = {0};
     int rc = 1;
     train_opts o;
     arg_spec ts[TRAIN_MAX_SPECS];
@@ -164,13 +166,13 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     tg_vocab v = {0};
     int64_t step = 0;
     char picked[4096];
-    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) ||
-        run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err, sizeof err))
+    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err.msg, sizeof err.msg)) ||
+        !(f = tg_st_load(ckpt, &err)) ||
+        run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err.msg, sizeof err.msg))
         goto fail;
     /* the run's dtype and attention path unless given: the same numbers as training printed */
-    if ((!args_seen(specs, n_specs, "dtype") && parse_dtype(o.dtype, &dt, err, sizeof err)) ||
-        (!args_seen(specs, n_specs, "attn") && parse_attn(o.attn, &composed, err, sizeof err)))
+    if ((!args_seen(specs, n_specs, "dtype") && parse_dtype(o.dtype, &dt, err.msg, sizeof err.msg)) ||
+        (!args_seen(specs, n_specs, "attn") && parse_attn(o.attn, &composed, err.msg, sizeof err.msg)))
         goto fail;
     if (args_seen(specs, n_specs, "eval-iters")) o.eval_iters = eval_iters;
     if (args_seen(specs, n_specs, "full-val")) o.full_val = full_val;
@@ -179,42 +181,45 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         o.grad_accum = 1;
     } else if (tg_st_meta(f, "train.ranks")) {   /* a run of R processes evaluated R x B windows at a time */
         int64_t ranks;
-        if (tg_st_meta_int(f, "train.ranks", 1, 1 << 20, &ranks, err, sizeof err)) goto fail;
+        if (tg_st_meta_int(f, "train.ranks", 1, 1 << 20, &ranks, &err)) goto fail;
         if (ranks * o.batch_size > 1 << 20) {
-            snprintf(err, sizeof err, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt, (long long)ranks,
-                     o.batch_size);
+            snprintf(err.msg, sizeof err.msg, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt,
+                     (long long)ranks, o.batch_size);
             goto fail;
         }
         o.batch_size *= (int)ranks;
     }
-    if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, err, sizeof err))
+    if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, &err))
         goto fail;
     const bool tokens = run_on_tokens(NULL, f);   /* the run's token files, as it recorded them */
     if (tokens && data) {
-        snprintf(err, sizeof err, "--data: %s trained on token files, not on a text", ckpt);
+        snprintf(err.msg, sizeof err.msg, "--data: %s trained on token files, not on a text", ckpt);
         goto fail;
     }
     if (!data && !tokens && !tg_st_meta(f, "train.data")) {
-        snprintf(err, sizeof err, "%s does not record the text it was trained on: give it with --data", ckpt);
+        snprintf(err.msg, sizeof err.msg, "%s does not record the text it was trained on: give it with --data", ckpt);
         goto fail;
     }
-    if (!tokens && run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err, sizeof err)) goto fail;
+    if (!tokens && run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err.msg, sizeof err.msg))
+        goto fail;
     /* the vocabulary and the data (token files checked whole) from the
      * config, before the model exists: a bad file is refused at once, as
      * train refuses it (issue 20) */
     tg_model shape = {0};
-    if (tg_model_config_read(f, &shape.config, err, sizeof err)) goto fail;
+    if (tg_model_config_read(f, &shape.config, &err)) goto fail;
     if ((vocab_file || tok_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
-            ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, err, sizeof err)
+            ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, err.msg, sizeof err.msg)
             : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
     const int T = shape.config.block_size;
-    if (tokens ? run_load_tokens(&d, &v, shape.config.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err, sizeof err)
-               : tg_dataset_from_text(&d, &v, text.text, text.len, T, err, sizeof err))
+    if (tokens ? run_load_tokens(&d, &v, shape.config.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err.msg,
+                                 sizeof err.msg)
+               : tg_dataset_from_text(&d, &v, text.text, text.len, T, err.msg, sizeof err.msg))
         goto fail;
     const char *sets[2];
-    const int n_sets = pick_weights(f, ckpt, weights, sets, err, sizeof err);
-    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) || !(g = tg_graph_new())) goto fail;
+    const int n_sets = pick_weights(f, ckpt, weights, sets, err.msg, sizeof err.msg);
+    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) || !(g = tg_graph_new()))
+        goto fail;
     tg_model_set_composed(&m, composed);
     const int B = o.batch_size, A = o.grad_accum;
     const bool tty = isatty(STDERR_FILENO);
@@ -222,12 +227,12 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     const char *holds = checkpoint_weights(f);
     for (int k = 0; k < n_sets; k++) {   /* each as training evaluated it: the same windows */
         if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") &&
-            checkpoint_use_averages(f, &m, err, sizeof err))
+            checkpoint_use_averages(f, &m, err.msg, sizeof err.msg))
             goto fail;
         metrics_row r = metrics_empty(step);
-        r.train = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err, sizeof err);
+        r.train = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err.msg, sizeof err.msg);
         r.val = isnan(r.train) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.full_val ? 0 : n, o.seed, step, 0, 1,
-                                                     tty, err, sizeof err);
+                                                     tty, err.msg, sizeof err.msg);
         if (isnan(r.val)) goto fail;
         r.val_bpb = tg_bits_per_byte(r.val, d.bytes_per_token[1]);
         char line[256];
@@ -237,7 +242,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+    fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:
     tg_graph_free(g);
     tg_model_free(&m);
@@ -252,7 +257,7 @@ done:
 static int eval_text(const char *ckpt, const char *path, const char *vocab_file, const char *tok_file,
                      const char *weights, tg_dtype dt, bool composed)
 {
-    char err[2048];
+    tg_error err = {0};
     int rc = 1;
     tg_st_file *f = NULL;
     tg_model m = {0};
@@ -262,22 +267,22 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     size_t len;
     char picked[4096];
     tg_error e = {0};
-    if (!(text = tg_file_read(path, &len, err, sizeof err)) ||
-        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err, sizeof err))
+    if (!(text = tg_file_read(path, &len, &err)) ||
+        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err.msg, sizeof err.msg)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err.msg, sizeof err.msg))
         goto fail;
     const char *sets[2];   /* the file's own weights unless --weights picks */
-    if (weights && (pick_weights(f, ckpt, weights, sets, err, sizeof err) < 0 ||
+    if (weights && (pick_weights(f, ckpt, weights, sets, err.msg, sizeof err.msg) < 0 ||
                     (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") &&
-                     checkpoint_use_averages(f, &m, err, sizeof err))))
+                     checkpoint_use_averages(f, &m, err.msg, sizeof err.msg))))
         goto fail;
     tg_model_set_composed(&m, composed);
     int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
     if (n < 0) goto fail_e;
     if (n > m.config.block_size) n = m.config.block_size;   /* one window: the first block_size ids */
     if (n < 2) {
-        snprintf(err, sizeof err, "%s gives %lld id%s: at least two are needed for one prediction", path,
+        snprintf(err.msg, sizeof err.msg, "%s gives %lld id%s: at least two are needed for one prediction", path,
                  (long long)n, n == 1 ? "" : "s");
         goto fail;
     }
@@ -288,9 +293,9 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     rc = 0;
     goto done;
 fail_e:
-    snprintf(err, sizeof err, "%s", e.msg);
+    snprintf(err.msg, sizeof err.msg, "%s", e.msg);
 fail:
-    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+    fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:
     tg_free(ids);
     free(text);
@@ -336,7 +341,7 @@ int cmd_eval(int argc, char **argv)
         SPEC_CONFIG(&config),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[1024];
+    tg_error err = {0};
     tg_dtype dt;
     int setup = command_setup("eval", "--ckpt F [--data F | --text F] | --init W.safetensors --batch B.safetensors [flags]",
                               specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
@@ -365,18 +370,17 @@ int cmd_eval(int argc, char **argv)
     inputs in;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
-    double loss = loss_and_grads(&in, g, err, sizeof err);
+    if (load_inputs(&in, init, batch, dt, composed, err.msg, sizeof err.msg)) goto fail;
+    double loss = loss_and_grads(&in, g, err.msg, sizeof err.msg);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
     if (dump_logits) {   /* the forward alone, on a graph of its own */
         tg_graph *lg = tg_graph_new();
         tg_tensor *logits = lg ? tg_model_forward(lg, &in.m, in.idx, NULL) : NULL;   /* (B,T,V) */
         tg_st_writer *w = logits ? tg_st_writer_new() : NULL;
-        const int bad = !w || tg_st_writer_add_tensor(w, "logits", logits) ||
-                        tg_st_writer_save(w, dump_logits, err, sizeof err);
-        if (bad && !logits) snprintf(err, sizeof err, "%s", lg ? tg_graph_error(lg) : "out of memory");
-        else if (bad && w && tg_st_writer_error(w)) snprintf(err, sizeof err, "%s", tg_st_writer_error(w));
+        if (w) tg_st_writer_add_tensor(w, "logits", logits);   /* a failure sticks: the save reports it */
+        const int bad = !w || tg_st_writer_save(w, dump_logits, &err);
+        if (bad && !logits) snprintf(err.msg, sizeof err.msg, "%s", lg ? tg_graph_error(lg) : "out of memory");
         tg_st_writer_free(w);
         tg_graph_free(lg);
         if (bad) goto fail;
@@ -396,9 +400,9 @@ int cmd_eval(int argc, char **argv)
             for (int k = 0; k < p->ndim; k++) shape[k] = p->shape[k];
             bad |= tg_st_writer_add(w, p->name, dt == TG_F32 ? "F32" : "F64", p->ndim, shape, p->grad) != 0;
         }
-        for (int i = 0; !bad && i < 4; i += 2) bad |= tg_st_writer_meta(w, meta[i], meta[i + 1]) != 0;
-        if (bad) snprintf(err, sizeof err, "%s: could not assemble the gradients", dump);
-        if (bad || tg_st_writer_save(w, dump, err, sizeof err)) {
+        for (int i = 0; !bad && i < 4; i += 2) bad |= tg_st_writer_add_meta(w, meta[i], meta[i + 1]) != 0;
+        if (bad) snprintf(err.msg, sizeof err.msg, "%s: could not assemble the gradients", dump);
+        if (bad || tg_st_writer_save(w, dump, &err)) {
             tg_st_writer_free(w);
             goto fail;
         }
@@ -407,7 +411,7 @@ int cmd_eval(int argc, char **argv)
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "tiny_gpt eval: %s\n", err);
+    fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:
     inputs_free(&in);
     tg_graph_free(g);
@@ -438,7 +442,7 @@ int cmd_step(int argc, char **argv)
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[1024];
+    tg_error err = {0};
     tg_dtype dt;
     int setup = command_setup("step", "--init W --batch B --out W2 [flags]", specs, n_specs, argc, argv, &dtype, &dt,
                               &attn, &composed, &threads);
@@ -448,8 +452,8 @@ int cmd_step(int argc, char **argv)
         return 2;
     }
     bool muon = false;
-    if (parse_optimizer(optimizer, &muon, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt step: %s\n", err);
+    if (parse_optimizer(optimizer, &muon, err.msg, sizeof err.msg)) {
+        fprintf(stderr, "tiny_gpt step: %s\n", err.msg);
         return 2;
     }
     int rc = 1;
@@ -458,17 +462,17 @@ int cmd_step(int argc, char **argv)
     tg_muon *mu = NULL;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, composed, err, sizeof err)) goto fail;
-    opt = tg_adamw_new(in.m.params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, err, sizeof err);
+    if (load_inputs(&in, init, batch, dt, composed, err.msg, sizeof err.msg)) goto fail;
+    opt = tg_adamw_new(in.m.params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, &err);
     if (!opt) goto fail;
     /* Muon on the blocks' matrices (its weight decay AdamW's), AdamW on the rest */
-    if (muon && !(mu = tg_muon_new(in.m.params, &(tg_muon_config){muon_mom, wd}, err, sizeof err))) goto fail;
+    if (muon && !(mu = tg_muon_new(in.m.params, &(tg_muon_config){muon_mom, wd}, &err))) goto fail;
     tg_muon_exclude(mu, opt);
     for (int64_t s = 0; s < steps; s++) {
-        double loss = loss_and_grads(&in, g, err, sizeof err);
+        double loss = loss_and_grads(&in, g, err.msg, sizeof err.msg);
         if (isnan(loss)) goto fail;
         if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m.params, clip))) {
-            snprintf(err, sizeof err, "step %lld: the gradient norm is not finite", (long long)s);
+            snprintf(err.msg, sizeof err.msg, "step %lld: the gradient norm is not finite", (long long)s);
             goto fail;
         }
         tg_muon_step(mu, muon_lr);
@@ -478,14 +482,15 @@ int cmd_step(int argc, char **argv)
     }
     /* keep the input's vocabulary, if it had one */
     tg_vocab v = {0};
-    if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err, sizeof err)) goto fail;
-    int saved = tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err);
+    if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err.msg, sizeof err.msg)) goto fail;
+    int saved =
+        tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg);
     tg_vocab_free(&v);
     if (saved) goto fail;
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "tiny_gpt step: %s\n", err);
+    fprintf(stderr, "tiny_gpt step: %s\n", err.msg);
 done:
     tg_muon_free(mu);
     tg_adamw_free(opt);

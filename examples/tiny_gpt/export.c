@@ -26,8 +26,8 @@
 static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_path, char *notice, size_t len)
 {
     tg_model_config c;
-    char err[2048] = "";
-    if (tg_model_config_read(f, &c, err, sizeof err) || strcmp(c.arch, "gpt") || c.gelu != TG_GELU_ERF) return;
+    tg_error err = {0};
+    if (tg_model_config_read(f, &c, &err) || strcmp(c.arch, "gpt") || c.gelu != TG_GELU_ERF) return;
     const char *head = "this GPT computes GELU's exact erf form; llama.cpp's gpt2 computes the tanh form (train "
                        "--gelu tanh for a model it runs as trained)";
     tg_model m = {0}, mt = {0};
@@ -39,29 +39,30 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     const int32_t *at = NULL;
     int64_t n = 0;
     char where[1024];
-    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, NULL, NULL, &v, err, sizeof err))
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) ||
+        checkpoint_model_vocab(f, &m, NULL, NULL, &v, err.msg, sizeof err.msg))
         goto unavailable;
     if (text_path) {
         size_t tl;
-        char *t = tg_file_read(text_path, &tl, err, sizeof err);
+        char *t = tg_file_read(text_path, &tl, &err);
         tg_error e = {0};
         n = t ? tg_prompt_ids(&v, c.vocab_size, t, tl, &ids, &e) : -1;
         free(t);
-        if (n < 0 && t) snprintf(err, sizeof err, "%s", e.msg);
+        if (n < 0 && t) snprintf(err.msg, sizeof err.msg, "%s", e.msg);
         if (n < 0) goto unavailable;
         at = ids;
         snprintf(where, sizeof where, "%s", text_path);
     } else {
         if (!tg_st_meta(f, "train.data")) {
-            snprintf(err, sizeof err, "%s records no text (trained on token files or an older checkpoint)", ckpt);
+            snprintf(err.msg, sizeof err.msg, "%s records no text (trained on token files or an older checkpoint)",
+                     ckpt);
             goto unavailable;
         }
         int64_t corpus = 0;   /* train.data "": the built-in corpus of this many characters */
         if ((tg_st_meta(f, "train.corpus_chars") &&
-             tg_st_meta_int(f, "train.corpus_chars", 1, INT32_MAX, &corpus, err, sizeof err)) ||
-            run_load_text(&text, &id, NULL, (int)corpus, f, ckpt, true, "export", err, sizeof err) ||
-            tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err, sizeof err))
+             tg_st_meta_int(f, "train.corpus_chars", 1, INT32_MAX, &corpus, &err)) ||
+            run_load_text(&text, &id, NULL, (int)corpus, f, ckpt, true, "export", err.msg, sizeof err.msg) ||
+            tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err.msg, sizeof err.msg))
             goto unavailable;
         at = d.tokens + d.n_train;
         n = (int64_t)(d.n - d.n_train);
@@ -69,13 +70,13 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
         snprintf(where, sizeof where, "the run's val text (%s)", *p ? p : "the built-in corpus");
     }
     if (n < 2) {
-        snprintf(err, sizeof err, "%s gives fewer than 2 ids", text_path ? text_path : "the val split");
+        snprintf(err.msg, sizeof err.msg, "%s gives fewer than 2 ids", text_path ? text_path : "the val split");
         goto unavailable;
     }
     /* the same weights with the tanh form */
     tg_model_config ct = m.config;
     ct.gelu = TG_GELU_TANH;
-    if (tg_model_new(&mt, &ct, TG_F32, TG_NO_INIT, err, sizeof err)) goto unavailable;
+    if (tg_model_new(&mt, &ct, TG_F32, TG_NO_INIT, &err)) goto unavailable;
     for (int i = 0; i < tg_params_count(m.params); i++) {
         const tg_tensor *a = tg_params_at(m.params, i);
         tg_tensor *b = tg_params_at(mt.params, i);
@@ -86,7 +87,7 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     const double erf_nll = tg_text_nll(&m, at, n, GELU_WINDOWS, &preds, &e);
     const double tanh_nll = isnan(erf_nll) ? NAN : tg_text_nll(&mt, at, n, GELU_WINDOWS, &preds, &e);
     if (isnan(tanh_nll)) {
-        snprintf(err, sizeof err, "%s", e.msg);
+        snprintf(err.msg, sizeof err.msg, "%s", e.msg);
         goto unavailable;
     }
     snprintf(notice, len,
@@ -97,10 +98,10 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
 unavailable:
     if (text_path)
         snprintf(notice, len, "%s; the difference in mean nll is not measured: --text %s cannot be scored (%s)", head,
-                 text_path, err);
+                 text_path, err.msg);
     else
         snprintf(notice, len, "%s; the difference in mean nll is not measured: the val text is not available (%s; "
-                 "give a text with --text F)", head, err);
+                 "give a text with --text F)", head, err.msg);
 done:
     tg_free(ids);
     tg_dataset_free(&d);
@@ -132,7 +133,7 @@ int cmd_export(int argc, char **argv)
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[2048];
+    tg_error err = {0};
     tg_dtype dt;
     int setup = command_setup("export", "--ckpt F --format llama2c --out model.bin [--tokenizer tok.bin] | --ckpt F "
                               "--format gguf --out M.gguf [--type f32|f16|q8_0] [--text F] | --ckpt F --format hf "
@@ -159,15 +160,15 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     char picked[4096];   /* --ckpt DIR: the run's best, else last, as sample and eval take it */
-    tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, err, sizeof err))
-                        ? tg_st_load(ckpt, err, sizeof err) : NULL;
+    tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, err.msg, sizeof err.msg))
+                        ? tg_st_load(ckpt, &err) : NULL;
     char notice[8192] = "";
-    int rc = !f || (gguf ? tg_gguf_export(f, out, gt, err, sizeof err)
-                    : hf ? tg_hf_export(f, out, notice, sizeof notice, err, sizeof err)
-                         : tg_llama2c_export(f, out, tok, err, sizeof err));
+    int rc = !f || (gguf ? tg_gguf_export(f, out, gt, &err)
+                    : hf ? tg_hf_export(f, out, notice, sizeof notice, &err)
+                         : tg_llama2c_export(f, out, tok, &err));
     if (!rc && gguf) gelu_notice(f, ckpt, text, notice, sizeof notice);
     if (notice[0]) fprintf(stderr, "tiny_gpt export: notice: %s\n", notice);
-    if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err);
+    if (rc) fprintf(stderr, "tiny_gpt export: %s\n", err.msg);
     else printf("wrote %s%s%s\n", out, tok ? " and " : "", tok ? tok : "");
     tg_st_free(f);
     return rc ? 1 : 0;
@@ -193,7 +194,7 @@ int cmd_import(int argc, char **argv)
         SPEC_THREADS(&threads),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[2048];
+    tg_error err = {0};
     tg_dtype dt;
     int setup = command_setup("import", "--format llama2c --model model.bin (--tokenizer tok.bin | --ids-only) "
                               "--out F | --format gguf --model M.gguf --out F [--dtype f32|f64] | --format hf "
@@ -219,12 +220,12 @@ int cmd_import(int argc, char **argv)
     }
     char notice[8192] = "";
     const tg_hf_import_options o = {.ids_only = ids_only};
-    const int rc = gguf ? tg_gguf_import(model_path, out, dt, err, sizeof err)
-                   : hf ? tg_hf_import(model_path, out, &o, notice, sizeof notice, err, sizeof err)
-                        : tg_llama2c_import(model_path, tok, out, err, sizeof err);
+    const int rc = gguf ? tg_gguf_import(model_path, out, dt, &err)
+                   : hf ? tg_hf_import(model_path, out, &o, notice, sizeof notice, &err)
+                        : tg_llama2c_import(model_path, tok, out, &err);
     if (notice[0]) fprintf(stderr, "tiny_gpt import: notice: %s\n", notice);
     if (rc) {
-        fprintf(stderr, "tiny_gpt import: %s\n", err);
+        fprintf(stderr, "tiny_gpt import: %s\n", err.msg);
         return 1;
     }
     printf("wrote %s (%s)\n", out, gguf ? "from a GGUF file" : hf ? "from a Hugging Face model directory"

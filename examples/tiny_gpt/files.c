@@ -37,7 +37,8 @@ int staged_add(staged_files *s, const char *path, const void *data, size_t len, 
         s->cap = cap;
     }
     tg_atomic_file *f = &s->files[s->n];
-    if (tg_atomic_begin(f, path) != 0 || tg_atomic_write(f, data, len) != 0 || tg_atomic_finish(f) != 0) {
+    if (tg_atomic_begin(f, path, NULL) != 0 || tg_atomic_write(f, data, len, NULL) != 0 ||
+        tg_atomic_finish(f, NULL) != 0) {
         file_error(f, path, err, errlen);
         tg_atomic_abort(f);
         return -1;
@@ -56,7 +57,7 @@ void staged_abort(staged_files *s)
 int staged_commit(staged_files *s, char *err, size_t errlen)
 {
     for (int i = 0; i < s->n; i++) {
-        if (tg_atomic_commit(&s->files[i]) != 0) {
+        if (tg_atomic_commit(&s->files[i], NULL) != 0) {
             file_error(&s->files[i], s->files[i].path, err, errlen);
             staged_abort(s);   /* the files not yet renamed are removed */
             return -1;

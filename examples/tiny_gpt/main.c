@@ -134,8 +134,9 @@ static int run(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (tg_isa_env_error()) {   /* a TG_ISA the library does not know: no silent fallback */
-        if (tg_dist_rank() == 0) fprintf(stderr, "tiny_gpt: %s\n", tg_isa_env_error());
+    tg_error isa_err = {0};
+    if (tg_isa_check_env(&isa_err)) {   /* a TG_ISA the library does not know: no silent fallback */
+        if (tg_dist_rank() == 0) fprintf(stderr, "tiny_gpt: %s\n", isa_err.msg);
         return 2;
     }
     if (!strcmp(cmd, "--version")) {
@@ -167,9 +168,9 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    char err[512];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) {   /* MPI, when mpirun started us; first of all */
-        fprintf(stderr, "tiny_gpt: %s\n", err);
+    tg_error err = {0};
+    if (tg_dist_init(&argc, &argv, &err)) {   /* MPI, when mpirun started us; first of all */
+        fprintf(stderr, "tiny_gpt: %s\n", err.msg);
         return 1;
     }
     int rc = run(argc, argv);

@@ -89,7 +89,7 @@ int cmd_sample(int argc, char **argv)
         SPEC_CONFIG(&config),
     };
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
-    char err[1024];
+    tg_error err = {0};
     tg_dtype dt;
     int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
@@ -105,20 +105,21 @@ int cmd_sample(int argc, char **argv)
     tg_error e = {0};
     size_t plen = 0;
     if (prompt_file && args_seen(specs, n_specs, "prompt")) {
-        snprintf(err, sizeof err, "--prompt and --prompt-file exclude each other");
+        snprintf(err.msg, sizeof err.msg, "--prompt and --prompt-file exclude each other");
         goto fail;
     }
-    if (prompt_file && !(prompt = file_text = tg_file_read(prompt_file, &plen, err, sizeof err))) goto fail;
+    if (prompt_file && !(prompt = file_text = tg_file_read(prompt_file, &plen, &err))) goto fail;
     char picked[4096];
-    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err, sizeof err)) ||
-        !(f = tg_st_load(ckpt, err, sizeof err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err, sizeof err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err, sizeof err))
+    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err.msg, sizeof err.msg)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err.msg, sizeof err.msg))
         goto fail;
     tg_model_set_composed(&m, composed);
     const bool llama = v.kind == TG_VOCAB_LLAMA2C || (v.kind == TG_VOCAB_TOKENIZER && v.docs);
     if (!prompt && v.kind == TG_VOCAB_IDS) {
-        snprintf(err, sizeof err, "this model has token ids and no tokenizer: give the prompt as ids, e.g. --prompt "
-                                  "\"0 1 2\" (or train with --tokenizer)");
+        snprintf(err.msg, sizeof err.msg,
+                 "this model has token ids and no tokenizer: give the prompt as ids, e.g. --prompt "
+                 "\"0 1 2\" (or train with --tokenizer)");
         goto fail;
     }
     if (!prompt) prompt = llama ? "" : "\n";
@@ -126,7 +127,7 @@ int cmd_sample(int argc, char **argv)
     const int64_t n = tg_prompt_ids(&v, m.config.vocab_size, prompt, plen, &ids, &e);
     if (n < 0) goto fail_e;
     if (n == 0) {
-        snprintf(err, sizeof err, "%s is empty; give at least one %s", prompt_file ? prompt_file : "--prompt",
+        snprintf(err.msg, sizeof err.msg, "%s is empty; give at least one %s", prompt_file ? prompt_file : "--prompt",
                  v.kind == TG_VOCAB_IDS ? "id" : "character");
         goto fail;
     }
@@ -173,9 +174,9 @@ int cmd_sample(int argc, char **argv)
     rc = 0;
     goto done;
 fail_e:
-    snprintf(err, sizeof err, "%s", e.msg);
+    snprintf(err.msg, sizeof err.msg, "%s", e.msg);
 fail:
-    fprintf(stderr, "tiny_gpt sample: %s\n", err);
+    fprintf(stderr, "tiny_gpt sample: %s\n", err.msg);
 done:
     tg_free(ids);
     tg_sampler_free(sampler);

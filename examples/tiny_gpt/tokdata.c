@@ -14,11 +14,11 @@
 int vocab_for_run(tg_vocab *v, const char *tokenizer, bool data_tokens, int vocab_size, bool llama,
                   const tg_st_file *from, const char *text, size_t len, char *err, size_t errlen)
 {
-    char e2[2048];
+    tg_error e2 = {0};
     tg_tokenizer *given = NULL;
     memset(v, 0, sizeof *v);
-    if (tokenizer && !(given = tg_tok_load(tokenizer, e2, sizeof e2)))
-        return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
+    if (tokenizer && !(given = tg_tok_load(tokenizer, &e2)))
+        return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2.msg), -1;
     if (given && data_tokens && vocab_size && vocab_size < tg_tok_vocab_size(given) && !(from && tg_st_meta(from, "vocab"))) {
         snprintf(err, errlen, "--vocab-size %d is smaller than the tokenizer's %d ids (it may be larger: ids the "
                               "tokenizer lacks are never seen)", vocab_size, (int)tg_tok_vocab_size(given));
@@ -81,10 +81,10 @@ int vocab_train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const char *
         return snprintf(err, errlen, "--tokenizer %s: after bpe:V comes nothing, :classes or :spaces (which pairs may "
                                      "merge: docs/tokenizers.md)", tokenizer), -1;
     const size_t train = tg_text_train_bytes(text, len);   /* the train split's bytes: never the val split's */
-    char e2[1024];
+    tg_error e2 = {0};
     const tg_bpe_options bo = {.vocab_size = (int)V, .words = words};
-    tg_tokenizer *tok = tg_bpe_train(text, train, &bo, e2, sizeof e2);
-    if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2), -1;
+    tg_tokenizer *tok = tg_bpe_train(text, train, &bo, &e2);
+    if (!tok) return snprintf(err, errlen, "--tokenizer %s: %s", tokenizer, e2.msg), -1;
     return tg_vocab_tokenizer(v, tok, llama, 0, err, errlen);
 }
 

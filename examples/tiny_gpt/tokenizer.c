@@ -58,19 +58,19 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         fprintf(stderr, "tiny_gpt tokenizer train: --words %s: expected classes or spaces\n", words_name);
         return 2;
     }
-    char err[1024];
+    tg_error err = {0};
     run_text text;
-    if (run_text_load(&text, data, corpus_chars, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err);
+    if (run_text_load(&text, data, corpus_chars, err.msg, sizeof err.msg)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err.msg);
         return 1;
     }
     double t0 = now_seconds();
     const tg_bpe_options bo = {.vocab_size = vocab_size, .min_count = min_count, .words = words};
-    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &bo, err, sizeof err);
+    tg_tokenizer *t = tg_bpe_train(text.text, text.len, &bo, &err);
     double t1 = now_seconds();
     int rc = 1;
-    if (!t || tg_tok_save(t, out, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err);
+    if (!t || tg_tok_save(t, out, &err)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err.msg);
         goto done;
     }
     printf("trained on %zu bytes in %.3f s: %d ids (%d merges)%s\n", text.len, t1 - t0, (int)tg_tok_vocab_size(t),
@@ -86,7 +86,7 @@ done:
 
 static int encode(const tg_tokenizer *t)
 {
-    char err[1024];
+    tg_error err = {0};
     size_t len;
     char *text = read_stdin(&len);
     if (!text) {
@@ -94,10 +94,10 @@ static int encode(const tg_tokenizer *t)
         return 1;
     }
     int32_t *ids;
-    int64_t n = tg_tok_encode(t, text, len, &ids, err, sizeof err);
+    int64_t n = tg_tok_encode(t, text, len, &ids, &err);
     free(text);
     if (n < 0) {
-        fprintf(stderr, "tiny_gpt tokenizer encode: %s\n", err);
+        fprintf(stderr, "tiny_gpt tokenizer encode: %s\n", err.msg);
         return 1;
     }
     for (int64_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
@@ -155,9 +155,9 @@ static int decode(const tg_tokenizer *t)
 
 static int export_llama2c(const tg_tokenizer *t, const char *out)
 {
-    char err[1024];
-    int rc = tg_llama2c_tokenizer_write(t, out, err, sizeof err);
-    if (rc) fprintf(stderr, "tiny_gpt tokenizer export: %s\n", err);
+    tg_error err = {0};
+    int rc = tg_llama2c_tokenizer_write(t, out, &err);
+    if (rc) fprintf(stderr, "tiny_gpt tokenizer export: %s\n", err.msg);
     else printf("wrote %s (%d pieces, llama2.c's tokenizer.bin)\n", out, (int)tg_tok_vocab_size(t));
     return rc ? 1 : 0;
 }
@@ -172,11 +172,11 @@ static int info(const tg_tokenizer *t, const char *data)
            (int)tg_tok_vocab_size(t), (int)tg_tok_n_merges(t), tg_tok_max_piece_len(t), (int)tg_tok_bos(t),
            (int)tg_tok_eos(t));
     if (!data) return 0;
-    char err[1024];
+    tg_error err = {0};
     size_t len;
-    char *text = tg_file_read(data, &len, err, sizeof err);
+    char *text = tg_file_read(data, &len, &err);
     if (!text) {
-        fprintf(stderr, "tiny_gpt tokenizer info: %s\n", err);
+        fprintf(stderr, "tiny_gpt tokenizer info: %s\n", err.msg);
         return 1;
     }
     double t0 = now_seconds(), bpt = tg_tok_bytes_per_token(t, text, len), t1 = now_seconds();
@@ -233,10 +233,10 @@ int cmd_tokenizer(int argc, char **argv)
         fprintf(stderr, "tiny_gpt %s: %s is required\n", name, tok_path ? "--out" : "--tokenizer");
         return 2;
     }
-    char err[1024];
-    tg_tokenizer *t = tg_tok_load(tok_path, err, sizeof err);
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tok_load(tok_path, &err);
     if (!t) {
-        fprintf(stderr, "tiny_gpt %s: %s\n", name, err);
+        fprintf(stderr, "tiny_gpt %s: %s\n", name, err.msg);
         return 1;
     }
     int rc = !strcmp(sub, "encode")   ? encode(t)

@@ -177,8 +177,8 @@ static int claim_out(trainer *t)
         return 0;
     }
     char state[256] = "";
-    char e2[512];
-    tg_st_file *f = tg_st_load(t->path[LAST], e2, sizeof e2);
+    tg_error e2 = {0};
+    tg_st_file *f = tg_st_load(t->path[LAST], &e2);
     if (f && tg_st_meta(f, "train.step") && tg_st_meta(f, "train.steps")) {
         const char *s = tg_st_meta(f, "train.step"), *n = tg_st_meta(f, "train.steps");
         snprintf(state, sizeof state, " (at step %s of %s: %s)", s, n, !strcmp(s, n) ? "finished" : "resumable");
@@ -196,11 +196,12 @@ static void recorded_schedule(trainer *t)
     const tg_st_file *f = t->from;
     const bool old = !tg_st_meta(f, "train.decay_steps");
     const char *lr = tg_st_meta(f, "train.lr"), *min_lr = tg_st_meta(f, "train.min_lr");
-    char e[256], *end1 = NULL, *end2 = NULL;
-    t->was.known = lr && min_lr && !tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &t->was.steps, e, sizeof e) &&
+    tg_error e = {0};
+    char *end1 = NULL, *end2 = NULL;
+    t->was.known = lr && min_lr && !tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &t->was.steps, &e) &&
                    !tg_st_meta_int(f, old ? "train.steps" : "train.decay_steps", 0, INT64_MAX,
-                                        &t->was.decay_steps, e, sizeof e) &&
-                   !tg_st_meta_int(f, "train.warmup", 0, INT64_MAX, &t->was.warmup, e, sizeof e) &&
+                                        &t->was.decay_steps, &e) &&
+                   !tg_st_meta_int(f, "train.warmup", 0, INT64_MAX, &t->was.warmup, &e) &&
                    (t->was.lr = strtod(lr, &end1), !*end1) && (t->was.min_lr = strtod(min_lr, &end2), !*end2);
     if (!t->was.known) return;   /* run_restore names what is malformed */
     if (!t->was.decay_steps) t->was.decay_steps = t->was.steps;
@@ -214,9 +215,10 @@ static int start_from(trainer *t)
     train_opts *o = &t->o;
     if (!o->resume && !o->init) return 0;
     const char *path = o->resume ? t->path[LAST] : o->init;
-    if (!(t->from = tg_st_load(path, t->err, sizeof t->err))) return -1;
+    tg_error e = {0};
+    if (!(t->from = tg_st_load(path, &e))) return failf(t, "%s", e.msg);
     tg_model_config c;
-    if (tg_model_config_read(t->from, &c, t->err, sizeof t->err)) return failf(t, "%s: %s", path, t->err);
+    if (tg_model_config_read(t->from, &c, &e)) return failf(t, "%s: %s", path, e.msg);
     if (o->resume) recorded_schedule(t);
     unsigned roles = o->resume ? 1u << ROLE_MODEL | 1u << ROLE_RUN | 1u << ROLE_FREE : 1u << ROLE_MODEL;
     if (run_restore(t->specs, t->n_specs, roles, t->from, path, t->say, t->err, sizeof t->err)) return -1;
@@ -277,15 +279,15 @@ static int budget_record(trainer *t)
         return failf(t, "the run in %s stopped before --time-budget had chosen its steps: start it again with --force",
                      t->o.out);
     int64_t n, steps, step;
-    char e[512];
-    if (tg_st_meta_int(f, "train.budget_steps", 1, (int64_t)1e12, &n, e, sizeof e) ||
-        tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &steps, e, sizeof e) ||
-        tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, e, sizeof e))
-        return failf(t, "%s: %s", path, e);
+    tg_error e = {0};
+    if (tg_st_meta_int(f, "train.budget_steps", 1, (int64_t)1e12, &n, &e) ||
+        tg_st_meta_int(f, "train.steps", 1, INT64_MAX, &steps, &e) ||
+        tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, &e))
+        return failf(t, "%s: %s", path, e.msg);
     if (tg_st_meta(f, "train.budget_left_at")) {
-        if (tg_st_meta_int(f, "train.budget_left_at", 0, n < step ? n : step, &t->budget_left_at, e, sizeof e))
+        if (tg_st_meta_int(f, "train.budget_left_at", 0, n < step ? n : step, &t->budget_left_at, &e))
             return failf(t, "%s: %s (the step a resume gave the run other steps than the budget's, at most both)",
-                         path, e);
+                         path, e.msg);
         return 0;
     }
     if (steps != n)
@@ -412,6 +414,7 @@ static void set_schedule(trainer *t)
 static int build(trainer *t)
 {
     train_opts *o = &t->o;
+    tg_error e = {0};
     const char *text = t->text.text;
     size_t len = t->text.len;
     const bool llama = !strcmp(o->arch, "llama");
@@ -440,7 +443,7 @@ static int build(trainer *t)
     if (tokens) {
         tg_model_config rc;
         int64_t V = t->v.size;
-        if (t->from && !tg_model_config_read(t->from, &rc, t->err, sizeof t->err)) V = rc.vocab_size;
+        if (t->from && !tg_model_config_read(t->from, &rc, NULL)) V = rc.vocab_size;
         if (run_load_tokens(&t->d, &t->v, V, o->data_tokens, o->val_tokens, o->block_size, o->resume ? t->from : NULL,
                             true, &t->meta, "train", t->err, sizeof t->err))
             return -1;
@@ -465,27 +468,27 @@ static int build(trainer *t)
         /* a Llama with a feed-forward of one matrix each way is 4C wide unless --hidden-dim says (the
          * parameters of llama2.c's SwiGLU width) */
         if (llama && !o->hidden_dim && c.mlp != TG_FFN_DEFAULT && c.mlp != TG_FFN_SWIGLU) c.hidden_dim = 4 * o->n_embd;
-        if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, t->err, sizeof t->err)) return -1;
+        if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, &e)) return failf(t, "%s", e.msg);
     }
     tg_model_set_composed(&t->m, o->attn_composed);
     /* the sums across processes, and AdamW for the range this rank updates:
      * everything, or with --zero 1 its shard */
     tg_dist_grads_config dc = {.bucket_bytes = (size_t)(o->bucket_mb * (1 << 20)), .shard = o->zero == 1};
-    if (!(t->dg = tg_dist_grads_new(t->m.params, &dc, t->err, sizeof t->err))) return -1;
+    if (!(t->dg = tg_dist_grads_new(t->m.params, &dc, &e))) return failf(t, "%s", e.msg);
     int64_t lo, hi;
     tg_dist_grads_shard(t->dg, &lo, &hi);
     tg_adamw_config ac = {o->beta1, o->beta2, 1e-8, o->weight_decay};
-    if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, t->err, sizeof t->err))) return -1;
+    if (!(t->opt = tg_adamw_new_shard(t->m.params, &ac, lo, hi, &e))) return failf(t, "%s", e.msg);
     /* --optimizer muon: Muon for the blocks' matrices (their weight decay
      * --weight-decay's), AdamW for the rest */
     if (o->muon) {
         tg_muon_config mc = {o->muon_momentum, o->weight_decay};
-        if (!(t->muon = tg_muon_new(t->m.params, &mc, t->err, sizeof t->err))) return -1;
+        if (!(t->muon = tg_muon_new(t->m.params, &mc, &e))) return failf(t, "%s", e.msg);
         tg_muon_exclude(t->muon, t->opt);
     }
     /* --ema: the averages start as the weights (a new run's are set again
      * once every process holds rank 0's); a resume reads the run's */
-    if (o->ema > 0 && !(t->ema = tg_ema_new(t->m.params, o->ema, t->err, sizeof t->err))) return -1;
+    if (o->ema > 0 && !(t->ema = tg_ema_new(t->m.params, o->ema, &e))) return failf(t, "%s", e.msg);
     t->ts = (tg_train_state){.step = 0, .best_val = INFINITY};
     tg_rng_seed(&t->ts.data_rng, (uint64_t)o->seed, 1);
     tg_rng_seed(&t->ts.drop_rng, (uint64_t)o->seed, 4);
@@ -506,8 +509,8 @@ static int build(trainer *t)
     int64_t global = (int64_t)R * o->batch_size * o->grad_accum;
     int64_t rec = global;
     if (t->from && o->resume && tg_st_meta(t->from, "train.global_batch") &&
-        tg_st_meta_int(t->from, "train.global_batch", 1, INT64_MAX, &rec, t->err, sizeof t->err))
-        return -1;
+        tg_st_meta_int(t->from, "train.global_batch", 1, INT64_MAX, &rec, &e))
+        return failf(t, "%s", e.msg);
     const bool split_given = args_seen(t->specs, t->n_specs, "batch-size") || args_seen(t->specs, t->n_specs, "grad-accum");
     if (rec != global && !split_given && rec % ((int64_t)R * o->grad_accum) == 0 &&
         rec / ((int64_t)R * o->grad_accum) <= 1 << 16) {

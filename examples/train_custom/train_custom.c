@@ -49,40 +49,40 @@ static void mixer_free(void *impl)
     free(m->blocks), free(m);
 }
 
-static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, char *err, size_t errlen)
+static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     const int L = c->n_layer, C = c->n_embd, T = c->block_size, V = c->vocab_size;
     mixer *m = calloc(1, sizeof *m);
-    if (!m || !(m->p = tg_params_new(dt, err, errlen)) || !(m->blocks = calloc(L, sizeof *m->blocks))) {
-        snprintf(err, errlen, "mixer: out of memory");
+    if (!m || !(m->p = tg_params_new(dt, err)) || !(m->blocks = calloc(L, sizeof *m->blocks))) {
+        tg_error_set(err, "mixer: out of memory");
         if (m) mixer_free(m);
         return NULL;
     }
     m->L = L;
     tg_rng r;
     tg_rng_seed(&r, seed, 0);
-    int bad = !(m->wte = tg_params_add(m->p, "wte.weight", 2, (int[]){V, C}));
+    int bad = !(m->wte = tg_params_add(m->p, "wte.weight", 2, (int[]){V, C}, err));
     char name[64];
     for (int l = 0; l < L && !bad; l++) {
         block *k = &m->blocks[l];
         snprintf(name, sizeof name, "blocks.%d.mix.weight", l);
-        bad = !(k->mix = tg_params_add(m->p, name, 2, (int[]){T, T}));
+        bad = !(k->mix = tg_params_add(m->p, name, 2, (int[]){T, T}, err));
         snprintf(name, sizeof name, "blocks.%d.norm1", l);
-        bad = bad || tg_rmsnorm_init(&k->norm1, m->p, name, C, 1e-5, err, errlen);
+        bad = bad || tg_rmsnorm_init(&k->norm1, m->p, name, C, 1e-5, err);
         snprintf(name, sizeof name, "blocks.%d.norm2", l);
-        bad = bad || tg_rmsnorm_init(&k->norm2, m->p, name, C, 1e-5, err, errlen);
+        bad = bad || tg_rmsnorm_init(&k->norm2, m->p, name, C, 1e-5, err);
         snprintf(name, sizeof name, "blocks.%d.mlp", l);
-        bad = bad || tg_mlp_init(&k->mlp, m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err, errlen);
+        bad = bad || tg_mlp_init(&k->mlp, m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err);
         if (!bad) {   /* each position starts as the mean of the ones it sees, give or take */
             for (int t = 0; t < T; t++)
                 for (int s = 0; s <= t; s++) tg_tensor_set(k->mix, t * T + s, 1.0 / (t + 1) + 0.02 * tg_rng_normal(&r));
             tg_mlp_init_normal(&k->mlp, &r, 0.02, 0.02, 0.02 / sqrt(2.0 * L));
         }
     }
-    bad = bad || tg_rmsnorm_init(&m->norm_f, m->p, "norm_f", C, 1e-5, err, errlen) ||
-          tg_linear_init(&m->head, m->p, "head", C, V, false, &r, err, errlen);   /* nn.Linear's start */
+    bad = bad || tg_rmsnorm_init(&m->norm_f, m->p, "norm_f", C, 1e-5, err) ||
+          tg_linear_init(&m->head, m->p, "head", C, V, false, &r, err);   /* nn.Linear's start */
     if (bad) {
-        if (tg_params_error(m->p)) snprintf(err, errlen, "mixer: %s", tg_params_error(m->p));
+        tg_error_prefix(err, "mixer");
         mixer_free(m);
         return NULL;
     }
@@ -210,22 +210,23 @@ static void record_meta(run_record *rec, long steps, bool tokens)
 static void restore_run(const tg_st_file *f, const char *path, const char **data, const char **tokens,
                         const char **val_tokens, long *steps)
 {
-    char err[1024];
+    tg_error err = {0};
     const char *text = tg_st_meta(f, FILE_KEY[TEXT]), *tok = tg_st_meta(f, FILE_KEY[TOKENS]),
                *val = tg_st_meta(f, FILE_KEY[VAL]);
     if (!text && !tok) {
         if (!*data && !*tokens) die(path, "records no data (a checkpoint of an older train_custom): give --data or "
                                           "--data-tokens again");
     } else if ((*data && !text) || (*tokens && !tok)) {
-        snprintf(err, sizeof err, "the run was trained on %s %s", text ? "--data" : "--data-tokens", text ? text : tok);
-        die(*data ? "--data" : "--data-tokens", err);
+        snprintf(err.msg, sizeof err.msg, "the run was trained on %s %s", text ? "--data" : "--data-tokens",
+                 text ? text : tok);
+        die(*data ? "--data" : "--data-tokens", err.msg);
     } else if (!*data && !*tokens) {
         *data = text, *tokens = tok;
     }
     if (*tokens && !*val_tokens && val && *val) *val_tokens = val;   /* the run's val file, unless given */
     int64_t n = 0;
     if (*steps < 0 && !tg_st_meta(f, "train.steps")) die(path, "records no step count: give --steps");
-    if (*steps < 0 && tg_st_meta_int(f, "train.steps", 1, INT32_MAX, &n, err, sizeof err)) die(path, err);
+    if (*steps < 0 && tg_st_meta_int(f, "train.steps", 1, INT32_MAX, &n, &err)) die(path, err.msg);
     if (*steps < 0) *steps = (long)n;
 }
 
@@ -234,8 +235,9 @@ static const char USAGE[] = "train_custom --data FILE | --data-tokens F [--val-t
 
 int main(int argc, char **argv)
 {
-    char err[1024] = "", path[4200];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) die("MPI", err);
+    tg_error err = {0};
+    char path[4200];
+    if (tg_dist_init(&argc, &argv, &err)) die("MPI", err.msg);
     const char *data = NULL, *tokens = NULL, *val_tokens = NULL, *out = "out-custom";
     long steps = -1, stop_at = -1, vocab_size = 0, B = 16, eval_every = 100;
     int resume = 0;
@@ -255,16 +257,16 @@ int main(int argc, char **argv)
     }
     if ((data && tokens) || (!resume && ((!data && !tokens) || (tokens && vocab_size < 1))) || steps == 0)
         die("give --data or --data-tokens (with --vocab-size), or --resume; and --steps >= 1", "");
-    if (tg_model_register(&MIXER, err, sizeof err)) die("register", err);
+    if (tg_model_register(&MIXER, &err)) die("register", err.msg);
     const int r = tg_dist_rank(), R = tg_dist_size();
     if (B % R) die("the batch of 16 rows must split evenly among the processes", "");
 
     /* resuming: the run's last checkpoint, its model, and what it records of the run */
     snprintf(path, sizeof path, "%s/last.safetensors", out);
     tg_model m;
-    tg_st_file *f = resume ? tg_st_load(path, err, sizeof err) : NULL;
-    if (resume && !f) die("--resume", err);
-    if (f && tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err)) die("model", err);
+    tg_st_file *f = resume ? tg_st_load(path, &err) : NULL;
+    if (resume && !f) die("--resume", err.msg);
+    if (f && tg_checkpoint_load_model(f, TG_F32, -1, &m, err.msg, sizeof err.msg)) die("model", err.msg);
     const bool given = data || tokens;   /* else the run's own files, from the checkpoint */
     if (f) restore_run(f, path, &data, &tokens, &val_tokens, &steps);
     if (steps < 0) steps = 300;
@@ -276,20 +278,20 @@ int main(int argc, char **argv)
     tg_dataset d;
     const int T = 32;
     size_t len = 0;
-    char *text = data ? tg_file_read(data, &len, err, sizeof err) : NULL;
-    if (data && !text) die(given ? "--data" : "the run's text (give its new place with --data)", err);
+    char *text = data ? tg_file_read(data, &len, &err) : NULL;
+    if (data && !text) die(given ? "--data" : "the run's text (give its new place with --data)", err.msg);
     if (data) tg_vocab_bytes(&vocab, text, len);
     else tg_vocab_ids(&vocab, (int)vocab_size);
     tg_token_file_id ids[2];
-    if (data ? tg_dataset_from_text(&d, &vocab, text, len, T, err, sizeof err)
-             : tg_dataset_from_token_files(&d, &vocab, tokens, val_tokens, T, ids, err, sizeof err))
-        die(given ? "data" : "the run's token files (give their new place with --data-tokens, --val-tokens)", err);
+    if (data ? tg_dataset_from_text(&d, &vocab, text, len, T, err.msg, sizeof err.msg)
+             : tg_dataset_from_token_files(&d, &vocab, tokens, val_tokens, T, ids, err.msg, sizeof err.msg))
+        die(given ? "data" : "the run's token files (give their new place with --data-tokens, --val-tokens)", err.msg);
     if (data) record_file(&rec, f, TEXT, data, (int64_t)len, fnv1a64(text, len));
     else record_file(&rec, f, TOKENS, tokens, ids[0].count, ids[0].fnv);
     if (val_tokens) record_file(&rec, f, VAL, val_tokens, ids[1].count, ids[1].fnv);
     record_meta(&rec, steps, tokens != NULL);
     free(text);
-    if (f && tg_vocab_fits(&vocab, m.config.vocab_size, "the data's", err, sizeof err)) die("data", err);
+    if (f && tg_vocab_fits(&vocab, m.config.vocab_size, "the data's", err.msg, sizeof err.msg)) die("data", err.msg);
 
     /* the model (new, unless resumed), optimizer and state */
     tg_adamw_config ac = {0.9, 0.99, 1e-8, 0.1};
@@ -297,13 +299,13 @@ int main(int argc, char **argv)
     tg_train_state ts;
     tg_train_state_init(&ts, 1337);
     if (!f && tg_model_new(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
-                                                  .vocab_size = vocab.size}, TG_F32, 1337, err, sizeof err))
-        die("model", err);
-    if (!(opt = tg_adamw_new(m.params, &ac, err, sizeof err))) die("optimizer", err);
-    if (f && tg_checkpoint_load_train(f, opt, NULL, NULL, &ts, steps, err, sizeof err)) die(path, err);
+                                                  .vocab_size = vocab.size}, TG_F32, 1337, &err))
+        die("model", err.msg);
+    if (!(opt = tg_adamw_new(m.params, &ac, &err))) die("optimizer", err.msg);
+    if (f && tg_checkpoint_load_train(f, opt, NULL, NULL, &ts, steps, err.msg, sizeof err.msg)) die(path, err.msg);
     tg_st_free(f);
-    tg_dist_grads *dg = tg_dist_grads_new(m.params, NULL, err, sizeof err);
-    if (!dg) die("gradients", err);
+    tg_dist_grads *dg = tg_dist_grads_new(m.params, NULL, &err);
+    if (!dg) die("gradients", err.msg);
     if (r == 0) mkdir(out, 0777);
     if (r == 0) printf("train_custom: a %d-block mixer of %lld parameters, %zu train tokens, %d process%s\n",
                        m.config.n_layer, (long long)tg_params_numel(m.params), d.n_train, R, R > 1 ? "es" : "");
@@ -334,18 +336,19 @@ int main(int argc, char **argv)
         if (!eval && !stop) continue;
         if (eval) {   /* the estimate, and the checkpoint; at --stop-at the checkpoint alone, as if interrupted */
             es.step = ts.step;
-            const double tl = tg_eval_loss(g, &m, &d, false, &es, err, sizeof err);
-            const double vl = tg_eval_loss(g, &m, &d, true, &es, err, sizeof err);
-            if (isnan(tl) || isnan(vl)) die("eval", err);
+            const double tl = tg_eval_loss(g, &m, &d, false, &es, err.msg, sizeof err.msg);
+            const double vl = tg_eval_loss(g, &m, &d, true, &es, err.msg, sizeof err.msg);
+            if (isnan(tl) || isnan(vl)) die("eval", err.msg);
             if (vl < ts.best_val) ts.best_val = vl;
             char bpb[48] = "";   /* none for token ids without a tokenizer: their bytes are unknown */
             if (!isnan(d.bytes_per_token[1]))
                 snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", tg_bits_per_byte(vl, d.bytes_per_token[1]));
             if (r == 0) printf("step %ld: loss %.4f, train %.4f, val %.4f%s\n", (long)ts.step, l / R, tl, vl, bpb);
         }
-        if (r == 0 && tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, NULL, &ts, rec.meta, rec.n_meta, err,
-                                      sizeof err))
-            die("checkpoint", err);
+        if (r == 0 &&
+            tg_checkpoint_save(path, &m, &vocab, opt, NULL, NULL, NULL, NULL, &ts, rec.meta, rec.n_meta, err.msg,
+                               sizeof err.msg))
+            die("checkpoint", err.msg);
         if (stop) break;
     }
     tg_graph_free(g);

@@ -53,16 +53,16 @@ static void state_free(run_state *s)
 static void state_new(run_state *s, const tg_st_file *f, tg_model *m)
 {
     memset(s, 0, sizeof *s);
-    s->opt = tg_adamw_new(m->params, NULL, NULL, 0);
+    s->opt = tg_adamw_new(m->params, NULL, NULL);
     if (tg_st_find(f, "muon.momentum")) {
-        s->muon = tg_muon_new(m->params, NULL, NULL, 0);
+        s->muon = tg_muon_new(m->params, NULL, NULL);
         tg_muon_exclude(s->muon, s->opt);
     }
     if (tg_st_find(f, "ema.values")) {
         const char *d = tg_st_meta(f, "ema.decay");
         double decay = d ? strtod(d, NULL) : 0.5;
         if (!(decay >= 0 && decay < 1)) decay = 0.5;
-        s->ema = tg_ema_new(m->params, decay, NULL, 0);
+        s->ema = tg_ema_new(m->params, decay, NULL);
     }
     tg_train_state_init(&s->ts, 7);
     s->ts.step = 123456789, s->ts.windows = 987654321;   /* sentinels: a refusal keeps them */
@@ -107,19 +107,19 @@ static void check_state(run_state *s, const tg_model *m, bool f32)
  * same bits (the writer takes what the reader took). */
 static void round_trip(run_state *s, tg_model *m, const tg_vocab *v, tg_dtype dt)
 {
-    char err[1024];
+    tg_error err = {0};
     const char *path = fuzz_path(1, "back.safetensors");
     if (!path) return;
-    if (tg_checkpoint_save(path, m, v, s->opt, NULL, NULL, s->muon, s->ema, &s->ts, NULL, 0, err, sizeof err))
-        finding("a state load_train accepted is refused by save", err);
-    tg_st_file *g = tg_st_load(path, err, sizeof err);
+    if (tg_checkpoint_save(path, m, v, s->opt, NULL, NULL, s->muon, s->ema, &s->ts, NULL, 0, err.msg, sizeof err.msg))
+        finding("a state load_train accepted is refused by save", err.msg);
+    tg_st_file *g = tg_st_load(path, &err);
     tg_model r;
-    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, err, sizeof err))
-        finding("a saved checkpoint does not load", err);
+    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, err.msg, sizeof err.msg))
+        finding("a saved checkpoint does not load", err.msg);
     run_state b;
     state_new(&b, g, &r);
-    if (tg_checkpoint_load_train(g, b.opt, b.muon, b.ema, &b.ts, INT64_MAX, err, sizeof err))
-        finding("a saved training state does not load", err);
+    if (tg_checkpoint_load_train(g, b.opt, b.muon, b.ema, &b.ts, INT64_MAX, err.msg, sizeof err.msg))
+        finding("a saved training state does not load", err.msg);
     const size_t bytes = (size_t)tg_params_numel(m->params) * tg_dtype_size(dt);
     if (tg_params_numel(r.params) != tg_params_numel(m->params) ||
         memcmp(tg_params_data(r.params), tg_params_data(m->params), bytes) ||
@@ -152,19 +152,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_write(0, "last.safetensors", data, size);
     if (!path) return 0;
-    char err[1024];
-    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(path, &err);
     if (!f) {
-        fuzz_report(0, err);
+        fuzz_report(0, err.msg);
         return 0;
     }
     const char *d = tg_st_meta(f, "train.dtype");
     const tg_dtype dt = d && !strcmp(d, "f64") ? TG_F64 : TG_F32;
     const bool f32 = dt == TG_F32;
     tg_model m;
-    if (tg_checkpoint_load_model(f, dt, -1, &m, err, sizeof err)) {
-        if (m.family || m.params) finding("a refused model is not zeroed", err);
-        fuzz_report(0, err);
+    if (tg_checkpoint_load_model(f, dt, -1, &m, err.msg, sizeof err.msg)) {
+        if (m.family || m.params) finding("a refused model is not zeroed", err.msg);
+        fuzz_report(0, err.msg);
         tg_st_free(f);
         return 0;
     }
@@ -174,15 +174,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!all_finite(tg_params_data(m.params), f32, n, false)) finding("an accepted weight is not finite", NULL);
     forward(&m);
     tg_vocab v = {0};
-    const bool vocab = tg_checkpoint_load_vocab(f, &m, &v, err, sizeof err) == 0;
-    if (vocab && tg_vocab_fits(&v, m.config.vocab_size, "its", err, sizeof err))
-        finding("an accepted vocabulary does not fit the model", err);
+    const bool vocab = tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0;
+    if (vocab && tg_vocab_fits(&v, m.config.vocab_size, "its", err.msg, sizeof err.msg))
+        finding("an accepted vocabulary does not fit the model", err.msg);
     run_state s;
     state_new(&s, f, &m);
-    const int rc = tg_checkpoint_load_train(f, s.opt, s.muon, s.ema, &s.ts, INT64_MAX, err, sizeof err);
-    fuzz_report(rc == 0, err);
+    const int rc = tg_checkpoint_load_train(f, s.opt, s.muon, s.ema, &s.ts, INT64_MAX, err.msg, sizeof err.msg);
+    fuzz_report(rc == 0, err.msg);
     if (rc) {
-        check_untouched(&s, &m, f32, err);
+        check_untouched(&s, &m, f32, err.msg);
     } else {
         check_state(&s, &m, f32);
         round_trip(&s, &m, vocab ? &v : NULL, dt);

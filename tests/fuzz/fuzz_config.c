@@ -15,12 +15,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static arg_spec specs[TRAIN_MAX_SPECS];
     const int n = train_specs(&o, specs);
     char *argv[] = {"--config", (char *)path, NULL};
-    char err[2048];
-    const int rc = args_parse(specs, n, 2, argv, err, sizeof err);
-    fuzz_report(rc == 0, err);
-    for (const char *p = err; rc && *p; p++)
+    tg_error err = {0};
+    const int rc = args_parse(specs, n, 2, argv, err.msg, sizeof err.msg);
+    fuzz_report(rc == 0, err.msg);
+    for (const char *p = err.msg; rc && *p; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) {
-            fprintf(stderr, "fuzz: the message '%s' holds the byte 0x%02x unescaped\n", err, (unsigned char)*p);
+            fprintf(stderr, "fuzz: the message '%s' holds the byte 0x%02x unescaped\n", err.msg, (unsigned char)*p);
             abort();
         }
     if (rc == 0) {

@@ -42,16 +42,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         at += n;
     }
-    char err[2048], notice[1024];
+    tg_error err = {0};
+    char notice[1024];
     const tg_hf_import_options o = {.ids_only = ids_only};
-    const int rc = tg_hf_import(dir, out, &o, notice, sizeof notice, err, sizeof err);
-    fuzz_report(rc == 0, err);
+    const int rc = tg_hf_import(dir, out, &o, notice, sizeof notice, &err);
+    fuzz_report(rc == 0, err.msg);
     if (rc == 0) {   /* what it wrote is a checkpoint tapegrad loads */
-        tg_st_file *f = tg_st_load(out, err, sizeof err);
+        tg_st_file *f = tg_st_load(out, &err);
         tg_model m;
         tg_vocab v;
-        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, err, sizeof err) || tg_vocab_read(&v, f, err, sizeof err)) {
-            fprintf(stderr, "fuzz: the import wrote a checkpoint that does not load: %s\n", err);
+        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, err.msg, sizeof err.msg) ||
+            tg_vocab_read(&v, f, err.msg, sizeof err.msg)) {
+            fprintf(stderr, "fuzz: the import wrote a checkpoint that does not load: %s\n", err.msg);
             abort();
         }
         if (v.kind == TG_VOCAB_TOKENIZER) fuzz_use_tokenizer(v.tok);

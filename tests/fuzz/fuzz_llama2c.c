@@ -27,9 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *tp = tok ? fuzz_write(1, "tokenizer.bin", tok, tl) : NULL;
     const char *out = fuzz_path(2, "out.safetensors");
     if (!mp || (tok && !tp) || !out) return 0;
-    char err[2048];
-    const int rc = tg_llama2c_import(mp, tp, out, err, sizeof err);
-    fuzz_report(rc == 0, err);
+    tg_error err = {0};
+    const int rc = tg_llama2c_import(mp, tp, out, &err);
+    fuzz_report(rc == 0, err.msg);
     if (rc == 0) unlink(out);
     return 0;
 }

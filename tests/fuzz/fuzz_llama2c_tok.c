@@ -8,9 +8,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_write(0, "tokenizer.bin", data, size);
     if (!path) return 0;
-    char err[512];
-    tg_tokenizer *t = tg_tok_load_llama2c(path, 0, err, sizeof err);
-    fuzz_report(t != NULL, err);
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tok_load_llama2c(path, 0, &err);
+    fuzz_report(t != NULL, err.msg);
     if (t) fuzz_use_tokenizer(t);
     tg_tok_free(t);
     return 0;

@@ -30,35 +30,35 @@ static void free_store(void)
 
 static void state_readers(const tg_st_file *f)
 {
-    if (!store && (store = tg_params_new(TG_F32, NULL, 0))) {
-        tg_params_add(store, "h.0.w", 2, (int[]){2, 3});
-        tg_params_add(store, "b", 1, (int[]){3});
-        muon = tg_muon_new(store, NULL, NULL, 0);
-        adamw = tg_adamw_new(store, NULL, NULL, 0);
+    if (!store && (store = tg_params_new(TG_F32, NULL))) {
+        tg_params_add(store, "h.0.w", 2, (int[]){2, 3}, NULL);
+        tg_params_add(store, "b", 1, (int[]){3}, NULL);
+        muon = tg_muon_new(store, NULL, NULL);
+        adamw = tg_adamw_new(store, NULL, NULL);
         atexit(free_store);
     }
     if (!muon || !adamw || tg_muon_numel(muon) != 6) return;
-    char err[512];
+    tg_error err = {0};
     float before[6];
     memcpy(before, tg_muon_momentum(muon), sizeof before);
     const int64_t steps = tg_muon_steps(muon);
-    const int rc = tg_muon_state_read(muon, f, "muon", err, sizeof err);
+    const int rc = tg_muon_state_read(muon, f, "muon", &err);
     if (rc && (memcmp(before, tg_muon_momentum(muon), sizeof before) || tg_muon_steps(muon) != steps)) {
-        fprintf(stderr, "fuzz: a refused Muon state changed the optimizer (%s)\n", err);
+        fprintf(stderr, "fuzz: a refused Muon state changed the optimizer (%s)\n", err.msg);
         abort();
     }
     for (int i = 0; rc == 0 && i < 6; i++)
         if (!isfinite(((float *)tg_muon_momentum(muon))[i])) abort();   /* the reader lets no NaN in */
-    (void)tg_adamw_state_read(adamw, f, "optimizer", err, sizeof err);
+    (void)tg_adamw_state_read(adamw, f, "optimizer", &err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_write(0, "in.safetensors", data, size);
     if (!path) return 0;
-    char err[512];
-    tg_st_file *f = tg_st_load(path, err, sizeof err);
-    fuzz_report(f != NULL, err);
+    tg_error err = {0};
+    tg_st_file *f = tg_st_load(path, &err);
+    fuzz_report(f != NULL, err.msg);
     if (!f) return 0;
     const int n = tg_st_count(f);
     for (int i = 0; i < tg_st_meta_count(f); i++) {
@@ -82,14 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const tg_dtype dts[4] = {TG_F32, TG_F64, TG_I32, TG_BOOL};
         for (int k = 0; k < 4; k++) {
             tg_tensor *t = tg_tensor_new(g, dts[k], e->ndim, shape);
-            if (t) (void)tg_st_copy_to(e, t, err, sizeof err);
+            if (t) (void)tg_st_copy_to(e, t, &err);
         }
         tg_graph_reset(g);   /* the arena stays small */
     }
     (void)tg_st_at(f, n);
     (void)tg_st_find(f, "");
     tg_model_config c;
-    if (tg_model_config_read(f, &c, err, sizeof err) == 0) (void)tg_model_num_params(&c);
+    if (tg_model_config_read(f, &c, &err) == 0) (void)tg_model_num_params(&c);
     state_readers(f);
     tg_st_free(f);
     return 0;

@@ -11,10 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {TG_TOKFILE_AUTO, 50304}, {TG_TOKFILE_NANOGPT, 65536}, {TG_TOKFILE_LLMC, TG_TOKFILE_MAX_VOCAB},
         {TG_TOKFILE_AUTO, 259}};
     static int32_t buf[4096];
-    char err[512];
+    tg_error err = {0};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        tg_tokfile *f = tg_tokfile_open(path, runs[r].format, runs[r].vocab, err, sizeof err);
-        fuzz_report(f != NULL, err);
+        tg_tokfile *f = tg_tokfile_open(path, runs[r].format, runs[r].vocab, &err);
+        fuzz_report(f != NULL, err.msg);
         if (!f) continue;
         const int64_t n = tg_tokfile_count(f);
         (void)tg_tokfile_format_of(f);

@@ -104,12 +104,12 @@ static inline void fuzz_use_tokenizer(const tg_tokenizer *t)
     (void)tg_tok_eos(t);
     (void)tg_tok_max_piece_len(t);
     (void)tg_tok_special_id(t, "<|endoftext|>");
-    char err[512];
+    tg_error err = {0};
     int32_t *ids = NULL;
-    const int64_t n = tg_tok_encode(t, text, sizeof text - 1, &ids, err, sizeof err);
+    const int64_t n = tg_tok_encode(t, text, sizeof text - 1, &ids, &err);
     if (n >= 0) {
         char out[sizeof text * 8];
-        const int64_t m = tg_tok_decode(t, ids, (size_t)n, out, sizeof out, err, sizeof err);
+        const int64_t m = tg_tok_decode(t, ids, (size_t)n, out, sizeof out, &err);
         if (m != (int64_t)sizeof text - 1 || memcmp(out, text, sizeof text - 1)) {
             fprintf(stderr, "fuzz: a tokenizer the reader accepted does not decode its own encoding\n");
             abort();

@@ -16,10 +16,10 @@ int main(void)
         xv[2 * i + 1] = (float)(i / 4) - 1.5f;
         yv[i] = 2 * xv[2 * i] - xv[2 * i + 1] + 0.5f;
     }
-    tg_params *p = tg_params_new(TG_F32, NULL, 0);
-    tg_tensor *w = tg_params_add(p, "w", 2, (int[]){1, 2});
-    tg_tensor *b = tg_params_add(p, "b", 1, (int[]){1});
-    tg_sgd *opt = tg_sgd_new(p, 0.9, 0, NULL, 0);
+    tg_params *p = tg_params_new(TG_F32, NULL);
+    tg_tensor *w = tg_params_add(p, "w", 2, (int[]){1, 2}, NULL);
+    tg_tensor *b = tg_params_add(p, "b", 1, (int[]){1}, NULL);
+    tg_sgd *opt = tg_sgd_new(p, 0.9, 0, NULL);
     tg_graph *g = tg_graph_new();
     if (!w || !b || !opt || !g) {
         fprintf(stderr, "c_cmake: set-up failed\n");

@@ -10,9 +10,9 @@
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    if (tg_dist_init(&argc, &argv, err, sizeof err) != 0) {
-        fprintf(stderr, "c_dist: %s\n", err);
+    tg_error err = {0};
+    if (tg_dist_init(&argc, &argv, &err) != 0) {
+        fprintf(stderr, "c_dist: %s\n", err.msg);
         return 1;
     }
     const int R = tg_dist_size(), r = tg_dist_rank();

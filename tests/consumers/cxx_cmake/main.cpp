@@ -13,15 +13,15 @@ int main()
     const int B = 2, T = 8, V = 12;
     tg_gpt_config cfg = tg_gpt_config();
     cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 16, cfg.block_size = T, cfg.vocab_size = V;
-    char err[256] = "";
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, err, sizeof err);
+    tg_error err = {};
+    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, &err);
     if (!m) {
-        std::fprintf(stderr, "gpt_cxx: %s\n", err);
+        std::fprintf(stderr, "gpt_cxx: %s\n", err.msg);
         return 1;
     }
     tg_adamw_config oc = TG_ADAMW_DEFAULTS;   // the C++ form of the macro
     oc.weight_decay = 0;
-    tg_adamw *opt = tg_adamw_new(m->params, &oc, err, sizeof err);
+    tg_adamw *opt = tg_adamw_new(m->params, &oc, &err);
     tg_graph *g = tg_graph_new();
     std::vector<int32_t> ids(B * T), tgt(B * T);
     for (int i = 0; i < B * T; i++) ids[i] = i % V, tgt[i] = (i + 1) % V;
