@@ -207,8 +207,9 @@ static int train(const opts *o, tg_error *err)
     }
     int rc = -1;
     const int G = o->batch, B = G / size, T = o->block_size, V = o->vocab, S = o->warmup + o->steps;
-    tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = T, .vocab_size = V};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, (uint64_t)o->seed, err);
+    const tg_model_config cfg = {.arch = "gpt", .n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd,
+                                 .block_size = T, .vocab_size = V};
+    tg_model model, *m = tg_model_init(&model, &cfg, TG_F32, (uint64_t)o->seed, err) ? NULL : &model;
     tg_graph *g = tg_graph_new();
     tg_dist_grads *d[N_WAYS] = {0};
     tg_adamw *opt = NULL;
@@ -255,7 +256,7 @@ static int train(const opts *o, tg_error *err)
             memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
             memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
         }
-        tg_tensor *loss = tg_gpt_loss(g, m, x, y);   /* () */
+        tg_tensor *loss = tg_model_loss(g, m, x, y);   /* () */
         tg_dist_grads_begin(d[w], g);
         int bad = tg_graph_backward_seeded(g, loss, &seed);
         tg_dist_grads_end(d[w]);
@@ -350,7 +351,7 @@ done:
     tg_adamw_free(opt);
     for (int w = 0; w < N_WAYS; w++) tg_dist_grads_free(d[w]);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(m);
     return rc;
 }
 

@@ -74,7 +74,7 @@ static int run(const char *arch, const int32_t *prompt, int n, int tokens, uint6
                                .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_error err = {0};
     tg_model m;
-    if (tg_model_new(&m, &c, TG_F32, seed, &err)) {
+    if (tg_model_init(&m, &c, TG_F32, seed, &err)) {
         fprintf(stderr, "bench_generate: %s\n", err.msg);
         return 1;
     }
@@ -85,7 +85,7 @@ static int run(const char *arch, const int32_t *prompt, int n, int tokens, uint6
     const tg_generate_options o = {.sampler = s, .on_token = stamp, .ctx = ts, .n_keep = 1};
     const int64_t made = s ? tg_generate(&m, prompt, n, tokens, &o, &e) : -1;
     tg_sampler_free(s);
-    tg_model_free(&m);
+    tg_model_release(&m);
     if (made != tokens) {
         fprintf(stderr, "bench_generate: %s\n", made < 0 ? e.msg : "stopped early");
         return 1;

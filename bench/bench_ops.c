@@ -329,7 +329,7 @@ static tg_tensor *fwd_cross_entropy(tg_graph *g, op_ctx *o) { return tg_cross_en
 static int setup_attention(op_ctx *o, tg_error *err)
 {
     const int B = o->B, T = o->T, C = o->C, H = o->H;
-    if (tg_mha_init(&o->mha, o->p, "attn", C, H, false, true, 0.0, err) ||
+    if (tg_mha_init(&o->mha, o->p, "attn", &(tg_mha_config){.n_embd = C, .n_head = H}, err) ||
         !add_input(o, "x", 1.0, 3, (int[]){B, T, C}))
         return -1;
     /* inputs in the order x (added above as in[0]), c_attn.weight, c_proj.weight */

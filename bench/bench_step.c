@@ -87,8 +87,9 @@ typedef struct opts {
 
 /* the model being timed: one of the two families */
 typedef struct bench_model {
-    tg_gpt *gpt;
-    tg_llama *llama;
+    tg_model m;
+    tg_gpt *gpt;          /* m's model, when it is a GPT */
+    tg_llama *llama;      /* ... or a Llama */
     tg_params *params;
     int block_size, vocab_size;
 } bench_model;
@@ -199,8 +200,12 @@ static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_err
             return -1;
         cfg.bias = b && !strcmp(b, "true");
     }
-    if (!(bm->gpt = tg_gpt_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err))) return -1;
-    bm->params = bm->gpt->params;
+    const tg_model_config mc = {.arch = "gpt", .n_layer = cfg.n_layer, .n_head = cfg.n_head, .n_embd = cfg.n_embd,
+                                .block_size = cfg.block_size, .vocab_size = cfg.vocab_size, .bias = cfg.bias};
+    if (tg_model_init(&bm->m, &mc, TG_F32, f ? 0 : (uint64_t)o->seed, err)) return -1;
+    tg_model_set_composed(&bm->m, cfg.attn_composed);
+    bm->gpt = bm->m.impl;
+    bm->params = bm->m.params;
     bm->block_size = cfg.block_size;
     bm->vocab_size = cfg.vocab_size;
     return 0;
@@ -231,8 +236,15 @@ static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_e
         cfg.tied = !strcmp(tied, "true");
         cfg.rope_flags = rope && !strcmp(rope, "halves") ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED;
     }
-    if (!(bm->llama = tg_llama_new(&cfg, TG_F32, f ? 0 : (uint64_t)o->seed, err))) return -1;
-    bm->params = bm->llama->params;
+    const tg_model_config mc = {.arch = "llama", .n_layer = cfg.n_layer, .n_head = cfg.n_head,
+                                .n_kv_head = cfg.n_kv_head, .n_embd = cfg.n_embd, .hidden_dim = cfg.hidden_dim,
+                                .block_size = cfg.block_size, .vocab_size = cfg.vocab_size,
+                                .rope_theta = cfg.rope_theta, .norm_eps = cfg.norm_eps,
+                                .rope_halves = cfg.rope_flags == TG_ROPE_HALVES, .tied = cfg.tied};
+    if (tg_model_init(&bm->m, &mc, TG_F32, f ? 0 : (uint64_t)o->seed, err)) return -1;
+    tg_model_set_composed(&bm->m, cfg.attn_composed);
+    bm->llama = bm->m.impl;
+    bm->params = bm->m.params;
     bm->block_size = cfg.block_size;
     bm->vocab_size = cfg.vocab_size;
     return 0;
@@ -240,8 +252,7 @@ static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_e
 
 static void free_model(bench_model *bm)
 {
-    tg_gpt_free(bm->gpt);
-    tg_llama_free(bm->llama);
+    tg_model_release(&bm->m);
     memset(bm, 0, sizeof *bm);
 }
 
@@ -394,7 +405,7 @@ int main(int argc, char **argv)
             memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
             memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
         }
-        tg_tensor *loss = m.gpt ? tg_gpt_loss(g, m.gpt, x, y) : tg_llama_loss(g, m.llama, x, y);   /* () */
+        tg_tensor *loss = tg_model_loss(g, &m.m, x, y);   /* () */
         if (tg_graph_backward(g, loss) != 0) {
             tg_error_set(&err, "step %d: %s", s, tg_graph_error(g));
             goto fail;

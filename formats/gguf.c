@@ -383,6 +383,6 @@ done:
     free(kv.p);
     tg_gguf_vocab_free(&gv);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     return rc;
 }

@@ -312,7 +312,7 @@ int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, tg_erro
     }
     if ((gpt ? read_config_gpt(&g, &c, &e2) : read_config(&g, &c, &e2)) ||
         check_tensors(&g, &c, gpt, &e2) || tg_gguf_read_vocab(&g, c.vocab_size, gpt, &v, &e2) ||
-        tg_model_new(&m, &c, dt, TG_NO_INIT, &e2) || load_weights(&g, &m, gpt, &e2))
+        tg_model_init(&m, &c, dt, TG_NO_INIT, &e2) || load_weights(&g, &m, gpt, &e2))
         goto fail;
     const char *meta[2] = {"imported_from", "gguf"};
     rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, TG_ERR_BUF(err));
@@ -321,7 +321,7 @@ fail:
     tg_error_set(err, "%s: %s", path, e2.msg);
 done:
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_gguf_release(&g);
     free(buf);
     return rc;

@@ -625,7 +625,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     /* F64 weights make an f64 checkpoint; the others are exact in f32 */
     bool f64 = false;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) f64 |= !strcmp(weights_find(&w, maps[i].hf)->dtype, "F64");
-    if (tg_model_new(&model, &c, f64 ? TG_F64 : TG_F32, TG_NO_INIT, err)) goto out;
+    if (tg_model_init(&model, &c, f64 ? TG_F64 : TG_F32, TG_NO_INIT, err)) goto out;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++)
         if (fill_param(&w, &maps[i], &model, err)) goto out;
     /* a head saved beside a tied embedding must be that embedding */
@@ -661,7 +661,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, TG_ERR_BUF(err));
 out:
     tg_vocab_free(&v);
-    tg_model_free(&model);
+    tg_model_release(&model);
     stbds_arrfree(maps);
     weights_free(&w);
     cJSON_Delete(cj);
@@ -858,6 +858,6 @@ out:
     stbds_arrfree(maps);
     tg_st_writer_free(w);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     return rc;
 }

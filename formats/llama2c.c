@@ -288,7 +288,7 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
     rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err);
 done:
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     return rc;
 }
 
@@ -415,7 +415,7 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
         if (tg_vocab_tokenizer(&v, own, true, V, TG_ERR_BUF(err))) goto done;
         vocab = &v;
     }
-    if (tg_model_new(&m, &c, TG_F32, TG_NO_INIT, err)) goto done;
+    if (tg_model_init(&m, &c, TG_F32, TG_NO_INIT, err)) goto done;
     size_t at = 28;
     char name[96];
     take(buf, &at, tg_params_get(m.params, "tok_embeddings.weight"));
@@ -452,6 +452,6 @@ done:
     tg_tok_free(t);
     if (vocab) tg_vocab_free(vocab);
     tg_graph_free(g);
-    tg_model_free(&m);
+    tg_model_release(&m);
     return rc;
 }

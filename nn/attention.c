@@ -97,7 +97,7 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
 
 /* ---- init -------------------------------------------------------------- */
 
-int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err)
+int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err)
 {
     if (!m || !p || !name || !c)
         return tg_error_set(err, "mha_init: %s is NULL",
@@ -138,26 +138,18 @@ int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
     char full[TG_NN_NAME_MAX + 1];
     if (m->fused) {
         if (tg_nn_join(full, name, "c_attn", "mha_init", err)) return -1;
-        if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, NULL, err)) return -1;
+        if (tg_linear_init(&m->c_attn, p, full, C, C + 2 * Ckv, c->bias, err)) return -1;
     } else {
         const bool llama = c->layout == TG_MHA_LLAMA;
         const char *const proj[] = {llama ? "wq" : "q_proj", llama ? "wk" : "k_proj", llama ? "wv" : "v_proj"};
         tg_linear_mod *mods[] = {&m->q_proj, &m->k_proj, &m->v_proj};
         for (int i = 0; i < 3; i++) {
             if (tg_nn_join(full, name, proj[i], "mha_init", err)) return -1;
-            if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, NULL, err)) return -1;
+            if (tg_linear_init(mods[i], p, full, C, i ? Ckv : C, c->bias, err)) return -1;
         }
     }
     if (tg_nn_join(full, name, c->layout == TG_MHA_LLAMA ? "wo" : "c_proj", "mha_init", err)) return -1;
-    return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, NULL, err);
-}
-
-int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias, bool fused,
-                double dropout, tg_error *err)
-{
-    const tg_mha_config c = {.n_embd = n_embd, .n_head = n_head, .layout = fused ? TG_MHA_FUSED : TG_MHA_SEPARATE,
-                             .bias = bias, .dropout = dropout};
-    return tg_mha_init_config(m, p, name, &c, err);
+    return tg_linear_init(&m->c_proj, p, full, C, C, c->bias, err);
 }
 
 void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std)

@@ -135,13 +135,14 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_erro
         snprintf(name, sizeof name, "transformer.h.%d.ln_1", i);
         if (tg_layernorm_init(&b->ln_1, p, name, C, c.bias, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.attn", i);
-        if (tg_mha_init_config(&b->attn, p, name, &ac, err)) return fail_new(m, err, NULL);
+        if (tg_mha_init(&b->attn, p, name, &ac, err)) return fail_new(m, err, NULL);
         if (draw) tg_mha_init_normal(&b->attn, &rng, std, proj_std);
         b->attn.composed = c.attn_composed;
         snprintf(name, sizeof name, "transformer.h.%d.ln_2", i);
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
-        if (tg_mlp_init(&b->mlp, p, name, kind, C, gpt_hidden(&c), c.bias, c.dropout, err))
+        const tg_mlp_options mo = {.kind = kind, .bias = c.bias, .dropout = c.dropout};
+        if (tg_mlp_init(&b->mlp, p, name, C, gpt_hidden(&c), &mo, err))
             return fail_new(m, err, NULL);
         if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
         if (draw && c.zero_init_proj) {
@@ -188,10 +189,18 @@ int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
     return n > limit ? -1 : n;
 }
 
+/* Frees the caches: the forward runs without them again. */
+static void drop_caches(tg_gpt *m)
+{
+    if (!m) return;
+    tg_lm_caches_free(m->cache, m->cfg.n_layer);
+    m->cache = NULL;
+}
+
 void tg_gpt_free(tg_gpt *m)
 {
     if (!m) return;
-    tg_gpt_cache_disable(m);
+    drop_caches(m);
     tg_params_free(m->params);
     tg_free(m->h);
     tg_free(m);
@@ -205,8 +214,6 @@ void tg_gpt_set_attn_composed(tg_gpt *m, bool composed)
 }
 
 /* ---- forward ----------------------------------------------------------- */
-
-tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx) { return tg_gpt_forward_ex(g, m, idx, NULL); }
 
 tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights)
 {
@@ -246,7 +253,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
     if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "gpt_loss", 2, in) || !tg_lm_check_targets(g, "gpt", idx, targets)) return NULL;
-    return tg_cross_entropy(g, tg_gpt_forward(g, m, idx), targets);   /* () */
+    return tg_cross_entropy(g, tg_gpt_forward_ex(g, m, idx, NULL), targets);   /* () */
 }
 
 /* ---- KV cache ---------------------------------------------------------- */
@@ -254,7 +261,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
 int tg_gpt_cache_enable(tg_gpt *m, int batch, tg_error *err)
 {
     if (!m) return tg_error_set(err, "gpt_cache_enable: the model is NULL");
-    tg_gpt_cache_disable(m);
+    drop_caches(m);
     const tg_gpt_config *c = &m->cfg;
     m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_head, c->n_embd / c->n_head,
                                 c->block_size, "gpt", err);
@@ -264,11 +271,4 @@ int tg_gpt_cache_enable(tg_gpt *m, int batch, tg_error *err)
 void tg_gpt_cache_clear(tg_gpt *m)
 {
     if (m) tg_lm_caches_clear(m->cache, m->cfg.n_layer);
-}
-
-void tg_gpt_cache_disable(tg_gpt *m)
-{
-    if (!m) return;
-    tg_lm_caches_free(m->cache, m->cfg.n_layer);
-    m->cache = NULL;
 }

@@ -74,7 +74,7 @@ void tg_kv_cache_clear(tg_kv_cache *c)
     if (c) c->len = 0;
 }
 
-void tg_kv_cache_free(tg_kv_cache *c)
+void tg_kv_cache_release(tg_kv_cache *c)
 {
     if (!c) return;
     tg_free(c->k);

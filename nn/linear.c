@@ -23,8 +23,7 @@ int tg_nn_join(char *out, const char *name, const char *part, const char *who, t
                         strlen(name), part, TG_NN_NAME_MAX);
 }
 
-int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
-                   tg_error *err)
+int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_error *err)
 {
     if (!l || !p || !name)
         return tg_error_set(err, "linear_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
@@ -42,12 +41,16 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
         l->bias = tg_params_add(p, full, 1, (int[]){out}, err);     /* (out) */
         if (!l->bias) return -1;
     }
-    if (r) {   /* nn.Linear's reset_parameters: kaiming_uniform(a = sqrt(5)) is U(+-1/sqrt(in)), the bias too */
-        const double k = 1 / sqrt((double)in);
-        tg_rng_fill_uniform(r, l->weight, -k, k);
-        if (l->bias) tg_rng_fill_uniform(r, l->bias, -k, k);
-    }
     return 0;
+}
+
+void tg_linear_init_uniform(tg_linear_mod *l, tg_rng *r)
+{
+    if (!l || !l->weight || !r) return;
+    /* nn.Linear's reset_parameters: kaiming_uniform(a = sqrt(5)) is U(+-1/sqrt(in)), the bias too */
+    const double k = 1 / sqrt((double)l->weight->shape[1]);
+    tg_rng_fill_uniform(r, l->weight, -k, k);
+    if (l->bias) tg_rng_fill_uniform(r, l->bias, -k, k);
 }
 
 void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std)

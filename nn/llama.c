@@ -153,11 +153,12 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, t
     for (int i = 0; i < c.n_layer; i++) {
         tg_llama_block *b = &m->layers[i];
         snprintf(name, sizeof name, "layers.%d.attention", i);
-        if (tg_mha_init_config(&b->attention, p, name, &ac, err)) return fail_new(m, err, NULL);
+        if (tg_mha_init(&b->attention, p, name, &ac, err)) return fail_new(m, err, NULL);
         if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled);       /* wo scaled */
         b->attention.composed = c.attn_composed;
         snprintf(name, sizeof name, "layers.%d.feed_forward", i);
-        if (tg_mlp_init(&b->feed_forward, p, name, kind, C, c.hidden_dim, false, c.dropout, err))
+        const tg_mlp_options mo = {.kind = kind, .dropout = c.dropout};
+        if (tg_mlp_init(&b->feed_forward, p, name, C, c.hidden_dim, &mo, err))
             return fail_new(m, err, NULL);
         if (draw && gated(&c)) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
         else if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, std, scaled);        /* c_proj scaled */
@@ -182,10 +183,18 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, t
     return m;
 }
 
+/* Frees the caches: the forward runs without them again. */
+static void drop_caches(tg_llama *m)
+{
+    if (!m) return;
+    tg_lm_caches_free(m->cache, m->cfg.n_layer);
+    m->cache = NULL;
+}
+
 void tg_llama_free(tg_llama *m)
 {
     if (!m) return;
-    tg_llama_cache_disable(m);
+    drop_caches(m);
     tg_params_free(m->params);
     tg_free(m->layers);
     tg_free(m);
@@ -199,8 +208,6 @@ void tg_llama_set_attn_composed(tg_llama *m, bool composed)
 }
 
 /* ---- forward ----------------------------------------------------------- */
-
-tg_tensor *tg_llama_forward(tg_graph *g, tg_llama *m, tg_tensor *idx) { return tg_llama_forward_ex(g, m, idx, NULL); }
 
 tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor **attn_weights)
 {
@@ -233,7 +240,7 @@ tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *ta
     if (!m) return tg_fail(g, "llama_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "llama_loss", 2, in) || !tg_lm_check_targets(g, "llama", idx, targets)) return NULL;
-    return tg_cross_entropy(g, tg_llama_forward(g, m, idx), targets);   /* () */
+    return tg_cross_entropy(g, tg_llama_forward_ex(g, m, idx, NULL), targets);   /* () */
 }
 
 /* ---- KV cache ---------------------------------------------------------- */
@@ -241,7 +248,7 @@ tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *ta
 int tg_llama_cache_enable(tg_llama *m, int batch, tg_error *err)
 {
     if (!m) return tg_error_set(err, "llama_cache_enable: the model is NULL");
-    tg_llama_cache_disable(m);
+    drop_caches(m);
     const tg_llama_config *c = &m->cfg;
     m->cache = tg_lm_caches_new(c->n_layer, tg_params_dtype(m->params), batch, c->n_kv_head, c->n_embd / c->n_head,
                                 c->block_size, "llama", err);
@@ -251,11 +258,4 @@ int tg_llama_cache_enable(tg_llama *m, int batch, tg_error *err)
 void tg_llama_cache_clear(tg_llama *m)
 {
     if (m) tg_lm_caches_clear(m->cache, m->cfg.n_layer);
-}
-
-void tg_llama_cache_disable(tg_llama *m)
-{
-    if (!m) return;
-    tg_lm_caches_free(m->cache, m->cfg.n_layer);
-    m->cache = NULL;
 }

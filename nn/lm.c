@@ -66,7 +66,7 @@ tg_kv_cache *tg_lm_caches_new(int n_layer, tg_dtype dt, int batch, int n_kv_head
 void tg_lm_caches_free(tg_kv_cache *c, int n_layer)
 {
     if (!c) return;
-    for (int i = 0; i < n_layer; i++) tg_kv_cache_free(&c[i]);
+    for (int i = 0; i < n_layer; i++) tg_kv_cache_release(&c[i]);
     tg_free(c);
 }
 

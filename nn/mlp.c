@@ -23,11 +23,15 @@ const char *tg_ffn_kind_name(tg_ffn_kind k)
     return (int)k >= 0 && (int)k < 4 ? names[k] : NULL;
 }
 
-int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
-                double dropout, tg_error *err)
+int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, int hidden, const tg_mlp_options *o,
+                tg_error *err)
 {
     if (!m || !p || !name)
         return tg_error_set(err, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
+    const tg_mlp_options opt = o ? *o : (tg_mlp_options){0};
+    const tg_mlp_kind kind = opt.kind;
+    const bool bias = opt.bias;
+    const double dropout = opt.dropout;
     *m = (tg_mlp_mod){.kind = kind};
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_error_set(err, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
@@ -41,12 +45,12 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind,
     const bool swiglu = kind == TG_MLP_SWIGLU;
     char full[TG_NN_NAME_MAX + 1];
     if (tg_nn_join(full, name, swiglu ? "w1" : "c_fc", "mlp_init", err)) return -1;
-    if (tg_linear_init(&m->up, p, full, C, hidden, bias, NULL, err)) return -1;
+    if (tg_linear_init(&m->up, p, full, C, hidden, bias, err)) return -1;
     if (tg_nn_join(full, name, swiglu ? "w2" : "c_proj", "mlp_init", err)) return -1;
-    if (tg_linear_init(&m->down, p, full, hidden, C, bias, NULL, err)) return -1;
+    if (tg_linear_init(&m->down, p, full, hidden, C, bias, err)) return -1;
     if (!swiglu) return 0;
     if (tg_nn_join(full, name, "w3", "mlp_init", err)) return -1;
-    return tg_linear_init(&m->gate, p, full, C, hidden, bias, NULL, err);
+    return tg_linear_init(&m->gate, p, full, C, hidden, bias, err);
 }
 
 void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std)

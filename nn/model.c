@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../core/err_internal.h"
+#include "nn_internal.h"
 
 /* ---- the speedrun options both families share (docs/speedrun.md), each key
  * written only when the option is on, so a file without it is today's
@@ -277,9 +278,9 @@ const char *tg_model_family_names(void) { return family_names; }
 
 /* ---- models ---------------------------------------------------------------- */
 
-int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
+int tg_model_init(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
-    if (!m || !c) return tg_error_set(err, "model_new: %s is NULL", m ? "the config" : "the model");
+    if (!m || !c) return tg_error_set(err, "model_init: %s is NULL", m ? "the config" : "the model");
     memset(m, 0, sizeof *m);
     const tg_model_family *f = tg_model_family_find(c->arch);
     if (!f)
@@ -294,7 +295,7 @@ int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t se
     return 0;
 }
 
-void tg_model_free(tg_model *m)
+void tg_model_release(tg_model *m)
 {
     if (!m) return;
     if (m->family) m->family->destroy(m->impl);

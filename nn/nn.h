@@ -27,8 +27,8 @@ extern "C" {
  * submodule (<name>.<part>): a longer one is refused, never truncated. */
 #define TG_NN_NAME_MAX 255
 
-/* The seed that draws nothing: tg_gpt_new, tg_llama_new and tg_model_new
- * (for the built-in families) given TG_NO_INIT build the model with its
+/* The seed that draws nothing: tg_model_init (for the built-in families)
+ * given TG_NO_INIT builds the model with its
  * weights, embeddings and biases zero and its norms' weights 1, drawing no
  * random initialisation, for a caller that fills every parameter next
  * (from a file: tg_st_load_params). Drawing a normal number for every
@@ -44,13 +44,14 @@ typedef struct tg_linear_mod {
 } tg_linear_mod;
 
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
- * initialised as PyTorch's nn.Linear is: every element uniform in
- * [-1/sqrt(in), 1/sqrt(in)), drawn from r (the weight in flat order, then
- * the bias). r NULL leaves both at zero, for an owner that initialises
- * them itself (tg_linear_init_normal, as the GPT and the Llama do).
- * Errors: in or out < 1, a duplicate name, out of memory. */
-TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_rng *r,
-                          tg_error *err);
+ * both zero-filled (initialise them next: tg_linear_init_uniform, or
+ * tg_linear_init_normal as the GPT and the Llama do). Errors: in or out
+ * < 1, a duplicate name, out of memory. */
+TG_API int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int out, bool bias, tg_error *err);
+/* PyTorch's nn.Linear initialisation: every element of the weight, then
+ * of the bias, uniform in [-1/sqrt(in), 1/sqrt(in)), drawn from r in flat
+ * order. Nothing for a NULL l or r, or a module not initialised. */
+TG_API void tg_linear_init_uniform(tg_linear_mod *l, tg_rng *r);
 /* Fills the weight with normal(0, std) values drawn from r in flat order
  * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a
  * NULL l or r. */
@@ -108,13 +109,22 @@ typedef struct tg_mlp_mod {
     double dropout;       /* after the down projection */
 } tg_mlp_mod;
 
-/* Registers the linears under the names of the kind's family:
- * <name>.c_fc, <name>.c_proj (GELU, ReLU squared), or <name>.w1, <name>.w2, <name>.w3
- * (SwiGLU, in that order, as llama2.c's model.py), zero-filled, with
- * biases when bias. Errors: C or hidden outside [1, 2^28], an unknown
+/* What an MLP has besides its sizes; the zero value (or a NULL pointer)
+ * is a GELU MLP without biases or dropout. */
+typedef struct tg_mlp_options {
+    tg_mlp_kind kind;     /* TG_MLP_GELU (0) unless set */
+    bool bias;            /* biases on the projections */
+    double dropout;       /* after the down projection, in [0, 1) */
+} tg_mlp_options;
+
+/* Registers the linears of a C -> hidden -> C feed-forward under the
+ * names of the kind's family: <name>.c_fc, <name>.c_proj (GELU, ReLU
+ * squared), or <name>.w1, <name>.w2, <name>.w3 (SwiGLU, in that order, as
+ * llama2.c's model.py), zero-filled, with biases when o->bias. o may be
+ * NULL (the defaults). Errors: C or hidden outside [1, 2^28], an unknown
  * kind, dropout outside [0, 1), a duplicate name, out of memory. */
-TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, tg_mlp_kind kind, int C, int hidden, bool bias,
-                       double dropout, tg_error *err);
+TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, int hidden, const tg_mlp_options *o,
+                       tg_error *err);
 /* Normal(0, std) weights for the up (and gate) projection, normal(0,
  * down_std) for the down one, zero biases, drawn from r in registration
  * order (nanoGPT scales c_proj; Llama's model.py scales w3 instead: pass
@@ -156,8 +166,9 @@ TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, 
 /* Forgets the cached positions, to start a new sequence; keeps the
  * memory. Nothing for a NULL c. */
 TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
-/* Frees the buffers and zeroes c; accepts NULL. */
-TG_API void tg_kv_cache_free(tg_kv_cache *c);
+/* Frees the buffers and zeroes c (the struct stays the caller's); accepts
+ * NULL and a zeroed c. */
+TG_API void tg_kv_cache_release(tg_kv_cache *c);
 /* The context shift of a cache that is full (llama.cpp's): drops cached
  * positions [n_keep, n_keep + n_discard) of every sequence, moves the
  * later ones back by n_discard (len shrinks by n_discard), and, with
@@ -217,21 +228,14 @@ typedef struct tg_mha_mod {
 
 /* Registers the projections of config c under name (tg_mha_layout; Ckv =
  * n_kv_head * dh, dh = n_embd / n_head), biases only with c->bias, all
- * zero-filled. Errors: NULL arguments, n_embd or n_head < 1, n_embd not
- * divisible by n_head, n_kv_head not dividing n_head, dropout out of
- * range, rope_theta neither 0 nor > 1, an odd head size with RoPE,
- * qk_norm_eps neither 0 nor in (0, 1], an unknown layout or rope flags, a
- * duplicate name, out of memory. */
-TG_API int tg_mha_init_config(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err);
-/* tg_mha_init_config for ordinary multi-head attention without RoPE:
- * <name>.c_attn.{weight,bias} (3C, C), (3C) when fused, else
- * <name>.{q,k,v}_proj.{weight,bias} (C, C), (C); and
- * <name>.c_proj.{weight,bias} (C, C), (C); biases only with bias; all
- * zero-filled. dropout (in [0, 1)) applies to the attention weights and
- * to the output. Errors: n_embd or n_head < 1, n_embd not divisible by
- * n_head, dropout out of range, a duplicate name, out of memory. */
-TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, int n_embd, int n_head, bool bias,
-                       bool fused, double dropout, tg_error *err);
+ * zero-filled. Ordinary multi-head attention is {.n_embd, .n_head} and
+ * the rest zero: <name>.c_attn (3C, C) fused, then <name>.c_proj (C, C).
+ * Errors: NULL arguments, n_embd or n_head < 1, n_embd not divisible by
+ * n_head, n_kv_head not dividing n_head, dropout out of range, rope_theta
+ * neither 0 nor > 1, an odd head size with RoPE, qk_norm_eps neither 0
+ * nor in (0, 1], an unknown layout or rope flags, a duplicate name, out
+ * of memory. */
+TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_config *c, tg_error *err);
 /* Normal(0, std) weights for the q, k and v projections (c_attn, or
  * q_proj, k_proj, v_proj; wq, wk, wv), normal(0, out_std) for the output
  * projection (c_proj, wo), zero biases, drawn from r in registration
@@ -288,7 +292,21 @@ typedef enum tg_ffn_kind {
  * out of range. */
 TG_API const char *tg_ffn_kind_name(tg_ffn_kind k);
 
-/* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ---------------------------------- */
+/* ---- GPT (nn/gpt.c): GPT-2 / nanoGPT ----------------------------------
+ * The model tg_model_init builds for arch "gpt" (its impl is a tg_gpt,
+ * whose modules a program may read): the config checked (every size >= 1,
+ * n_embd % n_head == 0, dropout in [0, 1)), the parameters registered in
+ * nanoGPT's state_dict order and names (transformer.wte.weight,
+ * transformer.wpe.weight, transformer.h.<i>.ln_1.weight,
+ * ...attn.c_attn.weight, ..., transformer.ln_f.weight[, .bias]) and
+ * initialised as nanoGPT: normal(0, 0.02) for weights and embeddings,
+ * 0.02/sqrt(2 n_layer) for the residual projections (attn.c_proj,
+ * mlp.c_proj), zero biases, LayerNorm weights 1. Its parameter count
+ * (tg_model_num_params) is, in closed form, nanoGPT's get_num_params with
+ * the position embedding counted: V C + block_size C + n_layer (12 C^2 +
+ * 2 C) + C, plus 11 C per layer and C with biases. The forward takes T <=
+ * block_size (with the cache on, cache len + T <= block_size) and ids in
+ * [0, V); errors name "gpt". */
 
 typedef struct tg_gpt_config {
     int n_layer, n_head, n_embd, block_size, vocab_size;
@@ -315,65 +333,24 @@ typedef struct tg_gpt {
     tg_params *params;        /* owned */
     tg_tensor *wte, *wpe;     /* (V,C), (block_size,C) */
     tg_tensor *lm_head;       /* (V,C): wte itself unless cfg.untie_head */
-    tg_gpt_block *h;              /* n_layer blocks */
+    tg_gpt_block *h;          /* n_layer blocks */
     tg_layernorm_mod ln_f;
     tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
 } tg_gpt;
 
-/* Validates the config (every size >= 1, n_embd % n_head == 0, dropout
- * in [0,1)), registers the parameters in nanoGPT's state_dict order and
- * names (transformer.wte.weight, transformer.wpe.weight,
- * transformer.h.<i>.ln_1.weight, ...attn.c_attn.weight, ...,
- * transformer.ln_f.weight[, .bias]) and initialises them as nanoGPT:
- * normal(0, 0.02) for weights and embeddings, 0.02/sqrt(2 n_layer) for
- * the residual projections (attn.c_proj, mlp.c_proj), zero biases,
- * LayerNorm weights 1 (seed TG_NO_INIT: no normals drawn, the weights
- * and embeddings left zero). dt is TG_F32 or TG_F64. NULL with a message
- * in err for a NULL cfg, a bad config or dtype, or out of memory. */
-TG_API tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err);
-/* The number of parameter elements tg_gpt_new registers for cfg, in
- * closed form, without allocating anything (nanoGPT's get_num_params with
- * the position embedding counted): V C + block_size C + n_layer (12 C^2 +
- * 2 C) + C, plus 11 C per layer and C with biases. -1 for a config
- * tg_gpt_new refuses (NULL, a size < 1, n_embd % n_head != 0, an MLP past
- * 2^28 wide, a tensor past TG_MAX_NUMEL) or a count past TG_MAX_NUMEL
- * (2^40, the store's limit). A file that claims a config can be checked against it before
- * a model is built. */
-TG_API int64_t tg_gpt_num_params(const tg_gpt_config *cfg);
-/* Frees the model, its parameter store and its caches; accepts NULL. */
-TG_API void tg_gpt_free(tg_gpt *m);
-/* Switches every block between fused and composed attention (sets
- * cfg.attn_composed and each tg_mha_mod.composed). Nothing for a NULL m. */
-TG_API void tg_gpt_set_attn_composed(tg_gpt *m, bool composed);
-
-/* idx (B,T) i32 -> logits (B,T,V). T <= block_size (with the cache on,
- * cache len + T <= block_size), ids in [0, V): else an error. */
-TG_API tg_tensor *tg_gpt_forward(tg_graph *g, tg_gpt *m, tg_tensor *idx);
-/* tg_gpt_forward that also hands back each layer's attention weights, for
- * inspection: attn_weights is NULL or an array of n_layer slots; slot i
- * receives layer i's (B,H,T,Tk) softmax probabilities before attention
- * dropout (Tk = cache len + T; rows sum to 1, blocked future keys are 0),
- * arena tensors on g. Every slot is NULL when the forward fails (with a
- * NULL m they are left alone: there is no n_layer to know them by). */
-TG_API tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor **attn_weights);
-/* Mean cross-entropy of the logits against targets (B,T) i32 (-1 ignored):
- * a scalar. Errors: those of tg_gpt_forward and tg_cross_entropy, and
- * targets that are not i32 shaped like idx. */
-TG_API tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *targets);
-
-/* KV cache for incremental decoding: while enabled, tg_gpt_forward appends
- * the new positions to every layer's cache and attends over all of them.
- * Enabling makes n_layer empty caches of block_size positions for `batch`
- * sequences (replacing any earlier ones). Returns 0, or -1 with err for a
- * NULL m, batch < 1, caches too large (tg_kv_cache_init) or out of memory. */
-TG_API int tg_gpt_cache_enable(tg_gpt *m, int batch, tg_error *err);
-/* Empties every layer's cache, to start new sequences; nothing when
- * disabled or for a NULL m. */
-TG_API void tg_gpt_cache_clear(tg_gpt *m);
-/* Frees the caches: tg_gpt_forward runs without them again. Accepts NULL. */
-TG_API void tg_gpt_cache_disable(tg_gpt *m);
-
-/* ---- Llama (nn/llama.c): llama2.c's model.py ------------------------ */
+/* ---- Llama (nn/llama.c): llama2.c's model.py ------------------------
+ * The model tg_model_init builds for arch "llama" (its impl is a
+ * tg_llama): the config checked (every size >= 1, n_embd = n_head x an
+ * even head size, n_kv_head dividing n_head, rope_theta > 1, norm_eps in
+ * (0, 1], dropout in [0, 1), known rope flags), the parameters registered
+ * in model.py's state_dict order and names (tok_embeddings.weight,
+ * layers.<i>.attention.wq.weight, ..., layers.<i>.feed_forward.w1.weight,
+ * ..., layers.<i>.attention_norm.weight, layers.<i>.ffn_norm.weight,
+ * norm.weight[, output.weight]) and initialised as model.py: normal(0,
+ * 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1. Its
+ * parameter count: V C (twice when not tied) + C + n_layer C (2 C + 2 Ckv
+ * + 3 hidden + 2). Positions are the cache length + t (RoPE); errors name
+ * "llama". */
 
 typedef struct tg_llama_config {
     int n_layer, n_head, n_kv_head, n_embd;   /* n_kv_head divides n_head */
@@ -413,43 +390,6 @@ typedef struct tg_llama {
  * multiple_of * ceil(int(2 * 4 dim / 3) / multiple_of) (768 for dim 288
  * and multiple_of 32). -1 for dim or multiple_of below 1 or too large. */
 TG_API int tg_llama_hidden_dim(int dim, int multiple_of);
-/* Validates the config (every size >= 1, n_embd = n_head x an even head
- * size, n_kv_head dividing n_head, rope_theta > 1, norm_eps in (0, 1],
- * dropout in [0, 1), known rope flags), registers the parameters in
- * model.py's state_dict order and names (tok_embeddings.weight,
- * layers.<i>.attention.wq.weight, ..., layers.<i>.feed_forward.w1.weight,
- * ..., layers.<i>.attention_norm.weight, layers.<i>.ffn_norm.weight,
- * norm.weight[, output.weight]) and initialises them as model.py:
- * normal(0, 0.02), and 0.02/sqrt(2 n_layer) for w3 and wo; norm weights 1
- * (seed TG_NO_INIT: no normals drawn, the weights and embeddings left
- * zero). dt is TG_F32 or TG_F64. NULL with a message otherwise. */
-TG_API tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, tg_error *err);
-/* The number of parameter elements tg_llama_new registers for cfg, in
- * closed form, without allocating: V C (twice when not tied) + C +
- * n_layer C (2 C + 2 Ckv + 3 hidden + 2). -1 for a config tg_llama_new
- * refuses (its own checks, an MLP past 2^28 wide, a tensor past
- * TG_MAX_NUMEL), or a count past TG_MAX_NUMEL (2^40, the store's limit). */
-TG_API int64_t tg_llama_num_params(const tg_llama_config *cfg);
-/* Frees the model, its parameter store and its caches; accepts NULL. */
-TG_API void tg_llama_free(tg_llama *m);
-/* Switches every layer between fused and composed attention. Nothing for NULL. */
-TG_API void tg_llama_set_attn_composed(tg_llama *m, bool composed);
-/* idx (B,T) i32 -> logits (B,T,V); the rules and errors of tg_gpt_forward
- * ("llama: ..."). Positions are the cache length + t (RoPE). */
-TG_API tg_tensor *tg_llama_forward(tg_graph *g, tg_llama *m, tg_tensor *idx);
-/* tg_llama_forward that also hands back each layer's attention weights
- * (B,H,T,Tk) into attn_weights[0..n_layer) (NULL, or slots), as
- * tg_gpt_forward_ex does. */
-TG_API tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor **attn_weights);
-/* Mean cross-entropy against targets (B,T) i32 (-1 ignored): a scalar. */
-TG_API tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *targets);
-/* KV caches of block_size positions (n_kv_head heads) for `batch`
- * sequences in every layer, as tg_gpt_cache_enable. */
-TG_API int tg_llama_cache_enable(tg_llama *m, int batch, tg_error *err);
-/* Empties every layer's cache; nothing when disabled or for NULL. */
-TG_API void tg_llama_cache_clear(tg_llama *m);
-/* Frees the caches; accepts NULL. */
-TG_API void tg_llama_cache_disable(tg_llama *m);
 
 /* ---- Language models behind one interface (nn/model.c) ------------------
  * A family is a table of functions (tg_model_family) that builds a model
@@ -510,7 +450,8 @@ typedef struct tg_model_family {
     int (*cache_shift)(void *impl, int n_keep, int n_discard, tg_error *err);
 } tg_model_family;
 
-/* A model of some family: what tg_model_new fills in. */
+/* A model of some family: what tg_model_init fills in (the struct is the
+ * caller's; tg_model_release frees what it holds). */
 typedef struct tg_model {
     const tg_model_family *family;
     tg_model_config config;   /* config.arch is the family's name */
@@ -532,20 +473,34 @@ TG_API const char *tg_model_family_names(void);
  * initialised from seed (TG_NO_INIT: the built-in families draw nothing,
  * for weights loaded next), into *m. 0, or -1 with a message (an unknown
  * family, or the family's). m is zeroed on failure. */
-TG_API int tg_model_new(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err);
-/* Frees the model; accepts a zeroed m or NULL. */
-TG_API void tg_model_free(tg_model *m);
-/* The parameter count c implies (without allocating), or -1. */
+TG_API int tg_model_init(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err);
+/* Frees what m holds (its model, store and caches) and zeroes it; accepts
+ * a zeroed m or NULL. */
+TG_API void tg_model_release(tg_model *m);
+/* The parameter count c implies (without allocating), or -1 for a config
+ * the family refuses (or a count past TG_MAX_NUMEL, 2^40, the store's
+ * limit): a file that claims a config can be checked against it before a
+ * model is built. */
 TG_API int64_t tg_model_num_params(const tg_model_config *c);
-/* idx (B,T) i32 -> logits (B,T,V); attn_weights NULL or n_layer slots. */
+/* idx (B,T) i32 -> logits (B,T,V). attn_weights is NULL or an array of
+ * n_layer slots, for inspection: slot i receives layer i's (B,H,T,Tk)
+ * softmax probabilities before attention dropout (Tk = cache len + T;
+ * rows sum to 1, blocked future keys are 0), arena tensors on g; a
+ * built-in family makes every slot NULL when the forward fails. */
 TG_API tg_tensor *tg_model_forward(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor **attn_weights);
-/* Mean cross-entropy against targets (B,T) i32 (-1 ignored): a scalar. */
+/* Mean cross-entropy against targets (B,T) i32 (-1 ignored): a scalar.
+ * Errors: the forward's and tg_cross_entropy's, and targets that are not
+ * i32 shaped like idx. */
 TG_API tg_tensor *tg_model_loss(tg_graph *g, tg_model *m, tg_tensor *idx, tg_tensor *targets);
 /* The composed attention path (true) or fused (false); -1 when the family
  * has only one. */
 TG_API int tg_model_set_composed(tg_model *m, bool composed);
-/* KV caches for `batch` sequences; -1 with a message when the family
- * cannot decode with a cache. */
+/* KV caches for incremental decoding: while enabled, the forward appends
+ * the new positions to every layer's cache and attends over all of them.
+ * Enabling makes empty caches of block_size positions for `batch`
+ * sequences (replacing any earlier ones). 0, or -1 with a message: the
+ * family cannot decode with a cache, batch < 1, caches too large
+ * (tg_kv_cache_init), out of memory. */
 TG_API int tg_model_cache_enable(tg_model *m, int batch, tg_error *err);
 /* Empties the caches; nothing when there are none. */
 TG_API void tg_model_cache_clear(tg_model *m);

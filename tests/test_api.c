@@ -125,15 +125,6 @@ static void kv_overflow(fx *f, int batch, int n_head, int head_dim, int max_len)
              c.k ? "set" : "NULL");
 }
 
-/* a small GPT for the cases that need a model */
-static tg_gpt *small_gpt(int block_size)
-{
-    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = block_size, .vocab_size = 5};
-    tg_gpt *m = tg_gpt_new(&c, TG_F32, 1, NULL);
-    if (!m) abort();
-    return m;
-}
-
 /* A tensor f32 (3) of g made before a reset of g (its memory now holds
  * the fixture's x and ids, made again). */
 static tg_tensor *stale(fx *f)
@@ -169,18 +160,12 @@ static tg_st_file *st_kv(fx *f)
     return st;
 }
 
-/* a small Llama (2 heads sharing 1 kv head of size 4) for the cases that need one */
-static tg_llama_config llama_cfg(void)
+/* a small Llama's config (2 heads sharing 1 kv head of size 4) for the cases that need one */
+static tg_model_config llama_cfg(void)
 {
-    return (tg_llama_config){.n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
-                             .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
-}
-static tg_llama *small_llama(void)
-{
-    tg_llama_config c = llama_cfg();
-    tg_llama *m = tg_llama_new(&c, TG_F32, 1, NULL);
-    if (!m) abort();
-    return m;
+    return (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8,
+                             .hidden_dim = 16, .block_size = 4, .vocab_size = 5, .rope_theta = 10000,
+                             .norm_eps = 1e-5, .tied = true};
 }
 
 /* A TG_TOK_BPE tokenizer of 260 ids (3 specials, 256 bytes, the merge
@@ -675,25 +660,25 @@ static tg_linear_mod lin;
 static tg_layernorm_mod ln;
 static tg_mlp_mod mlp;
 static tg_mha_mod mha;
-static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, NULL, &f->err)); }
-static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, NULL, &f->err)); }
-static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, NULL, &f->err)); }
-static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 0, 3, false, NULL, NULL)); }
+static void c_linear_init_nol(fx *f) { num(f, tg_linear_init(NULL, f->p, "l", 2, 3, false, &f->err)); }
+static void c_linear_init_nop(fx *f) { num(f, tg_linear_init(&lin, NULL, "l", 2, 3, false, &f->err)); }
+static void c_linear_init_noname(fx *f) { num(f, tg_linear_init(&lin, f->p, NULL, 2, 3, false, &f->err)); }
+static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 0, 3, false, NULL)); }
 static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
 static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, &f->err)); }
 static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
 static void c_mlp_init_big(fx *f)
 {
-    num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_GELU, 1 << 29, 4, false, 0, &f->err));
+    num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, 4, NULL, &f->err));
 }
-static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", TG_MLP_GELU, 4, 16, false, 0, &f->err)); }
+static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", 4, 16, NULL, &f->err)); }
 static void c_mlp_forward(fx *f) { ptr(f, tg_mlp_forward(f->g, NULL, f->x)); }
 static void c_kv_overflow(fx *f) { kv_overflow(f, 4, 1, 1 << 30, 1 << 30); }
 static void c_kv_wide(fx *f) { kv_overflow(f, 1, 1 << 16, 1 << 16, 1); }
 static void c_kv_zero(fx *f) { kv_overflow(f, 0, 1, 1, 1); }
 static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1, &f->err)); }
 static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
-static void c_kv_free(fx *f) { (void)f; tg_kv_cache_free(NULL); }
+static void c_kv_free(fx *f) { (void)f; tg_kv_cache_release(NULL); }
 static void c_kv_shift_null(fx *f) { num(f, tg_kv_cache_shift(NULL, 0, 1, 0, 0, fresh())); note(f, te.msg); }
 /* a cache of 2 positions asked to drop 2 after the first: refused, unchanged */
 static void kv_shift(fx *f, int keep, int discard, double theta, int flags)
@@ -704,59 +689,45 @@ static void kv_shift(fx *f, int keep, int discard, double theta, int flags)
     const int rc = tg_kv_cache_shift(&c, keep, discard, theta, flags, fresh());
     note(f, te.msg);
     snprintf(f->got, sizeof f->got, "%d, len %d", rc, c.len);
-    tg_kv_cache_free(&c);
+    tg_kv_cache_release(&c);
 }
 static void c_kv_shift_far(fx *f) { kv_shift(f, 1, 2, 10000, TG_ROPE_INTERLEAVED); }
 static void c_kv_shift_theta(fx *f) { kv_shift(f, 0, 1, 0.5, TG_ROPE_INTERLEAVED); }
 static void c_kv_shift_flags(fx *f) { kv_shift(f, 0, 1, 10000, 7); }
-static void c_mha_init(fx *f) { num(f, tg_mha_init(&mha, f->p, NULL, 4, 2, true, true, 0, &f->err)); }
+static void c_mha_init(fx *f)
+{
+    num(f, tg_mha_init(&mha, f->p, NULL, &(tg_mha_config){.n_embd = 4, .n_head = 2, .bias = true}, &f->err));
+}
 static void c_mha_stale_mask(fx *f)
 {
-    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL)) abort();
+    if (tg_mha_init(&mha, f->p, "attn", &(tg_mha_config){.n_embd = 4, .n_head = 2}, NULL)) abort();
     tg_tensor *kp = stale(f);
     ptr(f, tg_mha_forward(f->g, &mha, f->x, NULL, &(tg_attn_args){.key_padding = kp}));
 }
 static void c_mha_cache_len(fx *f)
 {
     tg_kv_cache c;
-    if (tg_mha_init(&mha, f->p, "attn", 4, 2, false, true, 0, NULL) ||
+    if (tg_mha_init(&mha, f->p, "attn", &(tg_mha_config){.n_embd = 4, .n_head = 2}, NULL) ||
         tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL))
         abort();
     c.len = -3;   /* a field the caller is not to write */
     tg_tensor *x = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
     ptr(f, tg_mha_forward(f->g, &mha, x, NULL, &(tg_attn_args){.causal = true, .cache = &c}));
-    tg_kv_cache_free(&c);
+    tg_kv_cache_release(&c);
 }
 static void c_mha_forward(fx *f) { ptr(f, tg_mha_forward(f->g, NULL, f->x, NULL, NULL)); }
-static void c_gpt_new_nocfg(fx *f) { ptr(f, tg_gpt_new(NULL, TG_F32, 0, &f->err)); }
-static void c_gpt_new_huge(fx *f)
-{
-    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 1 << 12, .block_size = 1, .vocab_size = 1 << 30};
-    ptr(f, tg_gpt_new(&c, TG_F32, 0, &f->err));
-}
-static void c_gpt_free(fx *f) { (void)f; tg_gpt_free(NULL); }
-static void c_gpt_composed(fx *f) { (void)f; tg_gpt_set_attn_composed(NULL, true); }
-static void c_gpt_forward(fx *f) { ptr(f, tg_gpt_forward(f->g, NULL, f->ids)); }
-static void c_gpt_forward_ex(fx *f)
-{
-    tg_tensor *w[1];
-    ptr(f, tg_gpt_forward_ex(f->g, NULL, f->ids, w));
-}
-static void c_gpt_loss(fx *f) { ptr(f, tg_gpt_loss(f->g, NULL, f->ids, f->ids)); }
-static void c_gpt_cache_nom(fx *f) { num(f, tg_gpt_cache_enable(NULL, 1, &f->err)); }
-static void c_gpt_cache_huge(fx *f)
-{
-    tg_gpt *m = small_gpt(1024);
-    num(f, tg_gpt_cache_enable(m, INT_MAX, &f->err));
-    tg_gpt_free(m);
-}
-static void c_gpt_cache_clear(fx *f) { (void)f; tg_gpt_cache_clear(NULL); }
-static void c_gpt_cache_disable(fx *f) { (void)f; tg_gpt_cache_disable(NULL); }
 static tg_rmsnorm_mod rms;
 static void c_linear_init_normal_nol(fx *f) { (void)f; tg_linear_init_normal(NULL, &rng, 0.02); }
+static void c_linear_init_uniform_nol(fx *f) { (void)f; tg_linear_init_uniform(NULL, &rng); }
+static void c_linear_init_uniform_nor(fx *f)
+{
+    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL)) abort();
+    tg_linear_init_uniform(&lin, NULL);
+    num(f, tg_tensor_get(lin.weight, 0));
+}
 static void c_linear_init_normal_nor(fx *f)
 {
-    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL, NULL)) abort();
+    if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL)) abort();
     tg_linear_init_normal(&lin, NULL, 0.02);
     num(f, tg_tensor_get(lin.weight, 0));
 }
@@ -782,16 +753,16 @@ static const char *long_name(size_t n)
 }
 static void c_linear_init_long(fx *f)
 {
-    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, NULL, &f->err));
+    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, &f->err));
 }
 static void c_linear_init_300(fx *f)
 {
-    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, NULL, &f->err));
+    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, &f->err));
 }
 static void c_linear_init_max(fx *f)
 {
     char full[320];
-    int rc = tg_linear_init(&lin, f->p, long_name(248), 2, 3, true, NULL, &f->err);
+    int rc = tg_linear_init(&lin, f->p, long_name(248), 2, 3, true, &f->err);
     snprintf(full, sizeof full, "%s.weight", long_name(248));
     snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.weight" : "no weight");
 }
@@ -805,45 +776,50 @@ static void c_rmsnorm_init_long(fx *f)
 }
 static void c_mlp_init_long(fx *f)
 {
-    num(f, tg_mlp_init(&mlp, f->p, long_name(251), TG_MLP_GELU, 4, 16, true, 0, &f->err));
+    num(f, tg_mlp_init(&mlp, f->p, long_name(251), 4, 16, &(tg_mlp_options){.bias = true}, &f->err));
 }
 static void c_mha_init_long(fx *f)
 {
-    num(f, tg_mha_init(&mha, f->p, long_name(300), 4, 2, true, false, 0, &f->err));
+    num(f,
+        tg_mha_init(&mha, f->p, long_name(300),
+                    &(tg_mha_config){.n_embd = 4, .n_head = 2, .layout = TG_MHA_SEPARATE, .bias = true}, &f->err));
 }
 static void c_mha_init_over(fx *f)
 {
-    num(f, tg_mha_init(&mha, f->p, long_name(242), 4, 2, true, false, 0, &f->err));
+    num(f,
+        tg_mha_init(&mha, f->p, long_name(242),
+                    &(tg_mha_config){.n_embd = 4, .n_head = 2, .layout = TG_MHA_SEPARATE, .bias = true}, &f->err));
 }
 static void c_mha_init_max(fx *f)
 {
     char full[320];
-    int rc = tg_mha_init(&mha, f->p, long_name(241), 4, 2, true, false, 0, &f->err);
+    int rc = tg_mha_init(&mha, f->p, long_name(241),
+                         &(tg_mha_config){.n_embd = 4, .n_head = 2, .layout = TG_MHA_SEPARATE, .bias = true}, &f->err);
     snprintf(full, sizeof full, "%s.c_proj.weight", long_name(241));
     snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.c_proj.weight" : "no c_proj");
 }
 static void c_mlp_init_kind(fx *f)
 {
-    num(f, tg_mlp_init(&mlp, f->p, "mlp", (tg_mlp_kind)7, 4, 16, false, 0, &f->err));
+    num(f, tg_mlp_init(&mlp, f->p, "mlp", 4, 16, &(tg_mlp_options){.kind = (tg_mlp_kind)7}, &f->err));
 }
 static void c_ffn_kind_name_bad(fx *f) { text(f, tg_ffn_kind_name((tg_ffn_kind)4)); }
 static void c_mlp_init_dropout(fx *f)
 {
-    num(f, tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_SWIGLU, 4, 16, false, 1, &f->err));
+    num(f, tg_mlp_init(&mlp, f->p, "mlp", 4, 16, &(tg_mlp_options){.kind = TG_MLP_SWIGLU, .dropout = 1}, &f->err));
 }
 static void c_mlp_init_normal_nom(fx *f) { (void)f; tg_mlp_init_normal(NULL, &rng, 0.02, 0.02, 0.02); }
 static void c_mlp_init_normal_nor(fx *f)
 {
-    if (tg_mlp_init(&mlp, f->p, "mlp", TG_MLP_SWIGLU, 2, 4, false, 0, NULL)) abort();
+    if (tg_mlp_init(&mlp, f->p, "mlp", 2, 4, &(tg_mlp_options){.kind = TG_MLP_SWIGLU}, NULL)) abort();
     tg_mlp_init_normal(&mlp, NULL, 0.02, 0.02, 0.02);
     num(f, tg_tensor_get(mlp.gate.weight, 0));
 }
-/* tg_mha_init_config of "attn" with config c */
+/* tg_mha_init of "attn" with config c */
 static void mha_config(fx *f, tg_mha_config c)
 {
-    num(f, tg_mha_init_config(&mha, f->p, "attn", &c, &f->err));
+    num(f, tg_mha_init(&mha, f->p, "attn", &c, &f->err));
 }
-static void c_mha_cfg_null(fx *f) { num(f, tg_mha_init_config(&mha, f->p, "attn", NULL, &f->err)); }
+static void c_mha_cfg_null(fx *f) { num(f, tg_mha_init(&mha, f->p, "attn", NULL, &f->err)); }
 static void c_mha_cfg_kv(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = 3}); }
 static void c_mha_cfg_kv_neg(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = -1}); }
 static void c_mha_cfg_wide(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 1 << 29, .n_head = 2}); }
@@ -860,123 +836,9 @@ static void c_mha_cfg_layout(fx *f)
 static void c_mha_cfg_dropout(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .dropout = NAN}); }
 static void c_mha_init_normal(fx *f) { (void)f; tg_mha_init_normal(NULL, &rng, 0.02, 0.02); }
 static void c_mha_uses_fused(fx *f) { flag(f, tg_mha_uses_fused(f->g, NULL, NULL)); }
-static void c_gpt_num_params_nocfg(fx *f) { num(f, (double)tg_gpt_num_params(NULL)); }
-static void c_gpt_num_params_heads(fx *f)
-{
-    tg_gpt_config c = {.n_layer = 1, .n_head = 3, .n_embd = 4, .block_size = 1, .vocab_size = 5};
-    num(f, (double)tg_gpt_num_params(&c));
-}
-static void c_gpt_num_params_huge(fx *f)
-{
-    tg_gpt_config c = {.n_layer = INT_MAX, .n_head = 1, .n_embd = INT_MAX, .block_size = 1, .vocab_size = 1};
-    num(f, (double)tg_gpt_num_params(&c));
-}
 static void c_llama_hidden_zero(fx *f) { num(f, tg_llama_hidden_dim(0, 32)); }
 static void c_llama_hidden_mult(fx *f) { num(f, tg_llama_hidden_dim(288, 0)); }
 static void c_llama_hidden_max(fx *f) { num(f, tg_llama_hidden_dim(INT_MAX, INT_MAX)); }
-/* tg_llama_new(c, dt): NULL or not (the model freed) */
-static void llama_new(fx *f, tg_llama_config c, tg_dtype dt)
-{
-    tg_llama *m = tg_llama_new(&c, dt, 1, &f->err);
-    ptr(f, m);
-    tg_llama_free(m);
-}
-static void c_llama_new_nocfg(fx *f) { ptr(f, tg_llama_new(NULL, TG_F32, 1, &f->err)); }
-static void c_llama_new_kv(fx *f) { tg_llama_config c = llama_cfg(); c.n_kv_head = 3; llama_new(f, c, TG_F32); }
-static void c_llama_new_kv_zero(fx *f) { tg_llama_config c = llama_cfg(); c.n_kv_head = 0; llama_new(f, c, TG_F32); }
-static void c_llama_new_odd(fx *f) { tg_llama_config c = llama_cfg(); c.n_embd = 6; llama_new(f, c, TG_F32); }
-static void c_llama_new_theta(fx *f) { tg_llama_config c = llama_cfg(); c.rope_theta = 1; llama_new(f, c, TG_F32); }
-static void c_llama_new_flags(fx *f) { tg_llama_config c = llama_cfg(); c.rope_flags = 2; llama_new(f, c, TG_F32); }
-static void c_llama_new_eps(fx *f) { tg_llama_config c = llama_cfg(); c.norm_eps = 0; llama_new(f, c, TG_F32); }
-static void c_llama_new_dropout(fx *f) { tg_llama_config c = llama_cfg(); c.dropout = 1; llama_new(f, c, TG_F32); }
-static void c_llama_new_dtype(fx *f) { llama_new(f, llama_cfg(), TG_I32); }
-static void c_llama_new_vocab(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.vocab_size = 1 << 30;
-    c.n_embd = 1 << 12;
-    llama_new(f, c, TG_F32);
-}
-static void c_llama_new_hidden(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.hidden_dim = 1 << 29;
-    llama_new(f, c, TG_F32);
-}
-static void c_llama_num_params_hidden(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.hidden_dim = 1 << 29;   /* the MLP refuses it: tg_llama_new reserves nothing for it */
-    num(f, (double)tg_llama_num_params(&c));
-}
-static void c_gpt_num_params_wide(fx *f)
-{
-    tg_gpt_config c = {.n_layer = 1, .n_head = 1, .n_embd = 1 << 27, .block_size = 8, .vocab_size = 8};   /* an MLP of 4 C past 2^28 */
-    num(f, (double)tg_gpt_num_params(&c));
-}
-static void c_llama_num_params_nocfg(fx *f) { num(f, (double)tg_llama_num_params(NULL)); }
-static void c_llama_num_params_kv(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.n_kv_head = 3;
-    num(f, (double)tg_llama_num_params(&c));
-}
-static void c_llama_num_params_huge(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.n_layer = c.hidden_dim = INT_MAX;
-    c.n_embd = 1 << 30;
-    c.n_head = 1 << 29;
-    num(f, (double)tg_llama_num_params(&c));
-}
-static void c_llama_free(fx *f) { (void)f; tg_llama_free(NULL); }
-static void c_llama_composed(fx *f) { (void)f; tg_llama_set_attn_composed(NULL, true); }
-static void c_llama_forward_nom(fx *f) { ptr(f, tg_llama_forward(f->g, NULL, f->ids)); }
-/* tg_llama_forward on the small Llama */
-static void llama_forward(fx *f, tg_tensor *idx)
-{
-    tg_llama *m = small_llama();
-    ptr(f, tg_llama_forward(f->g, m, idx));
-    tg_llama_free(m);
-}
-static void c_llama_forward_id(fx *f) { ((int32_t *)f->ids->data)[4] = 7; llama_forward(f, f->ids); }
-static void c_llama_forward_long(fx *f) { llama_forward(f, tg_tensor_new(f->g, TG_I32, TT_SHAPE(1, 5))); }
-static void c_llama_forward_f32(fx *f) { llama_forward(f, f->x); }
-static void c_llama_forward_ex_nom(fx *f) { tg_tensor *w[1]; ptr(f, tg_llama_forward_ex(f->g, NULL, f->ids, w)); }
-static void c_llama_forward_ex_slots(fx *f)
-{
-    tg_llama *m = small_llama();
-    tg_tensor *w[1] = {f->x};
-    ((int32_t *)f->ids->data)[0] = -1;
-    tg_tensor *y = tg_llama_forward_ex(f->g, m, f->ids, w);
-    snprintf(f->got, sizeof f->got, "%s, slot %s", y ? "non-NULL" : "NULL", w[0] ? "set" : "NULL");
-    tg_llama_free(m);
-}
-static void c_llama_loss_nom(fx *f) { ptr(f, tg_llama_loss(f->g, NULL, f->ids, f->ids)); }
-static void c_llama_loss_targets(fx *f)
-{
-    tg_llama *m = small_llama();
-    ptr(f, tg_llama_loss(f->g, m, f->ids, f->x));
-    tg_llama_free(m);
-}
-static void c_llama_cache_nom(fx *f) { num(f, tg_llama_cache_enable(NULL, 1, &f->err)); }
-static void c_llama_cache_batch(fx *f)
-{
-    tg_llama *m = small_llama();
-    num(f, tg_llama_cache_enable(m, 0, &f->err));
-    tg_llama_free(m);
-}
-static void c_llama_cache_huge(fx *f)
-{
-    tg_llama_config c = llama_cfg();
-    c.block_size = 1 << 20;   /* no position embedding: costs nothing until the cache */
-    tg_llama *m = tg_llama_new(&c, TG_F32, 1, NULL);
-    if (!m) abort();
-    num(f, tg_llama_cache_enable(m, INT_MAX, &f->err));
-    tg_llama_free(m);
-}
-static void c_llama_cache_clear(fx *f) { (void)f; tg_llama_cache_clear(NULL); }
-static void c_llama_cache_disable(fx *f) { (void)f; tg_llama_cache_disable(NULL); }
 static void c_model_register_null(fx *f) { num(f, tg_model_register(NULL, &f->err)); }
 static void c_model_register_noname(fx *f)
 {
@@ -988,20 +850,20 @@ static void c_model_family_find(fx *f) { ptr(f, tg_model_family_find(NULL)); }
 static void c_model_family_names(fx *f) { text(f, tg_model_family_names()); }
 static void c_model_new_nom(fx *f)
 {
-    num(f, tg_model_new(NULL, &(tg_model_config){.arch = "gpt"}, TG_F32, 1, &f->err));
+    num(f, tg_model_init(NULL, &(tg_model_config){.arch = "gpt"}, TG_F32, 1, &f->err));
 }
 static void c_model_new_noarch(fx *f)
 {
     tg_model m;
-    num(f, tg_model_new(&m, &(tg_model_config){0}, TG_F32, 1, &f->err));
+    num(f, tg_model_init(&m, &(tg_model_config){0}, TG_F32, 1, &f->err));
 }
 static void c_model_new_bad(fx *f)
 {
     tg_model m;
     const tg_model_config c = {.arch = "gpt", .n_layer = 1, .n_head = 3, .n_embd = 8, .block_size = 4, .vocab_size = 5};
-    num(f, tg_model_new(&m, &c, TG_F32, 1, &f->err));
+    num(f, tg_model_init(&m, &c, TG_F32, 1, &f->err));
 }
-static void c_model_free(fx *f) { (void)f; tg_model_free(NULL); }
+static void c_model_free(fx *f) { (void)f; tg_model_release(NULL); }
 static void c_model_num_params(fx *f) { num(f, (double)tg_model_num_params(NULL)); }
 static void c_model_forward(fx *f) { ptr(f, tg_model_forward(f->g, NULL, f->ids, NULL)); }
 static void c_model_forward_empty(fx *f) { ptr(f, tg_model_forward(f->g, &(tg_model){0}, f->ids, NULL)); }
@@ -1017,7 +879,7 @@ static tg_model small_model(const char *arch)
     const tg_model_config c = {.arch = arch, .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
                                .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m;
-    if (tg_model_new(&m, &c, TG_F32, 1, NULL)) abort();
+    if (tg_model_init(&m, &c, TG_F32, 1, NULL)) abort();
     return m;
 }
 static void c_model_cache_shift_gpt(fx *f)
@@ -1026,14 +888,14 @@ static void c_model_cache_shift_gpt(fx *f)
     if (tg_model_cache_enable(&m, 1, NULL)) abort();
     num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
     note(f, te.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 static void c_model_cache_shift_off(fx *f)
 {
     tg_model m = small_model("llama");
     num(f, tg_model_cache_shift(&m, 0, 1, fresh()));
     note(f, te.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 static void c_model_config_write(fx *f) { num(f, tg_model_config_write(NULL, f->w)); }
 static void c_model_config_write_now(fx *f) { num(f, tg_model_config_write(&(tg_model_config){.arch = "gpt"}, NULL)); }
@@ -1048,6 +910,128 @@ static void c_model_config_read_nokeys(fx *f)
     tg_model_config c;
     num(f, tg_model_config_read(st, &c, &f->err));
     tg_st_free(st);
+}
+/* tg_model_init(c, dt) of the built-in families: its result (the model released) */
+static void model_init(fx *f, tg_model_config c, tg_dtype dt)
+{
+    tg_model m;
+    num(f, tg_model_init(&m, &c, dt, 1, &f->err));
+    tg_model_release(&m);
+}
+static const tg_model_config GPT_SMALL = {.arch = "gpt", .n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4,
+                                          .vocab_size = 5};
+static void c_model_gpt_huge(fx *f)
+{
+    tg_model_config c = GPT_SMALL;
+    c.n_embd = 1 << 12, c.vocab_size = 1 << 30;
+    model_init(f, c, TG_F32);
+}
+static void c_model_gpt_cache_huge(fx *f)
+{
+    tg_model_config c = GPT_SMALL;
+    c.block_size = 1024;
+    tg_model m;
+    if (tg_model_init(&m, &c, TG_F32, 1, NULL)) abort();
+    num(f, tg_model_cache_enable(&m, INT_MAX, &f->err));
+    tg_model_release(&m);
+}
+static void c_model_gpt_params_heads(fx *f)
+{
+    tg_model_config c = GPT_SMALL;
+    c.n_head = 3;
+    num(f, (double)tg_model_num_params(&c));
+}
+static void c_model_gpt_params_huge(fx *f)
+{
+    tg_model_config c = GPT_SMALL;
+    c.n_layer = c.n_embd = INT_MAX;
+    num(f, (double)tg_model_num_params(&c));
+}
+static void c_model_gpt_params_wide(fx *f)
+{
+    tg_model_config c = GPT_SMALL;
+    c.n_embd = 1 << 27;   /* an MLP of 4 C past 2^28 */
+    num(f, (double)tg_model_num_params(&c));
+}
+static void c_model_llama_kv(fx *f) { tg_model_config c = llama_cfg(); c.n_kv_head = 3; model_init(f, c, TG_F32); }
+static void c_model_llama_kv_zero(fx *f) { tg_model_config c = llama_cfg(); c.n_kv_head = 0; model_init(f, c, TG_F32); }
+static void c_model_llama_odd(fx *f) { tg_model_config c = llama_cfg(); c.n_embd = 6; model_init(f, c, TG_F32); }
+static void c_model_llama_theta(fx *f) { tg_model_config c = llama_cfg(); c.rope_theta = 1; model_init(f, c, TG_F32); }
+static void c_model_llama_eps(fx *f) { tg_model_config c = llama_cfg(); c.norm_eps = 0; model_init(f, c, TG_F32); }
+static void c_model_llama_dropout(fx *f) { tg_model_config c = llama_cfg(); c.dropout = 1; model_init(f, c, TG_F32); }
+static void c_model_llama_dtype(fx *f) { model_init(f, llama_cfg(), TG_I32); }
+static void c_model_llama_vocab(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.vocab_size = 1 << 30;
+    c.n_embd = 1 << 12;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_hidden(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.hidden_dim = 1 << 29;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_params_hidden(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.hidden_dim = 1 << 29;   /* the MLP refuses it: tg_model_init reserves nothing for it */
+    num(f, (double)tg_model_num_params(&c));
+}
+static void c_model_llama_params_kv(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.n_kv_head = 3;
+    num(f, (double)tg_model_num_params(&c));
+}
+static void c_model_llama_params_huge(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.n_layer = c.hidden_dim = INT_MAX;
+    c.n_embd = 1 << 30;
+    c.n_head = 1 << 29;
+    num(f, (double)tg_model_num_params(&c));
+}
+/* tg_model_forward on the small Llama */
+static void llama_forward(fx *f, tg_tensor *idx)
+{
+    tg_model m = small_model("llama");
+    ptr(f, tg_model_forward(f->g, &m, idx, NULL));
+    tg_model_release(&m);
+}
+static void c_model_llama_forward_id(fx *f) { ((int32_t *)f->ids->data)[4] = 7; llama_forward(f, f->ids); }
+static void c_model_llama_forward_long(fx *f) { llama_forward(f, tg_tensor_new(f->g, TG_I32, TT_SHAPE(1, 5))); }
+static void c_model_llama_forward_f32(fx *f) { llama_forward(f, f->x); }
+static void c_model_llama_forward_slots(fx *f)
+{
+    tg_model m = small_model("llama");
+    tg_tensor *w[1] = {f->x};
+    ((int32_t *)f->ids->data)[0] = -1;
+    tg_tensor *y = tg_model_forward(f->g, &m, f->ids, w);
+    snprintf(f->got, sizeof f->got, "%s, slot %s", y ? "non-NULL" : "NULL", w[0] ? "set" : "NULL");
+    tg_model_release(&m);
+}
+static void c_model_llama_loss_targets(fx *f)
+{
+    tg_model m = small_model("llama");
+    ptr(f, tg_model_loss(f->g, &m, f->ids, f->x));
+    tg_model_release(&m);
+}
+static void c_model_llama_cache_batch(fx *f)
+{
+    tg_model m = small_model("llama");
+    num(f, tg_model_cache_enable(&m, 0, &f->err));
+    tg_model_release(&m);
+}
+static void c_model_llama_cache_huge(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.block_size = 1 << 20;   /* no position embedding: costs nothing until the cache */
+    tg_model m;
+    if (tg_model_init(&m, &c, TG_F32, 1, NULL)) abort();
+    num(f, tg_model_cache_enable(&m, INT_MAX, &f->err));
+    tg_model_release(&m);
 }
 
 /* optim/optim.h */
@@ -1577,7 +1561,7 @@ static void c_generate_noprompt(fx *f)
     tg_model m = small_model("llama");
     num(f, (double)tg_generate(&m, NULL, 0, 1, NULL, fresh()));
     note(f, te.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 static void c_text_nll_null(fx *f) { num(f, tg_text_nll(NULL, (int32_t[]){0, 1}, 2, 0, NULL, fresh())); note(f, te.msg); }
 static void c_text_nll_short(fx *f)
@@ -1587,7 +1571,7 @@ static void c_text_nll_short(fx *f)
     num(f, tg_text_nll(&m, (int32_t[]){0}, 1, 0, &preds, fresh()));
     note(f, te.msg);
     if (preds) snprintf(f->got, sizeof f->got, "predictions %lld", (long long)preds);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 /* pictures/pictures.h */
 static void rgb_text(fx *f, tg_rgb c) { snprintf(f->got, sizeof f->got, "%d,%d,%d", c.r, c.g, c.b); }
@@ -1725,7 +1709,7 @@ static void c_attn_maps_init_t(fx *f)
     num(f, tg_attn_maps_init(&a, &m, (int32_t[]){0, 1, 2, 3, 4}, 5, fresh()));
     note(f, te.msg);
     if (a.T || a.w) snprintf(f->got, sizeof f->got, "a not zeroed");
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 static void c_attn_maps_init_id(fx *f)
 {
@@ -1733,7 +1717,7 @@ static void c_attn_maps_init_id(fx *f)
     tg_attn_maps a;
     num(f, tg_attn_maps_init(&a, &m, (int32_t[]){0, 9}, 2, fresh()));
     note(f, te.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 static void c_attn_maps_release(fx *f) { (void)f; tg_attn_maps_release(NULL); }
 static void c_attn_labels_null(fx *f)
@@ -2448,7 +2432,7 @@ static const api_case CASES[] = {
      c_kv_zero},
     {"tg_kv_cache_init(NULL, ...)", "-1", "kv_cache_init: cache is NULL", c_kv_null},
     {"tg_kv_cache_clear(NULL)", "returns", NULL, c_kv_clear},
-    {"tg_kv_cache_free(NULL)", "returns", NULL, c_kv_free},
+    {"tg_kv_cache_release(NULL)", "returns", NULL, c_kv_free},
     {"tg_kv_cache_shift(NULL, ...)", "-1", "kv_cache_shift: the cache is NULL", c_kv_shift_null},
     {"tg_kv_cache_shift(c of 2 positions, n_keep 1, n_discard 2)", "-1, len 2",
      "n_keep 1 and n_discard 2 must be >= 0 and >= 1, together at most the 2 cached positions", c_kv_shift_far},
@@ -2461,20 +2445,9 @@ static const api_case CASES[] = {
     {"tg_mha_forward(g, m, x, NULL, {.cache = a cache with len -3})", "NULL",
      "mha: KV cache length -3 is outside [0, max_len 4]", c_mha_cache_len},
     {"tg_mha_forward(g, NULL, x, NULL, NULL)", "NULL", "mha: the module is NULL", c_mha_forward},
-    {"tg_gpt_new(NULL, ...)", "NULL", "gpt: the config is NULL", c_gpt_new_nocfg},
-    {"tg_gpt_new(vocab 2^30 x n_embd 2^12)", "NULL", "'transformer.wte.weight': bad shape: too many elements",
-     c_gpt_new_huge},
-    {"tg_gpt_free(NULL)", "returns", NULL, c_gpt_free},
-    {"tg_gpt_set_attn_composed(NULL, true)", "returns", NULL, c_gpt_composed},
-    {"tg_gpt_forward(g, NULL, idx)", "NULL", "gpt: the model is NULL", c_gpt_forward},
-    {"tg_gpt_forward_ex(g, NULL, idx, w)", "NULL", "gpt: the model is NULL", c_gpt_forward_ex},
-    {"tg_gpt_loss(g, NULL, idx, targets)", "NULL", "gpt_loss: the model is NULL", c_gpt_loss},
-    {"tg_gpt_cache_enable(NULL, 1, err)", "-1", "gpt_cache_enable: the model is NULL", c_gpt_cache_nom},
-    {"tg_gpt_cache_enable(m (block 1024), INT_MAX, err)", "-1", "kv_cache_init: batch 2147483647 x max_len 1024",
-     c_gpt_cache_huge},
-    {"tg_gpt_cache_clear(NULL)", "returns", NULL, c_gpt_cache_clear},
-    {"tg_gpt_cache_disable(NULL)", "returns", NULL, c_gpt_cache_disable},
     {"tg_linear_init_normal(NULL, r, 0.02)", "returns", NULL, c_linear_init_normal_nol},
+    {"tg_linear_init_uniform(NULL, r)", "returns", NULL, c_linear_init_uniform_nol},
+    {"tg_linear_init_uniform(l, NULL): draws nothing", "0", NULL, c_linear_init_uniform_nor},
     {"tg_linear_init_normal(l, NULL, 0.02): weight unchanged", "0", NULL, c_linear_init_normal_nor},
     {"tg_rmsnorm_init(NULL, ...)", "-1", "rmsnorm_init: the module is NULL", c_rmsnorm_init_nol},
     {"tg_rmsnorm_init(l, NULL, ...)", "-1", "rmsnorm_init: params is NULL", c_rmsnorm_init_nop},
@@ -2504,81 +2477,37 @@ static const api_case CASES[] = {
     {"tg_mha_init(m, p, a name of 241 bytes, separate, bias)", "0, <name>.c_proj.weight", NULL, c_mha_init_max},
     {"tg_mlp_init(m, p, \"mlp\", kind 7, ...)", "-1", "mlp 'mlp': unknown kind 7", c_mlp_init_kind},
     {"tg_ffn_kind_name(4)", "(NULL)", NULL, c_ffn_kind_name_bad},
-    {"tg_mlp_init(m, p, \"mlp\", SWIGLU, 4, 16, false, dropout 1, ...)", "-1",
+    {"tg_mlp_init(m, p, \"mlp\", 4, 16, &(tg_mlp_options){.kind = SWIGLU, .dropout = dropout 1}, ...)", "-1",
      "mlp 'mlp': dropout must be in [0, 1), got 1", c_mlp_init_dropout},
     {"tg_mlp_init_normal(NULL, r, ...)", "returns", NULL, c_mlp_init_normal_nom},
     {"tg_mlp_init_normal(m SwiGLU, NULL, ...): w3 unchanged", "0", NULL, c_mlp_init_normal_nor},
-    {"tg_mha_init_config(m, p, \"attn\", NULL, ...)", "-1", "mha_init: the config is NULL", c_mha_cfg_null},
-    {"tg_mha_init_config(C 4, n_head 2, n_kv_head 3)", "-1", "mha 'attn': n_kv_head 3 must divide n_head 2",
-     c_mha_cfg_kv},
-    {"tg_mha_init_config(C 4, n_head 2, n_kv_head -1)", "-1", "mha 'attn': n_kv_head -1 must divide n_head 2",
+    {"tg_mha_init(m, p, \"attn\", NULL, ...)", "-1", "mha_init: the config is NULL", c_mha_cfg_null},
+    {"tg_mha_init(C 4, n_head 2, n_kv_head 3)", "-1", "mha 'attn': n_kv_head 3 must divide n_head 2", c_mha_cfg_kv},
+    {"tg_mha_init(C 4, n_head 2, n_kv_head -1)", "-1", "mha 'attn': n_kv_head -1 must divide n_head 2",
      c_mha_cfg_kv_neg},
-    {"tg_mha_init_config(C 2^29, n_head 2)", "-1", "(n_embd <= 2^28), got 536870912 and 2", c_mha_cfg_wide},
-    {"tg_mha_init_config(C 6, n_head 2, RoPE)", "-1",
-     "mha 'attn': RoPE needs an even head size (got 3: n_embd 6 / n_head 2)", c_mha_cfg_rope_odd},
-    {"tg_mha_init_config(rope_theta 1)", "-1", "mha 'attn': rope_theta must be 0 (no RoPE) or finite and > 1, got 1",
+    {"tg_mha_init(C 2^29, n_head 2)", "-1", "(n_embd <= 2^28), got 536870912 and 2", c_mha_cfg_wide},
+    {"tg_mha_init(C 6, n_head 2, RoPE)", "-1", "mha 'attn': RoPE needs an even head size (got 3: n_embd 6 / n_head 2)",
+     c_mha_cfg_rope_odd},
+    {"tg_mha_init(rope_theta 1)", "-1", "mha 'attn': rope_theta must be 0 (no RoPE) or finite and > 1, got 1",
      c_mha_cfg_theta},
-    {"tg_mha_init_config(RoPE, rope_flags 5)", "-1",
+    {"tg_mha_init(RoPE, rope_flags 5)", "-1",
      "mha 'attn': unknown rope_flags 5 (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", c_mha_cfg_rope_flags},
-    {"tg_mha_init_config(layout 9)", "-1", "mha 'attn': unknown layout 9", c_mha_cfg_layout},
-    {"tg_mha_init_config(dropout NaN)", "-1", "mha 'attn': dropout must be in [0, 1), got nan", c_mha_cfg_dropout},
+    {"tg_mha_init(layout 9)", "-1", "mha 'attn': unknown layout 9", c_mha_cfg_layout},
+    {"tg_mha_init(dropout NaN)", "-1", "mha 'attn': dropout must be in [0, 1), got nan", c_mha_cfg_dropout},
     {"tg_mha_init_normal(NULL, r, ...)", "returns", NULL, c_mha_init_normal},
     {"tg_mha_uses_fused(g, NULL, NULL)", "false", NULL, c_mha_uses_fused},
-    {"tg_gpt_num_params(NULL)", "-1", NULL, c_gpt_num_params_nocfg},
-    {"tg_gpt_num_params(n_embd 4, n_head 3)", "-1", NULL, c_gpt_num_params_heads},
-    {"tg_gpt_num_params(n_layer INT_MAX, n_embd INT_MAX)", "-1", NULL, c_gpt_num_params_huge},
     {"tg_llama_hidden_dim(0, 32)", "-1", NULL, c_llama_hidden_zero},
     {"tg_llama_hidden_dim(288, 0)", "-1", NULL, c_llama_hidden_mult},
     {"tg_llama_hidden_dim(INT_MAX, INT_MAX)", "-1", NULL, c_llama_hidden_max},
-    {"tg_llama_new(NULL, ...)", "NULL", "llama: the config is NULL", c_llama_new_nocfg},
-    {"tg_llama_new(n_head 2, n_kv_head 3)", "NULL", "llama: n_kv_head 3 must divide n_head 2", c_llama_new_kv},
-    {"tg_llama_new(n_kv_head 0)", "NULL", "llama: every size must be >= 1: n_layer 1, n_head 2, n_kv_head 0",
-     c_llama_new_kv_zero},
-    {"tg_llama_new(n_embd 6, n_head 2)", "NULL", "llama: n_embd 6 must be n_head 2 times an even head size",
-     c_llama_new_odd},
-    {"tg_llama_new(rope_theta 1)", "NULL", "llama: rope_theta must be finite and > 1, got 1", c_llama_new_theta},
-    {"tg_llama_new(rope_flags 2)", "NULL", "llama: unknown rope_flags 2", c_llama_new_flags},
-    {"tg_llama_new(norm_eps 0)", "NULL", "llama: norm_eps must be in (0, 1], got 0", c_llama_new_eps},
-    {"tg_llama_new(dropout 1)", "NULL", "llama: dropout must be in [0, 1), got 1", c_llama_new_dropout},
-    {"tg_llama_new(cfg, i32, ...)", "NULL", "llama: dtype must be f32 or f64, got i32", c_llama_new_dtype},
-    {"tg_llama_new(vocab 2^30 x n_embd 2^12)", "NULL", "'tok_embeddings.weight': bad shape: too many elements",
-     c_llama_new_vocab},
-    {"tg_llama_new(hidden_dim 2^29)", "NULL", "mlp 'layers.0.feed_forward': C and hidden must be in [1, 2^28]",
-     c_llama_new_hidden},
-    {"tg_llama_num_params(NULL)", "-1", NULL, c_llama_num_params_nocfg},
-    {"tg_llama_num_params(hidden_dim 2^29)", "-1", NULL, c_llama_num_params_hidden},
-    {"tg_gpt_num_params(n_embd 2^27)", "-1", NULL, c_gpt_num_params_wide},
-    {"tg_llama_num_params(n_head 2, n_kv_head 3)", "-1", NULL, c_llama_num_params_kv},
-    {"tg_llama_num_params(n_layer INT_MAX, n_embd 2^30, hidden INT_MAX)", "-1", NULL, c_llama_num_params_huge},
-    {"tg_llama_free(NULL)", "returns", NULL, c_llama_free},
-    {"tg_llama_set_attn_composed(NULL, true)", "returns", NULL, c_llama_composed},
-    {"tg_llama_forward(g, NULL, idx)", "NULL", "llama: the model is NULL", c_llama_forward_nom},
-    {"tg_llama_forward(g, m (vocab 5), idx holding 7)", "NULL",
-     "llama: idx i32 (2,3): token id 7 at flat position 4 is outside [0, 5)", c_llama_forward_id},
-    {"tg_llama_forward(g, m (block 4), idx (1,5))", "NULL", "T = 5 with 0 cached positions exceeds block_size 4",
-     c_llama_forward_long},
-    {"tg_llama_forward(g, m, f32 x)", "NULL", "llama: idx must be i32 (B,T), got f32 (2,3)", c_llama_forward_f32},
-    {"tg_llama_forward_ex(g, NULL, idx, w)", "NULL", "llama: the model is NULL", c_llama_forward_ex_nom},
-    {"tg_llama_forward_ex(g, m, idx holding -1, w)", "NULL, slot NULL", "token id -1 at flat position 0",
-     c_llama_forward_ex_slots},
-    {"tg_llama_loss(g, NULL, idx, targets)", "NULL", "llama_loss: the model is NULL", c_llama_loss_nom},
-    {"tg_llama_loss(g, m, idx, f32 targets)", "NULL", "llama_loss: targets must be i32 shaped like idx",
-     c_llama_loss_targets},
-    {"tg_llama_cache_enable(NULL, 1, err)", "-1", "llama_cache_enable: the model is NULL", c_llama_cache_nom},
-    {"tg_llama_cache_enable(m, 0, err)", "-1", "llama_cache_enable: batch must be >= 1, got 0", c_llama_cache_batch},
-    {"tg_llama_cache_enable(m (block 2^20), INT_MAX, err)", "-1", "kv_cache_init: batch 2147483647 x max_len 1048576",
-     c_llama_cache_huge},
-    {"tg_llama_cache_clear(NULL)", "returns", NULL, c_llama_cache_clear},
-    {"tg_llama_cache_disable(NULL)", "returns", NULL, c_llama_cache_disable},
     {"tg_model_register(NULL, ...)", "-1", "model_register: the family is NULL", c_model_register_null},
     {"tg_model_register(a family with arch NULL, ...)", "-1", "model_register: a family's name is 1-31 bytes",
      c_model_register_noname},
     {"tg_model_family_find(NULL)", "NULL", NULL, c_model_family_find},
     {"tg_model_family_names()", "gpt, llama", NULL, c_model_family_names},
-    {"tg_model_new(NULL, ...)", "-1", "model_new: the model is NULL", c_model_new_nom},
-    {"tg_model_new(m, a config with arch NULL, ...)", "-1", "unknown model architecture ''", c_model_new_noarch},
-    {"tg_model_new(m, a GPT of n_embd 8 and 3 heads, ...)", "-1", "gpt", c_model_new_bad},
-    {"tg_model_free(NULL)", "returns", NULL, c_model_free},
+    {"tg_model_init(NULL, ...)", "-1", "model_init: the model is NULL", c_model_new_nom},
+    {"tg_model_init(m, a config with arch NULL, ...)", "-1", "unknown model architecture ''", c_model_new_noarch},
+    {"tg_model_init(m, a GPT of n_embd 8 and 3 heads, ...)", "-1", "gpt", c_model_new_bad},
+    {"tg_model_release(NULL)", "returns", NULL, c_model_free},
     {"tg_model_num_params(NULL)", "-1", NULL, c_model_num_params},
     {"tg_model_forward(g, NULL, ...)", "NULL", NULL, c_model_forward},
     {"tg_model_forward(g, a zeroed model, ...)", "NULL", NULL, c_model_forward_empty},
@@ -2597,6 +2526,44 @@ static const api_case CASES[] = {
     {"tg_model_config_read(NULL, c, ...)", "-1", "model_config_read: the file is NULL", c_model_config_read},
     {"tg_model_config_read(a file without a GPT's keys, ...)", "-1", "checkpoint metadata has no 'n_layer'",
      c_model_config_read_nokeys},
+    {"tg_model_init(gpt: vocab 2^30 x n_embd 2^12)", "-1", "'transformer.wte.weight': bad shape: too many elements",
+     c_model_gpt_huge},
+    {"tg_model_cache_enable(gpt m (block 1024), INT_MAX, err)", "-1", "kv_cache_init: batch 2147483647 x max_len 1024",
+     c_model_gpt_cache_huge},
+    {"tg_model_num_params(gpt: n_embd 4, n_head 3)", "-1", NULL, c_model_gpt_params_heads},
+    {"tg_model_num_params(gpt: n_layer INT_MAX, n_embd INT_MAX)", "-1", NULL, c_model_gpt_params_huge},
+    {"tg_model_num_params(gpt: n_embd 2^27)", "-1", NULL, c_model_gpt_params_wide},
+    {"tg_model_init(llama: n_head 2, n_kv_head 3)", "-1", "llama: n_kv_head 3 must divide n_head 2", c_model_llama_kv},
+    {"tg_model_init(llama: n_kv_head 0)", "-1", "llama: every size must be >= 1: n_layer 1, n_head 2, n_kv_head 0",
+     c_model_llama_kv_zero},
+    {"tg_model_init(llama: n_embd 6, n_head 2)", "-1", "llama: n_embd 6 must be n_head 2 times an even head size",
+     c_model_llama_odd},
+    {"tg_model_init(llama: rope_theta 1)", "-1", "llama: rope_theta must be finite and > 1, got 1",
+     c_model_llama_theta},
+    {"tg_model_init(llama: norm_eps 0)", "-1", "llama: norm_eps must be in (0, 1], got 0", c_model_llama_eps},
+    {"tg_model_init(llama: dropout 1)", "-1", "llama: dropout must be in [0, 1), got 1", c_model_llama_dropout},
+    {"tg_model_init(llama, i32, ...)", "-1", "llama: dtype must be f32 or f64, got i32", c_model_llama_dtype},
+    {"tg_model_init(llama: vocab 2^30 x n_embd 2^12)", "-1", "'tok_embeddings.weight': bad shape: too many elements",
+     c_model_llama_vocab},
+    {"tg_model_init(llama: hidden_dim 2^29)", "-1", "mlp 'layers.0.feed_forward': C and hidden must be in [1, 2^28]",
+     c_model_llama_hidden},
+    {"tg_model_num_params(llama: hidden_dim 2^29)", "-1", NULL, c_model_llama_params_hidden},
+    {"tg_model_num_params(llama: n_head 2, n_kv_head 3)", "-1", NULL, c_model_llama_params_kv},
+    {"tg_model_num_params(llama: n_layer INT_MAX, n_embd 2^30, hidden INT_MAX)", "-1", NULL, c_model_llama_params_huge},
+    {"tg_model_forward(g, llama m (vocab 5), idx holding 7, NULL)", "NULL",
+     "llama: idx i32 (2,3): token id 7 at flat position 4 is outside [0, 5)", c_model_llama_forward_id},
+    {"tg_model_forward(g, llama m (block 4), idx (1,5), NULL)", "NULL",
+     "T = 5 with 0 cached positions exceeds block_size 4", c_model_llama_forward_long},
+    {"tg_model_forward(g, llama m, f32 x, NULL)", "NULL", "llama: idx must be i32 (B,T), got f32 (2,3)",
+     c_model_llama_forward_f32},
+    {"tg_model_forward(g, llama m, idx holding -1, w)", "NULL, slot NULL", "token id -1 at flat position 0",
+     c_model_llama_forward_slots},
+    {"tg_model_loss(g, llama m, idx, f32 targets)", "NULL", "llama_loss: targets must be i32 shaped like idx",
+     c_model_llama_loss_targets},
+    {"tg_model_cache_enable(llama m, 0, err)", "-1", "llama_cache_enable: batch must be >= 1, got 0",
+     c_model_llama_cache_batch},
+    {"tg_model_cache_enable(llama m (block 2^20), INT_MAX, err)", "-1",
+     "kv_cache_init: batch 2147483647 x max_len 1048576", c_model_llama_cache_huge},
     /* optim/optim.h */
     {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
     {"tg_sgd_new(p, -1, 0, NULL)", "NULL", NULL, c_sgd_new_noerr},
@@ -3017,14 +2984,18 @@ static const api_case CASES[] = {
     {"tg_attn_page_code(NAN)", "0", NULL, c_attn_page_code_nan},
     {"tg_attn_page_code(INFINITY)", "4187920", NULL, c_attn_page_code_inf},
     {"tg_attn_page_html(NULL, ...)", "NULL", "attn_page_html: a NULL argument", c_attn_page_html_null},
-    {"tg_attn_page_html(maps of 0 positions, ...)", "NULL", "attn_page_html: no maps: 1 layers x 1 heads over 0 "
-     "positions", c_attn_page_html_empty},
+    {"tg_attn_page_html(maps of 0 positions, ...)", "NULL",
+     "attn_page_html: no maps: 1 layers x 1 heads over 0 "
+     "positions",
+     c_attn_page_html_empty},
     {"tg_attn_page_html(maps of 65536 positions, ...)", "NULL", "more than 2^31 cells", c_attn_page_html_huge},
     {"tg_attn_write(maps, labels, unit, NULL)", "-1", "attn_write: the directory is NULL", c_attn_write_nodir},
     {"tg_attn_write(NULL, labels, unit, dir)", "-1", "attn_page_html: a NULL argument", c_attn_write_nomaps},
     {"tg_lossplot_png(NULL, NULL, NULL, NULL)", "-1", "lossplot_png: png or len is NULL", c_lossplot_png_null},
-    {"tg_lossplot_png(NULL, a val curve of 3 points and no arrays, ...)", "-1", "the val curve has 3 points and a "
-     "NULL step", c_lossplot_png_noarrays},
+    {"tg_lossplot_png(NULL, a val curve of 3 points and no arrays, ...)", "-1",
+     "the val curve has 3 points and a "
+     "NULL step",
+     c_lossplot_png_noarrays},
     {"tg_lossplot_write(NULL, png, ...)", "-1", "lossplot_write: the metrics path is NULL", c_lossplot_write_null},
     {"tg_lossplot_write(\"/nonexistent.csv\", ...)", "-1", "/nonexistent.csv: No such file or directory",
      c_lossplot_write_nofile},

@@ -143,21 +143,23 @@ static void batch(tg_graph *g, int B, int T, int V, tg_tensor **idx, tg_tensor *
 START_TEST(hook_completeness_on_the_gpt)
 {
     for (int variant = 0; variant < 3; variant++) {   /* fused, composed, biases */
-        tg_gpt_config c = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11,
-                           .bias = variant == 2, .attn_composed = variant == 1};
+        const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8,
+                                   .vocab_size = 11, .bias = variant == 2};
         tg_error err = {0};
-        tg_gpt *m = tg_gpt_new(&c, TG_F64, 1, &err);
-        ck_assert_msg(m != NULL, "%s", err.msg);
+        tg_model m;
+        ck_assert_msg(tg_model_init(&m, &c, TG_F64, 1, &err) == 0, "%s", err.msg);
+        tg_model_set_composed(&m, variant == 1);
         tg_graph *g = tg_graph_new();
         tg_tensor *idx, *tgt;
         batch(g, 2, 8, 11, &idx, &tgt);
-        ck_assert_int_gt(check_backward(g, m->params, tg_gpt_loss(g, m, idx, tgt)), 0);
+        ck_assert_int_gt(check_backward(g, m.params, tg_model_loss(g, &m, idx, tgt)), 0);
         /* the tied embedding is read by the lookup, before any block (and by the
          * head, last): its gradient is complete only at the very end */
-        for (int j = 2; j < tg_params_count(m->params); j++)
-            ck_assert_int_lt(first_reader(g, m->wte), first_reader(g, tg_params_at(m->params, j)));
+        const tg_tensor *wte = ((tg_gpt *)m.impl)->wte;
+        for (int j = 2; j < tg_params_count(m.params); j++)
+            ck_assert_int_lt(first_reader(g, wte), first_reader(g, tg_params_at(m.params, j)));
         tg_graph_free(g);
-        tg_gpt_free(m);
+        tg_model_release(&m);
     }
 }
 END_TEST
@@ -165,19 +167,19 @@ END_TEST
 START_TEST(hook_completeness_on_the_llama)
 {
     for (int variant = 0; variant < 2; variant++) {   /* GQA fused and tied; MHA composed and untied */
-        tg_llama_config c = {.n_layer = 2, .n_head = 4, .n_kv_head = variant ? 4 : 2, .n_embd = 16,
-                             .hidden_dim = 24, .block_size = 8, .vocab_size = 13, .rope_theta = 10000,
-                             .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = !variant,
-                             .attn_composed = variant};
+        const tg_model_config c = {.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = variant ? 4 : 2,
+                                   .n_embd = 16, .hidden_dim = 24, .block_size = 8, .vocab_size = 13,
+                                   .rope_theta = 10000, .norm_eps = 1e-5, .tied = !variant};
         tg_error err = {0};
-        tg_llama *m = tg_llama_new(&c, TG_F64, 2, &err);
-        ck_assert_msg(m != NULL, "%s", err.msg);
+        tg_model m;
+        ck_assert_msg(tg_model_init(&m, &c, TG_F64, 2, &err) == 0, "%s", err.msg);
+        tg_model_set_composed(&m, variant);
         tg_graph *g = tg_graph_new();
         tg_tensor *idx, *tgt;
         batch(g, 2, 8, 13, &idx, &tgt);
-        ck_assert_int_gt(check_backward(g, m->params, tg_llama_loss(g, m, idx, tgt)), 0);
+        ck_assert_int_gt(check_backward(g, m.params, tg_model_loss(g, &m, idx, tgt)), 0);
         tg_graph_free(g);
-        tg_llama_free(m);
+        tg_model_release(&m);
     }
 }
 END_TEST

@@ -115,8 +115,8 @@ static void shard_ranges(void)
 /* ---- models ------------------------------------------------------------- */
 
 typedef struct net {
-    tg_gpt *gpt;
-    tg_llama *llama;
+    tg_model m;
+    bool llama;
     tg_params *p;
 } net;
 
@@ -124,17 +124,14 @@ static net make_net(bool llama, tg_dtype dt)
 {
     net n = {0};
     tg_error err = {0};
-    if (llama) {
-        tg_llama_config c = {.n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 40,
-                             .block_size = 8, .vocab_size = 13, .rope_theta = 10000,
-                             .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = false};
-        n.llama = tg_llama_new(&c, dt, 7, &err);
-        n.p = n.llama ? n.llama->params : NULL;
-    } else {
-        tg_gpt_config c = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11, .bias = true};
-        n.gpt = tg_gpt_new(&c, dt, 7, &err);
-        n.p = n.gpt ? n.gpt->params : NULL;
-    }
+    const tg_model_config c = llama ? (tg_model_config){.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = 2,
+                                                        .n_embd = 16, .hidden_dim = 40, .block_size = 8,
+                                                        .vocab_size = 13, .rope_theta = 10000, .norm_eps = 1e-5,
+                                                        .tied = false}
+                                    : (tg_model_config){.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16,
+                                                        .block_size = 8, .vocab_size = 11, .bias = true};
+    n.llama = llama;
+    n.p = tg_model_init(&n.m, &c, dt, 7, &err) ? NULL : n.m.params;
     if (!n.p) {
         fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         tg_dist_abort(1, NULL);
@@ -144,20 +141,19 @@ static net make_net(bool llama, tg_dtype dt)
 
 static void free_net(net *n)
 {
-    tg_gpt_free(n->gpt);
-    tg_llama_free(n->llama);
+    tg_model_release(&n->m);
 }
 
 /* Forward of micro-batch k of this rank (its own ids) on g: the loss. */
 static tg_tensor *forward(tg_graph *g, net *n, int k)
 {
-    const int B = 2, T = 8, V = n->gpt ? 11 : 13;
+    const int B = 2, T = 8, V = n->llama ? 13 : 11;
     tg_tensor *idx = tg_tensor_new(g, TG_I32, 2, (int[]){B, T}), *tgt = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});
     for (int i = 0; i < B * T; i++) {
         ((int32_t *)idx->data)[i] = (int32_t)((7 * i + 3 * rank + 5 * k + 1) % V);
         ((int32_t *)tgt->data)[i] = (int32_t)((5 * i + rank + 2 * k) % V);
     }
-    return n->gpt ? tg_gpt_loss(g, n->gpt, idx, tgt) : tg_llama_loss(g, n->llama, idx, tgt);
+    return tg_model_loss(g, &n->m, idx, tgt);
 }
 
 static double at(const tg_params *p, const void *buf, int64_t i)

@@ -153,7 +153,7 @@ static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu
     tg_model_config c = {.arch = "gpt", .n_layer = L, .n_head = H, .n_embd = C, .block_size = T,
                          .vocab_size = v->size, .bias = bias, .gelu = gelu};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
     for (int i = 0; i < tg_params_count(m.params); i++) {   /* biases not zero (nanoGPT's init zeroes them) */
         tg_tensor *t = tg_params_at(m.params, i);
         if (strstr(t->name, ".bias"))
@@ -162,7 +162,7 @@ static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu
     ck_assert_msg(
         tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg) == 0,
         "%s", err.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 
 static int export(const char *ckpt, const char *out, tg_gguf_type type, tg_error *err)
@@ -252,7 +252,7 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err.msg, sizeof err.msg) == 0, "%s", err.msg);
         ck_assert(b.kind == TG_VOCAB_BYTES && b.size == v.size && !memcmp(b.chars, v.chars, (size_t)v.size));
         tg_vocab_free(&b);
-        tg_model_free(&m);
+        tg_model_release(&m);
         tg_st_free(f);
     }
     tg_vocab_free(&v);
@@ -343,10 +343,10 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
     tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 32,
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                         0, err.msg, sizeof err.msg), 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
     ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
     ck_assert_msg(strstr(err.msg, "a Llama's vocabulary") && strstr(err.msg, "a text's bytes"), "%s", err.msg);
     ck_assert_int_eq(access(tt_path("no.gguf"), F_OK), -1);
@@ -420,8 +420,8 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
     ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, err.msg, sizeof err.msg), 0);
     ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(vb.tok) == TG_TOK_TIKTOKEN && !vb.docs);
     tg_vocab_free(&vb);
-    tg_model_free(&ma);
-    tg_model_free(&mb);
+    tg_model_release(&ma);
+    tg_model_release(&mb);
     tg_st_free(a);
     tg_st_free(b);
     /* refused, naming the key or tensor, writing nothing */
@@ -469,7 +469,7 @@ static int64_t ids_of(const char *path, const char *text, int32_t **ids)
     const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, &err);
     ck_assert_msg(n > 0, "%s", err.msg);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     return n;
 }
@@ -492,10 +492,10 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
     tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
     ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
                                      err.msg, sizeof err.msg) == 0, "%s", err.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_vocab_free(&v);
     static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
                                          "Second Citizen: you famish, all resolved?"};

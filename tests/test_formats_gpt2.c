@@ -189,11 +189,11 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
                                .vocab_size = V, .bias = true};
     tg_model m;
     tg_vocab v;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, err.msg, sizeof err.msg), 0);
     ck_assert_int_eq(
         tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);

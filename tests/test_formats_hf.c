@@ -303,7 +303,7 @@ static void check_gpt2_import(const char *ck)
     ck_assert(ids[0] == 't' && ids[1] == 257 && ids[2] == 258);
     tg_free(ids);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
 }
 
@@ -464,7 +464,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         const tg_dtype dt = k < 4 ? TG_F32 : TG_F64;
         const bool gpt = !strcmp(c->arch, "gpt");
         tg_model m;
-        ck_assert_msg(tg_model_new(&m, c, dt, 11 + k, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_model_init(&m, c, dt, 11 + k, &err) == 0, "%s", err.msg);
         if (!gpt)   /* norm weights other than 1, so a mix-up shows */
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 tg_tensor *t = tg_params_at(m.params, i);
@@ -546,7 +546,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
         else ck_assert(back.kind == TG_VOCAB_LLAMA2C);
         tg_vocab_free(&back);
-        tg_model_free(&r);
+        tg_model_release(&r);
         tg_st_free(fb);
 
         /* config.json says what the weights hold: an interleaved Llama's rows were permuted from that
@@ -566,7 +566,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                 const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
                 ck_assert_msg(!memcmp(x->data, y->data, (size_t)x->numel * es), "%s differs", x->name);
             }
-            tg_model_free(&r);
+            tg_model_release(&r);
             tg_st_free(fb);
             write_edited(p, cfg, "\"interleaved\"", "\"halves\"");
             ck_assert_int_eq(tg_hf_import(dir, b, NULL, NULL, 0, &err), -1);
@@ -580,7 +580,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         free(cfg);
         tg_st_free(fa);
         tg_vocab_free(&v);
-        tg_model_free(&m);
+        tg_model_release(&m);
         remove(a);
         remove(b);
         remove_dir(dir);
@@ -605,11 +605,11 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     write_edited(p, GPT2_CONFIG, "\"n_layer\": 2", "\"n_layer\": 65536");
     tg_model m;
     tg_vocab v;
-    ck_assert_msg(tg_model_new(&m, &RT[3], TG_F32, 5, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &RT[3], TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab_llama2c(&v);
     ck_assert_int_eq(
         tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, &err) == 0, "%s", err.msg);
     tg_st_free(f);
@@ -808,12 +808,12 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     tg_model m;
     const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8, .hidden_dim = 12,
                                .block_size = 8, .vocab_size = 270, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab v;
     tg_vocab_llama2c(&v);
     ck_assert_int_eq(
         tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_file *fa = tg_st_load(a, &err);
     ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
     tg_st_free(fa);
@@ -920,7 +920,7 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
                                    .norm_eps = 1e-5, .tied = true};
         tg_model m;
         tg_vocab v;
-        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_model_init(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err.msg, sizeof err.msg), 0);
         ck_assert_int_eq(
             tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
@@ -932,7 +932,7 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         ck_assert_int_eq(access(p, F_OK), -1);
         tg_st_free(fa);
         tg_vocab_free(&v);
-        tg_model_free(&m);
+        tg_model_release(&m);
         remove(a);
         remove_dir(dir);
     }
@@ -963,7 +963,7 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
                                                         .block_size = 8, .vocab_size = 320, .bias = true};
         tg_model m;
         tg_vocab v;
-        ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err.msg, sizeof err.msg), 0);
         ck_assert_int_eq(
             tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
@@ -998,7 +998,7 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         tg_st_free(fb);
         tg_st_free(fa);
         tg_vocab_free(&v);
-        tg_model_free(&m);
+        tg_model_release(&m);
         remove(a);
         remove(b);
         remove_dir(dir);

@@ -37,7 +37,7 @@ static tg_model llama(tg_dtype dt, int n_layer, bool halves, int n_kv_head, int 
                                .rope_theta = 10000, .norm_eps = 1e-5, .rope_halves = halves, .tied = true};
     tg_model m;
     tg_error err = {0};
-    ck_assert_msg(tg_model_new(&m, &c, dt, TG_NO_INIT, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, dt, TG_NO_INIT, &err) == 0, "%s", err.msg);
     fill(&m, 7);
     return m;
 }
@@ -48,7 +48,7 @@ static tg_model gpt(int block, int vocab)
                                .vocab_size = vocab};
     tg_model m;
     tg_error err = {0};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, TG_NO_INIT, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F64, TG_NO_INIT, &err) == 0, "%s", err.msg);
     fill(&m, 8);
     return m;
 }
@@ -181,8 +181,8 @@ START_TEST(shift_equals_fresh_forward)
     ck_assert_msg(dl <= tol, "next logits off by %.3g", dl);
     tg_graph_free(g);
     free(moved);
-    tg_model_free(&a);
-    tg_model_free(&b);
+    tg_model_release(&a);
+    tg_model_release(&b);
 }
 END_TEST
 
@@ -213,8 +213,8 @@ START_TEST(shifted_generation_equals_fresh_windows)
         win[w++] = next;
     }
     tg_graph_free(g);
-    tg_model_free(&m);
-    tg_model_free(&ref);
+    tg_model_release(&m);
+    tg_model_release(&ref);
 }
 END_TEST
 
@@ -262,7 +262,7 @@ START_TEST(llama_generates_past_its_window)
     ck_assert_msg(calls[0] == calls[1], "%llu allocations for 30 ids, %llu for 120", (unsigned long long)calls[0],
                   (unsigned long long)calls[1]);
     tg_sampler_free(smp);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -285,7 +285,7 @@ START_TEST(the_bos_is_kept_by_default)
         const int keep = c ? 0 : 1, d = (bs - keep) / 2;
         ck_assert_int_eq(check_shifts(&s, 3, bs, keep), (N - (bs - 3 + 1) + d - 1) / d);
     }
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -313,8 +313,8 @@ START_TEST(gpt_recomputes_its_window)
     ck_assert_int_eq(tg_model_cache_shift(&m, 0, 1, &e), -1);
     ck_assert_msg(strstr(e.msg, "family 'gpt' cannot shift its KV cache"), "%s", e.msg);
     tg_graph_free(g);
-    tg_model_free(&m);
-    tg_model_free(&ref);
+    tg_model_release(&m);
+    tg_model_release(&ref);
 }
 END_TEST
 
@@ -366,7 +366,7 @@ static tg_model chain_model(int V, int bs, const int32_t (*pairs)[2], int n)
     registered = true;
     tg_model m;
     const tg_model_config c = {.arch = "chain", .n_layer = 1, .n_embd = V, .block_size = bs, .vocab_size = V};
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 0, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F64, 0, &err) == 0, "%s", err.msg);
     tg_tensor *w = tg_params_at(m.params, 0);
     memset(w->data, 0, (size_t)V * V * sizeof(double));
     for (int i = 0; i < n; i++) ((double *)w->data)[(int64_t)pairs[i][0] * V + pairs[i][1]] = 10;
@@ -384,7 +384,7 @@ START_TEST(a_family_without_a_cache)
     for (int k = 0; k < 12; k++) ck_assert_int_eq(s.ids[k], (6 + k) % V);
     ck_assert_int_eq(chain_widest, bs);   /* the whole window each time, never more */
     ck_assert_uint_eq(s.nb, 0);           /* no vocabulary: no bytes */
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -420,7 +420,7 @@ START_TEST(llama2c_bytes_and_ends)
     ck_assert_int_eq(generate(&m, &bos, 1, 2, (tg_generate_options){.vocab = &ids}, &s4), 2);
     ck_assert_uint_eq(s4.nb, 7);
     ck_assert(memcmp(s4.bytes, " 35 107", 7) == 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -443,7 +443,7 @@ START_TEST(tokenizer_bytes_held_across_ids)
     seen s2 = {0};
     ck_assert_int_eq(generate(&m, &a, 1, 1, (tg_generate_options){.vocab = &v}, &s2), 1);
     ck_assert(s2.flushes == 1 && s2.nb == 1 && (unsigned char)s2.bytes[0] == 0xc3);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_vocab_free(&v);
 }
 END_TEST
@@ -674,7 +674,7 @@ START_TEST(text_nll_in_windows)
     ids[3] = V;
     ck_assert(isnan(tg_text_nll(&m, ids, n, 0, NULL, &e)));
     ck_assert_msg(strstr(e.msg, "23"), "%s", e.msg);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -707,7 +707,7 @@ START_TEST(generate_refuses)
     for (int i = 0; i < 6; i++) ck_assert_int_eq(cut[2 + i], longp[14 + i] % 11);
     generate(&m, cut, 8, 3, (tg_generate_options){.n_keep = 2}, &b);
     ck_assert(memcmp(a.ids, b.ids, 3 * sizeof *a.ids) == 0);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 

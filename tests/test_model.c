@@ -3,13 +3,16 @@
  * (tg_st_meta_int / _double / _bool, core/safetensors_read.c).
  *
  * - Each built-in family through tg_model gives the bits its own
- *   functions give (same seed: same weights, same loss, same gradients).
+ *   (internal) functions give (same seed: same weights, same loss, same
+ *   gradients).
  * - A config written by tg_model_config_write reads back equal.
  * - A family of the program's own (a bigram model: one (V,V) table of
  *   logits) registers, trains through the interface, and its config goes
  *   through a file and back.
  * - Registration refuses what would break the table, with its reason. */
 #include "tg_test.h"
+
+#include "nn/nn_internal.h"   /* the built-in families' own functions, which tg_model's table drives */
 
 /* ---- a family of one's own: logits = W[idx] ---------------------------------- */
 
@@ -114,7 +117,7 @@ START_TEST(builtin_families_equal_their_own_functions)
     for (int k = 0; k < 2; k++) {
         const tg_model_config *c = k ? &LLAMA_CFG : &GPT_CFG;
         tg_model m;
-        ck_assert_msg(tg_model_new(&m, c, TG_F64, 42, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_model_init(&m, c, TG_F64, 42, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(m.config.arch, c->arch);
         ck_assert_ptr_eq(m.family, tg_model_family_find(c->arch));
         ck_assert_int_eq(tg_model_num_params(c), tg_params_numel(m.params));
@@ -167,9 +170,9 @@ START_TEST(builtin_families_equal_their_own_functions)
         ck_assert_int_eq(tg_model_cache_len(&m), 0);
         ck_assert_int_eq(tg_model_set_composed(&m, true), 0);
         tg_graph_free(g);
-        tg_model_free(&m);
+        tg_model_release(&m);
         ck_assert_ptr_null(m.family);
-        tg_model_free(&m);   /* a zeroed model, again */
+        tg_model_release(&m);   /* a zeroed model, again */
     }
 }
 END_TEST
@@ -214,7 +217,7 @@ START_TEST(configs_go_through_a_file_and_back)
     tg_st_writer_free(w);
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     tg_model m;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "unknown model architecture 'mamba'"));
 }
 END_TEST
@@ -227,7 +230,7 @@ START_TEST(a_family_of_ones_own)
     ck_assert_str_eq(tg_model_family_names(), "gpt, llama, bigram");
     tg_model_config c = {.arch = "bigram", .vocab_size = 7};
     tg_model m;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 3, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F64, 3, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_model_num_params(&c), 49);
     /* it trains through the interface: SGD on the loss */
     tg_sgd *o = tg_sgd_new(m.params, 0, 0, &err);
@@ -259,7 +262,7 @@ START_TEST(a_family_of_ones_own)
     ck_assert_int_eq(back.vocab_size, 7);
     tg_st_free(f);
     remove(tt_path("bigram.safetensors"));
-    tg_model_free(&m);
+    tg_model_release(&m);
 
     /* refusals */
     static const struct { const char *arch; const char *want; } bad_names[] = {

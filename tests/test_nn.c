@@ -100,7 +100,12 @@ static tg_params *mha_store(tg_mha_mod *m, int C, int H, bool bias, bool fused, 
 {
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_error err = {0};
-    ck_assert_msg(tg_mha_init(m, p, "attn", C, H, bias, fused, 0.0, &err) == 0, "%s", err.msg);
+    ck_assert_msg(
+        tg_mha_init(
+            m, p, "attn",
+            &(tg_mha_config){.n_embd = C, .n_head = H, .layout = fused ? TG_MHA_FUSED : TG_MHA_SEPARATE, .bias = bias},
+            &err) == 0,
+        "%s", err.msg);
     fill_params(p, seed, 0.5);
     return p;
 }
@@ -122,7 +127,7 @@ static tg_tensor *bools(tg_graph *g, int ndim, const int *shape, const uint8_t *
 
 /* ---- Linear, LayerNorm, MLP ------------------------------------------- */
 
-/* With a stream, a Linear starts as nn.Linear does: weight then bias,
+/* tg_linear_init_uniform starts a Linear as nn.Linear does: weight then bias,
  * uniform in [-1/sqrt(in), 1/sqrt(in)) from the stream in flat order (the
  * same draws by hand here), not at zero (a model left at zero stays at
  * loss log(V): issue 21). */
@@ -137,7 +142,8 @@ START_TEST(linear_default_init_is_pytorchs)
         tg_rng_seed(&r, 11, 3);
         tg_rng_seed(&hand, 11, 3);
         const int in = 40, out = 30;
-        ck_assert_int_eq(tg_linear_init(&l, p, "fc", in, out, true, &r, &err), 0);
+        ck_assert_int_eq(tg_linear_init(&l, p, "fc", in, out, true, &err), 0);
+        tg_linear_init_uniform(&l, &r);
         const double k = 1 / sqrt(40.0);
         double sum = 0, sq = 0;
         for (int64_t i = 0; i < l.weight->numel + l.bias->numel; i++) {
@@ -165,9 +171,9 @@ START_TEST(modules_init_and_forward)
     tg_linear_mod l;
     tg_layernorm_mod ln;
     tg_mlp_mod mlp;
-    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, &err), 0);   /* NULL: zeros */
+    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, &err), 0);   /* zeros */
     ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, &err), 0);
-    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", TG_MLP_GELU, 3, 12, false, 0.0, &err), 0);
+    ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", 3, 12, NULL, &err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
     const int shapes[][2] = {{2, 3}, {2, 0}, {3, 0}, {3, 0}, {12, 3}, {3, 12}};
     ck_assert_int_eq(tg_params_count(p), 6);
@@ -185,12 +191,12 @@ START_TEST(modules_init_and_forward)
     ck_assert_ptr_null(mlp.gate.weight);
     /* errors name the module */
     tg_linear_mod l2;
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, NULL, &err), -1);
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc", 3, 2, true, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "duplicate name 'fc.weight'"));
-    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, NULL, &err), -1);
+    ck_assert_int_eq(tg_linear_init(&l2, p, "fc2", 0, 2, true, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "linear 'fc2': sizes must be >= 1, got in 0, out 2"));
     tg_mlp_mod bad;
-    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", TG_MLP_GELU, 3, 12, true, 1.0, &err), -1);
+    ck_assert_int_eq(tg_mlp_init(&bad, p, "m2", 3, 12, &(tg_mlp_options){.bias = true, .dropout = 1.0}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "mlp 'm2': dropout must be in [0, 1), got 1"));
 
     /* MLP by hand: x = [1,-2,0.5], c_fc w[j][i] = (j == i), so h = gelu(x) on
@@ -386,7 +392,7 @@ START_TEST(mha_gradcheck_with_cache)
         mha_gc ctx = {&m, {.causal = true}, false, &cache, 3};
         tt_assert_gradcheck(mha_gc_fn, &ctx, n, in);
         tg_graph_free(g);
-        tg_kv_cache_free(&cache);
+        tg_kv_cache_release(&cache);
         tg_params_free(p);
     }
 }
@@ -510,7 +516,7 @@ START_TEST(attention_kv_cache_example)
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_error err = {0};
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 1, 1, false, true, 0.0, &err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = 1, .n_head = 1}, &err), 0);
     dptr(m.c_attn.weight)[2] = 1;   /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
     dptr(m.c_proj.weight)[0] = 1;
     tg_kv_cache cache;
@@ -550,7 +556,7 @@ START_TEST(attention_kv_cache_example)
     ck_assert_ptr_nonnull(y2);
     assert_close_arr(y2, (double[]){10, 15}, 2, 1e-12, "upper-left");
     tg_graph_free(g);
-    tg_kv_cache_free(&cache);
+    tg_kv_cache_release(&cache);
     tg_params_free(p);
 }
 END_TEST
@@ -588,7 +594,7 @@ START_TEST(attention_cache_matches_full)
                 ck_assert_int_eq(cache.len, t0);
             }
             ck_assert_int_eq(t0, T);
-            tg_kv_cache_free(&cache);
+            tg_kv_cache_release(&cache);
         }
         free(blocked);
         tg_graph_free(g);
@@ -684,7 +690,7 @@ START_TEST(mha_fused_op_equals_composed)
         snprintf(what, sizeof what, "case %zu", k);
         assert_runs_equal(&fused, &composed, x->numel, kv ? kv->numel : 0, tg_params_numel(p), what);
         ck_assert_msg(fused.tape < composed.tape, "%s: fused %d nodes, composed %d", what, fused.tape, composed.tape);
-        if (pc) tg_kv_cache_free(pc);
+        if (pc) tg_kv_cache_release(pc);
         tg_graph_free(g);
         tg_params_free(p);
     }
@@ -693,7 +699,8 @@ START_TEST(mha_fused_op_equals_composed)
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_error err = {0};
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, 2, true, true, 0.25, &err), 0);
+    ck_assert_int_eq(
+        tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = C, .n_head = 2, .bias = true, .dropout = 0.25}, &err), 0);
     fill_params(p, 640, 0.5);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, 4, C), 641);
@@ -731,7 +738,13 @@ START_TEST(mha_uses_fused_tells_the_path)
             tg_params *p = tg_params_new(TG_F64, NULL);
             tg_mha_mod m;
             tg_error err = {0};
-            ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, proj, 0.25, &err), 0);
+            ck_assert_int_eq(tg_mha_init(&m, p, "attn",
+                                         &(tg_mha_config){.n_embd = C,
+                                                          .n_head = H,
+                                                          .layout = proj ? TG_MHA_FUSED : TG_MHA_SEPARATE,
+                                                          .dropout = 0.25},
+                                         &err),
+                             0);
             fill_params(p, 900 + (uint64_t)bits, 0.5);
             long long seen[2];   /* [forced composed]: tape nodes (grad on) or arena bytes (grad off) */
             bool said = false;
@@ -768,7 +781,7 @@ START_TEST(mha_uses_fused_tells_the_path)
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_error err = {0};
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", C, H, false, true, 0.25, &err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = C, .n_head = H, .dropout = 0.25}, &err), 0);
     tg_graph *g = tg_graph_new();
     ck_assert(!tg_mha_uses_fused(g, &m, NULL));   /* training, grad on, attention dropout 0.25 */
     tg_graph_set_training(g, false);
@@ -821,12 +834,13 @@ START_TEST(attention_errors)
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_error err = {0};
-    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 4, true, true, 0.0, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&m, p, "bad", &(tg_mha_config){.n_embd = 6, .n_head = 4, .bias = true}, &err), -1);
     ck_assert_str_eq(err.msg, "mha 'bad': n_embd 6 is not divisible by n_head 4");
     ck_assert_int_eq(tg_params_count(p), 0);
-    ck_assert_int_eq(tg_mha_init(&m, p, "bad", 6, 2, true, true, -0.1, &err), -1);
+    ck_assert_int_eq(
+        tg_mha_init(&m, p, "bad", &(tg_mha_config){.n_embd = 6, .n_head = 2, .bias = true, .dropout = -0.1}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "dropout must be in [0, 1), got -0.1"));
-    ck_assert_int_eq(tg_mha_init(&m, p, "attn", 6, 2, true, true, 0.0, &err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = 6, .n_head = 2, .bias = true}, &err), 0);
     tg_kv_cache cache, cache3;
     ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 2, 2, 3, 4, NULL), 0);
     ck_assert_int_eq(tg_kv_cache_init(&cache3, TG_F64, 3, 2, 3, 4, NULL), 0);
@@ -862,8 +876,8 @@ START_TEST(attention_errors)
     ck_assert_ptr_null(tg_mha_forward(g, &broken, x, NULL, NULL));
     tt_assert_error(g, "mha: n_embd 6 is not divisible by n_head 4");
     tg_graph_free(g);
-    tg_kv_cache_free(&cache);
-    tg_kv_cache_free(&cache3);
+    tg_kv_cache_release(&cache);
+    tg_kv_cache_release(&cache3);
     tg_params_free(p);
 }
 END_TEST
@@ -873,9 +887,11 @@ END_TEST
 START_TEST(gpt_names_and_init)
 {
     for (int bias = 0; bias < 2; bias++) {
-        tg_gpt_config cfg = {.n_layer = 3, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 50, .bias = bias};
+        tg_model_config cfg = {
+            .arch = "gpt", .n_layer = 3, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 50, .bias = bias};
         tg_error err = {0};
-        tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 7, &err);
+        tg_model m_model;
+        tg_gpt *m = tg_model_init(&m_model, &cfg, TG_F32, 7, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
         /* the expected list, written out */
         char want[64][64];
@@ -923,20 +939,24 @@ START_TEST(gpt_names_and_init)
         ck_assert_ptr_eq(m->wte, tg_params_get(m->params, "transformer.wte.weight"));
         ck_assert_ptr_eq(m->h[2].mlp.down.weight, tg_params_get(m->params, "transformer.h.2.mlp.c_proj.weight"));
         /* same seed, same numbers; another seed, others */
-        tg_gpt *m2 = tg_gpt_new(&cfg, TG_F32, 7, &err), *m3 = tg_gpt_new(&cfg, TG_F32, 8, &err);
+        tg_model m2_model, m3_model;
+        ck_assert_int_eq(tg_model_init(&m2_model, &cfg, TG_F32, 7, &err), 0);
+        ck_assert_int_eq(tg_model_init(&m3_model, &cfg, TG_F32, 8, &err), 0);
+        const tg_gpt *m2 = m2_model.impl, *m3 = m3_model.impl;
         const size_t bytes = (size_t)tg_params_numel(m->params) * sizeof(float);
         ck_assert_int_eq(memcmp(tg_params_data(m->params), tg_params_data(m2->params), bytes), 0);
         ck_assert_int_ne(memcmp(tg_params_data(m->params), tg_params_data(m3->params), bytes), 0);
-        tg_gpt_free(m), tg_gpt_free(m2), tg_gpt_free(m3);
+        tg_model_release(&m_model), tg_model_release(&m2_model), tg_model_release(&m3_model);
         /* TG_NO_INIT draws nothing: weights, embeddings and biases zero, LayerNorm weights 1 */
-        tg_gpt *m0 = tg_gpt_new(&cfg, TG_F32, TG_NO_INIT, &err);
+        tg_model m0_model;
+        tg_gpt *m0 = tg_model_init(&m0_model, &cfg, TG_F32, TG_NO_INIT, &err) ? NULL : m0_model.impl;
         ck_assert_msg(m0 != NULL, "%s", err.msg);
         for (int i = 0; i < tg_params_count(m0->params); i++) {
             const tg_tensor *t = tg_params_at(m0->params, i);
             const double v = t->ndim == 1 && strstr(t->name, ".weight") ? 1.0 : 0.0;
             for (int64_t k = 0; k < t->numel; k++) ck_assert_double_eq(tg_tensor_get(t, k), v);
         }
-        tg_gpt_free(m0);
+        tg_model_release(&m0_model);
     }
 }
 END_TEST
@@ -944,31 +964,32 @@ END_TEST
 START_TEST(gpt_config_errors)
 {
     tg_error err = {0};
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 6, .block_size = 8, .vocab_size = 10};
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    tg_model m;
+    tg_model_config cfg = {.arch = "gpt", .n_layer = 2, .n_head = 4, .n_embd = 6, .block_size = 8, .vocab_size = 10};
+    ck_assert_int_eq(tg_model_init(&m, &cfg, TG_F32, 1, &err), -1);
     ck_assert_str_eq(err.msg, "gpt: n_embd 6 is not divisible by n_head 4");
     cfg.n_head = 2, cfg.block_size = 0;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &cfg, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "every size must be >= 1"));
     ck_assert_ptr_nonnull(strstr(err.msg, "block_size 0"));
     cfg.block_size = 8, cfg.dropout = 1;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_F32, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &cfg, TG_F32, 1, &err), -1);
     ck_assert_str_eq(err.msg, "gpt: dropout must be in [0, 1), got 1");
     cfg.dropout = 0;
-    ck_assert_ptr_null(tg_gpt_new(&cfg, TG_I32, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &cfg, TG_I32, 1, &err), -1);
     ck_assert_str_eq(err.msg, "gpt: dtype must be f32 or f64, got i32");
-    tg_gpt_free(NULL);
+    tg_model_release(NULL);
 }
 END_TEST
 
-/* tg_gpt_num_params counts, without building a model, what tg_gpt_new
+/* tg_model_num_params counts, without building a GPT, what tg_model_init
  * registers: for odd sizes, one head, with and without biases; and -1 for
  * what it refuses or cannot count. */
 START_TEST(gpt_num_params_matches_the_model)
 {
-    const tg_gpt_config cases[] = {
-#define GC(L, H, C, T, V, b, d, gl) {.n_layer = L, .n_head = H, .n_embd = C, .block_size = T, .vocab_size = V, \
-                                   .bias = b, .dropout = d, .gelu = gl}
+    const tg_model_config cases[] = {
+#define GC(L, H, C, T, V, b, d, gl) {.arch = "gpt", .n_layer = L, .n_head = H, .n_embd = C, .block_size = T, \
+                                   .vocab_size = V, .bias = b, .dropout = d, .gelu = gl}
         GC(1, 1, 1, 1, 1, false, 0, TG_GELU_ERF),     GC(2, 3, 9, 5, 7, true, 0, TG_GELU_TANH),
         GC(3, 2, 10, 17, 65, false, 0, TG_GELU_ERF),  GC(1, 4, 12, 3, 300, true, 0.1, TG_GELU_TANH),
         GC(4, 4, 128, 64, 65, false, 0, TG_GELU_ERF),
@@ -976,22 +997,29 @@ START_TEST(gpt_num_params_matches_the_model)
     };
     tg_error err = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tg_gpt *m = tg_gpt_new(&cases[i], TG_F32, 1, &err);
+        tg_model m_model;
+        tg_gpt *m = tg_model_init(&m_model, &cases[i], TG_F32, 1, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
-        ck_assert_int_eq(tg_gpt_num_params(&cases[i]), tg_params_numel(m->params));
-        tg_gpt_free(m);
+        ck_assert_int_eq(tg_model_num_params(&cases[i]), tg_params_numel(m->params));
+        tg_model_release(&m_model);
     }
-    tg_gpt_config c = cases[1];
+    tg_model_config c = cases[1];
     c.n_embd = 10;   /* not divisible by 3 heads */
-    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
+    ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = cases[0];
     c.vocab_size = 0;
-    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
-    ck_assert_int_eq(tg_gpt_num_params(NULL), -1);
-    c = (tg_gpt_config){.n_layer = 1 << 30, .n_head = 1, .n_embd = 1 << 30, .block_size = 1, .vocab_size = 1, .bias = true};   /* 12 C^2 L overflows 2^62 */
-    ck_assert_int_eq(tg_gpt_num_params(&c), -1);
+    ck_assert_int_eq(tg_model_num_params(&c), -1);
+    ck_assert_int_eq(tg_model_num_params(NULL), -1);
+    c = (tg_model_config){.arch = "gpt",
+                          .n_layer = 1 << 30,
+                          .n_head = 1,
+                          .n_embd = 1 << 30,
+                          .block_size = 1,
+                          .vocab_size = 1,
+                          .bias = true}; /* 12 C^2 L overflows 2^62 */
+    ck_assert_int_eq(tg_model_num_params(&c), -1);
     c.n_layer = 1 << 24, c.n_embd = 16;
-    ck_assert_int_eq(tg_gpt_num_params(&c), (int64_t)(1 << 24) * (12 * 16 * 16 + 13 * 16) + 16 * (1 + 1 + 2));
+    ck_assert_int_eq(tg_model_num_params(&c), (int64_t)(1 << 24) * (12 * 16 * 16 + 13 * 16) + 16 * (1 + 1 + 2));
 }
 END_TEST
 
@@ -1002,17 +1030,19 @@ END_TEST
  * The mean over counted targets ignores -1. */
 START_TEST(gpt_loss_at_init)
 {
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 6, .vocab_size = 11, .bias = true};
+    tg_model_config cfg = {
+        .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 6, .vocab_size = 11, .bias = true};
     tg_error err = {0};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, &err);
+    tg_model m_model;
+    ck_assert_msg(tg_model_init(&m_model, &cfg, TG_F64, 3, &err) == 0, "%s", err.msg);
     tg_graph *g = tg_graph_new();
     const int32_t iv[] = {1, 5, 2, 7, 3, 0, 10, 9, 4, 4, 6, 8};
     const int32_t tv[] = {5, 2, 7, 3, 0, -1, 9, 4, 4, 6, 8, -1};
-    tg_tensor *logits = tg_gpt_forward(g, m, ids(g, 2, 6, iv));
+    tg_tensor *logits = tg_model_forward(g, &m_model, ids(g, 2, 6, iv), NULL);
     ck_assert_ptr_nonnull(logits);
     ck_assert_int_eq(logits->ndim, 3);
     ck_assert_int_eq(logits->shape[0], 2); ck_assert_int_eq(logits->shape[1], 6); ck_assert_int_eq(logits->shape[2], 11);
-    tg_tensor *loss = tg_gpt_loss(g, m, ids(g, 2, 6, iv), ids(g, 2, 6, tv));
+    tg_tensor *loss = tg_model_loss(g, &m_model, ids(g, 2, 6, iv), ids(g, 2, 6, tv));
     ck_assert_ptr_nonnull(loss);
     ck_assert_int_eq(loss->ndim, 0);
     double M = 0;
@@ -1031,17 +1061,17 @@ START_TEST(gpt_loss_at_init)
     }
     ck_assert_double_eq_tol(tg_tensor_item(loss), want, 1e-13);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(&m_model);
 }
 END_TEST
 
-typedef struct gpt_gc { tg_gpt *m; tg_tensor *idx, *targets; } gpt_gc;
+typedef struct gpt_gc { tg_model *m; tg_tensor *idx, *targets; } gpt_gc;
 
 static tg_tensor *gpt_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)in;   /* the inputs are the model's own parameters */
     gpt_gc *c = ctx;
-    return tg_gpt_loss(g, c->m, c->idx, c->targets);
+    return tg_model_loss(g, c->m, c->idx, c->targets);
 }
 
 /* The whole loss against every parameter tensor, in f64: biases on and off,
@@ -1051,22 +1081,29 @@ START_TEST(gpt_gradcheck)
 {
     const struct { bool bias; double dropout; int C; } cfgs[] = {{true, 0, 4}, {false, 0, 4}, {true, 0.2, 4}};
     for (int k = 0; k < 3; k++) {
-        tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = cfgs[k].C, .block_size = 5, .vocab_size = 7,
-                             .bias = cfgs[k].bias, .dropout = cfgs[k].dropout};
+        tg_model_config cfg = {.arch = "gpt",
+                               .n_layer = 2,
+                               .n_head = 2,
+                               .n_embd = cfgs[k].C,
+                               .block_size = 5,
+                               .vocab_size = 7,
+                               .bias = cfgs[k].bias,
+                               .dropout = cfgs[k].dropout};
         tg_error err = {0};
-        tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 10 + k, &err);
+        tg_model m_model;
+        tg_gpt *m = tg_model_init(&m_model, &cfg, TG_F64, 10 + k, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
         fill_params(m->params, 20 + k, 0.4);   /* away from the tiny init: every path matters */
         tg_graph *g = tg_graph_new();
         const int T = k == 1 ? 5 : 4;
         const int32_t iv[] = {1, 6, 6, 0, 3, 2, 5, 4, 1, 1};
         const int32_t tv[] = {6, -1, 0, 3, 2, 5, 4, -1, 1, 0};
-        gpt_gc ctx = {m, ids(g, 2, T, iv), ids(g, 2, T, tv)};
+        gpt_gc ctx = {&m_model, ids(g, 2, T, iv), ids(g, 2, T, tv)};
         tg_tensor *in[64];
         int n = param_inputs(m->params, in, 0, 64);
         tt_assert_gradcheck(gpt_gc_fn, &ctx, n, in);
         tg_graph_free(g);
-        tg_gpt_free(m);
+        tg_model_release(&m_model);
     }
 }
 END_TEST
@@ -1075,26 +1112,28 @@ END_TEST
  * the logits of the full forward, in f64 within 1e-12. */
 START_TEST(gpt_incremental_decoding)
 {
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
+    tg_model_config cfg = {
+        .arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
     tg_error err = {0};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, &err);
+    tg_model m_model;
+    tg_gpt *m = tg_model_init(&m_model, &cfg, TG_F64, 5, &err) ? NULL : m_model.impl;
     fill_params(m->params, 6, 0.5);
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, V = 13;
     const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
-    tg_tensor *full = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
+    tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
     ck_assert_ptr_nonnull(full);
     const int chunks[][6] = {{1, 1, 1, 1, 1, 1}, {2, 3, 1}, {6}, {1, 4, 1}};
-    ck_assert_int_eq(tg_gpt_cache_enable(m, B, &err), 0);
+    ck_assert_int_eq(tg_model_cache_enable(&m_model, B, &err), 0);
     for (int k = 0; k < 4; k++) {
-        tg_gpt_cache_clear(m);
+        tg_model_cache_clear(&m_model);
         tg_graph_set_grad_enabled(g, k % 2 == 0);   /* with and without the tape */
         for (int t0 = 0, s = 0; t0 < T; s++) {
             const int n = chunks[k][s];
             int32_t cv[12];
             for (int b = 0; b < B; b++)
                 for (int t = 0; t < n; t++) cv[b * n + t] = iv[b * T + t0 + t];
-            tg_tensor *lg = tg_gpt_forward(g, m, ids(g, B, n, cv));
+            tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, n, cv), NULL);
             ck_assert_msg(lg != NULL, "%s", tg_graph_error(g));
             for (int b = 0; b < B; b++)
                 for (int t = 0; t < n; t++)
@@ -1107,49 +1146,50 @@ START_TEST(gpt_incremental_decoding)
     }
     /* the cache is full: one more token is an error naming block_size, and
      * the cache keeps its length */
-    ck_assert_ptr_null(tg_gpt_forward(g, m, ids(g, B, 1, (int32_t[]){1, 2})));
+    ck_assert_ptr_null(tg_model_forward(g, &m_model, ids(g, B, 1, (int32_t[]){1, 2}), NULL));
     tt_assert_error(g, "gpt: idx i32 (2,1): T = 1 with 6 cached positions exceeds block_size 6");
     ck_assert_int_eq(m->cache[0].len, 6);
     tg_graph_clear_error(g);
     /* the batch must match the cache's */
-    tg_gpt_cache_clear(m);
-    ck_assert_ptr_null(tg_gpt_forward(g, m, ids(g, 1, 1, (int32_t[]){1})));
+    tg_model_cache_clear(&m_model);
+    ck_assert_ptr_null(tg_model_forward(g, &m_model, ids(g, 1, 1, (int32_t[]){1}), NULL));
     tt_assert_error(g, "gpt: idx i32 (1,1) has batch 1, but the KV cache was enabled for batch 2");
     tg_graph_clear_error(g);
-    ck_assert_int_eq(tg_gpt_cache_enable(m, 0, &err), -1);
+    ck_assert_int_eq(tg_model_cache_enable(&m_model, 0, &err), -1);
     ck_assert_str_eq(err.msg, "gpt_cache_enable: batch must be >= 1, got 0");
     ck_assert_ptr_null(m->cache);
-    /* disabled: the full forward again */
-    tg_tensor *again = tg_gpt_forward(g, m, ids(g, B, T, iv));
+    /* the refused enable left no caches: the full forward again */
+    tg_tensor *again = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);
     for (int64_t i = 0; i < full->numel; i++) ck_assert_double_eq(tg_tensor_get(again, i), tg_tensor_get(full, i));
-    tg_gpt_cache_disable(m);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(&m_model);
 }
 END_TEST
 
-/* tg_gpt_forward_ex: the same logits as tg_gpt_forward (bit for bit on the
- * composed path it takes to return weights; within 1e-12 of the fused
- * path), and per layer the
- * attention weights (B,H,T,T); layer 0's against the loop reference fed
+/* tg_model_forward with slots for the weights: the same logits as
+ * without (bit for bit on the composed path it takes to return weights;
+ * within 1e-12 of the fused path), and per layer the attention weights
+ * (B,H,T,T); layer 0's against the loop reference fed
  * with ln_1(wte[idx] + wpe[t]) computed here; with the cache, a chunk's
  * weights are the full forward's rows; a failed forward clears the slots. */
 START_TEST(gpt_forward_attention_weights)
 {
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
+    tg_model_config cfg = {
+        .arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 9, .block_size = 6, .vocab_size = 13, .bias = true};
     tg_error err = {0};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 5, &err);
+    tg_model m_model;
+    tg_gpt *m = tg_model_init(&m_model, &cfg, TG_F64, 5, &err) ? NULL : m_model.impl;
     ck_assert_msg(m != NULL, "%s", err.msg);
     fill_params(m->params, 8, 0.5);
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, C = 9, H = 3, L = 2;
     const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
-    tg_tensor *fused = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
-    tg_gpt_set_attn_composed(m, true);
-    tg_tensor *plain = tg_gpt_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
-    tg_gpt_set_attn_composed(m, false);
+    tg_tensor *fused = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+    tg_model_set_composed(&m_model, true);
+    tg_tensor *plain = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+    tg_model_set_composed(&m_model, false);
     tg_tensor *w[2];
-    tg_tensor *lg = tg_gpt_forward_ex(g, m, ids(g, B, T, iv), w); /* (B,T,V) */
+    tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, T, iv), w); /* (B,T,V) */
     ck_assert_msg(fused && plain && lg, "%s", tg_graph_error(g));
     for (int64_t i = 0; i < lg->numel; i++) {
         ck_assert_double_eq(dptr(lg)[i], dptr(plain)[i]);
@@ -1202,36 +1242,37 @@ START_TEST(gpt_forward_attention_weights)
     /* with the cache: chunk [2,6) attends over 6 keys; its rows are rows 2..5 */
     double full1[2 * 3 * 6 * 6];
     memcpy(full1, dptr(w[1]), sizeof full1);
-    ck_assert_int_eq(tg_gpt_cache_enable(m, B, &err), 0);
+    ck_assert_int_eq(tg_model_cache_enable(&m_model, B, &err), 0);
     int32_t a[4], b4[8];
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < 2; t++) a[b * 2 + t] = iv[b * T + t];
         for (int t = 0; t < 4; t++) b4[b * 4 + t] = iv[b * T + 2 + t];
     }
-    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, ids(g, B, 2, a), NULL));
-    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, ids(g, B, 4, b4), w));
+    ck_assert_ptr_nonnull(tg_model_forward(g, &m_model, ids(g, B, 2, a), NULL));
+    ck_assert_ptr_nonnull(tg_model_forward(g, &m_model, ids(g, B, 4, b4), w));
     ck_assert_int_eq(w[1]->shape[2], 4);
     ck_assert_int_eq(w[1]->shape[3], 6);
     for (int bh = 0; bh < B * H; bh++)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < T; j++)
                 ck_assert_double_eq_tol(dptr(w[1])[(bh * 4 + i) * T + j], full1[(bh * T + 2 + i) * T + j], 1e-12);
-    tg_gpt_cache_disable(m);
     /* a failed forward leaves no stale tensors behind */
-    ck_assert_ptr_null(tg_gpt_forward_ex(g, m, ids(g, 1, 2, (int32_t[]){1, 13}), w));
+    tg_model_cache_clear(&m_model);
+    ck_assert_ptr_null(tg_model_forward(g, &m_model, ids(g, B, 2, (int32_t[]){1, 13, 1, 13}), w));
     tt_assert_error(g, "token id 13");
     ck_assert_ptr_null(w[0]);
     ck_assert_ptr_null(w[1]);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(&m_model);
 }
 END_TEST
 
 START_TEST(gpt_input_errors)
 {
-    tg_gpt_config cfg = {.n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4, .vocab_size = 5};
+    tg_model_config cfg = {.arch = "gpt", .n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4, .vocab_size = 5};
     tg_error err = {0};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, &err);
+    tg_model m_model;
+    ck_assert_msg(tg_model_init(&m_model, &cfg, TG_F32, 1, &err) == 0, "%s", err.msg);
     tg_graph *g = tg_graph_new();
     const int32_t iv[10] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
     struct { tg_tensor *idx, *tgt; const char *needle; } cases[] = {
@@ -1247,13 +1288,14 @@ START_TEST(gpt_input_errors)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ck_assert_ptr_null(tg_graph_error(g));
-        tg_tensor *r = cases[i].tgt ? tg_gpt_loss(g, m, cases[i].idx, cases[i].tgt) : tg_gpt_forward(g, m, cases[i].idx);
+        tg_tensor *r = cases[i].tgt ? tg_model_loss(g, &m_model, cases[i].idx, cases[i].tgt)
+                                    : tg_model_forward(g, &m_model, cases[i].idx, NULL);
         ck_assert_ptr_null(r);
         tt_assert_error(g, cases[i].needle);
         tg_graph_clear_error(g);
     }
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(&m_model);
 }
 END_TEST
 

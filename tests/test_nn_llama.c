@@ -17,11 +17,19 @@ static void fill(tg_params *p, uint64_t seed, double scale)
 
 static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v) { return tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, v); }
 
-static tg_llama_config small_config(int n_head, int n_kv_head, bool tied)
+static tg_model_config small_config(int n_head, int n_kv_head, bool tied)
 {
-    return (tg_llama_config){.n_layer = 2, .n_head = n_head, .n_kv_head = n_kv_head, .n_embd = 4 * n_head,
-                             .hidden_dim = 11, .block_size = 7, .vocab_size = 13, .rope_theta = 10000,
-                             .norm_eps = 1e-5, .tied = tied};
+    return (tg_model_config){.arch = "llama",
+                             .n_layer = 2,
+                             .n_head = n_head,
+                             .n_kv_head = n_kv_head,
+                             .n_embd = 4 * n_head,
+                             .hidden_dim = 11,
+                             .block_size = 7,
+                             .vocab_size = 13,
+                             .rope_theta = 10000,
+                             .norm_eps = 1e-5,
+                             .tied = tied};
 }
 
 /* ---- the model --------------------------------------------------------- */
@@ -29,13 +37,14 @@ static tg_llama_config small_config(int n_head, int n_kv_head, bool tied)
 START_TEST(llama_names_shapes_and_init)
 {
     tg_error err = {0};
-    tg_llama_config cfg = {.n_layer = 3, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 40,
+    tg_model_config cfg = {.arch = "llama", .n_layer = 3, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 40,
                            .block_size = 16, .vocab_size = 300, .rope_theta = 10000, .norm_eps = 1e-5};
     for (int tied = 0; tied < 2; tied++) {
         cfg.tied = tied;
-        tg_llama *m = tg_llama_new(&cfg, TG_F32, 3, &err);
+        tg_model m_model;
+        tg_llama *m = tg_model_init(&m_model, &cfg, TG_F32, 3, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
-        ck_assert_int_eq(tg_llama_num_params(&cfg), tg_params_numel(m->params));
+        ck_assert_int_eq(tg_model_num_params(&cfg), tg_params_numel(m->params));
         ck_assert_int_eq(tg_params_count(m->params), 1 + 3 * 9 + 1 + !tied);
         const char *layer[] = {"attention.wq.weight", "attention.wk.weight", "attention.wv.weight", "attention.wo.weight",
                                "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight",
@@ -63,15 +72,16 @@ START_TEST(llama_names_shapes_and_init)
         ck_assert_str_eq(tg_params_at(m->params, 28)->name, "norm.weight");
         if (!tied) ck_assert_str_eq(tg_params_at(m->params, 29)->name, "output.weight");
         ck_assert(tied ? m->output == m->tok_embeddings : m->output != m->tok_embeddings);
-        tg_llama_free(m);
+        tg_model_release(&m_model);
         /* TG_NO_INIT draws nothing: the weights and embeddings zero, the norms' weights 1 */
-        tg_llama *m0 = tg_llama_new(&cfg, TG_F32, TG_NO_INIT, &err);
+        tg_model m0_model;
+        tg_llama *m0 = tg_model_init(&m0_model, &cfg, TG_F32, TG_NO_INIT, &err) ? NULL : m0_model.impl;
         ck_assert_msg(m0 != NULL, "%s", err.msg);
         for (int i = 0; i < tg_params_count(m0->params); i++) {
             const tg_tensor *t = tg_params_at(m0->params, i);
             for (int64_t k = 0; k < t->numel; k++) ck_assert_double_eq(tg_tensor_get(t, k), t->ndim == 1 ? 1.0 : 0.0);
         }
-        tg_llama_free(m0);
+        tg_model_release(&m0_model);
     }
     /* llama2.c's default width: 288 -> 768; 128 -> 352 (int(2*512/3) = 341, up to a multiple of 32) */
     ck_assert_int_eq(tg_llama_hidden_dim(288, 32), 768);
@@ -84,35 +94,36 @@ END_TEST
 START_TEST(llama_config_errors)
 {
     tg_error err = {0};
-    tg_llama_config c = small_config(4, 3, true);
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    tg_model m;
+    tg_model_config c = small_config(4, 3, true);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: n_kv_head 3 must divide n_head 4");
     c = small_config(4, 2, true), c.n_embd = 12;   /* head size 3 */
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: n_embd 12 must be n_head 4 times an even head size");
     c = small_config(2, 2, true), c.rope_theta = 1;
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: rope_theta must be finite and > 1, got 1");
     c = small_config(2, 2, true), c.norm_eps = 0;
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: norm_eps must be in (0, 1], got 0");
     c = small_config(2, 0, true);
-    ck_assert_ptr_null(tg_llama_new(&c, TG_F64, 1, &err));
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "every size must be >= 1"));
-    ck_assert_int_eq(tg_llama_num_params(&c), -1);
-    ck_assert_ptr_null(tg_llama_new(NULL, TG_F64, 1, &err));
-    ck_assert_str_eq(err.msg, "llama: the config is NULL");
-    tg_llama_free(NULL);
+    ck_assert_int_eq(tg_model_num_params(&c), -1);
+    ck_assert_int_eq(tg_model_init(&m, NULL, TG_F64, 1, &err), -1);
+    ck_assert_str_eq(err.msg, "model_init: the config is NULL");
+    tg_model_release(NULL);
 }
 END_TEST
 
-typedef struct llama_gc { tg_llama *m; tg_tensor *idx, *targets; } llama_gc;
+typedef struct llama_gc { tg_model *m; tg_tensor *idx, *targets; } llama_gc;
 
 static tg_tensor *llama_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)in;   /* the inputs are the model's own parameters */
     llama_gc *c = ctx;
-    return tg_llama_loss(g, c->m, c->idx, c->targets);
+    return tg_model_loss(g, c->m, c->idx, c->targets);
 }
 
 /* The whole loss against every parameter, in f64: MHA, GQA, MQA, tied and
@@ -124,24 +135,25 @@ START_TEST(llama_gradcheck)
         {2, 1, false, TG_ROPE_INTERLEAVED, 0.2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        tg_llama_config cfg = small_config(cases[k].H, cases[k].Hkv, cases[k].tied);
-        cfg.rope_flags = cases[k].rope;
+        tg_model_config cfg = small_config(cases[k].H, cases[k].Hkv, cases[k].tied);
+        cfg.rope_halves = cases[k].rope == TG_ROPE_HALVES;
         cfg.dropout = cases[k].dropout;
         cfg.n_embd = 2 * cases[k].H;   /* head size 2: few elements to check */
         tg_error err = {0};
-        tg_llama *m = tg_llama_new(&cfg, TG_F64, 10 + k, &err);
+        tg_model m_model;
+        tg_llama *m = tg_model_init(&m_model, &cfg, TG_F64, 10 + k, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
         fill(m->params, 20 + k, 0.4);
         tg_graph *g = tg_graph_new();
         const int32_t iv[] = {1, 12, 6, 0, 3, 2, 5, 4, 1, 11};
         const int32_t tv[] = {12, -1, 0, 3, 2, 5, 4, -1, 1, 0};
-        llama_gc ctx = {m, ids(g, 2, 5, iv), ids(g, 2, 5, tv)};
+        llama_gc ctx = {&m_model, ids(g, 2, 5, iv), ids(g, 2, 5, tv)};
         tg_tensor *in[64];
         const int n = tg_params_count(m->params);
         for (int i = 0; i < n; i++) in[i] = tg_params_at(m->params, i);
         tt_assert_gradcheck(llama_gc_fn, &ctx, n, in);
         tg_graph_free(g);
-        tg_llama_free(m);
+        tg_model_release(&m_model);
     }
 }
 END_TEST
@@ -151,24 +163,25 @@ END_TEST
 START_TEST(llama_incremental_decoding)
 {
     for (int Hkv = 1; Hkv <= 4; Hkv *= 2) {
-        tg_llama_config cfg = small_config(4, Hkv, Hkv == 2);
+        tg_model_config cfg = small_config(4, Hkv, Hkv == 2);
         tg_error err = {0};
-        tg_llama *m = tg_llama_new(&cfg, TG_F64, 5, &err);
+        tg_model m_model;
+        tg_llama *m = tg_model_init(&m_model, &cfg, TG_F64, 5, &err) ? NULL : m_model.impl;
         fill(m->params, 6, 0.5);
         tg_graph *g = tg_graph_new();
         const int B = 2, T = 7, V = 13;
         const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7};
-        tg_tensor *full = tg_llama_forward(g, m, ids(g, B, T, iv));   /* (B,T,V) */
+        tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
         ck_assert_msg(full != NULL, "%s", tg_graph_error(g));
         const int chunks[][7] = {{1, 1, 1, 1, 1, 1, 1}, {2, 4, 1}, {7}};
-        ck_assert_int_eq(tg_llama_cache_enable(m, B, &err), 0);
+        ck_assert_int_eq(tg_model_cache_enable(&m_model, B, &err), 0);
         for (int k = 0; k < 3; k++) {
-            tg_llama_cache_clear(m);
+            tg_model_cache_clear(&m_model);
             for (int c = 0, t0 = 0; t0 < T; t0 += chunks[k][c++]) {
                 const int n = chunks[k][c];
                 int32_t part[2 * 7];
                 for (int b = 0; b < B; b++) memcpy(part + b * n, iv + b * T + t0, (size_t)n * sizeof *part);
-                tg_tensor *lg = tg_llama_forward(g, m, ids(g, B, n, part));   /* (B,n,V) */
+                tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, n, part), NULL);   /* (B,n,V) */
                 ck_assert_msg(lg != NULL, "%s", tg_graph_error(g));
                 for (int b = 0; b < B; b++)
                     for (int t = 0; t < n; t++)
@@ -182,7 +195,7 @@ START_TEST(llama_incremental_decoding)
             ck_assert_int_eq(m->cache[0].len, T);
         }
         tg_graph_free(g);
-        tg_llama_free(m);
+        tg_model_release(&m_model);
     }
 }
 END_TEST
@@ -192,27 +205,28 @@ END_TEST
  * tokens have sized the arena: the library's allocation count stays put */
 START_TEST(llama_decoding_allocates_nothing_per_token)
 {
-    tg_llama_config cfg = small_config(4, 2, true);
+    tg_model_config cfg = small_config(4, 2, true);
     cfg.block_size = 64;
     tg_error err = {0};
-    tg_llama *m = tg_llama_new(&cfg, TG_F32, 5, &err);
+    tg_model m_model;
+    tg_llama *m = tg_model_init(&m_model, &cfg, TG_F32, 5, &err) ? NULL : m_model.impl;
     ck_assert_msg(m != NULL, "%s", err.msg);
     fill(m->params, 6, 0.5);
-    ck_assert_int_eq(tg_llama_cache_enable(m, 1, &err), 0);
+    ck_assert_int_eq(tg_model_cache_enable(&m_model, 1, &err), 0);
     tg_graph *g = tg_graph_new();
     uint64_t after_warmup = 0;
     for (int t = 0; t < cfg.block_size; t++) {
         if (t == 2) after_warmup = tg_alloc_calls();
         tg_graph_reset(g);
         const int32_t id = (int32_t)((3 * t + 1) % cfg.vocab_size);
-        tg_tensor *lg = tg_llama_forward(g, m, ids(g, 1, 1, &id));   /* (1,1,V) */
+        tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, 1, 1, &id), NULL);   /* (1,1,V) */
         ck_assert_msg(lg != NULL, "token %d: %s", t, tg_graph_error(g));
     }
     ck_assert_int_eq(m->cache[0].len, cfg.block_size);
     ck_assert_msg(tg_alloc_calls() == after_warmup, "%llu allocations over %d decoded tokens",
                   (unsigned long long)(tg_alloc_calls() - after_warmup), cfg.block_size - 2);
     tg_graph_free(g);
-    tg_llama_free(m);
+    tg_model_release(&m_model);
 }
 END_TEST
 
@@ -228,9 +242,9 @@ START_TEST(gqa_equals_mha_with_repeated_kv_heads)
         tg_params *p = tg_params_new(TG_F64, NULL);
         tg_mha_mod gqa, mha;
         tg_mha_config c = {.n_embd = C, .n_head = H, .n_kv_head = Hkv, .layout = TG_MHA_LLAMA, .rope_theta = 10000};
-        ck_assert_int_eq(tg_mha_init_config(&gqa, p, "gqa", &c, &err), 0);
+        ck_assert_int_eq(tg_mha_init(&gqa, p, "gqa", &c, &err), 0);
         c.n_kv_head = H;
-        ck_assert_int_eq(tg_mha_init_config(&mha, p, "mha", &c, &err), 0);
+        ck_assert_int_eq(tg_mha_init(&mha, p, "mha", &c, &err), 0);
         gqa.composed = mha.composed = composed;
         fill(p, 3, 0.5);
         /* mha's kv heads: head h is gqa's head h / G (rows of wk, wv) */
@@ -271,7 +285,7 @@ START_TEST(gqa_weights_and_masks)
     tg_params *p = tg_params_new(TG_F64, NULL);
     tg_mha_mod m;
     tg_mha_config c = {.n_embd = C, .n_head = H, .n_kv_head = Hkv, .layout = TG_MHA_LLAMA};
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), 0);
     fill(p, 4, 0.7);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 2), *A = NULL;
@@ -305,20 +319,20 @@ START_TEST(mha_config_errors)
     tg_params *p = tg_params_new(TG_F32, NULL);
     tg_mha_mod m;
     tg_mha_config c = {.n_embd = 12, .n_head = 4, .n_kv_head = 3, .layout = TG_MHA_LLAMA};
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_str_eq(err.msg, "mha 'a': n_kv_head 3 must divide n_head 4");
     c.n_kv_head = 2, c.rope_theta = 10000;   /* head size 3: odd */
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "RoPE needs an even head size (got 3: n_embd 12 / n_head 4)"));
     c.n_embd = 8, c.rope_theta = 0.5;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_str_eq(err.msg, "mha 'a': rope_theta must be 0 (no RoPE) or finite and > 1, got 0.5");
     c.rope_theta = 0, c.layout = 9;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_str_eq(err.msg, "mha 'a': unknown layout 9");
     /* RoPE only in self-attention */
     c.layout = TG_MHA_LLAMA, c.rope_theta = 10000;
-    ck_assert_int_eq(tg_mha_init_config(&m, p, "a", &c, &err), 0);
+    ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), 0);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tg_tensor_new(g, TG_F32, 3, (int[]){1, 2, 8});
     ck_assert_ptr_null(tg_mha_forward(g, &m, x, x, NULL));

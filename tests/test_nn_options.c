@@ -72,7 +72,7 @@ START_TEST(options_gradcheck)
     tg_model_config c = with_options(fam ? LLAMA : GPT, k);
     tg_error err = {0};
     tg_model m;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F64, 3, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F64, 3, &err) == 0, "%s", err.msg);
     tg_model_set_composed(&m, composed);
     fill(m.params, 40 + _i, 0.6);
     tg_graph *g = tg_graph_new();
@@ -83,7 +83,7 @@ START_TEST(options_gradcheck)
     for (int i = 0; i < n; i++) in[i] = tg_params_at(m.params, i);
     tt_assert_gradcheck(lm_gc_fn, &ctx, n, in);
     tg_graph_free(g);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -100,12 +100,12 @@ START_TEST(each_option_changes_the_model)
         opt[2].untie_head = true, opt[2].tied = false;
         tg_error err = {0};
         tg_model d;
-        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 1, &err), 0);
+        ck_assert_int_eq(tg_model_init(&d, &base, TG_F64, 1, &err), 0);
         fill(d.params, 5, 0.7);
         const double ref = loss_of(&d);
         for (int k = 0; k < 3; k++) {
             tg_model m;
-            ck_assert_msg(tg_model_new(&m, &opt[k], TG_F64, 1, &err) == 0, "%s", err.msg);
+            ck_assert_msg(tg_model_init(&m, &opt[k], TG_F64, 1, &err) == 0, "%s", err.msg);
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 tg_tensor *t = tg_params_at(m.params, i), *s = tg_params_get(d.params, t->name);
                 if (s) memcpy(t->data, s->data, (size_t)t->numel * sizeof(double));
@@ -122,22 +122,22 @@ START_TEST(each_option_changes_the_model)
             const double l = loss_of(&m);
             ck_assert_msg(fabs(l - ref) > 1e-4, "%s option %d: loss %.17g is the default model's %.17g",
                           base.arch, k, l, ref);
-            tg_model_free(&m);
+            tg_model_release(&m);
         }
         /* the feed-forward kinds: relu2 against gelu on the same c_fc and c_proj */
         tg_model_config r = base, ge = base;
         r.mlp = TG_FFN_RELU2, ge.mlp = TG_FFN_GELU;
         if (fam) r.hidden_dim = ge.hidden_dim = 8;
         tg_model mr, mg;
-        ck_assert_int_eq(tg_model_new(&mr, &r, TG_F64, 1, &err), 0);
-        ck_assert_int_eq(tg_model_new(&mg, &ge, TG_F64, 1, &err), 0);
+        ck_assert_int_eq(tg_model_init(&mr, &r, TG_F64, 1, &err), 0);
+        ck_assert_int_eq(tg_model_init(&mg, &ge, TG_F64, 1, &err), 0);
         ck_assert_int_eq(tg_params_numel(mr.params), tg_params_numel(mg.params));
         fill(mr.params, 6, 0.7);
         fill(mg.params, 6, 0.7);
         ck_assert_msg(fabs(loss_of(&mr) - loss_of(&mg)) > 1e-4, "%s: relu2 computes gelu's loss", base.arch);
-        tg_model_free(&mr);
-        tg_model_free(&mg);
-        tg_model_free(&d);
+        tg_model_release(&mr);
+        tg_model_release(&mg);
+        tg_model_release(&d);
     }
 }
 END_TEST
@@ -151,8 +151,8 @@ START_TEST(softcap_caps_the_logits)
         capped.logit_softcap = 0.9;
         tg_error err = {0};
         tg_model a, b;
-        ck_assert_int_eq(tg_model_new(&a, &base, TG_F64, 2, &err), 0);
-        ck_assert_int_eq(tg_model_new(&b, &capped, TG_F64, 2, &err), 0);
+        ck_assert_int_eq(tg_model_init(&a, &base, TG_F64, 2, &err), 0);
+        ck_assert_int_eq(tg_model_init(&b, &capped, TG_F64, 2, &err), 0);
         fill(a.params, 9, 0.8);
         fill(b.params, 9, 0.8);
         tg_graph *g = tg_graph_new();
@@ -169,8 +169,8 @@ START_TEST(softcap_caps_the_logits)
         ck_assert_msg(big > 0.9, "%s: the logits (max |z| %g) never reach the cap: the test would not see it",
                       base.arch, big);
         tg_graph_free(g);
-        tg_model_free(&a);
-        tg_model_free(&b);
+        tg_model_release(&a);
+        tg_model_release(&b);
     }
 }
 END_TEST
@@ -184,7 +184,7 @@ START_TEST(qk_norm_decodes_through_the_cache)
         c.qk_norm = true;
         tg_error err = {0};
         tg_model m;
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 4, &err), 0);
+        ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 4, &err), 0);
         fill(m.params, 12, 0.6);
         tg_graph *g = tg_graph_new();
         const int T = 6, V = 7;
@@ -199,7 +199,7 @@ START_TEST(qk_norm_decodes_through_the_cache)
                 ck_assert_double_eq_tol(tg_tensor_get(lg, v), tg_tensor_get(full, (int64_t)t * V + v), 1e-12);
         }
         tg_graph_free(g);
-        tg_model_free(&m);
+        tg_model_release(&m);
     }
 }
 END_TEST
@@ -220,9 +220,9 @@ START_TEST(zero_init_and_untied_head_init)
         u.untie_head = true;
         tg_error err = {0};
         tg_model d, mz, mu;
-        ck_assert_int_eq(tg_model_new(&d, &base, TG_F64, 77, &err), 0);
-        ck_assert_int_eq(tg_model_new(&mz, &z, TG_F64, 77, &err), 0);
-        ck_assert_int_eq(tg_model_new(&mu, &u, TG_F64, 77, &err), 0);
+        ck_assert_int_eq(tg_model_init(&d, &base, TG_F64, 77, &err), 0);
+        ck_assert_int_eq(tg_model_init(&mz, &z, TG_F64, 77, &err), 0);
+        ck_assert_int_eq(tg_model_init(&mu, &u, TG_F64, 77, &err), 0);
         ck_assert_int_eq(tg_params_count(mz.params), tg_params_count(d.params));
         int zeroed = 0;
         for (int i = 0; i < tg_params_count(d.params); i++) {
@@ -253,9 +253,9 @@ START_TEST(zero_init_and_untied_head_init)
         ck_assert_double_gt(ss, 0);
         ck_assert(memcmp(h->data, e->data, (size_t)h->numel * sizeof(double)));
         ck_assert(!mu.config.tied);
-        tg_model_free(&d);
-        tg_model_free(&mz);
-        tg_model_free(&mu);
+        tg_model_release(&d);
+        tg_model_release(&mz);
+        tg_model_release(&mu);
     }
 }
 END_TEST
@@ -272,7 +272,7 @@ START_TEST(counts_and_names)
                 c.bias = bias;
                 c.n_embd = 8;
                 tg_model m;
-                ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
+                ck_assert_msg(tg_model_init(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
                 ck_assert_int_eq(tg_model_num_params(&c), tg_params_numel(m.params));
                 const bool gated = c.mlp == TG_FFN_SWIGLU || (fam && c.mlp == TG_FFN_DEFAULT);
                 const char *up = fam ? (gated ? "layers.1.feed_forward.w3.weight" : "layers.1.feed_forward.c_fc.weight")
@@ -281,7 +281,7 @@ START_TEST(counts_and_names)
                 ck_assert_msg(t != NULL, "%s: no %s", c.arch, up);
                 /* a GPT's SwiGLU is llama2.c's width for C = 8 with multiple_of 32; else 4C; a Llama's hidden_dim */
                 ck_assert_int_eq(t->shape[0], fam ? c.hidden_dim : gated ? tg_llama_hidden_dim(8, 32) : 32);
-                tg_model_free(&m);
+                tg_model_release(&m);
             }
 }
 END_TEST
@@ -358,28 +358,28 @@ START_TEST(bad_options_are_refused)
     tg_model m;
     tg_model_config c = GPT;
     c.mlp = (tg_ffn_kind)9;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "gpt: unknown mlp 9"));
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = GPT;
     c.logit_softcap = -2;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "gpt: logit_softcap must be 0 (none) or finite and > 0, got -2"));
     c = LLAMA;
     c.logit_softcap = NAN;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "llama: logit_softcap must be"));
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = LLAMA;
     c.gelu = TG_GELU_TANH;   /* a GELU form for SwiGLU */
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "llama: this Llama's MLP is SwiGLU (no GELU to choose"));
     c.mlp = TG_FFN_GELU;
-    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
-    tg_model_free(&m);
+    ck_assert_msg(tg_model_init(&m, &c, TG_F32, 1, &err) == 0, "%s", err.msg);
+    tg_model_release(&m);
     c = LLAMA;
     c.mlp = (tg_ffn_kind)-1;
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 1, &err), -1);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "llama: unknown mlp -1"));
     ck_assert_ptr_null(tg_ffn_kind_name((tg_ffn_kind)4));
     ck_assert_str_eq(tg_ffn_kind_name(TG_FFN_RELU2), "relu2");
@@ -387,7 +387,7 @@ START_TEST(bad_options_are_refused)
     tg_params *p = tg_params_new(TG_F64, &err);
     tg_mha_mod a;
     const tg_mha_config ac = {.n_embd = 4, .n_head = 2, .qk_norm_eps = -1};
-    ck_assert_int_eq(tg_mha_init_config(&a, p, "a", &ac, &err), -1);
+    ck_assert_int_eq(tg_mha_init(&a, p, "a", &ac, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "mha 'a': qk_norm_eps must be 0 (no QK norm) or in (0, 1], got -1"));
     tg_params_free(p);
 }

@@ -8,8 +8,8 @@
  * says; the page stores every weight (decoded back here), every label,
  * loads nothing and stays small (tests/browser_layout.sh renders it); the
  * loss curve follows a known series; a model's maps are the weights this
- * test computes itself (tg_gpt_forward_ex, tg_model_forward on ids built
- * by hand), labelled as the model reads the text (a Llama's BOS first);
+ * test computes itself (tg_model_forward on ids built by hand), labelled
+ * as the model reads the text (a Llama's BOS first);
  * the files are all or nothing. End to end, `tiny_gpt attn` (the built
  * program, TINY_GPT_BIN) writes, byte for byte, the files the library
  * writes for the same checkpoint and text. */
@@ -384,13 +384,15 @@ START_TEST(heatmap_pixels_follow_the_weights)
 }
 END_TEST
 
-/* A GPT's own attention weights (tg_gpt_forward_ex) drawn as heatmaps. */
+/* A GPT's own attention weights (tg_model_forward's) drawn as heatmaps. */
 START_TEST(heatmap_of_a_gpt)
 {
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12, .vocab_size = 11};
+    const tg_model_config cfg = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12,
+                                 .vocab_size = 11};
     tg_error err = {0};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F64, 3, &err);
-    ck_assert_msg(m != NULL, "%s", err.msg);
+    tg_model md;
+    ck_assert_msg(tg_model_init(&md, &cfg, TG_F64, 3, &err) == 0, "%s", err.msg);
+    tg_gpt *m = md.impl;
     /* sharpen the attention: larger query/key weights than nanoGPT's init */
     tg_rng r;
     tg_rng_seed(&r, 9, 1);
@@ -399,7 +401,7 @@ START_TEST(heatmap_of_a_gpt)
     enum { T = 12 };
     const int32_t iv[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
     tg_tensor *aw[2];
-    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, m, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, iv), aw));
+    ck_assert_ptr_nonnull(tg_model_forward(g, &md, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, iv), aw));
     uint8_t causal[T * T];
     for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
     double w[T * T], peak = 0;
@@ -413,7 +415,7 @@ START_TEST(heatmap_of_a_gpt)
         }
     ck_assert_msg(peak > 0.5, "the weights are nearly uniform (peak %g): a weak test", peak);
     tg_graph_free(g);
-    tg_gpt_free(m);
+    tg_model_release(&md);
 }
 END_TEST
 
@@ -829,7 +831,7 @@ static void sharp_model(tg_model *md, const char *arch, const tg_vocab *v, uint6
                                      : (tg_model_config){.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12,
                                                          .block_size = 16, .vocab_size = v->size};
     tg_error err = {0};
-    REQUIRE(tg_model_new(md, &mc, TG_F32, seed, &err) == 0, "%s", err.msg);
+    REQUIRE(tg_model_init(md, &mc, TG_F32, seed, &err) == 0, "%s", err.msg);
     tg_rng r;
     tg_rng_seed(&r, seed + 1, 1);
     if (llama) {
@@ -928,8 +930,8 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-/* A GPT's maps are its own attention weights (tg_gpt_forward_ex, the
- * family's function, against tg_attn_maps_init's model interface), over
+/* A GPT's maps are its own attention weights (tg_model_forward's,
+ * computed here, against what tg_attn_maps_init collects), over
  * the ids sample reads, each position labelled by its character; the
  * files show them. */
 START_TEST(attn_maps_of_a_gpt_are_its_weights)
@@ -956,7 +958,7 @@ START_TEST(attn_maps_of_a_gpt_are_its_weights)
     tg_graph *g = tg_graph_new();
     tg_graph_set_grad_enabled(g, false);
     tg_tensor *aw[L];
-    ck_assert_ptr_nonnull(tg_gpt_forward_ex(g, md.impl, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids), aw));
+    ck_assert_ptr_nonnull(tg_model_forward(g, &md, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids), aw));
     for (int l = 0; l < L; l++)
         for (int k = 0; k < H * T * T; k++)
             REQUIRE(a.w[l * H * T * T + k] == tg_tensor_get(aw[l], k), "layer %d weight %d: %g, the GPT's %g", l, k,
@@ -996,7 +998,7 @@ START_TEST(attn_maps_of_a_gpt_are_its_weights)
     tg_free(ids);
     tg_attn_maps_release(&a);
     ck_assert_ptr_null(a.w);
-    tg_model_free(&md);
+    tg_model_release(&md);
 }
 END_TEST
 
@@ -1069,7 +1071,7 @@ START_TEST(attn_of_a_llama_starts_at_its_bos)
     tg_free(lab);
     tg_free(ids);
     tg_attn_maps_release(&a);
-    tg_model_free(&md);
+    tg_model_release(&md);
 }
 END_TEST
 
@@ -1260,7 +1262,7 @@ static void same_as_the_library(const char *ckpt, const char *text, const char *
     tg_free(lab);
     tg_free(ids);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
 }
 
@@ -1287,25 +1289,25 @@ START_TEST(tiny_gpt_attn_writes_what_the_library_writes)
     sharp_model(&md, "gpt", &v, 4);
     saved("gpt.safetensors", &md, &v, gpt);
     same_as_the_library(gpt, "bad cab. ed", "character");
-    tg_model_free(&md);
+    tg_model_release(&md);
 
     tg_vocab_llama2c(&v);
     sharp_model(&md, "llama", &v, 7);
     saved("llama.safetensors", &md, &v, llama);
     same_as_the_library(llama, "bad cab", "token");
-    tg_model_free(&md);
+    tg_model_release(&md);
 
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL);
     ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL, 0), 0);
     sharp_model(&md, "llama", &v, 9);
     same_as_the_library(saved("bpe.safetensors", &md, &v, path), "ab ab abba", "token");
-    tg_model_free(&md);
+    tg_model_release(&md);
     tg_vocab_free(&v);
 
     tg_vocab_ids(&v, 40);
     sharp_model(&md, "gpt", &v, 5);
     same_as_the_library(saved("ids.safetensors", &md, &v, path), "3 17 039", "token");
-    tg_model_free(&md);
+    tg_model_release(&md);
 
     /* a failure writes nothing: a character outside the vocabulary, past the block size */
     const char *bad_char[] = {"attn", "--ckpt", gpt, "--text", "cab?", "--out", P("maps2"), NULL};

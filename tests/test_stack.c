@@ -32,11 +32,13 @@ typedef struct steps_result {
  * tapegrad's kernel where the CPU has one), each loss recorded. */
 static void gpt_steps(steps_result *r)
 {
-    tg_gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 64, .block_size = T, .vocab_size = VOCAB};
+    const tg_model_config cfg = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 64, .block_size = T,
+                                 .vocab_size = VOCAB};
     r->done = 0;
     r->err.msg[0] = 0;
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 5, &r->err);
-    tg_adamw *opt = m ? tg_adamw_new(m->params, NULL, &r->err) : NULL;
+    tg_model m;
+    const bool made = tg_model_init(&m, &cfg, TG_F32, 5, &r->err) == 0;
+    tg_adamw *opt = made ? tg_adamw_new(m.params, NULL, &r->err) : NULL;
     tg_graph *g = tg_graph_new();
     if (!opt || !g) {
         if (!r->err.msg[0]) snprintf(r->err.msg, sizeof r->err.msg, "set-up failed");
@@ -47,21 +49,21 @@ static void gpt_steps(steps_result *r)
     for (int s = 0; s < STEPS; s++) {
         tg_tensor *idt = tg_tensor_from(g, TG_I32, TT_SHAPE(BATCH, T), ids);
         tg_tensor *tt = tg_tensor_from(g, TG_I32, TT_SHAPE(BATCH, T), tgt);
-        tg_tensor *loss = tg_gpt_loss(g, m, idt, tt);
+        tg_tensor *loss = tg_model_loss(g, &m, idt, tt);
         if (!loss || tg_graph_backward(g, loss) != 0) {
             snprintf(r->err.msg, sizeof r->err.msg, "step %d: %s", s, tg_graph_error(g));
             goto out;
         }
         r->loss[s] = tg_tensor_item(loss);
         tg_adamw_step(opt, 1e-2);
-        tg_params_zero_grad(m->params);
+        tg_params_zero_grad(m.params);
         tg_graph_reset(g);
         r->done++;
     }
 out:
     tg_graph_free(g);
     tg_adamw_free(opt);
-    tg_gpt_free(m);
+    tg_model_release(&m);
 }
 
 /* C (M,N) = A^T B with A stored (K,M): the weight-gradient layout, in

@@ -61,7 +61,7 @@ static void run_new(run *r, tg_dtype dt, bool muon)
     tg_error err = {0};
     const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8,
                                .vocab_size = 30, .bias = true, .dropout = 0.1};
-    ck_assert_msg(tg_model_new(&r->m, &c, dt, 7, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(&r->m, &c, dt, 7, &err) == 0, "%s", err.msg);
     r->opt = tg_adamw_new(r->m.params, &(tg_adamw_config){0.9, 0.95, 1e-8, 0.1}, &err);
     ck_assert_msg(r->opt, "%s", err.msg);
     r->muon = NULL;
@@ -77,7 +77,7 @@ static void run_free(run *r)
 {
     tg_muon_free(r->muon);
     tg_adamw_free(r->opt);
-    tg_model_free(&r->m);
+    tg_model_release(&r->m);
 }
 
 static void step(run *r, const tg_dataset *d)

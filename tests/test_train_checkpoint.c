@@ -52,8 +52,8 @@ START_TEST(a_resumed_run_ends_bit_identical)
 
         /* the run that never stops: 6 steps; and one stopped after 3 */
         tg_model a, b;
-        ck_assert_msg(tg_model_new(&a, &cc, dt, 7, &err) == 0, "%s", err.msg);
-        ck_assert_int_eq(tg_model_new(&b, &cc, dt, 7, &err), 0);
+        ck_assert_msg(tg_model_init(&a, &cc, dt, 7, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(tg_model_init(&b, &cc, dt, 7, &err), 0);
         tg_adamw *oa = tg_adamw_new(a.params, NULL, NULL), *ob = tg_adamw_new(b.params, NULL, NULL);
         tg_train_state ta, tb;
         tg_train_state_init(&ta, 1);
@@ -66,7 +66,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         const char *meta[] = {"train.note", "mid-run"};
         ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, NULL, &tb, meta, 1,
                                          err.msg, sizeof err.msg) == 0, "%s", err.msg);
-        tg_model_free(&b);
+        tg_model_release(&b);
         tg_adamw_free(ob);
 
         /* a new process: everything from the file */
@@ -109,8 +109,8 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tg_st_free(f);
         tg_adamw_free(oa);
         tg_adamw_free(orr);
-        tg_model_free(&a);
-        tg_model_free(&r);
+        tg_model_release(&a);
+        tg_model_release(&r);
         tg_dataset_free(&d);
         remove(tt_path("ck.safetensors"));
         remove(tt_path("w.safetensors"));
@@ -155,7 +155,7 @@ START_TEST(bad_checkpoints_are_refused)
     tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_train_state ts = {.step = 0, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
@@ -233,7 +233,7 @@ START_TEST(bad_checkpoints_are_refused)
     tg_adamw_free(half);
     remove(good);
     tg_adamw_free(o);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -245,7 +245,7 @@ START_TEST(averages_in_checkpoints)
     tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_ema *e = tg_ema_new(m.params, 0.9, &err);
     const int64_t n = tg_ema_numel(e);
@@ -323,7 +323,7 @@ START_TEST(averages_in_checkpoints)
     tg_ema_free(e);
     tg_adamw_free(ob);
     tg_adamw_free(o);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -335,7 +335,7 @@ START_TEST(muon_state_in_checkpoints)
     tg_error err = {0};
     tg_model m;
     tg_model_config c = CFGS[0];
-    ck_assert_int_eq(tg_model_new(&m, &c, TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL);
     ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));   /* c_attn, c_proj, c_fc, mlp c_proj */
@@ -408,7 +408,7 @@ START_TEST(muon_state_in_checkpoints)
     tg_adamw_free(ob);
     tg_muon_free(mu);
     tg_adamw_free(o);
-    tg_model_free(&m);
+    tg_model_release(&m);
 }
 END_TEST
 
@@ -421,8 +421,8 @@ START_TEST(save_and_load_check_their_objects)
 {
     tg_error err = {0};
     tg_model m, other;
-    ck_assert_int_eq(tg_model_new(&m, &CFGS[0], TG_F64, 3, &err), 0);
-    ck_assert_int_eq(tg_model_new(&other, &CFGS[1], TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_init(&m, &CFGS[0], TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_model_init(&other, &CFGS[1], TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL), *o_other = tg_adamw_new(other.params, NULL, NULL);
     tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL);   /* never told to leave Muon's matrices */
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL), *mu_other = tg_muon_new(other.params, NULL, NULL);
@@ -499,8 +499,8 @@ START_TEST(save_and_load_check_their_objects)
     tg_adamw_free(o);
     tg_adamw_free(o_all);
     tg_adamw_free(o_other);
-    tg_model_free(&m);
-    tg_model_free(&other);
+    tg_model_release(&m);
+    tg_model_release(&other);
 }
 END_TEST
 
@@ -513,7 +513,7 @@ START_TEST(half_precision_checkpoints_load)
     for (int k = 0; k < 4; k++) {
         tg_model m, r;
         tg_model_config c = CFGS[k % 2];
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, &err), 0);
+        ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 3, &err), 0);
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_model_config_write(&m.config, w), 0);
         uint16_t *h[64];
@@ -549,9 +549,9 @@ START_TEST(half_precision_checkpoints_load)
             for (int64_t j = 0; j < a->numel; j++)
                 ck_assert_msg(((float *)a->data)[j] == ((double *)b->data)[j], "%s[%lld]", a->name, (long long)j);
         }
-        tg_model_free(&r);
+        tg_model_release(&r);
         tg_st_free(f);
-        tg_model_free(&m);
+        tg_model_release(&m);
     }
 }
 END_TEST
@@ -579,7 +579,7 @@ static void eval_fixture(tg_dataset *d, tg_model *m)
     ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, err.msg, sizeof err.msg), 0);
     tg_model_config c = CFGS[0];
     c.vocab_size = v.size;
-    ck_assert_msg(tg_model_new(m, &c, TG_F64, 5, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_model_init(m, &c, TG_F64, 5, &err) == 0, "%s", err.msg);
     tg_vocab_free(&v);
 }
 
@@ -630,7 +630,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     ck_assert_msg(strstr(err.msg, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_dataset_free(&d);
 }
 END_TEST
@@ -699,7 +699,7 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     ck_assert_msg(strstr(err.msg, "the val split's 1 tokens hold no target"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_dataset_free(&d);
 }
 END_TEST
@@ -718,7 +718,7 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_vocab_bytes(&bytes, TEXT, strlen(TEXT));
         c.vocab_size = bytes.size;
         tg_model m;
-        ck_assert_int_eq(tg_model_new(&m, &c, TG_F32, 3, &err), 0);
+        ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 3, &err), 0);
         for (int with = 0; with < 2; with++) {
             ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                                 NULL, 0,
@@ -752,7 +752,7 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_vocab llama2c;
         tg_vocab_llama2c(&llama2c);
         ck_assert_int_eq(tg_vocab_fits(&llama2c, 300, "its", err.msg, sizeof err.msg), 0);   /* ids past 259 unused */
-        tg_model_free(&m);
+        tg_model_release(&m);
     }
     remove(path);
 }

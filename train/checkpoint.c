@@ -199,15 +199,15 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
      * embeddings are known to be its (so building stays proportional to it) */
     if (check_embeddings(f, &cfg, err, errlen)) return -1;
     if (tg_model_num_params(&cfg) < 0)
-        return tg_model_new(m, &cfg, dt, TG_NO_INIT, &e) ? tg_set_err(err, errlen, "%s", e.msg) : 0;
+        return tg_model_init(m, &cfg, dt, TG_NO_INIT, &e) ? tg_set_err(err, errlen, "%s", e.msg) : 0;
     if (check_config_against_tensors(f, &cfg, err, errlen)) return -1;
-    if (tg_model_new(m, &cfg, dt, TG_NO_INIT, &e)) return tg_set_err(err, errlen, "%s", e.msg);
+    if (tg_model_init(m, &cfg, dt, TG_NO_INIT, &e)) return tg_set_err(err, errlen, "%s", e.msg);
     if (tg_st_load_params(m->params, f, &e) != 0) {
-        tg_model_free(m);
+        tg_model_release(m);
         return tg_set_err(err, errlen, "%s", e.msg);
     }
     if (check_finite(m->params, err, errlen)) {
-        tg_model_free(m);
+        tg_model_release(m);
         return -1;
     }
     const tg_model_family *fam = m->family;
@@ -218,7 +218,7 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
             memcmp(head->data, emb->data, head->nbytes)) {
             tg_set_err(err, errlen, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
                        fam->embedding, fam->arch);
-            tg_model_free(m);
+            tg_model_release(m);
             return -1;
         }
     }

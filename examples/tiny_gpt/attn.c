@@ -151,7 +151,7 @@ done:
     tg_free(lab);
     tg_free(ids);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     return rc;
 }

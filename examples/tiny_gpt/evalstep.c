@@ -47,7 +47,7 @@ typedef struct inputs {
 
 static void inputs_free(inputs *in)
 {
-    tg_model_free(&in->m);
+    tg_model_release(&in->m);
     tg_st_free(in->wf);
     tg_st_free(in->bf);
     tg_graph_free(in->batch_graph);
@@ -245,7 +245,7 @@ fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:
     tg_graph_free(g);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     tg_dataset_free(&d);
     tg_vocab_free(&v);
@@ -300,7 +300,7 @@ done:
     tg_free(ids);
     free(text);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     return rc;
 }

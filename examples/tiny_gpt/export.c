@@ -76,7 +76,7 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     /* the same weights with the tanh form */
     tg_model_config ct = m.config;
     ct.gelu = TG_GELU_TANH;
-    if (tg_model_new(&mt, &ct, TG_F32, TG_NO_INIT, &err)) goto unavailable;
+    if (tg_model_init(&mt, &ct, TG_F32, TG_NO_INIT, &err)) goto unavailable;
     for (int i = 0; i < tg_params_count(m.params); i++) {
         const tg_tensor *a = tg_params_at(m.params, i);
         tg_tensor *b = tg_params_at(mt.params, i);
@@ -107,8 +107,8 @@ done:
     tg_dataset_free(&d);
     run_text_free(&text);
     tg_vocab_free(&v);
-    tg_model_free(&mt);
-    tg_model_free(&m);
+    tg_model_release(&mt);
+    tg_model_release(&m);
 }
 
 /* ---- the commands -------------------------------------------------------- */

@@ -182,7 +182,7 @@ done:
     tg_sampler_free(sampler);
     tg_vocab_free(&v);
     free(file_text);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     return rc;
 }

@@ -468,7 +468,7 @@ static int build(trainer *t)
         /* a Llama with a feed-forward of one matrix each way is 4C wide unless --hidden-dim says (the
          * parameters of llama2.c's SwiGLU width) */
         if (llama && !o->hidden_dim && c.mlp != TG_FFN_DEFAULT && c.mlp != TG_FFN_SWIGLU) c.hidden_dim = 4 * o->n_embd;
-        if (tg_model_new(&t->m, &c, t->dt, (uint64_t)o->seed, &e)) return failf(t, "%s", e.msg);
+        if (tg_model_init(&t->m, &c, t->dt, (uint64_t)o->seed, &e)) return failf(t, "%s", e.msg);
     }
     tg_model_set_composed(&t->m, o->attn_composed);
     /* the sums across processes, and AdamW for the range this rank updates:
@@ -1220,7 +1220,7 @@ done:
     tg_muon_free(t->muon);
     tg_adamw_free(t->opt);
     tg_dist_grads_free(t->dg);
-    tg_model_free(&t->m);
+    tg_model_release(&t->m);
     tg_st_free(t->from);
     tg_dataset_free(&t->d);
     tg_vocab_free(&t->v);

@@ -72,7 +72,7 @@ static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_
         snprintf(name, sizeof name, "blocks.%d.norm2", l);
         bad = bad || tg_rmsnorm_init(&k->norm2, m->p, name, C, 1e-5, err);
         snprintf(name, sizeof name, "blocks.%d.mlp", l);
-        bad = bad || tg_mlp_init(&k->mlp, m->p, name, TG_MLP_GELU, C, 4 * C, false, 0.0, err);
+        bad = bad || tg_mlp_init(&k->mlp, m->p, name, C, 4 * C, NULL, err);
         if (!bad) {   /* each position starts as the mean of the ones it sees, give or take */
             for (int t = 0; t < T; t++)
                 for (int s = 0; s <= t; s++) tg_tensor_set(k->mix, t * T + s, 1.0 / (t + 1) + 0.02 * tg_rng_normal(&r));
@@ -80,12 +80,13 @@ static void *mixer_new(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_
         }
     }
     bad = bad || tg_rmsnorm_init(&m->norm_f, m->p, "norm_f", C, 1e-5, err) ||
-          tg_linear_init(&m->head, m->p, "head", C, V, false, &r, err);   /* nn.Linear's start */
+          tg_linear_init(&m->head, m->p, "head", C, V, false, err);
     if (bad) {
         tg_error_prefix(err, "mixer");
         mixer_free(m);
         return NULL;
     }
+    tg_linear_init_uniform(&m->head, &r);   /* nn.Linear's start */
     tg_rng_fill_normal(&r, m->wte, 0, 0.02);
     return m;
 }
@@ -298,7 +299,7 @@ int main(int argc, char **argv)
     tg_adamw *opt = NULL;
     tg_train_state ts;
     tg_train_state_init(&ts, 1337);
-    if (!f && tg_model_new(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
+    if (!f && tg_model_init(&m, &(tg_model_config){.arch = "mixer", .n_layer = 2, .n_embd = 64, .block_size = T,
                                                   .vocab_size = vocab.size}, TG_F32, 1337, &err))
         die("model", err.msg);
     if (!(opt = tg_adamw_new(m.params, &ac, &err))) die("optimizer", err.msg);
@@ -354,7 +355,7 @@ int main(int argc, char **argv)
     tg_graph_free(g);
     tg_dist_grads_free(dg);
     tg_adamw_free(opt);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_dataset_free(&d);
     tg_vocab_free(&vocab);
     tg_dist_finalize();

@@ -131,7 +131,7 @@ static void round_trip(run_state *s, tg_model *m, const tg_vocab *v, tg_dtype dt
         b.ts.drop_rng.state != s->ts.drop_rng.state || !(b.ts.best_val == s->ts.best_val))
         finding("a checkpoint saved from what was read reads back otherwise", NULL);
     state_free(&b);
-    tg_model_free(&r);
+    tg_model_release(&r);
     tg_st_free(g);
     unlink(path);
 }
@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     state_free(&s);
     tg_vocab_free(&v);
-    tg_model_free(&m);
+    tg_model_release(&m);
     tg_st_free(f);
     return 0;
 }

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (v.kind == TG_VOCAB_TOKENIZER) fuzz_use_tokenizer(v.tok);
         tg_vocab_free(&v);
-        tg_model_free(&m);
+        tg_model_release(&m);
         tg_st_free(f);
         unlink(out);
     }

@@ -11,11 +11,11 @@
 int main()
 {
     const int B = 2, T = 8, V = 12;
-    tg_gpt_config cfg = tg_gpt_config();
-    cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 16, cfg.block_size = T, cfg.vocab_size = V;
+    tg_model_config cfg = tg_model_config();
+    cfg.arch = "gpt", cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 16, cfg.block_size = T, cfg.vocab_size = V;
     tg_error err = {};
-    tg_gpt *m = tg_gpt_new(&cfg, TG_F32, 1, &err);
-    if (!m) {
+    tg_model model = tg_model(), *m = &model;
+    if (tg_model_init(m, &cfg, TG_F32, 1, &err) != 0) {
         std::fprintf(stderr, "gpt_cxx: %s\n", err.msg);
         return 1;
     }
@@ -30,7 +30,7 @@ int main()
     for (int step = 0; step < 20; step++) {
         tg_tensor *x = tg_tensor_from(g, TG_I32, 2, shape, ids.data());
         tg_tensor *y = tg_tensor_from(g, TG_I32, 2, shape, tgt.data());
-        tg_tensor *loss = tg_gpt_loss(g, m, x, y);
+        tg_tensor *loss = tg_model_loss(g, m, x, y);
         if (!loss || !tg_dtype_is_float(loss->dtype) || tg_graph_backward(g, loss) != 0) {
             std::fprintf(stderr, "gpt_cxx: step %d: %s\n", step, tg_graph_error(g));
             return 1;
@@ -46,6 +46,6 @@ int main()
     const bool ok = std::fabs(losses.front() - std::log(V)) < 0.1 && losses.back() < 0.5 * losses.front();
     tg_graph_free(g);
     tg_adamw_free(opt);
-    tg_gpt_free(m);
+    tg_model_release(m);
     return ok ? 0 : 1;
 }
