@@ -268,7 +268,7 @@ static int train(const opts *o, tg_error *err)
             tg_error_set(err, "step %d: loss %g, gradient norm %g", s, lv, norm);
             goto done;
         }
-        tg_adamw_step_grad(opt, o->lr, tg_dist_grads_shard_grad(d[w]));
+        tg_adamw_step_grad(opt, o->lr, tg_dist_grads_shard_grad(d[w]), NULL);
         tg_dist_grads_gather_params(d[w]);
         tg_params_zero_grad(m->params);
         tg_graph_reset(g);

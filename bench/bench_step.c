@@ -417,7 +417,7 @@ int main(int argc, char **argv)
             tg_error_set(&err, "step %d: loss %g, gradient norm %g", s, losses[s], norm);
             goto fail;
         }
-        tg_adamw_step(opt, o.lr);
+        tg_adamw_step(opt, o.lr, NULL);
         tg_params_zero_grad(m.params);
         upd[s] = now_ms() - t1;
         tg_graph_reset(g);

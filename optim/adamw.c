@@ -42,7 +42,6 @@ struct tg_adamw {
     int64_t numel;        /* store size when made */
     int count;            /* tensors in the store when made */
     int64_t steps;        /* steps taken */
-    char error[200];
 };
 
 static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
@@ -107,30 +106,28 @@ static int index_of(const tg_adamw *o, const tg_tensor *param)
     return -1;
 }
 
-void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay)
+int tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay, tg_error *err)
 {
-    if (!o) return;
+    if (!o) return tg_error_set(err, "adamw_set_decay: the optimizer is NULL");
     int i = param ? index_of(o, param) : -1;
     if (i < 0) {
-        snprintf(o->error, sizeof o->error, "adamw_set_decay: tensor '%s' is not a parameter of the optimizer's store",
-                 param && param->name ? param->name : "(unnamed)");
-        return;
+        return tg_error_set(err, "adamw_set_decay: tensor '%s' is not a parameter of the optimizer's store",
+                            param && param->name ? param->name : "(unnamed)");
     }
-    o->error[0] = 0;
     o->decay[i] = decay;
+    return 0;
 }
 
-void tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update)
+int tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update, tg_error *err)
 {
-    if (!o) return;
+    if (!o) return tg_error_set(err, "adamw_set_update: the optimizer is NULL");
     int i = param ? index_of(o, param) : -1;
     if (i < 0) {
-        snprintf(o->error, sizeof o->error, "adamw_set_update: tensor '%s' is not a parameter of the optimizer's store",
-                 param && param->name ? param->name : "(unnamed)");
-        return;
+        return tg_error_set(err, "adamw_set_update: tensor '%s' is not a parameter of the optimizer's store",
+                            param && param->name ? param->name : "(unnamed)");
     }
-    o->error[0] = 0;
     o->leave[i] = !update;
+    return 0;
 }
 
 bool tg_adamw_updates(const tg_adamw *o, const tg_tensor *param)
@@ -194,30 +191,29 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
                      hi - lo, j->s, j->decay);
 }
 
-int tg_adamw_step(tg_adamw *o, double lr)
+int tg_adamw_step(tg_adamw *o, double lr, tg_error *err)
 {
-    if (!o) return -1;
-    return tg_adamw_step_grad(o, lr, (char *)tg_params_grad(o->p) + (size_t)o->lo * tg_dtype_size(tg_params_dtype(o->p)));
+    if (!o) return tg_error_set(err, "adamw_step: the optimizer is NULL");
+    const size_t lo = (size_t)o->lo * tg_dtype_size(tg_params_dtype(o->p));
+    return tg_adamw_step_grad(o, lr, (char *)tg_params_grad(o->p) + lo, err);
 }
 
-int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad)
+int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad, tg_error *err)
 {
-    if (!o) return -1;
+    if (!o) return tg_error_set(err, "adamw_step_grad: the optimizer is NULL");
     if (!isfinite(lr)) {
-        snprintf(o->error, sizeof o->error, "adamw_step: lr must be finite, got %g; nothing done", lr);
+        tg_error_set(err, "adamw_step: lr must be finite, got %g; nothing done", lr);
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        snprintf(o->error, sizeof o->error,
-                 "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                 "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err, "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
     if (!grad && o->hi > o->lo) {
-        snprintf(o->error, sizeof o->error, "adamw_step_grad: grad is NULL; nothing done");
+        tg_error_set(err, "adamw_step_grad: grad is NULL; nothing done");
         return -1;
     }
-    o->error[0] = 0;
     int64_t t = ++o->steps;
     const tg_adamw_config *c = &o->c;
     scalars s = {
@@ -255,20 +251,18 @@ void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi)
 int64_t tg_adamw_steps(const tg_adamw *o) { return o ? o->steps : 0; }
 const tg_params *tg_adamw_store(const tg_adamw *o) { return o ? o->p : NULL; }
 
-void tg_adamw_set_steps(tg_adamw *o, int64_t steps)
+int tg_adamw_set_steps(tg_adamw *o, int64_t steps, tg_error *err)
 {
-    if (!o) return;
+    if (!o) return tg_error_set(err, "adamw_set_steps: the optimizer is NULL");
     if (steps < 0) {
-        snprintf(o->error, sizeof o->error, "adamw_set_steps: step count %lld is negative", (long long)steps);
-        return;
+        return tg_error_set(err, "adamw_set_steps: step count %lld is negative", (long long)steps);
     }
-    o->error[0] = 0;
     o->steps = steps;
+    return 0;
 }
 
 void *tg_adamw_m(tg_adamw *o) { return o ? o->m : NULL; }
 void *tg_adamw_v(tg_adamw *o) { return o ? o->v : NULL; }
-const char *tg_adamw_error(const tg_adamw *o) { return o && o->error[0] ? o->error : NULL; }
 
 void tg_adamw_free(tg_adamw *o)
 {
@@ -344,6 +338,5 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, tg
     memcpy(o->m, (const char *)t[0]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);
     memcpy(o->v, (const char *)t[1]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);
     o->steps = steps;
-    o->error[0] = 0;
     return 0;
 }

@@ -27,7 +27,6 @@ struct tg_ema {
     void *avg;            /* numel elements of the store's dtype */
     int64_t numel;        /* store size when made */
     int count;            /* tensors in the store when made */
-    char error[160];
 };
 
 tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err)
@@ -53,25 +52,22 @@ tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err)
     e->decay = decay;
     e->numel = n;
     e->count = tg_params_count(p);
-    tg_ema_reset(e);   /* the averages start as the values */
+    tg_ema_reset(e, NULL);   /* the averages start as the values */
     return e;
 }
 
-/* -1 with the error set when the store is not the one the average was made for. */
-static int check_store(tg_ema *e, const char *fn)
+/* -1 with the message when e is NULL or its store is not the one the average was made for. */
+static int check_store(const tg_ema *e, const char *fn, tg_error *err)
 {
-    if (tg_params_numel(e->p) == e->numel && tg_params_count(e->p) == e->count) {
-        e->error[0] = 0;
-        return 0;
-    }
-    snprintf(e->error, sizeof e->error, "%s: the store has grown from %lld to %lld elements since the average was "
-             "made; nothing done", fn, (long long)e->numel, (long long)tg_params_numel(e->p));
-    return -1;
+    if (!e) return tg_error_set(err, "%s: the average is NULL", fn);
+    if (tg_params_numel(e->p) == e->numel && tg_params_count(e->p) == e->count) return 0;
+    return tg_error_set(err, "%s: the store has grown from %lld to %lld elements since the average was made; "
+                             "nothing done", fn, (long long)e->numel, (long long)tg_params_numel(e->p));
 }
 
-int tg_ema_update(tg_ema *e)
+int tg_ema_update(tg_ema *e, tg_error *err)
 {
-    if (!e || check_store(e, "ema_update")) return -1;
+    if (check_store(e, "ema_update", err)) return -1;
     const int64_t n = e->numel;
     if (tg_params_dtype(e->p) == TG_F32) {
         const float d = (float)e->decay, c = (float)(1 - e->decay), *p = tg_params_data(e->p);
@@ -85,9 +81,9 @@ int tg_ema_update(tg_ema *e)
     return 0;
 }
 
-int tg_ema_swap(tg_ema *e)
+int tg_ema_swap(tg_ema *e, tg_error *err)
 {
-    if (!e || check_store(e, "ema_swap")) return -1;
+    if (check_store(e, "ema_swap", err)) return -1;
     const size_t es = tg_dtype_size(tg_params_dtype(e->p)), bytes = (size_t)e->numel * es;
     unsigned char *a = e->avg, *p = tg_params_data(e->p), tmp[4096];
     for (size_t at = 0; at < bytes; at += sizeof tmp) {
@@ -99,9 +95,9 @@ int tg_ema_swap(tg_ema *e)
     return 0;
 }
 
-int tg_ema_reset(tg_ema *e)
+int tg_ema_reset(tg_ema *e, tg_error *err)
 {
-    if (!e || check_store(e, "ema_reset")) return -1;
+    if (check_store(e, "ema_reset", err)) return -1;
     memcpy(e->avg, tg_params_data(e->p), (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)));
     return 0;
 }
@@ -113,7 +109,6 @@ size_t tg_ema_state_bytes(const tg_ema *e)
 {
     return e ? (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)) : 0;
 }
-const char *tg_ema_error(const tg_ema *e) { return e && e->error[0] ? e->error : NULL; }
 const tg_params *tg_ema_store(const tg_ema *e) { return e ? e->p : NULL; }
 
 void tg_ema_free(tg_ema *e)
@@ -168,6 +163,5 @@ int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, tg_err
                                 (long long)i, vk, x);
     }
     memcpy(e->avg, t->data, (size_t)e->numel * es);
-    e->error[0] = 0;
     return 0;
 }

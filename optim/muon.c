@@ -53,7 +53,6 @@ struct tg_muon {
     int64_t n;            /* elements of the taken tensors */
     void *x, *x2, *a, *b; /* scratch: X and the next X (r x c), A and B (r x r), sized for the largest */
     int64_t steps;
-    char error[200];
 };
 
 bool tg_muon_takes(const tg_tensor *t)
@@ -166,30 +165,25 @@ static void step_tensor(tg_muon *o, int i, double lr)
         muon_matrix_f64(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
 }
 
-int tg_muon_step(tg_muon *o, double lr)
-{
-    return tg_muon_step_part(o, lr, 0, 1);
-}
+int tg_muon_step(tg_muon *o, double lr, tg_error *err) { return tg_muon_step_part(o, lr, 0, 1, err); }
 
-int tg_muon_step_part(tg_muon *o, double lr, int part, int parts)
+int tg_muon_step_part(tg_muon *o, double lr, int part, int parts, tg_error *err)
 {
-    if (!o) return -1;
+    if (!o) return tg_error_set(err, "muon_step: the optimizer is NULL");
     if (!isfinite(lr)) {
-        snprintf(o->error, sizeof o->error, "muon_step: lr must be finite, got %g; nothing done", lr);
+        tg_error_set(err, "muon_step: lr must be finite, got %g; nothing done", lr);
         return -1;
     }
     if (parts < 1 || part < 0 || part >= parts) {
-        snprintf(o->error, sizeof o->error, "muon_step_part: part %d of %d is not one of [0, parts); nothing done",
-                 part, parts);
+        tg_error_set(err, "muon_step_part: part %d of %d is not one of [0, parts); nothing done",
+                     part, parts);
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        snprintf(o->error, sizeof o->error,
-                 "muon_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                 "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err, "muon_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
-    o->error[0] = 0;
     o->steps++;
     for (int i = 0, k = 0; i < o->count; i++)
         if (o->take[i] && k++ % parts == part) step_tensor(o, i, lr);
@@ -207,22 +201,18 @@ int tg_muon_owner(const tg_muon *o, const tg_tensor *param, int parts)
 
 int64_t tg_muon_steps(const tg_muon *o) { return o ? o->steps : 0; }
 
-void tg_muon_set_steps(tg_muon *o, int64_t steps)
+int tg_muon_set_steps(tg_muon *o, int64_t steps, tg_error *err)
 {
-    if (!o) return;
-    if (steps < 0) {
-        snprintf(o->error, sizeof o->error, "muon_set_steps: step count %lld is negative", (long long)steps);
-        return;
-    }
-    o->error[0] = 0;
+    if (!o) return tg_error_set(err, "muon_set_steps: the optimizer is NULL");
+    if (steps < 0) return tg_error_set(err, "muon_set_steps: step count %lld is negative", (long long)steps);
     o->steps = steps;
+    return 0;
 }
 
 void *tg_muon_momentum(tg_muon *o) { return o ? o->buf : NULL; }
 int64_t tg_muon_numel(const tg_muon *o) { return o ? o->n : 0; }
 size_t tg_muon_state_bytes(const tg_muon *o) { return o ? (size_t)o->n * tg_dtype_size(tg_params_dtype(o->p)) : 0; }
 const tg_params *tg_muon_store(const tg_muon *o) { return o ? o->p : NULL; }
-const char *tg_muon_error(const tg_muon *o) { return o && o->error[0] ? o->error : NULL; }
 
 void tg_muon_free(tg_muon *o)
 {
@@ -237,11 +227,13 @@ void tg_muon_free(tg_muon *o)
     tg_free(o);
 }
 
-void tg_muon_exclude(const tg_muon *o, tg_adamw *a)
+int tg_muon_exclude(const tg_muon *o, tg_adamw *a, tg_error *err)
 {
-    if (!o || !a) return;
+    if (!o || !a) return tg_error_set(err, "muon_exclude: the %s is NULL", o ? "AdamW" : "Muon");
+    if (tg_adamw_store(a) != o->p) return tg_error_set(err, "muon_exclude: the AdamW is not on Muon's store");
     for (int i = 0; i < o->count && i < tg_params_count(o->p); i++)
-        if (o->take[i]) tg_adamw_set_update(a, tg_params_at(o->p, i), false);
+        if (o->take[i] && tg_adamw_set_update(a, tg_params_at(o->p, i), false, err)) return -1;
+    return 0;
 }
 
 /* ---- state, for checkpoints ------------------------------------------------ */
@@ -294,6 +286,5 @@ int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, tg_e
     }
     memcpy(o->buf, t->data, (size_t)o->n * es);
     o->steps = steps;
-    o->error[0] = 0;
     return 0;
 }

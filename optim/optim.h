@@ -10,11 +10,10 @@
  *
  * An optimizer sizes its state to the store when it is made: add every
  * parameter first. If the store has grown since (tg_params_add), a step
- * does nothing and the optimizer's error says why; state is untouched.
+ * does nothing and returns -1 with the reason; state is untouched.
  *
- * Constructors take a tg_error *err last (core/error.h) and write the
- * reason for a NULL there; a made optimizer keeps the reason for a
- * refused later call in tg_sgd_error / tg_adamw_error. */
+ * Every function that can refuse takes a tg_error *err last
+ * (core/error.h) and writes the reason there. */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H
 
@@ -37,12 +36,10 @@ typedef struct tg_sgd tg_sgd;
  * only allocated when momentum > 0. */
 TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error *err);
 /* One update of every parameter with learning rate lr, by the formula
- * above, from the gradients in the store: 0. Does nothing and returns -1,
- * with the reason in tg_sgd_error, if the store has grown since
- * tg_sgd_new (parameters added later would never be trained) or lr is
- * not finite; -1 for a NULL o. */
-TG_API int tg_sgd_step(tg_sgd *o, double lr);
-TG_API const char *tg_sgd_error(const tg_sgd *o);   /* why the last step did nothing, or NULL */
+ * above, from the gradients in the store: 0. Does nothing and returns -1
+ * with the reason if the store has grown since tg_sgd_new (parameters
+ * added later would never be trained), lr is not finite, or o is NULL. */
+TG_API int tg_sgd_step(tg_sgd *o, double lr, tg_error *err);
 TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
 
 /* ---- AdamW (PyTorch torch.optim.AdamW) --------------------------------
@@ -85,48 +82,47 @@ TG_API tg_adamw *tg_adamw_new_shard(tg_params *p, const tg_adamw_config *c, int6
 /* The optimizer's shard [lo, hi) into *lo and *hi (either may be NULL);
  * 0 and 0 for a NULL o. */
 TG_API void tg_adamw_shard(const tg_adamw *o, int64_t *lo, int64_t *hi);
-/* param must be a tensor of the optimizer's store (tg_params_get/_at);
- * otherwise nothing changes and tg_adamw_error says so. NULL o is ignored. */
-TG_API void tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay);
+/* Whether param is weight-decayed. 0, or -1 with a message (nothing
+ * changes) when param is not a tensor of the optimizer's store
+ * (tg_params_get/_at) or o is NULL. */
+TG_API int tg_adamw_set_decay(tg_adamw *o, const tg_tensor *param, bool decay, tg_error *err);
 /* True when param is weight-decayed; false if it is not in the store, or
  * for a NULL o or param. */
 TG_API bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param);
 /* update false: AdamW leaves param alone (its values, and its moments at
  * zero), e.g. a matrix Muon updates (tg_muon_exclude); true (the
- * default) updates it again. param must be a tensor of the optimizer's
- * store; otherwise nothing changes and tg_adamw_error says so. NULL o is
- * ignored. */
-TG_API void tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update);
+ * default) updates it again. 0, or -1 with a message (nothing changes)
+ * when param is not a tensor of the optimizer's store or o is NULL. */
+TG_API int tg_adamw_set_update(tg_adamw *o, const tg_tensor *param, bool update, tg_error *err);
 /* True when AdamW updates param; false if it is not in the store, was
  * left to another optimizer, or for a NULL o or param. */
 TG_API bool tg_adamw_updates(const tg_adamw *o, const tg_tensor *param);
 /* One update of every parameter with learning rate lr (the step count
  * goes up by one first), by the formulas above, from the gradients in the
- * store: 0. Does nothing and returns -1, with the reason in
- * tg_adamw_error, if the store has grown since tg_adamw_new (parameters
- * added later would never be trained) or lr is not finite; -1 for a NULL
- * o. */
-TG_API int tg_adamw_step(tg_adamw *o, double lr);
+ * store: 0. Does nothing and returns -1 with the reason if the store has
+ * grown since tg_adamw_new (parameters added later would never be
+ * trained), lr is not finite, or o is NULL. */
+TG_API int tg_adamw_step(tg_adamw *o, double lr, tg_error *err);
 /* tg_adamw_step with the gradients of the shard taken from grad (hi - lo
  * elements of the store's dtype, element k for flat element lo + k)
  * instead of the store's gradient buffer: a reduce-scatter leaves each
  * process's shard of the summed gradients in a buffer of its own. A NULL
- * grad for a shard that is not empty does nothing and returns -1 (the
- * reason in tg_adamw_error); 0 on success, -1 for a NULL o. */
-TG_API int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad);
+ * grad for a shard that is not empty does nothing and returns -1 with the
+ * reason, as tg_adamw_step's refusals; 0 on success. */
+TG_API int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad, tg_error *err);
 /* State, for checkpoints: steps taken, and the moment buffers (same dtype
  * and layout as tg_params_data: tg_params_numel elements each, or the
  * shard's hi - lo from element lo on), which may be read and written.
  * Steps taken: 0 for a NULL o. */
 TG_API int64_t tg_adamw_steps(const tg_adamw *o);
-/* Sets the step count, e.g. when resuming; the next step is steps + 1. A
- * negative count is refused (tg_adamw_error set); NULL o is ignored. */
-TG_API void tg_adamw_set_steps(tg_adamw *o, int64_t steps);
+/* Sets the step count, e.g. when resuming; the next step is steps + 1.
+ * 0, or -1 with a message (nothing changes) for a negative count or a
+ * NULL o. */
+TG_API int tg_adamw_set_steps(tg_adamw *o, int64_t steps, tg_error *err);
 /* The first-moment buffer m; NULL for a NULL o. */
 TG_API void *tg_adamw_m(tg_adamw *o);
 /* The second-moment buffer v; NULL for a NULL o. */
 TG_API void *tg_adamw_v(tg_adamw *o);
-TG_API const char *tg_adamw_error(const tg_adamw *o);   /* last refused call, or NULL */
 TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
 
 #define TG_ADAMW_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
@@ -199,34 +195,33 @@ TG_API tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const 
 TG_API bool tg_muon_updates(const tg_muon *o, const tg_tensor *param);
 /* Tells a (made on the same store) to leave alone every tensor Muon
  * updates (tg_adamw_set_update false), so the two share a store: each
- * step, clip the gradients once, then step both. NULL arguments are
- * ignored. */
-TG_API void tg_muon_exclude(const tg_muon *o, tg_adamw *a);
+ * step, clip the gradients once, then step both. 0, or -1 with a message
+ * (nothing changes) for a NULL argument or an a on another store. */
+TG_API int tg_muon_exclude(const tg_muon *o, tg_adamw *a, tg_error *err);
 /* One update of every Muon tensor with learning rate lr (the step count
  * goes up by one first), from the gradients in the store: 0. Does
- * nothing and returns -1, with the reason in tg_muon_error, if the store
- * has grown since tg_muon_new or lr is not finite; -1 for a NULL o. */
-TG_API int tg_muon_step(tg_muon *o, double lr);
+ * nothing and returns -1 with the reason if the store has grown since
+ * tg_muon_new, lr is not finite, or o is NULL. */
+TG_API int tg_muon_step(tg_muon *o, double lr, tg_error *err);
 /* tg_muon_step for the matrices of one part of `parts` only (several
  * processes sharing the work: the k-th Muon matrix in store order belongs
  * to part k % parts, tg_muon_owner); the step count goes up by one.
  * Also -1 (nothing done) when part is not in [0, parts). */
-TG_API int tg_muon_step_part(tg_muon *o, double lr, int part, int parts);
+TG_API int tg_muon_step_part(tg_muon *o, double lr, int part, int parts, tg_error *err);
 /* The part (of `parts`) that steps param in tg_muon_step_part; -1 when
  * Muon does not update param, parts < 1, or NULL arguments. */
 TG_API int tg_muon_owner(const tg_muon *o, const tg_tensor *param, int parts);
 /* Steps taken; 0 for a NULL o. */
 TG_API int64_t tg_muon_steps(const tg_muon *o);
-/* Sets the step count; a negative count is refused (tg_muon_error set);
- * NULL o is ignored. */
-TG_API void tg_muon_set_steps(tg_muon *o, int64_t steps);
+/* Sets the step count. 0, or -1 with a message (nothing changes) for a
+ * negative count or a NULL o. */
+TG_API int tg_muon_set_steps(tg_muon *o, int64_t steps, tg_error *err);
 /* The momentum buffer: tg_muon_numel elements of the store's dtype, the
  * Muon tensors' elements one after another in store order (each as
  * stored); may be read and written. NULL for a NULL o. */
 TG_API void *tg_muon_momentum(tg_muon *o);
 /* Elements of the Muon tensors (the momentum's size); 0 for a NULL o. */
 TG_API int64_t tg_muon_numel(const tg_muon *o);
-TG_API const char *tg_muon_error(const tg_muon *o);   /* last refused call, or NULL */
 TG_API void tg_muon_free(tg_muon *o);                 /* accepts NULL */
 
 #define TG_MUON_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
@@ -253,22 +248,21 @@ typedef struct tg_ema tg_ema;
  * (or NaN), or out of memory. The averages start as p's values. */
 TG_API tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err);
 /* One update of every average from the store's values: 0. Does nothing
- * and returns -1 (tg_ema_error says why) when the store has grown since
- * the average was made; -1 for NULL. */
-TG_API int tg_ema_update(tg_ema *e);
+ * and returns -1 with the reason when the store has grown since the
+ * average was made, or for a NULL e. */
+TG_API int tg_ema_update(tg_ema *e, tg_error *err);
 /* Exchanges the store's values and the averages (twice: as before). 0;
  * -1 as tg_ema_update. */
-TG_API int tg_ema_swap(tg_ema *e);
+TG_API int tg_ema_swap(tg_ema *e, tg_error *err);
 /* The averages start again as the store's values (as tg_ema_new starts
  * them), e.g. once a run's weights are final before its first step. 0;
  * -1 as tg_ema_update. */
-TG_API int tg_ema_reset(tg_ema *e);
+TG_API int tg_ema_reset(tg_ema *e, tg_error *err);
 TG_API double tg_ema_decay(const tg_ema *e);   /* NAN for NULL */
 /* The averages (the store's values while swapped): tg_ema_numel elements
  * of the store's dtype, in the store's layout; NULL for NULL. */
 TG_API void *tg_ema_values(tg_ema *e);
 TG_API int64_t tg_ema_numel(const tg_ema *e);   /* 0 for NULL */
-TG_API const char *tg_ema_error(const tg_ema *e);   /* last refused call, or NULL */
 TG_API void tg_ema_free(tg_ema *e);                 /* accepts NULL */
 
 #define TG_EMA_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */

@@ -22,7 +22,6 @@ struct tg_sgd {
     int64_t numel;        /* store size when made */
     int count;            /* tensors in the store when made */
     bool started;         /* a step has run: buf holds b */
-    char error[160];
 };
 
 tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error *err)
@@ -73,20 +72,18 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error 
 DEFINE_SGD(float)
 DEFINE_SGD(double)
 
-int tg_sgd_step(tg_sgd *o, double lr)
+int tg_sgd_step(tg_sgd *o, double lr, tg_error *err)
 {
-    if (!o) return -1;
+    if (!o) return tg_error_set(err, "sgd_step: the optimizer is NULL");
     if (!isfinite(lr)) {
-        snprintf(o->error, sizeof o->error, "sgd_step: lr must be finite, got %g; nothing done", lr);
+        tg_error_set(err, "sgd_step: lr must be finite, got %g; nothing done", lr);
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        snprintf(o->error, sizeof o->error,
-                 "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                 "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err, "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
-    o->error[0] = 0;
     int64_t n = o->numel;
     if (tg_params_dtype(o->p) == TG_F32)
         sgd_float(tg_params_data(o->p), tg_params_grad(o->p), o->buf, n, (float)lr, (float)o->momentum,
@@ -97,8 +94,6 @@ int tg_sgd_step(tg_sgd *o, double lr)
     o->started = true;
     return 0;
 }
-
-const char *tg_sgd_error(const tg_sgd *o) { return o && o->error[0] ? o->error : NULL; }
 
 void tg_sgd_free(tg_sgd *o)
 {

@@ -1037,38 +1037,33 @@ static void c_model_llama_cache_huge(fx *f)
 /* optim/optim.h */
 static void c_sgd_new_nop(fx *f) { ptr(f, tg_sgd_new(NULL, 0, 0, &f->err)); }
 static void c_sgd_new_noerr(fx *f) { ptr(f, tg_sgd_new(f->p, -1, 0, NULL)); }
-static void c_sgd_step_nulls(fx *f) { num(f, tg_sgd_step(NULL, 0.1)); }
+static void c_sgd_step_nulls(fx *f) { num(f, tg_sgd_step(NULL, 0.1, &f->err)); }
 static void c_sgd_step_nan(fx *f)
 {
     ((float *)tg_params_grad(f->p))[0] = 1;   /* a step with lr NaN would make w[0] NaN */
-    const int rc = tg_sgd_step(f->sgd, NAN);
-    note(f, tg_sgd_error(f->sgd));
+    const int rc = tg_sgd_step(f->sgd, NAN, &f->err);
     snprintf(f->got, sizeof f->got, "%d, w[0] %g", rc, ((float *)tg_params_data(f->p))[0]);
 }
-static void c_sgd_error(fx *f) { ptr(f, tg_sgd_error(NULL)); }
 static void c_sgd_free(fx *f) { (void)f; tg_sgd_free(NULL); }
 static void c_adamw_new_nop(fx *f) { ptr(f, tg_adamw_new(NULL, NULL, &f->err)); }
-static void c_adamw_decay_noo(fx *f) { (void)f; tg_adamw_set_decay(NULL, f->x, true); }
-static void c_adamw_decay_nop(fx *f) { tg_adamw_set_decay(f->adamw, NULL, true); note(f, tg_adamw_error(f->adamw)); }
+static void c_adamw_decay_noo(fx *f) { num(f, tg_adamw_set_decay(NULL, f->x, true, &f->err)); }
+static void c_adamw_decay_nop(fx *f) { num(f, tg_adamw_set_decay(f->adamw, NULL, true, &f->err)); }
 static void c_adamw_decays(fx *f) { flag(f, tg_adamw_decays(NULL, f->x)); }
-static void c_adamw_step_noo(fx *f) { num(f, tg_adamw_step(NULL, 0.1)); }
+static void c_adamw_step_noo(fx *f) { num(f, tg_adamw_step(NULL, 0.1, &f->err)); }
 static void c_adamw_step_inf(fx *f)
 {
-    const int rc = tg_adamw_step(f->adamw, INFINITY);
-    note(f, tg_adamw_error(f->adamw));
+    const int rc = tg_adamw_step(f->adamw, INFINITY, &f->err);
     snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
 static void c_adamw_steps(fx *f) { num(f, (double)tg_adamw_steps(NULL)); }
-static void c_adamw_set_steps_noo(fx *f) { (void)f; tg_adamw_set_steps(NULL, 3); }
+static void c_adamw_set_steps_noo(fx *f) { num(f, tg_adamw_set_steps(NULL, 3, &f->err)); }
 static void c_adamw_set_steps_neg(fx *f)
 {
-    tg_adamw_set_steps(f->adamw, -1);
-    note(f, tg_adamw_error(f->adamw));
-    num(f, (double)tg_adamw_steps(f->adamw));
+    const int rc = tg_adamw_set_steps(f->adamw, -1, &f->err);
+    snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
 static void c_adamw_m(fx *f) { ptr(f, tg_adamw_m(NULL)); }
 static void c_adamw_v(fx *f) { ptr(f, tg_adamw_v(NULL)); }
-static void c_adamw_error(fx *f) { ptr(f, tg_adamw_error(NULL)); }
 static void c_adamw_free(fx *f) { (void)f; tg_adamw_free(NULL); }
 static void c_clip(fx *f) { num(f, tg_clip_grad_norm(NULL, 1)); }
 static void c_hook_nog(fx *f) { (void)f; tg_graph_set_backward_hook(NULL, NULL, NULL); }
@@ -1085,8 +1080,7 @@ static void c_adamw_shard_noo(fx *f)
 }
 static void c_adamw_step_grad_null(fx *f)
 {
-    const int rc = tg_adamw_step_grad(f->adamw, 0.1, NULL);
-    note(f, tg_adamw_error(f->adamw));
+    const int rc = tg_adamw_step_grad(f->adamw, 0.1, NULL, &f->err);
     snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_adamw_steps(f->adamw));
 }
 static void c_adamw_state_write_noo(fx *f) { num(f, tg_adamw_state_write(NULL, f->w, "opt", NULL, NULL)); }
@@ -1105,7 +1099,7 @@ static void c_adamw_state_read_missing(fx *f)
     num(f, tg_adamw_state_read(f->adamw, st, "opt", &f->err));
     tg_st_free(st);
 }
-static void c_adamw_set_update_nop(fx *f) { tg_adamw_set_update(f->adamw, NULL, false); note(f, tg_adamw_error(f->adamw)); }
+static void c_adamw_set_update_nop(fx *f) { num(f, tg_adamw_set_update(f->adamw, NULL, false, &f->err)); }
 static void c_adamw_updates(fx *f) { flag(f, tg_adamw_updates(NULL, f->x)); }
 static void c_muon_takes(fx *f) { flag(f, tg_muon_takes(tg_params_at(f->p, 0))); }   /* "w": no numbered block */
 static void c_muon_new_nop(fx *f) { ptr(f, tg_muon_new(NULL, NULL, &f->err)); }
@@ -1117,29 +1111,44 @@ static void c_muon_new_select_1d(fx *f)
     tg_params_free(p);
 }
 static void c_muon_updates(fx *f) { flag(f, tg_muon_updates(NULL, f->x)); }
-static void c_muon_exclude(fx *f) { (void)f; tg_muon_exclude(NULL, f->adamw); }
-static void c_muon_step_noo(fx *f) { num(f, tg_muon_step(NULL, 0.02)); }
+static void c_muon_exclude(fx *f) { num(f, tg_muon_exclude(NULL, f->adamw, &f->err)); }
+static void c_muon_exclude_other(fx *f)
+{
+    tg_params *p = tg_params_new(TG_F32, NULL);
+    tg_params_add(p, "blocks.0.w", TT_SHAPE(2, 2), NULL);
+    tg_muon *o = tg_muon_new(p, NULL, NULL);
+    const int rc = tg_muon_exclude(o, f->adamw, &f->err);
+    snprintf(f->got, sizeof f->got, "%d, w %s", rc,
+             tg_adamw_updates(f->adamw, tg_params_at(f->p, 0)) ? "updated" : "left");
+    tg_muon_free(o);
+    tg_params_free(p);
+}
+static void c_muon_step_noo(fx *f) { num(f, tg_muon_step(NULL, 0.02, &f->err)); }
 static void c_muon_step_nan(fx *f)
 {
     tg_muon *o = tg_muon_new(f->p, NULL, NULL);
-    const int rc = tg_muon_step(o, NAN);
-    note(f, tg_muon_error(o));
+    const int rc = tg_muon_step(o, NAN, &f->err);
     snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_muon_steps(o));
     tg_muon_free(o);
 }
 static void c_muon_step_part_bad(fx *f)
 {
     tg_muon *o = tg_muon_new(f->p, NULL, NULL);
-    num(f, tg_muon_step_part(o, 0.02, 1, 1));
-    note(f, tg_muon_error(o));
+    num(f, tg_muon_step_part(o, 0.02, 1, 1, &f->err));
     tg_muon_free(o);
 }
 static void c_muon_owner(fx *f) { num(f, tg_muon_owner(NULL, f->x, 2)); }
 static void c_muon_steps(fx *f) { num(f, (double)tg_muon_steps(NULL)); }
-static void c_muon_set_steps_noo(fx *f) { (void)f; tg_muon_set_steps(NULL, 3); }
+static void c_muon_set_steps_noo(fx *f) { num(f, tg_muon_set_steps(NULL, 3, &f->err)); }
+static void c_muon_set_steps_neg(fx *f)
+{
+    tg_muon *o = tg_muon_new(f->p, NULL, NULL);
+    const int rc = tg_muon_set_steps(o, -1, &f->err);
+    snprintf(f->got, sizeof f->got, "%d, steps %lld", rc, (long long)tg_muon_steps(o));
+    tg_muon_free(o);
+}
 static void c_muon_momentum(fx *f) { ptr(f, tg_muon_momentum(NULL)); }
 static void c_muon_numel(fx *f) { num(f, (double)tg_muon_numel(NULL)); }
-static void c_muon_error(fx *f) { ptr(f, tg_muon_error(NULL)); }
 static void c_muon_free(fx *f) { (void)f; tg_muon_free(NULL); }
 static void c_muon_state_write_noo(fx *f) { num(f, tg_muon_state_write(NULL, f->w, "opt")); }
 static void c_muon_state_read_missing(fx *f)
@@ -1152,13 +1161,13 @@ static void c_muon_state_read_missing(fx *f)
 }
 static void c_ema_new_nop(fx *f) { ptr(f, tg_ema_new(NULL, 0.9, &f->err)); }
 static void c_ema_new_bad(fx *f) { ptr(f, tg_ema_new(f->p, 1, &f->err)); }
-static void c_ema_update(fx *f) { num(f, tg_ema_update(NULL)); }
-static void c_ema_swap(fx *f) { num(f, tg_ema_swap(NULL)); }
-static void c_ema_reset(fx *f) { num(f, tg_ema_reset(NULL)); }
+static void c_ema_update(fx *f) { num(f, tg_ema_update(NULL, &f->err)); }
+static void c_ema_swap(fx *f) { num(f, tg_ema_swap(NULL, &f->err)); }
+static void c_ema_reset(fx *f) { num(f, tg_ema_reset(NULL, &f->err)); }
+static void c_ema_update_noerr(fx *f) { num(f, tg_ema_update(NULL, NULL)); }
 static void c_ema_decay(fx *f) { num(f, tg_ema_decay(NULL)); }
 static void c_ema_values(fx *f) { ptr(f, tg_ema_values(NULL)); }
 static void c_ema_numel(fx *f) { num(f, (double)tg_ema_numel(NULL)); }
-static void c_ema_error(fx *f) { ptr(f, tg_ema_error(NULL)); }
 static void c_ema_free(fx *f) { (void)f; tg_ema_free(NULL); }
 static void c_ema_state_write_noe(fx *f) { num(f, tg_ema_state_write(NULL, f->w, "ema")); }
 static void c_ema_state_read_missing(fx *f)
@@ -1169,7 +1178,7 @@ static void c_ema_state_read_missing(fx *f)
     tg_st_free(st);
     tg_ema_free(e);
 }
-static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL)); }
+static void c_adamw_step_grad_noo(fx *f) { num(f, tg_adamw_step_grad(NULL, 0.1, NULL, NULL)); }
 static void c_clip_part_null(fx *f) { num(f, tg_clip_grad_norm_part(NULL, TG_F32, 6, 1, NULL, NULL)); }
 static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_F32, -1, 1, NULL, NULL)); }
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
@@ -2567,25 +2576,23 @@ static const api_case CASES[] = {
     /* optim/optim.h */
     {"tg_sgd_new(NULL, ...)", "NULL", "sgd_new: params is NULL", c_sgd_new_nop},
     {"tg_sgd_new(p, -1, 0, NULL)", "NULL", NULL, c_sgd_new_noerr},
-    {"tg_sgd_step(NULL, 0.1)", "-1", NULL, c_sgd_step_nulls},
-    {"tg_sgd_step(o, NaN): -1, w[0] unchanged", "-1, w[0] 0", "sgd_step: lr must be finite, got nan; nothing done",
+    {"tg_sgd_step(NULL, 0.1, err)", "-1", "sgd_step: the optimizer is NULL", c_sgd_step_nulls},
+    {"tg_sgd_step(o, NaN, err): -1, w[0] unchanged", "-1, w[0] 0", "sgd_step: lr must be finite, got nan; nothing done",
      c_sgd_step_nan},
-    {"tg_sgd_error(NULL)", "NULL", NULL, c_sgd_error},
     {"tg_sgd_free(NULL)", "returns", NULL, c_sgd_free},
     {"tg_adamw_new(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_new_nop},
-    {"tg_adamw_set_decay(NULL, x, true)", "returns", NULL, c_adamw_decay_noo},
-    {"tg_adamw_set_decay(o, NULL, true)", "returns", "is not a parameter of the optimizer's store", c_adamw_decay_nop},
+    {"tg_adamw_set_decay(NULL, x, true, err)", "-1", "adamw_set_decay: the optimizer is NULL", c_adamw_decay_noo},
+    {"tg_adamw_set_decay(o, NULL, true, err)", "-1", "is not a parameter of the optimizer's store", c_adamw_decay_nop},
     {"tg_adamw_decays(NULL, x)", "false", NULL, c_adamw_decays},
-    {"tg_adamw_step(NULL, 0.1)", "-1", NULL, c_adamw_step_noo},
-    {"tg_adamw_step(o, inf): -1, steps stay 0", "-1, steps 0", "adamw_step: lr must be finite, got inf; nothing done",
-     c_adamw_step_inf},
+    {"tg_adamw_step(NULL, 0.1, err)", "-1", "adamw_step: the optimizer is NULL", c_adamw_step_noo},
+    {"tg_adamw_step(o, inf, err): -1, steps stay 0", "-1, steps 0",
+     "adamw_step: lr must be finite, got inf; nothing done", c_adamw_step_inf},
     {"tg_adamw_steps(NULL)", "0", NULL, c_adamw_steps},
-    {"tg_adamw_set_steps(NULL, 3)", "returns", NULL, c_adamw_set_steps_noo},
-    {"tg_adamw_set_steps(o, -1): steps stay 0", "0", "adamw_set_steps: step count -1 is negative",
+    {"tg_adamw_set_steps(NULL, 3, err)", "-1", "adamw_set_steps: the optimizer is NULL", c_adamw_set_steps_noo},
+    {"tg_adamw_set_steps(o, -1, err): steps stay 0", "-1, steps 0", "adamw_set_steps: step count -1 is negative",
      c_adamw_set_steps_neg},
     {"tg_adamw_m(NULL)", "NULL", NULL, c_adamw_m},
     {"tg_adamw_v(NULL)", "NULL", NULL, c_adamw_v},
-    {"tg_adamw_error(NULL)", "NULL", NULL, c_adamw_error},
     {"tg_adamw_free(NULL)", "returns", NULL, c_adamw_free},
     {"tg_clip_grad_norm(NULL, 1)", "nan", NULL, c_clip},
     {"tg_adamw_new_shard(p of 6, NULL, 2, 7)", "NULL",
@@ -2594,16 +2601,16 @@ static const api_case CASES[] = {
      c_adamw_shard_range},
     {"tg_adamw_new_shard(NULL, ...)", "NULL", "adamw_new: params is NULL", c_adamw_shard_nop},
     {"tg_adamw_shard(NULL, &lo, &hi)", "0", NULL, c_adamw_shard_noo},
-    {"tg_adamw_step_grad(o, 0.1, NULL): -1, steps stay 0", "-1, steps 0", "adamw_step_grad: grad is NULL; nothing done",
-     c_adamw_step_grad_null},
-    {"tg_adamw_step_grad(NULL, 0.1, NULL)", "-1", NULL, c_adamw_step_grad_noo},
+    {"tg_adamw_step_grad(o, 0.1, NULL, err): -1, steps stay 0", "-1, steps 0",
+     "adamw_step_grad: grad is NULL; nothing done", c_adamw_step_grad_null},
+    {"tg_adamw_step_grad(NULL, 0.1, NULL, NULL)", "-1", NULL, c_adamw_step_grad_noo},
     {"tg_adamw_state_write(NULL, w, ...)", "-1", NULL, c_adamw_state_write_noo},
     {"tg_adamw_state_write(o, NULL, ...)", "-1", NULL, c_adamw_state_write_now},
     {"tg_adamw_state_write(o, w, a prefix of 201 bytes, ...)", "-1", NULL, c_adamw_state_write_long},
     {"tg_adamw_state_read(o, NULL, ...)", "-1", "adamw_state_read: the file is NULL", c_adamw_state_read_nof},
     {"tg_adamw_state_read(o, a file without it, \"opt\")", "-1", "adamw_state_read: the file has no tensor 'opt.m'",
      c_adamw_state_read_missing},
-    {"tg_adamw_set_update(o, NULL, false)", "returns", "adamw_set_update: tensor '(unnamed)' is not a parameter",
+    {"tg_adamw_set_update(o, NULL, false, err)", "-1", "adamw_set_update: tensor '(unnamed)' is not a parameter",
      c_adamw_set_update_nop},
     {"tg_adamw_updates(NULL, x)", "false", NULL, c_adamw_updates},
     {"tg_muon_takes(a tensor \"w\")", "false", NULL, c_muon_takes},
@@ -2613,18 +2620,21 @@ static const api_case CASES[] = {
      "takes 2-D matrices only (leave it to AdamW)",
      c_muon_new_select_1d},
     {"tg_muon_updates(NULL, x)", "false", NULL, c_muon_updates},
-    {"tg_muon_exclude(NULL, a)", "returns", NULL, c_muon_exclude},
-    {"tg_muon_step(NULL, 0.02)", "-1", NULL, c_muon_step_noo},
-    {"tg_muon_step(o, NaN): -1, steps stay 0", "-1, steps 0", "muon_step: lr must be finite, got nan; nothing done",
-     c_muon_step_nan},
-    {"tg_muon_step_part(o, 0.02, 1, 1)", "-1", "muon_step_part: part 1 of 1 is not one of [0, parts); nothing done",
-     c_muon_step_part_bad},
+    {"tg_muon_exclude(NULL, a, err)", "-1", "muon_exclude: the Muon is NULL", c_muon_exclude},
+    {"tg_muon_exclude(o, an AdamW of another store, err): nothing changes", "-1, w updated",
+     "muon_exclude: the AdamW is not on Muon's store", c_muon_exclude_other},
+    {"tg_muon_step(NULL, 0.02, err)", "-1", "muon_step: the optimizer is NULL", c_muon_step_noo},
+    {"tg_muon_step(o, NaN, err): -1, steps stay 0", "-1, steps 0",
+     "muon_step: lr must be finite, got nan; nothing done", c_muon_step_nan},
+    {"tg_muon_step_part(o, 0.02, 1, 1, err)", "-1",
+     "muon_step_part: part 1 of 1 is not one of [0, parts); nothing done", c_muon_step_part_bad},
     {"tg_muon_owner(NULL, x, 2)", "-1", NULL, c_muon_owner},
     {"tg_muon_steps(NULL)", "0", NULL, c_muon_steps},
-    {"tg_muon_set_steps(NULL, 3)", "returns", NULL, c_muon_set_steps_noo},
+    {"tg_muon_set_steps(NULL, 3, err)", "-1", "muon_set_steps: the optimizer is NULL", c_muon_set_steps_noo},
+    {"tg_muon_set_steps(o, -1, err): steps stay 0", "-1, steps 0", "muon_set_steps: step count -1 is negative",
+     c_muon_set_steps_neg},
     {"tg_muon_momentum(NULL)", "NULL", NULL, c_muon_momentum},
     {"tg_muon_numel(NULL)", "0", NULL, c_muon_numel},
-    {"tg_muon_error(NULL)", "NULL", NULL, c_muon_error},
     {"tg_muon_free(NULL)", "returns", NULL, c_muon_free},
     {"tg_muon_state_write(NULL, w, \"opt\")", "-1", NULL, c_muon_state_write_noo},
     {"tg_muon_state_read(o, a file without it, \"opt\")", "-1",
@@ -2633,13 +2643,13 @@ static const api_case CASES[] = {
      c_muon_state_read_missing},
     {"tg_ema_new(NULL, 0.9, ...)", "NULL", "ema_new: params is NULL", c_ema_new_nop},
     {"tg_ema_new(p, 1, ...)", "NULL", "ema_new: decay must be in [0, 1), got 1", c_ema_new_bad},
-    {"tg_ema_update(NULL)", "-1", NULL, c_ema_update},
-    {"tg_ema_swap(NULL)", "-1", NULL, c_ema_swap},
-    {"tg_ema_reset(NULL)", "-1", NULL, c_ema_reset},
+    {"tg_ema_update(NULL, err)", "-1", "ema_update: the average is NULL", c_ema_update},
+    {"tg_ema_update(NULL, NULL)", "-1", NULL, c_ema_update_noerr},
+    {"tg_ema_swap(NULL, err)", "-1", "ema_swap: the average is NULL", c_ema_swap},
+    {"tg_ema_reset(NULL, err)", "-1", "ema_reset: the average is NULL", c_ema_reset},
     {"tg_ema_decay(NULL)", "nan", NULL, c_ema_decay},
     {"tg_ema_values(NULL)", "NULL", NULL, c_ema_values},
     {"tg_ema_numel(NULL)", "0", NULL, c_ema_numel},
-    {"tg_ema_error(NULL)", "NULL", NULL, c_ema_error},
     {"tg_ema_free(NULL)", "returns", NULL, c_ema_free},
     {"tg_ema_state_write(NULL, w, \"ema\")", "-1", NULL, c_ema_state_write_noe},
     {"tg_ema_state_read(e, a file without it, \"ema\")", "-1", "ema_state_read: the file has no tensor 'ema.values'",

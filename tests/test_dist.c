@@ -334,8 +334,8 @@ static void zero1(bool llama, tg_dtype dt)
         expect_close("zero-1 clipped shard", n.p, sg, ref, lo, hi, dt == TG_F64 ? 1e-14 : 1e-6);
         /* the update from identical gradients must be one AdamW's, bit for bit */
         memcpy(sg, (char *)tg_params_grad(whole.p) + (size_t)lo * es, (size_t)(hi - lo) * es);
-        tg_adamw_step_grad(os, 1e-2, sg);
-        tg_adamw_step(ow, 1e-2);
+        tg_adamw_step_grad(os, 1e-2, sg, NULL);
+        tg_adamw_step(ow, 1e-2, NULL);
         expect(tg_dist_grads_gather_params(d) == 0, "gather params");
         expect(memcmp(tg_params_data(n.p), tg_params_data(whole.p), (size_t)N * es) == 0,
                "%s: step %d: the gathered weights differ from one AdamW's", name, step);

@@ -241,7 +241,7 @@ START_TEST(a_family_of_ones_own)
     for (int s = 0; s < 50; s++) {
         last = loss_and_grads(&m, &gr);
         free(gr);
-        ck_assert_int_eq(tg_sgd_step(o, 1.0), 0);
+        ck_assert_int_eq(tg_sgd_step(o, 1.0, NULL), 0);
     }
     ck_assert_msg(last < 0.5 * first, "loss %g -> %g", first, last);
     tg_sgd_free(o);

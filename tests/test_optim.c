@@ -83,8 +83,7 @@ static void check_sgd(tg_dtype dt, double mom, double wd, double tol)
     ck_assert_ptr_nonnull(o);
     for (int k = 0; k < 4; k++) {
         set_grads(p, k);
-        ck_assert_int_eq(tg_sgd_step(o, lr_at(k)), 0);
-        ck_assert_ptr_null(tg_sgd_error(o));
+        ck_assert_int_eq(tg_sgd_step(o, lr_at(k), NULL), 0);
         double want[N];
         sgd_reference(k + 1, mom, wd, want);
         char what[96];
@@ -119,9 +118,9 @@ START_TEST(sgd_first_step_numbers)
     ((double *)x->data)[0] = 2;
     tg_sgd *o = tg_sgd_new(p, 0.9, 0.1, NULL);
     ((double *)x->grad)[0] = 0.5;
-    tg_sgd_step(o, 0.1);
+    tg_sgd_step(o, 0.1, NULL);
     ck_assert_double_eq_tol(((double *)x->data)[0], 1.93, 1e-15);
-    tg_sgd_step(o, 0.1);
+    tg_sgd_step(o, 0.1, NULL);
     ck_assert_double_eq_tol(((double *)x->data)[0], 1.7977, 1e-15);
     tg_sgd_free(o);
     tg_params_free(p);
@@ -161,8 +160,7 @@ static void check_adamw(tg_dtype dt, tg_adamw_config c, double tol)
     ck_assert_ptr_nonnull(o);
     for (int k = 0; k < 4; k++) {
         set_grads(p, k);
-        ck_assert_int_eq(tg_adamw_step(o, lr_at(k)), 0);
-        ck_assert_ptr_null(tg_adamw_error(o));
+        ck_assert_int_eq(tg_adamw_step(o, lr_at(k), NULL), 0);
         ck_assert_int_eq(tg_adamw_steps(o), k + 1);
         double want[N];
         adamw_reference(k + 1, &c, W_DECAYS, want);
@@ -191,8 +189,8 @@ START_TEST(adamw_null_config_is_the_defaults)
     for (int k = 0; k < 3; k++) {
         set_grads(a, k);
         set_grads(b, k);
-        tg_adamw_step(oa, lr_at(k));
-        tg_adamw_step(ob, lr_at(k));
+        tg_adamw_step(oa, lr_at(k), NULL);
+        tg_adamw_step(ob, lr_at(k), NULL);
     }
     ck_assert_mem_eq(tg_params_data(a), tg_params_data(b), N * sizeof(double));
     /* and the defaults are PyTorch's */
@@ -222,7 +220,7 @@ START_TEST(adamw_first_update_is_about_lr_times_sign)
                 else ((double *)x->grad)[i] = g[i];
             }
             double lr = 0.01;
-            tg_adamw_step(o, lr);
+            tg_adamw_step(o, lr, NULL);
             for (int i = 0; i < 7; i++) {
                 double delta = tg_tensor_get(x, i);   /* p started at 0 */
                 double want = g[i] > 0 ? -lr : lr;
@@ -261,19 +259,18 @@ START_TEST(adamw_decay_groups)
      * the decay shows: p * (1 - lr * wd) exactly, or p unchanged */
     double lr = 0.5, before[14];
     memcpy(before, d, sizeof before);
-    tg_adamw_step(o, lr);
+    tg_adamw_step(o, lr, NULL);
     const bool decays[14] = {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
     for (int i = 0; i < 14; i++)
         ck_assert_double_eq(d[i], decays[i] ? before[i] * (1 - lr * 0.1) : before[i]);
 
     /* overrides: the bias now decays, the weight does not */
-    tg_adamw_set_decay(o, b, true);
-    tg_adamw_set_decay(o, w, false);
-    ck_assert_ptr_null(tg_adamw_error(o));
+    ck_assert_int_eq(tg_adamw_set_decay(o, b, true, NULL), 0);
+    ck_assert_int_eq(tg_adamw_set_decay(o, w, false, NULL), 0);
     ck_assert(tg_adamw_decays(o, b));
     ck_assert(!tg_adamw_decays(o, w));
     memcpy(before, d, sizeof before);
-    tg_adamw_step(o, lr);
+    tg_adamw_step(o, lr, NULL);
     for (int i = 0; i < 14; i++) {
         bool dec = (i >= 6 && i < 9) || i >= 10;
         ck_assert_double_eq(d[i], dec ? before[i] * (1 - lr * 0.1) : before[i]);
@@ -282,9 +279,9 @@ START_TEST(adamw_decay_groups)
     /* a tensor of another store is refused by name */
     tg_params *other = tg_params_new(TG_F64, NULL);
     tg_tensor *stranger = tg_params_add(other, "stranger", TT_SHAPE(2, 2), NULL);
-    tg_adamw_set_decay(o, stranger, false);
-    ck_assert_ptr_nonnull(tg_adamw_error(o));
-    ck_assert_ptr_nonnull(strstr(tg_adamw_error(o), "'stranger' is not a parameter"));
+    tg_error se = {0};
+    ck_assert_int_eq(tg_adamw_set_decay(o, stranger, false, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "'stranger' is not a parameter"));
     ck_assert(!tg_adamw_decays(o, stranger));
     ck_assert(!tg_adamw_decays(o, NULL));
     tg_params_free(other);
@@ -311,7 +308,7 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
     tg_adamw *oa = tg_adamw_new(a, &c, NULL);
     for (int k = 0; k < 4; k++) {
         loss_grads(a, k);
-        tg_adamw_step(oa, lr_at(k));
+        tg_adamw_step(oa, lr_at(k), NULL);
     }
 
     /* two steps, then values and state into a fresh store and optimizer */
@@ -319,7 +316,7 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
     tg_adamw *ob = tg_adamw_new(b, &c, NULL);
     for (int k = 0; k < 2; k++) {
         loss_grads(b, k);
-        tg_adamw_step(ob, lr_at(k));
+        tg_adamw_step(ob, lr_at(k), NULL);
     }
     tg_params *r = make_store(TG_F32);
     tg_adamw *orr = tg_adamw_new(r, &c, NULL);
@@ -327,12 +324,12 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
     memcpy(tg_adamw_m(orr), tg_adamw_m(ob), bytes);
     memcpy(tg_adamw_v(orr), tg_adamw_v(ob), bytes);
     ck_assert_int_eq(tg_adamw_steps(ob), 2);
-    tg_adamw_set_steps(orr, tg_adamw_steps(ob));
+    tg_adamw_set_steps(orr, tg_adamw_steps(ob), NULL);
     tg_adamw_free(ob);
     tg_params_free(b);
     for (int k = 2; k < 4; k++) {
         loss_grads(r, k);
-        tg_adamw_step(orr, lr_at(k));
+        tg_adamw_step(orr, lr_at(k), NULL);
     }
     ck_assert_int_eq(tg_adamw_steps(orr), 4);
     ck_assert_mem_eq(tg_params_data(r), tg_params_data(a), bytes);
@@ -344,17 +341,18 @@ START_TEST(adamw_state_save_and_restore_is_bit_identical)
     tg_adamw *oz = tg_adamw_new(z, &c, NULL);
     for (int k = 0; k < 2; k++) {
         loss_grads(z, k);
-        tg_adamw_step(oz, lr_at(k));
+        tg_adamw_step(oz, lr_at(k), NULL);
     }
-    tg_adamw_set_steps(oz, 0);
+    tg_adamw_set_steps(oz, 0, NULL);
     for (int k = 2; k < 4; k++) {
         loss_grads(z, k);
-        tg_adamw_step(oz, lr_at(k));
+        tg_adamw_step(oz, lr_at(k), NULL);
     }
     ck_assert(memcmp(tg_params_data(z), tg_params_data(a), bytes) != 0);
 
-    tg_adamw_set_steps(oz, -1);
-    ck_assert_ptr_nonnull(strstr(tg_adamw_error(oz), "step count -1 is negative"));
+    tg_error se = {0};
+    ck_assert_int_eq(tg_adamw_set_steps(oz, -1, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "step count -1 is negative"));
     ck_assert_int_eq(tg_adamw_steps(oz), 2);
     tg_adamw_free(oz);
     tg_params_free(z);
@@ -377,13 +375,12 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
     double before[N + 4];
     memcpy(before, tg_params_data(p), sizeof before);
 
-    ck_assert_int_eq(tg_adamw_step(a, 0.1), -1);   /* parameters added later would never train */
-    ck_assert_ptr_nonnull(tg_adamw_error(a));
-    ck_assert_ptr_nonnull(strstr(tg_adamw_error(a), "store has grown from 9 to 13 elements"));
+    tg_error se = {0};
+    ck_assert_int_eq(tg_adamw_step(a, 0.1, &se), -1);   /* parameters added later would never train */
+    ck_assert_ptr_nonnull(strstr(se.msg, "adamw_step: the store has grown from 9 to 13 elements"));
     ck_assert_int_eq(tg_adamw_steps(a), 0);
-    ck_assert_int_eq(tg_sgd_step(s, 0.1), -1);
-    ck_assert_ptr_nonnull(tg_sgd_error(s));
-    ck_assert_ptr_nonnull(strstr(tg_sgd_error(s), "store has grown from 9 to 13 elements"));
+    ck_assert_int_eq(tg_sgd_step(s, 0.1, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "sgd_step: the store has grown from 9 to 13 elements"));
     ck_assert_mem_eq(tg_params_data(p), before, sizeof before);
     tg_adamw_free(a);
     tg_sgd_free(s);
@@ -424,9 +421,8 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
     tg_sgd *es = tg_sgd_new(e, 0.9, 0.1, NULL);
     ck_assert_ptr_nonnull(ea);
     ck_assert_ptr_nonnull(es);
-    tg_adamw_step(ea, 0.1);
-    tg_sgd_step(es, 0.1);
-    ck_assert_ptr_null(tg_adamw_error(ea));
+    ck_assert_int_eq(tg_adamw_step(ea, 0.1, NULL), 0);
+    ck_assert_int_eq(tg_sgd_step(es, 0.1, NULL), 0);
     ck_assert_double_eq(tg_clip_grad_norm(e, 1.0), 0.0);
     tg_adamw_free(ea);
     tg_sgd_free(es);
@@ -443,8 +439,8 @@ START_TEST(steps_allocate_nothing)
     for (int k = 0; k < 3; k++) {
         set_grads(p, k);
         tg_clip_grad_norm(p, 1.0);
-        tg_adamw_step(a, 0.01);
-        tg_sgd_step(s, 0.01);
+        tg_adamw_step(a, 0.01, NULL);
+        tg_sgd_step(s, 0.01, NULL);
     }
     ck_assert_uint_eq(tg_alloc_calls(), before);
     tg_adamw_free(a);
@@ -651,7 +647,7 @@ START_TEST(ema_matches_hand_averages)
                 else ((double *)tg_params_data(p))[i] = v;
                 a[i] = dt == TG_F32 ? (double)(0.75f * (float)a[i] + 0.25f * (float)v) : 0.75 * a[i] + 0.25 * v;
             }
-            ck_assert_int_eq(tg_ema_update(e), 0);
+            ck_assert_int_eq(tg_ema_update(e, NULL), 0);
             for (int i = 0; i < N; i++) {
                 const double got = dt == TG_F32 ? ((float *)tg_ema_values(e))[i] : ((double *)tg_ema_values(e))[i];
                 /* two roundings of the dtype: the sum may be one fused multiply-add */
@@ -664,17 +660,17 @@ START_TEST(ema_matches_hand_averages)
         /* a swap puts the averages in the store and the values aside; a second swaps back */
         double v[N];
         for (int i = 0; i < N; i++) v[i] = get(p, false, i);
-        ck_assert_int_eq(tg_ema_swap(e), 0);
+        ck_assert_int_eq(tg_ema_swap(e, NULL), 0);
         assert_values(p, a, 0, "the averages swapped in");
-        ck_assert_int_eq(tg_ema_swap(e), 0);
+        ck_assert_int_eq(tg_ema_swap(e, NULL), 0);
         assert_values(p, v, 0, "the values swapped back");
         /* a reset starts the averages again as the values, which it leaves alone */
-        ck_assert_int_eq(tg_ema_reset(e), 0);
+        ck_assert_int_eq(tg_ema_reset(e, NULL), 0);
         ck_assert_mem_eq(tg_ema_values(e), tg_params_data(p), N * tg_dtype_size(dt));
         assert_values(p, v, 0, "the values after a reset");
         /* decay 0: the average is the values */
         tg_ema *z = tg_ema_new(p, 0, NULL);
-        ck_assert_int_eq(tg_ema_update(z), 0);
+        ck_assert_int_eq(tg_ema_update(z, NULL), 0);
         ck_assert_mem_eq(tg_ema_values(z), tg_params_data(p), N * tg_dtype_size(dt));
         tg_ema_free(z);
         tg_ema_free(e);
@@ -693,7 +689,7 @@ START_TEST(ema_refuses_bad_decays_a_grown_store_and_bad_state)
         ck_assert_ptr_nonnull(strstr(err.msg, "ema_new: decay must be in [0, 1)"));
     }
     tg_ema *e = tg_ema_new(p, 0.5, &err);
-    ck_assert_int_eq(tg_ema_update(e), 0);
+    ck_assert_int_eq(tg_ema_update(e, NULL), 0);
     /* through a file: the same bits back, into an average of the same decay */
     tg_st_writer *w = tg_st_writer_new();
     ck_assert_int_eq(tg_ema_state_write(e, w, "run.ema"), 0);
@@ -737,10 +733,13 @@ START_TEST(ema_refuses_bad_decays_a_grown_store_and_bad_state)
     /* a grown store: nothing done, and said why */
     ck_assert_ptr_nonnull(tg_params_add(p, "extra", TT_SHAPE(2), NULL));
     memcpy(before, tg_ema_values(e), sizeof before);
-    ck_assert_int_eq(tg_ema_update(e), -1);
-    ck_assert_int_eq(tg_ema_swap(e), -1);
-    ck_assert_int_eq(tg_ema_reset(e), -1);
-    ck_assert_ptr_nonnull(strstr(tg_ema_error(e), "ema_reset: the store has grown from 9 to 11 elements"));
+    tg_error se = {0};
+    ck_assert_int_eq(tg_ema_update(e, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "ema_update: the store has grown from 9 to 11 elements"));
+    ck_assert_int_eq(tg_ema_swap(e, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "ema_swap: the store has grown from 9 to 11 elements"));
+    ck_assert_int_eq(tg_ema_reset(e, &se), -1);
+    ck_assert_ptr_nonnull(strstr(se.msg, "ema_reset: the store has grown from 9 to 11 elements"));
     ck_assert_mem_eq(tg_ema_values(e), before, sizeof before);
     tg_ema_free(e);
     tg_ema_free(r);

@@ -186,7 +186,7 @@ static void optim_run(tg_dtype dt, int threads, double *out, int64_t *n_out)
         }
         double norm = tg_clip_grad_norm(p, 0.5);
         ck_assert(norm > 0.5);
-        tg_adamw_step(o, 1e-2);
+        tg_adamw_step(o, 1e-2, NULL);
     }
     for (int64_t e = 0; e < n; e++)
         out[e] = dt == TG_F32 ? ((float *)tg_params_data(p))[e] : ((double *)tg_params_data(p))[e];

@@ -55,7 +55,7 @@ static void gpt_steps(steps_result *r)
             goto out;
         }
         r->loss[s] = tg_tensor_item(loss);
-        tg_adamw_step(opt, 1e-2);
+        tg_adamw_step(opt, 1e-2, NULL);
         tg_params_zero_grad(m.params);
         tg_graph_reset(g);
         r->done++;

@@ -68,7 +68,7 @@ static void run_new(run *r, tg_dtype dt, bool muon)
     if (muon) {
         r->muon = tg_muon_new(r->m.params, &(tg_muon_config){0.95, 0.1}, &err);
         ck_assert_msg(r->muon, "%s", err.msg);
-        tg_muon_exclude(r->muon, r->opt);
+        tg_muon_exclude(r->muon, r->opt, NULL);
     }
     tg_train_state_init(&r->ts, 5);
 }
@@ -92,8 +92,8 @@ static void step(run *r, const tg_dataset *d)
     ck_assert_msg(loss && tg_graph_backward(g, loss) == 0, "%s", tg_graph_error(g));
     r->ts.drop_rng = *tg_graph_rng(g);
     tg_graph_free(g);
-    ck_assert_int_eq(tg_adamw_step(r->opt, 1e-2), 0);
-    if (r->muon) ck_assert_int_eq(tg_muon_step(r->muon, 2e-2), 0);
+    ck_assert_int_eq(tg_adamw_step(r->opt, 1e-2, NULL), 0);
+    if (r->muon) ck_assert_int_eq(tg_muon_step(r->muon, 2e-2, NULL), 0);
     r->ts.step++;
 }
 

@@ -33,7 +33,7 @@ static void step(tg_model *m, tg_adamw *opt, const tg_dataset *d, tg_train_state
     ck_assert_msg(loss && tg_graph_backward(g, loss) == 0, "%s", tg_graph_error(g));
     ts->drop_rng = *tg_graph_rng(g);
     tg_graph_free(g);
-    ck_assert_int_eq(tg_adamw_step(opt, 1e-2), 0);
+    ck_assert_int_eq(tg_adamw_step(opt, 1e-2, NULL), 0);
     ts->step++;
 }
 
@@ -198,7 +198,7 @@ START_TEST(bad_checkpoints_are_refused)
         err.msg[0] = 0;
         if (cases[k].train) {
             tg_train_state t = {.step = 42, .best_val = 1};
-            tg_adamw_set_steps(o, 5);
+            tg_adamw_set_steps(o, 5, NULL);
             ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
             ck_assert_int_eq(t.step, 42);   /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
@@ -251,7 +251,7 @@ START_TEST(averages_in_checkpoints)
     const int64_t n = tg_ema_numel(e);
     double *avg = tg_ema_values(e);
     for (int64_t i = 0; i < n; i++) avg[i] = 0.001 * (double)i;
-    tg_adamw_set_steps(o, 3);
+    tg_adamw_set_steps(o, 3, NULL);
     tg_train_state ts = {.step = 3, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
@@ -339,11 +339,11 @@ START_TEST(muon_state_in_checkpoints)
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL);
     ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));   /* c_attn, c_proj, c_fc, mlp c_proj */
-    tg_muon_exclude(mu, o);
+    tg_muon_exclude(mu, o, NULL);
     double *buf = tg_muon_momentum(mu);
     for (int64_t i = 0; i < tg_muon_numel(mu); i++) buf[i] = 0.001 * (double)i;
-    tg_muon_set_steps(mu, 3);
-    tg_adamw_set_steps(o, 3);
+    tg_muon_set_steps(mu, 3, NULL);
+    tg_adamw_set_steps(o, 3, NULL);
     tg_train_state ts = {.step = 3, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
@@ -355,7 +355,7 @@ START_TEST(muon_state_in_checkpoints)
 
     tg_muon *back = tg_muon_new(m.params, NULL, NULL);
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
-    tg_muon_exclude(back, ob);
+    tg_muon_exclude(back, ob, NULL);
     tg_train_state t = {0};
     tg_st_file *f = tg_st_load(good, &err);
     ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
@@ -426,7 +426,7 @@ START_TEST(save_and_load_check_their_objects)
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL), *o_other = tg_adamw_new(other.params, NULL, NULL);
     tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL);   /* never told to leave Muon's matrices */
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL), *mu_other = tg_muon_new(other.params, NULL, NULL);
-    tg_muon_exclude(mu, o);
+    tg_muon_exclude(mu, o, NULL);
     tg_ema *e = tg_ema_new(m.params, 0.9, &err), *e_other = tg_ema_new(other.params, 0.9, &err);
     tg_train_state ts;
     tg_train_state_init(&ts, 1);
@@ -460,19 +460,19 @@ START_TEST(save_and_load_check_their_objects)
         ck_assert_msg(access(path, F_OK) != 0, "case %zu: a refused save wrote %s", k, path);
     }
     /* the step counts: one optimizer step per training step */
-    tg_adamw_set_steps(o, 2);
+    tg_adamw_set_steps(o, 2, NULL);
     ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
                      -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
                           "per training step)");
-    tg_adamw_set_steps(o, 0);
-    tg_muon_set_steps(mu, 1);
+    tg_adamw_set_steps(o, 0, NULL);
+    tg_muon_set_steps(mu, 1, NULL);
     ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
                      -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
                           "per training step)");
     ck_assert(access(path, F_OK) != 0);
-    tg_muon_set_steps(mu, 0);
+    tg_muon_set_steps(mu, 0, NULL);
 
     /* a good file; load_train checks what it is given the same way, changing nothing */
     ck_assert_msg(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg) == 0,

@@ -120,8 +120,8 @@ int tg_train_snapshot_restore(const tg_train_snapshot *s, tg_model *m, tg_adamw 
         memcpy(tg_adamw_v(opt), s->v, mv);
     }
     if (mom) memcpy(tg_muon_momentum(muon), s->mom, mom);
-    tg_adamw_set_steps(opt, s->adamw_steps);
-    if (muon) tg_muon_set_steps(muon, s->muon_steps);
+    tg_adamw_set_steps(opt, s->adamw_steps, NULL);   /* counts it took: never negative */
+    if (muon) tg_muon_set_steps(muon, s->muon_steps, NULL);
     *ts = s->ts;
     return 0;
 }

@@ -336,7 +336,7 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     if (tg_adamw_state_read(opt, f, "optimizer", &e2)) {
         if (muon) {
             memcpy(tg_muon_momentum(muon), keep, mbytes);
-            tg_muon_set_steps(muon, keep_steps);
+            tg_muon_set_steps(muon, keep_steps, NULL);   /* the count it had */
         }
         tg_free(keep);
         restore_avg(ema, keep_avg, abytes);

@@ -467,7 +467,7 @@ int cmd_step(int argc, char **argv)
     if (!opt) goto fail;
     /* Muon on the blocks' matrices (its weight decay AdamW's), AdamW on the rest */
     if (muon && !(mu = tg_muon_new(in.m.params, &(tg_muon_config){muon_mom, wd}, &err))) goto fail;
-    tg_muon_exclude(mu, opt);
+    tg_muon_exclude(mu, opt, NULL);
     for (int64_t s = 0; s < steps; s++) {
         double loss = loss_and_grads(&in, g, err.msg, sizeof err.msg);
         if (isnan(loss)) goto fail;
@@ -475,8 +475,8 @@ int cmd_step(int argc, char **argv)
             snprintf(err.msg, sizeof err.msg, "step %lld: the gradient norm is not finite", (long long)s);
             goto fail;
         }
-        tg_muon_step(mu, muon_lr);
-        tg_adamw_step(opt, lr);
+        tg_muon_step(mu, muon_lr, NULL);
+        tg_adamw_step(opt, lr, NULL);
         printf("step %lld loss %.17g\n", (long long)s, loss);
         tg_graph_reset(g);
     }

@@ -484,7 +484,7 @@ static int build(trainer *t)
     if (o->muon) {
         tg_muon_config mc = {o->muon_momentum, o->weight_decay};
         if (!(t->muon = tg_muon_new(t->m.params, &mc, &e))) return failf(t, "%s", e.msg);
-        tg_muon_exclude(t->muon, t->opt);
+        tg_muon_exclude(t->muon, t->opt, NULL);
     }
     /* --ema: the averages start as the weights (a new run's are set again
      * once every process holds rank 0's); a resume reads the run's */
@@ -733,12 +733,12 @@ static int evaluate_and_save(trainer *t, int64_t step, metrics_row *row, bool tt
         metrics_row raw = *row;
         if (measure(t, step, &raw, tty)) return -1;
         say_eval(t, &raw, "raw", tty);
-        tg_ema_swap(t->ema);   /* the averages in the store, the weights beside them */
+        tg_ema_swap(t->ema, NULL);   /* the averages in the store, the weights beside them */
         int rc = measure(t, step, row, tty);
         const bool averages = !rc && row->val <= raw.val;
         if (!rc) say_eval(t, row, "ema", tty);
         if (averages) rc = keep_best(t, step, row->val, "ema");
-        tg_ema_swap(t->ema);
+        tg_ema_swap(t->ema, NULL);
         if (rc || (!averages && keep_best(t, step, raw.val, "raw"))) return -1;
     }
     if (t->rank == 0) {
@@ -801,15 +801,15 @@ static double train_step(trainer *t, int64_t step, double lr)
         }
     }
     if (muon_sharded(t)) muon_gather_grads(t);
-    tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg));
+    tg_adamw_step_grad(t->opt, lr, tg_dist_grads_shard_grad(t->dg), NULL);
     tg_dist_grads_gather_params(t->dg);   /* (Muon's matrices: AdamW left them, the same everywhere) */
     if (t->muon) {   /* its learning rate follows the same schedule, scaled to --muon-lr */
         const double mlr = o->lr > 0 ? lr * (o->muon_lr / o->lr) : o->muon_lr;
         if (muon_sharded(t)) {
-            tg_muon_step_part(t->muon, mlr, t->rank, t->ranks);
+            tg_muon_step_part(t->muon, mlr, t->rank, t->ranks, NULL);
             muon_share(t, false);
         } else {
-            tg_muon_step(t->muon, mlr);
+            tg_muon_step(t->muon, mlr, NULL);
         }
     }
     tg_params_zero_grad(t->m.params);
@@ -890,7 +890,7 @@ static int timing_steps(trainer *t, int64_t first, int64_t n)
 {
     for (int64_t k = first; k < first + n; k++) {
         if (isnan(train_step(t, k + 1, tg_lr_at(&t->sched, k)))) return -1;
-        tg_ema_update(t->ema);   /* timed as the run's steps are (the averages restart after) */
+        tg_ema_update(t->ema, NULL);   /* timed as the run's steps are (the averages restart after) */
     }
     return 0;
 }
@@ -921,7 +921,7 @@ static int plan_steps(trainer *t, double eval_s)
     const int rc = tg_train_snapshot_restore(snap, &t->m, t->opt, t->muon, &t->ts);
     tg_train_snapshot_free(snap);
     if (rc) return failf(t, "--time-budget: the state timed could not be put back");
-    tg_ema_reset(t->ema);   /* --ema: the averages start again as these weights (no-op without) */
+    tg_ema_reset(t->ema, NULL);   /* --ema: the averages start again as these weights (no-op without) */
     *tg_graph_rng(t->g) = t->ts.drop_rng;
     /* the chosen steps, and what they were chosen from, from rank 0 */
     double plan[4] = {now_seconds() - t->t_start, step_s, eval_s, t->save_s};
@@ -963,7 +963,7 @@ static int train_loop(trainer *t)
     const double tokens = (double)t->ranks * o->batch_size * o->grad_accum * o->block_size;
     double ema_ms = 0, t_start = now_seconds(), last_val = NAN;
     if (!o->resume) {   /* a resumed run evaluated the step it starts at */
-        tg_ema_reset(t->ema);   /* --ema: the averages start as the weights every process now holds (rank 0's) */
+        tg_ema_reset(t->ema, NULL);   /* --ema: the averages start as the weights every process now holds (rank 0's) */
         metrics_row row = metrics_empty(0);
         const double e0 = now_seconds();
         if (evaluate_and_save(t, 0, &row, tty)) return -1;
@@ -994,7 +994,7 @@ static int train_loop(trainer *t)
         double t0 = now_seconds(), lr = tg_lr_at(&t->sched, step);
         double loss = train_step(t, step + 1, lr);
         if (isnan(loss)) return -1;
-        tg_ema_update(t->ema);
+        tg_ema_update(t->ema, NULL);
         step++;
         double ms = 1e3 * (now_seconds() - t0);
         ema_ms = step == first + 1 ? ms : 0.9 * ema_ms + 0.1 * ms;

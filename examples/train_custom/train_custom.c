@@ -330,7 +330,8 @@ int main(int argc, char **argv)
         tg_graph_reset(g);
         sum_ranks(NULL, &l);
         tg_clip_grad_norm(m.params, 1.0);
-        if (tg_adamw_step(opt, tg_lr_cosine(ts.step, 20, steps, 3e-3, 3e-4))) die("step", tg_adamw_error(opt));
+        tg_error se = {0};
+        if (tg_adamw_step(opt, tg_lr_cosine(ts.step, 20, steps, 3e-3, 3e-4), &se)) die("step", se.msg);
         tg_params_zero_grad(m.params);
         ts.step++;
         const bool stop = ts.step == stop_at, eval = ts.step % eval_every == 0 || ts.step == steps;

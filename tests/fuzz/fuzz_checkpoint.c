@@ -56,7 +56,7 @@ static void state_new(run_state *s, const tg_st_file *f, tg_model *m)
     s->opt = tg_adamw_new(m->params, NULL, NULL);
     if (tg_st_find(f, "muon.momentum")) {
         s->muon = tg_muon_new(m->params, NULL, NULL);
-        tg_muon_exclude(s->muon, s->opt);
+        tg_muon_exclude(s->muon, s->opt, NULL);
     }
     if (tg_st_find(f, "ema.values")) {
         const char *d = tg_st_meta(f, "ema.decay");

@@ -37,7 +37,7 @@ int main(void)
         }
         last = tg_tensor_item(loss);
         if (step == 0) first = last;
-        tg_sgd_step(opt, 0.05);
+        tg_sgd_step(opt, 0.05, NULL);
         tg_params_zero_grad(p);
         tg_graph_reset(g);
     }

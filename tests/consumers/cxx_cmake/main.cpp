@@ -37,7 +37,7 @@ int main()
         }
         losses.push_back(tg_tensor_item(loss));
         tg_clip_grad_norm(m->params, 1.0);
-        tg_adamw_step(opt, 1e-2);
+        tg_adamw_step(opt, 1e-2, NULL);
         tg_params_zero_grad(m->params);
         tg_graph_reset(g);
     }
