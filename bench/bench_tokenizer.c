@@ -85,7 +85,7 @@ static int hf_json(const tg_tokenizer *t, const char *out)
     cJSON_AddNullToObject(root, "truncation");
     cJSON_AddNullToObject(root, "padding");
     for (int32_t id = 0; id < tg_tok_vocab_size(t); id++) {
-        if (tg_tok_is_special(t, id) != 1) continue;
+        if (!tg_tok_is_special(t, id)) continue;
         size_t len;
         const unsigned char *p = tg_tok_piece(t, id, &len);
         char text[64];

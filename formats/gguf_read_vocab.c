@@ -298,9 +298,11 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
     if (tg_gguf_get_int(g, "tokenizer.ggml.bos_token_id", 0, n - 1, &bos, err) < 0 ||
         tg_gguf_get_int(g, "tokenizer.ggml.eos_token_id", 0, n - 1, &eos, err) < 0)
         goto done;
-    const tg_spm_options o = {.space_u2581 = 1, .add_prefix = tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true),
+    const tg_spm_options o = {.space_u2581 = true,
+                              .add_prefix = tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true),
                               .merge_floor = -INFINITY};
-    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos, &o, err);
+    tg_tokenizer *t =
+        tg_tok_new_spm(&(tg_spm_pieces){n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos}, &o, err);
     if (!t) goto done;
     /* llama.cpp puts BOS first when add_bos_token says so (its default for "llama" is yes) */
     rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V,

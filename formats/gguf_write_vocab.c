@@ -126,7 +126,7 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
         return tg_error_set(err, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
                                  "tokenizer %d", V, (int)T), -1;
     *g = (gvocab){.n = V, .bos = tg_tok_bos(t), .eos = tg_tok_eos(t), .unk = -1, .add_bos = v->docs,
-                  .add_prefix = tg_tok_adds_prefix(t) == 1};
+                  .add_prefix = tg_tok_adds_prefix(t)};
     g->at = calloc((size_t)V, sizeof *g->at);
     g->len = calloc((size_t)V, sizeof *g->len);
     g->score = calloc((size_t)V, sizeof *g->score);
@@ -287,7 +287,7 @@ int tg_gguf_make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, tg_error *
         size_t l;
         const unsigned char *p;
         if (id < 3) {
-            if (bpe && (tg_tok_is_special(v->tok, id) != 1 || !(p = tg_tok_piece(v->tok, id, &l)) ||
+            if (bpe && (!tg_tok_is_special(v->tok, id) || !(p = tg_tok_piece(v->tok, id, &l)) ||
                         l != strlen(specials[id]) || memcmp(p, specials[id], l)))
                 return tg_error_set(err, "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
                                          "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",

@@ -402,7 +402,7 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     }
     const tg_spm_options o = {r.u2581, r.prepend != 0, floor_};
     tg_error e2 = {0};
-    if (!(t = tg_tok_spm_new(n, pieces, off, scores, types, bos, eos, &o, &e2))) {
+    if (!(t = tg_tok_new_spm(&(tg_spm_pieces){n, pieces, off, scores, types, bos, eos}, &o, &e2))) {
         tg_error_set(err, "hf: tokenizer.json: %s", e2.msg);
         goto out;
     }

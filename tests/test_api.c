@@ -1870,16 +1870,16 @@ static void c_tok_save_nopath(fx *f) { num(f, tg_tok_save(tok(), NULL, &f->err))
 static void c_tok_save_nodir(fx *f) { num(f, tg_tok_save(tok(), "/nonexistent/t.safetensors", &f->err)); }
 static void c_tok_save_noerr(fx *f) { num(f, tg_tok_save(NULL, tt_path("t.safetensors"), NULL)); }
 static void c_tok_free(fx *f) { (void)f; tg_tok_free(NULL); }
-static void c_tok_kind_of(fx *f) { num(f, tg_tok_kind_of(NULL)); }
+static void c_tok_kind_of(fx *f) { flag(f, tg_tok_kind_of(NULL) == TG_TOK_NONE); }
 static void c_tok_vocab_size(fx *f) { num(f, tg_tok_vocab_size(NULL)); }
 static void c_tok_bos(fx *f) { num(f, tg_tok_bos(NULL)); }
 static void c_tok_eos(fx *f) { num(f, tg_tok_eos(NULL)); }
 static void c_tok_special_id_nos(fx *f) { num(f, tg_tok_special_id(tok(), NULL)); }
 static void c_tok_special_id_unknown(fx *f) { num(f, tg_tok_special_id(tok(), "<|endoftext|>")); }
 static void c_tok_special_id_not(fx *f) { num(f, tg_tok_special_id(NULL, "<s>")); }
-static void c_tok_is_special_neg(fx *f) { num(f, tg_tok_is_special(tok(), -1)); }
-static void c_tok_is_special_past(fx *f) { num(f, tg_tok_is_special(tok(), 260)); }
-static void c_tok_is_special_not(fx *f) { num(f, tg_tok_is_special(NULL, 0)); }
+static void c_tok_is_special_neg(fx *f) { flag(f, tg_tok_is_special(tok(), -1)); }
+static void c_tok_is_special_past(fx *f) { flag(f, tg_tok_is_special(tok(), 260)); }
+static void c_tok_is_special_not(fx *f) { flag(f, tg_tok_is_special(NULL, 0)); }
 /* tg_tok_piece(t, id, &len): NULL or not, and len */
 static void piece(fx *f, const tg_tokenizer *t, int32_t id)
 {
@@ -1888,34 +1888,41 @@ static void piece(fx *f, const tg_tokenizer *t, int32_t id)
     snprintf(f->got, sizeof f->got, "%s, len %zu", p ? "non-NULL" : "NULL", len);
 }
 static void c_tok_piece_past(fx *f) { piece(f, tok(), 260); }
-/* TG_TOK_SPM: tg_tok_spm_new and llama2.c's tokenizer.bin */
+/* TG_TOK_SPM: tg_tok_new_spm and llama2.c's tokenizer.bin */
 static const unsigned char spm_pieces[] = "ab";
 static const int64_t spm_off[] = {0, 1, 2};
 static const float spm_scores[] = {0, 0};
 static const uint8_t spm_types[] = {TG_PIECE_NORMAL, TG_PIECE_NORMAL};
 static void c_spm_new_null(fx *f)
 {
-    ptr(f, tg_tok_spm_new(2, NULL, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, &f->err));
+    ptr(f, tg_tok_new_spm(&(tg_spm_pieces){2, NULL, spm_off, spm_scores, spm_types, -1, -1}, &TG_SPM_LLAMA2C, &f->err));
 }
 static void c_spm_new_noopts(fx *f)
 {
-    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, NULL, &f->err));
+    ptr(f, tg_tok_new_spm(&(tg_spm_pieces){2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1}, NULL, &f->err));
 }
 static void c_spm_new_zero(fx *f)
 {
-    ptr(f, tg_tok_spm_new(0, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, &f->err));
+    ptr(f,
+        tg_tok_new_spm(&(tg_spm_pieces){0, spm_pieces, spm_off, spm_scores, spm_types, -1, -1}, &TG_SPM_LLAMA2C,
+                       &f->err));
 }
 static void c_spm_new_huge(fx *f)
 {
-    ptr(f, tg_tok_spm_new(INT32_MAX, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, &f->err));
+    ptr(f,
+        tg_tok_new_spm(&(tg_spm_pieces){INT32_MAX, spm_pieces, spm_off, spm_scores, spm_types, -1, -1}, &TG_SPM_LLAMA2C,
+                       &f->err));
 }
 static void c_spm_new_nobytes(fx *f)
 {
-    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, &f->err));
+    ptr(f,
+        tg_tok_new_spm(&(tg_spm_pieces){2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1}, &TG_SPM_LLAMA2C,
+                       &f->err));
 }
 static void c_spm_new_noerr(fx *f)
 {
-    ptr(f, tg_tok_spm_new(2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1, &TG_SPM_LLAMA2C, NULL));
+    ptr(f,
+        tg_tok_new_spm(&(tg_spm_pieces){2, spm_pieces, spm_off, spm_scores, spm_types, -1, -1}, &TG_SPM_LLAMA2C, NULL));
 }
 static void c_l2c_nopath(fx *f) { ptr(f, tg_tok_load_llama2c(NULL, 0, &f->err)); }
 static void c_l2c_missing(fx *f) { ptr(f, tg_tok_load_llama2c(tt_path("missing.bin"), 0, &f->err)); }
@@ -1930,12 +1937,12 @@ static void c_l2c_noerr(fx *f) { ptr(f, tg_tok_load_llama2c(NULL, 0, NULL)); }
 static void c_tok_score_not(fx *f) { num(f, tg_tok_score(NULL, 0)); }
 static void c_tok_score_past(fx *f) { num(f, tg_tok_score(tok(), 260)); }
 static void c_tok_score_bpe(fx *f) { num(f, tg_tok_score(tok(), 100)); }
-static void c_tok_piece_type_not(fx *f) { num(f, tg_tok_piece_type(NULL, 0)); }
-static void c_tok_piece_type_neg(fx *f) { num(f, tg_tok_piece_type(tok(), -1)); }
+static void c_tok_piece_type_not(fx *f) { flag(f, tg_tok_piece_type(NULL, 0) == TG_PIECE_NONE); }
+static void c_tok_piece_type_neg(fx *f) { flag(f, tg_tok_piece_type(tok(), -1) == TG_PIECE_NONE); }
 static void c_tok_spelled_not(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(NULL, 0, &l)); if (l) text(f, "len not 0"); }
 static void c_tok_spelled_past(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(tok(), 260, &l)); if (l) text(f, "len not 0"); }
-static void c_tok_adds_prefix_not(fx *f) { num(f, tg_tok_adds_prefix(NULL)); }
-static void c_tok_adds_prefix_bpe(fx *f) { num(f, tg_tok_adds_prefix(tok())); }
+static void c_tok_adds_prefix_not(fx *f) { flag(f, tg_tok_adds_prefix(NULL)); }
+static void c_tok_adds_prefix_bpe(fx *f) { flag(f, tg_tok_adds_prefix(tok())); }
 static void c_tok_spm_options_not(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(NULL, &o)); }
 static void c_tok_spm_options_bpe(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(tok(), &o)); }
 static void c_tok_spm_options_noout(fx *f) { num(f, tg_tok_spm_options_of(tok(), NULL)); }
@@ -2025,7 +2032,7 @@ static void tokfile_open(fx *f, const char *path, tg_tokfile_format format, int6
 {
     tg_tokfile *t = tg_tokfile_open(path, format, vocab_size, &f->err);
     ptr(f, t);
-    tg_tokfile_close(t);
+    tg_tokfile_free(t);
 }
 /* the same of tt_dir/t.bin holding n bytes, vocab_size 5 */
 static void tokfile(fx *f, tg_tokfile_format format, const void *data, size_t n)
@@ -2054,16 +2061,16 @@ static void c_tokfile_llmc_short(fx *f) { tokfile(f, TG_TOKFILE_LLMC, "\1\0\2\0"
 static void c_tokfile_llmc_version(fx *f) { llmc(f, 3, 1, 1); }
 static void c_tokfile_llmc_count(fx *f) { llmc(f, 1, 5, 1); }
 static void c_tokfile_llmc_none(fx *f) { llmc(f, 1, 0, 0); }
-static void c_tokfile_close(fx *f) { (void)f; tg_tokfile_close(NULL); }
+static void c_tokfile_close(fx *f) { (void)f; tg_tokfile_free(NULL); }
 static void c_tokfile_count(fx *f) { num(f, (double)tg_tokfile_count(NULL)); }
-static void c_tokfile_format_of(fx *f) { num(f, tg_tokfile_format_of(NULL)); }
+static void c_tokfile_format_of(fx *f) { flag(f, tg_tokfile_format_of(NULL) == TG_TOKFILE_AUTO); }
 /* tg_tokfile_read(start, n) of a file of 3 tokens */
 static void tokfile_read(fx *f, int64_t start, int64_t n, int32_t *out)
 {
     tg_tokfile *t = tg_tokfile_open(file_of("t.bin", "\1\0\2\0\3\0", 6), TG_TOKFILE_NANOGPT, 5, NULL);
     if (!t) abort();
     num(f, tg_tokfile_read(t, start, n, out));
-    tg_tokfile_close(t);
+    tg_tokfile_free(t);
 }
 static int32_t read_ids[4];
 static void c_tokfile_read_past(fx *f) { tokfile_read(f, 2, 2, read_ids); }
@@ -2805,22 +2812,22 @@ static const api_case CASES[] = {
     {"tg_tok_save(t, \"/nonexistent/t.safetensors\", err)", "-1", "No such file or directory", c_tok_save_nodir},
     {"tg_tok_save(NULL, path, NULL)", "-1", NULL, c_tok_save_noerr},
     {"tg_tok_free(NULL)", "returns", NULL, c_tok_free},
-    {"tg_tok_kind_of(NULL)", "0", NULL, c_tok_kind_of},
+    {"tg_tok_kind_of(NULL) is TG_TOK_NONE", "true", NULL, c_tok_kind_of},
     {"tg_tok_vocab_size(NULL)", "0", NULL, c_tok_vocab_size},
     {"tg_tok_bos(NULL)", "-1", NULL, c_tok_bos},
     {"tg_tok_eos(NULL)", "-1", NULL, c_tok_eos},
     {"tg_tok_special_id(t, NULL)", "-1", NULL, c_tok_special_id_nos},
     {"tg_tok_special_id(t BPE, \"<|endoftext|>\")", "-1", NULL, c_tok_special_id_unknown},
     {"tg_tok_special_id(NULL, \"<s>\")", "-1", NULL, c_tok_special_id_not},
-    {"tg_tok_is_special(t, -1)", "-1", NULL, c_tok_is_special_neg},
-    {"tg_tok_is_special(t of 260 ids, 260)", "-1", NULL, c_tok_is_special_past},
-    {"tg_tok_is_special(NULL, 0)", "-1", NULL, c_tok_is_special_not},
-    {"tg_tok_spm_new(2, NULL pieces, ...)", "NULL", "spm tokenizer: NULL argument", c_spm_new_null},
-    {"tg_tok_spm_new(..., NULL options, err)", "NULL", "spm tokenizer: NULL argument", c_spm_new_noopts},
-    {"tg_tok_spm_new(0 ids, ...)", "NULL", "0 ids: a vocabulary has 1 to 2^30", c_spm_new_zero},
-    {"tg_tok_spm_new(INT32_MAX ids, ...)", "NULL", "a vocabulary has 1 to 2^30", c_spm_new_huge},
-    {"tg_tok_spm_new(\"a\", \"b\": no byte pieces)", "NULL", "no byte piece for 0x00", c_spm_new_nobytes},
-    {"tg_tok_spm_new(..., NULL)", "NULL", NULL, c_spm_new_noerr},
+    {"tg_tok_is_special(t, -1)", "false", NULL, c_tok_is_special_neg},
+    {"tg_tok_is_special(t of 260 ids, 260)", "false", NULL, c_tok_is_special_past},
+    {"tg_tok_is_special(NULL, 0)", "false", NULL, c_tok_is_special_not},
+    {"tg_tok_new_spm(2, NULL pieces, ...)", "NULL", "spm tokenizer: NULL argument", c_spm_new_null},
+    {"tg_tok_new_spm(..., NULL options, err)", "NULL", "spm tokenizer: NULL argument", c_spm_new_noopts},
+    {"tg_tok_new_spm(0 ids, ...)", "NULL", "0 ids: a vocabulary has 1 to 2^30", c_spm_new_zero},
+    {"tg_tok_new_spm(INT32_MAX ids, ...)", "NULL", "a vocabulary has 1 to 2^30", c_spm_new_huge},
+    {"tg_tok_new_spm(\"a\", \"b\": no byte pieces)", "NULL", "no byte piece for 0x00", c_spm_new_nobytes},
+    {"tg_tok_new_spm(..., NULL)", "NULL", NULL, c_spm_new_noerr},
     {"tg_tok_load_llama2c(NULL, 0, err)", "NULL", "llama2.c tokenizer: NULL path", c_l2c_nopath},
     {"tg_tok_load_llama2c(missing, 0, err)", "NULL", "No such file or directory", c_l2c_missing},
     {"tg_tok_load_llama2c(path, -1, err)", "NULL", "vocab_size -1 is not 0 (any) or 1..2^30", c_l2c_negvocab},
@@ -2831,12 +2838,12 @@ static const api_case CASES[] = {
     {"tg_tok_score(NULL, 0)", "nan", NULL, c_tok_score_not},
     {"tg_tok_score(t of 260 ids, 260)", "nan", NULL, c_tok_score_past},
     {"tg_tok_score(t BPE, 100)", "0", NULL, c_tok_score_bpe},
-    {"tg_tok_piece_type(NULL, 0)", "-1", NULL, c_tok_piece_type_not},
-    {"tg_tok_piece_type(t, -1)", "-1", NULL, c_tok_piece_type_neg},
+    {"tg_tok_piece_type(NULL, 0) is TG_PIECE_NONE", "true", NULL, c_tok_piece_type_not},
+    {"tg_tok_piece_type(t, -1) is TG_PIECE_NONE", "true", NULL, c_tok_piece_type_neg},
     {"tg_tok_spelled(NULL, 0, &len)", "NULL", NULL, c_tok_spelled_not},
     {"tg_tok_spelled(t of 260 ids, 260, &len)", "NULL", NULL, c_tok_spelled_past},
-    {"tg_tok_adds_prefix(NULL)", "0", NULL, c_tok_adds_prefix_not},
-    {"tg_tok_adds_prefix(t BPE)", "0", NULL, c_tok_adds_prefix_bpe},
+    {"tg_tok_adds_prefix(NULL)", "false", NULL, c_tok_adds_prefix_not},
+    {"tg_tok_adds_prefix(t BPE)", "false", NULL, c_tok_adds_prefix_bpe},
     {"tg_tok_spm_options_of(NULL, &o)", "-1", NULL, c_tok_spm_options_not},
     {"tg_tok_spm_options_of(t BPE, &o)", "-1", NULL, c_tok_spm_options_bpe},
     {"tg_tok_spm_options_of(t, NULL)", "-1", NULL, c_tok_spm_options_noout},
@@ -2855,8 +2862,8 @@ static const api_case CASES[] = {
     {"tg_tok_encode(t, \"ab\", 2, NULL, err)", "-1", "tokenizer encode: NULL argument", c_tok_encode_noids},
     {"tg_tok_encode(t, NULL, 0, &ids, err)", "0, ids set", NULL, c_tok_encode_empty},
     {"tg_tok_encode(NULL, \"ab\", 2, &ids, NULL)", "-1, ids NULL", NULL, c_tok_encode_noerr},
-    {"tg_tok_bytes_per_token(t, \"\", 0)", "-1", NULL, c_tok_bpt_empty},
-    {"tg_tok_bytes_per_token(NULL, \"ab\", 2)", "-1", NULL, c_tok_bpt_not},
+    {"tg_tok_bytes_per_token(t, \"\", 0)", "nan", NULL, c_tok_bpt_empty},
+    {"tg_tok_bytes_per_token(NULL, \"ab\", 2)", "nan", NULL, c_tok_bpt_not},
     {"tg_tok_decode(t of 260 ids, {'a', 260}, 2, ...)", "-1",
      "tokenizer decode: id 260 at position 1 is outside the vocabulary [0, 260)", c_tok_decode_past},
     {"tg_tok_decode(t, {-1}, 1, ...)", "-1", "tokenizer decode: id -1 at position 0 is outside", c_tok_decode_neg},
@@ -2894,9 +2901,9 @@ static const api_case CASES[] = {
      c_tokfile_llmc_count},
     {"tg_tokfile_open(llm.c header of 0 tokens, AUTO, ...)", "NULL",
      "t.bin: offset 8: the header says 0 tokens, and a file holds at least one", c_tokfile_llmc_none},
-    {"tg_tokfile_close(NULL)", "returns", NULL, c_tokfile_close},
+    {"tg_tokfile_free(NULL)", "returns", NULL, c_tokfile_close},
     {"tg_tokfile_count(NULL)", "0", NULL, c_tokfile_count},
-    {"tg_tokfile_format_of(NULL)", "0", NULL, c_tokfile_format_of},
+    {"tg_tokfile_format_of(NULL) is TG_TOKFILE_AUTO", "true", NULL, c_tokfile_format_of},
     {"tg_tokfile_read(f of 3, 2, 2, out)", "-1", NULL, c_tokfile_read_past},
     {"tg_tokfile_read(f, -1, 1, out)", "-1", NULL, c_tokfile_read_neg},
     {"tg_tokfile_read(f of 3, 1, INT64_MAX, out)", "-1", NULL, c_tokfile_read_huge},

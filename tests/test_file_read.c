@@ -64,7 +64,7 @@ static bool tok_any(const char *path, tg_error *err)
 static bool token_file(const char *path, tg_error *err)
 {
     tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, 50257, err);
-    tg_tokfile_close(f);
+    tg_tokfile_free(f);
     return f != NULL;
 }
 

@@ -913,7 +913,7 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         }
         off[N] = (int64_t)at;
         const tg_spm_options o = {0, 1, -INFINITY};
-        tg_tokenizer *t = tg_tok_spm_new(N, pieces, off, scores, types, 1, 2, &o, &err);
+        tg_tokenizer *t = tg_tok_new_spm(&(tg_spm_pieces){N, pieces, off, scores, types, 1, 2}, &o, &err);
         ck_assert_msg(t != NULL, "%s", err.msg);
         const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8,
                                    .hidden_dim = 12, .block_size = 8, .vocab_size = N, .rope_theta = 10000,

@@ -228,7 +228,7 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
     const char *text = "ab\n\nc\n\nab\n\nc\n";
     for (int prefix = 0; prefix < 2; prefix++) {
         const tg_spm_options o = {1, prefix, -INFINITY};
-        tg_tokenizer *t = tg_tok_spm_new(260, bytes, off, scores, types, 1, 2, &o, &err);
+        tg_tokenizer *t = tg_tok_new_spm(&(tg_spm_pieces){260, bytes, off, scores, types, 1, 2}, &o, &err);
         ck_assert_msg(t != NULL, "%s", err.msg);
         tg_vocab v;
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, err.msg, sizeof err.msg), 0);

@@ -21,6 +21,7 @@
  * equal a single thread's. */
 #include "text_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -391,5 +392,5 @@ double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t le
     int32_t *ids;
     int64_t n = tg_tok_encode(t, text, len, &ids, NULL);
     tg_free(ids);
-    return n > 0 ? (double)len / (double)n : -1;
+    return n > 0 ? (double)len / (double)n : NAN;
 }

@@ -148,7 +148,7 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
         types[i] = TG_PIECE_NORMAL;
     }
     tg_error e2 = {0};
-    t = tg_tok_spm_new(n, pieces, off, scores, types, 1, 2, &TG_SPM_LLAMA2C, &e2);
+    t = tg_tok_new_spm(&(tg_spm_pieces){n, pieces, off, scores, types, 1, 2}, &TG_SPM_LLAMA2C, &e2);
     if (!t) tg_error_set(err, "llama2.c tokenizer: %s: %s", path, e2.msg);
 done:
     close(fd);

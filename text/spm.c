@@ -139,17 +139,21 @@ static int add_char_symbols(tg_tokenizer *t, const uint8_t *target)
     return 0;
 }
 
-tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
-                             const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o, tg_error *err)
+tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg_error *err)
 {
     static const char *const what = "spm tokenizer";
-    if (!pieces || !off || !scores || !types || !o) {
+    if (!v || !v->pieces || !v->off || !v->scores || !v->types || !o) {
         tg_error_set(err, "%s: NULL argument", what);
         return NULL;
     }
+    const int32_t n = v->n, bos = v->bos, eos = v->eos;
+    const unsigned char *pieces = v->pieces;
+    const int64_t *off = v->off;
+    const float *scores = v->scores;
+    const uint8_t *types = v->types;
     if (tg_tok_check_offsets(n, off, what, err)) return NULL;
-    if (isnan(o->merge_floor) || o->space_u2581 < 0 || o->space_u2581 > 1 || o->add_prefix < 0 || o->add_prefix > 1) {
-        tg_error_set(err, "%s: options: space_u2581 and add_prefix are 0 or 1, merge_floor a number", what);
+    if (isnan(o->merge_floor)) {
+        tg_error_set(err, "%s: options: merge_floor is NaN, not a number", what);
         return NULL;
     }
     const size_t nb = (size_t)off[n];
@@ -385,10 +389,10 @@ float tg_tok_score(const tg_tokenizer *t, int32_t id)
     return t->scores ? t->scores[id] : 0.0f;
 }
 
-int tg_tok_piece_type(const tg_tokenizer *t, int32_t id)
+tg_piece_type tg_tok_piece_type(const tg_tokenizer *t, int32_t id)
 {
-    if (!t || id < 0 || id >= t->n) return -1;
-    if (t->types) return t->types[id];
+    if (!t || id < 0 || id >= t->n) return TG_PIECE_NONE;
+    if (t->types) return (tg_piece_type)t->types[id];
     return t->special[id] ? TG_PIECE_CONTROL : TG_PIECE_NORMAL;
 }
 
@@ -401,7 +405,7 @@ const unsigned char *tg_tok_spelled(const tg_tokenizer *t, int32_t id, size_t *l
     return t->spelled + t->soff[id];
 }
 
-int tg_tok_adds_prefix(const tg_tokenizer *t) { return t && t->kind == TG_TOK_SPM && t->spm.add_prefix; }
+bool tg_tok_adds_prefix(const tg_tokenizer *t) { return t && t->kind == TG_TOK_SPM && t->spm.add_prefix; }
 
 int tg_tok_spm_options_of(const tg_tokenizer *t, tg_spm_options *o)
 {

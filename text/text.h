@@ -32,7 +32,7 @@
  *                    character that is no piece still merges by its text,
  *                    and only one left alone becomes its bytes' pieces, as
  *                    in those two; run.c (spaces as ' ') turns it into its
- *                    bytes first. Made by tg_tok_spm_new (from
+ *                    bytes first. Made by tg_tok_new_spm (from
  *                    llama2.c's tokenizer.bin: tg_tok_load_llama2c).
  *
  * Tokenizers are immutable once made: any number of threads may encode and
@@ -46,6 +46,7 @@
 #ifndef TG_TEXT_H
 #define TG_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,7 +60,12 @@ extern "C" {
 
 typedef struct tg_tokenizer tg_tokenizer;
 
-typedef enum tg_tok_kind { TG_TOK_BPE = 1, TG_TOK_TIKTOKEN = 2, TG_TOK_SPM = 3 } tg_tok_kind;
+typedef enum tg_tok_kind {
+    TG_TOK_NONE = 0,   /* no tokenizer (what tg_tok_kind_of says for NULL) */
+    TG_TOK_BPE = 1,
+    TG_TOK_TIKTOKEN = 2,
+    TG_TOK_SPM = 3
+} tg_tok_kind;
 
 /* GPT-2's pre-tokenizer pattern (tiktoken's "gpt2" pat_str). */
 #define TG_GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
@@ -138,6 +144,7 @@ TG_API void tg_tok_free(tg_tokenizer *t);
 /* A piece's type in a TG_TOK_SPM vocabulary: sentencepiece's and GGUF's
  * numbers. */
 typedef enum tg_piece_type {
+    TG_PIECE_NONE = 0,     /* no such piece (what tg_tok_piece_type says for an id out of range) */
     TG_PIECE_NORMAL = 1,   /* text: looked up and made by merges */
     TG_PIECE_UNKNOWN = 2,  /* <unk>: a special, never produced */
     TG_PIECE_CONTROL = 3,  /* BOS, EOS and the like: specials, never produced */
@@ -149,27 +156,33 @@ typedef enum tg_piece_type {
 /* What differs between llama2.c's tokenizer.bin and a sentencepiece (or
  * GGUF "llama") vocabulary. */
 typedef struct tg_spm_options {
-    int space_u2581;     /* 1: the pieces spell a space U+2581 (sentencepiece, GGUF); 0: ' ' (llama2.c) */
-    int add_prefix;      /* 1: encoding puts a space before a text that is not empty (the dummy prefix) */
+    bool space_u2581;    /* the pieces spell a space U+2581 (sentencepiece, GGUF); else ' ' (llama2.c) */
+    bool add_prefix;     /* encoding puts a space before a text that is not empty (the dummy prefix) */
     double merge_floor;  /* a merge makes only pieces scoring above this: run.c's -1e10, or -INFINITY */
 } tg_spm_options;
 
 /* The options of llama2.c's tokenizer.bin as run.c reads it: ' ', the
  * dummy prefix, merges only into pieces scoring above -1e10. */
-#define TG_SPM_LLAMA2C ((tg_spm_options){0, 1, -1e10})
+#define TG_SPM_LLAMA2C ((tg_spm_options){false, true, -1e10})
 
-/* A TG_TOK_SPM tokenizer of n ids from pieces spelled as the vocabulary
- * spells them (end to end in pieces, off: n + 1 offsets), a float score
- * and a tg_piece_type each, all copied. bos and eos are ids of CONTROL
- * pieces, or -1. Checked: offsets, types (USER refused), finite scores,
- * non-empty pieces, NORMAL pieces distinct, BYTE pieces spelled "<0xXX>"
- * or as the one byte, each byte exactly once, every byte present (every
- * text encodes; with space_u2581 the space may lack one), and with
- * space_u2581 a NORMAL piece U+2581 alone. NULL
- * with a message naming the id. */
-TG_API tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
-                                    const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o,
-                                    tg_error *err);
+/* The vocabulary of a TG_TOK_SPM tokenizer, as a file holds it. */
+typedef struct tg_spm_pieces {
+    int32_t n;                    /* ids */
+    const unsigned char *pieces;  /* every piece as the vocabulary spells it, end to end */
+    const int64_t *off;           /* n + 1 offsets into pieces: piece i is [off[i], off[i + 1]) */
+    const float *scores;          /* n scores */
+    const uint8_t *types;         /* n tg_piece_type values */
+    int32_t bos, eos;             /* ids of CONTROL pieces, or -1 */
+} tg_spm_pieces;
+
+/* A TG_TOK_SPM tokenizer of v's pieces, all copied, with options o.
+ * Checked: offsets, types (USER refused), finite scores, non-empty
+ * pieces, NORMAL pieces distinct, BYTE pieces spelled "<0xXX>" or as the
+ * one byte, each byte exactly once, every byte present (every text
+ * encodes; with space_u2581 the space may lack one), and with space_u2581
+ * a NORMAL piece U+2581 alone. NULL with a message naming the id (or a
+ * NULL argument, a NaN merge_floor). */
+TG_API tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg_error *err);
 /* Reads llama2.c's tokenizer.bin (an int32 longest length, then per id a
  * float32 score, an int32 length and the bytes, to the end of the file)
  * as run.c reads it: ids 0, 1, 2 the specials <unk>, BOS, EOS; ids 3 to
@@ -183,23 +196,24 @@ TG_API tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, t
  * of range or t is NULL. */
 TG_API float tg_tok_score(const tg_tokenizer *t, int32_t id);
 /* The tg_piece_type of id (TG_TOK_SPM; the other kinds: CONTROL for a
- * special, else NORMAL); -1 when id is out of range or t is NULL. */
-TG_API int tg_tok_piece_type(const tg_tokenizer *t, int32_t id);
+ * special, else NORMAL); TG_PIECE_NONE when id is out of range or t is
+ * NULL. */
+TG_API tg_piece_type tg_tok_piece_type(const tg_tokenizer *t, int32_t id);
 /* id as the vocabulary spells it ("<0x0A>", "\xe2\x96\x81the"; for the other
  * kinds the same as tg_tok_piece), its length in *len; NULL (*len 0)
  * when id is out of range. len may be NULL. */
 TG_API const unsigned char *tg_tok_spelled(const tg_tokenizer *t, int32_t id, size_t *len);
-/* 1 when tg_tok_encode puts the dummy-prefix space before a non-empty
+/* True when tg_tok_encode puts the dummy-prefix space before a non-empty
  * text itself (a TG_TOK_SPM with add_prefix), so a caller that wants
- * llama2.c's " " + text must not add one; 0 otherwise (NULL too). */
-TG_API int tg_tok_adds_prefix(const tg_tokenizer *t);
+ * llama2.c's " " + text must not add one; false otherwise (NULL too). */
+TG_API bool tg_tok_adds_prefix(const tg_tokenizer *t);
 /* t's options into *o: 0, or -1 when t is not TG_TOK_SPM (or NULL). */
 TG_API int tg_tok_spm_options_of(const tg_tokenizer *t, tg_spm_options *o);
 
 /* ---- what a tokenizer holds (text/tokenizer.c) ---------------------------- */
 
-/* t's kind; 0 for NULL. */
-TG_API int tg_tok_kind_of(const tg_tokenizer *t);
+/* t's kind; TG_TOK_NONE for NULL. */
+TG_API tg_tok_kind tg_tok_kind_of(const tg_tokenizer *t);
 /* Number of ids (pieces and specials); 0 for NULL. */
 TG_API int32_t tg_tok_vocab_size(const tg_tokenizer *t);
 /* The BOS id (TG_TOK_BPE: 1; tiktoken: -1, GPT-2 has none); -1 for NULL. */
@@ -208,8 +222,9 @@ TG_API int32_t tg_tok_bos(const tg_tokenizer *t);
 TG_API int32_t tg_tok_eos(const tg_tokenizer *t);
 /* The id of the special token whose text is s ("<s>", "<|endoftext|>"), or -1. */
 TG_API int32_t tg_tok_special_id(const tg_tokenizer *t, const char *s);
-/* 1 if id is a special token, 0 if an ordinary piece, -1 if out of range. */
-TG_API int tg_tok_is_special(const tg_tokenizer *t, int32_t id);
+/* True if id is a special token; false for an ordinary piece, an id out
+ * of range or a NULL t. */
+TG_API bool tg_tok_is_special(const tg_tokenizer *t, int32_t id);
 /* The bytes of id (a special's are its text) and their count in *len;
  * NULL (and *len 0) when id is out of range. len may be NULL. */
 TG_API const unsigned char *tg_tok_piece(const tg_tokenizer *t, int32_t id, size_t *len);
@@ -222,6 +237,11 @@ TG_API int32_t tg_tok_n_merges(const tg_tokenizer *t);
  * the id it makes, or -1 when k is out of range. */
 TG_API int32_t tg_tok_merge(const tg_tokenizer *t, int32_t k, int32_t *left, int32_t *right);
 
+/* True when a and b give every id the same bytes and specials (and, for
+ * TG_TOK_SPM, the same spelling, score and type, and the same options);
+ * two NULLs are the same, a NULL and a tokenizer not. */
+TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
+
 /* ---- encoding and decoding (text/encode.c, text/decode.c) ----------------- */
 
 /* Encodes len bytes of text into *ids (allocated with tg_malloc; free with
@@ -230,7 +250,7 @@ TG_API int32_t tg_tok_merge(const tg_tokenizer *t, int32_t k, int32_t *left, int
  * thread; the ids do not depend on the thread count. -1 with a message
  * (NULL arguments, out of memory, a regex failure). len 0 gives 0 ids. */
 TG_API int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32_t **ids, tg_error *err);
-/* Mean bytes per token of text under t (len / ids); -1 on error or for an
+/* Mean bytes per token of text under t (len / ids); NAN on error or for an
  * empty text. */
 TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, size_t len);
 /* The bytes of n ids, end to end (a special's text included; for a
@@ -289,11 +309,12 @@ typedef struct tg_tokfile tg_tokfile;
  * naming the file and the byte offset of the problem. */
 TG_API tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, tg_error *err);
 /* Unmaps and frees f; accepts NULL. */
-TG_API void tg_tokfile_close(tg_tokfile *f);
+TG_API void tg_tokfile_free(tg_tokfile *f);
 /* Number of tokens in f; 0 for NULL. */
 TG_API int64_t tg_tokfile_count(const tg_tokfile *f);
-/* The format f was read as (TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC); 0 for NULL. */
-TG_API int tg_tokfile_format_of(const tg_tokfile *f);
+/* The format f was read as (TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC);
+ * TG_TOKFILE_AUTO for NULL. */
+TG_API tg_tokfile_format tg_tokfile_format_of(const tg_tokfile *f);
 /* Copies tokens [start, start + n) into out as int32. 0, or -1 when the
  * range is outside the file or an argument is NULL. */
 TG_API int tg_tokfile_read(const tg_tokfile *f, int64_t start, int64_t n, int32_t *out);

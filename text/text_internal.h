@@ -32,7 +32,7 @@ typedef struct tg_strmap {
 } tg_strmap;
 
 struct tg_tokenizer {
-    int kind;                /* tg_tok_kind */
+    tg_tok_kind kind;
     int32_t n;               /* ids */
     unsigned char *bytes;    /* every piece end to end */
     int64_t *off;            /* n + 1 offsets into bytes */
@@ -75,7 +75,7 @@ static inline const unsigned char *tg_strmap_key(const tg_strmap *m, int64_t e) 
 
 /* 0 when off (n + 1 offsets) cuts n pieces, end to end from 0, each at
  * most 2^30 bytes, with 1 <= n <= 2^30; else -1 with a message prefixed
- * by what (tg_tok_build and tg_tok_spm_new check with it). */
+ * by what (tg_tok_build and tg_tok_new_spm check with it). */
 int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, tg_error *err);
 /* A tokenizer of n ids from pieces given end to end (off: n + 1 offsets,
  * special: n flags), all copied. Checks that ordinary pieces are non-empty

@@ -129,20 +129,20 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
 }
 
 /* Metadata key as "0" or "1"; -1 with a message when it is neither. */
-static int meta_flag(const tg_st_file *f, const char *key, int *out, tg_error *err)
+static int meta_flag(const tg_st_file *f, const char *key, bool *out, tg_error *err)
 {
     const char *s = tg_st_meta(f, key);
     if (!s || (strcmp(s, "0") && strcmp(s, "1"))) {
         tg_error_set(err, "tokenizer: metadata '%s' = '%s' is not 0 or 1", key, s ? s : "(none)");
         return -1;
     }
-    *out = s[0] - '0';
+    *out = s[0] == '1';
     return 0;
 }
 
 /* The "spm" kind's rest (the pieces as spelled, offsets and special
  * flags read already): options, scores and types, built by
- * tg_tok_spm_new, and the special flags, bos, eos and unk checked
+ * tg_tok_new_spm, and the special flags, bos, eos and unk checked
  * against the types. */
 static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned char *pieces, const int64_t *off,
                                  const uint8_t *special, tg_error *err)
@@ -180,7 +180,8 @@ static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned 
         memcpy(&scores[i], &u, 4);
     }
     tg_error e2 = {0};
-    tg_tokenizer *t = tg_tok_spm_new(n, pieces, off, scores, te->data, bos, eos, &o, &e2);
+    const tg_spm_pieces v = {n, pieces, off, scores, te->data, bos, eos};
+    tg_tokenizer *t = tg_tok_new_spm(&v, &o, &e2);
     tg_free(scores);
     if (!t) {
         tg_error_set(err, "tokenizer: %s", e2.msg);

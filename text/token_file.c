@@ -38,7 +38,7 @@ struct tg_tokfile {
     const unsigned char *ids;   /* first id */
     int width;                  /* bytes per id: 2 or 4 */
     int64_t n;
-    int format;
+    tg_tokfile_format format;
 };
 
 static uint32_t rd(const unsigned char *p, int width)
@@ -147,11 +147,11 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     }
     return f;
 fail:
-    tg_tokfile_close(f);
+    tg_tokfile_free(f);
     return NULL;
 }
 
-void tg_tokfile_close(tg_tokfile *f)
+void tg_tokfile_free(tg_tokfile *f)
 {
     if (!f) return;
     if (f->map) munmap((void *)f->map, f->size);
@@ -159,7 +159,7 @@ void tg_tokfile_close(tg_tokfile *f)
 }
 
 int64_t tg_tokfile_count(const tg_tokfile *f) { return f ? f->n : 0; }
-int tg_tokfile_format_of(const tg_tokfile *f) { return f ? f->format : 0; }
+tg_tokfile_format tg_tokfile_format_of(const tg_tokfile *f) { return f ? f->format : TG_TOKFILE_AUTO; }
 
 int tg_tokfile_read(const tg_tokfile *f, int64_t start, int64_t n, int32_t *out)
 {

@@ -213,7 +213,7 @@ void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)
         for (size_t i = lo; i < hi; i++) {
             size_t l = 0;
             if (d->tokens[i] == bos) bytes--;   /* the dummy " " after it is no byte of the text */
-            else if (tg_tok_is_special(v->tok, d->tokens[i]) == 0) tg_tok_piece(v->tok, d->tokens[i], &l);
+            else if (!tg_tok_is_special(v->tok, d->tokens[i])) tg_tok_piece(v->tok, d->tokens[i], &l);
             bytes += (int64_t)l;
         }
         d->bytes_per_token[s] = (double)(bytes > 0 ? bytes : 1) / (double)(hi - lo);
@@ -238,7 +238,7 @@ static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg
         rc = tg_tokfile_read(f, j, m, buf) || append(d, cap, buf, (size_t)m);
     }
     id->format = tg_tokfile_format_of(f);
-    tg_tokfile_close(f);
+    tg_tokfile_free(f);
     if (rc) return tg_set_err(err, errlen, "%s: out of memory for %lld tokens", path, (long long)n);
     uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a over the ids, 4 bytes each, little-endian */
     for (size_t i = at; i < d->n; i++)

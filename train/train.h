@@ -114,9 +114,6 @@ TG_API int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, c
  * adds the space itself when its file says so, or none), so false for
  * it; false for the other kinds and for NULL. */
 TG_API bool tg_vocab_space_before_text(const tg_vocab *v);
-/* True when a and b give every id the same bytes and specials (and, for
- * TG_TOK_SPM, the same spelling, score and type, and the same options). */
-TG_API bool tg_tok_same(const tg_tokenizer *a, const tg_tokenizer *b);
 
 /* ---- datasets (train/dataset.c) ------------------------------------------ */
 

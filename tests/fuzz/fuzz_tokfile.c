@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!tg_tokfile_read(f, n, 1, buf) || !tg_tokfile_read(f, -1, 1, buf) ||
             !tg_tokfile_read(f, 0, n + 1, buf) || !tg_tokfile_read(f, INT64_MAX, 2, buf))
             abort();   /* out of range is refused */
-        tg_tokfile_close(f);
+        tg_tokfile_free(f);
     }
     return 0;
 }
