@@ -21,11 +21,9 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "data.h"
 #include "files.h"
 #include "heatmap.h"
 #include "lossplot.h"
-#include "metrics.h"
 
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
@@ -631,7 +629,7 @@ START_TEST(loss_curve_follows_the_series)
      * wildly off: the later row must win */
     FILE *f = fopen(P("metrics.csv"), "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "%s\n", METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
     for (int s = 0; s <= 99; s++) {
         if (s == 30) fprintf(f, "30,50.0,0.001,1.0,100,,,,\n");
         if (s % 50 == 0) fprintf(f, "%d,%.6f,0.001,1.0,100,%.6f,%.6f,,\n", s, 4.0 - 3.0 * s / 99, 3.3, 3.0);
@@ -687,7 +685,7 @@ START_TEST(loss_curve_follows_the_series)
 
     /* no data yet (only the header): still a picture, just the axes */
     f = fopen(P("empty.csv"), "w");
-    fprintf(f, "%s\n", METRICS_HEADER);
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);
     fclose(f);
     REQUIRE(lossplot_write(P("empty.csv"), P("empty.png"), err, sizeof err) == 0, "%s", err);
     p = decode_file(P("empty.png"));
@@ -712,7 +710,7 @@ START_TEST(loss_curve_errors)
     ck_assert_msg(strstr(err, "nope.csv: No such file or directory"), "%s", err);
     /* a destination that cannot be written: its parent is a regular file */
     FILE *f = fopen(P("m.csv"), "w");
-    fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", METRICS_HEADER);
+    fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", TG_RUN_METRICS_HEADER);
     fclose(f);
     listing(tt_dir, before, sizeof before);
     ck_assert_int_eq(lossplot_write(P("m.csv"), P("m.csv/loss.png"), err, sizeof err), -1);

@@ -3,13 +3,12 @@
  * tg_checkpoint_load_train (train/train.h): the parameters under the
  * family's names (nanoGPT's for the GPT, llama2.c's model.py's for the
  * Llama), the config and vocabulary in __metadata__, the run's settings
- * (run.h) and, for training checkpoints, the whole training state. Here:
+ * (train/run.h) and, for training checkpoints, the whole training state. Here:
  * the vocabulary a command takes for a model. */
 #ifndef TINY_GPT_CHECKPOINT_H
 #define TINY_GPT_CHECKPOINT_H
 
 #include "../../tapegrad.h"
-#include "data.h"
 
 /* The vocabulary of model m loaded from f: the tokenizer in tok_file when
  * given (--tokenizer: a tokenizer file or a checkpoint holding one, for

@@ -1,18 +1,11 @@
-/* All-or-nothing output files, the output directory, and a text buffer
- * (see files.h). */
-#define _DEFAULT_SOURCE   /* flock */
+/* All-or-nothing output files, the checkpoint --ckpt names, and a text
+ * buffer (see files.h). */
 #include "files.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* tiny_gpt's words for what failed. */
 static void file_error(const tg_atomic_file *f, const char *path, char *err, size_t errlen)
@@ -76,75 +69,22 @@ int write_file_atomic(const char *path, const void *data, size_t len, char *err,
     return staged_commit(&s, err, errlen);
 }
 
-/* ---- the output directory ------------------------------------------------ */
-
-/* name is "<one of names>.tmp.", the writer's pid and ".", then six
- * characters as mkstemp makes them (tg_atomic_file's temporaries); or
- * without the pid, as older versions named them */
-static bool is_stale_temp(const char *name, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++) {
-        size_t l = strlen(names[i]);
-        if (strncmp(name, names[i], l) || strncmp(name + l, ".tmp.", 5)) continue;
-        const char *p = name + l + 5, *dot = strchr(p, '.');
-        if (dot) {
-            if (dot == p || p[0] == '0' || strspn(p, "0123456789") != (size_t)(dot - p)) continue;
-            p = dot + 1;
-        }
-        if (strlen(p) != 6) continue;
-        bool ok = true;
-        for (; *p; p++) ok &= (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-        if (ok) return true;
-    }
-    return false;
-}
-
-int outdir_claim(const char *dir, const char *const *names, int n, bool *made, char *err, size_t errlen)
-{
-    *made = mkdir(dir, 0777) == 0;
-    if (!*made && errno != EEXIST) {
-        snprintf(err, errlen, "--out %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "--out %s: %s", dir, errno == ENOTDIR ? "exists and is not a directory" : strerror(errno));
-        if (*made) rmdir(dir);
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "--out %s: %s", dir,
-                 errno == EWOULDBLOCK ? "another tiny_gpt is training in this directory" : strerror(errno));
-        close(fd);
-        return -1;
-    }
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!is_stale_temp(e->d_name, names, n)) continue;
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) == 0) fprintf(stderr, "tiny_gpt: removed %s, left by a run stopped while saving\n", path);
-    }
-    if (d) closedir(d);
-    return fd;
-}
+/* ---- the checkpoint --ckpt names ---------------------------------------- */
 
 const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen)
 {
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return path;   /* the loader names what is wrong with it */
-    static const char *const picks[] = {"best.safetensors", "last.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(buf, size, "%s/%s", path, picks[i]);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
-            fprintf(stderr, "tiny_gpt %s: %s is a run's directory: reading %s (%s)\n", cmd, path, buf,
-                    i ? "its latest weights; it has no best.safetensors" : "its best weights by val loss");
-            return buf;
-        }
+    tg_error e = {0};
+    tg_run_file which;
+    const char *got = tg_run_checkpoint(path, buf, size, &which, &e);
+    if (!got) {
+        snprintf(err, errlen, "--ckpt %s", e.msg);
+        return NULL;
     }
-    snprintf(err, errlen, "--ckpt %s is a directory without best.safetensors or last.safetensors (what tiny_gpt "
-                          "train writes into --out): give a checkpoint file or a run's directory", path);
-    return NULL;
+    if (which != TG_RUN_FILE_GIVEN)
+        fprintf(stderr, "tiny_gpt %s: %s is a run's directory: reading %s (%s)\n", cmd, path, got,
+                which == TG_RUN_FILE_LAST ? "its latest weights; it has no best.safetensors"
+                                          : "its best weights by val loss");
+    return got;
 }
 
 /* ---- text buffer -------------------------------------------------------- */

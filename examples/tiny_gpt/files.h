@@ -3,7 +3,7 @@
  * temporary file beside it (PATH.tmp.<pid>.XXXXXX); staged_commit renames them
  * all into place, staged_abort removes them. A failure part way leaves no
  * half-written file and no stray temporary. Also a small growable text
- * buffer for building file contents. */
+ * buffer for building file contents, and the checkpoint --ckpt names. */
 #ifndef TINY_GPT_FILES_H
 #define TINY_GPT_FILES_H
 
@@ -31,24 +31,12 @@ void staged_abort(staged_files *s);
 /* One file, atomically: staged_add + staged_commit. */
 int write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
-/* Makes dir if it is missing (*made says whether this call made it) and
- * locks it for this process (flock: held until the process ends, however
- * it ends), so that a second run into the same directory is refused
- * instead of interleaving files. Then removes the temporaries a killed
- * run's writes left behind: the files "<name>.tmp.<pid>.XXXXXX" (and
- * "<name>.tmp.XXXXXX", older versions' form) for each of the n names,
- * whatever the pid (the lock makes sure no other process is writing
- * them). Returns
- * the lock's descriptor (keep it open), or -1 with a message (a directory
- * made by this call is removed again). */
-int outdir_claim(const char *dir, const char *const *names, int n, bool *made, char *err, size_t errlen);
-
-/* The checkpoint --ckpt names: path itself when it is not a directory;
- * for a run's directory (tiny_gpt train's --out) its best.safetensors,
- * else its last.safetensors, written into buf, with a line on stderr
- * ("tiny_gpt <cmd>: DIR is a run's directory: reading DIR/best.safetensors
- * ...") saying which was chosen. NULL with a message when the directory
- * holds neither. */
+/* The checkpoint --ckpt names (the library's tg_run_checkpoint): path
+ * itself when it is not a directory; for a run's directory (tiny_gpt
+ * train's --out) its best.safetensors, else its last.safetensors,
+ * written into buf, with a line on stderr ("tiny_gpt <cmd>: DIR is a
+ * run's directory: reading DIR/best.safetensors ...") saying which was
+ * chosen. NULL with a message when the directory holds neither. */
 const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen);
 
 typedef struct textbuf {

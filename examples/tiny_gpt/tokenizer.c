@@ -24,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
 #include "files.h"
-#include "tokdata.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)
@@ -50,6 +48,15 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
+/* --words: "classes" or "spaces" (tg_bpe_words); -1 for anything else */
+static int bpe_words_parse(const char *name, tg_bpe_words *words)
+{
+    if (!strcmp(name, "classes")) *words = TG_BPE_WORDS_CLASSES;
+    else if (!strcmp(name, "spaces")) *words = TG_BPE_WORDS_SPACES;
+    else return -1;
+    return 0;
+}
+
 static int train(const char *data, int corpus_chars, int vocab_size, int64_t min_count, const char *words_name,
                  const char *out)
 {
@@ -59,9 +66,14 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         return 2;
     }
     char err[1024];
-    run_text text;
-    if (run_text_load(&text, data, corpus_chars, err, sizeof err)) {
-        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err);
+    tg_run_config c;   /* the text as a run reads it: the file, or the built-in corpus */
+    tg_run_config_init(&c);
+    c.data = data;
+    c.corpus_chars = corpus_chars;
+    tg_run_text text;
+    tg_error e = {0};
+    if (tg_run_text_load(&text, &c, NULL, false, &(tg_run_options){.flag_names = true}, &e)) {
+        fprintf(stderr, "tiny_gpt tokenizer train: %s\n", e.msg);
         return 1;
     }
     double t0 = now_seconds();
@@ -80,7 +92,7 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
     rc = 0;
 done:
     tg_tok_free(t);
-    run_text_free(&text);
+    tg_run_text_release(&text);
     return rc;
 }
 
