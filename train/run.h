@@ -245,7 +245,7 @@ TG_API double tg_run_lr(const tg_run *r);
  * backward runs, clipped by their global norm, AdamW on this process's
  * range (Muon on its matrices), the averages updated; its row of
  * metrics.csv written (by the evaluation when one is due). A time-budget
- * run plans its steps first (tg_run_plan). Every process calls it. 0, or
+ * run plans its steps first (tg_run_plan_steps). Every process calls it. 0, or
  * -1 with a message (a loss or gradient norm not finite, a graph's
  * error): then see tg_run_failed_alone. */
 TG_API int tg_run_step(tg_run *r, double lr, tg_run_step_info *out, tg_error *err);
