@@ -15,13 +15,15 @@
  *   back.
  * - The time budget's plan: planned once after the step-0 evaluation,
  *   recorded; refused before it. The ETA counts the evaluations at their
- *   timed cost (untimed after a resume: named instead).
+ *   timed cost, what the program does after one (its picture) included
+ *   (untimed after a resume: named instead).
  * - The directory: locked, a run in it kept unless forced, the
  *   checkpoint a directory names. */
 #include "tg_test.h"
 
 #include <math.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ----------------------------------------------------------------------- */
@@ -414,10 +416,14 @@ START_TEST(the_eta_counts_the_evaluations_left)
     tg_error e = {0};
     tg_run *r = tg_run_new(tt_path("eta"), &c, &(tg_run_options){.stop_at = 18}, &e);
     ck_assert_msg(r != NULL, "%s", e.msg);
-    ck_assert_int_eq(tg_run_evaluate(r, NULL, &e), 0);
+    tg_run_eval ev;
+    ck_assert_int_eq(tg_run_evaluate(r, &ev, &e), 0);
+    nanosleep(&(struct timespec){0, 200000000}, NULL);   /* what the program does after it (a picture): counted */
     ck_assert_int_eq(tg_run_step(r, tg_run_lr(r), NULL, &e), 0);
     tg_eta_plan p;
     ck_assert_int_eq(tg_run_eta(r, &p), 0);
+    ck_assert_msg(p.eval_s >= ev.seconds + 0.19, "an evaluation of %g s and 0.2 s after it priced %g s", ev.seconds,
+                  p.eval_s);
     ck_assert_int_eq(p.steps, 20);
     ck_assert_int_eq(p.stop_at, 18);
     ck_assert(p.step_s > 0 && p.eval_s > 0);

@@ -263,7 +263,8 @@ typedef struct tg_run_eval {
     int n;                 /* losses: 1, or 2 (raw, then ema) */
     tg_run_loss loss[2];
     bool best;             /* best.safetensors now holds these weights (or the lower of the two) */
-    double seconds;        /* the evaluation with its saves */
+    double seconds;        /* the evaluation with its saves (the ETA and a budget count, for the next ones, up to
+                            * the program's next call on the run: its printing and pictures too) */
 } tg_run_eval;
 
 /* True when the step just done calls for an evaluation: every

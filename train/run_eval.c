@@ -145,9 +145,16 @@ static int losses(tg_run *r, tg_run_eval *ev, tg_error *err)
     return rc || (!averages && keep_best(r, ev->loss[0].val, "raw", &ev->best, err)) ? -1 : 0;
 }
 
+void tg_run_eval_close(tg_run *r)
+{
+    if (r->eval_t0 > 0) r->eval_s = tg_run_clock() - r->eval_t0;
+    r->eval_t0 = 0;
+}
+
 int tg_run_evaluate(tg_run *r, tg_run_eval *out, tg_error *err)
 {
     if (!r) return tg_error_set(err, "run_evaluate: NULL run");
+    tg_run_eval_close(r);
     r->everywhere = false;
     tg_run_eval ev = {0};
     const double t0 = tg_run_clock();
@@ -159,7 +166,8 @@ int tg_run_evaluate(tg_run *r, tg_run_eval *out, tg_error *err)
     if (r->rank == 0) tg_run_metrics_write(r->csv, &row);
     if (tg_run_save_last(r, err)) return -1;
     r->evaluated = true;
-    r->eval_s = ev.seconds = tg_run_clock() - t0;   /* what the next one is expected to cost (the ETA, the budget) */
+    r->eval_s = ev.seconds = tg_run_clock() - t0;   /* what the next one is expected to cost (the ETA, the budget), */
+    r->eval_t0 = t0;                                /* with what the program does after it until its next call */
     r->eval_timed = true;
     if (out) *out = ev;
     return 0;
@@ -168,6 +176,7 @@ int tg_run_evaluate(tg_run *r, tg_run_eval *out, tg_error *err)
 int tg_run_save(tg_run *r, tg_error *err)
 {
     if (!r) return tg_error_set(err, "run_save: NULL run");
+    tg_run_eval_close(r);
     r->everywhere = false;
     if (r->pending && r->rank == 0) tg_run_metrics_write(r->csv, &r->row);
     r->pending = false;

@@ -192,6 +192,7 @@ struct tg_run {
     const char *best_weights;     /*   and whose weights ("ema" or "raw"), else NULL */
     double step_s, eval_s;        /* a step's cost as the plan timed it; the latest evaluation's (with its saves) */
     bool eval_timed;
+    double eval_t0;               /* when the latest evaluation began, until the next call closes it (else 0) */
     double ms_avg;                /* the steps' moving average, in ms (0 before the first) */
     int64_t first_step;           /* the step this process's run started at */
     bool evaluated;               /* an evaluation ran at the current step */
@@ -216,7 +217,12 @@ int tg_run_check_against_weights(tg_run *r, const tg_model_config *c, tg_error *
 /* run_build.c: vocabulary, model, optimizers, state, batches, metadata. */
 int tg_run_build(tg_run *r, tg_error *err);
 
-/* run_step.c: the whole state into last.safetensors (every process calls it). */
+/* run_eval.c: an evaluation's cost runs from tg_run_evaluate to the next
+ * call on the run (tg_run_step, _should_stop, _save, _plan_steps), so
+ * that what the program does after it (its lines, a picture drawn from
+ * metrics.csv) is counted where the ETA and the budget price the next. */
+void tg_run_eval_close(tg_run *r);
+/* run_eval.c: the whole state into last.safetensors (every process calls it). */
 int tg_run_save_last(tg_run *r, tg_error *err);
 
 #endif

@@ -86,6 +86,7 @@ double tg_run_lr(const tg_run *r) { return r ? tg_lr_at(&r->sched, r->ts.step) :
 int tg_run_step(tg_run *r, double lr, tg_run_step_info *out, tg_error *err)
 {
     if (!r) return tg_error_set(err, "run_step: NULL run");
+    tg_run_eval_close(r);
     if (r->plan && tg_run_plan_steps(r, NULL, err)) return -1;
     r->everywhere = false;
     if (r->pending && r->rank == 0) tg_run_metrics_write(r->csv, &r->row);
@@ -141,6 +142,7 @@ static bool out_of_time(const tg_run *r)
 tg_run_stop tg_run_should_stop(tg_run *r, int *signal)
 {
     if (!r) return TG_RUN_GO;
+    tg_run_eval_close(r);
     if (r->ts.step >= r->c.steps) return TG_RUN_DONE;
     /* a signal on any process (mpirun passes Ctrl-C on as SIGTERM to every one, not at the same instant):
      * every process stops at the same step; lateness is rank 0's clock's, for every process */
@@ -213,6 +215,7 @@ int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err)
 {
     if (!r) return tg_error_set(err, "run_plan_steps: NULL run");
     if (!r->plan) return 0;
+    tg_run_eval_close(r);
     r->everywhere = false;
     tg_run_config *c = &r->c;
     char tb[80], ei[80], wu[80], lr[80];
