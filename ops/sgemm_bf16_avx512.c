@@ -16,11 +16,12 @@
  *
  * The blocking, BLIS's loops as in the f32 kernel:
  *
- *   for each NC = 512 columns of C     (jc)
+ *   for each block of C's columns      (jc)   N cut into equal blocks of
+ *                                             at most NC = 768
  *     for each slice of K              (pc)   B(pc.., jc..) rounded into
  *                                             32-column panels of pairs:
- *                                             at most 256 pairs x 512
- *                                             columns, 512 KiB of the 1 MiB L2
+ *                                             at most 256 pairs x 768
+ *                                             columns, 768 KiB of the 1 MiB L2
  *       for each MR rows of C          (i)    A's 14 rows of the slice
  *                                             rounded into pairs (14 KiB): L1
  *         for each 32-column panel     (jr)   the micro-kernel; the panel
@@ -28,8 +29,16 @@
  *
  * The slices are tg_bf16_slice_depth's (at most 512 of K, from K alone),
  * the same as the portable kernel's, so both sum the same terms in the
- * same order and give the same bits. Both operands are packed (rounding
- * is a pass over them anyway): ops/sgemm_bf16_avx512_pack.c.
+ * same order and give the same bits. Both operands are packed (the
+ * rounding is a pass over them anyway; ops/sgemm_bf16_avx512_pack.c): B
+ * once per block and slice; A once per row panel, into rows of pairs when
+ * it is stored as is (a rounding pass; the kernel reads its 14 rows
+ * through four row pointers) or k-major when stored transposed. The
+ * packing waits on memory more than it computes: the kernels of one row
+ * panel bring the next panel's A to L2 as they run, a line every 8 pairs
+ * (that halved its packing's time). Packing B inside the first row
+ * panel's kernels, as the f32 kernel does, gained nothing here: on Zen 4
+ * the rounding and shuffles slowed those kernels by what they saved.
  *
  * Edges: the kernel is compiled for each row count 1..14 and for one or
  * two vectors of columns; C is read and stored through masks, never past
@@ -47,17 +56,20 @@
 #ifdef TG_AVX2_KERNELS
 #include "sgemm_bf16_avx512_pack_internal.h"
 
-/* The line of p + n floats on its way to L2 (an address past the operand
- * does not fault, and is computed as an integer) */
-INLINE void pf1(const float *p, int64_t n) { _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T1); }
-
-/* One mr x (16 nv) tile of C, mr and nv constants where this is inlined:
- * acc = the sums over kp pairs of A's panel a (pair p of row r at a[p MR
- * + r]) and B's panel b (pair p of column j at b[p NR + j]); then C[r][c]
- * (r < mr, c < nr <= 16 nv) from acc as the top comment says. */
-AVX512BF16 INLINE void tile(const int mr, const int nv, int kp, const uint32_t *a, const uint32_t *b, float *c,
-                            int64_t ldc, int nr, float alpha, float beta, int first)
+/* One mr x (16 nv) tile of C, mr, nv and arows constants where this is
+ * inlined: acc = the sums over kp pairs of A's panel a and B's panel b
+ * (pair p of column j at b[p NR + j]); then C[r][c] (r < mr, c < nr <= 16
+ * nv) from acc as the top comment says. A's pair p of row r is at a[p MR
+ * + r] (packed k-major), or with arows at a[r ars + p] (rows of pairs),
+ * read through four pointers to rows 0, 4, 8 and 12 and the offsets 0,
+ * ars, 2 ars and 3 ars (seven registers, where fourteen row pointers
+ * would not fit). */
+AVX512BF16 INLINE void tile(const int mr, const int nv, const int arows, int kp, const uint32_t *a, int64_t ars,
+                            const uint32_t *b, float *c, int64_t ldc, int nr, float alpha, float beta, int first,
+                            const float *pf, int64_t pfs, int pfn)
 {
+    const uint32_t *pa[4] = {a, a + (mr > 4 ? 4 : 0) * ars, a + (mr > 8 ? 8 : 0) * ars, a + (mr > 12 ? 12 : 0) * ars};
+    const int64_t off[4] = {0, ars, 2 * ars, 3 * ars};
     __m512 acc[MR][2];
     /* C's tile, wanted after the loop: on its way to L2 meanwhile */
 #pragma GCC unroll 16
@@ -69,12 +81,17 @@ AVX512BF16 INLINE void tile(const int mr, const int nv, int kp, const uint32_t *
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int p = 0; p < kp; p++, a += MR, b += NR) {
+        if (arows && p) pa[0]++, pa[1]++, pa[2]++, pa[3]++;
+        if (!(p & 7) && pfn > 0) { /* the next panel's A, a line every 8 pairs */
+            pf1(pf, 0), pf1(pf, 13);
+            pf += pfs, pfn--;
+        }
         const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
         const __m512bh b1 = nv > 1 ? (__m512bh)_mm512_loadu_si512(b + 16) : b0;
 #pragma GCC unroll 16
         for (int r = 0; r < MR; r++) {
             if (r >= mr) break;
-            const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r]);
+            const __m512bh av = (__m512bh)_mm512_set1_epi32((int)(arows ? pa[r / 4][off[r % 4]] : a[r]));
             acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, av);
             if (nv > 1) acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, av);
         }
@@ -100,31 +117,33 @@ AVX512BF16 INLINE void tile(const int mr, const int nv, int kp, const uint32_t *
     }
 }
 
-typedef void kernel_fn(int kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc, int nr, float alpha,
-                       float beta, int first);
+typedef void kernel_fn(int kp, const uint32_t *a, int64_t ars, const uint32_t *b, float *c, int64_t ldc, int nr,
+                       float alpha, float beta, int first, const float *pf, int64_t pfs, int pfn);
 
-/* k<rows>_1 and k<rows>_2: the tile of that many rows, one or two vectors */
-#define KERNELS(rows)                                                                                             \
-    AVX512BF16 static void k##rows##_1(int kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc, int nr, \
-                                       float alpha, float beta, int first)                                        \
+/* kp<rows>_<vectors>: A packed k-major; kr<rows>_<vectors>: A in rows of
+ * pairs ars apart; one or two vectors of columns */
+#define KERNEL(kind, arows, rows, nv)                                                                             \
+    AVX512BF16 static void kind##rows##_##nv(int kp, const uint32_t *a, int64_t ars, const uint32_t *b, float *c, \
+                                            int64_t ldc, int nr, float alpha, float beta, int first,             \
+                                            const float *pf, int64_t pfs, int pfn)                               \
     {                                                                                                             \
-        tile(rows, 1, kp, a, b, c, ldc, nr, alpha, beta, first);                                                  \
-    }                                                                                                             \
-    AVX512BF16 static void k##rows##_2(int kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc, int nr, \
-                                       float alpha, float beta, int first)                                        \
-    {                                                                                                             \
-        tile(rows, 2, kp, a, b, c, ldc, nr, alpha, beta, first);                                                  \
+        tile(rows, nv, arows, kp, a, ars, b, c, ldc, nr, alpha, beta, first, pf, pfs, pfn);                       \
     }
+#define KERNELS(rows) KERNEL(kp, 0, rows, 1) KERNEL(kp, 0, rows, 2) KERNEL(kr, 1, rows, 1) KERNEL(kr, 1, rows, 2)
 KERNELS(1) KERNELS(2) KERNELS(3) KERNELS(4) KERNELS(5) KERNELS(6) KERNELS(7)
 KERNELS(8) KERNELS(9) KERNELS(10) KERNELS(11) KERNELS(12) KERNELS(13) KERNELS(14)
 #undef KERNELS
-_Static_assert(MR == 14, "one KERNELS line per row count");
+#undef KERNEL
+_Static_assert(MR == 14, "one KERNELS call per row count");
 
-/* [rows - 1][vectors - 1] */
-static kernel_fn *const kernels[MR][2] = {
-    {k1_1, k1_2},   {k2_1, k2_2},   {k3_1, k3_2},   {k4_1, k4_2},   {k5_1, k5_2},
-    {k6_1, k6_2},   {k7_1, k7_2},   {k8_1, k8_2},   {k9_1, k9_2},   {k10_1, k10_2},
-    {k11_1, k11_2}, {k12_1, k12_2}, {k13_1, k13_2}, {k14_1, k14_2},
+/* [A in rows of pairs][rows - 1][vectors - 1] */
+static kernel_fn *const kernels[2][MR][2] = {
+    {{kp1_1, kp1_2}, {kp2_1, kp2_2}, {kp3_1, kp3_2}, {kp4_1, kp4_2}, {kp5_1, kp5_2}, {kp6_1, kp6_2},
+     {kp7_1, kp7_2}, {kp8_1, kp8_2}, {kp9_1, kp9_2}, {kp10_1, kp10_2}, {kp11_1, kp11_2}, {kp12_1, kp12_2},
+     {kp13_1, kp13_2}, {kp14_1, kp14_2}},
+    {{kr1_1, kr1_2}, {kr2_1, kr2_2}, {kr3_1, kr3_2}, {kr4_1, kr4_2}, {kr5_1, kr5_2}, {kr6_1, kr6_2},
+     {kr7_1, kr7_2}, {kr8_1, kr8_2}, {kr9_1, kr9_2}, {kr10_1, kr10_2}, {kr11_1, kr11_2}, {kr12_1, kr12_2},
+     {kr13_1, kr13_2}, {kr14_1, kr14_2}},
 };
 
 /* Rows of the row panel that starts with rem rows left: all of them if at
@@ -142,19 +161,38 @@ AVX512BF16 static void gemm_bf16(bool ta, bool tb, int M, int N, int K, float al
 {
     uint32_t *const bp = scratch, *const ap = scratch + B_WORDS;
     const int kcs = tg_bf16_slice_depth(K);
-    for (int jc = 0; jc < N; jc += NC) {
-        const int nc = N - jc < NC ? N - jc : NC;
+    /* N cut into equal blocks of at most NC columns, multiples of NR but
+     * the last: 1024 = 512 + 512, not 768 + 256, whose narrow block would
+     * round A again for few columns */
+    const int blocks = (N + NC - 1) / NC, ncs = ((N + blocks - 1) / blocks + NR - 1) / NR * NR;
+    for (int jc = 0; jc < N; jc += ncs) {
+        const int nc = N - jc < ncs ? N - jc : ncs;
         for (int pc = 0; pc < K; pc += kcs) {
             const int kc = K - pc < kcs ? K - pc : kcs, kp = (kc + 1) / 2, first = pc == 0;
+            /* A as stored: rounded into rows of pairs, 16 words more apart
+             * than the slice's pairs rounded up to 16 (rows whose distance
+             * is a multiple of 4 KiB would share one L1 set) */
+            const int64_t ars = (kp + 15) / 16 * 16 + 16;
             tg_bf16x512_pack_b(tb, B, ldb, pc, kc, jc, nc, bp);
             for (int i = 0, mr; i < M; i += mr) {
                 mr = panel_rows(M - i);
-                tg_bf16x512_pack_a(ta, A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc), lda, mr, kc, ap);
-                kernel_fn *const *kern = kernels[mr - 1];
+                const float *a = A + (ta ? (int64_t)pc * lda + i : (int64_t)i * lda + pc);
+                if (ta) tg_bf16x512_pack_a(a, lda, mr, kc, ap);
+                else tg_bf16x512_round_rows(a, lda, mr, kc, ap, ars);
+                kernel_fn *const *kern = kernels[!ta][mr - 1];
                 float *c = C + (int64_t)i * ldc + jc;
-                for (int jr = 0; jr < nc; jr += NR) {
+                /* the next row panel's A on its way to L2 while these
+                 * kernels run, spread over them: as stored, one row of it
+                 * (kc floats) per kernel; transposed, kc rows of mr2 floats
+                 * (two lines at each) shared among the kernels */
+                const int mr2 = panel_rows(M - i - mr), calls = (nc + NR - 1) / NR, per = (kc + calls - 1) / calls;
+                const float *next = ta ? a + mr : a + (int64_t)mr * lda;
+                for (int jr = 0, q = 0; jr < nc; jr += NR, q++) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
-                    kern[nr > 16](kp, ap, bp + (int64_t)(jr / NR) * kp * NR, c + jr, ldc, nr, alpha, beta, first);
+                    const float *pf = ta ? next + (int64_t)q * per * lda : next + (int64_t)q * lda;
+                    const int pfn = mr2 <= 0 ? 0 : ta ? (kc - q * per < per ? kc - q * per : per) : q < mr2 ? (kc + 15) / 16 : 0;
+                    kern[nr > 16](kp, ap, ars, bp + (int64_t)(jr / NR) * kp * NR, c + jr, ldc, nr, alpha, beta, first, pf,
+                                  ta ? lda : 16, pfn);
                 }
             }
         }

@@ -3,15 +3,45 @@
  * (the rounding of ops/bf16_internal.h) and laid out as pairs of k.
  *
  * Where k runs along a row in memory (A as stored, B stored transposed),
- * 32 floats of a row round to 16 pairs in order, and 16 rows of them are
- * turned by a 16 x 16 word transpose into 16 vectors, one per pair. Where
- * k runs down the columns (A stored transposed, B as stored), rows k and
- * k + 1 round to one vector of 32 bf16, the row k in its low half, and a
- * word shuffle interleaves the halves into 16 pairs. */
+ * 32 floats of a row round to 16 pairs in order: A's rows are stored so,
+ * and 16 rows of B's are turned by a 16 x 16 word transpose into 16
+ * vectors, one per pair. Where k runs down the columns (A stored
+ * transposed, B as stored), rows k and k + 1 round to one vector of 32
+ * bf16, the row k in its low half, and a word shuffle interleaves the
+ * halves into 16 pairs. */
 #include "../core/isa_internal.h"
 
 #ifdef TG_AVX2_KERNELS
 #include "sgemm_bf16_avx512_pack_internal.h"
+
+enum { PF = 8 }; /* pairs of rows of B ahead that its packing prefetches */
+
+/* 32 floats of a row from src (w of them, the rest zero) rounded to 16
+ * pairs: word d = (src[2d], src[2d + 1]) */
+AVX512BF16 INLINE __m512i row_pairs(const float *src, int w)
+{
+    const __m512 lo = w >= 16 ? _mm512_loadu_ps(src) : _mm512_maskz_loadu_ps(lanes(w), src);
+    const __m512 hi = w >= 32 ? _mm512_loadu_ps(src + 16) : _mm512_maskz_loadu_ps(lanes(w - 16), src + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* the word shuffle that interleaves two halves of 16 bf16 each */
+AVX512BF16 INLINE __m512i interleave_index(void)
+{
+    return _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4,
+                            19, 3, 18, 2, 17, 1, 16, 0);
+}
+
+/* 16 floats of row k and of row k + 1 (w of each, the rest zero; no row
+ * k + 1 when !second) rounded and interleaved by inter
+ * (interleave_index): word d = (k[d], k1[d]) */
+AVX512BF16 INLINE __m512i column_pairs(__m512i inter, const float *k0, const float *k1, bool second, int w)
+{
+    const __mmask16 m = lanes(w);
+    const __m512 lo = w >= 16 ? _mm512_loadu_ps(k0) : _mm512_maskz_loadu_ps(m, k0);
+    const __m512 hi = !second ? _mm512_setzero_ps() : w >= 16 ? _mm512_loadu_ps(k1) : _mm512_maskz_loadu_ps(m, k1);
+    return _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
 
 /* x[c] becomes column c of the 16 x 16 block of words whose row r was
  * x[r]: pairs of words within 128-bit lanes, then pairs of those, then
@@ -42,27 +72,6 @@ AVX512BF16 INLINE void transpose16(__m512i x[16])
     }
 }
 
-/* 32 floats of a row from src (w of them, the rest zero) rounded to 16
- * pairs: word d = (src[2d], src[2d + 1]) */
-AVX512BF16 INLINE __m512i row_pairs(const float *src, int w)
-{
-    const __m512 lo = w >= 16 ? _mm512_loadu_ps(src) : _mm512_maskz_loadu_ps(lanes(w), src);
-    const __m512 hi = w >= 32 ? _mm512_loadu_ps(src + 16) : _mm512_maskz_loadu_ps(lanes(w - 16), src + 16);
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-
-/* 16 floats of row k and of row k + 1 (w of each, the rest zero; no row
- * k + 1 when !second) rounded and interleaved: word d = (k[d], k1[d]) */
-AVX512BF16 INLINE __m512i column_pairs(const float *k0, const float *k1, bool second, int w)
-{
-    static const uint16_t interleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __mmask16 m = lanes(w);
-    const __m512 lo = w >= 16 ? _mm512_loadu_ps(k0) : _mm512_maskz_loadu_ps(m, k0);
-    const __m512 hi = !second ? _mm512_setzero_ps() : w >= 16 ? _mm512_loadu_ps(k1) : _mm512_maskz_loadu_ps(m, k1);
-    return _mm512_permutexvar_epi16(_mm512_loadu_si512(interleave), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-}
-
 /* n rows of kc floats (ss apart; rows n .. 15 zero) as pairs, the words
  * of pair p (one per row) stored whole at dst + p ds in increasing p (so
  * ds < 16 overlaps the next pair's, which is stored after; the last store
@@ -84,14 +93,19 @@ AVX512BF16 INLINE void transpose_rows(uint32_t *dst, int64_t ds, const float *sr
     }
 }
 
-AVX512BF16 void tg_bf16x512_pack_a(bool ta, const float *a, int lda, int mr, int kc, uint32_t *restrict dst)
+AVX512BF16 void tg_bf16x512_pack_a(const float *a, int lda, int mr, int kc, uint32_t *restrict dst)
 {
-    if (!ta) {
-        transpose_rows(dst, MR, a, lda, mr, kc);
-        return;
-    }
+    const __m512i inter = interleave_index();
     for (int k = 0; k < kc; k += 2, a += 2 * (int64_t)lda, dst += MR)
-        _mm512_storeu_si512(dst, column_pairs(a, a + lda, k + 1 < kc, mr));
+        _mm512_storeu_si512(dst, column_pairs(inter, a, a + lda, k + 1 < kc, mr));
+}
+
+AVX512BF16 void tg_bf16x512_round_rows(const float *a, int lda, int mr, int kc, uint32_t *restrict dst, int64_t ds)
+{
+    /* 32 floats of each row in turn: mr streams of loads in flight, where
+     * a row at a time waits for each row's first lines */
+    for (int k0 = 0; k0 < kc; k0 += 32)
+        for (int r = 0; r < mr; r++) _mm512_storeu_si512(dst + r * ds + k0 / 2, row_pairs(a + r * (int64_t)lda + k0, kc - k0));
 }
 
 AVX512BF16 void tg_bf16x512_pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0, int nc,
@@ -99,14 +113,20 @@ AVX512BF16 void tg_bf16x512_pack_b(bool tb, const float *B, int ldb, int k0, int
 {
     const int kp = (kc + 1) / 2;
     const int64_t ps = (int64_t)kp * NR; /* words per panel */
-    if (!tb) { /* B (K,N): rows k and k + 1 of the block, front to back */
-        for (int p = 0; p < kp; p++) {
-            const float *r0 = B + (int64_t)(k0 + 2 * p) * ldb + j0;
-            const bool second = 2 * p + 1 < kc;
-            uint32_t *d = dst + (int64_t)p * NR;
-            for (int q = 0; q < nc; q += NR, d += ps) {
-                _mm512_storeu_si512(d, column_pairs(r0 + q, r0 + ldb + q, second, nc - q));
-                _mm512_storeu_si512(d + 16, column_pairs(r0 + q + 16, r0 + ldb + q + 16, second, nc - q - 16));
+    if (!tb) {
+        /* B (K,N): a panel at a time, rows k and k + 1 of its 32 columns
+         * for each pair, so that the stores run along the panel (panels
+         * are a multiple of 4 KiB apart: stored across, every one of them
+         * would fall in one L1 set), and rows PF ahead on their way in */
+        const __m512i inter = interleave_index();
+        for (int q = 0; q < nc; q += NR, dst += ps) {
+            const float *r0 = B + (int64_t)k0 * ldb + j0 + q;
+            uint32_t *d = dst;
+            for (int p = 0; p < kp; p++, r0 += 2 * (int64_t)ldb, d += NR) {
+                const bool second = 2 * p + 1 < kc;
+                pf0(r0, PF * (int64_t)ldb), pf0(r0, PF * (int64_t)ldb + 16);
+                _mm512_storeu_si512(d, column_pairs(inter, r0, r0 + ldb, second, nc - q));
+                _mm512_storeu_si512(d + 16, column_pairs(inter, r0 + 16, r0 + ldb + 16, second, nc - q - 16));
             }
         }
         return;
