@@ -44,17 +44,20 @@
 #include <stdint.h>
 #include <string.h>
 
-/* x rounded to bf16 (the rules above), as its 16 bits */
+/* x rounded to bf16 (the rules above), as its 16 bits. Written with
+ * selects, no branches, so that loops of it vectorise. */
 static inline uint16_t tg_bf16_round(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u) /* inf stays; a NaN keeps its sign and upper payload, made quiet */
-        return (uint16_t)((u >> 16) | ((u & 0x007fffffu) ? 0x0040u : 0));
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u); /* zero or subnormal: a signed zero */
+    const uint32_t e = u & 0x7f800000u;
     /* to nearest, ties to even: add half a bf16 ulp less one, plus the kept
      * lowest bit; a carry into the exponent is the right result (up to inf) */
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    r = e == 0 ? (u >> 16) & 0x8000u : r; /* zero or subnormal: a signed zero */
+    /* inf stays; a NaN keeps its sign and upper payload, made quiet */
+    r = e == 0x7f800000u ? (u >> 16) | ((u & 0x007fffffu) ? 0x0040u : 0) : r;
+    return (uint16_t)r;
 }
 
 /* the f32 that a bf16 is (exact) */

@@ -34,10 +34,11 @@
  * several times slower (bench/README.md, "bf16 products", has the
  * figures); none of it depends on the kernel path but the speed.
  *
- * The portable blocking: B's kc x 256 block packed into 16-column panels
+ * The portable blocking: B's kc x 384 block packed into 16-column panels
  * (k-major, rounded, widened back to f32, zero past N and past K), A's
- * 4-row panel of the slice the same way, and a 4 x 16 tile of C summed in
- * 64 f32 accumulators (4 zmm, 8 ymm or 16 xmm registers). */
+ * 6-row panel of the slice the same way, and a 6 x 16 tile of C summed in
+ * 96 f32 accumulators (6 zmm or 12 ymm registers, as the AVX2 f32
+ * kernel's tile). */
 #include "sgemm_bf16_internal.h"
 
 #include <stdint.h>
@@ -48,7 +49,7 @@
 #include "bf16_internal.h"
 #include "sgemm_bf16_avx512_internal.h"
 
-enum { PMR = 4, PNR = 16, PNC = 256 };
+enum { PMR = 6, PNR = 16, PNC = 384 };
 enum { PB_FLOATS = TG_BF16_KC_MAX * PNC, PA_FLOATS = TG_BF16_KC_MAX * PMR };
 _Static_assert((PB_FLOATS + PA_FLOATS) * sizeof(float) <= TG_THREAD_SCRATCH_BYTES, "the packed blocks fit the scratch");
 _Static_assert(PNC % PNR == 0 && TG_BF16_KC_MAX % 2 == 0, "blocking");
@@ -77,60 +78,133 @@ static inline float combine(float acc, const float *c, float alpha, float beta, 
     return beta != 0 ? fmaf(beta, *c, alpha * acc) : alpha * acc;
 }
 
+/* The packed panels hold the pairs' rows in the order the sums take them:
+ * row 2p is k = 2p + 1 and row 2p + 1 is k = 2p (the odd one first), so
+ * the kernels run down the rows in order. Row d holds k = d ^ 1, zero
+ * where that is kc (the pad of a slice of odd depth). */
+
 /* op(A) rows [i0, i0 + mr) over the slice [pc, pc + kc) rounded into
- * ap[k PMR + r], zero past mr and at k = kc when kc is odd; whether every
- * value is in tg_bf16_plain's range */
-static bool pack_a(bool ta, const float *A, int lda, int i0, int mr, int pc, int kc, float *restrict ap)
+ * ap[d PMR + r] (row d: k = d ^ 1), zero past mr and at k = kc; whether
+ * every value is in tg_bf16_plain's range */
+TG_KERNEL_BODY bool pack_a_body(bool ta, const float *A, int lda, int i0, int mr, int pc, int kc, float *restrict ap)
 {
     const int kce = (kc + 1) & ~1;
-    bool plain = true;
-    for (int k = 0; k < kce; k++)
-        for (int r = 0; r < PMR; r++) {
-            const float v = r < mr && k < kc ? tg_bf16_rounded(a_at(ta, A, lda, i0 + r, pc + k)) : 0.0f;
-            ap[k * PMR + r] = v;
-            plain &= tg_bf16_plain(bits_of(v));
+    uint32_t out = 0; /* nonzero once a value is outside the range */
+    for (int d = 0; d < kce; d++)
+        for (int r = mr; r < PMR; r++) ap[d * PMR + r] = 0;
+    if (kc < kce)
+        for (int r = 0; r < mr; r++) ap[(kc ^ 1) * PMR + r] = 0;
+    for (int r = 0; r < mr; r++)
+        for (int k = 0; k < kc; k++) {
+            const float v = tg_bf16_rounded(ta ? A[(int64_t)(pc + k) * lda + i0 + r] : A[(int64_t)(i0 + r) * lda + pc + k]);
+            ap[(k ^ 1) * PMR + r] = v;
+            out |= !tg_bf16_plain(bits_of(v));
         }
-    return plain;
+    return !out;
 }
+TG_ISA_CLONES(bool, pack_a, (bool ta, const float *A, int lda, int i0, int mr, int pc, int kc, float *restrict ap),
+              (ta, A, lda, i0, mr, pc, kc, ap))
 
 /* op(B) over [pc, pc + kc) x [jc, jc + nc) rounded into PNR-column panels
- * (panel q: kce rows of PNR floats), zero past nc and at k = kc when kc
- * is odd; whether every value is in tg_bf16_plain's range */
-static bool pack_b(bool tb, const float *B, int ldb, int pc, int kc, int jc, int nc, float *restrict bp)
+ * (panel q: kce rows of PNR floats, row d: k = d ^ 1), zero past nc and
+ * at k = kc; whether every value is in tg_bf16_plain's range */
+TG_KERNEL_BODY bool pack_b_body(bool tb, const float *B, int ldb, int pc, int kc, int jc, int nc, float *restrict bp)
 {
     const int kce = (kc + 1) & ~1;
-    bool plain = true;
+    uint32_t out = 0;
     for (int q = 0; q * PNR < nc; q++) {
-        float *d = bp + (int64_t)q * kce * PNR;
+        float *dst = bp + (int64_t)q * kce * PNR;
         const int j0 = jc + q * PNR, w = nc - q * PNR < PNR ? nc - q * PNR : PNR;
-        for (int k = 0; k < kce; k++)
-            for (int j = 0; j < PNR; j++) {
-                const float v = k < kc && j < w ? tg_bf16_rounded(b_at(tb, B, ldb, pc + k, j0 + j)) : 0.0f;
-                d[k * PNR + j] = v;
-                plain &= tg_bf16_plain(bits_of(v));
+        for (int d = 0; d < kce; d++)
+            for (int j = w; j < PNR; j++) dst[d * PNR + j] = 0;
+        if (kc < kce)
+            for (int j = 0; j < w; j++) dst[(kc ^ 1) * PNR + j] = 0;
+        for (int k = 0; k < kc; k++)
+            for (int j = 0; j < w; j++) {
+                const float v = tg_bf16_rounded(tb ? B[(int64_t)(j0 + j) * ldb + pc + k] : B[(int64_t)(pc + k) * ldb + j0 + j]);
+                dst[(k ^ 1) * PNR + j] = v;
+                out |= !tg_bf16_plain(bits_of(v));
             }
     }
-    return plain;
+    return !out;
 }
+TG_ISA_CLONES(bool, pack_b, (bool tb, const float *B, int ldb, int pc, int kc, int jc, int nc, float *restrict bp),
+              (tb, B, ldb, pc, kc, jc, nc, bp))
 
-/* acc (PMR x PNR) = the slice's sums of a panel of A and one of B, kce
- * (even) deep, as the f32 sums acc + a b: the steps, for operands in
- * tg_bf16_plain's range */
-TG_KERNEL_BODY void tile_plain_body(int kce, const float *restrict a, const float *restrict b, float *restrict acc)
+/* acc (PMR x PNR) = the sums of a panel of A and one of B, kce rows deep,
+ * as the f32 sums acc + a b: the steps, for operands in tg_bf16_plain's
+ * range. A row of B times each row's value of A, added to that row's
+ * accumulators: chains of fused multiply-adds where the path has them (a
+ * multiply and an add on the generic path: the same sums, the product
+ * being exact). Written with GCC's vector extensions, in vectors as wide
+ * as the path's registers: a wider type is not kept in registers. */
+#if defined(__GNUC__)
+typedef float vec8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float vec4 __attribute__((vector_size(4 * sizeof(float))));
+_Static_assert(PNR == 16, "two vectors of 8 a row");
+
+/* 8 floats a vector (ymm, on the avx2 and avx512 paths): 12 accumulators */
+TG_KERNEL_BODY void tile8_body(int kce, const float *restrict a, const float *restrict b, float *restrict acc)
 {
-    float t[PMR][PNR];
-    for (int r = 0; r < PMR; r++)
-        for (int j = 0; j < PNR; j++) t[r][j] = 0;
-    for (int k = 0; k < kce; k += 2, a += 2 * PMR, b += 2 * PNR)
-        for (int r = 0; r < PMR; r++) {
-            const float a1 = a[PMR + r], a0 = a[r];
-            for (int j = 0; j < PNR; j++) t[r][j] += a1 * b[PNR + j];
-            for (int j = 0; j < PNR; j++) t[r][j] += a0 * b[j];
-        }
+    vec8 t[PMR][2];
+    for (int r = 0; r < PMR; r++) t[r][0] = t[r][1] = (vec8){0};
+    for (int d = 0; d < kce; d++, a += PMR, b += PNR) {
+        vec8 b0, b1;
+        memcpy(&b0, b, sizeof b0);
+        memcpy(&b1, b + 8, sizeof b1);
+        for (int r = 0; r < PMR; r++) t[r][0] += a[r] * b0, t[r][1] += a[r] * b1;
+    }
     memcpy(acc, t, sizeof t);
 }
-TG_ISA_CLONES_VOID(tile_plain, (int kce, const float *restrict a, const float *restrict b, float *restrict acc),
-                   (kce, a, b, acc))
+
+/* 4 floats a vector (SSE2's xmm): the tile as two halves of 8 columns, 12
+ * accumulators each (16 registers) */
+TG_KERNEL_BODY void tile4_body(int kce, const float *restrict a, const float *restrict b, float *restrict acc)
+{
+    for (int h = 0; h < 2; h++) {
+        vec4 t[PMR][2];
+        for (int r = 0; r < PMR; r++) t[r][0] = t[r][1] = (vec4){0};
+        const float *ad = a, *bd = b + 8 * h;
+        for (int d = 0; d < kce; d++, ad += PMR, bd += PNR) {
+            vec4 b0, b1;
+            memcpy(&b0, bd, sizeof b0);
+            memcpy(&b1, bd + 4, sizeof b1);
+            for (int r = 0; r < PMR; r++) t[r][0] += ad[r] * b0, t[r][1] += ad[r] * b1;
+        }
+        for (int r = 0; r < PMR; r++) memcpy(acc + r * PNR + 8 * h, t[r], sizeof t[r]);
+    }
+}
+#else
+TG_KERNEL_BODY void tile4_body(int kce, const float *restrict a, const float *restrict b, float *restrict acc)
+{
+    for (int i = 0; i < PMR * PNR; i++) acc[i] = 0;
+    for (int d = 0; d < kce; d++, a += PMR, b += PNR)
+        for (int r = 0; r < PMR; r++)
+            for (int j = 0; j < PNR; j++) acc[r * PNR + j] += a[r] * b[j];
+}
+#endif
+
+#ifdef TG_AVX2_KERNELS
+TG_TARGET_AVX512 static void tile_plain_avx512(int kce, const float *restrict a, const float *restrict b,
+                                               float *restrict acc)
+{
+    tile8_body(kce, a, b, acc);
+}
+TG_TARGET_AVX2 static void tile_plain_avx2(int kce, const float *restrict a, const float *restrict b,
+                                           float *restrict acc)
+{
+    tile8_body(kce, a, b, acc);
+}
+#endif
+static void tile_plain(int kce, const float *restrict a, const float *restrict b, float *restrict acc)
+{
+#ifdef TG_AVX2_KERNELS
+    if (tg_cpu_avx512()) tile_plain_avx512(kce, a, b, acc);
+    else if (tg_cpu_avx2()) tile_plain_avx2(kce, a, b, acc);
+    else
+#endif
+        tile4_body(kce, a, b, acc);
+}
 
 /* the same with tg_bf16_step, for operands of any magnitude */
 static void tile_exact(int kce, const float *a, const float *b, float *acc)
@@ -138,10 +212,7 @@ static void tile_exact(int kce, const float *a, const float *b, float *acc)
     for (int r = 0; r < PMR; r++)
         for (int j = 0; j < PNR; j++) {
             float s = 0;
-            for (int k = 0; k < kce; k += 2) {
-                s = tg_bf16_step(s, a[(k + 1) * PMR + r], b[(k + 1) * PNR + j]);
-                s = tg_bf16_step(s, a[k * PMR + r], b[k * PNR + j]);
-            }
+            for (int d = 0; d < kce; d++) s = tg_bf16_step(s, a[d * PMR + r], b[d * PNR + j]);
             acc[r * PNR + j] = s;
         }
 }
