@@ -216,7 +216,8 @@ int main(int argc, char **argv)
                r, loads[r], threads, tg_isa_name(tg_isa_active()), tg_isa_bf16() ? "vdpbf16ps" : "portable",
                peaks[r][0], peaks[r][1]);
         for (int k = 0; k < n; k++)
-            printf("%s{\"shape\": \"%dx%dx%d:%c%c\", \"flop\": %.0f, \"bf16\": %.1f, \"f32\": %.1f, \"portable\": %.1f}",
+            printf("%s{\"shape\": \"%dx%dx%d:%c%c\", \"flop\": %.0f, \"bf16\": %.1f, \"f32\": %.1f, "
+                   "\"portable\": %.1f}",
                    k ? ", " : "", list[k].M, list[k].N, list[k].K, list[k].ta ? 't' : 'n', list[k].tb ? 't' : 'n',
                    2.0 * list[k].M * list[k].N * list[k].K, g[r][k][0], g[r][k][1], g[r][k][2]);
         printf("]}\n");

@@ -152,11 +152,11 @@ def main():
             ("torch", "torch_autocast", "peak_bf16", "PyTorch autocast"),
             ("tapegrad", "tg_f32", "peak_f32", "tapegrad f32"), ("torch", "torch_f32", "peak_f32", "PyTorch f32")]
     med = lambda xs: statistics.median(xs)  # noqa: E731
-    loads = [rec[s]["load"] for rec in rounds for s in ("tapegrad", "torch")]
+    both = [rec[s] for rec in rounds for s in ("tapegrad", "torch")]
+    loads = [x["load"] for x in both]
     print(f"1 thread, {len(rounds)} rounds (best of {args.repeats} calls each), tapegrad's bf16 on {kernel}, "
-          f"PyTorch {torch.__version__}; median peaks: bf16 {med([rec[s]['peak_bf16'] for rec in rounds for s in ('tapegrad', 'torch')]):.1f}, "
-          f"f32 {med([rec[s]['peak_f32'] for rec in rounds for s in ('tapegrad', 'torch')]):.1f} GFLOP/s; "
-          f"load {min(loads):.2f}-{max(loads):.2f}\n")
+          f"PyTorch {torch.__version__}; median peaks: bf16 {med([x['peak_bf16'] for x in both]):.1f}, "
+          f"f32 {med([x['peak_f32'] for x in both]):.1f} GFLOP/s; load {min(loads):.2f}-{max(loads):.2f}\n")
     print("| shape MxNxK:op(A)op(B) | " + " | ".join(c[3] for c in cols) + " | tapegrad bf16 / PyTorch bf16 |")
     print("| --- " * (len(cols) + 2) + "|")
     for s in shapes:

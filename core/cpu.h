@@ -41,7 +41,7 @@ TG_API tg_isa tg_isa_set_max(tg_isa max);
 /* Whether the products in bf16 (mixed precision) run on the CPU's
  * vdpbf16ps: the avx512 path is in use and the CPU has AVX512_BF16 (Zen 4
  * and 5, Cooper Lake, Sapphire Rapids and later). When false they take a
- * portable path that gives the same bits, several times slower
+ * portable path that gives the same bits, slower than f32 products are
  * (ops/sgemm_bf16.c). Follows the cap as tg_isa_active does. */
 TG_API bool tg_isa_bf16(void);
 /* "generic", "avx2" or "avx512"; "?" for a value outside the enum. */

@@ -22,23 +22,25 @@
  *
  * The kernels. On the avx512 path of a CPU with AVX512_BF16 (tg_isa_bf16)
  * the vdpbf16ps kernel (ops/sgemm_bf16_avx512.c) does every product.
- * Elsewhere, the portable kernel here: plain C compiled for each kernel
- * path, which rounds the operands as it packs them and sums them in f32.
- * For a panel whose operands are all in tg_bf16_plain's range (zero, or
- * exponents in [-56, 63]: any training step's values) the f32 sum acc + a b
- * is already the step (its comment says why), and the compiler vectorises
- * it (fused or not: the product is exact); a panel with an operand outside
- * takes tg_bf16_step itself, element by element. Both give the bits of the
- * vdpbf16ps kernel, which tests/test_gemm_bf16.c checks on every shape it
- * tries. So a run in bf16 gives the same bits on a CPU without AVX512_BF16,
- * several times slower (bench/README.md, "bf16 products", has the
- * figures); none of it depends on the kernel path but the speed.
+ * Elsewhere, the portable kernel here: C compiled for each kernel path,
+ * which rounds the operands as it packs them and sums them in f32. For a
+ * panel whose operands are all in tg_bf16_plain's range (zero, or
+ * magnitudes in [2^-56, 2^64): a training step's values nearly always)
+ * the f32 sum acc + a b is already the step (its comment says why), fused
+ * or not (the product is exact), so it runs in vectors; a panel with an
+ * operand outside takes tg_bf16_step itself, element by element. Both give
+ * the bits of the vdpbf16ps kernel, which tests/test_gemm_bf16.c checks on
+ * every shape it tries. So a run in bf16 gives the same bits on a CPU
+ * without AVX512_BF16, but slower than in f32 there (0.8x tapegrad's f32
+ * kernel on the avx512 and avx2 paths, 0.25x OpenBLAS's f32 on the generic
+ * one: bench/README.md, "bf16 products"); none of it depends on the kernel
+ * path but the speed.
  *
  * The portable blocking: B's kc x 384 block packed into 16-column panels
  * (k-major, rounded, widened back to f32, zero past N and past K), A's
  * 6-row panel of the slice the same way, and a 6 x 16 tile of C summed in
- * 96 f32 accumulators (6 zmm or 12 ymm registers, as the AVX2 f32
- * kernel's tile). */
+ * 12 vectors of 8 (ymm registers, as the AVX2 f32 kernel's tile), or, on
+ * the generic path, each half of it in 12 of 4 (xmm). */
 #include "sgemm_bf16_internal.h"
 
 #include <stdint.h>
@@ -96,7 +98,8 @@ TG_KERNEL_BODY bool pack_a_body(bool ta, const float *A, int lda, int i0, int mr
         for (int r = 0; r < mr; r++) ap[(kc ^ 1) * PMR + r] = 0;
     for (int r = 0; r < mr; r++)
         for (int k = 0; k < kc; k++) {
-            const float v = tg_bf16_rounded(ta ? A[(int64_t)(pc + k) * lda + i0 + r] : A[(int64_t)(i0 + r) * lda + pc + k]);
+            const int64_t at = ta ? (int64_t)(pc + k) * lda + i0 + r : (int64_t)(i0 + r) * lda + pc + k;
+            const float v = tg_bf16_rounded(A[at]);
             ap[(k ^ 1) * PMR + r] = v;
             out |= !tg_bf16_plain(bits_of(v));
         }
@@ -121,7 +124,8 @@ TG_KERNEL_BODY bool pack_b_body(bool tb, const float *B, int ldb, int pc, int kc
             for (int j = 0; j < w; j++) dst[(kc ^ 1) * PNR + j] = 0;
         for (int k = 0; k < kc; k++)
             for (int j = 0; j < w; j++) {
-                const float v = tg_bf16_rounded(tb ? B[(int64_t)(j0 + j) * ldb + pc + k] : B[(int64_t)(pc + k) * ldb + j0 + j]);
+                const int64_t at = tb ? (int64_t)(j0 + j) * ldb + pc + k : (int64_t)(pc + k) * ldb + j0 + j;
+                const float v = tg_bf16_rounded(B[at]);
                 dst[(k ^ 1) * PNR + j] = v;
                 out |= !tg_bf16_plain(bits_of(v));
             }
@@ -241,7 +245,8 @@ void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, co
                     const bool odd = k + 1 < pc + kc; /* else the pad: a zero pair */
                     s = tg_bf16_step(s, odd ? tg_bf16_rounded(a_at(ta, A, lda, i, k + 1)) : 0.0f,
                                      odd ? tg_bf16_rounded(b_at(tb, B, ldb, k + 1, j)) : 0.0f);
-                    s = tg_bf16_step(s, tg_bf16_rounded(a_at(ta, A, lda, i, k)), tg_bf16_rounded(b_at(tb, B, ldb, k, j)));
+                    s = tg_bf16_step(s, tg_bf16_rounded(a_at(ta, A, lda, i, k)),
+                                     tg_bf16_rounded(b_at(tb, B, ldb, k, j)));
                 }
                 float *c = C + (int64_t)i * ldc + j;
                 *c = combine(s, c, alpha, beta, pc == 0);

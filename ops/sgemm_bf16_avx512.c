@@ -108,7 +108,8 @@ AVX512BF16 INLINE void tile(const int mr, const int nv, const int arows, int kp,
             __m512 v;
             if (!first || beta != 0) {
                 const __m512 old = whole ? _mm512_loadu_ps(cr + 16 * h) : _mm512_maskz_loadu_ps(m[h], cr + 16 * h);
-                v = !first ? _mm512_fmadd_ps(va, acc[r][h], old) : _mm512_fmadd_ps(vb, old, _mm512_mul_ps(va, acc[r][h]));
+                v = !first ? _mm512_fmadd_ps(va, acc[r][h], old)
+                           : _mm512_fmadd_ps(vb, old, _mm512_mul_ps(va, acc[r][h]));
             } else
                 v = _mm512_mul_ps(va, acc[r][h]);
             if (whole) _mm512_storeu_ps(cr + 16 * h, v);
@@ -190,9 +191,10 @@ AVX512BF16 static void gemm_bf16(bool ta, bool tb, int M, int N, int K, float al
                 for (int jr = 0, q = 0; jr < nc; jr += NR, q++) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
                     const float *pf = ta ? next + (int64_t)q * per * lda : next + (int64_t)q * lda;
-                    const int pfn = mr2 <= 0 ? 0 : ta ? (kc - q * per < per ? kc - q * per : per) : q < mr2 ? (kc + 15) / 16 : 0;
-                    kern[nr > 16](kp, ap, ars, bp + (int64_t)(jr / NR) * kp * NR, c + jr, ldc, nr, alpha, beta, first, pf,
-                                  ta ? lda : 16, pfn);
+                    const int left = kc - q * per < per ? kc - q * per : per;
+                    const int pfn = mr2 <= 0 ? 0 : ta ? left : q < mr2 ? (kc + 15) / 16 : 0;
+                    kern[nr > 16](kp, ap, ars, bp + (int64_t)(jr / NR) * kp * NR, c + jr, ldc, nr, alpha, beta, first,
+                                  pf, ta ? lda : 16, pfn);
                 }
             }
         }

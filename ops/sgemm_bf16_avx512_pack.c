@@ -105,7 +105,8 @@ AVX512BF16 void tg_bf16x512_round_rows(const float *a, int lda, int mr, int kc, 
     /* 32 floats of each row in turn: mr streams of loads in flight, where
      * a row at a time waits for each row's first lines */
     for (int k0 = 0; k0 < kc; k0 += 32)
-        for (int r = 0; r < mr; r++) _mm512_storeu_si512(dst + r * ds + k0 / 2, row_pairs(a + r * (int64_t)lda + k0, kc - k0));
+        for (int r = 0; r < mr; r++)
+            _mm512_storeu_si512(dst + r * ds + k0 / 2, row_pairs(a + r * (int64_t)lda + k0, kc - k0));
 }
 
 AVX512BF16 void tg_bf16x512_pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0, int nc,

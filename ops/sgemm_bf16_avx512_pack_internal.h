@@ -34,8 +34,14 @@ INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0
 /* the line of p + n floats on its way to L1 (pf0) or L2 (pf1); the
  * address is computed as an integer: it may lie past the operand, which
  * a prefetch does not mind */
-INLINE void pf0(const float *p, int64_t n) { _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T0); }
-INLINE void pf1(const float *p, int64_t n) { _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T1); }
+INLINE void pf0(const float *p, int64_t n)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T0);
+}
+INLINE void pf1(const float *p, int64_t n)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T1);
+}
 
 /* The mr <= MR rows of op(A) over kc of K, A stored transposed (a:
  * op(A)(0, 0) of the slice, op(A)(r, k) = a[k lda + r]), as pairs packed

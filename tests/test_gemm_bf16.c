@@ -141,7 +141,8 @@ BF16_TARGET static int64_t cpu_round_block(uint32_t lo)
 /* lane 0 of vdpbf16ps: acc + (a1 b1 first, then a0 b0) */
 BF16_TARGET static float cpu_dot_pair(float acc, uint16_t a0, uint16_t a1, uint16_t b0, uint16_t b1)
 {
-    const __m128i va = _mm_set1_epi32((int)((uint32_t)a1 << 16 | a0)), vb = _mm_set1_epi32((int)((uint32_t)b1 << 16 | b0));
+    const __m128i va = _mm_set1_epi32((int)((uint32_t)a1 << 16 | a0));
+    const __m128i vb = _mm_set1_epi32((int)((uint32_t)b1 << 16 | b0));
     return _mm_cvtss_f32(_mm_dpbf16_ps(_mm_set1_ps(acc), (__m128bh)va, (__m128bh)vb));
 }
 #endif
@@ -211,7 +212,10 @@ static uint32_t next_u32(void)
 static uint16_t any_bf16(void)
 {
     const uint32_t kind = next_u32() % 8, sign = next_u32() & 1;
-    uint32_t e = kind == 0 ? next_u32() % 256 : kind < 3 ? 1 + next_u32() % 40 : kind < 4 ? 254 - next_u32() % 40 : 107 + next_u32() % 40;
+    uint32_t e = kind == 0 ? next_u32() % 256
+                 : kind < 3 ? 1 + next_u32() % 40
+                 : kind < 4 ? 254 - next_u32() % 40
+                            : 107 + next_u32() % 40;
     if (next_u32() % 16 == 0) e = 0;
     return (uint16_t)(sign << 15 | (e ? e << 7 | (next_u32() & 0x7f) : 0));
 }
@@ -268,8 +272,14 @@ static float *fill(size_t n, uint64_t seed)
 
 static size_t a_floats(const prob *p) { return (size_t)(p->ta ? p->K : p->M) * p->lda; }
 static size_t b_floats(const prob *p) { return (size_t)(p->tb ? p->N : p->K) * p->ldb; }
-static float a_at(const prob *p, const float *A, int i, int k) { return p->ta ? A[(size_t)k * p->lda + i] : A[(size_t)i * p->lda + k]; }
-static float b_at(const prob *p, const float *B, int k, int j) { return p->tb ? B[(size_t)j * p->ldb + k] : B[(size_t)k * p->ldb + j]; }
+static float a_at(const prob *p, const float *A, int i, int k)
+{
+    return p->ta ? A[(size_t)k * p->lda + i] : A[(size_t)i * p->lda + k];
+}
+static float b_at(const prob *p, const float *B, int k, int j)
+{
+    return p->tb ? B[(size_t)j * p->ldb + k] : B[(size_t)k * p->ldb + j];
+}
 
 /* the kernels; false when one cannot run here */
 typedef bool (*gemm_fn)(const prob *p, const float *A, const float *B, float *C);
@@ -422,7 +432,8 @@ START_TEST(kernels_match_reference_on_edges)
                     if ((double)M * N * K > 1.2e6) continue;
                     const int v = (int)((l + mi + ni + ki) % 3), pad = (mi + ni + ki) % 2 ? 3 : 0;
                     const bool ta = l & 1, tb = l >> 1;
-                    const prob p = {ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad, ab[v][0], ab[v][1]};
+                    const prob p = {ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad,
+                                    ab[v][0], ab[v][1]};
                     all_kernels(p, seed, true, (double)M * N * K <= 2e5, worst);
                     cases++;
                 }
@@ -461,7 +472,8 @@ START_TEST(kernels_match_reference_random)
         for (int i = 0; i < 3; i++) pads[i] = next_u32() % 3 ? (int)(next_u32() % 41) : 0;
         if ((cases >> 2) % 4 == 3) pads[0] = ((cases >> 4) % 2 ? 1024 : 2048) - (ta ? M : K);
         const int v = (int)(next_u32() % 5);
-        const prob p = {ta, tb, M, N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1], N + pads[2], ab[v][0], ab[v][1]};
+        const prob p = {ta, tb, M, N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1], N + pads[2],
+                        ab[v][0], ab[v][1]};
         all_kernels(p, 1000 + 4 * (uint64_t)cases, true, false, worst);
         cases++;
     }
@@ -501,8 +513,10 @@ START_TEST(kernels_agree_on_every_magnitude)
         const int M = edge_size(40), N = edge_size(70), K = edge_size(t % 4 ? 100 : 600);
         const prob p = {ta, tb, M, N, K, (ta ? M : K) + t % 3, (tb ? K : N) + t % 5, N + t % 2, t % 4 ? 1.0f : -0.5f,
                         t % 5 ? 0.0f : 0.25f};
-        float *A = near_min ? fill_any(a_floats(&p), false, 127 - 62, 127 - 58) : fill_any(a_floats(&p), t % 2, 100, 154);
-        float *B = near_min ? fill_any(b_floats(&p), false, 127 - 68, 127 - 64) : fill_any(b_floats(&p), false, 100, 154);
+        float *A = near_min ? fill_any(a_floats(&p), false, 127 - 62, 127 - 58)
+                            : fill_any(a_floats(&p), t % 2, 100, 154);
+        float *B = near_min ? fill_any(b_floats(&p), false, 127 - 68, 127 - 64)
+                            : fill_any(b_floats(&p), false, 100, 154);
         const size_t nc = (size_t)M * p.ldc;
         float *C[3];
         for (int k = 0; k < 3; k++) {
@@ -637,7 +651,8 @@ START_TEST(degenerate_and_nonfinite)
         if (KERNEL_FNS[k](&p, a, b, c))
             for (int j = 0; j < 20; j++) {
                 ck_assert_msg(isfinite(c[j]), "%s: row 0 finite", KERNEL_NAMES[k]);
-                ck_assert_msg(isinf(c[20 + j]) && c[20 + j] > 0, "%s: C(1,%d) = %g, want inf", KERNEL_NAMES[k], j, c[20 + j]);
+                ck_assert_msg(isinf(c[20 + j]) && c[20 + j] > 0, "%s: C(1,%d) = %g, want inf", KERNEL_NAMES[k], j,
+                              c[20 + j]);
                 ck_assert_msg(isnan(c[40 + j]), "%s: C(2,%d) = %g, want NaN", KERNEL_NAMES[k], j, c[40 + j]);
             }
         free(a), free(b);
