@@ -6,9 +6,9 @@
  *
  * The bf16 probe runs C independent chains of vdpbf16ps on zmm registers
  * (acc = acc + a0 b0 + a1 b1 in each of 16 lanes, a and b unknown to the
- * compiler), for C = 12, 16 and 24: enough to cover the latency on both
- * of Zen 4's and 5's pipes (2 a cycle, 6 cycles: 12 in flight), and the
- * best of the three counts. Each vdpbf16ps does 32 bf16 products and adds
+ * compiler), for C = 12, 16 and 24: more than its latency times its rate
+ * needs (Zen 5 starts two 512-bit ones a cycle, Zen 4 one; on Zen 4 the
+ * three counts read the same), and the best of the three counts. Each vdpbf16ps does 32 bf16 products and adds
  * them: counted as 2 FLOP per product, 64 per instruction, the way a
  * product's 2 M N K counts them, so the ratio of the two peaks is the
  * speed-up a bf16 product can have over an f32 one. The f32 FMA peak is

@@ -20,7 +20,7 @@
  * a result of magnitude below 2^-126 after that rounding (as if the
  * exponent were unbounded) replaced by a zero of its sign (FTZ); an acc
  * or an operand below 2^-126 is read as a zero of its sign (DAZ). That is
- * Intel's definition and what this Zen 5 does (probed case by case: two
+ * Intel's definition and what this Zen 4 does (probed case by case: two
  * roundings, not one; odd first; a product 2^-127 added to 2^-126 kept,
  * so products are not flushed; 2^-126 - 2^-150 flushed, 2^-126 - 2^-151
  * kept). tg_bf16_step computes it in portable C, exactly
