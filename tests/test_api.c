@@ -3027,6 +3027,7 @@ static const no_row NO_ROW[] = {
     {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
     {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
     {"tg_isa_active", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
+    {"tg_isa_bf16", "takes no argument"},
     {"tg_isa_cpu", "takes no argument"},
     {"tg_isa_env_error", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
     {"tg_version", "takes no argument"},
