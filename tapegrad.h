@@ -22,6 +22,7 @@
 #include "optim/optim.h"
 #include "text/text.h"
 #include "train/train.h"
+#include "pictures/pictures.h"
 #include "formats/formats.h"
 
 #endif

@@ -30,26 +30,14 @@
  * requires them), and no output tensor (the head is tied). llama.cpp's
  * gpt2 computes the tanh GELU; an erf GPT is written as it is.
  *
- * The tokenizer is llama.cpp's "llama" (SentencePiece-style) model, the
- * one that encodes as llama2.c's run.c does: BOS, " " in front of the
- * text, then every character merged by score, the highest first, with
- * bytes (tokens <0xXX>) for what no piece holds. llama.cpp writes every
- * space as U+2581 before it looks pieces up, so the byte 0x20 is the
- * token "▁" and every space in a piece is written "▁"; the learned piece
- * of id k scores -k (the lowest id merges first, as in tapegrad's BPE).
- * A GPT's text has neither BOS nor the space: add_bos_token and
- * add_space_prefix are false, and a GPT's byte vocabulary is byte tokens
- * alone. GPT-2's tiktoken ranks are llama.cpp's "gpt2" model instead
- * (byte-level pieces, merges, pre-tokenizer gpt-2).
- * docs/formats.md ("GGUF") says why this gives tapegrad's ids, and for
- * which texts it does not.
+ * The tokenizer is llama.cpp's, as formats/gguf_write_vocab.c makes it.
  *
  * Weights: F32 as the model holds them; F16 (round to nearest even) and
  * Q8_0 (ggml's blocks of 32 int8 with an F16 scale: d = max|x| / 127,
  * q = round(x / d) half away from zero) for the matrices, the norms'
  * vectors F32 as llama.cpp's own converter keeps them; a matrix whose
  * rows are not a multiple of 32 long is F16 in a Q8_0 file. */
-#include "formats.h"
+#include "gguf_write_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -59,40 +47,14 @@
 
 #include "../core/atomic_file.h"
 #include "../core/err_internal.h"
-#include "gpt2_internal.h"
 #include "options_internal.h"
 
 #define GGUF_ALIGN 32
 enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
-enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };   /* llama.cpp's token types */
 
-/* ---- a growing buffer of bytes -------------------------------------------- */
+/* ---- the file's parts ------------------------------------------------------- */
 
-typedef struct gbuf {
-    unsigned char *p;
-    size_t len, cap;
-    bool oom;
-    uint64_t count;   /* key-values written (kv_key) */
-} gbuf;
-
-static void put(gbuf *b, const void *d, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-}
-
+static void put(gbuf *b, const void *d, size_t n) { tg_gguf_put(b, d, n); }
 static void put_u32(gbuf *b, uint32_t v) { put(b, &v, 4); }
 static void put_u64(gbuf *b, uint64_t v) { put(b, &v, 8); }
 static void put_str(gbuf *b, const void *s, size_t n) { put_u64(b, n); put(b, s, n); }
@@ -189,310 +151,6 @@ static void encode_row(const gtensor *g, int64_t r, const float *zeros, unsigned
             for (int j = 0; j < 32; j++) out[2 + j] = (unsigned char)(int8_t)roundf(x[32 * b + j] * id);
         }
     }
-}
-
-/* ---- the tokenizer ------------------------------------------------------------ */
-
-/* The vocabulary's tokens in llama.cpp's SentencePiece-style form: text
- * (malloc'd, in *text at offsets *at, lengths *len), score and type per
- * id. 0, or -1 with a message. */
-typedef struct gvocab {
-    int n;
-    gbuf text;
-    size_t *at, *len;
-    float *score;
-    int32_t *type;
-    int32_t bos, eos, unk;   /* -1: none */
-    bool add_bos, add_prefix;
-    bool gpt2;               /* llama.cpp's "gpt2" (byte-level BPE with merges), else its "llama" */
-    gbuf merges;             /* gpt2: "a b" strings, each a u64 length and its bytes */
-    uint64_t n_merges;
-} gvocab;
-
-static void gvocab_free(gvocab *g)
-{
-    free(g->merges.p);
-    free(g->text.p);
-    free(g->at);
-    free(g->len);
-    free(g->score);
-    free(g->type);
-}
-
-/* Appends piece p (l bytes) with every space written as U+2581. */
-static void add_token(gvocab *g, int id, const unsigned char *p, size_t l, float score, int32_t type)
-{
-    g->at[id] = g->text.len;
-    for (size_t i = 0; i < l; i++) {
-        if (p[i] == ' ') put(&g->text, "\xe2\x96\x81", 3);
-        else put(&g->text, p + i, 1);
-    }
-    g->len[id] = g->text.len - g->at[id];
-    g->score[id] = score;
-    g->type[id] = type;
-}
-
-/* Appends token text p (l bytes) as it is (a gpt2 vocabulary's byte-level string). */
-static void add_raw(gvocab *g, int id, const void *p, size_t l, int32_t type)
-{
-    g->at[id] = g->text.len;
-    put(&g->text, p, l);
-    g->len[id] = l;
-    g->score[id] = 0;
-    g->type[id] = type;
-}
-
-static int gvocab_alloc(gvocab *g, int V, char *err, size_t errlen)
-{
-    g->n = V;
-    g->at = calloc((size_t)V, sizeof *g->at);
-    g->len = calloc((size_t)V, sizeof *g->len);
-    g->score = calloc((size_t)V, sizeof *g->score);
-    g->type = calloc((size_t)V, sizeof *g->type);
-    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
-    return 0;
-}
-
-/* a token's text, for finding two alike (sorted, no context needed) */
-typedef struct spelled {
-    const unsigned char *p;
-    size_t len;
-    int id;
-} spelled;
-
-static int cmp_spelled(const void *a, const void *b)
-{
-    const spelled *x = a, *y = b;
-    const int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
-    return c ? c : x->len < y->len ? -1 : x->len > y->len ? 1 : x->id - y->id;
-}
-
-/* llama.cpp finds a token by its text: two ids with one text would read
- * as one (a piece spelling "<0x41>", "<s>", or U+2581 alone) */
-static int distinct_texts(gvocab *g, char *err, size_t errlen)
-{
-    const int V = g->n;
-    if (g->text.oom) return snprintf(err, errlen, "out of memory"), -1;
-    spelled *order = malloc((size_t)V * sizeof *order);
-    if (!order) return snprintf(err, errlen, "out of memory"), -1;
-    for (int i = 0; i < V; i++) order[i] = (spelled){g->text.p + g->at[i], g->len[i], i};
-    qsort(order, (size_t)V, sizeof *order, cmp_spelled);
-    int rc = 0;
-    for (int i = 1; i < V && !rc; i++) {
-        const spelled *a = &order[i - 1], *b = &order[i];
-        if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
-            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
-            char text[64], shown[TG_SHOWN_SIZE];
-            snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
-            snprintf(err, errlen, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
-                                  "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
-                     b->id, tg_shown(text, shown), what, a->id);
-            rc = -1;
-        }
-    }
-    free(order);
-    return rc;
-}
-
-/* A vocabulary of pieces with scores (TG_TOK_SPM: an imported GGUF or
- * llama2.c tokenizer) as it is: each piece's score and type, spaces
- * written U+2581, byte pieces <0xXX>, its BOS and EOS, its own
- * space-prefix rule. A piece its merge floor keeps out of merges (run.c's
- * -1e10) is refused when NORMAL: llama.cpp has no floor and would make it. */
-static int spm_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
-{
-    const tg_tokenizer *t = v->tok;
-    tg_spm_options o;
-    tg_tok_spm_options_of(t, &o);
-    const int32_t T = tg_tok_vocab_size(t);
-    if (T != V)
-        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                     "tokenizer %d", V, (int)T), -1;
-    *g = (gvocab){.n = V, .bos = tg_tok_bos(t), .eos = tg_tok_eos(t), .unk = -1, .add_bos = v->docs,
-                  .add_prefix = tg_tok_adds_prefix(t) == 1};
-    g->at = calloc((size_t)V, sizeof *g->at);
-    g->len = calloc((size_t)V, sizeof *g->len);
-    g->score = calloc((size_t)V, sizeof *g->score);
-    g->type = calloc((size_t)V, sizeof *g->type);
-    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
-    for (int32_t id = 0; id < V; id++) {
-        size_t l;
-        const unsigned char *p = tg_tok_spelled(t, id, &l);
-        const int type = tg_tok_piece_type(t, id);
-        const float score = tg_tok_score(t, id);
-        char buf[8];
-        if (type == TG_PIECE_UNKNOWN && g->unk < 0) g->unk = id;
-        if (type == TG_PIECE_NORMAL && l >= 2 && (double)score <= o.merge_floor)
-            return snprintf(err, errlen, "gguf_export: piece %d scores %g, at or below its tokenizer's merge floor "
-                                         "%g, which llama.cpp does not have: it would merge into it", (int)id,
-                            (double)score, o.merge_floor), -1;
-        if (type == TG_PIECE_BYTE && l == 1) {   /* a byte spelled as itself: llama.cpp's <0xXX>, a space its "▁" */
-            if (p[0] == ' ') {
-                add_token(g, id, p, 1, score, TOKEN_NORMAL);
-                continue;
-            }
-            snprintf(buf, sizeof buf, "<0x%02X>", p[0]);
-            p = (const unsigned char *)buf, l = 6;
-        }
-        add_token(g, id, p, l, score, type);
-    }
-    return distinct_texts(g, err, errlen);
-}
-
-/* A GPT's byte vocabulary (TG_VOCAB_BYTES: id i is the i-th byte the
- * text has) as llama.cpp's "llama" model without learned pieces: every
- * byte a byte token <0xXX>, the space "▁" (llama.cpp writes spaces so);
- * no BOS and no space in front, as a GPT reads its text. */
-static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, char *err, size_t errlen)
-{
-    if (V != v->size)
-        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                     "vocabulary %d bytes", V, v->size), -1;
-    *g = (gvocab){.bos = -1, .eos = -1, .unk = -1};
-    if (gvocab_alloc(g, V, err, errlen)) return -1;
-    for (int id = 0; id < V; id++) {
-        char buf[8];
-        const unsigned char b = v->chars[id];
-        if (b == ' ') {
-            add_token(g, id, &b, 1, 0.0f, TOKEN_NORMAL);
-        } else {
-            snprintf(buf, sizeof buf, "<0x%02X>", b);
-            add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
-        }
-    }
-    return distinct_texts(g, err, errlen);
-}
-
-/* GPT-2's tiktoken ranks as llama.cpp's "gpt2" model: each piece's
- * byte-level string (GPT-2's stand-ins for bytes), <|endoftext|> a
- * control token (BOS and EOS, as GPT-2's own files have it), and the
- * merges in the order of the pieces they make: piece r is the merge of
- * the two pieces tiktoken's rule leaves from its bytes with the ranks
- * below r, so merging by merge number (llama.cpp) is merging by rank
- * (tiktoken, tapegrad). */
-static int tiktoken_vocab(const tg_tokenizer *t, int V, gvocab *g, char *err, size_t errlen)
-{
-    const int32_t T = tg_tok_vocab_size(t), n = T - 1;   /* <|endoftext|> is id n */
-    if (T != V)
-        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                     "tokenizer %d", V, (int)T), -1;
-    *g = (gvocab){.bos = n, .eos = n, .unk = -1, .gpt2 = true};
-    if (gvocab_alloc(g, V, err, errlen)) return -1;
-    uint32_t cp_of[256];
-    tg_gpt2_byte_chars(cp_of);
-    const size_t maxp = tg_tok_max_piece_len(t);
-    char *a = malloc(2 * maxp + 1), *b = malloc(2 * maxp + 1);
-    int32_t *parts = malloc((maxp + 1) * sizeof *parts);
-    int rc = -1;
-    if (!a || !b || !parts) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    for (int32_t id = 0; id < n; id++) {
-        size_t l;
-        const unsigned char *p = tg_tok_piece(t, id, &l);
-        tg_gpt2_byte_string(p, l, cp_of, a);
-        add_raw(g, id, a, strlen(a), TOKEN_NORMAL);
-        if (l < 2) continue;
-        int32_t x, y;
-        if (tg_gpt2_tiktoken_split(t, id, parts, &x, &y)) {
-            snprintf(err, errlen, "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's merges "
-                                  "cannot make it", (int)id);
-            goto done;
-        }
-        size_t lx, ly;
-        const unsigned char *px = tg_tok_piece(t, x, &lx), *py = tg_tok_piece(t, y, &ly);
-        tg_gpt2_byte_string(px, lx, cp_of, a);
-        tg_gpt2_byte_string(py, ly, cp_of, b);
-        const size_t la = strlen(a), lb = strlen(b);
-        put_u64(&g->merges, la + 1 + lb);
-        put(&g->merges, a, la);
-        put(&g->merges, " ", 1);
-        put(&g->merges, b, lb);
-        g->n_merges++;
-    }
-    size_t le;
-    const unsigned char *eot = tg_tok_piece(t, n, &le);
-    add_raw(g, n, eot, le, TOKEN_CONTROL);
-    rc = g->merges.oom ? (snprintf(err, errlen, "out of memory"), -1) : distinct_texts(g, err, errlen);
-done:
-    free(a), free(b), free(parts);
-    return rc;
-}
-
-/* The model's vocabulary as llama.cpp's tokenizer. A Llama's text is
- * BOS + " " + text (run.c's), a GPT's the text alone: the same pieces,
- * with add_bos_token and add_space_prefix off. */
-static int make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, char *err, size_t errlen)
-{
-    static const char *const specials[3] = {"<unk>", "<s>", "</s>"};
-    const int tk = v->kind == TG_VOCAB_TOKENIZER ? tg_tok_kind_of(v->tok) : 0;
-    if (gpt && v->kind == TG_VOCAB_BYTES) return bytes_vocab(v, V, g, err, errlen);
-    if (gpt && tk == TG_TOK_TIKTOKEN) return tiktoken_vocab(v->tok, V, g, err, errlen);
-    const bool bpe = tk == TG_TOK_BPE && v->docs != gpt;
-    const bool spm = tk == TG_TOK_SPM;
-    if (gpt && !bpe && !spm)
-        return snprintf(err, errlen, "gguf_export: a GPT's vocabulary goes in as a text's bytes, tapegrad's BPE "
-                                     "without BOS, GPT-2's tiktoken ranks or pieces with scores; this model's is %s",
-                        v->kind == TG_VOCAB_IDS ? "bare token ids, without a tokenizer"
-                        : v->kind == TG_VOCAB_LLAMA2C ? "llama2.c's bytes" : "tapegrad's BPE with BOS (a Llama's)"), -1;
-    if (v->kind != TG_VOCAB_LLAMA2C && !bpe && !spm)
-        return snprintf(err, errlen, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
-                                     "tokenizer: llama2.c's bytes, tapegrad's BPE with BOS (train --tokenizer) or "
-                                     "pieces with scores (an imported GGUF or llama2.c tokenizer); this model's is %s",
-                        v->kind == TG_VOCAB_BYTES ? "a text's bytes" : v->kind == TG_VOCAB_IDS
-                            ? "bare token ids, without a tokenizer"
-                            : tg_tok_kind_of(v->tok) == TG_TOK_BPE ? "tapegrad's BPE without BOS (a GPT's)"
-                                                                   : "GPT-2's tiktoken ranks"), -1;
-    if (spm) return spm_vocab(v, V, g, err, errlen);
-    *g = (gvocab){.bos = 1, .eos = 2, .unk = 0, .add_bos = !gpt, .add_prefix = !gpt};
-    const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
-    if (bpe && T != V)
-        return snprintf(err, errlen, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                     "tokenizer %d", V, (int)T), -1;
-    g->n = V;
-    g->at = calloc((size_t)V, sizeof *g->at);
-    g->len = calloc((size_t)V, sizeof *g->len);
-    g->score = calloc((size_t)V, sizeof *g->score);
-    g->type = calloc((size_t)V, sizeof *g->type);
-    if (!g->at || !g->len || !g->score || !g->type) return snprintf(err, errlen, "out of memory"), -1;
-    for (int id = 0; id < V; id++) {
-        char buf[32];
-        size_t l;
-        const unsigned char *p;
-        if (id < 3) {
-            if (bpe && (tg_tok_is_special(v->tok, id) != 1 || !(p = tg_tok_piece(v->tok, id, &l)) ||
-                        l != strlen(specials[id]) || memcmp(p, specials[id], l)))
-                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
-                                             "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",
-                                id, specials[id]), -1;
-            add_token(g, id, (const unsigned char *)specials[id], strlen(specials[id]), 0.0f,
-                      id ? TOKEN_CONTROL : TOKEN_UNKNOWN);
-        } else if (id < TG_VOCAB_LLAMA2C_SIZE) {
-            const int byte = id - 3;
-            if (bpe && ((p = tg_tok_piece(v->tok, id, &l)) == NULL || l != 1 || p[0] != byte ||
-                        tg_tok_is_special(v->tok, id)))
-                return snprintf(err, errlen, "gguf_export: id %d of the tokenizer is not the byte %d (a BPE "
-                                             "tokenizer for a Llama has llama2.c's layout: 3 specials, then byte b "
-                                             "at 3 + b)", id, byte), -1;
-            if (byte == ' ') {
-                add_token(g, id, (const unsigned char *)" ", 1, 0.0f, TOKEN_NORMAL);   /* "▁": spaces are escaped */
-            } else {
-                snprintf(buf, sizeof buf, "<0x%02X>", byte);
-                add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
-            }
-        } else if (!bpe) {   /* llama2.c's vocabulary past its 259 ids: never produced */
-            snprintf(buf, sizeof buf, "<extra_%d>", id);
-            add_token(g, id, (const unsigned char *)buf, strlen(buf), -1e30f, TOKEN_CONTROL);
-        } else {
-            p = tg_tok_piece(v->tok, id, &l);
-            if (tg_tok_is_special(v->tok, id))   /* a control token: never made from text, by either */
-                add_token(g, id, p, l, 0.0f, TOKEN_CONTROL);
-            else
-                add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
-        }
-    }
-    return distinct_texts(g, err, errlen);
 }
 
 /* ---- the file ------------------------------------------------------------------- */
@@ -615,7 +273,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
                              false, err, errlen))
         goto done;
     if (tg_checkpoint_load_vocab(ckpt, &m, &v, err, errlen)) goto done;
-    if (!finite_params(&m, err, errlen) || make_vocab(&v, c->vocab_size, gpt, &gv, err, errlen)) goto done;
+    if (!finite_params(&m, err, errlen) || tg_gguf_make_vocab(&v, c->vocab_size, gpt, &gv, err, errlen)) goto done;
 
     /* the tensors, in llama.cpp's order */
     const int max_t = gpt ? 12 * c->n_layer + 4 : 9 * c->n_layer + 3;
@@ -659,11 +317,11 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     }
     kv_u32(&kv, KEY("vocab_size"), (uint32_t)c->vocab_size);
 #undef KEY
-    kv_string(&kv, "tokenizer.ggml.model", gv.gpt2 ? "gpt2" : "llama");
+    kv_string(&kv, "tokenizer.ggml.model", gv.gpt2 ? "gpt2" : gv.rwkv ? "rwkv" : "llama");
     if (gv.gpt2) kv_string(&kv, "tokenizer.ggml.pre", "gpt-2");
     kv_array(&kv, "tokenizer.ggml.tokens", GGUF_STRING, (uint64_t)gv.n);
     for (int id = 0; id < gv.n; id++) put_str(&kv, gv.text.p + gv.at[id], gv.len[id]);
-    if (!gv.gpt2) {
+    if (!gv.gpt2 && !gv.rwkv) {
         kv_array(&kv, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)gv.n);
         put(&kv, gv.score, (size_t)gv.n * 4);
     }
@@ -677,7 +335,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     if (gv.eos >= 0) kv_u32(&kv, "tokenizer.ggml.eos_token_id", (uint32_t)gv.eos);
     if (gv.unk >= 0) kv_u32(&kv, "tokenizer.ggml.unknown_token_id", (uint32_t)gv.unk);
     kv_bool(&kv, "tokenizer.ggml.add_bos_token", gv.add_bos);
-    if (!gv.gpt2) kv_bool(&kv, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
+    if (!gv.gpt2 && !gv.rwkv) kv_bool(&kv, "tokenizer.ggml.add_space_prefix", gv.add_prefix);
 
     /* the header, the metadata, the tensors' descriptions, then padding to the data */
     put(&h, "GGUF", 4);
@@ -727,7 +385,7 @@ done:
     free(ts);
     free(h.p);
     free(kv.p);
-    gvocab_free(&gv);
+    tg_gguf_vocab_free(&gv);
     tg_vocab_free(&v);
     tg_model_free(&m);
     return rc;

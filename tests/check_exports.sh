@@ -3,8 +3,9 @@
 # in its public headers carries TG_API (core/export.h), every TG_API
 # function is exported, and nothing else is (no internal function that
 # forgot `static`, no stb_ds). libtapegrad.so's headers: core/*.h except
-# *_internal.h, ops/ops.h, nn/nn.h, optim/optim.h, text/text.h, train/train.h; it must not
-# need MPI. libtapegrad_dist.so's: distributed/dist.h.
+# *_internal.h, ops/ops.h, nn/nn.h, optim/optim.h, text/text.h, train/train.h,
+# train/generate.h, pictures/pictures.h, formats/formats.h (tests/public_api.sh);
+# it must not need MPI. libtapegrad_dist.so's: distributed/dist.h.
 #   tests/check_exports.sh SOURCE_DIR LIB.so tapegrad|dist
 # Before looking at the real headers it runs its parser on a small sample
 # with known answers, so a parser that silently matches nothing fails.

@@ -2,7 +2,9 @@
 # Every function declared in a public header must have a comment directly
 # above it (the line before its first line is a comment, not code) or on
 # one of its own lines. Public headers: core/*.h except *_internal.h,
-# ops/ops.h, nn/nn.h, optim/optim.h, text/text.h, train/train.h, distributed/dist.h, tapegrad.h.
+# ops/ops.h, nn/nn.h, optim/optim.h, text/text.h, train/train.h,
+# train/generate.h, pictures/pictures.h, formats/formats.h,
+# distributed/dist.h, tapegrad.h (tests/public_api.sh lists them).
 #   tests/check_header_docs.sh [SOURCE_DIR]
 # Prints each undocumented function as file:line: name and exits 1.
 # Before looking at the real headers it runs the checker on a small sample

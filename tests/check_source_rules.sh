@@ -19,8 +19,6 @@
 set -euo pipefail
 
 # The layers, in reading order, and what each may include besides itself.
-# pictures/ is not in design.md's table yet: it may use what the training
-# layer sees.
 LAYERS='
 core:
 ops: core
@@ -28,7 +26,7 @@ nn: core ops
 optim: core
 text: core
 train: core nn optim text
-pictures: core ops nn optim text train
+pictures: core nn text train
 formats: core nn text train
 distributed: core optim train
 '

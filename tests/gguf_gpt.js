@@ -1,11 +1,20 @@
 #!/usr/bin/env node
 // A GPT trained by tiny_gpt, exported with `tiny_gpt export --format gguf`
 // (llama.cpp's architecture gpt2), run by llama.cpp (the npm package
-// node-llama-cpp). Three models, all with GPT-2's tanh GELU (train
+// node-llama-cpp). Four models, all with GPT-2's tanh GELU (train
 // --gelu tanh), the one llama.cpp's gpt2 computes: a text's bytes with
 // biases; a tapegrad BPE tokenizer without biases (exported as zeros);
 // GPT-2's tiktoken ranks (when the npm tiktoken package, which carries
-// them, is there too). For each:
+// them, is there too); the built-in corpus's bytes (id 2 is ".", which
+// ends every sentence). For each:
+//   - every id llama.cpp ends a text at is one where tiny_gpt sample ends
+//     (its tokenizer's BOS or EOS; none for a text's bytes);
+//   - scripts/gguf-sample.js's greedy text (the command docs/formats.md
+//     gives) equals `tiny_gpt sample --temperature 0`'s: whole for the
+//     corpus model, whose text goes on past "." (id 2, where llama.cpp
+//     stopped when the file had llama.cpp's "llama" model, EOS 2 by
+//     default), for at least 150 bytes for the others (near-ties);
+// and for the first three:
 //   - llama.cpp's ids of a varied text (English, code, whitespace runs,
 //     several scripts, emoji) and of unseen English equal tapegrad's (the
 //     text alone: a GPT reads no BOS and no space in front);
@@ -63,21 +72,29 @@ fs.writeFileSync(path.join(work, 'unseen.txt'), unseen);
 // ---- tapegrad's side
 const common = ['--n-layer', '2', '--n-head', '4', '--n-embd', '64', '--block-size', '256', '--gelu', 'tanh',
                 '--batch-size', '8', '--lr', '1e-2', '--min-lr', '1e-3', '--warmup', '20', '--eval-iters', '2',
-                '--eval-interval', '1000', '--threads', '1', '--data', path.join(work, 'train.txt')];
+                '--eval-interval', '1000', '--threads', '1'];
+const data = ['--data', path.join(work, 'train.txt')];
 const tok = path.join(work, 'tok.safetensors');
 fs.writeFileSync(path.join(work, 'tok_train.txt'), trainText.slice(0, 100000) + varied.repeat(20));
 run(['tokenizer', 'train', '--data', path.join(work, 'tok_train.txt'), '--vocab-size', '700', '--out', tok]);
 const models = [
-  { name: `bytes (the text's ${new Set(Buffer.from(trainText, 'utf8')).size} bytes), biases`, dir: 'bytes', flags: ['--bias', 'true', '--steps', '150'] },
-  { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: ['--tokenizer', tok, '--steps', '120'] },
+  { name: `bytes (the text's ${new Set(Buffer.from(trainText, 'utf8')).size} bytes), biases`, dir: 'bytes',
+    flags: [...data, '--bias', 'true', '--steps', '150'], prompt: 'The ', tokens: 200, stops: [] },
+  { name: 'BPE (700 ids), no biases (zeros in the file)', dir: 'bpe', tok, flags: [...data, '--tokenizer', tok, '--steps', '120'],
+    prompt: 'The ', tokens: 150, stops: [1, 2] },
+  // the built-in corpus (no --data, the default block size 64): the model of the README's demo, smaller,
+  // sampled with the command docs/formats.md gives for it (--prompt "the " --tokens 60)
+  { name: 'the built-in corpus\'s bytes', dir: 'corpus', corpus: true, prompt: 'the ', tokens: 60, stops: [],
+    flags: ['--n-layer', '1', '--n-embd', '32', '--block-size', '64', '--corpus-chars', '20000', '--steps', '200'] },
 ];
 const ranks = path.join(work, 'gpt2.tiktoken');
 if (fs.existsSync(path.join(modules, 'tiktoken', 'package.json'))) {
   execFileSync(process.execPath, [path.join(src, 'scripts', 'gpt2-tiktoken.js'), modules, ranks], { stdio: 'ignore' });
   // GPT-2's 50257 ids make the head the cost: one small layer, a short run
-  models.push({ name: 'GPT-2\'s tiktoken ranks (50257 ids), biases', dir: 'gpt2', tok: ranks,
-                flags: ['--tokenizer', ranks, '--bias', 'true', '--n-layer', '1', '--n-embd', '32', '--block-size',
-                        '128', '--batch-size', '4', '--steps', '15'] });
+  models.push({ name: 'GPT-2\'s tiktoken ranks (50257 ids), biases', dir: 'gpt2', tok: ranks, prompt: 'The ',
+                tokens: 100, stops: [50256],
+                flags: [...data, '--tokenizer', ranks, '--bias', 'true', '--n-layer', '1', '--n-embd', '32',
+                        '--block-size', '128', '--batch-size', '4', '--steps', '15'] });
 } else {
   (process.env.CI === 'true' ? bad : (m) => console.log(`skipped ${m}`))('the GPT-2 tiktoken model: no npm tiktoken package (its ranks)');
 }
@@ -107,11 +124,48 @@ function asLlamaCpp(m, ids) { return m.dir === 'bpe' ? spell(ids) : [ids, 0]; }
   for (const m of models) {
     const nll = {};
     for (const type of ['f32', 'q8_0']) {
-      const model = await llama.loadModel({ modelPath: path.join(work, `${m.dir}.${type}.gguf`) });
+      const file = path.join(work, `${m.dir}.${type}.gguf`);
+      const model = await llama.loadModel({ modelPath: file });
       const ctxSize = model.trainContextSize;
+      const label = `${m.name}, ${type}`;
+      if (type === 'f32') {
+        // where llama.cpp ends a text: only where sample does
+        const V = model.fileInfo.metadata.gpt2.vocab_size, eog = [];
+        for (let id = 0; id < V; id++) if (model.isEogToken(id)) eog.push(id);
+        const extra = eog.filter((id) => !m.stops.includes(id));
+        if (!extra.length && V > 2)
+          ok(`${label}: llama.cpp ends a text at ${eog.length ? `id ${eog}` : 'no id'} of ${V}, tiny_gpt sample at ` +
+             `${m.stops.length ? `id ${m.stops}` : 'none'}`);
+        else bad(`${label}: llama.cpp ends a text at id ${extra} of ${V}, where tiny_gpt sample goes on ` +
+                 `(${m.stops.length ? `it stops at ${m.stops}` : 'it stops at none'})`);
+        // the greedy text of the command docs/formats.md gives, against sample's
+        const ours = run(['sample', '--ckpt', m.ckpt, '--prompt', m.prompt, '--tokens', String(m.tokens),
+                          '--temperature', '0']);
+        const theirs = execFileSync(process.execPath, [path.join(src, 'scripts', 'gguf-sample.js'), file, '--prompt',
+                                                       m.prompt, '--tokens', String(m.tokens)], { env });
+        let same = 0;
+        while (same < ours.length && same < theirs.length && ours[same] === theirs[same]) same++;
+        const made = ours.length - Buffer.byteLength(m.prompt) - 1, agreed = Math.min(same, ours.length - 1) -
+          Buffer.byteLength(m.prompt);
+        // the corpus model's text must go on past its id 2 ('.') and agree whole; the others' at least 150
+        // bytes (near-ties in an undertrained model), or whole when shorter
+        const text = ours.subarray(Buffer.byteLength(m.prompt), ours.length - 1);
+        const id2 = m.corpus ? text.filter((b) => b === 0x2e).length : 0;
+        const whole = same === ours.length && ours.length === theirs.length;
+        if (m.corpus ? whole && id2 >= 1 && text.indexOf(0x2e) < text.length - 1 : whole || agreed >= 150)
+          ok(`${label}: scripts/gguf-sample.js's greedy text equals tiny_gpt sample's ` +
+             (m.corpus ? `(all ${made} bytes, ${id2} of them id 2, '.')` : `for ${agreed} of its ${made} bytes`) +
+             `: ${JSON.stringify(ours.toString().slice(0, 60))}...`);
+        else bad(`${label}: greedy texts agree for ${agreed} of ${made} bytes${m.corpus ? ` (${id2} id 2)` : ''}: ` +
+                 `tiny_gpt ${JSON.stringify(ours.toString().slice(0, 200))} llama.cpp ` +
+                 `${JSON.stringify(theirs.toString().slice(0, 200))}`);
+      }
+      if (m.corpus) {
+        await model.dispose();
+        continue;
+      }
       const context = await model.createContext({ contextSize: ctxSize, sequences: 1, threads: 1 });
       const seq = context.getSequence();
-      const label = `${m.name}, ${type}`;
       if (type === 'f32') {
         for (const [what, text] of [['varied text', varied], ['unseen English', unseen]]) {
           const ours = tapegradIds(m, text);

@@ -1638,6 +1638,226 @@ static void c_eta_format(fx *f) { num(f, tg_eta_format(NULL, 3, buf, sizeof buf)
 static void c_corpus_init(fx *f) { num(f, tg_corpus_init(NULL, 1, 100, fresh())), note(f, te.msg); }
 static void c_corpus_release(fx *f) { (void)f, tg_corpus_release(NULL); }
 static void c_corpus_floor(fx *f) { num(f, tg_corpus_floor(NULL)); }
+/* pictures/pictures.h */
+static void rgb_text(fx *f, tg_rgb c) { snprintf(f->got, sizeof f->got, "%d,%d,%d", c.r, c.g, c.b); }
+static tg_image white2x2(void)
+{
+    tg_image im;
+    if (tg_image_init(&im, 2, 2, (tg_rgb){255, 255, 255}, NULL)) abort();
+    return im;
+}
+static void c_image_init_null(fx *f) { num(f, tg_image_init(NULL, 2, 2, (tg_rgb){0, 0, 0}, fresh())); note(f, te.msg); }
+static void c_image_init_zero(fx *f)
+{
+    tg_image im = {.w = 7};
+    num(f, tg_image_init(&im, 0, 5, (tg_rgb){0, 0, 0}, fresh()));
+    note(f, te.msg);
+    if (im.w || im.px) snprintf(f->got, sizeof f->got, "im not zeroed");
+}
+static void c_image_init_huge(fx *f)
+{
+    tg_image im;
+    num(f, tg_image_init(&im, 65536, 65536, (tg_rgb){0, 0, 0}, fresh()));
+    note(f, te.msg);
+}
+static void c_image_release(fx *f) { (void)f; tg_image_release(NULL); }
+static void c_image_get_null(fx *f) { rgb_text(f, tg_image_get(NULL, 0, 0)); }
+static void c_image_get_out(fx *f)
+{
+    tg_image im = white2x2();
+    rgb_text(f, tg_image_get(&im, 2, 0));
+    tg_image_release(&im);
+}
+static void c_image_clip(fx *f) { (void)f; tg_image_clip(NULL, 0, 0, 1, 1); }
+static void c_image_fill_null(fx *f) { (void)f; tg_image_fill_rect(NULL, 0, 0, 1, 1, (tg_rgb){0, 0, 0}); }
+static void c_image_fill_clip(fx *f)
+{
+    tg_image im = white2x2();
+    tg_image_clip(&im, 1, 1, 9, 9);
+    tg_image_fill_rect(&im, INT_MIN, INT_MIN, INT_MAX, INT_MAX, (tg_rgb){1, 2, 3});
+    snprintf(f->got, sizeof f->got, "%d,%d", tg_image_get(&im, 0, 0).r, tg_image_get(&im, 1, 1).r);
+    tg_image_release(&im);
+}
+static void c_image_line_null(fx *f)
+{
+    (void)f;
+    tg_image_line(NULL, (tg_xy){0, 0}, (tg_xy){1, 1}, 1, (tg_rgb){0, 0, 0});
+}
+static void c_image_line_far(fx *f)
+{
+    tg_image im = white2x2();
+    tg_image_line(&im, (tg_xy){1e300, NAN}, (tg_xy){-1e300, 0}, INT_MAX, (tg_rgb){0, 0, 0});
+    tg_image_line(&im, (tg_xy){3e9, 0}, (tg_xy){3e9, 1}, 1, (tg_rgb){0, 0, 0});
+    rgb_text(f, tg_image_get(&im, 0, 0));
+    tg_image_release(&im);
+}
+static void c_image_text_null(fx *f) { (void)f; tg_image_text(NULL, 0, 0, 1, "a", (tg_rgb){0, 0, 0}); }
+static void c_image_text_far(fx *f)
+{
+    tg_image im = white2x2();
+    tg_image_text(&im, INT_MAX - 1, INT_MIN, INT_MAX, "abc", (tg_rgb){0, 0, 0});
+    tg_image_text(&im, 0, 0, 1, NULL, (tg_rgb){0, 0, 0});
+    rgb_text(f, tg_image_get(&im, 0, 0));
+    tg_image_release(&im);
+}
+static void c_image_text_width_null(fx *f) { num(f, tg_image_text_width(NULL, 1)); }
+static void c_image_text_width_scale(fx *f) { num(f, tg_image_text_width("ab", 0)); }
+static void c_image_text_width_huge(fx *f) { num(f, tg_image_text_width("ab", INT_MAX)); }
+static void c_image_label_char(fx *f) { (void)f; tg_image_label_char(NULL, 0, 0, 1, 'a', (tg_rgb){0, 0, 0}); }
+static void c_image_png_null(fx *f)
+{
+    uint8_t *png = (uint8_t *)1;
+    size_t len = 1;
+    num(f, tg_image_png(NULL, &png, &len, fresh()));
+    note(f, te.msg);
+    if (png || len) snprintf(f->got, sizeof f->got, "png or len not cleared");
+}
+static void c_image_png_empty(fx *f)
+{
+    uint8_t *png;
+    size_t len;
+    num(f, tg_image_png(&(tg_image){0}, &png, &len, fresh()));
+    note(f, te.msg);
+}
+static void c_image_write_png_nopath(fx *f)
+{
+    tg_image im = white2x2();
+    num(f, tg_image_write_png(&im, NULL, fresh()));
+    note(f, te.msg);
+    tg_image_release(&im);
+}
+static void c_image_write_png_nodir(fx *f)
+{
+    tg_image im = white2x2();
+    num(f, tg_image_write_png(&im, "/nonexistent/x.png", fresh()));
+    note(f, te.msg);
+    tg_image_release(&im);
+}
+static void c_heatmap_level_nan(fx *f) { num(f, tg_heatmap_level(NAN)); }
+static void c_heatmap_level_inf(fx *f) { num(f, tg_heatmap_level(INFINITY)); }
+static void c_heatmap_level_colour_neg(fx *f) { rgb_text(f, tg_heatmap_level_colour(-5)); }
+static void c_heatmap_level_colour_big(fx *f) { rgb_text(f, tg_heatmap_level_colour(999)); }
+static void c_heatmap_colour_nan(fx *f) { rgb_text(f, tg_heatmap_colour(NAN)); }
+static void c_heatmap_label_glyphs_null(fx *f) { num(f, tg_heatmap_label_glyphs((tg_heatmap_label){NULL, 5, false})); }
+static void c_heatmap_label_glyphs_neg(fx *f) { num(f, tg_heatmap_label_glyphs((tg_heatmap_label){"abc", -1, false})); }
+static void c_heatmap_cell_px_zero(fx *f) { num(f, tg_heatmap_cell_px(0, 0)); }
+static void c_heatmap_cell_px_huge(fx *f) { num(f, tg_heatmap_cell_px(INT_MAX, 1)); }
+static void c_heatmap_layout_zero(fx *f) { num(f, tg_heatmap_layout_of(0, 5, 1, 1).w); }
+static void c_heatmap_layout_huge(fx *f) { num(f, tg_heatmap_layout_of(TG_HEATMAP_MAX_T + 1, 1, 1, 1).w); }
+static void heatmap_png_of(fx *f, const tg_heatmap *m)
+{
+    uint8_t *png = (uint8_t *)1;
+    size_t len = 1;
+    num(f, tg_heatmap_png(m, &png, &len, fresh()));
+    note(f, te.msg);
+    if (png || len) snprintf(f->got, sizeof f->got, "png or len not cleared");
+}
+static const double W4[4] = {1, 0, 0.5, 0.5};
+static void c_heatmap_png_null(fx *f) { heatmap_png_of(f, NULL); }
+static void c_heatmap_png_size(fx *f)
+{
+    heatmap_png_of(f, &(tg_heatmap){.w = W4, .Tq = 0, .Tk = 2, .qtext = "", .ktext = "ab"});
+}
+static void c_heatmap_png_nolabels(fx *f) { heatmap_png_of(f, &(tg_heatmap){.w = W4, .Tq = 2, .Tk = 2, .qtext = "ab"}); }
+static void c_heatmap_png_now(fx *f) { heatmap_png_of(f, &(tg_heatmap){.Tq = 2, .Tk = 2, .qtext = "ab", .ktext = "ab"}); }
+static void c_attn_maps_init_null(fx *f) { num(f, tg_attn_maps_init(NULL, NULL, NULL, 1, fresh())); note(f, te.msg); }
+static void c_attn_maps_init_nomodel(fx *f)
+{
+    tg_attn_maps a;
+    num(f, tg_attn_maps_init(&a, NULL, (int32_t[]){0}, 1, fresh()));
+    note(f, te.msg);
+}
+static void c_attn_maps_init_t(fx *f)
+{
+    tg_model m = small_model("gpt");
+    tg_attn_maps a = {.T = 3};
+    num(f, tg_attn_maps_init(&a, &m, (int32_t[]){0, 1, 2, 3, 4}, 5, fresh()));
+    note(f, te.msg);
+    if (a.T || a.w) snprintf(f->got, sizeof f->got, "a not zeroed");
+    tg_model_free(&m);
+}
+static void c_attn_maps_init_id(fx *f)
+{
+    tg_model m = small_model("llama");
+    tg_attn_maps a;
+    num(f, tg_attn_maps_init(&a, &m, (int32_t[]){0, 9}, 2, fresh()));
+    note(f, te.msg);
+    tg_model_free(&m);
+}
+static void c_attn_maps_release(fx *f) { (void)f; tg_attn_maps_release(NULL); }
+static void c_attn_labels_null(fx *f)
+{
+    ptr(f, tg_attn_labels(NULL, (int32_t[]){0}, 1, "a", 1, fresh()));
+    note(f, te.msg);
+}
+static void c_attn_labels_none(fx *f)
+{
+    tg_vocab v;
+    tg_vocab_bytes(&v, "ab", 2);
+    ptr(f, tg_attn_labels(&v, (int32_t[]){0}, 0, "a", 1, fresh()));
+    note(f, te.msg);
+}
+static void c_attn_labels_id(fx *f)
+{
+    tg_vocab v;
+    tg_vocab_bytes(&v, "ab", 2);
+    ptr(f, tg_attn_labels(&v, (int32_t[]){0, 2}, 2, "ab", 2, fresh()));
+    note(f, te.msg);
+}
+static const tg_heatmap_label LAB2[2] = {{"a", 1, false}, {"b", 1, false}};
+static double W8[8] = {1, 0, 0.5, 0.5, 1, 0, 0.25, 0.75};
+static uint8_t CAUSAL2[4] = {0, 1, 0, 0};
+static const tg_attn_maps MAPS2 = {.n_layer = 1, .n_head = 2, .T = 2, .w = W8, .blocked = CAUSAL2};
+static void c_attn_heatmap_null(fx *f) { ptr(f, tg_attn_heatmap(NULL, 0, 0, LAB2).w); }
+static void c_attn_heatmap_layer(fx *f) { ptr(f, tg_attn_heatmap(&MAPS2, 1, 0, LAB2).w); }
+static void c_attn_png_name_null(fx *f) { ptr(f, tg_attn_png_name(0, 0, NULL, 8)); }
+static void c_attn_png_name_short(fx *f) { text(f, tg_attn_png_name(1, 2, buf, 4)); }
+static void c_attn_page_code_nan(fx *f) { num(f, tg_attn_page_code(NAN)); }
+static void c_attn_page_code_inf(fx *f) { num(f, tg_attn_page_code(INFINITY)); }
+static void c_attn_page_html_null(fx *f)
+{
+    size_t len = 1;
+    ptr(f, tg_attn_page_html(NULL, LAB2, "character", &len, fresh()));
+    note(f, te.msg);
+    if (len) snprintf(f->got, sizeof f->got, "len not cleared");
+}
+static void c_attn_page_html_empty(fx *f)
+{
+    size_t len;
+    ptr(f, tg_attn_page_html(&(tg_attn_maps){.n_layer = 1, .n_head = 1, .w = W8}, LAB2, "token", &len, fresh()));
+    note(f, te.msg);
+}
+static void c_attn_page_html_huge(fx *f)
+{
+    size_t len;
+    const tg_attn_maps a = {.n_layer = 1, .n_head = 1, .T = 65536, .w = W8};   /* refused before w is read */
+    ptr(f, tg_attn_page_html(&a, LAB2, "token", &len, fresh()));
+    note(f, te.msg);
+}
+static void c_attn_write_nodir(fx *f) { num(f, tg_attn_write(&MAPS2, LAB2, "token", NULL, fresh())); note(f, te.msg); }
+static void c_attn_write_nomaps(fx *f)
+{
+    num(f, tg_attn_write(NULL, LAB2, "token", tt_path("."), fresh()));
+    note(f, te.msg);
+}
+static void c_lossplot_png_null(fx *f) { num(f, tg_lossplot_png(NULL, NULL, NULL, NULL, fresh())); note(f, te.msg); }
+static void c_lossplot_png_noarrays(fx *f)
+{
+    uint8_t *png;
+    size_t len;
+    num(f, tg_lossplot_png(NULL, &(tg_loss_curve){NULL, NULL, 3}, &png, &len, fresh()));
+    note(f, te.msg);
+}
+static void c_lossplot_write_null(fx *f)
+{
+    num(f, tg_lossplot_write(NULL, tt_path("l.png"), NULL, fresh()));
+    note(f, te.msg);
+}
+static void c_lossplot_write_nofile(fx *f)
+{
+    num(f, tg_lossplot_write("/nonexistent.csv", tt_path("l.png"), NULL, fresh()));
+    note(f, te.msg);
+}
 /* formats/formats.h: the Hugging Face layout */
 static void c_hf_import_nodir(fx *f) { num(f, tg_hf_import(NULL, tt_path("o.safetensors"), NULL, NULL, 0, f->err, sizeof f->err)); }
 static void c_hf_import_noconfig(fx *f)
@@ -2812,6 +3032,75 @@ static const api_case CASES[] = {
     {"tg_corpus_init(NULL, ...)", "-1", "corpus_init: NULL corpus", c_corpus_init},
     {"tg_corpus_release(NULL)", "returns", NULL, c_corpus_release},
     {"tg_corpus_floor(NULL)", "0", NULL, c_corpus_floor},
+    /* pictures/pictures.h */
+    {"tg_image_init(NULL, 2, 2, ...)", "-1", "image_init: the image is NULL", c_image_init_null},
+    {"tg_image_init(im, 0, 5, ...)", "-1", "a 0 x 5 image: each side must be >= 1", c_image_init_zero},
+    {"tg_image_init(im, 65536, 65536, ...)", "-1", "the whole at most 2^28 pixels", c_image_init_huge},
+    {"tg_image_release(NULL)", "returns", NULL, c_image_release},
+    {"tg_image_get(NULL, 0, 0)", "0,0,0", NULL, c_image_get_null},
+    {"tg_image_get(a white 2 x 2 image, 2, 0)", "0,0,0", NULL, c_image_get_out},
+    {"tg_image_clip(NULL, ...)", "returns", NULL, c_image_clip},
+    {"tg_image_fill_rect(NULL, ...)", "returns", NULL, c_image_fill_null},
+    {"tg_image_fill_rect(2 x 2 clipped to [1,9), INT_MIN, INT_MIN, INT_MAX, INT_MAX)", "255,1", NULL,
+     c_image_fill_clip},
+    {"tg_image_line(NULL, ...)", "returns", NULL, c_image_line_null},
+    {"tg_image_line(im, a NaN, a coordinate of 3e9, thick INT_MAX)", "255,255,255", NULL, c_image_line_far},
+    {"tg_image_text(NULL, ...)", "returns", NULL, c_image_text_null},
+    {"tg_image_text(im, x INT_MAX - 1, scale INT_MAX; a NULL text)", "255,255,255", NULL, c_image_text_far},
+    {"tg_image_text_width(NULL, 1)", "0", NULL, c_image_text_width_null},
+    {"tg_image_text_width(\"ab\", scale 0)", "0", NULL, c_image_text_width_scale},
+    {"tg_image_text_width(\"ab\", scale INT_MAX)", "2147483647", NULL, c_image_text_width_huge},
+    {"tg_image_label_char(NULL, ...)", "returns", NULL, c_image_label_char},
+    {"tg_image_png(NULL, &png, &len)", "-1", "image_png: a NULL argument", c_image_png_null},
+    {"tg_image_png(a zeroed image, ...)", "-1", "image_png: the image has no pixels", c_image_png_empty},
+    {"tg_image_write_png(im, NULL)", "-1", "image_write_png: the path is NULL", c_image_write_png_nopath},
+    {"tg_image_write_png(im, \"/nonexistent/x.png\")", "-1", "'/nonexistent/x.png': cannot create a temporary file",
+     c_image_write_png_nodir},
+    {"tg_heatmap_level(NAN)", "0", NULL, c_heatmap_level_nan},
+    {"tg_heatmap_level(INFINITY)", "255", NULL, c_heatmap_level_inf},
+    {"tg_heatmap_level_colour(-5)", "8,8,48", NULL, c_heatmap_level_colour_neg},
+    {"tg_heatmap_level_colour(999)", "255,244,200", NULL, c_heatmap_level_colour_big},
+    {"tg_heatmap_colour(NAN)", "8,8,48", NULL, c_heatmap_colour_nan},
+    {"tg_heatmap_label_glyphs({NULL, 5})", "0", NULL, c_heatmap_label_glyphs_null},
+    {"tg_heatmap_label_glyphs({\"abc\", -1})", "0", NULL, c_heatmap_label_glyphs_neg},
+    {"tg_heatmap_cell_px(0, 0)", "32", NULL, c_heatmap_cell_px_zero},
+    {"tg_heatmap_cell_px(INT_MAX, 1)", "8", NULL, c_heatmap_cell_px_huge},
+    {"tg_heatmap_layout_of(0, 5, ...).w", "0", NULL, c_heatmap_layout_zero},
+    {"tg_heatmap_layout_of(TG_HEATMAP_MAX_T + 1, 1, ...).w", "0", NULL, c_heatmap_layout_huge},
+    {"tg_heatmap_png(NULL, ...)", "-1", "heatmap_png: a NULL argument", c_heatmap_png_null},
+    {"tg_heatmap_png(a 0 x 2 map)", "-1", "a 0 x 2 map: each side must be in [1, 4096]", c_heatmap_png_size},
+    {"tg_heatmap_png(a map without the keys' labels)", "-1", "the map's columns have no labels",
+     c_heatmap_png_nolabels},
+    {"tg_heatmap_png(a map without weights)", "-1", "the map has no weights", c_heatmap_png_now},
+    {"tg_attn_maps_init(NULL, ...)", "-1", "attn_maps_init: the maps are NULL", c_attn_maps_init_null},
+    {"tg_attn_maps_init(a, NULL, ids, 1)", "-1", "attn_maps_init: a NULL argument", c_attn_maps_init_nomodel},
+    {"tg_attn_maps_init(a, block_size 4, 5 ids)", "-1", "5 positions, outside [1, the model's block_size 4]",
+     c_attn_maps_init_t},
+    {"tg_attn_maps_init(a, a Llama of 5 ids, id 9)", "-1", "token id 9 at flat position 1 is outside [0, 5)",
+     c_attn_maps_init_id},
+    {"tg_attn_maps_release(NULL)", "returns", NULL, c_attn_maps_release},
+    {"tg_attn_labels(NULL, ...)", "NULL", "attn_labels: a NULL argument", c_attn_labels_null},
+    {"tg_attn_labels(v, ids, 0, ...)", "NULL", "attn_labels: 0 ids: at least 1", c_attn_labels_none},
+    {"tg_attn_labels(bytes of \"ab\", id 2)", "NULL", "id 2 at position 1 is outside the vocabulary's 2",
+     c_attn_labels_id},
+    {"tg_attn_heatmap(NULL, 0, 0, labels).w", "NULL", NULL, c_attn_heatmap_null},
+    {"tg_attn_heatmap(maps of 1 layer, layer 1, ...).w", "NULL", NULL, c_attn_heatmap_layer},
+    {"tg_attn_png_name(0, 0, NULL, 8)", "NULL", NULL, c_attn_png_name_null},
+    {"tg_attn_png_name(1, 2, buf, 4)", "att", NULL, c_attn_png_name_short},
+    {"tg_attn_page_code(NAN)", "0", NULL, c_attn_page_code_nan},
+    {"tg_attn_page_code(INFINITY)", "4187920", NULL, c_attn_page_code_inf},
+    {"tg_attn_page_html(NULL, ...)", "NULL", "attn_page_html: a NULL argument", c_attn_page_html_null},
+    {"tg_attn_page_html(maps of 0 positions, ...)", "NULL", "attn_page_html: no maps: 1 layers x 1 heads over 0 "
+     "positions", c_attn_page_html_empty},
+    {"tg_attn_page_html(maps of 65536 positions, ...)", "NULL", "more than 2^31 cells", c_attn_page_html_huge},
+    {"tg_attn_write(maps, labels, unit, NULL)", "-1", "attn_write: the directory is NULL", c_attn_write_nodir},
+    {"tg_attn_write(NULL, labels, unit, dir)", "-1", "attn_page_html: a NULL argument", c_attn_write_nomaps},
+    {"tg_lossplot_png(NULL, NULL, NULL, NULL)", "-1", "lossplot_png: png or len is NULL", c_lossplot_png_null},
+    {"tg_lossplot_png(NULL, a val curve of 3 points and no arrays, ...)", "-1", "the val curve has 3 points and a "
+     "NULL step", c_lossplot_png_noarrays},
+    {"tg_lossplot_write(NULL, png, ...)", "-1", "lossplot_write: the metrics path is NULL", c_lossplot_write_null},
+    {"tg_lossplot_write(\"/nonexistent.csv\", ...)", "-1", "/nonexistent.csv: No such file or directory",
+     c_lossplot_write_nofile},
     /* formats/formats.h */
     {"tg_hf_import(NULL, out, ...)", "-1", "hf_import: the directory is NULL", c_hf_import_nodir},
     {"tg_hf_import(\"/nonexistent\", out, ...)", "-1", "hf: /nonexistent/config.json: No such file or directory",
@@ -2851,6 +3140,7 @@ static const no_row NO_ROW[] = {
     {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
     {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
     {"tg_isa_active", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
+    {"tg_isa_bf16", "takes no argument"},
     {"tg_isa_cpu", "takes no argument"},
     {"tg_isa_env_error", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
     {"tg_version", "takes no argument"},

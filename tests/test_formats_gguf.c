@@ -6,9 +6,12 @@
  *   ggml's shapes (fastest first), every bias present (zeros for a model
  *   without), no output tensor (the tied head); q8_0 for the matrices,
  *   f32 for the vectors.
- * - Its byte vocabulary is llama.cpp's "llama" model without BOS or a
- *   space in front; GPT-2's tiktoken ranks are its "gpt2" model with the
- *   merges, pre-tokenizer gpt-2 and <|endoftext|> a control token.
+ * - Its byte vocabulary is llama.cpp's "rwkv" model (each byte a token,
+ *   no BOS, no special token: llama.cpp's "llama" would end texts at id
+ *   2), imported back as the same bytes; GPT-2's tiktoken ranks are its
+ *   "gpt2" model with the merges, pre-tokenizer gpt-2 and <|endoftext|> a
+ *   control token.
+ * - A BPE Llama exported (f32, q8_0) and imported back encodes as before.
  * - Refused, naming why and writing nothing: a GPT of bare ids, a Llama
  *   of a text's bytes.
  * - The import of such a file gives the checkpoint back (weights bit for
@@ -197,15 +200,19 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         memcpy(&e, eps->val, 4);
         ck_assert_float_eq(e, 1e-5f);
         ck_assert_ptr_null(key(&g, "gpt2.rope.dimension_count"));
-        /* the tokenizer: bytes as <0xXX>, the space as U+2581, no BOS, no space in front */
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "llama");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 0, s, sizeof s), "<0x0A>");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 1, s, sizeof s), "\xe2\x96\x81");
-        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 8, s, sizeof s), "<0x77>");
+        /* the tokenizer: llama.cpp's rwkv, each byte a token (escaped as llama.cpp unescapes it), no BOS and
+         * no special token at all: llama.cpp's llama model would take id 2 for EOS and end texts there */
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "rwkv");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 0, s, sizeof s), "\\x0a");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 1, s, sizeof s), " ");
+        ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 8, s, sizeof s), "w");
         ck_assert_uint_eq(key(&g, "tokenizer.ggml.tokens")->count, 9);
-        const gkv *bos = key(&g, "tokenizer.ggml.add_bos_token"), *pre = key(&g, "tokenizer.ggml.add_space_prefix");
-        ck_assert(bos && bos->type == 7 && bos->val[0] == 0 && pre && pre->type == 7 && pre->val[0] == 0);
+        const gkv *bos = key(&g, "tokenizer.ggml.add_bos_token");
+        ck_assert(bos && bos->type == 7 && bos->val[0] == 0);
         ck_assert_ptr_null(key(&g, "tokenizer.ggml.bos_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.eos_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.unknown_token_id"));
+        ck_assert_ptr_null(key(&g, "tokenizer.ggml.scores"));
         /* the tensors: llama.cpp's names, ggml's shapes, biases as zeros, no output */
         ck_assert_uint_eq(g.n_t, 12 * L + 4);
         static const struct { const char *name; uint64_t ne0, ne1; bool matrix; } want_t[] = {
@@ -234,6 +241,18 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         snprintf(want, sizeof want, "blk.%d.ffn_down.bias", L - 1);
         ck_assert_ptr_eq(tensor(&g, want), &g.t[g.n_t - 3]);   /* llama.cpp's order: the blocks, then output_norm */
         free(g.buf);
+        /* and back: the same bytes */
+        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
+                      "%s", err);
+        tg_st_file *f = tg_st_load(tt_path("back.safetensors"), err, sizeof err);
+        tg_model m = {0};
+        tg_vocab b = {0};
+        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0);
+        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err, sizeof err) == 0, "%s", err);
+        ck_assert(b.kind == TG_VOCAB_BYTES && b.size == v.size && !memcmp(b.chars, v.chars, (size_t)v.size));
+        tg_vocab_free(&b);
+        tg_model_free(&m);
+        tg_st_free(f);
     }
     tg_vocab_free(&v);
 }
@@ -350,6 +369,30 @@ static void patch(const char *path, const char *out, const void *find, size_t n,
     free(g.buf);
 }
 
+START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
+{
+    char err[ERRLEN];
+    static const char text[] = "hello world\n";
+    tg_vocab v = {0};
+    tg_vocab_bytes(&v, text, strlen(text));
+    save_gpt(tt_path("rw.safetensors"), &v, false, TG_GELU_TANH);
+    tg_vocab_free(&v);
+    ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, err) == 0, "%s", err);
+    static const char W[] = "\x01\0\0\0\0\0\0\0w";   /* the last token, "w", as a GGUF string */
+    const struct { const char *with, *why; } cases[] = {
+        {"\\", "token 8 ('\\') is not one byte: tapegrad reads an 'rwkv' vocabulary as a text's bytes"},
+        {"d", "token 8 ('d') is not after the byte before it"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        patch(tt_path("rw.gguf"), tt_path("bad.gguf"), W, sizeof W - 1, 8, cases[i].with, 1);
+        remove(tt_path("c.safetensors"));
+        ck_assert_int_eq(tg_gguf_import(tt_path("bad.gguf"), tt_path("c.safetensors"), TG_F32, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, cases[i].why), "case %zu: %s", i, err);
+        ck_assert_int_eq(access(tt_path("c.safetensors"), F_OK), -1);
+    }
+}
+END_TEST
+
 START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 {
     char err[ERRLEN];
@@ -386,10 +429,14 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
     const uint8_t yes = 1;
     static const char FF[] = "gpt2.feed_forward_length", EPS[] = "gpt2.attention.layer_norm_epsilon",
                       BIAS[] = "blk.1.attn_qkv.bias", PRE[] = "gpt-2", BOS[] = "tokenizer.ggml.add_bos_token";
-    const float eps = 1e-6f;
+    const float eps = 1e-6f, eps_near = nextafterf(1e-5f, 1.0f);   /* the next float32 up: printed alike by %g */
     const struct { const void *find; size_t n, skip; const void *with; size_t wn; const char *why; } cases[] = {
         {FF, sizeof FF - 1, sizeof FF - 1 + 4, &ff, 4, "key 'gpt2.feed_forward_length' = 129 is not 4 x"},
-        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 1e-06"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 9.99999997e-07 "
+                                                          "as a float32"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps_near, 4, "key 'gpt2.attention.layer_norm_epsilon' is "
+                                                               "1.00000007e-05 as a float32: tapegrad's LayerNorm has "
+                                                               "eps 1e-05 (9.99999975e-06 as a float32)"},
         {BIAS, sizeof BIAS - 1, sizeof BIAS - 2, "z", 1, "no tensor 'blk.1.attn_qkv.bias'"},
         {PRE, sizeof PRE - 1, 4, "4", 1, "key 'tokenizer.ggml.pre' is 'gpt-4'"},
         {BOS, sizeof BOS - 1, sizeof BOS - 1 + 4, &yes, 1, "key 'tokenizer.ggml.add_bos_token' is true"},
@@ -405,11 +452,81 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 }
 END_TEST
 
+/* tapegrad's ids of text for the checkpoint at path: its tokenizer's, with the space in front a Llama's
+ * text takes (an imported tokenizer of pieces with scores adds it itself). n ids into ids (freed by the caller). */
+static int64_t ids_of(const char *path, const char *text, int32_t **ids)
+{
+    char err[ERRLEN], buf[512];
+    tg_st_file *f = tg_st_load(path, err, sizeof err);
+    ck_assert_msg(f != NULL, "%s", err);
+    tg_model m = {0};
+    tg_vocab v = {0};
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert(v.kind == TG_VOCAB_TOKENIZER);
+    snprintf(buf, sizeof buf, "%s%s", tg_tok_adds_prefix(v.tok) ? "" : " ", text);
+    const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, err, sizeof err);
+    ck_assert_msg(n > 0, "%s", err);
+    tg_vocab_free(&v);
+    tg_model_free(&m);
+    tg_st_free(f);
+    return n;
+}
+
+START_TEST(a_bpe_llama_comes_back_with_its_ids)
+{
+    /* tapegrad's BPE as GGUF has every single byte (the space aside) only as a byte token <0xXX>:
+     * llama.cpp merges characters by their text whatever they are, and so must the import */
+    static const char *const lines[] = {"First Citizen:\nBefore we proceed any further, hear me speak.\n",
+                                        "All:\nSpeak, speak.\n", "First Citizen:\nYou are all resolved rather to die "
+                                        "than to famish?\n", "Second Citizen:\nWould you proceed especially?\n"};
+    char text[8192] = "", err[ERRLEN];
+    for (int r = 0; r < 30; r++) strcat(text, lines[r % 4]);
+    const tg_bpe_options bo = {.vocab_size = 320};
+    tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &bo, err, sizeof err);
+    ck_assert_msg(tok != NULL, "%s", err);
+    tg_vocab v = {0};
+    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, err, sizeof err) == 0, "%s", err);
+    tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
+                         .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model m = {0};
+    ck_assert_msg(tg_model_new(&m, &c, TG_F32, 3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
+                                     err, sizeof err) == 0, "%s", err);
+    tg_model_free(&m);
+    tg_vocab_free(&v);
+    static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
+                                         "Second Citizen: you famish, all resolved?"};
+    for (int q = 0; q < 2; q++) {
+        ck_assert_msg(export(tt_path("bpe.safetensors"), tt_path("bpe.gguf"), q ? TG_GGUF_Q8_0 : TG_GGUF_F32, err) == 0,
+                      "%s", err);
+        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, err, sizeof err) == 0,
+                      "%s", err);
+        for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+            int32_t *want, *got;
+            const int64_t nw = ids_of(tt_path("bpe.safetensors"), probes[i], &want),
+                          ng = ids_of(tt_path("back.safetensors"), probes[i], &got);
+            ck_assert_msg(i > 0 || nw <= 4, "%s: %lld ids: the tokenizer learned too few pieces for a test",
+                          probes[i], (long long)nw);
+            int64_t k = 0;
+            while (k < nw && k < ng && want[k] == got[k]) k++;
+            ck_assert_msg(k == nw && k == ng, "%s, %s: %lld ids exported, %lld imported, the first difference at %lld "
+                          "(%d, imported %d)", q ? "q8_0" : "f32", probes[i], (long long)nw, (long long)ng,
+                          (long long)k, k < nw ? (int)want[k] : -1, k < ng ? (int)got[k] : -1);
+            free(want);
+            free(got);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("formats_gguf");
     tt_tcase(s, "gguf", 60, TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
                                      what_llamacpp_cannot_read_alike_is_refused,
-                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused));
+                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused,
+                                     a_bpe_llama_comes_back_with_its_ids,
+                                     an_rwkv_vocabulary_is_read_as_a_texts_bytes_only));
     return tt_run_in_tmpdir(s, "tg_gguf_test", true);
 }

@@ -300,15 +300,15 @@ at=$(header "$work/tb/last.safetensors" | grep -o '"train.step":"[0-9]*"' | grep
   awk -v o="${own:-99}" 'BEGIN { exit !(o <= 8) }' &&
   ok "--time-budget 8 on 2 processes: $n steps chosen once, run to step $at in $own s" ||
   bad "--time-budget on 2 processes: exit $rc, $(grep -v '^step' "$work/tb.log" | tail -4)"
-# 8. the README's mpirun commands exactly as it gives them (cut out of its
+# 8. the README's and tiny_gpt's manual's mpirun commands exactly as they give them (cut out of their
 # sh blocks), each from a new directory holding build/ (tiny_gpt and
 # train_custom) and train_custom's input.txt: the root form as root, the
 # plain form as a user (nobody, through setpriv, when this runs as root).
 # Each plain command has its root form beside it. tiny_gpt's default run is
 # stopped (SIGTERM) once its first progress line shows; train_custom's runs
 # whole.
-readme=$(cd "$here/.." && pwd)/README.md
-mapfile -t cmds < <(sed -n '/^ *```sh$/,/^ *```$/p' "$readme" | sed -n 's/^ *\(mpirun [^#]*[^# ]\) *\(#.*\)\{0,1\}$/\1/p')
+top=$(cd "$here/.." && pwd)   # the README and tiny_gpt's manual, which it links
+mapfile -t cmds < <(sed -n '/^ *```sh$/,/^ *```$/p' "$top/README.md" "$top/examples/tiny_gpt/README.md" | sed -n 's/^ *\(mpirun [^#]*[^# ]\) *\(#.*\)\{0,1\}$/\1/p')
 plain=() root=()
 for c in "${cmds[@]}"; do
   case $c in "mpirun --allow-run-as-root "*) root+=("$c") ;; *) plain+=("$c") ;; esac

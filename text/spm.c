@@ -13,6 +13,14 @@
  * looked up as a text piece, else each of its bytes as its byte piece;
  * then the adjacent pair whose concatenation is a text piece of the
  * highest score is merged, the leftmost on a tie, again and again.
+ * Where spaces are U+2581 a character that is no text piece but starts or
+ * ends one merges make is a symbol of its own instead of its bytes
+ * (add_char_symbols): sentencepiece and llama.cpp merge symbols by their
+ * text, whatever they are, and give a symbol left alone that is no piece
+ * as its bytes, which is how a vocabulary whose characters are only
+ * "<0xXX>" bytes (tapegrad's BPE in GGUF) merges at all. run.c turns such
+ * a character into its byte pieces at once, which then merge only where
+ * they are text (spelled as their byte).
  * run.c rescans every pair after each merge (O(n^2) in the text's
  * length); here a heap of candidate pairs does the same merges in
  * O(n log n) (text/merge.c, with each piece's rank: its score's place
@@ -70,6 +78,67 @@ static int by_score_desc(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The length a character's first byte announces (a continuation byte: 1). */
+static size_t char_len(unsigned char c) { return c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
+
+/* The length of the character at s[i] (of m bytes) as encoding cuts it:
+ * the byte and the continuation bytes after it, up to the length the
+ * first byte announces when spaces are U+2581 (wide), else up to four. */
+static size_t char_at(const unsigned char *s, size_t i, size_t m, bool wide)
+{
+    size_t k = 1;
+    const size_t most = wide ? char_len(s[i]) : 4;
+    while (i + k < m && k < most && (s[i + k] & 0xC0) == 0x80) k++;
+    return k;
+}
+
+/* The symbol spelling s[0..k): a text piece's id or a character symbol's
+ * (below), or -1; with add and one (s is one character) a new character
+ * symbol when there is none. */
+static int64_t symbol_of(tg_tokenizer *t, const unsigned char *s, size_t k, bool one, bool add)
+{
+    const uint64_t h = tg_hash_bytes(s, k);
+    const int64_t e = tg_strmap_find(&t->pieces, s, (uint32_t)k, h);
+    if (e >= 0) return t->pieces.ents[e].val;
+    if (!one) return -1;
+    if (!add) return INT64_MAX;   /* would be a new one */
+    const int64_t at = (int64_t)t->pieces.n;
+    return tg_strmap_add(&t->pieces, s, (uint32_t)k, h, t->n + at) < 0 ? -2 : t->n + at;
+}
+
+/* sentencepiece and llama.cpp merge symbols by their text, a character
+ * whether or not it is a piece itself, and give a symbol left at the end
+ * that is no piece as its bytes. So "F" + "i" merge into "Fi" in a
+ * vocabulary whose single characters are only "<0xXX>" byte pieces (as
+ * tapegrad's BPE is written to GGUF). Such a character, where a merge can
+ * make a piece of it (it starts or ends a piece merges make, the rest
+ * being a text piece or another such character), becomes a symbol of its
+ * own: id n + e for its entry e in t->pieces, added after the text
+ * pieces; encoding gives those left unmerged as their bytes. 0, or -1 out
+ * of memory. */
+static int add_char_symbols(tg_tokenizer *t, const uint8_t *target)
+{
+    for (int32_t i = 0; i < t->n; i++) {
+        if (!target[i]) continue;
+        const unsigned char *p = t->spelled + t->soff[i];
+        const size_t len = (size_t)(t->soff[i + 1] - t->soff[i]), first = char_at(p, 0, len, true);
+        size_t last = 0;   /* where the last character starts */
+        for (size_t k = 0; k < len; k += char_at(p, k, len, true)) last = k;
+        t->build_work += 2 * len;
+        for (int c = 0; c < 2; c++) {   /* the first character and the rest, the rest and the last character */
+            const size_t cut = c ? last : first;
+            if (cut == 0 || cut >= len || (c && last == first)) continue;
+            const bool one_l = cut == first, one_r = cut == last;
+            int64_t l = symbol_of(t, p, cut, one_l, false), r = symbol_of(t, p + cut, len - cut, one_r, false);
+            if (l < 0 || r < 0 || (l < t->n && r < t->n)) continue;   /* no pair, or two text pieces: made already */
+            if (l == INT64_MAX) l = symbol_of(t, p, cut, true, true);
+            if (r == INT64_MAX) r = symbol_of(t, p + cut, len - cut, true, true);
+            if (l < 0 || r < 0 || tg_pairmap_put(&t->pairs, (uint64_t)l << 32 | (uint64_t)r, i)) return -1;
+        }
+    }
+    return 0;
+}
+
 tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64_t *off, const float *scores,
                              const uint8_t *types, int32_t bos, int32_t eos, const tg_spm_options *o, char *err,
                              size_t errlen)
@@ -101,9 +170,7 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
     t->scores = tg_malloc((size_t)n * sizeof *t->scores);
     t->types = tg_malloc((size_t)n);
     t->rank = tg_malloc((size_t)n * sizeof *t->rank);
-    t->mergeable = tg_calloc((size_t)n, 1);
-    if (!t->spelled || !t->soff || !t->bytes || !t->off || !t->special || !t->scores || !t->types || !t->rank ||
-        !t->mergeable)
+    if (!t->spelled || !t->soff || !t->bytes || !t->off || !t->special || !t->scores || !t->types || !t->rank)
         goto oom;
     if (nb) memcpy(t->spelled, pieces, nb);
     memcpy(t->soff, off, ((size_t)n + 1) * sizeof *off);
@@ -211,6 +278,8 @@ tg_tokenizer *tg_tok_spm_new(int32_t n, const unsigned char *pieces, const int64
         t->rank[order[k].id] = r;
     }
     if (tg_tok_build_pairs(t, t->spelled, t->soff, smax, text, target)) goto oom;
+    if (o->space_u2581 && add_char_symbols(t, target)) goto oom;
+    if (!(t->mergeable = tg_calloc((size_t)n + t->pieces.n, 1))) goto oom;   /* the ids, then the character symbols */
     for (size_t k = 0; k < t->pairs.cap; k++)
         if (t->pairs.keys[k] != UINT64_MAX) {
             t->mergeable[t->pairs.keys[k] >> 32] = 1;
@@ -231,9 +300,6 @@ fail:
 }
 
 /* ---- encoding ---------------------------------------------------------------- */
-
-/* The length a character's first byte announces (a continuation byte: 1). */
-static size_t char_len(unsigned char c) { return c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
 
 int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len, int32_t **ids, char *err,
                       size_t errlen)
@@ -259,9 +325,7 @@ int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len,
     /* characters as run.c cuts them, each a piece or its bytes' pieces */
     size_t n = 0;
     for (size_t i = 0; i < m;) {
-        size_t k = 1;
-        const size_t most = wide ? char_len(s[i]) : 4;
-        while (i + k < m && k < most && (s[i + k] & 0xC0) == 0x80) k++;
+        const size_t k = char_at(s, i, m, wide);
         const int64_t e = tg_strmap_find(&t->pieces, s + i, (uint32_t)k, tg_hash_bytes(s + i, k));
         if (e >= 0) sym[n++] = (int32_t)t->pieces.ents[e].val;
         else
@@ -290,10 +354,23 @@ int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len,
         w += k;
         a = b;
     }
+    /* a character symbol left alone: its bytes' pieces (no more ids than the text's bytes) */
+    size_t out = w;
+    for (size_t i = 0; i < w; i++)
+        if (sym[i] >= t->n) out += t->pieces.ents[sym[i] - t->n].len - 1;
+    for (size_t i = w, o = out; i-- > 0;) {
+        if (sym[i] < t->n) {
+            sym[--o] = sym[i];
+            continue;
+        }
+        const int64_t e = sym[i] - t->n;
+        const unsigned char *c = tg_strmap_key(&t->pieces, e);
+        for (uint32_t j = t->pieces.ents[e].len; j-- > 0;) sym[--o] = t->byte_id[c[j]];
+    }
     tg_free(buf);
     tg_merge_scratch_free(&ms);
     *ids = sym;
-    return (int64_t)w;
+    return (int64_t)out;
 oom:
     tg_free(buf);
     tg_free(sym);

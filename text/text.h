@@ -27,7 +27,12 @@
  *                    each looked up as a piece, else its bytes' byte pieces;
  *                    then the adjacent pair whose concatenation is the piece
  *                    of highest score is merged, the leftmost on a tie,
- *                    until none is a piece. Made by tg_tok_spm_new (from
+ *                    until none is a piece. With spaces spelled U+2581
+ *                    (sentencepiece's and llama.cpp's vocabularies) a
+ *                    character that is no piece still merges by its text,
+ *                    and only one left alone becomes its bytes' pieces, as
+ *                    in those two; run.c (spaces as ' ') turns it into its
+ *                    bytes first. Made by tg_tok_spm_new (from
  *                    llama2.c's tokenizer.bin: tg_tok_load_llama2c).
  *
  * Tokenizers are immutable once made: any number of threads may encode and

@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "files.h"
 
 typedef struct inputs {
     tg_st_file *wf, *bf;

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "files.h"
 
 /* ---- an erf GPT going to llama.cpp's gpt2, which computes the tanh GELU ---- */
 

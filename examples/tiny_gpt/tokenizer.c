@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "files.h"
+#include "checkpoint.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)

@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "../../distributed/dist.h"
-#include "lossplot.h"
 #include "tiny_gpt.h"
 
 static volatile sig_atomic_t interrupted;
@@ -67,11 +66,12 @@ static int configure(void *ctx, tg_run_config *c, tg_error *err)
  * written is a warning, not a reason to lose the run. */
 static void plot_losses(const cli *t)
 {
-    char err[512], csv[4200], png[4200];
+    char csv[4200], png[4200];
     snprintf(csv, sizeof csv, "%s/metrics.csv", t->o.out);
     snprintf(png, sizeof png, "%s/loss.png", t->o.out);
-    if (t->lead && lossplot_write(csv, png, err, sizeof err))
-        fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", err);
+    tg_error e = {0};
+    if (t->lead && tg_lossplot_write(csv, png, NULL, &e))
+        fprintf(stderr, "tiny_gpt train: warning: %s (training goes on)\n", e.msg);
 }
 
 /* An evaluation's lines (rank 0), which `eval --ckpt` repeats, with the

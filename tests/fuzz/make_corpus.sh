@@ -90,6 +90,8 @@ cp "$work/llama_bpe.gguf" "$corpus/gguf/llama_bpe_f16.gguf"
 head -c 200 "$work/llama.gguf" >"$corpus/gguf/cut_short.gguf"
 cp "$work/gpt_bytes.gguf" "$corpus/gguf/gpt_bytes_f16.gguf"
 cp "$work/gpt_tiktoken.gguf" "$corpus/gguf/gpt_tiktoken_f32.gguf"
+# crafted GGUF files: tiny models that import and the refusals of the reader (tests/gguf_edge_files.py)
+python3 "$root/tests/gguf_edge_files.py" "$corpus/gguf" >/dev/null
 cp "$work/llama/best.safetensors" "$corpus/safetensors/ckpt_llama.safetensors"
 cp "$work/gpt/best.safetensors" "$corpus/safetensors/ckpt_gpt.safetensors"
 cp "$work/gpt_tiktoken/best.safetensors" "$corpus/safetensors/ckpt_gpt_tiktoken.safetensors"

@@ -1,80 +1,10 @@
-/* RGB drawing and PNG encoding for tiny_gpt's pictures (see image.h).
- *
- * Lines step a square brush along the segment every half pixel, which is
- * plenty for plots a few hundred pixels wide. Text uses the 5 x 7 bitmap
- * font below (tiny_gpt's own), each font pixel a scale x scale square.
- * PNG encoding is
- * stb_image_write's, into a growing memory buffer so that callers decide
- * how the bytes reach the disk (see files.h: all or nothing). */
-#include "image.h"
+/* The font of the pictures (see pictures.h): tapegrad's own 5 x 7
+ * pixel glyphs for printable ASCII and four marks for the bytes an axis
+ * label shows that have no glyph, each font pixel drawn as a scale x
+ * scale square. */
+#include "pictures.h"
 
-#include <math.h>
-#include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* the one place stb_image_write's implementation is compiled in tiny_gpt */
-#define STBI_WRITE_NO_STDIO
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include "stb_image_write.h"
-
-
-int image_new(image *im, int w, int h, rgb bg)
-{
-    memset(im, 0, sizeof *im);
-    if (w < 1 || h < 1 || (int64_t)w * h > (int64_t)1 << 28) return -1;
-    im->px = malloc((size_t)w * h * 3);
-    if (!im->px) return -1;
-    im->w = w;
-    im->h = h;
-    image_clip(im, 0, 0, w, h);
-    image_fill_rect(im, 0, 0, w, h, bg);
-    return 0;
-}
-
-void image_clip(image *im, int x0, int y0, int x1, int y1)
-{
-    im->cx0 = x0 < 0 ? 0 : x0;
-    im->cy0 = y0 < 0 ? 0 : y0;
-    im->cx1 = x1 > im->w ? im->w : x1;
-    im->cy1 = y1 > im->h ? im->h : y1;
-}
-
-void image_free(image *im)
-{
-    free(im->px);
-    memset(im, 0, sizeof *im);
-}
-
-void image_fill_rect(image *im, int x0, int y0, int x1, int y1, rgb c)
-{
-    if (x0 < im->cx0) x0 = im->cx0;
-    if (y0 < im->cy0) y0 = im->cy0;
-    if (x1 > im->cx1) x1 = im->cx1;
-    if (y1 > im->cy1) y1 = im->cy1;
-    for (int y = y0; y < y1; y++) {
-        uint8_t *p = im->px + ((size_t)y * im->w + x0) * 3;
-        for (int x = x0; x < x1; x++, p += 3) p[0] = c.r, p[1] = c.g, p[2] = c.b;
-    }
-}
-
-void image_line(image *im, double x0, double y0, double x1, double y1, int thick, rgb c)
-{
-    if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1) || thick < 1) return;
-    double len = fmax(fabs(x1 - x0), fabs(y1 - y0));
-    if (len > 1e6) return;   /* far off the picture: nothing sensible to draw */
-    int steps = (int)ceil(2 * len);
-    for (int s = 0; s <= steps; s++) {
-        double t = steps ? (double)s / steps : 0;
-        int x = (int)lround(x0 + t * (x1 - x0)) - (thick - 1) / 2;
-        int y = (int)lround(y0 + t * (y1 - y0)) - (thick - 1) / 2;
-        image_fill_rect(im, x, y, x + thick, y + thick, c);
-    }
-}
-
-/* ---- the font ---------------------------------------------------------
- *
- * One glyph per printable ASCII byte (32..126), then four label marks.
+/* One glyph per printable ASCII byte (32..126), then four label marks.
  * A glyph is 7 rows of 5 pixels, top row first, rows separated by '|';
  * '#' is ink. Characters advance by 6 pixels (one blank column). */
 static const char *const GLYPHS[95 + 4] = {
@@ -180,75 +110,46 @@ static const char *const GLYPHS[95 + 4] = {
 };
 enum { MARK_SPACE = 95, MARK_NEWLINE, MARK_TAB, MARK_OTHER };
 
-static void glyph(image *im, int x, int y, int scale, int k, rgb c)
+/* Glyph k with its top left at (x,y). */
+static void glyph(tg_image *im, int x, int y, int scale, int k, tg_rgb c)
 {
     const char *g = GLYPHS[k];
-    for (int r = 0; r < IMAGE_GLYPH_H; r++)
-        for (int col = 0; col < IMAGE_GLYPH_W; col++)
-            if (g[r * (IMAGE_GLYPH_W + 1) + col] == '#')
-                image_fill_rect(im, x + col * scale, y + r * scale, x + (col + 1) * scale, y + (r + 1) * scale, c);
+    for (int r = 0; r < TG_GLYPH_H; r++)
+        for (int col = 0; col < TG_GLYPH_W; col++)
+            if (g[r * (TG_GLYPH_W + 1) + col] == '#')
+                tg_image_fill_rect(im, x + col * scale, y + r * scale, x + (col + 1) * scale, y + (r + 1) * scale, c);
 }
 
-void image_text(image *im, int x, int y, int scale, const char *s, rgb c)
+/* Whether glyphs at (x,y) of this scale stay clear of int overflow
+ * (what lies that far off is outside any image anyway). */
+static bool drawable(const tg_image *im, int x, int y, int scale)
 {
-    for (; *s; s++)
+    return im && scale >= 1 && scale <= 1 << 16 && x > -(1 << 30) && x < 1 << 30 && y > -(1 << 30) && y < 1 << 30;
+}
+
+void tg_image_text(tg_image *im, int x, int y, int scale, const char *s, tg_rgb c)
+{
+    if (!s || !drawable(im, x, y, scale)) return;
+    for (; *s && x < 1 << 30; s++)
         if (*s >= 32 && *s < 127) {
             glyph(im, x, y, scale, *s - 32, c);
-            x += IMAGE_GLYPH_ADVANCE * scale;
+            x += TG_GLYPH_ADVANCE * scale;
         }
 }
 
-int image_text_width(const char *s, int scale)
+int tg_image_text_width(const char *s, int scale)
 {
-    int n = 0;
+    if (!s || scale < 1) return 0;
+    int64_t n = 0;
     for (; *s; s++) n += *s >= 32 && *s < 127;
-    return n ? (n * IMAGE_GLYPH_ADVANCE - 1) * scale : 0;
+    const int64_t w = n ? (n * TG_GLYPH_ADVANCE - 1) * scale : 0;
+    return w < INT32_MAX ? (int)w : INT32_MAX;
 }
 
-void image_label_char(image *im, int x, int y, int scale, uint8_t ch, rgb c)
+void tg_image_label_char(tg_image *im, int x, int y, int scale, uint8_t ch, tg_rgb c)
 {
+    if (!drawable(im, x, y, scale)) return;
     int k = ch == ' ' ? MARK_SPACE : ch == '\n' ? MARK_NEWLINE : ch == '\t' ? MARK_TAB
           : ch > 32 && ch < 127 ? ch - 32 : MARK_OTHER;
     glyph(im, x, y, scale, k, c);
-}
-
-/* ---- PNG ------------------------------------------------------------- */
-
-typedef struct membuf {
-    uint8_t *p;
-    size_t len, cap;
-    bool oom;
-} membuf;
-
-static void membuf_write(void *ctx, void *data, int size)
-{
-    membuf *b = ctx;
-    if (b->oom || size <= 0) return;
-    if (b->len + (size_t)size > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + (size_t)size) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, (size_t)size);
-    b->len += (size_t)size;
-}
-
-int image_png(const image *im, uint8_t **png, size_t *len)
-{
-    membuf b = {0};
-    *png = NULL;
-    *len = 0;
-    if (!stbi_write_png_to_func(membuf_write, &b, im->w, im->h, 3, im->px, im->w * 3) || b.oom) {
-        free(b.p);
-        return -1;
-    }
-    *png = b.p;
-    *len = b.len;
-    return 0;
 }
