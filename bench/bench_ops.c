@@ -16,6 +16,7 @@
  *   softmax       causal masked softmax on (B,H,T,T), mask (T,T)
  *   layernorm     (B,T,C), weight (C), no bias, eps 1e-5
  *   gelu          exact (erf) GELU on (B,T,4C)
+ *   gelu_tanh     GPT-2's tanh GELU on (B,T,4C), the same x
  *   relu2         ReLU squared on (B,T,4C) (modded-nanogpt's MLP)
  *   softcap       15 tanh(x / 15) on (B,T,4C), x spread 30 (a logit cap on
  *                 logits of V = 4C)
@@ -240,6 +241,14 @@ static int setup_gelu(op_ctx *o, tg_error *e)
 }
 static tg_tensor *fwd_gelu(tg_graph *g, op_ctx *o) { return tg_gelu(g, o->in[0], TG_GELU_ERF); }
 
+static int setup_gelu_tanh(op_ctx *o, tg_error *e)
+{
+    if (setup_gelu(o, e) != 0) return -1;
+    snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), tanh", o->B, o->T, 4 * o->C);
+    return 0;
+}
+static tg_tensor *fwd_gelu_tanh(tg_graph *g, op_ctx *o) { return tg_gelu(g, o->in[0], TG_GELU_TANH); }
+
 static int setup_relu2(op_ctx *o, tg_error *e)
 {
     (void)e;
@@ -358,6 +367,7 @@ static const op_def OPS[] = {
     {"softmax", setup_softmax, fwd_softmax},
     {"layernorm", setup_layernorm, fwd_layernorm},
     {"gelu", setup_gelu, fwd_gelu},
+    {"gelu_tanh", setup_gelu_tanh, fwd_gelu_tanh},
     {"relu2", setup_relu2, fwd_relu2},
     {"softcap", setup_softcap, fwd_softcap},
     {"cross_entropy", setup_cross_entropy, fwd_cross_entropy},

@@ -6,10 +6,12 @@
  *              [--init W.safetensors] [--write-init PATH] [--rss-every K]
  *              [--attn fused|composed] [--chunk K]
  *              [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F]
+ *              [--gelu erf|tanh] [--bias]
  *
  * Model, in float32, no bias, no dropout; attention fused (tg_attention,
  * the default) or composed (--attn):
- *   --arch gpt (the default): tapegrad's GPT (nn/gpt.c);
+ *   --arch gpt (the default): tapegrad's GPT (nn/gpt.c), its MLP's GELU
+ *     the erf form or (--gelu tanh) GPT-2's, biases with --bias;
  *   --arch llama: tapegrad's Llama (nn/llama.c, llama2.c's model.py) with
  *     --n-kv-head key/value heads (default: --n-head), SwiGLU width
  *     --hidden-dim (default: llama2.c's for the width, tg_llama_hidden_dim
@@ -83,6 +85,7 @@ typedef struct opts {
     const char *init, *write_init;
     bool attn_composed;   /* --attn composed: the composed attention path */
     bool llama;           /* --arch llama */
+    bool gelu_tanh, bias; /* --gelu tanh, --bias (gpt) */
 } opts;
 
 /* the model being timed: one of the two families */
@@ -100,7 +103,7 @@ static void usage(void)
                     "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
                     "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
                     "                  [--attn fused|composed] [--chunk K]\n"
-                    "                  [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F]\n");
+                    "                  [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F] [--gelu erf|tanh] [--bias]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
@@ -116,6 +119,11 @@ static int parse_args(int argc, char **argv, opts *o, tg_error *err)
         {"--hidden-dim", &o->hidden_dim, 1, 1 << 20},
     };
     for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--bias")) {   /* the one flag without a value */
+            o->bias = true;
+            i--;
+            continue;
+        }
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             tg_error_set(err, "%s needs a value", a);
@@ -149,6 +157,12 @@ static int parse_args(int argc, char **argv, opts *o, tg_error *err)
                 return -1;
             }
             o->llama = !strcmp(v, "llama");
+        } else if (!strcmp(a, "--gelu")) {
+            if (strcmp(v, "erf") && strcmp(v, "tanh")) {
+                tg_error_set(err, "--gelu: '%s' is not erf or tanh", v);
+                return -1;
+            }
+            o->gelu_tanh = !strcmp(v, "tanh");
         } else if (!strcmp(a, "--init")) o->init = v;
         else if (!strcmp(a, "--write-init")) o->write_init = v;
         else {
@@ -190,7 +204,8 @@ static int meta_double(const tg_st_file *f, const char *key, double *out, tg_err
 static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_error *err)
 {
     tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = o->block_size,
-                          .vocab_size = o->vocab, .attn_composed = o->attn_composed};
+                          .vocab_size = o->vocab, .attn_composed = o->attn_composed, .bias = o->bias,
+                          .gelu = o->gelu_tanh ? TG_GELU_TANH : TG_GELU_ERF};
     if (f) {
         const char *b = tg_st_meta(f, "bias");
         if (meta_int(f, "n_layer", &cfg.n_layer, err) || meta_int(f, "n_head", &cfg.n_head, err) ||
@@ -440,8 +455,10 @@ int main(int argc, char **argv)
     if (m.gpt) {
         const tg_gpt_config *c = &m.gpt->cfg;
         printf("{\"impl\": \"tapegrad\", \"config\": {\"arch\": \"gpt\", \"n_layer\": %d, \"n_head\": %d, "
-               "\"n_embd\": %d, \"block_size\": %d, \"vocab_size\": %d, \"batch_size\": %d}",
-               c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, B);
+               "\"n_embd\": %d, \"block_size\": %d, \"vocab_size\": %d, \"batch_size\": %d, \"bias\": %s, "
+               "\"gelu\": \"%s\"}",
+               c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, B, c->bias ? "true" : "false",
+               c->gelu == TG_GELU_TANH ? "tanh" : "erf");
     } else {
         const tg_llama_config *c = &m.llama->cfg;
         printf("{\"impl\": \"tapegrad\", \"config\": {\"arch\": \"llama\", \"n_layer\": %d, \"n_head\": %d, "

@@ -11,6 +11,7 @@ The ops (OPS below; the names, shapes and input order match bench_ops.c):
     softmax        s.masked_fill(~causal, -inf) then F.softmax(dim=-1)
     layernorm      F.layer_norm(x, (C,), w, None, 1e-5)
     gelu           F.gelu(x) (exact, erf)
+    gelu_tanh      F.gelu(x, approximate="tanh") (GPT-2's), the same x
     relu2          F.relu(x).square() (modded-nanogpt's MLP), (B,T,4C)
     softcap        15 * torch.tanh(x / 15), x spread 30, (B,T,4C)
     cross_entropy  F.cross_entropy(logits, int64 targets), mean
@@ -128,6 +129,11 @@ def setup_gelu(B, H, C, T):
     return [x], lambda: F.gelu(x), "(%d,%d,%d), erf" % (B, T, 4 * C), 0, 0
 
 
+def setup_gelu_tanh(B, H, C, T):
+    x = leaf((B, T, 4 * C), 0, 3.0)
+    return [x], lambda: F.gelu(x, approximate="tanh"), "(%d,%d,%d), tanh" % (B, T, 4 * C), 0, 0
+
+
 def setup_relu2(B, H, C, T):
     x = leaf((B, T, 4 * C), 0, 3.0)
     return [x], lambda: F.relu(x).square(), "(%d,%d,%d)" % (B, T, 4 * C), 0, 0
@@ -197,6 +203,7 @@ OPS = {
     "softmax": setup_softmax,
     "layernorm": setup_layernorm,
     "gelu": setup_gelu,
+    "gelu_tanh": setup_gelu_tanh,
     "relu2": setup_relu2,
     "softcap": setup_softcap,
     "cross_entropy": setup_cross_entropy,

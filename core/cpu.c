@@ -7,7 +7,9 @@
  * lanes the compiler uses for masks and conversions) and VL (the same
  * instructions on 256 and 128 bits), which every AVX-512 CPU from
  * Skylake-X on has. The path is computed on first use and kept in an
- * atomic, so reading it in a kernel costs one load. */
+ * atomic, so reading it in a kernel costs one load. AVX512_BF16
+ * (vdpbf16ps, vcvtne2ps2bf16) is asked the same way, and counts only on
+ * the avx512 path. */
 #include "cpu.h"
 
 #include <stdatomic.h>
@@ -15,9 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa_internal.h"   /* TG_AVX2_KERNELS: whether this compiler built the tuned kernels */
+
 static const char *const NAMES[] = {"generic", "avx2", "avx512"};
 
 static atomic_int active = -1;   /* the path in effect, -1 until first asked */
+static atomic_int bf16 = -1;     /* whether the CPU has AVX512_BF16, -1 until first asked */
 static char env_error[160];
 
 tg_isa tg_isa_cpu(void)
@@ -68,6 +73,22 @@ tg_isa tg_isa_set_max(tg_isa max)
     (void)tg_isa_active();   /* reads TG_ISA once, for tg_isa_check_env */
     atomic_store_explicit(&active, (int)capped(max), memory_order_relaxed);
     return tg_isa_active();
+}
+
+bool tg_isa_bf16(void)
+{
+    if (tg_isa_active() != TG_ISA_AVX512) return false;
+    int b = atomic_load_explicit(&bf16, memory_order_relaxed);
+    if (b < 0) {
+#ifdef TG_AVX2_KERNELS   /* (the bf16 kernel is built only with them) */
+        __builtin_cpu_init();
+        b = __builtin_cpu_supports("avx512bf16") != 0;
+#else
+        b = 0;
+#endif
+        atomic_store_explicit(&bf16, b, memory_order_relaxed);
+    }
+    return b != 0;
 }
 
 const char *tg_isa_name(tg_isa isa)

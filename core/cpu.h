@@ -16,6 +16,8 @@
 #ifndef TG_CPU_H
 #define TG_CPU_H
 
+#include <stdbool.h>
+
 #include "error.h"
 #include "export.h"
 
@@ -37,6 +39,12 @@ TG_API tg_isa tg_isa_cpu(void);
  * process; not to be called while another thread runs tapegrad. A value
  * outside the enum leaves the path as it is. */
 TG_API tg_isa tg_isa_set_max(tg_isa max);
+/* Whether the products in bf16 (mixed precision) run on the CPU's
+ * vdpbf16ps: the avx512 path is in use and the CPU has AVX512_BF16 (Zen 4
+ * and 5, Cooper Lake, Sapphire Rapids and later). When false they take a
+ * portable path that gives the same bits, slower than f32 products are
+ * (ops/sgemm_bf16.c). Follows the cap as tg_isa_active does. */
+TG_API bool tg_isa_bf16(void);
 /* "generic", "avx2" or "avx512"; "?" for a value outside the enum. */
 TG_API const char *tg_isa_name(tg_isa isa);
 /* 0 when TG_ISA is unset or names a path; else -1 with a message naming

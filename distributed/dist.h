@@ -54,6 +54,10 @@
  * Clipping takes the global norm from every rank's sum of squares
  * (tg_dist_grads_clip), so the coefficient is the same everywhere.
  *
+ * A training run (train/run.h's tg_run) reaches the processes through
+ * tg_dist_run_backend(), which implements the table of functions the run
+ * needs over the above.
+ *
  * Errors: functions return 0, or -1 for a bad argument (NULL, a size MPI
  * cannot count); constructors write a message into their tg_error *err
  * (core/error.h). Collectives must be called by every rank in the same
@@ -191,6 +195,17 @@ TG_API int tg_dist_grads_gather_params(tg_dist_grads *d);
  * another buffer). 0, or -1 for a NULL d or part, or a NULL full on
  * rank 0. */
 TG_API int tg_dist_grads_gather_shard(const tg_dist_grads *d, const void *part, void *full);
+
+/* ---- a training run on the job's processes (distributed/run_backend.c) ------ */
+
+typedef struct tg_run_backend tg_run_backend;   /* train/run.h */
+
+/* The backend of train/run.h's tg_run over this job's processes: MPI's
+ * collectives and the gradient buckets above (shard: ZeRO stage 1), on
+ * one process what tg_run_local_backend does. Give it as
+ * tg_run_options.backend after tg_dist_init; it describes the job as it
+ * is then (its rank and size). */
+TG_API const tg_run_backend *tg_dist_run_backend(void);
 
 /* Seconds per reduction of every bucket, started all at once with nothing
  * to hide them behind, averaged over reps (at least 1) runs: the

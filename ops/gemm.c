@@ -14,6 +14,10 @@
  * chunks per thread, each run one call, which packs B once per thread
  * instead of once per chunk (on one thread: the whole product, one call).
  *
+ * The bf16 products (tg_gemm_bf16) are cut the same way, each chunk one
+ * tg_sgemm_bf16 call; both of its kernels sum each element the same
+ * whatever a call covers, so they too run one run of chunks per thread.
+ *
  * Cutting rows of C [m0, m1) reads rows [m0, m1) of op(A): A + m0 * lda
  * when A is stored as is, A + m0 when it is stored transposed. Cutting
  * columns [n0, n1) reads columns of op(B): B + n0 untransposed, B + n0 *
@@ -22,6 +26,8 @@
 
 #include "../core/parallel.h"
 #include "../core/product_internal.h"
+#include "gemm_bf16_internal.h"
+#include "sgemm_bf16_internal.h"
 #include "sgemm_internal.h"
 
 #define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
@@ -29,10 +35,14 @@
 #define GEMM_BLAS_CHUNKS 4            /* ... and for OpenBLAS, which packs its B again in each */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
-/* A product and how it is cut. alpha and beta are doubles for both
- * types (a float converts to double and back exactly). */
+/* the operands' type: f32, f64, or f32 rounded to bf16 */
+typedef enum gemm_kind { GEMM_F32, GEMM_F64, GEMM_BF16 } gemm_kind;
+
+/* A product and how it is cut. alpha and beta are doubles for every
+ * type (a float converts to double and back exactly). */
 typedef struct gemm_job {
-    bool f64, ta, tb, by_rows;
+    gemm_kind kind;
+    bool ta, tb, by_rows;
     bool merge;           /* consecutive chunks may be one call (tapegrad's kernel) */
     int M, N, K, lda, ldb, ldc;
     int chunk;            /* rows (or columns) of C per chunk */
@@ -45,9 +55,12 @@ typedef struct gemm_job {
  * on this thread */
 static void one_call(const gemm_job *j, int M, int N, int64_t a, int64_t b, int64_t c)
 {
-    if (j->f64)
+    if (j->kind == GEMM_F64)
         tg_dgemm(j->ta, j->tb, M, N, j->K, j->alpha, (const double *)j->A + a, j->lda, (const double *)j->B + b,
                  j->ldb, j->beta, (double *)j->C + c, j->ldc);
+    else if (j->kind == GEMM_BF16)
+        tg_sgemm_bf16(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda,
+                      (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
     else
         tg_sgemm(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda,
                  (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
@@ -77,7 +90,7 @@ static void gemm(gemm_job *j)
     }
     /* a part of the whole product goes where the whole goes (tg_sgemm_picks_kernel
      * holds for a narrower N whenever it holds for the whole N) */
-    j->merge = !j->f64 && tg_sgemm_picks_kernel(j->ta, j->tb, j->N, j->K);
+    j->merge = j->kind == GEMM_BF16 || (j->kind == GEMM_F32 && tg_sgemm_picks_kernel(j->ta, j->tb, j->N, j->K));
     const int most = j->merge ? GEMM_CHUNKS : GEMM_BLAS_CHUNKS;
     j->chunk = (blocks + most - 1) / most * GEMM_BLOCK;
     const int64_t chunks = (total + j->chunk - 1) / j->chunk, nt = tg_num_threads();
@@ -89,13 +102,19 @@ static void gemm(gemm_job *j)
 void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc)
 {
-    gemm(&(gemm_job){false, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+    gemm(&(gemm_job){GEMM_F32, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
 void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc)
 {
-    gemm(&(gemm_job){true, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+    gemm(&(gemm_job){GEMM_F64, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
+}
+
+void tg_gemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  int ldb, float beta, float *C, int ldc)
+{
+    gemm(&(gemm_job){GEMM_BF16, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
 /* The layers that may use core alone (optim/) reach these through core's

@@ -133,6 +133,11 @@ void tg_gelu_forward_f32(int64_t n, const float *x, float *y);
 /* dx += dy gelu'(x), or dx = dy gelu'(x) when !acc (a new gradient) */
 void tg_gelu_backward_f64(int64_t n, const double *x, const double *dy, double *dx, bool acc);
 void tg_gelu_backward_f32(int64_t n, const float *x, const float *dy, float *dx, bool acc);
+/* the same for the tanh form, y = x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 */
+void tg_gelu_tanh_forward_f64(int64_t n, const double *x, double *y);
+void tg_gelu_tanh_forward_f32(int64_t n, const float *x, float *y);
+void tg_gelu_tanh_backward_f64(int64_t n, const double *x, const double *dy, double *dx, bool acc);
+void tg_gelu_tanh_backward_f32(int64_t n, const float *x, const float *dy, float *dx, bool acc);
 
 /* ---- the logit cap (ops/unary.c, ops/softcap_f32.c) -------------------- */
 

@@ -18,10 +18,11 @@
  *                                         f' = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2,
  *                                         t = tanh u
  *
- * f32 GELU (erf) runs its own kernels (ops/gelu_f32.c), with the call-free
- * Phi and exp of fastmath_internal.h, so its loops vectorise (error of Phi
- * <= 1e-7, float rounding); its backward folds Phi and x phi into one
- * expression. f64 keeps libm. So does the soft cap's forward: f64 here,
+ * f32 GELU, both forms, runs its own kernels (ops/gelu_f32.c), with the
+ * call-free Phi and exp of fastmath_internal.h, so its loops vectorise
+ * (erf: error of Phi <= 1e-7, float rounding; its backward folds Phi and
+ * x phi into one expression; tanh: (1 + tanh u) / 2 as 1 / (1 + exp(-2u)),
+ * one exp and one division). f64 keeps libm. So does the soft cap's forward: f64 here,
  * f32 in ops/softcap_f32.c (a call-free tanh that vectorises, for the
  * (B,T,V) logits); its backward reads only y and shares its loop.
  * Long tensors are cut into chunks, one per thread. */
@@ -165,6 +166,32 @@ void tg_softcap_forward_f64(int64_t n, double s, const double *restrict x, doubl
     for (int64_t i = 0; i < n; i++) y[i] = s * tanh(x[i] / s);
 }
 
+/* The reference GELU (tanh form), f64: y = x (1 + tanh u) / 2 */
+void tg_gelu_tanh_forward_f64(int64_t n, const double *restrict x, double *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double v = x[i];
+        y[i] = 0.5 * v * (1 + tanh(GELU_K * (v + GELU_C * v * v * v)));
+    }
+}
+
+/* gelu' x = (1 + t) / 2 + x (1 - t^2) u' / 2, t = tanh u, u' = k (1 + 3c x^2) */
+static inline double gelu_tanh_grad_f64(double v)
+{
+    const double t = tanh(GELU_K * (v + GELU_C * v * v * v));
+    const double du = GELU_K * (1 + 3 * GELU_C * v * v);
+    return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * du;
+}
+
+void tg_gelu_tanh_backward_f64(int64_t n, const double *restrict x, const double *restrict dy, double *restrict dx,
+                               bool acc)
+{
+    if (acc)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_tanh_grad_f64(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_tanh_grad_f64(x[i]);
+}
+
 /* ---- backward, and the chunks shared out among threads ---------------- */
 
 static void unary_backward(tg_graph *g, tg_node *nd)
@@ -185,17 +212,21 @@ static void unary_part(void *ctx, int64_t lo, int64_t hi)
         const float *x = (const float *)j->x + lo, *y = j->y ? (const float *)j->y + lo : NULL;
         float *out = (float *)j->out + lo;
         if (!j->backward && j->op == GELU) tg_gelu_forward_f32(n, x, out);
+        else if (!j->backward && j->op == GELU_TANH) tg_gelu_tanh_forward_f32(n, x, out);
         else if (!j->backward && j->op == SOFTCAP) tg_softcap_forward_f32(n, (float)j->s, x, out);
         else if (!j->backward) forward_f32(j->op, (float)j->s, n, x, out);
         else if (j->op == GELU) tg_gelu_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
+        else if (j->op == GELU_TANH) tg_gelu_tanh_backward_f32(n, x, (const float *)j->dy + lo, out, j->acc);
         else backward_f32(j->op, (float)j->s, n, x, y, (const float *)j->dy + lo, out, j->acc);
     } else {
         const double *x = (const double *)j->x + lo, *y = j->y ? (const double *)j->y + lo : NULL;
         double *out = (double *)j->out + lo;
         if (!j->backward && j->op == GELU) tg_gelu_forward_f64(n, x, out);
+        else if (!j->backward && j->op == GELU_TANH) tg_gelu_tanh_forward_f64(n, x, out);
         else if (!j->backward && j->op == SOFTCAP) tg_softcap_forward_f64(n, j->s, x, out);
         else if (!j->backward) forward_f64(j->op, j->s, n, x, out);
         else if (j->op == GELU) tg_gelu_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
+        else if (j->op == GELU_TANH) tg_gelu_tanh_backward_f64(n, x, (const double *)j->dy + lo, out, j->acc);
         else backward_f64(j->op, j->s, n, x, y, (const double *)j->dy + lo, out, j->acc);
     }
 }

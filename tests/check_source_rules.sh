@@ -28,7 +28,7 @@ text: core
 train: core nn optim text
 pictures: core nn text train
 formats: core nn text train
-distributed: core optim
+distributed: core optim train
 '
 MAX_LINES=450
 MAX_MACRO=15

@@ -1582,6 +1582,76 @@ static void c_text_nll_short(fx *f)
     if (preds) snprintf(f->got, sizeof f->got, "predictions %lld", (long long)preds);
     tg_model_release(&m);
 }
+/* train/run.h, train/run_settings.h, train/corpus.h */
+static void c_run_settings(fx *f) { ptr(f, tg_run_settings(NULL)); }
+static void c_run_setting_find(fx *f) { ptr(f, tg_run_setting_find(NULL)); }
+static void c_run_setting_parse(fx *f) { num(f, tg_run_setting_parse(NULL, "1", NULL, buf, fresh())), note(f, te.msg); }
+static void c_run_setting_parse_range(fx *f)
+{
+    int v = 3;
+    num(f, tg_run_setting_parse(tg_run_setting_find("n-layer"), "300", "--n-layer", &v, fresh())), note(f, te.msg);
+    if (v != 3) snprintf(f->got, sizeof f->got, "changed to %d", v);
+}
+static void c_run_setting_format(fx *f) { num(f, tg_run_setting_format(NULL, buf, buf, sizeof buf)); }
+static void c_run_setting_format_small(fx *f)
+{
+    const double x = 0.125;
+    num(f, tg_run_setting_format(tg_run_setting_find("lr"), &x, buf, 3));
+}
+static void c_run_config_init(fx *f) { (void)f, tg_run_config_init(NULL); }
+static void c_run_config_release(fx *f) { (void)f, tg_run_config_release(NULL); }
+static void c_run_config_set(fx *f) { num(f, tg_run_config_set(NULL, "lr", "1", NULL, fresh())), note(f, te.msg); }
+static void c_run_config_set_unknown(fx *f)
+{
+    tg_run_config c;
+    tg_run_config_init(&c);
+    num(f, tg_run_config_set(&c, "\x1b[lr", "1", NULL, fresh())), note(f, te.msg);
+}
+static void c_run_config_get(fx *f) { num(f, tg_run_config_get(NULL, "lr", buf, sizeof buf)); }
+static void c_run_config_read(fx *f)
+{
+    tg_run_config c;
+    num(f, tg_run_config_read(&c, NULL, fresh())), note(f, te.msg);
+}
+static void c_run_config_load(fx *f)
+{
+    tg_run_config c;
+    num(f, tg_run_config_load(&c, "/nonexistent", fresh())), note(f, te.msg);
+}
+static void c_run_new(fx *f) { ptr(f, tg_run_new(NULL, NULL, NULL, fresh())), note(f, te.msg); }
+static void c_run_resume(fx *f) { ptr(f, tg_run_resume(tt_path("norun"), NULL, NULL, fresh())), note(f, te.msg); }
+static void c_run_free(fx *f) { (void)f, tg_run_free(NULL); }
+static void c_run_lr(fx *f) { num(f, tg_run_lr(NULL)); }
+static void c_run_step(fx *f) { num(f, tg_run_step(NULL, 1e-3, NULL, fresh())), note(f, te.msg); }
+static void c_run_eval_due(fx *f) { flag(f, tg_run_eval_due(NULL)); }
+static void c_run_evaluate(fx *f) { num(f, tg_run_evaluate(NULL, NULL, fresh())), note(f, te.msg); }
+static void c_run_loss_format(fx *f) { num(f, tg_run_loss_format(NULL, buf, sizeof buf)); }
+static void c_run_loss_format_small(fx *f) { num(f, tg_run_loss_format(&(tg_run_loss){.step = 1}, buf, 8)); }
+static void c_run_save(fx *f) { num(f, tg_run_save(NULL, fresh())), note(f, te.msg); }
+static void c_run_needs_plan(fx *f) { flag(f, tg_run_needs_plan(NULL)); }
+static void c_run_plan_steps(fx *f) { num(f, tg_run_plan_steps(NULL, NULL, fresh())), note(f, te.msg); }
+static void c_run_should_stop(fx *f) { num(f, tg_run_should_stop(NULL, NULL)); }
+static void c_run_eta(fx *f) { num(f, tg_run_eta(NULL, &(tg_eta_plan){0})); }
+static void c_run_describe(fx *f) { num(f, tg_run_describe(NULL, &(tg_run_info){0})); }
+static void c_run_failed_alone(fx *f) { flag(f, tg_run_failed_alone(NULL)); }
+static void c_run_checkpoint(fx *f) { ptr(f, tg_run_checkpoint(NULL, buf, sizeof buf, NULL, fresh())), note(f, te.msg); }
+static void c_run_text_load(fx *f)
+{
+    tg_run_config c;
+    tg_run_config_init(&c);
+    c.data = "/nonexistent.txt";
+    tg_run_text t;
+    num(f, tg_run_text_load(&t, &c, NULL, true, NULL, fresh())), note(f, te.msg);
+    if (t.text) snprintf(f->got, sizeof f->got, "a text");
+}
+static void c_run_text_release(fx *f) { (void)f, tg_run_text_release(NULL); }
+static void c_run_tokens_load(fx *f) { num(f, tg_run_tokens_load(NULL, NULL, 5, NULL, NULL, true, NULL, fresh())), note(f, te.msg); }
+static void c_eta_evals_left(fx *f) { num(f, (double)tg_eta_evals_left(NULL, 3)); }
+static void c_eta_seconds(fx *f) { num(f, tg_eta_seconds(NULL, 3)); }
+static void c_eta_format(fx *f) { num(f, tg_eta_format(NULL, 3, buf, sizeof buf)); }
+static void c_corpus_init(fx *f) { num(f, tg_corpus_init(NULL, 1, 100, fresh())), note(f, te.msg); }
+static void c_corpus_release(fx *f) { (void)f, tg_corpus_release(NULL); }
+static void c_corpus_floor(fx *f) { num(f, tg_corpus_floor(NULL)); }
 /* pictures/pictures.h */
 static void rgb_text(fx *f, tg_rgb c) { snprintf(f->got, sizeof f->got, "%d,%d,%d", c.r, c.g, c.b); }
 static tg_image white2x2(void)
@@ -2943,6 +3013,49 @@ static const api_case CASES[] = {
     {"tg_generate(m, NULL, 0, ...)", "-1", "generate: the prompt is empty", c_generate_noprompt},
     {"tg_text_nll(NULL, ...)", "nan", "text_nll: the model is NULL or empty", c_text_nll_null},
     {"tg_text_nll(m, one id, ...)", "nan", "at least 2 ids are needed for one prediction", c_text_nll_short},
+    /* train/run.h, train/run_settings.h, train/corpus.h */
+    {"tg_run_settings(NULL)", "non-NULL", NULL, c_run_settings},
+    {"tg_run_setting_find(NULL)", "NULL", NULL, c_run_setting_find},
+    {"tg_run_setting_parse(NULL, ...)", "-1", "run_setting_parse: NULL argument", c_run_setting_parse},
+    {"tg_run_setting_parse(n-layer, \"300\", ...)", "-1", "--n-layer: 300 is outside [1, 256]",
+     c_run_setting_parse_range},
+    {"tg_run_setting_format(NULL, ...)", "-1", NULL, c_run_setting_format},
+    {"tg_run_setting_format(lr 0.125, buf of 3)", "-1", NULL, c_run_setting_format_small},
+    {"tg_run_config_init(NULL)", "returns", NULL, c_run_config_init},
+    {"tg_run_config_release(NULL)", "returns", NULL, c_run_config_release},
+    {"tg_run_config_set(NULL, ...)", "-1", "run_config_set: NULL argument", c_run_config_set},
+    {"tg_run_config_set(c, \"\\x1b[lr\", ...)", "-1", "unknown setting '\\x1b[lr'", c_run_config_set_unknown},
+    {"tg_run_config_get(NULL, ...)", "-1", NULL, c_run_config_get},
+    {"tg_run_config_read(c, NULL, err)", "-1", "run_config_read: NULL file", c_run_config_read},
+    {"tg_run_config_load(c, \"/nonexistent\", err)", "-1", "/nonexistent", c_run_config_load},
+    {"tg_run_new(NULL, ...)", "NULL", "run_new: NULL directory", c_run_new},
+    {"tg_run_resume(a directory without a run, ...)", "NULL", "last.safetensors does not exist: there is no run to "
+     "continue", c_run_resume},
+    {"tg_run_free(NULL)", "returns", NULL, c_run_free},
+    {"tg_run_lr(NULL)", "0", NULL, c_run_lr},
+    {"tg_run_step(NULL, ...)", "-1", "run_step: NULL run", c_run_step},
+    {"tg_run_eval_due(NULL)", "false", NULL, c_run_eval_due},
+    {"tg_run_evaluate(NULL, ...)", "-1", "run_evaluate: NULL run", c_run_evaluate},
+    {"tg_run_loss_format(NULL, ...)", "-1", NULL, c_run_loss_format},
+    {"tg_run_loss_format(l, buf of 8)", "-1", NULL, c_run_loss_format_small},
+    {"tg_run_save(NULL, err)", "-1", "run_save: NULL run", c_run_save},
+    {"tg_run_needs_plan(NULL)", "false", NULL, c_run_needs_plan},
+    {"tg_run_plan_steps(NULL, ...)", "-1", "run_plan_steps: NULL run", c_run_plan_steps},
+    {"tg_run_should_stop(NULL, NULL)", "0", NULL, c_run_should_stop},
+    {"tg_run_eta(NULL, p)", "-1", NULL, c_run_eta},
+    {"tg_run_describe(NULL, i)", "-1", NULL, c_run_describe},
+    {"tg_run_failed_alone(NULL)", "false", NULL, c_run_failed_alone},
+    {"tg_run_checkpoint(NULL, ...)", "NULL", "run_checkpoint: NULL argument", c_run_checkpoint},
+    {"tg_run_text_load(data \"/nonexistent.txt\", ...)", "-1", "/nonexistent.txt: No such file or directory",
+     c_run_text_load},
+    {"tg_run_text_release(NULL)", "returns", NULL, c_run_text_release},
+    {"tg_run_tokens_load(NULL, ...)", "-1", "run_tokens_load: NULL argument", c_run_tokens_load},
+    {"tg_eta_evals_left(NULL, 3)", "0", NULL, c_eta_evals_left},
+    {"tg_eta_seconds(NULL, 3)", "nan", NULL, c_eta_seconds},
+    {"tg_eta_format(NULL, ...)", "-1", NULL, c_eta_format},
+    {"tg_corpus_init(NULL, ...)", "-1", "corpus_init: NULL corpus", c_corpus_init},
+    {"tg_corpus_release(NULL)", "returns", NULL, c_corpus_release},
+    {"tg_corpus_floor(NULL)", "0", NULL, c_corpus_floor},
     /* pictures/pictures.h */
     {"tg_image_init(NULL, 2, 2, ...)", "-1", "image_init: the image is NULL", c_image_init_null},
     {"tg_image_init(im, 0, 5, ...)", "-1", "a 0 x 5 image: each side must be >= 1", c_image_init_zero},
@@ -3055,6 +3168,7 @@ static const no_row NO_ROW[] = {
     {"tg_alloc_calls", "takes no argument (the kv_cache rows read it to count allocations)"},
     {"tg_num_threads", "takes no argument (the tg_parallel_for rows read it)"},
     {"tg_isa_active", "takes no argument (a bad TG_ISA: tests/tiny_gpt_isa.sh)"},
+    {"tg_isa_bf16", "takes no argument"},
     {"tg_isa_cpu", "takes no argument"},
     {"tg_version", "takes no argument"},
     {"tg_build_options", "takes no argument"},
@@ -3067,6 +3181,9 @@ static const no_row NO_ROW[] = {
     {"tg_dist_local_rank", "takes no argument"},
     {"tg_dist_barrier", "takes no argument"},
     {"tg_dist_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh runs it on a NaN on one rank)"},
+    {"tg_run_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh: a NaN on one rank)"},
+    {"tg_run_local_backend", "takes no argument (test_train_run runs on it)"},
+    {"tg_dist_run_backend", "takes no argument (tests/tiny_gpt_mpi.sh and train_custom.sh run on it)"},
 };
 enum { N_NO_ROW = sizeof NO_ROW / sizeof NO_ROW[0] };
 

@@ -4,8 +4,8 @@
  *   over dense grids, against libm.
  * - Every tuned f32 kernel of ops/kernels_internal.h (softmax and
  *   log_softmax forward and backward, layernorm forward and backward,
- *   cross-entropy forward and backward, GELU's erf form forward and
- *   backward, the logit cap's forward) called directly, against its f64 reference kernel called on
+ *   cross-entropy forward and backward, GELU's erf and tanh forms forward
+ *   and backward, the logit cap's forward) called directly, against its f64 reference kernel called on
  *   the same inputs (the f32 values, widened): random rows of every length
  *   in LENS (1 to 257: below, at and across the 8-lane width), with and
  *   without masks (per key, broadcast along the row, broadcast across
@@ -16,9 +16,8 @@
  * - Each op's f32 path runs its kernel: the op's output and gradients are
  *   bit for bit the kernel's on the same inputs, and differ from the f64
  *   reference rounded to f32 (so it is not the reference).
- * - Through the ops: softmax, layernorm and GELU's tanh form (which shares
- *   its loops with f64, ops/unary_kernels.inc) in f32 against f64; GELU
- *   against libm on a dense grid and at extreme inputs.
+ * - Through the ops: softmax and layernorm in f32 against f64; GELU (both
+ *   forms) against libm on a dense grid and at extreme inputs.
  *
  * Which code runs: the kernels of the path in use (core/cpu.h: AVX-512,
  * AVX2 + FMA, or generic, the first line printed says which); CTest runs
@@ -879,47 +878,100 @@ START_TEST(gelu_kernels_match_reference)
 }
 END_TEST
 
-/* GELU's tanh form in f32 (the loops it shares with f64, through the op)
- * against f64 on x ~ N(0, 3^2), 1001 elements, dy ~ N(0,1). f32 rounds
- * every step of y = x (1 + t) / 2, t = tanh(a), a = K (x + C x^3):
- *   a: x^2, x^3, C x^3, the sum, K times it, and K and C as floats: 7u
- *     relative (the two terms share a sign: no cancellation);
- *   t: tanhf within 2 ulp (4u |t|), and a's error times 1 - t^2;
- *   y: 1 + t and the product: |dy| <= |x| (|dt| + u |1 + t|) / 2 + u |y|;
- *   the slope g = (1 + t) / 2 + x (1 - t^2) du / 2, du = K (1 + 3 C x^2)
- *     (6u relative): dt's share |dt| (1 + 2 |x t du|) / 2, 1 - t^2's
- *     roundings u (t^2 + |1 - t^2|) |x du| / 2, du's 6u |x (1 - t^2) du| / 2,
- *     the products and the sum 3u |x (1 - t^2) du| / 2 + u |g|;
- *   dx = dy g: u |dx| more. */
-START_TEST(gelu_tanh_f32_matches_f64)
+/* GELU's tanh form, y = x S, S = (1 + tanh u) / 2, u = k (x + c x^3), in
+ * f64 without cancellation: A = 2|u|, E = exp(-A), S = 1 / (1 + E) or
+ * E / (1 + E) (x < 0), P = S (1 - S) = E / (1 + E)^2, D = 2u' = 2k + 6kc x^2,
+ * the slope G = S + x D P */
+typedef struct tanh_gelu {
+    double A, E, S, P, D, Y, G;
+} tanh_gelu;
+
+static tanh_gelu tanh_gelu_at(double v)
 {
-    enum { N = 1001 };
-    const double K = 0.79788456080286535588, Cc = 0.044715;
-    tg_rng_seed(&rng, 42, 1);
-    float xv[N], dyv[N];
-    double xd[N], dyd[N];
-    for (int i = 0; i < N; i++) xd[i] = xv[i] = randn(3), dyd[i] = dyv[i] = randn(1);
-    tg_graph *g = tg_graph_new();
-    tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(N), xv), *x64 = tg_tensor_from(g, TG_F64, TT_SHAPE(N), xd);
-    ck_assert(tg_tensor_set_requires_grad(g, x32, true) == 0 && tg_tensor_set_requires_grad(g, x64, true) == 0);
-    tg_tensor *y32 = tg_gelu(g, x32, TG_GELU_TANH), *y64 = tg_gelu(g, x64, TG_GELU_TANH);
-    ck_assert_msg(y32 && y64, "%s", tg_graph_error(g));
-    ck_assert(tg_graph_backward_seeded(g, y32, dyv) == 0 && tg_graph_backward_seeded(g, y64, dyd) == 0);
-    tally w = {0};
-    for (int i = 0; i < N; i++) {
-        const double v = xd[i], a = K * (v + Cc * v * v * v), t = tanh(a), du = K * (1 + 3 * Cc * v * v);
-        const double dt = (1 - t * t) * 7 * U * fabs(a) + 4 * U * fabs(t);
-        const double yv = ((double *)y64->data)[i], gv = (1 + t) / 2 + v * (1 - t * t) * du / 2;
-        const double q = fabs(v * (1 - t * t) * du);
-        note(&w, "gelu_tanh y", i, ((float *)y32->data)[i], yv,
-             fabs(v) * (dt + U * fabs(1 + t)) / 2 + U * fabs(yv) + 4 * FLT_TRUE_MIN);
-        const double dg = dt * (1 + 2 * fabs(v * t * du)) / 2 + U * (t * t + fabs(1 - t * t)) * fabs(v * du) / 2 +
-                          (6 + 3) * U * q / 2 + U * fabs(gv);
-        note(&w, "gelu_tanh dx", i, ((float *)x32->grad)[i], ((double *)x64->grad)[i],
-             fabs(dyd[i]) * dg + U * fabs(dyd[i] * gv) + 4 * FLT_TRUE_MIN);
+    const double k2 = 2 * 0.79788456080286535588, k2c = k2 * 0.044715;
+    tanh_gelu r;
+    r.A = fabs(v) * (k2 + k2c * v * v);
+    r.E = exp(-r.A);
+    r.S = v < 0 ? r.E / (1 + r.E) : 1 / (1 + r.E);
+    r.P = r.E / ((1 + r.E) * (1 + r.E));
+    r.D = k2 + 3 * k2c * v * v;
+    r.Y = v * r.S;
+    r.G = r.S + v * r.D * r.P;
+    return r;
+}
+
+/* Forward and backward on x + k (n - k elements) give the bits of the
+ * call on all n: an element's result does not depend on where it falls
+ * (vector body or tail, the part a thread gets). */
+static void gelu_tanh_bits_anywhere(int n, const float *x, const float *dy, const float *c0, const float *y,
+                                    const float *dx, bool add)
+{
+    for (int k = 1; k < n && k < 8; k += 3) {
+        float *y1 = fvec(n), *dx1 = fvec(n);
+        memcpy(dx1, c0, (size_t)n * sizeof *dx1);
+        tg_gelu_tanh_forward_f32(n - k, x + k, y1 + k);
+        tg_gelu_tanh_backward_f32(n - k, x + k, dy + k, dx1 + k, add);
+        for (int i = k; i < n; i++)
+            ck_assert_msg(!memcmp(&y1[i], &y[i], sizeof *y) && !memcmp(&dx1[i], &dx[i], sizeof *dx),
+                          "gelu tanh x[%d] = %.9g: y %.9g / %.9g, dx %.9g / %.9g, from element %d of %d", i, x[i],
+                          y1[i], y[i], dx1[i], dx[i], k, n);
+        free(y1), free(dx1);
     }
+}
+
+/* GELU's tanh form, kernels against the references, on x ~ N(0, 3^2) and
+ * dy ~ N(0,1), every length in LENS and 1000, and at edges (0, -0, tiny,
+ * either side of the step at a = 87 and past a = 88.4, where e's
+ * unclamped exponent bits wrap, the tails, huge); dx stored (NaN
+ * first) or added to c ~ N(0,1). Bounds, in the exact quantities of
+ * tanh_gelu_at:
+ *   a = |x| (2k + 2kc x^2) in f32: x^2, the constants, the product, the
+ *     sum (no cancellation: both terms > 0) and |x| times it: 5u A; so
+ *     e = exp(-a) within de = EXP_ERR + 5u A (relative);
+ *   1 / (1 + e) moves by P de (relative e / (1 + E) of de) plus 2
+ *     roundings, e / (1 + e) by P de (relative de / (1 + E)) plus 3: so
+ *     y = x / (1 + e) or x e / (1 + e) within |x| P de + 3u |y|, and
+ *     s within P de + 3u S;
+ *   q = x (2k + 6kc x^2) e r^2, r = 1 / (1 + e): e's de and r^2's -2 E /
+ *     (1 + E) de make (1 - E) / (1 + E) de, at most de, then 12
+ *     roundings (2u' 5, r twice 2 each, 3 products): |x D P| (de + 12u);
+ *     the sum s + q: u |G|;
+ *   dx = dy g: u |dx| more, and the add (u of the sum);
+ *   the reference's own 1 + tanh u (tanh's and the add's roundings in
+ *     f64, a few 2^-53): 2^-50 |x| in y, 2^-50 (1 + |x D|) in the slope
+ *     (the sum that carries y at x < -6, where it cancels to about 0). */
+START_TEST(gelu_tanh_kernels_match_reference)
+{
+    static const float edges[] = {0.0f,   -0.0f,  1e-30f, -1e-30f, 1e-40f, -1e-40f, 9.98f, -9.98f,
+                                  9.99f,  -9.99f, 10.0f,  -10.0f,  10.05f, -10.05f, 10.5f, -10.5f,
+                                  -4.0f,  -6.0f,  -8.0f,  3e4f,    -3e4f,  1e19f,   -1e19f};
+    enum { NE = sizeof edges / sizeof edges[0] };
+    tally w = start(43);
+    for (int li = 0; li <= NLENS + 1; li++)
+        for (int add = 0; add < 2; add++) {
+            const int n = li < NLENS ? LENS[li] : li == NLENS ? 1000 : NE;
+            float *x = fvec(n), *y = fvec(n), *dy = fvec(n), *dx = fvec(n), *c = fvec(n);
+            for (int i = 0; i < n; i++) x[i] = li > NLENS ? edges[i] : randn(3), dy[i] = randn(1);
+            for (int i = 0; i < n; i++) c[i] = dx[i] = add ? randn(1) : NAN;
+            double *x64 = widen(x, n), *dy64 = widen(dy, n), *dx64 = widen(dx, n), *y64 = dvec(n);
+            tg_gelu_tanh_forward_f32(n, x, y);
+            tg_gelu_tanh_forward_f64(n, x64, y64);
+            tg_gelu_tanh_backward_f32(n, x, dy, dx, add);
+            tg_gelu_tanh_backward_f64(n, x64, dy64, dx64, add);
+            for (int i = 0; i < n; i++) {
+                const double v = x64[i], ref = 0x1p-50;
+                const tanh_gelu r = tanh_gelu_at(v);
+                const double de = EXP_ERR + 5 * U * r.A, q = fabs(v * r.D * r.P);
+                note(&w, "gelu_tanh y", i, y[i], y64[i],
+                     fabs(v) * (r.P * de + ref) + 3 * U * fabs(r.Y) + 4 * FLT_TRUE_MIN);
+                const double dg = r.P * de + 3 * U * r.S + q * (de + 12 * U) + U * fabs(r.G) + ref * (1 + fabs(v * r.D));
+                note(&w, "gelu_tanh dx", i, dx[i], dx64[i],
+                     fabs(dy64[i]) * dg + U * fabs(dy64[i] * r.G) + (add ? U * fabs(dx64[i]) : 0) + 4 * FLT_TRUE_MIN);
+            }
+            gelu_tanh_bits_anywhere(n, x, dy, c, y, dx, add);
+            free(x), free(y), free(dy), free(dx), free(c), free(x64), free(dy64), free(dx64), free(y64);
+        }
     check_tally(&w, "gelu tanh");
-    tg_graph_free(g);
 }
 END_TEST
 
@@ -927,13 +979,13 @@ END_TEST
 static double ref_cdf(double x) { return 0.5 * erfc(-x * INV_SQRT2); }
 
 /* Runs f32 GELU forward and backward (dy = 1) on n points. */
-static void gelu_f32(tg_graph *g, int n, const float *xv, const float **y, const float **dx)
+static void gelu_f32(tg_graph *g, tg_gelu_mode mode, int n, const float *xv, const float **y, const float **dx)
 {
     float *seed = malloc((size_t)n * sizeof *seed);
     for (int i = 0; i < n; i++) seed[i] = 1.0f;
     tg_tensor *x = tg_tensor_from(g, TG_F32, TT_SHAPE(n), xv);
     ck_assert_int_eq(tg_tensor_set_requires_grad(g, x, true), 0);
-    tg_tensor *yt = tg_gelu(g, x, TG_GELU_ERF);
+    tg_tensor *yt = tg_gelu(g, x, mode);
     ck_assert_ptr_nonnull(yt);
     ck_assert_int_eq(tg_graph_backward_seeded(g, yt, seed), 0);
     free(seed);
@@ -961,7 +1013,7 @@ START_TEST(gelu_f32_dense_and_extreme)
     for (int i = 0; i < NX; i++) xv[NG + i] = extra[i];
     tg_graph *g = tg_graph_new();
     const float *y, *dx;
-    gelu_f32(g, NG + NX, xv, &y, &dx);
+    gelu_f32(g, TG_GELU_ERF, NG + NX, xv, &y, &dx);
     double wy = 0, wd = 0, wt = 0;
     for (int i = 0; i < NG + NX; i++) {
         double v = xv[i], cdf = ref_cdf(v), ye = v * cdf;
@@ -985,17 +1037,61 @@ START_TEST(gelu_f32_dense_and_extreme)
 }
 END_TEST
 
-/* Infinities and NaN as with libm and the f64 path: gelu(inf) = inf,
- * gelu(-inf) = -inf * 0 = NaN, NaN stays NaN in y and dx; FLT_MAX passes
- * through with slope exactly 1 (0 at -FLT_MAX: x phi(x) is 0 there, not x
- * times a clamped exp, which gave 2.97); at +-inf the slope is NaN
- * (Phi + x phi = 1 + inf 0, as in f64 and PyTorch). */
+/* The tanh form on gelu_f32_dense_and_extreme's points (-10 .. 10 every
+ * 1e-3, |x| up to 1e30) against tanh_gelu_at, held to the erf form's
+ * bounds:
+ *   forward  |y - x S|       <= 1e-7 |x| + 6e-8 |y|
+ *   backward |dx - G|        <= 1e-7 (1 + |x|) + 1.2e-7 |dx|
+ *   tail, x in [-5.5, -1]: |y - x S| <= 5e-6 |x S| (the sigmoid form
+ *   keeps S's relative accuracy there; most of what is left is the f32
+ *   rounding of a = 2|u|, 5u a relative in e, a <= 21). */
+START_TEST(gelu_tanh_f32_dense_and_extreme)
+{
+    enum { NG = 20001, NX = 14 };
+    static const float extra[NX] = {9.98f, -9.98f, 10.0f, -10.0f, 20.0f, -20.0f, 100.0f,
+                                    -100.0f, 1e4f, -1e4f, 1e30f, -1e30f, 1e-40f, -1e-40f};
+    float *xv = malloc((NG + NX) * sizeof *xv);
+    for (int i = 0; i < NG; i++) xv[i] = (float)((i - 10000) * 1e-3);
+    for (int i = 0; i < NX; i++) xv[NG + i] = extra[i];
+    tg_graph *g = tg_graph_new();
+    const float *y, *dx;
+    gelu_f32(g, TG_GELU_TANH, NG + NX, xv, &y, &dx);
+    double wy = 0, wd = 0, wt = 0;
+    for (int i = 0; i < NG + NX; i++) {
+        const double v = xv[i];
+        const tanh_gelu r = tanh_gelu_at(v);
+        wy = fmax(wy, fabs(y[i] - r.Y) / (1e-7 * fabs(v) + 6e-8 * fabs(r.Y) + 1e-45));
+        wd = fmax(wd, fabs(dx[i] - r.G) / (1e-7 * (1 + fabs(v)) + 1.2e-7 * fabs(r.G)));
+        if (v >= -5.5 && v <= -1) wt = fmax(wt, fabs(y[i] - r.Y) / (5e-6 * fabs(r.Y)));
+    }
+    if (getenv("TG_SPEEDPATH_VERBOSE"))
+        fprintf(stderr, "gelu tanh: fwd %.3g bwd %.3g tail %.3g of bound\n", wy, wd, wt);
+    ck_assert_msg(wy <= 1, "gelu tanh f32 forward off by %.3g of its bound", wy);
+    ck_assert_msg(wd <= 1, "gelu tanh f32 backward off by %.3g of its bound", wd);
+    ck_assert_msg(wt <= 1, "gelu tanh f32 tail off by %.3g of its bound", wt);
+    /* exact values: gelu(0) = 0 with slope 1/2; x past the step */
+    ck_assert_float_eq(y[10000], 0.0f);
+    ck_assert_float_eq(dx[10000], 0.5f);
+    ck_assert_float_eq(y[NG + 4], 20.0f);
+    ck_assert_float_eq(dx[NG + 4], 1.0f);
+    ck_assert(y[NG + 5] == 0.0f && dx[NG + 5] == 0.0f);
+    free(xv);
+    tg_graph_free(g);
+}
+END_TEST
+
+/* Infinities and NaN as with libm and the f64 path, both forms (_i):
+ * gelu(inf) = inf, gelu(-inf) = -inf * 0 = NaN, NaN stays NaN in y and
+ * dx; FLT_MAX passes through with slope exactly 1 (0 at -FLT_MAX: x phi(x)
+ * is 0 there, not x times a clamped exp, which gave 2.97); at +-inf the
+ * slope is NaN (Phi + x phi = 1 + inf 0, as in f64 and PyTorch; the tanh
+ * form's (1 + t) / 2 + x (1 - t^2) u' / 2 likewise). */
 START_TEST(gelu_f32_nonfinite)
 {
     const float xv[5] = {INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX};
     tg_graph *g = tg_graph_new();
     const float *y, *dx;
-    gelu_f32(g, 5, xv, &y, &dx);
+    gelu_f32(g, _i ? TG_GELU_TANH : TG_GELU_ERF, 5, xv, &y, &dx);
     ck_assert(isinf(y[0]) && y[0] > 0);
     ck_assert(isnan(y[1]));
     ck_assert(isnan(y[2]) && isnan(dx[2]));
@@ -1165,6 +1261,30 @@ START_TEST(gelu_op_runs_the_kernels)
 }
 END_TEST
 
+/* f32 GELU (tanh): the same */
+START_TEST(gelu_tanh_op_runs_the_kernels)
+{
+    enum { N = 1001 };
+    tg_graph *g = op_graph(56);
+    float xv[N], dyv[N], y[N], dx[N];
+    for (int i = 0; i < N; i++) xv[i] = randn(3), dyv[i] = randn(1);
+    tg_tensor *x = leaf32(g, TT_SHAPE(N), xv), *yo = tg_gelu(g, x, TG_GELU_TANH);
+    ck_assert_msg(yo, "%s", tg_graph_error(g));
+    ck_assert_int_eq(tg_graph_backward_seeded(g, yo, dyv), 0);
+    tg_gelu_tanh_forward_f32(N, xv, y);
+    tg_gelu_tanh_backward_f32(N, xv, dyv, dx, false);
+    assert_same_bits("gelu tanh y", yo->data, y, N);
+    assert_same_bits("gelu tanh dx", x->grad, dx, N);
+    double *x64 = widen(xv, N), *dy64 = widen(dyv, N), *y64 = dvec(N), *dx64 = dvec(N);
+    tg_gelu_tanh_forward_f64(N, x64, y64);
+    tg_gelu_tanh_backward_f64(N, x64, dy64, dx64, false);
+    assert_not_reference("gelu tanh y", y, y64, N);
+    assert_not_reference("gelu tanh dx", dx, dx64, N);
+    free(x64), free(dy64), free(y64), free(dx64);
+    tg_graph_free(g);
+}
+END_TEST
+
 /* ---- the logit cap ----------------------------------------------------- */
 
 /* y = s tanh(x / s): the kernel against the f64 reference, caps 0.3, 2.5
@@ -1248,11 +1368,11 @@ int main(void)
                       softmax_backward_kernels_match_reference, layernorm_forward_kernel_matches_reference,
                       layernorm_backward_kernel_matches_reference, cross_entropy_forward_kernel_matches_reference,
                       cross_entropy_backward_kernel_matches_reference, gelu_kernels_match_reference,
-                      softcap_kernel_matches_reference));
+                      gelu_tanh_kernels_match_reference, softcap_kernel_matches_reference));
     tt_tcase(s, "ops", 0,
              TT_TESTS(softmax_ops_run_the_kernels, layernorm_op_runs_the_kernels, cross_entropy_op_runs_the_kernels,
-                      gelu_op_runs_the_kernels, softmax_f32_matches_f64, layernorm_f32_backward_matches_f64,
-                      gelu_tanh_f32_matches_f64, gelu_f32_dense_and_extreme, gelu_f32_nonfinite,
-                      softcap_op_runs_the_kernel));
+                      gelu_op_runs_the_kernels, gelu_tanh_op_runs_the_kernels, softmax_f32_matches_f64,
+                      layernorm_f32_backward_matches_f64, gelu_f32_dense_and_extreme,
+                      gelu_tanh_f32_dense_and_extreme, TT_LOOP(gelu_f32_nonfinite, 2), softcap_op_runs_the_kernel));
     return tt_run(s);
 }

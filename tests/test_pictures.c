@@ -645,7 +645,6 @@ END_TEST
 /* ---- the loss curve --------------------------------------------------------------- */
 
 /* The columns of tiny_gpt train's metrics.csv. */
-#define METRICS_HEADER "step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,train_bpb,val_bpb"
 
 /* The y pixel of a loss, by pictures.h's rule: linear over the data range
  * padded by 5%, ymax at the top of the plot area. */
@@ -662,7 +661,7 @@ START_TEST(loss_curve_follows_the_series)
      * wildly off: the later row must win */
     FILE *f = fopen(P("metrics.csv"), "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "%s\n", METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
     for (int s = 0; s <= 99; s++) {
         if (s == 30) fprintf(f, "30,50.0,0.001,1.0,100,,,,\n");
         if (s % 50 == 0) fprintf(f, "%d,%.6f,0.001,1.0,100,%.6f,%.6f,,\n", s, 4.0 - 3.0 * s / 99, 3.3, 3.0);
@@ -718,7 +717,7 @@ START_TEST(loss_curve_follows_the_series)
 
     /* no data yet (only the header): still a picture, just the axes */
     f = fopen(P("empty.csv"), "w");
-    fprintf(f, "%s\n", METRICS_HEADER);
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);
     fclose(f);
     REQUIRE(tg_lossplot_write(P("empty.csv"), P("empty.png"), NULL, &e) == 0, "%s", e.msg);
     p = decode_file(P("empty.png"));
@@ -743,7 +742,7 @@ END_TEST
 START_TEST(loss_curve_from_arrays_is_the_files)
 {
     FILE *f = fopen(P("m.csv"), "w");
-    fprintf(f, "%s\n", METRICS_HEADER);
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);
     fprintf(f, "0,,,,,,4.5,,\n3,3.0,0.1,1,1,,,,\n1,4.0,0.1,1,1,,,,\n2,9.0,0.1,1,1,,,,\n2,3.5,0.1,1,1,3.3,3.4,,\n");
     fprintf(f, "4,2.5,0.1,1,1,2.2,2.9,,\n5,nan,0.1,1,1,,,,\n");
     fclose(f);
@@ -796,7 +795,7 @@ START_TEST(loss_curve_errors)
     ck_assert_msg(strstr(e.msg, "nope.csv: No such file or directory"), "%s", e.msg);
     /* a destination that cannot be written: its parent is a regular file */
     FILE *f = fopen(P("m.csv"), "w");
-    fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", METRICS_HEADER);
+    fprintf(f, "%s\n1,2.0,0.1,1,1,,,,\n", TG_RUN_METRICS_HEADER);
     fclose(f);
     listing(tt_dir, before, sizeof before);
     e = (tg_error){0};

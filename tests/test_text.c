@@ -3,7 +3,7 @@
  * Training on a tiny corpus gives the merges and ids worked out by hand
  * below (counts, ties, overlapping pairs); the same text gives the same
  * vocabulary on 1 and 2 threads; every id sequence decodes back to the
- * exact bytes (random bytes, invalid UTF-8, tiny_gpt's built-in corpus),
+ * exact bytes (random bytes, invalid UTF-8, the built-in corpus of train/corpus.h),
  * and encoding equals a slow reference written here from the rule alone
  * (short and long words, 1 and 2 threads). A small hand-made .tiktoken
  * file checks the regex pre-split, tiktoken's whole-word rule and the
@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "../text/text_internal.h"   /* tg_tokenizer's build_work */
-#include "corpus.h"
 
 static char dir[] = "/tmp/tg_text_test_XXXXXX";
 
@@ -135,10 +134,10 @@ static size_t slow_encode(const tg_tokenizer *t, const unsigned char *s, size_t 
     return n;
 }
 
-static corpus the_corpus(size_t chars)
+static tg_corpus the_corpus(size_t chars)
 {
-    corpus c;
-    ck_assert_int_eq(corpus_generate(&c, 1, chars), 0);
+    tg_corpus c;
+    ck_assert_int_eq(tg_corpus_init(&c, 1, chars, NULL), 0);
     return c;
 }
 
@@ -223,7 +222,7 @@ END_TEST
 
 START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
 {
-    corpus c = the_corpus(200000);
+    tg_corpus c = the_corpus(200000);
     /* add runs of spaces and newlines, tabs and carriage returns */
     size_t len = c.len;
     char *text = malloc(len);
@@ -241,13 +240,13 @@ START_TEST(spaces_start_pieces_and_newline_runs_stand_alone)
     }
     tg_tok_free(t);
     free(text);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
 /* A copy of the corpus with the words written over it in turn, one every
  * `every` bytes (each at most 16 bytes). */
-static char *stamped(const corpus *c, const char *const *words, size_t n, size_t every)
+static char *stamped(const tg_corpus *c, const char *const *words, size_t n, size_t every)
 {
     char *text = malloc(c->len);
     memcpy(text, c->text, c->len);
@@ -267,7 +266,7 @@ static bool piece_of_one_class(const unsigned char *p, size_t l)
 START_TEST(pieces_keep_to_one_class)
 {
     /* the corpus with punctuation, digits and apostrophes against words */
-    corpus c = the_corpus(200000);
+    tg_corpus c = the_corpus(200000);
     static const char *const words[] = {" lord,", " lord.", " lord;", "--lord!", " 42nd", " o'er", " (tis)", " x2,y3",
                                         " \xC3\xA9t\xC3\xA9,", " 1,000"};
     size_t len = c.len;
@@ -306,7 +305,7 @@ START_TEST(pieces_keep_to_one_class)
     tg_tok_free(sp);
     tg_tok_free(t);
     free(text);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 
     /* one word of 4 MB whose class changes at every byte: each run is cut
      * inside the word found once (looking for the word's end again per
@@ -353,7 +352,7 @@ START_TEST(pieces_keep_utf8_characters_whole)
     tg_tok_free(t);
 
     /* the corpus with words of other scripts, emoji, and invalid bytes */
-    corpus c = the_corpus(100000);
+    tg_corpus c = the_corpus(100000);
     static const char *const words[] = {" caf\xC3\xA9", " \xE2\x82\xAC" "5", " \xF0\x9F\x98\x80!", " na\xC3\xAFve",
                                         " \xD0\xBC\xD0\xB8\xD1\x80", " \x80\x80x", " \xE2\x82", " \xFF\xC3",
                                         "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"};
@@ -371,14 +370,14 @@ START_TEST(pieces_keep_utf8_characters_whole)
     assert_round_trip(t, text, len);
     tg_tok_free(t);
     free(text);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
 START_TEST(same_vocabulary_on_1_and_2_threads)
 {
     /* 1.2 MB: the word count is split into parts of >= 256 KB per thread */
-    corpus c = the_corpus(1200000);
+    tg_corpus c = the_corpus(1200000);
     for (size_t i = 0; i + 40 < c.len; i += 1001) memcpy(c.text + i, " zebra quux zebra\n\n  42,000 qu'x  ", 34);
     ck_assert_int_eq(tg_set_num_threads(1), 1);
     tg_tokenizer *a = train(c.text, c.len, 3000, 0);
@@ -394,7 +393,7 @@ START_TEST(same_vocabulary_on_1_and_2_threads)
     }
     tg_tok_free(a);
     tg_tok_free(b);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
@@ -402,7 +401,7 @@ END_TEST
 
 START_TEST(round_trips)
 {
-    corpus c = the_corpus(300000);
+    tg_corpus c = the_corpus(300000);
     tg_tokenizer *t = train(c.text, c.len, 1500, 0);
     assert_round_trip(t, c.text, c.len);
     assert_round_trip(t, "", 0);
@@ -417,7 +416,7 @@ START_TEST(round_trips)
     for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++) assert_round_trip(t, invalid[i], strlen(invalid[i]) + 1);
     free(bytes);
     tg_tok_free(t);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
@@ -451,7 +450,7 @@ END_TEST
 
 START_TEST(same_ids_on_1_and_2_threads)
 {
-    corpus c = the_corpus(3000000);   /* > 2 MB: two parts of >= 1 MB */
+    tg_corpus c = the_corpus(3000000);   /* > 2 MB: two parts of >= 1 MB */
     tg_tokenizer *t = train(c.text, c.len, 800, 0);
     int32_t *a, *b;
     ck_assert_int_eq(tg_set_num_threads(1), 1);
@@ -465,7 +464,7 @@ START_TEST(same_ids_on_1_and_2_threads)
     tg_free(a);
     tg_free(b);
     tg_tok_free(t);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
@@ -511,7 +510,7 @@ START_TEST(stream_holds_back_incomplete_characters)
     tg_tok_free(t);
 
     /* random tokens of a trained vocabulary: the stream's output is the decode */
-    corpus c = the_corpus(50000);
+    tg_corpus c = the_corpus(50000);
     const char *extra = " caf\xc3\xa9 \xe2\x82\xac\xe2\x82\xac na\xc3\xafve \xf0\x9f\x98\x80 \xe6\x9d\xb1\xe4\xba\xac";
     size_t el = strlen(extra);
     char *text = malloc(c.len + 200 * el);
@@ -541,7 +540,7 @@ START_TEST(stream_holds_back_incomplete_characters)
     free(streamed);
     free(text);
     tg_tok_free(t);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 
@@ -639,7 +638,7 @@ START_TEST(tiktoken_rules)
     for (int i = 0; i < 150; i++) want[i] = 257;
     assert_ids(t, ls, sizeof ls, want, 150);
     /* a 3 MB text on 2 threads (cut at " x" after a non-space): the same ids */
-    corpus c = the_corpus(3000000);
+    tg_corpus c = the_corpus(3000000);
     const char *odd = "  \xe2\x82 he's 42\n\n\t x  hello";
     for (size_t i = 0; i + 30 < c.len; i += 4093) memcpy(c.text + i, odd, strlen(odd));
     int32_t *one, *two;
@@ -651,7 +650,7 @@ START_TEST(tiktoken_rules)
     ck_assert(n1 == n2 && !memcmp(one, two, (size_t)n1 * sizeof *one));
     tg_free(one);
     tg_free(two);
-    corpus_free(&c);
+    tg_corpus_release(&c);
     /* saved and loaded from safetensors: the same ids */
     ck_assert_msg(tg_tok_save(t, P("small.safetensors"), &err) == 0, "%s", err.msg);
     tg_tokenizer *u = tg_tok_load(P("small.safetensors"), &err);
@@ -718,7 +717,7 @@ END_TEST
 
 START_TEST(saved_alone_and_in_a_checkpoint)
 {
-    corpus c = the_corpus(100000);
+    tg_corpus c = the_corpus(100000);
     tg_tokenizer *t = train(c.text, c.len, 600, 0);
     tg_error err = {0};
     ck_assert_msg(tg_tok_save(t, P("tok.safetensors"), &err) == 0, "%s", err.msg);
@@ -760,7 +759,7 @@ START_TEST(saved_alone_and_in_a_checkpoint)
     ck_assert_ptr_null(tg_tok_load(P("plain.safetensors"), &err));
     ck_assert_msg(strstr(err.msg, "holds no tokenizer"), "%s", err.msg);
     tg_tok_free(t);
-    corpus_free(&c);
+    tg_corpus_release(&c);
 }
 END_TEST
 

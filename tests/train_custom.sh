@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# examples/train_custom: a model of one's own trained on the library's
-# training layer alone (issue 21).
+# examples/train_custom: a model of one's own trained by the library's run
+# (train/run.h), its messages the library's.
 #   tests/train_custom.sh TRAIN_CUSTOM SOURCE_DIR MPI_FOUND
 # 1. --stop-at, then --resume --out DIR alone (the checkpoint records the
 #    data, by absolute path and identity, and the step count; resumed from
@@ -54,20 +54,20 @@ head -c 100000 "$work/text.txt" >"$work/other.txt"
 (cd "$work" && "$bin" --data text.txt --steps 300 --out b3 --stop-at 150) >/dev/null 2>&1
 before=$(cksum <"$work/b3/last.safetensors")
 out=$("$bin" --resume --out "$work/b3" --data "$work/other.txt" 2>&1)
-[ $? -eq 1 ] && grep -qF "train_custom: --data: $work/other.txt (100000:fnv1a64:" <<<"$out" &&
-  grep -qF "is not the run's: it was trained on $work/text.txt (" <<<"$out" && [ "$(cksum <"$work/b3/last.safetensors")" = "$before" ] &&
+[ $? -eq 1 ] && grep -qF "train_custom: $work/other.txt (100000 bytes, checksum " <<<"$out" &&
+  grep -qF ") is not the text the run was trained on: $work/text.txt (" <<<"$out" && [ "$(cksum <"$work/b3/last.safetensors")" = "$before" ] &&
   ok "--resume --data with another text: $out" || bad "--resume --data other: $out"
 out=$("$bin" --resume --out "$work/b3" --data-tokens "$work/other.txt" 2>&1)
-[ $? -eq 1 ] && grep -qF "train_custom: --data-tokens: the run was trained on --data $work/text.txt" <<<"$out" &&
+[ $? -eq 1 ] && grep -qF "train_custom: --data-tokens $work/other.txt: the run in $work/b3 trains on a text, not on token files" <<<"$out" &&
   ok "--resume --data-tokens for a text's run: $out" || bad "--resume --data-tokens on a text run: $out"
 mv "$work/text.txt" "$work/moved.txt"
 out=$("$bin" --resume --out "$work/b3" 2>&1)
-[ $? -eq 1 ] && grep -qF "train_custom: the run's text (give its new place with --data): $work/text.txt: No such file or directory" <<<"$out" &&
+[ $? -eq 1 ] && grep -qF "train_custom: the run's text: $work/text.txt: No such file or directory (give its new place with --data)" <<<"$out" &&
   ok "--resume after the text moved: $out" || bad "--resume after the text moved: $out"
 mv "$work/moved.txt" "$work/text.txt"
 
 # 2. kill -9 once a checkpoint exists (step 100 or 200), then --resume
-run --out "$work/c" --steps 300 >/dev/null 2>&1 &
+"$bin" --data "$work/text.txt" --out "$work/c" --steps 300 >/dev/null 2>&1 &   # (the program itself: its pid)
 pid=$!
 for _ in $(seq 1 2000); do [ -f "$work/c/last.safetensors" ] && break; sleep 0.005; done
 kill -9 $pid 2>/dev/null
@@ -93,7 +93,7 @@ tok --out "$work/u" --stop-at 50 >/dev/null 2>&1 && "$bin" --resume --out "$work
   cmp -s "$work/t/last.safetensors" "$work/u/last.safetensors" && ok "token files resume (--resume --out DIR alone): the same bytes" ||
   bad "token files: stop and resume end differently"
 out=$("$bin" --resume --out "$work/u" --val-tokens "$work/train.bin" 2>&1)
-[ $? -eq 1 ] && grep -qF "train_custom: --val-tokens: $work/train.bin (" <<<"$out" && grep -qF "is not the run's: it was trained on $work/val.bin (" <<<"$out" &&
+[ $? -eq 1 ] && grep -qF "train_custom: --val-tokens $work/train.bin (" <<<"$out" && grep -qF ") is not the token file the run was trained on: $work/val.bin (" <<<"$out" &&
   ok "--resume with another val file: $out" || bad "--resume --val-tokens other: $out"
 
 # 4. two processes: the losses of one

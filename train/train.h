@@ -16,10 +16,13 @@
  *   the loop's    the loss estimate on a split (on one process or
  *   pieces        several), a run's metrics file
  *
+ * and, made of them, the run (train/run.h): what tiny_gpt train does, as
+ * one call per step, evaluation and save of a program's own loop.
+ *
  * The model interface is nn/nn.h's tg_model; optimizer and random-stream
  * state go into files with tg_adamw_state_write and tg_rng_to_string;
  * training on several processes is distributed/dist.h.
- * docs/adding-a-model.md trains a model of one's own with these pieces. */
+ * docs/adding-a-model.md trains a model of one's own with the run. */
 #ifndef TG_TRAIN_H
 #define TG_TRAIN_H
 
@@ -378,5 +381,9 @@ static inline double tg_bits_per_byte(double nats, double bytes_per_token)
 
 /* generation and scoring: the sampler, prompts, tg_generate, tg_text_nll */
 #include "generate.h"
+/* the built-in corpus, whose entropy floor is known */
+#include "corpus.h"
+/* a training run as an object: its settings, steps, evaluations, saves, resume, processes */
+#include "run.h"
 
 #endif

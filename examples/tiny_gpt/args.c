@@ -8,39 +8,62 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "data.h"
 
 static char *config_text;   /* the --config file, its values NUL-terminated in place */
 
-/* The flags a config file's line set (and the command line did not), by
- * their dest: the file, the line and the name as the line writes it (in
- * config_text), for args_place. */
+/* The flags a config file's line set (and the command line did not): the
+ * file, the line and the name as the line writes it (in config_text), for
+ * args_place and args_apply. */
 #define ORIGINS 256
 static const char *config_path;
 static struct origin {
-    const void *dest;
+    const arg_spec *spec;
     int line;
     const char *name;
 } origins[ORIGINS];
 static int n_origins;
 
-static struct origin *origin_of(const void *dest)
+/* The values of the settings given (ARG_SETTING), as text, for args_apply. */
+static struct given {
+    const arg_spec *spec;
+    const char *text;   /* in argv or config_text */
+} givens[ORIGINS];
+static int n_givens;
+
+static void given_set(const arg_spec *spec, const char *text)
 {
-    for (int i = 0; i < n_origins; i++)
-        if (origins[i].dest == dest) return &origins[i];
+    for (int i = 0; i < n_givens; i++)
+        if (givens[i].spec == spec) {
+            givens[i].text = text;
+            return;
+        }
+    if (n_givens < ORIGINS) givens[n_givens++] = (struct given){spec, text};
+}
+
+static const char *given_text(const arg_spec *spec)
+{
+    for (int i = 0; i < n_givens; i++)
+        if (givens[i].spec == spec) return givens[i].text;
     return NULL;
 }
 
-static void origin_set(const void *dest, int line, const char *name)
+static struct origin *origin_of(const arg_spec *spec)
 {
-    struct origin *o = origin_of(dest);
-    if (!o && n_origins < ORIGINS) o = &origins[n_origins++];
-    if (o) *o = (struct origin){dest, line, name};
+    for (int i = 0; i < n_origins; i++)
+        if (origins[i].spec == spec) return &origins[i];
+    return NULL;
 }
 
-static void origin_clear(const void *dest)
+static void origin_set(const arg_spec *spec, int line, const char *name)
 {
-    struct origin *o = origin_of(dest);
+    struct origin *o = origin_of(spec);
+    if (!o && n_origins < ORIGINS) o = &origins[n_origins++];
+    if (o) *o = (struct origin){spec, line, name};
+}
+
+static void origin_clear(const arg_spec *spec)
+{
+    struct origin *o = origin_of(spec);
     if (o) *o = origins[--n_origins];
 }
 
@@ -50,12 +73,13 @@ void args_free(void)
     config_text = NULL;
     config_path = NULL;
     n_origins = 0;
+    n_givens = 0;
 }
 
 void args_place(const arg_spec *specs, int n_specs, const char *name, char *err, size_t errlen)
 {
     const arg_spec *s = args_find((arg_spec *)specs, n_specs, name);
-    const struct origin *o = s ? origin_of(s->dest) : NULL;
+    const struct origin *o = s ? origin_of(s) : NULL;
     char flag[80];
     snprintf(flag, sizeof flag, "--%s:", s ? s->name : name);
     const size_t n = strlen(flag);
@@ -148,124 +172,29 @@ static void unknown(const arg_spec *specs, int n_specs, const char *where, const
     snprintf(err, errlen, "%sunknown %s '%s'%s (see --help)", where, cfg ? "setting" : "flag", shown(text, b), hint);
 }
 
-/* 1 when v is a number as people write it: an optional sign, digits with
- * at most one '.' among them, then optionally e or E, a sign and digits.
- * strtod alone also takes hexadecimal (0x1), inf, nan and leading spaces. */
-static bool decimal(const char *v)
+/* The library's description of a flag's value: the setting itself for
+ * ARG_SETTING, else one of the same kind and range. */
+static tg_run_setting as_setting(const arg_spec *s)
 {
-    const char *p = v + (*v == '+' || *v == '-');
-    int digits = 0;
-    for (; *p >= '0' && *p <= '9'; p++) digits++;
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++) digits++;
-    if (!digits) return false;
-    if (*p == 'e' || *p == 'E') {
-        p += 1 + (p[1] == '+' || p[1] == '-');
-        if (*p < '0' || *p > '9') return false;
-        while (*p >= '0' && *p <= '9') p++;
-    }
-    return !*p;
+    if (s->kind == ARG_SETTING) return *tg_run_setting_find(s->name);
+    static const tg_setting_kind KIND[] = {TG_SETTING_INT, TG_SETTING_I64, TG_SETTING_DOUBLE, TG_SETTING_STRING,
+                                           TG_SETTING_BOOL, TG_SETTING_SWITCH};
+    return (tg_run_setting){.name = s->name, .kind = KIND[s->kind], .min = s->min, .max = s->max};
 }
 
-int arg_value_parse(const arg_spec *s, const char *v, arg_value *out, const char *what, char *err, size_t errlen)
-{
-    char b[SHOWN], lo[32], hi[32];
-    switch (s->kind) {
-    case ARG_STRING: out->s = v; return 0;
-    case ARG_BOOL:
-    case ARG_SWITCH:
-        if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "1")) out->b = true;
-        else if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "0")) out->b = false;
-        else {
-            snprintf(err, errlen, "%s: '%s' is not true/false", what, shown(v, b));
-            return -1;
-        }
-        return 0;
-    default: break;
-    }
-    if (!decimal(v)) {
-        char *end;
-        strtod(v, &end);
-        const bool strtod_takes = end != v && !*end;
-        snprintf(err, errlen, "%s: '%s' is not a number%s", what, shown(v, b),
-                 strtod_takes ? " (write it in decimal, as 3, -0.5 or 6e-4)" : "");
-        return -1;
-    }
-    errno = 0;
-    const double x = strtod(v, NULL);
-    const bool range = errno == ERANGE;
-    format_double(s->min, lo, sizeof lo);
-    format_double(s->max, hi, sizeof hi);
-    if (x != 0 ? fabs(x) < DBL_MIN : range) {   /* subnormal, or rounded to 0 */
-        snprintf(err, errlen, "%s: %s is out of range: too close to 0 (a value other than 0 needs a magnitude of "
-                 "at least %.17g); the range is [%s, %s]", what, shown(v, b), DBL_MIN, lo, hi);
-        return -1;
-    }
-    if ((s->kind == ARG_INT || s->kind == ARG_I64) && isfinite(x) && x != floor(x)) {
-        snprintf(err, errlen, "%s: '%s' is not a whole number", what, shown(v, b));
-        return -1;
-    }
-    if (!isfinite(x) || x < s->min || x > s->max) {   /* beyond a double: ERANGE and +-HUGE_VAL */
-        snprintf(err, errlen, "%s: %s is outside [%s, %s]", what, shown(v, b), lo, hi);
-        return -1;
-    }
-    if (s->kind == ARG_INT) out->i = (int)x;
-    else if (s->kind == ARG_I64) out->l = (int64_t)x;
-    else out->d = x;
-    return 0;
-}
-
-arg_value arg_value_load(const arg_spec *s)
-{
-    arg_value v = {0};
-    switch (s->kind) {
-    case ARG_INT: v.i = *(int *)s->dest; break;
-    case ARG_I64: v.l = *(int64_t *)s->dest; break;
-    case ARG_DOUBLE: v.d = *(double *)s->dest; break;
-    case ARG_STRING: v.s = *(const char **)s->dest; break;
-    case ARG_BOOL:
-    case ARG_SWITCH: v.b = *(bool *)s->dest; break;
-    }
-    return v;
-}
-
-void arg_value_store(arg_spec *s, arg_value v)
-{
-    switch (s->kind) {
-    case ARG_INT: *(int *)s->dest = v.i; break;
-    case ARG_I64: *(int64_t *)s->dest = v.l; break;
-    case ARG_DOUBLE: *(double *)s->dest = v.d; break;
-    case ARG_STRING: *(const char **)s->dest = v.s; break;
-    case ARG_BOOL:
-    case ARG_SWITCH: *(bool *)s->dest = v.b; break;
-    }
-}
-
-void format_double(double x, char *buf, size_t size)
-{
-    for (int digits = 6; digits <= 17; digits++) {   /* the shortest that reads back as x */
-        snprintf(buf, size, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x) return;
-    }
-}
-
-void arg_value_format(const arg_spec *s, char *buf, size_t size)
-{
-    switch (s->kind) {
-    case ARG_INT: snprintf(buf, size, "%d", *(int *)s->dest); break;
-    case ARG_I64: snprintf(buf, size, "%lld", (long long)*(int64_t *)s->dest); break;
-    case ARG_DOUBLE: format_double(*(double *)s->dest, buf, size); break;
-    case ARG_STRING: snprintf(buf, size, "%s", *(const char **)s->dest ? *(const char **)s->dest : ""); break;
-    case ARG_BOOL:
-    case ARG_SWITCH: snprintf(buf, size, "%s", *(bool *)s->dest ? "true" : "false"); break;
-    }
-}
-
+/* A flag's value: stored into dest, or for a setting checked (but for a
+ * word, which args_apply checks in its turn) and kept as text. */
 static int set_flag(arg_spec *s, const char *v, const char *what, char *err, size_t errlen)
 {
-    arg_value x;
-    if (arg_value_parse(s, v, &x, what, err, errlen)) return -1;
-    arg_value_store(s, x);
+    const tg_run_setting t = as_setting(s);
+    tg_error e = {0};
+    union { int i; int64_t l; double d; const char *s; bool b; } scratch;
+    void *dest = s->kind == ARG_SETTING ? (void *)&scratch : s->dest;
+    if ((s->kind != ARG_SETTING || t.kind != TG_SETTING_WORD) && tg_run_setting_parse(&t, v, what, dest, &e)) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
+    if (s->kind == ARG_SETTING) given_set(s, v);
     s->seen = true;
     return 0;
 }
@@ -380,7 +309,7 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
         }
         snprintf(where, sizeof where, "--config %s:%d: %s", path, lineno, name);
         if (set_flag(s, v, where, err, errlen)) return -1;
-        origin_set(s->dest, lineno, name);
+        origin_set(s, lineno, name);
     }
     return 0;
 }
@@ -437,7 +366,7 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
             return -1;
         }
         if (eq) v = eq + 1;
-        else if (s->kind == ARG_SWITCH) v = "true";
+        else if (s->kind == ARG_SWITCH || (s->kind == ARG_SETTING && as_setting(s).kind == TG_SETTING_SWITCH)) v = "true";
         else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
         else {
             needs_value(s->name, i, argc, argv, err, errlen);
@@ -447,7 +376,7 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
         char what[80];
         snprintf(what, sizeof what, "--%s", s->name);
         if (set_flag(s, v, what, err, errlen)) return -1;
-        origin_clear(s->dest);   /* the command line's value wins: named as the flag */
+        origin_clear(s);   /* the command line's value wins: named as the flag */
     }
     return 0;
 }
@@ -456,9 +385,43 @@ void args_usage(FILE *out, const arg_spec *specs, int n_specs, const char *prefi
 {
     for (int k = 0; k < n_specs; k++) {
         const arg_spec *s = &specs[k];
+        const tg_run_setting t = as_setting(s);
+        const void *now = s->kind == ARG_SETTING ? (const char *)s->dest + t.offset : s->dest;
         char def[64] = "-";
-        if (s->kind != ARG_STRING || *(const char **)s->dest) arg_value_format(s, def, sizeof def);
-        if (s->kind == ARG_SWITCH) fprintf(out, "%s--%-16s %s\n", prefix, s->name, s->help);
-        else fprintf(out, "%s--%-16s %s [%s]\n", prefix, s->name, s->help, def);
+        if (t.kind != TG_SETTING_STRING || *(const char *const *)now) tg_run_setting_format(&t, now, def, sizeof def);
+        const char *help = s->kind == ARG_SETTING ? t.help : s->help;
+        if (t.kind == TG_SETTING_SWITCH) fprintf(out, "%s--%-16s %s\n", prefix, s->name, help);
+        else fprintf(out, "%s--%-16s %s [%s]\n", prefix, s->name, help, def);
     }
+}
+
+/* The settings given, named as args_place names them, in one pass of
+ * args_apply (first: those in `first`, or the others). */
+static int apply_pass(const arg_spec *specs, int n_specs, tg_run_config *dest, const char *const *first, bool firsts,
+                      char *err, size_t errlen)
+{
+    for (int k = 0; k < n_specs; k++) {
+        const arg_spec *s = &specs[k];
+        if (s->kind != ARG_SETTING || !s->seen) continue;
+        bool listed = false;
+        for (int i = 0; first && first[i]; i++) listed |= !strcmp(first[i], s->name);
+        if (listed != firsts) continue;
+        const struct origin *o = origin_of(s);
+        char what[600];
+        if (o && config_path) snprintf(what, sizeof what, "--config %s:%d: %s", config_path, o->line, o->name);
+        else snprintf(what, sizeof what, "--%s", s->name);
+        tg_error e = {0};
+        if (tg_run_config_set(dest, s->name, given_text(s), what, &e)) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int args_apply(const arg_spec *specs, int n_specs, tg_run_config *dest, const char *const *first, char *err,
+               size_t errlen)
+{
+    return apply_pass(specs, n_specs, dest, first, true, err, errlen) ||
+           apply_pass(specs, n_specs, dest, first, false, err, errlen) ? -1 : 0;
 }

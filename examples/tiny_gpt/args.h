@@ -6,8 +6,8 @@
  * FILE`: `name = value` lines, `#` comments, `_` or `-` in names, a UTF-8
  * BOM at the start skipped); the command line overrides the file. Numbers
  * are decimal ("3", "-0.5", "6e-4"; not "0x1", "inf" or " 3"). Messages
- * show a value's bytes outside printable ASCII as \xNN. A flag's role
- * says what a resumed training run does with it (train.c, run.c). */
+ * show a value's bytes outside printable ASCII as \xNN. Values are read
+ * as the training run's settings are (tg_run_setting_parse). */
 #ifndef TINY_GPT_ARGS_H
 #define TINY_GPT_ARGS_H
 
@@ -16,35 +16,27 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { ARG_INT, ARG_I64, ARG_DOUBLE, ARG_STRING, ARG_BOOL, ARG_SWITCH } arg_kind;
+#include "../../tapegrad.h"
 
-/* What a training checkpoint records of a flag, and what --resume does
- * when the flag is given again with another value. */
-typedef enum {
-    ROLE_NONE,   /* not recorded (--threads, --out, ...) */
-    ROLE_MODEL,  /* the model's config (n_layer, ...): a different value is an error */
-    ROLE_RUN,    /* the run's identity (optimizer, seed, data, dtype): an error */
-    ROLE_FREE    /* schedule, evaluation, batch split: allowed, printed as a notice */
-} arg_role;
+/* ARG_SETTING: one of the training run's settings (train/run.h's table):
+ * dest is the tg_run_config, name the setting's; its value is checked as
+ * it is parsed (a number's range, ...) but kept as text and stored by
+ * args_apply, once the command line has overridden the config file. */
+typedef enum { ARG_INT, ARG_I64, ARG_DOUBLE, ARG_STRING, ARG_BOOL, ARG_SWITCH, ARG_SETTING } arg_kind;
+
+/* Tables written before the settings moved into the library name a role:
+ * every flag's is ROLE_NONE (the settings' roles are tg_run_setting's). */
+typedef enum { ROLE_NONE } arg_role;
 
 typedef struct arg_spec {
     const char *name;     /* without the leading "--" */
     arg_kind kind;
-    void *dest;           /* int*, int64_t*, double*, const char**, bool* */
+    void *dest;           /* int*, int64_t*, double*, const char**, bool*; ARG_SETTING: tg_run_config* */
     double min, max;      /* inclusive bounds for numbers */
     const char *help;
     bool seen;            /* given on the command line or in the config file */
     arg_role role;
 } arg_spec;
-
-/* A parsed value of any kind (what dest points to). */
-typedef union arg_value {
-    int i;
-    int64_t l;
-    double d;
-    const char *s;
-    bool b;
-} arg_value;
 
 /* Parses argv[0..argc) against specs, after the file of a --config flag
  * if there is one. ARG_BOOL takes true/false/1/0; ARG_SWITCH takes no
@@ -55,7 +47,7 @@ typedef union arg_value {
  * file that sets config, named by file and line). Strings point into argv or into storage that lives
  * until args_free. */
 int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, size_t errlen);
-/* Frees what args_parse kept of a config file. */
+/* Frees what args_parse kept of a config file and of the settings' values. */
 void args_free(void);
 /* For a message about flag `name` that a check after parsing wrote into
  * err as "--name: ..." (a word that is not one of the flag's values):
@@ -68,18 +60,12 @@ void args_usage(FILE *out, const arg_spec *specs, int n_specs, const char *prefi
 bool args_seen(const arg_spec *specs, int n_specs, const char *name);
 arg_spec *args_find(arg_spec *specs, int n_specs, const char *name);
 
-/* Parses v as s's kind into *out with the same checks as a flag (a
- * message naming `what` in err). 0 or -1. */
-int arg_value_parse(const arg_spec *s, const char *v, arg_value *out, const char *what, char *err,
-                    size_t errlen);
-/* The value s's dest holds now, written so that arg_value_parse reads it
- * back exactly (doubles as format_double writes them). */
-void arg_value_format(const arg_spec *s, char *buf, size_t size);
-/* The shortest %g form (6 to 17 digits) that reads back as exactly x. */
-void format_double(double x, char *buf, size_t size);
-/* The value s's dest holds now. */
-arg_value arg_value_load(const arg_spec *s);
-/* Stores v into s's dest. */
-void arg_value_store(arg_spec *s, arg_value v);
+/* The settings given (ARG_SETTING, seen) into dest, each with
+ * tg_run_config_set, its message naming the flag or the config file's
+ * line: first those named in `first` (NULL-terminated; a check the
+ * commands share runs them first), then the others in table order. 0,
+ * or -1 with the message. */
+int args_apply(const arg_spec *specs, int n_specs, tg_run_config *dest, const char *const *first, char *err,
+               size_t errlen);
 
 #endif

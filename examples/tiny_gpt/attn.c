@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "files.h"
 
 /* For a model of token ids: that every number of text is an id below V,
  * with the message that names --text. 0, or -1 with a message. */

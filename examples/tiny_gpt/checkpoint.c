@@ -109,3 +109,19 @@ int checkpoint_use_averages(const tg_st_file *f, tg_model *m, char *err, size_t 
     }
     return 0;
 }
+
+const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen)
+{
+    tg_error e = {0};
+    tg_run_file which;
+    const char *got = tg_run_checkpoint(path, buf, size, &which, &e);
+    if (!got) {
+        snprintf(err, errlen, "--ckpt %s", e.msg);
+        return NULL;
+    }
+    if (which != TG_RUN_FILE_GIVEN)
+        fprintf(stderr, "tiny_gpt %s: %s is a run's directory: reading %s (%s)\n", cmd, path, got,
+                which == TG_RUN_FILE_LAST ? "its latest weights; it has no best.safetensors"
+                                          : "its best weights by val loss");
+    return got;
+}

@@ -3,13 +3,20 @@
  * tg_checkpoint_load_train (train/train.h): the parameters under the
  * family's names (nanoGPT's for the GPT, llama2.c's model.py's for the
  * Llama), the config and vocabulary in __metadata__, the run's settings
- * (run.h) and, for training checkpoints, the whole training state. Here:
- * the vocabulary a command takes for a model. */
+ * (train/run.h) and, for training checkpoints, the whole training state. Here:
+ * the file --ckpt names and the vocabulary a command takes for a model. */
 #ifndef TINY_GPT_CHECKPOINT_H
 #define TINY_GPT_CHECKPOINT_H
 
 #include "../../tapegrad.h"
-#include "data.h"
+
+/* The checkpoint --ckpt names (the library's tg_run_checkpoint): path
+ * itself when it is not a directory; for a run's directory (tiny_gpt
+ * train's --out) its best.safetensors, else its last.safetensors,
+ * written into buf, with a line on stderr ("tiny_gpt <cmd>: DIR is a
+ * run's directory: reading DIR/best.safetensors ...") saying which was
+ * chosen. NULL with a message when the directory holds neither. */
+const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen);
 
 /* The vocabulary of model m loaded from f: the tokenizer in tok_file when
  * given (--tokenizer: a tokenizer file or a checkpoint holding one, for

@@ -31,11 +31,6 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "files.h"
-#include "metrics.h"
-#include "run.h"
-#include "tokdata.h"
-#include "train.h"
 
 typedef struct inputs {
     tg_st_file *wf, *bf;
@@ -146,52 +141,87 @@ static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want,
     return 1;
 }
 
-/* eval --ckpt: the loss estimate of `train` at the checkpoint's step,
- * on the split of the run's text. */
+static void eval_notice(void *ctx, tg_run_notice kind, const char *msg)
+{
+    (void)ctx, (void)kind;
+    fprintf(stderr, "tiny_gpt eval: notice: %s\n", msg);
+}
+
+/* what an estimate's progress line names */
+typedef struct estimating {
+    int64_t step;
+    bool val;
+} estimating;
+
+static void est_progress(void *ctx, int64_t done, int64_t iters)
+{
+    const estimating *e = ctx;
+    eval_progress(e->step, e->val, done, iters);
+}
+
+/* The loss of m on d as training estimated it at `step` (iters 0: the
+ * whole split), with a progress line on a terminal. */
+static double estimate(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_run_config *c, int64_t iters,
+                       int64_t step, char *err, size_t errlen)
+{
+    const bool tty = isatty(STDERR_FILENO);
+    estimating e = {step, val};
+    const tg_eval_spec s = {.batch = c->batch_size, .accum = c->grad_accum, .T = c->block_size, .iters = iters,
+                            .seed = (uint64_t)c->seed, .step = step, .whole = iters == 0, .rank = 0, .ranks = 1,
+                            .progress = tty ? est_progress : NULL, .ctx = &e};
+    const double loss = tg_eval_loss(g, m, d, val, &s, err, errlen);
+    if (tty) fprintf(stderr, "\r\033[K");
+    return loss;
+}
+
+/* eval --ckpt: the loss estimate of `train` at the checkpoint's step, on
+ * the split of the run's text, from the settings the checkpoint records. */
 static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const char *tok_file,
                      const char *weights, const arg_spec *specs, int n_specs,
                      tg_dtype dt, bool composed, int64_t eval_iters, int batch_size, bool full_val)
 {
     tg_error err = {0};
     int rc = 1;
-    train_opts o;
-    arg_spec ts[TRAIN_MAX_SPECS];
-    int nts = train_specs(&o, ts);
+    tg_run_config c;
+    tg_run_config_init(&c);
     tg_st_file *f = NULL;
     tg_model m = {0};
     tg_graph *g = NULL;
-    run_text text = {0};
+    tg_run_text text = {0};
     tg_dataset d = {0};
-    data_id id;
     tg_vocab v = {0};
     int64_t step = 0;
     char picked[4096];
+    tg_error e = {0};
+    const tg_run_options ro = {.flag_names = true, .notice = eval_notice};
     if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err.msg, sizeof err.msg)) ||
-        !(f = tg_st_load(ckpt, &err)) ||
-        run_restore(ts, nts, 1u << ROLE_RUN | 1u << ROLE_FREE, f, ckpt, NULL, err.msg, sizeof err.msg))
+        !(f = tg_st_load(ckpt, &err)))
         goto fail;
+    if (tg_run_config_read(&c, f, &err)) {
+        tg_error_prefix(&err, ckpt);
+        goto fail;
+    }
     /* the run's dtype and attention path unless given: the same numbers as training printed */
-    if ((!args_seen(specs, n_specs, "dtype") && parse_dtype(o.dtype, &dt, err.msg, sizeof err.msg)) ||
-        (!args_seen(specs, n_specs, "attn") && parse_attn(o.attn, &composed, err.msg, sizeof err.msg)))
-        goto fail;
-    if (args_seen(specs, n_specs, "eval-iters")) o.eval_iters = eval_iters;
-    if (args_seen(specs, n_specs, "full-val")) o.full_val = full_val;
+    if (!args_seen(specs, n_specs, "dtype")) dt = c.dtype;
+    if (!args_seen(specs, n_specs, "attn")) composed = c.attn_composed;
+    if (args_seen(specs, n_specs, "eval-iters")) c.eval_iters = eval_iters;
+    if (args_seen(specs, n_specs, "full-val")) c.full_val = full_val;
     if (args_seen(specs, n_specs, "batch-size")) {   /* the whole batch, in one piece */
-        o.batch_size = batch_size;
-        o.grad_accum = 1;
+        c.batch_size = batch_size;
+        c.grad_accum = 1;
     } else if (tg_st_meta(f, "train.ranks")) {   /* a run of R processes evaluated R x B windows at a time */
         int64_t ranks;
         if (tg_st_meta_int(f, "train.ranks", 1, 1 << 20, &ranks, &err)) goto fail;
-        if (ranks * o.batch_size > 1 << 20) {
-            snprintf(err.msg, sizeof err.msg, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt,
-                     (long long)ranks, o.batch_size);
+        if (ranks * c.batch_size > 1 << 20) {
+            snprintf(err.msg, sizeof err.msg, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt, (long long)ranks,
+                     c.batch_size);
             goto fail;
         }
-        o.batch_size *= (int)ranks;
+        c.batch_size *= (int)ranks;
     }
     if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, &err))
         goto fail;
-    const bool tokens = run_on_tokens(NULL, f);   /* the run's token files, as it recorded them */
+    const bool tokens = c.data_tokens != NULL;   /* the run's token files, as it recorded them */
     if (tokens && data) {
         snprintf(err.msg, sizeof err.msg, "--data: %s trained on token files, not on a text", ckpt);
         goto fail;
@@ -200,47 +230,45 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         snprintf(err.msg, sizeof err.msg, "%s does not record the text it was trained on: give it with --data", ckpt);
         goto fail;
     }
-    if (!tokens && run_load_text(&text, &id, data, o.corpus_chars, f, ckpt, false, "eval", err.msg, sizeof err.msg))
-        goto fail;
+    if (data) c.data = data;
+    if (!tokens && tg_run_text_load(&text, &c, f, false, &ro, &e)) goto fail_e;
     /* the vocabulary and the data (token files checked whole) from the
      * config, before the model exists: a bad file is refused at once, as
-     * train refuses it (issue 20) */
+     * train refuses it */
     tg_model shape = {0};
     if (tg_model_config_read(f, &shape.config, &err)) goto fail;
     if ((vocab_file || tok_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
             ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, err.msg, sizeof err.msg)
             : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
-    const int T = shape.config.block_size;
-    if (tokens ? run_load_tokens(&d, &v, shape.config.vocab_size, NULL, NULL, T, f, false, NULL, "eval", err.msg,
-                                 sizeof err.msg)
-               : tg_dataset_from_text(&d, &v, text.text, text.len, T, err.msg, sizeof err.msg))
-        goto fail;
+    c.block_size = shape.config.block_size;
+    if (tokens ? tg_run_tokens_load(&d, &v, shape.config.vocab_size, &c, f, false, &ro, &e)
+               : tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, e.msg, sizeof e.msg))
+        goto fail_e;
     const char *sets[2];
     const int n_sets = pick_weights(f, ckpt, weights, sets, err.msg, sizeof err.msg);
     if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) || !(g = tg_graph_new()))
         goto fail;
     tg_model_set_composed(&m, composed);
-    const int B = o.batch_size, A = o.grad_accum;
-    const bool tty = isatty(STDERR_FILENO);
-    const int64_t n = o.eval_iters;
     const char *holds = checkpoint_weights(f);
     for (int k = 0; k < n_sets; k++) {   /* each as training evaluated it: the same windows */
         if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") &&
             checkpoint_use_averages(f, &m, err.msg, sizeof err.msg))
             goto fail;
-        metrics_row r = metrics_empty(step);
-        r.train = estimate_loss(g, &m, &d, false, B, A, T, n, o.seed, step, 0, 1, tty, err.msg, sizeof err.msg);
-        r.val = isnan(r.train) ? NAN : estimate_loss(g, &m, &d, true, B, A, T, o.full_val ? 0 : n, o.seed, step, 0, 1,
-                                                     tty, err.msg, sizeof err.msg);
-        if (isnan(r.val)) goto fail;
-        r.val_bpb = tg_bits_per_byte(r.val, d.bytes_per_token[1]);
+        tg_run_loss l = {.step = step, .weights = sets[k]};
+        l.train = estimate(g, &m, &d, false, &c, c.eval_iters, step, err.msg, sizeof err.msg);
+        l.val = isnan(l.train) ? NAN : estimate(g, &m, &d, true, &c, c.full_val ? 0 : c.eval_iters, step, err.msg,
+                                                sizeof err.msg);
+        if (isnan(l.val)) goto fail;
+        l.val_bpb = tg_bits_per_byte(l.val, d.bytes_per_token[1]);
         char line[256];
-        metrics_eval_line(&r, sets[k], line, sizeof line);
+        tg_run_loss_format(&l, line, sizeof line);
         printf("%s\n", line);
     }
     rc = 0;
     goto done;
+fail_e:
+    err = e;
 fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:
@@ -249,7 +277,8 @@ done:
     tg_st_free(f);
     tg_dataset_free(&d);
     tg_vocab_free(&v);
-    run_text_free(&text);
+    tg_run_text_release(&text);
+    tg_run_config_release(&c);
     return rc;
 }
 
@@ -293,7 +322,7 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     rc = 0;
     goto done;
 fail_e:
-    snprintf(err.msg, sizeof err.msg, "%s", e.msg);
+    err = e;
 fail:
     fprintf(stderr, "tiny_gpt eval: %s\n", err.msg);
 done:

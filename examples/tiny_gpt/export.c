@@ -11,12 +11,16 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "files.h"
-#include "run.h"
 
 /* ---- an erf GPT going to llama.cpp's gpt2, which computes the tanh GELU ---- */
 
 #define GELU_WINDOWS 16   /* the val text is scored in at most this many windows of block_size ids */
+
+static void export_notice(void *ctx, tg_run_notice kind, const char *msg)
+{
+    (void)ctx, (void)kind;
+    fprintf(stderr, "tiny_gpt export: notice: %s\n", msg);
+}
 
 /* For a GPT with the exact erf GELU: the notice that llama.cpp's gpt2
  * computes the tanh form, with the mean nll of each form on the run's
@@ -32,9 +36,10 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
                        "--gelu tanh for a model it runs as trained)";
     tg_model m = {0}, mt = {0};
     tg_vocab v = {0};
-    run_text text = {0};
+    tg_run_config rc;
+    tg_run_config_init(&rc);
+    tg_run_text text = {0};
     tg_dataset d = {0};
-    data_id id;
     int32_t *ids = NULL;
     const int32_t *at = NULL;
     int64_t n = 0;
@@ -58,12 +63,13 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
                      ckpt);
             goto unavailable;
         }
-        int64_t corpus = 0;   /* train.data "": the built-in corpus of this many characters */
-        if ((tg_st_meta(f, "train.corpus_chars") &&
-             tg_st_meta_int(f, "train.corpus_chars", 1, INT32_MAX, &corpus, &err)) ||
-            run_load_text(&text, &id, NULL, (int)corpus, f, ckpt, true, "export", err.msg, sizeof err.msg) ||
-            tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err.msg, sizeof err.msg))
+        tg_error e = {0};   /* the run's text as its settings record it (train.data "": the built-in corpus) */
+        const tg_run_options ro = {.flag_names = true, .notice = export_notice};
+        if (tg_run_config_read(&rc, f, &e) || tg_run_text_load(&text, &rc, f, true, &ro, &e)) {
+            snprintf(err.msg, sizeof err.msg, "%s", e.msg);
             goto unavailable;
+        }
+        if (tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err.msg, sizeof err.msg)) goto unavailable;
         at = d.tokens + d.n_train;
         n = (int64_t)(d.n - d.n_train);
         const char *p = tg_st_meta(f, "train.data");
@@ -105,7 +111,8 @@ unavailable:
 done:
     tg_free(ids);
     tg_dataset_free(&d);
-    run_text_free(&text);
+    tg_run_text_release(&text);
+    tg_run_config_release(&rc);
     tg_vocab_free(&v);
     tg_model_release(&mt);
     tg_model_release(&m);

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ranks.h"
+#include "../../distributed/dist.h"
 
 /* n <= 0: the machine's cores, divided among the job's processes on it */
 void set_threads(int n)
@@ -63,6 +63,40 @@ int parse_optimizer(const char *s, bool *muon, char *err, size_t errlen)
     return 0;
 }
 
+int agree_on(const char *cmd, bool failed, const char *err)
+{
+    const tg_run_backend *b = tg_dist_run_backend();
+    char msg[8192];
+    snprintf(msg, sizeof msg, "%s", failed ? err : "");
+    bool all = false;
+    const int who = b->agree(b->ctx, failed, msg, sizeof msg, &all);
+    if (who < 0) return 0;
+    if (b->rank == 0) {
+        if (all || b->size == 1) fprintf(stderr, "tiny_gpt %s: %s\n", cmd, msg);
+        else fprintf(stderr, "tiny_gpt %s: rank %d: %s\n", cmd, who, msg);
+    }
+    return -1;
+}
+
+void eval_progress(int64_t step, bool val, int64_t done, int64_t iters)
+{
+    static double shown;
+    if (done && now_seconds() - shown < 0.1) return;
+    shown = now_seconds();
+    fprintf(stderr, "\r\033[Kstep %lld: estimating the %s loss, batch %lld of %lld", (long long)step,
+            val ? "val" : "train", (long long)done + 1, (long long)iters);
+}
+
+/* The run settings given (ARG_SETTING flags) into their config, the
+ * ones every command checks first first: 0, or -1 with the message. */
+static int apply_settings(const arg_spec *specs, int n_specs, char *err, size_t errlen)
+{
+    static const char *const first[] = {"dtype", "attn", NULL};
+    for (int k = 0; k < n_specs; k++)
+        if (specs[k].kind == ARG_SETTING) return args_apply(specs, n_specs, specs[k].dest, first, err, errlen);
+    return 0;
+}
+
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads)
@@ -76,13 +110,15 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
             }
             return 0;
         }
-    bool failed = args_parse(specs, n_specs, argc, argv, err, sizeof err) || parse_dtype(*dtype, dt, err, sizeof err) ||
-                  (attn && parse_attn(*attn, attn_composed, err, sizeof err));
+    bool failed = args_parse(specs, n_specs, argc, argv, err, sizeof err) ||
+                  (dtype && parse_dtype(*dtype, dt, err, sizeof err)) ||
+                  (attn && parse_attn(*attn, attn_composed, err, sizeof err)) ||
+                  apply_settings(specs, n_specs, err, sizeof err);
     if (failed) {   /* a value from a config file: its line */
         args_place(specs, n_specs, "dtype", err, sizeof err);
         args_place(specs, n_specs, "attn", err, sizeof err);
     }
-    if (ranks_agree(cmd, failed, err)) return 2;   /* printed once, also on several processes */
+    if (agree_on(cmd, failed, err)) return 2;   /* printed once, also on several processes */
     set_threads(*threads);
     return -1;
 }

@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "files.h"
 
 /* What the writer of the generated text keeps: when the first token came,
  * and the id that ended the text (-1 while none). */

@@ -26,10 +26,21 @@ int parse_attn(const char *s, bool *composed, char *err, size_t errlen);
  * 2-D matrices, tg_muon_takes; AdamW for the rest) */
 int parse_optimizer(const char *s, bool *muon, char *err, size_t errlen);
 double now_seconds(void);
+/* Every process of the job calls it after the same stage with whether it
+ * failed and its message: 0 when none did; else rank 0 prints "tiny_gpt
+ * cmd: message" (all failed, or one process) or "tiny_gpt cmd: rank R:
+ * message" (R the first that did), and it returns -1 on every process. */
+int agree_on(const char *cmd, bool failed, const char *err);
+/* An evaluation's progress on stderr, for a terminal: "step N: estimating
+ * the val loss, batch K of M", rewritten in place at most 10 times a
+ * second (the first batch always). */
+void eval_progress(int64_t step, bool val, int64_t done, int64_t iters);
 /* The start every command shares: --help prints usage on stdout (returns 0); flags,
- * --dtype and --attn (unless attn is NULL) are parsed (an error prints and
- * returns 2, once for all ranks of an mpirun job: ranks_agree); tapegrad
- * and BLAS get *threads threads. Returns -1 when the command should go on. */
+ * --dtype and --attn (unless NULL) are parsed, and the run settings given
+ * (ARG_SETTING) set into their config, --dtype and --attn first (an error
+ * prints and returns 2, once for all ranks of an mpirun job: agree_on);
+ * tapegrad and BLAS get *threads threads. Returns -1 when the command
+ * should go on. */
 int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_specs, int argc, char **argv,
                   const char *const *dtype, tg_dtype *dt, const char *const *attn, bool *attn_composed,
                   const int *threads);
@@ -41,7 +52,6 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
 #define SPEC_THREADS(p) \
     {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS, per process (0: the cores / its processes)", 0, ROLE_NONE}
 #define SPEC_OPTIMIZER_HELP "adamw, or muon: Muon for the blocks' 2-D matrices, AdamW (--lr, --beta1, ...) for the rest"
-#define SPEC_MUON_LR_HELP "Muon's learning rate (with --optimizer muon; follows --lr's schedule, scaled)"
 #define SPEC_MUON_MOMENTUM_HELP "Muon's momentum (with --optimizer muon)"
 #define SPEC_CONFIG(p) {"config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0, ROLE_NONE}
 

@@ -24,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
-#include "files.h"
-#include "tokdata.h"
+#include "checkpoint.h"
 
 /* All of stdin; NULL when out of memory or on a read error. */
 static char *read_stdin(size_t *len)
@@ -50,6 +48,15 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
+/* --words: "classes" or "spaces" (tg_bpe_words); -1 for anything else */
+static int bpe_words_parse(const char *name, tg_bpe_words *words)
+{
+    if (!strcmp(name, "classes")) *words = TG_BPE_WORDS_CLASSES;
+    else if (!strcmp(name, "spaces")) *words = TG_BPE_WORDS_SPACES;
+    else return -1;
+    return 0;
+}
+
 static int train(const char *data, int corpus_chars, int vocab_size, int64_t min_count, const char *words_name,
                  const char *out)
 {
@@ -59,8 +66,12 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         return 2;
     }
     tg_error err = {0};
-    run_text text;
-    if (run_text_load(&text, data, corpus_chars, err.msg, sizeof err.msg)) {
+    tg_run_config c;   /* the text as a run reads it: the file, or the built-in corpus */
+    tg_run_config_init(&c);
+    c.data = data;
+    c.corpus_chars = corpus_chars;
+    tg_run_text text;
+    if (tg_run_text_load(&text, &c, NULL, false, &(tg_run_options){.flag_names = true}, &err)) {
         fprintf(stderr, "tiny_gpt tokenizer train: %s\n", err.msg);
         return 1;
     }
@@ -80,7 +91,7 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
     rc = 0;
 done:
     tg_tok_free(t);
-    run_text_free(&text);
+    tg_run_text_release(&text);
     return rc;
 }
 

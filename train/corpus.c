@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tapegrad.h"
+#include "../core/rng.h"
 
 typedef struct choice {
     const char *word;
@@ -119,14 +119,17 @@ static void sentence(gen *g)
     put(g, ".\n");
 }
 
-int corpus_generate(corpus *c, uint64_t seed, size_t min_chars)
+int tg_corpus_init(tg_corpus *c, uint64_t seed, size_t min_chars, tg_error *err)
 {
+    if (!c) return tg_error_set(err, "corpus_init: NULL corpus");
+    *c = (tg_corpus){0};
     gen g = {0};
     tg_rng_seed(&g.rng, seed, 0x7e47);
-    while (g.len < min_chars && !g.failed) sentence(&g);
+    do sentence(&g);   /* one sentence at least */
+    while (g.len < min_chars && !g.failed);
     if (g.failed || !g.buf) {
         free(g.buf);
-        return -1;
+        return tg_error_set(err, "corpus_init: out of memory for %zu characters", min_chars);
     }
     c->text = g.buf;
     c->len = g.len;
@@ -134,9 +137,11 @@ int corpus_generate(corpus *c, uint64_t seed, size_t min_chars)
     return 0;
 }
 
-void corpus_free(corpus *c)
+void tg_corpus_release(tg_corpus *c)
 {
+    if (!c) return;
     free(c->text);
-    c->text = NULL;
-    c->len = 0;
+    *c = (tg_corpus){0};
 }
+
+double tg_corpus_floor(const tg_corpus *c) { return c && c->len ? c->nats / (double)c->len : 0; }
