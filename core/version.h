@@ -11,9 +11,9 @@ extern "C" {
 
 /* The version of these headers. */
 #define TG_VERSION_MAJOR 0
-#define TG_VERSION_MINOR 2
+#define TG_VERSION_MINOR 3
 #define TG_VERSION_PATCH 0
-#define TG_VERSION "0.2.0"
+#define TG_VERSION "0.3.0"
 /* The library's version, "MAJOR.MINOR.PATCH" (TG_VERSION when it was built). */
 TG_API const char *tg_version(void);
 /* The optional parts this library was built with, space-separated:
