@@ -261,7 +261,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     unsigned char *row = NULL;
     float *zeros = NULL;
     int rc = -1;
-    if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, TG_ERR_BUF(err))) goto done;
+    if (tg_checkpoint_load_model(ckpt, TG_F32, 0.0, &m, err)) goto done;
     const tg_model_config *c = &m.config;
     const bool gpt = !strcmp(c->arch, "gpt");
     if (!gpt && strcmp(c->arch, "llama")) {
@@ -272,7 +272,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     if (tg_fmt_check_options(c, "gguf_export", gpt ? "llama.cpp's architecture \"gpt2\"" : "llama.cpp's architecture \"llama\"",
                              false, err))
         goto done;
-    if (tg_checkpoint_load_vocab(ckpt, &m, &v, TG_ERR_BUF(err))) goto done;
+    if (tg_checkpoint_load_vocab(ckpt, &m, &v, err)) goto done;
     if (!finite_params(&m, err) || tg_gguf_make_vocab(&v, c->vocab_size, gpt, &gv, err)) goto done;
 
     /* the tensors, in llama.cpp's order */
@@ -382,7 +382,7 @@ done:
     free(h.p);
     free(kv.p);
     tg_gguf_vocab_free(&gv);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     return rc;
 }

@@ -315,12 +315,12 @@ int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, tg_erro
         tg_model_init(&m, &c, dt, TG_NO_INIT, &e2) || load_weights(&g, &m, gpt, &e2))
         goto fail;
     const char *meta[2] = {"imported_from", "gguf"};
-    rc = tg_checkpoint_save(ckpt_path, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, TG_ERR_BUF(err));
+    rc = tg_checkpoint_save(ckpt_path, &(tg_checkpoint){.model = &m, .vocab = &v, .meta = meta, .n_meta = 1}, err);
     goto done;
 fail:
     tg_error_set(err, "%s: %s", path, e2.msg);
 done:
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_gguf_release(&g);
     free(buf);

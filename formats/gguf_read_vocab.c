@@ -116,7 +116,7 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, tg_error *err)
     }
     snprintf(what, sizeof what, "key 'tokenizer.ggml.tokens' / 'merges'");
     tg_tokenizer *t = tg_gpt2_tokenizer(vocab, merges, what, err);
-    if (t && merges_are_tiktokens(t, merges, err)) rc = tg_vocab_tokenizer(v, t, false, V, TG_ERR_BUF(err));
+    if (t && merges_are_tiktokens(t, merges, err)) rc = tg_vocab_tokenizer(v, t, false, V, err);
     else tg_tok_free(t);
 done:
     free(z);
@@ -306,7 +306,7 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
     if (!t) goto done;
     /* llama.cpp puts BOS first when add_bos_token says so (its default for "llama" is yes) */
     rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V,
-                            TG_ERR_BUF(err));
+                            err);
 done:
     free(off), free(scores), free(types), free(pieces);
     return rc;

@@ -649,7 +649,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
                           "bare ids, say the model is ids-only", dir, gpt ? ", or vocab.json and merges.txt" : "");
         goto out;
     }
-    if (found && tg_vocab_fits(&v, c.vocab_size, "the tokenizer's", TG_ERR_BUF(err))) {
+    if (found && tg_vocab_check_size(&v, c.vocab_size, "the tokenizer's", err)) {
         tg_error_prefix(err, "hf");
         goto out;
     }
@@ -658,9 +658,9 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     char src[600];
     snprintf(src, sizeof src, "hugging face: %s", dir);
     const char *meta[2] = {"imported_from", src};
-    rc = tg_checkpoint_save(ckpt_out, &model, &v, NULL, NULL, NULL, NULL, NULL, NULL, meta, 1, TG_ERR_BUF(err));
+    rc = tg_checkpoint_save(ckpt_out, &(tg_checkpoint){.model = &model, .vocab = &v, .meta = meta, .n_meta = 1}, err);
 out:
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&model);
     stbds_arrfree(maps);
     weights_free(&w);
@@ -758,11 +758,11 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     const tg_st_tensor *emb = tg_st_find(ckpt, tg_model_family_find(c0.arch)->embedding);
     const tg_dtype dt = emb && !strcmp(emb->dtype, "F64") ? TG_F64 : TG_F32;
     tg_model m;
-    if (tg_checkpoint_load_model(ckpt, dt, -1, &m, TG_ERR_BUF(err))) return -1;
+    if (tg_checkpoint_load_model(ckpt, dt, -1, &m, err)) return -1;
     const tg_model_config *c = &m.config;
     const bool gpt = !strcmp(c->arch, "gpt");
     tg_vocab v = {0};
-    const bool has_vocab = tg_vocab_read(&v, ckpt, NULL, 0) == 0;
+    const bool has_vocab = tg_vocab_read(&v, ckpt, NULL) == 0;
     hf_map *maps = NULL;
     unsigned char **bufs = NULL;
     tg_st_writer *w = NULL;
@@ -857,7 +857,7 @@ out:
     stbds_arrfree(bufs);
     stbds_arrfree(maps);
     tg_st_writer_free(w);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     return rc;
 }

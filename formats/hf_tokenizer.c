@@ -422,7 +422,7 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
         snprintf(notice, notice_len, "tokenizer.json's Metaspace pre-tokenizer puts no '\u2581' before a text that "
                  "begins with a space, tapegrad's dummy prefix does: the ids of such a text differ in their first "
                  "token");
-    rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
+    rc = tg_vocab_tokenizer(v, t, false, 0, err);
     t = NULL;
     goto out;
 oom:
@@ -523,7 +523,7 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
         }
         t->merges[2 * (c - first)] = mc[3 * k], t->merges[2 * (c - first) + 1] = mc[3 * k + 1];
     }
-    rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
+    rc = tg_vocab_tokenizer(v, t, false, 0, err);
     t = NULL;
     goto out;
 oom:
@@ -626,7 +626,7 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
                 t = tg_gpt2_tokenizer(cJSON_GetObjectItemCaseSensitive(model, "vocab"),
                                       cJSON_GetObjectItemCaseSensitive(model, "merges"), "hf: tokenizer.json", err);
         }
-        if (t) rc = tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err));
+        if (t) rc = tg_vocab_tokenizer(v, t, false, 0, err);
     } else if (!strcmp(type_of(pre), "ByteLevel")) {
         rc = bytes_from_json(j, model, v, err);
     } else if (!strcmp(type_of(pre), "Sequence") && cJSON_GetArraySize(list) == 2 && !strcmp(type_of(split), "Split") &&
@@ -695,7 +695,7 @@ int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eo
         return tg_error_set(err, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
                                  "which tapegrad's Llama starts every text");
     tg_tokenizer *t = tokenizer_pair(dir, err);
-    return t ? tg_vocab_tokenizer(v, t, false, 0, TG_ERR_BUF(err)) : -1;
+    return t ? tg_vocab_tokenizer(v, t, false, 0, err) : -1;
 }
 
 /* ---- writing tokenizer.json: GPT-2's ----------------------------------------------- */

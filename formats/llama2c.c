@@ -255,11 +255,11 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
         return tg_error_set(err, "llama2c_export: the %s is NULL", f ? "model path" : "checkpoint"), -1;
     tg_model m = {0};
     tg_vocab v = {0};
-    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, TG_ERR_BUF(err))) return -1;
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err)) return -1;
     int rc = -1;
     const tg_model_config *c = &m.config;
     export_job j = {.f = f, .m = &m};
-    if (tg_checkpoint_load_vocab(f, &m, &v, TG_ERR_BUF(err))) goto done;
+    if (tg_checkpoint_load_vocab(f, &m, &v, err)) goto done;
     if (strcmp(c->arch, "llama")) {
         tg_error_set(err, "llama2c export needs a Llama checkpoint, this one is a %s", c->arch);
         goto done;
@@ -287,7 +287,7 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
     }
     rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err);
 done:
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     return rc;
 }
@@ -412,7 +412,7 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
     } else {
         tg_tokenizer *own = t;
         t = NULL;
-        if (tg_vocab_tokenizer(&v, own, true, V, TG_ERR_BUF(err))) goto done;
+        if (tg_vocab_tokenizer(&v, own, true, V, err)) goto done;
         vocab = &v;
     }
     if (tg_model_init(&m, &c, TG_F32, TG_NO_INIT, err)) goto done;
@@ -450,7 +450,7 @@ int tg_llama2c_import(const char *model_path, const char *tokenizer_path, const 
 done:
     free(buf);
     tg_tok_free(t);
-    if (vocab) tg_vocab_free(vocab);
+    if (vocab) tg_vocab_release(vocab);
     tg_graph_free(g);
     tg_model_release(&m);
     return rc;

@@ -1190,26 +1190,26 @@ static void c_vocab_llama2c(fx *f) { (void)f; tg_vocab_llama2c(NULL); }
 static void c_vocab_ids(fx *f) { (void)f; tg_vocab_ids(NULL, 5); }
 static void c_vocab_tokenizer(fx *f)
 {
-    num(f, tg_vocab_tokenizer(&vocab_fx, NULL, false, 0, f->err.msg, sizeof f->err.msg));
+    num(f, tg_vocab_tokenizer(&vocab_fx, NULL, false, 0, &f->err));
 }
-static void c_vocab_free(fx *f) { (void)f; tg_vocab_free(NULL); }
+static void c_vocab_free(fx *f) { (void)f; tg_vocab_release(NULL); }
 static void c_vocab_to_string(fx *f) { num(f, tg_vocab_to_string(NULL, buf, sizeof buf)); }
 static void c_vocab_to_string_nobuf(fx *f)
 {
     tg_vocab_llama2c(&vocab_fx);
     num(f, tg_vocab_to_string(&vocab_fx, NULL, 8));
 }
-static void c_vocab_from_string(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, NULL, f->err.msg, sizeof f->err.msg)); }
+static void c_vocab_from_string(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, NULL, &f->err)); }
 static void c_vocab_from_string_bad(fx *f)
 {
-    num(f, tg_vocab_from_string(&vocab_fx, "ids:x", f->err.msg, sizeof f->err.msg));
+    num(f, tg_vocab_from_string(&vocab_fx, "ids:x", &f->err));
 }
 static void c_vocab_write(fx *f) { num(f, tg_vocab_write(NULL, f->w)); }
-static void c_vocab_read(fx *f) { num(f, tg_vocab_read(&vocab_fx, NULL, f->err.msg, sizeof f->err.msg)); }
+static void c_vocab_read(fx *f) { num(f, tg_vocab_read(&vocab_fx, NULL, &f->err)); }
 static void c_vocab_read_none(fx *f)
 {
     tg_st_file *st = st_kv(f);
-    num(f, tg_vocab_read(&vocab_fx, st, f->err.msg, sizeof f->err.msg));
+    num(f, tg_vocab_read(&vocab_fx, st, &f->err));
     tg_st_free(st);
 }
 static void c_vocab_encode(fx *f) { num(f, tg_vocab_encode(NULL, "a", 1, (int32_t[1]){0}, NULL)); }
@@ -1222,47 +1222,47 @@ static void c_vocab_decode(fx *f) { num(f, tg_vocab_decode(NULL, 3, buf)); }
 static void c_tok_same(fx *f) { flag(f, tg_tok_same(NULL, NULL)); }
 static void c_dataset_text(fx *f)
 {
-    num(f, tg_dataset_from_text(NULL, &vocab_fx, "a", 1, 1, f->err.msg, sizeof f->err.msg));
+    num(f, tg_dataset_from_text(NULL, &vocab_fx, "a", 1, 1, &f->err));
 }
 static void c_dataset_text_block(fx *f)
 {
     tg_dataset d;
     tg_vocab_llama2c(&vocab_fx);
-    num(f, tg_dataset_from_text(&d, &vocab_fx, "abc", 3, 0, f->err.msg, sizeof f->err.msg));
+    num(f, tg_dataset_from_text(&d, &vocab_fx, "abc", 3, 0, &f->err));
 }
 static void c_dataset_files(fx *f)
 {
     tg_dataset d;
     tg_vocab_ids(&vocab_fx, 10);
-    num(f, tg_dataset_from_token_files(&d, &vocab_fx, NULL, NULL, 4, NULL, f->err.msg, sizeof f->err.msg));
+    num(f, tg_dataset_from_token_files(&d, &vocab_fx, NULL, NULL, 4, NULL, &f->err));
 }
 static void c_dataset_files_missing(fx *f)
 {
     tg_dataset d;
     tg_vocab_ids(&vocab_fx, 10);
     num(f,
-        tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, f->err.msg, sizeof f->err.msg));
+        tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, &f->err));
 }
 static void c_text_train_bytes(fx *f) { num(f, (double)tg_text_train_bytes(NULL, 10)); }
 static void c_dataset_bpt(fx *f) { (void)f; tg_dataset_bytes_per_token(NULL, &vocab_fx); }
 static void c_dataset_rows(fx *f)
 {
     int32_t x[4] = {7, 7, 7, 7}, y[4];
-    tg_dataset_rows(NULL, false, 1, 0, 1, 4, &rng, x, y);
+    tg_dataset_rows(NULL, false, &(tg_rows){x, y, 1, 0, 1, 4}, &rng);
     num(f, x[0]);
 }
 static void c_dataset_rows_short(fx *f)
 {
     int32_t tokens[3] = {1, 2, 3}, x[4] = {7, 7, 7, 7}, y[4];
     const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
-    tg_dataset_rows(&d, false, 1, 0, 1, 4, &rng, x, y);
+    tg_dataset_rows(&d, false, &(tg_rows){x, y, 1, 0, 1, 4}, &rng);
     num(f, x[0]);
 }
 static void c_dataset_epoch_rows(fx *f)
 {
     int32_t tokens[20] = {0}, x[4] = {7, 7, 7, 7}, y[4];
     const tg_dataset d = {tokens, 20, 10, {1, 1}};
-    tg_dataset_epoch_rows(&d, false, 1, -1, 1, 0, 1, 4, x, y);   /* at -1: no place in the sequence */
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){x, y, 1, 0, 1, 4}, 1, -1);   /* at -1: no place in the sequence */
     num(f, x[0]);
 }
 static void c_dataset_epoch_windows(fx *f)
@@ -1271,14 +1271,14 @@ static void c_dataset_epoch_windows(fx *f)
     const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
     num(f, (double)tg_dataset_epoch_windows(&d, false, 4));
 }
-static void c_dataset_free(fx *f) { (void)f; tg_dataset_free(NULL); }
-static void c_eval_loss(fx *f) { num(f, tg_eval_loss(f->g, NULL, NULL, false, NULL, f->err.msg, sizeof f->err.msg)); }
+static void c_dataset_free(fx *f) { (void)f; tg_dataset_release(NULL); }
+static void c_eval_loss(fx *f) { num(f, tg_eval_loss(f->g, NULL, NULL, false, NULL, &f->err)); }
 static void c_eval_loss_spec(fx *f)
 {
     int32_t tokens[20] = {0};
     const tg_dataset d = {tokens, 20, 10, {1, 1}};
     const tg_eval_spec s = {.batch = 1, .accum = 1, .T = 4, .iters = 1, .rank = 2, .ranks = 2};
-    num(f, tg_eval_loss(f->g, &(tg_model){0}, &d, false, &s, f->err.msg, sizeof f->err.msg));
+    num(f, tg_eval_loss(f->g, &(tg_model){0}, &d, false, &s, &f->err));
 }
 static void c_file_read(fx *f)
 {
@@ -1291,11 +1291,11 @@ static void c_file_read_missing(fx *f)
     ptr(f, tg_file_read(tt_path("none.txt"), &len, &f->err));
 }
 static void c_vocab_space(fx *f) { flag(f, tg_vocab_space_before_text(NULL)); }
-static void c_vocab_fits(fx *f) { num(f, tg_vocab_fits(NULL, 3, "its", f->err.msg, sizeof f->err.msg)); }
+static void c_vocab_check_size(fx *f) { num(f, tg_vocab_check_size(NULL, 3, "its", &f->err)); }
 static void c_ckpt_load_vocab(fx *f)
 {
     tg_vocab v;
-    num(f, tg_checkpoint_load_vocab(NULL, &(tg_model){0}, &v, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_load_vocab(NULL, &(tg_model){0}, &v, &f->err));
 }
 static void c_llama2c_export(fx *f)
 {
@@ -1327,12 +1327,12 @@ static void c_llama2c_import(fx *f)
 }
 static void c_metrics_open(fx *f)
 {
-    ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, f->err.msg, sizeof f->err.msg));
+    ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, &f->err));
 }
 static void c_metrics_open_format(fx *f)
 {
     const tg_metrics_column c = {"loss", "%n"};
-    ptr(f, tg_metrics_open(tt_path("m.csv"), &c, 1, -1, NULL, 0, f->err.msg, sizeof f->err.msg));
+    ptr(f, tg_metrics_open(tt_path("m.csv"), &c, 1, -1, NULL, 0, &f->err));
 }
 static void c_metrics_write(fx *f) { num(f, tg_metrics_write(NULL, 1, NULL)); }
 static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
@@ -1340,36 +1340,34 @@ static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
 static void c_ckpt_save_nom(fx *f)
 {
     num(f,
-        tg_checkpoint_save(tt_path("c.safetensors"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
-                           f->err.msg, sizeof f->err.msg));
+        tg_checkpoint_save(tt_path("c.safetensors"), &(tg_checkpoint){}, &f->err));
 }
 static void c_ckpt_save_nometa(fx *f)
 {
-    num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_model){.family = tg_model_family_find("gpt")}, NULL,
-                              NULL, NULL, NULL, NULL, NULL, NULL, NULL, 2, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_checkpoint){.model = &(tg_model){.family = tg_model_family_find("gpt")}, .n_meta = 2}, &f->err));
 }
 static void c_ckpt_load_model(fx *f)
 {
     tg_model m;
-    num(f, tg_checkpoint_load_model(NULL, TG_F32, -1, &m, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_load_model(NULL, TG_F32, -1, &m, &f->err));
 }
 static void c_ckpt_load_model_nokeys(fx *f)
 {
     tg_st_file *st = st_kv(f);
     tg_model m;
-    num(f, tg_checkpoint_load_model(st, TG_F32, -1, &m, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_load_model(st, TG_F32, -1, &m, &f->err));
     tg_st_free(st);
 }
 static void c_ckpt_load_train(fx *f)
 {
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, NULL, &ts, 10, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_load_train(NULL, f->adamw, NULL, NULL, &ts, 10, &f->err));
 }
 static void c_ckpt_load_train_weights(fx *f)
 {
     tg_st_file *st = st_kv(f);
     tg_train_state ts;
-    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, NULL, &ts, 10, f->err.msg, sizeof f->err.msg));
+    num(f, tg_checkpoint_load_train(st, f->adamw, NULL, NULL, &ts, 10, &f->err));
     tg_st_free(st);
 }
 static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL)); }   /* no launcher here */
@@ -1477,7 +1475,7 @@ static void c_budget_none_fit(fx *f)
 }
 static void c_snapshot_null(fx *f)
 {
-    ptr(f, tg_train_snapshot_take(NULL, NULL, NULL, NULL, f->err.msg, sizeof f->err.msg));
+    ptr(f, tg_train_snapshot_take(NULL, NULL, NULL, NULL, &f->err));
 }
 static void c_snapshot_restore_null(fx *f) { num(f, tg_train_snapshot_restore(NULL, NULL, NULL, NULL, NULL)); }
 static void c_snapshot_free_null(fx *f) { (void)f, tg_train_snapshot_free(NULL); }
@@ -1645,7 +1643,7 @@ static void c_run_text_load(fx *f)
     if (t.text) snprintf(f->got, sizeof f->got, "a text");
 }
 static void c_run_text_release(fx *f) { (void)f, tg_run_text_release(NULL); }
-static void c_run_tokens_load(fx *f) { num(f, tg_run_tokens_load(NULL, NULL, 5, NULL, NULL, true, NULL, fresh())), note(f, te.msg); }
+static void c_run_tokens_load(fx *f) { num(f, tg_run_tokens_load(NULL, NULL, NULL, NULL, true, NULL, fresh())), note(f, te.msg); }
 static void c_eta_evals_left(fx *f) { num(f, (double)tg_eta_evals_left(NULL, 3)); }
 static void c_eta_seconds(fx *f) { num(f, tg_eta_seconds(NULL, 3)); }
 static void c_eta_format(fx *f) { num(f, tg_eta_format(NULL, 3, buf, sizeof buf)); }
@@ -2740,7 +2738,7 @@ static const api_case CASES[] = {
     {"tg_vocab_llama2c(NULL)", "returns", NULL, c_vocab_llama2c},
     {"tg_vocab_ids(NULL, 5)", "returns", NULL, c_vocab_ids},
     {"tg_vocab_tokenizer(v, NULL, ...)", "-1", "vocab_tokenizer: the tokenizer is NULL", c_vocab_tokenizer},
-    {"tg_vocab_free(NULL)", "returns", NULL, c_vocab_free},
+    {"tg_vocab_release(NULL)", "returns", NULL, c_vocab_free},
     {"tg_vocab_to_string(NULL, buf, size)", "-1", NULL, c_vocab_to_string},
     {"tg_vocab_to_string(v, NULL, 8)", "-1", NULL, c_vocab_to_string_nobuf},
     {"tg_vocab_from_string(v, NULL, ...)", "-1", "vocab_from_string: the text is NULL", c_vocab_from_string},
@@ -2764,7 +2762,7 @@ static const api_case CASES[] = {
     {"tg_dataset_rows(3 tokens, T 4): x unchanged", "7", NULL, c_dataset_rows_short},
     {"tg_dataset_epoch_rows(d, ..., at -1, ...): x unchanged", "7", NULL, c_dataset_epoch_rows},
     {"tg_dataset_epoch_windows(3 tokens, T 4)", "0", NULL, c_dataset_epoch_windows},
-    {"tg_dataset_free(NULL)", "returns", NULL, c_dataset_free},
+    {"tg_dataset_release(NULL)", "returns", NULL, c_dataset_free},
     {"tg_train_state_init(NULL, 1)", "returns", NULL, c_train_state_init},
     {"tg_metrics_open(NULL, ...)", "NULL", "metrics_open: the path is NULL", c_metrics_open},
     {"tg_metrics_open(path, a column of format %n, ...)", "NULL", "column 0 (loss, %n) is not a name",
@@ -2777,7 +2775,7 @@ static const api_case CASES[] = {
     {"tg_file_read(NULL, ...)", "NULL", "file_read: the path is NULL", c_file_read},
     {"tg_file_read(a missing file, ...)", "NULL", "none.txt: No such file or directory", c_file_read_missing},
     {"tg_vocab_space_before_text(NULL)", "false", NULL, c_vocab_space},
-    {"tg_vocab_fits(NULL, ...)", "-1", "vocab_fits: the vocabulary is NULL", c_vocab_fits},
+    {"tg_vocab_check_size(NULL, ...)", "-1", "vocab_check_size: the vocabulary is NULL", c_vocab_check_size},
     {"tg_checkpoint_load_vocab(NULL, ...)", "-1", "checkpoint_load_vocab: the file is NULL", c_ckpt_load_vocab},
     {"tg_llama2c_export(NULL, ...)", "-1", "llama2c_export: the checkpoint is NULL", c_llama2c_export},
     {"tg_llama2c_tokenizer_write(NULL, ...)", "-1", "llama2c_tokenizer_write: the tokenizer is NULL",

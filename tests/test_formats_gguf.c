@@ -160,7 +160,7 @@ static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu
             for (int64_t k = 0; k < t->numel; k++) ((float *)t->data)[k] = 0.01f * (float)(k % 7 + 1);
     }
     ck_assert_msg(
-        tg_checkpoint_save(path, &m, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg) == 0,
+        tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = v}, &err) == 0,
         "%s", err.msg);
     tg_model_release(&m);
 }
@@ -248,14 +248,14 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         tg_st_file *f = tg_st_load(tt_path("back.safetensors"), &err);
         tg_model m = {0};
         tg_vocab b = {0};
-        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0);
-        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert(f && tg_checkpoint_load_model(f, TG_F32, 0.0, &m, &err) == 0);
+        ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &b, &err) == 0, "%s", err.msg);
         ck_assert(b.kind == TG_VOCAB_BYTES && b.size == v.size && !memcmp(b.chars, v.chars, (size_t)v.size));
-        tg_vocab_free(&b);
+        tg_vocab_release(&b);
         tg_model_release(&m);
         tg_st_free(f);
     }
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 
@@ -292,7 +292,7 @@ START_TEST(gpt2_ranks_are_llamacpps_gpt2_tokenizer)
     tg_error err = {0};
     char s[256];
     tg_vocab v = {0};
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, &err), 0);
     save_gpt(tt_path("tt.safetensors"), &v, true, TG_GELU_TANH);
     ck_assert_msg(export(tt_path("tt.safetensors"), tt_path("tt.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     gfile g = {0};
@@ -322,7 +322,7 @@ START_TEST(gpt2_ranks_are_llamacpps_gpt2_tokenizer)
     const gti *b = tensor(&g, "blk.0.attn_qkv.bias");   /* the model's own biases, not zeros */
     ck_assert(b != NULL);
     free(g.buf);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 
@@ -336,7 +336,7 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
     ck_assert_int_eq(export(tt_path("ids.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
     ck_assert_msg(strstr(err.msg, "a GPT's vocabulary") && strstr(err.msg, "bare token ids"), "%s", err.msg);
     ck_assert_int_eq(access(tt_path("no.gguf"), F_OK), -1);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     static const char text[] = "the cat and the hat and the bat, the cat and the hat.";
     /* a Llama of a text's bytes */
     tg_vocab_bytes(&v, text, strlen(text));
@@ -344,13 +344,12 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                        0, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
     ck_assert_msg(strstr(err.msg, "a Llama's vocabulary") && strstr(err.msg, "a text's bytes"), "%s", err.msg);
     ck_assert_int_eq(access(tt_path("no.gguf"), F_OK), -1);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 
@@ -377,7 +376,7 @@ START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
     tg_vocab v = {0};
     tg_vocab_bytes(&v, text, strlen(text));
     save_gpt(tt_path("rw.safetensors"), &v, false, TG_GELU_TANH);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     static const char W[] = "\x01\0\0\0\0\0\0\0w";   /* the last token, "w", as a GGUF string */
     const struct { const char *with, *why; } cases[] = {
@@ -398,17 +397,17 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
 {
     tg_error err = {0};
     tg_vocab v = {0};
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, 260, &err), 0);
     save_gpt(tt_path("a.safetensors"), &v, true, TG_GELU_TANH);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     ck_assert_msg(export(tt_path("a.safetensors"), tt_path("a.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
     /* back: the same weights, a tanh GPT with biases, GPT-2's ranks */
     ck_assert_msg(tg_gguf_import(tt_path("a.gguf"), tt_path("b.safetensors"), TG_F32, &err) == 0, "%s", err.msg);
     tg_st_file *a = tg_st_load(tt_path("a.safetensors"), &err), *b = tg_st_load(tt_path("b.safetensors"), &err);
     ck_assert(a && b);
     tg_model ma = {0}, mb = {0};
-    ck_assert_int_eq(tg_checkpoint_load_model(a, TG_F32, 0.0, &ma, err.msg, sizeof err.msg), 0);
-    ck_assert_int_eq(tg_checkpoint_load_model(b, TG_F32, 0.0, &mb, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_checkpoint_load_model(a, TG_F32, 0.0, &ma, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_model(b, TG_F32, 0.0, &mb, &err), 0);
     ck_assert(mb.config.bias && mb.config.gelu == TG_GELU_TANH && !strcmp(mb.config.arch, "gpt"));
     ck_assert_int_eq(tg_params_count(ma.params), tg_params_count(mb.params));
     for (int i = 0; i < tg_params_count(ma.params); i++) {
@@ -417,9 +416,9 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
         ck_assert_msg(x->numel == y->numel && !memcmp(x->data, y->data, (size_t)x->numel * 4), "%s differs", x->name);
     }
     tg_vocab vb = {0};
-    ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_checkpoint_load_vocab(b, &mb, &vb, &err), 0);
     ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_kind_of(vb.tok) == TG_TOK_TIKTOKEN && !vb.docs);
-    tg_vocab_free(&vb);
+    tg_vocab_release(&vb);
     tg_model_release(&ma);
     tg_model_release(&mb);
     tg_st_free(a);
@@ -462,13 +461,13 @@ static int64_t ids_of(const char *path, const char *text, int32_t **ids)
     ck_assert_msg(f != NULL, "%s", err.msg);
     tg_model m = {0};
     tg_vocab v = {0};
-    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
-    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_vocab(f, &m, &v, &err) == 0, "%s", err.msg);
     ck_assert(v.kind == TG_VOCAB_TOKENIZER);
     snprintf(buf, sizeof buf, "%s%s", tg_tok_adds_prefix(v.tok) ? "" : " ", text);
     const int64_t n = tg_tok_encode(v.tok, buf, strlen(buf), ids, &err);
     ck_assert_msg(n > 0, "%s", err.msg);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
     return n;
@@ -488,15 +487,14 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
     tg_tokenizer *tok = tg_bpe_train(text, strlen(text), &bo, &err);
     ck_assert_msg(tok != NULL, "%s", err.msg);
     tg_vocab v = {0};
-    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, &err) == 0, "%s", err.msg);
     tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
                          .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
     tg_model m = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
-    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,
-                                     err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err) == 0, "%s", err.msg);
     tg_model_release(&m);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
                                          "Second Citizen: you famish, all resolved?"};
     for (int q = 0; q < 2; q++) {

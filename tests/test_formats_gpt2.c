@@ -190,9 +190,9 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
     tg_model m;
     tg_vocab v;
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, &err), 0);
     ck_assert_int_eq(
-        tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
@@ -214,9 +214,9 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
         if (step % 2) {   /* the same tokenizer back */
             tg_st_file *fb = tg_st_load(back, &err);
             tg_vocab vb;
-            ck_assert_msg(fb && tg_vocab_read(&vb, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+            ck_assert_msg(fb && tg_vocab_read(&vb, fb, &err) == 0, "%s", err.msg);
             ck_assert(vb.kind == TG_VOCAB_TOKENIZER && tg_tok_same(vb.tok, v.tok));
-            tg_vocab_free(&vb);
+            tg_vocab_release(&vb);
             tg_st_free(fb);
             remove(back);
         }
@@ -225,7 +225,7 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
         ck_assert_msg(dt[step] < 3.5 * dt[1], "%s took %.2f s of CPU, %.1f times the Hugging Face import's %.2f s",
                       what[step], dt[step], dt[step] / dt[1], dt[1]);
     tg_st_free(f);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     remove(ck);
     remove(gg);
     DIR *d = opendir(dir);

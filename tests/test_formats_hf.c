@@ -272,7 +272,7 @@ static void check_gpt2_import(const char *ck)
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     tg_model m;
-    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, -1, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_model(f, TG_F32, -1, &m, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(m.config.arch, "gpt");
     ck_assert(m.config.n_layer == L && m.config.n_head == H && m.config.n_embd == C && m.config.block_size == T &&
               m.config.vocab_size == V && m.config.bias && m.config.dropout == 0.1);
@@ -293,7 +293,7 @@ static void check_gpt2_import(const char *ck)
             }
     }
     tg_vocab v;
-    ck_assert_msg(tg_vocab_read(&v, f, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_vocab_read(&v, f, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(v.kind, TG_VOCAB_TOKENIZER);
     ck_assert_int_eq(tg_tok_vocab_size(v.tok), V);
     ck_assert_int_eq(tg_tok_eos(v.tok), 259);
@@ -302,7 +302,7 @@ static void check_gpt2_import(const char *ck)
     ck_assert_int_eq(k, 3);   /* "t" "he" (257), " the" (258) */
     ck_assert(ids[0] == 't' && ids[1] == 257 && ids[2] == 258);
     tg_free(ids);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
 }
@@ -477,10 +477,10 @@ START_TEST(export_then_import_is_the_same_checkpoint)
             }
         tg_vocab v;
         if (gpt)
-            ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, err.msg, sizeof err.msg), 0);
+            ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, &err), 0);
         else tg_vocab_llama2c(&v);
         ck_assert_int_eq(
-            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa != NULL, "%s", err.msg);
         ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -526,7 +526,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         tg_st_file *fb = tg_st_load(b, &err);
         ck_assert_msg(fb != NULL, "%s", err.msg);
         tg_model r;
-        ck_assert_msg(tg_checkpoint_load_model(fb, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_load_model(fb, dt, -1, &r, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(r.config.arch, c->arch);
         ck_assert(r.config.n_layer == c->n_layer && r.config.n_head == c->n_head && r.config.n_embd == c->n_embd &&
                   r.config.block_size == c->block_size && r.config.vocab_size == c->vocab_size &&
@@ -542,10 +542,10 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                           "%s differs", x->name);
         }
         tg_vocab back;
-        ck_assert_int_eq(tg_vocab_read(&back, fb, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_read(&back, fb, &err), 0);
         if (gpt) ck_assert(back.kind == TG_VOCAB_TOKENIZER && tg_tok_same(back.tok, v.tok));
         else ck_assert(back.kind == TG_VOCAB_LLAMA2C);
-        tg_vocab_free(&back);
+        tg_vocab_release(&back);
         tg_model_release(&r);
         tg_st_free(fb);
 
@@ -560,7 +560,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
             write_edited(p, cfg, "\"rope_permuted_from\"", "\"rope\"");
             ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
             fb = tg_st_load(b, &err);
-            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+            ck_assert_msg(fb && tg_checkpoint_load_model(fb, dt, -1, &r, &err) == 0, "%s", err.msg);
             ck_assert(!r.config.rope_halves);
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
@@ -579,7 +579,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         }
         free(cfg);
         tg_st_free(fa);
-        tg_vocab_free(&v);
+        tg_vocab_release(&v);
         tg_model_release(&m);
         remove(a);
         remove(b);
@@ -608,7 +608,7 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     ck_assert_msg(tg_model_init(&m, &RT[3], TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab_llama2c(&v);
     ck_assert_int_eq(
-        tg_checkpoint_save(ck, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -650,7 +650,7 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     ck_assert_int_eq(access(ck, F_OK), -1);
     remove_dir(gdir);
     remove_dir(ldir);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 
@@ -812,7 +812,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     tg_vocab v;
     tg_vocab_llama2c(&v);
     ck_assert_int_eq(
-        tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *fa = tg_st_load(a, &err);
     ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -824,7 +824,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     ck_assert_str_eq(notice, "");
     tg_st_file *fb = tg_st_load(b, &err);
     tg_vocab back;
-    ck_assert_msg(fb && tg_vocab_read(&back, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(fb && tg_vocab_read(&back, fb, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_SPM);
     ck_assert_int_eq(tg_tok_bos(back.tok), 1);
     ck_assert_int_eq(tg_tok_eos(back.tok), 2);
@@ -836,7 +836,7 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     ck_assert_int_eq(n, 7);
     for (int i = 0; i < 7; i++) ck_assert_int_eq(ids[i], want[i]);
     tg_free(ids);
-    tg_vocab_free(&back);
+    tg_vocab_release(&back);
     tg_st_free(fb);
     remove(b);
 
@@ -921,9 +921,9 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         tg_model m;
         tg_vocab v;
         ck_assert_msg(tg_model_init(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, &err), 0);
         ck_assert_int_eq(
-            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_msg(strstr(notice, k ? "id 198 is not UTF-8 text" : "ids 261 and 262 score the same"), "%s", notice);
@@ -931,7 +931,7 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         snprintf(p, sizeof p, "%s/tokenizer.json", dir);
         ck_assert_int_eq(access(p, F_OK), -1);
         tg_st_free(fa);
-        tg_vocab_free(&v);
+        tg_vocab_release(&v);
         tg_model_release(&m);
         remove(a);
         remove_dir(dir);
@@ -964,9 +964,9 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         tg_model m;
         tg_vocab v;
         ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, &err), 0);
         ck_assert_int_eq(
-            tg_checkpoint_save(a, &m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg), 0);
+            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(notice, "");
@@ -984,7 +984,7 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
         tg_st_file *fb = tg_st_load(b, &err);
         tg_vocab back;
-        ck_assert_msg(fb && tg_vocab_read(&back, fb, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(fb && tg_vocab_read(&back, fb, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_tok_kind_of(back.tok), TG_TOK_BPE);
         ck_assert(tg_tok_same(back.tok, v.tok));
         ck_assert_int_eq(tg_tok_n_merges(back.tok), tg_tok_n_merges(v.tok));
@@ -994,10 +994,10 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
             ck_assert(l1 == l2 && r1 == r2);
         }
         ck_assert_int_eq(back.docs, k == 1);
-        tg_vocab_free(&back);
+        tg_vocab_release(&back);
         tg_st_free(fb);
         tg_st_free(fa);
-        tg_vocab_free(&v);
+        tg_vocab_release(&v);
         tg_model_release(&m);
         remove(a);
         remove(b);

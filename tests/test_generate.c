@@ -431,7 +431,7 @@ START_TEST(tokenizer_bytes_held_across_ids)
     tg_vocab v;
     tg_error err = {0};
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, &err);
-    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, false, 0, err.msg, sizeof err.msg), "%s", err.msg);
+    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, false, 0, &err), "%s", err.msg);
     const int32_t a = 3 + 'a', b = 3 + 'b', c3 = 3 + 0xc3, a9 = 3 + 0xa9, eos = tg_tok_eos(v.tok);
     const int32_t pairs[5][2] = {{a, c3}, {c3, a9}, {a9, b}, {b, eos}, {eos, a}};
     tg_model m = chain_model(v.size, 64, pairs, 5);
@@ -444,7 +444,7 @@ START_TEST(tokenizer_bytes_held_across_ids)
     ck_assert_int_eq(generate(&m, &a, 1, 1, (tg_generate_options){.vocab = &v}, &s2), 1);
     ck_assert(s2.flushes == 1 && s2.nb == 1 && (unsigned char)s2.bytes[0] == 0xc3);
     tg_model_release(&m);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 
@@ -626,7 +626,7 @@ START_TEST(prompt_ids_per_vocabulary)
     /* a Llama's tokenizer: BOS, then " " + the text encoded together */
     tg_error err = {0};
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 260}, &err);
-    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, true, 0, err.msg, sizeof err.msg), "%s", err.msg);
+    ck_assert_msg(tok && !tg_vocab_tokenizer(&v, tok, true, 0, &err), "%s", err.msg);
     int32_t *want;
     const int64_t nw = tg_tok_encode(v.tok, " ab", 3, &want, &err);
     ck_assert_int_eq(tg_prompt_ids(&v, v.size, "ab", 2, &ids, &e), 1 + nw);
@@ -634,7 +634,7 @@ START_TEST(prompt_ids_per_vocabulary)
     ck_assert(memcmp(ids + 1, want, (size_t)nw * sizeof *ids) == 0);
     tg_free(ids);
     tg_free(want);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 END_TEST
 

@@ -1084,7 +1084,7 @@ START_TEST(attn_labels_of_every_vocabulary)
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL);
     ck_assert_ptr_nonnull(tok);
     tg_vocab v;
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL, 0), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL), 0);
     int32_t *ids = NULL;
     const int64_t n = tg_prompt_ids(&v, v.size, "ab ab", 5, &ids, &e);
     REQUIRE(n >= 2, "%s", e.msg);
@@ -1109,7 +1109,7 @@ START_TEST(attn_labels_of_every_vocabulary)
     ck_assert_ptr_null(tg_attn_labels(&v, (int32_t[]){v.size}, 1, NULL, 0, &e));
     ck_assert_msg(strstr(e.msg, "is outside the vocabulary"), "%s", e.msg);
     tg_free(ids);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 
     /* token ids: the numbers as the text writes them */
     tg_vocab_ids(&v, 40);
@@ -1228,8 +1228,8 @@ static void same_as_the_library(const char *ckpt, const char *text, const char *
     REQUIRE(f, "%s", err.msg);
     tg_model m;
     tg_vocab v;
-    REQUIRE(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) == 0, "%s", err.msg);
-    REQUIRE(tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    REQUIRE(tg_checkpoint_load_model(f, TG_F32, 0.0, &m, &err) == 0, "%s", err.msg);
+    REQUIRE(tg_checkpoint_load_vocab(f, &m, &v, &err) == 0, "%s", err.msg);
     tg_error e = {0};
     int32_t *ids = NULL;
     const int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, strlen(text), &ids, &e);
@@ -1260,7 +1260,7 @@ static void same_as_the_library(const char *ckpt, const char *text, const char *
     tg_attn_maps_release(&a);
     tg_free(lab);
     tg_free(ids);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
 }
@@ -1268,10 +1268,9 @@ static void same_as_the_library(const char *ckpt, const char *text, const char *
 /* A checkpoint of model md with vocabulary v at P(name); its path, in path. */
 static const char *saved(const char *name, const tg_model *md, const tg_vocab *v, char path[512])
 {
-    char err[1024];
+    tg_error err = {0};
     snprintf(path, 512, "%s", P(name));
-    REQUIRE(tg_checkpoint_save(path, md, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err, sizeof err) == 0, "%s",
-            err);
+    REQUIRE(tg_checkpoint_save(path, &(tg_checkpoint){.model = md, .vocab = v}, &err) == 0, "%s", err.msg);
     return path;
 }
 
@@ -1297,11 +1296,11 @@ START_TEST(tiny_gpt_attn_writes_what_the_library_writes)
     tg_model_release(&md);
 
     tg_tokenizer *tok = tg_bpe_train("ab ab ab ab", 11, &(tg_bpe_options){.vocab_size = 262}, NULL);
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL, 0), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, tok, true, 0, NULL), 0);
     sharp_model(&md, "llama", &v, 9);
     same_as_the_library(saved("bpe.safetensors", &md, &v, path), "ab ab abba", "token");
     tg_model_release(&md);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 
     tg_vocab_ids(&v, 40);
     sharp_model(&md, "gpt", &v, 5);

@@ -83,7 +83,7 @@ static void run_free(run *r)
 static void step(run *r, const tg_dataset *d)
 {
     int32_t x[2 * 8], y[2 * 8];
-    tg_dataset_rows(d, false, 2, 0, 2, 8, &r->ts.data_rng, x, y);
+    tg_dataset_rows(d, false, &(tg_rows){x, y, 2, 0, 2, 8}, &r->ts.data_rng);
     tg_graph *g = tg_graph_new();
     *tg_graph_rng(g) = r->ts.drop_rng;
     tg_tensor *idx = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), x), *tgt = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 8), y);
@@ -103,7 +103,7 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
     tg_vocab v;
     tg_vocab_bytes(&v, TEXT, sizeof TEXT - 1);
     tg_dataset d;
-    ck_assert_msg(tg_dataset_from_text(&d, &v, TEXT, sizeof TEXT - 1, 8, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_dataset_from_text(&d, &v, TEXT, sizeof TEXT - 1, 8, &err) == 0, "%s", err.msg);
     for (int k = 0; k < 4; k++) {
         const tg_dtype dt = k & 1 ? TG_F64 : TG_F32;
         const bool muon = k >= 2;
@@ -111,7 +111,7 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         run_new(&a, dt, muon);
         run_new(&b, dt, muon);
         for (int i = 0; i < 2; i++) step(&a, &d), step(&b, &d);
-        tg_train_snapshot *s = tg_train_snapshot_take(&b.m, b.opt, b.muon, &b.ts, err.msg, sizeof err.msg);
+        tg_train_snapshot *s = tg_train_snapshot_take(&b.m, b.opt, b.muon, &b.ts, &err);
         ck_assert_msg(s, "%s", err.msg);
         for (int i = 0; i < 3; i++) step(&b, &d);   /* the steps timed */
         const size_t bytes = (size_t)tg_params_numel(a.m.params) * tg_dtype_size(dt);
@@ -133,7 +133,7 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         /* a snapshot goes back only into objects of its sizes */
         run c;
         run_new(&c, dt, !muon);
-        s = tg_train_snapshot_take(&a.m, a.opt, a.muon, &a.ts, err.msg, sizeof err.msg);
+        s = tg_train_snapshot_take(&a.m, a.opt, a.muon, &a.ts, &err);
         ck_assert_int_eq(tg_train_snapshot_restore(s, &c.m, c.opt, c.muon, &c.ts), -1);
         ck_assert_int_eq(c.ts.step, 0);
         tg_train_snapshot_free(s);
@@ -141,8 +141,8 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         run_free(&a);
         run_free(&b);
     }
-    tg_dataset_free(&d);
-    tg_vocab_free(&v);
+    tg_dataset_release(&d);
+    tg_vocab_release(&v);
 }
 END_TEST
 

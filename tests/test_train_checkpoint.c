@@ -22,8 +22,8 @@ static const char TEXT[] = "the cat sat on the mat and the dog sat on the log wh
 static void step(tg_model *m, tg_adamw *opt, const tg_dataset *d, tg_train_state *ts)
 {
     int32_t x[2 * 8], y[2 * 8];
-    if (ts->step % 2) tg_dataset_epoch_rows(d, false, 3, ts->windows, 2, 0, 2, 8, x, y);
-    else tg_dataset_rows(d, false, 2, 0, 2, 8, &ts->data_rng, x, y);
+    if (ts->step % 2) tg_dataset_epoch_rows(d, false, &(tg_rows){x, y, 2, 0, 2, 8}, 3, ts->windows);
+    else tg_dataset_rows(d, false, &(tg_rows){x, y, 2, 0, 2, 8}, &ts->data_rng);
     ts->windows += 2;
     tg_graph *g = tg_graph_new();
     *tg_graph_rng(g) = ts->drop_rng;
@@ -48,7 +48,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tg_model_config cc = *c;
         cc.vocab_size = v.size;
         tg_dataset d;
-        ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_dataset_from_text(&d, &v, TEXT, strlen(TEXT), 8, &err), 0);
 
         /* the run that never stops: 6 steps; and one stopped after 3 */
         tg_model a, b;
@@ -64,8 +64,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
         tb.best_val = 2.5;
         const char *meta[] = {"train.note", "mid-run"};
-        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &b, &v, ob, NULL, NULL, NULL, NULL, &tb, meta, 1,
-                                         err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &(tg_checkpoint){.model = &b, .vocab = &v, .opt = ob, .ts = &tb, .meta = meta, .n_meta = 1}, &err) == 0, "%s", err.msg);
         tg_model_release(&b);
         tg_adamw_free(ob);
 
@@ -75,14 +74,14 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_str_eq(tg_st_meta(f, "train.note"), "mid-run");
         ck_assert_str_eq(tg_st_meta(f, "train.isa"), tg_isa_name(tg_isa_active()));
         tg_model r;
-        ck_assert_msg(tg_checkpoint_load_model(f, dt, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_load_model(f, dt, -1, &r, &err) == 0, "%s", err.msg);
         ck_assert_double_eq(r.config.dropout, 0.1);
         tg_vocab rv;
-        ck_assert_int_eq(tg_vocab_read(&rv, f, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_read(&rv, f, &err), 0);
         ck_assert_mem_eq(&rv, &v, sizeof v);
         tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL);
         tg_train_state tr;
-        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, err.msg, sizeof err.msg) == 0, "%s",
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, &err) == 0, "%s",
                       err.msg);
         ck_assert_int_eq(tr.step, 3);
         ck_assert_double_eq(tr.best_val, 2.5);
@@ -95,15 +94,14 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_int_eq(tr.windows, 12);
 
         /* weights only (no ts): not a training checkpoint */
-        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &r, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                            NULL, 0, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_checkpoint_save(tt_path("w.safetensors"), &(tg_checkpoint){.model = &r}, &err), 0);
         tg_st_file *w = tg_st_load(tt_path("w.safetensors"), &err);
-        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, err.msg, sizeof err.msg), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "not a training checkpoint"));
-        ck_assert_int_eq(tg_vocab_read(&rv, w, err.msg, sizeof err.msg), -1);   /* and no vocabulary was given */
+        ck_assert_int_eq(tg_vocab_read(&rv, w, &err), -1);   /* and no vocabulary was given */
         tg_st_free(w);
         /* a step past max_step */
-        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, err.msg, sizeof err.msg), -1);
+        ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "'train.step' = '3' is not an integer in [0, 2]"));
 
         tg_st_free(f);
@@ -111,7 +109,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tg_adamw_free(orr);
         tg_model_release(&a);
         tg_model_release(&r);
-        tg_dataset_free(&d);
+        tg_dataset_release(&d);
         remove(tt_path("ck.safetensors"));
         remove(tt_path("w.safetensors"));
     }
@@ -164,11 +162,11 @@ START_TEST(bad_checkpoints_are_refused)
     snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     tg_st_file *f = tg_st_load(good, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     tg_train_state back = {0};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &back, 10, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &back, 10, &err), 0);
     ck_assert(isinf(back.best_val));
     tg_st_free(f);
 
@@ -199,12 +197,12 @@ START_TEST(bad_checkpoints_are_refused)
         if (cases[k].train) {
             tg_train_state t = {.step = 42, .best_val = 1};
             tg_adamw_set_steps(o, 5, NULL);
-            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+            ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, &err), -1);
             ck_assert_int_eq(t.step, 42);   /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
         } else {
             tg_model r;
-            ck_assert_int_eq(tg_checkpoint_load_model(f, TG_F64, -1, &r, err.msg, sizeof err.msg), -1);
+            ck_assert_int_eq(tg_checkpoint_load_model(f, TG_F64, -1, &r, &err), -1);
             ck_assert_ptr_null(r.family);
         }
         ck_assert_msg(strstr(err.msg, cases[k].want), "case %zu: '%s' lacks '%s'", k, err.msg, cases[k].want);
@@ -215,20 +213,20 @@ START_TEST(bad_checkpoints_are_refused)
     tg_train_state unseeded = {.step = 0, .best_val = INFINITY}, negative = ts;
     negative.best_val = -1;
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &unseeded, NULL, 0, err.msg, sizeof err.msg), -1);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &unseeded}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "random streams were never seeded"));
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err.msg, sizeof err.msg), -1);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "best val loss -1 is not a state"));
     negative = ts;
     negative.windows = -1;
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &negative, NULL, 0, err.msg, sizeof err.msg), -1);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: the state's windows drawn, -1, is below 0");
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL);
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, half, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), -1);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = half, .ts = &ts}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "the optimizer is a shard"));
     tg_adamw_free(half);
     remove(good);
@@ -258,18 +256,18 @@ START_TEST(averages_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("ema.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("ema_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ema = e, .ts = &ts}, &err),
                      0);
 
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
     tg_ema *back = tg_ema_new(m.params, 0.9, &err);
     tg_train_state t;
     tg_st_file *f = tg_st_load(good, &err);
-    ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, &err) == 0, "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(back), avg, (size_t)n * sizeof(double));
     ck_assert_int_eq(t.step, 3);
     /* a run without averages: refused */
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg,
                      "the checkpoint's run averages its weights (tensor 'ema.values' present) but this one does "
                      "not: a resumed run keeps its averaging");
@@ -280,14 +278,14 @@ START_TEST(averages_in_checkpoints)
     tg_ema *fresh = tg_ema_new(m.params, 0.9, &err);
     void *was = malloc((size_t)n * sizeof(double));
     memcpy(was, tg_ema_values(fresh), (size_t)n * sizeof(double));
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_msg(strstr(err.msg, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* the averages bad */
     rewrite(good, bad, NULL, NULL, NULL, "ema.values");
     f = tg_st_load(bad, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_msg(strstr(err.msg, "the checkpoint's averages: ema_state_read: element 1 of 'ema.values' is nan") !=
                       NULL,
                   "%s", err.msg);
@@ -296,22 +294,22 @@ START_TEST(averages_in_checkpoints)
     /* the decay missing, or another: each its own message */
     rewrite(good, bad, "ema.decay", NULL, NULL, NULL);
     f = tg_st_load(bad, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
                           "averages' decay)");
     tg_st_free(f);
     rewrite(good, bad, "ema.decay", "0.5", NULL, NULL);
     f = tg_st_load(bad, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
                           "average's decay 0.90000000000000002");
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* a checkpoint without averages, a run with them: refused */
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     f = tg_st_load(good, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_ptr_nonnull(
         strstr(err.msg, "does not average its weights (tensor 'ema.values' absent) but this one does"));
     tg_st_free(f);
@@ -350,7 +348,7 @@ START_TEST(muon_state_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("muon.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("muon_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, mu, NULL, &ts, NULL, 0, err.msg, sizeof err.msg),
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ts = &ts}, &err),
                      0);
 
     tg_muon *back = tg_muon_new(m.params, NULL, NULL);
@@ -358,11 +356,11 @@ START_TEST(muon_state_in_checkpoints)
     tg_muon_exclude(back, ob, NULL);
     tg_train_state t = {0};
     tg_st_file *f = tg_st_load(good, &err);
-    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_train(f, ob, back, NULL, &t, 10, &err) == 0, "%s", err.msg);
     ck_assert_mem_eq(tg_muon_momentum(back), buf, (size_t)tg_muon_numel(mu) * sizeof(double));
     ck_assert_int_eq(tg_muon_steps(back), 3);
     /* without a Muon: refused */
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg,
                      "the checkpoint's run trains with Muon (tensor 'muon.momentum' present) but this one does "
                      "not: a resumed run keeps its optimizer");
@@ -373,7 +371,7 @@ START_TEST(muon_state_in_checkpoints)
     f = tg_st_load(bad, &err);
     ck_assert_ptr_nonnull(f);
     tg_muon *fresh = tg_muon_new(m.params, NULL, NULL);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, &err), -1);
     ck_assert_msg(strstr(err.msg, "optimizer state: adamw_state_read: element 1") != NULL, "%s", err.msg);
     ck_assert_int_eq(tg_muon_steps(fresh), 0);
     for (int64_t i = 0; i < tg_muon_numel(fresh); i++) ck_assert(((double *)tg_muon_momentum(fresh))[i] == 0);
@@ -381,22 +379,22 @@ START_TEST(muon_state_in_checkpoints)
     /* Muon's state bad, or its steps not the step */
     rewrite(good, bad, NULL, NULL, NULL, "muon.momentum");
     f = tg_st_load(bad, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, &err), -1);
     ck_assert_msg(strstr(err.msg, "Muon state: muon_state_read: element 1 of 'muon.momentum' is nan") != NULL, "%s",
                   err.msg);
     tg_st_free(f);
     rewrite(good, bad, "muon.steps", "2", NULL, NULL);
     f = tg_st_load(bad, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg,
                      "checkpoint metadata 'muon.steps' = 2 differs from 'train.step' = 3 (one optimizer step per "
                      "training step)");
     tg_st_free(f);
     /* an AdamW-only checkpoint with a Muon: refused */
     ck_assert_int_eq(
-        tg_checkpoint_save(good, &m, NULL, o, NULL, NULL, NULL, NULL, &ts, NULL, 0, err.msg, sizeof err.msg), 0);
+        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     f = tg_st_load(good, &err);
-    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, &err), -1);
     ck_assert_ptr_nonnull(
         strstr(err.msg, "does not train with Muon (tensor 'muon.momentum' absent) but this one does"));
     tg_st_free(f);
@@ -452,22 +450,20 @@ START_TEST(save_and_load_check_their_objects)
         const tg_muon *mus[3] = {NULL, mu, mu_other};
         const tg_ema *emas[3] = {NULL, e, e_other};
         err.msg[0] = 0;
-        ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, opts[cases[k].opt], NULL, NULL, mus[cases[k].muon],
-                                            emas[cases[k].ema], cases[k].ts ? &ts : NULL, NULL, 0, err.msg,
-                                            sizeof err.msg),
+        ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = opts[cases[k].opt], .muon = mus[cases[k].muon], .ema = emas[cases[k].ema], .ts = cases[k].ts ? &ts : NULL}, &err),
                          -1);
         ck_assert_msg(!strcmp(err.msg, cases[k].want), "case %zu: '%s', wanted '%s'", k, err.msg, cases[k].want);
         ck_assert_msg(access(path, F_OK) != 0, "case %zu: a refused save wrote %s", k, path);
     }
     /* the step counts: one optimizer step per training step */
     tg_adamw_set_steps(o, 2, NULL);
-    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+    ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err),
                      -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
                           "per training step)");
     tg_adamw_set_steps(o, 0, NULL);
     tg_muon_set_steps(mu, 1, NULL);
-    ck_assert_int_eq(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg),
+    ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err),
                      -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
                           "per training step)");
@@ -475,20 +471,20 @@ START_TEST(save_and_load_check_their_objects)
     tg_muon_set_steps(mu, 0, NULL);
 
     /* a good file; load_train checks what it is given the same way, changing nothing */
-    ck_assert_msg(tg_checkpoint_save(path, &m, NULL, o, NULL, NULL, mu, e, &ts, NULL, 0, err.msg, sizeof err.msg) == 0,
+    ck_assert_msg(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err) == 0,
                   "%s", err.msg);
     tg_st_file *f = tg_st_load(path, &err);
     ck_assert_ptr_nonnull(f);
     tg_train_state t = {.step = 42};
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
                           "Muon updates too: call tg_muon_exclude(muon, opt) when making them");
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_load_train: Muon (muon) is of another store than the optimizer's");
-    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_load_train: the averages (ema) are of another store than the optimizer's");
     ck_assert_int_eq(t.step, 42);
-    ck_assert_msg(tg_checkpoint_load_train(f, o, mu, e, &t, 10, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_load_train(f, o, mu, e, &t, 10, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(t.step, 0);
     tg_st_free(f);
     remove(path);
@@ -543,7 +539,7 @@ START_TEST(half_precision_checkpoints_load)
         for (int i = 0; i < n; i++) free(h[i]);
         tg_st_file *f = tg_st_load(tt_path("half.safetensors"), &err);
         ck_assert_msg(f, "%s", err.msg);
-        ck_assert_msg(tg_checkpoint_load_model(f, TG_F64, -1, &r, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_load_model(f, TG_F64, -1, &r, &err) == 0, "%s", err.msg);
         for (int i = 0; i < n; i++) {
             const tg_tensor *a = tg_params_at(m.params, i), *b = tg_params_at(r.params, i);
             for (int64_t j = 0; j < a->numel; j++)
@@ -576,11 +572,11 @@ static void eval_fixture(tg_dataset *d, tg_model *m)
     tg_error err = {0};
     tg_vocab v;
     tg_vocab_bytes(&v, TEXT, strlen(TEXT));
-    ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_dataset_from_text(d, &v, TEXT, strlen(TEXT), 8, &err), 0);
     tg_model_config c = CFGS[0];
     c.vocab_size = v.size;
     ck_assert_msg(tg_model_init(m, &c, TG_F64, 5, &err) == 0, "%s", err.msg);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
 }
 
 START_TEST(eval_loss_is_the_mean_over_its_windows)
@@ -593,7 +589,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     int calls = 0;
     tg_eval_spec s = {.batch = 4, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 0, .ranks = 1,
                       .progress = count_progress, .ctx = &calls};
-    const double got = tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg);
+    const double got = tg_eval_loss(g, &m, &d, true, &s, &err);
     ck_assert_int_eq(calls, 3);
     ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
     /* by hand: the same windows, in eval mode */
@@ -605,7 +601,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     tg_graph_set_grad_enabled(h, false);
     for (int i = 0; i < 3; i++) {
         int32_t x[32], y[32];
-        tg_dataset_rows(&d, true, 4, 0, 4, 8, &r, x, y);
+        tg_dataset_rows(&d, true, &(tg_rows){x, y, 4, 0, 4, 8}, &r);
         sum += tg_tensor_item(tg_model_loss(h, &m, tg_tensor_from(h, TG_I32, TT_SHAPE(4, 8), x),
                                             tg_tensor_from(h, TG_I32, TT_SHAPE(4, 8), y)));
         tg_graph_reset(h);
@@ -613,25 +609,25 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     ck_assert(got == sum / 3);
     /* two processes of 2 rows each: rank 1's sum, then rank 0's with it added */
     tg_eval_spec s1 = {.batch = 2, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 1, .ranks = 2};
-    partial = tg_eval_loss(g, &m, &d, true, &s1, err.msg, sizeof err.msg) * 3 *
+    partial = tg_eval_loss(g, &m, &d, true, &s1, &err) * 3 *
         2; /* alone it divides its sum by iters x ranks */
     tg_eval_spec s0 = s1;
     s0.rank = 0;
     s0.sum = add_partial;
-    const double two = tg_eval_loss(g, &m, &d, true, &s0, err.msg, sizeof err.msg);
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, &err);
     ck_assert_msg(fabs(two - got) <= 1e-12 * fabs(got), "two processes %.17g, one %.17g", two, got);
     /* refusals */
     s.iters = 0;
-    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg)));
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, &err)));
     ck_assert_ptr_nonnull(strstr(err.msg, "iters 0"));
     s.iters = 1;
     s.T = 60;   /* the val split holds no window of 61 */
-    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg)));
+    ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, &err)));
     ck_assert_msg(strstr(err.msg, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
     tg_model_release(&m);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
 }
 END_TEST
 
@@ -670,7 +666,7 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     tg_graph *g = tg_graph_new();
     for (int b = 1; b <= 5; b++) {   /* 4, 2, 2, 1 and 1 micro-batches; the last ones padded */
         tg_eval_spec s = {.batch = b, .accum = 3, .T = 4, .iters = 0, .whole = true, .rank = 0, .ranks = 1};
-        const double got = tg_eval_loss(g, &m, &d, true, &s, err.msg, sizeof err.msg);
+        const double got = tg_eval_loss(g, &m, &d, true, &s, &err);
         ck_assert_msg(fabs(got - want) <= 1e-12 * fabs(want), "batch %d: %.17g, by hand %.17g (%s)", b, got, want,
                       err.msg);
     }
@@ -678,35 +674,35 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     /* two processes of 1 row: rank 1 runs windows 1 and 3, rank 0 windows 0 and 2 */
     tg_eval_spec s1 = {.batch = 1, .accum = 1, .T = 4, .whole = true, .rank = 1, .ranks = 2};
     partial =
-        tg_eval_loss(g, &m, &d, true, &s1, err.msg, sizeof err.msg) * 14; /* alone it divides its sum by the targets */
+        tg_eval_loss(g, &m, &d, true, &s1, &err) * 14; /* alone it divides its sum by the targets */
     const double sum = hand_windows(h, &m, val, 1, 2);
     ck_assert_msg(fabs(partial - sum) <= 1e-12 * sum, "rank 1: %.17g, by hand %.17g", partial, sum);
     tg_eval_spec s0 = s1;
     s0.rank = 0;
     s0.sum = add_partial;
-    const double two = tg_eval_loss(g, &m, &d, true, &s0, err.msg, sizeof err.msg);
+    const double two = tg_eval_loss(g, &m, &d, true, &s0, &err);
     ck_assert_msg(fabs(two - want) <= 1e-12 * want, "two processes %.17g, by hand %.17g", two, want);
     /* the train split too: every one of its targets, whatever the batch */
     tg_eval_spec a = {.batch = 3, .accum = 1, .T = 8, .whole = true, .rank = 0, .ranks = 1}, b = a;
     b.batch = 7;
-    const double ta = tg_eval_loss(g, &m, &d, false, &a, err.msg, sizeof err.msg),
-                 tb = tg_eval_loss(g, &m, &d, false, &b, err.msg, sizeof err.msg);
+    const double ta = tg_eval_loss(g, &m, &d, false, &a, &err),
+                 tb = tg_eval_loss(g, &m, &d, false, &b, &err);
     ck_assert_msg(isfinite(ta) && fabs(ta - tb) <= 1e-12 * ta, "%.17g against %.17g", ta, tb);
     /* a split of one token has no target */
     int32_t one[5] = {1, 2, 3, 4, 5};
     tg_dataset small = {.tokens = one, .n = 5, .n_train = 4, .bytes_per_token = {1, 1}};
-    ck_assert(isnan(tg_eval_loss(g, &m, &small, true, &a, err.msg, sizeof err.msg)));
+    ck_assert(isnan(tg_eval_loss(g, &m, &small, true, &a, &err)));
     ck_assert_msg(strstr(err.msg, "the val split's 1 tokens hold no target"), "%s", err.msg);
     tg_graph_free(h);
     tg_graph_free(g);
     tg_model_release(&m);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
 }
 END_TEST
 
 /* tg_checkpoint_load_vocab: the file's vocabulary, llama2.c's for a Llama
  * without one, a GPT without one refused, and a vocab_size that does not
- * fit refused naming both sizes (tg_vocab_fits). */
+ * fit refused naming both sizes (tg_vocab_check_size). */
 START_TEST(the_vocabulary_of_a_checkpoint)
 {
     tg_error err = {0};
@@ -720,12 +716,10 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_model m;
         ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 3, &err), 0);
         for (int with = 0; with < 2; with++) {
-            ck_assert_int_eq(tg_checkpoint_save(path, &m, with ? &bytes : NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                                NULL, 0,
-                                                err.msg, sizeof err.msg), 0);
+            ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = with ? &bytes : NULL}, &err), 0);
             tg_st_file *f = tg_st_load(path, &err);
             ck_assert_ptr_nonnull(f);
-            const int rc = tg_checkpoint_load_vocab(f, &m, &back, err.msg, sizeof err.msg);
+            const int rc = tg_checkpoint_load_vocab(f, &m, &back, &err);
             if (with) {   /* the byte vocabulary back */
                 ck_assert_msg(rc == 0, "%s", err.msg);
                 ck_assert_int_eq(back.kind, TG_VOCAB_BYTES);
@@ -741,17 +735,17 @@ START_TEST(the_vocabulary_of_a_checkpoint)
                          bytes.size);
                 ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
             }
-            tg_vocab_free(&back);
+            tg_vocab_release(&back);
             tg_st_free(f);
         }
         char want[128];
         snprintf(want, sizeof want, "vocab_size %d does not match the vocabulary of %d characters", bytes.size + 1,
                  bytes.size);
-        ck_assert_int_eq(tg_vocab_fits(&bytes, bytes.size + 1, "the", err.msg, sizeof err.msg), -1);
+        ck_assert_int_eq(tg_vocab_check_size(&bytes, bytes.size + 1, "the", &err), -1);
         ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
         tg_vocab llama2c;
         tg_vocab_llama2c(&llama2c);
-        ck_assert_int_eq(tg_vocab_fits(&llama2c, 300, "its", err.msg, sizeof err.msg), 0);   /* ids past 259 unused */
+        ck_assert_int_eq(tg_vocab_check_size(&llama2c, 300, "its", &err), 0);   /* ids past 259 unused */
         tg_model_release(&m);
     }
     remove(path);

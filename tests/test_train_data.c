@@ -22,7 +22,8 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     ck_assert_mem_eq(ids, want, sizeof want);
     ck_assert_int_eq(tg_vocab_encode(&v, "hex", 3, ids, &bad), -1);
     ck_assert_uint_eq(bad, 2);
-    char buf[16], s[64], err[200];
+    char buf[16], s[64];
+    tg_error err = {0};
     ck_assert_int_eq(tg_vocab_decode(&v, 3, buf), 1);
     ck_assert_int_eq(buf[0], 'o');
     ck_assert_int_eq(tg_vocab_decode(&v, 4, buf), 0);
@@ -30,7 +31,7 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     ck_assert_str_eq(s, "101,104,108,111");
     ck_assert_int_eq(tg_vocab_to_string(&v, s, 6), -1);   /* too small: said, not cut silently */
     tg_vocab back;
-    ck_assert_int_eq(tg_vocab_from_string(&back, "101,104,108,111", err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_from_string(&back, "101,104,108,111", &err), 0);
     ck_assert_mem_eq(&back, &v, sizeof v);
 
     tg_vocab_llama2c(&v);
@@ -41,7 +42,7 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     ck_assert_int_eq(buf[0], 'A');
     ck_assert_int_eq(tg_vocab_to_string(&v, s, sizeof s), 0);
     ck_assert_str_eq(s, "llama2c");
-    ck_assert_int_eq(tg_vocab_from_string(&back, "ids:300", err, sizeof err), 0);
+    ck_assert_int_eq(tg_vocab_from_string(&back, "ids:300", &err), 0);
     ck_assert_int_eq(back.kind, TG_VOCAB_IDS);
     ck_assert_int_eq(back.size, 300);
 
@@ -51,14 +52,14 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
         {"65,", "empty"}, {"ids:0", "not ids:N"}, {"ids:0x10", "not ids:N"}, {"ids:16777217", "not ids:N"},
         {"tokenizer", "read from the checkpoint's tokenizer entries"}};
     for (int k = 0; k < 12; k++) {
-        err[0] = 0;
-        const int rc = tg_vocab_from_string(&back, bads[k].s, err, sizeof err);
+        err.msg[0] = 0;
+        const int rc = tg_vocab_from_string(&back, bads[k].s, &err);
         if (k == 7) {   /* "65," is 65 then nothing: one byte */
             ck_assert_int_eq(rc, 0);
             continue;
         }
         ck_assert_int_eq(rc, -1);
-        ck_assert_msg(strstr(err, bads[k].want), "'%s': '%s'", bads[k].s, err);
+        ck_assert_msg(strstr(err.msg, bads[k].want), "'%s': '%s'", bads[k].s, err.msg);
     }
 }
 END_TEST
@@ -75,7 +76,7 @@ START_TEST(vocabularies_through_a_file)
     tg_vocab_bytes(&vs[0], text, strlen(text));
     tg_vocab_llama2c(&vs[1]);
     tg_vocab_ids(&vs[2], 1000);
-    ck_assert_int_eq(tg_vocab_tokenizer(&vs[3], tok, false, 0, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&vs[3], tok, false, 0, &err), 0);
     for (int k = 0; k < 4; k++) {
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_vocab_write(&vs[k], w), 0);
@@ -83,12 +84,12 @@ START_TEST(vocabularies_through_a_file)
         tg_st_writer_free(w);
         tg_st_file *f = tg_st_load(tt_path("v.safetensors"), &err);
         tg_vocab back;
-        ck_assert_msg(tg_vocab_read(&back, f, err.msg, sizeof err.msg) == 0, "kind %d: %s", k, err.msg);
+        ck_assert_msg(tg_vocab_read(&back, f, &err) == 0, "kind %d: %s", k, err.msg);
         ck_assert_int_eq(back.kind, vs[k].kind);
         ck_assert_int_eq(back.size, vs[k].size);
         if (k == 3) ck_assert(tg_tok_same(back.tok, vs[3].tok));
         else ck_assert_mem_eq(&back, &vs[k], sizeof back);
-        tg_vocab_free(&back);
+        tg_vocab_release(&back);
         tg_st_free(f);
         remove(tt_path("v.safetensors"));
     }
@@ -96,11 +97,11 @@ START_TEST(vocabularies_through_a_file)
     tg_vocab d;
     tg_tokenizer *t2 = tg_bpe_train(text, strlen(text), &o, &err);
     ck_assert_int_ge(tg_tok_bos(t2), 0);
-    ck_assert_int_eq(tg_vocab_tokenizer(&d, t2, true, 5000, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&d, t2, true, 5000, &err), 0);
     ck_assert(d.docs);
     ck_assert_int_eq(d.size, 5000);
-    tg_vocab_free(&d);
-    tg_vocab_free(&vs[3]);
+    tg_vocab_release(&d);
+    tg_vocab_release(&vs[3]);
 }
 END_TEST
 
@@ -115,7 +116,7 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     tg_vocab_llama2c(&v);
     tg_dataset d;
     tg_error err = {0};
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, &err), 0);
     const int32_t sp = 3 + ' ';
     const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n', 1, sp, 3 + 'x', 3 + 'y',
                             1, sp, 3 + 'z', 3 + '\n'};
@@ -125,20 +126,20 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     /* each split's bytes of text (the blank lines' newlines too) per token */
     ck_assert_double_eq_tol(d.bytes_per_token[0], 9 / 13.0, 1e-15);
     ck_assert_double_eq(d.bytes_per_token[1], 0.5);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
     /* too short for the block: the val split's 4 tokens */
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, err.msg, sizeof err.msg), 0);
-    tg_dataset_free(&d);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, &err), 0);
+    tg_dataset_release(&d);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
                                       "block_size + 1 = 5"));
     ck_assert_ptr_null(d.tokens);
     /* a byte the vocabulary lacks */
     tg_vocab_bytes(&v, "abc", 3);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abcabcabcabcabcabcabcabcd", 25, 1, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abcabcabcabcabcabcabcabcd", 25, 1, &err), -1);
     ck_assert_str_eq(err.msg, "data: byte 100 at offset 24 is not in the vocabulary");
     tg_vocab_ids(&v, 5);
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, "abc", 3, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "no text to encode"));
 }
 END_TEST
@@ -166,9 +167,9 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
     for (int docs = 0; docs < 2; docs++) {
         tg_vocab v;
         tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, &err);
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, docs, 0, &err), 0);
         tg_dataset d;
-        ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, 1000, 8, &err) == 0, "%s", err.msg);
         if (!docs) {
             ck_assert_uint_eq(d.n_train, (size_t)nt);
             ck_assert_mem_eq(d.tokens, train, (size_t)nt * sizeof *train);
@@ -181,8 +182,8 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
         }
         ck_assert_double_eq_tol(d.bytes_per_token[0], 900.0 / (double)d.n_train, 1e-15);
         ck_assert_double_eq_tol(d.bytes_per_token[1], 100.0 / (double)(d.n - d.n_train), 1e-15);
-        tg_dataset_free(&d);
-        tg_vocab_free(&v);
+        tg_dataset_release(&d);
+        tg_vocab_release(&v);
     }
     free(val);
     free(train);
@@ -231,26 +232,26 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
         tg_tokenizer *t = tg_tok_new_spm(&(tg_spm_pieces){260, bytes, off, scores, types, 1, 2}, &o, &err);
         ck_assert_msg(t != NULL, "%s", err.msg);
         tg_vocab v;
-        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, err.msg, sizeof err.msg), 0);
+        ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, 0, &err), 0);
         ck_assert(!tg_vocab_space_before_text(&v));
         tg_dataset d;
-        ck_assert_msg(tg_dataset_from_text(&d, &v, text, strlen(text), 1, err.msg, sizeof err.msg) == 0, "%s", err.msg);
+        ck_assert_msg(tg_dataset_from_text(&d, &v, text, strlen(text), 1, &err) == 0, "%s", err.msg);
         const int32_t with[] = {1, 259, 3 + 'a', 3 + 'b', 3 + '\n', 1, 259, 3 + 'c', 3 + '\n'};
         const int32_t without[] = {1, 3 + 'a', 3 + 'b', 3 + '\n', 1, 3 + 'c', 3 + '\n'};
         ck_assert_uint_eq(d.n, prefix ? 18 : 14);
         ck_assert_mem_eq(d.tokens, prefix ? with : without, prefix ? sizeof with : sizeof without);
-        tg_dataset_free(&d);
-        tg_vocab_free(&v);
+        tg_dataset_release(&d);
+        tg_vocab_release(&v);
     }
     /* a BPE's documents: the caller's " " */
     tg_vocab v;
     tg_tokenizer *bpe = tg_bpe_train(text, strlen(text), &(tg_bpe_options){.vocab_size = 262, .min_count = 2}, &err);
     ck_assert_msg(bpe != NULL, "%s", err.msg);
-    ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_vocab_tokenizer(&v, bpe, true, 0, &err), 0);
     ck_assert(tg_vocab_space_before_text(&v));
     v.docs = false;
     ck_assert(!tg_vocab_space_before_text(&v));
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_vocab_llama2c(&v);
     ck_assert(!tg_vocab_space_before_text(&v));   /* its bytes: dataset.c puts the space as an id */
 }
@@ -269,7 +270,7 @@ START_TEST(token_files_and_their_identity)
     tg_dataset d;
     tg_token_file_id ids[2];
     ck_assert_msg(
-        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, err.msg, sizeof err.msg) == 0,
+        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, &err) == 0,
         "%s", err.msg);
     ck_assert_uint_eq(d.n, 52);
     ck_assert_uint_eq(d.n_train, 40);
@@ -286,24 +287,26 @@ START_TEST(token_files_and_their_identity)
     ck_assert_int_eq(ids[1].format, TG_TOKFILE_NANOGPT);
     ck_assert(ids[1].fnv == h);
     ck_assert(ids[0].fnv != ids[1].fnv);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
     /* without a val file: 90/10 */
-    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, ids, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, ids, &err), 0);
     ck_assert_uint_eq(d.n_train, 36);
     ck_assert_int_eq(ids[1].count, 0);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
     /* an id the vocabulary cannot hold: the file is named */
     tg_vocab_ids(&v, 200);
-    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, err.msg, sizeof err.msg), -1);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), NULL, 2, NULL, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "a.bin"));
     ck_assert_ptr_null(d.tokens);
-    /* the val file's fault is told apart (-2) from the train file's */
+    /* the val file's fault is told apart from the train file's: ids say which files were read whole */
     tg_vocab_ids(&v, 300);
-    ck_assert_int_eq(
-        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("none.bin"), 2, NULL, err.msg, sizeof err.msg),
-        -2);
+    tg_token_file_id got[2] = {{.count = 7}, {.count = 7}};
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("none.bin"), 2, got, &err), -1);
     ck_assert_msg(strstr(err.msg, "none.bin"), "%s", err.msg);
     ck_assert_ptr_null(d.tokens);
+    ck_assert(got[0].count > 0 && got[1].count == -1);
+    ck_assert_int_eq(tg_dataset_from_token_files(&d, &v, tt_path("none.bin"), tt_path("a.bin"), 2, got, &err), -1);
+    ck_assert(got[0].count == -1 && got[1].count == -1);
     remove(tt_path("a.bin"));
     remove(tt_path("b.bin"));
 }
@@ -320,16 +323,16 @@ START_TEST(rows_of_a_batch_make_the_batch)
     text[499] = 0;
     tg_vocab_bytes(&v, text, 499);
     tg_dataset d;
-    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, 499, 8, err.msg, sizeof err.msg), 0);
+    ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, 499, 8, &err), 0);
     enum { B = 6, T = 8 };
     for (int val = 0; val < 2; val++) {
         tg_rng whole, part[3];
         tg_rng_seed(&whole, 5, 1);
         int32_t x[B * T], y[B * T], px[B * T], py[B * T];
-        tg_dataset_rows(&d, val, B, 0, B, T, &whole, x, y);
+        tg_dataset_rows(&d, val, &(tg_rows){x, y, B, 0, B, T}, &whole);
         for (int r = 0; r < 3; r++) {
             tg_rng_seed(&part[r], 5, 1);
-            tg_dataset_rows(&d, val, B, r * 2, 2, T, &part[r], px + r * 2 * T, py + r * 2 * T);
+            tg_dataset_rows(&d, val, &(tg_rows){px + r * 2 * T, py + r * 2 * T, B, r * 2, 2, T}, &part[r]);
             ck_assert(part[r].state == whole.state && part[r].inc == whole.inc);
         }
         ck_assert_mem_eq(px, x, sizeof x);
@@ -344,7 +347,7 @@ START_TEST(rows_of_a_batch_make_the_batch)
             ck_assert_msg(s + T < n, "row %d is no window of its split", b);
         }
     }
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
 }
 END_TEST
 
@@ -364,7 +367,7 @@ START_TEST(epochs_visit_every_window_once)
     ck_assert_int_eq(tg_dataset_epoch_windows(&d, true, T), 1);   /* 40 val tokens: one window of 17 */
     static int32_t x[E * 61 * T], y[E * 61 * T], part[E * 61 * T], py[E * 61 * T];
     ck_assert_int_eq(W, 61);
-    tg_dataset_epoch_rows(&d, false, 7, 0, (int)(E * W), 0, (int)(E * W), T, x, y);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){x, y, (int)(E * W), 0, (int)(E * W), T}, 7, 0);
     int phases[E], order_seen = 0;
     for (int e = 0; e < E; e++) {
         bool seen[N] = {false}, sorted = true;
@@ -394,25 +397,25 @@ START_TEST(epochs_visit_every_window_once)
         const int total = at + 25 <= E * W ? 25 : (int)(E * W - at);
         for (int r = 0; r < total; r += 7) {
             const int count = r + 7 <= total ? 7 : total - r;
-            tg_dataset_epoch_rows(&d, false, 7, at, total, r, count, T, part + (at + r) * T, py + (at + r) * T);
+            tg_dataset_epoch_rows(&d, false, &(tg_rows){part + (at + r) * T, py + (at + r) * T, total, r, count, T}, 7, at);
         }
     }
     ck_assert_mem_eq(part, x, sizeof x);
     ck_assert_mem_eq(py, y, sizeof y);
     /* another seed, another order */
-    tg_dataset_epoch_rows(&d, false, 8, 0, (int)W, 0, (int)W, T, part, py);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, (int)W, 0, (int)W, T}, 8, 0);
     ck_assert(memcmp(part, x, (size_t)W * T * sizeof *x));
     /* the val split: its one window */
-    tg_dataset_epoch_rows(&d, true, 7, 3, 1, 0, 1, T, part, py);
+    tg_dataset_epoch_rows(&d, true, &(tg_rows){part, py, 1, 0, 1, T}, 7, 3);
     ck_assert_int_ge(part[0], N);
     ck_assert_int_le(part[0] + T, N + 39);
     /* nothing for what is no batch */
     part[0] = py[0] = -5;
-    tg_dataset_epoch_rows(&d, false, 7, -1, 1, 0, 1, T, part, py);
-    tg_dataset_epoch_rows(&d, false, 7, 0, 1, 0, 2, T, part, py);
-    tg_dataset_epoch_rows(&d, false, 7, INT64_MAX, 2, 0, 1, T, part, py);
-    tg_dataset_epoch_rows(&d, false, 7, 0, 1, 0, 1, N, part, py);   /* a split of N tokens holds no window of N + 1 */
-    tg_dataset_epoch_rows(NULL, false, 7, 0, 1, 0, 1, T, part, py);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 1, T}, 7, -1);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 2, T}, 7, 0);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 2, 0, 1, T}, 7, INT64_MAX);
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 1, N}, 7, 0);   /* a split of N tokens holds no window of N + 1 */
+    tg_dataset_epoch_rows(NULL, false, &(tg_rows){part, py, 1, 0, 1, T}, 7, 0);
     ck_assert_int_eq(part[0], -5);
     ck_assert_int_eq(py[0], -5);
     ck_assert_int_eq(tg_dataset_epoch_windows(&d, false, N), 0);
@@ -438,7 +441,7 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     tg_error err = {0};
     char notice[300];
     const char *path = tt_path("metrics.csv");
-    tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, err.msg, sizeof err.msg);
+    tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
     for (int s = 0; s <= 4; s++) ck_assert_int_eq(tg_metrics_write(m, s, (double[]){1.0 / (s + 1), s == 2 ? NAN : 1e-3}), 0);
     ck_assert_int_eq(tg_metrics_close(m), 0);
@@ -450,7 +453,7 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     FILE *fp = fopen(path, "a");
     fputs("5,0.1666", fp);
     fclose(fp);
-    m = tg_metrics_open(path, cols, 2, 2, notice, sizeof notice, err.msg, sizeof err.msg);
+    m = tg_metrics_open(path, cols, 2, 2, notice, sizeof notice, &err);
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(notice, "");
     ck_assert_int_eq(tg_metrics_write(m, 3, (double[]){0.25, NAN}), 0);
@@ -460,21 +463,21 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     free(got);
     /* another header: nothing kept, and said so; a missing file: said so */
     const tg_metrics_column other[1] = {{"val", "%.4f"}};
-    m = tg_metrics_open(path, other, 1, 2, notice, sizeof notice, err.msg, sizeof err.msg);
+    m = tg_metrics_open(path, other, 1, 2, notice, sizeof notice, &err);
     ck_assert_ptr_nonnull(strstr(notice, "has another header; its rows are not kept"));
     tg_metrics_close(m);
     got = slurp(path);
     ck_assert_str_eq(got, "step,val\n");
     free(got);
     remove(path);
-    m = tg_metrics_open(path, other, 1, 7, notice, sizeof notice, err.msg, sizeof err.msg);
+    m = tg_metrics_open(path, other, 1, 7, notice, sizeof notice, &err);
     ck_assert_ptr_nonnull(strstr(notice, "is missing; its rows start again at step 8"));
     tg_metrics_close(m);
     remove(path);
     /* columns that cannot be */
     static const tg_metrics_column bad[4][1] = {{{"step", "%f"}}, {{"a,b", "%f"}}, {{"x", "%s"}}, {{"x", "%.18g"}}};
     for (int k = 0; k < 4; k++) {
-        ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, err.msg, sizeof err.msg));
+        ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, &err));
         ck_assert_msg(strstr(err.msg, "is not a name of [A-Za-z0-9_] other than step with a format"), "%s", err.msg);
     }
     ck_assert_int_eq(access(path, F_OK), -1);   /* nothing written */

@@ -72,16 +72,16 @@ static void sizes(tg_model *m, const tg_adamw *opt, const tg_muon *muon, size_t 
 }
 
 tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *muon, const tg_train_state *ts,
-                                          char *err, size_t errlen)
+                                          tg_error *err)
 {
     if (!m || !m->params || !opt || !ts) {
-        tg_set_err(err, errlen, "train_snapshot_take: %s is NULL", !m || !m->params ? "the model" : !opt ? "the optimizer"
+        tg_error_set(err, "train_snapshot_take: %s is NULL", !m || !m->params ? "the model" : !opt ? "the optimizer"
                                                                                                   : "the training state");
         return NULL;
     }
     tg_train_snapshot *s = calloc(1, sizeof *s);
     if (!s) {
-        tg_set_err(err, errlen, "train_snapshot_take: out of memory");
+        tg_error_set(err, "train_snapshot_take: out of memory");
         return NULL;
     }
     sizes(m, opt, muon, &s->weights, &s->moments, &s->momentum);
@@ -90,7 +90,7 @@ tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *m
     s->v = malloc(s->moments ? s->moments : 1);
     s->mom = malloc(s->momentum ? s->momentum : 1);
     if (!s->w || !s->m || !s->v || !s->mom) {
-        tg_set_err(err, errlen, "train_snapshot_take: out of memory for a copy of %zu bytes of weights and %zu of "
+        tg_error_set(err, "train_snapshot_take: out of memory for a copy of %zu bytes of weights and %zu of "
                                 "optimizer state", s->weights, 2 * s->moments + s->momentum);
         tg_train_snapshot_free(s);
         return NULL;

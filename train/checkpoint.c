@@ -20,18 +20,18 @@
  * Muon's matrices to Muon (tg_muon_exclude). 0, or -1 with a message
  * starting with fn. */
 static int check_objects(const char *fn, const tg_params *p, const char *whose, const tg_adamw *opt,
-                         const tg_muon *muon, const tg_ema *ema, char *err, size_t errlen)
+                         const tg_muon *muon, const tg_ema *ema, tg_error *err)
 {
     if (opt && tg_adamw_store(opt) != p)
-        return tg_set_err(err, errlen, "%s: AdamW (opt) is of another store than %s", fn, whose);
+        return tg_error_set(err, "%s: AdamW (opt) is of another store than %s", fn, whose);
     if (muon && tg_muon_store(muon) != p)
-        return tg_set_err(err, errlen, "%s: Muon (muon) is of another store than %s", fn, whose);
+        return tg_error_set(err, "%s: Muon (muon) is of another store than %s", fn, whose);
     if (ema && tg_ema_store(ema) != p)
-        return tg_set_err(err, errlen, "%s: the averages (ema) are of another store than %s", fn, whose);
+        return tg_error_set(err, "%s: the averages (ema) are of another store than %s", fn, whose);
     for (int i = 0; muon && opt && i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         if (tg_muon_updates(muon, t) && tg_adamw_updates(opt, t))
-            return tg_set_err(err, errlen, "%s: AdamW (opt) updates '%s', which Muon updates too: call "
+            return tg_error_set(err, "%s: AdamW (opt) updates '%s', which Muon updates too: call "
                               "tg_muon_exclude(muon, opt) when making them", fn, t->name);
     }
     return 0;
@@ -41,29 +41,29 @@ static int check_objects(const char *fn, const tg_params *p, const char *whose, 
  * the objects of the model, the pieces together, the streams seeded,
  * the counts in range and in step. 0, or -1 with a message. */
 static int check_state(const tg_model *m, const tg_adamw *opt, const tg_muon *muon, const tg_ema *ema,
-                       const tg_train_state *ts, char *err, size_t errlen)
+                       const tg_train_state *ts, tg_error *err)
 {
     static const char fn[] = "checkpoint_save";
     if (muon && !opt)
-        return tg_set_err(err, errlen, "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
+        return tg_error_set(err, "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
                           "parameters (opt)", fn);
     if (ema && !opt)
-        return tg_set_err(err, errlen, "%s: the averages' state goes with the optimizer's: give opt too", fn);
+        return tg_error_set(err, "%s: the averages' state goes with the optimizer's: give opt too", fn);
     if (opt && !ts)
-        return tg_set_err(err, errlen, "%s: the optimizer's state goes with the training state: give ts too", fn);
-    if (check_objects(fn, m->params, "the model's", opt, muon, ema, err, errlen)) return -1;
+        return tg_error_set(err, "%s: the optimizer's state goes with the training state: give ts too", fn);
+    if (check_objects(fn, m->params, "the model's", opt, muon, ema, err)) return -1;
     if (!opt) return 0;
     if (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1))
-        return tg_set_err(err, errlen, "%s: the state's random streams were never seeded (tg_train_state_init)", fn);
+        return tg_error_set(err, "%s: the state's random streams were never seeded (tg_train_state_init)", fn);
     if (ts->step < 0 || !(ts->best_val >= 0))
-        return tg_set_err(err, errlen, "%s: the state's step %lld or best val loss %g is not a state (step >= 0, "
+        return tg_error_set(err, "%s: the state's step %lld or best val loss %g is not a state (step >= 0, "
                           "best >= 0 or inf)", fn, (long long)ts->step, ts->best_val);
     if (ts->windows < 0)
-        return tg_set_err(err, errlen, "%s: the state's windows drawn, %lld, is below 0", fn, (long long)ts->windows);
+        return tg_error_set(err, "%s: the state's windows drawn, %lld, is below 0", fn, (long long)ts->windows);
     const int64_t steps[2] = {tg_adamw_steps(opt), muon ? tg_muon_steps(muon) : ts->step};
     for (int k = 0; k < 2; k++)
         if (steps[k] != ts->step)
-            return tg_set_err(err, errlen, "%s: %s has taken %lld step%s but the state is at step %lld (one "
+            return tg_error_set(err, "%s: %s has taken %lld step%s but the state is at step %lld (one "
                               "optimizer step per training step)", fn, k ? "Muon" : "AdamW", (long long)steps[k],
                               steps[k] == 1 ? "" : "s", (long long)ts->step);
     return 0;
@@ -77,14 +77,19 @@ void tg_train_state_init(tg_train_state *ts, uint64_t seed)
     tg_rng_seed(&ts->drop_rng, seed, 4);
 }
 
-int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
-                       const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
-                       const tg_train_state *ts,
-                       const char *const *meta, int n_meta, char *err, size_t errlen)
+int tg_checkpoint_save(const char *path, const tg_checkpoint *c, tg_error *err)
 {
-    if (!path || !m || !m->family || (n_meta > 0 && !meta))
-        return tg_set_err(err, errlen, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
-    if (check_state(m, opt, muon, ema, ts, err, errlen)) return -1;   /* nothing the reader would refuse */
+    const tg_model *m = c ? c->model : NULL;
+    if (!path || !m || !m->family || (c->n_meta > 0 && !c->meta))
+        return tg_error_set(err, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
+    const tg_vocab *v = c->vocab;
+    const tg_adamw *opt = c->opt;
+    const tg_muon *muon = c->muon;
+    const tg_ema *ema = c->ema;
+    const tg_train_state *ts = c->ts;
+    const char *const *meta = c->meta;
+    const int n_meta = c->n_meta;
+    if (check_state(m, opt, muon, ema, ts, err)) return -1;   /* nothing the reader would refuse */
     tg_st_writer *w = tg_st_writer_new();
     int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_add_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);
@@ -99,7 +104,7 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
         rc = tg_st_writer_add_meta(w, "train.step", s);
     }
     if (!rc && opt && ts) {
-        rc = tg_adamw_state_write(opt, w, "optimizer", opt_m, opt_v);
+        rc = tg_adamw_state_write(opt, w, "optimizer", c->opt_m, c->opt_v);
         rc = rc || (muon && tg_muon_state_write(muon, w, "muon"));
         rc = rc || (ema && tg_ema_state_write(ema, w, "ema"));
         snprintf(s, sizeof s, "%.17g", ts->best_val);
@@ -112,26 +117,25 @@ int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, c
         rc = rc || tg_st_writer_add_meta(w, "train.windows", s);
         rc = rc || tg_st_writer_add_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
     }
-    if (!w) return tg_set_err(err, errlen, "%s: could not assemble the checkpoint: out of memory", path);
+    if (!w) return tg_error_set(err, "%s: could not assemble the checkpoint: out of memory", path);
     tg_error e = {0};   /* a failed add sticks in the writer: its save says which */
     rc = tg_st_writer_save(w, path, &e);
     tg_st_writer_free(w);
-    return rc ? tg_set_err(err, errlen, "%s", e.msg) : 0;
+    return rc ? tg_error_set(err, "%s", e.msg) : 0;
 }
 
 /* ---- reading the model ---------------------------------------------------------- */
 
 /* The file's tensor `name` must exist with shape (d0, d1). */
-static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, const char *why, char *err,
-                     size_t errlen)
+static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, const char *why, tg_error *err)
 {
     const tg_st_tensor *e = tg_st_find(f, name);
-    if (!e) return tg_set_err(err, errlen, "the checkpoint has no tensor '%s'", name);
+    if (!e) return tg_error_set(err, "the checkpoint has no tensor '%s'", name);
     if (e->ndim != 2 || e->shape[0] != d0 || e->shape[1] != d1) {
         char s[96] = "(";
         for (int i = 0; i < e->ndim; i++)
             snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%lld" : "%lld", (long long)e->shape[i]);
-        return tg_set_err(err, errlen, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)",
+        return tg_error_set(err, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)",
                           why, name, d0, d1, s);
     }
     return 0;
@@ -139,19 +143,19 @@ static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, cons
 
 /* Before a model is built: the embeddings must have the config's shape,
  * so a small file claiming a huge config is refused without allocating. */
-static int check_embeddings(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
+static int check_embeddings(const tg_st_file *f, const tg_model_config *c, tg_error *err)
 {
     const tg_model_family *fam = tg_model_family_find(c->arch);
     char why[160];
     snprintf(why, sizeof why, "vocab_size %d, n_embd %d", c->vocab_size, c->n_embd);
-    if (expect_2d(f, fam->embedding, c->vocab_size, c->n_embd, why, err, errlen)) return -1;
+    if (expect_2d(f, fam->embedding, c->vocab_size, c->n_embd, why, err)) return -1;
     snprintf(why, sizeof why, "block_size %d, n_embd %d", c->block_size, c->n_embd);
-    return fam->position ? expect_2d(f, fam->position, c->block_size, c->n_embd, why, err, errlen) : 0;
+    return fam->position ? expect_2d(f, fam->position, c->block_size, c->n_embd, why, err) : 0;
 }
 
 /* And the file must hold at least as many float values as the config
  * needs (the embeddings alone may fit a config of a larger model). */
-static int check_config_against_tensors(const tg_st_file *f, const tg_model_config *c, char *err, size_t errlen)
+static int check_config_against_tensors(const tg_st_file *f, const tg_model_config *c, tg_error *err)
 {
     const int64_t need = tg_model_num_params(c);
     int64_t have = 0;
@@ -163,7 +167,7 @@ static int check_config_against_tensors(const tg_st_file *f, const tg_model_conf
             have += e->numel;
     }
     if (need < 0 || have < need)
-        return tg_set_err(err, errlen, "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size "
+        return tg_error_set(err, "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size "
                           "%d, vocab_size %d) describes %lld parameters, but the file holds only %lld float values: "
                           "a tensor is missing, or the metadata is wrong",
                           c->arch, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, (long long)need,
@@ -172,41 +176,41 @@ static int check_config_against_tensors(const tg_st_file *f, const tg_model_conf
 }
 
 /* Every value of p's tensors is finite. */
-static int check_finite(const tg_params *p, char *err, size_t errlen)
+static int check_finite(const tg_params *p, tg_error *err)
 {
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         for (int64_t k = 0; k < t->numel; k++) {
             const double x = tg_tensor_get(t, k);
             if (!isfinite(x))
-                return tg_set_err(err, errlen, "the checkpoint's '%s' holds %g at element %lld", t->name, x,
+                return tg_error_set(err, "the checkpoint's '%s' holds %g at element %lld", t->name, x,
                                   (long long)k);
         }
     }
     return 0;
 }
 
-int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, char *err, size_t errlen)
+int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, tg_error *err)
 {
-    if (!f || !m) return tg_set_err(err, errlen, "checkpoint_load_model: %s is NULL", f ? "the model" : "the file");
+    if (!f || !m) return tg_error_set(err, "checkpoint_load_model: %s is NULL", f ? "the model" : "the file");
     memset(m, 0, sizeof *m);
     tg_model_config cfg;
     tg_error e = {0};
-    if (tg_model_config_read(f, &cfg, &e) != 0) return tg_set_err(err, errlen, "%s", e.msg);
+    if (tg_model_config_read(f, &cfg, &e) != 0) return tg_error_set(err, "%s", e.msg);
     if (dropout >= 0) cfg.dropout = dropout;
     /* TG_NO_INIT: the file fills every parameter, so nothing is drawn. A
      * config the family refuses gets the family's message, once the file's
      * embeddings are known to be its (so building stays proportional to it) */
-    if (check_embeddings(f, &cfg, err, errlen)) return -1;
+    if (check_embeddings(f, &cfg, err)) return -1;
     if (tg_model_num_params(&cfg) < 0)
-        return tg_model_init(m, &cfg, dt, TG_NO_INIT, &e) ? tg_set_err(err, errlen, "%s", e.msg) : 0;
-    if (check_config_against_tensors(f, &cfg, err, errlen)) return -1;
-    if (tg_model_init(m, &cfg, dt, TG_NO_INIT, &e)) return tg_set_err(err, errlen, "%s", e.msg);
+        return tg_model_init(m, &cfg, dt, TG_NO_INIT, &e) ? tg_error_set(err, "%s", e.msg) : 0;
+    if (check_config_against_tensors(f, &cfg, err)) return -1;
+    if (tg_model_init(m, &cfg, dt, TG_NO_INIT, &e)) return tg_error_set(err, "%s", e.msg);
     if (tg_st_load_params(m->params, f, &e) != 0) {
         tg_model_release(m);
-        return tg_set_err(err, errlen, "%s", e.msg);
+        return tg_error_set(err, "%s", e.msg);
     }
-    if (check_finite(m->params, err, errlen)) {
+    if (check_finite(m->params, err)) {
         tg_model_release(m);
         return -1;
     }
@@ -216,7 +220,7 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
         const tg_st_tensor *emb = tg_st_find(f, fam->embedding);
         if (!emb || head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) ||
             memcmp(head->data, emb->data, head->nbytes)) {
-            tg_set_err(err, errlen, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
+            tg_error_set(err, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
                        fam->embedding, fam->arch);
             tg_model_release(m);
             return -1;
@@ -227,20 +231,20 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
 
 /* ---- reading the training state ------------------------------------------------ */
 
-int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen)
+int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, tg_error *err)
 {
     if (!f || !m || !v)
-        return snprintf(err, errlen, "checkpoint_load_vocab: the %s is NULL", !f ? "file" : !m ? "model" : "vocabulary"),
+        return tg_error_set(err, "checkpoint_load_vocab: the %s is NULL", !f ? "file" : !m ? "model" : "vocabulary"),
                -1;
     if (tg_st_meta(f, "vocab")) {
-        if (tg_vocab_read(v, f, err, errlen)) return -1;
+        if (tg_vocab_read(v, f, err)) return -1;
     } else if (!strcmp(m->config.arch, "llama")) {
         tg_vocab_llama2c(v);
     } else {
-        return snprintf(err, errlen, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere)"), -1;
+        return tg_error_set(err, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere)"), -1;
     }
-    if (!tg_vocab_fits(v, m->config.vocab_size, "its", err, errlen)) return 0;
-    tg_vocab_free(v);
+    if (!tg_vocab_check_size(v, m->config.vocab_size, "its", err)) return 0;
+    tg_vocab_release(v);
     return -1;
 }
 
@@ -252,14 +256,14 @@ static void restore_avg(tg_ema *e, void *keep, size_t bytes)
 }
 
 int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
-                             int64_t max_step, char *err, size_t errlen)
+                             int64_t max_step, tg_error *err)
 {
     if (!f || !opt || !ts)
-        return tg_set_err(err, errlen, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
-    if (check_objects("checkpoint_load_train", tg_adamw_store(opt), "the optimizer's", opt, muon, ema, err, errlen))
+        return tg_error_set(err, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
+    if (check_objects("checkpoint_load_train", tg_adamw_store(opt), "the optimizer's", opt, muon, ema, err))
         return -1;
     if (!tg_st_find(f, "optimizer.m") || !tg_st_find(f, "optimizer.v") || !tg_st_meta(f, "train.step"))
-        return tg_set_err(err, errlen, "not a training checkpoint: optimizer state or train.step missing (a "
+        return tg_error_set(err, "not a training checkpoint: optimizer state or train.step missing (a "
                           "best.safetensors holds weights only: start from it with --init)");
     tg_train_state t;
     int64_t asteps;
@@ -267,42 +271,42 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     tg_error e2 = {0};
     if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, &e2) ||
         tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, &e2))
-        return tg_set_err(err, errlen, "%s", e2.msg);
+        return tg_error_set(err, "%s", e2.msg);
     t.windows = 0;   /* a checkpoint from before train.windows: its run drew random windows */
     if (tg_st_meta(f, "train.windows") && tg_st_meta_int(f, "train.windows", 0, INT64_MAX, &t.windows, &e2))
-        return tg_set_err(err, errlen, "%s", e2.msg);
+        return tg_error_set(err, "%s", e2.msg);
     if (best && !strcmp(best, "inf")) t.best_val = INFINITY;
     else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, &e2))
-        return tg_set_err(err, errlen, "%s", e2.msg);
+        return tg_error_set(err, "%s", e2.msg);
     static const char *const keys[2] = {"train.data_rng", "train.dropout_rng"};
     tg_rng *rngs[2] = {&t.data_rng, &t.drop_rng};
     for (int k = 0; k < 2; k++) {
         const char *s = tg_st_meta(f, keys[k]);
-        if (!s) return tg_set_err(err, errlen, "checkpoint metadata has no '%s'", keys[k]);
+        if (!s) return tg_error_set(err, "checkpoint metadata has no '%s'", keys[k]);
         if (tg_rng_from_string(rngs[k], s, &e2)) {   /* "rng_from_string: '<text>' is not ..." */
             const char *why = e2.msg + strlen("rng_from_string: ");
-            return tg_set_err(err, errlen, "checkpoint metadata '%s'%s%s", keys[k], *why == '\'' ? " = " : ": ", why);
+            return tg_error_set(err, "checkpoint metadata '%s'%s%s", keys[k], *why == '\'' ? " = " : ": ", why);
         }
     }
     if (asteps != t.step)
-        return tg_set_err(err, errlen, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
+        return tg_error_set(err, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
                           "(one optimizer step per training step)", (long long)asteps, (long long)t.step);
     /* a run keeps its optimizer: Muon's momentum is there exactly when muon is */
     const bool has_muon = tg_st_find(f, "muon.momentum") != NULL;
     if (has_muon != (muon != NULL))
-        return tg_set_err(err, errlen, "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
+        return tg_error_set(err, "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
                           "resumed run keeps its optimizer", has_muon ? "trains with" : "does not train with",
                           has_muon ? "present" : "absent", muon ? "does" : "does not");
     const bool has_ema = tg_st_find(f, "ema.values") != NULL;
     if (has_ema != (ema != NULL))
-        return tg_set_err(err, errlen, "the checkpoint's run %s its weights (tensor 'ema.values' %s) but this one %s: "
+        return tg_error_set(err, "the checkpoint's run %s its weights (tensor 'ema.values' %s) but this one %s: "
                           "a resumed run keeps its averaging", has_ema ? "averages" : "does not average",
                           has_ema ? "present" : "absent", ema ? "does" : "does not");
     if (muon) {
         int64_t msteps;
-        if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, &e2)) return tg_set_err(err, errlen, "%s", e2.msg);
+        if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, &e2)) return tg_error_set(err, "%s", e2.msg);
         if (msteps != t.step)
-            return tg_set_err(err, errlen, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
+            return tg_error_set(err, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
                               "(one optimizer step per training step)", (long long)msteps, (long long)t.step);
     }
     /* the averages first, Muon's state next, AdamW's last; what was read
@@ -312,11 +316,11 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     const size_t abytes = tg_ema_state_bytes(ema);
     if (ema) {
         if (!(keep_avg = tg_malloc(abytes ? abytes : 1)))
-            return tg_set_err(err, errlen, "out of memory for a copy of the averages (%zu bytes)", abytes);
+            return tg_error_set(err, "out of memory for a copy of the averages (%zu bytes)", abytes);
         memcpy(keep_avg, tg_ema_values(ema), abytes);
         if (tg_ema_state_read(ema, f, "ema", &e2)) {
             tg_free(keep_avg);
-            return tg_set_err(err, errlen, "the checkpoint's averages: %s", e2.msg);
+            return tg_error_set(err, "the checkpoint's averages: %s", e2.msg);
         }
     }
     void *keep = NULL;
@@ -325,12 +329,12 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     if (muon) {
         if (!(keep = tg_malloc(mbytes ? mbytes : 1)))
             return restore_avg(ema, keep_avg, abytes),
-                   tg_set_err(err, errlen, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
+                   tg_error_set(err, "out of memory for a copy of Muon's state (%zu bytes)", mbytes);
         memcpy(keep, tg_muon_momentum(muon), mbytes);
         if (tg_muon_state_read(muon, f, "muon", &e2)) {
             tg_free(keep);
             restore_avg(ema, keep_avg, abytes);
-            return tg_set_err(err, errlen, "the checkpoint's Muon state: %s", e2.msg);
+            return tg_error_set(err, "the checkpoint's Muon state: %s", e2.msg);
         }
     }
     if (tg_adamw_state_read(opt, f, "optimizer", &e2)) {
@@ -340,7 +344,7 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
         }
         tg_free(keep);
         restore_avg(ema, keep_avg, abytes);
-        return tg_set_err(err, errlen, "the checkpoint's optimizer state: %s", e2.msg);
+        return tg_error_set(err, "the checkpoint's optimizer state: %s", e2.msg);
     }
     tg_free(keep);
     tg_free(keep_avg);

@@ -10,7 +10,7 @@
 #include "../core/alloc.h"
 #include "../core/err_internal.h"
 
-void tg_dataset_free(tg_dataset *d)
+void tg_dataset_release(tg_dataset *d)
 {
     if (!d) return;
     free(d->tokens);
@@ -34,10 +34,10 @@ static int append(tg_dataset *d, size_t *cap, const int32_t *ids, size_t n)
 }
 
 /* 0 when both splits hold a window of block_size + 1 tokens. */
-static int check_split(const tg_dataset *d, int block_size, const char *what, char *err, size_t errlen)
+static int check_split(const tg_dataset *d, int block_size, const char *what, tg_error *err)
 {
     if (d->n_train >= (size_t)block_size + 1 && d->n - d->n_train >= (size_t)block_size + 1) return 0;
-    return tg_set_err(err, errlen, "data: %s (%zu train and %zu val tokens) leave fewer than block_size + 1 = %d "
+    return tg_error_set(err, "data: %s (%zu train and %zu val tokens) leave fewer than block_size + 1 = %d "
                       "in a split; use more text or a smaller --block-size",
                       what, d->n_train, d->n - d->n_train, block_size + 1);
 }
@@ -114,8 +114,7 @@ static int tok_doc(void *ctx, const char *doc, size_t len)
     return add_encoded(t, tg_tok_bos(t->v->tok), t->doc, len + 1);
 }
 
-static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, char *err,
-                          size_t errlen)
+static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, tg_error *err)
 {
     tok_docs t = {.d = d, .cap = *cap, .v = v};
     snprintf(t.e2, sizeof t.e2, "out of memory");
@@ -125,7 +124,7 @@ static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const c
     else rc = each_document(text, len, tok_doc, &t);
     free(t.doc);
     *cap = t.cap;
-    return rc ? tg_set_err(err, errlen, "data: encoding the text: %s", t.e2) : 0;
+    return rc ? tg_error_set(err, "data: encoding the text: %s", t.e2) : 0;
 }
 
 size_t tg_text_train_bytes(const char *text, size_t len)
@@ -137,15 +136,14 @@ size_t tg_text_train_bytes(const char *text, size_t len)
 
 /* The ids of part (0: train, 1: val) of the text, appended to d: a
  * tokenizer's, or llama2.c's bytes (counted first, then written). */
-static int encode_part(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, char *err,
-                       size_t errlen)
+static int encode_part(tg_dataset *d, size_t *cap, const tg_vocab *v, const char *text, size_t len, tg_error *err)
 {
-    if (v->kind == TG_VOCAB_TOKENIZER) return from_tokenizer(d, cap, v, text, len, err, errlen);
+    if (v->kind == TG_VOCAB_TOKENIZER) return from_tokenizer(d, cap, v, text, len, err);
     bytes_docs b = {.v = v};
     each_document(text, len, bytes_doc, &b);
     if (d->n + b.n > *cap) {
         int32_t *t = realloc(d->tokens, (d->n + b.n) * sizeof *t);
-        if (!t) return tg_set_err(err, errlen, "data: out of memory for %zu tokens", d->n + b.n);
+        if (!t) return tg_error_set(err, "data: out of memory for %zu tokens", d->n + b.n);
         d->tokens = t;
         *cap = d->n + b.n;
     }
@@ -157,45 +155,45 @@ static int encode_part(tg_dataset *d, size_t *cap, const tg_vocab *v, const char
 }
 
 int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
-                         char *err, size_t errlen)
+                         tg_error *err)
 {
     if (!d || !v || (!text && len))
-        return tg_set_err(err, errlen, "dataset_from_text: %s is NULL", !d ? "the dataset" : !v ? "the vocabulary" : "the text");
+        return tg_error_set(err, "dataset_from_text: %s is NULL", !d ? "the dataset" : !v ? "the vocabulary" : "the text");
     memset(d, 0, sizeof *d);
-    if (block_size < 1) return tg_set_err(err, errlen, "dataset_from_text: block_size %d is below 1", block_size);
+    if (block_size < 1) return tg_error_set(err, "dataset_from_text: block_size %d is below 1", block_size);
     if (v->kind == TG_VOCAB_IDS)
-        return tg_set_err(err, errlen, "data: a vocabulary of token ids has no text to encode (train on token files)");
+        return tg_error_set(err, "data: a vocabulary of token ids has no text to encode (train on token files)");
     const size_t mark = tg_text_train_bytes(text, len);
     if (v->kind == TG_VOCAB_TOKENIZER || v->kind == TG_VOCAB_LLAMA2C) {
         /* each split encoded apart: no token straddles the mark */
         size_t cap = 0;
-        if (encode_part(d, &cap, v, text, mark, err, errlen)) goto fail;
+        if (encode_part(d, &cap, v, text, mark, err)) goto fail;
         d->n_train = d->n;
-        if (encode_part(d, &cap, v, text + mark, len - mark, err, errlen)) goto fail;
+        if (encode_part(d, &cap, v, text + mark, len - mark, err)) goto fail;
         char what[96];
         snprintf(what, sizeof what, "the text split 90/10 at byte %zu of %zu", mark, len);
-        if (check_split(d, block_size, what, err, errlen)) goto fail;
+        if (check_split(d, block_size, what, err)) goto fail;
         /* bytes of each split's text per token: BOS stands for the blank line */
         d->bytes_per_token[0] = (double)mark / (double)d->n_train;
         d->bytes_per_token[1] = (double)(len - mark) / (double)(d->n - d->n_train);
         return 0;
     }
     if (mark < (size_t)block_size + 1 || len - mark < (size_t)block_size + 1)
-        return tg_set_err(err, errlen, "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a "
+        return tg_error_set(err, "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a "
                           "split; use more text or a smaller --block-size", len, block_size + 1);
     if (!(d->tokens = malloc(len * sizeof *d->tokens)))
-        return tg_set_err(err, errlen, "data: out of memory for %zu tokens", len);
+        return tg_error_set(err, "data: out of memory for %zu tokens", len);
     size_t bad = 0;
     if (tg_vocab_encode(v, text, len, d->tokens, &bad) != 0) {
-        tg_dataset_free(d);
-        return tg_set_err(err, errlen, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
+        tg_dataset_release(d);
+        return tg_error_set(err, "data: byte %d at offset %zu is not in the vocabulary", (uint8_t)text[bad], bad);
     }
     d->n = len;
     d->n_train = mark;
     d->bytes_per_token[0] = d->bytes_per_token[1] = 1.0;
     return 0;
 fail:
-    tg_dataset_free(d);
+    tg_dataset_release(d);
     return -1;
 }
 
@@ -223,12 +221,11 @@ void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)
 /* ---- token files --------------------------------------------------------------------- */
 
 /* Appends the ids of the file at path to d; its identity into *id. */
-static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg_token_file_id *id, char *err,
-                     size_t errlen)
+static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg_token_file_id *id, tg_error *err)
 {
     tg_error e2 = {0};
     tg_tokfile *f = tg_tokfile_open(path, TG_TOKFILE_AUTO, V, &e2);
-    if (!f) return tg_set_err(err, errlen, "%s", e2.msg);
+    if (!f) return tg_error_set(err, "%s", e2.msg);
     const int64_t n = tg_tokfile_count(f);
     const size_t at = d->n;
     int rc = 0;
@@ -239,7 +236,7 @@ static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg
     }
     id->format = tg_tokfile_format_of(f);
     tg_tokfile_free(f);
-    if (rc) return tg_set_err(err, errlen, "%s: out of memory for %lld tokens", path, (long long)n);
+    if (rc) return tg_error_set(err, "%s: out of memory for %lld tokens", path, (long long)n);
     uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a over the ids, 4 bytes each, little-endian */
     for (size_t i = at; i < d->n; i++)
         for (int b = 0; b < 4; b++) h = (h ^ (((uint32_t)d->tokens[i] >> (8 * b)) & 0xff)) * 0x100000001b3u;
@@ -249,29 +246,28 @@ static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg
 }
 
 int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path, const char *val_path,
-                                int block_size, tg_token_file_id *ids, char *err, size_t errlen)
+                                int block_size, tg_token_file_id *ids, tg_error *err)
 {
     if (!d || !v || !train_path)
-        return tg_set_err(err, errlen, "dataset_from_token_files: %s is NULL",
+        return tg_error_set(err, "dataset_from_token_files: %s is NULL",
                           !d ? "the dataset" : !v ? "the vocabulary" : "the train file");
     memset(d, 0, sizeof *d);
-    if (block_size < 1) return tg_set_err(err, errlen, "dataset_from_token_files: block_size %d is below 1", block_size);
-    tg_token_file_id got[2] = {{0}};
+    if (block_size < 1) return tg_error_set(err, "dataset_from_token_files: block_size %d is below 1", block_size);
+    tg_token_file_id got[2] = {{.count = -1}, {.count = -1}};
     size_t cap = 0;
-    if (load_file(d, &cap, v->size, train_path, &got[0], err, errlen)) goto fail;
+    if (load_file(d, &cap, v->size, train_path, &got[0], err)) goto fail;
     d->n_train = val_path ? d->n : (size_t)((double)d->n * 0.9);
-    if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err, errlen)) {
-        tg_dataset_free(d);
-        return -2;
-    }
-    if (check_split(d, block_size, val_path ? "the token files" : "the tokens split 90/10", err, errlen)) goto fail;
+    if (!val_path) got[1] = (tg_token_file_id){0};
+    if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err)) goto fail;
+    if (check_split(d, block_size, val_path ? "the token files" : "the tokens split 90/10", err)) goto fail;
     tg_vocab plain = *v;   /* the files' own ids: their decoded bytes, no dummy space to discount */
     plain.docs = false;
     tg_dataset_bytes_per_token(d, &plain);
     if (ids) ids[0] = got[0], ids[1] = got[1];
     return 0;
 fail:
-    tg_dataset_free(d);
+    if (ids) ids[0] = got[0], ids[1] = got[1];
+    tg_dataset_release(d);
     return -1;
 }
 
@@ -291,10 +287,13 @@ static void put_row(const int32_t *base, size_t s, int row, int T, int32_t *x, i
     memcpy(y + (size_t)row * T, base + s + 1, (size_t)T * sizeof *y);
 }
 
-void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng, int32_t *x,
-                     int32_t *y)
+void tg_dataset_rows(const tg_dataset *d, bool val, const tg_rows *r, tg_rng *rng)
 {
-    if (!d || !d->tokens || !rng || !x || !y || T < 1 || first < 0 || count < 0 || first + count > total) return;
+    if (!d || !d->tokens || !r || !rng || !r->x || !r->y || r->T < 1 || r->first < 0 || r->count < 0 ||
+        r->first + r->count > r->total)
+        return;
+    const int T = r->T, total = r->total, first = r->first, count = r->count;
+    int32_t *x = r->x, *y = r->y;
     size_t n;
     const int32_t *base = split_of(d, val, &n);
     if (n < (size_t)T + 1 || n - (size_t)T > UINT32_MAX) return;
@@ -345,9 +344,11 @@ int64_t tg_dataset_epoch_windows(const tg_dataset *d, bool val, int T)
     return n < 2 * (size_t)T ? 1 : (int64_t)((n - (size_t)T) / (size_t)T);
 }
 
-void tg_dataset_epoch_rows(const tg_dataset *d, bool val, uint64_t seed, int64_t at, int total, int first, int count,
-                           int T, int32_t *x, int32_t *y)
+void tg_dataset_epoch_rows(const tg_dataset *d, bool val, const tg_rows *r, uint64_t seed, int64_t at)
 {
+    if (!r) return;
+    const int T = r->T, total = r->total, first = r->first, count = r->count;
+    int32_t *x = r->x, *y = r->y;
     const int64_t W = tg_dataset_epoch_windows(d, val, T);
     if (!W || !x || !y || at < 0 || first < 0 || count < 0 || first + count > total || at > INT64_MAX - total) return;
     size_t n;

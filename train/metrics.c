@@ -34,7 +34,7 @@ static bool format_ok(const char *f)
 }
 
 /* The header "step,<names>\n" into a malloc'd string, or NULL (err set). */
-static char *header_of(const tg_metrics_column *cols, int n, char *err, size_t errlen)
+static char *header_of(const tg_metrics_column *cols, int n, tg_error *err)
 {
     size_t len = 6;
     for (int i = 0; i < n; i++) {
@@ -43,7 +43,7 @@ static char *header_of(const tg_metrics_column *cols, int n, char *err, size_t e
         for (const char *c = s; ok && *c; c++)
             ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
         if (!ok || !format_ok(cols[i].format)) {
-            tg_set_err(err, errlen, "metrics_open: column %d (%.40s, %.20s) is not a name of [A-Za-z0-9_] other than "
+            tg_error_set(err, "metrics_open: column %d (%.40s, %.20s) is not a name of [A-Za-z0-9_] other than "
                        "step with a format %%[.P](f|g|e), P <= 17", i, s ? s : "NULL",
                        cols[i].format ? cols[i].format : "NULL");
             return NULL;
@@ -51,7 +51,7 @@ static char *header_of(const tg_metrics_column *cols, int n, char *err, size_t e
         len += strlen(s) + 1;
     }
     char *h = malloc(len + 1);
-    if (!h) return tg_set_err(err, errlen, "metrics_open: out of memory"), NULL;
+    if (!h) return tg_error_set(err, "metrics_open: out of memory"), NULL;
     strcpy(h, "step");
     for (int i = 0; i < n; i++) strcat(strcat(h, ","), cols[i].name);
     return strcat(h, "\n");
@@ -70,12 +70,12 @@ static int64_t row_step(const char *line, size_t len, int n)
 }
 
 tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int n_cols, int64_t resume_step,
-                            char *notice, size_t notice_len, char *err, size_t errlen)
+                            char *notice, size_t notice_len, tg_error *err)
 {
     if (notice && notice_len) notice[0] = 0;
     if (!path || (n_cols > 0 && !cols) || n_cols < 0)
-        return tg_set_err(err, errlen, "metrics_open: %s", !path ? "the path is NULL" : "bad columns"), NULL;
-    char *head = header_of(cols, n_cols, err, errlen), *kept = NULL, *old = NULL;
+        return tg_error_set(err, "metrics_open: %s", !path ? "the path is NULL" : "bad columns"), NULL;
+    char *head = header_of(cols, n_cols, err), *kept = NULL, *old = NULL;
     tg_error e = {0};
     tg_metrics *m = head ? calloc(1, sizeof *m) : NULL;
     if (!head) goto fail;   /* a bad column: header_of said which */
@@ -88,7 +88,7 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
             snprintf(notice, notice_len, "%s is missing; its rows start again at step %lld", path,
                      (long long)resume_step + 1);
     } else if (resume_step >= 0 && !(old = tg_file_read(path, &len, &e))) {
-        tg_set_err(err, errlen, "%s", e.msg);
+        tg_error_set(err, "%s", e.msg);
         goto fail;
     }
     if (!(kept = malloc(hl + len + 1))) goto oom;
@@ -105,11 +105,11 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
         }
     }
     if (tg_atomic_write_file(path, kept, at, &e)) {
-        tg_set_err(err, errlen, "%s", e.msg);
+        tg_error_set(err, "%s", e.msg);
         goto fail;
     }
     if (!(m->fp = fopen(path, "a"))) {
-        tg_set_err(err, errlen, "%s: %s", path, strerror(errno));
+        tg_error_set(err, "%s: %s", path, strerror(errno));
         goto fail;
     }
     m->n = n_cols;
@@ -117,7 +117,7 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
     free(head), free(old), free(kept);
     return m;
 oom:
-    tg_set_err(err, errlen, "metrics_open: out of memory");
+    tg_error_set(err, "metrics_open: out of memory");
 fail:
     free(head), free(old), free(kept);
     if (m) free(m->format);

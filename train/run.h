@@ -99,12 +99,12 @@ TG_API int tg_run_text_load(tg_run_text *t, const tg_run_config *c, const tg_st_
 /* Frees the text (t stays the caller's, empty). Accepts NULL. */
 TG_API void tg_run_text_release(tg_run_text *t);
 /* The token files of c (c->data_tokens, and c->val_tokens or the last
- * 10% of the first) read whole into d, every id below vocab_size, the
- * windows c->block_size + 1 long, bytes per token from v. When rec
+ * 10% of the first) read whole into d, every id below c->vocab_size (v's
+ * size when 0), the windows c->block_size + 1 long, bytes per token from v. When rec
  * records the files ("train.data_tokens_id", ...), the ids read must be
  * those (count and checksum) if must_match, else a different file is a
  * notice. 0, or -1 with a message naming the file (d then empty). */
-TG_API int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c,
+TG_API int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c,
                               const tg_st_file *rec, bool must_match, const tg_run_options *o, tg_error *err);
 
 /* ---- the time a run has left (train/run_eta.c) ------------------------------ */

@@ -42,8 +42,7 @@ static int model(tg_run *r, tg_error *err)
         const tg_model_config mc = tg_run_model_config(&r->c, r->v.size);
         return tg_model_init(&r->m, &mc, r->c.dtype, (uint64_t)r->c.seed, err);
     }
-    if (tg_checkpoint_load_model(r->from, r->c.dtype, r->c.dropout, &r->m, err ? err->msg : NULL,
-                                 err ? sizeof err->msg : 0) ||
+    if (tg_checkpoint_load_model(r->from, r->c.dtype, r->c.dropout, &r->m, err) ||
         tg_run_check_against_weights(r, &r->m.config, err))
         return -1;
     if (r->v.size > r->m.config.vocab_size || (r->v.kind == TG_VOCAB_BYTES && r->v.size != r->m.config.vocab_size))
@@ -122,7 +121,6 @@ static int metadata(tg_run *r, int64_t global, tg_error *err)
 int tg_run_build(tg_run *r, tg_error *err)
 {
     tg_run_config *c = &r->c;
-    char e[TG_ERROR_SIZE];
     if (tg_run_vocab(&r->v, c, r->tokens, r->from, r->dir, &r->text, &r->say, err)) return -1;
     /* token files are checked whole (size, header, every id below the model's vocabulary) before
      * anything of the model's size exists: a bad file is refused at once, not after gigabytes */
@@ -138,8 +136,8 @@ int tg_run_build(tg_run *r, tg_error *err)
     if (optimizers(r, err)) return -1;
     tg_train_state_init(&r->ts, (uint64_t)c->seed);
     if (r->resumed) {
-        if (tg_checkpoint_load_train(r->from, r->opt, r->muon, r->ema, &r->ts, INT64_MAX, e, sizeof e))
-            return tg_error_set(err, "%s: %s", r->path[TG_RUN_LAST], e);
+        if (tg_checkpoint_load_train(r->from, r->opt, r->muon, r->ema, &r->ts, INT64_MAX, err))
+            return tg_error_prefix(err, r->path[TG_RUN_LAST]);
         if (r->ts.step >= c->steps) {
             char steps[80];
             tg_run_label(&r->say, "steps", steps);
@@ -149,8 +147,7 @@ int tg_run_build(tg_run *r, tg_error *err)
                                 "its steps", (long long)r->ts.step, f ? "a " : "", steps, (long long)r->ts.step);
         }
     }
-    if (!r->tokens && tg_dataset_from_text(&r->d, &r->v, r->text.text, r->text.len, c->block_size, e, sizeof e))
-        return tg_error_set(err, "%s", e);
+    if (!r->tokens && tg_dataset_from_text(&r->d, &r->v, r->text.text, r->text.len, c->block_size, err)) return -1;
     int64_t global;
     if (global_batch(r, &global, err) || metadata(r, global, err)) return -1;
     tg_run_set_schedule(r);

@@ -167,20 +167,20 @@ int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const t
     tg_vocab ids_v = *v;   /* ids below the model's vocab_size (a tokenizer may have fewer) */
     ids_v.size = vocab_size;
     tg_token_file_id ids[2];
-    char e2[2048];
-    const int rc = tg_dataset_from_token_files(d, &ids_v, train, val, c->block_size, ids, e2, sizeof e2);
-    if (rc) return tg_error_set(err, "%s: %s", tg_run_label(say, rc == -2 ? "val-tokens" : "data-tokens", name), e2);
+    if (tg_dataset_from_token_files(d, &ids_v, train, val, c->block_size, ids, err))   /* the flag of the file at fault */
+        return tg_error_prefix(err, tg_run_label(say, val && ids[0].count >= 0 && ids[1].count < 0 ? "val-tokens"
+                                                                                                 : "data-tokens", name));
     if (check_file("data-tokens", train, &ids[0], rec, "train.data_tokens", must_match, meta, say, err) ||
         (val && check_file("val-tokens", val, &ids[1], rec, "train.val_tokens", must_match, meta, say, err)) ||
         (!val && meta && (tg_run_kv_add(meta, "train.val_tokens", "") || tg_run_kv_add(meta, "train.val_tokens_id", "")))) {
         if (!tg_error_failed(err)) tg_error_set(err, "out of memory");
-        tg_dataset_free(d);
+        tg_dataset_release(d);
         return -1;
     }
     return 0;
 }
 
-int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c,
+int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c,
                        const tg_st_file *rec, bool must_match, const tg_run_options *o, tg_error *err)
 {
     if (!d || !v || !c) {
@@ -189,5 +189,5 @@ int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, int vocab_size, const t
     }
     tg_run_say say;
     tg_run_say_from(&say, o);
-    return tg_run_tokens_read(d, v, vocab_size, c, rec, must_match, NULL, &say, err);
+    return tg_run_tokens_read(d, v, c->vocab_size > 0 ? c->vocab_size : v->size, c, rec, must_match, NULL, &say, err);
 }

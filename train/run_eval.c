@@ -50,7 +50,7 @@ static double estimate(tg_run *r, bool val, int64_t iters, tg_error *err)
                             .seed = (uint64_t)c->seed, .step = r->ts.step, .whole = iters == 0, .rank = r->rank,
                             .ranks = r->ranks, .sum = est_sum,
                             .progress = r->progress && r->rank == 0 ? est_progress : NULL, .ctx = &e};
-    return tg_eval_loss(r->g, &r->m, &r->d, val, &s, err ? err->msg : NULL, err ? sizeof err->msg : 0);
+    return tg_eval_loss(r->g, &r->m, &r->d, val, &s, err);
 }
 
 /* Train and val loss of the weights in the store into l. */
@@ -96,11 +96,9 @@ int tg_run_save_last(tg_run *r, tg_error *err)
     }
     int rc = r->ema && tg_run_kv_set(&r->meta, "weights", "raw") ? tg_error_set(err, "out of memory") : 0;
     const double t0 = tg_run_clock();
-    char e[TG_ERROR_SIZE];
-    if (!rc && r->rank == 0 &&
-        tg_checkpoint_save(r->path[TG_RUN_LAST], &r->m, &r->v, r->opt, m, v, r->muon, r->ema, &r->ts,
-                           (const char *const *)r->meta.kv, r->meta.n, e, sizeof e))
-        rc = tg_error_set(err, "%s", e);
+    const tg_checkpoint ck = {.model = &r->m, .vocab = &r->v, .opt = r->opt, .opt_m = m, .opt_v = v, .muon = r->muon,
+                              .ema = r->ema, .ts = &r->ts, .meta = (const char *const *)r->meta.kv, .n_meta = r->meta.n};
+    if (!rc && r->rank == 0 && tg_checkpoint_save(r->path[TG_RUN_LAST], &ck, err)) rc = -1;
     free(m);
     free(v);
     r->save_s = tg_run_clock() - t0;
@@ -119,11 +117,9 @@ static int keep_best(tg_run *r, double val, const char *weights, bool *best, tg_
     *best = true;
     if (weights && tg_run_kv_set(&r->meta, "weights", weights)) return tg_error_set(err, "out of memory");
     const tg_train_state at = {.step = r->ts.step};
-    char e[TG_ERROR_SIZE];
-    if (r->rank == 0 && tg_checkpoint_save(r->path[TG_RUN_BEST], &r->m, &r->v, NULL, NULL, NULL, NULL, NULL, &at,
-                                           (const char *const *)r->meta.kv, r->meta.n, e, sizeof e))
-        return tg_error_set(err, "%s", e);
-    return 0;
+    const tg_checkpoint ck = {.model = &r->m, .vocab = &r->v, .ts = &at, .meta = (const char *const *)r->meta.kv,
+                              .n_meta = r->meta.n};
+    return r->rank == 0 && tg_checkpoint_save(r->path[TG_RUN_BEST], &ck, err) ? -1 : 0;
 }
 
 /* The losses of the weights, or of the weights (raw) and their averages

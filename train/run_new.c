@@ -334,8 +334,8 @@ void tg_run_free(tg_run *r)
     if (r->sync) r->b->sync_free(r->sync);
     tg_model_release(&r->m);
     tg_st_free(r->from);
-    tg_dataset_free(&r->d);
-    tg_vocab_free(&r->v);
+    tg_dataset_release(&r->d);
+    tg_vocab_release(&r->v);
     tg_run_text_release(&r->text);
     tg_run_kv_free(&r->meta);
     tg_run_config_release(&r->c);

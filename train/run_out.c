@@ -99,8 +99,7 @@ tg_metrics *tg_run_metrics_open(const char *path, int64_t resume_step, int digit
     const tg_metrics_column cols[8] = {{"loss", loss},         {"lr", "%.6g"},       {"ms_per_step", "%.3f"},
                                        {"tokens_per_s", "%.1f"}, {"train_loss", loss}, {"val_loss", loss},
                                        {"train_bpb", loss},     {"val_bpb", loss}};
-    tg_metrics *m = tg_metrics_open(path, cols, 8, resume_step, notice, sizeof notice, err ? err->msg : NULL,
-                                    err ? sizeof err->msg : 0);
+    tg_metrics *m = tg_metrics_open(path, cols, 8, resume_step, notice, sizeof notice, err);
     if (m && notice[0]) tg_run_notify(say, TG_RUN_NOTICE, "%s", notice);
     return m;
 }

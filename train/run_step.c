@@ -31,11 +31,12 @@ static double train_step(tg_run *r, int64_t step, double lr, tg_error *err)
     const float inv_f = (float)inv;
     const void *seed = c->dtype == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
+    const tg_rows rows = {r->x, r->y, R * B, r->rank * B, B, T};   /* this process's rows of the batch */
     for (int k = 0; k < A; k++) {
         if (c->sampling == TG_RUN_EPOCHS)
-            tg_dataset_epoch_rows(&r->d, false, (uint64_t)c->seed, r->ts.windows, R * B, r->rank * B, B, T, r->x, r->y);
+            tg_dataset_epoch_rows(&r->d, false, &rows, (uint64_t)c->seed, r->ts.windows);
         else
-            tg_dataset_rows(&r->d, false, R * B, r->rank * B, B, T, &r->ts.data_rng, r->x, r->y);
+            tg_dataset_rows(&r->d, false, &rows, &r->ts.data_rng);
         r->ts.windows += R * B;
         tg_tensor *xt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->x);   /* (B,T) */
         tg_tensor *yt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->y);   /* (B,T) */
@@ -187,9 +188,8 @@ static int timing_steps(tg_run *r, int64_t first, int64_t n, tg_error *err)
 static int time_steps(tg_run *r, int64_t *timed, double *step_s, tg_error *err)
 {
     r->ts.drop_rng = *tg_graph_rng(r->g);
-    char e[TG_ERROR_SIZE];
-    tg_train_snapshot *snap = tg_train_snapshot_take(&r->m, r->opt, r->muon, &r->ts, e, sizeof e);
-    if (!snap) return tg_error_set(err, "%s", e);
+    tg_train_snapshot *snap = tg_train_snapshot_take(&r->m, r->opt, r->muon, &r->ts, err);
+    if (!snap) return -1;
     double t0 = tg_run_clock();
     int rc = timing_steps(r, 0, BUDGET_WARM, err);
     double warm = (tg_run_clock() - t0) / BUDGET_WARM;   /* how many to time, from the warm steps (rank 0's) */

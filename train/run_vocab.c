@@ -37,7 +37,7 @@ static int train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const tg_ru
     char what[1200];
     snprintf(what, sizeof what, "%s %s", flag, tokenizer);
     if (!tok) return tg_error_prefix(err, what);
-    return tg_vocab_tokenizer(v, tok, llama, 0, err ? err->msg : NULL, err ? sizeof err->msg : 0);
+    return tg_vocab_tokenizer(v, tok, llama, 0, err);
 }
 
 /* The vocabulary of a run that trains no tokenizer now: the checkpoint's
@@ -65,7 +65,7 @@ static int vocab_of(tg_vocab *v, const tg_run_config *c, bool tokens, bool llama
         return -1;
     }
     if (own) {   /* the run's own */
-        if (tg_vocab_read(v, from, err ? err->msg : NULL, err ? sizeof err->msg : 0)) {
+        if (tg_vocab_read(v, from, err)) {
             tg_tok_free(given);
             return -1;
         }
@@ -77,12 +77,11 @@ static int vocab_of(tg_vocab *v, const tg_run_config *c, bool tokens, bool llama
                      v->kind == TG_VOCAB_TOKENIZER ? "its checkpoint holds another one"
                      : v->kind == TG_VOCAB_IDS     ? "it trained on token ids without a tokenizer"
                                                    : "it has a byte vocabulary", again);
-        tg_vocab_free(v);
+        tg_vocab_release(v);
         return -1;
     }
     if (given)
-        return tg_vocab_tokenizer(v, given, llama, tokens ? c->vocab_size : 0, err ? err->msg : NULL,
-                                  err ? sizeof err->msg : 0);
+        return tg_vocab_tokenizer(v, given, llama, tokens ? c->vocab_size : 0, err);
     if (tokens) {
         if (c->vocab_size < 1)
             return tg_error_set(err, "%s needs %s V (every id must be below it), or a %s whose ids they are", dname,
@@ -116,7 +115,7 @@ int tg_run_vocab(tg_vocab *v, const tg_run_config *c, bool tokens, const tg_st_f
     if (train) given.tokenizer = NULL;
     if (vocab_of(v, &given, tokens, llama, from, t, say, err)) return -1;
     if (train && (v->kind != TG_VOCAB_TOKENIZER || tg_tok_kind_of(v->tok) != TG_TOK_BPE)) {
-        tg_vocab_free(v);
+        tg_vocab_release(v);
         return tg_error_set(err, "%s %s: the run in %s has no BPE tokenizer of its own to keep (a resumed run keeps "
                                  "its vocabulary)", tname, c->tokenizer, out_dir);
     }

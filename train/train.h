@@ -65,7 +65,7 @@ typedef struct tg_vocab {
     int size;             /* ids the model needs (TG_VOCAB_TOKENIZER: at least the tokenizer's) */
     uint8_t chars[256];   /* TG_VOCAB_BYTES: id -> byte */
     int16_t ids[256];     /* byte -> id, or -1 (all -1 for the token kinds) */
-    tg_tokenizer *tok;    /* TG_VOCAB_TOKENIZER: owned, freed by tg_vocab_free */
+    tg_tokenizer *tok;    /* TG_VOCAB_TOKENIZER: owned, freed by tg_vocab_release */
     bool docs;            /* TG_VOCAB_TOKENIZER: documents are BOS + " " + text (a Llama's) */
 } tg_vocab;
 
@@ -78,10 +78,10 @@ TG_API void tg_vocab_ids(tg_vocab *v, int size);
 /* v takes tok (freed with v, also on error): size max(its ids,
  * min_size); docs needs a BOS id (an error naming the tokenizer's kind
  * otherwise). 0, or -1 with a message. */
-TG_API int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, char *err, size_t errlen);
-/* Frees what v owns (its tokenizer); v may be zeroed, or made by any
- * function here; NULL is ignored. */
-TG_API void tg_vocab_free(tg_vocab *v);
+TG_API int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, tg_error *err);
+/* Frees what v owns (its tokenizer) and zeroes it; v may be zeroed, or
+ * made by any function here; NULL is ignored. */
+TG_API void tg_vocab_release(tg_vocab *v);
 /* The vocabulary as a checkpoint's "vocab" metadata: "10,32,97,..." (a
  * byte vocabulary's bytes), "llama2c", "tokenizer" (the entries are in
  * the file too: tg_vocab_write) or "ids:V", into buf (size bytes,
@@ -89,14 +89,14 @@ TG_API void tg_vocab_free(tg_vocab *v);
 TG_API int tg_vocab_to_string(const tg_vocab *v, char *buf, size_t size);
 /* Parses tg_vocab_to_string's byte and id forms. 0, or -1 with a message
  * ("tokenizer" needs the file: tg_vocab_read). */
-TG_API int tg_vocab_from_string(tg_vocab *v, const char *s, char *err, size_t errlen);
+TG_API int tg_vocab_from_string(tg_vocab *v, const char *s, tg_error *err);
 /* Adds the vocabulary to a checkpoint being written: "vocab" metadata, and
  * a tokenizer's entries (tg_tok_st_add). 0, or -1 (the writer's error). */
 TG_API int tg_vocab_write(const tg_vocab *v, tg_st_writer *w);
 /* The vocabulary a file's "vocab" metadata names; for "tokenizer" the
  * tokenizer read from the file's entries, docs when the file's "arch" is
  * llama. 0, or -1 with a message (v is then empty). */
-TG_API int tg_vocab_read(tg_vocab *v, const tg_st_file *f, char *err, size_t errlen);
+TG_API int tg_vocab_read(tg_vocab *v, const tg_st_file *f, tg_error *err);
 /* Encodes len bytes with a byte vocabulary, one id per byte into out;
  * -1 at the first byte outside it (its index in *bad; every byte for the
  * token kinds), else 0. */
@@ -110,7 +110,7 @@ TG_API int tg_vocab_decode(const tg_vocab *v, int id, char *buf);
  * TG_VOCAB_BYTES vocabulary's size, at least the size of the other kinds
  * (the ids past theirs unused); else -1 with a message naming both
  * sizes, the vocabulary called whose ("the checkpoint's", ...). */
-TG_API int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen);
+TG_API int tg_vocab_check_size(const tg_vocab *v, int vocab_size, const char *whose, tg_error *err);
 /* True when a document's text is encoded after a " " the caller puts in
  * front (llama2.c's dummy prefix): a TG_VOCAB_TOKENIZER with docs whose
  * tokenizer has no rule of its own. A TG_TOK_SPM tokenizer has one (it
@@ -151,51 +151,54 @@ TG_API size_t tg_text_train_bytes(const char *text, size_t len);
  * outside the vocabulary, a split shorter than block_size + 1 tokens,
  * TG_VOCAB_IDS, out of memory). */
 TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
-                                char *err, size_t errlen);
+                                tg_error *err);
 /* Token files (tg_tokfile_open: nanoGPT's or llm.c's format, told apart
  * by the header; every id below vocab_size) read whole: train_path's ids
  * are the train split and val_path's the val split, or, with val_path
  * NULL, train_path's split 90/10. ids (NULL, or two slots) receives each
  * file's identity (the second zeroed without val_path). Bytes per token
- * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0; -2 when
- * val_path could not be read or holds an id not below v's size; else -1
- * (train_path's fault, the splits' sizes, bad arguments); with a message
- * naming the file. */
+ * from v (tg_dataset_bytes_per_token; NAN for TG_VOCAB_IDS). 0, or -1
+ * with a message naming the file (a file that cannot be read, an id not
+ * below v's size, the splits' sizes, bad arguments); then ids[k].count is
+ * -1 for each file not read whole (the one at fault and any after it). */
 TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path,
-                                       const char *val_path, int block_size, tg_token_file_id *ids, char *err,
-                                       size_t errlen);
+                                       const char *val_path, int block_size, tg_token_file_id *ids, tg_error *err);
 /* Fills each split's bytes per token from its ids: the bytes the
  * tokenizer gives them (specials 0), minus one per BOS for docs (the
  * dummy space); NAN for the other kinds. Nothing for NULL arguments. */
 TG_API void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v);
-/* Rows [first, first + count) of a batch of `total` random windows of
- * T + 1 tokens from the train (val false) or val split: x (count, T) the
- * windows' first T tokens, y (count, T) the next ones. Every window's
+/* Where a batch's rows go: rows [first, first + count) of a batch of
+ * `total` windows of T + 1 tokens, x (count, T) the windows' first T
+ * tokens, y (count, T) the next ones. */
+typedef struct tg_rows {
+    int32_t *x, *y;
+    int total, first, count, T;
+} tg_rows;
+/* The rows r asks for of a batch of r->total random windows from the
+ * train (val false) or val split. Every window's
  * start is drawn from rng, so rng moves as for the whole batch: processes
  * that take rows [r B, (r + 1) B) of an R B batch together see the batch
  * one process sees, with their streams in step. Nothing for bad
  * arguments (NULLs, a split shorter than T + 1, rows outside the batch). */
-TG_API void tg_dataset_rows(const tg_dataset *d, bool val, int total, int first, int count, int T, tg_rng *rng,
-                            int32_t *x, int32_t *y);
+TG_API void tg_dataset_rows(const tg_dataset *d, bool val, const tg_rows *r, tg_rng *rng);
 /* Windows of the split in epochs instead (tiny_gpt's --sampling epochs):
  * each epoch cuts the split into windows of T + 1 tokens that follow one
  * another (window k is tokens p + k T .. p + (k + 1) T) from a phase p,
  * and visits them in a shuffled order, so every token is a target once an
  * epoch (but for fewer than 2 T at the split's ends). The phase and the
  * order are a function of (seed, epoch), computed window by window:
- * rows [first, first + count) of the batch of windows at, at + 1, ...,
- * at + total - 1 need no other state, and a run that keeps `at` (the
+ * the rows r asks for of the batch of windows at, at + 1, ...,
+ * at + r->total - 1 need no other state, and a run that keeps `at` (the
  * windows drawn so far, tg_train_state.windows) resumes the same sequence;
  * processes taking their rows of one batch see the batch one process sees.
  * Nothing for bad arguments (NULLs, a split shorter than T + 1, rows
  * outside the batch, at < 0). */
-TG_API void tg_dataset_epoch_rows(const tg_dataset *d, bool val, uint64_t seed, int64_t at, int total, int first,
-                                  int count, int T, int32_t *x, int32_t *y);
+TG_API void tg_dataset_epoch_rows(const tg_dataset *d, bool val, const tg_rows *r, uint64_t seed, int64_t at);
 /* The windows of an epoch of tg_dataset_epoch_rows: (n - T) / T for a
  * split of n tokens, 1 below 2 T tokens, 0 below T + 1 (or for NULL d). */
 TG_API int64_t tg_dataset_epoch_windows(const tg_dataset *d, bool val, int T);
-/* Frees the tokens; accepts a zeroed d or NULL. */
-TG_API void tg_dataset_free(tg_dataset *d);
+/* Frees the tokens and zeroes d; accepts a zeroed d or NULL. */
+TG_API void tg_dataset_release(tg_dataset *d);
 
 /* ---- checkpoints (train/checkpoint.c) -------------------------------------- */
 
@@ -212,16 +215,27 @@ typedef struct tg_train_state {
  * stream (seed, 4).
  * Nothing for a NULL ts. */
 TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
+/* What a checkpoint holds: the model, and what else is not NULL. */
+typedef struct tg_checkpoint {
+    const tg_model *model;
+    const tg_vocab *vocab;
+    const tg_adamw *opt;
+    const void *opt_m, *opt_v;   /* for a shard: the whole store's moments, else NULL */
+    const tg_muon *muon;
+    const tg_ema *ema;
+    const tg_train_state *ts;
+    const char *const *meta;     /* n_meta more pairs: meta[2i] key, meta[2i+1] value */
+    int n_meta;
+} tg_checkpoint;
 /* Writes a checkpoint atomically (tg_st_writer_save: a failure leaves
- * path as it was): m's parameters under their names, its config
- * (tg_model_config_write), the vocabulary v (tg_vocab_write; v may be
- * NULL), n_meta more pairs (meta[2i] key, meta[2i+1] value). With ts,
- * "train.step" (the step the weights are from); with opt and ts too, the
- * whole training state a run resumes from: the optimizer's
- * (tg_adamw_state_write under "optimizer"; for a shard, opt_m and opt_v
- * hold the whole store's moments, else NULL), with muon (AdamW then
- * takes the rest, tg_muon_exclude) Muon's (tg_muon_state_write under
- * "muon"), with ema the weight averages' (tg_ema_state_write under "ema"),
+ * path as it was): c->model's parameters under their names, its config
+ * (tg_model_config_write), the vocabulary (tg_vocab_write), the meta
+ * pairs. With ts, "train.step" (the step the weights are from); with opt
+ * and ts too, the whole training state a run resumes from: the
+ * optimizer's (tg_adamw_state_write under "optimizer"; for a shard, from
+ * opt_m and opt_v), with muon (AdamW then takes the rest,
+ * tg_muon_exclude) Muon's (tg_muon_state_write under "muon"), with ema
+ * the weight averages' (tg_ema_state_write under "ema"),
  * "train.best_val",
  * "train.data_rng", "train.dropout_rng" (tg_rng_to_string), "train.windows" and
  * "train.isa", the kernel path it ran on. What tg_checkpoint_load_train
@@ -231,10 +245,7 @@ TG_API void tg_train_state_init(tg_train_state *ts, uint64_t seed);
  * ema made on another store than m's, muon or ema without opt, opt
  * without ts, an AdamW that still updates a matrix Muon updates (call
  * tg_muon_exclude). 0, or -1 with a message (the file then untouched). */
-TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_vocab *v, const tg_adamw *opt,
-                              const void *opt_m, const void *opt_v, const tg_muon *muon, const tg_ema *ema,
-                              const tg_train_state *ts,
-                              const char *const *meta, int n_meta, char *err, size_t errlen);
+TG_API int tg_checkpoint_save(const char *path, const tg_checkpoint *c, tg_error *err);
 /* Builds the model f describes (tg_model_config_read) in dtype dt into m
  * and loads its weights (F32, F64, F16 or BF16 in the file). dropout < 0
  * keeps the file's. Before anything is allocated the config is checked against the
@@ -243,14 +254,13 @@ TG_API int tg_checkpoint_save(const char *path, const tg_model *m, const tg_voca
  * in time proportional to its size. Every weight must be finite; a tied
  * head the file carries anyway must equal the embedding. 0, or -1 with
  * a message (m is then zeroed). */
-TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, char *err,
-                                    size_t errlen);
+TG_API int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, tg_model *m, tg_error *err);
 /* The vocabulary of model m loaded from f: f's "vocab" metadata
  * (tg_vocab_read), else for a Llama llama2.c's bytes (checkpoints written
- * before they carried one), checked with tg_vocab_fits. 0, or -1 with a
+ * before they carried one), checked with tg_vocab_check_size. 0, or -1 with a
  * message; for weights of another family without "vocab" (from
  * elsewhere) it starts "the checkpoint has no 'vocab' in its metadata". */
-TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, char *err, size_t errlen);
+TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, tg_error *err);
 /* Restores the training state tg_checkpoint_save wrote into opt (made on
  * the loaded model's store, whole or a shard: tg_adamw_state_read), muon
  * (NULL when the run has none: tg_muon_state_read), ema (NULL when
@@ -265,7 +275,7 @@ TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_v
  * the run that wrote the file did. 0, or -1 with a message naming the
  * key (opt, muon, ema and ts then unchanged). */
 TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
-                                    int64_t max_step, char *err, size_t errlen);
+                                    int64_t max_step, tg_error *err);
 
 /* ---- training to a wall-clock budget (train/budget.c) --------------------- */
 
@@ -295,7 +305,7 @@ TG_API int64_t tg_budget_steps(double budget, double margin, const tg_budget_cos
 typedef struct tg_train_snapshot tg_train_snapshot;
 /* NULL with a message for a NULL m, opt or ts, or out of memory. */
 TG_API tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *muon, const tg_train_state *ts,
-                                                 char *err, size_t errlen);
+                                                 tg_error *err);
 /* Puts the copy back into the objects it was taken of. 0, or -1 for a
  * NULL argument or objects of other sizes (nothing is then changed). */
 TG_API int tg_train_snapshot_restore(const tg_train_snapshot *s, tg_model *m, tg_adamw *opt, tg_muon *muon,
@@ -342,8 +352,7 @@ typedef struct tg_eval_spec {
  * graph's message in err on failure (this process's alone: the others may
  * then wait in their sum, and a program on several processes must end the
  * job). */
-TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, char *err,
-                           size_t errlen);
+TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, tg_error *err);
 
 /* A run's metrics file: CSV, one row per step, "step" then the columns.
  * Each column's values are printed with its format, a printf conversion
@@ -362,7 +371,7 @@ typedef struct tg_metrics tg_metrics;
  * keeps no rows (*notice, when given, says so: "", or a sentence). The
  * rewrite is atomic. NULL with a message (a bad column, I/O). */
 TG_API tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int n_cols, int64_t resume_step,
-                                   char *notice, size_t notice_len, char *err, size_t errlen);
+                                   char *notice, size_t notice_len, tg_error *err);
 /* Appends the row of step (n_cols values) and flushes it. 0, or -1 (a
  * NULL argument, a write error). */
 TG_API int tg_metrics_write(tg_metrics *m, int64_t step, const double *values);

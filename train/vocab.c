@@ -40,30 +40,30 @@ void tg_vocab_ids(tg_vocab *v, int size)
     if (v) vocab_empty(v, TG_VOCAB_IDS, size);
 }
 
-void tg_vocab_free(tg_vocab *v)
+void tg_vocab_release(tg_vocab *v)
 {
     if (!v) return;
     if (v->kind == TG_VOCAB_TOKENIZER) tg_tok_free(v->tok);
-    v->tok = NULL;
+    memset(v, 0, sizeof *v);
 }
 
-int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, char *err, size_t errlen)
+int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, tg_error *err)
 {
     if (!v || !tok) {
         tg_tok_free(tok);
-        return tg_set_err(err, errlen, "vocab_tokenizer: %s is NULL", v ? "the tokenizer" : "the vocabulary");
+        return tg_error_set(err, "vocab_tokenizer: %s is NULL", v ? "the tokenizer" : "the vocabulary");
     }
     const int32_t n = tg_tok_vocab_size(tok);
     vocab_empty(v, TG_VOCAB_TOKENIZER, n > min_size ? n : min_size);
     v->tok = tok;
     v->docs = docs;
     if (docs && tg_tok_bos(tok) < 0) {
-        tg_set_err(err, errlen, "the tokenizer (%s) has no BOS id, which a Llama's documents start with (llama2.c's "
+        tg_error_set(err, "the tokenizer (%s) has no BOS id, which a Llama's documents start with (llama2.c's "
                    "convention): use tapegrad's BPE (tiny_gpt tokenizer train), or --arch gpt",
                    tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? "GPT-2's tiktoken ranks"
                    : tg_tok_kind_of(tok) == TG_TOK_SPM    ? "pieces with scores"
                                                           : "tapegrad's BPE");
-        tg_vocab_free(v);
+        tg_vocab_release(v);
         return -1;
     }
     return 0;
@@ -98,9 +98,9 @@ static long decimal(const char *s, char stop, long lo, long hi, const char **end
     return p == s || (*p && *p != stop) || v < lo || v > hi ? -1 : v;
 }
 
-int tg_vocab_from_string(tg_vocab *v, const char *s, char *err, size_t errlen)
+int tg_vocab_from_string(tg_vocab *v, const char *s, tg_error *err)
 {
-    if (!v || !s) return tg_set_err(err, errlen, "vocab_from_string: %s is NULL", v ? "the text" : "the vocabulary");
+    if (!v || !s) return tg_error_set(err, "vocab_from_string: %s is NULL", v ? "the text" : "the vocabulary");
     const char *end;
     if (!strcmp(s, "llama2c")) {
         tg_vocab_llama2c(v);
@@ -108,28 +108,28 @@ int tg_vocab_from_string(tg_vocab *v, const char *s, char *err, size_t errlen)
     }
     if (!strncmp(s, "ids:", 4)) {
         const long n = decimal(s + 4, 0, 1, 1L << 24, &end);
-        if (n < 0) return tg_set_err(err, errlen, "vocabulary: '%.40s' is not ids:N with N in [1, 2^24]", s);
+        if (n < 0) return tg_error_set(err, "vocabulary: '%.40s' is not ids:N with N in [1, 2^24]", s);
         tg_vocab_ids(v, (int)n);
         return 0;
     }
     if (!strcmp(s, "tokenizer"))
-        return tg_set_err(err, errlen, "vocabulary: 'tokenizer' is read from the checkpoint's tokenizer entries");
+        return tg_error_set(err, "vocabulary: 'tokenizer' is read from the checkpoint's tokenizer entries");
     vocab_empty(v, TG_VOCAB_BYTES, 0);
     for (const char *p = s; *p;) {
         const long b = decimal(p, ',', 0, 255, &end);
         if (b < 0) {
             vocab_empty(v, TG_VOCAB_BYTES, 0);
-            return tg_set_err(err, errlen, "vocabulary: bad entry at \"%.20s\"", p);
+            return tg_error_set(err, "vocabulary: bad entry at \"%.20s\"", p);
         }
         if (v->size && b <= v->chars[v->size - 1]) {
             vocab_empty(v, TG_VOCAB_BYTES, 0);
-            return tg_set_err(err, errlen, "vocabulary: bytes must be increasing and unique (at %ld)", b);
+            return tg_error_set(err, "vocabulary: bytes must be increasing and unique (at %ld)", b);
         }
         v->ids[b] = (int16_t)v->size;
         v->chars[v->size++] = (uint8_t)b;
         p = *end ? end + 1 : end;
     }
-    if (!v->size) return tg_set_err(err, errlen, "vocabulary: empty");
+    if (!v->size) return tg_error_set(err, "vocabulary: empty");
     return 0;
 }
 
@@ -140,18 +140,18 @@ int tg_vocab_write(const tg_vocab *v, tg_st_writer *w)
     return tg_st_writer_add_meta(w, "vocab", s) || (v->kind == TG_VOCAB_TOKENIZER && tg_tok_st_add(v->tok, w)) ? -1 : 0;
 }
 
-int tg_vocab_read(tg_vocab *v, const tg_st_file *f, char *err, size_t errlen)
+int tg_vocab_read(tg_vocab *v, const tg_st_file *f, tg_error *err)
 {
-    if (!v || !f) return tg_set_err(err, errlen, "vocab_read: %s is NULL", v ? "the file" : "the vocabulary");
+    if (!v || !f) return tg_error_set(err, "vocab_read: %s is NULL", v ? "the file" : "the vocabulary");
     const char *s = tg_st_meta(f, "vocab");
     memset(v, 0, sizeof *v);
-    if (!s) return tg_set_err(err, errlen, "the file has no 'vocab' in its metadata");
-    if (strcmp(s, "tokenizer")) return tg_vocab_from_string(v, s, err, errlen);
+    if (!s) return tg_error_set(err, "the file has no 'vocab' in its metadata");
+    if (strcmp(s, "tokenizer")) return tg_vocab_from_string(v, s, err);
     tg_error e2 = {0};
     tg_tokenizer *t = tg_tok_from_st(f, &e2);
-    if (!t) return tg_set_err(err, errlen, "the checkpoint's tokenizer: %s", e2.msg);
+    if (!t) return tg_error_set(err, "the checkpoint's tokenizer: %s", e2.msg);
     const char *arch = tg_st_meta(f, "arch");
-    return tg_vocab_tokenizer(v, t, arch && !strcmp(arch, "llama"), 0, err, errlen);
+    return tg_vocab_tokenizer(v, t, arch && !strcmp(arch, "llama"), 0, err);
 }
 
 /* ---- ids and bytes ------------------------------------------------------------ */
@@ -189,11 +189,11 @@ int tg_vocab_decode(const tg_vocab *v, int id, char *buf)
     return 1;
 }
 
-int tg_vocab_fits(const tg_vocab *v, int vocab_size, const char *whose, char *err, size_t errlen)
+int tg_vocab_check_size(const tg_vocab *v, int vocab_size, const char *whose, tg_error *err)
 {
-    if (!v) return snprintf(err, errlen, "vocab_fits: the vocabulary is NULL"), -1;
+    if (!v) return tg_error_set(err, "vocab_check_size: the vocabulary is NULL"), -1;
     if (v->kind == TG_VOCAB_BYTES ? vocab_size == v->size : vocab_size >= v->size) return 0;
-    snprintf(err, errlen, "the model's vocab_size %d does not match %s vocabulary of %d %s", vocab_size,
+    tg_error_set(err, "the model's vocab_size %d does not match %s vocabulary of %d %s", vocab_size,
              whose ? whose : "the", v->size, v->kind == TG_VOCAB_BYTES ? "characters" : "ids");
     return -1;
 }

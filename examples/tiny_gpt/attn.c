@@ -121,9 +121,9 @@ int cmd_attn(int argc, char **argv)
         snprintf(err.msg, sizeof err.msg, "--text is required");
         goto fail;
     }
-    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, err.msg, sizeof err.msg)) ||
-        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
-        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, err.msg, sizeof err.msg))
+    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, &err)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, &err))
         goto fail;
     const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, err.msg, sizeof err.msg);
     if (n < 0) goto fail;
@@ -149,7 +149,7 @@ done:
     tg_attn_maps_release(&maps);
     tg_free(lab);
     tg_free(ids);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
     return rc;

@@ -11,15 +11,14 @@
 /* --tokenizer F for model m of f: the tokenizer in F, whose ids must be
  * the model's (or padded up to a multiple of 64, as nanoGPT pads GPT-2's
  * 50257 to 50304); f's own tokenizer, if it has one, must be the same. */
-static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *tok_file, tg_vocab *v, char *err,
-                           size_t errlen)
+static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *tok_file, tg_vocab *v, tg_error *err)
 {
     tg_error e2 = {0};
     tg_tokenizer *t = tg_tok_load(tok_file, &e2);
-    if (!t) return snprintf(err, errlen, "--tokenizer: %s", e2.msg), -1;
+    if (!t) return tg_error_set(err, "--tokenizer: %s", e2.msg);
     const int V = m->config.vocab_size, n = (int)tg_tok_vocab_size(t);
     if (V != n && V != (n + 63) / 64 * 64) {
-        snprintf(err, errlen, "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
+        tg_error_set(err, "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
                  "model (the model's ids are the tokenizer's, or padded up to a multiple of 64)", tok_file, n, V);
         tg_tok_free(t);
         return -1;
@@ -30,25 +29,25 @@ static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *t
         const bool same = own && tg_tok_same(own, t);
         tg_tok_free(own);
         if (!same) {
-            snprintf(err, errlen, "--tokenizer %s: the checkpoint holds a tokenizer of its own, and this one is "
+            tg_error_set(err, "--tokenizer %s: the checkpoint holds a tokenizer of its own, and this one is "
                      "another (drop --tokenizer to use the checkpoint's)", tok_file);
             tg_tok_free(t);
             return -1;
         }
     }
-    return tg_vocab_tokenizer(v, t, !strcmp(m->config.arch, "llama"), V, err, errlen);
+    return tg_vocab_tokenizer(v, t, !strcmp(m->config.arch, "llama"), V, err);
 }
 
 int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
-                           tg_vocab *v, char *err, size_t errlen)
+                           tg_vocab *v, tg_error *err)
 {
     if (vocab_file && tok_file)
-        return snprintf(err, errlen, "--vocab (a text's bytes) and --tokenizer exclude each other"), -1;
-    if (tok_file) return tokenizer_vocab(f, m, tok_file, v, err, errlen);
+        return tg_error_set(err, "--vocab (a text's bytes) and --tokenizer exclude each other");
+    if (tok_file) return tokenizer_vocab(f, m, tok_file, v, err);
     if (!vocab_file) {
-        if (!tg_checkpoint_load_vocab(f, m, v, err, errlen)) return 0;
+        if (!tg_checkpoint_load_vocab(f, m, v, err)) return 0;
         if (!tg_st_meta(f, "vocab") && strcmp(m->config.arch, "llama"))
-            snprintf(err, errlen, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. "
+            tg_error_set(err, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. "
                                   "PyTorch): give --vocab FILE, a text whose bytes are the vocabulary (the training "
                                   "text), or --tokenizer F; docs/safetensors.md describes the 'vocab' entry");
         return -1;
@@ -56,11 +55,11 @@ int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *v
     size_t len;
     tg_error e = {0};
     char *text = tg_file_read(vocab_file, &len, &e);
-    if (!text) return snprintf(err, errlen, "%s", e.msg), -1;
+    if (!text) return tg_error_set(err, "%s", e.msg);
     tg_vocab_bytes(v, text, len);
     free(text);
-    if (!tg_vocab_fits(v, m->config.vocab_size, "the --vocab file's", err, errlen)) return 0;
-    tg_vocab_free(v);
+    if (!tg_vocab_check_size(v, m->config.vocab_size, "the --vocab file's", err)) return 0;
+    tg_vocab_release(v);
     return -1;
 }
 
@@ -87,19 +86,19 @@ static double value_at(const tg_st_tensor *t, bool f32, int64_t i)
     return x;
 }
 
-int checkpoint_use_averages(const tg_st_file *f, tg_model *m, char *err, size_t errlen)
+int checkpoint_use_averages(const tg_st_file *f, tg_model *m, tg_error *err)
 {
     const tg_st_tensor *t = tg_st_find(f, "ema.values");
     const int64_t n = tg_params_numel(m->params);
     const bool f32 = t && !strcmp(t->dtype, "F32");
-    if (!t) return snprintf(err, errlen, "the checkpoint holds no averages of its weights (no 'ema.values')"), -1;
+    if (!t) return tg_error_set(err, "the checkpoint holds no averages of its weights (no 'ema.values')");
     if (t->ndim != 1 || t->numel != n || (!f32 && strcmp(t->dtype, "F64")))
-        return snprintf(err, errlen, "the checkpoint's 'ema.values' (%s, %lld values in %d dimensions) is not the "
-                        "averages of its %lld weights", t->dtype, (long long)t->numel, t->ndim, (long long)n), -1;
+        return tg_error_set(err, "the checkpoint's 'ema.values' (%s, %lld values in %d dimensions) is not the "
+                        "averages of its %lld weights", t->dtype, (long long)t->numel, t->ndim, (long long)n);
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(value_at(t, f32, i)))
-            return snprintf(err, errlen, "the checkpoint's 'ema.values' holds %g at element %lld", value_at(t, f32, i),
-                            (long long)i), -1;
+            return tg_error_set(err, "the checkpoint's 'ema.values' holds %g at element %lld", value_at(t, f32, i),
+                            (long long)i);
     void *w = tg_params_data(m->params);
     const bool to32 = tg_params_dtype(m->params) == TG_F32;
     for (int64_t i = 0; i < n; i++) {
@@ -110,13 +109,13 @@ int checkpoint_use_averages(const tg_st_file *f, tg_model *m, char *err, size_t 
     return 0;
 }
 
-const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen)
+const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, tg_error *err)
 {
     tg_error e = {0};
     tg_run_file which;
     const char *got = tg_run_checkpoint(path, buf, size, &which, &e);
     if (!got) {
-        snprintf(err, errlen, "--ckpt %s", e.msg);
+        tg_error_set(err, "--ckpt %s", e.msg);
         return NULL;
     }
     if (which != TG_RUN_FILE_GIVEN)

@@ -16,7 +16,7 @@
  * written into buf, with a line on stderr ("tiny_gpt <cmd>: DIR is a
  * run's directory: reading DIR/best.safetensors ...") saying which was
  * chosen. NULL with a message when the directory holds neither. */
-const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, char *err, size_t errlen);
+const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t size, tg_error *err);
 
 /* The vocabulary of model m loaded from f: the tokenizer in tok_file when
  * given (--tokenizer: a tokenizer file or a checkpoint holding one, for
@@ -26,7 +26,7 @@ const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t si
  * f's "vocab" metadata, else llama2.c's for a Llama; checked against the
  * model's vocab_size. 0, or -1 with a message. */
 int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
-                           tg_vocab *v, char *err, size_t errlen);
+                           tg_vocab *v, tg_error *err);
 
 /* Which weights of f an --ema run's checkpoint gives (`eval --weights`):
  * "ema" (the averages) or "raw" (the weights trained). f's tensors hold
@@ -41,6 +41,6 @@ bool checkpoint_has_averages(const tg_st_file *f);
 /* m (loaded from f) takes f's averages ("ema.values": the store's flat
  * layout, F32 or F64, every value finite) as its weights. 0, or -1 with a
  * message (m then unchanged). */
-int checkpoint_use_averages(const tg_st_file *f, tg_model *m, char *err, size_t errlen);
+int checkpoint_use_averages(const tg_st_file *f, tg_model *m, tg_error *err);
 
 #endif

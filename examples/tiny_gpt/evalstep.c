@@ -50,33 +50,32 @@ static void inputs_free(inputs *in)
 
 /* Loads weights and batch. idx/targets live on their own graph, so the
  * graph the steps run on can be reset without losing them. */
-static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, bool attn_composed, char *err,
-                       size_t errlen)
+static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype dt, bool attn_composed, tg_error *err)
 {
     memset(in, 0, sizeof *in);
     if (!init || !batch) {
-        snprintf(err, errlen, "--init and --batch are required");
+        tg_error_set(err, "--init and --batch are required");
         return -1;
     }
     tg_error e = {0};
     if (!(in->wf = tg_st_load(init, &e)) || !(in->bf = tg_st_load(batch, &e)))
-        return snprintf(err, errlen, "%s", e.msg), -1;
-    if (tg_checkpoint_load_model(in->wf, dt, 0.0, &in->m, err, errlen)) return -1;
+        return tg_error_set(err, "%s", e.msg);
+    if (tg_checkpoint_load_model(in->wf, dt, 0.0, &in->m, err)) return -1;
     tg_model_set_composed(&in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
     if (!idx || !tgt) {
-        snprintf(err, errlen, "%s: needs tensors 'idx' and 'targets'", batch);
+        tg_error_set(err, "%s: needs tensors 'idx' and 'targets'", batch);
         return -1;
     }
     if (idx->ndim != 2 || tgt->ndim != 2 || idx->shape[0] != tgt->shape[0] || idx->shape[1] != tgt->shape[1] ||
         idx->shape[0] < 1 || idx->shape[1] < 1 || idx->shape[0] > (1 << 20) || idx->shape[1] > (1 << 20)) {
-        snprintf(err, errlen, "%s: 'idx' and 'targets' must both have the same shape (B,T)", batch);
+        tg_error_set(err, "%s: 'idx' and 'targets' must both have the same shape (B,T)", batch);
         return -1;
     }
     in->B = (int)idx->shape[0];
     in->T = (int)idx->shape[1];
     if (in->T > in->m.config.block_size) {
-        snprintf(err, errlen, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
+        tg_error_set(err, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
                  in->m.config.block_size);
         return -1;
     }
@@ -84,21 +83,21 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     in->idx = g ? tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T}) : NULL;
     in->targets = g ? tg_tensor_new(g, TG_I32, 2, (int[]){in->B, in->T}) : NULL;
     if (!in->idx || !in->targets) {
-        snprintf(err, errlen, "out of memory for the batch");
+        tg_error_set(err, "out of memory for the batch");
         return -1;
     }
     if (tg_st_copy_to(idx, in->idx, &e) || tg_st_copy_to(tgt, in->targets, &e))
-        return snprintf(err, errlen, "%s", e.msg), -1;
+        return tg_error_set(err, "%s", e.msg);
     return 0;
 }
 
 /* loss and gradients of the model on the batch; -1 with the message */
-static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
+static double loss_and_grads(inputs *in, tg_graph *g, tg_error *err)
 {
     tg_params_zero_grad(in->m.params);
     tg_tensor *loss = tg_model_loss(g, &in->m, in->idx, in->targets);   /* () */
     if (tg_graph_backward(g, loss) != 0) {
-        snprintf(err, errlen, "%s", tg_graph_error(g));
+        tg_error_set(err, "%s", tg_graph_error(g));
         return NAN;
     }
     return tg_tensor_item(loss);
@@ -110,15 +109,14 @@ static double loss_and_grads(inputs *in, tg_graph *g, char *err, size_t errlen)
  * beside its weights (an --ema run's last.safetensors) gives both, in the
  * order training printed them: raw, ema; another file its own. Returns n
  * (1 or 2), or -1 with a message. */
-static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want, const char *sets[2], char *err,
-                        size_t errlen)
+static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want, const char *sets[2], tg_error *err)
 {
     const char *w = tg_st_meta(f, "weights"), *holds = checkpoint_weights(f);
     const bool beside = checkpoint_has_averages(f) && holds && !strcmp(holds, "raw");
     if (w && strcmp(w, "ema") && strcmp(w, "raw"))
-        return snprintf(err, errlen, "%s: metadata 'weights' = '%.40s' is not ema or raw", ckpt, w), -1;
+        return tg_error_set(err, "%s: metadata 'weights' = '%.40s' is not ema or raw", ckpt, w);
     if (want && strcmp(want, "ema") && strcmp(want, "raw"))
-        return snprintf(err, errlen, "--weights: '%s' is not ema or raw", want), -1;
+        return tg_error_set(err, "--weights: '%s' is not ema or raw", want);
     sets[0] = holds, sets[1] = NULL;
     if (!want) {
         if (beside) sets[1] = "ema";
@@ -126,15 +124,15 @@ static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want,
     }
     if (!strcmp(want, "ema")) {
         if (!holds)
-            return snprintf(err, errlen, "--weights ema: the run of %s kept no averages of its weights (it trained "
-                            "without --ema)", ckpt), -1;
+            return tg_error_set(err, "--weights ema: the run of %s kept no averages of its weights (it trained "
+                            "without --ema)", ckpt);
         if (strcmp(holds, "ema") && !beside)
-            return snprintf(err, errlen, "--weights ema: %s holds the raw weights alone (metadata 'weights' raw: they "
+            return tg_error_set(err, "--weights ema: %s holds the raw weights alone (metadata 'weights' raw: they "
                             "evaluated lower than the averages at its step); the run's last.safetensors holds both",
                             ckpt), -1;
         sets[0] = "ema";
     } else if (holds && strcmp(holds, "raw")) {
-        return snprintf(err, errlen, "--weights raw: %s holds the averages alone (metadata 'weights' ema: they "
+        return tg_error_set(err, "--weights raw: %s holds the averages alone (metadata 'weights' ema: they "
                         "evaluated lower than the raw weights at its step); the run's last.safetensors holds both",
                         ckpt), -1;
     }
@@ -162,14 +160,14 @@ static void est_progress(void *ctx, int64_t done, int64_t iters)
 /* The loss of m on d as training estimated it at `step` (iters 0: the
  * whole split), with a progress line on a terminal. */
 static double estimate(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_run_config *c, int64_t iters,
-                       int64_t step, char *err, size_t errlen)
+                       int64_t step, tg_error *err)
 {
     const bool tty = isatty(STDERR_FILENO);
     estimating e = {step, val};
     const tg_eval_spec s = {.batch = c->batch_size, .accum = c->grad_accum, .T = c->block_size, .iters = iters,
                             .seed = (uint64_t)c->seed, .step = step, .whole = iters == 0, .rank = 0, .ranks = 1,
                             .progress = tty ? est_progress : NULL, .ctx = &e};
-    const double loss = tg_eval_loss(g, m, d, val, &s, err, errlen);
+    const double loss = tg_eval_loss(g, m, d, val, &s, err);
     if (tty) fprintf(stderr, "\r\033[K");
     return loss;
 }
@@ -194,7 +192,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     char picked[4096];
     tg_error e = {0};
     const tg_run_options ro = {.flag_names = true, .notice = eval_notice};
-    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err.msg, sizeof err.msg)) ||
+    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) ||
         !(f = tg_st_load(ckpt, &err)))
         goto fail;
     if (tg_run_config_read(&c, f, &err)) {
@@ -238,27 +236,27 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     tg_model shape = {0};
     if (tg_model_config_read(f, &shape.config, &err)) goto fail;
     if ((vocab_file || tok_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
-            ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, err.msg, sizeof err.msg)
+            ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, &err)
             : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
         goto fail;
     c.block_size = shape.config.block_size;
-    if (tokens ? tg_run_tokens_load(&d, &v, shape.config.vocab_size, &c, f, false, &ro, &e)
-               : tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, e.msg, sizeof e.msg))
+    c.vocab_size = shape.config.vocab_size;
+    if (tokens ? tg_run_tokens_load(&d, &v, &c, f, false, &ro, &e)
+               : tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, &e))
         goto fail_e;
     const char *sets[2];
-    const int n_sets = pick_weights(f, ckpt, weights, sets, err.msg, sizeof err.msg);
-    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) || !(g = tg_graph_new()))
+    const int n_sets = pick_weights(f, ckpt, weights, sets, &err);
+    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || !(g = tg_graph_new()))
         goto fail;
     tg_model_set_composed(&m, composed);
     const char *holds = checkpoint_weights(f);
     for (int k = 0; k < n_sets; k++) {   /* each as training evaluated it: the same windows */
         if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") &&
-            checkpoint_use_averages(f, &m, err.msg, sizeof err.msg))
+            checkpoint_use_averages(f, &m, &err))
             goto fail;
         tg_run_loss l = {.step = step, .weights = sets[k]};
-        l.train = estimate(g, &m, &d, false, &c, c.eval_iters, step, err.msg, sizeof err.msg);
-        l.val = isnan(l.train) ? NAN : estimate(g, &m, &d, true, &c, c.full_val ? 0 : c.eval_iters, step, err.msg,
-                                                sizeof err.msg);
+        l.train = estimate(g, &m, &d, false, &c, c.eval_iters, step, &err);
+        l.val = isnan(l.train) ? NAN : estimate(g, &m, &d, true, &c, c.full_val ? 0 : c.eval_iters, step, &err);
         if (isnan(l.val)) goto fail;
         l.val_bpb = tg_bits_per_byte(l.val, d.bytes_per_token[1]);
         char line[256];
@@ -275,8 +273,8 @@ done:
     tg_graph_free(g);
     tg_model_release(&m);
     tg_st_free(f);
-    tg_dataset_free(&d);
-    tg_vocab_free(&v);
+    tg_dataset_release(&d);
+    tg_vocab_release(&v);
     tg_run_text_release(&text);
     tg_run_config_release(&c);
     return rc;
@@ -297,14 +295,14 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     char picked[4096];
     tg_error e = {0};
     if (!(text = tg_file_read(path, &len, &err)) ||
-        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, err.msg, sizeof err.msg)) ||
-        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
-        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err.msg, sizeof err.msg))
+        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, &err))
         goto fail;
     const char *sets[2];   /* the file's own weights unless --weights picks */
-    if (weights && (pick_weights(f, ckpt, weights, sets, err.msg, sizeof err.msg) < 0 ||
+    if (weights && (pick_weights(f, ckpt, weights, sets, &err) < 0 ||
                     (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") &&
-                     checkpoint_use_averages(f, &m, err.msg, sizeof err.msg))))
+                     checkpoint_use_averages(f, &m, &err))))
         goto fail;
     tg_model_set_composed(&m, composed);
     int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
@@ -328,7 +326,7 @@ fail:
 done:
     tg_free(ids);
     free(text);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
     return rc;
@@ -399,8 +397,8 @@ int cmd_eval(int argc, char **argv)
     inputs in;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, composed, err.msg, sizeof err.msg)) goto fail;
-    double loss = loss_and_grads(&in, g, err.msg, sizeof err.msg);
+    if (load_inputs(&in, init, batch, dt, composed, &err)) goto fail;
+    double loss = loss_and_grads(&in, g, &err);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
     if (dump_logits) {   /* the forward alone, on a graph of its own */
@@ -491,14 +489,14 @@ int cmd_step(int argc, char **argv)
     tg_muon *mu = NULL;
     tg_graph *g = tg_graph_new();
     if (!g) return 1;
-    if (load_inputs(&in, init, batch, dt, composed, err.msg, sizeof err.msg)) goto fail;
+    if (load_inputs(&in, init, batch, dt, composed, &err)) goto fail;
     opt = tg_adamw_new(in.m.params, &(tg_adamw_config){0.9, beta2, 1e-8, wd}, &err);
     if (!opt) goto fail;
     /* Muon on the blocks' matrices (its weight decay AdamW's), AdamW on the rest */
     if (muon && !(mu = tg_muon_new(in.m.params, &(tg_muon_config){muon_mom, wd}, &err))) goto fail;
     tg_muon_exclude(mu, opt, NULL);
     for (int64_t s = 0; s < steps; s++) {
-        double loss = loss_and_grads(&in, g, err.msg, sizeof err.msg);
+        double loss = loss_and_grads(&in, g, &err);
         if (isnan(loss)) goto fail;
         if (clip > 0 && !isfinite(tg_clip_grad_norm(in.m.params, clip))) {
             snprintf(err.msg, sizeof err.msg, "step %lld: the gradient norm is not finite", (long long)s);
@@ -511,10 +509,10 @@ int cmd_step(int argc, char **argv)
     }
     /* keep the input's vocabulary, if it had one */
     tg_vocab v = {0};
-    if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, err.msg, sizeof err.msg)) goto fail;
+    if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, &err)) goto fail;
     int saved =
-        tg_checkpoint_save(out, &in.m, &v, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err.msg, sizeof err.msg);
-    tg_vocab_free(&v);
+        tg_checkpoint_save(out, &(tg_checkpoint){.model = &in.m, .vocab = &v}, &err);
+    tg_vocab_release(&v);
     if (saved) goto fail;
     rc = 0;
     goto done;

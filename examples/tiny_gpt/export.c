@@ -44,8 +44,8 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
     const int32_t *at = NULL;
     int64_t n = 0;
     char where[1024];
-    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, err.msg, sizeof err.msg) ||
-        checkpoint_model_vocab(f, &m, NULL, NULL, &v, err.msg, sizeof err.msg))
+    if (tg_checkpoint_load_model(f, TG_F32, 0.0, &m, &err) ||
+        checkpoint_model_vocab(f, &m, NULL, NULL, &v, &err))
         goto unavailable;
     if (text_path) {
         size_t tl;
@@ -69,7 +69,7 @@ static void gelu_notice(const tg_st_file *f, const char *ckpt, const char *text_
             snprintf(err.msg, sizeof err.msg, "%s", e.msg);
             goto unavailable;
         }
-        if (tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, err.msg, sizeof err.msg)) goto unavailable;
+        if (tg_dataset_from_text(&d, &v, text.text, text.len, c.block_size, &err)) goto unavailable;
         at = d.tokens + d.n_train;
         n = (int64_t)(d.n - d.n_train);
         const char *p = tg_st_meta(f, "train.data");
@@ -110,10 +110,10 @@ unavailable:
                  "give a text with --text F)", head, err.msg);
 done:
     tg_free(ids);
-    tg_dataset_free(&d);
+    tg_dataset_release(&d);
     tg_run_text_release(&text);
     tg_run_config_release(&rc);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&mt);
     tg_model_release(&m);
 }
@@ -167,7 +167,7 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     char picked[4096];   /* --ckpt DIR: the run's best, else last, as sample and eval take it */
-    tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, err.msg, sizeof err.msg))
+    tg_st_file *f = (ckpt = ckpt_resolve(ckpt, "export", picked, sizeof picked, &err))
                         ? tg_st_load(ckpt, &err) : NULL;
     char notice[8192] = "";
     int rc = !f || (gguf ? tg_gguf_export(f, out, gt, &err)

@@ -109,9 +109,9 @@ int cmd_sample(int argc, char **argv)
     }
     if (prompt_file && !(prompt = file_text = tg_file_read(prompt_file, &plen, &err))) goto fail;
     char picked[4096];
-    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, err.msg, sizeof err.msg)) ||
-        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, err.msg, sizeof err.msg) ||
-        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, err.msg, sizeof err.msg))
+    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, &err)) ||
+        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
+        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, &err))
         goto fail;
     tg_model_set_composed(&m, composed);
     const bool llama = v.kind == TG_VOCAB_LLAMA2C || (v.kind == TG_VOCAB_TOKENIZER && v.docs);
@@ -179,7 +179,7 @@ fail:
 done:
     tg_free(ids);
     tg_sampler_free(sampler);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     free(file_text);
     tg_model_release(&m);
     tg_st_free(f);

@@ -110,15 +110,15 @@ static void round_trip(run_state *s, tg_model *m, const tg_vocab *v, tg_dtype dt
     tg_error err = {0};
     const char *path = fuzz_path(1, "back.safetensors");
     if (!path) return;
-    if (tg_checkpoint_save(path, m, v, s->opt, NULL, NULL, s->muon, s->ema, &s->ts, NULL, 0, err.msg, sizeof err.msg))
+    if (tg_checkpoint_save(path, &(tg_checkpoint){.model = m, .vocab = v, .opt = s->opt, .muon = s->muon, .ema = s->ema, .ts = &s->ts}, &err))
         finding("a state load_train accepted is refused by save", err.msg);
     tg_st_file *g = tg_st_load(path, &err);
     tg_model r;
-    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, err.msg, sizeof err.msg))
+    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, &err))
         finding("a saved checkpoint does not load", err.msg);
     run_state b;
     state_new(&b, g, &r);
-    if (tg_checkpoint_load_train(g, b.opt, b.muon, b.ema, &b.ts, INT64_MAX, err.msg, sizeof err.msg))
+    if (tg_checkpoint_load_train(g, b.opt, b.muon, b.ema, &b.ts, INT64_MAX, &err))
         finding("a saved training state does not load", err.msg);
     const size_t bytes = (size_t)tg_params_numel(m->params) * tg_dtype_size(dt);
     if (tg_params_numel(r.params) != tg_params_numel(m->params) ||
@@ -162,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const tg_dtype dt = d && !strcmp(d, "f64") ? TG_F64 : TG_F32;
     const bool f32 = dt == TG_F32;
     tg_model m;
-    if (tg_checkpoint_load_model(f, dt, -1, &m, err.msg, sizeof err.msg)) {
+    if (tg_checkpoint_load_model(f, dt, -1, &m, &err)) {
         if (m.family || m.params) finding("a refused model is not zeroed", err.msg);
         fuzz_report(0, err.msg);
         tg_st_free(f);
@@ -174,12 +174,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!all_finite(tg_params_data(m.params), f32, n, false)) finding("an accepted weight is not finite", NULL);
     forward(&m);
     tg_vocab v = {0};
-    const bool vocab = tg_checkpoint_load_vocab(f, &m, &v, err.msg, sizeof err.msg) == 0;
-    if (vocab && tg_vocab_fits(&v, m.config.vocab_size, "its", err.msg, sizeof err.msg))
+    const bool vocab = tg_checkpoint_load_vocab(f, &m, &v, &err) == 0;
+    if (vocab && tg_vocab_check_size(&v, m.config.vocab_size, "its", &err))
         finding("an accepted vocabulary does not fit the model", err.msg);
     run_state s;
     state_new(&s, f, &m);
-    const int rc = tg_checkpoint_load_train(f, s.opt, s.muon, s.ema, &s.ts, INT64_MAX, err.msg, sizeof err.msg);
+    const int rc = tg_checkpoint_load_train(f, s.opt, s.muon, s.ema, &s.ts, INT64_MAX, &err);
     fuzz_report(rc == 0, err.msg);
     if (rc) {
         check_untouched(&s, &m, f32, err.msg);
@@ -188,7 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         round_trip(&s, &m, vocab ? &v : NULL, dt);
     }
     state_free(&s);
-    tg_vocab_free(&v);
+    tg_vocab_release(&v);
     tg_model_release(&m);
     tg_st_free(f);
     return 0;

@@ -51,13 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tg_st_file *f = tg_st_load(out, &err);
         tg_model m;
         tg_vocab v;
-        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, err.msg, sizeof err.msg) ||
-            tg_vocab_read(&v, f, err.msg, sizeof err.msg)) {
+        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, &err) ||
+            tg_vocab_read(&v, f, &err)) {
             fprintf(stderr, "fuzz: the import wrote a checkpoint that does not load: %s\n", err.msg);
             abort();
         }
         if (v.kind == TG_VOCAB_TOKENIZER) fuzz_use_tokenizer(v.tok);
-        tg_vocab_free(&v);
+        tg_vocab_release(&v);
         tg_model_release(&m);
         tg_st_free(f);
         unlink(out);
