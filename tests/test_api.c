@@ -1611,6 +1611,14 @@ static void c_run_config_read(fx *f)
     tg_run_config c;
     num(f, tg_run_config_read(&c, NULL, fresh())), note(f, te.msg);
 }
+static void c_config_file_read_null(fx *f) { num(f, tg_config_file_read(NULL, "x", fresh())), note(f, te.msg); }
+static void c_config_file_read_missing(fx *f)
+{
+    tg_config_file cf = {.n = 3};
+    num(f, tg_config_file_read(&cf, tt_path("no.conf"), fresh())), note(f, te.msg);
+    if (cf.n || cf.text || cf.lines) snprintf(f->got, sizeof f->got, "f not emptied");
+}
+static void c_config_file_release(fx *f) { (void)f, tg_config_file_release(NULL); }
 static void c_run_config_load(fx *f)
 {
     tg_run_config c;
@@ -3026,6 +3034,9 @@ static const api_case CASES[] = {
     {"tg_run_config_get(NULL, ...)", "-1", NULL, c_run_config_get},
     {"tg_run_config_read(c, NULL, err)", "-1", "run_config_read: NULL file", c_run_config_read},
     {"tg_run_config_load(c, \"/nonexistent\", err)", "-1", "/nonexistent", c_run_config_load},
+    {"tg_config_file_read(NULL, path, err)", "-1", "config_file_read: the file is NULL", c_config_file_read_null},
+    {"tg_config_file_read(f, a missing file, err)", "-1", "no.conf: No such file or directory", c_config_file_read_missing},
+    {"tg_config_file_release(NULL)", "returns", NULL, c_config_file_release},
     {"tg_run_new(NULL, ...)", "NULL", "run_new: NULL directory", c_run_new},
     {"tg_run_resume(a directory without a run, ...)", "NULL", "last.safetensors does not exist: there is no run to "
      "continue", c_run_resume},

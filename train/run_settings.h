@@ -187,6 +187,33 @@ TG_API int tg_run_config_read(tg_run_config *c, const tg_st_file *f, tg_error *e
  * directory, of its last.safetensors. 0, or -1 with a message. */
 TG_API int tg_run_config_load(tg_run_config *c, const char *path, tg_error *err);
 
+/* A config file: settings as `name = value` lines, as tiny_gpt train
+ * --config reads them. '#' starts a comment outside double quotes; blank
+ * lines are skipped; spaces around the name and the value go, and a value
+ * in double quotes loses them; a name may start with "--"; a UTF-8 byte
+ * order mark at the start is skipped. The names are not looked up here:
+ * tg_run_config_set (or the program's own flags) takes them. */
+#define TG_CONFIG_FILE_MAX (1 << 20)   /* bytes: a config file is a few lines */
+typedef struct tg_config_line {
+    const char *name, *value;   /* NUL-terminated, in the file's text */
+    int line;                   /* 1-based */
+} tg_config_line;
+typedef struct tg_config_file {
+    char *text;                 /* the file, cut into the names and values */
+    tg_config_line *lines;
+    int n;
+} tg_config_file;
+/* Reads the config file at path into f. A pipe is read as a file is (a
+ * FIFO nobody writes to is empty, not a wait). 0, or -1 with a message
+ * that starts with path: the file cannot be opened or read, holds more
+ * than TG_CONFIG_FILE_MAX bytes (refused before it is read when its size
+ * says so), holds a NUL byte, or has a line that is not `name = value`
+ * ("PATH:LINE: expected 'name = value', got '...'", bytes outside
+ * printable ASCII shown as \xNN); f is then empty. */
+TG_API int tg_config_file_read(tg_config_file *f, const char *path, tg_error *err);
+/* Frees what f holds and zeroes it. Accepts NULL. */
+TG_API void tg_config_file_release(tg_config_file *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,18 +1,16 @@
 #include "args.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 
-static char *config_text;   /* the --config file, its values NUL-terminated in place */
+static tg_config_file config;   /* the --config file's lines */
 
 /* The flags a config file's line set (and the command line did not): the
- * file, the line and the name as the line writes it (in config_text), for
+ * file, the line and the name as the line writes it (in config), for
  * args_place and args_apply. */
 #define ORIGINS 256
 static const char *config_path;
@@ -26,7 +24,7 @@ static int n_origins;
 /* The values of the settings given (ARG_SETTING), as text, for args_apply. */
 static struct given {
     const arg_spec *spec;
-    const char *text;   /* in argv or config_text */
+    const char *text;   /* in argv or config */
 } givens[ORIGINS];
 static int n_givens;
 
@@ -69,8 +67,7 @@ static void origin_clear(const arg_spec *spec)
 
 void args_free(void)
 {
-    free(config_text);
-    config_text = NULL;
+    tg_config_file_release(&config);
     config_path = NULL;
     n_origins = 0;
     n_givens = 0;
@@ -199,117 +196,35 @@ static int set_flag(arg_spec *s, const char *v, const char *what, char *err, siz
     return 0;
 }
 
-/* A config file is a few lines of settings: more than this is refused
- * before it is read (issue 20: --config /dev/zero read until memory ran out). */
-#define CONFIG_MAX_BYTES (1 << 20)
-
-/* The file at path, NUL-terminated, if it has at most CONFIG_MAX_BYTES;
- * NULL with "path: why" in err. */
-static char *read_config(const char *path, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    const bool sized = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    char *buf = NULL;
-    size_t n = 0;
-    if (sized && st.st_size > CONFIG_MAX_BYTES) {
-        n = (size_t)CONFIG_MAX_BYTES + 1;   /* too large: nothing read */
-    } else if (!(buf = malloc((size_t)CONFIG_MAX_BYTES + 2))) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        fclose(f);
-        return NULL;
-    } else {
-        n = fread(buf, 1, (size_t)CONFIG_MAX_BYTES + 1, f);   /* one byte more tells a larger file */
-    }
-    const bool failed = buf && ferror(f);
-    fclose(f);
-    if (n > CONFIG_MAX_BYTES) {
-        if (sized) snprintf(err, errlen, "%s: %lld bytes", path, (long long)st.st_size);
-        else snprintf(err, errlen, "%s: more than %d bytes", path, CONFIG_MAX_BYTES);
-        snprintf(err + strlen(err), errlen - strlen(err), "; a config file holds at most 1 MiB (%d bytes) of "
-                 "'name = value' lines", CONFIG_MAX_BYTES);
-        free(buf);
-        return NULL;
-    }
-    if (failed) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
-/* `name = value` lines; '#' starts a comment outside double quotes. A
- * UTF-8 byte order mark at the start (Windows editors write one) is
- * skipped. */
+/* The --config file's lines (the library's reader: train/run_settings.h),
+ * each a flag of the table, set as the command line sets one. */
 static int parse_config(arg_spec *specs, int n_specs, const char *path, char *err, size_t errlen)
 {
-    size_t len;
-    char rerr[512];
-    free(config_text);
+    tg_error e = {0};
+    tg_config_file_release(&config);
     config_path = path;
     n_origins = 0;
-    if (!(config_text = read_config(path, &len, rerr, sizeof rerr))) {
-        snprintf(err, errlen, "--config %s", rerr);
+    if (tg_config_file_read(&config, path, &e)) {
+        snprintf(err, errlen, "--config %s", e.msg);
         return -1;
     }
-    if (memchr(config_text, 0, len)) {
-        snprintf(err, errlen, "--config %s: not a text file (it holds a NUL byte)", path);
-        return -1;
-    }
-    const bool bom = len >= 3 && !memcmp(config_text, "\xef\xbb\xbf", 3);
-    int lineno = 0;
-    for (char *line = config_text + (bom ? 3 : 0), *next; line && *line; line = next) {
-        lineno++;
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        bool quoted = false;
-        for (char *p = line; *p; p++) {
-            if (*p == '"') quoted = !quoted;
-            if (*p == '#' && !quoted) { *p = 0; break; }
-        }
-        char *eq = strchr(line, '='), *name = line;
-        while (*name == ' ' || *name == '\t') name++;
-        char *ne = eq ? eq : name + strlen(name);
-        while (ne > name && (ne[-1] == ' ' || ne[-1] == '\t' || ne[-1] == '\r')) ne--;
-        if (ne == name && !eq) continue;   /* blank or comment line */
-        if (!eq || ne == name) {
-            char b[SHOWN];
-            snprintf(err, errlen, "--config %s:%d: expected 'name = value', got '%s'", path, lineno, shown(line, b));
-            return -1;
-        }
-        *ne = 0;
-        char *v = eq + 1, *ve;
-        while (*v == ' ' || *v == '\t') v++;
-        ve = v + strlen(v);
-        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r')) ve--;
-        *ve = 0;
-        if (ve - v >= 2 && v[0] == '"' && ve[-1] == '"') {
-            v++;
-            ve[-1] = 0;
-        }
-        if (!strncmp(name, "--", 2)) name += 2;
-        arg_spec *s = args_find(specs, n_specs, name);
+    for (int i = 0; i < config.n; i++) {
+        const tg_config_line *l = &config.lines[i];
+        arg_spec *s = args_find(specs, n_specs, l->name);
         char where[600];
-        snprintf(where, sizeof where, "--config %s:%d: ", path, lineno);
+        snprintf(where, sizeof where, "--config %s:%d: ", path, l->line);
         if (!s) {
-            unknown(specs, n_specs, where, name, name, err, errlen);
+            unknown(specs, n_specs, where, l->name, l->name, err, errlen);
             return -1;
         }
         if (!strcmp(s->name, "config")) {
             snprintf(err, errlen, "%s'%s' cannot be set in a config file: a config file does not name another "
-                     "(give one --config on the command line)", where, name);
+                     "(give one --config on the command line)", where, l->name);
             return -1;
         }
-        snprintf(where, sizeof where, "--config %s:%d: %s", path, lineno, name);
-        if (set_flag(s, v, where, err, errlen)) return -1;
-        origin_set(s, lineno, name);
+        snprintf(where, sizeof where, "--config %s:%d: %s", path, l->line, l->name);
+        if (set_flag(s, l->value, where, err, errlen)) return -1;
+        origin_set(s, l->line, l->name);
     }
     return 0;
 }
