@@ -123,7 +123,7 @@ static int read_config_gpt(const gguf *g, tg_model_config *c, tg_error *err)
 {
     static const char *const INTS[5] = {"gpt2.embedding_length", "gpt2.feed_forward_length", "gpt2.block_count",
                                         "gpt2.attention.head_count", "gpt2.context_length"};
-    int64_t v[5], kv;
+    int64_t v[5], kv_heads;
     for (int i = 0; i < 5; i++) {
         const int rc = tg_gguf_get_int(g, INTS[i], 1, 1 << 24, &v[i], err);
         if (rc < 0) return -1;
@@ -132,11 +132,11 @@ static int read_config_gpt(const gguf *g, tg_model_config *c, tg_error *err)
     if (v[1] != 4 * v[0])
         return tg_error_set(err, "key 'gpt2.feed_forward_length' = %lld is not 4 x the embedding %lld: "
                                  "tapegrad's GPT has a 4 C MLP", (long long)v[1], (long long)v[0]), -1;
-    const int rc = tg_gguf_get_int(g, "gpt2.attention.head_count_kv", 1, 1 << 24, &kv, err);
+    const int rc = tg_gguf_get_int(g, "gpt2.attention.head_count_kv", 1, 1 << 24, &kv_heads, err);
     if (rc < 0) return -1;
-    if (rc == 0 && kv != v[3])
+    if (rc == 0 && kv_heads != v[3])
         return tg_error_set(err, "key 'gpt2.attention.head_count_kv' = %lld is not the head count %lld: "
-                                 "tapegrad's GPT has no grouped-query attention", (long long)kv, (long long)v[3]), -1;
+                                 "tapegrad's GPT has no grouped-query attention", (long long)kv_heads, (long long)v[3]), -1;
     double eps;
     if (tg_gguf_get_float(g, "gpt2.attention.layer_norm_epsilon", &eps, err))
         return tg_error_set(err, "the file has no number 'gpt2.attention.layer_norm_epsilon'"), -1;

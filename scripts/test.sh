@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, configures, builds
-# with -Wall -Wextra -Werror, and runs every test through CTest.
+# with -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror, and runs every test through CTest.
 #   scripts/test.sh              Release build in build/
 #   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer
 #                                + LeakSanitizer build in build-asan/

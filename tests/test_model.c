@@ -270,9 +270,9 @@ START_TEST(a_family_of_ones_own)
         {"abcdefghijklmnopqrstuvwxyz012345", "1-31 bytes"}, {"gpt", "there is a family 'gpt' already"},
         {"bigram", "there is a family 'bigram' already"}};
     for (int k = 0; k < 6; k++) {
-        tg_model_family f = BIGRAM;
-        f.arch = bad_names[k].arch;
-        ck_assert_int_eq(tg_model_register(&f, &err), -1);
+        tg_model_family fam = BIGRAM;
+        fam.arch = bad_names[k].arch;
+        ck_assert_int_eq(tg_model_register(&fam, &err), -1);
         ck_assert_msg(strstr(err.msg, bad_names[k].want), "case %d: '%s'", k, err.msg);
     }
     tg_model_family nofwd = BIGRAM;

@@ -185,8 +185,8 @@ START_TEST(clip_in_parts_equals_clip_of_the_whole)
         set_grads(a, 2);
         set_grads(b, 2);
         double whole = tg_clip_grad_norm(a, 1.0);
-        double part = clip_in_parts(tg_params_grad(b), TG_F64, tg_params_numel(b), np, 1.0);
-        ck_assert_double_eq_tol(part, whole, 1e-13 * whole);
+        double parts = clip_in_parts(tg_params_grad(b), TG_F64, tg_params_numel(b), np, 1.0);
+        ck_assert_double_eq_tol(parts, whole, 1e-13 * whole);
         for (int64_t i = 0; i < tg_params_numel(a); i++)
             ck_assert_double_eq_tol(((double *)tg_params_grad(b))[i], ((double *)tg_params_grad(a))[i], 1e-14);
         /* squares that overflow: the rescaled sum uses the largest |g| of all parts */
@@ -195,9 +195,9 @@ START_TEST(clip_in_parts_equals_clip_of_the_whole)
         ((double *)tg_params_grad(a))[2] = -3e199;
         ((double *)tg_params_grad(b))[2] = -3e199;
         whole = tg_clip_grad_norm(a, 1.0);
-        part = clip_in_parts(tg_params_grad(b), TG_F64, tg_params_numel(b), np, 1.0);
+        parts = clip_in_parts(tg_params_grad(b), TG_F64, tg_params_numel(b), np, 1.0);
         ck_assert(isfinite(whole));
-        ck_assert_double_eq_tol(part, whole, 1e-13 * whole);
+        ck_assert_double_eq_tol(parts, whole, 1e-13 * whole);
         ck_assert_double_eq_tol(((double *)tg_params_grad(b))[50], ((double *)tg_params_grad(a))[50], 1e-14);
         tg_params_free(a);
         tg_params_free(b);
