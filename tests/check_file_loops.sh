@@ -28,7 +28,6 @@ set -euo pipefail
 # separated by spaces, then " | " and the reason (no single quotes).
 EXPECTED_LOOPS='
 formats/hf.c formats/hf_files.c formats/hf_tokenizer.c | to be untangled: hf_internal.h, the own header of hf.c, also declares the functions of hf_files.c and hf_tokenizer.c, which both include it
-train/generate.c train/sampler.c | to be untangled: train/generate.h, the own header of generate.c, also declares the functions of sampler.c, which includes it
 '
 
 # file_of OBJECT: the source file an object was compiled from

@@ -1,4 +1,4 @@
-/* The sampler (train/generate.h): the next id from a row of logits, with
+/* The sampler (train/sampler.h): the next id from a row of logits, with
  * temperature, top-k and top-p, from a seeded stream.
  *
  * The row is read once into doubles (exact for f32). Top-k's cut-off is
@@ -10,13 +10,14 @@
  * ids with p > 0) is never in it, since all such ids together hold less
  * than 1 - top_p, so the rest already reach top_p (llama2.c's run.c makes
  * the same cut); only the ids above it are sorted. */
-#include "generate.h"
+#include "sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/alloc.h"
+#include "../core/rng.h"
 
 typedef struct candidate {
     double p;
