@@ -40,7 +40,7 @@
  * own shapes before a model is built, so a crafted directory costs time
  * and memory in proportion to its files. */
 #define _POSIX_C_SOURCE 200809L
-#include "hf_internal.h"
+#include "formats.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -57,6 +57,8 @@
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
 #include "gpt2_internal.h"
+#include "hf_files_internal.h"
+#include "hf_tokenizer_internal.h"
 #include "options_internal.h"
 
 #define HF_MAX_SHARDS 4096

@@ -3,7 +3,7 @@
  * file read whole, up to a limit, from a regular file only (checked on
  * the file opened, which is opened without waiting on a pipe). */
 #define _POSIX_C_SOURCE 200809L
-#include "hf_internal.h"
+#include "hf_files_internal.h"
 
 #include <cJSON.h>
 #include <errno.h>

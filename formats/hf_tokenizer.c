@@ -32,7 +32,7 @@
  * splits, which matters only when two of them are candidates at once
  * (docs/formats.md). */
 #define _POSIX_C_SOURCE 200809L
-#include "hf_internal.h"
+#include "hf_tokenizer_internal.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -45,6 +45,7 @@
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
 #include "gpt2_internal.h"
+#include "hf_files_internal.h"
 
 typedef struct str_ix { char *key; int value; } str_ix;   /* stb_ds string map */
 
