@@ -2,7 +2,7 @@
 # compare them with something (sourced by check_exports.sh,
 # check_api_rows.sh and check_header_docs.sh; not run on its own).
 #
-# Public headers: core/*.h except *_internal.h, ops/ops.h, nn/nn.h,
+# Public headers: core/*.h except *_internal.h, ops/ops.h, nn/nn.h, nn/models.h,
 # optim/optim.h, text/text.h, train/train.h, train/generate.h, train/sampler.h, pictures/pictures.h, train/run.h, train/run_settings.h,
 # train/corpus.h, formats/formats.h (libtapegrad), distributed/dist.h
 # (libtapegrad_dist).
@@ -13,9 +13,9 @@
 public_headers() {
     local h list
     case "${1:-all}" in
-        tapegrad) list="core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h train/train.h train/generate.h train/sampler.h pictures/pictures.h train/run.h train/run_settings.h train/corpus.h formats/formats.h" ;;
+        tapegrad) list="core/*.h ops/ops.h nn/nn.h nn/models.h optim/optim.h text/text.h train/train.h train/generate.h train/sampler.h pictures/pictures.h train/run.h train/run_settings.h train/corpus.h formats/formats.h" ;;
         dist) list="distributed/dist.h" ;;
-        *) list="core/*.h ops/ops.h nn/nn.h optim/optim.h text/text.h train/train.h train/generate.h train/sampler.h pictures/pictures.h train/run.h train/run_settings.h train/corpus.h formats/formats.h distributed/dist.h" ;;
+        *) list="core/*.h ops/ops.h nn/nn.h nn/models.h optim/optim.h text/text.h train/train.h train/generate.h train/sampler.h pictures/pictures.h train/run.h train/run_settings.h train/corpus.h formats/formats.h distributed/dist.h" ;;
     esac
     # shellcheck disable=SC2086   # the globs are meant
     for h in $list; do
