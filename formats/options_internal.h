@@ -1,6 +1,7 @@
-/* tapegrad formats (internal): which of issue 23's architecture options
- * an export target cannot express, so that an export refuses such a
- * model by name rather than write a file that computes something else. */
+/* tapegrad formats (internal): which of a model config's architecture
+ * options (the feed-forward kind, QK norm, a logit softcap, ...) an export
+ * target cannot express, so that an export refuses such a model by name
+ * rather than write a file that computes something else. */
 #ifndef TG_FORMATS_OPTIONS_INTERNAL_H
 #define TG_FORMATS_OPTIONS_INTERNAL_H
 

@@ -43,7 +43,6 @@ formats/llama2c.c | formats/ is being reworked on its own branches
 
 # Files that still cite issue numbers, for now: "file | reason".
 CITING_ISSUES='
-formats/options_internal.h | formats/ is being reworked on its own branches
 '
 
 # layer_breaches LAYERS FILE...: "file:line: includes X (layer L may use: ...)"
