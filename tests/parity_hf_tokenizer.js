@@ -69,6 +69,8 @@ function rnd() {
 const pick = (a) => a[Math.floor(rnd() * a.length)];
 const int = (n) => Math.floor(rnd() * n);
 function repeat(n, f) { let s = ''; for (let i = 0; i < n; i++) s += f(i); return s; }
+// the first n UTF-16 units of s, one fewer when the last would cut a surrogate pair (a text stays valid Unicode)
+const head = (s, n) => s.slice(0, n - (n < s.length && /[\ud800-\udbff]/.test(s[n - 1]) ? 1 : 0));
 const sections = [];
 const words = ['the', 'cat', 'sees', 'a', 'dog', 'and', 'it', "isn't", 'running', 'quickly', 'Mr.', 'Smith',
                'said,', '"Hello"', 'world!', 'They', "we'll", "you've", 'JSON', 'e-mail', '(maybe)'];
@@ -76,7 +78,7 @@ sections.push(['English', repeat(8000, (i) => pick(words) + (i % 17 === 16 ? '.\
 let code = '';
 for (const f of ['formats/hf.c', 'tests/parity_hf.py', 'tests/parity_hf_tokenizer.js', 'CMakeLists.txt'])
   if (fs.existsSync(path.join(src, f))) code += fs.readFileSync(path.join(src, f), 'utf8');
-sections.push(['source code (C, Python, JavaScript, CMake)', code.split('<|endoftext|>').join('<|end of text|>').slice(0, 100000)]);
+sections.push(['source code (C, Python, JavaScript, CMake)', head(code.split('<|endoftext|>').join('<|end of text|>'), 100000)]);
 const spaces = [' ', '  ', '   ', '\t', '\n', '\n\n', '\r\n', '\u00a0', '\u3000', '\u2028', '\u0085', '\u000b', '\f',
                 '\u2003', '\u200b', '\ufeff'];
 sections.push(['whitespace runs', repeat(4000, () => repeat(1 + int(6), () => pick(spaces)) + pick(['a', 'Z', '1', '.', '', 'é']))]);
@@ -112,7 +114,7 @@ const tiny = ['--n-layer', '1', '--n-head', '2', '--n-embd', '8', '--block-size'
 const text = path.join(work, 'text.txt');
 fs.writeFileSync(text, Array.from({ length: 60 }, (_, i) => `the cat sat on the mat ${i}. é 東京 😀\n\n`).join(''));
 const corpus = path.join(work, 'corpus.txt');
-fs.writeFileSync(corpus, sections.map((x) => x[1]).join('\n').slice(0, 400000));
+fs.writeFileSync(corpus, head(sections.map((x) => x[1]).join('\n'), 400000));
 const tokf = path.join(work, 'tok.safetensors');
 q(['tokenizer', 'train', '--data', corpus, '--vocab-size', '1200', '--out', tokf]);
 function model(name, args) {
@@ -231,7 +233,7 @@ for (const arch of ['gpt', 'llama']) {
   fs.writeFileSync(path.join(dir2, 'merges.txt'), '#version: 0.2\n' + merges2.join('\n') + '\n');
   q(['import', '--format', 'hf', '--model', dir2, '--out', ck2]);
   const evalText = path.join(work, 'eval.txt');
-  fs.writeFileSync(evalText, sections[0][1].slice(0, 4000));
+  fs.writeFileSync(evalText, head(sections[0][1], 4000));
   const nll = q(['eval', '--ckpt', ck, '--text', evalText]).trim();
   const ok = merges2.length === 50000 && /^nll [0-9.]+ nats per token over 1023 predictions/.test(nll);
   console.log(`${ok ? 'ok' : 'FAIL'} gpt2_124m: ${merges2.length} merges; the import evaluates: ${nll}`);
@@ -399,7 +401,7 @@ function llamaDir(name, json) {
     const texts = [];
     for (const [name, s0] of [['First Citizen:', 'First Citizen:'], ...sections]) {
       const s = (c.cut ? c.cut(s0) : s0).replace(/^\s+/u, '');
-      texts.push([name, s.slice(0, 20000)]);
+      texts.push([name, head(s, 20000)]);
     }
     for (const [name, s] of texts)
       for (const t of [s, ' ' + s]) {
