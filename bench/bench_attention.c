@@ -44,19 +44,19 @@ static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 static tg_tensor *composed(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int H)
 {
     const int B = q->shape[0], T = q->shape[1], C = q->shape[2], dh = C / H;
-    tg_tensor *Q = tg_transpose(g, tg_reshape(g, q, 4, (int[]){B, T, H, dh}), 1, 2);   /* (B,H,T,dh) */
-    tg_tensor *K = tg_transpose(g, tg_reshape(g, k, 4, (int[]){B, T, H, dh}), 1, 2);   /* (B,H,T,dh) */
-    tg_tensor *V = tg_transpose(g, tg_reshape(g, v, 4, (int[]){B, T, H, dh}), 1, 2);   /* (B,H,T,dh) */
+    tg_tensor *Q = tg_transpose(g, tg_reshape(g, q, 4, (int[]){B, T, H, dh}), 1, 2); /* (B,H,T,dh) */
+    tg_tensor *K = tg_transpose(g, tg_reshape(g, k, 4, (int[]){B, T, H, dh}), 1, 2); /* (B,H,T,dh) */
+    tg_tensor *V = tg_transpose(g, tg_reshape(g, v, 4, (int[]){B, T, H, dh}), 1, 2); /* (B,H,T,dh) */
     tg_tensor *S = tg_scale(g, tg_matmul(g, Q, tg_transpose(g, K, 2, 3)), 1.0 / sqrt((double)dh)); /* (B,H,T,T) */
-    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 2, (int[]){T, T});                     /* (T,T) */
+    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 2, (int[]){T, T}); /* (T,T) */
     if (mask)
         for (int i = 0; i < T; i++)
             for (int j = 0; j < T; j++) ((uint8_t *)mask->data)[i * T + j] = j > i;
-    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, mask), V);                            /* (B,H,T,dh) */
-    return tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, T, C});             /* (B,T,C) */
+    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, mask), V); /* (B,H,T,dh) */
+    return tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, T, C}); /* (B,T,C) */
 }
 
-static bool use_min;   /* report the fastest rep instead of the median */
+static bool use_min; /* report the fastest rep instead of the median */
 
 typedef struct result {
     double fwd_ms, fwdbwd_ms;
@@ -64,8 +64,7 @@ typedef struct result {
 } result;
 
 /* median ms of reps of one path; bytes of one forward + backward */
-static int run(tg_graph *g, tg_tensor *const *in, const tg_tensor *dO, int H, bool fused, double min_time,
-               result *r)
+static int run(tg_graph *g, tg_tensor *const *in, const tg_tensor *dO, int H, bool fused, double min_time, result *r)
 {
     for (int backward = 0; backward < 2; backward++) {
         enum { MAX_REPS = 2000 };
@@ -101,7 +100,10 @@ int main(int argc, char **argv)
             use_min = true;
             continue;
         }
-        if (!val) { fprintf(stderr, "bench_attention: %s needs a value\n", a); return 2; }
+        if (!val) {
+            fprintf(stderr, "bench_attention: %s needs a value\n", a);
+            return 2;
+        }
         if (!strcmp(a, "--threads")) threads = atoi(val);
         else if (!strcmp(a, "--min-time")) min_time = atof(val);
         else if (!strcmp(a, "--bq")) bq = atoi(val);
@@ -109,15 +111,20 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--only")) only = val;
         else if (!strcmp(a, "--T")) Ts = val;
         else if (!strcmp(a, "--path")) path = val;
-        else { fprintf(stderr, "bench_attention: unknown flag %s\n", a); return 2; }
+        else {
+            fprintf(stderr, "bench_attention: unknown flag %s\n", a);
+            return 2;
+        }
         i++;
     }
     openblas_set_num_threads(threads > 0 ? threads : 1);
     tg_attention_set_blocks(bq, bk);
     tg_attention_get_blocks(&bq, &bk);
 
-    static const struct { const char *name; int B, H, C; } shapes[] = {
-        {"L", 8, 8, 256}, {"M", 16, 4, 128}, {"S", 16, 4, 64}};
+    static const struct {
+        const char *name;
+        int B, H, C;
+    } shapes[] = {{"L", 8, 8, 256}, {"M", 16, 4, 128}, {"S", 16, 4, 64}};
     printf("# threads %d, blocks %d x %d, f32, causal; %s CPU ms; arena MB for fwd+bwd\n", threads, bq, bk,
            use_min ? "fastest" : "median");
     printf("%-3s %4s  %10s %10s %8s   %10s %10s %8s   %6s %6s %6s\n", "cfg", "T", "fused fwd", "fwd+bwd", "MB",
@@ -134,8 +141,11 @@ int main(int argc, char **argv)
             tg_rng_seed(&r, 1, 1);
             tg_tensor *in[4];
             for (int i = 0; i < 4; i++) {
-                in[i] = tg_tensor_new(gi, TG_F32, 3, (int[]){B, T, C});   /* (B,T,C) */
-                if (!in[i]) { fprintf(stderr, "bench_attention: out of memory\n"); return 1; }
+                in[i] = tg_tensor_new(gi, TG_F32, 3, (int[]){B, T, C}); /* (B,T,C) */
+                if (!in[i]) {
+                    fprintf(stderr, "bench_attention: out of memory\n");
+                    return 1;
+                }
                 tg_rng_fill_normal(&r, in[i], 0.0, 1.0);
                 if (i < 3) tg_tensor_set_requires_grad(gi, in[i], true);
             }

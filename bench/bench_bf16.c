@@ -68,8 +68,7 @@ static int parse_shape(const char *s, size_t len, shape *g)
     if (buf[used] == ':') {
         if (strlen(buf + used + 1) != 2) return -1;
         memcpy(ops, buf + used + 1, 2);
-    } else if (buf[used])
-        return -1;
+    } else if (buf[used]) return -1;
     if ((ops[0] != 'n' && ops[0] != 't') || (ops[1] != 'n' && ops[1] != 't')) return -1;
     g->ta = ops[0] == 't', g->tb = ops[1] == 't';
     return 0;
@@ -146,8 +145,9 @@ static double median(double *v, int n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_bf16 [--rounds 3] [--repeats 3] [--threads 1] [--portable]\n"
-                    "                  [--shapes MxNxK[:tn|:nt|:tt],...] [--json]\n");
+    fprintf(stderr,
+            "usage: bench_bf16 [--rounds 3] [--repeats 3] [--threads 1] [--portable]\n"
+            "                  [--shapes MxNxK[:tn|:nt|:tt],...] [--json]\n");
 }
 
 int main(int argc, char **argv)
@@ -162,8 +162,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         tg_error err = {0};
-        const bench_int_flag ints[] = {{"--rounds", &rounds, 1, MAX_ROUNDS}, {"--repeats", &repeats, 1, 1000},
-                                       {"--threads", &threads, 1, 256}};
+        const bench_int_flag ints[] = {
+            {"--rounds", &rounds, 1, MAX_ROUNDS}, {"--repeats", &repeats, 1, 1000}, {"--threads", &threads, 1, 256}};
         if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--portable")) run[2] = true;
         else if (!strcmp(a, "--shapes") && v) shapes = v, i++;
@@ -228,8 +228,8 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++) pf[r] = peaks[r][0], pb[r] = peaks[r][1], ld[r] = loads[r];
     printf("%d thread(s), kernel path %s, bf16 products on %s; medians of %d rounds (best of %d calls each); "
            "peaks f32 %.1f, bf16 %.1f GFLOP/s; load %.2f\n\n",
-           threads, tg_isa_name(tg_isa_active()), tg_isa_bf16() ? "vdpbf16ps" : "the portable kernel", rounds,
-           repeats, median(pf, rounds), median(pb, rounds), median(ld, rounds));
+           threads, tg_isa_name(tg_isa_active()), tg_isa_bf16() ? "vdpbf16ps" : "the portable kernel", rounds, repeats,
+           median(pf, rounds), median(pb, rounds), median(ld, rounds));
     printf("| shape MxNxK:op(A)op(B) |");
     for (int i = 0; i < IMPLS; i++)
         if (run[i]) printf(" %s GFLOP/s (%% of its peak) |", IMPL_NAMES[i]);

@@ -70,11 +70,11 @@ static void say(const char *fmt, ...)
 static int parse_args(int argc, char **argv, opts *o, tg_error *err)
 {
     const bench_int_flag ints[] = {
-        {"--n-layer", &o->n_layer, 1, 1024},    {"--n-head", &o->n_head, 1, 1024},
-        {"--n-embd", &o->n_embd, 1, 65536},     {"--block-size", &o->block_size, 1, 1 << 20},
+        {"--n-layer", &o->n_layer, 1, 1024},     {"--n-head", &o->n_head, 1, 1024},
+        {"--n-embd", &o->n_embd, 1, 65536},      {"--block-size", &o->block_size, 1, 1 << 20},
         {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
-        {"--steps", &o->steps, 2, 1 << 24},     {"--warmup", &o->warmup, 0, 1 << 24},
-        {"--threads", &o->threads, 1, 1024},    {"--zero", &o->zero, 0, 1},
+        {"--steps", &o->steps, 2, 1 << 24},      {"--warmup", &o->warmup, 0, 1 << 24},
+        {"--threads", &o->threads, 1, 1024},     {"--zero", &o->zero, 0, 1},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -91,9 +91,10 @@ static int parse_args(int argc, char **argv, opts *o, tg_error *err)
         if (set < 0) return -1;
         if (set) continue;
         char *end;
-        double *dp = !strcmp(a, "--lr") ? &o->lr : !strcmp(a, "--bucket-mb") ? &o->bucket_mb
-                     : !strcmp(a, "--max-mb")                                ? &o->max_mb
-                                                                             : NULL;
+        double *dp = !strcmp(a, "--lr") ? &o->lr
+            : !strcmp(a, "--bucket-mb") ? &o->bucket_mb
+            : !strcmp(a, "--max-mb")    ? &o->max_mb
+                                        : NULL;
         if (dp) {
             *dp = strtod(v, &end);
             if (end == v || *end || !(*dp > 0)) {
@@ -129,8 +130,7 @@ static int probe(const opts *o, tg_error *err)
     const double max_bytes = o->max_mb * (1 << 20);
     double sizes[16] = {0}, times[16] = {0};
     int n = 0;
-    say("bench_dist --probe: %d ranks; one sum across them (MPI_Iallreduce + wait) of n bytes, median of many\n",
-        size);
+    say("bench_dist --probe: %d ranks; one sum across them (MPI_Iallreduce + wait) of n bytes, median of many\n", size);
     say("%12s %12s %14s\n", "bytes", "us", "bus GB/s");
     for (double bytes = 8; bytes <= max_bytes && n < 16; bytes *= 8) {
         tg_params *p = tg_params_new(TG_F32, err);
@@ -140,15 +140,14 @@ static int probe(const opts *o, tg_error *err)
             tg_params_free(p);
             return -1;
         }
-        tg_dist_grads *d =
-            tg_dist_grads_new(p, &(tg_dist_grads_config){.bucket_bytes = (size_t)elems * 4}, err);
+        tg_dist_grads *d = tg_dist_grads_new(p, &(tg_dist_grads_config){.bucket_bytes = (size_t)elems * 4}, err);
         if (!d) {
             tg_params_free(p);
             return -1;
         }
         int reps = bytes < 1e5 ? 200 : bytes < 1e7 ? 20 : 5;
         double t[200];
-        tg_dist_grads_probe(d, 2);   /* connections and pages first */
+        tg_dist_grads_probe(d, 2); /* connections and pages first */
         for (int k = 0; k < reps; k++) {
             t[k] = tg_dist_grads_probe(d, 1);
             tg_dist_allreduce_f64(&t[k], 1, TG_DIST_MAX);
@@ -175,8 +174,8 @@ static int probe(const opts *o, tg_error *err)
     if (!nbw) bws[nbw++] = frac * sizes[n - 1] / times[n - 1];
     double bw = median(bws, nbw);
     say("ring allreduce model t(n) = 2 (R-1) alpha + 2 (R-1)/R n / bandwidth: alpha from %.0f bytes, the bandwidth "
-        "the median of the sizes from 256 KiB:\n  alpha %.2f us, bandwidth %.3f GB/s\n", sizes[0], 1e6 * alpha,
-        bw / 1e9);
+        "the median of the sizes from 256 KiB:\n  alpha %.2f us, bandwidth %.3f GB/s\n",
+        sizes[0], 1e6 * alpha, bw / 1e9);
     for (int i = 0; i < n; i++)
         say("  %12.0f bytes: model %10.2f us, measured %10.2f us\n", sizes[i],
             1e6 * (steps * alpha + frac * sizes[i] / bw), 1e6 * times[i]);
@@ -207,8 +206,12 @@ static int train(const opts *o, tg_error *err)
     }
     int rc = -1;
     const int G = o->batch, B = G / size, T = o->block_size, V = o->vocab, S = o->warmup + o->steps;
-    const tg_model_config cfg = {.arch = "gpt", .n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd,
-                                 .block_size = T, .vocab_size = V};
+    const tg_model_config cfg = {.arch = "gpt",
+                                 .n_layer = o->n_layer,
+                                 .n_head = o->n_head,
+                                 .n_embd = o->n_embd,
+                                 .block_size = T,
+                                 .vocab_size = V};
     tg_model model, *m = tg_model_init(&model, &cfg, TG_F32, (uint64_t)o->seed, err) ? NULL : &model;
     tg_graph *g = tg_graph_new();
     tg_dist_grads *d[N_WAYS] = {0};
@@ -234,8 +237,7 @@ static int train(const opts *o, tg_error *err)
     }
     int64_t lo, hi;
     tg_dist_grads_shard(d[OVERLAP], &lo, &hi);
-    if (!(opt = tg_adamw_new_shard(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, lo, hi, err)))
-        goto done;
+    if (!(opt = tg_adamw_new_shard(m->params, &(tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, lo, hi, err))) goto done;
     const int nb = tg_dist_grads_bucket_count(d[OVERLAP]);
     if (!(tl = tg_calloc((size_t)nb, sizeof *tl))) goto done;
     tg_rng r;
@@ -246,9 +248,9 @@ static int train(const opts *o, tg_error *err)
     const float seed = 1.0f / (float)size;
     double last_bwd = 0, loss_last = NAN;
     for (int s = 0; s < S; s++) {
-        const int w = s % 2;   /* even steps overlapped, odd ones after backward */
-        const int32_t *rows = toks + ((size_t)s * G + (size_t)rank * B) * (T + 1);   /* (B,T+1) */
-        tg_dist_barrier();   /* every rank starts the step together: the time is the step's, not the skew's */
+        const int w = s % 2; /* even steps overlapped, odd ones after backward */
+        const int32_t *rows = toks + ((size_t)s * G + (size_t)rank * B) * (T + 1); /* (B,T+1) */
+        tg_dist_barrier(); /* every rank starts the step together: the time is the step's, not the skew's */
         double t0 = now_ms();
         tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T}), *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});
         if (!x || !y) goto graph_error;
@@ -256,7 +258,7 @@ static int train(const opts *o, tg_error *err)
             memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
             memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
         }
-        tg_tensor *loss = tg_model_loss(g, m, x, y);   /* () */
+        tg_tensor *loss = tg_model_loss(g, m, x, y); /* () */
         tg_dist_grads_begin(d[w], g);
         int bad = tg_graph_backward_seeded(g, loss, &seed);
         tg_dist_grads_end(d[w]);
@@ -277,7 +279,7 @@ static int train(const opts *o, tg_error *err)
         tg_dist_grads_stats(d[w], &st);
         bwd[s] = 1e3 * st.last_backward_s;
         wait[s] = 1e3 * st.last_wait_s;
-        double worst[3] = {ms[s], bwd[s], wait[s]};   /* the slowest rank's */
+        double worst[3] = {ms[s], bwd[s], wait[s]}; /* the slowest rank's */
         tg_dist_allreduce_f64(worst, 3, TG_DIST_MAX);
         ms[s] = worst[0], bwd[s] = worst[1], wait[s] = worst[2];
         loss_last = lv;
@@ -299,15 +301,16 @@ static int train(const opts *o, tg_error *err)
     }
     const double mb = (double)tg_params_numel(m->params) * 4 / 1e6;
     say("bench_dist: GPT %d layers, %d heads, %d wide, block %d; global batch %d = %d ranks x %d; %d thread%s per "
-        "rank; %s\n", o->n_layer, o->n_head, o->n_embd, T, G, size, B, tg_num_threads(),
-        tg_num_threads() > 1 ? "s" : "", o->zero ? "--zero 1" : "AdamW on every rank");
+        "rank; %s\n",
+        o->n_layer, o->n_head, o->n_embd, T, G, size, B, tg_num_threads(), tg_num_threads() > 1 ? "s" : "",
+        o->zero ? "--zero 1" : "AdamW on every rank");
     say("gradients %.2f MB in %d buckets of %.3g MiB; their sum alone (probe) %.3f ms\n", mb, nb, o->bucket_mb,
         1e3 * probe_s);
     for (int w = 0; w < N_WAYS; w++)
         say("%-34s median step %8.3f ms (backward %7.3f, waited after it %7.3f)\n", WAY[w], med[w][0], med[w][1],
             med[w][2]);
-    say("hidden by the overlap: %.3f ms per step (%.1f%% of the step after backward)\n", med[AFTER][0] - med[OVERLAP][0],
-        100 * (med[AFTER][0] - med[OVERLAP][0]) / med[AFTER][0]);
+    say("hidden by the overlap: %.3f ms per step (%.1f%% of the step after backward)\n",
+        med[AFTER][0] - med[OVERLAP][0], 100 * (med[AFTER][0] - med[OVERLAP][0]) / med[AFTER][0]);
     if (size > 1) {
         say("timeline of the last overlapped step on rank 0 (ms from the start of backward; backward %.3f ms):\n",
             last_bwd);
@@ -364,8 +367,8 @@ int main(int argc, char **argv)
     }
     rank = tg_dist_rank();
     size = tg_dist_size();
-    opts o = {.vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3, .bucket_mb = 1,
-              .max_mb = 64};
+    opts o = {
+        .vocab = 65, .steps = 20, .warmup = 3, .threads = 1, .seed = 1337, .lr = 1e-3, .bucket_mb = 1, .max_mb = 64};
     int rc = parse_args(argc, argv, &o, &err);
     if (!rc) {
         tg_set_num_threads(o.threads);

@@ -38,7 +38,7 @@
 #define MAX_ROUNDS 64
 
 typedef struct times {
-    double *wall, *cpu;   /* seconds at each id: the monotonic clock, the process's CPU time */
+    double *wall, *cpu; /* seconds at each id: the monotonic clock, the process's CPU time */
     int n;
 } times;
 
@@ -69,9 +69,17 @@ static void rate(const times *s, int i, double *wall, double *cpu)
  * arch; their times into *ts. 0, or 1 with a message. */
 static int run(const char *arch, const int32_t *prompt, int n, int tokens, uint64_t seed, times *ts)
 {
-    const tg_model_config c = {.arch = arch, .n_layer = 6, .n_head = 6, .n_kv_head = 6, .n_embd = 288,
-                               .hidden_dim = 768, .block_size = 256, .vocab_size = TG_VOCAB_LLAMA2C_SIZE,
-                               .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    const tg_model_config c = {.arch = arch,
+                               .n_layer = 6,
+                               .n_head = 6,
+                               .n_kv_head = 6,
+                               .n_embd = 288,
+                               .hidden_dim = 768,
+                               .block_size = 256,
+                               .vocab_size = TG_VOCAB_LLAMA2C_SIZE,
+                               .rope_theta = 10000,
+                               .norm_eps = 1e-5,
+                               .tied = true};
     tg_error err = {0};
     tg_model m;
     if (tg_model_init(&m, &c, TG_F32, seed, &err)) {
@@ -79,8 +87,8 @@ static int run(const char *arch, const int32_t *prompt, int n, int tokens, uint6
         return 1;
     }
     tg_error e = {0};
-    tg_sampler *s = tg_sampler_new(&(tg_sampler_options){.temperature = 0.8, .top_k = 200, .seed = seed},
-                                   c.vocab_size, &e);
+    tg_sampler *s =
+        tg_sampler_new(&(tg_sampler_options){.temperature = 0.8, .top_k = 200, .seed = seed}, c.vocab_size, &e);
     ts->n = 0;
     const tg_generate_options o = {.sampler = s, .on_token = stamp, .ctx = ts, .n_keep = 1};
     const int64_t made = s ? tg_generate(&m, prompt, n, tokens, &o, &e) : -1;
@@ -124,15 +132,18 @@ int main(int argc, char **argv)
         else if (v && !strcmp(a, "--threads")) threads = atoi(v);
         else if (v && !strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
         else {
-            fprintf(stderr, "usage: bench_generate [--rounds N] [--past N] [--recompute-past N] [--threads N] "
-                            "[--seed S]\n");
+            fprintf(stderr,
+                    "usage: bench_generate [--rounds N] [--past N] [--recompute-past N] [--threads N] "
+                    "[--seed S]\n");
             return 2;
         }
     }
     if (rounds < 1 || rounds > MAX_ROUNDS || past < 2 || past > 100000 || recompute_past < 2 ||
         recompute_past > 100000 || threads < 1) {
-        fprintf(stderr, "bench_generate: --rounds in [1, %d], --past and --recompute-past in [2, 100000], "
-                        "--threads >= 1\n", MAX_ROUNDS);
+        fprintf(stderr,
+                "bench_generate: --rounds in [1, %d], --past and --recompute-past in [2, 100000], "
+                "--threads >= 1\n",
+                MAX_ROUNDS);
         return 2;
     }
     tg_set_num_threads(threads);
@@ -155,7 +166,7 @@ int main(int argc, char **argv)
     const char *const arch[2] = {"llama", "recompute"};
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 4; k++) {
-            const int step = r % 2 ? 3 - k : k, w = step / 2, at_past = step % 2;   /* way, then which run */
+            const int step = r % 2 ? 3 - k : k, w = step / 2, at_past = step % 2; /* way, then which run */
             const uint64_t sd = seed + (uint64_t)r;
             if (at_past) {
                 const int n = w ? recompute_past : past;
@@ -180,11 +191,11 @@ int main(int argc, char **argv)
         char b[6][48];
         double best;
         printf("%-9s inside the window %s [%s]; past it (%d tokens) %s [%s]: %.2fx [%.2fx] of inside; "
-               "13 + 250 tokens %s [%s]\n", label[w], shown(wall[w][IN], rounds, b[0]),
-               shown(cpu[w][IN], rounds, b[1]), w ? recompute_past : past, shown(wall[w][PAST], rounds, b[2]),
-               shown(cpu[w][PAST], rounds, b[3]), median(ratio[w][0], rounds, &best),
-               median(ratio[w][1], rounds, &best), shown(wall[w][FIRST], rounds, b[4]),
-               shown(cpu[w][FIRST], rounds, b[5]));
+               "13 + 250 tokens %s [%s]\n",
+               label[w], shown(wall[w][IN], rounds, b[0]), shown(cpu[w][IN], rounds, b[1]), w ? recompute_past : past,
+               shown(wall[w][PAST], rounds, b[2]), shown(cpu[w][PAST], rounds, b[3]),
+               median(ratio[w][0], rounds, &best), median(ratio[w][1], rounds, &best),
+               shown(wall[w][FIRST], rounds, b[4]), shown(cpu[w][FIRST], rounds, b[5]));
     }
     free(ts.wall);
     free(ts.cpu);

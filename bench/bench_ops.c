@@ -115,15 +115,15 @@ static const config CONFIGS[] = {
 /* one op's inputs and what it needs at forward time */
 typedef struct op_ctx {
     int B, T, C, H, dh;
-    tg_params *p;                 /* float inputs, requiring grad */
-    tg_error add_err;             /* why an add_input failed */
-    tg_graph *data;               /* targets, mask: never reset */
+    tg_params *p; /* float inputs, requiring grad */
+    tg_error add_err; /* why an add_input failed */
+    tg_graph *data; /* targets, mask: never reset */
     int n_in;
-    tg_tensor *in[MAX_INPUTS];    /* float inputs in the op's order */
-    double scale[MAX_INPUTS];     /* their fill amplitudes */
+    tg_tensor *in[MAX_INPUTS]; /* float inputs in the op's order */
+    double scale[MAX_INPUTS]; /* their fill amplitudes */
     tg_tensor *targets, *mask;
     tg_mha_mod mha;
-    int64_t out_numel;            /* 1 for a loss (backward from 1) */
+    int64_t out_numel; /* 1 for a loss (backward from 1) */
     double flop_fwd, flop_bwd;
     char shape[96];
 } op_ctx;
@@ -152,17 +152,28 @@ static tg_tensor *add_input(op_ctx *o, const char *name, double scale, int ndim,
 static int setup_linear(op_ctx *o, int in, int out, const char *what)
 {
     int bt = o->B * o->T;
-    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, in}) || !add_input(o, "w", 0.02, 2, (int[]){out, in}))
-        return -1;
+    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, in}) || !add_input(o, "w", 0.02, 2, (int[]){out, in})) return -1;
     o->out_numel = (int64_t)bt * out;
     o->flop_fwd = 2.0 * bt * in * out;
     o->flop_bwd = 2 * o->flop_fwd;
     snprintf(o->shape, sizeof o->shape, "%s: x (%d,%d,%d) @ W^T (%d,%d)", what, o->B, o->T, in, out, in);
     return 0;
 }
-static int setup_linear_attn(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, o->C, 3 * o->C, "c_attn"); }
-static int setup_linear_fc(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, o->C, 4 * o->C, "c_fc"); }
-static int setup_linear_proj(op_ctx *o, tg_error *e) { (void)e; return setup_linear(o, 4 * o->C, o->C, "mlp c_proj"); }
+static int setup_linear_attn(op_ctx *o, tg_error *e)
+{
+    (void)e;
+    return setup_linear(o, o->C, 3 * o->C, "c_attn");
+}
+static int setup_linear_fc(op_ctx *o, tg_error *e)
+{
+    (void)e;
+    return setup_linear(o, o->C, 4 * o->C, "c_fc");
+}
+static int setup_linear_proj(op_ctx *o, tg_error *e)
+{
+    (void)e;
+    return setup_linear(o, 4 * o->C, o->C, "mlp c_proj");
+}
 static tg_tensor *fwd_linear(tg_graph *g, op_ctx *o) { return tg_linear(g, o->in[0], o->in[1], NULL); }
 
 /* batched (M,K) @ (K,N) over B*H: 2 BH M K N forward, twice that backward */
@@ -182,8 +193,7 @@ static int setup_matmul_av(op_ctx *o, tg_error *e)
 {
     (void)e;
     const int B = o->B, H = o->H, T = o->T, dh = o->dh;
-    if (!add_input(o, "a", 0.1, 4, (int[]){B, H, T, T}) || !add_input(o, "v", 1.0, 4, (int[]){B, H, T, dh}))
-        return -1;
+    if (!add_input(o, "a", 0.1, 4, (int[]){B, H, T, T}) || !add_input(o, "v", 1.0, 4, (int[]){B, H, T, dh})) return -1;
     o->out_numel = (int64_t)B * H * T * dh;
     o->flop_fwd = 2.0 * B * H * T * T * dh;
     o->flop_bwd = 2 * o->flop_fwd;
@@ -196,7 +206,7 @@ static tg_tensor *fwd_matmul(tg_graph *g, op_ctx *o) { return tg_matmul(g, o->in
 static int make_causal_mask(op_ctx *o, tg_error *err)
 {
     const int T = o->T;
-    o->mask = tg_tensor_new(o->data, TG_BOOL, 2, (int[]){T, T});   /* (T,T) */
+    o->mask = tg_tensor_new(o->data, TG_BOOL, 2, (int[]){T, T}); /* (T,T) */
     if (!o->mask) {
         tg_error_set(err, "%s", tg_graph_error(o->data));
         return -1;
@@ -220,8 +230,7 @@ static tg_tensor *fwd_softmax(tg_graph *g, op_ctx *o) { return tg_softmax(g, o->
 static int setup_layernorm(op_ctx *o, tg_error *e)
 {
     (void)e;
-    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C}))
-        return -1;
+    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), weight, no bias", o->B, o->T, o->C);
     return 0;
@@ -272,8 +281,7 @@ static tg_tensor *fwd_softcap(tg_graph *g, op_ctx *o) { return tg_softcap(g, o->
 static int setup_rmsnorm(op_ctx *o, tg_error *e)
 {
     (void)e;
-    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C}))
-        return -1;
+    if (!add_input(o, "x", 1.0, 3, (int[]){o->B, o->T, o->C}) || !add_input(o, "w", 1.0, 1, (int[]){o->C})) return -1;
     o->out_numel = (int64_t)o->B * o->T * o->C;
     snprintf(o->shape, sizeof o->shape, "(%d,%d,%d), weight, eps 1e-5", o->B, o->T, o->C);
     return 0;
@@ -320,7 +328,7 @@ static int setup_cross_entropy(op_ctx *o, tg_error *err)
 {
     const int n = o->B * o->T;
     if (!add_input(o, "logits", 2.0, 2, (int[]){n, VOCAB})) return -1;
-    o->targets = tg_tensor_new(o->data, TG_I32, 1, (int[]){n});   /* (B*T) */
+    o->targets = tg_tensor_new(o->data, TG_I32, 1, (int[]){n}); /* (B*T) */
     if (!o->targets) {
         tg_error_set(err, "%s", tg_graph_error(o->data));
         return -1;
@@ -359,22 +367,14 @@ static tg_tensor *fwd_attention(tg_graph *g, op_ctx *o)
 }
 
 static const op_def OPS[] = {
-    {"linear_attn", setup_linear_attn, fwd_linear},
-    {"linear_fc", setup_linear_fc, fwd_linear},
-    {"linear_proj", setup_linear_proj, fwd_linear},
-    {"matmul_qk", setup_matmul_qk, fwd_matmul},
-    {"matmul_av", setup_matmul_av, fwd_matmul},
-    {"softmax", setup_softmax, fwd_softmax},
-    {"layernorm", setup_layernorm, fwd_layernorm},
-    {"gelu", setup_gelu, fwd_gelu},
-    {"gelu_tanh", setup_gelu_tanh, fwd_gelu_tanh},
-    {"relu2", setup_relu2, fwd_relu2},
-    {"softcap", setup_softcap, fwd_softcap},
-    {"cross_entropy", setup_cross_entropy, fwd_cross_entropy},
-    {"attention", setup_attention, fwd_attention},
-    {"rmsnorm", setup_rmsnorm, fwd_rmsnorm},
-    {"swiglu", setup_swiglu, fwd_swiglu},
-    {"rope", setup_rope, fwd_rope},
+    {"linear_attn", setup_linear_attn, fwd_linear}, {"linear_fc", setup_linear_fc, fwd_linear},
+    {"linear_proj", setup_linear_proj, fwd_linear}, {"matmul_qk", setup_matmul_qk, fwd_matmul},
+    {"matmul_av", setup_matmul_av, fwd_matmul},     {"softmax", setup_softmax, fwd_softmax},
+    {"layernorm", setup_layernorm, fwd_layernorm},  {"gelu", setup_gelu, fwd_gelu},
+    {"gelu_tanh", setup_gelu_tanh, fwd_gelu_tanh},  {"relu2", setup_relu2, fwd_relu2},
+    {"softcap", setup_softcap, fwd_softcap},        {"cross_entropy", setup_cross_entropy, fwd_cross_entropy},
+    {"attention", setup_attention, fwd_attention},  {"rmsnorm", setup_rmsnorm, fwd_rmsnorm},
+    {"swiglu", setup_swiglu, fwd_swiglu},           {"rope", setup_rope, fwd_rope},
 };
 #define N_OPS ((int)(sizeof OPS / sizeof OPS[0]))
 
@@ -436,7 +436,7 @@ static int run_op(const op_def *def, const config *c, int warmup, int repeats, t
             tg_error_set(err, "out of memory");
             goto out;
         }
-        fill_pattern(dy, o.out_numel, 98, 1.0);   /* k + 1 = 99 */
+        fill_pattern(dy, o.out_numel, 98, 1.0); /* k + 1 = 99 */
     }
 
     for (int r = 0; r < warmup + repeats; r++) {
@@ -614,8 +614,8 @@ static int run_gemm_bench(const char *shapes, int repeats, int rounds, double pe
     for (const char *s = shapes ? shapes : defaults; *s;) {
         const size_t len = strcspn(s, ",");
         if (n == GEMM_MAX_SHAPES || parse_gemm_shape(s, len, &list[n])) {
-            fprintf(stderr, "bench_ops: --shapes: '%.*s' is not MxNxK[:tn|:nt|:tt] (at most %d shapes)\n", (int)len,
-                    s, GEMM_MAX_SHAPES);
+            fprintf(stderr, "bench_ops: --shapes: '%.*s' is not MxNxK[:tn|:nt|:tt] (at most %d shapes)\n", (int)len, s,
+                    GEMM_MAX_SHAPES);
             return 2;
         }
         n++;
@@ -672,10 +672,11 @@ static int run_gemm_bench(const char *shapes, int repeats, int rounds, double pe
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_ops [--config S|M|L|N] [--threads 1] [--repeats 20] [--warmup 3]\n"
-                    "                 [--ops name,name,...] [--list]\n"
-                    "       bench_ops --gemm [--threads 1] [--repeats 20] [--rounds 1] [--peak GFLOPS]\n"
-                    "                 [--shapes MxNxK[:tn|:nt|:tt],...]\n");
+    fprintf(stderr,
+            "usage: bench_ops [--config S|M|L|N] [--threads 1] [--repeats 20] [--warmup 3]\n"
+            "                 [--ops name,name,...] [--list]\n"
+            "       bench_ops --gemm [--threads 1] [--repeats 20] [--rounds 1] [--peak GFLOPS]\n"
+            "                 [--shapes MxNxK[:tn|:nt|:tt],...]\n");
 }
 
 static const op_def *find_op(const char *name, size_t len)

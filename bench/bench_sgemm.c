@@ -40,9 +40,9 @@ static void fill(float *p, size_t n, unsigned seed)
 static int time_shape(int m, int n, int k, int nt, double min_time, double turn_time, double *best, double *median,
                       int *calls)
 {
-    float *a = tg_malloc((size_t)m * k * sizeof *a);   /* (M,K) */
-    float *b = tg_malloc((size_t)k * n * sizeof *b);   /* (K,N), or (N,K) when nt */
-    float *c = tg_malloc((size_t)m * n * sizeof *c);   /* (M,N) */
+    float *a = tg_malloc((size_t)m * k * sizeof *a); /* (M,K) */
+    float *b = tg_malloc((size_t)k * n * sizeof *b); /* (K,N), or (N,K) when nt */
+    float *c = tg_malloc((size_t)m * n * sizeof *c); /* (M,N) */
     enum { MAX_CALLS = 10000 };
     double *t = tg_malloc(MAX_CALLS * sizeof *t);
     if (!a || !b || !c || !t) {
@@ -53,7 +53,7 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double turn_
     fill(b, (size_t)k * n, 2u);
     CBLAS_TRANSPOSE tb = nt ? CblasTrans : CblasNoTrans;
     int ldb = nt ? k : n;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);   /* warm-up */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n); /* warm-up */
     int nc = 0;
     /* one span of min_time, or a span of turn_time per turn until stdin closes */
     for (int turn = 0; turn == 0 || turn_time > 0; turn++) {
@@ -63,10 +63,10 @@ static int time_shape(int m, int n, int k, int nt, double min_time, double turn_
              n_turn++) {
             const double t0 = now_ms();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
-            t[nc++] = 1e-3 * (now_ms() - t0);   /* seconds */
+            t[nc++] = 1e-3 * (now_ms() - t0); /* seconds */
         }
     }
-    if (!nc) {   /* stdin closed before the first turn */
+    if (!nc) { /* stdin closed before the first turn */
         tg_free(a), tg_free(b), tg_free(c), tg_free(t);
         return -2;
     }
@@ -109,10 +109,10 @@ int main(int argc, char **argv)
             }
         } else {
             int m, n, k, used = 0;
-            if (ns == MAX_SHAPES || sscanf(argv[i], "%dx%dx%d%n", &m, &n, &k, &used) != 3 || m < 1 || n < 1 ||
-                k < 1 || (argv[i][used] && strcmp(argv[i] + used, ":nt"))) {
-                fprintf(stderr, "bench_sgemm: '%s' is not a shape MxNxK or MxNxK:nt (at most %d shapes)\n",
-                        argv[i], MAX_SHAPES);
+            if (ns == MAX_SHAPES || sscanf(argv[i], "%dx%dx%d%n", &m, &n, &k, &used) != 3 || m < 1 || n < 1 || k < 1 ||
+                (argv[i][used] && strcmp(argv[i] + used, ":nt"))) {
+                fprintf(stderr, "bench_sgemm: '%s' is not a shape MxNxK or MxNxK:nt (at most %d shapes)\n", argv[i],
+                        MAX_SHAPES);
                 return 2;
             }
             shapes[ns][0] = m, shapes[ns][1] = n, shapes[ns][2] = k, shapes[ns][3] = argv[i][used] != 0;
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
             return 1;
         }
         double flop = 2.0 * m * n * k;
-        if (!i) printf("{\"threads\": %d, \"results\": [", threads);   /* after turn mode's "wait" lines */
+        if (!i) printf("{\"threads\": %d, \"results\": [", threads); /* after turn mode's "wait" lines */
         printf("%s{\"m\": %d, \"n\": %d, \"k\": %d, \"nt\": %s, \"gflops\": %.3f, \"median_gflops\": %.3f, "
                "\"calls\": %d}",
                i ? ", " : "", m, n, k, nt ? "true" : "false", flop / best / 1e9, flop / median / 1e9, calls);

@@ -79,47 +79,48 @@
 
 typedef struct opts {
     int n_layer, n_head, n_embd, block_size, batch, vocab, steps, warmup, threads, rss_every, chunk;
-    int n_kv_head, hidden_dim;   /* --arch llama; 0: the defaults */
+    int n_kv_head, hidden_dim; /* --arch llama; 0: the defaults */
     long long seed;
     double lr;
     const char *init, *write_init;
-    bool attn_composed;   /* --attn composed: the composed attention path */
-    bool llama;           /* --arch llama */
+    bool attn_composed; /* --attn composed: the composed attention path */
+    bool llama; /* --arch llama */
     bool gelu_tanh, bias; /* --gelu tanh, --bias (gpt) */
 } opts;
 
 /* the model being timed: one of the two families */
 typedef struct bench_model {
     tg_model m;
-    tg_gpt *gpt;          /* m's model, when it is a GPT */
-    tg_llama *llama;      /* ... or a Llama */
+    tg_gpt *gpt; /* m's model, when it is a GPT */
+    tg_llama *llama; /* ... or a Llama */
     tg_params *params;
     int block_size, vocab_size;
 } bench_model;
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
-                    "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
-                    "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
-                    "                  [--attn fused|composed] [--chunk K]\n"
-                    "                  [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F] [--gelu erf|tanh] [--bias]\n");
+    fprintf(stderr,
+            "usage: bench_step --n-layer L --n-head H --n-embd C --block-size T --batch-size B\n"
+            "                  [--vocab 65] [--steps 20] [--warmup 3] [--threads 1] [--seed 1337]\n"
+            "                  [--lr 1e-3] [--init W.safetensors] [--write-init PATH] [--rss-every K]\n"
+            "                  [--attn fused|composed] [--chunk K]\n"
+            "                  [--arch gpt|llama] [--n-kv-head K] [--hidden-dim F] [--gelu erf|tanh] [--bias]\n");
 }
 
 /* --name value pairs; returns 0, or -1 with a message in err */
 static int parse_args(int argc, char **argv, opts *o, tg_error *err)
 {
     const bench_int_flag ints[] = {
-        {"--n-layer", &o->n_layer, 1, 1024},  {"--n-head", &o->n_head, 1, 1024},
-        {"--n-embd", &o->n_embd, 1, 65536},   {"--block-size", &o->block_size, 1, 1 << 20},
-        {"--batch-size", &o->batch, 1, 1 << 20}, {"--vocab", &o->vocab, 1, 1 << 24},
-        {"--steps", &o->steps, 1, 1 << 24},   {"--warmup", &o->warmup, 0, 1 << 24},
-        {"--threads", &o->threads, 1, 1024}, {"--rss-every", &o->rss_every, 0, 1 << 24},
-        {"--chunk", &o->chunk, 0, 1 << 24},   {"--n-kv-head", &o->n_kv_head, 1, 1024},
+        {"--n-layer", &o->n_layer, 1, 1024},          {"--n-head", &o->n_head, 1, 1024},
+        {"--n-embd", &o->n_embd, 1, 65536},           {"--block-size", &o->block_size, 1, 1 << 20},
+        {"--batch-size", &o->batch, 1, 1 << 20},      {"--vocab", &o->vocab, 1, 1 << 24},
+        {"--steps", &o->steps, 1, 1 << 24},           {"--warmup", &o->warmup, 0, 1 << 24},
+        {"--threads", &o->threads, 1, 1024},          {"--rss-every", &o->rss_every, 0, 1 << 24},
+        {"--chunk", &o->chunk, 0, 1 << 24},           {"--n-kv-head", &o->n_kv_head, 1, 1024},
         {"--hidden-dim", &o->hidden_dim, 1, 1 << 20},
     };
     for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--bias")) {   /* the one flag without a value */
+        if (!strcmp(argv[i], "--bias")) { /* the one flag without a value */
             o->bias = true;
             i--;
             continue;
@@ -203,20 +204,29 @@ static int meta_double(const tg_st_file *f, const char *key, double *out, tg_err
 
 static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_error *err)
 {
-    tg_gpt_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_embd = o->n_embd, .block_size = o->block_size,
-                          .vocab_size = o->vocab, .attn_composed = o->attn_composed, .bias = o->bias,
-                          .gelu = o->gelu_tanh ? TG_GELU_TANH : TG_GELU_ERF};
+    tg_gpt_config cfg = {.n_layer = o->n_layer,
+                         .n_head = o->n_head,
+                         .n_embd = o->n_embd,
+                         .block_size = o->block_size,
+                         .vocab_size = o->vocab,
+                         .attn_composed = o->attn_composed,
+                         .bias = o->bias,
+                         .gelu = o->gelu_tanh ? TG_GELU_TANH : TG_GELU_ERF};
     if (f) {
         const char *b = tg_st_meta(f, "bias");
         if (meta_int(f, "n_layer", &cfg.n_layer, err) || meta_int(f, "n_head", &cfg.n_head, err) ||
-            meta_int(f, "n_embd", &cfg.n_embd, err) ||
-            meta_int(f, "block_size", &cfg.block_size, err) ||
+            meta_int(f, "n_embd", &cfg.n_embd, err) || meta_int(f, "block_size", &cfg.block_size, err) ||
             meta_int(f, "vocab_size", &cfg.vocab_size, err))
             return -1;
         cfg.bias = b && !strcmp(b, "true");
     }
-    const tg_model_config mc = {.arch = "gpt", .n_layer = cfg.n_layer, .n_head = cfg.n_head, .n_embd = cfg.n_embd,
-                                .block_size = cfg.block_size, .vocab_size = cfg.vocab_size, .bias = cfg.bias};
+    const tg_model_config mc = {.arch = "gpt",
+                                .n_layer = cfg.n_layer,
+                                .n_head = cfg.n_head,
+                                .n_embd = cfg.n_embd,
+                                .block_size = cfg.block_size,
+                                .vocab_size = cfg.vocab_size,
+                                .bias = cfg.bias};
     if (tg_model_init(&bm->m, &mc, TG_F32, f ? 0 : (uint64_t)o->seed, err)) return -1;
     tg_model_set_composed(&bm->m, cfg.attn_composed);
     bm->gpt = bm->m.impl;
@@ -228,19 +238,24 @@ static int gpt_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_err
 
 static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_error *err)
 {
-    tg_llama_config cfg = {.n_layer = o->n_layer, .n_head = o->n_head, .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
-                           .n_embd = o->n_embd, .block_size = o->block_size, .vocab_size = o->vocab,
+    tg_llama_config cfg = {.n_layer = o->n_layer,
+                           .n_head = o->n_head,
+                           .n_kv_head = o->n_kv_head ? o->n_kv_head : o->n_head,
+                           .n_embd = o->n_embd,
+                           .block_size = o->block_size,
+                           .vocab_size = o->vocab,
                            .hidden_dim = o->hidden_dim ? o->hidden_dim : tg_llama_hidden_dim(o->n_embd, 32),
-                           .rope_theta = 10000, .rope_flags = TG_ROPE_INTERLEAVED, .norm_eps = 1e-5, .tied = true,
+                           .rope_theta = 10000,
+                           .rope_flags = TG_ROPE_INTERLEAVED,
+                           .norm_eps = 1e-5,
+                           .tied = true,
                            .attn_composed = o->attn_composed};
     if (f) {
         const char *tied = tg_st_meta(f, "tied"), *rope = tg_st_meta(f, "rope");
         if (meta_int(f, "n_layer", &cfg.n_layer, err) || meta_int(f, "n_head", &cfg.n_head, err) ||
             meta_int(f, "n_kv_head", &cfg.n_kv_head, err) || meta_int(f, "n_embd", &cfg.n_embd, err) ||
-            meta_int(f, "hidden_dim", &cfg.hidden_dim, err) ||
-            meta_int(f, "block_size", &cfg.block_size, err) ||
-            meta_int(f, "vocab_size", &cfg.vocab_size, err) ||
-            meta_double(f, "rope_theta", &cfg.rope_theta, err) ||
+            meta_int(f, "hidden_dim", &cfg.hidden_dim, err) || meta_int(f, "block_size", &cfg.block_size, err) ||
+            meta_int(f, "vocab_size", &cfg.vocab_size, err) || meta_double(f, "rope_theta", &cfg.rope_theta, err) ||
             meta_double(f, "norm_eps", &cfg.norm_eps, err))
             return -1;
         if (!tied || (strcmp(tied, "true") && strcmp(tied, "false")) ||
@@ -251,11 +266,18 @@ static int llama_model(bench_model *bm, const opts *o, const tg_st_file *f, tg_e
         cfg.tied = !strcmp(tied, "true");
         cfg.rope_flags = rope && !strcmp(rope, "halves") ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED;
     }
-    const tg_model_config mc = {.arch = "llama", .n_layer = cfg.n_layer, .n_head = cfg.n_head,
-                                .n_kv_head = cfg.n_kv_head, .n_embd = cfg.n_embd, .hidden_dim = cfg.hidden_dim,
-                                .block_size = cfg.block_size, .vocab_size = cfg.vocab_size,
-                                .rope_theta = cfg.rope_theta, .norm_eps = cfg.norm_eps,
-                                .rope_halves = cfg.rope_flags == TG_ROPE_HALVES, .tied = cfg.tied};
+    const tg_model_config mc = {.arch = "llama",
+                                .n_layer = cfg.n_layer,
+                                .n_head = cfg.n_head,
+                                .n_kv_head = cfg.n_kv_head,
+                                .n_embd = cfg.n_embd,
+                                .hidden_dim = cfg.hidden_dim,
+                                .block_size = cfg.block_size,
+                                .vocab_size = cfg.vocab_size,
+                                .rope_theta = cfg.rope_theta,
+                                .norm_eps = cfg.norm_eps,
+                                .rope_halves = cfg.rope_flags == TG_ROPE_HALVES,
+                                .tied = cfg.tied};
     if (tg_model_init(&bm->m, &mc, TG_F32, f ? 0 : (uint64_t)o->seed, err)) return -1;
     tg_model_set_composed(&bm->m, cfg.attn_composed);
     bm->llama = bm->m.impl;
@@ -322,8 +344,9 @@ static int write_init(const bench_model *bm, const char *path, tg_error *err)
         char v[5][16];
         int x[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
         for (int i = 0; i < 5; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
-        const char *meta[] = {"n_layer",    v[0], "n_head",     v[1], "n_embd", v[2],
-                              "block_size", v[3], "vocab_size", v[4], "bias",   c->bias ? "true" : "false",
+        const char *meta[] = {"n_layer",    v[0], "n_head",     v[1],
+                              "n_embd",     v[2], "block_size", v[3],
+                              "vocab_size", v[4], "bias",       c->bias ? "true" : "false",
                               "dropout",    "0",  "format",     "tapegrad bench_step"};
         return tg_st_save_params(bm->params, path, meta, 8, err);
     }
@@ -334,12 +357,21 @@ static int write_init(const bench_model *bm, const char *path, tg_error *err)
     for (int i = 0; i < 7; i++) snprintf(v[i], sizeof v[i], "%d", x[i]);
     snprintf(theta, sizeof theta, "%.17g", c->rope_theta);
     snprintf(eps, sizeof eps, "%.17g", c->norm_eps);
-    const char *meta[] = {"arch",       "llama", "n_layer",    v[0],  "n_head",     v[1],
-                          "n_kv_head",  v[2],    "n_embd",     v[3],  "hidden_dim", v[4],
-                          "block_size", v[5],    "vocab_size", v[6],  "rope_theta", theta,
-                          "norm_eps",   eps,     "tied",       c->tied ? "true" : "false",
+    const char *meta[] = {"arch",       "llama",
+                          "n_layer",    v[0],
+                          "n_head",     v[1],
+                          "n_kv_head",  v[2],
+                          "n_embd",     v[3],
+                          "hidden_dim", v[4],
+                          "block_size", v[5],
+                          "vocab_size", v[6],
+                          "rope_theta", theta,
+                          "norm_eps",   eps,
+                          "tied",       c->tied ? "true" : "false",
                           "rope",       c->rope_flags == TG_ROPE_HALVES ? "halves" : "interleaved",
-                          "dropout",    "0",     "bias",       "false", "format", "tapegrad bench_step"};
+                          "dropout",    "0",
+                          "bias",       "false",
+                          "format",     "tapegrad bench_step"};
     return tg_st_save_params(bm->params, path, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err);
 }
 
@@ -400,18 +432,18 @@ int main(int argc, char **argv)
     }
     tg_rng r;
     tg_rng_seed(&r, (uint64_t)o.seed, DATA_STREAM);
-    bench_chain_rows(&r, toks, (size_t)S * B, T, V);   /* a learnable chain: see the top comment */
+    bench_chain_rows(&r, toks, (size_t)S * B, T, V); /* a learnable chain: see the top comment */
 
-    tg_graph_set_training(g, true);   /* dropout is 0 anyway */
+    tg_graph_set_training(g, true); /* dropout is 0 anyway */
     for (int s = 0; s < S; s++) {
-        const int32_t *rows = toks + (size_t)s * B * (T + 1);   /* (B,T+1) */
+        const int32_t *rows = toks + (size_t)s * B * (T + 1); /* (B,T+1) */
         if (o.chunk && s >= o.warmup && (s - o.warmup) % o.chunk == 0 && !wait_for_turn()) {
             tg_error_set(&err, "--chunk: stdin closed before step %d", s);
             goto fail;
         }
         double t0 = now_ms();
-        tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
-        tg_tensor *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T});   /* (B,T) */
+        tg_tensor *x = tg_tensor_new(g, TG_I32, 2, (int[]){B, T}); /* (B,T) */
+        tg_tensor *y = tg_tensor_new(g, TG_I32, 2, (int[]){B, T}); /* (B,T) */
         if (!x || !y) {
             tg_error_set(&err, "%s", tg_graph_error(g));
             goto fail;
@@ -420,7 +452,7 @@ int main(int argc, char **argv)
             memcpy((int32_t *)x->data + (size_t)b * T, rows + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
             memcpy((int32_t *)y->data + (size_t)b * T, rows + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
         }
-        tg_tensor *loss = tg_model_loss(g, &m.m, x, y);   /* () */
+        tg_tensor *loss = tg_model_loss(g, &m.m, x, y); /* () */
         if (tg_graph_backward(g, loss) != 0) {
             tg_error_set(&err, "step %d: %s", s, tg_graph_error(g));
             goto fail;
@@ -467,8 +499,8 @@ int main(int argc, char **argv)
                c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size,
                c->tied ? "true" : "false", B);
     }
-    printf(", \"threads\": %d, \"warmup\": %d, \"steps\": %d, \"n_params\": %lld, \"ms\": [", o.threads,
-           o.warmup, o.steps, (long long)tg_params_numel(m.params));
+    printf(", \"threads\": %d, \"warmup\": %d, \"steps\": %d, \"n_params\": %lld, \"ms\": [", o.threads, o.warmup,
+           o.steps, (long long)tg_params_numel(m.params));
     for (int s = 0; s < o.steps; s++) printf("%s%.4f", s ? ", " : "", timed[s]);
     printf("], \"median_ms\": %.4f, \"min_ms\": %.4f, \"tokens_per_s\": %.2f, \"update_ms\": %.4f, "
            "\"peak_rss_kb\": %ld, \"losses\": [",

@@ -108,8 +108,7 @@ int main(int argc, char **argv)
         printf("avx512 bf16 dot peak %7.1f GFLOP/s (vdpbf16ps, best with %d chains x 32 products x 2)", bf16, chains);
         if (f32 > 0) printf(", %.2f x the f32 peak", bf16 / f32);
         printf("\n");
-    } else
-        printf("avx512 bf16 dot peak: absent (no AVX512_BF16 on this CPU)\n");
+    } else printf("avx512 bf16 dot peak: absent (no AVX512_BF16 on this CPU)\n");
     return 0;
 }
 #endif

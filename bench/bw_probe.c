@@ -19,13 +19,13 @@
 #include <string.h>
 #include <time.h>
 
-#define LANES 64   /* four AVX-512 registers: independent adds */
+#define LANES 64 /* four AVX-512 registers: independent adds */
 #define MAX_THREADS 64
 #define MAX_PASSES 100000
 
 typedef struct probe {
     const float *buf;
-    size_t n;            /* floats */
+    size_t n; /* floats */
     int threads;
     pthread_barrier_t start, end;
     volatile int stop;
@@ -118,7 +118,7 @@ static int run(double mb, int threads, double seconds)
         p.sink[0] += sum(buf + lo, hi - lo);
         pthread_barrier_wait(&p.end);
         const double dt = now_s() - t0;
-        if (warm < 0) pass[passes++] = dt;   /* the first two passes warm up */
+        if (warm < 0) pass[passes++] = dt; /* the first two passes warm up */
     }
     p.stop = 1;
     pthread_barrier_wait(&p.start);

@@ -54,10 +54,10 @@ __attribute__((target("avx2,fma"), noinline)) static void chains_avx2(long batch
 {
     const __m256 m = _mm256_set1_ps(g_one), d = _mm256_set1_ps(g_tiny);
     /* distinct starts, so that no two chains are the same computation */
-    __m256 a0 = _mm256_set1_ps(0.5f), a1 = _mm256_set1_ps(1.5f), a2 = _mm256_set1_ps(2.5f),
-           a3 = _mm256_set1_ps(3.5f), a4 = _mm256_set1_ps(4.5f), a5 = _mm256_set1_ps(5.5f),
-           a6 = _mm256_set1_ps(6.5f), a7 = _mm256_set1_ps(7.5f), a8 = _mm256_set1_ps(8.5f),
-           a9 = _mm256_set1_ps(9.5f), a10 = _mm256_set1_ps(10.5f), a11 = _mm256_set1_ps(11.5f);
+    __m256 a0 = _mm256_set1_ps(0.5f), a1 = _mm256_set1_ps(1.5f), a2 = _mm256_set1_ps(2.5f), a3 = _mm256_set1_ps(3.5f),
+           a4 = _mm256_set1_ps(4.5f), a5 = _mm256_set1_ps(5.5f), a6 = _mm256_set1_ps(6.5f), a7 = _mm256_set1_ps(7.5f),
+           a8 = _mm256_set1_ps(8.5f), a9 = _mm256_set1_ps(9.5f), a10 = _mm256_set1_ps(10.5f),
+           a11 = _mm256_set1_ps(11.5f);
     for (long b = 0; b < batches; b++)
         for (int i = 0; i < ITERS; i++) {
             a0 = _mm256_fmadd_ps(a0, m, d), a1 = _mm256_fmadd_ps(a1, m, d), a2 = _mm256_fmadd_ps(a2, m, d);
@@ -65,8 +65,9 @@ __attribute__((target("avx2,fma"), noinline)) static void chains_avx2(long batch
             a6 = _mm256_fmadd_ps(a6, m, d), a7 = _mm256_fmadd_ps(a7, m, d), a8 = _mm256_fmadd_ps(a8, m, d);
             a9 = _mm256_fmadd_ps(a9, m, d), a10 = _mm256_fmadd_ps(a10, m, d), a11 = _mm256_fmadd_ps(a11, m, d);
             /* every chain in a register, computed every iteration */
-            __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7),
-                             "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
+            __asm__ volatile(""
+                             : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7), "+x"(a8),
+                               "+x"(a9), "+x"(a10), "+x"(a11));
         }
     __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
                              _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
@@ -80,9 +81,9 @@ __attribute__((target("avx512f,fma"), noinline)) static void chains_avx512(long 
     const __m512 m = _mm512_set1_ps(g_one), d = _mm512_set1_ps(g_tiny);
     __m512 a[24];
     for (int c = 0; c < 24; c++) a[c] = _mm512_set1_ps(0.5f + (float)c);
-    __m512 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5], a6 = a[6], a7 = a[7], a8 = a[8],
-           a9 = a[9], a10 = a[10], a11 = a[11], a12 = a[12], a13 = a[13], a14 = a[14], a15 = a[15], a16 = a[16],
-           a17 = a[17], a18 = a[18], a19 = a[19], a20 = a[20], a21 = a[21], a22 = a[22], a23 = a[23];
+    __m512 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5], a6 = a[6], a7 = a[7], a8 = a[8], a9 = a[9],
+           a10 = a[10], a11 = a[11], a12 = a[12], a13 = a[13], a14 = a[14], a15 = a[15], a16 = a[16], a17 = a[17],
+           a18 = a[18], a19 = a[19], a20 = a[20], a21 = a[21], a22 = a[22], a23 = a[23];
     for (long b = 0; b < batches; b++)
         for (int i = 0; i < ITERS; i++) {
             a0 = _mm512_fmadd_ps(a0, m, d), a1 = _mm512_fmadd_ps(a1, m, d), a2 = _mm512_fmadd_ps(a2, m, d);
@@ -93,10 +94,12 @@ __attribute__((target("avx512f,fma"), noinline)) static void chains_avx512(long 
             a15 = _mm512_fmadd_ps(a15, m, d), a16 = _mm512_fmadd_ps(a16, m, d), a17 = _mm512_fmadd_ps(a17, m, d);
             a18 = _mm512_fmadd_ps(a18, m, d), a19 = _mm512_fmadd_ps(a19, m, d), a20 = _mm512_fmadd_ps(a20, m, d);
             a21 = _mm512_fmadd_ps(a21, m, d), a22 = _mm512_fmadd_ps(a22, m, d), a23 = _mm512_fmadd_ps(a23, m, d);
-            __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7),
-                             "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
-            __asm__ volatile("" : "+v"(a12), "+v"(a13), "+v"(a14), "+v"(a15), "+v"(a16), "+v"(a17), "+v"(a18),
-                             "+v"(a19), "+v"(a20), "+v"(a21), "+v"(a22), "+v"(a23));
+            __asm__ volatile(""
+                             : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8),
+                               "+v"(a9), "+v"(a10), "+v"(a11));
+            __asm__ volatile(""
+                             : "+v"(a12), "+v"(a13), "+v"(a14), "+v"(a15), "+v"(a16), "+v"(a17), "+v"(a18), "+v"(a19),
+                               "+v"(a20), "+v"(a21), "+v"(a22), "+v"(a23));
         }
     __m512 s = _mm512_add_ps(a0, a1);
     s = _mm512_add_ps(s, _mm512_add_ps(a2, a3)), s = _mm512_add_ps(s, _mm512_add_ps(a4, a5));
@@ -154,8 +157,8 @@ __attribute__((unused)) static double fma_peak_gflops(int avx512, double span)
     if (avx512)
         return __builtin_cpu_supports("avx512f") ? best_rate(chains_avx512, 24.0 * ITERS * 16 * 2, span) / 1e9 : 0;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-               ? best_rate(chains_avx2, 12.0 * ITERS * 8 * 2, span) / 1e9
-               : 0;
+        ? best_rate(chains_avx2, 12.0 * ITERS * 8 * 2, span) / 1e9
+        : 0;
 #else
     (void)avx512, (void)span, (void)best_rate;
     return 0;

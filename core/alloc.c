@@ -1,4 +1,4 @@
-#define _DEFAULT_SOURCE   /* madvise */
+#define _DEFAULT_SOURCE /* madvise */
 #include "alloc.h"
 
 #include <stdlib.h>
@@ -47,7 +47,7 @@ void *tg_malloc_big(size_t *n)
         void *p = aligned_alloc(HUGE_PAGE, size);
         if (p) {
             n_calls++;
-            (void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: without it, 4 KiB pages */
+            (void)madvise(p, size, MADV_HUGEPAGE); /* advice only: without it, 4 KiB pages */
             *n = size;
             return p;
         }

@@ -13,7 +13,7 @@ static int add_chunk(tg_arena *a, size_t need)
     if (a->n == TG_ARENA_MAX_CHUNKS) return -1;
     size_t size = a->n ? a->chunks[a->n - 1].size * 2 : a->min_chunk ? a->min_chunk : TG_ARENA_MIN_CHUNK;
     if (size < need + TG_ARENA_ALIGN) size = need + TG_ARENA_ALIGN;
-    char *base = tg_malloc_big(&size);   /* size: what was obtained */
+    char *base = tg_malloc_big(&size); /* size: what was obtained */
     if (!base) return -1;
     a->chunks[a->n++] = (tg_arena_chunk){base, size, 0};
     return 0;
@@ -41,11 +41,14 @@ void *tg_arena_take(tg_arena *a, size_t n)
 
 void tg_arena_clear(tg_arena *a)
 {
-    if (a->n > 1) {   /* merge: from now on one chunk holds a whole step */
+    if (a->n > 1) { /* merge: from now on one chunk holds a whole step */
         size_t total = 0;
-        for (int i = 0; i < a->n; i++) { total += a->chunks[i].size; tg_free(a->chunks[i].base); }
+        for (int i = 0; i < a->n; i++) {
+            total += a->chunks[i].size;
+            tg_free(a->chunks[i].base);
+        }
         a->n = 0;
-        (void)add_chunk(a, total);   /* on failure the arena simply starts empty */
+        (void)add_chunk(a, total); /* on failure the arena simply starts empty */
     }
     a->cur = 0;
     if (a->n) a->chunks[0].used = 0;

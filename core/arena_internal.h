@@ -22,17 +22,17 @@ typedef struct tg_arena_chunk {
 
 typedef struct tg_arena {
     tg_arena_chunk chunks[TG_ARENA_MAX_CHUNKS];
-    int n;                    /* chunks allocated */
-    int cur;                  /* chunk being filled */
-    size_t min_chunk;         /* size of the first chunk; 0: 1 MiB */
+    int n; /* chunks allocated */
+    int cur; /* chunk being filled */
+    size_t min_chunk; /* size of the first chunk; 0: 1 MiB */
 } tg_arena;
 
-void *tg_arena_take(tg_arena *a, size_t n);   /* NULL when out of memory */
+void *tg_arena_take(tg_arena *a, size_t n); /* NULL when out of memory */
 void tg_arena_clear(tg_arena *a);
 /* tg_arena_clear, then at least `want` bytes of capacity in one chunk:
  * allocates now, not during the step that follows. */
 void tg_arena_clear_reserve(tg_arena *a, size_t want);
-void tg_arena_release(tg_arena *a);           /* frees everything */
+void tg_arena_release(tg_arena *a); /* frees everything */
 size_t tg_arena_capacity_of(const tg_arena *a);
 size_t tg_arena_used_of(const tg_arena *a);
 

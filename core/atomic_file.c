@@ -128,9 +128,9 @@ static int drop_temp(tg_atomic_file *f, const char *step, int errnum)
 /* A call on f may go on: f is open (or finished) and nothing has failed. */
 static bool usable(tg_atomic_file *f)
 {
-    if (f->step) return false;    /* the first failure sticks */
+    if (f->step) return false; /* the first failure sticks */
     if (f->tmp) return true;
-    failed(f, "argument", EINVAL);   /* never begun, released, or its temporary gone */
+    failed(f, "argument", EINVAL); /* never begun, released, or its temporary gone */
     return false;
 }
 
@@ -189,13 +189,23 @@ int tg_atomic_finish(tg_atomic_file *f, tg_error *err)
 {
     if (!f) return tg_error_set(err, "atomic_finish: the file is NULL");
     if (!usable(f)) return report(f, err);
-    if (!f->fp) return 0;   /* finished already */
+    if (!f->fp) return 0; /* finished already */
     const char *step = "flush";
     bool ok = fflush(f->fp) == 0;
-    if (ok) { step = "fchmod"; ok = fchmod(fileno(f->fp), (mode_t)f->mode) == 0; }
-    if (ok) { step = "fsync"; ok = fsync(fileno(f->fp)) == 0; }
+    if (ok) {
+        step = "fchmod";
+        ok = fchmod(fileno(f->fp), (mode_t)f->mode) == 0;
+    }
+    if (ok) {
+        step = "fsync";
+        ok = fsync(fileno(f->fp)) == 0;
+    }
     int e = ok ? 0 : errno;
-    if (fclose(f->fp) != 0 && ok) { step = "close"; ok = false; e = errno; }
+    if (fclose(f->fp) != 0 && ok) {
+        step = "close";
+        ok = false;
+        e = errno;
+    }
     f->fp = NULL;
     return ok ? 0 : (drop_temp(f, step, e), report(f, err));
 }
@@ -207,7 +217,7 @@ int tg_atomic_commit(tg_atomic_file *f, tg_error *err)
     if (rename(f->tmp, f->path) != 0) return drop_temp(f, "rename", errno), report(f, err);
     f->tmp = NULL;
     sync_dir_of(f->path);
-    tg_atomic_abort(f);   /* nothing left to remove: releases f */
+    tg_atomic_abort(f); /* nothing left to remove: releases f */
     return 0;
 }
 

@@ -65,9 +65,9 @@ typedef struct tg_atomic_file {
     /* The path being written (NULL once released); read-only. */
     const char *path;
     /* The library's own. */
-    char *tmp;          /* the temporary's name; NULL once it is gone */
-    FILE *fp;           /* the open temporary; NULL once it is closed */
-    unsigned mode;      /* the mode the file will have */
+    char *tmp; /* the temporary's name; NULL once it is gone */
+    FILE *fp; /* the open temporary; NULL once it is closed */
+    unsigned mode; /* the mode the file will have */
 } tg_atomic_file;
 
 /* Starts writing path: decides its mode and creates the temporary file

@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isa_internal.h"   /* TG_AVX2_KERNELS: whether this compiler built the tuned kernels */
+#include "isa_internal.h" /* TG_AVX2_KERNELS: whether this compiler built the tuned kernels */
 
 static const char *const NAMES[] = {"generic", "avx2", "avx512"};
 
-static atomic_int active = -1;   /* the path in effect, -1 until first asked */
-static atomic_int bf16 = -1;     /* whether the CPU has AVX512_BF16, -1 until first asked */
+static atomic_int active = -1; /* the path in effect, -1 until first asked */
+static atomic_int bf16 = -1; /* whether the CPU has AVX512_BF16, -1 until first asked */
 static char env_error[160];
 
 tg_isa tg_isa_cpu(void)
@@ -30,8 +30,8 @@ tg_isa tg_isa_cpu(void)
 #if defined(__GNUC__) && defined(__x86_64__)
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return TG_ISA_GENERIC;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
         return TG_ISA_AVX512;
     return TG_ISA_AVX2;
 #else
@@ -70,7 +70,7 @@ tg_isa tg_isa_active(void)
 tg_isa tg_isa_set_max(tg_isa max)
 {
     if ((int)max < TG_ISA_GENERIC || (int)max > TG_ISA_AVX512) return tg_isa_active();
-    (void)tg_isa_active();   /* reads TG_ISA once, for tg_isa_check_env */
+    (void)tg_isa_active(); /* reads TG_ISA once, for tg_isa_check_env */
     atomic_store_explicit(&active, (int)capped(max), memory_order_relaxed);
     return tg_isa_active();
 }
@@ -80,7 +80,7 @@ bool tg_isa_bf16(void)
     if (tg_isa_active() != TG_ISA_AVX512) return false;
     int b = atomic_load_explicit(&bf16, memory_order_relaxed);
     if (b < 0) {
-#ifdef TG_AVX2_KERNELS   /* (the bf16 kernel is built only with them) */
+#ifdef TG_AVX2_KERNELS /* (the bf16 kernel is built only with them) */
         __builtin_cpu_init();
         b = __builtin_cpu_supports("avx512bf16") != 0;
 #else

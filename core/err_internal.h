@@ -27,7 +27,7 @@ static inline int tg_set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* A tg_error as the (char *err, size_t errlen) pair of a training-layer
  * function: its message buffer, or NULL and 0 for a NULL e. */
-#define TG_ERR_BUF(e) ((e) ? (e)->msg : NULL), ((e) ? sizeof (e)->msg : 0)
+#define TG_ERR_BUF(e) ((e) ? (e)->msg : NULL), ((e) ? sizeof(e)->msg : 0)
 
 /* Text from outside (a file's value) as a message shows it: its first 60
  * bytes, those outside printable ASCII as \xNN, "..." after when it is

@@ -9,7 +9,7 @@
 int tg_error_set(tg_error *e, const char *fmt, ...)
 {
     if (!e || !fmt) return -1;
-    char buf[TG_ERROR_SIZE];   /* the arguments may include e->msg itself */
+    char buf[TG_ERROR_SIZE]; /* the arguments may include e->msg itself */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);

@@ -29,7 +29,7 @@ extern "C" {
 #define TG_ERROR_SIZE 1024
 
 typedef struct tg_error {
-    char msg[TG_ERROR_SIZE];   /* NUL-terminated; "" until something failed */
+    char msg[TG_ERROR_SIZE]; /* NUL-terminated; "" until something failed */
 } tg_error;
 
 /* Writes the message (a printf format and its arguments) into e,

@@ -26,7 +26,7 @@ int tg_open_regular(const char *path, size_t *size, const char **why)
         return -1;
     }
     if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uintmax_t)st.st_size > SIZE_MAX - 1) {
-        *why = S_ISREG(st.st_mode) ? "too large" : "not a regular file";   /* replaced since the stat */
+        *why = S_ISREG(st.st_mode) ? "too large" : "not a regular file"; /* replaced since the stat */
         close(fd);
         return -1;
     }

@@ -25,10 +25,10 @@ static double project(const tg_tensor *out, const double *r)
     return s;
 }
 
-bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
-                  const tg_gradcheck_opts *opts, tg_gradcheck_result *res)
+bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs, const tg_gradcheck_opts *opts,
+                  tg_gradcheck_result *res)
 {
-    if (!res) return false;   /* nowhere to say why: nothing is run */
+    if (!res) return false; /* nowhere to say why: nothing is run */
     tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
     if (!(o.eps > 0 && isfinite(o.eps))) o.eps = 1e-6;
     if (!(o.atol > 0 && isfinite(o.atol))) o.atol = 1e-5;
@@ -37,7 +37,10 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
     memset(res, 0, sizeof *res);
     res->input = -1;
     res->index = -1;
-    if (!f) { snprintf(res->message, sizeof res->message, "gradcheck: f is NULL"); return false; }
+    if (!f) {
+        snprintf(res->message, sizeof res->message, "gradcheck: f is NULL");
+        return false;
+    }
     if (n_inputs < 0 || (n_inputs > 0 && !inputs)) {
         snprintf(res->message, sizeof res->message, "gradcheck: %d inputs%s", n_inputs,
                  n_inputs < 0 ? ": the count is negative" : ", but the inputs array is NULL");
@@ -47,7 +50,10 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
     int n_checked = 0;
     for (int k = 0; k < n_inputs; k++) {
         tg_tensor *x = inputs[k];
-        if (!x) { snprintf(res->message, sizeof res->message, "gradcheck: input %d is NULL", k); return false; }
+        if (!x) {
+            snprintf(res->message, sizeof res->message, "gradcheck: input %d is NULL", k);
+            return false;
+        }
         if (tg_tensor_stale(x)) {
             snprintf(res->message, sizeof res->message,
                      "gradcheck: input %d was made before the last tg_graph_reset of its graph", k);
@@ -68,7 +74,10 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
     }
 
     tg_graph *g = tg_graph_new();
-    if (!g) { snprintf(res->message, sizeof res->message, "gradcheck: out of memory"); return false; }
+    if (!g) {
+        snprintf(res->message, sizeof res->message, "gradcheck: out of memory");
+        return false;
+    }
     double *r = NULL, *analytic = NULL;
     bool ok = false;
 
@@ -79,21 +88,23 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
         goto done;
     }
     if (out->dtype != TG_F64) {
-        snprintf(res->message, sizeof res->message, "gradcheck: f returned %s, need f64",
-                 tg_dtype_name(out->dtype));
+        snprintf(res->message, sizeof res->message, "gradcheck: f returned %s, need f64", tg_dtype_name(out->dtype));
         goto done;
     }
     for (int64_t i = 0; i < out->numel; i++)
         if (!isfinite(((double *)out->data)[i])) {
-            snprintf(res->message, sizeof res->message, "gradcheck: output element %lld is %g",
-                     (long long)i, ((double *)out->data)[i]);
+            snprintf(res->message, sizeof res->message, "gradcheck: output element %lld is %g", (long long)i,
+                     ((double *)out->data)[i]);
             goto done;
         }
 
     /* the random projection r, and the analytic gradient of sum(r * out) */
     int64_t n_out = out->numel;
     r = tg_malloc((size_t)n_out * sizeof *r);
-    if (!r) { snprintf(res->message, sizeof res->message, "gradcheck: out of memory"); goto done; }
+    if (!r) {
+        snprintf(res->message, sizeof res->message, "gradcheck: out of memory");
+        goto done;
+    }
     tg_rng rng;
     tg_rng_seed(&rng, o.seed, 0x9c);
     for (int64_t i = 0; i < n_out; i++) r[i] = tg_rng_normal(&rng);
@@ -111,13 +122,13 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
         analytic = x->grad;
         double *xv = x->data;
         for (int64_t i = 0; i < x->numel; i++) {
-            double keep = xv[i], l[2];   /* L(x + eps), L(x - eps) */
+            double keep = xv[i], l[2]; /* L(x + eps), L(x - eps) */
             for (int side = 0; side < 2; side++) {
                 xv[i] = side ? keep - o.eps : keep + o.eps;
                 tg_tensor *out_side = run(g, f, ctx, inputs, o.seed);
-                l[side] = out_side ? project(out_side, r) : NAN;   /* before x is restored: out may be a view of it */
+                l[side] = out_side ? project(out_side, r) : NAN; /* before x is restored: out may be a view of it */
                 xv[i] = keep;
-                if (!out_side) {   /* before the next run resets the graph and its error */
+                if (!out_side) { /* before the next run resets the graph and its error */
                     snprintf(res->message, sizeof res->message,
                              "gradcheck: f failed at input %d element %lld %s eps: %s", k, (long long)i,
                              side ? "-" : "+", tg_graph_error(g) ? tg_graph_error(g) : "it returned NULL");
@@ -149,8 +160,7 @@ bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs
     snprintf(res->message, sizeof res->message,
              "gradcheck: ok, %lld elements, max |diff| %.3g, worst at input %d element %lld "
              "(analytic %.10g, numeric %.10g)",
-             (long long)res->checked, res->max_abs_err, res->input, (long long)res->index,
-             res->analytic, res->numeric);
+             (long long)res->checked, res->max_abs_err, res->input, (long long)res->index, res->analytic, res->numeric);
 done:
     tg_free(r);
     tg_graph_free(g);

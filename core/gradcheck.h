@@ -29,23 +29,23 @@ extern "C" {
 typedef tg_tensor *(*tg_gradcheck_fn)(tg_graph *g, tg_tensor **inputs, void *ctx);
 
 typedef struct tg_gradcheck_opts {
-    double eps;     /* default 1e-6 */
-    double atol;    /* default 1e-5 */
-    double rtol;    /* default 1e-3 */
-    uint64_t seed;  /* seeds r and the graph's stream; default 1 */
+    double eps; /* default 1e-6 */
+    double atol; /* default 1e-5 */
+    double rtol; /* default 1e-3 */
+    uint64_t seed; /* seeds r and the graph's stream; default 1 */
 } tg_gradcheck_opts;
 
 typedef struct tg_gradcheck_result {
     bool ok;
-    int64_t checked;      /* elements compared */
+    int64_t checked; /* elements compared */
     /* The failing element (first failure), or on success the element with
      * the largest |a - n| / (atol + rtol |n|). */
     int input;
-    int64_t index;        /* flat index into that input */
+    int64_t index; /* flat index into that input */
     double analytic, numeric;
-    double max_abs_err;   /* largest |a - n| seen */
-    double worst_ratio;   /* largest |a - n| / (atol + rtol |n|); < 1 passes */
-    char message[512];    /* a sentence naming input, element and values */
+    double max_abs_err; /* largest |a - n| seen */
+    double worst_ratio; /* largest |a - n| / (atol + rtol |n|); < 1 passes */
+    char message[512]; /* a sentence naming input, element and values */
 } tg_gradcheck_result;
 
 /* Checks every element of every input that requires grad. opts may be
@@ -57,8 +57,8 @@ typedef struct tg_gradcheck_result {
  * f64 leaf with a gradient buffer, no input requires grad, f returns NULL
  * (the message is f's graph error), a non-f64 or non-finite output, or
  * backward fails. */
-TG_API bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs,
-                         const tg_gradcheck_opts *opts, tg_gradcheck_result *res);
+TG_API bool tg_gradcheck(tg_gradcheck_fn f, void *ctx, int n_inputs, tg_tensor **inputs, const tg_gradcheck_opts *opts,
+                         tg_gradcheck_result *res);
 
 #ifdef __cplusplus
 }

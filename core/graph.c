@@ -39,7 +39,7 @@ void tg_graph_reset(tg_graph *g)
      * allocates nothing */
     g->gen++;
     tg_arena_clear_reserve(&g->heads[g->gen & 1], tg_arena_capacity_of(&g->heads[(g->gen + 1) & 1]));
-    if (g->tape) stbds_arrdeln(g->tape, 0, stbds_arrlen(g->tape));   /* keeps capacity */
+    if (g->tape) stbds_arrdeln(g->tape, 0, stbds_arrlen(g->tape)); /* keeps capacity */
     g->has_error = false;
     g->error[0] = 0;
 }
@@ -62,9 +62,15 @@ bool tg_graph_set_grad_enabled(tg_graph *g, bool on)
 }
 
 bool tg_graph_grad_enabled(const tg_graph *g) { return g && g->grad_enabled; }
-void tg_graph_set_training(tg_graph *g, bool on) { if (g) g->training = on; }
+void tg_graph_set_training(tg_graph *g, bool on)
+{
+    if (g) g->training = on;
+}
 bool tg_graph_training(const tg_graph *g) { return g && g->training; }
-void tg_graph_seed(tg_graph *g, uint64_t seed) { if (g) tg_rng_seed(&g->rng, seed, 0); }
+void tg_graph_seed(tg_graph *g, uint64_t seed)
+{
+    if (g) tg_rng_seed(&g->rng, seed, 0);
+}
 tg_rng *tg_graph_rng(tg_graph *g) { return g ? &g->rng : NULL; }
 
 int tg_graph_tape_len(const tg_graph *g) { return g ? (int)stbds_arrlen(g->tape) : 0; }
@@ -125,13 +131,22 @@ tg_tensor *tg_scalar(tg_graph *g, tg_dtype dt, double value)
 int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
 {
     if (!g) return -1;
-    if (!t) { tg_fail(g, "requires_grad: tensor is NULL"); return -1; }
-    if (tg_tensor_stale(t)) { tg_fail_stale(g, "requires_grad", -1, t); return -1; }
+    if (!t) {
+        tg_fail(g, "requires_grad: tensor is NULL");
+        return -1;
+    }
+    if (tg_tensor_stale(t)) {
+        tg_fail_stale(g, "requires_grad", -1, t);
+        return -1;
+    }
     char s[64];
-    if (!on) { t->requires_grad = false; return 0; }
+    if (!on) {
+        t->requires_grad = false;
+        return 0;
+    }
     if (!tg_dtype_is_float(t->dtype)) {
-        tg_fail(g, "requires_grad: only f32/f64 tensors can require grad, got %s %s",
-                tg_dtype_name(t->dtype), tg_shape_str(t, s, sizeof s));
+        tg_fail(g, "requires_grad: only f32/f64 tensors can require grad, got %s %s", tg_dtype_name(t->dtype),
+                tg_shape_str(t, s, sizeof s));
         return -1;
     }
     if (!t->is_leaf) {
@@ -148,7 +163,10 @@ int tg_tensor_set_requires_grad(tg_graph *g, tg_tensor *t, bool on)
             return -1;
         }
         void *gr = tg_arena_take(&t->graph->arena, bytes);
-        if (!gr) { tg_fail(g, "requires_grad: out of memory for %zu bytes", bytes); return -1; }
+        if (!gr) {
+            tg_fail(g, "requires_grad: out of memory for %zu bytes", bytes);
+            return -1;
+        }
         memset(gr, 0, bytes);
         t->grad = gr;
     }
@@ -163,8 +181,14 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
     if (!g) return -1;
     if (g->has_error) return -1;
     char s[64];
-    if (!t) { tg_fail(g, "backward: tensor is NULL"); return -1; }
-    if (tg_tensor_stale(t)) { tg_fail_stale(g, "backward", -1, t); return -1; }
+    if (!t) {
+        tg_fail(g, "backward: tensor is NULL");
+        return -1;
+    }
+    if (tg_tensor_stale(t)) {
+        tg_fail_stale(g, "backward", -1, t);
+        return -1;
+    }
     if (!tg_dtype_is_float(t->dtype)) {
         tg_fail(g, "backward: tensor must be f32 or f64, got %s %s", tg_dtype_name(t->dtype),
                 tg_shape_str(t, s, sizeof s));
@@ -176,8 +200,10 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
         return -1;
     }
     if (!tg_needs_grad(g, t)) {
-        tg_fail(g, "backward: tensor %s does not require grad (no recorded op reaches it, or grad "
-                   "mode was off)", tg_shape_str(t, s, sizeof s));
+        tg_fail(g,
+                "backward: tensor %s does not require grad (no recorded op reaches it, or grad "
+                "mode was off)",
+                tg_shape_str(t, s, sizeof s));
         return -1;
     }
     /* activation gradients start from zero on every backward */
@@ -194,7 +220,7 @@ static int backward_from(tg_graph *g, tg_tensor *t, const void *seed)
     for (ptrdiff_t i = len - 1; i >= 0 && !g->has_error; i--) {
         tg_node *n = &g->tape[i];
         if (n->out->grad) n->backward(g, n);
-        if (g->hook) g->hook(g->hook_ctx, g, (int)i);   /* nodes i .. len-1 are done */
+        if (g->hook) g->hook(g->hook_ctx, g, (int)i); /* nodes i .. len-1 are done */
     }
     g->in_backward = false;
     return g->has_error ? -1 : 0;
@@ -204,6 +230,9 @@ int tg_graph_backward(tg_graph *g, tg_tensor *loss) { return backward_from(g, lo
 
 int tg_graph_backward_seeded(tg_graph *g, tg_tensor *t, const void *seed)
 {
-    if (g && !g->has_error && !seed) { tg_fail(g, "backward: seed is NULL"); return -1; }
+    if (g && !g->has_error && !seed) {
+        tg_fail(g, "backward: seed is NULL");
+        return -1;
+    }
     return backward_from(g, t, seed);
 }

@@ -38,9 +38,9 @@ typedef struct tg_graph tg_graph;
 
 /* An empty graph: grad mode and training mode on, random stream seeded
  * with 0. The arena takes its first memory on first use. */
-TG_API tg_graph *tg_graph_new(void);           /* NULL only when out of memory */
+TG_API tg_graph *tg_graph_new(void); /* NULL only when out of memory */
 /* Frees the graph, its arena (every tensor made on it) and its tape. */
-TG_API void tg_graph_free(tg_graph *g);        /* accepts NULL */
+TG_API void tg_graph_free(tg_graph *g); /* accepts NULL */
 
 /* Drops every tensor, gradient and node made since the last reset (or
  * since creation), clears the error and starts a new generation. O(1);
@@ -81,8 +81,7 @@ TG_API struct tg_rng *tg_graph_rng(tg_graph *g);
  * when g already holds an error. */
 TG_API tg_tensor *tg_tensor_new(tg_graph *g, tg_dtype dt, int ndim, const int *shape);
 /* Same, copying numel elements of dt from data (NULL data is an error). */
-TG_API tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape,
-                                 const void *data);
+TG_API tg_tensor *tg_tensor_from(tg_graph *g, tg_dtype dt, int ndim, const int *shape, const void *data);
 /* A leaf tensor on g over memory the caller owns: data is used as it is,
  * not copied, so writes through either side show in both (a view of a
  * buffer kept across steps, such as a KV cache). The header lives until
@@ -134,7 +133,7 @@ TG_API int tg_graph_tape_len(const tg_graph *g);
  * tensor headers, 128 bytes each, are kept apart and not counted); 0 for
  * a NULL g. */
 TG_API size_t tg_graph_arena_capacity(const tg_graph *g);
-TG_API size_t tg_graph_arena_used(const tg_graph *g);      /* of those, in use; 0 for NULL */
+TG_API size_t tg_graph_arena_used(const tg_graph *g); /* of those, in use; 0 for NULL */
 
 #ifdef __cplusplus
 }

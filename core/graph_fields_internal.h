@@ -13,26 +13,26 @@
 #include "rng.h"
 
 struct tg_graph {
-    tg_arena arena;           /* tensor data, gradients, saved values */
+    tg_arena arena; /* tensor data, gradients, saved values */
     /* Tensor headers, apart from their data: generation k's are in
      * heads[k & 1], so the header of a tensor kept across a reset is not
      * reused during the next generation and still says which generation
      * it belongs to (in the arena, the next step would make a new tensor
      * at the same address, and the stale pointer would simply be it). */
     tg_arena heads[2];
-    uint32_t gen;             /* generation: tg_graph_reset starts a new one */
-    tg_node *tape;            /* stb_ds array, in recording order */
+    uint32_t gen; /* generation: tg_graph_reset starts a new one */
+    tg_node *tape; /* stb_ds array, in recording order */
     char error[512];
     bool has_error;
     bool grad_enabled;
     bool training;
     bool in_backward;
     tg_rng rng;
-    tg_backward_hook hook;    /* called after each node of backward, or NULL */
+    tg_backward_hook hook; /* called after each node of backward, or NULL */
     void *hook_ctx;
 };
 
-#define TG_HEADS_CHUNK ((size_t)64 << 10)   /* first chunk of each header arena */
+#define TG_HEADS_CHUNK ((size_t)64 << 10) /* first chunk of each header arena */
 
 /* True when t was made on a graph that has been reset since: its data now
  * belong to newer tensors. Parameters (graph NULL) never are. */

@@ -24,36 +24,36 @@
 #define TG_AVX2_KERNELS 1
 #define TG_TARGET_AVX2 __attribute__((target("arch=x86-64-v3")))
 #define TG_TARGET_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
-#define TG_ISA_CLONES(ret, name, params, args)                        \
-    TG_TARGET_AVX512 static ret name##_avx512 params { return name##_body args; } \
-    TG_TARGET_AVX2 static ret name##_avx2 params { return name##_body args; }     \
-    static ret name##_generic params { return name##_body args; }                 \
-    static ret name params                                                        \
-    {                                                                             \
-        switch (tg_isa_active()) {                                                \
-        case TG_ISA_AVX512: return name##_avx512 args;                            \
-        case TG_ISA_AVX2: return name##_avx2 args;                                \
-        default: return name##_generic args;                                      \
-        }                                                                         \
+#define TG_ISA_CLONES(ret, name, params, args)                                                                         \
+    TG_TARGET_AVX512 static ret name##_avx512 params { return name##_body args; }                                      \
+    TG_TARGET_AVX2 static ret name##_avx2 params { return name##_body args; }                                          \
+    static ret name##_generic params { return name##_body args; }                                                      \
+    static ret name params                                                                                             \
+    {                                                                                                                  \
+        switch (tg_isa_active()) {                                                                                     \
+        case TG_ISA_AVX512: return name##_avx512 args;                                                                 \
+        case TG_ISA_AVX2: return name##_avx2 args;                                                                     \
+        default: return name##_generic args;                                                                           \
+        }                                                                                                              \
     }
-#define TG_ISA_CLONES_VOID(name, params, args)                                  \
-    TG_TARGET_AVX512 static void name##_avx512 params { name##_body args; }     \
-    TG_TARGET_AVX2 static void name##_avx2 params { name##_body args; }         \
-    static void name##_generic params { name##_body args; }                     \
-    static void name params                                                     \
-    {                                                                           \
-        switch (tg_isa_active()) {                                              \
-        case TG_ISA_AVX512: name##_avx512 args; break;                          \
-        case TG_ISA_AVX2: name##_avx2 args; break;                              \
-        default: name##_generic args;                                           \
-        }                                                                       \
+#define TG_ISA_CLONES_VOID(name, params, args)                                                                         \
+    TG_TARGET_AVX512 static void name##_avx512 params { name##_body args; }                                            \
+    TG_TARGET_AVX2 static void name##_avx2 params { name##_body args; }                                                \
+    static void name##_generic params { name##_body args; }                                                            \
+    static void name params                                                                                            \
+    {                                                                                                                  \
+        switch (tg_isa_active()) {                                                                                     \
+        case TG_ISA_AVX512: name##_avx512 args; break;                                                                 \
+        case TG_ISA_AVX2: name##_avx2 args; break;                                                                     \
+        default: name##_generic args;                                                                                  \
+        }                                                                                                              \
     }
 static inline int tg_cpu_avx2(void) { return tg_isa_active() >= TG_ISA_AVX2; }
 static inline int tg_cpu_avx512(void) { return tg_isa_active() >= TG_ISA_AVX512; }
 #else
-#define TG_ISA_CLONES(ret, name, params, args) \
+#define TG_ISA_CLONES(ret, name, params, args)                                                                         \
     static ret name params { return name##_body args; }
-#define TG_ISA_CLONES_VOID(name, params, args) \
+#define TG_ISA_CLONES_VOID(name, params, args)                                                                         \
     static void name params { name##_body args; }
 static inline int tg_cpu_avx2(void) { return 0; }
 static inline int tg_cpu_avx512(void) { return 0; }

@@ -23,9 +23,15 @@ void *tg_fail(tg_graph *g, const char *fmt, ...)
 bool tg_op_begin(tg_graph *g, const char *op, int n, tg_tensor *const *in)
 {
     if (!g || g->has_error) return false;
-    if (n > 0 && !in) { tg_fail(g, "%s: the array of %d inputs is NULL", op, n); return false; }
+    if (n > 0 && !in) {
+        tg_fail(g, "%s: the array of %d inputs is NULL", op, n);
+        return false;
+    }
     for (int i = 0; i < n; i++) {
-        if (!in[i]) { tg_fail(g, "%s: input %d is NULL", op, i); return false; }
+        if (!in[i]) {
+            tg_fail(g, "%s: input %d is NULL", op, i);
+            return false;
+        }
         if (tg_tensor_stale(in[i])) return tg_fail_stale(g, op, i, in[i]);
     }
     return true;
@@ -43,8 +49,9 @@ bool tg_fail_stale(tg_graph *g, const char *op, int i, const tg_tensor *t)
 {
     char what[32] = "the tensor", s[64];
     if (i >= 0) snprintf(what, sizeof what, "input %d", i);
-    tg_fail(g, "%s: %s (%s %s) was made before the last tg_graph_reset of %s (in generation %u; it is at %u "
-               "now), so its memory belongs to newer tensors",
+    tg_fail(g,
+            "%s: %s (%s %s) was made before the last tg_graph_reset of %s (in generation %u; it is at %u "
+            "now), so its memory belongs to newer tensors",
             op, what, tg_dtype_name(t->dtype), tg_shape_str(t, s, sizeof s),
             t->graph == g ? "this graph" : "its graph (not the graph of this op)", t->gen, t->graph->gen);
     return false;
@@ -52,11 +59,13 @@ bool tg_fail_stale(tg_graph *g, const char *op, int i, const tg_tensor *t)
 
 bool tg_op_check_float(tg_graph *g, const char *op, const char *what, const tg_tensor *t)
 {
-    if (!t) { tg_fail(g, "%s: %s is NULL", op, what); return false; }
+    if (!t) {
+        tg_fail(g, "%s: %s is NULL", op, what);
+        return false;
+    }
     if (tg_dtype_is_float(t->dtype)) return true;
     char s[64];
-    tg_fail(g, "%s: %s must be f32 or f64, got %s %s", op, what, tg_dtype_name(t->dtype),
-            tg_shape_str(t, s, sizeof s));
+    tg_fail(g, "%s: %s must be f32 or f64, got %s %s", op, what, tg_dtype_name(t->dtype), tg_shape_str(t, s, sizeof s));
     return false;
 }
 
@@ -65,20 +74,32 @@ bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a, con
     if (!tg_op_check_float(g, op, "a", a) || !tg_op_check_float(g, op, "b", b)) return false;
     if (a->dtype == b->dtype) return true;
     char sa[64], sb[64];
-    tg_fail(g, "%s: dtypes differ: a %s %s, b %s %s", op, tg_dtype_name(a->dtype),
-            tg_shape_str(a, sa, sizeof sa), tg_dtype_name(b->dtype), tg_shape_str(b, sb, sizeof sb));
+    tg_fail(g, "%s: dtypes differ: a %s %s, b %s %s", op, tg_dtype_name(a->dtype), tg_shape_str(a, sa, sizeof sa),
+            tg_dtype_name(b->dtype), tg_shape_str(b, sb, sizeof sb));
     return false;
 }
 
 bool tg_shape_set(tg_tensor *t, int ndim, const int *shape, const char **why)
 {
-    if (ndim < 0 || ndim > TG_MAX_DIMS) { *why = "ndim must be 0..4"; return false; }
-    if (ndim > 0 && !shape) { *why = "shape is NULL"; return false; }
+    if (ndim < 0 || ndim > TG_MAX_DIMS) {
+        *why = "ndim must be 0..4";
+        return false;
+    }
+    if (ndim > 0 && !shape) {
+        *why = "shape is NULL";
+        return false;
+    }
     int64_t numel = 1;
     for (int i = 0; i < TG_MAX_DIMS; i++) t->shape[i] = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 1) { *why = "every dimension must be >= 1"; return false; }
-        if (shape[i] > TG_MAX_NUMEL / numel) { *why = "too many elements (over 2^40)"; return false; }
+        if (shape[i] < 1) {
+            *why = "every dimension must be >= 1";
+            return false;
+        }
+        if (shape[i] > TG_MAX_NUMEL / numel) {
+            *why = "too many elements (over 2^40)";
+            return false;
+        }
         t->shape[i] = shape[i];
         numel *= shape[i];
     }
@@ -159,8 +180,7 @@ bool tg_needs_grad(const tg_graph *g, const tg_tensor *t)
     return t && t->requires_grad && (t->is_leaf || t->graph == g);
 }
 
-tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward, tg_tensor *out, int n,
-                      tg_tensor *const *in)
+tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward, tg_tensor *out, int n, tg_tensor *const *in)
 {
     if (!g || g->has_error || !g->grad_enabled || g->in_backward || n < 1 || !in) return NULL;
     if (!out) return tg_fail(g, "%s: recording an op with a NULL output", op);
@@ -186,7 +206,7 @@ void *tg_grad(tg_graph *g, tg_tensor *t)
 
 void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store)
 {
-    if (!store) return tg_grad(g, t);   /* nobody to tell to store: zero-filled */
+    if (!store) return tg_grad(g, t); /* nobody to tell to store: zero-filled */
     *store = false;
     if (!tg_needs_grad(g, t)) return NULL;
     if (t->grad) return t->grad;
@@ -204,8 +224,7 @@ static void padded(const tg_tensor *t, int out[TG_MAX_DIMS])
     for (int i = 0; i < TG_MAX_DIMS; i++) out[i] = i < off ? 1 : t->shape[i - off];
 }
 
-static void strides_for(const int dims[TG_MAX_DIMS], const int to[TG_MAX_DIMS],
-                        int64_t stride[TG_MAX_DIMS])
+static void strides_for(const int dims[TG_MAX_DIMS], const int to[TG_MAX_DIMS], int64_t stride[TG_MAX_DIMS])
 {
     int64_t s = 1;
     for (int i = TG_MAX_DIMS - 1; i >= 0; i--) {

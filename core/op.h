@@ -44,9 +44,9 @@ struct tg_node {
     tg_tensor *out;
     tg_tensor *in[TG_MAX_INPUTS];
     int n_in;
-    void *saved;       /* what backward needs, allocated in the arena */
-    int iarg[4];       /* small integer arguments (axes, flags) */
-    double darg[2];    /* small real arguments (eps, scale, p) */
+    void *saved; /* what backward needs, allocated in the arena */
+    int iarg[4]; /* small integer arguments (axes, flags) */
+    double darg[2]; /* small real arguments (eps, scale, p) */
 };
 
 /* Node i of g's tape (0 is the first recorded, tg_graph_tape_len - 1 the
@@ -57,8 +57,7 @@ TG_API const tg_node *tg_graph_node(const tg_graph *g, int i);
 
 /* Records "op: message" on g unless an error is already there. Returns
  * NULL so that an op can `return tg_fail(g, ...)`. */
-TG_API void *tg_fail(tg_graph *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+TG_API void *tg_fail(tg_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* False when the op must return NULL at once: g is NULL, the graph holds
  * an error, an input is NULL (then "op: input k is NULL" is recorded,
@@ -75,11 +74,9 @@ TG_API bool tg_op_check_live(tg_graph *g, const char *op, int n, tg_tensor *cons
 /* Fails with "op: <what> must be f32 or f64, got i32 (2,3)" unless t is
  * a float tensor ("op: <what> is NULL" for a NULL t). Returns true when t
  * is a float tensor. */
-TG_API bool tg_op_check_float(tg_graph *g, const char *op, const char *what,
-                              const tg_tensor *t);
+TG_API bool tg_op_check_float(tg_graph *g, const char *op, const char *what, const tg_tensor *t);
 /* Fails unless a and b have the same float dtype. */
-TG_API bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a,
-                                   const tg_tensor *b);
+TG_API bool tg_op_check_same_dtype(tg_graph *g, const char *op, const tg_tensor *a, const tg_tensor *b);
 
 /* An uninitialised output tensor in the arena (NULL + error when out of
  * memory or when the shape is invalid; NULL for a NULL g). */
@@ -102,8 +99,8 @@ TG_API void *tg_arena_zalloc(tg_graph *g, size_t bytes);
  * record: fill it at once), or NULL when nothing was recorded (also for a
  * NULL g or in, or n < 1). Recording an op with no backward, or with a
  * NULL out, is an error. */
-TG_API tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward,
-                             tg_tensor *out, int n, tg_tensor *const *in);
+TG_API tg_node *tg_op_record(tg_graph *g, const char *op, tg_backward_fn backward, tg_tensor *out, int n,
+                             tg_tensor *const *in);
 
 /* True when t takes part in this graph's backward: it requires grad and
  * it is a leaf (parameter or user tensor) or was made on this graph. */
@@ -126,9 +123,9 @@ TG_API void *tg_grad_store(tg_graph *g, tg_tensor *t, bool *store);
 /* Broadcasting (NumPy rules), for ops with shapes up to TG_MAX_DIMS.
  * All shapes are right-aligned into TG_MAX_DIMS slots. */
 typedef struct tg_bcast {
-    int ndim;                       /* dims of the result */
-    int shape[TG_MAX_DIMS];         /* result shape, first ndim entries */
-    int dim[TG_MAX_DIMS];           /* result shape padded on the left with 1 */
+    int ndim; /* dims of the result */
+    int shape[TG_MAX_DIMS]; /* result shape, first ndim entries */
+    int dim[TG_MAX_DIMS]; /* result shape padded on the left with 1 */
     int64_t stride[2][TG_MAX_DIMS]; /* element strides of each operand in the
                                        padded result's index space; 0 where
                                        the operand is broadcast */
@@ -141,8 +138,7 @@ TG_API bool tg_broadcast(const tg_tensor *a, const tg_tensor *b, tg_bcast *bc);
  * padded strides of t into stride. False when it does not broadcast, for
  * ndim outside 0..TG_MAX_DIMS, or for a NULL t, stride or (ndim > 0)
  * shape. */
-TG_API bool tg_broadcast_to(const tg_tensor *t, int ndim, const int *shape,
-                            int64_t stride[TG_MAX_DIMS]);
+TG_API bool tg_broadcast_to(const tg_tensor *t, int ndim, const int *shape, int64_t stride[TG_MAX_DIMS]);
 
 #ifdef __cplusplus
 }

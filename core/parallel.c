@@ -37,8 +37,8 @@
 #include "alloc.h"
 #include "parallel_internal.h"
 
-#define SPIN_ROUNDS 4000    /* pause instructions (~0.1 ms) before yielding the core */
-#define YIELD_ROUNDS 200    /* then sched_yield calls before a worker sleeps */
+#define SPIN_ROUNDS 4000 /* pause instructions (~0.1 ms) before yielding the core */
+#define YIELD_ROUNDS 200 /* then sched_yield calls before a worker sleeps */
 
 static inline void cpu_relax(void)
 {
@@ -53,28 +53,28 @@ typedef struct worker_arg {
 } worker_arg;
 
 static struct {
-    int n_threads;              /* including the caller */
-    pthread_t *workers;         /* n_threads - 1 */
-    struct worker_arg *args;    /* n_threads - 1: each worker's scratch and index */
-    void *scratch;              /* the workers' scratch blocks, from tg_malloc */
+    int n_threads; /* including the caller */
+    pthread_t *workers; /* n_threads - 1 */
+    struct worker_arg *args; /* n_threads - 1: each worker's scratch and index */
+    void *scratch; /* the workers' scratch blocks, from tg_malloc */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint gen;            /* the current job's id */
-    atomic_int sleepers;        /* workers blocked on cv */
-    _Atomic uint64_t claim;     /* job id << 32 | parts << 16 | next part */
-    atomic_int done;            /* parts of the current job finished */
+    atomic_uint gen; /* the current job's id */
+    atomic_int sleepers; /* workers blocked on cv */
+    _Atomic uint64_t claim; /* job id << 32 | parts << 16 | next part */
+    atomic_int done; /* parts of the current job finished */
     atomic_bool stop;
     /* the current job, written before `claim` publishes it */
     tg_range_fn fn;
     void *ctx;
     int64_t n;
-    unsigned gen0;              /* gen when the workers were started */
+    unsigned gen0; /* gen when the workers were started */
 } pool = {.n_threads = 1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static _Thread_local bool in_loop;   /* this thread is running a part of a job */
+static _Thread_local bool in_loop; /* this thread is running a part of a job */
 static _Thread_local int cur_part;
-static _Thread_local int thread_index;   /* 0 for the caller, 1 .. n - 1 for the workers */
-static _Thread_local void *thread_scratch;   /* 64-byte aligned */
+static _Thread_local int thread_index; /* 0 for the caller, 1 .. n - 1 for the workers */
+static _Thread_local void *thread_scratch; /* 64-byte aligned */
 
 int tg_parallel_part(void) { return cur_part; }
 int tg_parallel_thread(void) { return thread_index; }
@@ -84,16 +84,13 @@ int tg_parallel_thread(void) { return thread_index; }
 #define SCRATCH_ALIGN 64
 
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static pthread_key_t scratch_key;   /* value: the block as allocated */
+static pthread_key_t scratch_key; /* value: the block as allocated */
 static bool scratch_key_made;
 
 static void scratch_key_new(void) { scratch_key_made = pthread_key_create(&scratch_key, tg_free) == 0; }
 
 /* The first SCRATCH_ALIGN boundary at or after p. */
-static void *align_up(void *p)
-{
-    return (char *)p + (SCRATCH_ALIGN - (uintptr_t)p % SCRATCH_ALIGN) % SCRATCH_ALIGN;
-}
+static void *align_up(void *p) { return (char *)p + (SCRATCH_ALIGN - (uintptr_t)p % SCRATCH_ALIGN) % SCRATCH_ALIGN; }
 
 void *tg_thread_scratch(void)
 {
@@ -141,8 +138,8 @@ static void *worker_main(void *arg)
 {
     thread_scratch = ((worker_arg *)arg)->scratch;
     thread_index = ((worker_arg *)arg)->index;
-    unsigned seen = pool.gen0;   /* not gen: a job may already be out */
-    in_loop = true;              /* nested loops inside a part run serially */
+    unsigned seen = pool.gen0; /* not gen: a job may already be out */
+    in_loop = true; /* nested loops inside a part run serially */
     for (;;) {
         unsigned gen;
         int spins = 0;
@@ -151,14 +148,13 @@ static void *worker_main(void *arg)
                 cpu_relax();
                 continue;
             }
-            if (spins < SPIN_ROUNDS + YIELD_ROUNDS) {   /* on a busy machine, let others run */
+            if (spins < SPIN_ROUNDS + YIELD_ROUNDS) { /* on a busy machine, let others run */
                 sched_yield();
                 continue;
             }
             pthread_mutex_lock(&pool.mu);
             atomic_fetch_add(&pool.sleepers, 1);
-            while (atomic_load(&pool.gen) == seen && !atomic_load(&pool.stop))
-                pthread_cond_wait(&pool.cv, &pool.mu);
+            while (atomic_load(&pool.gen) == seen && !atomic_load(&pool.stop)) pthread_cond_wait(&pool.cv, &pool.mu);
             atomic_fetch_sub(&pool.sleepers, 1);
             pthread_mutex_unlock(&pool.mu);
             spins = 0;
@@ -198,13 +194,13 @@ static void stop_workers(void)
 
 int tg_set_num_threads(int n)
 {
-    if (in_loop) return pool.n_threads;   /* joining the workers from a part would wait for itself */
+    if (in_loop) return pool.n_threads; /* joining the workers from a part would wait for itself */
     if (n <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpus > 0 ? (int)cpus : 1;
     }
     if (n > TG_MAX_THREADS) n = TG_MAX_THREADS;
-    openblas_set_num_threads(1);   /* tapegrad splits the products itself */
+    openblas_set_num_threads(1); /* tapegrad splits the products itself */
     if (n == pool.n_threads) return n;
     stop_workers();
     if (n == 1) return 1;
@@ -227,7 +223,7 @@ int tg_set_num_threads(int n)
         pool.args[started] = (worker_arg){scratch + (size_t)started * TG_THREAD_SCRATCH_BYTES, started + 1};
         if (pthread_create(&pool.workers[started], NULL, worker_main, &pool.args[started])) break;
     }
-    pool.n_threads = started + 1;   /* fewer workers if the system refused some */
+    pool.n_threads = started + 1; /* fewer workers if the system refused some */
     return pool.n_threads;
 }
 
@@ -245,7 +241,7 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
 {
     if (n <= 0 || !fn) return;
     const int parts = tg_parallel_parts(n, grain);
-    if (parts == 1 || pool.n_threads == 1 || in_loop) {   /* the same parts, one after another, here */
+    if (parts == 1 || pool.n_threads == 1 || in_loop) { /* the same parts, one after another, here */
         const int outer_part = cur_part;
         const bool outer_loop = in_loop;
         in_loop = true;
@@ -262,13 +258,13 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
     pool.n = n;
     atomic_store(&pool.done, 0);
     const unsigned job = atomic_load(&pool.gen) + 1;
-    atomic_store(&pool.claim, (uint64_t)job << 32 | (uint64_t)parts << 16);   /* publishes the job */
-    atomic_store(&pool.gen, job);                                              /* wakes the workers */
+    atomic_store(&pool.claim, (uint64_t)job << 32 | (uint64_t)parts << 16); /* publishes the job */
+    atomic_store(&pool.gen, job); /* wakes the workers */
     wake_all();
     in_loop = true;
     while (run_one(job)) {}
     in_loop = false;
     for (int spins = 0; atomic_load(&pool.done) < parts; spins++)
         if (spins < SPIN_ROUNDS) cpu_relax();
-        else sched_yield();   /* a worker holding a part may be waiting for a core */
+        else sched_yield(); /* a worker holding a part may be waiting for a core */
 }

@@ -39,7 +39,7 @@ extern "C" {
  * of a running loop it changes nothing and returns the current count;
  * not to be called from another thread while a loop runs. */
 TG_API int tg_set_num_threads(int n);
-TG_API int tg_num_threads(void);   /* 1 until tg_set_num_threads */
+TG_API int tg_num_threads(void); /* 1 until tg_set_num_threads */
 
 /* A part of a loop: items [lo, hi). */
 typedef void (*tg_range_fn)(void *ctx, int64_t lo, int64_t hi);

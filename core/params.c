@@ -10,19 +10,22 @@
 #include "params_internal.h"
 #include "stb_ds_internal.h"
 
-typedef struct name_index { char *key; int value; } name_index;
+typedef struct name_index {
+    char *key;
+    int value;
+} name_index;
 
 struct tg_params {
     tg_dtype dtype;
-    tg_tensor **tensors;     /* stb_ds array of owned headers */
-    int64_t *offsets;        /* stb_ds array: element offset of each */
-    name_index *by_name;     /* stb_ds string hash map */
-    char *data, *grad;       /* flat buffers of cap elements, the first numel in use */
+    tg_tensor **tensors; /* stb_ds array of owned headers */
+    int64_t *offsets; /* stb_ds array: element offset of each */
+    name_index *by_name; /* stb_ds string hash map */
+    char *data, *grad; /* flat buffers of cap elements, the first numel in use */
     int64_t numel, cap;
-    bool zeroed;             /* the buffers came zeroed and nothing wrote past numel */
+    bool zeroed; /* the buffers came zeroed and nothing wrote past numel */
 };
 
-#define BIG_STORE ((int64_t)2 << 20)   /* bytes from which the buffers grow by doubling, zeroed, in 2 MiB pages */
+#define BIG_STORE ((int64_t)2 << 20) /* bytes from which the buffers grow by doubling, zeroed, in 2 MiB pages */
 /* The buffers moved: every view re-pointed. */
 static void repoint(tg_params *p)
 {
@@ -57,7 +60,7 @@ static bool grow_big(tg_params *p, int64_t cap)
 void tg_params_reserve(tg_params *p, int64_t numel)
 {
     if (p && numel > p->cap && numel <= TG_MAX_NUMEL && numel * (int64_t)tg_dtype_size(p->dtype) >= BIG_STORE)
-        (void)grow_big(p, numel);   /* advice: without it, tg_params_add grows the buffers */
+        (void)grow_big(p, numel); /* advice: without it, tg_params_add grows the buffers */
 }
 
 tg_params *tg_params_new(tg_dtype dt, tg_error *err)
@@ -117,7 +120,10 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         if (data) p->data = data;
         char *grad = data ? tg_realloc(p->grad, (size_t)need * es) : NULL;
         if (grad) p->grad = grad;
-        if (!grad) { tg_free(t); return fail(err, name, "out of memory"); }
+        if (!grad) {
+            tg_free(t);
+            return fail(err, name, "out of memory");
+        }
         p->cap = need, p->zeroed = false;
     } else if (need > p->cap && !grow_big(p, need > 2 * p->cap ? need : 2 * p->cap)) {
         /* a large one (loading a 60 MB checkpoint spent most of its time in
@@ -139,9 +145,9 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     stbds_arrput(p->tensors, t);
     stbds_arrput(p->offsets, p->numel);
     stbds_shput(p->by_name, name, (int)stbds_arrlen(p->tensors) - 1);
-    t->name = stbds_shgets(p->by_name, name).key;   /* the map's own copy */
+    t->name = stbds_shgets(p->by_name, name).key; /* the map's own copy */
     p->numel += h.numel;
-    repoint(p);   /* the buffers may have moved */
+    repoint(p); /* the buffers may have moved */
     return t;
 }
 
@@ -153,10 +159,7 @@ tg_tensor *tg_params_get(const tg_params *p, const char *name)
 }
 
 int tg_params_count(const tg_params *p) { return p ? (int)stbds_arrlen(p->tensors) : 0; }
-tg_tensor *tg_params_at(const tg_params *p, int i)
-{
-    return i >= 0 && i < tg_params_count(p) ? p->tensors[i] : NULL;
-}
+tg_tensor *tg_params_at(const tg_params *p, int i) { return i >= 0 && i < tg_params_count(p) ? p->tensors[i] : NULL; }
 tg_dtype tg_params_dtype(const tg_params *p) { return p ? p->dtype : (tg_dtype)-1; }
 int64_t tg_params_numel(const tg_params *p) { return p ? p->numel : 0; }
 void *tg_params_data(tg_params *p) { return p ? p->data : NULL; }

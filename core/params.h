@@ -22,7 +22,7 @@ typedef struct tg_params tg_params;
  * message in err, when dt is not f32/f64 or out of memory. */
 TG_API tg_params *tg_params_new(tg_dtype dt, tg_error *err);
 /* Frees the store: every parameter tensor and both flat buffers. */
-TG_API void tg_params_free(tg_params *p);       /* accepts NULL */
+TG_API void tg_params_free(tg_params *p); /* accepts NULL */
 
 /* Adds a zero-filled parameter that requires grad. Its data and grad
  * point into the store's flat buffers (pointers stay valid until the next

@@ -16,8 +16,8 @@
 
 #include <stdbool.h>
 
-typedef void tg_gemm_f32_fn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc);
+typedef void tg_gemm_f32_fn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc);
 typedef void tg_gemm_f64_fn(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                             const double *B, int ldb, double beta, double *C, int ldc);
 
@@ -35,8 +35,8 @@ const tg_product *tg_product_get(void);
 void tg_product_register(const tg_product *p);
 
 /* The plain products: each element of C one sum over k in double. */
-void tg_product_plain_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc);
+void tg_product_plain_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc);
 void tg_product_plain_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                           const double *B, int ldb, double beta, double *C, int ldc);
 

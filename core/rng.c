@@ -38,7 +38,7 @@ uint32_t tg_rng_u32(tg_rng *r) { return r ? step(r) : 0; }
 
 uint32_t tg_rng_below(tg_rng *r, uint32_t n)
 {
-    if (!r || n == 0) return 0;   /* [0, 0) is empty: 0, and the stream does not move */
+    if (!r || n == 0) return 0; /* [0, 0) is empty: 0, and the stream does not move */
     /* rejection of the short top range keeps every value equally likely */
     uint32_t threshold = (uint32_t)(-n) % n;
     for (;;) {
@@ -50,15 +50,18 @@ uint32_t tg_rng_below(tg_rng *r, uint32_t n)
 double tg_rng_uniform(tg_rng *r)
 {
     if (!r) return NAN;
-    uint64_t hi = step(r) >> 5, lo = step(r) >> 6;   /* 27 + 26 = 53 bits */
+    uint64_t hi = step(r) >> 5, lo = step(r) >> 6; /* 27 + 26 = 53 bits */
     return (double)(hi * 67108864u + lo) * (1.0 / 9007199254740992.0);
 }
 
 double tg_rng_normal(tg_rng *r)
 {
     if (!r) return NAN;
-    if (r->has_spare) { r->has_spare = false; return r->spare; }
-    double u1 = 1.0 - tg_rng_uniform(r);   /* (0, 1]: log is finite */
+    if (r->has_spare) {
+        r->has_spare = false;
+        return r->spare;
+    }
+    double u1 = 1.0 - tg_rng_uniform(r); /* (0, 1]: log is finite */
     double u2 = tg_rng_uniform(r);
     double rad = sqrt(-2.0 * log(u1));
     double th = 6.283185307179586 * u2;
@@ -92,8 +95,8 @@ int tg_rng_to_string(const tg_rng *r, char *buf, size_t size)
     if (!r || !buf) return -1;
     uint64_t bits;
     memcpy(&bits, &r->spare, sizeof bits);
-    return snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64 ":%d:%016" PRIx64, r->state, r->inc,
-                    r->has_spare ? 1 : 0, bits);
+    return snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64 ":%d:%016" PRIx64, r->state, r->inc, r->has_spare ? 1 : 0,
+                    bits);
 }
 
 /* 16 lowercase hex digits, as tg_rng_to_string writes them. */
@@ -117,8 +120,10 @@ int tg_rng_from_string(tg_rng *r, const char *s, tg_error *err)
     if (strlen(s) != TG_RNG_STRING_LEN || !hex16(s, &st) || s[16] != ':' || !hex16(s + 17, &inc) || s[33] != ':' ||
         (s[34] != '0' && s[34] != '1') || s[35] != ':' || !hex16(s + 36, &bits)) {
         char shown[TG_SHOWN_SIZE];
-        return tg_error_set(err, "rng_from_string: '%s' is not a random-stream state (%d characters: "
-                                 "state:increment:0|1:spare in lowercase hex)", tg_shown(s, shown), TG_RNG_STRING_LEN);
+        return tg_error_set(err,
+                            "rng_from_string: '%s' is not a random-stream state (%d characters: "
+                            "state:increment:0|1:spare in lowercase hex)",
+                            tg_shown(s, shown), TG_RNG_STRING_LEN);
     }
     double spare;
     memcpy(&spare, &bits, sizeof spare);

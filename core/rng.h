@@ -14,7 +14,7 @@ extern "C" {
 
 typedef struct tg_rng {
     uint64_t state, inc;
-    double spare;        /* second normal of the last Box-Muller pair */
+    double spare; /* second normal of the last Box-Muller pair */
     bool has_spare;
 } tg_rng;
 
@@ -29,9 +29,9 @@ TG_API uint32_t tg_rng_u32(tg_rng *r);
  * range) returns 0 without drawing. */
 TG_API uint32_t tg_rng_below(tg_rng *r, uint32_t n);
 /* Built from two draws. */
-TG_API double tg_rng_uniform(tg_rng *r);               /* [0, 1), 53 random bits */
+TG_API double tg_rng_uniform(tg_rng *r); /* [0, 1), 53 random bits */
 /* Box-Muller: each pair of uniforms gives two normals (the second is kept). */
-TG_API double tg_rng_normal(tg_rng *r);                /* mean 0, std 1 */
+TG_API double tg_rng_normal(tg_rng *r); /* mean 0, std 1 */
 
 /* Fills every element of a float tensor, in flat order: uniform in
  * [lo, hi). A non-float or NULL tensor is left unchanged. */
@@ -39,7 +39,7 @@ TG_API void tg_rng_fill_uniform(tg_rng *r, tg_tensor *t, double lo, double hi);
 /* Same with normal(mean, std) values (rounded to f32 for an f32 tensor). */
 TG_API void tg_rng_fill_normal(tg_rng *r, tg_tensor *t, double mean, double std);
 
-#define TG_RNG_STRING_LEN 52   /* the length of tg_rng_to_string's text */
+#define TG_RNG_STRING_LEN 52 /* the length of tg_rng_to_string's text */
 /* The whole state of a stream as text, for a checkpoint's metadata, so a
  * resumed run draws exactly the numbers the uninterrupted one would:
  * "SSSSSSSSSSSSSSSS:IIIIIIIIIIIIIIII:H:XXXXXXXXXXXXXXXX" (state,

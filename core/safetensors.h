@@ -33,7 +33,7 @@ typedef struct tg_st_tensor {
     int ndim;
     int64_t shape[TG_ST_MAX_DIMS];
     int64_t numel;
-    const void *data;     /* little-endian, unaligned; nbytes long */
+    const void *data; /* little-endian, unaligned; nbytes long */
     size_t nbytes;
 } tg_st_tensor;
 
@@ -47,14 +47,14 @@ typedef struct tg_st_file tg_st_file;
  * names, non-string metadata, ...). */
 TG_API tg_st_file *tg_st_load(const char *path, tg_error *err);
 /* Frees the file's buffer: every tg_st_tensor of it becomes invalid. */
-TG_API void tg_st_free(tg_st_file *f);      /* accepts NULL */
+TG_API void tg_st_free(tg_st_file *f); /* accepts NULL */
 
 /* Number of tensors in f (not counting __metadata__); 0 for NULL. */
 TG_API int tg_st_count(const tg_st_file *f);
 /* Tensor i in header order (0 <= i < count), or NULL. */
 TG_API const tg_st_tensor *tg_st_at(const tg_st_file *f, int i);
 /* The tensor called name. */
-TG_API const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* or NULL */
+TG_API const tg_st_tensor *tg_st_find(const tg_st_file *f, const char *name); /* or NULL */
 /* __metadata__ value for key, or NULL. */
 TG_API const char *tg_st_meta(const tg_st_file *f, const char *key);
 /* Number of __metadata__ entries; 0 for NULL. */
@@ -99,13 +99,13 @@ TG_API int tg_st_copy_to(const tg_st_tensor *e, tg_tensor *dst, tg_error *err);
 typedef struct tg_st_writer tg_st_writer;
 /* An empty writer; NULL when out of memory. */
 TG_API tg_st_writer *tg_st_writer_new(void);
-TG_API void tg_st_writer_free(tg_st_writer *w);   /* accepts NULL */
+TG_API void tg_st_writer_free(tg_st_writer *w); /* accepts NULL */
 /* dtype "F32", "F64", "I32", "I64", "U8" (or any other dtype name of
  * the format); data holds numel elements (may be NULL if numel is 0).
  * Names are non-empty UTF-8, unique, and not "__metadata__"; dimensions
  * are >= 0. */
-TG_API int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
-                            const int64_t *shape, const void *data);
+TG_API int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim, const int64_t *shape,
+                            const void *data);
 /* Adds a tapegrad tensor under name (F32/F64/I32/BOOL->U8). */
 TG_API int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *t);
 /* A __metadata__ pair (UTF-8 strings, copied); a key may be set once. */

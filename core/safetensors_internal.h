@@ -26,16 +26,17 @@
  * argument bad. Returns -1; nothing for a NULL w. */
 int tg_st_writer_fail(tg_st_writer *w, const char *msg);
 
-#define ST_MAX_HEADER 100000000u          /* bytes; the reference reader's limit */
-#define ST_MAX_EXACT 9007199254740992.0   /* 2^53: larger JSON numbers are inexact */
+#define ST_MAX_HEADER 100000000u /* bytes; the reference reader's limit */
+#define ST_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are inexact */
 
 /* ---- dtypes ------------------------------------------------------------ */
 
-static const struct { const char *name; size_t size; } ST_DTYPES[] = {
-    {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
-    {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},
-    {"I32", 4},  {"U32", 4}, {"F32", 4},
-    {"F64", 8},  {"I64", 8}, {"U64", 8},
+static const struct {
+    const char *name;
+    size_t size;
+} ST_DTYPES[] = {
+    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+    {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8},
 };
 enum { ST_N_DTYPES = sizeof ST_DTYPES / sizeof ST_DTYPES[0] };
 
@@ -66,11 +67,23 @@ static inline size_t st_utf8_bad_at(const unsigned char *s, size_t n)
     while (i < n) {
         uint32_t c = s[i], min;
         size_t len;
-        if (c < 0x80) { i++; continue; }
-        if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; c &= 0x1F; }
-        else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; c &= 0x0F; }
-        else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; c &= 0x07; }
-        else return i;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0) {
+            len = 2;
+            min = 0x80;
+            c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3;
+            min = 0x800;
+            c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4;
+            min = 0x10000;
+            c &= 0x07;
+        } else return i;
         if (n - i < len) return i;
         for (size_t k = 1; k < len; k++) {
             if ((s[i + k] & 0xC0) != 0x80) return i;
@@ -87,8 +100,14 @@ static inline bool st_utf8_ok(const char *s)
     return st_utf8_bad_at((const unsigned char *)s, strlen(s)) == strlen(s);
 }
 
-typedef struct st_name_index { char *key; int value; } st_name_index;
-typedef struct st_meta_entry { char *key; char *value; } st_meta_entry;
+typedef struct st_name_index {
+    char *key;
+    int value;
+} st_name_index;
+typedef struct st_meta_entry {
+    char *key;
+    char *value;
+} st_meta_entry;
 
 static inline char *st_strdup(const char *s)
 {

@@ -47,11 +47,11 @@
 /* ---- reading ----------------------------------------------------------- */
 
 struct tg_st_file {
-    unsigned char *buf;     /* the whole file */
+    unsigned char *buf; /* the whole file */
     size_t size;
-    tg_st_tensor *tensors;  /* stb_ds array, in header order */
+    tg_st_tensor *tensors; /* stb_ds array, in header order */
     st_name_index *by_name; /* stb_ds string map (owns the names) */
-    st_meta_entry *meta;    /* stb_ds string map (owns keys and values) */
+    st_meta_entry *meta; /* stb_ds string map (owns keys and values) */
 };
 
 /* Load context: every message starts "safetensors: <path>: ". */
@@ -84,7 +84,10 @@ static int read_whole(const loader *L, unsigned char **out, size_t *out_size)
      * most of the time reading a 60 MB checkpoint took */
     size_t cap = size;
     unsigned char *buf = tg_malloc_big(&cap);
-    if (!buf) { close(fd); return lfail(L, "out of memory reading %zu bytes", size); }
+    if (!buf) {
+        close(fd);
+        return lfail(L, "out of memory reading %zu bytes", size);
+    }
     const int rc = tg_read_exact(fd, buf, size, &why);
     close(fd);
     if (rc) {
@@ -111,7 +114,8 @@ static bool json_uint(const cJSON *v, uint64_t *out)
 static const char *json_desc(const cJSON *v, char *buf, size_t size)
 {
     if (cJSON_IsNumber(v))
-        snprintf(buf, size, v->valuedouble >= ST_MAX_EXACT ? "%.17g (2^53 or more: not exact)" : "%.17g", v->valuedouble);
+        snprintf(buf, size, v->valuedouble >= ST_MAX_EXACT ? "%.17g (2^53 or more: not exact)" : "%.17g",
+                 v->valuedouble);
     else if (cJSON_IsString(v)) snprintf(buf, size, "a string");
     else if (cJSON_IsArray(v)) snprintf(buf, size, "an array");
     else if (cJSON_IsObject(v)) snprintf(buf, size, "an object");
@@ -120,20 +124,23 @@ static const char *json_desc(const cJSON *v, char *buf, size_t size)
     return buf;
 }
 
-typedef struct st_range { uint64_t begin, end; int idx; } st_range;
+typedef struct st_range {
+    uint64_t begin, end;
+    int idx;
+} st_range;
 
 /* Parses and checks one tensor entry; fills t (but name) and its range. */
-static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
-                       const unsigned char *data, tg_st_tensor *t, st_range *r)
+static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size, const unsigned char *data, tg_st_tensor *t,
+                       st_range *r)
 {
     const char *name = e->string;
     if (!cJSON_IsObject(e)) return lfail(L, "tensor '%s': entry is not an object", name);
     const cJSON *fdt = NULL, *fsh = NULL, *fof = NULL;
     for (const cJSON *f = e->child; f; f = f->next) {
-        const cJSON **slot = strcmp(f->string, "dtype") == 0          ? &fdt
-                             : strcmp(f->string, "shape") == 0        ? &fsh
-                             : strcmp(f->string, "data_offsets") == 0 ? &fof
-                                                                      : NULL;
+        const cJSON **slot = strcmp(f->string, "dtype") == 0 ? &fdt
+            : strcmp(f->string, "shape") == 0                ? &fsh
+            : strcmp(f->string, "data_offsets") == 0         ? &fof
+                                                             : NULL;
         if (!slot) return lfail(L, "tensor '%s': unexpected field \"%s\"", name, f->string);
         if (*slot) return lfail(L, "tensor '%s': field \"%s\" appears twice", name, f->string);
         *slot = f;
@@ -160,29 +167,29 @@ static int parse_entry(const loader *L, const cJSON *e, uint64_t data_size,
             return lfail(L, "tensor '%s': shape[%d] must be a non-negative integer, got %s", name, d,
                          json_desc(s, desc, sizeof desc));
         t->shape[d] = (int64_t)v;
-        if (v && numel > (uint64_t)INT64_MAX / v) overflow = true;   /* as the reference: no early 0 */
+        if (v && numel > (uint64_t)INT64_MAX / v) overflow = true; /* as the reference: no early 0 */
         else numel *= v;
     }
     t->ndim = ndim;
     size_t es = ST_DTYPES[k].size;
     char sh[160];
     if (overflow || numel > (uint64_t)INT64_MAX / es)
-        return lfail(L, "tensor '%s': shape %s of %s overflows: element count times %zu bytes exceeds 2^63",
-                     name, st_shape_str(ndim, t->shape, sh, sizeof sh), ST_DTYPES[k].name, es);
+        return lfail(L, "tensor '%s': shape %s of %s overflows: element count times %zu bytes exceeds 2^63", name,
+                     st_shape_str(ndim, t->shape, sh, sizeof sh), ST_DTYPES[k].name, es);
     uint64_t nbytes = numel * es;
 
     uint64_t b, en;
     if (!cJSON_IsArray(fof) || cJSON_GetArraySize(fof) != 2 || !json_uint(fof->child, &b) ||
         !json_uint(fof->child->next, &en))
         return lfail(L, "tensor '%s': \"data_offsets\" must be [begin, end], two non-negative integers", name);
-    if (b > en)
-        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] have begin > end", name, b, en);
+    if (b > en) return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] have begin > end", name, b, en);
     if (en - b != nbytes)
-        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
-                     " bytes but %s %s needs %" PRIu64,
-                     name, b, en, en - b, ST_DTYPES[k].name, st_shape_str(ndim, t->shape, sh, sizeof sh), nbytes);
+        return lfail(
+            L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64 " bytes but %s %s needs %" PRIu64,
+            name, b, en, en - b, ST_DTYPES[k].name, st_shape_str(ndim, t->shape, sh, sizeof sh), nbytes);
     if (en > data_size)
-        return lfail(L, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+        return lfail(L,
+                     "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                      "] run past the end of the data section (%" PRIu64 " bytes)",
                      name, b, en, data_size);
     t->dtype = ST_DTYPES[k].name;
@@ -199,8 +206,7 @@ static int parse_meta(const loader *L, tg_st_file *f, const cJSON *m)
     if (!cJSON_IsObject(m)) return lfail(L, "__metadata__ is not an object");
     for (const cJSON *v = m->child; v; v = v->next) {
         if (!cJSON_IsString(v)) return lfail(L, "__metadata__ value for '%s' is not a string", v->string);
-        if (stbds_shgeti(f->meta, v->string) >= 0)
-            return lfail(L, "__metadata__ key '%s' appears twice", v->string);
+        if (stbds_shgeti(f->meta, v->string) >= 0) return lfail(L, "__metadata__ key '%s' appears twice", v->string);
         char *val = st_strdup(v->valuestring);
         if (!val) return lfail(L, "out of memory");
         stbds_shput(f->meta, v->string, val);
@@ -225,8 +231,8 @@ static int check_tiling(const loader *L, const tg_st_file *f, st_range *r, uint6
     for (ptrdiff_t i = 0; i < n; i++) {
         if (r[i].begin < at)
             return lfail(L, "tensors '%s' [%" PRIu64 ", %" PRIu64 "] and '%s' [%" PRIu64 ", %" PRIu64 "] overlap",
-                         f->tensors[r[i - 1].idx].name, r[i - 1].begin, r[i - 1].end,
-                         f->tensors[r[i].idx].name, r[i].begin, r[i].end);
+                         f->tensors[r[i - 1].idx].name, r[i - 1].begin, r[i - 1].end, f->tensors[r[i].idx].name,
+                         r[i].begin, r[i].end);
         if (r[i].begin > at)
             return lfail(L, "data section bytes [%" PRIu64 ", %" PRIu64 ") are covered by no tensor", at, r[i].begin);
         at = r[i].end;
@@ -260,7 +266,7 @@ static int parse_header(const loader *L, tg_st_file *f, const cJSON *root, uint6
         if (rc) break;
         r.idx = (int)stbds_arrlen(f->tensors);
         stbds_shput(f->by_name, e->string, r.idx);
-        t.name = stbds_shgets(f->by_name, e->string).key;   /* the map's own copy */
+        t.name = stbds_shgets(f->by_name, e->string).key; /* the map's own copy */
         stbds_arrput(f->tensors, t);
         stbds_arrput(ranges, r);
     }
@@ -274,9 +280,15 @@ static bool json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '
 tg_st_file *tg_st_load(const char *path, tg_error *err)
 {
     loader L = {path ? path : "(null)", err};
-    if (!path) { lfail(&L, "path is NULL"); return NULL; }
+    if (!path) {
+        lfail(&L, "path is NULL");
+        return NULL;
+    }
     tg_st_file *f = tg_calloc(1, sizeof *f);
-    if (!f) { lfail(&L, "out of memory"); return NULL; }
+    if (!f) {
+        lfail(&L, "out of memory");
+        return NULL;
+    }
     stbds_sh_new_strdup(f->by_name);
     stbds_sh_new_strdup(f->meta);
     if (read_whole(&L, &f->buf, &f->size) != 0) goto fail;
@@ -291,14 +303,17 @@ tg_st_file *tg_st_load(const char *path, tg_error *err)
         goto fail;
     }
     if (n > f->size - 8) {
-        lfail(&L, "header length %" PRIu64 " runs past the end of the file (%zu bytes after the length)",
-              n, f->size - 8);
+        lfail(&L, "header length %" PRIu64 " runs past the end of the file (%zu bytes after the length)", n,
+              f->size - 8);
         goto fail;
     }
     const unsigned char *hdr = f->buf + 8;
     size_t bad = st_utf8_bad_at(hdr, (size_t)n);
-    if (bad < n) { lfail(&L, "header is not valid UTF-8 (byte %zu)", bad); goto fail; }
-    for (size_t i = 0; i < n; i++)   /* JSON allows no raw control bytes; cJSON would let them into strings */
+    if (bad < n) {
+        lfail(&L, "header is not valid UTF-8 (byte %zu)", bad);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) /* JSON allows no raw control bytes; cJSON would let them into strings */
         if (hdr[i] < 0x20 && !json_space(hdr[i])) {
             lfail(&L, "header has control byte 0x%02x at byte %zu, which JSON does not allow", hdr[i], i);
             goto fail;
@@ -306,7 +321,10 @@ tg_st_file *tg_st_load(const char *path, tg_error *err)
 
     /* cJSON gets its own NUL-terminated copy: it never reads past it */
     char *text = tg_malloc((size_t)n + 1);
-    if (!text) { lfail(&L, "out of memory"); goto fail; }
+    if (!text) {
+        lfail(&L, "out of memory");
+        goto fail;
+    }
     memcpy(text, hdr, (size_t)n);
     text[n] = 0;
     const char *end = NULL;
@@ -367,82 +385,4 @@ const char *tg_st_meta_at(const tg_st_file *f, int i, const char **value)
     if (i < 0 || i >= tg_st_meta_count(f)) return NULL;
     if (value) *value = f->meta[i].value;
     return f->meta[i].key;
-}
-
-/* ---- metadata values as numbers ---------------------------------------------- */
-
-/* The value of key, or -1 with "has no" in err. */
-static const char *meta_value(const tg_st_file *f, const char *key, tg_error *err)
-{
-    const char *s = f && key ? tg_st_meta(f, key) : NULL;
-    if (!s) {
-        tg_error_set(err, "checkpoint metadata has no '%s'", key ? key : "(NULL)");
-        return NULL;
-    }
-    return s;
-}
-
-/* "checkpoint metadata 'key' = 'value' is not <what>": the value's first
- * 60 bytes, bytes outside printable ASCII as \xNN. Returns -1. */
-static int meta_refuse(const char *key, const char *s, const char *what, tg_error *err)
-{
-    char shown[TG_SHOWN_SIZE];
-    return tg_error_set(err, "checkpoint metadata '%s' = '%s' is not %s", key, tg_shown(s, shown), what);
-}
-
-int tg_st_meta_int(const tg_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, tg_error *err)
-{
-    const char *s = meta_value(f, key, err);
-    if (!s || !out) return -1;
-    const char *d = s + (*s == '-');
-    bool ok = *d != 0 && strlen(d) <= 18;   /* 18 digits fit int64 */
-    int64_t v = 0;
-    for (; ok && *d; d++) {
-        ok = *d >= '0' && *d <= '9';
-        v = v * 10 + (*d - '0');
-    }
-    if (*s == '-') v = -v;
-    if (!ok || v < lo || v > hi) {
-        char what[80];
-        snprintf(what, sizeof what, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
-        return meta_refuse(key, s, what, err);
-    }
-    *out = v;
-    return 0;
-}
-
-int tg_st_meta_double(const tg_st_file *f, const char *key, double lo, double hi, double *out, tg_error *err)
-{
-    const char *s = meta_value(f, key, err);
-    if (!s || !out) return -1;
-    /* the form: -?digits[.digits][e[+-]digits], at least one digit before the exponent */
-    const char *c = s + (*s == '-');
-    int digits = 0;
-    while (*c >= '0' && *c <= '9') c++, digits++;
-    if (*c == '.')
-        for (c++; *c >= '0' && *c <= '9'; c++) digits++;
-    bool ok = digits > 0;
-    if (ok && (*c == 'e' || *c == 'E')) {
-        c += 1 + (c[1] == '+' || c[1] == '-');
-        ok = *c >= '0' && *c <= '9';
-        while (*c >= '0' && *c <= '9') c++;
-    }
-    double v = ok && !*c ? strtod(s, NULL) : NAN;
-    if (!ok || *c || !isfinite(v) || v < lo || v > hi) {
-        char what[80];
-        snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
-        return meta_refuse(key, s, what, err);
-    }
-    *out = v;
-    return 0;
-}
-
-int tg_st_meta_bool(const tg_st_file *f, const char *key, bool *out, tg_error *err)
-{
-    const char *s = meta_value(f, key, err);
-    if (!s || !out) return -1;
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "1")) *out = true;
-    else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "0")) *out = false;
-    else return meta_refuse(key, s, "true or false", err);
-    return 0;
 }

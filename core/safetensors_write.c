@@ -29,25 +29,25 @@
 /* ---- writing ------------------------------------------------------------- */
 
 typedef struct w_entry {
-    const char *name;      /* the name map's copy */
-    int dtype;             /* index into ST_DTYPES */
+    const char *name; /* the name map's copy */
+    int dtype; /* index into ST_DTYPES */
     int ndim;
     int64_t shape[TG_ST_MAX_DIMS];
     uint64_t nbytes;
-    const void *data;      /* referenced, not copied */
+    const void *data; /* referenced, not copied */
 } w_entry;
 
 struct tg_st_writer {
-    w_entry *entries;      /* stb_ds array, insertion order */
-    st_name_index *names;  /* stb_ds string map */
-    st_meta_entry *meta;   /* stb_ds string map; iterates in insertion order */
-    char error[512];       /* first error; sticks until the writer is freed */
+    w_entry *entries; /* stb_ds array, insertion order */
+    st_name_index *names; /* stb_ds string map */
+    st_meta_entry *meta; /* stb_ds string map; iterates in insertion order */
+    char error[512]; /* first error; sticks until the writer is freed */
 };
 
 static int wfail(tg_st_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int wfail(tg_st_writer *w, const char *fmt, ...)
 {
-    if (w->error[0]) return -1;   /* the first error sticks */
+    if (w->error[0]) return -1; /* the first error sticks */
     char msg[480];
     va_list ap;
     va_start(ap, fmt);
@@ -57,10 +57,7 @@ static int wfail(tg_st_writer *w, const char *fmt, ...)
     return -1;
 }
 
-int tg_st_writer_fail(tg_st_writer *w, const char *msg)
-{
-    return w ? wfail(w, "%s", msg) : -1;
-}
+int tg_st_writer_fail(tg_st_writer *w, const char *msg) { return w ? wfail(w, "%s", msg) : -1; }
 
 tg_st_writer *tg_st_writer_new(void)
 {
@@ -80,8 +77,8 @@ void tg_st_writer_free(tg_st_writer *w)
     tg_free(w);
 }
 
-int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim,
-                     const int64_t *shape, const void *data)
+int tg_st_writer_add(tg_st_writer *w, const char *name, const char *dtype, int ndim, const int64_t *shape,
+                     const void *data)
 {
     if (!w) return -1;
     if (w->error[0]) return -1;
@@ -123,7 +120,8 @@ int tg_st_writer_add_tensor(tg_st_writer *w, const char *name, const tg_tensor *
     if (tg_tensor_stale(t))
         return wfail(w, "tensor '%s': made before the last tg_graph_reset of its graph", name ? name : "(null)");
     static const char *const MAP[] = {[TG_F32] = "F32", [TG_F64] = "F64", [TG_I32] = "I32", [TG_BOOL] = "U8"};
-    if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0]) return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
+    if ((unsigned)t->dtype >= sizeof MAP / sizeof MAP[0])
+        return wfail(w, "tensor '%s': bad dtype", name ? name : "(null)");
     int64_t shape[TG_MAX_DIMS];
     int ndim = t->ndim < 0 || t->ndim > TG_MAX_DIMS ? -1 : t->ndim;
     for (int d = 0; d < ndim; d++) shape[d] = t->shape[d];
@@ -144,7 +142,11 @@ int tg_st_writer_add_meta(tg_st_writer *w, const char *key, const char *value)
 }
 
 /* A growable byte buffer that remembers running out of memory. */
-typedef struct sbuf { char *p; size_t len, cap; bool oom; } sbuf;
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
 
 static void sb_put(sbuf *b, const char *s, size_t n)
 {
@@ -153,7 +155,10 @@ static void sb_put(sbuf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n) cap *= 2;
         char *q = tg_realloc(b->p, cap);
-        if (!q) { b->oom = true; return; }
+        if (!q) {
+            b->oom = true;
+            return;
+        }
         b->p = q;
         b->cap = cap;
     }
@@ -170,9 +175,14 @@ static void sb_json_str(sbuf *b, const char *s)
     sb_put(b, "\"", 1);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         char esc[8];
-        if (*c == '"' || *c == '\\') { esc[0] = '\\'; esc[1] = (char)*c; sb_put(b, esc, 2); }
-        else if (*c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", *c); sb_put(b, esc, 6); }
-        else sb_put(b, (const char *)c, 1);
+        if (*c == '"' || *c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*c;
+            sb_put(b, esc, 2);
+        } else if (*c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", *c);
+            sb_put(b, esc, 6);
+        } else sb_put(b, (const char *)c, 1);
     }
     sb_put(b, "\"", 1);
 }
@@ -260,8 +270,8 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, tg_error *err)
     if (hdr.len > ST_MAX_HEADER) {
         tg_free(order);
         tg_free(hdr.p);
-        return tg_error_set(err, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept",
-                            path, hdr.len, ST_MAX_HEADER);
+        return tg_error_set(err, "safetensors: save '%s': header would be %zu bytes, over the %u readers accept", path,
+                            hdr.len, ST_MAX_HEADER);
     }
 
     tg_atomic_file f;
@@ -269,7 +279,7 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, tg_error *err)
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
     bool ok = tg_atomic_begin(&f, path, &e) == 0 && tg_atomic_write(&f, len8, 8, &e) == 0 &&
-              tg_atomic_write(&f, hdr.p, hdr.len, &e) == 0;
+        tg_atomic_write(&f, hdr.p, hdr.len, &e) == 0;
     for (ptrdiff_t k = 0; ok && k < n; k++)
         ok = tg_atomic_write(&f, w->entries[order[k]].data, (size_t)w->entries[order[k]].nbytes, &e) == 0;
     if (ok) ok = tg_atomic_commit(&f, &e) == 0;
@@ -282,8 +292,7 @@ int tg_st_writer_save(tg_st_writer *w, const char *path, tg_error *err)
 
 /* ---- parameter stores ------------------------------------------------------ */
 
-int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta,
-                      tg_error *err)
+int tg_st_save_params(const tg_params *p, const char *path, const char *const *meta, int n_meta, tg_error *err)
 {
     if (!p) return tg_error_set(err, "safetensors: save_params: params is NULL");
     if (n_meta < 0 || (n_meta > 0 && !meta))

@@ -31,7 +31,10 @@ const char *tg_dtype_name(tg_dtype dt)
 char *tg_shape_str(const tg_tensor *t, char *buf, size_t size)
 {
     if (!buf || !size) return buf;
-    if (!t) { snprintf(buf, size, "NULL"); return buf; }
+    if (!t) {
+        snprintf(buf, size, "NULL");
+        return buf;
+    }
     const int nd = t->ndim < 0 ? 0 : t->ndim > TG_MAX_DIMS ? TG_MAX_DIMS : t->ndim;
     size_t at = 0;
     at += (size_t)snprintf(buf, size, "(");
@@ -44,12 +47,15 @@ char *tg_shape_str(const tg_tensor *t, char *buf, size_t size)
 char *tg_index_str(const tg_tensor *t, int k, int64_t flat, char *buf, size_t size)
 {
     if (!buf || !size) return buf;
-    if (!t) { snprintf(buf, size, "NULL"); return buf; }
+    if (!t) {
+        snprintf(buf, size, "NULL");
+        return buf;
+    }
     if (k < 0 || k > t->ndim || k > TG_MAX_DIMS) {
         snprintf(buf, size, "(index over %d dimensions of a %d-D tensor)", k, t->ndim);
         return buf;
     }
-    int64_t count = 1;   /* elements over the k dimensions (a size < 1 makes it 0) */
+    int64_t count = 1; /* elements over the k dimensions (a size < 1 makes it 0) */
     for (int d = 0; d < k && count; d++)
         count = t->shape[d] < 1 ? 0 : count > INT64_MAX / t->shape[d] ? INT64_MAX : count * t->shape[d];
     if (flat < 0 || flat >= count) {

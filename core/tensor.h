@@ -18,13 +18,13 @@ extern "C" {
 #endif
 
 #define TG_MAX_DIMS 4
-#define TG_MAX_NUMEL ((int64_t)1 << 40)   /* elements of one tensor (or store), at most */
+#define TG_MAX_NUMEL ((int64_t)1 << 40) /* elements of one tensor (or store), at most */
 
 typedef enum tg_dtype {
-    TG_F32,  /* float: training */
-    TG_F64,  /* double: gradient checks, or training where wanted */
-    TG_I32,  /* int32_t: token ids and targets; never requires grad */
-    TG_BOOL  /* uint8_t 0/1: masks (1 = blocked); never requires grad */
+    TG_F32, /* float: training */
+    TG_F64, /* double: gradient checks, or training where wanted */
+    TG_I32, /* int32_t: token ids and targets; never requires grad */
+    TG_BOOL /* uint8_t 0/1: masks (1 = blocked); never requires grad */
 } tg_dtype;
 
 struct tg_graph;
@@ -33,18 +33,18 @@ struct tg_graph;
  * `data` may be read and written (e.g. to fill an input batch). */
 typedef struct tg_tensor {
     tg_dtype dtype;
-    int ndim;                 /* 0..TG_MAX_DIMS; 0 is a scalar */
-    int shape[TG_MAX_DIMS];   /* unused trailing entries are 1 */
+    int ndim; /* 0..TG_MAX_DIMS; 0 is a scalar */
+    int shape[TG_MAX_DIMS]; /* unused trailing entries are 1 */
     int64_t numel;
-    void *data;               /* numel elements of dtype */
-    void *grad;               /* same dtype and size as data; NULL until a
+    void *data; /* numel elements of dtype */
+    void *grad; /* same dtype and size as data; NULL until a
                                  gradient reaches the tensor */
     bool requires_grad;
-    bool is_leaf;             /* made by the user, not by a recorded op */
-    uint32_t gen;             /* generation of `graph` it was made in: after a
+    bool is_leaf; /* made by the user, not by a recorded op */
+    uint32_t gen; /* generation of `graph` it was made in: after a
                                  tg_graph_reset of that graph it is stale */
-    struct tg_graph *graph;   /* arena that owns it; NULL for parameters */
-    const char *name;         /* parameters: their name; otherwise NULL */
+    struct tg_graph *graph; /* arena that owns it; NULL for parameters */
+    const char *name; /* parameters: their name; otherwise NULL */
 } tg_tensor;
 
 /* Bytes per element: 4 (f32, i32), 8 (f64), 1 (bool); 0 for a value that

@@ -5,7 +5,7 @@
  * function is its one-process form and nothing here calls MPI. With MPI
  * but no launcher (a plain start) MPI is never initialised, so
  * tg_dist_size() is 1 and the same one-process paths run. */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "dist.h"
 
 #include <stdio.h>
@@ -66,8 +66,10 @@ int tg_dist_init(int *argc, char ***argv, tg_error *err)
     (void)argc;
     (void)argv;
     if (launched > 1) {
-        tg_error_set(err, "dist_init: a launcher started %d processes, but this tapegrad was built without "
-                          "MPI (each would train alone); install libopenmpi-dev and rebuild", launched);
+        tg_error_set(err,
+                     "dist_init: a launcher started %d processes, but this tapegrad was built without "
+                     "MPI (each would train alone); install libopenmpi-dev and rebuild",
+                     launched);
         return -1;
     }
 #endif
@@ -149,7 +151,7 @@ int tg_dist_bcast(void *buf, size_t bytes, int root)
 {
     if ((!buf && bytes > 0) || root < 0 || root >= st.size) return -1;
 #ifdef TG_HAVE_MPI
-    for (size_t at = 0; tg_dist_multi() && at < bytes;) {   /* MPI counts are ints */
+    for (size_t at = 0; tg_dist_multi() && at < bytes;) { /* MPI counts are ints */
         size_t n = bytes - at < ((size_t)1 << 30) ? bytes - at : (size_t)1 << 30;
         MPI_Bcast((char *)buf + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
         at += n;
@@ -165,7 +167,7 @@ int tg_dist_first_failure(bool failed, char *msg, size_t msglen)
     if (who == st.size) return -1;
     if (msg && msglen) {
         int64_t len = st.rank == who ? (int64_t)strnlen(msg, msglen - 1) : 0;
-        tg_dist_allreduce_i64(&len, 1, TG_DIST_MAX);   /* only `who` says a length */
+        tg_dist_allreduce_i64(&len, 1, TG_DIST_MAX); /* only `who` says a length */
         tg_dist_bcast(msg, (size_t)len, (int)who);
         msg[len] = 0;
     }

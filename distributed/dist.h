@@ -139,11 +139,11 @@ TG_API void tg_dist_shard_range(int64_t n, int r, int size, int64_t *lo, int64_t
 
 typedef struct tg_dist_grads tg_dist_grads;
 
-#define TG_DIST_BUCKET_BYTES ((size_t)1 << 20)   /* the default bucket size: 1 MiB */
+#define TG_DIST_BUCKET_BYTES ((size_t)1 << 20) /* the default bucket size: 1 MiB */
 
 typedef struct tg_dist_grads_config {
-    size_t bucket_bytes;   /* a bucket is closed once it holds this many bytes (0: TG_DIST_BUCKET_BYTES) */
-    bool shard;            /* ZeRO stage 1: reduce-scatter into this rank's shard (see above) */
+    size_t bucket_bytes; /* a bucket is closed once it holds this many bytes (0: TG_DIST_BUCKET_BYTES) */
+    bool shard; /* ZeRO stage 1: reduce-scatter into this rank's shard (see above) */
 } tg_dist_grads_config;
 
 /* The reduction of p's gradients across the job's ranks (see above);
@@ -198,7 +198,7 @@ TG_API int tg_dist_grads_gather_shard(const tg_dist_grads *d, const void *part, 
 
 /* ---- a training run on the job's processes (distributed/run_backend.c) ------ */
 
-typedef struct tg_run_backend tg_run_backend;   /* train/run.h */
+typedef struct tg_run_backend tg_run_backend; /* train/run.h */
 
 /* The backend of train/run.h's tg_run over this job's processes: MPI's
  * collectives and the gradient buckets above (shard: ZeRO stage 1), on
@@ -217,11 +217,11 @@ TG_API double tg_dist_grads_probe(tg_dist_grads *d, int reps);
 /* One bucket, for reports: where it lies, what it holds and, for the
  * last step, when it started and finished. */
 typedef struct tg_dist_bucket {
-    int64_t offset, numel;    /* flat elements [offset, offset + numel) */
-    int first_param, n_params;   /* parameters first_param .. first_param + n_params - 1 */
-    int ready_node;           /* the tape index the walk had to pass (the earliest reader) */
-    double launched, done;    /* seconds after tg_dist_grads_begin */
-    bool in_backward;         /* started by the hook, i.e. while backward ran */
+    int64_t offset, numel; /* flat elements [offset, offset + numel) */
+    int first_param, n_params; /* parameters first_param .. first_param + n_params - 1 */
+    int ready_node; /* the tape index the walk had to pass (the earliest reader) */
+    double launched, done; /* seconds after tg_dist_grads_begin */
+    bool in_backward; /* started by the hook, i.e. while backward ran */
 } tg_dist_bucket;
 /* Buckets of d, in the order they start (0 for a NULL d). */
 TG_API int tg_dist_grads_bucket_count(const tg_dist_grads *d);
@@ -230,12 +230,12 @@ TG_API int tg_dist_grads_bucket(const tg_dist_grads *d, int i, tg_dist_bucket *o
 
 /* Time accounting over every begin/end pair so far. */
 typedef struct tg_dist_stats {
-    int64_t steps;            /* begin/end pairs */
-    int64_t bytes;            /* gradient bytes one step reduces */
-    double backward_s;        /* total from begin to end: the backward passes */
-    double wait_s;            /* total inside end: communication backward did not hide */
-    double last_backward_s, last_wait_s;   /* the same for the last step */
-    int last_in_backward;     /* buckets the last step started during its backward */
+    int64_t steps; /* begin/end pairs */
+    int64_t bytes; /* gradient bytes one step reduces */
+    double backward_s; /* total from begin to end: the backward passes */
+    double wait_s; /* total inside end: communication backward did not hide */
+    double last_backward_s, last_wait_s; /* the same for the last step */
+    int last_in_backward; /* buckets the last step started during its backward */
 } tg_dist_stats;
 /* d's accounting into *s (zeros for a NULL d). */
 TG_API void tg_dist_grads_stats(const tg_dist_grads *d, tg_dist_stats *s);

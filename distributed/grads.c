@@ -32,10 +32,10 @@
 
 typedef struct bucket {
     int64_t offset, numel;
-    int p0, np;            /* parameters p0 .. p0 + np - 1 */
-    int ready;             /* start once the walk is at or before this node */
-    int *counts;           /* shard: elements of the bucket each rank receives */
-    int64_t recv_at;       /* shard: where this rank's part goes, from its shard's start */
+    int p0, np; /* parameters p0 .. p0 + np - 1 */
+    int ready; /* start once the walk is at or before this node */
+    int *counts; /* shard: elements of the bucket each rank receives */
+    int64_t recv_at; /* shard: where this rank's part goes, from its shard's start */
     double launched, done;
     bool in_backward;
 } bucket;
@@ -45,18 +45,18 @@ struct tg_dist_grads {
     tg_dtype dt;
     size_t es;
     int64_t numel;
-    bool shard;            /* reduce-scatter (only with several ranks) */
-    int64_t lo, hi;        /* this rank's range */
-    void *shard_grad;      /* shard: hi - lo elements; else NULL (tg_params_grad is used) */
-    int *counts, *displs;  /* shard: every rank's shard, for the all-gather */
-    int64_t *start;        /* parameter i's first flat element, in registration order */
-    int *first;            /* per parameter: earliest reading node (begin) */
+    bool shard; /* reduce-scatter (only with several ranks) */
+    int64_t lo, hi; /* this rank's range */
+    void *shard_grad; /* shard: hi - lo elements; else NULL (tg_params_grad is used) */
+    int *counts, *displs; /* shard: every rank's shard, for the all-gather */
+    int64_t *start; /* parameter i's first flat element, in registration order */
+    int *first; /* per parameter: earliest reading node (begin) */
     bucket *b;
     int nb;
-    tg_graph *g;           /* between begin and end */
-    int next;              /* the next bucket to start */
-    int oldest;            /* the oldest bucket not known to be finished */
-    double t0;             /* begin's time */
+    tg_graph *g; /* between begin and end */
+    int next; /* the next bucket to start */
+    int oldest; /* the oldest bucket not known to be finished */
+    double t0; /* begin's time */
 #ifdef TG_HAVE_MPI
     MPI_Request *req;
     MPI_Datatype type;
@@ -85,7 +85,7 @@ void tg_dist_grads_free(tg_dist_grads *d)
 static int make_buckets(tg_dist_grads *d, size_t bytes)
 {
     const int n = tg_params_count(d->p);
-    d->b = tg_calloc((size_t)n, sizeof *d->b);   /* at most one bucket per parameter */
+    d->b = tg_calloc((size_t)n, sizeof *d->b); /* at most one bucket per parameter */
     if (!d->b) return -1;
     for (int i = n - 1; i >= 0;) {
         bucket *b = &d->b[d->nb++];
@@ -127,8 +127,10 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, tg
     if (make_buckets(d, cfg.bucket_bytes)) goto oom;
     for (int i = 0; i < d->nb; i++)
         if (d->b[i].numel > INT_MAX) {
-            tg_error_set(err, "dist_grads_new: a bucket of %lld elements (parameter '%s') is more than MPI can "
-                              "count (%d)", (long long)d->b[i].numel, tg_params_at(p, d->b[i].p0)->name, INT_MAX);
+            tg_error_set(err,
+                         "dist_grads_new: a bucket of %lld elements (parameter '%s') is more than MPI can "
+                         "count (%d)",
+                         (long long)d->b[i].numel, tg_params_at(p, d->b[i].p0)->name, INT_MAX);
             tg_dist_grads_free(d);
             return NULL;
         }
@@ -143,8 +145,10 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, tg
             int64_t a, z;
             tg_dist_shard_range(d->numel, r, R, &a, &z);
             if (z > INT_MAX) {
-                tg_error_set(err, "dist_grads_new: shards past element %d (of %lld) are more than MPI can "
-                                  "count", INT_MAX, (long long)d->numel);
+                tg_error_set(err,
+                             "dist_grads_new: shards past element %d (of %lld) are more than MPI can "
+                             "count",
+                             INT_MAX, (long long)d->numel);
                 tg_dist_grads_free(d);
                 return NULL;
             }
@@ -158,7 +162,7 @@ tg_dist_grads *tg_dist_grads_new(tg_params *p, const tg_dist_grads_config *c, tg
             for (int r = 0; r < R; r++) {
                 int64_t a = d->displs[r] > b->offset ? d->displs[r] : b->offset;
                 int64_t z = d->displs[r] + d->counts[r] < b->offset + b->numel ? d->displs[r] + d->counts[r]
-                                                                                : b->offset + b->numel;
+                                                                               : b->offset + b->numel;
                 b->counts[r] = z > a ? (int)(z - a) : 0;
             }
             /* where this rank's part goes in its shard (0 when it has none of the bucket) */
@@ -189,8 +193,7 @@ static void launch(tg_dist_grads *d, int i, bool in_backward)
     if (d->shard)
         MPI_Ireduce_scatter(g, (char *)d->shard_grad + (size_t)b->recv_at * d->es, b->counts, d->type, MPI_SUM,
                             MPI_COMM_WORLD, &d->req[i]);
-    else
-        MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->numel, d->type, MPI_SUM, MPI_COMM_WORLD, &d->req[i]);
+    else MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->numel, d->type, MPI_SUM, MPI_COMM_WORLD, &d->req[i]);
 #endif
 }
 
@@ -221,11 +224,11 @@ static void hook(void *ctx, tg_graph *g, int node)
 /* The parameter of d whose values t is, or -1. */
 static int param_of(const tg_dist_grads *d, const tg_tensor *t)
 {
-    if (!t || t->graph || !t->requires_grad) return -1;   /* parameters belong to no graph */
+    if (!t || t->graph || !t->requires_grad) return -1; /* parameters belong to no graph */
     const char *base = tg_params_data(d->p), *at = t->data;
     if (at < base || at >= base + (size_t)d->numel * d->es) return -1;
     int64_t e = (at - base) / (int64_t)d->es;
-    int lo = 0, hi = tg_params_count(d->p) - 1;   /* the last start <= e */
+    int lo = 0, hi = tg_params_count(d->p) - 1; /* the last start <= e */
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
         if (d->start[mid] <= e) lo = mid;
@@ -240,10 +243,10 @@ int tg_dist_grads_begin(tg_dist_grads *d, tg_graph *g)
     d->g = g;
     d->t0 = tg_dist_now();
     d->next = d->oldest = 0;
-    if (!tg_dist_multi()) return 0;   /* nothing to send: no scan, no hook */
+    if (!tg_dist_multi()) return 0; /* nothing to send: no scan, no hook */
     for (int i = 0; i < d->nb; i++) d->b[i].launched = d->b[i].done = NAN, d->b[i].in_backward = false;
     const int len = tg_graph_tape_len(g), n = tg_params_count(d->p);
-    for (int k = 0; k < n; k++) d->first[k] = len;   /* unread: complete from the start */
+    for (int k = 0; k < n; k++) d->first[k] = len; /* unread: complete from the start */
     for (int i = len - 1; i >= 0; i--) {
         const tg_node *nd = tg_graph_node(g, i);
         for (int k = 0; k < nd->n_in; k++) {

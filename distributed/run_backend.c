@@ -52,8 +52,10 @@ static void first_difference(const char *const *kv, int n, const char *zero, siz
         const char *zv = z < zend ? z : "";
         z += strlen(zv) + 1;
         if (strcmp(zv, val)) {
-            snprintf(msg, len, "%s is %s here but %s on rank 0; every process must train the same run on the same data "
-                               "and checkpoint", key, val, zv);
+            snprintf(msg, len,
+                     "%s is %s here but %s on rank 0; every process must train the same run on the same data "
+                     "and checkpoint",
+                     key, val, zv);
             return;
         }
     }
@@ -158,7 +160,7 @@ static void sync_muon_share(tg_run_sync *s, tg_muon *m, bool momentum)
     tg_params *p = s->p;
     const size_t es = tg_dtype_size(tg_params_dtype(p));
     char *mom = tg_muon_momentum(m);
-    int64_t at = 0;   /* the matrix's offset in the momentum */
+    int64_t at = 0; /* the matrix's offset in the momentum */
     for (int i = 0; i < tg_params_count(p); i++) {
         tg_tensor *w = tg_params_at(p, i);
         if (!tg_muon_updates(m, w)) continue;
@@ -176,9 +178,9 @@ static bool sync_params_agree(tg_run_sync *s)
     tg_params *p = s->p;
     const uint8_t *d = tg_params_data(p);
     const size_t n = (size_t)tg_params_numel(p) * tg_dtype_size(tg_params_dtype(p));
-    uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
     for (size_t i = 0; i < n; i++) h = (h ^ d[i]) * 0x100000001b3u;
-    double lo = (double)(h >> 11), hi = lo;   /* 53 bits: exact in a double */
+    double lo = (double)(h >> 11), hi = lo; /* 53 bits: exact in a double */
     tg_dist_allreduce_f64(&lo, 1, TG_DIST_MIN);
     tg_dist_allreduce_f64(&hi, 1, TG_DIST_MAX);
     return lo == hi;
@@ -190,18 +192,35 @@ static void sync_stats(const tg_run_sync *s, tg_run_sync_stats *out)
 {
     tg_dist_stats st;
     tg_dist_grads_stats(s->g, &st);
-    *out = (tg_run_sync_stats){.buckets = tg_dist_grads_bucket_count(s->g), .bytes = st.bytes, .steps = st.steps,
-                               .backward_s = st.backward_s, .wait_s = st.wait_s};
+    *out = (tg_run_sync_stats){.buckets = tg_dist_grads_bucket_count(s->g),
+                               .bytes = st.bytes,
+                               .steps = st.steps,
+                               .backward_s = st.backward_s,
+                               .wait_s = st.wait_s};
 }
 
 const tg_run_backend *tg_dist_run_backend(void)
 {
-    static tg_run_backend b = {
-        .agree = agree, .same = same, .sum = sum, .max = max, .bcast = bcast, .abort = stop, .sync_new = sync_new,
-        .sync_free = sync_free, .sync_range = sync_range, .sync_grad = sync_grad, .sync_begin = sync_begin,
-        .sync_end = sync_end, .sync_clip = sync_clip, .sync_gather_params = sync_gather_params,
-        .sync_gather_shard = sync_gather_shard, .sync_muon_grads = sync_muon_grads, .sync_muon_share = sync_muon_share,
-        .sync_params_agree = sync_params_agree, .sync_probe = sync_probe, .sync_stats = sync_stats};
+    static tg_run_backend b = {.agree = agree,
+                               .same = same,
+                               .sum = sum,
+                               .max = max,
+                               .bcast = bcast,
+                               .abort = stop,
+                               .sync_new = sync_new,
+                               .sync_free = sync_free,
+                               .sync_range = sync_range,
+                               .sync_grad = sync_grad,
+                               .sync_begin = sync_begin,
+                               .sync_end = sync_end,
+                               .sync_clip = sync_clip,
+                               .sync_gather_params = sync_gather_params,
+                               .sync_gather_shard = sync_gather_shard,
+                               .sync_muon_grads = sync_muon_grads,
+                               .sync_muon_share = sync_muon_share,
+                               .sync_params_agree = sync_params_agree,
+                               .sync_probe = sync_probe,
+                               .sync_stats = sync_stats};
     b.rank = tg_dist_rank();
     b.size = tg_dist_size();
     return &b;

@@ -75,9 +75,9 @@ TG_API int tg_llama2c_import(const char *model_path, const char *tokenizer_path,
  * without), GPT-2's tiktoken ranks as its "gpt2" BPE with merges. The
  * weights' type: */
 typedef enum tg_gguf_type {
-    TG_GGUF_F32 = 0,    /* the model's f32 values */
-    TG_GGUF_F16 = 1,    /* matrices in IEEE half, rounded to nearest even; norms f32 */
-    TG_GGUF_Q8_0 = 8,   /* matrices in ggml's Q8_0 (blocks of 32 int8 and a half scale; F16 for a row
+    TG_GGUF_F32 = 0, /* the model's f32 values */
+    TG_GGUF_F16 = 1, /* matrices in IEEE half, rounded to nearest even; norms f32 */
+    TG_GGUF_Q8_0 = 8, /* matrices in ggml's Q8_0 (blocks of 32 int8 and a half scale; F16 for a row
                            length not a multiple of 32); norms f32 */
 } tg_gguf_type;
 
@@ -132,7 +132,7 @@ TG_API int tg_gguf_import(const char *path, const char *ckpt_path, tg_dtype dt, 
  * tied). docs/formats.md, "Hugging Face layout". */
 
 typedef struct tg_hf_import_options {
-    bool ids_only;   /* a directory without a tokenizer tapegrad reads gives a checkpoint of bare ids
+    bool ids_only; /* a directory without a tokenizer tapegrad reads gives a checkpoint of bare ids
                         (vocabulary "ids:V") instead of an error */
 } tg_hf_import_options;
 

@@ -57,7 +57,11 @@ enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8,
 static void put(gbuf *b, const void *d, size_t n) { tg_gguf_put(b, d, n); }
 static void put_u32(gbuf *b, uint32_t v) { put(b, &v, 4); }
 static void put_u64(gbuf *b, uint64_t v) { put(b, &v, 8); }
-static void put_str(gbuf *b, const void *s, size_t n) { put_u64(b, n); put(b, s, n); }
+static void put_str(gbuf *b, const void *s, size_t n)
+{
+    put_u64(b, n);
+    put(b, s, n);
+}
 
 static void kv_key(gbuf *b, const char *key, uint32_t type)
 {
@@ -65,10 +69,26 @@ static void kv_key(gbuf *b, const char *key, uint32_t type)
     put_u32(b, type);
     b->count++;
 }
-static void kv_u32(gbuf *b, const char *key, uint32_t v) { kv_key(b, key, GGUF_U32); put_u32(b, v); }
-static void kv_f32(gbuf *b, const char *key, float v) { kv_key(b, key, GGUF_F32); put(b, &v, 4); }
-static void kv_bool(gbuf *b, const char *key, bool v) { kv_key(b, key, GGUF_BOOL); put(b, &(uint8_t){v}, 1); }
-static void kv_string(gbuf *b, const char *key, const char *s) { kv_key(b, key, GGUF_STRING); put_str(b, s, strlen(s)); }
+static void kv_u32(gbuf *b, const char *key, uint32_t v)
+{
+    kv_key(b, key, GGUF_U32);
+    put_u32(b, v);
+}
+static void kv_f32(gbuf *b, const char *key, float v)
+{
+    kv_key(b, key, GGUF_F32);
+    put(b, &v, 4);
+}
+static void kv_bool(gbuf *b, const char *key, bool v)
+{
+    kv_key(b, key, GGUF_BOOL);
+    put(b, &(uint8_t){v}, 1);
+}
+static void kv_string(gbuf *b, const char *key, const char *s)
+{
+    kv_key(b, key, GGUF_STRING);
+    put_str(b, s, strlen(s));
+}
 static void kv_array(gbuf *b, const char *key, uint32_t type, uint64_t n)
 {
     kv_key(b, key, GGUF_ARRAY);
@@ -87,15 +107,15 @@ static uint16_t to_f16(float f)
     memcpy(&x, &f, 4);
     const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
     const uint32_t ax = x & 0x7fffffff;
-    if (ax >= 0x477ff000) return sign | 0x7c00;   /* 65520 and up round to infinity */
-    if (ax < 0x38800000) {                        /* below 2^-14: a subnormal half, in units of 2^-24 */
+    if (ax >= 0x477ff000) return sign | 0x7c00; /* 65520 and up round to infinity */
+    if (ax < 0x38800000) { /* below 2^-14: a subnormal half, in units of 2^-24 */
         float a;
         memcpy(&a, &ax, 4);
-        return sign | (uint16_t)rintf(a * 16777216.0f);   /* exact scaling, rounded to nearest even */
+        return sign | (uint16_t)rintf(a * 16777216.0f); /* exact scaling, rounded to nearest even */
     }
     uint32_t h = ((ax >> 23) - 127 + 15) << 10 | (ax & 0x7fffff) >> 13;
     const uint32_t rest = ax & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;   /* a carry into the exponent is right too */
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++; /* a carry into the exponent is right too */
     return sign | (uint16_t)h;
 }
 
@@ -103,11 +123,11 @@ static uint16_t to_f16(float f)
 
 typedef struct gtensor {
     char name[64];
-    const tg_tensor *t;   /* the model's parameter, f32; NULL: zeros (a GPT's absent bias) */
-    int64_t ne[2];        /* ggml's sizes: [columns, rows], or [n] */
+    const tg_tensor *t; /* the model's parameter, f32; NULL: zeros (a GPT's absent bias) */
+    int64_t ne[2]; /* ggml's sizes: [columns, rows], or [n] */
     int ndim;
-    int type;             /* TG_GGUF_F32, _F16 or _Q8_0 */
-    int permute_heads;    /* >0: wq/wk of a --rope halves model, this many heads to reorder */
+    int type; /* TG_GGUF_F32, _F16 or _Q8_0 */
+    int permute_heads; /* >0: wq/wk of a --rope halves model, this many heads to reorder */
     uint64_t offset, nbytes;
 } gtensor;
 
@@ -141,7 +161,7 @@ static void encode_row(const gtensor *g, int64_t r, const float *zeros, unsigned
             const uint16_t h = to_f16(x[j]);
             memcpy(out + 2 * j, &h, 2);
         }
-    } else {   /* Q8_0: per block of 32, a half scale d then 32 int8 q with x ~ d q */
+    } else { /* Q8_0: per block of 32, a half scale d then 32 int8 q with x ~ d q */
         for (int64_t b = 0; b < n / 32; b++, out += 34) {
             float amax = 0;
             for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
@@ -156,9 +176,11 @@ static void encode_row(const gtensor *g, int64_t r, const float *zeros, unsigned
 /* ---- the file ------------------------------------------------------------------- */
 
 static const char *const LAYER_NAMES[9][2] = {
-    {"attention_norm.weight", "attn_norm"}, {"attention.wq.weight", "attn_q"},  {"attention.wk.weight", "attn_k"},
-    {"attention.wv.weight", "attn_v"},      {"attention.wo.weight", "attn_output"}, {"ffn_norm.weight", "ffn_norm"},
-    {"feed_forward.w1.weight", "ffn_gate"}, {"feed_forward.w2.weight", "ffn_down"}, {"feed_forward.w3.weight", "ffn_up"},
+    {"attention_norm.weight", "attn_norm"}, {"attention.wq.weight", "attn_q"},
+    {"attention.wk.weight", "attn_k"},      {"attention.wv.weight", "attn_v"},
+    {"attention.wo.weight", "attn_output"}, {"ffn_norm.weight", "ffn_norm"},
+    {"feed_forward.w1.weight", "ffn_gate"}, {"feed_forward.w2.weight", "ffn_down"},
+    {"feed_forward.w3.weight", "ffn_up"},
 };
 
 /* Adds parameter pname of m as GGUF tensor gname; -1 if m has none,
@@ -213,9 +235,9 @@ static int llama_tensors(const tg_model *m, int type, gtensor *ts, int *nt)
  * for the head, which a GPT ties. -1 for a parameter missing. */
 static int gpt_tensors(const tg_model *m, int type, gtensor *ts, int *nt)
 {
-    static const char *const PARTS[6][2] = {{"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"},
+    static const char *const PARTS[6][2] = {{"ln_1", "attn_norm"},          {"attn.c_attn", "attn_qkv"},
                                             {"attn.c_proj", "attn_output"}, {"ln_2", "ffn_norm"},
-                                            {"mlp.c_fc", "ffn_up"}, {"mlp.c_proj", "ffn_down"}};
+                                            {"mlp.c_fc", "ffn_up"},         {"mlp.c_proj", "ffn_down"}};
     const int64_t C = m->config.n_embd, bias_len[6] = {C, 3 * C, C, C, 4 * C, C};
     char pname[96], gname[64];
     int bad = add_tensor(ts, nt, m, "transformer.wte.weight", "token_embd.weight", type, 0, 0);
@@ -240,8 +262,9 @@ static int finite_params(const tg_model *m, tg_error *err)
         const float *d = t->data;
         for (int64_t k = 0; k < t->numel; k++)
             if (!isfinite(d[k]))
-                return tg_error_set(err, "%s[%lld] is %g: a model with NaN or infinite weights cannot be run",
-                                    t->name, (long long)k, (double)d[k]), 0;
+                return tg_error_set(err, "%s[%lld] is %g: a model with NaN or infinite weights cannot be run", t->name,
+                                    (long long)k, (double)d[k]),
+                       0;
     }
     return 1;
 }
@@ -251,7 +274,8 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     if (!path) return tg_error_set(err, "gguf_export: the path is NULL"), -1;
     if (type != TG_GGUF_F32 && type != TG_GGUF_F16 && type != TG_GGUF_Q8_0)
         return tg_error_set(err, "gguf_export: type %d is not one of TG_GGUF_F32, TG_GGUF_F16, TG_GGUF_Q8_0",
-                            (int)type), -1;
+                            (int)type),
+               -1;
     if (!ckpt) return tg_error_set(err, "gguf_export: the checkpoint is NULL"), -1;
     tg_model m = {0};
     tg_vocab v = {0};
@@ -265,12 +289,15 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
     const tg_model_config *c = &m.config;
     const bool gpt = !strcmp(c->arch, "gpt");
     if (!gpt && strcmp(c->arch, "llama")) {
-        tg_error_set(err, "gguf_export: a Llama (llama.cpp's architecture \"llama\") or a GPT (\"gpt2\") is "
-                          "written; this checkpoint is a %s", c->arch);
+        tg_error_set(err,
+                     "gguf_export: a Llama (llama.cpp's architecture \"llama\") or a GPT (\"gpt2\") is "
+                     "written; this checkpoint is a %s",
+                     c->arch);
         goto done;
     }
-    if (tg_fmt_check_options(c, "gguf_export", gpt ? "llama.cpp's architecture \"gpt2\"" : "llama.cpp's architecture \"llama\"",
-                             false, err))
+    if (tg_fmt_check_options(c, "gguf_export",
+                             gpt ? "llama.cpp's architecture \"gpt2\"" : "llama.cpp's architecture \"llama\"", false,
+                             err))
         goto done;
     if (tg_checkpoint_load_vocab(ckpt, &m, &v, err)) goto done;
     if (!finite_params(&m, err) || tg_gguf_make_vocab(&v, c->vocab_size, gpt, &gv, err)) goto done;
@@ -283,8 +310,10 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
         goto done;
     }
     if (gpt ? gpt_tensors(&m, type, ts, &nt) : llama_tensors(&m, type, ts, &nt)) {
-        tg_error_set(err, "gguf_export: the %s's parameters are not the ones it writes (a family of another "
-                          "layout registered as \"%s\"?)", gpt ? "GPT" : "Llama", c->arch);
+        tg_error_set(err,
+                     "gguf_export: the %s's parameters are not the ones it writes (a family of another "
+                     "layout registered as \"%s\"?)",
+                     gpt ? "GPT" : "Llama", c->arch);
         goto done;
     }
     uint64_t off = 0, row_max = 0;
@@ -301,7 +330,7 @@ int tg_gguf_export(const tg_st_file *ckpt, const char *path, tg_gguf_type type, 
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", a, k), key)
     kv_string(&kv, "general.architecture", a);
     kv_string(&kv, "general.name", "tapegrad");
-    kv_u32(&kv, "general.file_type", type == TG_GGUF_F32 ? 0 : type == TG_GGUF_F16 ? 1 : 7);   /* llama_ftype */
+    kv_u32(&kv, "general.file_type", type == TG_GGUF_F32 ? 0 : type == TG_GGUF_F16 ? 1 : 7); /* llama_ftype */
     kv_u32(&kv, KEY("context_length"), (uint32_t)c->block_size);
     kv_u32(&kv, KEY("embedding_length"), (uint32_t)c->n_embd);
     kv_u32(&kv, KEY("block_count"), (uint32_t)c->n_layer);

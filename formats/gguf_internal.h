@@ -12,7 +12,7 @@
 #include "formats.h"
 
 enum { T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 };
-enum { G_F32 = 0, G_F16 = 1, G_Q8_0 = 8, G_BF16 = 30 };   /* ggml's type numbers */
+enum { G_F32 = 0, G_F16 = 1, G_Q8_0 = 8, G_BF16 = 30 }; /* ggml's type numbers */
 
 /* bytes of the file (not NUL-terminated) */
 typedef struct str {
@@ -23,9 +23,9 @@ typedef struct str {
 typedef struct kv {
     str key;
     uint32_t type;
-    const unsigned char *val;   /* the value's bytes (an array: after its type and count) */
-    uint32_t elem;              /* an array's element type */
-    uint64_t count;             /* an array's length */
+    const unsigned char *val; /* the value's bytes (an array: after its type and count) */
+    uint32_t elem; /* an array's element type */
+    uint64_t count; /* an array's length */
 } kv;
 
 typedef struct tinfo {
@@ -40,8 +40,8 @@ typedef struct gguf {
     kv *kvs;
     tinfo *ts;
     uint64_t n_kv, n_t;
-    const str **kv_names, **t_names;   /* the keys' and the tensors' names, sorted */
-    const unsigned char *data;         /* the data section */
+    const str **kv_names, **t_names; /* the keys' and the tensors' names, sorted */
+    const unsigned char *data; /* the data section */
     size_t data_len;
 } gguf;
 

@@ -101,12 +101,14 @@ int tg_gguf_parse(gguf *g, tg_error *err)
         return tg_error_set(err, "the file does not start with \"GGUF\""), -1;
     if (!u32(g, &version) || version < 2 || version > 3)
         return tg_error_set(err, "GGUF version %u: only versions 2 and 3 are read", version), -1;
-    if (!u64(g, &g->n_t) || !u64(g, &g->n_kv))
-        return tg_error_set(err, "the header is cut short"), -1;
+    if (!u64(g, &g->n_t) || !u64(g, &g->n_kv)) return tg_error_set(err, "the header is cut short"), -1;
     /* every key-value takes at least 12 bytes, every tensor info 28: counts past that are lies */
     if (g->n_kv > (g->len - g->at) / 12 || g->n_t > (g->len - g->at) / 28)
-        return tg_error_set(err, "the header claims %llu key-values and %llu tensors, more than the file's "
-                                 "%zu bytes hold", (unsigned long long)g->n_kv, (unsigned long long)g->n_t, g->len), -1;
+        return tg_error_set(err,
+                            "the header claims %llu key-values and %llu tensors, more than the file's "
+                            "%zu bytes hold",
+                            (unsigned long long)g->n_kv, (unsigned long long)g->n_t, g->len),
+               -1;
     if (!(g->kvs = calloc(g->n_kv + 1, sizeof *g->kvs)) || !(g->ts = calloc(g->n_t + 1, sizeof *g->ts)))
         return tg_error_set(err, "out of memory"), -1;
     for (uint64_t i = 0; i < g->n_kv; i++) {
@@ -122,13 +124,15 @@ int tg_gguf_parse(gguf *g, tg_error *err)
             const size_t es = ok ? fixed_size(k->elem) : 0;
             if (ok && es) ok = k->count <= (g->len - g->at) / es && take(g, (size_t)k->count * es, &k->val);
             else if (ok) /* strings: each at least 8 bytes */
-                for (uint64_t j = 0; ok && j < k->count; j++) ok = k->count <= (g->len - g->at) / 8 + j && skip_value(g, T_STRING);
+                for (uint64_t j = 0; ok && j < k->count; j++)
+                    ok = k->count <= (g->len - g->at) / 8 + j && skip_value(g, T_STRING);
         } else {
             ok = skip_value(g, k->type);
         }
         if (!ok)
             return tg_error_set(err, "offset %zu: key '%s' has a bad type or runs past the end", start,
-                                tg_gguf_shown(k->key, sb)), -1;
+                                tg_gguf_shown(k->key, sb)),
+                   -1;
     }
     for (uint64_t i = 0; i < g->n_t; i++) {
         tinfo *t = &g->ts[i];
@@ -137,11 +141,12 @@ int tg_gguf_parse(gguf *g, tg_error *err)
         t->numel = 1;
         for (uint32_t d = 0; ok && d < t->ndim; d++)
             ok = u64(g, &t->dims[d]) && t->dims[d] >= 1 && t->dims[d] <= (1ull << 40) / t->numel &&
-                 (t->numel *= t->dims[d]);
+                (t->numel *= t->dims[d]);
         ok = ok && u32(g, &t->type) && u64(g, &t->offset);
         if (!ok)
             return tg_error_set(err, "offset %zu: tensor info %llu is cut short or has a bad shape", start,
-                                (unsigned long long)i), -1;
+                                (unsigned long long)i),
+                   -1;
     }
     /* the names in order, for look-ups in log time and to find one given twice, which
      * llama.cpp refuses (which of the two would count is the reader's guess) */
@@ -157,9 +162,11 @@ int tg_gguf_parse(gguf *g, tg_error *err)
     if (!(g->t_names = sorted_names(g->ts, g->n_t, sizeof *g->ts, &a, &b)))
         return tg_error_set(err, "out of memory"), -1;
     if (a != b)
-        return tg_error_set(err, "tensor '%s' is given twice (tensor infos %llu and %llu): llama.cpp refuses "
-                                 "such a file", tg_gguf_shown(g->ts[a].name, sb), (unsigned long long)a,
-                            (unsigned long long)b), -1;
+        return tg_error_set(err,
+                            "tensor '%s' is given twice (tensor infos %llu and %llu): llama.cpp refuses "
+                            "such a file",
+                            tg_gguf_shown(g->ts[a].name, sb), (unsigned long long)a, (unsigned long long)b),
+               -1;
     return 0;
 }
 
@@ -181,7 +188,7 @@ static const str *lookup(const str *const *sorted, uint64_t n, const char *name)
 
 const kv *tg_gguf_find(const gguf *g, const char *key)
 {
-    return (const kv *)lookup(g->kv_names, g->n_kv, key);   /* a kv starts with its key */
+    return (const kv *)lookup(g->kv_names, g->n_kv, key); /* a kv starts with its key */
 }
 
 /* An unsigned or signed integer value of key: 0, 1 when absent, or -1
@@ -203,13 +210,14 @@ int tg_gguf_get_int(const gguf *g, const char *key, int64_t lo, int64_t hi, int6
     case T_I16: memcpy(&i16, k->val, 2), s = i16; break;
     case T_I32: memcpy(&i32, k->val, 4), s = i32; break;
     case T_I64: memcpy(&s, k->val, 8); break;
-    default:   /* unsigned: its bytes are u's low ones (the reader takes a little-endian host throughout) */
+    default: /* unsigned: its bytes are u's low ones (the reader takes a little-endian host throughout) */
         memcpy(&u, k->val, fixed_size(k->type));
         s = u > INT64_MAX ? INT64_MAX : (int64_t)u;
     }
     if (s < lo || s > hi)
         return tg_error_set(err, "key '%s' = %lld is outside [%lld, %lld]", key, (long long)s, (long long)lo,
-                            (long long)hi), -1;
+                            (long long)hi),
+               -1;
     *v = s;
     return 0;
 }
@@ -258,7 +266,7 @@ int tg_gguf_place_data(gguf *g, tg_error *err)
     if (start > g->len) return tg_error_set(err, "the file ends before its data section"), -1;
     g->data = g->buf + start;
     g->data_len = g->len - start;
-    uint64_t end = 0;   /* where the tensors so far end, padded */
+    uint64_t end = 0; /* where the tensors so far end, padded */
     for (uint64_t i = 0; i < g->n_t; i++) {
         tinfo *t = &g->ts[i];
         char sb[TG_SHOWN_SIZE];
@@ -268,25 +276,34 @@ int tg_gguf_place_data(gguf *g, tg_error *err)
         case G_F16:
         case G_BF16: t->nbytes = t->numel * 2; break;
         case G_Q8_0:
-            if (t->dims[0] % 32) return tg_error_set(err, "tensor '%s' is Q8_0 with rows of %llu, not a multiple "
-                                                          "of 32", name, (unsigned long long)t->dims[0]), -1;
+            if (t->dims[0] % 32)
+                return tg_error_set(err,
+                                    "tensor '%s' is Q8_0 with rows of %llu, not a multiple "
+                                    "of 32",
+                                    name, (unsigned long long)t->dims[0]),
+                       -1;
             t->nbytes = t->numel / 32 * 34;
             break;
         default:
-            return tg_error_set(err, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0",
-                                name, t->type), -1;
+            return tg_error_set(err, "tensor '%s' is of ggml type %u: tapegrad reads F32, F16, BF16 and Q8_0", name,
+                                t->type),
+                   -1;
         }
         /* llama.cpp's layout: each tensor's data right after the one before, so no two share bytes
          * and the values a file describes are at most its bytes (llama.cpp refuses another offset) */
         if (t->offset != end)
-            return tg_error_set(err, "tensor '%s': its data is at offset %llu of the data section, where the "
+            return tg_error_set(err,
+                                "tensor '%s': its data is at offset %llu of the data section, where the "
                                 "tensors before it end at %llu (padded to %lld bytes): GGUF puts each tensor's data "
-                                     "right after the one before, and llama.cpp refuses other offsets", name,
-                                (unsigned long long)t->offset, (unsigned long long)end, (long long)align), -1;
+                                "right after the one before, and llama.cpp refuses other offsets",
+                                name, (unsigned long long)t->offset, (unsigned long long)end, (long long)align),
+                   -1;
         if (t->nbytes > g->data_len - t->offset)
-            return tg_error_set(err, "tensor '%s': its %llu bytes at offset %llu are not within the data "
-                                "section's %zu", name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
-                                g->data_len), -1;
+            return tg_error_set(err,
+                                "tensor '%s': its %llu bytes at offset %llu are not within the data "
+                                "section's %zu",
+                                name, (unsigned long long)t->nbytes, (unsigned long long)t->offset, g->data_len),
+                   -1;
         end = t->offset + (t->nbytes + (uint64_t)align - 1) / (uint64_t)align * (uint64_t)align;
     }
     return 0;
@@ -294,13 +311,13 @@ int tg_gguf_place_data(gguf *g, tg_error *err)
 
 const tinfo *tg_gguf_find_tensor(const gguf *g, const char *name)
 {
-    return (const tinfo *)lookup(g->t_names, g->n_t, name);   /* a tinfo starts with its name */
+    return (const tinfo *)lookup(g->t_names, g->n_t, name); /* a tinfo starts with its name */
 }
 
 static float half_to_float(uint16_t h)
 {
     const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    if (e == 0) {   /* zero or subnormal: m * 2^-24, exact */
+    if (e == 0) { /* zero or subnormal: m * 2^-24, exact */
         const float f = (float)m * 0x1p-24f;
         return sign ? -f : f;
     }
@@ -325,7 +342,7 @@ float tg_gguf_value_at(const unsigned char *q, uint32_t type, int64_t i)
             const uint32_t bits = (uint32_t)h << 16;
             memcpy(&x, &bits, 4);
         }
-    } else {   /* Q8_0: a half scale, then 32 int8 */
+    } else { /* Q8_0: a half scale, then 32 int8 */
         const unsigned char *b = q + i / 32 * 34;
         uint16_t d;
         memcpy(&d, b, 2);

@@ -47,9 +47,11 @@ static bool merges_are_tiktokens(const tg_tokenizer *t, const cJSON *merges, tg_
         strcat(strcat(want, " "), b);
         if (!m || !cJSON_IsString(m) || strcmp(m->valuestring, want)) {
             char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE];
-            tg_error_set(err, "key 'tokenizer.ggml.merges': merge %d is '%s' where tiktoken's rule splits its "
-                              "piece %d as '%s': llama.cpp and tapegrad would encode differently", (int)k,
-                         tg_shown(m && cJSON_IsString(m) ? m->valuestring : "", s1), (int)r, tg_shown(want, s2));
+            tg_error_set(err,
+                         "key 'tokenizer.ggml.merges': merge %d is '%s' where tiktoken's rule splits its "
+                         "piece %d as '%s': llama.cpp and tapegrad would encode differently",
+                         (int)k, tg_shown(m && cJSON_IsString(m) ? m->valuestring : "", s1), (int)r,
+                         tg_shown(want, s2));
             ok = false;
         }
         m = m ? m->next : NULL;
@@ -68,16 +70,24 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, tg_error *err)
     str pre;
     const bool has_pre = tg_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
     if (!has_pre || !tg_gguf_str_is(pre, "gpt-2"))
-        return tg_error_set(err, "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
-                                 "words with GPT-2's pattern ('gpt-2')", has_pre ? "'" : "absent (or not a string)",
-                            has_pre ? tg_gguf_shown(pre, sb) : "", has_pre ? "'" : ""), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.pre' is %s%s%s: tapegrad's GPT-2 tokenizer splits "
+                            "words with GPT-2's pattern ('gpt-2')",
+                            has_pre ? "'" : "absent (or not a string)", has_pre ? tg_gguf_shown(pre, sb) : "",
+                            has_pre ? "'" : ""),
+               -1;
     if (tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", false))
-        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
-                                 "BOS"), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                            "BOS"),
+               -1;
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *mg = tg_gguf_find(g, "tokenizer.ggml.merges");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 257 || tok->count > (uint64_t)V)
-        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not a list of 257 to %d strings (the "
-                                 "embedding's rows)", V), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.tokens' is not a list of 257 to %d strings (the "
+                            "embedding's rows)",
+                            V),
+               -1;
     if (!mg || mg->type != T_ARRAY || mg->elem != T_STRING)
         return tg_error_set(err, "key 'tokenizer.ggml.merges' is not a list of strings"), -1;
     cJSON *vocab = cJSON_CreateObject(), *merges = cJSON_CreateArray();
@@ -102,8 +112,8 @@ static int read_vocab_gpt2(const gguf *g, int V, tg_vocab *v, tg_error *err)
             z[l] = 0;
             p += 8 + l;
             if (strlen(z) != l) {
-                tg_error_set(err, "key '%s': string %llu holds a NUL byte", pass ? "tokenizer.ggml.merges"
-                                  : "tokenizer.ggml.tokens", (unsigned long long)i);
+                tg_error_set(err, "key '%s': string %llu holds a NUL byte",
+                             pass ? "tokenizer.ggml.merges" : "tokenizer.ggml.tokens", (unsigned long long)i);
                 goto done;
             }
             ok = pass ? cJSON_AddItemToArray(merges, cJSON_CreateString(z))
@@ -157,7 +167,8 @@ static int rwkv_byte(const unsigned char *s, uint64_t l)
 {
     static const char hex[] = "0123456789abcdef";
     if (l == 1 && s[0] != '\\') return s[0];
-    if (l == 2 && s[0] == '\\' && s[1] != 'x') return s[1] == 't' ? '\t' : s[1] == 'n' ? '\n' : s[1] == 'r' ? '\r' : s[1];
+    if (l == 2 && s[0] == '\\' && s[1] != 'x')
+        return s[1] == 't' ? '\t' : s[1] == 'n' ? '\n' : s[1] == 'r' ? '\r' : s[1];
     if (l == 4 && s[0] == '\\' && s[1] == 'x' && s[2] && s[3] && strchr(hex, s[2]) && strchr(hex, s[3]))
         return (int)((strchr(hex, s[2]) - hex) * 16 + (strchr(hex, s[3]) - hex));
     return -1;
@@ -172,19 +183,27 @@ static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, tg_error *err)
                                             "tokenizer.ggml.unknown_token_id"};
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *ty = tg_gguf_find(g, "tokenizer.ggml.token_type");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count != (uint64_t)V || V > 256)
-        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not %d strings (the embedding's rows): "
-                                 "tapegrad reads an 'rwkv' vocabulary as a text's bytes, one token each", V), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.tokens' is not %d strings (the embedding's rows): "
+                            "tapegrad reads an 'rwkv' vocabulary as a text's bytes, one token each",
+                            V),
+               -1;
     for (int k = 0; k < 3; k++)
         if (tg_gguf_find(g, SPECIALS[k]))
-            return tg_error_set(err, "key '%s': tapegrad reads an 'rwkv' vocabulary as a text's bytes, which "
-                                     "have no special token", SPECIALS[k]), -1;
+            return tg_error_set(err,
+                                "key '%s': tapegrad reads an 'rwkv' vocabulary as a text's bytes, which "
+                                "have no special token",
+                                SPECIALS[k]),
+                   -1;
     if (tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", false))
-        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
-                                 "BOS"), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.add_bos_token' is true: a GPT reads its text without "
+                            "BOS"),
+               -1;
     if (ty && (ty->type != T_ARRAY || ty->elem != T_I32 || ty->count != (uint64_t)V))
         return tg_error_set(err, "key 'tokenizer.ggml.token_type' is not %d int32 values", V), -1;
     char set[256];
-    const unsigned char *p = tok->val;   /* the strings were checked by parse: each a u64 length and its bytes */
+    const unsigned char *p = tok->val; /* the strings were checked by parse: each a u64 length and its bytes */
     for (int i = 0, last = -1; i < V; i++) {
         uint64_t l;
         int32_t type = 1;
@@ -194,10 +213,14 @@ static int read_vocab_rwkv(const gguf *g, int V, tg_vocab *v, tg_error *err)
         if (b < 0 || b <= last || type != 1) {
             char t[8], sb[TG_SHOWN_SIZE];
             snprintf(t, sizeof t, "%.*s", (int)(l < 7 ? l : 7), (const char *)p + 8);
-            return tg_error_set(err, "key 'tokenizer.ggml.tokens': token %d ('%s'%s) is %s: tapegrad reads an "
-                                     "'rwkv' vocabulary as a text's bytes, a normal token each, in increasing order", i,
-                                tg_shown(t, sb), l > 7 ? "..." : "", b < 0 ? "not one byte" : type != 1 ?
-                                "not of type 1 (normal)" : "not after the byte before it"), -1;
+            return tg_error_set(err,
+                                "key 'tokenizer.ggml.tokens': token %d ('%s'%s) is %s: tapegrad reads an "
+                                "'rwkv' vocabulary as a text's bytes, a normal token each, in increasing order",
+                                i, tg_shown(t, sb), l > 7 ? "..." : "",
+                                b < 0           ? "not one byte"
+                                    : type != 1 ? "not of type 1 (normal)"
+                                                : "not after the byte before it"),
+                   -1;
         }
         set[i] = (char)b;
         last = b;
@@ -216,23 +239,33 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
 {
     char sb[TG_SHOWN_SIZE];
     str model;
-    if (!tg_gguf_get_str(g, "tokenizer.ggml.model", &model) || tg_gguf_str_is(model, "none") || tg_gguf_str_is(model, "no"))
+    if (!tg_gguf_get_str(g, "tokenizer.ggml.model", &model) || tg_gguf_str_is(model, "none") ||
+        tg_gguf_str_is(model, "no"))
         return tg_vocab_ids(v, V), 0;
     if (gpt && tg_gguf_str_is(model, "gpt2")) return read_vocab_gpt2(g, V, v, err);
     if (gpt && tg_gguf_str_is(model, "rwkv")) return read_vocab_rwkv(g, V, v, err);
     if (!tg_gguf_str_is(model, "llama"))
-        return tg_error_set(err, "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
-                                 "(SentencePiece-style) vocabularies%s", tg_gguf_shown(model, sb),
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.model' is '%s': tapegrad reads llama.cpp's 'llama' "
+                            "(SentencePiece-style) vocabularies%s",
+                            tg_gguf_shown(model, sb),
                             gpt ? ", and for a GPT its 'gpt2' (GPT-2's BPE with merges) and 'rwkv' (a text's bytes)"
-                                 : ""), -1;
-    if (gpt && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true) && tg_gguf_find(g, "tokenizer.ggml.bos_token_id"))
-        return tg_error_set(err, "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
-                                 "default): a GPT reads its text without BOS"), -1;
+                                : ""),
+               -1;
+    if (gpt && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true) &&
+        tg_gguf_find(g, "tokenizer.ggml.bos_token_id"))
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.add_bos_token' is true (or absent, llama.cpp's 'llama' "
+                            "default): a GPT reads its text without BOS"),
+               -1;
     const kv *tok = tg_gguf_find(g, "tokenizer.ggml.tokens"), *sc = tg_gguf_find(g, "tokenizer.ggml.scores"),
              *ty = tg_gguf_find(g, "tokenizer.ggml.token_type");
     if (!tok || tok->type != T_ARRAY || tok->elem != T_STRING || tok->count < 1 || tok->count > (uint64_t)V)
-        return tg_error_set(err, "key 'tokenizer.ggml.tokens' is not a list of at most %d strings (the "
-                                 "embedding's rows)", V), -1;
+        return tg_error_set(err,
+                            "key 'tokenizer.ggml.tokens' is not a list of at most %d strings (the "
+                            "embedding's rows)",
+                            V),
+               -1;
     const int32_t n = (int32_t)tok->count;
     if (!sc || sc->type != T_ARRAY || sc->elem != T_F32 || sc->count != (uint64_t)n)
         return tg_error_set(err, "key 'tokenizer.ggml.scores' is not %d float32 values", (int)n), -1;
@@ -242,9 +275,11 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
         int32_t t;
         memcpy(&t, ty->val + 4 * (size_t)i, 4);
         if (t < 1 || t > 6)
-            return tg_error_set(err, "key 'tokenizer.ggml.token_type': id %d has type %d, not one of GGUF's "
-                                     "(1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)i,
-                                (int)t), -1;
+            return tg_error_set(err,
+                                "key 'tokenizer.ggml.token_type': id %d has type %d, not one of GGUF's "
+                                "(1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)",
+                                (int)i, (int)t),
+                   -1;
     }
     if (gpt && n == V && bytes_only(tok, ty, n) && !tg_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true)) {
         /* tapegrad's export of a GPT's byte vocabulary: a text's bytes again */
@@ -291,7 +326,7 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
         p += 8 + l;
         int32_t t;
         memcpy(&t, ty->val + 4 * (size_t)i, 4);
-        types[i] = (uint8_t)t;   /* 1..6: checked above */
+        types[i] = (uint8_t)t; /* 1..6: checked above */
     }
     memcpy(scores, sc->val, (size_t)n * 4);
     int64_t bos = -1, eos = -1;
@@ -305,8 +340,8 @@ int tg_gguf_read_vocab(const gguf *g, int V, bool gpt, tg_vocab *v, tg_error *er
         tg_tok_new_spm(&(tg_spm_pieces){n, pieces, off, scores, types, (int32_t)bos, (int32_t)eos}, &o, err);
     if (!t) goto done;
     /* llama.cpp puts BOS first when add_bos_token says so (its default for "llama" is yes) */
-    rc = tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V,
-                            err);
+    rc =
+        tg_vocab_tokenizer(v, t, !gpt && bos >= 0 && tg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", true), V, err);
 done:
     free(off), free(scores), free(types), free(pieces);
     return rc;

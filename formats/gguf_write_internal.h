@@ -12,7 +12,7 @@
 
 #include "formats.h"
 
-enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };   /* llama.cpp's token types */
+enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 }; /* llama.cpp's token types */
 
 /* ---- a growing buffer of bytes -------------------------------------------- */
 
@@ -20,7 +20,7 @@ typedef struct gbuf {
     unsigned char *p;
     size_t len, cap;
     bool oom;
-    uint64_t count;   /* key-values written (kv_key) */
+    uint64_t count; /* key-values written (kv_key) */
 } gbuf;
 
 /* Appends d (n bytes) to b; out of memory, sets b->oom and appends nothing from then on. */
@@ -54,11 +54,11 @@ typedef struct gvocab {
     size_t *at, *len;
     float *score;
     int32_t *type;
-    int32_t bos, eos, unk;   /* -1: none */
+    int32_t bos, eos, unk; /* -1: none */
     bool add_bos, add_prefix;
-    bool gpt2;               /* llama.cpp's "gpt2" (byte-level BPE with merges) */
-    bool rwkv;               /* llama.cpp's "rwkv" (byte strings, the longest first; no specials); else its "llama" */
-    gbuf merges;             /* gpt2: "a b" strings, each a u64 length and its bytes */
+    bool gpt2; /* llama.cpp's "gpt2" (byte-level BPE with merges) */
+    bool rwkv; /* llama.cpp's "rwkv" (byte strings, the longest first; no specials); else its "llama" */
+    gbuf merges; /* gpt2: "a b" strings, each a u64 length and its bytes */
     uint64_t n_merges;
 } gvocab;
 

@@ -98,11 +98,14 @@ static int distinct_texts(gvocab *g, tg_error *err)
     for (int i = 1; i < V && !rc; i++) {
         const spelled *a = &order[i - 1], *b = &order[i];
         if (a->len == b->len && !memcmp(a->p, b->p, a->len)) {
-            const char *what = a->id < 3 ? "a special token" : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte" : "another piece";
+            const char *what = a->id < 3        ? "a special token"
+                : a->id < TG_VOCAB_LLAMA2C_SIZE ? "a byte"
+                                                : "another piece";
             char text[64], shown[TG_SHOWN_SIZE];
             snprintf(text, sizeof text, "%.*s", (int)(b->len < 63 ? b->len : 63), (const char *)b->p);
-            tg_error_set(err, "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
-                              "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
+            tg_error_set(err,
+                         "gguf_export: piece %d is written \"%s\" in llama.cpp's vocabulary, as is %s "
+                         "(id %d): llama.cpp finds tokens by their text and would mistake one for the other",
                          b->id, tg_shown(text, shown), what, a->id);
             rc = -1;
         }
@@ -123,9 +126,16 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
     tg_tok_spm_options_of(t, &o);
     const int32_t T = tg_tok_vocab_size(t);
     if (T != V)
-        return tg_error_set(err, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                 "tokenizer %d", V, (int)T), -1;
-    *g = (gvocab){.n = V, .bos = tg_tok_bos(t), .eos = tg_tok_eos(t), .unk = -1, .add_bos = v->docs,
+        return tg_error_set(err,
+                            "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                            "tokenizer %d",
+                            V, (int)T),
+               -1;
+    *g = (gvocab){.n = V,
+                  .bos = tg_tok_bos(t),
+                  .eos = tg_tok_eos(t),
+                  .unk = -1,
+                  .add_bos = v->docs,
                   .add_prefix = tg_tok_adds_prefix(t)};
     g->at = calloc((size_t)V, sizeof *g->at);
     g->len = calloc((size_t)V, sizeof *g->len);
@@ -140,10 +150,12 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
         char buf[8];
         if (type == TG_PIECE_UNKNOWN && g->unk < 0) g->unk = id;
         if (type == TG_PIECE_NORMAL && l >= 2 && (double)score <= o.merge_floor)
-            return tg_error_set(err, "gguf_export: piece %d scores %g, at or below its tokenizer's merge floor "
-                                     "%g, which llama.cpp does not have: it would merge into it", (int)id,
-                                (double)score, o.merge_floor), -1;
-        if (type == TG_PIECE_BYTE && l == 1) {   /* a byte spelled as itself: llama.cpp's <0xXX>, a space its "▁" */
+            return tg_error_set(err,
+                                "gguf_export: piece %d scores %g, at or below its tokenizer's merge floor "
+                                "%g, which llama.cpp does not have: it would merge into it",
+                                (int)id, (double)score, o.merge_floor),
+                   -1;
+        if (type == TG_PIECE_BYTE && l == 1) { /* a byte spelled as itself: llama.cpp's <0xXX>, a space its "▁" */
             if (p[0] == ' ') {
                 add_token(g, id, p, 1, score, TOKEN_NORMAL);
                 continue;
@@ -169,8 +181,11 @@ static int spm_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
 static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
 {
     if (V != v->size)
-        return tg_error_set(err, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                 "vocabulary %d bytes", V, v->size), -1;
+        return tg_error_set(err,
+                            "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                            "vocabulary %d bytes",
+                            V, v->size),
+               -1;
     *g = (gvocab){.bos = -1, .eos = -1, .unk = -1, .rwkv = true};
     if (gvocab_alloc(g, V, err)) return -1;
     for (int id = 0; id < V; id++) {
@@ -178,7 +193,7 @@ static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
         const unsigned char b = v->chars[id];
         if (b >= 0x20 && b < 0x7f && b != '\\') snprintf(buf, sizeof buf, "%c", b);
         else if (b == '\\') snprintf(buf, sizeof buf, "\\\\");
-        else snprintf(buf, sizeof buf, "\\x%02x", b);   /* llama.cpp's unescape reads lower-case hex */
+        else snprintf(buf, sizeof buf, "\\x%02x", b); /* llama.cpp's unescape reads lower-case hex */
         add_raw(g, id, buf, strlen(buf), TOKEN_NORMAL);
     }
     return distinct_texts(g, err);
@@ -193,10 +208,13 @@ static int bytes_vocab(const tg_vocab *v, int V, gvocab *g, tg_error *err)
  * (tiktoken, tapegrad). */
 static int tiktoken_vocab(const tg_tokenizer *t, int V, gvocab *g, tg_error *err)
 {
-    const int32_t T = tg_tok_vocab_size(t), n = T - 1;   /* <|endoftext|> is id n */
+    const int32_t T = tg_tok_vocab_size(t), n = T - 1; /* <|endoftext|> is id n */
     if (T != V)
-        return tg_error_set(err, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                 "tokenizer %d", V, (int)T), -1;
+        return tg_error_set(err,
+                            "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                            "tokenizer %d",
+                            V, (int)T),
+               -1;
     *g = (gvocab){.bos = n, .eos = n, .unk = -1, .gpt2 = true};
     if (gvocab_alloc(g, V, err)) return -1;
     uint32_t cp_of[256];
@@ -219,8 +237,11 @@ static int tiktoken_vocab(const tg_tokenizer *t, int V, gvocab *g, tg_error *err
         const int split = tg_gpt2_tiktoken_split(t, id, parts, &x, &y);
         if (split) {
             if (split == -2) tg_error_set(err, "out of memory");
-            else tg_error_set(err, "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's "
-                                   "merges cannot make it", (int)id);
+            else
+                tg_error_set(err,
+                             "gguf_export: piece %d is no merge of two earlier pieces, so llama.cpp's "
+                             "merges cannot make it",
+                             (int)id);
             goto done;
         }
         size_t lx, ly;
@@ -263,19 +284,24 @@ int tg_gguf_make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, tg_error *
                                                               : "tapegrad's BPE with BOS (a Llama's)"),
                -1;
     if (v->kind != TG_VOCAB_LLAMA2C && !bpe && !spm)
-        return tg_error_set(err, "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
-                                 "tokenizer: llama2.c's bytes, tapegrad's BPE with BOS (train --tokenizer) or "
-                                 "pieces with scores (an imported GGUF or llama2.c tokenizer); this model's is %s",
-                            v->kind == TG_VOCAB_BYTES ? "a text's bytes" : v->kind == TG_VOCAB_IDS
-                            ? "bare token ids, without a tokenizer"
-                                 : tg_tok_kind_of(v->tok) == TG_TOK_BPE ? "tapegrad's BPE without BOS (a GPT's)"
-                                                                   : "GPT-2's tiktoken ranks"), -1;
+        return tg_error_set(err,
+                            "gguf_export: a Llama's vocabulary goes in as llama.cpp's SentencePiece-style "
+                            "tokenizer: llama2.c's bytes, tapegrad's BPE with BOS (train --tokenizer) or "
+                            "pieces with scores (an imported GGUF or llama2.c tokenizer); this model's is %s",
+                            v->kind == TG_VOCAB_BYTES                  ? "a text's bytes"
+                                : v->kind == TG_VOCAB_IDS              ? "bare token ids, without a tokenizer"
+                                : tg_tok_kind_of(v->tok) == TG_TOK_BPE ? "tapegrad's BPE without BOS (a GPT's)"
+                                                                       : "GPT-2's tiktoken ranks"),
+               -1;
     if (spm) return spm_vocab(v, V, g, err);
     *g = (gvocab){.bos = 1, .eos = 2, .unk = 0, .add_bos = !gpt, .add_prefix = !gpt};
     const int32_t T = bpe ? tg_tok_vocab_size(v->tok) : TG_VOCAB_LLAMA2C_SIZE;
     if (bpe && T != V)
-        return tg_error_set(err, "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
-                                 "tokenizer %d", V, (int)T), -1;
+        return tg_error_set(err,
+                            "gguf_export: llama.cpp needs a token per id: this model has %d ids, its "
+                            "tokenizer %d",
+                            V, (int)T),
+               -1;
     g->n = V;
     g->at = calloc((size_t)V, sizeof *g->at);
     g->len = calloc((size_t)V, sizeof *g->len);
@@ -287,35 +313,40 @@ int tg_gguf_make_vocab(const tg_vocab *v, int V, bool gpt, gvocab *g, tg_error *
         size_t l;
         const unsigned char *p;
         if (id < 3) {
-            if (bpe && (!tg_tok_is_special(v->tok, id) || !(p = tg_tok_piece(v->tok, id, &l)) ||
-                        l != strlen(specials[id]) || memcmp(p, specials[id], l)))
-                return tg_error_set(err, "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
-                                         "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",
-                                    id, specials[id]), -1;
+            if (bpe &&
+                (!tg_tok_is_special(v->tok, id) || !(p = tg_tok_piece(v->tok, id, &l)) || l != strlen(specials[id]) ||
+                 memcmp(p, specials[id], l)))
+                return tg_error_set(err,
+                                    "gguf_export: id %d of the tokenizer is not \"%s\" (a BPE tokenizer "
+                                    "for a Llama has llama2.c's layout: <unk>, <s>, </s>, then the bytes)",
+                                    id, specials[id]),
+                       -1;
             add_token(g, id, (const unsigned char *)specials[id], strlen(specials[id]), 0.0f,
                       id ? TOKEN_CONTROL : TOKEN_UNKNOWN);
         } else if (id < TG_VOCAB_LLAMA2C_SIZE) {
             const int byte = id - 3;
-            if (bpe && ((p = tg_tok_piece(v->tok, id, &l)) == NULL || l != 1 || p[0] != byte ||
-                        tg_tok_is_special(v->tok, id)))
-                return tg_error_set(err, "gguf_export: id %d of the tokenizer is not the byte %d (a BPE "
-                                         "tokenizer for a Llama has llama2.c's layout: 3 specials, then byte b "
-                                         "at 3 + b)", id, byte), -1;
+            if (bpe &&
+                ((p = tg_tok_piece(v->tok, id, &l)) == NULL || l != 1 || p[0] != byte || tg_tok_is_special(v->tok, id)))
+                return tg_error_set(err,
+                                    "gguf_export: id %d of the tokenizer is not the byte %d (a BPE "
+                                    "tokenizer for a Llama has llama2.c's layout: 3 specials, then byte b "
+                                    "at 3 + b)",
+                                    id, byte),
+                       -1;
             if (byte == ' ') {
-                add_token(g, id, (const unsigned char *)" ", 1, 0.0f, TOKEN_NORMAL);   /* "▁": spaces are escaped */
+                add_token(g, id, (const unsigned char *)" ", 1, 0.0f, TOKEN_NORMAL); /* "▁": spaces are escaped */
             } else {
                 snprintf(buf, sizeof buf, "<0x%02X>", byte);
                 add_token(g, id, (const unsigned char *)buf, 6, 0.0f, TOKEN_BYTE);
             }
-        } else if (!bpe) {   /* llama2.c's vocabulary past its 259 ids: never produced */
+        } else if (!bpe) { /* llama2.c's vocabulary past its 259 ids: never produced */
             snprintf(buf, sizeof buf, "<extra_%d>", id);
             add_token(g, id, (const unsigned char *)buf, strlen(buf), -1e30f, TOKEN_CONTROL);
         } else {
             p = tg_tok_piece(v->tok, id, &l);
-            if (tg_tok_is_special(v->tok, id))   /* a control token: never made from text, by either */
+            if (tg_tok_is_special(v->tok, id)) /* a control token: never made from text, by either */
                 add_token(g, id, p, l, 0.0f, TOKEN_CONTROL);
-            else
-                add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
+            else add_token(g, id, p, l, (float)-id, TOKEN_NORMAL);
         }
     }
     return distinct_texts(g, err);

@@ -15,7 +15,10 @@
 #include "../core/stb_ds_internal.h"
 #include "../text/text_internal.h"
 
-typedef struct str_ix { char *key; int value; } str_ix;   /* stb_ds string map */
+typedef struct str_ix {
+    char *key;
+    int value;
+} str_ix; /* stb_ds string map */
 
 /* GPT-2's printable stand-ins for bytes: bytes '!'..'~', 0xA1..0xAC and
  * 0xAE..0xFF stand for themselves, the other 68 for U+0100.. in order. */
@@ -46,7 +49,8 @@ int64_t tg_gpt2_unbyte(const char *s, const int16_t byte_of[324], unsigned char 
     while (*p) {
         uint32_t c;
         if (p[0] < 0x80) c = *p++;
-        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
+        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80)
+            c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
         else return -1;
         if (c >= 324 || byte_of[c] < 0) return -1;
         out[n++] = (unsigned char)byte_of[c];
@@ -69,18 +73,18 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
     const int n_all = cJSON_GetArraySize(vocab);
     tg_tokenizer *t = NULL;
     if (n_all < 257 || n_all > (1 << 24)) {
-        tg_error_set(err, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>",
-                     what, n_all);
+        tg_error_set(err, "%s: %d vocabulary entries; GPT-2's kind has 256 bytes, merges and <|endoftext|>", what,
+                     n_all);
         return NULL;
     }
-    const int32_t n = n_all - 1;   /* pieces; <|endoftext|> is id n */
+    const int32_t n = n_all - 1; /* pieces; <|endoftext|> is id n */
     int64_t *off = tg_calloc((size_t)n + 1, sizeof *off), *start = tg_malloc(((size_t)n + 1) * sizeof *start);
     int32_t *len = tg_malloc((size_t)n * sizeof *len);
     size_t total = 0;
     for (const cJSON *e = vocab->child; e; e = e->next) total += strlen(e->string);
     unsigned char *raw = tg_malloc(total + 1), *bytes = tg_malloc(total + 1);
     int32_t *made = NULL;
-    str_ix *id_of = NULL;   /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
+    str_ix *id_of = NULL; /* vocabulary string -> id, for the merges (cJSON's lookup is a linear scan) */
     stbds_sh_new_strdup(id_of);
     if (!off || !start || !len || !raw || !bytes) goto oom;
     for (int32_t i = 0; i < n; i++) len[i] = -1;
@@ -97,8 +101,10 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         const int32_t id = (int32_t)d;
         if (id == n) {
             if (strcmp(e->string, "<|endoftext|>")) {
-                tg_error_set(err, "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
-                                  "the one taken)", what, (int)n, tg_shown(e->string, shown));
+                tg_error_set(err,
+                             "%s: the last id %d is '%s', not <|endoftext|> (GPT-2's tokenizer is "
+                             "the one taken)",
+                             what, (int)n, tg_shown(e->string, shown));
                 goto fail;
             }
             eot = true;
@@ -124,7 +130,7 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         goto fail;
     }
     int64_t o = 0;
-    for (int32_t i = 0; i < n; i++) {   /* each id once among n entries: none is missing */
+    for (int32_t i = 0; i < n; i++) { /* each id once among n entries: none is missing */
         off[i] = o;
         memcpy(bytes + o, raw + start[i], (size_t)len[i]);
         o += len[i];
@@ -155,15 +161,17 @@ tg_tokenizer *tg_gpt2_tokenizer(const cJSON *vocab, const cJSON *merges, const c
         const ptrdiff_t ia = a ? stbds_shgeti(id_of, a) : -1, ib = b ? stbds_shgeti(id_of, b) : -1;
         const int32_t ida = ia >= 0 ? id_of[ia].value : -1, idb = ib >= 0 ? id_of[ib].value : -1;
         int32_t r = -1;
-        if (ida >= 0 && ida < n && idb >= 0 && idb < n) r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
+        if (ida >= 0 && ida < n && idb >= 0 && idb < n)
+            r = tg_pairmap_get(&t->pairs, (uint64_t)ida << 32 | (uint32_t)idb);
         if (r < 0) {
             tg_error_set(err, "%s: merge %d does not join two pieces into a third", what, (int)k);
             goto fail;
         }
         if (r <= last || made[r]) {
-            tg_error_set(err, "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
-                         "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)", what, (int)k, (int)r,
-                         (int)k - 1, (int)last);
+            tg_error_set(err,
+                         "%s: merge %d makes id %d, not above merge %d's %d: the merges are not in "
+                         "the order of their pieces' ids, as GPT-2's are (tapegrad merges by id)",
+                         what, (int)k, (int)r, (int)k - 1, (int)last);
             goto fail;
         }
         made[r] = 1;
@@ -220,7 +228,9 @@ void tg_gpt2_byte_string(const unsigned char *p, size_t n, const uint32_t cp_of[
  * pair (x, y) at i is still a candidate while parts i and the next are x
  * and y; older entries are skipped when they come up. */
 
-typedef struct cand { int32_t id, at, x, y; } cand;
+typedef struct cand {
+    int32_t id, at, x, y;
+} cand;
 
 static bool cand_less(cand p, cand q) { return p.id != q.id ? p.id < q.id : p.at < q.at; }
 
@@ -262,7 +272,7 @@ int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int
     const int64_t n = piece_len(t, r);
     if (n < 2) return -1;
     int32_t *prev = tg_malloc((size_t)n * sizeof *prev);
-    cand *h = tg_malloc((size_t)(3 * n) * sizeof *h);   /* n - 1 pairs, then two more per merge */
+    cand *h = tg_malloc((size_t)(3 * n) * sizeof *h); /* n - 1 pairs, then two more per merge */
     if (!prev || !h) {
         tg_free(prev);
         tg_free(h);
@@ -274,7 +284,7 @@ int tg_gpt2_tiktoken_split(const tg_tokenizer *t, int32_t r, int32_t *parts, int
     while (nh) {
         const cand c = heap_pop(h, &nh);
         const int64_t i = c.at, j = i + piece_len(t, c.x);
-        if (parts[i] != c.x || parts[j] != c.y) continue;   /* part i (then also the next) changed since */
+        if (parts[i] != c.x || parts[j] != c.y) continue; /* part i (then also the next) changed since */
         parts[i] = c.id;
         parts[j] = -1;
         left--;

@@ -86,7 +86,7 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
     stbds_sh_new_strdup(need);
     int rc = 0;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) stbds_shput(need, maps[i].hf, (int)i);
-    if (c->tied && !strcmp(c->arch, "llama")) stbds_shput(need, "lm_head.weight", -1);   /* the tied copy, if saved */
+    if (c->tied && !strcmp(c->arch, "llama")) stbds_shput(need, "lm_head.weight", -1); /* the tied copy, if saved */
     if (!strcmp(c->arch, "gpt")) stbds_shput(need, "lm_head.weight", -1);
     for (ptrdiff_t f = 0; f < stbds_arrlen(w->files) && !rc; f++)
         for (int i = 0; i < tg_st_count(w->files[f]) && !rc; i++) {
@@ -97,11 +97,13 @@ static int check_tensors(const hf_weights *w, const hf_map *maps, const tg_model
             const size_t nl = strlen(e->name);
             const bool zero_bias = gpt && !c->bias && nl > 5 && !strcmp(e->name + nl - 5, ".bias") && all_zero(e);
             if (stbds_shgeti(need, e->name) < 0 && !skip && !zero_bias)
-                rc = tg_error_set(err, "hf: %s holds '%s', which tapegrad's %s has no place for (another "
-                                  "architecture, or a variant of it)", w->names[f], tg_shown(e->name, shown), c->arch);
+                rc = tg_error_set(err,
+                                  "hf: %s holds '%s', which tapegrad's %s has no place for (another "
+                                  "architecture, or a variant of it)",
+                                  w->names[f], tg_shown(e->name, shown), c->arch);
             else if (!tg_hf_float_dtype(e->dtype) && !skip)
-                rc = tg_error_set(err, "hf: %s: '%s' is %s; the reader takes F32, F64, F16 and BF16",
-                                  w->names[f], tg_shown(e->name, shown), e->dtype);
+                rc = tg_error_set(err, "hf: %s: '%s' is %s; the reader takes F32, F64, F16 and BF16", w->names[f],
+                                  tg_shown(e->name, shown), e->dtype);
         }
     stbds_shfree(need);
     return rc;
@@ -123,11 +125,11 @@ static int check_layer_count(const hf_weights *w, const tg_model_config *c, cons
         stbds_arrfree(one);
         if (gpt) tg_hf_gpt2_layer_names(c, prefix, i, &one);
         else tg_hf_llama_layer_names(c, i, &one);
-        if (i == 0 && (int64_t)c->n_layer * stbds_arrlen(one) <= have) break;   /* the names' table fits the files */
+        if (i == 0 && (int64_t)c->n_layer * stbds_arrlen(one) <= have) break; /* the names' table fits the files */
         for (ptrdiff_t k = 0; k < stbds_arrlen(one) && !rc; k++)
             if (!tg_hf_weights_find(w, one[k].hf))
-                rc = tg_error_set(err, "hf: the weights have no '%s' (config.json describes %d layers)",
-                                  one[k].hf, c->n_layer);
+                rc = tg_error_set(err, "hf: the weights have no '%s' (config.json describes %d layers)", one[k].hf,
+                                  c->n_layer);
     }
     stbds_arrfree(one);
     return rc;
@@ -176,12 +178,12 @@ static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, tg_
 {
     tg_tensor *t = tg_params_get(model->params, m->tg);
     tg_st_tensor e = *tg_hf_weights_find(w, m->hf);
-    if (m->layout == HF_TRANSPOSE) {   /* read as (out, in) with the data still (in, out), then transposed */
+    if (m->layout == HF_TRANSPOSE) { /* read as (out, in) with the data still (in, out), then transposed */
         e.shape[0] = t->shape[0];
         e.shape[1] = t->shape[1];
     }
     if (tg_st_copy_to(&e, t, err)) return -1;
-    for (int64_t i = 0; i < t->numel; i++)   /* a checkpoint holds finite weights only */
+    for (int64_t i = 0; i < t->numel; i++) /* a checkpoint holds finite weights only */
         if (!isfinite(tg_tensor_get(t, i)))
             return tg_error_set(err, "hf: '%s' holds %g at element %lld", m->hf, tg_tensor_get(t, i), (long long)i);
     if (m->layout == HF_SAME) return 0;
@@ -189,7 +191,7 @@ static int fill_param(const hf_weights *w, const hf_map *m, tg_model *model, tg_
     unsigned char *scratch = tg_malloc((size_t)t->numel * es);
     if (!scratch) return tg_error_set(err, "hf: out of memory");
     if (m->layout == HF_TRANSPOSE) {
-        tg_hf_transpose(t->data, scratch, t->shape[1], t->shape[0], es);   /* (in, out) data -> (out, in) */
+        tg_hf_transpose(t->data, scratch, t->shape[1], t->shape[0], es); /* (in, out) data -> (out, in) */
         memcpy(t->data, scratch, (size_t)t->numel * es);
     } else {
         tg_hf_permute_rope_rows(t->data, scratch, t->shape[0], t->shape[1], m->heads, es, -1);
@@ -226,8 +228,7 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     if (check_layer_count(&w, &c, prefix, err)) goto out;
     if (gpt) tg_hf_gpt2_names(&c, prefix, &maps);
     else tg_hf_llama_names(&c, &maps);
-    if (check_tensors(&w, maps, &c, err) || check_shapes_before_build(&w, maps, &c, err))
-        goto out;
+    if (check_tensors(&w, maps, &c, err) || check_shapes_before_build(&w, maps, &c, err)) goto out;
     /* F64 weights make an f64 checkpoint; the others are exact in f32 */
     bool f64 = false;
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) f64 |= !strcmp(tg_hf_weights_find(&w, maps[i].hf)->dtype, "F64");
@@ -238,9 +239,12 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     const tg_st_tensor *head = tg_hf_weights_find(&w, "lm_head.weight");
     if (head && c.tied) {
         const tg_st_tensor *emb = tg_hf_weights_find(&w, maps[0].hf);
-        if (head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) || memcmp(head->data, emb->data, emb->nbytes)) {
-            tg_error_set(err, "hf: lm_head.weight differs from %s, but this %s ties its head to the token "
-                              "embedding", maps[0].hf, gpt ? "GPT-2" : "Llama (tie_word_embeddings)");
+        if (head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) ||
+            memcmp(head->data, emb->data, emb->nbytes)) {
+            tg_error_set(err,
+                         "hf: lm_head.weight differs from %s, but this %s ties its head to the token "
+                         "embedding",
+                         maps[0].hf, gpt ? "GPT-2" : "Llama (tie_word_embeddings)");
             goto out;
         }
     }
@@ -250,8 +254,10 @@ int tg_hf_import(const char *dir, const char *ckpt_out, const tg_hf_import_optio
     const int32_t eos_id = tg_hf_config_token_id(cj, "eos_token_id", c.vocab_size);
     if (tg_hf_tokenizer_read(dir, !gpt, bos_id, eos_id, &v, &found, notice, notice_len, err)) goto out;
     if (!found && !o.ids_only) {
-        tg_error_set(err, "hf: %s has no tokenizer tapegrad reads (tokenizer.json%s); to import the weights with "
-                          "bare ids, say the model is ids-only", dir, gpt ? ", or vocab.json and merges.txt" : "");
+        tg_error_set(err,
+                     "hf: %s has no tokenizer tapegrad reads (tokenizer.json%s); to import the weights with "
+                     "bare ids, say the model is ids-only",
+                     dir, gpt ? ", or vocab.json and merges.txt" : "");
         goto out;
     }
     if (found && tg_vocab_check_size(&v, c.vocab_size, "the tokenizer's", err)) {
@@ -288,7 +294,7 @@ static int stage_json(tg_atomic_file *f, const char *dir, const char *name, cJSO
         tg_atomic_abort(f);
         memset(f, 0, sizeof *f);
     }
-    free(text);   /* cJSON's own allocation */
+    free(text); /* cJSON's own allocation */
     tg_free(p);
     return rc;
 }
@@ -301,8 +307,9 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     if (tg_model_config_read(ckpt, &c0, err)) return -1;
     if (strcmp(c0.arch, "gpt") && strcmp(c0.arch, "llama"))
         return tg_error_set(err, "hf: a '%s' has no Hugging Face layout here (gpt, llama)", c0.arch);
-    if (tg_fmt_check_options(&c0, "hf", strcmp(c0.arch, "gpt") ? "transformers' LlamaForCausalLM"
-                                                                : "transformers' GPT2LMHeadModel", false, err))
+    if (tg_fmt_check_options(
+            &c0, "hf", strcmp(c0.arch, "gpt") ? "transformers' LlamaForCausalLM" : "transformers' GPT2LMHeadModel",
+            false, err))
         return -1;
     const tg_st_tensor *emb = tg_st_find(ckpt, tg_model_family_find(c0.arch)->embedding);
     const tg_dtype dt = emb && !strcmp(emb->dtype, "F64") ? TG_F64 : TG_F32;
@@ -322,8 +329,10 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     memset(staged, 0, sizeof staged);
     int rc = -1;
     if (tg_hf_stat(dir, "model.safetensors.index.json", NULL)) {
-        tg_error_set(err, "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
-                          "new or empty directory", dir);
+        tg_error_set(err,
+                     "hf: %s holds model.safetensors.index.json (another model's shards): export into a "
+                     "new or empty directory",
+                     dir);
         goto out;
     }
     if (mkdir(dir, 0777) && errno != EEXIST) {
@@ -332,7 +341,7 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     }
     /* the weights */
     tg_model_config names_cfg = *c;
-    names_cfg.bias = true;   /* transformers' GPT-2 has biases: a GPT without them gets zero ones */
+    names_cfg.bias = true; /* transformers' GPT-2 has biases: a GPT without them gets zero ones */
     if (gpt) tg_hf_gpt2_names(&names_cfg, "transformer.", &maps);
     else tg_hf_llama_names(c, &maps);
     if (!(w = tg_st_writer_new()) || tg_st_writer_add_meta(w, "format", "pt")) goto oom;
@@ -340,9 +349,11 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     for (ptrdiff_t i = 0; i < stbds_arrlen(maps); i++) {
         const tg_tensor *t = tg_params_get(m.params, maps[i].tg);
         int64_t shape[2];
-        if (!t) {   /* a bias of a GPT without biases: zeros of the bias's length */
+        if (!t) { /* a bias of a GPT without biases: zeros of the bias's length */
             const char *n = maps[i].tg;
-            shape[0] = strstr(n, "c_attn") ? 3 * (int64_t)c->n_embd : strstr(n, "c_fc") ? 4 * (int64_t)c->n_embd : c->n_embd;
+            shape[0] = strstr(n, "c_attn") ? 3 * (int64_t)c->n_embd
+                : strstr(n, "c_fc")        ? 4 * (int64_t)c->n_embd
+                                           : c->n_embd;
             unsigned char *z = tg_calloc((size_t)shape[0], es);
             if (!z) goto oom;
             stbds_arrput(bufs, z);
@@ -373,7 +384,8 @@ int tg_hf_export(const tg_st_file *ckpt, const char *dir, char *notice, size_t n
     int32_t bos = -1, eos = -1;
     if (has_vocab && !tg_hf_tokenizer_write(&v, !gpt, c->block_size, &json[2], &json[3], &bos, &eos, why, sizeof why)) {
     } else if (notice && notice_len) {
-        snprintf(notice, notice_len, "no tokenizer.json written: %s", has_vocab ? why : "the checkpoint has no vocabulary");
+        snprintf(notice, notice_len, "no tokenizer.json written: %s",
+                 has_vocab ? why : "the checkpoint has no vocabulary");
     }
     json[0] = tg_hf_config_write(c, dt, bos, eos);
     json[1] = cJSON_CreateObject();

@@ -44,8 +44,7 @@ static int cfg_int(const cfg_reader *r, const char *key, const char *alt, int lo
         return cfg_fail(r, "no '%s' (the model's size cannot be known without it)", key);
     }
     const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!(d >= lo && d <= hi && d == floor(d)))
-        return cfg_fail(r, "'%s' is not an integer in [%d, %d]", k, lo, hi);
+    if (!(d >= lo && d <= hi && d == floor(d))) return cfg_fail(r, "'%s' is not an integer in [%d, %d]", k, lo, hi);
     *out = (int)d;
     return 0;
 }
@@ -99,9 +98,9 @@ static int gpt2_config(const cfg_reader *r, tg_model_config *c)
     if (inner != 4 * c->n_embd)
         return cfg_fail(r, "'n_inner' %d is not 4 n_embd = %d (tapegrad's GPT has an MLP 4 n_embd wide)", inner,
                         4 * c->n_embd);
-    if (eps != 1e-5)
-        return cfg_fail(r, "'layer_norm_epsilon' %g is not 1e-05 (tapegrad's LayerNorm uses 1e-5)", eps);
-    if (cfg_bool_is(r, "scale_attn_by_inverse_layer_idx", false, false, "tapegrad scales scores by 1/sqrt(head) only") ||
+    if (eps != 1e-5) return cfg_fail(r, "'layer_norm_epsilon' %g is not 1e-05 (tapegrad's LayerNorm uses 1e-5)", eps);
+    if (cfg_bool_is(r, "scale_attn_by_inverse_layer_idx", false, false,
+                    "tapegrad scales scores by 1/sqrt(head) only") ||
         cfg_bool_is(r, "scale_attn_weights", true, true, "tapegrad scales scores by 1/sqrt(head)") ||
         cfg_bool_is(r, "add_cross_attention", false, false, "tapegrad's GPT has no cross-attention") ||
         cfg_bool_is(r, "tie_word_embeddings", true, true, "tapegrad's GPT ties its head to wte"))
@@ -114,8 +113,10 @@ static int gpt2_config(const cfg_reader *r, tg_model_config *c)
         c->gelu = TG_GELU_ERF;
     } else {
         char shown[TG_SHOWN_SIZE];
-        return cfg_fail(r, "'activation_function' '%s' is not one tapegrad's GPT computes (gelu: exact erf; "
-                        "gelu_new or gelu_pytorch_tanh: the tanh form)", tg_shown(a, shown));
+        return cfg_fail(r,
+                        "'activation_function' '%s' is not one tapegrad's GPT computes (gelu: exact erf; "
+                        "gelu_new or gelu_pytorch_tanh: the tanh form)",
+                        tg_shown(a, shown));
     }
     const char *bias = cfg_tapegrad_str(r, "bias");
     c->bias = !bias || strcmp(bias, "false");
@@ -149,13 +150,14 @@ static int llama_config(const cfg_reader *r, tg_model_config *c)
         cfg_bool_is(r, "mlp_bias", false, false, "tapegrad's Llama has no biases"))
         return -1;
     const cJSON *tie = cfg_get(r, "tie_word_embeddings");
-    c->tied = tie ? cJSON_IsTrue(tie) : true;   /* transformers' PretrainedConfig default */
+    c->tied = tie ? cJSON_IsTrue(tie) : true; /* transformers' PretrainedConfig default */
     if (tie && !cJSON_IsBool(tie)) return cfg_fail(r, "'tie_word_embeddings' is not true or false");
     /* "rope_permuted_from": "interleaved": the export of an interleaved Llama, whose q and k rows go back;
      * "rope": "interleaved" is the older spelling of the same */
     const char *from = cfg_tapegrad_str(r, "rope_permuted_from"), *old = cfg_tapegrad_str(r, "rope");
     if (from && strcmp(from, "interleaved"))
-        return cfg_fail(r, "'tapegrad.rope_permuted_from' is not \"interleaved\" (the only pairing export permutes from)");
+        return cfg_fail(r,
+                        "'tapegrad.rope_permuted_from' is not \"interleaved\" (the only pairing export permutes from)");
     if (from && old && strcmp(old, "interleaved"))
         return cfg_fail(r, "'tapegrad.rope' \"%s\" contradicts 'tapegrad.rope_permuted_from'", old);
     c->rope_halves = !from && (!old || strcmp(old, "interleaved"));

@@ -17,7 +17,7 @@
 #include "../core/err_internal.h"
 #include "../core/stb_ds_internal.h"
 
-#define HF_MAX_JSON (64u << 20)   /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
+#define HF_MAX_JSON (64u << 20) /* bytes of one JSON or merges file; GPT-2's tokenizer.json is 1.4 MB */
 
 char *tg_hf_path(const char *dir, const char *name)
 {
@@ -90,7 +90,10 @@ char *tg_hf_read_small(const char *dir, const char *name, size_t *len, tg_error 
 /* JSON's whitespace, the only bytes Python's json.loads takes around a value. */
 static bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-typedef struct key_ix { char *key; cJSON *value; } key_ix;   /* stb_ds string map */
+typedef struct key_ix {
+    char *key;
+    cJSON *value;
+} key_ix; /* stb_ds string map */
 
 /* Python's json keeps the last value of a key an object repeats: the
  * earlier ones are dropped, in o and every object inside it. Each
@@ -129,8 +132,10 @@ cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, tg_err
     size_t lead = 0;
     while (lead < len && json_space(text[lead])) lead++;
     if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
-        tg_error_set(err, "hf: %s/%s: begins with a UTF-8 byte-order mark, which JSON does not allow (Python's "
-                     "json, which transformers reads it with, refuses it too): remove the first 3 bytes", dir, name);
+        tg_error_set(err,
+                     "hf: %s/%s: begins with a UTF-8 byte-order mark, which JSON does not allow (Python's "
+                     "json, which transformers reads it with, refuses it too): remove the first 3 bytes",
+                     dir, name);
     } else if (lead < len && text[lead] != '{') {
         tg_error_set(err, "hf: %s/%s: not a JSON object (byte %zu is not '{')", dir, name, lead);
     } else if (!(j = cJSON_ParseWithLengthOpts(text, len, &end, 0))) {
@@ -139,8 +144,10 @@ cJSON *tg_hf_read_json(const char *dir, const char *name, bool last_wins, tg_err
         size_t at = (size_t)(end - text);
         while (at < len && json_space(text[at])) at++;
         if (at < len) {
-            tg_error_set(err, "hf: %s/%s: %zu byte%s after the JSON object, from byte %zu (Python's json and the "
-                              "tokenizers library refuse them too)", dir, name, len - at, len - at == 1 ? "" : "s", at);
+            tg_error_set(err,
+                         "hf: %s/%s: %zu byte%s after the JSON object, from byte %zu (Python's json and the "
+                         "tokenizers library refuse them too)",
+                         dir, name, len - at, len - at == 1 ? "" : "s", at);
             cJSON_Delete(j);
             j = NULL;
         } else if (last_wins) {

@@ -12,13 +12,22 @@
  * dict) or "" (GPT2Model's, as the files Hugging Face publishes name them). */
 void tg_hf_gpt2_layer_names(const tg_model_config *c, const char *prefix, int i, hf_map **out)
 {
-    static const struct { const char *part; hf_layout layout; } block[] = {
-        {"ln_1.weight", HF_SAME},        {"ln_1.bias", HF_SAME},
-        {"attn.c_attn.weight", HF_TRANSPOSE}, {"attn.c_attn.bias", HF_SAME},
-        {"attn.c_proj.weight", HF_TRANSPOSE}, {"attn.c_proj.bias", HF_SAME},
-        {"ln_2.weight", HF_SAME},        {"ln_2.bias", HF_SAME},
-        {"mlp.c_fc.weight", HF_TRANSPOSE},    {"mlp.c_fc.bias", HF_SAME},
-        {"mlp.c_proj.weight", HF_TRANSPOSE},  {"mlp.c_proj.bias", HF_SAME},
+    static const struct {
+        const char *part;
+        hf_layout layout;
+    } block[] = {
+        {"ln_1.weight", HF_SAME},
+        {"ln_1.bias", HF_SAME},
+        {"attn.c_attn.weight", HF_TRANSPOSE},
+        {"attn.c_attn.bias", HF_SAME},
+        {"attn.c_proj.weight", HF_TRANSPOSE},
+        {"attn.c_proj.bias", HF_SAME},
+        {"ln_2.weight", HF_SAME},
+        {"ln_2.bias", HF_SAME},
+        {"mlp.c_fc.weight", HF_TRANSPOSE},
+        {"mlp.c_fc.bias", HF_SAME},
+        {"mlp.c_proj.weight", HF_TRANSPOSE},
+        {"mlp.c_proj.bias", HF_SAME},
     };
     hf_map m = {0};
     for (size_t k = 0; k < sizeof block / sizeof *block; k++) {
@@ -63,11 +72,18 @@ bool tg_hf_gpt2_buffer(const char *name)
 /* LlamaForCausalLM's layer i. */
 void tg_hf_llama_layer_names(const tg_model_config *c, int i, hf_map **out)
 {
-    static const struct { const char *tg, *hf; int rope; } layer[] = {
-        {"attention.wq.weight", "self_attn.q_proj.weight", 1}, {"attention.wk.weight", "self_attn.k_proj.weight", 2},
-        {"attention.wv.weight", "self_attn.v_proj.weight", 0}, {"attention.wo.weight", "self_attn.o_proj.weight", 0},
-        {"feed_forward.w1.weight", "mlp.gate_proj.weight", 0}, {"feed_forward.w2.weight", "mlp.down_proj.weight", 0},
-        {"feed_forward.w3.weight", "mlp.up_proj.weight", 0},   {"attention_norm.weight", "input_layernorm.weight", 0},
+    static const struct {
+        const char *tg, *hf;
+        int rope;
+    } layer[] = {
+        {"attention.wq.weight", "self_attn.q_proj.weight", 1},
+        {"attention.wk.weight", "self_attn.k_proj.weight", 2},
+        {"attention.wv.weight", "self_attn.v_proj.weight", 0},
+        {"attention.wo.weight", "self_attn.o_proj.weight", 0},
+        {"feed_forward.w1.weight", "mlp.gate_proj.weight", 0},
+        {"feed_forward.w2.weight", "mlp.down_proj.weight", 0},
+        {"feed_forward.w3.weight", "mlp.up_proj.weight", 0},
+        {"attention_norm.weight", "input_layernorm.weight", 0},
         {"ffn_norm.weight", "post_attention_layernorm.weight", 0},
     };
     hf_map m = {0};
@@ -102,7 +118,7 @@ void tg_hf_llama_names(const tg_model_config *c, hf_map **out)
  * j d/2 + i of the same head in the halves order. dir 1 moves rows from
  * interleaved to halves order, -1 back; (rows, cols) elements of es bytes. */
 void tg_hf_permute_rope_rows(unsigned char *data, unsigned char *scratch, int64_t rows, int64_t cols, int heads,
-                              size_t es, int dir)
+                             size_t es, int dir)
 {
     const int64_t d = rows / heads, rb = cols * (int64_t)es;
     for (int64_t h = 0; h < heads; h++)

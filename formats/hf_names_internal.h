@@ -10,15 +10,15 @@
 #include "../nn/nn.h"
 
 typedef enum hf_layout {
-    HF_SAME,        /* the same shape and order */
-    HF_TRANSPOSE,   /* a Conv1D weight: (in, out) in the file, (out, in) here */
-    HF_ROPE_ROWS    /* q or k of an interleaved Llama: rows permuted within each head */
+    HF_SAME, /* the same shape and order */
+    HF_TRANSPOSE, /* a Conv1D weight: (in, out) in the file, (out, in) here */
+    HF_ROPE_ROWS /* q or k of an interleaved Llama: rows permuted within each head */
 } hf_layout;
 
 typedef struct hf_map {
     char tg[160], hf[160];
     hf_layout layout;
-    int heads;   /* HF_ROPE_ROWS: the heads the rows are cut into */
+    int heads; /* HF_ROPE_ROWS: the heads the rows are cut into */
 } hf_map;
 
 /* The maps of GPT-2's block i (prefix "transformer." for GPT2LMHeadModel's
@@ -36,7 +36,7 @@ void tg_hf_llama_names(const tg_model_config *c, hf_map **out);
  * moved from the interleaved to the halves pairing (dir 1) or back (-1),
  * through scratch of the same size. */
 void tg_hf_permute_rope_rows(unsigned char *data, unsigned char *scratch, int64_t rows, int64_t cols, int heads,
-                              size_t es, int dir);
+                             size_t es, int dir);
 /* (rows, cols) elements of es bytes at src, transposed into dst. */
 void tg_hf_transpose(const unsigned char *src, unsigned char *dst, int64_t rows, int64_t cols, size_t es);
 

@@ -108,7 +108,7 @@ cJSON *tg_hf_tok_byte_level(bool regex)
 
 /* The whole file around a BPE model of vocab and merges. */
 cJSON *tg_hf_tok_tokenizer_file(cJSON *added, cJSON *norm, cJSON *pre, cJSON *post, cJSON *dec, cJSON *vocab,
-                             cJSON *merges, const char *unk, bool byte_fallback)
+                                cJSON *merges, const char *unk, bool byte_fallback)
 {
     cJSON *j = cJSON_CreateObject(), *model = tg_hf_tok_typed("BPE");
     cJSON_AddStringToObject(j, "version", "1.0");
@@ -133,7 +133,6 @@ cJSON *tg_hf_tok_tokenizer_file(cJSON *added, cJSON *norm, cJSON *pre, cJSON *po
     return j;
 }
 
-
 static int by_rank(const void *x, const void *y)
 {
     const hf_pair *p = x, *q = y;
@@ -151,7 +150,8 @@ hf_pair *tg_hf_tok_all_pairs(const tg_tokenizer *t, size_t *count)
     for (size_t i = 0; i < t->pairs.cap; i++) {
         if (t->pairs.keys[i] == UINT64_MAX) continue;
         hf_pair q = {0};
-        q.a = (int32_t)(t->pairs.keys[i] >> 32), q.b = (int32_t)(t->pairs.keys[i] & 0xffffffffu), q.c = t->pairs.vals[i];
+        q.a = (int32_t)(t->pairs.keys[i] >> 32), q.b = (int32_t)(t->pairs.keys[i] & 0xffffffffu),
+        q.c = t->pairs.vals[i];
         q.rank = t->rank ? t->rank[q.c] : q.c;
         const int32_t k = q.c - (t->n - t->n_merges);
         q.learned = t->merges && k >= 0 && t->merges[2 * k] == q.a && t->merges[2 * k + 1] == q.b;

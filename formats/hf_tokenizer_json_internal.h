@@ -15,7 +15,10 @@
 /* Every pair (a, b) -> c of t, in the order the tokenizers library must
  * merge them: by c's rank (tapegrad's rule), then the merge t learned for
  * c first (TG_TOK_BPE), then by the left piece's length. */
-typedef struct hf_pair { int32_t rank, learned, a, b, c; int64_t left; } hf_pair;
+typedef struct hf_pair {
+    int32_t rank, learned, a, b, c;
+    int64_t left;
+} hf_pair;
 
 /* An added_tokens entry: id, its content, special. */
 cJSON *tg_hf_tok_added_token(int32_t id, const char *content);
@@ -36,7 +39,7 @@ cJSON *tg_hf_tok_bos_template(const char *bos, int32_t id);
 cJSON *tg_hf_tok_byte_level(bool regex);
 /* The whole file around a BPE model of vocab and merges. */
 cJSON *tg_hf_tok_tokenizer_file(cJSON *added, cJSON *norm, cJSON *pre, cJSON *post, cJSON *dec, cJSON *vocab,
-                             cJSON *merges, const char *unk, bool byte_fallback);
+                                cJSON *merges, const char *unk, bool byte_fallback);
 /* Every pair of t in that order, *count of them (tg_malloc'd), or NULL. */
 hf_pair *tg_hf_tok_all_pairs(const tg_tokenizer *t, size_t *count);
 /* The merges of pairs[0..n) into list: as pairs when any piece holds a space. */

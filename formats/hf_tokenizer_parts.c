@@ -49,8 +49,6 @@ bool tg_hf_tok_str_is(const cJSON *o, const char *key, const char *want)
     return cJSON_IsString(v) && !strcmp(v->valuestring, want);
 }
 
-
-
 int tg_hf_tok_text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, tg_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -61,8 +59,9 @@ int tg_hf_tok_text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, tg
             const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers");
             const int k = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
             if (k < 0 || k > 2)
-                return tg_error_set(err, "hf: tokenizer.json: the normalizer Sequence is not Prepend and/or "
-                                         "Replace(' ', '\u2581'), the normalizers tapegrad's tokenizers have");
+                return tg_error_set(err,
+                                    "hf: tokenizer.json: the normalizer Sequence is not Prepend and/or "
+                                    "Replace(' ', '\u2581'), the normalizers tapegrad's tokenizers have");
             for (const cJSON *e = list->child; e; e = e->next) one[n++] = e;
         } else {
             one[n++] = norm;
@@ -81,8 +80,10 @@ int tg_hf_tok_text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, tg
             r->u2581 = true;
         } else {
             char shown[TG_SHOWN_SIZE];
-            return tg_error_set(err, "hf: tokenizer.json: the normalizer '%s' is not one tapegrad's tokenizers "
-                                "have (Prepend(' ' or '\u2581'), then Replace(' ', '\u2581'))", tg_shown(ty, shown));
+            return tg_error_set(err,
+                                "hf: tokenizer.json: the normalizer '%s' is not one tapegrad's tokenizers "
+                                "have (Prepend(' ' or '\u2581'), then Replace(' ', '\u2581'))",
+                                tg_shown(ty, shown));
         }
     }
     if ((r->prepend == 'u') != (r->u2581 && r->prepend))
@@ -93,9 +94,10 @@ int tg_hf_tok_text_rule(const cJSON *norm, const cJSON *pre, hf_text_rule *r, tg
         const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(pre, "prepend_scheme");
         const cJSON *legacy = cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space");
         if (n || !tg_hf_tok_str_is(pre, "replacement", U2581) || cJSON_IsTrue(split) || !split)
-            return tg_error_set(err, "hf: tokenizer.json: the Metaspace pre-tokenizer is not '\u2581' with "
+            return tg_error_set(err,
+                                "hf: tokenizer.json: the Metaspace pre-tokenizer is not '\u2581' with "
                                 "split false after no normalizer (splitting the text at spaces, tapegrad's pieces with "
-                                     "scores never do)");
+                                "scores never do)");
         r->u2581 = true;
         if (cJSON_IsString(scheme) ? strcmp(scheme->valuestring, "never") != 0 : cJSON_IsTrue(legacy)) {
             r->prepend = 'u';
@@ -119,8 +121,10 @@ int tg_hf_tok_template_bos(const cJSON *post, str_ix *vocab, int32_t *bos, tg_er
     const cJSON *seq = last ? cJSON_GetObjectItemCaseSensitive(last, "Sequence") : NULL;
     const cJSON *sid = sp ? cJSON_GetObjectItemCaseSensitive(sp, "id") : NULL;
     if (strcmp(tg_hf_tok_type_of(post), "TemplateProcessing") || !seq || !(n == 1 || (n == 2 && cJSON_IsString(sid))))
-        return tg_error_set(err, "hf: tokenizer.json: the post-processor '%s' adds tokens tapegrad does not add "
-                                 "(it takes a template of a BOS, or nothing, before the text)", tg_hf_tok_type_of(post));
+        return tg_error_set(err,
+                            "hf: tokenizer.json: the post-processor '%s' adds tokens tapegrad does not add "
+                            "(it takes a template of a BOS, or nothing, before the text)",
+                            tg_hf_tok_type_of(post));
     if (n == 1) return 0;
     const ptrdiff_t i = stbds_shgeti(vocab, sid->valuestring);
     if (i < 0) {
@@ -154,8 +158,7 @@ int tg_hf_tok_read_vocab(const cJSON *model, int32_t max, str_ix **map, const ch
         const int32_t id = (int32_t)d;
         if ((*names)[id]) return tg_error_set(err, "hf: tokenizer.json: id %d is given twice", (int)id);
         if (stbds_shgeti(*map, e->string) >= 0)
-            return tg_error_set(err, "hf: tokenizer.json: '%s' is in the vocabulary twice",
-                                tg_shown(e->string, shown));
+            return tg_error_set(err, "hf: tokenizer.json: '%s' is in the vocabulary twice", tg_shown(e->string, shown));
         (*names)[id] = e->string;
         stbds_shput(*map, e->string, (int)id);
     }
@@ -169,14 +172,18 @@ int tg_hf_tok_read_added(const cJSON *added, str_ix *map, uint8_t *special, tg_e
 {
     char shown[TG_SHOWN_SIZE];
     for (const cJSON *a = cJSON_IsArray(added) ? added->child : NULL; a; a = a->next) {
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content"), *id = cJSON_GetObjectItemCaseSensitive(a, "id");
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content"),
+                    *id = cJSON_GetObjectItemCaseSensitive(a, "id");
         const ptrdiff_t i = cJSON_IsString(c) ? stbds_shgeti(map, c->valuestring) : -1;
         if (i < 0 || !cJSON_IsNumber(id) || id->valuedouble != map[i].value)
-            return tg_error_set(err, "hf: tokenizer.json: the added token '%s' is not the vocabulary's entry of "
-                                     "its id", cJSON_IsString(c) ? tg_shown(c->valuestring, shown) : "?");
+            return tg_error_set(err,
+                                "hf: tokenizer.json: the added token '%s' is not the vocabulary's entry of "
+                                "its id",
+                                cJSON_IsString(c) ? tg_shown(c->valuestring, shown) : "?");
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "special")))
-            return tg_error_set(err, "hf: tokenizer.json: the added token '%s' is not special: the tokenizers "
-                                     "library matches it in the text before the model, which tapegrad does not do",
+            return tg_error_set(err,
+                                "hf: tokenizer.json: the added token '%s' is not special: the tokenizers "
+                                "library matches it in the text before the model, which tapegrad does not do",
                                 tg_shown(c->valuestring, shown));
         special[map[i].value] = 1;
     }
@@ -208,10 +215,13 @@ int tg_hf_tok_read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t
             memcpy(ab, a, la);
             memcpy(ab + la, b, strlen(b) + 1);
         }
-        const int32_t x = ok ? tg_hf_tok_vocab_id(map, a) : -1, y = ok ? tg_hf_tok_vocab_id(map, b) : -1, z = ok ? tg_hf_tok_vocab_id(map, ab) : -1;
+        const int32_t x = ok ? tg_hf_tok_vocab_id(map, a) : -1, y = ok ? tg_hf_tok_vocab_id(map, b) : -1,
+                      z = ok ? tg_hf_tok_vocab_id(map, ab) : -1;
         if (x < 0 || y < 0 || z < 0)
-            return tg_error_set(err, "hf: tokenizer.json: merge %d does not join two vocabulary entries into a "
-                                     "third", (int)i);
+            return tg_error_set(err,
+                                "hf: tokenizer.json: merge %d does not join two vocabulary entries into a "
+                                "third",
+                                (int)i);
         (*mc)[3 * i] = x, (*mc)[3 * i + 1] = y, (*mc)[3 * i + 2] = z;
     }
     return 0;
@@ -223,12 +233,12 @@ int tg_hf_tok_read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t
  * they make into two text pieces, and each piece's merges are together
  * in the list, in the order of rank(piece). t's pairs are those splits. */
 int tg_hf_tok_same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, const char *const *names, bool by_id,
-                       tg_error *err)
+                          tg_error *err)
 {
     char s1[TG_SHOWN_SIZE], s2[TG_SHOWN_SIZE], s3[TG_SHOWN_SIZE];
     int32_t last = -1;
     uint8_t *done = tg_calloc((size_t)t->n, 1);
-    tg_pairmap listed = {0};   /* (a, b) -> its place in the list */
+    tg_pairmap listed = {0}; /* (a, b) -> its place in the list */
     if (!done) return tg_error_set(err, "hf: out of memory");
     int rc = 0;
     for (int32_t k = 0; k < m && !rc; k++) {
@@ -236,19 +246,23 @@ int tg_hf_tok_same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, c
         const uint64_t key = (uint64_t)a << 32 | (uint32_t)b;
         const int32_t twice = tg_pairmap_get(&listed, key);
         if (tg_pairmap_get(&t->pairs, key) != c)
-            rc = tg_error_set(err, "hf: tokenizer.json: merge %d ('%s' '%s') joins pieces tapegrad does not "
-                                   "merge (a special, a byte piece, or a piece no merge makes)", (int)k,
-                              tg_shown(names[a], s1), tg_shown(names[b], s2));
+            rc = tg_error_set(err,
+                              "hf: tokenizer.json: merge %d ('%s' '%s') joins pieces tapegrad does not "
+                              "merge (a special, a byte piece, or a piece no merge makes)",
+                              (int)k, tg_shown(names[a], s1), tg_shown(names[b], s2));
         else if (twice >= 0)
             rc = tg_error_set(err, "hf: tokenizer.json: merge %d repeats merge %d", (int)k, (int)twice);
         else if (c != last && done[c])
-            rc = tg_error_set(err, "hf: tokenizer.json: the merges making '%s' are not together in the list "
-                                   "(merge %d): tapegrad ranks a piece, not each pair", tg_shown(names[c], s1), (int)k);
+            rc = tg_error_set(err,
+                              "hf: tokenizer.json: the merges making '%s' are not together in the list "
+                              "(merge %d): tapegrad ranks a piece, not each pair",
+                              tg_shown(names[c], s1), (int)k);
         else if (by_id && c < last)
-            rc = tg_error_set(err, "hf: tokenizer.json: merge %d makes id %d after a merge made id %d: tapegrad's "
-                                   "BPE merges the piece of lowest id first", (int)k, (int)c, (int)last);
-        else if (tg_pairmap_put(&listed, key, k))
-            rc = tg_error_set(err, "hf: out of memory");
+            rc = tg_error_set(err,
+                              "hf: tokenizer.json: merge %d makes id %d after a merge made id %d: tapegrad's "
+                              "BPE merges the piece of lowest id first",
+                              (int)k, (int)c, (int)last);
+        else if (tg_pairmap_put(&listed, key, k)) rc = tg_error_set(err, "hf: out of memory");
         done[c] = 1;
         last = c;
     }

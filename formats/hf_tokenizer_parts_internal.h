@@ -17,7 +17,10 @@
  * space and what follows up to a space or newline; a space alone). */
 #define BPE_WORDS "\n+| ?[^ \n]+| "
 
-typedef struct str_ix { char *key; int value; } str_ix;   /* stb_ds string map */
+typedef struct str_ix {
+    char *key;
+    int value;
+} str_ix; /* stb_ds string map */
 
 /* What the normalizer and a Metaspace pre-tokenizer do before the model:
  * prepend 0 nothing, ' ' or U+2581 (before a text that is not empty);
@@ -25,9 +28,9 @@ typedef struct str_ix { char *key; int value; } str_ix;   /* stb_ds string map *
  * Replace(" ", U+2581), a Sequence of Prepend then Replace (transformers'
  * Llama), and the pre-tokenizer Metaspace without splitting. */
 typedef struct hf_text_rule {
-    char prepend;      /* 0, ' ', or 'u' for U+2581 */
-    bool u2581;        /* spaces become U+2581 */
-    bool metaspace;    /* Metaspace's prepend (not before a text that starts with a space) */
+    char prepend; /* 0, ' ', or 'u' for U+2581 */
+    bool u2581; /* spaces become U+2581 */
+    bool metaspace; /* Metaspace's prepend (not before a text that starts with a space) */
 } hf_text_rule;
 
 /* o's "type" string, or "" (also for a NULL o). */
@@ -58,6 +61,6 @@ int tg_hf_tok_read_merges(const cJSON *model, str_ix *map, int32_t **mc, int32_t
  * they make into two text pieces, and each piece's merges are together
  * in the list, in the order of rank(piece). t's pairs are those splits. */
 int tg_hf_tok_same_merges(const tg_tokenizer *t, const int32_t *mc, int32_t m, const char *const *names, bool by_id,
-                       tg_error *err);
+                          tg_error *err);
 
 #endif

@@ -25,8 +25,8 @@
  * merge_floor (never made, as in the library). llama2.c's byte vocabulary
  * (<unk>, <s>, </s>, the 256 bytes, no merges, ' ' then the text, BOS)
  * comes back as TG_VOCAB_LLAMA2C. */
-static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t bos_id, int32_t eos_id,
-                         tg_vocab *v, char *notice, size_t notice_len, tg_error *err)
+static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v,
+                         char *notice, size_t notice_len, tg_error *err)
 {
     str_ix *map = NULL;
     const char **names = NULL;
@@ -42,13 +42,16 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     if (pre && !cJSON_IsNull(pre) && strcmp(tg_hf_tok_type_of(pre), "Metaspace")) {
-        tg_error_set(err, "hf: tokenizer.json: the pre-tokenizer '%s' splits the text, which tapegrad's pieces "
-                          "with scores never do", tg_shown(tg_hf_tok_type_of(pre), shown));
+        tg_error_set(err,
+                     "hf: tokenizer.json: the pre-tokenizer '%s' splits the text, which tapegrad's pieces "
+                     "with scores never do",
+                     tg_shown(tg_hf_tok_type_of(pre), shown));
         goto out;
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"))) {
-        tg_error_set(err, "hf: tokenizer.json: model.ignore_merges is true (a whole text that is a piece is one "
-                          "token), which tapegrad's pieces with scores do not do");
+        tg_error_set(err,
+                     "hf: tokenizer.json: model.ignore_merges is true (a whole text that is a piece is one "
+                     "token), which tapegrad's pieces with scores do not do");
         goto out;
     }
     if (tg_hf_tok_text_rule(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), pre, &r, err) ||
@@ -57,13 +60,15 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
         tg_hf_tok_read_merges(model, map, &mc, &m, err))
         goto out;
     if (llama != (bos >= 0)) {
-        tg_error_set(err, "hf: tokenizer.json: %s", llama ? "the post-processor adds no BOS, with which tapegrad's "
-                          "Llama starts every text" : "the post-processor adds a BOS, which tapegrad's GPT does not");
+        tg_error_set(err, "hf: tokenizer.json: %s",
+                     llama ? "the post-processor adds no BOS, with which tapegrad's "
+                             "Llama starts every text"
+                           : "the post-processor adds a BOS, which tapegrad's GPT does not");
         goto out;
     }
     /* llama2.c's byte vocabulary */
     bool bytes_only = n == 259 && m == 0 && r.prepend == ' ' && !r.u2581 && bos == 1 && !strcmp(names[0], "<unk>") &&
-                      !strcmp(names[1], "<s>") && !strcmp(names[2], "</s>");
+        !strcmp(names[1], "<s>") && !strcmp(names[2], "</s>");
     for (int b = 0; bytes_only && b < 256; b++) {
         char want[8];
         snprintf(want, sizeof want, "<0x%02X>", b);
@@ -89,21 +94,23 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
     off[0] = 0;
     for (int32_t i = 0; i < n; i++) {
         const size_t len = strlen(names[i]);
-        const bool byte = !special[i] && len == 6 && !memcmp(names[i], "<0x", 3) && isxdigit((unsigned char)names[i][3]) &&
-                          isxdigit((unsigned char)names[i][4]) && names[i][5] == '>';
-        types[i] = special[i] ? (cJSON_IsString(unk) && !strcmp(unk->valuestring, names[i]) ? TG_PIECE_UNKNOWN
-                                                                                          : TG_PIECE_CONTROL)
-                 : byte ? TG_PIECE_BYTE : TG_PIECE_NORMAL;
-        if (types[i] != TG_PIECE_NORMAL || isnan(scores[i])) scores[i] = types[i] == TG_PIECE_NORMAL ? (float)(floor_ - 0.5) : 0;
+        const bool byte = !special[i] && len == 6 && !memcmp(names[i], "<0x", 3) &&
+            isxdigit((unsigned char)names[i][3]) && isxdigit((unsigned char)names[i][4]) && names[i][5] == '>';
+        types[i] = special[i]
+            ? (cJSON_IsString(unk) && !strcmp(unk->valuestring, names[i]) ? TG_PIECE_UNKNOWN : TG_PIECE_CONTROL)
+            : byte ? TG_PIECE_BYTE
+                   : TG_PIECE_NORMAL;
+        if (types[i] != TG_PIECE_NORMAL || isnan(scores[i]))
+            scores[i] = types[i] == TG_PIECE_NORMAL ? (float)(floor_ - 0.5) : 0;
         memcpy(pieces + off[i], names[i], len);
         off[i + 1] = off[i] + (int64_t)len;
     }
     int32_t eos = eos_id >= 0 && eos_id < n && types[eos_id] == TG_PIECE_CONTROL ? eos_id : -1;
-    if (eos < 0 && tg_hf_tok_vocab_id(map, "</s>") >= 0 && types[tg_hf_tok_vocab_id(map, "</s>")] == TG_PIECE_CONTROL) eos = tg_hf_tok_vocab_id(map, "</s>");
+    if (eos < 0 && tg_hf_tok_vocab_id(map, "</s>") >= 0 && types[tg_hf_tok_vocab_id(map, "</s>")] == TG_PIECE_CONTROL)
+        eos = tg_hf_tok_vocab_id(map, "</s>");
     if (bos < 0 && bos_id >= 0 && bos_id < n && types[bos_id] == TG_PIECE_CONTROL) bos = bos_id;
     if (bos >= 0 && types[bos] != TG_PIECE_CONTROL) {
-        tg_error_set(err, "hf: tokenizer.json: the BOS '%s' is not a special added token",
-                     tg_shown(names[bos], shown));
+        tg_error_set(err, "hf: tokenizer.json: the BOS '%s' is not a special added token", tg_shown(names[bos], shown));
         goto out;
     }
     const tg_spm_options o = {r.u2581, r.prepend != 0, floor_};
@@ -118,14 +125,17 @@ static int spm_from_json(const cJSON *j, const cJSON *model, bool llama, int32_t
         const size_t len = strlen(names[i]);
         if (types[i] != TG_PIECE_NORMAL && types[i] != TG_PIECE_BYTE && len &&
             tg_utf8_char((const unsigned char *)names[i], len, &sub) == (int)len) {
-            tg_error_set(err, "hf: tokenizer.json: the special '%s' is one character, which the library would "
-                              "take from the text and tapegrad would not", tg_shown(names[i], shown));
+            tg_error_set(err,
+                         "hf: tokenizer.json: the special '%s' is one character, which the library would "
+                         "take from the text and tapegrad would not",
+                         tg_shown(names[i], shown));
             goto out;
         }
     }
     if (tg_hf_tok_same_merges(t, mc, m, names, false, err)) goto out;
     if (r.metaspace && notice && notice_len)
-        snprintf(notice, notice_len, "tokenizer.json's Metaspace pre-tokenizer puts no '\u2581' before a text that "
+        snprintf(notice, notice_len,
+                 "tokenizer.json's Metaspace pre-tokenizer puts no '\u2581' before a text that "
                  "begins with a space, tapegrad's dummy prefix does: the ids of such a text differ in their first "
                  "token");
     rc = tg_vocab_tokenizer(v, t, false, 0, err);
@@ -145,7 +155,6 @@ out:
     tg_free(pieces);
     return rc;
 }
-
 
 /* tapegrad's BPE as export writes it: Split(BPE_WORDS) then ByteLevel
  * without its regex; specials the added tokens, the other pieces in
@@ -220,8 +229,10 @@ static int bpe_from_json(const cJSON *j, const cJSON *model, bool llama, tg_voca
     for (int32_t c = first, k = 0; c < n; c++) {
         while (k < m && mc[3 * k + 2] != c) k++;
         if (k == m || mc[3 * k] >= c || mc[3 * k + 1] >= c) {
-            tg_error_set(err, "hf: tokenizer.json: the first merge of id %d is not of two earlier ids, as "
-                              "tapegrad's BPE learns them", (int)c);
+            tg_error_set(err,
+                         "hf: tokenizer.json: the first merge of id %d is not of two earlier ids, as "
+                         "tapegrad's BPE learns them",
+                         (int)c);
             goto out;
         }
         t->merges[2 * (c - first)] = mc[3 * k], t->merges[2 * (c - first) + 1] = mc[3 * k + 1];
@@ -257,17 +268,22 @@ static int bytes_from_json(const cJSON *j, const cJSON *model, tg_vocab *v, tg_e
     const cJSON *post = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
     int rc = tg_hf_tok_read_vocab(model, 256, &map, &names, &n, err);
-    if (!rc && ((merges && cJSON_GetArraySize(merges)) || (norm && !cJSON_IsNull(norm)) ||
-                (post && !cJSON_IsNull(post) && strcmp(tg_hf_tok_type_of(post), "ByteLevel")) || cJSON_GetArraySize(added)))
-        rc = tg_error_set(err, "hf: tokenizer.json: a ByteLevel tokenizer without GPT-2's regex is read as a byte "
-                               "vocabulary, which has no merges, normalizer, template or added tokens");
+    if (!rc &&
+        ((merges && cJSON_GetArraySize(merges)) || (norm && !cJSON_IsNull(norm)) ||
+         (post && !cJSON_IsNull(post) && strcmp(tg_hf_tok_type_of(post), "ByteLevel")) || cJSON_GetArraySize(added)))
+        rc = tg_error_set(err,
+                          "hf: tokenizer.json: a ByteLevel tokenizer without GPT-2's regex is read as a byte "
+                          "vocabulary, which has no merges, normalizer, template or added tokens");
     char chars[256];
     for (int32_t i = 0; !rc && i < n; i++) {
         unsigned char b[8];
         char shown[TG_SHOWN_SIZE];
-        if (strlen(names[i]) > 2 || tg_gpt2_unbyte(names[i], byte_of, b) != 1 || (i && (unsigned char)chars[i - 1] >= b[0]))
-            rc = tg_error_set(err, "hf: tokenizer.json: '%s' (id %d) is not the next byte of a byte vocabulary "
-                                   "(each id one byte, in byte order)", tg_shown(names[i], shown), (int)i);
+        if (strlen(names[i]) > 2 || tg_gpt2_unbyte(names[i], byte_of, b) != 1 ||
+            (i && (unsigned char)chars[i - 1] >= b[0]))
+            rc = tg_error_set(err,
+                              "hf: tokenizer.json: '%s' (id %d) is not the next byte of a byte vocabulary "
+                              "(each id one byte, in byte order)",
+                              tg_shown(names[i], shown), (int)i);
         else chars[i] = (char)b[0];
     }
     if (!rc) tg_vocab_bytes(v, chars, (size_t)n);
@@ -291,8 +307,10 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(split, "pattern");
     char shown[TG_SHOWN_SIZE];
     if (strcmp(tg_hf_tok_type_of(model), "BPE")) {
-        tg_error_set(err, "hf: tokenizer.json: the model '%s' is not BPE, the one tapegrad's tokenizers are "
-                          "(WordPiece, Unigram and WordLevel are not read)", tg_shown(tg_hf_tok_type_of(model), shown));
+        tg_error_set(err,
+                     "hf: tokenizer.json: the model '%s' is not BPE, the one tapegrad's tokenizers are "
+                     "(WordPiece, Unigram and WordLevel are not read)",
+                     tg_shown(tg_hf_tok_type_of(model), shown));
     } else if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(model, "dropout")) &&
                cJSON_GetObjectItemCaseSensitive(model, "dropout")) {
         tg_error_set(err, "hf: tokenizer.json: model.dropout is set: the ids would be random");
@@ -300,8 +318,9 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
                 *cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix")->valuestring) ||
                (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix")) &&
                 *cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix")->valuestring)) {
-        tg_error_set(err, "hf: tokenizer.json: model.continuing_subword_prefix or end_of_word_suffix is set, "
-                          "which tapegrad's tokenizers have not");
+        tg_error_set(err,
+                     "hf: tokenizer.json: model.continuing_subword_prefix or end_of_word_suffix is set, "
+                     "which tapegrad's tokenizers have not");
     } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"))) {
         rc = spm_from_json(j, model, llama, bos_id, eos_id, v, notice, notice_len, err);
     } else if (!strcmp(tg_hf_tok_type_of(pre), "ByteLevel") && !cJSON_IsFalse(regex)) {
@@ -309,11 +328,13 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
         const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
         tg_tokenizer *t = NULL;
         if (llama)
-            tg_error_set(err, "hf: tokenizer.json: GPT-2's tokenizer has no BOS, with which tapegrad's Llama "
-                              "starts every text");
+            tg_error_set(err,
+                         "hf: tokenizer.json: GPT-2's tokenizer has no BOS, with which tapegrad's Llama "
+                         "starts every text");
         else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space")))
-            tg_error_set(err, "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
-                              "false, use_regex true)");
+            tg_error_set(err,
+                         "hf: tokenizer.json: pre_tokenizer is not GPT-2's (ByteLevel, add_prefix_space "
+                         "false, use_regex true)");
         else if (norm && !cJSON_IsNull(norm))
             tg_error_set(err, "hf: tokenizer.json: it has a normalizer, which GPT-2's tokenizer has not");
         else {
@@ -321,8 +342,9 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
             for (const cJSON *a = added ? added->child : NULL; a && ok; a = a->next)
                 ok = tg_hf_tok_str_is(a, "content", "<|endoftext|>");
             if (!ok)
-                tg_error_set(err, "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
-                                  "GPT-2 tokenizer has not");
+                tg_error_set(err,
+                             "hf: tokenizer.json: an added token other than <|endoftext|>, which tapegrad's "
+                             "GPT-2 tokenizer has not");
             else if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(model, "vocab")))
                 tg_error_set(err, "hf: tokenizer.json: model.vocab is not an object");
             else
@@ -332,16 +354,20 @@ static int tokenizer_json(const char *dir, bool llama, int32_t bos_id, int32_t e
         if (t) rc = tg_vocab_tokenizer(v, t, false, 0, err);
     } else if (!strcmp(tg_hf_tok_type_of(pre), "ByteLevel")) {
         rc = bytes_from_json(j, model, v, err);
-    } else if (!strcmp(tg_hf_tok_type_of(pre), "Sequence") && cJSON_GetArraySize(list) == 2 && !strcmp(tg_hf_tok_type_of(split), "Split") &&
-               tg_hf_tok_str_is(pat, "Regex", BPE_WORDS) && tg_hf_tok_str_is(split, "behavior", "Isolated") &&
-               !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")) && !strcmp(tg_hf_tok_type_of(bl), "ByteLevel") &&
+    } else if (!strcmp(tg_hf_tok_type_of(pre), "Sequence") && cJSON_GetArraySize(list) == 2 &&
+               !strcmp(tg_hf_tok_type_of(split), "Split") && tg_hf_tok_str_is(pat, "Regex", BPE_WORDS) &&
+               tg_hf_tok_str_is(split, "behavior", "Isolated") &&
+               !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")) &&
+               !strcmp(tg_hf_tok_type_of(bl), "ByteLevel") &&
                cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(bl, "use_regex")) &&
                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bl, "add_prefix_space"))) {
         rc = bpe_from_json(j, model, llama, v, err);
     } else {
-        tg_error_set(err, "hf: tokenizer.json: the pre-tokenizer '%s' is none of tapegrad's (GPT-2's ByteLevel "
+        tg_error_set(err,
+                     "hf: tokenizer.json: the pre-tokenizer '%s' is none of tapegrad's (GPT-2's ByteLevel "
                      "with its regex; ByteLevel alone for bytes; Split of tapegrad's BPE words then ByteLevel; none or "
-                          "Metaspace with byte_fallback for pieces with scores)", tg_shown(tg_hf_tok_type_of(pre), shown));
+                     "Metaspace with byte_fallback for pieces with scores)",
+                     tg_shown(tg_hf_tok_type_of(pre), shown));
     }
     cJSON_Delete(j);
     return rc;
@@ -379,7 +405,6 @@ out:
     return t;
 }
 
-
 int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eos_id, tg_vocab *v, int *found,
                          char *notice, size_t notice_len, tg_error *err)
 {
@@ -395,8 +420,9 @@ int tg_hf_tokenizer_read(const char *dir, bool llama, int32_t bos_id, int32_t eo
     if (!vj || !mt) return 0;
     *found = 1;
     if (llama)
-        return tg_error_set(err, "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
-                                 "which tapegrad's Llama starts every text");
+        return tg_error_set(err,
+                            "hf: vocab.json and merges.txt are GPT-2's tokenizer, which has no BOS, with "
+                            "which tapegrad's Llama starts every text");
     tg_tokenizer *t = tokenizer_pair(dir, err);
     return t ? tg_vocab_tokenizer(v, t, false, 0, err) : -1;
 }

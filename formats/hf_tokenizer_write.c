@@ -29,7 +29,7 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     }
     uint32_t cp_of[256];
     tg_gpt2_byte_chars(cp_of);
-    const int32_t n = tg_tok_vocab_size(t) - 1;   /* <|endoftext|> is n */
+    const int32_t n = tg_tok_vocab_size(t) - 1; /* <|endoftext|> is n */
     cJSON *j = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
     cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray(), *eot = cJSON_CreateObject();
     char *a = tg_malloc(2 * t->max_piece + 1), *b = tg_malloc(2 * t->max_piece + 1);
@@ -47,9 +47,11 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
         const int split = tg_gpt2_tiktoken_split(t, id, parts, &x, &y);
         if (split) {
             if (split == -1)
-                snprintf(why, why_len, "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
-                         "tokenizer.json can say", (int)id);
-            ok = false;   /* -2: out of memory, said below */
+                snprintf(why, why_len,
+                         "piece %d is no merge of two earlier pieces, so the tokenizer is not a BPE one "
+                         "tokenizer.json can say",
+                         (int)id);
+            ok = false; /* -2: out of memory, said below */
             break;
         }
         tg_gpt2_byte_string(t->bytes + t->off[x], (size_t)(t->off[x + 1] - t->off[x]), cp_of, a);
@@ -80,7 +82,7 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
         added = NULL;
         cJSON_AddNullToObject(j, "normalizer");
         static const char *const parts_of[3] = {"pre_tokenizer", "post_processor", "decoder"};
-        for (int k = 0; k < 3; k++) {   /* GPT-2's: the byte-level steps, its regex, no prefix space added */
+        for (int k = 0; k < 3; k++) { /* GPT-2's: the byte-level steps, its regex, no prefix space added */
             cJSON *p = cJSON_AddObjectToObject(j, parts_of[k]);
             cJSON_AddStringToObject(p, "type", "ByteLevel");
             cJSON_AddBoolToObject(p, "add_prefix_space", false);
@@ -113,7 +115,6 @@ static cJSON *gpt2_tokenizer_json(const tg_tokenizer *t, char *why, size_t why_l
     }
     return j;
 }
-
 
 /* tapegrad's BPE: words split as it splits them, then GPT-2's byte
  * stand-ins; for a Llama ' ' before the text and BOS (run.c's rule), and
@@ -172,9 +173,13 @@ static cJSON *bpe_json(const tg_tokenizer *t, bool llama, char **names, char *wh
     cJSON_AddStringToObject(split, "behavior", "Isolated");
     cJSON_AddFalseToObject(split, "invert");
     const bool bos = llama && t->bos >= 0;
-    cJSON *dec = llama ? tg_hf_tok_sequence("decoders", tg_hf_tok_byte_level(true), tg_hf_tok_strip_prefix_space(), NULL, NULL) : tg_hf_tok_byte_level(true);
-    return tg_hf_tok_tokenizer_file(added, llama ? tg_hf_tok_prepend(" ") : NULL, tg_hf_tok_sequence("pretokenizers", split, tg_hf_tok_byte_level(false), NULL, NULL),
-                          bos ? tg_hf_tok_bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges, NULL, false);
+    cJSON *dec = llama
+        ? tg_hf_tok_sequence("decoders", tg_hf_tok_byte_level(true), tg_hf_tok_strip_prefix_space(), NULL, NULL)
+        : tg_hf_tok_byte_level(true);
+    return tg_hf_tok_tokenizer_file(added, llama ? tg_hf_tok_prepend(" ") : NULL,
+                                    tg_hf_tok_sequence("pretokenizers", split, tg_hf_tok_byte_level(false), NULL, NULL),
+                                    bos ? tg_hf_tok_bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges,
+                                    NULL, false);
 }
 
 /* Pieces with scores, as transformers writes a Llama's: the pieces as
@@ -201,12 +206,16 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
         names[id][len] = 0;
         int sub;
         if (!tg_hf_tok_valid_utf8(p, len)) {
-            snprintf(why, why_len, "id %d is not UTF-8 text (a byte piece spelled as its byte 0x%02X, or part of a "
-                     "character), which tokenizer.json cannot hold", (int)id, p[0]);
+            snprintf(why, why_len,
+                     "id %d is not UTF-8 text (a byte piece spelled as its byte 0x%02X, or part of a "
+                     "character), which tokenizer.json cannot hold",
+                     (int)id, p[0]);
             ok = false;
         } else if (ty != TG_PIECE_NORMAL && ty != TG_PIECE_BYTE && tg_utf8_char(p, len, &sub) == (int)len) {
-            snprintf(why, why_len, "the %s id %d '%s' is one character, which the tokenizers library would take "
-                     "from the text", ty == TG_PIECE_UNUSED ? "unused" : "special", (int)id, tg_shown(names[id], shown));
+            snprintf(why, why_len,
+                     "the %s id %d '%s' is one character, which the tokenizers library would take "
+                     "from the text",
+                     ty == TG_PIECE_UNUSED ? "unused" : "special", (int)id, tg_shown(names[id], shown));
             ok = false;
         } else if (stbds_shgeti(seen, names[id]) >= 0) {
             snprintf(why, why_len, "ids %d and %d are both spelled '%s'", (int)stbds_shget(seen, names[id]), (int)id,
@@ -216,13 +225,16 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
         if (!ok) break;
         stbds_shput(seen, names[id], id);
         ok = cJSON_AddNumberToObject(vocab, names[id], id) != NULL;
-        if (ty == TG_PIECE_CONTROL || ty == TG_PIECE_UNKNOWN) cJSON_AddItemToArray(added, tg_hf_tok_added_token(id, names[id]));
+        if (ty == TG_PIECE_CONTROL || ty == TG_PIECE_UNKNOWN)
+            cJSON_AddItemToArray(added, tg_hf_tok_added_token(id, names[id]));
     }
     if (ok && !(pairs = tg_hf_tok_all_pairs(t, &np))) ok = false;
     for (int32_t i = 0; ok && i + 1 < (int32_t)np; i++)
         if (pairs[i].rank == pairs[i + 1].rank && pairs[i].c != pairs[i + 1].c) {
-            snprintf(why, why_len, "ids %d and %d score the same, where tapegrad merges the leftmost and the tokenizers "
-                     "library the first listed", (int)pairs[i].c, (int)pairs[i + 1].c);
+            snprintf(why, why_len,
+                     "ids %d and %d score the same, where tapegrad merges the leftmost and the tokenizers "
+                     "library the first listed",
+                     (int)pairs[i].c, (int)pairs[i + 1].c);
             ok = false;
         }
     ok = ok && tg_hf_tok_add_merges(merges, pairs, np, names);
@@ -236,14 +248,16 @@ static cJSON *spm_json(const tg_tokenizer *t, bool llama, char **names, char *wh
         return NULL;
     }
     const bool u = t->spm.space_u2581, pre = t->spm.add_prefix, bos = llama && t->bos >= 0;
-    cJSON *norm = pre && u ? tg_hf_tok_sequence("normalizers", tg_hf_tok_prepend(U2581), tg_hf_tok_replace(" ", U2581), NULL, NULL)
-                : pre      ? tg_hf_tok_prepend(" ")
-                : u        ? tg_hf_tok_replace(" ", U2581)
-                           : NULL;
-    cJSON *dec = tg_hf_tok_sequence("decoders", u ? tg_hf_tok_replace(U2581, " ") : NULL, tg_hf_tok_typed("ByteFallback"), tg_hf_tok_typed("Fuse"),
-                          pre ? tg_hf_tok_strip_prefix_space() : NULL);
-    return tg_hf_tok_tokenizer_file(added, norm, NULL, bos ? tg_hf_tok_bos_template(names[t->bos], t->bos) : NULL, dec, vocab, merges,
-                          t->unk >= 0 ? names[t->unk] : NULL, true);
+    cJSON *norm = pre && u
+        ? tg_hf_tok_sequence("normalizers", tg_hf_tok_prepend(U2581), tg_hf_tok_replace(" ", U2581), NULL, NULL)
+        : pre ? tg_hf_tok_prepend(" ")
+        : u   ? tg_hf_tok_replace(" ", U2581)
+              : NULL;
+    cJSON *dec =
+        tg_hf_tok_sequence("decoders", u ? tg_hf_tok_replace(U2581, " ") : NULL, tg_hf_tok_typed("ByteFallback"),
+                           tg_hf_tok_typed("Fuse"), pre ? tg_hf_tok_strip_prefix_space() : NULL);
+    return tg_hf_tok_tokenizer_file(added, norm, NULL, bos ? tg_hf_tok_bos_template(names[t->bos], t->bos) : NULL, dec,
+                                    vocab, merges, t->unk >= 0 ? names[t->unk] : NULL, true);
 }
 
 int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON **tok, cJSON **cfg, int32_t *bos,
@@ -288,7 +302,7 @@ int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON *
             eos_s = t->eos >= 0 ? names[t->eos] : NULL;
             unk_s = t->unk >= 0 ? names[t->unk] : NULL;
         }
-    } else if (v->kind == TG_VOCAB_LLAMA2C) {   /* <unk> <s> </s> and the bytes; ' ' then the text, after BOS */
+    } else if (v->kind == TG_VOCAB_LLAMA2C) { /* <unk> <s> </s> and the bytes; ' ' then the text, after BOS */
         cJSON *vocab = cJSON_CreateObject(), *added = cJSON_CreateArray();
         static const char *const sp[3] = {"<unk>", "<s>", "</s>"};
         for (int k = 0; k < 3; k++) {
@@ -300,12 +314,14 @@ int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON *
             snprintf(s, sizeof s, "<0x%02X>", b);
             cJSON_AddNumberToObject(vocab, s, 3 + b);
         }
-        *tok = tg_hf_tok_tokenizer_file(added, tg_hf_tok_prepend(" "), NULL, tg_hf_tok_bos_template("<s>", TG_VOCAB_BOS),
-                              tg_hf_tok_sequence("decoders", tg_hf_tok_typed("ByteFallback"), tg_hf_tok_typed("Fuse"), tg_hf_tok_strip_prefix_space(), NULL),
-                              vocab, NULL, "<unk>", true);
+        *tok =
+            tg_hf_tok_tokenizer_file(added, tg_hf_tok_prepend(" "), NULL, tg_hf_tok_bos_template("<s>", TG_VOCAB_BOS),
+                                     tg_hf_tok_sequence("decoders", tg_hf_tok_typed("ByteFallback"),
+                                                        tg_hf_tok_typed("Fuse"), tg_hf_tok_strip_prefix_space(), NULL),
+                                     vocab, NULL, "<unk>", true);
         *bos = TG_VOCAB_BOS, *eos = 2;
         bos_s = "<s>", eos_s = "</s>", unk_s = "<unk>";
-    } else {   /* TG_VOCAB_BYTES: the bytes present, each its GPT-2 stand-in */
+    } else { /* TG_VOCAB_BYTES: the bytes present, each its GPT-2 stand-in */
         uint32_t cp_of[256];
         tg_gpt2_byte_chars(cp_of);
         cJSON *vocab = cJSON_CreateObject();
@@ -314,7 +330,8 @@ int tg_hf_tokenizer_write(const tg_vocab *v, bool llama, int block_size, cJSON *
             tg_gpt2_byte_string(&v->chars[i], 1, cp_of, s);
             cJSON_AddNumberToObject(vocab, s, i);
         }
-        *tok = tg_hf_tok_tokenizer_file(NULL, NULL, tg_hf_tok_byte_level(false), NULL, tg_hf_tok_byte_level(true), vocab, NULL, NULL, false);
+        *tok = tg_hf_tok_tokenizer_file(NULL, NULL, tg_hf_tok_byte_level(false), NULL, tg_hf_tok_byte_level(true),
+                                        vocab, NULL, NULL, false);
     }
     if (*tok) {
         *cfg = cJSON_CreateObject();

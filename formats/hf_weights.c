@@ -28,7 +28,7 @@ void tg_hf_weights_free(hf_weights *w)
 
 static int weights_add_file(hf_weights *w, const char *dir, const char *name, tg_error *err)
 {
-    if (tg_hf_stat(dir, name, err) < 0) return -1;   /* tg_st_load's open would wait on a pipe */
+    if (tg_hf_stat(dir, name, err) < 0) return -1; /* tg_st_load's open would wait on a pipe */
     char *p = tg_hf_path(dir, name), *copy = tg_malloc(strlen(name) + 1);
     tg_st_file *f = p && copy ? tg_st_load(p, err) : NULL;
     if (!p || !copy) tg_error_set(err, "hf: out of memory");
@@ -59,8 +59,10 @@ int tg_hf_weights_open(hf_weights *w, const char *dir, tg_error *err)
     if (!ix_there) {
         const int there = tg_hf_stat(dir, "model.safetensors", err);
         if (!there)
-            return tg_error_set(err, "hf: %s has neither model.safetensors nor model.safetensors.index.json "
-                                     "(a Hugging Face model directory holds its weights in one of them)", dir);
+            return tg_error_set(err,
+                                "hf: %s has neither model.safetensors nor model.safetensors.index.json "
+                                "(a Hugging Face model directory holds its weights in one of them)",
+                                dir);
         return there < 0 ? -1 : weights_add_file(w, dir, "model.safetensors", err);
     }
     w->indexed = true;
@@ -68,16 +70,17 @@ int tg_hf_weights_open(hf_weights *w, const char *dir, tg_error *err)
     if (!ix) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
     int rc = 0;
-    hf_shard_ix *file_ix = NULL;   /* shard name -> index into w->files */
+    hf_shard_ix *file_ix = NULL; /* shard name -> index into w->files */
     stbds_sh_new_strdup(file_ix);
     if (!cJSON_IsObject(map))
         rc = tg_error_set(err, "hf: %s/model.safetensors.index.json has no \"weight_map\" object", dir);
     for (const cJSON *e = map ? map->child : NULL; !rc && e; e = e->next) {
         char shown[TG_SHOWN_SIZE];
         if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-            rc = tg_error_set(err, "hf: model.safetensors.index.json: tensor '%s' is in '%s', not a file name in "
-                                   "the directory", tg_shown(e->string, shown),
-                              cJSON_IsString(e) ? e->valuestring : "(not a string)");
+            rc = tg_error_set(err,
+                              "hf: model.safetensors.index.json: tensor '%s' is in '%s', not a file name in "
+                              "the directory",
+                              tg_shown(e->string, shown), cJSON_IsString(e) ? e->valuestring : "(not a string)");
             break;
         }
         if (stbds_shgeti(w->where, e->string) >= 0) {

@@ -9,12 +9,15 @@
 #include "../core/error.h"
 #include "../core/safetensors.h"
 
-typedef struct hf_shard_ix { char *key; int value; } hf_shard_ix;
+typedef struct hf_shard_ix {
+    char *key;
+    int value;
+} hf_shard_ix;
 
 typedef struct hf_weights {
-    tg_st_file **files;      /* stb_ds array */
-    char **names;            /* the files' names, for messages */
-    hf_shard_ix *where;      /* tensor name -> file (with an index), stb_ds string map */
+    tg_st_file **files; /* stb_ds array */
+    char **names; /* the files' names, for messages */
+    hf_shard_ix *where; /* tensor name -> file (with an index), stb_ds string map */
     bool indexed;
 } hf_weights;
 

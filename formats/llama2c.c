@@ -105,20 +105,29 @@ static int spm_fits(const tg_tokenizer *t, size_t *max_len, tg_error *err)
     tg_spm_options o;
     tg_tok_spm_options_of(t, &o);
     if (o.space_u2581 || !o.add_prefix || o.merge_floor != -1e10)
-        return tg_error_set(err, "the tokenizer's pieces with scores are not run.c's (%s): run.c would encode "
-                            "differently", o.space_u2581 ? "spaces spelled U+2581" : !o.add_prefix ? "no dummy prefix"
-                                 : "another merge floor than -1e10"), -1;
+        return tg_error_set(err,
+                            "the tokenizer's pieces with scores are not run.c's (%s): run.c would encode "
+                            "differently",
+                            o.space_u2581       ? "spaces spelled U+2581"
+                                : !o.add_prefix ? "no dummy prefix"
+                                                : "another merge floor than -1e10"),
+               -1;
     *max_len = 0;
     const int32_t V = tg_tok_vocab_size(t);
     for (int32_t id = 0; id < V; id++) {
         size_t l;
         const unsigned char *p = tg_tok_piece(t, id, &l);
         const int ty = tg_tok_piece_type(t, id);
-        const int want = id == 0 ? TG_PIECE_UNKNOWN : id < 3 ? TG_PIECE_CONTROL : id < 259 ? TG_PIECE_BYTE
-                                                                                           : TG_PIECE_NORMAL;
+        const int want = id == 0 ? TG_PIECE_UNKNOWN
+            : id < 3             ? TG_PIECE_CONTROL
+            : id < 259           ? TG_PIECE_BYTE
+                                 : TG_PIECE_NORMAL;
         if (ty != want || (ty == TG_PIECE_BYTE && (l != 1 || p[0] != id - 3)))
-            return tg_error_set(err, "id %d is not llama2.c's layout (<unk>, BOS, EOS, byte b at 3 + b, then "
-                                     "the pieces)", (int)id), -1;
+            return tg_error_set(err,
+                                "id %d is not llama2.c's layout (<unk>, BOS, EOS, byte b at 3 + b, then "
+                                "the pieces)",
+                                (int)id),
+                   -1;
         tg_tok_spelled(t, id, &l);
         if (l > *max_len) *max_len = l;
     }
@@ -131,22 +140,30 @@ static int bpe_fits(const tg_tokenizer *t, size_t *max_len, tg_error *err)
 {
     if (tg_tok_kind_of(t) == TG_TOK_SPM) return spm_fits(t, max_len, err);
     if (tg_tok_kind_of(t) != TG_TOK_BPE)
-        return tg_error_set(err, "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
-                                 "(this tokenizer is GPT-2's tiktoken ranks)"), -1;
-    *max_len = 6;   /* "\n</s>\n" */
+        return tg_error_set(err,
+                            "run.c's tokenizer merges pieces by score: only tapegrad's BPE maps onto it "
+                            "(this tokenizer is GPT-2's tiktoken ranks)"),
+               -1;
+    *max_len = 6; /* "\n</s>\n" */
     for (int32_t id = 3; id < tg_tok_vocab_size(t); id++) {
         size_t l;
         const unsigned char *p = tg_tok_piece(t, id, &l);
         if (id < 259 ? l != 1 || p[0] != id - 3 : tg_tok_is_special(t, id))
-            return tg_error_set(err, "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
-                                     "merges)", (int)id), -1;
+            return tg_error_set(err,
+                                "id %d is not llama2.c's layout (3 specials, byte b at 3 + b, then the "
+                                "merges)",
+                                (int)id),
+                   -1;
         if (id < 259) continue;
         if (memchr(p, 0, l))
             return tg_error_set(err, "piece %d holds a NUL byte, which run.c's C strings cannot", (int)id), -1;
         if (!keeps_characters(p, l))
-            return tg_error_set(err, "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
-                                     "trained before characters were kept whole): run.c, which looks whole "
-                                     "characters up first, would give other ids; train it again", (int)id), -1;
+            return tg_error_set(err,
+                                "piece %d joins part of a UTF-8 character to other bytes (a tokenizer "
+                                "trained before characters were kept whole): run.c, which looks whole "
+                                "characters up first, would give other ids; train it again",
+                                (int)id),
+                   -1;
         if (l == 5 && !memcmp(p, "<unk>", 5))
             return tg_error_set(err, "piece %d is \"<unk>\", which run.c's file spells id 0", (int)id), -1;
         if (l > *max_len) *max_len = l;
@@ -168,7 +185,7 @@ static void put_tokenizer(tg_atomic_file *f, const tg_tokenizer *t, size_t bpe_m
     for (int id = 0; id < V; id++) {
         size_t l;
         const char *p = piece;
-        if (tg_tok_kind_of(t) == TG_TOK_SPM) {   /* as it was read: spelled, scored */
+        if (tg_tok_kind_of(t) == TG_TOK_SPM) { /* as it was read: spelled, scored */
             p = (const char *)tg_tok_spelled(t, id, &l);
             put_f32(f, tg_tok_score(t, id));
             put_i32(f, (int32_t)l);
@@ -192,7 +209,7 @@ static int write_files(int n, const char *const *paths, void (*write)(tg_atomic_
     int bad = -1;
     for (int i = 0; i < n && bad < 0; i++)
         if (paths[i] && tg_atomic_begin(&f[i], paths[i], err)) bad = i;
-    if (bad < 0) write(f, ctx);   /* a failed write sticks in its file: the finish reports it */
+    if (bad < 0) write(f, ctx); /* a failed write sticks in its file: the finish reports it */
     for (int i = 0; i < n && bad < 0; i++)
         if (paths[i] && tg_atomic_finish(&f[i], err)) bad = i;
     for (int i = 0; i < n && bad < 0; i++)
@@ -204,7 +221,7 @@ static int write_files(int n, const char *const *paths, void (*write)(tg_atomic_
 typedef struct export_job {
     const tg_st_file *f;
     const tg_model *m;
-    const tg_tokenizer *bpe;   /* or NULL: the byte vocabulary */
+    const tg_tokenizer *bpe; /* or NULL: the byte vocabulary */
     size_t bpe_max_len;
 } export_job;
 
@@ -214,8 +231,9 @@ static void write_model_and_tokenizer(tg_atomic_file *files, void *ctx)
     const tg_model_config *c = &j->m->config;
     const tg_params *p = j->m->params;
     tg_atomic_file *f = &files[0];
-    const int32_t hdr[7] = {c->n_embd, c->hidden_dim, c->n_layer, c->n_head, c->n_kv_head,
-                            c->tied ? c->vocab_size : -c->vocab_size, c->block_size};
+    const int32_t hdr[7] = {c->n_embd,    c->hidden_dim, c->n_layer,
+                            c->n_head,    c->n_kv_head,  c->tied ? c->vocab_size : -c->vocab_size,
+                            c->block_size};
     for (int i = 0; i < 7; i++) put_i32(f, hdr[i]);
     put_tensor(f, tg_params_get(p, "tok_embeddings.weight"));
     char name[96];
@@ -226,7 +244,7 @@ static void write_model_and_tokenizer(tg_atomic_file *files, void *ctx)
         }
     put_tensor(f, tg_params_get(p, "norm.weight"));
     const int hd = c->n_embd / c->n_head;
-    for (int s = 0; s < 2; s++) {   /* the tables an import kept, else model.py's */
+    for (int s = 0; s < 2; s++) { /* the tables an import kept, else model.py's */
         const tg_st_tensor *e = tg_st_find(j->f, s ? "llama2c.freqs_sin" : "llama2c.freqs_cos");
         if (e && !strcmp(e->dtype, "F32") && e->numel == (int64_t)c->block_size * hd / 2) put(f, e->data, e->nbytes);
         else put_freqs(f, c->block_size, hd, c->rope_theta, s);
@@ -252,8 +270,9 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
     }
     if (tg_fmt_check_options(c, "llama2c export", "llama2.c's run.c", false, err)) goto done;
     if (c->rope_halves || c->rope_theta != 10000 || c->norm_eps != 1e-5) {
-        tg_error_set(err, "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
-                          "this model has %s pairs, theta %g, eps %g",
+        tg_error_set(err,
+                     "run.c hard-codes RoPE with interleaved pairs and theta 10000 and RMSNorm eps 1e-5; "
+                     "this model has %s pairs, theta %g, eps %g",
                      c->rope_halves ? "halves" : "interleaved", c->rope_theta, c->norm_eps);
         goto done;
     }
@@ -261,14 +280,18 @@ int tg_llama2c_export(const tg_st_file *f, const char *model_path, const char *t
         j.bpe = v.tok;
         if (bpe_fits(v.tok, &j.bpe_max_len, err)) goto done;
         if (tg_tok_vocab_size(v.tok) != c->vocab_size) {
-            tg_error_set(err, "run.c reads as many pieces as the model has ids: this model has %d, its "
-                              "tokenizer %d", c->vocab_size, (int)tg_tok_vocab_size(v.tok));
+            tg_error_set(err,
+                         "run.c reads as many pieces as the model has ids: this model has %d, its "
+                         "tokenizer %d",
+                         c->vocab_size, (int)tg_tok_vocab_size(v.tok));
             goto done;
         }
-    } else if (v.kind != TG_VOCAB_LLAMA2C && !(v.kind == TG_VOCAB_IDS && !tokenizer_path)) {   /* ids: model.bin alone */
-        tg_error_set(err, "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
-                          "tokenizer of that layout); this model's vocabulary is %s", v.kind == TG_VOCAB_IDS
-                     ? "bare ids (no tokenizer to write: leave out the tokenizer's path)" : "another");
+    } else if (v.kind != TG_VOCAB_LLAMA2C && !(v.kind == TG_VOCAB_IDS && !tokenizer_path)) { /* ids: model.bin alone */
+        tg_error_set(err,
+                     "run.c reads llama2.c's vocabulary (three specials, then the bytes, or a BPE "
+                     "tokenizer of that layout); this model's vocabulary is %s",
+                     v.kind == TG_VOCAB_IDS ? "bare ids (no tokenizer to write: leave out the tokenizer's path)"
+                                            : "another");
         goto done;
     }
     rc = write_files(2, (const char *const[]){model_path, tokenizer_path}, write_model_and_tokenizer, &j, err);

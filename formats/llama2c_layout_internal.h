@@ -10,9 +10,10 @@
 
 static const char *const SPECIALS[3] = {"<unk>", "\n<s>\n", "\n</s>\n"};
 
-static const char *const LAYER_ORDER[9] = {"attention_norm.weight", "attention.wq.weight", "attention.wk.weight",
-                                           "attention.wv.weight", "attention.wo.weight", "ffn_norm.weight",
-                                           "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"};
+static const char *const LAYER_ORDER[9] = {
+    "attention_norm.weight",  "attention.wq.weight",    "attention.wk.weight",
+    "attention.wv.weight",    "attention.wo.weight",    "ffn_norm.weight",
+    "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"};
 
 /* The piece of id in run.c's tokenizer (TG_VOCAB_LLAMA2C's layout). */
 static inline void byte_piece(int id, char *buf, size_t size)

@@ -25,8 +25,8 @@ static inline int tg_fmt_check_options(const tg_model_config *c, const char *who
     else if (c->logit_softcap > 0) snprintf(opt, sizeof opt, "--logit-softcap %g", c->logit_softcap);
     else if (!llama && !c->tied && !untied_gpt) snprintf(opt, sizeof opt, "--untie-head");
     if (!opt[0]) return 0;
-    tg_error_set(err, "%s: this model has %s, which %s cannot express (the file would compute another model)",
-                 who, opt, target);
+    tg_error_set(err, "%s: this model has %s, which %s cannot express (the file would compute another model)", who, opt,
+                 target);
     return -1;
 }
 

@@ -78,7 +78,7 @@
 static tg_tensor *cache_prefix(tg_graph *g, const tg_kv_cache *c, const void *buf)
 {
     const int B = c->batch, len = c->len, C = c->n_head * c->head_dim;
-    tg_tensor *t = tg_tensor_new(g, c->dtype, 3, (int[]){B, len, C});   /* (B,len,C) */
+    tg_tensor *t = tg_tensor_new(g, c->dtype, 3, (int[]){B, len, C}); /* (B,len,C) */
     if (!t) return NULL;
     const size_t es = tg_dtype_size(c->dtype), row = (size_t)len * C * es;
     for (int b = 0; b < B; b++)
@@ -92,7 +92,7 @@ static void cache_store(tg_kv_cache *c, void *buf, const tg_tensor *new)
     const int Tq = new->shape[1], C = c->n_head * c->head_dim;
     const size_t es = tg_dtype_size(c->dtype), row = (size_t)Tq * C * es;
     for (int b = 0; b < c->batch; b++)
-        memcpy((char *)buf + ((size_t)b * c->max_len + c->len) * C * es, (const char *)new->data + b * row, row);
+        memcpy((char *)buf + ((size_t)b * c->max_len + c->len) * C * es, (const char *)new->data + b *row, row);
 }
 
 /* ---- init -------------------------------------------------------------- */
@@ -101,23 +101,25 @@ int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, const tg_mha_conf
 {
     if (!m || !p || !name || !c)
         return tg_error_set(err, "mha_init: %s is NULL",
-                            !m ? "the module" : !p ? "params" : !name ? "name" : "the config");
+                            !m          ? "the module"
+                                : !p    ? "params"
+                                : !name ? "name"
+                                        : "the config");
     memset(m, 0, sizeof *m);
     const int C = c->n_embd, H = c->n_head, Hkv = c->n_kv_head ? c->n_kv_head : c->n_head;
     if (C < 1 || H < 1 || C > (1 << 28))
-        return tg_error_set(err, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d",
-                            name, C, H);
+        return tg_error_set(err, "mha '%s': n_embd and n_head must be >= 1 (n_embd <= 2^28), got %d and %d", name, C,
+                            H);
     if (C % H) return tg_error_set(err, "mha '%s': n_embd %d is not divisible by n_head %d", name, C, H);
-    if (Hkv < 1 || H % Hkv)
-        return tg_error_set(err, "mha '%s': n_kv_head %d must divide n_head %d", name, Hkv, H);
+    if (Hkv < 1 || H % Hkv) return tg_error_set(err, "mha '%s': n_kv_head %d must divide n_head %d", name, Hkv, H);
     if (!(c->dropout >= 0 && c->dropout < 1))
         return tg_error_set(err, "mha '%s': dropout must be in [0, 1), got %g", name, c->dropout);
     if (!(c->rope_theta == 0 || (c->rope_theta > 1 && isfinite(c->rope_theta))))
         return tg_error_set(err, "mha '%s': rope_theta must be 0 (no RoPE) or finite and > 1, got %g", name,
                             c->rope_theta);
     if (c->rope_theta && (C / H) % 2)
-        return tg_error_set(err, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name,
-                            C / H, C, H);
+        return tg_error_set(err, "mha '%s': RoPE needs an even head size (got %d: n_embd %d / n_head %d)", name, C / H,
+                            C, H);
     if (c->rope_theta && c->rope_flags != TG_ROPE_INTERLEAVED && c->rope_flags != TG_ROPE_HALVES)
         return tg_error_set(err, "mha '%s': unknown rope_flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", name,
                             c->rope_flags);
@@ -171,8 +173,8 @@ static tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H)
 {
     if (!t) return NULL;
     const int B = t->shape[0], T = t->shape[1], dh = t->shape[2] / H;
-    tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh});   /* (B,T,H,dh) */
-    return tg_transpose(g, r, 1, 2);                             /* (B,H,T,dh) */
+    tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh}); /* (B,T,H,dh) */
+    return tg_transpose(g, r, 1, 2); /* (B,H,T,dh) */
 }
 
 /* Each head's dh values of t (B,T,H dh) RMS-normalised, no weight: (B,T,H dh). */
@@ -181,7 +183,7 @@ static tg_tensor *head_rmsnorm(tg_graph *g, tg_tensor *t, int H, double eps)
     if (!t) return NULL;
     const int B = t->shape[0], T = t->shape[1], C = t->shape[2];
     tg_tensor *r = tg_rmsnorm(g, tg_reshape(g, t, 4, (int[]){B, T, H, C / H}), NULL, eps); /* (B,T,H,dh) */
-    return tg_reshape(g, r, 3, (int[]){B, T, C});                                      /* (B,T,C) */
+    return tg_reshape(g, r, 3, (int[]){B, T, C}); /* (B,T,C) */
 }
 
 /* Checks a (B,T,C) float input; false after recording an error. */
@@ -189,7 +191,7 @@ static bool check_seq(tg_graph *g, const char *what, const tg_tensor *t, const t
 {
     const bool bad_type = !tg_dtype_is_float(t->dtype) || t->dtype != x->dtype;
     if (!bad_type && t->ndim == 3 && t->shape[2] == C && t->shape[0] == x->shape[0]) return true;
-    char s[64], sx[64];   /* the shapes, written only for the message */
+    char s[64], sx[64]; /* the shapes, written only for the message */
     tg_shape_str(t, s, sizeof s);
     tg_shape_str(x, sx, sizeof sx);
     if (bad_type)
@@ -212,10 +214,10 @@ static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, i
     const tg_tensor *kp = a->key_padding, *em = a->mask;
     if (!a->causal && !kp && !em) return NULL;
     const int full[4] = {B, H, Tq, Tk};
-    int64_t es[TG_MAX_DIMS] = {0};   /* the explicit mask's strides over full; 0 = broadcast */
-    if (em) tg_broadcast_to(em, 4, full, es);   /* checked by the caller */
+    int64_t es[TG_MAX_DIMS] = {0}; /* the explicit mask's strides over full; 0 = broadcast */
+    if (em) tg_broadcast_to(em, 4, full, es); /* checked by the caller */
     const int md[4] = {kp || es[0] ? B : 1, es[1] ? H / G : 1, G * Tq, Tk};
-    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 4, md);   /* (B|1,H/G|1,G Tq,Tk) */
+    tg_tensor *mask = tg_tensor_new(g, TG_BOOL, 4, md); /* (B|1,H/G|1,G Tq,Tk) */
     if (!mask) return NULL;
     uint8_t *m = mask->data;
     const uint8_t *kpd = kp ? kp->data : NULL, *emd = em ? em->data : NULL;
@@ -225,7 +227,7 @@ static tg_tensor *build_mask(tg_graph *g, const tg_attn_args *a, int B, int H, i
                 for (int j = 0; j < Tk; j++) {
                     const int i = r % Tq, h = hk * G + r / Tq;
                     bool blocked = (a->causal && j > p + i) || (kpd && kpd[(int64_t)b * Tk + j]) ||
-                                   (emd && emd[b * es[0] + h * es[1] + i * es[2] + j * es[3]]);
+                        (emd && emd[b * es[0] + h * es[1] + i * es[2] + j * es[3]]);
                     *m++ = blocked;
                 }
     return mask;
@@ -240,20 +242,19 @@ static tg_tensor *output_projection(tg_graph *g, const tg_mha_mod *m, tg_tensor 
 /* The one place the choice is made: tg_mha_forward asks this too. */
 bool tg_mha_uses_fused(const tg_graph *g, const tg_mha_mod *m, const tg_attn_args *args)
 {
-    if (!m) return false;   /* tg_mha_forward fails: no path */
+    if (!m) return false; /* tg_mha_forward fails: no path */
     const bool attn_drop = m->attn_dropout > 0 && tg_graph_training(g) && tg_graph_grad_enabled(g);
     const bool needs_tensors = args && (args->weights || args->key_padding || args->mask);
     return !m->composed && !needs_tensors && !attn_drop;
 }
 
-tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv,
-                          const tg_attn_args *args)
+tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_tensor *kv, const tg_attn_args *args)
 {
     static const tg_attn_args none = {0};
     if (!args) args = &none;
     if (args->weights) *args->weights = NULL;
     if (!m) return tg_fail(g, "mha: the module is NULL");
-    tg_tensor *in[4] = {x, kv, args->key_padding, args->mask};   /* 2, 3: read here, before any op */
+    tg_tensor *in[4] = {x, kv, args->key_padding, args->mask}; /* 2, 3: read here, before any op */
     if (!tg_op_begin(g, "mha", kv ? 2 : 1, in) || !tg_op_check_live(g, "mha", 4, in)) return NULL;
 
     /* ---- checks: every caller mistake is a message, never an assert */
@@ -264,7 +265,7 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
     if (!check_seq(g, "x", x, x, C) || (kv && !check_seq(g, "kv", kv, x, C))) return NULL;
     const int B = x->shape[0], Tq = x->shape[1];
     tg_kv_cache *cache = args->cache;
-    char s[64], sx[64];   /* x's shape, written only for a message (not per call: decoding calls this per token) */
+    char s[64], sx[64]; /* x's shape, written only for a message (not per call: decoding calls this per token) */
     if (m->rope_theta && kv)
         return tg_fail(g, "mha: rotary embedding works with self-attention only, but kv was given (x %s)",
                        tg_shape_str(x, sx, sizeof sx));
@@ -273,40 +274,41 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
             return tg_fail(g, "mha: a KV cache works with self-attention only, but kv was given (x %s)",
                            tg_shape_str(x, sx, sizeof sx));
         if (cache->dtype != x->dtype || cache->batch != B || cache->n_head != Hkv || cache->head_dim != dh)
-            return tg_fail(g, "mha: KV cache (%s, batch %d, n_head %d, head_dim %d) does not fit x %s %s "
-                              "(n_kv_head %d, head_dim %d)",
+            return tg_fail(g,
+                           "mha: KV cache (%s, batch %d, n_head %d, head_dim %d) does not fit x %s %s "
+                           "(n_kv_head %d, head_dim %d)",
                            tg_dtype_name(cache->dtype), cache->batch, cache->n_head, cache->head_dim,
                            tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), Hkv, dh);
         if (cache->len < 0 || cache->len > cache->max_len)
-            return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len,
-                           cache->max_len, tg_shape_str(x, sx, sizeof sx));
+            return tg_fail(g, "mha: KV cache length %d is outside [0, max_len %d] (x %s)", cache->len, cache->max_len,
+                           tg_shape_str(x, sx, sizeof sx));
         if (Tq > cache->max_len - cache->len)
             return tg_fail(g, "mha: KV cache overflow: %d cached + %d new positions (x %s) exceed max_len %d",
                            cache->len, Tq, tg_shape_str(x, sx, sizeof sx), cache->max_len);
     }
-    const int p = cache ? cache->len : 0;                    /* absolute position of query 0 */
+    const int p = cache ? cache->len : 0; /* absolute position of query 0 */
     const int Tk = kv ? kv->shape[1] : p + Tq;
     const tg_tensor *kp = args->key_padding, *em = args->mask;
     if (kp && (kp->dtype != TG_BOOL || kp->ndim != 2 || kp->shape[0] != B || kp->shape[1] != Tk))
-        return tg_fail(g, "mha: key_padding must be bool (B,Tk) = (%d,%d), got %s %s", B, Tk,
-                       tg_dtype_name(kp->dtype), tg_shape_str(kp, s, sizeof s));
+        return tg_fail(g, "mha: key_padding must be bool (B,Tk) = (%d,%d), got %s %s", B, Tk, tg_dtype_name(kp->dtype),
+                       tg_shape_str(kp, s, sizeof s));
     int64_t es[TG_MAX_DIMS];
     if (em && (em->dtype != TG_BOOL || !tg_broadcast_to(em, 4, (int[]){B, H, Tq, Tk}, es)))
-        return tg_fail(g, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (%d,%d,%d,%d), got %s %s", B, H,
-                       Tq, Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
+        return tg_fail(g, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (%d,%d,%d,%d), got %s %s", B, H, Tq,
+                       Tk, tg_dtype_name(em->dtype), tg_shape_str(em, s, sizeof s));
 
     const bool use_op = tg_mha_uses_fused(g, m, args);
     if (use_op && m->fused && !kv && !cache && !m->rope_theta && !m->qk_norm_eps) {
         /* ---- self-attention without a cache: one projection, one fused op
          * reading q, k and v in place from it */
-        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x);                     /* (B,T,C+2Ckv) */
+        tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x); /* (B,T,C+2Ckv) */
         tg_tensor *O = tg_attention_qkv(g, qkv, H, Hkv, args->causal ? TG_ATTN_CAUSAL : 0); /* (B,T,C) */
-        tg_tensor *y = output_projection(g, m, O);                                /* (B,T,C) */
+        tg_tensor *y = output_projection(g, m, O); /* (B,T,C) */
         return !y || tg_graph_error(g) ? NULL : y;
     }
 
     /* ---- projections: q (B,Tq,C), k and v (B,T,Ckv) */
-    tg_tensor *src = kv ? kv : x;                            /* (B,Tk',C) */
+    tg_tensor *src = kv ? kv : x; /* (B,Tk',C) */
     tg_tensor *q, *k, *v;
     if (m->fused && !kv) {
         tg_tensor *qkv = tg_linear_forward(g, &m->c_attn, x); /* (B,Tq,C+2Ckv) */
@@ -314,26 +316,26 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
         tg_split(g, qkv, 2, 3, (int[]){C, Ckv, Ckv}, parts);
         q = parts[0], k = parts[1], v = parts[2];
     } else if (m->fused) {
-        tg_tensor *w = m->c_attn.weight, *b = m->c_attn.bias;             /* (C+2Ckv,C), (C+2Ckv) */
+        tg_tensor *w = m->c_attn.weight, *b = m->c_attn.bias; /* (C+2Ckv,C), (C+2Ckv) */
         tg_tensor *wq = tg_slice(g, w, 0, 0, C), *wkv = tg_slice(g, w, 0, C, C + 2 * Ckv); /* (C,C), (2Ckv,C) */
         tg_tensor *bq = b ? tg_slice(g, b, 0, 0, C) : NULL, *bkv = b ? tg_slice(g, b, 0, C, C + 2 * Ckv) : NULL;
-        q = tg_linear(g, x, wq, bq);                                      /* (B,Tq,C) */
-        tg_tensor *kvp = tg_linear(g, src, wkv, bkv);                     /* (B,Tk,2Ckv) */
+        q = tg_linear(g, x, wq, bq); /* (B,Tq,C) */
+        tg_tensor *kvp = tg_linear(g, src, wkv, bkv); /* (B,Tk,2Ckv) */
         tg_tensor *parts[2];
         tg_split(g, kvp, 2, 2, (int[]){Ckv, Ckv}, parts);
         k = parts[0], v = parts[1];
     } else {
-        q = tg_linear_forward(g, &m->q_proj, x);             /* (B,Tq,C) */
-        k = tg_linear_forward(g, &m->k_proj, src);           /* (B,Tk,Ckv) */
-        v = tg_linear_forward(g, &m->v_proj, src);           /* (B,Tk,Ckv) */
+        q = tg_linear_forward(g, &m->q_proj, x); /* (B,Tq,C) */
+        k = tg_linear_forward(g, &m->k_proj, src); /* (B,Tk,Ckv) */
+        v = tg_linear_forward(g, &m->v_proj, src); /* (B,Tk,Ckv) */
     }
-    if (m->qk_norm_eps) {   /* each head's q and k to RMS 1 */
-        q = head_rmsnorm(g, q, H, m->qk_norm_eps);          /* (B,Tq,C) */
-        k = head_rmsnorm(g, k, Hkv, m->qk_norm_eps);        /* (B,Tk,Ckv) */
+    if (m->qk_norm_eps) { /* each head's q and k to RMS 1 */
+        q = head_rmsnorm(g, q, H, m->qk_norm_eps); /* (B,Tq,C) */
+        k = head_rmsnorm(g, k, Hkv, m->qk_norm_eps); /* (B,Tk,Ckv) */
     }
-    if (m->rope_theta) {   /* q and k turned by their positions p .. p + Tq - 1 */
-        q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags);      /* (B,Tq,C) */
-        k = tg_rope(g, k, dh, Hkv, p, m->rope_theta, m->rope_flags);    /* (B,Tq,Ckv) */
+    if (m->rope_theta) { /* q and k turned by their positions p .. p + Tq - 1 */
+        q = tg_rope(g, q, dh, H, p, m->rope_theta, m->rope_flags); /* (B,Tq,C) */
+        k = tg_rope(g, k, dh, Hkv, p, m->rope_theta, m->rope_flags); /* (B,Tq,Ckv) */
     }
     /* ---- keys and values: the new ones after the cached prefix, (B,Tk,Ckv).
      * Decoding one sequence without grad (sampling), the new ones go into
@@ -344,41 +346,41 @@ tg_tensor *tg_mha_forward(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, tg_ten
     if (in_place) {
         cache_store(cache, cache->k, k);
         cache_store(cache, cache->v, v);
-        K = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->k);   /* (1,Tk,Ckv) */
-        V = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->v);   /* (1,Tk,Ckv) */
+        K = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->k); /* (1,Tk,Ckv) */
+        V = tg_tensor_wrap(g, cache->dtype, 3, (int[]){1, p + Tq, Ckv}, cache->v); /* (1,Tk,Ckv) */
     } else if (cache && p > 0 && !tg_graph_error(g)) {
         K = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->k), k}, 1);
         V = tg_concat(g, 2, (tg_tensor *[]){cache_prefix(g, cache, cache->v), v}, 1);
     }
-    tg_tensor *O, *A = NULL;                                 /* (B,Tq,C), (B,H,Tq,Tk) */
+    tg_tensor *O, *A = NULL; /* (B,Tq,C), (B,H,Tq,Tk) */
     if (use_op) {
         /* ---- one fused op on the (B,T,C) projections */
         O = tg_attention(g, q, K, V, H, args->causal ? TG_ATTN_CAUSAL : 0, p); /* (B,Tq,C) */
     } else {
-        q = split_heads(g, q, H);                            /* (B,H,Tq,dh) */
-        K = split_heads(g, K, Hkv);                          /* (B,Hkv,Tk,dh) */
-        V = split_heads(g, V, Hkv);                          /* (B,Hkv,Tk,dh) */
+        q = split_heads(g, q, H); /* (B,H,Tq,dh) */
+        K = split_heads(g, K, Hkv); /* (B,Hkv,Tk,dh) */
+        V = split_heads(g, V, Hkv); /* (B,Hkv,Tk,dh) */
         /* grouped query heads: the G heads that share kv head k are stacked
          * as one taller query, rows g Tq + t (a view: they are consecutive) */
         if (G > 1) q = tg_reshape(g, q, 4, (int[]){B, Hkv, G * Tq, dh}); /* (B,Hkv,G Tq,dh) */
 
         /* ---- scores, mask, softmax, weighted sum of values */
         tg_tensor *S = tg_matmul(g, q, tg_transpose(g, K, 2, 3)); /* (B,Hkv,G Tq,Tk) */
-        S = tg_scale(g, S, 1.0 / sqrt((double)dh));               /* (B,Hkv,G Tq,Tk) */
+        S = tg_scale(g, S, 1.0 / sqrt((double)dh)); /* (B,Hkv,G Tq,Tk) */
         tg_tensor *mask = tg_graph_error(g) ? NULL : build_mask(g, args, B, H, G, Tq, Tk, p);
-        A = tg_softmax(g, S, mask);                               /* (B,Hkv,G Tq,Tk) */
-        O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V);   /* (B,Hkv,G Tq,dh) */
-        if (G > 1) {                                              /* back to one row block per head */
-            O = tg_reshape(g, O, 4, (int[]){B, H, Tq, dh});       /* (B,H,Tq,dh) */
-            A = tg_reshape(g, A, 4, (int[]){B, H, Tq, Tk});       /* (B,H,Tq,Tk) */
+        A = tg_softmax(g, S, mask); /* (B,Hkv,G Tq,Tk) */
+        O = tg_matmul(g, tg_dropout(g, A, m->attn_dropout), V); /* (B,Hkv,G Tq,dh) */
+        if (G > 1) { /* back to one row block per head */
+            O = tg_reshape(g, O, 4, (int[]){B, H, Tq, dh}); /* (B,H,Tq,dh) */
+            A = tg_reshape(g, A, 4, (int[]){B, H, Tq, Tk}); /* (B,H,Tq,Tk) */
         }
 
         /* ---- merge heads */
-        O = tg_transpose(g, O, 1, 2);                             /* (B,Tq,H,dh) */
-        O = tg_reshape(g, O, 3, (int[]){B, Tq, C});               /* (B,Tq,C) */
+        O = tg_transpose(g, O, 1, 2); /* (B,Tq,H,dh) */
+        O = tg_reshape(g, O, 3, (int[]){B, Tq, C}); /* (B,Tq,C) */
     }
 
-    tg_tensor *y = output_projection(g, m, O);                /* (B,Tq,C) */
+    tg_tensor *y = output_projection(g, m, O); /* (B,Tq,C) */
     if (!y || tg_graph_error(g)) return NULL;
 
     if (cache) {

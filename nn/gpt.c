@@ -69,8 +69,10 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_erro
     }
     const tg_gpt_config c = *cfg;
     if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1) {
-        tg_error_set(err, "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
-                          "vocab_size %d", c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
+        tg_error_set(err,
+                     "gpt: every size must be >= 1: n_layer %d, n_head %d, n_embd %d, block_size %d, "
+                     "vocab_size %d",
+                     c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
         return NULL;
     }
     if (c.n_embd % c.n_head) {
@@ -102,7 +104,7 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_erro
     m->cfg = c;
     m->params = tg_params_new(dt, err);
     if (!m->params) return fail_new(m, err, NULL);
-    tg_params_reserve(m->params, tg_gpt_num_params(&c));   /* its buffers allocated once */
+    tg_params_reserve(m->params, tg_gpt_num_params(&c)); /* its buffers allocated once */
     m->h = tg_calloc((size_t)c.n_layer, sizeof *m->h);
     if (!m->h) return fail_new(m, err, "gpt: out of memory");
 
@@ -117,17 +119,21 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_erro
     const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c.n_layer);
     const int C = c.n_embd;
     tg_params *p = m->params;
-    if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+    if (!(m->wte = tg_params_add(p, "transformer.wte.weight", 2, (int[]){c.vocab_size, C}, err))) /* (V,C) */
         return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->wte, 0.0, std);
-    if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C}, err)))  /* (bs,C) */
+    if (!(m->wpe = tg_params_add(p, "transformer.wpe.weight", 2, (int[]){c.block_size, C}, err))) /* (bs,C) */
         return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->wpe, 0.0, std);
-    const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .layout = TG_MHA_FUSED, .bias = c.bias,
-                              .dropout = c.dropout, .qk_norm_eps = c.qk_norm ? TG_LAYERNORM_EPS : 0};
+    const tg_mha_config ac = {.n_embd = C,
+                              .n_head = c.n_head,
+                              .layout = TG_MHA_FUSED,
+                              .bias = c.bias,
+                              .dropout = c.dropout,
+                              .qk_norm_eps = c.qk_norm ? TG_LAYERNORM_EPS : 0};
     const tg_mlp_kind kind = c.mlp == TG_FFN_SWIGLU ? TG_MLP_SWIGLU
-                           : c.mlp == TG_FFN_RELU2  ? TG_MLP_RELU2
-                           : c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH
+        : c.mlp == TG_FFN_RELU2                     ? TG_MLP_RELU2
+        : c.gelu == TG_GELU_TANH                    ? TG_MLP_GELU_TANH
                                                     : TG_MLP_GELU;
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
@@ -142,19 +148,17 @@ tg_gpt *tg_gpt_new(const tg_gpt_config *cfg, tg_dtype dt, uint64_t seed, tg_erro
         if (tg_layernorm_init(&b->ln_2, p, name, C, c.bias, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "transformer.h.%d.mlp", i);
         const tg_mlp_options mo = {.kind = kind, .bias = c.bias, .dropout = c.dropout};
-        if (tg_mlp_init(&b->mlp, p, name, C, gpt_hidden(&c), &mo, err))
-            return fail_new(m, err, NULL);
+        if (tg_mlp_init(&b->mlp, p, name, C, gpt_hidden(&c), &mo, err)) return fail_new(m, err, NULL);
         if (draw) tg_mlp_init_normal(&b->mlp, &rng, std, std, proj_std);
         if (draw && c.zero_init_proj) {
             tg_nn_zero(b->attn.c_proj.weight);
             tg_nn_zero(b->mlp.down.weight);
         }
     }
-    if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err))
-        return fail_new(m, err, NULL);
+    if (tg_layernorm_init(&m->ln_f, p, "transformer.ln_f", C, c.bias, err)) return fail_new(m, err, NULL);
     m->lm_head = m->wte;
     if (c.untie_head) {
-        if (!(m->lm_head = tg_params_add(p, "lm_head.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+        if (!(m->lm_head = tg_params_add(p, "lm_head.weight", 2, (int[]){c.vocab_size, C}, err))) /* (V,C) */
             return fail_new(m, err, NULL);
         if (draw) tg_rng_fill_normal(&rng, m->lm_head, 0.0, std);
     }
@@ -165,8 +169,7 @@ int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
 {
     if (!cfg) return -1;
     const tg_gpt_config c = *cfg;
-    if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1 ||
-        c.n_embd % c.n_head)
+    if (c.n_layer < 1 || c.n_head < 1 || c.n_embd < 1 || c.block_size < 1 || c.vocab_size < 1 || c.n_embd % c.n_head)
         return -1;
     /* what the modules refuse (an MLP past 2^28 wide, a tensor or store past TG_MAX_NUMEL) counts as refused too:
      * tg_gpt_new reserves this count before its modules look at the config */
@@ -181,7 +184,7 @@ int64_t tg_gpt_num_params(const tg_gpt_config *cfg)
     if (__builtin_mul_overflow(C, 4 * C + (ups + 1) * hid, &layer) ||
         __builtin_add_overflow(layer, 2 * C + biases, &layer) || __builtin_mul_overflow(layer, (int64_t)c.n_layer, &n))
         return -1;
-    int64_t emb;   /* wte, wpe, ln_f, an untied lm_head */
+    int64_t emb; /* wte, wpe, ln_f, an untied lm_head */
     if (__builtin_mul_overflow(C, (int64_t)c.vocab_size * (c.untie_head ? 2 : 1) + c.block_size + (c.bias ? 2 : 1),
                                &emb) ||
         __builtin_add_overflow(n, emb, &n))
@@ -226,23 +229,23 @@ tg_tensor *tg_gpt_forward_ex(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *
         !tg_lm_check_idx(g, "gpt", idx, c->vocab_size, c->block_size, m->cache ? &m->cache[0] : NULL))
         return NULL;
     const int T = idx->shape[1];
-    const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
+    const int p = m->cache ? m->cache[0].len : 0; /* positions already cached */
 
-    tg_tensor *pos = tg_tensor_new(g, TG_I32, 1, (int[]){T});   /* (T) */
+    tg_tensor *pos = tg_tensor_new(g, TG_I32, 1, (int[]){T}); /* (T) */
     if (!pos) return NULL;
     for (int t = 0; t < T; t++) ((int32_t *)pos->data)[t] = p + t;
 
     tg_tensor *x = tg_add(g, tg_embedding(g, m->wte, idx), tg_embedding(g, m->wpe, pos)); /* (B,T,C) */
-    x = tg_dropout(g, x, c->dropout);                                                     /* (B,T,C) */
+    x = tg_dropout(g, x, c->dropout); /* (B,T,C) */
     for (int i = 0; i < c->n_layer; i++) {
         const tg_gpt_block *b = &m->h[i];
-        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
-                             .weights = attn_weights ? &attn_weights[i] : NULL};
+        tg_attn_args args = {
+            .causal = true, .cache = m->cache ? &m->cache[i] : NULL, .weights = attn_weights ? &attn_weights[i] : NULL};
         x = tg_add(g, x, tg_mha_forward(g, &b->attn, tg_layernorm_forward(g, &b->ln_1, x), NULL, &args));
-        x = tg_add(g, x, tg_mlp_forward(g, &b->mlp, tg_layernorm_forward(g, &b->ln_2, x)));  /* (B,T,C) */
+        x = tg_add(g, x, tg_mlp_forward(g, &b->mlp, tg_layernorm_forward(g, &b->ln_2, x))); /* (B,T,C) */
     }
-    x = tg_layernorm_forward(g, &m->ln_f, x);                  /* (B,T,C) */
-    tg_tensor *logits = tg_linear(g, x, m->lm_head, NULL);     /* (B,T,V); lm_head is wte when tied */
+    x = tg_layernorm_forward(g, &m->ln_f, x); /* (B,T,C) */
+    tg_tensor *logits = tg_linear(g, x, m->lm_head, NULL); /* (B,T,V); lm_head is wte when tied */
     if (c->logit_softcap > 0) logits = tg_softcap(g, logits, c->logit_softcap); /* (B,T,V) */
     if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
@@ -253,7 +256,7 @@ tg_tensor *tg_gpt_loss(tg_graph *g, tg_gpt *m, tg_tensor *idx, tg_tensor *target
     if (!m) return tg_fail(g, "gpt_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "gpt_loss", 2, in) || !tg_lm_check_targets(g, "gpt", idx, targets)) return NULL;
-    return tg_cross_entropy(g, tg_gpt_forward_ex(g, m, idx, NULL), targets);   /* () */
+    return tg_cross_entropy(g, tg_gpt_forward_ex(g, m, idx, NULL), targets); /* () */
 }
 
 /* ---- KV cache ---------------------------------------------------------- */

@@ -40,8 +40,10 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
     if (!tg_dtype_is_float(dt))
         return tg_error_set(err, "kv_cache_init: dtype must be f32 or f64, got %s", tg_dtype_name(dt));
     if (batch < 1 || n_head < 1 || head_dim < 1 || max_len < 1)
-        return tg_error_set(err, "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
-                                 "max_len %d", batch, n_head, head_dim, max_len);
+        return tg_error_set(err,
+                            "kv_cache_init: sizes must be >= 1, got batch %d, n_head %d, head_dim %d, "
+                            "max_len %d",
+                            batch, n_head, head_dim, max_len);
     /* each buffer is (batch, max_len, C): the cached prefix becomes a tensor
      * of that shape, so the same limit as a tensor's (2^40 elements), and C
      * must be an int */
@@ -49,9 +51,10 @@ int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, int hea
     if (C > INT32_MAX)
         return tg_error_set(err, "kv_cache_init: n_head %d x head_dim %d is over 2^31 - 1", n_head, head_dim);
     if (C > limit / batch || C * batch > limit / max_len)
-        return tg_error_set(err, "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
-                                 "elements per buffer, over 2^40", batch, max_len, n_head, head_dim,
-                            (double)batch * max_len * (double)C);
+        return tg_error_set(err,
+                            "kv_cache_init: batch %d x max_len %d x n_head %d x head_dim %d = %.4g "
+                            "elements per buffer, over 2^40",
+                            batch, max_len, n_head, head_dim, (double)batch * max_len * (double)C);
     const size_t bytes = (size_t)(C * batch * max_len) * tg_dtype_size(dt);
     c->k = tg_calloc(1, bytes);
     c->v = tg_calloc(1, bytes);
@@ -123,14 +126,18 @@ int tg_kv_cache_shift(tg_kv_cache *c, int n_keep, int n_discard, double rope_the
     if (!c || !c->k || !c->v)
         return tg_error_set(err, "kv_cache_shift: the cache is %s", c ? "not initialised" : "NULL");
     if (n_keep < 0 || n_discard < 1 || n_keep > c->len - n_discard)
-        return tg_error_set(err, "kv_cache_shift: n_keep %d and n_discard %d must be >= 0 and >= 1, together at most "
-                                 "the %d cached positions", n_keep, n_discard, c->len);
+        return tg_error_set(err,
+                            "kv_cache_shift: n_keep %d and n_discard %d must be >= 0 and >= 1, together at most "
+                            "the %d cached positions",
+                            n_keep, n_discard, c->len);
     if (!(rope_theta == 0 || (rope_theta > 1 && isfinite(rope_theta))))
         return tg_error_set(err, "kv_cache_shift: rope_theta must be 0 (no RoPE) or finite and > 1, got %g",
                             rope_theta);
     if (rope_theta && (c->head_dim % 2 || (rope_flags != TG_ROPE_INTERLEAVED && rope_flags != TG_ROPE_HALVES)))
-        return tg_error_set(err, "kv_cache_shift: RoPE needs an even head size (got %d) and TG_ROPE_INTERLEAVED or "
-                                 "TG_ROPE_HALVES (got %d)", c->head_dim, rope_flags);
+        return tg_error_set(err,
+                            "kv_cache_shift: RoPE needs an even head size (got %d) and TG_ROPE_INTERLEAVED or "
+                            "TG_ROPE_HALVES (got %d)",
+                            c->head_dim, rope_flags);
     const int C = c->n_head * c->head_dim, moved = c->len - n_keep - n_discard;
     const size_t es = tg_dtype_size(c->dtype), row = (size_t)C * es;
     for (int b = 0; b < c->batch; b++) {

@@ -9,8 +9,7 @@
 #include "../core/op.h"
 #include "nn_internal.h"
 
-int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
-                      tg_error *err)
+int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias, tg_error *err)
 {
     if (!l || !p || !name)
         return tg_error_set(err, "layernorm_init: %s is NULL", !l ? "the module" : !p ? "params" : "name");
@@ -22,7 +21,7 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
     }
     char full[TG_NN_NAME_MAX + 1];
     if (tg_nn_join(full, name, "weight", "layernorm_init", err)) return -1;
-    l->weight = tg_params_add(p, full, 1, (int[]){C}, err);   /* (C) */
+    l->weight = tg_params_add(p, full, 1, (int[]){C}, err); /* (C) */
     if (!l->weight) return -1;
     for (int i = 0; i < C; i++) {
         if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;
@@ -30,7 +29,7 @@ int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C
     }
     if (bias) {
         if (tg_nn_join(full, name, "bias", "layernorm_init", err)) return -1;
-        l->bias = tg_params_add(p, full, 1, (int[]){C}, err);     /* (C), zeros */
+        l->bias = tg_params_add(p, full, 1, (int[]){C}, err); /* (C), zeros */
         if (!l->bias) return -1;
     }
     return 0;

@@ -34,11 +34,11 @@ int tg_linear_init(tg_linear_mod *l, tg_params *p, const char *name, int in, int
     }
     char full[TG_NN_NAME_MAX + 1];
     if (tg_nn_join(full, name, "weight", "linear_init", err)) return -1;
-    l->weight = tg_params_add(p, full, 2, (int[]){out, in}, err);   /* (out, in) */
+    l->weight = tg_params_add(p, full, 2, (int[]){out, in}, err); /* (out, in) */
     if (!l->weight) return -1;
     if (bias) {
         if (tg_nn_join(full, name, "bias", "linear_init", err)) return -1;
-        l->bias = tg_params_add(p, full, 1, (int[]){out}, err);     /* (out) */
+        l->bias = tg_params_add(p, full, 1, (int[]){out}, err); /* (out) */
         if (!l->bias) return -1;
     }
     return 0;
@@ -57,11 +57,11 @@ void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std)
 {
     if (!l || !r) return;
     tg_rng_fill_normal(r, l->weight, 0.0, std);
-    if (l->bias) memset(l->bias->data, 0, (size_t)l->bias->numel * tg_dtype_size(l->bias->dtype));   /* no draws */
+    if (l->bias) memset(l->bias->data, 0, (size_t)l->bias->numel * tg_dtype_size(l->bias->dtype)); /* no draws */
 }
 
 tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x)
 {
     if (!l) return tg_fail(g, "linear_forward: the module is NULL");
-    return tg_linear(g, x, l->weight, l->bias);   /* (..., in) -> (..., out) */
+    return tg_linear(g, x, l->weight, l->bias); /* (..., in) -> (..., out) */
 }

@@ -50,7 +50,7 @@
 int tg_llama_hidden_dim(int dim, int multiple_of)
 {
     if (dim < 1 || dim > (1 << 26) || multiple_of < 1 || multiple_of > (1 << 20)) return -1;
-    const int h = 2 * (4 * dim) / 3;   /* int(2 * 4 dim / 3) */
+    const int h = 2 * (4 * dim) / 3; /* int(2 * 4 dim / 3) */
     return multiple_of * ((h + multiple_of - 1) / multiple_of);
 }
 
@@ -62,12 +62,13 @@ static int check_config(const tg_llama_config *c, tg_error *err)
 {
     if (c->n_layer < 1 || c->n_head < 1 || c->n_kv_head < 1 || c->n_embd < 1 || c->hidden_dim < 1 ||
         c->block_size < 1 || c->vocab_size < 1)
-        return tg_error_set(err, "llama: every size must be >= 1: n_layer %d, n_head %d, n_kv_head %d, n_embd %d, "
-                                 "hidden_dim %d, block_size %d, vocab_size %d", c->n_layer, c->n_head,
-                            c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size);
+        return tg_error_set(err,
+                            "llama: every size must be >= 1: n_layer %d, n_head %d, n_kv_head %d, n_embd %d, "
+                            "hidden_dim %d, block_size %d, vocab_size %d",
+                            c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size,
+                            c->vocab_size);
     if (c->n_embd % c->n_head || (c->n_embd / c->n_head) % 2)
-        return tg_error_set(err, "llama: n_embd %d must be n_head %d times an even head size", c->n_embd,
-                            c->n_head);
+        return tg_error_set(err, "llama: n_embd %d must be n_head %d times an even head size", c->n_embd, c->n_head);
     if (c->n_head % c->n_kv_head)
         return tg_error_set(err, "llama: n_kv_head %d must divide n_head %d", c->n_kv_head, c->n_head);
     if (!(c->rope_theta > 1 && isfinite(c->rope_theta)))
@@ -79,14 +80,12 @@ static int check_config(const tg_llama_config *c, tg_error *err)
     if (!(c->dropout >= 0 && c->dropout < 1))
         return tg_error_set(err, "llama: dropout must be in [0, 1), got %g", c->dropout);
     if (!tg_ffn_kind_name(c->mlp))
-        return tg_error_set(err, "llama: unknown mlp %d (TG_FFN_SWIGLU, TG_FFN_GELU or TG_FFN_RELU2)",
-                            (int)c->mlp);
+        return tg_error_set(err, "llama: unknown mlp %d (TG_FFN_SWIGLU, TG_FFN_GELU or TG_FFN_RELU2)", (int)c->mlp);
     if (c->gelu != TG_GELU_ERF && (c->gelu != TG_GELU_TANH || c->mlp != TG_FFN_GELU))
         return tg_error_set(err, "llama: gelu %d is a setting of mlp TG_FFN_GELU (TG_GELU_ERF or TG_GELU_TANH)",
                             (int)c->gelu);
     if (!(c->logit_softcap >= 0 && isfinite(c->logit_softcap)))
-        return tg_error_set(err, "llama: logit_softcap must be 0 (none) or finite and > 0, got %g",
-                            c->logit_softcap);
+        return tg_error_set(err, "llama: logit_softcap must be 0 (none) or finite and > 0, got %g", c->logit_softcap);
     return 0;
 }
 
@@ -131,11 +130,10 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, t
     if (!m) return fail_new(m, err, "llama: out of memory");
     m->cfg = c;
     if (!(m->params = tg_params_new(dt, err))) return fail_new(m, err, NULL);
-    tg_params_reserve(m->params, tg_llama_num_params(&c));   /* its buffers allocated once */
-    if (!(m->layers = tg_calloc((size_t)c.n_layer, sizeof *m->layers)))
-        return fail_new(m, err, "llama: out of memory");
+    tg_params_reserve(m->params, tg_llama_num_params(&c)); /* its buffers allocated once */
+    if (!(m->layers = tg_calloc((size_t)c.n_layer, sizeof *m->layers))) return fail_new(m, err, "llama: out of memory");
 
-    const bool draw = seed != TG_NO_INIT;   /* TG_NO_INIT: the weights come from a file next */
+    const bool draw = seed != TG_NO_INIT; /* TG_NO_INIT: the weights come from a file next */
     tg_rng rng;
     tg_rng_seed(&rng, seed, 0);
     const double std = 0.02, scaled = 0.02 / sqrt(2.0 * c.n_layer);
@@ -144,31 +142,36 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, t
     if (!(m->tok_embeddings = tg_params_add(p, "tok_embeddings.weight", 2, (int[]){c.vocab_size, C}, err))) /* (V,C) */
         return fail_new(m, err, NULL);
     if (draw) tg_rng_fill_normal(&rng, m->tok_embeddings, 0.0, std);
-    const tg_mha_config ac = {.n_embd = C, .n_head = c.n_head, .n_kv_head = c.n_kv_head, .layout = TG_MHA_LLAMA,
-                              .dropout = c.dropout, .rope_theta = c.rope_theta, .rope_flags = c.rope_flags,
+    const tg_mha_config ac = {.n_embd = C,
+                              .n_head = c.n_head,
+                              .n_kv_head = c.n_kv_head,
+                              .layout = TG_MHA_LLAMA,
+                              .dropout = c.dropout,
+                              .rope_theta = c.rope_theta,
+                              .rope_flags = c.rope_flags,
                               .qk_norm_eps = c.qk_norm ? c.norm_eps : 0};
-    const tg_mlp_kind kind = gated(&c) ? TG_MLP_SWIGLU : c.mlp == TG_FFN_RELU2 ? TG_MLP_RELU2
-                           : c.gelu == TG_GELU_TANH ? TG_MLP_GELU_TANH : TG_MLP_GELU;
+    const tg_mlp_kind kind = gated(&c) ? TG_MLP_SWIGLU
+        : c.mlp == TG_FFN_RELU2        ? TG_MLP_RELU2
+        : c.gelu == TG_GELU_TANH       ? TG_MLP_GELU_TANH
+                                       : TG_MLP_GELU;
     char name[128];
     for (int i = 0; i < c.n_layer; i++) {
         tg_llama_block *b = &m->layers[i];
         snprintf(name, sizeof name, "layers.%d.attention", i);
         if (tg_mha_init(&b->attention, p, name, &ac, err)) return fail_new(m, err, NULL);
-        if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled);       /* wo scaled */
+        if (draw) tg_mha_init_normal(&b->attention, &rng, std, scaled); /* wo scaled */
         b->attention.composed = c.attn_composed;
         snprintf(name, sizeof name, "layers.%d.feed_forward", i);
         const tg_mlp_options mo = {.kind = kind, .dropout = c.dropout};
-        if (tg_mlp_init(&b->feed_forward, p, name, C, c.hidden_dim, &mo, err))
-            return fail_new(m, err, NULL);
+        if (tg_mlp_init(&b->feed_forward, p, name, C, c.hidden_dim, &mo, err)) return fail_new(m, err, NULL);
         if (draw && gated(&c)) tg_mlp_init_normal(&b->feed_forward, &rng, std, scaled, std); /* w3 scaled */
-        else if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, std, scaled);        /* c_proj scaled */
+        else if (draw) tg_mlp_init_normal(&b->feed_forward, &rng, std, std, scaled); /* c_proj scaled */
         if (draw && c.zero_init_proj) {
             tg_nn_zero(b->attention.c_proj.weight);
             tg_nn_zero(b->feed_forward.down.weight);
         }
         snprintf(name, sizeof name, "layers.%d.attention_norm", i);
-        if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err))
-            return fail_new(m, err, NULL);
+        if (tg_rmsnorm_init(&b->attention_norm, p, name, C, c.norm_eps, err)) return fail_new(m, err, NULL);
         snprintf(name, sizeof name, "layers.%d.ffn_norm", i);
         if (tg_rmsnorm_init(&b->ffn_norm, p, name, C, c.norm_eps, err)) return fail_new(m, err, NULL);
     }
@@ -176,7 +179,7 @@ tg_llama *tg_llama_new(const tg_llama_config *cfg, tg_dtype dt, uint64_t seed, t
     if (c.tied) {
         m->output = m->tok_embeddings;
     } else {
-        if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C}, err)))   /* (V,C) */
+        if (!(m->output = tg_params_add(p, "output.weight", 2, (int[]){c.vocab_size, C}, err))) /* (V,C) */
             return fail_new(m, err, NULL);
         if (draw) tg_rng_fill_normal(&rng, m->output, 0.0, std);
     }
@@ -219,17 +222,17 @@ tg_tensor *tg_llama_forward_ex(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tens
     if (!tg_op_begin(g, "llama", 1, in) ||
         !tg_lm_check_idx(g, "llama", idx, c->vocab_size, c->block_size, m->cache ? &m->cache[0] : NULL))
         return NULL;
-    const int p = m->cache ? m->cache[0].len : 0;   /* positions already cached */
-    tg_tensor *x = tg_dropout(g, tg_embedding(g, m->tok_embeddings, idx), c->dropout);     /* (B,T,C) */
+    const int p = m->cache ? m->cache[0].len : 0; /* positions already cached */
+    tg_tensor *x = tg_dropout(g, tg_embedding(g, m->tok_embeddings, idx), c->dropout); /* (B,T,C) */
     for (int i = 0; i < c->n_layer; i++) {
         const tg_llama_block *b = &m->layers[i];
-        tg_attn_args args = {.causal = true, .cache = m->cache ? &m->cache[i] : NULL,
-                             .weights = attn_weights ? &attn_weights[i] : NULL};
+        tg_attn_args args = {
+            .causal = true, .cache = m->cache ? &m->cache[i] : NULL, .weights = attn_weights ? &attn_weights[i] : NULL};
         x = tg_add(g, x, tg_mha_forward(g, &b->attention, tg_rmsnorm_forward(g, &b->attention_norm, x), NULL, &args));
-        x = tg_add(g, x, tg_mlp_forward(g, &b->feed_forward, tg_rmsnorm_forward(g, &b->ffn_norm, x)));  /* (B,T,C) */
+        x = tg_add(g, x, tg_mlp_forward(g, &b->feed_forward, tg_rmsnorm_forward(g, &b->ffn_norm, x))); /* (B,T,C) */
     }
-    x = tg_rmsnorm_forward(g, &m->norm, x);                      /* (B,T,C) */
-    tg_tensor *logits = tg_linear(g, x, m->output, NULL);         /* (B,T,V) */
+    x = tg_rmsnorm_forward(g, &m->norm, x); /* (B,T,C) */
+    tg_tensor *logits = tg_linear(g, x, m->output, NULL); /* (B,T,V) */
     if (c->logit_softcap > 0) logits = tg_softcap(g, logits, c->logit_softcap); /* (B,T,V) */
     if (!logits || tg_graph_error(g)) return tg_lm_forward_failed(m->cache, attn_weights, c->n_layer, p);
     return logits;
@@ -240,7 +243,7 @@ tg_tensor *tg_llama_loss(tg_graph *g, tg_llama *m, tg_tensor *idx, tg_tensor *ta
     if (!m) return tg_fail(g, "llama_loss: the model is NULL");
     tg_tensor *in[2] = {idx, targets};
     if (!tg_op_begin(g, "llama_loss", 2, in) || !tg_lm_check_targets(g, "llama", idx, targets)) return NULL;
-    return tg_cross_entropy(g, tg_llama_forward_ex(g, m, idx, NULL), targets);   /* () */
+    return tg_cross_entropy(g, tg_llama_forward_ex(g, m, idx, NULL), targets); /* () */
 }
 
 /* ---- KV cache ---------------------------------------------------------- */

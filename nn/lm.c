@@ -10,12 +10,12 @@
 bool tg_lm_check_idx(tg_graph *g, const char *who, const tg_tensor *idx, int V, int block_size,
                      const tg_kv_cache *cache)
 {
-    char s[64];   /* idx's shape, written only for a message (not per decoded token) */
+    char s[64]; /* idx's shape, written only for a message (not per decoded token) */
     if (idx->dtype != TG_I32 || idx->ndim != 2)
         return tg_fail(g, "%s: idx must be i32 (B,T), got %s %s", who, tg_dtype_name(idx->dtype),
                        tg_shape_str(idx, s, sizeof s)) != NULL;
     const int B = idx->shape[0], T = idx->shape[1];
-    const int p = cache ? cache->len : 0;   /* positions already cached */
+    const int p = cache ? cache->len : 0; /* positions already cached */
     if (p + T > block_size)
         return tg_fail(g, "%s: idx i32 %s: T = %d with %d cached positions exceeds block_size %d", who,
                        tg_shape_str(idx, s, sizeof s), T, p, block_size) != NULL;

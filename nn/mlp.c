@@ -26,8 +26,7 @@ const char *tg_ffn_kind_name(tg_ffn_kind k)
 int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, int hidden, const tg_mlp_options *o,
                 tg_error *err)
 {
-    if (!m || !p || !name)
-        return tg_error_set(err, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
+    if (!m || !p || !name) return tg_error_set(err, "mlp_init: %s is NULL", !m ? "the module" : !p ? "params" : "name");
     const tg_mlp_options opt = o ? *o : (tg_mlp_options){0};
     const tg_mlp_kind kind = opt.kind;
     const bool bias = opt.bias;
@@ -36,8 +35,9 @@ int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, int hidden
     if (C < 1 || C > (1 << 28) || hidden < 1 || hidden > (1 << 28))
         return tg_error_set(err, "mlp '%s': C and hidden must be in [1, 2^28], got %d and %d", name, C, hidden);
     if (kind != TG_MLP_GELU && kind != TG_MLP_GELU_TANH && kind != TG_MLP_SWIGLU && kind != TG_MLP_RELU2)
-        return tg_error_set(err, "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH, TG_MLP_SWIGLU or "
-                                 "TG_MLP_RELU2)",
+        return tg_error_set(err,
+                            "mlp '%s': unknown kind %d (TG_MLP_GELU, TG_MLP_GELU_TANH, TG_MLP_SWIGLU or "
+                            "TG_MLP_RELU2)",
                             name, (int)kind);
     if (!(dropout >= 0 && dropout < 1))
         return tg_error_set(err, "mlp '%s': dropout must be in [0, 1), got %g", name, dropout);
@@ -64,10 +64,10 @@ void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, d
 tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
 {
     if (!m) return tg_fail(g, "mlp_forward: the module is NULL");
-    tg_tensor *h = tg_linear_forward(g, &m->up, x);                            /* (B,T,hidden) */
+    tg_tensor *h = tg_linear_forward(g, &m->up, x); /* (B,T,hidden) */
     if (m->kind == TG_MLP_SWIGLU) h = tg_swiglu(g, h, tg_linear_forward(g, &m->gate, x)); /* (B,T,hidden) */
-    else if (m->kind == TG_MLP_RELU2) h = tg_relu2(g, h);                        /* (B,T,hidden) */
+    else if (m->kind == TG_MLP_RELU2) h = tg_relu2(g, h); /* (B,T,hidden) */
     else h = tg_gelu(g, h, m->kind == TG_MLP_GELU_TANH ? TG_GELU_TANH : TG_GELU_ERF); /* (B,T,hidden) */
-    tg_tensor *y = tg_linear_forward(g, &m->down, h);                          /* (B,T,C) */
-    return tg_dropout(g, y, m->dropout);                                       /* (B,T,C) */
+    tg_tensor *y = tg_linear_forward(g, &m->down, h); /* (B,T,C) */
+    return tg_dropout(g, y, m->dropout); /* (B,T,C) */
 }

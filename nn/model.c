@@ -39,8 +39,7 @@ static int read_options(const tg_st_file *f, tg_model_config *c, tg_error *err)
     c->logit_softcap = 0;
     if ((tg_st_meta(f, "qk_norm") && tg_st_meta_bool(f, "qk_norm", &c->qk_norm, err)) ||
         (tg_st_meta(f, "zero_init_proj") && tg_st_meta_bool(f, "zero_init_proj", &c->zero_init_proj, err)) ||
-        (tg_st_meta(f, "logit_softcap") &&
-         tg_st_meta_double(f, "logit_softcap", 1e-30, 1e30, &c->logit_softcap, err)))
+        (tg_st_meta(f, "logit_softcap") && tg_st_meta_double(f, "logit_softcap", 1e-30, 1e30, &c->logit_softcap, err)))
         return -1;
     return 0;
 }
@@ -52,10 +51,18 @@ static int read_options(const tg_st_file *f, tg_model_config *c, tg_error *err)
 
 static tg_gpt_config gpt_config(const tg_model_config *c)
 {
-    return (tg_gpt_config){.n_layer = c->n_layer, .n_head = c->n_head, .n_embd = c->n_embd,
-                           .block_size = c->block_size, .vocab_size = c->vocab_size, .bias = c->bias,
-                           .dropout = c->dropout, .gelu = c->gelu, .mlp = c->mlp, .qk_norm = c->qk_norm,
-                           .zero_init_proj = c->zero_init_proj, .untie_head = c->untie_head,
+    return (tg_gpt_config){.n_layer = c->n_layer,
+                           .n_head = c->n_head,
+                           .n_embd = c->n_embd,
+                           .block_size = c->block_size,
+                           .vocab_size = c->vocab_size,
+                           .bias = c->bias,
+                           .dropout = c->dropout,
+                           .gelu = c->gelu,
+                           .mlp = c->mlp,
+                           .qk_norm = c->qk_norm,
+                           .zero_init_proj = c->zero_init_proj,
+                           .untie_head = c->untie_head,
                            .logit_softcap = c->logit_softcap};
 }
 static void *gpt_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
@@ -70,7 +77,10 @@ static int64_t gpt_num_params(const tg_model_config *c)
     const tg_gpt_config g = gpt_config(c);
     return tg_gpt_num_params(&g);
 }
-static tg_tensor *gpt_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_gpt_forward_ex(g, m, idx, w); }
+static tg_tensor *gpt_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w)
+{
+    return tg_gpt_forward_ex(g, m, idx, w);
+}
 static tg_tensor *gpt_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_gpt_loss(g, m, idx, t); }
 static void gpt_set_composed(void *m, bool c) { tg_gpt_set_attn_composed(m, c); }
 static int gpt_cache_enable(void *m, int b, tg_error *err) { return tg_gpt_cache_enable(m, b, err); }
@@ -114,15 +124,14 @@ static int gpt_write(const tg_model_config *c, tg_st_writer *w)
 {
     const int v[5] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size};
     return write_ints(w, 5, GPT_KEYS, v) || tg_st_writer_add_meta(w, "bias", c->bias ? "true" : "false") ||
-           write_double(w, "dropout", c->dropout) ||
-           tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf") ||
-           (c->untie_head && tg_st_writer_add_meta(w, "tied", "false")) || write_options(c, TG_FFN_GELU, w);
+        write_double(w, "dropout", c->dropout) ||
+        tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf") ||
+        (c->untie_head && tg_st_writer_add_meta(w, "tied", "false")) || write_options(c, TG_FFN_GELU, w);
 }
 static int gpt_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
     int *const v[5] = {&c->n_layer, &c->n_head, &c->n_embd, &c->block_size, &c->vocab_size};
-    if (read_ints(f, 5, GPT_KEYS, v, err) || tg_st_meta_bool(f, "bias", &c->bias, err) ||
-        read_options(f, c, err))
+    if (read_ints(f, 5, GPT_KEYS, v, err) || tg_st_meta_bool(f, "bias", &c->bias, err) || read_options(f, c, err))
         return -1;
     c->tied = true;
     if (tg_st_meta(f, "tied") && tg_st_meta_bool(f, "tied", &c->tied, err)) return -1;
@@ -134,10 +143,23 @@ static int gpt_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
     return read_dropout(f, c, err);
 }
 
-static const tg_model_family FAMILY_GPT = {
-    "gpt", "transformer.wte.weight", "transformer.wpe.weight", "lm_head.weight", gpt_create, gpt_destroy,
-    gpt_params, gpt_num_params, gpt_forward, gpt_loss, gpt_set_composed, gpt_cache_enable, gpt_cache_clear,
-    gpt_cache_len, gpt_write, gpt_read, NULL};
+static const tg_model_family FAMILY_GPT = {"gpt",
+                                           "transformer.wte.weight",
+                                           "transformer.wpe.weight",
+                                           "lm_head.weight",
+                                           gpt_create,
+                                           gpt_destroy,
+                                           gpt_params,
+                                           gpt_num_params,
+                                           gpt_forward,
+                                           gpt_loss,
+                                           gpt_set_composed,
+                                           gpt_cache_enable,
+                                           gpt_cache_clear,
+                                           gpt_cache_len,
+                                           gpt_write,
+                                           gpt_read,
+                                           NULL};
 
 /* ---- the Llama: n_layer, n_head, n_kv_head, n_embd, hidden_dim,
  * block_size, vocab_size, rope_theta, norm_eps, tied, rope ("interleaved",
@@ -145,13 +167,23 @@ static const tg_model_family FAMILY_GPT = {
 
 static tg_llama_config llama_config(const tg_model_config *c)
 {
-    return (tg_llama_config){.n_layer = c->n_layer, .n_head = c->n_head, .n_kv_head = c->n_kv_head,
-                             .n_embd = c->n_embd, .hidden_dim = c->hidden_dim, .block_size = c->block_size,
-                             .vocab_size = c->vocab_size, .rope_theta = c->rope_theta,
+    return (tg_llama_config){.n_layer = c->n_layer,
+                             .n_head = c->n_head,
+                             .n_kv_head = c->n_kv_head,
+                             .n_embd = c->n_embd,
+                             .hidden_dim = c->hidden_dim,
+                             .block_size = c->block_size,
+                             .vocab_size = c->vocab_size,
+                             .rope_theta = c->rope_theta,
                              .rope_flags = c->rope_halves ? TG_ROPE_HALVES : TG_ROPE_INTERLEAVED,
-                             .norm_eps = c->norm_eps, .tied = c->tied && !c->untie_head, .dropout = c->dropout,
-                             .mlp = c->mlp, .gelu = c->gelu, .qk_norm = c->qk_norm,
-                             .zero_init_proj = c->zero_init_proj, .logit_softcap = c->logit_softcap};
+                             .norm_eps = c->norm_eps,
+                             .tied = c->tied && !c->untie_head,
+                             .dropout = c->dropout,
+                             .mlp = c->mlp,
+                             .gelu = c->gelu,
+                             .qk_norm = c->qk_norm,
+                             .zero_init_proj = c->zero_init_proj,
+                             .logit_softcap = c->logit_softcap};
 }
 static void *llama_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
@@ -174,7 +206,10 @@ static int64_t llama_num_params(const tg_model_config *c)
     const tg_llama_config l = llama_config(c);
     return c->bias ? -1 : tg_llama_num_params(&l);
 }
-static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w) { return tg_llama_forward_ex(g, m, idx, w); }
+static tg_tensor *llama_forward(tg_graph *g, void *m, tg_tensor *idx, tg_tensor **w)
+{
+    return tg_llama_forward_ex(g, m, idx, w);
+}
 static tg_tensor *llama_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *t) { return tg_llama_loss(g, m, idx, t); }
 static void llama_set_composed(void *m, bool c) { tg_llama_set_attn_composed(m, c); }
 static int llama_cache_enable(void *m, int b, tg_error *err) { return tg_llama_cache_enable(m, b, err); }
@@ -197,27 +232,26 @@ static int llama_cache_shift(void *impl, int n_keep, int n_discard, tg_error *er
     return 0;
 }
 
-static const char *const LLAMA_KEYS[] = {"n_layer", "n_head", "n_kv_head", "n_embd", "hidden_dim", "block_size",
-                                         "vocab_size"};
+static const char *const LLAMA_KEYS[] = {"n_layer",    "n_head",     "n_kv_head", "n_embd",
+                                         "hidden_dim", "block_size", "vocab_size"};
 
 static int llama_write(const tg_model_config *c, tg_st_writer *w)
 {
     const int v[7] = {c->n_layer, c->n_head, c->n_kv_head, c->n_embd, c->hidden_dim, c->block_size, c->vocab_size};
     return write_ints(w, 7, LLAMA_KEYS, v) || write_double(w, "rope_theta", c->rope_theta) ||
-           write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_add_meta(w, "tied", c->tied ? "true" : "false") ||
-           tg_st_writer_add_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
-           tg_st_writer_add_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout) ||
-           (c->mlp == TG_FFN_GELU && tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf")) ||
-           write_options(c, TG_FFN_SWIGLU, w);
+        write_double(w, "norm_eps", c->norm_eps) || tg_st_writer_add_meta(w, "tied", c->tied ? "true" : "false") ||
+        tg_st_writer_add_meta(w, "rope", c->rope_halves ? "halves" : "interleaved") ||
+        tg_st_writer_add_meta(w, "bias", "false") || write_double(w, "dropout", c->dropout) ||
+        (c->mlp == TG_FFN_GELU && tg_st_writer_add_meta(w, "gelu", c->gelu == TG_GELU_TANH ? "tanh" : "erf")) ||
+        write_options(c, TG_FFN_SWIGLU, w);
 }
 static int llama_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 {
-    int *const v[7] = {&c->n_layer, &c->n_head, &c->n_kv_head, &c->n_embd, &c->hidden_dim, &c->block_size,
-                       &c->vocab_size};
+    int *const v[7] = {&c->n_layer,    &c->n_head,     &c->n_kv_head, &c->n_embd,
+                       &c->hidden_dim, &c->block_size, &c->vocab_size};
     if (read_ints(f, 7, LLAMA_KEYS, v, err) ||
         tg_st_meta_double(f, "rope_theta", 1.0000001, 1e12, &c->rope_theta, err) ||
-        tg_st_meta_double(f, "norm_eps", 1e-30, 1, &c->norm_eps, err) ||
-        tg_st_meta_bool(f, "tied", &c->tied, err))
+        tg_st_meta_double(f, "norm_eps", 1e-30, 1, &c->norm_eps, err) || tg_st_meta_bool(f, "tied", &c->tied, err))
         return -1;
     const char *rope = tg_st_meta(f, "rope");
     if (rope && strcmp(rope, "interleaved") && strcmp(rope, "halves"))
@@ -225,7 +259,7 @@ static int llama_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
     c->rope_halves = rope && !strcmp(rope, "halves");
     c->bias = false;
     if (read_options(f, c, err)) return -1;
-    const char *gelu = tg_st_meta(f, "gelu");   /* the GELU MLP's form */
+    const char *gelu = tg_st_meta(f, "gelu"); /* the GELU MLP's form */
     if (gelu && (c->mlp != TG_FFN_GELU || (strcmp(gelu, "erf") && strcmp(gelu, "tanh"))))
         return tg_error_set(err, "checkpoint metadata 'gelu' = '%.40s' is not erf or tanh of an mlp gelu", gelu);
     c->gelu = gelu && !strcmp(gelu, "tanh") ? TG_GELU_TANH : TG_GELU_ERF;
@@ -233,9 +267,9 @@ static int llama_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
 }
 
 static const tg_model_family FAMILY_LLAMA = {
-    "llama", "tok_embeddings.weight", NULL, "output.weight", llama_create, llama_destroy, llama_params,
-    llama_num_params, llama_forward, llama_loss, llama_set_composed, llama_cache_enable, llama_cache_clear,
-    llama_cache_len, llama_write, llama_read, llama_cache_shift};
+    "llama",           "tok_embeddings.weight", NULL,          "output.weight", llama_create,       llama_destroy,
+    llama_params,      llama_num_params,        llama_forward, llama_loss,      llama_set_composed, llama_cache_enable,
+    llama_cache_clear, llama_cache_len,         llama_write,   llama_read,      llama_cache_shift};
 
 /* ---- the table ------------------------------------------------------------- */
 
@@ -255,9 +289,11 @@ int tg_model_register(const tg_model_family *f, tg_error *err)
     if (!name_ok) return tg_error_set(err, "model_register: a family's name is 1-31 bytes of [a-z0-9_]");
     if (!f->embedding || !f->create || !f->destroy || !f->params || !f->num_params || !f->forward || !f->loss ||
         !f->config_write != !f->config_read)
-        return tg_error_set(err, "model_register: family '%s' lacks its embedding's name, a required "
+        return tg_error_set(err,
+                            "model_register: family '%s' lacks its embedding's name, a required "
                             "function (create, destroy, params, num_params, forward, loss), or one of config_write "
-                                 "and config_read (give both or neither)", f->arch);
+                            "and config_read (give both or neither)",
+                            f->arch);
     if (tg_model_family_find(f->arch))
         return tg_error_set(err, "model_register: there is a family '%s' already", f->arch);
     if (n_families == TG_MODEL_MAX_FAMILIES)
@@ -289,8 +325,8 @@ int tg_model_init(tg_model *m, const tg_model_config *c, tg_dtype dt, uint64_t s
     if (!(m->impl = f->create(c, dt, seed, err))) return -1;
     m->family = f;
     m->config = *c;
-    m->config.arch = f->arch;   /* a string that lives, whatever c pointed at */
-    if (m->config.untie_head) m->config.tied = false;   /* one answer to "is the head tied" */
+    m->config.arch = f->arch; /* a string that lives, whatever c pointed at */
+    if (m->config.untie_head) m->config.tied = false; /* one answer to "is the head tied" */
     m->params = f->params(m->impl);
     return 0;
 }
@@ -347,8 +383,10 @@ int tg_model_cache_shift(tg_model *m, int n_keep, int n_discard, tg_error *err)
 {
     if (!m || !m->family) return tg_error_set(err, "model_cache_shift: the model is NULL or empty");
     if (!m->family->cache_shift)
-        return tg_error_set(err, "model_cache_shift: family '%s' cannot shift its KV cache (its positions are not "
-                                 "RoPE's)", m->family->arch);
+        return tg_error_set(err,
+                            "model_cache_shift: family '%s' cannot shift its KV cache (its positions are not "
+                            "RoPE's)",
+                            m->family->arch);
     return m->family->cache_shift(m->impl, n_keep, n_discard, err);
 }
 
@@ -372,8 +410,10 @@ int tg_model_config_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
     const char *arch = tg_st_meta(f, "arch");
     const tg_model_family *fam = tg_model_family_find(arch ? arch : "gpt");
     if (!fam)
-        return tg_error_set(err, "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
-                                 "knows (%s)", arch, family_names);
+        return tg_error_set(err,
+                            "checkpoint metadata 'arch' = '%.40s' is not a model family this program "
+                            "knows (%s)",
+                            arch, family_names);
     c->arch = fam->arch;
     if (fam->config_read) return fam->config_read(f, c, err);
     return read_ints(f, 4, PLAIN_KEYS, (int *const[]){&c->n_layer, &c->n_embd, &c->block_size, &c->vocab_size}, err);

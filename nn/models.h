@@ -15,10 +15,10 @@ extern "C" {
  * The feed-forward of a GPT or Llama block, chosen in its config (0 is
  * the family's own: GELU for a GPT, SwiGLU for a Llama). */
 typedef enum tg_ffn_kind {
-    TG_FFN_DEFAULT,   /* the family's: GELU (GPT), SwiGLU (Llama) */
-    TG_FFN_GELU,      /* c_fc, GELU (the config's gelu form), c_proj */
-    TG_FFN_RELU2,     /* c_fc, ReLU squared, c_proj (modded-nanogpt) */
-    TG_FFN_SWIGLU     /* w1, w3, SiLU gate, w2 */
+    TG_FFN_DEFAULT, /* the family's: GELU (GPT), SwiGLU (Llama) */
+    TG_FFN_GELU, /* c_fc, GELU (the config's gelu form), c_proj */
+    TG_FFN_RELU2, /* c_fc, ReLU squared, c_proj (modded-nanogpt) */
+    TG_FFN_SWIGLU /* w1, w3, SiLU gate, w2 */
 } tg_ffn_kind;
 /* "gelu", "relu2", "swiglu" (TG_FFN_DEFAULT: "default"); NULL for a kind
  * out of range. */
@@ -44,13 +44,13 @@ typedef struct tg_gpt_config {
     int n_layer, n_head, n_embd, block_size, vocab_size;
     bool bias;
     double dropout;
-    bool attn_composed;   /* every block's tg_mha_mod.composed (false: fused attention) */
-    tg_gelu_mode gelu;    /* the MLP's GELU: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
+    bool attn_composed; /* every block's tg_mha_mod.composed (false: fused attention) */
+    tg_gelu_mode gelu; /* the MLP's GELU: TG_GELU_ERF (nanoGPT; 0) or TG_GELU_TANH (GPT-2) */
     /* the speedrun options (docs/speedrun.md); zero is nanoGPT's model */
-    tg_ffn_kind mlp;      /* GELU (default) or ReLU squared, 4C wide; or SwiGLU, tg_llama_hidden_dim(C, 32) wide */
-    bool qk_norm;         /* RMSNorm (eps 1e-5, no weight) of each head's q and k before the scores */
-    bool zero_init_proj;  /* attn.c_proj and mlp.c_proj (w2) start at zero */
-    bool untie_head;      /* a separate lm_head.weight (V,C) instead of wte */
+    tg_ffn_kind mlp; /* GELU (default) or ReLU squared, 4C wide; or SwiGLU, tg_llama_hidden_dim(C, 32) wide */
+    bool qk_norm; /* RMSNorm (eps 1e-5, no weight) of each head's q and k before the scores */
+    bool zero_init_proj; /* attn.c_proj and mlp.c_proj (w2) start at zero */
+    bool untie_head; /* a separate lm_head.weight (V,C) instead of wte */
     double logit_softcap; /* > 0: logits = s tanh(logits / s); 0: none */
 } tg_gpt_config;
 
@@ -62,12 +62,12 @@ typedef struct tg_gpt_block {
 
 typedef struct tg_gpt {
     tg_gpt_config cfg;
-    tg_params *params;        /* owned */
-    tg_tensor *wte, *wpe;     /* (V,C), (block_size,C) */
-    tg_tensor *lm_head;       /* (V,C): wte itself unless cfg.untie_head */
-    tg_gpt_block *h;          /* n_layer blocks */
+    tg_params *params; /* owned */
+    tg_tensor *wte, *wpe; /* (V,C), (block_size,C) */
+    tg_tensor *lm_head; /* (V,C): wte itself unless cfg.untie_head */
+    tg_gpt_block *h; /* n_layer blocks */
     tg_layernorm_mod ln_f;
-    tg_kv_cache *cache;       /* n_layer caches while enabled, else NULL */
+    tg_kv_cache *cache; /* n_layer caches while enabled, else NULL */
 } tg_gpt;
 
 /* ---- Llama (nn/llama.c): llama2.c's model.py ------------------------
@@ -85,37 +85,37 @@ typedef struct tg_gpt {
  * "llama". */
 
 typedef struct tg_llama_config {
-    int n_layer, n_head, n_kv_head, n_embd;   /* n_kv_head divides n_head */
-    int hidden_dim;        /* the SwiGLU width; tg_llama_hidden_dim gives llama2.c's default */
+    int n_layer, n_head, n_kv_head, n_embd; /* n_kv_head divides n_head */
+    int hidden_dim; /* the SwiGLU width; tg_llama_hidden_dim gives llama2.c's default */
     int block_size, vocab_size;
-    double rope_theta;     /* 10000 in llama2.c */
-    int rope_flags;        /* TG_ROPE_INTERLEAVED (llama2.c, Meta) or TG_ROPE_HALVES (HF) */
-    double norm_eps;       /* 1e-5 */
-    bool tied;             /* output.weight is tok_embeddings.weight (llama2.c's default) */
+    double rope_theta; /* 10000 in llama2.c */
+    int rope_flags; /* TG_ROPE_INTERLEAVED (llama2.c, Meta) or TG_ROPE_HALVES (HF) */
+    double norm_eps; /* 1e-5 */
+    bool tied; /* output.weight is tok_embeddings.weight (llama2.c's default) */
     double dropout;
-    bool attn_composed;    /* every layer's tg_mha_mod.composed */
+    bool attn_composed; /* every layer's tg_mha_mod.composed */
     /* the speedrun options (docs/speedrun.md); zero is llama2.c's model */
-    tg_ffn_kind mlp;       /* SwiGLU (default), or GELU or ReLU squared (c_fc, c_proj), hidden_dim wide */
-    tg_gelu_mode gelu;     /* mlp TG_FFN_GELU: its form */
-    bool qk_norm;          /* RMSNorm (eps norm_eps, no weight) of each head's q and k before RoPE */
-    bool zero_init_proj;   /* wo and w2 (c_proj) start at zero */
-    double logit_softcap;  /* > 0: logits = s tanh(logits / s); 0: none */
+    tg_ffn_kind mlp; /* SwiGLU (default), or GELU or ReLU squared (c_fc, c_proj), hidden_dim wide */
+    tg_gelu_mode gelu; /* mlp TG_FFN_GELU: its form */
+    bool qk_norm; /* RMSNorm (eps norm_eps, no weight) of each head's q and k before RoPE */
+    bool zero_init_proj; /* wo and w2 (c_proj) start at zero */
+    double logit_softcap; /* > 0: logits = s tanh(logits / s); 0: none */
 } tg_llama_config;
 
 typedef struct tg_llama_block {
-    tg_mha_mod attention;                     /* wq, wk, wv, wo; RoPE; n_kv_head */
-    tg_mlp_mod feed_forward;                  /* w1, w2, w3 */
+    tg_mha_mod attention; /* wq, wk, wv, wo; RoPE; n_kv_head */
+    tg_mlp_mod feed_forward; /* w1, w2, w3 */
     tg_rmsnorm_mod attention_norm, ffn_norm;
 } tg_llama_block;
 
 typedef struct tg_llama {
     tg_llama_config cfg;
-    tg_params *params;          /* owned */
-    tg_tensor *tok_embeddings;  /* (V,C) */
-    tg_tensor *output;          /* (V,C); tok_embeddings itself when tied */
-    tg_llama_block *layers;     /* n_layer */
+    tg_params *params; /* owned */
+    tg_tensor *tok_embeddings; /* (V,C) */
+    tg_tensor *output; /* (V,C); tok_embeddings itself when tied */
+    tg_llama_block *layers; /* n_layer */
     tg_rmsnorm_mod norm;
-    tg_kv_cache *cache;         /* n_layer caches (n_kv_head heads) while enabled, else NULL */
+    tg_kv_cache *cache; /* n_layer caches (n_kv_head heads) while enabled, else NULL */
 } tg_llama;
 
 /* llama2.c's default feed-forward width for a model of width dim:
@@ -135,21 +135,21 @@ TG_API int tg_llama_hidden_dim(int dim, int multiple_of);
 /* Every built-in family's settings in one struct; a family reads the
  * fields it has (a family of one's own may use any of them). */
 typedef struct tg_model_config {
-    const char *arch;               /* the family: "gpt", "llama", or a registered one */
+    const char *arch; /* the family: "gpt", "llama", or a registered one */
     int n_layer, n_head, n_embd, block_size, vocab_size;
-    bool bias;                      /* gpt */
-    int n_kv_head, hidden_dim;      /* llama (hidden_dim: the SwiGLU width) */
-    double rope_theta, norm_eps;    /* llama */
-    bool rope_halves;               /* llama: Hugging Face's pairing instead of Meta's / llama2.c's */
-    bool tied;                      /* llama: output head = token embedding (a GPT's is unless untie_head) */
+    bool bias; /* gpt */
+    int n_kv_head, hidden_dim; /* llama (hidden_dim: the SwiGLU width) */
+    double rope_theta, norm_eps; /* llama */
+    bool rope_halves; /* llama: Hugging Face's pairing instead of Meta's / llama2.c's */
+    bool tied; /* llama: output head = token embedding (a GPT's is unless untie_head) */
     double dropout;
-    tg_gelu_mode gelu;              /* the GELU's form (a GPT's, or a Llama's with mlp TG_FFN_GELU) */
+    tg_gelu_mode gelu; /* the GELU's form (a GPT's, or a Llama's with mlp TG_FFN_GELU) */
     /* the speedrun options (docs/speedrun.md), gpt and llama; zero is each family's model */
-    tg_ffn_kind mlp;                /* the feed-forward; TG_FFN_DEFAULT: the family's */
-    bool qk_norm;                   /* RMSNorm of each head's q and k */
-    bool zero_init_proj;            /* the attention's and MLP's output projections start at zero */
-    bool untie_head;                /* a separate output head (for a Llama the same as tied = false) */
-    double logit_softcap;           /* > 0: logits = s tanh(logits / s) */
+    tg_ffn_kind mlp; /* the feed-forward; TG_FFN_DEFAULT: the family's */
+    bool qk_norm; /* RMSNorm of each head's q and k */
+    bool zero_init_proj; /* the attention's and MLP's output projections start at zero */
+    bool untie_head; /* a separate output head (for a Llama the same as tied = false) */
+    double logit_softcap; /* > 0: logits = s tanh(logits / s) */
 } tg_model_config;
 
 /* One family. create, destroy, params, num_params, forward, loss,
@@ -162,21 +162,21 @@ typedef struct tg_model_config {
  * GPT's wpe) cannot move cached positions, and generation past its
  * block_size recomputes the window instead (train/generate.h). */
 typedef struct tg_model_family {
-    const char *arch;        /* its name, unique: [a-z0-9_], 1-31 bytes */
-    const char *embedding;   /* the token embedding's parameter name, (vocab_size, n_embd) */
-    const char *position;    /* the position embedding's, (block_size, n_embd), or NULL */
-    const char *head;        /* the name a file may give a tied output head, or NULL */
+    const char *arch; /* its name, unique: [a-z0-9_], 1-31 bytes */
+    const char *embedding; /* the token embedding's parameter name, (vocab_size, n_embd) */
+    const char *position; /* the position embedding's, (block_size, n_embd), or NULL */
+    const char *head; /* the name a file may give a tied output head, or NULL */
     void *(*create)(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err);
     void (*destroy)(void *impl);
     tg_params *(*params)(void *impl);
-    int64_t (*num_params)(const tg_model_config *c);   /* -1 for a config create refuses */
+    int64_t (*num_params)(const tg_model_config *c); /* -1 for a config create refuses */
     tg_tensor *(*forward)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor **attn_weights);
     tg_tensor *(*loss)(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor *targets);
     void (*set_composed)(void *impl, bool composed);
     int (*cache_enable)(void *impl, int batch, tg_error *err);
     void (*cache_clear)(void *impl);
     int (*cache_len)(const void *impl);
-    int (*config_write)(const tg_model_config *c, tg_st_writer *w);   /* the family's keys */
+    int (*config_write)(const tg_model_config *c, tg_st_writer *w); /* the family's keys */
     int (*config_read)(const tg_st_file *f, tg_model_config *c, tg_error *err);
     /* tg_model_cache_shift: every layer's cache shifted (tg_kv_cache_shift) */
     int (*cache_shift)(void *impl, int n_keep, int n_discard, tg_error *err);
@@ -186,12 +186,12 @@ typedef struct tg_model_family {
  * caller's; tg_model_release frees what it holds). */
 typedef struct tg_model {
     const tg_model_family *family;
-    tg_model_config config;   /* config.arch is the family's name */
-    void *impl;               /* the family's model: tg_gpt *, tg_llama *, ... */
-    tg_params *params;        /* the family model's store */
+    tg_model_config config; /* config.arch is the family's name */
+    void *impl; /* the family's model: tg_gpt *, tg_llama *, ... */
+    tg_params *params; /* the family model's store */
 } tg_model;
 
-#define TG_MODEL_MAX_FAMILIES 16   /* the built-in ones included */
+#define TG_MODEL_MAX_FAMILIES 16 /* the built-in ones included */
 /* Adds a family to the process's table (not thread-safe: register at
  * start). f must outlive its use. 0, or -1 with a message: a required
  * function missing, a bad or taken name, the table full. */

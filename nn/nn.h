@@ -41,8 +41,8 @@ extern "C" {
 /* ---- Linear (nn/linear.c) --------------------------------------------- */
 
 typedef struct tg_linear_mod {
-    tg_tensor *weight;   /* (out, in), as PyTorch nn.Linear */
-    tg_tensor *bias;     /* (out) or NULL */
+    tg_tensor *weight; /* (out, in), as PyTorch nn.Linear */
+    tg_tensor *bias; /* (out) or NULL */
 } tg_linear_mod;
 
 /* Registers <name>.weight (out, in) and, with bias, <name>.bias (out),
@@ -58,28 +58,27 @@ TG_API void tg_linear_init_uniform(tg_linear_mod *l, tg_rng *r);
  * and the bias with zeros (nanoGPT's and Llama's init). Nothing for a
  * NULL l or r. */
 TG_API void tg_linear_init_normal(tg_linear_mod *l, tg_rng *r, double std);
-TG_API tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x);  /* (..., in) -> (..., out) */
+TG_API tg_tensor *tg_linear_forward(tg_graph *g, const tg_linear_mod *l, tg_tensor *x); /* (..., in) -> (..., out) */
 
 /* ---- LayerNorm (nn/layernorm.c) --------------------------------------- */
 
 typedef struct tg_layernorm_mod {
-    tg_tensor *weight;   /* (C), filled with 1 */
-    tg_tensor *bias;     /* (C) or NULL */
-    double eps;          /* TG_LAYERNORM_EPS */
+    tg_tensor *weight; /* (C), filled with 1 */
+    tg_tensor *bias; /* (C) or NULL */
+    double eps; /* TG_LAYERNORM_EPS */
 } tg_layernorm_mod;
 
 /* Registers <name>.weight (C), filled with 1, and with bias <name>.bias
  * (C), zeros; eps is TG_LAYERNORM_EPS. Errors: C < 1, a duplicate name,
  * out of memory. */
-TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias,
-                             tg_error *err);
+TG_API int tg_layernorm_init(tg_layernorm_mod *l, tg_params *p, const char *name, int C, bool bias, tg_error *err);
 /* tg_layernorm with the module's weight, bias and eps: (..., C) -> (..., C). */
 TG_API tg_tensor *tg_layernorm_forward(tg_graph *g, const tg_layernorm_mod *l, tg_tensor *x);
 
 /* ---- RMSNorm (nn/rmsnorm.c) ------------------------------------------- */
 
 typedef struct tg_rmsnorm_mod {
-    tg_tensor *weight;   /* (C), filled with 1 */
+    tg_tensor *weight; /* (C), filled with 1 */
     double eps;
 } tg_rmsnorm_mod;
 
@@ -97,26 +96,26 @@ TG_API tg_tensor *tg_rmsnorm_forward(tg_graph *g, const tg_rmsnorm_mod *l, tg_te
  *   TG_MLP_RELU2      y = dropout(c_proj(relu(c_fc x)^2))    modded-nanogpt */
 
 typedef enum tg_mlp_kind {
-    TG_MLP_GELU,     /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
-    TG_MLP_SWIGLU,   /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
+    TG_MLP_GELU, /* c_fc (hidden, C), exact erf GELU, c_proj (C, hidden) */
+    TG_MLP_SWIGLU, /* w1 and w3 (hidden, C), SiLU gate, w2 (C, hidden) */
     TG_MLP_GELU_TANH, /* as TG_MLP_GELU with tanh-approximated GELU (TG_GELU_TANH) */
-    TG_MLP_RELU2      /* as TG_MLP_GELU with ReLU squared (tg_relu2) */
+    TG_MLP_RELU2 /* as TG_MLP_GELU with ReLU squared (tg_relu2) */
 } tg_mlp_kind;
 
 typedef struct tg_mlp_mod {
     tg_mlp_kind kind;
-    tg_linear_mod up;     /* (hidden, C): c_fc, or w1 */
-    tg_linear_mod gate;   /* (hidden, C): w3 (SwiGLU only; else no tensors) */
-    tg_linear_mod down;   /* (C, hidden): c_proj, or w2 */
-    double dropout;       /* after the down projection */
+    tg_linear_mod up; /* (hidden, C): c_fc, or w1 */
+    tg_linear_mod gate; /* (hidden, C): w3 (SwiGLU only; else no tensors) */
+    tg_linear_mod down; /* (C, hidden): c_proj, or w2 */
+    double dropout; /* after the down projection */
 } tg_mlp_mod;
 
 /* What an MLP has besides its sizes; the zero value (or a NULL pointer)
  * is a GELU MLP without biases or dropout. */
 typedef struct tg_mlp_options {
-    tg_mlp_kind kind;     /* TG_MLP_GELU (0) unless set */
-    bool bias;            /* biases on the projections */
-    double dropout;       /* after the down projection, in [0, 1) */
+    tg_mlp_kind kind; /* TG_MLP_GELU (0) unless set */
+    bool bias; /* biases on the projections */
+    double dropout; /* after the down projection, in [0, 1) */
 } tg_mlp_options;
 
 /* Registers the linears of a C -> hidden -> C feed-forward under the
@@ -132,7 +131,7 @@ TG_API int tg_mlp_init(tg_mlp_mod *m, tg_params *p, const char *name, int C, int
  * order (nanoGPT scales c_proj; Llama's model.py scales w3 instead: pass
  * its std as gate_std). Nothing for a NULL m or r. */
 TG_API void tg_mlp_init_normal(tg_mlp_mod *m, tg_rng *r, double std, double gate_std, double down_std);
-TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x);  /* (B,T,C) -> (B,T,C) */
+TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x); /* (B,T,C) -> (B,T,C) */
 
 /* ---- Multi-head attention (nn/attention.c) ----------------------------
  *
@@ -152,9 +151,9 @@ TG_API tg_tensor *tg_mlp_forward(tg_graph *g, const tg_mlp_mod *m, tg_tensor *x)
 
 typedef struct tg_kv_cache {
     int batch, n_head, head_dim, max_len;
-    int len;              /* positions cached so far */
+    int len; /* positions cached so far */
     tg_dtype dtype;
-    void *k, *v;          /* (batch, max_len, n_head * head_dim), malloc'd: keys and values
+    void *k, *v; /* (batch, max_len, n_head * head_dim), malloc'd: keys and values
                              as the projections make them, heads side by side */
 } tg_kv_cache;
 
@@ -167,7 +166,7 @@ TG_API int tg_kv_cache_init(tg_kv_cache *c, tg_dtype dt, int batch, int n_head, 
                             tg_error *err);
 /* Forgets the cached positions, to start a new sequence; keeps the
  * memory. Nothing for a NULL c. */
-TG_API void tg_kv_cache_clear(tg_kv_cache *c);    /* len = 0 */
+TG_API void tg_kv_cache_clear(tg_kv_cache *c); /* len = 0 */
 /* Frees the buffers and zeroes c (the struct stays the caller's); accepts
  * NULL and a zeroed c. */
 TG_API void tg_kv_cache_release(tg_kv_cache *c);
@@ -192,26 +191,26 @@ TG_API int tg_kv_cache_shift(tg_kv_cache *c, int n_keep, int n_discard, double r
 
 /* Names and shapes of the projections. */
 typedef enum tg_mha_layout {
-    TG_MHA_FUSED,      /* <name>.c_attn (C + 2 Ckv, C) = [Wq; Wk; Wv], <name>.c_proj: nanoGPT */
-    TG_MHA_SEPARATE,   /* <name>.q_proj, .k_proj, .v_proj, .c_proj */
-    TG_MHA_LLAMA       /* <name>.wq, .wk, .wv, .wo, no biases: llama2.c's model.py */
+    TG_MHA_FUSED, /* <name>.c_attn (C + 2 Ckv, C) = [Wq; Wk; Wv], <name>.c_proj: nanoGPT */
+    TG_MHA_SEPARATE, /* <name>.q_proj, .k_proj, .v_proj, .c_proj */
+    TG_MHA_LLAMA /* <name>.wq, .wk, .wv, .wo, no biases: llama2.c's model.py */
 } tg_mha_layout;
 
 typedef struct tg_mha_config {
     int n_embd, n_head;
-    int n_kv_head;        /* heads of K and V, dividing n_head; 0 means n_head */
+    int n_kv_head; /* heads of K and V, dividing n_head; 0 means n_head */
     tg_mha_layout layout;
     bool bias;
-    double dropout;       /* on the attention weights and on the output, in [0, 1) */
-    double rope_theta;    /* > 1: rotary embedding of q and k (self-attention); 0: none */
-    int rope_flags;       /* TG_ROPE_INTERLEAVED (Meta, llama2.c) or TG_ROPE_HALVES (HF) */
-    double qk_norm_eps;   /* > 0: RMSNorm (no weight, this eps) of each head's q and k after the
+    double dropout; /* on the attention weights and on the output, in [0, 1) */
+    double rope_theta; /* > 1: rotary embedding of q and k (self-attention); 0: none */
+    int rope_flags; /* TG_ROPE_INTERLEAVED (Meta, llama2.c) or TG_ROPE_HALVES (HF) */
+    double qk_norm_eps; /* > 0: RMSNorm (no weight, this eps) of each head's q and k after the
                              projections, before RoPE and the scores (modded-nanogpt's QK norm); 0: none */
 } tg_mha_config;
 
 typedef struct tg_mha_mod {
     int n_embd, n_head, n_kv_head;
-    bool fused;                              /* layout TG_MHA_FUSED */
+    bool fused; /* layout TG_MHA_FUSED */
     /* false (the default): the fused attention op (tg_attention, no
      * (Tq,Tk) tensor kept) whenever nothing needs those tensors: no
      * weights asked for, no mask or key padding, no attention dropout in
@@ -219,12 +218,12 @@ typedef struct tg_mha_mod {
      * teaching path: split heads, softmax, merge). Same numbers to rounding.
      * tg_mha_uses_fused says which path a call will take. */
     bool composed;
-    double rope_theta;                       /* 0: no rotary embedding */
+    double rope_theta; /* 0: no rotary embedding */
     int rope_flags;
-    double qk_norm_eps;                      /* > 0: each head's q and k RMS-normalised (no weight) */
-    tg_linear_mod c_attn;                    /* fused: (C + 2 Ckv, C) */
-    tg_linear_mod q_proj, k_proj, v_proj;    /* separate or llama: (C, C), (Ckv, C), (Ckv, C) */
-    tg_linear_mod c_proj;                    /* W_O: (C, C); llama's wo */
+    double qk_norm_eps; /* > 0: each head's q and k RMS-normalised (no weight) */
+    tg_linear_mod c_attn; /* fused: (C + 2 Ckv, C) */
+    tg_linear_mod q_proj, k_proj, v_proj; /* separate or llama: (C, C), (Ckv, C), (Ckv, C) */
+    tg_linear_mod c_proj; /* W_O: (C, C); llama's wo */
     double attn_dropout, resid_dropout;
 } tg_mha_mod;
 
@@ -245,16 +244,16 @@ TG_API int tg_mha_init(tg_mha_mod *m, tg_params *p, const char *name, const tg_m
 TG_API void tg_mha_init_normal(tg_mha_mod *m, tg_rng *r, double std, double out_std);
 
 typedef struct tg_attn_args {
-    bool causal;              /* query at absolute position p may see key j iff j <= p;
+    bool causal; /* query at absolute position p may see key j iff j <= p;
                                  query i sits at cache->len + i with a cache, else at i
                                  (also for cross-attention: upper-left there) */
-    tg_tensor *key_padding;   /* (B,Tk) TG_BOOL, true = padding (blocked), or NULL */
-    tg_tensor *mask;          /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL (H:
+    tg_tensor *key_padding; /* (B,Tk) TG_BOOL, true = padding (blocked), or NULL */
+    tg_tensor *mask; /* TG_BOOL broadcastable to (B,H,Tq,Tk), true = blocked, or NULL (H:
                                  the query heads) */
-    tg_tensor **weights;      /* if set, receives the attention weights (B,H,Tq,Tk): the
+    tg_tensor **weights; /* if set, receives the attention weights (B,H,Tq,Tk): the
                                  softmax probabilities before attention dropout (rows sum
                                  to 1); NULL when the forward fails */
-    tg_kv_cache *cache;       /* self-attention only: new keys/values are appended, and
+    tg_kv_cache *cache; /* self-attention only: new keys/values are appended, and
                                  queries sit at positions cache->len .. cache->len+Tq-1
                                  (bottom-right causal alignment) */
 } tg_attn_args;

@@ -16,11 +16,10 @@ int tg_rmsnorm_init(tg_rmsnorm_mod *l, tg_params *p, const char *name, int C, do
     l->weight = NULL;
     l->eps = eps;
     if (C < 1) return tg_error_set(err, "rmsnorm '%s': C must be >= 1, got %d", name, C);
-    if (!(eps > 0 && eps <= 1))
-        return tg_error_set(err, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
+    if (!(eps > 0 && eps <= 1)) return tg_error_set(err, "rmsnorm '%s': eps must be in (0, 1], got %g", name, eps);
     char full[TG_NN_NAME_MAX + 1];
     if (tg_nn_join(full, name, "weight", "rmsnorm_init", err)) return -1;
-    l->weight = tg_params_add(p, full, 1, (int[]){C}, err);   /* (C) */
+    l->weight = tg_params_add(p, full, 1, (int[]){C}, err); /* (C) */
     if (!l->weight) return -1;
     for (int i = 0; i < C; i++) {
         if (l->weight->dtype == TG_F32) ((float *)l->weight->data)[i] = 1;

@@ -39,7 +39,6 @@
 
 #include "avx512_internal.h"
 
-
 /* tg_fexp in 16 lanes */
 AVX512 static inline __m512 v_exp16(__m512 x)
 {
@@ -86,7 +85,7 @@ AVX512 int64_t tg_attn_block_online_avx512(float *restrict s, int nq, int nk, in
             const __mmask16 vis = below(nv, c0);
             const __m512 x = _mm512_maskz_loadu_ps(vis, sr + c0);
             bad |= _mm512_mask_fpclass_ps_mask(vis, x, 0x89); /* QNaN, +inf, SNaN */
-            vmx = _mm512_mask_max_ps(vmx, vis, x, vmx);      /* x > vmx ? x : vmx, as the AVX2 blend */
+            vmx = _mm512_mask_max_ps(vmx, vis, x, vmx); /* x > vmx ? x : vmx, as the AVX2 blend */
         }
         const float rmx = _mm512_reduce_max_ps(vmx);
         const float mn = rmx > m[r] ? rmx : m[r];
@@ -110,7 +109,7 @@ AVX512 int64_t tg_attn_block_online_avx512(float *restrict s, int nq, int nk, in
             const __mmask16 keep = _mm512_mask_cmp_ps_mask(vis, w, ninf, _CMP_NEQ_UQ);
             const __m512 e = _mm512_maskz_mov_ps(keep, v_exp16(_mm512_sub_ps(w, vmn)));
             _mm512_mask_storeu_ps(sr + c0, in, e);
-            vsum = _mm256_add_ps(vsum, _mm512_castps512_ps256(e));     /* columns c0 .. c0+7 */
+            vsum = _mm256_add_ps(vsum, _mm512_castps512_ps256(e)); /* columns c0 .. c0+7 */
             vsum = _mm256_add_ps(vsum, _mm512_extractf32x8_ps(e, 1)); /* then c0+8 .. c0+15 */
         }
         float sum[8];

@@ -104,8 +104,10 @@ TG_KERNEL_BODY int64_t block_online_f32_body(float *restrict s, int nq, int nk, 
     }
     return -1;
 }
-TG_ISA_CLONES(int64_t, block_online_f32, (float *restrict s, int nq, int nk, int lim0, float *restrict m,
-    float *restrict l, float *restrict alpha), (s, nq, nk, lim0, m, l, alpha))
+TG_ISA_CLONES(int64_t, block_online_f32,
+              (float *restrict s, int nq, int nk, int lim0, float *restrict m, float *restrict l,
+               float *restrict alpha),
+              (s, nq, nk, lim0, m, l, alpha))
 
 /* Backward of one tile: s (nq,nk) holds the scaled scores and leaves
  * with P = exp(s - L) (0 where not visible); dp (nq,nk), when not NULL,
@@ -117,16 +119,17 @@ TG_KERNEL_BODY void block_grad_f32_body(float *restrict s, float *restrict dp, i
         float *restrict sr = s + (int64_t)r * nk;
         const int lim = lim0 + r;
         const float Lr = L[r];
-        for (int c = 0; c < nk; c++)
-            sr[c] = tg_fsel((c <= lim) & (sr[c] != -INFINITY), tg_fexp(sr[c] - Lr), 0);
+        for (int c = 0; c < nk; c++) sr[c] = tg_fsel((c <= lim) & (sr[c] != -INFINITY), tg_fexp(sr[c] - Lr), 0);
         if (!dp) continue;
         float *restrict dr = dp + (int64_t)r * nk;
         const float Dr = D[r];
         for (int c = 0; c < nk; c++) dr[c] = tg_fsel(c <= lim, sr[c] * (dr[c] - Dr), 0);
     }
 }
-TG_ISA_CLONES_VOID(block_grad_f32, (float *restrict s, float *restrict dp, int nq, int nk, int lim0,
-    const float *restrict L, const float *restrict D), (s, dp, nq, nk, lim0, L, D))
+TG_ISA_CLONES_VOID(block_grad_f32,
+                   (float *restrict s, float *restrict dp, int nq, int nk, int lim0, const float *restrict L,
+                    const float *restrict D),
+                   (s, dp, nq, nk, lim0, L, D))
 
 /* f32: the intrinsics versions on the avx512 and avx2 paths (the same
  * bits), the compiled ones above on the generic path */
@@ -229,8 +232,8 @@ static void prefetch_rows(const void *x, int64_t ld, int n, int w, size_t es)
 
 /* Pair bh's rows of q, k, v and, when not NULL, of o and dO (elements of
  * size es): loaded while the pair before it computes. */
-static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const void *k, const void *v,
-                          const void *o, const void *dout, size_t es)
+static void prefetch_pair(const attn_plan *p, int64_t bh, const void *q, const void *k, const void *v, const void *o,
+                          const void *dout, size_t es)
 {
     const int64_t b = bh / p->H, h = bh % p->H, dh = p->dh;
     const int64_t oq = (b * p->Tq * p->ldq + h * dh) * (int64_t)es;
@@ -293,27 +296,27 @@ static const float *rows_f32(const float *x, int ld, int n, int dh, float *buf, 
 }
 
 /* The forward of pairs [lo, hi). */
-int tg_attn_forward_f32(const attn_plan *p, const float *q, const float *k, const float *v, float *o,
-                        float *lse, int64_t lo, int64_t hi, float *scratch, attn_fault *f)
+int tg_attn_forward_f32(const attn_plan *p, const float *q, const float *k, const float *v, float *o, float *lse,
+                        int64_t lo, int64_t hi, float *scratch, attn_fault *f)
 {
     const int C = p->C, dh = p->dh, Tq = p->Tq, Tk = p->Tk, bq = p->bq, bk = p->bk;
     const int ldq = p->ldq, ldk = p->ldk, lt = ld_cols(Tk);
     const float scale = (float)p->scale;
     const scratch_layout x = scratch_of(p, false);
-    float *s = scratch + x.s, *kt = scratch + x.kt;                 /* (bq,bk), (dh,lt) */
-    float *m = scratch + x.rows, *l = m + bq, *alpha = l + bq;      /* (bq) each */
+    float *s = scratch + x.s, *kt = scratch + x.kt; /* (bq,bk), (dh,lt) */
+    float *m = scratch + x.rows, *l = m + bq, *alpha = l + bq; /* (bq) each */
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / p->H, h = bh % p->H;
-        const float *qb = q + b * Tq * ldq + h * dh;                /* (Tq,dh), ld ldq */
-        float *ob = o + b * Tq * C + h * dh;                        /* (Tq,dh), ld C */
-        float *Lb = lse + bh * Tq;                                  /* (Tq) */
+        const float *qb = q + b * Tq * ldq + h * dh; /* (Tq,dh), ld ldq */
+        float *ob = o + b * Tq * C + h * dh; /* (Tq,dh), ld C */
+        float *Lb = lse + bh * Tq; /* (Tq) */
         int lv;
-        tg_sgemm_pack_t(kt, lt, k + b * Tk * ldk + kv_col(p, h), ldk, Tk, dh);          /* K^T (dh,Tk) */
+        tg_sgemm_pack_t(kt, lt, k + b * Tk * ldk + kv_col(p, h), ldk, Tk, dh); /* K^T (dh,Tk) */
         if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, NULL, NULL, sizeof(float)); /* the next head */
         const float *vr = rows_f32(v + b * Tk * ldk + kv_col(p, h), ldk, Tk, dh, scratch + x.kv, &lv); /* V */
         for (int i0 = 0; i0 < Tq; i0 += bq) {
             const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
-            float *oi = ob + (int64_t)i0 * C;                           /* (nq,dh), ld C */
+            float *oi = ob + (int64_t)i0 * C; /* (nq,dh), ld C */
             for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
             for (int j0 = 0; j0 < kend; j0 += bk) {
                 const int nk = kend - j0 < bk ? kend - j0 : bk;
@@ -353,24 +356,24 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
     const float scale = (float)p->scale;
     const bool need_ds = dq || dk;
     const scratch_layout x = scratch_of(p, true);
-    float *s = scratch + x.s, *dp = scratch + x.dp;                 /* (bq,bk) each */
-    float *D = scratch + x.rows;                                    /* (bq) */
-    float *kt = scratch + x.kt, *vt = scratch + x.vt;               /* (dh,lt) each */
+    float *s = scratch + x.s, *dp = scratch + x.dp; /* (bq,bk) each */
+    float *D = scratch + x.rows; /* (bq) */
+    float *kt = scratch + x.kt, *vt = scratch + x.vt; /* (dh,lt) each */
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / p->H, h = bh % p->H;
         const int64_t oq = b * Tq * ldq + h * dh, ok = b * Tk * ldk + kv_col(p, h), oo = b * Tq * C + h * dh;
-        const float *qb = q + oq;                                   /* (Tq,dh), ld ldq */
-        const float *ob = o + oo, *dob = dout + oo;                 /* (Tq,dh), ld C */
-        float *dqb = dq ? dq + oq : NULL;                           /* (Tq,dh), ld ldq */
+        const float *qb = q + oq; /* (Tq,dh), ld ldq */
+        const float *ob = o + oo, *dob = dout + oo; /* (Tq,dh), ld C */
+        float *dqb = dq ? dq + oq : NULL; /* (Tq,dh), ld ldq */
         float *dkb = dk ? dk + ok : NULL, *dvb = dv ? dv + ok : NULL; /* (Tk,dh), ld ldk */
-        const float *Lb = lse + bh * Tq;                            /* (Tq) */
+        const float *Lb = lse + bh * Tq; /* (Tq) */
         int lk = 0, lq = 0, ldo = 0;
-        tg_sgemm_pack_t(kt, lt, k + ok, ldk, Tk, dh);                                /* K^T (dh,Tk) */
+        tg_sgemm_pack_t(kt, lt, k + ok, ldk, Tk, dh); /* K^T (dh,Tk) */
         if (bh + 1 < hi) prefetch_pair(p, bh + 1, q, k, v, o, dout, sizeof(float)); /* the next head */
-        if (need_ds) tg_sgemm_pack_t(vt, lt, v + ok, ldk, Tk, dh);                   /* V^T (dh,Tk) */
-        const float *kr = dqb ? rows_f32(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL;  /* K */
-        const float *qr = dkb ? rows_f32(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL;      /* Q */
-        const float *dor = dvb ? rows_f32(dob, C, Tq, dh, scratch + x.dop, &ldo) : NULL;    /* dO */
+        if (need_ds) tg_sgemm_pack_t(vt, lt, v + ok, ldk, Tk, dh); /* V^T (dh,Tk) */
+        const float *kr = dqb ? rows_f32(k + ok, ldk, Tk, dh, scratch + x.kv, &lk) : NULL; /* K */
+        const float *qr = dkb ? rows_f32(qb, ldq, Tq, dh, scratch + x.qp, &lq) : NULL; /* Q */
+        const float *dor = dvb ? rows_f32(dob, C, Tq, dh, scratch + x.dop, &ldo) : NULL; /* dO */
         for (int i0 = 0; i0 < Tq; i0 += bq) {
             const int nq = Tq - i0 < bq ? Tq - i0 : bq, kend = key_end(p, i0, nq);
             const float *qi = qb + (int64_t)i0 * ldq, *doi = dob + (int64_t)i0 * C; /* (nq,dh) */
@@ -383,20 +386,17 @@ void tg_attn_backward_f32(const attn_plan *p, const float *q, const float *k, co
                     tiles_f32(nq, nk, dh, 1, doi, C, 1, vt + j0, lt, dp, nk, false);
                 grad_f32(s, need_ds ? dp : NULL, nq, nk, vis_limit(p, i0, j0, nk), Lb + i0, D);
                 if (dvb) /* dV_J (nk,dh) += P^T dO_I */
-                    tiles_f32(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * ldo, ldo,
-                              dvb + (int64_t)j0 * ldk, ldk, true);
+                    tiles_f32(nk, dh, nq, 1, s, 1, nk, dor + (int64_t)i0 * ldo, ldo, dvb + (int64_t)j0 * ldk, ldk,
+                              true);
                 if (dqb) /* dQ_I (nq,dh) += scale dS K_J */
-                    tiles_f32(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk,
-                              dqb + (int64_t)i0 * ldq, ldq, true);
+                    tiles_f32(nq, dh, nk, scale, dp, nk, 1, kr + (int64_t)j0 * lk, lk, dqb + (int64_t)i0 * ldq, ldq,
+                              true);
                 if (dkb) /* dK_J (nk,dh) += scale dS^T Q_I */
-                    tiles_f32(nk, dh, nq, scale, dp, 1, nk, qr + (int64_t)i0 * lq, lq,
-                              dkb + (int64_t)j0 * ldk, ldk, true);
+                    tiles_f32(nk, dh, nq, scale, dp, 1, nk, qr + (int64_t)i0 * lq, lq, dkb + (int64_t)j0 * ldk, ldk,
+                              true);
             }
         }
     }
 }
 
-size_t tg_attn_scratch_f32(const attn_plan *p, bool backward)
-{
-    return scratch_of(p, backward).total * sizeof(float);
-}
+size_t tg_attn_scratch_f32(const attn_plan *p, bool backward) { return scratch_of(p, backward).total * sizeof(float); }

@@ -23,13 +23,13 @@ void tg_attention_get_blocks(int *bq, int *bk);
 /* Everything the kernels need to know about one call. */
 typedef struct attn_plan {
     int B, H, Tq, Tk, C, dh;
-    int G;              /* query heads per key/value head: head h reads kv head h / G */
-    int Ckv;            /* width of k and v: (H / G) dh */
-    int ldq, ldk;       /* row strides of q and of k, v: C and Ckv, or C + 2 Ckv inside one qkv */
-    int bq, bk;         /* block sizes */
+    int G; /* query heads per key/value head: head h reads kv head h / G */
+    int Ckv; /* width of k and v: (H / G) dh */
+    int ldq, ldk; /* row strides of q and of k, v: C and Ckv, or C + 2 Ckv inside one qkv */
+    int bq, bk; /* block sizes */
     bool causal;
-    int64_t q_pos;      /* absolute position of query 0 (causal only) */
-    double scale;       /* 1/sqrt(dh) */
+    int64_t q_pos; /* absolute position of query 0 (causal only) */
+    double scale; /* 1/sqrt(dh) */
 } attn_plan;
 
 enum { ATTN_OK, ATTN_BAD_SCORE, ATTN_BLOCKED_ROW };

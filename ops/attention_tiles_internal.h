@@ -48,9 +48,9 @@ void tg_attn_block_grad_avx2(float *restrict s, float *restrict dp, int nq, int 
  * and mask registers (ops/attention_avx512.c): the same bits as the AVX2
  * ones. Only where TG_AVX2_KERNELS is defined and tg_cpu_avx512() is
  * true. */
-int64_t tg_attn_block_online_avx512(float *restrict s, int nq, int nk, int lim0, float *restrict m,
-                                    float *restrict l, float *restrict alpha);
-void tg_attn_block_grad_avx512(float *restrict s, float *restrict dp, int nq, int nk, int lim0,
-                               const float *restrict L, const float *restrict D);
+int64_t tg_attn_block_online_avx512(float *restrict s, int nq, int nk, int lim0, float *restrict m, float *restrict l,
+                                    float *restrict alpha);
+void tg_attn_block_grad_avx512(float *restrict s, float *restrict dp, int nq, int nk, int lim0, const float *restrict L,
+                               const float *restrict D);
 
 #endif

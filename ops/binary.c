@@ -16,7 +16,7 @@
 #include "../core/op.h"
 #include "../core/parallel.h"
 
-#define BINARY_GRAIN 16384   /* elements per thread, at least */
+#define BINARY_GRAIN 16384 /* elements per thread, at least */
 
 enum { ADD, SUB, MUL, DIV };
 static const char *const NAMES[] = {"add", "sub", "mul", "div"};
@@ -33,12 +33,12 @@ static inline void run_start(const tg_bcast *bc, int64_t r, int64_t *oa, int64_t
 
 /* dst += e over the run (j = 0..n-1), or dst = e when `store` (a new
  * gradient that this op alone writes: no zero-fill, no read) */
-#define PUT(store, dst, e)                                                                  \
-    do {                                                                                    \
-        if (store)                                                                          \
-            for (int j = 0; j < n; j++) dst = (e);                                          \
-        else                                                                                \
-            for (int j = 0; j < n; j++) dst += (e);                                         \
+#define PUT(store, dst, e)                                                                                             \
+    do {                                                                                                               \
+        if (store)                                                                                                     \
+            for (int j = 0; j < n; j++) dst = (e);                                                                     \
+        else                                                                                                           \
+            for (int j = 0; j < n; j++) dst += (e);                                                                    \
     } while (0)
 
 #define T float
@@ -54,8 +54,8 @@ typedef struct binary_job {
     const tg_bcast *bc;
     tg_dtype dt;
     const void *a, *b, *y, *dy;
-    void *out, *ga, *gb;   /* out: y in the forward; ga, gb: gradients in the backward */
-    bool sa, sb;           /* store into ga / gb instead of adding (new, unbroadcast gradients) */
+    void *out, *ga, *gb; /* out: y in the forward; ga, gb: gradients in the backward */
+    bool sa, sb; /* store into ga / gb instead of adding (new, unbroadcast gradients) */
 } binary_job;
 
 static void binary_part(void *ctx, int64_t lo, int64_t hi)
@@ -63,8 +63,7 @@ static void binary_part(void *ctx, int64_t lo, int64_t hi)
     const binary_job *j = ctx;
     if (j->out && j->dt == TG_F32) forward_f32(j->op, j->bc, j->a, j->b, j->out, lo, hi);
     else if (j->out) forward_f64(j->op, j->bc, j->a, j->b, j->out, lo, hi);
-    else if (j->dt == TG_F32)
-        backward_f32(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
+    else if (j->dt == TG_F32) backward_f32(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
     else backward_f64(j->op, j->bc, j->a, j->b, j->y, j->dy, j->ga, j->gb, j->sa, j->sb, lo, hi);
 }
 

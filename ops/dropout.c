@@ -47,7 +47,7 @@ tg_tensor *tg_dropout(tg_graph *g, tg_tensor *x, double p)
     if (p == 0 || !tg_graph_training(g) || !tg_graph_grad_enabled(g)) return x;
 
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* like x */
-    uint8_t *keep = y ? tg_arena_alloc(g, (size_t)x->numel) : NULL;  /* like x */
+    uint8_t *keep = y ? tg_arena_alloc(g, (size_t)x->numel) : NULL; /* like x */
     if (!keep) return NULL;
     tg_rng *rng = tg_graph_rng(g);
     for (int64_t i = 0; i < x->numel; i++) keep[i] = tg_rng_uniform(rng) >= p;

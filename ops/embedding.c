@@ -26,7 +26,7 @@
 static void embedding_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *w = nd->in[0], *y = nd->out; /* w (V,C), y (ids..., C) */
-    const int32_t *ids = nd->saved;         /* (ids...), copied at forward */
+    const int32_t *ids = nd->saved; /* (ids...), copied at forward */
     const int C = w->shape[1];
     const int64_t n = y->numel / C;
     void *gw = tg_grad(g, w);
@@ -38,8 +38,7 @@ static void embedding_backward(tg_graph *g, tg_node *nd)
 tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
 {
     tg_tensor *in[2] = {weight, ids};
-    if (!tg_op_begin(g, "embedding", 2, in) || !tg_op_check_float(g, "embedding", "weight", weight))
-        return NULL;
+    if (!tg_op_begin(g, "embedding", 2, in) || !tg_op_check_float(g, "embedding", "weight", weight)) return NULL;
     /* the shapes are written only for a message (decoding calls this per token) */
     char sw[64], si[64];
 #define W_SHAPE tg_dtype_name(weight->dtype), tg_shape_str(weight, sw, sizeof sw)
@@ -49,16 +48,16 @@ tg_tensor *tg_embedding(tg_graph *g, tg_tensor *weight, tg_tensor *ids)
     if (ids->dtype != TG_I32)
         return tg_fail(g, "embedding: ids must be i32, got %s %s (weight %s %s)", I_SHAPE, W_SHAPE);
     if (ids->ndim > 3)
-        return tg_fail(g, "embedding: ids may have at most 3 dimensions, got %s %s (weight %s %s)", I_SHAPE,
-                       W_SHAPE);
+        return tg_fail(g, "embedding: ids may have at most 3 dimensions, got %s %s (weight %s %s)", I_SHAPE, W_SHAPE);
     const int V = weight->shape[0], C = weight->shape[1];
     const int32_t *id = ids->data; /* (ids...) */
     for (int64_t i = 0; i < ids->numel; i++) {
         if (id[i] >= 0 && id[i] < V) continue;
         char pos[64];
-        tg_index_str(ids, ids->ndim, i, pos, sizeof pos);   /* e.g. (1,0) */
-        return tg_fail(g, "embedding: id %d at position %s (flat %lld) of ids %s %s is outside [0, V) with V = %d "
-                          "(weight %s %s)",
+        tg_index_str(ids, ids->ndim, i, pos, sizeof pos); /* e.g. (1,0) */
+        return tg_fail(g,
+                       "embedding: id %d at position %s (flat %lld) of ids %s %s is outside [0, V) with V = %d "
+                       "(weight %s %s)",
                        (int)id[i], pos, (long long)i, I_SHAPE, V, W_SHAPE);
     }
 #undef W_SHAPE

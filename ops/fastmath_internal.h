@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/isa_internal.h"   /* TG_ISA_CLONES, tg_cpu_avx2, tg_cpu_avx512 */
+#include "../core/isa_internal.h" /* TG_ISA_CLONES, tg_cpu_avx2, tg_cpu_avx512 */
 
 /* c ? a : b through bit masks: no branch for the compiler to make of it,
  * so both sides are computed and the loop vectorises */
@@ -88,9 +88,9 @@ static inline float tg_ferfc_v(float a)
 {
     float a2 = a * a, a4 = a2 * a2;
     float vp = (-1.1283791979102216f + a * -1.5609477857486262f) +
-               a2 * (-0.9596063915633067f + a * -0.30286549076475583f) + a4 * -0.042257663488184966f;
+        a2 * (-0.9596063915633067f + a * -0.30286549076475583f) + a4 * -0.042257663488184966f;
     float vq = (1.0f + a * 2.269581551181068f) + a2 * (2.1951209368428453f + a * 1.1438668734692632f) +
-               a4 * (0.32670954133394414f + a * 0.042257663488184966f);
+        a4 * (0.32670954133394414f + a * 0.042257663488184966f);
     return vp / vq;
 }
 

@@ -36,7 +36,7 @@ static inline float gelu_grad_f32(float x)
     const float t = a * (tg_ferfc_v(a) - 1.1283791670955126f); /* 2 / sqrt(pi) */
     const float q = 0.5f * (e + e * t);
     const int neg = z < 0;
-    const float far = tg_fsel(neg, 0.0f, 1.0f) + (x - x);   /* x phi(x) is 0 there; x - x: NaN at +-inf, NaN */
+    const float far = tg_fsel(neg, 0.0f, 1.0f) + (x - x); /* x phi(x) is 0 there; x - x: NaN at +-inf, NaN */
     return tg_fsel(s < 87.0f, tg_fsel(neg, q, 1.0f - q), far);
 }
 
@@ -48,8 +48,9 @@ TG_KERNEL_BODY void gelu_backward_f32_body(int64_t n, const float *restrict x, c
     else
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad_f32(x[i]);
 }
-TG_ISA_CLONES_VOID(gelu_backward_f32, (int64_t n, const float *restrict x, const float *restrict dy,
-    float *restrict dx, bool acc), (n, x, dy, dx, acc))
+TG_ISA_CLONES_VOID(gelu_backward_f32,
+                   (int64_t n, const float *restrict x, const float *restrict dy, float *restrict dx, bool acc),
+                   (n, x, dy, dx, acc))
 
 /* ---- the tanh form -------------------------------------------------- */
 
@@ -65,9 +66,9 @@ TG_ISA_CLONES_VOID(gelu_backward_f32, (int64_t n, const float *restrict x, const
  * reference's 1 + tanh u is 0 or 2 already, s and gelu' are the step
  * [x > 0]; as in f64, x = -inf gives y = NaN (-inf 0), x = +-inf gives
  * gelu' = NaN (1 + inf 0), and NaN gives NaN. */
-#define K2 1.5957691216057308f      /* 2k */
-#define K2C 0.07135481627260025f     /* 2kc */
-#define K6C 0.21406444881780076f     /* 6kc */
+#define K2 1.5957691216057308f /* 2k */
+#define K2C 0.07135481627260025f /* 2kc */
+#define K6C 0.21406444881780076f /* 6kc */
 
 /* a = 2|u| and e = exp(-a), meaningful for a < 87 (garbage beyond, or
  * NaN: the callers select it away) */
@@ -97,8 +98,8 @@ static inline float gelu_tanh_grad_f32(float x)
     const float e = gelu_tanh_e(x, x2, &a);
     const float r = 1.0f / (1.0f + e);
     const float s = tg_fsel(x < 0, e * r, r);
-    const float q = x * (K2 + K6C * x2) * (e * r * r);   /* 2 x u' s (1 - s) */
-    return tg_fsel(a < 87.0f, s + q, tg_fsel(x > 0, 1.0f, 0.0f) + (x - x));   /* x - x: NaN at +-inf, NaN */
+    const float q = x * (K2 + K6C * x2) * (e * r * r); /* 2 x u' s (1 - s) */
+    return tg_fsel(a < 87.0f, s + q, tg_fsel(x > 0, 1.0f, 0.0f) + (x - x)); /* x - x: NaN at +-inf, NaN */
 }
 
 TG_KERNEL_BODY void gelu_tanh_backward_f32_body(int64_t n, const float *restrict x, const float *restrict dy,
@@ -109,8 +110,9 @@ TG_KERNEL_BODY void gelu_tanh_backward_f32_body(int64_t n, const float *restrict
     else
         for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_tanh_grad_f32(x[i]);
 }
-TG_ISA_CLONES_VOID(gelu_tanh_backward_f32, (int64_t n, const float *restrict x, const float *restrict dy,
-    float *restrict dx, bool acc), (n, x, dy, dx, acc))
+TG_ISA_CLONES_VOID(gelu_tanh_backward_f32,
+                   (int64_t n, const float *restrict x, const float *restrict dy, float *restrict dx, bool acc),
+                   (n, x, dy, dx, acc))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

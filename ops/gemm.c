@@ -30,9 +30,9 @@
 #include "sgemm_bf16_internal.h"
 #include "sgemm_internal.h"
 
-#define GEMM_BLOCK 16                 /* chunks are whole blocks of this many rows or columns */
-#define GEMM_CHUNKS 8                 /* at most, whatever the thread count ... */
-#define GEMM_BLAS_CHUNKS 4            /* ... and for OpenBLAS, which packs its B again in each */
+#define GEMM_BLOCK 16 /* chunks are whole blocks of this many rows or columns */
+#define GEMM_CHUNKS 8 /* at most, whatever the thread count ... */
+#define GEMM_BLAS_CHUNKS 4 /* ... and for OpenBLAS, which packs its B again in each */
 #define GEMM_MIN_SPLIT (64.0 * 64 * 64) /* multiply-adds below which one call is cheaper */
 
 /* the operands' type: f32, f64, or f32 rounded to bf16 */
@@ -43,9 +43,9 @@ typedef enum gemm_kind { GEMM_F32, GEMM_F64, GEMM_BF16 } gemm_kind;
 typedef struct gemm_job {
     gemm_kind kind;
     bool ta, tb, by_rows;
-    bool merge;           /* consecutive chunks may be one call (tapegrad's kernel) */
+    bool merge; /* consecutive chunks may be one call (tapegrad's kernel) */
     int M, N, K, lda, ldb, ldc;
-    int chunk;            /* rows (or columns) of C per chunk */
+    int chunk; /* rows (or columns) of C per chunk */
     double alpha, beta;
     const void *A, *B;
     void *C;
@@ -56,14 +56,14 @@ typedef struct gemm_job {
 static void one_call(const gemm_job *j, int M, int N, int64_t a, int64_t b, int64_t c)
 {
     if (j->kind == GEMM_F64)
-        tg_dgemm(j->ta, j->tb, M, N, j->K, j->alpha, (const double *)j->A + a, j->lda, (const double *)j->B + b,
-                 j->ldb, j->beta, (double *)j->C + c, j->ldc);
+        tg_dgemm(j->ta, j->tb, M, N, j->K, j->alpha, (const double *)j->A + a, j->lda, (const double *)j->B + b, j->ldb,
+                 j->beta, (double *)j->C + c, j->ldc);
     else if (j->kind == GEMM_BF16)
         tg_sgemm_bf16(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda,
                       (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
     else
-        tg_sgemm(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda,
-                 (const float *)j->B + b, j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
+        tg_sgemm(j->ta, j->tb, M, N, j->K, (float)j->alpha, (const float *)j->A + a, j->lda, (const float *)j->B + b,
+                 j->ldb, (float)j->beta, (float *)j->C + c, j->ldc);
 }
 
 /* Chunks [lo, hi) of C, one call each */
@@ -99,20 +99,20 @@ static void gemm(gemm_job *j)
     tg_parallel_for(chunks, j->merge ? (chunks + nt - 1) / nt : 1, part, j);
 }
 
-void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc)
+void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                 float beta, float *C, int ldc)
 {
     gemm(&(gemm_job){GEMM_F32, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
-void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
-                 const double *B, int ldb, double beta, double *C, int ldc)
+void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B,
+                 int ldb, double beta, double *C, int ldc)
 {
     gemm(&(gemm_job){GEMM_F64, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }
 
-void tg_gemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                  int ldb, float beta, float *C, int ldc)
+void tg_gemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc)
 {
     gemm(&(gemm_job){GEMM_BF16, ta, tb, M >= N, false, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C});
 }

@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-void tg_gemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                  int ldb, float beta, float *C, int ldc);
+void tg_gemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc);
 
 #endif

@@ -14,9 +14,9 @@
 
 #include <stdbool.h>
 
-void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc);
-void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
-                 const double *B, int ldb, double beta, double *C, int ldc);
+void tg_gemm_f32(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                 float beta, float *C, int ldc);
+void tg_gemm_f64(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B,
+                 int ldb, double beta, double *C, int ldc);
 
 #endif

@@ -30,9 +30,9 @@
 #include "../core/parallel.h"
 
 #define LANES 16
-#define ACCS 4                       /* accumulators per dot product */
-#define PREFETCH 1536                /* floats (6 KB) ahead of the row being read */
-#define GEMV_MIN_PART (32.0 * 1024)  /* multiply-adds below which a part is not worth a thread */
+#define ACCS 4 /* accumulators per dot product */
+#define PREFETCH 1536 /* floats (6 KB) ahead of the row being read */
+#define GEMV_MIN_PART (32.0 * 1024) /* multiply-adds below which a part is not worth a thread */
 
 /* x . w over K floats, in the order described at the top, plus *b */
 TG_KERNEL_BODY float dot(const float *restrict w, const float *restrict x, int K, const float *b)
@@ -49,7 +49,7 @@ TG_KERNEL_BODY float dot(const float *restrict w, const float *restrict x, int K
             a3[l] += wc[3 * LANES + l] * xc[3 * LANES + l];
         }
     }
-    float *const acc[ACCS - 1] = {a0, a1, a2};   /* the last nc mod 4 chunks: accumulators 0, 1, 2 */
+    float *const acc[ACCS - 1] = {a0, a1, a2}; /* the last nc mod 4 chunks: accumulators 0, 1, 2 */
     for (int r = 0; c < nc; c++, r++)
         for (int l = 0; l < LANES; l++) acc[r][l] += w[c * LANES + l] * x[c * LANES + l];
     for (int l = 0; l < LANES; l++) a0[l] = (a0[l] + a1[l]) + (a2[l] + a3[l]);
@@ -68,12 +68,13 @@ TG_KERNEL_BODY void gemv_rows_body(int M, int N, int K, const float *restrict X,
     for (int n = n0; n < n1; n++) {
         const int64_t at = (int64_t)n * K;
         for (int64_t k = at + PREFETCH; k < at + PREFETCH + K && k < size; k += LANES) __builtin_prefetch(W + k);
-        for (int m = 0; m < M; m++)
-            Y[(int64_t)m * ldy + n] = dot(W + at, X + (int64_t)m * ldx, K, b ? b + n : NULL);
+        for (int m = 0; m < M; m++) Y[(int64_t)m * ldy + n] = dot(W + at, X + (int64_t)m * ldx, K, b ? b + n : NULL);
     }
 }
-TG_ISA_CLONES_VOID(gemv_rows, (int M, int N, int K, const float *restrict X, int ldx, const float *restrict W,
-    const float *restrict b, float *restrict Y, int ldy, int n0, int n1), (M, N, K, X, ldx, W, b, Y, ldy, n0, n1))
+TG_ISA_CLONES_VOID(gemv_rows,
+                   (int M, int N, int K, const float *restrict X, int ldx, const float *restrict W,
+                    const float *restrict b, float *restrict Y, int ldy, int n0, int n1),
+                   (M, N, K, X, ldx, W, b, Y, ldy, n0, n1))
 
 typedef struct gemv_job {
     int M, N, K, ldx, ldy;
@@ -92,6 +93,6 @@ void tg_gemv_f32(int M, int N, int K, const float *X, int ldx, const float *W, c
 {
     if (M <= 0 || N <= 0) return;
     gemv_job j = {M, N, K, ldx, ldy, X, W, b, Y};
-    const int64_t grain = (int64_t)(GEMV_MIN_PART / ((double)M * (K > 0 ? K : 1))) + 1;   /* rows per part */
+    const int64_t grain = (int64_t)(GEMV_MIN_PART / ((double)M * (K > 0 ? K : 1))) + 1; /* rows per part */
     tg_parallel_for(N, grain, gemv_part, &j);
 }

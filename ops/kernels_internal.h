@@ -23,7 +23,7 @@
 
 /* ---- softmax (ops/softmax.c, ops/softmax_f32.c) ----------------------- */
 
-enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW };   /* a forward's result */
+enum { SCORES_OK, BAD_SCORE, BLOCKED_ROW }; /* a forward's result */
 
 /* Row r of x, padded shape dim, as its index (d0, d1, d2) over dim[0..2]:
  * where its mask row is. Carried from row to row by tg_row_next (no
@@ -92,8 +92,7 @@ void tg_layernorm_backward_f32(int64_t rows, int C, const float *x, const float 
 /* The f32 rows of ops/rmsnorm.c's plain code (rms_forward_f32,
  * rms_backward_f32: the same arguments) with AVX-512 intrinsics and the
  * same bits; false, with nothing done, off the avx512 path. */
-bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y,
-                               double *rstd);
+bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y, double *rstd);
 bool tg_rmsnorm_backward_avx512(int64_t rows, int C, const float *x, const float *w, const float *dy,
                                 const double *rstd, float *gx, bool store, double *gw);
 
@@ -108,7 +107,7 @@ bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int
 
 /* ---- cross-entropy (ops/loss.c, ops/loss_f32.c) ----------------------- */
 
-enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW };   /* a forward's result */
+enum { CE_OK, CE_BAD_LOGIT, CE_DEAD_ROW }; /* a forward's result */
 
 /* Rows [lo, hi) of logits x (rows, v) against targets t (-1: ignored):
  * lse_r = log sum_j exp(x_rj) of each counted row into lse, the sum of

@@ -47,13 +47,13 @@ typedef struct ln_job {
     double eps;
     const void *x, *w, *b, *dy;
     void *y, *gx;
-    bool store;          /* gx is new: written, not added to */
-    double *pgw, *pgb;   /* (parts, C) each, or NULL */
-    float *paw, *pab;    /* (parts, C) zeroed f32 accumulators for f32 dw, db, or NULL */
+    bool store; /* gx is new: written, not added to */
+    double *pgw, *pgb; /* (parts, C) each, or NULL */
+    float *paw, *pab; /* (parts, C) zeroed f32 accumulators for f32 dw, db, or NULL */
     double *mean, *rstd;
 } ln_job;
 
-#define LN_GRAIN 16384   /* elements per thread, at least */
+#define LN_GRAIN 16384 /* elements per thread, at least */
 
 static void ln_part(void *ctx, int64_t lo, int64_t hi);
 static void layernorm_backward(tg_graph *g, tg_node *nd);
@@ -62,7 +62,7 @@ static void layernorm_backward(tg_graph *g, tg_node *nd);
 static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const tg_tensor *p)
 {
     if (!p) return true;
-    char sx[64], sp[64];   /* the shapes, written only for a message */
+    char sx[64], sp[64]; /* the shapes, written only for a message */
     if (!tg_op_check_float(g, "layernorm", what, p)) return false;
     if (p->dtype != x->dtype) {
         tg_fail(g, "layernorm: dtypes differ: x %s %s, %s %s %s", tg_dtype_name(x->dtype),
@@ -71,9 +71,8 @@ static bool check_param(tg_graph *g, const char *what, const tg_tensor *x, const
     }
     const int C = x->shape[x->ndim - 1];
     if (p->ndim != 1 || p->shape[0] != C) {
-        tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C,
-                tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), tg_dtype_name(p->dtype),
-                tg_shape_str(p, sp, sizeof sp));
+        tg_fail(g, "layernorm: %s must have shape (C) = (%d) for x %s %s, got %s %s", what, C, tg_dtype_name(x->dtype),
+                tg_shape_str(x, sx, sizeof sx), tg_dtype_name(p->dtype), tg_shape_str(p, sp, sizeof sp));
         return false;
     }
     return true;
@@ -107,8 +106,15 @@ tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, d
     }
     if (tg_graph_error(g)) return NULL;
     double *mean = stats, *rstd = stats ? stats + rows : NULL;
-    ln_job j = {.dt = y->dtype, .C = C, .eps = eps, .x = x->data, .w = w ? w->data : NULL,
-                .b = b ? b->data : NULL, .y = y->data, .mean = mean, .rstd = rstd};
+    ln_job j = {.dt = y->dtype,
+                .C = C,
+                .eps = eps,
+                .x = x->data,
+                .w = w ? w->data : NULL,
+                .b = b ? b->data : NULL,
+                .y = y->data,
+                .mean = mean,
+                .rstd = rstd};
     tg_parallel_for(rows, 1 + LN_GRAIN / C, ln_part, &j);
     return tg_graph_error(g) ? NULL : y;
 }
@@ -122,7 +128,7 @@ void tg_layernorm_forward_f64(int64_t rows, int C, const double *x, const double
 {
     for (int64_t r = 0; r < rows; r++) {
         const double *xr = x + r * C; /* (C) */
-        double *yr = y + r * C;       /* (C) */
+        double *yr = y + r * C; /* (C) */
         double m = 0, v = 0;
         for (int j = 0; j < C; j++) m += xr[j];
         m /= C;
@@ -130,7 +136,7 @@ void tg_layernorm_forward_f64(int64_t rows, int C, const double *x, const double
         v /= C;
         const double s = 1.0 / sqrt(v + eps); /* rstd */
         for (int j = 0; j < C; j++) {
-            double h = (xr[j] - m) * s;         /* xhat */
+            double h = (xr[j] - m) * s; /* xhat */
             if (w) h *= w[j];
             if (b) h += b[j];
             yr[j] = h;
@@ -193,13 +199,19 @@ static void layernorm_backward(tg_graph *g, tg_node *nd)
     void *gw = tg_grad(g, w), *gb = tg_grad(g, nd->in[2]);
     const int nt = tg_parallel_parts(rows, 1 + LN_GRAIN / C);
     bool store;
-    ln_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .mean = mean,
-                .rstd = rstd, .gx = tg_grad_store(g, x, &store),
-                .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL,   /* (parts, C) */
-                .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};  /* (parts, C) */
+    ln_job j = {.dt = y->dtype,
+                .C = C,
+                .x = x->data,
+                .w = w ? w->data : NULL,
+                .dy = y->grad,
+                .mean = mean,
+                .rstd = rstd,
+                .gx = tg_grad_store(g, x, &store),
+                .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL, /* (parts, C) */
+                .pgb = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL}; /* (parts, C) */
     if (y->dtype == TG_F32) {
-        j.paw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (parts, C) */
-        j.pab = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL;    /* (parts, C) */
+        j.paw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL; /* (parts, C) */
+        j.pab = gb ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(float)) : NULL; /* (parts, C) */
     }
     j.store = store;
     if (tg_graph_error(g)) return;
@@ -227,8 +239,8 @@ static void ln_part(void *ctx, int64_t lo, int64_t hi)
     char *gx = j->gx ? (char *)j->gx + o * es : NULL;
     double *gw = j->pgw ? j->pgw + po : NULL, *gb = j->pgb ? j->pgb + po : NULL;
     if (j->dt == TG_F32)
-        tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx,
-                                  j->store, gw, gb, j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
+        tg_layernorm_backward_f32(rows, C, (const float *)x, j->w, (const float *)dy, mean, rstd, (float *)gx, j->store,
+                                  gw, gb, j->paw ? j->paw + po : NULL, j->pab ? j->pab + po : NULL);
     else
         tg_layernorm_backward_f64(rows, C, (const double *)x, j->w, (const double *)dy, mean, rstd, (double *)gx,
                                   j->store, gw, gb);

@@ -51,7 +51,7 @@ TG_KERNEL_BODY void forward_f32_body(int64_t rows, int C, const float *x, const 
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * C; /* (C) */
-        float *restrict yr = y + r * C;       /* (C) */
+        float *restrict yr = y + r * C; /* (C) */
         const double m = sum_f32(xr, C) / C;
         const float mh = (float)m, ml = (float)(m - mh);
         v8f sq = {0};
@@ -81,8 +81,10 @@ TG_KERNEL_BODY void forward_f32_body(int64_t rows, int C, const float *x, const 
         if (mean) mean[r] = m, rstd[r] = sd;
     }
 }
-TG_ISA_CLONES_VOID(forward_f32, (int64_t rows, int C, const float *x, const float *w, const float *b, double eps,
-    float *y, double *mean, double *rstd), (rows, C, x, w, b, eps, y, mean, rstd))
+TG_ISA_CLONES_VOID(forward_f32,
+                   (int64_t rows, int C, const float *x, const float *w, const float *b, double eps, float *y,
+                    double *mean, double *rstd),
+                   (rows, C, x, w, b, eps, y, mean, rstd))
 
 enum { HAS_W = 1, ACC_W = 2, ACC_B = 4 }; /* ln_bwd_row_f32's flags */
 
@@ -140,9 +142,17 @@ TG_KERNEL_BODY void backward_f32_body(int64_t rows, int C, const float *x, const
         const float mh = (float)mean[r], ml = (float)(mean[r] - mh), s = (float)rstd[r];
         float *gxr = gx ? gx + r * C : NULL;
         const float *xr = x + r * C, *dyr = dy + r * C; /* (C) */
-#define LN_ROW(f) case f: ln_bwd_row_f32(C, xr, w, dyr, mh, ml, s, gxr, store, aw, ab, f); break
+#define LN_ROW(f)                                                                                                      \
+    case f: ln_bwd_row_f32(C, xr, w, dyr, mh, ml, s, gxr, store, aw, ab, f); break
         switch ((w ? HAS_W : 0) | (aw ? ACC_W : 0) | (ab ? ACC_B : 0)) {
-            LN_ROW(0); LN_ROW(1); LN_ROW(2); LN_ROW(3); LN_ROW(4); LN_ROW(5); LN_ROW(6); LN_ROW(7);
+            LN_ROW(0);
+            LN_ROW(1);
+            LN_ROW(2);
+            LN_ROW(3);
+            LN_ROW(4);
+            LN_ROW(5);
+            LN_ROW(6);
+            LN_ROW(7);
         }
 #undef LN_ROW
         if ((r + 1) % FLUSH == 0 || r == rows - 1) {
@@ -153,9 +163,10 @@ TG_KERNEL_BODY void backward_f32_body(int64_t rows, int C, const float *x, const
         }
     }
 }
-TG_ISA_CLONES_VOID(backward_f32, (int64_t rows, int C, const float *x, const float *w, const float *dy,
-    const double *mean, const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w,
-    float *acc_b), (rows, C, x, w, dy, mean, rstd, gx, store, gw, gb, acc_w, acc_b))
+TG_ISA_CLONES_VOID(backward_f32,
+                   (int64_t rows, int C, const float *x, const float *w, const float *dy, const double *mean,
+                    const double *rstd, float *gx, bool store, double *gw, double *gb, float *acc_w, float *acc_b),
+                   (rows, C, x, w, dy, mean, rstd, gx, store, gw, gb, acc_w, acc_b))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

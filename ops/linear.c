@@ -67,12 +67,11 @@ static tg_tensor *linear_fail(tg_graph *g, const tg_tensor *x, const tg_tensor *
     if (w->ndim != 2) return tg_fail(g, "linear: w must be 2-D (out, in), got %s %s (x %s %s)", dw, sw, dx, sx);
     const int out = w->shape[0], nin = w->shape[1];
     if (x->shape[x->ndim - 1] != nin)
-        return tg_fail(g, "linear: x's last dimension must equal w's in: x %s %s, w (out, in) %s %s", dx, sx, dw,
-                       sw);
+        return tg_fail(g, "linear: x's last dimension must equal w's in: x %s %s, w (out, in) %s %s", dx, sx, dw, sw);
     if (b && (b->ndim != 1 || b->shape[0] != out))
-        return tg_fail(g, "linear: b must be (out) = (%d) for w %s %s, got %s %s", out, dw, sw,
-                       tg_dtype_name(b->dtype), tg_shape_str(b, sb, sizeof sb));
-    return tg_fail(g, "linear: x %s %s and w %s %s do not fit", dx, sx, dw, sw);   /* not reached */
+        return tg_fail(g, "linear: b must be (out) = (%d) for w %s %s, got %s %s", out, dw, sw, tg_dtype_name(b->dtype),
+                       tg_shape_str(b, sb, sizeof sb));
+    return tg_fail(g, "linear: x %s %s and w %s %s do not fit", dx, sx, dw, sw); /* not reached */
 }
 
 tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
@@ -83,7 +82,7 @@ tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
     /* the checks in one test first: the shapes are written out only for a
      * message, not per call (decoding calls this 7 times per layer and token) */
     const bool fits = w->dtype == x->dtype && (!b || b->dtype == x->dtype) && x->ndim >= 1 && w->ndim == 2 &&
-                      x->shape[x->ndim - 1] == w->shape[1] && (!b || (b->ndim == 1 && b->shape[0] == w->shape[0]));
+        x->shape[x->ndim - 1] == w->shape[1] && (!b || (b->ndim == 1 && b->shape[0] == w->shape[0]));
     if (!fits) return linear_fail(g, x, w, b);
     const int out = w->shape[0], nin = w->shape[1];
     const int64_t rows = x->numel / nin;
@@ -96,7 +95,7 @@ tg_tensor *tg_linear(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b)
     int shape[TG_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out;
-    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape);   /* (..., out) */
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape); /* (..., out) */
     if (!y) return NULL;
     if (y->dtype == TG_F32 && rows <= TG_GEMV_MAX_ROWS) /* a token or a few: one pass over W */
         tg_gemv_f32((int)rows, out, nin, x->data, nin, w->data, b ? b->data : NULL, y->data, out);

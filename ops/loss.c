@@ -43,14 +43,14 @@ typedef struct ce_job {
     const int32_t *t;
     int v;
     void *lse, *dx;
-    bool store;   /* dx is new: write it instead of adding */
+    bool store; /* dx is new: write it instead of adding */
     double scale;
     int *status;
     double *totals;
     int64_t *where;
 } ce_job;
 
-#define CE_GRAIN 16384   /* logits per thread, at least */
+#define CE_GRAIN 16384 /* logits per thread, at least */
 
 static void ce_part(void *ctx, int64_t lo, int64_t hi);
 static void cross_entropy_backward(tg_graph *g, tg_node *nd);
@@ -70,8 +70,10 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
     bool shape_ok = targets->ndim == logits->ndim - 1;
     for (int i = 0; shape_ok && i < targets->ndim; i++) shape_ok = targets->shape[i] == logits->shape[i];
     if (!shape_ok)
-        return tg_fail(g, "%s: targets' shape must be logits' shape without the last axis: logits %s %s, "
-                          "targets %s %s", name, dx, sx, dt, st);
+        return tg_fail(g,
+                       "%s: targets' shape must be logits' shape without the last axis: logits %s %s, "
+                       "targets %s %s",
+                       name, dx, sx, dt, st);
 
     const int v = logits->shape[logits->ndim - 1];
     const int64_t rows = targets->numel;
@@ -80,24 +82,31 @@ tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *targets)
     for (int64_t r = 0; r < rows; r++) {
         if (t[r] == -1) continue;
         if (t[r] < -1 || t[r] >= v)
-            return tg_fail(g, "%s: target %d at position %lld (index %s) is outside [0, %d) and is not -1 "
-                              "(ignore): logits %s %s, targets %s %s",
-                           name, (int)t[r], (long long)r, tg_index_str(targets, targets->ndim, r, si, sizeof si), v,
-                           dx, sx, dt, st);
+            return tg_fail(g,
+                           "%s: target %d at position %lld (index %s) is outside [0, %d) and is not -1 "
+                           "(ignore): logits %s %s, targets %s %s",
+                           name, (int)t[r], (long long)r, tg_index_str(targets, targets->ndim, r, si, sizeof si), v, dx,
+                           sx, dt, st);
         count++;
     }
     if (!count)
-        return tg_fail(g, "%s: every target is -1 (ignored), so there is nothing to average: logits %s %s, "
-                          "targets %s %s", name, dx, sx, dt, st);
+        return tg_fail(g,
+                       "%s: every target is -1 (ignored), so there is nothing to average: logits %s %s, "
+                       "targets %s %s",
+                       name, dx, sx, dt, st);
 
     tg_tensor *y = tg_op_output(g, logits->dtype, 0, NULL);
     void *lse = tg_arena_alloc(g, (size_t)rows * tg_dtype_size(logits->dtype));
     if (!y || !lse) return NULL;
     const int nt = tg_parallel_parts(rows, 1 + CE_GRAIN / v);
-    ce_job j = {.dt = logits->dtype, .x = logits->data, .t = t, .v = v, .lse = lse,
-                .status = tg_arena_zalloc(g, (size_t)nt * sizeof(int)),       /* (parts) CE_OK */
-                .totals = tg_arena_zalloc(g, (size_t)nt * sizeof(double)),    /* (parts) */
-                .where = tg_arena_zalloc(g, (size_t)nt * sizeof(int64_t))};   /* (parts) */
+    ce_job j = {.dt = logits->dtype,
+                .x = logits->data,
+                .t = t,
+                .v = v,
+                .lse = lse,
+                .status = tg_arena_zalloc(g, (size_t)nt * sizeof(int)), /* (parts) CE_OK */
+                .totals = tg_arena_zalloc(g, (size_t)nt * sizeof(double)), /* (parts) */
+                .where = tg_arena_zalloc(g, (size_t)nt * sizeof(int64_t))}; /* (parts) */
     if (tg_graph_error(g)) return NULL;
     tg_parallel_for(rows, 1 + CE_GRAIN / v, ce_part, &j);
     double total = 0;
@@ -138,13 +147,19 @@ int tg_cross_entropy_forward_f64(const double *x, const int32_t *t, int64_t lo, 
     for (int64_t r = lo; r < hi; r++) {
         if (t[r] == -1) continue;
         const double *xr = x + r * v;
-        double m = -INFINITY;   /* m_r = max_j x_rj */
+        double m = -INFINITY; /* m_r = max_j x_rj */
         for (int j = 0; j < v; j++) {
-            if (isnan(xr[j]) || xr[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; }
+            if (isnan(xr[j]) || xr[j] == INFINITY) {
+                *where = r * v + j;
+                return CE_BAD_LOGIT;
+            }
             m = xr[j] > m ? xr[j] : m;
         }
-        if (m == -INFINITY) { *where = r; return CE_DEAD_ROW; }
-        double sum = 0;         /* sum_j exp(x_rj - m_r) */
+        if (m == -INFINITY) {
+            *where = r;
+            return CE_DEAD_ROW;
+        }
+        double sum = 0; /* sum_j exp(x_rj - m_r) */
         for (int j = 0; j < v; j++) sum += exp(xr[j] - m);
         lse[r] = m + log(sum);
         sum_loss += lse[r] - xr[t[r]];
@@ -186,7 +201,13 @@ static void cross_entropy_backward(tg_graph *g, tg_node *nd)
     if (!gx) return;
     const int v = x->shape[x->ndim - 1];
     const double dl = x->dtype == TG_F32 ? ((float *)y->grad)[0] : ((double *)y->grad)[0];
-    ce_job j = {.dt = x->dtype, .x = x->data, .t = t->data, .v = v, .lse = nd->saved, .dx = gx, .store = store,
+    ce_job j = {.dt = x->dtype,
+                .x = x->data,
+                .t = t->data,
+                .v = v,
+                .lse = nd->saved,
+                .dx = gx,
+                .store = store,
                 .scale = dl / nd->darg[0]};
     tg_parallel_for(x->numel / v, 1 + CE_GRAIN / v, ce_part, &j);
 }

@@ -25,8 +25,14 @@ TG_KERNEL_BODY int forward_f32_body(const float *x, const int32_t *t, int64_t lo
         }
         if (bad)
             for (int j = 0; j < v; j++)
-                if (isnan(px[j]) || px[j] == INFINITY) { *where = r * v + j; return CE_BAD_LOGIT; }
-        if (mx == -INFINITY) { *where = r; return CE_DEAD_ROW; }
+                if (isnan(px[j]) || px[j] == INFINITY) {
+                    *where = r * v + j;
+                    return CE_BAD_LOGIT;
+                }
+        if (mx == -INFINITY) {
+            *where = r;
+            return CE_DEAD_ROW;
+        }
         float sum = 0;
         for (int j = 0; j < v; j++) sum += ce_exp_f32(px[j], mx);
         lse[r] = mx + logf(sum);
@@ -35,11 +41,13 @@ TG_KERNEL_BODY int forward_f32_body(const float *x, const int32_t *t, int64_t lo
     *total = acc;
     return CE_OK;
 }
-TG_ISA_CLONES(int, forward_f32, (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse,
-    double *total, int64_t *where), (x, t, lo, hi, v, lse, total, where))
+TG_ISA_CLONES(int, forward_f32,
+              (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, float *lse, double *total,
+               int64_t *where),
+              (x, t, lo, hi, v, lse, total, where))
 
-TG_KERNEL_BODY void backward_f32_body(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v,
-                                      const float *lse, float scale, float *dx, bool store)
+TG_KERNEL_BODY void backward_f32_body(const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse,
+                                      float scale, float *dx, bool store)
 {
     for (int64_t r = lo; r < hi; r++) {
         float *restrict pd = dx + r * v;
@@ -57,8 +65,10 @@ TG_KERNEL_BODY void backward_f32_body(const float *x, const int32_t *t, int64_t 
         pd[t[r]] -= scale;
     }
 }
-TG_ISA_CLONES_VOID(backward_f32, (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse,
-    float scale, float *dx, bool store), (x, t, lo, hi, v, lse, scale, dx, store))
+TG_ISA_CLONES_VOID(backward_f32,
+                   (const float *x, const int32_t *t, int64_t lo, int64_t hi, int v, const float *lse, float scale,
+                    float *dx, bool store),
+                   (x, t, lo, hi, v, lse, scale, dx, store))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

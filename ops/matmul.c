@@ -37,10 +37,10 @@
 /* How a and b combine: the gemm sizes and the output batches. */
 typedef struct mm_plan {
     int M, K, N;
-    int bdim[2];       /* output batch dims, padded on the left with 1 */
+    int bdim[2]; /* output batch dims, padded on the left with 1 */
     int64_t sa[2], sb[2]; /* strides of a's / b's matrices per batch dim; 0 where broadcast */
-    bool fold;         /* b has no real batch: a single gemm over batch*M rows */
-    int ndim;          /* of the output */
+    bool fold; /* b has no real batch: a single gemm over batch*M rows */
+    int ndim; /* of the output */
     int shape[TG_MAX_DIMS];
 } mm_plan;
 
@@ -123,7 +123,7 @@ static void matmul_backward(tg_graph *g, tg_node *nd)
 {
     tg_tensor *a = nd->in[0], *b = nd->in[1], *y = nd->out;
     mm_plan p;
-    mm_plan_make(a, b, &p);   /* the shapes were checked in the forward */
+    mm_plan_make(a, b, &p); /* the shapes were checked in the forward */
     mm_job j = {&p, a->data, b->data, y->grad, NULL, tg_grad(g, a), tg_grad(g, b)};
     if (!j.ga && !j.gb) return;
     const bool own = (!j.ga || unbroadcast(&p, p.sa)) && (!j.gb || unbroadcast(&p, p.sb));
@@ -139,13 +139,13 @@ tg_tensor *tg_matmul(tg_graph *g, tg_tensor *a, tg_tensor *b)
     tg_shape_str(b, sb, sizeof sb);
     const char *dt = tg_dtype_name(a->dtype);
     if (a->ndim == 0 || b->ndim == 0)
-        return tg_fail(g, "matmul: operands must have at least 1 dimension, got a scalar: a %s %s x b %s %s",
-                       dt, sa, dt, sb);
+        return tg_fail(g, "matmul: operands must have at least 1 dimension, got a scalar: a %s %s x b %s %s", dt, sa,
+                       dt, sb);
     mm_plan p;
     const char *why = mm_plan_make(a, b, &p);
     if (why) return tg_fail(g, "matmul: %s: a %s %s x b %s %s", why, dt, sa, dt, sb);
 
-    tg_tensor *y = tg_op_output(g, a->dtype, p.ndim, p.shape);   /* (..., M, N) */
+    tg_tensor *y = tg_op_output(g, a->dtype, p.ndim, p.shape); /* (..., M, N) */
     if (!y) return NULL;
     mm_job j = {&p, a->data, b->data, NULL, y->data, NULL, NULL};
     run_batches(&p, true, y->dtype == TG_F32 ? forward_f32 : forward_f64, &j);

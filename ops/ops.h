@@ -58,7 +58,7 @@ TG_API tg_tensor *tg_div(tg_graph *g, tg_tensor *a, tg_tensor *b);
 
 /* Elementwise functions of one float tensor: the output has x's shape
  * and dtype; a non-float x is an error. s must be finite (error). */
-TG_API tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s);   /* s * x */
+TG_API tg_tensor *tg_scale(tg_graph *g, tg_tensor *x, double s); /* s * x */
 /* -x */
 TG_API tg_tensor *tg_neg(tg_graph *g, tg_tensor *x);
 /* e^x */
@@ -72,7 +72,7 @@ TG_API tg_tensor *tg_tanh(tg_graph *g, tg_tensor *x);
  * not inf. */
 TG_API tg_tensor *tg_sqrt(tg_graph *g, tg_tensor *x);
 /* max(x, 0) */
-TG_API tg_tensor *tg_relu(tg_graph *g, tg_tensor *x);   /* gradient 0 at x = 0 */
+TG_API tg_tensor *tg_relu(tg_graph *g, tg_tensor *x); /* gradient 0 at x = 0 */
 /* max(x, 0)^2, ReLU squared (modded-nanogpt's MLP); backward dx += dy 2
  * max(x, 0). One fused pass (no relu(x) tensor kept). */
 TG_API tg_tensor *tg_relu2(tg_graph *g, tg_tensor *x);
@@ -83,8 +83,8 @@ TG_API tg_tensor *tg_relu2(tg_graph *g, tg_tensor *x);
 TG_API tg_tensor *tg_softcap(tg_graph *g, tg_tensor *x, double s);
 
 typedef enum tg_gelu_mode {
-    TG_GELU_ERF,   /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */
-    TG_GELU_TANH   /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TG_GELU_ERF, /* x * Phi(x), exact (GPT-2 / nanoGPT nn.GELU()) */
+    TG_GELU_TANH /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 } tg_gelu_mode;
 /* GELU of x elementwise in the given form; an unknown mode is an error. */
 TG_API tg_tensor *tg_gelu(tg_graph *g, tg_tensor *x, tg_gelu_mode mode);
@@ -122,8 +122,7 @@ TG_API tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int e
 /* Cuts x along axis into n pieces of the given sizes (summing to the
  * axis's length), written to out[0..n-1]. Returns 0, or -1 with an error
  * (then out[] is all NULL). */
-TG_API int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes,
-                    tg_tensor **out);
+TG_API int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes, tg_tensor **out);
 /* Joins n tensors along axis: that axis gets the sum of their lengths.
  * The dtypes and the other dimensions must match (error otherwise). */
 TG_API tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis);
@@ -156,7 +155,7 @@ TG_API tg_tensor *tg_log_softmax(tg_graph *g, tg_tensor *x, tg_tensor *mask);
 /* ---- fused attention (ops/attention.c) -------------------------------- */
 
 typedef enum tg_attn_flags {
-    TG_ATTN_DEFAULT = 0,   /* every key visible to every query */
+    TG_ATTN_DEFAULT = 0, /* every key visible to every query */
     /* Query i sits at absolute position q_pos + i and sees key j iff
      * j <= q_pos + i (q_pos = the KV cache length: bottom-right alignment). */
     TG_ATTN_CAUSAL = 1
@@ -176,8 +175,7 @@ typedef enum tg_attn_flags {
  * n_head != 0, k's heads not dividing n_head, a query row with no visible
  * key (q_pos + i < 0), a NaN or +inf score; each message names the shapes
  * (and row, element). */
-TG_API tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags,
-                               int q_pos);
+TG_API tg_tensor *tg_attention(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int n_head, int flags, int q_pos);
 
 /* tg_attention(q, k, v, n_head, flags, 0) on one qkv (B,T,C + 2 Ckv)
  * holding q, k and v side by side in its last axis (as one fused
@@ -205,8 +203,7 @@ TG_API tg_tensor *tg_cross_entropy(tg_graph *g, tg_tensor *logits, tg_tensor *ta
  * and may each be NULL (no scale / no shift). eps > 0 (PyTorch's default
  * is 1e-5). Errors: a scalar x, w or b not (C) or of another dtype,
  * eps <= 0. */
-TG_API tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b,
-                               double eps);
+TG_API tg_tensor *tg_layernorm(tg_graph *g, tg_tensor *x, tg_tensor *w, tg_tensor *b, double eps);
 #define TG_LAYERNORM_EPS 1e-5
 
 /* ---- rmsnorm (ops/rmsnorm.c) ------------------------------------------ */

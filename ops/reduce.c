@@ -46,12 +46,11 @@ static void reduce_backward(tg_graph *g, tg_node *nd)
 }
 
 /* axis: as given by the user, or `all` for every element. */
-static tg_tensor *reduce(tg_graph *g, const char *name, bool mean, tg_tensor *x, bool all, int axis,
-                         bool keepdim)
+static tg_tensor *reduce(tg_graph *g, const char *name, bool mean, tg_tensor *x, bool all, int axis, bool keepdim)
 {
     tg_tensor *in[1] = {x};
     if (!tg_op_begin(g, name, 1, in) || !tg_op_check_float(g, name, "x", x)) return NULL;
-    int ax = -1;   /* -1: all */
+    int ax = -1; /* -1: all */
     int ndim = 0, shape[TG_MAX_DIMS];
     if (!all) {
         ax = axis < 0 ? axis + x->ndim : axis;
@@ -81,7 +80,13 @@ static tg_tensor *reduce(tg_graph *g, const char *name, bool mean, tg_tensor *x,
     return tg_graph_error(g) ? NULL : y;
 }
 
-tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim) { return reduce(g, "sum", false, x, false, axis, keepdim); }
-tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim) { return reduce(g, "mean", true, x, false, axis, keepdim); }
+tg_tensor *tg_sum(tg_graph *g, tg_tensor *x, int axis, bool keepdim)
+{
+    return reduce(g, "sum", false, x, false, axis, keepdim);
+}
+tg_tensor *tg_mean(tg_graph *g, tg_tensor *x, int axis, bool keepdim)
+{
+    return reduce(g, "mean", true, x, false, axis, keepdim);
+}
 tg_tensor *tg_sum_all(tg_graph *g, tg_tensor *x) { return reduce(g, "sum_all", false, x, true, 0, false); }
 tg_tensor *tg_mean_all(tg_graph *g, tg_tensor *x) { return reduce(g, "mean_all", true, x, true, 0, false); }

@@ -45,12 +45,12 @@ typedef struct rms_job {
     double eps;
     const void *x, *w, *dy;
     void *y, *gx;
-    bool store;      /* gx is new: written, not added to */
-    double *pgw;     /* (parts, C) zeroed per-part dw sums, or NULL */
-    double *rstd;    /* (rows); NULL in a forward that records nothing */
+    bool store; /* gx is new: written, not added to */
+    double *pgw; /* (parts, C) zeroed per-part dw sums, or NULL */
+    double *rstd; /* (rows); NULL in a forward that records nothing */
 } rms_job;
 
-#define RMS_GRAIN 16384   /* elements per thread, at least */
+#define RMS_GRAIN 16384 /* elements per thread, at least */
 
 static void rms_part(void *ctx, int64_t lo, int64_t hi)
 {
@@ -74,21 +74,25 @@ static void rms_part(void *ctx, int64_t lo, int64_t hi)
         if (!tg_rmsnorm_backward_avx512(hi - lo, C, (const float *)x, j->w, (const float *)dy, rstd, (float *)gx,
                                         j->store, gw))
             rms_backward_f32(hi - lo, C, (const float *)x, j->w, (const float *)dy, rstd, (float *)gx, j->store, gw);
-    } else
-        rms_backward_f64(hi - lo, C, (const double *)x, j->w, (const double *)dy, rstd, (double *)gx, j->store, gw);
+    } else rms_backward_f64(hi - lo, C, (const double *)x, j->w, (const double *)dy, rstd, (double *)gx, j->store, gw);
 }
 
 static void rmsnorm_backward(tg_graph *g, tg_node *nd)
 {
-    tg_tensor *x = nd->in[0], *w = nd->in[1], *y = nd->out;   /* x, y (..., C); w (C) or NULL */
+    tg_tensor *x = nd->in[0], *w = nd->in[1], *y = nd->out; /* x, y (..., C); w (C) or NULL */
     const int C = x->shape[x->ndim - 1];
     const int64_t rows = x->numel / C;
     const int nt = tg_parallel_parts(rows, 1 + RMS_GRAIN / C);
     void *gw = tg_grad(g, w);
     bool store;
-    rms_job j = {.dt = y->dtype, .C = C, .x = x->data, .w = w ? w->data : NULL, .dy = y->grad, .rstd = nd->saved,
+    rms_job j = {.dt = y->dtype,
+                 .C = C,
+                 .x = x->data,
+                 .w = w ? w->data : NULL,
+                 .dy = y->grad,
+                 .rstd = nd->saved,
                  .gx = tg_grad_store(g, x, &store),
-                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL};   /* (parts, C) */
+                 .pgw = gw ? tg_arena_zalloc(g, (size_t)nt * C * sizeof(double)) : NULL}; /* (parts, C) */
     j.store = store;
     if (tg_graph_error(g) || (!j.gx && !gw)) return;
     tg_parallel_for(rows, 1 + RMS_GRAIN / C, rms_part, &j);
@@ -102,7 +106,7 @@ static void rmsnorm_backward(tg_graph *g, tg_node *nd)
 
 tg_tensor *tg_rmsnorm(tg_graph *g, tg_tensor *x, tg_tensor *w, double eps)
 {
-    tg_tensor *in[2] = {x, w};   /* w may be NULL by design */
+    tg_tensor *in[2] = {x, w}; /* w may be NULL by design */
     if (!tg_op_begin(g, "rmsnorm", 1, in) || !tg_op_check_live(g, "rmsnorm", 2, in) ||
         !tg_op_check_float(g, "rmsnorm", "x", x))
         return NULL;
@@ -113,21 +117,21 @@ tg_tensor *tg_rmsnorm(tg_graph *g, tg_tensor *x, tg_tensor *w, double eps)
                        tg_shape_str(x, sx, sizeof sx));
     const int C = x->shape[x->ndim - 1];
     if (w && (!tg_op_check_same_dtype(g, "rmsnorm", x, w) || w->ndim != 1 || w->shape[0] != C))
-        return tg_graph_error(g) ? NULL
-                                 : tg_fail(g, "rmsnorm: w must have shape (C) = (%d) for x %s %s, got %s %s", C,
-                                           tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx),
-                                           tg_dtype_name(w->dtype), tg_shape_str(w, sw, sizeof sw));
+        return tg_graph_error(g)
+            ? NULL
+            : tg_fail(g, "rmsnorm: w must have shape (C) = (%d) for x %s %s, got %s %s", C, tg_dtype_name(x->dtype),
+                      tg_shape_str(x, sx, sizeof sx), tg_dtype_name(w->dtype), tg_shape_str(w, sw, sizeof sw));
     if (!(eps > 0) || !isfinite(eps))
         return tg_fail(g, "rmsnorm: eps must be > 0 and finite, got %g (x %s %s)", eps, tg_dtype_name(x->dtype),
                        tg_shape_str(x, sx, sizeof sx));
     const int64_t rows = x->numel / C;
-    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);   /* (..., C) */
+    tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape); /* (..., C) */
     if (!y) return NULL;
     double *rstd = NULL;
     tg_node *nd = tg_op_record(g, "rmsnorm", rmsnorm_backward, y, 2, in);
     if (nd) {
         nd->darg[0] = eps;
-        rstd = nd->saved = tg_arena_alloc(g, (size_t)rows * sizeof(double));   /* (rows) */
+        rstd = nd->saved = tg_arena_alloc(g, (size_t)rows * sizeof(double)); /* (rows) */
     }
     if (tg_graph_error(g)) return NULL;
     rms_job j = {.dt = y->dtype, .C = C, .eps = eps, .x = x->data, .w = w ? w->data : NULL, .y = y->data, .rstd = rstd};

@@ -187,8 +187,7 @@ AVX512 static void backward(int64_t rows, int C, const float *x, const float *w,
     }
 }
 
-bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y,
-                               double *rstd)
+bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y, double *rstd)
 {
     if (!tg_cpu_avx512()) return false;
     forward(rows, C, x, w, eps, y, rstd);
@@ -205,8 +204,7 @@ bool tg_rmsnorm_backward_avx512(int64_t rows, int C, const float *x, const float
 
 #else
 
-bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y,
-                               double *rstd)
+bool tg_rmsnorm_forward_avx512(int64_t rows, int C, const float *x, const float *w, double eps, float *y, double *rstd)
 {
     (void)rows, (void)C, (void)x, (void)w, (void)eps, (void)y, (void)rstd;
     return false;

@@ -53,31 +53,31 @@ static void angles(tg_dtype dt, int T, int half, int pos0, double theta, void *c
 typedef struct rope_job {
     tg_dtype dt;
     int T, D, hd, n_rot, halves;
-    int sign;            /* +1 forward, -1 backward (the opposite angle) */
-    const void *cs;      /* (T, 2, hd/2) in the dtype: angles() */
-    const void *in;      /* x (forward) or dy (backward) */
-    void *out;           /* y, or dx */
-    bool add;            /* backward into an existing gradient: += */
+    int sign; /* +1 forward, -1 backward (the opposite angle) */
+    const void *cs; /* (T, 2, hd/2) in the dtype: angles() */
+    const void *in; /* x (forward) or dy (backward) */
+    void *out; /* y, or dx */
+    bool add; /* backward into an existing gradient: += */
 } rope_job;
 
-#define ROPE_GRAIN 16384   /* elements per thread, at least */
+#define ROPE_GRAIN 16384 /* elements per thread, at least */
 
 /* One row's n_rot heads (hd wide, pairs step apart within a pair and
  * stride apart from pair to pair), each pair (x0, x1) turned by cos c and
  * sin sign * s; the arithmetic in the dtype, as llama2.c does in float
  * (f32: float products, rounded, then the sum) */
-#define ROPE_ROW(T_)                                                                                              \
-    static void rope_row_##T_(const T_ *restrict x, T_ *restrict y, const T_ *cs, int half, int hd, int n_rot,     \
-                              int step, int stride, int sign, bool add)                                          \
-    {                                                                                                             \
-        for (int h = 0; h < n_rot; h++)                                                                           \
-            for (int i = 0; i < half; i++) {                                                                      \
-                const int k0 = h * hd + i * stride, k1 = k0 + step;                                               \
-                const T_ c = cs[i], s = sign > 0 ? cs[half + i] : -cs[half + i];                                  \
-                const T_ y0 = x[k0] * c - x[k1] * s, y1 = x[k0] * s + x[k1] * c;                                  \
-                y[k0] = add ? y[k0] + y0 : y0;                                                                    \
-                y[k1] = add ? y[k1] + y1 : y1;                                                                    \
-            }                                                                                                     \
+#define ROPE_ROW(T_)                                                                                                   \
+    static void rope_row_##T_(const T_ *restrict x, T_ *restrict y, const T_ *cs, int half, int hd, int n_rot,         \
+                              int step, int stride, int sign, bool add)                                                \
+    {                                                                                                                  \
+        for (int h = 0; h < n_rot; h++)                                                                                \
+            for (int i = 0; i < half; i++) {                                                                           \
+                const int k0 = h * hd + i * stride, k1 = k0 + step;                                                    \
+                const T_ c = cs[i], s = sign > 0 ? cs[half + i] : -cs[half + i];                                       \
+                const T_ y0 = x[k0] * c - x[k1] * s, y1 = x[k0] * s + x[k1] * c;                                       \
+                y[k0] = add ? y[k0] + y0 : y0;                                                                         \
+                y[k1] = add ? y[k1] + y1 : y1;                                                                         \
+            }                                                                                                          \
     }
 ROPE_ROW(float)
 ROPE_ROW(double)
@@ -96,8 +96,8 @@ static void rope_part(void *ctx, int64_t lo, int64_t hi)
             if (!tg_rope_row_avx512(x, y, cs, half, j->n_rot, j->halves, j->sign, j->add))
                 rope_row_float(x, y, cs, half, j->hd, j->n_rot, step, stride, j->sign, j->add);
         } else
-            rope_row_double((const double *)j->in + o, (double *)j->out + o, (const double *)j->cs + t * 2 * half,
-                            half, j->hd, j->n_rot, step, stride, j->sign, j->add);
+            rope_row_double((const double *)j->in + o, (double *)j->out + o, (const double *)j->cs + t * 2 * half, half,
+                            j->hd, j->n_rot, step, stride, j->sign, j->add);
         /* the heads past n_rot pass through */
         if (done < (size_t)j->D) {
             const char *src = (const char *)j->in + (o + done) * es;
@@ -118,9 +118,17 @@ static void rope_backward(tg_graph *g, tg_node *nd)
     bool store;
     void *dx = tg_grad_store(g, x, &store);
     if (!dx) return;
-    rope_job j = {.dt = x->dtype, .T = nd->iarg[0], .D = x->shape[x->ndim - 1], .hd = nd->iarg[1],
-                  .n_rot = nd->iarg[2], .halves = nd->iarg[3], .sign = -1, .cs = nd->saved, .in = y->grad,
-                  .out = dx, .add = !store};
+    rope_job j = {.dt = x->dtype,
+                  .T = nd->iarg[0],
+                  .D = x->shape[x->ndim - 1],
+                  .hd = nd->iarg[1],
+                  .n_rot = nd->iarg[2],
+                  .halves = nd->iarg[3],
+                  .sign = -1,
+                  .cs = nd->saved,
+                  .in = y->grad,
+                  .out = dx,
+                  .add = !store};
     tg_parallel_for(x->numel / j.D, 1 + ROPE_GRAIN / j.D, rope_part, &j);
 }
 
@@ -145,11 +153,19 @@ tg_tensor *tg_rope(tg_graph *g, tg_tensor *x, int head_dim, int n_rot, int pos0,
     if (flags != TG_ROPE_INTERLEAVED && flags != TG_ROPE_HALVES)
         return tg_fail(g, "rope: unknown flags %d (TG_ROPE_INTERLEAVED or TG_ROPE_HALVES)", flags);
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, x->shape);
-    void *cs = y ? tg_arena_alloc(g, (size_t)T * head_dim * tg_dtype_size(x->dtype)) : NULL;   /* (T, 2, hd/2) */
+    void *cs = y ? tg_arena_alloc(g, (size_t)T * head_dim * tg_dtype_size(x->dtype)) : NULL; /* (T, 2, hd/2) */
     if (!cs) return NULL;
     angles(x->dtype, T, head_dim / 2, pos0, theta, cs);
-    rope_job j = {.dt = x->dtype, .T = T, .D = D, .hd = head_dim, .n_rot = n_rot, .halves = flags == TG_ROPE_HALVES,
-                  .sign = 1, .cs = cs, .in = x->data, .out = y->data};
+    rope_job j = {.dt = x->dtype,
+                  .T = T,
+                  .D = D,
+                  .hd = head_dim,
+                  .n_rot = n_rot,
+                  .halves = flags == TG_ROPE_HALVES,
+                  .sign = 1,
+                  .cs = cs,
+                  .in = x->data,
+                  .out = y->data};
     tg_parallel_for(x->numel / D, 1 + ROPE_GRAIN / D, rope_part, &j);
     tg_node *nd = tg_op_record(g, "rope", rope_backward, y, 1, in);
     if (nd) {

@@ -37,8 +37,7 @@ AVX512 static inline __m512 turn1(__m512 x0, __m512 x1, __m512 c, __m512 s)
     return _mm512_add_round_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c), CUR);
 }
 
-AVX512 static void row(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign,
-                       bool add)
+AVX512 static void row(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign, bool add)
 {
     const int hd = 2 * half;
     const __m512 neg = _mm512_set1_ps(sign > 0 ? 1.0f : -1.0f); /* s times +-1: exact */
@@ -76,8 +75,7 @@ AVX512 static void row(const float *x, float *y, const float *cs, int half, int 
         }
 }
 
-bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign,
-                        bool add)
+bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign, bool add)
 {
     if (!tg_cpu_avx512()) return false;
     row(x, y, cs, half, n_rot, halves, sign, add);
@@ -86,8 +84,7 @@ bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int
 
 #else
 
-bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign,
-                        bool add)
+bool tg_rope_row_avx512(const float *x, float *y, const float *cs, int half, int n_rot, bool halves, int sign, bool add)
 {
     (void)x, (void)y, (void)cs, (void)half, (void)n_rot, (void)halves, (void)sign, (void)add;
     return false;

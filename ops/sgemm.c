@@ -223,7 +223,7 @@ AVX2 static void pack_b(bool tb, const float *B, int ldb, int k0, int kc, int j0
  * lda floats apart: a stride that maps them onto a few L1 sets. */
 AVX2 static void pack_a_t(const float *A, int lda, int i0, int mc, int k0, int kc, float *restrict dst)
 {
-    const int full = mc / MR * MR;   /* rows in whole panels */
+    const int full = mc / MR * MR; /* rows in whole panels */
     const int64_t ps = (int64_t)kc * MR; /* floats per panel */
     /* row k of the block is contiguous in A: read it once, front to back,
      * and deal its floats out to the panels, 6 at a time */
@@ -238,9 +238,8 @@ AVX2 static void pack_a_t(const float *A, int lda, int i0, int mc, int k0, int k
 
 /* packed: B's slice in NR-column panels (KC * NC floats); apacked: A's
  * rows in MR-row panels when A is stored transposed (KC * MC floats) */
-AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc, float *restrict packed,
-                            float *restrict apacked)
+AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc, float *restrict packed, float *restrict apacked)
 {
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
@@ -262,8 +261,9 @@ AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, 
                         cs = 1;
                     }
                     for (int jr = 0; jr < nc; jr += NR)
-                        micro_kernel(kc, p, cs, packed + (int64_t)(jr / NR) * kc * NR, NR, C + (int64_t)i * ldc + jc + jr,
-                                     ldc, mr, nc - jr < NR ? nc - jr : NR, alpha, beta, pc == 0);
+                        micro_kernel(kc, p, cs, packed + (int64_t)(jr / NR) * kc * NR, NR,
+                                     C + (int64_t)i * ldc + jc + jr, ldc, mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
+                                     pc == 0);
                 }
             }
         }
@@ -273,8 +273,8 @@ AVX2 static void sgemm_avx2(bool ta, bool tb, int M, int N, int K, float alpha, 
 /* tg_sgemm_tiles on this CPU: MR-row strips of A read in place, B's rows
  * in place, one NR-column sliver of B at a time (it stays in L1 while the
  * strips pass). */
-AVX2 static void tiles_avx2(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs,
-                            const float *b, int64_t ldb, float *c, int64_t ldc, bool add)
+AVX2 static void tiles_avx2(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                            int64_t ldb, float *c, int64_t ldc, bool add)
 {
     for (int j = 0; j < N; j += NR)
         for (int i = 0; i < M; i += MR) {
@@ -375,6 +375,6 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
     if (M <= 0 || N <= 0) return;
     if (tg_sgemm_picks_kernel(ta, tb, N, K) && tg_sgemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
-                lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                B, ldb, beta, C, ldc);
 }

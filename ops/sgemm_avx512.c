@@ -141,8 +141,7 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                     kernel_fn *const *kern = tg_sgemm512_kernels[1][mr - 1];
                     /* the next row panel's A on its way to L2, a share
                      * after each kernel: per of the lines of its mr2 x kc */
-                    const int mr2 = panel_rows(M - i - mr), lines = (kc + 15) / 16,
-                              calls = (nc - jr + NR - 1) / NR;
+                    const int mr2 = panel_rows(M - i - mr), lines = (kc + 15) / 16, calls = (nc - jr + NR - 1) / NR;
                     const int per = mr2 > 0 ? (mr2 * lines + calls - 1) / calls : 0;
                     /* (row, line) counted along (l / lines and l % lines: the
                      * divisions were about 1% of a Llama training step) */
@@ -161,8 +160,7 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
                     const int nr = nc < NR ? nc : NR;
                     tg_sgemm512_apacking[mr - 12](kc, a0, lda, ap, bp, c, ldc, nr, alpha, beta, first, wide);
                     jr = NR;
-                } else
-                    tg_sgemm512_pack_a(ta, a0, lda, mr, kc, ap, wide);
+                } else tg_sgemm512_pack_a(ta, a0, lda, mr, kc, ap, wide);
                 kernel_fn *const *kern = tg_sgemm512_kernels[0][mr - 1];
                 for (; jr < nc; jr += NR) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
@@ -173,8 +171,8 @@ AVX512 static void sgemm_avx512(bool ta, bool tb, int M, int N, int K, float alp
     }
 }
 
-bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc)
+bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc)
 {
     if (K <= 0 || !tg_cpu_avx512()) return false;
     if (M <= 0 || N <= 0) return true;
@@ -196,30 +194,30 @@ AVX512 static void tiles_avx512(int M, int N, int K, float alpha, const float *a
         const int nr = N - j < NR ? N - j : NR;
         for (int i = 0, mr; i < M; i += mr) {
             mr = panel_rows(M - i);
-            tg_sgemm512_kernels[mode][mr - 1][nr > 16](K, a + (int64_t)i * ars, ars, acs, b + j, ldb, c + (int64_t)i * ldc + j,
-                                          ldc, nr, alpha, add ? 1.0f : 0.0f, 1);
+            tg_sgemm512_kernels[mode][mr - 1][nr > 16](K, a + (int64_t)i * ars, ars, acs, b + j, ldb,
+                                                       c + (int64_t)i * ldc + j, ldc, nr, alpha, add ? 1.0f : 0.0f, 1);
         }
     }
 }
 
-void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs,
-                           const float *b, int64_t ldb, float *c, int64_t ldc, bool add)
+void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                           int64_t ldb, float *c, int64_t ldc, bool add)
 {
     if (M > 0 && N > 0) tiles_avx512(M, N, K, alpha, a, ars, acs, b, ldb, c, ldc, add);
 }
 
 #else
 
-bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc)
+bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc)
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta;
     (void)C, (void)ldc;
     return false;
 }
 
-void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs,
-                           const float *b, int64_t ldb, float *c, int64_t ldc, bool add)
+void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                           int64_t ldb, float *c, int64_t ldc, bool add)
 {
     (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)ars, (void)acs, (void)b, (void)ldb, (void)c, (void)ldc;
     (void)add;

@@ -15,9 +15,9 @@
  * multiply-adds, one slice of K at a time (the slices chosen from K
  * alone), so any block of rows or columns gives the same bits as the
  * whole product. */
-bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc);
-void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs,
-                           const float *b, int64_t ldb, float *c, int64_t ldc, bool add);
+bool tg_sgemm_kernel_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc);
+void tg_sgemm_tiles_avx512(int M, int N, int K, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                           int64_t ldb, float *c, int64_t ldc, bool add);
 
 #endif

@@ -50,8 +50,7 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
             else b0 = _mm512_maskz_loadu_ps(bm0, b), b1 = nv > 1 ? _mm512_maskz_loadu_ps(bm1, b + 16) : b0;
             _mm512_store_ps(bc + k * NR, b0);
             if (nv > 1) _mm512_store_ps(bc + k * NR + 16, b1);
-        } else
-            b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
+        } else b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
 #pragma GCC unroll 16
         for (int r = 0; r < MR; r++) {
             if (r >= mr) break;
@@ -101,9 +100,8 @@ AVX512 INLINE void tile_body(const int mr, const int nv, const int copy, const i
     }
 }
 
-AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int64_t ars, int64_t acs,
-                        const float *b, int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta,
-                        int first)
+AVX512 INLINE void tile(const int mr, const int nv, int kc, const float *a, int64_t ars, int64_t acs, const float *b,
+                        int64_t bs, float *c, int64_t ldc, int nr, float alpha, float beta, int first)
 {
     tile_body(mr, nv, 0, 0, 0, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first, 0);
 }
@@ -116,11 +114,11 @@ AVX512 INLINE void tile_rows(const int mr, const int nv, int kc, const float *a,
     tile_body(mr, nv, 0, 0, 1, kc, a, ars, acs, NULL, b, bs, NULL, c, ldc, nr, alpha, beta, first, 0);
 }
 
-#define APACKING(mr)                                                                                                \
-    AVX512 static void apacking_##mr(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,      \
-                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first, int wide)  \
-    {                                                                                                               \
-        tile_body(mr, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first, wide);           \
+#define APACKING(mr)                                                                                                   \
+    AVX512 static void apacking_##mr(int kc, const float *a, int64_t acs, float *restrict ad, const float *b,          \
+                                     float *c, int64_t ldc, int nr, float alpha, float beta, int first, int wide)      \
+    {                                                                                                                  \
+        tile_body(mr, 2, 0, 1, 0, kc, a, 1, acs, ad, b, NR, NULL, c, ldc, nr, alpha, beta, first, wide);               \
     }
 APACKING(12)
 APACKING(13)
@@ -140,7 +138,7 @@ AVX512 void tg_sgemm512_packing_kernel_2(int kc, const float *a, const float *b,
 
 /* kc_<rows>_<vectors> and kr_<rows>_<vectors>, for rows 1..14 */
 #define KNAME_PASTE(kind, rows, nv) kind##_##rows##_##nv
-#define KNAME_(kind, rows, nv) KNAME_PASTE(kind, rows, nv)   /* rows (ROWS) expanded first */
+#define KNAME_(kind, rows, nv) KNAME_PASTE(kind, rows, nv) /* rows (ROWS) expanded first */
 #define KNAME(kind, nv) KNAME_(kind, ROWS, nv)
 #define ROWS 1
 #include "sgemm_avx512_rows.inc"
@@ -176,12 +174,34 @@ AVX512 void tg_sgemm512_packing_kernel_2(int kc, const float *a, const float *b,
 _Static_assert(MR == 14, "one ROWS include per row count");
 
 kernel_fn *const tg_sgemm512_kernels[2][MR][2] = {
-    {{kc_1_1, kc_1_2}, {kc_2_1, kc_2_2}, {kc_3_1, kc_3_2}, {kc_4_1, kc_4_2}, {kc_5_1, kc_5_2}, {kc_6_1, kc_6_2},
-     {kc_7_1, kc_7_2}, {kc_8_1, kc_8_2}, {kc_9_1, kc_9_2}, {kc_10_1, kc_10_2}, {kc_11_1, kc_11_2},
-     {kc_12_1, kc_12_2}, {kc_13_1, kc_13_2}, {kc_14_1, kc_14_2}},
-    {{kr_1_1, kr_1_2}, {kr_2_1, kr_2_2}, {kr_3_1, kr_3_2}, {kr_4_1, kr_4_2}, {kr_5_1, kr_5_2}, {kr_6_1, kr_6_2},
-     {kr_7_1, kr_7_2}, {kr_8_1, kr_8_2}, {kr_9_1, kr_9_2}, {kr_10_1, kr_10_2}, {kr_11_1, kr_11_2},
-     {kr_12_1, kr_12_2}, {kr_13_1, kr_13_2}, {kr_14_1, kr_14_2}},
+    {{kc_1_1, kc_1_2},
+     {kc_2_1, kc_2_2},
+     {kc_3_1, kc_3_2},
+     {kc_4_1, kc_4_2},
+     {kc_5_1, kc_5_2},
+     {kc_6_1, kc_6_2},
+     {kc_7_1, kc_7_2},
+     {kc_8_1, kc_8_2},
+     {kc_9_1, kc_9_2},
+     {kc_10_1, kc_10_2},
+     {kc_11_1, kc_11_2},
+     {kc_12_1, kc_12_2},
+     {kc_13_1, kc_13_2},
+     {kc_14_1, kc_14_2}},
+    {{kr_1_1, kr_1_2},
+     {kr_2_1, kr_2_2},
+     {kr_3_1, kr_3_2},
+     {kr_4_1, kr_4_2},
+     {kr_5_1, kr_5_2},
+     {kr_6_1, kr_6_2},
+     {kr_7_1, kr_7_2},
+     {kr_8_1, kr_8_2},
+     {kr_9_1, kr_9_2},
+     {kr_10_1, kr_10_2},
+     {kr_11_1, kr_11_2},
+     {kr_12_1, kr_12_2},
+     {kr_13_1, kr_13_2},
+     {kr_14_1, kr_14_2}},
 };
 
 #endif

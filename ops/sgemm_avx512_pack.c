@@ -46,8 +46,9 @@ AVX512 INLINE void transpose_rows16(float *dst, int64_t ds, const float *src, in
         const __mmask16 m = lanes(w);
 #pragma GCC unroll 16
         for (int r = 0; r < 16; r++)
-            x[r] = r >= n ? _mm512_setzero_ps() : w == 16 ? _mm512_loadu_ps(src + r * ss + k0)
-                                                          : _mm512_maskz_loadu_ps(m, src + r * ss + k0);
+            x[r] = r >= n ? _mm512_setzero_ps()
+                : w == 16 ? _mm512_loadu_ps(src + r * ss + k0)
+                          : _mm512_maskz_loadu_ps(m, src + r * ss + k0);
         transpose16(x, t);
         if (w == 16) {
 #pragma GCC unroll 16

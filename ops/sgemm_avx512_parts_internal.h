@@ -30,8 +30,14 @@ _Static_assert(MR <= 16 && NC % NR == 0 && KC_MAX % 16 == 0, "blocking");
 /* The line of p + n floats on its way to L1 (pf0) or L2 (pf1). The
  * address is computed as an integer: it may lie past the operand (a
  * prefetch does not fault), where pointer arithmetic would be undefined. */
-INLINE void pf0(const float *p, int64_t n) { _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T0); }
-INLINE void pf1(const float *p, int64_t n) { _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T1); }
+INLINE void pf0(const float *p, int64_t n)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T0);
+}
+INLINE void pf1(const float *p, int64_t n)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)n * 4), _MM_HINT_T1);
+}
 
 /* lanes [0, n) of a 16-lane mask: none for n <= 0, all for n >= 16 */
 INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
@@ -42,8 +48,8 @@ INLINE __mmask16 lanes(int n) { return (__mmask16)(n >= 16 ? 0xFFFF : n <= 0 ? 0
  * A(r, k) = a[r + k acs] (r < mr, 12 <= mr <= MR) read where it lies and
  * stored to the panel ad[k MR + r] as it is used (wide: 16 floats
  * readable at each k). b: B's first packed panel. */
-typedef void apacking_fn(int kc, const float *a, int64_t acs, float *restrict ad, const float *b, float *c,
-                         int64_t ldc, int nr, float alpha, float beta, int first, int wide);
+typedef void apacking_fn(int kc, const float *a, int64_t acs, float *restrict ad, const float *b, float *c, int64_t ldc,
+                         int nr, float alpha, float beta, int first, int wide);
 /* [mr - 12] */
 extern apacking_fn *const tg_sgemm512_apacking[3];
 

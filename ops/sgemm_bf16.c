@@ -228,12 +228,13 @@ TG_KERNEL_BODY void store_tile_body(const float *restrict acc, float *c, int64_t
     for (int r = 0; r < mr; r++)
         for (int j = 0; j < nr; j++) c[r * ldc + j] = combine(acc[r * PNR + j], c + r * ldc + j, alpha, beta, first);
 }
-TG_ISA_CLONES_VOID(store_tile, (const float *restrict acc, float *c, int64_t ldc, int mr, int nr, float alpha,
-                                float beta, bool first),
+TG_ISA_CLONES_VOID(store_tile,
+                   (const float *restrict acc, float *c, int64_t ldc, int mr, int nr, float alpha, float beta,
+                    bool first),
                    (acc, c, ldc, mr, nr, alpha, beta, first))
 
-void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc)
+void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc)
 {
     const int kcs = tg_bf16_slice_depth(K);
     for (int i = 0; i < M; i++)
@@ -253,8 +254,8 @@ void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, co
             }
 }
 
-void tg_sgemm_bf16_portable(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc)
+void tg_sgemm_bf16_portable(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc)
 {
     float *const scratch = tg_thread_scratch();
     if (!scratch) {
@@ -284,8 +285,8 @@ void tg_sgemm_bf16_portable(bool ta, bool tb, int M, int N, int K, float alpha, 
     }
 }
 
-void tg_sgemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc)
+void tg_sgemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {

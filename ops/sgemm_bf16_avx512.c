@@ -110,8 +110,7 @@ AVX512BF16 INLINE void tile(const int mr, const int nv, const int arows, int kp,
                 const __m512 old = whole ? _mm512_loadu_ps(cr + 16 * h) : _mm512_maskz_loadu_ps(m[h], cr + 16 * h);
                 v = !first ? _mm512_fmadd_ps(va, acc[r][h], old)
                            : _mm512_fmadd_ps(vb, old, _mm512_mul_ps(va, acc[r][h]));
-            } else
-                v = _mm512_mul_ps(va, acc[r][h]);
+            } else v = _mm512_mul_ps(va, acc[r][h]);
             if (whole) _mm512_storeu_ps(cr + 16 * h, v);
             else _mm512_mask_storeu_ps(cr + 16 * h, m[h], v);
         }
@@ -123,28 +122,53 @@ typedef void kernel_fn(int kp, const uint32_t *a, int64_t ars, const uint32_t *b
 
 /* kp<rows>_<vectors>: A packed k-major; kr<rows>_<vectors>: A in rows of
  * pairs ars apart; one or two vectors of columns */
-#define KERNEL(kind, arows, rows, nv)                                                                             \
-    AVX512BF16 static void kind##rows##_##nv(int kp, const uint32_t *a, int64_t ars, const uint32_t *b, float *c, \
-                                            int64_t ldc, int nr, float alpha, float beta, int first,             \
-                                            const float *pf, int64_t pfs, int pfn)                               \
-    {                                                                                                             \
-        tile(rows, nv, arows, kp, a, ars, b, c, ldc, nr, alpha, beta, first, pf, pfs, pfn);                       \
+#define KERNEL(kind, arows, rows, nv)                                                                                  \
+    AVX512BF16 static void kind##rows##_##nv(int kp, const uint32_t *a, int64_t ars, const uint32_t *b, float *c,      \
+                                             int64_t ldc, int nr, float alpha, float beta, int first, const float *pf, \
+                                             int64_t pfs, int pfn)                                                     \
+    {                                                                                                                  \
+        tile(rows, nv, arows, kp, a, ars, b, c, ldc, nr, alpha, beta, first, pf, pfs, pfn);                            \
     }
 #define KERNELS(rows) KERNEL(kp, 0, rows, 1) KERNEL(kp, 0, rows, 2) KERNEL(kr, 1, rows, 1) KERNEL(kr, 1, rows, 2)
+/* rows of macro calls, which clang-format 14 reflows differently on each pass */
+// clang-format off
 KERNELS(1) KERNELS(2) KERNELS(3) KERNELS(4) KERNELS(5) KERNELS(6) KERNELS(7)
 KERNELS(8) KERNELS(9) KERNELS(10) KERNELS(11) KERNELS(12) KERNELS(13) KERNELS(14)
 #undef KERNELS
 #undef KERNEL
 _Static_assert(MR == 14, "one KERNELS call per row count");
+// clang-format on
 
 /* [A in rows of pairs][rows - 1][vectors - 1] */
 static kernel_fn *const kernels[2][MR][2] = {
-    {{kp1_1, kp1_2}, {kp2_1, kp2_2}, {kp3_1, kp3_2}, {kp4_1, kp4_2}, {kp5_1, kp5_2}, {kp6_1, kp6_2},
-     {kp7_1, kp7_2}, {kp8_1, kp8_2}, {kp9_1, kp9_2}, {kp10_1, kp10_2}, {kp11_1, kp11_2}, {kp12_1, kp12_2},
-     {kp13_1, kp13_2}, {kp14_1, kp14_2}},
-    {{kr1_1, kr1_2}, {kr2_1, kr2_2}, {kr3_1, kr3_2}, {kr4_1, kr4_2}, {kr5_1, kr5_2}, {kr6_1, kr6_2},
-     {kr7_1, kr7_2}, {kr8_1, kr8_2}, {kr9_1, kr9_2}, {kr10_1, kr10_2}, {kr11_1, kr11_2}, {kr12_1, kr12_2},
-     {kr13_1, kr13_2}, {kr14_1, kr14_2}},
+    {{kp1_1, kp1_2},
+     {kp2_1, kp2_2},
+     {kp3_1, kp3_2},
+     {kp4_1, kp4_2},
+     {kp5_1, kp5_2},
+     {kp6_1, kp6_2},
+     {kp7_1, kp7_2},
+     {kp8_1, kp8_2},
+     {kp9_1, kp9_2},
+     {kp10_1, kp10_2},
+     {kp11_1, kp11_2},
+     {kp12_1, kp12_2},
+     {kp13_1, kp13_2},
+     {kp14_1, kp14_2}},
+    {{kr1_1, kr1_2},
+     {kr2_1, kr2_2},
+     {kr3_1, kr3_2},
+     {kr4_1, kr4_2},
+     {kr5_1, kr5_2},
+     {kr6_1, kr6_2},
+     {kr7_1, kr7_2},
+     {kr8_1, kr8_2},
+     {kr9_1, kr9_2},
+     {kr10_1, kr10_2},
+     {kr11_1, kr11_2},
+     {kr12_1, kr12_2},
+     {kr13_1, kr13_2},
+     {kr14_1, kr14_2}},
 };
 
 /* Rows of the row panel that starts with rem rows left: all of them if at
@@ -201,8 +225,8 @@ AVX512BF16 static void gemm_bf16(bool ta, bool tb, int M, int N, int K, float al
     }
 }
 
-bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc)
+bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc)
 {
     if (K <= 0 || !tg_isa_bf16()) return false;
     if (M <= 0 || N <= 0) return true;
@@ -214,8 +238,8 @@ bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, co
 
 #else
 
-bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc)
+bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc)
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta;
     (void)C, (void)ldc;

@@ -9,7 +9,7 @@
  * with AVX-512 BF16; false, C untouched, when this CPU or compiler has no
  * such kernel (tg_isa_bf16() is false), K <= 0, or this thread's scratch
  * cannot be allocated. M or N <= 0 does nothing (true). */
-bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc);
+bool tg_sgemm_bf16_avx512(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -16,19 +16,19 @@
  * tg_isa_bf16(), else the portable one; the same bits either way, and on
  * any cut of C's rows or columns into calls. K = 0 gives beta C (beta = 0:
  * zeros, C not read); M or N <= 0 does nothing. */
-void tg_sgemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc);
+void tg_sgemm_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc);
 
 /* The portable kernel whatever the CPU: plain C compiled for each kernel
  * path (core/isa_internal.h), the sums of ops/bf16_internal.h in the order
  * ops/sgemm_bf16.c's top comment gives. K >= 1. */
-void tg_sgemm_bf16_portable(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                            const float *B, int ldb, float beta, float *C, int ldc);
+void tg_sgemm_bf16_portable(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc);
 
 /* The same sums element by element from A and B where they lie, nothing
  * packed and no scratch (what the portable kernel falls back to when this
  * thread's scratch cannot be allocated); slow. K >= 1. */
-void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc);
+void tg_sgemm_bf16_direct(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc);
 
 #endif

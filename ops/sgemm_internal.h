@@ -22,8 +22,8 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
 static inline void tg_dgemm(bool ta, bool tb, int M, int N, int K, double alpha, const double *A, int lda,
                             const double *B, int ldb, double beta, double *C, int ldc)
 {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
-                lda, B, ldb, beta, C, ldc);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                B, ldb, beta, C, ldc);
 }
 
 /* Whether tg_sgemm gives a product of these sizes to tapegrad's kernel

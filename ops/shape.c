@@ -36,9 +36,9 @@
 /* ---- the strided move -------------------------------------------------- */
 
 typedef struct walk {
-    int dim[TG_MAX_DIMS];     /* index space, left-padded with 1 */
-    int64_t ss[TG_MAX_DIMS];  /* source strides (elements) */
-    int64_t ds[TG_MAX_DIMS];  /* destination strides (elements) */
+    int dim[TG_MAX_DIMS]; /* index space, left-padded with 1 */
+    int64_t ss[TG_MAX_DIMS]; /* source strides (elements) */
+    int64_t ds[TG_MAX_DIMS]; /* destination strides (elements) */
 } walk;
 
 /* Row-major strides of a tensor; entries past ndim are 0. */
@@ -141,7 +141,7 @@ static void reshape_backward(tg_graph *g, tg_node *nd)
     if (!gx) return;
     int64_t st[TG_MAX_DIMS];
     strides_of(x, st);
-    walk w = make_walk(x->ndim, x->shape, st, st);   /* flat index i to flat index i */
+    walk w = make_walk(x->ndim, x->shape, st, st); /* flat index i to flat index i */
     move(x->dtype, &w, y->grad, 0, gx, 0, true);
 }
 
@@ -151,8 +151,8 @@ tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape)
     if (!tg_op_begin(g, "reshape", 1, in)) return NULL;
     char sx[64], ss[80];
     if (ndim < 0 || ndim > TG_MAX_DIMS)
-        return tg_fail(g, "reshape: ndim must be 0..%d, got %d (x %s %s)", TG_MAX_DIMS, ndim,
-                       tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx));
+        return tg_fail(g, "reshape: ndim must be 0..%d, got %d (x %s %s)", TG_MAX_DIMS, ndim, tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
     if (ndim > 0 && !shape) return tg_fail(g, "reshape: shape is NULL with ndim %d", ndim);
     int dims[TG_MAX_DIMS] = {1, 1, 1, 1};
     int infer = -1;
@@ -160,9 +160,11 @@ tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape)
         dims[i] = shape[i];
         if (shape[i] == -1 && infer < 0) infer = i;
         else if (shape[i] < 1)
-            return tg_fail(g, "reshape: bad target shape %s for x %s %s: each entry must be >= 1, "
-                              "or -1 (once) to infer it", dims_str(ndim, shape, ss, sizeof ss),
-                           tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx));
+            return tg_fail(g,
+                           "reshape: bad target shape %s for x %s %s: each entry must be >= 1, "
+                           "or -1 (once) to infer it",
+                           dims_str(ndim, shape, ss, sizeof ss), tg_dtype_name(x->dtype),
+                           tg_shape_str(x, sx, sizeof sx));
     }
     /* the product of the given entries, stopping once it exceeds numel */
     int64_t known = 1;
@@ -179,11 +181,10 @@ tg_tensor *tg_reshape(tg_graph *g, tg_tensor *x, int ndim, const int *shape)
         ok = known == x->numel;
     }
     if (!ok)
-        return tg_fail(g, "reshape: cannot reshape x %s %s (%lld elements) into %s",
-                       tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), (long long)x->numel,
-                       dims_str(ndim, shape, ss, sizeof ss));
+        return tg_fail(g, "reshape: cannot reshape x %s %s (%lld elements) into %s", tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx), (long long)x->numel, dims_str(ndim, shape, ss, sizeof ss));
 
-    tg_tensor *y = tg_op_view(g, x);   /* same dtype, numel and data */
+    tg_tensor *y = tg_op_view(g, x); /* same dtype, numel and data */
     if (!y) return NULL;
     y->ndim = ndim;
     for (int i = 0; i < TG_MAX_DIMS; i++) y->shape[i] = dims[i];
@@ -208,7 +209,7 @@ static void permute_backward(tg_graph *g, tg_node *nd)
     tg_tensor *x = nd->in[0], *y = nd->out;
     void *gx = tg_grad(g, x);
     if (!gx) return;
-    walk w = swapped(permute_walk(x, y, nd->iarg));   /* the inverse permutation */
+    walk w = swapped(permute_walk(x, y, nd->iarg)); /* the inverse permutation */
     move(x->dtype, &w, y->grad, 0, gx, 0, true);
 }
 
@@ -254,8 +255,8 @@ tg_tensor *tg_transpose(tg_graph *g, tg_tensor *x, int axis0, int axis1)
     int a0 = axis0, a1 = axis1;
     if (!norm_axis(&a0, x->ndim) || !norm_axis(&a1, x->ndim)) {
         char sx[64];
-        return tg_fail(g, "transpose: axes (%d, %d) out of range for x %s %s", axis0, axis1,
-                       tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx));
+        return tg_fail(g, "transpose: axes (%d, %d) out of range for x %s %s", axis0, axis1, tg_dtype_name(x->dtype),
+                       tg_shape_str(x, sx, sizeof sx));
     }
     int p[TG_MAX_DIMS];
     for (int a = 0; a < x->ndim; a++) p[a] = a;
@@ -272,7 +273,7 @@ static void slice_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad(g, x);
     if (!gx) return;
     int64_t xoff;
-    walk w = piece_walk(y, x, nd->iarg[0], nd->iarg[1], &xoff);   /* dy into dx */
+    walk w = piece_walk(y, x, nd->iarg[0], nd->iarg[1], &xoff); /* dy into dx */
     move(x->dtype, &w, y->grad, 0, gx, xoff, true);
 }
 
@@ -286,16 +287,17 @@ tg_tensor *tg_slice(tg_graph *g, tg_tensor *x, int axis, int start, int end)
         return tg_fail(g, "slice: axis %d out of range for x %s %s", axis, tg_dtype_name(x->dtype),
                        tg_shape_str(x, sx, sizeof sx));
     if (start < 0 || start >= end || end > x->shape[ax])
-        return tg_fail(g, "slice: range [%d, %d) is not within axis %d of length %d of x %s %s "
-                          "(need 0 <= start < end <= length)", start, end, axis, x->shape[ax],
-                       tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx));
+        return tg_fail(g,
+                       "slice: range [%d, %d) is not within axis %d of length %d of x %s %s "
+                       "(need 0 <= start < end <= length)",
+                       start, end, axis, x->shape[ax], tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx));
     int shape[TG_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[ax] = end - start;
     tg_tensor *y = tg_op_output(g, x->dtype, x->ndim, shape);
     if (!y) return NULL;
     int64_t xoff;
-    walk w = swapped(piece_walk(y, x, ax, start, &xoff));   /* x into y */
+    walk w = swapped(piece_walk(y, x, ax, start, &xoff)); /* x into y */
     move(x->dtype, &w, x->data, xoff, y->data, 0, false);
     tg_node *nd = tg_op_record(g, "slice", slice_backward, y, 1, in);
     if (nd) {
@@ -312,7 +314,10 @@ int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes, tg_te
     tg_tensor *in[1] = {x};
     if (!tg_op_begin(g, "split", 1, in)) return -1;
     char sx[64], ss[160];
-    if (!out) { tg_fail(g, "split: out is NULL"); return -1; }
+    if (!out) {
+        tg_fail(g, "split: out is NULL");
+        return -1;
+    }
     if (n < 1 || !sizes) {
         tg_fail(g, "split: need n >= 1 sizes, got n %d%s", n, sizes ? "" : " and sizes NULL");
         return -1;
@@ -335,9 +340,8 @@ int tg_split(tg_graph *g, tg_tensor *x, int axis, int n, const int *sizes, tg_te
         for (int i = 0; i < n && at < sizeof ss - 8; i++)
             at += (size_t)snprintf(ss + at, sizeof ss - at, i ? ",%d" : "%d", sizes[i]);
         snprintf(ss + at, sizeof ss - at, at < sizeof ss - 8 ? ")" : ",...)");
-        tg_fail(g, "split: sizes %s must be >= 1 and sum to the length %d of axis %d of x %s %s (they sum to %lld)",
-                ss, x->shape[ax], axis, tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx),
-                (long long)total);
+        tg_fail(g, "split: sizes %s must be >= 1 and sum to the length %d of axis %d of x %s %s (they sum to %lld)", ss,
+                x->shape[ax], axis, tg_dtype_name(x->dtype), tg_shape_str(x, sx, sizeof sx), (long long)total);
         return -1;
     }
     for (int i = 0, at = 0; i < n; at += sizes[i], i++) {
@@ -360,7 +364,7 @@ static void concat_backward(tg_graph *g, tg_node *nd)
         void *gx = tg_grad(g, nd->in[k]);
         if (!gx) continue;
         int64_t yoff;
-        walk w = swapped(piece_walk(nd->in[k], y, axis, at, &yoff));   /* dy into dx_k */
+        walk w = swapped(piece_walk(nd->in[k], y, axis, at, &yoff)); /* dy into dx_k */
         move(y->dtype, &w, y->grad, yoff, gx, 0, true);
     }
 }
@@ -376,7 +380,7 @@ static tg_tensor *concat_run(tg_graph *g, int n, tg_tensor *const *xs, int axis)
     if (!y) return NULL;
     for (int k = 0, at = 0; k < n; at += xs[k]->shape[axis], k++) {
         int64_t yoff;
-        walk w = piece_walk(xs[k], y, axis, at, &yoff);   /* x_k into y */
+        walk w = piece_walk(xs[k], y, axis, at, &yoff); /* x_k into y */
         move(y->dtype, &w, xs[k]->data, 0, y->data, yoff, false);
     }
     tg_node *nd = tg_op_record(g, "concat", concat_backward, y, n, xs);
@@ -401,9 +405,10 @@ tg_tensor *tg_concat(tg_graph *g, int n, tg_tensor *const *xs, int axis)
         bool fits = x->dtype == x0->dtype && x->ndim == x0->ndim;
         for (int a = 0; fits && a < x0->ndim; a++) fits = a == ax || x->shape[a] == x0->shape[a];
         if (!fits)
-            return tg_fail(g, "concat: input %d %s %s does not match input 0 %s %s (same dtype and "
-                              "dimensions except axis %d needed)", k, tg_dtype_name(x->dtype),
-                           tg_shape_str(x, sk, sizeof sk), tg_dtype_name(x0->dtype),
+            return tg_fail(g,
+                           "concat: input %d %s %s does not match input 0 %s %s (same dtype and "
+                           "dimensions except axis %d needed)",
+                           k, tg_dtype_name(x->dtype), tg_shape_str(x, sk, sizeof sk), tg_dtype_name(x0->dtype),
                            tg_shape_str(x0, s0, sizeof s0), axis);
         len += x->shape[ax];
     }

@@ -61,15 +61,15 @@ TG_KERNEL_BODY void forward_f32_body(int64_t n, const float *restrict a, const f
     else
         for (int64_t i = 0; i < n; i++) y[i] = a[i] * sigmoid_f32(a[i]);
 }
-TG_ISA_CLONES_VOID(forward_f32, (int64_t n, const float *restrict a, const float *restrict b, float *restrict y), (n,
-    a, b, y))
+TG_ISA_CLONES_VOID(forward_f32, (int64_t n, const float *restrict a, const float *restrict b, float *restrict y),
+                   (n, a, b, y))
 
 /* One pass of the backward; inlined with every flag a constant, so that
  * each case is a loop without branches, which vectorises. */
 static inline __attribute__((always_inline)) void backward_pass_f32(int64_t n, const float *restrict a,
                                                                     const float *restrict b, const float *restrict dy,
-                                                                    float *restrict da, bool da_add,
-                                                                    float *restrict db, bool db_add)
+                                                                    float *restrict da, bool da_add, float *restrict db,
+                                                                    bool db_add)
 {
     for (int64_t i = 0; i < n; i++) {
         const float s = sigmoid_f32(a[i]), gb = b ? b[i] : 1.0f;
@@ -82,7 +82,7 @@ TG_KERNEL_BODY void backward_f32_body(int64_t n, const float *restrict a, const 
                                       const float *restrict dy, float *restrict da, bool da_add, float *restrict db,
                                       bool db_add)
 {
-    if (da && db) {   /* swiglu: both gradients in one pass */
+    if (da && db) { /* swiglu: both gradients in one pass */
         if (da_add && db_add) backward_pass_f32(n, a, b, dy, da, true, db, true);
         else if (da_add) backward_pass_f32(n, a, b, dy, da, true, db, false);
         else if (db_add) backward_pass_f32(n, a, b, dy, da, false, db, true);
@@ -90,7 +90,7 @@ TG_KERNEL_BODY void backward_f32_body(int64_t n, const float *restrict a, const 
     } else if (da && b) {
         if (da_add) backward_pass_f32(n, a, b, dy, da, true, NULL, false);
         else backward_pass_f32(n, a, b, dy, da, false, NULL, false);
-    } else if (da) {   /* silu */
+    } else if (da) { /* silu */
         if (da_add) backward_pass_f32(n, a, NULL, dy, da, true, NULL, false);
         else backward_pass_f32(n, a, NULL, dy, da, false, NULL, false);
     } else if (db) {
@@ -98,20 +98,21 @@ TG_KERNEL_BODY void backward_f32_body(int64_t n, const float *restrict a, const 
         else backward_pass_f32(n, a, NULL, dy, NULL, false, db, false);
     }
 }
-TG_ISA_CLONES_VOID(backward_f32, (int64_t n, const float *restrict a, const float *restrict b,
-    const float *restrict dy, float *restrict da, bool da_add, float *restrict db, bool db_add), (n, a, b, dy, da,
-    da_add, db, db_add))
+TG_ISA_CLONES_VOID(backward_f32,
+                   (int64_t n, const float *restrict a, const float *restrict b, const float *restrict dy,
+                    float *restrict da, bool da_add, float *restrict db, bool db_add),
+                   (n, a, b, dy, da, da_add, db, db_add))
 
 /* ---- threads and recording ------------------------------------------------- */
 
 typedef struct silu_job {
     tg_dtype dt;
     const void *a, *b, *dy;
-    void *y, *da, *db;   /* y forward; da, db backward (either may be NULL) */
+    void *y, *da, *db; /* y forward; da, db backward (either may be NULL) */
     bool da_add, db_add;
 } silu_job;
 
-#define SILU_GRAIN 16384   /* elements per thread, at least */
+#define SILU_GRAIN 16384 /* elements per thread, at least */
 
 static void silu_part(void *ctx, int64_t lo, int64_t hi)
 {
@@ -120,13 +121,15 @@ static void silu_part(void *ctx, int64_t lo, int64_t hi)
     if (j->dt == TG_F32) {
         const float *a = (const float *)j->a + lo, *b = j->b ? (const float *)j->b + lo : NULL;
         if (!j->dy) forward_f32(n, a, b, (float *)j->y + lo);
-        else backward_f32(n, a, b, (const float *)j->dy + lo, j->da ? (float *)j->da + lo : NULL, j->da_add,
-                          j->db ? (float *)j->db + lo : NULL, j->db_add);
+        else
+            backward_f32(n, a, b, (const float *)j->dy + lo, j->da ? (float *)j->da + lo : NULL, j->da_add,
+                         j->db ? (float *)j->db + lo : NULL, j->db_add);
     } else {
         const double *a = (const double *)j->a + lo, *b = j->b ? (const double *)j->b + lo : NULL;
         if (!j->dy) forward_f64(n, a, b, (double *)j->y + lo);
-        else backward_f64(n, a, b, (const double *)j->dy + lo, j->da ? (double *)j->da + lo : NULL, j->da_add,
-                          j->db ? (double *)j->db + lo : NULL, j->db_add);
+        else
+            backward_f64(n, a, b, (const double *)j->dy + lo, j->da ? (double *)j->da + lo : NULL, j->da_add,
+                         j->db ? (double *)j->db + lo : NULL, j->db_add);
     }
 }
 
@@ -142,7 +145,7 @@ static void silu_backward(tg_graph *g, tg_node *nd)
     j.db_add = !store_b;
     if (tg_graph_error(g) || (!j.da && !j.db)) return;
     tg_parallel_for(a->numel, SILU_GRAIN, silu_part, &j);
-    if (a == b && j.da) {   /* the db part of x * silu(x)'s derivative: dy * silu(x), added */
+    if (a == b && j.da) { /* the db part of x * silu(x)'s derivative: dy * silu(x), added */
         silu_job k = {.dt = y->dtype, .a = a->data, .dy = y->grad, .db = j.da, .db_add = true};
         tg_parallel_for(a->numel, SILU_GRAIN, silu_part, &k);
     }
@@ -170,7 +173,7 @@ static tg_tensor *silu_op(tg_graph *g, const char *op, tg_tensor *a, tg_tensor *
 tg_tensor *tg_silu(tg_graph *g, tg_tensor *x) { return silu_op(g, "silu", x, NULL); }
 tg_tensor *tg_swiglu(tg_graph *g, tg_tensor *a, tg_tensor *b)
 {
-    if (!b) {   /* a NULL b is an error here, not silu */
+    if (!b) { /* a NULL b is an error here, not silu */
         tg_tensor *in[2] = {a, b};
         tg_op_begin(g, "swiglu", 2, in);
         return NULL;

@@ -24,7 +24,7 @@ static inline float ftanh(float u)
     const float a = fabsf(u), a2 = a * a, a4 = a2 * a2, a8 = a4 * a4;
     /* a (1 + a2 (c3 + a2 (c5 + ...))) in Estrin's order */
     const float p = (-1.0f / 3 + a2 * (2.0f / 15)) + a4 * (-17.0f / 315 + a2 * (62.0f / 2835)) +
-                    a8 * ((-1382.0f / 155925 + a2 * (21844.0f / 6081075)));
+        a8 * ((-1382.0f / 155925 + a2 * (21844.0f / 6081075)));
     const float small = a + a * a2 * p;
     const float e = tg_fexp(-2.0f * a);
     const float big = (1.0f - e) / (1.0f + e);

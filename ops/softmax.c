@@ -51,25 +51,24 @@
 typedef struct softmax_job {
     tg_dtype dt;
     bool log_out, zero_rows;
-    int n;                         /* row length */
-    const int *dim;                /* padded shape of x */
-    const uint8_t *m;              /* mask or NULL */
-    const int64_t *ms;             /* its strides */
+    int n; /* row length */
+    const int *dim; /* padded shape of x */
+    const uint8_t *m; /* mask or NULL */
+    const int64_t *ms; /* its strides */
     const void *x, *dy;
-    void *y, *dx;                  /* y: forward; dx: backward (with y = the saved output) */
-    bool store;                    /* backward: dx is new, written instead of added to */
-    uint8_t *rowmask;              /* f32 forward: n bytes per part, zero-filled */
-    int *status;                   /* forward: per part */
+    void *y, *dx; /* y: forward; dx: backward (with y = the saved output) */
+    bool store; /* backward: dx is new, written instead of added to */
+    uint8_t *rowmask; /* f32 forward: n bytes per part, zero-filled */
+    int *status; /* forward: per part */
     int64_t *where;
 } softmax_job;
 
-#define SOFTMAX_GRAIN 16384   /* elements per thread, at least */
+#define SOFTMAX_GRAIN 16384 /* elements per thread, at least */
 
 static void softmax_part(void *ctx, int64_t lo, int64_t hi);
 static void softmax_node_backward(tg_graph *g, tg_node *nd);
 
-static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags,
-                                 bool log_out)
+static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg_tensor *mask, int flags, bool log_out)
 {
     tg_tensor *in[2] = {x, mask};
     if (!tg_op_begin(g, name, mask ? 2 : 1, in) || !tg_op_check_float(g, name, "x", x)) return NULL;
@@ -84,8 +83,8 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
     if (mask) {
         tg_shape_str(mask, sm, sizeof sm);
         if (mask->dtype != TG_BOOL)
-            return tg_fail(g, "%s: mask must be bool, got %s %s, for x %s %s", name, tg_dtype_name(mask->dtype),
-                           sm, dx, sx);
+            return tg_fail(g, "%s: mask must be bool, got %s %s, for x %s %s", name, tg_dtype_name(mask->dtype), sm, dx,
+                           sx);
         if (!tg_broadcast_to(mask, x->ndim, x->shape, ms))
             return tg_fail(g, "%s: mask bool %s does not broadcast to x %s %s", name, sm, dx, sx);
     }
@@ -99,22 +98,31 @@ static tg_tensor *softmax_common(tg_graph *g, const char *name, tg_tensor *x, tg
      * first part that failed holds the first bad row */
     const int64_t rows = x->numel / dim[3], grain = 1 + SOFTMAX_GRAIN / dim[3];
     const int nt = tg_parallel_parts(rows, grain);
-    int *status = tg_arena_zalloc(g, (size_t)nt * sizeof *status);            /* (parts) SCORES_OK */
-    int64_t *wheres = tg_arena_zalloc(g, (size_t)nt * sizeof *wheres);        /* (parts) */
+    int *status = tg_arena_zalloc(g, (size_t)nt * sizeof *status); /* (parts) SCORES_OK */
+    int64_t *wheres = tg_arena_zalloc(g, (size_t)nt * sizeof *wheres); /* (parts) */
     uint8_t *rowmask = x->dtype == TG_F32 ? tg_arena_zalloc(g, (size_t)nt * dim[3]) : NULL; /* (parts, n) */
     if (!status || !wheres || (x->dtype == TG_F32 && !rowmask)) return NULL;
-    softmax_job j = {.dt = x->dtype, .log_out = log_out,
-                     .zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS), .n = dim[3], .dim = dim,
-                     .m = mask ? mask->data : NULL, .ms = ms, .x = x->data, .y = y->data,
-                     .rowmask = rowmask, .status = status, .where = wheres};
+    softmax_job j = {.dt = x->dtype,
+                     .log_out = log_out,
+                     .zero_rows = !log_out && (flags & TG_SOFTMAX_ZERO_BLOCKED_ROWS),
+                     .n = dim[3],
+                     .dim = dim,
+                     .m = mask ? mask->data : NULL,
+                     .ms = ms,
+                     .x = x->data,
+                     .y = y->data,
+                     .rowmask = rowmask,
+                     .status = status,
+                     .where = wheres};
     tg_parallel_for(rows, grain, softmax_part, &j);
     int kind = SCORES_OK;
     int64_t where = 0;
     for (int i = 0; i < nt && kind == SCORES_OK; i++) kind = status[i], where = wheres[i];
     if (kind == BAD_SCORE) {
         double v = tg_tensor_get(x, where);
-        return tg_fail(g, "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "
-                          "(scores must be finite or -inf)",
+        return tg_fail(g,
+                       "%s: score %s at element %lld (index %s) of x %s %s, a key the mask does not block "
+                       "(scores must be finite or -inf)",
                        name, isnan(v) ? "NaN" : "+inf", (long long)where,
                        tg_index_str(x, x->ndim, where, si, sizeof si), dx, sx);
     }
@@ -164,18 +172,24 @@ int tg_softmax_forward_f64(const double *x, double *y, const int dim[TG_MAX_DIMS
         const uint8_t *pm = tg_mask_row(m, ms, ix);
         const double *s = x + r * n;
         double *p = y + r * n;
-        double mx = -INFINITY;   /* m = max over the allowed keys */
+        double mx = -INFINITY; /* m = max over the allowed keys */
         for (int j = 0; j < n; j++) {
             if (blocked(pm, ms[3], j)) continue;
-            if (isnan(s[j]) || s[j] == INFINITY) { *where = r * n + j; return BAD_SCORE; }
+            if (isnan(s[j]) || s[j] == INFINITY) {
+                *where = r * n + j;
+                return BAD_SCORE;
+            }
             if (s[j] > mx) mx = s[j];
         }
         if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
-            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            if (!zero_rows) {
+                *where = r;
+                return BLOCKED_ROW;
+            }
             for (int j = 0; j < n; j++) p[j] = 0;
             continue;
         }
-        double sum = 0;          /* sum_{k in A} exp(s_k - m) */
+        double sum = 0; /* sum_{k in A} exp(s_k - m) */
         for (int j = 0; j < n; j++) {
             p[j] = blocked(pm, ms[3], j) ? 0 : exp(s[j] - mx);
             sum += p[j];
@@ -229,8 +243,8 @@ static void softmax_node_backward(tg_graph *g, tg_node *nd)
     void *gx = tg_grad_store(g, x, &store);
     if (!gx) return;
     const int n = x->shape[x->ndim - 1];
-    softmax_job j = {.dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx,
-                     .store = store};
+    softmax_job j = {
+        .dt = x->dtype, .log_out = nd->iarg[0], .n = n, .y = y->data, .dy = y->grad, .dx = gx, .store = store};
     tg_parallel_for(x->numel / n, 1 + SOFTMAX_GRAIN / n, softmax_part, &j);
 }
 
@@ -251,7 +265,7 @@ static void softmax_part(void *ctx, int64_t lo, int64_t hi)
         j->status[part] = tg_softmax_forward_f32(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows,
                                                  j->rowmask + (size_t)part * n, lo, hi, &j->where[part]);
     } else {
-        j->status[part] = tg_softmax_forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi,
-                                                 &j->where[part]);
+        j->status[part] =
+            tg_softmax_forward_f64(j->x, j->y, j->dim, j->m, j->ms, j->log_out, j->zero_rows, lo, hi, &j->where[part]);
     }
 }

@@ -64,10 +64,16 @@ TG_KERNEL_BODY int forward_f32_body(const float *x, float *y, const int dim[TG_M
         const float mx = row_max_f32(px, blk, n, &bad);
         if (bad) {
             for (int j = 0; j < n; j++)
-                if (!blk[j] && (isnan(px[j]) || px[j] == INFINITY)) { *where = r * n + j; return BAD_SCORE; }
+                if (!blk[j] && (isnan(px[j]) || px[j] == INFINITY)) {
+                    *where = r * n + j;
+                    return BAD_SCORE;
+                }
         }
         if (mx == -INFINITY) { /* every key blocked (by the mask or by -inf scores) */
-            if (!zero_rows) { *where = r; return BLOCKED_ROW; }
+            if (!zero_rows) {
+                *where = r;
+                return BLOCKED_ROW;
+            }
             for (int j = 0; j < n; j++) py[j] = 0;
             continue;
         }
@@ -83,9 +89,10 @@ TG_KERNEL_BODY int forward_f32_body(const float *x, float *y, const int dim[TG_M
     }
     return SCORES_OK;
 }
-TG_ISA_CLONES(int, forward_f32, (const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m,
-    const int64_t ms[TG_MAX_DIMS], bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo, int64_t hi,
-    int64_t *where), (x, y, dim, m, ms, log_out, zero_rows, rowmask, lo, hi, where))
+TG_ISA_CLONES(int, forward_f32,
+              (const float *x, float *y, const int dim[TG_MAX_DIMS], const uint8_t *m, const int64_t ms[TG_MAX_DIMS],
+               bool log_out, bool zero_rows, uint8_t *rowmask, int64_t lo, int64_t hi, int64_t *where),
+              (x, y, dim, m, ms, log_out, zero_rows, rowmask, lo, hi, where))
 
 /* The backward of `rows` rows, from the output y (p, or log p with
  * log_out) and its gradient dy: the row sum over allowed keys in 8 lanes,
@@ -96,12 +103,11 @@ static inline __attribute__((always_inline)) void backward_rows(const float *y, 
     for (int64_t r = 0; r < rows; r++, y += n, dy += n, dx += n) {
         const float *restrict yr = y, *restrict dyr = dy;
         float *restrict dxr = dx;
-        float s[LANES] = {0};   /* sum p dp (softmax), sum dy (log_softmax) */
+        float s[LANES] = {0}; /* sum p dp (softmax), sum dy (log_softmax) */
         for (int j0 = 0; j0 < n; j0 += LANES) /* full blocks vectorise; the tail is short */
             for (int k = 0; k < (j0 + LANES <= n ? LANES : n - j0); k++) {
                 const int j = j0 + k;
-                s[k] += log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f)
-                                : tg_fsel(yr[j] != 0, yr[j] * dyr[j], 0.0f);
+                s[k] += log_out ? tg_fsel(yr[j] != -INFINITY, dyr[j], 0.0f) : tg_fsel(yr[j] != 0, yr[j] * dyr[j], 0.0f);
             }
         float st = 0;
         for (int k = 0; k < LANES; k++) st += s[k];
@@ -115,20 +121,21 @@ static inline __attribute__((always_inline)) void backward_rows(const float *y, 
 }
 
 TG_KERNEL_BODY void softmax_backward_f32_body(const float *p, const float *dp, float *dx, int64_t rows, int n,
-                                             bool store)
+                                              bool store)
 {
     backward_rows(p, dp, dx, rows, n, store, false);
 }
-TG_ISA_CLONES_VOID(softmax_backward_f32, (const float *p, const float *dp, float *dx, int64_t rows, int n,
-    bool store), (p, dp, dx, rows, n, store))
+TG_ISA_CLONES_VOID(softmax_backward_f32, (const float *p, const float *dp, float *dx, int64_t rows, int n, bool store),
+                   (p, dp, dx, rows, n, store))
 
 TG_KERNEL_BODY void log_softmax_backward_f32_body(const float *y, const float *dy, float *dx, int64_t rows, int n,
-                                                 bool store)
+                                                  bool store)
 {
     backward_rows(y, dy, dx, rows, n, store, true);
 }
-TG_ISA_CLONES_VOID(log_softmax_backward_f32, (const float *y, const float *dy, float *dx, int64_t rows, int n,
-    bool store), (y, dy, dx, rows, n, store))
+TG_ISA_CLONES_VOID(log_softmax_backward_f32,
+                   (const float *y, const float *dy, float *dx, int64_t rows, int n, bool store),
+                   (y, dy, dx, rows, n, store))
 
 /* the entry points declared in kernels_internal.h (the clones stay static:
  * see there) */

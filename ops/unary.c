@@ -35,8 +35,8 @@
 #include "kernels_internal.h"
 
 enum { SCALE, NEG, EXP, LOG, TANH, SQRT, RELU, GELU, GELU_TANH, RELU2, SOFTCAP };
-static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt", "relu", "gelu", "gelu", "relu2",
-                                    "softcap"};
+static const char *const NAMES[] = {"scale", "neg",  "exp",  "log",   "tanh",   "sqrt",
+                                    "relu",  "gelu", "gelu", "relu2", "softcap"};
 
 #define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
@@ -48,14 +48,14 @@ static const char *const NAMES[] = {"scale", "neg", "exp", "log", "tanh", "sqrt"
 /* One elementwise pass, cut into chunks across threads. */
 typedef struct unary_job {
     int op;
-    bool backward, acc;   /* acc: add into dx; else store (a new gradient) */
+    bool backward, acc; /* acc: add into dx; else store (a new gradient) */
     tg_dtype dt;
     double s;
     const void *x, *y, *dy;
-    void *out;   /* y (forward) or dx (backward) */
+    void *out; /* y (forward) or dx (backward) */
 } unary_job;
 
-#define UNARY_GRAIN 16384   /* elements: below this a thread is not worth waking */
+#define UNARY_GRAIN 16384 /* elements: below this a thread is not worth waking */
 
 static void unary_part(void *ctx, int64_t lo, int64_t hi);
 static void unary_backward(tg_graph *g, tg_node *nd);
@@ -69,8 +69,7 @@ static bool check_domain(tg_graph *g, int op, const tg_tensor *x)
         if (op == LOG ? !(v > 0) : !(v >= 0)) {
             char s[64];
             tg_fail(g, "%s: input x %s %s has %g at element %lld; %s", NAMES[op], tg_dtype_name(x->dtype),
-                    tg_shape_str(x, s, sizeof s), v, (long long)i,
-                    op == LOG ? "log needs x > 0" : "sqrt needs x >= 0");
+                    tg_shape_str(x, s, sizeof s), v, (long long)i, op == LOG ? "log needs x > 0" : "sqrt needs x >= 0");
             return false;
         }
     }

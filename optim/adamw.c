@@ -35,16 +35,16 @@
 struct tg_adamw {
     tg_params *p;
     tg_adamw_config c;
-    void *m, *v;          /* moments of elements [lo, hi) of the flat buffers, store dtype */
-    int64_t lo, hi;       /* the shard: [0, numel) unless made by tg_adamw_new_shard */
-    bool *decay;          /* per tensor, in store order */
-    bool *leave;          /* per tensor: not updated (another optimizer's, tg_adamw_set_update) */
-    int64_t numel;        /* store size when made */
-    int count;            /* tensors in the store when made */
-    int64_t steps;        /* steps taken */
+    void *m, *v; /* moments of elements [lo, hi) of the flat buffers, store dtype */
+    int64_t lo, hi; /* the shard: [0, numel) unless made by tg_adamw_new_shard */
+    bool *decay; /* per tensor, in store order */
+    bool *leave; /* per tensor: not updated (another optimizer's, tg_adamw_set_update) */
+    int64_t numel; /* store size when made */
+    int count; /* tensors in the store when made */
+    int64_t steps; /* steps taken */
 };
 
-static bool unit(double b) { return b >= 0 && b < 1; }   /* false for NaN */
+static bool unit(double b) { return b >= 0 && b < 1; } /* false for NaN */
 static bool nonneg(double x) { return isfinite(x) && x >= 0; }
 
 tg_adamw *tg_adamw_new(tg_params *p, const tg_adamw_config *c, tg_error *err)
@@ -143,31 +143,32 @@ bool tg_adamw_decays(const tg_adamw *o, const tg_tensor *param)
 }
 
 /* The per-step scalars, in double. */
-typedef struct scalars { double keep, b1, a1, b2, a2, bc2_sqrt, eps, step_size; } scalars;
+typedef struct scalars {
+    double keep, b1, a1, b2, a2, bc2_sqrt, eps, step_size;
+} scalars;
 
 /* The update of n elements; the f32 loop is compiled once per kernel path
  * (core/isa_internal.h: 16, 8 or 4 lanes, fused multiply-adds on the
  * AVX2 and AVX-512 paths), the f64 one once. */
-#define ADAMW_LOOP(T, SQRT)                                                                  \
-    const T keep = (T)s->keep, b1 = (T)s->b1, a1 = (T)s->a1, b2 = (T)s->b2, a2 = (T)s->a2; \
-    const T bc2_sqrt = (T)s->bc2_sqrt, eps = (T)s->eps, step_size = (T)s->step_size;    \
-    for (int64_t i = 0; i < n; i++) {                                                    \
-        if (decay) p[i] *= keep;                                                         \
-        m[i] = b1 * m[i] + a1 * g[i];                                                    \
-        v[i] = b2 * v[i] + a2 * g[i] * g[i];                                             \
-        T den = SQRT(v[i]) / bc2_sqrt + eps;                                             \
-        p[i] -= step_size * m[i] / den;                                                  \
+#define ADAMW_LOOP(T, SQRT)                                                                                            \
+    const T keep = (T)s->keep, b1 = (T)s->b1, a1 = (T)s->a1, b2 = (T)s->b2, a2 = (T)s->a2;                             \
+    const T bc2_sqrt = (T)s->bc2_sqrt, eps = (T)s->eps, step_size = (T)s->step_size;                                   \
+    for (int64_t i = 0; i < n; i++) {                                                                                  \
+        if (decay) p[i] *= keep;                                                                                       \
+        m[i] = b1 * m[i] + a1 * g[i];                                                                                  \
+        v[i] = b2 * v[i] + a2 * g[i] * g[i];                                                                           \
+        T den = SQRT(v[i]) / bc2_sqrt + eps;                                                                           \
+        p[i] -= step_size * m[i] / den;                                                                                \
     }
 
-TG_KERNEL_BODY void adamw_float_body(float *restrict p, const float *restrict g, float *restrict m,
-                                     float *restrict v, int64_t n, const scalars *s, bool decay)
-{
-    ADAMW_LOOP(float, sqrtf)
-}
-TG_ISA_CLONES_VOID(adamw_float, (float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
-    int64_t n, const scalars *s, bool decay), (p, g, m, v, n, s, decay))
+TG_KERNEL_BODY void adamw_float_body(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+                                     int64_t n, const scalars *s, bool decay){
+    ADAMW_LOOP(float, sqrtf)} TG_ISA_CLONES_VOID(adamw_float,
+                                                 (float *restrict p, const float *restrict g, float *restrict m,
+                                                  float *restrict v, int64_t n, const scalars *s, bool decay),
+                                                 (p, g, m, v, n, s, decay))
 
-static void adamw_double(double *p, const double *g, double *m, double *v, int64_t n, const scalars *s, bool decay)
+    static void adamw_double(double *p, const double *g, double *m, double *v, int64_t n, const scalars *s, bool decay)
 {
     ADAMW_LOOP(double, sqrt)
 }
@@ -184,11 +185,11 @@ static void adamw_part(void *ctx, int64_t lo, int64_t hi)
 {
     const adamw_job *j = ctx;
     if (j->f32)
-        adamw_float((float *)j->p + lo, (const float *)j->g + lo, (float *)j->m + lo, (float *)j->v + lo, hi - lo,
-                    j->s, j->decay);
+        adamw_float((float *)j->p + lo, (const float *)j->g + lo, (float *)j->m + lo, (float *)j->v + lo, hi - lo, j->s,
+                    j->decay);
     else
-        adamw_double((double *)j->p + lo, (const double *)j->g + lo, (double *)j->m + lo, (double *)j->v + lo,
-                     hi - lo, j->s, j->decay);
+        adamw_double((double *)j->p + lo, (const double *)j->g + lo, (double *)j->m + lo, (double *)j->v + lo, hi - lo,
+                     j->s, j->decay);
 }
 
 int tg_adamw_step(tg_adamw *o, double lr, tg_error *err)
@@ -206,8 +207,10 @@ int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad, tg_error *err)
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        tg_error_set(err, "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err,
+                     "adamw_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                     "nothing done",
+                     (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
     if (!grad && o->hi > o->lo) {
@@ -218,7 +221,10 @@ int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad, tg_error *err)
     const tg_adamw_config *c = &o->c;
     scalars s = {
         .keep = 1 - lr * c->weight_decay,
-        .b1 = c->beta1, .a1 = 1 - c->beta1, .b2 = c->beta2, .a2 = 1 - c->beta2,
+        .b1 = c->beta1,
+        .a1 = 1 - c->beta1,
+        .b2 = c->beta2,
+        .a2 = 1 - c->beta2,
         .bc2_sqrt = sqrt(1 - pow(c->beta2, (double)t)),
         .eps = c->eps,
         .step_size = lr / (1 - pow(c->beta1, (double)t)),
@@ -235,8 +241,8 @@ int tg_adamw_step_grad(tg_adamw *o, double lr, const void *grad, tg_error *err)
         int64_t a = start > o->lo ? start : o->lo, b = end < o->hi ? end : o->hi;
         if (a >= b || o->leave[i]) continue;
         size_t at = (size_t)(a - o->lo) * es;
-        adamw_job j = {f32, o->decay[i], base + (size_t)a * es, (char *)o->m + at, (char *)o->v + at,
-                       (const char *)grad + at, &s};
+        adamw_job j = {
+            f32, o->decay[i], base + (size_t)a * es, (char *)o->m + at, (char *)o->v + at, (const char *)grad + at, &s};
         tg_parallel_for(b - a, 16384, adamw_part, &j);
     }
     return 0;
@@ -254,9 +260,7 @@ const tg_params *tg_adamw_store(const tg_adamw *o) { return o ? o->p : NULL; }
 int tg_adamw_set_steps(tg_adamw *o, int64_t steps, tg_error *err)
 {
     if (!o) return tg_error_set(err, "adamw_set_steps: the optimizer is NULL");
-    if (steps < 0) {
-        return tg_error_set(err, "adamw_set_steps: step count %lld is negative", (long long)steps);
-    }
+    if (steps < 0) { return tg_error_set(err, "adamw_set_steps: step count %lld is negative", (long long)steps); }
     o->steps = steps;
     return 0;
 }
@@ -282,7 +286,7 @@ int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix,
         return tg_st_writer_fail(w,
                                  o ? "adamw_state_write: prefix is NULL" : "adamw_state_write: the optimizer is NULL");
     if (!m != !v) return tg_st_writer_fail(w, "adamw_state_write: give both moments m and v, or neither");
-    if (!m && (o->lo != 0 || o->hi != o->numel))   /* a shard's own moments are a part */
+    if (!m && (o->lo != 0 || o->hi != o->numel)) /* a shard's own moments are a part */
         return tg_st_writer_fail(w, "adamw_state_write: the optimizer is a shard: give the whole store's moments");
     char key[TG_ADAMW_PREFIX_MAX + 8], steps[32];
     if (strlen(prefix) > TG_ADAMW_PREFIX_MAX) return tg_st_writer_fail(w, "adamw_state_write: the prefix is too long");
@@ -314,9 +318,10 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, tg
         const char *name = k ? vk : mk;
         if (!t[k]) return tg_error_set(err, "adamw_state_read: the file has no tensor '%s'", name);
         if (t[k]->ndim != 1 || t[k]->numel != o->numel || strcmp(t[k]->dtype, dt))
-            return tg_error_set(err, "adamw_state_read: '%s' is not the optimizer's state: want %s of %lld "
-                                     "elements (the store's), got %s of %lld elements in %d dimensions", name, dt,
-                                (long long)o->numel, t[k]->dtype, (long long)t[k]->numel, t[k]->ndim);
+            return tg_error_set(err,
+                                "adamw_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                                "elements (the store's), got %s of %lld elements in %d dimensions",
+                                name, dt, (long long)o->numel, t[k]->dtype, (long long)t[k]->numel, t[k]->ndim);
     }
     const char *s = tg_st_meta(f, sk);
     int64_t steps = 0;
@@ -324,15 +329,19 @@ int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *prefix, tg
     for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
     for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
     if (!ok)
-        return tg_error_set(err, "adamw_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
-                                 "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+        return tg_error_set(err,
+                            "adamw_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                            "number >= 0)",
+                            sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
     /* every moment of the file, not only this shard's: a file that is
      * wrong anywhere is wrong */
     for (int64_t i = 0; i < o->numel; i++) {
         const double a = tg_state_at(t[0]->data, f32, i), b = tg_state_at(t[1]->data, f32, i);
         if (!isfinite(a) || !isfinite(b) || b < 0)
-            return tg_error_set(err, "adamw_state_read: element %lld of the state is m %g, v %g (must be "
-                                     "finite, v >= 0)", (long long)i, a, b);
+            return tg_error_set(err,
+                                "adamw_state_read: element %lld of the state is m %g, v %g (must be "
+                                "finite, v >= 0)",
+                                (long long)i, a, b);
     }
     const size_t es = tg_dtype_size(tg_params_dtype(o->p));
     memcpy(o->m, (const char *)t[0]->data + (size_t)o->lo * es, (size_t)(o->hi - o->lo) * es);

@@ -19,7 +19,7 @@
 
 #include "../core/parallel.h"
 
-enum { LANES = 8 };   /* partial sums, so the loop vectorises */
+enum { LANES = 8 }; /* partial sums, so the loop vectorises */
 
 static double sumsq_float(const float *g, int64_t n, double scale)
 {
@@ -64,7 +64,7 @@ static double maxabs_double(const double *g, int64_t n)
  * thread count): each part writes its sum to part_sum[part], added in
  * part order after. */
 typedef struct clip_job {
-    bool f32, scaling;    /* scaling: multiply the gradient by coef instead */
+    bool f32, scaling; /* scaling: multiply the gradient by coef instead */
     void *g;
     double scale, coef;
     double part_sum[TG_PARALLEL_MAX_PARTS];
@@ -98,8 +98,7 @@ double tg_clip_grad_norm(tg_params *p, double max_norm)
     return tg_clip_grad_norm_part(tg_params_grad(p), tg_params_dtype(p), tg_params_numel(p), max_norm, NULL, NULL);
 }
 
-double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_norm, tg_clip_reduce_fn reduce,
-                              void *ctx)
+double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_norm, tg_clip_reduce_fn reduce, void *ctx)
 {
     if ((!grad && n > 0) || n < 0 || !tg_dtype_is_float(dt)) return NAN;
     clip_job j = {.f32 = dt == TG_F32, .g = grad};
@@ -107,7 +106,7 @@ double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_nor
     if (reduce) reduce(ctx, &ss, false);
     double norm = sqrt(ss);
     if (isinf(norm) && !j.f32) {
-        double a = maxabs_double(j.g, n);   /* inf if an element is inf */
+        double a = maxabs_double(j.g, n); /* inf if an element is inf */
         if (reduce) reduce(ctx, &a, true);
         if (isfinite(a)) {
             ss = sumsq(&j, n, a);
@@ -117,7 +116,7 @@ double tg_clip_grad_norm_part(void *grad, tg_dtype dt, int64_t n, double max_nor
     }
     if (!isfinite(norm)) return norm;
     double coef = max_norm / (norm + 1e-6);
-    if (coef >= 0 && coef < 1) {   /* false for a NaN or negative max_norm */
+    if (coef >= 0 && coef < 1) { /* false for a NaN or negative max_norm */
         j.coef = coef;
         j.scaling = true;
         tg_parallel_for(n, CLIP_GRAIN, clip_part, &j);

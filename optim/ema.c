@@ -24,9 +24,9 @@
 struct tg_ema {
     tg_params *p;
     double decay;
-    void *avg;            /* numel elements of the store's dtype */
-    int64_t numel;        /* store size when made */
-    int count;            /* tensors in the store when made */
+    void *avg; /* numel elements of the store's dtype */
+    int64_t numel; /* store size when made */
+    int count; /* tensors in the store when made */
 };
 
 tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err)
@@ -52,7 +52,7 @@ tg_ema *tg_ema_new(tg_params *p, double decay, tg_error *err)
     e->decay = decay;
     e->numel = n;
     e->count = tg_params_count(p);
-    tg_ema_reset(e, NULL);   /* the averages start as the values */
+    tg_ema_reset(e, NULL); /* the averages start as the values */
     return e;
 }
 
@@ -61,8 +61,10 @@ static int check_store(const tg_ema *e, const char *fn, tg_error *err)
 {
     if (!e) return tg_error_set(err, "%s: the average is NULL", fn);
     if (tg_params_numel(e->p) == e->numel && tg_params_count(e->p) == e->count) return 0;
-    return tg_error_set(err, "%s: the store has grown from %lld to %lld elements since the average was made; "
-                             "nothing done", fn, (long long)e->numel, (long long)tg_params_numel(e->p));
+    return tg_error_set(err,
+                        "%s: the store has grown from %lld to %lld elements since the average was made; "
+                        "nothing done",
+                        fn, (long long)e->numel, (long long)tg_params_numel(e->p));
 }
 
 int tg_ema_update(tg_ema *e, tg_error *err)
@@ -105,10 +107,7 @@ int tg_ema_reset(tg_ema *e, tg_error *err)
 double tg_ema_decay(const tg_ema *e) { return e ? e->decay : NAN; }
 void *tg_ema_values(tg_ema *e) { return e ? e->avg : NULL; }
 int64_t tg_ema_numel(const tg_ema *e) { return e ? e->numel : 0; }
-size_t tg_ema_state_bytes(const tg_ema *e)
-{
-    return e ? (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)) : 0;
-}
+size_t tg_ema_state_bytes(const tg_ema *e) { return e ? (size_t)e->numel * tg_dtype_size(tg_params_dtype(e->p)) : 0; }
 const tg_params *tg_ema_store(const tg_ema *e) { return e ? e->p : NULL; }
 
 void tg_ema_free(tg_ema *e)
@@ -145,22 +144,23 @@ int tg_ema_state_read(tg_ema *e, const tg_st_file *f, const char *prefix, tg_err
     const tg_st_tensor *t = tg_st_find(f, vk);
     if (!t) return tg_error_set(err, "ema_state_read: the file has no tensor '%s'", vk);
     if (t->ndim != 1 || t->numel != e->numel || strcmp(t->dtype, dt))
-        return tg_error_set(err, "ema_state_read: '%s' is not the average of this store: want %s of %lld "
-                                 "elements, got %s of %lld elements in %d dimensions", vk, dt, (long long)e->numel,
-                            t->dtype, (long long)t->numel, t->ndim);
+        return tg_error_set(err,
+                            "ema_state_read: '%s' is not the average of this store: want %s of %lld "
+                            "elements, got %s of %lld elements in %d dimensions",
+                            vk, dt, (long long)e->numel, t->dtype, (long long)t->numel, t->ndim);
     const char *s = tg_st_meta(f, dk);
     if (!s) return tg_error_set(err, "ema_state_read: the file has no metadata '%s' (the averages' decay)", dk);
     char *end = NULL;
     const double d = strtod(s, &end);
     if (!*s || *end || d != e->decay)
-        return tg_error_set(err, "ema_state_read: metadata '%s' = '%.40s' is not this average's decay %.17g",
-                            dk, s, e->decay);
+        return tg_error_set(err, "ema_state_read: metadata '%s' = '%.40s' is not this average's decay %.17g", dk, s,
+                            e->decay);
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < e->numel; i++) {
         const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
-            return tg_error_set(err, "ema_state_read: element %lld of '%s' is %g (must be finite)",
-                                (long long)i, vk, x);
+            return tg_error_set(err, "ema_state_read: element %lld of '%s' is %g (must be finite)", (long long)i, vk,
+                                x);
     }
     memcpy(e->avg, t->data, (size_t)e->numel * es);
     return 0;

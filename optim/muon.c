@@ -45,12 +45,12 @@
 struct tg_muon {
     tg_params *p;
     tg_muon_config c;
-    int count;            /* tensors in the store when made */
-    int64_t numel;        /* store size when made */
-    bool *take;           /* per tensor, in store order: Muon updates it */
-    int64_t *at;          /* per tensor: offset of its momentum in buf (-1 when not taken) */
-    void *buf;            /* momentum, store dtype, n elements */
-    int64_t n;            /* elements of the taken tensors */
+    int count; /* tensors in the store when made */
+    int64_t numel; /* store size when made */
+    bool *take; /* per tensor, in store order: Muon updates it */
+    int64_t *at; /* per tensor: offset of its momentum in buf (-1 when not taken) */
+    void *buf; /* momentum, store dtype, n elements */
+    int64_t n; /* elements of the taken tensors */
     void *x, *x2, *a, *b; /* scratch: X and the next X (r x c), A and B (r x r), sized for the largest */
     int64_t steps;
 };
@@ -60,7 +60,7 @@ bool tg_muon_takes(const tg_tensor *t)
     if (!t || t->ndim != 2 || !t->name) return false;
     /* a dot-separated part of the name that is all digits: "layers.3.",
      * "transformer.h.0." (a numbered block); embeddings and heads have none */
-    for (const char *s = t->name; (s = strchr(s, '.')); ) {
+    for (const char *s = t->name; (s = strchr(s, '.'));) {
         const char *d = ++s;
         while (*d >= '0' && *d <= '9') d++;
         if (d > s && (*d == '.' || !*d)) return true;
@@ -91,9 +91,10 @@ tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *t
     const int count = tg_params_count(p);
     for (int i = 0; take && i < count; i++)
         if (take[i] && tg_params_at(p, i)->ndim != 2) {
-            tg_error_set(err, "muon_new: tensor '%s' has %d dimensions; Muon takes 2-D matrices only "
-                              "(leave it to AdamW)", tg_params_at(p, i)->name ? tg_params_at(p, i)->name : "(unnamed)",
-                         tg_params_at(p, i)->ndim);
+            tg_error_set(err,
+                         "muon_new: tensor '%s' has %d dimensions; Muon takes 2-D matrices only "
+                         "(leave it to AdamW)",
+                         tg_params_at(p, i)->name ? tg_params_at(p, i)->name : "(unnamed)", tg_params_at(p, i)->ndim);
             return NULL;
         }
     tg_muon *o = tg_calloc(1, sizeof *o);
@@ -109,7 +110,7 @@ tg_muon *tg_muon_new_select(tg_params *p, const tg_muon_config *c, const bool *t
     o->take = tg_calloc(nt, sizeof *o->take);
     o->at = o->take ? tg_calloc(nt, sizeof *o->at) : NULL;
     if (!o->at) goto oom;
-    int64_t xs = 1, as = 1;   /* the largest r x c and r x r */
+    int64_t xs = 1, as = 1; /* the largest r x c and r x r */
     for (int i = 0; i < count; i++) {
         const tg_tensor *w = tg_params_at(p, i);
         o->take[i] = take ? take[i] : tg_muon_takes(w);
@@ -161,8 +162,7 @@ static void step_tensor(tg_muon *o, int i, double lr)
     tg_tensor *w = tg_params_at(o->p, i);
     if (tg_params_dtype(o->p) == TG_F32)
         muon_matrix_f32(o, w->data, w->grad, (float *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
-    else
-        muon_matrix_f64(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
+    else muon_matrix_f64(o, w->data, w->grad, (double *)o->buf + o->at[i], w->shape[0], w->shape[1], lr);
 }
 
 int tg_muon_step(tg_muon *o, double lr, tg_error *err) { return tg_muon_step_part(o, lr, 0, 1, err); }
@@ -175,13 +175,14 @@ int tg_muon_step_part(tg_muon *o, double lr, int part, int parts, tg_error *err)
         return -1;
     }
     if (parts < 1 || part < 0 || part >= parts) {
-        tg_error_set(err, "muon_step_part: part %d of %d is not one of [0, parts); nothing done",
-                     part, parts);
+        tg_error_set(err, "muon_step_part: part %d of %d is not one of [0, parts); nothing done", part, parts);
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        tg_error_set(err, "muon_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err,
+                     "muon_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                     "nothing done",
+                     (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
     o->steps++;
@@ -266,23 +267,26 @@ int tg_muon_state_read(tg_muon *o, const tg_st_file *f, const char *prefix, tg_e
     const tg_st_tensor *t = tg_st_find(f, mk);
     if (!t) return tg_error_set(err, "muon_state_read: the file has no tensor '%s'", mk);
     if (t->ndim != 1 || t->numel != o->n || strcmp(t->dtype, dt))
-        return tg_error_set(err, "muon_state_read: '%s' is not the optimizer's state: want %s of %lld "
-                                 "elements (its matrices'), got %s of %lld elements in %d dimensions", mk, dt,
-                            (long long)o->n, t->dtype, (long long)t->numel, t->ndim);
+        return tg_error_set(err,
+                            "muon_state_read: '%s' is not the optimizer's state: want %s of %lld "
+                            "elements (its matrices'), got %s of %lld elements in %d dimensions",
+                            mk, dt, (long long)o->n, t->dtype, (long long)t->numel, t->ndim);
     const char *s = tg_st_meta(f, sk);
     int64_t steps = 0;
     bool ok = s && *s && strlen(s) <= 18;
     for (const char *c = s; ok && *c; c++) ok = *c >= '0' && *c <= '9';
     for (const char *c = s; ok && *c; c++) steps = steps * 10 + (*c - '0');
     if (!ok)
-        return tg_error_set(err, "muon_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
-                                 "number >= 0)", sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
+        return tg_error_set(err,
+                            "muon_state_read: metadata '%s' %s%.40s%s is not a step count (a whole "
+                            "number >= 0)",
+                            sk, s ? "= '" : "is missing", s ? s : "", s ? "'" : "");
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     for (int64_t i = 0; i < o->n; i++) {
         const double x = tg_state_at(t->data, f32, i);
         if (!isfinite(x))
-            return tg_error_set(err, "muon_state_read: element %lld of '%s' is %g (must be finite)",
-                                (long long)i, mk, x);
+            return tg_error_set(err, "muon_state_read: element %lld of '%s' is %g (must be finite)", (long long)i, mk,
+                                x);
     }
     memcpy(o->buf, t->data, (size_t)o->n * es);
     o->steps = steps;

@@ -40,7 +40,7 @@ TG_API tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg
  * with the reason if the store has grown since tg_sgd_new (parameters
  * added later would never be trained), lr is not finite, or o is NULL. */
 TG_API int tg_sgd_step(tg_sgd *o, double lr, tg_error *err);
-TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
+TG_API void tg_sgd_free(tg_sgd *o); /* accepts NULL */
 
 /* ---- AdamW (PyTorch torch.optim.AdamW) --------------------------------
  * Per step t (from 1), for each parameter p with gradient g:
@@ -52,10 +52,10 @@ TG_API void tg_sgd_free(tg_sgd *o);                 /* accepts NULL */
  * the others (biases, LayerNorm weights) do not; tg_adamw_set_decay
  * overrides that per tensor. */
 typedef struct tg_adamw_config {
-    double beta1;          /* 0.9 */
-    double beta2;          /* 0.999 (nanoGPT's small recipe uses 0.99) */
-    double eps;            /* 1e-8 */
-    double weight_decay;   /* 0.01 (nanoGPT: 0.1) */
+    double beta1; /* 0.9 */
+    double beta2; /* 0.999 (nanoGPT's small recipe uses 0.99) */
+    double eps; /* 1e-8 */
+    double weight_decay; /* 0.01 (nanoGPT: 0.1) */
 } tg_adamw_config;
 /* A tg_adamw_config value: `tg_adamw_config c = TG_ADAMW_DEFAULTS;`. In C
  * it is a compound literal (an lvalue: &TG_ADAMW_DEFAULTS works); in C++
@@ -123,9 +123,9 @@ TG_API int tg_adamw_set_steps(tg_adamw *o, int64_t steps, tg_error *err);
 TG_API void *tg_adamw_m(tg_adamw *o);
 /* The second-moment buffer v; NULL for a NULL o. */
 TG_API void *tg_adamw_v(tg_adamw *o);
-TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
+TG_API void tg_adamw_free(tg_adamw *o); /* accepts NULL */
 
-#define TG_ADAMW_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+#define TG_ADAMW_PREFIX_MAX 200 /* the longest prefix of the state's names, in bytes */
 /* The optimizer's state into a safetensors file being written (as
  * PyTorch's optimizer.state_dict()): the moments as tensors
  * "<prefix>.m" and "<prefix>.v" (1-D, the store's dtype, all
@@ -136,8 +136,7 @@ TG_API void tg_adamw_free(tg_adamw *o);                 /* accepts NULL */
  * take the optimizer's own, which must then cover the store. The writer
  * reads m and v when it saves: they must stay valid until then. 0, or -1
  * (a NULL argument, a shard without m and v, or the writer's error). */
-TG_API int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix, const void *m,
-                                const void *v);
+TG_API int tg_adamw_state_write(const tg_adamw *o, tg_st_writer *w, const char *prefix, const void *m, const void *v);
 /* Restores what tg_adamw_state_write wrote into an optimizer on the same
  * store: the moments (a shard takes its range of them, so a run saved on
  * R processes resumes on any number) and the step count. Everything is
@@ -162,8 +161,8 @@ TG_API int tg_adamw_state_read(tg_adamw *o, const tg_st_file *f, const char *pre
  * products go through the library's gemm (f32 and f64). There is no
  * step-count dependence: the count is kept for checkpoints only. */
 typedef struct tg_muon_config {
-    double momentum;       /* 0.95 */
-    double weight_decay;   /* 0 */
+    double momentum; /* 0.95 */
+    double weight_decay; /* 0 */
 } tg_muon_config;
 /* A tg_muon_config value, as TG_ADAMW_DEFAULTS. */
 #ifdef __cplusplus
@@ -171,7 +170,7 @@ typedef struct tg_muon_config {
 #else
 #define TG_MUON_DEFAULTS ((tg_muon_config){0.95, 0.0})
 #endif
-#define TG_MUON_LR 0.02   /* the usual learning rate (modded-nanogpt's scale) */
+#define TG_MUON_LR 0.02 /* the usual learning rate (modded-nanogpt's scale) */
 
 typedef struct tg_muon tg_muon;
 /* Whether tg_muon_new gives t to Muon: t is 2-D and its name has a part
@@ -222,9 +221,9 @@ TG_API int tg_muon_set_steps(tg_muon *o, int64_t steps, tg_error *err);
 TG_API void *tg_muon_momentum(tg_muon *o);
 /* Elements of the Muon tensors (the momentum's size); 0 for a NULL o. */
 TG_API int64_t tg_muon_numel(const tg_muon *o);
-TG_API void tg_muon_free(tg_muon *o);                 /* accepts NULL */
+TG_API void tg_muon_free(tg_muon *o); /* accepts NULL */
 
-#define TG_MUON_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+#define TG_MUON_PREFIX_MAX 200 /* the longest prefix of the state's names, in bytes */
 /* The state into a safetensors file being written: the momentum as
  * tensor "<prefix>.momentum" (1-D, the store's dtype, tg_muon_numel
  * elements) and the step count as metadata "<prefix>.steps". The writer
@@ -258,14 +257,14 @@ TG_API int tg_ema_swap(tg_ema *e, tg_error *err);
  * them), e.g. once a run's weights are final before its first step. 0;
  * -1 as tg_ema_update. */
 TG_API int tg_ema_reset(tg_ema *e, tg_error *err);
-TG_API double tg_ema_decay(const tg_ema *e);   /* NAN for NULL */
+TG_API double tg_ema_decay(const tg_ema *e); /* NAN for NULL */
 /* The averages (the store's values while swapped): tg_ema_numel elements
  * of the store's dtype, in the store's layout; NULL for NULL. */
 TG_API void *tg_ema_values(tg_ema *e);
-TG_API int64_t tg_ema_numel(const tg_ema *e);   /* 0 for NULL */
-TG_API void tg_ema_free(tg_ema *e);                 /* accepts NULL */
+TG_API int64_t tg_ema_numel(const tg_ema *e); /* 0 for NULL */
+TG_API void tg_ema_free(tg_ema *e); /* accepts NULL */
 
-#define TG_EMA_PREFIX_MAX 200   /* the longest prefix of the state's names, in bytes */
+#define TG_EMA_PREFIX_MAX 200 /* the longest prefix of the state's names, in bytes */
 /* The state into a safetensors file being written: the averages as
  * tensor "<prefix>.values" (1-D, the store's dtype, tg_ema_numel
  * elements) and the decay as metadata "<prefix>.decay" (%.17g). 0, or -1
@@ -314,17 +313,17 @@ TG_API double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, do
 
 /* The shapes of tg_lr_at's schedule after its warmup. */
 typedef enum tg_lr_shape {
-    TG_LR_COSINE = 0,   /* nanoGPT's cosine down to min_lr at decay_steps (tg_lr_cosine) */
-    TG_LR_WSD = 1       /* warmup-stable-decay: lr, then a linear decay over the last decay_frac */
+    TG_LR_COSINE = 0, /* nanoGPT's cosine down to min_lr at decay_steps (tg_lr_cosine) */
+    TG_LR_WSD = 1 /* warmup-stable-decay: lr, then a linear decay over the last decay_frac */
 } tg_lr_shape;
 
 /* A learning-rate schedule over a run's steps (step 0 is the first). */
 typedef struct tg_lr_schedule {
     tg_lr_shape shape;
-    int64_t warmup;       /* linear warmup steps, as tg_lr_cosine */
-    int64_t decay_steps;  /* the step where min_lr is reached (a run's length, or more) */
-    double lr, min_lr;    /* peak and final learning rate */
-    double decay_frac;    /* TG_LR_WSD: the fraction of decay_steps the decay takes, in [0, 1] */
+    int64_t warmup; /* linear warmup steps, as tg_lr_cosine */
+    int64_t decay_steps; /* the step where min_lr is reached (a run's length, or more) */
+    double lr, min_lr; /* peak and final learning rate */
+    double decay_frac; /* TG_LR_WSD: the fraction of decay_steps the decay takes, in [0, 1] */
 } tg_lr_schedule;
 
 /* The learning rate at step under s. Both shapes share the warmup

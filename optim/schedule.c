@@ -19,7 +19,7 @@ double tg_lr_cosine(int64_t step, int64_t warmup, int64_t decay_steps, double lr
 {
     if (warmup < 0) warmup = 0;
     if (step < 0) step = 0;
-    if (step < warmup) return lr * ((double)step + 1) / ((double)warmup + 1);   /* no int64 + 1 to overflow */
+    if (step < warmup) return lr * ((double)step + 1) / ((double)warmup + 1); /* no int64 + 1 to overflow */
     if (step >= decay_steps) return min_lr;
     double ratio = (double)(step - warmup) / (double)(decay_steps - warmup);
     return min_lr + 0.5 * (1.0 + cos(PI * ratio)) * (lr - min_lr);

@@ -18,10 +18,10 @@
 struct tg_sgd {
     tg_params *p;
     double momentum, weight_decay;
-    void *buf;            /* momentum buffers, numel elements; NULL if momentum == 0 */
-    int64_t numel;        /* store size when made */
-    int count;            /* tensors in the store when made */
-    bool started;         /* a step has run: buf holds b */
+    void *buf; /* momentum buffers, numel elements; NULL if momentum == 0 */
+    int64_t numel; /* store size when made */
+    int count; /* tensors in the store when made */
+    bool started; /* a step has run: buf holds b */
 };
 
 tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error *err)
@@ -31,8 +31,8 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error 
         return NULL;
     }
     if (!isfinite(momentum) || momentum < 0 || !isfinite(weight_decay) || weight_decay < 0) {
-        tg_error_set(err, "sgd_new: momentum and weight_decay must be finite and >= 0, got %g and %g",
-                     momentum, weight_decay);
+        tg_error_set(err, "sgd_new: momentum and weight_decay must be finite and >= 0, got %g and %g", momentum,
+                     weight_decay);
         return NULL;
     }
     tg_sgd *o = tg_calloc(1, sizeof *o);
@@ -57,17 +57,17 @@ tg_sgd *tg_sgd_new(tg_params *p, double momentum, double weight_decay, tg_error 
     return o;
 }
 
-#define DEFINE_SGD(T)                                                                       \
-    static void sgd_##T(T *p, const T *grad, T *b, int64_t n, T lr, T mom, T wd, bool first) \
-    {                                                                                       \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            T g = wd != 0 ? grad[i] + wd * p[i] : grad[i];                                   \
-            if (b) {                                                                        \
-                b[i] = first ? g : mom * b[i] + g;                                          \
-                g = b[i];                                                                   \
-            }                                                                               \
-            p[i] -= lr * g;                                                                 \
-        }                                                                                   \
+#define DEFINE_SGD(T)                                                                                                  \
+    static void sgd_##T(T *p, const T *grad, T *b, int64_t n, T lr, T mom, T wd, bool first)                           \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            T g = wd != 0 ? grad[i] + wd * p[i] : grad[i];                                                             \
+            if (b) {                                                                                                   \
+                b[i] = first ? g : mom * b[i] + g;                                                                     \
+                g = b[i];                                                                                              \
+            }                                                                                                          \
+            p[i] -= lr * g;                                                                                            \
+        }                                                                                                              \
     }
 DEFINE_SGD(float)
 DEFINE_SGD(double)
@@ -80,8 +80,10 @@ int tg_sgd_step(tg_sgd *o, double lr, tg_error *err)
         return -1;
     }
     if (tg_params_numel(o->p) != o->numel || tg_params_count(o->p) != o->count) {
-        tg_error_set(err, "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
-                          "nothing done", (long long)o->numel, (long long)tg_params_numel(o->p));
+        tg_error_set(err,
+                     "sgd_step: the store has grown from %lld to %lld elements since the optimizer was made; "
+                     "nothing done",
+                     (long long)o->numel, (long long)tg_params_numel(o->p));
         return -1;
     }
     int64_t n = o->numel;

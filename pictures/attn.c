@@ -47,12 +47,12 @@ int tg_attn_maps_init(tg_attn_maps *a, tg_model *m, const int32_t *ids, int T, t
         /* the forward pass, keeping every layer's weights (1,H,T,T) */
         tg_graph_set_grad_enabled(g, false);
         tg_graph_set_training(g, false);
-        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids);   /* (1,T) */
+        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids); /* (1,T) */
         if (!tg_model_forward(g, m, idx, aw)) tg_error_set(err, "attn_maps_init: %s", tg_graph_error(g));
         else rc = copy_weights(a, aw, err);
     }
     for (int i = 0; rc == 0 && i < T; i++)
-        for (int j = 0; j < T; j++) a->blocked[(size_t)i * T + j] = j > i;   /* causal: query i sees keys 0..i */
+        for (int j = 0; j < T; j++) a->blocked[(size_t)i * T + j] = j > i; /* causal: query i sees keys 0..i */
     tg_graph_free(g);
     tg_free(aw);
     if (rc) tg_attn_maps_release(a);
@@ -112,21 +112,23 @@ tg_heatmap_label *tg_attn_labels(const tg_vocab *v, const int32_t *ids, int64_t 
         if (id < 0 || id >= v->size) {
             tg_free(lab);
             return tg_error_set(err, "attn_labels: id %d at position %lld is outside the vocabulary's %d", id,
-                                (long long)i, v->size), NULL;
+                                (long long)i, v->size),
+                   NULL;
         }
         if (llama && i == 0 && id == bos) {
             lab[i] = (tg_heatmap_label){"BOS", 3, true};
         } else if (v->kind == TG_VOCAB_TOKENIZER) {
             size_t l = 0;
-            const unsigned char *piece = tg_tok_piece(v->tok, id, &l);   /* an id past the tokenizer's: no bytes */
+            const unsigned char *piece = tg_tok_piece(v->tok, id, &l); /* an id past the tokenizer's: no bytes */
             lab[i] = (tg_heatmap_label){piece ? (const char *)piece : "", piece ? (int)l : 0, false};
-        } else if (v->kind == TG_VOCAB_IDS) {   /* the numbers as the text writes them */
+        } else if (v->kind == TG_VOCAB_IDS) { /* the numbers as the text writes them */
             if (!(lab[i] = next_number(text, len, &at)).s) {
                 tg_free(lab);
                 return tg_error_set(err, "attn_labels: the text writes %lld ids, fewer than the %lld given",
-                                    (long long)i, (long long)n), NULL;
+                                    (long long)i, (long long)n),
+                       NULL;
             }
-        } else {   /* a byte: llama2.c's id 3 + b, or the i-th byte of a text's vocabulary */
+        } else { /* a byte: llama2.c's id 3 + b, or the i-th byte of a text's vocabulary */
             const int b = v->kind == TG_VOCAB_LLAMA2C ? id - 3 : v->chars[id];
             lab[i] = (tg_heatmap_label){BYTES + (b >= 0 && b < 256 ? b : 0), 1, false};
         }
@@ -167,7 +169,7 @@ int tg_attn_write(const tg_attn_maps *a, const tg_heatmap_label *labels, const c
 {
     if (!dir) return tg_error_set(err, "attn_write: the directory is NULL");
     size_t html_len = 0;
-    char *html = tg_attn_page_html(a, labels, unit, &html_len, err);   /* checks a, labels and unit */
+    char *html = tg_attn_page_html(a, labels, unit, &html_len, err); /* checks a, labels and unit */
     if (!html) return -1;
     const int n = a->n_layer * a->n_head;
     tg_atomic_file *files = tg_calloc((size_t)n + 1, sizeof *files);
@@ -188,7 +190,7 @@ int tg_attn_write(const tg_attn_maps *a, const tg_heatmap_label *labels, const c
     /* every file is whole beside its name: now the renames */
     for (int i = 0; rc == 0 && i < staged; i++)
         if (tg_atomic_commit(&files[i], err)) rc = tg_error_prefix(err, "attn_write");
-    for (int i = 0; files && i < staged; i++) tg_atomic_abort(&files[i]);   /* a committed one: nothing */
+    for (int i = 0; files && i < staged; i++) tg_atomic_abort(&files[i]); /* a committed one: nothing */
     tg_free(files);
     tg_free(html);
     return rc;

@@ -149,7 +149,10 @@ int tg_image_text_width(const char *s, int scale)
 void tg_image_label_char(tg_image *im, int x, int y, int scale, uint8_t ch, tg_rgb c)
 {
     if (!drawable(im, x, y, scale)) return;
-    int k = ch == ' ' ? MARK_SPACE : ch == '\n' ? MARK_NEWLINE : ch == '\t' ? MARK_TAB
-          : ch > 32 && ch < 127 ? ch - 32 : MARK_OTHER;
+    int k = ch == ' '         ? MARK_SPACE
+        : ch == '\n'          ? MARK_NEWLINE
+        : ch == '\t'          ? MARK_TAB
+        : ch > 32 && ch < 127 ? ch - 32
+                              : MARK_OTHER;
     glyph(im, x, y, scale, k, c);
 }

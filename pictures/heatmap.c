@@ -15,11 +15,11 @@
 #include "heatmap_internal.h"
 
 static const tg_rgb STOPS[5] = {
-    {8, 8, 48},       /* 0    dark indigo */
-    {72, 12, 120},    /* 1/4  purple      R +64 */
-    {176, 40, 128},   /* 1/2  magenta     R +104 */
-    {244, 128, 128},  /* 3/4  salmon      G +88 */
-    {255, 244, 200},  /* 1    light yellow G +116 */
+    {8, 8, 48}, /* 0    dark indigo */
+    {72, 12, 120}, /* 1/4  purple      R +64 */
+    {176, 40, 128}, /* 1/2  magenta     R +104 */
+    {244, 128, 128}, /* 3/4  salmon      G +88 */
+    {255, 244, 200}, /* 1    light yellow G +116 */
 };
 
 int tg_heatmap_level(double w)
@@ -38,7 +38,7 @@ tg_rgb tg_heatmap_level_colour(int level)
     double u = t - s;
     const tg_rgb a = STOPS[s], b = STOPS[s + 1];
     return (tg_rgb){(uint8_t)lround(a.r + u * (b.r - a.r)), (uint8_t)lround(a.g + u * (b.g - a.g)),
-                 (uint8_t)lround(a.b + u * (b.b - a.b))};
+                    (uint8_t)lround(a.b + u * (b.b - a.b))};
 }
 
 tg_rgb tg_heatmap_colour(double w) { return tg_heatmap_level_colour(tg_heatmap_level(w)); }
@@ -53,15 +53,19 @@ tg_heatmap_layout tg_heatmap_layout_of(int Tq, int Tk, int q_glyphs, int k_glyph
 {
     tg_heatmap_layout l = {0};
     if (Tq < 1 || Tk < 1 || Tq > TG_HEATMAP_MAX_T || Tk > TG_HEATMAP_MAX_T) return l;
-    const int qg = q_glyphs < 1 ? 1 : q_glyphs > TG_HEATMAP_LABEL_GLYPHS ? TG_HEATMAP_LABEL_GLYPHS : q_glyphs,
-              kg = k_glyphs < 1 ? 1 : k_glyphs > TG_HEATMAP_LABEL_GLYPHS ? TG_HEATMAP_LABEL_GLYPHS : k_glyphs;
+    const int qg = q_glyphs < 1              ? 1
+        : q_glyphs > TG_HEATMAP_LABEL_GLYPHS ? TG_HEATMAP_LABEL_GLYPHS
+                                             : q_glyphs,
+              kg = k_glyphs < 1              ? 1
+        : k_glyphs > TG_HEATMAP_LABEL_GLYPHS ? TG_HEATMAP_LABEL_GLYPHS
+                                             : k_glyphs;
     l.cell = tg_heatmap_cell_px(Tq, Tk);
     l.scale = l.cell >= 16 ? 2 : 1;
     l.title_y = TG_HEATMAP_PAD;
-    l.key_y = l.title_y + 14 + 4 + TG_GLYPH_H + 8;   /* title (scale 2), the axes line (scale 1) */
+    l.key_y = l.title_y + 14 + 4 + TG_GLYPH_H + 8; /* title (scale 2), the axes line (scale 1) */
     l.query_x = TG_HEATMAP_PAD;
-    l.map_x = l.query_x + (qg * TG_GLYPH_ADVANCE - 1) * l.scale + 4;   /* one glyph: TG_GLYPH_W wide */
-    l.map_y = l.key_y + (kg * (TG_GLYPH_H + 1) - 1) * l.scale + 4;     /* one glyph: TG_GLYPH_H high */
+    l.map_x = l.query_x + (qg * TG_GLYPH_ADVANCE - 1) * l.scale + 4; /* one glyph: TG_GLYPH_W wide */
+    l.map_y = l.key_y + (kg * (TG_GLYPH_H + 1) - 1) * l.scale + 4; /* one glyph: TG_GLYPH_H high */
     l.bar_x = TG_HEATMAP_PAD;
     l.bar_y = l.map_y + Tq * l.cell + 12;
     l.tick_y = l.bar_y + TG_HEATMAP_BAR_H + 3;
@@ -78,7 +82,7 @@ int tg_heatmap_label_unit(const uint8_t *s, int len, int i, uint8_t *g)
 {
     const uint8_t c = s[i];
     int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 1;
-    if (n > 1 && i + n <= len) {   /* the second byte's range excludes overlong forms, surrogates and > U+10FFFF */
+    if (n > 1 && i + n <= len) { /* the second byte's range excludes overlong forms, surrogates and > U+10FFFF */
         const uint8_t lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
         bool ok = s[i + 1] >= lo && s[i + 1] <= hi;
         for (int k = 2; k < n; k++) ok &= s[i + k] >= 0x80 && s[i + k] <= 0xbf;
@@ -119,7 +123,7 @@ static void draw_label(tg_image *im, int x, int y, int dx, int dy, int scale, tg
         i += tg_heatmap_label_unit((const uint8_t *)l.s, l.len, i, &g);
         tg_image_label_char(im, x, y, scale, g, TG_HEATMAP_INK);
     }
-    if (n == cut && cut < TG_HEATMAP_LABEL_GLYPHS)   /* three dots on the bottom row */
+    if (n == cut && cut < TG_HEATMAP_LABEL_GLYPHS) /* three dots on the bottom row */
         for (int d = 0; d < 3; d++)
             tg_image_fill_rect(im, x + 2 * d * scale, y + (TG_GLYPH_H - 1) * scale, x + (2 * d + 1) * scale,
                                y + TG_GLYPH_H * scale, TG_HEATMAP_INK);
@@ -144,10 +148,10 @@ static void draw_map(tg_image *im, const tg_heatmap *m, const tg_heatmap_label *
     title[sizeof title - 1] = 0;
     tg_image_text(im, TG_HEATMAP_PAD, l->title_y, 2, title, TG_HEATMAP_INK);
     tg_image_text(im, TG_HEATMAP_PAD, l->title_y + 18, 1, "rows: queries, columns: keys", TG_HEATMAP_INK);
-    for (int j = 0; j < Tk; j++)   /* top to bottom, ending above the map */
+    for (int j = 0; j < Tk; j++) /* top to bottom, ending above the map */
         draw_label(im, l->map_x + j * cell + (cell - gw) / 2,
                    l->map_y - 4 - gh - (tg_heatmap_label_glyphs(k[j]) - 1) * down, 0, down, sc, k[j]);
-    for (int i = 0; i < Tq; i++)   /* left to right, ending beside the map */
+    for (int i = 0; i < Tq; i++) /* left to right, ending beside the map */
         draw_label(im, l->map_x - 4 - gw - (tg_heatmap_label_glyphs(q[i]) - 1) * adv,
                    l->map_y + i * cell + (cell - gh) / 2, adv, 0, sc, q[i]);
     for (int i = 0; i < Tq; i++)

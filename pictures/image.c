@@ -15,8 +15,10 @@ int tg_image_init(tg_image *im, int w, int h, tg_rgb bg, tg_error *err)
     if (!im) return tg_error_set(err, "image_init: the image is NULL");
     memset(im, 0, sizeof *im);
     if (w < 1 || h < 1 || (int64_t)w * h > (int64_t)1 << 28)
-        return tg_error_set(err, "image_init: a %d x %d image: each side must be >= 1 and the whole at most 2^28 "
-                                 "pixels", w, h);
+        return tg_error_set(err,
+                            "image_init: a %d x %d image: each side must be >= 1 and the whole at most 2^28 "
+                            "pixels",
+                            w, h);
     im->px = tg_malloc((size_t)w * h * 3);
     if (!im->px) return tg_error_set(err, "image_init: out of memory for a %d x %d image", w, h);
     im->w = w;

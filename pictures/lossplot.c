@@ -3,7 +3,7 @@
  * two curves and a legend into an RGB image, encode it as PNG and write it
  * atomically. Pixel y grows downwards, so a loss maps to
  * BOTTOM - (loss - ymin) / (ymax - ymin) * (BOTTOM - TOP). */
-#define _POSIX_C_SOURCE 200809L   /* getline */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include "pictures.h"
 
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 typedef struct point {
     double step, loss;
-    size_t order;   /* row number, so that a repeated step keeps its last row */
+    size_t order; /* row number, so that a repeated step keeps its last row */
 } point;
 
 typedef struct series {
@@ -106,7 +106,7 @@ static int read_metrics(const char *path, const char *c_train, const char *c_val
     size_t cap = 0, row = 0;
     int rc = 0, k_train = -1, k_val = -1;
     while (getline(&line, &cap, fp) > 0) {
-        if (row++ == 0) {   /* the header names the columns */
+        if (row++ == 0) { /* the header names the columns */
             k_train = column(line, c_train);
             k_val = column(line, c_val);
             continue;
@@ -122,7 +122,7 @@ static int read_metrics(const char *path, const char *c_train, const char *c_val
     }
     if (ferror(fp) && !rc) rc = tg_error_set(err, "%s: read failed: %s", path, strerror(errno));
     else if (rc) tg_error_set(err, "%s: out of memory", path);
-    free(line);   /* getline's */
+    free(line); /* getline's */
     fclose(fp);
     return rc ? -1 : 0;
 }
@@ -138,7 +138,7 @@ static double nice_step(double range)
 }
 
 typedef struct frame {
-    double x0, x1, y0, y1;   /* data ranges */
+    double x0, x1, y0, y1; /* data ranges */
 } frame;
 
 static double px_x(const frame *f, double x)
@@ -156,7 +156,7 @@ static void draw_series(tg_image *im, const frame *f, const series *s, int thick
         double x = px_x(f, s->p[i].step), y = px_y(f, s->p[i].loss);
         const tg_xy here = {x, y};
         if (i) tg_image_line(im, (tg_xy){px_x(f, s->p[i - 1].step), px_y(f, s->p[i - 1].loss)}, here, thick, c);
-        else tg_image_line(im, here, here, thick, c);   /* a lone point still shows */
+        else tg_image_line(im, here, here, thick, c); /* a lone point still shows */
         if (marker) {
             int xi = (int)lround(x), yi = (int)lround(y);
             tg_image_fill_rect(im, xi - marker / 2, yi - marker / 2, xi + marker / 2 + 1, yi + marker / 2 + 1, c);
@@ -175,7 +175,7 @@ static void draw(tg_image *im, const series *train, const series *val)
             f.x0 = fmin(f.x0, p->step), f.x1 = fmax(f.x1, p->step);
             f.y0 = fmin(f.y0, p->loss), f.y1 = fmax(f.y1, p->loss);
         }
-    if (!(f.x0 <= f.x1)) f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;   /* no data: empty axes */
+    if (!(f.x0 <= f.x1)) f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1; /* no data: empty axes */
     if (f.x1 == f.x0) f.x1 = f.x0 + 1;
     double pad = 0.05 * (f.y1 - f.y0);
     if (pad < 1e-6) pad = 0.5;
@@ -185,7 +185,7 @@ static void draw(tg_image *im, const series *train, const series *val)
     char lab[32];
     double ys = nice_step(f.y1 - f.y0);
     int ydec = ys >= 1 ? 0 : (int)ceil(-log10(ys) - 1e-9);
-    for (int k = 0; k < 20 && isfinite(ys); k++) {   /* (at most ~7 ticks; the bound guards odd ranges) */
+    for (int k = 0; k < 20 && isfinite(ys); k++) { /* (at most ~7 ticks; the bound guards odd ranges) */
         double y = (ceil(f.y0 / ys) + k) * ys;
         if (y > f.y1) break;
         int py = (int)lround(px_y(&f, y));

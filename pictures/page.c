@@ -14,9 +14,9 @@
 /* ---- a growing text buffer ----------------------------------------------- */
 
 typedef struct page {
-    char *p;   /* NUL-terminated */
+    char *p; /* NUL-terminated */
     size_t len, cap;
-    bool oom;  /* a failed allocation sticks; the text is then incomplete */
+    bool oom; /* a failed allocation sticks; the text is then incomplete */
 } page;
 
 static bool reserve(page *b, size_t extra)
@@ -72,9 +72,9 @@ const char *tg_attn_png_name(int layer, int head, char *buf, size_t size)
 static void char_label(uint8_t c, char *buf, size_t size)
 {
     switch (c) {
-    case ' ': snprintf(buf, size, "\xe2\x90\xa3"); return;    /* U+2423 open box */
-    case '\n': snprintf(buf, size, "\xe2\x86\xb5"); return;   /* U+21B5 return arrow */
-    case '\t': snprintf(buf, size, "\xe2\x87\xa5"); return;   /* U+21E5 tab arrow */
+    case ' ': snprintf(buf, size, "\xe2\x90\xa3"); return; /* U+2423 open box */
+    case '\n': snprintf(buf, size, "\xe2\x86\xb5"); return; /* U+21B5 return arrow */
+    case '\t': snprintf(buf, size, "\xe2\x87\xa5"); return; /* U+21E5 tab arrow */
     case '&': snprintf(buf, size, "&amp;"); return;
     case '<': snprintf(buf, size, "&lt;"); return;
     case '>': snprintf(buf, size, "&gt;"); return;
@@ -95,7 +95,7 @@ static void label_html(page *o, tg_heatmap_label l)
     for (int i = 0, n; l.s && i < l.len; i += n) {
         n = tg_heatmap_label_unit((const uint8_t *)l.s, l.len, i, &g);
         if (n > 1) {
-            put(o, l.s + i, (size_t)n);   /* a whole UTF-8 character: the page is UTF-8 */
+            put(o, l.s + i, (size_t)n); /* a whole UTF-8 character: the page is UTF-8 */
         } else {
             char_label(g, lab, sizeof lab);
             puts_(o, lab);
@@ -109,7 +109,7 @@ static const char B64[65] = TG_ATTN_PAGE_B64;
 
 uint32_t tg_attn_page_code(double w)
 {
-    const double c = w > 0 ? (w < 1 ? w : 1) : 0;   /* NaN -> 0, as tg_heatmap_level */
+    const double c = w > 0 ? (w < 1 ? w : 1) : 0; /* NaN -> 0, as tg_heatmap_level */
     return (uint32_t)tg_heatmap_level(w) << 14 | (uint32_t)floor(c * 10000 + 0.5);
 }
 
@@ -131,8 +131,8 @@ uint32_t tg_attn_page_code(double w)
  * as such a map needs (or the window, when it needs more: the map then
  * scrolls sideways in its box and the page keeps the window's width). */
 #define PAGE_FONT_PX_STR "10"
-#define PAGE_DIGITS_STR "4"          /* TG_ATTN_PAGE_DIGITS */
-#define PAGE_SCALE_STR "10000"       /* 10^TG_ATTN_PAGE_DIGITS */
+#define PAGE_DIGITS_STR "4" /* TG_ATTN_PAGE_DIGITS */
+#define PAGE_SCALE_STR "10000" /* 10^TG_ATTN_PAGE_DIGITS */
 static const char PAGE_SCRIPT[] =
     "(function(){\n"
     "var D=document,R=D.getElementById('data').dataset,T=+R.t,L=+R.l,H=+R.h,A=R.alphabet,PAL=R.palette,"
@@ -185,28 +185,28 @@ static const char PAGE_SCRIPT[] =
     "[].forEach.call(cv,function(c){ro.observe(c.parentNode)})}\n"
     "})();\n";
 
-
 /* The head, the text line and what the maps show. */
 static void intro(page *o, const tg_attn_maps *a, const tg_heatmap_label *lab, const char *unit)
 {
     const int T = a->T, L = a->n_layer, H = a->n_head;
     char hex[8];
-    puts_(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-             "<title>tiny_gpt attention maps</title>\n<style>\n"
-             "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\n"
-             "code{background:#f0f0f0;padding:2px 4px;white-space:pre-wrap;word-break:break-all}\n"
-             ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,300px),1fr));gap:20px;"
-             "align-items:start}\n"
-             "figure{margin:0;min-width:0}figcaption{font-weight:bold;margin-bottom:4px;overflow-wrap:anywhere}\n"
-             ".box{overflow-x:auto}canvas.map{display:block;cursor:crosshair}\n"
-             "#text .special{font-style:italic;color:#a0004a}\n"
-             ".read{font:12px monospace;color:#444;min-height:1.5em}\n"
-             "#tip{position:fixed;display:none;pointer-events:none;background:#222;color:#fff;font:12px monospace;"
-             "padding:2px 6px;border-radius:3px;white-space:nowrap}\n"
-             ".bar{display:flex;max-width:330px}.bar span{flex:1;height:14px}\n"
-             ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
-             "</style></head><body>\n<h1>Attention weights</h1>\n");
+    puts_(o,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+          "<title>tiny_gpt attention maps</title>\n<style>\n"
+          "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\n"
+          "code{background:#f0f0f0;padding:2px 4px;white-space:pre-wrap;word-break:break-all}\n"
+          ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,300px),1fr));gap:20px;"
+          "align-items:start}\n"
+          "figure{margin:0;min-width:0}figcaption{font-weight:bold;margin-bottom:4px;overflow-wrap:anywhere}\n"
+          ".box{overflow-x:auto}canvas.map{display:block;cursor:crosshair}\n"
+          "#text .special{font-style:italic;color:#a0004a}\n"
+          ".read{font:12px monospace;color:#444;min-height:1.5em}\n"
+          "#tip{position:fixed;display:none;pointer-events:none;background:#222;color:#fff;font:12px monospace;"
+          "padding:2px 6px;border-radius:3px;white-space:nowrap}\n"
+          ".bar{display:flex;max-width:330px}.bar span{flex:1;height:14px}\n"
+          ".ticks{display:flex;justify-content:space-between;max-width:330px;font:11px monospace}\n"
+          "</style></head><body>\n<h1>Attention weights</h1>\n");
     printf_(o, "<p>Text (%d %s%s): <code id=\"text\">", T, unit, T == 1 ? "" : "s");
     bool special = false;
     for (int i = 0; i < T; i++) {
@@ -217,30 +217,34 @@ static void intro(page *o, const tg_attn_maps *a, const tg_heatmap_label *lab, c
     }
     puts_(o, "</code></p>\n");
     if (special)
-        puts_(o, "<p>In <span style=\"font-style:italic;color:#a0004a\">this style</span>: a token that is no text, "
-                 "BOS, which a Llama reads before its text: sample and eval --text put it first, as it stood before "
-                 "every document in training, and so does this page.</p>\n");
-    printf_(o, "<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
-               "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
-               "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
-               "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "
-               "level, the same as in the PNG beside each caption. Colour scale (0 to 1, the same for every "
-               "map):</p>\n<div class=\"bar\">",
+        puts_(o,
+              "<p>In <span style=\"font-style:italic;color:#a0004a\">this style</span>: a token that is no text, "
+              "BOS, which a Llama reads before its text: sample and eval --text put it first, as it stood before "
+              "every document in training, and so does this page.</p>\n");
+    printf_(o,
+            "<p>%d layer%s &times; %d head%s. In each map the rows are queries and the columns "
+            "keys: row i shows how position i spreads its attention over positions 0..i (each row sums to 1). "
+            "Grey cells are future positions, blocked by the causal mask. Hover over a cell for its weight, "
+            "shown to %d decimal places: the page keeps each weight rounded to %d decimals, and its colour "
+            "level, the same as in the PNG beside each caption. Colour scale (0 to 1, the same for every "
+            "map):</p>\n<div class=\"bar\">",
             L, L == 1 ? "" : "s", H, H == 1 ? "" : "s", TG_ATTN_PAGE_DIGITS, TG_ATTN_PAGE_DIGITS);
     for (int k = 0; k <= 10; k++) {
         colour_hex(tg_heatmap_colour(k / 10.0), hex);
         printf_(o, "<span style=\"background:%s\" title=\"%.1f\"></span>", hex, k / 10.0);
     }
-    puts_(o, "</div><div class=\"ticks\"><span>0</span><span>0.5</span><span>1</span></div>\n"
-             "<noscript><p>This page draws its maps with a script of its own (it loads nothing); the PNG named "
-             "in each caption shows the same map.</p></noscript>\n<div class=\"grid\">\n");
+    puts_(o,
+          "</div><div class=\"ticks\"><span>0</span><span>0.5</span><span>1</span></div>\n"
+          "<noscript><p>This page draws its maps with a script of its own (it loads nothing); the PNG named "
+          "in each caption shows the same map.</p></noscript>\n<div class=\"grid\">\n");
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             char name[64];
             tg_attn_png_name(l, h, name, sizeof name);
-            printf_(o, "<figure id=\"l%dh%d\"><figcaption>layer %d, head %d <a href=\"%s\">%s</a></figcaption>"
-                       "<div class=\"box\"><canvas class=\"map\" data-map=\"%d\"></canvas></div>"
-                       "<div class=\"read\">&nbsp;</div></figure>\n",
+            printf_(o,
+                    "<figure id=\"l%dh%d\"><figcaption>layer %d, head %d <a href=\"%s\">%s</a></figcaption>"
+                    "<div class=\"box\"><canvas class=\"map\" data-map=\"%d\"></canvas></div>"
+                    "<div class=\"read\">&nbsp;</div></figure>\n",
                     l, h, l, h, name, name, l * H + h);
         }
     puts_(o, "</div>\n<div id=\"tip\"></div>\n");
@@ -253,8 +257,10 @@ static void data(page *o, const tg_attn_maps *a)
     const int T = a->T, L = a->n_layer, H = a->n_head;
     const uint8_t *blocked = a->blocked;
     char hex[8];
-    printf_(o, "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-alphabet=\"%s\" "
-               "data-palette=\"", T, L, H, B64);
+    printf_(o,
+            "<div id=\"data\" hidden data-t=\"%d\" data-l=\"%d\" data-h=\"%d\" data-alphabet=\"%s\" "
+            "data-palette=\"",
+            T, L, H, B64);
     for (int k = 0; k < TG_HEATMAP_LEVELS; k++) {
         tg_rgb c = tg_heatmap_level_colour(k);
         printf_(o, "%02x%02x%02x", c.r, c.g, c.b);
@@ -293,10 +299,12 @@ char *tg_attn_page_html(const tg_attn_maps *a, const tg_heatmap_label *labels, c
         return tg_error_set(err, "attn_page_html: a NULL argument (the maps, labels, unit or len)"), NULL;
     if (a->T < 1 || a->n_layer < 1 || a->n_head < 1 || !a->w)
         return tg_error_set(err, "attn_page_html: no maps: %d layers x %d heads over %d positions%s", a->n_layer,
-                            a->n_head, a->T, a->w ? "" : ", no weights"), NULL;
+                            a->n_head, a->T, a->w ? "" : ", no weights"),
+               NULL;
     if ((double)a->n_layer * a->n_head * a->T * a->T > (double)((int64_t)1 << 31))
         return tg_error_set(err, "attn_page_html: %d layers x %d heads of %d x %d cells: more than 2^31 cells",
-                            a->n_layer, a->n_head, a->T, a->T), NULL;
+                            a->n_layer, a->n_head, a->T, a->T),
+               NULL;
     page o = {0};
     intro(&o, a, labels, unit);
     data(&o, a);
@@ -304,7 +312,8 @@ char *tg_attn_page_html(const tg_attn_maps *a, const tg_heatmap_label *labels, c
     if (o.oom) {
         tg_free(o.p);
         return tg_error_set(err, "attn_page_html: out of memory for the page of %d maps of %d x %d",
-                            a->n_layer * a->n_head, a->T, a->T), NULL;
+                            a->n_layer * a->n_head, a->T, a->T),
+               NULL;
     }
     *len = o.len;
     return o.p;

@@ -36,8 +36,8 @@ typedef struct tg_rgb {
 
 typedef struct tg_image {
     int w, h;
-    uint8_t *px;              /* w * h * 3 bytes, row-major RGB */
-    int cx0, cy0, cx1, cy1;   /* drawing is clipped to [cx0,cx1) x [cy0,cy1) */
+    uint8_t *px; /* w * h * 3 bytes, row-major RGB */
+    int cx0, cy0, cx1, cy1; /* drawing is clipped to [cx0,cx1) x [cy0,cy1) */
 } tg_image;
 
 /* A point of a line, in pixels. */
@@ -150,7 +150,7 @@ TG_API int tg_heatmap_cell_px(int Tq, int Tk);
  * swatch_y), TG_HEATMAP_BAR_H wide, labelled. */
 enum { TG_HEATMAP_PAD = 12, TG_HEATMAP_BAR_H = 12 };
 typedef struct tg_heatmap_layout {
-    int w, h;              /* the picture */
+    int w, h; /* the picture */
     int cell, scale;
     int map_x, map_y;
     int title_y, key_y, query_x;
@@ -165,12 +165,12 @@ TG_API tg_heatmap_layout tg_heatmap_layout_of(int Tq, int Tk, int q_glyphs, int 
 
 /* A map to draw. The rows are queries, the columns keys. */
 typedef struct tg_heatmap {
-    const double *w;                 /* (Tq,Tk) row-major */
-    const uint8_t *blocked;          /* (Tq,Tk), nonzero = blocked, or NULL */
-    int Tq, Tk;                      /* in [1, TG_HEATMAP_MAX_T] */
-    const tg_heatmap_label *q, *k;   /* Tq and Tk labels, or NULL: then ... */
-    const char *qtext, *ktext;       /* ... Tq and Tk bytes label them, one each */
-    char title[64];                  /* the top line (printable ASCII) */
+    const double *w; /* (Tq,Tk) row-major */
+    const uint8_t *blocked; /* (Tq,Tk), nonzero = blocked, or NULL */
+    int Tq, Tk; /* in [1, TG_HEATMAP_MAX_T] */
+    const tg_heatmap_label *q, *k; /* Tq and Tk labels, or NULL: then ... */
+    const char *qtext, *ktext; /* ... Tq and Tk bytes label them, one each */
+    char title[64]; /* the top line (printable ASCII) */
 } tg_heatmap;
 /* The map as a PNG (tg_image_png), laid out as tg_heatmap_layout_of says
  * for its longest labels, on TG_HEATMAP_PAPER: each cell a solid square
@@ -183,8 +183,8 @@ TG_API int tg_heatmap_png(const tg_heatmap *map, uint8_t **png, size_t *len, tg_
  * A self-attention's weights over T positions, every layer and head. */
 typedef struct tg_attn_maps {
     int n_layer, n_head, T;
-    double *w;          /* (n_layer,n_head,T,T): map (l,h) from w + (l n_head + h) T T */
-    uint8_t *blocked;   /* (T,T), nonzero = blocked (the causal mask: key j > query i), or NULL */
+    double *w; /* (n_layer,n_head,T,T): map (l,h) from w + (l n_head + h) T T */
+    uint8_t *blocked; /* (T,T), nonzero = blocked (the causal mask: key j > query i), or NULL */
 } tg_attn_maps;
 
 /* The attention weights of model m reading ids[0..T) as one sequence
@@ -210,8 +210,8 @@ TG_API void tg_attn_maps_release(tg_attn_maps *a);
  * library's constants: valid while v and text are. A tg_malloc'd array,
  * or NULL with a message: a NULL argument, n < 1, an id outside v, text
  * with fewer numbers than n, out of memory. */
-TG_API tg_heatmap_label *tg_attn_labels(const tg_vocab *v, const int32_t *ids, int64_t n, const char *text,
-                                        size_t len, tg_error *err);
+TG_API tg_heatmap_label *tg_attn_labels(const tg_vocab *v, const int32_t *ids, int64_t n, const char *text, size_t len,
+                                        tg_error *err);
 
 /* Map (layer, head) of a as a tg_heatmap: labelled by labels (a->T of
  * them) on both axes, titled "layer L, head H". All zero (which
@@ -276,8 +276,8 @@ TG_API int tg_attn_write(const tg_attn_maps *a, const tg_heatmap_label *labels, 
 #define TG_LOSSPLOT_RIGHT (TG_LOSSPLOT_W - 24)
 #define TG_LOSSPLOT_TOP 40
 #define TG_LOSSPLOT_BOTTOM (TG_LOSSPLOT_H - 48)
-static const tg_rgb TG_LOSSPLOT_TRAIN = {31, 119, 180};   /* blue */
-static const tg_rgb TG_LOSSPLOT_VAL = {230, 97, 1};       /* orange */
+static const tg_rgb TG_LOSSPLOT_TRAIN = {31, 119, 180}; /* blue */
+static const tg_rgb TG_LOSSPLOT_VAL = {230, 97, 1}; /* orange */
 
 /* n points (step[i], loss[i]) in any order; a point that is not finite
  * is left out. */
@@ -296,8 +296,8 @@ TG_API int tg_lossplot_png(const tg_loss_curve *train, const tg_loss_curve *val,
  * first, then named columns) hold the two series; NULL for a name, or a
  * NULL options, means the default. */
 typedef struct tg_lossplot_options {
-    const char *train_column;   /* NULL: "loss" */
-    const char *val_column;     /* NULL: "val_loss" */
+    const char *train_column; /* NULL: "loss" */
+    const char *val_column; /* NULL: "val_loss" */
 } tg_lossplot_options;
 /* Reads the CSV metrics_csv (a header line naming the columns, then one
  * row per step, the step in the first field; an empty or unreadable

@@ -16,13 +16,13 @@
 
 #include "tg_test.h"
 
-static const char *walkthrough;   /* the program's path (argv[1]) */
+static const char *walkthrough; /* the program's path (argv[1]) */
 
 /* ---- running the program and reading its output ----------------------- */
 
 typedef struct run {
-    char *out;    /* stdout and stderr */
-    int status;   /* exit status, -1 if it did not exit */
+    char *out; /* stdout and stderr */
+    int status; /* exit status, -1 if it did not exit */
 } run;
 
 static run run_program(const char *args)
@@ -57,13 +57,13 @@ static run run_ok(const char *args)
     return r;
 }
 
-#define MAXN 8192   /* H*T*T at most 32*16*16 */
+#define MAXN 8192 /* H*T*T at most 32*16*16 */
 
 typedef struct tens {
     int ndim, shape[4];
-    int n;                 /* elements */
+    int n; /* elements */
     double v[MAXN];
-    double sum[MAXN];      /* "| sum = s" after each row, when printed */
+    double sum[MAXN]; /* "| sum = s" after each row, when printed */
     int n_sums;
 } tens;
 
@@ -98,7 +98,7 @@ static tens *get(const char *out, const char *name)
     int k = 0;
     while (k < t->n) {
         ck_assert_msg(p && !strncmp(p, "\n  [", 4), "'%s': row lines end after %d of %d values", name, k, t->n);
-        p = strchr(p + 4, ']') + 1;   /* past the row's index label */
+        p = strchr(p + 4, ']') + 1; /* past the row's index label */
         for (;;) {
             while (*p == ' ') p++;
             if (*p == '\n' || !*p) break;
@@ -139,8 +139,8 @@ static void assert_shape(const tens *t, const char *name, int ndim, const int *s
 static void assert_close(const char *what, const double *got, const double *want, int n, double atol, double rtol)
 {
     for (int i = 0; i < n; i++)
-        ck_assert_msg(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]),
-                      "%s[%d] = %.17g, want %.17g (diff %.3g)", what, i, got[i], want[i], fabs(got[i] - want[i]));
+        ck_assert_msg(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]), "%s[%d] = %.17g, want %.17g (diff %.3g)",
+                      what, i, got[i], want[i], fabs(got[i] - want[i]));
 }
 
 /* The printed tensor `name` against want[], with its shape. */
@@ -163,7 +163,7 @@ static double max_abs(const double *a, const double *b, int n)
 
 typedef struct layer {
     int T, C, H, dh;
-    double x[512], wq[1024], wk[1024], wv[1024], wo[1024], dy[512];   /* read from the output */
+    double x[512], wq[1024], wk[1024], wv[1024], wo[1024], dy[512]; /* read from the output */
     /* forward */
     double q[512], k[512], v[512], qh[512], kh[512], vh[512];
     double s[MAXN], a[MAXN], o[512], om[512], y[512];
@@ -173,9 +173,9 @@ typedef struct layer {
 } layer;
 
 typedef struct variant {
-    bool wrong_split;   /* reshape (1,T,C) straight to (1,H,T,dh) and back */
-    bool zero_after;    /* softmax over every key, then zero the future */
-    bool by_d_model;    /* divide the scores by sqrt(C), not sqrt(dh) */
+    bool wrong_split; /* reshape (1,T,C) straight to (1,H,T,dh) and back */
+    bool zero_after; /* softmax over every key, then zero the future */
+    bool by_d_model; /* divide the scores by sqrt(C), not sqrt(dh) */
 } variant;
 
 /* Where element (h, t, d) of the split heads sits in the (T, C) matrix's memory. */
@@ -184,7 +184,7 @@ static int src(const layer *L, bool wrong, int h, int t, int d)
     return wrong ? (h * L->T + t) * L->dh + d : t * L->C + h * L->dh + d;
 }
 
-static void matmul_tc(const double *x, const double *w, double *y, int T, int C)   /* y = x w, (T,C)(C,C) */
+static void matmul_tc(const double *x, const double *w, double *y, int T, int C) /* y = x w, (T,C)(C,C) */
 {
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) {
@@ -251,12 +251,12 @@ static void backward(layer *L)
 {
     const int T = L->T, C = L->C, H = L->H, dh = L->dh;
     const double scale = sqrt((double)dh);
-    weight_grad(L->om, L->dy, L->dwo, T, C);                  /* dW_O = O_merged^T dY */
+    weight_grad(L->om, L->dy, L->dwo, T, C); /* dW_O = O_merged^T dY */
     for (int t = 0; t < T; t++)
         for (int k = 0; k < C; k++) {
             double s = 0;
             for (int c = 0; c < C; c++) s += L->dy[t * C + c] * L->wo[k * C + c];
-            L->dom[t * C + k] = s;                              /* dO_merged = dY W_O^T */
+            L->dom[t * C + k] = s; /* dO_merged = dY W_O^T */
         }
     for (int h = 0; h < H; h++)
         for (int t = 0; t < T; t++)
@@ -270,7 +270,7 @@ static void backward(layer *L)
             for (int j = 0; j < T; j++) {
                 double s = 0;
                 for (int d = 0; d < dh; d++) s += dO[i * dh + d] * vh[j * dh + d];
-                da[i * T + j] = s;                              /* dA = dO Vh^T */
+                da[i * T + j] = s; /* dA = dO Vh^T */
                 dot += a[i * T + j] * s;
             }
             for (int j = 0; j < T; j++) {
@@ -282,9 +282,9 @@ static void backward(layer *L)
             for (int d = 0; d < dh; d++) {
                 double gq = 0, gk = 0, gv = 0;
                 for (int j = 0; j < T; j++) {
-                    gq += ds[t * T + j] * kh[j * dh + d] / scale;    /* dQh = dS Kh / sqrt(dh) */
-                    gk += ds[j * T + t] * qh[j * dh + d] / scale;    /* dKh = dS^T Qh / sqrt(dh) */
-                    gv += a[j * T + t] * dO[j * dh + d];             /* dVh = A^T dO */
+                    gq += ds[t * T + j] * kh[j * dh + d] / scale; /* dQh = dS Kh / sqrt(dh) */
+                    gk += ds[j * T + t] * qh[j * dh + d] / scale; /* dKh = dS^T Qh / sqrt(dh) */
+                    gv += a[j * T + t] * dO[j * dh + d]; /* dVh = A^T dO */
                 }
                 const int at = src(L, false, h, t, d), e = (h * T + t) * dh + d;
                 L->dqh[e] = L->dq[at] = gq;
@@ -295,12 +295,12 @@ static void backward(layer *L)
     weight_grad(L->x, L->dq, L->dwq, T, C);
     weight_grad(L->x, L->dk, L->dwk, T, C);
     weight_grad(L->x, L->dv, L->dwv, T, C);
-    for (int t = 0; t < T; t++)   /* dX = dQ W_Q^T + dK W_K^T + dV W_V^T */
+    for (int t = 0; t < T; t++) /* dX = dQ W_Q^T + dK W_K^T + dV W_V^T */
         for (int k = 0; k < C; k++) {
             double s = 0;
             for (int c = 0; c < C; c++)
                 s += L->dq[t * C + c] * L->wq[k * C + c] + L->dk[t * C + c] * L->wk[k * C + c] +
-                     L->dv[t * C + c] * L->wv[k * C + c];
+                    L->dv[t * C + c] * L->wv[k * C + c];
             L->dx[t * C + k] = s;
         }
 }
@@ -309,8 +309,7 @@ static void backward(layer *L)
  * and tape against want[] (this file's own backward) within tol, the
  * finite differences within 1e-8; the printed max |diff| values exactly
  * those of the printed tensors, and both of the program's checks passed. */
-static void expect_step(const char *out, const char *name, int ndim, const int *shape, const double *want,
-                        double tol)
+static void expect_step(const char *out, const char *name, int ndim, const int *shape, const double *want, double tol)
 {
     char n[3][64], line[160];
     const char *tag[3] = {"hand", "tape", "fd"};
@@ -371,7 +370,7 @@ static void check_layer_run(const char *args, int T, int C, int H)
     expect(out, "Q", 3, tc, L->q, tol);
     expect(out, "K", 3, tc, L->k, tol);
     expect(out, "V", 3, tc, L->v, tol);
-    expect(out, "Q_split", 4, (int[]){1, T, H, dh}, L->q, tol);   /* the same memory as Q */
+    expect(out, "Q_split", 4, (int[]){1, T, H, dh}, L->q, tol); /* the same memory as Q */
     expect(out, "Qh", 4, heads, L->qh, tol);
     expect(out, "Kh", 4, heads, L->kh, tol);
     expect(out, "Vh", 4, heads, L->vh, tol);
@@ -427,9 +426,9 @@ static void check_layer_run(const char *args, int T, int C, int H)
     expect_step(out, "dW_V", 2, cc, L->dwv, tol);
     expect_step(out, "dX", 3, tc, L->dx, tol);
     /* the steps come in the backward's order */
-    const char *order[] = {"dY (", "dW_O_hand (", "dO_merged_hand (", "dO_hand (", "dVh_hand (", "dA_hand (",
-                           "dS_hand (", "dQK_hand (", "dQh_hand (", "dKh_hand (", "dQ_hand (", "dK_hand (",
-                           "dV_hand (", "dW_Q_hand (", "dW_K_hand (", "dW_V_hand (", "dX_hand ("};
+    const char *order[] = {"dY (",      "dW_O_hand (", "dO_merged_hand (", "dO_hand (",   "dVh_hand (", "dA_hand (",
+                           "dS_hand (", "dQK_hand (",  "dQh_hand (",       "dKh_hand (",  "dQ_hand (",  "dK_hand (",
+                           "dV_hand (", "dW_Q_hand (", "dW_K_hand (",      "dW_V_hand (", "dX_hand ("};
     const char *prev = out;
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         const char *at = find_line(prev, order[i], "");
@@ -445,7 +444,7 @@ static void check_layer_run(const char *args, int T, int C, int H)
             if (j > row % T) ck_assert(tape->v[row * T + j] == 0 && fd->v[row * T + j] == 0);
         }
         ck_assert_msg(fabs(sum) <= 1e-14, "row %d of dS sums to %g", row, sum);
-        if (row % T == 0)   /* query 0 sees only key 0: its whole row is 0 */
+        if (row % T == 0) /* query 0 sees only key 0: its whole row is 0 */
             for (int j = 0; j < T; j++) ck_assert(hand->v[row * T + j] == 0);
     }
     free(hand), free(tape), free(fd);
@@ -473,7 +472,7 @@ static void check_layer_run(const char *args, int T, int C, int H)
         }
         ck_assert_msg(fabs(rs->v[row] - num / den) <= tol, "row_sum[%d] = %.17g, want %.17g", row, rs->v[row],
                       num / den);
-        if (row % T == T - 1) ck_assert(fabs(rs->v[row] - 1) <= 1e-15);   /* the last row blocks nothing */
+        if (row % T == T - 1) ck_assert(fabs(rs->v[row] - 1) <= 1e-15); /* the last row blocks nothing */
         else ck_assert(rs->v[row] < 1);
         for (int j = 0; j < T; j++) ck_assert(fabs(Z->a[row * T + j] - rs->v[row] * L->a[row * T + j]) <= tol);
     }
@@ -560,13 +559,13 @@ static void check_cases(const char *out, double tol, double tail_rtol)
     expect(out, "softgrad.dS_tape_ones", 1, two, (double[]){0, 0}, 0);
     expect(out, "softgrad.dS_hand_ones", 1, two, (double[]){0, 0}, 0);
 
-    const double tail = 1 / (1 + exp(16.0));   /* e^-8 / (e^8 + e^-8) */
+    const double tail = 1 / (1 + exp(16.0)); /* e^-8 / (e^8 + e^-8) */
     tens *u = get(out, "scaling.A_unscaled");
     ck_assert(fabs(u->v[1] - tail) <= tail_rtol * tail && fabs(u->v[0] - (1 - tail)) <= tol);
     free(u);
     expect(out, "scaling.A_scaled", 1, two, (double[]){1 / (1 + exp(-2.0)), 1 / (1 + exp(2.0))}, tol);
     tens *sc = get(out, "scaling.A_scaled");
-    ck_assert(fabs(sc->v[0] - 0.881) < 5e-4 && fabs(sc->v[1] - 0.119) < 5e-4);   /* the tutorial's rounding */
+    ck_assert(fabs(sc->v[0] - 0.881) < 5e-4 && fabs(sc->v[1] - 0.119) < 5e-4); /* the tutorial's rounding */
     free(sc);
     const double z = 16 / sqrt(512.0);
     expect(out, "scaling.A_dmodel", 1, two, (double[]){1 / (1 + exp(-z)), 1 / (1 + exp(z))}, tol);
@@ -612,11 +611,32 @@ static void check_f32_against_f64(const char *args)
         ck_assert_msg(max_abs(x->v, y->v, x->n) == 0, "%s differs between f32 and f64", same[i]);
         free(x), free(y);
     }
-    const char *close[] = {"Q", "S", "A", "O", "Y", "dW_O_hand", "dW_O_tape", "dO_merged_tape", "dVh_tape",
-                           "dA_hand", "dA_tape", "dS_hand", "dS_tape", "dQK_tape", "dQh_tape", "dKh_tape",
-                           "dW_Q_hand", "dW_Q_tape", "dW_K_tape", "dW_V_tape", "dX_hand", "dX_tape",
-                           "mistake_mask.A_wrong", "mistake_split.Y_wrong", "mistake_scale.A_wrong"};
-    double worst = 0;   /* largest |f32 - f64| / (1e-6 (1 + |f64|)) */
+    const char *close[] = {"Q",
+                           "S",
+                           "A",
+                           "O",
+                           "Y",
+                           "dW_O_hand",
+                           "dW_O_tape",
+                           "dO_merged_tape",
+                           "dVh_tape",
+                           "dA_hand",
+                           "dA_tape",
+                           "dS_hand",
+                           "dS_tape",
+                           "dQK_tape",
+                           "dQh_tape",
+                           "dKh_tape",
+                           "dW_Q_hand",
+                           "dW_Q_tape",
+                           "dW_K_tape",
+                           "dW_V_tape",
+                           "dX_hand",
+                           "dX_tape",
+                           "mistake_mask.A_wrong",
+                           "mistake_split.Y_wrong",
+                           "mistake_scale.A_wrong"};
+    double worst = 0; /* largest |f32 - f64| / (1e-6 (1 + |f64|)) */
     for (size_t i = 0; i < sizeof close / sizeof *close; i++) {
         tens *x = get(a.out, close[i]), *y = get(b.out, close[i]);
         ck_assert_int_eq(x->n, y->n);
@@ -637,7 +657,9 @@ END_TEST
 
 START_TEST(bad_options)
 {
-    static const struct { const char *args, *message; } bad[] = {
+    static const struct {
+        const char *args, *message;
+    } bad[] = {
         {"--heads 3", "--heads 3 does not divide --d-model 8"},
         {"--d-model 10 --heads 4", "--heads 4 does not divide --d-model 10"},
         {"--tokens 0", "--tokens: 0 is outside [1, 16]"},
@@ -659,8 +681,8 @@ START_TEST(bad_options)
     }
     run h = run_program("--help");
     ck_assert_int_eq(h.status, 0);
-    const char *opts[] = {"usage: attention_walkthrough", "--seed", "--tokens", "--d-model", "--heads", "--dtype",
-                          "--digits"};
+    const char *opts[] = {
+        "usage: attention_walkthrough", "--seed", "--tokens", "--d-model", "--heads", "--dtype", "--digits"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) ck_assert_msg(strstr(h.out, opts[i]), "%s", opts[i]);
     free(h.out);
 }
@@ -673,7 +695,7 @@ int main(int argc, char **argv)
         return 2;
     }
     walkthrough = argv[1];
-    return tt_main("attention_walkthrough", "output", 120,
-                   TT_TESTS(default_run, tutorial_cases, f32_agrees_with_f64, other_shapes, seed_changes_the_inputs,
-                            bad_options));
+    return tt_main(
+        "attention_walkthrough", "output", 120,
+        TT_TESTS(default_run, tutorial_cases, f32_agrees_with_f64, other_shapes, seed_changes_the_inputs, bad_options));
 }

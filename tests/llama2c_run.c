@@ -25,13 +25,15 @@
 
 #include "tapegrad.h"
 
-typedef struct { int dim, hidden, n_layers, n_heads, n_kv, vocab, seq; } config;
+typedef struct {
+    int dim, hidden, n_layers, n_heads, n_kv, vocab, seq;
+} config;
 
 typedef struct {
     config c;
     float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final, *wcls;
-    float *kc, *vc;   /* caches (n_layers, seq, kv_dim) */
-    int32_t *file;    /* the whole checkpoint; the weights point into it */
+    float *kc, *vc; /* caches (n_layers, seq, kv_dim) */
+    int32_t *file; /* the whole checkpoint; the weights point into it */
 } model;
 
 static char **pieces;
@@ -40,17 +42,23 @@ static float *scores;
 static void *read_all(const char *path, long *n)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fseek(f, 0, SEEK_END);
     *n = ftell(f);
     fseek(f, 0, SEEK_SET);
     void *b = malloc((size_t)*n);
-    if (fread(b, 1, (size_t)*n, f) != (size_t)*n) { perror(path); exit(1); }
+    if (fread(b, 1, (size_t)*n, f) != (size_t)*n) {
+        perror(path);
+        exit(1);
+    }
     fclose(f);
     return b;
 }
 
-static int *sorted;   /* ids in strcmp order of their pieces, for lookup */
+static int *sorted; /* ids in strcmp order of their pieces, for lookup */
 static int n_pieces;
 
 static int by_piece(const void *a, const void *b) { return strcmp(pieces[*(const int *)a], pieces[*(const int *)b]); }
@@ -74,7 +82,10 @@ static int read_tokenizer(const char *path, int V)
         int32_t len;
         memcpy(&scores[k], q, 4);
         memcpy(&len, q + 4, 4);
-        if (len < 0 || q + 8 + len > end) { fprintf(stderr, "%s: piece %d runs past the end\n", path, k); exit(1); }
+        if (len < 0 || q + 8 + len > end) {
+            fprintf(stderr, "%s: piece %d runs past the end\n", path, k);
+            exit(1);
+        }
         pieces[k] = calloc((size_t)len + 1, 1);
         memcpy(pieces[k], q + 8, (size_t)len);
         q += 8 + len;
@@ -113,7 +124,7 @@ static void load(model *m, const char *path, const char *tok)
     m->w2 = p, p += (size_t)L * c->hidden * c->dim;
     m->w3 = p, p += (size_t)L * c->dim * c->hidden;
     m->rms_final = p, p += c->dim;
-    p += (size_t)c->seq * hs;   /* the two RoPE tables, unused */
+    p += (size_t)c->seq * hs; /* the two RoPE tables, unused */
     m->wcls = shared ? m->emb : p;
     m->kc = calloc((size_t)L * c->seq * kv, sizeof(float));
     m->vc = calloc((size_t)L * c->seq * kv, sizeof(float));
@@ -140,7 +151,7 @@ static int encode(const char *text, int V, int *out)
     if (text[0]) out[n++] = lookup(" ", V);
     for (const char *c = text; *c;) {
         int len = 1;
-        while (len < 4 && (c[len] & 0xC0) == 0x80) len++;   /* one code point */
+        while (len < 4 && (c[len] & 0xC0) == 0x80) len++; /* one code point */
         char cp[8] = {0};
         memcpy(cp, c, (size_t)len);
         int id = lookup(cp, V);
@@ -149,7 +160,7 @@ static int encode(const char *text, int V, int *out)
             for (int i = 0; i < len; i++) out[n++] = (unsigned char)c[i] + 3;
         c += len;
     }
-    for (;;) {   /* merge the best-scoring adjacent pair, again and again */
+    for (;;) { /* merge the best-scoring adjacent pair, again and again */
         float best = -1e10f;
         int at = -1, id = -1;
         for (int i = 0; i + 1 < n; i++) {

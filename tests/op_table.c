@@ -16,7 +16,7 @@ void tt_op_small(tg_graph *g, tg_dtype dt, uint64_t seed, tt_op_in *a)
     a->w = tt_randn_dt(g, dt, TT_SHAPE(C), seed + 3);
     uint8_t m[R * C] = {0};
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) m[i * C + j] = j > i + 1;   /* a causal-like mask: every row sees a key */
+        for (int j = 0; j < C; j++) m[i * C + j] = j > i + 1; /* a causal-like mask: every row sees a key */
     a->mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(R, C), m);
     a->targets = tg_tensor_from(g, TG_I32, TT_SHAPE(R), ((int32_t[]){2, -1, 5, 0}));
 }

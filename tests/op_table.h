@@ -23,12 +23,12 @@
 
 /* The tensors an op is applied to; each row reads the ones it needs. */
 typedef struct tt_op_in {
-    tg_tensor *x, *x2;      /* float operands (intermediates in test_grad_store) */
-    tg_tensor *x3;          /* a third float operand (attention's values), or NULL: x2 serves */
-    tg_tensor *w, *b;       /* float leaves: layernorm's weight and bias, a broadcast operand */
-    tg_tensor *bias;        /* linear's bias, or NULL */
-    tg_tensor *mask;        /* bool (softmax) */
-    tg_tensor *targets;     /* i32 (cross-entropy) */
+    tg_tensor *x, *x2; /* float operands (intermediates in test_grad_store) */
+    tg_tensor *x3; /* a third float operand (attention's values), or NULL: x2 serves */
+    tg_tensor *w, *b; /* float leaves: layernorm's weight and bias, a broadcast operand */
+    tg_tensor *bias; /* linear's bias, or NULL */
+    tg_tensor *mask; /* bool (softmax) */
+    tg_tensor *targets; /* i32 (cross-entropy) */
 } tt_op_in;
 
 typedef struct tt_op {

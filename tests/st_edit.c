@@ -40,11 +40,11 @@ int main(int argc, char **argv)
         tg_st_free(f);
         return 1;
     }
-    for (int i = 0; i < tg_st_meta_count(f); i++) {   /* the file's entries, edited */
+    for (int i = 0; i < tg_st_meta_count(f); i++) { /* the file's entries, edited */
         const char *v, *k = tg_st_meta_at(f, i, &v), *e = edit_of(argc, argv, k);
         if (e != REMOVE) tg_st_writer_add_meta(w, k, e ? e : v);
     }
-    for (int i = 3; i < argc; i++) {   /* new entries */
+    for (int i = 3; i < argc; i++) { /* new entries */
         size_t n = strcspn(argv[i], "=");
         if (argv[i][0] == '-' || !argv[i][n]) continue;
         argv[i][n] = 0;

@@ -20,14 +20,14 @@
  * it, a writer, an err buffer for the call, and the result as text. */
 typedef struct fx {
     tg_graph *g;
-    tg_params *p;          /* f32, one parameter "w" (2,3) */
-    tg_tensor *x;          /* f32 (2,3) on g, requires grad */
-    tg_tensor *ids;        /* i32 (2,3) on g, zeros */
+    tg_params *p; /* f32, one parameter "w" (2,3) */
+    tg_tensor *x; /* f32 (2,3) on g, requires grad */
+    tg_tensor *ids; /* i32 (2,3) on g, zeros */
     tg_st_writer *w;
     tg_sgd *sgd;
     tg_adamw *adamw;
-    tg_error err;          /* the message the call left (err, or copied from where it keeps one) */
-    char got[160];         /* what the call returned, as text */
+    tg_error err; /* the message the call left (err, or copied from where it keeps one) */
+    char got[160]; /* what the call returned, as text */
 } fx;
 
 static void fx_open(fx *f)
@@ -43,7 +43,7 @@ static void fx_open(fx *f)
     f->sgd = tg_sgd_new(f->p, 0.9, 0, NULL);
     f->adamw = tg_adamw_new(f->p, NULL, NULL);
     if (!f->g || !f->p || !f->x || !f->ids || !f->w || !f->sgd || !f->adamw) abort();
-    snprintf(f->got, sizeof f->got, "returns");   /* what a void function gives */
+    snprintf(f->got, sizeof f->got, "returns"); /* what a void function gives */
 }
 
 static void fx_close(fx *f)
@@ -68,15 +68,26 @@ static tg_error te;
 static tg_error *fresh(void) { return memset(&te, 0, sizeof te); }
 
 static const int S23[2] = {2, 3};
-static char buf[128];                 /* for the string functions */
+static char buf[128]; /* for the string functions */
 static tg_rng rng;
 static tg_gradcheck_result res;
 
-static tg_tensor *gc_sum(tg_graph *g, tg_tensor **in, void *ctx) { (void)ctx; return tg_sum_all(g, in[0]); }
-static void no_backward(tg_graph *g, tg_node *n) { (void)g; (void)n; }
+static tg_tensor *gc_sum(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return tg_sum_all(g, in[0]);
+}
+static void no_backward(tg_graph *g, tg_node *n)
+{
+    (void)g;
+    (void)n;
+}
 
 /* tg_parallel_for's parts, each written by the thread that runs it */
-typedef struct parts { int64_t lo[TG_MAX_THREADS], hi[TG_MAX_THREADS]; int inner[TG_MAX_THREADS]; } parts;
+typedef struct parts {
+    int64_t lo[TG_MAX_THREADS], hi[TG_MAX_THREADS];
+    int inner[TG_MAX_THREADS];
+} parts;
 static void record_part(void *ctx, int64_t lo, int64_t hi)
 {
     parts *p = ctx;
@@ -100,7 +111,8 @@ static void parallel_huge(fx *f)
     int n = tg_num_threads();
     tg_set_num_threads(1);
     snprintf(f->got, sizeof f->got, "%d threads: [%lld, %lld) ... [%lld, %lld)", n, (long long)p.lo[0],
-             (long long)p.hi[0], (long long)p.lo[TG_PARALLEL_MAX_PARTS - 1], (long long)p.hi[TG_PARALLEL_MAX_PARTS - 1]);
+             (long long)p.hi[0], (long long)p.lo[TG_PARALLEL_MAX_PARTS - 1],
+             (long long)p.hi[TG_PARALLEL_MAX_PARTS - 1]);
 }
 
 /* tg_set_num_threads(3) from inside both parts of a 2-thread loop */
@@ -163,9 +175,17 @@ static tg_st_file *st_kv(fx *f)
 /* a small Llama's config (2 heads sharing 1 kv head of size 4) for the cases that need one */
 static tg_model_config llama_cfg(void)
 {
-    return (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8,
-                             .hidden_dim = 16, .block_size = 4, .vocab_size = 5, .rope_theta = 10000,
-                             .norm_eps = 1e-5, .tied = true};
+    return (tg_model_config){.arch = "llama",
+                             .n_layer = 1,
+                             .n_head = 2,
+                             .n_kv_head = 1,
+                             .n_embd = 8,
+                             .hidden_dim = 16,
+                             .block_size = 4,
+                             .vocab_size = 5,
+                             .rope_theta = 10000,
+                             .norm_eps = 1e-5,
+                             .tied = true};
 }
 
 /* A TG_TOK_BPE tokenizer of 260 ids (3 specials, 256 bytes, the merge
@@ -212,14 +232,30 @@ static void c_same_shape_nulls(fx *f) { flag(f, tg_tensor_same_shape(NULL, NULL)
 static void c_same_shape_one(fx *f) { flag(f, tg_tensor_same_shape(f->x, NULL)); }
 
 /* core/graph.h */
-static void c_reset(fx *f) { (void)f; tg_graph_reset(NULL); }
+static void c_reset(fx *f)
+{
+    (void)f;
+    tg_graph_reset(NULL);
+}
 static void c_error(fx *f) { ptr(f, tg_graph_error(NULL)); }
-static void c_clear_error(fx *f) { (void)f; tg_graph_clear_error(NULL); }
+static void c_clear_error(fx *f)
+{
+    (void)f;
+    tg_graph_clear_error(NULL);
+}
 static void c_set_grad(fx *f) { flag(f, tg_graph_set_grad_enabled(NULL, true)); }
 static void c_grad_enabled(fx *f) { flag(f, tg_graph_grad_enabled(NULL)); }
-static void c_set_training(fx *f) { (void)f; tg_graph_set_training(NULL, false); }
+static void c_set_training(fx *f)
+{
+    (void)f;
+    tg_graph_set_training(NULL, false);
+}
 static void c_training(fx *f) { flag(f, tg_graph_training(NULL)); }
-static void c_seed(fx *f) { (void)f; tg_graph_seed(NULL, 1); }
+static void c_seed(fx *f)
+{
+    (void)f;
+    tg_graph_seed(NULL, 1);
+}
 static void c_rng(fx *f) { ptr(f, tg_graph_rng(NULL)); }
 static void c_tensor_new_nog(fx *f) { ptr(f, tg_tensor_new(NULL, TG_F32, 2, S23)); }
 static void c_tensor_new_dtype(fx *f) { ptr(f, tg_tensor_new(f->g, (tg_dtype)9, 2, S23)); }
@@ -250,7 +286,11 @@ static void c_arena_used(fx *f) { num(f, (double)tg_graph_arena_used(NULL)); }
 static void c_backward_stale(fx *f) { num(f, tg_graph_backward(f->g, stale(f))); }
 static void c_rg_stale(fx *f) { num(f, tg_tensor_set_requires_grad(f->g, stale(f), true)); }
 static void c_get_stale(fx *f) { num(f, tg_tensor_get(stale(f), 0)); }
-static void c_graph_free(fx *f) { (void)f; tg_graph_free(NULL); }
+static void c_graph_free(fx *f)
+{
+    (void)f;
+    tg_graph_free(NULL);
+}
 static float wrap_data[6];
 static void c_wrap_nodata(fx *f) { ptr(f, tg_tensor_wrap(f->g, TG_F32, 2, S23, NULL)); }
 static void c_wrap_dtype(fx *f) { ptr(f, tg_tensor_wrap(f->g, (tg_dtype)9, 2, S23, wrap_data)); }
@@ -282,13 +322,33 @@ static void c_live_nog(fx *f) { flag(f, tg_op_check_live(NULL, "my_op", 1, &f->x
 static void c_view_null(fx *f) { ptr(f, tg_op_view(f->g, NULL)); }
 static void c_needs_grad(fx *f) { flag(f, tg_needs_grad(f->g, NULL)); }
 static void c_grad(fx *f) { ptr(f, tg_grad(f->g, NULL)); }
-static void c_grad_store_null(fx *f) { bool s; ptr(f, tg_grad_store(f->g, NULL, &s)); }
+static void c_grad_store_null(fx *f)
+{
+    bool s;
+    ptr(f, tg_grad_store(f->g, NULL, &s));
+}
 static void c_grad_store_nostore(fx *f) { ptr(f, tg_grad_store(f->g, f->x, NULL)); }
-static void c_broadcast(fx *f) { tg_bcast bc; flag(f, tg_broadcast(NULL, f->x, &bc)); }
+static void c_broadcast(fx *f)
+{
+    tg_bcast bc;
+    flag(f, tg_broadcast(NULL, f->x, &bc));
+}
 static void c_broadcast_nobc(fx *f) { flag(f, tg_broadcast(f->x, f->x, NULL)); }
-static void c_broadcast_to_ndim(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(f->x, 5, (int[]){1, 1, 1, 2, 3}, s)); }
-static void c_broadcast_to_noshape(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(f->x, 2, NULL, s)); }
-static void c_broadcast_to_null(fx *f) { int64_t s[4]; flag(f, tg_broadcast_to(NULL, 2, S23, s)); }
+static void c_broadcast_to_ndim(fx *f)
+{
+    int64_t s[4];
+    flag(f, tg_broadcast_to(f->x, 5, (int[]){1, 1, 1, 2, 3}, s));
+}
+static void c_broadcast_to_noshape(fx *f)
+{
+    int64_t s[4];
+    flag(f, tg_broadcast_to(f->x, 2, NULL, s));
+}
+static void c_broadcast_to_null(fx *f)
+{
+    int64_t s[4];
+    flag(f, tg_broadcast_to(NULL, 2, S23, s));
+}
 
 /* core/params.h */
 static void c_params_new_dtype(fx *f) { ptr(f, tg_params_new((tg_dtype)9, &f->err)); }
@@ -308,26 +368,50 @@ static void c_params_dtype(fx *f) { num(f, (int)tg_params_dtype(NULL)); }
 static void c_params_numel(fx *f) { num(f, (double)tg_params_numel(NULL)); }
 static void c_params_data(fx *f) { ptr(f, tg_params_data(NULL)); }
 static void c_params_grad(fx *f) { ptr(f, tg_params_grad(NULL)); }
-static void c_params_zero_grad(fx *f) { (void)f; tg_params_zero_grad(NULL); }
-static void c_params_free(fx *f) { (void)f; tg_params_free(NULL); }
+static void c_params_zero_grad(fx *f)
+{
+    (void)f;
+    tg_params_zero_grad(NULL);
+}
+static void c_params_free(fx *f)
+{
+    (void)f;
+    tg_params_free(NULL);
+}
 
 /* core/rng.h */
-static void c_rng_seed(fx *f) { (void)f; tg_rng_seed(NULL, 1, 2); }
+static void c_rng_seed(fx *f)
+{
+    (void)f;
+    tg_rng_seed(NULL, 1, 2);
+}
 static void c_rng_u32(fx *f) { num(f, tg_rng_u32(NULL)); }
-static void c_rng_below_zero(fx *f) { tg_rng_seed(&rng, 1, 2); num(f, tg_rng_below(&rng, 0)); }
+static void c_rng_below_zero(fx *f)
+{
+    tg_rng_seed(&rng, 1, 2);
+    num(f, tg_rng_below(&rng, 0));
+}
 static void c_rng_below_nor(fx *f) { num(f, tg_rng_below(NULL, 5)); }
 static void c_rng_uniform(fx *f) { num(f, tg_rng_uniform(NULL)); }
 static void c_rng_normal(fx *f) { num(f, tg_rng_normal(NULL)); }
-static void c_rng_fill_uniform(fx *f) { tg_rng_fill_uniform(NULL, f->x, 0, 1); num(f, tg_tensor_get(f->x, 0)); }
+static void c_rng_fill_uniform(fx *f)
+{
+    tg_rng_fill_uniform(NULL, f->x, 0, 1);
+    num(f, tg_tensor_get(f->x, 0));
+}
 static void c_rng_fill_stale(fx *f)
 {
-    tg_tensor *t = stale(f), *u = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3));   /* u: where t's data was */
+    tg_tensor *t = stale(f), *u = tg_tensor_new(f->g, TG_F32, TT_SHAPE(3)); /* u: where t's data was */
     tg_rng_seed(&rng, 1, 2);
     tg_rng_fill_uniform(&rng, t, 1, 2);
     if (u->data == t->data) num(f, tg_tensor_get(u, 0));
     else text(f, "(the arena did not put u where t was: make this case reach t's memory again)");
 }
-static void c_rng_fill_normal(fx *f) { (void)f; tg_rng_fill_normal(&rng, NULL, 0, 1); }
+static void c_rng_fill_normal(fx *f)
+{
+    (void)f;
+    tg_rng_fill_normal(&rng, NULL, 0, 1);
+}
 static void c_rng_to_string_nor(fx *f) { num(f, tg_rng_to_string(NULL, buf, sizeof buf)); }
 static void c_error_set_null(fx *f) { num(f, tg_error_set(NULL, "x %d", 1)); }
 static void c_error_set_nofmt(fx *f)
@@ -357,16 +441,28 @@ static void c_rng_to_string_short(fx *f)
 {
     char small[8];
     tg_rng_seed(&rng, 1, 2);
-    num(f, tg_rng_to_string(&rng, small, sizeof small) * 100 + (int)strlen(small));   /* the length it needs, cut */
+    num(f, tg_rng_to_string(&rng, small, sizeof small) * 100 + (int)strlen(small)); /* the length it needs, cut */
 }
 static void c_rng_from_string_nos(fx *f) { num(f, tg_rng_from_string(&rng, NULL, &f->err)); }
 static void c_rng_from_string_bad(fx *f) { num(f, tg_rng_from_string(&rng, "12:34", &f->err)); }
 
 /* core/gradcheck.h */
 static void c_gc_nores(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, &f->x, NULL, NULL)); }
-static void c_gc_nof(fx *f) { flag(f, tg_gradcheck(NULL, NULL, 1, &f->x, NULL, &res)); note(f, res.message); }
-static void c_gc_noin(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, 1, NULL, NULL, &res)); note(f, res.message); }
-static void c_gc_negn(fx *f) { flag(f, tg_gradcheck(gc_sum, NULL, -1, &f->x, NULL, &res)); note(f, res.message); }
+static void c_gc_nof(fx *f)
+{
+    flag(f, tg_gradcheck(NULL, NULL, 1, &f->x, NULL, &res));
+    note(f, res.message);
+}
+static void c_gc_noin(fx *f)
+{
+    flag(f, tg_gradcheck(gc_sum, NULL, 1, NULL, NULL, &res));
+    note(f, res.message);
+}
+static void c_gc_negn(fx *f)
+{
+    flag(f, tg_gradcheck(gc_sum, NULL, -1, &f->x, NULL, &res));
+    note(f, res.message);
+}
 static void c_gc_stale(fx *f)
 {
     flag(f, tg_gradcheck(gc_sum, NULL, 1, (tg_tensor *[]){stale(f)}, NULL, &res));
@@ -384,8 +480,16 @@ static void c_malloc_huge(fx *f) { ptr(f, tg_malloc(SIZE_MAX)); }
 static void c_calloc_overflow(fx *f) { ptr(f, tg_calloc(SIZE_MAX / 2, 3)); }
 static void c_calloc_big_overflow(fx *f) { ptr(f, tg_calloc_big(SIZE_MAX / 2, 3)); }
 static void c_realloc_huge(fx *f) { ptr(f, tg_realloc(NULL, SIZE_MAX - 1)); }
-static void c_free(fx *f) { (void)f; tg_free(NULL); }
-static void c_parallel_nofn(fx *f) { (void)f; tg_parallel_for(10, 1, NULL, NULL); }
+static void c_free(fx *f)
+{
+    (void)f;
+    tg_free(NULL);
+}
+static void c_parallel_nofn(fx *f)
+{
+    (void)f;
+    tg_parallel_for(10, 1, NULL, NULL);
+}
 static void c_parallel_huge(fx *f) { parallel_huge(f); }
 static void c_parallel_set_inside(fx *f) { parallel_set_inside(f); }
 static void c_parallel_part(fx *f) { num(f, tg_parallel_part()); }
@@ -402,7 +506,11 @@ static void c_isa_check_env_noerr(fx *f) { num(f, tg_isa_check_env(NULL)); }
 /* core/safetensors.h */
 static void c_st_load_nopath(fx *f) { ptr(f, tg_st_load(NULL, &f->err)); }
 static void c_st_load_noerr(fx *f) { ptr(f, tg_st_load("/nonexistent/x.safetensors", NULL)); }
-static void c_st_free(fx *f) { (void)f; tg_st_free(NULL); }
+static void c_st_free(fx *f)
+{
+    (void)f;
+    tg_st_free(NULL);
+}
 static void c_st_count(fx *f) { num(f, tg_st_count(NULL)); }
 static void c_st_at(fx *f) { ptr(f, tg_st_at(NULL, 0)); }
 static void c_st_find(fx *f) { ptr(f, tg_st_find(NULL, "w")); }
@@ -458,7 +566,11 @@ static void c_st_meta_nokey(fx *f)
     num(f, tg_st_writer_add_meta(f->w, NULL, "v"));
     saved_note(f);
 }
-static void c_st_writer_free(fx *f) { (void)f; tg_st_writer_free(NULL); }
+static void c_st_writer_free(fx *f)
+{
+    (void)f;
+    tg_st_writer_free(NULL);
+}
 static void c_st_save_now(fx *f) { num(f, tg_st_writer_save(NULL, "x.safetensors", &f->err)); }
 static void c_st_save_nopath(fx *f) { num(f, tg_st_writer_save(f->w, NULL, &f->err)); }
 static void c_st_save_params_nop(fx *f) { num(f, tg_st_save_params(NULL, "x", NULL, 0, &f->err)); }
@@ -480,7 +592,7 @@ static void c_st_meta_int_nof(fx *f)
 }
 static void c_st_meta_int_text(fx *f)
 {
-    tg_st_file *st = st_kv(f);   /* k = "v" */
+    tg_st_file *st = st_kv(f); /* k = "v" */
     int64_t v = 5;
     num(f, tg_st_meta_int(st, "k", 0, 9, &v, &f->err) * 10 + v);
     tg_st_free(st);
@@ -506,8 +618,18 @@ static void c_st_meta_bool_text(fx *f)
     tg_st_free(st);
 }
 static void c_st_meta_at_nof(fx *f) { meta_at(f, NULL, 0); }
-static void c_st_meta_at_past(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, 1); tg_st_free(st); }
-static void c_st_meta_at_neg(fx *f) { tg_st_file *st = st_kv(f); meta_at(f, st, -1); tg_st_free(st); }
+static void c_st_meta_at_past(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    meta_at(f, st, 1);
+    tg_st_free(st);
+}
+static void c_st_meta_at_neg(fx *f)
+{
+    tg_st_file *st = st_kv(f);
+    meta_at(f, st, -1);
+    tg_st_free(st);
+}
 static void c_st_meta_at_novalue(fx *f)
 {
     tg_st_file *st = st_kv(f);
@@ -541,7 +663,11 @@ static void c_atomic_commit_noerr(fx *f)
     memset(&af, 0, sizeof af);
     num(f, tg_atomic_commit(&af, NULL));
 }
-static void c_atomic_abort(fx *f) { (void)f; tg_atomic_abort(NULL); }
+static void c_atomic_abort(fx *f)
+{
+    (void)f;
+    tg_atomic_abort(NULL);
+}
 static void c_write_atomic_nopath(fx *f) { num(f, tg_atomic_write_file(NULL, buf, 1, &f->err)); }
 static void c_write_atomic_nodata(fx *f) { num(f, tg_atomic_write_file("x", NULL, 3, &f->err)); }
 
@@ -572,7 +698,11 @@ static void c_reshape_huge(fx *f) { ptr(f, tg_reshape(f->g, f->x, 2, (int[]){INT
 static void c_transpose_axis(fx *f) { ptr(f, tg_transpose(f->g, f->x, 0, 2)); }
 static void c_permute_noperm(fx *f) { ptr(f, tg_permute(f->g, f->x, NULL)); }
 static void c_slice_empty(fx *f) { ptr(f, tg_slice(f->g, f->x, 1, 2, 2)); }
-static void c_split_nosizes(fx *f) { tg_tensor *o[2]; num(f, tg_split(f->g, f->x, 1, 2, NULL, o)); }
+static void c_split_nosizes(fx *f)
+{
+    tg_tensor *o[2];
+    num(f, tg_split(f->g, f->x, 1, 2, NULL, o));
+}
 static void c_split_noout(fx *f) { num(f, tg_split(f->g, f->x, 1, 2, (int[]){1, 2}, NULL)); }
 static void c_split_overflow(fx *f)
 {
@@ -605,13 +735,13 @@ static void c_layernorm_stale_w(fx *f)
     ptr(f, tg_layernorm(f->g, f->x, w, NULL, 1e-5));
 }
 static void c_dropout_p(fx *f) { ptr(f, tg_dropout(f->g, f->x, 2)); }
-static tg_tensor *q124(fx *f)   /* f32 (1,2,4): B 1, T 2, C 4 */
+static tg_tensor *q124(fx *f) /* f32 (1,2,4): B 1, T 2, C 4 */
 {
     tg_tensor *q = tg_tensor_new(f->g, TG_F32, TT_SHAPE(1, 2, 4));
     if (!q) abort();
     return q;
 }
-static tg_tensor *qkv(fx *f, int C3)   /* f32 (1,2,C3) */
+static tg_tensor *qkv(fx *f, int C3) /* f32 (1,2,C3) */
 {
     tg_tensor *t = tg_tensor_new(f->g, TG_F32, TT_SHAPE(1, 2, C3));
     if (!t) abort();
@@ -667,19 +797,28 @@ static void c_linear_init_noerr(fx *f) { num(f, tg_linear_init(&lin, f->p, "l", 
 static void c_linear_forward(fx *f) { ptr(f, tg_linear_forward(f->g, NULL, f->x)); }
 static void c_layernorm_init(fx *f) { num(f, tg_layernorm_init(&ln, NULL, "ln", 3, true, &f->err)); }
 static void c_layernorm_forward(fx *f) { ptr(f, tg_layernorm_forward(f->g, NULL, f->x)); }
-static void c_mlp_init_big(fx *f)
-{
-    num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, 4, NULL, &f->err));
-}
+static void c_mlp_init_big(fx *f) { num(f, tg_mlp_init(&mlp, f->p, "mlp", 1 << 29, 4, NULL, &f->err)); }
 static void c_mlp_init_nom(fx *f) { num(f, tg_mlp_init(NULL, f->p, "mlp", 4, 16, NULL, &f->err)); }
 static void c_mlp_forward(fx *f) { ptr(f, tg_mlp_forward(f->g, NULL, f->x)); }
 static void c_kv_overflow(fx *f) { kv_overflow(f, 4, 1, 1 << 30, 1 << 30); }
 static void c_kv_wide(fx *f) { kv_overflow(f, 1, 1 << 16, 1 << 16, 1); }
 static void c_kv_zero(fx *f) { kv_overflow(f, 0, 1, 1, 1); }
 static void c_kv_null(fx *f) { num(f, tg_kv_cache_init(NULL, TG_F32, 1, 1, 1, 1, &f->err)); }
-static void c_kv_clear(fx *f) { (void)f; tg_kv_cache_clear(NULL); }
-static void c_kv_free(fx *f) { (void)f; tg_kv_cache_release(NULL); }
-static void c_kv_shift_null(fx *f) { num(f, tg_kv_cache_shift(NULL, 0, 1, 0, 0, fresh())); note(f, te.msg); }
+static void c_kv_clear(fx *f)
+{
+    (void)f;
+    tg_kv_cache_clear(NULL);
+}
+static void c_kv_free(fx *f)
+{
+    (void)f;
+    tg_kv_cache_release(NULL);
+}
+static void c_kv_shift_null(fx *f)
+{
+    num(f, tg_kv_cache_shift(NULL, 0, 1, 0, 0, fresh()));
+    note(f, te.msg);
+}
 /* a cache of 2 positions asked to drop 2 after the first: refused, unchanged */
 static void kv_shift(fx *f, int keep, int discard, double theta, int flags)
 {
@@ -710,15 +849,23 @@ static void c_mha_cache_len(fx *f)
     if (tg_mha_init(&mha, f->p, "attn", &(tg_mha_config){.n_embd = 4, .n_head = 2}, NULL) ||
         tg_kv_cache_init(&c, TG_F32, 1, 2, 2, 4, NULL))
         abort();
-    c.len = -3;   /* a field the caller is not to write */
+    c.len = -3; /* a field the caller is not to write */
     tg_tensor *x = tg_tensor_new(f->g, TG_F32, 3, (int[]){1, 2, 4});
     ptr(f, tg_mha_forward(f->g, &mha, x, NULL, &(tg_attn_args){.causal = true, .cache = &c}));
     tg_kv_cache_release(&c);
 }
 static void c_mha_forward(fx *f) { ptr(f, tg_mha_forward(f->g, NULL, f->x, NULL, NULL)); }
 static tg_rmsnorm_mod rms;
-static void c_linear_init_normal_nol(fx *f) { (void)f; tg_linear_init_normal(NULL, &rng, 0.02); }
-static void c_linear_init_uniform_nol(fx *f) { (void)f; tg_linear_init_uniform(NULL, &rng); }
+static void c_linear_init_normal_nol(fx *f)
+{
+    (void)f;
+    tg_linear_init_normal(NULL, &rng, 0.02);
+}
+static void c_linear_init_uniform_nol(fx *f)
+{
+    (void)f;
+    tg_linear_init_uniform(NULL, &rng);
+}
 static void c_linear_init_uniform_nor(fx *f)
 {
     if (tg_linear_init(&lin, f->p, "l", 2, 3, false, NULL)) abort();
@@ -751,14 +898,8 @@ static const char *long_name(size_t n)
     s[n] = '\0';
     return s;
 }
-static void c_linear_init_long(fx *f)
-{
-    num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, &f->err));
-}
-static void c_linear_init_300(fx *f)
-{
-    num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, &f->err));
-}
+static void c_linear_init_long(fx *f) { num(f, tg_linear_init(&lin, f->p, long_name(249), 2, 3, true, &f->err)); }
+static void c_linear_init_300(fx *f) { num(f, tg_linear_init(&lin, f->p, long_name(300), 2, 3, false, &f->err)); }
 static void c_linear_init_max(fx *f)
 {
     char full[320];
@@ -766,14 +907,8 @@ static void c_linear_init_max(fx *f)
     snprintf(full, sizeof full, "%s.weight", long_name(248));
     snprintf(f->got, sizeof f->got, "%d, %s", rc, tg_params_get(f->p, full) ? "<name>.weight" : "no weight");
 }
-static void c_layernorm_init_long(fx *f)
-{
-    num(f, tg_layernorm_init(&ln, f->p, long_name(249), 3, true, &f->err));
-}
-static void c_rmsnorm_init_long(fx *f)
-{
-    num(f, tg_rmsnorm_init(&rms, f->p, long_name(249), 3, 1e-5, &f->err));
-}
+static void c_layernorm_init_long(fx *f) { num(f, tg_layernorm_init(&ln, f->p, long_name(249), 3, true, &f->err)); }
+static void c_rmsnorm_init_long(fx *f) { num(f, tg_rmsnorm_init(&rms, f->p, long_name(249), 3, 1e-5, &f->err)); }
 static void c_mlp_init_long(fx *f)
 {
     num(f, tg_mlp_init(&mlp, f->p, long_name(251), 4, 16, &(tg_mlp_options){.bias = true}, &f->err));
@@ -807,7 +942,11 @@ static void c_mlp_init_dropout(fx *f)
 {
     num(f, tg_mlp_init(&mlp, f->p, "mlp", 4, 16, &(tg_mlp_options){.kind = TG_MLP_SWIGLU, .dropout = 1}, &f->err));
 }
-static void c_mlp_init_normal_nom(fx *f) { (void)f; tg_mlp_init_normal(NULL, &rng, 0.02, 0.02, 0.02); }
+static void c_mlp_init_normal_nom(fx *f)
+{
+    (void)f;
+    tg_mlp_init_normal(NULL, &rng, 0.02, 0.02, 0.02);
+}
 static void c_mlp_init_normal_nor(fx *f)
 {
     if (tg_mlp_init(&mlp, f->p, "mlp", 2, 4, &(tg_mlp_options){.kind = TG_MLP_SWIGLU}, NULL)) abort();
@@ -815,10 +954,7 @@ static void c_mlp_init_normal_nor(fx *f)
     num(f, tg_tensor_get(mlp.gate.weight, 0));
 }
 /* tg_mha_init of "attn" with config c */
-static void mha_config(fx *f, tg_mha_config c)
-{
-    num(f, tg_mha_init(&mha, f->p, "attn", &c, &f->err));
-}
+static void mha_config(fx *f, tg_mha_config c) { num(f, tg_mha_init(&mha, f->p, "attn", &c, &f->err)); }
 static void c_mha_cfg_null(fx *f) { num(f, tg_mha_init(&mha, f->p, "attn", NULL, &f->err)); }
 static void c_mha_cfg_kv(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = 3}); }
 static void c_mha_cfg_kv_neg(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .n_kv_head = -1}); }
@@ -834,7 +970,11 @@ static void c_mha_cfg_layout(fx *f)
     mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .layout = (tg_mha_layout)9});
 }
 static void c_mha_cfg_dropout(fx *f) { mha_config(f, (tg_mha_config){.n_embd = 4, .n_head = 2, .dropout = NAN}); }
-static void c_mha_init_normal(fx *f) { (void)f; tg_mha_init_normal(NULL, &rng, 0.02, 0.02); }
+static void c_mha_init_normal(fx *f)
+{
+    (void)f;
+    tg_mha_init_normal(NULL, &rng, 0.02, 0.02);
+}
 static void c_mha_uses_fused(fx *f) { flag(f, tg_mha_uses_fused(f->g, NULL, NULL)); }
 static void c_llama_hidden_zero(fx *f) { num(f, tg_llama_hidden_dim(0, 32)); }
 static void c_llama_hidden_mult(fx *f) { num(f, tg_llama_hidden_dim(288, 0)); }
@@ -863,21 +1003,42 @@ static void c_model_new_bad(fx *f)
     const tg_model_config c = {.arch = "gpt", .n_layer = 1, .n_head = 3, .n_embd = 8, .block_size = 4, .vocab_size = 5};
     num(f, tg_model_init(&m, &c, TG_F32, 1, &f->err));
 }
-static void c_model_free(fx *f) { (void)f; tg_model_release(NULL); }
+static void c_model_free(fx *f)
+{
+    (void)f;
+    tg_model_release(NULL);
+}
 static void c_model_num_params(fx *f) { num(f, (double)tg_model_num_params(NULL)); }
 static void c_model_forward(fx *f) { ptr(f, tg_model_forward(f->g, NULL, f->ids, NULL)); }
 static void c_model_forward_empty(fx *f) { ptr(f, tg_model_forward(f->g, &(tg_model){0}, f->ids, NULL)); }
 static void c_model_loss(fx *f) { ptr(f, tg_model_loss(f->g, NULL, f->ids, f->ids)); }
 static void c_model_set_composed(fx *f) { num(f, tg_model_set_composed(NULL, true)); }
 static void c_model_cache_enable(fx *f) { num(f, tg_model_cache_enable(NULL, 1, &f->err)); }
-static void c_model_cache_clear(fx *f) { (void)f; tg_model_cache_clear(NULL); }
+static void c_model_cache_clear(fx *f)
+{
+    (void)f;
+    tg_model_cache_clear(NULL);
+}
 static void c_model_cache_len(fx *f) { num(f, tg_model_cache_len(NULL)); }
-static void c_model_cache_shift(fx *f) { num(f, tg_model_cache_shift(NULL, 0, 1, fresh())); note(f, te.msg); }
+static void c_model_cache_shift(fx *f)
+{
+    num(f, tg_model_cache_shift(NULL, 0, 1, fresh()));
+    note(f, te.msg);
+}
 /* a built-in model of family arch, V 5, block 4 (freed by the caller) */
 static tg_model small_model(const char *arch)
 {
-    const tg_model_config c = {.arch = arch, .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 16,
-                               .block_size = 4, .vocab_size = 5, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    const tg_model_config c = {.arch = arch,
+                               .n_layer = 1,
+                               .n_head = 2,
+                               .n_kv_head = 1,
+                               .n_embd = 8,
+                               .hidden_dim = 16,
+                               .block_size = 4,
+                               .vocab_size = 5,
+                               .rope_theta = 10000,
+                               .norm_eps = 1e-5,
+                               .tied = true};
     tg_model m;
     if (tg_model_init(&m, &c, TG_F32, 1, NULL)) abort();
     return m;
@@ -906,7 +1067,7 @@ static void c_model_config_read(fx *f)
 }
 static void c_model_config_read_nokeys(fx *f)
 {
-    tg_st_file *st = st_kv(f);   /* no arch: a GPT, without its keys */
+    tg_st_file *st = st_kv(f); /* no arch: a GPT, without its keys */
     tg_model_config c;
     num(f, tg_model_config_read(st, &c, &f->err));
     tg_st_free(st);
@@ -918,8 +1079,8 @@ static void model_init(fx *f, tg_model_config c, tg_dtype dt)
     num(f, tg_model_init(&m, &c, dt, 1, &f->err));
     tg_model_release(&m);
 }
-static const tg_model_config GPT_SMALL = {.arch = "gpt", .n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4,
-                                          .vocab_size = 5};
+static const tg_model_config GPT_SMALL = {
+    .arch = "gpt", .n_layer = 1, .n_head = 1, .n_embd = 4, .block_size = 4, .vocab_size = 5};
 static void c_model_gpt_huge(fx *f)
 {
     tg_model_config c = GPT_SMALL;
@@ -950,15 +1111,45 @@ static void c_model_gpt_params_huge(fx *f)
 static void c_model_gpt_params_wide(fx *f)
 {
     tg_model_config c = GPT_SMALL;
-    c.n_embd = 1 << 27;   /* an MLP of 4 C past 2^28 */
+    c.n_embd = 1 << 27; /* an MLP of 4 C past 2^28 */
     num(f, (double)tg_model_num_params(&c));
 }
-static void c_model_llama_kv(fx *f) { tg_model_config c = llama_cfg(); c.n_kv_head = 3; model_init(f, c, TG_F32); }
-static void c_model_llama_kv_zero(fx *f) { tg_model_config c = llama_cfg(); c.n_kv_head = 0; model_init(f, c, TG_F32); }
-static void c_model_llama_odd(fx *f) { tg_model_config c = llama_cfg(); c.n_embd = 6; model_init(f, c, TG_F32); }
-static void c_model_llama_theta(fx *f) { tg_model_config c = llama_cfg(); c.rope_theta = 1; model_init(f, c, TG_F32); }
-static void c_model_llama_eps(fx *f) { tg_model_config c = llama_cfg(); c.norm_eps = 0; model_init(f, c, TG_F32); }
-static void c_model_llama_dropout(fx *f) { tg_model_config c = llama_cfg(); c.dropout = 1; model_init(f, c, TG_F32); }
+static void c_model_llama_kv(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.n_kv_head = 3;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_kv_zero(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.n_kv_head = 0;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_odd(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.n_embd = 6;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_theta(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.rope_theta = 1;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_eps(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.norm_eps = 0;
+    model_init(f, c, TG_F32);
+}
+static void c_model_llama_dropout(fx *f)
+{
+    tg_model_config c = llama_cfg();
+    c.dropout = 1;
+    model_init(f, c, TG_F32);
+}
 static void c_model_llama_dtype(fx *f) { model_init(f, llama_cfg(), TG_I32); }
 static void c_model_llama_vocab(fx *f)
 {
@@ -976,7 +1167,7 @@ static void c_model_llama_hidden(fx *f)
 static void c_model_llama_params_hidden(fx *f)
 {
     tg_model_config c = llama_cfg();
-    c.hidden_dim = 1 << 29;   /* the MLP refuses it: tg_model_init reserves nothing for it */
+    c.hidden_dim = 1 << 29; /* the MLP refuses it: tg_model_init reserves nothing for it */
     num(f, (double)tg_model_num_params(&c));
 }
 static void c_model_llama_params_kv(fx *f)
@@ -1000,7 +1191,11 @@ static void llama_forward(fx *f, tg_tensor *idx)
     ptr(f, tg_model_forward(f->g, &m, idx, NULL));
     tg_model_release(&m);
 }
-static void c_model_llama_forward_id(fx *f) { ((int32_t *)f->ids->data)[4] = 7; llama_forward(f, f->ids); }
+static void c_model_llama_forward_id(fx *f)
+{
+    ((int32_t *)f->ids->data)[4] = 7;
+    llama_forward(f, f->ids);
+}
 static void c_model_llama_forward_long(fx *f) { llama_forward(f, tg_tensor_new(f->g, TG_I32, TT_SHAPE(1, 5))); }
 static void c_model_llama_forward_f32(fx *f) { llama_forward(f, f->x); }
 static void c_model_llama_forward_slots(fx *f)
@@ -1027,7 +1222,7 @@ static void c_model_llama_cache_batch(fx *f)
 static void c_model_llama_cache_huge(fx *f)
 {
     tg_model_config c = llama_cfg();
-    c.block_size = 1 << 20;   /* no position embedding: costs nothing until the cache */
+    c.block_size = 1 << 20; /* no position embedding: costs nothing until the cache */
     tg_model m;
     if (tg_model_init(&m, &c, TG_F32, 1, NULL)) abort();
     num(f, tg_model_cache_enable(&m, INT_MAX, &f->err));
@@ -1040,11 +1235,15 @@ static void c_sgd_new_noerr(fx *f) { ptr(f, tg_sgd_new(f->p, -1, 0, NULL)); }
 static void c_sgd_step_nulls(fx *f) { num(f, tg_sgd_step(NULL, 0.1, &f->err)); }
 static void c_sgd_step_nan(fx *f)
 {
-    ((float *)tg_params_grad(f->p))[0] = 1;   /* a step with lr NaN would make w[0] NaN */
+    ((float *)tg_params_grad(f->p))[0] = 1; /* a step with lr NaN would make w[0] NaN */
     const int rc = tg_sgd_step(f->sgd, NAN, &f->err);
     snprintf(f->got, sizeof f->got, "%d, w[0] %g", rc, ((float *)tg_params_data(f->p))[0]);
 }
-static void c_sgd_free(fx *f) { (void)f; tg_sgd_free(NULL); }
+static void c_sgd_free(fx *f)
+{
+    (void)f;
+    tg_sgd_free(NULL);
+}
 static void c_adamw_new_nop(fx *f) { ptr(f, tg_adamw_new(NULL, NULL, &f->err)); }
 static void c_adamw_decay_noo(fx *f) { num(f, tg_adamw_set_decay(NULL, f->x, true, &f->err)); }
 static void c_adamw_decay_nop(fx *f) { num(f, tg_adamw_set_decay(f->adamw, NULL, true, &f->err)); }
@@ -1064,9 +1263,17 @@ static void c_adamw_set_steps_neg(fx *f)
 }
 static void c_adamw_m(fx *f) { ptr(f, tg_adamw_m(NULL)); }
 static void c_adamw_v(fx *f) { ptr(f, tg_adamw_v(NULL)); }
-static void c_adamw_free(fx *f) { (void)f; tg_adamw_free(NULL); }
+static void c_adamw_free(fx *f)
+{
+    (void)f;
+    tg_adamw_free(NULL);
+}
 static void c_clip(fx *f) { num(f, tg_clip_grad_norm(NULL, 1)); }
-static void c_hook_nog(fx *f) { (void)f; tg_graph_set_backward_hook(NULL, NULL, NULL); }
+static void c_hook_nog(fx *f)
+{
+    (void)f;
+    tg_graph_set_backward_hook(NULL, NULL, NULL);
+}
 static void c_node_nog(fx *f) { ptr(f, tg_graph_node(NULL, 0)); }
 static void c_node_past(fx *f) { ptr(f, tg_graph_node(f->g, tg_graph_tape_len(f->g))); }
 static void c_node_neg(fx *f) { ptr(f, tg_graph_node(f->g, -1)); }
@@ -1101,7 +1308,7 @@ static void c_adamw_state_read_missing(fx *f)
 }
 static void c_adamw_set_update_nop(fx *f) { num(f, tg_adamw_set_update(f->adamw, NULL, false, &f->err)); }
 static void c_adamw_updates(fx *f) { flag(f, tg_adamw_updates(NULL, f->x)); }
-static void c_muon_takes(fx *f) { flag(f, tg_muon_takes(tg_params_at(f->p, 0))); }   /* "w": no numbered block */
+static void c_muon_takes(fx *f) { flag(f, tg_muon_takes(tg_params_at(f->p, 0))); } /* "w": no numbered block */
 static void c_muon_new_nop(fx *f) { ptr(f, tg_muon_new(NULL, NULL, &f->err)); }
 static void c_muon_new_select_1d(fx *f)
 {
@@ -1149,7 +1356,11 @@ static void c_muon_set_steps_neg(fx *f)
 }
 static void c_muon_momentum(fx *f) { ptr(f, tg_muon_momentum(NULL)); }
 static void c_muon_numel(fx *f) { num(f, (double)tg_muon_numel(NULL)); }
-static void c_muon_free(fx *f) { (void)f; tg_muon_free(NULL); }
+static void c_muon_free(fx *f)
+{
+    (void)f;
+    tg_muon_free(NULL);
+}
 static void c_muon_state_write_noo(fx *f) { num(f, tg_muon_state_write(NULL, f->w, "opt")); }
 static void c_muon_state_read_missing(fx *f)
 {
@@ -1168,7 +1379,11 @@ static void c_ema_update_noerr(fx *f) { num(f, tg_ema_update(NULL, NULL)); }
 static void c_ema_decay(fx *f) { num(f, tg_ema_decay(NULL)); }
 static void c_ema_values(fx *f) { ptr(f, tg_ema_values(NULL)); }
 static void c_ema_numel(fx *f) { num(f, (double)tg_ema_numel(NULL)); }
-static void c_ema_free(fx *f) { (void)f; tg_ema_free(NULL); }
+static void c_ema_free(fx *f)
+{
+    (void)f;
+    tg_ema_free(NULL);
+}
 static void c_ema_state_write_noe(fx *f) { num(f, tg_ema_state_write(NULL, f->w, "ema")); }
 static void c_ema_state_read_missing(fx *f)
 {
@@ -1184,15 +1399,32 @@ static void c_clip_part_neg(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_gra
 static void c_clip_part_i32(fx *f) { num(f, tg_clip_grad_norm_part(tg_params_grad(f->p), TG_I32, 6, 1, NULL, NULL)); }
 /* train/train.h */
 static tg_vocab vocab_fx;
-static void c_vocab_bytes(fx *f) { (void)f; tg_vocab_bytes(NULL, "ab", 2); }
-static void c_vocab_bytes_notext(fx *f) { tg_vocab_bytes(&vocab_fx, NULL, 5); num(f, vocab_fx.size); }
-static void c_vocab_llama2c(fx *f) { (void)f; tg_vocab_llama2c(NULL); }
-static void c_vocab_ids(fx *f) { (void)f; tg_vocab_ids(NULL, 5); }
-static void c_vocab_tokenizer(fx *f)
+static void c_vocab_bytes(fx *f)
 {
-    num(f, tg_vocab_tokenizer(&vocab_fx, NULL, false, 0, &f->err));
+    (void)f;
+    tg_vocab_bytes(NULL, "ab", 2);
 }
-static void c_vocab_free(fx *f) { (void)f; tg_vocab_release(NULL); }
+static void c_vocab_bytes_notext(fx *f)
+{
+    tg_vocab_bytes(&vocab_fx, NULL, 5);
+    num(f, vocab_fx.size);
+}
+static void c_vocab_llama2c(fx *f)
+{
+    (void)f;
+    tg_vocab_llama2c(NULL);
+}
+static void c_vocab_ids(fx *f)
+{
+    (void)f;
+    tg_vocab_ids(NULL, 5);
+}
+static void c_vocab_tokenizer(fx *f) { num(f, tg_vocab_tokenizer(&vocab_fx, NULL, false, 0, &f->err)); }
+static void c_vocab_free(fx *f)
+{
+    (void)f;
+    tg_vocab_release(NULL);
+}
 static void c_vocab_to_string(fx *f) { num(f, tg_vocab_to_string(NULL, buf, sizeof buf)); }
 static void c_vocab_to_string_nobuf(fx *f)
 {
@@ -1200,10 +1432,7 @@ static void c_vocab_to_string_nobuf(fx *f)
     num(f, tg_vocab_to_string(&vocab_fx, NULL, 8));
 }
 static void c_vocab_from_string(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, NULL, &f->err)); }
-static void c_vocab_from_string_bad(fx *f)
-{
-    num(f, tg_vocab_from_string(&vocab_fx, "ids:x", &f->err));
-}
+static void c_vocab_from_string_bad(fx *f) { num(f, tg_vocab_from_string(&vocab_fx, "ids:x", &f->err)); }
 static void c_vocab_write(fx *f) { num(f, tg_vocab_write(NULL, f->w)); }
 static void c_vocab_read(fx *f) { num(f, tg_vocab_read(&vocab_fx, NULL, &f->err)); }
 static void c_vocab_read_none(fx *f)
@@ -1220,10 +1449,7 @@ static void c_vocab_encode_noout(fx *f)
 }
 static void c_vocab_decode(fx *f) { num(f, tg_vocab_decode(NULL, 3, buf)); }
 static void c_tok_same(fx *f) { flag(f, tg_tok_same(NULL, NULL)); }
-static void c_dataset_text(fx *f)
-{
-    num(f, tg_dataset_from_text(NULL, &vocab_fx, "a", 1, 1, &f->err));
-}
+static void c_dataset_text(fx *f) { num(f, tg_dataset_from_text(NULL, &vocab_fx, "a", 1, 1, &f->err)); }
 static void c_dataset_text_block(fx *f)
 {
     tg_dataset d;
@@ -1240,11 +1466,14 @@ static void c_dataset_files_missing(fx *f)
 {
     tg_dataset d;
     tg_vocab_ids(&vocab_fx, 10);
-    num(f,
-        tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, &f->err));
+    num(f, tg_dataset_from_token_files(&d, &vocab_fx, tt_path("none.bin"), NULL, 4, NULL, &f->err));
 }
 static void c_text_train_bytes(fx *f) { num(f, (double)tg_text_train_bytes(NULL, 10)); }
-static void c_dataset_bpt(fx *f) { (void)f; tg_dataset_bytes_per_token(NULL, &vocab_fx); }
+static void c_dataset_bpt(fx *f)
+{
+    (void)f;
+    tg_dataset_bytes_per_token(NULL, &vocab_fx);
+}
 static void c_dataset_rows(fx *f)
 {
     int32_t x[4] = {7, 7, 7, 7}, y[4];
@@ -1254,7 +1483,7 @@ static void c_dataset_rows(fx *f)
 static void c_dataset_rows_short(fx *f)
 {
     int32_t tokens[3] = {1, 2, 3}, x[4] = {7, 7, 7, 7}, y[4];
-    const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
+    const tg_dataset d = {tokens, 3, 3, {1, 1}}; /* 3 tokens: no window of 5 */
     tg_dataset_rows(&d, false, &(tg_rows){x, y, 1, 0, 1, 4}, &rng);
     num(f, x[0]);
 }
@@ -1262,16 +1491,20 @@ static void c_dataset_epoch_rows(fx *f)
 {
     int32_t tokens[20] = {0}, x[4] = {7, 7, 7, 7}, y[4];
     const tg_dataset d = {tokens, 20, 10, {1, 1}};
-    tg_dataset_epoch_rows(&d, false, &(tg_rows){x, y, 1, 0, 1, 4}, 1, -1);   /* at -1: no place in the sequence */
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){x, y, 1, 0, 1, 4}, 1, -1); /* at -1: no place in the sequence */
     num(f, x[0]);
 }
 static void c_dataset_epoch_windows(fx *f)
 {
     int32_t tokens[3] = {1, 2, 3};
-    const tg_dataset d = {tokens, 3, 3, {1, 1}};   /* 3 tokens: no window of 5 */
+    const tg_dataset d = {tokens, 3, 3, {1, 1}}; /* 3 tokens: no window of 5 */
     num(f, (double)tg_dataset_epoch_windows(&d, false, 4));
 }
-static void c_dataset_free(fx *f) { (void)f; tg_dataset_release(NULL); }
+static void c_dataset_free(fx *f)
+{
+    (void)f;
+    tg_dataset_release(NULL);
+}
 static void c_eval_loss(fx *f) { num(f, tg_eval_loss(f->g, NULL, NULL, false, NULL, &f->err)); }
 static void c_eval_loss_spec(fx *f)
 {
@@ -1297,26 +1530,11 @@ static void c_ckpt_load_vocab(fx *f)
     tg_vocab v;
     num(f, tg_checkpoint_load_vocab(NULL, &(tg_model){0}, &v, &f->err));
 }
-static void c_llama2c_export(fx *f)
-{
-    num(f, tg_llama2c_export(NULL, tt_path("m.bin"), NULL, &f->err));
-}
-static void c_llama2c_tokenizer_write(fx *f)
-{
-    num(f, tg_llama2c_tokenizer_write(NULL, tt_path("t.bin"), &f->err));
-}
-static void c_gguf_export(fx *f)
-{
-    num(f, tg_gguf_export(NULL, tt_path("m.gguf"), TG_GGUF_F32, &f->err));
-}
-static void c_gguf_export_nopath(fx *f)
-{
-    num(f, tg_gguf_export(NULL, NULL, TG_GGUF_F32, &f->err));
-}
-static void c_gguf_export_type(fx *f)
-{
-    num(f, tg_gguf_export(NULL, tt_path("m.gguf"), (tg_gguf_type)3, &f->err));
-}
+static void c_llama2c_export(fx *f) { num(f, tg_llama2c_export(NULL, tt_path("m.bin"), NULL, &f->err)); }
+static void c_llama2c_tokenizer_write(fx *f) { num(f, tg_llama2c_tokenizer_write(NULL, tt_path("t.bin"), &f->err)); }
+static void c_gguf_export(fx *f) { num(f, tg_gguf_export(NULL, tt_path("m.gguf"), TG_GGUF_F32, &f->err)); }
+static void c_gguf_export_nopath(fx *f) { num(f, tg_gguf_export(NULL, NULL, TG_GGUF_F32, &f->err)); }
+static void c_gguf_export_type(fx *f) { num(f, tg_gguf_export(NULL, tt_path("m.gguf"), (tg_gguf_type)3, &f->err)); }
 static void c_gguf_import(fx *f)
 {
     num(f, tg_gguf_import(tt_path("none.gguf"), tt_path("c.safetensors"), TG_F32, &f->err));
@@ -1325,10 +1543,7 @@ static void c_llama2c_import(fx *f)
 {
     num(f, tg_llama2c_import(tt_path("none.bin"), NULL, tt_path("c.safetensors"), &f->err));
 }
-static void c_metrics_open(fx *f)
-{
-    ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, &f->err));
-}
+static void c_metrics_open(fx *f) { ptr(f, tg_metrics_open(NULL, NULL, 0, -1, NULL, 0, &f->err)); }
 static void c_metrics_open_format(fx *f)
 {
     const tg_metrics_column c = {"loss", "%n"};
@@ -1336,15 +1551,21 @@ static void c_metrics_open_format(fx *f)
 }
 static void c_metrics_write(fx *f) { num(f, tg_metrics_write(NULL, 1, NULL)); }
 static void c_metrics_close(fx *f) { num(f, tg_metrics_close(NULL)); }
-static void c_train_state_init(fx *f) { (void)f; tg_train_state_init(NULL, 1); }
+static void c_train_state_init(fx *f)
+{
+    (void)f;
+    tg_train_state_init(NULL, 1);
+}
 static void c_ckpt_save_nom(fx *f)
 {
-    num(f,
-        tg_checkpoint_save(tt_path("c.safetensors"), &(tg_checkpoint){}, &f->err));
+    num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_checkpoint){}, &f->err));
 }
 static void c_ckpt_save_nometa(fx *f)
 {
-    num(f, tg_checkpoint_save(tt_path("c.safetensors"), &(tg_checkpoint){.model = &(tg_model){.family = tg_model_family_find("gpt")}, .n_meta = 2}, &f->err));
+    num(f,
+        tg_checkpoint_save(tt_path("c.safetensors"),
+                           &(tg_checkpoint){.model = &(tg_model){.family = tg_model_family_find("gpt")}, .n_meta = 2},
+                           &f->err));
 }
 static void c_ckpt_load_model(fx *f)
 {
@@ -1370,7 +1591,7 @@ static void c_ckpt_load_train_weights(fx *f)
     num(f, tg_checkpoint_load_train(st, f->adamw, NULL, NULL, &ts, 10, &f->err));
     tg_st_free(st);
 }
-static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL)); }   /* no launcher here */
+static void c_dist_init_null(fx *f) { num(f, tg_dist_init(NULL, NULL, NULL)); } /* no launcher here */
 static void c_dist_allreduce_null(fx *f) { num(f, tg_dist_allreduce_f64(NULL, 2, TG_DIST_SUM)); }
 static void c_dist_allreduce_op(fx *f)
 {
@@ -1391,7 +1612,7 @@ static void c_dist_bcast_null(fx *f) { num(f, tg_dist_bcast(NULL, 4, 0)); }
 static void c_dist_first_failure(fx *f)
 {
     snprintf(f->err.msg, sizeof f->err.msg, "%s", "the message");
-    num(f, tg_dist_first_failure(true, f->err.msg, 4));   /* one process: rank 0 failed; msg cut to 3 bytes */
+    num(f, tg_dist_first_failure(true, f->err.msg, 4)); /* one process: rank 0 failed; msg cut to 3 bytes */
     if (strcmp(f->err.msg, "the")) snprintf(f->got, sizeof f->got, "a message of %zu bytes", strlen(f->err.msg));
 }
 static void c_dist_shard_range(fx *f)
@@ -1407,7 +1628,11 @@ static void c_dist_grads_empty(fx *f)
     ptr(f, tg_dist_grads_new(p, NULL, &f->err));
     tg_params_free(p);
 }
-static void c_dist_grads_free(fx *f) { (void)f; tg_dist_grads_free(NULL); }
+static void c_dist_grads_free(fx *f)
+{
+    (void)f;
+    tg_dist_grads_free(NULL);
+}
 static void c_dist_begin_null(fx *f) { num(f, tg_dist_grads_begin(NULL, f->g)); }
 static void c_dist_begin_nog(fx *f)
 {
@@ -1442,7 +1667,7 @@ static void c_dist_gather_params_null(fx *f) { num(f, tg_dist_grads_gather_param
 static void c_dist_gather_shard_null(fx *f)
 {
     tg_dist_grads *d = tg_dist_grads_new(f->p, NULL, NULL);
-    num(f, tg_dist_grads_gather_shard(d, tg_params_grad(f->p), NULL));   /* rank 0 needs full */
+    num(f, tg_dist_grads_gather_shard(d, tg_params_grad(f->p), NULL)); /* rank 0 needs full */
     tg_dist_grads_free(d);
 }
 static void c_dist_probe_null(fx *f) { num(f, tg_dist_grads_probe(NULL, 1)); }
@@ -1473,10 +1698,7 @@ static void c_budget_none_fit(fx *f)
     const tg_budget_costs c = {.spent = 9, .step = 1, .eval = 1};
     num(f, (double)tg_budget_steps(10, 0, &c, 5, 100));
 }
-static void c_snapshot_null(fx *f)
-{
-    ptr(f, tg_train_snapshot_take(NULL, NULL, NULL, NULL, &f->err));
-}
+static void c_snapshot_null(fx *f) { ptr(f, tg_train_snapshot_take(NULL, NULL, NULL, NULL, &f->err)); }
 static void c_snapshot_restore_null(fx *f) { num(f, tg_train_snapshot_restore(NULL, NULL, NULL, NULL, NULL)); }
 static void c_snapshot_free_null(fx *f) { (void)f, tg_train_snapshot_free(NULL); }
 
@@ -1485,10 +1707,7 @@ static const tg_bpe_options opts259 = {.vocab_size = 259};
 static void c_bpe_notext(fx *f) { ptr(f, tg_bpe_train(NULL, 5, &opts259, &f->err)); }
 static void c_bpe_empty(fx *f) { ptr(f, tg_bpe_train("ab", 0, &opts259, &f->err)); }
 static void c_bpe_noopts(fx *f) { ptr(f, tg_bpe_train("ab", 2, NULL, &f->err)); }
-static void c_bpe_vocab_small(fx *f)
-{
-    ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = 258}, &f->err));
-}
+static void c_bpe_vocab_small(fx *f) { ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = 258}, &f->err)); }
 static void c_bpe_vocab_big(fx *f)
 {
     ptr(f, tg_bpe_train("ab", 2, &(tg_bpe_options){.vocab_size = (1 << 24) + 1}, &f->err));
@@ -1518,17 +1737,30 @@ static void tiktoken(fx *f, const char *text)
     tg_tok_free(t);
 }
 static void c_tiktoken_nopath(fx *f) { ptr(f, tg_tok_load_tiktoken(NULL, &f->err)); }
-static void c_tiktoken_missing(fx *f)
-{
-    ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), &f->err));
-}
+static void c_tiktoken_missing(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), &f->err)); }
 static void c_tiktoken_noerr(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_path("missing.tiktoken"), NULL)); }
 static void c_tiktoken_dir(fx *f) { ptr(f, tg_tok_load_tiktoken(tt_dir, &f->err)); }
 /* train/generate.h */
-static void c_sampler_new_opts(fx *f) { ptr(f, tg_sampler_new(&(tg_sampler_options){.top_k = -1}, 5, fresh())); note(f, te.msg); }
-static void c_sampler_new_v0(fx *f) { ptr(f, tg_sampler_new(NULL, 0, fresh())); note(f, te.msg); }
-static void c_sampler_free(fx *f) { (void)f; tg_sampler_free(NULL); }
-static void c_sampler_pick_null(fx *f) { num(f, tg_sampler_pick(NULL, f->x, 0, fresh())); note(f, te.msg); }
+static void c_sampler_new_opts(fx *f)
+{
+    ptr(f, tg_sampler_new(&(tg_sampler_options){.top_k = -1}, 5, fresh()));
+    note(f, te.msg);
+}
+static void c_sampler_new_v0(fx *f)
+{
+    ptr(f, tg_sampler_new(NULL, 0, fresh()));
+    note(f, te.msg);
+}
+static void c_sampler_free(fx *f)
+{
+    (void)f;
+    tg_sampler_free(NULL);
+}
+static void c_sampler_pick_null(fx *f)
+{
+    num(f, tg_sampler_pick(NULL, f->x, 0, fresh()));
+    note(f, te.msg);
+}
 /* a sampler of 3 ids on logits (2,3) */
 static void sampler_pick(fx *f, const tg_tensor *l, int64_t row)
 {
@@ -1562,7 +1794,11 @@ static void c_prompt_ids_notok(fx *f)
     num(f, (double)tg_prompt_ids(&v, 5, "a", 1, &ids, fresh()));
     note(f, te.msg);
 }
-static void c_generate_null(fx *f) { num(f, (double)tg_generate(NULL, (int32_t[]){0}, 1, 1, NULL, fresh())); note(f, te.msg); }
+static void c_generate_null(fx *f)
+{
+    num(f, (double)tg_generate(NULL, (int32_t[]){0}, 1, 1, NULL, fresh()));
+    note(f, te.msg);
+}
 static void c_generate_noprompt(fx *f)
 {
     tg_model m = small_model("llama");
@@ -1570,7 +1806,11 @@ static void c_generate_noprompt(fx *f)
     note(f, te.msg);
     tg_model_release(&m);
 }
-static void c_text_nll_null(fx *f) { num(f, tg_text_nll(NULL, (int32_t[]){0, 1}, 2, 0, NULL, fresh())); note(f, te.msg); }
+static void c_text_nll_null(fx *f)
+{
+    num(f, tg_text_nll(NULL, (int32_t[]){0, 1}, 2, 0, NULL, fresh()));
+    note(f, te.msg);
+}
 static void c_text_nll_short(fx *f)
 {
     tg_model m = small_model("gpt");
@@ -1640,7 +1880,10 @@ static void c_run_should_stop(fx *f) { num(f, tg_run_should_stop(NULL, NULL)); }
 static void c_run_eta(fx *f) { num(f, tg_run_eta(NULL, &(tg_eta_plan){0})); }
 static void c_run_describe(fx *f) { num(f, tg_run_describe(NULL, &(tg_run_info){0})); }
 static void c_run_failed_alone(fx *f) { flag(f, tg_run_failed_alone(NULL)); }
-static void c_run_checkpoint(fx *f) { ptr(f, tg_run_checkpoint(NULL, buf, sizeof buf, NULL, fresh())), note(f, te.msg); }
+static void c_run_checkpoint(fx *f)
+{
+    ptr(f, tg_run_checkpoint(NULL, buf, sizeof buf, NULL, fresh())), note(f, te.msg);
+}
 static void c_run_text_load(fx *f)
 {
     tg_run_config c;
@@ -1651,7 +1894,10 @@ static void c_run_text_load(fx *f)
     if (t.text) snprintf(f->got, sizeof f->got, "a text");
 }
 static void c_run_text_release(fx *f) { (void)f, tg_run_text_release(NULL); }
-static void c_run_tokens_load(fx *f) { num(f, tg_run_tokens_load(NULL, NULL, NULL, NULL, true, NULL, fresh())), note(f, te.msg); }
+static void c_run_tokens_load(fx *f)
+{
+    num(f, tg_run_tokens_load(NULL, NULL, NULL, NULL, true, NULL, fresh())), note(f, te.msg);
+}
 static void c_eta_evals_left(fx *f) { num(f, (double)tg_eta_evals_left(NULL, 3)); }
 static void c_eta_seconds(fx *f) { num(f, tg_eta_seconds(NULL, 3)); }
 static void c_eta_format(fx *f) { num(f, tg_eta_format(NULL, 3, buf, sizeof buf)); }
@@ -1666,7 +1912,11 @@ static tg_image white2x2(void)
     if (tg_image_init(&im, 2, 2, (tg_rgb){255, 255, 255}, NULL)) abort();
     return im;
 }
-static void c_image_init_null(fx *f) { num(f, tg_image_init(NULL, 2, 2, (tg_rgb){0, 0, 0}, fresh())); note(f, te.msg); }
+static void c_image_init_null(fx *f)
+{
+    num(f, tg_image_init(NULL, 2, 2, (tg_rgb){0, 0, 0}, fresh()));
+    note(f, te.msg);
+}
 static void c_image_init_zero(fx *f)
 {
     tg_image im = {.w = 7};
@@ -1680,7 +1930,11 @@ static void c_image_init_huge(fx *f)
     num(f, tg_image_init(&im, 65536, 65536, (tg_rgb){0, 0, 0}, fresh()));
     note(f, te.msg);
 }
-static void c_image_release(fx *f) { (void)f; tg_image_release(NULL); }
+static void c_image_release(fx *f)
+{
+    (void)f;
+    tg_image_release(NULL);
+}
 static void c_image_get_null(fx *f) { rgb_text(f, tg_image_get(NULL, 0, 0)); }
 static void c_image_get_out(fx *f)
 {
@@ -1688,8 +1942,16 @@ static void c_image_get_out(fx *f)
     rgb_text(f, tg_image_get(&im, 2, 0));
     tg_image_release(&im);
 }
-static void c_image_clip(fx *f) { (void)f; tg_image_clip(NULL, 0, 0, 1, 1); }
-static void c_image_fill_null(fx *f) { (void)f; tg_image_fill_rect(NULL, 0, 0, 1, 1, (tg_rgb){0, 0, 0}); }
+static void c_image_clip(fx *f)
+{
+    (void)f;
+    tg_image_clip(NULL, 0, 0, 1, 1);
+}
+static void c_image_fill_null(fx *f)
+{
+    (void)f;
+    tg_image_fill_rect(NULL, 0, 0, 1, 1, (tg_rgb){0, 0, 0});
+}
 static void c_image_fill_clip(fx *f)
 {
     tg_image im = white2x2();
@@ -1711,7 +1973,11 @@ static void c_image_line_far(fx *f)
     rgb_text(f, tg_image_get(&im, 0, 0));
     tg_image_release(&im);
 }
-static void c_image_text_null(fx *f) { (void)f; tg_image_text(NULL, 0, 0, 1, "a", (tg_rgb){0, 0, 0}); }
+static void c_image_text_null(fx *f)
+{
+    (void)f;
+    tg_image_text(NULL, 0, 0, 1, "a", (tg_rgb){0, 0, 0});
+}
 static void c_image_text_far(fx *f)
 {
     tg_image im = white2x2();
@@ -1723,7 +1989,11 @@ static void c_image_text_far(fx *f)
 static void c_image_text_width_null(fx *f) { num(f, tg_image_text_width(NULL, 1)); }
 static void c_image_text_width_scale(fx *f) { num(f, tg_image_text_width("ab", 0)); }
 static void c_image_text_width_huge(fx *f) { num(f, tg_image_text_width("ab", INT_MAX)); }
-static void c_image_label_char(fx *f) { (void)f; tg_image_label_char(NULL, 0, 0, 1, 'a', (tg_rgb){0, 0, 0}); }
+static void c_image_label_char(fx *f)
+{
+    (void)f;
+    tg_image_label_char(NULL, 0, 0, 1, 'a', (tg_rgb){0, 0, 0});
+}
 static void c_image_png_null(fx *f)
 {
     uint8_t *png = (uint8_t *)1;
@@ -1778,9 +2048,19 @@ static void c_heatmap_png_size(fx *f)
 {
     heatmap_png_of(f, &(tg_heatmap){.w = W4, .Tq = 0, .Tk = 2, .qtext = "", .ktext = "ab"});
 }
-static void c_heatmap_png_nolabels(fx *f) { heatmap_png_of(f, &(tg_heatmap){.w = W4, .Tq = 2, .Tk = 2, .qtext = "ab"}); }
-static void c_heatmap_png_now(fx *f) { heatmap_png_of(f, &(tg_heatmap){.Tq = 2, .Tk = 2, .qtext = "ab", .ktext = "ab"}); }
-static void c_attn_maps_init_null(fx *f) { num(f, tg_attn_maps_init(NULL, NULL, NULL, 1, fresh())); note(f, te.msg); }
+static void c_heatmap_png_nolabels(fx *f)
+{
+    heatmap_png_of(f, &(tg_heatmap){.w = W4, .Tq = 2, .Tk = 2, .qtext = "ab"});
+}
+static void c_heatmap_png_now(fx *f)
+{
+    heatmap_png_of(f, &(tg_heatmap){.Tq = 2, .Tk = 2, .qtext = "ab", .ktext = "ab"});
+}
+static void c_attn_maps_init_null(fx *f)
+{
+    num(f, tg_attn_maps_init(NULL, NULL, NULL, 1, fresh()));
+    note(f, te.msg);
+}
 static void c_attn_maps_init_nomodel(fx *f)
 {
     tg_attn_maps a;
@@ -1804,7 +2084,11 @@ static void c_attn_maps_init_id(fx *f)
     note(f, te.msg);
     tg_model_release(&m);
 }
-static void c_attn_maps_release(fx *f) { (void)f; tg_attn_maps_release(NULL); }
+static void c_attn_maps_release(fx *f)
+{
+    (void)f;
+    tg_attn_maps_release(NULL);
+}
 static void c_attn_labels_null(fx *f)
 {
     ptr(f, tg_attn_labels(NULL, (int32_t[]){0}, 1, "a", 1, fresh()));
@@ -1850,17 +2134,25 @@ static void c_attn_page_html_empty(fx *f)
 static void c_attn_page_html_huge(fx *f)
 {
     size_t len;
-    const tg_attn_maps a = {.n_layer = 1, .n_head = 1, .T = 65536, .w = W8};   /* refused before w is read */
+    const tg_attn_maps a = {.n_layer = 1, .n_head = 1, .T = 65536, .w = W8}; /* refused before w is read */
     ptr(f, tg_attn_page_html(&a, LAB2, "token", &len, fresh()));
     note(f, te.msg);
 }
-static void c_attn_write_nodir(fx *f) { num(f, tg_attn_write(&MAPS2, LAB2, "token", NULL, fresh())); note(f, te.msg); }
+static void c_attn_write_nodir(fx *f)
+{
+    num(f, tg_attn_write(&MAPS2, LAB2, "token", NULL, fresh()));
+    note(f, te.msg);
+}
 static void c_attn_write_nomaps(fx *f)
 {
     num(f, tg_attn_write(NULL, LAB2, "token", tt_path("."), fresh()));
     note(f, te.msg);
 }
-static void c_lossplot_png_null(fx *f) { num(f, tg_lossplot_png(NULL, NULL, NULL, NULL, fresh())); note(f, te.msg); }
+static void c_lossplot_png_null(fx *f)
+{
+    num(f, tg_lossplot_png(NULL, NULL, NULL, NULL, fresh()));
+    note(f, te.msg);
+}
 static void c_lossplot_png_noarrays(fx *f)
 {
     uint8_t *png;
@@ -1909,7 +2201,7 @@ static void c_tok_load_notok(fx *f)
 }
 static void c_tok_load_cut(fx *f)
 {
-    static const unsigned char head[] = {64, 0, 0, 0, 0, 0, 0, 0, '{', '"'};   /* a 64-byte header, cut short */
+    static const unsigned char head[] = {64, 0, 0, 0, 0, 0, 0, 0, '{', '"'}; /* a 64-byte header, cut short */
     ptr(f, tg_tok_load(file_of("cut.safetensors", head, sizeof head), &f->err));
 }
 /* tg_tok_from_st of a file with metadata tokenizer = kind, tokenizer.version = version */
@@ -1933,7 +2225,11 @@ static void c_tok_from_st_none(fx *f)
 static void c_tok_from_st_kind(fx *f) { from_st(f, "wordpiece", "1"); }
 static void c_tok_from_st_version(fx *f) { from_st(f, "bpe", "2"); }
 static void c_tok_from_st_pieces(fx *f) { from_st(f, "bpe", "1"); }
-static void c_tok_st_add_not(fx *f) { num(f, tg_tok_st_add(NULL, f->w)); saved_note(f); }
+static void c_tok_st_add_not(fx *f)
+{
+    num(f, tg_tok_st_add(NULL, f->w));
+    saved_note(f);
+}
 static void c_tok_st_add_now(fx *f) { num(f, tg_tok_st_add(tok(), NULL)); }
 static void c_tok_st_add_twice(fx *f)
 {
@@ -1945,7 +2241,11 @@ static void c_tok_save_not(fx *f) { num(f, tg_tok_save(NULL, tt_path("t.safetens
 static void c_tok_save_nopath(fx *f) { num(f, tg_tok_save(tok(), NULL, &f->err)); }
 static void c_tok_save_nodir(fx *f) { num(f, tg_tok_save(tok(), "/nonexistent/t.safetensors", &f->err)); }
 static void c_tok_save_noerr(fx *f) { num(f, tg_tok_save(NULL, tt_path("t.safetensors"), NULL)); }
-static void c_tok_free(fx *f) { (void)f; tg_tok_free(NULL); }
+static void c_tok_free(fx *f)
+{
+    (void)f;
+    tg_tok_free(NULL);
+}
 static void c_tok_kind_of(fx *f) { flag(f, tg_tok_kind_of(NULL) == TG_TOK_NONE); }
 static void c_tok_vocab_size(fx *f) { num(f, tg_tok_vocab_size(NULL)); }
 static void c_tok_bos(fx *f) { num(f, tg_tok_bos(NULL)); }
@@ -2015,12 +2315,30 @@ static void c_tok_score_past(fx *f) { num(f, tg_tok_score(tok(), 260)); }
 static void c_tok_score_bpe(fx *f) { num(f, tg_tok_score(tok(), 100)); }
 static void c_tok_piece_type_not(fx *f) { flag(f, tg_tok_piece_type(NULL, 0) == TG_PIECE_NONE); }
 static void c_tok_piece_type_neg(fx *f) { flag(f, tg_tok_piece_type(tok(), -1) == TG_PIECE_NONE); }
-static void c_tok_spelled_not(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(NULL, 0, &l)); if (l) text(f, "len not 0"); }
-static void c_tok_spelled_past(fx *f) { size_t l = 9; ptr(f, tg_tok_spelled(tok(), 260, &l)); if (l) text(f, "len not 0"); }
+static void c_tok_spelled_not(fx *f)
+{
+    size_t l = 9;
+    ptr(f, tg_tok_spelled(NULL, 0, &l));
+    if (l) text(f, "len not 0");
+}
+static void c_tok_spelled_past(fx *f)
+{
+    size_t l = 9;
+    ptr(f, tg_tok_spelled(tok(), 260, &l));
+    if (l) text(f, "len not 0");
+}
 static void c_tok_adds_prefix_not(fx *f) { flag(f, tg_tok_adds_prefix(NULL)); }
 static void c_tok_adds_prefix_bpe(fx *f) { flag(f, tg_tok_adds_prefix(tok())); }
-static void c_tok_spm_options_not(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(NULL, &o)); }
-static void c_tok_spm_options_bpe(fx *f) { tg_spm_options o; num(f, tg_tok_spm_options_of(tok(), &o)); }
+static void c_tok_spm_options_not(fx *f)
+{
+    tg_spm_options o;
+    num(f, tg_tok_spm_options_of(NULL, &o));
+}
+static void c_tok_spm_options_bpe(fx *f)
+{
+    tg_spm_options o;
+    num(f, tg_tok_spm_options_of(tok(), &o));
+}
 static void c_tok_spm_options_noout(fx *f) { num(f, tg_tok_spm_options_of(tok(), NULL)); }
 
 static void c_tok_piece_neg(fx *f) { piece(f, tok(), INT32_MIN); }
@@ -2028,7 +2346,11 @@ static void c_tok_piece_not(fx *f) { piece(f, NULL, 0); }
 static void c_tok_piece_nolen(fx *f) { ptr(f, tg_tok_piece(tok(), 260, NULL)); }
 static void c_tok_max_piece_len(fx *f) { num(f, (double)tg_tok_max_piece_len(NULL)); }
 static void c_tok_n_merges(fx *f) { num(f, tg_tok_n_merges(NULL)); }
-static void c_tok_merge_past(fx *f) { int32_t l, r; num(f, tg_tok_merge(tok(), 1, &l, &r)); }
+static void c_tok_merge_past(fx *f)
+{
+    int32_t l, r;
+    num(f, tg_tok_merge(tok(), 1, &l, &r));
+}
 static void c_tok_merge_neg(fx *f) { num(f, tg_tok_merge(tok(), -1, NULL, NULL)); }
 static void c_tok_merge_not(fx *f) { num(f, tg_tok_merge(NULL, 0, NULL, NULL)); }
 static void c_tok_merge_tiktoken(fx *f)
@@ -2072,7 +2394,7 @@ static void c_tok_decode_noerr(fx *f)
 }
 /* A stream on tok() holding the lead byte 0xC3 of a 2-byte character, then push(id, cap) */
 static tg_tok_stream ts;
-static unsigned char sbuf[16];   /* tok()'s longest piece, "<unk>", is 5 bytes: 8 needed */
+static unsigned char sbuf[16]; /* tok()'s longest piece, "<unk>", is 5 bytes: 8 needed */
 static void stream_push(fx *f, int32_t id, size_t cap)
 {
     tg_tok_stream_init(&ts, tok());
@@ -2080,7 +2402,11 @@ static void stream_push(fx *f, int32_t id, size_t cap)
     int64_t n = tg_tok_stream_push(&ts, id, sbuf, cap);
     snprintf(f->got, sizeof f->got, "%lld, %d held", (long long)n, ts.n_held);
 }
-static void c_stream_init(fx *f) { (void)f; tg_tok_stream_init(NULL, tok()); }
+static void c_stream_init(fx *f)
+{
+    (void)f;
+    tg_tok_stream_init(NULL, tok());
+}
 static void c_stream_push_past(fx *f) { stream_push(f, 260, sizeof sbuf); }
 static void c_stream_push_neg(fx *f) { stream_push(f, -1, sizeof sbuf); }
 static void c_stream_push_cap(fx *f) { stream_push(f, 3 + 'a', 7); }
@@ -2097,7 +2423,7 @@ static void c_stream_push_noout(fx *f)
 }
 static void c_stream_flush_cap(fx *f)
 {
-    stream_push(f, 3 + 0xC3, sizeof sbuf);   /* C3 C3: the first goes out, the second is held */
+    stream_push(f, 3 + 0xC3, sizeof sbuf); /* C3 C3: the first goes out, the second is held */
     int64_t n = tg_tok_stream_flush(&ts, sbuf, 2);
     snprintf(f->got, sizeof f->got, "%lld, %d held", (long long)n, ts.n_held);
 }
@@ -2121,7 +2447,7 @@ static void llmc(fx *f, uint32_t version, uint32_t count, size_t n_ids)
     static unsigned char b[1024 + 16];
     memset(b, 0, sizeof b);
     const uint32_t h[3] = {TG_LLMC_MAGIC, version, count};
-    memcpy(b, h, sizeof h);   /* little-endian, as every machine tapegrad supports */
+    memcpy(b, h, sizeof h); /* little-endian, as every machine tapegrad supports */
     tokfile(f, TG_TOKFILE_AUTO, b, 1024 + 2 * n_ids);
 }
 static void c_tokfile_nopath(fx *f) { tokfile_open(f, NULL, TG_TOKFILE_AUTO, 5); }
@@ -2137,7 +2463,11 @@ static void c_tokfile_llmc_short(fx *f) { tokfile(f, TG_TOKFILE_LLMC, "\1\0\2\0"
 static void c_tokfile_llmc_version(fx *f) { llmc(f, 3, 1, 1); }
 static void c_tokfile_llmc_count(fx *f) { llmc(f, 1, 5, 1); }
 static void c_tokfile_llmc_none(fx *f) { llmc(f, 1, 0, 0); }
-static void c_tokfile_close(fx *f) { (void)f; tg_tokfile_free(NULL); }
+static void c_tokfile_close(fx *f)
+{
+    (void)f;
+    tg_tokfile_free(NULL);
+}
 static void c_tokfile_count(fx *f) { num(f, (double)tg_tokfile_count(NULL)); }
 static void c_tokfile_format_of(fx *f) { flag(f, tg_tokfile_format_of(NULL) == TG_TOKFILE_AUTO); }
 /* tg_tokfile_read(start, n) of a file of 3 tokens */
@@ -2175,9 +2505,9 @@ static void c_tokfile_write_noerr(fx *f) { num(f, tg_tokfile_write(NULL, TG_TOKF
 /* ---- the table ----------------------------------------------------------- */
 
 typedef struct api_case {
-    const char *call;    /* the function and its bad input */
-    const char *want;    /* the documented result, as the helpers above print it */
-    const char *msg;     /* a substring of the message it leaves (err, the graph's, the object's), or NULL */
+    const char *call; /* the function and its bad input */
+    const char *want; /* the documented result, as the helpers above print it */
+    const char *msg; /* a substring of the message it leaves (err, the graph's, the object's), or NULL */
     void (*run)(fx *f);
 } api_case;
 
@@ -3035,11 +3365,14 @@ static const api_case CASES[] = {
     {"tg_run_config_read(c, NULL, err)", "-1", "run_config_read: NULL file", c_run_config_read},
     {"tg_run_config_load(c, \"/nonexistent\", err)", "-1", "/nonexistent", c_run_config_load},
     {"tg_config_file_read(NULL, path, err)", "-1", "config_file_read: the file is NULL", c_config_file_read_null},
-    {"tg_config_file_read(f, a missing file, err)", "-1", "no.conf: No such file or directory", c_config_file_read_missing},
+    {"tg_config_file_read(f, a missing file, err)", "-1", "no.conf: No such file or directory",
+     c_config_file_read_missing},
     {"tg_config_file_release(NULL)", "returns", NULL, c_config_file_release},
     {"tg_run_new(NULL, ...)", "NULL", "run_new: NULL directory", c_run_new},
-    {"tg_run_resume(a directory without a run, ...)", "NULL", "last.safetensors does not exist: there is no run to "
-     "continue", c_run_resume},
+    {"tg_run_resume(a directory without a run, ...)", "NULL",
+     "last.safetensors does not exist: there is no run to "
+     "continue",
+     c_run_resume},
     {"tg_run_free(NULL)", "returns", NULL, c_run_free},
     {"tg_run_lr(NULL)", "0", NULL, c_run_lr},
     {"tg_run_step(NULL, ...)", "-1", "run_step: NULL run", c_run_step},
@@ -3189,7 +3522,7 @@ static const no_row NO_ROW[] = {
     {"tg_dist_local_size", "takes no argument"},
     {"tg_dist_local_rank", "takes no argument"},
     {"tg_dist_barrier", "takes no argument"},
-    {"tg_dist_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh runs it on a NaN on one rank)"},
+    {"tg_dist_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh: a NaN on one rank)"},
     {"tg_run_abort", "ends the process, so no row can return from it (tests/tiny_gpt_mpi.sh: a NaN on one rank)"},
     {"tg_run_local_backend", "takes no argument (test_train_run runs on it)"},
     {"tg_dist_run_backend", "takes no argument (tests/tiny_gpt_mpi.sh and train_custom.sh run on it)"},
@@ -3212,7 +3545,7 @@ int main(void)
 {
     Suite *s = suite_create("api");
     tt_tcase(s, "bad input", 0, TT_TESTS(TT_LOOP(bad_input, N_CASES), TT_LOOP(no_row_has_none, N_NO_ROW)));
-    int rc = tt_run_in_tmpdir(s, "tg_api", true);   /* the cases' files go to tt_dir */
+    int rc = tt_run_in_tmpdir(s, "tg_api", true); /* the cases' files go to tt_dir */
     tg_tok_free(tok_ab);
     return rc;
 }

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#define P tt_path   /* a file in the scratch directory */
+#define P tt_path /* a file in the scratch directory */
 
 /* The whole file as a NUL-terminated string (malloc'd), its size in *n. */
 static char *slurp(const char *path, size_t *n)
@@ -109,17 +109,18 @@ START_TEST(failures_leave_the_path_alone)
     /* an unwritable directory (mode 0555). Root passes any mode, so as
      * root the call runs with the effective user nobody. */
     ck_assert_int_eq(mkdir(P("ro"), 0555), 0);
-    ck_assert_int_eq(chmod(tt_dir, 0711), 0);   /* nobody may pass through the scratch directory */
+    ck_assert_int_eq(chmod(tt_dir, 0711), 0); /* nobody may pass through the scratch directory */
     const bool root = geteuid() == 0;
     const bool as_nobody = root && seteuid(65534) == 0;
     int rc = 0;
     if (!root || as_nobody) rc = tg_atomic_write_file(P("ro/x.txt"), "x", 1, &err);
-    const int back = as_nobody ? seteuid(0) : 0;   /* before any assertion: a failed one jumps out */
+    const int back = as_nobody ? seteuid(0) : 0; /* before any assertion: a failed one jumps out */
     ck_assert_int_eq(back, 0);
     ck_assert_int_eq(chmod(tt_dir, 0700), 0);
     if (root && !as_nobody) {
         printf("failures_leave_the_path_alone: skipped the unwritable directory (root, and seteuid(nobody) "
-               "failed: %s)\n", strerror(errno));
+               "failed: %s)\n",
+               strerror(errno));
     } else {
         ck_assert_int_eq(rc, -1);
         ck_assert_msg(strstr(err.msg, "ro/x.txt': cannot create a temporary file beside it: Permission denied"), "%s",
@@ -174,7 +175,7 @@ START_TEST(several_files_all_or_none)
     ck_assert_int_eq(tg_atomic_write(&f[0], "ne", 2, &err), 0);
     ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7, &err), 0);
     ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);
-    ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);   /* finished already */
+    ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0); /* finished already */
     ck_assert_int_eq(tg_atomic_finish(&f[1], &err), 0);
     ck_assert_int_eq(access(P("one.txt"), F_OK), -1);
     assert_contents(P("two.txt"), "old two");
@@ -183,7 +184,7 @@ START_TEST(several_files_all_or_none)
     /* aborted: the temporaries go, the old file stays */
     tg_atomic_abort(&f[0]);
     tg_atomic_abort(&f[1]);
-    tg_atomic_abort(&f[1]);   /* released already: nothing */
+    tg_atomic_abort(&f[1]); /* released already: nothing */
     ck_assert_ptr_null(f[1].path);
     ck_assert_int_eq(temporaries(tt_dir), 0);
     ck_assert_int_eq(access(P("one.txt"), F_OK), -1);
@@ -195,7 +196,7 @@ START_TEST(several_files_all_or_none)
     ck_assert_int_eq(tg_atomic_write(&f[0], "one", 3, &err), 0);
     ck_assert_int_eq(tg_atomic_write(&f[1], "new two", 7, &err), 0);
     ck_assert_int_eq(tg_atomic_finish(&f[0], &err), 0);
-    ck_assert_int_eq(tg_atomic_commit(&f[1], &err), 0);   /* commit finishes one that is not */
+    ck_assert_int_eq(tg_atomic_commit(&f[1], &err), 0); /* commit finishes one that is not */
     ck_assert_int_eq(tg_atomic_commit(&f[0], &err), 0);
     ck_assert_ptr_null(f[0].path);
     ck_assert_ptr_null(f[0].step);
@@ -203,7 +204,7 @@ START_TEST(several_files_all_or_none)
     assert_contents(P("two.txt"), "new two");
     ck_assert_uint_eq(mode_of(P("two.txt")), 0604);
     ck_assert_int_eq(temporaries(tt_dir), 0);
-    tg_atomic_abort(&f[0]);   /* after a commit: nothing */
+    tg_atomic_abort(&f[0]); /* after a commit: nothing */
     remove(P("one.txt"));
     remove(P("two.txt"));
 }
@@ -236,13 +237,13 @@ START_TEST(failures_stick_and_name_their_step)
     ck_assert_str_eq(f.step, "create");
     tg_atomic_abort(&f);
     ck_assert_ptr_null(f.path);
-    ck_assert_str_eq(f.step, "create");   /* abort keeps the reason */
+    ck_assert_str_eq(f.step, "create"); /* abort keeps the reason */
 
     /* NULL data with bytes to write: the temporary is removed at once */
     err.msg[0] = 0;
     ck_assert_int_eq(tg_atomic_begin(&f, P("x.txt"), &err), 0);
     ck_assert_ptr_null(f.step);
-    ck_assert_str_eq(err.msg, "");   /* nothing written on success */
+    ck_assert_str_eq(err.msg, ""); /* nothing written on success */
     ck_assert_int_eq(tg_atomic_write(&f, NULL, 3, &err), -1);
     ck_assert_str_eq(f.step, "argument");
     ck_assert_int_eq(f.errnum, EINVAL);
@@ -272,7 +273,11 @@ START_TEST(failures_stick_and_name_their_step)
     tg_atomic_abort(&f);
 
     /* the messages of the other steps, as a later call reports them */
-    static const struct { const char *step; int errnum; const char *text; } steps[] = {
+    static const struct {
+        const char *step;
+        int errnum;
+        const char *text;
+    } steps[] = {
         {"fsync", EIO, "'%s': fsync of the temporary file failed: Input/output error ('%s' left as it was)"},
         {"allocate", ENOMEM, "'%s': out of memory"},
         {"close", 0, "'%s': close of the temporary file failed: unknown error ('%s' left as it was)"},
@@ -327,15 +332,15 @@ START_TEST(a_write_removes_the_stale_temporaries_of_its_path)
     snprintf(dead, sizeof dead, "%s.tmp.%d.Ab3dE9", P("m.bin"), (int)gone);
     snprintf(mine, sizeof mine, "%s.tmp.%d.Xy7wV2", P("m.bin"), (int)getpid());
     snprintf(live, sizeof live, "%s.tmp.%d.Qq1rS4", P("m.bin"), (int)alive);
-    snprintf(other, sizeof other, "%s.tmp.%d.Ab3dE9", P("n.bin"), (int)gone);   /* another path's */
-    snprintf(old_form, sizeof old_form, "%s.tmp.Zz09aB", P("m.bin"));          /* names no writer */
-    snprintf(odd, sizeof odd, "%s.tmp.%d.toolong7", P("m.bin"), (int)gone);     /* not mkstemp's six */
-    snprintf(zero, sizeof zero, "%s.tmp.0%d.Ab3dE9", P("m.bin"), (int)gone);    /* not a pid as written */
+    snprintf(other, sizeof other, "%s.tmp.%d.Ab3dE9", P("n.bin"), (int)gone); /* another path's */
+    snprintf(old_form, sizeof old_form, "%s.tmp.Zz09aB", P("m.bin")); /* names no writer */
+    snprintf(odd, sizeof odd, "%s.tmp.%d.toolong7", P("m.bin"), (int)gone); /* not mkstemp's six */
+    snprintf(zero, sizeof zero, "%s.tmp.0%d.Ab3dE9", P("m.bin"), (int)gone); /* not a pid as written */
     const char *keep[] = {mine, live, other, old_form, odd, zero};
     touch(dead);
     for (int i = 0; i < 6; i++) touch(keep[i]);
     const int rc = tg_atomic_write_file(P("m.bin"), "new", 3, &err);
-    kill(alive, SIGKILL);   /* before any assertion: a failed one jumps out */
+    kill(alive, SIGKILL); /* before any assertion: a failed one jumps out */
     waitpid(alive, NULL, 0);
     ck_assert_msg(rc == 0, "%s", err.msg);
     assert_contents(P("m.bin"), "new");
@@ -357,7 +362,7 @@ START_TEST(a_writer_killed_mid_write_is_cleaned_up_by_the_next)
     ck_assert_int_eq(pipe(ready), 0);
     const pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {   /* a writer half-way: begun, some bytes written, not finished */
+    if (pid == 0) { /* a writer half-way: begun, some bytes written, not finished */
         tg_atomic_file f;
         static char half[1 << 16];
         memset(half, 'h', sizeof half);
@@ -392,9 +397,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("atomic_file");
-    tt_tcase(s, "atomic_file", 0, TT_TESTS(one_file_and_its_mode, failures_leave_the_path_alone,
-                                           several_files_all_or_none, failures_stick_and_name_their_step,
-                                           a_write_removes_the_stale_temporaries_of_its_path,
-                                           a_writer_killed_mid_write_is_cleaned_up_by_the_next));
+    tt_tcase(s, "atomic_file", 0,
+             TT_TESTS(one_file_and_its_mode, failures_leave_the_path_alone, several_files_all_or_none,
+                      failures_stick_and_name_their_step, a_write_removes_the_stale_temporaries_of_its_path,
+                      a_writer_killed_mid_write_is_cleaned_up_by_the_next));
     return tt_run_in_tmpdir(s, "tg_atomic_test", true);
 }

@@ -22,8 +22,7 @@
 #include "../ops/fastmath_internal.h"
 
 typedef int64_t (*online_fn)(float *restrict, int, int, int, float *restrict, float *restrict, float *restrict);
-typedef void (*grad_fn)(float *restrict, float *restrict, int, int, int, const float *restrict,
-                        const float *restrict);
+typedef void (*grad_fn)(float *restrict, float *restrict, int, int, int, const float *restrict, const float *restrict);
 
 static online_fn online;
 static grad_fn grad;
@@ -129,8 +128,8 @@ START_TEST(online_step_matches_reference)
                     const double el = fabs(l[r] - ld[r]) / (ld[r] + 1e-30);
                     const double ea = fabs(alpha[r] - ad[r]) / (ad[r] + 1e-30);
                     if (el > tol_l || ea > 3e-7 || (ld[r] == 0) != (l[r] == 0))
-                        ck_abort_msg("nq %d nk %d lim0 %d row %d: l %.9g vs %.9g, alpha %.9g vs %.9g", nq, nk, lim0,
-                                     r, l[r], ld[r], alpha[r], ad[r]);
+                        ck_abort_msg("nq %d nk %d lim0 %d row %d: l %.9g vs %.9g, alpha %.9g vs %.9g", nq, nk, lim0, r,
+                                     l[r], ld[r], alpha[r], ad[r]);
                     worst_l = fmax(worst_l, el);
                     for (int c = 0; c < nk; c++) {
                         const double ref = pd[r * nk + c], e = fabs(s[r * nk + c] - ref);
@@ -162,7 +161,7 @@ START_TEST(bad_scores_found_only_where_visible)
                     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, alpha[2], *s = tile_in(sbuf, 2, nk);
                     for (int e = 0; e < 2 * nk; e++) s[e] = e % 5 == 3 ? -INFINITY : 0.25f * (float)(e % 7);
                     const float bad = kind == 0 ? NAN : kind == 1 ? INFINITY : __builtin_nansf("");
-                    s[nk + pos] = bad;                  /* row 1: sees c <= lim0 + 1 */
+                    s[nk + pos] = bad; /* row 1: sees c <= lim0 + 1 */
                     if (pos + 1 < nk) s[nk + nk - 1] = bad; /* a later one: not the first */
                     const int64_t got = online(s, 2, nk, lim0, m, l, alpha);
                     check_guards(sbuf, 2, nk, "bad scores");
@@ -226,8 +225,8 @@ START_TEST(grad_step_matches_reference)
                             const bool vis = c <= lim0 + r;
                             const double p = vis && s0[e] != -INFINITY ? exp((double)(s0[e] - L[r])) : 0;
                             if (fabs(s[e] - p) > 3e-7 * p || (p == 0 && s[e] != 0))
-                                ck_abort_msg("nq %d nk %d lim0 %d P(%d,%d) = %.9g, want %.9g", nq, nk, lim0, r, c,
-                                             s[e], p);
+                                ck_abort_msg("nq %d nk %d lim0 %d P(%d,%d) = %.9g, want %.9g", nq, nk, lim0, r, c, s[e],
+                                             p);
                             if (p > 0) worst = fmax(worst, fabs(s[e] - p) / p);
                             if (!with_dp) {
                                 if (memcmp(&dp[e], &dp0[e], sizeof dp[e]) != 0)

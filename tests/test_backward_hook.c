@@ -17,7 +17,7 @@ typedef struct seen {
     tg_params *p;
     int calls, cap;
     int *index;
-    double *grads;   /* calls x numel */
+    double *grads; /* calls x numel */
 } seen;
 
 static void record(void *ctx, tg_graph *g, int node)
@@ -60,7 +60,7 @@ static int check_backward(tg_graph *g, tg_params *p, tg_tensor *loss)
     ck_assert_int_eq(tg_graph_backward(g, loss), 0);
     tg_graph_set_backward_hook(g, NULL, NULL);
 
-    ck_assert_int_eq(s.calls, len);   /* once per node, the last node first */
+    ck_assert_int_eq(s.calls, len); /* once per node, the last node first */
     for (int c = 0; c < len; c++) ck_assert_int_eq(s.index[c], len - 1 - c);
     const char *base = tg_params_data(p);
     const size_t es = tg_dtype_size(tg_params_dtype(p));
@@ -69,7 +69,7 @@ static int check_backward(tg_graph *g, tg_params *p, tg_tensor *loss)
         const tg_tensor *t = tg_params_at(p, j);
         const int64_t off = ((const char *)t->data - base) / (int64_t)es;
         for (int c = 0; c < len; c++) {
-            if (s.index[c] > first[j]) continue;   /* not yet passed its earliest reader */
+            if (s.index[c] > first[j]) continue; /* not yet passed its earliest reader */
             complete++;
             for (int64_t k = 0; k < t->numel; k++) {
                 double now = s.grads[(size_t)c * (size_t)n + (size_t)(off + k)];
@@ -98,11 +98,11 @@ START_TEST(hook_order_and_completeness_on_a_small_graph)
     tg_rng_fill_normal(&r, w2, 0, 1);
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3), 3);
     /* w1 is read by the first node and again by the last: only the first counts */
-    tg_tensor *h = tg_gelu(g, tg_matmul(g, x, w1), TG_GELU_ERF);             /* (2,4) */
-    tg_tensor *y = tg_matmul(g, h, w2);                          /* (2,2) */
+    tg_tensor *h = tg_gelu(g, tg_matmul(g, x, w1), TG_GELU_ERF); /* (2,4) */
+    tg_tensor *y = tg_matmul(g, h, w2); /* (2,2) */
     tg_tensor *loss = tg_add(g, tg_sum_all(g, tg_mul(g, y, y)), tg_sum_all(g, w1));
     int complete = check_backward(g, p, loss);
-    ck_assert_int_gt(complete, tg_graph_tape_len(g));   /* w2 and the unused one are complete early */
+    ck_assert_int_gt(complete, tg_graph_tape_len(g)); /* w2 and the unused one are complete early */
     ck_assert_int_eq(first_reader(g, unused), tg_graph_tape_len(g));
 
     /* the hook stays across a reset until removed, and NULL removes it */
@@ -114,7 +114,7 @@ START_TEST(hook_order_and_completeness_on_a_small_graph)
     ck_assert_int_eq(s.calls, 2);
     tg_graph_set_backward_hook(g, NULL, &s);
     ck_assert_int_eq(tg_graph_backward(g, tg_sum_all(g, tg_matmul(g, x, w1))), 0);
-    ck_assert_int_eq(s.calls, 2);   /* removed: the second backward called nothing */
+    ck_assert_int_eq(s.calls, 2); /* removed: the second backward called nothing */
     free(s.index);
     free(s.grads);
 
@@ -123,7 +123,7 @@ START_TEST(hook_order_and_completeness_on_a_small_graph)
     ck_assert_ptr_null(tg_graph_node(NULL, 0));
     ck_assert_ptr_nonnull(tg_graph_node(g, 0));
     ck_assert_str_eq(tg_graph_node(g, 0)->op, "matmul");
-    tg_graph_set_backward_hook(NULL, record, NULL);   /* nothing */
+    tg_graph_set_backward_hook(NULL, record, NULL); /* nothing */
     tg_params_free(p);
     tg_graph_free(g);
 }
@@ -142,9 +142,14 @@ static void batch(tg_graph *g, int B, int T, int V, tg_tensor **idx, tg_tensor *
 
 START_TEST(hook_completeness_on_the_gpt)
 {
-    for (int variant = 0; variant < 3; variant++) {   /* fused, composed, biases */
-        const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8,
-                                   .vocab_size = 11, .bias = variant == 2};
+    for (int variant = 0; variant < 3; variant++) { /* fused, composed, biases */
+        const tg_model_config c = {.arch = "gpt",
+                                   .n_layer = 2,
+                                   .n_head = 2,
+                                   .n_embd = 16,
+                                   .block_size = 8,
+                                   .vocab_size = 11,
+                                   .bias = variant == 2};
         tg_error err = {0};
         tg_model m;
         ck_assert_msg(tg_model_init(&m, &c, TG_F64, 1, &err) == 0, "%s", err.msg);
@@ -166,10 +171,18 @@ END_TEST
 
 START_TEST(hook_completeness_on_the_llama)
 {
-    for (int variant = 0; variant < 2; variant++) {   /* GQA fused and tied; MHA composed and untied */
-        const tg_model_config c = {.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = variant ? 4 : 2,
-                                   .n_embd = 16, .hidden_dim = 24, .block_size = 8, .vocab_size = 13,
-                                   .rope_theta = 10000, .norm_eps = 1e-5, .tied = !variant};
+    for (int variant = 0; variant < 2; variant++) { /* GQA fused and tied; MHA composed and untied */
+        const tg_model_config c = {.arch = "llama",
+                                   .n_layer = 2,
+                                   .n_head = 4,
+                                   .n_kv_head = variant ? 4 : 2,
+                                   .n_embd = 16,
+                                   .hidden_dim = 24,
+                                   .block_size = 8,
+                                   .vocab_size = 13,
+                                   .rope_theta = 10000,
+                                   .norm_eps = 1e-5,
+                                   .tied = !variant};
         tg_error err = {0};
         tg_model m;
         ck_assert_msg(tg_model_init(&m, &c, TG_F64, 2, &err) == 0, "%s", err.msg);

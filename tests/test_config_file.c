@@ -57,7 +57,7 @@ START_TEST(what_is_not_a_config_file_is_named)
     ck_assert_int_eq(tg_config_file_read(&f, p, &e), -1);
     snprintf(want, sizeof want, "%s:1: expected 'name = value', got '= 5'", p);
     ck_assert_str_eq(e.msg, want);
-    p = put("d.conf", "lr = \x1b[31m\nx\xc2\xa0y\n", 16);   /* bytes outside printable ASCII: \xNN */
+    p = put("d.conf", "lr = \x1b[31m\nx\xc2\xa0y\n", 16); /* bytes outside printable ASCII: \xNN */
     ck_assert_int_eq(tg_config_file_read(&f, p, &e), -1);
     snprintf(want, sizeof want, "%s:2: expected 'name = value', got 'x\\xc2\\xa0y'", p);
     ck_assert_str_eq(e.msg, want);
@@ -70,12 +70,15 @@ START_TEST(what_is_not_a_config_file_is_named)
     p = put("f.conf", big, TG_CONFIG_FILE_MAX + 11);
     free(big);
     ck_assert_int_eq(tg_config_file_read(&f, p, &e), -1);
-    snprintf(want, sizeof want, "%s: 1048587 bytes; a config file holds at most 1 MiB (1048576 bytes) of 'name = "
-             "value' lines", p);
+    snprintf(want, sizeof want,
+             "%s: 1048587 bytes; a config file holds at most 1 MiB (1048576 bytes) of 'name = "
+             "value' lines",
+             p);
     ck_assert_str_eq(e.msg, want);
-    ck_assert_int_eq(tg_config_file_read(&f, "/dev/zero", &e), -1);   /* no size to go by: read up to the bound */
-    ck_assert_str_eq(e.msg, "/dev/zero: more than 1048576 bytes; a config file holds at most 1 MiB (1048576 bytes) "
-                            "of 'name = value' lines");
+    ck_assert_int_eq(tg_config_file_read(&f, "/dev/zero", &e), -1); /* no size to go by: read up to the bound */
+    ck_assert_str_eq(e.msg,
+                     "/dev/zero: more than 1048576 bytes; a config file holds at most 1 MiB (1048576 bytes) "
+                     "of 'name = value' lines");
     ck_assert_int_eq(tg_config_file_read(&f, tt_path("none.conf"), &e), -1);
     snprintf(want, sizeof want, "%s: No such file or directory", tt_path("none.conf"));
     ck_assert_str_eq(e.msg, want);
@@ -91,7 +94,7 @@ START_TEST(a_fifo_without_a_writer_is_empty_not_a_wait)
 {
     const char *p = tt_path("fifo.conf");
     ck_assert_int_eq(mkfifo(p, 0600), 0);
-    alarm(20);   /* a reader that waits for a writer fails here instead of hanging the suite */
+    alarm(20); /* a reader that waits for a writer fails here instead of hanging the suite */
     tg_config_file f;
     tg_error e = {0};
     ck_assert_msg(tg_config_file_read(&f, p, &e) == 0, "%s", e.msg);

@@ -42,7 +42,7 @@ START_TEST(tensor_new_and_bad_shapes)
     }
     tg_tensor *f32 = tg_tensor_new(g, TG_F32, TT_SHAPE(1)), *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(1));
     ck_assert_int_eq(tg_tensor_set(f32, 0, 0.1), 0);
-    ck_assert_double_eq(tg_tensor_get(f32, 0), (double)0.1f);   /* rounded to float */
+    ck_assert_double_eq(tg_tensor_get(f32, 0), (double)0.1f); /* rounded to float */
     ck_assert_int_eq(tg_tensor_set(i32, 0, -2147483648.0), 0);
     ck_assert_int_eq(tg_tensor_set(i32, 0, 2147483648.0), -1);
     ck_assert_int_eq(tg_tensor_set(i32, 0, NAN), -1);
@@ -76,7 +76,7 @@ START_TEST(arena_merges_chunks_after_a_large_step)
     /* more than the first 1 MiB chunk: the arena grows by chunks */
     for (int i = 0; i < 6; i++) ck_assert_ptr_nonnull(tg_tensor_new(g, TG_F64, TT_SHAPE(256, 256)));
     size_t cap = tg_graph_arena_capacity(g);
-    tg_graph_reset(g);   /* one chunk of at least the same total from now on */
+    tg_graph_reset(g); /* one chunk of at least the same total from now on */
     ck_assert_uint_ge(tg_graph_arena_capacity(g), cap);
     uint64_t before = tg_alloc_calls();
     for (int step = 0; step < 3; step++) {
@@ -104,7 +104,7 @@ START_TEST(big_blocks_are_whole_huge_pages)
 #else
     ck_assert_uint_eq(n, 3 * mib + 1);
 #endif
-    memset(p, 1, n);   /* every byte it reports is usable (ASan checks) */
+    memset(p, 1, n); /* every byte it reports is usable (ASan checks) */
     tg_free(p);
     size_t small = 1000;
     p = tg_malloc_big(&small);
@@ -143,7 +143,7 @@ START_TEST(calloc_big_is_zeroed_whole_huge_pages)
 #ifdef __GLIBC__
     /* large blocks from glibc's heap, kept there when freed: the block
      * below is handed back dirty to the call under test */
-    (void)mallopt(M_MMAP_THRESHOLD, 64 << 20);   /* (ASan's allocator ignores them) */
+    (void)mallopt(M_MMAP_THRESHOLD, 64 << 20); /* (ASan's allocator ignores them) */
     (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
     size_t dn = 4 * mib;
@@ -164,7 +164,7 @@ START_TEST(calloc_big_is_zeroed_whole_huge_pages)
     /* a kernel built with transparent huge pages takes the advice */
     if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) ck_assert(advised_huge(p));
 #endif
-    memset(p, 1, n);   /* every byte asked for is usable (ASan checks) */
+    memset(p, 1, n); /* every byte asked for is usable (ASan checks) */
     tg_free(p);
     double *s = tg_calloc_big(10, sizeof *s);
     ck_assert_ptr_nonnull(s);
@@ -328,7 +328,7 @@ START_TEST(rng_state_text_round_trip)
 {
     tg_rng r, back;
     tg_rng_seed(&r, 1234, 5);
-    tg_rng_normal(&r);   /* a spare normal now waits */
+    tg_rng_normal(&r); /* a spare normal now waits */
     char s[TG_RNG_STRING_LEN + 1];
     tg_error err = {0};
     ck_assert_int_eq(tg_rng_to_string(&r, s, sizeof s), TG_RNG_STRING_LEN);
@@ -339,18 +339,21 @@ START_TEST(rng_state_text_round_trip)
     ck_assert_uint_eq(tg_rng_u32(&back), tg_rng_u32(&r));
 
     const tg_rng before = back;
-    static const char *const bad[] = {"", "0123", "0000000000000000:0000000000000001:2:0000000000000000",
+    static const char *const bad[] = {"",
+                                      "0123",
+                                      "0000000000000000:0000000000000001:2:0000000000000000",
                                       "0000000000000000:0000000000000001:0:000000000000000G",
                                       "0000000000000000-0000000000000001:0:0000000000000000",
-                                      "0000000000000000:0000000000000001:1:7ff0000000000000",   /* inf spare */
-                                      "\xef\xbb\xbf" "00000000000000:0000000000000001:0:0000000000000000"};
+                                      "0000000000000000:0000000000000001:1:7ff0000000000000", /* inf spare */
+                                      "\xef\xbb\xbf"
+                                      "00000000000000:0000000000000001:0:0000000000000000"};
     for (int k = 0; k < 7; k++) {
         err.msg[0] = 0;
         ck_assert_int_eq(tg_rng_from_string(&back, bad[k], &err), -1);
         ck_assert_msg(strstr(err.msg, "rng_from_string: "), "case %d: '%s'", k, err.msg);
         ck_assert_mem_eq(&back, &before, sizeof back);
     }
-    ck_assert_ptr_nonnull(strstr(err.msg, "\\xef\\xbb\\xbf"));   /* bytes shown escaped */
+    ck_assert_ptr_nonnull(strstr(err.msg, "\\xef\\xbb\\xbf")); /* bytes shown escaped */
     ck_assert_int_eq(tg_rng_from_string(&back, "0000000000000000:0000000000000002:0:0000000000000000", &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "is even"));
 }
@@ -376,8 +379,16 @@ static tg_tensor *square(tg_graph *g, tg_tensor *x, double slope)
     return y;
 }
 
-static tg_tensor *square_ok(tg_graph *g, tg_tensor **in, void *ctx) { (void)ctx; return square(g, in[0], 2.0); }
-static tg_tensor *square_wrong(tg_graph *g, tg_tensor **in, void *ctx) { (void)ctx; return square(g, in[0], 2.01); }
+static tg_tensor *square_ok(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return square(g, in[0], 2.0);
+}
+static tg_tensor *square_wrong(tg_graph *g, tg_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return square(g, in[0], 2.01);
+}
 
 START_TEST(gradcheck_passes_a_right_backward_and_fails_a_wrong_one)
 {
@@ -397,7 +408,11 @@ START_TEST(gradcheck_passes_a_right_backward_and_fails_a_wrong_one)
 }
 END_TEST
 
-static void no_backward_dummy(tg_graph *g, tg_node *n) { (void)g; (void)n; }
+static void no_backward_dummy(tg_graph *g, tg_node *n)
+{
+    (void)g;
+    (void)n;
+}
 static tg_tensor *forgets_one_path(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)ctx;
@@ -464,10 +479,9 @@ int main(void)
     return tt_main("core", "core", 0,
                    TT_TESTS(tensor_new_and_bad_shapes, reset_drops_everything_and_keeps_memory,
                             arena_merges_chunks_after_a_large_step, big_blocks_are_whole_huge_pages,
-                            calloc_big_is_zeroed_whole_huge_pages,
-                            grad_mode_off_records_nothing, backward_errors, tensor_used_twice_sums_both_paths,
-                            params_store_views_and_accumulation, rng_pcg32_reference_stream, rng_distributions,
-                            rng_state_text_round_trip,
-                            gradcheck_passes_a_right_backward_and_fails_a_wrong_one,
-                            gradcheck_fails_a_missing_gradient, gradcheck_rejects_bad_setups));
+                            calloc_big_is_zeroed_whole_huge_pages, grad_mode_off_records_nothing, backward_errors,
+                            tensor_used_twice_sums_both_paths, params_store_views_and_accumulation,
+                            rng_pcg32_reference_stream, rng_distributions, rng_state_text_round_trip,
+                            gradcheck_passes_a_right_backward_and_fails_a_wrong_one, gradcheck_fails_a_missing_gradient,
+                            gradcheck_rejects_bad_setups));
 }

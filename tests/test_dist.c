@@ -53,8 +53,7 @@ static void processes(void)
            "local rank %d of %d", tg_dist_local_rank(), tg_dist_local_size());
     const char *env = getenv("OMPI_COMM_WORLD_SIZE");
     if (env) expect(atoi(env) == size, "size %d, launcher said %s", size, env);
-    expect(tg_dist_mpi_running() == (env != NULL && tg_dist_built_with_mpi()), "mpi running %d",
-           tg_dist_mpi_running());
+    expect(tg_dist_mpi_running() == (env != NULL && tg_dist_built_with_mpi()), "mpi running %d", tg_dist_mpi_running());
     tg_dist_barrier();
 }
 
@@ -87,12 +86,12 @@ static void small_collectives(void)
     char msg[64] = "";
     expect(tg_dist_first_failure(false, msg, sizeof msg) == -1, "first_failure with none failed");
     snprintf(msg, sizeof msg, "rank %d failed", rank);
-    int who = tg_dist_first_failure(rank >= size / 2, msg, sizeof msg);   /* the upper half fails */
+    int who = tg_dist_first_failure(rank >= size / 2, msg, sizeof msg); /* the upper half fails */
     snprintf(want, sizeof want, "rank %d failed", size / 2);
     expect(who == size / 2 && !strcmp(msg, want), "first_failure: %d '%s'", who, msg);
     char tiny[5];
     snprintf(tiny, sizeof tiny, "%s", "abcd");
-    who = tg_dist_first_failure(rank == 0, tiny, 3);   /* cut to msglen - 1 */
+    who = tg_dist_first_failure(rank == 0, tiny, 3); /* cut to msglen - 1 */
     expect(who == 0 && !strcmp(tiny, "ab"), "first_failure truncated: '%s'", tiny);
 }
 
@@ -124,12 +123,20 @@ static net make_net(bool llama, tg_dtype dt)
 {
     net n = {0};
     tg_error err = {0};
-    const tg_model_config c = llama ? (tg_model_config){.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = 2,
-                                                        .n_embd = 16, .hidden_dim = 40, .block_size = 8,
-                                                        .vocab_size = 13, .rope_theta = 10000, .norm_eps = 1e-5,
-                                                        .tied = false}
-                                    : (tg_model_config){.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16,
-                                                        .block_size = 8, .vocab_size = 11, .bias = true};
+    const tg_model_config c = llama
+        ? (tg_model_config){.arch = "llama",
+                            .n_layer = 2,
+                            .n_head = 4,
+                            .n_kv_head = 2,
+                            .n_embd = 16,
+                            .hidden_dim = 40,
+                            .block_size = 8,
+                            .vocab_size = 13,
+                            .rope_theta = 10000,
+                            .norm_eps = 1e-5,
+                            .tied = false}
+        : (tg_model_config){
+              .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11, .bias = true};
     n.llama = llama;
     n.p = tg_model_init(&n.m, &c, dt, 7, &err) ? NULL : n.m.params;
     if (!n.p) {
@@ -139,10 +146,7 @@ static net make_net(bool llama, tg_dtype dt)
     return n;
 }
 
-static void free_net(net *n)
-{
-    tg_model_release(&n->m);
-}
+static void free_net(net *n) { tg_model_release(&n->m); }
 
 /* Forward of micro-batch k of this rank (its own ids) on g: the loss. */
 static tg_tensor *forward(tg_graph *g, net *n, int k)
@@ -302,8 +306,7 @@ static void zero1(bool llama, tg_dtype dt)
         printf("%s: %lld parameters in %d shards of %lld or %lld\n", name, (long long)N, size, (long long)(N / size),
                (long long)(N / size + (N % size != 0)));
     tg_error err = {0};
-    tg_dist_grads *d =
-        tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 2000, .shard = true}, &err);
+    tg_dist_grads *d = tg_dist_grads_new(n.p, &(tg_dist_grads_config){.bucket_bytes = 2000, .shard = true}, &err);
     expect(d != NULL, "%s: %s", name, err.msg);
     if (!d) return;
     int64_t lo, hi;
@@ -344,7 +347,8 @@ static void zero1(bool llama, tg_dtype dt)
     }
     /* the moments gathered on rank 0 are the whole AdamW's */
     void *m = rank == 0 ? malloc((size_t)N * es) : NULL, *v = rank == 0 ? malloc((size_t)N * es) : NULL;
-    expect(tg_dist_grads_gather_shard(d, tg_adamw_m(os), m) == 0 && tg_dist_grads_gather_shard(d, tg_adamw_v(os), v) == 0,
+    expect(tg_dist_grads_gather_shard(d, tg_adamw_m(os), m) == 0 &&
+               tg_dist_grads_gather_shard(d, tg_adamw_v(os), v) == 0,
            "gather shard");
     if (rank == 0)
         expect(!memcmp(m, tg_adamw_m(ow), (size_t)N * es) && !memcmp(v, tg_adamw_v(ow), (size_t)N * es),

@@ -6,18 +6,18 @@
 /* embedding -> layernorm -> matmul -> reshape -> cross-entropy */
 static tg_tensor *forward(tg_graph *g, tg_tensor *wte, tg_tensor *w, tg_tensor *ids, tg_tensor *tgt)
 {
-    tg_tensor *x = tg_embedding(g, wte, ids);                         /* (B,T,C) */
-    tg_tensor *h = tg_layernorm(g, x, NULL, NULL, TG_LAYERNORM_EPS);  /* (B,T,C) */
-    tg_tensor *logits = tg_matmul(g, h, w);                           /* (B,T,V) */
+    tg_tensor *x = tg_embedding(g, wte, ids); /* (B,T,C) */
+    tg_tensor *h = tg_layernorm(g, x, NULL, NULL, TG_LAYERNORM_EPS); /* (B,T,C) */
+    tg_tensor *logits = tg_matmul(g, h, w); /* (B,T,V) */
     tg_tensor *flat = tg_reshape(g, logits, 2, (int[]){-1, wte->shape[0]}); /* (B*T,V) */
-    tg_tensor *ft = tg_reshape(g, tgt, 1, (int[]){-1});               /* (B*T) */
+    tg_tensor *ft = tg_reshape(g, tgt, 1, (int[]){-1}); /* (B*T) */
     return tg_cross_entropy(g, flat, ft);
 }
 
 typedef struct {
     const char *what;
-    int ids_bad;      /* put id 9 (out of range) in the batch */
-    int w_rows;       /* rows of w: C is right */
+    int ids_bad; /* put id 9 (out of range) in the batch */
+    int w_rows; /* rows of w: C is right */
     tg_dtype w_dtype;
     const char *want; /* substring of the first message */
 } bad_case;
@@ -32,7 +32,7 @@ START_TEST(first_error_reaches_backward)
 {
     const bad_case *c = &CASES[_i];
     tg_graph *g = tg_graph_new();
-    tg_tensor *wte = tt_randn(g, TT_SHAPE(6, 4), 1);   /* V=6, C=4 */
+    tg_tensor *wte = tt_randn(g, TT_SHAPE(6, 4), 1); /* V=6, C=4 */
     tg_tensor *w = tg_tensor_new(g, c->w_dtype, TT_SHAPE(c->w_rows, 6));
     int32_t idv[6] = {0, 1, 2, 3, 4, 5}, tv[6] = {1, 2, 3, 4, 5, 0};
     if (c->ids_bad) idv[3] = 9;
@@ -82,10 +82,11 @@ START_TEST(tensor_kept_across_reset_is_refused)
     tg_tensor *x = tg_scalar(g, TG_F64, 7);
     tg_graph_reset(g);
     tg_tensor *y = tg_scalar(g, TG_F64, 2), *zero = tg_scalar(g, TG_F64, 0);
-    ck_assert_ptr_ne(x, y);   /* headers are kept apart from data, so x is still x */
+    ck_assert_ptr_ne(x, y); /* headers are kept apart from data, so x is still x */
     ck_assert_ptr_null(tg_add(g, zero, x));
-    tt_assert_error(g, "add: input 1 (f64 ()) was made before the last tg_graph_reset of this graph "
-                       "(in generation 0; it is at 1 now)");
+    tt_assert_error(g,
+                    "add: input 1 (f64 ()) was made before the last tg_graph_reset of this graph "
+                    "(in generation 0; it is at 1 now)");
     ck_assert(isnan(tg_tensor_item(x)));
     ck_assert_double_eq(tg_tensor_item(y), 2);
     /* an op given only live tensors works again once the error is cleared */
@@ -112,10 +113,10 @@ END_TEST
 START_TEST(tensors_of_another_graph)
 {
     tg_graph *g = tg_graph_new(), *h = tg_graph_new();
-    tg_tensor *c = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){1, 2, 3});   /* on h */
+    tg_tensor *c = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){1, 2, 3}); /* on h */
     tg_tensor *w = tt_randn(g, TT_SHAPE(3), 2);
-    for (int step = 0; step < 3; step++) {   /* g is reset every step, h never */
-        tg_tensor *y = tg_sum_all(g, tg_mul(g, w, c));   /* () */
+    for (int step = 0; step < 3; step++) { /* g is reset every step, h never */
+        tg_tensor *y = tg_sum_all(g, tg_mul(g, w, c)); /* () */
         ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
         double want = 0;
         for (int i = 0; i < 3; i++) want += ((double *)w->data)[i] * (i + 1);
@@ -124,10 +125,11 @@ START_TEST(tensors_of_another_graph)
         w = tt_randn(g, TT_SHAPE(3), 3 + step);
     }
     tg_graph_reset(h);
-    tg_tensor *d = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){7, 8, 9});   /* in c's place */
+    tg_tensor *d = tg_tensor_from(h, TG_F64, 1, (int[]){3}, (double[]){7, 8, 9}); /* in c's place */
     ck_assert_ptr_null(tg_mul(g, w, c));
-    tt_assert_error(g, "mul: input 1 (f64 (3)) was made before the last tg_graph_reset of its graph (not the "
-                       "graph of this op) (in generation 0; it is at 1 now)");
+    tt_assert_error(g,
+                    "mul: input 1 (f64 (3)) was made before the last tg_graph_reset of its graph (not the "
+                    "graph of this op) (in generation 0; it is at 1 now)");
     ck_assert_double_eq(tg_tensor_get(d, 0), 7);
     tg_graph_free(h);
     tg_graph_free(g);
@@ -137,13 +139,13 @@ END_TEST
 static tg_tensor *dot_fresh(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)ctx;
-    tg_tensor *c = tg_tensor_from(g, TG_F64, 1, (int[]){3}, (double[]){1, -2, 0.5});   /* (3) */
-    return tg_sum_all(g, tg_mul(g, tg_exp(g, in[0]), c));                             /* () */
+    tg_tensor *c = tg_tensor_from(g, TG_F64, 1, (int[]){3}, (double[]){1, -2, 0.5}); /* (3) */
+    return tg_sum_all(g, tg_mul(g, tg_exp(g, in[0]), c)); /* () */
 }
 
 static tg_tensor *dot_kept(tg_graph *g, tg_tensor **in, void *ctx)
 {
-    tg_tensor **keep = ctx;   /* a constant made on the first call and, wrongly, kept */
+    tg_tensor **keep = ctx; /* a constant made on the first call and, wrongly, kept */
     if (!*keep) *keep = tg_tensor_from(g, TG_F64, 1, (int[]){3}, (double[]){1, -2, 0.5});
     return tg_sum_all(g, tg_mul(g, tg_exp(g, in[0]), *keep));
 }
@@ -164,12 +166,14 @@ START_TEST(gradcheck_and_generations)
     tg_tensor *x = tt_randn(g, TT_SHAPE(3), 4), *keep = NULL;
     tg_gradcheck_result res;
     ck_assert(!tg_gradcheck(dot_kept, &keep, 1, &x, NULL, &res));
-    ck_assert_msg(strstr(res.message, "gradcheck: f failed at input 0 element 0 + eps: mul: input 1 (f64 (3)) "
-                                      "was made before the last tg_graph_reset of this graph"), "%s", res.message);
+    ck_assert_msg(strstr(res.message,
+                         "gradcheck: f failed at input 0 element 0 + eps: mul: input 1 (f64 (3)) "
+                         "was made before the last tg_graph_reset of this graph"),
+                  "%s", res.message);
     tg_graph_reset(g);
     ck_assert(!tg_gradcheck(dot_fresh, NULL, 1, &x, NULL, &res));
-    ck_assert_msg(strstr(res.message, "gradcheck: input 0 was made before the last tg_graph_reset of its graph"),
-                  "%s", res.message);
+    ck_assert_msg(strstr(res.message, "gradcheck: input 0 was made before the last tg_graph_reset of its graph"), "%s",
+                  res.message);
     tg_graph_free(g);
 }
 END_TEST
@@ -178,7 +182,7 @@ int main(void)
 {
     Suite *s = suite_create("errors");
     tt_tcase(s, "errors", 0, TT_TESTS(TT_LOOP(first_error_reaches_backward, 3), reshape_and_i32_errors));
-    tt_tcase(s, "generations", 0, TT_TESTS(tensor_kept_across_reset_is_refused, tensors_of_another_graph,
-                                           gradcheck_and_generations));
+    tt_tcase(s, "generations", 0,
+             TT_TESTS(tensor_kept_across_reset_is_refused, tensors_of_another_graph, gradcheck_and_generations));
     return tt_run(s);
 }

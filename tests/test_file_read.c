@@ -71,7 +71,7 @@ static bool token_file(const char *path, tg_error *err)
 typedef struct reader {
     const char *name;
     reader_fn fn;
-    const char *prefix;   /* what the reader puts before "PATH: " */
+    const char *prefix; /* what the reader puts before "PATH: " */
 } reader;
 
 static const reader READERS[] = {
@@ -97,7 +97,7 @@ static int run_child(const reader *r, const char *path, char *msg, size_t size)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(fds[0]);
-        signal(SIGALRM, SIG_DFL);   /* Check's handler would kill the whole process group */
+        signal(SIGALRM, SIG_DFL); /* Check's handler would kill the whole process group */
         alarm(5);
 #ifndef TT_ASAN
         const struct rlimit cap = {(rlim_t)1 << 30, (rlim_t)1 << 30};
@@ -116,9 +116,11 @@ static int run_child(const reader *r, const char *path, char *msg, size_t size)
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     if (WIFEXITED(st) && WEXITSTATUS(st) < 2) return WEXITSTATUS(st);
-    snprintf(msg, size, "%s", WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "still running after 5 s (blocked, or reading "
-                                                                           "without end)"
-                              : WIFSIGNALED(st) ? "killed by a signal" : "the child could not report");
+    snprintf(msg, size, "%s",
+             WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "still running after 5 s (blocked, or reading "
+                                                          "without end)"
+                 : WIFSIGNALED(st)                      ? "killed by a signal"
+                                                        : "the child could not report");
     return -1;
 }
 
@@ -128,7 +130,7 @@ START_TEST(what_is_not_a_regular_file_is_refused_unread)
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     const char *paths[] = {"/dev/zero", fifo, dir};
-    char wrong[8192] = "";   /* every reader and path that went wrong, reported together */
+    char wrong[8192] = ""; /* every reader and path that went wrong, reported together */
     for (size_t i = 0; i < sizeof READERS / sizeof READERS[0]; i++)
         for (size_t p = 0; p < 3; p++) {
             const reader *r = &READERS[i];
@@ -158,7 +160,7 @@ START_TEST(a_regular_file_reads_whole)
     free(s);
     char big[200000];
     for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i * 7 % 26);
-    big[1000] = 0;   /* a NUL inside: the length is the file's, not strlen's */
+    big[1000] = 0; /* a NUL inside: the length is the file's, not strlen's */
     ck_assert_int_eq(tg_atomic_write_file(path, big, sizeof big, &err), 0);
     s = tg_file_read(path, &len, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);

@@ -19,7 +19,7 @@
  *   cannot run (another MLP width or eps, a bias missing, another
  *   pre-tokenizer, BOS) is refused naming the key or tensor, writing
  *   nothing. */
-#define _GNU_SOURCE   /* memmem */
+#define _GNU_SOURCE /* memmem */
 #include "tg_test.h"
 
 #define ERRLEN 1024
@@ -30,7 +30,7 @@ typedef struct gkv {
     char key[96];
     uint32_t type, elem;
     uint64_t count;
-    const unsigned char *val;   /* the value (an array: its first element) */
+    const unsigned char *val; /* the value (an array: its first element) */
 } gkv;
 typedef struct gti {
     char name[96];
@@ -46,8 +46,20 @@ typedef struct gfile {
     const unsigned char *data;
 } gfile;
 
-static uint64_t rd64(const unsigned char **p) { uint64_t v; memcpy(&v, *p, 8); *p += 8; return v; }
-static uint32_t rd32(const unsigned char **p) { uint32_t v; memcpy(&v, *p, 4); *p += 4; return v; }
+static uint64_t rd64(const unsigned char **p)
+{
+    uint64_t v;
+    memcpy(&v, *p, 8);
+    *p += 8;
+    return v;
+}
+static uint32_t rd32(const unsigned char **p)
+{
+    uint32_t v;
+    memcpy(&v, *p, 4);
+    *p += 4;
+    return v;
+}
 static size_t vsize(uint32_t t, const unsigned char *p)
 {
     static const size_t S[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
@@ -150,18 +162,22 @@ enum { L = 2, H = 2, C = 32, T = 8 };
 static void save_gpt(const char *path, tg_vocab *v, bool bias, tg_gelu_mode gelu)
 {
     tg_error err = {0};
-    tg_model_config c = {.arch = "gpt", .n_layer = L, .n_head = H, .n_embd = C, .block_size = T,
-                         .vocab_size = v->size, .bias = bias, .gelu = gelu};
+    tg_model_config c = {.arch = "gpt",
+                         .n_layer = L,
+                         .n_head = H,
+                         .n_embd = C,
+                         .block_size = T,
+                         .vocab_size = v->size,
+                         .bias = bias,
+                         .gelu = gelu};
     tg_model m = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
-    for (int i = 0; i < tg_params_count(m.params); i++) {   /* biases not zero (nanoGPT's init zeroes them) */
+    for (int i = 0; i < tg_params_count(m.params); i++) { /* biases not zero (nanoGPT's init zeroes them) */
         tg_tensor *t = tg_params_at(m.params, i);
         if (strstr(t->name, ".bias"))
             for (int64_t k = 0; k < t->numel; k++) ((float *)t->data)[k] = 0.01f * (float)(k % 7 + 1);
     }
-    ck_assert_msg(
-        tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = v}, &err) == 0,
-        "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = v}, &err) == 0, "%s", err.msg);
     tg_model_release(&m);
 }
 
@@ -180,7 +196,7 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
     char s[256], want[64];
     static const char text[] = "hello world\n";
     tg_vocab v = {0};
-    tg_vocab_bytes(&v, text, strlen(text));   /* "\n", " ", d e h l o r w: 9 ids */
+    tg_vocab_bytes(&v, text, strlen(text)); /* "\n", " ", d e h l o r w: 9 ids */
     ck_assert_int_eq(v.size, 9);
     save_gpt(tt_path("gpt.safetensors"), &v, false, TG_GELU_TANH);
     for (int q = 0; q < 2; q++) {
@@ -216,15 +232,19 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
         ck_assert_ptr_null(key(&g, "tokenizer.ggml.scores"));
         /* the tensors: llama.cpp's names, ggml's shapes, biases as zeros, no output */
         ck_assert_uint_eq(g.n_t, 12 * L + 4);
-        static const struct { const char *name; uint64_t ne0, ne1; bool matrix; } want_t[] = {
-            {"token_embd.weight", C, 9, true},          {"position_embd.weight", C, T, true},
-            {"blk.1.attn_norm.weight", C, 0, false},    {"blk.1.attn_norm.bias", C, 0, false},
-            {"blk.1.attn_qkv.weight", C, 3 * C, true},  {"blk.1.attn_qkv.bias", 3 * C, 0, false},
-            {"blk.1.attn_output.weight", C, C, true},   {"blk.1.attn_output.bias", C, 0, false},
-            {"blk.1.ffn_norm.weight", C, 0, false},     {"blk.1.ffn_norm.bias", C, 0, false},
-            {"blk.1.ffn_up.weight", C, 4 * C, true},    {"blk.1.ffn_up.bias", 4 * C, 0, false},
-            {"blk.1.ffn_down.weight", 4 * C, C, true},  {"blk.1.ffn_down.bias", C, 0, false},
-            {"output_norm.weight", C, 0, false},        {"output_norm.bias", C, 0, false},
+        static const struct {
+            const char *name;
+            uint64_t ne0, ne1;
+            bool matrix;
+        } want_t[] = {
+            {"token_embd.weight", C, 9, true},         {"position_embd.weight", C, T, true},
+            {"blk.1.attn_norm.weight", C, 0, false},   {"blk.1.attn_norm.bias", C, 0, false},
+            {"blk.1.attn_qkv.weight", C, 3 * C, true}, {"blk.1.attn_qkv.bias", 3 * C, 0, false},
+            {"blk.1.attn_output.weight", C, C, true},  {"blk.1.attn_output.bias", C, 0, false},
+            {"blk.1.ffn_norm.weight", C, 0, false},    {"blk.1.ffn_norm.bias", C, 0, false},
+            {"blk.1.ffn_up.weight", C, 4 * C, true},   {"blk.1.ffn_up.bias", 4 * C, 0, false},
+            {"blk.1.ffn_down.weight", 4 * C, C, true}, {"blk.1.ffn_down.bias", C, 0, false},
+            {"output_norm.weight", C, 0, false},       {"output_norm.bias", C, 0, false},
         };
         for (size_t i = 0; i < sizeof want_t / sizeof *want_t; i++) {
             const gti *t = tensor(&g, want_t[i].name);
@@ -233,18 +253,18 @@ START_TEST(a_gpt_is_llamacpps_gpt2)
             ck_assert_uint_eq(t->ne[0], want_t[i].ne0);
             if (want_t[i].matrix) ck_assert_uint_eq(t->ne[1], want_t[i].ne1);
             ck_assert_uint_eq(t->type, want_t[i].matrix && q ? 8 : 0);
-            if (strstr(want_t[i].name, ".bias")) {   /* the model has none: zeros */
+            if (strstr(want_t[i].name, ".bias")) { /* the model has none: zeros */
                 const float *d = (const float *)(g.data + t->offset);
                 for (uint64_t k = 0; k < t->ne[0]; k++) ck_assert_float_eq(d[k], 0.0f);
             }
         }
         ck_assert_ptr_null(tensor(&g, "output.weight"));
         snprintf(want, sizeof want, "blk.%d.ffn_down.bias", L - 1);
-        ck_assert_ptr_eq(tensor(&g, want), &g.t[g.n_t - 3]);   /* llama.cpp's order: the blocks, then output_norm */
+        ck_assert_ptr_eq(tensor(&g, want), &g.t[g.n_t - 3]); /* llama.cpp's order: the blocks, then output_norm */
         free(g.buf);
         /* and back: the same bytes */
-        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0,
-                      "%s", err.msg);
+        ck_assert_msg(tg_gguf_import(tt_path("gpt.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0, "%s",
+                      err.msg);
         tg_st_file *f = tg_st_load(tt_path("back.safetensors"), &err);
         tg_model m = {0};
         tg_vocab b = {0};
@@ -274,7 +294,7 @@ static tg_tokenizer *tiny_tiktoken(void)
         size_t o = 0;
         for (size_t i = 0; i < n; i += 3) {
             uint32_t x = (uint32_t)piece[i] << 16 | (i + 1 < n ? (uint32_t)piece[i + 1] << 8 : 0) |
-                         (i + 2 < n ? piece[i + 2] : 0);
+                (i + 2 < n ? piece[i + 2] : 0);
             out[o++] = b64[x >> 18 & 63], out[o++] = b64[x >> 12 & 63];
             out[o++] = i + 1 < n ? b64[x >> 6 & 63] : '=', out[o++] = i + 2 < n ? b64[x & 63] : '=';
         }
@@ -300,7 +320,7 @@ START_TEST(gpt2_ranks_are_llamacpps_gpt2_tokenizer)
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.model", 0, s, sizeof s), "gpt2");
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.pre", 0, s, sizeof s), "gpt-2");
     ck_assert_uint_eq(key(&g, "tokenizer.ggml.tokens")->count, 260);
-    ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", ' ', s, sizeof s), "\xc4\xa0");   /* GPT-2's stand-in: U+0120 */
+    ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", ' ', s, sizeof s), "\xc4\xa0"); /* GPT-2's stand-in: U+0120 */
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 'a', s, sizeof s), "a");
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 258, s, sizeof s), "\xc4\xa0the");
     ck_assert_str_eq(key_str(&g, "tokenizer.ggml.tokens", 259, s, sizeof s), "<|endoftext|>");
@@ -313,13 +333,13 @@ START_TEST(gpt2_ranks_are_llamacpps_gpt2_tokenizer)
     int32_t t0, t259;
     memcpy(&t0, ty->val, 4);
     memcpy(&t259, ty->val + 4 * 259, 4);
-    ck_assert_int_eq(t0, 1);   /* normal */
-    ck_assert_int_eq(t259, 3);   /* control */
+    ck_assert_int_eq(t0, 1); /* normal */
+    ck_assert_int_eq(t259, 3); /* control */
     ck_assert_uint_eq(key_u32(&g, "tokenizer.ggml.bos_token_id"), 259);
     ck_assert_uint_eq(key_u32(&g, "tokenizer.ggml.eos_token_id"), 259);
     ck_assert_ptr_null(key(&g, "tokenizer.ggml.scores"));
     ck_assert_ptr_null(key(&g, "tokenizer.ggml.add_space_prefix"));
-    const gti *b = tensor(&g, "blk.0.attn_qkv.bias");   /* the model's own biases, not zeros */
+    const gti *b = tensor(&g, "blk.0.attn_qkv.bias"); /* the model's own biases, not zeros */
     ck_assert(b != NULL);
     free(g.buf);
     tg_vocab_release(&v);
@@ -340,11 +360,21 @@ START_TEST(what_llamacpp_cannot_read_alike_is_refused)
     static const char text[] = "the cat and the hat and the bat, the cat and the hat.";
     /* a Llama of a text's bytes */
     tg_vocab_bytes(&v, text, strlen(text));
-    tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 32,
-                         .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model_config c = {.arch = "llama",
+                         .n_layer = 1,
+                         .n_head = 2,
+                         .n_kv_head = 2,
+                         .n_embd = 16,
+                         .hidden_dim = 32,
+                         .block_size = 8,
+                         .vocab_size = v.size,
+                         .rope_theta = 10000,
+                         .norm_eps = 1e-5,
+                         .tied = true};
     tg_model m = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(tt_path("lb.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err),
+                     0);
     tg_model_release(&m);
     ck_assert_int_eq(export(tt_path("lb.safetensors"), tt_path("no.gguf"), TG_GGUF_F32, &err), -1);
     ck_assert_msg(strstr(err.msg, "a Llama's vocabulary") && strstr(err.msg, "a text's bytes"), "%s", err.msg);
@@ -378,8 +408,10 @@ START_TEST(an_rwkv_vocabulary_is_read_as_a_texts_bytes_only)
     save_gpt(tt_path("rw.safetensors"), &v, false, TG_GELU_TANH);
     tg_vocab_release(&v);
     ck_assert_msg(export(tt_path("rw.safetensors"), tt_path("rw.gguf"), TG_GGUF_F32, &err) == 0, "%s", err.msg);
-    static const char W[] = "\x01\0\0\0\0\0\0\0w";   /* the last token, "w", as a GGUF string */
-    const struct { const char *with, *why; } cases[] = {
+    static const char W[] = "\x01\0\0\0\0\0\0\0w"; /* the last token, "w", as a GGUF string */
+    const struct {
+        const char *with, *why;
+    } cases[] = {
         {"\\", "token 8 ('\\') is not one byte: tapegrad reads an 'rwkv' vocabulary as a text's bytes"},
         {"d", "token 8 ('d') is not after the byte before it"},
     };
@@ -428,14 +460,22 @@ START_TEST(gpt2_files_import_and_what_tapegrad_cannot_run_is_refused)
     const uint8_t yes = 1;
     static const char FF[] = "gpt2.feed_forward_length", EPS[] = "gpt2.attention.layer_norm_epsilon",
                       BIAS[] = "blk.1.attn_qkv.bias", PRE[] = "gpt-2", BOS[] = "tokenizer.ggml.add_bos_token";
-    const float eps = 1e-6f, eps_near = nextafterf(1e-5f, 1.0f);   /* the next float32 up: printed alike by %g */
-    const struct { const void *find; size_t n, skip; const void *with; size_t wn; const char *why; } cases[] = {
+    const float eps = 1e-6f, eps_near = nextafterf(1e-5f, 1.0f); /* the next float32 up: printed alike by %g */
+    const struct {
+        const void *find;
+        size_t n, skip;
+        const void *with;
+        size_t wn;
+        const char *why;
+    } cases[] = {
         {FF, sizeof FF - 1, sizeof FF - 1 + 4, &ff, 4, "key 'gpt2.feed_forward_length' = 129 is not 4 x"},
-        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4, "key 'gpt2.attention.layer_norm_epsilon' is 9.99999997e-07 "
-                                                          "as a float32"},
-        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps_near, 4, "key 'gpt2.attention.layer_norm_epsilon' is "
-                                                               "1.00000007e-05 as a float32: tapegrad's LayerNorm has "
-                                                               "eps 1e-05 (9.99999975e-06 as a float32)"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps, 4,
+         "key 'gpt2.attention.layer_norm_epsilon' is 9.99999997e-07 "
+         "as a float32"},
+        {EPS, sizeof EPS - 1, sizeof EPS - 1 + 4, &eps_near, 4,
+         "key 'gpt2.attention.layer_norm_epsilon' is "
+         "1.00000007e-05 as a float32: tapegrad's LayerNorm has "
+         "eps 1e-05 (9.99999975e-06 as a float32)"},
         {BIAS, sizeof BIAS - 1, sizeof BIAS - 2, "z", 1, "no tensor 'blk.1.attn_qkv.bias'"},
         {PRE, sizeof PRE - 1, 4, "4", 1, "key 'tokenizer.ggml.pre' is 'gpt-4'"},
         {BOS, sizeof BOS - 1, sizeof BOS - 1 + 4, &yes, 1, "key 'tokenizer.ggml.add_bos_token' is true"},
@@ -478,8 +518,10 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
     /* tapegrad's BPE as GGUF has every single byte (the space aside) only as a byte token <0xXX>:
      * llama.cpp merges characters by their text whatever they are, and so must the import */
     static const char *const lines[] = {"First Citizen:\nBefore we proceed any further, hear me speak.\n",
-                                        "All:\nSpeak, speak.\n", "First Citizen:\nYou are all resolved rather to die "
-                                        "than to famish?\n", "Second Citizen:\nWould you proceed especially?\n"};
+                                        "All:\nSpeak, speak.\n",
+                                        "First Citizen:\nYou are all resolved rather to die "
+                                        "than to famish?\n",
+                                        "Second Citizen:\nWould you proceed especially?\n"};
     char text[8192] = "";
     tg_error err = {0};
     for (int r = 0; r < 30; r++) strcat(text, lines[r % 4]);
@@ -488,11 +530,21 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
     ck_assert_msg(tok != NULL, "%s", err.msg);
     tg_vocab v = {0};
     ck_assert_msg(tg_vocab_tokenizer(&v, tok, true, 0, &err) == 0, "%s", err.msg);
-    tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 64,
-                         .block_size = 8, .vocab_size = v.size, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    tg_model_config c = {.arch = "llama",
+                         .n_layer = 1,
+                         .n_head = 2,
+                         .n_kv_head = 2,
+                         .n_embd = 32,
+                         .hidden_dim = 64,
+                         .block_size = 8,
+                         .vocab_size = v.size,
+                         .rope_theta = 10000,
+                         .norm_eps = 1e-5,
+                         .tied = true};
     tg_model m = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
-    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tg_checkpoint_save(tt_path("bpe.safetensors"), &(tg_checkpoint){.model = &m, .vocab = &v}, &err) == 0,
+                  "%s", err.msg);
     tg_model_release(&m);
     tg_vocab_release(&v);
     static const char *const probes[] = {"First Citizen:", "Before we proceed any further, hear me speak.",
@@ -501,19 +553,21 @@ START_TEST(a_bpe_llama_comes_back_with_its_ids)
         ck_assert_msg(export(tt_path("bpe.safetensors"), tt_path("bpe.gguf"), q ? TG_GGUF_Q8_0 : TG_GGUF_F32, &err) ==
                           0,
                       "%s", err.msg);
-        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0,
-                      "%s", err.msg);
+        ck_assert_msg(tg_gguf_import(tt_path("bpe.gguf"), tt_path("back.safetensors"), TG_F32, &err) == 0, "%s",
+                      err.msg);
         for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
             int32_t *want, *got;
             const int64_t nw = ids_of(tt_path("bpe.safetensors"), probes[i], &want),
                           ng = ids_of(tt_path("back.safetensors"), probes[i], &got);
-            ck_assert_msg(i > 0 || nw <= 4, "%s: %lld ids: the tokenizer learned too few pieces for a test",
-                          probes[i], (long long)nw);
+            ck_assert_msg(i > 0 || nw <= 4, "%s: %lld ids: the tokenizer learned too few pieces for a test", probes[i],
+                          (long long)nw);
             int64_t k = 0;
             while (k < nw && k < ng && want[k] == got[k]) k++;
-            ck_assert_msg(k == nw && k == ng, "%s, %s: %lld ids exported, %lld imported, the first difference at %lld "
-                          "(%d, imported %d)", q ? "q8_0" : "f32", probes[i], (long long)nw, (long long)ng,
-                          (long long)k, k < nw ? (int)want[k] : -1, k < ng ? (int)got[k] : -1);
+            ck_assert_msg(k == nw && k == ng,
+                          "%s, %s: %lld ids exported, %lld imported, the first difference at %lld "
+                          "(%d, imported %d)",
+                          q ? "q8_0" : "f32", probes[i], (long long)nw, (long long)ng, (long long)k,
+                          k < nw ? (int)want[k] : -1, k < ng ? (int)got[k] : -1);
             free(want);
             free(got);
         }
@@ -524,10 +578,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("formats_gguf");
-    tt_tcase(s, "gguf", 60, TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
-                                     what_llamacpp_cannot_read_alike_is_refused,
-                                     gpt2_files_import_and_what_tapegrad_cannot_run_is_refused,
-                                     a_bpe_llama_comes_back_with_its_ids,
-                                     an_rwkv_vocabulary_is_read_as_a_texts_bytes_only));
+    tt_tcase(s, "gguf", 60,
+             TT_TESTS(a_gpt_is_llamacpps_gpt2, gpt2_ranks_are_llamacpps_gpt2_tokenizer,
+                      what_llamacpp_cannot_read_alike_is_refused,
+                      gpt2_files_import_and_what_tapegrad_cannot_run_is_refused, a_bpe_llama_comes_back_with_its_ids,
+                      an_rwkv_vocabulary_is_read_as_a_texts_bytes_only));
     return tt_run_in_tmpdir(s, "tg_gguf_test", true);
 }

@@ -25,8 +25,8 @@
 
 #define ERRLEN 2048
 
-enum { GU8, GI8, GU16, GI16, GU32, GI32, GF32, GBOOL, GSTRING, GARRAY, GU64, GI64, GF64 };   /* GGUF's value types */
-enum { Q_F32 = 0, Q_Q8_0 = 8 };                                                             /* ggml's tensor types */
+enum { GU8, GI8, GU16, GI16, GU32, GI32, GF32, GBOOL, GSTRING, GARRAY, GU64, GI64, GF64 }; /* GGUF's value types */
+enum { Q_F32 = 0, Q_Q8_0 = 8 }; /* ggml's tensor types */
 
 /* ---- a GGUF writer for crafted files ---------------------------------------- */
 
@@ -59,9 +59,13 @@ static void w_num(gw *b, const char *key, uint32_t type, double x)
     const int64_t i = (int64_t)x;
     const float f = (float)x;
     switch (type) {
-    case GU8: case GI8: case GBOOL: w_put(b, &(int8_t){(int8_t)i}, 1); break;
-    case GU16: case GI16: w_put(b, &(int16_t){(int16_t)i}, 2); break;
-    case GU32: case GI32: w_put(b, &(int32_t){(int32_t)i}, 4); break;
+    case GU8:
+    case GI8:
+    case GBOOL: w_put(b, &(int8_t){(int8_t)i}, 1); break;
+    case GU16:
+    case GI16: w_put(b, &(int16_t){(int16_t)i}, 2); break;
+    case GU32:
+    case GI32: w_put(b, &(int32_t){(int32_t)i}, 4); break;
     case GF32: w_put(b, &f, 4); break;
     case GF64: w_put(b, &x, 8); break;
     default: w_put(b, &i, 8);
@@ -116,9 +120,9 @@ typedef struct llama_file {
     uint32_t type;
     bool shared;
     kover keys[4];
-    const char *skip;    /* this tensor is not written */
-    const char *twice;   /* this tensor is written twice */
-    const char *key_twice;   /* this key is written again, = 1 as U32 */
+    const char *skip; /* this tensor is not written */
+    const char *twice; /* this tensor is written twice */
+    const char *key_twice; /* this key is written again, = 1 as U32 */
     void (*vocab)(gw *kv);
 } llama_file;
 
@@ -144,12 +148,12 @@ static void write_llama(const char *path, const llama_file *o)
     w_key_of(&kv, o, "llama.context_length", GU32, o->T);
     w_key_of(&kv, o, "llama.rope.dimension_count", GU32, o->C);
     w_key_of(&kv, o, "llama.attention.layer_norm_rms_epsilon", GF32, 1e-5);
-    for (int i = 0; i < 4 && o->keys[i].key; i++)   /* keys the Llama does not have: added */
+    for (int i = 0; i < 4 && o->keys[i].key; i++) /* keys the Llama does not have: added */
         if (strncmp(o->keys[i].key, "llama.", 6)) w_num(&kv, o->keys[i].key, o->keys[i].type, o->keys[i].x);
     if (o->key_twice) w_num(&kv, o->key_twice, GU32, 1);
     if (o->vocab) o->vocab(&kv);
-    static const char *const part[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
-                                        "ffn_gate", "ffn_down", "ffn_up"};
+    static const char *const part[9] = {"attn_norm", "attn_q",   "attn_k",   "attn_v", "attn_output",
+                                        "ffn_norm",  "ffn_gate", "ffn_down", "ffn_up"};
     const uint64_t C = (uint64_t)o->C, H = (uint64_t)o->H;
     const uint64_t shape[9][2] = {{C, 0}, {C, C}, {C, C}, {C, C}, {C, C}, {C, 0}, {C, H}, {H, C}, {C, H}};
     uint64_t off = 0, most = 0;
@@ -159,7 +163,9 @@ static void write_llama(const char *path, const llama_file *o)
             uint64_t dims[2] = {C, k < 0 ? (uint64_t)o->V : 0};
             if (k < 0) snprintf(name, sizeof name, "token_embd.weight");
             else if (k == o->L) snprintf(name, sizeof name, "output_norm.weight");
-            else snprintf(name, sizeof name, "blk.%d.%s.weight", k, part[j]), dims[0] = shape[j][0], dims[1] = shape[j][1];
+            else
+                snprintf(name, sizeof name, "blk.%d.%s.weight", k, part[j]), dims[0] = shape[j][0],
+                                                                             dims[1] = shape[j][1];
             const uint32_t nd = dims[1] ? 2 : 1, type = nd == 2 ? o->type : Q_F32;
             const uint64_t nb = tensor_bytes(type, dims[0] * (nd == 2 ? dims[1] : 1));
             for (int rep = 0; rep < (o->twice && !strcmp(name, o->twice) ? 2 : 1); rep++) {
@@ -170,7 +176,7 @@ static void write_llama(const char *path, const llama_file *o)
             }
         }
     const size_t dlen = o->shared ? (size_t)most : (size_t)off;
-    unsigned char *data = calloc(dlen ? dlen : 1, 1);   /* zeros: finite in every type */
+    unsigned char *data = calloc(dlen ? dlen : 1, 1); /* zeros: finite in every type */
     w_file(path, &kv, &ti, data, dlen);
     free(data);
     free(kv.p);
@@ -191,8 +197,7 @@ START_TEST(a_crafted_llama_imports)
 {
     tg_error err = {0};
     write_llama(tt_path("ok.gguf"), &SMALL);
-    ck_assert_msg(tg_gguf_import(tt_path("ok.gguf"), tt_path("ok.safetensors"), TG_F32, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(tg_gguf_import(tt_path("ok.gguf"), tt_path("ok.safetensors"), TG_F32, &err) == 0, "%s", err.msg);
     remove(tt_path("ok.safetensors"));
 }
 END_TEST
@@ -200,7 +205,12 @@ END_TEST
 START_TEST(signed_keys_keep_their_sign)
 {
     tg_error err = {0};
-    static const struct { const char *key; uint32_t type; double x; const char *want; } cases[] = {
+    static const struct {
+        const char *key;
+        uint32_t type;
+        double x;
+        const char *want;
+    } cases[] = {
         {"llama.block_count", GI32, -1, "key 'llama.block_count' = -1 is outside [1, 16777216]"},
         {"llama.attention.head_count", GI16, -1, "key 'llama.attention.head_count' = -1 is outside"},
         {"llama.feed_forward_length", GI8, -128, "key 'llama.feed_forward_length' = -128 is outside"},
@@ -218,8 +228,7 @@ START_TEST(signed_keys_keep_their_sign)
     llama_file o = SMALL;
     o.keys[0] = (kover){"llama.attention.head_count_kv", GI8, 1};
     write_llama(tt_path("i8.gguf"), &o);
-    ck_assert_msg(tg_gguf_import(tt_path("i8.gguf"), tt_path("i8.safetensors"), TG_F32, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(tg_gguf_import(tt_path("i8.gguf"), tt_path("i8.safetensors"), TG_F32, &err) == 0, "%s", err.msg);
     remove(tt_path("i8.safetensors"));
 }
 END_TEST
@@ -237,7 +246,7 @@ static double import_in_a_small_room(const char *path, size_t room, char *err, i
     if (pid == 0) {
         close(fd[0]);
         unsigned long pages = 0;
-        FILE *f = fopen("/proc/self/statm", "r");   /* its size now, in pages (ASan's shadow is mapped already) */
+        FILE *f = fopen("/proc/self/statm", "r"); /* its size now, in pages (ASan's shadow is mapped already) */
         if (!f || fscanf(f, "%lu", &pages) != 1) _exit(3);
         fclose(f);
         const rlim_t most = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + room;
@@ -270,8 +279,10 @@ START_TEST(tensors_that_share_bytes_are_refused_at_once)
     const double s = import_in_a_small_room(tt_path("big.gguf"), 256u << 20, err.msg, &status);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the import %s (wait status %d) in %.2f s: %s",
                   WIFEXITED(status) ? "was not refused with a message" : "died", status, s, err.msg);
-    ck_assert_msg(strstr(err.msg, "tensor 'blk.0.attn_norm.weight': its data is at offset 0 of the data section, where "
-                              "the tensors before it end at 8704"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg,
+                         "tensor 'blk.0.attn_norm.weight': its data is at offset 0 of the data section, where "
+                         "the tensors before it end at 8704"),
+                  "%s", err.msg);
     ck_assert_msg(s < 2.0, "%.2f s", s);
     ck_assert_int_eq(access(tt_path("big.safetensors"), F_OK), -1);
     remove(tt_path("big.gguf"));
@@ -291,8 +302,10 @@ START_TEST(every_tensor_is_checked_before_the_model_is_built)
     o.keys[0] = (kover){"llama.feed_forward_length", GU32, 48};
     write_llama(tt_path("shape.gguf"), &o);
     refused(tt_path("shape.gguf"), &err);
-    ck_assert_msg(strstr(err.msg, "tensor 'blk.0.ffn_gate.weight' is [32, 64] where the model its keys describe has "
-                              "[32, 48]"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg,
+                         "tensor 'blk.0.ffn_gate.weight' is [32, 64] where the model its keys describe has "
+                         "[32, 48]"),
+                  "%s", err.msg);
     /* a Llama of 1e9 parameters whose file holds one block of it: refused before 4 GB are allocated */
     o = (llama_file){.C = 256, .H = 1024, .L = 950, .V = 32, .T = 16, .type = Q_Q8_0};
     o.keys[0] = (kover){"llama.block_count", GU32, 950};
@@ -331,8 +344,10 @@ START_TEST(a_token_type_is_named_as_it_is)
         o.vocab = vocab_bad_type;
         write_llama(tt_path("type.gguf"), &o);
         refused(tt_path("type.gguf"), &err);
-        snprintf(want, sizeof want, "key 'tokenizer.ggml.token_type': id 1 has type %d, not one of GGUF's (1 normal, "
-                                    "2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)", (int)bad[i]);
+        snprintf(want, sizeof want,
+                 "key 'tokenizer.ggml.token_type': id 1 has type %d, not one of GGUF's (1 normal, "
+                 "2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte)",
+                 (int)bad[i]);
         ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
     }
 }
@@ -345,8 +360,10 @@ START_TEST(a_name_given_twice_is_refused)
     o.twice = "blk.1.attn_q.weight";
     write_llama(tt_path("twice.gguf"), &o);
     refused(tt_path("twice.gguf"), &err);
-    ck_assert_msg(strstr(err.msg, "tensor 'blk.1.attn_q.weight' is given twice (tensor infos 11 and 12): llama.cpp "
-                              "refuses such a file"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg,
+                         "tensor 'blk.1.attn_q.weight' is given twice (tensor infos 11 and 12): llama.cpp "
+                         "refuses such a file"),
+                  "%s", err.msg);
     o = SMALL;
     o.key_twice = "llama.block_count";
     write_llama(tt_path("twice.gguf"), &o);
@@ -358,10 +375,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("formats_gguf_read");
-    tt_tcase(s, "gguf_read", 120, TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign,
-                                                 a_name_given_twice_is_refused,
-                                                 tensors_that_share_bytes_are_refused_at_once,
-                                                 every_tensor_is_checked_before_the_model_is_built,
-                                                 a_token_type_is_named_as_it_is));
+    tt_tcase(s, "gguf_read", 120,
+             TT_TESTS(a_crafted_llama_imports, signed_keys_keep_their_sign, a_name_given_twice_is_refused,
+                      tensors_that_share_bytes_are_refused_at_once, every_tensor_is_checked_before_the_model_is_built,
+                      a_token_type_is_named_as_it_is));
     return tt_run_in_tmpdir(s, "tg_gguf_read_test", true);
 }

@@ -98,7 +98,7 @@ START_TEST(each_pieces_merge_is_tiktokens_rule)
             memcpy(cand, piece[x], (size_t)plen[x]);
             memcpy(cand + plen[x], piece[y], (size_t)plen[y]);
             const int cl = plen[x] + plen[y];
-            bool dup = false;   /* each piece once */
+            bool dup = false; /* each piece once */
             for (int k = 0; k < have && !dup; k++) dup = plen[k] == cl && !memcmp(piece[k], cand, (size_t)cl);
             if (dup) continue;
             memcpy(at, cand, (size_t)cl);
@@ -112,8 +112,10 @@ START_TEST(each_pieces_merge_is_tiktokens_rule)
         for (int32_t r = 256; r < 256 + n; r++) {
             int32_t a = -1, b = -1, a0 = -1, b0 = -1;
             const int got = tg_gpt2_tiktoken_split(t, r, parts, &a, &b), want = naive_split(t, r, &a0, &b0);
-            ck_assert_msg(got == want && (got || (a == a0 && b == b0)), "round %d piece %d: split %d (%d %d), the "
-                          "rule %d (%d %d)", round, (int)r, got, (int)a, (int)b, want, (int)a0, (int)b0);
+            ck_assert_msg(got == want && (got || (a == a0 && b == b0)),
+                          "round %d piece %d: split %d (%d %d), the "
+                          "rule %d (%d %d)",
+                          round, (int)r, got, (int)a, (int)b, want, (int)a0, (int)b0);
             agreed++;
             not_merges += got != 0;
         }
@@ -121,7 +123,7 @@ START_TEST(each_pieces_merge_is_tiktokens_rule)
         tg_tok_free(t);
     }
     ck_assert_int_eq(agreed, 40 * 300);
-    ck_assert_int_gt(not_merges, 100);            /* both outcomes were exercised */
+    ck_assert_int_gt(not_merges, 100); /* both outcomes were exercised */
     ck_assert_int_lt(not_merges, agreed - 1000);
 }
 END_TEST
@@ -185,14 +187,13 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
     snprintf(dir, sizeof dir, "%s", tt_path("chain_hf"));
     snprintf(gg, sizeof gg, "%s", tt_path("chain.gguf"));
     snprintf(back, sizeof back, "%s", tt_path("chain_back.safetensors"));
-    const tg_model_config c = {.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 4,
-                               .vocab_size = V, .bias = true};
+    const tg_model_config c = {
+        .arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 4, .vocab_size = V, .bias = true};
     tg_model m;
     tg_vocab v;
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 7, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(tg_vocab_tokenizer(&v, t, false, V, &err), 0);
-    ck_assert_int_eq(
-        tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
@@ -210,8 +211,8 @@ START_TEST(a_long_merge_chain_costs_time_in_proportion_to_its_files)
         ck_assert_msg(rc == 0, "%s: %s", what[step], err.msg);
         const double mb = (double)file_size(step < 2 ? p : gg) / 1e6;
         fprintf(stderr, "%s of a %d-piece chain: %.3f s CPU for a %.2f MB file\n", what[step], K, dt[step], mb);
-        ck_assert_msg(mb > 3.5, "%s: the file is %.2f MB", what[step], mb);   /* the chain is really there */
-        if (step % 2) {   /* the same tokenizer back */
+        ck_assert_msg(mb > 3.5, "%s: the file is %.2f MB", what[step], mb); /* the chain is really there */
+        if (step % 2) { /* the same tokenizer back */
             tg_st_file *fb = tg_st_load(back, &err);
             tg_vocab vb;
             ck_assert_msg(fb && tg_vocab_read(&vb, fb, &err) == 0, "%s", err.msg);
@@ -242,7 +243,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("formats_gpt2");
-    tt_tcase(s, "gpt2", 300, TT_TESTS(each_pieces_merge_is_tiktokens_rule,
-                                      a_long_merge_chain_costs_time_in_proportion_to_its_files));
+    tt_tcase(s, "gpt2", 300,
+             TT_TESTS(each_pieces_merge_is_tiktokens_rule, a_long_merge_chain_costs_time_in_proportion_to_its_files));
     return tt_run_in_tmpdir(s, "tg_gpt2_test", true);
 }

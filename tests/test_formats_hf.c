@@ -148,7 +148,8 @@ static void to_dtype(const float *v, int64_t n, const char *dt, void *out)
         else if (!strcmp(dt, "BF16")) ((uint16_t *)out)[i] = (uint16_t)(bits >> 16);
         else {
             const uint32_t e = bits >> 23 & 255;
-            ((uint16_t *)out)[i] = (uint16_t)((bits >> 16 & 0x8000) | (v[i] != 0 ? (e - 112) << 10 | (bits >> 13 & 0x3FF) : 0));
+            ((uint16_t *)out)[i] =
+                (uint16_t)((bits >> 16 & 0x8000) | (v[i] != 0 ? (e - 112) << 10 | (bits >> 13 & 0x3FF) : 0));
         }
     }
 }
@@ -156,20 +157,29 @@ static void to_dtype(const float *v, int64_t n, const char *dt, void *out)
 enum { L = 2, H = 2, C = 8, T = 6, V = 260 };
 
 /* The GPT-2 tensors (name without prefix, shape as stored) in order. */
-typedef struct gpt2_t { char name[48]; int ndim; int64_t shape[4]; bool conv1d; } gpt2_t;
+typedef struct gpt2_t {
+    char name[48];
+    int ndim;
+    int64_t shape[4];
+    bool conv1d;
+} gpt2_t;
 static int gpt2_tensors(gpt2_t *out)
 {
     int n = 0;
     out[n++] = (gpt2_t){"wte.weight", 2, {V, C}, false};
     out[n++] = (gpt2_t){"wpe.weight", 2, {T, C}, false};
     for (int l = 0; l < L; l++) {
-        static const struct { const char *p; int ndim; int64_t s0, s1; bool conv; } b[] = {
-            {"ln_1.weight", 1, C, 0, false}, {"ln_1.bias", 1, C, 0, false},
-            {"attn.c_attn.weight", 2, C, 3 * C, true}, {"attn.c_attn.bias", 1, 3 * C, 0, false},
-            {"attn.c_proj.weight", 2, C, C, true}, {"attn.c_proj.bias", 1, C, 0, false},
-            {"ln_2.weight", 1, C, 0, false}, {"ln_2.bias", 1, C, 0, false},
-            {"mlp.c_fc.weight", 2, C, 4 * C, true}, {"mlp.c_fc.bias", 1, 4 * C, 0, false},
-            {"mlp.c_proj.weight", 2, 4 * C, C, true}, {"mlp.c_proj.bias", 1, C, 0, false}};
+        static const struct {
+            const char *p;
+            int ndim;
+            int64_t s0, s1;
+            bool conv;
+        } b[] = {{"ln_1.weight", 1, C, 0, false},           {"ln_1.bias", 1, C, 0, false},
+                 {"attn.c_attn.weight", 2, C, 3 * C, true}, {"attn.c_attn.bias", 1, 3 * C, 0, false},
+                 {"attn.c_proj.weight", 2, C, C, true},     {"attn.c_proj.bias", 1, C, 0, false},
+                 {"ln_2.weight", 1, C, 0, false},           {"ln_2.bias", 1, C, 0, false},
+                 {"mlp.c_fc.weight", 2, C, 4 * C, true},    {"mlp.c_fc.bias", 1, 4 * C, 0, false},
+                 {"mlp.c_proj.weight", 2, 4 * C, C, true},  {"mlp.c_proj.bias", 1, C, 0, false}};
         for (size_t k = 0; k < sizeof b / sizeof *b; k++) {
             gpt2_t t = {"", b[k].ndim, {b[k].s0, b[k].s1}, b[k].conv};
             snprintf(t.name, sizeof t.name, "h.%d.%s", l, b[k].p);
@@ -250,7 +260,8 @@ static void make_gpt2_dir(const char *dir, const char *prefix, bool sharded, boo
                  "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 259, \"content\": \"<|endoftext|>\", "
                  "\"special\": true}], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
                  "\"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}, \"model\": {\"type\": "
-                 "\"BPE\", \"vocab\": %s, \"merges\": [%s]}}", vocab, merges);
+                 "\"BPE\", \"vocab\": %s, \"merges\": [%s]}}",
+                 vocab, merges);
         snprintf(p, sizeof p, "%s/tokenizer.json", dir);
         write_text(p, tj);
     } else {
@@ -276,7 +287,7 @@ static void check_gpt2_import(const char *ck)
     ck_assert_str_eq(m.config.arch, "gpt");
     ck_assert(m.config.n_layer == L && m.config.n_head == H && m.config.n_embd == C && m.config.block_size == T &&
               m.config.vocab_size == V && m.config.bias && m.config.dropout == 0.1);
-    ck_assert_int_eq(m.config.gelu, TG_GELU_TANH);   /* "gelu_new", GPT-2's own */
+    ck_assert_int_eq(m.config.gelu, TG_GELU_TANH); /* "gelu_new", GPT-2's own */
     gpt2_t ts[64];
     const int n = gpt2_tensors(ts);
     for (int i = 0; i < n; i++) {
@@ -299,7 +310,7 @@ static void check_gpt2_import(const char *ck)
     ck_assert_int_eq(tg_tok_eos(v.tok), 259);
     int32_t *ids = NULL;
     const int64_t k = tg_tok_encode(v.tok, "the the", 7, &ids, &err);
-    ck_assert_int_eq(k, 3);   /* "t" "he" (257), " the" (258) */
+    ck_assert_int_eq(k, 3); /* "t" "he" (257), " the" (258) */
     ck_assert(ids[0] == 't' && ids[1] == 257 && ids[2] == 258);
     tg_free(ids);
     tg_vocab_release(&v);
@@ -331,7 +342,9 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     char dir[600], ck[600], p[1024];
     snprintf(dir, sizeof dir, "%s", tt_path("bad"));
     snprintf(ck, sizeof ck, "%s", tt_path("bad.safetensors"));
-    static const struct { const char *from, *to, *want; } cases[] = {
+    static const struct {
+        const char *from, *to, *want;
+    } cases[] = {
         {"\"gpt2\"", "\"mistral\"", "config.json: 'model_type' 'mistral' is not one tapegrad runs (gpt2, llama)"},
         {"\"n_layer\": 2", "\"n_layer\": 3", "the weights have no 'h.2.ln_1.weight'"},
         {"\"n_embd\": 8", "\"n_embd\": 16777216", "config.json describes a gpt tapegrad cannot build"},
@@ -341,7 +354,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
         {"1e-05", "1e-06", "'layer_norm_epsilon' 1e-06 is not 1e-05"},
         {"\"gelu_new\"", "\"relu\"", "'activation_function' 'relu' is not one tapegrad's GPT computes"},
         {"\"n_inner\": null", "\"n_inner\": 16", "'n_inner' 16 is not 4 n_embd = 32"},
-        {"\"n_inner\": null", "\"scale_attn_by_inverse_layer_idx\": true", "'scale_attn_by_inverse_layer_idx' must be false"},
+        {"\"n_inner\": null", "\"scale_attn_by_inverse_layer_idx\": true",
+         "'scale_attn_by_inverse_layer_idx' must be false"},
         {"\"vocab_size\": 260", "\"vocab_size\": 300", "'wte.weight' is (260,8), but config.json says (300,8)"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -357,7 +371,7 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
         ck_assert_int_eq(tg_hf_import(dir, ck, NULL, NULL, 0, &err), -1);
         ck_assert_msg(strstr(err.msg, cases[k].want), "case %zu: '%s' lacks '%s'", k, err.msg, cases[k].want);
         ck_assert_msg((double)(clock() - t0) / CLOCKS_PER_SEC < 0.5, "case %zu took too long", k);
-        ck_assert_int_eq(access(ck, F_OK), -1);   /* nothing written */
+        ck_assert_int_eq(access(ck, F_OK), -1); /* nothing written */
         remove_dir(dir);
     }
     /* a tensor it has no place for; a non-float tensor; no tokenizer; a shard outside the directory */
@@ -382,7 +396,8 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     float x[V * C] = {0};
     tg_st_writer *w = tg_st_writer_new();
     gpt2_t ts[64];
-    for (int i = 0, n = gpt2_tensors(ts); i < n; i++) tg_st_writer_add(w, ts[i].name, "F32", ts[i].ndim, ts[i].shape, x);
+    for (int i = 0, n = gpt2_tensors(ts); i < n; i++)
+        tg_st_writer_add(w, ts[i].name, "F32", ts[i].ndim, ts[i].shape, x);
     tg_st_writer_add(w, "h.0.attn.rotary", "F32", 1, (int64_t[]){C}, x);
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     ck_assert_int_eq(tg_st_writer_save(w, p, &err), 0);
@@ -399,9 +414,11 @@ START_TEST(what_tapegrad_cannot_run_is_refused)
     };
     for (size_t k = 0; k < sizeof llama_bad / sizeof *llama_bad; k++) {
         char cfg[1024];
-        snprintf(cfg, sizeof cfg, "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+        snprintf(cfg, sizeof cfg,
+                 "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
                  "\"hidden_size\": 8, \"intermediate_size\": 12, \"max_position_embeddings\": 6, \"vocab_size\": 260, "
-                 "%s}", llama_bad[k][0]);
+                 "%s}",
+                 llama_bad[k][0]);
         snprintf(p, sizeof p, "%s/config.json", dir);
         write_text(p, cfg);
         ck_assert_int_eq(tg_hf_import(dir, ck, &o, NULL, 0, &err), -1);
@@ -416,12 +433,37 @@ END_TEST
 
 static const tg_model_config RT[4] = {
     {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 260, .bias = true},
-    {.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 5, .vocab_size = 300, .bias = false,
+    {.arch = "gpt",
+     .n_layer = 1,
+     .n_head = 2,
+     .n_embd = 8,
+     .block_size = 5,
+     .vocab_size = 300,
+     .bias = false,
      .dropout = 0.25},
-    {.arch = "llama", .n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 24, .block_size = 8,
-     .vocab_size = 259, .rope_theta = 10000, .norm_eps = 1e-5, .tied = false},
-    {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 1, .n_embd = 8, .hidden_dim = 12, .block_size = 8,
-     .vocab_size = 259, .rope_theta = 500000, .norm_eps = 1e-6, .tied = true, .rope_halves = true},
+    {.arch = "llama",
+     .n_layer = 2,
+     .n_head = 4,
+     .n_kv_head = 2,
+     .n_embd = 32,
+     .hidden_dim = 24,
+     .block_size = 8,
+     .vocab_size = 259,
+     .rope_theta = 10000,
+     .norm_eps = 1e-5,
+     .tied = false},
+    {.arch = "llama",
+     .n_layer = 1,
+     .n_head = 2,
+     .n_kv_head = 1,
+     .n_embd = 8,
+     .hidden_dim = 12,
+     .block_size = 8,
+     .vocab_size = 259,
+     .rope_theta = 500000,
+     .norm_eps = 1e-6,
+     .tied = true,
+     .rope_halves = true},
 };
 
 /* A tiny tiktoken file: the 256 bytes and the merges of MERGED. */
@@ -438,7 +480,7 @@ static tg_tokenizer *tiny_tiktoken(void)
         size_t o = 0;
         for (size_t i = 0; i < n; i += 3) {
             uint32_t x = (uint32_t)piece[i] << 16 | (i + 1 < n ? (uint32_t)piece[i + 1] << 8 : 0) |
-                         (i + 2 < n ? piece[i + 2] : 0);
+                (i + 2 < n ? piece[i + 2] : 0);
             out[o++] = b64[x >> 18 & 63], out[o++] = b64[x >> 12 & 63];
             out[o++] = i + 1 < n ? b64[x >> 6 & 63] : '=', out[o++] = i + 2 < n ? b64[x & 63] : '=';
         }
@@ -465,7 +507,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         const bool gpt = !strcmp(c->arch, "gpt");
         tg_model m;
         ck_assert_msg(tg_model_init(&m, c, dt, 11 + k, &err) == 0, "%s", err.msg);
-        if (!gpt)   /* norm weights other than 1, so a mix-up shows */
+        if (!gpt) /* norm weights other than 1, so a mix-up shows */
             for (int i = 0; i < tg_params_count(m.params); i++) {
                 tg_tensor *t = tg_params_at(m.params, i);
                 if (strstr(t->name, "norm"))
@@ -476,15 +518,13 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                     }
             }
         tg_vocab v;
-        if (gpt)
-            ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, &err), 0);
+        if (gpt) ck_assert_int_eq(tg_vocab_tokenizer(&v, tiny_tiktoken(), false, c->vocab_size, &err), 0);
         else tg_vocab_llama2c(&v);
-        ck_assert_int_eq(
-            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa != NULL, "%s", err.msg);
         ck_assert_msg(tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
-        ck_assert_msg(!notice[0], "%s", notice);   /* GPT-2's ranks and llama2.c's bytes each have a tokenizer.json */
+        ck_assert_msg(!notice[0], "%s", notice); /* GPT-2's ranks and llama2.c's bytes each have a tokenizer.json */
 
         /* transformers' names and layouts */
         char p[1024];
@@ -503,14 +543,14 @@ START_TEST(export_then_import_is_the_same_checkpoint)
                     ck_assert(!memcmp((const char *)ca->data + (i * 3 * c->n_embd + o) * es,
                                       (const char *)w->data + (o * c->n_embd + i) * es, es));
             ck_assert_ptr_null(tg_st_find(hf, "lm_head.weight"));
-            ck_assert_ptr_nonnull(tg_st_find(hf, "transformer.h.0.ln_1.bias"));   /* zeros without biases */
+            ck_assert_ptr_nonnull(tg_st_find(hf, "transformer.h.0.ln_1.bias")); /* zeros without biases */
         } else {
             const int d = c->n_embd / c->n_head;
             const tg_st_tensor *q = tg_st_find(hf, "model.layers.0.self_attn.k_proj.weight");
             const tg_tensor *wk = tg_params_get(m.params, "layers.0.attention.wk.weight");
             ck_assert(q && q->shape[0] == c->n_kv_head * d);
             for (int h = 0; h < c->n_kv_head; h++)
-                for (int r = 0; r < d; r++) {   /* halves row of interleaved row r */
+                for (int r = 0; r < d; r++) { /* halves row of interleaved row r */
                     const int to = c->rope_halves ? r : (r % 2) * (d / 2) + r / 2;
                     ck_assert(!memcmp((const char *)q->data + (int64_t)(h * d + to) * c->n_embd * es,
                                       (const char *)wk->data + (int64_t)(h * d + r) * c->n_embd * es, c->n_embd * es));
@@ -522,7 +562,7 @@ START_TEST(export_then_import_is_the_same_checkpoint)
 
         /* and back: the same checkpoint */
         ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
-        ck_assert_str_eq(notice, "");   /* "gelu": nothing changes */
+        ck_assert_str_eq(notice, ""); /* "gelu": nothing changes */
         tg_st_file *fb = tg_st_load(b, &err);
         ck_assert_msg(fb != NULL, "%s", err.msg);
         tg_model r;
@@ -538,7 +578,8 @@ START_TEST(export_then_import_is_the_same_checkpoint)
         ck_assert_int_eq(tg_params_count(r.params), tg_params_count(m.params));
         for (int i = 0; i < tg_params_count(m.params); i++) {
             const tg_tensor *x = tg_params_at(m.params, i), *y = tg_params_get(r.params, x->name);
-            ck_assert_msg(y && y->dtype == dt && y->numel == x->numel && !memcmp(x->data, y->data, (size_t)x->numel * es),
+            ck_assert_msg(y && y->dtype == dt && y->numel == x->numel &&
+                              !memcmp(x->data, y->data, (size_t)x->numel * es),
                           "%s differs", x->name);
         }
         tg_vocab back;
@@ -588,7 +629,6 @@ START_TEST(export_then_import_is_the_same_checkpoint)
 }
 END_TEST
 
-
 /* config.json's n_layer 65536 (a 517-byte file) against weights of two
  * layers (a GPT-2) or one (a Llama): refused naming the first tensor
  * missing, in a child whose address space may grow by 64 MB only (the
@@ -607,8 +647,7 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     tg_vocab v;
     ck_assert_msg(tg_model_init(&m, &RT[3], TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab_llama2c(&v);
-    ck_assert_int_eq(
-        tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(ck, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *f = tg_st_load(ck, &err);
     ck_assert_msg(f && tg_hf_export(f, ldir, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -625,7 +664,7 @@ START_TEST(a_huge_layer_count_is_refused_at_small_memory)
     fflush(NULL);
     const pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {   /* the limit must not outlive this test (the suite runs in one process) */
+    if (pid == 0) { /* the limit must not outlive this test (the suite runs in one process) */
         long pages = 0;
         FILE *st = fopen("/proc/self/statm", "r");
         if (!st || fscanf(st, "%ld", &pages) != 1) _exit(2);
@@ -663,7 +702,7 @@ static void refused_in_child(const char *dir, const char *want)
     const pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        signal(SIGALRM, SIG_DFL);   /* Check's handler would kill the whole process group */
+        signal(SIGALRM, SIG_DFL); /* Check's handler would kill the whole process group */
         alarm(10);
         tg_error err = {0};
         const int rc = tg_hf_import(dir, tt_path("child.safetensors"), NULL, NULL, 0, &err);
@@ -702,7 +741,7 @@ START_TEST(what_is_not_a_regular_file_is_refused)
 {
     char dir[600], p[1024], q[1024];
     snprintf(dir, sizeof dir, "%s", tt_path("odd"));
-    for (int k = 0; k < 3; k++) {   /* a directory, a pipe, /dev/zero */
+    for (int k = 0; k < 3; k++) { /* a directory, a pipe, /dev/zero */
         /* model.safetensors; a shard the index names; tokenizer.json; vocab.json beside merges.txt */
         for (int which = 0; which < 4; which++) {
             make_gpt2_dir(dir, which == 1 ? "transformer." : "", which == 1, which == 2);
@@ -740,10 +779,10 @@ START_TEST(config_json_is_read_as_pythons_json_reads_it)
     ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, &err) == 0, "%s", err.msg);
     check_gpt2_import(ck);
     remove(ck);
-    write_edited(p, GPT2_CONFIG, "}", "}\n \r\n\t");   /* whitespace after: taken */
+    write_edited(p, GPT2_CONFIG, "}", "}\n \r\n\t"); /* whitespace after: taken */
     ck_assert_msg(tg_hf_import(dir, ck, NULL, NULL, 0, &err) == 0, "%s", err.msg);
     remove(ck);
-    const size_t n = strlen(GPT2_CONFIG);   /* its last byte is the object's '}' */
+    const size_t n = strlen(GPT2_CONFIG); /* its last byte is the object's '}' */
     char bad[5][2][1024];
     snprintf(bad[0][0], 1024, "\xef\xbb\xbf%s", GPT2_CONFIG);
     snprintf(bad[0][1], 1024, "/config.json: begins with a UTF-8 byte-order mark");
@@ -774,20 +813,22 @@ END_TEST
 static void write_llama_tokenizer(const char *dir, const char *from, const char *to)
 {
     char *j = malloc(65536), *out = malloc(65536), p[1024];
-    size_t at = (size_t)sprintf(j, "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", "
-                                   "\"special\": true}, {\"id\": 1, \"content\": \"<s>\", \"special\": true}, {\"id\": 2, "
-                                   "\"content\": \"</s>\", \"special\": true}], \"normalizer\": {\"type\": \"Sequence\", "
-                                   "\"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, {\"type\": "
-                                   "\"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}, "
-                                   "\"pre_tokenizer\": null, \"post_processor\": {\"type\": \"TemplateProcessing\", "
-                                   "\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, {\"Sequence\": "
-                                   "{\"id\": \"A\", \"type_id\": 0}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", "
-                                   "\"ids\": [1], \"tokens\": [\"<s>\"]}}}, \"model\": {\"type\": \"BPE\", \"dropout\": "
-                                   "null, \"unk_token\": \"<unk>\", \"byte_fallback\": true, \"fuse_unk\": true, "
-                                   "\"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
+    size_t at = (size_t)sprintf(j,
+                                "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", "
+                                "\"special\": true}, {\"id\": 1, \"content\": \"<s>\", \"special\": true}, {\"id\": 2, "
+                                "\"content\": \"</s>\", \"special\": true}], \"normalizer\": {\"type\": \"Sequence\", "
+                                "\"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, {\"type\": "
+                                "\"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}, "
+                                "\"pre_tokenizer\": null, \"post_processor\": {\"type\": \"TemplateProcessing\", "
+                                "\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, {\"Sequence\": "
+                                "{\"id\": \"A\", \"type_id\": 0}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", "
+                                "\"ids\": [1], \"tokens\": [\"<s>\"]}}}, \"model\": {\"type\": \"BPE\", \"dropout\": "
+                                "null, \"unk_token\": \"<unk>\", \"byte_fallback\": true, \"fuse_unk\": true, "
+                                "\"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
     for (int b = 0; b < 256; b++) at += (size_t)sprintf(j + at, ", \"<0x%02X>\": %d", b, 3 + b);
-    sprintf(j + at, ", \"\u2581\": 259, \"a\": 260, \"b\": 261, \"\u2581a\": 262, \"ab\": 263, \"\u2581ab\": 264}, "
-                    "\"merges\": [\"\u2581 a\", \"a b\", \"\u2581a b\", \"\u2581 ab\"]}}");
+    sprintf(j + at,
+            ", \"\u2581\": 259, \"a\": 260, \"b\": 261, \"\u2581a\": 262, \"ab\": 263, \"\u2581ab\": 264}, "
+            "\"merges\": [\"\u2581 a\", \"a b\", \"\u2581a b\", \"\u2581 ab\"]}}");
     const char *at2 = from ? strstr(j, from) : NULL;
     ck_assert(!from || at2);
     if (at2) snprintf(out, 65536, "%.*s%s%s", (int)(at2 - j), j, to, at2 + strlen(from));
@@ -806,13 +847,21 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
     tg_model m;
-    const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8, .hidden_dim = 12,
-                               .block_size = 8, .vocab_size = 270, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true};
+    const tg_model_config c = {.arch = "llama",
+                               .n_layer = 1,
+                               .n_head = 2,
+                               .n_kv_head = 2,
+                               .n_embd = 8,
+                               .hidden_dim = 12,
+                               .block_size = 8,
+                               .vocab_size = 270,
+                               .rope_theta = 10000,
+                               .norm_eps = 1e-5,
+                               .tied = true};
     ck_assert_msg(tg_model_init(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
     tg_vocab v;
     tg_vocab_llama2c(&v);
-    ck_assert_int_eq(
-        tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
     tg_model_release(&m);
     tg_st_file *fa = tg_st_load(a, &err);
     ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -849,12 +898,13 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
         {"\"id\": 2, \"content\": \"</s>\", \"special\": true", "\"id\": 2, \"content\": \"</s>\", \"special\": false",
          "the added token '</s>' is not special"},
         {"{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}", "{\"type\": \"NFKC\"}", "the normalizer 'NFKC'"},
-        {"{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}", "{\"type\": \"Lowercase\"}",
-         "the normalizer 'Lowercase'"},
+        {"{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}",
+         "{\"type\": \"Lowercase\"}", "the normalizer 'Lowercase'"},
         {"\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}", "the pre-tokenizer 'Whitespace'"},
         {"\"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}, ", "\"single\": [",
          "adds no BOS, with which tapegrad's Llama starts"},
-        {"{\"id\": \"A\", \"type_id\": 0}}]", "{\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\"}}]",
+        {"{\"id\": \"A\", \"type_id\": 0}}]",
+         "{\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\"}}]",
          "adds tokens tapegrad does not add"},
         {"\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "the model 'WordPiece' is not BPE"},
         {"\"fuse_unk\": true", "\"ignore_merges\": true", "ignore_merges is true"},
@@ -868,9 +918,10 @@ START_TEST(a_llamas_tokenizer_json_imports_or_is_refused)
         ck_assert_int_eq(access(b, F_OK), -1);
     }
     /* the newer form: Metaspace, with a notice of what differs */
-    write_llama_tokenizer(dir, "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
-                               "\"prepend\": \"\u2581\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
-                               "\"content\": \"\u2581\"}]}, \"pre_tokenizer\": null",
+    write_llama_tokenizer(dir,
+                          "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
+                          "\"prepend\": \"\u2581\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+                          "\"content\": \"\u2581\"}]}, \"pre_tokenizer\": null",
                           "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
                           "\"\u2581\", \"prepend_scheme\": \"first\", \"split\": false}");
     ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -901,7 +952,9 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         static const char *const sp[3] = {"<unk>", "<s>", "</s>"};
         for (int i = 0; i < N; i++) {
             off[i] = (int64_t)at;
-            if (i < 3) at += (size_t)sprintf((char *)pieces + at, "%s", sp[i]), types[i] = i ? TG_PIECE_CONTROL : TG_PIECE_UNKNOWN;
+            if (i < 3)
+                at += (size_t)sprintf((char *)pieces + at, "%s", sp[i]),
+                    types[i] = i ? TG_PIECE_CONTROL : TG_PIECE_UNKNOWN;
             else if (i < 259 && k == 1 && i - 3 == 0xC3) pieces[at++] = 0xC3, types[i] = TG_PIECE_BYTE;
             else if (i < 259) at += (size_t)sprintf((char *)pieces + at, "<0x%02X>", i - 3), types[i] = TG_PIECE_BYTE;
             else {
@@ -915,15 +968,22 @@ START_TEST(what_a_tokenizer_json_cannot_say_is_noticed)
         const tg_spm_options o = {0, 1, -INFINITY};
         tg_tokenizer *t = tg_tok_new_spm(&(tg_spm_pieces){N, pieces, off, scores, types, 1, 2}, &o, &err);
         ck_assert_msg(t != NULL, "%s", err.msg);
-        const tg_model_config c = {.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2, .n_embd = 8,
-                                   .hidden_dim = 12, .block_size = 8, .vocab_size = N, .rope_theta = 10000,
-                                   .norm_eps = 1e-5, .tied = true};
+        const tg_model_config c = {.arch = "llama",
+                                   .n_layer = 1,
+                                   .n_head = 2,
+                                   .n_kv_head = 2,
+                                   .n_embd = 8,
+                                   .hidden_dim = 12,
+                                   .block_size = 8,
+                                   .vocab_size = N,
+                                   .rope_theta = 10000,
+                                   .norm_eps = 1e-5,
+                                   .tied = true};
         tg_model m;
         tg_vocab v;
         ck_assert_msg(tg_model_init(&m, &c, TG_F32, 5, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, true, N, &err), 0);
-        ck_assert_int_eq(
-            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_msg(strstr(notice, k ? "id 198 is not UTF-8 text" : "ids 261 and 262 score the same"), "%s", notice);
@@ -949,24 +1009,36 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
     snprintf(dir, sizeof dir, "%s", tt_path("bpe"));
     snprintf(a, sizeof a, "%s", tt_path("a.safetensors"));
     snprintf(b, sizeof b, "%s", tt_path("b.safetensors"));
-    static const char text[] = "the cat sat on the mat, the cat ate the hat.\n\nthe end \xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\n";
+    static const char text[] =
+        "the cat sat on the mat, the cat ate the hat.\n\nthe end \xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\n";
     for (int k = 0; k < 2; k++) {
         const tg_bpe_options bo = {.vocab_size = 300, .min_count = 2};
         tg_tokenizer *t = tg_bpe_train(text, sizeof text - 1, &bo, &err);
         ck_assert_msg(t != NULL, "%s", err.msg);
         ck_assert_int_gt(tg_tok_n_merges(t), 5);
-        const tg_model_config c = k ? (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2,
-                                                        .n_embd = 8, .hidden_dim = 12, .block_size = 8,
-                                                        .vocab_size = 320, .rope_theta = 10000, .norm_eps = 1e-5,
+        const tg_model_config c = k ? (tg_model_config){.arch = "llama",
+                                                        .n_layer = 1,
+                                                        .n_head = 2,
+                                                        .n_kv_head = 2,
+                                                        .n_embd = 8,
+                                                        .hidden_dim = 12,
+                                                        .block_size = 8,
+                                                        .vocab_size = 320,
+                                                        .rope_theta = 10000,
+                                                        .norm_eps = 1e-5,
                                                         .tied = true}
-                                    : (tg_model_config){.arch = "gpt", .n_layer = 1, .n_head = 2, .n_embd = 8,
-                                                        .block_size = 8, .vocab_size = 320, .bias = true};
+                                    : (tg_model_config){.arch = "gpt",
+                                                        .n_layer = 1,
+                                                        .n_head = 2,
+                                                        .n_embd = 8,
+                                                        .block_size = 8,
+                                                        .vocab_size = 320,
+                                                        .bias = true};
         tg_model m;
         tg_vocab v;
         ck_assert_msg(tg_model_init(&m, &c, TG_F32, 3, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tg_vocab_tokenizer(&v, t, k == 1, c.vocab_size, &err), 0);
-        ck_assert_int_eq(
-            tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
+        ck_assert_int_eq(tg_checkpoint_save(a, &(tg_checkpoint){.model = &m, .vocab = &v}, &err), 0);
         tg_st_file *fa = tg_st_load(a, &err);
         ck_assert_msg(fa && tg_hf_export(fa, dir, notice, sizeof notice, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(notice, "");
@@ -978,7 +1050,7 @@ START_TEST(a_bpe_tokenizer_comes_back_the_same)
         ck_assert_ptr_nonnull(dec);
         static const char seq[] = "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteLevel\"";
         const bool strips = !strncmp(dec, seq, sizeof seq - 1) &&
-                            strstr(dec, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}") != NULL;
+            strstr(dec, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}]}") != NULL;
         ck_assert_msg(strips == (k == 1), "%.200s", dec);
         free(tj);
         ck_assert_msg(tg_hf_import(dir, b, NULL, notice, sizeof notice, &err) == 0, "%s", err.msg);
@@ -1009,11 +1081,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("formats_hf");
-    tt_tcase(s, "hf", 60, TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
-                                   a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
-                                   what_is_not_a_regular_file_is_refused, config_json_is_read_as_pythons_json_reads_it,
-                                   export_then_import_is_the_same_checkpoint,
-                                   a_llamas_tokenizer_json_imports_or_is_refused,
-                                   what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
+    tt_tcase(s, "hf", 60,
+             TT_TESTS(gpt2_as_published_imports_exactly, what_tapegrad_cannot_run_is_refused,
+                      a_huge_layer_count_is_refused_at_small_memory, a_pipe_as_config_json_is_refused,
+                      what_is_not_a_regular_file_is_refused, config_json_is_read_as_pythons_json_reads_it,
+                      export_then_import_is_the_same_checkpoint, a_llamas_tokenizer_json_imports_or_is_refused,
+                      what_a_tokenizer_json_cannot_say_is_noticed, a_bpe_tokenizer_comes_back_the_same));
     return tt_run_in_tmpdir(s, "tg_hf_test", true);
 }

@@ -93,7 +93,10 @@ START_TEST(rounding_matches_definition)
             if (got != want) ck_abort_msg("tg_bf16_round(%08x) = %04x, the definition %04x", bits_of(x), got, want);
         }
     /* cases worked by hand */
-    static const struct { uint32_t x; uint16_t want; } hand[] = {
+    static const struct {
+        uint32_t x;
+        uint16_t want;
+    } hand[] = {
         {0x3f800000, 0x3f80}, /* 1 */
         {0x3f808000, 0x3f80}, /* 1 + half an ulp: the tie goes to 1, even */
         {0x3f818000, 0x3f82}, /* 1 + 3 halves: the tie goes up, to the even 0x3f82 */
@@ -104,12 +107,9 @@ START_TEST(rounding_matches_definition)
         {0x00800000, 0x0080}, /* 2^-126 stays */
         {0x007fffff, 0x0000}, /* the largest subnormal: zero */
         {0x807fffff, 0x8000}, /* negative: -0 */
-        {0x80000001, 0x8000},
-        {0x7f800000, 0x7f80}, /* inf */
-        {0xff800000, 0xff80},
-        {0x7f800001, 0x7fc0}, /* a signalling NaN becomes quiet */
-        {0xffc00001, 0xffc0},
-        {0x7fbfffff, 0x7fff}, /* the payload's upper bits stay, never carried into the sign */
+        {0x80000001, 0x8000}, {0x7f800000, 0x7f80}, /* inf */
+        {0xff800000, 0xff80}, {0x7f800001, 0x7fc0}, /* a signalling NaN becomes quiet */
+        {0xffc00001, 0xffc0}, {0x7fbfffff, 0x7fff}, /* the payload's upper bits stay, never carried into the sign */
     };
     for (size_t i = 0; i < sizeof hand / sizeof *hand; i++) {
         const uint16_t got = tg_bf16_round(float_of(hand[i].x));
@@ -163,8 +163,9 @@ START_TEST(rounding_matches_the_cpu)
 #ifdef HAVE_BF16_INTRINSICS
     for (uint64_t lo = 0; lo < (1ull << 32); lo += 1u << 24) {
         const int64_t bad = cpu_round_block((uint32_t)lo);
-        if (bad >= 0) ck_abort_msg("f32 %08x: tg_bf16_round %04x, vcvtne2ps2bf16 differs", (uint32_t)bad,
-                                   tg_bf16_round(float_of((uint32_t)bad)));
+        if (bad >= 0)
+            ck_abort_msg("f32 %08x: tg_bf16_round %04x, vcvtne2ps2bf16 differs", (uint32_t)bad,
+                         tg_bf16_round(float_of((uint32_t)bad)));
     }
     printf("test_gemm_bf16: rounding: every f32 as vcvtne2ps2bf16 rounds it\n");
 #endif
@@ -174,25 +175,27 @@ END_TEST
 /* the step's cases worked by hand (bf16_internal.h's definition), on any CPU */
 START_TEST(step_by_hand)
 {
-    static const struct { float acc, a, b, want; } hand[] = {
+    static const struct {
+        float acc, a, b, want;
+    } hand[] = {
         {1.0f, 3.0f, 0.5f, 2.5f},
-        {0x1p-126f, 0x1p-63f, 0x1p-64f, 0x1.8p-126f},   /* a product below 2^-126 is not flushed */
-        {0.0f, 0x1p-63f, 0x1p-64f, 0.0f},              /* but a sum is: 2^-127 */
-        {0x1p-126f, -0x1p-75f, 0x1p-76f, 0x1p-126f},   /* 2^-126 - 2^-151 rounds (unbounded) to 2^-126: kept */
-        {0x1p-126f, -0x1p-75f, 0x1p-75f, 0.0f},        /* 2^-126 - 2^-150 rounds to itself, below: flushed */
-        {-0x1.8p-126f, 0x1p-126f, 1.0f, -0.0f},        /* a flushed sum keeps its sign */
-        {0x1p-127f, 0x1p-126f, 1.0f, 0x1p-126f},       /* an acc below 2^-126 is read as zero */
-        {1.0f, 0x1p-24f, 1.0f, 1.0f},                  /* 1 + 2^-24: the tie to even */
-        {1.0f, 0x1.8p-24f, 1.0f, 1.0f + 0x1p-23f},     /* past the tie: up */
-        {0x1.fffffep127f, 0x1p127f, 1.0f, INFINITY},   /* overflow: inf */
-        {-0.0f, -0.0f, 1.0f, -0.0f},                   /* -0 + -0 */
-        {-0.0f, 0.0f, 1.0f, 0.0f},                     /* -0 + 0 */
-        {1.0f, 0x1p-130f, 0x1p100f, 1.0f},             /* a bf16 operand below 2^-126 is read as zero */
+        {0x1p-126f, 0x1p-63f, 0x1p-64f, 0x1.8p-126f}, /* a product below 2^-126 is not flushed */
+        {0.0f, 0x1p-63f, 0x1p-64f, 0.0f}, /* but a sum is: 2^-127 */
+        {0x1p-126f, -0x1p-75f, 0x1p-76f, 0x1p-126f}, /* 2^-126 - 2^-151 rounds (unbounded) to 2^-126: kept */
+        {0x1p-126f, -0x1p-75f, 0x1p-75f, 0.0f}, /* 2^-126 - 2^-150 rounds to itself, below: flushed */
+        {-0x1.8p-126f, 0x1p-126f, 1.0f, -0.0f}, /* a flushed sum keeps its sign */
+        {0x1p-127f, 0x1p-126f, 1.0f, 0x1p-126f}, /* an acc below 2^-126 is read as zero */
+        {1.0f, 0x1p-24f, 1.0f, 1.0f}, /* 1 + 2^-24: the tie to even */
+        {1.0f, 0x1.8p-24f, 1.0f, 1.0f + 0x1p-23f}, /* past the tie: up */
+        {0x1.fffffep127f, 0x1p127f, 1.0f, INFINITY}, /* overflow: inf */
+        {-0.0f, -0.0f, 1.0f, -0.0f}, /* -0 + -0 */
+        {-0.0f, 0.0f, 1.0f, 0.0f}, /* -0 + 0 */
+        {1.0f, 0x1p-130f, 0x1p100f, 1.0f}, /* a bf16 operand below 2^-126 is read as zero */
     };
     for (size_t i = 0; i < sizeof hand / sizeof *hand; i++) {
         const float got = tg_bf16_step(hand[i].acc, hand[i].a, hand[i].b);
-        ck_assert_msg(bits_of(got) == bits_of(hand[i].want), "step(%a, %a, %a) = %a, want %a", hand[i].acc,
-                      hand[i].a, hand[i].b, got, hand[i].want);
+        ck_assert_msg(bits_of(got) == bits_of(hand[i].want), "step(%a, %a, %a) = %a, want %a", hand[i].acc, hand[i].a,
+                      hand[i].b, got, hand[i].want);
     }
     ck_assert(isnan(tg_bf16_step(1.0f, INFINITY, 0.0f)));
     ck_assert(isnan(tg_bf16_step(INFINITY, -INFINITY, 1.0f)));
@@ -213,9 +216,9 @@ static uint16_t any_bf16(void)
 {
     const uint32_t kind = next_u32() % 8, sign = next_u32() & 1;
     uint32_t e = kind == 0 ? next_u32() % 256
-                 : kind < 3 ? 1 + next_u32() % 40
-                 : kind < 4 ? 254 - next_u32() % 40
-                            : 107 + next_u32() % 40;
+        : kind < 3         ? 1 + next_u32() % 40
+        : kind < 4         ? 254 - next_u32() % 40
+                           : 107 + next_u32() % 40;
     if (next_u32() % 16 == 0) e = 0;
     return (uint16_t)(sign << 15 | (e ? e << 7 | (next_u32() & 0x7f) : 0));
 }
@@ -234,8 +237,8 @@ START_TEST(step_matches_the_cpu)
         float acc = float_of(au);
         if (i % 5 == 0) /* acc cancels the first product, to within a few ulps */
             acc = -tg_bf16_float(a1) * tg_bf16_float(b1) * (1.0f + (float)((int)(next_u32() % 9) - 4) * 0x1p-23f);
-        const float got = tg_bf16_step(tg_bf16_step(acc, tg_bf16_float(a1), tg_bf16_float(b1)), tg_bf16_float(a0),
-                                       tg_bf16_float(b0));
+        const float got =
+            tg_bf16_step(tg_bf16_step(acc, tg_bf16_float(a1), tg_bf16_float(b1)), tg_bf16_float(a0), tg_bf16_float(b0));
         const float want = cpu_dot_pair(acc, a0, a1, b0, b1);
         const double exact = (double)acc + (double)tg_bf16_float(a1) * tg_bf16_float(b1);
         tiny += exact != 0 && fabs(exact) < 0x1p-125;
@@ -314,8 +317,7 @@ static const char *const KERNEL_NAMES[KERNELS] = {"vdpbf16ps kernel", "portable 
 
 /* The f64 sums of the operands rounded by the definition, alpha and beta
  * applied (ref, M x N), and each one's bound (the top comment). */
-static void make_reference(const prob *p, const float *A, const float *B, const float *C0, double *ref,
-                           double *bound)
+static void make_reference(const prob *p, const float *A, const float *B, const float *C0, double *ref, double *bound)
 {
     const double u = 0x1p-24;
     const int M = p->M, N = p->N, K = p->K, slices = (K + tg_bf16_slice_depth(K) - 1) / tg_bf16_slice_depth(K);
@@ -339,19 +341,19 @@ static void make_reference(const prob *p, const float *A, const float *B, const 
 
 /* C (after a kernel) against the reference; C's padding must still be
  * C0's (before). The worst |error| / bound. */
-static double check_reference(const prob *p, const double *ref, const double *bound, const float *C0,
-                              const float *C, const char *what)
+static double check_reference(const prob *p, const double *ref, const double *bound, const float *C0, const float *C,
+                              const char *what)
 {
     double worst = 0;
     for (int i = 0; i < p->M; i++) {
         for (int j = 0; j < p->N; j++) {
-            const double got = C[(size_t)i * p->ldc + j], want = ref[(size_t)i * p->N + j],
-                         err = fabs(got - want), b = bound[(size_t)i * p->N + j];
+            const double got = C[(size_t)i * p->ldc + j], want = ref[(size_t)i * p->N + j], err = fabs(got - want),
+                         b = bound[(size_t)i * p->N + j];
             if (!(err <= b))
                 ck_abort_msg("%s ta=%d tb=%d M=%d N=%d K=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g: C(%d,%d) = %.9g, "
                              "reference %.9g, error %.3g > bound %.3g",
-                             what, p->ta, p->tb, p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->alpha, p->beta, i, j,
-                             got, want, err, b);
+                             what, p->ta, p->tb, p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->alpha, p->beta, i, j, got,
+                             want, err, b);
             if (err / b > worst) worst = err / b;
         }
         for (int j = p->N; j < p->ldc; j++)
@@ -388,8 +390,7 @@ static void all_kernels(prob p, uint64_t seed, bool reference, bool direct, doub
         if (reference) {
             const double w = check_reference(&p, ref, bound, C0, C, KERNEL_NAMES[k]);
             if (w > worst[k]) worst[k] = w;
-        } else if (worst[k] < 0)
-            worst[k] = 0;
+        } else if (worst[k] < 0) worst[k] = 0;
         if (!first) {
             first = malloc(nc * sizeof *first);
             if (!first) abort();
@@ -397,8 +398,7 @@ static void all_kernels(prob p, uint64_t seed, bool reference, bool direct, doub
             first_name = KERNEL_NAMES[k];
         } else if (memcmp(first, C, nc * sizeof *C) != 0)
             ck_abort_msg("%s and %s differ: ta=%d tb=%d M=%d N=%d K=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g",
-                         first_name, KERNEL_NAMES[k], p.ta, p.tb, p.M, p.N, p.K, p.lda, p.ldb, p.ldc, p.alpha,
-                         p.beta);
+                         first_name, KERNEL_NAMES[k], p.ta, p.tb, p.M, p.N, p.K, p.lda, p.ldb, p.ldc, p.alpha, p.beta);
     }
     free(A), free(B), free(C0), free(C), free(first), free(ref), free(bound);
 }
@@ -432,8 +432,8 @@ START_TEST(kernels_match_reference_on_edges)
                     if ((double)M * N * K > 1.2e6) continue;
                     const int v = (int)((l + mi + ni + ki) % 3), pad = (mi + ni + ki) % 2 ? 3 : 0;
                     const bool ta = l & 1, tb = l >> 1;
-                    const prob p = {ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad,
-                                    ab[v][0], ab[v][1]};
+                    const prob p = {ta,      tb,       M,       N, K, (ta ? M : K) + pad, (tb ? K : N) + pad,
+                                    N + pad, ab[v][0], ab[v][1]};
                     all_kernels(p, seed, true, (double)M * N * K <= 2e5, worst);
                     cases++;
                 }
@@ -451,8 +451,7 @@ static int edge_size(int hi)
     if (next_u32() % 2) {
         const int w = widths[next_u32() % 3], m = 1 + (int)(next_u32() % (uint32_t)(hi / w));
         n = m * w + (int)(next_u32() % 3) - 1;
-    } else
-        n = 1 + (int)(next_u32() % (uint32_t)hi);
+    } else n = 1 + (int)(next_u32() % (uint32_t)hi);
     return n < 1 ? 1 : n > hi ? hi : n;
 }
 
@@ -472,8 +471,8 @@ START_TEST(kernels_match_reference_random)
         for (int i = 0; i < 3; i++) pads[i] = next_u32() % 3 ? (int)(next_u32() % 41) : 0;
         if ((cases >> 2) % 4 == 3) pads[0] = ((cases >> 4) % 2 ? 1024 : 2048) - (ta ? M : K);
         const int v = (int)(next_u32() % 5);
-        const prob p = {ta, tb, M, N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1], N + pads[2],
-                        ab[v][0], ab[v][1]};
+        const prob p = {ta,          tb,       M,       N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1],
+                        N + pads[2], ab[v][0], ab[v][1]};
         all_kernels(p, 1000 + 4 * (uint64_t)cases, true, false, worst);
         cases++;
     }
@@ -492,9 +491,9 @@ static float *fill_any(size_t n, bool nonfinite, int e_lo, int e_hi)
     for (size_t i = 0; i < n; i++) {
         const uint32_t kind = nonfinite || e_lo > 90 ? next_u32() % 10 : 9, sign = next_u32() & 0x80000000u;
         uint32_t e = e_lo + next_u32() % (uint32_t)(e_hi - e_lo + 1);
-        if (kind == 0) e = 0;                                /* zero or subnormal */
-        else if (kind == 1) e = 255 - 1 - next_u32() % 70;   /* large */
-        else if (kind == 2) e = 1 + next_u32() % 70;         /* small */
+        if (kind == 0) e = 0; /* zero or subnormal */
+        else if (kind == 1) e = 255 - 1 - next_u32() % 70; /* large */
+        else if (kind == 2) e = 1 + next_u32() % 70; /* small */
         else if (kind == 3 && nonfinite && next_u32() % 64 == 0) e = 255;
         x[i] = float_of(sign | e << 23 | (next_u32() & 0x7fffffu));
     }
@@ -511,12 +510,20 @@ START_TEST(kernels_agree_on_every_magnitude)
     for (int t = 0; t < 48; t++) {
         const bool ta = t & 1, tb = (t >> 1) & 1, near_min = t % 3 == 2;
         const int M = edge_size(40), N = edge_size(70), K = edge_size(t % 4 ? 100 : 600);
-        const prob p = {ta, tb, M, N, K, (ta ? M : K) + t % 3, (tb ? K : N) + t % 5, N + t % 2, t % 4 ? 1.0f : -0.5f,
+        const prob p = {ta,
+                        tb,
+                        M,
+                        N,
+                        K,
+                        (ta ? M : K) + t % 3,
+                        (tb ? K : N) + t % 5,
+                        N + t % 2,
+                        t % 4 ? 1.0f : -0.5f,
                         t % 5 ? 0.0f : 0.25f};
-        float *A = near_min ? fill_any(a_floats(&p), false, 127 - 62, 127 - 58)
-                            : fill_any(a_floats(&p), t % 2, 100, 154);
-        float *B = near_min ? fill_any(b_floats(&p), false, 127 - 68, 127 - 64)
-                            : fill_any(b_floats(&p), false, 100, 154);
+        float *A =
+            near_min ? fill_any(a_floats(&p), false, 127 - 62, 127 - 58) : fill_any(a_floats(&p), t % 2, 100, 154);
+        float *B =
+            near_min ? fill_any(b_floats(&p), false, 127 - 68, 127 - 64) : fill_any(b_floats(&p), false, 100, 154);
         const size_t nc = (size_t)M * p.ldc;
         float *C[3];
         for (int k = 0; k < 3; k++) {
@@ -570,8 +577,16 @@ START_TEST(cuts_give_the_same_bits)
         const int kern = t % 2 ? 1 : 0; /* run_avx512, run_portable */
         const bool ta = (t >> 1) & 1, tb = (t >> 2) & 1;
         const int M = edge_size(200), N = edge_size(200), K = edge_size(t % 3 ? 300 : 1100);
-        prob p = {ta, tb, M, N, K, (t >> 3) % 3 == 2 ? 1024 : (ta ? M : K) + t % 5, (tb ? K : N) + t % 7, N + t % 3,
-                  t % 4 ? 1 : -1.5f, t % 3 == 0 ? 0 : 0.75f};
+        prob p = {ta,
+                  tb,
+                  M,
+                  N,
+                  K,
+                  (t >> 3) % 3 == 2 ? 1024 : (ta ? M : K) + t % 5,
+                  (tb ? K : N) + t % 7,
+                  N + t % 3,
+                  t % 4 ? 1 : -1.5f,
+                  t % 3 == 0 ? 0 : 0.75f};
         float *A = fill(a_floats(&p), 40 + t), *B = fill(b_floats(&p), 80 + t), *C0 = fill((size_t)M * p.ldc, 120 + t);
         float *whole = malloc((size_t)M * p.ldc * sizeof(float)), *parts = malloc((size_t)M * p.ldc * sizeof(float));
         if (!whole || !parts) abort();
@@ -593,7 +608,11 @@ START_TEST(cuts_give_the_same_bits)
                     }
                 ck_assert_msg(memcmp(whole, parts, (size_t)M * p.ldc * sizeof(float)) == 0,
                               "%s %dx%dx%d ta=%d tb=%d: %s blocks (%d x %d) differ from one call", KERNEL_NAMES[kern],
-                              M, N, K, ta, tb, mode == 0 ? "row" : mode == 1 ? "column" : "row and column", nr, ncut);
+                              M, N, K, ta, tb,
+                              mode == 0       ? "row"
+                                  : mode == 1 ? "column"
+                                              : "row and column",
+                              nr, ncut);
             }
         }
         free(A), free(B), free(C0), free(whole), free(parts);

@@ -48,9 +48,9 @@ static float *fill(size_t n, uint64_t seed)
 }
 
 /* the paths to test: generic up to this CPU's best */
-#define FOR_EACH_PATH(isa)                                                        \
-    for (tg_isa isa = TG_ISA_GENERIC, best_ = tg_isa_cpu(); isa <= best_;        \
-         isa = (tg_isa)(isa + 1), tg_isa_set_max(best_))                        \
+#define FOR_EACH_PATH(isa)                                                                                             \
+    for (tg_isa isa = TG_ISA_GENERIC, best_ = tg_isa_cpu(); isa <= best_;                                              \
+         isa = (tg_isa)(isa + 1), tg_isa_set_max(best_))                                                               \
         if (tg_isa_set_max(isa) == isa)
 
 static const int KS[] = {0, 1, 5, 15, 16, 17, 31, 32, 47, 48, 63, 64, 65, 79, 288, 300, 768};
@@ -117,7 +117,8 @@ static float ordered_dot(const float *w, const float *x, int K, const float *b)
 
 START_TEST(matches_reference)
 {
-    FOR_EACH_PATH(isa) {
+    FOR_EACH_PATH(isa)
+    {
         double worst = 0;
         for (size_t ik = 0; ik < sizeof KS / sizeof *KS; ik++)
             for (size_t in = 0; in < sizeof NS / sizeof *NS; in++)
@@ -136,17 +137,17 @@ START_TEST(matches_reference)
                                     mag += fabs((double)w[k] * x[k]);
                                 }
                                 const double err = fabs(y_at(&p, m, n) - exact), bound = (K + 2) * U * mag;
-                                ck_assert_msg(err <= bound, "%s path, M %d N %d K %d bias %d: y[%d][%d] = %.9g, "
+                                ck_assert_msg(err <= bound,
+                                              "%s path, M %d N %d K %d bias %d: y[%d][%d] = %.9g, "
                                               "exact %.9g, error %.3g over the bound %.3g",
-                                              tg_isa_name(isa), M, N, K, bias, m, n, y_at(&p, m, n), exact, err,
-                                              bound);
+                                              tg_isa_name(isa), M, N, K, bias, m, n, y_at(&p, m, n), exact, err, bound);
                                 if (bound > 0 && err / bound > worst) worst = err / bound;
                                 if (isa == TG_ISA_GENERIC)
                                     ck_assert_msg(y_at(&p, m, n) == ordered_dot(w, x, K, p.b ? p.b + n : NULL),
                                                   "generic path, M %d N %d K %d: y[%d][%d] is not the stated order's",
                                                   M, N, K, m, n);
                             }
-                            for (int n = N; n < p.ldy; n++) ck_assert(isnan(y_at(&p, m, n)));   /* padding kept */
+                            for (int n = N; n < p.ldy; n++) ck_assert(isnan(y_at(&p, m, n))); /* padding kept */
                         }
                         drop(&p);
                     }
@@ -157,7 +158,8 @@ END_TEST
 
 START_TEST(elements_do_not_depend_on_neighbours)
 {
-    FOR_EACH_PATH(isa) {
+    FOR_EACH_PATH(isa)
+    {
         const int M = TG_GEMV_MAX_ROWS, N = 301, K = 289;
         prob p = make(M, N, K, true, 7);
         run(&p);
@@ -187,7 +189,8 @@ END_TEST
 
 START_TEST(threads_give_the_same_bits)
 {
-    FOR_EACH_PATH(isa) {
+    FOR_EACH_PATH(isa)
+    {
         const int shapes[][3] = {{1, 32000, 288}, {1, 768, 288}, {2, 288, 768}, {TG_GEMV_MAX_ROWS, 1000, 100}};
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             const int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
@@ -213,24 +216,25 @@ END_TEST
 
 START_TEST(linear_takes_it_for_a_few_rows)
 {
-    FOR_EACH_PATH(isa) {
+    FOR_EACH_PATH(isa)
+    {
         const int in = 70, out = 45;
         for (int rows = 1; rows <= TG_GEMV_MAX_ROWS + 2; rows++)
             for (int bias = 0; bias < 2; bias++) {
                 tg_graph *g = tg_graph_new();
-                tg_tensor *x = tt_randn_dt(g, TG_F32, 3, (int[]){1, rows, in}, 3 + rows);    /* (1,rows,in) */
-                tg_tensor *w = tt_randn_dt(g, TG_F32, 2, (int[]){out, in}, 4);              /* (out,in) */
-                tg_tensor *b = bias ? tt_randn_dt(g, TG_F32, 1, (int[]){out}, 5) : NULL;    /* (out) */
-                tg_tensor *y = tg_linear(g, x, w, b);                                       /* (1,rows,out) */
+                tg_tensor *x = tt_randn_dt(g, TG_F32, 3, (int[]){1, rows, in}, 3 + rows); /* (1,rows,in) */
+                tg_tensor *w = tt_randn_dt(g, TG_F32, 2, (int[]){out, in}, 4); /* (out,in) */
+                tg_tensor *b = bias ? tt_randn_dt(g, TG_F32, 1, (int[]){out}, 5) : NULL; /* (out) */
+                tg_tensor *y = tg_linear(g, x, w, b); /* (1,rows,out) */
                 ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
                 const float *X = x->data, *W = w->data, *B = b ? b->data : NULL, *Y = y->data;
                 float *ref = malloc((size_t)rows * out * sizeof *ref);
                 tg_gemv_f32(rows, out, in, X, in, W, B, ref, out);
                 for (int i = 0; i < rows * out; i++) {
                     if (rows <= TG_GEMV_MAX_ROWS) {
-                        ck_assert_msg(Y[i] == ref[i], "%s path, %d rows: linear is not gemv's bits",
-                                      tg_isa_name(isa), rows);
-                    } else {   /* the gemm: the same products to rounding */
+                        ck_assert_msg(Y[i] == ref[i], "%s path, %d rows: linear is not gemv's bits", tg_isa_name(isa),
+                                      rows);
+                    } else { /* the gemm: the same products to rounding */
                         double mag = B ? fabs(B[i % out]) : 0;
                         for (int k = 0; k < in; k++) mag += fabs((double)X[i / out * in + k] * W[i % out * in + k]);
                         ck_assert_msg(fabs(Y[i] - ref[i]) <= 2 * (in + 2) * U * mag, "%s path, %d rows",

@@ -32,9 +32,18 @@ static void fill(tg_model *m, uint64_t seed)
 
 static tg_model llama(tg_dtype dt, int n_layer, bool halves, int n_kv_head, int block, int vocab)
 {
-    const tg_model_config c = {.arch = "llama", .n_layer = n_layer, .n_head = 4, .n_kv_head = n_kv_head,
-                               .n_embd = 32, .hidden_dim = 40, .block_size = block, .vocab_size = vocab,
-                               .rope_theta = 10000, .norm_eps = 1e-5, .rope_halves = halves, .tied = true};
+    const tg_model_config c = {.arch = "llama",
+                               .n_layer = n_layer,
+                               .n_head = 4,
+                               .n_kv_head = n_kv_head,
+                               .n_embd = 32,
+                               .hidden_dim = 40,
+                               .block_size = block,
+                               .vocab_size = vocab,
+                               .rope_theta = 10000,
+                               .norm_eps = 1e-5,
+                               .rope_halves = halves,
+                               .tied = true};
     tg_model m;
     tg_error err = {0};
     ck_assert_msg(tg_model_init(&m, &c, dt, TG_NO_INIT, &err) == 0, "%s", err.msg);
@@ -44,8 +53,8 @@ static tg_model llama(tg_dtype dt, int n_layer, bool halves, int n_kv_head, int 
 
 static tg_model gpt(int block, int vocab)
 {
-    const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = block,
-                               .vocab_size = vocab};
+    const tg_model_config c = {
+        .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = block, .vocab_size = vocab};
     tg_model m;
     tg_error err = {0};
     ck_assert_msg(tg_model_init(&m, &c, TG_F64, TG_NO_INIT, &err) == 0, "%s", err.msg);
@@ -97,13 +106,13 @@ static double rel_diff(tg_dtype dt, const void *a, const void *b, int64_t n)
 typedef struct seen {
     tg_model *m;
     int32_t ids[512];
-    int lens[512];     /* the cache length when each id came */
+    int lens[512]; /* the cache length when each id came */
     int n;
     char bytes[1024];
     size_t nb;
-    int stop_after;    /* > 0: return false at that many ids */
+    int stop_after; /* > 0: return false at that many ids */
     bool ended;
-    int flushes;       /* calls with id -1 */
+    int flushes; /* calls with id -1 */
 } seen;
 
 static bool record(void *ctx, const tg_generated *t)
@@ -141,13 +150,12 @@ START_TEST(shift_equals_fresh_forward)
 {
     const tg_dtype dt = _i & 1 ? TG_F32 : TG_F64;
     const bool halves = _i & 2;
-    const int kv = _i & 4 ? 2 : 4;   /* grouped-query heads, or as many as the queries */
+    const int kv = _i & 4 ? 2 : 4; /* grouped-query heads, or as many as the queries */
     const double tol = dt == TG_F64 ? 1e-12 : 1e-5;
     const int bs = 16, keep = 1, d = (bs - keep) / 2, V = 23, kept_n = bs - d;
     tg_model a = llama(dt, 1, halves, kv, bs, V), b = llama(dt, 1, halves, kv, bs, V);
     tg_error err = {0};
-    ck_assert_msg(!tg_model_cache_enable(&a, 1, &err) && !tg_model_cache_enable(&b, 1, &err),
-                  "%s", err.msg);
+    ck_assert_msg(!tg_model_cache_enable(&a, 1, &err) && !tg_model_cache_enable(&b, 1, &err), "%s", err.msg);
     int32_t ids[17], kept[16];
     tg_rng r;
     tg_rng_seed(&r, 11, 0);
@@ -158,7 +166,7 @@ START_TEST(shift_equals_fresh_forward)
     const tg_kv_cache *ca = &((tg_llama *)a.impl)->cache[0], *cb = &((tg_llama *)b.impl)->cache[0];
     const int C = ca->n_head * ca->head_dim;
     const size_t es = tg_dtype_size(dt);
-    char *moved = malloc((size_t)(bs - keep - d) * C * es);   /* the kept keys as they were */
+    char *moved = malloc((size_t)(bs - keep - d) * C * es); /* the kept keys as they were */
     memcpy(moved, (char *)ca->k + (size_t)(keep + d) * C * es, (size_t)(bs - keep - d) * C * es);
 
     tg_error e = {0};
@@ -169,8 +177,8 @@ START_TEST(shift_equals_fresh_forward)
     memcpy(kept + keep, ids + keep + d, (size_t)(bs - keep - d) * sizeof *ids);
     forward(g, &b, kept, kept_n);
     tg_graph_reset(g);
-    const double dk = rel_diff(dt, ca->k, cb->k, (int64_t)kept_n * C), dv = rel_diff(dt, ca->v, cb->v,
-                                                                                   (int64_t)kept_n * C);
+    const double dk = rel_diff(dt, ca->k, cb->k, (int64_t)kept_n * C),
+                 dv = rel_diff(dt, ca->v, cb->v, (int64_t)kept_n * C);
     ck_assert_msg(dk <= tol && dv <= tol, "keys off by %.3g, values by %.3g (tolerance %g)", dk, dv, tol);
     /* the re-rotation is what makes them equal: moved only, they are far */
     const double raw = rel_diff(dt, moved, (char *)cb->k + (size_t)keep * C * es, (int64_t)(bs - keep - d) * C);
@@ -306,7 +314,7 @@ START_TEST(gpt_recomputes_its_window)
         const int32_t next = argmax_last(forward(g, &ref, ctx + n - T, T));
         tg_graph_reset(g);
         ck_assert_msg(next == s.ids[k], "id %d: %d, the uncached window gives %d", k, s.ids[k], next);
-        ck_assert_int_eq(s.lens[k], T);   /* the cache holds the window just run */
+        ck_assert_int_eq(s.lens[k], T); /* the cache holds the window just run */
         ctx[n++] = next;
     }
     tg_error e = {0};
@@ -322,17 +330,18 @@ END_TEST
 
 typedef struct chain {
     tg_params *p;
-    tg_tensor *w;   /* (V, V) */
+    tg_tensor *w; /* (V, V) */
 } chain;
 
-static int chain_widest;   /* the longest input a forward saw */
+static int chain_widest; /* the longest input a forward saw */
 
 static void *chain_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
 {
     (void)seed;
     chain *m = calloc(1, sizeof *m);
     if (!m || !(m->p = tg_params_new(dt, err)) ||
-        !(m->w = tg_params_add(m->p, "table.weight", 2, (int[]){c->vocab_size, c->vocab_size}, NULL))) abort();
+        !(m->w = tg_params_add(m->p, "table.weight", 2, (int[]){c->vocab_size, c->vocab_size}, NULL)))
+        abort();
     return m;
 }
 static void chain_destroy(void *impl)
@@ -352,9 +361,14 @@ static tg_tensor *chain_loss(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor 
 {
     return tg_cross_entropy(g, chain_forward(g, impl, idx, NULL), targets);
 }
-static const tg_model_family CHAIN = {.arch = "chain", .embedding = "table.weight", .create = chain_create,
-                                      .destroy = chain_destroy, .params = chain_params,
-                                      .num_params = chain_num_params, .forward = chain_forward, .loss = chain_loss};
+static const tg_model_family CHAIN = {.arch = "chain",
+                                      .embedding = "table.weight",
+                                      .create = chain_create,
+                                      .destroy = chain_destroy,
+                                      .params = chain_params,
+                                      .num_params = chain_num_params,
+                                      .forward = chain_forward,
+                                      .loss = chain_loss};
 
 /* A chain model of V ids and block bs in which id next[i] follows id i
  * (greedy), for the n pairs given. */
@@ -382,8 +396,8 @@ START_TEST(a_family_without_a_cache)
     chain_widest = 0;
     ck_assert_int_eq(generate(&m, (int32_t[]){5}, 1, 12, (tg_generate_options){0}, &s), 12);
     for (int k = 0; k < 12; k++) ck_assert_int_eq(s.ids[k], (6 + k) % V);
-    ck_assert_int_eq(chain_widest, bs);   /* the whole window each time, never more */
-    ck_assert_uint_eq(s.nb, 0);           /* no vocabulary: no bytes */
+    ck_assert_int_eq(chain_widest, bs); /* the whole window each time, never more */
+    ck_assert_uint_eq(s.nb, 0); /* no vocabulary: no bytes */
     tg_model_release(&m);
 }
 END_TEST
@@ -439,7 +453,10 @@ START_TEST(tokenizer_bytes_held_across_ids)
     ck_assert_int_eq(generate(&m, &a, 1, 100, (tg_generate_options){.vocab = &v}, &s), 4);
     ck_assert(s.ended && s.ids[3] == eos && s.flushes == 0);
     ck_assert_uint_eq(s.nb, 3);
-    ck_assert(memcmp(s.bytes, "\xc3\xa9" "b", 3) == 0);
+    ck_assert(memcmp(s.bytes,
+                     "\xc3\xa9"
+                     "b",
+                     3) == 0);
     seen s2 = {0};
     ck_assert_int_eq(generate(&m, &a, 1, 1, (tg_generate_options){.vocab = &v}, &s2), 1);
     ck_assert(s2.flushes == 1 && s2.nb == 1 && (unsigned char)s2.bytes[0] == 0xc3);
@@ -459,7 +476,7 @@ static int32_t ref_pick(const double *l, int V, double t, int k, double top_p, t
     if (t == 0) return best;
     double sorted[256], p[256];
     memcpy(sorted, l, (size_t)V * sizeof *l);
-    for (int x = 0; x < V; x++)   /* descending, by insertion */
+    for (int x = 0; x < V; x++) /* descending, by insertion */
         for (int y = x; y > 0 && sorted[y] > sorted[y - 1]; y--) {
             const double tmp = sorted[y];
             sorted[y] = sorted[y - 1], sorted[y - 1] = tmp;
@@ -470,7 +487,7 @@ static int32_t ref_pick(const double *l, int V, double t, int k, double top_p, t
     if (top_p > 0 && top_p < 1) {
         int order[256];
         for (int j = 0; j < V; j++) order[j] = j;
-        for (int x = 0; x < V; x++)   /* by p descending, then id */
+        for (int x = 0; x < V; x++) /* by p descending, then id */
             for (int y = x; y > 0 && p[order[y]] > p[order[y - 1]]; y--) {
                 const int tmp = order[y];
                 order[y] = order[y - 1], order[y - 1] = tmp;
@@ -497,9 +514,12 @@ static int32_t ref_pick(const double *l, int V, double t, int k, double top_p, t
 START_TEST(sampler_follows_its_rule)
 {
     const int V = 37;
-    const struct { double t; int k; double p; } opts[] = {{0, 5, 0.5},  {0.7, 0, 0},   {1.3, 5, 0},  {0.5, 1, 0},
-                                                          {1, 37, 0},   {1, 50, 0},    {1, 0, 0.9},  {2, 10, 0.6},
-                                                          {0.8, 0, 0.05}, {1, 0, 1}};
+    const struct {
+        double t;
+        int k;
+        double p;
+    } opts[] = {{0, 5, 0.5}, {0.7, 0, 0}, {1.3, 5, 0},  {0.5, 1, 0},    {1, 37, 0},
+                {1, 50, 0},  {1, 0, 0.9}, {2, 10, 0.6}, {0.8, 0, 0.05}, {1, 0, 1}};
     for (int o = 0; o < (int)(sizeof opts / sizeof opts[0]); o++)
         for (int dtv = 0; dtv < 2; dtv++) {
             const tg_dtype dt = dtv ? TG_F32 : TG_F64;
@@ -515,12 +535,13 @@ START_TEST(sampler_follows_its_rule)
             for (int row = 0; row < 50; row++) {
                 double x[64];
                 for (int j = 0; j < V; j++) x[j] = tg_tensor_get(l, (int64_t)row * V + j);
-                if (row == 7) x[3] = x[9] = x[11] = 40, tg_tensor_set(l, row * V + 3, 40),
-                              tg_tensor_set(l, row * V + 9, 40), tg_tensor_set(l, row * V + 11, 40);   /* ties */
-                const int32_t got = tg_sampler_pick(s, l, row, NULL), want = ref_pick(x, V, opts[o].t, opts[o].k,
-                                                                                     opts[o].p, &ref);
-                ck_assert_msg(got == want, "options %d (%s), row %d: %d, the rule gives %d", o, tg_dtype_name(dt),
-                              row, got, want);
+                if (row == 7)
+                    x[3] = x[9] = x[11] = 40, tg_tensor_set(l, row * V + 3, 40), tg_tensor_set(l, row * V + 9, 40),
+                    tg_tensor_set(l, row * V + 11, 40); /* ties */
+                const int32_t got = tg_sampler_pick(s, l, row, NULL),
+                              want = ref_pick(x, V, opts[o].t, opts[o].k, opts[o].p, &ref);
+                ck_assert_msg(got == want, "options %d (%s), row %d: %d, the rule gives %d", o, tg_dtype_name(dt), row,
+                              got, want);
             }
             tg_graph_free(g);
             tg_sampler_free(s);
@@ -532,8 +553,11 @@ END_TEST
  * p (a tie: the lower id), renormalised. */
 START_TEST(top_p_keeps_the_nucleus)
 {
-    const double probs[6] = {0.05, 0.5, 0.15, 0.3, 0.0, 0.0};   /* ids 4, 5: equal and tiny */
-    const struct { double p; double want[6]; } cases[] = {
+    const double probs[6] = {0.05, 0.5, 0.15, 0.3, 0.0, 0.0}; /* ids 4, 5: equal and tiny */
+    const struct {
+        double p;
+        double want[6];
+    } cases[] = {
         {0.45, {0, 1, 0, 0, 0, 0}},
         {0.75, {0, 0.625, 0, 0.375, 0, 0}},
         {0.9, {0, 0.5 / 0.95, 0.15 / 0.95, 0.3 / 0.95, 0, 0}},
@@ -603,7 +627,7 @@ START_TEST(prompt_ids_per_vocabulary)
     ck_assert_int_eq(tg_prompt_ids(&v, 259, "hi", 2, &ids, &e), 4);
     ck_assert(ids[0] == TG_VOCAB_BOS && ids[1] == 3 + ' ' && ids[2] == 3 + 'h' && ids[3] == 3 + 'i');
     tg_free(ids);
-    ck_assert_int_eq(tg_prompt_ids(&v, 259, "", 0, &ids, &e), 1);   /* BOS alone */
+    ck_assert_int_eq(tg_prompt_ids(&v, 259, "", 0, &ids, &e), 1); /* BOS alone */
     ck_assert_int_eq(ids[0], TG_VOCAB_BOS);
     tg_free(ids);
     tg_vocab_bytes(&v, "abc", 3);
@@ -620,7 +644,7 @@ START_TEST(prompt_ids_per_vocabulary)
     ck_assert_int_eq(tg_prompt_ids(&v, 10, "3 10", 4, &ids, &e), -1);
     ck_assert_msg(strstr(e.msg, "the prompt is ids below 10 separated by spaces, and \"10\" is not one"), "%s", e.msg);
     ck_assert_int_eq(tg_prompt_ids(&v, 10, "3x", 2, &ids, &e), -1);
-    ck_assert_int_eq(tg_prompt_ids(&v, 10, NULL, 0, &ids, &e), 0);   /* nothing: no ids, an array all the same */
+    ck_assert_int_eq(tg_prompt_ids(&v, 10, NULL, 0, &ids, &e), 0); /* nothing: no ids, an array all the same */
     ck_assert_ptr_nonnull(ids);
     tg_free(ids);
     /* a Llama's tokenizer: BOS, then " " + the text encoded together */
@@ -648,7 +672,7 @@ START_TEST(text_nll_in_windows)
     for (int i = 0; i < n; i++) ids[i] = (int32_t)tg_rng_below(&r, V);
     tg_graph *g = eval_graph();
     double loss[3];
-    for (int k = 0; k < 3; k++) {   /* windows of 16, 16 and 7 predictions */
+    for (int k = 0; k < 3; k++) { /* windows of 16, 16 and 7 predictions */
         const int N = k < 2 ? bs : n - 1 - 2 * bs;
         tg_tensor *x = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + k * bs);
         tg_tensor *y = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + k * bs + 1);
@@ -662,7 +686,7 @@ START_TEST(text_nll_in_windows)
     ck_assert_int_eq(preds, 39);
     ck_assert_double_eq(tg_text_nll(&m, ids, n, 2, &preds, &e), (loss[0] * 16 + loss[1] * 16) / 32);
     ck_assert_int_eq(preds, 32);
-    ck_assert_double_eq(tg_text_nll(&m, ids, 17, 0, &preds, &e), loss[0]);   /* one window: its loss */
+    ck_assert_double_eq(tg_text_nll(&m, ids, 17, 0, &preds, &e), loss[0]); /* one window: its loss */
     ck_assert_int_eq(preds, 16);
     /* with the caches on: emptied before each window, the same to rounding */
     tg_error err = {0};
@@ -694,7 +718,7 @@ START_TEST(generate_refuses)
     ck_assert_int_eq(tg_generate(&m, p, 2, 5, &(tg_generate_options){.vocab = &notok}, &e), -1);
     ck_assert_msg(strstr(e.msg, "generate: the vocabulary has no tokenizer"), "%s", e.msg);
     ck_assert_int_eq(tg_generate(&m, p, 2, 0, NULL, &e), 0);
-    tg_sampler *s = tg_sampler_new(NULL, 12, NULL);   /* another vocabulary's */
+    tg_sampler *s = tg_sampler_new(NULL, 12, NULL); /* another vocabulary's */
     ck_assert_int_eq(tg_generate(&m, p, 2, 5, &(tg_generate_options){.sampler = s}, &e), -1);
     ck_assert_msg(strstr(e.msg, "last dimension of 12 ids, got f32 with 11"), "%s", e.msg);
     tg_sampler_free(s);
@@ -703,7 +727,7 @@ START_TEST(generate_refuses)
     for (int i = 0; i < 20; i++) longp[i] = i % 11;
     seen a = {0}, b = {0};
     generate(&m, longp, 20, 3, (tg_generate_options){.n_keep = 2}, &a);
-    const int32_t cut[8] = {0, 1, 3, 4, 5, 6, 7, 8};   /* 0 1, then 14..19 */
+    const int32_t cut[8] = {0, 1, 3, 4, 5, 6, 7, 8}; /* 0 1, then 14..19 */
     for (int i = 0; i < 6; i++) ck_assert_int_eq(cut[2 + i], longp[14 + i] % 11);
     generate(&m, cut, 8, 3, (tg_generate_options){.n_keep = 2}, &b);
     ck_assert(memcmp(a.ids, b.ids, 3 * sizeof *a.ids) == 0);

@@ -19,14 +19,14 @@ enum { R = TT_OP_R, C = TT_OP_C };
 typedef struct ctx {
     const tt_op *op;
     bool shared;
-    tt_op_in in;   /* the op's small inputs; x and x2 replaced by intermediates */
+    tt_op_in in; /* the op's small inputs; x and x2 replaced by intermediates */
 } ctx;
 
 static tg_tensor *chain(tg_graph *g, tg_tensor **in, void *vc)
 {
     const ctx *c = vc;
     tt_op_in a = c->in;
-    a.x = tg_scale(g, in[0], 1.0), a.x2 = tg_scale(g, in[1], 1.0);   /* (R,C) intermediates */
+    a.x = tg_scale(g, in[0], 1.0), a.x2 = tg_scale(g, in[1], 1.0); /* (R,C) intermediates */
     tg_tensor *v = c->op->apply(g, &a);
     if (!c->shared) return v;
     return tg_add(g, tg_sum_all(g, v), tg_sum_all(g, tg_tanh(g, a.x)));
@@ -130,6 +130,6 @@ END_TEST
 int main(void)
 {
     return tt_main("grad_store", "grad_store", 0,
-                   TT_TESTS(TT_LOOP(store_then_add_gradcheck, 2 * TT_N_OPS),
-                            TT_LOOP(store_then_add_f32, 2 * TT_N_OPS), same_tensor_twice));
+                   TT_TESTS(TT_LOOP(store_then_add_gradcheck, 2 * TT_N_OPS), TT_LOOP(store_then_add_f32, 2 * TT_N_OPS),
+                            same_tensor_twice));
 }

@@ -45,8 +45,8 @@
 #define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 
-static const double U = 0x1p-24;         /* f32 unit roundoff */
-static const double EXP_ERR = 2e-7;      /* tg_fexp, relative */
+static const double U = 0x1p-24; /* f32 unit roundoff */
+static const double EXP_ERR = 2e-7; /* tg_fexp, relative */
 static const double SLACK = 1 + 0x1p-10; /* second-order terms */
 /* tg_fexp clamps its argument at -87, so an exp that should be smaller
  * (a -inf score) comes out as exp(-87) = 1.65e-38 */
@@ -92,7 +92,7 @@ typedef struct tally {
 static void note(tally *w, const char *what, int64_t i, double got, double want, double bound)
 {
     double r = got == want ? 0 : fabs(got - want) / (SLACK * bound); /* equal infinities: 0 */
-    if (isnan(r)) r = INFINITY;                                        /* NaN on one side only */
+    if (isnan(r)) r = INFINITY; /* NaN on one side only */
     if (r > w->ratio) {
         w->ratio = r;
         snprintf(w->where, sizeof w->where, "%s[%lld] = %.9g, reference %.9g, bound %.3g", what, (long long)i, got,
@@ -139,7 +139,10 @@ START_TEST(phi_matches_libm_erf)
         float z = (float)(i * 1e-6), e;
         double ph = tg_fphi(z, &e), zd = z;
         double err = fabs(2 * ph - (1 + erf(zd)));
-        if (err > worst) { worst = err; worst_z = zd; }
+        if (err > worst) {
+            worst = err;
+            worst_z = zd;
+        }
         double ex = exp(-zd * zd);
         if (zd * zd < 87) worst_e = fmax(worst_e, fabs(e - ex) / ex);
         if (zd < -0.75 && zd > -3.9) worst_tail = fmax(worst_tail, fabs(ph - 0.5 * erfc(-zd)) / (0.5 * erfc(-zd)));
@@ -166,7 +169,10 @@ START_TEST(fexp_matches_libm_exp)
     for (long i = 0; i <= 87000000; i += 3) {
         float x = -(float)(i * 1e-6);
         double ex = exp((double)x), err = fabs(tg_fexp(x) - ex) / ex;
-        if (err > worst) { worst = err; worst_x = x; }
+        if (err > worst) {
+            worst = err;
+            worst_x = x;
+        }
     }
     ck_assert_msg(worst <= 2e-7, "exp off by %.3g relative at x = %.7g", worst, worst_x);
     ck_assert_float_eq(tg_fexp(0.0f), 1.0f);
@@ -393,11 +399,11 @@ START_TEST(softmax_backward_kernels_match_reference)
                             if (log_out && p[j] != -INFINITY) {
                                 const double pj = exp(p[j]), ds = d[j] - pj * s;
                                 bound = pj * ((lanes_terms(n) + 7) * U * a + (EXP_ERR + U) * fabs(s)) + U * fabs(ds) +
-                                        EXP_FLOOR * fabs(s) + (add ? U * fabs(cj + ds) : 0);
+                                    EXP_FLOOR * fabs(s) + (add ? U * fabs(cj + ds) : 0);
                             } else if (!log_out && p[j] != 0) {
                                 const double ds = p[j] * (d[j] - s);
                                 bound = p[j] * ((lanes_terms(n) + 8) * U * a + U * fabs(d[j] - s)) + U * fabs(ds) +
-                                        (add ? U * fabs(cj + ds) : 0);
+                                    (add ? U * fabs(cj + ds) : 0);
                             }
                             note(&w, what, i, dx[i], dx64[i], bound + (bound ? 4 * FLT_TRUE_MIN : 0));
                         }
@@ -429,15 +435,15 @@ START_TEST(softmax_f32_matches_f64)
     }
     bool full[5 * N], col[5];
     for (int i = 0; i < 5 * N; i++) full[i] = (i % N) > (i / N) * 7; /* causal-like */
-    for (int i = 0; i < 5; i++) col[i] = i == 2;                      /* all of row 2 blocked */
+    for (int i = 0; i < 5; i++) col[i] = i == 2; /* all of row 2 blocked */
     for (int mk = 0; mk < 3; mk++)
         for (int lg = 0; lg < 2; lg++) {
             tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(3, 5, N), x32v);
             ck_assert_int_eq(tg_tensor_set_requires_grad(g, x32, true), 0);
             memset(x64->grad, 0, sizeof(double) * R * N); /* a leaf: its gradient accumulates */
             tg_tensor *mask = mk == 0 ? NULL
-                              : mk == 1 ? tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, N), full)
-                                        : tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, 1), col);
+                : mk == 1             ? tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, N), full)
+                                      : tg_tensor_from(g, TG_BOOL, TT_SHAPE(5, 1), col);
             int fl = TG_SOFTMAX_ZERO_BLOCKED_ROWS;
             if (lg && mk == 2) continue; /* log_softmax has no zero-row option */
             tg_tensor *y32 = lg ? tg_log_softmax(g, x32, mask) : tg_softmax_ex(g, x32, mask, fl);
@@ -448,9 +454,12 @@ START_TEST(softmax_f32_matches_f64)
             for (int i = 0; i < R * N; i++) {
                 double a = ((float *)y32->data)[i], b = ((double *)y64->data)[i];
                 if (isinf(b)) ck_assert_msg(a == b, "y[%d] %g, want %g", i, a, b);
-                else ck_assert_msg(fabs(a - b) <= 4e-7 * (1 + fabs(b)), "mask %d log %d: y[%d] %.9g, want %.9g", mk, lg, i, a, b);
+                else
+                    ck_assert_msg(fabs(a - b) <= 4e-7 * (1 + fabs(b)), "mask %d log %d: y[%d] %.9g, want %.9g", mk, lg,
+                                  i, a, b);
                 double ga = ((float *)x32->grad)[i], gb = ((double *)x64->grad)[i];
-                ck_assert_msg(fabs(ga - gb) <= 2e-6 * (1 + fabs(gb)), "mask %d log %d: dx[%d] %.9g, want %.9g", mk, lg, i, ga, gb);
+                ck_assert_msg(fabs(ga - gb) <= 2e-6 * (1 + fabs(gb)), "mask %d log %d: dx[%d] %.9g, want %.9g", mk, lg,
+                              i, ga, gb);
                 if (mk == 2 && (i / N) % 5 == 2) ck_assert(ga == 0 && a == 0);
             }
         }
@@ -542,7 +551,7 @@ START_TEST(layernorm_forward_kernel_matches_reference)
                         const int64_t i = (int64_t)r * C + j;
                         const double wj = wp ? fabs(c.w64[j]) : 1, xhat = (x[j] - m) * s;
                         const double bound = wj * (s * ln_dd(x[j], m, dmean) + fabs(xhat) * (eps_r + 3 * U)) +
-                                             U * fabs(y64[i]) + 4 * FLT_TRUE_MIN;
+                            U * fabs(y64[i]) + 4 * FLT_TRUE_MIN;
                         note(&w, what, i, y[i], y64[i], bound);
                     }
                 }
@@ -590,13 +599,13 @@ START_TEST(layernorm_backward_kernel_matches_reference)
                     for (int i = 0; i < LN_ROWS * C; i++) gx[i] = mode[0] == 2 ? randn(1) : NAN;
                     double *gx64 = widen(gx, LN_ROWS * C), *c0 = widen(gx, LN_ROWS * C);
                     double *gw = dvec(C), *gb = dvec(C), *gw64 = dvec(C), *gb64 = dvec(C);
-                    tg_layernorm_backward_f32(LN_ROWS, C, c.x, wp, c.dy, mean, rstd, mode[0] ? gx : NULL,
-                                              mode[0] == 1, mode[1] ? gw : NULL, mode[2] ? gb : NULL, acc_w, acc_b);
+                    tg_layernorm_backward_f32(LN_ROWS, C, c.x, wp, c.dy, mean, rstd, mode[0] ? gx : NULL, mode[0] == 1,
+                                              mode[1] ? gw : NULL, mode[2] ? gb : NULL, acc_w, acc_b);
                     tg_layernorm_backward_f64(LN_ROWS, C, c.x64, wp64, c.dy64, mean, rstd, mode[0] ? gx64 : NULL,
                                               mode[0] == 1, mode[1] ? gw64 : NULL, mode[2] ? gb64 : NULL);
                     char what[80];
-                    snprintf(what, sizeof what, "C %d offset %g w %d dx %d dw %d db %d", C, offsets[oi], has_w,
-                             mode[0], mode[1], mode[2]);
+                    snprintf(what, sizeof what, "C %d offset %g w %d dx %d dw %d db %d", C, offsets[oi], has_w, mode[0],
+                             mode[1], mode[2]);
                     double *bw = dvec(C), *bb = dvec(C); /* dw, db bounds, summed over rows */
                     for (int r = 0; r < LN_ROWS; r++) {
                         const double *x = c.x64 + r * C, *d = c.dy64 + r * C, m = mean[r], s = rstd[r];
@@ -617,10 +626,10 @@ START_TEST(layernorm_backward_kernel_matches_reference)
                             const double h = (x[j] - m) * s, g = has_w ? d[j] * c.w64[j] : d[j];
                             const double dh = s * ln_dd(x[j], m, 0) + 2 * U * fabs(h), dg = has_w ? U * fabs(g) : 0;
                             const double e = (g - a) - h * cc, dx = s * e;
-                            const double bound = s * (dg + da + dh * fabs(cc) + fabs(h) * dc +
-                                                      U * (fabs(g - a) + fabs(h * cc) + 2 * fabs(e))) +
-                                                 U * fabs(dx) + (mode[0] == 2 ? U * fabs(c0[i] + dx) : 0) +
-                                                 4 * FLT_TRUE_MIN;
+                            const double bound = s *
+                                    (dg + da + dh * fabs(cc) + fabs(h) * dc +
+                                     U * (fabs(g - a) + fabs(h * cc) + 2 * fabs(e))) +
+                                U * fabs(dx) + (mode[0] == 2 ? U * fabs(c0[i] + dx) : 0) + 4 * FLT_TRUE_MIN;
                             note(&w, what, i, gx[i], gx64[i], bound);
                         }
                     }
@@ -719,8 +728,7 @@ static ce_case ce_make(int v)
 {
     ce_case c = {.v = v, .x = fvec(CE_ROWS * v)};
     for (int r = 0; r < CE_ROWS; r++) c.t[r] = r % 7 == 3 ? -1 : (int32_t)tg_rng_below(&rng, (uint32_t)v);
-    for (int64_t i = 0; i < CE_ROWS * v; i++)
-        c.x[i] = i % 13 == 5 && i % v != c.t[i / v] ? -INFINITY : randn(2);
+    for (int64_t i = 0; i < CE_ROWS * v; i++) c.x[i] = i % 13 == 5 && i % v != c.t[i / v] ? -INFINITY : randn(2);
     c.x64 = widen(c.x, CE_ROWS * v);
     return c;
 }
@@ -826,8 +834,8 @@ START_TEST(cross_entropy_backward_kernel_matches_reference)
                     if (c.t[r] != -1 && x != -INFINITY) {
                         const double p = exp(x - lse64[r]), cj = add ? c0[i] : 0;
                         bound = fabs(scale) * p * (U * fabs(x - lse64[r]) + EXP_ERR + U) +
-                                U * fabs(dx64[i]) * (j == c.t[r] ? 2 : 1) + (add ? U * fabs(cj + scale * p) : 0) +
-                                4 * FLT_TRUE_MIN;
+                            U * fabs(dx64[i]) * (j == c.t[r] ? 2 : 1) + (add ? U * fabs(cj + scale * p) : 0) +
+                            4 * FLT_TRUE_MIN;
                     }
                     note(&w, what, i, dx[i], dx64[i], bound);
                 }
@@ -942,9 +950,9 @@ static void gelu_tanh_bits_anywhere(int n, const float *x, const float *dy, cons
  *     (the sum that carries y at x < -6, where it cancels to about 0). */
 START_TEST(gelu_tanh_kernels_match_reference)
 {
-    static const float edges[] = {0.0f,   -0.0f,  1e-30f, -1e-30f, 1e-40f, -1e-40f, 9.98f, -9.98f,
-                                  9.99f,  -9.99f, 10.0f,  -10.0f,  10.05f, -10.05f, 10.5f, -10.5f,
-                                  -4.0f,  -6.0f,  -8.0f,  3e4f,    -3e4f,  1e19f,   -1e19f};
+    static const float edges[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 1e-40f, -1e-40f, 9.98f, -9.98f,
+                                  9.99f, -9.99f, 10.0f,  -10.0f,  10.05f, -10.05f, 10.5f, -10.5f,
+                                  -4.0f, -6.0f,  -8.0f,  3e4f,    -3e4f,  1e19f,   -1e19f};
     enum { NE = sizeof edges / sizeof edges[0] };
     tally w = start(43);
     for (int li = 0; li <= NLENS + 1; li++)
@@ -964,7 +972,8 @@ START_TEST(gelu_tanh_kernels_match_reference)
                 const double de = EXP_ERR + 5 * U * r.A, q = fabs(v * r.D * r.P);
                 note(&w, "gelu_tanh y", i, y[i], y64[i],
                      fabs(v) * (r.P * de + ref) + 3 * U * fabs(r.Y) + 4 * FLT_TRUE_MIN);
-                const double dg = r.P * de + 3 * U * r.S + q * (de + 12 * U) + U * fabs(r.G) + ref * (1 + fabs(v * r.D));
+                const double dg =
+                    r.P * de + 3 * U * r.S + q * (de + 12 * U) + U * fabs(r.G) + ref * (1 + fabs(v * r.D));
                 note(&w, "gelu_tanh dx", i, dx[i], dx64[i],
                      fabs(dy64[i]) * dg + U * fabs(dy64[i] * r.G) + (add ? U * fabs(dx64[i]) : 0) + 4 * FLT_TRUE_MIN);
             }
@@ -1006,8 +1015,8 @@ static void gelu_f32(tg_graph *g, tg_gelu_mode mode, int n, const float *xv, con
 START_TEST(gelu_f32_dense_and_extreme)
 {
     enum { NG = 20001, NX = 14 };
-    static const float extra[NX] = {13.19f, -13.19f, 13.2f, -13.2f, 20.0f, -20.0f, 100.0f,
-                                    -100.0f, 1e4f, -1e4f, 1e30f, -1e30f, 1e-40f, -1e-40f};
+    static const float extra[NX] = {13.19f,  -13.19f, 13.2f, -13.2f, 20.0f,  -20.0f, 100.0f,
+                                    -100.0f, 1e4f,    -1e4f, 1e30f,  -1e30f, 1e-40f, -1e-40f};
     float *xv = malloc((NG + NX) * sizeof *xv);
     for (int i = 0; i < NG; i++) xv[i] = (float)((i - 10000) * 1e-3);
     for (int i = 0; i < NX; i++) xv[NG + i] = extra[i];
@@ -1048,8 +1057,8 @@ END_TEST
 START_TEST(gelu_tanh_f32_dense_and_extreme)
 {
     enum { NG = 20001, NX = 14 };
-    static const float extra[NX] = {9.98f, -9.98f, 10.0f, -10.0f, 20.0f, -20.0f, 100.0f,
-                                    -100.0f, 1e4f, -1e4f, 1e30f, -1e30f, 1e-40f, -1e-40f};
+    static const float extra[NX] = {9.98f,   -9.98f, 10.0f, -10.0f, 20.0f,  -20.0f, 100.0f,
+                                    -100.0f, 1e4f,   -1e4f, 1e30f,  -1e30f, 1e-40f, -1e-40f};
     float *xv = malloc((NG + NX) * sizeof *xv);
     for (int i = 0; i < NG; i++) xv[i] = (float)((i - 10000) * 1e-3);
     for (int i = 0; i < NX; i++) xv[NG + i] = extra[i];
@@ -1306,9 +1315,10 @@ START_TEST(softcap_kernel_matches_reference)
             const int n = li < NLENS ? LENS[li] : li == NLENS ? 1000 : 12;
             float *x = fvec(n), *y = fvec(n);
             for (int i = 0; i < n; i++) x[i] = randn(2 * s);
-            if (li == NLENS + 1) {   /* the edges */
-                const float e[12] = {0.0f, -0.0f, 0.3f * s, -0.3f * s, nextafterf(0.3f * s, 0), 1e-30f, -1e-30f,
-                                     1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+            if (li == NLENS + 1) { /* the edges */
+                const float e[12] = {0.0f,      -0.0f,   0.3f * s, -0.3f * s, nextafterf(0.3f * s, 0),
+                                     1e-30f,    -1e-30f, 1e30f,    -1e30f,    INFINITY,
+                                     -INFINITY, NAN};
                 memcpy(x, e, sizeof e);
             }
             double *x64 = widen(x, n), *y64 = dvec(n);
@@ -1319,10 +1329,12 @@ START_TEST(softcap_kernel_matches_reference)
                     ck_assert_msg(isnan(y[i]), "softcap of NaN is %g", y[i]);
                     continue;
                 }
-                if (x64[i] == 0) ck_assert_msg(y[i] == 0 && signbit(y[i]) == signbit(x[i]), "softcap(%g) = %g", x[i], y[i]);
+                if (x64[i] == 0)
+                    ck_assert_msg(y[i] == 0 && signbit(y[i]) == signbit(x[i]), "softcap(%g) = %g", x[i], y[i]);
                 const double u = fabs(x64[i] / s), t = tanh(u), e = exp(-2 * u);
-                const double bound = s * ((1 - t * t) * 2 * U * u + 2 * e / ((1 + e) * (1 + e)) * (EXP_ERR + 2 * U * u) +
-                                          4 * U * t) + U * fabs(y64[i]) + 4 * FLT_TRUE_MIN;
+                const double bound =
+                    s * ((1 - t * t) * 2 * U * u + 2 * e / ((1 + e) * (1 + e)) * (EXP_ERR + 2 * U * u) + 4 * U * t) +
+                    U * fabs(y64[i]) + 4 * FLT_TRUE_MIN;
                 note(&w, "softcap y", i, y[i], y64[i], bound);
             }
             free(x), free(y), free(x64), free(y64);
@@ -1346,7 +1358,7 @@ START_TEST(softcap_op_runs_the_kernel)
     double *x64 = widen(xv, N), *y64 = dvec(N);
     tg_softcap_forward_f64(N, 7.5, x64, y64);
     assert_not_reference("softcap y", y, y64, N);
-    for (int i = 0; i < N; i++) {   /* dx = dy (1 - (y / s)^2), from the kernel's y */
+    for (int i = 0; i < N; i++) { /* dx = dy (1 - (y / s)^2), from the kernel's y */
         const double t = y64[i] / 7.5, want = dyv[i] * (1 - t * t);
         ck_assert_msg(fabs(((float *)x->grad)[i] - want) <= 1e-6 * (fabs(dyv[i]) + 1e-30), "dx[%d] %.9g want %.9g", i,
                       ((float *)x->grad)[i], want);
@@ -1372,7 +1384,7 @@ int main(void)
     tt_tcase(s, "ops", 0,
              TT_TESTS(softmax_ops_run_the_kernels, layernorm_op_runs_the_kernels, cross_entropy_op_runs_the_kernels,
                       gelu_op_runs_the_kernels, gelu_tanh_op_runs_the_kernels, softmax_f32_matches_f64,
-                      layernorm_f32_backward_matches_f64, gelu_f32_dense_and_extreme,
-                      gelu_tanh_f32_dense_and_extreme, TT_LOOP(gelu_f32_nonfinite, 2), softcap_op_runs_the_kernel));
+                      layernorm_f32_backward_matches_f64, gelu_f32_dense_and_extreme, gelu_tanh_f32_dense_and_extreme,
+                      TT_LOOP(gelu_f32_nonfinite, 2), softcap_op_runs_the_kernel));
     return tt_run(s);
 }

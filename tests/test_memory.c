@@ -17,15 +17,29 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 static volatile uint64_t n_malloc;
-void *malloc(size_t n) { n_malloc++; return __libc_malloc(n); }
-void *calloc(size_t c, size_t n) { n_malloc++; return __libc_calloc(c, n); }
-void *realloc(void *p, size_t n) { n_malloc++; return __libc_realloc(p, n); }
+void *malloc(size_t n)
+{
+    n_malloc++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t c, size_t n)
+{
+    n_malloc++;
+    return __libc_calloc(c, n);
+}
+void *realloc(void *p, size_t n)
+{
+    n_malloc++;
+    return __libc_realloc(p, n);
+}
 void free(void *p) { __libc_free(p); }
 #endif
 
 /* The allocations made so far: the library's and (0 in sanitizer
  * builds) the process's. */
-typedef struct allocs { uint64_t lib, proc; } allocs;
+typedef struct allocs {
+    uint64_t lib, proc;
+} allocs;
 static allocs allocs_now(void)
 {
     allocs a = {tg_alloc_calls(), 0};
@@ -62,18 +76,18 @@ typedef struct model {
  * projections) -> linear head -> cross-entropy */
 static tg_tensor *forward(tg_graph *g, model *m, const int32_t *ids, const int32_t *tgt)
 {
-    tg_tensor *idt = tg_tensor_from(g, TG_I32, TT_SHAPE(B, T), ids);      /* (B,T) */
-    tg_tensor *tt = tg_tensor_from(g, TG_I32, TT_SHAPE(B, T), tgt);       /* (B,T) */
+    tg_tensor *idt = tg_tensor_from(g, TG_I32, TT_SHAPE(B, T), ids); /* (B,T) */
+    tg_tensor *tt = tg_tensor_from(g, TG_I32, TT_SHAPE(B, T), tgt); /* (B,T) */
     uint8_t causal[T * T];
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++) causal[i * T + j] = j > i;
     tg_tensor *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(T, T), causal); /* (T,T) */
-    tg_tensor *x = tg_embedding(g, m->emb, idt);                          /* (B,T,C) */
+    tg_tensor *x = tg_embedding(g, m->emb, idt); /* (B,T,C) */
     tg_tensor *h = tg_gelu(g, tg_layernorm(g, x, m->lw, m->lb, TG_LAYERNORM_EPS), TG_GELU_ERF);
     tg_tensor *s = tg_scale(g, tg_matmul(g, h, tg_transpose(g, h, 1, 2)), 1 / sqrt((double)C)); /* (B,T,T) */
-    tg_tensor *a = tg_matmul(g, tg_softmax(g, s, mask), h);               /* (B,T,C) */
-    tg_tensor *logits = tg_add(g, tg_matmul(g, tg_add(g, a, x), m->w), m->b);  /* (B,T,V) */
-    return tg_cross_entropy(g, logits, tt);                               /* () */
+    tg_tensor *a = tg_matmul(g, tg_softmax(g, s, mask), h); /* (B,T,C) */
+    tg_tensor *logits = tg_add(g, tg_matmul(g, tg_add(g, a, x), m->w), m->b); /* (B,T,V) */
+    return tg_cross_entropy(g, logits, tt); /* () */
 }
 
 START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
@@ -91,7 +105,10 @@ START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
     tg_rng_fill_uniform(&r, m.lw, 1, 1);
 
     int32_t ids[B * T], tgt[B * T];
-    for (int i = 0; i < B * T; i++) { ids[i] = (int32_t)((i * 5) % V); tgt[i] = (int32_t)((i * 5 + 1) % V); }
+    for (int i = 0; i < B * T; i++) {
+        ids[i] = (int32_t)((i * 5) % V);
+        tgt[i] = (int32_t)((i * 5 + 1) % V);
+    }
     tg_graph *g = tg_graph_new();
     float *pd = tg_params_data(m.p), *pg = tg_params_grad(m.p);
     int64_t np = tg_params_numel(m.p);
@@ -101,7 +118,7 @@ START_TEST(steady_state_step_makes_no_malloc_and_memory_is_flat)
     long rss0 = 0;
     int steps = 0;
     for (int step = 0; step < 1000; step++) {
-        if (step == 2) {   /* after warm-up: the first reset merged the arena */
+        if (step == 2) { /* after warm-up: the first reset merged the arena */
             a0 = allocs_now();
             rss0 = resident_pages();
         }

@@ -12,13 +12,13 @@
  * - Registration refuses what would break the table, with its reason. */
 #include "tg_test.h"
 
-#include "nn/nn_internal.h"   /* the built-in families' own functions, which tg_model's table drives */
+#include "nn/nn_internal.h" /* the built-in families' own functions, which tg_model's table drives */
 
 /* ---- a family of one's own: logits = W[idx] ---------------------------------- */
 
 typedef struct bigram {
     tg_params *p;
-    tg_tensor *w;   /* (V, V) */
+    tg_tensor *w; /* (V, V) */
 } bigram;
 
 static void *bigram_create(const tg_model_config *c, tg_dtype dt, uint64_t seed, tg_error *err)
@@ -43,7 +43,10 @@ static void bigram_destroy(void *impl)
     free(m);
 }
 static tg_params *bigram_params(void *impl) { return ((bigram *)impl)->p; }
-static int64_t bigram_num_params(const tg_model_config *c) { return c->vocab_size > 0 ? (int64_t)c->vocab_size * c->vocab_size : -1; }
+static int64_t bigram_num_params(const tg_model_config *c)
+{
+    return c->vocab_size > 0 ? (int64_t)c->vocab_size * c->vocab_size : -1;
+}
 static tg_tensor *bigram_forward(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor **w)
 {
     (void)w;
@@ -67,9 +70,10 @@ static int bigram_read(const tg_st_file *f, tg_model_config *c, tg_error *err)
     return 0;
 }
 
-static const tg_model_family BIGRAM = {"bigram", "table.weight", NULL, NULL, bigram_create, bigram_destroy,
-                                       bigram_params, bigram_num_params, bigram_forward, bigram_loss, NULL, NULL,
-                                       NULL, NULL, bigram_write, bigram_read, NULL};
+static const tg_model_family BIGRAM = {
+    "bigram",          "table.weight", NULL,        NULL, bigram_create, bigram_destroy, bigram_params,
+    bigram_num_params, bigram_forward, bigram_loss, NULL, NULL,          NULL,           NULL,
+    bigram_write,      bigram_read,    NULL};
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -103,11 +107,20 @@ static double loss_and_grads(tg_model *m, void **grads)
     return l;
 }
 
-static const tg_model_config GPT_CFG = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8,
-                                        .vocab_size = 11, .bias = true};
-static const tg_model_config LLAMA_CFG = {.arch = "llama", .n_layer = 2, .n_head = 4, .n_embd = 16, .block_size = 8,
-                                          .vocab_size = 13, .n_kv_head = 2, .hidden_dim = 24, .rope_theta = 10000,
-                                          .norm_eps = 1e-5, .tied = false, .rope_halves = true};
+static const tg_model_config GPT_CFG = {
+    .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true};
+static const tg_model_config LLAMA_CFG = {.arch = "llama",
+                                          .n_layer = 2,
+                                          .n_head = 4,
+                                          .n_embd = 16,
+                                          .block_size = 8,
+                                          .vocab_size = 13,
+                                          .n_kv_head = 2,
+                                          .hidden_dim = 24,
+                                          .rope_theta = 10000,
+                                          .norm_eps = 1e-5,
+                                          .tied = false,
+                                          .rope_halves = true};
 
 /* ---- tests --------------------------------------------------------------------- */
 
@@ -128,15 +141,24 @@ START_TEST(builtin_families_equal_their_own_functions)
         tg_params *p;
         void *impl;
         if (k) {
-            const tg_llama_config lc = {.n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 16, .hidden_dim = 24,
-                                        .block_size = 8, .vocab_size = 13, .rope_theta = 10000,
-                                        .rope_flags = TG_ROPE_HALVES, .norm_eps = 1e-5, .tied = false};
+            const tg_llama_config lc = {.n_layer = 2,
+                                        .n_head = 4,
+                                        .n_kv_head = 2,
+                                        .n_embd = 16,
+                                        .hidden_dim = 24,
+                                        .block_size = 8,
+                                        .vocab_size = 13,
+                                        .rope_theta = 10000,
+                                        .rope_flags = TG_ROPE_HALVES,
+                                        .norm_eps = 1e-5,
+                                        .tied = false};
             tg_llama *l = tg_llama_new(&lc, TG_F64, 42, &err);
             ck_assert_ptr_nonnull(l);
             impl = l;
             p = l->params;
         } else {
-            const tg_gpt_config gc = {.n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true};
+            const tg_gpt_config gc = {
+                .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true};
             tg_gpt *gp = tg_gpt_new(&gc, TG_F64, 42, &err);
             ck_assert_ptr_nonnull(gp);
             impl = gp;
@@ -172,7 +194,7 @@ START_TEST(builtin_families_equal_their_own_functions)
         tg_graph_free(g);
         tg_model_release(&m);
         ck_assert_ptr_null(m.family);
-        tg_model_release(&m);   /* a zeroed model, again */
+        tg_model_release(&m); /* a zeroed model, again */
     }
 }
 END_TEST
@@ -191,7 +213,7 @@ START_TEST(configs_go_through_a_file_and_back)
         ck_assert_ptr_nonnull(f);
         ck_assert_str_eq(tg_st_meta(f, "arch"), c.arch);
         ck_assert_msg(tg_model_config_read(f, &back, &err) == 0, "%s", err.msg);
-        if (!k) back.tied = c.tied = true;   /* a GPT's head is always tied */
+        if (!k) back.tied = c.tied = true; /* a GPT's head is always tied */
         ck_assert_str_eq(back.arch, c.arch);
         back.arch = c.arch;
         ck_assert_mem_eq(&back, &c, sizeof c);
@@ -265,10 +287,15 @@ START_TEST(a_family_of_ones_own)
     tg_model_release(&m);
 
     /* refusals */
-    static const struct { const char *arch; const char *want; } bad_names[] = {
-        {"", "1-31 bytes of [a-z0-9_]"}, {"GPT", "1-31 bytes"}, {"a-b", "1-31 bytes"},
-        {"abcdefghijklmnopqrstuvwxyz012345", "1-31 bytes"}, {"gpt", "there is a family 'gpt' already"},
-        {"bigram", "there is a family 'bigram' already"}};
+    static const struct {
+        const char *arch;
+        const char *want;
+    } bad_names[] = {{"", "1-31 bytes of [a-z0-9_]"},
+                     {"GPT", "1-31 bytes"},
+                     {"a-b", "1-31 bytes"},
+                     {"abcdefghijklmnopqrstuvwxyz012345", "1-31 bytes"},
+                     {"gpt", "there is a family 'gpt' already"},
+                     {"bigram", "there is a family 'bigram' already"}};
     for (int k = 0; k < 6; k++) {
         tg_model_family fam = BIGRAM;
         fam.arch = bad_names[k].arch;
@@ -318,10 +345,43 @@ END_TEST
 /* The readers' whole-text rules: what a writer of numbers puts, nothing else. */
 START_TEST(metadata_numbers_are_whole_text)
 {
-    static const char *const kv[] = {"i", "42", "neg", "-7", "hex", "0x1", "sp", " 3", "plus", "+3", "big",
-                                     "9223372036854775807", "d", "2.5e-3", "dint", "3", "dexp", "1E+2", "dinf", "inf",
-                                     "dnan", "nan", "dsub", "4.9e-324", "dhex", "0x1p3", "ddot", ".", "b", "True",
-                                     "b0", "0", "bx", "yes", "bom", "\xef\xbb\xbf" "1"};
+    static const char *const kv[] = {"i",
+                                     "42",
+                                     "neg",
+                                     "-7",
+                                     "hex",
+                                     "0x1",
+                                     "sp",
+                                     " 3",
+                                     "plus",
+                                     "+3",
+                                     "big",
+                                     "9223372036854775807",
+                                     "d",
+                                     "2.5e-3",
+                                     "dint",
+                                     "3",
+                                     "dexp",
+                                     "1E+2",
+                                     "dinf",
+                                     "inf",
+                                     "dnan",
+                                     "nan",
+                                     "dsub",
+                                     "4.9e-324",
+                                     "dhex",
+                                     "0x1p3",
+                                     "ddot",
+                                     ".",
+                                     "b",
+                                     "True",
+                                     "b0",
+                                     "0",
+                                     "bx",
+                                     "yes",
+                                     "bom",
+                                     "\xef\xbb\xbf"
+                                     "1"};
     tg_error err = {0};
     tg_st_writer *w = tg_st_writer_new();
     for (size_t i = 0; i < sizeof kv / sizeof *kv; i += 2)
@@ -344,7 +404,7 @@ START_TEST(metadata_numbers_are_whole_text)
         ck_assert_int_eq(tg_st_meta_int(f, bad_int[k], INT64_MIN, INT64_MAX, &i, &err), -1);
         ck_assert_msg(strstr(err.msg, "is not an integer"), "%s: %s", bad_int[k], err.msg);
     }
-    ck_assert_ptr_nonnull(strstr(err.msg, "'\\xef\\xbb\\xbf1'"));   /* shown escaped */
+    ck_assert_ptr_nonnull(strstr(err.msg, "'\\xef\\xbb\\xbf1'")); /* shown escaped */
     ck_assert_int_eq(tg_st_meta_int(f, "none", 0, 1, &i, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint metadata has no 'none'");
 
@@ -354,7 +414,7 @@ START_TEST(metadata_numbers_are_whole_text)
     ck_assert(d == 3);
     ck_assert_int_eq(tg_st_meta_double(f, "dexp", 0, 1000, &d, &err), 0);
     ck_assert(d == 100);
-    ck_assert_int_eq(tg_st_meta_double(f, "dsub", 1e-300, 1, &d, &err), -1);   /* a number, out of range */
+    ck_assert_int_eq(tg_st_meta_double(f, "dsub", 1e-300, 1, &d, &err), -1); /* a number, out of range */
     ck_assert_ptr_nonnull(strstr(err.msg, "is not a number in [1e-300, 1]"));
     static const char *const bad_dbl[] = {"dinf", "dnan", "dhex", "ddot", "sp", "plus"};
     for (int k = 0; k < 6; k++) {

@@ -13,7 +13,10 @@
 
 /* The store: two block matrices (3x5 wide, 5x3 tall: the transposed
  * path), a bias, and an embedding Muon leaves to AdamW. */
-static const struct { const char *name; int r, c; } shapes[] = {
+static const struct {
+    const char *name;
+    int r, c;
+} shapes[] = {
     {"emb.weight", 4, 3},
     {"blocks.0.w", 3, 5},
     {"blocks.0.b", 5, 0},
@@ -123,16 +126,26 @@ static void reference(int steps, double mom, double wd, double *p)
 START_TEST(takes_the_block_matrices)
 {
     tg_params *p = make_store(TG_F64);
-    ck_assert(!tg_muon_takes(tg_params_at(p, 0)));   /* no numbered block */
+    ck_assert(!tg_muon_takes(tg_params_at(p, 0))); /* no numbered block */
     ck_assert(tg_muon_takes(tg_params_at(p, 1)));
-    ck_assert(!tg_muon_takes(tg_params_at(p, 2)));   /* 1-D */
+    ck_assert(!tg_muon_takes(tg_params_at(p, 2))); /* 1-D */
     ck_assert(tg_muon_takes(tg_params_at(p, 3)));
     ck_assert(!tg_muon_takes(NULL));
     tg_params *q = tg_params_new(TG_F32, NULL);
-    static const struct { const char *name; bool want; } names[] = {
-        {"transformer.h.0.attn.c_attn.weight", true}, {"layers.11.feed_forward.w1.weight", true},
-        {"transformer.wte.weight", false}, {"transformer.wpe.weight", false}, {"output.weight", false},
-        {"tok_embeddings.weight", false}, {"h0.w", false}, {"a.1x.w", false}, {"a.b.7", true}, {"7.w", false},
+    static const struct {
+        const char *name;
+        bool want;
+    } names[] = {
+        {"transformer.h.0.attn.c_attn.weight", true},
+        {"layers.11.feed_forward.w1.weight", true},
+        {"transformer.wte.weight", false},
+        {"transformer.wpe.weight", false},
+        {"output.weight", false},
+        {"tok_embeddings.weight", false},
+        {"h0.w", false},
+        {"a.1x.w", false},
+        {"a.b.7", true},
+        {"7.w", false},
     };
     for (int k = 0; k < 10; k++) {
         tg_tensor *t = tg_params_add(q, names[k].name, TT_SHAPE(2, 2), NULL);
@@ -165,8 +178,8 @@ START_TEST(muon_matches_the_definition)
         /* f64: rounding only; f32: the iteration in single precision */
         double tol = dt ? 2e-6 : 1e-14;
         for (int i = 0; i < NE; i++) {
-            ck_assert_msg(fabs(get(p, i) - want[i]) <= tol, "%s element %d: %.17g, want %.17g", dt ? "f32" : "f64",
-                          i, get(p, i), want[i]);
+            ck_assert_msg(fabs(get(p, i) - want[i]) <= tol, "%s element %d: %.17g, want %.17g", dt ? "f32" : "f64", i,
+                          get(p, i), want[i]);
             bool muon = (i >= 12 && i < 27) || i >= 32;
             if (!muon) ck_assert_msg(get(p, i) == (dt ? (double)(float)p0(i) : p0(i)), "element %d moved", i);
             else ck_assert_msg(fabs(get(p, i) - p0(i)) > 1e-4, "element %d did not move", i);
@@ -188,7 +201,7 @@ START_TEST(one_row_and_one_column_by_hand)
             tg_tensor *w =
                 col ? tg_params_add(p, "h.0.w", TT_SHAPE(3, 1), NULL) : tg_params_add(p, "h.0.w", TT_SHAPE(1, 3), NULL);
             ck_assert_ptr_nonnull(w);
-            const double g[3] = {3, 0, -4}, mom = 0.5, lr = 0.1;   /* |g| = 5 */
+            const double g[3] = {3, 0, -4}, mom = 0.5, lr = 0.1; /* |g| = 5 */
             for (int i = 0; i < 3; i++) {
                 if (dt) ((float *)w->grad)[i] = (float)g[i], ((float *)w->data)[i] = 1;
                 else ((double *)w->grad)[i] = g[i], ((double *)w->data)[i] = 1;
@@ -350,7 +363,7 @@ START_TEST(muon_and_adamw_share_a_store)
     tg_adamw_step(ad, 1e-3, NULL);
     ck_assert(get(p, 12) != before);
     tg_error se = {0};
-    ck_assert_int_eq(tg_adamw_set_update(ad, tg_params_at(pa, 1), false, &se), -1);   /* another store's tensor */
+    ck_assert_int_eq(tg_adamw_set_update(ad, tg_params_at(pa, 1), false, &se), -1); /* another store's tensor */
     ck_assert_msg(strstr(se.msg, "adamw_set_update: tensor 'blocks.0.w' is not a parameter") != NULL, "%s", se.msg);
     ck_assert(!tg_adamw_updates(ad, NULL));
     tg_muon_free(mu);
@@ -388,7 +401,7 @@ START_TEST(parts_together_equal_the_whole)
         /* part 0 has blocks.0.w (elements 12..26), part 1 blocks.1.w (32..46) */
         ck_assert_mem_eq((char *)tg_params_data(b) + 12 * es, (char *)tg_params_data(a) + 12 * es, 15 * es);
         ck_assert_mem_eq((char *)tg_params_data(c) + 32 * es, (char *)tg_params_data(a) + 32 * es, 15 * es);
-        ck_assert(get(b, 32) == (dt ? (double)(float)p0(32) : p0(32)));   /* the other part's matrix */
+        ck_assert(get(b, 32) == (dt ? (double)(float)p0(32) : p0(32))); /* the other part's matrix */
         ck_assert(get(c, 12) == (dt ? (double)(float)p0(12) : p0(12)));
         tg_error se = {0};
         ck_assert_int_eq(tg_muon_step_part(ob, 0.1, 2, 2, &se), -1);
@@ -405,7 +418,10 @@ END_TEST
 
 START_TEST(refuses_bad_settings_and_a_grown_store)
 {
-    static const struct { tg_muon_config c; const char *want; } bad[] = {
+    static const struct {
+        tg_muon_config c;
+        const char *want;
+    } bad[] = {
         {{0.95, 0}, "muon_new: params is NULL"},
         {{1.0, 0}, "muon_new: momentum must be in [0, 1), got 1"},
         {{-0.1, 0}, "muon_new: momentum must be in [0, 1), got -0.1"},
@@ -422,10 +438,11 @@ START_TEST(refuses_bad_settings_and_a_grown_store)
     tg_error err = {0};
     bool take[NT] = {false, true, true, false};
     ck_assert_ptr_null(tg_muon_new_select(p, NULL, take, &err));
-    ck_assert_str_eq(err.msg, "muon_new: tensor 'blocks.0.b' has 1 dimensions; Muon takes 2-D matrices only (leave it "
-                          "to AdamW)");
+    ck_assert_str_eq(err.msg,
+                     "muon_new: tensor 'blocks.0.b' has 1 dimensions; Muon takes 2-D matrices only (leave it "
+                     "to AdamW)");
     take[2] = false;
-    take[0] = true;   /* the caller's choice: the embedding too */
+    take[0] = true; /* the caller's choice: the embedding too */
     tg_muon *s = tg_muon_new_select(p, NULL, take, &err);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(tg_muon_numel(s), 27);
@@ -444,8 +461,9 @@ START_TEST(refuses_bad_settings_and_a_grown_store)
     float before[NE + 4];
     memcpy(before, tg_params_data(p), sizeof before);
     ck_assert_int_eq(tg_muon_step(o, 0.02, &se), -1);
-    ck_assert_str_eq(se.msg, "muon_step: the store has grown from 47 to 51 elements since the optimizer "
-                                       "was made; nothing done");
+    ck_assert_str_eq(se.msg,
+                     "muon_step: the store has grown from 47 to 51 elements since the optimizer "
+                     "was made; nothing done");
     ck_assert_mem_eq(tg_params_data(p), before, sizeof before);
     ck_assert_int_eq(tg_muon_steps(o), 0);
     ck_assert_int_eq(tg_muon_set_steps(o, -1, &se), -1);
@@ -535,7 +553,8 @@ START_TEST(plain_products_are_products)
                             ck_assert_msg(beta ? C[c] == (float)(0.01 * c) : isnan(C[c]), "C[%d] written", c);
                             continue;
                         }
-                        const double want = 0.5 * naive_at(ta, tb, K, A, LD, B, LD, i, j) + (beta ? (float)(0.01 * c) : 0);
+                        const double want =
+                            0.5 * naive_at(ta, tb, K, A, LD, B, LD, i, j) + (beta ? (float)(0.01 * c) : 0);
                         ck_assert_msg(fabs(C[c] - want) <= 1e-14, "f64 ta %d tb %d beta %d (%d,%d): %.17g, want %.17g",
                                       ta, tb, beta, i, j, C[c], want);
                         ck_assert_msg(Cf[c] == (float)want, "f32 ta %d tb %d beta %d (%d,%d): %.9g, want %.9g", ta, tb,
@@ -565,8 +584,8 @@ START_TEST(muon_on_the_plain_products_matches_the_definition)
         }
         double tol = dt ? 2e-6 : 1e-14;
         for (int i = 0; i < NE; i++)
-            ck_assert_msg(fabs(get(p, i) - want[i]) <= tol, "%s element %d: %.17g, want %.17g", dt ? "f32" : "f64",
-                          i, get(p, i), want[i]);
+            ck_assert_msg(fabs(get(p, i) - want[i]) <= tol, "%s element %d: %.17g, want %.17g", dt ? "f32" : "f64", i,
+                          get(p, i), want[i]);
         tg_muon_free(o);
         tg_params_free(p);
     }

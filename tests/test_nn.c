@@ -31,10 +31,10 @@ static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v)
  * (B,T,H,dh) then transpose means). blocked is (B,H,Tq,Tk), 1 = blocked. */
 typedef struct ref_mha {
     int B, Tq, Tk, C, H;
-    const double *x, *kv;                  /* (B,Tq,C), (B,Tk,C) */
-    const double *wq, *wk, *wv, *wo;       /* (C,C) each, nn.Linear layout */
-    const double *bq, *bk, *bv, *bo;       /* (C) each or NULL */
-    const uint8_t *blocked;                /* (B,H,Tq,Tk) or NULL */
+    const double *x, *kv; /* (B,Tq,C), (B,Tk,C) */
+    const double *wq, *wk, *wv, *wo; /* (C,C) each, nn.Linear layout */
+    const double *bq, *bk, *bv, *bo; /* (C) each or NULL */
+    const uint8_t *blocked; /* (B,H,Tq,Tk) or NULL */
 } ref_mha;
 
 static void ref_proj(int rows, int C, const double *x, const double *w, const double *b, double *y)
@@ -156,9 +156,9 @@ START_TEST(linear_default_init_is_pytorchs)
             sq += got * got;
         }
         const double n = (double)(in * out + out);
-        ck_assert_double_lt(fabs(sum / n), 4 * k / sqrt(3 * n));        /* mean 0 */
-        ck_assert_double_lt(fabs(sq / n - k * k / 3), 0.15 * k * k / 3);   /* variance k^2/3 */
-        ck_assert(r.state == hand.state);   /* and the stream has moved by exactly those draws */
+        ck_assert_double_lt(fabs(sum / n), 4 * k / sqrt(3 * n)); /* mean 0 */
+        ck_assert_double_lt(fabs(sq / n - k * k / 3), 0.15 * k * k / 3); /* variance k^2/3 */
+        ck_assert(r.state == hand.state); /* and the stream has moved by exactly those draws */
         tg_params_free(p);
     }
 }
@@ -171,7 +171,7 @@ START_TEST(modules_init_and_forward)
     tg_linear_mod l;
     tg_layernorm_mod ln;
     tg_mlp_mod mlp;
-    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, &err), 0);   /* zeros */
+    ck_assert_int_eq(tg_linear_init(&l, p, "fc", 3, 2, true, &err), 0); /* zeros */
     ck_assert_int_eq(tg_layernorm_init(&ln, p, "ln", 3, true, &err), 0);
     ck_assert_int_eq(tg_mlp_init(&mlp, p, "mlp", 3, 12, NULL, &err), 0);
     const char *names[] = {"fc.weight", "fc.bias", "ln.weight", "ln.bias", "mlp.c_fc.weight", "mlp.c_proj.weight"};
@@ -183,7 +183,7 @@ START_TEST(modules_init_and_forward)
         ck_assert_int_eq(t->ndim, shapes[i][1] ? 2 : 1);
         ck_assert_int_eq(t->shape[0], shapes[i][0]);
         if (shapes[i][1]) ck_assert_int_eq(t->shape[1], shapes[i][1]);
-        for (int64_t k = 0; k < t->numel; k++)   /* linear zero-filled, LayerNorm weight 1 */
+        for (int64_t k = 0; k < t->numel; k++) /* linear zero-filled, LayerNorm weight 1 */
             ck_assert_double_eq(tg_tensor_get(t, k), strcmp(names[i], "ln.weight") == 0 ? 1.0 : 0.0);
     }
     ck_assert_double_eq(ln.eps, 1e-5);
@@ -201,7 +201,7 @@ START_TEST(modules_init_and_forward)
 
     /* MLP by hand: x = [1,-2,0.5], c_fc w[j][i] = (j == i), so h = gelu(x) on
      * the first 3 of 12 (0 elsewhere, gelu(0) = 0); c_proj w[o][j] = (j == o) + 1. */
-    fill_params(p, 1, 0.0);   /* zeros (LayerNorm weight 1) */
+    fill_params(p, 1, 0.0); /* zeros (LayerNorm weight 1) */
     double *wfc = dptr(mlp.up.weight), *wpr = dptr(mlp.down.weight);
     for (int i = 0; i < 3; i++) wfc[i * 3 + i] = 1;
     for (int o = 0; o < 3; o++)
@@ -220,9 +220,10 @@ START_TEST(modules_init_and_forward)
     ck_assert_ptr_nonnull(y);
     sum = 0;
     for (int i = 0; i < 3; i++)
-        ge[i] = 0.5 * xv[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (xv[i] + 0.044715 * xv[i] * xv[i] * xv[i]))), sum += ge[i];
+        ge[i] = 0.5 * xv[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (xv[i] + 0.044715 * xv[i] * xv[i] * xv[i]))),
+        sum += ge[i];
     for (int o = 0; o < 3; o++) ck_assert_double_eq_tol(tg_tensor_get(y, o), sum + ge[o], 1e-14);
-    ck_assert(fabs(ge[0] - 0.5 * (1 + erf(1 / sqrt(2)))) > 1e-4);   /* the two forms differ here (1.5e-4) */
+    ck_assert(fabs(ge[0] - 0.5 * (1 + erf(1 / sqrt(2)))) > 1e-4); /* the two forms differ here (1.5e-4) */
     mlp.kind = TG_MLP_GELU;
     /* LayerNorm with weight 1, bias 0: mean 0 */
     tg_tensor *z = tg_layernorm_forward(g, &ln, x);
@@ -250,10 +251,10 @@ static const mha_case MHA_CASES[] = {
     {2, 5, 5, 6, 2, true, true, false, true, false, false},
     {2, 5, 5, 6, 3, false, false, false, true, true, true},
     {2, 4, 4, 6, 2, true, true, false, true, true, true},
-    {1, 3, 3, 5, 1, true, true, false, false, false, false},   /* one head, odd C */
-    {3, 3, 3, 3, 3, false, true, false, true, false, false},   /* dh = 1 */
-    {2, 3, 5, 6, 2, true, true, true, false, true, false},     /* cross, Tk > Tq */
-    {2, 4, 2, 6, 3, true, false, true, false, false, true},    /* cross, Tk < Tq */
+    {1, 3, 3, 5, 1, true, true, false, false, false, false}, /* one head, odd C */
+    {3, 3, 3, 3, 3, false, true, false, true, false, false}, /* dh = 1 */
+    {2, 3, 5, 6, 2, true, true, true, false, true, false}, /* cross, Tk > Tq */
+    {2, 4, 2, 6, 3, true, false, true, false, false, true}, /* cross, Tk < Tq */
     {2, 3, 4, 4, 2, false, true, true, false, true, true},
 };
 
@@ -303,12 +304,20 @@ START_TEST(mha_matches_reference)
         tg_tensor *y = tg_mha_forward(g, &m, in.x, in.kv, &args);
         ck_assert_msg(y != NULL, "case %zu: %s", k, tg_graph_error(g));
         ck_assert_int_eq(y->ndim, 3);
-        ck_assert_int_eq(y->shape[0], c->B); ck_assert_int_eq(y->shape[1], c->Tq); ck_assert_int_eq(y->shape[2], c->C);
+        ck_assert_int_eq(y->shape[0], c->B);
+        ck_assert_int_eq(y->shape[1], c->Tq);
+        ck_assert_int_eq(y->shape[2], c->C);
         ck_assert_ptr_nonnull(A);
         ck_assert_int_eq(A->ndim, 4);
-        ck_assert_int_eq(A->shape[1], c->H); ck_assert_int_eq(A->shape[2], c->Tq); ck_assert_int_eq(A->shape[3], c->Tk);
+        ck_assert_int_eq(A->shape[1], c->H);
+        ck_assert_int_eq(A->shape[2], c->Tq);
+        ck_assert_int_eq(A->shape[3], c->Tk);
 
-        ref_mha r = {.B = c->B, .Tq = c->Tq, .Tk = c->Tk, .x = dptr(in.x), .kv = dptr(in.kv ? in.kv : in.x),
+        ref_mha r = {.B = c->B,
+                     .Tq = c->Tq,
+                     .Tk = c->Tk,
+                     .x = dptr(in.x),
+                     .kv = dptr(in.kv ? in.kv : in.x),
                      .blocked = in.blocked};
         ref_from_mha(&r, &m);
         double *yr = malloc(sizeof(double) * y->numel), *Ar = malloc(sizeof(double) * A->numel);
@@ -332,7 +341,7 @@ typedef struct mha_gc {
     tg_attn_args args;
     bool cross;
     tg_kv_cache *cache;
-    int cache_len;   /* reset before every call: the prefix stays a constant */
+    int cache_len; /* reset before every call: the prefix stays a constant */
 } mha_gc;
 
 /* inputs: x, [kv], then the module's parameters */
@@ -406,7 +415,7 @@ START_TEST(attention_rows_and_future)
     const int B = 2, T = 6, C = 6, H = 3;
     tg_mha_mod m;
     tg_params *p = mha_store(&m, C, H, true, true, 1);
-    fill_params(p, 2, 2.0);   /* large weights: sharp rows, a real test of "exactly zero" */
+    fill_params(p, 2, 2.0); /* large weights: sharp rows, a real test of "exactly zero" */
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, T, C), 3);
     tg_tensor *A = NULL;
@@ -443,7 +452,8 @@ START_TEST(attention_permutation_equivariant)
             for (int t = 0; t < T; t++)
                 memcpy(dptr(xp) + (b * T + t) * C, dptr(x) + (b * T + perm[t]) * C, C * sizeof(double));
         tg_tensor *y = tg_mha_forward(g, &m, x, NULL, NULL), *yp = tg_mha_forward(g, &m, xp, NULL, NULL);
-        ck_assert_ptr_nonnull(y); ck_assert_ptr_nonnull(yp);
+        ck_assert_ptr_nonnull(y);
+        ck_assert_ptr_nonnull(yp);
         double moved = 0;
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
@@ -452,7 +462,7 @@ START_TEST(attention_permutation_equivariant)
                     ck_assert_double_eq_tol(got, want, 1e-13);
                     moved = fmax(moved, fabs(got - dptr(y)[(b * T + t) * C + c]));
                 }
-        ck_assert(moved > 1e-3);   /* the outputs did move: the check is not vacuous */
+        ck_assert(moved > 1e-3); /* the outputs did move: the check is not vacuous */
         /* a causal mask breaks it */
         tg_tensor *yc = tg_mha_forward(g, &m, x, NULL, &(tg_attn_args){.causal = true});
         tg_tensor *ycp = tg_mha_forward(g, &m, xp, NULL, &(tg_attn_args){.causal = true});
@@ -475,14 +485,14 @@ static tg_tensor *attn_by_ops(tg_graph *g, const tg_mha_mod *m, tg_tensor *x, bo
 {
     const int B = x->shape[0], T = x->shape[1], C = m->n_embd, H = m->n_head, dh = C / H;
     tg_tensor *qkv[3] = {tg_linear_forward(g, &m->q_proj, x), tg_linear_forward(g, &m->k_proj, x),
-                         tg_linear_forward(g, &m->v_proj, x)};   /* (B,T,C) */
+                         tg_linear_forward(g, &m->v_proj, x)}; /* (B,T,C) */
     for (int i = 0; i < 3; i++)
         qkv[i] = right ? tg_transpose(g, tg_reshape(g, qkv[i], 4, (int[]){B, T, H, dh}), 1, 2)
-                       : tg_reshape(g, qkv[i], 4, (int[]){B, H, T, dh});   /* (B,H,T,dh) */
+                       : tg_reshape(g, qkv[i], 4, (int[]){B, H, T, dh}); /* (B,H,T,dh) */
     tg_tensor *S = tg_scale(g, tg_matmul(g, qkv[0], tg_transpose(g, qkv[1], 2, 3)), 1 / sqrt(dh));
-    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, NULL), qkv[2]);   /* (B,H,T,dh) */
+    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, NULL), qkv[2]); /* (B,H,T,dh) */
     O = right ? tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, T, C}) : tg_reshape(g, O, 3, (int[]){B, T, C});
-    return tg_linear_forward(g, &m->c_proj, O);   /* (B,T,C) */
+    return tg_linear_forward(g, &m->c_proj, O); /* (B,T,C) */
 }
 
 START_TEST(attention_head_split_order)
@@ -493,7 +503,9 @@ START_TEST(attention_head_split_order)
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 4, 6), 31);
     tg_tensor *y = tg_mha_forward(g, &m, x, NULL, NULL);
     tg_tensor *right = attn_by_ops(g, &m, x, true), *wrong = attn_by_ops(g, &m, x, false);
-    ck_assert_ptr_nonnull(y); ck_assert_ptr_nonnull(right); ck_assert_ptr_nonnull(wrong);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_ptr_nonnull(right);
+    ck_assert_ptr_nonnull(wrong);
     ck_assert(tg_tensor_same_shape(wrong, y));
     double dr = 0, dw = 0;
     for (int64_t i = 0; i < y->numel; i++) {
@@ -517,7 +529,7 @@ START_TEST(attention_kv_cache_example)
     tg_mha_mod m;
     tg_error err = {0};
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = 1, .n_head = 1}, &err), 0);
-    dptr(m.c_attn.weight)[2] = 1;   /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
+    dptr(m.c_attn.weight)[2] = 1; /* [Wq; Wk; Wv] = [0; 0; 1]: v = x */
     dptr(m.c_proj.weight)[0] = 1;
     tg_kv_cache cache;
     ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, 1, 1, 1, 5, NULL), 0);
@@ -535,7 +547,8 @@ START_TEST(attention_kv_cache_example)
     ck_assert_ptr_nonnull(y1);
     assert_close_arr(y1, (double[]){25, 30}, 2, 1e-12, "position-aligned");
     ck_assert_int_eq(cache.len, 5);
-    ck_assert_int_eq(A->shape[2], 2); ck_assert_int_eq(A->shape[3], 5);
+    ck_assert_int_eq(A->shape[2], 2);
+    ck_assert_int_eq(A->shape[3], 5);
     assert_close_arr(A, (double[]){0.25, 0.25, 0.25, 0.25, 0, 0.2, 0.2, 0.2, 0.2, 0.2}, 10, 1e-15, "weights");
     ck_assert_double_eq(tg_tensor_get(A, 4), 0.0);
 
@@ -565,7 +578,7 @@ END_TEST
 START_TEST(attention_cache_matches_full)
 {
     const int B = 2, T = 7, C = 6, H = 2;
-    const int chunks[][5] = {{1, 1, 1, 1, 0}, {3, 2, 2}, {7}, {2, 4, 1}, {1, 5}};   /* 0: the rest */
+    const int chunks[][5] = {{1, 1, 1, 1, 0}, {3, 2, 2}, {7}, {2, 4, 1}, {1, 5}}; /* 0: the rest */
     for (int fused = 0; fused < 2; fused++) {
         tg_mha_mod m;
         tg_params *p = mha_store(&m, C, H, true, fused, 40 + fused);
@@ -583,7 +596,7 @@ START_TEST(attention_cache_matches_full)
             int t0 = 0;
             for (int s = 0; s < 5 && t0 < T; s++) {
                 const int n = chunks[k][s] ? chunks[k][s] : T - t0;
-                tg_tensor *xs = tg_slice(g, x, 1, t0, t0 + n);   /* (B,n,C) */
+                tg_tensor *xs = tg_slice(g, x, 1, t0, t0 + n); /* (B,n,C) */
                 tg_tensor *y = tg_mha_forward(g, &m, xs, NULL, &(tg_attn_args){.causal = true, .cache = &cache});
                 ck_assert_msg(y != NULL, "%s", tg_graph_error(g));
                 for (int b = 0; b < B; b++)
@@ -657,12 +670,14 @@ static void assert_runs_equal(const path_run *a, const path_run *b, int64_t ny, 
 
 START_TEST(mha_fused_op_equals_composed)
 {
-    static const struct { int Tq, Tk, H; bool cross, causal, fused_proj; int cache_len; } cases[] = {
-        {4, 4, 2, false, true, true, 0},
-        {4, 4, 3, false, false, false, 0},
-        {3, 5, 2, true, false, true, 0},
-        {4, 2, 2, true, true, false, 0},   /* cross, causal: upper-left */
-        {2, 5, 2, false, true, true, 3},   /* 3 cached positions */
+    static const struct {
+        int Tq, Tk, H;
+        bool cross, causal, fused_proj;
+        int cache_len;
+    } cases[] = {
+        {4, 4, 2, false, true, true, 0}, {4, 4, 3, false, false, false, 0},
+        {3, 5, 2, true, false, true, 0}, {4, 2, 2, true, true, false, 0}, /* cross, causal: upper-left */
+        {2, 5, 2, false, true, true, 3}, /* 3 cached positions */
         {1, 4, 3, false, true, true, 3},
     };
     const int B = 2, C = 6;
@@ -677,7 +692,7 @@ START_TEST(mha_fused_op_equals_composed)
             ck_assert_int_eq(tg_kv_cache_init(&cache, TG_F64, B, cases[k].H, C / cases[k].H, 8, NULL), 0);
             pc = &cache;
             tg_tensor *x0 = tt_randn(g, TT_SHAPE(B, cases[k].cache_len, C), 630 + k);
-            m.composed = true;   /* the prefix written by the other path */
+            m.composed = true; /* the prefix written by the other path */
             ck_assert_ptr_nonnull(tg_mha_forward(g, &m, x0, NULL, &(tg_attn_args){.causal = true, .cache = pc}));
         }
         tg_attn_args a = {.causal = cases[k].causal};
@@ -704,7 +719,7 @@ START_TEST(mha_fused_op_equals_composed)
     fill_params(p, 640, 0.5);
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(B, 4, C), 641);
-    int tape[2][2];   /* [eval][composed] */
+    int tape[2][2]; /* [eval][composed] */
     for (int ev = 0; ev < 2; ev++)
         for (int comp = 0; comp < 2; comp++) {
             tg_graph *h = tg_graph_new();
@@ -715,8 +730,8 @@ START_TEST(mha_fused_op_equals_composed)
             tape[ev][comp] = tg_graph_tape_len(h) - t0;
             tg_graph_free(h);
         }
-    ck_assert_int_eq(tape[0][0], tape[0][1]);   /* training: the composed path both times */
-    ck_assert_int_lt(tape[1][0], tape[1][1]);   /* eval: the fused op unless composed */
+    ck_assert_int_eq(tape[0][0], tape[0][1]); /* training: the composed path both times */
+    ck_assert_int_lt(tape[1][0], tape[1][1]); /* eval: the fused op unless composed */
     tg_graph_free(g);
     tg_params_free(p);
 }
@@ -733,8 +748,8 @@ START_TEST(mha_uses_fused_tells_the_path)
     int n_fused = 0, n_composed = 0;
     for (int proj = 0; proj < 2; proj++)
         for (int bits = 0; bits < 64; bits++) {
-            const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8,
-                       training = bits & 16, grad = bits & 32;
+            const bool composed = bits & 1, weights = bits & 2, pad = bits & 4, mask = bits & 8, training = bits & 16,
+                       grad = bits & 32;
             tg_params *p = tg_params_new(TG_F64, NULL);
             tg_mha_mod m;
             tg_error err = {0};
@@ -746,7 +761,7 @@ START_TEST(mha_uses_fused_tells_the_path)
                                          &err),
                              0);
             fill_params(p, 900 + (uint64_t)bits, 0.5);
-            long long seen[2];   /* [forced composed]: tape nodes (grad on) or arena bytes (grad off) */
+            long long seen[2]; /* [forced composed]: tape nodes (grad on) or arena bytes (grad off) */
             bool said = false;
             for (int force = 0; force < 2; force++) {
                 tg_graph *g = tg_graph_new();
@@ -757,7 +772,8 @@ START_TEST(mha_uses_fused_tells_the_path)
                 tg_attn_args a = {.causal = true};
                 if (weights) a.weights = &w;
                 if (pad) a.key_padding = bools(g, TT_SHAPE(B, T), (uint8_t[]){0, 0, 0, 1, 0, 0, 0, 0});
-                if (mask) a.mask = bools(g, TT_SHAPE(T, T), (uint8_t[]){0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0});
+                if (mask)
+                    a.mask = bools(g, TT_SHAPE(T, T), (uint8_t[]){0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0});
                 m.composed = composed || force;
                 if (!force) said = tg_mha_uses_fused(g, &m, &a);
                 const long long tape0 = tg_graph_tape_len(g), used0 = (long long)tg_graph_arena_used(g);
@@ -775,7 +791,7 @@ START_TEST(mha_uses_fused_tells_the_path)
             n_fused += want, n_composed += !want;
             tg_params_free(p);
         }
-    ck_assert_int_eq(n_fused, 2 * 3);   /* per projection: grad off (training or not), or eval mode */
+    ck_assert_int_eq(n_fused, 2 * 3); /* per projection: grad off (training or not), or eval mode */
     ck_assert_int_eq(n_composed, 128 - 6);
     /* NULL args: no mask; dropout still counts */
     tg_params *p = tg_params_new(TG_F64, NULL);
@@ -783,7 +799,7 @@ START_TEST(mha_uses_fused_tells_the_path)
     tg_error err = {0};
     ck_assert_int_eq(tg_mha_init(&m, p, "attn", &(tg_mha_config){.n_embd = C, .n_head = H, .dropout = 0.25}, &err), 0);
     tg_graph *g = tg_graph_new();
-    ck_assert(!tg_mha_uses_fused(g, &m, NULL));   /* training, grad on, attention dropout 0.25 */
+    ck_assert(!tg_mha_uses_fused(g, &m, NULL)); /* training, grad on, attention dropout 0.25 */
     tg_graph_set_training(g, false);
     ck_assert(tg_mha_uses_fused(g, &m, NULL));
     tg_graph_free(g);
@@ -849,16 +865,38 @@ START_TEST(attention_errors)
 
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 6), 1), *kv = tt_randn(g, TT_SHAPE(2, 5, 6), 2);
-    struct { tg_tensor *x, *kv; tg_attn_args a; const char *needle; } cases[] = {
-        {tt_randn(g, TT_SHAPE(2, 3, 5), 3), NULL, {0}, "mha: x must be (B,T,C) with C = n_embd = 6 and x's B, got f64 (2,3,5)"},
+    struct {
+        tg_tensor *x, *kv;
+        tg_attn_args a;
+        const char *needle;
+    } cases[] = {
+        {tt_randn(g, TT_SHAPE(2, 3, 5), 3),
+         NULL,
+         {0},
+         "mha: x must be (B,T,C) with C = n_embd = 6 and x's B, got f64 (2,3,5)"},
         {tt_randn(g, TT_SHAPE(3, 6), 3), NULL, {0}, "x must be (B,T,C) with C = n_embd = 6 and x's B, got f64 (3,6)"},
-        {x, tt_randn(g, TT_SHAPE(1, 5, 6), 3), {0}, "mha: kv must be (B,T,C) with C = n_embd = 6 and x's B, got f64 (1,5,6) (x f64 (2,3,6))"},
+        {x,
+         tt_randn(g, TT_SHAPE(1, 5, 6), 3),
+         {0},
+         "mha: kv must be (B,T,C) with C = n_embd = 6 and x's B, got f64 (1,5,6) (x f64 (2,3,6))"},
         {x, tg_tensor_new(g, TG_F32, TT_SHAPE(2, 5, 6)), {0}, "mha: kv must be f32 or f64 like x, got f32 (2,5,6)"},
         {tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3, 6)), NULL, {0}, "mha: x must be f32 or f64, got i32 (2,3,6)"},
-        {x, kv, {.key_padding = bools(g, TT_SHAPE(2, 3), (uint8_t[6]){0})}, "mha: key_padding must be bool (B,Tk) = (2,5), got bool (2,3)"},
-        {x, kv, {.key_padding = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 5))}, "key_padding must be bool (B,Tk) = (2,5), got i32 (2,5)"},
-        {x, kv, {.mask = bools(g, TT_SHAPE(3, 3), (uint8_t[9]){0})}, "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (2,2,3,5), got bool (3,3)"},
-        {x, kv, {.mask = tg_tensor_new(g, TG_F64, TT_SHAPE(3, 5))}, "mask must be bool and broadcast to (B,H,Tq,Tk) = (2,2,3,5), got f64 (3,5)"},
+        {x,
+         kv,
+         {.key_padding = bools(g, TT_SHAPE(2, 3), (uint8_t[6]){0})},
+         "mha: key_padding must be bool (B,Tk) = (2,5), got bool (2,3)"},
+        {x,
+         kv,
+         {.key_padding = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 5))},
+         "key_padding must be bool (B,Tk) = (2,5), got i32 (2,5)"},
+        {x,
+         kv,
+         {.mask = bools(g, TT_SHAPE(3, 3), (uint8_t[9]){0})},
+         "mha: mask must be bool and broadcast to (B,H,Tq,Tk) = (2,2,3,5), got bool (3,3)"},
+        {x,
+         kv,
+         {.mask = tg_tensor_new(g, TG_F64, TT_SHAPE(3, 5))},
+         "mask must be bool and broadcast to (B,H,Tq,Tk) = (2,2,3,5), got f64 (3,5)"},
         {x, kv, {.cache = &cache}, "mha: a KV cache works with self-attention only, but kv was given"},
         {x, NULL, {.cache = &cache3}, "mha: KV cache (f64, batch 3, n_head 2, head_dim 3) does not fit x f64 (2,3,6)"},
         {NULL, NULL, {0}, "mha: input 0 is NULL"},
@@ -988,8 +1026,16 @@ END_TEST
 START_TEST(gpt_num_params_matches_the_model)
 {
     const tg_model_config cases[] = {
-#define GC(L, H, C, T, V, b, d, gl) {.arch = "gpt", .n_layer = L, .n_head = H, .n_embd = C, .block_size = T, \
-                                   .vocab_size = V, .bias = b, .dropout = d, .gelu = gl}
+#define GC(L, H, C, T, V, b, d, gl)                                                                                    \
+    {.arch = "gpt",                                                                                                    \
+     .n_layer = L,                                                                                                     \
+     .n_head = H,                                                                                                      \
+     .n_embd = C,                                                                                                      \
+     .block_size = T,                                                                                                  \
+     .vocab_size = V,                                                                                                  \
+     .bias = b,                                                                                                        \
+     .dropout = d,                                                                                                     \
+     .gelu = gl}
         GC(1, 1, 1, 1, 1, false, 0, TG_GELU_ERF),     GC(2, 3, 9, 5, 7, true, 0, TG_GELU_TANH),
         GC(3, 2, 10, 17, 65, false, 0, TG_GELU_ERF),  GC(1, 4, 12, 3, 300, true, 0.1, TG_GELU_TANH),
         GC(4, 4, 128, 64, 65, false, 0, TG_GELU_ERF),
@@ -1004,7 +1050,7 @@ START_TEST(gpt_num_params_matches_the_model)
         tg_model_release(&m_model);
     }
     tg_model_config c = cases[1];
-    c.n_embd = 10;   /* not divisible by 3 heads */
+    c.n_embd = 10; /* not divisible by 3 heads */
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = cases[0];
     c.vocab_size = 0;
@@ -1041,7 +1087,9 @@ START_TEST(gpt_loss_at_init)
     tg_tensor *logits = tg_model_forward(g, &m_model, ids(g, 2, 6, iv), NULL);
     ck_assert_ptr_nonnull(logits);
     ck_assert_int_eq(logits->ndim, 3);
-    ck_assert_int_eq(logits->shape[0], 2); ck_assert_int_eq(logits->shape[1], 6); ck_assert_int_eq(logits->shape[2], 11);
+    ck_assert_int_eq(logits->shape[0], 2);
+    ck_assert_int_eq(logits->shape[1], 6);
+    ck_assert_int_eq(logits->shape[2], 11);
     tg_tensor *loss = tg_model_loss(g, &m_model, ids(g, 2, 6, iv), ids(g, 2, 6, tv));
     ck_assert_ptr_nonnull(loss);
     ck_assert_int_eq(loss->ndim, 0);
@@ -1065,11 +1113,14 @@ START_TEST(gpt_loss_at_init)
 }
 END_TEST
 
-typedef struct gpt_gc { tg_model *m; tg_tensor *idx, *targets; } gpt_gc;
+typedef struct gpt_gc {
+    tg_model *m;
+    tg_tensor *idx, *targets;
+} gpt_gc;
 
 static tg_tensor *gpt_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
-    (void)in;   /* the inputs are the model's own parameters */
+    (void)in; /* the inputs are the model's own parameters */
     gpt_gc *c = ctx;
     return tg_model_loss(g, c->m, c->idx, c->targets);
 }
@@ -1079,7 +1130,11 @@ static tg_tensor *gpt_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
  * dropout (gradcheck repeats the masks). */
 START_TEST(gpt_gradcheck)
 {
-    const struct { bool bias; double dropout; int C; } cfgs[] = {{true, 0, 4}, {false, 0, 4}, {true, 0.2, 4}};
+    const struct {
+        bool bias;
+        double dropout;
+        int C;
+    } cfgs[] = {{true, 0, 4}, {false, 0, 4}, {true, 0.2, 4}};
     for (int k = 0; k < 3; k++) {
         tg_model_config cfg = {.arch = "gpt",
                                .n_layer = 2,
@@ -1093,7 +1148,7 @@ START_TEST(gpt_gradcheck)
         tg_model m_model;
         tg_gpt *m = tg_model_init(&m_model, &cfg, TG_F64, 10 + k, &err) ? NULL : m_model.impl;
         ck_assert_msg(m != NULL, "%s", err.msg);
-        fill_params(m->params, 20 + k, 0.4);   /* away from the tiny init: every path matters */
+        fill_params(m->params, 20 + k, 0.4); /* away from the tiny init: every path matters */
         tg_graph *g = tg_graph_new();
         const int T = k == 1 ? 5 : 4;
         const int32_t iv[] = {1, 6, 6, 0, 3, 2, 5, 4, 1, 1};
@@ -1121,13 +1176,13 @@ START_TEST(gpt_incremental_decoding)
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, V = 13;
     const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
-    tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+    tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL); /* (B,T,V) */
     ck_assert_ptr_nonnull(full);
     const int chunks[][6] = {{1, 1, 1, 1, 1, 1}, {2, 3, 1}, {6}, {1, 4, 1}};
     ck_assert_int_eq(tg_model_cache_enable(&m_model, B, &err), 0);
     for (int k = 0; k < 4; k++) {
         tg_model_cache_clear(&m_model);
-        tg_graph_set_grad_enabled(g, k % 2 == 0);   /* with and without the tape */
+        tg_graph_set_grad_enabled(g, k % 2 == 0); /* with and without the tape */
         for (int t0 = 0, s = 0; t0 < T; s++) {
             const int n = chunks[k][s];
             int32_t cv[12];
@@ -1184,9 +1239,9 @@ START_TEST(gpt_forward_attention_weights)
     tg_graph *g = tg_graph_new();
     const int B = 2, T = 6, C = 9, H = 3, L = 2;
     const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
-    tg_tensor *fused = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+    tg_tensor *fused = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL); /* (B,T,V) */
     tg_model_set_composed(&m_model, true);
-    tg_tensor *plain = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+    tg_tensor *plain = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL); /* (B,T,V) */
     tg_model_set_composed(&m_model, false);
     tg_tensor *w[2];
     tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, T, iv), w); /* (B,T,V) */
@@ -1275,15 +1330,21 @@ START_TEST(gpt_input_errors)
     ck_assert_msg(tg_model_init(&m_model, &cfg, TG_F32, 1, &err) == 0, "%s", err.msg);
     tg_graph *g = tg_graph_new();
     const int32_t iv[10] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
-    struct { tg_tensor *idx, *tgt; const char *needle; } cases[] = {
+    struct {
+        tg_tensor *idx, *tgt;
+        const char *needle;
+    } cases[] = {
         {tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3)), NULL, "gpt: idx must be i32 (B,T), got f32 (2,3)"},
         {tg_tensor_from(g, TG_I32, TT_SHAPE(4), iv), NULL, "gpt: idx must be i32 (B,T), got i32 (4)"},
         {ids(g, 2, 5, iv), NULL, "gpt: idx i32 (2,5): T = 5 with 0 cached positions exceeds block_size 4"},
-        {ids(g, 1, 3, (int32_t[]){0, 5, 1}), NULL, "gpt: idx i32 (1,3): token id 5 at flat position 1 is outside [0, 5)"},
+        {ids(g, 1, 3, (int32_t[]){0, 5, 1}), NULL,
+         "gpt: idx i32 (1,3): token id 5 at flat position 1 is outside [0, 5)"},
         {ids(g, 1, 3, (int32_t[]){0, 1, -1}), NULL, "token id -1 at flat position 2 is outside [0, 5)"},
         {NULL, NULL, "gpt: input 0 is NULL"},
-        {ids(g, 2, 3, iv), ids(g, 3, 2, iv), "gpt_loss: targets must be i32 shaped like idx: targets i32 (3,2), idx i32 (2,3)"},
-        {ids(g, 2, 3, iv), tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3)), "gpt_loss: targets must be i32 shaped like idx: targets f32 (2,3)"},
+        {ids(g, 2, 3, iv), ids(g, 3, 2, iv),
+         "gpt_loss: targets must be i32 shaped like idx: targets i32 (3,2), idx i32 (2,3)"},
+        {ids(g, 2, 3, iv), tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3)),
+         "gpt_loss: targets must be i32 shaped like idx: targets f32 (2,3)"},
         {ids(g, 2, 3, iv), ids(g, 2, 3, (int32_t[]){-1, -1, -1, -1, -1, -1}), "every target is -1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1303,11 +1364,10 @@ int main(void)
 {
     return tt_main("nn", "nn", 60,
                    TT_TESTS(linear_default_init_is_pytorchs, modules_init_and_forward, mha_matches_reference,
-                            mha_gradcheck,
-                            mha_gradcheck_with_cache, attention_rows_and_future, attention_permutation_equivariant,
-                            attention_head_split_order, attention_kv_cache_example, attention_cache_matches_full,
-                            mha_fused_op_equals_composed, mha_uses_fused_tells_the_path, attention_key_padding,
-                            attention_errors, gpt_names_and_init, gpt_config_errors,
-                            gpt_num_params_matches_the_model, gpt_loss_at_init, gpt_gradcheck,
-                            gpt_incremental_decoding, gpt_forward_attention_weights, gpt_input_errors));
+                            mha_gradcheck, mha_gradcheck_with_cache, attention_rows_and_future,
+                            attention_permutation_equivariant, attention_head_split_order, attention_kv_cache_example,
+                            attention_cache_matches_full, mha_fused_op_equals_composed, mha_uses_fused_tells_the_path,
+                            attention_key_padding, attention_errors, gpt_names_and_init, gpt_config_errors,
+                            gpt_num_params_matches_the_model, gpt_loss_at_init, gpt_gradcheck, gpt_incremental_decoding,
+                            gpt_forward_attention_weights, gpt_input_errors));
 }

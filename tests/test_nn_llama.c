@@ -15,7 +15,10 @@ static void fill(tg_params *p, uint64_t seed, double scale)
     }
 }
 
-static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v) { return tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, v); }
+static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v)
+{
+    return tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, v);
+}
 
 static tg_model_config small_config(int n_head, int n_kv_head, bool tied)
 {
@@ -37,8 +40,16 @@ static tg_model_config small_config(int n_head, int n_kv_head, bool tied)
 START_TEST(llama_names_shapes_and_init)
 {
     tg_error err = {0};
-    tg_model_config cfg = {.arch = "llama", .n_layer = 3, .n_head = 4, .n_kv_head = 2, .n_embd = 32, .hidden_dim = 40,
-                           .block_size = 16, .vocab_size = 300, .rope_theta = 10000, .norm_eps = 1e-5};
+    tg_model_config cfg = {.arch = "llama",
+                           .n_layer = 3,
+                           .n_head = 4,
+                           .n_kv_head = 2,
+                           .n_embd = 32,
+                           .hidden_dim = 40,
+                           .block_size = 16,
+                           .vocab_size = 300,
+                           .rope_theta = 10000,
+                           .norm_eps = 1e-5};
     for (int tied = 0; tied < 2; tied++) {
         cfg.tied = tied;
         tg_model m_model;
@@ -46,9 +57,9 @@ START_TEST(llama_names_shapes_and_init)
         ck_assert_msg(m != NULL, "%s", err.msg);
         ck_assert_int_eq(tg_model_num_params(&cfg), tg_params_numel(m->params));
         ck_assert_int_eq(tg_params_count(m->params), 1 + 3 * 9 + 1 + !tied);
-        const char *layer[] = {"attention.wq.weight", "attention.wk.weight", "attention.wv.weight", "attention.wo.weight",
-                               "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight",
-                               "attention_norm.weight", "ffn_norm.weight"};
+        const char *layer[] = {"attention.wq.weight",    "attention.wk.weight",    "attention.wv.weight",
+                               "attention.wo.weight",    "feed_forward.w1.weight", "feed_forward.w2.weight",
+                               "feed_forward.w3.weight", "attention_norm.weight",  "ffn_norm.weight"};
         const int shape[][2] = {{32, 32}, {16, 32}, {16, 32}, {32, 32}, {40, 32}, {32, 40}, {40, 32}, {32, 0}, {32, 0}};
         ck_assert_str_eq(tg_params_at(m->params, 0)->name, "tok_embeddings.weight");
         for (int l = 0; l < 3; l++)
@@ -64,7 +75,8 @@ START_TEST(llama_names_shapes_and_init)
                 const bool scaled = strstr(want, "w3") || strstr(want, "wo");
                 const double want_sd = shape[k][1] ? (scaled ? 0.02 / sqrt(6.0) : 0.02) : 0;
                 double s = 0, s2 = 0;
-                for (int64_t i = 0; i < t->numel; i++) s += tg_tensor_get(t, i), s2 += tg_tensor_get(t, i) * tg_tensor_get(t, i);
+                for (int64_t i = 0; i < t->numel; i++)
+                    s += tg_tensor_get(t, i), s2 += tg_tensor_get(t, i) * tg_tensor_get(t, i);
                 const double mean = s / t->numel, sd = sqrt(s2 / t->numel - mean * mean);
                 if (!shape[k][1]) ck_assert_msg(mean == 1 && sd == 0, "%s: not all ones", want);
                 else ck_assert_msg(fabs(sd / want_sd - 1) < 0.2, "%s: sd %g, want %g", want, sd, want_sd);
@@ -98,7 +110,7 @@ START_TEST(llama_config_errors)
     tg_model_config c = small_config(4, 3, true);
     ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: n_kv_head 3 must divide n_head 4");
-    c = small_config(4, 2, true), c.n_embd = 12;   /* head size 3 */
+    c = small_config(4, 2, true), c.n_embd = 12; /* head size 3 */
     ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 1, &err), -1);
     ck_assert_str_eq(err.msg, "llama: n_embd 12 must be n_head 4 times an even head size");
     c = small_config(2, 2, true), c.rope_theta = 1;
@@ -117,11 +129,14 @@ START_TEST(llama_config_errors)
 }
 END_TEST
 
-typedef struct llama_gc { tg_model *m; tg_tensor *idx, *targets; } llama_gc;
+typedef struct llama_gc {
+    tg_model *m;
+    tg_tensor *idx, *targets;
+} llama_gc;
 
 static tg_tensor *llama_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
-    (void)in;   /* the inputs are the model's own parameters */
+    (void)in; /* the inputs are the model's own parameters */
     llama_gc *c = ctx;
     return tg_model_loss(g, c->m, c->idx, c->targets);
 }
@@ -130,15 +145,22 @@ static tg_tensor *llama_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
  * not, both RoPE pairings, ignored targets, dropout. */
 START_TEST(llama_gradcheck)
 {
-    const struct { int H, Hkv; bool tied; int rope; double dropout; } cases[] = {
-        {2, 2, true, TG_ROPE_INTERLEAVED, 0}, {4, 2, false, TG_ROPE_INTERLEAVED, 0}, {2, 1, true, TG_ROPE_HALVES, 0},
+    const struct {
+        int H, Hkv;
+        bool tied;
+        int rope;
+        double dropout;
+    } cases[] = {
+        {2, 2, true, TG_ROPE_INTERLEAVED, 0},
+        {4, 2, false, TG_ROPE_INTERLEAVED, 0},
+        {2, 1, true, TG_ROPE_HALVES, 0},
         {2, 1, false, TG_ROPE_INTERLEAVED, 0.2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         tg_model_config cfg = small_config(cases[k].H, cases[k].Hkv, cases[k].tied);
         cfg.rope_halves = cases[k].rope == TG_ROPE_HALVES;
         cfg.dropout = cases[k].dropout;
-        cfg.n_embd = 2 * cases[k].H;   /* head size 2: few elements to check */
+        cfg.n_embd = 2 * cases[k].H; /* head size 2: few elements to check */
         tg_error err = {0};
         tg_model m_model;
         tg_llama *m = tg_model_init(&m_model, &cfg, TG_F64, 10 + k, &err) ? NULL : m_model.impl;
@@ -171,7 +193,7 @@ START_TEST(llama_incremental_decoding)
         tg_graph *g = tg_graph_new();
         const int B = 2, T = 7, V = 13;
         const int32_t iv[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7};
-        tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL);   /* (B,T,V) */
+        tg_tensor *full = tg_model_forward(g, &m_model, ids(g, B, T, iv), NULL); /* (B,T,V) */
         ck_assert_msg(full != NULL, "%s", tg_graph_error(g));
         const int chunks[][7] = {{1, 1, 1, 1, 1, 1, 1}, {2, 4, 1}, {7}};
         ck_assert_int_eq(tg_model_cache_enable(&m_model, B, &err), 0);
@@ -181,7 +203,7 @@ START_TEST(llama_incremental_decoding)
                 const int n = chunks[k][c];
                 int32_t part[2 * 7];
                 for (int b = 0; b < B; b++) memcpy(part + b * n, iv + b * T + t0, (size_t)n * sizeof *part);
-                tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, n, part), NULL);   /* (B,n,V) */
+                tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, B, n, part), NULL); /* (B,n,V) */
                 ck_assert_msg(lg != NULL, "%s", tg_graph_error(g));
                 for (int b = 0; b < B; b++)
                     for (int t = 0; t < n; t++)
@@ -219,7 +241,7 @@ START_TEST(llama_decoding_allocates_nothing_per_token)
         if (t == 2) after_warmup = tg_alloc_calls();
         tg_graph_reset(g);
         const int32_t id = (int32_t)((3 * t + 1) % cfg.vocab_size);
-        tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, 1, 1, &id), NULL);   /* (1,1,V) */
+        tg_tensor *lg = tg_model_forward(g, &m_model, ids(g, 1, 1, &id), NULL); /* (1,1,V) */
         ck_assert_msg(lg != NULL, "token %d: %s", t, tg_graph_error(g));
     }
     ck_assert_int_eq(m->cache[0].len, cfg.block_size);
@@ -267,7 +289,8 @@ START_TEST(gqa_equals_mha_with_repeated_kv_heads)
             for (int h = 0; h < Hkv; h++)
                 for (int e = 0; e < dh * C; e++) {
                     double sum = 0;
-                    for (int r = 0; r < G; r++) sum += ((double *)dst[w]->weight->grad)[(size_t)(h * G + r) * dh * C + e];
+                    for (int r = 0; r < G; r++)
+                        sum += ((double *)dst[w]->weight->grad)[(size_t)(h * G + r) * dh * C + e];
                     ck_assert_double_eq_tol(((double *)src[w]->weight->grad)[(size_t)h * dh * C + e], sum, 1e-12);
                 }
         tg_graph_free(g);
@@ -321,7 +344,7 @@ START_TEST(mha_config_errors)
     tg_mha_config c = {.n_embd = 12, .n_head = 4, .n_kv_head = 3, .layout = TG_MHA_LLAMA};
     ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_str_eq(err.msg, "mha 'a': n_kv_head 3 must divide n_head 4");
-    c.n_kv_head = 2, c.rope_theta = 10000;   /* head size 3: odd */
+    c.n_kv_head = 2, c.rope_theta = 10000; /* head size 3: odd */
     ck_assert_int_eq(tg_mha_init(&m, p, "a", &c, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "RoPE needs an even head size (got 3: n_embd 12 / n_head 4)"));
     c.n_embd = 8, c.rope_theta = 0.5;
@@ -346,6 +369,6 @@ int main(void)
 {
     return tt_main("nn_llama", "llama", 120,
                    TT_TESTS(llama_names_shapes_and_init, llama_config_errors, llama_gradcheck,
-                            llama_incremental_decoding, llama_decoding_allocates_nothing_per_token, gqa_equals_mha_with_repeated_kv_heads, gqa_weights_and_masks,
-                            mha_config_errors));
+                            llama_incremental_decoding, llama_decoding_allocates_nothing_per_token,
+                            gqa_equals_mha_with_repeated_kv_heads, gqa_weights_and_masks, mha_config_errors));
 }

@@ -8,11 +8,25 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static const tg_model_config GPT = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 4, .block_size = 6,
-                                    .vocab_size = 7, .bias = true, .tied = true};
-static const tg_model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 2, .n_kv_head = 1, .n_embd = 4,
-                                      .hidden_dim = 6, .block_size = 6, .vocab_size = 7, .rope_theta = 10000,
-                                      .norm_eps = 1e-5, .tied = true};
+static const tg_model_config GPT = {.arch = "gpt",
+                                    .n_layer = 2,
+                                    .n_head = 2,
+                                    .n_embd = 4,
+                                    .block_size = 6,
+                                    .vocab_size = 7,
+                                    .bias = true,
+                                    .tied = true};
+static const tg_model_config LLAMA = {.arch = "llama",
+                                      .n_layer = 2,
+                                      .n_head = 2,
+                                      .n_kv_head = 1,
+                                      .n_embd = 4,
+                                      .hidden_dim = 6,
+                                      .block_size = 6,
+                                      .vocab_size = 7,
+                                      .rope_theta = 10000,
+                                      .norm_eps = 1e-5,
+                                      .tied = true};
 
 /* The options of case k (0: none), on family base: each case turns on a
  * few, so that every option meets both families. */
@@ -38,13 +52,19 @@ static void fill(tg_params *p, uint64_t seed, double scale)
     }
 }
 
-static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v) { return tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, v); }
+static tg_tensor *ids(tg_graph *g, int B, int T, const int32_t *v)
+{
+    return tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, v);
+}
 
-typedef struct lm_gc { tg_model *m; tg_tensor *idx, *targets; } lm_gc;
+typedef struct lm_gc {
+    tg_model *m;
+    tg_tensor *idx, *targets;
+} lm_gc;
 
 static tg_tensor *lm_gc_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
-    (void)in;   /* the inputs are the model's own parameters */
+    (void)in; /* the inputs are the model's own parameters */
     lm_gc *c = ctx;
     return tg_model_loss(g, c->m, c->idx, c->targets);
 }
@@ -111,7 +131,7 @@ START_TEST(each_option_changes_the_model)
                 if (s) memcpy(t->data, s->data, (size_t)t->numel * sizeof(double));
             }
             tg_tensor *head = tg_params_get(m.params, fam ? "output.weight" : "lm_head.weight");
-            if (k == 2) {   /* the untied head: the embedding's values, then one changed */
+            if (k == 2) { /* the untied head: the embedding's values, then one changed */
                 ck_assert_ptr_nonnull(head);
                 memcpy(head->data, tg_params_at(m.params, 0)->data, (size_t)head->numel * sizeof(double));
                 ck_assert_double_eq_tol(loss_of(&m), ref, 1e-12);
@@ -120,8 +140,8 @@ START_TEST(each_option_changes_the_model)
                 ck_assert_ptr_null(head);
             }
             const double l = loss_of(&m);
-            ck_assert_msg(fabs(l - ref) > 1e-4, "%s option %d: loss %.17g is the default model's %.17g",
-                          base.arch, k, l, ref);
+            ck_assert_msg(fabs(l - ref) > 1e-4, "%s option %d: loss %.17g is the default model's %.17g", base.arch, k,
+                          l, ref);
             tg_model_release(&m);
         }
         /* the feed-forward kinds: relu2 against gelu on the same c_fc and c_proj */
@@ -157,7 +177,8 @@ START_TEST(softcap_caps_the_logits)
         fill(b.params, 9, 0.8);
         tg_graph *g = tg_graph_new();
         const int32_t iv[] = {1, 6, 3, 0, 2, 5};
-        tg_tensor *za = tg_model_forward(g, &a, ids(g, 1, 6, iv), NULL), *zb = tg_model_forward(g, &b, ids(g, 1, 6, iv), NULL);
+        tg_tensor *za = tg_model_forward(g, &a, ids(g, 1, 6, iv), NULL),
+                  *zb = tg_model_forward(g, &b, ids(g, 1, 6, iv), NULL);
         ck_assert_ptr_nonnull(za);
         ck_assert_ptr_nonnull(zb);
         double big = 0;
@@ -317,7 +338,7 @@ START_TEST(options_go_through_a_file)
         for (int k = 1; k < 4; k++) {
             tg_model_config c = with_options(fam ? LLAMA : GPT, k);
             c.zero_init_proj = k != 2 ? c.zero_init_proj : true;
-            if (k == 1) c.logit_softcap = 0.1 + 1.0 / 3;   /* a number that needs all 17 digits */
+            if (k == 1) c.logit_softcap = 0.1 + 1.0 / 3; /* a number that needs all 17 digits */
             ck_assert_msg(write_read(&c, &back, &n, &err) == 0, "%s", err.msg);
             ck_assert_int_gt(n, n0);
             ck_assert_str_eq(back.arch, c.arch);
@@ -325,15 +346,15 @@ START_TEST(options_go_through_a_file)
             ck_assert_int_eq(back.mlp, c.mlp == (fam ? TG_FFN_SWIGLU : TG_FFN_GELU) ? TG_FFN_DEFAULT : c.mlp);
             ck_assert_int_eq(back.qk_norm, c.qk_norm);
             ck_assert_int_eq(back.zero_init_proj, c.zero_init_proj);
-            ck_assert_int_eq(back.tied, c.tied);   /* a file's answer; untie_head asks for it when building */
+            ck_assert_int_eq(back.tied, c.tied); /* a file's answer; untie_head asks for it when building */
             if (!fam) ck_assert_int_eq(back.untie_head, c.untie_head);
             ck_assert(back.logit_softcap == c.logit_softcap);
             ck_assert_int_eq(back.gelu, c.gelu);
         }
     }
     /* bad values are named */
-    static const char *const bad[][2] = {{"mlp", "relu3"}, {"qk_norm", "yes"}, {"logit_softcap", "-1"},
-                                         {"zero_init_proj", "2"}, {"tied", "maybe"}};
+    static const char *const bad[][2] = {
+        {"mlp", "relu3"}, {"qk_norm", "yes"}, {"logit_softcap", "-1"}, {"zero_init_proj", "2"}, {"tied", "maybe"}};
     for (int i = 0; i < 5; i++) {
         tg_st_writer *w = tg_st_writer_new();
         ck_assert_int_eq(tg_model_config_write(&GPT, w), 0);
@@ -371,7 +392,7 @@ START_TEST(bad_options_are_refused)
     ck_assert_ptr_nonnull(strstr(err.msg, "llama: logit_softcap must be"));
     ck_assert_int_eq(tg_model_num_params(&c), -1);
     c = LLAMA;
-    c.gelu = TG_GELU_TANH;   /* a GELU form for SwiGLU */
+    c.gelu = TG_GELU_TANH; /* a GELU form for SwiGLU */
     ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 1, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "llama: this Llama's MLP is SwiGLU (no GELU to choose"));
     c.mlp = TG_FFN_GELU;

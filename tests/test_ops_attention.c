@@ -20,8 +20,8 @@
  * iff !causal or j <= q_pos + i. */
 static void naive_attention_gqa(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
                                 int q_pos, double *out);
-static void naive_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal,
-                            int q_pos, double *out)
+static void naive_attention(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, int H, bool causal, int q_pos,
+                            double *out)
 {
     naive_attention_gqa(q, k, v, H, causal, q_pos, out);
 }
@@ -38,19 +38,20 @@ static void naive_attention_gqa(const tg_tensor *q, const tg_tensor *k, const tg
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Tq; i++) {
                 double mx = -INFINITY, sum = 0;
-                const int kc = h / G * dh;   /* the kv head's first column */
+                const int kc = h / G * dh; /* the kv head's first column */
                 for (int j = 0; j < Tk; j++) {
                     double d = 0;
                     for (int c = 0; c < dh; c++)
                         d += tg_tensor_get(q, ((int64_t)b * Tq + i) * C + h * dh + c) *
-                             tg_tensor_get(k, ((int64_t)b * Tk + j) * Ckv + kc + c);
+                            tg_tensor_get(k, ((int64_t)b * Tk + j) * Ckv + kc + c);
                     w[j] = causal && j > q_pos + i ? -INFINITY : d / sqrt((double)dh);
                     if (w[j] > mx) mx = w[j];
                 }
                 for (int j = 0; j < Tk; j++) sum += w[j] = exp(w[j] - mx);
                 for (int c = 0; c < dh; c++) {
                     double acc = 0;
-                    for (int j = 0; j < Tk; j++) acc += w[j] / sum * tg_tensor_get(v, ((int64_t)b * Tk + j) * Ckv + kc + c);
+                    for (int j = 0; j < Tk; j++)
+                        acc += w[j] / sum * tg_tensor_get(v, ((int64_t)b * Tk + j) * Ckv + kc + c);
                     out[((int64_t)b * Tq + i) * C + h * dh + c] = acc;
                 }
             }
@@ -62,18 +63,18 @@ static void naive_attention_gqa(const tg_tensor *q, const tg_tensor *k, const tg
 static tg_tensor *composed(tg_graph *g, tg_tensor *q, tg_tensor *k, tg_tensor *v, int H, bool causal, int q_pos)
 {
     const int B = q->shape[0], Tq = q->shape[1], C = q->shape[2], Tk = k->shape[1], dh = C / H;
-    tg_tensor *Q = tg_transpose(g, tg_reshape(g, q, 4, (int[]){B, Tq, H, dh}), 1, 2);   /* (B,H,Tq,dh) */
-    tg_tensor *K = tg_transpose(g, tg_reshape(g, k, 4, (int[]){B, Tk, H, dh}), 1, 2);   /* (B,H,Tk,dh) */
-    tg_tensor *V = tg_transpose(g, tg_reshape(g, v, 4, (int[]){B, Tk, H, dh}), 1, 2);   /* (B,H,Tk,dh) */
+    tg_tensor *Q = tg_transpose(g, tg_reshape(g, q, 4, (int[]){B, Tq, H, dh}), 1, 2); /* (B,H,Tq,dh) */
+    tg_tensor *K = tg_transpose(g, tg_reshape(g, k, 4, (int[]){B, Tk, H, dh}), 1, 2); /* (B,H,Tk,dh) */
+    tg_tensor *V = tg_transpose(g, tg_reshape(g, v, 4, (int[]){B, Tk, H, dh}), 1, 2); /* (B,H,Tk,dh) */
     tg_tensor *S = tg_scale(g, tg_matmul(g, Q, tg_transpose(g, K, 2, 3)), 1.0 / sqrt((double)dh)); /* (B,H,Tq,Tk) */
     tg_tensor *mask = NULL;
     if (causal) {
-        mask = tg_tensor_new(g, TG_BOOL, 2, (int[]){Tq, Tk});   /* (Tq,Tk) */
+        mask = tg_tensor_new(g, TG_BOOL, 2, (int[]){Tq, Tk}); /* (Tq,Tk) */
         for (int i = 0; i < Tq; i++)
             for (int j = 0; j < Tk; j++) ((uint8_t *)mask->data)[i * Tk + j] = j > q_pos + i;
     }
-    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, mask), V);                          /* (B,H,Tq,dh) */
-    return tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, Tq, C});           /* (B,Tq,C) */
+    tg_tensor *O = tg_matmul(g, tg_softmax(g, S, mask), V); /* (B,H,Tq,dh) */
+    return tg_reshape(g, tg_transpose(g, O, 1, 2), 3, (int[]){B, Tq, C}); /* (B,Tq,C) */
 }
 
 /* A leaf of dtype dt filled from a seeded normal stream, requiring grad. */
@@ -106,20 +107,20 @@ typedef struct attn_case {
     int B, Tq, Tk, C, H;
     bool causal;
     int q_pos;
-    int bq, bk;   /* 0: default blocks */
+    int bq, bk; /* 0: default blocks */
 } attn_case;
 
 static const attn_case CASES[] = {
-    {2, 7, 7, 6, 2, true, 0, 2, 3},     /* many blocks, partial last ones */
-    {1, 7, 7, 3, 1, true, 0, 5, 4},     /* one head, dh 3 */
-    {3, 7, 7, 9, 3, false, 0, 2, 3},    /* three heads, B 3, every key visible */
-    {2, 3, 8, 6, 3, true, 5, 2, 3},     /* KV cache: q_pos 5, Tk = q_pos + Tq */
-    {2, 1, 6, 4, 2, true, 5, 2, 3},     /* one query (decoding) */
-    {2, 5, 9, 4, 1, true, 2, 2, 3},     /* keys 7, 8 visible to no query */
-    {1, 4, 3, 4, 2, true, 3, 1, 1},     /* every key visible to every query; 1 x 1 blocks */
-    {2, 5, 11, 6, 2, false, 0, 2, 3},   /* cross-attention, Tk > Tq */
-    {2, 6, 4, 6, 2, false, 0, 4, 5},    /* Tk < Tq; blocks larger than Tk */
-    {2, 7, 7, 6, 3, true, 0, 0, 0},     /* default blocks (clamped to T) */
+    {2, 7, 7, 6, 2, true, 0, 2, 3}, /* many blocks, partial last ones */
+    {1, 7, 7, 3, 1, true, 0, 5, 4}, /* one head, dh 3 */
+    {3, 7, 7, 9, 3, false, 0, 2, 3}, /* three heads, B 3, every key visible */
+    {2, 3, 8, 6, 3, true, 5, 2, 3}, /* KV cache: q_pos 5, Tk = q_pos + Tq */
+    {2, 1, 6, 4, 2, true, 5, 2, 3}, /* one query (decoding) */
+    {2, 5, 9, 4, 1, true, 2, 2, 3}, /* keys 7, 8 visible to no query */
+    {1, 4, 3, 4, 2, true, 3, 1, 1}, /* every key visible to every query; 1 x 1 blocks */
+    {2, 5, 11, 6, 2, false, 0, 2, 3}, /* cross-attention, Tk > Tq */
+    {2, 6, 4, 6, 2, false, 0, 4, 5}, /* Tk < Tq; blocks larger than Tk */
+    {2, 7, 7, 6, 3, true, 0, 0, 0}, /* default blocks (clamped to T) */
     {1, 150, 150, 4, 2, true, 0, 0, 0}, /* default blocks, two key blocks */
     {1, 150, 137, 4, 1, false, 0, 0, 0},
 };
@@ -127,7 +128,9 @@ enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 static void use_blocks(const attn_case *c) { tg_attention_set_blocks(c->bq, c->bk); }
 
-typedef struct { int H, flags, q_pos; } attn_ctx;
+typedef struct {
+    int H, flags, q_pos;
+} attn_ctx;
 
 static tg_tensor *attn_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
@@ -179,13 +182,13 @@ START_TEST(forward_stable_with_large_scores)
     tg_tensor *k = tg_tensor_new(g, TG_F32, 3, (int[]){B, T, C});
     tg_tensor *v = tg_tensor_new(g, TG_F32, 3, (int[]){B, T, C});
     for (int i = 0; i < T * C; i++) {
-        ((float *)q->data)[i] = 40.0f;   /* every score 40 * 40 * 2 / sqrt 2 = 2263 */
+        ((float *)q->data)[i] = 40.0f; /* every score 40 * 40 * 2 / sqrt 2 = 2263 */
         ((float *)k->data)[i] = 40.0f;
         ((float *)v->data)[i] = (float)(i / C);
     }
     tg_tensor *o = tg_attention(g, q, k, v, 1, TG_ATTN_CAUSAL, 0);
     ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
-    for (int i = 0; i < T; i++)   /* query i averages values 0..i */
+    for (int i = 0; i < T; i++) /* query i averages values 0..i */
         for (int c = 0; c < C; c++) ck_assert_float_eq_tol(((float *)o->data)[i * C + c], i / 2.0f, 1e-5f);
     tg_graph_free(g);
     tg_attention_set_blocks(0, 0);
@@ -256,7 +259,7 @@ START_TEST(gradient_of_some_inputs)
         ck_assert_int_eq(tg_graph_backward(g, loss), 0);
         for (int i = 0; i < 3; i++) {
             for (int e = 0; e < 60; e++) {
-                const double want = i == skip ? 0.0 : ref[i][e];   /* the skipped input gets nothing */
+                const double want = i == skip ? 0.0 : ref[i][e]; /* the skipped input gets nothing */
                 ck_assert_msg(fabs(((double *)t[i]->grad)[e] - want) <= 1e-14, "input %d element %d", i, e);
             }
         }
@@ -349,11 +352,8 @@ START_TEST(equals_composed_f32)
     /* the sizes of the benchmarks and models, default blocks */
     tg_attention_set_blocks(0, 0);
     static const attn_case big[] = {
-        {2, 256, 256, 256, 8, true, 0, 0, 0},
-        {2, 64, 64, 128, 4, true, 0, 0, 0},
-        {1, 200, 200, 64, 1, true, 0, 0, 0},
-        {2, 32, 96, 64, 4, true, 64, 0, 0},
-        {2, 100, 130, 48, 3, false, 0, 0, 0},
+        {2, 256, 256, 256, 8, true, 0, 0, 0}, {2, 64, 64, 128, 4, true, 0, 0, 0},   {1, 200, 200, 64, 1, true, 0, 0, 0},
+        {2, 32, 96, 64, 4, true, 64, 0, 0},   {2, 100, 130, 48, 3, false, 0, 0, 0},
     };
     for (size_t n = 0; n < sizeof big / sizeof big[0]; n++) compare_with_composed(&big[n], TG_F32, 1e-5, 500 + n);
 }
@@ -369,11 +369,11 @@ START_TEST(minus_inf_score_gets_zero_weight)
     tg_tensor *q = tt_randn(g, TT_SHAPE(1, 3, 2), 110), *k = tt_randn(g, TT_SHAPE(1, 4, 2), 111);
     tg_tensor *v = tt_randn(g, TT_SHAPE(1, 4, 2), 112);
     double *qd = q->data, *kd = k->data;
-    for (int i = 0; i < 3; i++) qd[i * 2] = i == 1 ? 1e200 : 0;   /* column 0 */
+    for (int i = 0; i < 3; i++) qd[i * 2] = i == 1 ? 1e200 : 0; /* column 0 */
     for (int j = 0; j < 4; j++) kd[j * 2] = j == 0 ? -1e200 : 0;
     tg_tensor *o = tg_attention(g, q, k, v, 1, 0, 0);
     ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
-    tg_tensor *k3 = tg_slice(g, k, 1, 1, 4), *v3 = tg_slice(g, v, 1, 1, 4);   /* (1,3,2) */
+    tg_tensor *k3 = tg_slice(g, k, 1, 1, 4), *v3 = tg_slice(g, v, 1, 1, 4); /* (1,3,2) */
     tg_tensor *o3 = tg_attention(g, q, k3, v3, 1, 0, 0);
     ck_assert_msg(o3 != NULL, "%s", tg_graph_error(g));
     for (int c = 0; c < 2; c++) ck_assert_double_eq_tol(tg_tensor_get(o, 2 + c), tg_tensor_get(o3, 2 + c), 1e-15);
@@ -395,7 +395,7 @@ static size_t bytes_for(int T, bool fused)
     const int tape = tg_graph_tape_len(g);
     tg_tensor *o = fused ? tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0) : composed(g, q, k, v, H, true, 0);
     ck_assert_msg(o != NULL, "%s", tg_graph_error(g));
-    if (fused) ck_assert_int_eq(tg_graph_tape_len(g), tape + 1);   /* one node */
+    if (fused) ck_assert_int_eq(tg_graph_tape_len(g), tape + 1); /* one node */
     ck_assert_int_eq(tg_graph_backward_seeded(g, o, dO->data), 0);
     const size_t used = tg_graph_arena_used(g) - before;
     tg_graph_free(g);
@@ -405,8 +405,8 @@ static size_t bytes_for(int T, bool fused)
 START_TEST(memory_linear_in_T)
 {
     const int B = 2, C = 32, H = 4, T = 256;
-    const size_t tt = (size_t)B * H * T * T * sizeof(float);   /* one (B,H,T,T) f32 tensor */
-    const size_t btc = (size_t)B * T * C * sizeof(float);     /* one (B,T,C) f32 tensor */
+    const size_t tt = (size_t)B * H * T * T * sizeof(float); /* one (B,H,T,T) f32 tensor */
+    const size_t btc = (size_t)B * T * C * sizeof(float); /* one (B,T,C) f32 tensor */
     size_t f1 = bytes_for(T, true), f2 = bytes_for(2 * T, true);
     size_t c1 = bytes_for(T, false), c2 = bytes_for(2 * T, false);
     /* fused: O, dO, dq, dk, dv, L and a fixed scratch; composed: several (B,H,T,T) */
@@ -458,9 +458,9 @@ static const int REF_DH[] = {1, 3, 7, 8, 9, 16, 17, 32}, REF_T[] = {1, 5, 23, 24
 enum { N_REF_DH = sizeof REF_DH / sizeof REF_DH[0], N_REF_T = sizeof REF_T / sizeof REF_T[0] };
 
 typedef struct ref_case {
-    int B, Tq, Tk, H, dh, q_pos, bq, bk;   /* bq, bk 0: the default blocks */
-    bool causal, qkv;                      /* qkv: one (B,T,3C) input (tg_attention_qkv) */
-    bool need[3];                          /* q, k, v require grad */
+    int B, Tq, Tk, H, dh, q_pos, bq, bk; /* bq, bk 0: the default blocks */
+    bool causal, qkv; /* qkv: one (B,T,3C) input (tg_attention_qkv) */
+    bool need[3]; /* q, k, v require grad */
 } ref_case;
 
 /* Case n: head size REF_DH[n / N_REF_T], queries REF_T[n % N_REF_T]; heads,
@@ -470,14 +470,20 @@ static ref_case ref_case_of(int n)
 {
     static const int blocks[][2] = {{0, 0}, {5, 7}, {7, 16}, {3, 1}};
     const int T = REF_T[n % N_REF_T];
-    ref_case c = {.B = 1 + n / 2 % 2, .Tq = T, .Tk = T, .H = 1 + n % 3, .dh = REF_DH[n / N_REF_T],
-                  .bq = blocks[n / 3 % 4][0], .bk = blocks[n / 3 % 4][1], .causal = n % 4 != 1,
+    ref_case c = {.B = 1 + n / 2 % 2,
+                  .Tq = T,
+                  .Tk = T,
+                  .H = 1 + n % 3,
+                  .dh = REF_DH[n / N_REF_T],
+                  .bq = blocks[n / 3 % 4][0],
+                  .bk = blocks[n / 3 % 4][1],
+                  .causal = n % 4 != 1,
                   .need = {true, true, true}};
     switch (n % 5) {
-    case 0: c.qkv = true; break;                                  /* self-attention on one qkv */
-    case 1: c.Tk = T + 7, c.q_pos = c.causal ? 7 : 0; break;      /* a KV cache: 7 keys before */
-    case 2: c.Tk = 2 * T + 3; break;                              /* more keys (causal: top-left) */
-    case 3: c.Tk = T > 4 ? T - 4 : T, c.q_pos = c.causal ? 2 : 0; break;   /* fewer keys */
+    case 0: c.qkv = true; break; /* self-attention on one qkv */
+    case 1: c.Tk = T + 7, c.q_pos = c.causal ? 7 : 0; break; /* a KV cache: 7 keys before */
+    case 2: c.Tk = 2 * T + 3; break; /* more keys (causal: top-left) */
+    case 3: c.Tk = T > 4 ? T - 4 : T, c.q_pos = c.causal ? 2 : 0; break; /* fewer keys */
     default: c.q_pos = c.causal ? 3 : 0;
     }
     if (!c.qkv && n % 7 == 3) c.need[n % 3] = false;
@@ -487,9 +493,8 @@ static ref_case ref_case_of(int n)
 /* The bounds above for one call: bo like o (B,Tq,C); bq, bk, bv, zeroed by
  * the caller, laid out like q, k, v (rows ldq, ldk apart: one buffer for a
  * qkv input). q, k, v, o, dO are the f64 run's. */
-static void f32_bounds(const ref_case *c, int nbq, int nbk, const double *q, const double *k, const double *v,
-                       int ldq, int ldk, const double *o, const double *dO, double *bo, double *bq, double *bk,
-                       double *bv)
+static void f32_bounds(const ref_case *c, int nbq, int nbk, const double *q, const double *k, const double *v, int ldq,
+                       int ldk, const double *o, const double *dO, double *bo, double *bq, double *bk, double *bv)
 {
     const double u = 0x1p-24, a = 1 / sqrt((double)c->dh);
     const int dh = c->dh, C = c->H * dh, Tq = c->Tq, Tk = c->Tk;
@@ -555,7 +560,7 @@ static double check_bound(const char *what, int n_case, const float *got, const 
     return worst;
 }
 
-static double ref_worst;   /* the worst ratio to its bound, printed at the end */
+static double ref_worst; /* the worst ratio to its bound, printed at the end */
 
 START_TEST(f32_matches_f64_reference)
 {
@@ -567,7 +572,7 @@ START_TEST(f32_matches_f64_reference)
     const int ldq = c.qkv ? 3 * C : C, ldk = ldq;
     tg_graph *g = tg_graph_new();
     tg_tensor *x[2][3], *o[2];
-    for (int i = 0; i < n_in; i++) {   /* f32 leaves, and f64 leaves holding the same values */
+    for (int i = 0; i < n_in; i++) { /* f32 leaves, and f64 leaves holding the same values */
         const int T = i == 0 ? c.Tq : c.Tk;
         x[0][i] = c.qkv ? randn_dt(g, TG_F32, TT_SHAPE(c.B, c.Tq, 3 * C), 900 + _i)
                         : randn_dt(g, TG_F32, TT_SHAPE(c.B, T, C), 900 + 3 * _i + i);
@@ -593,18 +598,18 @@ START_TEST(f32_matches_f64_reference)
     double worst = check_bound("o", _i, o[0]->data, o[1]->data, bo, o[1]->numel);
     static const char *const names[3] = {"dq", "dk", "dv"};
     for (int i = 0; i < n_in; i++) {
-        if (!c.need[i]) {   /* the f32 leaf got a gradient from randn_dt: the op must leave it 0 */
+        if (!c.need[i]) { /* the f32 leaf got a gradient from randn_dt: the op must leave it 0 */
             ck_assert_ptr_null(x[1][i]->grad);
             for (int64_t e = 0; e < x[0][i]->numel; e++) ck_assert(((float *)x[0][i]->grad)[e] == 0);
             continue;
         }
-        worst = fmax(worst, check_bound(c.qkv ? "d qkv" : names[i], _i, x[0][i]->grad, x[1][i]->grad, bx[i],
-                                        x[1][i]->numel));
+        worst = fmax(worst,
+                     check_bound(c.qkv ? "d qkv" : names[i], _i, x[0][i]->grad, x[1][i]->grad, bx[i], x[1][i]->numel));
     }
     ref_worst = fmax(ref_worst, worst);
     if (_i == N_REF_DH * N_REF_T - 1)
-        printf("f32 kernels against the f64 reference: %d cases, worst error %.3g of its bound\n",
-               N_REF_DH * N_REF_T, ref_worst);
+        printf("f32 kernels against the f64 reference: %d cases, worst error %.3g of its bound\n", N_REF_DH * N_REF_T,
+               ref_worst);
     for (int i = 0; i < n_in; i++) free(bx[i]);
     free(bo), free(dO64);
     tg_graph_free(g);
@@ -624,7 +629,9 @@ static void expect_fail(tg_graph *g, tg_tensor *y, const char *needle, const cha
 
 /* ---- one qkv tensor (tg_attention_qkv) ---------------------------------------- */
 
-typedef struct { int H, flags; } qkv_ctx;
+typedef struct {
+    int H, flags;
+} qkv_ctx;
 
 static tg_tensor *qkv_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
@@ -644,7 +651,7 @@ static tg_tensor *split_fn(tg_graph *g, tg_tensor **in, void *ctx)
 
 /* Self-attention cases: B, T, C, H, causal, blocks (0: default). */
 static const int QKV_CASES[][7] = {
-    {2, 7, 6, 2, 1, 2, 3}, {1, 7, 3, 1, 1, 5, 4}, {3, 5, 9, 3, 0, 2, 3},
+    {2, 7, 6, 2, 1, 2, 3}, {1, 7, 3, 1, 1, 5, 4},   {3, 5, 9, 3, 0, 2, 3},
     {2, 1, 4, 2, 1, 0, 0}, {1, 150, 4, 2, 1, 0, 0}, {2, 9, 8, 4, 0, 4, 5},
 };
 
@@ -675,7 +682,7 @@ START_TEST(qkv_equals_split)
     for (int path = 0; path < 2; path++) {
         tg_graph *g = tg_graph_new();
         tg_tensor *x = randn_dt(g, dt, TT_SHAPE(c[0], c[1], 3 * c[2]), 60 + (uint64_t)_i);
-        tg_tensor *u = tg_scale(g, x, 1.0);        /* an intermediate: its gradient starts empty */
+        tg_tensor *u = tg_scale(g, x, 1.0); /* an intermediate: its gradient starts empty */
         tg_tensor *y = path ? split_fn(g, &u, &ctx) : qkv_fn(g, &u, &ctx);
         tg_tensor *dy = randn_dt(g, dt, y->ndim, y->shape, 70);
         tg_tensor *f = tg_add(g, tg_sum_all(g, tg_mul(g, y, dy)), tg_sum_all(g, tg_mul(g, u, u)));
@@ -688,8 +695,8 @@ START_TEST(qkv_equals_split)
         tg_graph_free(g);
     }
     const double eo = max_abs_diff(dt, out[0], dt, out[1], n_out), eg = max_abs_diff(dt, grad[0], dt, grad[1], n_in);
-    ck_assert_msg(eo <= tol && eg <= tol, "case %d %s: output differs by %g, d qkv by %g", _i / 2,
-                  tg_dtype_name(dt), eo, eg);
+    ck_assert_msg(eo <= tol && eg <= tol, "case %d %s: output differs by %g, d qkv by %g", _i / 2, tg_dtype_name(dt),
+                  eo, eg);
     for (int p = 0; p < 2; p++) free(out[p]), free(grad[p]);
     tg_attention_set_blocks(0, 0);
 }
@@ -704,11 +711,11 @@ typedef struct gqa_case {
 } gqa_case;
 
 static const gqa_case GQA_CASES[] = {
-    {2, 7, 7, 4, 2, 3, true, 0, 2, 3},     /* groups of 2, blocks crossed */
-    {1, 5, 9, 6, 1, 2, false, 0, 2, 4},    /* multi-query: one kv head for 6 */
-    {2, 3, 8, 6, 3, 4, true, 5, 0, 0},     /* KV-cache offset, default blocks */
-    {3, 30, 30, 8, 2, 16, true, 0, 0, 0},  /* groups of 4, dh on the vector width */
-    {1, 25, 25, 4, 4, 5, true, 0, 7, 16},  /* Hkv = H: multi-head attention */
+    {2, 7, 7, 4, 2, 3, true, 0, 2, 3}, /* groups of 2, blocks crossed */
+    {1, 5, 9, 6, 1, 2, false, 0, 2, 4}, /* multi-query: one kv head for 6 */
+    {2, 3, 8, 6, 3, 4, true, 5, 0, 0}, /* KV-cache offset, default blocks */
+    {3, 30, 30, 8, 2, 16, true, 0, 0, 0}, /* groups of 4, dh on the vector width */
+    {1, 25, 25, 4, 4, 5, true, 0, 7, 16}, /* Hkv = H: multi-head attention */
 };
 enum { N_GQA = sizeof GQA_CASES / sizeof GQA_CASES[0] };
 
@@ -759,7 +766,8 @@ START_TEST(gqa_equals_repeated_heads_and_threads)
             }
     tg_tensor_set_requires_grad(g, kr, true);
     tg_tensor_set_requires_grad(g, vr, true);
-    tg_tensor *o1 = tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0), *o2 = tg_attention(g, q, kr, vr, H, TG_ATTN_CAUSAL, 0);
+    tg_tensor *o1 = tg_attention(g, q, k, v, H, TG_ATTN_CAUSAL, 0),
+              *o2 = tg_attention(g, q, kr, vr, H, TG_ATTN_CAUSAL, 0);
     ck_assert_msg(o1 && o2, "%s", tg_graph_error(g));
     ck_assert_double_le(max_abs_diff(TG_F64, o1->data, TG_F64, o2->data, o1->numel), 1e-15);
     ck_assert_int_eq(tg_graph_backward(g, tg_sum_all(g, tg_add(g, o1, o2))), 0);
@@ -780,7 +788,7 @@ START_TEST(gqa_equals_repeated_heads_and_threads)
         tg_set_num_threads(th);
         for (int fused = 0; fused < 2; fused++) {
             tg_graph *h = tg_graph_new();
-            tg_tensor *x = randn_dt(h, TG_F32, TT_SHAPE(B, T, C + 2 * Ckv), 7);   /* q | k | v */
+            tg_tensor *x = randn_dt(h, TG_F32, TT_SHAPE(B, T, C + 2 * Ckv), 7); /* q | k | v */
             tg_tensor *o;
             if (fused) {
                 o = tg_attention_qkv(h, x, H, Hkv, TG_ATTN_CAUSAL);
@@ -797,9 +805,9 @@ START_TEST(gqa_equals_repeated_heads_and_threads)
         }
     }
     tg_set_num_threads(1);
-    ck_assert_mem_eq(out[0][0], out[0][1], sizeof out[0][0]);   /* qkv in place = apart */
+    ck_assert_mem_eq(out[0][0], out[0][1], sizeof out[0][0]); /* qkv in place = apart */
     ck_assert_mem_eq(grad[0][0], grad[0][1], sizeof grad[0][0]);
-    ck_assert_mem_eq(out[0][1], out[1][1], sizeof out[0][0]);   /* 1 thread = 2 threads */
+    ck_assert_mem_eq(out[0][1], out[1][1], sizeof out[0][0]); /* 1 thread = 2 threads */
     ck_assert_mem_eq(grad[0][1], grad[1][1], sizeof grad[0][0]);
     tg_graph_free(g);
 }
@@ -810,20 +818,21 @@ START_TEST(qkv_errors)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 18), 1);
     ck_assert_ptr_nonnull(tg_attention_qkv(g, x, 3, 0, TG_ATTN_CAUSAL));
-    expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(2, 3, 10), 2), 1, 0, 0),
-                "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (3 heads of one size), got f64 (2,3,10)",
-                NULL);
+    expect_fail(
+        g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(2, 3, 10), 2), 1, 0, 0),
+        "attention: qkv must be 3-D (B,T,C + 2 Ckv), q, k and v side by side (3 heads of one size), got f64 (2,3,10)",
+        NULL);
     expect_fail(g, tg_attention_qkv(g, tt_randn(g, TT_SHAPE(6, 18), 3), 1, 0, 0), "must be 3-D (B,T,C + 2 Ckv)",
                 "got f64 (6,18)");
     expect_fail(g, tg_attention_qkv(g, x, 4, 0, 0), "(12 heads of one size), got f64 (2,3,18)", NULL);
-    expect_fail(g, tg_attention_qkv(g, x, 4, 3, 0), "attention: n_kv_head = 3 must divide n_head = 4 (qkv f64 (2,3,18))",
-                NULL);
+    expect_fail(g, tg_attention_qkv(g, x, 4, 3, 0),
+                "attention: n_kv_head = 3 must divide n_head = 4 (qkv f64 (2,3,18))", NULL);
     expect_fail(g, tg_attention_qkv(g, x, 3, 0, 2), "attention: unknown flags 0x2 (qkv f64 (2,3,18))", NULL);
     expect_fail(g, tg_attention_qkv(g, tg_tensor_new(g, TG_I32, 3, (int[]){2, 3, 18}), 3, 0, 0),
                 "attention: qkv must be f32 or f64, got i32 (2,3,18)", NULL);
     expect_fail(g, tg_attention_qkv(g, NULL, 3, 0, 0), "attention: input 0 is NULL", NULL);
     /* a NaN score names the element and the qkv tensor */
-    ((double *)x->data)[3 * 18 + 6 + 1] = NAN;   /* batch row 1, token 0, k column 1 (head 0) */
+    ((double *)x->data)[3 * 18 + 6 + 1] = NAN; /* batch row 1, token 0, k column 1 (head 0) */
     expect_fail(g, tg_attention_qkv(g, x, 3, 0, TG_ATTN_CAUSAL),
                 "score of query 0 and key 0 in batch row 1, head 0 is NaN or +inf", "qkv f64 (2,3,18)");
     tg_graph_free(g);
@@ -850,7 +859,8 @@ START_TEST(attention_errors)
     expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(1, 5, 6), 5), tt_randn(g, TT_SHAPE(1, 5, 6), 6), 3, 0, 0),
                 "with q's B: q f64 (2,3,6), k f64 (1,5,6)", NULL);
     expect_fail(g, tg_attention(g, q, tt_randn(g, TT_SHAPE(2, 5, 4), 7), tt_randn(g, TT_SHAPE(2, 5, 4), 8), 2, 0, 0),
-                "k and v must have a number of heads of size 3 dividing n_head = 2: q f64 (2,3,6), k f64 (2,5,4)", NULL);
+                "k and v must have a number of heads of size 3 dividing n_head = 2: q f64 (2,3,6), k f64 (2,5,4)",
+                NULL);
     expect_fail(g, tg_attention(g, q, k, v, 4, 0, 0), "attention: C = 6 is not divisible by n_head = 4 (q f64 (2,3,6))",
                 NULL);
     expect_fail(g, tg_attention(g, q, k, v, 0, 0, 0), "not divisible by n_head = 0", NULL);
@@ -866,7 +876,7 @@ START_TEST(attention_errors)
     tg_attention_set_blocks(1, 2);
     expect_fail(g, tg_attention(g, q, k, v, 3, TG_ATTN_CAUSAL, -1), "query row 0 (batch row 0, head 0) sees no key",
                 NULL);
-    ck_assert_ptr_nonnull(tg_attention(g, q, k, v, 3, 0, -1));   /* q_pos unused without the flag */
+    ck_assert_ptr_nonnull(tg_attention(g, q, k, v, 3, 0, -1)); /* q_pos unused without the flag */
     tg_attention_set_blocks(0, 0);
     tg_graph_free(g);
 }
@@ -884,7 +894,7 @@ START_TEST(bad_score_errors)
         const int B = 2, Tq = 4, Tk = 5, C = 4, H = 2;
         tg_tensor *q = randn_dt(g, type, TT_SHAPE(B, Tq, C), 1), *k = randn_dt(g, type, TT_SHAPE(B, Tk, C), 2);
         tg_tensor *v = randn_dt(g, type, TT_SHAPE(B, Tk, C), 3);
-#define SET(t, i, x)                                                                              \
+#define SET(t, i, x)                                                                                                   \
     ((t)->dtype == TG_F32 ? (void)(((float *)(t)->data)[i] = (float)(x)) : (void)(((double *)(t)->data)[i] = (x)))
         /* NaN in q at batch row 1, query 2, head 1 (column 3) */
         SET(q, (1 * Tq + 2) * C + 3, NAN);
@@ -922,9 +932,9 @@ int main(void)
     return tt_main("ops_attention", "attention", 120,
                    TT_TESTS(forward_matches_loops, forward_stable_with_large_scores, gradcheck_cases,
                             gradcheck_shared_inputs, gradient_of_some_inputs, gradients_accumulate, equals_composed_f64,
-                            equals_composed_f32, minus_inf_score_gets_zero_weight, memory_linear_in_T,
-                            attention_errors, bad_score_errors, TT_LOOP(qkv_gradcheck, n_qkv),
-                            TT_LOOP(qkv_equals_split, 2 * n_qkv), qkv_errors,
-                            TT_LOOP(gqa_matches_loops_and_gradchecks, N_GQA), gqa_equals_repeated_heads_and_threads,
+                            equals_composed_f32, minus_inf_score_gets_zero_weight, memory_linear_in_T, attention_errors,
+                            bad_score_errors, TT_LOOP(qkv_gradcheck, n_qkv), TT_LOOP(qkv_equals_split, 2 * n_qkv),
+                            qkv_errors, TT_LOOP(gqa_matches_loops_and_gradchecks, N_GQA),
+                            gqa_equals_repeated_heads_and_threads,
                             TT_LOOP(f32_matches_f64_reference, N_REF_DH * N_REF_T)));
 }

@@ -11,12 +11,12 @@ static const binop BINOPS[] = {tg_add, tg_sub, tg_mul, tg_div};
 
 /* pairs of broadcastable shapes: {ndim_a, a..., ndim_b, b...} */
 static const int PAIRS[][10] = {
-    {2, 3, 4, 0, 0, 2, 3, 4, 0, 0},   /* same shape */
-    {2, 3, 4, 0, 0, 1, 4, 0, 0, 0},   /* row vector */
-    {3, 2, 1, 5, 0, 2, 3, 1, 0, 0},   /* both sides broadcast */
-    {4, 2, 3, 1, 5, 3, 1, 4, 1, 0},   /* 4-D vs 3-D */
-    {1, 1, 0, 0, 0, 3, 2, 1, 3, 0},   /* size-1 vector against 3-D */
-    {0, 0, 0, 0, 0, 2, 3, 7, 0, 0},   /* scalar against matrix */
+    {2, 3, 4, 0, 0, 2, 3, 4, 0, 0}, /* same shape */
+    {2, 3, 4, 0, 0, 1, 4, 0, 0, 0}, /* row vector */
+    {3, 2, 1, 5, 0, 2, 3, 1, 0, 0}, /* both sides broadcast */
+    {4, 2, 3, 1, 5, 3, 1, 4, 1, 0}, /* 4-D vs 3-D */
+    {1, 1, 0, 0, 0, 3, 2, 1, 3, 0}, /* size-1 vector against 3-D */
+    {0, 0, 0, 0, 0, 2, 3, 7, 0, 0}, /* scalar against matrix */
 };
 
 static void shapes_of(int k, int *na, int *sa, int *nb, int *sb)
@@ -50,9 +50,9 @@ END_TEST
 START_TEST(binary_broadcast_values)
 {
     tg_graph *g = tg_graph_new();
-    double av[] = {1, 2, 3, 4, 5, 6};          /* (2,3) */
-    double bv[] = {10, 20, 30};                /* (3)   */
-    double cv[] = {2, 4};                      /* (2,1) */
+    double av[] = {1, 2, 3, 4, 5, 6}; /* (2,3) */
+    double bv[] = {10, 20, 30}; /* (3)   */
+    double cv[] = {2, 4}; /* (2,1) */
     tg_tensor *a = tg_tensor_from(g, TG_F64, TT_SHAPE(2, 3), av);
     tg_tensor *b = tg_tensor_from(g, TG_F64, TT_SHAPE(3), bv);
     tg_tensor *c = tg_tensor_from(g, TG_F64, TT_SHAPE(2, 1), cv);

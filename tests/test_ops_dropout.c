@@ -12,10 +12,7 @@ static void assert_failed(tg_graph *g, const tg_tensor *r, const char *needle)
 
 /* ---- dropout --------------------------------------------------------- */
 
-static tg_tensor *drop_fn(tg_graph *g, tg_tensor **in, void *ctx)
-{
-    return tg_dropout(g, in[0], *(double *)ctx);
-}
+static tg_tensor *drop_fn(tg_graph *g, tg_tensor **in, void *ctx) { return tg_dropout(g, in[0], *(double *)ctx); }
 
 /* x all ones of n elements on g (f64), not requiring grad */
 static tg_tensor *ones_like_n(tg_graph *g, int n)
@@ -71,7 +68,8 @@ START_TEST(dropout_kept_fraction)
         int kept = 0;
         for (int i = 0; i < n; i++) kept += tg_tensor_get(y, i) != 0;
         double mean = n * (1 - ps[k]), sd = sqrt(n * ps[k] * (1 - ps[k]));
-        ck_assert_msg(fabs(kept - mean) <= 4 * sd, "p %g: kept %d of %d, expected %g +/- 4*%g", ps[k], kept, n, mean, sd);
+        ck_assert_msg(fabs(kept - mean) <= 4 * sd, "p %g: kept %d of %d, expected %g +/- 4*%g", ps[k], kept, n, mean,
+                      sd);
     }
     tg_graph_free(g);
 }

@@ -42,8 +42,7 @@ START_TEST(embedding_forward_values)
             for (int d = 0; d < nd; d++) ck_assert_int_eq(y->shape[d], ids->shape[d]);
             ck_assert_int_eq(y->shape[nd], C);
             for (int64_t i = 0; i < ids->numel; i++)
-                for (int c = 0; c < C; c++)
-                    ck_assert_double_eq(tg_tensor_get(y, i * C + c), 10 * iv[i] + c + 0.25);
+                for (int c = 0; c < C; c++) ck_assert_double_eq(tg_tensor_get(y, i * C + c), 10 * iv[i] + c + 0.25);
         }
     }
     ck_assert_ptr_null(tg_graph_error(g));
@@ -87,11 +86,13 @@ START_TEST(embedding_scatter_add)
         float ones32[8] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
         ck_assert_int_eq(tg_graph_backward_seeded(g, y, pass ? (void *)ones32 : (void *)ones), 0);
         double want1[8] = {0, 0, 1.5, 1.5, 0, 0, 0.5, 0.5};
-        for (int i = 0; i < 8; i++) ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want1[i]);
+        for (int i = 0; i < 8; i++)
+            ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want1[i]);
         /* distinct dy, accumulated on top */
         ck_assert_int_eq(tg_graph_backward_seeded(g, y, pass ? (void *)dy32 : (void *)dy), 0);
         double want2[8] = {0, 0, 1.5 + 1 + 100 + 1000, 1.5 + 2 + 200 + 2000, 0, 0, 0.5 + 10, 0.5 + 20};
-        for (int i = 0; i < 8; i++) ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want2[i]);
+        for (int i = 0; i < 8; i++)
+            ck_assert_double_eq(pass ? ((float *)w->grad)[i] : ((double *)w->grad)[i], want2[i]);
         ck_assert_ptr_null(ids->grad);
         tg_graph_free(g);
     }
@@ -111,8 +112,10 @@ START_TEST(embedding_errors)
     assert_failed(g, tg_embedding(g, w, bad_lo), "embedding: id -1 at position (2) (flat 2) of ids i32 (4)");
     assert_failed(g, tg_embedding(g, w, bad_lo), "V = 5");
     assert_failed(g, tg_embedding(g, w, tt_to_f32(g, w)), "embedding: ids must be i32, got f32 (5,4)");
-    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(5), 2), ok), "embedding: weight must be 2-D (V,C), got f64 (5)");
-    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(1, 5, 4), 2), ok), "weight must be 2-D (V,C), got f64 (1,5,4)");
+    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(5), 2), ok),
+                  "embedding: weight must be 2-D (V,C), got f64 (5)");
+    assert_failed(g, tg_embedding(g, tt_randn(g, TT_SHAPE(1, 5, 4), 2), ok),
+                  "weight must be 2-D (V,C), got f64 (1,5,4)");
     assert_failed(g, tg_embedding(g, tg_tensor_new(g, TG_I32, TT_SHAPE(5, 4)), ok),
                   "embedding: weight must be f32 or f64, got i32 (5,4)");
     assert_failed(g, tg_embedding(g, w, tg_tensor_new(g, TG_I32, TT_SHAPE(1, 2, 1, 2))),

@@ -10,8 +10,8 @@ static void assert_close(const tg_tensor *a, const tg_tensor *b, double tol, con
     ck_assert_int_eq(a->numel, b->numel);
     for (int64_t i = 0; i < a->numel; i++) {
         double x = tg_tensor_get(a, i), y = tg_tensor_get(b, i);
-        ck_assert_msg(fabs(x - y) <= tol * fmax(1.0, fabs(y)), "%s: element %lld: %.10g vs %.10g", what,
-                      (long long)i, x, y);
+        ck_assert_msg(fabs(x - y) <= tol * fmax(1.0, fabs(y)), "%s: element %lld: %.10g vs %.10g", what, (long long)i,
+                      x, y);
     }
 }
 
@@ -37,7 +37,10 @@ static void assert_failed(tg_graph *g, const tg_tensor *r, const char *needle)
 
 /* ---- layernorm ------------------------------------------------------- */
 
-typedef struct { bool w, b; double eps; } ln_ctx;
+typedef struct {
+    bool w, b;
+    double eps;
+} ln_ctx;
 
 /* inputs: x, then w when ctx->w, then b when ctx->b */
 static tg_tensor *ln_fn(tg_graph *g, tg_tensor **in, void *ctx)
@@ -59,15 +62,15 @@ static void ln_naive(const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
         double sd = sqrt(sq / C + eps);
         for (int j = 0; j < C; j++)
             y[r * C + j] = (tg_tensor_get(x, r * C + j) - mean) / sd * (w ? tg_tensor_get(w, j) : 1.0) +
-                           (b ? tg_tensor_get(b, j) : 0.0);
+                (b ? tg_tensor_get(b, j) : 0.0);
     }
 }
 
 START_TEST(layernorm_gradcheck)
 {
     const int shapes[][5] = {{1, 5}, {3, 2, 3, 7}, {2, 4, 1}, {2, 1, 3}, {4, 2, 1, 3, 4}, {1, 1}};
-    const ln_ctx modes[] = {{true, true, 1e-5}, {true, false, 1e-5}, {false, false, 1e-5},
-                            {false, true, 1e-5}, {true, true, 0.5}};
+    const ln_ctx modes[] = {
+        {true, true, 1e-5}, {true, false, 1e-5}, {false, false, 1e-5}, {false, true, 1e-5}, {true, true, 0.5}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
             tg_graph *g = tg_graph_new();
@@ -135,7 +138,8 @@ START_TEST(layernorm_forward_values)
             ck_assert_int_eq(y64->ndim, xr->ndim);
             for (int d = 0; d < xr->ndim; d++) ck_assert_int_eq(y64->shape[d], xr->shape[d]);
             assert_close(y64, r, 1e-12, "layernorm f64 vs naive");
-            tg_tensor *y32 = tg_layernorm(g, tt_to_f32(g, xr), wm ? tt_to_f32(g, wm) : NULL, bm ? tt_to_f32(g, bm) : NULL, 0.1);
+            tg_tensor *y32 =
+                tg_layernorm(g, tt_to_f32(g, xr), wm ? tt_to_f32(g, wm) : NULL, bm ? tt_to_f32(g, bm) : NULL, 0.1);
             ck_assert_ptr_nonnull(y32);
             ck_assert_int_eq(y32->dtype, TG_F32);
             assert_close(y32, y64, 1e-5, "layernorm f32 vs f64");
@@ -196,8 +200,11 @@ START_TEST(layernorm_f32_large_offset)
         tg_tensor *r = tg_tensor_from(g, TG_F64, TT_SHAPE(3, 512), ref);
         tg_tensor *y32 = tg_layernorm(g, x32, hw ? w : NULL, hb ? b : NULL, 1e-5);
         ck_assert_ptr_nonnull(y32);
-        assert_close(y32, r, 1e-6, hw && hb ? "offset 1e4, w and b" : hw ? "offset 1e4, w" : hb ? "offset 1e4, b"
-                                                                                             : "offset 1e4");
+        assert_close(y32, r, 1e-6,
+                     hw && hb ? "offset 1e4, w and b"
+                         : hw ? "offset 1e4, w"
+                         : hb ? "offset 1e4, b"
+                              : "offset 1e4");
     }
     free(ref);
     tg_graph_free(g);
@@ -208,7 +215,8 @@ END_TEST
 START_TEST(layernorm_f32_backward_and_nograd)
 {
     tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 2, 9), 41), *w = tt_randn(g, TT_SHAPE(9), 42), *b = tt_randn(g, TT_SHAPE(9), 43);
+    tg_tensor *x = tt_randn(g, TT_SHAPE(3, 2, 9), 41), *w = tt_randn(g, TT_SHAPE(9), 42),
+              *b = tt_randn(g, TT_SHAPE(9), 43);
     tg_tensor *x32 = tt_to_f32(g, x), *w32 = tt_to_f32(g, w), *b32 = tt_to_f32(g, b);
     tg_tensor *y = tg_layernorm(g, x, w, b, 1e-5), *y32 = tg_layernorm(g, x32, w32, b32, 1e-5);
     double *dy = tt_seed_values(g, TG_F64, y->numel, 9);
@@ -252,19 +260,24 @@ END_TEST
 START_TEST(layernorm_errors)
 {
     tg_graph *g = tg_graph_new();
-    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 7), 1), *w = tt_randn(g, TT_SHAPE(7), 2), *b = tt_randn(g, TT_SHAPE(7), 3);
+    tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 7), 1), *w = tt_randn(g, TT_SHAPE(7), 2),
+              *b = tt_randn(g, TT_SHAPE(7), 3);
     tg_tensor *w6 = tt_randn(g, TT_SHAPE(6), 4), *w2d = tt_randn(g, TT_SHAPE(1, 7), 5);
     tg_tensor *x32 = tt_to_f32(g, x), *ids = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 7));
 
-    assert_failed(g, tg_layernorm(g, x, w6, b, 1e-5), "layernorm: w must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
-    assert_failed(g, tg_layernorm(g, x, w, w6, 1e-5), "layernorm: b must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
-    assert_failed(g, tg_layernorm(g, x, w2d, NULL, 1e-5), "w must have shape (C) = (7) for x f64 (2,3,7), got f64 (1,7)");
+    assert_failed(g, tg_layernorm(g, x, w6, b, 1e-5),
+                  "layernorm: w must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
+    assert_failed(g, tg_layernorm(g, x, w, w6, 1e-5),
+                  "layernorm: b must have shape (C) = (7) for x f64 (2,3,7), got f64 (6)");
+    assert_failed(g, tg_layernorm(g, x, w2d, NULL, 1e-5),
+                  "w must have shape (C) = (7) for x f64 (2,3,7), got f64 (1,7)");
     assert_failed(g, tg_layernorm(g, x, NULL, w2d, 1e-5), "b must have shape (C) = (7)");
     assert_failed(g, tg_layernorm(g, x, w, b, 0), "layernorm: eps must be > 0, got 0 (x f64 (2,3,7))");
     assert_failed(g, tg_layernorm(g, x, w, b, -1e-5), "eps must be > 0, got -1e-05");
     assert_failed(g, tg_layernorm(g, x, w, b, NAN), "eps must be > 0, got nan");
     assert_failed(g, tg_layernorm(g, x32, w, b, 1e-5), "layernorm: dtypes differ: x f32 (2,3,7), w f64 (7)");
-    assert_failed(g, tg_layernorm(g, x, w, tt_to_f32(g, b), 1e-5), "layernorm: dtypes differ: x f64 (2,3,7), b f32 (7)");
+    assert_failed(g, tg_layernorm(g, x, w, tt_to_f32(g, b), 1e-5),
+                  "layernorm: dtypes differ: x f64 (2,3,7), b f32 (7)");
     assert_failed(g, tg_layernorm(g, ids, NULL, NULL, 1e-5), "layernorm: x must be f32 or f64, got i32 (2,7)");
     assert_failed(g, tg_layernorm(g, x, tg_tensor_new(g, TG_I32, TT_SHAPE(7)), NULL, 1e-5),
                   "layernorm: w must be f32 or f64, got i32 (7)");

@@ -119,7 +119,7 @@ START_TEST(linear_grads_accumulate)
      * dx[r][i] = 2 sum_o w[o][i], dw[o][i] = 2 sum_r x[r][i], db[o] = 2 * 3 */
     tg_tensor *l = tg_add(g, tg_sum_all(g, tg_linear(g, x, w, b)), tg_sum_all(g, tg_linear(g, x, w, b)));
     ck_assert_int_eq(tg_graph_backward(g, l), 0);
-    ck_assert_int_eq(tg_graph_backward(g, l), 0);   /* leaves accumulate: 4 sum(...) */
+    ck_assert_int_eq(tg_graph_backward(g, l), 0); /* leaves accumulate: 4 sum(...) */
     const double *X = x->data, *W = w->data;
     for (int r = 0; r < 3; r++)
         for (int i = 0; i < 4; i++)
@@ -138,13 +138,18 @@ START_TEST(linear_errors)
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tt_randn(g, TT_SHAPE(2, 3, 5), 1), *w = tt_randn(g, TT_SHAPE(4, 5), 2);
     tg_tensor *b = tt_randn(g, TT_SHAPE(4), 3);
-    struct { tg_tensor *x, *w, *b; const char *needle; } cases[] = {
-        {x, tt_randn(g, TT_SHAPE(4, 6), 4), NULL, "x's last dimension must equal w's in: x f64 (2,3,5), w (out, in) f64 (4,6)"},
+    struct {
+        tg_tensor *x, *w, *b;
+        const char *needle;
+    } cases[] = {
+        {x, tt_randn(g, TT_SHAPE(4, 6), 4), NULL,
+         "x's last dimension must equal w's in: x f64 (2,3,5), w (out, in) f64 (4,6)"},
         {x, tt_randn(g, TT_SHAPE(5), 5), NULL, "w must be 2-D (out, in), got f64 (5)"},
         {x, tt_randn(g, TT_SHAPE(1, 4, 5), 5), NULL, "w must be 2-D (out, in), got f64 (1,4,5)"},
         {x, w, tt_randn(g, TT_SHAPE(5), 6), "b must be (out) = (4) for w f64 (4,5), got f64 (5)"},
         {x, w, tt_randn(g, TT_SHAPE(1, 4), 6), "b must be (out) = (4) for w f64 (4,5), got f64 (1,4)"},
-        {x, tg_tensor_new(g, TG_F32, TT_SHAPE(4, 5)), NULL, "x and w must have the same float dtype: x f64 (2,3,5), w f32 (4,5)"},
+        {x, tg_tensor_new(g, TG_F32, TT_SHAPE(4, 5)), NULL,
+         "x and w must have the same float dtype: x f64 (2,3,5), w f32 (4,5)"},
         {x, w, tg_tensor_new(g, TG_F32, TT_SHAPE(4)), "b must have x's dtype: x f64 (2,3,5), b f32 (4)"},
         {tg_tensor_new(g, TG_I32, TT_SHAPE(2, 5)), w, b, "x must be f32 or f64, got i32 (2,5)"},
         {tg_scalar(g, TG_F64, 1), w, b, "x must have at least 1 dimension (..., in), got f64 ()"},
@@ -165,7 +170,7 @@ END_TEST
 
 int main(void)
 {
-    return tt_main("ops_linear", "linear", 0,
-                   TT_TESTS(linear_gradcheck, linear_values_vs_naive, linear_by_hand, linear_grads_accumulate,
-                            linear_errors));
+    return tt_main(
+        "ops_linear", "linear", 0,
+        TT_TESTS(linear_gradcheck, linear_values_vs_naive, linear_by_hand, linear_grads_accumulate, linear_errors));
 }

@@ -53,7 +53,8 @@ START_TEST(cross_entropy_forward)
     ck_assert_double_eq_tol(tg_tensor_item(y), (1000 + log(2.0)) / 2, 1e-12);
 
     /* V = 1: the loss is 0 */
-    y = tg_cross_entropy(g, tt_randn(g, TT_SHAPE(3, 1), 63), tg_tensor_from(g, TG_I32, TT_SHAPE(3), (int32_t[]){0, 0, -1}));
+    y = tg_cross_entropy(g, tt_randn(g, TT_SHAPE(3, 1), 63),
+                         tg_tensor_from(g, TG_I32, TT_SHAPE(3), (int32_t[]){0, 0, -1}));
     ck_assert(tg_tensor_item(y) == 0.0);
 
     /* a NaN logit in an ignored row is never read */
@@ -119,28 +120,30 @@ START_TEST(cross_entropy_errors)
 
     tg_tensor *t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){0, 1, 2, 3, -2, 4});
     tt_assert_failed(g, tg_cross_entropy(g, x, t),
-                "cross_entropy: target -2 at position 4 (index (1,1)) is outside [0, 5) and is not -1");
+                     "cross_entropy: target -2 at position 4 (index (1,1)) is outside [0, 5) and is not -1");
     tt_assert_error(g, "logits f64 (2,3,5), targets i32 (2,3)");
     tg_graph_clear_error(g);
 
     t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){0, 5, 2, 3, 1, 4});
-    tt_assert_failed(g, tg_cross_entropy(g, x, t), "cross_entropy: target 5 at position 1 (index (0,1)) is outside [0, 5)");
+    tt_assert_failed(g, tg_cross_entropy(g, x, t),
+                     "cross_entropy: target 5 at position 1 (index (0,1)) is outside [0, 5)");
     tg_graph_clear_error(g);
 
     t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3), (int32_t[]){-1, -1, -1, -1, -1, -1});
     tt_assert_failed(g, tg_cross_entropy(g, x, t),
-                "cross_entropy: every target is -1 (ignored), so there is nothing to average: logits f64 (2,3,5), "
-                "targets i32 (2,3)");
+                     "cross_entropy: every target is -1 (ignored), so there is nothing to average: logits f64 (2,3,5), "
+                     "targets i32 (2,3)");
     tg_graph_clear_error(g);
 
     tg_tensor *tf = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
-    tt_assert_failed(g, tg_cross_entropy(g, x, tf), "cross_entropy: targets must be i32, got f32 (2,3), for logits f64 (2,3,5)");
+    tt_assert_failed(g, tg_cross_entropy(g, x, tf),
+                     "cross_entropy: targets must be i32, got f32 (2,3), for logits f64 (2,3,5)");
     tg_graph_clear_error(g);
 
     tg_tensor *ts = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 4));
     tt_assert_failed(g, tg_cross_entropy(g, x, ts),
-                "cross_entropy: targets' shape must be logits' shape without the last axis: logits f64 (2,3,5), "
-                "targets i32 (2,4)");
+                     "cross_entropy: targets' shape must be logits' shape without the last axis: logits f64 (2,3,5), "
+                     "targets i32 (2,4)");
     tg_graph_clear_error(g);
     tg_tensor *t3 = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3, 5));
     tt_assert_failed(g, tg_cross_entropy(g, x, t3), "logits f64 (2,3,5), targets i32 (2,3,5)");
@@ -148,11 +151,11 @@ START_TEST(cross_entropy_errors)
 
     tg_tensor *xi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 5));
     tt_assert_failed(g, tg_cross_entropy(g, xi, tg_tensor_new(g, TG_I32, TT_SHAPE(2))),
-                "cross_entropy: logits must be f32 or f64, got i32 (2,5)");
+                     "cross_entropy: logits must be f32 or f64, got i32 (2,5)");
     tg_graph_clear_error(g);
 
     tt_assert_failed(g, tg_cross_entropy(g, tg_scalar(g, TG_F64, 1), tg_tensor_new(g, TG_I32, 0, NULL)),
-                "cross_entropy: logits must have at least one axis, got f64 ()");
+                     "cross_entropy: logits must have at least one axis, got f64 ()");
     tg_graph_clear_error(g);
 
     tt_assert_failed(g, tg_cross_entropy(g, x, NULL), "cross_entropy: input 1 is NULL");
@@ -160,18 +163,18 @@ START_TEST(cross_entropy_errors)
 
     tg_tensor *xn = tt_from_doubles(g, TG_F32, TT_SHAPE(2, 2), (double[]){0, 1, INFINITY, 0});
     tt_assert_failed(g, tg_cross_entropy(g, xn, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){0, 1})),
-                "cross_entropy: logit +inf at element 2 (index (1,0)) of logits f32 (2,2)");
+                     "cross_entropy: logit +inf at element 2 (index (1,0)) of logits f32 (2,2)");
     tg_graph_clear_error(g);
     tg_tensor *xd = tt_from_doubles(g, TG_F64, TT_SHAPE(2, 2), (double[]){0, 1, -INFINITY, -INFINITY});
     tt_assert_failed(g, tg_cross_entropy(g, xd, tg_tensor_from(g, TG_I32, TT_SHAPE(2), (int32_t[]){0, 1})),
-                "cross_entropy: every logit of row 1 (index (1)) of logits f64 (2,2) is -inf");
+                     "cross_entropy: every logit of row 1 (index (1)) of logits f64 (2,2) is -inf");
     tg_graph_free(g);
 }
 END_TEST
 
 int main(void)
 {
-    return tt_main("ops_loss", "cross_entropy", 0,
-                   TT_TESTS(cross_entropy_forward, cross_entropy_gradcheck, cross_entropy_backward_values,
-                            cross_entropy_errors));
+    return tt_main(
+        "ops_loss", "cross_entropy", 0,
+        TT_TESTS(cross_entropy_forward, cross_entropy_gradcheck, cross_entropy_backward_values, cross_entropy_errors));
 }

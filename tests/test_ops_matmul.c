@@ -7,7 +7,7 @@
 typedef struct mm_case {
     int na, a[4];
     int nb, b[4];
-    int ny, y[4];   /* expected output shape, written by hand */
+    int ny, y[4]; /* expected output shape, written by hand */
 } mm_case;
 
 static const mm_case CASES[] = {
@@ -15,19 +15,19 @@ static const mm_case CASES[] = {
     {2, {1, 1}, 2, {1, 1}, 2, {1, 1}},
     {2, {3, 5}, 2, {5, 1}, 2, {3, 1}},
     {2, {1, 7}, 2, {7, 3}, 2, {1, 3}},
-    {4, {2, 3, 1, 4}, 2, {4, 7}, 4, {2, 3, 1, 7}},       /* fold with M = 1 */
+    {4, {2, 3, 1, 4}, 2, {4, 7}, 4, {2, 3, 1, 7}}, /* fold with M = 1 */
     {4, {2, 3, 4, 5}, 4, {2, 3, 5, 4}, 4, {2, 3, 4, 4}}, /* (B,H,T,dh) @ (B,H,dh,T) */
-    {3, {2, 3, 4}, 2, {4, 5}, 3, {2, 3, 5}},             /* (B,T,C) @ (C,D) */
-    {2, {3, 4}, 3, {2, 4, 5}, 3, {2, 3, 5}},             /* (M,K) @ (B,K,N) */
+    {3, {2, 3, 4}, 2, {4, 5}, 3, {2, 3, 5}}, /* (B,T,C) @ (C,D) */
+    {2, {3, 4}, 3, {2, 4, 5}, 3, {2, 3, 5}}, /* (M,K) @ (B,K,N) */
     {4, {1, 3, 2, 4}, 4, {2, 1, 4, 5}, 4, {2, 3, 2, 5}}, /* (1,H,M,K) @ (B,1,K,N) */
     {4, {2, 1, 3, 4}, 4, {1, 3, 4, 2}, 4, {2, 3, 3, 2}},
-    {4, {3, 1, 2, 4}, 3, {2, 4, 3}, 4, {3, 2, 2, 3}},    /* batch (3,1) with (2) */
-    {4, {1, 1, 3, 4}, 3, {1, 4, 2}, 4, {1, 1, 3, 2}},    /* b batch all 1: fold */
+    {4, {3, 1, 2, 4}, 3, {2, 4, 3}, 4, {3, 2, 2, 3}}, /* batch (3,1) with (2) */
+    {4, {1, 1, 3, 4}, 3, {1, 4, 2}, 4, {1, 1, 3, 2}}, /* b batch all 1: fold */
     {3, {5, 1, 1}, 3, {5, 1, 1}, 3, {5, 1, 1}},
-    {3, {1, 3, 5}, 3, {3, 5, 2}, 3, {3, 3, 2}},          /* a batch 1, b batched */
-    {1, {5}, 2, {5, 3}, 1, {3}},                         /* 1-D a: row */
-    {2, {3, 5}, 1, {5}, 1, {3}},                         /* 1-D b: column */
-    {1, {5}, 1, {5}, 0, {0}},                            /* dot: scalar */
+    {3, {1, 3, 5}, 3, {3, 5, 2}, 3, {3, 3, 2}}, /* a batch 1, b batched */
+    {1, {5}, 2, {5, 3}, 1, {3}}, /* 1-D a: row */
+    {2, {3, 5}, 1, {5}, 1, {3}}, /* 1-D b: column */
+    {1, {5}, 1, {5}, 0, {0}}, /* dot: scalar */
     {1, {1}, 1, {1}, 0, {0}},
     {1, {7}, 2, {7, 1}, 1, {1}},
     {1, {5}, 3, {2, 5, 3}, 2, {2, 3}},
@@ -44,9 +44,11 @@ static void naive_matmul(const mm_case *c, const double *a, const double *b, dou
 {
     int A[4] = {1, 1, 1, 1}, B[4] = {1, 1, 1, 1};
     if (c->na == 1) A[3] = c->a[0];
-    else for (int i = 0; i < c->na; i++) A[4 - c->na + i] = c->a[i];
+    else
+        for (int i = 0; i < c->na; i++) A[4 - c->na + i] = c->a[i];
     if (c->nb == 1) B[2] = c->b[0];
-    else for (int i = 0; i < c->nb; i++) B[4 - c->nb + i] = c->b[i];
+    else
+        for (int i = 0; i < c->nb; i++) B[4 - c->nb + i] = c->b[i];
     int M = A[2], K = A[3], N = B[3];
     int O0 = A[0] > B[0] ? A[0] : B[0], O1 = A[1] > B[1] ? A[1] : B[1];
     int64_t at = 0;
@@ -59,7 +61,7 @@ static void naive_matmul(const mm_case *c, const double *a, const double *b, dou
                     double s = 0;
                     for (int k = 0; k < K; k++)
                         s += a[(((int64_t)x0 * A[1] + x1) * M + m) * K + k] *
-                             b[(((int64_t)w0 * B[1] + w1) * K + k) * N + n];
+                            b[(((int64_t)w0 * B[1] + w1) * K + k) * N + n];
                     y[at++] = s;
                 }
 }
@@ -85,8 +87,8 @@ START_TEST(forward_matches_naive)
     naive_matmul(c, a->data, b->data, want);
     for (int64_t i = 0; i < y64->numel; i++)
         ck_assert_msg(fabs(((double *)y64->data)[i] - want[i]) <= 1e-12 * (1 + fabs(want[i])),
-                      "case %d f64 element %lld: %.17g vs naive %.17g", _i, (long long)i,
-                      ((double *)y64->data)[i], want[i]);
+                      "case %d f64 element %lld: %.17g vs naive %.17g", _i, (long long)i, ((double *)y64->data)[i],
+                      want[i]);
 
     /* f32: against the naive product of the rounded inputs, in double */
     tg_tensor *a32 = tt_to_f32(g, a), *b32 = tt_to_f32(g, b);
@@ -106,8 +108,8 @@ START_TEST(forward_matches_naive)
     const int K = c->a[c->na - 1];
     for (int64_t i = 0; i < y32->numel; i++) {
         double got = ((float *)y32->data)[i];
-        ck_assert_msg(fabs(got - want[i]) <= (K + 2) * 0x1p-24 * bound[i],
-                      "case %d f32 element %lld: %.9g vs %.9g", _i, (long long)i, got, want[i]);
+        ck_assert_msg(fabs(got - want[i]) <= (K + 2) * 0x1p-24 * bound[i], "case %d f32 element %lld: %.9g vs %.9g", _i,
+                      (long long)i, got, want[i]);
     }
     free(bound);
     free(want);
@@ -159,10 +161,10 @@ START_TEST(attention_readout)
     tg_graph *g = tg_graph_new();
     double w64[] = {0.75, 0.25}, v64[] = {2, 0, 0, 4};
     float w32[] = {0.75f, 0.25f}, v32[] = {2, 0, 0, 4};
-    tg_tensor *y64 = tg_matmul(g, tg_tensor_from(g, TG_F64, TT_SHAPE(1, 2), w64),
-                               tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), v64));
-    tg_tensor *y32 = tg_matmul(g, tg_tensor_from(g, TG_F32, TT_SHAPE(1, 2), w32),
-                               tg_tensor_from(g, TG_F32, TT_SHAPE(2, 2), v32));
+    tg_tensor *y64 =
+        tg_matmul(g, tg_tensor_from(g, TG_F64, TT_SHAPE(1, 2), w64), tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), v64));
+    tg_tensor *y32 =
+        tg_matmul(g, tg_tensor_from(g, TG_F32, TT_SHAPE(1, 2), w32), tg_tensor_from(g, TG_F32, TT_SHAPE(2, 2), v32));
     ck_assert_ptr_nonnull(y64);
     ck_assert_ptr_nonnull(y32);
     tt_assert_shape(y64, TT_SHAPE(1, 2));
@@ -170,8 +172,8 @@ START_TEST(attention_readout)
     ck_assert(((double *)y64->data)[0] == 1.5 && ((double *)y64->data)[1] == 1.0);
     ck_assert(((float *)y32->data)[0] == 1.5f && ((float *)y32->data)[1] == 1.0f);
     /* the same readout with a 1-D weight vector gives a 1-D (2) result */
-    tg_tensor *r = tg_matmul(g, tg_tensor_from(g, TG_F64, TT_SHAPE(2), w64),
-                             tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), v64));
+    tg_tensor *r =
+        tg_matmul(g, tg_tensor_from(g, TG_F64, TT_SHAPE(2), w64), tg_tensor_from(g, TG_F64, TT_SHAPE(2, 2), v64));
     ck_assert_ptr_nonnull(r);
     tt_assert_shape(r, TT_SHAPE(2));
     ck_assert(((double *)r->data)[0] == 1.5 && ((double *)r->data)[1] == 1.0);
@@ -214,7 +216,7 @@ START_TEST(backward_broadcast_by_hand)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *a = tt_randn(g, TT_SHAPE(3, 4), 50), *b = tt_randn(g, TT_SHAPE(2, 4, 5), 51);
-    tg_tensor *y = tg_matmul(g, a, b);   /* (2,3,5) */
+    tg_tensor *y = tg_matmul(g, a, b); /* (2,3,5) */
     ck_assert_ptr_nonnull(y);
     double s[30];
     for (int i = 0; i < 30; i++) s[i] = 0.1 * i - 1;
@@ -338,7 +340,7 @@ START_TEST(error_inner_dimensions)
 
     tg_graph_reset(g);
     a = tg_tensor_new(g, TG_F64, TT_SHAPE(4));
-    b = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3, 4));   /* a 1-D a meets b's K = 3 */
+    b = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3, 4)); /* a 1-D a meets b's K = 3 */
     assert_failed(g, tg_matmul(g, a, b), "inner dimensions differ: a f64 (4) x b f64 (2,3,4)", b);
     tg_graph_free(g);
 }
@@ -348,8 +350,7 @@ START_TEST(error_batch_broadcast)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *a = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 4)), *b = tg_tensor_new(g, TG_F32, TT_SHAPE(3, 4, 5));
-    assert_failed(g, tg_matmul(g, a, b),
-                  "matmul: batch dimensions do not broadcast: a f32 (2,3,4) x b f32 (3,4,5)", a);
+    assert_failed(g, tg_matmul(g, a, b), "matmul: batch dimensions do not broadcast: a f32 (2,3,4) x b f32 (3,4,5)", a);
 
     tg_graph_reset(g);
     a = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3, 4, 5));
@@ -386,7 +387,7 @@ START_TEST(error_null_input)
     tg_graph_reset(g);
     x = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 2));
     assert_failed(g, tg_matmul(g, x, NULL), "matmul: input 1 is NULL", x);
-    ck_assert_ptr_null(tg_matmul(NULL, x, x));   /* no graph: NULL, no crash */
+    ck_assert_ptr_null(tg_matmul(NULL, x, x)); /* no graph: NULL, no crash */
     tg_graph_free(g);
 }
 END_TEST
@@ -395,7 +396,8 @@ START_TEST(error_scalar_operand)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *s = tg_scalar(g, TG_F64, 2.0), *x = tg_tensor_new(g, TG_F64, TT_SHAPE(1, 3));
-    assert_failed(g, tg_matmul(g, s, x), "matmul: operands must have at least 1 dimension, got a scalar: a f64 () x b f64 (1,3)", x);
+    assert_failed(g, tg_matmul(g, s, x),
+                  "matmul: operands must have at least 1 dimension, got a scalar: a f64 () x b f64 (1,3)", x);
     tg_graph_reset(g);
     s = tg_scalar(g, TG_F32, 2.0);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(3));
@@ -422,8 +424,8 @@ END_TEST
 int main(void)
 {
     return tt_main("ops_matmul", "matmul", 0,
-                   TT_TESTS(TT_LOOP(forward_matches_naive, N_CASES), TT_LOOP(f32_f64_agree, N_CASES),
-                            attention_readout, TT_LOOP(gradcheck_shapes, N_CASES), TT_LOOP(gradcheck_one_side, 10),
+                   TT_TESTS(TT_LOOP(forward_matches_naive, N_CASES), TT_LOOP(f32_f64_agree, N_CASES), attention_readout,
+                            TT_LOOP(gradcheck_shapes, N_CASES), TT_LOOP(gradcheck_one_side, 10),
                             backward_broadcast_by_hand, TT_LOOP(backward_accumulates, 5), backward_same_operand,
                             no_record_without_grad, error_inner_dimensions, error_batch_broadcast, error_dtypes,
                             error_null_input, error_scalar_operand, error_sticks));

@@ -131,7 +131,7 @@ START_TEST(reduce_f32_accumulates_in_double)
     ck_assert(tg_tensor_item(tg_sum_all(g, x)) == 16.0);
     ck_assert(tg_tensor_get(tg_sum(g, x, 0, true), 0) == 16.0);
     tg_tensor *x2 = tg_reshape(g, x, TT_SHAPE(18, 1));
-    tg_tensor *x3 = tg_concat(g, 2, (tg_tensor *[]){x2, x2}, 1);   /* (18,2): the inner > 1 path */
+    tg_tensor *x3 = tg_concat(g, 2, (tg_tensor *[]){x2, x2}, 1); /* (18,2): the inner > 1 path */
     tg_tensor *y3 = tg_sum(g, x3, 0, false);
     ck_assert(tg_tensor_get(y3, 0) == 16.0 && tg_tensor_get(y3, 1) == 16.0);
     y3 = tg_mean(g, x3, -2, false);

@@ -3,7 +3,10 @@
 
 #include "ops/kernels_internal.h"
 
-typedef struct { bool w; double eps; } rms_ctx;
+typedef struct {
+    bool w;
+    double eps;
+} rms_ctx;
 
 static tg_tensor *rms_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
@@ -21,7 +24,11 @@ static double rms_naive(const double *xr, const double *w, int C, double eps, in
 
 START_TEST(rmsnorm_matches_the_formula_and_gradchecks)
 {
-    const struct { int rows, C; bool w; double eps; } cases[] = {
+    const struct {
+        int rows, C;
+        bool w;
+        double eps;
+    } cases[] = {
         {6, 5, true, 1e-5}, {3, 1, true, 1e-5}, {4, 7, false, 1e-6}, {1, 33, true, 0.5}, {2, 3, true, 1e-5},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -47,7 +54,7 @@ END_TEST
  * on 1 and 2 threads (the same numbers) */
 START_TEST(rmsnorm_f32_follows_f64)
 {
-    const int rows = 300, C = 67;   /* enough rows for two threads */
+    const int rows = 300, C = 67; /* enough rows for two threads */
     double y32[2][rows * C], gx32[2][rows * C], gw32[2][C];
     for (int th = 1; th <= 2; th++) {
         tg_set_num_threads(th);
@@ -92,7 +99,7 @@ static void rms_f32_run(int rows, int C, bool with_w, bool x_grad, bool add, flo
     if (!x_grad) tg_tensor_set_requires_grad(g, x, false);
     tg_tensor *out = tg_rmsnorm(g, x, w, 1e-5);
     ck_assert_msg(out != NULL, "%s", tg_graph_error(g));
-    if (add) out = tg_add(g, out, tg_mul(g, x, x));   /* x gets a second contribution, added after */
+    if (add) out = tg_add(g, out, tg_mul(g, x, x)); /* x gets a second contribution, added after */
     ck_assert_msg(out != NULL, "%s", tg_graph_error(g));
     ck_assert_int_eq(tg_graph_backward_seeded(g, out, tt_seed_values(g, TG_F32, out->numel, 300 + C)), 0);
     memcpy(y, out->data, (size_t)rows * C * sizeof(float));
@@ -107,7 +114,7 @@ static void rms_f32_run(int rows, int C, bool with_w, bool x_grad, bool add, flo
  * the vectors */
 START_TEST(rmsnorm_f32_paths_same_bits)
 {
-    if (tg_isa_cpu() < TG_ISA_AVX512) return;   /* nothing to compare with */
+    if (tg_isa_cpu() < TG_ISA_AVX512) return; /* nothing to compare with */
     const int shapes[][2] = {{1, 1}, {3, 5}, {8, 16}, {9, 17}, {17, 288}, {64, 256}, {23, 100}, {70, 768}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int mode = 0; mode < 8; mode++) {
@@ -159,7 +166,7 @@ START_TEST(rmsnorm_avx512_rows_are_the_plain_sums)
         double *want_gw = calloc((size_t)C, sizeof(double));
         for (int r = 0; r < rows; r++) {
             const float *xr = x + (size_t)r * C, *dyr = dy + (size_t)r * C;
-            volatile double ss = 0, gxs = 0;   /* one rounding per operation */
+            volatile double ss = 0, gxs = 0; /* one rounding per operation */
             for (int j = 0; j < C; j++) {
                 volatile double p = (double)xr[j] * xr[j];
                 ss = ss + p;
@@ -180,7 +187,7 @@ START_TEST(rmsnorm_avx512_rows_are_the_plain_sums)
             }
         }
         ck_assert_msg(!memcmp(gw, want_gw, (size_t)C * sizeof(double)), "dw sums of %d x %d", rows, C);
-        memset(gw, 0, (size_t)C * sizeof(double));   /* dw alone (x needs no gradient) */
+        memset(gw, 0, (size_t)C * sizeof(double)); /* dw alone (x needs no gradient) */
         ck_assert(tg_rmsnorm_backward_avx512(rows, C, x, w, dy, rstd, NULL, true, gw));
         ck_assert_msg(!memcmp(gw, want_gw, (size_t)C * sizeof(double)), "dw alone, %d x %d", rows, C);
         free(x), free(dy), free(w), free(y), free(gx), free(rstd), free(gw), free(want_gw);

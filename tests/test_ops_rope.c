@@ -18,7 +18,10 @@ static void rope_naive(const double *x, int B, int T, int D, int hd, int n_rot, 
                 }
 }
 
-typedef struct { int hd, n_rot, pos0, flags; double theta; } rope_ctx;
+typedef struct {
+    int hd, n_rot, pos0, flags;
+    double theta;
+} rope_ctx;
 
 static tg_tensor *rope_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
@@ -31,9 +34,12 @@ static tg_tensor *rope_fn(tg_graph *g, tg_tensor **in, void *ctx)
  * offset and heads left unrotated */
 START_TEST(rope_matches_the_formula_and_gradchecks)
 {
-    const struct { int B, T, H, hd, n_rot, pos0; double theta; } cases[] = {
-        {2, 5, 3, 4, 3, 0, 10000}, {1, 7, 1, 6, 1, 3, 10000}, {2, 3, 4, 2, 2, 11, 500}, {1, 1, 2, 8, 2, 0, 10000},
-        {3, 4, 5, 10, 4, 250, 1e6},
+    const struct {
+        int B, T, H, hd, n_rot, pos0;
+        double theta;
+    } cases[] = {
+        {2, 5, 3, 4, 3, 0, 10000}, {1, 7, 1, 6, 1, 3, 10000},  {2, 3, 4, 2, 2, 11, 500},
+        {1, 1, 2, 8, 2, 0, 10000}, {3, 4, 5, 10, 4, 250, 1e6},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int halves = 0; halves < 2; halves++) {
@@ -66,7 +72,7 @@ START_TEST(rope_offset_equals_full_recompute)
         tg_graph *g = tg_graph_new();
         const int T = 9, D = 12, hd = 6, t0 = 4;
         tg_tensor *x = tt_randn(g, TT_SHAPE(2, T, D), 3);
-        if (dt) {   /* f32 */
+        if (dt) { /* f32 */
             tg_tensor *x32 = tg_tensor_new(g, TG_F32, 3, x->shape);
             for (int64_t i = 0; i < x->numel; i++) ((float *)x32->data)[i] = (float)((double *)x->data)[i];
             x = x32;
@@ -101,7 +107,7 @@ START_TEST(rope_properties)
                 ck_assert_msg(fabs(before - after) <= 1e-14 * before, "pair length %g -> %g", before, after);
                 if (t == 0) ck_assert(vi[k] == xv[k] && vi[k + 1] == xv[k + 1] && vh[k] == xv[k]);
             }
-    tg_tensor *px = tg_tensor_new(g, TG_F64, 3, x->shape);   /* P x */
+    tg_tensor *px = tg_tensor_new(g, TG_F64, 3, x->shape); /* P x */
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < hd / 2; i++) {
@@ -128,7 +134,7 @@ START_TEST(rope_f32_angles_are_run_c_s)
     tg_graph *g = tg_graph_new();
     const int T = 40, hd = 16, pos0 = 300;
     tg_tensor *x = tg_tensor_new(g, TG_F32, 3, (int[]){1, T, hd});
-    for (int t = 0; t < T; t++) ((float *)x->data)[t * hd + 6] = 1.0f;   /* pair i = 3: (1, 0) */
+    for (int t = 0; t < T; t++) ((float *)x->data)[t * hd + 6] = 1.0f; /* pair i = 3: (1, 0) */
     tg_tensor *y = tg_rope(g, x, hd, 1, pos0, 10000, TG_ROPE_INTERLEAVED);
     ck_assert_ptr_nonnull(y);
     for (int t = 0; t < T; t++) {
@@ -139,7 +145,8 @@ START_TEST(rope_f32_angles_are_run_c_s)
     /* and f32 follows the f64 rotation to float rounding */
     tg_tensor *x64 = tt_randn(g, TT_SHAPE(2, 5, 12), 8), *x32 = tg_tensor_new(g, TG_F32, 3, x64->shape);
     for (int64_t i = 0; i < x64->numel; i++) ((float *)x32->data)[i] = (float)((double *)x64->data)[i];
-    tg_tensor *y64 = tg_rope(g, x64, 6, 2, 100, 10000, TG_ROPE_HALVES), *y32 = tg_rope(g, x32, 6, 2, 100, 10000, TG_ROPE_HALVES);
+    tg_tensor *y64 = tg_rope(g, x64, 6, 2, 100, 10000, TG_ROPE_HALVES),
+              *y32 = tg_rope(g, x32, 6, 2, 100, 10000, TG_ROPE_HALVES);
     ck_assert_ptr_nonnull(y32);
     for (int64_t i = 0; i < x64->numel; i++)
         ck_assert_double_eq_tol(((float *)y32->data)[i], ((double *)y64->data)[i], 1e-4);
@@ -168,9 +175,11 @@ static void rope_f32_run(int B, int T, int H, int hd, int n_rot, int pos0, int f
 START_TEST(rope_f32_paths_same_bits)
 {
     if (tg_isa_cpu() < TG_ISA_AVX512) return;
-    const struct { int B, T, H, hd, n_rot, pos0; } cases[] = {
-        {2, 5, 3, 4, 3, 0}, {1, 7, 2, 6, 1, 3}, {2, 9, 3, 48, 3, 250}, {1, 4, 2, 34, 2, 0}, {1, 3, 4, 64, 3, 11},
-        {2, 3, 2, 18, 2, 1000},
+    const struct {
+        int B, T, H, hd, n_rot, pos0;
+    } cases[] = {
+        {2, 5, 3, 4, 3, 0},  {1, 7, 2, 6, 1, 3},   {2, 9, 3, 48, 3, 250},
+        {1, 4, 2, 34, 2, 0}, {1, 3, 4, 64, 3, 11}, {2, 3, 2, 18, 2, 1000},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int mode = 0; mode < 4; mode++) {
@@ -195,7 +204,12 @@ START_TEST(rope_errors)
 {
     tg_graph *g = tg_graph_new();
     tg_tensor *x = tg_tensor_new(g, TG_F32, 3, (int[]){2, 3, 12});
-    const struct { int hd, n_rot, pos0; double theta; int flags; const char *want; } bad[] = {
+    const struct {
+        int hd, n_rot, pos0;
+        double theta;
+        int flags;
+        const char *want;
+    } bad[] = {
         {5, 1, 0, 10000, 0, "rope: head_dim 5 must be even and divide the last axis of x f32 (2,3,12)"},
         {8, 1, 0, 10000, 0, "head_dim 8 must be even and divide"},
         {4, 4, 0, 10000, 0, "rope: n_rot 4 must be in [1, 3]"},

@@ -9,12 +9,12 @@ enum { RESHAPE, TRANSPOSE, PERMUTE, SLICE, SPLIT_PICK, SPLIT_MIX, CONCAT, HEADS 
 
 typedef struct spec {
     int op;
-    int axis, axis1;       /* transpose: axis, axis1 */
-    int start, end;        /* slice */
-    int ndim, shape[4];    /* reshape target */
-    int perm[4];           /* permute */
-    int n, sizes[8];       /* split sizes; concat: n inputs */
-    int pick;              /* split: which piece */
+    int axis, axis1; /* transpose: axis, axis1 */
+    int start, end; /* slice */
+    int ndim, shape[4]; /* reshape target */
+    int perm[4]; /* permute */
+    int n, sizes[8]; /* split sizes; concat: n inputs */
+    int pick; /* split: which piece */
 } spec;
 
 static tg_tensor *apply(tg_graph *g, tg_tensor **in, void *ctx)
@@ -29,13 +29,13 @@ static tg_tensor *apply(tg_graph *g, tg_tensor **in, void *ctx)
     case SPLIT_PICK:
         if (tg_split(g, in[0], s->axis, s->n, s->sizes, out) != 0) return NULL;
         return out[s->pick];
-    case SPLIT_MIX:   /* p0 * p1 + p2: every piece reaches the output */
+    case SPLIT_MIX: /* p0 * p1 + p2: every piece reaches the output */
         if (tg_split(g, in[0], s->axis, 3, s->sizes, out) != 0) return NULL;
         return tg_add(g, tg_mul(g, out[0], out[1]), out[2]);
     case CONCAT: return tg_concat(g, s->n, in, s->axis);
-    case HEADS: {   /* (B,T,C) -> (B,T,H,dh) -> (B,H,T,dh); shape holds B,T,H,dh */
-        tg_tensor *h = tg_reshape(g, in[0], 4, s->shape);   /* (B,T,H,dh) */
-        return tg_transpose(g, h, 1, 2);                     /* (B,H,T,dh) */
+    case HEADS: { /* (B,T,C) -> (B,T,H,dh) -> (B,H,T,dh); shape holds B,T,H,dh */
+        tg_tensor *h = tg_reshape(g, in[0], 4, s->shape); /* (B,T,H,dh) */
+        return tg_transpose(g, h, 1, 2); /* (B,H,T,dh) */
     }
     }
     return NULL;
@@ -165,8 +165,8 @@ START_TEST(reshape_errors)
     expect_fail(g, tg_reshape(g, x, 2, NULL), "reshape: shape is NULL", NULL, NULL);
     /* a huge given entry does not overflow the product */
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
-    expect_fail(g, tg_reshape(g, x, TT_SHAPE(2147483647, 2147483647, 2147483647)), "reshape: cannot reshape",
-                NULL, NULL);
+    expect_fail(g, tg_reshape(g, x, TT_SHAPE(2147483647, 2147483647, 2147483647)), "reshape: cannot reshape", NULL,
+                NULL);
     expect_fail(g, tg_reshape(g, NULL, TT_SHAPE(2)), "reshape: input 0 is NULL", NULL, NULL);
     tg_graph_free(g);
 }
@@ -186,10 +186,10 @@ static void check_permuted(const tg_tensor *x, const tg_tensor *y, const int *pe
         ys[a] = ys[a + 1] * y->shape[a + 1];
     }
     for (int64_t i = 0; i < y->numel; i++) {
-        int64_t j = 0;   /* x's flat index: y's index along axis a is x's along perm[a] */
+        int64_t j = 0; /* x's flat index: y's index along axis a is x's along perm[a] */
         for (int a = 0; a < nd; a++) j += (i / ys[a] % y->shape[a]) * xs[perm[a]];
-        ck_assert_msg(tg_tensor_get(y, i) == tg_tensor_get(x, j), "y[%lld] = %g, want x[%lld] = %g",
-                      (long long)i, tg_tensor_get(y, i), (long long)j, tg_tensor_get(x, j));
+        ck_assert_msg(tg_tensor_get(y, i) == tg_tensor_get(x, j), "y[%lld] = %g, want x[%lld] = %g", (long long)i,
+                      tg_tensor_get(y, i), (long long)j, tg_tensor_get(x, j));
     }
 }
 
@@ -315,8 +315,7 @@ START_TEST(transpose_permute_errors)
     expect_fail(g, tg_permute(g, x, (int[]){0, 0, 1}), "permute: perm (0,0,1) is not a permutation", "f32 (2,3,4)",
                 NULL);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 4));
-    expect_fail(g, tg_permute(g, x, (int[]){0, 1, 3}), "permute: perm (0,1,3) is not a permutation", "(2,3,4)",
-                NULL);
+    expect_fail(g, tg_permute(g, x, (int[]){0, 1, 3}), "permute: perm (0,1,3) is not a permutation", "(2,3,4)", NULL);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 4));
     expect_fail(g, tg_permute(g, x, (int[]){2, -1, 0}), "permute: perm (2,-1,0) is not a permutation", NULL, NULL);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 4));
@@ -338,8 +337,7 @@ START_TEST(slice_values)
     tt_assert_shape(y, TT_SHAPE(2, 3, 3));
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++)
-                ck_assert(((double *)y->data)[(a * 3 + b) * 3 + c] == (a * 5 + b + 1) * 3 + c);
+            for (int c = 0; c < 3; c++) ck_assert(((double *)y->data)[(a * 3 + b) * 3 + c] == (a * 5 + b + 1) * 3 + c);
     /* last axis of a 4-D tensor, a single column */
     x = iota(g, TG_F32, TT_SHAPE(2, 1, 3, 4));
     y = tg_slice(g, x, 3, 2, 3);
@@ -395,7 +393,7 @@ START_TEST(split_qkv)
                     ck_assert(((double *)qkv[p]->data)[(b * T + t) * C + c] ==
                               ((double *)x->data)[(b * T + t) * 3 * C + p * C + c]);
     }
-    ck_assert_int_eq(tg_graph_tape_len(g), 6);   /* three recorded slices, three test slices */
+    ck_assert_int_eq(tg_graph_tape_len(g), 6); /* three recorded slices, three test slices */
     tg_graph_free(g);
 
     for (int p = 0; p < 3; p++)
@@ -410,13 +408,13 @@ END_TEST
 START_TEST(split_errors)
 {
     tg_graph *g = tg_graph_new();
-    tg_tensor *junk = (tg_tensor *)&g;   /* a non-NULL pointer the error must overwrite */
+    tg_tensor *junk = (tg_tensor *)&g; /* a non-NULL pointer the error must overwrite */
     tg_tensor *out[3] = {junk, junk, junk};
     tg_tensor *x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 6));
     ck_assert_int_eq(tg_split(g, x, 2, 3, (int[]){2, 2, 3}, out), -1);
     for (int i = 0; i < 3; i++) ck_assert_ptr_null(out[i]);
-    expect_fail(g, out[0], "split: sizes (2,2,3) must be >= 1 and sum to the length 6 of axis 2",
-                "f32 (2,3,6)", "they sum to 7");
+    expect_fail(g, out[0], "split: sizes (2,2,3) must be >= 1 and sum to the length 6 of axis 2", "f32 (2,3,6)",
+                "they sum to 7");
 
     out[0] = out[1] = out[2] = junk;
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3, 6));
@@ -457,8 +455,7 @@ START_TEST(slice_errors)
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 5, 3));
     expect_fail(g, tg_slice(g, x, 1, 4, 2), "slice: range [4, 2)", "(2,5,3)", NULL);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 5, 3));
-    expect_fail(g, tg_slice(g, x, -2, 2, 6), "slice: range [2, 6) is not within axis -2 of length 5", "(2,5,3)",
-                NULL);
+    expect_fail(g, tg_slice(g, x, -2, 2, 6), "slice: range [2, 6) is not within axis -2 of length 5", "(2,5,3)", NULL);
     x = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 5, 3));
     expect_fail(g, tg_slice(g, x, 0, -1, 1), "slice: range [-1, 1)", "(2,5,3)", NULL);
     x = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 5, 3));
@@ -548,8 +545,8 @@ START_TEST(concat_errors)
     tg_graph *g = tg_graph_new();
     tg_tensor *a = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
     tg_tensor *b = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3));
-    expect_fail(g, tg_concat(g, 2, (tg_tensor *[]){a, b}, 0), "concat: input 1 f64 (2,3) does not match input 0 f32 (2,3)",
-                NULL, NULL);
+    expect_fail(g, tg_concat(g, 2, (tg_tensor *[]){a, b}, 0),
+                "concat: input 1 f64 (2,3) does not match input 0 f32 (2,3)", NULL, NULL);
     a = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));
     b = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 4));
     expect_fail(g, tg_concat(g, 2, (tg_tensor *[]){a, b}, 0),
@@ -594,7 +591,7 @@ START_TEST(int_and_bool)
     ck_assert_int_eq(((int32_t *)cat->data)[24 + 5], 5);
     ck_assert_int_eq(tg_graph_tape_len(g), 0);
 
-    tg_tensor *m = iota(g, TG_BOOL, TT_SHAPE(3, 2));   /* 0,1,0,1,0,1 */
+    tg_tensor *m = iota(g, TG_BOOL, TT_SHAPE(3, 2)); /* 0,1,0,1,0,1 */
     tg_tensor *mt = tg_transpose(g, m, 0, 1);
     ck_assert(mt->dtype == TG_BOOL);
     const uint8_t want[6] = {0, 0, 0, 1, 1, 1};

@@ -14,7 +14,7 @@ static tg_tensor *swiglu_fn(tg_graph *g, tg_tensor **in, void *ctx)
 static tg_tensor *swiglu_self_fn(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)ctx;
-    return tg_swiglu(g, in[0], in[0]);   /* x * silu(x): one tensor twice */
+    return tg_swiglu(g, in[0], in[0]); /* x * silu(x): one tensor twice */
 }
 
 START_TEST(silu_values_and_gradcheck)
@@ -25,7 +25,7 @@ START_TEST(silu_values_and_gradcheck)
     tg_tensor *y = tg_silu(g, x);
     ck_assert_ptr_nonnull(y);
     for (int i = 0; i < 8; i++) {
-        const double want = v[i] / (1 + exp(-v[i]));   /* finite for |x| < 800: exp(800) is inf, 800/inf = 0 */
+        const double want = v[i] / (1 + exp(-v[i])); /* finite for |x| < 800: exp(800) is inf, 800/inf = 0 */
         ck_assert_msg(fabs(((double *)y->data)[i] - want) <= 1e-15 * (1 + fabs(want)), "silu(%g) = %.17g, want %.17g",
                       v[i], ((double *)y->data)[i], want);
     }
@@ -49,11 +49,11 @@ START_TEST(swiglu_f32_follows_f64)
             tg_graph *g = tg_graph_new();
             const int n = lengths[c];
             tg_tensor *a = tt_randn(g, TT_SHAPE(n), 5 + c), *b = tt_randn(g, TT_SHAPE(n), 9 + c);
-            for (int i = 0; i < n; i++) ((double *)a->data)[i] *= 6;   /* into both tails of the sigmoid */
+            for (int i = 0; i < n; i++) ((double *)a->data)[i] *= 6; /* into both tails of the sigmoid */
             tg_tensor *a32 = tg_tensor_new(g, TG_F32, 1, a->shape), *b32 = tg_tensor_new(g, TG_F32, 1, b->shape);
             for (int i = 0; i < n; i++) {
                 ((float *)a32->data)[i] = (float)((double *)a->data)[i];
-                ((double *)a->data)[i] = ((float *)a32->data)[i];   /* the same inputs on both sides */
+                ((double *)a->data)[i] = ((float *)a32->data)[i]; /* the same inputs on both sides */
                 ((float *)b32->data)[i] = (float)((double *)b->data)[i];
                 ((double *)b->data)[i] = ((float *)b32->data)[i];
             }
@@ -97,6 +97,5 @@ END_TEST
 
 int main(void)
 {
-    return tt_main("ops_silu", "silu", 0,
-                   TT_TESTS(silu_values_and_gradcheck, swiglu_f32_follows_f64, swiglu_errors));
+    return tt_main("ops_silu", "silu", 0, TT_TESTS(silu_values_and_gradcheck, swiglu_f32_follows_f64, swiglu_errors));
 }

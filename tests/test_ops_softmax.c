@@ -58,7 +58,10 @@ static void expand_mask(const tg_tensor *x, const tg_tensor *mask, uint8_t *bloc
         if (!mask) continue;
         int idx[TG_MAX_DIMS];
         int64_t rest = i;
-        for (int d = x->ndim - 1; d >= 0; d--) { idx[d] = (int)(rest % x->shape[d]); rest /= x->shape[d]; }
+        for (int d = x->ndim - 1; d >= 0; d--) {
+            idx[d] = (int)(rest % x->shape[d]);
+            rest /= x->shape[d];
+        }
         int64_t mi = 0;
         for (int d = 0; d < mask->ndim; d++) {
             int xd = x->ndim - mask->ndim + d;
@@ -388,7 +391,8 @@ START_TEST(softmax_errors)
     tg_graph_clear_error(g);
 
     tg_tensor *x24 = tt_randn(g, TT_SHAPE(2, 4), 52);
-    tt_assert_failed(g, tg_softmax(g, x24, causal_mask(g, 3, 3)), "softmax: mask bool (3,3) does not broadcast to x f64 (2,4)");
+    tt_assert_failed(g, tg_softmax(g, x24, causal_mask(g, 3, 3)),
+                     "softmax: mask bool (3,3) does not broadcast to x f64 (2,4)");
     tg_graph_clear_error(g);
     tg_tensor *m4 = tg_tensor_new(g, TG_BOOL, TT_SHAPE(1, 1, 2, 4));
     tt_assert_failed(g, tg_softmax(g, x24, m4), "softmax: mask bool (1,1,2,4) does not broadcast to x f64 (2,4)");
@@ -407,15 +411,16 @@ START_TEST(softmax_errors)
     for (int j = 0; j < 4; j++) mb[12 + j] = 1; /* (B,H,Tq,Tk) = (2,2,2,4) row 3 */
     tg_tensor *mfull = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2, 2, 4));
     memcpy(mfull->data, mb, 16);
-    tt_assert_failed(g, tg_softmax(g, xb, mfull), "softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
+    tt_assert_failed(g, tg_softmax(g, xb, mfull),
+                     "softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
     tg_graph_clear_error(g);
     tt_assert_failed(g, tg_log_softmax(g, xb, mfull),
-                "log_softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
+                     "log_softmax: row 3 (index (0,1,1)) of x f64 (2,2,2,4) has every key blocked");
     tg_graph_clear_error(g);
     /* ...also when the mask and -inf scores together block it */
     tg_tensor *x1 = tt_from_doubles(g, TG_F64, TT_SHAPE(3), (double[]){-INFINITY, 1, 2});
     tt_assert_failed(g, tg_softmax(g, x1, bool_mask(g, TT_SHAPE(3), (uint8_t[]){0, 1, 1})),
-                "softmax: row 0 of x f64 (3) has every key blocked");
+                     "softmax: row 0 of x f64 (3) has every key blocked");
     tg_graph_clear_error(g);
     /* ...and by -inf scores alone */
     tg_tensor *xinf = tt_from_doubles(g, TG_F32, TT_SHAPE(2, 2), (double[]){0, 1, -INFINITY, -INFINITY});
@@ -428,7 +433,7 @@ START_TEST(softmax_errors)
     tg_graph_clear_error(g);
     tg_tensor *xp = tt_from_doubles(g, TG_F32, TT_SHAPE(2, 3), (double[]){0, INFINITY, 2, 3, 4, 5});
     tt_assert_failed(g, tg_log_softmax(g, xp, bool_mask(g, TT_SHAPE(3), (uint8_t[]){1, 0, 0})),
-                "log_softmax: score +inf at element 1 (index (0,1)) of x f32 (2,3)");
+                     "log_softmax: score +inf at element 1 (index (0,1)) of x f32 (2,3)");
     tg_graph_clear_error(g);
 
     /* an error already on the graph sticks: a valid softmax returns NULL */
@@ -462,8 +467,8 @@ START_TEST(f32_matches_f64)
         if (a == -INFINITY) ck_assert(b == -INFINITY);
         else ck_assert(fabs(a - b) <= 1e-5 * fabs(a) + 1e-6);
     }
-    tg_tensor *t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3, 4), (int32_t[24]){0, 1, 2, 3, 4, -1, 0, 1, 2, 3, 4, 0,
-                                                                                1, 2, 3, 4, -1, 0, 1, 2, 3, 4, 0, 1});
+    tg_tensor *t = tg_tensor_from(g, TG_I32, TT_SHAPE(2, 3, 4), (int32_t[24]){0, 1, 2, 3, 4,  -1, 0, 1, 2, 3, 4, 0,
+                                                                              1, 2, 3, 4, -1, 0,  1, 2, 3, 4, 0, 1});
     double cd = tg_tensor_item(tg_cross_entropy(g, xd, t)), cf = tg_tensor_item(tg_cross_entropy(g, xf, t));
     ck_assert(fabs(cd - cf) <= 1e-5 * fabs(cd));
 
@@ -483,9 +488,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("ops_softmax");
-    tt_tcase(s, "softmax", 0, TT_TESTS(forward_no_mask, forward_masks, forward_stable_and_blocked_scores_unread,
-                                       gradcheck_no_mask, gradcheck_masks, blocked_gradient_exactly_zero,
-                                       zero_blocked_rows_flag, records_only_x, softmax_errors));
+    tt_tcase(s, "softmax", 0,
+             TT_TESTS(forward_no_mask, forward_masks, forward_stable_and_blocked_scores_unread, gradcheck_no_mask,
+                      gradcheck_masks, blocked_gradient_exactly_zero, zero_blocked_rows_flag, records_only_x,
+                      softmax_errors));
     tt_tcase(s, "f32_f64", 0, TT_TESTS(f32_matches_f64));
     return tt_run(s);
 }

@@ -11,8 +11,8 @@ static tg_tensor *scale_by_3(tg_graph *g, tg_tensor *x) { return tg_scale(g, x, 
 static tg_tensor *gelu_erf(tg_graph *g, tg_tensor *x) { return tg_gelu(g, x, TG_GELU_ERF); }
 static tg_tensor *gelu_tanh(tg_graph *g, tg_tensor *x) { return tg_gelu(g, x, TG_GELU_TANH); }
 static tg_tensor *softcap_2(tg_graph *g, tg_tensor *x) { return tg_softcap(g, tg_scale(g, x, 3.0), 2.0); }
-static const unop UNOPS[] = {scale_by_3, tg_neg, tg_exp, tg_log, tg_tanh, tg_sqrt, tg_relu, gelu_erf, gelu_tanh,
-                             tg_relu2, softcap_2};
+static const unop UNOPS[] = {scale_by_3, tg_neg,   tg_exp,    tg_log,   tg_tanh,  tg_sqrt,
+                             tg_relu,    gelu_erf, gelu_tanh, tg_relu2, softcap_2};
 
 START_TEST(unary_gradcheck)
 {
@@ -22,7 +22,7 @@ START_TEST(unary_gradcheck)
         tg_tensor *x = tt_randn(g, shapes[k][0], &shapes[k][1], 30 + k);
         double *v = x->data;
         for (int64_t i = 0; i < x->numel; i++) {
-            if (_i == 3 || _i == 5) v[i] = fabs(v[i]) + 0.1;        /* log, sqrt: x > 0 */
+            if (_i == 3 || _i == 5) v[i] = fabs(v[i]) + 0.1; /* log, sqrt: x > 0 */
             if ((_i == 6 || _i == 9) && fabs(v[i]) < 1e-3) v[i] = 0.5; /* relu, relu2: away from the kink */
         }
         tt_assert_gradcheck(apply_un, (void *)&UNOPS[_i], 1, (&x));
@@ -81,8 +81,8 @@ START_TEST(relu2_softcap_values)
         ck_assert_double_eq_tol(((double *)sc->data)[i], 15 * tanh(v / 15), 1e-15 * 15);
         ck_assert(fabs(((double *)sc->data)[i]) <= 15);
     }
-    ck_assert_double_eq_tol(((double *)sc->data)[3], 1e-3, 2e-12);   /* near the identity: x - x^3 / (3 s^2) */
-    ck_assert_double_eq(((double *)sc->data)[7], -15);              /* saturated */
+    ck_assert_double_eq_tol(((double *)sc->data)[3], 1e-3, 2e-12); /* near the identity: x - x^3 / (3 s^2) */
+    ck_assert_double_eq(((double *)sc->data)[7], -15); /* saturated */
     ck_assert_ptr_null(tg_graph_error(g));
     tg_graph_free(g);
 }
@@ -98,13 +98,14 @@ START_TEST(relu2_softcap_f32_matches_f64)
             tg_tensor *x64 = tt_randn(g, TT_SHAPE(n), 100 + n), *d64 = tt_randn(g, TT_SHAPE(n), 200 + n);
             float xf[67], df[67];
             for (int i = 0; i < n; i++) {
-                ((double *)x64->data)[i] *= 8;   /* into softcap's bend (s = 5) */
+                ((double *)x64->data)[i] *= 8; /* into softcap's bend (s = 5) */
                 xf[i] = (float)((double *)x64->data)[i];
-                ((double *)x64->data)[i] = xf[i];   /* both sides on the same inputs */
+                ((double *)x64->data)[i] = xf[i]; /* both sides on the same inputs */
                 df[i] = (float)((double *)d64->data)[i];
                 ((double *)d64->data)[i] = df[i];
             }
-            tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), xf), *d32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), df);
+            tg_tensor *x32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), xf),
+                      *d32 = tg_tensor_from(g, TG_F32, TT_SHAPE(n), df);
             tg_tensor_set_requires_grad(g, x64, true);
             tg_tensor_set_requires_grad(g, x32, true);
             tg_tensor *y64 = op ? tg_softcap(g, x64, 5.0) : tg_relu2(g, x64);
@@ -199,7 +200,6 @@ START_TEST(unary_errors_named)
     tg_graph_free(g);
 }
 END_TEST
-
 
 int main(void)
 {

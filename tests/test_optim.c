@@ -51,8 +51,8 @@ static void assert_values(tg_params *p, const double *want, double tol, const ch
 {
     for (int i = 0; i < N; i++) {
         double x = get(p, false, i);
-        ck_assert_msg(fabs(x - want[i]) <= tol * fmax(1.0, fabs(want[i])), "%s: element %d: %.17g, want %.17g",
-                      what, i, x, want[i]);
+        ck_assert_msg(fabs(x - want[i]) <= tol * fmax(1.0, fabs(want[i])), "%s: element %d: %.17g, want %.17g", what, i,
+                      x, want[i]);
     }
 }
 
@@ -151,7 +151,7 @@ static void adamw_reference(int steps, const tg_adamw_config *c, const bool *dec
     }
 }
 
-static const bool W_DECAYS[N] = {1, 1, 1, 1, 1, 1, 0, 0, 0};   /* w (2,3) yes, b (3) no */
+static const bool W_DECAYS[N] = {1, 1, 1, 1, 1, 1, 0, 0, 0}; /* w (2,3) yes, b (3) no */
 
 static void check_adamw(tg_dtype dt, tg_adamw_config c, double tol)
 {
@@ -175,8 +175,8 @@ static void check_adamw(tg_dtype dt, tg_adamw_config c, double tol)
 START_TEST(adamw_matches_hand_updates)
 {
     check_adamw(TG_F64, TG_ADAMW_DEFAULTS, 1e-14);
-    check_adamw(TG_F64, (tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, 1e-14);   /* nanoGPT's */
-    check_adamw(TG_F64, (tg_adamw_config){0.5, 0.75, 1e-3, 0.5}, 1e-14);   /* large effects */
+    check_adamw(TG_F64, (tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, 1e-14); /* nanoGPT's */
+    check_adamw(TG_F64, (tg_adamw_config){0.5, 0.75, 1e-3, 0.5}, 1e-14); /* large effects */
     check_adamw(TG_F32, TG_ADAMW_DEFAULTS, 2e-6);
     check_adamw(TG_F32, (tg_adamw_config){0.9, 0.99, 1e-8, 0.1}, 2e-6);
 }
@@ -213,7 +213,7 @@ START_TEST(adamw_first_update_is_about_lr_times_sign)
     for (int dt = 0; dt < 2; dt++) {
         for (int c = 0; c < 3; c++) {
             tg_params *p = tg_params_new(dt ? TG_F32 : TG_F64, NULL);
-            tg_tensor *x = tg_params_add(p, "x", TT_SHAPE(7), NULL);   /* 1-D: no decay */
+            tg_tensor *x = tg_params_add(p, "x", TT_SHAPE(7), NULL); /* 1-D: no decay */
             tg_adamw *o = tg_adamw_new(p, &cs[c], NULL);
             for (int i = 0; i < 7; i++) {
                 if (dt) ((float *)x->grad)[i] = (float)g[i];
@@ -222,10 +222,9 @@ START_TEST(adamw_first_update_is_about_lr_times_sign)
             double lr = 0.01;
             tg_adamw_step(o, lr, NULL);
             for (int i = 0; i < 7; i++) {
-                double delta = tg_tensor_get(x, i);   /* p started at 0 */
+                double delta = tg_tensor_get(x, i); /* p started at 0 */
                 double want = g[i] > 0 ? -lr : lr;
-                ck_assert_msg(fabs(delta - want) <= lr * 1e-5, "g %g: update %.10g, want about %g", g[i], delta,
-                              want);
+                ck_assert_msg(fabs(delta - want) <= lr * 1e-5, "g %g: update %.10g, want about %g", g[i], delta, want);
             }
             tg_adamw_free(o);
             tg_params_free(p);
@@ -237,10 +236,10 @@ END_TEST
 START_TEST(adamw_decay_groups)
 {
     tg_params *p = tg_params_new(TG_F64, NULL);
-    tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3), NULL);        /* (2,3) */
-    tg_tensor *b = tg_params_add(p, "b", TT_SHAPE(3), NULL);           /* (3) */
-    tg_tensor *s = tg_params_add(p, "s", 0, NULL, NULL);               /* () */
-    tg_tensor *k = tg_params_add(p, "k", TT_SHAPE(2, 1, 2), NULL);     /* (2,1,2) */
+    tg_tensor *w = tg_params_add(p, "w", TT_SHAPE(2, 3), NULL); /* (2,3) */
+    tg_tensor *b = tg_params_add(p, "b", TT_SHAPE(3), NULL); /* (3) */
+    tg_tensor *s = tg_params_add(p, "s", 0, NULL, NULL); /* () */
+    tg_tensor *k = tg_params_add(p, "k", TT_SHAPE(2, 1, 2), NULL); /* (2,1,2) */
     ck_assert_ptr_nonnull(s);
     ck_assert_ptr_nonnull(k);
     int64_t n = tg_params_numel(p);
@@ -261,8 +260,7 @@ START_TEST(adamw_decay_groups)
     memcpy(before, d, sizeof before);
     tg_adamw_step(o, lr, NULL);
     const bool decays[14] = {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
-    for (int i = 0; i < 14; i++)
-        ck_assert_double_eq(d[i], decays[i] ? before[i] * (1 - lr * 0.1) : before[i]);
+    for (int i = 0; i < 14; i++) ck_assert_double_eq(d[i], decays[i] ? before[i] * (1 - lr * 0.1) : before[i]);
 
     /* overrides: the bias now decays, the weight does not */
     ck_assert_int_eq(tg_adamw_set_decay(o, b, true, NULL), 0);
@@ -376,7 +374,7 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
     memcpy(before, tg_params_data(p), sizeof before);
 
     tg_error se = {0};
-    ck_assert_int_eq(tg_adamw_step(a, 0.1, &se), -1);   /* parameters added later would never train */
+    ck_assert_int_eq(tg_adamw_step(a, 0.1, &se), -1); /* parameters added later would never train */
     ck_assert_ptr_nonnull(strstr(se.msg, "adamw_step: the store has grown from 9 to 13 elements"));
     ck_assert_int_eq(tg_adamw_steps(a), 0);
     ck_assert_int_eq(tg_sgd_step(s, 0.1, &se), -1);
@@ -386,7 +384,10 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
     tg_sgd_free(s);
 
     /* settings PyTorch also refuses, each with its reason in err.msg */
-    static const struct { double mom, wd; const char *want; } sgd_bad[] = {
+    static const struct {
+        double mom, wd;
+        const char *want;
+    } sgd_bad[] = {
         {0, 0, "sgd_new: params is NULL"},
         {-0.1, 0, "momentum and weight_decay must be finite and >= 0, got -0.1 and 0"},
         {0, -1, "momentum and weight_decay must be finite and >= 0, got 0 and -1"},
@@ -397,7 +398,10 @@ START_TEST(optimizers_refuse_a_grown_store_and_bad_settings)
         ck_assert_ptr_null(tg_sgd_new(k ? p : NULL, sgd_bad[k].mom, sgd_bad[k].wd, &err));
         ck_assert_msg(strstr(err.msg, sgd_bad[k].want), "sgd case %d: '%s' lacks '%s'", k, err.msg, sgd_bad[k].want);
     }
-    static const struct { tg_adamw_config c; const char *want; } adamw_bad[] = {
+    static const struct {
+        tg_adamw_config c;
+        const char *want;
+    } adamw_bad[] = {
         {{0.9, 0.999, 1e-8, 0}, "adamw_new: params is NULL"},
         {{1.0, 0.999, 1e-8, 0}, "beta1 and beta2 must be in [0, 1), got 1 and 0.999"},
         {{0.9, -0.1, 1e-8, 0}, "beta1 and beta2 must be in [0, 1), got 0.9 and -0.1"},
@@ -458,7 +462,7 @@ START_TEST(clip_grad_norm_scales_above_and_not_below)
         set_grads(p, 1);
         double orig[N], sum = 0;
         for (int i = 0; i < N; i++) {
-            orig[i] = get(p, true, i);   /* as stored (rounded to f32 there) */
+            orig[i] = get(p, true, i); /* as stored (rounded to f32 there) */
             sum += orig[i] * orig[i];
         }
         double want = sqrt(sum);
@@ -546,11 +550,11 @@ START_TEST(lr_cosine_schedule)
 {
     const double lr = 6e-4, lo = 6e-5;
     const int64_t W = 10, D = 110;
-    ck_assert_double_eq_tol(tg_lr_cosine(0, W, D, lr, lo), lr / 11, 1e-19);          /* first step */
+    ck_assert_double_eq_tol(tg_lr_cosine(0, W, D, lr, lo), lr / 11, 1e-19); /* first step */
     ck_assert_double_eq_tol(tg_lr_cosine(4, W, D, lr, lo), lr * 5 / 11, 1e-19);
-    ck_assert_double_eq_tol(tg_lr_cosine(9, W, D, lr, lo), lr * 10 / 11, 1e-19);     /* end of warmup */
-    ck_assert_double_eq(tg_lr_cosine(10, W, D, lr, lo), lr);                          /* peak */
-    ck_assert_double_eq_tol(tg_lr_cosine(60, W, D, lr, lo), (lr + lo) / 2, 1e-19);    /* midway */
+    ck_assert_double_eq_tol(tg_lr_cosine(9, W, D, lr, lo), lr * 10 / 11, 1e-19); /* end of warmup */
+    ck_assert_double_eq(tg_lr_cosine(10, W, D, lr, lo), lr); /* peak */
+    ck_assert_double_eq_tol(tg_lr_cosine(60, W, D, lr, lo), (lr + lo) / 2, 1e-19); /* midway */
     /* a quarter of the way: cos(pi/4) = sqrt(2)/2 */
     ck_assert_double_eq_tol(tg_lr_cosine(35, W, D, lr, lo), lo + (0.5 + sqrt(2) / 4) * (lr - lo), 1e-19);
     ck_assert_double_eq_tol(tg_lr_cosine(85, W, D, lr, lo), lo + (0.5 - sqrt(2) / 4) * (lr - lo), 1e-19);
@@ -573,16 +577,17 @@ END_TEST
 START_TEST(lr_wsd_schedule)
 {
     const double lr = 6e-4, lo = 6e-5;
-    tg_lr_schedule s = {.shape = TG_LR_WSD, .warmup = 10, .decay_steps = 110, .lr = lr, .min_lr = lo, .decay_frac = 0.2};
-    ck_assert_double_eq_tol(tg_lr_at(&s, 0), lr / 11, 1e-19);            /* the cosine's warmup */
+    tg_lr_schedule s = {
+        .shape = TG_LR_WSD, .warmup = 10, .decay_steps = 110, .lr = lr, .min_lr = lo, .decay_frac = 0.2};
+    ck_assert_double_eq_tol(tg_lr_at(&s, 0), lr / 11, 1e-19); /* the cosine's warmup */
     ck_assert_double_eq_tol(tg_lr_at(&s, 9), lr * 10 / 11, 1e-19);
-    ck_assert_double_eq(tg_lr_at(&s, 10), lr);                            /* stable */
+    ck_assert_double_eq(tg_lr_at(&s, 10), lr); /* stable */
     ck_assert_double_eq(tg_lr_at(&s, 60), lr);
     ck_assert_double_eq(tg_lr_at(&s, 87), lr);
-    ck_assert_double_eq(tg_lr_at(&s, 88), lr);                            /* the decay's first step: 22/22 */
+    ck_assert_double_eq(tg_lr_at(&s, 88), lr); /* the decay's first step: 22/22 */
     ck_assert_double_eq_tol(tg_lr_at(&s, 89), lo + (lr - lo) * 21 / 22, 1e-19);
-    ck_assert_double_eq_tol(tg_lr_at(&s, 99), (lr + lo) / 2, 1e-19);     /* 11/22 */
-    ck_assert_double_eq_tol(tg_lr_at(&s, 109), lo + (lr - lo) / 22, 1e-19);   /* the last step trained */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 99), (lr + lo) / 2, 1e-19); /* 11/22 */
+    ck_assert_double_eq_tol(tg_lr_at(&s, 109), lo + (lr - lo) / 22, 1e-19); /* the last step trained */
     ck_assert_double_eq(tg_lr_at(&s, 110), lo);
     ck_assert_double_eq(tg_lr_at(&s, 5000), lo);
     for (int64_t k = 88; k < 110; k++) ck_assert(tg_lr_at(&s, k + 1) < tg_lr_at(&s, k));
@@ -596,7 +601,7 @@ START_TEST(lr_wsd_schedule)
     s.decay_frac = 1;
     ck_assert_double_eq(tg_lr_at(&s, 10), lr);
     ck_assert_double_eq_tol(tg_lr_at(&s, 60), (lr + lo) / 2, 1e-19);
-    s.decay_frac = 7;   /* beyond 1: as 1 */
+    s.decay_frac = 7; /* beyond 1: as 1 */
     ck_assert_double_eq_tol(tg_lr_at(&s, 60), (lr + lo) / 2, 1e-19);
     /* no decay: lr to the end, then min_lr */
     s.decay_frac = 0;
@@ -618,8 +623,8 @@ END_TEST
 /* TG_LR_COSINE is tg_lr_cosine, step for step */
 START_TEST(lr_at_cosine_is_tg_lr_cosine)
 {
-    const tg_lr_schedule s = {.shape = TG_LR_COSINE, .warmup = 7, .decay_steps = 93, .lr = 3e-3, .min_lr = 1e-4,
-                              .decay_frac = 0.3};
+    const tg_lr_schedule s = {
+        .shape = TG_LR_COSINE, .warmup = 7, .decay_steps = 93, .lr = 3e-3, .min_lr = 1e-4, .decay_frac = 0.3};
     for (int64_t k = -2; k < 120; k++) ck_assert_double_eq(tg_lr_at(&s, k), tg_lr_cosine(k, 7, 93, 3e-3, 1e-4));
 }
 END_TEST
@@ -641,7 +646,7 @@ START_TEST(ema_matches_hand_averages)
         double a[N];
         for (int i = 0; i < N; i++) a[i] = dt == TG_F32 ? (double)(float)p0(i) : p0(i);
         for (int k = 0; k < 5; k++) {
-            for (int i = 0; i < N; i++) {   /* new values, then the update */
+            for (int i = 0; i < N; i++) { /* new values, then the update */
                 const double v = p0(i) + grad_at(k, i);
                 if (dt == TG_F32) ((float *)tg_params_data(p))[i] = (float)v;
                 else ((double *)tg_params_data(p))[i] = v;
@@ -652,9 +657,9 @@ START_TEST(ema_matches_hand_averages)
                 const double got = dt == TG_F32 ? ((float *)tg_ema_values(e))[i] : ((double *)tg_ema_values(e))[i];
                 /* two roundings of the dtype: the sum may be one fused multiply-add */
                 const double tol = (dt == TG_F32 ? 0x1p-22 : 0x1p-51) * fmax(fabs(a[i]), 1e-30);
-                ck_assert_msg(fabs(got - a[i]) <= tol, "%s step %d element %d: %.17g, want %.17g", tg_dtype_name(dt),
-                              k, i, got, a[i]);
-                a[i] = got;   /* the next step from the library's value: no drift of the roundings */
+                ck_assert_msg(fabs(got - a[i]) <= tol, "%s step %d element %d: %.17g, want %.17g", tg_dtype_name(dt), k,
+                              i, got, a[i]);
+                a[i] = got; /* the next step from the library's value: no drift of the roundings */
             }
         }
         /* a swap puts the averages in the store and the values aside; a second swaps back */
@@ -754,13 +759,11 @@ int main(void)
 {
     Suite *s = suite_create("optim");
     tt_tcase(s, "optim", 0,
-                   TT_TESTS(sgd_matches_hand_updates, sgd_first_step_numbers, adamw_matches_hand_updates,
-                            adamw_null_config_is_the_defaults, adamw_first_update_is_about_lr_times_sign,
-                            adamw_decay_groups, adamw_state_save_and_restore_is_bit_identical,
-                            optimizers_refuse_a_grown_store_and_bad_settings, steps_allocate_nothing,
-                            clip_grad_norm_scales_above_and_not_below, clip_grad_norm_nonfinite,
-                            clip_grad_norm_zero_max_zeroes, lr_cosine_schedule,
-                            lr_wsd_schedule, lr_at_cosine_is_tg_lr_cosine, ema_matches_hand_averages,
-                            ema_refuses_bad_decays_a_grown_store_and_bad_state));
+             TT_TESTS(sgd_matches_hand_updates, sgd_first_step_numbers, adamw_matches_hand_updates,
+                      adamw_null_config_is_the_defaults, adamw_first_update_is_about_lr_times_sign, adamw_decay_groups,
+                      adamw_state_save_and_restore_is_bit_identical, optimizers_refuse_a_grown_store_and_bad_settings,
+                      steps_allocate_nothing, clip_grad_norm_scales_above_and_not_below, clip_grad_norm_nonfinite,
+                      clip_grad_norm_zero_max_zeroes, lr_cosine_schedule, lr_wsd_schedule, lr_at_cosine_is_tg_lr_cosine,
+                      ema_matches_hand_averages, ema_refuses_bad_decays_a_grown_store_and_bad_state));
     return tt_run_in_tmpdir(s, "tg_optim", true);
 }

@@ -7,7 +7,7 @@
  * values and moments of one AdamW over the whole store, for R = 1..5 and
  * shards that cut tensors of either decay group in two (a 2-D weight of
  * 7 x 5, a bias of 5, a 3 x 3 weight, a gain of 4: 53 elements). */
-#define _POSIX_C_SOURCE 200809L   /* pthread_barrier */
+#define _POSIX_C_SOURCE 200809L /* pthread_barrier */
 #include <pthread.h>
 
 #include "tg_test.h"
@@ -71,7 +71,7 @@ START_TEST(shards_step_exactly_as_the_whole)
                 set_grads(parts, k);
                 tg_adamw_step(o, lr, NULL);
                 for (int r = 0; r < R; r++) {
-                    if (r % 2) {   /* from the store's gradients, or from a copy of the shard's */
+                    if (r % 2) { /* from the store's gradients, or from a copy of the shard's */
                         tg_adamw_step(sh[r], lr, NULL);
                     } else {
                         char *copy = malloc((size_t)(hi[r] - lo[r] + 1) * es);
@@ -113,7 +113,7 @@ START_TEST(shard_refusals)
     ck_assert_str_eq(err.msg, "adamw_step_grad: grad is NULL; nothing done");
     ck_assert_int_eq(tg_adamw_steps(o), 0);
     tg_adamw_free(o);
-    tg_adamw *e = tg_adamw_new_shard(p, NULL, 9, 9, &err);   /* an empty shard steps nothing */
+    tg_adamw *e = tg_adamw_new_shard(p, NULL, 9, 9, &err); /* an empty shard steps nothing */
     ck_assert_ptr_nonnull(e);
     ck_assert_int_eq(tg_adamw_step_grad(e, 0.1, NULL, NULL), 0);
     ck_assert_int_eq(tg_adamw_steps(e), 1);
@@ -146,7 +146,7 @@ static void barrier_reduce(void *ctx, double *x, bool max)
     pthread_barrier_wait(&q->sh->bar);
     double acc = max ? -INFINITY : 0;
     for (int i = 0; i < q->sh->n; i++) acc = max ? fmax(acc, q->sh->vals[i]) : acc + q->sh->vals[i];
-    pthread_barrier_wait(&q->sh->bar);   /* nobody overwrites vals before all have read them */
+    pthread_barrier_wait(&q->sh->bar); /* nobody overwrites vals before all have read them */
     *x = acc;
 }
 
@@ -274,7 +274,7 @@ START_TEST(state_through_a_file_resumes_exactly)
         /* a shard writes the whole store's moments it is given; its own are only a part */
         tg_adamw *half = tg_adamw_new_shard(b, &c, 0, n / 2, NULL);
         const void *ms[2] = {NULL, tg_adamw_m(o)};
-        for (int k = 0; k < 2; k++) {   /* the refusal sticks in the writer: its save says why */
+        for (int k = 0; k < 2; k++) { /* the refusal sticks in the writer: its save says why */
             w = tg_st_writer_new();
             ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", ms[k], NULL), -1);
             ck_assert_int_eq(tg_st_writer_save(w, tt_path("never.safetensors"), &err), -1);
@@ -286,25 +286,25 @@ START_TEST(state_through_a_file_resumes_exactly)
         }
         w = tg_st_writer_new();
         ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), tg_adamw_v(o)), 0);
-        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), tg_adamw_v(o)), -1);   /* names taken */
+        ck_assert_int_eq(tg_adamw_state_write(half, w, "opt", tg_adamw_m(o), tg_adamw_v(o)), -1); /* names taken */
         tg_st_writer_free(w);
 
         /* refusals: each file wrong in one way; the optimizer keeps its state */
-        void *m = malloc((size_t)n * 8), *v = malloc((size_t)n * 8);   /* room for either dtype's bytes */
+        void *m = malloc((size_t)n * 8), *v = malloc((size_t)n * 8); /* room for either dtype's bytes */
         const int64_t shape2[2] = {1, n}, n1 = n - 1;
         for (int bad = 0; bad < 8; bad++) {
             memcpy(m, tg_adamw_m(o), (size_t)n * es);
             memcpy(v, tg_adamw_v(o), (size_t)n * es);
             const double put = bad == 0 ? NAN : bad == 1 ? -1e-3 : bad == 2 ? INFINITY : 0;
-            if (bad <= 2) {   /* a moment that cannot be: element n - 1, past any shard's start */
+            if (bad <= 2) { /* a moment that cannot be: element n - 1, past any shard's start */
                 void *t = bad == 0 ? m : v;
                 if (dts[d] == TG_F32) ((float *)t)[n - 1] = (float)put;
                 else ((double *)t)[n - 1] = put;
             }
             w = tg_st_writer_new();
             const char *dt = dts[d] == TG_F32 ? "F32" : "F64", *other = dts[d] == TG_F32 ? "F64" : "F32";
-            if (bad != 3) tg_st_writer_add(w, "opt.m", bad == 4 ? other : dt, bad == 5 ? 2 : 1, bad == 5 ? shape2 : &n,
-                                           m);
+            if (bad != 3)
+                tg_st_writer_add(w, "opt.m", bad == 4 ? other : dt, bad == 5 ? 2 : 1, bad == 5 ? shape2 : &n, m);
             tg_st_writer_add(w, "opt.v", dt, 1, bad == 6 ? &n1 : &n, v);
             tg_st_writer_add_meta(w, "opt.steps", bad == 7 ? "0x3" : "3");
             ck_assert_int_eq(tg_st_writer_save(w, tt_path("bad.safetensors"), &err), 0);
@@ -314,8 +314,8 @@ START_TEST(state_through_a_file_resumes_exactly)
             tg_adamw *x = tg_adamw_new(b, &c, NULL);
             err.msg[0] = 0;
             ck_assert_int_eq(tg_adamw_state_read(x, f, "opt", &err), -1);
-            static const char *const want[] = {"is m nan", "v -0.001", "v inf", "no tensor 'opt.m'", "want F",
-                                               "in 2 dimensions", "of 52 elements", "'opt.steps' = '0x3'"};
+            static const char *const want[] = {"is m nan", "v -0.001",        "v inf",          "no tensor 'opt.m'",
+                                               "want F",   "in 2 dimensions", "of 52 elements", "'opt.steps' = '0x3'"};
             ck_assert_msg(strstr(err.msg, want[bad]), "case %d: '%s' lacks '%s'", bad, err.msg, want[bad]);
             ck_assert_int_eq(tg_adamw_steps(x), 0);
             for (int64_t i = 0; i < n; i++)

@@ -19,7 +19,7 @@ typedef struct cover {
 
 static void nested_fn(void *ctx, int64_t lo, int64_t hi)
 {
-    cover *c = ctx;   /* runs on the thread of the outer part: one call */
+    cover *c = ctx; /* runs on the thread of the outer part: one call */
     c->nested_calls++;
     c->nested_lo = lo, c->nested_hi = hi;
 }
@@ -53,11 +53,11 @@ START_TEST(parallel_for_covers_once)
                 const int64_t n = ns[ni], grain = grains[gi] < 1 ? 1 : grains[gi];
                 memset(&c, 0, sizeof c);
                 tg_parallel_for(n, grains[gi], cover_fn, &c);
-                ck_assert_msg(!c.bad_part, "threads %d n %lld: a part index out of range or run twice",
-                              threads[ti], (long long)n);
+                ck_assert_msg(!c.bad_part, "threads %d n %lld: a part index out of range or run twice", threads[ti],
+                              (long long)n);
                 for (int64_t i = 0; i < n; i++)
-                    ck_assert_msg(c.hits[i] == 1, "threads %d n %lld grain %lld: index %lld hit %d times",
-                                  threads[ti], (long long)n, (long long)grain, (long long)i, c.hits[i]);
+                    ck_assert_msg(c.hits[i] == 1, "threads %d n %lld grain %lld: index %lld hit %d times", threads[ti],
+                                  (long long)n, (long long)grain, (long long)i, c.hits[i]);
                 /* n / grain parts (1 to 64) whatever the thread count, in order, part
                  * k starting at n k / parts: so each is >= grain */
                 int64_t want_parts = n / grain < TG_PARALLEL_MAX_PARTS ? n / grain : TG_PARALLEL_MAX_PARTS;
@@ -79,7 +79,7 @@ START_TEST(parallel_for_covers_once)
         ck_assert_int_eq(c.nested_calls, 2);
         ck_assert_int_eq(c.nested_lo, 25);
         ck_assert_int_eq(c.nested_hi, 50);
-        tg_parallel_for(0, 1, cover_fn, &c);   /* nothing to do: no call */
+        tg_parallel_for(0, 1, cover_fn, &c); /* nothing to do: no call */
         ck_assert_int_eq(c.hits[0], 0);
     }
     ck_assert_int_eq(tg_set_num_threads(1), 1);
@@ -142,16 +142,16 @@ START_TEST(threaded_ops_match_one_thread)
             int n_in;
             run_case(k, dts[d], 1, &o1, &no, g1, ng, &n_in);
             const char *name = TT_OPS[k].name;
-            for (int t = 0; t < 3; t++) {   /* the same bits on 2, 3 and 8 threads */
+            for (int t = 0; t < 3; t++) { /* the same bits on 2, 3 and 8 threads */
                 static const int threads[] = {2, 3, 8};
                 run_case(k, dts[d], threads[t], &o3, &no, g3, ng, &n_in);
                 ck_assert_msg(!memcmp(o3, o1, (size_t)no * sizeof(double)),
-                              "%s %s: output differs with %d threads by %g", name, tg_dtype_name(dts[d]),
-                              threads[t], rel_diff(o3, o1, no));
+                              "%s %s: output differs with %d threads by %g", name, tg_dtype_name(dts[d]), threads[t],
+                              rel_diff(o3, o1, no));
                 for (int i = 0; i < n_in; i++) {
                     ck_assert_msg(!memcmp(g3[i], g1[i], (size_t)ng[i] * sizeof(double)),
-                                  "%s %s: grad of input %d differs with %d threads by %g", name,
-                                  tg_dtype_name(dts[d]), i, threads[t], rel_diff(g3[i], g1[i], ng[i]));
+                                  "%s %s: grad of input %d differs with %d threads by %g", name, tg_dtype_name(dts[d]),
+                                  i, threads[t], rel_diff(g3[i], g1[i], ng[i]));
                     free(g3[i]);
                 }
                 free(o3);
@@ -205,10 +205,10 @@ START_TEST(threaded_optim_matches_one_thread)
         ck_assert_int_eq(n, 60050);
         optim_run(dts[d], 3, b, &n);
         optim_run(dts[d], 8, c, &n);
-        ck_assert_msg(!memcmp(b, a, sizeof b), "%s: AdamW + clip with 3 threads differs by %g",
-                      tg_dtype_name(dts[d]), rel_diff(b, a, n));
-        ck_assert_msg(!memcmp(c, a, sizeof c), "%s: AdamW + clip with 8 threads differs by %g",
-                      tg_dtype_name(dts[d]), rel_diff(c, a, n));
+        ck_assert_msg(!memcmp(b, a, sizeof b), "%s: AdamW + clip with 3 threads differs by %g", tg_dtype_name(dts[d]),
+                      rel_diff(b, a, n));
+        ck_assert_msg(!memcmp(c, a, sizeof c), "%s: AdamW + clip with 8 threads differs by %g", tg_dtype_name(dts[d]),
+                      rel_diff(c, a, n));
     }
     tg_set_num_threads(1);
 }
@@ -220,8 +220,8 @@ START_TEST(threaded_errors_name_the_first_row)
     for (int threads = 1; threads <= 3; threads += 2) {
         tg_set_num_threads(threads);
         tg_graph *g = tg_graph_new();
-        tg_tensor *x = tt_randn_dt(g, TG_F32, TT_SHAPE(1000, 64), 21);   /* (1000,64) */
-        ((float *)x->data)[700 * 64 + 5] = NAN;                  /* in the second half */
+        tg_tensor *x = tt_randn_dt(g, TG_F32, TT_SHAPE(1000, 64), 21); /* (1000,64) */
+        ((float *)x->data)[700 * 64 + 5] = NAN; /* in the second half */
         ((float *)x->data)[900 * 64 + 1] = INFINITY;
         ck_assert_ptr_null(tg_softmax(g, x, NULL));
         tt_assert_error(g, "NaN at element 44805 (index (700,5))");
@@ -229,7 +229,7 @@ START_TEST(threaded_errors_name_the_first_row)
 
         x = tt_randn_dt(g, TG_F64, TT_SHAPE(1000, 64), 22);
         uint8_t *m = calloc(1000 * 64, 1);
-        for (int j = 0; j < 64; j++) m[600 * 64 + j] = m[800 * 64 + j] = 1;   /* rows 600 and 800 blocked */
+        for (int j = 0; j < 64; j++) m[600 * 64 + j] = m[800 * 64 + j] = 1; /* rows 600 and 800 blocked */
         tg_tensor *mask = tg_tensor_from(g, TG_BOOL, TT_SHAPE(1000, 64), m);
         free(m);
         ck_assert_ptr_null(tg_softmax(g, x, mask));
@@ -240,8 +240,8 @@ START_TEST(threaded_errors_name_the_first_row)
         tg_tensor *q = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 23);
         tg_tensor *k = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 24);
         tg_tensor *v = tt_randn_dt(g, TG_F32, TT_SHAPE(4, 30, 16), 25);
-        ((float *)k->data)[(2 * 30 + 7) * 16 + 9] = NAN;   /* b 2, key 7, head 2 (dh 4) */
-        ((float *)k->data)[(3 * 30 + 1) * 16 + 0] = NAN;   /* b 3, key 1, head 0 */
+        ((float *)k->data)[(2 * 30 + 7) * 16 + 9] = NAN; /* b 2, key 7, head 2 (dh 4) */
+        ((float *)k->data)[(3 * 30 + 1) * 16 + 0] = NAN; /* b 3, key 1, head 0 */
         ck_assert_ptr_null(tg_attention(g, q, k, v, 4, TG_ATTN_CAUSAL, 0));
         tt_assert_error(g, "query 7 and key 7 in batch row 2, head 2");
         tg_graph_free(g);
@@ -253,6 +253,6 @@ END_TEST
 int main(void)
 {
     return tt_main("parallel", "parallel", 120,
-                   TT_TESTS(parallel_for_covers_once, threaded_ops_match_one_thread,
-                            threaded_optim_matches_one_thread, threaded_errors_name_the_first_row));
+                   TT_TESTS(parallel_for_covers_once, threaded_ops_match_one_thread, threaded_optim_matches_one_thread,
+                            threaded_errors_name_the_first_row));
 }

@@ -26,13 +26,13 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-#define P tt_path   /* a file in the scratch directory */
+#define P tt_path /* a file in the scratch directory */
 
 /* ck_assert_msg records every passing check's location (costly per
  * pixel); REQUIRE only acts when the condition fails. */
-#define REQUIRE(cond, ...)                     \
-    do {                                       \
-        if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+#define REQUIRE(cond, ...)                                                                                             \
+    do {                                                                                                               \
+        if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                        \
     } while (0)
 
 /* Brightness as relative luminance (Rec. 709 weights). */
@@ -174,7 +174,7 @@ START_TEST(font_q_is_p_mirrored_and_no_9)
     glyph_bits('q', q);
     glyph_bits('p', p);
     glyph_bits('9', nine);
-    char shape[128] = "";   /* q as drawn, for a message */
+    char shape[128] = ""; /* q as drawn, for a message */
     for (int y = 0; y < TG_GLYPH_H; y++) {
         for (int x = 0; x < TG_GLYPH_W; x++) strncat(shape, q[y][x] ? "#" : ".", sizeof shape - strlen(shape) - 1);
         strncat(shape, y + 1 < TG_GLYPH_H ? "|" : "", sizeof shape - strlen(shape) - 1);
@@ -182,14 +182,14 @@ START_TEST(font_q_is_p_mirrored_and_no_9)
     for (int y = 0; y < TG_GLYPH_H; y++)
         for (int x = 0; x < TG_GLYPH_W; x++)
             ck_assert_msg(q[y][x] == p[y][TG_GLYPH_W - 1 - x], "q (%s) is not p mirrored at (%d,%d)", shape, x, y);
-    int top = 0, top9 = 0;   /* the first row with ink, of q and of 9 */
+    int top = 0, top9 = 0; /* the first row with ink, of q and of 9 */
     while (top < TG_GLYPH_H && !q[top][0] && !q[top][1] && !q[top][2] && !q[top][3] && !q[top][4]) top++;
     while (top9 < TG_GLYPH_H && !nine[top9][1] && !nine[top9][2] && !nine[top9][3]) top9++;
     ck_assert_int_lt(top, TG_GLYPH_H);
     for (int x = 1; x < TG_GLYPH_W; x++)
         ck_assert_msg(q[top][x], "q (%s): its top is no bar reaching the stem (column %d of row %d)", shape, x, top);
     ck_assert_msg(!nine[top9][0] && !nine[top9][TG_GLYPH_W - 1], "9's top is no arch: the test's premise");
-    ck_assert_int_ge(top, 2);   /* and q stays a lowercase letter, below the digits' height */
+    ck_assert_int_ge(top, 2); /* and q stays a lowercase letter, below the digits' height */
 }
 END_TEST
 
@@ -199,7 +199,8 @@ END_TEST
  * newline and tab each have their own; every other byte shares one mark. */
 static bool same_label(uint8_t a, uint8_t b)
 {
-    const bool oa = !(a >= 32 && a < 127) && a != '\n' && a != '\t', ob = !(b >= 32 && b < 127) && b != '\n' && b != '\t';
+    const bool oa = !(a >= 32 && a < 127) && a != '\n' && a != '\t',
+               ob = !(b >= 32 && b < 127) && b != '\n' && b != '\t';
     return a == b || (oa && ob);
 }
 
@@ -210,8 +211,8 @@ static int ink_in(const pic *p, int x0, int y0, int x1, int y1)
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++) {
             tg_rgb c = at(p, x, y);
-            REQUIRE(same(c, TG_HEATMAP_PAPER) || same(c, TG_HEATMAP_INK), "pixel (%d,%d) in a label area is %d,%d,%d", x,
-                    y, c.r, c.g, c.b);
+            REQUIRE(same(c, TG_HEATMAP_PAPER) || same(c, TG_HEATMAP_INK), "pixel (%d,%d) in a label area is %d,%d,%d",
+                    x, y, c.r, c.g, c.b);
             n += same(c, TG_HEATMAP_INK);
         }
     return n;
@@ -254,8 +255,8 @@ static void check_labels(const pic *p, const tg_heatmap_layout *l, int Tq, int T
     REQUIRE(ink_in(p, TG_HEATMAP_PAD, l->title_y, l->w, l->title_y + 14) > 100, "no title");
     for (int k = 0; k < TG_HEATMAP_LEVELS; k++)
         for (int y = l->bar_y; y < l->bar_y + TG_HEATMAP_BAR_H; y++)
-            REQUIRE(same(at(p, l->bar_x + k, y), tg_heatmap_level_colour(k)), "the colour scale's column %d is not level %d",
-                    k, k);
+            REQUIRE(same(at(p, l->bar_x + k, y), tg_heatmap_level_colour(k)),
+                    "the colour scale's column %d is not level %d", k, k);
     REQUIRE(ink_in(p, l->bar_x, l->tick_y, l->bar_x + TG_HEATMAP_LEVELS, l->tick_y + TG_GLYPH_H) > 0, "no ticks");
     REQUIRE(same(at(p, l->swatch_x + TG_HEATMAP_BAR_H / 2, l->swatch_y + TG_HEATMAP_BAR_H / 2), TG_HEATMAP_BLOCKED),
             "no blocked swatch");
@@ -270,13 +271,12 @@ static void check_labels(const pic *p, const tg_heatmap_layout *l, int Tq, int T
  * larger by more than one level is strictly brighter and a larger weight
  * never darker; each row's largest weight is its brightest cell; the
  * labels (check_labels). Returns the number of unblocked cells. */
-static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext,
-                         const char *ktext)
+static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk, const char *qtext, const char *ktext)
 {
     uint8_t *png = NULL;
     size_t len = 0;
-    const tg_heatmap m = {.w = w, .blocked = blocked, .Tq = Tq, .Tk = Tk, .qtext = qtext, .ktext = ktext,
-                          .title = "layer 7, head 3"};
+    const tg_heatmap m = {
+        .w = w, .blocked = blocked, .Tq = Tq, .Tk = Tk, .qtext = qtext, .ktext = ktext, .title = "layer 7, head 3"};
     tg_error e = {0};
     ck_assert_msg(tg_heatmap_png(&m, &png, &len, &e) == 0, "%s", e.msg);
     pic p = decode(png, len);
@@ -288,7 +288,7 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
     ck_assert_int_eq(p.w, l.w);
     ck_assert_int_eq(p.h, l.h);
     const int right = l.map_x + Tk * cell, bottom = l.map_y + Tq * cell;
-    ck_assert(gw <= cell && gh <= cell);   /* a label fits its row or column */
+    ck_assert(gw <= cell && gh <= cell); /* a label fits its row or column */
     ck_assert(l.title_y + 14 < l.key_y && l.key_y + gh < l.map_y && l.query_x + gw < l.map_x);
     ck_assert(bottom < l.bar_y && l.bar_y + TG_HEATMAP_BAR_H < l.tick_y && l.tick_y + TG_GLYPH_H < l.swatch_y);
     ck_assert(right < l.w && l.bar_x + TG_HEATMAP_LEVELS < l.w && l.swatch_y + TG_HEATMAP_BAR_H < l.h);
@@ -309,12 +309,12 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
                     REQUIRE(same(at(&p, x, y), c), "cell (%d,%d) is not solid at pixel (%d,%d)", i, j, x, y);
             cells[i * Tk + j] = c;
             const bool b = blocked && blocked[i * Tk + j];
-            REQUIRE(same(c, TG_HEATMAP_BLOCKED) == b, "cell (%d,%d) blocked %d but colour %d,%d,%d", i, j, b, c.r,
-                          c.g, c.b);
+            REQUIRE(same(c, TG_HEATMAP_BLOCKED) == b, "cell (%d,%d) blocked %d but colour %d,%d,%d", i, j, b, c.r, c.g,
+                    c.b);
             if (b) continue;
             open++;
-            REQUIRE(same(c, tg_heatmap_colour(w[i * Tk + j])), "cell (%d,%d) weight %g has the wrong colour", i,
-                          j, w[i * Tk + j]);
+            REQUIRE(same(c, tg_heatmap_colour(w[i * Tk + j])), "cell (%d,%d) weight %g has the wrong colour", i, j,
+                    w[i * Tk + j]);
         }
     for (int a = 0; a < Tq * Tk; a++)
         for (int b = 0; b < Tq * Tk; b++) {
@@ -331,7 +331,7 @@ static int check_heatmap(const double *w, const uint8_t *blocked, int Tq, int Tk
         for (int j = 0; j < Tk; j++)
             if (!(blocked && blocked[i * Tk + j]))
                 REQUIRE(lum(cells[i * Tk + best]) >= lum(cells[i * Tk + j]),
-                              "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
+                        "row %d: the largest weight (key %d) is not the brightest cell (key %d is)", i, best, j);
     }
     free(cells);
     check_labels(&p, &l, Tq, Tk, qtext, ktext);
@@ -362,7 +362,7 @@ START_TEST(heatmap_pixels_follow_the_weights)
     double w[T * T];
     uint8_t causal[T * T];
     for (int k = 0; k < T * T; k++) causal[k] = k % T > k / T;
-    const char *text = "ab cab\x01";   /* a space, and a byte outside printable ASCII */
+    const char *text = "ab cab\x01"; /* a space, and a byte outside printable ASCII */
     random_rows(w, causal, T, T, 2.0, 1);
     ck_assert_int_eq(check_heatmap(w, causal, T, T, text, text), T * (T + 1) / 2);
     /* an unblocked weight of exactly 0 is the map's darkest colour, not grey */
@@ -373,7 +373,7 @@ START_TEST(heatmap_pixels_follow_the_weights)
     double w2[Q * K];
     uint8_t m2[Q * K];
     for (int k = 0; k < Q * K; k++) m2[k] = (k * 7) % 5 == 0;
-    const char *keys = "k\tk\n \xc3\xa9~k";   /* 9 bytes: tab, newline, space, two of a UTF-8 character */
+    const char *keys = "k\tk\n \xc3\xa9~k"; /* 9 bytes: tab, newline, space, two of a UTF-8 character */
     random_rows(w2, m2, Q, K, 1.0, 2);
     check_heatmap(w2, m2, Q, K, "q.Q", keys);
     random_rows(w2, NULL, Q, K, 3.0, 3);
@@ -387,8 +387,8 @@ END_TEST
 /* A GPT's own attention weights (tg_model_forward's) drawn as heatmaps. */
 START_TEST(heatmap_of_a_gpt)
 {
-    const tg_model_config cfg = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12,
-                                 .vocab_size = 11};
+    const tg_model_config cfg = {
+        .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 12, .vocab_size = 11};
     tg_error err = {0};
     tg_model md;
     ck_assert_msg(tg_model_init(&md, &cfg, TG_F64, 3, &err) == 0, "%s", err.msg);
@@ -501,7 +501,7 @@ START_TEST(html_stores_every_weight_and_character)
     ck_assert_uint_eq(tg_attn_page_code(1), 255u << 14 | 10000);
     ck_assert_uint_eq(tg_attn_page_code(0.5), 128u << 14 | 5000);
     ck_assert_uint_eq(tg_attn_page_code(0.123456), (uint32_t)tg_heatmap_level(0.123456) << 14 | 1235);
-    ck_assert_uint_eq(tg_attn_page_code(0.00004), 0);   /* level 0, 0.0000 */
+    ck_assert_uint_eq(tg_attn_page_code(0.00004), 0); /* level 0, 0.0000 */
     ck_assert_uint_eq(tg_attn_page_code(NAN), 0);
     ck_assert_uint_eq(tg_attn_page_code(-0.2), 0);
     ck_assert_uint_eq(tg_attn_page_code(1.7), 255u << 14 | 10000);
@@ -555,16 +555,19 @@ START_TEST(html_stores_every_weight_and_character)
     ck_assert_str_eq(got, "#808080");
     ck_assert_msg(strstr(s, "shown to 4 decimal places"), "the page does not say how many digits it shows");
     /* the characters, escaped, once: the script labels both axes of every map from them */
-    ck_assert_int_eq(count(s, "<code id=\"text\"><span>a</span><span>\xe2\x90\xa3</span><span>&lt;</span>"
-                              "<span>b</span><span>&amp;</span></code>"), 1);
+    ck_assert_int_eq(count(s,
+                           "<code id=\"text\"><span>a</span><span>\xe2\x90\xa3</span><span>&lt;</span>"
+                           "<span>b</span><span>&amp;</span></code>"),
+                     1);
     /* self-contained: one inline script, nothing fetched */
-    const char *banned[] = {"://", "src=", "url(", "<link", "@import", "<iframe", "<img", "fetch(", "XMLHttpRequest",
-                            "import(", "WebSocket", "EventSource", "sendBeacon", "new Image"};
+    const char *banned[] = {"://",       "src=",        "url(",       "<link",          "@import",
+                            "<iframe",   "<img",        "fetch(",     "XMLHttpRequest", "import(",
+                            "WebSocket", "EventSource", "sendBeacon", "new Image"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
         ck_assert_msg(!strstr(s, banned[i]), "the page contains '%s'", banned[i]);
     ck_assert_int_eq(count(s, "<script"), 1);
     ck_assert_int_eq(count(s, "<script>"), 1);
-    ck_assert_int_eq(count(s, "href=\""), L * H);   /* only the PNG links */
+    ck_assert_int_eq(count(s, "href=\""), L * H); /* only the PNG links */
     /* a raw '<' or '&' from the text never reaches the markup */
     ck_assert(!strstr(s, "<b&"));
     tg_free(s);
@@ -579,8 +582,10 @@ START_TEST(html_stores_every_weight_and_character)
     /* labels: visible symbols for whitespace, \xNN for other bytes (0xc3
      * alone is no UTF-8 character), quotes escaped */
     s = page_of("\n\x07\xc3\"\t'", 5, 1, 1, w, NULL);
-    ck_assert_msg(strstr(s, "<code id=\"text\"><span>\xe2\x86\xb5</span><span>\\x07</span><span>\\xc3</span>"
-                            "<span>&quot;</span><span>\xe2\x87\xa5</span></code>"), "%.300s", strstr(s, "<code"));
+    ck_assert_msg(strstr(s,
+                         "<code id=\"text\"><span>\xe2\x86\xb5</span><span>\\x07</span><span>\\xc3</span>"
+                         "<span>&quot;</span><span>\xe2\x87\xa5</span></code>"),
+                  "%.300s", strstr(s, "<code"));
     tg_free(s);
     const tg_heatmap_label apostrophe = {"'", 1, false};
     s = page_labels(&apostrophe, 1, 1, 1, w, NULL);
@@ -604,8 +609,10 @@ START_TEST(html_labels_are_whole_and_bos_is_marked)
     size_t len = 0;
     char *p = tg_attn_page_html(&a, lab, "token", &len, NULL);
     ck_assert_ptr_nonnull(p);
-    ck_assert_msg(strstr(p, "<code id=\"text\"><span class=\"special\">BOS</span><span>\xe2\x90\xa3responsibility</span>"
-                            "<span>&lt;&amp;&gt;</span></code>"), "%.400s", strstr(p, "<code"));
+    ck_assert_msg(strstr(p,
+                         "<code id=\"text\"><span class=\"special\">BOS</span><span>\xe2\x90\xa3responsibility</span>"
+                         "<span>&lt;&amp;&gt;</span></code>"),
+                  "%.400s", strstr(p, "<code"));
     ck_assert_msg(strstr(p, "<p>Text (3 tokens): "), "the unit: %.100s", strstr(p, "<p>Text"));
     ck_assert_msg(strstr(p, "BOS, which a Llama reads before its text"), "no line says what BOS is");
     ck_assert_msg(!strstr(p, "\u2026") && !strstr(p, "\xe2\x80\xa6"), "the page cuts labels with an ellipsis");
@@ -661,7 +668,7 @@ START_TEST(loss_curve_follows_the_series)
      * wildly off: the later row must win */
     FILE *f = fopen(P("metrics.csv"), "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER);   /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
+    fprintf(f, "%s\n", TG_RUN_METRICS_HEADER); /* step,loss,lr,ms_per_step,tokens_per_s,train_loss,val_loss,... */
     for (int s = 0; s <= 99; s++) {
         if (s == 30) fprintf(f, "30,50.0,0.001,1.0,100,,,,\n");
         if (s % 50 == 0) fprintf(f, "%d,%.6f,0.001,1.0,100,%.6f,%.6f,,\n", s, 4.0 - 3.0 * s / 99, 3.3, 3.0);
@@ -691,7 +698,7 @@ START_TEST(loss_curve_follows_the_series)
             } else if (same(c, TG_LOSSPLOT_VAL)) {
                 val_px++;
                 REQUIRE(fabs(y - loss_y(3.0, lo, hi)) <= 3.5, "val pixel (%d,%d) is off y %.1f", x, y,
-                              loss_y(3.0, lo, hi));
+                        loss_y(3.0, lo, hi));
             }
         }
         cols += any;
@@ -823,12 +830,20 @@ END_TEST
 static void sharp_model(tg_model *md, const char *arch, const tg_vocab *v, uint64_t seed)
 {
     const bool llama = !strcmp(arch, "llama");
-    const tg_model_config mc = llama ? (tg_model_config){.arch = "llama", .n_layer = 1, .n_head = 2, .n_kv_head = 2,
-                                                         .n_embd = 16, .hidden_dim = 32, .block_size = 16,
-                                                         .vocab_size = v->size, .rope_theta = 10000,
-                                                         .norm_eps = 1e-5, .tied = true}
-                                     : (tg_model_config){.arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12,
-                                                         .block_size = 16, .vocab_size = v->size};
+    const tg_model_config mc = llama
+        ? (tg_model_config){.arch = "llama",
+                            .n_layer = 1,
+                            .n_head = 2,
+                            .n_kv_head = 2,
+                            .n_embd = 16,
+                            .hidden_dim = 32,
+                            .block_size = 16,
+                            .vocab_size = v->size,
+                            .rope_theta = 10000,
+                            .norm_eps = 1e-5,
+                            .tied = true}
+        : (tg_model_config){
+              .arch = "gpt", .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 16, .vocab_size = v->size};
     tg_error err = {0};
     REQUIRE(tg_model_init(md, &mc, TG_F32, seed, &err) == 0, "%s", err.msg);
     tg_rng r;
@@ -893,8 +908,8 @@ static double check_files(const char *dir, const tg_attn_maps *a, const char *te
                         continue;
                     }
                     if (i > 0) peak = fmax(peak, w[i * T + j]);
-                    REQUIRE(same(c, tg_heatmap_colour(w[i * T + j])), "%s: cell (%d,%d) does not show weight %g",
-                            path, i, j, w[i * T + j]);
+                    REQUIRE(same(c, tg_heatmap_colour(w[i * T + j])), "%s: cell (%d,%d) does not show weight %g", path,
+                            i, j, w[i * T + j]);
                     REQUIRE(lum(c) <= lum(at(&p, lay.map_x + best * cell, lay.map_y + i * cell)),
                             "%s: row %d's brightest cell is not its largest weight (key %d)", path, i, best);
                 }
@@ -906,8 +921,8 @@ static double check_files(const char *dir, const tg_attn_maps *a, const char *te
             page_codes(html, l * H + h, T, causal, codes);
             for (int k = 0; k < T * T; k++)
                 if (!causal[k])
-                    REQUIRE(codes[k] == (long)tg_attn_page_code(w[k]), "index.html: map %d cell %d is not its weight %g",
-                            l * H + h, k, w[k]);
+                    REQUIRE(codes[k] == (long)tg_attn_page_code(w[k]),
+                            "index.html: map %d cell %d is not its weight %g", l * H + h, k, w[k]);
         }
     ck_assert(!strstr(html, "://"));
     free(html);
@@ -977,8 +992,9 @@ START_TEST(attn_maps_of_a_gpt_are_its_weights)
     REQUIRE(tg_attn_write(&a, lab, "character", P("maps"), &e) == 0, "%s", e.msg);
     REQUIRE(check_files(P("maps"), &a, text) > 0.5, "nearly uniform weights: a weak test");
     char *html = slurp(P("maps/index.html"));
-    ck_assert(strstr(html, "<p>Text (11 characters): <code id=\"text\"><span>b</span><span>a</span><span>d</span>"
-                           "<span>\xe2\x90\xa3</span><span>c</span>"));
+    ck_assert(strstr(html,
+                     "<p>Text (11 characters): <code id=\"text\"><span>b</span><span>a</span><span>d</span>"
+                     "<span>\xe2\x90\xa3</span><span>c</span>"));
     free(html);
     remove_dir(P("maps"));
 
@@ -1029,7 +1045,7 @@ START_TEST(attn_of_a_llama_starts_at_its_bos)
     tg_graph_set_grad_enabled(g, false);
     tg_tensor *aw[1];
     ck_assert_ptr_nonnull(tg_model_forward(g, &md, tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, want_ids), aw));
-    double peak = 0;   /* the largest weight in rows of 4 keys or more: sharp maps, so a misplaced row shows */
+    double peak = 0; /* the largest weight in rows of 4 keys or more: sharp maps, so a misplaced row shows */
     for (int k = 0; k < H * T * T; k++) {
         REQUIRE(a.w[k] == tg_tensor_get(aw[0], k), "weight %d is not the one over BOS, the space and the text", k);
         if (k % (T * T) >= 3 * T) peak = fmax(peak, a.w[k]);
@@ -1039,10 +1055,11 @@ START_TEST(attn_of_a_llama_starts_at_its_bos)
     ck_assert_int_eq(mkdir(P("lmaps"), 0777), 0);
     REQUIRE(tg_attn_write(&a, lab, "token", P("lmaps"), &e) == 0, "%s", e.msg);
     char *html = slurp(P("lmaps/index.html"));
-    REQUIRE(strstr(html, "<p>Text (9 tokens): <code id=\"text\"><span class=\"special\">BOS</span>"
-                         "<span>\xe2\x90\xa3</span><span>b</span><span>a</span><span>d</span><span>\xe2\x90\xa3</span>"
-                         "<span>c</span>"), "the page's text is not BOS, the space and the text: %.300s",
-            strstr(html, "<p>Text"));
+    REQUIRE(strstr(html,
+                   "<p>Text (9 tokens): <code id=\"text\"><span class=\"special\">BOS</span>"
+                   "<span>\xe2\x90\xa3</span><span>b</span><span>a</span><span>d</span><span>\xe2\x90\xa3</span>"
+                   "<span>c</span>"),
+            "the page's text is not BOS, the space and the text: %.300s", strstr(html, "<p>Text"));
     REQUIRE(strstr(html, "BOS, which a Llama reads before its text"), "the page does not say what BOS is");
     free(html);
     /* the PNG: BOS's key label, the three glyphs B, O, S down column 0, is the map of BOS + text */
@@ -1052,14 +1069,14 @@ START_TEST(attn_of_a_llama_starts_at_its_bos)
     uint8_t *png = NULL, causal[T * T];
     causal_mask(causal, T);
     size_t len = 0;
-    const tg_heatmap m = {.w = a.w, .blocked = causal, .Tq = T, .Tk = T, .q = hand, .k = hand,
-                          .title = "layer 0, head 0"};
+    const tg_heatmap m = {
+        .w = a.w, .blocked = causal, .Tq = T, .Tk = T, .q = hand, .k = hand, .title = "layer 0, head 0"};
     ck_assert_int_eq(tg_heatmap_png(&m, &png, &len, NULL), 0);
     pic want = decode(png, len);
     ck_assert_int_eq(p.w, want.w);
     ck_assert_int_eq(p.h, want.h);
     ck_assert_msg(memcmp(p.px, want.px, (size_t)p.w * p.h * 3) == 0, "attn_l0_h0.png is not the map of BOS + text");
-    const tg_heatmap_layout lay = tg_heatmap_layout_of(T, T, 3, 3);   /* BOS: 3 glyphs on both axes */
+    const tg_heatmap_layout lay = tg_heatmap_layout_of(T, T, 3, 3); /* BOS: 3 glyphs on both axes */
     ck_assert_int_eq(p.w, lay.w);
     ck_assert_int_eq(p.h, lay.h);
     stbi_image_free(p.px);
@@ -1098,7 +1115,7 @@ START_TEST(attn_labels_of_every_vocabulary)
         ck_assert(!lab[i].special && lab[i].len == (int)l && !memcmp(lab[i].s, piece, l));
         strncat(joined, lab[i].s, (size_t)lab[i].len);
     }
-    ck_assert_str_eq(joined, " ab ab");   /* the pieces spell what the Llama reads */
+    ck_assert_str_eq(joined, " ab ab"); /* the pieces spell what the Llama reads */
     tg_free(lab);
     /* BOS is special only first; an id past the vocabulary is refused */
     const int32_t later[3] = {ids[1], tg_tok_bos(v.tok), ids[1]};
@@ -1317,8 +1334,10 @@ START_TEST(tiny_gpt_attn_writes_what_the_library_writes)
     const char *longer[] = {"attn", "--ckpt", llama, "--text", "abcdefghijklmno", "--out", P("maps2"), NULL};
     ck_assert_int_eq(run_tiny_gpt(longer), 1);
     msg = slurp(P("stderr.txt"));
-    REQUIRE(strstr(msg, "--text has 15 characters, 17 positions with the BOS and the space in front, more than the "
-                        "checkpoint's block_size 16"), "%s", msg);
+    REQUIRE(strstr(msg,
+                   "--text has 15 characters, 17 positions with the BOS and the space in front, more than the "
+                   "checkpoint's block_size 16"),
+            "%s", msg);
     free(msg);
     ck_assert_int_eq(access(P("maps2"), F_OK), -1);
     remove(P("gpt.safetensors"));
@@ -1332,18 +1351,14 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("pictures");
-    tt_tcase(s, "core", 0, TT_TESTS(colour_map_gets_brighter_and_never_shows_blocked, font_q_is_p_mirrored_and_no_9,
-                                    heatmap_pixels_follow_the_weights, heatmap_of_a_gpt,
-                                    html_stores_every_weight_and_character, html_labels_are_whole_and_bos_is_marked,
-                                    html_page_is_small, loss_curve_follows_the_series,
-                                    loss_curve_from_arrays_is_the_files, loss_curve_errors,
-                                    attn_maps_of_a_gpt_are_its_weights, attn_of_a_llama_starts_at_its_bos,
-                                    attn_labels_of_every_vocabulary, attn_write_is_all_or_nothing,
-                                    tiny_gpt_attn_writes_what_the_library_writes));
+    tt_tcase(s, "core", 0,
+             TT_TESTS(colour_map_gets_brighter_and_never_shows_blocked, font_q_is_p_mirrored_and_no_9,
+                      heatmap_pixels_follow_the_weights, heatmap_of_a_gpt, html_stores_every_weight_and_character,
+                      html_labels_are_whole_and_bos_is_marked, html_page_is_small, loss_curve_follows_the_series,
+                      loss_curve_from_arrays_is_the_files, loss_curve_errors, attn_maps_of_a_gpt_are_its_weights,
+                      attn_of_a_llama_starts_at_its_bos, attn_labels_of_every_vocabulary, attn_write_is_all_or_nothing,
+                      tiny_gpt_attn_writes_what_the_library_writes));
     return s;
 }
 
-int main(void)
-{
-    return tt_run_in_tmpdir(suite(), "tg_pictures_test", false);   /* a failure's files stay for a look */
-}
+int main(void) { return tt_run_in_tmpdir(suite(), "tg_pictures_test", false); /* a failure's files stay for a look */ }

@@ -13,7 +13,7 @@
 
 /* ---- scratch directory and file helpers ---------------------------------- */
 
-#define P tt_path   /* a file in the scratch directory */
+#define P tt_path /* a file in the scratch directory */
 
 static void write_bytes(const char *path, const void *p, size_t n)
 {
@@ -57,13 +57,13 @@ static void write_st(const char *path, const char *header, const void *data, siz
 }
 
 /* Loading path must fail with a message containing needle. */
-#define assert_load_fails(path, needle)                                                   \
-    do {                                                                                  \
-        tg_error e_ = {0};                                                                \
-        tg_st_file *f_ = tg_st_load((path), &e_);                                         \
-        ck_assert_msg(f_ == NULL, "'%s' loaded; expected '%s'", (path), (needle));        \
-        ck_assert_msg(strstr(e_.msg, (needle)) != NULL, "error '%s' lacks '%s'", e_.msg, (needle)); \
-        ck_assert_msg(strncmp(e_.msg, "safetensors: ", 13) == 0, "error '%s' lacks the prefix", e_.msg); \
+#define assert_load_fails(path, needle)                                                                                \
+    do {                                                                                                               \
+        tg_error e_ = {0};                                                                                             \
+        tg_st_file *f_ = tg_st_load((path), &e_);                                                                      \
+        ck_assert_msg(f_ == NULL, "'%s' loaded; expected '%s'", (path), (needle));                                     \
+        ck_assert_msg(strstr(e_.msg, (needle)) != NULL, "error '%s' lacks '%s'", e_.msg, (needle));                    \
+        ck_assert_msg(strncmp(e_.msg, "safetensors: ", 13) == 0, "error '%s' lacks the prefix", e_.msg);               \
     } while (0)
 
 /* A header with one F32 tensor entry "a" written as `entry`, data ndata
@@ -131,7 +131,7 @@ START_TEST(round_trip_is_bit_exact)
     size_t last = 8 + hl - 1;
     while (raw[last] == ' ') last--;
     ck_assert_int_eq(raw[last], '}');
-    ck_assert_uint_lt(8 + hl - 1 - last, 8);   /* fewer than 8 spaces of padding */
+    ck_assert_uint_lt(8 + hl - 1 - last, 8); /* fewer than 8 spaces of padding */
     size_t data_bytes = sizeof f32v + sizeof f64v + sizeof i32v + sizeof i64v + sizeof u8v + sizeof scalar;
     ck_assert_uint_eq(n, 8 + hl + data_bytes);
     const unsigned char *d = raw + 8 + hl;
@@ -146,7 +146,7 @@ START_TEST(round_trip_is_bit_exact)
     tg_st_file *f = load_ok(P("rt.safetensors"));
     ck_assert_int_eq(tg_st_count(f), 7);
     const char *names[] = {"f32", "f64", "i32", "i64", "u8 \"quoted\\name\"\n", "scalar", "empty"};
-    for (int i = 0; i < 7; i++) ck_assert_str_eq(tg_st_at(f, i)->name, names[i]);   /* header order */
+    for (int i = 0; i < 7; i++) ck_assert_str_eq(tg_st_at(f, i)->name, names[i]); /* header order */
     ck_assert_ptr_null(tg_st_at(f, 7));
 
     const tg_st_tensor *e = tg_st_find(f, "f32");
@@ -201,11 +201,11 @@ END_TEST
 START_TEST(tapegrad_tensors_round_trip)
 {
     tg_graph *g = tg_graph_new();
-    tg_tensor *a = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));      /* (2,3) */
-    tg_tensor *b = tg_tensor_new(g, TG_F64, TT_SHAPE(3));         /* (3) */
-    tg_tensor *c = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2));      /* (2,2) */
-    tg_tensor *m = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2));     /* (2,2) */
-    tg_tensor *s = tg_scalar(g, TG_F64, -7.125);                  /* () */
+    tg_tensor *a = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3)); /* (2,3) */
+    tg_tensor *b = tg_tensor_new(g, TG_F64, TT_SHAPE(3)); /* (3) */
+    tg_tensor *c = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2)); /* (2,2) */
+    tg_tensor *m = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2)); /* (2,2) */
+    tg_tensor *s = tg_scalar(g, TG_F64, -7.125); /* () */
     for (int i = 0; i < 6; i++) ((float *)a->data)[i] = (float)i / 7 - 0.3f;
     for (int i = 0; i < 3; i++) ((double *)b->data)[i] = 1.0 / (i + 3);
     for (int i = 0; i < 4; i++) ((int32_t *)c->data)[i] = i * 1000003 - 5;
@@ -227,11 +227,11 @@ START_TEST(tapegrad_tensors_round_trip)
     ck_assert_str_eq(tg_st_find(f, "c")->dtype, "I32");
     ck_assert_str_eq(tg_st_find(f, "m")->dtype, "U8");
     ck_assert_int_eq(tg_st_find(f, "s")->ndim, 0);
-    tg_tensor *a2 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3));     /* (2,3) */
-    tg_tensor *b2 = tg_tensor_new(g, TG_F64, TT_SHAPE(3));        /* (3) */
-    tg_tensor *c2 = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2));     /* (2,2) */
-    tg_tensor *m2 = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2));    /* (2,2) */
-    tg_tensor *s2 = tg_scalar(g, TG_F64, 0);                      /* () */
+    tg_tensor *a2 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 3)); /* (2,3) */
+    tg_tensor *b2 = tg_tensor_new(g, TG_F64, TT_SHAPE(3)); /* (3) */
+    tg_tensor *c2 = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 2)); /* (2,2) */
+    tg_tensor *m2 = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2, 2)); /* (2,2) */
+    tg_tensor *s2 = tg_scalar(g, TG_F64, 0); /* () */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a2, &err), 0);
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "b"), b2, &err), 0);
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "c"), c2, &err), 0);
@@ -244,7 +244,7 @@ START_TEST(tapegrad_tensors_round_trip)
     ck_assert_double_eq(tg_tensor_item(s2), -7.125);
 
     /* F32 -> f64 widens exactly */
-    tg_tensor *a64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3));    /* (2,3) */
+    tg_tensor *a64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 3)); /* (2,3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "a"), a64, &err), 0);
     for (int i = 0; i < 6; i++) ck_assert(((double *)a64->data)[i] == (double)((float *)a->data)[i]);
     tg_st_free(f);
@@ -311,7 +311,8 @@ START_TEST(params_round_trip_and_errors)
         ck_assert_int_eq(tg_st_load_params(x, f, &err), -1);
         ck_assert_str_eq(err.msg, "safetensors: parameter 'lm_head.extra' is missing from the file");
         for (int i = 0; i < tg_params_count(x); i++)
-            for (int64_t j = 0; j < tg_params_at(x, i)->numel; j++) ck_assert(tg_tensor_get(tg_params_at(x, i), j) == 0);
+            for (int64_t j = 0; j < tg_params_at(x, i)->numel; j++)
+                ck_assert(tg_tensor_get(tg_params_at(x, i), j) == 0);
         tg_params_free(x);
 
         /* a shape mismatch on the last parameter: error names both shapes; the
@@ -320,8 +321,9 @@ START_TEST(params_round_trip_and_errors)
         tg_params_add(y, "transformer.wte.weight", TT_SHAPE(10, 4), NULL);
         tg_params_add(y, "transformer.ln_f.weight", TT_SHAPE(2, 2), NULL);
         ck_assert_int_eq(tg_st_load_params(y, f, &err), -1);
-        ck_assert_str_eq(err.msg, "safetensors: tensor 'transformer.ln_f.weight': shape (4) in the file does not "
-                              "match (2,2) of the destination");
+        ck_assert_str_eq(err.msg,
+                         "safetensors: tensor 'transformer.ln_f.weight': shape (4) in the file does not "
+                         "match (2,2) of the destination");
         for (int64_t j = 0; j < 40; j++) ck_assert(tg_tensor_get(tg_params_at(y, 0), j) == 0);
         tg_params_free(y);
 
@@ -350,15 +352,15 @@ START_TEST(hand_built_file_reads_correctly)
                          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[56,64]}}   ";
     ck_assert_uint_eq(strlen(header), 208);
     static const unsigned char data[64] = {
-        0x07, 0, 0, 0, 0, 0, 0, 0,                              /* ids:  7 */
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,         /*      -1 */
-        0, 0, 0, 0, 0, 0x01, 0, 0,                              /*       2^40 */
-        0, 0, 0, 0, 0, 0, 0xe0, 0x3f,                           /* weight: 0.5 */
-        0, 0, 0, 0, 0, 0, 0x0a, 0xc0,                           /*        -3.25 */
-        0, 0, 0, 0, 0, 0, 0x59, 0x40,                           /*         100 */
-        0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xb9, 0x3f,         /*         0.1 */
-        0, 0, 0xc0, 0x3f,                                       /* b: 1.5 */
-        0, 0, 0, 0xc0,                                          /*   -2 */
+        0x07, 0,    0,    0,    0,    0,    0,    0, /* ids:  7 */
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /*      -1 */
+        0,    0,    0,    0,    0,    0x01, 0,    0, /*       2^40 */
+        0,    0,    0,    0,    0,    0,    0xe0, 0x3f, /* weight: 0.5 */
+        0,    0,    0,    0,    0,    0,    0x0a, 0xc0, /*        -3.25 */
+        0,    0,    0,    0,    0,    0,    0x59, 0x40, /*         100 */
+        0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xb9, 0x3f, /*         0.1 */
+        0,    0,    0xc0, 0x3f, /* b: 1.5 */
+        0,    0,    0,    0xc0, /*   -2 */
     };
     write_st(P("torch.safetensors"), header, data, sizeof data);
     tg_st_file *f = load_ok(P("torch.safetensors"));
@@ -373,20 +375,20 @@ START_TEST(hand_built_file_reads_correctly)
 
     tg_error err = {0};
     tg_graph *g = tg_graph_new();
-    tg_tensor *w64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 2));    /* (2,2) */
+    tg_tensor *w64 = tg_tensor_new(g, TG_F64, TT_SHAPE(2, 2)); /* (2,2) */
     ck_assert_int_eq(tg_st_copy_to(wt, w64, &err), 0);
     const double *w = w64->data;
     ck_assert(w[0] == 0.5 && w[1] == -3.25 && w[2] == 100 && w[3] == 0.1);
-    tg_tensor *w32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2));    /* (2,2): F64 -> f32 */
+    tg_tensor *w32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2)); /* (2,2): F64 -> f32 */
     ck_assert_int_eq(tg_st_copy_to(wt, w32, &err), 0);
     const float *v = w32->data;
     ck_assert(v[0] == 0.5f && v[1] == -3.25f && v[2] == 100.0f && v[3] == (float)0.1);
-    tg_tensor *b32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2));       /* (2) */
+    tg_tensor *b32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2)); /* (2) */
     ck_assert_int_eq(tg_st_copy_to(b, b32, &err), 0);
     ck_assert(((float *)b32->data)[0] == 1.5f && ((float *)b32->data)[1] == -2.0f);
 
     /* I64 -> i32: 2^40 does not fit; the error names the tensor and element, dst untouched */
-    tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3));       /* (3) */
+    tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3)); /* (3) */
     ((int32_t *)i32->data)[0] = 99;
     ck_assert_int_eq(tg_st_copy_to(ids, i32, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'ids': element 2 (2) = 1099511627776 does not fit in i32");
@@ -454,12 +456,14 @@ END_TEST
 START_TEST(corrupt_files_are_rejected)
 {
     /* the file itself */
-    assert_load_fails(P("does-not-exist.safetensors"), "does-not-exist.safetensors: cannot open: No such file or directory");
+    assert_load_fails(P("does-not-exist.safetensors"),
+                      "does-not-exist.safetensors: cannot open: No such file or directory");
     assert_load_fails(tt_dir, "not a regular file");
     write_bytes(P("short.safetensors"), "\x02\0\0\0\0", 5);
     assert_load_fails(P("short.safetensors"), "file is 5 bytes, too short for the 8-byte header length");
     write_st_claim(P("long.safetensors"), 1000, "{}", NULL, 0);
-    assert_load_fails(P("long.safetensors"), "header length 1000 runs past the end of the file (2 bytes after the length)");
+    assert_load_fails(P("long.safetensors"),
+                      "header length 1000 runs past the end of the file (2 bytes after the length)");
     write_st_claim(P("huge.safetensors"), (uint64_t)1 << 62, "{}", NULL, 0);
     assert_load_fails(P("huge.safetensors"), "header length 4611686018427387904 is absurdly large");
 
@@ -484,7 +488,8 @@ START_TEST(corrupt_files_are_rejected)
     one_entry_fails("{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4,
                     "tensor 'a': field \"dtype\" appears twice");
     one_entry_fails("{\"dtype\":5,\"shape\":[1],\"data_offsets\":[0,4]}", 4, "tensor 'a': \"dtype\" is not a string");
-    one_entry_fails("{\"dtype\":\"F32\",\"shape\":\"1\",\"data_offsets\":[0,4]}", 4, "tensor 'a': \"shape\" is not an array");
+    one_entry_fails("{\"dtype\":\"F32\",\"shape\":\"1\",\"data_offsets\":[0,4]}", 4,
+                    "tensor 'a': \"shape\" is not an array");
     one_entry_fails("{\"dtype\":\"F12\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, "tensor 'a': unknown dtype \"F12\"");
     one_entry_fails("{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, "tensor 'a': unknown dtype \"f32\"");
 
@@ -499,10 +504,12 @@ START_TEST(corrupt_files_are_rejected)
                     "tensor 'a': shape has 9 dimensions, more than 8");
     one_entry_fails("{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],\"data_offsets\":[0,4]}", 4,
                     "tensor 'a': shape (4294967296,4294967296,4294967296) of F32 overflows");
-    one_entry_fails("{\"dtype\":\"F64\",\"shape\":[4503599627370496,1024],\"data_offsets\":[0,4]}", 4,
-                    "tensor 'a': shape (4503599627370496,1024) of F64 overflows: element count times 8 bytes exceeds 2^63");
-    one_entry_fails("{\"dtype\":\"F64\",\"shape\":[9007199254740993],\"data_offsets\":[0,4]}", 4,
-                    "tensor 'a': shape[0] must be a non-negative integer, got 9007199254740992 (2^53 or more: not exact)");
+    one_entry_fails(
+        "{\"dtype\":\"F64\",\"shape\":[4503599627370496,1024],\"data_offsets\":[0,4]}", 4,
+        "tensor 'a': shape (4503599627370496,1024) of F64 overflows: element count times 8 bytes exceeds 2^63");
+    one_entry_fails(
+        "{\"dtype\":\"F64\",\"shape\":[9007199254740993],\"data_offsets\":[0,4]}", 4,
+        "tensor 'a': shape[0] must be a non-negative integer, got 9007199254740992 (2^53 or more: not exact)");
 
     /* data_offsets */
     one_entry_fails("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}", 4,
@@ -511,7 +518,8 @@ START_TEST(corrupt_files_are_rejected)
                     "tensor 'a': \"data_offsets\" must be [begin, end], two non-negative integers");
     one_entry_fails("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}", 4,
                     "tensor 'a': \"data_offsets\" must be [begin, end], two non-negative integers");
-    one_entry_fails("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}", 8, "tensor 'a': data_offsets [8, 4] have begin > end");
+    one_entry_fails("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}", 8,
+                    "tensor 'a': data_offsets [8, 4] have begin > end");
     one_entry_fails("{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}", 4,
                     "tensor 'a': data_offsets [0, 4] span 4 bytes but F32 (2) needs 8");
     one_entry_fails("{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 4,
@@ -521,15 +529,18 @@ START_TEST(corrupt_files_are_rejected)
     unsigned char d[16] = {0};
     write_st(P("bad.safetensors"),
              "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-             "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", d, 12);
+             "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+             d, 12);
     assert_load_fails(P("bad.safetensors"), "tensors 'a' [0, 8] and 'b' [4, 12] overlap");
-    write_st(P("bad.safetensors"),   /* a zero-size tensor inside another also overlaps */
+    write_st(P("bad.safetensors"), /* a zero-size tensor inside another also overlaps */
              "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-             "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}", d, 8);
+             "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
+             d, 8);
     assert_load_fails(P("bad.safetensors"), "tensors 'a' [0, 8] and 'z' [4, 4] overlap");
     write_st(P("bad.safetensors"),
              "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
-             "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 12);
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+             d, 12);
     assert_load_fails(P("bad.safetensors"), "data section bytes [4, 8) are covered by no tensor");
     write_st(P("bad.safetensors"), "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 7);
     assert_load_fails(P("bad.safetensors"), "data section bytes [4, 7) are covered by no tensor");
@@ -539,7 +550,8 @@ START_TEST(corrupt_files_are_rejected)
     /* names and metadata */
     write_st(P("bad.safetensors"),
              "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-             "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d, 8);
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             d, 8);
     assert_load_fails(P("bad.safetensors"), "tensor name 'a' appears twice");
     write_st(P("bad.safetensors"), "{\"__metadata__\":[\"x\"]}", NULL, 0);
     assert_load_fails(P("bad.safetensors"), "__metadata__ is not an object");
@@ -560,12 +572,13 @@ START_TEST(corrupt_files_are_rejected)
     size_t n;
     unsigned char *raw = read_bytes(P("good.safetensors"), &n);
     write_bytes(P("cut.safetensors"), raw, n - 3);
-    assert_load_fails(P("cut.safetensors"), "tensor 'v': data_offsets [0, 16] run past the end of the data section (13 bytes)");
+    assert_load_fails(P("cut.safetensors"),
+                      "tensor 'v': data_offsets [0, 16] run past the end of the data section (13 bytes)");
     write_bytes(P("cut.safetensors"), raw, 20);
     assert_load_fails(P("cut.safetensors"), "runs past the end of the file (12 bytes after the length)");
     free(raw);
     ck_assert_ptr_null(tg_st_load(NULL, &err));
-    ck_assert_ptr_null(tg_st_load(P("does-not-exist"), NULL));   /* no buffer: still no crash */
+    ck_assert_ptr_null(tg_st_load(P("does-not-exist"), NULL)); /* no buffer: still no crash */
 }
 END_TEST
 
@@ -584,7 +597,7 @@ START_TEST(conversions_and_their_errors)
     tg_st_writer_add(w, "i", "I64", 1, (int64_t[]){3}, iv);
     tg_st_writer_add(w, "f", "F32", 2, (int64_t[]){2, 3}, fv);
     tg_st_writer_add(w, "u", "U8", 1, (int64_t[]){2}, bv);
-    uint16_t hv[2] = {0x3e00, 0x4000};   /* 1.5, 2 in binary16 */
+    uint16_t hv[2] = {0x3e00, 0x4000}; /* 1.5, 2 in binary16 */
     tg_st_writer_add(w, "h", "F16", 1, (int64_t[]){2}, hv);
     tg_error err = {0};
     ck_assert_msg(tg_st_writer_save(w, P("conv.safetensors"), &err) == 0, "%s", err.msg);
@@ -592,41 +605,41 @@ START_TEST(conversions_and_their_errors)
     tg_st_file *f = load_ok(P("conv.safetensors"));
 
     tg_graph *g = tg_graph_new();
-    tg_tensor *ok = tg_tensor_new(g, TG_F32, TT_SHAPE(3));        /* (3) */
+    tg_tensor *ok = tg_tensor_new(g, TG_F32, TT_SHAPE(3)); /* (3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "ok"), ok, &err), 0);
     const float *o = ok->data;
     ck_assert(o[0] == (float)0.1 && o[1] == (float)(1.0 / 3.0) && o[2] == -0.0f);
-    ck_assert(signbit(o[2]));   /* -1e-50 underflows to -0 */
+    ck_assert(signbit(o[2])); /* -1e-50 underflows to -0 */
 
-    tg_tensor *d32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2));    /* (2,2) */
+    tg_tensor *d32 = tg_tensor_new(g, TG_F32, TT_SHAPE(2, 2)); /* (2,2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "d"), d32, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'd': element 3 (1,1) = 1.0000000000000001e+300 does not fit in f32");
-    ck_assert(((float *)d32->data)[0] == 0);   /* untouched */
+    ck_assert(((float *)d32->data)[0] == 0); /* untouched */
 
-    tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3));       /* (3) */
+    tg_tensor *i32 = tg_tensor_new(g, TG_I32, TT_SHAPE(3)); /* (3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), i32, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'i': element 1 (1) = 2147483648 does not fit in i32");
 
     /* shapes must match exactly, numel alone is not enough */
-    tg_tensor *f6 = tg_tensor_new(g, TG_F32, TT_SHAPE(3, 2));     /* (3,2) */
+    tg_tensor *f6 = tg_tensor_new(g, TG_F32, TT_SHAPE(3, 2)); /* (3,2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f6, &err), -1);
     ck_assert_str_eq(err.msg,
                      "safetensors: tensor 'f': shape (2,3) in the file does not match (3,2) of the destination");
-    tg_tensor *f4 = tg_tensor_new(g, TG_F32, TT_SHAPE(4));        /* (4) */
+    tg_tensor *f4 = tg_tensor_new(g, TG_F32, TT_SHAPE(4)); /* (4) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), f4, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'f': shape (2,3) in the file does not match (4) of the destination");
 
     /* dtypes that do not convert */
-    tg_tensor *fi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3));     /* (2,3) */
+    tg_tensor *fi = tg_tensor_new(g, TG_I32, TT_SHAPE(2, 3)); /* (2,3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "f"), fi, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'f': cannot convert F32 to i32");
-    tg_tensor *if32 = tg_tensor_new(g, TG_F32, TT_SHAPE(3));      /* (3) */
+    tg_tensor *if32 = tg_tensor_new(g, TG_F32, TT_SHAPE(3)); /* (3) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "i"), if32, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'i': cannot convert I64 to f32");
-    tg_tensor *h = tg_tensor_new(g, TG_I32, TT_SHAPE(2));         /* (2) */
+    tg_tensor *h = tg_tensor_new(g, TG_I32, TT_SHAPE(2)); /* (2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "h"), h, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'h': cannot convert F16 to i32");
-    tg_tensor *b = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2));        /* (2) */
+    tg_tensor *b = tg_tensor_new(g, TG_BOOL, TT_SHAPE(2)); /* (2) */
     ck_assert_int_eq(tg_st_copy_to(tg_st_find(f, "u"), b, &err), -1);
     ck_assert_str_eq(err.msg, "safetensors: tensor 'u': element 1 (1) = 2 is not 0 or 1 for bool");
     ck_assert_int_eq(tg_st_copy_to(NULL, b, &err), -1);
@@ -714,11 +727,16 @@ START_TEST(writer_errors_stick)
     }
     tg_st_writer *w = tg_st_writer_new();
     ck_assert_int_eq(tg_st_writer_add(w, "a", "F8", 1, (int64_t[]){2}, v), -1);
-    ck_assert_int_eq(tg_st_writer_add(w, "b", "F32", 1, (int64_t[]){2}, v), -1);   /* sticks */
+    ck_assert_int_eq(tg_st_writer_add(w, "b", "F32", 1, (int64_t[]){2}, v), -1); /* sticks */
     assert_save_fails(w, "safetensors: writer: tensor 'a': unknown dtype \"F8\"");
     tg_st_writer_free(w);
 
-    struct { int ndim; int64_t shape[9]; const void *data; const char *msg; } cases[] = {
+    struct {
+        int ndim;
+        int64_t shape[9];
+        const void *data;
+        const char *msg;
+    } cases[] = {
         {1, {-1}, v, "safetensors: writer: tensor 't': bad shape (-1): dimensions must be >= 0"},
         {9, {1}, v, "safetensors: writer: tensor 't': ndim 9 must be 0..8 with a shape"},
         {1, {2}, NULL, "safetensors: writer: tensor 't': data is NULL"},
@@ -761,8 +779,10 @@ START_TEST(saves_are_atomic)
     tg_st_writer *w = tg_st_writer_new();
     tg_st_writer_add(w, "v", "F32", 1, (int64_t[]){2}, v);
     ck_assert_int_eq(tg_st_writer_save(w, P("no/such/dir/x.safetensors"), &err), -1);
-    ck_assert_msg(strstr(err.msg, "no/such/dir/x.safetensors': cannot create a temporary file beside it: "
-                              "No such file or directory"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg,
+                         "no/such/dir/x.safetensors': cannot create a temporary file beside it: "
+                         "No such file or directory"),
+                  "%s", err.msg);
     tg_st_writer_free(w);
     ck_assert_int_eq(access(P("no"), F_OK), -1);
 
@@ -793,7 +813,7 @@ START_TEST(saves_are_atomic)
     /* a write that fails half-way (the file size limit is hit while
      * writing the temporary file): the temporary file is removed and the
      * old file is byte-identical */
-    static float big[16384];   /* 64 KiB */
+    static float big[16384]; /* 64 KiB */
     for (int i = 0; i < 16384; i++) big[i] = (float)i;
     struct rlimit saved;
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
@@ -840,15 +860,11 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
-    tt_tcase(s, "safetensors", 0, TT_TESTS(round_trip_is_bit_exact, tapegrad_tensors_round_trip,
-                                           params_round_trip_and_errors, hand_built_file_reads_correctly,
-                                           header_whitespace_and_edge_cases, corrupt_files_are_rejected,
-                                           conversions_and_their_errors, halves_convert_exactly, writer_errors_stick,
-                                           saves_are_atomic));
+    tt_tcase(s, "safetensors", 0,
+             TT_TESTS(round_trip_is_bit_exact, tapegrad_tensors_round_trip, params_round_trip_and_errors,
+                      hand_built_file_reads_correctly, header_whitespace_and_edge_cases, corrupt_files_are_rejected,
+                      conversions_and_their_errors, halves_convert_exactly, writer_errors_stick, saves_are_atomic));
     return s;
 }
 
-int main(void)
-{
-    return tt_run_in_tmpdir(suite(), "tg_st_test", true);
-}
+int main(void) { return tt_run_in_tmpdir(suite(), "tg_st_test", true); }

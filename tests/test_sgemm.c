@@ -58,8 +58,14 @@ typedef struct {
 } prob;
 
 /* op(A)(i,k) and op(B)(k,j) of a problem's storage */
-static float a_at(const prob *p, const float *A, int i, int k) { return p->ta ? A[(size_t)k * p->lda + i] : A[(size_t)i * p->lda + k]; }
-static float b_at(const prob *p, const float *B, int k, int j) { return p->tb ? B[(size_t)j * p->ldb + k] : B[(size_t)k * p->ldb + j]; }
+static float a_at(const prob *p, const float *A, int i, int k)
+{
+    return p->ta ? A[(size_t)k * p->lda + i] : A[(size_t)i * p->lda + k];
+}
+static float b_at(const prob *p, const float *B, int k, int j)
+{
+    return p->tb ? B[(size_t)j * p->ldb + k] : B[(size_t)k * p->ldb + j];
+}
 
 /* Checks C (after the call) against the reference from A, B and C0 (before);
  * the padding columns of C must still hold C0's values. Returns the worst
@@ -83,9 +89,9 @@ static double check_against_reference(const prob *p, const float *A, const float
             const double got = C[(size_t)i * p->ldc + j], err = fabs(got - ref);
             if (!(err <= bound)) /* (a Check assertion per element would write to its pipe each time) */
                 ck_abort_msg("%s ta=%d tb=%d M=%d N=%d K=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g: "
-                          "C(%d,%d) = %.9g, reference %.9g, error %.3g > bound %.3g",
-                          what, p->ta, p->tb, p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->alpha, p->beta, i, j, got,
-                          ref, err, bound);
+                             "C(%d,%d) = %.9g, reference %.9g, error %.3g > bound %.3g",
+                             what, p->ta, p->tb, p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->alpha, p->beta, i, j, got,
+                             ref, err, bound);
             if (err / bound > worst) worst = err / bound;
         }
         for (int j = p->N; j < p->ldc; j++)
@@ -275,7 +281,8 @@ END_TEST
  * must not be read); C's padding columns must stay as they were. */
 START_TEST(tiles_match_reference)
 {
-    static const int Ms[] = {1, 5, 6, 7, 13, 24, 130}, Ns[] = {1, 7, 8, 9, 15, 16, 17, 33}, Ks[] = {0, 1, 3, 16, 24, 130};
+    static const int Ms[] = {1, 5, 6, 7, 13, 24, 130}, Ns[] = {1, 7, 8, 9, 15, 16, 17, 33},
+                     Ks[] = {0, 1, 3, 16, 24, 130};
     int cases = 0;
     double worst = 0;
     uint64_t seed = 900;
@@ -286,8 +293,8 @@ START_TEST(tiles_match_reference)
                     const int M = Ms[mi], N = Ns[ni], K = Ks[ki], pad = (int)(mi + ni) % 3;
                     const bool ta = l & 1, add = l >> 1;
                     const float alpha = l == 1 ? -0.75f : l == 2 ? 0.5f : 1;
-                    prob p = {ta, false, M, N, K, (ta ? M : K) + pad, (N + 15) / 16 * 16 + pad, N + 1 + pad, alpha,
-                              add ? 1 : 0};
+                    prob p = {ta,          false, M,          N, K, (ta ? M : K) + pad, (N + 15) / 16 * 16 + pad,
+                              N + 1 + pad, alpha, add ? 1 : 0};
                     const size_t na = (size_t)(ta ? K : M) * p.lda + 1, nb = (size_t)K * p.ldb + 1,
                                  nc = (size_t)M * p.ldc;
                     float *A = fill(na, seed), *B = fill(nb, seed + 1), *C0 = fill(nc, seed + 2), *C = fill(nc, 0);
@@ -365,8 +372,7 @@ static int edge_size(uint64_t *s, int hi)
     if (next_u32(s) % 2) {
         const int w = widths[next_u32(s) % 3], m = 1 + (int)(next_u32(s) % (uint32_t)(hi / w));
         n = m * w + (int)(next_u32(s) % 3) - 1;
-    } else
-        n = 1 + (int)(next_u32(s) % (uint32_t)hi);
+    } else n = 1 + (int)(next_u32(s) % (uint32_t)hi);
     return n < 1 ? 1 : n > hi ? hi : n;
 }
 
@@ -392,8 +398,8 @@ START_TEST(avx512_kernel_random_sizes)
         /* one in 8: A's rows 1024 or 2048 floats apart (A as stored is
          * then packed, not read in place) */
         if ((cases >> 2) % 4 == 3) pads[0] = ((cases >> 4) % 2 ? 1024 : 2048) - (ta ? M : K);
-        const prob p = {ta, tb, M, N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1], N + pads[2], ab[v][0],
-                        ab[v][1]};
+        const prob p = {ta,          tb,       M,       N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1],
+                        N + pads[2], ab[v][0], ab[v][1]};
         const double w = one_prob(run_avx512, p, 1000 + 4 * (uint64_t)cases, "avx512 kernel");
         ck_assert_msg(w >= 0, "tg_sgemm_kernel_avx512 declined %dx%dx%d", M, N, K);
         if (w > worst) worst = w;
@@ -447,14 +453,16 @@ START_TEST(avx512_cuts_give_the_same_bits)
                     const int i0 = rc[bi], j0 = cc[bj];
                     /* op(A) rows from i0: A + i0 (transposed) or A + i0 lda;
                      * op(B) columns from j0: B + j0 ldb (transposed) or B + j0 */
-                    ck_assert(tg_sgemm_kernel_avx512(ta, tb, rc[bi + 1] - i0, cc[bj + 1] - j0, K, alpha,
-                                                     A + (ta ? (size_t)i0 : (size_t)i0 * lda), lda,
-                                                     B + (tb ? (size_t)j0 * ldb : (size_t)j0), ldb, beta,
-                                                     parts + (size_t)i0 * ldc + j0, ldc));
+                    ck_assert(tg_sgemm_kernel_avx512(
+                        ta, tb, rc[bi + 1] - i0, cc[bj + 1] - j0, K, alpha, A + (ta ? (size_t)i0 : (size_t)i0 * lda),
+                        lda, B + (tb ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, parts + (size_t)i0 * ldc + j0, ldc));
                 }
             ck_assert_msg(memcmp(whole, parts, (size_t)M * ldc * sizeof(float)) == 0,
                           "%dx%dx%d ta=%d tb=%d: %s blocks (%d x %d) differ from one call", M, N, K, ta, tb,
-                          mode == 0 ? "row" : mode == 1 ? "column" : "row and column", nr, nc);
+                          mode == 0       ? "row"
+                              : mode == 1 ? "column"
+                                          : "row and column",
+                          nr, nc);
         }
         free(A), free(B), free(C0), free(whole), free(parts);
     }
@@ -497,13 +505,19 @@ START_TEST(avx512_tiles_contract)
                     const int mode = l % 3; /* A as stored, transposed, both strides apart from 1 */
                     const bool add = l >= 3;
                     const float alpha = l == 1 ? -0.75f : l == 4 ? 0.5f : 1;
-                    const int64_t ars = mode == 0 ? K + 2 : mode == 1 ? 1 : 2, acs = mode == 0 ? 1 : mode == 1 ? M + 1 : 2 * M + 1;
+                    const int64_t ars = mode == 0 ? K + 2
+                        : mode == 1               ? 1
+                                                  : 2,
+                                  acs = mode == 0 ? 1
+                        : mode == 1               ? M + 1
+                                                  : 2 * M + 1;
                     const int64_t ldb = n16 + (l % 2) * 16, ldc = N + (int64_t)(l % 3);
                     void *ab, *bb, *cb;
                     size_t al, bl, cl;
                     const size_t na = K ? (size_t)((M - 1) * ars + (K - 1) * acs + 1) : 1,
                                  nb = K ? (size_t)((K - 1) * ldb + n16) : 1, nc = (size_t)((M - 1) * ldc + N);
-                    float *A = at_page_end(na, &ab, &al), *B = at_page_end(nb, &bb, &bl), *C = at_page_end(nc, &cb, &cl);
+                    float *A = at_page_end(na, &ab, &al), *B = at_page_end(nb, &bb, &bl),
+                          *C = at_page_end(nc, &cb, &cl);
                     float *C0 = malloc(nc * sizeof(float));
                     if (!C0) abort();
                     uint64_t r = seed;

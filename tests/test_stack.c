@@ -5,7 +5,7 @@
  * f32 product run on such a thread, and on a pool whose workers inherit
  * small default stacks, with the same results as on the main thread.
  * (The f32 kernel's packed blocks, 224 KiB, used to sit on the stack.) */
-#define _GNU_SOURCE   /* pthread_getattr_np, pthread_{get,set}attr_default_np */
+#define _GNU_SOURCE /* pthread_getattr_np, pthread_{get,set}attr_default_np */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,8 +23,8 @@ enum { STEPS = 3, BATCH = 4, T = 32, VOCAB = 40 };
 
 typedef struct steps_result {
     double loss[STEPS];
-    int done;          /* steps completed */
-    tg_error err;      /* why it stopped */
+    int done; /* steps completed */
+    tg_error err; /* why it stopped */
 } steps_result;
 
 /* STEPS AdamW steps of a 2-layer GPT (C = 64, B * T = 128 rows: every
@@ -32,8 +32,8 @@ typedef struct steps_result {
  * tapegrad's kernel where the CPU has one), each loss recorded. */
 static void gpt_steps(steps_result *r)
 {
-    const tg_model_config cfg = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 64, .block_size = T,
-                                 .vocab_size = VOCAB};
+    const tg_model_config cfg = {
+        .arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 64, .block_size = T, .vocab_size = VOCAB};
     r->done = 0;
     r->err.msg[0] = 0;
     tg_model m;
@@ -95,7 +95,7 @@ static double gemm_error(const float *A, const float *B, const float *C)
                 sa += fabs(t);
             }
             const double r = fabs(C[i * GN + j] - s) / ((GK + 3) * sa / (1 << 24) + 1e-30);
-            if (!(r <= worst)) worst = r;   /* NaN sticks */
+            if (!(r <= worst)) worst = r; /* NaN sticks */
         }
     return worst;
 }
@@ -161,7 +161,7 @@ START_TEST(training_on_a_thread_with_a_small_stack)
     steps_result *main_steps = calloc(1, sizeof *main_steps);
     small_job *j = calloc(1, sizeof *j);
     ck_assert(C && main_steps && j);
-    gpt_steps(main_steps);   /* the reference, on the main thread's stack */
+    gpt_steps(main_steps); /* the reference, on the main thread's stack */
     ck_assert_msg(main_steps->done == STEPS, "main thread: %s", main_steps->err.msg);
     ck_assert_msg(fabs(main_steps->loss[0] - log(VOCAB)) < 0.1, "first loss %g, not about ln %d", main_steps->loss[0],
                   VOCAB);
@@ -172,7 +172,7 @@ START_TEST(training_on_a_thread_with_a_small_stack)
     run_on_small_thread(j);
     ck_assert_msg(gemm_error(A, B, C) <= 1, "product on the small stack: error %g of the bound", gemm_error(A, B, C));
     ck_assert_msg(j->steps.done == STEPS, "small stack: %s", j->steps.err.msg);
-    for (int s = 0; s < STEPS; s++)   /* one thread: the same operations in the same order, the same bits */
+    for (int s = 0; s < STEPS; s++) /* one thread: the same operations in the same order, the same bits */
         ck_assert_msg(j->steps.loss[s] == main_steps->loss[s], "step %d: loss %.17g on the small stack, %.17g on main",
                       s, j->steps.loss[s], main_steps->loss[s]);
     free(A), free(B), free(C), free(main_steps), free(j);
@@ -239,7 +239,7 @@ START_TEST(pool_workers_with_small_default_stacks)
     tg_parallel_for(2, 1, pool_part, pj);
     ck_assert_msg(!pj->timed_out, "the second part never started");
     ck_assert_msg(!pthread_equal(pj->thread[0], pj->thread[1]), "both parts ran on one thread");
-    const int w = pthread_equal(pj->thread[0], pthread_self()) ? 1 : 0;   /* the worker's part */
+    const int w = pthread_equal(pj->thread[0], pthread_self()) ? 1 : 0; /* the worker's part */
     ck_assert_msg(pj->stack[w] > 0 && pj->stack[w] <= SMALL_STACK,
                   "the worker's stack is %zu bytes: the pool did not take the default attributes", pj->stack[w]);
     for (int p = 0; p < 2; p++)
@@ -257,7 +257,7 @@ START_TEST(pool_workers_with_small_default_stacks)
     ck_assert_msg(one->done == STEPS, "one thread: %s", one->err.msg);
     ck_assert_msg(j->steps.done == STEPS, "small stack, two threads: %s", j->steps.err.msg);
     ck_assert_msg(gemm_error(A, B, C) <= 1, "product on the small stack: error %g of the bound", gemm_error(A, B, C));
-    for (int s = 0; s < STEPS; s++)   /* OpenBLAS's parts agree across thread counts to rounding */
+    for (int s = 0; s < STEPS; s++) /* OpenBLAS's parts agree across thread counts to rounding */
         ck_assert_msg(fabs(j->steps.loss[s] - one->loss[s]) <= 1e-5 * fabs(one->loss[s]),
                       "step %d: loss %.9g with two threads, %.9g with one", s, j->steps.loss[s], one->loss[s]);
     free(A), free(B), free(C), free(pj->C[0]), free(pj->C[1]), free(pj), free(one), free(j);

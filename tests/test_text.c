@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../text/text_internal.h"   /* tg_tokenizer's build_work */
+#include "../text/text_internal.h" /* tg_tokenizer's build_work */
 
 static char dir[] = "/tmp/tg_text_test_XXXXXX";
 
@@ -68,7 +68,8 @@ static void assert_round_trip(const tg_tokenizer *t, const void *text, size_t le
         for (int64_t i = 0; i < n; i++) fprintf(stderr, " id %d", ids[i]);
         fprintf(stderr, "\n");
     }
-    ck_assert_msg(m == (int64_t)len && !memcmp(back, text, len), "round trip of %zu bytes gave %lld", len, (long long)m);
+    ck_assert_msg(m == (int64_t)len && !memcmp(back, text, len), "round trip of %zu bytes gave %lld", len,
+                  (long long)m);
     free(back);
     tg_free(ids);
 }
@@ -122,7 +123,7 @@ static size_t slow_encode(const tg_tokenizer *t, const unsigned char *s, size_t 
 {
     size_t n = 0;
     for (size_t p = 0; p < len;) {
-        size_t q = p + 1, k = p + (s[p] == ' ');   /* k: the word's first byte after its space */
+        size_t q = p + 1, k = p + (s[p] == ' '); /* k: the word's first byte after its space */
         if (s[p] == '\n')
             while (q < len && s[q] == '\n') q++;
         else
@@ -160,7 +161,7 @@ START_TEST(hand_computed_merges)
     const int32_t want[7][2] = {{100, 100}, {35, 100}, {260, 101}, {35, 259}, {259, 259}, {261, 102}, {262, 100}};
     const char *pieces[7] = {"aa", " a", " ab", " aa", "aaaa", " abc", " aaa"};
     tg_tokenizer *t = train(text, strlen(text), 300, 1);
-    ck_assert_int_eq(tg_tok_n_merges(t), 7);   /* then no pair is left */
+    ck_assert_int_eq(tg_tok_n_merges(t), 7); /* then no pair is left */
     ck_assert_int_eq(tg_tok_vocab_size(t), 266);
     for (int k = 0; k < 7; k++) {
         int32_t l, r;
@@ -210,7 +211,7 @@ START_TEST(layout_and_specials)
         ck_assert(len == 1 && p[0] == b && !tg_tok_is_special(t, 3 + b));
     }
     ck_assert(tg_tok_is_special(t, 1));
-    ck_assert(!tg_tok_is_special(t, 259));   /* out of range */
+    ck_assert(!tg_tok_is_special(t, 259)); /* out of range */
     /* special text encodes as ordinary bytes */
     int32_t *ids;
     ck_assert_int_eq(encode(t, "<s>", 3, &ids), 3);
@@ -267,11 +268,11 @@ START_TEST(pieces_keep_to_one_class)
 {
     /* the corpus with punctuation, digits and apostrophes against words */
     tg_corpus c = the_corpus(200000);
-    static const char *const words[] = {" lord,", " lord.", " lord;", "--lord!", " 42nd", " o'er", " (tis)", " x2,y3",
-                                        " \xC3\xA9t\xC3\xA9,", " 1,000"};
+    static const char *const words[] = {
+        " lord,", " lord.", " lord;", "--lord!", " 42nd", " o'er", " (tis)", " x2,y3", " \xC3\xA9t\xC3\xA9,", " 1,000"};
     size_t len = c.len;
     char *text = stamped(&c, words, sizeof words / sizeof *words, 29);
-    tg_tokenizer *t = train(text, len, 2000, 0);   /* TG_BPE_WORDS_CLASSES, the default */
+    tg_tokenizer *t = train(text, len, 2000, 0); /* TG_BPE_WORDS_CLASSES, the default */
     tg_error err = {0};
     tg_tokenizer *sp =
         tg_bpe_train(text, len, &(tg_bpe_options){.vocab_size = 2000, .words = TG_BPE_WORDS_SPACES}, &err);
@@ -298,7 +299,8 @@ START_TEST(pieces_keep_to_one_class)
     const size_t wanted = slow_encode(t, (const unsigned char *)text, n, true, want);
     const int64_t m = encode(t, text, n, &got);
     ck_assert_int_eq(m, (int64_t)wanted);
-    for (int64_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "id %lld is %d, want %d", (long long)i, got[i], want[i]);
+    for (int64_t i = 0; i < m; i++)
+        ck_assert_msg(got[i] == want[i], "id %lld is %d, want %d", (long long)i, got[i], want[i]);
     tg_free(got);
     free(want);
     assert_round_trip(t, text, len);
@@ -314,7 +316,7 @@ START_TEST(pieces_keep_to_one_class)
     char *w = malloc(big);
     for (size_t i = 0; i < big; i++) w[i] = i % 2 ? ',' : 'a';
     t = train(w, big, 300, 0);
-    ck_assert_int_eq(tg_tok_n_merges(t), 0);   /* every run is one byte: no pair to merge */
+    ck_assert_int_eq(tg_tok_n_merges(t), 0); /* every run is one byte: no pair to merge */
     tg_tok_free(t);
     free(w);
 }
@@ -329,10 +331,10 @@ static bool piece_keeps_characters(const unsigned char *p, size_t l)
     while (i < l) {
         const unsigned char c = p[i];
         const size_t n = c < 0x80 ? 1 : c < 0xC0 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 0;
-        if (!n) return false;   /* a stray continuation or 0xF8-0xFF */
+        if (!n) return false; /* a stray continuation or 0xF8-0xFF */
         size_t k = 1;
         while (k < n && i + k < l && p[i + k] >= 0x80 && p[i + k] < 0xC0) k++;
-        if (k < n) return i == 0 && i + k == l;   /* a character cut short: only as the whole piece */
+        if (k < n) return i == 0 && i + k == l; /* a character cut short: only as the whole piece */
         i += n;
     }
     return true;
@@ -353,8 +355,15 @@ START_TEST(pieces_keep_utf8_characters_whole)
 
     /* the corpus with words of other scripts, emoji, and invalid bytes */
     tg_corpus c = the_corpus(100000);
-    static const char *const words[] = {" caf\xC3\xA9", " \xE2\x82\xAC" "5", " \xF0\x9F\x98\x80!", " na\xC3\xAFve",
-                                        " \xD0\xBC\xD0\xB8\xD1\x80", " \x80\x80x", " \xE2\x82", " \xFF\xC3",
+    static const char *const words[] = {" caf\xC3\xA9",
+                                        " \xE2\x82\xAC"
+                                        "5",
+                                        " \xF0\x9F\x98\x80!",
+                                        " na\xC3\xAFve",
+                                        " \xD0\xBC\xD0\xB8\xD1\x80",
+                                        " \x80\x80x",
+                                        " \xE2\x82",
+                                        " \xFF\xC3",
                                         "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"};
     size_t len = c.len;
     char *text = stamped(&c, words, sizeof words / sizeof *words, 41);
@@ -411,9 +420,17 @@ START_TEST(round_trips)
     unsigned char *bytes = malloc(n);
     for (size_t i = 0; i < n; i++) bytes[i] = (unsigned char)tg_rng_below(&r, 256);
     assert_round_trip(t, bytes, n);
-    const char *invalid[] = {"\xff", "\xc0\xaf", "\xe2\x82", "\xed\xa0\x80", "\xf0\x9f\x98", "\xf4\x90\x80\x80",
-                             "a\x80 b\xc3", "\xe2\x82\xac\xe2\x82", "\n\n\xfe\xff  \x00 x"};
-    for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++) assert_round_trip(t, invalid[i], strlen(invalid[i]) + 1);
+    const char *invalid[] = {"\xff",
+                             "\xc0\xaf",
+                             "\xe2\x82",
+                             "\xed\xa0\x80",
+                             "\xf0\x9f\x98",
+                             "\xf4\x90\x80\x80",
+                             "a\x80 b\xc3",
+                             "\xe2\x82\xac\xe2\x82",
+                             "\n\n\xfe\xff  \x00 x"};
+    for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++)
+        assert_round_trip(t, invalid[i], strlen(invalid[i]) + 1);
     free(bytes);
     tg_tok_free(t);
     tg_corpus_release(&c);
@@ -440,7 +457,8 @@ START_TEST(encoding_follows_the_rule)
             s[i] = trial % 2 ? (unsigned char)alphabet[tg_rng_below(&r, 10)] : (unsigned char)"ab"[tg_rng_below(&r, 2)];
         size_t m = slow_encode(t, s, n, false, want);
         ck_assert_int_eq(encode(t, s, n, &got), (int64_t)m);
-        for (size_t i = 0; i < m; i++) ck_assert_msg(got[i] == want[i], "trial %d: id %zu is %d, want %d", trial, i, got[i], want[i]);
+        for (size_t i = 0; i < m; i++)
+            ck_assert_msg(got[i] == want[i], "trial %d: id %zu is %d, want %d", trial, i, got[i], want[i]);
         tg_free(got);
     }
     tg_tok_free(t);
@@ -450,7 +468,7 @@ END_TEST
 
 START_TEST(same_ids_on_1_and_2_threads)
 {
-    tg_corpus c = the_corpus(3000000);   /* > 2 MB: two parts of >= 1 MB */
+    tg_corpus c = the_corpus(3000000); /* > 2 MB: two parts of >= 1 MB */
     tg_tokenizer *t = train(c.text, c.len, 800, 0);
     int32_t *a, *b;
     ck_assert_int_eq(tg_set_num_threads(1), 1);
@@ -470,7 +488,7 @@ END_TEST
 
 START_TEST(stream_holds_back_incomplete_characters)
 {
-    tg_tokenizer *t = train("x", 1, 259, 0);   /* bytes only: id 3 + b */
+    tg_tokenizer *t = train("x", 1, 259, 0); /* bytes only: id 3 + b */
     tg_tok_stream s;
     tg_tok_stream_init(&s, t);
     unsigned char out[16];
@@ -589,7 +607,8 @@ static void write_ranks(const char *path, const char *const *pieces, int n)
         unsigned char c = (unsigned char)b;
         fprintf(f, "%s %d\n", b64(&c, 1), b);
     }
-    for (int i = 0; i < n; i++) fprintf(f, "%s %d\n", b64((const unsigned char *)pieces[i], strlen(pieces[i])), 256 + i);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s %d\n", b64((const unsigned char *)pieces[i], strlen(pieces[i])), 256 + i);
     ck_assert_int_eq(fclose(f), 0);
 }
 
@@ -598,7 +617,8 @@ static void assert_ids(const tg_tokenizer *t, const char *text, size_t len, cons
     int32_t *got;
     int64_t m = encode(t, text, len, &got);
     ck_assert_msg(m == n, "\"%s\": %lld ids, want %lld", text, (long long)m, (long long)n);
-    for (int64_t i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "\"%s\": id %lld is %d, want %d", text, (long long)i, got[i], want[i]);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "\"%s\": id %lld is %d, want %d", text, (long long)i, got[i], want[i]);
     tg_free(got);
 }
 
@@ -627,10 +647,16 @@ START_TEST(tiktoken_rules)
     assert_ids(t, "he42", 4, (int32_t[]){256, '4', '2'}, 3);
     assert_ids(t, "   x", 4, (int32_t[]){262, ' ', 'x'}, 3);
     /* invalid UTF-8 becomes U+FFFD (EF BF BD) per maximal subpart: "\xe2\x82" is one */
-    assert_ids(t, "a\xe2\x82" "b\xff", 5, (int32_t[]){'a', 0xEF, 0xBF, 0xBD, 'b', 0xEF, 0xBF, 0xBD}, 8);
+    assert_ids(t,
+               "a\xe2\x82"
+               "b\xff",
+               5, (int32_t[]){'a', 0xEF, 0xBF, 0xBD, 'b', 0xEF, 0xBF, 0xBD}, 8);
     /* U+180E is not White_Space (Rust's \s), so " \u180E" is one word,
      * followed by "a" (PCRE2's own \s would make it " ", "\u180E", "a") */
-    assert_ids(t, " \xe1\xa0\x8e" "a", 5, (int32_t[]){263, 0xA0, 0x8E, 'a'}, 4);
+    assert_ids(t,
+               " \xe1\xa0\x8e"
+               "a",
+               5, (int32_t[]){263, 0xA0, 0x8E, 'a'}, 4);
     /* a long word takes the heap path: 300 'l's are 150 "ll" */
     char ls[300];
     memset(ls, 'l', sizeof ls);
@@ -681,7 +707,9 @@ START_TEST(tiktoken_files_refused)
         unsigned char c = (unsigned char)b;
         at += (size_t)sprintf(good + at, "%s %d\n", b64(&c, 1), b);
     }
-    struct { const char *line, *needle; } cases[] = {
+    struct {
+        const char *line, *needle;
+    } cases[] = {
         {"/w== 255 x\n", ":256: the rank \"255 x\""},
         {"/w 255\n", ":256: expected"},
         {"/w=x 255\n", ":256: expected"},
@@ -769,7 +797,7 @@ static void refused_entries(int what, const char *needle)
     unsigned char bytes[300];
     int64_t off[262];
     uint8_t special[261] = {1, 1, 1};
-    int32_t merges[4] = {3 + 'a', 3 + 'b', 0, 0};   /* room for case 10's I64 read */
+    int32_t merges[4] = {3 + 'a', 3 + 'b', 0, 0}; /* room for case 10's I64 read */
     size_t at = 0;
     const char *sp[3] = {"<unk>", "<s>", "</s>"};
     for (int i = 0; i < 3; i++) {
@@ -783,9 +811,9 @@ static void refused_entries(int what, const char *needle)
     }
     off[259] = (int64_t)at;
     bytes[at++] = 'a';
-    bytes[at++] = what == 1 ? 'c' : 'b';   /* 1: the merge's piece is wrong */
+    bytes[at++] = what == 1 ? 'c' : 'b'; /* 1: the merge's piece is wrong */
     off[260] = (int64_t)at;
-    if (what == 2) merges[0] = 259;        /* 2: a merge uses its own id */
+    if (what == 2) merges[0] = 259; /* 2: a merge uses its own id */
     if (what == 3) off[100] = off[101] + 1; /* 3: offsets go backwards */
     if (what == 4) special[40] = 2;
     tg_st_writer *w = tg_st_writer_new();
@@ -872,20 +900,26 @@ START_TEST(patterns_other_than_gpt2_refused)
     const char text[] = "Hello, world! It's 42.\n\n\tna\xc3\xafve \xf0\x9f\x98\x80";
     assert_round_trip(t, text, sizeof text - 1);
     tg_tok_free(t);
-    struct { const char *pattern, *needle; } cases[] = {
-        {"", "the pattern \"\" is not GPT-2's, the only one tapegrad splits text with: it matches the empty string at "
-             "byte 0 of the text \"a\", and encoding would drop the character there"},
-        {"a", "the pattern \"a\" is not GPT-2's, the only one tapegrad splits text with: it leaves all of the text "
-              "\"Hello, world!\" out of every word, and encoding would drop it"},
+    struct {
+        const char *pattern, *needle;
+    } cases[] = {
+        {"",
+         "the pattern \"\" is not GPT-2's, the only one tapegrad splits text with: it matches the empty string at "
+         "byte 0 of the text \"a\", and encoding would drop the character there"},
+        {"a",
+         "the pattern \"a\" is not GPT-2's, the only one tapegrad splits text with: it leaves all of the text "
+         "\"Hello, world!\" out of every word, and encoding would drop it"},
         {"(?<=a)", "it leaves all of the text \"a\" out of every word"},
         {"(a|b)*c", "it leaves all of the text \"a\" out of every word"},
         {"\\p{L}+|\\s+", "it leaves \",\" of the text \"Hello, world!\" out of every word"},
         {"\\S+|\\n", "it leaves \" \" of the text \"Hello, world!\""},
         {"[^\\n]+", "it leaves \"\\n\\n\" of the text \"It's 42.\\n\\n\\tend \""},
-        {"[\\x00-\\x7f]+", "it leaves \"\\xc3\\xaf\" of the text \"na\\xc3\\xafve \\xe2\\x82\\xac \\xf0\\x9f\\x98\\x80\""},
+        {"[\\x00-\\x7f]+",
+         "it leaves \"\\xc3\\xaf\" of the text \"na\\xc3\\xafve \\xe2\\x82\\xac \\xf0\\x9f\\x98\\x80\""},
         /* covers those texts, and still not GPT-2's: refused all the same */
-        {"(?s:.)", "the pattern \"(?s:.)\" is not GPT-2's, the only one tapegrad splits text with: another could leave "
-                   "text out of every word"},
+        {"(?s:.)",
+         "the pattern \"(?s:.)\" is not GPT-2's, the only one tapegrad splits text with: another could leave "
+         "text out of every word"},
         {"\x01|\"", "the pattern \"\\x01|\\\"\" is not GPT-2's"},
         {"(", "the pattern does not compile"},
     };
@@ -968,7 +1002,8 @@ START_TEST(token_files)
     ck_assert_uint_eq(fread(buf, 1, sizeof buf, fp), sizeof buf);
     fclose(fp);
     write_bytes(P("trunc.bin"), buf, 1100);
-    refused_tokens(P("trunc.bin"), TG_TOKFILE_AUTO, 50257, "offset 8: the header says 1000 tokens (3024 bytes in all) but the file has 1100 bytes: truncated");
+    refused_tokens(P("trunc.bin"), TG_TOKFILE_AUTO, 50257,
+                   "offset 8: the header says 1000 tokens (3024 bytes in all) but the file has 1100 bytes: truncated");
     write_bytes(P("odd.bin"), buf + 1024, 7);
     refused_tokens(P("odd.bin"), TG_TOKFILE_AUTO, 50257, "7 bytes is not a whole number of uint16 ids");
     buf[4] = 3;
@@ -997,14 +1032,14 @@ START_TEST(token_files)
     const uint32_t head[3] = {20240520, 2, 2};
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 4; k++) w2[4 * i + k] = (unsigned char)(head[i] >> (8 * k));
-    memset(w2 + 1024, 0, 4);      /* id 0 */
-    memset(w2 + 1028, 0xff, 4);   /* id 0xFFFFFFFF */
+    memset(w2 + 1024, 0, 4); /* id 0 */
+    memset(w2 + 1028, 0xff, 4); /* id 0xFFFFFFFF */
     write_bytes(P("wide.bin"), w2, sizeof w2);
     refused_tokens(P("wide.bin"), TG_TOKFILE_AUTO, (int64_t)1 << 32, "vocab_size 4294967296 is above 2^31");
     refused_tokens(P("wide.bin"), TG_TOKFILE_LLMC, INT64_MAX, "is above 2^31");
     refused_tokens(P("wide.bin"), TG_TOKFILE_AUTO, TG_TOKFILE_MAX_VOCAB,
                    "offset 1028 (token 1): id 4294967295 is not below the vocabulary size 2147483648");
-    w2[1031] = 0x7f;   /* id 2^31 - 1: the largest, read back as itself */
+    w2[1031] = 0x7f; /* id 2^31 - 1: the largest, read back as itself */
     write_bytes(P("wide.bin"), w2, sizeof w2);
     f = tg_tokfile_open(P("wide.bin"), TG_TOKFILE_AUTO, TG_TOKFILE_MAX_VOCAB, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
@@ -1031,7 +1066,7 @@ static double seconds(void)
  * compared) is a small multiple of the pieces' bytes. */
 START_TEST(long_pieces_load_in_linear_time)
 {
-    enum { REPS = 349526 };   /* "aaa" is "YWFh": 1 048 578 bytes */
+    enum { REPS = 349526 }; /* "aaa" is "YWFh": 1 048 578 bytes */
     const char *path = P("long.tiktoken");
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
@@ -1039,7 +1074,7 @@ START_TEST(long_pieces_load_in_linear_time)
         unsigned char c = (unsigned char)b;
         fprintf(f, "%s %d\n", b64(&c, 1), b);
     }
-    fprintf(f, "YWE= 256\n");   /* "aa" */
+    fprintf(f, "YWE= 256\n"); /* "aa" */
     for (int i = 0; i < REPS; i++) fputs("YWFh", f);
     fprintf(f, " 257\n");
     ck_assert_int_eq(fclose(f), 0);
@@ -1058,7 +1093,7 @@ START_TEST(long_pieces_load_in_linear_time)
                   (unsigned long long)t->build_work, (unsigned long long)bytes);
     ck_assert_msg(dt < 10, "loading took %.2f s", dt);
     int32_t *ids;
-    ck_assert_int_eq(encode(t, "aaaa", 4, &ids), 2);   /* "aa" "aa" */
+    ck_assert_int_eq(encode(t, "aaaa", 4, &ids), 2); /* "aa" "aa" */
     ck_assert(ids[0] == 256 && ids[1] == 256);
     tg_free(ids);
     tg_tok_free(t);
@@ -1094,7 +1129,7 @@ START_TEST(blank_lines_cost_no_memory)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        long pages = 0;   /* the address space in use now */
+        long pages = 0; /* the address space in use now */
         FILE *st = fopen("/proc/self/statm", "r");
         if (!st || fscanf(st, "%ld", &pages) != 1) _exit(2);
         fclose(st);
@@ -1145,7 +1180,10 @@ static int32_t sv_add(spm_vocab *v, const void *p, size_t len, float score, int 
     return v->n++;
 }
 
-static int32_t sv_str(spm_vocab *v, const char *s, float score) { return sv_add(v, s, strlen(s), score, TG_PIECE_NORMAL); }
+static int32_t sv_str(spm_vocab *v, const char *s, float score)
+{
+    return sv_add(v, s, strlen(s), score, TG_PIECE_NORMAL);
+}
 
 /* llama2.c's head: <unk>, BOS, EOS, then the bytes at 3 + b, as
  * themselves (raw) or "<0xXX>" */
@@ -1193,8 +1231,8 @@ static void spm_ids(const tg_tokenizer *t, const char *text, const int32_t *want
     ck_assert_msg(!strcmp(a, b), "\"%s\": ids%s, expected%s", text, a, b);
     tg_free(ids);
 }
-#define IDS(t, text, ...) spm_ids(t, text, (const int32_t[]){__VA_ARGS__}, \
-                                     sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+#define IDS(t, text, ...)                                                                                              \
+    spm_ids(t, text, (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 static const tg_spm_options NO_PREFIX = {0, 0, -INFINITY};
 
@@ -1210,17 +1248,20 @@ START_TEST(spm_hand_computed)
     const int32_t yz = sv_str(&v, "yz", -4), xy = sv_str(&v, "xy", -4), zz = sv_str(&v, "zz", -2e10f);
     tg_tokenizer *t = sv_make(&v, NO_PREFIX);
     ck_assert_int_eq(tg_tok_kind_of(t), TG_TOK_SPM);
-    IDS(t, "abc", abc);                      /* ab (-1) first, then ab + c */
-    IDS(t, "bcab", bc, ab);                  /* ab, then bc; "bcab" is no piece */
-    IDS(t, " abc", sa, bc);                  /* " a" (-0.5) first, so no "ab" */
-    IDS(t, "xyz", xy, z);                    /* a tie: the leftmost */
+    IDS(t, "abc", abc); /* ab (-1) first, then ab + c */
+    IDS(t, "bcab", bc, ab); /* ab, then bc; "bcab" is no piece */
+    IDS(t, " abc", sa, bc); /* " a" (-0.5) first, so no "ab" */
+    IDS(t, "xyz", xy, z); /* a tie: the leftmost */
     IDS(t, "yzxy", yz, xy);
-    IDS(t, "zz", zz);                        /* no floor: made */
-    IDS(t, "q", 'q' + 3);                    /* not a piece: its byte */
-    IDS(t, "\xc3\xa9", 0xc3 + 3, 0xa9 + 3);  /* a character not a piece: its bytes, which never merge */
-    IDS(t, "a\xc3\xa9" "b", a, 0xc3 + 3, 0xa9 + 3, b);
+    IDS(t, "zz", zz); /* no floor: made */
+    IDS(t, "q", 'q' + 3); /* not a piece: its byte */
+    IDS(t, "\xc3\xa9", 0xc3 + 3, 0xa9 + 3); /* a character not a piece: its bytes, which never merge */
+    IDS(t,
+        "a\xc3\xa9"
+        "b",
+        a, 0xc3 + 3, 0xa9 + 3, b);
     IDS(t, "c c", c, sp, c);
-    {   /* a long text takes the heap: the same as the pieces merged by hand */
+    { /* a long text takes the heap: the same as the pieces merged by hand */
         char s[3 * 40 + 1] = "";
         int32_t want[40];
         for (int i = 0; i < 40; i++) strcat(s, "abc"), want[i] = abc;
@@ -1233,7 +1274,7 @@ START_TEST(spm_hand_computed)
     ck_assert(tg_tok_is_special(t, 0));
     ck_assert(!tg_tok_adds_prefix(t));
     size_t len;
-    const unsigned char *p = tg_tok_piece(t, 3 + '\n', &len);   /* a byte piece is its byte */
+    const unsigned char *p = tg_tok_piece(t, 3 + '\n', &len); /* a byte piece is its byte */
     ck_assert_uint_eq(len, 1);
     ck_assert_int_eq(p[0], '\n');
     p = tg_tok_spelled(t, 3 + '\n', &len);
@@ -1247,11 +1288,11 @@ START_TEST(spm_hand_computed)
     IDS(t, "abc", sa, bc);
     IDS(t, "zz", sp, z, z);
     int32_t *ids;
-    ck_assert_int_eq(encode(t, "", 0, &ids), 0);   /* no prefix for an empty text, as run.c */
+    ck_assert_int_eq(encode(t, "", 0, &ids), 0); /* no prefix for an empty text, as run.c */
     tg_free(ids);
     char out[64];
     tg_error err = {0};
-    const int32_t seq[] = {sa, bc, 1, sa, c};   /* the space of the first piece and of the one after BOS go */
+    const int32_t seq[] = {sa, bc, 1, sa, c}; /* the space of the first piece and of the one after BOS go */
     int64_t n = tg_tok_decode(t, seq, 5, out, sizeof out, &err);
     ck_assert_int_eq(n, 3 + 5 + 2);
     ck_assert_int_eq(memcmp(out, "abc\n<s>\nac", 10), 0);
@@ -1259,13 +1300,17 @@ START_TEST(spm_hand_computed)
 
     /* sentencepiece's spelling: U+2581 for a space */
     sv_head(&v, false);
-    const int32_t u = sv_str(&v, "\xe2\x96\x81", 0), ua = sv_str(&v, "\xe2\x96\x81" "a", -1);
+    const int32_t u = sv_str(&v, "\xe2\x96\x81", 0),
+                  ua = sv_str(&v,
+                              "\xe2\x96\x81"
+                              "a",
+                              -1);
     const int32_t ua2 = sv_str(&v, "a", 0), uu = sv_str(&v, "\xe2\x96\x81\xe2\x96\x81", -2);
     t = sv_make(&v, (tg_spm_options){1, 1, -INFINITY});
     IDS(t, "a a", ua, ua);
-    IDS(t, " a", u, ua);                     /* "▁▁a": ▁▁ (-2) at 0 and ▁a (-1) at 1 overlap: ▁a wins */
+    IDS(t, " a", u, ua); /* "▁▁a": ▁▁ (-2) at 0 and ▁a (-1) at 1 overlap: ▁a wins */
     IDS(t, "a  ", ua, uu);
-    IDS(t, "\xe2\x96\x81", uu);              /* a U+2581 in the text is a space, as sentencepiece takes it */
+    IDS(t, "\xe2\x96\x81", uu); /* a U+2581 in the text is a space, as sentencepiece takes it */
     p = tg_tok_piece(t, ua, &len);
     ck_assert_uint_eq(len, 2);
     ck_assert_int_eq(memcmp(p, " a", 2), 0);
@@ -1281,8 +1326,7 @@ END_TEST
 /* The rule, run as run.c runs it (every pair rescanned after each merge,
  * on the pieces' spelled strings): ids of text under v's pieces. Text
  * pieces: NORMAL, and BYTE pieces spelled as their byte. */
-static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigned char *text, size_t len,
-                             int32_t *out)
+static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigned char *text, size_t len, int32_t *out)
 {
     /* the text as encoded: prefix, spaces as U+2581 */
     unsigned char *s = malloc(3 * len + 4);
@@ -1292,7 +1336,8 @@ static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigne
         if (o.space_u2581 && ch == ' ') memcpy(s + m, "\xe2\x96\x81", 3), m += 3;
         else s[m++] = ch;
     }
-    #define TEXTP(id) (v->types[id] == TG_PIECE_NORMAL || (v->types[id] == TG_PIECE_BYTE && v->off[(id) + 1] - v->off[id] == 1))
+#define TEXTP(id)                                                                                                      \
+    (v->types[id] == TG_PIECE_NORMAL || (v->types[id] == TG_PIECE_BYTE && v->off[(id) + 1] - v->off[id] == 1))
     /* symbols as (start, length) of their spelled pieces */
     int32_t *sym = malloc((m + 1) * sizeof *sym);
     size_t n = 0;
@@ -1312,7 +1357,8 @@ static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigne
                     char h[8];
                     snprintf(h, sizeof h, "<0x%02X>", s[i + q]);
                     if (v->types[j] == TG_PIECE_BYTE &&
-                        ((l == 1 && v->bytes[v->off[j]] == s[i + q]) || (l == 6 && !memcmp(v->bytes + v->off[j], h, 6))))
+                        ((l == 1 && v->bytes[v->off[j]] == s[i + q]) ||
+                         (l == 6 && !memcmp(v->bytes + v->off[j], h, 6))))
                         sym[n++] = j;
                 }
             }
@@ -1339,7 +1385,7 @@ static size_t runc_reference(const spm_vocab *v, tg_spm_options o, const unsigne
         memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof *sym);
         n--;
     }
-    #undef TEXTP
+#undef TEXTP
     memcpy(out, sym, n * sizeof *sym);
     free(sym);
     free(s);
@@ -1358,8 +1404,8 @@ static void sv_random(spm_vocab *v, bool raw, bool wide, uint64_t seed)
     char pool[200][40];
     int np = 0;
     for (int k = 0; k < 6; k++) {
-        if (raw && strlen(alpha[k]) == 1) continue;   /* already a (raw) byte piece */
-        if (!raw && k == 5) continue;                  /* the newline stays a "<0x0A>" byte */
+        if (raw && strlen(alpha[k]) == 1) continue; /* already a (raw) byte piece */
+        if (!raw && k == 5) continue; /* the newline stays a "<0x0A>" byte */
         sv_str(v, alpha[k], 0);
         snprintf(pool[np++], 40, "%s", alpha[k]);
     }
@@ -1375,7 +1421,7 @@ static void sv_random(spm_vocab *v, bool raw, bool wide, uint64_t seed)
         sv_str(v, s, sc[tg_rng_u32(&r) % 7]);
         snprintf(pool[np++], 40, "%s", s);
     }
-    if (raw) sv_str(v, "\xc3\xbc", -1);   /* a character only its raw bytes make */
+    if (raw) sv_str(v, "\xc3\xbc", -1); /* a character only its raw bytes make */
 }
 
 START_TEST(spm_follows_run_c)
@@ -1414,7 +1460,7 @@ START_TEST(spm_round_trips_every_byte_string)
         sv_random(v, cfg == 0, cfg == 2, 7 + (uint64_t)cfg);
         tg_tokenizer *t = sv_make(v, (tg_spm_options){cfg == 2, cfg != 1, -1e10});
         unsigned char s[2];
-        for (int a = -1; a < 256; a++)   /* every string of up to two bytes */
+        for (int a = -1; a < 256; a++) /* every string of up to two bytes */
             for (int b = -1; b < 256; b++) {
                 if (a < 0 && b >= 0) continue;
                 size_t len = 0;
@@ -1424,10 +1470,12 @@ START_TEST(spm_round_trips_every_byte_string)
             }
         tg_rng r;
         tg_rng_seed(&r, 5, (uint64_t)cfg);
-        for (int k = 0; k < 300; k++) {   /* random bytes, NULs and invalid UTF-8 included */
+        for (int k = 0; k < 300; k++) { /* random bytes, NULs and invalid UTF-8 included */
             unsigned char text[300];
             const size_t len = 1 + tg_rng_u32(&r) % 299;
-            for (size_t i = 0; i < len; i++) text[i] = tg_rng_u32(&r) % 4 ? (unsigned char)" ab\xc3\xa9"[tg_rng_u32(&r) % 5] : (unsigned char)tg_rng_u32(&r);
+            for (size_t i = 0; i < len; i++)
+                text[i] = tg_rng_u32(&r) % 4 ? (unsigned char)" ab\xc3\xa9"[tg_rng_u32(&r) % 5]
+                                             : (unsigned char)tg_rng_u32(&r);
             /* U+2581 reads as a space under sentencepiece's spelling: leave it out there */
             for (size_t i = 0; cfg == 2 && i + 2 < len; i++)
                 if (!memcmp(text + i, "\xe2\x96\x81", 3)) text[i] = 'a';
@@ -1498,7 +1546,7 @@ START_TEST(spm_saved_loaded_and_read_from_llama2c)
         ck_assert(tg_tok_same(t, back));
         assert_same_ids(t, back, text);
         tg_tok_free(back);
-        back = tg_tok_load(P("tokenizer.bin"), &err);   /* told apart from the other files */
+        back = tg_tok_load(P("tokenizer.bin"), &err); /* told apart from the other files */
         ck_assert_msg(back != NULL, "%s", err.msg);
         ck_assert(tg_tok_same(t, back));
         tg_tok_free(back);
@@ -1527,13 +1575,13 @@ START_TEST(spm_refused)
     sv_str(v, "ab", -1);
     ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 260 repeats the piece of id 259"), "%s", e);
     sv_head(v, false);
-    v->bytes[v->off[3 + 0x41] + 4] = 'Z';   /* "<0x4Z>" */
+    v->bytes[v->off[3 + 0x41] + 4] = 'Z'; /* "<0x4Z>" */
     ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "id 68 is a byte piece but spells neither"), "%s", e);
     sv_head(v, false);
     memcpy(v->bytes + v->off[3 + 0x41], "<0x42>", 6);
     ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "ids 68 and 69 are both the byte piece of 0x42"), "%s", e);
     sv_head(v, false);
-    v->types[3 + 0x41] = TG_PIECE_NORMAL;   /* no byte piece for A */
+    v->types[3 + 0x41] = TG_PIECE_NORMAL; /* no byte piece for A */
     ck_assert_msg(strstr(e = sv_refused(v, NO_PREFIX), "no byte piece for 0x41"), "%s", e);
     sv_head(v, false);
     v->types[1] = TG_PIECE_NORMAL;
@@ -1555,7 +1603,13 @@ START_TEST(spm_refused)
     char *good = malloc(1 << 16);
     const size_t len = fread(good, 1, 1 << 16, f);
     fclose(f);
-    struct { size_t at; const char *patch; size_t plen; size_t cut; const char *want; } cases[] = {
+    struct {
+        size_t at;
+        const char *patch;
+        size_t plen;
+        size_t cut;
+        const char *want;
+    } cases[] = {
         {0, NULL, 0, 3, "shorter than its 4-byte header"},
         {0, NULL, 0, len - 1, "id 259 has length 2 (past the end of the file)"},
         {0, NULL, 0, len - 5, "id 259 is cut short"},
@@ -1575,7 +1629,7 @@ START_TEST(spm_refused)
         ck_assert_ptr_null(tg_tok_load_llama2c(P("bad.bin"), 0, &err));
         ck_assert_msg(strstr(err.msg, cases[k].want), "case %zu: %s", k, err.msg);
     }
-    write_bytes(P("bad.bin"), good, 4 + 40 + 2 * 14);   /* the specials and two bytes */
+    write_bytes(P("bad.bin"), good, 4 + 40 + 2 * 14); /* the specials and two bytes */
     ck_assert_ptr_null(tg_tok_load_llama2c(P("bad.bin"), 0, &err));
     ck_assert_msg(strstr(err.msg, "5 pieces; run.c's layout has at least 259"), "%s", err.msg);
     free(good);
@@ -1587,7 +1641,7 @@ START_TEST(spm_refused)
     tg_tokenizer *t = sv_make(v, TG_SPM_LLAMA2C);
     ck_assert_int_eq(tg_tok_save(t, P("s.safetensors"), &err), 0);
     tg_tok_free(t);
-    ck_assert_int_eq(tg_tok_score(NULL, 0) != tg_tok_score(NULL, 0), 1);   /* NAN */
+    ck_assert_int_eq(tg_tok_score(NULL, 0) != tg_tok_score(NULL, 0), 1); /* NAN */
     ck_assert_int_eq(tg_tok_piece_type(NULL, 0), TG_PIECE_NONE);
     size_t pl;
     ck_assert_ptr_null(tg_tok_spelled(NULL, 0, &pl));

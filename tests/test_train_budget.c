@@ -59,8 +59,14 @@ typedef struct run {
 static void run_new(run *r, tg_dtype dt, bool muon)
 {
     tg_error err = {0};
-    const tg_model_config c = {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8,
-                               .vocab_size = 30, .bias = true, .dropout = 0.1};
+    const tg_model_config c = {.arch = "gpt",
+                               .n_layer = 2,
+                               .n_head = 2,
+                               .n_embd = 8,
+                               .block_size = 8,
+                               .vocab_size = 30,
+                               .bias = true,
+                               .dropout = 0.1};
     ck_assert_msg(tg_model_init(&r->m, &c, dt, 7, &err) == 0, "%s", err.msg);
     r->opt = tg_adamw_new(r->m.params, &(tg_adamw_config){0.9, 0.95, 1e-8, 0.1}, &err);
     ck_assert_msg(r->opt, "%s", err.msg);
@@ -113,9 +119,9 @@ START_TEST(steps_undone_by_a_restore_leave_no_trace)
         for (int i = 0; i < 2; i++) step(&a, &d), step(&b, &d);
         tg_train_snapshot *s = tg_train_snapshot_take(&b.m, b.opt, b.muon, &b.ts, &err);
         ck_assert_msg(s, "%s", err.msg);
-        for (int i = 0; i < 3; i++) step(&b, &d);   /* the steps timed */
+        for (int i = 0; i < 3; i++) step(&b, &d); /* the steps timed */
         const size_t bytes = (size_t)tg_params_numel(a.m.params) * tg_dtype_size(dt);
-        ck_assert(memcmp(tg_params_data(a.m.params), tg_params_data(b.m.params), bytes) != 0);   /* they did train */
+        ck_assert(memcmp(tg_params_data(a.m.params), tg_params_data(b.m.params), bytes) != 0); /* they did train */
         ck_assert_int_eq(tg_train_snapshot_restore(s, &b.m, b.opt, b.muon, &b.ts), 0);
         tg_train_snapshot_free(s);
         ck_assert_int_eq(b.ts.step, 2);
@@ -148,5 +154,6 @@ END_TEST
 
 int main(void)
 {
-    return tt_main("train_budget", "budget", 0, TT_TESTS(budget_steps_by_hand, steps_undone_by_a_restore_leave_no_trace));
+    return tt_main("train_budget", "budget", 0,
+                   TT_TESTS(budget_steps_by_hand, steps_undone_by_a_restore_leave_no_trace));
 }

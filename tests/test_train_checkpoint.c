@@ -7,11 +7,26 @@
  *   what was given unchanged. */
 #include "tg_test.h"
 
-static const tg_model_config CFGS[2] = {
-    {.arch = "gpt", .n_layer = 2, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .bias = true,
-     .dropout = 0.1},
-    {.arch = "llama", .n_layer = 1, .n_head = 2, .n_embd = 8, .block_size = 8, .vocab_size = 11, .n_kv_head = 1,
-     .hidden_dim = 12, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .dropout = 0.1}};
+static const tg_model_config CFGS[2] = {{.arch = "gpt",
+                                         .n_layer = 2,
+                                         .n_head = 2,
+                                         .n_embd = 8,
+                                         .block_size = 8,
+                                         .vocab_size = 11,
+                                         .bias = true,
+                                         .dropout = 0.1},
+                                        {.arch = "llama",
+                                         .n_layer = 1,
+                                         .n_head = 2,
+                                         .n_embd = 8,
+                                         .block_size = 8,
+                                         .vocab_size = 11,
+                                         .n_kv_head = 1,
+                                         .hidden_dim = 12,
+                                         .rope_theta = 10000,
+                                         .norm_eps = 1e-5,
+                                         .tied = true,
+                                         .dropout = 0.1}};
 
 static const char TEXT[] = "the cat sat on the mat and the dog sat on the log while the bird sang; "
                            "the mat was red and the log was wet, the bird flew off and the cat slept";
@@ -64,7 +79,11 @@ START_TEST(a_resumed_run_ends_bit_identical)
         for (int s = 0; s < 3; s++) step(&b, ob, &d, &tb);
         tb.best_val = 2.5;
         const char *meta[] = {"train.note", "mid-run"};
-        ck_assert_msg(tg_checkpoint_save(tt_path("ck.safetensors"), &(tg_checkpoint){.model = &b, .vocab = &v, .opt = ob, .ts = &tb, .meta = meta, .n_meta = 1}, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_save(
+                          tt_path("ck.safetensors"),
+                          &(tg_checkpoint){.model = &b, .vocab = &v, .opt = ob, .ts = &tb, .meta = meta, .n_meta = 1},
+                          &err) == 0,
+                      "%s", err.msg);
         tg_model_release(&b);
         tg_adamw_free(ob);
 
@@ -81,8 +100,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         ck_assert_mem_eq(&rv, &v, sizeof v);
         tg_adamw *orr = tg_adamw_new(r.params, NULL, NULL);
         tg_train_state tr;
-        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, &err) == 0, "%s",
-                      err.msg);
+        ck_assert_msg(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 1000, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(tr.step, 3);
         ck_assert_double_eq(tr.best_val, 2.5);
         for (int s = 0; s < 3; s++) step(&r, orr, &d, &tr);
@@ -98,7 +116,7 @@ START_TEST(a_resumed_run_ends_bit_identical)
         tg_st_file *w = tg_st_load(tt_path("w.safetensors"), &err);
         ck_assert_int_eq(tg_checkpoint_load_train(w, orr, NULL, NULL, &tr, 1000, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "not a training checkpoint"));
-        ck_assert_int_eq(tg_vocab_read(&rv, w, &err), -1);   /* and no vocabulary was given */
+        ck_assert_int_eq(tg_vocab_read(&rv, w, &err), -1); /* and no vocabulary was given */
         tg_st_free(w);
         /* a step past max_step */
         ck_assert_int_eq(tg_checkpoint_load_train(f, orr, NULL, NULL, &tr, 2, &err), -1);
@@ -135,7 +153,7 @@ static void rewrite(const char *in, const char *out, const char *key, const char
         const tg_st_tensor *e = tg_st_at(f, i);
         if (drop && !strcmp(e->name, drop)) continue;
         const void *data = e->data;
-        if (nan_in && !strcmp(e->name, nan_in)) {   /* an F64 tensor with a NaN at element 1 */
+        if (nan_in && !strcmp(e->name, nan_in)) { /* an F64 tensor with a NaN at element 1 */
             ck_assert_uint_le(e->nbytes, sizeof copy);
             memcpy(copy, e->data, e->nbytes);
             copy[1] = NAN;
@@ -158,11 +176,10 @@ START_TEST(bad_checkpoints_are_refused)
     tg_train_state ts = {.step = 0, .best_val = INFINITY};
     tg_rng_seed(&ts.data_rng, 1, 1);
     tg_rng_seed(&ts.drop_rng, 2, 2);
-    char good[600], bad[600];   /* (tt_path's buffers rotate) */
+    char good[600], bad[600]; /* (tt_path's buffers rotate) */
     snprintf(good, sizeof good, "%s", tt_path("good.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("bad.safetensors"));
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     tg_st_file *f = tg_st_load(good, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     tg_train_state back = {0};
@@ -172,7 +189,7 @@ START_TEST(bad_checkpoints_are_refused)
 
     static const struct {
         const char *key, *value, *drop, *nan_in, *want;
-        bool train;   /* refused by load_train (else by load_model) */
+        bool train; /* refused by load_train (else by load_model) */
     } cases[] = {
         {"train.data_rng", "0123", NULL, NULL, "'train.data_rng' = '0123' is not a random-stream state", true},
         {"train.dropout_rng", NULL, NULL, NULL, "has no 'train.dropout_rng'", true},
@@ -198,7 +215,7 @@ START_TEST(bad_checkpoints_are_refused)
             tg_train_state t = {.step = 42, .best_val = 1};
             tg_adamw_set_steps(o, 5, NULL);
             ck_assert_int_eq(tg_checkpoint_load_train(f, o, NULL, NULL, &t, 10, &err), -1);
-            ck_assert_int_eq(t.step, 42);   /* unchanged */
+            ck_assert_int_eq(t.step, 42); /* unchanged */
             ck_assert_int_eq(tg_adamw_steps(o), 5);
         } else {
             tg_model r;
@@ -212,21 +229,17 @@ START_TEST(bad_checkpoints_are_refused)
     /* a state the reader would refuse is not written */
     tg_train_state unseeded = {.step = 0, .best_val = INFINITY}, negative = ts;
     negative.best_val = -1;
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &unseeded}, &err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &unseeded}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "random streams were never seeded"));
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "best val loss -1 is not a state"));
     negative = ts;
     negative.windows = -1;
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &negative}, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_save: the state's windows drawn, -1, is below 0");
     /* a shard writes the whole store's moments it is given, never its own part */
     tg_adamw *half = tg_adamw_new_shard(m.params, NULL, 0, 10, NULL);
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = half, .ts = &ts}, &err), -1);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = half, .ts = &ts}, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "the optimizer is a shard"));
     tg_adamw_free(half);
     remove(good);
@@ -256,8 +269,7 @@ START_TEST(averages_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("ema.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("ema_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ema = e, .ts = &ts}, &err),
-                     0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ema = e, .ts = &ts}, &err), 0);
 
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
     tg_ema *back = tg_ema_new(m.params, 0.9, &err);
@@ -295,19 +307,20 @@ START_TEST(averages_in_checkpoints)
     rewrite(good, bad, "ema.decay", NULL, NULL, NULL);
     f = tg_st_load(bad, &err);
     ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
-    ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
-                          "averages' decay)");
+    ck_assert_str_eq(err.msg,
+                     "the checkpoint's averages: ema_state_read: the file has no metadata 'ema.decay' (the "
+                     "averages' decay)");
     tg_st_free(f);
     rewrite(good, bad, "ema.decay", "0.5", NULL, NULL);
     f = tg_st_load(bad, &err);
     ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
-    ck_assert_str_eq(err.msg, "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
-                          "average's decay 0.90000000000000002");
+    ck_assert_str_eq(err.msg,
+                     "the checkpoint's averages: ema_state_read: metadata 'ema.decay' = '0.5' is not this "
+                     "average's decay 0.90000000000000002");
     ck_assert_mem_eq(tg_ema_values(fresh), was, (size_t)n * sizeof(double));
     tg_st_free(f);
     /* a checkpoint without averages, a run with them: refused */
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     f = tg_st_load(good, &err);
     ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, fresh, &t, 10, &err), -1);
     ck_assert_ptr_nonnull(
@@ -336,7 +349,7 @@ START_TEST(muon_state_in_checkpoints)
     ck_assert_int_eq(tg_model_init(&m, &c, TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL);
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL);
-    ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));   /* c_attn, c_proj, c_fc, mlp c_proj */
+    ck_assert_int_eq(tg_muon_numel(mu), 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32)); /* c_attn, c_proj, c_fc, mlp c_proj */
     tg_muon_exclude(mu, o, NULL);
     double *buf = tg_muon_momentum(mu);
     for (int64_t i = 0; i < tg_muon_numel(mu); i++) buf[i] = 0.001 * (double)i;
@@ -348,8 +361,7 @@ START_TEST(muon_state_in_checkpoints)
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s", tt_path("muon.safetensors"));
     snprintf(bad, sizeof bad, "%s", tt_path("muon_bad.safetensors"));
-    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ts = &ts}, &err),
-                     0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ts = &ts}, &err), 0);
 
     tg_muon *back = tg_muon_new(m.params, NULL, NULL);
     tg_adamw *ob = tg_adamw_new(m.params, NULL, NULL);
@@ -391,8 +403,7 @@ START_TEST(muon_state_in_checkpoints)
                      "training step)");
     tg_st_free(f);
     /* an AdamW-only checkpoint with a Muon: refused */
-    ck_assert_int_eq(
-        tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_save(good, &(tg_checkpoint){.model = &m, .opt = o, .ts = &ts}, &err), 0);
     f = tg_st_load(good, &err);
     ck_assert_int_eq(tg_checkpoint_load_train(f, ob, fresh, NULL, &t, 10, &err), -1);
     ck_assert_ptr_nonnull(
@@ -422,7 +433,7 @@ START_TEST(save_and_load_check_their_objects)
     ck_assert_int_eq(tg_model_init(&m, &CFGS[0], TG_F64, 3, &err), 0);
     ck_assert_int_eq(tg_model_init(&other, &CFGS[1], TG_F64, 3, &err), 0);
     tg_adamw *o = tg_adamw_new(m.params, NULL, NULL), *o_other = tg_adamw_new(other.params, NULL, NULL);
-    tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL);   /* never told to leave Muon's matrices */
+    tg_adamw *o_all = tg_adamw_new(m.params, NULL, NULL); /* never told to leave Muon's matrices */
     tg_muon *mu = tg_muon_new(m.params, NULL, NULL), *mu_other = tg_muon_new(other.params, NULL, NULL);
     tg_muon_exclude(mu, o, NULL);
     tg_ema *e = tg_ema_new(m.params, 0.9, &err), *e_other = tg_ema_new(other.params, 0.9, &err);
@@ -431,54 +442,66 @@ START_TEST(save_and_load_check_their_objects)
     char path[600];
     snprintf(path, sizeof path, "%s", tt_path("objects.safetensors"));
     static const struct {
-        int opt, muon, ema;   /* 0: none; 1: m's; 2: another store's (opt 3: m's AdamW not told to leave Muon's) */
+        int opt, muon, ema; /* 0: none; 1: m's; 2: another store's (opt 3: m's AdamW not told to leave Muon's) */
         bool ts;
         const char *want;
     } cases[] = {
         {1, 0, 2, true, "checkpoint_save: the averages (ema) are of another store than the model's"},
         {1, 2, 0, true, "checkpoint_save: Muon (muon) is of another store than the model's"},
         {2, 0, 0, true, "checkpoint_save: AdamW (opt) is of another store than the model's"},
-        {0, 1, 0, true, "checkpoint_save: Muon's state goes with AdamW's: give the AdamW that trains the other "
-                        "parameters (opt)"},
+        {0, 1, 0, true,
+         "checkpoint_save: Muon's state goes with AdamW's: give the AdamW that trains the other "
+         "parameters (opt)"},
         {0, 0, 1, true, "checkpoint_save: the averages' state goes with the optimizer's: give opt too"},
         {1, 1, 1, false, "checkpoint_save: the optimizer's state goes with the training state: give ts too"},
-        {3, 1, 0, true, "checkpoint_save: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which Muon "
-                        "updates too: call tg_muon_exclude(muon, opt) when making them"},
+        {3, 1, 0, true,
+         "checkpoint_save: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which Muon "
+         "updates too: call tg_muon_exclude(muon, opt) when making them"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         const tg_adamw *opts[4] = {NULL, o, o_other, o_all};
         const tg_muon *mus[3] = {NULL, mu, mu_other};
         const tg_ema *emas[3] = {NULL, e, e_other};
         err.msg[0] = 0;
-        ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = opts[cases[k].opt], .muon = mus[cases[k].muon], .ema = emas[cases[k].ema], .ts = cases[k].ts ? &ts : NULL}, &err),
+        ck_assert_int_eq(tg_checkpoint_save(path,
+                                            &(tg_checkpoint){.model = &m,
+                                                             .opt = opts[cases[k].opt],
+                                                             .muon = mus[cases[k].muon],
+                                                             .ema = emas[cases[k].ema],
+                                                             .ts = cases[k].ts ? &ts : NULL},
+                                            &err),
                          -1);
         ck_assert_msg(!strcmp(err.msg, cases[k].want), "case %zu: '%s', wanted '%s'", k, err.msg, cases[k].want);
         ck_assert_msg(access(path, F_OK) != 0, "case %zu: a refused save wrote %s", k, path);
     }
     /* the step counts: one optimizer step per training step */
     tg_adamw_set_steps(o, 2, NULL);
-    ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err),
-                     -1);
-    ck_assert_str_eq(err.msg, "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
-                          "per training step)");
+    ck_assert_int_eq(
+        tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err), -1);
+    ck_assert_str_eq(err.msg,
+                     "checkpoint_save: AdamW has taken 2 steps but the state is at step 0 (one optimizer step "
+                     "per training step)");
     tg_adamw_set_steps(o, 0, NULL);
     tg_muon_set_steps(mu, 1, NULL);
-    ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err),
-                     -1);
-    ck_assert_str_eq(err.msg, "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
-                          "per training step)");
+    ck_assert_int_eq(
+        tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err), -1);
+    ck_assert_str_eq(err.msg,
+                     "checkpoint_save: Muon has taken 1 step but the state is at step 0 (one optimizer step "
+                     "per training step)");
     ck_assert(access(path, F_OK) != 0);
     tg_muon_set_steps(mu, 0, NULL);
 
     /* a good file; load_train checks what it is given the same way, changing nothing */
-    ck_assert_msg(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(
+        tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .opt = o, .muon = mu, .ema = e, .ts = &ts}, &err) == 0,
+        "%s", err.msg);
     tg_st_file *f = tg_st_load(path, &err);
     ck_assert_ptr_nonnull(f);
     tg_train_state t = {.step = 42};
     ck_assert_int_eq(tg_checkpoint_load_train(f, o_all, mu, e, &t, 10, &err), -1);
-    ck_assert_str_eq(err.msg, "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
-                          "Muon updates too: call tg_muon_exclude(muon, opt) when making them");
+    ck_assert_str_eq(err.msg,
+                     "checkpoint_load_train: AdamW (opt) updates 'transformer.h.0.attn.c_attn.weight', which "
+                     "Muon updates too: call tg_muon_exclude(muon, opt) when making them");
     ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu_other, e, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg, "checkpoint_load_train: Muon (muon) is of another store than the optimizer's");
     ck_assert_int_eq(tg_checkpoint_load_train(f, o, mu, e_other, &t, 10, &err), -1);
@@ -521,14 +544,13 @@ START_TEST(half_precision_checkpoints_load)
             int64_t shape[8];
             for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
             for (int64_t j = 0; j < t->numel; j++) {
-                const int q = (int)((i * 131 + j * 17) % 255) - 127;   /* q/128: exact in both */
+                const int q = (int)((i * 131 + j * 17) % 255) - 127; /* q/128: exact in both */
                 ((float *)t->data)[j] = (float)q / 128;
                 const float v = (float)q / 128;
                 uint32_t bits;
                 memcpy(&bits, &v, 4);
-                if (k < 2) h[i][j] = (uint16_t)(bits >> 16);   /* BF16: the top half of an exact float */
-                else {                                          /* F16: sign, exponent rebiased, 10 bits */
-                    const uint32_t e = bits >> 23 & 255;
+                if (k < 2) h[i][j] = (uint16_t)(bits >> 16); /* BF16: the top half of an exact float */
+                else { /* F16: sign, exponent rebiased, 10 bits */ const uint32_t e = bits >> 23 & 255;
                     h[i][j] = (uint16_t)((bits >> 16 & 0x8000) | (q ? (e - 112) << 10 | (bits >> 13 & 0x3FF) : 0));
                 }
             }
@@ -563,7 +585,7 @@ static void count_progress(void *ctx, int64_t done, int64_t iters)
     ck_assert_int_eq(iters, 3);
     (*n)++;
 }
-static double partial;   /* the other "process"'s sum, for a sum over two */
+static double partial; /* the other "process"'s sum, for a sum over two */
 static void add_partial(void *ctx, double *x) { (void)ctx, *x += partial; }
 
 /* TEXT's bytes as a dataset (windows up to 8) and an f64 model of CFGS[0] for them. */
@@ -587,8 +609,16 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     eval_fixture(&d, &m);
     tg_graph *g = tg_graph_new();
     int calls = 0;
-    tg_eval_spec s = {.batch = 4, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 0, .ranks = 1,
-                      .progress = count_progress, .ctx = &calls};
+    tg_eval_spec s = {.batch = 4,
+                      .accum = 1,
+                      .T = 8,
+                      .iters = 3,
+                      .seed = 9,
+                      .step = 20,
+                      .rank = 0,
+                      .ranks = 1,
+                      .progress = count_progress,
+                      .ctx = &calls};
     const double got = tg_eval_loss(g, &m, &d, true, &s, &err);
     ck_assert_int_eq(calls, 3);
     ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
@@ -609,8 +639,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     ck_assert(got == sum / 3);
     /* two processes of 2 rows each: rank 1's sum, then rank 0's with it added */
     tg_eval_spec s1 = {.batch = 2, .accum = 1, .T = 8, .iters = 3, .seed = 9, .step = 20, .rank = 1, .ranks = 2};
-    partial = tg_eval_loss(g, &m, &d, true, &s1, &err) * 3 *
-        2; /* alone it divides its sum by iters x ranks */
+    partial = tg_eval_loss(g, &m, &d, true, &s1, &err) * 3 * 2; /* alone it divides its sum by iters x ranks */
     tg_eval_spec s0 = s1;
     s0.rank = 0;
     s0.sum = add_partial;
@@ -621,7 +650,7 @@ START_TEST(eval_loss_is_the_mean_over_its_windows)
     ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, &err)));
     ck_assert_ptr_nonnull(strstr(err.msg, "iters 0"));
     s.iters = 1;
-    s.T = 60;   /* the val split holds no window of 61 */
+    s.T = 60; /* the val split holds no window of 61 */
     ck_assert(isnan(tg_eval_loss(g, &m, &d, true, &s, &err)));
     ck_assert_msg(strstr(err.msg, "the val split's 15 tokens hold no window of T + 1 = 61"), "%s", err.msg);
     tg_graph_free(h);
@@ -639,8 +668,9 @@ static double hand_windows(tg_graph *h, tg_model *m, const int32_t *val, int fir
     double sum = 0;
     for (int at = 4 * first; at < 14; at += 4 * every) {
         const int len = 14 - at < 4 ? 14 - at : 4;
-        sum += len * tg_tensor_item(tg_model_loss(h, m, tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at),
-                                                  tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at + 1)));
+        sum += len *
+            tg_tensor_item(tg_model_loss(h, m, tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at),
+                                         tg_tensor_from(h, TG_I32, TT_SHAPE(1, len), val + at + 1)));
         tg_graph_reset(h);
     }
     return sum;
@@ -664,7 +694,7 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     const int32_t *val = d.tokens + d.n_train;
     const double want = hand_windows(h, &m, val, 0, 1) / 14;
     tg_graph *g = tg_graph_new();
-    for (int b = 1; b <= 5; b++) {   /* 4, 2, 2, 1 and 1 micro-batches; the last ones padded */
+    for (int b = 1; b <= 5; b++) { /* 4, 2, 2, 1 and 1 micro-batches; the last ones padded */
         tg_eval_spec s = {.batch = b, .accum = 3, .T = 4, .iters = 0, .whole = true, .rank = 0, .ranks = 1};
         const double got = tg_eval_loss(g, &m, &d, true, &s, &err);
         ck_assert_msg(fabs(got - want) <= 1e-12 * fabs(want), "batch %d: %.17g, by hand %.17g (%s)", b, got, want,
@@ -673,8 +703,7 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     ck_assert(tg_graph_training(g) && tg_graph_grad_enabled(g));
     /* two processes of 1 row: rank 1 runs windows 1 and 3, rank 0 windows 0 and 2 */
     tg_eval_spec s1 = {.batch = 1, .accum = 1, .T = 4, .whole = true, .rank = 1, .ranks = 2};
-    partial =
-        tg_eval_loss(g, &m, &d, true, &s1, &err) * 14; /* alone it divides its sum by the targets */
+    partial = tg_eval_loss(g, &m, &d, true, &s1, &err) * 14; /* alone it divides its sum by the targets */
     const double sum = hand_windows(h, &m, val, 1, 2);
     ck_assert_msg(fabs(partial - sum) <= 1e-12 * sum, "rank 1: %.17g, by hand %.17g", partial, sum);
     tg_eval_spec s0 = s1;
@@ -685,8 +714,7 @@ START_TEST(eval_loss_whole_counts_every_target_once)
     /* the train split too: every one of its targets, whatever the batch */
     tg_eval_spec a = {.batch = 3, .accum = 1, .T = 8, .whole = true, .rank = 0, .ranks = 1}, b = a;
     b.batch = 7;
-    const double ta = tg_eval_loss(g, &m, &d, false, &a, &err),
-                 tb = tg_eval_loss(g, &m, &d, false, &b, &err);
+    const double ta = tg_eval_loss(g, &m, &d, false, &a, &err), tb = tg_eval_loss(g, &m, &d, false, &b, &err);
     ck_assert_msg(isfinite(ta) && fabs(ta - tb) <= 1e-12 * ta, "%.17g against %.17g", ta, tb);
     /* a split of one token has no target */
     int32_t one[5] = {1, 2, 3, 4, 5};
@@ -716,11 +744,12 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         tg_model m;
         ck_assert_int_eq(tg_model_init(&m, &c, TG_F32, 3, &err), 0);
         for (int with = 0; with < 2; with++) {
-            ck_assert_int_eq(tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = with ? &bytes : NULL}, &err), 0);
+            ck_assert_int_eq(
+                tg_checkpoint_save(path, &(tg_checkpoint){.model = &m, .vocab = with ? &bytes : NULL}, &err), 0);
             tg_st_file *f = tg_st_load(path, &err);
             ck_assert_ptr_nonnull(f);
             const int rc = tg_checkpoint_load_vocab(f, &m, &back, &err);
-            if (with) {   /* the byte vocabulary back */
+            if (with) { /* the byte vocabulary back */
                 ck_assert_msg(rc == 0, "%s", err.msg);
                 ck_assert_int_eq(back.kind, TG_VOCAB_BYTES);
                 ck_assert_int_eq(back.size, bytes.size);
@@ -728,7 +757,7 @@ START_TEST(the_vocabulary_of_a_checkpoint)
             } else if (fam == 0) {
                 ck_assert_int_eq(rc, -1);
                 ck_assert_msg(strstr(err.msg, "the checkpoint has no 'vocab' in its metadata"), "%s", err.msg);
-            } else {   /* llama2.c's 259 ids, more than this model's */
+            } else { /* llama2.c's 259 ids, more than this model's */
                 ck_assert_int_eq(rc, -1);
                 char want[128];
                 snprintf(want, sizeof want, "the model's vocab_size %d does not match its vocabulary of 259 ids",
@@ -745,7 +774,7 @@ START_TEST(the_vocabulary_of_a_checkpoint)
         ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
         tg_vocab llama2c;
         tg_vocab_llama2c(&llama2c);
-        ck_assert_int_eq(tg_vocab_check_size(&llama2c, 300, "its", &err), 0);   /* ids past 259 unused */
+        ck_assert_int_eq(tg_vocab_check_size(&llama2c, 300, "its", &err), 0); /* ids past 259 unused */
         tg_model_release(&m);
     }
     remove(path);
@@ -755,11 +784,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("train_checkpoint");
-    tt_tcase(s, "checkpoint", 0, TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused,
-                                                  muon_state_in_checkpoints, averages_in_checkpoints,
-                                                  save_and_load_check_their_objects,
-                                                  half_precision_checkpoints_load, the_vocabulary_of_a_checkpoint,
-                                                  eval_loss_is_the_mean_over_its_windows,
-                                                  eval_loss_whole_counts_every_target_once));
+    tt_tcase(s, "checkpoint", 0,
+             TT_TESTS(a_resumed_run_ends_bit_identical, bad_checkpoints_are_refused, muon_state_in_checkpoints,
+                      averages_in_checkpoints, save_and_load_check_their_objects, half_precision_checkpoints_load,
+                      the_vocabulary_of_a_checkpoint, eval_loss_is_the_mean_over_its_windows,
+                      eval_loss_whole_counts_every_target_once));
     return tt_run_in_tmpdir(s, "tg_train_ckpt", false);
 }

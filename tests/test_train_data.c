@@ -14,7 +14,7 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     tg_vocab v;
     tg_vocab_bytes(&v, "hello", 5);
     ck_assert_int_eq(v.kind, TG_VOCAB_BYTES);
-    ck_assert_int_eq(v.size, 4);   /* e h l o */
+    ck_assert_int_eq(v.size, 4); /* e h l o */
     int32_t ids[5];
     size_t bad = 99;
     ck_assert_int_eq(tg_vocab_encode(&v, "hello", 5, ids, &bad), 0);
@@ -29,7 +29,7 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     ck_assert_int_eq(tg_vocab_decode(&v, 4, buf), 0);
     ck_assert_int_eq(tg_vocab_to_string(&v, s, sizeof s), 0);
     ck_assert_str_eq(s, "101,104,108,111");
-    ck_assert_int_eq(tg_vocab_to_string(&v, s, 6), -1);   /* too small: said, not cut silently */
+    ck_assert_int_eq(tg_vocab_to_string(&v, s, 6), -1); /* too small: said, not cut silently */
     tg_vocab back;
     ck_assert_int_eq(tg_vocab_from_string(&back, "101,104,108,111", &err), 0);
     ck_assert_mem_eq(&back, &v, sizeof v);
@@ -46,15 +46,24 @@ START_TEST(byte_vocabularies_encode_decode_and_round_trip)
     ck_assert_int_eq(back.kind, TG_VOCAB_IDS);
     ck_assert_int_eq(back.size, 300);
 
-    static const struct { const char *s, *want; } bads[] = {
-        {"", "empty"}, {"1,1", "increasing and unique"}, {"5,3", "increasing and unique"},
-        {"256", "bad entry"}, {"0x41", "bad entry"}, {" 65", "bad entry"}, {"+65", "bad entry"},
-        {"65,", "empty"}, {"ids:0", "not ids:N"}, {"ids:0x10", "not ids:N"}, {"ids:16777217", "not ids:N"},
-        {"tokenizer", "read from the checkpoint's tokenizer entries"}};
+    static const struct {
+        const char *s, *want;
+    } bads[] = {{"", "empty"},
+                {"1,1", "increasing and unique"},
+                {"5,3", "increasing and unique"},
+                {"256", "bad entry"},
+                {"0x41", "bad entry"},
+                {" 65", "bad entry"},
+                {"+65", "bad entry"},
+                {"65,", "empty"},
+                {"ids:0", "not ids:N"},
+                {"ids:0x10", "not ids:N"},
+                {"ids:16777217", "not ids:N"},
+                {"tokenizer", "read from the checkpoint's tokenizer entries"}};
     for (int k = 0; k < 12; k++) {
         err.msg[0] = 0;
         const int rc = tg_vocab_from_string(&back, bads[k].s, &err);
-        if (k == 7) {   /* "65," is 65 then nothing: one byte */
+        if (k == 7) { /* "65," is 65 then nothing: one byte */
             ck_assert_int_eq(rc, 0);
             continue;
         }
@@ -118,8 +127,8 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     tg_error err = {0};
     ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 1, &err), 0);
     const int32_t sp = 3 + ' ';
-    const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1, sp, 3 + 'c', 3 + '\n', 1, sp, 3 + 'x', 3 + 'y',
-                            1, sp, 3 + 'z', 3 + '\n'};
+    const int32_t want[] = {1, sp, 3 + 'a', 3 + 'b', 3 + '\n', 1,  sp,      3 + 'c', 3 + '\n',
+                            1, sp, 3 + 'x', 3 + 'y', 1,        sp, 3 + 'z', 3 + '\n'};
     ck_assert_uint_eq(d.n, 17);
     ck_assert_mem_eq(d.tokens, want, sizeof want);
     ck_assert_uint_eq(d.n_train, 13);
@@ -131,8 +140,9 @@ START_TEST(llama2c_documents_and_bytes_per_token)
     ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 3, &err), 0);
     tg_dataset_release(&d);
     ck_assert_int_eq(tg_dataset_from_text(&d, &v, text, strlen(text), 4, &err), -1);
-    ck_assert_ptr_nonnull(strstr(err.msg, "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
-                                      "block_size + 1 = 5"));
+    ck_assert_ptr_nonnull(strstr(err.msg,
+                                 "split 90/10 at byte 9 of 11 (13 train and 4 val tokens) leave fewer than "
+                                 "block_size + 1 = 5"));
     ck_assert_ptr_null(d.tokens);
     /* a byte the vocabulary lacks */
     tg_vocab_bytes(&v, "abc", 3);
@@ -162,8 +172,8 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
     int32_t *val = NULL, *train = NULL;
     const int64_t nv = tg_tok_encode(bpe, text + 900, 100, &val, &err);
     const int64_t nt = tg_tok_encode(bpe, text, 900, &train, &err);
-    ck_assert_int_eq(nv, 100);   /* no pair of the val text is a piece */
-    ck_assert_int_lt(nt, 450);   /* the train text compresses: a 90/10 split of ids would cut into it */
+    ck_assert_int_eq(nv, 100); /* no pair of the val text is a piece */
+    ck_assert_int_lt(nt, 450); /* the train text compresses: a 90/10 split of ids would cut into it */
     for (int docs = 0; docs < 2; docs++) {
         tg_vocab v;
         tg_tokenizer *t = tg_bpe_train(text, 900, &(tg_bpe_options){.vocab_size = 300, .min_count = 2}, &err);
@@ -175,10 +185,10 @@ START_TEST(a_tokenizers_split_is_the_byte_mark)
             ck_assert_mem_eq(d.tokens, train, (size_t)nt * sizeof *train);
             ck_assert_uint_eq(d.n, (size_t)(nt + nv));
             ck_assert_mem_eq(d.tokens + nt, val, (size_t)nv * sizeof *val);
-        } else {   /* one document each side: BOS, then " " + its text */
+        } else { /* one document each side: BOS, then " " + its text */
             ck_assert_int_eq(d.tokens[0], tg_tok_bos(v.tok));
             ck_assert_int_eq(d.tokens[d.n_train], tg_tok_bos(v.tok));
-            ck_assert_uint_eq(d.n - d.n_train, 1 + 101);   /* BOS, " ", the 100 bytes */
+            ck_assert_uint_eq(d.n - d.n_train, 1 + 101); /* BOS, " ", the 100 bytes */
         }
         ck_assert_double_eq_tol(d.bytes_per_token[0], 900.0 / (double)d.n_train, 1e-15);
         ck_assert_double_eq_tol(d.bytes_per_token[1], 100.0 / (double)(d.n - d.n_train), 1e-15);
@@ -195,9 +205,9 @@ END_TEST
 START_TEST(the_mark_is_a_characters_start)
 {
     ck_assert_uint_eq(tg_text_train_bytes("abcdefghij", 10), 9);
-    ck_assert_uint_eq(tg_text_train_bytes("abcdefgh\xc3\xa9", 10), 8);              /* inside e-acute */
-    ck_assert_uint_eq(tg_text_train_bytes("abcdefg\xf0\x9f\x98\x80", 11), 7);   /* 9: an emoji's third byte */
-    ck_assert_uint_eq(tg_text_train_bytes("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80", 10), 6);   /* 3 back at most */
+    ck_assert_uint_eq(tg_text_train_bytes("abcdefgh\xc3\xa9", 10), 8); /* inside e-acute */
+    ck_assert_uint_eq(tg_text_train_bytes("abcdefg\xf0\x9f\x98\x80", 11), 7); /* 9: an emoji's third byte */
+    ck_assert_uint_eq(tg_text_train_bytes("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80", 10), 6); /* 3 back at most */
     ck_assert_uint_eq(tg_text_train_bytes("", 0), 0);
 }
 END_TEST
@@ -253,7 +263,7 @@ START_TEST(a_documents_space_is_the_tokenizers_rule)
     ck_assert(!tg_vocab_space_before_text(&v));
     tg_vocab_release(&v);
     tg_vocab_llama2c(&v);
-    ck_assert(!tg_vocab_space_before_text(&v));   /* its bytes: dataset.c puts the space as an id */
+    ck_assert(!tg_vocab_space_before_text(&v)); /* its bytes: dataset.c puts the space as an id */
 }
 END_TEST
 
@@ -269,9 +279,8 @@ START_TEST(token_files_and_their_identity)
     tg_vocab_ids(&v, 300);
     tg_dataset d;
     tg_token_file_id ids[2];
-    ck_assert_msg(
-        tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, &err) == 0,
-        "%s", err.msg);
+    ck_assert_msg(tg_dataset_from_token_files(&d, &v, tt_path("a.bin"), tt_path("b.bin"), 4, ids, &err) == 0, "%s",
+                  err.msg);
     ck_assert_uint_eq(d.n, 52);
     ck_assert_uint_eq(d.n_train, 40);
     ck_assert_mem_eq(d.tokens, a, sizeof a);
@@ -364,7 +373,7 @@ START_TEST(epochs_visit_every_window_once)
     tg_dataset d = {.tokens = tokens, .n = N + 40, .n_train = N};
     const int64_t W = tg_dataset_epoch_windows(&d, false, T);
     ck_assert_int_eq(W, (N - T) / T);
-    ck_assert_int_eq(tg_dataset_epoch_windows(&d, true, T), 1);   /* 40 val tokens: one window of 17 */
+    ck_assert_int_eq(tg_dataset_epoch_windows(&d, true, T), 1); /* 40 val tokens: one window of 17 */
     static int32_t x[E * 61 * T], y[E * 61 * T], part[E * 61 * T], py[E * 61 * T];
     ck_assert_int_eq(W, 61);
     tg_dataset_epoch_rows(&d, false, &(tg_rows){x, y, (int)(E * W), 0, (int)(E * W), T}, 7, 0);
@@ -380,7 +389,7 @@ START_TEST(epochs_visit_every_window_once)
             for (int j = 0; j < T; j++) ck_assert_int_eq(row[j], s + j);
             ck_assert_msg((s - phases[e]) % T == 0, "epoch %d: start %d is off the phase %d", e, s, phases[e]);
             ck_assert_msg(!seen[s], "epoch %d visits the window at %d twice", e, s);
-            ck_assert_int_le(s + T, N - 1);   /* the W distinct starts of one phase: the tiling */
+            ck_assert_int_le(s + T, N - 1); /* the W distinct starts of one phase: the tiling */
             seen[s] = true;
             if (k && s < row[-T]) sorted = false;
         }
@@ -388,7 +397,7 @@ START_TEST(epochs_visit_every_window_once)
         ck_assert_int_le(phases[e], N - 1 - W * T);
         if (e && memcmp(x + e * W * T, x, (size_t)W * T * sizeof *x)) order_seen++;
     }
-    ck_assert_int_eq(order_seen, E - 1);   /* every epoch's order differs from the first's */
+    ck_assert_int_eq(order_seen, E - 1); /* every epoch's order differs from the first's */
     int distinct = 0;
     for (int e = 1; e < E; e++) distinct += phases[e] != phases[0];
     ck_assert_msg(distinct > 0, "six epochs at one phase (%d)", phases[0]);
@@ -397,7 +406,8 @@ START_TEST(epochs_visit_every_window_once)
         const int total = at + 25 <= E * W ? 25 : (int)(E * W - at);
         for (int r = 0; r < total; r += 7) {
             const int count = r + 7 <= total ? 7 : total - r;
-            tg_dataset_epoch_rows(&d, false, &(tg_rows){part + (at + r) * T, py + (at + r) * T, total, r, count, T}, 7, at);
+            tg_dataset_epoch_rows(&d, false, &(tg_rows){part + (at + r) * T, py + (at + r) * T, total, r, count, T}, 7,
+                                  at);
         }
     }
     ck_assert_mem_eq(part, x, sizeof x);
@@ -414,7 +424,8 @@ START_TEST(epochs_visit_every_window_once)
     tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 1, T}, 7, -1);
     tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 2, T}, 7, 0);
     tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 2, 0, 1, T}, 7, INT64_MAX);
-    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 1, N}, 7, 0);   /* a split of N tokens holds no window of N + 1 */
+    tg_dataset_epoch_rows(&d, false, &(tg_rows){part, py, 1, 0, 1, N}, 7,
+                          0); /* a split of N tokens holds no window of N + 1 */
     tg_dataset_epoch_rows(NULL, false, &(tg_rows){part, py, 1, 0, 1, T}, 7, 0);
     ck_assert_int_eq(part[0], -5);
     ck_assert_int_eq(py[0], -5);
@@ -443,11 +454,13 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
     const char *path = tt_path("metrics.csv");
     tg_metrics *m = tg_metrics_open(path, cols, 2, -1, notice, sizeof notice, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
-    for (int s = 0; s <= 4; s++) ck_assert_int_eq(tg_metrics_write(m, s, (double[]){1.0 / (s + 1), s == 2 ? NAN : 1e-3}), 0);
+    for (int s = 0; s <= 4; s++)
+        ck_assert_int_eq(tg_metrics_write(m, s, (double[]){1.0 / (s + 1), s == 2 ? NAN : 1e-3}), 0);
     ck_assert_int_eq(tg_metrics_close(m), 0);
     char *got = slurp(path);
-    ck_assert_str_eq(got, "step,loss,lr\n0,1.000000,0.001\n1,0.500000,0.001\n2,0.333333,\n3,0.250000,0.001\n"
-                          "4,0.200000,0.001\n");
+    ck_assert_str_eq(got,
+                     "step,loss,lr\n0,1.000000,0.001\n1,0.500000,0.001\n2,0.333333,\n3,0.250000,0.001\n"
+                     "4,0.200000,0.001\n");
     free(got);
     /* a kill cut the last row short; the checkpoint was at step 2 */
     FILE *fp = fopen(path, "a");
@@ -480,7 +493,7 @@ START_TEST(metrics_rows_survive_a_kill_and_a_resume)
         ck_assert_ptr_null(tg_metrics_open(path, bad[k], 1, -1, NULL, 0, &err));
         ck_assert_msg(strstr(err.msg, "is not a name of [A-Za-z0-9_] other than step with a format"), "%s", err.msg);
     }
-    ck_assert_int_eq(access(path, F_OK), -1);   /* nothing written */
+    ck_assert_int_eq(access(path, F_OK), -1); /* nothing written */
 }
 END_TEST
 
@@ -489,9 +502,9 @@ int main(void)
     Suite *s = suite_create("train_data");
     tt_tcase(s, "data", 0,
              TT_TESTS(byte_vocabularies_encode_decode_and_round_trip, vocabularies_through_a_file,
-                      a_documents_space_is_the_tokenizers_rule,
-                      llama2c_documents_and_bytes_per_token, a_tokenizers_split_is_the_byte_mark,
-                      the_mark_is_a_characters_start, token_files_and_their_identity,
-                      rows_of_a_batch_make_the_batch, epochs_visit_every_window_once, metrics_rows_survive_a_kill_and_a_resume));
+                      a_documents_space_is_the_tokenizers_rule, llama2c_documents_and_bytes_per_token,
+                      a_tokenizers_split_is_the_byte_mark, the_mark_is_a_characters_start,
+                      token_files_and_their_identity, rows_of_a_batch_make_the_batch, epochs_visit_every_window_once,
+                      metrics_rows_survive_a_kill_and_a_resume));
     return tt_run_in_tmpdir(s, "tg_train_data", false);
 }

@@ -26,9 +26,9 @@ START_TEST(evaluations_left_by_hand)
     p.eval_interval = 25;
     p.stop_at = 60;
     ck_assert_int_eq(tg_eta_evals_left(&p, 10), 2);
-    p.stop_at = 50;   /* a stop on an evaluation's step evaluates first */
+    p.stop_at = 50; /* a stop on an evaluation's step evaluates first */
     ck_assert_int_eq(tg_eta_evals_left(&p, 10), 2);
-    p.stop_at = 200;   /* past the steps: the steps end the run */
+    p.stop_at = 200; /* past the steps: the steps end the run */
     ck_assert_int_eq(tg_eta_evals_left(&p, 10), 4);
 }
 END_TEST
@@ -59,13 +59,13 @@ START_TEST(the_line_shows_it)
     char buf[64];
     tg_eta_plan p = {.steps = 3000, .eval_interval = 1000, .step_s = 0.012, .eval_s = 13.6};
     tg_eta_format(&p, 10, buf, sizeof buf);
-    ck_assert_str_eq(buf, "1m16s");   /* 76.68 s */
+    ck_assert_str_eq(buf, "1m16s"); /* 76.68 s */
     p.step_s = 1.2;
     tg_eta_format(&p, 10, buf, sizeof buf);
-    ck_assert_str_eq(buf, "1h00m");   /* 3628.8 s */
+    ck_assert_str_eq(buf, "1h00m"); /* 3628.8 s */
     p = (tg_eta_plan){.steps = 100, .eval_interval = 25, .step_s = 0.1, .eval_s = 2};
     tg_eta_format(&p, 60, buf, sizeof buf);
-    ck_assert_str_eq(buf, "8s");   /* 4 s of steps, 2 evaluations */
+    ck_assert_str_eq(buf, "8s"); /* 4 s of steps, 2 evaluations */
     p.eval_s = -1;
     tg_eta_format(&p, 60, buf, sizeof buf);
     ck_assert_str_eq(buf, "4s + 2 evaluations");

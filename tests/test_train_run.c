@@ -127,15 +127,15 @@ START_TEST(settings_read_back_from_their_text)
     tg_run_config c, d;
     tg_run_config_init(&c);
     tg_run_config_init(&d);
-    ck_assert_int_eq(c.n_layer, 4);   /* nanoGPT's small CPU recipe */
+    ck_assert_int_eq(c.n_layer, 4); /* nanoGPT's small CPU recipe */
     ck_assert_int_eq(c.block_size, 64);
     ck_assert_double_eq(c.lr, 1e-3);
     ck_assert_int_eq(c.steps, 2000);
     ck_assert_int_eq(c.optimizer, TG_RUN_ADAMW);
     c.lr = 0.1, c.optimizer = TG_RUN_MUON, c.mlp = TG_FFN_RELU2, c.rope_halves = true, c.seed = 123456789012345;
-    c.data = "some/file.txt", c.vocab_size = 50304;   /* (0, the default, is "not given": no text gives it) */
+    c.data = "some/file.txt", c.vocab_size = 50304; /* (0, the default, is "not given": no text gives it) */
     tg_error e = {0};
-    for (int k = 0; k < n; k++) {   /* every value to text and back */
+    for (int k = 0; k < n; k++) { /* every value to text and back */
         char text[256];
         ck_assert_ptr_eq(tg_run_setting_find(t[k].name), &t[k]);
         ck_assert_int_eq(tg_run_config_get(&c, t[k].name, text, sizeof text), 0);
@@ -147,14 +147,14 @@ START_TEST(settings_read_back_from_their_text)
     ck_assert(d.rope_halves);
     ck_assert_int_eq(d.seed, 123456789012345);
     ck_assert_str_eq(d.data, "some/file.txt");
-    ck_assert_ptr_ne(d.data, c.data);   /* the config's own copy */
+    ck_assert_ptr_ne(d.data, c.data); /* the config's own copy */
     char buf[64];
     ck_assert_int_eq(tg_run_config_get(&d, "rope", buf, sizeof buf), 0);
     ck_assert_str_eq(buf, "halves");
-    ck_assert_int_eq(tg_run_config_get(&d, "min_lr", buf, sizeof buf), 0);   /* '_' is '-' */
+    ck_assert_int_eq(tg_run_config_get(&d, "min_lr", buf, sizeof buf), 0); /* '_' is '-' */
     ck_assert_str_eq(buf, "0.0001");
     tg_run_config_release(&d);
-    ck_assert_ptr_null(d.data);   /* what it owned is gone, and not pointed at */
+    ck_assert_ptr_null(d.data); /* what it owned is gone, and not pointed at */
     tg_run_config_release(&d);
 }
 END_TEST
@@ -163,7 +163,9 @@ START_TEST(bad_text_is_refused_naming_the_setting)
 {
     tg_run_config c;
     tg_run_config_init(&c);
-    const struct { const char *name, *text, *what, *want; } cases[] = {
+    const struct {
+        const char *name, *text, *what, *want;
+    } cases[] = {
         {"steps", "ten", NULL, "steps: 'ten' is not a number"},
         {"steps", "0x10", "--steps", "--steps: '0x10' is not a number (write it in decimal, as 3, -0.5 or 6e-4)"},
         {"dropout", "1.5", "--dropout", "--dropout: 1.5 is outside [0, 0.999]"},
@@ -172,7 +174,10 @@ START_TEST(bad_text_is_refused_naming_the_setting)
         {"bias", "yes", NULL, "bias: 'yes' is not true/false"},
         {"optimizer", "sgd", "--config f:2: optimizer", "--config f:2: optimizer: 'sgd' is not adamw or muon"},
         {"mlp", "relu3", NULL, "mlp: 'relu3' is not gelu, relu2 or swiglu"},
-        {"lr", "\xc2\xa0" "3", NULL, "lr: '\\xc2\\xa03' is not a number"},
+        {"lr",
+         "\xc2\xa0"
+         "3",
+         NULL, "lr: '\\xc2\\xa03' is not a number"},
         {"lrr", "1", NULL, "unknown setting 'lrr'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -181,7 +186,7 @@ START_TEST(bad_text_is_refused_naming_the_setting)
         ck_assert_msg(strstr(e.msg, cases[i].want), "%s = %s: '%s', wanted '%s'", cases[i].name, cases[i].text, e.msg,
                       cases[i].want);
     }
-    ck_assert_int_eq(c.steps, 2000);   /* nothing changed */
+    ck_assert_int_eq(c.steps, 2000); /* nothing changed */
     ck_assert_double_eq(c.lr, 1e-3);
     /* a value of one's own, parsed as a setting's */
     const tg_run_setting at = {.name = "stop-at", .kind = TG_SETTING_I64, .max = 1e12};
@@ -202,12 +207,12 @@ START_TEST(a_stopped_and_resumed_gpt_ends_on_the_same_bits)
 {
     tg_run_config c;
     small(&c);
-    c.dropout = 0.1, c.ema = 0.9;   /* the streams and the averages must be carried too */
+    c.dropout = 0.1, c.ema = 0.9; /* the streams and the averages must be carried too */
     ck_assert_int_eq(run_new(tt_path("gpt_a"), &c, NULL), TG_RUN_DONE);
     const tg_run_options stop = {.stop_at = 6};
     ck_assert_int_eq(run_new(tt_path("gpt_b"), &c, &stop), TG_RUN_STOP_AT);
     tg_error e = {0};
-    tg_run *r = tg_run_resume(tt_path("gpt_b"), NULL, NULL, &e);   /* the directory alone */
+    tg_run *r = tg_run_resume(tt_path("gpt_b"), NULL, NULL, &e); /* the directory alone */
     ck_assert_msg(r != NULL, "%s", e.msg);
     tg_run_info i;
     ck_assert_int_eq(tg_run_describe(r, &i), 0);
@@ -215,7 +220,7 @@ START_TEST(a_stopped_and_resumed_gpt_ends_on_the_same_bits)
     ck_assert_int_eq(i.step, 6);
     ck_assert_int_eq(i.steps, 12);
     ck_assert_double_eq(i.config->ema, 0.9);
-    ck_assert(!tg_run_eval_due(r));   /* its step was saved, not to be evaluated again */
+    ck_assert(!tg_run_eval_due(r)); /* its step was saved, not to be evaluated again */
     ck_assert_int_eq(loop(r), TG_RUN_DONE);
     tg_run_free(r);
     ck_assert(same_file(tt_path("gpt_a/last.safetensors"), tt_path("gpt_b/last.safetensors")));
@@ -231,7 +236,7 @@ START_TEST(a_stopped_and_resumed_gpt_ends_on_the_same_bits)
     ck_assert_int_eq(rec.steps, 12);
     ck_assert_double_eq(rec.dropout, 0.1);
     ck_assert_int_eq(rec.n_embd, 16);
-    ck_assert_ptr_null(rec.data);   /* the built-in corpus */
+    ck_assert_ptr_null(rec.data); /* the built-in corpus */
     rec.steps = 14;
     notices[0] = 0;
     r = tg_run_resume(tt_path("gpt_b"), &rec, &(tg_run_options){.notice = keep}, &e);
@@ -282,15 +287,20 @@ static tg_tensor *bigram_loss(tg_graph *g, void *m, tg_tensor *idx, tg_tensor *y
 {
     return tg_cross_entropy(g, bigram_forward(g, m, idx, NULL), y);
 }
-static const tg_model_family BIGRAM = {.arch = "bigram", .embedding = "wte.weight", .create = bigram_new,
-                                       .destroy = bigram_free, .params = bigram_params, .num_params = bigram_count,
-                                       .forward = bigram_forward, .loss = bigram_loss};
+static const tg_model_family BIGRAM = {.arch = "bigram",
+                                       .embedding = "wte.weight",
+                                       .create = bigram_new,
+                                       .destroy = bigram_free,
+                                       .params = bigram_params,
+                                       .num_params = bigram_count,
+                                       .forward = bigram_forward,
+                                       .loss = bigram_loss};
 
 START_TEST(a_family_of_ones_own_resumes_on_the_same_bits)
 {
     tg_error re = {0};
     if (!tg_model_family_find("bigram")) ck_assert_msg(tg_model_register(&BIGRAM, &re) == 0, "%s", re.msg);
-    FILE *f = fopen(tt_path("bigram.txt"), "w");   /* a text of its own */
+    FILE *f = fopen(tt_path("bigram.txt"), "w"); /* a text of its own */
     for (int i = 0; i < 4000; i++) fputc("abcabd\n"[i % 7], f);
     fclose(f);
     tg_run_config c;
@@ -332,7 +342,10 @@ START_TEST(a_resume_that_disagrees_is_refused_naming_the_setting)
     small(&c);
     c.steps = 4;
     ck_assert_int_eq(run_new(tt_path("dis"), &c, NULL), TG_RUN_DONE);
-    const struct { const char *name, *value, *want; bool flags; } cases[] = {
+    const struct {
+        const char *name, *value, *want;
+        bool flags;
+    } cases[] = {
         {"n-embd", "32", "n_embd 32 differs from the run's 16", false},
         {"seed", "5", "--seed 5 differs from the run's 1337", true},
         {"optimizer", "muon", "optimizer muon differs from the run's adamw", false},
@@ -355,7 +368,7 @@ START_TEST(a_resume_that_disagrees_is_refused_naming_the_setting)
     /* nor is a new run made over it */
     ck_assert_ptr_null(tg_run_new(tt_path("dis"), &c, NULL, &e));
     ck_assert_msg(strstr(e.msg, "already holds a run (at step 4 of 4: finished)"), "%s", e.msg);
-    tg_run *r = tg_run_new(tt_path("dis"), &c, &(tg_run_options){.force = true}, &e);   /* unless forced */
+    tg_run *r = tg_run_new(tt_path("dis"), &c, &(tg_run_options){.force = true}, &e); /* unless forced */
     ck_assert_msg(r != NULL, "%s", e.msg);
     ck_assert_ptr_null(tg_run_new(tt_path("dis"), &c, &(tg_run_options){.force = true, .program = "tester"}, &e));
     ck_assert_msg(strstr(e.msg, "another tester is training in this directory"), "%s", e.msg);
@@ -372,23 +385,23 @@ START_TEST(a_time_budget_is_planned_once_after_the_first_evaluation)
     small(&c);
     c.time_budget = 30;
     tg_error e = {0};
-    ck_assert_int_eq(tg_run_config_set(&c, "steps", "25", NULL, &e), 0);   /* given: a cap */
+    ck_assert_int_eq(tg_run_config_set(&c, "steps", "25", NULL, &e), 0); /* given: a cap */
     tg_run *r = tg_run_new(tt_path("plan"), &c, NULL, &e);
     ck_assert_msg(r != NULL, "%s", e.msg);
     ck_assert(tg_run_needs_plan(r));
-    ck_assert_int_eq(tg_run_plan_steps(r, NULL, &e), -1);   /* it counts an evaluation's cost */
+    ck_assert_int_eq(tg_run_plan_steps(r, NULL, &e), -1); /* it counts an evaluation's cost */
     ck_assert_msg(strstr(e.msg, "evaluate the run once before its steps are planned"), "%s", e.msg);
     ck_assert_int_eq(tg_run_evaluate(r, NULL, &e), 0);
     tg_run_plan p;
     ck_assert_msg(tg_run_plan_steps(r, &p, &e) == 0, "%s", e.msg);
     ck_assert(!tg_run_needs_plan(r));
-    ck_assert_int_eq(p.steps, 25);   /* 30 s hold far more */
+    ck_assert_int_eq(p.steps, 25); /* 30 s hold far more */
     ck_assert_int_ge(p.timed, 5);
     ck_assert(p.step_s > 0 && p.eval_s > 0 && p.margin == 0.1);
     tg_run_info i;
     tg_run_describe(r, &i);
     ck_assert_int_eq(i.steps, 25);
-    ck_assert_int_eq(i.step, 0);   /* the timed steps were undone */
+    ck_assert_int_eq(i.step, 0); /* the timed steps were undone */
     tg_run_free(r);
     tg_st_file *f = tg_st_load(tt_path("plan/last.safetensors"), NULL);
     ck_assert_ptr_nonnull(f);
@@ -401,7 +414,7 @@ START_TEST(a_time_budget_is_planned_once_after_the_first_evaluation)
     r = tg_run_new(tt_path("plan"), &c, &(tg_run_options){.spent = 10}, &e);
     ck_assert_msg(r != NULL, "%s", e.msg);
     ck_assert_int_eq(tg_run_evaluate(r, NULL, &e), 0);
-    ck_assert_int_eq(tg_run_step(r, tg_run_lr(r), NULL, &e), -1);   /* (a step plans first) */
+    ck_assert_int_eq(tg_run_step(r, tg_run_lr(r), NULL, &e), -1); /* (a step plans first) */
     ck_assert_msg(strstr(e.msg, "time_budget 0.5: not one step fits"), "%s", e.msg);
     tg_run_free(r);
     rm_run(tt_path("plan"));
@@ -413,13 +426,13 @@ START_TEST(the_eta_counts_the_evaluations_left)
 {
     tg_run_config c;
     small(&c);
-    c.steps = 20, c.eval_interval = 5, c.eval_iters = 20;   /* evaluations that cost more than the steps */
+    c.steps = 20, c.eval_interval = 5, c.eval_iters = 20; /* evaluations that cost more than the steps */
     tg_error e = {0};
     tg_run *r = tg_run_new(tt_path("eta"), &c, &(tg_run_options){.stop_at = 18}, &e);
     ck_assert_msg(r != NULL, "%s", e.msg);
     tg_run_eval ev;
     ck_assert_int_eq(tg_run_evaluate(r, &ev, &e), 0);
-    nanosleep(&(struct timespec){0, 200000000}, NULL);   /* what the program does after it (a picture): counted */
+    nanosleep(&(struct timespec){0, 200000000}, NULL); /* what the program does after it (a picture): counted */
     ck_assert_int_eq(tg_run_step(r, tg_run_lr(r), NULL, &e), 0);
     tg_eta_plan p;
     ck_assert_int_eq(tg_run_eta(r, &p), 0);
@@ -434,7 +447,7 @@ START_TEST(the_eta_counts_the_evaluations_left)
     ck_assert(tg_eta_seconds(&p, 1) > 3 * p.eval_s);
     ck_assert_int_eq(loop(r), TG_RUN_STOP_AT);
     tg_run_free(r);
-    r = tg_run_resume(tt_path("eta"), NULL, NULL, &e);   /* no evaluation timed yet: named, not priced */
+    r = tg_run_resume(tt_path("eta"), NULL, NULL, &e); /* no evaluation timed yet: named, not priced */
     ck_assert_msg(r != NULL, "%s", e.msg);
     ck_assert_int_eq(tg_run_eta(r, &p), 0);
     ck_assert(p.eval_s < 0);
@@ -466,10 +479,12 @@ START_TEST(stops_the_directory_and_the_corpus)
     tg_run_free(r);
     char buf[600];
     tg_run_file which;
-    ck_assert_str_eq(tg_run_checkpoint(tt_path("stops"), buf, sizeof buf, &which, &e), tt_path("stops/best.safetensors"));
+    ck_assert_str_eq(tg_run_checkpoint(tt_path("stops"), buf, sizeof buf, &which, &e),
+                     tt_path("stops/best.safetensors"));
     ck_assert_int_eq(which, TG_RUN_FILE_BEST);
     remove(tt_path("stops/best.safetensors"));
-    ck_assert_str_eq(tg_run_checkpoint(tt_path("stops"), buf, sizeof buf, &which, &e), tt_path("stops/last.safetensors"));
+    ck_assert_str_eq(tg_run_checkpoint(tt_path("stops"), buf, sizeof buf, &which, &e),
+                     tt_path("stops/last.safetensors"));
     ck_assert_int_eq(which, TG_RUN_FILE_LAST);
     rm_run(tt_path("stops"));
     mkdir(tt_path("stops"), 0777);

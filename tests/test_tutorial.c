@@ -27,7 +27,7 @@ START_TEST(weighted_sum_of_values)
     ck_assert_double_eq_tol(at(p, 0), 0.75, 1e-15);
     ck_assert_double_eq_tol(at(p, 1), 0.25, 1e-15);
     tg_tensor *v = tg_tensor_from(g, TG_F64, 2, (int[]){2, 2}, (double[]){2, 0, 0, 4}); /* (Tk,d) */
-    tg_tensor *o = tg_matmul(g, p, v);                                                  /* (d) */
+    tg_tensor *o = tg_matmul(g, p, v); /* (d) */
     ck_assert_ptr_nonnull(o);
     ck_assert_int_eq(o->ndim, 1);
     ck_assert_double_eq_tol(at(o, 0), 1.5, 1e-14);
@@ -214,8 +214,8 @@ START_TEST(kv_cache_alignment)
     tg_tensor *pa = tg_softmax(g, s, tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, aligned));
     tg_tensor *pu = tg_softmax(g, s, tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, upper_left));
     ck_assert(pa && pu);
-    tg_tensor *v = tg_tensor_from(g, TG_F64, 2, (int[]){5, 1}, value);   /* (Tk,1) */
-    tg_tensor *oa = tg_matmul(g, pa, v), *ou = tg_matmul(g, pu, v);       /* (Tq,1) */
+    tg_tensor *v = tg_tensor_from(g, TG_F64, 2, (int[]){5, 1}, value); /* (Tk,1) */
+    tg_tensor *oa = tg_matmul(g, pa, v), *ou = tg_matmul(g, pu, v); /* (Tq,1) */
     ck_assert(oa && ou);
     const double want_a[2] = {25, 30}, want_u[2] = {10, 15};
     for (int i = 0; i < 2; i++) {

@@ -22,7 +22,10 @@
 static inline tg_tensor *tt_randn(tg_graph *g, int ndim, const int *shape, uint64_t seed)
 {
     tg_tensor *t = tg_tensor_new(g, TG_F64, ndim, shape);
-    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    if (!t) {
+        fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g));
+        abort();
+    }
     tg_rng r;
     tg_rng_seed(&r, seed, 7);
     tg_rng_fill_normal(&r, t, 0.0, 1.0);
@@ -34,7 +37,10 @@ static inline tg_tensor *tt_randn(tg_graph *g, int ndim, const int *shape, uint6
 static inline tg_tensor *tt_to_f32(tg_graph *g, const tg_tensor *src)
 {
     tg_tensor *t = tg_tensor_new(g, TG_F32, src->ndim, src->shape);
-    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    if (!t) {
+        fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g));
+        abort();
+    }
     for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((double *)src->data)[i];
     if (src->requires_grad && tg_tensor_set_requires_grad(g, t, true) != 0) abort();
     return t;
@@ -45,7 +51,10 @@ static inline tg_tensor *tt_to_f32(tg_graph *g, const tg_tensor *src)
 static inline tg_tensor *tt_from_doubles(tg_graph *g, tg_dtype dt, int ndim, const int *shape, const double *v)
 {
     tg_tensor *t = tg_tensor_new(g, dt, ndim, shape);
-    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    if (!t) {
+        fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g));
+        abort();
+    }
     for (int64_t i = 0; i < t->numel; i++) {
         if (dt == TG_F32) ((float *)t->data)[i] = (float)v[i];
         else ((double *)t->data)[i] = v[i];
@@ -66,7 +75,10 @@ static inline tg_tensor *tt_randn_dt(tg_graph *g, tg_dtype dt, int ndim, const i
 static inline void *tt_seed_values(tg_graph *g, tg_dtype dt, int64_t n, uint64_t seed)
 {
     tg_tensor *t = tg_tensor_new(g, dt, 1, (int[]){(int)n});
-    if (!t) { fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g)); abort(); }
+    if (!t) {
+        fprintf(stderr, "tensor_new: %s\n", tg_graph_error(g));
+        abort();
+    }
     tg_rng r;
     tg_rng_seed(&r, seed, 3);
     tg_rng_fill_normal(&r, t, 0, 1);
@@ -89,22 +101,22 @@ static inline void tt_naive_softmax(const tg_tensor *x, const uint8_t *blocked, 
 /* ---- assertions ----------------------------------------------------------- */
 
 /* gradcheck that reports gradcheck's own sentence when it fails. */
-#define tt_assert_gradcheck(fn, ctx, n, inputs)                                        \
-    do {                                                                               \
-        tg_gradcheck_result res_;                                                      \
-        bool ok_ = tg_gradcheck((fn), (ctx), (n), (inputs), NULL, &res_);             \
-        tt_note_gradcheck(&res_);                                                      \
-        ck_assert_msg(ok_, "%s: %s", #fn, res_.message);                               \
+#define tt_assert_gradcheck(fn, ctx, n, inputs)                                                                        \
+    do {                                                                                                               \
+        tg_gradcheck_result res_;                                                                                      \
+        bool ok_ = tg_gradcheck((fn), (ctx), (n), (inputs), NULL, &res_);                                              \
+        tt_note_gradcheck(&res_);                                                                                      \
+        ck_assert_msg(ok_, "%s: %s", #fn, res_.message);                                                               \
     } while (0)
 
 /* tt_assert_gradcheck of fn with ctx on one fresh f64 input, tt_randn's
  * of the given shape and seed, on a graph of its own. */
-#define tt_assert_gradcheck1(fn, ctx, ndim, shape, seed)                                \
-    do {                                                                               \
-        tg_graph *g1_ = tg_graph_new();                                                \
-        tg_tensor *x1_[1] = {tt_randn(g1_, (ndim), (shape), (seed))};                  \
-        tt_assert_gradcheck(fn, ctx, 1, x1_);                                          \
-        tg_graph_free(g1_);                                                            \
+#define tt_assert_gradcheck1(fn, ctx, ndim, shape, seed)                                                               \
+    do {                                                                                                               \
+        tg_graph *g1_ = tg_graph_new();                                                                                \
+        tg_tensor *x1_[1] = {tt_randn(g1_, (ndim), (shape), (seed))};                                                  \
+        tt_assert_gradcheck(fn, ctx, 1, x1_);                                                                          \
+        tg_graph_free(g1_);                                                                                            \
     } while (0)
 
 /* Asserts that t is non-NULL with exactly this shape (and its numel). */
@@ -131,11 +143,11 @@ static inline void tt_note_gradcheck(const tg_gradcheck_result *r)
 }
 
 /* Asserts that g holds an error containing `needle`. */
-#define tt_assert_error(g, needle)                                                     \
-    do {                                                                               \
-        const char *e_ = tg_graph_error(g);                                            \
-        ck_assert_msg(e_ != NULL, "expected an error containing '%s', got none", needle); \
-        ck_assert_msg(strstr(e_, needle) != NULL, "error '%s' lacks '%s'", e_, needle); \
+#define tt_assert_error(g, needle)                                                                                     \
+    do {                                                                                                               \
+        const char *e_ = tg_graph_error(g);                                                                            \
+        ck_assert_msg(e_ != NULL, "expected an error containing '%s', got none", needle);                              \
+        ck_assert_msg(strstr(e_, needle) != NULL, "error '%s' lacks '%s'", e_, needle);                                \
     } while (0)
 
 /* y, what an op returned, is NULL with an error on g containing needle,
@@ -199,7 +211,7 @@ static inline TCase *tt_tcase(Suite *s, const char *name, double timeout, const 
     TCase *tc = tcase_create(name);
     if (timeout > 0) tcase_set_timeout(tc, timeout);
     for (; *tests; tests++) {
-        if (!(*tests)->fn) {   /* TT_LOOP's marker */
+        if (!(*tests)->fn) { /* TT_LOOP's marker */
             tcase_add_loop_test(tc, tests[1], 0, (*tests)->line);
             tests++;
         } else {
@@ -215,13 +227,13 @@ static inline TCase *tt_tcase(Suite *s, const char *name, double timeout, const 
 static inline int tt_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);   /* one process: the gradcheck tally below sees every test */
+    srunner_set_fork_status(sr, CK_NOFORK); /* one process: the gradcheck tally below sees every test */
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     if (tt_gc_cases)
-        printf("gradcheck: %d cases, max |analytic - numeric| %.3g, worst ratio to tolerance %.3g\n",
-               tt_gc_cases, tt_gc_max_err, tt_gc_worst_ratio);
+        printf("gradcheck: %d cases, max |analytic - numeric| %.3g, worst ratio to tolerance %.3g\n", tt_gc_cases,
+               tt_gc_max_err, tt_gc_worst_ratio);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 

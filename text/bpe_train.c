@@ -58,9 +58,9 @@
 typedef struct pairinfo {
     int32_t a, b;
     int64_t count;
-    int32_t *w;           /* words it occurs in (may hold stale ones) */
+    int32_t *w; /* words it occurs in (may hold stale ones) */
     int32_t wn, wcap;
-    int32_t touched;      /* the merge that last changed it */
+    int32_t touched; /* the merge that last changed it */
 } pairinfo;
 
 typedef struct entry {
@@ -69,14 +69,14 @@ typedef struct entry {
 } entry;
 
 typedef struct trainer {
-    int32_t *sym;         /* every word's ids */
+    int32_t *sym; /* every word's ids */
     int64_t *wstart;
     int32_t *wlen, *wstamp;
     int64_t *wcount;
     int32_t nw;
     pairinfo *p;
     int32_t np, pcap;
-    tg_pairmap index;     /* (a << 32 | b) -> pair */
+    tg_pairmap index; /* (a << 32 | b) -> pair */
     entry *heap;
     size_t hn, hcap;
     int32_t *touched;
@@ -88,7 +88,7 @@ typedef struct trainer {
     tg_strmap pieces;
     int32_t *merges;
     int32_t nmerges;
-    int8_t *shape;        /* per piece: SHAPE_WHOLE, the bytes a character still needs, or SHAPE_* */
+    int8_t *shape; /* per piece: SHAPE_WHOLE, the bytes a character still needs, or SHAPE_* */
     bool oom;
 } trainer;
 
@@ -183,7 +183,7 @@ static int32_t pair_of(trainer *T, int32_t a, int32_t b)
  * touched by merge m. */
 static void add(trainer *T, int32_t a, int32_t b, int64_t d, int32_t w, int32_t m)
 {
-    if (merged_shape(T, a, b) == SHAPE_NEVER) return;   /* never counted, never merged */
+    if (merged_shape(T, a, b) == SHAPE_NEVER) return; /* never counted, never merged */
     int32_t i = pair_of(T, a, b);
     if (i < 0) {
         T->oom = true;
@@ -262,7 +262,7 @@ static int32_t merge(trainer *T, int32_t i, int32_t m)
     int64_t e = tg_strmap_find(&T->pieces, buf, (uint32_t)(la + lb), tg_hash_bytes(buf, la + lb));
     int32_t c;
     if (e >= 0) {
-        c = (int32_t)T->pieces.ents[e].val;   /* a b spells a piece made by another merge */
+        c = (int32_t)T->pieces.ents[e].val; /* a b spells a piece made by another merge */
     } else {
         if ((c = add_piece(T, buf, la + lb, true, merged_shape(T, a, b))) < 0) return -1;
         T->merges[2 * T->nmerges] = a;
@@ -397,7 +397,7 @@ tg_tokenizer *tg_bpe_train(const void *text, size_t len, const tg_bpe_options *o
         entry e = pop(&T);
         int32_t i = tg_pairmap_get(&T.index, (uint64_t)e.a << 32 | (uint64_t)e.b);
         int64_t now = T.p[i].count;
-        if (now != e.count) {   /* stale: a smaller count is pushed again, a larger one is in the heap */
+        if (now != e.count) { /* stale: a smaller count is pushed again, a larger one is in the heap */
             if (now > 0 && now < e.count) push(&T, (entry){now, e.a, e.b});
             if (T.oom) goto oom;
             continue;

@@ -55,7 +55,7 @@ int64_t tg_tok_stream_push(tg_tok_stream *s, int32_t id, void *out, size_t cap)
 {
     if (!s || !s->tok || !out || id < 0 || id >= s->tok->n || s->n_held < 0 || s->n_held > 3) return -1;
     const tg_tokenizer *t = s->tok;
-    if (cap < t->max_piece + 3) return -1;   /* the documented room, whatever this id needs */
+    if (cap < t->max_piece + 3) return -1; /* the documented room, whatever this id needs */
     size_t len = (size_t)(t->off[id + 1] - t->off[id]), total = (size_t)s->n_held + len;
     unsigned char *o = out;
     memcpy(o, s->held, (size_t)s->n_held);
@@ -70,7 +70,7 @@ int64_t tg_tok_stream_push(tg_tok_stream *s, int32_t id, void *out, size_t cap)
         if (k) {
             i += (size_t)k;
         } else if (total - i < 4 && tg_utf8_incomplete(o + i, (int)(total - i))) {
-            break;   /* the start of a character the next token may finish */
+            break; /* the start of a character the next token may finish */
         } else {
             i += (size_t)sub;
         }

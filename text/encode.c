@@ -33,9 +33,9 @@
 #include "../core/parallel.h"
 #include "text_internal.h"
 
-#define CACHE_WORD 32           /* words cached up to this many bytes */
-#define CACHE_MAX (1 << 20)     /* entries per thread */
-#define PART_MIN (1 << 20)      /* bytes per thread at least */
+#define CACHE_WORD 32 /* words cached up to this many bytes */
+#define CACHE_MAX (1 << 20) /* entries per thread */
+#define PART_MIN (1 << 20) /* bytes per thread at least */
 
 /* ---- words of TG_TOK_BPE ------------------------------------------------- */
 
@@ -63,16 +63,19 @@ size_t tg_bpe_word_start(const unsigned char *s, size_t len, size_t pos)
 
 typedef struct encoder {
     const tg_tokenizer *t;
-    int32_t *ids;               /* output */
+    int32_t *ids; /* output */
     size_t n, cap;
-    struct cache_slot { uint64_t hash; uint32_t at, used; } *slots;   /* the word cache */
+    struct cache_slot {
+        uint64_t hash;
+        uint32_t at, used;
+    } * slots; /* the word cache */
     size_t scap_slots, ncached;
-    int32_t *pool;              /* its entries: len << 8 | count, the word's bytes (padded), the ids */
+    int32_t *pool; /* its entries: len << 8 | count, the word's bytes (padded), the ids */
     size_t plen, pcap;
-    int32_t *sym;               /* the word being merged */
+    int32_t *sym; /* the word being merged */
     size_t symcap;
     tg_merge_scratch ms;
-    unsigned char *clean;       /* tiktoken: the part rewritten as valid UTF-8 */
+    unsigned char *clean; /* tiktoken: the part rewritten as valid UTF-8 */
     bool oom;
     char err[256];
 } encoder;
@@ -130,7 +133,7 @@ static int cache_add(encoder *e, const unsigned char *w, size_t len, uint64_t h,
     if (grow32(&e->pool, &e->pcap, e->plen + words)) return -1;
     int32_t *p = e->pool + e->plen;
     p[0] = (int32_t)(len << 8 | m);
-    p[(len + 3) / 4] = 0;   /* the padding of the last word of bytes */
+    p[(len + 3) / 4] = 0; /* the padding of the last word of bytes */
     memcpy(p + 1, w, len);
     memcpy(p + 1 + (len + 3) / 4, e->sym, m * sizeof *p);
     size_t i = (size_t)h & (e->scap_slots - 1);
@@ -260,7 +263,7 @@ static void encode_regex(encoder *e, const unsigned char *raw, size_t raw_len)
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t a = ov[0], b = ov[1];
-        if (b == a) {   /* an empty match: go on after the next character */
+        if (b == a) { /* an empty match: go on after the next character */
             int sub, k = b < len ? tg_utf8_char(s + b, len - b, &sub) : 1;
             at = b + (size_t)(k ? k : sub);
             continue;
@@ -289,7 +292,7 @@ static void encoder_free(encoder *e)
 typedef struct job {
     const tg_tokenizer *t;
     const unsigned char *s;
-    size_t *cut;       /* part k is [cut[k], cut[k + 1]) */
+    size_t *cut; /* part k is [cut[k], cut[k + 1]) */
     encoder *enc;
 } job;
 
@@ -311,8 +314,7 @@ static void run_parts(void *ctx, int64_t lo, int64_t hi)
 static size_t regex_cut(const unsigned char *s, size_t len, size_t pos)
 {
     for (size_t p = pos < 1 ? 1 : pos; p + 1 < len; p++)
-        if (s[p] == ' ' && s[p - 1] > 0x20 && s[p - 1] < 0x7f &&
-            ((s[p + 1] | 0x20) >= 'a' && (s[p + 1] | 0x20) <= 'z'))
+        if (s[p] == ' ' && s[p - 1] > 0x20 && s[p - 1] < 0x7f && ((s[p + 1] | 0x20) >= 'a' && (s[p + 1] | 0x20) <= 'z'))
             return p;
     return len;
 }
@@ -329,7 +331,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
         return -1;
     }
     const unsigned char *s = text;
-    if (t->kind == TG_TOK_SPM) return tg_spm_encode(t, s, len, ids, err);   /* no words: text/spm.c */
+    if (t->kind == TG_TOK_SPM) return tg_spm_encode(t, s, len, ids, err); /* no words: text/spm.c */
     int parts = tg_num_threads();
     if ((size_t)parts > len / PART_MIN) parts = (int)(len / PART_MIN);
     /* regex_cut's reasoning holds for GPT-2's pattern; another one runs whole */
@@ -365,7 +367,7 @@ int64_t tg_tok_encode(const tg_tokenizer *t, const void *text, size_t len, int32
         total += (int64_t)enc[p].n;
     }
     int32_t *out = NULL;
-    if (!rc && parts == 1) {   /* hand over the part's array */
+    if (!rc && parts == 1) { /* hand over the part's array */
         out = enc[0].ids ? enc[0].ids : tg_malloc(sizeof *out);
         enc[0].ids = NULL;
     } else if (!rc) {

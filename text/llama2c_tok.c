@@ -35,13 +35,12 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
         return NULL;
     }
     if (vocab_size < 0 || vocab_size > (1 << 30)) {
-        tg_error_set(err, "llama2.c tokenizer: %s: vocab_size %d is not 0 (any) or 1..2^30", path,
-                     (int)vocab_size);
+        tg_error_set(err, "llama2.c tokenizer: %s: vocab_size %d is not 0 (any) or 1..2^30", path, (int)vocab_size);
         return NULL;
     }
     const char *why = NULL;
     size_t len = 0;
-    const int fd = tg_open_regular(path, &len, &why);   /* a directory, a FIFO, a device: refused unread */
+    const int fd = tg_open_regular(path, &len, &why); /* a directory, a FIFO, a device: refused unread */
     if (fd < 0) {
         tg_error_set(err, "llama2.c tokenizer: %s: %s", path, why);
         return NULL;
@@ -65,8 +64,10 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
     size_t p = 4, longest = 0;
     while (p < len && (!vocab_size || n < vocab_size)) {
         if (len - p < 8) {
-            tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: id %d is cut short (%zu bytes left, 8 for its "
-                              "score and length)", path, p, (int)n, len - p);
+            tg_error_set(err,
+                         "llama2.c tokenizer: %s: offset %zu: id %d is cut short (%zu bytes left, 8 for its "
+                         "score and length)",
+                         path, p, (int)n, len - p);
             goto done;
         }
         const int32_t l = rd32(buf + p + 4);
@@ -80,23 +81,29 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
         n++;
     }
     if (vocab_size && n < vocab_size) {
-        tg_error_set(err, "llama2.c tokenizer: %s: %d pieces, the model has %d ids", path, (int)n,
-                     (int)vocab_size);
+        tg_error_set(err, "llama2.c tokenizer: %s: %d pieces, the model has %d ids", path, (int)n, (int)vocab_size);
         goto done;
     }
-    if (p != len) {   /* (only with vocab_size: else every byte was read) */
-        tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: %zu bytes after the vocab_size %d entries (the "
-                          "file has %zu): another tokenizer's, or garbage", path, p, len - p, (int)n, len);
+    if (p != len) { /* (only with vocab_size: else every byte was read) */
+        tg_error_set(err,
+                     "llama2.c tokenizer: %s: offset %zu: %zu bytes after the vocab_size %d entries (the "
+                     "file has %zu): another tokenizer's, or garbage",
+                     path, p, len - p, (int)n, len);
         goto done;
     }
     if (n < 259) {
-        tg_error_set(err, "llama2.c tokenizer: %s: %d pieces; run.c's layout has at least 259 (3 specials, then "
-                          "the 256 bytes)", path, (int)n);
+        tg_error_set(err,
+                     "llama2.c tokenizer: %s: %d pieces; run.c's layout has at least 259 (3 specials, then "
+                     "the 256 bytes)",
+                     path, (int)n);
         goto done;
     }
-    if (max_len < 0 || (size_t)max_len != longest) {   /* run.c sizes its buffers from it; every writer puts the longest */
-        tg_error_set(err, "llama2.c tokenizer: %s: offset 0: max_token_length %d is not the longest piece's "
-                          "length %zu", path, (int)max_len, longest);
+    if (max_len < 0 ||
+        (size_t)max_len != longest) { /* run.c sizes its buffers from it; every writer puts the longest */
+        tg_error_set(err,
+                     "llama2.c tokenizer: %s: offset 0: max_token_length %d is not the longest piece's "
+                     "length %zu",
+                     path, (int)max_len, longest);
         goto done;
     }
     pieces = tg_malloc(len);
@@ -118,8 +125,8 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
         off[i + 1] = off[i] + (int64_t)l;
         p += 8 + l;
         if (isnan(scores[i]) || isinf(scores[i])) {
-            tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: id %d scores %g: scores must be finite", path,
-                         at, (int)i, (double)scores[i]);
+            tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: id %d scores %g: scores must be finite", path, at,
+                         (int)i, (double)scores[i]);
             goto done;
         }
         if (i < 3) {
@@ -130,19 +137,23 @@ tg_tokenizer *tg_tok_load_llama2c(const char *path, int32_t vocab_size, tg_error
             const int b = i - 3;
             char want[8];
             snprintf(want, sizeof want, "<0x%02X>", b);
-            const bool raw = l == 1 && s[0] == b, spelled = l == 6 && !memcmp(s, want, 3) &&
-                                                            !strncasecmp((const char *)s + 3, want + 3, 3);
+            const bool raw = l == 1 && s[0] == b,
+                       spelled = l == 6 && !memcmp(s, want, 3) && !strncasecmp((const char *)s + 3, want + 3, 3);
             if (!raw && !spelled) {
-                tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: id %d must be the byte 0x%02X (run.c's "
-                             "ids 3 to 258 are the bytes), as \"%s\" or the byte itself", path, at, (int)i, b, want);
+                tg_error_set(err,
+                             "llama2.c tokenizer: %s: offset %zu: id %d must be the byte 0x%02X (run.c's "
+                             "ids 3 to 258 are the bytes), as \"%s\" or the byte itself",
+                             path, at, (int)i, b, want);
                 goto done;
             }
             types[i] = TG_PIECE_BYTE;
             continue;
         }
         if (memchr(s, 0, l)) {
-            tg_error_set(err, "llama2.c tokenizer: %s: offset %zu: id %d holds a NUL byte, which run.c's C "
-                              "strings never match", path, at, (int)i);
+            tg_error_set(err,
+                         "llama2.c tokenizer: %s: offset %zu: id %d holds a NUL byte, which run.c's C "
+                         "strings never match",
+                         path, at, (int)i);
             goto done;
         }
         types[i] = TG_PIECE_NORMAL;

@@ -16,7 +16,7 @@
 
 #include "../core/alloc.h"
 
-#define SHORT_WORD 64           /* longer words merge with a heap */
+#define SHORT_WORD 64 /* longer words merge with a heap */
 
 static int32_t pair(const tg_tokenizer *t, int32_t a, int32_t b)
 {

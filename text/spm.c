@@ -59,7 +59,10 @@
 
 static int hexval(unsigned char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    return c >= '0' && c <= '9' ? c - '0'
+        : c >= 'A' && c <= 'F'  ? c - 'A' + 10
+        : c >= 'a' && c <= 'f'  ? c - 'a' + 10
+                                : -1;
 }
 
 /* The byte "<0xXX>" spells, or -1. */
@@ -69,7 +72,10 @@ static int byte_spelling(const unsigned char *p, size_t len)
     return hexval(p[3]) << 4 | hexval(p[4]);
 }
 
-typedef struct scored { float score; int32_t id; } scored;
+typedef struct scored {
+    float score;
+    int32_t id;
+} scored;
 
 static int by_score_desc(const void *a, const void *b)
 {
@@ -101,7 +107,7 @@ static int64_t symbol_of(tg_tokenizer *t, const unsigned char *s, size_t k, bool
     const int64_t e = tg_strmap_find(&t->pieces, s, (uint32_t)k, h);
     if (e >= 0) return t->pieces.ents[e].val;
     if (!one) return -1;
-    if (!add) return INT64_MAX;   /* would be a new one */
+    if (!add) return INT64_MAX; /* would be a new one */
     const int64_t at = (int64_t)t->pieces.n;
     return tg_strmap_add(&t->pieces, s, (uint32_t)k, h, t->n + at) < 0 ? -2 : t->n + at;
 }
@@ -122,15 +128,15 @@ static int add_char_symbols(tg_tokenizer *t, const uint8_t *target)
         if (!target[i]) continue;
         const unsigned char *p = t->spelled + t->soff[i];
         const size_t len = (size_t)(t->soff[i + 1] - t->soff[i]), first = char_at(p, 0, len, true);
-        size_t last = 0;   /* where the last character starts */
+        size_t last = 0; /* where the last character starts */
         for (size_t k = 0; k < len; k += char_at(p, k, len, true)) last = k;
         t->build_work += 2 * len;
-        for (int c = 0; c < 2; c++) {   /* the first character and the rest, the rest and the last character */
+        for (int c = 0; c < 2; c++) { /* the first character and the rest, the rest and the last character */
             const size_t cut = c ? last : first;
             if (cut == 0 || cut >= len || (c && last == first)) continue;
             const bool one_l = cut == first, one_r = cut == last;
             int64_t l = symbol_of(t, p, cut, one_l, false), r = symbol_of(t, p + cut, len - cut, one_r, false);
-            if (l < 0 || r < 0 || (l < t->n && r < t->n)) continue;   /* no pair, or two text pieces: made already */
+            if (l < 0 || r < 0 || (l < t->n && r < t->n)) continue; /* no pair, or two text pieces: made already */
             if (l == INT64_MAX) l = symbol_of(t, p, cut, true, true);
             if (r == INT64_MAX) r = symbol_of(t, p + cut, len - cut, true, true);
             if (l < 0 || r < 0 || tg_pairmap_put(&t->pairs, (uint64_t)l << 32 | (uint64_t)r, i)) return -1;
@@ -167,14 +173,13 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
     t->spm = *o;
     t->spelled = tg_malloc(nb ? nb : 1);
     t->soff = tg_malloc(((size_t)n + 1) * sizeof *t->soff);
-    t->bytes = tg_malloc(nb ? nb : 1);   /* the decoded pieces are never longer */
+    t->bytes = tg_malloc(nb ? nb : 1); /* the decoded pieces are never longer */
     t->off = tg_malloc(((size_t)n + 1) * sizeof *t->off);
     t->special = tg_malloc((size_t)n);
     t->scores = tg_malloc((size_t)n * sizeof *t->scores);
     t->types = tg_malloc((size_t)n);
     t->rank = tg_malloc((size_t)n * sizeof *t->rank);
-    if (!t->spelled || !t->soff || !t->bytes || !t->off || !t->special || !t->scores || !t->types || !t->rank)
-        goto oom;
+    if (!t->spelled || !t->soff || !t->bytes || !t->off || !t->special || !t->scores || !t->types || !t->rank) goto oom;
     if (nb) memcpy(t->spelled, pieces, nb);
     memcpy(t->soff, off, ((size_t)n + 1) * sizeof *off);
     memcpy(t->scores, scores, (size_t)n * sizeof *scores);
@@ -182,7 +187,7 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
 
     size_t smax = 0;
-    int64_t at = 0;   /* the decoded pieces so far */
+    int64_t at = 0; /* the decoded pieces so far */
     for (int32_t i = 0; i < n; i++) {
         const unsigned char *p = t->spelled + off[i];
         const size_t len = (size_t)(off[i + 1] - off[i]);
@@ -193,13 +198,12 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
         if (ty < TG_PIECE_NORMAL || ty > TG_PIECE_BYTE || ty == TG_PIECE_USER) {
             tg_error_set(err, "%s: id %d has type %d: %s", what, (int)i, ty,
                          ty == TG_PIECE_USER ? "a user-defined piece, which sentencepiece matches before merging "
-                              "and tapegrad does not"
-                              : "not a piece type (1 normal, 2 unknown, 3 control, 5 unused, 6 byte)");
+                                               "and tapegrad does not"
+                                             : "not a piece type (1 normal, 2 unknown, 3 control, 5 unused, 6 byte)");
             goto fail;
         }
         if (!isfinite(scores[i])) {
-            tg_error_set(err, "%s: id %d has the score %g: scores must be finite", what, (int)i,
-                         (double)scores[i]);
+            tg_error_set(err, "%s: id %d has the score %g: scores must be finite", what, (int)i, (double)scores[i]);
             goto fail;
         }
         if (!len) {
@@ -211,13 +215,12 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
         if (ty == TG_PIECE_BYTE) {
             const int b = len == 1 ? p[0] : byte_spelling(p, len);
             if (b < 0) {
-                tg_error_set(err, "%s: id %d is a byte piece but spells neither one byte nor <0xXX>", what,
-                             (int)i);
+                tg_error_set(err, "%s: id %d is a byte piece but spells neither one byte nor <0xXX>", what, (int)i);
                 goto fail;
             }
             if (t->byte_id[b] >= 0) {
-                tg_error_set(err, "%s: ids %d and %d are both the byte piece of 0x%02X", what,
-                             (int)t->byte_id[b], (int)i, b);
+                tg_error_set(err, "%s: ids %d and %d are both the byte piece of 0x%02X", what, (int)t->byte_id[b],
+                             (int)i, b);
                 goto fail;
             }
             t->byte_id[b] = i;
@@ -248,15 +251,17 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
         target[i] = len >= 2 && (double)scores[i] > o->merge_floor;
     }
     t->off[n] = at;
-    for (int b = 0; b < 256; b++)   /* spelled U+2581, a space is that piece (checked below), never its byte */
+    for (int b = 0; b < 256; b++) /* spelled U+2581, a space is that piece (checked below), never its byte */
         if (t->byte_id[b] < 0 && !(o->space_u2581 && b == ' ')) {
             tg_error_set(err, "%s: no byte piece for 0x%02X, so some texts could not be encoded", what, b);
             goto fail;
         }
     if (o->space_u2581 && tg_strmap_find(&t->pieces, U2581, 3, tg_hash_bytes(U2581, 3)) < 0) {
         /* its bytes would stand for it, and decode as U+2581, not a space */
-        tg_error_set(err, "%s: the pieces spell a space U+2581 but none is U+2581 alone, so a space could not "
-                          "be encoded", what);
+        tg_error_set(err,
+                     "%s: the pieces spell a space U+2581 but none is U+2581 alone, so a space could not "
+                     "be encoded",
+                     what);
         goto fail;
     }
     const int32_t ends[2] = {bos, eos};
@@ -282,7 +287,7 @@ tg_tokenizer *tg_tok_new_spm(const tg_spm_pieces *v, const tg_spm_options *o, tg
     }
     if (tg_tok_build_pairs(t, t->spelled, t->soff, smax, text, target)) goto oom;
     if (o->space_u2581 && add_char_symbols(t, target)) goto oom;
-    if (!(t->mergeable = tg_calloc((size_t)n + t->pieces.n, 1))) goto oom;   /* the ids, then the character symbols */
+    if (!(t->mergeable = tg_calloc((size_t)n + t->pieces.n, 1))) goto oom; /* the ids, then the character symbols */
     for (size_t k = 0; k < t->pairs.cap; k++)
         if (t->pairs.keys[k] != UINT64_MAX) {
             t->mergeable[t->pairs.keys[k] >> 32] = 1;
@@ -310,9 +315,9 @@ int64_t tg_spm_encode(const tg_tokenizer *t, const unsigned char *s, size_t len,
     unsigned char *buf = NULL;
     int32_t *sym = NULL;
     tg_merge_scratch ms = {0};
-    size_t m = len + pre;   /* the text's bytes as encoded */
+    size_t m = len + pre; /* the text's bytes as encoded */
     if (len > (SIZE_MAX - 8) / 12) goto oom;
-    if (pre || wide) {   /* the dummy prefix, spaces as U+2581 */
+    if (pre || wide) { /* the dummy prefix, spaces as U+2581 */
         if (!(buf = tg_malloc(wide ? 3 * m + 1 : m + 1))) goto oom;
         size_t o = 0;
         for (size_t i = 0; i < m; i++) {

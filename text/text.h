@@ -61,7 +61,7 @@ extern "C" {
 typedef struct tg_tokenizer tg_tokenizer;
 
 typedef enum tg_tok_kind {
-    TG_TOK_NONE = 0,   /* no tokenizer (what tg_tok_kind_of says for NULL) */
+    TG_TOK_NONE = 0, /* no tokenizer (what tg_tok_kind_of says for NULL) */
     TG_TOK_BPE = 1,
     TG_TOK_TIKTOKEN = 2,
     TG_TOK_SPM = 3
@@ -80,12 +80,12 @@ typedef enum tg_bpe_words {
                                  (punctuation and symbols); a leading space stays with the first run.
                                  " lord," gives " lord" and ",": no piece joins a word and its
                                  punctuation, as in SentencePiece's vocabularies */
-    TG_BPE_WORDS_SPACES = 1,  /* the encoder's words as they are (tapegrad 0.2): " lord," can be a piece */
+    TG_BPE_WORDS_SPACES = 1, /* the encoder's words as they are (tapegrad 0.2): " lord," can be a piece */
 } tg_bpe_words;
 
 typedef struct tg_bpe_options {
-    int vocab_size;     /* total ids wanted, specials and bytes included (>= 259) */
-    int64_t min_count;  /* a pair seen fewer times is never merged; 0 means 2 */
+    int vocab_size; /* total ids wanted, specials and bytes included (>= 259) */
+    int64_t min_count; /* a pair seen fewer times is never merged; 0 means 2 */
     tg_bpe_words words; /* TG_BPE_WORDS_CLASSES (0) unless set */
 } tg_bpe_options;
 
@@ -144,21 +144,21 @@ TG_API void tg_tok_free(tg_tokenizer *t);
 /* A piece's type in a TG_TOK_SPM vocabulary: sentencepiece's and GGUF's
  * numbers. */
 typedef enum tg_piece_type {
-    TG_PIECE_NONE = 0,     /* no such piece (what tg_tok_piece_type says for an id out of range) */
-    TG_PIECE_NORMAL = 1,   /* text: looked up and made by merges */
-    TG_PIECE_UNKNOWN = 2,  /* <unk>: a special, never produced */
-    TG_PIECE_CONTROL = 3,  /* BOS, EOS and the like: specials, never produced */
-    TG_PIECE_USER = 4,     /* user-defined (matched before merging by sentencepiece): refused */
-    TG_PIECE_UNUSED = 5,   /* in the vocabulary, never produced */
-    TG_PIECE_BYTE = 6      /* one byte: "<0xXX>", or the byte itself (then also text) */
+    TG_PIECE_NONE = 0, /* no such piece (what tg_tok_piece_type says for an id out of range) */
+    TG_PIECE_NORMAL = 1, /* text: looked up and made by merges */
+    TG_PIECE_UNKNOWN = 2, /* <unk>: a special, never produced */
+    TG_PIECE_CONTROL = 3, /* BOS, EOS and the like: specials, never produced */
+    TG_PIECE_USER = 4, /* user-defined (matched before merging by sentencepiece): refused */
+    TG_PIECE_UNUSED = 5, /* in the vocabulary, never produced */
+    TG_PIECE_BYTE = 6 /* one byte: "<0xXX>", or the byte itself (then also text) */
 } tg_piece_type;
 
 /* What differs between llama2.c's tokenizer.bin and a sentencepiece (or
  * GGUF "llama") vocabulary. */
 typedef struct tg_spm_options {
-    bool space_u2581;    /* the pieces spell a space U+2581 (sentencepiece, GGUF); else ' ' (llama2.c) */
-    bool add_prefix;     /* encoding puts a space before a text that is not empty (the dummy prefix) */
-    double merge_floor;  /* a merge makes only pieces scoring above this: run.c's -1e10, or -INFINITY */
+    bool space_u2581; /* the pieces spell a space U+2581 (sentencepiece, GGUF); else ' ' (llama2.c) */
+    bool add_prefix; /* encoding puts a space before a text that is not empty (the dummy prefix) */
+    double merge_floor; /* a merge makes only pieces scoring above this: run.c's -1e10, or -INFINITY */
 } tg_spm_options;
 
 /* The options of llama2.c's tokenizer.bin as run.c reads it: ' ', the
@@ -167,12 +167,12 @@ typedef struct tg_spm_options {
 
 /* The vocabulary of a TG_TOK_SPM tokenizer, as a file holds it. */
 typedef struct tg_spm_pieces {
-    int32_t n;                    /* ids */
-    const unsigned char *pieces;  /* every piece as the vocabulary spells it, end to end */
-    const int64_t *off;           /* n + 1 offsets into pieces: piece i is [off[i], off[i + 1]) */
-    const float *scores;          /* n scores */
-    const uint8_t *types;         /* n tg_piece_type values */
-    int32_t bos, eos;             /* ids of CONTROL pieces, or -1 */
+    int32_t n; /* ids */
+    const unsigned char *pieces; /* every piece as the vocabulary spells it, end to end */
+    const int64_t *off; /* n + 1 offsets into pieces: piece i is [off[i], off[i + 1]) */
+    const float *scores; /* n scores */
+    const uint8_t *types; /* n tg_piece_type values */
+    int32_t bos, eos; /* ids of CONTROL pieces, or -1 */
 } tg_spm_pieces;
 
 /* A TG_TOK_SPM tokenizer of v's pieces, all copied, with options o.
@@ -260,8 +260,7 @@ TG_API double tg_tok_bytes_per_token(const tg_tokenizer *t, const void *text, si
  * most cap bytes to out (which may be NULL when cap is 0) and returns the
  * full length, like snprintf (no NUL). -1 with a message for an id out of
  * range. */
-TG_API int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap,
-                             tg_error *err);
+TG_API int64_t tg_tok_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, void *out, size_t cap, tg_error *err);
 
 /* A streaming decoder for text generated one token at a time: it emits
  * complete UTF-8 characters and holds back the start of a character whose
@@ -289,9 +288,9 @@ TG_API int64_t tg_tok_stream_flush(tg_tok_stream *s, void *out, size_t cap);
 /* ---- token files (text/token_file.c) --------------------------------------- */
 
 typedef enum tg_tokfile_format {
-    TG_TOKFILE_AUTO = 0,    /* llm.c's if the file starts with its magic, else nanoGPT's */
+    TG_TOKFILE_AUTO = 0, /* llm.c's if the file starts with its magic, else nanoGPT's */
     TG_TOKFILE_NANOGPT = 1, /* prepare.py's output: raw little-endian uint16 ids */
-    TG_TOKFILE_LLMC = 2     /* llm.c's: 256 int32 header (magic 20240520, version 1 (uint16
+    TG_TOKFILE_LLMC = 2 /* llm.c's: 256 int32 header (magic 20240520, version 1 (uint16
                                ids) or 2 (uint32 ids), count), then the ids */
 } tg_tokfile_format;
 

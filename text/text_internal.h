@@ -17,15 +17,19 @@
 typedef struct tg_pairmap {
     uint64_t *keys;
     int32_t *vals;
-    size_t cap, n;   /* cap a power of two, or 0 */
+    size_t cap, n; /* cap a power of two, or 0 */
 } tg_pairmap;
 
 /* An open-addressing map from byte strings (copied into its pool) to
  * int64 values. Entries are numbered in insertion order. */
 typedef struct tg_strmap {
-    uint32_t *slots;   /* entry index + 1; 0 is empty */
-    size_t cap;        /* power of two, or 0 */
-    struct tg_strent { uint64_t off, hash; uint32_t len; int64_t val; } *ents;
+    uint32_t *slots; /* entry index + 1; 0 is empty */
+    size_t cap; /* power of two, or 0 */
+    struct tg_strent {
+        uint64_t off, hash;
+        uint32_t len;
+        int64_t val;
+    } * ents;
     size_t n, ents_cap;
     unsigned char *pool;
     size_t pool_len, pool_cap;
@@ -33,35 +37,35 @@ typedef struct tg_strmap {
 
 struct tg_tokenizer {
     tg_tok_kind kind;
-    int32_t n;               /* ids */
-    unsigned char *bytes;    /* every piece end to end */
-    int64_t *off;            /* n + 1 offsets into bytes */
-    uint8_t *special;        /* n flags */
-    int32_t *merges;         /* TG_TOK_BPE: (n_merges, 2) left, right; else NULL */
+    int32_t n; /* ids */
+    unsigned char *bytes; /* every piece end to end */
+    int64_t *off; /* n + 1 offsets into bytes */
+    uint8_t *special; /* n flags */
+    int32_t *merges; /* TG_TOK_BPE: (n_merges, 2) left, right; else NULL */
     int32_t n_merges;
-    int32_t byte_id[256];    /* the piece of each single byte */
-    int32_t bos, eos, unk;   /* -1 if none */
+    int32_t byte_id[256]; /* the piece of each single byte */
+    int32_t bos, eos, unk; /* -1 if none */
     size_t max_piece;
-    uint64_t build_work;     /* bytes tg_tok_build hashed and compared building pairs (linear in the pieces) */
-    bool whole_word_first;   /* tiktoken: a word that is a piece is one token */
-    tg_pairmap pairs;        /* (a << 32 | b) -> id of bytes(a) bytes(b) */
-    tg_strmap pieces;        /* ordinary piece bytes -> id */
+    uint64_t build_work; /* bytes tg_tok_build hashed and compared building pairs (linear in the pieces) */
+    bool whole_word_first; /* tiktoken: a word that is a piece is one token */
+    tg_pairmap pairs; /* (a << 32 | b) -> id of bytes(a) bytes(b) */
+    tg_strmap pieces; /* ordinary piece bytes -> id */
     /* TG_TOK_SPM (text/spm.c); NULL otherwise */
-    unsigned char *spelled;  /* the pieces as the vocabulary spells them, end to end */
-    int64_t *soff;           /* n + 1 offsets into spelled */
-    float *scores;           /* n */
-    uint8_t *types;          /* n tg_piece_type */
-    int32_t *rank;           /* n: merge priority of a piece merges make (lower first); NULL: the id */
-    uint8_t *mergeable;      /* n: 1 when the id is half of some pair */
+    unsigned char *spelled; /* the pieces as the vocabulary spells them, end to end */
+    int64_t *soff; /* n + 1 offsets into spelled */
+    float *scores; /* n */
+    uint8_t *types; /* n tg_piece_type */
+    int32_t *rank; /* n: merge priority of a piece merges make (lower first); NULL: the id */
+    uint8_t *mergeable; /* n: 1 when the id is half of some pair */
     tg_spm_options spm;
-    char *pattern;           /* tiktoken: the pre-split regex */
-    void *re;                /* its compiled pcre2_code */
+    char *pattern; /* tiktoken: the pre-split regex */
+    void *re; /* its compiled pcre2_code */
 };
 
 /* ---- text/hash.c ---------------------------------------------------------- */
 
 uint64_t tg_hash_bytes(const void *p, size_t len);
-int32_t tg_pairmap_get(const tg_pairmap *m, uint64_t key);   /* -1 if absent */
+int32_t tg_pairmap_get(const tg_pairmap *m, uint64_t key); /* -1 if absent */
 int tg_pairmap_put(tg_pairmap *m, uint64_t key, int32_t val); /* 0, or -1 out of memory */
 void tg_pairmap_free(tg_pairmap *m);
 /* The entry index of the given bytes (hash = tg_hash_bytes of them), or -1. */
@@ -81,8 +85,8 @@ int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, tg_err
  * special: n flags), all copied. Checks that ordinary pieces are non-empty
  * and distinct and that every single byte is one, and builds the maps.
  * NULL with a message (err prefixed by `what`). */
-tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
-                           const uint8_t *special, const char *what, tg_error *err);
+tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off, const uint8_t *special,
+                           const char *what, tg_error *err);
 /* Fills t->pairs from the pieces bytes/off (longest max_len) that part
  * marks as halves and target as results (NULL: the ordinary pieces for
  * both); 0, or -1 out of memory. */

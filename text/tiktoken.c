@@ -7,7 +7,7 @@
  * empty lines, as that one does, but refuses bad base64, a rank that is not
  * a whole number, a rank or a piece seen twice, a gap in the ranks, or a
  * missing single byte), and names the line. */
-#define _POSIX_C_SOURCE 200809L   /* fdopen */
+#define _POSIX_C_SOURCE 200809L /* fdopen */
 #include "text_internal.h"
 
 #include <errno.h>
@@ -55,7 +55,7 @@ static int64_t b64_decode(const unsigned char *s, size_t n, unsigned char *out)
 }
 
 typedef struct line_piece {
-    int64_t off;    /* into the decoded bytes */
+    int64_t off; /* into the decoded bytes */
     int32_t len, line, rank;
 } line_piece;
 
@@ -101,7 +101,7 @@ static int64_t next_line(line_reader *r, const char **out)
         const char *s = r->buf + r->at, *nl = memchr(s, '\n', r->end - r->at);
         const size_t take = nl ? (size_t)(nl - s) : r->end - r->at;
         r->at += take + (nl ? 1 : 0);
-        if (nl && !len) {   /* the whole line is in the block */
+        if (nl && !len) { /* the whole line is in the block */
             *out = s;
             return (int64_t)take;
         }
@@ -164,7 +164,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, tg_error *err)
         }
         size_t end = (size_t)got;
         if (end && text[end - 1] == '\r') end--;
-        if (!end) continue;   /* an empty line, skipped as tiktoken does */
+        if (!end) continue; /* an empty line, skipped as tiktoken does */
         size_t sp = 0;
         while (sp < end && text[sp] != ' ') sp++;
         if (grow((void **)&bytes, &bytes_cap, (size_t)nb + sp, 1) ||
@@ -206,7 +206,7 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, tg_error *err)
         goto fail;
     }
     /* the ranks: each of 0..n-1 once */
-    if (!(by_rank = tg_calloc((size_t)n, sizeof *by_rank))) goto oom;   /* index + 1 into pieces */
+    if (!(by_rank = tg_calloc((size_t)n, sizeof *by_rank))) goto oom; /* index + 1 into pieces */
     for (int32_t i = 0; i < n; i++) {
         const int32_t rk = pieces[i].rank;
         if (rk >= n) continue;
@@ -220,10 +220,11 @@ tg_tokenizer *tg_tok_load_tiktoken(const char *path, tg_error *err)
     for (int32_t r = 0; r < n; r++)
         if (!by_rank[r]) {
             int32_t beyond = 0;
-            while (pieces[beyond].rank < n) beyond++;   /* n pieces, a rank missing: one is beyond n - 1 */
-            tg_error_set(err, "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d; line %d has "
-                              "rank %d)", path, (int)r, (int)n, (int)n - 1, (int)pieces[beyond].line,
-                         (int)pieces[beyond].rank);
+            while (pieces[beyond].rank < n) beyond++; /* n pieces, a rank missing: one is beyond n - 1 */
+            tg_error_set(err,
+                         "tiktoken: %s: rank %d is missing (%d pieces must have ranks 0..%d; line %d has "
+                         "rank %d)",
+                         path, (int)r, (int)n, (int)n - 1, (int)pieces[beyond].line, (int)pieces[beyond].rank);
             goto fail;
         }
     /* pieces in rank order, then <|endoftext|> */

@@ -79,7 +79,7 @@ int tg_tok_save(const tg_tokenizer *t, const char *path, tg_error *err)
         tg_error_set(err, "tokenizer save: out of memory");
         return -1;
     }
-    tg_tok_st_add(t, w);   /* a failed add sticks in the writer, whose save reports it */
+    tg_tok_st_add(t, w); /* a failed add sticks in the writer, whose save reports it */
     int rc = tg_st_writer_save(w, path, err);
     tg_st_writer_free(w);
     return rc;
@@ -120,8 +120,7 @@ static int meta_id(const tg_st_file *f, const char *key, int32_t n, int32_t *out
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || end == s || *end || errno || v < -1 || v >= n) {
-        tg_error_set(err, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)",
-                     (int)n);
+        tg_error_set(err, "tokenizer: metadata '%s' = '%s' is not an id in [-1, %d)", key, s ? s : "(none)", (int)n);
         return -1;
     }
     *out = (int32_t)v;
@@ -153,14 +152,12 @@ static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned 
     char *end = NULL;
     o.merge_floor = fl ? strtod(fl, &end) : NAN;
     if (!fl || end == fl || *end || isnan(o.merge_floor)) {
-        tg_error_set(err, "tokenizer: metadata 'tokenizer.merge_floor' = '%s' is not a number",
-                     fl ? fl : "(none)");
+        tg_error_set(err, "tokenizer: metadata 'tokenizer.merge_floor' = '%s' is not a number", fl ? fl : "(none)");
         return NULL;
     }
     if (meta_flag(f, "tokenizer.space_u2581", &o.space_u2581, err) ||
-        meta_flag(f, "tokenizer.add_prefix", &o.add_prefix, err) ||
-        meta_id(f, "tokenizer.bos", n, &bos, err) || meta_id(f, "tokenizer.eos", n, &eos, err) ||
-        meta_id(f, "tokenizer.unk", n, &unk, err))
+        meta_flag(f, "tokenizer.add_prefix", &o.add_prefix, err) || meta_id(f, "tokenizer.bos", n, &bos, err) ||
+        meta_id(f, "tokenizer.eos", n, &eos, err) || meta_id(f, "tokenizer.unk", n, &unk, err))
         return NULL;
     const tg_st_tensor *se = tensor(f, "tokenizer.scores", "F32", 1, 0, err),
                        *te = se ? tensor(f, "tokenizer.types", "U8", 1, 0, err) : NULL;
@@ -189,8 +186,8 @@ static tg_tokenizer *spm_from_st(const tg_st_file *f, int32_t n, const unsigned 
     }
     for (int32_t i = 0; i < n; i++)
         if (special[i] != t->special[i]) {
-            tg_error_set(err, "tokenizer: 'tokenizer.special'[%d] = %d disagrees with its type %d", (int)i,
-                         special[i], t->types[i]);
+            tg_error_set(err, "tokenizer: 'tokenizer.special'[%d] = %d disagrees with its type %d", (int)i, special[i],
+                         t->types[i]);
             tg_tok_free(t);
             return NULL;
         }
@@ -213,8 +210,10 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err)
         tg_error_set(err, "tokenizer: the file holds no tokenizer (no 'tokenizer' metadata)");
         return NULL;
     }
-    int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN
-             : !strcmp(kind_s, "spm") ? TG_TOK_SPM : 0;
+    int kind = !strcmp(kind_s, "bpe") ? TG_TOK_BPE
+        : !strcmp(kind_s, "tiktoken") ? TG_TOK_TIKTOKEN
+        : !strcmp(kind_s, "spm")      ? TG_TOK_SPM
+                                      : 0;
     if (!kind) {
         tg_error_set(err, "tokenizer: unknown kind '%s' (bpe, tiktoken or spm)", kind_s);
         return NULL;
@@ -250,8 +249,8 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err)
         special[i] = sb[i];
     }
     if (off[n] != pe->shape[0]) {
-        tg_error_set(err, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes",
-                     (long long)off[n], (long long)pe->shape[0]);
+        tg_error_set(err, "tokenizer: the offsets end at %lld but 'tokenizer.pieces' has %lld bytes", (long long)off[n],
+                     (long long)pe->shape[0]);
         goto fail;
     }
     if (kind == TG_TOK_SPM) {
@@ -262,15 +261,17 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err)
     }
     if (!(t = tg_tok_build(kind, (int32_t)n, pe->data ? pe->data : (const void *)"", off, special, "tokenizer", err)))
         goto fail;
-    if (meta_id(f, "tokenizer.bos", t->n, &t->bos, err) ||
-        meta_id(f, "tokenizer.eos", t->n, &t->eos, err) ||
+    if (meta_id(f, "tokenizer.bos", t->n, &t->bos, err) || meta_id(f, "tokenizer.eos", t->n, &t->eos, err) ||
         meta_id(f, "tokenizer.unk", t->n, &t->unk, err))
         goto fail;
     const int32_t ids[3] = {t->bos, t->eos, t->unk};
     for (int k = 0; k < 3; k++)
         if (ids[k] >= 0 && !t->special[ids[k]]) {
             tg_error_set(err, "tokenizer: the %s id %d is not a special token",
-                         k == 0 ? "bos" : k == 1 ? "eos" : "unk", (int)ids[k]);
+                         k == 0       ? "bos"
+                             : k == 1 ? "eos"
+                                      : "unk",
+                         (int)ids[k]);
             goto fail;
         }
     if (kind == TG_TOK_BPE) {
@@ -295,8 +296,8 @@ tg_tokenizer *tg_tok_from_st(const tg_st_file *f, tg_error *err)
             bool ok = l >= 0 && r >= 0 && l < id && r < id && !t->special[l] && !t->special[r] && !t->special[id];
             size_t ll = ok ? (size_t)(t->off[l + 1] - t->off[l]) : 0, lr = ok ? (size_t)(t->off[r + 1] - t->off[r]) : 0;
             ok = ok && (size_t)(t->off[id + 1] - t->off[id]) == ll + lr &&
-                 !memcmp(t->bytes + t->off[id], t->bytes + t->off[l], ll) &&
-                 !memcmp(t->bytes + t->off[id] + ll, t->bytes + t->off[r], lr);
+                !memcmp(t->bytes + t->off[id], t->bytes + t->off[l], ll) &&
+                !memcmp(t->bytes + t->off[id] + ll, t->bytes + t->off[r], lr);
             if (!ok) {
                 tg_error_set(err, "tokenizer: merge %lld (%d, %d) does not make the piece of id %d", (long long)k,
                              (int)l, (int)r, (int)id);

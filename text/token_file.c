@@ -30,13 +30,13 @@
 #include "../core/err_internal.h"
 #include "../core/file_internal.h"
 
-#define LLMC_HEADER 1024   /* 256 int32 */
+#define LLMC_HEADER 1024 /* 256 int32 */
 
 struct tg_tokfile {
     const unsigned char *map;
     size_t size;
-    const unsigned char *ids;   /* first id */
-    int width;                  /* bytes per id: 2 or 4 */
+    const unsigned char *ids; /* first id */
+    int width; /* bytes per id: 2 or 4 */
     int64_t n;
     tg_tokfile_format format;
 };
@@ -50,8 +50,10 @@ static uint32_t rd(const unsigned char *p, int width)
 tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t vocab_size, tg_error *err)
 {
     if (!path || vocab_size < 1 || format < TG_TOKFILE_AUTO || format > TG_TOKFILE_LLMC) {
-        tg_error_set(err, "token file: %s", !path ? "NULL path" : vocab_size < 1 ? "vocab_size must be >= 1"
-                                                                                         : "unknown format");
+        tg_error_set(err, "token file: %s",
+                     !path                ? "NULL path"
+                         : vocab_size < 1 ? "vocab_size must be >= 1"
+                                          : "unknown format");
         return NULL;
     }
     /* ids are read as int32 (tg_tokfile_read): an id of 2^31 or more would come back negative */
@@ -62,7 +64,7 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     }
     const char *why = NULL;
     size_t size = 0;
-    int fd = tg_open_regular(path, &size, &why);   /* a FIFO would block a plain open */
+    int fd = tg_open_regular(path, &size, &why); /* a FIFO would block a plain open */
     if (fd < 0) {
         tg_error_set(err, "token file %s: %s", path, why);
         return NULL;
@@ -89,24 +91,24 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
     const unsigned char *b = map;
     bool magic = size >= 4 && rd(b, 4) == TG_LLMC_MAGIC;
     if (format == TG_TOKFILE_LLMC || (format == TG_TOKFILE_AUTO && magic)) {
-        const char *raw_hint = format == TG_TOKFILE_AUTO ? " (if it is a raw uint16 file whose first ids are 55432 308, "
-                                                           "open it as nanoGPT's format)"
-                                                         : "";
+        const char *raw_hint = format == TG_TOKFILE_AUTO
+            ? " (if it is a raw uint16 file whose first ids are 55432 308, "
+              "open it as nanoGPT's format)"
+            : "";
         if (size < LLMC_HEADER) {
             tg_error_set(err, "token file %s: %zu bytes, shorter than llm.c's 1024-byte header%s", path, size,
                          raw_hint);
             goto fail;
         }
         if (!magic) {
-            tg_error_set(err, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4),
-                         TG_LLMC_MAGIC);
+            tg_error_set(err, "token file %s: offset 0: magic %u is not llm.c's %d", path, rd(b, 4), TG_LLMC_MAGIC);
             goto fail;
         }
         uint32_t version = rd(b + 4, 4);
         int32_t count = (int32_t)rd(b + 8, 4);
         if (version != 1 && version != 2) {
-            tg_error_set(err, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s",
-                         path, version, raw_hint);
+            tg_error_set(err, "token file %s: offset 4: llm.c version %u (known: 1, uint16 ids; 2, uint32 ids)%s", path,
+                         version, raw_hint);
             goto fail;
         }
         f->width = version == 1 ? 2 : 4;
@@ -128,8 +130,7 @@ tg_tokfile *tg_tokfile_open(const char *path, tg_tokfile_format format, int64_t 
         f->format = TG_TOKFILE_LLMC;
     } else {
         if (size % 2) {
-            tg_error_set(err, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path,
-                         size);
+            tg_error_set(err, "token file %s: %zu bytes is not a whole number of uint16 ids (truncated?)", path, size);
             goto fail;
         }
         f->width = 2;
@@ -177,9 +178,10 @@ static void put(unsigned char *p, uint32_t v, int width)
 int tg_tokfile_write(const char *path, tg_tokfile_format format, const int32_t *ids, int64_t n, tg_error *err)
 {
     if (!path || (!ids && n) || n < 0 || (format != TG_TOKFILE_NANOGPT && format != TG_TOKFILE_LLMC)) {
-        tg_error_set(err, "token file: %s", !path || (!ids && n) ? "NULL argument"
-                                                  : n < 0              ? "negative count"
-                                                                       : "format must be NANOGPT or LLMC");
+        tg_error_set(err, "token file: %s",
+                     !path || (!ids && n) ? "NULL argument"
+                         : n < 0          ? "negative count"
+                                          : "format must be NANOGPT or LLMC");
         return -1;
     }
     bool wide = false;

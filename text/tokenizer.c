@@ -31,8 +31,8 @@
 
 /* ---- the pairs, in time proportional to the pieces' bytes ---------------- */
 
-#define P61 ((uint64_t)0x1FFFFFFFFFFFFFFF)   /* 2^61 - 1, a prime */
-#define BASE ((uint64_t)0x16A09E667F3BCC9)   /* < P61; sqrt(2)'s bits */
+#define P61 ((uint64_t)0x1FFFFFFFFFFFFFFF) /* 2^61 - 1, a prime */
+#define BASE ((uint64_t)0x16A09E667F3BCC9) /* < P61; sqrt(2)'s bits */
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -64,8 +64,8 @@ static size_t split_at(uint64_t h, uint32_t len, size_t mask)
 }
 
 /* The id of the ordinary piece p[0..len) whose hash is h, or -1. */
-static int32_t split_find(const unsigned char *bytes, const int64_t *off, const split_table *s,
-                          const unsigned char *p, uint32_t len, uint64_t h, uint64_t *work)
+static int32_t split_find(const unsigned char *bytes, const int64_t *off, const split_table *s, const unsigned char *p,
+                          uint32_t len, uint64_t h, uint64_t *work)
 {
     for (size_t i = split_at(h, len, s->mask);; i = (i + 1) & s->mask) {
         if (!s->slot[i]) return -1;
@@ -106,7 +106,7 @@ int tg_tok_build_pairs(tg_tokenizer *t, const unsigned char *bytes, const int64_
         const size_t len = (size_t)(off[i + 1] - off[i]);
         if ((target ? !target[i] : t->special[i]) || len < 2) continue;
         const unsigned char *p = bytes + off[i];
-        pre[0] = 0;   /* pre[k]: the hash of p[0..k) */
+        pre[0] = 0; /* pre[k]: the hash of p[0..k) */
         for (size_t k = 0; k < len; k++) pre[k + 1] = addmod(mulmod(pre[k], BASE), (uint64_t)p[k] + 1);
         work += len;
         for (size_t k = 1; k < len; k++) {
@@ -137,15 +137,15 @@ int tg_tok_check_offsets(int32_t n, const int64_t *off, const char *what, tg_err
     if (off[0] != 0) return tg_error_set(err, "%s: the first piece does not start at offset 0", what);
     for (int32_t i = 0; i < n; i++)
         if (off[i + 1] < off[i] || off[i + 1] - off[i] > (1 << 30))
-            return tg_error_set(err, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i,
-                                (long long)off[i], (long long)off[i + 1]);
+            return tg_error_set(err, "%s: id %d: offsets %lld..%lld are not a piece", what, (int)i, (long long)off[i],
+                                (long long)off[i + 1]);
     return 0;
 }
 
-tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off,
-                           const uint8_t *special, const char *what, tg_error *err)
+tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, const int64_t *off, const uint8_t *special,
+                           const char *what, tg_error *err)
 {
-    if (!bytes || !special) n = 0;   /* refused below as no vocabulary */
+    if (!bytes || !special) n = 0; /* refused below as no vocabulary */
     if (tg_tok_check_offsets(n, off, what, err)) return NULL;
     tg_tokenizer *t = tg_calloc(1, sizeof *t);
     if (!t) goto oom;
@@ -182,8 +182,7 @@ tg_tokenizer *tg_tok_build(int kind, int32_t n, const unsigned char *bytes, cons
     }
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0) {
-            tg_error_set(err, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what,
-                         b);
+            tg_error_set(err, "%s: no piece is the single byte 0x%02x, so some texts could not be encoded", what, b);
             goto fail;
         }
     if (tg_tok_build_pairs(t, t->bytes, t->off, t->max_piece, NULL, NULL)) goto oom;
@@ -203,7 +202,7 @@ fail:
 static char *rust_spaces(const char *p)
 {
     size_t n = strlen(p), k = 0;
-    char *q = tg_malloc(8 * n + 1);   /* "\s" (2 bytes) becomes 15 */
+    char *q = tg_malloc(8 * n + 1); /* "\s" (2 bytes) becomes 15 */
     if (!q) return NULL;
     for (size_t i = 0; i < n; i++) {
         if (p[i] == '\\' && (p[i + 1] == 's' || p[i + 1] == 'S')) {
@@ -279,8 +278,10 @@ static void uncovered(const pcre2_code *re, char *out, size_t cap)
                 break;
             }
             if (ov[1] == from) {
-                snprintf(out, cap, "it matches the empty string at byte %zu of the text \"%s\", and encoding would "
-                         "drop the character there", from, escaped(s, len, a, sizeof a));
+                snprintf(out, cap,
+                         "it matches the empty string at byte %zu of the text \"%s\", and encoding would "
+                         "drop the character there",
+                         from, escaped(s, len, a, sizeof a));
                 break;
             }
             at = ov[1];
@@ -319,7 +320,7 @@ int tg_tok_compile_pattern(tg_tokenizer *t, const char *what, tg_error *err)
         pcre2_code_free(re);
         return -1;
     }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* without JIT, pcre2_match interprets it */
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* without JIT, pcre2_match interprets it */
     t->re = re;
     return 0;
 }

@@ -31,7 +31,7 @@ int64_t tg_budget_steps(double budget, double margin, const tg_budget_costs *c, 
         return -1;
     const double usable = budget * (1 - margin);
     if (cost_of(c, 1, eval_interval) > usable) return 0;
-    int64_t lo = 1, hi = max_steps;   /* cost_of(lo) fits; the answer is in [lo, hi] */
+    int64_t lo = 1, hi = max_steps; /* cost_of(lo) fits; the answer is in [lo, hi] */
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo + 1) / 2;
         if (cost_of(c, mid, eval_interval) <= usable) lo = mid;
@@ -43,7 +43,7 @@ int64_t tg_budget_steps(double budget, double margin, const tg_budget_costs *c, 
 /* ---- snapshots -------------------------------------------------------------- */
 
 struct tg_train_snapshot {
-    size_t weights, moments, momentum;   /* bytes of each copy */
+    size_t weights, moments, momentum; /* bytes of each copy */
     void *w, *m, *v, *mom;
     int64_t adamw_steps, muon_steps;
     tg_train_state ts;
@@ -75,8 +75,10 @@ tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *m
                                           tg_error *err)
 {
     if (!m || !m->params || !opt || !ts) {
-        tg_error_set(err, "train_snapshot_take: %s is NULL", !m || !m->params ? "the model" : !opt ? "the optimizer"
-                                                                                                  : "the training state");
+        tg_error_set(err, "train_snapshot_take: %s is NULL",
+                     !m || !m->params ? "the model"
+                         : !opt       ? "the optimizer"
+                                      : "the training state");
         return NULL;
     }
     tg_train_snapshot *s = calloc(1, sizeof *s);
@@ -90,8 +92,10 @@ tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *m
     s->v = malloc(s->moments ? s->moments : 1);
     s->mom = malloc(s->momentum ? s->momentum : 1);
     if (!s->w || !s->m || !s->v || !s->mom) {
-        tg_error_set(err, "train_snapshot_take: out of memory for a copy of %zu bytes of weights and %zu of "
-                                "optimizer state", s->weights, 2 * s->moments + s->momentum);
+        tg_error_set(err,
+                     "train_snapshot_take: out of memory for a copy of %zu bytes of weights and %zu of "
+                     "optimizer state",
+                     s->weights, 2 * s->moments + s->momentum);
         tg_train_snapshot_free(s);
         return NULL;
     }
@@ -107,20 +111,19 @@ tg_train_snapshot *tg_train_snapshot_take(tg_model *m, tg_adamw *opt, tg_muon *m
     return s;
 }
 
-int tg_train_snapshot_restore(const tg_train_snapshot *s, tg_model *m, tg_adamw *opt, tg_muon *muon,
-                              tg_train_state *ts)
+int tg_train_snapshot_restore(const tg_train_snapshot *s, tg_model *m, tg_adamw *opt, tg_muon *muon, tg_train_state *ts)
 {
     if (!s || !m || !m->params || !opt || !ts) return -1;
     size_t w, mv, mom;
     sizes(m, opt, muon, &w, &mv, &mom);
-    if (w != s->weights || mv != s->moments || mom != s->momentum) return -1;   /* not the objects it was taken of */
+    if (w != s->weights || mv != s->moments || mom != s->momentum) return -1; /* not the objects it was taken of */
     memcpy(tg_params_data(m->params), s->w, w);
     if (mv) {
         memcpy(tg_adamw_m(opt), s->m, mv);
         memcpy(tg_adamw_v(opt), s->v, mv);
     }
     if (mom) memcpy(tg_muon_momentum(muon), s->mom, mom);
-    tg_adamw_set_steps(opt, s->adamw_steps, NULL);   /* counts it took: never negative */
+    tg_adamw_set_steps(opt, s->adamw_steps, NULL); /* counts it took: never negative */
     if (muon) tg_muon_set_steps(muon, s->muon_steps, NULL);
     *ts = s->ts;
     return 0;

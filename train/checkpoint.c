@@ -31,8 +31,10 @@ static int check_objects(const char *fn, const tg_params *p, const char *whose, 
     for (int i = 0; muon && opt && i < tg_params_count(p); i++) {
         const tg_tensor *t = tg_params_at(p, i);
         if (tg_muon_updates(muon, t) && tg_adamw_updates(opt, t))
-            return tg_error_set(err, "%s: AdamW (opt) updates '%s', which Muon updates too: call "
-                              "tg_muon_exclude(muon, opt) when making them", fn, t->name);
+            return tg_error_set(err,
+                                "%s: AdamW (opt) updates '%s', which Muon updates too: call "
+                                "tg_muon_exclude(muon, opt) when making them",
+                                fn, t->name);
     }
     return 0;
 }
@@ -45,27 +47,31 @@ static int check_state(const tg_model *m, const tg_adamw *opt, const tg_muon *mu
 {
     static const char fn[] = "checkpoint_save";
     if (muon && !opt)
-        return tg_error_set(err, "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
-                          "parameters (opt)", fn);
-    if (ema && !opt)
-        return tg_error_set(err, "%s: the averages' state goes with the optimizer's: give opt too", fn);
-    if (opt && !ts)
-        return tg_error_set(err, "%s: the optimizer's state goes with the training state: give ts too", fn);
+        return tg_error_set(err,
+                            "%s: Muon's state goes with AdamW's: give the AdamW that trains the other "
+                            "parameters (opt)",
+                            fn);
+    if (ema && !opt) return tg_error_set(err, "%s: the averages' state goes with the optimizer's: give opt too", fn);
+    if (opt && !ts) return tg_error_set(err, "%s: the optimizer's state goes with the training state: give ts too", fn);
     if (check_objects(fn, m->params, "the model's", opt, muon, ema, err)) return -1;
     if (!opt) return 0;
     if (!(ts->data_rng.inc & 1) || !(ts->drop_rng.inc & 1))
         return tg_error_set(err, "%s: the state's random streams were never seeded (tg_train_state_init)", fn);
     if (ts->step < 0 || !(ts->best_val >= 0))
-        return tg_error_set(err, "%s: the state's step %lld or best val loss %g is not a state (step >= 0, "
-                          "best >= 0 or inf)", fn, (long long)ts->step, ts->best_val);
+        return tg_error_set(err,
+                            "%s: the state's step %lld or best val loss %g is not a state (step >= 0, "
+                            "best >= 0 or inf)",
+                            fn, (long long)ts->step, ts->best_val);
     if (ts->windows < 0)
         return tg_error_set(err, "%s: the state's windows drawn, %lld, is below 0", fn, (long long)ts->windows);
     const int64_t steps[2] = {tg_adamw_steps(opt), muon ? tg_muon_steps(muon) : ts->step};
     for (int k = 0; k < 2; k++)
         if (steps[k] != ts->step)
-            return tg_error_set(err, "%s: %s has taken %lld step%s but the state is at step %lld (one "
-                              "optimizer step per training step)", fn, k ? "Muon" : "AdamW", (long long)steps[k],
-                              steps[k] == 1 ? "" : "s", (long long)ts->step);
+            return tg_error_set(err,
+                                "%s: %s has taken %lld step%s but the state is at step %lld (one "
+                                "optimizer step per training step)",
+                                fn, k ? "Muon" : "AdamW", (long long)steps[k], steps[k] == 1 ? "" : "s",
+                                (long long)ts->step);
     return 0;
 }
 
@@ -81,7 +87,10 @@ int tg_checkpoint_save(const char *path, const tg_checkpoint *c, tg_error *err)
 {
     const tg_model *m = c ? c->model : NULL;
     if (!path || !m || !m->family || (c->n_meta > 0 && !c->meta))
-        return tg_error_set(err, "checkpoint_save: %s is NULL", !path ? "the path" : !m || !m->family ? "the model" : "meta");
+        return tg_error_set(err, "checkpoint_save: %s is NULL",
+                            !path                  ? "the path"
+                                : !m || !m->family ? "the model"
+                                                   : "meta");
     const tg_vocab *v = c->vocab;
     const tg_adamw *opt = c->opt;
     const tg_muon *muon = c->muon;
@@ -89,7 +98,7 @@ int tg_checkpoint_save(const char *path, const tg_checkpoint *c, tg_error *err)
     const tg_train_state *ts = c->ts;
     const char *const *meta = c->meta;
     const int n_meta = c->n_meta;
-    if (check_state(m, opt, muon, ema, ts, err)) return -1;   /* nothing the reader would refuse */
+    if (check_state(m, opt, muon, ema, ts, err)) return -1; /* nothing the reader would refuse */
     tg_st_writer *w = tg_st_writer_new();
     int rc = !w || tg_model_config_write(&m->config, w) || tg_st_writer_add_meta(w, "format", "tapegrad tiny_gpt");
     if (!rc && v) rc = tg_vocab_write(v, w);
@@ -118,7 +127,7 @@ int tg_checkpoint_save(const char *path, const tg_checkpoint *c, tg_error *err)
         rc = rc || tg_st_writer_add_meta(w, "train.isa", tg_isa_name(tg_isa_active()));
     }
     if (!w) return tg_error_set(err, "%s: could not assemble the checkpoint: out of memory", path);
-    tg_error e = {0};   /* a failed add sticks in the writer: its save says which */
+    tg_error e = {0}; /* a failed add sticks in the writer: its save says which */
     rc = tg_st_writer_save(w, path, &e);
     tg_st_writer_free(w);
     return rc ? tg_error_set(err, "%s", e.msg) : 0;
@@ -135,8 +144,8 @@ static int expect_2d(const tg_st_file *f, const char *name, int d0, int d1, cons
         char s[96] = "(";
         for (int i = 0; i < e->ndim; i++)
             snprintf(s + strlen(s), sizeof s - strlen(s), i ? ",%lld" : "%lld", (long long)e->shape[i]);
-        return tg_error_set(err, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)",
-                          why, name, d0, d1, s);
+        return tg_error_set(err, "the checkpoint's metadata says %s, so '%s' should be (%d,%d), but it is %s)", why,
+                            name, d0, d1, s);
     }
     return 0;
 }
@@ -161,17 +170,18 @@ static int check_config_against_tensors(const tg_st_file *f, const tg_model_conf
     int64_t have = 0;
     for (int i = 0; i < tg_st_count(f); i++) {
         const tg_st_tensor *e = tg_st_at(f, i);
-        const char *d = e->dtype;   /* every float dtype tg_st_copy_to reads (F16 and BF16 too) */
+        const char *d = e->dtype; /* every float dtype tg_st_copy_to reads (F16 and BF16 too) */
         if ((!strcmp(d, "F32") || !strcmp(d, "F64") || !strcmp(d, "F16") || !strcmp(d, "BF16")) &&
             strncmp(e->name, "optimizer.", 10))
             have += e->numel;
     }
     if (need < 0 || have < need)
-        return tg_error_set(err, "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size "
-                          "%d, vocab_size %d) describes %lld parameters, but the file holds only %lld float values: "
-                          "a tensor is missing, or the metadata is wrong",
-                          c->arch, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, (long long)need,
-                          (long long)have);
+        return tg_error_set(err,
+                            "the checkpoint's metadata (%s: n_layer %d, n_head %d, n_embd %d, block_size "
+                            "%d, vocab_size %d) describes %lld parameters, but the file holds only %lld float values: "
+                            "a tensor is missing, or the metadata is wrong",
+                            c->arch, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size, (long long)need,
+                            (long long)have);
     return 0;
 }
 
@@ -183,8 +193,7 @@ static int check_finite(const tg_params *p, tg_error *err)
         for (int64_t k = 0; k < t->numel; k++) {
             const double x = tg_tensor_get(t, k);
             if (!isfinite(x))
-                return tg_error_set(err, "the checkpoint's '%s' holds %g at element %lld", t->name, x,
-                                  (long long)k);
+                return tg_error_set(err, "the checkpoint's '%s' holds %g at element %lld", t->name, x, (long long)k);
         }
     }
     return 0;
@@ -216,12 +225,12 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
     }
     const tg_model_family *fam = m->family;
     const tg_st_tensor *head = cfg.tied && fam->head ? tg_st_find(f, fam->head) : NULL;
-    if (head) {   /* the head is tied: accept it only if it is the embedding */
+    if (head) { /* the head is tied: accept it only if it is the embedding */
         const tg_st_tensor *emb = tg_st_find(f, fam->embedding);
         if (!emb || head->nbytes != emb->nbytes || strcmp(head->dtype, emb->dtype) ||
             memcmp(head->data, emb->data, head->nbytes)) {
             tg_error_set(err, "%s differs from %s; this %s ties the head to the token embedding", fam->head,
-                       fam->embedding, fam->arch);
+                         fam->embedding, fam->arch);
             tg_model_release(m);
             return -1;
         }
@@ -234,7 +243,10 @@ int tg_checkpoint_load_model(const tg_st_file *f, tg_dtype dt, double dropout, t
 int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_vocab *v, tg_error *err)
 {
     if (!f || !m || !v)
-        return tg_error_set(err, "checkpoint_load_vocab: the %s is NULL", !f ? "file" : !m ? "model" : "vocabulary"),
+        return tg_error_set(err, "checkpoint_load_vocab: the %s is NULL",
+                            !f       ? "file"
+                                : !m ? "model"
+                                     : "vocabulary"),
                -1;
     if (tg_st_meta(f, "vocab")) {
         if (tg_vocab_read(v, f, err)) return -1;
@@ -259,12 +271,15 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
                              int64_t max_step, tg_error *err)
 {
     if (!f || !opt || !ts)
-        return tg_error_set(err, "checkpoint_load_train: %s is NULL", !f ? "the file" : !opt ? "the optimizer" : "the state");
-    if (check_objects("checkpoint_load_train", tg_adamw_store(opt), "the optimizer's", opt, muon, ema, err))
-        return -1;
+        return tg_error_set(err, "checkpoint_load_train: %s is NULL",
+                            !f         ? "the file"
+                                : !opt ? "the optimizer"
+                                       : "the state");
+    if (check_objects("checkpoint_load_train", tg_adamw_store(opt), "the optimizer's", opt, muon, ema, err)) return -1;
     if (!tg_st_find(f, "optimizer.m") || !tg_st_find(f, "optimizer.v") || !tg_st_meta(f, "train.step"))
-        return tg_error_set(err, "not a training checkpoint: optimizer state or train.step missing (a "
-                          "best.safetensors holds weights only: start from it with --init)");
+        return tg_error_set(err,
+                            "not a training checkpoint: optimizer state or train.step missing (a "
+                            "best.safetensors holds weights only: start from it with --init)");
     tg_train_state t;
     int64_t asteps;
     const char *best = tg_st_meta(f, "train.best_val");
@@ -272,42 +287,49 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     if (tg_st_meta_int(f, "train.step", 0, max_step, &t.step, &e2) ||
         tg_st_meta_int(f, "optimizer.steps", 0, INT64_MAX, &asteps, &e2))
         return tg_error_set(err, "%s", e2.msg);
-    t.windows = 0;   /* a checkpoint from before train.windows: its run drew random windows */
+    t.windows = 0; /* a checkpoint from before train.windows: its run drew random windows */
     if (tg_st_meta(f, "train.windows") && tg_st_meta_int(f, "train.windows", 0, INT64_MAX, &t.windows, &e2))
         return tg_error_set(err, "%s", e2.msg);
     if (best && !strcmp(best, "inf")) t.best_val = INFINITY;
-    else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, &e2))
-        return tg_error_set(err, "%s", e2.msg);
+    else if (tg_st_meta_double(f, "train.best_val", 0, 1e300, &t.best_val, &e2)) return tg_error_set(err, "%s", e2.msg);
     static const char *const keys[2] = {"train.data_rng", "train.dropout_rng"};
     tg_rng *rngs[2] = {&t.data_rng, &t.drop_rng};
     for (int k = 0; k < 2; k++) {
         const char *s = tg_st_meta(f, keys[k]);
         if (!s) return tg_error_set(err, "checkpoint metadata has no '%s'", keys[k]);
-        if (tg_rng_from_string(rngs[k], s, &e2)) {   /* "rng_from_string: '<text>' is not ..." */
+        if (tg_rng_from_string(rngs[k], s, &e2)) { /* "rng_from_string: '<text>' is not ..." */
             const char *why = e2.msg + strlen("rng_from_string: ");
             return tg_error_set(err, "checkpoint metadata '%s'%s%s", keys[k], *why == '\'' ? " = " : ": ", why);
         }
     }
     if (asteps != t.step)
-        return tg_error_set(err, "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
-                          "(one optimizer step per training step)", (long long)asteps, (long long)t.step);
+        return tg_error_set(err,
+                            "checkpoint metadata 'optimizer.steps' = %lld differs from 'train.step' = %lld "
+                            "(one optimizer step per training step)",
+                            (long long)asteps, (long long)t.step);
     /* a run keeps its optimizer: Muon's momentum is there exactly when muon is */
     const bool has_muon = tg_st_find(f, "muon.momentum") != NULL;
     if (has_muon != (muon != NULL))
-        return tg_error_set(err, "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
-                          "resumed run keeps its optimizer", has_muon ? "trains with" : "does not train with",
-                          has_muon ? "present" : "absent", muon ? "does" : "does not");
+        return tg_error_set(err,
+                            "the checkpoint's run %s Muon (tensor 'muon.momentum' %s) but this one %s: a "
+                            "resumed run keeps its optimizer",
+                            has_muon ? "trains with" : "does not train with", has_muon ? "present" : "absent",
+                            muon ? "does" : "does not");
     const bool has_ema = tg_st_find(f, "ema.values") != NULL;
     if (has_ema != (ema != NULL))
-        return tg_error_set(err, "the checkpoint's run %s its weights (tensor 'ema.values' %s) but this one %s: "
-                          "a resumed run keeps its averaging", has_ema ? "averages" : "does not average",
-                          has_ema ? "present" : "absent", ema ? "does" : "does not");
+        return tg_error_set(err,
+                            "the checkpoint's run %s its weights (tensor 'ema.values' %s) but this one %s: "
+                            "a resumed run keeps its averaging",
+                            has_ema ? "averages" : "does not average", has_ema ? "present" : "absent",
+                            ema ? "does" : "does not");
     if (muon) {
         int64_t msteps;
         if (tg_st_meta_int(f, "muon.steps", 0, INT64_MAX, &msteps, &e2)) return tg_error_set(err, "%s", e2.msg);
         if (msteps != t.step)
-            return tg_error_set(err, "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
-                              "(one optimizer step per training step)", (long long)msteps, (long long)t.step);
+            return tg_error_set(err,
+                                "checkpoint metadata 'muon.steps' = %lld differs from 'train.step' = %lld "
+                                "(one optimizer step per training step)",
+                                (long long)msteps, (long long)t.step);
     }
     /* the averages first, Muon's state next, AdamW's last; what was read
      * is put back when a later one is refused, so a refused file changes
@@ -340,7 +362,7 @@ int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, 
     if (tg_adamw_state_read(opt, f, "optimizer", &e2)) {
         if (muon) {
             memcpy(tg_muon_momentum(muon), keep, mbytes);
-            tg_muon_set_steps(muon, keep_steps, NULL);   /* the count it had */
+            tg_muon_set_steps(muon, keep_steps, NULL); /* the count it had */
         }
         tg_free(keep);
         restore_avg(ema, keep_avg, abytes);

@@ -23,8 +23,11 @@ static char *read_bounded(const char *path, size_t *len, tg_error *err)
     const bool sized = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     if (sized && st.st_size > TG_CONFIG_FILE_MAX) {
         close(fd);
-        return tg_error_set(err, "%s: %lld bytes; a config file holds at most 1 MiB (%d bytes) of 'name = value' "
-                                 "lines", path, (long long)st.st_size, TG_CONFIG_FILE_MAX), NULL;
+        return tg_error_set(err,
+                            "%s: %lld bytes; a config file holds at most 1 MiB (%d bytes) of 'name = value' "
+                            "lines",
+                            path, (long long)st.st_size, TG_CONFIG_FILE_MAX),
+               NULL;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     char *buf = tg_malloc((size_t)TG_CONFIG_FILE_MAX + 2);
@@ -39,8 +42,11 @@ static char *read_bounded(const char *path, size_t *len, tg_error *err)
     if (!buf) return tg_error_set(err, "%s: out of memory", path), NULL;
     if (got < 0 || n > TG_CONFIG_FILE_MAX) {
         if (got < 0) tg_error_set(err, "%s: %s", path, strerror(errno));
-        else tg_error_set(err, "%s: more than %d bytes; a config file holds at most 1 MiB (%d bytes) of 'name = "
-                               "value' lines", path, TG_CONFIG_FILE_MAX, TG_CONFIG_FILE_MAX);
+        else
+            tg_error_set(err,
+                         "%s: more than %d bytes; a config file holds at most 1 MiB (%d bytes) of 'name = "
+                         "value' lines",
+                         path, TG_CONFIG_FILE_MAX, TG_CONFIG_FILE_MAX);
         tg_free(buf);
         return NULL;
     }
@@ -86,7 +92,7 @@ int tg_config_file_read(tg_config_file *f, const char *path, tg_error *err)
         char *eq = strchr(line, '=');
         if (eq) *eq = 0;
         char *name = trim(line);
-        if (!*name && !eq) continue;   /* blank, or a comment */
+        if (!*name && !eq) continue; /* blank, or a comment */
         if (!eq || !*name) {
             char b[TG_RUN_SHOWN];
             if (eq) *eq = '=';

@@ -28,13 +28,18 @@ typedef struct word_class {
     int n;
 } word_class;
 
-#define CLASS(a) {a, (int)(sizeof a / sizeof a[0])}
+#define CLASS(a)                                                                                                       \
+    {                                                                                                                  \
+        a, (int)(sizeof a / sizeof a[0])                                                                               \
+    }
 
 static const choice DET_SG[] = {{"the", 6}, {"a", 4}, {"one", 1}, {"this", 2}};
 static const choice DET_PL[] = {{"the", 6}, {"some", 3}, {"two", 2}, {"these", 2}};
 static const choice ADJ[] = {{"small", 3}, {"red", 2}, {"old", 3}, {"quick", 2}, {"quiet", 1}, {"green", 1}};
-static const choice NOUN_SG[] = {{"cat", 4}, {"dog", 4}, {"bird", 3}, {"fox", 2}, {"king", 1}, {"child", 2}, {"horse", 1}};
-static const choice NOUN_PL[] = {{"cats", 4}, {"dogs", 4}, {"birds", 3}, {"foxes", 2}, {"kings", 1}, {"children", 2}, {"horses", 1}};
+static const choice NOUN_SG[] = {{"cat", 4},  {"dog", 4},   {"bird", 3}, {"fox", 2},
+                                 {"king", 1}, {"child", 2}, {"horse", 1}};
+static const choice NOUN_PL[] = {{"cats", 4},  {"dogs", 4},     {"birds", 3}, {"foxes", 2},
+                                 {"kings", 1}, {"children", 2}, {"horses", 1}};
 static const choice VT_SG[] = {{"sees", 4}, {"likes", 3}, {"chases", 3}, {"finds", 2}, {"follows", 1}};
 static const choice VT_PL[] = {{"see", 4}, {"like", 3}, {"chase", 3}, {"find", 2}, {"follow", 1}};
 static const choice VI_SG[] = {{"sleeps", 3}, {"runs", 3}, {"sings", 1}, {"waits", 2}};
@@ -42,10 +47,10 @@ static const choice VI_PL[] = {{"sleep", 3}, {"run", 3}, {"sing", 1}, {"wait", 2
 static const choice ADV[] = {{"today", 2}, {"again", 2}, {"outside", 1}};
 
 /* binary choices as weights {no, yes} */
-static const uint32_t P_PLURAL[2] = {3, 2};     /* subject / object plural */
-static const uint32_t P_ADJ[2] = {2, 1};        /* an adjective before the noun */
+static const uint32_t P_PLURAL[2] = {3, 2}; /* subject / object plural */
+static const uint32_t P_ADJ[2] = {2, 1}; /* an adjective before the noun */
 static const uint32_t P_TRANSITIVE[2] = {2, 3}; /* intransitive, transitive */
-static const uint32_t P_ADV[2] = {1, 1};        /* an adverb after an intransitive verb */
+static const uint32_t P_ADV[2] = {1, 1}; /* an adverb after an intransitive verb */
 
 typedef struct gen {
     tg_rng rng;
@@ -74,7 +79,10 @@ static void put(gen *g, const char *s)
         size_t cap = g->cap ? g->cap * 2 : 4096;
         while (cap < g->len + n + 1) cap *= 2;
         char *b = realloc(g->buf, cap);
-        if (!b) { g->failed = 1; return; }
+        if (!b) {
+            g->failed = 1;
+            return;
+        }
         g->buf = b;
         g->cap = cap;
     }
@@ -125,7 +133,7 @@ int tg_corpus_init(tg_corpus *c, uint64_t seed, size_t min_chars, tg_error *err)
     *c = (tg_corpus){0};
     gen g = {0};
     tg_rng_seed(&g.rng, seed, 0x7e47);
-    do sentence(&g);   /* one sentence at least */
+    do sentence(&g); /* one sentence at least */
     while (g.len < min_chars && !g.failed);
     if (g.failed || !g.buf) {
         free(g.buf);

@@ -25,9 +25,9 @@ extern "C" {
 #endif
 
 typedef struct tg_corpus {
-    char *text;           /* NUL-terminated, malloc'd */
+    char *text; /* NUL-terminated, malloc'd */
     size_t len;
-    double nats;          /* information of the whole text, in nats */
+    double nats; /* information of the whole text, in nats */
 } tg_corpus;
 
 /* Fills c with a text of at least min_chars characters drawn from seed,

@@ -37,9 +37,10 @@ static int append(tg_dataset *d, size_t *cap, const int32_t *ids, size_t n)
 static int check_split(const tg_dataset *d, int block_size, const char *what, tg_error *err)
 {
     if (d->n_train >= (size_t)block_size + 1 && d->n - d->n_train >= (size_t)block_size + 1) return 0;
-    return tg_error_set(err, "data: %s (%zu train and %zu val tokens) leave fewer than block_size + 1 = %d "
-                      "in a split; use more text or a smaller --block-size",
-                      what, d->n_train, d->n - d->n_train, block_size + 1);
+    return tg_error_set(err,
+                        "data: %s (%zu train and %zu val tokens) leave fewer than block_size + 1 = %d "
+                        "in a split; use more text or a smaller --block-size",
+                        what, d->n_train, d->n - d->n_train, block_size + 1);
 }
 
 /* The documents of a text, llama2.c's way: cut at blank lines, the first
@@ -50,12 +51,12 @@ static int each_document(const char *text, size_t len, int (*fn)(void *ctx, cons
     for (size_t i = 0; i < len;) {
         size_t end = i;
         while (end < len && !(text[end] == '\n' && end + 1 < len && text[end + 1] == '\n')) end++;
-        if (end < len) end++;   /* the newline that ends its last line */
+        if (end < len) end++; /* the newline that ends its last line */
         if (end > i && !(end - i == 1 && text[i] == '\n')) {
             const int rc = fn(ctx, text + i, end - i);
             if (rc) return rc;
         }
-        i = end < len ? end + 1 : end;   /* past the blank line's newline */
+        i = end < len ? end + 1 : end; /* past the blank line's newline */
     }
     return 0;
 }
@@ -64,7 +65,7 @@ static int each_document(const char *text, size_t len, int (*fn)(void *ctx, cons
 
 typedef struct bytes_docs {
     const tg_vocab *v;
-    int32_t *out;   /* NULL: count only */
+    int32_t *out; /* NULL: count only */
     size_t n;
 } bytes_docs;
 
@@ -86,7 +87,7 @@ typedef struct tok_docs {
     tg_dataset *d;
     size_t cap;
     const tg_vocab *v;
-    char *doc;        /* " " + the document */
+    char *doc; /* " " + the document */
     char e2[1024];
 } tok_docs;
 
@@ -107,9 +108,9 @@ static int add_encoded(tok_docs *t, int32_t bos, const char *text, size_t len)
 static int tok_doc(void *ctx, const char *doc, size_t len)
 {
     tok_docs *t = ctx;
-    if (!tg_vocab_space_before_text(t->v))   /* the tokenizer's own rule: " " added by it, or none */
+    if (!tg_vocab_space_before_text(t->v)) /* the tokenizer's own rule: " " added by it, or none */
         return add_encoded(t, tg_tok_bos(t->v->tok), doc, len);
-    t->doc[0] = ' ';   /* llama2.c's dummy prefix, encoded with the text as run.c encodes it */
+    t->doc[0] = ' '; /* llama2.c's dummy prefix, encoded with the text as run.c encodes it */
     memcpy(t->doc + 1, doc, len);
     return add_encoded(t, tg_tok_bos(t->v->tok), t->doc, len + 1);
 }
@@ -119,7 +120,7 @@ static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const c
     tok_docs t = {.d = d, .cap = *cap, .v = v};
     snprintf(t.e2, sizeof t.e2, "out of memory");
     int rc;
-    if (!v->docs) rc = add_encoded(&t, -1, text, len);   /* one stream */
+    if (!v->docs) rc = add_encoded(&t, -1, text, len); /* one stream */
     else if (!(t.doc = malloc(len + 2))) rc = -1;
     else rc = each_document(text, len, tok_doc, &t);
     free(t.doc);
@@ -129,7 +130,7 @@ static int from_tokenizer(tg_dataset *d, size_t *cap, const tg_vocab *v, const c
 
 size_t tg_text_train_bytes(const char *text, size_t len)
 {
-    size_t m = (size_t)((double)len * 0.9);   /* nanoGPT's int(0.9 * n) */
+    size_t m = (size_t)((double)len * 0.9); /* nanoGPT's int(0.9 * n) */
     for (int k = 0; text && k < 3 && m > 0 && m < len && ((unsigned char)text[m] & 0xc0) == 0x80; k++) m--;
     return m;
 }
@@ -154,11 +155,13 @@ static int encode_part(tg_dataset *d, size_t *cap, const tg_vocab *v, const char
     return 0;
 }
 
-int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size,
-                         tg_error *err)
+int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, size_t len, int block_size, tg_error *err)
 {
     if (!d || !v || (!text && len))
-        return tg_error_set(err, "dataset_from_text: %s is NULL", !d ? "the dataset" : !v ? "the vocabulary" : "the text");
+        return tg_error_set(err, "dataset_from_text: %s is NULL",
+                            !d       ? "the dataset"
+                                : !v ? "the vocabulary"
+                                     : "the text");
     memset(d, 0, sizeof *d);
     if (block_size < 1) return tg_error_set(err, "dataset_from_text: block_size %d is below 1", block_size);
     if (v->kind == TG_VOCAB_IDS)
@@ -179,8 +182,10 @@ int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *text, siz
         return 0;
     }
     if (mark < (size_t)block_size + 1 || len - mark < (size_t)block_size + 1)
-        return tg_error_set(err, "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a "
-                          "split; use more text or a smaller --block-size", len, block_size + 1);
+        return tg_error_set(err,
+                            "data: %zu characters split 90/10 leave fewer than block_size + 1 = %d in a "
+                            "split; use more text or a smaller --block-size",
+                            len, block_size + 1);
     if (!(d->tokens = malloc(len * sizeof *d->tokens)))
         return tg_error_set(err, "data: out of memory for %zu tokens", len);
     size_t bad = 0;
@@ -210,7 +215,7 @@ void tg_dataset_bytes_per_token(tg_dataset *d, const tg_vocab *v)
         int64_t bytes = 0;
         for (size_t i = lo; i < hi; i++) {
             size_t l = 0;
-            if (d->tokens[i] == bos) bytes--;   /* the dummy " " after it is no byte of the text */
+            if (d->tokens[i] == bos) bytes--; /* the dummy " " after it is no byte of the text */
             else if (!tg_tok_is_special(v->tok, d->tokens[i])) tg_tok_piece(v->tok, d->tokens[i], &l);
             bytes += (int64_t)l;
         }
@@ -237,7 +242,7 @@ static int load_file(tg_dataset *d, size_t *cap, int64_t V, const char *path, tg
     id->format = tg_tokfile_format_of(f);
     tg_tokfile_free(f);
     if (rc) return tg_error_set(err, "%s: out of memory for %lld tokens", path, (long long)n);
-    uint64_t h = 0xcbf29ce484222325u;   /* FNV-1a over the ids, 4 bytes each, little-endian */
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a over the ids, 4 bytes each, little-endian */
     for (size_t i = at; i < d->n; i++)
         for (int b = 0; b < 4; b++) h = (h ^ (((uint32_t)d->tokens[i] >> (8 * b)) & 0xff)) * 0x100000001b3u;
     id->count = n;
@@ -250,7 +255,9 @@ int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *tr
 {
     if (!d || !v || !train_path)
         return tg_error_set(err, "dataset_from_token_files: %s is NULL",
-                          !d ? "the dataset" : !v ? "the vocabulary" : "the train file");
+                            !d       ? "the dataset"
+                                : !v ? "the vocabulary"
+                                     : "the train file");
     memset(d, 0, sizeof *d);
     if (block_size < 1) return tg_error_set(err, "dataset_from_token_files: block_size %d is below 1", block_size);
     tg_token_file_id got[2] = {{.count = -1}, {.count = -1}};
@@ -260,7 +267,7 @@ int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *tr
     if (!val_path) got[1] = (tg_token_file_id){0};
     if (val_path && load_file(d, &cap, v->size, val_path, &got[1], err)) goto fail;
     if (check_split(d, block_size, val_path ? "the token files" : "the tokens split 90/10", err)) goto fail;
-    tg_vocab plain = *v;   /* the files' own ids: their decoded bytes, no dummy space to discount */
+    tg_vocab plain = *v; /* the files' own ids: their decoded bytes, no dummy space to discount */
     plain.docs = false;
     tg_dataset_bytes_per_token(d, &plain);
     if (ids) ids[0] = got[0], ids[1] = got[1];
@@ -297,16 +304,16 @@ void tg_dataset_rows(const tg_dataset *d, bool val, const tg_rows *r, tg_rng *rn
     size_t n;
     const int32_t *base = split_of(d, val, &n);
     if (n < (size_t)T + 1 || n - (size_t)T > UINT32_MAX) return;
-    const uint32_t starts = (uint32_t)(n - (size_t)T);   /* windows of T + 1 tokens */
+    const uint32_t starts = (uint32_t)(n - (size_t)T); /* windows of T + 1 tokens */
     for (int b = 0; b < total; b++) {
-        const size_t s = tg_rng_below(rng, starts);   /* every row is drawn, so rng moves as for the whole batch */
+        const size_t s = tg_rng_below(rng, starts); /* every row is drawn, so rng moves as for the whole batch */
         if (b >= first && b < first + count) put_row(base, s, b - first, T, x, y);
     }
 }
 
 /* ---- epochs: every window once, in a shuffled order ------------------------------------ */
 
-static uint64_t mix64(uint64_t z)   /* splitmix64's finalizer: a bijection that scatters the bits */
+static uint64_t mix64(uint64_t z) /* splitmix64's finalizer: a bijection that scatters the bits */
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
@@ -353,7 +360,7 @@ void tg_dataset_epoch_rows(const tg_dataset *d, bool val, const tg_rows *r, uint
     if (!W || !x || !y || at < 0 || first < 0 || count < 0 || first + count > total || at > INT64_MAX - total) return;
     size_t n;
     const int32_t *base = split_of(d, val, &n);
-    const uint64_t spare = n - 1 - (uint64_t)W * (uint64_t)T;   /* the targets an epoch leaves: the phase's range */
+    const uint64_t spare = n - 1 - (uint64_t)W * (uint64_t)T; /* the targets an epoch leaves: the phase's range */
     for (int b = first; b < first + count; b++) {
         const uint64_t w = (uint64_t)at + (uint64_t)b, epoch = w / (uint64_t)W;
         const uint64_t key = mix64(mix64(seed) ^ mix64(epoch + 0x9e3779b97f4a7c15u));

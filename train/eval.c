@@ -13,9 +13,9 @@
  * the loss, or NAN with the graph's message in err. */
 static double batch_loss(tg_graph *g, tg_model *m, int B, int T, int32_t *x, int32_t *y, tg_error *err)
 {
-    tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x);   /* (B,T) */
-    tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y);   /* (B,T) */
-    tg_tensor *loss = tg_model_loss(g, m, xt, yt);                    /* () */
+    tg_tensor *xt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, x); /* (B,T) */
+    tg_tensor *yt = tg_tensor_from(g, TG_I32, 2, (int[]){B, T}, y); /* (B,T) */
+    tg_tensor *loss = tg_model_loss(g, m, xt, yt); /* () */
     const double l = loss ? tg_tensor_item(loss) : NAN;
     if (!loss) tg_error_set(err, "%s", tg_graph_error(g));
     tg_graph_reset(g);
@@ -23,8 +23,8 @@ static double batch_loss(tg_graph *g, tg_model *m, int B, int T, int32_t *x, int
 }
 
 /* s->iters batches of random windows: the sum of their micro-batches' means. */
-static double random_windows(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s,
-                             int32_t *x, int32_t *y, tg_error *err)
+static double random_windows(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, int32_t *x,
+                             int32_t *y, tg_error *err)
 {
     const int B = s->batch, A = s->accum, T = s->T;
     tg_rng rng;
@@ -74,23 +74,29 @@ static double every_window(tg_graph *g, tg_model *m, const int32_t *tok, size_t 
 double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, tg_error *err)
 {
     if (!g || !m || !d || !s) {
-        tg_error_set(err, "eval_loss: %s is NULL", !g ? "the graph" : !m ? "the model" : !d ? "the dataset" : "the spec");
+        tg_error_set(err, "eval_loss: %s is NULL",
+                     !g       ? "the graph"
+                         : !m ? "the model"
+                         : !d ? "the dataset"
+                              : "the spec");
         return NAN;
     }
     const int B = s->batch, A = s->accum, T = s->T, R = s->ranks;
     if (B < 1 || A < 1 || T < 1 || (!s->whole && s->iters < 1) || R < 1 || s->rank < 0 || s->rank >= R) {
-        tg_error_set(err, "eval_loss: batch %d, accum %d, T %d, iters %lld, rank %d of %d: each must be >= 1 "
-                   "and the rank below the ranks", B, A, T, (long long)s->iters, s->rank, R);
+        tg_error_set(err,
+                     "eval_loss: batch %d, accum %d, T %d, iters %lld, rank %d of %d: each must be >= 1 "
+                     "and the rank below the ranks",
+                     B, A, T, (long long)s->iters, s->rank, R);
         return NAN;
     }
     const size_t n = val ? d->n - d->n_train : d->n_train;
     if (s->whole ? n < 2 : n < (size_t)T + 1) {
         if (s->whole)
             tg_error_set(err, "eval_loss: the %s split's %zu tokens hold no target (a token after another)",
-                       val ? "val" : "train", n);
+                         val ? "val" : "train", n);
         else
             tg_error_set(err, "eval_loss: the %s split's %zu tokens hold no window of T + 1 = %d",
-                       val ? "val" : "train", n, T + 1);
+                         val ? "val" : "train", n, T + 1);
         return NAN;
     }
     if (!d->tokens) {
@@ -114,6 +120,6 @@ double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, con
     free(x);
     free(y);
     if (isnan(sum)) return NAN;
-    if (s->sum) s->sum(s->ctx, &sum);   /* every process's rows */
+    if (s->sum) s->sum(s->ctx, &sum); /* every process's rows */
     return sum / (s->whole ? (double)(n - 1) : (double)(s->iters * A * R));
 }

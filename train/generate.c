@@ -32,7 +32,7 @@
  * len / 2 + 1); their count, or -1 with a message. */
 static int64_t parse_ids(const char *text, size_t len, int V, int32_t *ids, tg_error *err)
 {
-    char *copy = tg_malloc(len + 1);   /* NUL-terminated, for strtol */
+    char *copy = tg_malloc(len + 1); /* NUL-terminated, for strtol */
     if (!copy) return tg_error_set(err, "prompt_ids: out of memory");
     if (len) memcpy(copy, text, len);
     copy[len] = 0;
@@ -42,8 +42,10 @@ static int64_t parse_ids(const char *text, size_t len, int V, int32_t *ids, tg_e
         if (!*p) break;
         long id = strtol(p, &end, 10);
         if (end == p || id < 0 || id >= V || (*end && !strchr(" \n\t", *end)))
-            n = tg_error_set(err, "this model has token ids and no tokenizer: the prompt is ids below %d separated by "
-                                  "spaces, and \"%.20s\" is not one", V, p);
+            n = tg_error_set(err,
+                             "this model has token ids and no tokenizer: the prompt is ids below %d separated by "
+                             "spaces, and \"%.20s\" is not one",
+                             V, p);
         else ids[n++] = (int32_t)id;
     }
     tg_free(copy);
@@ -76,9 +78,9 @@ int64_t tg_prompt_ids(const tg_vocab *v, int vocab_size, const char *text, size_
         return tg_error_set(err, "prompt_ids: the vocabulary has no tokenizer");
     const bool tokenized = v->kind == TG_VOCAB_TOKENIZER || v->kind == TG_VOCAB_IDS;
     const bool llama = v->kind == TG_VOCAB_LLAMA2C || (v->kind == TG_VOCAB_TOKENIZER && v->docs);
-    const size_t head = llama ? (len && !tokenized ? 2 : 1) : 0;   /* BOS, and the dummy " " of the bytes */
+    const size_t head = llama ? (len && !tokenized ? 2 : 1) : 0; /* BOS, and the dummy " " of the bytes */
     int32_t *body = NULL;
-    int64_t n = (int64_t)len;   /* the ids after the head */
+    int64_t n = (int64_t)len; /* the ids after the head */
     if (v->kind == TG_VOCAB_TOKENIZER && (n = encode_text(v, text, len, &body, err)) < 0) return -1;
     if (v->kind == TG_VOCAB_IDS && !(body = tg_malloc((len / 2 + 1) * sizeof *body)))
         return tg_error_set(err, "prompt_ids: out of memory");
@@ -114,8 +116,8 @@ int64_t tg_prompt_ids(const tg_vocab *v, int vocab_size, const char *text, size_
 
 typedef struct decoder {
     const tg_vocab *v;
-    tg_tok_stream st;   /* TG_VOCAB_TOKENIZER */
-    char *buf;          /* cap bytes: what one id shows */
+    tg_tok_stream st; /* TG_VOCAB_TOKENIZER */
+    char *buf; /* cap bytes: what one id shows */
     size_t cap;
 } decoder;
 
@@ -154,7 +156,7 @@ static void decode(decoder *d, int32_t prev, int32_t id, tg_generated *t)
         const int skip = n > 0 && v->docs && prev == tg_tok_bos(v->tok) && d->buf[0] == ' ';
         if (n > 0) t->bytes = d->buf + skip, t->len = (size_t)(n - skip);
     } else {
-        if (v->kind == TG_VOCAB_LLAMA2C && id == TG_VOCAB_BOS) {   /* run.c's end of a sequence */
+        if (v->kind == TG_VOCAB_LLAMA2C && id == TG_VOCAB_BOS) { /* run.c's end of a sequence */
             t->ends = true;
             return;
         }
@@ -171,8 +173,8 @@ typedef struct gen {
     tg_model *m;
     const tg_generate_options *o;
     tg_graph *g;
-    tg_sampler *greedy;   /* when o has no sampler */
-    int32_t *win;         /* block_size + 1 ids */
+    tg_sampler *greedy; /* when o has no sampler */
+    int32_t *win; /* block_size + 1 ids */
     int wlen, fed, n_keep;
     decoder d;
 } gen;
@@ -207,12 +209,15 @@ static int64_t run(gen *s, int64_t max_tokens, tg_error *err)
     int64_t made = 0;
     while (made < max_tokens) {
         if (s->wlen > m->config.block_size && make_room(s, cached, shifts, err)) return -1;
-        if (!cached) s->fed = 0;   /* no cache: the whole window every time */
+        if (!cached) s->fed = 0; /* no cache: the whole window every time */
         const int T = s->wlen - s->fed;
-        tg_tensor *idx = tg_tensor_from(s->g, TG_I32, 2, (int[]){1, T}, s->win + s->fed);   /* (1,T) */
-        tg_tensor *logits = tg_model_forward(s->g, m, idx, NULL);                             /* (1,T,V) */
-        if (!logits) return tg_error_set(err, "%s", tg_graph_error(s->g) ? tg_graph_error(s->g) : "generate: the "
-                                              "forward failed");
+        tg_tensor *idx = tg_tensor_from(s->g, TG_I32, 2, (int[]){1, T}, s->win + s->fed); /* (1,T) */
+        tg_tensor *logits = tg_model_forward(s->g, m, idx, NULL); /* (1,T,V) */
+        if (!logits)
+            return tg_error_set(err, "%s",
+                                tg_graph_error(s->g) ? tg_graph_error(s->g)
+                                                     : "generate: the "
+                                                       "forward failed");
         const int32_t next = tg_sampler_pick(sampler, logits, T - 1, err);
         tg_graph_reset(s->g);
         if (next < 0) return -1;
@@ -225,7 +230,7 @@ static int64_t run(gen *s, int64_t max_tokens, tg_error *err)
         s->win[s->wlen++] = next;
     }
     const tg_vocab *v = o->vocab;
-    if (v && v->kind == TG_VOCAB_TOKENIZER && o->on_token) {   /* what the decoder still holds */
+    if (v && v->kind == TG_VOCAB_TOKENIZER && o->on_token) { /* what the decoder still holds */
         const int64_t n = tg_tok_stream_flush(&s->d.st, s->d.buf, s->d.cap);
         if (n > 0) o->on_token(o->ctx, &(tg_generated){.id = -1, .bytes = s->d.buf, .len = (size_t)n});
     }
@@ -261,10 +266,8 @@ int64_t tg_generate(tg_model *m, const int32_t *prompt, int64_t n_prompt, int64_
         tg_error_set(err, "generate: out of memory");
         goto done;
     }
-    if (decoder_init(&s.d, o->vocab, err) || (!o->sampler && !(s.greedy = tg_sampler_new(NULL, V, err))))
-        goto done;
-    if (m->family->cache_enable && tg_model_cache_enable(m, 1, err))
-        goto done;
+    if (decoder_init(&s.d, o->vocab, err) || (!o->sampler && !(s.greedy = tg_sampler_new(NULL, V, err)))) goto done;
+    if (m->family->cache_enable && tg_model_cache_enable(m, 1, err)) goto done;
     tg_graph_set_grad_enabled(s.g, false);
     tg_graph_set_training(s.g, false);
     /* the prompt's window: all of it, or its first n_keep ids and its last */
@@ -283,8 +286,7 @@ done:
 
 /* ---- scoring ---------------------------------------------------------------- */
 
-double tg_text_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t max_windows, int64_t *predictions,
-                   tg_error *err)
+double tg_text_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t max_windows, int64_t *predictions, tg_error *err)
 {
     if (predictions) *predictions = 0;
     if (!m || !m->family || !ids) {
@@ -292,8 +294,10 @@ double tg_text_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t max_windo
         return NAN;
     }
     if (n < 2 || max_windows < 0) {
-        tg_error_set(err, "text_nll: %lld ids and max_windows %lld: at least 2 ids are needed for one prediction, and "
-                          "max_windows >= 0", (long long)n, (long long)max_windows);
+        tg_error_set(err,
+                     "text_nll: %lld ids and max_windows %lld: at least 2 ids are needed for one prediction, and "
+                     "max_windows >= 0",
+                     (long long)n, (long long)max_windows);
         return NAN;
     }
     tg_graph *g = tg_graph_new();
@@ -309,8 +313,8 @@ double tg_text_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t max_windo
     for (int64_t at = 0; at + 1 < n && (!max_windows || windows < max_windows); at += T, windows++) {
         const int N = (int)(n - 1 - at < T ? n - 1 - at : T);
         tg_model_cache_clear(m);
-        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at);       /* (1,N) */
-        tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at + 1);   /* (1,N) */
+        tg_tensor *idx = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at); /* (1,N) */
+        tg_tensor *tgt = tg_tensor_from(g, TG_I32, 2, (int[]){1, N}, ids + at + 1); /* (1,N) */
         tg_tensor *loss = idx && tgt ? tg_model_loss(g, m, idx, tgt) : NULL;
         if (!loss) {
             tg_error_set(err, "%s", tg_graph_error(g) ? tg_graph_error(g) : "text_nll: the forward failed");
@@ -324,5 +328,5 @@ double tg_text_nll(tg_model *m, const int32_t *ids, int64_t n, int64_t max_windo
     }
     tg_graph_free(g);
     if (predictions) *predictions = preds;
-    return windows == 1 ? last : sum / (double)preds;   /* one window: its loss as it is */
+    return windows == 1 ? last : sum / (double)preds; /* one window: its loss as it is */
 }

@@ -54,10 +54,10 @@ TG_API int64_t tg_prompt_ids(const tg_vocab *v, int vocab_size, const char *text
 
 /* One generated id, as tg_generate hands it to its callback. */
 typedef struct tg_generated {
-    int32_t id;          /* the id; -1 for the last call, which only passes held bytes */
-    const char *bytes;   /* what to show for it (not NUL-terminated), len bytes */
+    int32_t id; /* the id; -1 for the last call, which only passes held bytes */
+    const char *bytes; /* what to show for it (not NUL-terminated), len bytes */
     size_t len;
-    bool ends;           /* the id ends a text: generation stops after it */
+    bool ends; /* the id ends a text: generation stops after it */
 } tg_generated;
 
 /* Called for each id as it is made; false stops generation there. */
@@ -77,8 +77,8 @@ typedef struct tg_generate_options {
      *     right after BOS is not shown
      *   TG_VOCAB_IDS  " <id>" in decimal */
     const tg_vocab *vocab;
-    tg_generate_fn on_token;   /* NULL: none (the count is the result) */
-    void *ctx;                 /* on_token's */
+    tg_generate_fn on_token; /* NULL: none (the count is the result) */
+    void *ctx; /* on_token's */
     /* positions a context shift keeps at the start (< block_size); 0: the
      * first one when the prompt starts with the vocabulary's BOS (as
      * llama.cpp keeps the BOS), else none */

@@ -15,7 +15,7 @@
 struct tg_metrics {
     FILE *fp;
     int n;
-    char (*format)[8];   /* per column, checked */
+    char (*format)[8]; /* per column, checked */
     bool failed;
 };
 
@@ -43,9 +43,10 @@ static char *header_of(const tg_metrics_column *cols, int n, tg_error *err)
         for (const char *c = s; ok && *c; c++)
             ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
         if (!ok || !format_ok(cols[i].format)) {
-            tg_error_set(err, "metrics_open: column %d (%.40s, %.20s) is not a name of [A-Za-z0-9_] other than "
-                       "step with a format %%[.P](f|g|e), P <= 17", i, s ? s : "NULL",
-                       cols[i].format ? cols[i].format : "NULL");
+            tg_error_set(err,
+                         "metrics_open: column %d (%.40s, %.20s) is not a name of [A-Za-z0-9_] other than "
+                         "step with a format %%[.P](f|g|e), P <= 17",
+                         i, s ? s : "NULL", cols[i].format ? cols[i].format : "NULL");
             return NULL;
         }
         len += strlen(s) + 1;
@@ -60,7 +61,7 @@ static char *header_of(const tg_metrics_column *cols, int n, tg_error *err)
 /* The step of a complete row (n + 1 fields, the first a whole number), or -1. */
 static int64_t row_step(const char *line, size_t len, int n)
 {
-    if (!len || line[len - 1] != '\n') return -1;   /* cut short by a kill */
+    if (!len || line[len - 1] != '\n') return -1; /* cut short by a kill */
     int commas = 0;
     for (size_t i = 0; i < len; i++) commas += line[i] == ',';
     int64_t s = 0;
@@ -78,11 +79,11 @@ tg_metrics *tg_metrics_open(const char *path, const tg_metrics_column *cols, int
     char *head = header_of(cols, n_cols, err), *kept = NULL, *old = NULL;
     tg_error e = {0};
     tg_metrics *m = head ? calloc(1, sizeof *m) : NULL;
-    if (!head) goto fail;   /* a bad column: header_of said which */
+    if (!head) goto fail; /* a bad column: header_of said which */
     if (!m || !(m->format = calloc((size_t)n_cols + 1, sizeof *m->format))) goto oom;
     const size_t hl = strlen(head);
     size_t len = 0, at = hl;
-    struct stat st;   /* only whether it is there: tg_file_read refuses what is not a regular file */
+    struct stat st; /* only whether it is there: tg_file_read refuses what is not a regular file */
     if (resume_step >= 0 && stat(path, &st) != 0) {
         if (notice && notice_len)
             snprintf(notice, notice_len, "%s is missing; its rows start again at step %lld", path,

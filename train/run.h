@@ -57,13 +57,13 @@ typedef struct tg_run_backend tg_run_backend;
 /* How tg_run_new and tg_run_resume go about it; every field's zero value
  * (or NULL for the struct) is the default. */
 typedef struct tg_run_options {
-    const tg_run_backend *backend;   /* the processes (distributed/dist.h: tg_dist_run_backend()); NULL: one */
-    const char *init;                /* tg_run_new: start from these weights (the model's settings from them) */
-    bool force;                      /* tg_run_new: replace the run the directory holds */
-    int64_t stop_at;                 /* the step the caller stops at (0: none), for tg_run_should_stop and the ETA */
-    double spent;                    /* seconds gone before the call, which a time budget counts */
-    bool flag_names;                 /* messages name a setting as a flag ("--batch-size"), not "batch_size" */
-    const char *program;             /* the program's name in messages ("another tiny_gpt is training ..."); NULL: "run" */
+    const tg_run_backend *backend; /* the processes (distributed/dist.h: tg_dist_run_backend()); NULL: one */
+    const char *init; /* tg_run_new: start from these weights (the model's settings from them) */
+    bool force; /* tg_run_new: replace the run the directory holds */
+    int64_t stop_at; /* the step the caller stops at (0: none), for tg_run_should_stop and the ETA */
+    double spent; /* seconds gone before the call, which a time budget counts */
+    bool flag_names; /* messages name a setting as a flag ("--batch-size"), not "batch_size" */
+    const char *program; /* the program's name in messages ("another tiny_gpt is training ..."); NULL: "run" */
     /* the run's notices (on the first process only); NULL: none */
     void (*notice)(void *ctx, tg_run_notice kind, const char *msg);
     /* before each batch of an evaluation's estimate (done of iters), on the first process; NULL: none */
@@ -71,7 +71,7 @@ typedef struct tg_run_options {
     /* tg_run_resume: called with the checkpoint's config before it is checked, to change it (a command line
      * applies its flags here); 0, or -1 with a message that fails the resume. NULL: none */
     int (*configure)(void *ctx, tg_run_config *c, tg_error *err);
-    void *ctx;                       /* passed to the three */
+    void *ctx; /* passed to the three */
 } tg_run_options;
 
 /* ---- a run's data (train/run_data.c) ----------------------------------------- */
@@ -79,11 +79,11 @@ typedef struct tg_run_options {
 /* The text a run trains on: a file's bytes or the built-in corpus, with
  * what identifies it in the run's checkpoints. */
 typedef struct tg_run_text {
-    char *text;          /* NUL-terminated, malloc'd */
+    char *text; /* NUL-terminated, malloc'd */
     size_t len;
-    double floor_nats;   /* the built-in corpus's entropy floor in nats per character; -1 for a file */
-    char path[4096];     /* the file's absolute path; "" for the corpus */
-    uint64_t fnv;        /* FNV-1a (64 bits) of the bytes */
+    double floor_nats; /* the built-in corpus's entropy floor in nats per character; -1 for a file */
+    char path[4096]; /* the file's absolute path; "" for the corpus */
+    uint64_t fnv; /* FNV-1a (64 bits) of the bytes */
 } tg_run_text;
 
 /* The text of c into t: the file c->data, or the built-in corpus of
@@ -104,19 +104,19 @@ TG_API void tg_run_text_release(tg_run_text *t);
  * records the files ("train.data_tokens_id", ...), the ids read must be
  * those (count and checksum) if must_match, else a different file is a
  * notice. 0, or -1 with a message naming the file (d then empty). */
-TG_API int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c,
-                              const tg_st_file *rec, bool must_match, const tg_run_options *o, tg_error *err);
+TG_API int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c, const tg_st_file *rec,
+                              bool must_match, const tg_run_options *o, tg_error *err);
 
 /* ---- the time a run has left (train/run_eta.c) ------------------------------ */
 
 /* A run's steps and what they were measured to cost. */
 typedef struct tg_eta_plan {
-    int64_t steps;           /* the run's steps */
-    int64_t stop_at;         /* the step it stops at (0: none): it ends there when that comes before steps */
-    int64_t eval_interval;   /* an evaluation after every eval_interval-th step, and one after the last */
-    double step_s;           /* a step, in seconds */
-    double eval_s;           /* an evaluation with its saves; < 0 while none has been timed (a resume) */
-    double save_s;           /* the save a stop at stop_at makes */
+    int64_t steps; /* the run's steps */
+    int64_t stop_at; /* the step it stops at (0: none): it ends there when that comes before steps */
+    int64_t eval_interval; /* an evaluation after every eval_interval-th step, and one after the last */
+    double step_s; /* a step, in seconds */
+    double eval_s; /* an evaluation with its saves; < 0 while none has been timed (a resume) */
+    double save_s; /* the save a stop at stop_at makes */
 } tg_eta_plan;
 
 /* The evaluations a run at `step` (steps done) still makes: after each
@@ -140,11 +140,11 @@ typedef struct tg_run_sync tg_run_sync;
 
 /* What the gradients' sum across processes has cost so far. */
 typedef struct tg_run_sync_stats {
-    int buckets;         /* the buckets one step's gradients are summed in */
-    int64_t bytes;       /* gradient bytes one step sums */
-    int64_t steps;       /* sums done */
-    double backward_s;   /* the backward passes they overlapped, in total */
-    double wait_s;       /* the time spent after backward waiting for them (and for slower processes) */
+    int buckets; /* the buckets one step's gradients are summed in */
+    int64_t bytes; /* gradient bytes one step sums */
+    int64_t steps; /* sums done */
+    double backward_s; /* the backward passes they overlapped, in total */
+    double wait_s; /* the time spent after backward waiting for them (and for slower processes) */
 } tg_run_sync_stats;
 
 /* The processes of a run and the collectives it makes, every one called
@@ -152,8 +152,8 @@ typedef struct tg_run_sync_stats {
  * none of this (tg_run_options.backend NULL); one on several gives
  * distributed/dist.h's tg_dist_run_backend(), or its own. */
 struct tg_run_backend {
-    void *ctx;            /* passed to the functions without a sync */
-    int rank, size;       /* this process, of size */
+    void *ctx; /* passed to the functions without a sync */
+    int rank, size; /* this process, of size */
     /* Every process calls it after the same stage with whether it failed
      * and its message (msg, len bytes). -1 when none failed; else the
      * lowest failing rank, whose message is then in msg on every process,
@@ -164,8 +164,8 @@ struct tg_run_backend {
      * one message in msg naming the first rank that differs, the name and
      * both values. */
     int (*same)(void *ctx, const char *const *kv, int n, char *msg, size_t len);
-    void (*sum)(void *ctx, double *x, int n);                    /* x[i]: the sum over the processes */
-    void (*max)(void *ctx, int64_t *x, int n);                   /* x[i]: the maximum */
+    void (*sum)(void *ctx, double *x, int n); /* x[i]: the sum over the processes */
+    void (*max)(void *ctx, int64_t *x, int n); /* x[i]: the maximum */
     void (*bcast)(void *ctx, void *buf, size_t bytes, int root); /* root's buf on every process */
     /* Ends every process of the job after writing msg and a newline to
      * stderr: for a failure on one process while others may wait in a
@@ -177,12 +177,12 @@ struct tg_run_backend {
      * message. */
     tg_run_sync *(*sync_new)(void *ctx, tg_params *p, size_t bucket_bytes, bool shard, tg_error *err);
     void (*sync_free)(tg_run_sync *s);
-    void (*sync_range)(const tg_run_sync *s, int64_t *lo, int64_t *hi);   /* the elements this process updates */
-    void *(*sync_grad)(tg_run_sync *s);                                   /* their summed gradients */
-    int (*sync_begin)(tg_run_sync *s, tg_graph *g);   /* before the backward of a step's last micro-batch */
-    int (*sync_end)(tg_run_sync *s);                  /* after it (also when it failed) */
-    double (*sync_clip)(tg_run_sync *s, double max_norm);   /* by the norm over every shard; returns the norm */
-    int (*sync_gather_params)(tg_run_sync *s);              /* every shard's updated weights everywhere */
+    void (*sync_range)(const tg_run_sync *s, int64_t *lo, int64_t *hi); /* the elements this process updates */
+    void *(*sync_grad)(tg_run_sync *s); /* their summed gradients */
+    int (*sync_begin)(tg_run_sync *s, tg_graph *g); /* before the backward of a step's last micro-batch */
+    int (*sync_end)(tg_run_sync *s); /* after it (also when it failed) */
+    double (*sync_clip)(tg_run_sync *s, double max_norm); /* by the norm over every shard; returns the norm */
+    int (*sync_gather_params)(tg_run_sync *s); /* every shard's updated weights everywhere */
     /* every process's part (its range) of a buffer into full on rank 0 (a checkpoint's moments) */
     int (*sync_gather_shard)(const tg_run_sync *s, const void *part, void *full);
     /* Muon under a shard: every Muon matrix's whole summed gradient into
@@ -191,8 +191,8 @@ struct tg_run_backend {
      * (tg_muon_owner) to every other */
     void (*sync_muon_grads)(tg_run_sync *s, const tg_muon *m);
     void (*sync_muon_share)(tg_run_sync *s, tg_muon *m, bool momentum);
-    bool (*sync_params_agree)(tg_run_sync *s);   /* every process holds the same weights */
-    double (*sync_probe)(tg_run_sync *s, int reps);   /* seconds per sum with nothing to overlap */
+    bool (*sync_params_agree)(tg_run_sync *s); /* every process holds the same weights */
+    double (*sync_probe)(tg_run_sync *s, int reps); /* seconds per sum with nothing to overlap */
     void (*sync_stats)(const tg_run_sync *s, tg_run_sync_stats *out);
 };
 
@@ -230,11 +230,11 @@ TG_API void tg_run_free(tg_run *r);
 
 /* What one optimizer step did. */
 typedef struct tg_run_step_info {
-    int64_t step;          /* the steps done now */
-    double loss;           /* the mean over every micro-batch of every process */
-    double lr;             /* the learning rate it used */
-    double ms, ms_avg;     /* its time, and the moving average of the steps' (0.9 old + 0.1 new) */
-    double tokens_per_s;   /* the tokens of a step over ms_avg */
+    int64_t step; /* the steps done now */
+    double loss; /* the mean over every micro-batch of every process */
+    double lr; /* the learning rate it used */
+    double ms, ms_avg; /* its time, and the moving average of the steps' (0.9 old + 0.1 new) */
+    double tokens_per_s; /* the tokens of a step over ms_avg */
 } tg_run_step_info;
 
 /* The learning rate the run's schedule gives the next step (0 for NULL). */
@@ -254,16 +254,16 @@ TG_API int tg_run_step(tg_run *r, double lr, tg_run_step_info *out, tg_error *er
  * run's raw weights or averages. */
 typedef struct tg_run_loss {
     int64_t step;
-    const char *weights;   /* "raw" or "ema" when the run averages its weights, else NULL */
-    double train, val;     /* nats per token */
-    double train_bpb, val_bpb;   /* bits per byte; NAN without bytes per token (token ids alone) */
+    const char *weights; /* "raw" or "ema" when the run averages its weights, else NULL */
+    double train, val; /* nats per token */
+    double train_bpb, val_bpb; /* bits per byte; NAN without bytes per token (token ids alone) */
 } tg_run_loss;
 /* What tg_run_evaluate measured. */
 typedef struct tg_run_eval {
-    int n;                 /* losses: 1, or 2 (raw, then ema) */
+    int n; /* losses: 1, or 2 (raw, then ema) */
     tg_run_loss loss[2];
-    bool best;             /* best.safetensors now holds these weights (or the lower of the two) */
-    double seconds;        /* the evaluation with its saves (the ETA and a budget count, for the next ones, up to
+    bool best; /* best.safetensors now holds these weights (or the lower of the two) */
+    double seconds; /* the evaluation with its saves (the ETA and a budget count, for the next ones, up to
                             * the program's next call on the run: its printing and pictures too) */
 } tg_run_eval;
 
@@ -290,12 +290,12 @@ TG_API int tg_run_save(tg_run *r, tg_error *err);
 
 /* What the time budget's plan chose, and from what. */
 typedef struct tg_run_plan {
-    int64_t steps;      /* the steps the budget holds */
-    int64_t timed;      /* the steps timed (on a copy of the state, undone) */
-    double spent;       /* seconds gone before the first step */
-    double step_s;      /* a step */
-    double eval_s;      /* an evaluation with its saves */
-    double margin;      /* the budget's share left unused */
+    int64_t steps; /* the steps the budget holds */
+    int64_t timed; /* the steps timed (on a copy of the state, undone) */
+    double spent; /* seconds gone before the first step */
+    double step_s; /* a step */
+    double eval_s; /* an evaluation with its saves */
+    double margin; /* the budget's share left unused */
 } tg_run_plan;
 
 /* True for a new time-budget run whose steps are still to be chosen. */
@@ -311,11 +311,11 @@ TG_API int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err);
 
 /* Why a run stops before its next step. */
 typedef enum tg_run_stop {
-    TG_RUN_GO,            /* it goes on */
-    TG_RUN_DONE,          /* its steps are done */
-    TG_RUN_STOP_AT,       /* tg_run_options.stop_at reached */
-    TG_RUN_STOP_SIGNAL,   /* a process was given a signal */
-    TG_RUN_STOP_LATE      /* the time budget would run out during what follows (the machine slowed) */
+    TG_RUN_GO, /* it goes on */
+    TG_RUN_DONE, /* its steps are done */
+    TG_RUN_STOP_AT, /* tg_run_options.stop_at reached */
+    TG_RUN_STOP_SIGNAL, /* a process was given a signal */
+    TG_RUN_STOP_LATE /* the time budget would run out during what follows (the machine slowed) */
 } tg_run_stop;
 
 /* Before each step, on every process: whether to stop, agreed across the
@@ -332,22 +332,22 @@ TG_API int tg_run_eta(const tg_run *r, tg_eta_plan *out);
 
 /* What a run is, for a program to print. */
 typedef struct tg_run_info {
-    const tg_run_config *config;   /* the run's, as checked (e.g. decay_steps filled in) */
+    const tg_run_config *config; /* the run's, as checked (e.g. decay_steps filled in) */
     tg_model *model;
     const tg_vocab *vocab;
     const tg_dataset *data;
-    const tg_run_text *text;       /* NULL for token files */
+    const tg_run_text *text; /* NULL for token files */
     const char *dir;
-    bool resumed;                  /* made by tg_run_resume */
-    int64_t step, steps;           /* done, and in all (a time budget's, once planned) */
+    bool resumed; /* made by tg_run_resume */
+    int64_t step, steps; /* done, and in all (a time budget's, once planned) */
     int rank, ranks;
-    int64_t muon_params;           /* the parameters Muon updates (0 without) */
-    int64_t shard_lo, shard_hi;    /* the elements this process's AdamW updates */
-    double best_val;               /* the lowest val loss yet (INFINITY before any) */
-    int64_t best_step;             /* the step of best.safetensors' weights in this process's run (-1: none yet) */
-    const char *best_weights;      /* "raw" or "ema" (an averaging run), else NULL */
-    double elapsed;                /* seconds since the run began, tg_run_options.spent included */
-    double probe_s;                /* a sum across the processes with nothing to overlap, timed at the start */
+    int64_t muon_params; /* the parameters Muon updates (0 without) */
+    int64_t shard_lo, shard_hi; /* the elements this process's AdamW updates */
+    double best_val; /* the lowest val loss yet (INFINITY before any) */
+    int64_t best_step; /* the step of best.safetensors' weights in this process's run (-1: none yet) */
+    const char *best_weights; /* "raw" or "ema" (an averaging run), else NULL */
+    double elapsed; /* seconds since the run began, tg_run_options.spent included */
+    double probe_s; /* a sum across the processes with nothing to overlap, timed at the start */
     tg_run_sync_stats sync;
 } tg_run_info;
 

@@ -14,14 +14,26 @@
 tg_model_config tg_run_model_config(const tg_run_config *c, int vocab_size)
 {
     const bool llama = !strcmp(c->arch, "llama");
-    tg_model_config m = {.arch = c->arch, .n_layer = c->n_layer, .n_head = c->n_head, .n_embd = c->n_embd,
-                         .block_size = c->block_size, .vocab_size = vocab_size, .bias = c->bias,
+    tg_model_config m = {.arch = c->arch,
+                         .n_layer = c->n_layer,
+                         .n_head = c->n_head,
+                         .n_embd = c->n_embd,
+                         .block_size = c->block_size,
+                         .vocab_size = vocab_size,
+                         .bias = c->bias,
                          .n_kv_head = c->n_kv_head ? c->n_kv_head : c->n_head,
                          .hidden_dim = c->hidden_dim ? c->hidden_dim : tg_llama_hidden_dim(c->n_embd, c->multiple_of),
-                         .rope_theta = c->rope_theta, .norm_eps = c->norm_eps, .rope_halves = c->rope_halves,
-                         .tied = c->tied && !c->untie_head, .dropout = c->dropout, .gelu = c->gelu, .mlp = c->mlp,
-                         .qk_norm = c->qk_norm, .zero_init_proj = c->zero_init_proj,
-                         .untie_head = c->untie_head || (llama && !c->tied), .logit_softcap = c->logit_softcap};
+                         .rope_theta = c->rope_theta,
+                         .norm_eps = c->norm_eps,
+                         .rope_halves = c->rope_halves,
+                         .tied = c->tied && !c->untie_head,
+                         .dropout = c->dropout,
+                         .gelu = c->gelu,
+                         .mlp = c->mlp,
+                         .qk_norm = c->qk_norm,
+                         .zero_init_proj = c->zero_init_proj,
+                         .untie_head = c->untie_head || (llama && !c->tied),
+                         .logit_softcap = c->logit_softcap};
     /* a Llama with a feed-forward of one matrix each way is 4C wide unless hidden_dim says (the
      * parameters of llama2.c's SwiGLU width) */
     if (llama && !c->hidden_dim && m.mlp != TG_FFN_DEFAULT && m.mlp != TG_FFN_SWIGLU) m.hidden_dim = 4 * c->n_embd;
@@ -31,8 +43,12 @@ tg_model_config tg_run_model_config(const tg_run_config *c, int vocab_size)
 void tg_run_set_schedule(tg_run *r)
 {
     const tg_run_config *c = &r->c;
-    r->sched = (tg_lr_schedule){.shape = c->schedule, .warmup = c->warmup, .decay_steps = c->decay_steps,
-                                .lr = c->lr, .min_lr = c->min_lr, .decay_frac = c->decay_frac};
+    r->sched = (tg_lr_schedule){.shape = c->schedule,
+                                .warmup = c->warmup,
+                                .decay_steps = c->decay_steps,
+                                .lr = c->lr,
+                                .min_lr = c->min_lr,
+                                .decay_frac = c->decay_frac};
 }
 
 /* The model: the weights of r->from (a resume's, or the init weights), or new. */
@@ -62,7 +78,7 @@ static int optimizers(tg_run *r, tg_error *err)
     b->sync_range(r->sync, &lo, &hi);
     const tg_adamw_config ac = {c->beta1, c->beta2, 1e-8, c->weight_decay};
     if (!(r->opt = tg_adamw_new_shard(r->m.params, &ac, lo, hi, err))) return -1;
-    if (c->optimizer == TG_RUN_MUON) {   /* Muon for the blocks' matrices (their decay AdamW's), AdamW the rest */
+    if (c->optimizer == TG_RUN_MUON) { /* Muon for the blocks' matrices (their decay AdamW's), AdamW the rest */
         const tg_muon_config mc = {c->muon_momentum, c->weight_decay};
         if (!(r->muon = tg_muon_new(r->m.params, &mc, err)) || tg_muon_exclude(r->muon, r->opt, err)) return -1;
     }
@@ -97,8 +113,9 @@ static int global_batch(tg_run *r, int64_t *global, tg_error *err)
     }
     if (rec == *global) return 0;
     if (R > 1) snprintf(procs, sizeof procs, "%d processes x ", R);
-    return tg_error_set(err, "%s%s %d x %s %d = %lld sequences per step differs from the run's %lld; a resumed run "
-                             "keeps its batch (it may split it differently)",
+    return tg_error_set(err,
+                        "%s%s %d x %s %d = %lld sequences per step differs from the run's %lld; a resumed run "
+                        "keeps its batch (it may split it differently)",
                         procs, bs, c->batch_size, ga, c->grad_accum, (long long)*global, (long long)rec);
 }
 
@@ -143,8 +160,11 @@ int tg_run_build(tg_run *r, tg_error *err)
             tg_run_label(&r->say, "steps", steps);
             const bool f = r->say.flags;
             return tg_error_set(err, "the run in %s %s at step %lld; give %s%s above %lld to train it longer", r->dir,
-                                r->ts.step == c->steps ? "finished" : f ? "is already past --steps" : "is already past "
-                                "its steps", (long long)r->ts.step, f ? "a " : "", steps, (long long)r->ts.step);
+                                r->ts.step == c->steps ? "finished"
+                                    : f                ? "is already past --steps"
+                                                       : "is already past "
+                                                         "its steps",
+                                (long long)r->ts.step, f ? "a " : "", steps, (long long)r->ts.step);
         }
     }
     if (!r->tokens && tg_dataset_from_text(&r->d, &r->v, r->text.text, r->text.len, c->block_size, err)) return -1;

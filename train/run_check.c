@@ -36,17 +36,18 @@ static int check_values(const tg_run *r, tg_error *err)
         if (t[k].kind == TG_SETTING_INT) x = *(const int *)v;
         else if (t[k].kind == TG_SETTING_I64) x = (double)*(const int64_t *)v;
         else if (t[k].kind == TG_SETTING_DOUBLE) x = *(const double *)v;
-        const bool number = t[k].kind == TG_SETTING_INT || t[k].kind == TG_SETTING_I64 || t[k].kind == TG_SETTING_DOUBLE;
+        const bool number =
+            t[k].kind == TG_SETTING_INT || t[k].kind == TG_SETTING_I64 || t[k].kind == TG_SETTING_DOUBLE;
         if (number && !(x >= t[k].min && x <= t[k].max) && !tg_run_setting_equal(&t[k], v, tg_run_field(&d, &t[k]))) {
             tg_run_setting_format(&t[k], v, buf, sizeof buf);
             return tg_error_set(err, "%s: %s is outside [%g, %g]", L(r, t[k].name), buf, t[k].min, t[k].max);
         }
-        if (t[k].kind == TG_SETTING_WORD && tg_run_setting_format(&t[k], v, buf, sizeof buf) == 0 && (buf[0] == '-' || buf[0] >= '0') &&
-            buf[0] <= '9')
+        if (t[k].kind == TG_SETTING_WORD && tg_run_setting_format(&t[k], v, buf, sizeof buf) == 0 &&
+            (buf[0] == '-' || buf[0] >= '0') && buf[0] <= '9')
             return tg_error_set(err, "%s: %s is not one of %s", L(r, t[k].name), buf, t[k].words);
     }
     if (!r->c.arch) return tg_error_set(err, "%s: none given (a family: %s)", L(r, "arch"), tg_model_family_names());
-    if (r->c.dtype != TG_F32 && r->c.dtype != TG_F64)   /* (f32|f64: the first two dtypes) */
+    if (r->c.dtype != TG_F32 && r->c.dtype != TG_F64) /* (f32|f64: the first two dtypes) */
         return tg_error_set(err, "%s: %d is not f32 or f64", L(r, "dtype"), (int)r->c.dtype);
     return 0;
 }
@@ -71,8 +72,8 @@ static int check_model(const tg_run *r, tg_error *err)
     if (c->logit_softcap && !(c->logit_softcap >= 1e-3))
         return tg_error_set(err, "%s %g: give 0 (none) or a cap of at least 0.001", L(r, "logit-softcap"),
                             c->logit_softcap);
-    static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta", "rope", "norm-eps",
-                                             "tied"};
+    static const char *const llama_only[] = {"n-kv-head", "hidden-dim", "multiple-of", "rope-theta",
+                                             "rope",      "norm-eps",   "tied"};
     for (size_t i = 0; !llama && !r->from && i < sizeof llama_only / sizeof *llama_only; i++)
         if (given(r, llama_only[i]))
             return tg_error_set(err, "%s is a setting of %s llama (this run is a %s)", L(r, llama_only[i]),
@@ -95,8 +96,8 @@ static int budget_record(tg_run *r, tg_error *err)
     const tg_st_file *f = r->from;
     const char *path = r->path[TG_RUN_LAST];
     if (!tg_st_meta(f, "train.budget_steps"))
-        return tg_error_set(err, "the run in %s stopped before %s had chosen its steps: start it again with %s",
-                            r->dir, L(r, "time-budget"), r->say.flags ? "--force" : "force");
+        return tg_error_set(err, "the run in %s stopped before %s had chosen its steps: start it again with %s", r->dir,
+                            L(r, "time-budget"), r->say.flags ? "--force" : "force");
     int64_t n, steps, step;
     tg_error e = {0};
     if (tg_st_meta_int(f, "train.budget_steps", 1, (int64_t)1e12, &n, &e) ||
@@ -105,15 +106,19 @@ static int budget_record(tg_run *r, tg_error *err)
         return tg_error_set(err, "%s: %s", path, e.msg);
     if (tg_st_meta(f, "train.budget_left_at")) {
         if (tg_st_meta_int(f, "train.budget_left_at", 0, n < step ? n : step, &r->budget_left_at, &e))
-            return tg_error_set(err, "%s: %s (the step a resume gave the run other steps than the budget's, at most "
-                                     "both)", path, e.msg);
+            return tg_error_set(err,
+                                "%s: %s (the step a resume gave the run other steps than the budget's, at most "
+                                "both)",
+                                path, e.msg);
         return 0;
     }
     if (steps != n)
-        return tg_error_set(err, "%s: checkpoint metadata 'train.budget_steps' = '%lld' is not the run's "
-                                 "'train.steps' %lld, and no resume gave the run other steps (that would have recorded "
-                                 "'train.budget_left_at')", path, (long long)n, (long long)steps);
-    if (r->c.steps != n) r->budget_left_at = step;   /* this resume gives it other steps */
+        return tg_error_set(err,
+                            "%s: checkpoint metadata 'train.budget_steps' = '%lld' is not the run's "
+                            "'train.steps' %lld, and no resume gave the run other steps (that would have recorded "
+                            "'train.budget_left_at')",
+                            path, (long long)n, (long long)steps);
+    if (r->c.steps != n) r->budget_left_at = step; /* this resume gives it other steps */
     return 0;
 }
 
@@ -128,7 +133,7 @@ static int budget_settings(tg_run *r, tg_error *err)
     if (given(r, "decay-steps"))
         return tg_error_set(err, "%s goes without %s: the schedule ends at the steps the budget holds",
                             L(r, "decay-steps"), L(r, "time-budget"));
-    if (!given(r, "steps")) r->c.steps = (int64_t)1e12;   /* no cap */
+    if (!given(r, "steps")) r->c.steps = (int64_t)1e12; /* no cap */
     r->c.decay_steps = 0;
     r->plan = true;
     return 0;
@@ -158,11 +163,12 @@ int tg_run_check(tg_run *r, tg_error *err)
         return tg_error_set(err, "%s is a setting of %s wsd (this run's schedule is cosine)", L(r, "decay-frac"),
                             L(r, "schedule"));
     if (budget_settings(r, err)) return -1;
-    if (!c->decay_steps) c->decay_steps = c->steps;   /* recorded so: a longer resume keeps the run's cosine */
+    if (!c->decay_steps) c->decay_steps = c->steps; /* recorded so: a longer resume keeps the run's cosine */
     if (c->warmup >= c->steps && !r->plan)
-        tg_run_notify(&r->say, TG_RUN_WARNING, "%s %lld is not shorter than %s %lld: the learning rate never reaches "
-                      "%s %g, and never decays", L(r, "warmup"), (long long)c->warmup, L(r, "steps"),
-                      (long long)c->steps, L(r, "lr"), c->lr);
+        tg_run_notify(&r->say, TG_RUN_WARNING,
+                      "%s %lld is not shorter than %s %lld: the learning rate never reaches "
+                      "%s %g, and never decays",
+                      L(r, "warmup"), (long long)c->warmup, L(r, "steps"), (long long)c->steps, L(r, "lr"), c->lr);
     return 0;
 }
 
@@ -178,9 +184,12 @@ int tg_run_check_against_weights(tg_run *r, const tg_model_config *mc, tg_error 
     if (given(r, "mlp") && (want == TG_FFN_DEFAULT ? fam : want) != have)
         return tg_error_set(err, "%s %s differs from %s's %s; the model's shape is fixed", L(r, "mlp"), mlp, from,
                             tg_ffn_kind_name(have));
-    const struct { const char *name; bool want, have; } sw[] = {
-        {"qk-norm", c->qk_norm, mc->qk_norm}, {"zero-init-proj", c->zero_init_proj, mc->zero_init_proj},
-        {"untie-head", c->untie_head, !mc->tied}};
+    const struct {
+        const char *name;
+        bool want, have;
+    } sw[] = {{"qk-norm", c->qk_norm, mc->qk_norm},
+              {"zero-init-proj", c->zero_init_proj, mc->zero_init_proj},
+              {"untie-head", c->untie_head, !mc->tied}};
     for (int i = 0; i < 3; i++)
         if (given(r, sw[i].name) && sw[i].want != sw[i].have)
             return tg_error_set(err, "%s is %s but %s's model was made %s it; the model's shape is fixed",

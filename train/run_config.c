@@ -167,9 +167,12 @@ int tg_run_config_read(tg_run_config *c, const tg_st_file *f, tg_error *err)
         memcpy(tg_run_field(c, &t[k]), &value, t[k].size);
     }
     /* the data: its path ("" the built-in corpus), or its token files ("" none) */
-    static const struct { const char *key; size_t at; } DATA[3] = {
-        {"train.data", offsetof(tg_run_config, data)}, {"train.data_tokens", offsetof(tg_run_config, data_tokens)},
-        {"train.val_tokens", offsetof(tg_run_config, val_tokens)}};
+    static const struct {
+        const char *key;
+        size_t at;
+    } DATA[3] = {{"train.data", offsetof(tg_run_config, data)},
+                 {"train.data_tokens", offsetof(tg_run_config, data_tokens)},
+                 {"train.val_tokens", offsetof(tg_run_config, val_tokens)}};
     for (int i = 0; i < 3; i++) {
         const char *v = tg_st_meta(f, DATA[i].key);
         if (v && *v && !(*(const char **)((char *)c + DATA[i].at) = tg_run_config_keep(c, v))) goto oom;
@@ -233,13 +236,13 @@ int tg_run_config_against(tg_run_config *c, const tg_st_file *f, const char *fro
         tg_run_setting_format(s, tg_run_field(c, s), given, sizeof given);
         const int have = recorded(f, s, &value, err);
         if (have < 0) return tg_error_prefix(err, from);
-        if (!have) {   /* (a model key another family does not have is no news) */
+        if (!have) { /* (a model key another family does not have is no news) */
             if (s->role != TG_SETTING_MODEL)
                 tg_run_notify(say, TG_RUN_NOTICE, "%s does not record %s; using %s", from, name, given);
             continue;
         }
         if (tg_run_setting_equal(s, tg_run_field(c, s), &value)) continue;
-        if (model_only && !tg_run_given(c, &defaults, s->name)) {   /* the weights' shape */
+        if (model_only && !tg_run_given(c, &defaults, s->name)) { /* the weights' shape */
             if (s->kind == TG_SETTING_STRING && !(value.s = tg_run_config_keep(c, value.s)))
                 return tg_error_set(err, "out of memory");
             memcpy(tg_run_field(c, s), &value, s->size);
@@ -250,10 +253,11 @@ int tg_run_config_against(tg_run_config *c, const tg_st_file *f, const char *fro
             tg_run_notify(say, TG_RUN_NOTICE, "%s %s replaces the run's %s", name, given, rec);
             continue;
         }
-        snprintf(what, sizeof what, "%s", s->role == TG_SETTING_MODEL ? "the model's shape is fixed: start a new run"
-                                                                      : "a resumed run keeps it: start a new run");
-        return tg_error_set(err, "%s %s differs from the run's %s (%s); %s (%s)%s", name, given, rec, from, what,
-                            again, s->role == TG_SETTING_MODEL ? "" : " to change it");
+        snprintf(what, sizeof what, "%s",
+                 s->role == TG_SETTING_MODEL ? "the model's shape is fixed: start a new run"
+                                             : "a resumed run keeps it: start a new run");
+        return tg_error_set(err, "%s %s differs from the run's %s (%s); %s (%s)%s", name, given, rec, from, what, again,
+                            s->role == TG_SETTING_MODEL ? "" : " to change it");
     }
     return 0;
 }

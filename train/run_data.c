@@ -1,7 +1,7 @@
 /* A run's data (train/run.h): its text, a file's bytes or the built-in
  * corpus, with the identity its checkpoints record (path, size, FNV-1a),
  * and its token files with theirs. */
-#define _DEFAULT_SOURCE   /* realpath */
+#define _DEFAULT_SOURCE /* realpath */
 #include "train.h"
 
 #include <inttypes.h>
@@ -27,8 +27,8 @@ void tg_run_say_from(tg_run_say *say, const tg_run_options *o)
 
 /* What a checkpoint records of a text: 1 when it does, 0 when it does not
  * (an older checkpoint), -1 on malformed values. */
-static int recorded_text(char *path, size_t size, uint64_t *bytes, uint64_t *fnv, const tg_st_file *f,
-                         const char *from, tg_error *err)
+static int recorded_text(char *path, size_t size, uint64_t *bytes, uint64_t *fnv, const tg_st_file *f, const char *from,
+                         tg_error *err)
 {
     const char *p = tg_st_meta(f, "train.data"), *b = tg_st_meta(f, "train.data_bytes"),
                *c = tg_st_meta(f, "train.data_checksum");
@@ -36,8 +36,10 @@ static int recorded_text(char *path, size_t size, uint64_t *bytes, uint64_t *fnv
     char *end;
     if (!p || !b || !c || strlen(p) >= size || !(*b >= '0' && *b <= '9') || (*bytes = strtoull(b, &end, 10), *end) ||
         strncmp(c, "fnv1a64:", 8) || strlen(c) != 24 || (*fnv = strtoull(c + 8, &end, 16), *end))
-        return tg_error_set(err, "%s: the data's identity (train.data, train.data_bytes, train.data_checksum) is "
-                                 "malformed", from);
+        return tg_error_set(err,
+                            "%s: the data's identity (train.data, train.data_bytes, train.data_checksum) is "
+                            "malformed",
+                            from);
     snprintf(path, size, "%s", p);
     return 1;
 }
@@ -73,7 +75,7 @@ int tg_run_text_read(tg_run_text *t, const tg_run_config *c, const tg_st_file *r
     const int have = rec ? recorded_text(was_path, sizeof was_path, &was_bytes, &was_fnv, rec, from, err) : 0;
     if (have < 0) return -1;
     if (read_text(t, c->data, c->corpus_chars, say, err)) {
-        if (have && *was_path && c->data && !strcmp(c->data, was_path)) {   /* the run's own, gone */
+        if (have && *was_path && c->data && !strcmp(c->data, was_path)) { /* the run's own, gone */
             char e2[TG_ERROR_SIZE];
             snprintf(e2, sizeof e2, "%s", err ? err->msg : "");
             tg_error_set(err, "the run's text: %s (give its new place with %s)", e2, tg_run_label(say, "data", name));
@@ -89,8 +91,10 @@ int tg_run_text_read(tg_run_text *t, const tg_run_config *c, const tg_st_file *r
             tg_run_notify(say, TG_RUN_NOTICE, "%s is not the text the run was trained on (%s)", now, was);
             return 0;
         }
-        tg_error_set(err, "%s (%zu bytes, checksum %016" PRIx64 ") is not the text the run was trained on: %s (%" PRIu64
-                          " bytes, checksum %016" PRIx64 ")", now, t->len, t->fnv, was, was_bytes, was_fnv);
+        tg_error_set(err,
+                     "%s (%zu bytes, checksum %016" PRIx64 ") is not the text the run was trained on: %s (%" PRIu64
+                     " bytes, checksum %016" PRIx64 ")",
+                     now, t->len, t->fnv, was, was_bytes, was_fnv);
         tg_run_text_release(t);
         return -1;
     }
@@ -106,7 +110,7 @@ int tg_run_text_record(const tg_run_text *t, tg_run_kv *l)
     snprintf(bytes, sizeof bytes, "%zu", t->len);
     snprintf(fnv, sizeof fnv, "fnv1a64:%016" PRIx64, t->fnv);
     return tg_run_kv_add(l, "train.data", t->path) || tg_run_kv_add(l, "train.data_bytes", bytes) ||
-           tg_run_kv_add(l, "train.data_checksum", fnv);
+        tg_run_kv_add(l, "train.data_checksum", fnv);
 }
 
 int tg_run_text_load(tg_run_text *t, const tg_run_config *c, const tg_st_file *rec, bool must_match,
@@ -157,22 +161,23 @@ static int check_file(const char *flag, const char *path, const tg_token_file_id
     return 0;
 }
 
-int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c,
-                       const tg_st_file *rec, bool must_match, tg_run_kv *meta, const tg_run_say *say, tg_error *err)
+int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c, const tg_st_file *rec,
+                       bool must_match, tg_run_kv *meta, const tg_run_say *say, tg_error *err)
 {
     memset(d, 0, sizeof *d);
     char name[80];
     const char *train = c->data_tokens, *val = c->val_tokens && *c->val_tokens ? c->val_tokens : NULL;
     if (!train) return tg_error_set(err, "%s is required", tg_run_label(say, "data-tokens", name));
-    tg_vocab ids_v = *v;   /* ids below the model's vocab_size (a tokenizer may have fewer) */
+    tg_vocab ids_v = *v; /* ids below the model's vocab_size (a tokenizer may have fewer) */
     ids_v.size = vocab_size;
     tg_token_file_id ids[2];
-    if (tg_dataset_from_token_files(d, &ids_v, train, val, c->block_size, ids, err))   /* the flag of the file at fault */
-        return tg_error_prefix(err, tg_run_label(say, val && ids[0].count >= 0 && ids[1].count < 0 ? "val-tokens"
-                                                                                                 : "data-tokens", name));
+    if (tg_dataset_from_token_files(d, &ids_v, train, val, c->block_size, ids, err)) /* the flag of the file at fault */
+        return tg_error_prefix(
+            err, tg_run_label(say, val && ids[0].count >= 0 && ids[1].count < 0 ? "val-tokens" : "data-tokens", name));
     if (check_file("data-tokens", train, &ids[0], rec, "train.data_tokens", must_match, meta, say, err) ||
         (val && check_file("val-tokens", val, &ids[1], rec, "train.val_tokens", must_match, meta, say, err)) ||
-        (!val && meta && (tg_run_kv_add(meta, "train.val_tokens", "") || tg_run_kv_add(meta, "train.val_tokens_id", "")))) {
+        (!val && meta &&
+         (tg_run_kv_add(meta, "train.val_tokens", "") || tg_run_kv_add(meta, "train.val_tokens_id", "")))) {
         if (!tg_error_failed(err)) tg_error_set(err, "out of memory");
         tg_dataset_release(d);
         return -1;
@@ -180,8 +185,8 @@ int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const t
     return 0;
 }
 
-int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c,
-                       const tg_st_file *rec, bool must_match, const tg_run_options *o, tg_error *err)
+int tg_run_tokens_load(tg_dataset *d, const tg_vocab *v, const tg_run_config *c, const tg_st_file *rec, bool must_match,
+                       const tg_run_options *o, tg_error *err)
 {
     if (!d || !v || !c) {
         if (d) memset(d, 0, sizeof *d);

@@ -1,5 +1,5 @@
 /* The time a run has left (train/run.h), and the clock a run is timed by. */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "run.h"
 
 #include <math.h>

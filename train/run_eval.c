@@ -12,7 +12,7 @@
 
 int tg_run_fail(tg_error *err, const char *fmt, ...)
 {
-    char buf[TG_ERROR_SIZE];   /* the arguments may include err's own message */
+    char buf[TG_ERROR_SIZE]; /* the arguments may include err's own message */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
@@ -46,10 +46,18 @@ static double estimate(tg_run *r, bool val, int64_t iters, tg_error *err)
 {
     const tg_run_config *c = &r->c;
     estimate_ctx e = {r, r->ts.step, val};
-    const tg_eval_spec s = {.batch = c->batch_size, .accum = c->grad_accum, .T = c->block_size, .iters = iters,
-                            .seed = (uint64_t)c->seed, .step = r->ts.step, .whole = iters == 0, .rank = r->rank,
-                            .ranks = r->ranks, .sum = est_sum,
-                            .progress = r->progress && r->rank == 0 ? est_progress : NULL, .ctx = &e};
+    const tg_eval_spec s = {.batch = c->batch_size,
+                            .accum = c->grad_accum,
+                            .T = c->block_size,
+                            .iters = iters,
+                            .seed = (uint64_t)c->seed,
+                            .step = r->ts.step,
+                            .whole = iters == 0,
+                            .rank = r->rank,
+                            .ranks = r->ranks,
+                            .sum = est_sum,
+                            .progress = r->progress && r->rank == 0 ? est_progress : NULL,
+                            .ctx = &e};
     return tg_eval_loss(r->g, &r->m, &r->d, val, &s, err);
 }
 
@@ -59,9 +67,9 @@ static int measure(tg_run *r, tg_run_loss *l, const char *weights, tg_error *err
     *l = (tg_run_loss){.step = r->ts.step, .weights = weights};
     l->train = estimate(r, false, r->c.eval_iters, err);
     l->val = isnan(l->train) ? NAN : estimate(r, true, r->c.full_val ? 0 : r->c.eval_iters, err);
-    if (isnan(l->train) || isnan(l->val)) return -1;   /* tg_eval_loss's message (its graph is reset) */
+    if (isnan(l->train) || isnan(l->val)) return -1; /* tg_eval_loss's message (its graph is reset) */
     if (!isfinite(l->train) || !isfinite(l->val)) {
-        r->everywhere = true;   /* a sum across processes: the same everywhere */
+        r->everywhere = true; /* a sum across processes: the same everywhere */
         return tg_error_set(err, "the loss is not finite at step %lld", (long long)r->ts.step);
     }
     l->train_bpb = tg_bits_per_byte(l->train, r->d.bytes_per_token[0]);
@@ -75,17 +83,19 @@ int tg_run_save_last(tg_run *r, tg_error *err)
 {
     const tg_run_backend *b = r->b;
     r->ts.drop_rng = *tg_graph_rng(r->g);
-    if (!b->sync_params_agree(r->sync)) {   /* the same steps from the same sums: the same weights everywhere */
+    if (!b->sync_params_agree(r->sync)) { /* the same steps from the same sums: the same weights everywhere */
         r->everywhere = true;
-        return tg_error_set(err, "at step %lld the processes' weights differ (their sums across processes did not "
-                                 "agree)", (long long)r->ts.step);
+        return tg_error_set(err,
+                            "at step %lld the processes' weights differ (their sums across processes did not "
+                            "agree)",
+                            (long long)r->ts.step);
     }
-    if (r->muon && r->c.zero == 1 && r->ranks > 1) b->sync_muon_share(r->sync, r->muon, true);   /* from owners */
+    if (r->muon && r->c.zero == 1 && r->ranks > 1) b->sync_muon_share(r->sync, r->muon, true); /* from owners */
     const size_t bytes = (size_t)tg_params_numel(r->m.params) * tg_dtype_size(r->c.dtype);
     void *m = NULL, *v = NULL;
     int64_t lo, hi;
     tg_adamw_shard(r->opt, &lo, &hi);
-    if (hi - lo != tg_params_numel(r->m.params)) {   /* sharded: the moments of every process, on rank 0 */
+    if (hi - lo != tg_params_numel(r->m.params)) { /* sharded: the moments of every process, on rank 0 */
         if (r->rank == 0 && (!(m = malloc(bytes)) || !(v = malloc(bytes)))) {
             free(m);
             return tg_error_set(err, "out of memory for the optimizer's moments (%zu bytes twice) of the checkpoint",
@@ -96,8 +106,16 @@ int tg_run_save_last(tg_run *r, tg_error *err)
     }
     int rc = r->ema && tg_run_kv_set(&r->meta, "weights", "raw") ? tg_error_set(err, "out of memory") : 0;
     const double t0 = tg_run_clock();
-    const tg_checkpoint ck = {.model = &r->m, .vocab = &r->v, .opt = r->opt, .opt_m = m, .opt_v = v, .muon = r->muon,
-                              .ema = r->ema, .ts = &r->ts, .meta = (const char *const *)r->meta.kv, .n_meta = r->meta.n};
+    const tg_checkpoint ck = {.model = &r->m,
+                              .vocab = &r->v,
+                              .opt = r->opt,
+                              .opt_m = m,
+                              .opt_v = v,
+                              .muon = r->muon,
+                              .ema = r->ema,
+                              .ts = &r->ts,
+                              .meta = (const char *const *)r->meta.kv,
+                              .n_meta = r->meta.n};
     if (!rc && r->rank == 0 && tg_checkpoint_save(r->path[TG_RUN_LAST], &ck, err)) rc = -1;
     free(m);
     free(v);
@@ -117,8 +135,8 @@ static int keep_best(tg_run *r, double val, const char *weights, bool *best, tg_
     *best = true;
     if (weights && tg_run_kv_set(&r->meta, "weights", weights)) return tg_error_set(err, "out of memory");
     const tg_train_state at = {.step = r->ts.step};
-    const tg_checkpoint ck = {.model = &r->m, .vocab = &r->v, .ts = &at, .meta = (const char *const *)r->meta.kv,
-                              .n_meta = r->meta.n};
+    const tg_checkpoint ck = {
+        .model = &r->m, .vocab = &r->v, .ts = &at, .meta = (const char *const *)r->meta.kv, .n_meta = r->meta.n};
     return r->rank == 0 && tg_checkpoint_save(r->path[TG_RUN_BEST], &ck, err) ? -1 : 0;
 }
 
@@ -133,7 +151,7 @@ static int losses(tg_run *r, tg_run_eval *ev, tg_error *err)
     }
     ev->n = 2;
     if (measure(r, &ev->loss[0], "raw", err)) return -1;
-    if (tg_ema_swap(r->ema, err)) return -1;   /* the averages in the store, the weights beside them */
+    if (tg_ema_swap(r->ema, err)) return -1; /* the averages in the store, the weights beside them */
     int rc = measure(r, &ev->loss[1], "ema", err);
     const bool averages = !rc && ev->loss[1].val <= ev->loss[0].val;
     if (averages) rc = keep_best(r, ev->loss[1].val, "ema", &ev->best, err);
@@ -156,14 +174,14 @@ int tg_run_evaluate(tg_run *r, tg_run_eval *out, tg_error *err)
     const double t0 = tg_run_clock();
     if (losses(r, &ev, err)) return -1;
     tg_run_row row = r->pending ? r->row : (tg_run_row){r->ts.step, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    const tg_run_loss *l = &ev.loss[ev.n - 1];   /* the averages' with an averaging run */
+    const tg_run_loss *l = &ev.loss[ev.n - 1]; /* the averages' with an averaging run */
     row.train = l->train, row.val = l->val, row.train_bpb = l->train_bpb, row.val_bpb = l->val_bpb;
     r->pending = false;
     if (r->rank == 0) tg_run_metrics_write(r->csv, &row);
     if (tg_run_save_last(r, err)) return -1;
     r->evaluated = true;
-    r->eval_s = ev.seconds = tg_run_clock() - t0;   /* what the next one is expected to cost (the ETA, the budget), */
-    r->eval_t0 = t0;                                /* with what the program does after it until its next call */
+    r->eval_s = ev.seconds = tg_run_clock() - t0; /* what the next one is expected to cost (the ETA, the budget), */
+    r->eval_t0 = t0; /* with what the program does after it until its next call */
     r->eval_timed = true;
     if (out) *out = ev;
     return 0;

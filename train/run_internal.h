@@ -37,18 +37,18 @@ bool tg_run_config_marked(const tg_run_config *c, const tg_run_setting *s);
 /* Key/value pairs for a checkpoint's metadata (malloc'd strings). */
 typedef struct tg_run_kv {
     int n, cap;
-    char **kv;   /* kv[2i] key, kv[2i+1] value */
+    char **kv; /* kv[2i] key, kv[2i+1] value */
 } tg_run_kv;
-int tg_run_kv_add(tg_run_kv *l, const char *key, const char *value);   /* 0, or -1 out of memory */
-int tg_run_kv_set(tg_run_kv *l, const char *key, const char *value);   /* replaced or added */
+int tg_run_kv_add(tg_run_kv *l, const char *key, const char *value); /* 0, or -1 out of memory */
+int tg_run_kv_set(tg_run_kv *l, const char *key, const char *value); /* replaced or added */
 const char *tg_run_kv_get(const tg_run_kv *l, const char *key);
 void tg_run_kv_free(tg_run_kv *l);
 
 /* Where the run's notices go, and how its messages name a setting. */
 typedef struct tg_run_say {
-    void (*fn)(void *ctx, tg_run_notice kind, const char *msg);   /* NULL: nowhere */
+    void (*fn)(void *ctx, tg_run_notice kind, const char *msg); /* NULL: nowhere */
     void *ctx;
-    bool flags;   /* "--batch-size" rather than "batch_size" */
+    bool flags; /* "--batch-size" rather than "batch_size" */
 } tg_run_say;
 void tg_run_notify(const tg_run_say *say, tg_run_notice kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -61,10 +61,7 @@ void tg_run_key(const tg_run_setting *s, char *buf, size_t size);
 /* *dst a copy of src owning copies of its strings; 0, or -1 out of memory. */
 int tg_run_config_copy(tg_run_config *dst, const tg_run_config *src);
 /* The value of s in c. */
-static inline void *tg_run_field(const tg_run_config *c, const tg_run_setting *s)
-{
-    return (char *)c + s->offset;
-}
+static inline void *tg_run_field(const tg_run_config *c, const tg_run_setting *s) { return (char *)c + s->offset; }
 /* s counts as given in c: set by name, or different from its value in base. */
 bool tg_run_given(const tg_run_config *c, const tg_run_config *base, const char *name);
 /* Every TG_SETTING_RUN and _FREE setting's value as "train.<name>". */
@@ -113,8 +110,8 @@ int tg_run_text_read(tg_run_text *t, const tg_run_config *c, const tg_st_file *r
 int tg_run_text_record(const tg_run_text *t, tg_run_kv *l);
 /* tg_run_tokens_load; with meta, each file's path and identity added to
  * it ("train.data_tokens", "train.data_tokens_id", ...) and a line said. */
-int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c,
-                       const tg_st_file *rec, bool must_match, tg_run_kv *meta, const tg_run_say *say, tg_error *err);
+int tg_run_tokens_read(tg_dataset *d, const tg_vocab *v, int vocab_size, const tg_run_config *c, const tg_st_file *rec,
+                       bool must_match, tg_run_kv *meta, const tg_run_say *say, tg_error *err);
 
 /* ---- run_out.c ---- */
 
@@ -147,8 +144,8 @@ int tg_run_metrics_write(tg_metrics *m, const tg_run_row *r);
 /* ---- the run itself (run_new.c, run_build.c, run_check.c, run_step.c) ---- */
 
 struct tg_run {
-    tg_run_config c;              /* the settings, as checked (its strings its own) */
-    tg_run_say say;               /* rank 0's notices; nothing elsewhere */
+    tg_run_config c; /* the settings, as checked (its strings its own) */
+    tg_run_say say; /* rank 0's notices; nothing elsewhere */
     const tg_run_backend *b;
     const char *program;
     int64_t stop_at;
@@ -156,47 +153,47 @@ struct tg_run {
     void *ctx;
     int rank, ranks;
     char dir[4096];
-    char path[TG_RUN_N_FILES][4200];   /* dir/ + TG_RUN_FILES[i] */
-    int lock_fd;                  /* rank 0's lock of dir, or -1 */
-    bool made_dir;                /* this run made dir: removed again if it fails before writing there */
+    char path[TG_RUN_N_FILES][4200]; /* dir/ + TG_RUN_FILES[i] */
+    int lock_fd; /* rank 0's lock of dir, or -1 */
+    bool made_dir; /* this run made dir: removed again if it fails before writing there */
     bool resumed;
-    const char *init;             /* tg_run_new from these weights (the caller's string, during setup) */
-    tg_st_file *from;             /* during setup: last.safetensors (a resume) or the init weights */
-    tg_run_config base;           /* what decides whether a setting was given: the defaults, or a resume's record */
-    struct {                      /* a resume: the schedule the checkpoint records (known: all of it) */
+    const char *init; /* tg_run_new from these weights (the caller's string, during setup) */
+    tg_st_file *from; /* during setup: last.safetensors (a resume) or the init weights */
+    tg_run_config base; /* what decides whether a setting was given: the defaults, or a resume's record */
+    struct { /* a resume: the schedule the checkpoint records (known: all of it) */
         bool known;
         int64_t steps, decay_steps, warmup;
         double lr, min_lr;
     } was;
-    bool tokens;                  /* token files, not a text */
+    bool tokens; /* token files, not a text */
     tg_run_text text;
     tg_vocab v;
     tg_dataset d;
     tg_model m;
     tg_adamw *opt;
-    tg_muon *muon;                /* Muon for the blocks' matrices (AdamW leaves them), else NULL */
-    tg_ema *ema;                  /* the weights' averages, else NULL */
+    tg_muon *muon; /* Muon for the blocks' matrices (AdamW leaves them), else NULL */
+    tg_ema *ema; /* the weights' averages, else NULL */
     tg_run_sync *sync;
-    bool everywhere;              /* the last failure happened on every process alike */
+    bool everywhere; /* the last failure happened on every process alike */
     double probe_s;
     tg_graph *g;
     tg_train_state ts;
     tg_metrics *csv;
-    tg_run_kv meta;               /* the run's settings, in every checkpoint */
+    tg_run_kv meta; /* the run's settings, in every checkpoint */
     tg_lr_schedule sched;
-    double t_start;               /* a time budget counts from here (tg_run_options.spent before it) */
-    bool plan;                    /* a time budget's steps are still to be chosen */
-    int64_t budget_left_at;       /* a resumed budget run: where a resume gave other steps, or -1 */
-    double save_s;                /* the last save's seconds */
-    int64_t best_step;            /* what went into best.safetensors last in this process's run, or -1 */
-    const char *best_weights;     /*   and whose weights ("ema" or "raw"), else NULL */
-    double step_s, eval_s;        /* a step's cost as the plan timed it; the latest evaluation's (with its saves) */
+    double t_start; /* a time budget counts from here (tg_run_options.spent before it) */
+    bool plan; /* a time budget's steps are still to be chosen */
+    int64_t budget_left_at; /* a resumed budget run: where a resume gave other steps, or -1 */
+    double save_s; /* the last save's seconds */
+    int64_t best_step; /* what went into best.safetensors last in this process's run, or -1 */
+    const char *best_weights; /*   and whose weights ("ema" or "raw"), else NULL */
+    double step_s, eval_s; /* a step's cost as the plan timed it; the latest evaluation's (with its saves) */
     bool eval_timed;
-    double eval_t0;               /* when the latest evaluation began, until the next call closes it (else 0) */
-    double ms_avg;                /* the steps' moving average, in ms (0 before the first) */
-    int64_t first_step;           /* the step this process's run started at */
-    bool evaluated;               /* an evaluation ran at the current step */
-    bool pending;                 /* row is the last step's, not yet written (an evaluation may add to it) */
+    double eval_t0; /* when the latest evaluation began, until the next call closes it (else 0) */
+    double ms_avg; /* the steps' moving average, in ms (0 before the first) */
+    int64_t first_step; /* the step this process's run started at */
+    bool evaluated; /* an evaluation ran at the current step */
+    bool pending; /* row is the last step's, not yet written (an evaluation may add to it) */
     tg_run_row row;
     int32_t *x, *y;
 };

@@ -38,7 +38,7 @@ static void stop(void *ctx, const char *msg)
 
 static tg_run_sync *sync_new(void *ctx, tg_params *p, size_t bucket_bytes, bool shard, tg_error *err)
 {
-    (void)ctx, (void)bucket_bytes, (void)shard;   /* one process: nothing to sum or to shard */
+    (void)ctx, (void)bucket_bytes, (void)shard; /* one process: nothing to sum or to shard */
     tg_run_sync *s = p ? malloc(sizeof *s) : NULL;
     if (!s) return tg_error_set(err, "run: %s", p ? "out of memory" : "no parameters"), NULL;
     s->p = p;
@@ -76,11 +76,27 @@ static void sync_stats(const tg_run_sync *s, tg_run_sync_stats *out)
                                .bytes = tg_params_numel(s->p) * (int64_t)tg_dtype_size(tg_params_dtype(s->p))};
 }
 
-static const tg_run_backend LOCAL = {
-    .rank = 0, .size = 1, .agree = agree, .same = same, .sum = sum, .max = max, .bcast = bcast, .abort = stop,
-    .sync_new = sync_new, .sync_free = sync_free, .sync_range = sync_range, .sync_grad = sync_grad,
-    .sync_begin = sync_begin, .sync_end = sync_end, .sync_clip = sync_clip, .sync_gather_params = sync_gather_params,
-    .sync_gather_shard = sync_gather_shard, .sync_muon_grads = sync_muon_grads, .sync_muon_share = sync_muon_share,
-    .sync_params_agree = sync_params_agree, .sync_probe = sync_probe, .sync_stats = sync_stats};
+static const tg_run_backend LOCAL = {.rank = 0,
+                                     .size = 1,
+                                     .agree = agree,
+                                     .same = same,
+                                     .sum = sum,
+                                     .max = max,
+                                     .bcast = bcast,
+                                     .abort = stop,
+                                     .sync_new = sync_new,
+                                     .sync_free = sync_free,
+                                     .sync_range = sync_range,
+                                     .sync_grad = sync_grad,
+                                     .sync_begin = sync_begin,
+                                     .sync_end = sync_end,
+                                     .sync_clip = sync_clip,
+                                     .sync_gather_params = sync_gather_params,
+                                     .sync_gather_shard = sync_gather_shard,
+                                     .sync_muon_grads = sync_muon_grads,
+                                     .sync_muon_share = sync_muon_share,
+                                     .sync_params_agree = sync_params_agree,
+                                     .sync_probe = sync_probe,
+                                     .sync_stats = sync_stats};
 
 const tg_run_backend *tg_run_local_backend(void) { return &LOCAL; }

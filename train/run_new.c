@@ -46,11 +46,12 @@ static int claim(tg_run *r, bool force, tg_error *err)
         if (!exists(last))
             return tg_error_set(err, "%s: %s does not exist: there is no run to continue in %s%s", resume, last, r->dir,
                                 r->rank ? " (every process reads it: the directory must be at the same path on every "
-                                          "machine)" : "");
+                                          "machine)"
+                                        : "");
         return 0;
     }
     if (r->rank) return 0;
-    if (!exists(last) && !exists(r->path[TG_RUN_BEST])) return 0;   /* no weights to lose */
+    if (!exists(last) && !exists(r->path[TG_RUN_BEST])) return 0; /* no weights to lose */
     if (force) {
         for (int i = 0; i < TG_RUN_N_FILES; i++) remove(r->path[i]);
         return 0;
@@ -63,10 +64,14 @@ static int claim(tg_run *r, bool force, tg_error *err)
     }
     tg_st_free(fl);
     if (f)
-        return tg_error_set(err, "%s already holds a run%s; continue it with --resume (a larger --steps trains it "
-                                 "longer), or replace it with --force", r->dir, state);
-    return tg_error_set(err, "%s already holds a run%s; continue it with tg_run_resume (more steps train it longer), "
-                             "or replace it (force)", r->dir, state);
+        return tg_error_set(err,
+                            "%s already holds a run%s; continue it with --resume (a larger --steps trains it "
+                            "longer), or replace it with --force",
+                            r->dir, state);
+    return tg_error_set(err,
+                        "%s already holds a run%s; continue it with tg_run_resume (more steps train it longer), "
+                        "or replace it (force)",
+                        r->dir, state);
 }
 
 /* The schedule the checkpoint records, for the notices of say_schedule. */
@@ -74,7 +79,7 @@ static void recorded_schedule(tg_run *r)
 {
     const tg_st_file *f = r->from;
     r->was.known = tg_st_meta(f, "train.lr") && tg_st_meta(f, "train.min_lr") && tg_st_meta(f, "train.steps") &&
-                   tg_st_meta(f, "train.warmup");
+        tg_st_meta(f, "train.warmup");
     r->was.steps = r->base.steps;
     r->was.decay_steps = r->base.decay_steps ? r->base.decay_steps : r->base.steps;
     r->was.warmup = r->base.warmup;
@@ -91,12 +96,12 @@ static int start(tg_run *r, const tg_run_config *c, const tg_run_options *o, tg_
     if (!(r->from = tg_st_load(path, err))) return -1;
     tg_model_config mc;
     if (tg_model_config_read(r->from, &mc, err)) return tg_error_prefix(err, path);
-    if (!r->resumed) {   /* the init weights: their model settings, the defaults the others' */
+    if (!r->resumed) { /* the init weights: their model settings, the defaults the others' */
         if (tg_run_config_copy(&r->c, c)) return tg_error_set(err, "out of memory");
         if (tg_run_config_against(&r->c, r->from, path, true, &r->say, err)) return -1;
         int n;
         const tg_run_setting *t = tg_run_settings(&n);
-        for (int k = 0; k < n; k++)   /* (what they set is not given) */
+        for (int k = 0; k < n; k++) /* (what they set is not given) */
             if (t[k].role == TG_SETTING_MODEL && t[k].kind != TG_SETTING_STRING)
                 memcpy(tg_run_field(&r->base, &t[k]), tg_run_field(&r->c, &t[k]), t[k].size);
         return 0;
@@ -110,8 +115,10 @@ static int start(tg_run *r, const tg_run_config *c, const tg_run_options *o, tg_
     /* f32 results are the same bits on one kernel path, to rounding across paths (core/cpu.h) */
     const char *isa = tg_st_meta(r->from, "train.isa"), *now = tg_isa_name(tg_isa_active());
     if (isa && strcmp(isa, now))
-        tg_run_notify(&r->say, TG_RUN_NOTICE, "the run was made on the %s kernel path and continues on %s: the same "
-                      "run to rounding, not bit for bit (TG_ISA=%s gives its bits, where the CPU has it)", isa, now, isa);
+        tg_run_notify(&r->say, TG_RUN_NOTICE,
+                      "the run was made on the %s kernel path and continues on %s: the same "
+                      "run to rounding, not bit for bit (TG_ISA=%s gives its bits, where the CPU has it)",
+                      isa, now, isa);
     return 0;
 }
 
@@ -172,7 +179,7 @@ static int same_run(tg_run *r, tg_error *err)
     snprintf(buf, sizeof buf, r->tokens ? "token files (%s)" : "a text (%s or the built-in corpus)",
              r->tokens ? tokens : data);
     int rc = tg_run_kv_add(&f, "the data", buf);
-    for (int i = 0; i < r->meta.n; i++) {   /* not the data's paths: machines may mount it elsewhere */
+    for (int i = 0; i < r->meta.n; i++) { /* not the data's paths: machines may mount it elsewhere */
         const char *k = r->meta.kv[2 * i];
         if (strcmp(k, "train.data") && strcmp(k, "train.data_tokens") && strcmp(k, "train.val_tokens"))
             rc |= tg_run_kv_add(&f, k, r->meta.kv[2 * i + 1]);
@@ -188,7 +195,7 @@ static int same_run(tg_run *r, tg_error *err)
     rc |= tg_run_kv_add(&f, "the model's options", buf);
     tg_vocab_to_string(&r->v, buf, sizeof buf);
     rc |= tg_run_kv_add(&f, "vocab", buf);
-    snprintf(buf, sizeof buf, "%zu, checksum %016llx", r->d.n,   /* a tokenizer's, or a token file's */
+    snprintf(buf, sizeof buf, "%zu, checksum %016llx", r->d.n, /* a tokenizer's, or a token file's */
              (unsigned long long)tg_run_fnv1a64(r->d.tokens, r->d.n * sizeof *r->d.tokens));
     rc |= tg_run_kv_add(&f, "tokens", buf);
     tg_run_sync_stats st;
@@ -210,8 +217,8 @@ static int same_run(tg_run *r, tg_error *err)
     if (rc) r->b->abort(r->b->ctx, "out of memory comparing the run with rank 0's");
     rc = same(r, &f, err);
     tg_run_kv_free(&f);
-    if (rc) return -1;   /* on every process alike: nothing was broadcast */
-    if (!r->from) r->b->bcast(r->b->ctx, tg_params_data(p), bytes, 0);   /* the same shapes everywhere */
+    if (rc) return -1; /* on every process alike: nothing was broadcast */
+    if (!r->from) r->b->bcast(r->b->ctx, tg_params_data(p), bytes, 0); /* the same shapes everywhere */
     tg_run_kv w = {0};
     snprintf(buf, sizeof buf, "checksum %016llx", (unsigned long long)tg_run_fnv1a64(tg_params_data(p), bytes));
     if (tg_run_kv_add(&w, "weights", buf)) r->b->abort(r->b->ctx, "out of memory comparing the run with rank 0's");
@@ -233,18 +240,22 @@ static void say_schedule(tg_run *r)
     tg_run_label(&r->say, "min-lr", mlr);
     if (!r->was.known) return;
     if (c->steps > r->was.steps && c->steps > c->decay_steps && !tg_run_given(c, &r->base, "decay-steps")) {
-        if (from < c->steps) snprintf(range, sizeof range, "steps %lld to %lld train", (long long)from, (long long)c->steps);
+        if (from < c->steps)
+            snprintf(range, sizeof range, "steps %lld to %lld train", (long long)from, (long long)c->steps);
         else snprintf(range, sizeof range, "step %lld trains", (long long)from);
-        tg_run_notify(&r->say, TG_RUN_NOTICE, "the cosine schedule ends at the run's %s %lld, so %s at %s %g; give %s "
-                      "%lld to decay over the longer run instead", ds, (long long)c->decay_steps, range, mlr, c->min_lr,
-                      ds, (long long)c->steps);
+        tg_run_notify(&r->say, TG_RUN_NOTICE,
+                      "the cosine schedule ends at the run's %s %lld, so %s at %s %g; give %s "
+                      "%lld to decay over the longer run instead",
+                      ds, (long long)c->decay_steps, range, mlr, c->min_lr, ds, (long long)c->steps);
     }
     tg_lr_schedule was = r->sched;
     was.warmup = r->was.warmup, was.decay_steps = r->was.decay_steps, was.lr = r->was.lr, was.min_lr = r->was.min_lr;
     const double now = tg_lr_at(&r->sched, s), then = tg_lr_at(&was, s);
     if (now != then)
-        tg_run_notify(&r->say, TG_RUN_NOTICE, "the schedule changed: step %lld trains at learning rate %.4g, where the "
-                      "run's schedule gave %.4g", (long long)s + 1, now, then);
+        tg_run_notify(&r->say, TG_RUN_NOTICE,
+                      "the schedule changed: step %lld trains at learning rate %.4g, where the "
+                      "run's schedule gave %.4g",
+                      (long long)s + 1, now, then);
 }
 
 /* The stages' failure, agreed: the first failing process's message on every one. */
@@ -268,7 +279,7 @@ static tg_run *make(const char *dir, const tg_run_config *c, const tg_run_option
     r->lock_fd = -1;
     r->budget_left_at = r->best_step = -1;
     r->resumed = resume;
-    r->evaluated = resume;   /* the step a resume starts at was evaluated, or was a stop */
+    r->evaluated = resume; /* the step a resume starts at was evaluated, or was a stop */
     r->b = o && o->backend ? o->backend : tg_run_local_backend();
     r->rank = r->b->rank;
     r->ranks = r->b->size;
@@ -286,15 +297,17 @@ static tg_run *make(const char *dir, const tg_run_config *c, const tg_run_option
     bool failed = !dir || (!resume && !c);
     if (failed) tg_error_set(err, "%s: NULL %s", resume ? "run_resume" : "run_new", dir ? "config" : "directory");
     failed = failed || claim(r, o && o->force, err) || start(r, c, o, err) || tg_run_check(r, err) ||
-             load_data(r, err) || tg_run_build(r, err);
+        load_data(r, err) || tg_run_build(r, err);
     if (agreed(r, failed, err) || same_run(r, err)) goto fail;
-    failed = r->rank == 0 && !(r->csv = tg_run_metrics_open(r->path[TG_RUN_METRICS], resume ? r->ts.step : -1,
-                                                            r->c.log_digits, &r->say, err));
+    failed = r->rank == 0 &&
+        !(r->csv =
+              tg_run_metrics_open(r->path[TG_RUN_METRICS], resume ? r->ts.step : -1, r->c.log_digits, &r->say, err));
     if (agreed(r, failed, err)) goto fail;
     r->everywhere = false;
-    r->probe_s = r->b->sync_probe(r->sync, 3);   /* (the gradients are still zero) */
+    r->probe_s = r->b->sync_probe(r->sync, 3); /* (the gradients are still zero) */
     r->first_step = r->ts.step;
-    if (!resume && r->ema && tg_ema_reset(r->ema, err)) goto fail;   /* the averages start as the weights every process now holds */
+    if (!resume && r->ema && tg_ema_reset(r->ema, err))
+        goto fail; /* the averages start as the weights every process now holds */
     if (r->ranks == 1 && r->c.zero)
         tg_run_notify(&r->say, TG_RUN_NOTICE, "%s 1 on one process: there is nothing to shard",
                       r->say.flags ? "--zero" : "zero");
@@ -304,7 +317,7 @@ static tg_run *make(const char *dir, const tg_run_config *c, const tg_run_option
     r->init = NULL;
     return r;
 fail:
-    if (r->made_dir) rmdir(r->dir);   /* only while still empty: a failed run leaves no empty directory behind */
+    if (r->made_dir) rmdir(r->dir); /* only while still empty: a failed run leaves no empty directory behind */
     tg_run_free(r);
     return NULL;
 }

@@ -1,7 +1,7 @@
 /* A run's directory (train/run.h): claimed for one run at a time, the
  * temporaries of a killed one removed, the checkpoint a path names, and
  * the metrics file with its columns. */
-#define _DEFAULT_SOURCE   /* flock */
+#define _DEFAULT_SOURCE /* flock */
 #include "train.h"
 
 #include <dirent.h>
@@ -59,7 +59,7 @@ int tg_run_lock(const char *dir, bool *made, const char *program, const tg_run_s
         if (*made) rmdir(dir);
         return -1;
     }
-    DIR *d = opendir(dir);   /* the lock makes sure no other process is writing these */
+    DIR *d = opendir(dir); /* the lock makes sure no other process is writing these */
     for (struct dirent *e; d && (e = readdir(d));) {
         if (!is_stale_temp(e->d_name)) continue;
         char path[8192];
@@ -75,7 +75,7 @@ const char *tg_run_checkpoint(const char *path, char *buf, size_t size, tg_run_f
     struct stat st;
     if (which) *which = TG_RUN_FILE_GIVEN;
     if (!path || !buf || !size) return tg_error_set(err, "run_checkpoint: NULL argument"), NULL;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return path;   /* its reader names what is wrong with it */
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return path; /* its reader names what is wrong with it */
     for (int i = 0; i < 2; i++) {
         snprintf(buf, size, "%s/%s", path, TG_RUN_FILES[i]);
         if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -83,22 +83,23 @@ const char *tg_run_checkpoint(const char *path, char *buf, size_t size, tg_run_f
             return buf;
         }
     }
-    tg_error_set(err, "%s is a directory without best.safetensors or last.safetensors (what a run writes into its "
-                      "directory): give a checkpoint file or a run's directory", path);
+    tg_error_set(err,
+                 "%s is a directory without best.safetensors or last.safetensors (what a run writes into its "
+                 "directory): give a checkpoint file or a run's directory",
+                 path);
     return NULL;
 }
 
 /* ---- the metrics file ------------------------------------------------------------ */
 
-tg_metrics *tg_run_metrics_open(const char *path, int64_t resume_step, int digits, const tg_run_say *say,
-                                tg_error *err)
+tg_metrics *tg_run_metrics_open(const char *path, int64_t resume_step, int digits, const tg_run_say *say, tg_error *err)
 {
     char loss[16], notice[512];
     if (digits > 0) snprintf(loss, sizeof loss, "%%.%dg", digits);
     else snprintf(loss, sizeof loss, "%%.6f");
-    const tg_metrics_column cols[8] = {{"loss", loss},         {"lr", "%.6g"},       {"ms_per_step", "%.3f"},
+    const tg_metrics_column cols[8] = {{"loss", loss},           {"lr", "%.6g"},       {"ms_per_step", "%.3f"},
                                        {"tokens_per_s", "%.1f"}, {"train_loss", loss}, {"val_loss", loss},
-                                       {"train_bpb", loss},     {"val_bpb", loss}};
+                                       {"train_bpb", loss},      {"val_bpb", loss}};
     tg_metrics *m = tg_metrics_open(path, cols, 8, resume_step, notice, sizeof notice, err);
     if (m && notice[0]) tg_run_notify(say, TG_RUN_NOTICE, "%s", notice);
     return m;
@@ -116,8 +117,8 @@ int tg_run_loss_format(const tg_run_loss *l, char *buf, size_t size)
     char bpb[80];
     if (isnan(l->val_bpb)) snprintf(bpb, sizeof bpb, "no bits per byte: token ids without a tokenizer");
     else snprintf(bpb, sizeof bpb, "%.4f bits per byte", l->val_bpb);
-    const int n = snprintf(buf, size, "step %lld: train loss %.4f, val loss %.4f (%s)%s%s%s", (long long)l->step,
-                           l->train, l->val, bpb, l->weights ? " of the " : "", l->weights ? l->weights : "",
-                           l->weights ? " weights" : "");
+    const int n =
+        snprintf(buf, size, "step %lld: train loss %.4f, val loss %.4f (%s)%s%s%s", (long long)l->step, l->train,
+                 l->val, bpb, l->weights ? " of the " : "", l->weights ? l->weights : "", l->weights ? " weights" : "");
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }

@@ -24,6 +24,8 @@
 #define SWITCH TG_SETTING_SWITCH
 #define WORD TG_SETTING_WORD
 
+/* one setting a row, as the help lists them */
+// clang-format off
 static const tg_run_setting SETTINGS[] = {
     {"data", STR, S_NONE, F(data), 0, 0, NULL, "text file to train on (default: the built-in corpus)"},
     {"tokenizer", STR, S_NONE, F(tokenizer), 0, 0, NULL, "encode with this tokenizer (tokenizer file, checkpoint "
@@ -117,6 +119,7 @@ static const tg_run_setting SETTINGS[] = {
     {"bucket-mb", DBL, S_NONE, F(bucket_mb), 0.001, 4096, NULL, "MiB of gradients per bucket summed across "
      "processes while backward runs"},
 };
+// clang-format on
 #define N_SETTINGS ((int)(sizeof SETTINGS / sizeof SETTINGS[0]))
 _Static_assert(N_SETTINGS <= 32 * 4, "tg_run_config's given bits are too few");
 _Static_assert(sizeof(tg_gelu_mode) == sizeof(int) && sizeof(tg_ffn_kind) == sizeof(int) &&
@@ -144,7 +147,10 @@ const tg_run_setting *tg_run_setting_find(const char *name)
     return NULL;
 }
 
-int tg_run_setting_index(const tg_run_setting *s) { return s >= SETTINGS && s < SETTINGS + N_SETTINGS ? (int)(s - SETTINGS) : -1; }
+int tg_run_setting_index(const tg_run_setting *s)
+{
+    return s >= SETTINGS && s < SETTINGS + N_SETTINGS ? (int)(s - SETTINGS) : -1;
+}
 
 /* ---- values to and from text ---------------------------------------------- */
 
@@ -230,7 +236,10 @@ static void store_int(void *dest, size_t size, int v)
     else *(int *)dest = v;
 }
 
-static int load_int(const void *src, size_t size) { return size == sizeof(bool) ? *(const bool *)src : *(const int *)src; }
+static int load_int(const void *src, size_t size)
+{
+    return size == sizeof(bool) ? *(const bool *)src : *(const int *)src;
+}
 
 static int parse_number(const tg_run_setting *s, const char *v, const char *what, void *dest, tg_error *err)
 {
@@ -247,12 +256,14 @@ static int parse_number(const tg_run_setting *s, const char *v, const char *what
     const bool range = errno == ERANGE;
     format_double(s->min, lo, sizeof lo);
     format_double(s->max, hi, sizeof hi);
-    if (x != 0 ? fabs(x) < DBL_MIN : range)   /* subnormal, or rounded to 0 */
-        return tg_error_set(err, "%s: %s is out of range: too close to 0 (a value other than 0 needs a magnitude of "
-                                 "at least %.17g); the range is [%s, %s]", what, tg_run_shown(v, b), DBL_MIN, lo, hi);
+    if (x != 0 ? fabs(x) < DBL_MIN : range) /* subnormal, or rounded to 0 */
+        return tg_error_set(err,
+                            "%s: %s is out of range: too close to 0 (a value other than 0 needs a magnitude of "
+                            "at least %.17g); the range is [%s, %s]",
+                            what, tg_run_shown(v, b), DBL_MIN, lo, hi);
     if (s->kind != TG_SETTING_DOUBLE && isfinite(x) && x != floor(x))
         return tg_error_set(err, "%s: '%s' is not a whole number", what, tg_run_shown(v, b));
-    if (!isfinite(x) || x < s->min || x > s->max)   /* beyond a double: ERANGE and +-HUGE_VAL */
+    if (!isfinite(x) || x < s->min || x > s->max) /* beyond a double: ERANGE and +-HUGE_VAL */
         return tg_error_set(err, "%s: %s is outside [%s, %s]", what, tg_run_shown(v, b), lo, hi);
     if (s->kind == TG_SETTING_INT) *(int *)dest = (int)x;
     else if (s->kind == TG_SETTING_I64) *(int64_t *)dest = (int64_t)x;
@@ -342,18 +353,41 @@ bool tg_run_setting_equal(const tg_run_setting *s, const void *a, const void *b)
 void tg_run_config_init(tg_run_config *c)
 {
     if (!c) return;
-    *c = (tg_run_config){.arch = "gpt", .n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 64,
-                         .multiple_of = 32, .rope_theta = 10000, .norm_eps = 1e-5, .tied = true, .batch_size = 12,
-                         .grad_accum = 1, .steps = 2000, .lr = 1e-3, .min_lr = 1e-4, .warmup = 100,
-                         .decay_frac = 0.2, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .grad_clip = 1.0,
-                         .muon_lr = TG_MUON_LR, .muon_momentum = 0.95, .eval_interval = 250, .eval_iters = 200,
-                         .seed = 1337, .corpus_chars = 300000, .dtype = TG_F32, .log_interval = 10, .bucket_mb = 1};
+    *c = (tg_run_config){.arch = "gpt",
+                         .n_layer = 4,
+                         .n_head = 4,
+                         .n_embd = 128,
+                         .block_size = 64,
+                         .multiple_of = 32,
+                         .rope_theta = 10000,
+                         .norm_eps = 1e-5,
+                         .tied = true,
+                         .batch_size = 12,
+                         .grad_accum = 1,
+                         .steps = 2000,
+                         .lr = 1e-3,
+                         .min_lr = 1e-4,
+                         .warmup = 100,
+                         .decay_frac = 0.2,
+                         .weight_decay = 0.1,
+                         .beta1 = 0.9,
+                         .beta2 = 0.99,
+                         .grad_clip = 1.0,
+                         .muon_lr = TG_MUON_LR,
+                         .muon_momentum = 0.95,
+                         .eval_interval = 250,
+                         .eval_iters = 200,
+                         .seed = 1337,
+                         .corpus_chars = 300000,
+                         .dtype = TG_F32,
+                         .log_interval = 10,
+                         .bucket_mb = 1};
 }
 
 void tg_run_config_release(tg_run_config *c)
 {
     if (!c) return;
-    for (int k = 0; k < N_SETTINGS; k++) {   /* the string fields that point at what is freed */
+    for (int k = 0; k < N_SETTINGS; k++) { /* the string fields that point at what is freed */
         if (SETTINGS[k].kind != TG_SETTING_STRING) continue;
         const char **f = (const char **)((char *)c + SETTINGS[k].offset);
         for (int i = 0; *f && i < c->own.n; i++)

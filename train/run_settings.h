@@ -50,17 +50,17 @@ typedef enum tg_run_optimizer { TG_RUN_ADAMW, TG_RUN_MUON } tg_run_optimizer;
  * A copy made by assignment shares them: release only one of the two. */
 typedef struct tg_run_config {
     /* the data */
-    const char *data;           /* a text file; NULL: the built-in corpus (train/corpus.h) */
-    const char *tokenizer;      /* a tokenizer file (tg_tok_load), or "bpe:V[:words]" to train one; NULL: bytes */
-    const char *data_tokens;    /* token files instead of a text (tg_dataset_from_token_files) */
-    const char *val_tokens;     /*   the val split's (NULL: the last 10% of data_tokens) */
-    int vocab_size;             /* token files: the model's ids (0: the tokenizer's) */
+    const char *data; /* a text file; NULL: the built-in corpus (train/corpus.h) */
+    const char *tokenizer; /* a tokenizer file (tg_tok_load), or "bpe:V[:words]" to train one; NULL: bytes */
+    const char *data_tokens; /* token files instead of a text (tg_dataset_from_token_files) */
+    const char *val_tokens; /*   the val split's (NULL: the last 10% of data_tokens) */
+    int vocab_size; /* token files: the model's ids (0: the tokenizer's) */
     /* the model (tg_model_config) */
-    const char *arch;           /* the family: "gpt", "llama", a registered one */
+    const char *arch; /* the family: "gpt", "llama", a registered one */
     int n_layer, n_head, n_embd, block_size;
     bool bias;
     tg_gelu_mode gelu;
-    int n_kv_head, hidden_dim, multiple_of;   /* a Llama's (0: n_head; 0: from multiple_of) */
+    int n_kv_head, hidden_dim, multiple_of; /* a Llama's (0: n_head; 0: from multiple_of) */
     double rope_theta;
     bool rope_halves;
     double norm_eps;
@@ -70,10 +70,10 @@ typedef struct tg_run_config {
     double logit_softcap;
     double dropout;
     /* the batch and the steps */
-    int batch_size, grad_accum;       /* rows per micro-batch on each process; micro-batches per step */
-    int64_t steps;                    /* optimizer steps (a time budget's cap) */
-    double time_budget;               /* seconds for the whole run (0: steps) */
-    int64_t decay_steps;              /* where the schedule reaches min_lr (0: steps) */
+    int batch_size, grad_accum; /* rows per micro-batch on each process; micro-batches per step */
+    int64_t steps; /* optimizer steps (a time budget's cap) */
+    double time_budget; /* seconds for the whole run (0: steps) */
+    int64_t decay_steps; /* where the schedule reaches min_lr (0: steps) */
     double lr, min_lr;
     int64_t warmup;
     tg_lr_shape schedule;
@@ -83,17 +83,17 @@ typedef struct tg_run_config {
     double weight_decay, beta1, beta2, grad_clip;
     tg_run_optimizer optimizer;
     double muon_lr, muon_momentum;
-    double ema;                       /* the weight averages' decay (0: none) */
+    double ema; /* the weight averages' decay (0: none) */
     /* evaluation */
     int64_t eval_interval, eval_iters;
     bool full_val;
     int64_t seed;
     int corpus_chars;
-    tg_dtype dtype;                   /* TG_F32 or TG_F64 */
+    tg_dtype dtype; /* TG_F32 or TG_F64 */
     bool attn_composed;
     int64_t log_interval;
     int log_digits;
-    int zero;                         /* 1: ZeRO stage 1 over the processes */
+    int zero; /* 1: ZeRO stage 1 over the processes */
     double bucket_mb;
     /* the library's own: strings it allocated, settings given by name */
     struct {
@@ -105,34 +105,34 @@ typedef struct tg_run_config {
 
 /* How a setting's value is written. */
 typedef enum tg_setting_kind {
-    TG_SETTING_INT,      /* int: a whole number in [min, max] */
-    TG_SETTING_I64,      /* int64_t: the same */
-    TG_SETTING_DOUBLE,   /* double: a number in [min, max] */
-    TG_SETTING_STRING,   /* const char * */
-    TG_SETTING_BOOL,     /* bool: true, false, 1 or 0 */
-    TG_SETTING_SWITCH,   /* bool, which a command line gives without a value */
-    TG_SETTING_WORD      /* an enum (or a bool), one of the setting's words: the i-th is value i */
+    TG_SETTING_INT, /* int: a whole number in [min, max] */
+    TG_SETTING_I64, /* int64_t: the same */
+    TG_SETTING_DOUBLE, /* double: a number in [min, max] */
+    TG_SETTING_STRING, /* const char * */
+    TG_SETTING_BOOL, /* bool: true, false, 1 or 0 */
+    TG_SETTING_SWITCH, /* bool, which a command line gives without a value */
+    TG_SETTING_WORD /* an enum (or a bool), one of the setting's words: the i-th is value i */
 } tg_setting_kind;
 
 /* What a checkpoint records of a setting, and what a resume does when the
  * config it is given has another value. */
 typedef enum tg_setting_role {
-    TG_SETTING_NONE,    /* not recorded (or recorded apart: the data by its identity) */
-    TG_SETTING_MODEL,   /* the model's shape, under the model config's key: a different value is an error */
-    TG_SETTING_RUN,     /* the run's identity, as "train.<name>": an error */
-    TG_SETTING_FREE     /* "train.<name>" (schedule, evaluation, the batch's split): allowed, with a notice */
+    TG_SETTING_NONE, /* not recorded (or recorded apart: the data by its identity) */
+    TG_SETTING_MODEL, /* the model's shape, under the model config's key: a different value is an error */
+    TG_SETTING_RUN, /* the run's identity, as "train.<name>": an error */
+    TG_SETTING_FREE /* "train.<name>" (schedule, evaluation, the batch's split): allowed, with a notice */
 } tg_setting_role;
 
 /* One setting: a field of tg_run_config (offset, size), or of the
  * caller's when it parses a value of its own with tg_run_setting_parse. */
 typedef struct tg_run_setting {
-    const char *name;      /* "batch-size" */
+    const char *name; /* "batch-size" */
     tg_setting_kind kind;
     tg_setting_role role;
-    size_t offset, size;   /* the field in tg_run_config */
-    double min, max;       /* numbers: the inclusive range */
-    const char *words;     /* TG_SETTING_WORD: "adamw|muon" ("default" is taken, never listed in a message) */
-    const char *help;      /* one line */
+    size_t offset, size; /* the field in tg_run_config */
+    double min, max; /* numbers: the inclusive range */
+    const char *words; /* TG_SETTING_WORD: "adamw|muon" ("default" is taken, never listed in a message) */
+    const char *help; /* one line */
 } tg_run_setting;
 
 /* The table, in the order of tiny_gpt train's --help; *n (may be NULL)
@@ -148,8 +148,7 @@ TG_API const tg_run_setting *tg_run_setting_find(const char *name);
  * 0, or -1 with a message that starts with `what` (the setting's name
  * when NULL) and shows the bytes of text outside printable ASCII as
  * \xNN; dest is then unchanged. */
-TG_API int tg_run_setting_parse(const tg_run_setting *s, const char *text, const char *what, void *dest,
-                                tg_error *err);
+TG_API int tg_run_setting_parse(const tg_run_setting *s, const char *text, const char *what, void *dest, tg_error *err);
 /* The value at src (as dest above) as text that tg_run_setting_parse
  * reads back exactly (a double in the shortest %g form that does; a NULL
  * string as ""), into buf. -1 for a NULL argument or a buf too small. */
@@ -169,8 +168,7 @@ TG_API void tg_run_config_release(tg_run_config *c);
  * Llama, ...) is then refused by tg_run_new, as one given with a value
  * that differs from its default is. 0, or -1 with a message ("unknown
  * setting 'x'", or the parse's, which starts with what). */
-TG_API int tg_run_config_set(tg_run_config *c, const char *name, const char *text, const char *what,
-                             tg_error *err);
+TG_API int tg_run_config_set(tg_run_config *c, const char *name, const char *text, const char *what, tg_error *err);
 /* The value of the setting called name as text (tg_run_setting_format).
  * -1 for an unknown name, a NULL argument or a buf too small. */
 TG_API int tg_run_config_get(const tg_run_config *c, const char *name, char *buf, size_t size);
@@ -193,13 +191,13 @@ TG_API int tg_run_config_load(tg_run_config *c, const char *path, tg_error *err)
  * in double quotes loses them; a name may start with "--"; a UTF-8 byte
  * order mark at the start is skipped. The names are not looked up here:
  * tg_run_config_set (or the program's own flags) takes them. */
-#define TG_CONFIG_FILE_MAX (1 << 20)   /* bytes: a config file is a few lines */
+#define TG_CONFIG_FILE_MAX (1 << 20) /* bytes: a config file is a few lines */
 typedef struct tg_config_line {
-    const char *name, *value;   /* NUL-terminated, in the file's text */
-    int line;                   /* 1-based */
+    const char *name, *value; /* NUL-terminated, in the file's text */
+    int line; /* 1-based */
 } tg_config_line;
 typedef struct tg_config_file {
-    char *text;                 /* the file, cut into the names and values */
+    char *text; /* the file, cut into the names and values */
     tg_config_line *lines;
     int n;
 } tg_config_file;

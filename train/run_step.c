@@ -31,17 +31,15 @@ static double train_step(tg_run *r, int64_t step, double lr, tg_error *err)
     const float inv_f = (float)inv;
     const void *seed = c->dtype == TG_F32 ? (const void *)&inv_f : (const void *)&inv;
     double sum = 0;
-    const tg_rows rows = {r->x, r->y, R * B, r->rank * B, B, T};   /* this process's rows of the batch */
+    const tg_rows rows = {r->x, r->y, R * B, r->rank * B, B, T}; /* this process's rows of the batch */
     for (int k = 0; k < A; k++) {
-        if (c->sampling == TG_RUN_EPOCHS)
-            tg_dataset_epoch_rows(&r->d, false, &rows, (uint64_t)c->seed, r->ts.windows);
-        else
-            tg_dataset_rows(&r->d, false, &rows, &r->ts.data_rng);
+        if (c->sampling == TG_RUN_EPOCHS) tg_dataset_epoch_rows(&r->d, false, &rows, (uint64_t)c->seed, r->ts.windows);
+        else tg_dataset_rows(&r->d, false, &rows, &r->ts.data_rng);
         r->ts.windows += R * B;
-        tg_tensor *xt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->x);   /* (B,T) */
-        tg_tensor *yt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->y);   /* (B,T) */
-        tg_tensor *loss = tg_model_loss(r->g, &r->m, xt, yt);                     /* () */
-        const bool last = k == A - 1;   /* earlier micro-batches only accumulate */
+        tg_tensor *xt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->x); /* (B,T) */
+        tg_tensor *yt = tg_tensor_from(r->g, TG_I32, 2, (int[]){B, T}, r->y); /* (B,T) */
+        tg_tensor *loss = tg_model_loss(r->g, &r->m, xt, yt); /* () */
+        const bool last = k == A - 1; /* earlier micro-batches only accumulate */
         if (last) b->sync_begin(r->sync, r->g);
         const int rc = tg_graph_backward_seeded(r->g, loss, seed);
         if (last) b->sync_end(r->sync);
@@ -61,15 +59,15 @@ static double train_step(tg_run *r, int64_t step, double lr, tg_error *err)
     if (c->grad_clip > 0) {
         const double norm = b->sync_clip(r->sync, c->grad_clip);
         if (!isfinite(norm)) {
-            r->everywhere = true;   /* the norm of the summed gradients: the same on every process */
+            r->everywhere = true; /* the norm of the summed gradients: the same on every process */
             tg_error_set(err, "step %lld: the gradient norm is %g", (long long)step, norm);
             return NAN;
         }
     }
     if (muon_sharded(r)) b->sync_muon_grads(r->sync, r->muon);
     if (tg_adamw_step_grad(r->opt, lr, b->sync_grad(r->sync), err)) return NAN;
-    b->sync_gather_params(r->sync);   /* (Muon's matrices: AdamW left them, the same everywhere) */
-    if (r->muon) {   /* its learning rate follows the same schedule, scaled to muon_lr */
+    b->sync_gather_params(r->sync); /* (Muon's matrices: AdamW left them, the same everywhere) */
+    if (r->muon) { /* its learning rate follows the same schedule, scaled to muon_lr */
         const double mlr = c->lr > 0 ? lr * (c->muon_lr / c->lr) : c->muon_lr;
         if (muon_sharded(r)) {
             if (tg_muon_step_part(r->muon, mlr, r->rank, r->ranks, err)) return NAN;
@@ -103,10 +101,14 @@ int tg_run_step(tg_run *r, double lr, tg_run_step_info *out, tg_error *err)
     r->ms_avg = r->ts.step == r->first_step + 1 ? ms : 0.9 * r->ms_avg + 0.1 * ms;
     const double tokens = (double)r->ranks * c->batch_size * c->grad_accum * c->block_size;
     r->row = (tg_run_row){r->ts.step, loss, lr, ms, tokens / (r->ms_avg / 1e3), NAN, NAN, NAN, NAN};
-    if (tg_run_eval_due(r)) r->pending = true;   /* the evaluation writes the row, with its losses */
+    if (tg_run_eval_due(r)) r->pending = true; /* the evaluation writes the row, with its losses */
     else if (r->rank == 0) tg_run_metrics_write(r->csv, &r->row);
     if (out)
-        *out = (tg_run_step_info){.step = r->ts.step, .loss = loss, .lr = lr, .ms = ms, .ms_avg = r->ms_avg,
+        *out = (tg_run_step_info){.step = r->ts.step,
+                                  .loss = loss,
+                                  .lr = lr,
+                                  .ms = ms,
+                                  .ms_avg = r->ms_avg,
                                   .tokens_per_s = r->row.tokens_per_s};
     return 0;
 }
@@ -179,7 +181,8 @@ static int timing_steps(tg_run *r, int64_t first, int64_t n, tg_error *err)
 {
     for (int64_t k = first; k < first + n; k++) {
         if (isnan(train_step(r, k + 1, tg_lr_at(&r->sched, k), err))) return -1;
-        if (r->ema && tg_ema_update(r->ema, err)) return -1;   /* timed as the run's steps are (the averages restart after) */
+        if (r->ema && tg_ema_update(r->ema, err))
+            return -1; /* timed as the run's steps are (the averages restart after) */
     }
     return 0;
 }
@@ -192,7 +195,7 @@ static int time_steps(tg_run *r, int64_t *timed, double *step_s, tg_error *err)
     if (!snap) return -1;
     double t0 = tg_run_clock();
     int rc = timing_steps(r, 0, BUDGET_WARM, err);
-    double warm = (tg_run_clock() - t0) / BUDGET_WARM;   /* how many to time, from the warm steps (rank 0's) */
+    double warm = (tg_run_clock() - t0) / BUDGET_WARM; /* how many to time, from the warm steps (rank 0's) */
     r->b->bcast(r->b->ctx, &warm, sizeof warm, 0);
     const double want = BUDGET_TIMING * r->c.time_budget / (warm > 1e-9 ? warm : 1e-9);
     *timed = want < BUDGET_MIN_TIMED ? BUDGET_MIN_TIMED : want > BUDGET_MAX_TIMED ? BUDGET_MAX_TIMED : (int64_t)want;
@@ -203,8 +206,10 @@ static int time_steps(tg_run *r, int64_t *timed, double *step_s, tg_error *err)
     tg_train_snapshot_free(snap);
     if (rc) return -1;
     char tb[80];
-    if (back) return tg_error_set(err, "%s: the state timed could not be put back", tg_run_label(&r->say, "time-budget", tb));
-    if (r->ema && tg_ema_reset(r->ema, err)) return -1;   /* the averages start again as these weights (nothing without) */
+    if (back)
+        return tg_error_set(err, "%s: the state timed could not be put back", tg_run_label(&r->say, "time-budget", tb));
+    if (r->ema && tg_ema_reset(r->ema, err))
+        return -1; /* the averages start again as these weights (nothing without) */
     *tg_graph_rng(r->g) = r->ts.drop_rng;
     return 0;
 }
@@ -222,8 +227,10 @@ int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err)
     tg_run_label(&r->say, "time-budget", tb);
     if (!r->eval_timed) {
         r->everywhere = true;
-        return tg_error_set(err, "%s: evaluate the run once before its steps are planned (the plan counts what an "
-                                 "evaluation costs)", tb);
+        return tg_error_set(err,
+                            "%s: evaluate the run once before its steps are planned (the plan counts what an "
+                            "evaluation costs)",
+                            tb);
     }
     int64_t timed = 0;
     double step_s = 0;
@@ -237,10 +244,12 @@ int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err)
     const int64_t n = tg_budget_steps(c->time_budget, BUDGET_MARGIN, &costs, c->eval_interval, c->steps);
     if (n < 1) {
         r->everywhere = true;
-        return tg_error_set(err, "%s %g: not one step fits (%.2f s spent before the first step, a step %.3f s, an "
-                                 "evaluation with its saves %.2f s, a %.0f%% margin); give a larger budget, or a "
-                                 "smaller %s", tb, c->time_budget, costs.spent, costs.step, costs.eval,
-                            100 * BUDGET_MARGIN, tg_run_label(&r->say, "eval-iters", ei));
+        return tg_error_set(err,
+                            "%s %g: not one step fits (%.2f s spent before the first step, a step %.3f s, an "
+                            "evaluation with its saves %.2f s, a %.0f%% margin); give a larger budget, or a "
+                            "smaller %s",
+                            tb, c->time_budget, costs.spent, costs.step, costs.eval, 100 * BUDGET_MARGIN,
+                            tg_run_label(&r->say, "eval-iters", ei));
     }
     c->steps = c->decay_steps = n;
     tg_run_set_schedule(r);
@@ -251,12 +260,18 @@ int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err)
         return tg_error_set(err, "out of memory");
     r->plan = false;
     if (out)
-        *out = (tg_run_plan){.steps = n, .timed = timed, .spent = costs.spent, .step_s = costs.step,
-                             .eval_s = costs.eval, .margin = BUDGET_MARGIN};
+        *out = (tg_run_plan){.steps = n,
+                             .timed = timed,
+                             .spent = costs.spent,
+                             .step_s = costs.step,
+                             .eval_s = costs.eval,
+                             .margin = BUDGET_MARGIN};
     if (c->warmup >= n)
-        tg_run_notify(&r->say, TG_RUN_WARNING, "%s %lld is not shorter than the %lld steps the budget holds: the "
-                      "learning rate never reaches %s %g", tg_run_label(&r->say, "warmup", wu), (long long)c->warmup,
-                      (long long)n, tg_run_label(&r->say, "lr", lr), c->lr);
+        tg_run_notify(&r->say, TG_RUN_WARNING,
+                      "%s %lld is not shorter than the %lld steps the budget holds: the "
+                      "learning rate never reaches %s %g",
+                      tg_run_label(&r->say, "warmup", wu), (long long)c->warmup, (long long)n,
+                      tg_run_label(&r->say, "lr", lr), c->lr);
     return tg_run_save_last(r, err);
 }
 
@@ -265,20 +280,35 @@ int tg_run_plan_steps(tg_run *r, tg_run_plan *out, tg_error *err)
 int tg_run_eta(const tg_run *r, tg_eta_plan *out)
 {
     if (!r || !out) return -1;
-    *out = (tg_eta_plan){.steps = r->c.steps, .stop_at = r->stop_at, .eval_interval = r->c.eval_interval,
-                         .step_s = r->ms_avg / 1e3, .eval_s = r->eval_timed ? r->eval_s : -1, .save_s = r->save_s};
+    *out = (tg_eta_plan){.steps = r->c.steps,
+                         .stop_at = r->stop_at,
+                         .eval_interval = r->c.eval_interval,
+                         .step_s = r->ms_avg / 1e3,
+                         .eval_s = r->eval_timed ? r->eval_s : -1,
+                         .save_s = r->save_s};
     return 0;
 }
 
 int tg_run_describe(const tg_run *r, tg_run_info *out)
 {
     if (!r || !out) return -1;
-    *out = (tg_run_info){.config = &r->c, .model = (tg_model *)&r->m, .vocab = &r->v, .data = &r->d,
-                         .text = r->tokens ? NULL : &r->text, .dir = r->dir, .resumed = r->resumed,
-                         .step = r->ts.step, .steps = r->c.steps, .rank = r->rank, .ranks = r->ranks,
-                         .muon_params = r->muon ? tg_muon_numel(r->muon) : 0, .best_val = r->ts.best_val,
-                         .best_step = r->best_step, .best_weights = r->best_weights,
-                         .elapsed = tg_run_clock() - r->t_start, .probe_s = r->probe_s};
+    *out = (tg_run_info){.config = &r->c,
+                         .model = (tg_model *)&r->m,
+                         .vocab = &r->v,
+                         .data = &r->d,
+                         .text = r->tokens ? NULL : &r->text,
+                         .dir = r->dir,
+                         .resumed = r->resumed,
+                         .step = r->ts.step,
+                         .steps = r->c.steps,
+                         .rank = r->rank,
+                         .ranks = r->ranks,
+                         .muon_params = r->muon ? tg_muon_numel(r->muon) : 0,
+                         .best_val = r->ts.best_val,
+                         .best_step = r->best_step,
+                         .best_weights = r->best_weights,
+                         .elapsed = tg_run_clock() - r->t_start,
+                         .probe_s = r->probe_s};
     tg_adamw_shard(r->opt, &out->shard_lo, &out->shard_hi);
     r->b->sync_stats(r->sync, &out->sync);
     return 0;
@@ -290,5 +320,5 @@ void tg_run_abort(const tg_run *r, const char *msg)
 {
     const tg_run_backend *b = r ? r->b : tg_run_local_backend();
     b->abort(b->ctx, msg);
-    abort();   /* (a backend's abort never returns) */
+    abort(); /* (a backend's abort never returns) */
 }

@@ -24,14 +24,18 @@ static int train_bpe(tg_vocab *v, const char *tokenizer, bool llama, const tg_ru
     errno = 0;
     const long V = strtol(n, &end, 10);
     if (!(*n >= '0' && *n <= '9') || (*end && *end != ':') || errno || V < 259 || V > 1 << 24)
-        return tg_error_set(err, "%s %s: bpe:V wants V, the pieces, a whole number from 259 (the bytes and three "
-                                 "specials) to 16777216", flag, tokenizer);
+        return tg_error_set(err,
+                            "%s %s: bpe:V wants V, the pieces, a whole number from 259 (the bytes and three "
+                            "specials) to 16777216",
+                            flag, tokenizer);
     tg_bpe_words words = TG_BPE_WORDS_CLASSES;
     if (*end && !strcmp(end + 1, "spaces")) words = TG_BPE_WORDS_SPACES;
     else if (*end && strcmp(end + 1, "classes"))
-        return tg_error_set(err, "%s %s: after bpe:V comes nothing, :classes or :spaces (which pairs may merge: "
-                                 "docs/tokenizers.md)", flag, tokenizer);
-    const size_t train = tg_text_train_bytes(t->text, t->len);   /* the train split's bytes: never the val split's */
+        return tg_error_set(err,
+                            "%s %s: after bpe:V comes nothing, :classes or :spaces (which pairs may merge: "
+                            "docs/tokenizers.md)",
+                            flag, tokenizer);
+    const size_t train = tg_text_train_bytes(t->text, t->len); /* the train split's bytes: never the val split's */
     const tg_bpe_options bo = {.vocab_size = (int)V, .words = words};
     tg_tokenizer *tok = tg_bpe_train(t->text, train, &bo, err);
     char what[1200];
@@ -59,12 +63,14 @@ static int vocab_of(tg_vocab *v, const tg_run_config *c, bool tokens, bool llama
         return tg_error_set(err, "%s %s: %s", tname, c->tokenizer, le.msg);
     const bool own = from && tg_st_meta(from, "vocab");
     if (given && tokens && c->vocab_size && c->vocab_size < tg_tok_vocab_size(given) && !own) {
-        tg_error_set(err, "%s %d is smaller than the tokenizer's %d ids (it may be larger: ids the tokenizer lacks "
-                          "are never seen)", vname, c->vocab_size, (int)tg_tok_vocab_size(given));
+        tg_error_set(err,
+                     "%s %d is smaller than the tokenizer's %d ids (it may be larger: ids the tokenizer lacks "
+                     "are never seen)",
+                     vname, c->vocab_size, (int)tg_tok_vocab_size(given));
         tg_tok_free(given);
         return -1;
     }
-    if (own) {   /* the run's own */
+    if (own) { /* the run's own */
         if (tg_vocab_read(v, from, err)) {
             tg_tok_free(given);
             return -1;
@@ -72,25 +78,27 @@ static int vocab_of(tg_vocab *v, const tg_run_config *c, bool tokens, bool llama
         const bool same = !given || (v->kind == TG_VOCAB_TOKENIZER && tg_tok_same(v->tok, given));
         tg_tok_free(given);
         if (same) return 0;
-        tg_error_set(err, "%s %s is not the tokenizer of the run (%s); a resumed run keeps it: start a new run (%s) "
-                          "to change it", tname, c->tokenizer,
+        tg_error_set(err,
+                     "%s %s is not the tokenizer of the run (%s); a resumed run keeps it: start a new run (%s) "
+                     "to change it",
+                     tname, c->tokenizer,
                      v->kind == TG_VOCAB_TOKENIZER ? "its checkpoint holds another one"
-                     : v->kind == TG_VOCAB_IDS     ? "it trained on token ids without a tokenizer"
-                                                   : "it has a byte vocabulary", again);
+                         : v->kind == TG_VOCAB_IDS ? "it trained on token ids without a tokenizer"
+                                                   : "it has a byte vocabulary",
+                     again);
         tg_vocab_release(v);
         return -1;
     }
-    if (given)
-        return tg_vocab_tokenizer(v, given, llama, tokens ? c->vocab_size : 0, err);
+    if (given) return tg_vocab_tokenizer(v, given, llama, tokens ? c->vocab_size : 0, err);
     if (tokens) {
         if (c->vocab_size < 1)
             return tg_error_set(err, "%s needs %s V (every id must be below it), or a %s whose ids they are", dname,
                                 vname, tname);
         tg_vocab_ids(v, c->vocab_size);
     } else if (llama) {
-        tg_vocab_llama2c(v);   /* llama2.c's ids: three specials, then the 256 bytes */
+        tg_vocab_llama2c(v); /* llama2.c's ids: three specials, then the 256 bytes */
     } else {
-        tg_vocab_bytes(v, t->text, t->len);   /* the data's sorted bytes */
+        tg_vocab_bytes(v, t->text, t->len); /* the data's sorted bytes */
     }
     return 0;
 }
@@ -102,22 +110,27 @@ int tg_run_vocab(tg_vocab *v, const tg_run_config *c, bool tokens, const tg_st_f
     const bool train = tg_run_trains_tokenizer(c->tokenizer);
     char tname[80];
     tg_run_label(say, "tokenizer", tname);
-    if (train && tokens) return tg_error_set(err, "%s %s trains on a text: it excludes token files", tname, c->tokenizer);
+    if (train && tokens)
+        return tg_error_set(err, "%s %s trains on a text: it excludes token files", tname, c->tokenizer);
     if (train && !(from && tg_st_meta(from, "vocab"))) {
         const double t0 = tg_run_clock();
         if (train_bpe(v, c->tokenizer, llama, t, tname, err)) return -1;
-        tg_run_notify(say, TG_RUN_SAY, "%s %s: trained %d ids on the text's first %zu bytes (the train split) in "
-                      "%.2f s", tname, c->tokenizer, (int)tg_tok_vocab_size(v->tok), tg_text_train_bytes(t->text, t->len),
+        tg_run_notify(say, TG_RUN_SAY,
+                      "%s %s: trained %d ids on the text's first %zu bytes (the train split) in "
+                      "%.2f s",
+                      tname, c->tokenizer, (int)tg_tok_vocab_size(v->tok), tg_text_train_bytes(t->text, t->len),
                       tg_run_clock() - t0);
         return 0;
     }
-    tg_run_config given = *c;   /* a tokenizer to be trained is not a file to read */
+    tg_run_config given = *c; /* a tokenizer to be trained is not a file to read */
     if (train) given.tokenizer = NULL;
     if (vocab_of(v, &given, tokens, llama, from, t, say, err)) return -1;
     if (train && (v->kind != TG_VOCAB_TOKENIZER || tg_tok_kind_of(v->tok) != TG_TOK_BPE)) {
         tg_vocab_release(v);
-        return tg_error_set(err, "%s %s: the run in %s has no BPE tokenizer of its own to keep (a resumed run keeps "
-                                 "its vocabulary)", tname, c->tokenizer, out_dir);
+        return tg_error_set(err,
+                            "%s %s: the run in %s has no BPE tokenizer of its own to keep (a resumed run keeps "
+                            "its vocabulary)",
+                            tname, c->tokenizer, out_dir);
     }
     return 0;
 }

@@ -28,8 +28,8 @@ struct tg_sampler {
     tg_sampler_options o;
     int V;
     tg_rng rng;
-    double *row;        /* V: the logits, then the probabilities in place */
-    candidate *cands;   /* V: top-p's ids in order */
+    double *row; /* V: the logits, then the probabilities in place */
+    candidate *cands; /* V: top-p's ids in order */
 };
 
 tg_sampler *tg_sampler_new(const tg_sampler_options *o, int vocab_size, tg_error *err)
@@ -41,8 +41,10 @@ tg_sampler *tg_sampler_new(const tg_sampler_options *o, int vocab_size, tg_error
         return NULL;
     }
     if (!(o->temperature >= 0 && isfinite(o->temperature)) || o->top_k < 0 || !(o->top_p >= 0 && o->top_p <= 1)) {
-        tg_error_set(err, "sampler_new: temperature must be finite and >= 0, top_k >= 0 and top_p in [0, 1]; got "
-                          "temperature %g, top_k %d, top_p %g", o->temperature, o->top_k, o->top_p);
+        tg_error_set(err,
+                     "sampler_new: temperature must be finite and >= 0, top_k >= 0 and top_p in [0, 1]; got "
+                     "temperature %g, top_k %d, top_p %g",
+                     o->temperature, o->top_k, o->top_p);
         return NULL;
     }
     tg_sampler *s = tg_calloc(1, sizeof *s);
@@ -85,12 +87,12 @@ static void logits_row(const tg_tensor *logits, int64_t row, int V, double *out)
 static double kth_largest(double *x, int n, int k)
 {
     int lo = 0, hi = n - 1;
-    const int at = k - 1;   /* its index in descending order */
+    const int at = k - 1; /* its index in descending order */
     while (lo < hi) {
-        const double a = x[lo], b = x[lo + (hi - lo) / 2], c = x[hi];   /* the median of three as the pivot */
+        const double a = x[lo], b = x[lo + (hi - lo) / 2], c = x[hi]; /* the median of three as the pivot */
         const double pivot = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
         int i = lo, j = hi;
-        while (i <= j) {   /* descending: [lo, j] >= pivot >= [i, hi] */
+        while (i <= j) { /* descending: [lo, j] >= pivot >= [i, hi] */
             while (x[i] > pivot) i++;
             while (x[j] < pivot) j--;
             if (i <= j) {
@@ -101,7 +103,7 @@ static double kth_largest(double *x, int n, int k)
         }
         if (at <= j) hi = j;
         else if (at >= i) lo = i;
-        else break;   /* between j and i: x[at] is the pivot */
+        else break; /* between j and i: x[at] is the pivot */
     }
     return x[at];
 }
@@ -137,7 +139,7 @@ static double nucleus(tg_sampler *s, double *p, double sum)
     const double target = s->o.top_p * sum;
     double kept;
     int n = candidates(p, V, nonzero > 1 ? (1 - s->o.top_p) * sum / (nonzero - 1) : 0, s->cands, &kept);
-    if (kept < target) n = candidates(p, V, 0, s->cands, &kept);   /* rounding, or every id below the floor */
+    if (kept < target) n = candidates(p, V, 0, s->cands, &kept); /* rounding, or every id below the floor */
     double cum = 0;
     int m = n;
     for (int i = 0; i < n; i++) {
@@ -147,7 +149,7 @@ static double nucleus(tg_sampler *s, double *p, double sum)
             break;
         }
     }
-    memset(p, 0, (size_t)V * sizeof *p);   /* all but the first m go to 0 */
+    memset(p, 0, (size_t)V * sizeof *p); /* all but the first m go to 0 */
     for (int i = 0; i < m; i++) p[s->cands[i].id] = s->cands[i].p;
     double total = 0;
     for (int j = 0; j < V; j++) total += p[j];
@@ -158,15 +160,15 @@ int32_t tg_sampler_pick(tg_sampler *s, const tg_tensor *logits, int64_t row, tg_
 {
     if (!s || !logits) return tg_error_set(err, "sampler_pick: %s is NULL", s ? "the logits" : "the sampler");
     const int V = s->V;
-    if (!tg_dtype_is_float(logits->dtype) || logits->ndim < 1 || logits->shape[logits->ndim - 1] != V ||
-        !logits->data)
-        return tg_error_set(err, "sampler_pick: the logits must be f32 or f64 with a last dimension of %d ids, got %s "
-                                 "with %d", V, tg_dtype_name(logits->dtype),
-                            logits->ndim ? logits->shape[logits->ndim - 1] : 0);
+    if (!tg_dtype_is_float(logits->dtype) || logits->ndim < 1 || logits->shape[logits->ndim - 1] != V || !logits->data)
+        return tg_error_set(err,
+                            "sampler_pick: the logits must be f32 or f64 with a last dimension of %d ids, got %s "
+                            "with %d",
+                            V, tg_dtype_name(logits->dtype), logits->ndim ? logits->shape[logits->ndim - 1] : 0);
     if (row < 0 || row >= logits->numel / V)
         return tg_error_set(err, "sampler_pick: row %lld is outside the logits' %lld rows", (long long)row,
                             (long long)(logits->numel / V));
-    double *l = s->row;   /* the row, then the probabilities in place */
+    double *l = s->row; /* the row, then the probabilities in place */
     logits_row(logits, row, V, l);
     int best = 0;
     for (int j = 0; j < V; j++) {
@@ -179,10 +181,10 @@ int32_t tg_sampler_pick(tg_sampler *s, const tg_tensor *logits, int64_t row, tg_
     if (temperature <= 0) return best;
     const int top_k = s->o.top_k;
     const double top = l[best], mx = top / temperature;
-    double cut = -INFINITY;   /* the k-th largest logit is the cut-off */
+    double cut = -INFINITY; /* the k-th largest logit is the cut-off */
     if (top_k > 0 && top_k < V) {
         cut = kth_largest(l, V, top_k);
-        logits_row(logits, row, V, l);   /* back in order */
+        logits_row(logits, row, V, l); /* back in order */
     }
     double sum = 0;
     for (int j = 0; j < V; j++) {

@@ -28,10 +28,10 @@ extern "C" {
  *   ids are walked in order, u -= p_j after each, to the first j with
  *   u < p_j (the largest logit's id if rounding passes the end). */
 typedef struct tg_sampler_options {
-    double temperature;   /* >= 0, finite; 0: greedy */
-    int top_k;            /* >= 0; 0: every id */
-    double top_p;         /* in [0, 1]; 0 or 1: every id */
-    uint64_t seed;        /* the draws' stream: tg_rng_seed(seed, 5) */
+    double temperature; /* >= 0, finite; 0: greedy */
+    int top_k; /* >= 0; 0: every id */
+    double top_p; /* in [0, 1]; 0 or 1: every id */
+    uint64_t seed; /* the draws' stream: tg_rng_seed(seed, 5) */
 } tg_sampler_options;
 
 typedef struct tg_sampler tg_sampler;

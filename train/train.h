@@ -57,16 +57,16 @@ extern "C" {
  *                      no bytes per token */
 typedef enum tg_vocab_kind { TG_VOCAB_BYTES, TG_VOCAB_LLAMA2C, TG_VOCAB_TOKENIZER, TG_VOCAB_IDS } tg_vocab_kind;
 
-#define TG_VOCAB_BOS 1              /* TG_VOCAB_LLAMA2C's BOS */
+#define TG_VOCAB_BOS 1 /* TG_VOCAB_LLAMA2C's BOS */
 #define TG_VOCAB_LLAMA2C_SIZE 259
 
 typedef struct tg_vocab {
     tg_vocab_kind kind;
-    int size;             /* ids the model needs (TG_VOCAB_TOKENIZER: at least the tokenizer's) */
-    uint8_t chars[256];   /* TG_VOCAB_BYTES: id -> byte */
-    int16_t ids[256];     /* byte -> id, or -1 (all -1 for the token kinds) */
-    tg_tokenizer *tok;    /* TG_VOCAB_TOKENIZER: owned, freed by tg_vocab_release */
-    bool docs;            /* TG_VOCAB_TOKENIZER: documents are BOS + " " + text (a Llama's) */
+    int size; /* ids the model needs (TG_VOCAB_TOKENIZER: at least the tokenizer's) */
+    uint8_t chars[256]; /* TG_VOCAB_BYTES: id -> byte */
+    int16_t ids[256]; /* byte -> id, or -1 (all -1 for the token kinds) */
+    tg_tokenizer *tok; /* TG_VOCAB_TOKENIZER: owned, freed by tg_vocab_release */
+    bool docs; /* TG_VOCAB_TOKENIZER: documents are BOS + " " + text (a Llama's) */
 } tg_vocab;
 
 /* A TG_VOCAB_BYTES vocabulary of the bytes in text. Nothing for a NULL v. */
@@ -121,9 +121,9 @@ TG_API bool tg_vocab_space_before_text(const tg_vocab *v);
 /* ---- datasets (train/dataset.c) ------------------------------------------ */
 
 typedef struct tg_dataset {
-    int32_t *tokens;      /* owned */
-    size_t n, n_train;    /* tokens [0, n_train) are the train split, [n_train, n) val */
-    double bytes_per_token[2];   /* of the train and the val split's text; NAN when unknown (TG_VOCAB_IDS) */
+    int32_t *tokens; /* owned */
+    size_t n, n_train; /* tokens [0, n_train) are the train split, [n_train, n) val */
+    double bytes_per_token[2]; /* of the train and the val split's text; NAN when unknown (TG_VOCAB_IDS) */
 } tg_dataset;
 
 /* What identifies a token file's ids: their count and FNV-1a (64 bits)
@@ -132,7 +132,7 @@ typedef struct tg_dataset {
 typedef struct tg_token_file_id {
     int64_t count;
     uint64_t fnv;
-    int format;           /* TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC: the file's, as read */
+    int format; /* TG_TOKFILE_NANOGPT or TG_TOKFILE_LLMC: the file's, as read */
 } tg_token_file_id;
 
 /* The bytes of a text's train split: its first 90% (nanoGPT's
@@ -161,8 +161,8 @@ TG_API int tg_dataset_from_text(tg_dataset *d, const tg_vocab *v, const char *te
  * with a message naming the file (a file that cannot be read, an id not
  * below v's size, the splits' sizes, bad arguments); then ids[k].count is
  * -1 for each file not read whole (the one at fault and any after it). */
-TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path,
-                                       const char *val_path, int block_size, tg_token_file_id *ids, tg_error *err);
+TG_API int tg_dataset_from_token_files(tg_dataset *d, const tg_vocab *v, const char *train_path, const char *val_path,
+                                       int block_size, tg_token_file_id *ids, tg_error *err);
 /* Fills each split's bytes per token from its ids: the bytes the
  * tokenizer gives them (specials 0), minus one per BOS for docs (the
  * dummy space); NAN for the other kinds. Nothing for NULL arguments. */
@@ -204,10 +204,10 @@ TG_API void tg_dataset_release(tg_dataset *d);
 
 /* What a training checkpoint adds to the weights, besides the optimizer. */
 typedef struct tg_train_state {
-    int64_t step;              /* steps done */
-    double best_val;           /* best val loss so far (INFINITY if none) */
+    int64_t step; /* steps done */
+    double best_val; /* best val loss so far (INFINITY if none) */
     tg_rng data_rng, drop_rng; /* the batch and the dropout streams */
-    int64_t windows;           /* train windows drawn so far: tg_dataset_epoch_rows' place */
+    int64_t windows; /* train windows drawn so far: tg_dataset_epoch_rows' place */
 } tg_train_state;
 
 /* A new run's state from its seed: step 0, no best val loss (INFINITY),
@@ -220,11 +220,11 @@ typedef struct tg_checkpoint {
     const tg_model *model;
     const tg_vocab *vocab;
     const tg_adamw *opt;
-    const void *opt_m, *opt_v;   /* for a shard: the whole store's moments, else NULL */
+    const void *opt_m, *opt_v; /* for a shard: the whole store's moments, else NULL */
     const tg_muon *muon;
     const tg_ema *ema;
     const tg_train_state *ts;
-    const char *const *meta;     /* n_meta more pairs: meta[2i] key, meta[2i+1] value */
+    const char *const *meta; /* n_meta more pairs: meta[2i] key, meta[2i+1] value */
     int n_meta;
 } tg_checkpoint;
 /* Writes a checkpoint atomically (tg_st_writer_save: a failure leaves
@@ -281,10 +281,10 @@ TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon 
 
 /* What a run costs, in seconds, as measured at its start. */
 typedef struct tg_budget_costs {
-    double spent;   /* gone already: setup, a tokenizer trained, the timing itself */
-    double step;    /* one optimizer step */
-    double eval;    /* one evaluation with the checkpoints it writes */
-    double fixed;   /* spent once more whatever the steps (e.g. one save) */
+    double spent; /* gone already: setup, a tokenizer trained, the timing itself */
+    double step; /* one optimizer step */
+    double eval; /* one evaluation with the checkpoints it writes */
+    double fixed; /* spent once more whatever the steps (e.g. one save) */
 } tg_budget_costs;
 
 /* The most steps n in [1, max_steps] whose run fits the budget:
@@ -317,18 +317,18 @@ TG_API void tg_train_snapshot_free(tg_train_snapshot *s);
 
 /* How tg_eval_loss draws its batches and where its sums go. */
 typedef struct tg_eval_spec {
-    int batch;        /* rows this process runs per micro-batch (B) */
-    int accum;        /* micro-batches per batch (A >= 1), as the run trains */
-    int T;            /* tokens per row */
-    int64_t iters;    /* batches of ranks x batch x accum rows */
-    uint64_t seed;    /* the windows' stream is seeded by (seed, step): the same */
-    int64_t step;     /*   step always sees the same windows */
+    int batch; /* rows this process runs per micro-batch (B) */
+    int accum; /* micro-batches per batch (A >= 1), as the run trains */
+    int T; /* tokens per row */
+    int64_t iters; /* batches of ranks x batch x accum rows */
+    uint64_t seed; /* the windows' stream is seeded by (seed, step): the same */
+    int64_t step; /*   step always sees the same windows */
     /* true: not an estimate but the split's loss itself, every window of
      * T tokens once, in order (the last one shorter: each target counted
      * once); iters, seed and step are then not used, nor accum (which
      * must still be >= 1) */
     bool whole;
-    int rank, ranks;  /* this process is rank of ranks (0 of 1 alone) */
+    int rank, ranks; /* this process is rank of ranks (0 of 1 alone) */
     /* Replaces *x with the sum over the processes of their *x (e.g. with
      * tg_dist_allreduce_f64); NULL on one process. */
     void (*sum)(void *ctx, double *x);
@@ -352,15 +352,16 @@ typedef struct tg_eval_spec {
  * graph's message in err on failure (this process's alone: the others may
  * then wait in their sum, and a program on several processes must end the
  * job). */
-TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s, tg_error *err);
+TG_API double tg_eval_loss(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, const tg_eval_spec *s,
+                           tg_error *err);
 
 /* A run's metrics file: CSV, one row per step, "step" then the columns.
  * Each column's values are printed with its format, a printf conversion
  * of one double: "%[.P](f|g|e)" (P up to 17); NAN leaves the field empty
  * (not measured at that step). */
 typedef struct tg_metrics_column {
-    const char *name;     /* [A-Za-z0-9_], not "step" */
-    const char *format;   /* e.g. "%.6f" */
+    const char *name; /* [A-Za-z0-9_], not "step" */
+    const char *format; /* e.g. "%.6f" */
 } tg_metrics_column;
 typedef struct tg_metrics tg_metrics;
 /* Opens path for rows. resume_step < 0: a new file, the header only.

@@ -12,7 +12,7 @@ static void vocab_empty(tg_vocab *v, tg_vocab_kind kind, int size)
     memset(v, 0, sizeof *v);
     v->kind = kind;
     v->size = size;
-    for (int b = 0; b < 256; b++) v->ids[b] = -1;   /* no byte is an id by itself */
+    for (int b = 0; b < 256; b++) v->ids[b] = -1; /* no byte is an id by itself */
 }
 
 void tg_vocab_bytes(tg_vocab *v, const char *text, size_t len)
@@ -58,11 +58,12 @@ int tg_vocab_tokenizer(tg_vocab *v, tg_tokenizer *tok, bool docs, int min_size, 
     v->tok = tok;
     v->docs = docs;
     if (docs && tg_tok_bos(tok) < 0) {
-        tg_error_set(err, "the tokenizer (%s) has no BOS id, which a Llama's documents start with (llama2.c's "
-                   "convention): use tapegrad's BPE (tiny_gpt tokenizer train), or --arch gpt",
-                   tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN ? "GPT-2's tiktoken ranks"
-                   : tg_tok_kind_of(tok) == TG_TOK_SPM    ? "pieces with scores"
-                                                          : "tapegrad's BPE");
+        tg_error_set(err,
+                     "the tokenizer (%s) has no BOS id, which a Llama's documents start with (llama2.c's "
+                     "convention): use tapegrad's BPE (tiny_gpt tokenizer train), or --arch gpt",
+                     tg_tok_kind_of(tok) == TG_TOK_TIKTOKEN  ? "GPT-2's tiktoken ranks"
+                         : tg_tok_kind_of(tok) == TG_TOK_SPM ? "pieces with scores"
+                                                             : "tapegrad's BPE");
         tg_vocab_release(v);
         return -1;
     }
@@ -194,7 +195,7 @@ int tg_vocab_check_size(const tg_vocab *v, int vocab_size, const char *whose, tg
     if (!v) return tg_error_set(err, "vocab_check_size: the vocabulary is NULL"), -1;
     if (v->kind == TG_VOCAB_BYTES ? vocab_size == v->size : vocab_size >= v->size) return 0;
     tg_error_set(err, "the model's vocab_size %d does not match %s vocabulary of %d %s", vocab_size,
-             whose ? whose : "the", v->size, v->kind == TG_VOCAB_BYTES ? "characters" : "ids");
+                 whose ? whose : "the", v->size, v->kind == TG_VOCAB_BYTES ? "characters" : "ids");
     return -1;
 }
 

@@ -34,10 +34,10 @@ static int readout(tg_graph *g, tg_dtype dt)
     section("case 1: attention reads out a weighted average of the values");
     say("Two positions hold the values [2, 0] and [0, 4]. The scores [ln 3, 0] give the");
     say("weights softmax = [3/4, 1/4], and the readout is 0.75 [2, 0] + 0.25 [0, 4] = [1.5, 1].");
-    tg_tensor *s = PAIR(g, dt, log(3.0), 0);                                /* (Tk) */
-    tg_tensor *a = tg_softmax(g, s, NULL);                                  /* (Tk) */
-    tg_tensor *v = vec(g, dt, 2, (int[]){2, 2}, (double[]){2, 0, 0, 4});    /* (Tk,d) */
-    tg_tensor *o = tg_matmul(g, a, v);                                      /* (d) */
+    tg_tensor *s = PAIR(g, dt, log(3.0), 0); /* (Tk) */
+    tg_tensor *a = tg_softmax(g, s, NULL); /* (Tk) */
+    tg_tensor *v = vec(g, dt, 2, (int[]){2, 2}, (double[]){2, 0, 0, 4}); /* (Tk,d) */
+    tg_tensor *o = tg_matmul(g, a, v); /* (d) */
     if (!graph_ok(g, "case 1")) return -1;
     show("readout.scores", s, "scores = [ln 3, 0]");
     show("readout.A", a, "A = softmax(scores)");
@@ -58,25 +58,24 @@ static int softmax_gradient(tg_graph *g, tg_dtype dt)
     for (int k = 0; k < 2; k++) {
         tg_graph_reset(g);
         if (k) say("With dP = [1, 1] (a loss that reads P_0 + P_1 = 1, a constant) dS is zero:");
-        tg_tensor *s = PAIR(g, dt, 0, 0);                      /* (Tk) */
+        tg_tensor *s = PAIR(g, dt, 0, 0); /* (Tk) */
         tg_tensor_set_requires_grad(g, s, true);
-        tg_tensor *p = tg_softmax(g, s, NULL);                 /* (Tk) */
-        tg_tensor *dp = PAIR(g, dt, up[k][0], up[k][1]);       /* (Tk) */
+        tg_tensor *p = tg_softmax(g, s, NULL); /* (Tk) */
+        tg_tensor *dp = PAIR(g, dt, up[k][0], up[k][1]); /* (Tk) */
         if (!graph_ok(g, "case 2") || tg_graph_backward_seeded(g, p, dp->data) != 0) {
             graph_ok(g, "case 2 backward");
             return -1;
         }
-        tg_tensor *hand = softmax_backward_by_hand(g, p, dp->data);   /* (Tk) f64 */
-        tg_tensor *diag = tg_tensor_new(g, TG_F64, 1, (int[]){2});   /* (Tk) f64 */
+        tg_tensor *hand = softmax_backward_by_hand(g, p, dp->data); /* (Tk) f64 */
+        tg_tensor *diag = tg_tensor_new(g, TG_F64, 1, (int[]){2}); /* (Tk) f64 */
         if (!graph_ok(g, "case 2")) return -1;
         for (int j = 0; j < 2; j++) {
             double pj = tg_tensor_get(p, j);
             ((double *)diag->data)[j] = pj * (1 - pj) * tg_tensor_get(dp, j);
         }
-        tg_tensor ds = gradient_of(s);                         /* (Tk) */
+        tg_tensor ds = gradient_of(s); /* (Tk) */
         char name[5][40];
-        const char *base[5] = {"softgrad.P", "softgrad.dP", "softgrad.dS_tape", "softgrad.dS_hand",
-                               "softgrad.dS_diag"};
+        const char *base[5] = {"softgrad.P", "softgrad.dP", "softgrad.dS_tape", "softgrad.dS_hand", "softgrad.dS_diag"};
         for (int i = 0; i < 5; i++) snprintf(name[i], sizeof name[i], "%s%s", base[i], tag[k]);
         if (!k) show(name[0], p, "P = softmax([0, 0])");
         show(name[1], dp, "dP = dL/dP, the upstream gradient");
@@ -95,11 +94,11 @@ static int scaling(tg_graph *g, tg_dtype dt)
     say("sqrt(64) = 8 the scores are [1, -1] and the second key still takes part (0.119).");
     say("Use the head size: with 8 heads of 64, sqrt(d_model) = sqrt(512) flattens them too much.");
     say("Subtracting the same number from every score changes nothing: [1000, 1000] -> [0.5, 0.5].");
-    tg_tensor *dots = PAIR(g, dt, 8, -8);                                     /* (Tk) */
-    tg_tensor *unscaled = tg_softmax(g, dots, NULL);                          /* (Tk) */
-    tg_tensor *scaled = tg_softmax(g, tg_scale(g, dots, 1 / sqrt(64.0)), NULL);   /* (Tk) */
-    tg_tensor *dmodel = tg_softmax(g, tg_scale(g, dots, 1 / sqrt(512.0)), NULL);  /* (Tk) */
-    tg_tensor *large = tg_softmax(g, PAIR(g, dt, 1000, 1000), NULL);          /* (Tk) */
+    tg_tensor *dots = PAIR(g, dt, 8, -8); /* (Tk) */
+    tg_tensor *unscaled = tg_softmax(g, dots, NULL); /* (Tk) */
+    tg_tensor *scaled = tg_softmax(g, tg_scale(g, dots, 1 / sqrt(64.0)), NULL); /* (Tk) */
+    tg_tensor *dmodel = tg_softmax(g, tg_scale(g, dots, 1 / sqrt(512.0)), NULL); /* (Tk) */
+    tg_tensor *large = tg_softmax(g, PAIR(g, dt, 1000, 1000), NULL); /* (Tk) */
     if (!graph_ok(g, "case 3")) return -1;
     show("scaling.dots", dots, "q . k_j for two keys, d_head = 64");
     show("scaling.A_unscaled", unscaled, "softmax(dots)");
@@ -115,11 +114,11 @@ static int mask_before(tg_graph *g, tg_dtype dt)
     say("softmax([0, 0]) = [0.5, 0.5]. With only the first key allowed, masking before the");
     say("softmax (the blocked score becomes -inf) gives [1, 0]; zeroing the weight after it");
     say("gives [0.5, 0], whose sum is 0.5: the readout shrinks by half.");
-    tg_tensor *s = PAIR(g, dt, 0, 0);                                                  /* (Tk) */
-    tg_tensor *m = tg_tensor_from(g, TG_BOOL, 1, (int[]){2}, (uint8_t[]){0, 1});        /* (Tk) */
-    tg_tensor *keep = PAIR(g, dt, 1, 0);                                               /* (Tk) */
-    tg_tensor *before = tg_softmax(g, s, m);                                           /* (Tk) */
-    tg_tensor *after = tg_mul(g, tg_softmax(g, s, NULL), keep);                        /* (Tk) */
+    tg_tensor *s = PAIR(g, dt, 0, 0); /* (Tk) */
+    tg_tensor *m = tg_tensor_from(g, TG_BOOL, 1, (int[]){2}, (uint8_t[]){0, 1}); /* (Tk) */
+    tg_tensor *keep = PAIR(g, dt, 1, 0); /* (Tk) */
+    tg_tensor *before = tg_softmax(g, s, m); /* (Tk) */
+    tg_tensor *after = tg_mul(g, tg_softmax(g, s, NULL), keep); /* (Tk) */
     if (!graph_ok(g, "case 4")) return -1;
     show("mask.blocked", m, "1 = blocked key");
     show_with_sums("mask.A_before", before, "softmax(S with blocked scores -inf): right");
@@ -141,12 +140,12 @@ static int kv_cache(tg_graph *g, tg_dtype dt)
             aligned[i * 5 + j] = j > 3 + i;
             upper_left[i * 5 + j] = j > i;
         }
-    tg_tensor *s = tg_tensor_new(g, dt, 2, (int[]){2, 5});                             /* (Tq,Tk) zeros */
-    tg_tensor *v = vec(g, dt, 2, (int[]){5, 1}, (double[]){10, 20, 30, 40, 50});         /* (Tk,1) */
-    tg_tensor *ma = tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, aligned);              /* (Tq,Tk) */
-    tg_tensor *mu = tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, upper_left);           /* (Tq,Tk) */
-    tg_tensor *aa = tg_softmax(g, s, ma), *au = tg_softmax(g, s, mu);                   /* (Tq,Tk) */
-    tg_tensor *oa = tg_matmul(g, aa, v), *ou = tg_matmul(g, au, v);                     /* (Tq,1) */
+    tg_tensor *s = tg_tensor_new(g, dt, 2, (int[]){2, 5}); /* (Tq,Tk) zeros */
+    tg_tensor *v = vec(g, dt, 2, (int[]){5, 1}, (double[]){10, 20, 30, 40, 50}); /* (Tk,1) */
+    tg_tensor *ma = tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, aligned); /* (Tq,Tk) */
+    tg_tensor *mu = tg_tensor_from(g, TG_BOOL, 2, (int[]){2, 5}, upper_left); /* (Tq,Tk) */
+    tg_tensor *aa = tg_softmax(g, s, ma), *au = tg_softmax(g, s, mu); /* (Tq,Tk) */
+    tg_tensor *oa = tg_matmul(g, aa, v), *ou = tg_matmul(g, au, v); /* (Tq,1) */
     if (!graph_ok(g, "case 5")) return -1;
     show("kv.V", v, "values of keys 0..4");
     show("kv.blocked_aligned", ma, "1 = blocked: key j > 3 + i");

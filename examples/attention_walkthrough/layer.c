@@ -39,9 +39,9 @@ tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H, tg_tensor **mid)
 {
     if (!t) return NULL;
     const int B = t->shape[0], T = t->shape[1], dh = t->shape[2] / H;
-    tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh});   /* (B,T,H,dh) */
+    tg_tensor *r = tg_reshape(g, t, 4, (int[]){B, T, H, dh}); /* (B,T,H,dh) */
     if (mid) *mid = r;
-    return tg_transpose(g, r, 1, 2);                             /* (B,H,T,dh) */
+    return tg_transpose(g, r, 1, 2); /* (B,H,T,dh) */
 }
 
 /* The layer from stage `from` on: p's tensors before that stage are read,
@@ -50,24 +50,24 @@ tg_tensor *split_heads(tg_graph *g, tg_tensor *t, int H, tg_tensor **mid)
 tg_tensor *layer_from(tg_graph *g, const walk *w, stage from, tg_tensor *const wt[5], attn_parts *p)
 {
     if (from <= FROM_X) {
-        p->q = tg_matmul(g, wt[0], wt[1]);                           /* (B,T,C) */
-        p->k = tg_matmul(g, wt[0], wt[2]);                           /* (B,T,C) */
-        p->v = tg_matmul(g, wt[0], wt[3]);                           /* (B,T,C) */
+        p->q = tg_matmul(g, wt[0], wt[1]); /* (B,T,C) */
+        p->k = tg_matmul(g, wt[0], wt[2]); /* (B,T,C) */
+        p->v = tg_matmul(g, wt[0], wt[3]); /* (B,T,C) */
     }
     if (from <= FROM_QKV) {
-        p->qh = split_heads(g, p->q, w->H, &p->q_split);             /* (B,H,T,dh) */
-        p->kh = split_heads(g, p->k, w->H, NULL);                    /* (B,H,T,dh) */
-        p->vh = split_heads(g, p->v, w->H, NULL);                    /* (B,H,T,dh) */
+        p->qh = split_heads(g, p->q, w->H, &p->q_split); /* (B,H,T,dh) */
+        p->kh = split_heads(g, p->k, w->H, NULL); /* (B,H,T,dh) */
+        p->vh = split_heads(g, p->v, w->H, NULL); /* (B,H,T,dh) */
     }
     if (from <= FROM_HEADS) p->qk = tg_matmul(g, p->qh, tg_transpose(g, p->kh, 2, 3)); /* (B,H,T,T) */
-    if (from <= FROM_QK) p->s = tg_scale(g, p->qk, 1 / sqrt((double)w->dh));          /* (B,H,T,T) */
-    if (from <= FROM_S) p->a = tg_softmax(g, p->s, w->mask);                           /* (B,H,T,T) */
-    if (from <= FROM_A) p->o = tg_matmul(g, p->a, p->vh);                              /* (B,H,T,dh) */
+    if (from <= FROM_QK) p->s = tg_scale(g, p->qk, 1 / sqrt((double)w->dh)); /* (B,H,T,T) */
+    if (from <= FROM_S) p->a = tg_softmax(g, p->s, w->mask); /* (B,H,T,T) */
+    if (from <= FROM_A) p->o = tg_matmul(g, p->a, p->vh); /* (B,H,T,dh) */
     if (from <= FROM_O) {
-        tg_tensor *o = tg_transpose(g, p->o, 1, 2);                  /* (B,T,H,dh) */
+        tg_tensor *o = tg_transpose(g, p->o, 1, 2); /* (B,T,H,dh) */
         p->o_merged = tg_reshape(g, o, 3, (int[]){w->B, w->T, w->C}); /* (B,T,C) */
     }
-    p->y = tg_matmul(g, p->o_merged, wt[4]);                         /* (B,T,C) */
+    p->y = tg_matmul(g, p->o_merged, wt[4]); /* (B,T,C) */
     return p->y;
 }
 
@@ -111,10 +111,9 @@ tg_tensor *softmax_backward_by_hand(tg_graph *g, const tg_tensor *p, const void 
     const int n = p->shape[p->ndim - 1];
 #define DP(i) (p->dtype == TG_F32 ? (double)((const float *)dp)[i] : ((const double *)dp)[i])
     for (int64_t row = 0; row < p->numel / n; row++) {
-        double dot = 0;                                       /* rowsum(P * dP) */
+        double dot = 0; /* rowsum(P * dP) */
         for (int64_t i = row * n; i < (row + 1) * n; i++) dot += tg_tensor_get(p, i) * DP(i);
-        for (int64_t i = row * n; i < (row + 1) * n; i++)
-            ((double *)ds->data)[i] = tg_tensor_get(p, i) * (DP(i) - dot);
+        for (int64_t i = row * n; i < (row + 1) * n; i++) ((double *)ds->data)[i] = tg_tensor_get(p, i) * (DP(i) - dot);
     }
 #undef DP
     return ds;
@@ -133,9 +132,8 @@ static tg_tensor **slot(attn_parts *p, tg_tensor **wt, int id)
                                &p->kh, &p->q,        &p->k, &p->v,  &wt[1], &wt[2], &wt[3], &wt[0]};
     return at[id];
 }
-static const stage FROM[N_GRADS] = {FROM_MERGED, FROM_MERGED, FROM_O,   FROM_HEADS, FROM_A,   FROM_S,
-                                    FROM_QK,     FROM_HEADS,  FROM_HEADS, FROM_QKV, FROM_QKV, FROM_QKV,
-                                    FROM_X,      FROM_X,      FROM_X,   FROM_X};
+static const stage FROM[N_GRADS] = {FROM_MERGED, FROM_MERGED, FROM_O,   FROM_HEADS, FROM_A, FROM_S, FROM_QK, FROM_HEADS,
+                                    FROM_HEADS,  FROM_QKV,    FROM_QKV, FROM_QKV,   FROM_X, FROM_X, FROM_X,  FROM_X};
 
 /* Every gradient of L = sum(dY * Y) by the chain rule, in plain loops in
  * double. The forward values are p's and in's (the tape's forward, in its
@@ -155,8 +153,8 @@ static int backward_by_hand(tg_graph *g, const walk *w, const attn_parts *p, tg_
     }
 #define F(t, i) tg_tensor_get((t), (i))
     const tg_tensor *x = in[0], *wqkv[3] = {in[1], in[2], in[3]}, *wo = in[4], *dy = in[5];
-    double *dwo = v[G_WO], *dom = v[G_OM], *dO = v[G_O], *dvh = v[G_VH], *da = v[G_A], *ds = v[G_S],
-           *dqk = v[G_QK], *dqh = v[G_QH], *dkh = v[G_KH], *dx = v[G_X];
+    double *dwo = v[G_WO], *dom = v[G_OM], *dO = v[G_O], *dvh = v[G_VH], *da = v[G_A], *ds = v[G_S], *dqk = v[G_QK],
+           *dqh = v[G_QH], *dkh = v[G_KH], *dx = v[G_X];
     /* Y = O_merged W_O: dW_O = O_merged^T dY, dO_merged = dY W_O^T */
     for (int k = 0; k < C; k++)
         for (int c = 0; c < C; c++) {
@@ -246,10 +244,10 @@ static tg_tensor *by_finite_differences(tg_graph *out, const walk *w, int id)
     attn_parts p, q;
     bool ok = ref && fd;
     if (ok) {
-        tg_graph_set_grad_enabled(ref, false);   /* nothing here is differentiated */
+        tg_graph_set_grad_enabled(ref, false); /* nothing here is differentiated */
         tg_graph_set_grad_enabled(fd, false);
         tg_tensor *src[5] = {w->x, w->wq, w->wk, w->wv, w->wo};
-        for (int k = 0; k < 5; k++) wt[k] = leaf_copy(ref, src[k], TG_F64, false);   /* the store stays put */
+        for (int k = 0; k < 5; k++) wt[k] = leaf_copy(ref, src[k], TG_F64, false); /* the store stays put */
         ok = graph_ok(ref, "finite differences") && layer_from(ref, w, FROM_X, wt, &p) != NULL;
         z = ok ? *slot(&p, wt, id) : NULL;
         ok = ok && (d = tg_tensor_new(out, TG_F64, z->ndim, z->shape)) != NULL;
@@ -261,7 +259,7 @@ static tg_tensor *by_finite_differences(tg_graph *out, const walk *w, int id)
             v[i] = keep + (k ? -eps : eps);
             tg_graph_reset(fd);
             q = p;
-            tg_tensor *y = layer_from(fd, w, FROM[id], wt, &q);               /* (B,T,C) */
+            tg_tensor *y = layer_from(fd, w, FROM[id], wt, &q); /* (B,T,C) */
             ok = graph_ok(fd, "finite differences");
             for (int64_t e = 0; ok && e < y->numel; e++) loss[k] += tg_tensor_get(y, e) * tg_tensor_get(w->dy, e);
         }
@@ -309,15 +307,15 @@ static void show_forward(tg_graph *g, const walk *w, const attn_parts *p, tg_ten
 
     say("Step 2: the causal mask. Query i may read keys j <= i (itself and the past), never the");
     say("future. tg_softmax takes it as a bool mask (1 = blocked) and adds M for you:");
-    tg_tensor *m = tg_tensor_new(g, w->dtype, 2, (int[]){T, T});          /* (T,T) */
+    tg_tensor *m = tg_tensor_new(g, w->dtype, 2, (int[]){T, T}); /* (T,T) */
     if (!m) return;
     for (int i = 0; i < T * T; i++) {
         double v = tg_tensor_get(w->mask, i) ? -INFINITY : 0;
         if (w->dtype == TG_F32) ((float *)m->data)[i] = (float)v;
         else ((double *)m->data)[i] = v;
     }
-    bool grad_on = tg_graph_set_grad_enabled(g, false);                   /* shown, not differentiated */
-    tg_tensor *sm = tg_add(g, p->s, m);                                   /* (B,H,T,T) */
+    bool grad_on = tg_graph_set_grad_enabled(g, false); /* shown, not differentiated */
+    tg_tensor *sm = tg_add(g, p->s, m); /* (B,H,T,T) */
     tg_graph_set_grad_enabled(g, grad_on);
     show("blocked", w->mask, "the bool mask, 1 where key j > query i");
     show("M", m, "M_ij = 0 if j <= i, -inf if j > i");
@@ -357,7 +355,8 @@ static void show_step(const walk *w, const char *name, tg_tensor *const d[3], co
         char what[112];
         snprintf(what, sizeof what, "max_abs(%s-%s)", n[0], n[k]);
         const double diff = max_abs_diff(d[0], d[k]), tol = k == 1 ? tol_tape : tol_fd;
-        show_value(what, diff, "%s", k == 1 ? "the chain rule by hand against the tape" : "against the definition of a derivative");
+        show_value(what, diff, "%s",
+                   k == 1 ? "the chain rule by hand against the tape" : "against the definition of a derivative");
         check(diff <= tol * (1 + big), "%s by hand agrees %s (%.3g <= %g (1 + %.3g))", name,
               k == 1 ? "with the tape" : "with finite differences", diff, tol, big);
     }
@@ -455,8 +454,7 @@ static int show_backward(tg_graph *g, const walk *w, const attn_parts *p, tg_ten
     section("gradients of the weights, beside gradcheck's verdict");
     say("tg_gradcheck perturbs every element of one weight (f64, eps 1e-6) and compares the change");
     say("of sum(r * Y), r random, with the tape's gradient. An element passes iff");
-    say("|analytic - numeric| <= 1e-5 + 1e-3 |numeric|.%s",
-        f64 ? "" : " gradcheck runs in f64, on the same numbers.");
+    say("|analytic - numeric| <= 1e-5 + 1e-3 |numeric|.%s", f64 ? "" : " gradcheck runs in f64, on the same numbers.");
     const char *wname[4] = {"W_Q", "W_K", "W_V", "W_O"};
     tg_tensor *gc_in[5] = {w->x, w->wq, w->wk, w->wv, w->wo};
     for (int k = 0; k < 4; k++) {
@@ -475,12 +473,12 @@ int run_layer(const walk *w)
     if (!g) return -1;
     const tg_dtype dt = w->dtype;
     tg_tensor *in[6] = {
-        leaf_copy(g, w->x, dt, true),   leaf_copy(g, w->wq, dt, true), leaf_copy(g, w->wk, dt, true),
-        leaf_copy(g, w->wv, dt, true),  leaf_copy(g, w->wo, dt, true), leaf_copy(g, w->dy, dt, false),
+        leaf_copy(g, w->x, dt, true),  leaf_copy(g, w->wq, dt, true), leaf_copy(g, w->wk, dt, true),
+        leaf_copy(g, w->wv, dt, true), leaf_copy(g, w->wo, dt, true), leaf_copy(g, w->dy, dt, false),
     };
     attn_parts p;
-    tg_tensor *y = attention(g, w, in[0], in[1], in[2], in[3], in[4], &p);   /* (B,T,C) */
-    tg_tensor *loss = tg_sum_all(g, tg_mul(g, y, in[5]));                    /* () */
+    tg_tensor *y = attention(g, w, in[0], in[1], in[2], in[3], in[4], &p); /* (B,T,C) */
+    tg_tensor *loss = tg_sum_all(g, tg_mul(g, y, in[5])); /* () */
     int rc = -1;
     if (!graph_ok(g, "forward")) goto done;
     show_forward(g, w, &p, in);
@@ -504,7 +502,7 @@ int run_layer(const walk *w)
 
     if (show_backward(g, w, &p, loss, in) != 0) goto done;
 
-    tg_graph_set_grad_enabled(g, false);   /* the mistakes are only looked at */
+    tg_graph_set_grad_enabled(g, false); /* the mistakes are only looked at */
     rc = run_mistakes(g, w, &p, in[4]);
 done:
     tg_graph_free(g);

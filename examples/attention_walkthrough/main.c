@@ -28,23 +28,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-    "usage: attention_walkthrough [options]\n"
-    "\n"
-    "Backprop through multi-head attention, step by step, with tapegrad: the\n"
-    "tutorial's small cases, one causal self-attention layer forward and backward\n"
-    "(every gradient from dY back to dX by hand, by the tape and by finite\n"
-    "differences; gradcheck on every weight), and three classic mistakes beside\n"
-    "the right version.\n"
-    "\n"
-    "options:\n"
-    "  --seed N        random inputs and weights (default 1)\n"
-    "  --tokens T      sequence length, 1..16 (default 4)\n"
-    "  --d-model C     model width, 1..32 (default 8)\n"
-    "  --heads H       number of heads; must divide d_model (default 2)\n"
-    "  --dtype D       f32 or f64, for the forward and backward shown (default f64)\n"
-    "  --digits N      significant digits printed, 1..17 (default 5; 17 prints f64 exactly)\n"
-    "  --help          this text\n";
+static const char usage[] = "usage: attention_walkthrough [options]\n"
+                            "\n"
+                            "Backprop through multi-head attention, step by step, with tapegrad: the\n"
+                            "tutorial's small cases, one causal self-attention layer forward and backward\n"
+                            "(every gradient from dY back to dX by hand, by the tape and by finite\n"
+                            "differences; gradcheck on every weight), and three classic mistakes beside\n"
+                            "the right version.\n"
+                            "\n"
+                            "options:\n"
+                            "  --seed N        random inputs and weights (default 1)\n"
+                            "  --tokens T      sequence length, 1..16 (default 4)\n"
+                            "  --d-model C     model width, 1..32 (default 8)\n"
+                            "  --heads H       number of heads; must divide d_model (default 2)\n"
+                            "  --dtype D       f32 or f64, for the forward and backward shown (default f64)\n"
+                            "  --digits N      significant digits printed, 1..17 (default 5; 17 prints f64 exactly)\n"
+                            "  --help          this text\n";
 
 /* A whole number in [lo, hi] from the value of `flag`. */
 static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out, char *err,
@@ -74,9 +73,14 @@ static int parse_options(int argc, char **argv, walk *w, int *digits, char *err,
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
-        struct { const char *name; long long lo, hi, *dest; } num[] = {
-            {"--seed", 0, 9007199254740992LL, &seed}, {"--tokens", 1, 16, &tokens},
-            {"--d-model", 1, 32, &d_model},           {"--heads", 1, 32, &heads},
+        struct {
+            const char *name;
+            long long lo, hi, *dest;
+        } num[] = {
+            {"--seed", 0, 9007199254740992LL, &seed},
+            {"--tokens", 1, 16, &tokens},
+            {"--d-model", 1, 32, &d_model},
+            {"--heads", 1, 32, &heads},
             {"--digits", 1, 17, &dig},
         };
         int k = 0, n = (int)(sizeof num / sizeof *num);
@@ -126,14 +130,14 @@ static int make_inputs(walk *w)
     tg_tensor **t[6] = {&w->x, &w->wq, &w->wk, &w->wv, &w->wo, &w->dy};
     for (int k = 0; k < 6; k++) {
         bool weight = k >= 1 && k <= 4;
-        *t[k] = weight ? tg_tensor_new(w->store, TG_F64, 2, (int[]){C, C})       /* (C,C) */
-                       : tg_tensor_new(w->store, TG_F64, 3, (int[]){B, T, C});   /* (B,T,C) */
+        *t[k] = weight ? tg_tensor_new(w->store, TG_F64, 2, (int[]){C, C}) /* (C,C) */
+                       : tg_tensor_new(w->store, TG_F64, 3, (int[]){B, T, C}); /* (B,T,C) */
         if (!*t[k]) break;
         double *v = (*t[k])->data;
         for (int64_t i = 0; i < (*t[k])->numel; i++)
             v[i] = (float)(tg_rng_normal(&rng) * (weight ? 1 / sqrt((double)C) : 1));
     }
-    w->mask = tg_tensor_new(w->store, TG_BOOL, 2, (int[]){T, T});                 /* (T,T) */
+    w->mask = tg_tensor_new(w->store, TG_BOOL, 2, (int[]){T, T}); /* (T,T) */
     if (!graph_ok(w->store, "making the inputs")) return -1;
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++) ((uint8_t *)w->mask->data)[i * T + j] = j > i;
@@ -156,8 +160,8 @@ int main(int argc, char **argv)
     }
     print_set_digits(digits);
 
-    printf("attention walkthrough: T = %d tokens, d_model = %d, H = %d heads, d_head = %d, %s, seed %llu\n", w.T,
-           w.C, w.H, w.dh, tg_dtype_name(w.dtype), (unsigned long long)w.seed);
+    printf("attention walkthrough: T = %d tokens, d_model = %d, H = %d heads, d_head = %d, %s, seed %llu\n", w.T, w.C,
+           w.H, w.dh, tg_dtype_name(w.dtype), (unsigned long long)w.seed);
     say("Each tensor is printed as NAME (shape) formula, then one line per row of its last axis.");
     say("Weights are used as X W, as in the tutorial (nn.Linear stores W transposed).");
 

@@ -40,8 +40,8 @@ void say(const char *fmt, ...)
 
 static void number(double v)
 {
-    if (v == 0) v = 0;   /* -0 -> 0 */
-    printf(" %*.*g", digits + 6, digits, v);   /* room for "-1.2345e-05" */
+    if (v == 0) v = 0; /* -0 -> 0 */
+    printf(" %*.*g", digits + 6, digits, v); /* room for "-1.2345e-05" */
 }
 
 static void tensor_lines(const char *name, const tg_tensor *t, bool sums, const char *formula, va_list ap)
@@ -108,7 +108,7 @@ void show_value(const char *name, double v, const char *note, ...)
 
 tg_tensor gradient_of(const tg_tensor *t)
 {
-    tg_tensor view = *t;   /* same dtype and shape, the gradient's buffer as data */
+    tg_tensor view = *t; /* same dtype and shape, the gradient's buffer as data */
     view.data = t->grad;
     view.grad = NULL;
     return view;

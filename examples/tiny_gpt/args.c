@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-static tg_config_file config;   /* the --config file's lines */
+static tg_config_file config; /* the --config file's lines */
 
 /* The flags a config file's line set (and the command line did not): the
  * file, the line and the name as the line writes it (in config), for
@@ -24,7 +23,7 @@ static int n_origins;
 /* The values of the settings given (ARG_SETTING), as text, for args_apply. */
 static struct given {
     const arg_spec *spec;
-    const char *text;   /* in argv or config */
+    const char *text; /* in argv or config */
 } givens[ORIGINS];
 static int n_givens;
 
@@ -139,7 +138,8 @@ static int distance(const char *a, const char *b)
         int diag = row[0];
         row[0] = i;
         for (int j = 1; j <= lb; j++) {
-            bool eq = a[i - 1] == b[j - 1] || ((a[i - 1] == '_' || a[i - 1] == '-') && (b[j - 1] == '_' || b[j - 1] == '-'));
+            bool eq =
+                a[i - 1] == b[j - 1] || ((a[i - 1] == '_' || a[i - 1] == '-') && (b[j - 1] == '_' || b[j - 1] == '-'));
             int best = diag + !eq;
             if (row[j] + 1 < best) best = row[j] + 1;
             if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
@@ -174,8 +174,8 @@ static void unknown(const arg_spec *specs, int n_specs, const char *where, const
 static tg_run_setting as_setting(const arg_spec *s)
 {
     if (s->kind == ARG_SETTING) return *tg_run_setting_find(s->name);
-    static const tg_setting_kind KIND[] = {TG_SETTING_INT, TG_SETTING_I64, TG_SETTING_DOUBLE, TG_SETTING_STRING,
-                                           TG_SETTING_BOOL, TG_SETTING_SWITCH};
+    static const tg_setting_kind KIND[] = {TG_SETTING_INT,    TG_SETTING_I64,  TG_SETTING_DOUBLE,
+                                           TG_SETTING_STRING, TG_SETTING_BOOL, TG_SETTING_SWITCH};
     return (tg_run_setting){.name = s->name, .kind = KIND[s->kind], .min = s->min, .max = s->max};
 }
 
@@ -185,7 +185,13 @@ static int set_flag(arg_spec *s, const char *v, const char *what, char *err, siz
 {
     const tg_run_setting t = as_setting(s);
     tg_error e = {0};
-    union { int i; int64_t l; double d; const char *s; bool b; } scratch;
+    union {
+        int i;
+        int64_t l;
+        double d;
+        const char *s;
+        bool b;
+    } scratch;
     void *dest = s->kind == ARG_SETTING ? (void *)&scratch : s->dest;
     if ((s->kind != ARG_SETTING || t.kind != TG_SETTING_WORD) && tg_run_setting_parse(&t, v, what, dest, &e)) {
         snprintf(err, errlen, "%s", e.msg);
@@ -218,8 +224,10 @@ static int parse_config(arg_spec *specs, int n_specs, const char *path, char *er
             return -1;
         }
         if (!strcmp(s->name, "config")) {
-            snprintf(err, errlen, "%s'%s' cannot be set in a config file: a config file does not name another "
-                     "(give one --config on the command line)", where, l->name);
+            snprintf(err, errlen,
+                     "%s'%s' cannot be set in a config file: a config file does not name another "
+                     "(give one --config on the command line)",
+                     where, l->name);
             return -1;
         }
         snprintf(where, sizeof where, "--config %s:%d: %s", path, l->line, l->name);
@@ -236,8 +244,10 @@ static void needs_value(const char *name, int i, int argc, char **argv, char *er
 {
     char b[SHOWN];
     if (i + 1 < argc)
-        snprintf(err, errlen, "--%s needs a value, and '%s' after it is a flag (write --%s=VALUE for a value that "
-                 "starts with --)", name, shown(argv[i + 1], b), name);
+        snprintf(err, errlen,
+                 "--%s needs a value, and '%s' after it is a flag (write --%s=VALUE for a value that "
+                 "starts with --)",
+                 name, shown(argv[i + 1], b), name);
     else snprintf(err, errlen, "--%s needs a value", name);
 }
 
@@ -281,17 +291,18 @@ int args_parse(arg_spec *specs, int n_specs, int argc, char **argv, char *err, s
             return -1;
         }
         if (eq) v = eq + 1;
-        else if (s->kind == ARG_SWITCH || (s->kind == ARG_SETTING && as_setting(s).kind == TG_SETTING_SWITCH)) v = "true";
+        else if (s->kind == ARG_SWITCH || (s->kind == ARG_SETTING && as_setting(s).kind == TG_SETTING_SWITCH))
+            v = "true";
         else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
         else {
             needs_value(s->name, i, argc, argv, err, errlen);
             return -1;
         }
-        if (s == cfg) continue;   /* read above */
+        if (s == cfg) continue; /* read above */
         char what[80];
         snprintf(what, sizeof what, "--%s", s->name);
         if (set_flag(s, v, what, err, errlen)) return -1;
-        origin_clear(s);   /* the command line's value wins: named as the flag */
+        origin_clear(s); /* the command line's value wins: named as the flag */
     }
     return 0;
 }
@@ -338,5 +349,7 @@ int args_apply(const arg_spec *specs, int n_specs, tg_run_config *dest, const ch
                size_t errlen)
 {
     return apply_pass(specs, n_specs, dest, first, true, err, errlen) ||
-           apply_pass(specs, n_specs, dest, first, false, err, errlen) ? -1 : 0;
+            apply_pass(specs, n_specs, dest, first, false, err, errlen)
+        ? -1
+        : 0;
 }

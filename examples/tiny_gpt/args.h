@@ -29,12 +29,12 @@ typedef enum { ARG_INT, ARG_I64, ARG_DOUBLE, ARG_STRING, ARG_BOOL, ARG_SWITCH, A
 typedef enum { ROLE_NONE } arg_role;
 
 typedef struct arg_spec {
-    const char *name;     /* without the leading "--" */
+    const char *name; /* without the leading "--" */
     arg_kind kind;
-    void *dest;           /* int*, int64_t*, double*, const char**, bool*; ARG_SETTING: tg_run_config* */
-    double min, max;      /* inclusive bounds for numbers */
+    void *dest; /* int*, int64_t*, double*, const char**, bool*; ARG_SETTING: tg_run_config* */
+    double min, max; /* inclusive bounds for numbers */
     const char *help;
-    bool seen;            /* given on the command line or in the config file */
+    bool seen; /* given on the command line or in the config file */
     arg_role role;
 } arg_spec;
 

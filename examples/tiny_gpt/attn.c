@@ -30,8 +30,10 @@ static int check_ids(const char *text, int V, char *err, size_t errlen)
         char *end;
         long id = strtol(p, &end, 10);
         if (end == p || id < 0 || id >= V || (*end && !strchr(" \n\t", *end))) {
-            snprintf(err, errlen, "this model has token ids and no tokenizer: --text is ids below %d separated by "
-                                  "spaces, and \"%.20s\" is not one", V, p);
+            snprintf(err, errlen,
+                     "this model has token ids and no tokenizer: --text is ids below %d separated by "
+                     "spaces, and \"%.20s\" is not one",
+                     V, p);
             return -1;
         }
         p = end;
@@ -56,13 +58,14 @@ static int64_t text_ids(const tg_vocab *v, int V, int block_size, const char *te
     if (n == (llama ? 1 : 0)) return snprintf(err, errlen, "--text is empty; give at least one %s", unit), -1;
     if (n <= block_size) return n;
     const char *what = v->kind == TG_VOCAB_TOKENIZER ? "tokens (the checkpoint's tokenizer's)"
-                       : v->kind == TG_VOCAB_IDS     ? "ids"
-                                                  : "characters";
-    const int64_t head = llama ? (v->kind == TG_VOCAB_LLAMA2C ? 2 : 1) : 0;   /* BOS, and llama2.c's " " */
+        : v->kind == TG_VOCAB_IDS                    ? "ids"
+                                                     : "characters";
+    const int64_t head = llama ? (v->kind == TG_VOCAB_LLAMA2C ? 2 : 1) : 0; /* BOS, and llama2.c's " " */
     if (head)
-        snprintf(err, errlen, "--text has %lld %s, %lld positions with the %s in front, more than the checkpoint's "
-                              "block_size %d", (long long)(n - head), what, (long long)n,
-                 head == 2 ? "BOS and the space" : "BOS", block_size);
+        snprintf(err, errlen,
+                 "--text has %lld %s, %lld positions with the %s in front, more than the checkpoint's "
+                 "block_size %d",
+                 (long long)(n - head), what, (long long)n, head == 2 ? "BOS and the space" : "BOS", block_size);
     else
         snprintf(err, errlen, "--text has %lld %s, more than the checkpoint's block_size %d", (long long)n, what,
                  block_size);
@@ -89,13 +92,19 @@ int cmd_attn(int argc, char **argv)
                *vocab_file = NULL;
     int threads = 1;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train, or its --out directory (the best, "
-         "else the last)", 0, ROLE_NONE},
-        {"text", ARG_STRING, &text, 0, 0, "text to run, at most block_size tokens (a byte vocabulary's characters, "
-         "a tokenizer's tokens; for a model of token ids, ids separated by spaces)", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0,
+         "checkpoint written by tiny_gpt train, or its --out directory (the best, "
+         "else the last)",
+         0, ROLE_NONE},
+        {"text", ARG_STRING, &text, 0, 0,
+         "text to run, at most block_size tokens (a byte vocabulary's characters, "
+         "a tokenizer's tokens; for a model of token ids, ids separated by spaces)",
+         0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "output directory (created if missing)", 0, ROLE_NONE},
-        {"vocab", ARG_STRING, &vocab_file, 0, 0, "a text whose bytes are the vocabulary (for weights without 'vocab' "
-         "metadata, e.g. from PyTorch)", 0, ROLE_NONE},
+        {"vocab", ARG_STRING, &vocab_file, 0, 0,
+         "a text whose bytes are the vocabulary (for weights without 'vocab' "
+         "metadata, e.g. from PyTorch)",
+         0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_THREADS(&threads),
     };
@@ -103,8 +112,8 @@ int cmd_attn(int argc, char **argv)
     tg_error err = {0};
     tg_dtype dt;
     /* no --attn: asking for the weights takes the composed path */
-    int setup = command_setup("attn", "--ckpt F --text S --out DIR", specs, n_specs, argc, argv, &dtype, &dt,
-                              NULL, NULL, &threads);
+    int setup = command_setup("attn", "--ckpt F --text S --out DIR", specs, n_specs, argc, argv, &dtype, &dt, NULL,
+                              NULL, &threads);
     if (setup >= 0) return setup;
 
     int rc = 1;
@@ -121,9 +130,8 @@ int cmd_attn(int argc, char **argv)
         snprintf(err.msg, sizeof err.msg, "--text is required");
         goto fail;
     }
-    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, &err)) ||
-        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, &err))
+    if (!(ckpt = ckpt_resolve(ckpt, "attn", picked, sizeof picked, &err)) || !(f = tg_st_load(ckpt, &err)) ||
+        tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || checkpoint_model_vocab(f, &m, vocab_file, NULL, &v, &err))
         goto fail;
     const int64_t n = text_ids(&v, m.config.vocab_size, m.config.block_size, text, &ids, err.msg, sizeof err.msg);
     if (n < 0) goto fail;
@@ -143,7 +151,7 @@ int cmd_attn(int argc, char **argv)
     rc = 0;
     goto done;
 fail:
-    if (made_dir) rmdir(out);   /* only succeeds when it is still empty */
+    if (made_dir) rmdir(out); /* only succeeds when it is still empty */
     fprintf(stderr, "tiny_gpt attn: %s\n", err.msg);
 done:
     tg_attn_maps_release(&maps);

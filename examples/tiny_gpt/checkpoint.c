@@ -18,8 +18,10 @@ static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *t
     if (!t) return tg_error_set(err, "--tokenizer: %s", e2.msg);
     const int V = m->config.vocab_size, n = (int)tg_tok_vocab_size(t);
     if (V != n && V != (n + 63) / 64 * 64) {
-        tg_error_set(err, "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
-                 "model (the model's ids are the tokenizer's, or padded up to a multiple of 64)", tok_file, n, V);
+        tg_error_set(err,
+                     "--tokenizer %s has %d ids and the model %d (vocab_size): a tokenizer of another "
+                     "model (the model's ids are the tokenizer's, or padded up to a multiple of 64)",
+                     tok_file, n, V);
         tg_tok_free(t);
         return -1;
     }
@@ -29,8 +31,10 @@ static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *t
         const bool same = own && tg_tok_same(own, t);
         tg_tok_free(own);
         if (!same) {
-            tg_error_set(err, "--tokenizer %s: the checkpoint holds a tokenizer of its own, and this one is "
-                     "another (drop --tokenizer to use the checkpoint's)", tok_file);
+            tg_error_set(err,
+                         "--tokenizer %s: the checkpoint holds a tokenizer of its own, and this one is "
+                         "another (drop --tokenizer to use the checkpoint's)",
+                         tok_file);
             tg_tok_free(t);
             return -1;
         }
@@ -41,15 +45,15 @@ static int tokenizer_vocab(const tg_st_file *f, const tg_model *m, const char *t
 int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
                            tg_vocab *v, tg_error *err)
 {
-    if (vocab_file && tok_file)
-        return tg_error_set(err, "--vocab (a text's bytes) and --tokenizer exclude each other");
+    if (vocab_file && tok_file) return tg_error_set(err, "--vocab (a text's bytes) and --tokenizer exclude each other");
     if (tok_file) return tokenizer_vocab(f, m, tok_file, v, err);
     if (!vocab_file) {
         if (!tg_checkpoint_load_vocab(f, m, v, err)) return 0;
         if (!tg_st_meta(f, "vocab") && strcmp(m->config.arch, "llama"))
-            tg_error_set(err, "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. "
-                                  "PyTorch): give --vocab FILE, a text whose bytes are the vocabulary (the training "
-                                  "text), or --tokenizer F; docs/safetensors.md describes the 'vocab' entry");
+            tg_error_set(err,
+                         "the checkpoint has no 'vocab' in its metadata (weights from elsewhere, e.g. "
+                         "PyTorch): give --vocab FILE, a text whose bytes are the vocabulary (the training "
+                         "text), or --tokenizer F; docs/safetensors.md describes the 'vocab' entry");
         return -1;
     }
     size_t len;
@@ -93,12 +97,14 @@ int checkpoint_use_averages(const tg_st_file *f, tg_model *m, tg_error *err)
     const bool f32 = t && !strcmp(t->dtype, "F32");
     if (!t) return tg_error_set(err, "the checkpoint holds no averages of its weights (no 'ema.values')");
     if (t->ndim != 1 || t->numel != n || (!f32 && strcmp(t->dtype, "F64")))
-        return tg_error_set(err, "the checkpoint's 'ema.values' (%s, %lld values in %d dimensions) is not the "
-                        "averages of its %lld weights", t->dtype, (long long)t->numel, t->ndim, (long long)n);
+        return tg_error_set(err,
+                            "the checkpoint's 'ema.values' (%s, %lld values in %d dimensions) is not the "
+                            "averages of its %lld weights",
+                            t->dtype, (long long)t->numel, t->ndim, (long long)n);
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(value_at(t, f32, i)))
             return tg_error_set(err, "the checkpoint's 'ema.values' holds %g at element %lld", value_at(t, f32, i),
-                            (long long)i);
+                                (long long)i);
     void *w = tg_params_data(m->params);
     const bool to32 = tg_params_dtype(m->params) == TG_F32;
     for (int64_t i = 0; i < n; i++) {

@@ -36,8 +36,8 @@ typedef struct inputs {
     tg_st_file *wf, *bf;
     tg_model m;
     int B, T;
-    tg_graph *batch_graph;      /* holds idx and targets; never reset */
-    tg_tensor *idx, *targets;   /* (B,T) i32 */
+    tg_graph *batch_graph; /* holds idx and targets; never reset */
+    tg_tensor *idx, *targets; /* (B,T) i32 */
 } inputs;
 
 static void inputs_free(inputs *in)
@@ -58,8 +58,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
         return -1;
     }
     tg_error e = {0};
-    if (!(in->wf = tg_st_load(init, &e)) || !(in->bf = tg_st_load(batch, &e)))
-        return tg_error_set(err, "%s", e.msg);
+    if (!(in->wf = tg_st_load(init, &e)) || !(in->bf = tg_st_load(batch, &e))) return tg_error_set(err, "%s", e.msg);
     if (tg_checkpoint_load_model(in->wf, dt, 0.0, &in->m, err)) return -1;
     tg_model_set_composed(&in->m, attn_composed);
     const tg_st_tensor *idx = tg_st_find(in->bf, "idx"), *tgt = tg_st_find(in->bf, "targets");
@@ -76,7 +75,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
     in->T = (int)idx->shape[1];
     if (in->T > in->m.config.block_size) {
         tg_error_set(err, "%s: sequence length T = %d exceeds the model's block_size %d", batch, in->T,
-                 in->m.config.block_size);
+                     in->m.config.block_size);
         return -1;
     }
     tg_graph *g = in->batch_graph = tg_graph_new();
@@ -86,8 +85,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
         tg_error_set(err, "out of memory for the batch");
         return -1;
     }
-    if (tg_st_copy_to(idx, in->idx, &e) || tg_st_copy_to(tgt, in->targets, &e))
-        return tg_error_set(err, "%s", e.msg);
+    if (tg_st_copy_to(idx, in->idx, &e) || tg_st_copy_to(tgt, in->targets, &e)) return tg_error_set(err, "%s", e.msg);
     return 0;
 }
 
@@ -95,7 +93,7 @@ static int load_inputs(inputs *in, const char *init, const char *batch, tg_dtype
 static double loss_and_grads(inputs *in, tg_graph *g, tg_error *err)
 {
     tg_params_zero_grad(in->m.params);
-    tg_tensor *loss = tg_model_loss(g, &in->m, in->idx, in->targets);   /* () */
+    tg_tensor *loss = tg_model_loss(g, &in->m, in->idx, in->targets); /* () */
     if (tg_graph_backward(g, loss) != 0) {
         tg_error_set(err, "%s", tg_graph_error(g));
         return NAN;
@@ -124,17 +122,23 @@ static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want,
     }
     if (!strcmp(want, "ema")) {
         if (!holds)
-            return tg_error_set(err, "--weights ema: the run of %s kept no averages of its weights (it trained "
-                            "without --ema)", ckpt);
+            return tg_error_set(err,
+                                "--weights ema: the run of %s kept no averages of its weights (it trained "
+                                "without --ema)",
+                                ckpt);
         if (strcmp(holds, "ema") && !beside)
-            return tg_error_set(err, "--weights ema: %s holds the raw weights alone (metadata 'weights' raw: they "
-                            "evaluated lower than the averages at its step); the run's last.safetensors holds both",
-                            ckpt), -1;
+            return tg_error_set(err,
+                                "--weights ema: %s holds the raw weights alone (metadata 'weights' raw: they "
+                                "evaluated lower than the averages at its step); the run's last.safetensors holds both",
+                                ckpt),
+                   -1;
         sets[0] = "ema";
     } else if (holds && strcmp(holds, "raw")) {
-        return tg_error_set(err, "--weights raw: %s holds the averages alone (metadata 'weights' ema: they "
-                        "evaluated lower than the raw weights at its step); the run's last.safetensors holds both",
-                        ckpt), -1;
+        return tg_error_set(err,
+                            "--weights raw: %s holds the averages alone (metadata 'weights' ema: they "
+                            "evaluated lower than the raw weights at its step); the run's last.safetensors holds both",
+                            ckpt),
+               -1;
     }
     return 1;
 }
@@ -164,9 +168,17 @@ static double estimate(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, 
 {
     const bool tty = isatty(STDERR_FILENO);
     estimating e = {step, val};
-    const tg_eval_spec s = {.batch = c->batch_size, .accum = c->grad_accum, .T = c->block_size, .iters = iters,
-                            .seed = (uint64_t)c->seed, .step = step, .whole = iters == 0, .rank = 0, .ranks = 1,
-                            .progress = tty ? est_progress : NULL, .ctx = &e};
+    const tg_eval_spec s = {.batch = c->batch_size,
+                            .accum = c->grad_accum,
+                            .T = c->block_size,
+                            .iters = iters,
+                            .seed = (uint64_t)c->seed,
+                            .step = step,
+                            .whole = iters == 0,
+                            .rank = 0,
+                            .ranks = 1,
+                            .progress = tty ? est_progress : NULL,
+                            .ctx = &e};
     const double loss = tg_eval_loss(g, m, d, val, &s, err);
     if (tty) fprintf(stderr, "\r\033[K");
     return loss;
@@ -175,8 +187,8 @@ static double estimate(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, 
 /* eval --ckpt: the loss estimate of `train` at the checkpoint's step, on
  * the split of the run's text, from the settings the checkpoint records. */
 static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file, const char *tok_file,
-                     const char *weights, const arg_spec *specs, int n_specs,
-                     tg_dtype dt, bool composed, int64_t eval_iters, int batch_size, bool full_val)
+                     const char *weights, const arg_spec *specs, int n_specs, tg_dtype dt, bool composed,
+                     int64_t eval_iters, int batch_size, bool full_val)
 {
     tg_error err = {0};
     int rc = 1;
@@ -192,9 +204,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     char picked[4096];
     tg_error e = {0};
     const tg_run_options ro = {.flag_names = true, .notice = eval_notice};
-    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) ||
-        !(f = tg_st_load(ckpt, &err)))
-        goto fail;
+    if (!(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) || !(f = tg_st_load(ckpt, &err))) goto fail;
     if (tg_run_config_read(&c, f, &err)) {
         tg_error_prefix(&err, ckpt);
         goto fail;
@@ -204,22 +214,21 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     if (!args_seen(specs, n_specs, "attn")) composed = c.attn_composed;
     if (args_seen(specs, n_specs, "eval-iters")) c.eval_iters = eval_iters;
     if (args_seen(specs, n_specs, "full-val")) c.full_val = full_val;
-    if (args_seen(specs, n_specs, "batch-size")) {   /* the whole batch, in one piece */
+    if (args_seen(specs, n_specs, "batch-size")) { /* the whole batch, in one piece */
         c.batch_size = batch_size;
         c.grad_accum = 1;
-    } else if (tg_st_meta(f, "train.ranks")) {   /* a run of R processes evaluated R x B windows at a time */
+    } else if (tg_st_meta(f, "train.ranks")) { /* a run of R processes evaluated R x B windows at a time */
         int64_t ranks;
         if (tg_st_meta_int(f, "train.ranks", 1, 1 << 20, &ranks, &err)) goto fail;
         if (ranks * c.batch_size > 1 << 20) {
-            snprintf(err.msg, sizeof err.msg, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt, (long long)ranks,
-                     c.batch_size);
+            snprintf(err.msg, sizeof err.msg, "%s: train.ranks %lld x train.batch_size %d is too large", ckpt,
+                     (long long)ranks, c.batch_size);
             goto fail;
         }
         c.batch_size *= (int)ranks;
     }
-    if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, &err))
-        goto fail;
-    const bool tokens = c.data_tokens != NULL;   /* the run's token files, as it recorded them */
+    if (tg_st_meta(f, "train.step") && tg_st_meta_int(f, "train.step", 0, INT64_MAX, &step, &err)) goto fail;
+    const bool tokens = c.data_tokens != NULL; /* the run's token files, as it recorded them */
     if (tokens && data) {
         snprintf(err.msg, sizeof err.msg, "--data: %s trained on token files, not on a text", ckpt);
         goto fail;
@@ -237,7 +246,7 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     if (tg_model_config_read(f, &shape.config, &err)) goto fail;
     if ((vocab_file || tok_file || tg_st_meta(f, "vocab") || !strcmp(shape.config.arch, "llama"))
             ? checkpoint_model_vocab(f, &shape, vocab_file, tok_file, &v, &err)
-            : (tg_vocab_bytes(&v, text.text, text.len), 0))   /* weights from elsewhere: the text's bytes */
+            : (tg_vocab_bytes(&v, text.text, text.len), 0)) /* weights from elsewhere: the text's bytes */
         goto fail;
     c.block_size = shape.config.block_size;
     c.vocab_size = shape.config.vocab_size;
@@ -246,13 +255,11 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
         goto fail_e;
     const char *sets[2];
     const int n_sets = pick_weights(f, ckpt, weights, sets, &err);
-    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || !(g = tg_graph_new()))
-        goto fail;
+    if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || !(g = tg_graph_new())) goto fail;
     tg_model_set_composed(&m, composed);
     const char *holds = checkpoint_weights(f);
-    for (int k = 0; k < n_sets; k++) {   /* each as training evaluated it: the same windows */
-        if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") &&
-            checkpoint_use_averages(f, &m, &err))
+    for (int k = 0; k < n_sets; k++) { /* each as training evaluated it: the same windows */
+        if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") && checkpoint_use_averages(f, &m, &err))
             goto fail;
         tg_run_loss l = {.step = step, .weights = sets[k]};
         l.train = estimate(g, &m, &d, false, &c, c.eval_iters, step, &err);
@@ -294,20 +301,19 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     size_t len;
     char picked[4096];
     tg_error e = {0};
-    if (!(text = tg_file_read(path, &len, &err)) ||
-        !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) ||
+    if (!(text = tg_file_read(path, &len, &err)) || !(ckpt = ckpt_resolve(ckpt, "eval", picked, sizeof picked, &err)) ||
         !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
         checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, &err))
         goto fail;
-    const char *sets[2];   /* the file's own weights unless --weights picks */
-    if (weights && (pick_weights(f, ckpt, weights, sets, &err) < 0 ||
-                    (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") &&
-                     checkpoint_use_averages(f, &m, &err))))
+    const char *sets[2]; /* the file's own weights unless --weights picks */
+    if (weights &&
+        (pick_weights(f, ckpt, weights, sets, &err) < 0 ||
+         (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") && checkpoint_use_averages(f, &m, &err))))
         goto fail;
     tg_model_set_composed(&m, composed);
     int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
     if (n < 0) goto fail_e;
-    if (n > m.config.block_size) n = m.config.block_size;   /* one window: the first block_size ids */
+    if (n > m.config.block_size) n = m.config.block_size; /* one window: the first block_size ids */
     if (n < 2) {
         snprintf(err.msg, sizeof err.msg, "%s gives %lld id%s: at least two are needed for one prediction", path,
                  (long long)n, n == 1 ? "" : "s");
@@ -335,28 +341,41 @@ done:
 int cmd_eval(int argc, char **argv)
 {
     const char *init = NULL, *batch = NULL, *dump = NULL, *dtype = "f32", *attn = "fused", *ckpt = NULL, *data = NULL,
-               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL,
-               *weights = NULL;
+               *vocab_file = NULL, *tok_file = NULL, *config = NULL, *text = NULL, *dump_logits = NULL, *weights = NULL;
     int threads = 1, batch_size = 12;
     int64_t eval_iters = 200;
     bool composed = false, full_val = false;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "a checkpoint of tiny_gpt train (or its --out directory: the best, else the "
-         "last): its train and val loss", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0,
+         "a checkpoint of tiny_gpt train (or its --out directory: the best, else the "
+         "last): its train and val loss",
+         0, ROLE_NONE},
         {"data", ARG_STRING, &data, 0, 0, "with --ckpt: the text (default: the one the run recorded)", 0, ROLE_NONE},
-        {"text", ARG_STRING, &text, 0, 0, "with --ckpt: the mean nll per token of this file's text instead (its "
-         "first block_size ids, encoded as sample encodes a prompt)", 0, ROLE_NONE},
-        {"weights", ARG_STRING, &weights, 0, 0, "with --ckpt, of an --ema run: ema (the averages) or raw (the "
+        {"text", ARG_STRING, &text, 0, 0,
+         "with --ckpt: the mean nll per token of this file's text instead (its "
+         "first block_size ids, encoded as sample encodes a prompt)",
+         0, ROLE_NONE},
+        {"weights", ARG_STRING, &weights, 0, 0,
+         "with --ckpt, of an --ema run: ema (the averages) or raw (the "
          "weights trained) (default: what training evaluated of the file: best.safetensors the one it holds, "
-         "last.safetensors both)", 0, ROLE_NONE},
-        {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0, ROLE_NONE},
-        {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0, ROLE_NONE},
-        {"full-val", ARG_SWITCH, &full_val, 0, 0, "with --ckpt: the val loss over the whole val split, each token "
-         "once (default: the run's --full-val)", 0, ROLE_NONE},
-        {"vocab", ARG_STRING, &vocab_file, 0, 0, "with --ckpt: a text whose bytes are the vocabulary (for weights "
-                                                 "without 'vocab' metadata)", 0, ROLE_NONE},
-        {"tokenizer", ARG_STRING, &tok_file, 0, 0, "with --ckpt: a tokenizer (tok.safetensors, a checkpoint holding "
-         "one, llama2.c's tokenizer.bin, a .tiktoken file) for weights that came without one", 0, ROLE_NONE},
+         "last.safetensors both)",
+         0, ROLE_NONE},
+        {"eval-iters", ARG_I64, &eval_iters, 1, 1e9, "with --ckpt: batches per estimate (default: the run's)", 0,
+         ROLE_NONE},
+        {"batch-size", ARG_INT, &batch_size, 1, 1 << 16, "with --ckpt: sequences per batch (default: the run's)", 0,
+         ROLE_NONE},
+        {"full-val", ARG_SWITCH, &full_val, 0, 0,
+         "with --ckpt: the val loss over the whole val split, each token "
+         "once (default: the run's --full-val)",
+         0, ROLE_NONE},
+        {"vocab", ARG_STRING, &vocab_file, 0, 0,
+         "with --ckpt: a text whose bytes are the vocabulary (for weights "
+         "without 'vocab' metadata)",
+         0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok_file, 0, 0,
+         "with --ckpt: a tokenizer (tok.safetensors, a checkpoint holding "
+         "one, llama2.c's tokenizer.bin, a .tiktoken file) for weights that came without one",
+         0, ROLE_NONE},
         {"init", ARG_STRING, &init, 0, 0, "weights (safetensors, nanoGPT names, config in metadata)", 0, ROLE_NONE},
         {"batch", ARG_STRING, &batch, 0, 0, "batch (safetensors with idx and targets (B,T))", 0, ROLE_NONE},
         {"dump-grads", ARG_STRING, &dump, 0, 0, "write every parameter's gradient here", 0, ROLE_NONE},
@@ -370,29 +389,35 @@ int cmd_eval(int argc, char **argv)
     const int n_specs = (int)(sizeof specs / sizeof specs[0]);
     tg_error err = {0};
     tg_dtype dt;
-    int setup = command_setup("eval", "--ckpt F [--data F | --text F] | --init W.safetensors --batch B.safetensors [flags]",
-                              specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
+    int setup =
+        command_setup("eval", "--ckpt F [--data F | --text F] | --init W.safetensors --batch B.safetensors [flags]",
+                      specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
     if (ckpt && (init || batch || dump || dump_logits)) {
-        fprintf(stderr, "tiny_gpt eval: --ckpt (loss on the run's data) excludes --init, --batch, --dump-grads and "
-                        "--dump-logits (one batch)\n");
+        fprintf(stderr,
+                "tiny_gpt eval: --ckpt (loss on the run's data) excludes --init, --batch, --dump-grads and "
+                "--dump-logits (one batch)\n");
         return 2;
     }
-    if (!ckpt && (data || text || vocab_file || tok_file || weights || args_seen(specs, n_specs, "eval-iters") ||
-                  args_seen(specs, n_specs, "batch-size") || full_val)) {
-        fprintf(stderr, "tiny_gpt eval: --data, --text, --vocab, --weights, --tokenizer, --eval-iters, --batch-size "
-                        "and --full-val go with --ckpt\n");
+    if (!ckpt &&
+        (data || text || vocab_file || tok_file || weights || args_seen(specs, n_specs, "eval-iters") ||
+         args_seen(specs, n_specs, "batch-size") || full_val)) {
+        fprintf(stderr,
+                "tiny_gpt eval: --data, --text, --vocab, --weights, --tokenizer, --eval-iters, --batch-size "
+                "and --full-val go with --ckpt\n");
         return 2;
     }
-    if (text && (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size") ||
-                 full_val)) {
-        fprintf(stderr, "tiny_gpt eval: --text (one window of a text) excludes --data, --eval-iters, --batch-size "
-                        "and --full-val (the run's split)\n");
+    if (text &&
+        (data || args_seen(specs, n_specs, "eval-iters") || args_seen(specs, n_specs, "batch-size") || full_val)) {
+        fprintf(stderr,
+                "tiny_gpt eval: --text (one window of a text) excludes --data, --eval-iters, --batch-size "
+                "and --full-val (the run's split)\n");
         return 2;
     }
     if (text) return eval_text(ckpt, text, vocab_file, tok_file, weights, dt, composed);
-    if (ckpt) return eval_ckpt(ckpt, data, vocab_file, tok_file, weights, specs, n_specs, dt, composed, eval_iters,
-                                batch_size, full_val);
+    if (ckpt)
+        return eval_ckpt(ckpt, data, vocab_file, tok_file, weights, specs, n_specs, dt, composed, eval_iters,
+                         batch_size, full_val);
     int rc = 1;
     inputs in;
     tg_graph *g = tg_graph_new();
@@ -401,11 +426,11 @@ int cmd_eval(int argc, char **argv)
     double loss = loss_and_grads(&in, g, &err);
     if (isnan(loss)) goto fail;
     printf("loss %.17g\n", loss);
-    if (dump_logits) {   /* the forward alone, on a graph of its own */
+    if (dump_logits) { /* the forward alone, on a graph of its own */
         tg_graph *lg = tg_graph_new();
-        tg_tensor *logits = lg ? tg_model_forward(lg, &in.m, in.idx, NULL) : NULL;   /* (B,T,V) */
+        tg_tensor *logits = lg ? tg_model_forward(lg, &in.m, in.idx, NULL) : NULL; /* (B,T,V) */
         tg_st_writer *w = logits ? tg_st_writer_new() : NULL;
-        if (w) tg_st_writer_add_tensor(w, "logits", logits);   /* a failure sticks: the save reports it */
+        if (w) tg_st_writer_add_tensor(w, "logits", logits); /* a failure sticks: the save reports it */
         const int bad = !w || tg_st_writer_save(w, dump_logits, &err);
         if (bad && !logits) snprintf(err.msg, sizeof err.msg, "%s", lg ? tg_graph_error(lg) : "out of memory");
         tg_st_writer_free(w);
@@ -510,8 +535,7 @@ int cmd_step(int argc, char **argv)
     /* keep the input's vocabulary, if it had one */
     tg_vocab v = {0};
     if (tg_st_meta(in.wf, "vocab") && tg_vocab_read(&v, in.wf, &err)) goto fail;
-    int saved =
-        tg_checkpoint_save(out, &(tg_checkpoint){.model = &in.m, .vocab = &v}, &err);
+    int saved = tg_checkpoint_save(out, &(tg_checkpoint){.model = &in.m, .vocab = &v}, &err);
     tg_vocab_release(&v);
     if (saved) goto fail;
     rc = 0;

@@ -19,7 +19,8 @@
 void set_threads(int n)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0 && tg_dist_local_size() > 1) n = cores / tg_dist_local_size() > 1 ? (int)(cores / tg_dist_local_size()) : 1;
+    if (n <= 0 && tg_dist_local_size() > 1)
+        n = cores / tg_dist_local_size() > 1 ? (int)(cores / tg_dist_local_size()) : 1;
     tg_set_num_threads(n);
 }
 
@@ -111,14 +112,13 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
             return 0;
         }
     bool failed = args_parse(specs, n_specs, argc, argv, err, sizeof err) ||
-                  (dtype && parse_dtype(*dtype, dt, err, sizeof err)) ||
-                  (attn && parse_attn(*attn, attn_composed, err, sizeof err)) ||
-                  apply_settings(specs, n_specs, err, sizeof err);
-    if (failed) {   /* a value from a config file: its line */
+        (dtype && parse_dtype(*dtype, dt, err, sizeof err)) ||
+        (attn && parse_attn(*attn, attn_composed, err, sizeof err)) || apply_settings(specs, n_specs, err, sizeof err);
+    if (failed) { /* a value from a config file: its line */
         args_place(specs, n_specs, "dtype", err, sizeof err);
         args_place(specs, n_specs, "attn", err, sizeof err);
     }
-    if (agree_on(cmd, failed, err)) return 2;   /* printed once, also on several processes */
+    if (agree_on(cmd, failed, err)) return 2; /* printed once, also on several processes */
     set_threads(*threads);
     return -1;
 }
@@ -151,8 +151,8 @@ static void usage(FILE *out)
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
-} COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample}, {"eval", cmd_eval}, {"step", cmd_step},
-                {"attn", cmd_attn}, {"tokenizer", cmd_tokenizer}, {"export", cmd_export}, {"import", cmd_import}};
+} COMMANDS[] = {{"train", cmd_train}, {"sample", cmd_sample},       {"eval", cmd_eval},     {"step", cmd_step},
+                {"attn", cmd_attn},   {"tokenizer", cmd_tokenizer}, {"export", cmd_export}, {"import", cmd_import}};
 
 /* tiny_gpt --version: the library's version, its build's options and the
  * kernel path in use (core/cpu.h) */
@@ -171,7 +171,7 @@ static int run(int argc, char **argv)
     }
     const char *cmd = argv[1];
     tg_error isa_err = {0};
-    if (tg_isa_check_env(&isa_err)) {   /* a TG_ISA the library does not know: no silent fallback */
+    if (tg_isa_check_env(&isa_err)) { /* a TG_ISA the library does not know: no silent fallback */
         if (tg_dist_rank() == 0) fprintf(stderr, "tiny_gpt: %s\n", isa_err.msg);
         return 2;
     }
@@ -183,8 +183,10 @@ static int run(int argc, char **argv)
         if (!strcmp(cmd, COMMANDS[i].name)) {
             if (tg_dist_size() > 1 && COMMANDS[i].run != cmd_train) {
                 if (tg_dist_rank() == 0)
-                    fprintf(stderr, "tiny_gpt %s: runs as one process, not %d (only train runs on several: mpirun -np "
-                                    "N tiny_gpt train ...)\n", cmd, tg_dist_size());
+                    fprintf(stderr,
+                            "tiny_gpt %s: runs as one process, not %d (only train runs on several: mpirun -np "
+                            "N tiny_gpt train ...)\n",
+                            cmd, tg_dist_size());
                 return 2;
             }
             int rc = COMMANDS[i].run(argc - 2, argv + 2);
@@ -205,7 +207,7 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     tg_error err = {0};
-    if (tg_dist_init(&argc, &argv, &err)) {   /* MPI, when mpirun started us; first of all */
+    if (tg_dist_init(&argc, &argv, &err)) { /* MPI, when mpirun started us; first of all */
         fprintf(stderr, "tiny_gpt: %s\n", err.msg);
         return 1;
     }

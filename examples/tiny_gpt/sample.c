@@ -55,32 +55,40 @@ static bool write_token(void *ctx, const tg_generated *t)
 int cmd_sample(int argc, char **argv)
 {
     const char *ckpt = "out-tiny-gpt/best.safetensors", *prompt = NULL, *prompt_file = NULL, *vocab_file = NULL,
-               *tok_file = NULL,
-               *dtype = "f32", *attn = "fused", *config = NULL;
+               *tok_file = NULL, *dtype = "f32", *attn = "fused", *config = NULL;
     bool composed = false;
     int tokens = 200, top_k = 200, threads = 1, num_samples = 1;
     bool stats = false;
     double temperature = 0.8, top_p = 1;
     int64_t seed = 1337;
     arg_spec specs[] = {
-        {"ckpt", ARG_STRING, &ckpt, 0, 0, "checkpoint written by tiny_gpt train, or its --out directory (the best, "
-         "else the last)", 0, ROLE_NONE},
+        {"ckpt", ARG_STRING, &ckpt, 0, 0,
+         "checkpoint written by tiny_gpt train, or its --out directory (the best, "
+         "else the last)",
+         0, ROLE_NONE},
         {"prompt", ARG_STRING, &prompt, 0, 0, "text to continue (default: a newline; a Llama's: nothing)", 0,
          ROLE_NONE},
         {"prompt-file", ARG_STRING, &prompt_file, 0, 0, "read the prompt from this file instead", 0, ROLE_NONE},
-        {"tokens", ARG_INT, &tokens, 0, 1 << 24, "tokens to generate per sample (a byte vocabulary's are "
-         "characters; it may stop sooner, at a token that ends a text)", 0, ROLE_NONE},
-        {"num-samples", ARG_INT, &num_samples, 1, 1 << 20, "samples, each from the prompt, separated by a line of dashes", 0, ROLE_NONE},
+        {"tokens", ARG_INT, &tokens, 0, 1 << 24,
+         "tokens to generate per sample (a byte vocabulary's are "
+         "characters; it may stop sooner, at a token that ends a text)",
+         0, ROLE_NONE},
+        {"num-samples", ARG_INT, &num_samples, 1, 1 << 20,
+         "samples, each from the prompt, separated by a line of dashes", 0, ROLE_NONE},
         {"temperature", ARG_DOUBLE, &temperature, 0, 100, "softmax temperature (0: greedy)", 0, ROLE_NONE},
         {"top-k", ARG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)", 0, ROLE_NONE},
-        {"top-p", ARG_DOUBLE, &top_p, 0, 1, "nucleus: sample among the fewest likeliest tokens whose probabilities sum to "
-         "at least P (after --top-k; 1: all)", 0, ROLE_NONE},
+        {"top-p", ARG_DOUBLE, &top_p, 0, 1,
+         "nucleus: sample among the fewest likeliest tokens whose probabilities sum to "
+         "at least P (after --top-k; 1: all)",
+         0, ROLE_NONE},
         {"seed", ARG_I64, &seed, 0, 9e15, "random seed", 0, ROLE_NONE},
         {"vocab", ARG_STRING, &vocab_file, 0, 0,
-         "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0, ROLE_NONE},
-        {"tokenizer", ARG_STRING, &tok_file, 0, 0, "a tokenizer (tok.safetensors, a checkpoint holding one, llama2.c's "
-         "tokenizer.bin, a .tiktoken file) for weights that came without one; its size must be the model's", 0,
+         "a text whose bytes are the vocabulary (for weights without 'vocab' metadata, e.g. from PyTorch)", 0,
          ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok_file, 0, 0,
+         "a tokenizer (tok.safetensors, a checkpoint holding one, llama2.c's "
+         "tokenizer.bin, a .tiktoken file) for weights that came without one; its size must be the model's",
+         0, ROLE_NONE},
         {"stats", ARG_SWITCH, &stats, 0, 0, "print the decoding speed and heap allocations to stderr", 0, ROLE_NONE},
         SPEC_DTYPE(&dtype),
         SPEC_ATTN(&attn),
@@ -92,7 +100,7 @@ int cmd_sample(int argc, char **argv)
     tg_dtype dt;
     int setup = command_setup("sample", "[flags]", specs, n_specs, argc, argv, &dtype, &dt, &attn, &composed, &threads);
     if (setup >= 0) return setup;
-    const double t_start = now_seconds();   /* --stats: loading is the time from here to t0 */
+    const double t_start = now_seconds(); /* --stats: loading is the time from here to t0 */
 
     int rc = 1;
     tg_st_file *f = NULL;
@@ -109,9 +117,8 @@ int cmd_sample(int argc, char **argv)
     }
     if (prompt_file && !(prompt = file_text = tg_file_read(prompt_file, &plen, &err))) goto fail;
     char picked[4096];
-    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, &err)) ||
-        !(f = tg_st_load(ckpt, &err)) || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) ||
-        checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, &err))
+    if (!(ckpt = ckpt_resolve(ckpt, "sample", picked, sizeof picked, &err)) || !(f = tg_st_load(ckpt, &err)) ||
+        tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || checkpoint_model_vocab(f, &m, vocab_file, tok_file, &v, &err))
         goto fail;
     tg_model_set_composed(&m, composed);
     const bool llama = v.kind == TG_VOCAB_LLAMA2C || (v.kind == TG_VOCAB_TOKENIZER && v.docs);
@@ -135,7 +142,7 @@ int cmd_sample(int argc, char **argv)
     writer w = {0};
     const tg_generate_options go = {.sampler = sampler, .vocab = &v, .on_token = write_token, .ctx = &w};
     const double t0 = now_seconds();
-    int64_t made = 0;   /* tokens generated (a sample may stop early) */
+    int64_t made = 0; /* tokens generated (a sample may stop early) */
     uint64_t a0 = tg_alloc_calls();
     for (int k = 0; k < num_samples; k++) {
         if (k) fputs("---------------\n", stdout);
@@ -147,13 +154,15 @@ int cmd_sample(int argc, char **argv)
         if (got < 0) goto fail_e;
         made += got;
         fputc('\n', stdout);
-        fflush(stdout);   /* the text before what stderr says of it */
+        fflush(stdout); /* the text before what stderr says of it */
         if (w.end >= 0) {
             char which[32] = "";
             if (num_samples > 1) snprintf(which, sizeof which, "sample %d ", k + 1);
             const bool bos = v.kind == TG_VOCAB_LLAMA2C || w.end == tg_tok_bos(v.tok);
-            fprintf(stderr, "tiny_gpt sample: notice: %sstopped at token %lld of %d: the model produced %s (id %d), "
-                            "which ends a text\n", which, (long long)got, tokens, bos ? "BOS" : "EOS", (int)w.end);
+            fprintf(stderr,
+                    "tiny_gpt sample: notice: %sstopped at token %lld of %d: the model produced %s (id %d), "
+                    "which ends a text\n",
+                    which, (long long)got, tokens, bos ? "BOS" : "EOS", (int)w.end);
         }
     }
     if (stats) {
@@ -164,8 +173,9 @@ int cmd_sample(int argc, char **argv)
         char asked[64] = "";
         if (made != (int64_t)num_samples * tokens)
             snprintf(asked, sizeof asked, " (of %lld asked for)", (long long)num_samples * tokens);
-        fprintf(stderr, "tiny_gpt sample: %lld token%s made%s in %.3f s: %.1f tokens/s (loading %.3f s, first token "
-                        "%.4f s, then %lld token%s at %.1f tokens/s); %llu heap allocations\n",
+        fprintf(stderr,
+                "tiny_gpt sample: %lld token%s made%s in %.3f s: %.1f tokens/s (loading %.3f s, first token "
+                "%.4f s, then %lld token%s at %.1f tokens/s); %llu heap allocations\n",
                 (long long)made, made == 1 ? "" : "s", asked, s, s > 0 ? made / s : 0.0, t0 - t_start,
                 w.t_first ? w.t_first - t0 : 0.0, (long long)after, after == 1 ? "" : "s",
                 rest > 0 ? after / rest : 0.0, (unsigned long long)(tg_alloc_calls() - a0));

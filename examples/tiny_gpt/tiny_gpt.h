@@ -12,12 +12,12 @@ int cmd_sample(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_attn(int argc, char **argv);
-int cmd_tokenizer(int argc, char **argv);   /* tokenizer.c: train | encode | decode | info */
-int cmd_export(int argc, char **argv);      /* export.c: a Llama as llama2.c's files */
-int cmd_import(int argc, char **argv);      /* export.c: llama2.c's model.bin as a checkpoint */
+int cmd_tokenizer(int argc, char **argv); /* tokenizer.c: train | encode | decode | info */
+int cmd_export(int argc, char **argv); /* export.c: a Llama as llama2.c's files */
+int cmd_import(int argc, char **argv); /* export.c: llama2.c's model.bin as a checkpoint */
 
 /* Shared helpers (main.c). */
-void set_threads(int n);                   /* tapegrad + BLAS threads; n <= 0: the cores / this machine's ranks */
+void set_threads(int n); /* tapegrad + BLAS threads; n <= 0: the cores / this machine's ranks */
 int parse_dtype(const char *s, tg_dtype *dt, char *err, size_t errlen);
 /* --attn: "fused" (tg_attention, the default) or "composed" (the teaching
  * path, which can return the attention weights) */
@@ -46,14 +46,26 @@ int command_setup(const char *cmd, const char *usage, arg_spec *specs, int n_spe
                   const int *threads);
 
 /* The flags every command shares, one definition each (arg_spec rows). */
-#define SPEC_DTYPE(p) {"dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0, ROLE_NONE}
-#define SPEC_ATTN(p) \
-    {"attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)", 0, ROLE_NONE}
-#define SPEC_THREADS(p) \
-    {"threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS, per process (0: the cores / its processes)", 0, ROLE_NONE}
+#define SPEC_DTYPE(p)                                                                                                  \
+    {                                                                                                                  \
+        "dtype", ARG_STRING, (p), 0, 0, "f32 or f64", 0, ROLE_NONE                                                     \
+    }
+#define SPEC_ATTN(p)                                                                                                   \
+    {                                                                                                                  \
+        "attn", ARG_STRING, (p), 0, 0, "attention: fused (one op, no (T,T) tensors) or composed (the teaching path)",  \
+            0, ROLE_NONE                                                                                               \
+    }
+#define SPEC_THREADS(p)                                                                                                \
+    {                                                                                                                  \
+        "threads", ARG_INT, (p), 0, 1024, "threads for tapegrad and BLAS, per process (0: the cores / its processes)", \
+            0, ROLE_NONE                                                                                               \
+    }
 #define SPEC_OPTIMIZER_HELP "adamw, or muon: Muon for the blocks' 2-D matrices, AdamW (--lr, --beta1, ...) for the rest"
 #define SPEC_MUON_MOMENTUM_HELP "Muon's momentum (with --optimizer muon)"
-#define SPEC_CONFIG(p) {"config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0, ROLE_NONE}
-
+#define SPEC_CONFIG(p)                                                                                                 \
+    {                                                                                                                  \
+        "config", ARG_STRING, (p), 0, 0, "read flags from FILE ('name = value' lines; flags given here win)", 0,       \
+            ROLE_NONE                                                                                                  \
+    }
 
 #endif

@@ -43,7 +43,7 @@ static char *read_stdin(size_t *len)
         free(buf);
         buf = NULL;
     }
-    if (buf) buf[n] = 0;   /* n < cap: strtol stops here */
+    if (buf) buf[n] = 0; /* n < cap: strtol stops here */
     *len = n;
     return buf;
 }
@@ -66,7 +66,7 @@ static int train(const char *data, int corpus_chars, int vocab_size, int64_t min
         return 2;
     }
     tg_error err = {0};
-    tg_run_config c;   /* the text as a run reads it: the file, or the built-in corpus */
+    tg_run_config c; /* the text as a run reads it: the file, or the built-in corpus */
     tg_run_config_init(&c);
     c.data = data;
     c.corpus_chars = corpus_chars;
@@ -131,7 +131,7 @@ static int decode(const tg_tokenizer *t)
     tg_tok_stream_init(&s, t);
     int rc = 0;
     char *p = text, *end = text + len;
-    int32_t prev = -1;   /* the dummy prefix's space goes, at the start and after BOS (tg_tok_decode's rule) */
+    int32_t prev = -1; /* the dummy prefix's space goes, at the start and after BOS (tg_tok_decode's rule) */
     for (int64_t k = 0; out; k++) {
         while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
         if (p == end) break;
@@ -144,7 +144,8 @@ static int decode(const tg_tokenizer *t)
         if (got < 0) {
             int w = 0;
             while (p + w < end && w < 20 && !strchr(" \n\t\r", p[w])) w++;
-            fprintf(stderr, "tiny_gpt tokenizer decode: the id at position %lld, \"%.*s\", is not a number in [0, %d)\n",
+            fprintf(stderr,
+                    "tiny_gpt tokenizer decode: the id at position %lld, \"%.*s\", is not a number in [0, %d)\n",
                     (long long)k, w, p, (int)tg_tok_vocab_size(t));
             rc = 1;
             break;
@@ -191,7 +192,8 @@ static int info(const tg_tokenizer *t, const char *data)
         return 1;
     }
     double t0 = now_seconds(), bpt = tg_tok_bytes_per_token(t, text, len), t1 = now_seconds();
-    printf("%s: %zu bytes, %.4f bytes per token, encoded at %.1f MB/s\n", data, len, bpt, (double)len / 1e6 / (t1 - t0));
+    printf("%s: %zu bytes, %.4f bytes per token, encoded at %.1f MB/s\n", data, len, bpt,
+           (double)len / 1e6 / (t1 - t0));
     free(text);
     return 0;
 }
@@ -217,15 +219,19 @@ int cmd_tokenizer(int argc, char **argv)
     arg_spec train_specs[] = {
         {"data", ARG_STRING, &data, 0, 0, "text to learn from (default: the built-in corpus)", 0, ROLE_NONE},
         {"corpus-chars", ARG_INT, &corpus_chars, 1000, 1 << 30, "size of the built-in corpus", 0, ROLE_NONE},
-        {"vocab-size", ARG_INT, &vocab_size, 259, 1 << 24, "ids in all: 3 specials, 256 bytes, the merges", 0, ROLE_NONE},
+        {"vocab-size", ARG_INT, &vocab_size, 259, 1 << 24, "ids in all: 3 specials, 256 bytes, the merges", 0,
+         ROLE_NONE},
         {"min-count", ARG_I64, &min_count, 1, 9e15, "stop when the best pair occurs fewer times", 0, ROLE_NONE},
-        {"words", ARG_STRING, &words, 0, 0, "classes: no piece joins letters, digits and punctuation (default); spaces: "
-         "pieces may, as tapegrad 0.2 trained", 0, ROLE_NONE},
+        {"words", ARG_STRING, &words, 0, 0,
+         "classes: no piece joins letters, digits and punctuation (default); spaces: "
+         "pieces may, as tapegrad 0.2 trained",
+         0, ROLE_NONE},
         {"out", ARG_STRING, &out, 0, 0, "tokenizer file to write", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
     };
     arg_spec use_specs[] = {
-        {"tokenizer", ARG_STRING, &tok_path, 0, 0, "tokenizer file, checkpoint holding one, or .tiktoken file", 0, ROLE_NONE},
+        {"tokenizer", ARG_STRING, &tok_path, 0, 0, "tokenizer file, checkpoint holding one, or .tiktoken file", 0,
+         ROLE_NONE},
         {"data", ARG_STRING, &data, 0, 0, "info: a text to measure bytes per token on", 0, ROLE_NONE},
         {"out", ARG_STRING, &bin_out, 0, 0, "export: the tokenizer.bin to write", 0, ROLE_NONE},
         SPEC_THREADS(&threads),
@@ -250,10 +256,10 @@ int cmd_tokenizer(int argc, char **argv)
         fprintf(stderr, "tiny_gpt %s: %s\n", name, err.msg);
         return 1;
     }
-    int rc = !strcmp(sub, "encode")   ? encode(t)
-             : !strcmp(sub, "decode") ? decode(t)
-             : !strcmp(sub, "export") ? export_llama2c(t, bin_out)
-                                      : info(t, data);
+    int rc = !strcmp(sub, "encode") ? encode(t)
+        : !strcmp(sub, "decode")    ? decode(t)
+        : !strcmp(sub, "export")    ? export_llama2c(t, bin_out)
+                                    : info(t, data);
     tg_tok_free(t);
     return rc;
 }

@@ -35,8 +35,8 @@ typedef struct cli {
     train_opts o;
     arg_spec specs[TRAIN_MAX_SPECS];
     int n_specs;
-    bool tty, lead;     /* stderr is a terminal; this is rank 0, which prints */
-    const char *cr;     /* "\r\033[K" on a terminal: the progress line is rewritten in place */
+    bool tty, lead; /* stderr is a terminal; this is rank 0, which prints */
+    const char *cr; /* "\r\033[K" on a terminal: the progress line is rewritten in place */
     tg_run *r;
     tg_run_info info;
 } cli;
@@ -44,7 +44,10 @@ typedef struct cli {
 static void notice(void *ctx, tg_run_notice kind, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "tiny_gpt train: %s%s\n", kind == TG_RUN_NOTICE ? "notice: " : kind == TG_RUN_WARNING ? "warning: " : "",
+    fprintf(stderr, "tiny_gpt train: %s%s\n",
+            kind == TG_RUN_NOTICE        ? "notice: "
+                : kind == TG_RUN_WARNING ? "warning: "
+                                         : "",
             msg);
 }
 
@@ -85,11 +88,10 @@ static void say_eval(cli *t, const tg_run_eval *ev)
         char line[256];
         tg_run_loss_format(l, line, sizeof line);
         fprintf(stderr, "%s%s", t->cr, line);
-        if (floor >= 0 && t->info.vocab->kind == TG_VOCAB_TOKENIZER)   /* the corpus's floor is per byte */
+        if (floor >= 0 && t->info.vocab->kind == TG_VOCAB_TOKENIZER) /* the corpus's floor is per byte */
             fprintf(stderr, " (floor %.4f bits per byte, +%.4f)", tg_bits_per_byte(floor, 1),
                     l->val_bpb - tg_bits_per_byte(floor, 1));
-        else if (floor >= 0)
-            fprintf(stderr, " (floor %.4f, +%.4f)", floor, l->val - floor);
+        else if (floor >= 0) fprintf(stderr, " (floor %.4f, +%.4f)", floor, l->val - floor);
         fprintf(stderr, "\n");
     }
     plot_losses(t);
@@ -103,29 +105,36 @@ static void say_start(cli *t)
     const int64_t n = tg_params_numel(i->model->params);
     fprintf(stderr, "tiny_gpt: %lld parameters, vocab %d, %zu %s (%s), %s attention; %s\n", (long long)n,
             i->vocab->size, i->text ? i->text->len : i->data->n, i->text ? "characters" : "tokens",
-            !i->text ? "token files" : *i->text->path ? i->text->path : "built-in corpus",
+            !i->text             ? "token files"
+                : *i->text->path ? i->text->path
+                                 : "built-in corpus",
             c->attn_composed ? "composed" : "fused", i->resumed ? "resuming" : "training");
     if (i->muon_params)
-        fprintf(stderr, "tiny_gpt: Muon (lr %g, momentum %g) for the blocks' matrices, %lld parameters; AdamW for the "
-                        "other %lld\n", c->muon_lr, c->muon_momentum, (long long)i->muon_params,
-                (long long)(n - i->muon_params));
+        fprintf(stderr,
+                "tiny_gpt: Muon (lr %g, momentum %g) for the blocks' matrices, %lld parameters; AdamW for the "
+                "other %lld\n",
+                c->muon_lr, c->muon_momentum, (long long)i->muon_params, (long long)(n - i->muon_params));
     if (c->ema > 0)
-        fprintf(stderr, "tiny_gpt: the weights averaged (decay %g): each evaluation is of the raw weights and of "
-                        "their averages (the ema weights), on the same windows; best.safetensors keeps the lower val "
-                        "loss of the two (its metadata 'weights' says whose), last.safetensors holds both\n", c->ema);
+        fprintf(stderr,
+                "tiny_gpt: the weights averaged (decay %g): each evaluation is of the raw weights and of "
+                "their averages (the ema weights), on the same windows; best.safetensors keeps the lower val "
+                "loss of the two (its metadata 'weights' says whose), last.safetensors holds both\n",
+                c->ema);
     if (i->ranks > 1) {
         const double es = (double)tg_dtype_size(c->dtype), mb = 2 * es * (double)n / 1e6;
         char of[64] = "";
         if (c->zero) snprintf(of, sizeof of, " (--zero 1: its shard of %.3g MB)", mb);
         const int th = tg_num_threads(), nb = i->sync.buckets;
-        fprintf(stderr, "tiny_gpt: %d processes x %d thread%s; %lld sequences per step (%d x --batch-size %d x "
-                        "--grad-accum %d); gradients summed in %d bucket%s as backward runs; AdamW's moments %.3g MB "
-                        "per process%s\n",
+        fprintf(stderr,
+                "tiny_gpt: %d processes x %d thread%s; %lld sequences per step (%d x --batch-size %d x "
+                "--grad-accum %d); gradients summed in %d bucket%s as backward runs; AdamW's moments %.3g MB "
+                "per process%s\n",
                 i->ranks, th, th == 1 ? "" : "s", (long long)i->ranks * c->batch_size * c->grad_accum, i->ranks,
                 c->batch_size, c->grad_accum, nb, nb == 1 ? "" : "s",
                 2 * es * (double)(i->shard_hi - i->shard_lo) / 1e6, of);
     }
-    if (i->resumed) fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)i->step, (long long)i->steps);
+    if (i->resumed)
+        fprintf(stderr, "tiny_gpt: continuing at step %lld of %lld\n", (long long)i->step, (long long)i->steps);
     if (i->text && i->text->floor_nats >= 0)
         fprintf(stderr, "tiny_gpt: the corpus's entropy floor is %.4f nats/char\n", i->text->floor_nats);
 }
@@ -147,8 +156,9 @@ static void say_step(cli *t, const tg_run_step_info *s)
 static void say_plan(const cli *t, const tg_run_plan *p)
 {
     if (t->lead)
-        fprintf(stderr, "tiny_gpt: --time-budget %g s holds %lld steps: %.2f s spent before the first step (%lld "
-                        "steps timed), a step %.1f ms, an evaluation with its saves %.2f s, a %.0f%% margin\n",
+        fprintf(stderr,
+                "tiny_gpt: --time-budget %g s holds %lld steps: %.2f s spent before the first step (%lld "
+                "steps timed), a step %.1f ms, an evaluation with its saves %.2f s, a %.0f%% margin\n",
                 t->o.c.time_budget, (long long)p->steps, p->spent, (long long)p->timed, 1e3 * p->step_s, p->eval_s,
                 100 * p->margin);
 }
@@ -162,9 +172,10 @@ static int stop(cli *t, tg_run_stop why, int sig, tg_error *err)
     tg_run_describe(t->r, &t->info);
     const bool late = why == TG_RUN_STOP_LATE;
     if (t->lead && late)
-        fprintf(stderr, "%stiny_gpt train: warning: --time-budget %g s ran out at step %lld of %lld (the machine became "
-                        "slower than when the steps were timed)\n", t->cr, t->info.config->time_budget,
-                (long long)t->info.step, (long long)t->info.steps);
+        fprintf(stderr,
+                "%stiny_gpt train: warning: --time-budget %g s ran out at step %lld of %lld (the machine became "
+                "slower than when the steps were timed)\n",
+                t->cr, t->info.config->time_budget, (long long)t->info.step, (long long)t->info.steps);
     if (t->lead)
         fprintf(stderr, "%sstopped at step %lld; continue with: tiny_gpt train --resume --out %s\n", t->cr,
                 (long long)t->info.step, t->o.out);
@@ -181,7 +192,7 @@ static void say_end(cli *t, int64_t first, double loop_s, double last_val)
     const tg_run_info *i = &t->info;
     if (!t->lead) return;
     char whose[96] = "";
-    if (i->best_weights)   /* --ema: which weights best.safetensors holds */
+    if (i->best_weights) /* --ema: which weights best.safetensors holds */
         snprintf(whose, sizeof whose, " (the %s weights of step %lld, in best.safetensors)", i->best_weights,
                  (long long)i->best_step);
     const int64_t done = i->step - first;
@@ -191,9 +202,10 @@ static void say_end(cli *t, int64_t first, double loop_s, double last_val)
     if (budget > 0 && !i->resumed)
         fprintf(stderr, "tiny_gpt: the run took %.2f s of its --time-budget %g s%s\n", i->elapsed, budget,
                 i->elapsed > budget ? " (over: the machine was slower than when the steps were timed)" : "");
-    if (i->ranks > 1 && i->sync.steps)   /* what the gradients' sum across processes cost (bench/bench_dist times it) */
-        fprintf(stderr, "tiny_gpt: %d processes: summing %.1f MB of gradients takes %.2f ms alone; a step waited %.2f "
-                        "ms after its backward (%.1f ms) for the sums and for slower processes\n",
+    if (i->ranks > 1 && i->sync.steps) /* what the gradients' sum across processes cost (bench/bench_dist times it) */
+        fprintf(stderr,
+                "tiny_gpt: %d processes: summing %.1f MB of gradients takes %.2f ms alone; a step waited %.2f "
+                "ms after its backward (%.1f ms) for the sums and for slower processes\n",
                 i->ranks, (double)i->sync.bytes / 1e6, 1e3 * i->probe_s, 1e3 * i->sync.wait_s / (double)i->sync.steps,
                 1e3 * i->sync.backward_s / (double)i->sync.steps);
     printf("val loss %.4f\n", last_val);
@@ -207,7 +219,7 @@ static const tg_model_family *fault_family;
 static bool fault_now;
 static tg_tensor *faulty_loss(tg_graph *g, void *impl, tg_tensor *idx, tg_tensor *targets)
 {
-    tg_tensor *loss = fault_family->loss(g, impl, idx, targets);   /* () */
+    tg_tensor *loss = fault_family->loss(g, impl, idx, targets); /* () */
     tg_tensor *nan = fault_now && loss ? tg_tensor_new(g, loss->dtype, 0, NULL) : NULL;
     if (nan) tg_tensor_set(nan, 0, NAN);
     return nan ? tg_mul(g, loss, nan) : loss;
@@ -234,7 +246,7 @@ static int train_loop(cli *t, tg_error *err)
     double last_val = NAN;
     const double t0 = now_seconds();
     const int64_t first = t->info.step, fault = fault_step(t->info.model);
-    if (tg_run_eval_due(r)) {   /* a new run: step 0's evaluation, then a time budget's plan */
+    if (tg_run_eval_due(r)) { /* a new run: step 0's evaluation, then a time budget's plan */
         tg_run_plan plan;
         if (tg_run_evaluate(r, &ev, err)) return -1;
         say_eval(t, &ev);
@@ -276,17 +288,26 @@ int cmd_train(int argc, char **argv)
     t->tty = isatty(STDERR_FILENO);
     t->cr = t->tty ? "\r\033[K" : "";
     if (o->stop_at && o->c.time_budget > 0 && !o->resume && !args_seen(t->specs, t->n_specs, "steps") && t->lead)
-        fprintf(stderr, "tiny_gpt train: notice: --stop-at %lld with --time-budget: the run stops there only if the "
-                        "budget holds that many steps\n", (long long)o->stop_at);
-    const tg_run_options ro = {.backend = b, .init = o->init, .force = o->force, .stop_at = o->stop_at,
-                               .spent = now_seconds() - t_start, .flag_names = true, .program = "tiny_gpt",
-                               .notice = notice, .progress = t->tty ? progress : NULL, .configure = configure,
+        fprintf(stderr,
+                "tiny_gpt train: notice: --stop-at %lld with --time-budget: the run stops there only if the "
+                "budget holds that many steps\n",
+                (long long)o->stop_at);
+    const tg_run_options ro = {.backend = b,
+                               .init = o->init,
+                               .force = o->force,
+                               .stop_at = o->stop_at,
+                               .spent = now_seconds() - t_start,
+                               .flag_names = true,
+                               .program = "tiny_gpt",
+                               .notice = notice,
+                               .progress = t->tty ? progress : NULL,
+                               .configure = configure,
                                .ctx = t};
     tg_error err = {0};
     t->r = o->resume ? tg_run_resume(o->out, NULL, &ro, &err) : tg_run_new(o->out, &o->c, &ro, &err);
     rc = 1;
     if (!t->r) {
-        args_place(t->specs, t->n_specs, "arch", err.msg, sizeof err.msg);   /* a value from a config file: its line */
+        args_place(t->specs, t->n_specs, "arch", err.msg, sizeof err.msg); /* a value from a config file: its line */
         if (t->lead) fprintf(stderr, "tiny_gpt train: %s\n", err.msg);
         goto done;
     }
@@ -297,7 +318,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     rc = train_loop(t, &err);
     if (rc < 0) {
-        if (tg_run_failed_alone(t->r)) {   /* the others may wait in a collective */
+        if (tg_run_failed_alone(t->r)) { /* the others may wait in a collective */
             char msg[TG_ERROR_SIZE + 64];
             snprintf(msg, sizeof msg, "tiny_gpt train: rank %d: %s", b->rank, err.msg);
             tg_run_abort(t->r, msg);

@@ -7,10 +7,10 @@
 #include "args.h"
 
 typedef struct train_opts {
-    tg_run_config c;               /* the run's settings (ARG_SETTING flags) */
+    tg_run_config c; /* the run's settings (ARG_SETTING flags) */
     const char *out, *init, *config;
     bool resume, force;
-    int64_t stop_at;               /* stop at this step as if interrupted (0: never) */
+    int64_t stop_at; /* stop at this step as if interrupted (0: never) */
     int threads;
 } train_opts;
 

@@ -19,8 +19,8 @@ int train_specs(train_opts *o, arg_spec *specs)
     const arg_spec own[] = {
         SPEC_THREADS(&o->threads),
         {"out", ARG_STRING, &o->out, 0, 0, "output directory", 0, ROLE_NONE},
-        {"resume", ARG_SWITCH, &o->resume, 0, 0, "continue the run in OUT (every setting from OUT/last.safetensors)",
-         0, ROLE_NONE},
+        {"resume", ARG_SWITCH, &o->resume, 0, 0, "continue the run in OUT (every setting from OUT/last.safetensors)", 0,
+         ROLE_NONE},
         {"force", ARG_SWITCH, &o->force, 0, 0, "start a new run in OUT even if it holds one (replacing its files)", 0,
          ROLE_NONE},
         {"init", ARG_STRING, &o->init, 0, 0, "start from these weights (nanoGPT names; e.g. from PyTorch)", 0,

@@ -65,7 +65,7 @@ static void state_new(run_state *s, const tg_st_file *f, tg_model *m)
         s->ema = tg_ema_new(m->params, decay, NULL);
     }
     tg_train_state_init(&s->ts, 7);
-    s->ts.step = 123456789, s->ts.windows = 987654321;   /* sentinels: a refusal keeps them */
+    s->ts.step = 123456789, s->ts.windows = 987654321; /* sentinels: a refusal keeps them */
 }
 
 /* The state as a refused read must leave it: fresh (zero moments and
@@ -110,12 +110,13 @@ static void round_trip(run_state *s, tg_model *m, const tg_vocab *v, tg_dtype dt
     tg_error err = {0};
     const char *path = fuzz_path(1, "back.safetensors");
     if (!path) return;
-    if (tg_checkpoint_save(path, &(tg_checkpoint){.model = m, .vocab = v, .opt = s->opt, .muon = s->muon, .ema = s->ema, .ts = &s->ts}, &err))
+    if (tg_checkpoint_save(
+            path, &(tg_checkpoint){.model = m, .vocab = v, .opt = s->opt, .muon = s->muon, .ema = s->ema, .ts = &s->ts},
+            &err))
         finding("a state load_train accepted is refused by save", err.msg);
     tg_st_file *g = tg_st_load(path, &err);
     tg_model r;
-    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, &err))
-        finding("a saved checkpoint does not load", err.msg);
+    if (!g || tg_checkpoint_load_model(g, dt, -1, &r, &err)) finding("a saved checkpoint does not load", err.msg);
     run_state b;
     state_new(&b, g, &r);
     if (tg_checkpoint_load_train(g, b.opt, b.muon, b.ema, &b.ts, INT64_MAX, &err))
@@ -125,8 +126,9 @@ static void round_trip(run_state *s, tg_model *m, const tg_vocab *v, tg_dtype dt
         memcmp(tg_params_data(r.params), tg_params_data(m->params), bytes) ||
         memcmp(tg_adamw_m(b.opt), tg_adamw_m(s->opt), bytes) || memcmp(tg_adamw_v(b.opt), tg_adamw_v(s->opt), bytes) ||
         (s->ema && memcmp(tg_ema_values(b.ema), tg_ema_values(s->ema), bytes)) ||
-        (s->muon && memcmp(tg_muon_momentum(b.muon), tg_muon_momentum(s->muon),
-                           (size_t)tg_muon_numel(s->muon) * tg_dtype_size(dt))) ||
+        (s->muon &&
+         memcmp(tg_muon_momentum(b.muon), tg_muon_momentum(s->muon),
+                (size_t)tg_muon_numel(s->muon) * tg_dtype_size(dt))) ||
         b.ts.step != s->ts.step || b.ts.windows != s->ts.windows || b.ts.data_rng.state != s->ts.data_rng.state ||
         b.ts.drop_rng.state != s->ts.drop_rng.state || !(b.ts.best_val == s->ts.best_val))
         finding("a checkpoint saved from what was read reads back otherwise", NULL);
@@ -143,7 +145,7 @@ static void forward(tg_model *m)
     if (!g && !(g = tg_graph_new())) return;
     const int T = m->config.block_size < 4 ? m->config.block_size : 4;
     int32_t ids[4] = {0};
-    tg_tensor *x = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids);   /* (1,T) */
+    tg_tensor *x = tg_tensor_from(g, TG_I32, 2, (int[]){1, T}, ids); /* (1,T) */
     (void)tg_model_loss(g, m, x, x);
     tg_graph_reset(g);
 }

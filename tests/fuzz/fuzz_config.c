@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int n_settings;
     const tg_run_setting *t = tg_run_settings(&n_settings);
     char buf[128];
-    for (int i = 0; i < n_settings; i++) tg_run_config_get(&c, t[i].name, buf, sizeof buf);   /* every value readable */
+    for (int i = 0; i < n_settings; i++) tg_run_config_get(&c, t[i].name, buf, sizeof buf); /* every value readable */
     tg_run_config_release(&c);
     tg_config_file_release(&f);
     return 0;

@@ -15,8 +15,9 @@
 
 #include "fuzz_util.h"
 
-static const char *const NAMES[7] = {"config.json", "model.safetensors", "tokenizer.json",
-                                     "model.safetensors.index.json", "shard.safetensors", "vocab.json", "merges.txt"};
+static const char *const NAMES[7] = {
+    "config.json",       "model.safetensors", "tokenizer.json", "model.safetensors.index.json",
+    "shard.safetensors", "vocab.json",        "merges.txt"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (unlink(p)) rmdir(p);
         if (size - at < 4) continue;
         const uint32_t l = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
-                           (uint32_t)data[at + 3] << 24;
+            (uint32_t)data[at + 3] << 24;
         at += 4;
         const size_t n = l <= size - at ? l : size - at;
         if (odd >> k & 1) {
@@ -47,12 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const tg_hf_import_options o = {.ids_only = ids_only};
     const int rc = tg_hf_import(dir, out, &o, notice, sizeof notice, &err);
     fuzz_report(rc == 0, err.msg);
-    if (rc == 0) {   /* what it wrote is a checkpoint tapegrad loads */
+    if (rc == 0) { /* what it wrote is a checkpoint tapegrad loads */
         tg_st_file *f = tg_st_load(out, &err);
         tg_model m;
         tg_vocab v;
-        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, &err) ||
-            tg_vocab_read(&v, f, &err)) {
+        if (!f || tg_checkpoint_load_model(f, TG_F32, -1, &m, &err) || tg_vocab_read(&v, f, &err)) {
             fprintf(stderr, "fuzz: the import wrote a checkpoint that does not load: %s\n", err.msg);
             abort();
         }
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tg_st_free(f);
         unlink(out);
     }
-    for (int k = 0; k < 7; k++)   /* fuzz_cleanup removes files only */
+    for (int k = 0; k < 7; k++) /* fuzz_cleanup removes files only */
         if (odd >> k & 1) {
             const char *p = fuzz_path(0, NAMES[k]);
             if (p && unlink(p)) rmdir(p);

@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *model = data, *tok = NULL;
     size_t ml = size, tl = 0;
     if (size >= 4) {
-        const uint32_t l = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24;
+        const uint32_t l =
+            (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24;
         model = data + 4;
         ml = size - 4;
         if (l <= ml) {

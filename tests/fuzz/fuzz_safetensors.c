@@ -13,7 +13,7 @@
 /* One graph for the process, reset per tensor: a new graph per input
  * would map and clear a fresh 1 MiB arena each time (most of the time). */
 static tg_graph *graph;
-volatile unsigned fuzz_st_sink;   /* where the data's bytes are summed to (read, not optimised away) */
+volatile unsigned fuzz_st_sink; /* where the data's bytes are summed to (read, not optimised away) */
 static void free_graph(void) { tg_graph_free(graph); }
 
 /* A store with one block matrix (2,3) and a bias (3), f32, with Muon and
@@ -48,7 +48,7 @@ static void state_readers(const tg_st_file *f)
         abort();
     }
     for (int i = 0; rc == 0 && i < 6; i++)
-        if (!isfinite(((float *)tg_muon_momentum(muon))[i])) abort();   /* the reader lets no NaN in */
+        if (!isfinite(((float *)tg_muon_momentum(muon))[i])) abort(); /* the reader lets no NaN in */
     (void)tg_adamw_state_read(adamw, f, "optimizer", &err);
 }
 
@@ -64,14 +64,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < tg_st_meta_count(f); i++) {
         const char *v;
         const char *k = tg_st_meta_at(f, i, &v);
-        if (!k || !v || tg_st_meta(f, k) == NULL) abort();   /* a listed key is found */
+        if (!k || !v || tg_st_meta(f, k) == NULL) abort(); /* a listed key is found */
     }
     if (!graph && (graph = tg_graph_new())) atexit(free_graph);
     tg_graph *g = graph;
     for (int i = 0; i < n && g; i++) {
         const tg_st_tensor *e = tg_st_at(f, i);
-        if (!e || tg_st_find(f, e->name) != e) abort();   /* names are unique: find gives this one */
-        unsigned sum = 0;   /* every byte of the data is inside the file */
+        if (!e || tg_st_find(f, e->name) != e) abort(); /* names are unique: find gives this one */
+        unsigned sum = 0; /* every byte of the data is inside the file */
         for (size_t b = 0; b < e->nbytes; b++) sum += ((const unsigned char *)e->data)[b];
         fuzz_st_sink = sum;
         if (e->numel > 4096) continue;
@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             tg_tensor *t = tg_tensor_new(g, dts[k], e->ndim, shape);
             if (t) (void)tg_st_copy_to(e, t, &err);
         }
-        tg_graph_reset(g);   /* the arena stays small */
+        tg_graph_reset(g); /* the arena stays small */
     }
     (void)tg_st_at(f, n);
     (void)tg_st_find(f, "");

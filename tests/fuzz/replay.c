@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     int files = 0;
     for (int i = 1; i < argc; i++) {
         struct stat st;
-        if (stat(argv[i], &st)) continue;   /* no such directory: nothing to replay */
+        if (stat(argv[i], &st)) continue; /* no such directory: nothing to replay */
         if (S_ISREG(st.st_mode)) {
             if (run_file(argv[i])) return 1;
             files++;
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
         size_t n = 0, cap = 0;
         struct dirent *e;
         while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;   /* ., .., and .gitkeep-style files */
+            if (e->d_name[0] == '.') continue; /* ., .., and .gitkeep-style files */
             if (n == cap) {
                 cap = cap ? 2 * cap : 64;
                 char **nn = realloc(names, cap * sizeof *names);

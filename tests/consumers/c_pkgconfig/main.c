@@ -11,7 +11,7 @@
 static tg_tensor *f(tg_graph *g, tg_tensor **in, void *ctx)
 {
     (void)ctx;
-    return tg_tanh(g, tg_matmul(g, in[0], in[1]));   /* (3,2) */
+    return tg_tanh(g, tg_matmul(g, in[0], in[1])); /* (3,2) */
 }
 
 int main(void)
