@@ -6,13 +6,14 @@
 #                            (Open MPI: tiny_gpt train on several processes,
 #                            and the tests that run it)
 #   scripts/deps.sh --test   also what the test suite uses: chromium, for the
-#                            browser test of tiny_gpt attn's page (without it
-#                            that one test is skipped)
+#                            browser test of tiny_gpt attn's page, and
+#                            clang-format, for the style test (without them
+#                            those tests are skipped)
 set -euo pipefail
 
 pkgs=(gcc g++ make cmake pkg-config libopenblas-dev check libsubunit-dev libstb-dev libcjson-dev libpcre2-dev
       libopenmpi-dev openmpi-bin)
-if [ "${1:-}" = "--test" ]; then pkgs+=(chromium); fi
+if [ "${1:-}" = "--test" ]; then pkgs+=(chromium clang-format); fi
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
