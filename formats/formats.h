@@ -8,7 +8,8 @@
  *              writes one, formats/gguf_read.c reads one)
  *   hf         a Hugging Face model directory, as transformers reads and
  *              writes one: GPT2LMHeadModel, LlamaForCausalLM (formats/hf.c; the
- *              tokenizer files formats/hf_tokenizer.c)
+ *              tokenizer files formats/hf_tokenizer_read.c and
+ *              hf_tokenizer_write.c)
  *
  * Every reader here checks a file against its own size before it
  * allocates what the file's header claims, and is fuzzed
@@ -153,8 +154,8 @@ typedef struct tg_hf_import_options {
  * as that tokenizer again. A tokenizer.json whose merges are not
  * tapegrad's rule (every split of each piece, in rank order) or whose
  * pipeline tapegrad's tokenizers have not is refused naming it (formats/
- * hf_tokenizer.c, docs/formats.md); without a tokenizer the import fails
- * unless opts->ids_only. opts may be NULL.
+ * hf_tokenizer_read.c, docs/formats.md); without a tokenizer the import
+ * fails unless opts->ids_only. opts may be NULL.
  * What tapegrad cannot run (another model_type, rope scaling, biases on a
  * Llama, another epsilon or activation, a tensor it has no place for, a
  * tied head that differs from the embedding, another tokenizer) is

@@ -37,8 +37,8 @@
  *
  * This file: the import and the export; beside it config.json both ways
  * (hf_config.c), the weights' files (hf_weights.c), each family's names
- * and layouts (hf_names.c), the tokenizer's files (hf_tokenizer.c), and
- * reading a directory's files (hf_files.c).
+ * and layouts (hf_names.c), the tokenizer's files (hf_tokenizer_read.c,
+ * hf_tokenizer_write.c), and reading a directory's files (hf_files.c).
  *
  * The reader trusts nothing: each JSON file is read whole up to a limit,
  * every size comes from config.json and is checked against the tensors'

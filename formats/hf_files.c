@@ -1,7 +1,7 @@
 /* The files of a Hugging Face model directory as the readers of
- * formats/hf.c and formats/hf_tokenizer.c take them: each JSON or text
- * file read whole, up to a limit, from a regular file only (checked on
- * the file opened, which is opened without waiting on a pipe). */
+ * formats/hf*.c take them: each JSON or text file read whole, up to a
+ * limit, from a regular file only (checked on the file opened, which is
+ * opened without waiting on a pipe). */
 #define _POSIX_C_SOURCE 200809L
 #include "hf_files_internal.h"
 
