@@ -51,29 +51,6 @@
 enum { IMPLS = 3, MAX_SHAPES = 32, MAX_ROUNDS = 64 };
 static const char *const IMPL_NAMES[IMPLS] = {"bf16", "f32", "portable"};
 
-typedef struct shape {
-    int M, N, K;
-    bool ta, tb;
-} shape;
-
-/* "MxNxK" with an optional ":tn", ":nt" or ":tt"; 0 or -1 */
-static int parse_shape(const char *s, size_t len, shape *g)
-{
-    char buf[64], ops[3] = "nn";
-    if (len >= sizeof buf) return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    int used = 0;
-    if (sscanf(buf, "%dx%dx%d%n", &g->M, &g->N, &g->K, &used) != 3 || g->M < 1 || g->N < 1 || g->K < 1) return -1;
-    if (buf[used] == ':') {
-        if (strlen(buf + used + 1) != 2) return -1;
-        memcpy(ops, buf + used + 1, 2);
-    } else if (buf[used]) return -1;
-    if ((ops[0] != 'n' && ops[0] != 't') || (ops[1] != 'n' && ops[1] != 't')) return -1;
-    g->ta = ops[0] == 't', g->tb = ops[1] == 't';
-    return 0;
-}
-
 static void fill(float *p, size_t n, uint32_t seed)
 {
     for (size_t i = 0; i < n; i++) {
@@ -90,7 +67,7 @@ static double clock_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void call(int impl, const shape *g, const float *A, const float *B, float *C)
+static void call(int impl, const bench_shape *g, const float *A, const float *B, float *C)
 {
     const int lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
     if (impl == 0) tg_gemm_bf16(g->ta, g->tb, g->M, g->N, g->K, 1, A, lda, B, ldb, 0, C, g->N);
@@ -99,7 +76,7 @@ static void call(int impl, const shape *g, const float *A, const float *B, float
 }
 
 /* gflops[i]: the best of `repeats` calls of implementation i (-1: not run) */
-static int time_shape(const shape *g, int repeats, const bool run[IMPLS], double gflops[IMPLS])
+static int time_shape(const bench_shape *g, int repeats, const bool run[IMPLS], double gflops[IMPLS])
 {
     const size_t na = (size_t)g->M * g->K, nb = (size_t)g->K * g->N, nc = (size_t)g->M * g->N;
     float *A = tg_malloc(na * sizeof *A), *B = tg_malloc(nb * sizeof *B), *C = tg_malloc(nc * sizeof *C);
@@ -183,11 +160,11 @@ int main(int argc, char **argv)
             i++;
         }
     }
-    shape list[MAX_SHAPES];
+    bench_shape list[MAX_SHAPES];
     int n = 0;
     for (const char *s = shapes; *s;) {
         const size_t len = strcspn(s, ",");
-        if (n == MAX_SHAPES || parse_shape(s, len, &list[n])) {
+        if (n == MAX_SHAPES || bench_parse_shape(s, len, &list[n])) {
             fprintf(stderr, "bench_bf16: --shapes: '%.*s' is not MxNxK[:tn|:nt|:tt] (at most %d shapes)\n", (int)len, s,
                     MAX_SHAPES);
             return 2;

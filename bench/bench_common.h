@@ -75,4 +75,27 @@ static inline int bench_set_int(const bench_int_flag *ints, size_t n, const char
     return 0;
 }
 
+typedef struct bench_shape {
+    int M, N, K;
+    bool ta, tb;
+} bench_shape;
+
+/* "MxNxK" with an optional ":tn", ":nt" or ":tt" (op(A), op(B)); 0 or -1 */
+static inline int bench_parse_shape(const char *s, size_t len, bench_shape *g)
+{
+    char buf[64], ops[3] = "nn";
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    int used = 0;
+    if (sscanf(buf, "%dx%dx%d%n", &g->M, &g->N, &g->K, &used) != 3 || g->M < 1 || g->N < 1 || g->K < 1) return -1;
+    if (buf[used] == ':') {
+        if (strlen(buf + used + 1) != 2) return -1;
+        memcpy(ops, buf + used + 1, 2);
+    } else if (buf[used]) return -1;
+    if ((ops[0] != 'n' && ops[0] != 't') || (ops[1] != 'n' && ops[1] != 't')) return -1;
+    g->ta = ops[0] == 't', g->tb = ops[1] == 't';
+    return 0;
+}
+
 #endif

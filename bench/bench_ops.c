@@ -497,29 +497,6 @@ enum { GEMM_IMPLS = 5, GEMM_MAX_SHAPES = 32, GEMM_BURST = 5 };
 static const char *const GEMM_IMPL_NAMES[GEMM_IMPLS] = {"AVX-512 kernel", "AVX2 kernel", "OpenBLAS", "tg_gemm_f32",
                                                         "tg_matmul"};
 
-typedef struct gemm_shape {
-    int M, N, K;
-    bool ta, tb;
-} gemm_shape;
-
-/* "MxNxK" with an optional ":tn", ":nt" or ":tt" (op(A), op(B)); 0 or -1 */
-static int parse_gemm_shape(const char *s, size_t len, gemm_shape *g)
-{
-    char buf[64], ops[3] = "nn";
-    if (len >= sizeof buf) return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    int used = 0;
-    if (sscanf(buf, "%dx%dx%d%n", &g->M, &g->N, &g->K, &used) != 3 || g->M < 1 || g->N < 1 || g->K < 1) return -1;
-    if (buf[used] == ':') {
-        if (strlen(buf + used + 1) != 2) return -1;
-        memcpy(ops, buf + used + 1, 2);
-    } else if (buf[used]) return -1;
-    if ((ops[0] != 'n' && ops[0] != 't') || (ops[1] != 'n' && ops[1] != 't')) return -1;
-    g->ta = ops[0] == 't', g->tb = ops[1] == 't';
-    return 0;
-}
-
 static void fill_gemm(float *p, size_t n, uint32_t k)
 {
     for (size_t i = 0; i < n; i++) {
@@ -539,7 +516,7 @@ static double gemm_clock(void)
 }
 
 /* one call of implementation `impl`; false when it cannot run here */
-static bool gemm_call(int impl, const gemm_shape *g, const float *A, const float *B, float *C, tg_graph *graph,
+static bool gemm_call(int impl, const bench_shape *g, const float *A, const float *B, float *C, tg_graph *graph,
                       tg_tensor *ta, tg_tensor *tb)
 {
     const int lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
@@ -570,7 +547,7 @@ static bool gemm_call(int impl, const gemm_shape *g, const float *A, const float
 }
 
 /* times one shape: best[i] seconds per call, < 0 when impl i cannot run */
-static int time_gemm(const gemm_shape *g, int repeats, double best[GEMM_IMPLS])
+static int time_gemm(const bench_shape *g, int repeats, double best[GEMM_IMPLS])
 {
     const size_t na = (size_t)g->M * g->K, nb = (size_t)g->K * g->N, nc = (size_t)g->M * g->N;
     float *A = tg_malloc(na * sizeof *A), *B = tg_malloc(nb * sizeof *B), *C = tg_malloc(nc * sizeof *C);
@@ -609,11 +586,11 @@ static int run_gemm_bench(const char *shapes, int repeats, int rounds, double pe
     static const char *const defaults = "768x128x384,768x128x512,768x512x128,2048x288x768,768x128x384:nt,"
                                         "768x512x128:nt,2048x288x768:nt,768x256x2048:tn,1024x256x2048:tn,"
                                         "1024x1024x1024";
-    gemm_shape list[GEMM_MAX_SHAPES];
+    bench_shape list[GEMM_MAX_SHAPES];
     int n = 0;
     for (const char *s = shapes ? shapes : defaults; *s;) {
         const size_t len = strcspn(s, ",");
-        if (n == GEMM_MAX_SHAPES || parse_gemm_shape(s, len, &list[n])) {
+        if (n == GEMM_MAX_SHAPES || bench_parse_shape(s, len, &list[n])) {
             fprintf(stderr, "bench_ops: --shapes: '%.*s' is not MxNxK[:tn|:nt|:tt] (at most %d shapes)\n", (int)len, s,
                     GEMM_MAX_SHAPES);
             return 2;
@@ -651,7 +628,7 @@ static int run_gemm_bench(const char *shapes, int repeats, int rounds, double pe
     for (int i = 0; i < GEMM_IMPLS; i++) printf(" --- |");
     printf("\n");
     for (int k = 0; k < n; k++) {
-        const gemm_shape *g = &list[k];
+        const bench_shape *g = &list[k];
         printf("| %dx%dx%d:%c%c |", g->M, g->N, g->K, g->ta ? 't' : 'n', g->tb ? 't' : 'n');
         const double flop = 2.0 * g->M * g->N * g->K;
         for (int i = 0; i < GEMM_IMPLS; i++) {
