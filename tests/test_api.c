@@ -1870,6 +1870,10 @@ static void c_run_free(fx *f) { (void)f, tg_run_free(NULL); }
 static void c_run_lr(fx *f) { num(f, tg_run_lr(NULL)); }
 static void c_run_step(fx *f) { num(f, tg_run_step(NULL, 1e-3, NULL, fresh())), note(f, te.msg); }
 static void c_run_eval_due(fx *f) { flag(f, tg_run_eval_due(NULL)); }
+static void c_run_eval_spec(fx *f) { num(f, tg_run_eval_spec(NULL, 5, 1).batch); }
+static void c_ckpt_weights(fx *f) { ptr(f, tg_checkpoint_weights(NULL)); }
+static void c_ckpt_has_averages(fx *f) { flag(f, tg_checkpoint_has_averages(NULL)); }
+static void c_ckpt_load_averages(fx *f) { num(f, tg_checkpoint_load_averages(NULL, &(tg_model){0}, &f->err)); }
 static void c_run_evaluate(fx *f) { num(f, tg_run_evaluate(NULL, NULL, fresh())), note(f, te.msg); }
 static void c_run_loss_format(fx *f) { num(f, tg_run_loss_format(NULL, buf, sizeof buf)); }
 static void c_run_loss_format_small(fx *f) { num(f, tg_run_loss_format(&(tg_run_loss){.step = 1}, buf, 8)); }
@@ -3378,6 +3382,11 @@ static const api_case CASES[] = {
     {"tg_run_step(NULL, ...)", "-1", "run_step: NULL run", c_run_step},
     {"tg_run_eval_due(NULL)", "false", NULL, c_run_eval_due},
     {"tg_run_evaluate(NULL, ...)", "-1", "run_evaluate: NULL run", c_run_evaluate},
+    {"tg_run_eval_spec(NULL, ...): a zeroed spec", "0", NULL, c_run_eval_spec},
+    {"tg_checkpoint_weights(NULL)", "NULL", NULL, c_ckpt_weights},
+    {"tg_checkpoint_has_averages(NULL)", "false", NULL, c_ckpt_has_averages},
+    {"tg_checkpoint_load_averages(NULL, ...)", "-1", "checkpoint_load_averages: the file is NULL",
+     c_ckpt_load_averages},
     {"tg_run_loss_format(NULL, ...)", "-1", NULL, c_run_loss_format},
     {"tg_run_loss_format(l, buf of 8)", "-1", NULL, c_run_loss_format_small},
     {"tg_run_save(NULL, err)", "-1", "run_save: NULL run", c_run_save},

@@ -278,6 +278,27 @@ START_TEST(averages_in_checkpoints)
     ck_assert_msg(tg_checkpoint_load_train(f, ob, NULL, back, &t, 10, &err) == 0, "%s", err.msg);
     ck_assert_mem_eq(tg_ema_values(back), avg, (size_t)n * sizeof(double));
     ck_assert_int_eq(t.step, 3);
+    /* the file's tensors are the raw weights, the averages beside them: taken as a model's weights, in f64
+     * and in f32 (rounded), and refused for a model of another size */
+    ck_assert(tg_checkpoint_has_averages(f));
+    ck_assert_str_eq(tg_checkpoint_weights(f), "raw");
+    for (int k = 0; k < 2; k++) {
+        tg_model w;
+        ck_assert_msg(tg_checkpoint_load_model(f, k ? TG_F32 : TG_F64, 0.0, &w, &err) == 0, "%s", err.msg);
+        ck_assert_msg(tg_checkpoint_load_averages(f, &w, &err) == 0, "%s", err.msg);
+        for (int64_t i = 0; i < n; i++) {
+            const double got = k ? ((float *)tg_params_data(w.params))[i] : ((double *)tg_params_data(w.params))[i];
+            ck_assert(got == (k ? (double)(float)avg[i] : avg[i]));
+        }
+        tg_model_release(&w);
+    }
+    tg_model small;
+    tg_model_config sc = c;
+    sc.n_layer = 1;
+    ck_assert_int_eq(tg_model_init(&small, &sc, TG_F64, 3, &err), 0);
+    ck_assert_int_eq(tg_checkpoint_load_averages(f, &small, &err), -1);
+    ck_assert_msg(strstr(err.msg, "is not the averages of its"), "%s", err.msg);
+    tg_model_release(&small);
     /* a run without averages: refused */
     ck_assert_int_eq(tg_checkpoint_load_train(f, ob, NULL, NULL, &t, 10, &err), -1);
     ck_assert_str_eq(err.msg,

@@ -279,6 +279,13 @@ TG_API bool tg_run_eval_due(const tg_run *r);
  * last.safetensors with the whole state. Every process calls it. 0, or
  * -1 with a message. */
 TG_API int tg_run_evaluate(tg_run *r, tg_run_eval *out, tg_error *err);
+/* How a run of config c estimates a loss (tg_eval_loss) at `step`, as
+ * tg_run_evaluate does: its batch, accumulation and block size, iters
+ * batches (0: every window of the split once), windows drawn from its
+ * seed and the step; one process (rank 0 of 1), no sum and no progress
+ * (a program on several processes, or with a progress line, sets them).
+ * A zeroed spec (which tg_eval_loss refuses) for a NULL c. */
+TG_API tg_eval_spec tg_run_eval_spec(const tg_run_config *c, int64_t iters, int64_t step);
 /* An evaluation's line as tiny_gpt prints it: "step N: train loss X, val
  * loss Y (Z bits per byte)", then " of the ema weights" or " of the raw
  * weights" for an averaging run's. 0, or -1 (NULL, a buf too small). */

@@ -44,21 +44,25 @@ static void est_progress(void *ctx, int64_t done, int64_t iters)
  * run's size (0: the whole split), as tg_eval_loss. */
 static double estimate(tg_run *r, bool val, int64_t iters, tg_error *err)
 {
-    const tg_run_config *c = &r->c;
     estimate_ctx e = {r, r->ts.step, val};
-    const tg_eval_spec s = {.batch = c->batch_size,
-                            .accum = c->grad_accum,
-                            .T = c->block_size,
-                            .iters = iters,
-                            .seed = (uint64_t)c->seed,
-                            .step = r->ts.step,
-                            .whole = iters == 0,
-                            .rank = r->rank,
-                            .ranks = r->ranks,
-                            .sum = est_sum,
-                            .progress = r->progress && r->rank == 0 ? est_progress : NULL,
-                            .ctx = &e};
+    tg_eval_spec s = tg_run_eval_spec(&r->c, iters, r->ts.step);
+    s.rank = r->rank, s.ranks = r->ranks, s.sum = est_sum, s.ctx = &e;
+    s.progress = r->progress && r->rank == 0 ? est_progress : NULL;
     return tg_eval_loss(r->g, &r->m, &r->d, val, &s, err);
+}
+
+tg_eval_spec tg_run_eval_spec(const tg_run_config *c, int64_t iters, int64_t step)
+{
+    if (!c) return (tg_eval_spec){0};
+    return (tg_eval_spec){.batch = c->batch_size,
+                          .accum = c->grad_accum,
+                          .T = c->block_size,
+                          .iters = iters,
+                          .seed = (uint64_t)c->seed,
+                          .step = step,
+                          .whole = iters == 0,
+                          .rank = 0,
+                          .ranks = 1};
 }
 
 /* Train and val loss of the weights in the store into l. */

@@ -277,6 +277,25 @@ TG_API int tg_checkpoint_load_vocab(const tg_st_file *f, const tg_model *m, tg_v
 TG_API int tg_checkpoint_load_train(const tg_st_file *f, tg_adamw *opt, tg_muon *muon, tg_ema *ema, tg_train_state *ts,
                                     int64_t max_step, tg_error *err);
 
+/* ---- the weights a checkpoint holds (train/checkpoint_weights.c) ------------- */
+
+/* Which weights f's tensors are, for a run that averaged its weights
+ * (tg_ema): "ema" (the averages) or "raw" (the weights trained), as its
+ * metadata "weights" says (best.safetensors: the lower val loss at its
+ * step); in a file without the key, "raw" when it holds the averages
+ * beside them ("ema.values": last.safetensors) and "ema" when its run
+ * averaged ("train.ema" above 0) but it holds none beside (an older
+ * best.safetensors). NULL for a run that kept no averages, or a NULL f. */
+TG_API const char *tg_checkpoint_weights(const tg_st_file *f);
+/* True when f holds the averages ("ema.values") beside its tensors. */
+TG_API bool tg_checkpoint_has_averages(const tg_st_file *f);
+/* m, loaded from f (tg_checkpoint_load_model), takes f's averages
+ * ("ema.values": the store's flat layout, F32 or F64 whatever m's dtype,
+ * every value finite) as its weights, e.g. to evaluate or sample what an
+ * averaging run's last.safetensors would have given. 0, or -1 with a
+ * message (m then unchanged). */
+TG_API int tg_checkpoint_load_averages(const tg_st_file *f, tg_model *m, tg_error *err);
+
 /* ---- training to a wall-clock budget (train/budget.c) --------------------- */
 
 /* What a run costs, in seconds, as measured at its start. */

@@ -28,19 +28,4 @@ const char *ckpt_resolve(const char *path, const char *cmd, char *buf, size_t si
 int checkpoint_model_vocab(const tg_st_file *f, const tg_model *m, const char *vocab_file, const char *tok_file,
                            tg_vocab *v, tg_error *err);
 
-/* Which weights of f an --ema run's checkpoint gives (`eval --weights`):
- * "ema" (the averages) or "raw" (the weights trained). f's tensors hold
- * the ones its metadata "weights" names (best.safetensors: the lower val
- * loss at its step), or, in a file without the key, the raw weights when
- * it holds the averages beside them ("ema.values": last.safetensors) and
- * the averages when its run averaged ("train.ema" above 0) but it holds
- * none beside (an older best.safetensors); NULL for a run without --ema.
- * checkpoint_has_averages: f holds "ema.values" beside its tensors. */
-const char *checkpoint_weights(const tg_st_file *f);
-bool checkpoint_has_averages(const tg_st_file *f);
-/* m (loaded from f) takes f's averages ("ema.values": the store's flat
- * layout, F32 or F64, every value finite) as its weights. 0, or -1 with a
- * message (m then unchanged). */
-int checkpoint_use_averages(const tg_st_file *f, tg_model *m, tg_error *err);
-
 #endif

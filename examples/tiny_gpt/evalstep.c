@@ -109,8 +109,8 @@ static double loss_and_grads(inputs *in, tg_graph *g, tg_error *err)
  * (1 or 2), or -1 with a message. */
 static int pick_weights(const tg_st_file *f, const char *ckpt, const char *want, const char *sets[2], tg_error *err)
 {
-    const char *w = tg_st_meta(f, "weights"), *holds = checkpoint_weights(f);
-    const bool beside = checkpoint_has_averages(f) && holds && !strcmp(holds, "raw");
+    const char *w = tg_st_meta(f, "weights"), *holds = tg_checkpoint_weights(f);
+    const bool beside = tg_checkpoint_has_averages(f) && holds && !strcmp(holds, "raw");
     if (w && strcmp(w, "ema") && strcmp(w, "raw"))
         return tg_error_set(err, "%s: metadata 'weights' = '%.40s' is not ema or raw", ckpt, w);
     if (want && strcmp(want, "ema") && strcmp(want, "raw"))
@@ -168,17 +168,8 @@ static double estimate(tg_graph *g, tg_model *m, const tg_dataset *d, bool val, 
 {
     const bool tty = isatty(STDERR_FILENO);
     estimating e = {step, val};
-    const tg_eval_spec s = {.batch = c->batch_size,
-                            .accum = c->grad_accum,
-                            .T = c->block_size,
-                            .iters = iters,
-                            .seed = (uint64_t)c->seed,
-                            .step = step,
-                            .whole = iters == 0,
-                            .rank = 0,
-                            .ranks = 1,
-                            .progress = tty ? est_progress : NULL,
-                            .ctx = &e};
+    tg_eval_spec s = tg_run_eval_spec(c, iters, step);
+    s.progress = tty ? est_progress : NULL, s.ctx = &e;
     const double loss = tg_eval_loss(g, m, d, val, &s, err);
     if (tty) fprintf(stderr, "\r\033[K");
     return loss;
@@ -257,9 +248,9 @@ static int eval_ckpt(const char *ckpt, const char *data, const char *vocab_file,
     const int n_sets = pick_weights(f, ckpt, weights, sets, &err);
     if (n_sets < 0 || tg_checkpoint_load_model(f, dt, 0.0, &m, &err) || !(g = tg_graph_new())) goto fail;
     tg_model_set_composed(&m, composed);
-    const char *holds = checkpoint_weights(f);
+    const char *holds = tg_checkpoint_weights(f);
     for (int k = 0; k < n_sets; k++) { /* each as training evaluated it: the same windows */
-        if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") && checkpoint_use_averages(f, &m, &err))
+        if (sets[k] && !strcmp(sets[k], "ema") && strcmp(holds, "ema") && tg_checkpoint_load_averages(f, &m, &err))
             goto fail;
         tg_run_loss l = {.step = step, .weights = sets[k]};
         l.train = estimate(g, &m, &d, false, &c, c.eval_iters, step, &err);
@@ -308,7 +299,8 @@ static int eval_text(const char *ckpt, const char *path, const char *vocab_file,
     const char *sets[2]; /* the file's own weights unless --weights picks */
     if (weights &&
         (pick_weights(f, ckpt, weights, sets, &err) < 0 ||
-         (!strcmp(weights, "ema") && strcmp(checkpoint_weights(f), "ema") && checkpoint_use_averages(f, &m, &err))))
+         (!strcmp(weights, "ema") && strcmp(tg_checkpoint_weights(f), "ema") &&
+          tg_checkpoint_load_averages(f, &m, &err))))
         goto fail;
     tg_model_set_composed(&m, composed);
     int64_t n = tg_prompt_ids(&v, m.config.vocab_size, text, len, &ids, &e);
