@@ -467,7 +467,8 @@ START_TEST(kernels_match_reference_random)
         if ((double)M * N * K > 4e6) continue;
         int pads[3];
         for (int i = 0; i < 3; i++) pads[i] = next_u32() % 3 ? (int)(next_u32() % 41) : 0;
-        if ((cases >> 2) % 4 == 3) pads[0] = ((cases >> 4) % 2 ? 1024 : 2048) - (ta ? M : K);
+        const int lda = (cases >> 4) % 2 ? 1024 : 2048; /* a power of two, where a row fits in it */
+        if ((cases >> 2) % 4 == 3 && lda >= (ta ? M : K)) pads[0] = lda - (ta ? M : K);
         const int v = (int)(next_u32() % 5);
         const prob p = {ta,          tb,       M,       N, K, (ta ? M : K) + pads[0], (tb ? K : N) + pads[1],
                         N + pads[2], ab[v][0], ab[v][1]};
